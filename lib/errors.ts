@@ -1,0 +1,46 @@
+/** Stable machine-readable codes for every error a client can see. */
+export const ErrorCode = {
+  NotFound: 'ERR_NOT_FOUND',
+  TokenInUrl: 'ERR_TOKEN_IN_URL',
+  MethodNotAllowed: 'ERR_METHOD_NOT_ALLOWED',
+  Unauthorized: 'ERR_UNAUTHORIZED',
+  TooManyFailures: 'ERR_TOO_MANY_FAILURES',
+  BodyTooLarge: 'ERR_BODY_TOO_LARGE',
+  BodyTimeout: 'ERR_BODY_TIMEOUT',
+  InvalidJson: 'ERR_INVALID_JSON',
+  InvalidPayload: 'ERR_INVALID_PAYLOAD',
+  Forbidden: 'ERR_NOT_ALLOWED',
+  Unavailable: 'ERR_UNAVAILABLE',
+  MappingFailed: 'ERR_MAPPING_FAILED',
+  Internal: 'ERR_INTERNAL',
+} as const;
+
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+export interface HttpErrorOptions {
+  /** Extra response headers, e.g. `Allow` or `Retry-After`. */
+  headers?: Record<string, string>;
+  /** Close the connection after answering (the request body was not read to its end). */
+  close?: boolean;
+  cause?: unknown;
+}
+
+/**
+ * The one error type a request handler throws to answer a client. Its message is
+ * sent to the client, so it must never carry a secret or a piece of the body.
+ */
+export class HttpError extends Error {
+  readonly status: number;
+  readonly code: ErrorCode;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly close: boolean;
+
+  constructor(status: number, code: ErrorCode, message: string, options: HttpErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'HttpError';
+    this.status = status;
+    this.code = code;
+    this.headers = options.headers ?? {};
+    this.close = options.close ?? false;
+  }
+}
