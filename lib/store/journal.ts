@@ -1,0 +1,258 @@
+import { constants } from 'node:fs';
+import { mkdir, open as fsOpen, rename, rm } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
+import { dirname } from 'node:path';
+
+/** Options of {@link Journal.open}. */
+export interface JournalOptions {
+  /** Clock in ms used to time fsyncs; defaults to `performance.now`. */
+  now?: () => number;
+  /** Opens every file and directory the journal touches; defaults to `fs/promises` `open`. */
+  open?: typeof fsOpen;
+}
+
+/** Counters since the journal was opened, for metrics. */
+export interface JournalStats {
+  /** Append batches written and fsync'd (one write, one fsync each). */
+  flushes: number;
+  /** Records made durable by `append`/`appendMany`. */
+  records: number;
+  /** Duration of the most recent fsync of a journal file, 0 before the first. */
+  lastFsyncMs: number;
+}
+
+/** What a read of the journal found: complete records in order, and how many middle lines were unreadable. */
+export interface JournalContents {
+  records: unknown[];
+  skipped: number;
+}
+
+/** Result of {@link Journal.open}; `tornBytes` is the unfinished tail that was cut off (0 if none). */
+export interface OpenedJournal extends JournalContents {
+  journal: Journal;
+  tornBytes: number;
+}
+
+interface _Op {
+  compact: boolean;
+  bytes: Buffer;
+  count: number;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+// Codes with which platforms (Windows, some network filesystems) refuse to open or fsync a directory.
+const _DIR_SYNC_REFUSED = new Set(['EISDIR', 'EPERM', 'EACCES', 'EINVAL', 'ENOTSUP', 'EBADF']);
+
+/**
+ * Durable append-only JSON-lines log. Appends are group-committed: everything queued while a
+ * flush runs goes out in the next flush with one write and one fsync. Appends and compactions
+ * take effect in call order.
+ */
+export class Journal {
+  readonly file: string;
+  #handle: FileHandle;
+  #size: number;
+  #queue: _Op[] = [];
+  #pump: Promise<void> | null = null;
+  #closing: Promise<void> | null = null;
+  #stats: JournalStats = { flushes: 0, records: 0, lastFsyncMs: 0 };
+  readonly #now: () => number;
+  readonly #open: typeof fsOpen;
+
+  private constructor(file: string, handle: FileHandle, size: number, now: () => number, open: typeof fsOpen) {
+    this.file = file;
+    this.#handle = handle;
+    this.#size = size;
+    this.#now = now;
+    this.#open = open;
+  }
+
+  /** Opens (creating 0o700 directory and 0o600 file if missing) and reads the journal, cutting off a torn tail. */
+  static async open(file: string, options: JournalOptions = {}): Promise<OpenedJournal> {
+    const { now = () => performance.now(), open = fsOpen } = options;
+    await mkdir(dirname(file), { recursive: true, mode: 0o700 });
+    // Neither O_APPEND (Linux ignores pwrite positions under it) nor O_TRUNC.
+    const handle = await open(file, constants.O_RDWR | constants.O_CREAT, 0o600);
+    try {
+      const buf = await handle.readFile();
+      const { records, skipped, end } = _parse(buf);
+      // Cut now so the next append cannot glue onto the garbage; its fsync makes the cut durable.
+      if (end < buf.length) await handle.truncate(end);
+      return { journal: new Journal(file, handle, end, now, open), records, skipped, tornBytes: buf.length - end };
+    } catch (err) {
+      await handle.close();
+      throw err;
+    }
+  }
+
+  /** Bytes in the journal file. */
+  get size(): number {
+    return this.#size;
+  }
+
+  /** A snapshot of the counters. */
+  stats(): JournalStats {
+    return { ...this.#stats };
+  }
+
+  /** Appends one record as one line; resolves once it is written and fsync'd. */
+  append(record: object): Promise<void> {
+    return this.appendMany([record]);
+  }
+
+  /** Appends records as consecutive lines in the same flush; resolves once they are durable. */
+  async appendMany(records: readonly object[]): Promise<void> {
+    const text = records.map(_line).join('');
+    if (text !== '') return this.#enqueue(false, text, records.length);
+    if (this.#closing) throw new Error('Journal is closed');
+  }
+
+  /** Atomically replaces the whole file with these records; later appends land after them. */
+  async compact(records: readonly object[]): Promise<void> {
+    return this.#enqueue(true, records.map(_line).join(''), records.length);
+  }
+
+  /** Flushes what is queued and closes the file; later appends reject. Idempotent. */
+  close(): Promise<void> {
+    return (this.#closing ??= this.#finish());
+  }
+
+  async #finish(): Promise<void> {
+    await this.#pump;
+    await this.#handle.close();
+  }
+
+  #enqueue(compact: boolean, text: string, count: number): Promise<void> {
+    if (this.#closing) throw new Error('Journal is closed');
+    return new Promise((resolve, reject) => {
+      this.#queue.push({ compact, bytes: Buffer.from(text), count, resolve, reject });
+      this.#pump ??= this.#drain();
+    });
+  }
+
+  async #drain(): Promise<void> {
+    // One microtask lets appends issued in the same tick join the first batch.
+    await null;
+    for (let head = this.#queue[0]; head; head = this.#queue[0]) {
+      let n = 1;
+      if (!head.compact) while (this.#queue[n]?.compact === false) n++;
+      const batch = this.#queue.splice(0, n);
+      try {
+        await (head.compact ? this.#replace(head.bytes) : this.#write(batch));
+        for (const op of batch) op.resolve();
+      } catch (err) {
+        for (const op of batch) op.reject(err);
+      }
+    }
+    this.#pump = null;
+  }
+
+  async #write(batch: _Op[]): Promise<void> {
+    const bytes = Buffer.concat(batch.map((op) => op.bytes));
+    try {
+      await _writeAll(this.#handle, bytes, this.#size);
+      await this.#sync(this.#handle);
+    } catch (err) {
+      // The batch is rejected as a whole, so none of it may stay; later appends then start on a line boundary.
+      await this.#handle.truncate(this.#size).catch(() => {});
+      throw err;
+    }
+    this.#size += bytes.length;
+    this.#stats.flushes++;
+    for (const op of batch) this.#stats.records += op.count;
+  }
+
+  async #replace(bytes: Buffer): Promise<void> {
+    const tmp = `${this.file}.tmp`;
+    // A temp file left by a crash may carry another mode; start from a fresh 0o600 one.
+    await rm(tmp, { force: true });
+    const handle = await this.#open(tmp, 'w', 0o600);
+    try {
+      await _writeAll(handle, bytes, 0);
+      await this.#sync(handle);
+      await rename(tmp, this.file);
+    } catch (err) {
+      await handle.close();
+      await rm(tmp, { force: true }).catch(() => {});
+      throw err;
+    }
+    // The renamed handle is the journal from here on, so appends continue in the new file.
+    const old = this.#handle;
+    this.#handle = handle;
+    this.#size = bytes.length;
+    await old.close();
+    await this.#syncDir();
+  }
+
+  async #syncDir(): Promise<void> {
+    let dir: FileHandle | undefined;
+    try {
+      dir = await this.#open(dirname(this.file), 'r');
+      await dir.sync();
+    } catch (err) {
+      // Where directories cannot be fsync'd the rename is still atomic, just not yet durable.
+      if (!_DIR_SYNC_REFUSED.has(String((err as NodeJS.ErrnoException).code))) throw err;
+    } finally {
+      await dir?.close();
+    }
+  }
+
+  async #sync(handle: FileHandle): Promise<void> {
+    const start = this.#now();
+    await handle.datasync();
+    this.#stats.lastFsyncMs = this.#now() - start;
+  }
+}
+
+/** Reads a journal without writing to it (safe while a server appends); a missing file reads as empty. */
+export async function readJournal(file: string): Promise<JournalContents> {
+  let handle: FileHandle;
+  try {
+    handle = await fsOpen(file, 'r');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { records: [], skipped: 0 };
+    throw err;
+  }
+  try {
+    const { records, skipped } = _parse(await handle.readFile());
+    return { records, skipped };
+  } finally {
+    await handle.close();
+  }
+}
+
+function _line(record: object): string {
+  const text: unknown = JSON.stringify(record);
+  if (typeof text !== 'string') throw new TypeError(`Cannot append record: it has no JSON form: ${typeof record}`);
+  return `${text}\n`;
+}
+
+// `end` is the length of the sound prefix: everything after it is a torn last line.
+function _parse(buf: Buffer): JournalContents & { end: number } {
+  const records: unknown[] = [];
+  let skipped = 0;
+  let end = buf.lastIndexOf(0x0a) + 1;
+  for (let start = 0; start < end; ) {
+    const next = buf.indexOf(0x0a, start) + 1;
+    try {
+      records.push(JSON.parse(buf.toString('utf8', start, next - 1)));
+    } catch {
+      // An unreadable final line with nothing after it is an unfinished write, not damage in the middle.
+      if (next === buf.length) {
+        end = start;
+        break;
+      }
+      skipped++;
+    }
+    start = next;
+  }
+  return { records, skipped, end };
+}
+
+async function _writeAll(handle: FileHandle, bytes: Buffer, position: number): Promise<void> {
+  for (let done = 0; done < bytes.length; ) {
+    const { bytesWritten } = await handle.write(bytes, done, bytes.length - done, position + done);
+    done += bytesWritten;
+  }
+}
