@@ -1,0 +1,63 @@
+/**
+ * The plain values a hook turns a request into. Hooks build actions, policy checks them,
+ * the store records them; none of these types knows about HTTP.
+ */
+
+export const WAKE_MODES = ['now', 'next-heartbeat'] as const;
+export type WakeMode = (typeof WAKE_MODES)[number];
+
+export const CHANNELS = ['last', 'whatsapp', 'telegram', 'discord', 'slack', 'mattermost', 'signal', 'imessage', 'msteams'] as const;
+export type Channel = (typeof CHANNELS)[number];
+
+export const THINKING_LEVELS = ['off', 'minimal', 'low', 'medium', 'high', 'xhigh'] as const;
+export type Thinking = (typeof THINKING_LEVELS)[number];
+
+/** Queue a system event for the main session; with `now`, ask for a heartbeat at once. */
+export interface WakeAction {
+  kind: 'wake';
+  text: string;
+  mode: WakeMode;
+}
+
+/** A session key and whether the operator wrote it (trusted) or the payload chose it. */
+export interface RequestedKey {
+  value: string;
+  trusted: boolean;
+}
+
+/** Run an isolated agent turn; not yet checked against policy. */
+export interface AgentAction {
+  kind: 'agent';
+  message: string;
+  name: string;
+  agentId?: string;
+  sessionKey?: RequestedKey;
+  wakeMode: WakeMode;
+  deliver: boolean;
+  channel: Channel;
+  to?: string;
+  model?: string;
+  thinking?: Thinking;
+  timeoutSeconds?: number;
+}
+
+export type Action = WakeAction | AgentAction;
+
+/** An agent run that passed policy: what the store records as pending and the runtime executes. */
+export interface RunSpec {
+  runId: string;
+  /** The hook name the request came in on (`agent`, or a mapped name). */
+  hook: string;
+  name: string;
+  message: string;
+  sessionKey: string;
+  agentId: string;
+  wakeMode: WakeMode;
+  deliver: boolean;
+  channel: Channel;
+  to?: string;
+  /** A `provider/model` key, with aliases already resolved. */
+  model?: string;
+  thinking?: Thinking;
+  timeoutSeconds?: number;
+}

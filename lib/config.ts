@@ -1,0 +1,374 @@
+import { readFile } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import { dirname, isAbsolute, join as joinPath, resolve } from 'node:path';
+import { parseCidr, type Cidr } from './address.ts';
+import { parseJsonc } from './jsonc.ts';
+import {
+  array,
+  boolean,
+  check,
+  formatIssue,
+  number,
+  object,
+  optional,
+  record,
+  string,
+  join,
+  type Issue,
+  type Schema,
+} from './schema.ts';
+
+/** The environment, as a plain map (injected so tests do not touch `process.env`). */
+export type Env = Readonly<Record<string, string | undefined>>;
+
+/** The generated session keys start with this; prefix allowlists must admit it when no default key is set. */
+export const GENERATED_KEY_PREFIX = 'hook:';
+
+const PROVIDER_MODEL = { regex: /^[^/\s]+\/\S+$/, rule: 'must be written "provider/model"' };
+
+// Keys of OpenClaw's `hooks` section that this service does not act on: they load, and are reported.
+const IGNORED_HOOK_KEYS = ['internal', 'gmail'] as const;
+
+const duration: Schema<number> = (value, at, report) => {
+  const ms = parseDuration(value);
+  if (ms === null) {
+    report.issues.push({ path: at, message: 'must be a duration such as "30m", "1h", "90s" or "0" (off)' });
+    return undefined;
+  }
+  return ms;
+};
+
+const cidr: Schema<Cidr> = (value, at, report) => {
+  const parsed = typeof value === 'string' ? parseCidr(value.trim()) : null;
+  if (parsed === null) report.issues.push({ path: at, message: 'must be an IP address or CIDR range' });
+  return parsed ?? undefined;
+};
+
+const seconds = number({ integer: true, min: 1 });
+
+const fileSchema = object({
+  hooks: optional(
+    object(
+      {
+        enabled: optional(boolean),
+        token: optional(string({ trim: true, nonEmpty: true })),
+        tokenFile: optional(string({ nonEmpty: true })),
+        path: optional(string({ trim: true })),
+        maxBodyBytes: optional(number({ integer: true, min: 1 })),
+        allowedAgentIds: optional(array(string({ trim: true, nonEmpty: true }))),
+        defaultSessionKey: optional(string({ trim: true, nonEmpty: true })),
+        allowRequestSessionKey: optional(boolean),
+        allowedSessionKeyPrefixes: optional(array(string({ trim: true, nonEmpty: true }))),
+        presets: optional(array(string({ nonEmpty: true }))),
+        mappings: optional(array((v) => v)),
+        transformsDir: optional(string({ nonEmpty: true })),
+        authRateLimit: optional(
+          object({
+            maxFailures: optional(number({ integer: true, min: 1 })),
+            windowSeconds: optional(seconds),
+            lockoutSeconds: optional(seconds),
+          }),
+        ),
+        idempotencyTtlSeconds: optional(seconds),
+      },
+      { ignored: IGNORED_HOOK_KEYS },
+    ),
+  ),
+  agents: optional(
+    object({
+      defaults: optional(
+        object({
+          models: optional(
+            record(object({ alias: optional(string({ trim: true, nonEmpty: true })) })),
+          ),
+          model: optional(string({ trim: true, nonEmpty: true })),
+          heartbeat: optional(object({ every: optional(duration) })),
+        }),
+      ),
+      list: optional(
+        array(
+          object({
+            id: string({ trim: true, nonEmpty: true, pattern: { regex: /^[\w.-]+$/, rule: 'may contain only letters, digits, ".", "_" and "-"' } }),
+            default: optional(boolean),
+            workspace: optional(string({ nonEmpty: true })),
+            model: optional(string({ trim: true, nonEmpty: true })),
+          }),
+        ),
+      ),
+    }),
+  ),
+  gateway: optional(
+    object({
+      bind: optional(string({ trim: true, nonEmpty: true })),
+      port: optional(number({ integer: true, min: 0, max: 65535 })),
+      trustedProxies: optional(array(cidr)),
+      auth: optional(object({ token: optional(string({ trim: true, nonEmpty: true })) })),
+    }),
+  ),
+  state: optional(object({ dir: optional(string({ nonEmpty: true })) })),
+});
+
+type FileConfig = NonNullable<ReturnType<typeof fileSchema>>;
+
+/** One configured agent. */
+export interface AgentConfig {
+  id: string;
+  default: boolean;
+  workspace?: string;
+  model?: string;
+}
+
+/** The validated configuration with every default applied. */
+export interface Config {
+  /** The file it came from, or `null` when built in memory. */
+  file: string | null;
+  /** The file's directory: relative paths in the file are resolved against it. */
+  dir: string;
+  hooks: {
+    enabled: boolean;
+    token: string | null;
+    path: string;
+    maxBodyBytes: number;
+    /** `null`: any agent may be picked. */
+    allowedAgentIds: readonly string[] | null;
+    defaultSessionKey: string | null;
+    allowRequestSessionKey: boolean;
+    /** `null`: no prefix rule. */
+    allowedSessionKeyPrefixes: readonly string[] | null;
+    presets: readonly string[];
+    mappings: readonly unknown[];
+    transformsDir: string | null;
+    authRateLimit: { maxFailures: number; windowSeconds: number; lockoutSeconds: number };
+    idempotencyTtlSeconds: number;
+  };
+  agents: {
+    models: Readonly<Record<string, { alias?: string }>>;
+    model: string | null;
+    heartbeatEveryMs: number;
+    list: readonly AgentConfig[];
+    defaultAgentId: string;
+  };
+  gateway: {
+    bind: string;
+    port: number;
+    trustedProxies: readonly Cidr[];
+    authToken: string | null;
+  };
+  stateDir: string | null;
+}
+
+/** The outcome of loading a configuration: every problem as `path: rule`. */
+export type ConfigResult = { ok: true; config: Config; ignored: string[] } | { ok: false; problems: string[] };
+
+export const DEFAULTS = {
+  path: '/hooks',
+  maxBodyBytes: 262_144,
+  maxFailures: 20,
+  windowSeconds: 60,
+  lockoutSeconds: 60,
+  idempotencyTtlSeconds: 86_400,
+  bind: '127.0.0.1',
+  port: 8789,
+} as const;
+
+/** Where the config file is: `--config`, else `$HOOKS_INGRESS_CONFIG`, else the XDG default. */
+export function locateConfig(flag: string | undefined, env: Env): { path: string; implicit: boolean } {
+  if (flag !== undefined) return { path: resolve(flag), implicit: false };
+  if (env['HOOKS_INGRESS_CONFIG']) return { path: resolve(env['HOOKS_INGRESS_CONFIG']), implicit: false };
+  const base = env['XDG_CONFIG_HOME'] || joinPath(env['HOME'] || homedir(), '.config');
+  return { path: joinPath(base, 'hooks-ingress', 'config.json'), implicit: true };
+}
+
+/** Where the state lives: `--state-dir`, else `state.dir`, else `$STATE_DIRECTORY`, else the XDG default. */
+export function locateStateDir(flag: string | undefined, config: Config, env: Env): string {
+  if (flag !== undefined) return resolve(flag);
+  if (config.stateDir !== null) return config.stateDir;
+  // systemd passes a colon-separated list when a unit names several state directories.
+  const systemd = env['STATE_DIRECTORY']?.split(':')[0];
+  if (systemd) return systemd;
+  const base = env['XDG_STATE_HOME'] || joinPath(env['HOME'] || homedir(), '.local', 'state');
+  return joinPath(base, 'hooks-ingress');
+}
+
+/** Reads, parses and validates a config file. A missing file is a problem like any other. */
+export async function loadConfig(file: string, env: Env): Promise<ConfigResult> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    return { ok: false, problems: [`${file}: cannot read: ${(error as NodeJS.ErrnoException).code ?? String(error)}`] };
+  }
+  const parsed = parseJsonc(text);
+  if (!parsed.ok) return { ok: false, problems: [`${file}: ${parsed.error}`] };
+  return buildConfig(parsed.value, { file, env });
+}
+
+/** Validates a parsed config value; reads `hooks.tokenFile` or the systemd credential when they stand for the token. */
+export async function buildConfig(raw: unknown, where: { file: string | null; env: Env; dir?: string }): Promise<ConfigResult> {
+  const dir = where.dir ?? (where.file === null ? process.cwd() : dirname(where.file));
+  const issues: Issue[] = [];
+  const substituted = substituteEnv(raw, '', where.env, issues);
+  const checked = check(fileSchema, substituted);
+  if (!checked.ok) issues.push(...checked.issues);
+  if (!checked.ok || issues.length > 0) return { ok: false, problems: issues.map(formatIssue) };
+  const file: FileConfig = checked.value;
+
+  const token = await _readToken(file, dir, where.env, issues);
+  const config = _normalise(file, { file: where.file, dir, token });
+  issues.push(...crossCheck(config, file));
+  if (issues.length > 0) return { ok: false, problems: issues.map(formatIssue) };
+  return { ok: true, config, ignored: checked.ignored };
+}
+
+/** Replaces every `${NAME}` inside string values by the environment variable NAME. */
+export function substituteEnv(value: unknown, at: string, env: Env, issues: Issue[]): unknown {
+  if (typeof value === 'string') {
+    return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, name: string) => {
+      const found = env[name];
+      if (found === undefined) issues.push({ path: at, message: `environment variable ${name} is not set` });
+      return found ?? '';
+    });
+  }
+  if (Array.isArray(value)) return value.map((v, i) => substituteEnv(v, join(at, i), env, issues));
+  if (typeof value === 'object' && value !== null) {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[k] = substituteEnv(v, join(at, k), env, issues);
+    return out;
+  }
+  return value;
+}
+
+/** Parses `"30m"`, `"1h"`, `"90s"`, `"500ms"`, `"2d"`; a bare number is minutes; `"0"` is off. */
+export function parseDuration(value: unknown): number | null {
+  const text = typeof value === 'number' ? String(value) : value;
+  if (typeof text !== 'string') return null;
+  const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$/.exec(text);
+  if (match === null) return null;
+  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[match[2] ?? 'm'] ?? 60_000;
+  return Math.round(Number(match[1]) * unit);
+}
+
+/** Normalises `hooks.path`: a leading slash added, trailing slashes removed. */
+export function normaliseHooksPath(path: string): string {
+  const trimmed = path.trim().replace(/\/+$/, '');
+  return trimmed.startsWith('/') ? trimmed : `/${trimmed}`;
+}
+
+async function _readToken(file: FileConfig, dir: string, env: Env, issues: Issue[]): Promise<string | null> {
+  const hooks = file.hooks;
+  if (hooks?.token !== undefined && hooks.tokenFile !== undefined) {
+    issues.push({ path: 'hooks.tokenFile', message: 'cannot be set together with hooks.token' });
+    return null;
+  }
+  if (hooks?.token !== undefined) return hooks.token;
+  const [source, at] =
+    hooks?.tokenFile !== undefined
+      ? [resolve(dir, hooks.tokenFile), 'hooks.tokenFile']
+      : env['CREDENTIALS_DIRECTORY']
+        ? [joinPath(env['CREDENTIALS_DIRECTORY'], 'hooks-token'), '']
+        : [null, ''];
+  if (source === null) return null;
+  try {
+    const token = (await readFile(source, 'utf8')).trim();
+    if (token === '') issues.push({ path: at || 'hooks.token', message: `the file ${source} is empty` });
+    return token || null;
+  } catch (error) {
+    // An absent credential just means none was passed; an absent tokenFile is the operator's mistake.
+    if (at === '' && (error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    issues.push({ path: at || 'hooks.token', message: `cannot read ${source}: ${(error as NodeJS.ErrnoException).code ?? 'error'}` });
+    return null;
+  }
+}
+
+function _normalise(file: FileConfig, where: { file: string | null; dir: string; token: string | null }): Config {
+  const hooks = file.hooks ?? {};
+  const limit = hooks.authRateLimit ?? {};
+  const agents = file.agents ?? {};
+  const list = (agents.list ?? []).map((a) => ({ ...a, default: a.default ?? false }));
+  const gateway = file.gateway ?? {};
+  return {
+    file: where.file,
+    dir: where.dir,
+    hooks: {
+      enabled: hooks.enabled ?? false,
+      token: where.token,
+      path: normaliseHooksPath(hooks.path ?? DEFAULTS.path),
+      maxBodyBytes: hooks.maxBodyBytes ?? DEFAULTS.maxBodyBytes,
+      allowedAgentIds: hooks.allowedAgentIds ?? null,
+      defaultSessionKey: hooks.defaultSessionKey ?? null,
+      allowRequestSessionKey: hooks.allowRequestSessionKey ?? false,
+      allowedSessionKeyPrefixes: hooks.allowedSessionKeyPrefixes ?? null,
+      presets: hooks.presets ?? [],
+      mappings: hooks.mappings ?? [],
+      transformsDir: hooks.transformsDir ?? null,
+      authRateLimit: {
+        maxFailures: limit.maxFailures ?? DEFAULTS.maxFailures,
+        windowSeconds: limit.windowSeconds ?? DEFAULTS.windowSeconds,
+        lockoutSeconds: limit.lockoutSeconds ?? DEFAULTS.lockoutSeconds,
+      },
+      idempotencyTtlSeconds: hooks.idempotencyTtlSeconds ?? DEFAULTS.idempotencyTtlSeconds,
+    },
+    agents: {
+      models: agents.defaults?.models ?? {},
+      model: agents.defaults?.model ?? null,
+      heartbeatEveryMs: agents.defaults?.heartbeat?.every ?? 0,
+      list,
+      defaultAgentId: (list.find((a) => a.default) ?? list[0])?.id ?? 'main',
+    },
+    gateway: {
+      bind: gateway.bind ?? DEFAULTS.bind,
+      port: gateway.port ?? DEFAULTS.port,
+      trustedProxies: gateway.trustedProxies ?? [],
+      authToken: gateway.auth?.token ?? null,
+    },
+    stateDir: file.state?.dir === undefined ? null : resolve(where.dir, file.state.dir),
+  };
+}
+
+/** Rules that span several keys; each problem names the key to change. */
+function crossCheck(config: Config, file: FileConfig): Issue[] {
+  const issues: Issue[] = [];
+  const { hooks } = config;
+  if (hooks.enabled && hooks.token === null) {
+    issues.push({ path: 'hooks.token', message: 'is required when hooks.enabled is true (or set hooks.tokenFile)' });
+  }
+  if (hooks.token !== null && hooks.token === config.gateway.authToken) {
+    issues.push({ path: 'hooks.token', message: 'must differ from gateway.auth.token (the hook token must be dedicated)' });
+  }
+  if (file.hooks?.path !== undefined && hooks.path === '/') issues.push({ path: 'hooks.path', message: 'may not be "/"' });
+  else if (!/^\/[\w\-./~]*$/.test(hooks.path)) {
+    issues.push({ path: 'hooks.path', message: 'may contain only letters, digits and "-._~/"' });
+  }
+  const prefixes = hooks.allowedSessionKeyPrefixes;
+  if (prefixes !== null && hooks.defaultSessionKey !== null && !hasPrefix(hooks.defaultSessionKey, prefixes)) {
+    issues.push({ path: 'hooks.defaultSessionKey', message: 'must start with one of hooks.allowedSessionKeyPrefixes' });
+  }
+  if (prefixes !== null && hooks.defaultSessionKey === null && !prefixes.some((p) => GENERATED_KEY_PREFIX.startsWith(p.toLowerCase()))) {
+    issues.push({
+      path: 'hooks.allowedSessionKeyPrefixes',
+      message: `must admit "${GENERATED_KEY_PREFIX}" when hooks.defaultSessionKey is not set (generated session keys start with it)`,
+    });
+  }
+  const defaults = config.agents.list.filter((a) => a.default);
+  if (defaults.length > 1) issues.push({ path: 'agents.list', message: 'may mark at most one agent as default' });
+  const seen = new Set<string>();
+  config.agents.list.forEach((agent, i) => {
+    if (seen.has(agent.id)) issues.push({ path: `agents.list[${i}].id`, message: `duplicates agent "${agent.id}"` });
+    seen.add(agent.id);
+  });
+  for (const key of Object.keys(config.agents.models)) {
+    if (!PROVIDER_MODEL.regex.test(key)) issues.push({ path: join('agents.defaults.models', key), message: 'must be keyed "provider/model"' });
+  }
+  return issues;
+}
+
+/** Whether a session key starts with one of the prefixes, compared case-insensitively. */
+export function hasPrefix(key: string, prefixes: readonly string[]): boolean {
+  const lower = key.toLowerCase();
+  return prefixes.some((p) => lower.startsWith(p.toLowerCase()));
+}
+
+/** Resolves a path from the config file against the config directory. */
+export function resolveFromConfig(config: Config, path: string): string {
+  return isAbsolute(path) ? path : resolve(config.dir, path);
+}

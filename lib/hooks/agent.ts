@@ -1,0 +1,39 @@
+import { CHANNELS, THINKING_LEVELS, WAKE_MODES, type AgentAction } from '../actions.ts';
+import { boolean, check, formatIssue, literal, number, object, optional, string } from '../schema.ts';
+
+const agentSchema = object({
+  message: string({ trim: true, nonEmpty: true }),
+  name: optional(string({ trim: true, nonEmpty: true, maxLength: 200 })),
+  agentId: optional(string({ trim: true, nonEmpty: true })),
+  sessionKey: optional(string({ trim: true, nonEmpty: true, maxLength: 512 })),
+  wakeMode: optional(literal(...WAKE_MODES)),
+  deliver: optional(boolean),
+  channel: optional(literal(...CHANNELS)),
+  to: optional(string({ trim: true, nonEmpty: true })),
+  model: optional(string({ trim: true, nonEmpty: true })),
+  thinking: optional(literal(...THINKING_LEVELS)),
+  timeoutSeconds: optional(number({ above: 0 })),
+  idempotencyKey: optional(string()),
+});
+
+/** Checks an `/agent` payload field by field; the session key it carries is payload-controlled. */
+export function parseAgent(body: Record<string, unknown>): { ok: true; action: AgentAction } | { ok: false; error: string } {
+  const checked = check(agentSchema, body);
+  if (!checked.ok) return { ok: false, error: checked.issues.map(formatIssue).join('; ') };
+  const { message, name, agentId, sessionKey, wakeMode, deliver, channel, to, model, thinking, timeoutSeconds } = checked.value;
+  const action: AgentAction = {
+    kind: 'agent',
+    message,
+    name: name ?? 'Hook',
+    wakeMode: wakeMode ?? 'now',
+    deliver: deliver ?? true,
+    channel: channel ?? 'last',
+  };
+  if (agentId !== undefined) action.agentId = agentId;
+  if (sessionKey !== undefined) action.sessionKey = { value: sessionKey, trusted: false };
+  if (to !== undefined) action.to = to;
+  if (model !== undefined) action.model = model;
+  if (thinking !== undefined) action.thinking = thinking;
+  if (timeoutSeconds !== undefined) action.timeoutSeconds = timeoutSeconds;
+  return { ok: true, action };
+}

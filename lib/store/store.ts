@@ -1,0 +1,233 @@
+import { join } from 'node:path';
+import type { RunSpec, WakeMode } from '../actions.ts';
+import { Journal, readJournal } from './journal.ts';
+
+/** The journal's file name inside the state directory. */
+export const JOURNAL_FILE = 'journal.jsonl';
+
+/** One entry of the main session: a system event, or a heartbeat that was requested or scheduled. */
+export interface SessionEvent {
+  seq: number;
+  time: string;
+  kind: 'system' | 'heartbeat';
+  text: string;
+  /** Where it came from: `wake`, `hook:<name>`, `schedule`, ... */
+  source: string;
+  /** For system events: whether the sender asked for a heartbeat at once. */
+  mode?: WakeMode;
+}
+
+/** A stored first answer, replayed unchanged to a retry. */
+export interface Reply {
+  status: number;
+  body: Record<string, unknown>;
+}
+
+/** What makes a request idempotent: its hook path and key, and the answer it got. */
+export interface IdempotencyWrite extends Reply {
+  scope: string;
+  key: string;
+}
+
+export type RunStatus = 'pending' | 'running' | 'ok' | 'error' | 'timeout';
+
+/** A run as the store keeps it; the runtime picks up the pending ones, also after a restart. */
+export interface RunRecord extends RunSpec {
+  status: RunStatus;
+  acceptedAt: string;
+  attempts: number;
+}
+
+export interface StoreOptions {
+  now?: () => number;
+  idempotencyTtlMs: number;
+  /** How many idempotency keys are kept at most; the oldest go first. */
+  maxIdempotencyKeys?: number;
+  /** Past this size the journal is rewritten with only what is still live. */
+  compactBytes?: number;
+  /** How many main-session events survive a compaction. */
+  retainEvents?: number;
+}
+
+type _Line =
+  | ({ t: 'event'; idem?: _Idem } & SessionEvent)
+  | { t: 'run'; seq: number; time: string; run: RunRecord; idem?: _Idem }
+  | ({ t: 'idem'; seq: number } & _Idem);
+
+interface _Idem extends IdempotencyWrite {
+  expiresAt: number;
+}
+
+/**
+ * The state directory's one writer. Every acknowledged effect is one journal line, written
+ * and fsync'd before the answer goes out; a request's idempotency record rides on the same
+ * line, so an effect and its key are durable together or not at all.
+ */
+export class Store {
+  readonly #journal: Journal;
+  readonly #now: () => number;
+  readonly #ttlMs: number;
+  readonly #maxKeys: number;
+  readonly #compactBytes: number;
+  readonly #retainEvents: number;
+  #seq = 0;
+  #events: SessionEvent[] = [];
+  #runs = new Map<string, RunRecord>();
+  #idem = new Map<string, _Idem>();
+  #compacting: Promise<void> | null = null;
+  #compactionFailures = 0;
+
+  private constructor(journal: Journal, options: StoreOptions) {
+    this.#journal = journal;
+    this.#now = options.now ?? Date.now;
+    this.#ttlMs = options.idempotencyTtlMs;
+    this.#maxKeys = options.maxIdempotencyKeys ?? 10_000;
+    this.#compactBytes = options.compactBytes ?? 8 * 1024 * 1024;
+    this.#retainEvents = options.retainEvents ?? 2_000;
+  }
+
+  /** Opens (or creates, mode 0700) the state directory and replays its journal. */
+  static async open(dir: string, options: StoreOptions): Promise<{ store: Store; skipped: number; tornBytes: number }> {
+    const opened = await Journal.open(join(dir, JOURNAL_FILE));
+    const store = new Store(opened.journal, options);
+    for (const line of opened.records) store.#apply(line as _Line);
+    return { store, skipped: opened.skipped, tornBytes: opened.tornBytes };
+  }
+
+  /** Appends an event to the main session; resolves once it is on disk. */
+  async addEvent(event: Omit<SessionEvent, 'seq' | 'time'>, idem?: IdempotencyWrite): Promise<SessionEvent> {
+    const line = { t: 'event' as const, seq: ++this.#seq, time: new Date(this.#now()).toISOString(), ...event, ...this.#idemField(idem) };
+    await this.#write(line);
+    const { t: _t, idem: _i, ...stored } = line;
+    return stored;
+  }
+
+  /** Records an accepted run as pending; resolves once it is on disk. */
+  async addRun(spec: RunSpec, idem?: IdempotencyWrite): Promise<RunRecord> {
+    const time = new Date(this.#now()).toISOString();
+    const run: RunRecord = { ...spec, status: 'pending', acceptedAt: time, attempts: 0 };
+    await this.#write({ t: 'run', seq: ++this.#seq, time, run, ...this.#idemField(idem) });
+    return run;
+  }
+
+  /** The first answer to an earlier request with this key, while it is remembered. */
+  replay(scope: string, key: string): Reply | null {
+    const id = _idemId(scope, key);
+    const found = this.#idem.get(id);
+    if (found === undefined) return null;
+    if (found.expiresAt <= this.#now()) {
+      this.#idem.delete(id);
+      return null;
+    }
+    return { status: found.status, body: found.body };
+  }
+
+  /** The main session's retained events, oldest first. */
+  events(): readonly SessionEvent[] {
+    return this.#events;
+  }
+
+  /** Runs accepted but not finished, oldest first. */
+  pendingRuns(): RunRecord[] {
+    return [...this.#runs.values()].filter((r) => r.status === 'pending' || r.status === 'running');
+  }
+
+  /** Whether a `now` wake is on record with no heartbeat after it (the process died in between). */
+  heartbeatOwed(): boolean {
+    for (let i = this.#events.length - 1; i >= 0; i--) {
+      const event = this.#events[i]!;
+      if (event.kind === 'heartbeat') return false;
+      if (event.mode === 'now') return true;
+    }
+    return false;
+  }
+
+  /** Counters for metrics and tests. */
+  stats(): { idempotencyKeys: number; runs: number; events: number; journalBytes: number; fsyncMs: number; flushes: number; compactionFailures: number } {
+    const journal = this.#journal.stats();
+    return {
+      idempotencyKeys: this.#idem.size,
+      runs: this.#runs.size,
+      events: this.#events.length,
+      journalBytes: this.#journal.size,
+      fsyncMs: journal.lastFsyncMs,
+      flushes: journal.flushes,
+      compactionFailures: this.#compactionFailures,
+    };
+  }
+
+  /** Waits for any compaction, flushes what is queued and closes the journal. */
+  async close(): Promise<void> {
+    await this.#compacting;
+    await this.#journal.close();
+  }
+
+  #idemField(idem: IdempotencyWrite | undefined): { idem?: _Idem } {
+    return idem === undefined ? {} : { idem: { ...idem, expiresAt: this.#now() + this.#ttlMs } };
+  }
+
+  // Memory is updated before the line is queued, so a compaction snapshot taken at any time
+  // holds every line queued ahead of it: the journal writes those first, then the snapshot.
+  async #write(line: _Line): Promise<void> {
+    this.#apply(line);
+    const written = this.#journal.append(line);
+    if (this.#journal.size > this.#compactBytes && this.#compacting === null) {
+      // A failed compaction leaves the old journal in place, complete; the next append tries again.
+      this.#compacting = this.#journal
+        .compact(this.#snapshot())
+        .catch(() => {
+          this.#compactionFailures++;
+        })
+        .finally(() => {
+          this.#compacting = null;
+        });
+    }
+    await written;
+  }
+
+  #apply(line: _Line): void {
+    this.#seq = Math.max(this.#seq, line.seq);
+    if (line.t === 'event') {
+      const { t: _t, idem: _i, ...event } = line;
+      this.#events.push(event);
+      // Trim in batches so a long-running process does not shift the array on every event.
+      if (this.#events.length > this.#retainEvents * 2) this.#events = this.#events.slice(-this.#retainEvents);
+    } else if (line.t === 'run') {
+      this.#runs.set(line.run.runId, line.run);
+    }
+    const idem = line.t === 'idem' ? line : line.idem;
+    if (idem !== undefined && idem.expiresAt > this.#now()) this.#remember(idem);
+  }
+
+  #remember(idem: _Idem): void {
+    const id = _idemId(idem.scope, idem.key);
+    this.#idem.delete(id);
+    this.#idem.set(id, { scope: idem.scope, key: idem.key, status: idem.status, body: idem.body, expiresAt: idem.expiresAt });
+    if (this.#idem.size > this.#maxKeys) this.#idem.delete(this.#idem.keys().next().value!);
+  }
+
+  // What a compacted journal holds: retained events, unfinished runs, live idempotency keys.
+  #snapshot(): _Line[] {
+    const now = this.#now();
+    const lines: _Line[] = this.#events.slice(-this.#retainEvents).map((e) => ({ t: 'event', ...e }));
+    for (const run of this.pendingRuns()) lines.push({ t: 'run', seq: 0, time: run.acceptedAt, run });
+    for (const idem of this.#idem.values()) if (idem.expiresAt > now) lines.push({ t: 'idem', seq: 0, ...idem });
+    return lines;
+  }
+}
+
+/** Reads the main session's events from a state directory without opening it for writing. */
+export async function readEvents(dir: string): Promise<SessionEvent[]> {
+  const { records } = await readJournal(join(dir, JOURNAL_FILE));
+  const events: SessionEvent[] = [];
+  for (const record of records as _Line[]) {
+    if (record.t !== 'event') continue;
+    const { t: _t, idem: _i, ...event } = record;
+    events.push(event);
+  }
+  return events;
+}
+
+function _idemId(scope: string, key: string): string {
+  return `${scope}\n${key}`;
+}
