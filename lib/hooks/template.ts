@@ -1,0 +1,139 @@
+/** A step in a path: a string names an own property, a number indexes a real array. */
+export type PathSegment = string | number;
+
+/** One compiled `{{ }}` expression. */
+export type TemplateExpr =
+  | { readonly root: 'payload'; readonly path: readonly PathSegment[] }
+  | { readonly root: 'headers' | 'query'; readonly name: string }
+  | { readonly root: 'path' | 'now' };
+
+/** A template compiled once at config load; render it any number of times. */
+export interface Template {
+  readonly source: string;
+  readonly parts: readonly (string | TemplateExpr)[];
+}
+
+/** What an expression can read: the request as the mapping sees it. */
+export interface TemplateContext {
+  payload: unknown;
+  headers: Record<string, string>;
+  query: Record<string, string>;
+  /** The hook name. */
+  path: string;
+  now: Date;
+}
+
+export type CompileResult = { ok: true; template: Template } | { ok: false; error: string };
+
+// Not exhaustive on purpose: with own-property reads these are the names that could
+// still reach a prototype or a constructor, so they never resolve, even as own keys.
+const _BLOCKED = new Set(['__proto__', 'prototype', 'constructor']);
+const _HEAD = /^[\w$-]+/;
+// `.name`, `[3]` or `["any key"]` (a JSON string literal, so `"` and `\` can be escaped).
+const _SEGMENT = /\.([\w$-]+)|\[(0|[1-9]\d*)\]|\[("(?:[^"\\]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*")\]/y;
+
+/**
+ * Compiles `{{ expr }}` templates. An expression ends at the first `}}`; text outside
+ * expressions, a lone `{` or `}` included, is copied verbatim.
+ */
+export function compileTemplate(source: string): CompileResult {
+  const parts: (string | TemplateExpr)[] = [];
+  let at = 0;
+  for (let open = source.indexOf('{{'); open !== -1; open = source.indexOf('{{', at)) {
+    const close = source.indexOf('}}', open + 2);
+    if (close === -1) return { ok: false, error: `unclosed "{{" at offset ${open}` };
+    const expr = _parseExpr(source.slice(open + 2, close).trim());
+    if (typeof expr === 'string') return { ok: false, error: `${expr} at offset ${open}` };
+    if (open > at) parts.push(source.slice(at, open));
+    parts.push(expr);
+    at = close + 2;
+  }
+  if (at < source.length) parts.push(source.slice(at));
+  return { ok: true, template: { source, parts } };
+}
+
+/** True when `source` holds at least one `{{ }}`, i.e. its value depends on the request. */
+export function isTemplated(source: string): boolean {
+  const open = source.indexOf('{{');
+  return open !== -1 && source.indexOf('}}', open + 2) !== -1;
+}
+
+/** Renders a compiled template; anything missing renders as the empty string. */
+export function render(template: Template, context: TemplateContext): string {
+  let out = '';
+  for (const part of template.parts) out += typeof part === 'string' ? part : _format(_evaluate(part, context));
+  return out;
+}
+
+/**
+ * Reads `path` (e.g. `messages[0].to`, relative to `root`; `payload` is an ordinary key here)
+ * with the same own-property rules as templates; `undefined` when anything along it is missing.
+ * Throws a TypeError for a malformed path: paths come from config and are checked at load.
+ */
+export function resolvePath(root: unknown, path: string): unknown {
+  const segments = _parsePath(path);
+  if (segments === null) throw new TypeError(`Invalid path: ${JSON.stringify(path)}`);
+  return _walk(root, segments);
+}
+
+function _parseExpr(text: string): TemplateExpr | string {
+  if (text === '') return 'empty expression';
+  const path = _parsePath(text);
+  if (path === null) return `invalid expression ${JSON.stringify(text)}`;
+  const [head, ...rest] = path;
+  if (head === 'path' || head === 'now') {
+    return rest.length === 0 ? { root: head } : `"${head}" takes no path`;
+  }
+  if (head === 'headers' || head === 'query') {
+    const [name] = rest;
+    return rest.length === 1 && typeof name === 'string' ? { root: head, name } : `"${head}" takes exactly one name`;
+  }
+  return { root: 'payload', path: head === 'payload' ? rest : path };
+}
+
+function _parsePath(text: string): PathSegment[] | null {
+  const head = _HEAD.exec(text);
+  if (head === null) return null;
+  const segments: PathSegment[] = [head[0]];
+  for (let at = head[0].length; at < text.length; at = _SEGMENT.lastIndex) {
+    _SEGMENT.lastIndex = at;
+    const m = _SEGMENT.exec(text);
+    if (m === null) return null;
+    segments.push(m[1] ?? (m[2] !== undefined ? Number(m[2]) : (JSON.parse(m[3] ?? '""') as string)));
+  }
+  return segments;
+}
+
+function _evaluate(expr: TemplateExpr, context: TemplateContext): unknown {
+  switch (expr.root) {
+    case 'payload': return _walk(context.payload, expr.path);
+    case 'headers': return _own(context.headers, expr.name.toLowerCase());
+    case 'query': return _own(context.query, expr.name);
+    case 'path': return context.path;
+    case 'now': return context.now.toISOString();
+  }
+}
+
+function _walk(value: unknown, path: readonly PathSegment[]): unknown {
+  let current = value;
+  for (const segment of path) {
+    if (typeof segment === 'number') current = Array.isArray(current) ? _own(current, String(segment)) : undefined;
+    else current = _own(current, segment);
+    if (current === undefined) return undefined;
+  }
+  return current;
+}
+
+// Own data properties of real objects only: no prototype chain, no getter runs, and no
+// primitive is boxed (so a string's `length` or `0` is not readable, an array's is).
+function _own(value: unknown, key: string): unknown {
+  if (typeof value !== 'object' || value === null || _BLOCKED.has(key)) return undefined;
+  return Object.getOwnPropertyDescriptor(value, key)?.value;
+}
+
+function _format(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return String(value);
+  if (typeof value === 'object' && value !== null) return JSON.stringify(value) ?? '';
+  return '';
+}

@@ -1,0 +1,353 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { compileTemplate, isTemplated, render, resolvePath } from '../lib/hooks/template.ts';
+import type { Template, TemplateContext } from '../lib/hooks/template.ts';
+
+const NOW = new Date(Date.UTC(2024, 0, 2, 3, 4, 5, 678));
+
+function context(overrides: Partial<TemplateContext> = {}): TemplateContext {
+  return {
+    payload: {
+      from: 'ann@example.com',
+      count: 3,
+      zero: 0,
+      ok: true,
+      off: false,
+      none: null,
+      tags: ['a', 'b'],
+      meta: { id: 7, empty: {} },
+      messages: [{ subject: 'hi', to: ['x', 'y'] }, { subject: 'yo' }],
+      grid: [[1, 2], [3, [4, { deep: 'found' }]]],
+      'x.y': 'dotted',
+      'we"ird': 'quoted',
+      payload: 'inner',
+    },
+    headers: { 'x-github-event': 'push', 'content-type': 'application/json' },
+    query: { source: 'gmail', Mixed: 'case' },
+    path: 'gmail',
+    now: NOW,
+    ...overrides,
+  };
+}
+
+function compile(source: string): Template {
+  const result = compileTemplate(source);
+  if (!result.ok) throw new Error(`unexpected compile error: ${result.error}`);
+  return result.template;
+}
+
+function run(source: string, ctx: TemplateContext = context()): string {
+  return render(compile(source), ctx);
+}
+
+function compileError(source: string): string {
+  const result = compileTemplate(source);
+  assert.equal(result.ok, false, `expected ${JSON.stringify(source)} not to compile`);
+  return result.ok ? '' : result.error;
+}
+
+test('render() reads payload.<path> and the same path without the payload prefix', () => {
+  assert.equal(run('{{ payload.from }}'), 'ann@example.com');
+  assert.equal(run('{{ from }}'), 'ann@example.com');
+  assert.equal(run('{{ meta.id }}'), '7');
+});
+
+test('render() reads headers by lower-cased name and query by exact name', () => {
+  assert.equal(run('{{ headers.x-github-event }}'), 'push');
+  assert.equal(run('{{ headers.X-GitHub-Event }}'), 'push');
+  assert.equal(run('{{ headers["Content-Type"] }}'), 'application/json');
+  assert.equal(run('{{ query.source }}'), 'gmail');
+  assert.equal(run('{{ query.Mixed }}'), 'case');
+  assert.equal(run('{{ query.mixed }}'), '');
+});
+
+test('render() renders path as the hook name and now as an ISO 8601 time', () => {
+  assert.equal(run('{{ path }}', context({ path: 'github' })), 'github');
+  assert.equal(run('{{ now }}'), '2024-01-02T03:04:05.678Z');
+});
+
+test('render() renders a bare payload as JSON, and a string payload as-is', () => {
+  const payload = { a: [1, { b: 'c' }] };
+  assert.equal(run('{{ payload }}', context({ payload })), JSON.stringify(payload));
+  assert.equal(run('{{ payload }}', context({ payload: 'plain' })), 'plain');
+  assert.equal(run('{{ payload }}', context({ payload: undefined })), '');
+});
+
+test('render() reaches a payload key that shadows a root through payload.', () => {
+  assert.equal(run('{{ payload.payload }}'), 'inner');
+  assert.equal(run('{{ payload.path }}'), '');
+});
+
+test('render() follows nested paths with numeric indices', () => {
+  assert.equal(run('{{ messages[0].subject }}'), 'hi');
+  assert.equal(run('{{ payload.messages[1].subject }}'), 'yo');
+  assert.equal(run('{{ messages[0].to[1] }}'), 'y');
+  assert.equal(run('{{ grid[1][1][1].deep }}'), 'found');
+  assert.equal(run('{{ grid[0][1] }}'), '2');
+});
+
+test('render() reads quoted keys, including ones with dots and escapes', () => {
+  assert.equal(run('{{ payload["x.y"] }}'), 'dotted');
+  assert.equal(run('{{ payload["we\\"ird"] }}'), 'quoted');
+  assert.equal(run('{{ messages[0]["subject"] }}'), 'hi');
+});
+
+test('render() renders missing, undefined and null as the empty string', () => {
+  assert.equal(run('[{{ nope }}]'), '[]');
+  assert.equal(run('[{{ nope.deeper[3].still }}]'), '[]');
+  assert.equal(run('[{{ none }}]'), '[]');
+  assert.equal(run('[{{ none.x }}]'), '[]');
+  assert.equal(run('[{{ messages[5].subject }}]'), '[]');
+  assert.equal(run('[{{ from.x }}]'), '[]');
+  assert.equal(run('[{{ headers.x-missing }}]'), '[]');
+  assert.equal(run('[{{ query.nope }}]'), '[]');
+  assert.equal(run('[{{ a }}]', context({ payload: undefined })), '[]');
+  assert.equal(run('[{{ a }}]', context({ payload: { a: undefined } })), '[]');
+});
+
+test('render() renders numbers and booleans with String() and objects and arrays as JSON', () => {
+  assert.equal(run('{{ count }}/{{ zero }}'), '3/0');
+  assert.equal(run('{{ ok }} {{ off }}'), 'true false');
+  assert.equal(run('{{ tags }}'), '["a","b"]');
+  assert.equal(run('{{ meta }}'), '{"id":7,"empty":{}}');
+  assert.equal(run('{{ meta.empty }}'), '{}');
+  assert.equal(run('{{ n }}', context({ payload: { n: 10n } })), '10');
+});
+
+test('render() renders anything that is not data as the empty string', () => {
+  const payload = { fn: () => 'leak', sym: Symbol('s'), odd: { toJSON: () => undefined } };
+  assert.equal(run('[{{ fn }}{{ sym }}{{ odd }}]', context({ payload })), '[]');
+});
+
+test('render() accepts any whitespace inside the braces, or none', () => {
+  assert.equal(run('{{from}}'), 'ann@example.com');
+  assert.equal(run('{{   from   }}'), 'ann@example.com');
+  assert.equal(run('{{\n\tfrom\n}}'), 'ann@example.com');
+});
+
+test('render() copies literal text verbatim around several expressions', () => {
+  assert.equal(
+    run('New mail from {{ from }} to {{ messages[0].to[0] }} ({{ count }}) via {{ path }}.'),
+    'New mail from ann@example.com to x (3) via gmail.',
+  );
+  assert.equal(run('{{ tags[0] }}{{ tags[1] }}'), 'ab');
+  assert.equal(run('no expressions at all'), 'no expressions at all');
+  assert.equal(run(''), '');
+});
+
+test('render() treats a lone { or } and a stray }} as literal text', () => {
+  assert.equal(run('{ "a": "{{ from }}" }'), '{ "a": "ann@example.com" }');
+  assert.equal(run('}} and { and }'), '}} and { and }');
+  assert.equal(run('{{ from }}}'), 'ann@example.com}');
+});
+
+test('render() resolves prototype-chain names to nothing at every depth', () => {
+  for (const expr of [
+    'toString',
+    'hasOwnProperty',
+    '__proto__',
+    'constructor',
+    'constructor.name',
+    'payload.constructor',
+    'payload.__proto__',
+    'payload.__proto__.polluted',
+    'meta.constructor.name',
+    'meta.__proto__',
+    'meta.toString',
+    'messages[0].constructor.prototype',
+    'messages[0].subject.constructor',
+    'tags.constructor',
+    'tags.map',
+    'tags.__proto__',
+    'from.length',
+    'from.constructor',
+    'payload["constructor"]',
+    'payload["__proto__"]',
+    'meta["prototype"]',
+  ]) {
+    assert.equal(run(`[{{ ${expr} }}]`), '[]', expr);
+  }
+});
+
+test('render() never resolves __proto__, prototype or constructor even as own keys', () => {
+  const payload = JSON.parse('{"__proto__": {"x": 1}, "constructor": "c", "prototype": "p", "a": {"constructor": "d"}}');
+  assert.equal(run('[{{ __proto__ }}{{ __proto__.x }}{{ constructor }}{{ prototype }}{{ a.constructor }}]', context({ payload })), '[]');
+});
+
+test('render() resolves prototype-chain names in headers and query to nothing', () => {
+  for (const expr of [
+    'headers.__proto__',
+    'headers.constructor',
+    'headers.__PROTO__',
+    'headers.Constructor',
+    'headers.toString',
+    'headers.hasOwnProperty',
+    'headers["__proto__"]',
+    'query.__proto__',
+    'query.constructor',
+    'query.prototype',
+    'query.valueOf',
+  ]) {
+    assert.equal(run(`[{{ ${expr} }}]`), '[]', expr);
+  }
+});
+
+test('render() does not read inherited properties from the objects it is given', () => {
+  const payload = Object.create({ inherited: 'no' }) as Record<string, unknown>;
+  payload['own'] = 'yes';
+  const headers = Object.assign(Object.create({ 'x-inherited': 'no' }) as Record<string, string>, { 'x-own': 'yes' });
+  assert.equal(run('{{ own }}|{{ inherited }}', context({ payload })), 'yes|');
+  assert.equal(run('{{ headers.x-own }}|{{ headers.x-inherited }}', context({ headers })), 'yes|');
+});
+
+test('render() does not run getters on the payload', () => {
+  let calls = 0;
+  const payload = {
+    get secret() {
+      calls += 1;
+      return 'ran';
+    },
+  };
+  assert.equal(run('[{{ secret }}]', context({ payload })), '[]');
+  assert.equal(calls, 0);
+});
+
+test('render() applies numeric indices only to real arrays', () => {
+  const payload = { obj: { '0': 'zero' }, str: 'abc', arr: ['first'] };
+  assert.equal(run('[{{ obj[0] }}{{ str[0] }}]', context({ payload })), '[]');
+  assert.equal(run('{{ arr[0] }}', context({ payload })), 'first');
+  assert.equal(run('{{ obj.0 }}', context({ payload })), 'zero');
+});
+
+test('render() reads length of an array (an own property) but not of a string', () => {
+  assert.equal(run('{{ tags.length }}'), '2');
+  assert.equal(run('[{{ from.length }}]'), '[]');
+});
+
+test('render() skips holes in sparse arrays', () => {
+  const payload = { arr: [, 'b'] };
+  assert.equal(run('[{{ arr[0] }}]{{ arr[1] }}', context({ payload })), '[]b');
+});
+
+test('compileTemplate() reports an unclosed {{ with its offset', () => {
+  assert.equal(compileError('Hello there {{ from'), 'unclosed "{{" at offset 12');
+  assert.equal(compileError('{{ a }} then {{ b } }'), 'unclosed "{{" at offset 13');
+  assert.equal(compileError('{{'), 'unclosed "{{" at offset 0');
+});
+
+test('compileTemplate() reports an empty expression with its offset', () => {
+  assert.equal(compileError('ab {{}}'), 'empty expression at offset 3');
+  assert.equal(compileError('ab {{   }}'), 'empty expression at offset 3');
+});
+
+test('compileTemplate() reports a malformed expression with its text and offset', () => {
+  assert.equal(compileError('x {{ foo.. }}'), 'invalid expression "foo.." at offset 2');
+  for (const bad of [
+    'a b',
+    'a .b',
+    '.a',
+    '[0]',
+    'a[x]',
+    'a[-1]',
+    'a[01]',
+    'a[1.5]',
+    'a[]',
+    'a["x]',
+    "a['x']",
+    'a["\\x"]',
+    'a.',
+    'a || b',
+    '{ a',
+    'a + 1',
+    'a()',
+  ]) {
+    assert.equal(compileError(`{{ ${bad} }}`), `invalid expression ${JSON.stringify(bad)} at offset 0`, bad);
+  }
+});
+
+test('compileTemplate() ends an expression at the first }}', () => {
+  assert.equal(compileError('{{ a["}}"] }}'), 'invalid expression "a[\\"" at offset 0');
+  assert.equal(compileError('{{{ a }}}'), 'invalid expression "{ a" at offset 0');
+});
+
+test('compileTemplate() rejects headers and query without exactly one name', () => {
+  assert.equal(compileError('{{ headers }}'), '"headers" takes exactly one name at offset 0');
+  assert.equal(compileError('{{ headers.a.b }}'), '"headers" takes exactly one name at offset 0');
+  assert.equal(compileError('{{ headers[0] }}'), '"headers" takes exactly one name at offset 0');
+  assert.equal(compileError('-- {{ query }}'), '"query" takes exactly one name at offset 3');
+});
+
+test('compileTemplate() rejects a path after path or now', () => {
+  assert.equal(compileError('{{ path.x }}'), '"path" takes no path at offset 0');
+  assert.equal(compileError('{{ now[0] }}'), '"now" takes no path at offset 0');
+});
+
+test('compileTemplate() reports the first error in the source', () => {
+  assert.equal(compileError('{{ a }} {{ }} {{ b'), 'empty expression at offset 8');
+});
+
+test('compileTemplate() keeps the source and splits it into literal and expression parts', () => {
+  const template = compile('Hi {{ payload.a[0] }}, {{ headers.X-A }}{{ now }}!');
+  assert.equal(template.source, 'Hi {{ payload.a[0] }}, {{ headers.X-A }}{{ now }}!');
+  assert.deepEqual(template.parts, [
+    'Hi ',
+    { root: 'payload', path: ['a', 0] },
+    ', ',
+    { root: 'headers', name: 'X-A' },
+    { root: 'now' },
+    '!',
+  ]);
+});
+
+test('compileTemplate() produces a template that renders the same for every call', () => {
+  const template = compile('{{ from }}:{{ count }}');
+  assert.equal(render(template, context()), 'ann@example.com:3');
+  assert.equal(render(template, context({ payload: { from: 'bob', count: 1 } })), 'bob:1');
+  assert.equal(render(template, context()), 'ann@example.com:3');
+});
+
+test('isTemplated() is true only when the source holds a {{ }} expression', () => {
+  assert.equal(isTemplated('hook:gmail'), false);
+  assert.equal(isTemplated(''), false);
+  assert.equal(isTemplated('{ single } braces'), false);
+  assert.equal(isTemplated('}} before {{'), false);
+  assert.equal(isTemplated('unclosed {{ a'), false);
+  assert.equal(isTemplated('hook:{{ from }}'), true);
+  assert.equal(isTemplated('hook:{{from}}'), true);
+  assert.equal(isTemplated('hook:{{ path }}'), true);
+  assert.equal(isTemplated('{{}}'), true);
+});
+
+test('resolvePath() returns the array a forEach path names', () => {
+  const payload = context().payload;
+  assert.deepEqual(resolvePath(payload, 'messages'), [{ subject: 'hi', to: ['x', 'y'] }, { subject: 'yo' }]);
+  assert.deepEqual(resolvePath(payload, 'messages[0].to'), ['x', 'y']);
+  assert.deepEqual(resolvePath(payload, 'grid[1][1]'), [4, { deep: 'found' }]);
+  assert.deepEqual(resolvePath({ a: { 'x.y': [1] } }, 'a["x.y"]'), [1]);
+  assert.equal(resolvePath({ 'x.y': [1] }, 'x'), undefined);
+});
+
+test('resolvePath() treats payload as an ordinary key, relative to the root it is given', () => {
+  assert.equal(resolvePath(context().payload, 'payload'), 'inner');
+  assert.deepEqual(resolvePath([[1, 2]], '0'), [1, 2]);
+  assert.deepEqual(resolvePath({ a: { b: [1] } }, 'a.b'), [1]);
+});
+
+test('resolvePath() returns undefined for missing paths and prototype-chain names', () => {
+  const payload = { a: { b: null }, list: [1] };
+  assert.equal(resolvePath(payload, 'nope'), undefined);
+  assert.equal(resolvePath(payload, 'a.b'), null);
+  assert.equal(resolvePath(payload, 'a.b.c'), undefined);
+  assert.equal(resolvePath(payload, 'constructor'), undefined);
+  assert.equal(resolvePath(payload, 'a.__proto__'), undefined);
+  assert.equal(resolvePath(payload, 'list.constructor.prototype'), undefined);
+  assert.equal(resolvePath(payload, 'list.map'), undefined);
+  assert.equal(resolvePath(null, 'a'), undefined);
+  assert.equal(resolvePath('text', 'length'), undefined);
+});
+
+test('resolvePath() throws a TypeError for a malformed path', () => {
+  assert.throws(() => resolvePath({}, ''), { name: 'TypeError', message: 'Invalid path: ""' });
+  assert.throws(() => resolvePath({}, 'a..b'), { name: 'TypeError', message: 'Invalid path: "a..b"' });
+  assert.throws(() => resolvePath({}, ' a'), TypeError);
+});
