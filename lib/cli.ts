@@ -1,0 +1,329 @@
+import { readFileSync } from 'node:fs';
+import { access, mkdir, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { loadConfig, locateConfig, locateStateDir, type Config, type Env } from './config.ts';
+import { Heartbeat } from './heartbeat.ts';
+import { createLogger } from './log.ts';
+import { createApp, listen } from './server.ts';
+import { readEvents, Store, type SessionEvent } from './store/store.ts';
+import { generateToken } from './token.ts';
+
+/** Where the CLI reads and writes; the real process by default, injectable for tests. */
+export interface Io {
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+  env: Env;
+  /** Aborting it stops `serve` and `events --follow` as SIGTERM would. */
+  signal?: AbortSignal;
+}
+
+/** How long a stopping server lets requests in flight finish. */
+export const DRAIN_MS = 10_000;
+
+const USAGE = 2;
+const FAILURE = 1;
+
+const COMMON = {
+  config: { type: 'string', short: 'c' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+const COMMANDS = {
+  serve: {
+    options: { ...COMMON, host: { type: 'string' }, port: { type: 'string', short: 'p' }, 'state-dir': { type: 'string' } },
+    help: `Usage: hooks-ingress serve [options]
+
+Serve the webhook endpoints until SIGTERM or SIGINT. Prints "listening on URL" once
+ready, then one JSON log line per request on stderr.
+
+Options:
+  -c, --config PATH     config file (else $HOOKS_INGRESS_CONFIG, else
+                        $XDG_CONFIG_HOME/hooks-ingress/config.json)
+      --host HOST       address to bind (overrides gateway.bind)
+  -p, --port PORT       port to bind; 0 takes a free one (overrides gateway.port)
+      --state-dir DIR   state directory (overrides state.dir and $STATE_DIRECTORY)
+  -h, --help            show this help
+`,
+  },
+  check: {
+    options: { ...COMMON },
+    help: `Usage: hooks-ingress check [options]
+
+Validate the config file and list every problem with its key path.
+Exits 0 when the config is valid, 1 otherwise.
+
+Options:
+  -c, --config PATH     config file
+  -h, --help            show this help
+`,
+  },
+  events: {
+    options: {
+      ...COMMON,
+      'state-dir': { type: 'string' },
+      json: { type: 'boolean' },
+      follow: { type: 'boolean', short: 'f' },
+      limit: { type: 'string', short: 'n' },
+    },
+    help: `Usage: hooks-ingress events [options]
+
+Print the main session's events, oldest first. Works while the server runs.
+
+Options:
+  -c, --config PATH     config file (for state.dir)
+      --state-dir DIR   state directory
+      --json            one JSON object per line (time, kind, text, source, seq)
+  -f, --follow          keep printing new events as they arrive
+  -n, --limit N         only the last N events
+  -h, --help            show this help
+`,
+  },
+  token: {
+    options: { help: COMMON.help },
+    help: `Usage: hooks-ingress token
+
+Print a new random hook token (32 bytes of entropy, base64url).
+`,
+  },
+} as const;
+
+type Command = keyof typeof COMMANDS;
+
+const HELP = `Usage: hooks-ingress [command] [options]
+
+Webhook front door for an AI assistant's gateway: wake its main session or start
+isolated agent runs over HTTP.
+
+Commands:
+  serve     serve the webhook endpoints (the default)
+  check     validate the config file
+  events    print the main session's events
+  token     print a new random hook token
+
+Options:
+  -h, --help      show help (also after a command)
+  -v, --version   show the version
+
+Run "hooks-ingress COMMAND --help" for a command's options.
+`;
+
+/** Runs the CLI with `argv` (without the executable and script); resolves to the exit code. */
+export async function main(argv: readonly string[], io: Io = _processIo()): Promise<number> {
+  const [first, ...rest] = argv;
+  if (first === '--version' || first === '-v') {
+    io.stdout(`${version()}\n`);
+    return 0;
+  }
+  if (first === '--help' || first === '-h' || first === 'help') {
+    io.stdout(HELP);
+    return 0;
+  }
+  const named = first !== undefined && !first.startsWith('-');
+  const command = (named ? first : 'serve') as Command;
+  if (!Object.hasOwn(COMMANDS, command)) {
+    io.stderr(`hooks-ingress: unknown command "${first}"\n\n${HELP}`);
+    return USAGE;
+  }
+  const spec = COMMANDS[command];
+  let values: Flags & { help?: boolean };
+  try {
+    const options: ParseArgsConfig['options'] = spec.options;
+    ({ values } = parseArgs({ args: named ? rest : [...argv], options, strict: true, allowPositionals: false }) as { values: Flags & { help?: boolean } });
+  } catch (error) {
+    io.stderr(`hooks-ingress ${command}: ${(error as Error).message}\n\n${spec.help}`);
+    return USAGE;
+  }
+  if (values.help === true) {
+    io.stdout(spec.help);
+    return 0;
+  }
+  const flags = values;
+  switch (command) {
+    case 'serve':
+      return serve(flags, io);
+    case 'check':
+      return checkCommand(flags, io);
+    case 'events':
+      return eventsCommand(flags, io);
+    case 'token':
+      io.stdout(`${generateToken()}\n`);
+      return 0;
+  }
+}
+
+interface Flags {
+  config?: string;
+  host?: string;
+  port?: string;
+  'state-dir'?: string;
+  json?: boolean;
+  follow?: boolean;
+  limit?: string;
+}
+
+/** The package version, read from package.json next to lib/ (and dist/). */
+export function version(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
+}
+
+async function _load(flags: Flags, io: Io): Promise<Config | null> {
+  const { path } = locateConfig(flags.config, io.env);
+  const result = await loadConfig(path, io.env);
+  if (!result.ok) {
+    io.stderr(`hooks-ingress: invalid config ${path}:\n${result.problems.map((p) => `  ${p}\n`).join('')}`);
+    return null;
+  }
+  for (const key of result.ignored) io.stderr(`hooks-ingress: ${key} is not used by hooks-ingress (ignored)\n`);
+  return result.config;
+}
+
+async function checkCommand(flags: Flags, io: Io): Promise<number> {
+  const config = await _load(flags, io);
+  if (config === null) return FAILURE;
+  io.stdout(`${config.file}: ok\n`);
+  return 0;
+}
+
+/** Writes a first config with a fresh token, readable by its owner only; says where, never what. */
+async function _firstRun(path: string, io: Io): Promise<void> {
+  await mkdir(dirname(path), { recursive: true, mode: 0o700 });
+  const config = { hooks: { enabled: true, token: generateToken() } };
+  try {
+    await writeFile(path, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
+    io.stderr(`hooks-ingress: created ${path} with a new hook token (read it there; it is not printed)\n`);
+  } catch (error) {
+    // Another process created it first: use that one.
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  }
+}
+
+async function serve(flags: Flags, io: Io): Promise<number> {
+  const port = flags.port === undefined ? undefined : Number(flags.port);
+  if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port <= 65535)) {
+    io.stderr(`hooks-ingress serve: --port must be an integer from 0 to 65535\n`);
+    return USAGE;
+  }
+  const located = locateConfig(flags.config, io.env);
+  if (located.implicit && !(await _exists(located.path))) await _firstRun(located.path, io);
+  const config = await _load(flags, io);
+  if (config === null) return FAILURE;
+
+  const log = createLogger(io.stderr);
+  const stateDir = locateStateDir(flags['state-dir'], config, io.env);
+  const { store, skipped, tornBytes } = await Store.open(stateDir, {
+    idempotencyTtlMs: config.hooks.idempotencyTtlSeconds * 1000,
+  });
+  if (skipped > 0 || tornBytes > 0) log.warn('journal had unreadable lines', { skipped, tornBytes });
+  const heartbeat = new Heartbeat({
+    store,
+    everyMs: config.agents.heartbeatEveryMs,
+    onError: (error) => log.error('heartbeat not recorded', { error: String(error) }),
+  });
+  // A `now` wake acknowledged just before a crash still gets its heartbeat.
+  if (store.heartbeatOwed()) heartbeat.request('recovery');
+  heartbeat.start();
+
+  let running;
+  try {
+    running = await listen(createApp({ config, store, heartbeat, log }), flags.host ?? config.gateway.bind, port ?? config.gateway.port);
+  } catch (error) {
+    io.stderr(`hooks-ingress: cannot listen: ${(error as Error).message}\n`);
+    await heartbeat.stop();
+    await store.close();
+    return FAILURE;
+  }
+  io.stdout(`listening on ${running.url}\n`);
+  log.info('started', { url: running.url, stateDir, hooks: config.hooks.enabled ? config.hooks.path : 'disabled' });
+
+  const signal = await _stopSignal(io.signal);
+  log.info('stopping', { signal });
+  await running.close(DRAIN_MS);
+  await heartbeat.stop();
+  await store.close();
+  log.info('stopped', {});
+  return 0;
+}
+
+async function eventsCommand(flags: Flags, io: Io): Promise<number> {
+  const limit = flags.limit === undefined ? Infinity : Number(flags.limit);
+  if (!(Number.isInteger(limit) && limit >= 0) && limit !== Infinity) {
+    io.stderr('hooks-ingress events: --limit must be a whole number\n');
+    return USAGE;
+  }
+  const located = locateConfig(flags.config, io.env);
+  let config: Config | null = null;
+  // Without a config file the state directory still has its default place.
+  if (flags['state-dir'] === undefined && (!located.implicit || (await _exists(located.path)))) {
+    config = await _load(flags, io);
+    if (config === null) return FAILURE;
+  }
+  const dir = flags['state-dir'] ?? locateStateDir(undefined, config ?? _noConfig, io.env);
+  const print = (event: SessionEvent) => io.stdout(flags.json ? `${JSON.stringify(event)}\n` : formatEvent(event));
+  let events = await readEvents(dir);
+  events.slice(Math.max(0, events.length - limit)).forEach(print);
+  if (!flags.follow) return 0;
+  let last = events.at(-1)?.seq ?? 0;
+  while (!io.signal?.aborted) {
+    await _sleep(250, io.signal);
+    events = await readEvents(dir);
+    for (const event of events) if (event.seq > last) print(event);
+    last = Math.max(last, events.at(-1)?.seq ?? 0);
+  }
+  return 0;
+}
+
+/** One event as a human reads it: time, kind and source, then the text (continuation lines indented). */
+export function formatEvent(event: SessionEvent): string {
+  const text = event.text.replace(/\r?\n/g, '\n    ');
+  return `${event.time}  ${event.kind}  [${event.source}]  ${text}\n`;
+}
+
+const _noConfig = { stateDir: null } as Config;
+
+async function _exists(path: string): Promise<boolean> {
+  try {
+    await access(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function _sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => {
+      clearTimeout(timer);
+      resolve();
+    }, { once: true });
+  });
+}
+
+function _stopSignal(abort?: AbortSignal): Promise<string> {
+  return new Promise((resolve) => {
+    const stop = (name: string) => {
+      process.off('SIGTERM', onTerm).off('SIGINT', onInt);
+      resolve(name);
+    };
+    const onTerm = () => stop('SIGTERM');
+    const onInt = () => stop('SIGINT');
+    process.on('SIGTERM', onTerm).on('SIGINT', onInt);
+    if (abort?.aborted) stop('abort');
+    abort?.addEventListener('abort', () => stop('abort'), { once: true });
+  });
+}
+
+function _processIo(): Io {
+  return {
+    stdout: (text) => process.stdout.write(text),
+    stderr: (text) => process.stderr.write(text),
+    env: process.env,
+  };
+}
+
+// `deno run -A lib/cli.ts` runs this module directly; Node runs it through bin/hooks-ingress.
+if ((import.meta as ImportMeta & { main?: boolean }).main) {
+  process.exitCode = await main(process.argv.slice(2));
+}

@@ -1,0 +1,242 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { clientAddress, clientKey } from './address.ts';
+import { parseJsonObject, readBody } from './body.ts';
+import type { Config } from './config.ts';
+import { ErrorCode, HttpError } from './errors.ts';
+import type { Heartbeat } from './heartbeat.ts';
+import { parseAgent } from './hooks/agent.ts';
+import { parseWake } from './hooks/wake.ts';
+import type { Logger } from './log.ts';
+import { admitRun } from './policy.ts';
+import { FailureLimiter } from './rate-limit.ts';
+import { Router, splitTarget } from './router.ts';
+import type { IdempotencyWrite, Reply, Store } from './store/store.ts';
+import { extractToken, tokensMatch } from './token.ts';
+
+/** What the request handler needs; the CLI builds these from the config. */
+export interface AppOptions {
+  config: Config;
+  store: Store;
+  heartbeat: Pick<Heartbeat, 'request'>;
+  log: Logger;
+  /** Defaults to one built from `hooks.authRateLimit`. */
+  limiter?: FailureLimiter;
+  newId?: () => string;
+  now?: () => number;
+  /** How long a body may take to arrive; 30 s unless a test needs less. */
+  bodyTimeoutMs?: number;
+}
+
+/** An answer on its way out: status, JSON body and extra headers. */
+interface Answer extends Reply {
+  headers?: Record<string, string>;
+}
+
+interface Context {
+  req: IncomingMessage;
+  /** The hook name after `hooks.path`, decoded; `''` for the base path itself. */
+  name: string;
+  client: string;
+}
+
+type Handler = (ctx: Context) => Promise<Answer>;
+
+const MAX_IDEMPOTENCY_KEY = 256;
+const REQUEST_ID = /^[\w.:@/+=-]{1,128}$/;
+
+/** Builds the request listener: routing, auth, body, dispatch, and the one place errors become responses. */
+export function createApp(options: AppOptions): (req: IncomingMessage, res: ServerResponse) => void {
+  const { config, store, heartbeat, log } = options;
+  const newId = options.newId ?? randomUUID;
+  const now = options.now ?? performance.now.bind(performance);
+  const bodyTimeoutMs = options.bodyTimeoutMs ?? 30_000;
+  const { maxFailures, windowSeconds, lockoutSeconds } = config.hooks.authRateLimit;
+  const limiter =
+    options.limiter ?? new FailureLimiter({ maxFailures, windowMs: windowSeconds * 1000, lockoutMs: lockoutSeconds * 1000 });
+  const inflight = new Map<string, Promise<Answer>>();
+
+  const authenticate = (req: IncomingMessage, client: string) => {
+    const key = clientKey(client);
+    const presented = extractToken(req.headers);
+    // A correct token passes even while its client is locked out, so an operator is never locked out by an attacker.
+    if (presented !== null && config.hooks.token !== null && tokensMatch(presented, config.hooks.token)) {
+      limiter.succeed(key);
+      return;
+    }
+    const verdict = limiter.fail(key);
+    if (verdict.locked) {
+      throw new HttpError(429, ErrorCode.TooManyFailures, 'too many failed authentication attempts; retry later', {
+        headers: { 'retry-after': String(verdict.retryAfterSeconds) },
+      });
+    }
+    throw new HttpError(401, ErrorCode.Unauthorized, presented === null ? 'missing hook token' : 'invalid hook token');
+  };
+
+  const dispatch = async (name: string, body: Record<string, unknown>, idem: IdempotencyKey | null): Promise<Answer> => {
+    if (name === 'wake') {
+      const parsed = parseWake(body);
+      if (!parsed.ok) throw new HttpError(400, ErrorCode.InvalidPayload, parsed.error);
+      const answer: Answer = { status: 200, body: { ok: true, mode: parsed.action.mode } };
+      const { text, mode } = parsed.action;
+      await store.addEvent({ kind: 'system', text, source: 'wake', mode }, _remember(idem, answer));
+      if (mode === 'now') heartbeat.request('wake');
+      return answer;
+    }
+    if (name === 'agent') {
+      const parsed = parseAgent(body);
+      if (!parsed.ok) throw new HttpError(400, ErrorCode.InvalidPayload, parsed.error);
+      const admitted = admitRun(parsed.action, name, config, newId);
+      if (!admitted.ok) throw new HttpError(400, ErrorCode.Forbidden, admitted.error);
+      const run = admitted.value;
+      const answer: Answer = { status: 202, body: { ok: true, runId: run.runId, sessionKey: run.sessionKey, agentId: run.agentId } };
+      await store.addRun(run, _remember(idem, answer));
+      return answer;
+    }
+    throw new HttpError(404, ErrorCode.NotFound, 'no hook with this name');
+  };
+
+  // A retry with a key already answered gets that answer again; one arriving while the first is
+  // still being handled waits for it, so two copies can never both take effect.
+  const idempotent = async (name: string, key: string | null, work: (idem: IdempotencyKey | null) => Promise<Answer>) => {
+    if (key === null) return work(null);
+    const id = `${name}\n${key}`;
+    await inflight.get(id)?.catch(() => undefined);
+    const prior = store.replay(name, key);
+    if (prior !== null) return { ...prior, headers: { 'idempotent-replayed': 'true' } };
+    const pending = work({ scope: name, key });
+    inflight.set(id, pending);
+    try {
+      return await pending;
+    } finally {
+      if (inflight.get(id) === pending) inflight.delete(id);
+    }
+  };
+
+  const hooks: Handler = async ({ req, name, client }) => {
+    authenticate(req, client);
+    if (name === '') throw new HttpError(404, ErrorCode.NotFound, 'hook name missing: POST to a path such as /wake or /agent');
+    const body = parseJsonObject(await readBody(req, { maxBytes: config.hooks.maxBodyBytes, timeoutMs: bodyTimeoutMs }));
+    return idempotent(name, idempotencyKey(req.headers, name === 'agent' ? body : {}), (idem) => dispatch(name, body, idem));
+  };
+
+  const router = new Router<Handler>().add(['GET', 'HEAD'], '/healthz', async () => ({ status: 200, body: { ok: true } }));
+  if (config.hooks.enabled) router.add(['POST'], `${config.hooks.path}/*`, hooks);
+
+  const route = async (req: IncomingMessage, client: string): Promise<Answer> => {
+    const { pathname, query } = splitTarget(req.url ?? '/');
+    const match = router.find(pathname);
+    if (match === null) throw new HttpError(404, ErrorCode.NotFound, 'not found');
+    if ([...query.keys()].some((k) => k.toLowerCase() === 'token')) {
+      throw new HttpError(400, ErrorCode.TokenInUrl, 'token: may not be sent in the URL (it leaks into logs); use the Authorization header');
+    }
+    const method = req.method ?? 'GET';
+    if (!match.route.methods.includes(method)) {
+      throw new HttpError(405, ErrorCode.MethodNotAllowed, `method ${method} not allowed`, {
+        headers: { allow: match.route.methods.join(', ') },
+      });
+    }
+    return match.route.handler({ req, name: match.rest, client });
+  };
+
+  return (req, res) => {
+    const started = now();
+    const incoming = req.headers['x-request-id'];
+    const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : newId();
+    const client = clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], config.gateway.trustedProxies);
+    route(req, client)
+      .catch((error: unknown) => _answerError(error, id, log))
+      .then((answer) => {
+        _send(req, res, answer, id);
+        // Only the path: the query may hold what a careless client thought was a URL token.
+        log.info('request', {
+          id,
+          method: req.method,
+          path: splitTarget(req.url ?? '/').pathname,
+          status: answer.status,
+          duration: Math.round((now() - started) * 10) / 10,
+          client,
+        });
+      });
+  };
+}
+
+type IdempotencyKey = Pick<IdempotencyWrite, 'scope' | 'key'>;
+
+/** The request's idempotency key: `Idempotency-Key`, else `webhook-id`, else the body's `idempotencyKey`. */
+export function idempotencyKey(headers: IncomingHttpHeaders, body: Record<string, unknown>): string | null {
+  for (const candidate of [headers['idempotency-key'], headers['webhook-id'], body['idempotencyKey']]) {
+    if (typeof candidate !== 'string') continue;
+    const key = candidate.trim();
+    // Over-long keys are ignored rather than refused: the request still works, just without dedupe.
+    if (key !== '' && key.length <= MAX_IDEMPOTENCY_KEY) return key;
+  }
+  return null;
+}
+
+function _remember(idem: IdempotencyKey | null, answer: Reply): IdempotencyWrite | undefined {
+  return idem === null ? undefined : { ...idem, status: answer.status, body: answer.body };
+}
+
+// The one place an error becomes an answer. Known errors say what went wrong; anything else
+// is logged with the request id and answered with a bare 500 that tells the client nothing.
+function _answerError(error: unknown, id: string, log: Logger): Answer & { close?: boolean } {
+  if (error instanceof HttpError) {
+    return { status: error.status, body: { ok: false, error: error.message, code: error.code }, headers: { ...error.headers }, close: error.close };
+  }
+  log.error('unexpected error', { id, error: error instanceof Error ? (error.stack ?? error.message) : String(error) });
+  return { status: 500, body: { ok: false, error: 'internal error', code: ErrorCode.Internal } };
+}
+
+function _send(req: IncomingMessage, res: ServerResponse, answer: Answer & { close?: boolean }, id: string): void {
+  if (res.headersSent || res.destroyed) return;
+  const text = JSON.stringify(answer.body);
+  const close = answer.close === true || !req.complete;
+  res.writeHead(answer.status, {
+    ...answer.headers,
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(text),
+    'cache-control': 'no-store',
+    'x-request-id': id,
+    ...(close ? { connection: 'close' } : {}),
+  });
+  res.end(req.method === 'HEAD' ? undefined : text);
+  // The rest of an unread body is not ours to receive: drop the connection once the answer is out.
+  if (close) res.once('finish', () => req.socket.destroySoon?.() ?? req.socket.end());
+}
+
+/** A started server and how to stop it. */
+export interface Running {
+  server: Server;
+  url: string;
+  /** Stops accepting, lets requests in flight finish (bounded by `graceMs`), then closes every connection. */
+  close(graceMs?: number): Promise<void>;
+}
+
+/** Listens on `host:port` (port 0 takes a free one) with the given request listener. */
+export async function listen(app: (req: IncomingMessage, res: ServerResponse) => void, host: string, port: number): Promise<Running> {
+  const server = createServer(app);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const shown = address.family === 'IPv6' || address.address.includes(':') ? `[${address.address}]` : address.address;
+  return {
+    server,
+    url: `http://${shown}:${address.port}`,
+    close: (graceMs = 10_000) =>
+      new Promise<void>((resolve) => {
+        const force = setTimeout(() => server.closeAllConnections(), graceMs);
+        server.close(() => {
+          clearTimeout(force);
+          resolve();
+        });
+        server.closeIdleConnections();
+      }),
+  };
+}
