@@ -12,6 +12,7 @@ import {
   object,
   optional,
   record,
+  refine,
   string,
   join,
   type Issue,
@@ -46,6 +47,13 @@ const cidr: Schema<Cidr> = (value, at, report) => {
 
 const seconds = number({ integer: true, min: 1 });
 
+// A rule on one key, so it is checked in the schema and reported together with the other problems.
+const hooksPath = refine(string({ trim: true }), (value) => {
+  const path = normaliseHooksPath(value);
+  if (path === '/') return 'may not be "/"';
+  return /^\/[\w\-./~]*$/.test(path) ? null : 'may contain only letters, digits and "-._~/"';
+});
+
 const fileSchema = object({
   hooks: optional(
     object(
@@ -53,7 +61,7 @@ const fileSchema = object({
         enabled: optional(boolean),
         token: optional(string({ trim: true, nonEmpty: true })),
         tokenFile: optional(string({ nonEmpty: true })),
-        path: optional(string({ trim: true })),
+        path: optional(hooksPath),
         maxBodyBytes: optional(number({ integer: true, min: 1 })),
         allowedAgentIds: optional(array(string({ trim: true, nonEmpty: true }))),
         defaultSessionKey: optional(string({ trim: true, nonEmpty: true })),
@@ -215,7 +223,7 @@ export async function buildConfig(raw: unknown, where: { file: string | null; en
 
   const token = await _readToken(file, dir, where.env, issues);
   const config = _normalise(file, { file: where.file, dir, token });
-  issues.push(...crossCheck(config, file));
+  issues.push(...crossCheck(config));
   if (issues.length > 0) return { ok: false, problems: issues.map(formatIssue) };
   return { ok: true, config, ignored: checked.ignored };
 }
@@ -326,7 +334,7 @@ function _normalise(file: FileConfig, where: { file: string | null; dir: string;
 }
 
 /** Rules that span several keys; each problem names the key to change. */
-function crossCheck(config: Config, file: FileConfig): Issue[] {
+function crossCheck(config: Config): Issue[] {
   const issues: Issue[] = [];
   const { hooks } = config;
   if (hooks.enabled && hooks.token === null) {
@@ -334,10 +342,6 @@ function crossCheck(config: Config, file: FileConfig): Issue[] {
   }
   if (hooks.token !== null && hooks.token === config.gateway.authToken) {
     issues.push({ path: 'hooks.token', message: 'must differ from gateway.auth.token (the hook token must be dedicated)' });
-  }
-  if (file.hooks?.path !== undefined && hooks.path === '/') issues.push({ path: 'hooks.path', message: 'may not be "/"' });
-  else if (!/^\/[\w\-./~]*$/.test(hooks.path)) {
-    issues.push({ path: 'hooks.path', message: 'may contain only letters, digits and "-._~/"' });
   }
   const prefixes = hooks.allowedSessionKeyPrefixes;
   if (prefixes !== null && hooks.defaultSessionKey !== null && !hasPrefix(hooks.defaultSessionKey, prefixes)) {

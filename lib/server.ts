@@ -148,7 +148,7 @@ export function createApp(options: AppOptions): (req: IncomingMessage, res: Serv
     route(req, client)
       .catch((error: unknown) => _answerError(error, id, log))
       .then((answer) => {
-        _send(req, res, answer, id);
+        _send(req, res, answer, id, config.hooks.maxBodyBytes);
         // Only the path: the query may hold what a careless client thought was a URL token.
         log.info('request', {
           id,
@@ -189,10 +189,13 @@ function _answerError(error: unknown, id: string, log: Logger): Answer & { close
   return { status: 500, body: { ok: false, error: 'internal error', code: ErrorCode.Internal } };
 }
 
-function _send(req: IncomingMessage, res: ServerResponse, answer: Answer & { close?: boolean }, id: string): void {
+function _send(req: IncomingMessage, res: ServerResponse, answer: Answer & { close?: boolean }, id: string, maxBodyBytes: number): void {
   if (res.headersSent || res.destroyed) return;
   const text = JSON.stringify(answer.body);
-  const close = answer.close === true || !req.complete;
+  // A small unread body (an early 401, 404, ...) is drained by node:http and the connection kept;
+  // one that is large or of unknown length is not worth reading, so the connection goes.
+  const declared = Number(req.headers['content-length']);
+  const close = answer.close === true || (!req.complete && !(declared <= maxBodyBytes));
   res.writeHead(answer.status, {
     ...answer.headers,
     'content-type': 'application/json; charset=utf-8',
@@ -203,7 +206,7 @@ function _send(req: IncomingMessage, res: ServerResponse, answer: Answer & { clo
   });
   res.end(req.method === 'HEAD' ? undefined : text);
   // The rest of an unread body is not ours to receive: drop the connection once the answer is out.
-  if (close) res.once('finish', () => req.socket.destroySoon?.() ?? req.socket.end());
+  if (close) res.once('finish', () => req.socket.destroySoon());
 }
 
 /** A started server and how to stop it. */

@@ -182,7 +182,27 @@ export class Store {
           this.#compacting = null;
         });
     }
-    await written;
+    try {
+      await written;
+    } catch (error) {
+      // The line never reached the disk, so nothing may vouch for it: a retry must run again, not replay.
+      this.#forget(line);
+      throw error;
+    }
+  }
+
+  #forget(line: _Line): void {
+    if (line.t === 'event') {
+      const i = this.#events.findLastIndex((e) => e.seq === line.seq);
+      if (i >= 0) this.#events.splice(i, 1);
+    } else if (line.t === 'run' && this.#runs.get(line.run.runId) === line.run) {
+      this.#runs.delete(line.run.runId);
+    }
+    const idem = line.t === 'idem' ? undefined : line.idem;
+    if (idem === undefined) return;
+    const id = _idemId(idem.scope, idem.key);
+    // Only this line's record: the body object is shared with it, a later one for the same key is not.
+    if (this.#idem.get(id)?.body === idem.body) this.#idem.delete(id);
   }
 
   #apply(line: _Line): void {

@@ -1,0 +1,682 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { homedir, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import {
+  DEFAULTS,
+  GENERATED_KEY_PREFIX,
+  buildConfig,
+  hasPrefix,
+  loadConfig,
+  locateConfig,
+  locateStateDir,
+  normaliseHooksPath,
+  parseDuration,
+  resolveFromConfig,
+  substituteEnv,
+  type Config,
+  type ConfigResult,
+  type Env,
+} from '../lib/config.ts';
+import type { Issue } from '../lib/schema.ts';
+
+async function withDir<T>(fn: (dir: string) => Promise<T>): Promise<T> {
+  const dir = await mkdtemp(join(tmpdir(), 'hooks-config-'));
+  try {
+    return await fn(dir);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+function accepted(result: ConfigResult): Config {
+  assert.ok(result.ok, result.ok ? '' : result.problems.join('\n'));
+  return result.config;
+}
+
+function refused(result: ConfigResult): string[] {
+  assert.ok(!result.ok, 'expected the config to be refused');
+  return result.problems;
+}
+
+// A config held in memory, its directory pinned so relative paths are predictable.
+function build(raw: unknown, env: Env = {}): Promise<ConfigResult> {
+  return buildConfig(raw, { file: null, env, dir: '/etc/hooks-ingress' });
+}
+
+async function config(raw: unknown, env: Env = {}): Promise<Config> {
+  return accepted(await build(raw, env));
+}
+
+async function problems(raw: unknown, env: Env = {}): Promise<string[]> {
+  return refused(await build(raw, env));
+}
+
+// --- loading -------------------------------------------------------------------------------
+
+test('loadConfig() reads a JSONC file with comments and trailing commas', async () => {
+  await withDir(async (dir) => {
+    const file = join(dir, 'config.json');
+    await writeFile(
+      file,
+      `// operator notes
+{
+  /* the hook endpoint */
+  "hooks": {
+    "enabled": true,
+    "token": "hook-secret", // dedicated
+    "path": "/in",
+  },
+  "gateway": { "port": 9000, },
+}
+`,
+    );
+    const result = await loadConfig(file, {});
+    const loaded = accepted(result);
+    assert.equal(loaded.file, file);
+    assert.equal(loaded.dir, dir);
+    assert.equal(loaded.hooks.enabled, true);
+    assert.equal(loaded.hooks.token, 'hook-secret');
+    assert.equal(loaded.hooks.path, '/in');
+    assert.equal(loaded.gateway.port, 9000);
+    assert.ok(result.ok);
+    assert.deepEqual(result.ignored, []);
+  });
+});
+
+test('loadConfig() reports a missing file by its path', async () => {
+  await withDir(async (dir) => {
+    const file = join(dir, 'absent.json');
+    assert.deepEqual(refused(await loadConfig(file, {})), [`${file}: cannot read: ENOENT`]);
+  });
+});
+
+test('loadConfig() reports a JSONC syntax error with the file and its line', async () => {
+  await withDir(async (dir) => {
+    const file = join(dir, 'config.json');
+    await writeFile(file, '{\n  "hooks": { "enabled": tru }\n}\n');
+    const found = refused(await loadConfig(file, {}));
+    assert.equal(found.length, 1);
+    assert.ok(found[0]!.startsWith(`${file}: `), found[0]);
+    assert.match(found[0]!, /\b2\b/);
+  });
+});
+
+test('loadConfig() refuses a file whose value is not an object', async () => {
+  await withDir(async (dir) => {
+    const file = join(dir, 'config.json');
+    await writeFile(file, '[]');
+    assert.deepEqual(refused(await loadConfig(file, {})), ['must be an object, got array']);
+  });
+});
+
+test('buildConfig() without a file resolves relative paths against the working directory', async () => {
+  const built = accepted(await buildConfig({ state: { dir: 'state' } }, { file: null, env: {} }));
+  assert.equal(built.file, null);
+  assert.equal(built.dir, process.cwd());
+  assert.equal(built.stateDir, resolve(process.cwd(), 'state'));
+});
+
+// --- defaults ------------------------------------------------------------------------------
+
+test('buildConfig() applies every default to an empty config', async () => {
+  const built = await config({});
+  assert.deepEqual(built, {
+    file: null,
+    dir: '/etc/hooks-ingress',
+    hooks: {
+      enabled: false,
+      token: null,
+      path: '/hooks',
+      maxBodyBytes: 262_144,
+      allowedAgentIds: null,
+      defaultSessionKey: null,
+      allowRequestSessionKey: false,
+      allowedSessionKeyPrefixes: null,
+      presets: [],
+      mappings: [],
+      transformsDir: null,
+      authRateLimit: { maxFailures: 20, windowSeconds: 60, lockoutSeconds: 60 },
+      idempotencyTtlSeconds: 86_400,
+    },
+    agents: { models: {}, model: null, heartbeatEveryMs: 0, list: [], defaultAgentId: 'main' },
+    gateway: { bind: '127.0.0.1', port: 8789, trustedProxies: [], authToken: null },
+    stateDir: null,
+  });
+});
+
+test('DEFAULTS holds the documented defaults', () => {
+  assert.deepEqual(DEFAULTS, {
+    path: '/hooks',
+    maxBodyBytes: 262_144,
+    maxFailures: 20,
+    windowSeconds: 60,
+    lockoutSeconds: 60,
+    idempotencyTtlSeconds: 86_400,
+    bind: '127.0.0.1',
+    port: 8789,
+  });
+});
+
+test('buildConfig() defaults each hooks.authRateLimit field on its own', async () => {
+  const built = await config({ hooks: { authRateLimit: { windowSeconds: 5 } } });
+  assert.deepEqual(built.hooks.authRateLimit, { maxFailures: 20, windowSeconds: 5, lockoutSeconds: 60 });
+  const all = await config({ hooks: { authRateLimit: { maxFailures: 3, windowSeconds: 10, lockoutSeconds: 300 } } });
+  assert.deepEqual(all.hooks.authRateLimit, { maxFailures: 3, windowSeconds: 10, lockoutSeconds: 300 });
+});
+
+test('buildConfig() keeps every value the file sets', async () => {
+  const built = await config({
+    hooks: {
+      enabled: true,
+      token: ' tok ',
+      maxBodyBytes: 1024,
+      allowedAgentIds: ['main', '*'],
+      defaultSessionKey: 'hook:inbox',
+      allowRequestSessionKey: true,
+      allowedSessionKeyPrefixes: ['hook:'],
+      presets: ['gmail'],
+      mappings: [{ match: { path: 'x' }, action: 'wake' }],
+      transformsDir: 'transforms',
+      idempotencyTtlSeconds: 60,
+    },
+    agents: {
+      defaults: { models: { 'anthropic/claude': { alias: 'claude' } }, model: 'anthropic/claude' },
+      list: [{ id: 'ops', workspace: '/srv/ops', model: 'anthropic/claude' }],
+    },
+    gateway: { bind: '0.0.0.0', port: 0, auth: { token: 'gateway-secret' } },
+    state: { dir: '/var/lib/hooks' },
+  });
+  assert.equal(built.hooks.token, 'tok');
+  assert.equal(built.hooks.maxBodyBytes, 1024);
+  assert.deepEqual(built.hooks.allowedAgentIds, ['main', '*']);
+  assert.equal(built.hooks.defaultSessionKey, 'hook:inbox');
+  assert.equal(built.hooks.allowRequestSessionKey, true);
+  assert.deepEqual(built.hooks.allowedSessionKeyPrefixes, ['hook:']);
+  assert.deepEqual(built.hooks.presets, ['gmail']);
+  assert.deepEqual(built.hooks.mappings, [{ match: { path: 'x' }, action: 'wake' }]);
+  assert.equal(built.hooks.transformsDir, 'transforms');
+  assert.equal(built.hooks.idempotencyTtlSeconds, 60);
+  assert.deepEqual(built.agents.models, { 'anthropic/claude': { alias: 'claude' } });
+  assert.equal(built.agents.model, 'anthropic/claude');
+  assert.deepEqual(built.agents.list, [{ id: 'ops', default: false, workspace: '/srv/ops', model: 'anthropic/claude' }]);
+  assert.equal(built.gateway.bind, '0.0.0.0');
+  assert.equal(built.gateway.port, 0);
+  assert.equal(built.gateway.authToken, 'gateway-secret');
+  assert.equal(built.stateDir, '/var/lib/hooks');
+});
+
+test('buildConfig() picks the agent marked default, else the first, else "main"', async () => {
+  assert.equal((await config({ agents: { list: [{ id: 'a' }, { id: 'b', default: true }] } })).agents.defaultAgentId, 'b');
+  assert.equal((await config({ agents: { list: [{ id: 'a' }, { id: 'b' }] } })).agents.defaultAgentId, 'a');
+  assert.equal((await config({ agents: { list: [{ id: 'a', default: false }, { id: 'b' }] } })).agents.defaultAgentId, 'a');
+  assert.equal((await config({ agents: { list: [] } })).agents.defaultAgentId, 'main');
+  assert.equal((await config({ agents: {} })).agents.defaultAgentId, 'main');
+});
+
+test('buildConfig() refuses two default agents and duplicate agent ids', async () => {
+  assert.deepEqual(await problems({ agents: { list: [{ id: 'a', default: true }, { id: 'b', default: true }] } }), [
+    'agents.list: may mark at most one agent as default',
+  ]);
+  assert.deepEqual(await problems({ agents: { list: [{ id: 'a' }, { id: 'b' }, { id: 'a' }] } }), [
+    'agents.list[2].id: duplicates agent "a"',
+  ]);
+});
+
+test('buildConfig() checks agent ids, naming the item by index', async () => {
+  assert.deepEqual(await problems({ agents: { list: [{ id: 'ok' }, { id: 'a b' }, { workspace: '/x' }] } }), [
+    'agents.list[1].id: may contain only letters, digits, ".", "_" and "-"',
+    'agents.list[2].id: is required',
+  ]);
+});
+
+test('buildConfig() resolves a relative state.dir against the config directory', async () => {
+  assert.equal((await config({ state: { dir: 'state' } })).stateDir, '/etc/hooks-ingress/state');
+  assert.equal((await config({ state: { dir: '/var/lib/x' } })).stateDir, '/var/lib/x');
+});
+
+// --- ${NAME} substitution ------------------------------------------------------------------
+
+test('buildConfig() replaces ${NAME} in string values, nested and in arrays', async () => {
+  const built = await config(
+    {
+      hooks: { token: '${HOOK_TOKEN}', path: '/${PREFIX}/in', allowedAgentIds: ['${AGENT}'] },
+      gateway: { bind: '${BIND}' },
+    },
+    { HOOK_TOKEN: 'from-env', PREFIX: 'svc', AGENT: 'ops', BIND: '::1' },
+  );
+  assert.equal(built.hooks.token, 'from-env');
+  assert.equal(built.hooks.path, '/svc/in');
+  assert.deepEqual(built.hooks.allowedAgentIds, ['ops']);
+  assert.equal(built.gateway.bind, '::1');
+});
+
+test('buildConfig() reports a missing variable with the key path that uses it', async () => {
+  // The first problem names the variable; a rule the emptied value then breaks may follow it.
+  assert.equal((await problems({ hooks: { token: '${HOOK_TOKEN}' } }))[0], 'hooks.token: environment variable HOOK_TOKEN is not set');
+  assert.deepEqual(await problems({ gateway: { trustedProxies: ['10.0.0.1/32', '10.0.0.${LAST}'] } }), [
+    'gateway.trustedProxies[1]: environment variable LAST is not set',
+    'gateway.trustedProxies[1]: must be an IP address or CIDR range',
+  ]);
+  assert.deepEqual(await problems({ agents: { defaults: { models: { 'openai/gpt-5': { alias: 'gpt${V}' } } } } }), [
+    'agents.defaults.models["openai/gpt-5"].alias: environment variable V is not set',
+  ]);
+  assert.deepEqual(await problems({ hooks: { mappings: [{ headers: { 'x-key': '${KEY}' } }] } }), [
+    'hooks.mappings[0].headers["x-key"]: environment variable KEY is not set',
+  ]);
+});
+
+test('buildConfig() reports missing variables together with schema problems', async () => {
+  const found = await problems({ hooks: { token: 'a${A}', tokn: 'x' }, gateway: { bind: 'b${B}', port: 'x' } });
+  assert.deepEqual(found, [
+    'hooks.token: environment variable A is not set',
+    'gateway.bind: environment variable B is not set',
+    'hooks.tokn: unknown key (did you mean "token"?)',
+    'gateway.port: must be a number, got string',
+  ]);
+});
+
+test('substituteEnv() replaces every occurrence and leaves other text and types alone', () => {
+  const issues: Issue[] = [];
+  const out = substituteEnv(
+    { a: '${X}-${X}:${Y}', b: [1, true, null, '$X', '${1X}', '${ X }'], c: { d: '${EMPTY}' } },
+    '',
+    { X: 'x', Y: 'y', EMPTY: '' },
+    issues,
+  );
+  assert.deepEqual(out, { a: 'x-x:y', b: [1, true, null, '$X', '${1X}', '${ X }'], c: { d: '' } });
+  assert.deepEqual(issues, []);
+});
+
+test('substituteEnv() reports each missing variable under the given root', () => {
+  const issues: Issue[] = [];
+  assert.equal(substituteEnv('${A}${B}', 'root', {}, issues), '');
+  assert.deepEqual(issues, [
+    { path: 'root', message: 'environment variable A is not set' },
+    { path: 'root', message: 'environment variable B is not set' },
+  ]);
+});
+
+// --- the token -----------------------------------------------------------------------------
+
+test('buildConfig() reads hooks.tokenFile relative to the config directory, trimmed', async () => {
+  await withDir(async (dir) => {
+    await mkdir(join(dir, 'secrets'));
+    await writeFile(join(dir, 'secrets', 'hook-token'), '  file-secret\n');
+    const file = join(dir, 'config.json');
+    await writeFile(file, '{ "hooks": { "enabled": true, "tokenFile": "secrets/hook-token" } }');
+    const loaded = accepted(await loadConfig(file, {}));
+    assert.equal(loaded.hooks.token, 'file-secret');
+    assert.equal(loaded.hooks.enabled, true);
+  });
+});
+
+test('buildConfig() reads an absolute hooks.tokenFile as it is', async () => {
+  await withDir(async (dir) => {
+    await writeFile(join(dir, 'tok'), 'abs-secret');
+    const built = accepted(await buildConfig({ hooks: { tokenFile: join(dir, 'tok') } }, { file: null, env: {}, dir: '/nowhere' }));
+    assert.equal(built.hooks.token, 'abs-secret');
+  });
+});
+
+test('buildConfig() reports an unreadable or empty hooks.tokenFile', async () => {
+  await withDir(async (dir) => {
+    const where = { file: join(dir, 'config.json'), env: {} };
+    assert.deepEqual(refused(await buildConfig({ hooks: { tokenFile: 'missing' } }, where)), [
+      `hooks.tokenFile: cannot read ${join(dir, 'missing')}: ENOENT`,
+    ]);
+    await writeFile(join(dir, 'blank'), ' \n');
+    assert.deepEqual(refused(await buildConfig({ hooks: { tokenFile: 'blank' } }, where)), [
+      `hooks.tokenFile: the file ${join(dir, 'blank')} is empty`,
+    ]);
+  });
+});
+
+test('buildConfig() refuses hooks.token and hooks.tokenFile together', async () => {
+  assert.deepEqual(await problems({ hooks: { token: 'a', tokenFile: 'b' } }), ['hooks.tokenFile: cannot be set together with hooks.token']);
+});
+
+test('buildConfig() uses $CREDENTIALS_DIRECTORY/hooks-token when neither token key is set', async () => {
+  await withDir(async (dir) => {
+    await writeFile(join(dir, 'hooks-token'), 'cred-secret\n');
+    const env = { CREDENTIALS_DIRECTORY: dir };
+    assert.equal((await config({ hooks: { enabled: true } }, env)).hooks.token, 'cred-secret');
+    assert.equal((await config({ hooks: { token: 'explicit' } }, env)).hooks.token, 'explicit');
+    await writeFile(join(dir, 'other'), 'file-secret');
+    const viaFile = accepted(await buildConfig({ hooks: { tokenFile: 'other' } }, { file: join(dir, 'c.json'), env }));
+    assert.equal(viaFile.hooks.token, 'file-secret');
+  });
+});
+
+test('buildConfig() treats an absent credential as no token', async () => {
+  await withDir(async (dir) => {
+    const env = { CREDENTIALS_DIRECTORY: dir };
+    assert.equal((await config({}, env)).hooks.token, null);
+    assert.deepEqual(await problems({ hooks: { enabled: true } }, env), [
+      'hooks.token: is required when hooks.enabled is true (or set hooks.tokenFile)',
+    ]);
+  });
+});
+
+test('buildConfig() reports an empty or unreadable credential under hooks.token', async () => {
+  await withDir(async (dir) => {
+    const env = { CREDENTIALS_DIRECTORY: dir };
+    const credential = join(dir, 'hooks-token');
+    await writeFile(credential, '\n');
+    assert.deepEqual(await problems({}, env), [`hooks.token: the file ${credential} is empty`]);
+    await rm(credential);
+    await mkdir(credential);
+    assert.deepEqual(await problems({}, env), [`hooks.token: cannot read ${credential}: EISDIR`]);
+  });
+});
+
+// --- hooks.path ----------------------------------------------------------------------------
+
+test('normaliseHooksPath() adds a leading slash and removes trailing ones', () => {
+  assert.equal(normaliseHooksPath('hooks'), '/hooks');
+  assert.equal(normaliseHooksPath('/hooks/'), '/hooks');
+  assert.equal(normaliseHooksPath('/hooks///'), '/hooks');
+  assert.equal(normaliseHooksPath(' /a/b/ '), '/a/b');
+  assert.equal(normaliseHooksPath('/'), '/');
+  assert.equal(normaliseHooksPath('///'), '/');
+  assert.equal(normaliseHooksPath(''), '/');
+});
+
+test('buildConfig() normalises hooks.path', async () => {
+  assert.equal((await config({ hooks: { path: 'in' } })).hooks.path, '/in');
+  assert.equal((await config({ hooks: { path: '/in/' } })).hooks.path, '/in');
+  assert.equal((await config({ hooks: { path: ' /svc/hooks// ' } })).hooks.path, '/svc/hooks');
+  assert.equal((await config({ hooks: { path: '/a-b_c.d~e' } })).hooks.path, '/a-b_c.d~e');
+});
+
+test('buildConfig() refuses a hooks.path that is "/" once normalised', async () => {
+  for (const path of ['/', '', '///', ' / ']) {
+    assert.deepEqual(await problems({ hooks: { path } }), ['hooks.path: may not be "/"'], `path ${JSON.stringify(path)}`);
+  }
+});
+
+test('buildConfig() refuses a hooks.path with characters a route cannot hold', async () => {
+  for (const path of ['/a b', '/in?x=1', '/in#x', '/%41']) {
+    assert.deepEqual(await problems({ hooks: { path } }), ['hooks.path: may contain only letters, digits and "-._~/"'], path);
+  }
+});
+
+// --- cross-key rules -----------------------------------------------------------------------
+
+test('buildConfig() requires a token when hooks.enabled is true', async () => {
+  assert.deepEqual(await problems({ hooks: { enabled: true } }), [
+    'hooks.token: is required when hooks.enabled is true (or set hooks.tokenFile)',
+  ]);
+  assert.equal((await config({ hooks: { enabled: false } })).hooks.enabled, false);
+  assert.equal((await config({ hooks: { enabled: true, token: 't' } })).hooks.enabled, true);
+});
+
+test('buildConfig() requires the hook token to differ from gateway.auth.token', async () => {
+  const message = 'hooks.token: must differ from gateway.auth.token (the hook token must be dedicated)';
+  assert.deepEqual(await problems({ hooks: { token: 'same' }, gateway: { auth: { token: 'same' } } }), [message]);
+  assert.deepEqual(await problems({ hooks: { token: ' same' }, gateway: { auth: { token: 'same ' } } }), [message]);
+  assert.equal((await config({ hooks: { token: 'a' }, gateway: { auth: { token: 'b' } } })).gateway.authToken, 'b');
+  assert.equal((await config({ gateway: { auth: { token: 'b' } } })).hooks.token, null);
+});
+
+test('buildConfig() compares a token read from hooks.tokenFile with gateway.auth.token too', async () => {
+  await withDir(async (dir) => {
+    await writeFile(join(dir, 'tok'), 'shared\n');
+    const result = await buildConfig(
+      { hooks: { tokenFile: 'tok' }, gateway: { auth: { token: 'shared' } } },
+      { file: join(dir, 'config.json'), env: {} },
+    );
+    assert.deepEqual(refused(result), ['hooks.token: must differ from gateway.auth.token (the hook token must be dedicated)']);
+  });
+});
+
+test('buildConfig() requires hooks.defaultSessionKey to match hooks.allowedSessionKeyPrefixes', async () => {
+  assert.deepEqual(await problems({ hooks: { defaultSessionKey: 'main', allowedSessionKeyPrefixes: ['hook:'] } }), [
+    'hooks.defaultSessionKey: must start with one of hooks.allowedSessionKeyPrefixes',
+  ]);
+  const matched = await config({ hooks: { defaultSessionKey: 'HOOK:Inbox', allowedSessionKeyPrefixes: ['agent:', 'hook:'] } });
+  assert.equal(matched.hooks.defaultSessionKey, 'HOOK:Inbox');
+  // With a default key the generated prefix need not be admitted.
+  assert.deepEqual((await config({ hooks: { defaultSessionKey: 'agent:x', allowedSessionKeyPrefixes: ['agent:'] } })).hooks.allowedSessionKeyPrefixes, [
+    'agent:',
+  ]);
+  assert.equal((await config({ hooks: { defaultSessionKey: 'anything' } })).hooks.defaultSessionKey, 'anything');
+});
+
+test('buildConfig() requires prefixes without a default key to admit "hook:"', async () => {
+  const message =
+    'hooks.allowedSessionKeyPrefixes: must admit "hook:" when hooks.defaultSessionKey is not set (generated session keys start with it)';
+  assert.deepEqual(await problems({ hooks: { allowedSessionKeyPrefixes: ['agent:'] } }), [message]);
+  assert.deepEqual(await problems({ hooks: { allowedSessionKeyPrefixes: ['hook:inbox:'] } }), [message]);
+  assert.deepEqual(await problems({ hooks: { allowedSessionKeyPrefixes: [] } }), [message]);
+  for (const prefixes of [['hook:'], ['agent:', 'HOOK:'], ['hook'], ['h']]) {
+    assert.deepEqual((await config({ hooks: { allowedSessionKeyPrefixes: prefixes } })).hooks.allowedSessionKeyPrefixes, prefixes);
+  }
+});
+
+test('buildConfig() reports every cross-key problem at once', async () => {
+  assert.deepEqual(
+    await problems({
+      hooks: { enabled: true, allowedSessionKeyPrefixes: ['agent:'] },
+      agents: { list: [{ id: 'a', default: true }, { id: 'a', default: true }], defaults: { models: { gpt: {} } } },
+    }),
+    [
+      'hooks.token: is required when hooks.enabled is true (or set hooks.tokenFile)',
+      'hooks.allowedSessionKeyPrefixes: must admit "hook:" when hooks.defaultSessionKey is not set (generated session keys start with it)',
+      'agents.list: may mark at most one agent as default',
+      'agents.list[1].id: duplicates agent "a"',
+      'agents.defaults.models.gpt: must be keyed "provider/model"',
+    ],
+  );
+});
+
+test('buildConfig() reports a single-key rule together with the schema problems', async () => {
+  assert.deepEqual(await problems({ hooks: { path: '/', maxBodyBytes: 0 }, gateway: { port: 70_000 } }), [
+    'hooks.path: may not be "/"',
+    'hooks.maxBodyBytes: must be at least 1',
+    'gateway.port: must be at most 65535',
+  ]);
+});
+
+// --- unknown and ignored keys --------------------------------------------------------------
+
+test('buildConfig() refuses unknown keys at every level with a did-you-mean suggestion', async () => {
+  assert.deepEqual(await problems({ hooks: { tokn: 'x' } }), ['hooks.tokn: unknown key (did you mean "token"?)']);
+  assert.deepEqual(await problems({ gatway: {} }), ['gatway: unknown key (did you mean "gateway"?)']);
+  assert.deepEqual(await problems({ hooks: { authRateLimit: { maxFailure: 3 } } }), [
+    'hooks.authRateLimit.maxFailure: unknown key (did you mean "maxFailures"?)',
+  ]);
+  assert.deepEqual(await problems({ agents: { list: [{ id: 'a', defualt: true }] } }), [
+    'agents.list[0].defualt: unknown key (did you mean "default"?)',
+  ]);
+  assert.deepEqual(await problems({ gateway: { auth: { password: 'x' } } }), ['gateway.auth.password: unknown key']);
+});
+
+test('buildConfig() loads hooks.internal and hooks.gmail and reports them as ignored', async () => {
+  const result = await build({
+    hooks: { enabled: true, token: 't', internal: { enabled: true, entries: { 'session-memory': {} } }, gmail: { account: 'x' } },
+  });
+  assert.ok(result.ok, result.ok ? '' : result.problems.join('\n'));
+  assert.deepEqual(result.ignored, ['hooks.internal', 'hooks.gmail']);
+  assert.equal(result.config.hooks.enabled, true);
+});
+
+test('buildConfig() does not ignore hooks-section keys elsewhere', async () => {
+  assert.deepEqual(await problems({ internal: {} }), ['internal: unknown key']);
+});
+
+// --- value rules ---------------------------------------------------------------------------
+
+test('buildConfig() parses gateway.trustedProxies as addresses and CIDR ranges', async () => {
+  const proxies = (await config({ gateway: { trustedProxies: ['127.0.0.1', '10.1.2.3/8', ' ::1 ', 'fd00::/8'] } })).gateway.trustedProxies;
+  assert.deepEqual(
+    proxies.map((c) => [c.family, c.prefix, [...c.bytes].slice(0, 4)]),
+    [
+      [4, 32, [127, 0, 0, 1]],
+      [4, 8, [10, 0, 0, 0]],
+      [6, 128, [0, 0, 0, 0]],
+      [6, 8, [0xfd, 0, 0, 0]],
+    ],
+  );
+});
+
+test('buildConfig() names each trustedProxies entry that is not an address or CIDR', async () => {
+  assert.deepEqual(await problems({ gateway: { trustedProxies: ['10.0.0.0/8', 'proxy.local', '10.0.0.0/33', 7] } }), [
+    'gateway.trustedProxies[1]: must be an IP address or CIDR range',
+    'gateway.trustedProxies[2]: must be an IP address or CIDR range',
+    'gateway.trustedProxies[3]: must be an IP address or CIDR range',
+  ]);
+  assert.deepEqual(await problems({ gateway: { trustedProxies: '10.0.0.0/8' } }), ['gateway.trustedProxies: must be an array, got string']);
+});
+
+test('buildConfig() reads agents.defaults.heartbeat.every as a duration, "0" meaning off', async () => {
+  const every = async (value: unknown) => (await config({ agents: { defaults: { heartbeat: { every: value } } } })).agents.heartbeatEveryMs;
+  assert.equal(await every('30m'), 1_800_000);
+  assert.equal(await every('1h'), 3_600_000);
+  assert.equal(await every('0'), 0);
+  assert.equal(await every(0), 0);
+  assert.equal((await config({ agents: { defaults: { heartbeat: {} } } })).agents.heartbeatEveryMs, 0);
+});
+
+test('buildConfig() refuses a heartbeat.every that is not a duration', async () => {
+  for (const value of ['soon', '-5m', '30 minutes', '', true, null]) {
+    assert.deepEqual(
+      await problems({ agents: { defaults: { heartbeat: { every: value } } } }),
+      ['agents.defaults.heartbeat.every: must be a duration such as "30m", "1h", "90s" or "0" (off)'],
+      JSON.stringify(value),
+    );
+  }
+});
+
+test('parseDuration() reads ms, s, m, h and d, a bare number as minutes, and "0" as off', () => {
+  assert.equal(parseDuration('500ms'), 500);
+  assert.equal(parseDuration('90s'), 90_000);
+  assert.equal(parseDuration('30m'), 1_800_000);
+  assert.equal(parseDuration('1.5h'), 5_400_000);
+  assert.equal(parseDuration('2d'), 172_800_000);
+  assert.equal(parseDuration(' 5 m '), 300_000);
+  assert.equal(parseDuration('15'), 900_000);
+  assert.equal(parseDuration(15), 900_000);
+  assert.equal(parseDuration('0'), 0);
+  assert.equal(parseDuration('0s'), 0);
+});
+
+test('parseDuration() returns null for anything else', () => {
+  for (const value of ['', 'm', '5w', '-1m', '1e3s', '5mm', '.5h', {}, null, undefined, -1, Number.NaN]) {
+    assert.equal(parseDuration(value), null, String(value));
+  }
+});
+
+test('buildConfig() requires agents.defaults.models keys written provider/model, naming odd keys in brackets', async () => {
+  assert.deepEqual(await problems({ agents: { defaults: { models: { 'bad key': {}, 'openai/gpt-5': {}, 'x/': {} } } } }), [
+    'agents.defaults.models["bad key"]: must be keyed "provider/model"',
+    'agents.defaults.models["x/"]: must be keyed "provider/model"',
+  ]);
+  assert.deepEqual(await problems({ agents: { defaults: { models: { 'openai/gpt-5': { alias: 1, name: 'x' } } } } }), [
+    'agents.defaults.models["openai/gpt-5"].name: unknown key',
+    'agents.defaults.models["openai/gpt-5"].alias: must be a string, got number',
+  ]);
+});
+
+test('buildConfig() bounds numbers: port 0..65535, sizes and seconds whole and positive', async () => {
+  assert.deepEqual(
+    await problems({
+      hooks: { maxBodyBytes: 1.5, idempotencyTtlSeconds: 0, authRateLimit: { maxFailures: 0, windowSeconds: -1, lockoutSeconds: 'x' } },
+      gateway: { port: -1 },
+    }),
+    [
+      'hooks.maxBodyBytes: must be an integer',
+      'hooks.authRateLimit.maxFailures: must be at least 1',
+      'hooks.authRateLimit.windowSeconds: must be at least 1',
+      'hooks.authRateLimit.lockoutSeconds: must be a number, got string',
+      'hooks.idempotencyTtlSeconds: must be at least 1',
+      'gateway.port: must be at least 0',
+    ],
+  );
+});
+
+test('buildConfig() checks types of the hooks keys', async () => {
+  assert.deepEqual(
+    await problems({
+      hooks: {
+        enabled: 'yes',
+        token: '  ',
+        allowedAgentIds: 'main',
+        allowRequestSessionKey: 1,
+        allowedSessionKeyPrefixes: [''],
+        presets: [1],
+        mappings: {},
+      },
+    }),
+    [
+      'hooks.enabled: must be a boolean, got string',
+      'hooks.token: must be a non-empty string',
+      'hooks.allowedAgentIds: must be an array, got string',
+      'hooks.allowRequestSessionKey: must be a boolean, got number',
+      'hooks.allowedSessionKeyPrefixes[0]: must be a non-empty string',
+      'hooks.presets[0]: must be a string, got number',
+      'hooks.mappings: must be an array, got object',
+    ],
+  );
+});
+
+// --- locating files ------------------------------------------------------------------------
+
+test('locateConfig() prefers --config, then $HOOKS_INGRESS_CONFIG, then $XDG_CONFIG_HOME, then ~/.config', () => {
+  const env = { HOOKS_INGRESS_CONFIG: '/env/config.json', XDG_CONFIG_HOME: '/xdg', HOME: '/home/u' };
+  assert.deepEqual(locateConfig('/flag/config.json', env), { path: '/flag/config.json', implicit: false });
+  assert.deepEqual(locateConfig(undefined, env), { path: '/env/config.json', implicit: false });
+  assert.deepEqual(locateConfig(undefined, { XDG_CONFIG_HOME: '/xdg', HOME: '/home/u' }), {
+    path: '/xdg/hooks-ingress/config.json',
+    implicit: true,
+  });
+  assert.deepEqual(locateConfig(undefined, { HOME: '/home/u' }), { path: '/home/u/.config/hooks-ingress/config.json', implicit: true });
+});
+
+test('locateConfig() resolves relative paths against the working directory and skips empty variables', () => {
+  assert.deepEqual(locateConfig('conf.json', {}), { path: resolve('conf.json'), implicit: false });
+  assert.deepEqual(locateConfig(undefined, { HOOKS_INGRESS_CONFIG: 'rel.json' }), { path: resolve('rel.json'), implicit: false });
+  assert.deepEqual(locateConfig(undefined, { HOOKS_INGRESS_CONFIG: '', XDG_CONFIG_HOME: '', HOME: '/h' }), {
+    path: '/h/.config/hooks-ingress/config.json',
+    implicit: true,
+  });
+  assert.deepEqual(locateConfig(undefined, {}), { path: join(homedir(), '.config', 'hooks-ingress', 'config.json'), implicit: true });
+});
+
+test('locateStateDir() prefers --state-dir, then state.dir, then $STATE_DIRECTORY, then $XDG_STATE_HOME, then ~/.local/state', async () => {
+  const withState = await config({ state: { dir: '/from/config' } });
+  const without = await config({});
+  const env = { STATE_DIRECTORY: '/systemd/state', XDG_STATE_HOME: '/xdg', HOME: '/home/u' };
+  assert.equal(locateStateDir('/flag', withState, env), '/flag');
+  assert.equal(locateStateDir('rel', withState, env), resolve('rel'));
+  assert.equal(locateStateDir(undefined, withState, env), '/from/config');
+  assert.equal(locateStateDir(undefined, without, env), '/systemd/state');
+  assert.equal(locateStateDir(undefined, without, { XDG_STATE_HOME: '/xdg', HOME: '/home/u' }), '/xdg/hooks-ingress');
+  assert.equal(locateStateDir(undefined, without, { HOME: '/home/u' }), '/home/u/.local/state/hooks-ingress');
+  assert.equal(locateStateDir(undefined, without, {}), join(homedir(), '.local', 'state', 'hooks-ingress'));
+});
+
+test('locateStateDir() takes the first of several systemd state directories', async () => {
+  assert.equal(locateStateDir(undefined, await config({}), { STATE_DIRECTORY: '/a:/b' }), '/a');
+  assert.equal(locateStateDir(undefined, await config({}), { STATE_DIRECTORY: '', HOME: '/h' }), '/h/.local/state/hooks-ingress');
+});
+
+// --- helpers -------------------------------------------------------------------------------
+
+test('GENERATED_KEY_PREFIX is "hook:"', () => {
+  assert.equal(GENERATED_KEY_PREFIX, 'hook:');
+});
+
+test('hasPrefix() compares case-insensitively', () => {
+  assert.equal(hasPrefix('Hook:Inbox', ['hook:']), true);
+  assert.equal(hasPrefix('hook:inbox', ['agent:', 'HOOK:IN']), true);
+  assert.equal(hasPrefix('main', ['hook:']), false);
+  assert.equal(hasPrefix('hook:x', []), false);
+});
+
+test('resolveFromConfig() resolves relative paths against the config directory', async () => {
+  const built = await config({});
+  assert.equal(resolveFromConfig(built, 'hooks/transforms'), '/etc/hooks-ingress/hooks/transforms');
+  assert.equal(resolveFromConfig(built, '/abs/x'), '/abs/x');
+});

@@ -1,0 +1,152 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { CHANNELS, THINKING_LEVELS, type AgentAction } from '../lib/actions.ts';
+import { parseAgent } from '../lib/hooks/agent.ts';
+
+function action(body: Record<string, unknown>): AgentAction {
+  const result = parseAgent(body);
+  assert.ok(result.ok, result.ok ? '' : result.error);
+  return result.action;
+}
+
+function error(body: Record<string, unknown>): string {
+  const result = parseAgent(body);
+  assert.ok(!result.ok, `expected ${JSON.stringify(body)} to be refused`);
+  return result.error;
+}
+
+test('parseAgent() applies the defaults: name "Hook", wakeMode "now", deliver true, channel "last"', () => {
+  assert.deepEqual(parseAgent({ message: 'Summarise the build' }), {
+    ok: true,
+    action: { kind: 'agent', message: 'Summarise the build', name: 'Hook', wakeMode: 'now', deliver: true, channel: 'last' },
+  });
+});
+
+test('parseAgent() leaves unset optional fields out of the action', () => {
+  const parsed = action({ message: 'x' });
+  for (const key of ['agentId', 'sessionKey', 'to', 'model', 'thinking', 'timeoutSeconds']) {
+    assert.ok(!(key in parsed), key);
+  }
+});
+
+test('parseAgent() takes every field', () => {
+  assert.deepEqual(
+    action({
+      message: 'Check the deploy',
+      name: 'CI',
+      agentId: 'ops',
+      sessionKey: 'hook:ci',
+      wakeMode: 'next-heartbeat',
+      deliver: false,
+      channel: 'telegram',
+      to: '@ada',
+      model: 'anthropic/claude',
+      thinking: 'low',
+      timeoutSeconds: 120,
+      idempotencyKey: 'evt-1',
+    }),
+    {
+      kind: 'agent',
+      message: 'Check the deploy',
+      name: 'CI',
+      agentId: 'ops',
+      sessionKey: { value: 'hook:ci', trusted: false },
+      wakeMode: 'next-heartbeat',
+      deliver: false,
+      channel: 'telegram',
+      to: '@ada',
+      model: 'anthropic/claude',
+      thinking: 'low',
+      timeoutSeconds: 120,
+    },
+  );
+});
+
+test('parseAgent() marks a payload sessionKey as untrusted', () => {
+  assert.deepEqual(action({ message: 'x', sessionKey: 'hook:a' }).sessionKey, { value: 'hook:a', trusted: false });
+});
+
+test('parseAgent() trims the string fields it keeps', () => {
+  const parsed = action({ message: ' hi ', name: ' CI ', agentId: ' ops ', sessionKey: ' hook:x ', to: ' @a ', model: ' a/b ' });
+  assert.equal(parsed.message, 'hi');
+  assert.equal(parsed.name, 'CI');
+  assert.equal(parsed.agentId, 'ops');
+  assert.deepEqual(parsed.sessionKey, { value: 'hook:x', trusted: false });
+  assert.equal(parsed.to, '@a');
+  assert.equal(parsed.model, 'a/b');
+});
+
+test('parseAgent() requires a non-empty message', () => {
+  assert.equal(error({}), 'message: is required');
+  assert.equal(error({ message: '' }), 'message: must be a non-empty string');
+  assert.equal(error({ message: '   ' }), 'message: must be a non-empty string');
+  assert.equal(error({ message: 1 }), 'message: must be a string, got number');
+});
+
+test('parseAgent() refuses empty optional strings, naming the field', () => {
+  for (const field of ['name', 'agentId', 'sessionKey', 'to', 'model']) {
+    assert.equal(error({ message: 'x', [field]: ' ' }), `${field}: must be a non-empty string`);
+  }
+});
+
+test('parseAgent() refuses wrong types, naming the field and the type', () => {
+  assert.equal(error({ message: 'x', name: 1 }), 'name: must be a string, got number');
+  assert.equal(error({ message: 'x', agentId: ['ops'] }), 'agentId: must be a string, got array');
+  assert.equal(error({ message: 'x', sessionKey: {} }), 'sessionKey: must be a string, got object');
+  assert.equal(error({ message: 'x', deliver: 'yes' }), 'deliver: must be a boolean, got string');
+  assert.equal(error({ message: 'x', to: 5 }), 'to: must be a string, got number');
+  assert.equal(error({ message: 'x', model: false }), 'model: must be a string, got boolean');
+  assert.equal(error({ message: 'x', timeoutSeconds: '30' }), 'timeoutSeconds: must be a number, got string');
+  assert.equal(error({ message: 'x', idempotencyKey: 7 }), 'idempotencyKey: must be a string, got number');
+});
+
+test('parseAgent() accepts every channel and refuses others', () => {
+  for (const channel of CHANNELS) assert.equal(action({ message: 'x', channel }).channel, channel);
+  assert.equal(
+    error({ message: 'x', channel: 'email' }),
+    'channel: must be one of "last", "whatsapp", "telegram", "discord", "slack", "mattermost", "signal", "imessage", "msteams"',
+  );
+});
+
+test('parseAgent() accepts every thinking level and refuses others', () => {
+  for (const thinking of THINKING_LEVELS) assert.equal(action({ message: 'x', thinking }).thinking, thinking);
+  assert.equal(error({ message: 'x', thinking: 'max' }), 'thinking: must be one of "off", "minimal", "low", "medium", "high", "xhigh"');
+});
+
+test('parseAgent() accepts both wake modes and refuses others', () => {
+  assert.equal(action({ message: 'x', wakeMode: 'now' }).wakeMode, 'now');
+  assert.equal(action({ message: 'x', wakeMode: 'next-heartbeat' }).wakeMode, 'next-heartbeat');
+  assert.equal(error({ message: 'x', wakeMode: 'later' }), 'wakeMode: must be one of "now", "next-heartbeat"');
+});
+
+test('parseAgent() requires timeoutSeconds to be a finite number above 0', () => {
+  assert.equal(action({ message: 'x', timeoutSeconds: 0.5 }).timeoutSeconds, 0.5);
+  assert.equal(error({ message: 'x', timeoutSeconds: 0 }), 'timeoutSeconds: must be greater than 0');
+  assert.equal(error({ message: 'x', timeoutSeconds: -1 }), 'timeoutSeconds: must be greater than 0');
+  assert.equal(error({ message: 'x', timeoutSeconds: Number.POSITIVE_INFINITY }), 'timeoutSeconds: must be a number, got number');
+});
+
+test('parseAgent() bounds name and sessionKey lengths', () => {
+  assert.equal(action({ message: 'x', name: 'n'.repeat(200) }).name, 'n'.repeat(200));
+  assert.equal(error({ message: 'x', name: 'n'.repeat(201) }), 'name: must be at most 200 characters');
+  assert.equal(error({ message: 'x', sessionKey: `hook:${'k'.repeat(508)}` }), 'sessionKey: must be at most 512 characters');
+});
+
+test('parseAgent() accepts idempotencyKey but leaves it to the idempotency table', () => {
+  const parsed = action({ message: 'x', idempotencyKey: '' });
+  assert.ok(!('idempotencyKey' in parsed));
+});
+
+test('parseAgent() refuses any other field, naming it', () => {
+  assert.equal(error({ message: 'x', text: 'y' }), 'text: unknown key');
+  assert.equal(error({ message: 'x', sessionkey: 'y' }), 'sessionkey: unknown key (did you mean "sessionKey"?)');
+  assert.equal(error({ message: 'x', 'x/y': 1 }), '["x/y"]: unknown key');
+});
+
+test('parseAgent() reports every problem, joined with "; "', () => {
+  assert.equal(
+    error({ mesage: 'x', deliver: 1, channel: 'fax' }),
+    'mesage: unknown key (did you mean "message"?); message: is required; deliver: must be a boolean, got number; ' +
+      'channel: must be one of "last", "whatsapp", "telegram", "discord", "slack", "mattermost", "signal", "imessage", "msteams"',
+  );
+});

@@ -1,0 +1,289 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { AgentAction } from '../lib/actions.ts';
+import type { AgentConfig, Config } from '../lib/config.ts';
+import { admitRun, resolveAgentId, resolveModel, resolveSessionKey, type Decision } from '../lib/policy.ts';
+
+type Hooks = Config['hooks'];
+
+interface Setup {
+  hooks?: Partial<Hooks>;
+  list?: AgentConfig[];
+  defaultAgentId?: string;
+  models?: Config['agents']['models'];
+}
+
+// A validated config as loadConfig() would build it, with the parts a test cares about changed.
+function configWith(setup: Setup = {}): Config {
+  const list = setup.list ?? [];
+  return {
+    file: null,
+    dir: '/etc/hooks-ingress',
+    hooks: {
+      enabled: true,
+      token: 'hook-token',
+      path: '/hooks',
+      maxBodyBytes: 262_144,
+      allowedAgentIds: null,
+      defaultSessionKey: null,
+      allowRequestSessionKey: false,
+      allowedSessionKeyPrefixes: null,
+      presets: [],
+      mappings: [],
+      transformsDir: null,
+      authRateLimit: { maxFailures: 20, windowSeconds: 60, lockoutSeconds: 60 },
+      idempotencyTtlSeconds: 86_400,
+      ...setup.hooks,
+    },
+    agents: {
+      models: setup.models ?? {},
+      model: null,
+      heartbeatEveryMs: 0,
+      list,
+      defaultAgentId: setup.defaultAgentId ?? (list.find((a) => a.default) ?? list[0])?.id ?? 'main',
+    },
+    gateway: { bind: '127.0.0.1', port: 8789, trustedProxies: [], authToken: null },
+    stateDir: null,
+  };
+}
+
+function ids(...values: string[]): () => string {
+  const queue = [...values];
+  return () => {
+    const next = queue.shift();
+    assert.ok(next !== undefined, 'newId() called more often than expected');
+    return next;
+  };
+}
+
+function value<T>(decision: Decision<T>): T {
+  assert.ok(decision.ok, decision.ok ? '' : decision.error);
+  return decision.value;
+}
+
+function error<T>(decision: Decision<T>): string {
+  assert.ok(!decision.ok, `expected a refusal, got ${JSON.stringify(decision)}`);
+  return decision.error;
+}
+
+const hooks = (overrides: Partial<Hooks> = {}): Hooks => configWith({ hooks: overrides }).hooks;
+const agents = [
+  { id: 'main', default: false },
+  { id: 'ops', default: true },
+  { id: 'Research', default: false },
+];
+
+function action(overrides: Partial<AgentAction> = {}): AgentAction {
+  return { kind: 'agent', message: 'summarise the inbox', name: 'Hook', wakeMode: 'now', deliver: true, channel: 'last', ...overrides };
+}
+
+// --- session keys --------------------------------------------------------------------------
+
+test('resolveSessionKey() generates hook:<id> when no key is requested or configured', () => {
+  assert.equal(value(resolveSessionKey(undefined, hooks(), ids('0b9c6b4e-6a3e-4a53-9d0c-1f1f1f1f1f1f'))), 'hook:0b9c6b4e-6a3e-4a53-9d0c-1f1f1f1f1f1f');
+});
+
+test('resolveSessionKey() generates a fresh uuid-based key each time with crypto.randomUUID', () => {
+  const first = value(resolveSessionKey(undefined, hooks(), () => crypto.randomUUID()));
+  const second = value(resolveSessionKey(undefined, hooks(), () => crypto.randomUUID()));
+  assert.match(first, /^hook:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+  assert.notEqual(first, second);
+});
+
+test('resolveSessionKey() uses hooks.defaultSessionKey when no key is requested', () => {
+  assert.equal(value(resolveSessionKey(undefined, hooks({ defaultSessionKey: 'hook:inbox' }), ids())), 'hook:inbox');
+});
+
+test('resolveSessionKey() refuses a request key while hooks.allowRequestSessionKey is false, naming that key', () => {
+  const message = error(resolveSessionKey({ value: 'hook:x', trusted: false }, hooks({ defaultSessionKey: 'hook:inbox' }), ids()));
+  assert.equal(message, 'sessionKey: may not be chosen by the request while hooks.allowRequestSessionKey is false');
+  assert.match(message, /hooks\.allowRequestSessionKey/);
+});
+
+test('resolveSessionKey() accepts a request key when allowed and no prefixes are set', () => {
+  assert.equal(value(resolveSessionKey({ value: 'anything:at-all', trusted: false }, hooks({ allowRequestSessionKey: true }), ids())), 'anything:at-all');
+});
+
+test('resolveSessionKey() requires a request key to start with a configured prefix', () => {
+  const rules = hooks({ allowRequestSessionKey: true, allowedSessionKeyPrefixes: ['hook:', 'agent:ops:'] });
+  assert.equal(value(resolveSessionKey({ value: 'agent:ops:42', trusted: false }, rules, ids())), 'agent:ops:42');
+  assert.equal(
+    error(resolveSessionKey({ value: 'main', trusted: false }, rules, ids())),
+    'sessionKey: must start with one of "hook:", "agent:ops:"',
+  );
+  assert.equal(error(resolveSessionKey({ value: 'agent:dev:1', trusted: false }, rules, ids())), 'sessionKey: must start with one of "hook:", "agent:ops:"');
+});
+
+test('resolveSessionKey() compares prefixes case-insensitively and keeps the key as written', () => {
+  const rules = hooks({ allowRequestSessionKey: true, allowedSessionKeyPrefixes: ['Hook:'] });
+  assert.equal(value(resolveSessionKey({ value: 'HOOK:Mail', trusted: false }, rules, ids())), 'HOOK:Mail');
+  assert.equal(value(resolveSessionKey({ value: 'hook:mail', trusted: false }, rules, ids())), 'hook:mail');
+});
+
+test('resolveSessionKey() lets a trusted key skip hooks.allowRequestSessionKey but not the prefixes', () => {
+  const noPrefixes = hooks({ allowRequestSessionKey: false });
+  assert.equal(value(resolveSessionKey({ value: 'mapped:inbox', trusted: true }, noPrefixes, ids())), 'mapped:inbox');
+  const prefixed = hooks({ allowRequestSessionKey: false, allowedSessionKeyPrefixes: ['hook:'] });
+  assert.equal(value(resolveSessionKey({ value: 'hook:mapped', trusted: true }, prefixed, ids())), 'hook:mapped');
+  assert.equal(error(resolveSessionKey({ value: 'mapped:inbox', trusted: true }, prefixed, ids())), 'sessionKey: must start with one of "hook:"');
+});
+
+test('resolveSessionKey() with an empty prefix list admits no requested key', () => {
+  const rules = hooks({ allowRequestSessionKey: true, allowedSessionKeyPrefixes: [] });
+  assert.match(error(resolveSessionKey({ value: 'hook:x', trusted: true }, rules, ids())), /^sessionKey: must start with one of/);
+});
+
+// --- agents --------------------------------------------------------------------------------
+
+test('resolveAgentId() admits any agent when hooks.allowedAgentIds is omitted', () => {
+  const config = configWith({ list: agents });
+  assert.equal(value(resolveAgentId('main', config)), 'main');
+  assert.equal(value(resolveAgentId(undefined, config)), 'ops');
+});
+
+test('resolveAgentId() admits any agent when hooks.allowedAgentIds contains "*"', () => {
+  const config = configWith({ list: agents, hooks: { allowedAgentIds: ['ops', '*'] } });
+  assert.equal(value(resolveAgentId('main', config)), 'main');
+  assert.equal(value(resolveAgentId('research', config)), 'Research');
+  assert.equal(value(resolveAgentId(undefined, config)), 'ops');
+});
+
+test('resolveAgentId() with an empty hooks.allowedAgentIds refuses any explicit agentId', () => {
+  const config = configWith({ list: agents, hooks: { allowedAgentIds: [] } });
+  for (const requested of ['ops', 'main', 'unknown']) {
+    assert.equal(error(resolveAgentId(requested, config)), 'agentId: may not be chosen (hooks.allowedAgentIds is empty)');
+  }
+});
+
+test('resolveAgentId() with an empty hooks.allowedAgentIds admits the implicit default agent', () => {
+  assert.equal(value(resolveAgentId(undefined, configWith({ list: agents, hooks: { allowedAgentIds: [] } }))), 'ops');
+  assert.equal(value(resolveAgentId(undefined, configWith({ hooks: { allowedAgentIds: [] } }))), 'main');
+});
+
+test('resolveAgentId() with a list requires the effective agent to be listed', () => {
+  const config = configWith({ list: agents, hooks: { allowedAgentIds: ['main', 'ops'] } });
+  assert.equal(value(resolveAgentId('main', config)), 'main');
+  assert.equal(value(resolveAgentId(undefined, config)), 'ops');
+  assert.equal(error(resolveAgentId('Research', config)), 'agentId: agent "Research" is not in hooks.allowedAgentIds');
+});
+
+test('resolveAgentId() matches agent ids case-insensitively and answers the configured spelling', () => {
+  const config = configWith({ list: agents, hooks: { allowedAgentIds: ['research'] } });
+  assert.equal(value(resolveAgentId('RESEARCH', config)), 'Research');
+});
+
+test('resolveAgentId() falls back to the default agent for an unknown agentId', () => {
+  assert.equal(value(resolveAgentId('nobody', configWith({ list: agents }))), 'ops');
+  assert.equal(value(resolveAgentId('nobody', configWith())), 'main');
+});
+
+test('resolveAgentId() applies the allowlist to the fallback agent', () => {
+  const admitted = configWith({ list: agents, hooks: { allowedAgentIds: ['ops'] } });
+  assert.equal(value(resolveAgentId('nobody', admitted)), 'ops');
+  const refusedDefault = configWith({ list: agents, hooks: { allowedAgentIds: ['main'] } });
+  assert.equal(error(resolveAgentId('nobody', refusedDefault)), 'agentId: agent "ops" is not in hooks.allowedAgentIds');
+  assert.equal(error(resolveAgentId(undefined, refusedDefault)), 'agentId: agent "ops" is not in hooks.allowedAgentIds');
+});
+
+// --- models --------------------------------------------------------------------------------
+
+const models = { 'anthropic/claude-sonnet': { alias: 'sonnet' }, 'openai/gpt-5': {} };
+
+test('resolveModel() passes no override through', () => {
+  assert.equal(value(resolveModel(undefined, configWith({ models }))), undefined);
+});
+
+test('resolveModel() admits any model when agents.defaults.models is empty', () => {
+  assert.equal(value(resolveModel('whatever/model', configWith())), 'whatever/model');
+  assert.equal(value(resolveModel('no-slash', configWith({ models: {} }))), 'no-slash');
+});
+
+test('resolveModel() resolves a listed key or alias, case-insensitively, to the key', () => {
+  const config = configWith({ models });
+  assert.equal(value(resolveModel('openai/gpt-5', config)), 'openai/gpt-5');
+  assert.equal(value(resolveModel('OpenAI/GPT-5', config)), 'openai/gpt-5');
+  assert.equal(value(resolveModel('sonnet', config)), 'anthropic/claude-sonnet');
+  assert.equal(value(resolveModel('Sonnet', config)), 'anthropic/claude-sonnet');
+});
+
+test('resolveModel() refuses anything else with "model not allowed: <model>"', () => {
+  const config = configWith({ models });
+  assert.equal(error(resolveModel('openai/gpt-4', config)), 'model not allowed: openai/gpt-4');
+  assert.equal(error(resolveModel('claude', config)), 'model not allowed: claude');
+});
+
+test('resolveModel() echoes a refused model on one line and cut short', () => {
+  const config = configWith({ models });
+  assert.equal(error(resolveModel('a\nb\r\u2028c', config)), 'model not allowed: a b c');
+  const long = error(resolveModel('x'.repeat(500), config));
+  assert.equal(long, `model not allowed: ${'x'.repeat(100)}…`);
+});
+
+// --- admitRun ------------------------------------------------------------------------------
+
+test('admitRun() builds a run with every option, resolving session key, agent and model', () => {
+  const config = configWith({ list: agents, models, hooks: { allowRequestSessionKey: true } });
+  const run = value(
+    admitRun(
+      action({
+        agentId: 'research',
+        sessionKey: { value: 'hook:mail', trusted: false },
+        wakeMode: 'next-heartbeat',
+        deliver: false,
+        channel: 'telegram',
+        to: '@me',
+        model: 'sonnet',
+        thinking: 'high',
+        timeoutSeconds: 30,
+      }),
+      'agent',
+      config,
+      ids('run-1'),
+    ),
+  );
+  assert.deepEqual(run, {
+    runId: 'run-1',
+    hook: 'agent',
+    name: 'Hook',
+    message: 'summarise the inbox',
+    sessionKey: 'hook:mail',
+    agentId: 'Research',
+    wakeMode: 'next-heartbeat',
+    deliver: false,
+    channel: 'telegram',
+    to: '@me',
+    model: 'anthropic/claude-sonnet',
+    thinking: 'high',
+    timeoutSeconds: 30,
+  });
+});
+
+test('admitRun() leaves unset options out and generates the session key before the run id', () => {
+  const run = value(admitRun(action({ name: 'CI' }), 'github', configWith(), ids('session-id', 'run-id')));
+  assert.deepEqual(run, {
+    runId: 'run-id',
+    hook: 'github',
+    name: 'CI',
+    message: 'summarise the inbox',
+    sessionKey: 'hook:session-id',
+    agentId: 'main',
+    wakeMode: 'now',
+    deliver: true,
+    channel: 'last',
+  });
+  assert.ok(!('model' in run) && !('to' in run) && !('thinking' in run) && !('timeoutSeconds' in run));
+});
+
+test('admitRun() refuses on the session key first, then the agent, then the model', () => {
+  const config = configWith({ list: agents, models, hooks: { allowedAgentIds: [] } });
+  const all = action({ sessionKey: { value: 'hook:x', trusted: false }, agentId: 'ops', model: 'nope' });
+  assert.match(error(admitRun(all, 'agent', config, ids())), /^sessionKey: .*hooks\.allowRequestSessionKey/);
+  assert.equal(error(admitRun(action({ agentId: 'ops', model: 'nope' }), 'agent', config, ids('s'))), 'agentId: may not be chosen (hooks.allowedAgentIds is empty)');
+  assert.equal(error(admitRun(action({ model: 'nope' }), 'agent', config, ids('s'))), 'model not allowed: nope');
+});
+
+test('admitRun() lets a trusted session key through with allowRequestSessionKey false', () => {
+  const run = value(admitRun(action({ sessionKey: { value: 'hook:gmail', trusted: true } }), 'gmail', configWith(), ids('r')));
+  assert.equal(run.sessionKey, 'hook:gmail');
+  assert.equal(run.runId, 'r');
+});

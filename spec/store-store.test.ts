@@ -1,0 +1,354 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { platform, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import type { RunSpec } from '../lib/actions.ts';
+import { Journal } from '../lib/store/journal.ts';
+import { JOURNAL_FILE, readEvents, Store } from '../lib/store/store.ts';
+import type { IdempotencyWrite, StoreOptions } from '../lib/store/store.ts';
+
+const windows = platform() === 'win32';
+const TTL = 60_000;
+
+async function withDir(fn: (dir: string) => Promise<void>): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'store-'));
+  try {
+    await fn(dir);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+// A settable clock: tests move `clock.t` to cross a TTL.
+function clock(start = Date.UTC(2025, 0, 1)): { t: number; now: () => number } {
+  const c = { t: start, now: () => c.t };
+  return c;
+}
+
+async function open(dir: string, options: Partial<StoreOptions> = {}): Promise<Store> {
+  return (await Store.open(dir, { idempotencyTtlMs: TTL, ...options })).store;
+}
+
+function spec(runId: string): RunSpec {
+  return { runId, hook: 'agent', name: 'Hook', message: `run ${runId}`, sessionKey: 'hook:s', agentId: 'main', wakeMode: 'now', deliver: true, channel: 'last' };
+}
+
+function idem(key: string, scope = '/hooks/wake'): IdempotencyWrite {
+  return { scope, key, status: 200, body: { ok: true, key } };
+}
+
+// Temporarily replaces a Journal method so a test can make the disk fail.
+async function withJournalMethod(name: 'append' | 'compact', impl: (...args: never[]) => Promise<void>, fn: () => Promise<void>): Promise<void> {
+  const original = Journal.prototype[name];
+  Object.defineProperty(Journal.prototype, name, { value: impl, configurable: true, writable: true });
+  try {
+    await fn();
+  } finally {
+    Object.defineProperty(Journal.prototype, name, { value: original, configurable: true, writable: true });
+  }
+}
+
+test('Store.open() creates the state directory 0700 with an empty journal', { skip: windows }, async () => {
+  await withDir(async (dir) => {
+    const state = join(dir, 'state');
+    const { store, skipped, tornBytes } = await Store.open(state, { idempotencyTtlMs: TTL });
+    assert.equal((await stat(state)).mode & 0o777, 0o700);
+    assert.deepEqual([store.events(), store.pendingRuns(), skipped, tornBytes], [[], [], 0, 0]);
+    await store.close();
+  });
+});
+
+test('Store.addEvent() and addRun() come back after close and reopen, and seq continues', async () => {
+  await withDir(async (dir) => {
+    const c = clock();
+    const first = await open(dir, { now: c.now });
+    const e1 = await first.addEvent({ kind: 'system', text: 'one', source: 'wake', mode: 'next-heartbeat' });
+    const r1 = await first.addRun(spec('r1'));
+    const e2 = await first.addEvent({ kind: 'system', text: 'two', source: 'hook:ci' });
+    assert.deepEqual(e1, { seq: 1, time: new Date(c.t).toISOString(), kind: 'system', text: 'one', source: 'wake', mode: 'next-heartbeat' });
+    assert.equal(e2.seq, 3);
+    assert.deepEqual(r1, { ...spec('r1'), status: 'pending', acceptedAt: new Date(c.t).toISOString(), attempts: 0 });
+    await first.close();
+
+    const second = await open(dir, { now: c.now });
+    assert.deepEqual(second.events(), [e1, e2]);
+    assert.deepEqual(second.pendingRuns(), [r1]);
+    const e3 = await second.addEvent({ kind: 'heartbeat', text: 'three', source: 'schedule' });
+    assert.equal(e3.seq, 4);
+    assert.deepEqual(second.stats().events, 3);
+    assert.deepEqual(second.stats().runs, 1);
+    await second.close();
+  });
+});
+
+test('Store.replay() answers the stored reply for keys riding on event and run lines, also after reopen', async () => {
+  await withDir(async (dir) => {
+    const first = await open(dir);
+    await first.addEvent({ kind: 'system', text: 'hi', source: 'wake', mode: 'now' }, idem('k1'));
+    const reply = { scope: '/hooks/agent', key: 'k2', status: 202, body: { ok: true, runId: 'r1' } };
+    await first.addRun(spec('r1'), reply);
+    assert.deepEqual(first.replay('/hooks/wake', 'k1'), { status: 200, body: { ok: true, key: 'k1' } });
+    assert.deepEqual(first.replay('/hooks/agent', 'k2'), { status: 202, body: { ok: true, runId: 'r1' } });
+    await first.close();
+
+    const second = await open(dir);
+    assert.deepEqual(second.replay('/hooks/wake', 'k1'), { status: 200, body: { ok: true, key: 'k1' } });
+    assert.deepEqual(second.replay('/hooks/agent', 'k2'), { status: 202, body: { ok: true, runId: 'r1' } });
+    // The key is scoped to its hook path.
+    assert.equal(second.replay('/hooks/agent', 'k1'), null);
+    assert.equal(second.stats().idempotencyKeys, 2);
+    // Events read back carry neither the line tag nor the idempotency record.
+    assert.deepEqual(Object.keys(second.events()[0]!).sort(), ['kind', 'mode', 'seq', 'source', 'text', 'time']);
+    await second.close();
+  });
+});
+
+test('Store.replay() returns null for an unknown key', async () => {
+  await withDir(async (dir) => {
+    const store = await open(dir);
+    assert.equal(store.replay('/hooks/wake', 'nope'), null);
+    await store.close();
+  });
+});
+
+test('Store.replay() forgets a key once its TTL has passed, in memory and on reopen', async () => {
+  await withDir(async (dir) => {
+    const c = clock();
+    const first = await open(dir, { now: c.now });
+    await first.addEvent({ kind: 'system', text: 'a', source: 'wake' }, idem('old'));
+    c.t += TTL / 2;
+    await first.addEvent({ kind: 'system', text: 'b', source: 'wake' }, idem('young'));
+    c.t += TTL / 2 - 1;
+    assert.notEqual(first.replay('/hooks/wake', 'old'), null);
+    c.t += 1;
+    assert.equal(first.replay('/hooks/wake', 'old'), null);
+    assert.notEqual(first.replay('/hooks/wake', 'young'), null);
+    await first.close();
+
+    const second = await open(dir, { now: c.now });
+    assert.equal(second.stats().idempotencyKeys, 1);
+    assert.equal(second.replay('/hooks/wake', 'old'), null);
+    assert.notEqual(second.replay('/hooks/wake', 'young'), null);
+    c.t += TTL;
+    assert.equal(second.replay('/hooks/wake', 'young'), null);
+    await second.close();
+  });
+});
+
+test('Store maxIdempotencyKeys evicts the oldest key first, also on reopen', async () => {
+  await withDir(async (dir) => {
+    const first = await open(dir, { maxIdempotencyKeys: 3 });
+    for (const key of ['a', 'b', 'c', 'd']) await first.addEvent({ kind: 'system', text: key, source: 'wake' }, idem(key));
+    assert.equal(first.stats().idempotencyKeys, 3);
+    assert.equal(first.replay('/hooks/wake', 'a'), null);
+    assert.deepEqual(['b', 'c', 'd'].map((k) => first.replay('/hooks/wake', k)?.status), [200, 200, 200]);
+    await first.close();
+
+    const second = await open(dir, { maxIdempotencyKeys: 3 });
+    assert.equal(second.stats().idempotencyKeys, 3);
+    assert.equal(second.replay('/hooks/wake', 'a'), null);
+    assert.deepEqual(['b', 'c', 'd'].map((k) => second.replay('/hooks/wake', k)?.status), [200, 200, 200]);
+    await second.close();
+  });
+});
+
+test('Store.heartbeatOwed() is true after a now wake without a heartbeat and false after one', async () => {
+  await withDir(async (dir) => {
+    const first = await open(dir);
+    assert.equal(first.heartbeatOwed(), false);
+    await first.addEvent({ kind: 'system', text: 'later', source: 'wake', mode: 'next-heartbeat' });
+    assert.equal(first.heartbeatOwed(), false);
+    await first.addEvent({ kind: 'system', text: 'now', source: 'wake', mode: 'now' });
+    await first.addEvent({ kind: 'system', text: 'later', source: 'wake', mode: 'next-heartbeat' });
+    assert.equal(first.heartbeatOwed(), true);
+    await first.close();
+
+    // The process died between the wake and its heartbeat: the reopened store still owes it.
+    const second = await open(dir);
+    assert.equal(second.heartbeatOwed(), true);
+    await second.addEvent({ kind: 'heartbeat', text: 'Heartbeat requested (wake)', source: 'request' });
+    assert.equal(second.heartbeatOwed(), false);
+    await second.close();
+
+    const third = await open(dir);
+    assert.equal(third.heartbeatOwed(), false);
+    await third.close();
+  });
+});
+
+test('Store compaction keeps pending runs, live keys and the last retainEvents events of concurrent appends', async () => {
+  await withDir(async (dir) => {
+    const c = clock();
+    const compacted = join(dir, 'compacted');
+    const plain = join(dir, 'plain');
+    const options = { now: c.now, compactBytes: 2_000, retainEvents: 5 };
+    const workload = async (store: Store): Promise<string[]> => {
+      // A key that expires before the flood: a compaction drops it.
+      await store.addEvent({ kind: 'system', text: 'expiring', source: 'wake' }, idem('expiring'));
+      c.t += TTL;
+      const texts: string[] = [];
+      let previous: Promise<unknown>[] = [];
+      for (let round = 0; round < 20; round++) {
+        const current: Promise<unknown>[] = [];
+        for (let i = 0; i < 10; i++) {
+          const n = round * 10 + i;
+          texts.push(`event ${n}`);
+          current.push(store.addEvent({ kind: 'system', text: `event ${n}`, source: 'wake' }, idem(`e${n}`)));
+          if (i % 3 === 0) current.push(store.addRun(spec(`r${n}`), idem(`r${n}`, '/hooks/agent')));
+        }
+        // Two rounds are always in flight: the journal grows between rounds, so each round's first
+        // append starts a compaction while that round's and the previous round's appends are queued.
+        await Promise.all(previous);
+        previous = current;
+      }
+      await Promise.all(previous);
+      return texts;
+    };
+
+    const reference = await open(plain, { ...options, compactBytes: Number.MAX_SAFE_INTEGER });
+    await workload(reference);
+    await reference.close();
+    const uncompactedBytes = (await stat(join(plain, JOURNAL_FILE))).size;
+
+    c.t = clock().t;
+    const store = await open(compacted, options);
+    const texts = await workload(store);
+    assert.equal(store.stats().compactionFailures, 0);
+    await store.close();
+    const compactedBytes = (await stat(join(compacted, JOURNAL_FILE))).size;
+    assert.ok(compactedBytes < uncompactedBytes, `${compactedBytes} < ${uncompactedBytes}`);
+
+    const reopened = await open(compacted, options);
+    const runIds = reopened.pendingRuns().map((r) => r.runId);
+    const expectedRuns = texts.map((_, n) => n).filter((n) => n % 10 % 3 === 0).map((n) => `r${n}`);
+    assert.deepEqual(runIds.sort(), expectedRuns.sort());
+    for (let n = 0; n < texts.length; n++) {
+      assert.equal(reopened.replay('/hooks/wake', `e${n}`)?.status, 200, `key e${n}`);
+      if (n % 10 % 3 === 0) assert.equal(reopened.replay('/hooks/agent', `r${n}`)?.status, 200, `key r${n}`);
+    }
+    assert.equal(reopened.replay('/hooks/wake', 'expiring'), null);
+    const survivors = reopened.events().map((e) => e.text);
+    assert.deepEqual(survivors.slice(-5), texts.slice(-5));
+    assert.ok(survivors.length < texts.length, 'old events were dropped');
+    const seqs = reopened.events().map((e) => e.seq);
+    assert.deepEqual(seqs, [...seqs].sort((a, b) => a - b), 'events stay in seq order');
+    const next = await reopened.addEvent({ kind: 'system', text: 'after', source: 'wake' });
+    assert.ok(next.seq > seqs.at(-1)!, 'seq continues after the retained events');
+    await reopened.close();
+  });
+});
+
+test('Store compaction keeps appends queued ahead of it and behind it', async () => {
+  await withDir(async (dir) => {
+    const options = { compactBytes: 4_000, retainEvents: 1 };
+    const store = await open(dir, options);
+    for (let n = 0; store.stats().journalBytes <= options.compactBytes; n++) {
+      await store.addEvent({ kind: 'system', text: `filler ${n} ${'x'.repeat(500)}`, source: 'wake' });
+    }
+    const before = store.stats().journalBytes;
+    // `ahead` starts the compaction while its own line is still queued; the rest are queued after it.
+    const ahead = store.addEvent({ kind: 'system', text: 'ahead', source: 'wake' }, idem('ahead'));
+    const run = store.addRun(spec('queued-run'), idem('queued-run', '/hooks/agent'));
+    const behind = store.addEvent({ kind: 'system', text: 'behind', source: 'wake' }, idem('behind'));
+    await Promise.all([ahead, run, behind]);
+    await store.close();
+    const text = await readFile(join(dir, JOURNAL_FILE), 'utf8');
+    assert.ok(text.length < before && !text.includes('filler'), 'the journal was compacted');
+
+    const reopened = await open(dir, options);
+    assert.deepEqual(reopened.events().map((e) => e.text), ['ahead', 'behind']);
+    assert.deepEqual(reopened.pendingRuns().map((r) => r.runId), ['queued-run']);
+    for (const key of ['ahead', 'behind']) assert.notEqual(reopened.replay('/hooks/wake', key), null, key);
+    assert.notEqual(reopened.replay('/hooks/agent', 'queued-run'), null);
+    await reopened.close();
+  });
+});
+
+test('Store compaction that fails is counted and leaves the full journal in place', async () => {
+  await withDir(async (dir) => {
+    const options = { compactBytes: 500, retainEvents: 1 };
+    const store = await open(dir, options);
+    const texts: string[] = [];
+    await withJournalMethod('compact', () => Promise.reject(new Error('disk full')), async () => {
+      for (let n = 0; n < 20; n++) {
+        texts.push(`event ${n}`);
+        await store.addEvent({ kind: 'system', text: `event ${n}`, source: 'wake' });
+      }
+      await store.close();
+    });
+    assert.ok(store.stats().compactionFailures > 0);
+    assert.deepEqual((await readEvents(dir)).map((e) => e.text), texts);
+  });
+});
+
+test('Store.addEvent() and addRun() leave no trace when the journal write fails', async () => {
+  await withDir(async (dir) => {
+    const store = await open(dir);
+    await store.addEvent({ kind: 'system', text: 'kept', source: 'wake' }, idem('kept'));
+    await withJournalMethod('append', () => Promise.reject(new Error('disk full')), async () => {
+      await assert.rejects(store.addEvent({ kind: 'system', text: 'lost', source: 'wake', mode: 'now' }, idem('lost')), /disk full/);
+      await assert.rejects(store.addRun(spec('lost-run'), idem('lost-run', '/hooks/agent')), /disk full/);
+    });
+    // A retry must not be answered with a reply whose effect never reached the disk.
+    assert.equal(store.replay('/hooks/wake', 'lost'), null);
+    assert.equal(store.replay('/hooks/agent', 'lost-run'), null);
+    assert.notEqual(store.replay('/hooks/wake', 'kept'), null);
+    assert.deepEqual(store.events().map((e) => e.text), ['kept']);
+    assert.deepEqual(store.pendingRuns(), []);
+    assert.equal(store.heartbeatOwed(), false);
+    const retried = await store.addEvent({ kind: 'system', text: 'lost', source: 'wake' }, idem('lost'));
+    await store.close();
+    const reopened = await open(dir);
+    assert.deepEqual(reopened.events().map((e) => [e.text, e.seq]), [['kept', 1], ['lost', retried.seq]]);
+    await reopened.close();
+  });
+});
+
+test('readEvents() reads the events of a store that is open, without runs or keys', async () => {
+  await withDir(async (dir) => {
+    const store = await open(dir);
+    const e1 = await store.addEvent({ kind: 'system', text: 'one', source: 'wake', mode: 'now' }, idem('k'));
+    await store.addRun(spec('r1'));
+    const e2 = await store.addEvent({ kind: 'heartbeat', text: 'two', source: 'request' });
+    assert.deepEqual(await readEvents(dir), [e1, e2]);
+    await store.close();
+  });
+});
+
+test('readEvents() reads a missing state directory as empty', async () => {
+  await withDir(async (dir) => {
+    assert.deepEqual(await readEvents(join(dir, 'missing')), []);
+  });
+});
+
+test('Store.open() and readEvents() skip a torn last line', async () => {
+  await withDir(async (dir) => {
+    const file = join(dir, JOURNAL_FILE);
+    const line = (seq: number, text: string) => JSON.stringify({ t: 'event', seq, time: '2025-01-01T00:00:00.000Z', kind: 'system', text, source: 'wake' });
+    const torn = '{"t":"event","seq":3,"te';
+    await writeFile(file, `${line(1, 'one')}\n${line(2, 'two')}\n${torn}`);
+    assert.deepEqual((await readEvents(dir)).map((e) => e.text), ['one', 'two']);
+
+    const { store, skipped, tornBytes } = await Store.open(dir, { idempotencyTtlMs: TTL });
+    assert.deepEqual([skipped, tornBytes], [0, torn.length]);
+    assert.deepEqual(store.events().map((e) => e.text), ['one', 'two']);
+    const next = await store.addEvent({ kind: 'system', text: 'three', source: 'wake' });
+    assert.equal(next.seq, 3);
+    await store.close();
+    assert.equal((await readFile(file, 'utf8')).split('\n').length, 4);
+    assert.deepEqual((await readEvents(dir)).map((e) => e.text), ['one', 'two', 'three']);
+  });
+});
+
+test('Store.stats() counts flushes and journal bytes', async () => {
+  await withDir(async (dir) => {
+    const store = await open(dir);
+    await Promise.all([store.addEvent({ kind: 'system', text: 'a', source: 'wake' }), store.addEvent({ kind: 'system', text: 'b', source: 'wake' })]);
+    const stats = store.stats();
+    assert.equal(stats.flushes, 1, 'concurrent appends share one flush');
+    assert.equal(stats.journalBytes, (await stat(join(dir, JOURNAL_FILE))).size);
+    assert.ok(stats.fsyncMs >= 0);
+    await store.close();
+  });
+});
