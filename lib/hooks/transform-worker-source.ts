@@ -1,14 +1,15 @@
 /**
  * The source of a transform worker, started with `eval: true`. It is a string because a worker
  * file named by URL would be `.ts` under tsx (whose loader does not reach workers) and still `.ts`
- * after the tsc build. It is a classic script: `require` exists there in Node and Deno alike.
+ * after the tsc build. It is a classic script that loads its one built-in with a dynamic import,
+ * which Node and Deno both allow there (messages sent before it listens wait in the port).
  *
  * Protocol: it receives `{ id, url, name, input }` and answers `{ id, result }` with a
  * TransformResult. Picked functions are cached per (url, export name) for the worker's life.
  */
 export const WORKER_SOURCE = `'use strict';
-const { parentPort } = require('node:worker_threads');
 const picked = new Map();
+let parentPort;
 
 const describe = (error) => {
   try {
@@ -44,7 +45,7 @@ const pick = async (url, name) => {
   return fn;
 };
 
-parentPort.on('message', async ({ id, url, name, input }) => {
+const onMessage = async ({ id, url, name, input }) => {
   let fn;
   try {
     fn = await pick(url, name);
@@ -64,5 +65,10 @@ parentPort.on('message', async ({ id, url, name, input }) => {
       (error) => reply(id, { ok: false, reason: 'threw', detail: describe(error) }),
     );
   }, 0);
+};
+
+import('node:worker_threads').then((threads) => {
+  parentPort = threads.parentPort;
+  parentPort.on('message', onMessage);
 });
 `;
