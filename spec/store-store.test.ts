@@ -325,8 +325,9 @@ test('readEvents() reads a missing state directory as empty', async () => {
 test('Store.open() and readEvents() skip a torn last line', async () => {
   await withDir(async (dir) => {
     const file = join(dir, JOURNAL_FILE);
-    const line = (seq: number, text: string) => JSON.stringify({ t: 'event', seq, time: '2025-01-01T00:00:00.000Z', kind: 'system', text, source: 'wake' });
-    const torn = '{"t":"event","seq":3,"te';
+    const time = '2025-01-01T00:00:00.000Z';
+    const line = (seq: number, text: string) => JSON.stringify({ t: 'commit', seq, time, events: [{ seq, time, kind: 'system', text, source: 'wake' }] });
+    const torn = '{"t":"commit","seq":3,"ev';
     await writeFile(file, `${line(1, 'one')}\n${line(2, 'two')}\n${torn}`);
     assert.deepEqual((await readEvents(dir)).map((e) => e.text), ['one', 'two']);
 
@@ -350,5 +351,24 @@ test('Store.stats() counts flushes and journal bytes', async () => {
     assert.equal(stats.journalBytes, (await stat(join(dir, JOURNAL_FILE))).size);
     assert.ok(stats.fsyncMs >= 0);
     await store.close();
+  });
+});
+
+test('Store.commit() writes several events and runs with their key as one journal line', async () => {
+  await withDir(async (dir) => {
+    const store = await open(dir);
+    const spec = (runId: string) => ({ runId, hook: 'gmail', name: 'Gmail', message: 'm', sessionKey: `hook:${runId}`, agentId: 'main', wakeMode: 'now' as const, deliver: true, channel: 'last' as const });
+    const { events, runs } = await store.commit(
+      { events: [{ kind: 'system', text: 'a', source: 'hook:x' }, { kind: 'system', text: 'b', source: 'hook:x' }], runs: [spec('r1'), spec('r2')] },
+      { scope: 'gmail', key: 'k', status: 202, body: { ok: true, runIds: ['r1', 'r2'] } },
+    );
+    assert.deepEqual(events.map((e) => e.seq), [1, 2]);
+    assert.deepEqual(runs.map((r) => r.status), ['pending', 'pending']);
+    await store.close();
+    assert.equal((await readFile(join(dir, JOURNAL_FILE), 'utf8')).trim().split('\n').length, 1);
+    const again = await open(dir);
+    assert.deepEqual(again.pendingRuns().map((r) => r.runId), ['r1', 'r2']);
+    assert.deepEqual(again.replay('gmail', 'k'), { status: 202, body: { ok: true, runIds: ['r1', 'r2'] } });
+    await again.close();
   });
 });

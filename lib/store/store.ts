@@ -49,9 +49,16 @@ export interface StoreOptions {
   retainEvents?: number;
 }
 
+/** What one request (or one heartbeat) adds: events for the main session and runs to execute. */
+export interface Effects {
+  events?: Omit<SessionEvent, 'seq' | 'time'>[];
+  runs?: RunSpec[];
+}
+
+// One journal line is one commit: all of a request's effects and its idempotency key, durable
+// together or not at all. `idem` lines appear only in a compacted journal.
 type _Line =
-  | ({ t: 'event'; idem?: _Idem } & SessionEvent)
-  | { t: 'run'; seq: number; time: string; run: RunRecord; idem?: _Idem }
+  | { t: 'commit'; seq: number; time: string; events?: SessionEvent[]; runs?: RunRecord[]; idem?: _Idem }
   | ({ t: 'idem'; seq: number } & _Idem);
 
 interface _Idem extends IdempotencyWrite {
@@ -94,20 +101,27 @@ export class Store {
     return { store, skipped: opened.skipped, tornBytes: opened.tornBytes };
   }
 
-  /** Appends an event to the main session; resolves once it is on disk. */
-  async addEvent(event: Omit<SessionEvent, 'seq' | 'time'>, idem?: IdempotencyWrite): Promise<SessionEvent> {
-    const line = { t: 'event' as const, seq: ++this.#seq, time: new Date(this.#now()).toISOString(), ...event, ...this.#idemField(idem) };
+  /** Writes a request's effects (and its idempotency key) as one line; resolves once it is on disk. */
+  async commit(effects: Effects, idem?: IdempotencyWrite): Promise<{ events: SessionEvent[]; runs: RunRecord[] }> {
+    const time = new Date(this.#now()).toISOString();
+    const events = (effects.events ?? []).map((e) => ({ seq: ++this.#seq, time, ...e }));
+    const runs = (effects.runs ?? []).map((spec): RunRecord => ({ ...spec, status: 'pending', acceptedAt: time, attempts: 0 }));
+    const line: _Line = { t: 'commit', seq: events.at(-1)?.seq ?? ++this.#seq, time };
+    if (events.length > 0) line.events = events;
+    if (runs.length > 0) line.runs = runs;
+    if (idem !== undefined) line.idem = { ...idem, expiresAt: this.#now() + this.#ttlMs };
     await this.#write(line);
-    const { t: _t, idem: _i, ...stored } = line;
-    return stored;
+    return { events, runs };
   }
 
-  /** Records an accepted run as pending; resolves once it is on disk. */
+  /** Appends one event to the main session; resolves once it is on disk. */
+  async addEvent(event: Omit<SessionEvent, 'seq' | 'time'>, idem?: IdempotencyWrite): Promise<SessionEvent> {
+    return (await this.commit({ events: [event] }, idem)).events[0]!;
+  }
+
+  /** Records one accepted run as pending; resolves once it is on disk. */
   async addRun(spec: RunSpec, idem?: IdempotencyWrite): Promise<RunRecord> {
-    const time = new Date(this.#now()).toISOString();
-    const run: RunRecord = { ...spec, status: 'pending', acceptedAt: time, attempts: 0 };
-    await this.#write({ t: 'run', seq: ++this.#seq, time, run, ...this.#idemField(idem) });
-    return run;
+    return (await this.commit({ runs: [spec] }, idem)).runs[0]!;
   }
 
   /** The first answer to an earlier request with this key, while it is remembered. */
@@ -162,10 +176,6 @@ export class Store {
     await this.#journal.close();
   }
 
-  #idemField(idem: IdempotencyWrite | undefined): { idem?: _Idem } {
-    return idem === undefined ? {} : { idem: { ...idem, expiresAt: this.#now() + this.#ttlMs } };
-  }
-
   // Memory is updated before the line is queued, so a compaction snapshot taken at any time
   // holds every line queued ahead of it: the journal writes those first, then the snapshot.
   async #write(line: _Line): Promise<void> {
@@ -192,13 +202,11 @@ export class Store {
   }
 
   #forget(line: _Line): void {
-    if (line.t === 'event') {
-      const i = this.#events.findLastIndex((e) => e.seq === line.seq);
-      if (i >= 0) this.#events.splice(i, 1);
-    } else if (line.t === 'run' && this.#runs.get(line.run.runId) === line.run) {
-      this.#runs.delete(line.run.runId);
-    }
-    const idem = line.t === 'idem' ? undefined : line.idem;
+    if (line.t !== 'commit') return;
+    const seqs = new Set(line.events?.map((e) => e.seq));
+    this.#events = this.#events.filter((e) => !seqs.has(e.seq));
+    for (const run of line.runs ?? []) if (this.#runs.get(run.runId) === run) this.#runs.delete(run.runId);
+    const idem = line.idem;
     if (idem === undefined) return;
     const id = _idemId(idem.scope, idem.key);
     // Only this line's record: the body object is shared with it, a later one for the same key is not.
@@ -207,13 +215,11 @@ export class Store {
 
   #apply(line: _Line): void {
     this.#seq = Math.max(this.#seq, line.seq);
-    if (line.t === 'event') {
-      const { t: _t, idem: _i, ...event } = line;
-      this.#events.push(event);
+    if (line.t === 'commit') {
+      if (line.events !== undefined) this.#events.push(...line.events);
       // Trim in batches so a long-running process does not shift the array on every event.
       if (this.#events.length > this.#retainEvents * 2) this.#events = this.#events.slice(-this.#retainEvents);
-    } else if (line.t === 'run') {
-      this.#runs.set(line.run.runId, line.run);
+      for (const run of line.runs ?? []) this.#runs.set(run.runId, run);
     }
     const idem = line.t === 'idem' ? line : line.idem;
     if (idem !== undefined && idem.expiresAt > this.#now()) this.#remember(idem);
@@ -229,8 +235,8 @@ export class Store {
   // What a compacted journal holds: retained events, unfinished runs, live idempotency keys.
   #snapshot(): _Line[] {
     const now = this.#now();
-    const lines: _Line[] = this.#events.slice(-this.#retainEvents).map((e) => ({ t: 'event', ...e }));
-    for (const run of this.pendingRuns()) lines.push({ t: 'run', seq: 0, time: run.acceptedAt, run });
+    const lines: _Line[] = this.#events.slice(-this.#retainEvents).map((e) => ({ t: 'commit', seq: e.seq, time: e.time, events: [e] }));
+    for (const run of this.pendingRuns()) lines.push({ t: 'commit', seq: 0, time: run.acceptedAt, runs: [run] });
     for (const idem of this.#idem.values()) if (idem.expiresAt > now) lines.push({ t: 'idem', seq: 0, ...idem });
     return lines;
   }
@@ -240,11 +246,7 @@ export class Store {
 export async function readEvents(dir: string): Promise<SessionEvent[]> {
   const { records } = await readJournal(join(dir, JOURNAL_FILE));
   const events: SessionEvent[] = [];
-  for (const record of records as _Line[]) {
-    if (record.t !== 'event') continue;
-    const { t: _t, idem: _i, ...event } = record;
-    events.push(event);
-  }
+  for (const record of records as _Line[]) if (record.t === 'commit' && record.events !== undefined) events.push(...record.events);
   return events;
 }
 
