@@ -57,6 +57,19 @@ export function parseJsonObject(body: Buffer): Record<string, unknown> {
   return value as Record<string, unknown>;
 }
 
+/** Parses an `application/x-www-form-urlencoded` body into an object of strings (a repeated name keeps its last value). */
+export function parseForm(body: Buffer): Record<string, unknown> {
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(body);
+  } catch {
+    throw new HttpError(400, ErrorCode.InvalidPayload, 'body: must be valid UTF-8');
+  }
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of new URLSearchParams(text)) Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
+  return out;
+}
+
 function _tooLarge(max: number): HttpError {
   return new HttpError(413, ErrorCode.BodyTooLarge, `body: must be at most ${max} bytes (hooks.maxBodyBytes)`, { close: true });
 }

@@ -4,6 +4,7 @@ import { dirname } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { loadConfig, locateConfig, locateStateDir, type Config, type Env } from './config.ts';
 import { Heartbeat } from './heartbeat.ts';
+import { createTransformRunner } from './hooks/transforms.ts';
 import { createLogger } from './log.ts';
 import { createApp, listen } from './server.ts';
 import { readEvents, Store, type SessionEvent } from './store/store.ts';
@@ -225,13 +226,22 @@ async function serve(flags: Flags, io: Io): Promise<number> {
   if (store.heartbeatOwed()) heartbeat.request('recovery');
   heartbeat.start();
 
+  // Workers start only when some mapping has a transform to run.
+  const runner = config.hooks.mappings.some((m) => m.transform !== undefined)
+    ? createTransformRunner({ root: config.hooks.transformsDir, timeoutMs: config.hooks.transformTimeoutMs })
+    : null;
+  const app = createApp({ config, store, heartbeat, log, ...(runner === null ? {} : { transforms: runner.run }) });
+  const stop = async () => {
+    await heartbeat.stop();
+    await runner?.close();
+    await store.close();
+  };
   let running;
   try {
-    running = await listen(createApp({ config, store, heartbeat, log }), flags.host ?? config.gateway.bind, port ?? config.gateway.port);
+    running = await listen(app, flags.host ?? config.gateway.bind, port ?? config.gateway.port);
   } catch (error) {
     io.stderr(`hooks-ingress: cannot listen: ${(error as Error).message}\n`);
-    await heartbeat.stop();
-    await store.close();
+    await stop();
     return FAILURE;
   }
   io.stdout(`listening on ${running.url}\n`);
@@ -240,8 +250,7 @@ async function serve(flags: Flags, io: Io): Promise<number> {
   const signal = await _stopSignal(io.signal);
   log.info('stopping', { signal });
   await running.close(DRAIN_MS);
-  await heartbeat.stop();
-  await store.close();
+  await stop();
   log.info('stopped', {});
   return 0;
 }

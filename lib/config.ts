@@ -1,12 +1,16 @@
 import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join as joinPath, resolve } from 'node:path';
+import { THINKING_LEVELS } from './actions.ts';
 import { parseCidr, type Cidr } from './address.ts';
+import { resolveInside, resolveModule } from './hooks/contain.ts';
+import { mappingSchema, payloadControlsKey, presetMappings, toMapping, type Mapping } from './hooks/mappings.ts';
 import { parseJsonc } from './jsonc.ts';
 import {
   array,
   boolean,
   check,
+  literal,
   formatIssue,
   number,
   object,
@@ -28,7 +32,10 @@ export const GENERATED_KEY_PREFIX = 'hook:';
 const PROVIDER_MODEL = { regex: /^[^/\s]+\/\S+$/, rule: 'must be written "provider/model"' };
 
 // Keys of OpenClaw's `hooks` section that this service does not act on: they load, and are reported.
-const IGNORED_HOOK_KEYS = ['internal', 'gmail'] as const;
+const IGNORED_HOOK_KEYS = ['internal'] as const;
+
+/** The built-in presets `hooks.presets` may name. */
+export const PRESETS = ['gmail'] as const;
 
 const duration: Schema<number> = (value, at, report) => {
   const ms = parseDuration(value);
@@ -67,9 +74,29 @@ const fileSchema = object({
         defaultSessionKey: optional(string({ trim: true, nonEmpty: true })),
         allowRequestSessionKey: optional(boolean),
         allowedSessionKeyPrefixes: optional(array(string({ trim: true, nonEmpty: true }))),
-        presets: optional(array(string({ nonEmpty: true }))),
-        mappings: optional(array((v) => v)),
+        presets: optional(array(literal(...PRESETS))),
+        mappings: optional(array(mappingSchema)),
         transformsDir: optional(string({ nonEmpty: true })),
+        transformTimeoutMs: optional(number({ integer: true, min: 1 })),
+        gmail: optional(
+          object({
+            account: optional(string({ trim: true, nonEmpty: true })),
+            label: optional(string({ nonEmpty: true })),
+            topic: optional(string({ nonEmpty: true })),
+            subscription: optional(string({ nonEmpty: true })),
+            pushToken: optional(string({ nonEmpty: true })),
+            hookUrl: optional(string({ nonEmpty: true })),
+            includeBody: optional(boolean),
+            maxBytes: optional(number({ integer: true, min: 1 })),
+            renewEveryMinutes: optional(number({ integer: true, min: 1 })),
+            allowUnsafeExternalContent: optional(boolean),
+            model: optional(string({ trim: true, nonEmpty: true })),
+            thinking: optional(literal(...THINKING_LEVELS)),
+            // Settings of the companion watcher's own server; passed through to it, not read here.
+            serve: optional(record((v) => v)),
+            tailscale: optional(record((v) => v)),
+          }),
+        ),
         authRateLimit: optional(
           object({
             maxFailures: optional(number({ integer: true, min: 1 })),
@@ -144,8 +171,12 @@ export interface Config {
     /** `null`: no prefix rule. */
     allowedSessionKeyPrefixes: readonly string[] | null;
     presets: readonly string[];
-    mappings: readonly unknown[];
-    transformsDir: string | null;
+    /** `hooks.mappings` in order, then the presets' mappings: the first match wins. */
+    mappings: readonly Mapping[];
+    /** The real path transforms load from, inside `<config dir>/hooks/transforms`. */
+    transformsDir: string;
+    transformTimeoutMs: number;
+    gmail: NonNullable<NonNullable<FileConfig['hooks']>['gmail']>;
     authRateLimit: { maxFailures: number; windowSeconds: number; lockoutSeconds: number };
     idempotencyTtlSeconds: number;
   };
@@ -177,7 +208,11 @@ export const DEFAULTS = {
   idempotencyTtlSeconds: 86_400,
   bind: '127.0.0.1',
   port: 8789,
+  transformTimeoutMs: 5_000,
 } as const;
+
+/** Transforms live below this folder of the config directory, and nowhere else. */
+export const TRANSFORMS_ROOT = 'hooks/transforms';
 
 /** Where the config file is: `--config`, else `$HOOKS_INGRESS_CONFIG`, else the XDG default. */
 export function locateConfig(flag: string | undefined, env: Env): { path: string; implicit: boolean } {
@@ -224,6 +259,7 @@ export async function buildConfig(raw: unknown, where: { file: string | null; en
   const token = await _readToken(file, dir, where.env, issues);
   const config = _normalise(file, { file: where.file, dir, token });
   issues.push(...crossCheck(config));
+  await _containTransforms(config, file, issues);
   if (issues.length > 0) return { ok: false, problems: issues.map(formatIssue) };
   return { ok: true, config, ignored: checked.ignored };
 }
@@ -307,8 +343,13 @@ function _normalise(file: FileConfig, where: { file: string | null; dir: string;
       allowRequestSessionKey: hooks.allowRequestSessionKey ?? false,
       allowedSessionKeyPrefixes: hooks.allowedSessionKeyPrefixes ?? null,
       presets: hooks.presets ?? [],
-      mappings: hooks.mappings ?? [],
-      transformsDir: hooks.transformsDir ?? null,
+      mappings: [
+        ...(hooks.mappings ?? []).map((m, i) => toMapping(m, i)),
+        ...(hooks.presets ?? []).map((name) => presetMappings(name, hooks.gmail ?? {})),
+      ],
+      transformsDir: resolve(where.dir, TRANSFORMS_ROOT, hooks.transformsDir ?? '.'),
+      transformTimeoutMs: hooks.transformTimeoutMs ?? DEFAULTS.transformTimeoutMs,
+      gmail: hooks.gmail ?? {},
       authRateLimit: {
         maxFailures: limit.maxFailures ?? DEFAULTS.maxFailures,
         windowSeconds: limit.windowSeconds ?? DEFAULTS.windowSeconds,
@@ -363,7 +404,52 @@ function crossCheck(config: Config): Issue[] {
   for (const key of Object.keys(config.agents.models)) {
     if (!PROVIDER_MODEL.regex.test(key)) issues.push({ path: join('agents.defaults.models', key), message: 'must be keyed "provider/model"' });
   }
+  const explicit = config.hooks.mappings.length - config.hooks.presets.length;
+  config.hooks.mappings.forEach((mapping, i) => {
+    const at = i < explicit ? `hooks.mappings[${i}]` : `hooks.presets[${i - explicit}]`;
+    issues.push(...checkMapping(mapping, at, hooks));
+  });
   return issues;
+}
+
+/** A mapping's own rules: what its action needs, and who may choose its session key. */
+function checkMapping(mapping: Mapping, at: string, hooks: Config['hooks']): Issue[] {
+  const issues: Issue[] = [];
+  if (mapping.transform === undefined) {
+    const [field, needed] = mapping.action === 'wake' ? ['textTemplate', mapping.textTemplate] : ['messageTemplate', mapping.messageTemplate];
+    if (needed === undefined) issues.push({ path: `${at}.${field}`, message: `is required for a ${mapping.action} mapping without a transform` });
+  }
+  if (mapping.sessionKey === undefined) return issues;
+  const prefixes = hooks.allowedSessionKeyPrefixes;
+  if (payloadControlsKey(mapping)) {
+    if (!hooks.allowRequestSessionKey || prefixes === null) {
+      issues.push({
+        path: `${at}.sessionKey`,
+        message: 'is chosen by the payload, so it needs hooks.allowRequestSessionKey true and hooks.allowedSessionKeyPrefixes',
+      });
+    }
+  } else if (prefixes !== null && !hasPrefix(mapping.sessionKey.source, prefixes)) {
+    issues.push({ path: `${at}.sessionKey`, message: 'must start with one of hooks.allowedSessionKeyPrefixes' });
+  }
+  return issues;
+}
+
+// Transform paths are checked on real paths now, and again by the loader before each import.
+async function _containTransforms(config: Config, file: FileConfig, issues: Issue[]): Promise<void> {
+  const users = config.hooks.mappings.map((m, i) => [m, i] as const).filter(([m]) => m.transform !== undefined);
+  if (users.length === 0 && file.hooks?.transformsDir === undefined) return;
+  const root = resolve(config.dir, TRANSFORMS_ROOT);
+  const dir = await resolveInside(root, file.hooks?.transformsDir ?? '.');
+  if (!dir.ok) {
+    issues.push({ path: 'hooks.transformsDir', message: `${dir.reason} (the transforms root is ${root})` });
+    return;
+  }
+  config.hooks.transformsDir = dir.path;
+  for (const [mapping, i] of users) {
+    const found = await resolveModule(dir.path, mapping.transform!.module);
+    if (found.ok) mapping.transform!.module = found.path;
+    else issues.push({ path: `hooks.mappings[${i}].transform.module`, message: found.reason });
+  }
 }
 
 /** Whether a session key starts with one of the prefixes, compared case-insensitively. */

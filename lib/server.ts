@@ -2,17 +2,20 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { clientAddress, clientKey } from './address.ts';
-import { parseJsonObject, readBody } from './body.ts';
+import { parseForm, parseJsonObject, readBody } from './body.ts';
 import type { Config } from './config.ts';
 import { ErrorCode, HttpError } from './errors.ts';
 import type { Heartbeat } from './heartbeat.ts';
+import type { RunSpec } from './actions.ts';
 import { parseAgent } from './hooks/agent.ts';
+import { applyMappings, type CallTransform } from './hooks/mappings.ts';
+import { detectInjection, oneLine, wrapUntrusted } from './hooks/untrusted.ts';
 import { parseWake } from './hooks/wake.ts';
 import type { Logger } from './log.ts';
 import { admitRun } from './policy.ts';
 import { FailureLimiter } from './rate-limit.ts';
 import { Router, splitTarget } from './router.ts';
-import type { IdempotencyWrite, Reply, Store } from './store/store.ts';
+import type { Effects, IdempotencyWrite, Reply, Store } from './store/store.ts';
 import { extractToken, tokensMatch } from './token.ts';
 
 /** What the request handler needs; the CLI builds these from the config. */
@@ -25,6 +28,8 @@ export interface AppOptions {
   limiter?: FailureLimiter;
   newId?: () => string;
   now?: () => number;
+  /** Runs mapping transforms off the request thread; without it a transform mapping fails. */
+  transforms?: CallTransform;
   /** How long a body may take to arrive; 30 s unless a test needs less. */
   bodyTimeoutMs?: number;
 }
@@ -35,7 +40,9 @@ interface Answer extends Reply {
 }
 
 interface Context {
+  id: string;
   req: IncomingMessage;
+  query: URLSearchParams;
   /** The hook name after `hooks.path`, decoded; `''` for the base path itself. */
   name: string;
   client: string;
@@ -56,6 +63,8 @@ export function createApp(options: AppOptions): (req: IncomingMessage, res: Serv
   const limiter =
     options.limiter ?? new FailureLimiter({ maxFailures, windowMs: windowSeconds * 1000, lockoutMs: lockoutSeconds * 1000 });
   const inflight = new Map<string, Promise<Answer>>();
+  const transforms: CallTransform =
+    options.transforms ?? (async () => ({ ok: false, reason: 'load-failed', detail: 'no transform runner is configured' }));
 
   const authenticate = (req: IncomingMessage, client: string) => {
     const key = clientKey(client);
@@ -74,7 +83,8 @@ export function createApp(options: AppOptions): (req: IncomingMessage, res: Serv
     throw new HttpError(401, ErrorCode.Unauthorized, presented === null ? 'missing hook token' : 'invalid hook token');
   };
 
-  const dispatch = async (name: string, body: Record<string, unknown>, idem: IdempotencyKey | null): Promise<Answer> => {
+  const dispatch = async (ctx: Context, body: Record<string, unknown>, idem: IdempotencyKey | null): Promise<Answer> => {
+    const { name } = ctx;
     if (name === 'wake') {
       const parsed = parseWake(body);
       if (!parsed.ok) throw new HttpError(400, ErrorCode.InvalidPayload, parsed.error);
@@ -87,6 +97,10 @@ export function createApp(options: AppOptions): (req: IncomingMessage, res: Serv
     if (name === 'agent') {
       const parsed = parseAgent(body);
       if (!parsed.ok) throw new HttpError(400, ErrorCode.InvalidPayload, parsed.error);
+      const injections = detectInjection(parsed.action.message);
+      if (injections.length > 0) log.warn('possible prompt injection (content wrapped)', { id: ctx.id, hook: name, kinds: injections.join(',') });
+      parsed.action.message = wrapUntrusted(parsed.action.message, { source: 'Webhook' });
+      parsed.action.name = oneLine(parsed.action.name) || 'Hook';
       const admitted = admitRun(parsed.action, name, config, newId);
       if (!admitted.ok) throw new HttpError(400, ErrorCode.Forbidden, admitted.error);
       const run = admitted.value;
@@ -94,7 +108,48 @@ export function createApp(options: AppOptions): (req: IncomingMessage, res: Serv
       await store.addRun(run, _remember(idem, answer));
       return answer;
     }
-    throw new HttpError(404, ErrorCode.NotFound, 'no hook with this name');
+    return mapped(ctx, body, idem);
+  };
+
+  const mapped = async (ctx: Context, payload: Record<string, unknown>, idem: IdempotencyKey | null): Promise<Answer> => {
+    const { name } = ctx;
+    const request = { name, payload, headers: _templateHeaders(ctx.req.headers), query: Object.fromEntries(ctx.query), now: new Date() };
+    const outcome = await applyMappings(config.hooks.mappings, request, transforms);
+    switch (outcome.kind) {
+      case 'unmatched':
+        throw new HttpError(404, ErrorCode.NotFound, 'no hook with this name');
+      case 'skip':
+        return { status: 204, body: {} };
+      case 'invalid':
+        throw new HttpError(400, ErrorCode.InvalidPayload, outcome.error);
+      case 'failed':
+        log.error('hook mapping failed', { id: ctx.id, mapping: outcome.mappingId, detail: outcome.detail });
+        throw new HttpError(500, ErrorCode.MappingFailed, 'hook mapping failed');
+    }
+    const source = `hook:${oneLine(name)}`;
+    const events: Effects['events'] & {} = [];
+    const runs: RunSpec[] = [];
+    for (const { action, injections } of outcome.actions) {
+      if (injections.length > 0) log.warn('possible prompt injection (content wrapped)', { id: ctx.id, hook: oneLine(name), kinds: injections.join(',') });
+      if (action.kind === 'wake') {
+        events.push({ kind: 'system', text: action.text, source, mode: action.mode });
+        continue;
+      }
+      const admitted = admitRun(action, name, config, newId);
+      if (!admitted.ok) throw new HttpError(400, ErrorCode.Forbidden, `mapping ${outcome.mappingId}: ${admitted.error}`);
+      runs.push(admitted.value);
+    }
+    const first = runs[0];
+    const answer: Answer = outcome.forEach
+      ? runs.length > 0
+        ? { status: 202, body: { ok: true, runIds: runs.map((r) => r.runId), ...(events.length > 0 ? { events: events.length } : {}) } }
+        : { status: 200, body: { ok: true, mode: events[0]!.mode, events: events.length } }
+      : first !== undefined
+        ? { status: 202, body: { ok: true, runId: first.runId, sessionKey: first.sessionKey, agentId: first.agentId } }
+        : { status: 200, body: { ok: true, mode: events[0]!.mode } };
+    await store.commit({ events, runs }, _remember(idem, answer));
+    if (events.some((e) => e.mode === 'now')) heartbeat.request(source);
+    return answer;
   };
 
   // A retry with a key already answered gets that answer again; one arriving while the first is
@@ -114,17 +169,21 @@ export function createApp(options: AppOptions): (req: IncomingMessage, res: Serv
     }
   };
 
-  const hooks: Handler = async ({ req, name, client }) => {
-    authenticate(req, client);
+  const hooks: Handler = async (ctx) => {
+    const { req, name } = ctx;
+    authenticate(req, ctx.client);
     if (name === '') throw new HttpError(404, ErrorCode.NotFound, 'hook name missing: POST to a path such as /wake or /agent');
-    const body = parseJsonObject(await readBody(req, { maxBytes: config.hooks.maxBodyBytes, timeoutMs: bodyTimeoutMs }));
-    return idempotent(name, idempotencyKey(req.headers, name === 'agent' ? body : {}), (idem) => dispatch(name, body, idem));
+    const bytes = await readBody(req, { maxBytes: config.hooks.maxBodyBytes, timeoutMs: bodyTimeoutMs });
+    // Form-posting senders (Slack commands, Twilio, ...) reach mapped hooks only; /wake and /agent take JSON.
+    const form = name !== 'wake' && name !== 'agent' && /^application\/x-www-form-urlencoded\b/i.test(req.headers['content-type'] ?? '');
+    const body = form ? parseForm(bytes) : parseJsonObject(bytes);
+    return idempotent(name, idempotencyKey(req.headers, name === 'agent' ? body : {}), (idem) => dispatch(ctx, body, idem));
   };
 
   const router = new Router<Handler>().add(['GET', 'HEAD'], '/healthz', async () => ({ status: 200, body: { ok: true } }));
   if (config.hooks.enabled) router.add(['POST'], `${config.hooks.path}/*`, hooks);
 
-  const route = async (req: IncomingMessage, client: string): Promise<Answer> => {
+  const route = async (req: IncomingMessage, client: string, id: string): Promise<Answer> => {
     const { pathname, query } = splitTarget(req.url ?? '/');
     const match = router.find(pathname);
     if (match === null) throw new HttpError(404, ErrorCode.NotFound, 'not found');
@@ -137,7 +196,7 @@ export function createApp(options: AppOptions): (req: IncomingMessage, res: Serv
         headers: { allow: match.route.methods.join(', ') },
       });
     }
-    return match.route.handler({ req, name: match.rest, client });
+    return match.route.handler({ id, req, query, name: match.rest, client });
   };
 
   return (req, res) => {
@@ -145,7 +204,7 @@ export function createApp(options: AppOptions): (req: IncomingMessage, res: Serv
     const incoming = req.headers['x-request-id'];
     const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : newId();
     const client = clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], config.gateway.trustedProxies);
-    route(req, client)
+    route(req, client, id)
       .catch((error: unknown) => _answerError(error, id, log))
       .then((answer) => {
         _send(req, res, answer, id, config.hooks.maxBodyBytes);
@@ -175,6 +234,18 @@ export function idempotencyKey(headers: IncomingHttpHeaders, body: Record<string
   return null;
 }
 
+// Headers a template or transform may read: never the ones that carry credentials.
+const _SECRET_HEADERS = new Set(['authorization', 'cookie', 'proxy-authorization', 'x-gateway-token', 'x-openclaw-token']);
+
+function _templateHeaders(headers: IncomingHttpHeaders): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || _SECRET_HEADERS.has(name)) continue;
+    out[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return out;
+}
+
 function _remember(idem: IdempotencyKey | null, answer: Reply): IdempotencyWrite | undefined {
   return idem === null ? undefined : { ...idem, status: answer.status, body: answer.body };
 }
@@ -191,15 +262,14 @@ function _answerError(error: unknown, id: string, log: Logger): Answer & { close
 
 function _send(req: IncomingMessage, res: ServerResponse, answer: Answer & { close?: boolean }, id: string, maxBodyBytes: number): void {
   if (res.headersSent || res.destroyed) return;
-  const text = JSON.stringify(answer.body);
+  const text = answer.status === 204 ? '' : JSON.stringify(answer.body);
   // A small unread body (an early 401, 404, ...) is drained by node:http and the connection kept;
   // one that is large or of unknown length is not worth reading, so the connection goes.
   const declared = Number(req.headers['content-length']);
   const close = answer.close === true || (!req.complete && !(declared <= maxBodyBytes));
   res.writeHead(answer.status, {
     ...answer.headers,
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': Buffer.byteLength(text),
+    ...(answer.status === 204 ? {} : { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) }),
     'cache-control': 'no-store',
     'x-request-id': id,
     ...(close ? { connection: 'close' } : {}),

@@ -136,7 +136,9 @@ test('buildConfig() applies every default to an empty config', async () => {
       allowedSessionKeyPrefixes: null,
       presets: [],
       mappings: [],
-      transformsDir: null,
+      transformsDir: '/etc/hooks-ingress/hooks/transforms',
+      transformTimeoutMs: 5000,
+      gmail: {},
       authRateLimit: { maxFailures: 20, windowSeconds: 60, lockoutSeconds: 60 },
       idempotencyTtlSeconds: 86_400,
     },
@@ -156,6 +158,7 @@ test('DEFAULTS holds the documented defaults', () => {
     idempotencyTtlSeconds: 86_400,
     bind: '127.0.0.1',
     port: 8789,
+    transformTimeoutMs: 5_000,
   });
 });
 
@@ -177,8 +180,7 @@ test('buildConfig() keeps every value the file sets', async () => {
       allowRequestSessionKey: true,
       allowedSessionKeyPrefixes: ['hook:'],
       presets: ['gmail'],
-      mappings: [{ match: { path: 'x' }, action: 'wake' }],
-      transformsDir: 'transforms',
+      mappings: [{ match: { path: 'x' }, action: 'wake', textTemplate: 'x' }],
       idempotencyTtlSeconds: 60,
     },
     agents: {
@@ -195,8 +197,7 @@ test('buildConfig() keeps every value the file sets', async () => {
   assert.equal(built.hooks.allowRequestSessionKey, true);
   assert.deepEqual(built.hooks.allowedSessionKeyPrefixes, ['hook:']);
   assert.deepEqual(built.hooks.presets, ['gmail']);
-  assert.deepEqual(built.hooks.mappings, [{ match: { path: 'x' }, action: 'wake' }]);
-  assert.equal(built.hooks.transformsDir, 'transforms');
+  assert.deepEqual(built.hooks.mappings.map((m) => [m.id, m.action, m.match.path]), [['mapping-1', 'wake', 'x'], ['preset:gmail', 'agent', 'gmail']]);
   assert.equal(built.hooks.idempotencyTtlSeconds, 60);
   assert.deepEqual(built.agents.models, { 'anthropic/claude': { alias: 'claude' } });
   assert.equal(built.agents.model, 'anthropic/claude');
@@ -262,8 +263,8 @@ test('buildConfig() reports a missing variable with the key path that uses it', 
   assert.deepEqual(await problems({ agents: { defaults: { models: { 'openai/gpt-5': { alias: 'gpt${V}' } } } } }), [
     'agents.defaults.models["openai/gpt-5"].alias: environment variable V is not set',
   ]);
-  assert.deepEqual(await problems({ hooks: { mappings: [{ headers: { 'x-key': '${KEY}' } }] } }), [
-    'hooks.mappings[0].headers["x-key"]: environment variable KEY is not set',
+  assert.deepEqual(await problems({ hooks: { gmail: { serve: { 'x-key': '${KEY}' } } } }), [
+    'hooks.gmail.serve["x-key"]: environment variable KEY is not set',
   ]);
 });
 
@@ -493,12 +494,13 @@ test('buildConfig() refuses unknown keys at every level with a did-you-mean sugg
   assert.deepEqual(await problems({ gateway: { auth: { password: 'x' } } }), ['gateway.auth.password: unknown key']);
 });
 
-test('buildConfig() loads hooks.internal and hooks.gmail and reports them as ignored', async () => {
+test('buildConfig() loads hooks.internal and reports it as ignored, while hooks.gmail is read', async () => {
   const result = await build({
     hooks: { enabled: true, token: 't', internal: { enabled: true, entries: { 'session-memory': {} } }, gmail: { account: 'x' } },
   });
   assert.ok(result.ok, result.ok ? '' : result.problems.join('\n'));
-  assert.deepEqual(result.ignored, ['hooks.internal', 'hooks.gmail']);
+  assert.deepEqual(result.ignored, ['hooks.internal']);
+  assert.equal(result.config.hooks.gmail.account, 'x');
   assert.equal(result.config.hooks.enabled, true);
 });
 
@@ -615,7 +617,7 @@ test('buildConfig() checks types of the hooks keys', async () => {
       'hooks.allowedAgentIds: must be an array, got string',
       'hooks.allowRequestSessionKey: must be a boolean, got number',
       'hooks.allowedSessionKeyPrefixes[0]: must be a non-empty string',
-      'hooks.presets[0]: must be a string, got number',
+      'hooks.presets[0]: must be one of "gmail"',
       'hooks.mappings: must be an array, got object',
     ],
   );

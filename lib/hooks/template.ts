@@ -71,14 +71,14 @@ export function render(template: Template, context: TemplateContext): string {
  * Throws a TypeError for a malformed path: paths come from config and are checked at load.
  */
 export function resolvePath(root: unknown, path: string): unknown {
-  const segments = _parsePath(path);
+  const segments = parsePath(path);
   if (segments === null) throw new TypeError(`Invalid path: ${JSON.stringify(path)}`);
   return _walk(root, segments);
 }
 
 function _parseExpr(text: string): TemplateExpr | string {
   if (text === '') return 'empty expression';
-  const path = _parsePath(text);
+  const path = parsePath(text);
   if (path === null) return `invalid expression ${JSON.stringify(text)}`;
   const [head, ...rest] = path;
   if (head === 'path' || head === 'now') {
@@ -91,7 +91,8 @@ function _parseExpr(text: string): TemplateExpr | string {
   return { root: 'payload', path: head === 'payload' ? rest : path };
 }
 
-function _parsePath(text: string): PathSegment[] | null {
+/** Parses a payload path such as `messages[0].subject` into its segments, or `null` when malformed. */
+export function parsePath(text: string): PathSegment[] | null {
   const head = _HEAD.exec(text);
   if (head === null) return null;
   const segments: PathSegment[] = [head[0]];

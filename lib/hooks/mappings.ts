@@ -1,0 +1,294 @@
+import { CHANNELS, THINKING_LEVELS, WAKE_MODES, type Action, type AgentAction, type Channel, type Thinking, type WakeMode } from '../actions.ts';
+import {
+  boolean,
+  check,
+  formatIssue,
+  literal,
+  number,
+  object,
+  optional,
+  refine,
+  string,
+  type Schema,
+} from '../schema.ts';
+import { compileTemplate, isTemplated, parsePath, render, type PathSegment, type Template, type TemplateContext } from './template.ts';
+import type { TransformInput, TransformRef, TransformResult } from './transforms.ts';
+import { detectInjection, oneLine, wrapUntrusted } from './untrusted.ts';
+
+/** At most this many actions come from one `forEach`. */
+export const MAX_FOR_EACH = 200;
+
+const template: Schema<Template> = (value, at, report) => {
+  if (typeof value !== 'string') {
+    report.issues.push({ path: at, message: 'must be a string' });
+    return undefined;
+  }
+  const compiled = compileTemplate(value);
+  if (!compiled.ok) report.issues.push({ path: at, message: `must be a valid template: ${compiled.error}` });
+  return compiled.ok ? compiled.template : undefined;
+};
+
+const payloadPath = refine(string({ trim: true, nonEmpty: true }), (path) => {
+  const segments = parsePath(path.replace(/^payload\./, ''));
+  if (segments === null) return 'must be a payload path such as "messages" or "data.items"';
+  // The copy made per element writes along this path, so it must never name the prototype.
+  return segments.some((s) => s === '__proto__' || s === 'prototype' || s === 'constructor') ? 'may not name __proto__, prototype or constructor' : null;
+});
+
+/** One entry of `hooks.mappings`, as the config file writes it (templates compiled). */
+export const mappingSchema = object({
+  id: optional(string({ trim: true, nonEmpty: true })),
+  match: optional(object({ path: optional(string({ trim: true })), source: optional(string({ nonEmpty: true })) })),
+  action: optional(literal('wake', 'agent')),
+  wakeMode: optional(literal(...WAKE_MODES)),
+  name: optional(template),
+  textTemplate: optional(template),
+  messageTemplate: optional(template),
+  sessionKey: optional(template),
+  agentId: optional(string({ trim: true, nonEmpty: true })),
+  deliver: optional(boolean),
+  channel: optional(literal(...CHANNELS)),
+  to: optional(template),
+  model: optional(template),
+  thinking: optional(template),
+  timeoutSeconds: optional(number({ above: 0 })),
+  allowUnsafeExternalContent: optional(boolean),
+  transform: optional(object({ module: string({ nonEmpty: true }), export: optional(string({ nonEmpty: true })) })),
+  forEach: optional(payloadPath),
+});
+
+export type RawMapping = NonNullable<ReturnType<typeof mappingSchema>>;
+
+/** A mapping ready to use: defaults applied, templates compiled, the transform module contained. */
+export interface Mapping {
+  id: string;
+  match: { path?: string; source?: string };
+  action: 'wake' | 'agent';
+  wakeMode: WakeMode;
+  name?: Template;
+  textTemplate?: Template;
+  messageTemplate?: Template;
+  sessionKey?: Template;
+  agentId?: string;
+  deliver?: boolean;
+  channel: Channel;
+  to?: Template;
+  model?: Template;
+  thinking?: Template;
+  timeoutSeconds?: number;
+  allowUnsafeExternalContent: boolean;
+  /** `module` is the real path, checked to lie inside the transforms root. */
+  transform?: TransformRef;
+  forEach?: PathSegment[];
+  /** The `Source:` line of the untrusted-content wrapper. */
+  source: 'Email' | 'Webhook';
+}
+
+/** Applies a mapping's defaults; `transform.module` is still as written (the config resolves it). */
+export function toMapping(raw: RawMapping, index: number, source: Mapping['source'] = 'Webhook'): Mapping {
+  const { id, match, action, wakeMode, channel, allowUnsafeExternalContent, forEach, transform, ...rest } = raw;
+  const mapping: Mapping = {
+    ...rest,
+    id: id ?? `mapping-${index + 1}`,
+    match: { ...match, ...(match?.path === undefined ? {} : { path: _trimSlashes(match.path) }) },
+    action: action ?? 'agent',
+    wakeMode: wakeMode ?? 'now',
+    channel: channel ?? 'last',
+    allowUnsafeExternalContent: allowUnsafeExternalContent ?? false,
+    source,
+  };
+  if (transform !== undefined) mapping.transform = transform;
+  if (forEach !== undefined) mapping.forEach = parsePath(forEach.replace(/^payload\./, ''))!;
+  return mapping;
+}
+
+/** The built-in presets, by the name `hooks.presets` uses. */
+export function presetMappings(name: 'gmail', options: { allowUnsafeExternalContent?: boolean; model?: string }): Mapping {
+  const compile = (source: string) => (compileTemplate(source) as { ok: true; template: Template }).template;
+  const mapping: Mapping = {
+    id: `preset:${name}`,
+    match: { path: 'gmail' },
+    action: 'agent',
+    wakeMode: 'now',
+    name: compile('Gmail'),
+    sessionKey: compile('hook:gmail:{{messages[0].id}}'),
+    messageTemplate: compile(
+      'New email from {{messages[0].from}}\nSubject: {{messages[0].subject}}\n{{messages[0].snippet}}\n{{messages[0].body}}',
+    ),
+    channel: 'last',
+    allowUnsafeExternalContent: options.allowUnsafeExternalContent ?? false,
+    forEach: ['messages'],
+    source: 'Email',
+  };
+  if (options.model !== undefined) mapping.model = compile(options.model);
+  return mapping;
+}
+
+/** Whether a mapping's session key is chosen by the payload rather than written by the operator. */
+export function payloadControlsKey(mapping: Mapping): boolean {
+  return mapping.sessionKey !== undefined && isTemplated(mapping.sessionKey.source);
+}
+
+/** What a mapped request is, as far as a hook can tell without policy or disk. */
+export interface HookRequest {
+  name: string;
+  payload: Record<string, unknown>;
+  headers: Record<string, string>;
+  query: Record<string, string>;
+  now: Date;
+}
+
+/** An action built from a mapping, with where its key came from and what the content looked like. */
+export interface MappedAction {
+  action: Action;
+  /** Injection phrasings seen in the payload text (logged; the text is still wrapped). */
+  injections: string[];
+}
+
+export type MapOutcome =
+  | { kind: 'unmatched' }
+  | { kind: 'skip'; mappingId: string }
+  | { kind: 'failed'; mappingId: string; detail: string }
+  | { kind: 'invalid'; mappingId: string; error: string }
+  | { kind: 'actions'; mappingId: string; actions: MappedAction[]; forEach: boolean };
+
+/** Calls a transform off the request thread (the server hands in the worker pool). */
+export type CallTransform = (ref: TransformRef, input: TransformInput) => Promise<TransformResult>;
+
+const overrideSchema = object({
+  kind: optional(literal('wake', 'agent')),
+  text: optional(string({ trim: true })),
+  mode: optional(literal(...WAKE_MODES)),
+  message: optional(string({ trim: true })),
+  name: optional(string({ trim: true })),
+  agentId: optional(string({ trim: true })),
+  sessionKey: optional(string({ trim: true })),
+  wakeMode: optional(literal(...WAKE_MODES)),
+  deliver: optional(boolean),
+  channel: optional(literal(...CHANNELS)),
+  to: optional(string({ trim: true })),
+  model: optional(string({ trim: true })),
+  thinking: optional(literal(...THINKING_LEVELS)),
+  timeoutSeconds: optional(number({ above: 0 })),
+  allowUnsafeExternalContent: optional(boolean),
+});
+
+type Override = NonNullable<ReturnType<typeof overrideSchema>>;
+
+/** The first mapping that matches a request, in order. */
+export function findMapping(mappings: readonly Mapping[], request: Pick<HookRequest, 'name' | 'payload'>): Mapping | null {
+  const name = _trimSlashes(request.name);
+  return (
+    mappings.find(
+      (m) =>
+        (m.match.path === undefined || m.match.path === name) &&
+        (m.match.source === undefined || request.payload['source'] === m.match.source),
+    ) ?? null
+  );
+}
+
+/** Turns a mapped request into actions: first matching mapping, `forEach`, transform, templates, wrapper. */
+export async function applyMappings(mappings: readonly Mapping[], request: HookRequest, callTransform: CallTransform): Promise<MapOutcome> {
+  const mapping = findMapping(mappings, request);
+  if (mapping === null) return { kind: 'unmatched' };
+  const mappingId = mapping.id;
+  const payloads = _expand(mapping, request.payload);
+  if (typeof payloads === 'string') return { kind: 'invalid', mappingId, error: `mapping ${mappingId}: ${payloads}` };
+  const actions: MappedAction[] = [];
+  for (const payload of payloads) {
+    let override: Override = {};
+    if (mapping.transform !== undefined) {
+      const result = await callTransform(mapping.transform, { payload, headers: request.headers, query: request.query, path: request.name });
+      if (!result.ok) return { kind: 'failed', mappingId, detail: `${result.reason}: ${result.detail}` };
+      if (result.value === null || result.value === undefined) continue;
+      const checked = check(overrideSchema, result.value);
+      if (!checked.ok) {
+        return { kind: 'invalid', mappingId, error: `mapping ${mappingId}: transform result ${checked.issues.map(formatIssue).join('; ')}` };
+      }
+      override = checked.value;
+    }
+    const built = _build(mapping, override, { ...request, payload, path: request.name });
+    if (typeof built === 'string') return { kind: 'invalid', mappingId, error: `mapping ${mappingId}: ${built}` };
+    actions.push(built);
+  }
+  if (actions.length === 0) return { kind: 'skip', mappingId };
+  return { kind: 'actions', mappingId, actions, forEach: mapping.forEach !== undefined };
+}
+
+// One payload per element of the forEach array, each with that element standing in for the array.
+function _expand(mapping: Mapping, payload: Record<string, unknown>): unknown[] | string {
+  if (mapping.forEach === undefined) return [payload];
+  const list = _at(payload, mapping.forEach);
+  const where = mapping.forEach.map((s) => (typeof s === 'number' ? `[${s}]` : s)).join('.');
+  if (!Array.isArray(list)) return `forEach: payload.${where} must be an array`;
+  if (list.length > MAX_FOR_EACH) return `forEach: payload.${where} may hold at most ${MAX_FOR_EACH} items`;
+  return list.map((item) => _replaceAt(payload, mapping.forEach!, [item]));
+}
+
+function _build(mapping: Mapping, override: Override, context: TemplateContext & { path: string }): MappedAction | string {
+  const text = (t: Template | undefined) => {
+    const rendered = t === undefined ? undefined : render(t, context).trim();
+    return rendered === '' ? undefined : rendered;
+  };
+  const kind = override.kind ?? mapping.action;
+  const unsafe = override.allowUnsafeExternalContent ?? mapping.allowUnsafeExternalContent;
+  const body = kind === 'wake' ? (override.text ?? text(mapping.textTemplate)) : (override.message ?? text(mapping.messageTemplate));
+  if (body === undefined || body === '') return kind === 'wake' ? 'text: must be a non-empty string' : 'message: must be a non-empty string';
+  const injections = detectInjection(body);
+  const content = unsafe ? body : wrapUntrusted(body, { source: mapping.source });
+  const wakeMode = override.wakeMode ?? override.mode ?? mapping.wakeMode;
+  if (kind === 'wake') return { action: { kind: 'wake', text: content, mode: wakeMode }, injections };
+
+  const thinking = override.thinking ?? text(mapping.thinking);
+  if (thinking !== undefined && !(THINKING_LEVELS as readonly string[]).includes(thinking)) {
+    return `thinking: must be one of ${THINKING_LEVELS.map((l) => JSON.stringify(l)).join(', ')}`;
+  }
+  const action: AgentAction = {
+    kind: 'agent',
+    message: content,
+    name: oneLine(override.name ?? text(mapping.name) ?? context.path) || 'Hook',
+    wakeMode,
+    deliver: override.deliver ?? mapping.deliver ?? true,
+    channel: override.channel ?? mapping.channel,
+  };
+  const agentId = override.agentId || mapping.agentId;
+  if (agentId) action.agentId = agentId;
+  const sessionKey = override.sessionKey || text(mapping.sessionKey);
+  // A key the operator wrote is trusted; one a transform returned or a template rendered is the payload's.
+  if (sessionKey) action.sessionKey = { value: sessionKey, trusted: !override.sessionKey && !payloadControlsKey(mapping) };
+  const to = override.to || text(mapping.to);
+  if (to) action.to = to;
+  const model = override.model || text(mapping.model);
+  if (model) action.model = model;
+  if (thinking !== undefined) action.thinking = thinking as Thinking;
+  const timeoutSeconds = override.timeoutSeconds ?? mapping.timeoutSeconds;
+  if (timeoutSeconds !== undefined) action.timeoutSeconds = timeoutSeconds;
+  return { action, injections };
+}
+
+function _at(root: unknown, path: readonly PathSegment[]): unknown {
+  let current = root;
+  for (const segment of path) {
+    if (typeof current !== 'object' || current === null || !Object.hasOwn(current, segment)) return undefined;
+    current = (current as Record<string | number, unknown>)[segment];
+  }
+  return current;
+}
+
+// A copy of `root` with the value at `path` replaced; only the objects along the path are copied.
+function _replaceAt(root: unknown, path: readonly PathSegment[], value: unknown): unknown {
+  if (path.length === 0) return value;
+  const [head, ...rest] = path as [PathSegment, ...PathSegment[]];
+  if (Array.isArray(root)) {
+    const copy: unknown[] = [...root];
+    copy[Number(head)] = _replaceAt(copy[Number(head)], rest, value);
+    return copy;
+  }
+  const copy: Record<string, unknown> = { ...(root as Record<string, unknown>) };
+  copy[head] = _replaceAt(copy[head], rest, value);
+  return copy;
+}
+
+function _trimSlashes(path: string): string {
+  return path.replace(/^\/+|\/+$/g, '');
+}
