@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join as joinPath, resolve } from 'node:path';
-import { THINKING_LEVELS } from './actions.ts';
+import { CHANNELS, THINKING_LEVELS, type Channel } from './actions.ts';
 import { parseCidr, type Cidr } from './address.ts';
 import { resolveInside, resolveModule } from './hooks/contain.ts';
 import { mappingSchema, payloadControlsKey, presetMappings, toMapping, type Mapping } from './hooks/mappings.ts';
@@ -33,6 +33,14 @@ const PROVIDER_MODEL = { regex: /^[^/\s]+\/\S+$/, rule: 'must be written "provid
 
 // Keys of OpenClaw's `hooks` section that this service does not act on: they load, and are reported.
 const IGNORED_HOOK_KEYS = ['internal'] as const;
+
+/** The model API wire formats a provider may speak. */
+export const PROVIDER_APIS = ['openai-completions', 'anthropic-messages', 'command'] as const;
+
+/** The default heartbeat prompt: read the events, act if needed, else acknowledge. */
+export const DEFAULT_HEARTBEAT_PROMPT =
+  'Heartbeat. Read the system events below, which arrived since your last heartbeat. If one needs the user, ' +
+  'write the message they should get. If nothing needs them, answer exactly HEARTBEAT_OK.';
 
 /** The built-in presets `hooks.presets` may name. */
 export const PRESETS = ['gmail'] as const;
@@ -78,6 +86,7 @@ const fileSchema = object({
         mappings: optional(array(mappingSchema)),
         transformsDir: optional(string({ nonEmpty: true })),
         transformTimeoutMs: optional(number({ integer: true, min: 1 })),
+        maxQueuedRuns: optional(number({ integer: true, min: 1 })),
         gmail: optional(
           object({
             account: optional(string({ trim: true, nonEmpty: true })),
@@ -117,7 +126,18 @@ const fileSchema = object({
             record(object({ alias: optional(string({ trim: true, nonEmpty: true })) })),
           ),
           model: optional(string({ trim: true, nonEmpty: true })),
-          heartbeat: optional(object({ every: optional(duration) })),
+          timeoutSeconds: optional(number({ above: 0 })),
+          maxConcurrent: optional(number({ integer: true, min: 1, max: 64 })),
+          historyMaxChars: optional(number({ integer: true, min: 0 })),
+          heartbeat: optional(
+            object({
+              every: optional(duration),
+              prompt: optional(string({ trim: true, nonEmpty: true })),
+              target: optional(literal(...CHANNELS)),
+              to: optional(string({ trim: true, nonEmpty: true })),
+              ackMaxChars: optional(number({ integer: true, min: 0 })),
+            }),
+          ),
         }),
       ),
       list: optional(
@@ -127,6 +147,22 @@ const fileSchema = object({
             default: optional(boolean),
             workspace: optional(string({ nonEmpty: true })),
             model: optional(string({ trim: true, nonEmpty: true })),
+            systemPrompt: optional(string({ nonEmpty: true })),
+          }),
+        ),
+      ),
+    }),
+  ),
+  models: optional(
+    object({
+      providers: optional(
+        record(
+          object({
+            api: literal(...PROVIDER_APIS),
+            baseUrl: optional(string({ trim: true, pattern: { regex: /^https?:\/\/\S+$/, rule: 'must be an http:// or https:// URL' } })),
+            apiKey: optional(string({ trim: true, nonEmpty: true })),
+            headers: optional(record(string())),
+            command: optional(array(string({ nonEmpty: true }))),
           }),
         ),
       ),
@@ -151,6 +187,16 @@ export interface AgentConfig {
   default: boolean;
   workspace?: string;
   model?: string;
+  systemPrompt?: string;
+}
+
+/** One model API: how to reach it and in which wire format. */
+export interface ProviderConfig {
+  api: (typeof PROVIDER_APIS)[number];
+  baseUrl?: string;
+  apiKey?: string;
+  headers?: Record<string, string>;
+  command?: string[];
 }
 
 /** The validated configuration with every default applied. */
@@ -176,6 +222,8 @@ export interface Config {
     /** The real path transforms load from, inside `<config dir>/hooks/transforms`. */
     transformsDir: string;
     transformTimeoutMs: number;
+    /** Accepted runs waiting or running; past it `/agent` answers 503. */
+    maxQueuedRuns: number;
     gmail: NonNullable<NonNullable<FileConfig['hooks']>['gmail']>;
     authRateLimit: { maxFailures: number; windowSeconds: number; lockoutSeconds: number };
     idempotencyTtlSeconds: number;
@@ -186,7 +234,14 @@ export interface Config {
     heartbeatEveryMs: number;
     list: readonly AgentConfig[];
     defaultAgentId: string;
+    timeoutSeconds: number;
+    maxConcurrent: number;
+    /** How much of a session's transcript is sent with a turn, newest first. */
+    historyMaxChars: number;
+    heartbeat: { prompt: string; target: Channel; to?: string; ackMaxChars: number };
   };
+  /** Model APIs by provider id (the part before `/` in `provider/model`). */
+  providers: Readonly<Record<string, ProviderConfig>>;
   gateway: {
     bind: string;
     port: number;
@@ -209,6 +264,11 @@ export const DEFAULTS = {
   bind: '127.0.0.1',
   port: 8789,
   transformTimeoutMs: 5_000,
+  maxQueuedRuns: 1_000,
+  timeoutSeconds: 600,
+  maxConcurrent: 4,
+  historyMaxChars: 32_000,
+  ackMaxChars: 300,
 } as const;
 
 /** Transforms live below this folder of the config directory, and nowhere else. */
@@ -349,6 +409,7 @@ function _normalise(file: FileConfig, where: { file: string | null; dir: string;
       ],
       transformsDir: resolve(where.dir, TRANSFORMS_ROOT, hooks.transformsDir ?? '.'),
       transformTimeoutMs: hooks.transformTimeoutMs ?? DEFAULTS.transformTimeoutMs,
+      maxQueuedRuns: hooks.maxQueuedRuns ?? DEFAULTS.maxQueuedRuns,
       gmail: hooks.gmail ?? {},
       authRateLimit: {
         maxFailures: limit.maxFailures ?? DEFAULTS.maxFailures,
@@ -363,7 +424,17 @@ function _normalise(file: FileConfig, where: { file: string | null; dir: string;
       heartbeatEveryMs: agents.defaults?.heartbeat?.every ?? 0,
       list,
       defaultAgentId: (list.find((a) => a.default) ?? list[0])?.id ?? 'main',
+      timeoutSeconds: agents.defaults?.timeoutSeconds ?? DEFAULTS.timeoutSeconds,
+      maxConcurrent: agents.defaults?.maxConcurrent ?? DEFAULTS.maxConcurrent,
+      historyMaxChars: agents.defaults?.historyMaxChars ?? DEFAULTS.historyMaxChars,
+      heartbeat: {
+        prompt: agents.defaults?.heartbeat?.prompt ?? DEFAULT_HEARTBEAT_PROMPT,
+        target: agents.defaults?.heartbeat?.target ?? 'last',
+        ...(agents.defaults?.heartbeat?.to === undefined ? {} : { to: agents.defaults.heartbeat.to }),
+        ackMaxChars: agents.defaults?.heartbeat?.ackMaxChars ?? DEFAULTS.ackMaxChars,
+      },
     },
+    providers: file.models?.providers ?? {},
     gateway: {
       bind: gateway.bind ?? DEFAULTS.bind,
       port: gateway.port ?? DEFAULTS.port,
@@ -403,6 +474,15 @@ function crossCheck(config: Config): Issue[] {
   });
   for (const key of Object.keys(config.agents.models)) {
     if (!PROVIDER_MODEL.regex.test(key)) issues.push({ path: join('agents.defaults.models', key), message: 'must be keyed "provider/model"' });
+  }
+  for (const [id, provider] of Object.entries(config.providers)) {
+    const at = join('models.providers', id);
+    if (provider.api === 'command' && (provider.command === undefined || provider.command.length === 0)) {
+      issues.push({ path: `${at}.command`, message: 'is required for api "command" (the argv to run)' });
+    }
+    if (provider.api !== 'command' && provider.baseUrl === undefined) {
+      issues.push({ path: `${at}.baseUrl`, message: `is required for api "${provider.api}"` });
+    }
   }
   const explicit = config.hooks.mappings.length - config.hooks.presets.length;
   config.hooks.mappings.forEach((mapping, i) => {

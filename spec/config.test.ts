@@ -5,6 +5,7 @@ import { homedir, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import {
   DEFAULTS,
+  DEFAULT_HEARTBEAT_PROMPT,
   GENERATED_KEY_PREFIX,
   buildConfig,
   hasPrefix,
@@ -141,8 +142,20 @@ test('buildConfig() applies every default to an empty config', async () => {
       gmail: {},
       authRateLimit: { maxFailures: 20, windowSeconds: 60, lockoutSeconds: 60 },
       idempotencyTtlSeconds: 86_400,
+      maxQueuedRuns: 1000,
     },
-    agents: { models: {}, model: null, heartbeatEveryMs: 0, list: [], defaultAgentId: 'main' },
+    agents: {
+      models: {},
+      model: null,
+      heartbeatEveryMs: 0,
+      list: [],
+      defaultAgentId: 'main',
+      timeoutSeconds: 600,
+      maxConcurrent: 4,
+      historyMaxChars: 32_000,
+      heartbeat: { prompt: DEFAULT_HEARTBEAT_PROMPT, target: 'last', ackMaxChars: 300 },
+    },
+    providers: {},
     gateway: { bind: '127.0.0.1', port: 8789, trustedProxies: [], authToken: null },
     stateDir: null,
   });
@@ -159,6 +172,11 @@ test('DEFAULTS holds the documented defaults', () => {
     bind: '127.0.0.1',
     port: 8789,
     transformTimeoutMs: 5_000,
+    maxQueuedRuns: 1_000,
+    timeoutSeconds: 600,
+    maxConcurrent: 4,
+    historyMaxChars: 32_000,
+    ackMaxChars: 300,
   });
 });
 

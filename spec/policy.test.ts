@@ -35,6 +35,7 @@ function configWith(setup: Setup = {}): Config {
       gmail: {},
       authRateLimit: { maxFailures: 20, windowSeconds: 60, lockoutSeconds: 60 },
       idempotencyTtlSeconds: 86_400,
+      maxQueuedRuns: 1_000,
       ...setup.hooks,
     },
     agents: {
@@ -43,7 +44,12 @@ function configWith(setup: Setup = {}): Config {
       heartbeatEveryMs: 0,
       list,
       defaultAgentId: setup.defaultAgentId ?? (list.find((a) => a.default) ?? list[0])?.id ?? 'main',
+      timeoutSeconds: 600,
+      maxConcurrent: 4,
+      historyMaxChars: 32_000,
+      heartbeat: { prompt: 'Heartbeat', target: 'last', ackMaxChars: 300 },
     },
+    providers: {},
     gateway: { bind: '127.0.0.1', port: 8789, trustedProxies: [], authToken: null },
     stateDir: null,
   };

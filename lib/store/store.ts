@@ -5,16 +5,33 @@ import { Journal, readJournal } from './journal.ts';
 /** The journal's file name inside the state directory. */
 export const JOURNAL_FILE = 'journal.jsonl';
 
-/** One entry of the main session: a system event, or a heartbeat that was requested or scheduled. */
+/**
+ * One entry of the main session: a system event (a wake, a run's summary, a delivery failure),
+ * a heartbeat that was requested or scheduled, or the main agent's reply to a heartbeat.
+ */
 export interface SessionEvent {
   seq: number;
   time: string;
-  kind: 'system' | 'heartbeat';
+  kind: 'system' | 'heartbeat' | 'reply';
   text: string;
-  /** Where it came from: `wake`, `hook:<name>`, `schedule`, ... */
+  /** Where it came from: `wake`, `hook:<name>`, `run:<id>`, `schedule`, `heartbeat`, ... */
   source: string;
   /** For system events: whether the sender asked for a heartbeat at once. */
   mode?: WakeMode;
+  /** For replies: whether it was only an acknowledgment (recorded, never delivered). */
+  ack?: boolean;
+}
+
+/** Where a reply went, or why it did not. */
+export type DeliveryOutcome =
+  | { status: 'delivered'; channel: string; to: string; messageIds: string[] }
+  | { status: 'skipped'; reason: string }
+  | { status: 'failed'; channel: string; to?: string; reason: string };
+
+/** The channel and recipient of the most recent successful delivery. */
+export interface Route {
+  channel: string;
+  to: string;
 }
 
 /** A stored first answer, replayed unchanged to a retry. */
@@ -35,8 +52,22 @@ export type RunStatus = 'pending' | 'running' | 'ok' | 'error' | 'timeout';
 export interface RunRecord extends RunSpec {
   status: RunStatus;
   acceptedAt: string;
+  /** Executions begun (a run resumed after a crash has more than one). */
   attempts: number;
+  /** Set on an execution that resumes a run the process died in. */
+  retry?: boolean;
+  startedAt?: string;
+  finishedAt?: string;
+  /** Model calls made by the last execution, retries included. */
+  calls?: number;
+  model?: string;
+  reply?: string;
+  error?: string;
+  delivery?: DeliveryOutcome;
 }
+
+/** A change to a recorded run. */
+export type RunUpdate = Partial<Omit<RunRecord, 'runId'>> & { runId: string };
 
 export interface StoreOptions {
   now?: () => number;
@@ -47,18 +78,34 @@ export interface StoreOptions {
   compactBytes?: number;
   /** How many main-session events survive a compaction. */
   retainEvents?: number;
+  /** How many finished runs are kept for `hooks-ingress runs`. */
+  retainRuns?: number;
 }
 
 /** What one request (or one heartbeat) adds: events for the main session and runs to execute. */
 export interface Effects {
   events?: Omit<SessionEvent, 'seq' | 'time'>[];
   runs?: RunSpec[];
+  runUpdates?: RunUpdate[];
+  /** Main-session events up to this seq have been read by a finished heartbeat turn. */
+  consumedThrough?: number;
+  lastRoute?: Route;
 }
 
 // One journal line is one commit: all of a request's effects and its idempotency key, durable
 // together or not at all. `idem` lines appear only in a compacted journal.
 type _Line =
-  | { t: 'commit'; seq: number; time: string; events?: SessionEvent[]; runs?: RunRecord[]; idem?: _Idem }
+  | {
+      t: 'commit';
+      seq: number;
+      time: string;
+      events?: SessionEvent[];
+      runs?: RunRecord[];
+      runUpdates?: RunUpdate[];
+      consumedThrough?: number;
+      lastRoute?: Route;
+      idem?: _Idem;
+    }
   | ({ t: 'idem'; seq: number } & _Idem);
 
 interface _Idem extends IdempotencyWrite {
@@ -82,6 +129,9 @@ export class Store {
   #runs = new Map<string, RunRecord>();
   #idem = new Map<string, _Idem>();
   #compacting: Promise<void> | null = null;
+  #consumedThrough = 0;
+  #lastRoute: Route | null = null;
+  readonly #retainRuns: number;
   #compactionFailures = 0;
 
   private constructor(journal: Journal, options: StoreOptions) {
@@ -91,6 +141,7 @@ export class Store {
     this.#maxKeys = options.maxIdempotencyKeys ?? 10_000;
     this.#compactBytes = options.compactBytes ?? 8 * 1024 * 1024;
     this.#retainEvents = options.retainEvents ?? 2_000;
+    this.#retainRuns = options.retainRuns ?? 1_000;
   }
 
   /** Opens (or creates, mode 0700) the state directory and replays its journal. */
@@ -109,6 +160,9 @@ export class Store {
     const line: _Line = { t: 'commit', seq: events.at(-1)?.seq ?? ++this.#seq, time };
     if (events.length > 0) line.events = events;
     if (runs.length > 0) line.runs = runs;
+    if (effects.runUpdates !== undefined && effects.runUpdates.length > 0) line.runUpdates = effects.runUpdates;
+    if (effects.consumedThrough !== undefined) line.consumedThrough = effects.consumedThrough;
+    if (effects.lastRoute !== undefined) line.lastRoute = effects.lastRoute;
     if (idem !== undefined) line.idem = { ...idem, expiresAt: this.#now() + this.#ttlMs };
     await this.#write(line);
     return { events, runs };
@@ -141,9 +195,29 @@ export class Store {
     return this.#events;
   }
 
+  /** Every retained run, oldest first. */
+  runs(): RunRecord[] {
+    return [...this.#runs.values()];
+  }
+
+  /** One run, if it is retained. */
+  run(runId: string): RunRecord | null {
+    return this.#runs.get(runId) ?? null;
+  }
+
+  /** Main-session events up to this seq were read by a finished heartbeat turn. */
+  consumedThrough(): number {
+    return this.#consumedThrough;
+  }
+
+  /** The channel and recipient of the most recent successful delivery. */
+  lastRoute(): Route | null {
+    return this.#lastRoute;
+  }
+
   /** Runs accepted but not finished, oldest first. */
   pendingRuns(): RunRecord[] {
-    return [...this.#runs.values()].filter((r) => r.status === 'pending' || r.status === 'running');
+    return [...this.#runs.values()].filter(_unfinished);
   }
 
   /** Whether a `now` wake is on record with no heartbeat after it (the process died in between). */
@@ -220,9 +294,28 @@ export class Store {
       // Trim in batches so a long-running process does not shift the array on every event.
       if (this.#events.length > this.#retainEvents * 2) this.#events = this.#events.slice(-this.#retainEvents);
       for (const run of line.runs ?? []) this.#runs.set(run.runId, run);
+      for (const { runId, ...change } of line.runUpdates ?? []) {
+        const run = this.#runs.get(runId);
+        if (run !== undefined) this.#runs.set(runId, { ...run, ...change });
+      }
+      if (line.consumedThrough !== undefined) this.#consumedThrough = Math.max(this.#consumedThrough, line.consumedThrough);
+      if (line.lastRoute !== undefined) this.#lastRoute = line.lastRoute;
+      this.#trimRuns();
     }
     const idem = line.t === 'idem' ? line : line.idem;
     if (idem !== undefined && idem.expiresAt > this.#now()) this.#remember(idem);
+  }
+
+  // Finished runs are history: the newest `retainRuns` of them are kept, trimmed in batches.
+  #trimRuns(): void {
+    if (this.#runs.size <= this.#retainRuns * 1.25) return;
+    let finished = [...this.#runs.values()].filter((r) => !_unfinished(r)).length;
+    for (const [id, run] of this.#runs) {
+      if (finished <= this.#retainRuns) break;
+      if (_unfinished(run)) continue;
+      this.#runs.delete(id);
+      finished--;
+    }
   }
 
   #remember(idem: _Idem): void {
@@ -236,7 +329,8 @@ export class Store {
   #snapshot(): _Line[] {
     const now = this.#now();
     const lines: _Line[] = this.#events.slice(-this.#retainEvents).map((e) => ({ t: 'commit', seq: e.seq, time: e.time, events: [e] }));
-    for (const run of this.pendingRuns()) lines.push({ t: 'commit', seq: 0, time: run.acceptedAt, runs: [run] });
+    for (const run of this.#runs.values()) lines.push({ t: 'commit', seq: 0, time: run.acceptedAt, runs: [run] });
+    lines.push({ t: 'commit', seq: 0, time: new Date(now).toISOString(), consumedThrough: this.#consumedThrough, ...(this.#lastRoute === null ? {} : { lastRoute: this.#lastRoute }) });
     for (const idem of this.#idem.values()) if (idem.expiresAt > now) lines.push({ t: 'idem', seq: 0, ...idem });
     return lines;
   }
@@ -248,6 +342,25 @@ export async function readEvents(dir: string): Promise<SessionEvent[]> {
   const events: SessionEvent[] = [];
   for (const record of records as _Line[]) if (record.t === 'commit' && record.events !== undefined) events.push(...record.events);
   return events;
+}
+
+/** Reads the runs recorded in a state directory without opening it for writing. */
+export async function readRuns(dir: string): Promise<RunRecord[]> {
+  const { records } = await readJournal(join(dir, JOURNAL_FILE));
+  const runs = new Map<string, RunRecord>();
+  for (const record of records as _Line[]) {
+    if (record.t !== 'commit') continue;
+    for (const run of record.runs ?? []) runs.set(run.runId, run);
+    for (const { runId, ...change } of record.runUpdates ?? []) {
+      const run = runs.get(runId);
+      if (run !== undefined) runs.set(runId, { ...run, ...change });
+    }
+  }
+  return [...runs.values()];
+}
+
+function _unfinished(run: RunRecord): boolean {
+  return run.status === 'pending' || run.status === 'running';
 }
 
 function _idemId(scope: string, key: string): string {
