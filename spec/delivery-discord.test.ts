@@ -1,0 +1,314 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createDiscordAdapter } from '../lib/delivery/discord.ts';
+
+const TOKEN = 'MTk4NjIyNDgzNDcxOTI1MjQ4.Cl2FMQ.ZnCjm1XVW7vRze4b7Cq4se7kKWs-fake';
+const CHANNEL = '80351110224678912';
+// Above 2^53: a JSON number would lose its last digits, so ids must stay strings.
+const BIG_CHANNEL = '1234567890123456789';
+const NO_ACCESS = '222222222222222222';
+
+interface Seen {
+  method: string;
+  path: string;
+  headers: IncomingHttpHeaders;
+  body: unknown;
+}
+
+interface Answer {
+  status: number;
+  headers?: Record<string, string>;
+  body: unknown;
+}
+
+interface Fake {
+  url: string;
+  seen: Seen[];
+  /** Answers the next requests with these instead of behaving like Discord. */
+  queue: Answer[];
+}
+
+function error(status: number, code: number, message: string, extra: Record<string, unknown> = {}): Answer {
+  return { status, body: { message, code, ...extra } };
+}
+
+function rateLimited(retryAfter: number | undefined, headers: Record<string, string>): Answer {
+  return {
+    status: 429,
+    headers: { 'x-ratelimit-limit': '5', 'x-ratelimit-remaining': '0', 'x-ratelimit-bucket': 'abcd1234', 'x-ratelimit-scope': 'user', ...headers },
+    body: { message: 'You are being rate limited.', ...(retryAfter === undefined ? {} : { retry_after: retryAfter }), global: false },
+  };
+}
+
+// Behaves as Create Message does (discord-api-docs, apis.md §2).
+function discordApi(seen: Seen, messageId: () => string): Answer {
+  const match = /^\/api\/v10\/channels\/([0-9]+)\/messages$/.exec(seen.path);
+  if (match === null || seen.method !== 'POST') return error(404, 0, '404: Not Found');
+  if (seen.headers['authorization'] !== `Bot ${TOKEN}`) return error(401, 0, '401: Unauthorized');
+  if (!/^DiscordBot \(.+, .+\)$/.test(String(seen.headers['user-agent']))) return error(403, 40333, 'internal network error');
+  if (seen.headers['content-type'] !== 'application/json') return error(400, 50035, 'Invalid Form Body');
+  const channel = match[1]!;
+  if (channel === NO_ACCESS) return error(403, 50013, 'Missing Permissions');
+  if (channel !== CHANNEL && channel !== BIG_CHANNEL) return error(404, 10003, 'Unknown Channel');
+  const content = (seen.body as { content?: unknown }).content;
+  if (typeof content !== 'string' || content.trim() === '') return error(400, 50006, 'Cannot send an empty message');
+  if ([...content].length > 2000) {
+    return error(400, 50035, 'Invalid Form Body', {
+      errors: { content: { _errors: [{ code: 'BASE_TYPE_MAX_LENGTH', message: 'Must be 2000 or fewer in length.' }] } },
+    });
+  }
+  return {
+    status: 200,
+    headers: { 'x-ratelimit-limit': '5', 'x-ratelimit-remaining': '4', 'x-ratelimit-reset-after': '1.000' },
+    body: { id: messageId(), type: 0, channel_id: channel, content, timestamp: '2026-11-22T10:00:00.000000+00:00', author: { id: '11', bot: true } },
+  };
+}
+
+async function withFake(run: (fake: Fake) => Promise<void>): Promise<void> {
+  const fake: Fake = { url: '', seen: [], queue: [] };
+  let nextId = 1175000000000000000n;
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const raw = Buffer.concat(chunks).toString('utf8');
+      let body: unknown = raw;
+      try {
+        body = JSON.parse(raw);
+      } catch {
+        // Kept as text: the spec then sees exactly what arrived.
+      }
+      const seen: Seen = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body };
+      fake.seen.push(seen);
+      const answer = fake.queue.shift() ?? discordApi(seen, () => String(++nextId));
+      const text = typeof answer.body === 'string' ? answer.body : JSON.stringify(answer.body);
+      res.writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers });
+      res.end(text);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  try {
+    await run(fake);
+  } finally {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+}
+
+async function closedPort(): Promise<string> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return `http://127.0.0.1:${port}`;
+}
+
+test('discord.checkRecipient() accepts snowflakes of 17 to 20 digits up to 2^64 - 1', () => {
+  const adapter = createDiscordAdapter({ botToken: TOKEN });
+  for (const to of [CHANNEL, BIG_CHANNEL, '18446744073709551615']) assert.equal(adapter.checkRecipient(to), null, to);
+});
+
+test('discord.checkRecipient() rejects a non-numeric, short, signed or oversized id with the reason', () => {
+  const adapter = createDiscordAdapter({ botToken: TOKEN });
+  const bad = ['', 'general', '#general', '<#80351110224678912>', '12345', '0', '-80351110224678912', ' 80351110224678912', '8035111022467891a', '012345678901234567', '18446744073709551616', '123456789012345678901'];
+  for (const to of bad) {
+    assert.match(adapter.checkRecipient(to) ?? '', /^Invalid Discord recipient: expected a numeric channel id \(a snowflake of 17 to 20 digits\), got /, to);
+  }
+  assert.equal(
+    adapter.checkRecipient('general'),
+    'Invalid Discord recipient: expected a numeric channel id (a snowflake of 17 to 20 digits), got "general"',
+  );
+});
+
+test('discord adapter names its channel and the 2000-character limit', () => {
+  const adapter = createDiscordAdapter({ botToken: TOKEN });
+  assert.equal(adapter.channel, 'discord');
+  assert.equal(adapter.maxLength, 2000);
+});
+
+test('discord.send() posts {content} with Bot auth to /channels/{id}/messages and returns the id string', async () => {
+  await withFake(async (fake) => {
+    const adapter = createDiscordAdapter({ botToken: TOKEN, apiBase: `${fake.url}/api/v10` });
+    const text = 'Deploy done. @everyone see <#123> and **bold**';
+    assert.deepEqual(await adapter.send(BIG_CHANNEL, text), { ok: true, value: { messageIds: ['1175000000000000001'] } });
+    assert.equal(fake.seen.length, 1);
+    const [seen] = fake.seen;
+    assert.equal(seen!.method, 'POST');
+    assert.equal(seen!.path, `/api/v10/channels/${BIG_CHANNEL}/messages`);
+    assert.equal(seen!.headers['authorization'], `Bot ${TOKEN}`);
+    assert.equal(seen!.headers['content-type'], 'application/json');
+    assert.equal(seen!.headers['user-agent'], 'DiscordBot (hooks-ingress, 0.1.0)');
+    // Mentions are displayed but never ping.
+    assert.deepEqual(seen!.body, { content: text, allowed_mentions: { parse: [] } });
+  });
+});
+
+test('discord.send() accepts an apiBase with a trailing slash and sends a full 2000-unit message', async () => {
+  await withFake(async (fake) => {
+    const adapter = createDiscordAdapter({ botToken: TOKEN, apiBase: `${fake.url}/api/v10/` });
+    const text = 'ü'.repeat(2000);
+    assert.deepEqual(await adapter.send(CHANNEL, text), { ok: true, value: { messageIds: ['1175000000000000001'] } });
+    assert.equal(fake.seen[0]!.path, `/api/v10/channels/${CHANNEL}/messages`);
+  });
+});
+
+test('discord.send() answers an empty id list when a 2xx body has no id', async () => {
+  await withFake(async (fake) => {
+    const adapter = createDiscordAdapter({ botToken: TOKEN, apiBase: `${fake.url}/api/v10` });
+    fake.queue.push({ status: 204, body: '' });
+    assert.deepEqual(await adapter.send(CHANNEL, 'hi'), { ok: true, value: { messageIds: [] } });
+  });
+});
+
+test('discord.send() on 429 is retryable after the body retry_after, a float in seconds', async () => {
+  await withFake(async (fake) => {
+    const adapter = createDiscordAdapter({ botToken: TOKEN, apiBase: `${fake.url}/api/v10` });
+    fake.queue.push(rateLimited(64.57, { 'retry-after': '65', 'x-ratelimit-reset-after': '64.570' }));
+    assert.deepEqual(await adapter.send(CHANNEL, 'hi'), {
+      ok: false,
+      retryable: true,
+      message: 'Discord 429: You are being rate limited.',
+      retryAfterMs: 64570,
+    });
+  });
+});
+
+test('discord.send() on 429 without retry_after falls back to Retry-After, then X-RateLimit-Reset-After', async () => {
+  await withFake(async (fake) => {
+    const adapter = createDiscordAdapter({ botToken: TOKEN, apiBase: `${fake.url}/api/v10` });
+    fake.queue.push(rateLimited(undefined, { 'retry-after': '3' }));
+    fake.queue.push(rateLimited(undefined, { 'x-ratelimit-reset-after': '1.5' }));
+    fake.queue.push(rateLimited(undefined, {}));
+    const first = await adapter.send(CHANNEL, 'a');
+    const second = await adapter.send(CHANNEL, 'b');
+    const third = await adapter.send(CHANNEL, 'c');
+    assert.equal(!first.ok && first.retryAfterMs, 3000);
+    assert.equal(!second.ok && second.retryAfterMs, 1500);
+    assert.deepEqual(third, { ok: false, retryable: true, message: 'Discord 429: You are being rate limited.' });
+  });
+});
+
+test('discord.send() on an unknown channel or missing permission fails permanently with message and code', async () => {
+  await withFake(async (fake) => {
+    const adapter = createDiscordAdapter({ botToken: TOKEN, apiBase: `${fake.url}/api/v10` });
+    assert.deepEqual(await adapter.send('99999999999999999', 'hi'), { ok: false, retryable: false, message: 'Discord 404: Unknown Channel (code 10003)' });
+    assert.deepEqual(await adapter.send(NO_ACCESS, 'hi'), { ok: false, retryable: false, message: 'Discord 403: Missing Permissions (code 50013)' });
+  });
+});
+
+test('discord.send() names the fields of an Invalid Form Body', async () => {
+  await withFake(async (fake) => {
+    const adapter = createDiscordAdapter({ botToken: TOKEN, apiBase: `${fake.url}/api/v10` });
+    fake.queue.push(
+      error(400, 50035, 'Invalid Form Body', {
+        errors: {
+          content: { _errors: [{ code: 'BASE_TYPE_MAX_LENGTH', message: 'Must be 2000 or fewer in length.' }] },
+          allowed_mentions: { parse: { '0': { _errors: [{ code: 'ENUM', message: 'Value must be one of users, roles, everyone.' }] } } },
+          _errors: [{ code: 'X', message: 'Top-level problem.' }, { code: 'Y', message: 'Beyond the third.' }],
+        },
+      }),
+    );
+    assert.deepEqual(await adapter.send(CHANNEL, 'hi'), {
+      ok: false,
+      retryable: false,
+      message:
+        'Discord 400: Invalid Form Body (code 50035) - content: Must be 2000 or fewer in length.; allowed_mentions.parse.0: Value must be one of users, roles, everyone.; body: Top-level problem.',
+    });
+  });
+});
+
+test('discord.send() with a wrong token fails permanently and never shows a token', async () => {
+  await withFake(async (fake) => {
+    const other = 'OTHER.token.value';
+    const adapter = createDiscordAdapter({ botToken: other, apiBase: `${fake.url}/api/v10` });
+    assert.deepEqual(await adapter.send(CHANNEL, 'hi'), { ok: false, retryable: false, message: 'Discord 401: 401: Unauthorized' });
+    assert.equal(fake.seen[0]!.headers['authorization'], `Bot ${other}`);
+  });
+});
+
+test('discord.send() scrubs the token from an error body that echoes it', async () => {
+  await withFake(async (fake) => {
+    const adapter = createDiscordAdapter({ botToken: TOKEN, apiBase: `${fake.url}/api/v10` });
+    fake.queue.push(error(401, 0, `bad token ${TOKEN}`));
+    assert.deepEqual(await adapter.send(CHANNEL, 'hi'), { ok: false, retryable: false, message: 'Discord 401: bad token <token>' });
+  });
+});
+
+test('discord.send() clips a long message after scrubbing, never leaving part of the token', async () => {
+  await withFake(async (fake) => {
+    const adapter = createDiscordAdapter({ botToken: TOKEN, apiBase: `${fake.url}/api/v10` });
+    fake.queue.push(error(400, 0, `${'x'.repeat(380)}${TOKEN}${'y'.repeat(100)}`));
+    const attempt = await adapter.send(CHANNEL, 'hi');
+    assert.ok(!attempt.ok && attempt.message.endsWith('…') && attempt.message.length === 401);
+    assert.ok(!attempt.message.includes(TOKEN.slice(0, 6)));
+  });
+});
+
+test('discord.send() on 5xx is retryable; a short text body is passed on, an HTML page is not', async () => {
+  await withFake(async (fake) => {
+    const adapter = createDiscordAdapter({ botToken: TOKEN, apiBase: `${fake.url}/api/v10` });
+    fake.queue.push({ status: 502, headers: { 'content-type': 'text/html' }, body: '<html>Bad Gateway</html>' });
+    fake.queue.push({ status: 503, headers: { 'content-type': 'text/plain', 'retry-after': '2' }, body: 'upstream connect error' });
+    assert.deepEqual(await adapter.send(CHANNEL, 'a'), { ok: false, retryable: true, message: 'Discord 502: no error description' });
+    assert.deepEqual(await adapter.send(CHANNEL, 'b'), { ok: false, retryable: true, message: 'Discord 503: upstream connect error', retryAfterMs: 2000 });
+  });
+});
+
+test('discord.send() on a refused connection is retryable and never shows the token', async () => {
+  const adapter = createDiscordAdapter({ botToken: TOKEN, apiBase: await closedPort() });
+  const attempt = await adapter.send(CHANNEL, 'hi');
+  assert.equal(!attempt.ok && attempt.retryable, true);
+  assert.match(!attempt.ok ? attempt.message : '', /^Discord request failed: /);
+  assert.ok(!attempt.ok && !attempt.message.includes(TOKEN));
+});
+
+test('discord.send() scrubs the token from a fetch error that quotes the request', async () => {
+  const adapter = createDiscordAdapter({
+    botToken: TOKEN,
+    fetch: async (_input, init) => {
+      throw new TypeError(`invalid header: ${JSON.stringify(init?.headers)}`);
+    },
+  });
+  const attempt = await adapter.send(CHANNEL, 'hi');
+  assert.ok(!attempt.ok && attempt.retryable && attempt.message.includes('Bot <token>') && !attempt.message.includes(TOKEN));
+});
+
+test('discord.send() with an aborted signal fails without a retry', async () => {
+  await withFake(async (fake) => {
+    const adapter = createDiscordAdapter({ botToken: TOKEN, apiBase: `${fake.url}/api/v10` });
+    assert.deepEqual(await adapter.send(CHANNEL, 'hi', AbortSignal.abort()), { ok: false, retryable: false, message: 'Discord request aborted' });
+  });
+});
+
+test('discord.send() refuses a non-numeric channel without a request', async () => {
+  await withFake(async (fake) => {
+    const adapter = createDiscordAdapter({ botToken: TOKEN, apiBase: `${fake.url}/api/v10` });
+    const attempt = await adapter.send('../users/@me', 'hi');
+    assert.equal(attempt.ok || attempt.retryable, false);
+    assert.match(!attempt.ok ? attempt.message : '', /^Invalid Discord recipient: /);
+    assert.equal(fake.seen.length, 0);
+  });
+});
+
+test('discord.send() throws RangeError for empty text or text over maxLength (the caller chunks)', async () => {
+  const adapter = createDiscordAdapter({ botToken: TOKEN, fetch: () => Promise.reject(new Error('no request expected')) });
+  await assert.rejects(adapter.send(CHANNEL, ''), { name: 'RangeError', message: 'Cannot send text: it is empty' });
+  await assert.rejects(adapter.send(CHANNEL, 'x'.repeat(2001)), {
+    name: 'RangeError',
+    message: 'Cannot send text: 2001 characters exceed the Discord limit of 2000',
+  });
+});
+
+test('createDiscordAdapter() rejects a malformed token, apiBase or fetch', () => {
+  assert.throws(() => createDiscordAdapter({ botToken: '' }), { name: 'TypeError', message: /^Invalid option botToken: / });
+  assert.throws(() => createDiscordAdapter({ botToken: 'abc\r\nX-Injected: 1' }), /Invalid option botToken/);
+  assert.throws(() => createDiscordAdapter({ botToken: TOKEN, apiBase: '/api/v10' }), {
+    name: 'TypeError',
+    message: 'Invalid option apiBase: must be an http(s) URL, got "/api/v10"',
+  });
+  assert.throws(() => createDiscordAdapter({ botToken: TOKEN, fetch: null as unknown as typeof fetch }), /Invalid option fetch/);
+});

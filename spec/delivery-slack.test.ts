@@ -1,0 +1,276 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createSlackAdapter } from '../lib/delivery/slack.ts';
+
+const TOKEN = 'xoxb-1234567890-0987654321-FAKEfakeFAKEfake';
+
+interface Seen {
+  method: string;
+  path: string;
+  headers: IncomingHttpHeaders;
+  body: unknown;
+}
+
+interface Answer {
+  status: number;
+  headers?: Record<string, string>;
+  body: unknown;
+}
+
+interface Fake {
+  url: string;
+  seen: Seen[];
+  /** Answers the next requests with these instead of behaving like Slack. */
+  queue: Answer[];
+}
+
+function failure(error: string, status = 200, headers: Record<string, string> = {}): Answer {
+  return { status, headers, body: { ok: false, error } };
+}
+
+// Conversations the fake workspace knows: what a request names → the resolved channel, or the error it gets.
+const CONVERSATIONS = new Map<string, string | { error: string }>([
+  ['C1234567890', 'C1234567890'],
+  ['G024BE91L', 'G024BE91L'],
+  // A user id posts to the app's direct message with that user.
+  ['U0123456789', 'D0987654321'],
+  ['C0ARCHIVED1', { error: 'is_archived' }],
+  ['C0NOTMEMBER', { error: 'not_in_channel' }],
+]);
+
+// Behaves as chat.postMessage does (Slack Web API, apis.md §3): failures are HTTP 200 with ok:false.
+function slackApi(seen: Seen, ts: () => string): Answer {
+  if (seen.path !== '/api/chat.postMessage' || seen.method !== 'POST') return failure('unknown_method');
+  const auth = seen.headers['authorization'];
+  if (auth === undefined) return failure('not_authed');
+  if (auth !== `Bearer ${TOKEN}`) return failure('invalid_auth');
+  const type = String(seen.headers['content-type']);
+  if (!type.startsWith('application/json')) return failure('invalid_post_type');
+  const warning = /charset=utf-8/i.test(type) ? {} : { warning: 'missing_charset', response_metadata: { warnings: ['missing_charset'] } };
+  const { channel, text } = seen.body as { channel?: unknown; text?: unknown };
+  if (typeof text !== 'string' || text.trim() === '') return failure('no_text');
+  const resolved = CONVERSATIONS.get(String(channel));
+  if (resolved === undefined) return failure('channel_not_found');
+  if (typeof resolved !== 'string') return failure(resolved.error);
+  const stamp = ts();
+  return { status: 200, body: { ok: true, channel: resolved, ts: stamp, message: { type: 'message', text, user: 'U0BOT00001', bot_id: 'B0BOT00001', ts: stamp }, ...warning } };
+}
+
+async function withFake(run: (fake: Fake) => Promise<void>): Promise<void> {
+  const fake: Fake = { url: '', seen: [], queue: [] };
+  let micros = 246;
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const raw = Buffer.concat(chunks).toString('utf8');
+      let body: unknown = raw;
+      try {
+        body = JSON.parse(raw);
+      } catch {
+        // Kept as text: the spec then sees exactly what arrived.
+      }
+      const seen: Seen = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body };
+      fake.seen.push(seen);
+      const answer = fake.queue.shift() ?? slackApi(seen, () => `1503435956.${String(++micros).padStart(6, '0')}`);
+      const text = typeof answer.body === 'string' ? answer.body : JSON.stringify(answer.body);
+      res.writeHead(answer.status, { 'content-type': 'application/json; charset=utf-8', ...answer.headers });
+      res.end(text);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  try {
+    await run(fake);
+  } finally {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+}
+
+async function closedPort(): Promise<string> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return `http://127.0.0.1:${port}`;
+}
+
+test('slack.checkRecipient() accepts channel (C, G, D) and user (U, W) ids', () => {
+  const adapter = createSlackAdapter({ botToken: TOKEN });
+  for (const to of ['C1234567890', 'C024BE91L', 'G024BE91L', 'D024BE91L', 'U0123456789', 'W0123456789', 'C0123456789ABCDEF']) {
+    assert.equal(adapter.checkRecipient(to), null, to);
+  }
+});
+
+test('slack.checkRecipient() rejects channel names, mentions and malformed ids with the reason', () => {
+  const adapter = createSlackAdapter({ botToken: TOKEN });
+  const bad = ['', 'general', '#general', '@someone', '<#C1234567890>', 'c1234567890', 'C123', 'X1234567890', 'C12345 67890', ' C1234567890', 'T0123456789'];
+  for (const to of bad) {
+    assert.match(adapter.checkRecipient(to) ?? '', /^Invalid Slack recipient: expected a channel id \(C…, G…, D…\) or a user id \(U…, W…\), got /, to);
+  }
+  assert.equal(adapter.checkRecipient('#general'), 'Invalid Slack recipient: expected a channel id (C…, G…, D…) or a user id (U…, W…), got "#general"');
+});
+
+test('slack adapter names its channel and a 4000-character limit', () => {
+  const adapter = createSlackAdapter({ botToken: TOKEN });
+  assert.equal(adapter.channel, 'slack');
+  assert.equal(adapter.maxLength, 4000);
+});
+
+test('slack.send() posts JSON {channel, text} with Bearer auth to /chat.postMessage and returns the ts', async () => {
+  await withFake(async (fake) => {
+    const adapter = createSlackAdapter({ botToken: TOKEN, apiBase: `${fake.url}/api` });
+    assert.deepEqual(await adapter.send('C1234567890', 'Build *green*'), { ok: true, value: { messageIds: ['1503435956.000247'] } });
+    assert.equal(fake.seen.length, 1);
+    const [seen] = fake.seen;
+    assert.equal(seen!.method, 'POST');
+    assert.equal(seen!.path, '/api/chat.postMessage');
+    assert.equal(seen!.headers['authorization'], `Bearer ${TOKEN}`);
+    assert.equal(seen!.headers['content-type'], 'application/json; charset=utf-8');
+    assert.deepEqual(seen!.body, { channel: 'C1234567890', text: 'Build *green*' });
+  });
+});
+
+test('slack.send() escapes &, < and > so text shows as written and cannot ping the channel', async () => {
+  await withFake(async (fake) => {
+    const adapter = createSlackAdapter({ botToken: TOKEN, apiBase: `${fake.url}/api/` });
+    assert.equal((await adapter.send('G024BE91L', 'a && b <!channel> <https://evil.test|docs> x>y')).ok, true);
+    assert.deepEqual(fake.seen[0]!.body, { channel: 'G024BE91L', text: 'a &amp;&amp; b &lt;!channel&gt; &lt;https://evil.test|docs&gt; x&gt;y' });
+  });
+});
+
+test('slack.send() to a user id posts to the app DM and returns its ts', async () => {
+  await withFake(async (fake) => {
+    const adapter = createSlackAdapter({ botToken: TOKEN, apiBase: `${fake.url}/api` });
+    assert.deepEqual(await adapter.send('U0123456789', 'hi'), { ok: true, value: { messageIds: ['1503435956.000247'] } });
+    assert.deepEqual(fake.seen[0]!.body, { channel: 'U0123456789', text: 'hi' });
+  });
+});
+
+test('slack.send() treats HTTP 200 with ok:false as a permanent failure with the error code', async () => {
+  await withFake(async (fake) => {
+    const adapter = createSlackAdapter({ botToken: TOKEN, apiBase: `${fake.url}/api` });
+    assert.deepEqual(await adapter.send('C9999999999', 'hi'), { ok: false, retryable: false, message: 'Slack: channel_not_found' });
+    assert.deepEqual(await adapter.send('C0NOTMEMBER', 'hi'), { ok: false, retryable: false, message: 'Slack: not_in_channel' });
+    assert.deepEqual(await adapter.send('C0ARCHIVED1', 'hi'), { ok: false, retryable: false, message: 'Slack: is_archived' });
+  });
+});
+
+test('slack.send() treats ok:false ratelimited at HTTP 200 as retryable', async () => {
+  await withFake(async (fake) => {
+    const adapter = createSlackAdapter({ botToken: TOKEN, apiBase: `${fake.url}/api` });
+    fake.queue.push(failure('ratelimited'), failure('rate_limited', 200, { 'retry-after': '4' }));
+    assert.deepEqual(await adapter.send('C1234567890', 'a'), { ok: false, retryable: true, message: 'Slack: ratelimited' });
+    assert.deepEqual(await adapter.send('C1234567890', 'b'), { ok: false, retryable: true, message: 'Slack: rate_limited', retryAfterMs: 4000 });
+  });
+});
+
+test('slack.send() on HTTP 429 is retryable after Retry-After seconds', async () => {
+  await withFake(async (fake) => {
+    const adapter = createSlackAdapter({ botToken: TOKEN, apiBase: `${fake.url}/api` });
+    fake.queue.push(failure('ratelimited', 429, { 'retry-after': '30' }));
+    assert.deepEqual(await adapter.send('C1234567890', 'hi'), { ok: false, retryable: true, message: 'Slack 429: ratelimited', retryAfterMs: 30000 });
+  });
+});
+
+test('slack.send() on 5xx is retryable; an HTML page is not passed on', async () => {
+  await withFake(async (fake) => {
+    const adapter = createSlackAdapter({ botToken: TOKEN, apiBase: `${fake.url}/api` });
+    fake.queue.push({ status: 503, headers: { 'content-type': 'text/html' }, body: '<html>Service Unavailable</html>' });
+    assert.deepEqual(await adapter.send('C1234567890', 'hi'), { ok: false, retryable: true, message: 'Slack 503: no error description' });
+  });
+});
+
+test('slack.send() does not take a 200 without ok:true for success, nor retry it', async () => {
+  await withFake(async (fake) => {
+    const adapter = createSlackAdapter({ botToken: TOKEN, apiBase: `${fake.url}/api` });
+    fake.queue.push({ status: 200, headers: { 'content-type': 'text/plain' }, body: 'ok' }, { status: 200, body: { ok: true } });
+    assert.deepEqual(await adapter.send('C1234567890', 'a'), { ok: false, retryable: false, message: 'Slack: ok' });
+    assert.deepEqual(await adapter.send('C1234567890', 'b'), { ok: true, value: { messageIds: [] } });
+  });
+});
+
+test('slack.send() with a wrong token fails permanently and never shows a token', async () => {
+  await withFake(async (fake) => {
+    const other = 'xoxb-other-token';
+    const adapter = createSlackAdapter({ botToken: other, apiBase: `${fake.url}/api` });
+    assert.deepEqual(await adapter.send('C1234567890', 'hi'), { ok: false, retryable: false, message: 'Slack: invalid_auth' });
+    assert.equal(fake.seen[0]!.headers['authorization'], `Bearer ${other}`);
+  });
+});
+
+test('slack.send() scrubs the token from an error that echoes it', async () => {
+  await withFake(async (fake) => {
+    const adapter = createSlackAdapter({ botToken: TOKEN, apiBase: `${fake.url}/api` });
+    fake.queue.push(failure(`token_revoked: ${TOKEN}`));
+    assert.deepEqual(await adapter.send('C1234567890', 'hi'), { ok: false, retryable: false, message: 'Slack: token_revoked: <token>' });
+  });
+});
+
+test('slack.send() clips a long error after scrubbing, never leaving part of the token', async () => {
+  await withFake(async (fake) => {
+    const adapter = createSlackAdapter({ botToken: TOKEN, apiBase: `${fake.url}/api` });
+    fake.queue.push(failure(`${'x'.repeat(385)}${TOKEN}${'y'.repeat(100)}`));
+    const attempt = await adapter.send('C1234567890', 'hi');
+    assert.ok(!attempt.ok && attempt.message.endsWith('…') && attempt.message.length === 401);
+    assert.ok(!attempt.message.includes(TOKEN.slice(0, 6)));
+  });
+});
+
+test('slack.send() on a refused connection is retryable and never shows the token', async () => {
+  const adapter = createSlackAdapter({ botToken: TOKEN, apiBase: await closedPort() });
+  const attempt = await adapter.send('C1234567890', 'hi');
+  assert.equal(!attempt.ok && attempt.retryable, true);
+  assert.match(!attempt.ok ? attempt.message : '', /^Slack request failed: /);
+  assert.ok(!attempt.ok && !attempt.message.includes(TOKEN));
+});
+
+test('slack.send() scrubs the token from a fetch error that quotes the request', async () => {
+  const adapter = createSlackAdapter({
+    botToken: TOKEN,
+    fetch: async (_input, init) => {
+      throw new TypeError('request failed', { cause: new Error(`headers were ${JSON.stringify(init?.headers)}`) });
+    },
+  });
+  const attempt = await adapter.send('C1234567890', 'hi');
+  assert.ok(!attempt.ok && attempt.retryable && attempt.message.includes('Bearer <token>') && !attempt.message.includes(TOKEN));
+});
+
+test('slack.send() with an aborted signal fails without a retry', async () => {
+  await withFake(async (fake) => {
+    const adapter = createSlackAdapter({ botToken: TOKEN, apiBase: `${fake.url}/api` });
+    assert.deepEqual(await adapter.send('C1234567890', 'hi', AbortSignal.abort()), { ok: false, retryable: false, message: 'Slack request aborted' });
+  });
+});
+
+test('slack.send() refuses a channel name without a request', async () => {
+  await withFake(async (fake) => {
+    const adapter = createSlackAdapter({ botToken: TOKEN, apiBase: `${fake.url}/api` });
+    const attempt = await adapter.send('#general', 'hi');
+    assert.equal(attempt.ok || attempt.retryable, false);
+    assert.equal(fake.seen.length, 0);
+  });
+});
+
+test('slack.send() throws RangeError for empty text or text over maxLength (the caller chunks)', async () => {
+  const adapter = createSlackAdapter({ botToken: TOKEN, fetch: () => Promise.reject(new Error('no request expected')) });
+  await assert.rejects(adapter.send('C1234567890', '\n'), { name: 'RangeError', message: 'Cannot send text: it is empty' });
+  await assert.rejects(adapter.send('C1234567890', 'x'.repeat(4001)), {
+    name: 'RangeError',
+    message: 'Cannot send text: 4001 characters exceed the Slack limit of 4000',
+  });
+});
+
+test('createSlackAdapter() rejects a malformed token, apiBase or fetch', () => {
+  assert.throws(() => createSlackAdapter({ botToken: '' }), { name: 'TypeError', message: /^Invalid option botToken: / });
+  assert.throws(() => createSlackAdapter({ botToken: 'xoxb-1 2' }), /Invalid option botToken/);
+  assert.throws(() => createSlackAdapter({ botToken: TOKEN, apiBase: 'slack.com/api' }), {
+    name: 'TypeError',
+    message: 'Invalid option apiBase: must be an http(s) URL, got "slack.com/api"',
+  });
+  assert.throws(() => createSlackAdapter({ botToken: TOKEN, fetch: {} as unknown as typeof fetch }), /Invalid option fetch/);
+});

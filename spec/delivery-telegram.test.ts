@@ -1,0 +1,337 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createTelegramAdapter } from '../lib/delivery/telegram.ts';
+
+const TOKEN = '123456789:AAHfake-Token_for_specs0123456789abc';
+
+interface Seen {
+  method: string;
+  path: string;
+  headers: IncomingHttpHeaders;
+  body: unknown;
+}
+
+interface Answer {
+  status: number;
+  headers?: Record<string, string>;
+  body: unknown;
+}
+
+interface Fake {
+  url: string;
+  seen: Seen[];
+  /** Answers the next requests with these instead of behaving like the Bot API. */
+  queue: Answer[];
+}
+
+function error(status: number, description: string, parameters?: Record<string, unknown>): Answer {
+  return { status, body: { ok: false, error_code: status, description, ...(parameters === undefined ? {} : { parameters }) } };
+}
+
+// Chats the fake Bot API knows, keyed as a request may name them.
+const CHATS = new Map<string, { id: number; type: string; blocked?: boolean; migratedTo?: number }>([
+  ['123456789', { id: 123456789, type: 'private' }],
+  ['-123456789', { id: -123456789, type: 'group' }],
+  ['-1001234567890', { id: -1001234567890, type: 'supergroup' }],
+  ['@news_channel', { id: -1009876543210, type: 'channel' }],
+  ['555000555', { id: 555000555, type: 'private', blocked: true }],
+  ['-4242', { id: -4242, type: 'group', migratedTo: -1000000004242 }],
+  ['-1000000004242', { id: -1000000004242, type: 'supergroup' }],
+]);
+
+// Behaves as the Bot API's sendMessage does for a JSON body (tdlib/telegram-bot-api, apis.md §1).
+function botApi(seen: Seen, messageId: () => number): Answer {
+  const match = /^\/bot([^/]+)\/([A-Za-z]+)$/.exec(seen.path);
+  if (match === null) return error(404, 'Not Found');
+  if (match[1] !== TOKEN) return error(401, 'Unauthorized');
+  if (match[2]!.toLowerCase() !== 'sendmessage') return error(404, 'Not Found');
+  if (!String(seen.headers['content-type']).startsWith('application/json')) return error(400, 'Bad Request: fake reads JSON only');
+  const body = seen.body as { chat_id?: unknown; text?: unknown };
+  const text = typeof body.text === 'string' ? body.text : '';
+  if (text.trim() === '') return error(400, 'Bad Request: message text is empty');
+  if ([...text].length > 4096) return error(400, 'Bad Request: message is too long');
+  const chat = CHATS.get(String(body.chat_id));
+  if (chat === undefined) return error(400, 'Bad Request: chat not found');
+  if (chat.blocked === true) return error(403, 'Forbidden: bot was blocked by the user');
+  if (chat.migratedTo !== undefined) {
+    return error(400, 'Bad Request: group chat was upgraded to a supergroup chat', { migrate_to_chat_id: chat.migratedTo });
+  }
+  return {
+    status: 200,
+    body: { ok: true, result: { message_id: messageId(), date: 1_790_000_000, chat: { id: chat.id, type: chat.type }, text } },
+  };
+}
+
+async function withFake(run: (fake: Fake) => Promise<void>): Promise<void> {
+  const fake: Fake = { url: '', seen: [], queue: [] };
+  let nextId = 41;
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const raw = Buffer.concat(chunks).toString('utf8');
+      let body: unknown = raw;
+      try {
+        body = JSON.parse(raw);
+      } catch {
+        // Kept as text: the spec then sees exactly what arrived.
+      }
+      const seen: Seen = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body };
+      fake.seen.push(seen);
+      const answer = fake.queue.shift() ?? botApi(seen, () => ++nextId);
+      const text = typeof answer.body === 'string' ? answer.body : JSON.stringify(answer.body);
+      res.writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers });
+      res.end(text);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  try {
+    await run(fake);
+  } finally {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+}
+
+async function closedPort(): Promise<string> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return `http://127.0.0.1:${port}`;
+}
+
+test('telegram.checkRecipient() accepts chat ids of users, groups, supergroups and @channelusernames', () => {
+  const adapter = createTelegramAdapter({ botToken: TOKEN });
+  for (const to of ['123456789', '-123456789', '-1001234567890', '9007199254740991', '@news_channel', '@abcd', '@A_32_characters_long_username_x']) {
+    assert.equal(adapter.checkRecipient(to), null, to);
+  }
+});
+
+test('telegram.checkRecipient() rejects anything else with the reason and the value', () => {
+  const adapter = createTelegramAdapter({ botToken: TOKEN });
+  const bad = ['', 'abc', '0', '-0', '0123', '12.5', '+123', ' 123', '123 ', '9007199254740993', '-10012345678901234', '@abc', '@1abc', '@_abc', '@has space', '@toolong_username_over_thirty_two_c', 'https://t.me/news'];
+  for (const to of bad) {
+    const reason = adapter.checkRecipient(to);
+    assert.ok(reason?.startsWith('Invalid Telegram recipient: expected a numeric chat id or @channelusername, got '), `${to}: ${reason}`);
+  }
+  assert.equal(adapter.checkRecipient('abc'), 'Invalid Telegram recipient: expected a numeric chat id or @channelusername, got "abc"');
+  assert.match(adapter.checkRecipient('x'.repeat(500))!, /got "x{63}…$/);
+});
+
+test('telegram adapter names its channel and the 4096-character limit', () => {
+  const adapter = createTelegramAdapter({ botToken: TOKEN });
+  assert.equal(adapter.channel, 'telegram');
+  assert.equal(adapter.maxLength, 4096);
+});
+
+test('telegram.send() posts JSON {chat_id, text} to /bot<token>/sendMessage and returns the message_id', async () => {
+  await withFake(async (fake) => {
+    const adapter = createTelegramAdapter({ botToken: TOKEN, apiBase: fake.url });
+    const text = 'Build finished: 3 passed, *no* failures_ [x](y)';
+    assert.deepEqual(await adapter.send('123456789', text), { ok: true, value: { messageIds: ['42'] } });
+    assert.equal(fake.seen.length, 1);
+    const [seen] = fake.seen;
+    assert.equal(seen!.method, 'POST');
+    assert.equal(seen!.path, `/bot${TOKEN}/sendMessage`);
+    assert.equal(seen!.headers['content-type'], 'application/json');
+    assert.equal(seen!.headers['authorization'], undefined);
+    // A numeric id goes as a JSON number, and no parse_mode, so Markdown characters are never refused.
+    assert.deepEqual(seen!.body, { chat_id: 123456789, text });
+  });
+});
+
+test('telegram.send() names a channel by its @username as a string and a supergroup by its -100 id', async () => {
+  await withFake(async (fake) => {
+    const adapter = createTelegramAdapter({ botToken: TOKEN, apiBase: `${fake.url}/` });
+    assert.deepEqual(await adapter.send('@news_channel', 'hello'), { ok: true, value: { messageIds: ['42'] } });
+    assert.deepEqual(await adapter.send('-1001234567890', 'again'), { ok: true, value: { messageIds: ['43'] } });
+    assert.deepEqual(fake.seen.map((s) => [s.path, s.body]), [
+      [`/bot${TOKEN}/sendMessage`, { chat_id: '@news_channel', text: 'hello' }],
+      [`/bot${TOKEN}/sendMessage`, { chat_id: -1001234567890, text: 'again' }],
+    ]);
+  });
+});
+
+test('telegram.send() sends a full 4096-unit message as it is', async () => {
+  await withFake(async (fake) => {
+    const adapter = createTelegramAdapter({ botToken: TOKEN, apiBase: fake.url });
+    const text = 'é'.repeat(4096);
+    assert.equal((await adapter.send('123456789', text)).ok, true);
+    assert.deepEqual(fake.seen[0]!.body, { chat_id: 123456789, text });
+  });
+});
+
+test('telegram.send() on 429 is retryable after parameters.retry_after seconds', async () => {
+  await withFake(async (fake) => {
+    const adapter = createTelegramAdapter({ botToken: TOKEN, apiBase: fake.url });
+    fake.queue.push({ ...error(429, 'Too Many Requests: retry after 7', { retry_after: 7 }), headers: { 'retry-after': '7' } });
+    assert.deepEqual(await adapter.send('123456789', 'hi'), {
+      ok: false,
+      retryable: true,
+      message: 'Telegram 429: Too Many Requests: retry after 7',
+      retryAfterMs: 7000,
+    });
+  });
+});
+
+test('telegram.send() on 429 without parameters falls back to the Retry-After header', async () => {
+  await withFake(async (fake) => {
+    const adapter = createTelegramAdapter({ botToken: TOKEN, apiBase: fake.url });
+    fake.queue.push({ ...error(429, 'Too Many Requests: retry after 3'), headers: { 'retry-after': '3' } });
+    const attempt = await adapter.send('123456789', 'hi');
+    assert.equal(attempt.ok, false);
+    assert.equal(!attempt.ok && attempt.retryAfterMs, 3000);
+  });
+});
+
+test('telegram.send() on ok:false is a permanent failure carrying the description', async () => {
+  await withFake(async (fake) => {
+    const adapter = createTelegramAdapter({ botToken: TOKEN, apiBase: fake.url });
+    assert.deepEqual(await adapter.send('555000555', 'hi'), {
+      ok: false,
+      retryable: false,
+      message: 'Telegram 403: Forbidden: bot was blocked by the user',
+    });
+    assert.deepEqual(await adapter.send('987654321', 'hi'), { ok: false, retryable: false, message: 'Telegram 400: Bad Request: chat not found' });
+  });
+});
+
+test('telegram.send() trusts error_code when something in between answered 200 with ok:false', async () => {
+  await withFake(async (fake) => {
+    const adapter = createTelegramAdapter({ botToken: TOKEN, apiBase: fake.url });
+    fake.queue.push({ status: 200, body: { ok: false, error_code: 429, description: 'Too Many Requests: retry after 2', parameters: { retry_after: 2 } } });
+    fake.queue.push({ status: 200, body: { ok: false, error_code: 400, description: 'Bad Request: chat not found' } });
+    fake.queue.push({ status: 200, body: 'not json' });
+    assert.deepEqual(await adapter.send('123456789', 'a'), { ok: false, retryable: true, message: 'Telegram 429: Too Many Requests: retry after 2', retryAfterMs: 2000 });
+    assert.deepEqual(await adapter.send('123456789', 'b'), { ok: false, retryable: false, message: 'Telegram 400: Bad Request: chat not found' });
+    assert.deepEqual(await adapter.send('123456789', 'c'), { ok: false, retryable: false, message: 'Telegram 200: not json' });
+  });
+});
+
+test('telegram.send() follows migrate_to_chat_id once when a group became a supergroup', async () => {
+  await withFake(async (fake) => {
+    const adapter = createTelegramAdapter({ botToken: TOKEN, apiBase: fake.url });
+    assert.deepEqual(await adapter.send('-4242', 'hi'), { ok: true, value: { messageIds: ['42'] } });
+    assert.deepEqual(fake.seen.map((s) => s.body), [{ chat_id: -4242, text: 'hi' }, { chat_id: -1000000004242, text: 'hi' }]);
+  });
+});
+
+test('telegram.send() on 5xx is retryable, without passing on an HTML error page', async () => {
+  await withFake(async (fake) => {
+    const adapter = createTelegramAdapter({ botToken: TOKEN, apiBase: fake.url });
+    fake.queue.push({ status: 502, headers: { 'content-type': 'text/html' }, body: '<html><body>Bad Gateway</body></html>' });
+    fake.queue.push(error(500, 'Internal Server Error: restart'));
+    assert.deepEqual(await adapter.send('123456789', 'hi'), { ok: false, retryable: true, message: 'Telegram 502: no error description' });
+    assert.deepEqual(await adapter.send('123456789', 'hi'), { ok: false, retryable: true, message: 'Telegram 500: Internal Server Error: restart' });
+  });
+});
+
+test('telegram.send() clips a long description after scrubbing, never leaving part of the token or of a surrogate pair', async () => {
+  await withFake(async (fake) => {
+    const adapter = createTelegramAdapter({ botToken: TOKEN, apiBase: fake.url });
+    fake.queue.push(error(400, `Bad Request: ${'x'.repeat(360)}${TOKEN}${'y'.repeat(500)}`));
+    fake.queue.push(error(400, `Bad Request: ${'x'.repeat(362)}${'😀'.repeat(50)}`));
+    const first = await adapter.send('123456789', 'hi');
+    assert.ok(!first.ok);
+    assert.equal(first.message, `Telegram 400: Bad Request: ${'x'.repeat(360)}<token>${'y'.repeat(6)}…`);
+    const second = await adapter.send('123456789', 'hi');
+    assert.ok(!second.ok);
+    assert.equal(second.message, `Telegram 400: Bad Request: ${'x'.repeat(362)}${'😀'.repeat(5)}…`);
+  });
+});
+
+test('telegram.send() with a wrong token fails permanently and names neither token', async () => {
+  await withFake(async (fake) => {
+    const other = '987654321:ZZZ-other_token';
+    const adapter = createTelegramAdapter({ botToken: other, apiBase: fake.url });
+    const attempt = await adapter.send('123456789', 'hi');
+    assert.deepEqual(attempt, { ok: false, retryable: false, message: 'Telegram 401: Unauthorized' });
+    assert.equal(fake.seen[0]!.path, `/bot${other}/sendMessage`);
+  });
+});
+
+test('telegram.send() scrubs the token from a description that echoes it', async () => {
+  await withFake(async (fake) => {
+    const adapter = createTelegramAdapter({ botToken: TOKEN, apiBase: fake.url });
+    fake.queue.push(error(404, `Not Found: /bot${TOKEN}/sendMessage`));
+    const attempt = await adapter.send('123456789', 'hi');
+    assert.deepEqual(attempt, { ok: false, retryable: false, message: 'Telegram 404: Not Found: /bot<token>/sendMessage' });
+  });
+});
+
+test('telegram.send() on a refused connection is retryable and never shows the token', async () => {
+  const adapter = createTelegramAdapter({ botToken: TOKEN, apiBase: await closedPort() });
+  const attempt = await adapter.send('123456789', 'hi');
+  assert.equal(attempt.ok, false);
+  assert.equal(!attempt.ok && attempt.retryable, true);
+  assert.match(!attempt.ok ? attempt.message : '', /^Telegram request failed: /);
+  assert.ok(!attempt.ok && !attempt.message.includes(TOKEN) && !attempt.message.includes('AAHfake'));
+});
+
+test('telegram.send() scrubs the token from a fetch error that quotes the URL', async () => {
+  const adapter = createTelegramAdapter({
+    botToken: TOKEN,
+    apiBase: 'http://127.0.0.1:9',
+    fetch: async (input) => {
+      throw new TypeError(`error sending request for url (${String(input)})`, { cause: new Error(`connect to ${String(input)} refused`) });
+    },
+  });
+  assert.deepEqual(await adapter.send('123456789', 'hi'), {
+    ok: false,
+    retryable: true,
+    message: 'Telegram request failed: error sending request for url (http://127.0.0.1:9/bot<token>/sendMessage): connect to http://127.0.0.1:9/bot<token>/sendMessage refused',
+  });
+  const odd = createTelegramAdapter({ botToken: TOKEN, fetch: () => Promise.reject('socket hang up') });
+  assert.deepEqual(await odd.send('123456789', 'hi'), { ok: false, retryable: true, message: 'Telegram request failed: socket hang up' });
+});
+
+test('telegram.send() with an aborted signal fails without a retry', async () => {
+  await withFake(async (fake) => {
+    const adapter = createTelegramAdapter({ botToken: TOKEN, apiBase: fake.url });
+    const controller = new AbortController();
+    controller.abort();
+    assert.deepEqual(await adapter.send('123456789', 'hi', controller.signal), { ok: false, retryable: false, message: 'Telegram request aborted' });
+  });
+});
+
+test('telegram.send() refuses a malformed recipient without a request', async () => {
+  await withFake(async (fake) => {
+    const adapter = createTelegramAdapter({ botToken: TOKEN, apiBase: fake.url });
+    assert.deepEqual(await adapter.send('general', 'hi'), {
+      ok: false,
+      retryable: false,
+      message: 'Invalid Telegram recipient: expected a numeric chat id or @channelusername, got "general"',
+    });
+    assert.equal(fake.seen.length, 0);
+  });
+});
+
+test('telegram.send() throws RangeError for empty text or text over maxLength (the caller chunks)', async () => {
+  const adapter = createTelegramAdapter({ botToken: TOKEN, fetch: () => Promise.reject(new Error('no request expected')) });
+  await assert.rejects(adapter.send('123456789', ''), { name: 'RangeError', message: 'Cannot send text: it is empty' });
+  await assert.rejects(adapter.send('123456789', ' \n '), RangeError);
+  await assert.rejects(adapter.send('123456789', 'x'.repeat(4097)), {
+    name: 'RangeError',
+    message: 'Cannot send text: 4097 characters exceed the Telegram limit of 4096',
+  });
+});
+
+test('createTelegramAdapter() rejects a malformed token, apiBase or fetch', () => {
+  assert.throws(() => createTelegramAdapter({ botToken: '' }), { name: 'TypeError', message: /^Invalid option botToken: / });
+  assert.throws(() => createTelegramAdapter({ botToken: '123:abc/def' }), /Invalid option botToken/);
+  assert.throws(() => createTelegramAdapter({ botToken: '123:abc def' }), /Invalid option botToken/);
+  assert.throws(() => createTelegramAdapter({ botToken: TOKEN, apiBase: 'not a url' }), {
+    name: 'TypeError',
+    message: 'Invalid option apiBase: must be an http(s) URL, got "not a url"',
+  });
+  assert.throws(() => createTelegramAdapter({ botToken: TOKEN, apiBase: 'ftp://example.test' }), /Invalid option apiBase/);
+  assert.throws(() => createTelegramAdapter({ botToken: TOKEN, fetch: 'fetch' as unknown as typeof fetch }), {
+    name: 'TypeError',
+    message: 'Invalid option fetch: must be a function',
+  });
+});
