@@ -5,9 +5,12 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { loadConfig, locateConfig, locateStateDir, type Config, type Env } from './config.ts';
 import { Heartbeat } from './heartbeat.ts';
 import { createTransformRunner } from './hooks/transforms.ts';
+import { Runner } from './runtime/runner.ts';
+import { providerRegistry } from './runtime/select-provider.ts';
+import { Transcripts } from './store/transcripts.ts';
 import { createLogger } from './log.ts';
 import { createApp, listen } from './server.ts';
-import { readEvents, Store, type SessionEvent } from './store/store.ts';
+import { readEvents, readRuns, Store, type RunRecord, type SessionEvent } from './store/store.ts';
 import { generateToken } from './token.ts';
 
 /** Where the CLI reads and writes; the real process by default, injectable for tests. */
@@ -80,6 +83,29 @@ Options:
   -h, --help            show this help
 `,
   },
+  runs: {
+    options: {
+      ...COMMON,
+      'state-dir': { type: 'string' },
+      json: { type: 'boolean' },
+      follow: { type: 'boolean', short: 'f' },
+      limit: { type: 'string', short: 'n' },
+    },
+    help: `Usage: hooks-ingress runs [options]
+
+List agent runs, oldest first: id, hook name, agent, session key, model, status
+(pending, running, ok, error, timeout), timings, attempts, reply preview and delivery.
+Works while the server runs.
+
+Options:
+  -c, --config PATH     config file (for state.dir)
+      --state-dir DIR   state directory
+      --json            one JSON object per line (the whole run record)
+  -f, --follow          keep printing runs as they change
+  -n, --limit N         only the last N runs
+  -h, --help            show this help
+`,
+  },
   token: {
     options: { help: COMMON.help },
     help: `Usage: hooks-ingress token
@@ -100,6 +126,7 @@ Commands:
   serve     serve the webhook endpoints (the default)
   check     validate the config file
   events    print the main session's events
+  runs      list agent runs and their outcomes
   token     print a new random hook token
 
 Options:
@@ -147,6 +174,8 @@ export async function main(argv: readonly string[], io: Io = _processIo()): Prom
       return checkCommand(flags, io);
     case 'events':
       return eventsCommand(flags, io);
+    case 'runs':
+      return runsCommand(flags, io);
     case 'token':
       io.stdout(`${generateToken()}\n`);
       return 0;
@@ -220,20 +249,31 @@ async function serve(flags: Flags, io: Io): Promise<number> {
   const heartbeat = new Heartbeat({
     store,
     everyMs: config.agents.heartbeatEveryMs,
+    onBeat: () => void runner.heartbeatTurn(),
     onError: (error) => log.error('heartbeat not recorded', { error: String(error) }),
   });
+  const runner = new Runner({
+    store,
+    config,
+    providerFor: providerRegistry(config.providers),
+    transcripts: new Transcripts(stateDir),
+    heartbeat,
+    log,
+  });
+  runner.start();
   // A `now` wake acknowledged just before a crash still gets its heartbeat.
   if (store.heartbeatOwed()) heartbeat.request('recovery');
   heartbeat.start();
 
   // Workers start only when some mapping has a transform to run.
-  const runner = config.hooks.mappings.some((m) => m.transform !== undefined)
+  const transforms = config.hooks.mappings.some((m) => m.transform !== undefined)
     ? createTransformRunner({ root: config.hooks.transformsDir, timeoutMs: config.hooks.transformTimeoutMs })
     : null;
-  const app = createApp({ config, store, heartbeat, log, ...(runner === null ? {} : { transforms: runner.run }) });
+  const app = createApp({ config, store, heartbeat, log, runs: runner, ...(transforms === null ? {} : { transforms: transforms.run }) });
   const stop = async () => {
+    await runner.stop();
     await heartbeat.stop();
-    await runner?.close();
+    await transforms?.close();
     await store.close();
   };
   let running;
@@ -256,9 +296,23 @@ async function serve(flags: Flags, io: Io): Promise<number> {
 }
 
 async function eventsCommand(flags: Flags, io: Io): Promise<number> {
+  const print = (event: SessionEvent) => io.stdout(flags.json ? `${JSON.stringify(event)}\n` : formatEvent(event));
+  return _list(flags, io, readEvents, (e) => String(e.seq), print);
+}
+
+async function runsCommand(flags: Flags, io: Io): Promise<number> {
+  const print = (run: RunRecord) => io.stdout(flags.json ? `${JSON.stringify(run)}\n` : formatRun(run));
+  return _list(flags, io, readRuns, (r) => JSON.stringify(r), print);
+}
+
+/**
+ * Prints the last `--limit` items of a state directory's journal; with `--follow`, polls and
+ * prints each item whose `identity` it has not printed yet (a new event, or a run that changed).
+ */
+async function _list<T>(flags: Flags, io: Io, read: (dir: string) => Promise<T[]>, identity: (item: T) => string, print: (item: T) => void): Promise<number> {
   const limit = flags.limit === undefined ? Infinity : Number(flags.limit);
   if (!(Number.isInteger(limit) && limit >= 0) && limit !== Infinity) {
-    io.stderr('hooks-ingress events: --limit must be a whole number\n');
+    io.stderr('hooks-ingress: --limit must be a whole number\n');
     return USAGE;
   }
   const located = locateConfig(flags.config, io.env);
@@ -269,18 +323,41 @@ async function eventsCommand(flags: Flags, io: Io): Promise<number> {
     if (config === null) return FAILURE;
   }
   const dir = flags['state-dir'] ?? locateStateDir(undefined, config ?? _noConfig, io.env);
-  const print = (event: SessionEvent) => io.stdout(flags.json ? `${JSON.stringify(event)}\n` : formatEvent(event));
-  let events = await readEvents(dir);
-  events.slice(Math.max(0, events.length - limit)).forEach(print);
-  if (!flags.follow) return 0;
-  let last = events.at(-1)?.seq ?? 0;
-  while (!io.signal?.aborted) {
+  let items = await read(dir);
+  const seen = new Set(items.map(identity));
+  items.slice(Math.max(0, items.length - limit)).forEach(print);
+  while (flags.follow && !io.signal?.aborted) {
     await _sleep(250, io.signal);
-    events = await readEvents(dir);
-    for (const event of events) if (event.seq > last) print(event);
-    last = Math.max(last, events.at(-1)?.seq ?? 0);
+    items = await read(dir);
+    for (const item of items) {
+      const id = identity(item);
+      if (seen.has(id)) continue;
+      seen.add(id);
+      print(item);
+    }
   }
   return 0;
+}
+
+/** One run as a human reads it: a header line, then the reply preview and the delivery. */
+export function formatRun(run: RunRecord): string {
+  const took = run.startedAt && run.finishedAt ? ` ${((Date.parse(run.finishedAt) - Date.parse(run.startedAt)) / 1000).toFixed(1)}s` : '';
+  const lines = [
+    `${run.acceptedAt}  ${run.status}${took}  ${run.runId}  hook=${run.hook} name=${JSON.stringify(run.name)} agent=${run.agentId} session=${run.sessionKey}` +
+      `${run.model ? ` model=${run.model}` : ''} attempts=${run.attempts}${run.retry ? ' (resumed)' : ''}`,
+  ];
+  const text = run.reply ?? run.error;
+  if (text !== undefined) lines.push(`    ${run.reply !== undefined ? 'reply' : 'error'}: ${_preview(text)}`);
+  if (run.delivery !== undefined) {
+    const d = run.delivery;
+    lines.push(`    delivery: ${d.status === 'delivered' ? `delivered to ${d.channel} ${d.to} (${d.messageIds.join(', ')})` : `${d.status}: ${d.reason}`}`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+function _preview(text: string): string {
+  const line = text.replace(/\s+/g, ' ').trim();
+  return line.length > 120 ? `${line.slice(0, 119)}…` : line;
 }
 
 /** One event as a human reads it: time, kind and source, then the text (continuation lines indented). */

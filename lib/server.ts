@@ -15,7 +15,7 @@ import type { Logger } from './log.ts';
 import { admitRun } from './policy.ts';
 import { FailureLimiter } from './rate-limit.ts';
 import { Router, splitTarget } from './router.ts';
-import type { Effects, IdempotencyWrite, Reply, Store } from './store/store.ts';
+import type { Effects, IdempotencyWrite, Reply, RunRecord, Store } from './store/store.ts';
 import { extractToken, tokensMatch } from './token.ts';
 
 /** What the request handler needs; the CLI builds these from the config. */
@@ -28,6 +28,8 @@ export interface AppOptions {
   limiter?: FailureLimiter;
   newId?: () => string;
   now?: () => number;
+  /** The agent runtime's queue: accepted runs go there; a full queue answers 503. */
+  runs?: { enqueue(run: RunRecord): void; readonly depth: number };
   /** Runs mapping transforms off the request thread; without it a transform mapping fails. */
   transforms?: CallTransform;
   /** How long a body may take to arrive; 30 s unless a test needs less. */
@@ -83,6 +85,19 @@ export function createApp(options: AppOptions): (req: IncomingMessage, res: Serv
     throw new HttpError(401, ErrorCode.Unauthorized, presented === null ? 'missing hook token' : 'invalid hook token');
   };
 
+  // Refuses work the runtime cannot take on, before anything is recorded.
+  const admit = (count: number) => {
+    if (options.runs !== undefined && options.runs.depth + count > config.hooks.maxQueuedRuns) {
+      throw new HttpError(503, ErrorCode.Unavailable, 'too many runs queued (hooks.maxQueuedRuns); retry later', {
+        headers: { 'retry-after': '30' },
+      });
+    }
+  };
+  const commit = async (effects: Effects, idem: IdempotencyWrite | undefined) => {
+    const { runs } = await store.commit(effects, idem);
+    for (const run of runs) options.runs?.enqueue(run);
+  };
+
   const dispatch = async (ctx: Context, body: Record<string, unknown>, idem: IdempotencyKey | null): Promise<Answer> => {
     const { name } = ctx;
     if (name === 'wake') {
@@ -104,8 +119,9 @@ export function createApp(options: AppOptions): (req: IncomingMessage, res: Serv
       const admitted = admitRun(parsed.action, name, config, newId);
       if (!admitted.ok) throw new HttpError(400, ErrorCode.Forbidden, admitted.error);
       const run = admitted.value;
+      admit(1);
       const answer: Answer = { status: 202, body: { ok: true, runId: run.runId, sessionKey: run.sessionKey, agentId: run.agentId } };
-      await store.addRun(run, _remember(idem, answer));
+      await commit({ runs: [run] }, _remember(idem, answer));
       return answer;
     }
     return mapped(ctx, body, idem);
@@ -147,7 +163,8 @@ export function createApp(options: AppOptions): (req: IncomingMessage, res: Serv
       : first !== undefined
         ? { status: 202, body: { ok: true, runId: first.runId, sessionKey: first.sessionKey, agentId: first.agentId } }
         : { status: 200, body: { ok: true, mode: events[0]!.mode } };
-    await store.commit({ events, runs }, _remember(idem, answer));
+    admit(runs.length);
+    await commit({ events, runs }, _remember(idem, answer));
     if (events.some((e) => e.mode === 'now')) heartbeat.request(source);
     return answer;
   };
@@ -176,7 +193,8 @@ export function createApp(options: AppOptions): (req: IncomingMessage, res: Serv
     const bytes = await readBody(req, { maxBytes: config.hooks.maxBodyBytes, timeoutMs: bodyTimeoutMs });
     // Form-posting senders (Slack commands, Twilio, ...) reach mapped hooks only; /wake and /agent take JSON.
     const form = name !== 'wake' && name !== 'agent' && /^application\/x-www-form-urlencoded\b/i.test(req.headers['content-type'] ?? '');
-    const body = form ? parseForm(bytes) : parseJsonObject(bytes);
+    // `curl -d` labels JSON as a form: a body that is a JSON object is read as JSON whatever the label says.
+    const body = form && !/^\s*\{/.test(bytes.subarray(0, 64).toString('latin1')) ? parseForm(bytes) : parseJsonObject(bytes);
     return idempotent(name, idempotencyKey(req.headers, name === 'agent' ? body : {}), (idem) => dispatch(ctx, body, idem));
   };
 

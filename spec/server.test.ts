@@ -835,12 +835,12 @@ test('a retry arriving while the first request is being written waits for it to 
   // The first run's write is held back until the spec lets it go: a slow disk.
   const slow = new Proxy(real, {
     get(target, key) {
-      if (key === 'addRun') {
-        return async (...args: Parameters<Store['addRun']>) => {
+      if (key === 'commit') {
+        return async (...args: Parameters<Store['commit']>) => {
           writes++;
-          const run = await target.addRun(...args);
+          const written = await target.commit(...args);
           await gate;
-          return run;
+          return written;
         };
       }
       const value: unknown = Reflect.get(target, key);
@@ -985,6 +985,7 @@ test('an unexpected error is answered with a bare 500 and logged with the reques
   const failing = {
     addEvent: () => Promise.reject(new Error('disk on fire at /secret/path')),
     addRun: () => Promise.reject(new Error('disk on fire at /secret/path')),
+    commit: () => Promise.reject(new Error('disk on fire at /secret/path')),
     replay: () => null,
     close: () => Promise.resolve(),
   } as unknown as Store;

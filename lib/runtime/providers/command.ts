@@ -1,0 +1,163 @@
+import { spawn as nodeSpawn } from 'node:child_process';
+import type { ChildProcess, SpawnOptions } from 'node:child_process';
+import type { Attempt } from '../../retry.ts';
+import type { Provider, TurnRequest } from '../provider.ts';
+
+/** Starts a process; `node:child_process` `spawn` by default. */
+export type Spawn = (command: string, args: readonly string[], options: SpawnOptions) => ChildProcess;
+
+/** A local agent CLI that reads a prompt on stdin and answers on stdout. */
+export interface CommandProviderOptions {
+  /** argv: the program, then its arguments (no shell). */
+  command: readonly string[];
+  spawn?: Spawn;
+  /** How long a process may take to exit after SIGTERM before it gets SIGKILL. */
+  graceMs?: number;
+  /** A reply longer than this many bytes fails the turn (and stops the process). */
+  maxOutputBytes?: number;
+}
+
+const _MESSAGE_MAX = 300;
+const _STDERR_TAIL = 4096;
+
+/**
+ * A provider that runs `command` once per turn: the input (see {@link formatInput}) on stdin, the
+ * reply on stdout (trimmed), `HOOKS_INGRESS_RUN_ID`, `_SESSION_KEY`, `_AGENT_ID`, `_MODEL` and
+ * `_THINKING` (when set) added to the environment, the agent's workspace as cwd. A non-zero exit
+ * fails with the last line of stderr; on abort the process gets SIGTERM, then SIGKILL after the grace.
+ */
+export function createCommandProvider(options: CommandProviderOptions): Provider {
+  const { command, spawn = nodeSpawn, graceMs = 2000, maxOutputBytes = 1024 * 1024 } = options;
+  const [program, ...args] = command;
+  if (program === undefined || program === '' || !command.every((a) => typeof a === 'string')) {
+    throw new TypeError(`Cannot use command: expected a non-empty array of strings, got ${JSON.stringify(command)}`);
+  }
+  if (!Number.isFinite(graceMs) || graceMs < 0) throw new RangeError(`Cannot use graceMs: ${graceMs} is not a duration`);
+  if (!Number.isInteger(maxOutputBytes) || maxOutputBytes < 1) throw new RangeError(`Cannot use maxOutputBytes: ${maxOutputBytes} is not a positive integer`);
+  return {
+    complete(request: TurnRequest): Promise<Attempt<string>> {
+      if (request.signal.aborted) return Promise.resolve(_ABORTED);
+      return _run(spawn, program, args, request, graceMs, maxOutputBytes);
+    },
+  };
+}
+
+/**
+ * What a command reads on stdin. A turn with neither system prompt nor history is the prompt
+ * alone, so plain CLIs (`llm`, `ollama run`) see just the message. Otherwise the system prompt comes
+ * in `<system>…</system>`, the earlier turns in `<history>` as `<user>`/`<assistant>` elements, each
+ * section followed by a blank line, and the prompt last, untagged.
+ */
+export function formatInput(request: Pick<TurnRequest, 'system' | 'history' | 'prompt'>): string {
+  let text = '';
+  if (request.system !== '') text += `<system>\n${request.system}\n</system>\n\n`;
+  if (request.history.length > 0) {
+    text += '<history>\n';
+    for (const turn of request.history) text += `<${turn.role}>\n${turn.content}\n</${turn.role}>\n`;
+    text += '</history>\n\n';
+  }
+  return text + request.prompt;
+}
+
+const _ABORTED: Attempt<string> = { ok: false, retryable: false, message: 'aborted' };
+
+function _run(spawn: Spawn, program: string, args: readonly string[], request: TurnRequest, graceMs: number, maxOutputBytes: number): Promise<Attempt<string>> {
+  const { signal, run } = request;
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    HOOKS_INGRESS_RUN_ID: run.runId,
+    HOOKS_INGRESS_SESSION_KEY: run.sessionKey,
+    HOOKS_INGRESS_AGENT_ID: run.agentId,
+    HOOKS_INGRESS_MODEL: request.model,
+  };
+  if (request.thinking !== undefined) env.HOOKS_INGRESS_THINKING = request.thinking;
+  return new Promise((resolve) => {
+    let settled = false;
+    let exited = false;
+    let stopped: Attempt<string> | undefined;
+    let killTimer: ReturnType<typeof setTimeout> | undefined;
+    const stdout: Buffer[] = [];
+    let stdoutBytes = 0;
+    let stderr = '';
+
+    let child: ChildProcess;
+    try {
+      // Its own process group, so a stop reaches whatever the command started too.
+      child = spawn(program, args, { cwd: run.workspace, env, stdio: ['pipe', 'pipe', 'pipe'], detached: process.platform !== 'win32' });
+    } catch (error) {
+      resolve(_failure(`Cannot run ${program}: ${_reason(error)}`));
+      return;
+    }
+
+    const settle = (result: Attempt<string>) => {
+      if (settled) return;
+      settled = true;
+      signal.removeEventListener('abort', onAbort);
+      resolve(result);
+    };
+
+    // SIGTERM now, SIGKILL after the grace. The turn ends at the kill even if a grandchild still
+    // holds stdout open, so the promise never waits on a process that will not go.
+    const stop = (result: Attempt<string>) => {
+      if (stopped !== undefined) return;
+      stopped = result;
+      _signal(child, 'SIGTERM');
+      killTimer = setTimeout(() => {
+        _signal(child, 'SIGKILL');
+        settle(result);
+      }, graceMs);
+      if (exited) settle(result);
+    };
+    const onAbort = () => stop(_ABORTED);
+    signal.addEventListener('abort', onAbort, { once: true });
+
+    child.stdout?.on('data', (chunk: Buffer) => {
+      stdoutBytes += chunk.length;
+      if (stdoutBytes > maxOutputBytes) stop(_failure(`Output exceeds ${maxOutputBytes} bytes`));
+      else stdout.push(chunk);
+    });
+    // Decoded by the stream, so a character split across chunks stays whole.
+    child.stderr?.setEncoding('utf8');
+    child.stderr?.on('data', (chunk: string) => {
+      stderr = (stderr + chunk).slice(-_STDERR_TAIL);
+    });
+    // A command that exits without reading all of stdin makes the write fail with EPIPE; its exit says what happened.
+    child.stdin?.on('error', () => {});
+    child.stdin?.end(formatInput(request));
+
+    child.on('error', (error) => settle(_failure(`Cannot run ${program}: ${_reason(error)}`)));
+    child.on('exit', () => {
+      exited = true;
+      if (stopped !== undefined) settle(stopped);
+    });
+    // 'close' comes after the exit and the end of every stdio stream: the whole reply is in.
+    child.on('close', (code: number | null, killedBy: NodeJS.Signals | null) => {
+      if (killTimer !== undefined) clearTimeout(killTimer);
+      if (stopped !== undefined) return settle(stopped);
+      if (code === 0) return settle({ ok: true, value: Buffer.concat(stdout).toString('utf8').trim() });
+      const last = stderr.split('\n').map((line) => line.trim()).filter((line) => line !== '').at(-1);
+      const how = code === null ? `killed by ${killedBy ?? 'a signal'}` : `exit ${code}`;
+      settle(_failure(last === undefined ? how : `${how}: ${last}`));
+    });
+  });
+}
+
+function _signal(child: ChildProcess, name: NodeJS.Signals): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(process.platform === 'win32' ? child.pid : -child.pid, name);
+  } catch {
+    // Already gone (ESRCH), or not ours to signal: nothing left to stop.
+  }
+}
+
+function _failure(message: string): Attempt<string> {
+  const text = message.replace(/\s+/g, ' ').trim();
+  return { ok: false, retryable: false, message: text.length > _MESSAGE_MAX ? `${text.slice(0, _MESSAGE_MAX - 1)}…` : text };
+}
+
+function _reason(error: unknown): string {
+  const code = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
+  if (typeof code === 'string') return code;
+  return error instanceof Error ? error.message : String(error);
+}

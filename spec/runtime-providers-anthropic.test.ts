@@ -1,0 +1,295 @@
+import assert from 'node:assert/strict';
+import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { test } from 'node:test';
+import { THINKING_BUDGETS, createAnthropicProvider } from '../lib/runtime/providers/anthropic.ts';
+import type { TurnRequest } from '../lib/runtime/provider.ts';
+
+const KEY = 'sk-ant-test-0123456789abcdef';
+
+interface Seen {
+  method: string;
+  path: string;
+  headers: IncomingHttpHeaders;
+  body: Record<string, unknown>;
+}
+
+// A real Messages API server on 127.0.0.1: it records each request, then lets `answer` reply.
+async function fakeAnthropic(answer: (seen: Seen, res: ServerResponse) => void): Promise<{ url: string; seen: Seen[]; close: () => Promise<void> }> {
+  const seen: Seen[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const entry = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown> };
+      seen.push(entry);
+      answer(entry, res);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    seen,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+function json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { 'content-type': 'application/json', 'request-id': 'req_1', ...headers });
+  res.end(JSON.stringify(body));
+}
+
+function message(content: unknown[], stop_reason = 'end_turn'): unknown {
+  return {
+    id: 'msg_1',
+    type: 'message',
+    role: 'assistant',
+    model: 'claude-test',
+    content,
+    stop_reason,
+    stop_sequence: null,
+    usage: { input_tokens: 10, output_tokens: 3 },
+  };
+}
+
+function apiError(type: string, text: string): unknown {
+  return { type: 'error', error: { type, message: text }, request_id: 'req_1' };
+}
+
+// Answers like the real API: 401 without the key, 400 for a missing field or a thinking budget out of range.
+function strict(reply: (seen: Seen, res: ServerResponse) => void) {
+  return (seen: Seen, res: ServerResponse) => {
+    if (seen.method !== 'POST' || seen.path !== '/v1/messages') return json(res, 404, apiError('not_found_error', 'Not found'));
+    if (seen.headers['x-api-key'] !== KEY) return json(res, 401, apiError('authentication_error', 'invalid x-api-key'));
+    if (seen.headers['anthropic-version'] === undefined) return json(res, 400, apiError('invalid_request_error', 'anthropic-version: header is required'));
+    const { model, max_tokens, messages, thinking } = seen.body;
+    if (typeof model !== 'string' || typeof max_tokens !== 'number' || !Array.isArray(messages) || messages.length === 0) {
+      return json(res, 400, apiError('invalid_request_error', 'model, max_tokens and messages are required'));
+    }
+    if (thinking !== undefined) {
+      const budget = (thinking as { budget_tokens?: unknown }).budget_tokens;
+      if (typeof budget !== 'number' || budget < 1024 || budget >= max_tokens) {
+        return json(res, 400, apiError('invalid_request_error', 'thinking.budget_tokens: must be >= 1024 and less than max_tokens'));
+      }
+    }
+    reply(seen, res);
+  };
+}
+
+function turn(overrides: Partial<TurnRequest> = {}): TurnRequest {
+  return {
+    model: 'claude-test',
+    system: 'You are terse.',
+    history: [],
+    prompt: 'Say hi',
+    signal: new AbortController().signal,
+    run: { runId: 'run-1', sessionKey: 'hook:abc', agentId: 'main' },
+    ...overrides,
+  };
+}
+
+test('createAnthropicProvider() posts model, max_tokens, system and messages with x-api-key and anthropic-version', async () => {
+  const fake = await fakeAnthropic(strict((_seen, res) => json(res, 200, message([{ type: 'text', text: 'Hi there' }]))));
+  try {
+    const provider = createAnthropicProvider({ baseUrl: fake.url, apiKey: KEY, headers: { 'anthropic-beta': 'test-beta' } });
+    const history = [
+      { role: 'user' as const, content: 'Earlier question' },
+      { role: 'assistant' as const, content: 'Earlier answer' },
+    ];
+    assert.deepEqual(await provider.complete(turn({ history })), { ok: true, value: 'Hi there' });
+    const [seen] = fake.seen;
+    assert.equal(seen?.headers['anthropic-version'], '2023-06-01');
+    assert.equal(seen?.headers['content-type'], 'application/json');
+    assert.equal(seen?.headers['anthropic-beta'], 'test-beta');
+    assert.deepEqual(seen?.body, {
+      model: 'claude-test',
+      max_tokens: 4096,
+      system: 'You are terse.',
+      messages: [
+        { role: 'user', content: 'Earlier question' },
+        { role: 'assistant', content: 'Earlier answer' },
+        { role: 'user', content: 'Say hi' },
+      ],
+    });
+  } finally {
+    await fake.close();
+  }
+});
+
+test('createAnthropicProvider() maps each thinking level to a budget the API accepts, with max_tokens above it', async () => {
+  const fake = await fakeAnthropic(strict((_seen, res) => json(res, 200, message([{ type: 'text', text: 'ok' }]))));
+  try {
+    const provider = createAnthropicProvider({ baseUrl: fake.url, apiKey: KEY, maxTokens: 2000 });
+    for (const thinking of ['off', 'minimal', 'low', 'medium', 'high', 'xhigh'] as const) {
+      assert.deepEqual(await provider.complete(turn({ thinking })), { ok: true, value: 'ok' }, thinking);
+    }
+    assert.deepEqual(
+      fake.seen.map((s) => [s.body.max_tokens, s.body.thinking]),
+      [
+        [2000, undefined],
+        [3024, { type: 'enabled', budget_tokens: 1024 }],
+        [4048, { type: 'enabled', budget_tokens: 2048 }],
+        [10192, { type: 'enabled', budget_tokens: 8192 }],
+        [18384, { type: 'enabled', budget_tokens: 16384 }],
+        [26576, { type: 'enabled', budget_tokens: 24576 }],
+      ],
+    );
+    assert.ok(Object.values(THINKING_BUDGETS).every((budget) => budget + 4096 <= 32000));
+  } finally {
+    await fake.close();
+  }
+});
+
+test('createAnthropicProvider() takes the text blocks after thinking blocks, joined in order', async () => {
+  const content = [
+    { type: 'thinking', thinking: 'Let me think.', signature: 'sig' },
+    { type: 'redacted_thinking', data: 'opaque' },
+    { type: 'text', text: 'Part one, ' },
+    { type: 'text', text: 'part two.' },
+  ];
+  const fake = await fakeAnthropic(strict((_seen, res) => json(res, 200, message(content))));
+  try {
+    const result = await createAnthropicProvider({ baseUrl: fake.url, apiKey: KEY }).complete(turn({ thinking: 'low' }));
+    assert.deepEqual(result, { ok: true, value: 'Part one, part two.' });
+  } finally {
+    await fake.close();
+  }
+});
+
+test('createAnthropicProvider() omits an empty system, sends no key when none is set, and uses the given version', async () => {
+  const fake = await fakeAnthropic((_seen, res) => json(res, 200, message([{ type: 'text', text: 'local' }])));
+  try {
+    const provider = createAnthropicProvider({ baseUrl: `${fake.url}/`, version: '2024-01-01', fetch: (...args) => globalThis.fetch(...args) });
+    assert.deepEqual(await provider.complete(turn({ system: '' })), { ok: true, value: 'local' });
+    const [seen] = fake.seen;
+    assert.equal(seen?.path, '/v1/messages');
+    assert.equal(seen?.headers['x-api-key'], undefined);
+    assert.equal(seen?.headers['anthropic-version'], '2024-01-01');
+    assert.equal('system' in (seen?.body ?? {}), false);
+  } finally {
+    await fake.close();
+  }
+});
+
+test('createAnthropicProvider() fails permanently when the reply has no text block or is not JSON', async () => {
+  const bodies = [JSON.stringify(message([{ type: 'thinking', thinking: 'hmm', signature: 's' }], 'max_tokens')), JSON.stringify({ content: [] }), 'not json'];
+  const fake = await fakeAnthropic(strict((_seen, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(bodies[fake.seen.length - 1])));
+  try {
+    const provider = createAnthropicProvider({ baseUrl: fake.url, apiKey: KEY });
+    const results = [];
+    for (let i = 0; i < bodies.length; i++) results.push(await provider.complete(turn()));
+    assert.deepEqual(results, [
+      { ok: false, retryable: false, message: 'Malformed response: no text block (stop_reason max_tokens)' },
+      { ok: false, retryable: false, message: 'Malformed response: no text block' },
+      { ok: false, retryable: false, message: 'Malformed response: not json' },
+    ]);
+  } finally {
+    await fake.close();
+  }
+});
+
+test('createAnthropicProvider() makes a 429 with retry-after retryable and honours the wait', async () => {
+  const fake = await fakeAnthropic(strict((_seen, res) => json(res, 429, apiError('rate_limit_error', 'Number of request tokens has exceeded your per-minute rate limit'), { 'retry-after': '3' })));
+  try {
+    const result = await createAnthropicProvider({ baseUrl: fake.url, apiKey: KEY }).complete(turn());
+    assert.deepEqual(result, {
+      ok: false,
+      retryable: true,
+      message: 'HTTP 429 rate_limit_error: Number of request tokens has exceeded your per-minute rate limit',
+      retryAfterMs: 3000,
+    });
+  } finally {
+    await fake.close();
+  }
+});
+
+test('createAnthropicProvider() does not retry a 429 without retry-after (the spend cap)', async () => {
+  const fake = await fakeAnthropic(strict((_seen, res) => json(res, 429, apiError('rate_limit_error', 'You have reached your specified API usage limits'))));
+  try {
+    const result = await createAnthropicProvider({ baseUrl: fake.url, apiKey: KEY }).complete(turn());
+    assert.deepEqual(result, { ok: false, retryable: false, message: 'HTTP 429 rate_limit_error: You have reached your specified API usage limits' });
+  } finally {
+    await fake.close();
+  }
+});
+
+test('createAnthropicProvider() makes 529 overloaded and 500 retryable, honouring retry-after-ms, unless x-should-retry is false', async () => {
+  const answers: Array<[number, unknown, Record<string, string>]> = [
+    [529, apiError('overloaded_error', 'Overloaded'), {}],
+    [500, apiError('api_error', 'Internal server error'), { 'retry-after-ms': '1500' }],
+    [503, 'upstream connect error', {}],
+    [500, apiError('api_error', 'Internal server error'), { 'x-should-retry': 'false' }],
+  ];
+  const fake = await fakeAnthropic(
+    strict((_seen, res) => {
+      const [status, body, headers] = answers[fake.seen.length - 1]!;
+      if (typeof body === 'string') return res.writeHead(status, { 'content-type': 'text/plain' }).end(body);
+      json(res, status, body, headers);
+    }),
+  );
+  try {
+    const provider = createAnthropicProvider({ baseUrl: fake.url, apiKey: KEY });
+    const results = [];
+    for (let i = 0; i < answers.length; i++) results.push(await provider.complete(turn()));
+    assert.deepEqual(results, [
+      { ok: false, retryable: true, message: 'HTTP 529 overloaded_error: Overloaded' },
+      { ok: false, retryable: true, message: 'HTTP 500 api_error: Internal server error', retryAfterMs: 1500 },
+      { ok: false, retryable: true, message: 'HTTP 503: upstream connect error' },
+      { ok: false, retryable: false, message: 'HTTP 500 api_error: Internal server error' },
+    ]);
+  } finally {
+    await fake.close();
+  }
+});
+
+test('createAnthropicProvider() fails 400 and 401 permanently with the provider message and never the key', async () => {
+  const fake = await fakeAnthropic((seen, res) => {
+    if (fake.seen.length === 1) return json(res, 401, apiError('authentication_error', `invalid x-api-key ${String(seen.headers['x-api-key'])}`));
+    res.writeHead(400).end();
+  });
+  try {
+    const provider = createAnthropicProvider({ baseUrl: fake.url, apiKey: KEY });
+    assert.deepEqual(await provider.complete(turn()), { ok: false, retryable: false, message: 'HTTP 401 authentication_error: invalid x-api-key [redacted]' });
+    assert.deepEqual(await provider.complete(turn()), { ok: false, retryable: false, message: 'HTTP 400: Bad Request' });
+  } finally {
+    await fake.close();
+  }
+});
+
+test('createAnthropicProvider() answers aborted when the signal fires while the server never answers', async () => {
+  const fake = await fakeAnthropic(() => {});
+  try {
+    const controller = new AbortController();
+    const pending = createAnthropicProvider({ baseUrl: fake.url, apiKey: KEY }).complete(turn({ signal: controller.signal }));
+    while (fake.seen.length === 0) await new Promise((resolve) => setImmediate(resolve));
+    controller.abort();
+    assert.deepEqual(await pending, { ok: false, retryable: false, message: 'aborted' });
+    assert.deepEqual(await createAnthropicProvider({ baseUrl: fake.url }).complete(turn({ signal: AbortSignal.abort() })), { ok: false, retryable: false, message: 'aborted' });
+    assert.equal(fake.seen.length, 1);
+  } finally {
+    await fake.close();
+  }
+});
+
+test('createAnthropicProvider() makes a refused connection a retryable failure', async () => {
+  const fake = await fakeAnthropic(() => {});
+  await fake.close();
+  const result = await createAnthropicProvider({ baseUrl: fake.url, apiKey: KEY }).complete(turn());
+  assert.equal(result.ok, false);
+  if (result.ok) return;
+  assert.equal(result.retryable, true);
+  assert.match(result.message, /^Connection failed: /);
+  const odd = createAnthropicProvider({ baseUrl: fake.url, fetch: () => Promise.reject(new Error('')) });
+  assert.deepEqual(await odd.complete(turn()), { ok: false, retryable: true, message: 'Connection failed: Error' });
+});
+
+test('createAnthropicProvider() rejects a bad base URL and a bad maxTokens', () => {
+  assert.throws(() => createAnthropicProvider({ baseUrl: '' }), { name: 'TypeError', message: 'Cannot use provider base URL: "" is not a URL' });
+  assert.throws(() => createAnthropicProvider({ baseUrl: 'ftp://127.0.0.1' }), { name: 'TypeError', message: 'Cannot use provider base URL: ftp: is not http: or https:' });
+  assert.throws(() => createAnthropicProvider({ baseUrl: 'http://127.0.0.1', maxTokens: 0 }), { name: 'RangeError', message: 'Cannot use maxTokens: 0 is not a positive integer' });
+});

@@ -1,0 +1,193 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { chmod, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { createCommandProvider, formatInput, type Spawn } from '../lib/runtime/providers/command.ts';
+import type { TurnRequest } from '../lib/runtime/provider.ts';
+
+let dir = '';
+
+before(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'hooks-ingress-command-'));
+});
+
+after(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+// Writes an executable `#!/bin/sh` script into the temp dir and returns its path.
+async function script(name: string, body: string): Promise<string> {
+  const path = join(dir, name);
+  await writeFile(path, `#!/bin/sh\n${body}\n`);
+  await chmod(path, 0o755);
+  return path;
+}
+
+// The real spawn, also handing each child to `watch` (to see its exit, or to abort at a moment it chooses).
+function watching(watch: (child: ChildProcess) => void): Spawn {
+  return (command, args, options) => {
+    const child = spawn(command, args, options);
+    watch(child);
+    return child;
+  };
+}
+
+async function ended(child: ChildProcess): Promise<NodeJS.Signals | null> {
+  if (child.exitCode === null && child.signalCode === null) await once(child, 'exit');
+  return child.signalCode;
+}
+
+function turn(overrides: Partial<TurnRequest> = {}): TurnRequest {
+  return {
+    model: 'llama3',
+    system: '',
+    history: [],
+    prompt: 'Say hi',
+    signal: new AbortController().signal,
+    run: { runId: 'run-1', sessionKey: 'hook:abc', agentId: 'main' },
+    ...overrides,
+  };
+}
+
+test('createCommandProvider() sends a bare prompt on stdin and replies with stdout trimmed', async () => {
+  const cat = await script('cat.sh', 'echo; cat; echo "  "');
+  assert.deepEqual(await createCommandProvider({ command: [cat] }).complete(turn()), { ok: true, value: 'Say hi' });
+});
+
+test('createCommandProvider() lays out system prompt and history before the prompt, as formatInput() documents', async () => {
+  const cat = await script('cat-all.sh', 'cat');
+  const request = turn({
+    system: 'You are terse.',
+    history: [
+      { role: 'user', content: 'Earlier question' },
+      { role: 'assistant', content: 'Earlier answer' },
+    ],
+  });
+  const expected = [
+    '<system>',
+    'You are terse.',
+    '</system>',
+    '',
+    '<history>',
+    '<user>',
+    'Earlier question',
+    '</user>',
+    '<assistant>',
+    'Earlier answer',
+    '</assistant>',
+    '</history>',
+    '',
+    'Say hi',
+  ].join('\n');
+  assert.equal(formatInput(request), expected);
+  assert.deepEqual(await createCommandProvider({ command: [cat] }).complete(request), { ok: true, value: expected });
+  assert.equal(formatInput({ system: 'S', history: [], prompt: 'P' }), '<system>\nS\n</system>\n\nP');
+});
+
+test('createCommandProvider() passes arguments as they are and adds HOOKS_INGRESS_* to the parent environment', async () => {
+  const env = await script(
+    'env.sh',
+    'printf "%s|" "$@" "$HOOKS_INGRESS_RUN_ID" "$HOOKS_INGRESS_SESSION_KEY" "$HOOKS_INGRESS_AGENT_ID" "$HOOKS_INGRESS_MODEL" "${HOOKS_INGRESS_THINKING-unset}" "$PATH"',
+  );
+  const provider = createCommandProvider({ command: [env, 'a b', '$HOME'] });
+  const plain = await provider.complete(turn());
+  assert.deepEqual(plain, { ok: true, value: `a b|$HOME|run-1|hook:abc|main|llama3|unset|${process.env.PATH}|` });
+  const thinking = await provider.complete(turn({ thinking: 'high' }));
+  assert.equal(thinking.ok && thinking.value.split('|')[6], 'high');
+});
+
+test('createCommandProvider() runs in the agent workspace when there is one', async () => {
+  const pwd = await script('pwd.sh', 'pwd -P');
+  const provider = createCommandProvider({ command: [pwd] });
+  const workspace = await realpath(dir);
+  assert.deepEqual(await provider.complete(turn({ run: { runId: 'r', sessionKey: 'k', agentId: 'a', workspace } })), { ok: true, value: workspace });
+  assert.deepEqual(await provider.complete(turn()), { ok: true, value: await realpath(process.cwd()) });
+});
+
+test('createCommandProvider() fails permanently on a non-zero exit with the last stderr line', async () => {
+  const fail = await script('fail.sh', 'echo partial; echo "warming up" >&2; printf "  model not found  \\n\\n" >&2; exit 3');
+  assert.deepEqual(await createCommandProvider({ command: [fail] }).complete(turn()), { ok: false, retryable: false, message: 'exit 3: model not found' });
+  const silent = await script('silent.sh', 'exit 4');
+  assert.deepEqual(await createCommandProvider({ command: [silent] }).complete(turn()), { ok: false, retryable: false, message: 'exit 4' });
+  const killed = await script('killed.sh', 'kill -9 $$');
+  assert.deepEqual(await createCommandProvider({ command: [killed] }).complete(turn()), { ok: false, retryable: false, message: 'killed by SIGKILL' });
+});
+
+test('createCommandProvider() fails permanently when the program cannot be started', async () => {
+  const missing = join(dir, 'missing');
+  assert.deepEqual(await createCommandProvider({ command: [missing] }).complete(turn()), { ok: false, retryable: false, message: `Cannot run ${missing}: ENOENT` });
+  const throwing: Spawn = () => {
+    throw new Error('spawn refused');
+  };
+  assert.deepEqual(await createCommandProvider({ command: ['x'], spawn: throwing }).complete(turn()), { ok: false, retryable: false, message: 'Cannot run x: spawn refused' });
+});
+
+test('createCommandProvider() survives a command that exits without reading a large stdin', async () => {
+  const quick = await script('quick.sh', 'exit 0');
+  assert.deepEqual(await createCommandProvider({ command: [quick] }).complete(turn({ prompt: 'x'.repeat(4 * 1024 * 1024) })), { ok: true, value: '' });
+});
+
+test('createCommandProvider() stops a command whose output passes maxOutputBytes', async () => {
+  const chatty = await script('chatty.sh', 'exec yes');
+  let child: ChildProcess | undefined;
+  const provider = createCommandProvider({ command: [chatty], maxOutputBytes: 1000, spawn: watching((c) => (child = c)) });
+  assert.deepEqual(await provider.complete(turn()), { ok: false, retryable: false, message: 'Output exceeds 1000 bytes' });
+  assert.equal(await ended(child!), 'SIGTERM');
+});
+
+test('createCommandProvider() kills a hung command with SIGTERM at abort and answers aborted', async () => {
+  const hang = await script('hang.sh', 'echo ready; sleep 1000');
+  const controller = new AbortController();
+  let child: ChildProcess | undefined;
+  const spawnIt = watching((c) => {
+    child = c;
+    c.stdout?.once('data', () => controller.abort());
+  });
+  const result = await createCommandProvider({ command: [hang], spawn: spawnIt }).complete(turn({ signal: controller.signal }));
+  assert.deepEqual(result, { ok: false, retryable: false, message: 'aborted' });
+  assert.equal(await ended(child!), 'SIGTERM');
+});
+
+test('createCommandProvider() kills a command that ignores SIGTERM with SIGKILL after the grace', async () => {
+  const stubborn = await script('stubborn.sh', "trap '' TERM; echo ready; while :; do sleep 1; done");
+  const controller = new AbortController();
+  let child: ChildProcess | undefined;
+  const spawnIt = watching((c) => {
+    child = c;
+    c.stdout?.once('data', () => controller.abort());
+  });
+  const result = await createCommandProvider({ command: [stubborn], spawn: spawnIt, graceMs: 50 }).complete(turn({ signal: controller.signal }));
+  assert.deepEqual(result, { ok: false, retryable: false, message: 'aborted' });
+  assert.equal(await ended(child!), 'SIGKILL');
+});
+
+test('createCommandProvider() settles at abort when the command exited but a process it started holds stdout', async () => {
+  const forks = await script('forks.sh', 'sleep 1000 &\necho started');
+  const controller = new AbortController();
+  let child: ChildProcess | undefined;
+  const spawnIt = watching((c) => {
+    child = c;
+    c.once('exit', () => controller.abort());
+  });
+  const result = await createCommandProvider({ command: [forks], spawn: spawnIt }).complete(turn({ signal: controller.signal }));
+  assert.deepEqual(result, { ok: false, retryable: false, message: 'aborted' });
+  // stdout closes only once the background sleep is gone: the stop reached the whole process group.
+  if (child!.stdout?.closed !== true) await once(child!, 'close');
+});
+
+test('createCommandProvider() starts nothing for a signal already aborted', async () => {
+  let spawned = 0;
+  const provider = createCommandProvider({ command: ['/bin/true'], spawn: watching(() => spawned++) });
+  assert.deepEqual(await provider.complete(turn({ signal: AbortSignal.abort() })), { ok: false, retryable: false, message: 'aborted' });
+  assert.equal(spawned, 0);
+});
+
+test('createCommandProvider() rejects an empty command and bad limits', () => {
+  assert.throws(() => createCommandProvider({ command: [] }), { name: 'TypeError', message: 'Cannot use command: expected a non-empty array of strings, got []' });
+  assert.throws(() => createCommandProvider({ command: ['a', 1 as unknown as string] }), { name: 'TypeError', message: 'Cannot use command: expected a non-empty array of strings, got ["a",1]' });
+  assert.throws(() => createCommandProvider({ command: ['a'], graceMs: -1 }), { name: 'RangeError', message: 'Cannot use graceMs: -1 is not a duration' });
+  assert.throws(() => createCommandProvider({ command: ['a'], maxOutputBytes: 0 }), { name: 'RangeError', message: 'Cannot use maxOutputBytes: 0 is not a positive integer' });
+});
