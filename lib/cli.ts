@@ -1,10 +1,15 @@
 import { readFileSync } from 'node:fs';
-import { access, mkdir, writeFile } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { access, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { loadConfig, locateConfig, locateStateDir, type Config, type Env } from './config.ts';
+import { loadConfig, locateConfig, locateStateDir, type Config, type ConfigResult, type Env } from './config.ts';
 import { Heartbeat } from './heartbeat.ts';
-import { createTransformRunner } from './hooks/transforms.ts';
+import { CHANNELS, type Channel } from './actions.ts';
+import { createDeliver } from './delivery/deliver.ts';
+import { gmailCommand } from './gmail.ts';
+import { TransformPool } from './hooks/transform-pool.ts';
+import { inheritedListenFd } from './systemd.ts';
+import { createTelemetry } from './telemetry.ts';
 import { Runner } from './runtime/runner.ts';
 import { providerRegistry } from './runtime/select-provider.ts';
 import { Transcripts } from './store/transcripts.ts';
@@ -106,6 +111,37 @@ Options:
   -h, --help            show this help
 `,
   },
+  reload: {
+    options: { ...COMMON, 'state-dir': { type: 'string' } },
+    help: `Usage: hooks-ingress reload [options]
+
+Ask the running server to re-read its config (it gets SIGHUP through the pid file in
+the state directory). A valid config takes over for new requests at once; an invalid
+one is refused, logged by the server, and the old one stays.
+
+Options:
+  -c, --config PATH     config file (for state.dir)
+      --state-dir DIR   state directory
+  -h, --help            show this help
+`,
+  },
+  send: {
+    options: { ...COMMON, channel: { type: 'string' }, to: { type: 'string' } },
+    positionals: true,
+    help: `Usage: hooks-ingress send --channel CHANNEL [--to RECIPIENT] TEXT
+
+Send TEXT through a configured channel's adapter, to check its configuration.
+Without --to, the channel's channels.NAME.defaultTo is used. Exits 0 when the
+message was delivered, 1 otherwise.
+
+Options:
+  -c, --config PATH     config file
+      --channel NAME    telegram, discord, slack, mattermost, signal, whatsapp,
+                        imessage or msteams
+      --to RECIPIENT    the recipient, in the channel's own form
+  -h, --help            show this help
+`,
+  },
   token: {
     options: { help: COMMON.help },
     help: `Usage: hooks-ingress token
@@ -127,6 +163,9 @@ Commands:
   check     validate the config file
   events    print the main session's events
   runs      list agent runs and their outcomes
+  reload    make the running server re-read its config
+  send      send a test message through a channel
+  gmail     set up and run the Gmail watcher (see "gmail --help")
   token     print a new random hook token
 
 Options:
@@ -148,6 +187,7 @@ export async function main(argv: readonly string[], io: Io = _processIo()): Prom
     return 0;
   }
   const named = first !== undefined && !first.startsWith('-');
+  if (first === 'gmail') return gmailCommand(rest, io);
   const command = (named ? first : 'serve') as Command;
   if (!Object.hasOwn(COMMANDS, command)) {
     io.stderr(`hooks-ingress: unknown command "${first}"\n\n${HELP}`);
@@ -155,9 +195,13 @@ export async function main(argv: readonly string[], io: Io = _processIo()): Prom
   }
   const spec = COMMANDS[command];
   let values: Flags & { help?: boolean };
+  let positionals: string[];
   try {
     const options: ParseArgsConfig['options'] = spec.options;
-    ({ values } = parseArgs({ args: named ? rest : [...argv], options, strict: true, allowPositionals: false }) as { values: Flags & { help?: boolean } });
+    ({ values, positionals } = parseArgs({ args: named ? rest : [...argv], options, strict: true, allowPositionals: 'positionals' in spec }) as {
+      values: Flags & { help?: boolean };
+      positionals: string[];
+    });
   } catch (error) {
     io.stderr(`hooks-ingress ${command}: ${(error as Error).message}\n\n${spec.help}`);
     return USAGE;
@@ -176,6 +220,10 @@ export async function main(argv: readonly string[], io: Io = _processIo()): Prom
       return eventsCommand(flags, io);
     case 'runs':
       return runsCommand(flags, io);
+    case 'reload':
+      return reloadCommand(flags, io);
+    case 'send':
+      return sendCommand(flags, positionals, io);
     case 'token':
       io.stdout(`${generateToken()}\n`);
       return 0;
@@ -183,6 +231,8 @@ export async function main(argv: readonly string[], io: Io = _processIo()): Prom
 }
 
 interface Flags {
+  channel?: string;
+  to?: string;
   config?: string;
   host?: string;
   port?: string;
@@ -207,6 +257,52 @@ async function _load(flags: Flags, io: Io): Promise<Config | null> {
   }
   for (const key of result.ignored) io.stderr(`hooks-ingress: ${key} is not used by hooks-ingress (ignored)\n`);
   return result.config;
+}
+
+/** The running server's pid, written in the state directory so `hooks-ingress reload` can signal it. */
+export const PID_FILE = 'hooks-ingress.pid';
+
+async function _reload(flags: Flags, io: Io): Promise<ConfigResult> {
+  return loadConfig(locateConfig(flags.config, io.env).path, io.env);
+}
+
+async function reloadCommand(flags: Flags, io: Io): Promise<number> {
+  const dir = await _stateDir(flags, io);
+  if (dir === null) return FAILURE;
+  let pid: number;
+  try {
+    pid = Number((await readFile(join(dir, PID_FILE), 'utf8')).trim());
+  } catch {
+    io.stderr(`hooks-ingress reload: no running server found (no ${join(dir, PID_FILE)})\n`);
+    return FAILURE;
+  }
+  try {
+    process.kill(pid, 'SIGHUP');
+  } catch (error) {
+    io.stderr(`hooks-ingress reload: cannot signal pid ${pid}: ${(error as NodeJS.ErrnoException).code ?? String(error)}\n`);
+    return FAILURE;
+  }
+  io.stdout(`asked pid ${pid} to reload its config\n`);
+  return 0;
+}
+
+async function sendCommand(flags: Flags, positionals: string[], io: Io): Promise<number> {
+  const channel = flags.channel;
+  const text = positionals.join(' ').trim();
+  if (channel === undefined || !(CHANNELS as readonly string[]).includes(channel) || text === '') {
+    io.stderr(`hooks-ingress send: give --channel (one of ${CHANNELS.join(', ')}) and the text to send\n\n${COMMANDS.send.help}`);
+    return USAGE;
+  }
+  const config = await _load(flags, io);
+  if (config === null) return FAILURE;
+  const deliver = createDeliver({ channels: config.channels, lastRoute: () => null, retry: { maxAttempts: 3, baseDelayMs: 1_000, maxDelayMs: 10_000 } });
+  const outcome = await deliver({ channel: channel as Channel, ...(flags.to === undefined ? {} : { to: flags.to }), text });
+  if (outcome.status === 'delivered') {
+    io.stdout(`delivered to ${outcome.channel} ${outcome.to}${outcome.messageIds.length > 0 ? ` (${outcome.messageIds.join(', ')})` : ''}\n`);
+    return 0;
+  }
+  io.stderr(`hooks-ingress send: ${outcome.status}: ${outcome.reason}\n`);
+  return FAILURE;
 }
 
 async function checkCommand(flags: Flags, io: Io): Promise<number> {
@@ -237,7 +333,7 @@ async function serve(flags: Flags, io: Io): Promise<number> {
   }
   const located = locateConfig(flags.config, io.env);
   if (located.implicit && !(await _exists(located.path))) await _firstRun(located.path, io);
-  const config = await _load(flags, io);
+  let config = await _load(flags, io);
   if (config === null) return FAILURE;
 
   const log = createLogger(io.stderr);
@@ -252,45 +348,63 @@ async function serve(flags: Flags, io: Io): Promise<number> {
     onBeat: () => void runner.heartbeatTurn(),
     onError: (error) => log.error('heartbeat not recorded', { error: String(error) }),
   });
-  const runner = new Runner({
-    store,
-    config,
-    providerFor: providerRegistry(config.providers),
-    transcripts: new Transcripts(stateDir),
-    heartbeat,
-    log,
+  const runtimeParts = (c: Config) => ({
+    config: c,
+    providerFor: providerRegistry(c.providers),
+    deliver: createDeliver({ channels: c.channels, lastRoute: () => store.lastRoute() }),
   });
+  const runner = new Runner({ ...runtimeParts(config), store, transcripts: new Transcripts(stateDir), heartbeat, log });
   runner.start();
   // A `now` wake acknowledged just before a crash still gets its heartbeat.
   if (store.heartbeatOwed()) heartbeat.request('recovery');
   heartbeat.start();
 
-  // Workers start only when some mapping has a transform to run.
-  const transforms = config.hooks.mappings.some((m) => m.transform !== undefined)
-    ? createTransformRunner({ root: config.hooks.transformsDir, timeoutMs: config.hooks.transformTimeoutMs })
-    : null;
-  const app = createApp({ config, store, heartbeat, log, runs: runner, ...(transforms === null ? {} : { transforms: transforms.run }) });
+  const transforms = new TransformPool(log);
+  transforms.configure(config);
+  // The limiter lives in the app (a reload may replace it); the metrics page reads it when rendered.
+  const telemetry = createTelemetry({ store, limiter: () => app.limiterStats(), queueDepth: () => runner.depth });
+  const app = createApp({ config, store, heartbeat, log, runs: runner, transforms: transforms.call, telemetry });
   const stop = async () => {
     await runner.stop();
     await heartbeat.stop();
-    await transforms?.close();
+    await transforms.close();
     await store.close();
   };
+
+  // systemd socket activation: serve on the inherited socket instead of binding one.
+  const fd = inheritedListenFd(io.env, process.pid);
   let running;
   try {
-    running = await listen(app, flags.host ?? config.gateway.bind, port ?? config.gateway.port);
+    running = await listen(app, fd !== null ? { fd } : { host: flags.host ?? config.gateway.bind, port: port ?? config.gateway.port });
   } catch (error) {
     io.stderr(`hooks-ingress: cannot listen: ${(error as Error).message}\n`);
     await stop();
     return FAILURE;
   }
+  const pidFile = join(stateDir, PID_FILE);
+  await writeFile(pidFile, `${process.pid}\n`, { mode: 0o600 });
   io.stdout(`listening on ${running.url}\n`);
-  log.info('started', { url: running.url, stateDir, hooks: config.hooks.enabled ? config.hooks.path : 'disabled' });
+  log.info('started', { url: running.url, stateDir, hooks: config.hooks.enabled ? config.hooks.path : 'disabled', activated: fd !== null });
 
+  // SIGHUP re-reads the config: a valid one takes over for new requests, an invalid one is logged and ignored.
+  const onReload = () => {
+    void (async () => {
+      const next = await _reload(flags, io);
+      if (!next.ok) return log.error('reload refused: the config has problems; the old one stays', { problems: next.problems.join('; ') });
+      config = next.config;
+      transforms.configure(config);
+      runner.reconfigure(runtimeParts(config));
+      app.reload(config);
+      log.info('reloaded', { file: config.file });
+    })();
+  };
+  process.on('SIGHUP', onReload);
   const signal = await _stopSignal(io.signal);
+  process.off('SIGHUP', onReload);
   log.info('stopping', { signal });
   await running.close(DRAIN_MS);
   await stop();
+  await rm(pidFile, { force: true });
   log.info('stopped', {});
   return 0;
 }
@@ -315,14 +429,8 @@ async function _list<T>(flags: Flags, io: Io, read: (dir: string) => Promise<T[]
     io.stderr('hooks-ingress: --limit must be a whole number\n');
     return USAGE;
   }
-  const located = locateConfig(flags.config, io.env);
-  let config: Config | null = null;
-  // Without a config file the state directory still has its default place.
-  if (flags['state-dir'] === undefined && (!located.implicit || (await _exists(located.path)))) {
-    config = await _load(flags, io);
-    if (config === null) return FAILURE;
-  }
-  const dir = flags['state-dir'] ?? locateStateDir(undefined, config ?? _noConfig, io.env);
+  const dir = await _stateDir(flags, io);
+  if (dir === null) return FAILURE;
   let items = await read(dir);
   const seen = new Set(items.map(identity));
   items.slice(Math.max(0, items.length - limit)).forEach(print);
@@ -337,6 +445,18 @@ async function _list<T>(flags: Flags, io: Io, read: (dir: string) => Promise<T[]
     }
   }
   return 0;
+}
+
+// The state directory a reading command looks in; without a config file it still has its default place.
+async function _stateDir(flags: Flags, io: Io): Promise<string | null> {
+  if (flags['state-dir'] !== undefined) return flags['state-dir'];
+  const located = locateConfig(flags.config, io.env);
+  let config: Config | null = null;
+  if (!located.implicit || (await _exists(located.path))) {
+    config = await _load(flags, io);
+    if (config === null) return null;
+  }
+  return locateStateDir(undefined, config ?? _noConfig, io.env);
 }
 
 /** One run as a human reads it: a header line, then the reply preview and the delivery. */

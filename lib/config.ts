@@ -3,6 +3,7 @@ import { homedir } from 'node:os';
 import { dirname, isAbsolute, join as joinPath, resolve } from 'node:path';
 import { CHANNELS, THINKING_LEVELS, type Channel } from './actions.ts';
 import { parseCidr, type Cidr } from './address.ts';
+import { buildChannels, channelsSchema, type ConfiguredChannel } from './delivery/channels.ts';
 import { resolveInside, resolveModule } from './hooks/contain.ts';
 import { mappingSchema, payloadControlsKey, presetMappings, toMapping, type Mapping } from './hooks/mappings.ts';
 import { parseJsonc } from './jsonc.ts';
@@ -177,6 +178,7 @@ const fileSchema = object({
     }),
   ),
   state: optional(object({ dir: optional(string({ nonEmpty: true })) })),
+  channels: optional(channelsSchema),
 });
 
 type FileConfig = NonNullable<ReturnType<typeof fileSchema>>;
@@ -249,6 +251,8 @@ export interface Config {
     authToken: string | null;
   };
   stateDir: string | null;
+  /** The chat channels configured under `channels`, with their adapters built. */
+  channels: ReadonlyMap<Channel, ConfiguredChannel>;
 }
 
 /** The outcome of loading a configuration: every problem as `path: rule`. */
@@ -317,7 +321,7 @@ export async function buildConfig(raw: unknown, where: { file: string | null; en
   const file: FileConfig = checked.value;
 
   const token = await _readToken(file, dir, where.env, issues);
-  const config = _normalise(file, { file: where.file, dir, token });
+  const config = _normalise(file, { file: where.file, dir, token, channels: buildChannels(file.channels ?? {}, issues) });
   issues.push(...crossCheck(config));
   await _containTransforms(config, file, issues);
   if (issues.length > 0) return { ok: false, problems: issues.map(formatIssue) };
@@ -384,7 +388,10 @@ async function _readToken(file: FileConfig, dir: string, env: Env, issues: Issue
   }
 }
 
-function _normalise(file: FileConfig, where: { file: string | null; dir: string; token: string | null }): Config {
+function _normalise(
+  file: FileConfig,
+  where: { file: string | null; dir: string; token: string | null; channels: ReadonlyMap<Channel, ConfiguredChannel> },
+): Config {
   const hooks = file.hooks ?? {};
   const limit = hooks.authRateLimit ?? {};
   const agents = file.agents ?? {};
@@ -442,6 +449,7 @@ function _normalise(file: FileConfig, where: { file: string | null; dir: string;
       authToken: gateway.auth?.token ?? null,
     },
     stateDir: file.state?.dir === undefined ? null : resolve(where.dir, file.state.dir),
+    channels: where.channels,
   };
 }
 

@@ -1,20 +1,22 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { clientAddress, clientKey } from './address.ts';
 import { parseForm, parseJsonObject, readBody } from './body.ts';
 import type { Config } from './config.ts';
 import { ErrorCode, HttpError } from './errors.ts';
 import type { Heartbeat } from './heartbeat.ts';
 import type { RunSpec } from './actions.ts';
+import { checkRoute } from './delivery/deliver.ts';
 import { parseAgent } from './hooks/agent.ts';
 import { applyMappings, type CallTransform } from './hooks/mappings.ts';
 import { detectInjection, oneLine, wrapUntrusted } from './hooks/untrusted.ts';
 import { parseWake } from './hooks/wake.ts';
 import type { Logger } from './log.ts';
 import { admitRun } from './policy.ts';
-import { FailureLimiter } from './rate-limit.ts';
+import { FailureLimiter, type LimiterStats } from './rate-limit.ts';
 import { Router, splitTarget } from './router.ts';
+import type { Telemetry } from './telemetry.ts';
 import type { Effects, IdempotencyWrite, Reply, RunRecord, Store } from './store/store.ts';
 import { extractToken, tokensMatch } from './token.ts';
 
@@ -32,6 +34,8 @@ export interface AppOptions {
   runs?: { enqueue(run: RunRecord): void; readonly depth: number };
   /** Runs mapping transforms off the request thread; without it a transform mapping fails. */
   transforms?: CallTransform;
+  /** Counts requests and renders `GET /metrics` (behind `gateway.auth.token`). */
+  telemetry?: Telemetry;
   /** How long a body may take to arrive; 30 s unless a test needs less. */
   bodyTimeoutMs?: number;
 }
@@ -39,6 +43,9 @@ export interface AppOptions {
 /** An answer on its way out: status, JSON body and extra headers. */
 interface Answer extends Reply {
   headers?: Record<string, string>;
+  /** A body that is not JSON (the metrics page), with its content type. */
+  text?: string;
+  contentType?: string;
 }
 
 interface Context {
@@ -56,15 +63,66 @@ const MAX_IDEMPOTENCY_KEY = 256;
 const REQUEST_ID = /^[\w.:@/+=-]{1,128}$/;
 
 /** Builds the request listener: routing, auth, body, dispatch, and the one place errors become responses. */
-export function createApp(options: AppOptions): (req: IncomingMessage, res: ServerResponse) => void {
-  const { config, store, heartbeat, log } = options;
+/** The request listener, which can swap in a new configuration between requests. */
+export interface App {
+  (req: IncomingMessage, res: ServerResponse): void;
+  /** Serves new requests with `config`; requests in flight finish on the one they started with. */
+  reload(config: Config): void;
+  /** The auth-failure limiter's counters, for metrics. */
+  limiterStats(): LimiterStats;
+}
+
+// What outlives a reload: the idempotency work in flight, and the limiter while its settings hold.
+interface Shared {
+  inflight: Map<string, Promise<Answer>>;
+  limiter: FailureLimiter;
+  limits: string;
+}
+
+/** Builds the request listener: routing, auth, body, dispatch, and the one place errors become responses. */
+export function createApp(options: AppOptions): App {
+  const { log } = options;
   const newId = options.newId ?? randomUUID;
   const now = options.now ?? performance.now.bind(performance);
-  const bodyTimeoutMs = options.bodyTimeoutMs ?? 30_000;
+  const shared: Shared = { inflight: new Map(), limiter: options.limiter ?? _limiter(options.config), limits: JSON.stringify(options.config.hooks.authRateLimit) };
+  let current = _compile(options, options.config, shared);
+
+  const app = ((req: IncomingMessage, res: ServerResponse) => {
+    const { route, config } = current;
+    const started = now();
+    const incoming = req.headers['x-request-id'];
+    const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : newId();
+    const client = clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], config.gateway.trustedProxies);
+    route(req, client, id)
+      .catch((error: unknown) => _answerError(error, id, log))
+      .then((answer) => {
+        _send(req, res, answer, id, config.hooks.maxBodyBytes);
+        const path = splitTarget(req.url ?? '/').pathname;
+        options.telemetry?.request(_hookLabel(config, path), answer.status, Number(req.headers['content-length']) || 0, answer.headers?.['idempotent-replayed'] === 'true');
+        // Only the path: the query may hold what a careless client thought was a URL token.
+        log.info('request', { id, method: req.method, path, status: answer.status, duration: Math.round((now() - started) * 10) / 10, client });
+      });
+  }) as App;
+  app.limiterStats = () => shared.limiter.stats();
+  app.reload = (config) => {
+    const limits = JSON.stringify(config.hooks.authRateLimit);
+    if (limits !== shared.limits && options.limiter === undefined) Object.assign(shared, { limiter: _limiter(config), limits });
+    current = _compile(options, config, shared);
+  };
+  return app;
+}
+
+function _limiter(config: Config): FailureLimiter {
   const { maxFailures, windowSeconds, lockoutSeconds } = config.hooks.authRateLimit;
-  const limiter =
-    options.limiter ?? new FailureLimiter({ maxFailures, windowMs: windowSeconds * 1000, lockoutMs: lockoutSeconds * 1000 });
-  const inflight = new Map<string, Promise<Answer>>();
+  return new FailureLimiter({ maxFailures, windowMs: windowSeconds * 1000, lockoutMs: lockoutSeconds * 1000 });
+}
+
+// Everything that depends on the configuration, built once per (re)load.
+function _compile(options: AppOptions, config: Config, shared: Shared): { config: Config; route: (req: IncomingMessage, client: string, id: string) => Promise<Answer> } {
+  const { store, heartbeat, log } = options;
+  const newId = options.newId ?? randomUUID;
+  const bodyTimeoutMs = options.bodyTimeoutMs ?? 30_000;
+  const { limiter, inflight } = shared;
   const transforms: CallTransform =
     options.transforms ?? (async () => ({ ok: false, reason: 'load-failed', detail: 'no transform runner is configured' }));
 
@@ -98,6 +156,9 @@ export function createApp(options: AppOptions): (req: IncomingMessage, res: Serv
     for (const run of runs) options.runs?.enqueue(run);
   };
 
+  // A reply that could never be delivered is refused now, while the sender can still fix it.
+  const routeProblem = (run: RunSpec) => (run.deliver ? checkRoute(config.channels, store.lastRoute(), run.channel, run.to) : null);
+
   const dispatch = async (ctx: Context, body: Record<string, unknown>, idem: IdempotencyKey | null): Promise<Answer> => {
     const { name } = ctx;
     if (name === 'wake') {
@@ -119,6 +180,8 @@ export function createApp(options: AppOptions): (req: IncomingMessage, res: Serv
       const admitted = admitRun(parsed.action, name, config, newId);
       if (!admitted.ok) throw new HttpError(400, ErrorCode.Forbidden, admitted.error);
       const run = admitted.value;
+      const unroutable = routeProblem(run);
+      if (unroutable !== null) throw new HttpError(400, ErrorCode.InvalidPayload, unroutable);
       admit(1);
       const answer: Answer = { status: 202, body: { ok: true, runId: run.runId, sessionKey: run.sessionKey, agentId: run.agentId } };
       await commit({ runs: [run] }, _remember(idem, answer));
@@ -153,6 +216,8 @@ export function createApp(options: AppOptions): (req: IncomingMessage, res: Serv
       }
       const admitted = admitRun(action, name, config, newId);
       if (!admitted.ok) throw new HttpError(400, ErrorCode.Forbidden, `mapping ${outcome.mappingId}: ${admitted.error}`);
+      const unroutable = routeProblem(admitted.value);
+      if (unroutable !== null) throw new HttpError(400, ErrorCode.InvalidPayload, `mapping ${outcome.mappingId}: ${unroutable}`);
       runs.push(admitted.value);
     }
     const first = runs[0];
@@ -198,7 +263,18 @@ export function createApp(options: AppOptions): (req: IncomingMessage, res: Serv
     return idempotent(name, idempotencyKey(req.headers, name === 'agent' ? body : {}), (idem) => dispatch(ctx, body, idem));
   };
 
-  const router = new Router<Handler>().add(['GET', 'HEAD'], '/healthz', async () => ({ status: 200, body: { ok: true } }));
+  const router = new Router<Handler>().add(['GET', 'HEAD'], '/healthz', async () =>
+    (await store.writable()) ? { status: 200, body: { ok: true } } : { status: 503, body: { ok: false, error: 'the journal is not writable' } },
+  );
+  const telemetry = options.telemetry;
+  if (telemetry !== undefined && config.gateway.authToken !== null) {
+    const token = config.gateway.authToken;
+    router.add(['GET'], '/metrics', async ({ req }) => {
+      const presented = extractToken({ authorization: req.headers.authorization });
+      if (presented === null || !tokensMatch(presented, token)) throw new HttpError(401, ErrorCode.Unauthorized, 'metrics need the gateway token (Authorization: Bearer)');
+      return { status: 200, body: {}, text: telemetry.render(), contentType: telemetry.contentType };
+    });
+  }
   if (config.hooks.enabled) router.add(['POST'], `${config.hooks.path}/*`, hooks);
 
   const route = async (req: IncomingMessage, client: string, id: string): Promise<Answer> => {
@@ -217,29 +293,20 @@ export function createApp(options: AppOptions): (req: IncomingMessage, res: Serv
     return match.route.handler({ id, req, query, name: match.rest, client });
   };
 
-  return (req, res) => {
-    const started = now();
-    const incoming = req.headers['x-request-id'];
-    const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : newId();
-    const client = clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], config.gateway.trustedProxies);
-    route(req, client, id)
-      .catch((error: unknown) => _answerError(error, id, log))
-      .then((answer) => {
-        _send(req, res, answer, id, config.hooks.maxBodyBytes);
-        // Only the path: the query may hold what a careless client thought was a URL token.
-        log.info('request', {
-          id,
-          method: req.method,
-          path: splitTarget(req.url ?? '/').pathname,
-          status: answer.status,
-          duration: Math.round((now() - started) * 10) / 10,
-          client,
-        });
-      });
-  };
+  return { config, route };
 }
 
 type IdempotencyKey = Pick<IdempotencyWrite, 'scope' | 'key'>;
+
+// A bounded label set: a caller cannot mint a new time series by inventing hook names.
+function _hookLabel(config: Config, path: string): string {
+  if (path === '/healthz' || path === '/metrics') return path.slice(1);
+  const base = `${config.hooks.path}/`;
+  if (!path.startsWith(base)) return 'other';
+  const name = path.slice(base.length).replace(/^\/+|\/+$/g, '');
+  if (name === 'wake' || name === 'agent') return name;
+  return config.hooks.mappings.some((m) => m.match.path === name) ? name : 'mapped';
+}
 
 /** The request's idempotency key: `Idempotency-Key`, else `webhook-id`, else the body's `idempotencyKey`. */
 export function idempotencyKey(headers: IncomingHttpHeaders, body: Record<string, unknown>): string | null {
@@ -280,21 +347,33 @@ function _answerError(error: unknown, id: string, log: Logger): Answer & { close
 
 function _send(req: IncomingMessage, res: ServerResponse, answer: Answer & { close?: boolean }, id: string, maxBodyBytes: number): void {
   if (res.headersSent || res.destroyed) return;
-  const text = answer.status === 204 ? '' : JSON.stringify(answer.body);
+  const text = answer.status === 204 ? '' : (answer.text ?? JSON.stringify(answer.body));
   // A small unread body (an early 401, 404, ...) is drained by node:http and the connection kept;
   // one that is large or of unknown length is not worth reading, so the connection goes.
   const declared = Number(req.headers['content-length']);
   const close = answer.close === true || (!req.complete && !(declared <= maxBodyBytes));
   res.writeHead(answer.status, {
     ...answer.headers,
-    ...(answer.status === 204 ? {} : { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) }),
+    ...(answer.status === 204 ? {} : { 'content-type': answer.contentType ?? 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) }),
     'cache-control': 'no-store',
     'x-request-id': id,
-    ...(close ? { connection: 'close' } : {}),
   });
   res.end(req.method === 'HEAD' ? undefined : text);
-  // The rest of an unread body is not ours to receive: drop the connection once the answer is out.
-  if (close) res.once('finish', () => req.socket.destroySoon());
+  // The rest of an unread body is not ours to receive: end the connection once the answer is out.
+  if (close) res.once('finish', () => _linger(req.socket));
+}
+
+/** How long a connection ended after a 413 or 408 may still deliver bytes we throw away. */
+const LINGER_MS = 2_000;
+
+// Half-close after the answer and discard (never buffer) what the client still sends, for a moment.
+// Closing at once would reset the connection while the client is still sending, and a reset can
+// wipe the answer from the client's receive buffer before it reads it.
+function _linger(socket: Socket): void {
+  socket.end();
+  const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+  timer.unref?.();
+  socket.once('close', () => clearTimeout(timer));
 }
 
 /** A started server and how to stop it. */
@@ -305,21 +384,28 @@ export interface Running {
   close(graceMs?: number): Promise<void>;
 }
 
-/** Listens on `host:port` (port 0 takes a free one) with the given request listener. */
-export async function listen(app: (req: IncomingMessage, res: ServerResponse) => void, host: string, port: number): Promise<Running> {
+/** Where to listen: an address (port 0 takes a free one), or a socket inherited from systemd. */
+export type ListenTarget = { host: string; port: number } | { fd: number };
+
+/** Listens with the given request listener. */
+export async function listen(app: (req: IncomingMessage, res: ServerResponse) => void, target: ListenTarget): Promise<Running> {
   const server = createServer(app);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, host, () => {
+    const ready = () => {
       server.off('error', reject);
       resolve();
-    });
+    };
+    if ('fd' in target) server.listen({ fd: target.fd }, ready);
+    else server.listen(target.port, target.host, ready);
   });
-  const address = server.address() as AddressInfo;
-  const shown = address.family === 'IPv6' || address.address.includes(':') ? `[${address.address}]` : address.address;
+  const address = server.address() as AddressInfo | string | null;
+  let url: string;
+  if (address === null || typeof address === 'string') url = `http://unix:${address ?? 'inherited socket'}`;
+  else url = `http://${address.family === 'IPv6' || address.address.includes(':') ? `[${address.address}]` : address.address}:${address.port}`;
   return {
     server,
-    url: `http://${shown}:${address.port}`,
+    url,
     close: (graceMs = 10_000) =>
       new Promise<void>((resolve) => {
         const force = setTimeout(() => server.closeAllConnections(), graceMs);

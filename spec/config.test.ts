@@ -158,6 +158,7 @@ test('buildConfig() applies every default to an empty config', async () => {
     providers: {},
     gateway: { bind: '127.0.0.1', port: 8789, trustedProxies: [], authToken: null },
     stateDir: null,
+    channels: new Map(),
   });
 });
 

@@ -52,6 +52,7 @@ function configWith(setup: Setup = {}): Config {
     providers: {},
     gateway: { bind: '127.0.0.1', port: 8789, trustedProxies: [], authToken: null },
     stateDir: null,
+    channels: new Map(),
   };
 }
 

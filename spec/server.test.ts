@@ -87,7 +87,7 @@ async function start(t: TestContext, raw: Raw = {}, extra: Extra = {}): Promise<
     log: createLogger((line) => void lines.push(JSON.parse(line) as Record<string, unknown>)),
   };
   if (extra.bodyTimeoutMs !== undefined) options.bodyTimeoutMs = extra.bodyTimeoutMs;
-  const running = await listen(createApp(options), '127.0.0.1', 0);
+  const running = await listen(createApp(options), { host: '127.0.0.1', port: 0 });
   const stop = () => running.close(200);
   defer(t, stop);
   return { url: running.url, dir: join(dir, 'state'), store, config, beats, lines, stop };

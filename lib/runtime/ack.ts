@@ -3,8 +3,9 @@ export const HEARTBEAT_OK = 'HEARTBEAT_OK';
 
 // The token with the light markup models wrap it in: **x**, __x__, `x`, <b>x</b>, <strong>x</strong>.
 const _TOKEN = String.raw`(?:\*\*|__|\*|_|\x60)?(?:<(?:b|strong|code)>)?HEARTBEAT_OK(?:<\/(?:b|strong|code)>)?(?:\*\*|__|\*|_|\x60)?[.!]?`;
-const _LEADING = new RegExp(String.raw`^\s*${_TOKEN}`);
-const _TRAILING = new RegExp(String.raw`${_TOKEN}\s*$`);
+// Bounded by non-word characters, so `HEARTBEAT_OKAY` or `NOT_HEARTBEAT_OK` is not the token.
+const _LEADING = new RegExp(String.raw`^\s*${_TOKEN}(?!\w)`);
+const _TRAILING = new RegExp(String.raw`(?<!\w)${_TOKEN}\s*$`);
 
 /**
  * Whether a reply is only an acknowledgment: after removing the token at its start or end,

@@ -38,7 +38,7 @@ export interface RunnerOptions {
   /** Reads a workspace file (AGENTS.md, HEARTBEAT.md); `null` when it is absent. */
   readText?: (path: string) => Promise<string | null>;
   /** Backoff settings for model calls; tests shorten them. */
-  retry?: Pick<RetryOptions, 'baseDelayMs' | 'maxDelayMs' | 'maxAttempts' | 'sleep' | 'random'>;
+  retry?: Partial<Pick<RetryOptions, 'baseDelayMs' | 'maxDelayMs' | 'maxAttempts' | 'sleep' | 'random'>>;
 }
 
 /** A turn's outcome: the reply, or why there is none. */
@@ -53,7 +53,7 @@ type TurnOutcome =
  * in the same journal line that marks it finished, so none is summarised (or run) twice.
  */
 export class Runner {
-  readonly #o: RunnerOptions;
+  #o: RunnerOptions;
   readonly #now: () => number;
   readonly #readText: (path: string) => Promise<string | null>;
   #queue: RunRecord[] = [];
@@ -62,11 +62,18 @@ export class Runner {
   #stopping = new AbortController();
   #beat: Promise<void> | null = null;
   #beatAgain = false;
+  // Deliveries start() resumes: not runs, so outside the queue bound, but stop() waits for them.
+  #redeliveries = new Set<Promise<void>>();
 
   constructor(options: RunnerOptions) {
     this.#o = options;
     this.#now = options.now ?? Date.now;
     this.#readText = options.readText ?? _readText;
+  }
+
+  /** Takes a reloaded configuration: runs that start from now on use it. */
+  reconfigure(changes: Pick<RunnerOptions, 'config' | 'providerFor' | 'deliver'>): void {
+    this.#o = { ...this.#o, ...changes };
   }
 
   /** Runs waiting plus runs executing: what the queue bound counts. */
@@ -79,7 +86,10 @@ export class Runner {
     for (const run of this.#o.store.runs()) {
       if (run.status === 'pending' || run.status === 'running') this.enqueue(run);
       else if (run.status === 'ok' && run.deliver && run.delivery === undefined && run.reply !== undefined) {
-        void this.#deliverRun(run, run.reply);
+        const work: Promise<void> = this.#deliverRun(run, run.reply)
+          .catch((error: unknown) => this.#o.log.error('delivery failed unexpectedly', { runId: run.runId, error: String(error) }))
+          .finally(() => this.#redeliveries.delete(work));
+        this.#redeliveries.add(work);
       }
     }
   }
@@ -94,7 +104,7 @@ export class Runner {
   async stop(): Promise<void> {
     this.#stopping.abort();
     this.#queue = [];
-    await Promise.allSettled([...this.#active.values(), this.#beat]);
+    await Promise.allSettled([...this.#active.values(), ...this.#redeliveries, this.#beat]);
   }
 
   /** Runs one heartbeat turn now (after the one in progress, if any). */
@@ -187,7 +197,7 @@ export class Runner {
       delivery.status === 'failed'
         ? [{ kind: 'system' as const, text: `Hook ${run.name}: delivery to ${delivery.channel} failed: ${_summarise(delivery.reason)}`, source: `run:${run.runId}` }]
         : [];
-    await store.commit({ events, runUpdates: [{ runId: run.runId, delivery }] });
+    await store.commit({ events, runUpdates: [{ runId: run.runId, delivery }], ...(delivery.status === 'delivered' ? { lastRoute: _route(delivery) } : {}) });
   }
 
   async #heartbeatOnce(): Promise<void> {
@@ -227,6 +237,7 @@ export class Runner {
     if (ack || this.#o.deliver === undefined) return;
     const { target, to } = config.agents.heartbeat;
     const delivery = await this.#o.deliver({ channel: target, ...(to === undefined ? {} : { to }), text: outcome.reply });
+    if (delivery.status === 'delivered') await store.commit({ lastRoute: _route(delivery) });
     if (delivery.status === 'failed') {
       await store.commit({ events: [{ kind: 'system', text: `Heartbeat reply: delivery to ${delivery.channel} failed: ${_summarise(delivery.reason)}`, source: 'heartbeat' }] });
     }
@@ -301,6 +312,10 @@ export class Runner {
   #iso(): string {
     return new Date(this.#now()).toISOString();
   }
+}
+
+function _route(delivered: { channel: string; to: string }): { channel: string; to: string } {
+  return { channel: delivered.channel, to: delivered.to };
 }
 
 /** A reply or reason on one line, cut to a bounded length. */

@@ -1,3 +1,5 @@
+import { constants } from 'node:fs';
+import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { RunSpec, WakeMode } from '../actions.ts';
 import { Journal, readJournal } from './journal.ts';
@@ -130,6 +132,7 @@ export class Store {
   #idem = new Map<string, _Idem>();
   #compacting: Promise<void> | null = null;
   #consumedThrough = 0;
+  #lastWriteFailed = false;
   #lastRoute: Route | null = null;
   readonly #retainRuns: number;
   #compactionFailures = 0;
@@ -193,6 +196,17 @@ export class Store {
   /** The main session's retained events, oldest first. */
   events(): readonly SessionEvent[] {
     return this.#events;
+  }
+
+  /** Whether the journal can be written: the file is writable and the last write did not fail. */
+  async writable(): Promise<boolean> {
+    if (this.#lastWriteFailed) return false;
+    try {
+      await access(this.#journal.file, constants.W_OK);
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   /** Every retained run, oldest first. */
@@ -268,7 +282,9 @@ export class Store {
     }
     try {
       await written;
+      this.#lastWriteFailed = false;
     } catch (error) {
+      this.#lastWriteFailed = true;
       // The line never reached the disk, so nothing may vouch for it: a retry must run again, not replay.
       this.#forget(line);
       throw error;

@@ -31,7 +31,10 @@ export class Transcripts {
     return this.#exclusive(sessionKey, async () => {
       const { journal, records } = await Journal.open(this.#file(sessionKey));
       await journal.close();
-      return _newest(records as _Turn[], maxChars).map(({ role, content }) => ({ role, content }));
+      const turns = _newest(records as _Turn[], maxChars);
+      // A cut between a question and its answer leaves an answer first, which some APIs refuse (Anthropic: 400).
+      while (turns[0]?.role === 'assistant') turns.shift();
+      return turns.map(({ role, content }) => ({ role, content }));
     });
   }
 
