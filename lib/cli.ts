@@ -1,21 +1,13 @@
 import { readFileSync } from 'node:fs';
-import { access, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { loadConfig, locateConfig, locateStateDir, type Config, type ConfigResult, type Env } from './config.ts';
-import { Heartbeat } from './heartbeat.ts';
 import { CHANNELS, type Channel } from './actions.ts';
+import { locateConfig, locateStateDir, type Config, type Env } from './config.ts';
 import { createDeliver } from './delivery/deliver.ts';
 import { gmailCommand } from './gmail.ts';
-import { TransformPool } from './hooks/transform-pool.ts';
-import { inheritedListenFd } from './systemd.ts';
-import { createTelemetry } from './telemetry.ts';
-import { Runner } from './runtime/runner.ts';
-import { providerRegistry } from './runtime/select-provider.ts';
-import { Transcripts } from './store/transcripts.ts';
-import { createLogger } from './log.ts';
-import { createApp, listen } from './server.ts';
-import { readEvents, readRuns, Store, type RunRecord, type SessionEvent } from './store/store.ts';
+import { exists, loadConfigFor, PID_FILE, serve } from './serve.ts';
+import { readEvents, readRuns, type RunRecord, type SessionEvent } from './store/store.ts';
 import { generateToken } from './token.ts';
 
 /** Where the CLI reads and writes; the real process by default, injectable for tests. */
@@ -26,9 +18,6 @@ export interface Io {
   /** Aborting it stops `serve` and `events --follow` as SIGTERM would. */
   signal?: AbortSignal;
 }
-
-/** How long a stopping server lets requests in flight finish. */
-export const DRAIN_MS = 10_000;
 
 const USAGE = 2;
 const FAILURE = 1;
@@ -248,23 +237,6 @@ export function version(): string {
   return pkg.version;
 }
 
-async function _load(flags: Flags, io: Io): Promise<Config | null> {
-  const { path } = locateConfig(flags.config, io.env);
-  const result = await loadConfig(path, io.env);
-  if (!result.ok) {
-    io.stderr(`hooks-ingress: invalid config ${path}:\n${result.problems.map((p) => `  ${p}\n`).join('')}`);
-    return null;
-  }
-  for (const key of result.ignored) io.stderr(`hooks-ingress: ${key} is not used by hooks-ingress (ignored)\n`);
-  return result.config;
-}
-
-/** The running server's pid, written in the state directory so `hooks-ingress reload` can signal it. */
-export const PID_FILE = 'hooks-ingress.pid';
-
-async function _reload(flags: Flags, io: Io): Promise<ConfigResult> {
-  return loadConfig(locateConfig(flags.config, io.env).path, io.env);
-}
 
 async function reloadCommand(flags: Flags, io: Io): Promise<number> {
   const dir = await _stateDir(flags, io);
@@ -293,7 +265,7 @@ async function sendCommand(flags: Flags, positionals: string[], io: Io): Promise
     io.stderr(`hooks-ingress send: give --channel (one of ${CHANNELS.join(', ')}) and the text to send\n\n${COMMANDS.send.help}`);
     return USAGE;
   }
-  const config = await _load(flags, io);
+  const config = await loadConfigFor(flags, io);
   if (config === null) return FAILURE;
   const deliver = createDeliver({ channels: config.channels, lastRoute: () => null, retry: { maxAttempts: 3, baseDelayMs: 1_000, maxDelayMs: 10_000 } });
   const outcome = await deliver({ channel: channel as Channel, ...(flags.to === undefined ? {} : { to: flags.to }), text });
@@ -306,108 +278,13 @@ async function sendCommand(flags: Flags, positionals: string[], io: Io): Promise
 }
 
 async function checkCommand(flags: Flags, io: Io): Promise<number> {
-  const config = await _load(flags, io);
+  const config = await loadConfigFor(flags, io);
   if (config === null) return FAILURE;
   io.stdout(`${config.file}: ok\n`);
   return 0;
 }
 
-/** Writes a first config with a fresh token, readable by its owner only; says where, never what. */
-async function _firstRun(path: string, io: Io): Promise<void> {
-  await mkdir(dirname(path), { recursive: true, mode: 0o700 });
-  const config = { hooks: { enabled: true, token: generateToken() } };
-  try {
-    await writeFile(path, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
-    io.stderr(`hooks-ingress: created ${path} with a new hook token (read it there; it is not printed)\n`);
-  } catch (error) {
-    // Another process created it first: use that one.
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-  }
-}
 
-async function serve(flags: Flags, io: Io): Promise<number> {
-  const port = flags.port === undefined ? undefined : Number(flags.port);
-  if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port <= 65535)) {
-    io.stderr(`hooks-ingress serve: --port must be an integer from 0 to 65535\n`);
-    return USAGE;
-  }
-  const located = locateConfig(flags.config, io.env);
-  if (located.implicit && !(await _exists(located.path))) await _firstRun(located.path, io);
-  let config = await _load(flags, io);
-  if (config === null) return FAILURE;
-
-  const log = createLogger(io.stderr);
-  const stateDir = locateStateDir(flags['state-dir'], config, io.env);
-  const { store, skipped, tornBytes } = await Store.open(stateDir, {
-    idempotencyTtlMs: config.hooks.idempotencyTtlSeconds * 1000,
-  });
-  if (skipped > 0 || tornBytes > 0) log.warn('journal had unreadable lines', { skipped, tornBytes });
-  const heartbeat = new Heartbeat({
-    store,
-    everyMs: config.agents.heartbeatEveryMs,
-    onBeat: () => void runner.heartbeatTurn(),
-    onError: (error) => log.error('heartbeat not recorded', { error: String(error) }),
-  });
-  const runtimeParts = (c: Config) => ({
-    config: c,
-    providerFor: providerRegistry(c.providers),
-    deliver: createDeliver({ channels: c.channels, lastRoute: () => store.lastRoute() }),
-  });
-  const runner = new Runner({ ...runtimeParts(config), store, transcripts: new Transcripts(stateDir), heartbeat, log });
-  runner.start();
-  // A `now` wake acknowledged just before a crash still gets its heartbeat.
-  if (store.heartbeatOwed()) heartbeat.request('recovery');
-  heartbeat.start();
-
-  const transforms = new TransformPool(log);
-  transforms.configure(config);
-  // The limiter lives in the app (a reload may replace it); the metrics page reads it when rendered.
-  const telemetry = createTelemetry({ store, limiter: () => app.limiterStats(), queueDepth: () => runner.depth });
-  const app = createApp({ config, store, heartbeat, log, runs: runner, transforms: transforms.call, telemetry });
-  const stop = async () => {
-    await runner.stop();
-    await heartbeat.stop();
-    await transforms.close();
-    await store.close();
-  };
-
-  // systemd socket activation: serve on the inherited socket instead of binding one.
-  const fd = inheritedListenFd(io.env, process.pid);
-  let running;
-  try {
-    running = await listen(app, fd !== null ? { fd } : { host: flags.host ?? config.gateway.bind, port: port ?? config.gateway.port });
-  } catch (error) {
-    io.stderr(`hooks-ingress: cannot listen: ${(error as Error).message}\n`);
-    await stop();
-    return FAILURE;
-  }
-  const pidFile = join(stateDir, PID_FILE);
-  await writeFile(pidFile, `${process.pid}\n`, { mode: 0o600 });
-  io.stdout(`listening on ${running.url}\n`);
-  log.info('started', { url: running.url, stateDir, hooks: config.hooks.enabled ? config.hooks.path : 'disabled', activated: fd !== null });
-
-  // SIGHUP re-reads the config: a valid one takes over for new requests, an invalid one is logged and ignored.
-  const onReload = () => {
-    void (async () => {
-      const next = await _reload(flags, io);
-      if (!next.ok) return log.error('reload refused: the config has problems; the old one stays', { problems: next.problems.join('; ') });
-      config = next.config;
-      transforms.configure(config);
-      runner.reconfigure(runtimeParts(config));
-      app.reload(config);
-      log.info('reloaded', { file: config.file });
-    })();
-  };
-  process.on('SIGHUP', onReload);
-  const signal = await _stopSignal(io.signal);
-  process.off('SIGHUP', onReload);
-  log.info('stopping', { signal });
-  await running.close(DRAIN_MS);
-  await stop();
-  await rm(pidFile, { force: true });
-  log.info('stopped', {});
-  return 0;
-}
 
 async function eventsCommand(flags: Flags, io: Io): Promise<number> {
   const print = (event: SessionEvent) => io.stdout(flags.json ? `${JSON.stringify(event)}\n` : formatEvent(event));
@@ -452,8 +329,8 @@ async function _stateDir(flags: Flags, io: Io): Promise<string | null> {
   if (flags['state-dir'] !== undefined) return flags['state-dir'];
   const located = locateConfig(flags.config, io.env);
   let config: Config | null = null;
-  if (!located.implicit || (await _exists(located.path))) {
-    config = await _load(flags, io);
+  if (!located.implicit || (await exists(located.path))) {
+    config = await loadConfigFor(flags, io);
     if (config === null) return null;
   }
   return locateStateDir(undefined, config ?? _noConfig, io.env);
@@ -488,14 +365,6 @@ export function formatEvent(event: SessionEvent): string {
 
 const _noConfig = { stateDir: null } as Config;
 
-async function _exists(path: string): Promise<boolean> {
-  try {
-    await access(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 function _sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
@@ -509,19 +378,6 @@ function _sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
-function _stopSignal(abort?: AbortSignal): Promise<string> {
-  return new Promise((resolve) => {
-    const stop = (name: string) => {
-      process.off('SIGTERM', onTerm).off('SIGINT', onInt);
-      resolve(name);
-    };
-    const onTerm = () => stop('SIGTERM');
-    const onInt = () => stop('SIGINT');
-    process.on('SIGTERM', onTerm).on('SIGINT', onInt);
-    if (abort?.aborted) stop('abort');
-    abort?.addEventListener('abort', () => stop('abort'), { once: true });
-  });
-}
 
 function _processIo(): Io {
   return {

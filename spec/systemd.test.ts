@@ -5,7 +5,7 @@ import { chmod, copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { test } from 'node:test';
-import { DRAIN_MS } from '../lib/cli.ts';
+import { DRAIN_MS } from '../lib/serve.ts';
 import { DEFAULTS } from '../lib/config.ts';
 import { inheritedListenFd, unsetListenEnv } from '../lib/systemd.ts';
 import { ROOT } from './_cli.ts';
