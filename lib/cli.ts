@@ -248,6 +248,11 @@ async function reloadCommand(flags: Flags, io: Io): Promise<number> {
     io.stderr(`hooks-ingress reload: no running server found (no ${join(dir, PID_FILE)})\n`);
     return FAILURE;
   }
+  // Never signal 0 or a negative number: that would reach a whole process group.
+  if (!(Number.isInteger(pid) && pid > 1)) {
+    io.stderr(`hooks-ingress reload: ${join(dir, PID_FILE)} does not hold a process id\n`);
+    return FAILURE;
+  }
   try {
     process.kill(pid, 'SIGHUP');
   } catch (error) {
@@ -261,8 +266,9 @@ async function reloadCommand(flags: Flags, io: Io): Promise<number> {
 async function sendCommand(flags: Flags, positionals: string[], io: Io): Promise<number> {
   const channel = flags.channel;
   const text = positionals.join(' ').trim();
-  if (channel === undefined || !(CHANNELS as readonly string[]).includes(channel) || text === '') {
-    io.stderr(`hooks-ingress send: give --channel (one of ${CHANNELS.join(', ')}) and the text to send\n\n${COMMANDS.send.help}`);
+  const named = CHANNELS.filter((c) => c !== 'last');
+  if (channel === undefined || !(named as readonly string[]).includes(channel) || text === '') {
+    io.stderr(`hooks-ingress send: give --channel (one of ${named.join(', ')}) and the text to send\n\n${COMMANDS.send.help}`);
     return USAGE;
   }
   const config = await loadConfigFor(flags, io);

@@ -4,6 +4,7 @@ import { dirname, isAbsolute, join as joinPath, resolve } from 'node:path';
 import { CHANNELS, THINKING_LEVELS, type Channel } from './actions.ts';
 import { parseCidr, type Cidr } from './address.ts';
 import { buildChannels, channelsSchema, type ConfiguredChannel } from './delivery/channels.ts';
+import { checkRoute } from './delivery/deliver.ts';
 import { resolveInside, resolveModule } from './hooks/contain.ts';
 import { mappingSchema, payloadControlsKey, presetMappings, toMapping, type Mapping } from './hooks/mappings.ts';
 import { parseJsonc } from './jsonc.ts';
@@ -256,7 +257,11 @@ export interface Config {
 }
 
 /** The outcome of loading a configuration: every problem as `path: rule`. */
-export type ConfigResult = { ok: true; config: Config; ignored: string[] } | { ok: false; problems: string[] };
+/**
+ * The outcome of loading a configuration: every problem as `path: rule`. A valid one may still
+ * carry warnings: things that load but will fail when used (a model whose provider is missing).
+ */
+export type ConfigResult = { ok: true; config: Config; ignored: string[]; warnings: string[] } | { ok: false; problems: string[] };
 
 export const DEFAULTS = {
   path: '/hooks',
@@ -325,7 +330,7 @@ export async function buildConfig(raw: unknown, where: { file: string | null; en
   issues.push(...crossCheck(config));
   await _containTransforms(config, file, issues);
   if (issues.length > 0) return { ok: false, problems: issues.map(formatIssue) };
-  return { ok: true, config, ignored: checked.ignored };
+  return { ok: true, config, ignored: checked.ignored, warnings: modelWarnings(config).map(formatIssue) };
 }
 
 /** Replaces every `${NAME}` inside string values by the environment variable NAME. */
@@ -492,11 +497,33 @@ function crossCheck(config: Config): Issue[] {
       issues.push({ path: `${at}.baseUrl`, message: `is required for api "${provider.api}"` });
     }
   }
+  const { target, to } = config.agents.heartbeat;
+  const route = checkRoute(config.channels, null, target, to);
+  if (route !== null) {
+    issues.push({ path: route.startsWith('to:') ? 'agents.defaults.heartbeat.to' : 'agents.defaults.heartbeat.target', message: route.replace(/^(to|channel): /, '') });
+  }
   const explicit = config.hooks.mappings.length - config.hooks.presets.length;
   config.hooks.mappings.forEach((mapping, i) => {
     const at = i < explicit ? `hooks.mappings[${i}]` : `hooks.presets[${i - explicit}]`;
     issues.push(...checkMapping(mapping, at, hooks));
   });
+  return issues;
+}
+
+/** Models the config names whose provider is not configured: runs on them would fail. */
+function modelWarnings(config: Config): Issue[] {
+  const named: [string, string][] = [
+    ...Object.keys(config.agents.models).map((key): [string, string] => [join('agents.defaults.models', key), key]),
+    ...(config.agents.model === null ? [] : [['agents.defaults.model', config.agents.model] as [string, string]]),
+    ...config.agents.list.flatMap((a, i): [string, string][] => (a.model === undefined ? [] : [[`agents.list[${i}].model`, a.model]])),
+  ];
+  const issues: Issue[] = [];
+  for (const [path, model] of named) {
+    const key = Object.entries(config.agents.models).find(([, e]) => e.alias?.toLowerCase() === model.toLowerCase())?.[0] ?? model;
+    const provider = key.slice(0, Math.max(0, key.indexOf('/')));
+    if (provider === '') issues.push({ path, message: `"${model}" is neither "provider/model" nor an alias from agents.defaults.models` });
+    else if (!Object.hasOwn(config.providers, provider)) issues.push({ path, message: `provider "${provider}" is not configured (models.providers.${provider})` });
+  }
   return issues;
 }
 

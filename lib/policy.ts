@@ -6,6 +6,13 @@ export type Decision<T> = { ok: true; value: T } | { ok: false; error: string };
 
 const MAX_ECHO = 100;
 
+const GENERATED = new RegExp(`^${GENERATED_KEY_PREFIX}[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`);
+
+/** Whether a session key is one `resolveSessionKey` generated (`hook:<uuid>`): an isolated, one-off session. */
+export function isGeneratedKey(key: string): boolean {
+  return GENERATED.test(key);
+}
+
 /** Picks the session key: a requested one if the rules allow it, else the default, else a generated `hook:<uuid>`. */
 export function resolveSessionKey(requested: RequestedKey | undefined, hooks: Config['hooks'], newId: () => string): Decision<string> {
   if (requested === undefined) return { ok: true, value: hooks.defaultSessionKey ?? `${GENERATED_KEY_PREFIX}${newId()}` };

@@ -40,6 +40,7 @@ export async function loadConfigFor(flags: ServeFlags, io: Io): Promise<Config |
     return null;
   }
   for (const key of result.ignored) io.stderr(`hooks-ingress: ${key} is not used by hooks-ingress (ignored)\n`);
+  for (const warning of result.warnings) io.stderr(`hooks-ingress: warning: ${warning}\n`);
   return result.config;
 }
 

@@ -12,6 +12,9 @@ export interface DeliveryOptions {
   retry?: Partial<Pick<RetryOptions, 'maxAttempts' | 'baseDelayMs' | 'maxDelayMs' | 'sleep' | 'random'>>;
 }
 
+/** How long one reply may spend in retries before delivery gives up. */
+export const DELIVERY_BOUND_MS = 10 * 60_000;
+
 /** A route decided, or the reason there is none. */
 export type Resolved = { ok: true; route: Route; adapter: ConfiguredChannel['adapter'] } | { ok: false; skipped: boolean; reason: string };
 
@@ -45,7 +48,15 @@ export function createDeliver(options: DeliveryOptions): (request: DeliveryReque
     const { route, adapter } = resolved;
     const messageIds: string[] = [];
     for (const part of chunkText(request.text, adapter.maxLength)) {
-      const sent = await retry(() => adapter.send(route.to, part), { maxAttempts: 5, baseDelayMs: 1_000, maxDelayMs: 30_000, ...options.retry });
+      const sent = await retry(() => adapter.send(route.to, part, request.signal), {
+        maxAttempts: 5,
+        baseDelayMs: 1_000,
+        maxDelayMs: 30_000,
+        ...options.retry,
+        // A platform asking for a very long pause does not hold the reply (or a shutdown) for hours.
+        deadline: Date.now() + DELIVERY_BOUND_MS,
+        ...(request.signal === undefined ? {} : { signal: request.signal }),
+      });
       if (!sent.ok) {
         const partial = messageIds.length > 0 ? ` (after ${messageIds.length} part(s) were delivered)` : '';
         return { status: 'failed', channel: route.channel, to: route.to, reason: `${sent.message}${partial}` };

@@ -18,6 +18,9 @@ import { detectInjection, oneLine, wrapUntrusted } from './untrusted.ts';
 /** At most this many actions come from one `forEach`. */
 export const MAX_FOR_EACH = 200;
 
+// The cap /agent puts on a requested session key; a mapped action passes the same checks.
+const MAX_SESSION_KEY = 512;
+
 const template: Schema<Template> = (value, at, report) => {
   if (typeof value !== 'string') {
     report.issues.push({ path: at, message: 'must be a string' });
@@ -246,7 +249,7 @@ function _build(mapping: Mapping, override: Override, context: TemplateContext &
   const action: AgentAction = {
     kind: 'agent',
     message: content,
-    name: oneLine(override.name ?? text(mapping.name) ?? context.path) || 'Hook',
+    name: oneLine(override.name || text(mapping.name) || context.path) || 'Hook',
     wakeMode,
     deliver: override.deliver ?? mapping.deliver ?? true,
     channel: override.channel ?? mapping.channel,
@@ -254,6 +257,7 @@ function _build(mapping: Mapping, override: Override, context: TemplateContext &
   const agentId = override.agentId || mapping.agentId;
   if (agentId) action.agentId = agentId;
   const sessionKey = override.sessionKey || text(mapping.sessionKey);
+  if (sessionKey && sessionKey.length > MAX_SESSION_KEY) return `sessionKey: must be at most ${MAX_SESSION_KEY} characters`;
   // A key the operator wrote is trusted; one a transform returned or a template rendered is the payload's.
   if (sessionKey) action.sessionKey = { value: sessionKey, trusted: !override.sessionKey && !payloadControlsKey(mapping) };
   const to = override.to || text(mapping.to);

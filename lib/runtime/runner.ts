@@ -6,6 +6,7 @@ import type { Logger } from '../log.ts';
 import { retry, type RetryOptions } from '../retry.ts';
 import type { DeliveryOutcome, RunRecord, Store } from '../store/store.ts';
 import type { Transcripts } from '../store/transcripts.ts';
+import { isGeneratedKey } from '../policy.ts';
 import { isAck } from './ack.ts';
 import type { ChatMessage, Provider } from './provider.ts';
 
@@ -20,6 +21,8 @@ export interface DeliveryRequest {
   channel: Channel;
   to?: string;
   text: string;
+  /** Aborted when the process stops: delivery gives up between attempts. */
+  signal?: AbortSignal;
 }
 
 export type Deliver = (request: DeliveryRequest) => Promise<DeliveryOutcome>;
@@ -62,8 +65,8 @@ export class Runner {
   #stopping = new AbortController();
   #beat: Promise<void> | null = null;
   #beatAgain = false;
-  // Deliveries start() resumes: not runs, so outside the queue bound, but stop() waits for them.
-  #redeliveries = new Set<Promise<void>>();
+  // Deliveries run beside the queue (a slow platform never holds a run slot); stop() waits for them.
+  #deliveries = new Set<Promise<void>>();
 
   constructor(options: RunnerOptions) {
     this.#o = options;
@@ -81,16 +84,16 @@ export class Runner {
     return this.#queue.length + this.#active.size;
   }
 
+  /** Replies being delivered in the background. */
+  get deliveriesInFlight(): number {
+    return this.#deliveries.size;
+  }
+
   /** Picks up the runs a previous process accepted and did not finish, and replies it did not deliver. */
   start(): void {
     for (const run of this.#o.store.runs()) {
       if (run.status === 'pending' || run.status === 'running') this.enqueue(run);
-      else if (run.status === 'ok' && run.deliver && run.delivery === undefined && run.reply !== undefined) {
-        const work: Promise<void> = this.#deliverRun(run, run.reply)
-          .catch((error: unknown) => this.#o.log.error('delivery failed unexpectedly', { runId: run.runId, error: String(error) }))
-          .finally(() => this.#redeliveries.delete(work));
-        this.#redeliveries.add(work);
-      }
+      else if (run.status === 'ok' && run.deliver && run.delivery === undefined && run.reply !== undefined) this.#deliverLater(run, run.reply);
     }
   }
 
@@ -104,7 +107,7 @@ export class Runner {
   async stop(): Promise<void> {
     this.#stopping.abort();
     this.#queue = [];
-    await Promise.allSettled([...this.#active.values(), ...this.#redeliveries, this.#beat]);
+    await Promise.allSettled([...this.#active.values(), ...this.#deliveries, this.#beat]);
   }
 
   /** Runs one heartbeat turn now (after the one in progress, if any). */
@@ -132,7 +135,7 @@ export class Runner {
       const [run] = this.#queue.splice(i, 1) as [RunRecord];
       this.#busySessions.add(run.sessionKey);
       const work = this.#execute(run)
-        .catch((error: unknown) => this.#o.log.error('run failed unexpectedly', { runId: run.runId, error: String(error) }))
+        .catch((error: unknown) => this.#fail(run, error))
         .finally(() => {
           this.#active.delete(run.runId);
           this.#busySessions.delete(run.sessionKey);
@@ -149,7 +152,9 @@ export class Runner {
       runUpdates: [{ runId: run.runId, status: 'running', attempts: run.attempts + 1, startedAt: this.#iso(), ...(resumed ? { retry: true } : {}) }],
     });
     const agent = this.#agent(run.agentId);
-    const history = await this.#o.transcripts.history(run.sessionKey, config.agents.historyMaxChars);
+    // A generated key is never used again, so its turns are neither read nor kept.
+    const isolated = isGeneratedKey(run.sessionKey);
+    const history = isolated ? [] : await this.#o.transcripts.history(run.sessionKey, config.agents.historyMaxChars);
     const outcome = await this.#turn({
       agent,
       model: run.model ?? agent.model ?? config.agents.model ?? undefined,
@@ -160,7 +165,7 @@ export class Runner {
       ids: { runId: run.runId, sessionKey: run.sessionKey, agentId: agent.id },
     });
     if (outcome.status === 'stopped') return; // left `running`: the next process resumes it
-    if (outcome.status === 'ok') {
+    if (outcome.status === 'ok' && !isolated) {
       await this.#o.transcripts.append(run.sessionKey, [
         { role: 'user', content: run.message },
         { role: 'assistant', content: outcome.reply },
@@ -184,7 +189,28 @@ export class Runner {
     });
     log.info('run finished', { runId: run.runId, status: outcome.status, calls: outcome.calls });
     if (run.wakeMode === 'now') this.#o.heartbeat.request(`hook:${name}`);
-    if (outcome.status === 'ok' && run.deliver) await this.#deliverRun(run, outcome.reply);
+    if (outcome.status === 'ok' && run.deliver) this.#deliverLater(run, outcome.reply);
+  }
+
+  // Something broke outside the model call (a corrupt transcript, a throwing provider factory):
+  // the run ends `error` with a summary rather than staying `running` to fail again after a restart.
+  async #fail(run: RunRecord, error: unknown): Promise<void> {
+    this.#o.log.error('run failed unexpectedly', { runId: run.runId, error: error instanceof Error ? (error.stack ?? error.message) : String(error) });
+    if (this.#stopping.signal.aborted) return;
+    const reason = `internal error: ${error instanceof Error ? error.message : String(error)}`;
+    await this.#o.store
+      .commit({
+        events: [{ kind: 'system', text: `Hook ${run.name} (error): ${_summarise(reason)}`, source: `run:${run.runId}`, mode: run.wakeMode }],
+        runUpdates: [{ runId: run.runId, status: 'error', finishedAt: this.#iso(), error: reason }],
+      })
+      .catch((e: unknown) => this.#o.log.error('run outcome not recorded', { runId: run.runId, error: String(e) }));
+  }
+
+  #deliverLater(run: RunRecord, reply: string): void {
+    const work: Promise<void> = this.#deliverRun(run, reply)
+      .catch((error: unknown) => this.#o.log.error('delivery failed unexpectedly', { runId: run.runId, error: String(error) }))
+      .finally(() => this.#deliveries.delete(work));
+    this.#deliveries.add(work);
   }
 
   async #deliverRun(run: RunRecord, reply: string): Promise<void> {
@@ -192,7 +218,12 @@ export class Runner {
     let delivery: DeliveryOutcome;
     if (isAck(reply, this.#o.config.agents.heartbeat.ackMaxChars)) delivery = { status: 'skipped', reason: 'the reply is only an acknowledgment' };
     else if (this.#o.deliver === undefined) delivery = { status: 'skipped', reason: 'no delivery is configured' };
-    else delivery = await this.#o.deliver({ channel: run.channel, ...(run.to === undefined ? {} : { to: run.to }), text: reply });
+    else {
+      const request = { channel: run.channel, ...(run.to === undefined ? {} : { to: run.to }), text: reply, signal: this.#stopping.signal };
+      delivery = await this.#o.deliver(request);
+      // A failure during a stop may be the stop itself: nothing is recorded, so the next process tries again.
+      if (this.#stopping.signal.aborted && delivery.status === 'failed') return;
+    }
     const events =
       delivery.status === 'failed'
         ? [{ kind: 'system' as const, text: `Hook ${run.name}: delivery to ${delivery.channel} failed: ${_summarise(delivery.reason)}`, source: `run:${run.runId}` }]
@@ -204,11 +235,12 @@ export class Runner {
     const { store, config } = this.#o;
     const consumed = store.consumedThrough();
     const pending = store.events().filter((e) => e.seq > consumed && e.kind === 'system');
+    // Taken together with `pending`: an event that arrives later is not in this prompt, so it stays unconsumed.
+    const through = store.events().at(-1)?.seq ?? consumed;
     const agent = this.#agent(config.agents.defaultAgentId);
     const checklist = agent.workspace === undefined ? null : await this.#readText(join(this.#workspace(agent)!, 'HEARTBEAT.md'));
     // Nothing new and no standing checklist: no reason to spend a model call.
     if (pending.length === 0 && checklist === null) return;
-    const through = store.events().at(-1)?.seq ?? consumed;
     const prompt = [
       config.agents.heartbeat.prompt,
       ...(checklist === null ? [] : [`Checklist (HEARTBEAT.md):\n${checklist.trim()}`]),
@@ -236,7 +268,7 @@ export class Runner {
     await store.commit({ events: [{ kind: 'reply', text: outcome.reply, source: 'heartbeat', ack }], consumedThrough: through });
     if (ack || this.#o.deliver === undefined) return;
     const { target, to } = config.agents.heartbeat;
-    const delivery = await this.#o.deliver({ channel: target, ...(to === undefined ? {} : { to }), text: outcome.reply });
+    const delivery = await this.#o.deliver({ channel: target, ...(to === undefined ? {} : { to }), text: outcome.reply, signal: this.#stopping.signal });
     if (delivery.status === 'delivered') await store.commit({ lastRoute: _route(delivery) });
     if (delivery.status === 'failed') {
       await store.commit({ events: [{ kind: 'system', text: `Heartbeat reply: delivery to ${delivery.channel} failed: ${_summarise(delivery.reason)}`, source: 'heartbeat' }] });
@@ -261,7 +293,8 @@ export class Runner {
     const system = [turn.agent.systemPrompt, agentsMd].filter((s): s is string => typeof s === 'string' && s.trim() !== '').join('\n\n');
 
     const bound = new AbortController();
-    const timer = setTimeout(() => bound.abort(), turn.timeoutMs);
+    // setTimeout fires at once past 2^31-1 ms, so a longer bound is cut to that (24.8 days).
+    const timer = setTimeout(() => bound.abort(), Math.min(turn.timeoutMs, 2 ** 31 - 1));
     const signal = AbortSignal.any([bound.signal, this.#stopping.signal]);
     let calls = 0;
     try {

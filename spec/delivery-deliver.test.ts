@@ -1,0 +1,285 @@
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { test } from 'node:test';
+import type { Channel } from '../lib/actions.ts';
+import type { Adapter } from '../lib/delivery/adapter.ts';
+import type { ConfiguredChannel } from '../lib/delivery/channels.ts';
+import { checkRoute, createDeliver, resolveRoute } from '../lib/delivery/deliver.ts';
+import { createTelegramAdapter } from '../lib/delivery/telegram.ts';
+import type { Attempt } from '../lib/retry.ts';
+import type { Route } from '../lib/store/store.ts';
+
+const TOKEN = '123456789:AAHdeliver-spec_token0123456789abcdef';
+
+// An adapter that takes digit-only recipients and records what it was asked to send.
+function digitsAdapter(channel: string, sent: { to: string; text: string }[] = []): Adapter {
+  return {
+    channel,
+    maxLength: 100,
+    checkRecipient: (to) => (/^[0-9]+$/.test(to) ? null : `Invalid ${channel} recipient: expected digits, got ${JSON.stringify(to)}`),
+    send: async (to, text): Promise<Attempt<{ messageIds: string[] }>> => {
+      sent.push({ to, text });
+      return { ok: true, value: { messageIds: [`${channel}-${sent.length}`] } };
+    },
+  };
+}
+
+function channels(entries: [Channel, string | undefined][]): Map<Channel, ConfiguredChannel> {
+  return new Map(entries.map(([name, defaultTo]) => [name, { adapter: digitsAdapter(name), ...(defaultTo === undefined ? {} : { defaultTo }) }]));
+}
+
+const LAST: Route = { channel: 'discord', to: '777' };
+
+test('resolveRoute() sends `last` to the last route when there is one', () => {
+  const resolved = resolveRoute(channels([['telegram', '1'], ['discord', '2']]), LAST, 'last', undefined);
+  assert.equal(resolved.ok, true);
+  assert.deepEqual(resolved.ok && resolved.route, { channel: 'discord', to: '777' });
+  assert.equal(resolved.ok && resolved.adapter.channel, 'discord');
+});
+
+test('resolveRoute() sends `last` with `to` to the last route\'s channel and that recipient', () => {
+  const resolved = resolveRoute(channels([['telegram', '1'], ['discord', '2']]), LAST, 'last', '4242');
+  assert.deepEqual(resolved.ok && resolved.route, { channel: 'discord', to: '4242' });
+});
+
+test('resolveRoute() with no last route and exactly one channel picks it and its defaultTo', () => {
+  const resolved = resolveRoute(channels([['telegram', '555']]), null, 'last', undefined);
+  assert.deepEqual(resolved.ok && resolved.route, { channel: 'telegram', to: '555' });
+  // A `to` still wins over the default recipient.
+  const withTo = resolveRoute(channels([['telegram', '555']]), null, 'last', '666');
+  assert.deepEqual(withTo.ok && withTo.route, { channel: 'telegram', to: '666' });
+});
+
+test('resolveRoute() with no last route and several channels skips with the reason', () => {
+  const resolved = resolveRoute(channels([['telegram', '1'], ['discord', '2']]), null, 'last', undefined);
+  assert.deepEqual(resolved, { ok: false, skipped: true, reason: 'no last route yet and more than one channel is configured' });
+  // A recipient alone cannot say which of them is meant.
+  assert.equal(resolveRoute(channels([['telegram', '1'], ['discord', '2']]), null, 'last', '3').ok, false);
+});
+
+test('resolveRoute() with no last route and no channel at all skips with the reason', () => {
+  assert.deepEqual(resolveRoute(new Map(), null, 'last', undefined), { ok: false, skipped: true, reason: 'no channel is configured' });
+});
+
+test('resolveRoute() fails an explicit channel that is not configured, naming its config key', () => {
+  assert.deepEqual(resolveRoute(channels([['telegram', '1']]), null, 'slack', '123'), {
+    ok: false,
+    skipped: false,
+    reason: 'channel slack is not configured (channels.slack)',
+  });
+});
+
+test('resolveRoute() fails a last route whose channel is no longer configured', () => {
+  const resolved = resolveRoute(channels([['telegram', '1']]), LAST, 'last', undefined);
+  assert.deepEqual(resolved, { ok: false, skipped: false, reason: 'channel discord is not configured (channels.discord)' });
+});
+
+test('resolveRoute() skips when neither the run nor the channel names a recipient', () => {
+  assert.deepEqual(resolveRoute(channels([['telegram', undefined]]), null, 'telegram', undefined), {
+    ok: false,
+    skipped: true,
+    reason: 'no recipient: the run names none and channels.telegram.defaultTo is not set',
+  });
+  assert.equal(resolveRoute(channels([['telegram', undefined]]), null, 'last', undefined).ok, false);
+});
+
+test('resolveRoute() fails a malformed recipient with the adapter\'s reason', () => {
+  assert.deepEqual(resolveRoute(channels([['telegram', '1']]), null, 'telegram', 'alice'), {
+    ok: false,
+    skipped: false,
+    reason: 'Invalid telegram recipient: expected digits, got "alice"',
+  });
+});
+
+test('resolveRoute() for an explicit channel without `to` takes the last route\'s recipient on that channel, else defaultTo', () => {
+  const both = channels([['telegram', '1'], ['discord', '2']]);
+  const same = resolveRoute(both, LAST, 'discord', undefined);
+  assert.deepEqual(same.ok && same.route, { channel: 'discord', to: '777' });
+  const other = resolveRoute(both, LAST, 'telegram', undefined);
+  assert.deepEqual(other.ok && other.route, { channel: 'telegram', to: '1' });
+});
+
+test('createDeliver() turns each unresolvable route into skipped or failed, and sends nothing', async () => {
+  const sent: { to: string; text: string }[] = [];
+  const map = new Map<Channel, ConfiguredChannel>([
+    ['telegram', { adapter: digitsAdapter('telegram', sent) }],
+    ['discord', { adapter: digitsAdapter('discord', sent) }],
+  ]);
+  const deliver = createDeliver({ channels: map, lastRoute: () => null });
+  assert.deepEqual(await deliver({ channel: 'last', text: 'hi' }), { status: 'skipped', reason: 'no last route yet and more than one channel is configured' });
+  assert.deepEqual(await deliver({ channel: 'telegram', text: 'hi' }), {
+    status: 'skipped',
+    reason: 'no recipient: the run names none and channels.telegram.defaultTo is not set',
+  });
+  assert.deepEqual(await deliver({ channel: 'slack', to: '1', text: 'hi' }), {
+    status: 'failed',
+    channel: 'slack',
+    reason: 'channel slack is not configured (channels.slack)',
+  });
+  assert.deepEqual(await deliver({ channel: 'telegram', to: 'bob', text: 'hi' }), {
+    status: 'failed',
+    channel: 'telegram',
+    reason: 'Invalid telegram recipient: expected digits, got "bob"',
+  });
+  assert.deepEqual(sent, []);
+});
+
+test('createDeliver() reads the last route at each delivery, not once', async () => {
+  const sent: { to: string; text: string }[] = [];
+  let last: Route | null = null;
+  const map = new Map<Channel, ConfiguredChannel>([
+    ['telegram', { adapter: digitsAdapter('telegram', sent) }],
+    ['discord', { adapter: digitsAdapter('discord', sent) }],
+  ]);
+  const deliver = createDeliver({ channels: map, lastRoute: () => last });
+  assert.equal((await deliver({ channel: 'last', text: 'first' })).status, 'skipped');
+  last = { channel: 'telegram', to: '31' };
+  assert.deepEqual(await deliver({ channel: 'last', text: 'second' }), { status: 'delivered', channel: 'telegram', to: '31', messageIds: ['telegram-1'] });
+  assert.deepEqual(sent, [{ to: '31', text: 'second' }]);
+});
+
+// ---- against a fake Telegram Bot API -------------------------------------------------------
+
+interface TelegramCall {
+  path: string;
+  body: { chat_id: unknown; text: string };
+}
+
+type Answer = { status: number; body: unknown } | null;
+
+// A Bot API `sendMessage` on 127.0.0.1; `script` may answer a call itself (by its 1-based number).
+async function withTelegram(script: (n: number, call: TelegramCall) => Answer, run: (fake: { url: string; calls: TelegramCall[] }) => Promise<void>): Promise<void> {
+  const calls: TelegramCall[] = [];
+  let nextId = 100;
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const call: TelegramCall = { path: req.url ?? '', body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as TelegramCall['body'] };
+      calls.push(call);
+      const answer = script(calls.length, call) ?? {
+        status: 200,
+        body: { ok: true, result: { message_id: ++nextId, date: 1_790_000_000, chat: { id: call.body.chat_id, type: 'private' }, text: call.body.text } },
+      };
+      res.writeHead(answer.status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(answer.body));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    await run({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, calls });
+  } finally {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+}
+
+function telegramAt(url: string): Map<Channel, ConfiguredChannel> {
+  return new Map<Channel, ConfiguredChannel>([['telegram', { adapter: createTelegramAdapter({ botToken: TOKEN, apiBase: url }) }]]);
+}
+
+// Three paragraphs of 3000 characters each: no two fit one 4096-character message.
+const PARAGRAPHS = ['a', 'b', 'c'].map((letter) => `${letter.repeat(2999)}.`);
+
+test('createDeliver() splits a long reply at the adapter\'s maxLength and sends the parts in order, collecting the ids', async () => {
+  await withTelegram(
+    () => null,
+    async (fake) => {
+      const deliver = createDeliver({ channels: telegramAt(fake.url), lastRoute: () => null });
+      const outcome = await deliver({ channel: 'telegram', to: '12345', text: PARAGRAPHS.join('\n\n') });
+      assert.deepEqual(outcome, { status: 'delivered', channel: 'telegram', to: '12345', messageIds: ['101', '102', '103'] });
+      assert.deepEqual(
+        fake.calls.map((c) => c.body),
+        PARAGRAPHS.map((text) => ({ chat_id: 12345, text })),
+      );
+      assert.ok(fake.calls.every((c) => c.path === `/bot${TOKEN}/sendMessage`));
+    },
+  );
+});
+
+test('createDeliver() waits the retry_after a 429 names, then sends the part again', async () => {
+  const waits: number[] = [];
+  const tooMany = { status: 429, body: { ok: false, error_code: 429, description: 'Too Many Requests: retry after 7', parameters: { retry_after: 7 } } };
+  await withTelegram(
+    (n) => (n === 1 ? tooMany : null),
+    async (fake) => {
+      const deliver = createDeliver({
+        channels: telegramAt(fake.url),
+        lastRoute: () => null,
+        retry: { sleep: async (ms) => void waits.push(ms) },
+      });
+      assert.deepEqual(await deliver({ channel: 'telegram', to: '12345', text: 'hello' }), { status: 'delivered', channel: 'telegram', to: '12345', messageIds: ['101'] });
+      assert.deepEqual(waits, [7_000]);
+      assert.equal(fake.calls.length, 2);
+      assert.deepEqual(fake.calls[1]!.body, { chat_id: 12345, text: 'hello' });
+    },
+  );
+});
+
+test('createDeliver() fails with the platform\'s message once 5xx answers exhaust the attempts, noting the parts already delivered', async () => {
+  const waits: number[] = [];
+  const badGateway = { status: 502, body: { ok: false, error_code: 502, description: 'Bad Gateway' } };
+  await withTelegram(
+    (n) => (n === 1 ? null : badGateway),
+    async (fake) => {
+      const deliver = createDeliver({
+        channels: telegramAt(fake.url),
+        lastRoute: () => null,
+        retry: { maxAttempts: 3, baseDelayMs: 100, maxDelayMs: 1_000, sleep: async (ms) => void waits.push(ms), random: () => 1 },
+      });
+      const outcome = await deliver({ channel: 'telegram', to: '12345', text: PARAGRAPHS.join('\n\n') });
+      assert.deepEqual(outcome, { status: 'failed', channel: 'telegram', to: '12345', reason: 'Telegram 502: Bad Gateway (after 1 part(s) were delivered)' });
+      // One call for the first part, three for the second; the third part is never tried.
+      assert.equal(fake.calls.length, 4);
+      assert.deepEqual(waits, [100, 200]);
+      assert.ok(!JSON.stringify(outcome).includes(TOKEN));
+    },
+  );
+});
+
+test('createDeliver() fails at once on a permanent 4xx, without a partial note when nothing arrived', async () => {
+  const waits: number[] = [];
+  const blocked = { status: 403, body: { ok: false, error_code: 403, description: 'Forbidden: bot was blocked by the user' } };
+  await withTelegram(
+    () => blocked,
+    async (fake) => {
+      const deliver = createDeliver({ channels: telegramAt(fake.url), lastRoute: () => null, retry: { sleep: async (ms) => void waits.push(ms) } });
+      assert.deepEqual(await deliver({ channel: 'telegram', to: '12345', text: 'hello' }), {
+        status: 'failed',
+        channel: 'telegram',
+        to: '12345',
+        reason: 'Telegram 403: Forbidden: bot was blocked by the user',
+      });
+      assert.equal(fake.calls.length, 1);
+      assert.deepEqual(waits, []);
+    },
+  );
+});
+
+test('checkRoute() leaves `last` without `to` to delivery time', () => {
+  assert.equal(checkRoute(new Map(), null, 'last', undefined), null);
+  assert.equal(checkRoute(channels([['telegram', '1'], ['discord', '2']]), null, 'last', undefined), null);
+});
+
+test('checkRoute() refuses a named channel that is not configured, naming it', () => {
+  assert.equal(checkRoute(channels([['telegram', '1']]), null, 'discord', undefined), 'channel: discord is not configured (channels.discord)');
+  assert.equal(checkRoute(channels([['telegram', '1']]), null, 'discord', '123'), 'channel: discord is not configured (channels.discord)');
+});
+
+test('checkRoute() refuses a `to` malformed for the named channel, under the key `to`', () => {
+  assert.equal(checkRoute(channels([['telegram', '1']]), null, 'telegram', 'alice'), 'to: Invalid telegram recipient: expected digits, got "alice"');
+  assert.equal(checkRoute(channels([['telegram', '1']]), null, 'telegram', '42'), null);
+  assert.equal(checkRoute(channels([['telegram', '1']]), null, 'telegram', undefined), null);
+});
+
+test('checkRoute() checks `last` with `to` against the last route\'s channel, or the only channel', () => {
+  const both = channels([['telegram', '1'], ['discord', '2']]);
+  assert.match(checkRoute(both, LAST, 'last', 'alice')!, /^to: Invalid discord recipient/);
+  assert.equal(checkRoute(both, LAST, 'last', '99'), null);
+  assert.match(checkRoute(channels([['telegram', '1']]), null, 'last', 'alice')!, /^to: Invalid telegram recipient/);
+  // Which channel is meant is not known yet: delivery decides (and records why it skipped).
+  assert.equal(checkRoute(both, null, 'last', 'alice'), null);
+  // The last route's channel was removed from the config since.
+  assert.equal(checkRoute(channels([['telegram', '1']]), LAST, 'last', '99'), 'channel: discord is not configured (channels.discord)');
+});

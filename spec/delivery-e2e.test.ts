@@ -1,0 +1,365 @@
+// The delivery path end to end: POST /agent → the model (a fake OpenAI-compatible server) → the
+// reply delivered to a fake Telegram Bot API, through `hooks-ingress serve` run in-process by main().
+import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { main, type Io } from '../lib/cli.ts';
+import { readEvents, readRuns, type RunRecord } from '../lib/store/store.ts';
+import { post, type Reply } from './_http.ts';
+
+const HOOK_TOKEN = 'delivery-e2e-hook-token-0123456789';
+const BOT_TOKEN = '424242:AAHe2e-bot_token0123456789abcdefghij';
+const API_KEY = 'sk-e2e-0123456789abcdef';
+const AUTH = { authorization: `Bearer ${HOOK_TOKEN}` };
+// The chat the fake Bot API says has blocked the bot.
+const BLOCKED = '403403';
+
+interface Fake {
+  url: string;
+  close(): Promise<void>;
+}
+
+interface TelegramMessage {
+  chat_id: unknown;
+  text: string;
+}
+
+let tmp: string;
+let model: Fake & { prompts: string[] };
+let telegram: Fake & { messages: TelegramMessage[]; readonly lastId: number };
+
+async function serveOn(server: Server): Promise<string> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+function closer(server: Server): () => Promise<void> {
+  return () =>
+    new Promise((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
+}
+
+function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>));
+  });
+}
+
+// An OpenAI-compatible /chat/completions: it answers with the text inside REPLY{...} in the last
+// user message, or HEARTBEAT_OK when there is none (what a heartbeat with nothing to say gets).
+async function fakeModel(): Promise<Fake & { prompts: string[] }> {
+  const prompts: string[] = [];
+  const server = createServer(async (req, res) => {
+    const body = await readJson(req);
+    res.setHeader('content-type', 'application/json');
+    if (req.method !== 'POST' || req.url !== '/v1/chat/completions' || req.headers.authorization !== `Bearer ${API_KEY}`) {
+      res.writeHead(401).end(JSON.stringify({ error: { message: 'Incorrect API key provided', type: 'invalid_request_error' } }));
+      return;
+    }
+    const messages = body['messages'] as { role: string; content: string }[];
+    const prompt = messages.at(-1)!.content;
+    prompts.push(prompt);
+    const content = /REPLY\{([^}]*)\}/.exec(prompt)?.[1] ?? 'HEARTBEAT_OK';
+    res.end(
+      JSON.stringify({
+        id: `chatcmpl-${prompts.length}`,
+        object: 'chat.completion',
+        created: 1_790_000_000,
+        model: body['model'],
+        choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }],
+      }),
+    );
+  });
+  return { url: await serveOn(server), prompts, close: closer(server) };
+}
+
+// The Bot API's sendMessage: ok with a fresh message_id, or 403 for the chat that blocked the bot.
+async function fakeTelegram(): Promise<Fake & { messages: TelegramMessage[]; readonly lastId: number }> {
+  const messages: TelegramMessage[] = [];
+  let nextId = 500;
+  const server = createServer(async (req, res) => {
+    const body = (await readJson(req)) as unknown as TelegramMessage;
+    res.setHeader('content-type', 'application/json');
+    if (req.method !== 'POST' || req.url !== `/bot${BOT_TOKEN}/sendMessage`) {
+      res.writeHead(404).end(JSON.stringify({ ok: false, error_code: 404, description: 'Not Found' }));
+      return;
+    }
+    if (String(body.chat_id) === BLOCKED) {
+      res.writeHead(403).end(JSON.stringify({ ok: false, error_code: 403, description: 'Forbidden: bot was blocked by the user' }));
+      return;
+    }
+    messages.push(body);
+    res.end(JSON.stringify({ ok: true, result: { message_id: ++nextId, date: 1_790_000_000, chat: { id: body.chat_id, type: 'private' }, text: body.text } }));
+  });
+  return {
+    url: await serveOn(server),
+    messages,
+    close: closer(server),
+    get lastId() {
+      return nextId;
+    },
+  };
+}
+
+before(async () => {
+  tmp = await mkdtemp(join(tmpdir(), 'delivery-e2e-'));
+  model = await fakeModel();
+  telegram = await fakeTelegram();
+});
+
+after(async () => {
+  await model.close();
+  await telegram.close();
+  await rm(tmp, { recursive: true, force: true });
+});
+
+function capture(signal?: AbortSignal): { io: Io; out: { stdout: string; stderr: string } } {
+  const out = { stdout: '', stderr: '' };
+  const io: Io = {
+    stdout: (text) => void (out.stdout += text),
+    stderr: (text) => void (out.stderr += text),
+    env: { HOME: tmp },
+    ...(signal === undefined ? {} : { signal }),
+  };
+  return { io, out };
+}
+
+// One Telegram channel whose default recipient (999) differs from the chat the specs deliver to,
+// so a `last` that reaches 12345 can only have come from the last route.
+async function writeConfig(name: string): Promise<string> {
+  const path = join(tmp, `${name}.json`);
+  const config = {
+    hooks: { enabled: true, token: HOOK_TOKEN },
+    models: { providers: { fake: { api: 'openai-completions', baseUrl: `${model.url}/v1`, apiKey: API_KEY } } },
+    agents: { defaults: { model: 'fake/gpt-e2e' } },
+    channels: { telegram: { botToken: BOT_TOKEN, apiBase: telegram.url, defaultTo: '999' } },
+  };
+  await writeFile(path, JSON.stringify(config));
+  return path;
+}
+
+interface Serving {
+  url: string;
+  stop(): Promise<void>;
+}
+
+// `hooks-ingress serve` in this process, stopped through its abort signal as SIGTERM would.
+async function serve(config: string, stateDir: string): Promise<Serving> {
+  const controller = new AbortController();
+  const { io, out } = capture(controller.signal);
+  const running = main(['serve', '--config', config, '--port', '0', '--host', '127.0.0.1', '--state-dir', stateDir], io);
+  let exited = false;
+  void running.then(() => (exited = true));
+  await until(() => out.stdout.includes('listening on') || exited, 'the server to listen');
+  if (exited) throw new Error(`serve exited early: ${out.stderr}`);
+  return {
+    url: /listening on (\S+)/.exec(out.stdout)![1]!,
+    stop: async () => {
+      controller.abort();
+      assert.equal(await running, 0, out.stderr);
+    },
+  };
+}
+
+// A guard against a hang, not a timing assertion: the condition normally holds within milliseconds.
+async function until(condition: () => boolean | Promise<boolean>, what: string): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+async function agent(url: string, body: Record<string, unknown>): Promise<Reply> {
+  return post(url, '/hooks/agent', { headers: AUTH, body: { wakeMode: 'next-heartbeat', ...body } });
+}
+
+// Posts a run and waits until it has finished and its delivery (if any) is recorded.
+async function run(url: string, stateDir: string, body: Record<string, unknown>): Promise<RunRecord> {
+  const reply = await agent(url, body);
+  assert.equal(reply.status, 202, reply.text);
+  const runId = reply.body['runId'] as string;
+  let found: RunRecord | undefined;
+  await until(async () => {
+    found = (await readRuns(stateDir)).find((r) => r.runId === runId);
+    return found !== undefined && found.status !== 'pending' && found.status !== 'running' && (!found.deliver || found.delivery !== undefined);
+  }, `run ${runId} to finish`);
+  return found!;
+}
+
+test('POST /agent delivers the reply to Telegram, records it on the run and in the main session, and later `last` runs follow the route across a restart', async () => {
+  const config = await writeConfig('route');
+  const state = join(tmp, 'route-state');
+  const first = telegram.messages.length;
+  let server = await serve(config, state);
+  try {
+    const ci = await run(server.url, state, { name: 'CI', message: 'Summarise: REPLY{Build green: all 42 checks passed.}', channel: 'telegram', to: '12345' });
+    assert.equal(ci.status, 'ok');
+    assert.equal(ci.reply, 'Build green: all 42 checks passed.');
+    assert.deepEqual(telegram.messages.slice(first), [{ chat_id: 12345, text: 'Build green: all 42 checks passed.' }]);
+    assert.deepEqual(ci.delivery, { status: 'delivered', channel: 'telegram', to: '12345', messageIds: [String(telegram.lastId)] });
+    // The model saw the hook's message, wrapped as untrusted content.
+    assert.ok(model.prompts.some((p) => p.includes('REPLY{Build green') && p.includes('SECURITY NOTICE')));
+
+    const events = await readEvents(state);
+    assert.ok(
+      events.some((e) => e.kind === 'system' && e.source === `run:${ci.runId}` && e.text === 'Hook CI: Build green: all 42 checks passed.'),
+      JSON.stringify(events),
+    );
+
+    // `runs` shows the outcome, as JSON and for a human.
+    const json = capture();
+    assert.equal(await main(['runs', '--json', '--state-dir', state], json.io), 0);
+    const listed = json.out.stdout.trim().split('\n').map((line) => JSON.parse(line) as RunRecord);
+    assert.deepEqual(listed.find((r) => r.runId === ci.runId)?.delivery, ci.delivery);
+    const human = capture();
+    assert.equal(await main(['runs', '--state-dir', state], human.io), 0);
+    assert.match(human.out.stdout, /delivery: delivered to telegram 12345 \(\d+\)/);
+
+    // No channel and no recipient: `last`, which is now telegram 12345 (not the default 999).
+    const next = await run(server.url, state, { name: 'Follow-up', message: 'REPLY{Second note.}' });
+    assert.equal(next.channel, 'last');
+    assert.equal(next.delivery?.status === 'delivered' && next.delivery.to, '12345');
+    assert.deepEqual(telegram.messages.at(-1), { chat_id: 12345, text: 'Second note.' });
+
+    await server.stop();
+    server = await serve(config, state);
+    const later = await run(server.url, state, { name: 'After restart', message: 'REPLY{Third note.}', channel: 'last' });
+    assert.equal(later.delivery?.status === 'delivered' && later.delivery.to, '12345');
+    assert.deepEqual(telegram.messages.at(-1), { chat_id: 12345, text: 'Third note.' });
+    // `to` alone keeps the last route's channel and changes the recipient.
+    const elsewhere = await run(server.url, state, { name: 'Elsewhere', message: 'REPLY{Fourth note.}', to: '@news_channel' });
+    assert.deepEqual(elsewhere.delivery, { status: 'delivered', channel: 'telegram', to: '@news_channel', messageIds: [String(telegram.lastId)] });
+    assert.deepEqual(telegram.messages.at(-1), { chat_id: '@news_channel', text: 'Fourth note.' });
+    assert.equal(telegram.messages.length - first, 4);
+  } finally {
+    await server.stop();
+  }
+});
+
+test('the first `last` run with one channel and no route yet goes to that channel\'s defaultTo', async () => {
+  const server = await serve(await writeConfig('default'), join(tmp, 'default-state'));
+  try {
+    const outcome = await run(server.url, join(tmp, 'default-state'), { message: 'REPLY{To the default chat.}' });
+    assert.equal(outcome.delivery?.status === 'delivered' && outcome.delivery.to, '999');
+    assert.deepEqual(telegram.messages.at(-1), { chat_id: 999, text: 'To the default chat.' });
+  } finally {
+    await server.stop();
+  }
+});
+
+test('a HEARTBEAT_OK reply is not delivered, and a failed delivery is noted in the main session without moving the last route', async () => {
+  const state = join(tmp, 'skip-state');
+  const server = await serve(await writeConfig('skip'), state);
+  try {
+    const sent = telegram.messages.length;
+    const ack = await run(server.url, state, { name: 'Quiet', message: 'Anything to report?', channel: 'telegram', to: '12345' });
+    assert.equal(ack.reply, 'HEARTBEAT_OK');
+    assert.deepEqual(ack.delivery, { status: 'skipped', reason: 'the reply is only an acknowledgment' });
+    assert.equal(telegram.messages.length, sent);
+
+    const failed = await run(server.url, state, { name: 'Alert', message: 'REPLY{Disk almost full.}', channel: 'telegram', to: BLOCKED });
+    assert.deepEqual(failed.delivery, { status: 'failed', channel: 'telegram', to: BLOCKED, reason: 'Telegram 403: Forbidden: bot was blocked by the user' });
+    const events = await readEvents(state);
+    assert.ok(
+      events.some(
+        (e) => e.kind === 'system' && e.source === `run:${failed.runId}` && e.text === 'Hook Alert: delivery to telegram failed: Telegram 403: Forbidden: bot was blocked by the user',
+      ),
+      JSON.stringify(events),
+    );
+    assert.ok(!JSON.stringify(events).includes(BOT_TOKEN));
+    // Nothing was ever delivered here, so `last` still falls back to the default recipient.
+    const fallback = await run(server.url, state, { message: 'REPLY{Still default.}' });
+    assert.equal(fallback.delivery?.status === 'delivered' && fallback.delivery.to, '999');
+  } finally {
+    await server.stop();
+  }
+});
+
+test('a heartbeat reply that is not an acknowledgment goes to the last route', async () => {
+  const state = join(tmp, 'beat-state');
+  const server = await serve(await writeConfig('beat'), state);
+  try {
+    await run(server.url, state, { message: 'REPLY{Route set.}', channel: 'telegram', to: '12345' });
+    const sent = telegram.messages.length;
+    const wake = await post(server.url, '/hooks/wake', { headers: AUTH, body: { text: 'New mail: REPLY{You have mail from Ada.}', mode: 'now' } });
+    assert.equal(wake.status, 200, wake.text);
+    await until(() => telegram.messages.length > sent, 'the heartbeat reply to arrive');
+    assert.deepEqual(telegram.messages.slice(sent), [{ chat_id: 12345, text: 'You have mail from Ada.' }]);
+    await until(async () => (await readEvents(state)).some((e) => e.kind === 'reply' && e.ack === false), 'the heartbeat reply to be recorded');
+  } finally {
+    await server.stop();
+  }
+});
+
+test('POST /agent answers 400 at request time for an unconfigured channel or a malformed recipient, unless deliver is false', async () => {
+  const state = join(tmp, 'check-state');
+  const server = await serve(await writeConfig('check'), state);
+  try {
+    const sent = telegram.messages.length;
+    const discord = await agent(server.url, { message: 'REPLY{x}', channel: 'discord', to: '123456789012345678' });
+    assert.equal(discord.status, 400);
+    assert.equal(discord.body['error'], 'channel: discord is not configured (channels.discord)');
+    const malformed = await agent(server.url, { message: 'REPLY{x}', channel: 'telegram', to: 'not a chat' });
+    assert.equal(malformed.status, 400);
+    assert.match(String(malformed.body['error']), /^to: Invalid Telegram recipient: /);
+    // With one channel, `last` with a `to` is checked against that channel too.
+    const lastMalformed = await agent(server.url, { message: 'REPLY{x}', to: 'not a chat' });
+    assert.equal(lastMalformed.status, 400);
+    assert.match(String(lastMalformed.body['error']), /^to: /);
+    assert.deepEqual(await readRuns(state), []);
+
+    const quiet = await run(server.url, state, { message: 'REPLY{Kept to myself.}', channel: 'discord', deliver: false });
+    assert.equal(quiet.status, 'ok');
+    assert.equal(quiet.delivery, undefined);
+    assert.equal(telegram.messages.length, sent);
+  } finally {
+    await server.stop();
+  }
+});
+
+test('hooks-ingress send delivers through the configured adapter and exits 0', async () => {
+  const { io, out } = capture();
+  const sent = telegram.messages.length;
+  assert.equal(await main(['send', '--config', await writeConfig('send'), '--channel', 'telegram', '--to', '12345', 'hello', 'from', 'send'], io), 0, out.stderr);
+  assert.deepEqual(telegram.messages.slice(sent), [{ chat_id: 12345, text: 'hello from send' }]);
+  assert.match(out.stdout, /^delivered to telegram 12345 \(\d+\)\n$/);
+});
+
+test('hooks-ingress send without --to uses the channel\'s defaultTo', async () => {
+  const { io } = capture();
+  assert.equal(await main(['send', '--config', await writeConfig('send-default'), '--channel', 'telegram', 'ping'], io), 0);
+  assert.deepEqual(telegram.messages.at(-1), { chat_id: 999, text: 'ping' });
+});
+
+test('hooks-ingress send exits 1 with the reason when the platform refuses, the recipient is malformed or the channel is not configured', async () => {
+  const config = await writeConfig('send-fail');
+  const sent = telegram.messages.length;
+  const blocked = capture();
+  assert.equal(await main(['send', '--config', config, '--channel', 'telegram', '--to', BLOCKED, 'hello'], blocked.io), 1);
+  assert.equal(blocked.out.stderr, 'hooks-ingress send: failed: Telegram 403: Forbidden: bot was blocked by the user\n');
+  const malformed = capture();
+  assert.equal(await main(['send', '--config', config, '--channel', 'telegram', '--to', 'nobody', 'hello'], malformed.io), 1);
+  assert.match(malformed.out.stderr, /^hooks-ingress send: failed: Invalid Telegram recipient/);
+  const missing = capture();
+  assert.equal(await main(['send', '--config', config, '--channel', 'slack', '--to', 'C0123456789', 'hello'], missing.io), 1);
+  assert.equal(missing.out.stderr, 'hooks-ingress send: failed: channel slack is not configured (channels.slack)\n');
+  assert.equal(telegram.messages.length, sent);
+});
+
+test('hooks-ingress send refuses a missing text or an unknown channel with exit code 2', async () => {
+  const config = await writeConfig('send-usage');
+  const noText = capture();
+  assert.equal(await main(['send', '--config', config, '--channel', 'telegram'], noText.io), 2);
+  const unknown = capture();
+  assert.equal(await main(['send', '--config', config, '--channel', 'pigeon', 'hi'], unknown.io), 2);
+  assert.match(unknown.out.stderr, /give --channel/);
+});
