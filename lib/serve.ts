@@ -11,7 +11,7 @@ import { providerRegistry } from './runtime/select-provider.ts';
 import { createApp, listen } from './server.ts';
 import { Store } from './store/store.ts';
 import { Transcripts } from './store/transcripts.ts';
-import { inheritedListenFd } from './systemd.ts';
+import { inheritedListenFd, unsetListenEnv } from './systemd.ts';
 import { createTelemetry } from './telemetry.ts';
 import { generateToken } from './token.ts';
 
@@ -113,6 +113,8 @@ export async function serve(flags: ServeFlags, io: Io): Promise<number> {
 
   // systemd socket activation: serve on the inherited socket instead of binding one.
   const fd = inheritedListenFd(io.env, process.pid);
+  // The socket is ours alone: children (command providers, transforms) must not think it is theirs.
+  if (fd !== null && io.env === process.env) unsetListenEnv(process.env);
   let running;
   try {
     running = await listen(app, fd !== null ? { fd } : { host: flags.host ?? config.gateway.bind, port: port ?? config.gateway.port });

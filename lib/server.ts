@@ -239,7 +239,9 @@ function _compile(options: AppOptions, config: Config, shared: Shared): { config
   const idempotent = async (name: string, key: string | null, work: (idem: IdempotencyKey | null) => Promise<Answer>) => {
     if (key === null) return work(null);
     const id = `${name}\n${key}`;
-    await inflight.get(id)?.catch(() => undefined);
+    // Wait while any copy is in flight; from the last check to the `set` below nothing awaits,
+    // so exactly one copy goes ahead when the one before it failed.
+    for (let running = inflight.get(id); running !== undefined; running = inflight.get(id)) await running.catch(() => undefined);
     const prior = store.replay(name, key);
     if (prior !== null) return { ...prior, headers: { 'idempotent-replayed': 'true' } };
     const pending = work({ scope: name, key });
