@@ -101,7 +101,8 @@ const fileSchema = object({
             maxBytes: optional(number({ integer: true, min: 1 })),
             renewEveryMinutes: optional(number({ integer: true, min: 1 })),
             allowUnsafeExternalContent: optional(boolean),
-            model: optional(string({ trim: true, nonEmpty: true })),
+            // A literal model id: braces would make it a template the payload could steer.
+            model: optional(string({ trim: true, nonEmpty: true, pattern: { regex: /^[^{}]*$/, rule: 'may not contain braces' } })),
             thinking: optional(literal(...THINKING_LEVELS)),
             // Settings of the companion watcher's own server; passed through to it, not read here.
             serve: optional(record((v) => v)),

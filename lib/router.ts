@@ -30,7 +30,8 @@ export class Router<H> {
     for (const { path, wildcard, route } of this.#routes) {
       if (pathname === path) return { route, rest: '' };
       if (!wildcard || !pathname.startsWith(`${path}/`)) continue;
-      const rest = _decode(pathname.slice(path.length + 1).replace(/\/+$/, ''));
+      // `/hooks//wake/` names the same hook as `/hooks/wake`.
+      const rest = _decode(pathname.slice(path.length + 1).replace(/^\/+|\/+$/g, ''));
       return rest === null ? null : { route, rest };
     }
     return null;

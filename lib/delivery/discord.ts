@@ -1,6 +1,6 @@
 import type { Adapter, Sent } from './adapter.ts';
-import { parseRetryAfter } from '../retry.ts';
-import type { Attempt } from '../retry.ts';
+import { checkUrl, clip, failure, invalidOption, plainText, postJson, record, retryAfterMs, scrub, show, type Answer } from '../http-call.ts';
+import { parseRetryAfter, type Attempt } from '../retry.ts';
 
 /** Options of {@link createDiscordAdapter}. */
 export interface DiscordOptions {
@@ -9,15 +9,6 @@ export interface DiscordOptions {
   /** The versioned REST base; default `https://discord.com/api/v10`. */
   apiBase?: string | undefined;
   fetch?: typeof fetch | undefined;
-}
-
-type _Failure = Extract<Attempt<Sent>, { ok: false }>;
-
-interface _Reply {
-  status: number;
-  headers: Headers;
-  text: string;
-  body: Record<string, unknown> | null;
 }
 
 const _MAX_LENGTH = 2000;
@@ -32,27 +23,23 @@ const _USER_AGENT = 'DiscordBot (hooks-ingress, 0.1.0)';
  * (`allowed_mentions` is empty), so a reply that quotes `@everyone` cannot alert a whole server.
  */
 export function createDiscordAdapter(options: DiscordOptions): Adapter {
-  const { botToken, apiBase = 'https://discord.com/api/v10', fetch: doFetch = globalThis.fetch } = options;
+  const { botToken, apiBase = 'https://discord.com/api/v10', fetch = globalThis.fetch } = options;
   // A header value cannot hold line breaks, and a token with spaces is not a token.
   if (typeof botToken !== 'string' || !/^[\x21-\x7e]+$/.test(botToken)) {
-    throw new TypeError('Invalid option botToken: must be a non-empty string of visible ASCII characters');
+    throw invalidOption('botToken', 'must be a non-empty string of visible ASCII characters');
   }
-  if (typeof doFetch !== 'function') throw new TypeError('Invalid option fetch: must be a function');
-  const base = _base(apiBase);
-  const redact = (message: string): string => message.replaceAll(botToken, '<token>');
+  if (typeof fetch !== 'function') throw invalidOption('fetch', 'must be a function');
+  const base = checkUrl('apiBase', apiBase);
+  const headers = { authorization: `Bot ${botToken}`, 'user-agent': _USER_AGENT };
 
   const send = async (to: string, text: string, signal?: AbortSignal): Promise<Attempt<Sent>> => {
     _checkText(text);
     const problem = checkRecipient(to);
-    if (problem !== null) return { ok: false, retryable: false, message: problem };
-    const init: RequestInit = {
-      method: 'POST',
-      headers: { authorization: `Bot ${botToken}`, 'content-type': 'application/json', 'user-agent': _USER_AGENT },
-      body: JSON.stringify({ content: text, allowed_mentions: { parse: [] } }),
-      signal: signal ?? null,
-    };
-    const reply = await _exchange(doFetch, `${base}/channels/${to}/messages`, init, signal);
-    return 'status' in reply ? _outcome(reply) : reply;
+    if (problem !== null) return failure(problem, false);
+    const payload = { content: text, allowed_mentions: { parse: [] } };
+    const reply = await postJson(`${base}/channels/${to}/messages`, payload, { fetch, headers, signal });
+    if (!reply.ok) return reply.kind === 'aborted' ? failure('Discord request aborted', false) : failure(`Discord request failed: ${reply.message}`, true);
+    return _outcome(reply);
   };
 
   return {
@@ -62,49 +49,34 @@ export function createDiscordAdapter(options: DiscordOptions): Adapter {
     send: async (to, text, signal) => {
       const attempt = await send(to, text, signal);
       // Scrubbed before clipped, so a cut can never leave part of a token behind.
-      return attempt.ok ? attempt : { ...attempt, message: _clip(redact(attempt.message)) };
+      return attempt.ok ? attempt : { ...attempt, message: clip(scrub(attempt.message, [botToken], '<token>'), 401) };
     },
   };
 }
 
 function checkRecipient(to: string): string | null {
   if (typeof to === 'string' && _SNOWFLAKE.test(to) && BigInt(to) <= _MAX_SNOWFLAKE) return null;
-  return `Invalid Discord recipient: expected a numeric channel id (a snowflake of 17 to 20 digits), got ${_show(to)}`;
+  return `Invalid Discord recipient: expected a numeric channel id (a snowflake of 17 to 20 digits), got ${show(to)}`;
 }
 
-async function _exchange(doFetch: typeof fetch, url: string, init: RequestInit, signal: AbortSignal | undefined): Promise<_Reply | _Failure> {
-  try {
-    const response = await doFetch(url, init);
-    const text = await response.text();
-    return { status: response.status, headers: response.headers, text, body: _object(text) };
-  } catch (error) {
-    if (signal?.aborted === true) return { ok: false, retryable: false, message: 'Discord request aborted' };
-    return { ok: false, retryable: true, message: `Discord request failed: ${_describe(error)}` };
-  }
-}
-
-function _outcome(reply: _Reply): Attempt<Sent> {
-  const { status, body } = reply;
+function _outcome(reply: Answer): Attempt<Sent> {
+  const { status } = reply;
+  const body = record(reply.json);
   if (status >= 200 && status < 300) {
     const id = body?.['id'];
     return { ok: true, value: { messageIds: typeof id === 'string' ? [id] : [] } };
   }
-  const message = `Discord ${status}: ${_detail(reply)}`;
-  if (status !== 429 && status < 500) return { ok: false, retryable: false, message };
+  const message = `Discord ${status}: ${_detail(body, reply.text)}`;
+  if (status !== 429 && status < 500) return failure(message, false);
   // The body's retry_after is a float in seconds; the Retry-After header only whole seconds.
-  const seconds = body?.['retry_after'];
-  const retryAfterMs =
-    typeof seconds === 'number' && seconds >= 0
-      ? Math.ceil(seconds * 1000)
-      : (parseRetryAfter(reply.headers.get('retry-after')) ?? parseRetryAfter(reply.headers.get('x-ratelimit-reset-after')));
-  return retryAfterMs === undefined ? { ok: false, retryable: true, message } : { ok: false, retryable: true, message, retryAfterMs };
+  const wait = retryAfterMs(reply.headers, Date.now(), body?.['retry_after']) ?? parseRetryAfter(reply.headers.get('x-ratelimit-reset-after'));
+  return failure(message, true, wait);
 }
 
 // `{message, code}`, with per-field reasons nested under `errors` for an invalid form body.
-function _detail(reply: _Reply): string {
-  const { body } = reply;
+function _detail(body: Record<string, unknown> | null, text: string): string {
   const message = body?.['message'];
-  if (typeof message !== 'string') return _plain(reply.text);
+  if (typeof message !== 'string') return plainText(text);
   const code = body?.['code'];
   const fields: string[] = [];
   _fieldErrors(body?.['errors'], '', fields);
@@ -113,12 +85,12 @@ function _detail(reply: _Reply): string {
 }
 
 function _fieldErrors(node: unknown, path: string, out: string[]): void {
-  const record = _record(node);
-  if (record === null || out.length >= 3) return;
-  for (const [key, value] of Object.entries(record)) {
+  const fields = record(node);
+  if (fields === null || out.length >= 3) return;
+  for (const [key, value] of Object.entries(fields)) {
     if (key === '_errors' && Array.isArray(value)) {
       for (const error of value) {
-        const text = _record(error)?.['message'];
+        const text = record(error)?.['message'];
         if (typeof text === 'string' && out.length < 3) out.push(`${path === '' ? 'body' : path}: ${text}`);
       }
     } else {
@@ -132,52 +104,4 @@ function _checkText(text: string): void {
   if (text.length > _MAX_LENGTH) {
     throw new RangeError(`Cannot send text: ${text.length} characters exceed the Discord limit of ${_MAX_LENGTH}`);
   }
-}
-
-function _base(apiBase: string): string {
-  let url: URL | null = null;
-  try {
-    url = typeof apiBase === 'string' ? new URL(apiBase) : null;
-  } catch {
-    url = null;
-  }
-  if (url === null || (url.protocol !== 'https:' && url.protocol !== 'http:')) {
-    throw new TypeError(`Invalid option apiBase: must be an http(s) URL, got ${_show(apiBase)}`);
-  }
-  return apiBase.replace(/\/+$/, '');
-}
-
-function _object(text: string): Record<string, unknown> | null {
-  try {
-    return _record(JSON.parse(text));
-  } catch {
-    return null;
-  }
-}
-
-function _record(value: unknown): Record<string, unknown> | null {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
-}
-
-// A proxy's short plain-text answer is worth passing on; an HTML error page is not.
-function _plain(text: string): string {
-  const trimmed = text.trim();
-  return trimmed === '' || trimmed.startsWith('<') ? 'no error description' : trimmed;
-}
-
-function _clip(text: string): string {
-  if (text.length <= 400) return text;
-  const code = text.charCodeAt(399);
-  return `${text.slice(0, code >= 0xd800 && code <= 0xdbff ? 399 : 400)}…`;
-}
-
-function _describe(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  // Node's fetch says only "fetch failed"; the reason (ECONNREFUSED, a TLS error) is in the cause.
-  return error.cause instanceof Error ? `${error.message}: ${error.cause.message}` : error.message;
-}
-
-function _show(value: unknown): string {
-  const text = JSON.stringify(value) ?? String(value);
-  return text.length > 64 ? `${text.slice(0, 64)}…` : text;
 }

@@ -106,7 +106,7 @@ export function toMapping(raw: RawMapping, index: number, source: Mapping['sourc
 }
 
 /** The built-in presets, by the name `hooks.presets` uses. */
-export function presetMappings(name: 'gmail', options: { allowUnsafeExternalContent?: boolean; model?: string }): Mapping {
+export function presetMappings(name: 'gmail', options: { allowUnsafeExternalContent?: boolean; model?: string; thinking?: Thinking }): Mapping {
   const compile = (source: string) => (compileTemplate(source) as { ok: true; template: Template }).template;
   const mapping: Mapping = {
     id: `preset:${name}`,
@@ -124,6 +124,7 @@ export function presetMappings(name: 'gmail', options: { allowUnsafeExternalCont
     source: 'Email',
   };
   if (options.model !== undefined) mapping.model = compile(options.model);
+  if (options.thinking !== undefined) mapping.thinking = compile(options.thinking);
   return mapping;
 }
 

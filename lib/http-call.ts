@@ -1,0 +1,135 @@
+import { parseRetryAfter, type Attempt } from './retry.ts';
+
+/** What one call came to: the whole answer, or why there is none. */
+export type Reply =
+  | { ok: true; status: number; statusText: string; headers: Headers; text: string; json: unknown }
+  /** `aborted` when the caller's signal fired, `network` for anything else that left no answer; `message` says why. */
+  | { ok: false; kind: 'network' | 'aborted'; message: string };
+
+/** An answer, whatever its status: `json` is the parsed body, `undefined` when the body is not JSON. */
+export type Answer = Extract<Reply, { ok: true }>;
+
+/** An attempt that failed. */
+export type Failure = Extract<Attempt<never>, { ok: false }>;
+
+export interface CallOptions {
+  fetch: typeof fetch;
+  /** Header names in lowercase, so that a caller's value replaces a default rather than joining it. */
+  headers?: Record<string, string>;
+  signal?: AbortSignal | undefined;
+}
+
+/** POSTs `body` and reads the whole answer; a call that gets none is a value, never a throw. */
+export async function post(url: string | URL, body: string, options: CallOptions): Promise<Reply> {
+  const { fetch: doFetch, headers = {}, signal } = options;
+  try {
+    const response = await doFetch(url, { method: 'POST', headers, body, ...(signal === undefined ? {} : { signal }) });
+    const text = await response.text();
+    return { ok: true, status: response.status, statusText: response.statusText, headers: response.headers, text, json: _json(text) };
+  } catch (error) {
+    return { ok: false, kind: signal?.aborted === true ? 'aborted' : 'network', message: _reason(error) };
+  }
+}
+
+/** POSTs `payload` as JSON; see {@link post}. */
+export function postJson(url: string | URL, payload: unknown, options: CallOptions): Promise<Reply> {
+  return post(url, JSON.stringify(payload), { ...options, headers: { 'content-type': 'application/json', ...options.headers } });
+}
+
+/** `value` when it is a JSON object (not an array), else `null`. */
+export function record(value: unknown): Record<string, unknown> | null {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
+}
+
+/**
+ * How long the other side asked us to wait, in ms: seconds named in the body win, then
+ * `retry-after-ms` (OpenAI, Azure), then `Retry-After` (seconds, or an HTTP date read against `now`).
+ */
+export function retryAfterMs(headers: Headers, now: number, bodySeconds?: unknown): number | undefined {
+  if (typeof bodySeconds === 'number' && Number.isFinite(bodySeconds) && bodySeconds >= 0) return Math.ceil(bodySeconds * 1000);
+  const ms = headers.get('retry-after-ms');
+  if (ms !== null && Number.isFinite(Number(ms)) && Number(ms) >= 0) return Number(ms);
+  return parseRetryAfter(headers.get('retry-after'), now);
+}
+
+/** A failed attempt; `retryAfterMs` is left out when there is none. */
+export function failure(message: string, retryable: boolean, retryAfterMs?: number): Failure {
+  return retryAfterMs === undefined ? { ok: false, retryable, message } : { ok: false, retryable, message, retryAfterMs };
+}
+
+/** `text` with every secret replaced by `mask`: as it is, and as a URL path or query would encode it. */
+export function scrub(text: string, secrets: readonly (string | undefined)[], mask = '[redacted]'): string {
+  let out = text;
+  for (const secret of secrets) {
+    if (secret === undefined || secret === '') continue;
+    for (const form of new Set([secret, encodeURIComponent(secret), new URLSearchParams({ s: secret }).toString().slice(2)])) {
+      out = out.split(form).join(mask);
+    }
+  }
+  return out;
+}
+
+/** `text` on one line: each run of whitespace one space, none at either end. */
+export function oneLine(text: string): string {
+  return text.replace(/\s+/g, ' ').trim();
+}
+
+/** `text` cut to at most `max` characters, the last of them `…` when anything was cut. */
+export function clip(text: string, max: number): string {
+  if (text.length <= max) return text;
+  // Never half a surrogate pair: a lone one shows as garbage and breaks some JSON encoders.
+  const code = text.charCodeAt(max - 2);
+  return `${text.slice(0, code >= 0xd800 && code <= 0xdbff ? max - 2 : max - 1)}…`;
+}
+
+/** `value` as a message quotes it: JSON, and short. */
+export function show(value: unknown): string {
+  return clip(JSON.stringify(value) ?? String(value), 65);
+}
+
+/** What a body that is not the API's JSON says: a proxy's short text is worth passing on; nothing or an HTML page is not. */
+export function plainText(text: string): string {
+  const trimmed = text.trim();
+  return trimmed === '' || trimmed.startsWith('<') ? 'no error description' : trimmed;
+}
+
+/** `: <text>` for a body with something in it, else nothing: the end of a message that quotes the body. */
+export function detail(text: string): string {
+  const trimmed = text.trim();
+  return trimmed === '' ? '' : `: ${trimmed}`;
+}
+
+/** `value` as an API base: an http(s) URL without trailing slashes, or why it cannot be one. */
+export function httpBase(value: unknown): { ok: true; base: string } | { ok: false; reason: string } {
+  if (typeof value !== 'string' || !URL.canParse(value)) return { ok: false, reason: `${JSON.stringify(value)} is not a URL` };
+  const { protocol } = new URL(value);
+  if (protocol !== 'http:' && protocol !== 'https:') return { ok: false, reason: `${protocol} is not http: or https:` };
+  return { ok: true, base: value.replace(/\/+$/, '') };
+}
+
+/** Option `name` as an API base (see {@link httpBase}); anything else is the option's TypeError. */
+export function checkUrl(name: string, value: unknown, rule = 'must be an http(s) URL'): string {
+  const base = httpBase(value);
+  if (!base.ok) throw invalidOption(name, `${rule}, got ${show(value)}`);
+  return base.base;
+}
+
+/** The TypeError for an option that breaks its rule. */
+export function invalidOption(name: string, rule: string): TypeError {
+  return new TypeError(`Invalid option ${name}: ${rule}`);
+}
+
+function _json(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+function _reason(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const said = error.message === '' ? String(error) : error.message;
+  // Node's fetch says only "fetch failed"; the reason (ECONNREFUSED, a TLS error) is in the cause.
+  return error.cause instanceof Error ? `${said}: ${error.cause.message}` : said;
+}
