@@ -12,6 +12,7 @@ export type Answer = Extract<Reply, { ok: true }>;
 /** An attempt that failed. */
 export type Failure = Extract<Attempt<never>, { ok: false }>;
 
+/** How to make a call: the fetch to use, the headers to send, the signal that ends it. */
 export interface CallOptions {
   fetch: typeof fetch;
   /** Header names in lowercase, so that a caller's value replaces a default rather than joining it. */
@@ -25,7 +26,7 @@ export async function post(url: string | URL, body: string, options: CallOptions
   try {
     const response = await doFetch(url, { method: 'POST', headers, body, ...(signal === undefined ? {} : { signal }) });
     const text = await response.text();
-    return { ok: true, status: response.status, statusText: response.statusText, headers: response.headers, text, json: _json(text) };
+    return { ok: true, status: response.status, statusText: response.statusText, headers: response.headers, text, json: parseJson(text) };
   } catch (error) {
     return { ok: false, kind: signal?.aborted === true ? 'aborted' : 'network', message: _reason(error) };
   }
@@ -34,6 +35,15 @@ export async function post(url: string | URL, body: string, options: CallOptions
 /** POSTs `payload` as JSON; see {@link post}. */
 export function postJson(url: string | URL, payload: unknown, options: CallOptions): Promise<Reply> {
   return post(url, JSON.stringify(payload), { ...options, headers: { 'content-type': 'application/json', ...options.headers } });
+}
+
+/** `text` parsed as JSON, or `undefined` when it is not JSON. */
+export function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
 }
 
 /** `value` when it is a JSON object (not an array), else `null`. */
@@ -77,7 +87,7 @@ export function oneLine(text: string): string {
 /** `text` cut to at most `max` characters, the last of them `…` when anything was cut. */
 export function clip(text: string, max: number): string {
   if (text.length <= max) return text;
-  // Never half a surrogate pair: a lone one shows as garbage and breaks some JSON encoders.
+  // Never half a surrogate pair: a lone one is not text, and shows as garbage.
   const code = text.charCodeAt(max - 2);
   return `${text.slice(0, code >= 0xd800 && code <= 0xdbff ? max - 2 : max - 1)}…`;
 }
@@ -117,14 +127,6 @@ export function checkUrl(name: string, value: unknown, rule = 'must be an http(s
 /** The TypeError for an option that breaks its rule. */
 export function invalidOption(name: string, rule: string): TypeError {
   return new TypeError(`Invalid option ${name}: ${rule}`);
-}
-
-function _json(text: string): unknown {
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return undefined;
-  }
 }
 
 function _reason(error: unknown): string {

@@ -1,8 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer } from 'node:http';
-import type { IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { closedUrl, withQueue, type Answer, type QueuedFake, type Seen } from './_fake-server.ts';
 import { createDiscordAdapter } from '../lib/delivery/discord.ts';
 
 const TOKEN = 'MTk4NjIyNDgzNDcxOTI1MjQ4.Cl2FMQ.ZnCjm1XVW7vRze4b7Cq4se7kKWs-fake';
@@ -10,26 +8,6 @@ const CHANNEL = '80351110224678912';
 // Above 2^53: a JSON number would lose its last digits, so ids must stay strings.
 const BIG_CHANNEL = '1234567890123456789';
 const NO_ACCESS = '222222222222222222';
-
-interface Seen {
-  method: string;
-  path: string;
-  headers: IncomingHttpHeaders;
-  body: unknown;
-}
-
-interface Answer {
-  status: number;
-  headers?: Record<string, string>;
-  body: unknown;
-}
-
-interface Fake {
-  url: string;
-  seen: Seen[];
-  /** Answers the next requests with these instead of behaving like Discord. */
-  queue: Answer[];
-}
 
 function error(status: number, code: number, message: string, extra: Record<string, unknown> = {}): Answer {
   return { status, body: { message, code, ...extra } };
@@ -67,44 +45,9 @@ function discordApi(seen: Seen, messageId: () => string): Answer {
   };
 }
 
-async function withFake(run: (fake: Fake) => Promise<void>): Promise<void> {
-  const fake: Fake = { url: '', seen: [], queue: [] };
+function withFake(run: (fake: QueuedFake) => Promise<void>): Promise<void> {
   let nextId = 1175000000000000000n;
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const raw = Buffer.concat(chunks).toString('utf8');
-      let body: unknown = raw;
-      try {
-        body = JSON.parse(raw);
-      } catch {
-        // Kept as text: the spec then sees exactly what arrived.
-      }
-      const seen: Seen = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body };
-      fake.seen.push(seen);
-      const answer = fake.queue.shift() ?? discordApi(seen, () => String(++nextId));
-      const text = typeof answer.body === 'string' ? answer.body : JSON.stringify(answer.body);
-      res.writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers });
-      res.end(text);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  try {
-    await run(fake);
-  } finally {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-  }
-}
-
-async function closedPort(): Promise<string> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return `http://127.0.0.1:${port}`;
+  return withQueue((seen) => discordApi(seen, () => String(++nextId)), run);
 }
 
 test('discord.checkRecipient() accepts snowflakes of 17 to 20 digits up to 2^64 - 1', () => {
@@ -259,7 +202,7 @@ test('discord.send() on 5xx is retryable; a short text body is passed on, an HTM
 });
 
 test('discord.send() on a refused connection is retryable and never shows the token', async () => {
-  const adapter = createDiscordAdapter({ botToken: TOKEN, apiBase: await closedPort() });
+  const adapter = createDiscordAdapter({ botToken: TOKEN, apiBase: await closedUrl() });
   const attempt = await adapter.send(CHANNEL, 'hi');
   assert.equal(!attempt.ok && attempt.retryable, true);
   assert.match(!attempt.ok ? attempt.message : '', /^Discord request failed: /);

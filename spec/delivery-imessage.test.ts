@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
+import { closedUrl, fake, json, type Handler } from './_fake-server.ts';
 import { createBlueBubblesAdapter, createImsgAdapter } from '../lib/delivery/imessage.ts';
 
 const PASSWORD = 'hunter2 & p@ss=word/+';
@@ -13,37 +13,6 @@ const FRIEND = '+15551234567';
 const BROKEN = '+15550000500';
 const GROUP_GUID = 'iMessage;+;chat123456789';
 const MESSAGE_GUID = 'p:0/5A1B2C3D-0000-4000-8000-00000000CAFE';
-
-interface Seen {
-  method: string;
-  url: string;
-  headers: IncomingHttpHeaders;
-  body: string;
-}
-
-type Handler = (req: Seen, res: ServerResponse) => void;
-
-// A real HTTP server on 127.0.0.1 that records every request and answers through `handler`.
-async function fake(t: TestContext, handler: Handler): Promise<{ url: string; seen: Seen[] }> {
-  const seen: Seen[] = [];
-  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const request = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
-      seen.push(request);
-      res.setHeader('connection', 'close');
-      handler(request, res);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.after(() => new Promise<void>((resolve) => server.close(() => resolve())));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen };
-}
-
-function json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
-}
 
 function bbError(res: ServerResponse, status: number, message: string, type: string, detail: string): void {
   json(res, status, { status, message, error: { type, message: detail } });
@@ -70,14 +39,6 @@ const blueBubbles: Handler = (req, res) => {
     data: { guid: MESSAGE_GUID, tempGuid: body['tempGuid'], text: body['message'], dateCreated: 1_700_000_000_000, isFromMe: true, error: 0 },
   });
 };
-
-async function closedPort(): Promise<number> {
-  const closed = createServer();
-  await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
-  const port = (closed.address() as AddressInfo).port;
-  await new Promise<void>((resolve) => closed.close(() => resolve()));
-  return port;
-}
 
 test('createBlueBubblesAdapter() refuses a bad serverUrl, an empty password and an unknown method, without echoing the password', () => {
   assert.throws(() => createBlueBubblesAdapter({ serverUrl: 'bluebubbles.local:1234', password: PASSWORD }), (error: Error) => {
@@ -165,7 +126,7 @@ test('blueBubblesAdapter.send() scrubs the password from any echo of the request
 });
 
 test('blueBubblesAdapter.send() treats a refused connection as retryable and keeps the password out of the message', async () => {
-  const adapter = createBlueBubblesAdapter({ serverUrl: `http://127.0.0.1:${await closedPort()}`, password: PASSWORD });
+  const adapter = createBlueBubblesAdapter({ serverUrl: await closedUrl(), password: PASSWORD });
   const result = await adapter.send(FRIEND, 'hi');
   assert.equal(!result.ok && result.retryable, true);
   const message = !result.ok ? result.message : '';

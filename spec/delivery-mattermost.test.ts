@@ -1,33 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer } from 'node:http';
-import type { IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { closedUrl, withQueue, type Answer, type QueuedFake, type Seen } from './_fake-server.ts';
 import { createMattermostAdapter } from '../lib/delivery/mattermost.ts';
 
 const TOKEN = 'h5w9kqz1fjbq7n3xcd8y4tsoge';
 const CHANNEL = 'nhze199c4j87ped4wannrjdt9c';
 const READ_ONLY = 'q3x8bj4ttbgzjpmsr8bt5nhq7e';
-
-interface Seen {
-  method: string;
-  path: string;
-  headers: IncomingHttpHeaders;
-  body: unknown;
-}
-
-interface Answer {
-  status: number;
-  headers?: Record<string, string>;
-  body: unknown;
-}
-
-interface Fake {
-  url: string;
-  seen: Seen[];
-  /** Answers the next requests with these instead of behaving like Mattermost. */
-  queue: Answer[];
-}
 
 function appError(status: number, id: string, message: string): Answer {
   return { status, body: { id, message, detailed_error: '', request_id: 'r6bkq9dh1jfz8cc5e4w7xa3n1o', status_code: status } };
@@ -61,44 +39,9 @@ function mattermostApi(seen: Seen, maxPostSize: number, postId: () => string): A
   };
 }
 
-async function withFake(run: (fake: Fake) => Promise<void>, maxPostSize = 16383): Promise<void> {
-  const fake: Fake = { url: '', seen: [], queue: [] };
+function withFake(run: (fake: QueuedFake) => Promise<void>, maxPostSize = 16383): Promise<void> {
   let nextId = 0;
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const raw = Buffer.concat(chunks).toString('utf8');
-      let body: unknown = raw;
-      try {
-        body = JSON.parse(raw);
-      } catch {
-        // Kept as text: the spec then sees exactly what arrived.
-      }
-      const seen: Seen = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body };
-      fake.seen.push(seen);
-      const answer = fake.queue.shift() ?? mattermostApi(seen, maxPostSize, () => `post${String(++nextId).padStart(22, '0')}`);
-      const text = typeof answer.body === 'string' ? answer.body : JSON.stringify(answer.body);
-      res.writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers });
-      res.end(text);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  try {
-    await run(fake);
-  } finally {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-  }
-}
-
-async function closedPort(): Promise<string> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return `http://127.0.0.1:${port}`;
+  return withQueue((seen) => mattermostApi(seen, maxPostSize, () => `post${String(++nextId).padStart(22, '0')}`), run);
 }
 
 test('mattermost.checkRecipient() accepts a 26-character lowercase id', () => {
@@ -250,7 +193,7 @@ test('mattermost.send() clips a long AppError after scrubbing, never leaving par
 });
 
 test('mattermost.send() on a refused connection is retryable and never shows the token', async () => {
-  const adapter = createMattermostAdapter({ serverUrl: await closedPort(), token: TOKEN });
+  const adapter = createMattermostAdapter({ serverUrl: await closedUrl(), token: TOKEN });
   const attempt = await adapter.send(CHANNEL, 'hi');
   assert.equal(!attempt.ok && attempt.retryable, true);
   assert.match(!attempt.ok ? attempt.message : '', /^Mattermost request failed: /);

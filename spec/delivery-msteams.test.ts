@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { ServerResponse } from 'node:http';
 import { test, type TestContext } from 'node:test';
+import { closedUrl, fake, json as sendJson, type Received } from './_fake-server.ts';
 import { createTeamsAdapter, type TeamsOptions } from '../lib/delivery/msteams.ts';
 
 const APP_ID = '00000000-1111-2222-3333-444444444444';
@@ -14,42 +14,16 @@ const THROTTLED = 'a:throttled';
 const BUSY = 'a:busy';
 const SIZE_CAP = 100;
 
-interface Seen {
-  method: string;
-  url: string;
-  headers: IncomingHttpHeaders;
-  body: string;
-}
-
-type Handler = (req: Seen, res: ServerResponse) => void;
-
-// A real HTTP server on 127.0.0.1 that records every request and answers through `handler`.
-async function fake(t: TestContext, handler: Handler): Promise<{ url: string; seen: Seen[] }> {
-  const seen: Seen[] = [];
-  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const request = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
-      seen.push(request);
-      res.setHeader('connection', 'close');
-      handler(request, res);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.after(() => new Promise<void>((resolve) => server.close(() => resolve())));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen };
-}
-
+// Entra and the connector both name the charset.
 function json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...headers }).end(JSON.stringify(body));
+  sendJson(res, status, body, { 'content-type': 'application/json; charset=utf-8', ...headers });
 }
 
 interface Platform {
   url: string;
-  seen: Seen[];
-  tokenCalls: () => Seen[];
-  activityCalls: () => Seen[];
+  seen: Received[];
+  tokenCalls: () => Received[];
+  activityCalls: () => Received[];
   state: {
     /** Live tokens; the connector answers any other with 401. */
     live: Set<string>;
@@ -317,11 +291,7 @@ test('teamsAdapter.send() succeeds without ids when the connector answers 200 wi
 });
 
 test('teamsAdapter.send() treats an unreachable token endpoint or connector as retryable', async (t) => {
-  const closed = createServer();
-  await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
-  const port = (closed.address() as AddressInfo).port;
-  await new Promise<void>((resolve) => closed.close(() => resolve()));
-  const nowhere = `http://127.0.0.1:${port}`;
+  const nowhere = await closedUrl();
   const noToken = await createTeamsAdapter(options({ url: nowhere })).send(PERSONAL, 'hi');
   assert.equal(!noToken.ok && noToken.retryable, true);
   assert.match(!noToken.ok ? noToken.message : '', /^Cannot reach the Bot Framework token endpoint: /);

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { test, type TestContext } from 'node:test';
+import { test } from 'node:test';
+import { closedUrl, fake, json, type Handler } from './_fake-server.ts';
 import { createSignalAdapter } from '../lib/delivery/signal.ts';
 
 const ACCOUNT = '+15550000001';
@@ -10,37 +9,6 @@ const RATE_LIMITED = '+15550000429';
 const UNREGISTERED = '+15550000404';
 const GROUP = Buffer.alloc(32, 7).toString('base64');
 const TIMESTAMP = 1_700_000_000_123;
-
-interface Seen {
-  method: string;
-  url: string;
-  headers: IncomingHttpHeaders;
-  body: string;
-}
-
-type Handler = (req: Seen, res: ServerResponse) => void;
-
-// A real HTTP server on 127.0.0.1 that records every request and answers through `handler`.
-async function fake(t: TestContext, handler: Handler): Promise<{ url: string; seen: Seen[] }> {
-  const seen: Seen[] = [];
-  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const request = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
-      seen.push(request);
-      res.setHeader('connection', 'close');
-      handler(request, res);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.after(() => new Promise<void>((resolve) => server.close(() => resolve())));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen };
-}
-
-function json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
-}
 
 // What `signal-cli -a ACCOUNT daemon --http` does with /api/v1/rpc, per its HttpServerHandler and send command.
 const signalCli: Handler = (req, res) => {
@@ -201,11 +169,8 @@ test('signalAdapter.send() succeeds without ids when signal-cli reports no times
 
 test('signalAdapter.send() treats a refused connection as retryable', async (t) => {
   const daemon = await fake(t, signalCli);
-  const closed = createServer();
-  await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
-  const port = (closed.address() as AddressInfo).port;
-  await new Promise<void>((resolve) => closed.close(() => resolve()));
-  const result = await createSignalAdapter({ url: `http://127.0.0.1:${port}`, account: ACCOUNT }).send(FRIEND, 'hi');
+  const nowhere = await closedUrl();
+  const result = await createSignalAdapter({ url: nowhere, account: ACCOUNT }).send(FRIEND, 'hi');
   assert.equal(result.ok, false);
   assert.equal(!result.ok && result.retryable, true);
   assert.match(!result.ok ? result.message : '', /^Cannot reach signal-cli: /);

@@ -1,31 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer } from 'node:http';
-import type { IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { closedUrl, withQueue, type Answer, type QueuedFake, type Seen } from './_fake-server.ts';
 import { createSlackAdapter } from '../lib/delivery/slack.ts';
 
 const TOKEN = 'xoxb-1234567890-0987654321-FAKEfakeFAKEfake';
-
-interface Seen {
-  method: string;
-  path: string;
-  headers: IncomingHttpHeaders;
-  body: unknown;
-}
-
-interface Answer {
-  status: number;
-  headers?: Record<string, string>;
-  body: unknown;
-}
-
-interface Fake {
-  url: string;
-  seen: Seen[];
-  /** Answers the next requests with these instead of behaving like Slack. */
-  queue: Answer[];
-}
 
 function failure(error: string, status = 200, headers: Record<string, string> = {}): Answer {
   return { status, headers, body: { ok: false, error } };
@@ -59,44 +37,9 @@ function slackApi(seen: Seen, ts: () => string): Answer {
   return { status: 200, body: { ok: true, channel: resolved, ts: stamp, message: { type: 'message', text, user: 'U0BOT00001', bot_id: 'B0BOT00001', ts: stamp }, ...warning } };
 }
 
-async function withFake(run: (fake: Fake) => Promise<void>): Promise<void> {
-  const fake: Fake = { url: '', seen: [], queue: [] };
+function withFake(run: (fake: QueuedFake) => Promise<void>): Promise<void> {
   let micros = 246;
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const raw = Buffer.concat(chunks).toString('utf8');
-      let body: unknown = raw;
-      try {
-        body = JSON.parse(raw);
-      } catch {
-        // Kept as text: the spec then sees exactly what arrived.
-      }
-      const seen: Seen = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body };
-      fake.seen.push(seen);
-      const answer = fake.queue.shift() ?? slackApi(seen, () => `1503435956.${String(++micros).padStart(6, '0')}`);
-      const text = typeof answer.body === 'string' ? answer.body : JSON.stringify(answer.body);
-      res.writeHead(answer.status, { 'content-type': 'application/json; charset=utf-8', ...answer.headers });
-      res.end(text);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  try {
-    await run(fake);
-  } finally {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-  }
-}
-
-async function closedPort(): Promise<string> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return `http://127.0.0.1:${port}`;
+  return withQueue((seen) => slackApi(seen, () => `1503435956.${String(++micros).padStart(6, '0')}`), run);
 }
 
 test('slack.checkRecipient() accepts channel (C, G, D) and user (U, W) ids', () => {
@@ -222,7 +165,7 @@ test('slack.send() clips a long error after scrubbing, never leaving part of the
 });
 
 test('slack.send() on a refused connection is retryable and never shows the token', async () => {
-  const adapter = createSlackAdapter({ botToken: TOKEN, apiBase: await closedPort() });
+  const adapter = createSlackAdapter({ botToken: TOKEN, apiBase: await closedUrl() });
   const attempt = await adapter.send('C1234567890', 'hi');
   assert.equal(!attempt.ok && attempt.retryable, true);
   assert.match(!attempt.ok ? attempt.message : '', /^Slack request failed: /);

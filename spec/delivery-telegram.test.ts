@@ -1,31 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer } from 'node:http';
-import type { IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { closedUrl, withQueue, type Answer, type QueuedFake, type Seen } from './_fake-server.ts';
 import { createTelegramAdapter } from '../lib/delivery/telegram.ts';
 
 const TOKEN = '123456789:AAHfake-Token_for_specs0123456789abc';
-
-interface Seen {
-  method: string;
-  path: string;
-  headers: IncomingHttpHeaders;
-  body: unknown;
-}
-
-interface Answer {
-  status: number;
-  headers?: Record<string, string>;
-  body: unknown;
-}
-
-interface Fake {
-  url: string;
-  seen: Seen[];
-  /** Answers the next requests with these instead of behaving like the Bot API. */
-  queue: Answer[];
-}
 
 function error(status: number, description: string, parameters?: Record<string, unknown>): Answer {
   return { status, body: { ok: false, error_code: status, description, ...(parameters === undefined ? {} : { parameters }) } };
@@ -65,44 +43,9 @@ function botApi(seen: Seen, messageId: () => number): Answer {
   };
 }
 
-async function withFake(run: (fake: Fake) => Promise<void>): Promise<void> {
-  const fake: Fake = { url: '', seen: [], queue: [] };
+function withFake(run: (fake: QueuedFake) => Promise<void>): Promise<void> {
   let nextId = 41;
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const raw = Buffer.concat(chunks).toString('utf8');
-      let body: unknown = raw;
-      try {
-        body = JSON.parse(raw);
-      } catch {
-        // Kept as text: the spec then sees exactly what arrived.
-      }
-      const seen: Seen = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body };
-      fake.seen.push(seen);
-      const answer = fake.queue.shift() ?? botApi(seen, () => ++nextId);
-      const text = typeof answer.body === 'string' ? answer.body : JSON.stringify(answer.body);
-      res.writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers });
-      res.end(text);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  try {
-    await run(fake);
-  } finally {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-  }
-}
-
-async function closedPort(): Promise<string> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return `http://127.0.0.1:${port}`;
+  return withQueue((seen) => botApi(seen, () => ++nextId), run);
 }
 
 test('telegram.checkRecipient() accepts chat ids of users, groups, supergroups and @channelusernames', () => {
@@ -265,7 +208,7 @@ test('telegram.send() scrubs the token from a description that echoes it', async
 });
 
 test('telegram.send() on a refused connection is retryable and never shows the token', async () => {
-  const adapter = createTelegramAdapter({ botToken: TOKEN, apiBase: await closedPort() });
+  const adapter = createTelegramAdapter({ botToken: TOKEN, apiBase: await closedUrl() });
   const attempt = await adapter.send('123456789', 'hi');
   assert.equal(attempt.ok, false);
   assert.equal(!attempt.ok && attempt.retryable, true);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { test, type TestContext } from 'node:test';
+import type { ServerResponse } from 'node:http';
+import { test } from 'node:test';
+import { closedUrl, fake, json, type Handler } from './_fake-server.ts';
 import { createWhatsAppAdapter } from '../lib/delivery/whatsapp.ts';
 
 const PHONE_NUMBER_ID = '106540352242922';
@@ -11,37 +11,6 @@ const THROUGHPUT = '+15550130429';
 const PAIR_LIMIT = '+15550131056';
 const WINDOW_CLOSED = '+15550131047';
 const TRANSIENT = '+15550000002';
-
-interface Seen {
-  method: string;
-  url: string;
-  headers: IncomingHttpHeaders;
-  body: string;
-}
-
-type Handler = (req: Seen, res: ServerResponse) => void;
-
-// A real HTTP server on 127.0.0.1 that records every request and answers through `handler`.
-async function fake(t: TestContext, handler: Handler): Promise<{ url: string; seen: Seen[] }> {
-  const seen: Seen[] = [];
-  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const request = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
-      seen.push(request);
-      res.setHeader('connection', 'close');
-      handler(request, res);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.after(() => new Promise<void>((resolve) => server.close(() => resolve())));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen };
-}
-
-function json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
-}
 
 function graphError(res: ServerResponse, status: number, code: number, message: string, extra: Record<string, unknown> = {}): void {
   json(res, status, { error: { message, type: 'OAuthException', code, fbtrace_id: 'AbCdEf123', ...extra } });
@@ -209,11 +178,8 @@ test('whatsappAdapter.send() honours a Retry-After on 429 and succeeds without i
 
 test('whatsappAdapter.send() treats a refused connection as retryable and refuses a malformed recipient without a request', async (t) => {
   const api = await fake(t, graph);
-  const closed = createServer();
-  await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
-  const port = (closed.address() as AddressInfo).port;
-  await new Promise<void>((resolve) => closed.close(() => resolve()));
-  const down = await createWhatsAppAdapter({ phoneNumberId: PHONE_NUMBER_ID, accessToken: TOKEN, apiBase: `http://127.0.0.1:${port}` }).send(FRIEND, 'hi');
+  const nowhere = await closedUrl();
+  const down = await createWhatsAppAdapter({ phoneNumberId: PHONE_NUMBER_ID, accessToken: TOKEN, apiBase: nowhere }).send(FRIEND, 'hi');
   assert.equal(!down.ok && down.retryable, true);
   assert.match(!down.ok ? down.message : '', /^Cannot reach the WhatsApp Cloud API: /);
   const bad = await createWhatsAppAdapter({ phoneNumberId: PHONE_NUMBER_ID, accessToken: TOKEN, apiBase: api.url }).send('555-1234', 'hi');

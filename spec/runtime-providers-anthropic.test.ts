@@ -1,47 +1,22 @@
 import assert from 'node:assert/strict';
-import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { ServerResponse } from 'node:http';
 import { test } from 'node:test';
+import { json as sendJson, listenJson, type FakeServer, type Seen as JsonSeen } from './_fake-server.ts';
 import { THINKING_BUDGETS, createAnthropicProvider } from '../lib/runtime/providers/anthropic.ts';
 import type { TurnRequest } from '../lib/runtime/provider.ts';
 
 const KEY = 'sk-ant-test-0123456789abcdef';
 
-interface Seen {
-  method: string;
-  path: string;
-  headers: IncomingHttpHeaders;
-  body: Record<string, unknown>;
-}
+type Seen = JsonSeen<Record<string, unknown>>;
 
 // A real Messages API server on 127.0.0.1: it records each request, then lets `answer` reply.
-async function fakeAnthropic(answer: (seen: Seen, res: ServerResponse) => void): Promise<{ url: string; seen: Seen[]; close: () => Promise<void> }> {
-  const seen: Seen[] = [];
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const entry = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown> };
-      seen.push(entry);
-      answer(entry, res);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    seen,
-    close: () =>
-      new Promise((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+function fakeAnthropic(answer: (seen: Seen, res: ServerResponse) => void): Promise<FakeServer<Seen>> {
+  return listenJson(answer);
 }
 
+// Every answer of the real API carries its request id.
 function json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { 'content-type': 'application/json', 'request-id': 'req_1', ...headers });
-  res.end(JSON.stringify(body));
+  sendJson(res, status, body, { 'request-id': 'req_1', ...headers });
 }
 
 function message(content: unknown[], stop_reason = 'end_turn'): unknown {

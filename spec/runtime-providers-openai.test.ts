@@ -1,47 +1,18 @@
 import assert from 'node:assert/strict';
-import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { ServerResponse } from 'node:http';
 import { test } from 'node:test';
+import { json, listenJson, type FakeServer, type Seen as JsonSeen } from './_fake-server.ts';
 import { createOpenAiProvider } from '../lib/runtime/providers/openai.ts';
 import type { TurnRequest } from '../lib/runtime/provider.ts';
 
 const KEY = 'sk-test-0123456789abcdef';
 
-interface Seen {
-  method: string;
-  path: string;
-  headers: IncomingHttpHeaders;
-  body: Record<string, unknown>;
-}
+type Seen = JsonSeen<Record<string, unknown>>;
 
 // A real OpenAI-compatible server on 127.0.0.1: it records each request, then lets `answer` reply.
-async function fakeOpenAi(answer: (seen: Seen, res: ServerResponse) => void): Promise<{ url: string; seen: Seen[]; close: () => Promise<void> }> {
-  const seen: Seen[] = [];
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const entry = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown> };
-      seen.push(entry);
-      answer(entry, res);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}/v1`,
-    seen,
-    close: () =>
-      new Promise((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
-
-function json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { 'content-type': 'application/json', ...headers });
-  res.end(JSON.stringify(body));
+async function fakeOpenAi(answer: (seen: Seen, res: ServerResponse) => void): Promise<FakeServer<Seen>> {
+  const server = await listenJson(answer);
+  return { ...server, url: `${server.url}/v1` };
 }
 
 function completion(content: unknown): unknown {

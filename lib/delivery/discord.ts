@@ -31,27 +31,20 @@ export function createDiscordAdapter(options: DiscordOptions): Adapter {
   if (typeof fetch !== 'function') throw invalidOption('fetch', 'must be a function');
   const base = checkUrl('apiBase', apiBase);
   const headers = { authorization: `Bot ${botToken}`, 'user-agent': _USER_AGENT };
+  // Scrubbed before clipped, so a cut can never leave part of a token behind.
+  const tell = (message: string) => clip(scrub(message, [botToken], '<token>'), 401);
 
   const send = async (to: string, text: string, signal?: AbortSignal): Promise<Attempt<Sent>> => {
     _checkText(text);
     const problem = checkRecipient(to);
-    if (problem !== null) return failure(problem, false);
+    if (problem !== null) return failure(tell(problem), false);
     const payload = { content: text, allowed_mentions: { parse: [] } };
     const reply = await postJson(`${base}/channels/${to}/messages`, payload, { fetch, headers, signal });
-    if (!reply.ok) return reply.kind === 'aborted' ? failure('Discord request aborted', false) : failure(`Discord request failed: ${reply.message}`, true);
-    return _outcome(reply);
+    if (!reply.ok) return reply.kind === 'aborted' ? failure('Discord request aborted', false) : failure(tell(`Discord request failed: ${reply.message}`), true);
+    return _outcome(reply, tell);
   };
 
-  return {
-    channel: 'discord',
-    maxLength: _MAX_LENGTH,
-    checkRecipient,
-    send: async (to, text, signal) => {
-      const attempt = await send(to, text, signal);
-      // Scrubbed before clipped, so a cut can never leave part of a token behind.
-      return attempt.ok ? attempt : { ...attempt, message: clip(scrub(attempt.message, [botToken], '<token>'), 401) };
-    },
-  };
+  return { channel: 'discord', maxLength: _MAX_LENGTH, checkRecipient, send };
 }
 
 function checkRecipient(to: string): string | null {
@@ -59,14 +52,14 @@ function checkRecipient(to: string): string | null {
   return `Invalid Discord recipient: expected a numeric channel id (a snowflake of 17 to 20 digits), got ${show(to)}`;
 }
 
-function _outcome(reply: Answer): Attempt<Sent> {
+function _outcome(reply: Answer, tell: (message: string) => string): Attempt<Sent> {
   const { status } = reply;
   const body = record(reply.json);
   if (status >= 200 && status < 300) {
     const id = body?.['id'];
     return { ok: true, value: { messageIds: typeof id === 'string' ? [id] : [] } };
   }
-  const message = `Discord ${status}: ${_detail(body, reply.text)}`;
+  const message = tell(`Discord ${status}: ${_detail(body, reply.text)}`);
   if (status !== 429 && status < 500) return failure(message, false);
   // The body's retry_after is a float in seconds; the Retry-After header only whole seconds.
   const wait = retryAfterMs(reply.headers, Date.now(), body?.['retry_after']) ?? parseRetryAfter(reply.headers.get('x-ratelimit-reset-after'));

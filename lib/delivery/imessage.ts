@@ -1,6 +1,7 @@
 import { spawn as nodeSpawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { parseRetryAfter, type Attempt } from '../retry.ts';
+import { checkUrl, clip, detail, failure, invalidOption, oneLine, parseJson, postJson, record, retryAfterMs, scrub, show } from '../http-call.ts';
+import type { Attempt } from '../retry.ts';
 import type { Adapter, Sent } from './adapter.ts';
 
 export interface BlueBubblesOptions {
@@ -32,7 +33,7 @@ const _MAX_OUTPUT = 64 * 1024;
 function _checkRecipient(to: string): string | null {
   return _E164.test(to) || _EMAIL.test(to) || _CHAT_GUID.test(to)
     ? null
-    : `Invalid iMessage recipient: expected a phone number in E.164, an email address or a chat guid such as iMessage;+;chat123456789, got ${_show(to)}`;
+    : `Invalid iMessage recipient: expected a phone number in E.164, an email address or a chat guid such as iMessage;+;chat123456789, got ${show(to)}`;
 }
 
 /**
@@ -40,50 +41,32 @@ function _checkRecipient(to: string): string | null {
  * `iMessage;-;<address>`; a chat guid is used as it is. The message id is BlueBubbles' message guid.
  */
 export function createBlueBubblesAdapter(options: BlueBubblesOptions): Adapter {
-  const { serverUrl, password, method = 'apple-script', fetch: fetchImpl = fetch } = options;
-  if (!_isHttpUrl(serverUrl)) throw new TypeError(`Invalid option serverUrl: must be the http(s) URL of the BlueBubbles server, got ${_show(serverUrl)}`);
-  if (typeof password !== 'string' || password === '') throw new TypeError('Invalid option password: must be a non-empty string');
-  if (method !== 'apple-script' && method !== 'private-api') throw new TypeError(`Invalid option method: must be apple-script or private-api, got ${_show(method)}`);
-  if (typeof fetchImpl !== 'function') throw new TypeError('Invalid option fetch: must be a function');
-  const endpoint = new URL(`${serverUrl.replace(/\/+$/, '')}/api/v1/message/text`);
+  const { serverUrl, password, method = 'apple-script', fetch = globalThis.fetch } = options;
+  const base = checkUrl('serverUrl', serverUrl, 'must be the http(s) URL of the BlueBubbles server');
+  if (typeof password !== 'string' || password === '') throw invalidOption('password', 'must be a non-empty string');
+  if (method !== 'apple-script' && method !== 'private-api') throw invalidOption('method', `must be apple-script or private-api, got ${show(method)}`);
+  if (typeof fetch !== 'function') throw invalidOption('fetch', 'must be a function');
+  const endpoint = new URL(`${base}/api/v1/message/text`);
   endpoint.searchParams.set('password', password);
   // Scrubbed before clipped, so a cut can never leave half a password behind.
-  const tell = (text: string) => _clip(_scrub(text, password));
+  const tell = (text: string) => clip(oneLine(scrub(text, [password])), 401);
 
   const send = async (to: string, text: string, signal?: AbortSignal): Promise<Attempt<Sent>> => {
     const problem = _checkRecipient(to);
-    if (problem !== null) return { ok: false, retryable: false, message: problem };
+    if (problem !== null) return failure(problem, false);
     const chatGuid = _CHAT_GUID.test(to) ? to : `iMessage;-;${to}`;
     // A fresh tempGuid per attempt: the server refuses one it still has queued.
     const payload = { chatGuid, tempGuid: `temp-${randomUUID()}`, message: text, method };
-    let status: number;
-    let retryAfter: string | null;
-    let body: string;
-    try {
-      const response = await fetchImpl(endpoint, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json' },
-        body: JSON.stringify(payload),
-        ...(signal === undefined ? {} : { signal }),
-      });
-      status = response.status;
-      retryAfter = response.headers.get('retry-after');
-      body = await response.text();
-    } catch (error) {
-      return { ok: false, retryable: true, message: tell(`Cannot reach the BlueBubbles server: ${_reason(error)}`) };
-    }
-    const reply = _object(_parse(body));
+    const reply = await postJson(endpoint, payload, { fetch, headers: { accept: 'application/json' }, signal });
+    if (!reply.ok) return failure(tell(`Cannot reach the BlueBubbles server: ${reply.message}`), true);
+    const { status } = reply;
+    const body = record(reply.json);
     if (status >= 200 && status < 300) {
-      const guid = _object(reply?.['data'])?.['guid'];
+      const guid = record(body?.['data'])?.['guid'];
       return { ok: true, value: { messageIds: typeof guid === 'string' ? [guid] : [] } };
     }
-    const wait = parseRetryAfter(retryAfter);
-    return {
-      ok: false,
-      retryable: status === 429 || status >= 500,
-      message: tell(reply === null ? `BlueBubbles answered HTTP ${status}${_detail(body)}` : _describe(status, reply)),
-      ...(wait === undefined ? {} : { retryAfterMs: wait }),
-    };
+    const message = body === null ? `BlueBubbles answered HTTP ${status}${detail(reply.text)}` : _describe(status, body);
+    return failure(tell(message), status === 429 || status >= 500, retryAfterMs(reply.headers, Date.now()));
   };
 
   return { channel: 'imessage', maxLength: _MAX_LENGTH, checkRecipient: _checkRecipient, send };
@@ -96,24 +79,24 @@ export function createBlueBubblesAdapter(options: BlueBubblesOptions): Adapter {
  */
 export function createImsgAdapter(options: ImsgOptions = {}): Adapter {
   const { command = 'imsg', spawn = nodeSpawn } = options;
-  if (typeof command !== 'string' || command === '') throw new TypeError('Invalid option command: must be a non-empty string');
-  if (typeof spawn !== 'function') throw new TypeError('Invalid option spawn: must be a function');
+  if (typeof command !== 'string' || command === '') throw invalidOption('command', 'must be a non-empty string');
+  if (typeof spawn !== 'function') throw invalidOption('spawn', 'must be a function');
 
   const send = async (to: string, text: string, signal?: AbortSignal): Promise<Attempt<Sent>> => {
     const problem = _checkRecipient(to);
-    if (problem !== null) return { ok: false, retryable: false, message: problem };
+    if (problem !== null) return failure(problem, false);
     // `=` keeps each value attached to its flag: imsg's parser would read a text starting
     // with `-` (a Markdown list, say) as another option.
     const target = _CHAT_GUID.test(to) ? `--chat-guid=${to}` : `--to=${to}`;
     const run = await _run(spawn, command, ['send', target, `--text=${text}`, '--json'], signal);
-    if (run.error !== undefined) return { ok: false, retryable: run.aborted, message: _clip(`Cannot run ${command}: ${run.error.message}`) };
+    if (run.error !== undefined) return failure(_clip(`Cannot run ${command}: ${run.error.message}`), run.aborted);
     if (run.code !== 0) {
       const said = run.stderr.trim() || run.stdout.trim();
-      return { ok: false, retryable: false, message: _clip(said === '' ? `${command} send exited with ${run.code ?? run.signal}` : said) };
+      return failure(_clip(said === '' ? `${command} send exited with ${run.code ?? run.signal}` : said), false);
     }
     const last = run.stdout.trim().split('\n').pop() ?? '';
-    if (_object(_parse(last))?.['status'] === 'sent') return { ok: true, value: { messageIds: [] } };
-    return { ok: false, retryable: false, message: _clip(`${command} send did not report the message sent${_detail(run.stdout)}`) };
+    if (record(parseJson(last))?.['status'] === 'sent') return { ok: true, value: { messageIds: [] } };
+    return failure(_clip(`${command} send did not report the message sent${detail(run.stdout)}`), false);
   };
 
   return { channel: 'imessage', maxLength: _MAX_LENGTH, checkRecipient: _checkRecipient, send };
@@ -161,7 +144,7 @@ function _run(spawn: typeof nodeSpawn, command: string, args: string[], signal: 
 
 // BlueBubbles errors: {status, message, error: {type, message}}; the inner message is the useful one.
 function _describe(status: number, reply: Record<string, unknown>): string {
-  const error = _object(reply['error']);
+  const error = record(reply['error']);
   const type = typeof error?.['type'] === 'string' ? error['type'] : typeof reply['message'] === 'string' ? reply['message'] : 'Error';
   const inner = typeof error?.['message'] === 'string' ? error['message'] : typeof error?.['error'] === 'string' ? error['error'] : undefined;
   const outer = typeof reply['message'] === 'string' && reply['message'] !== type ? reply['message'] : undefined;
@@ -169,53 +152,6 @@ function _describe(status: number, reply: Record<string, unknown>): string {
   return `BlueBubbles answered ${status} ${type}${said === '' ? '' : `: ${said}`}`;
 }
 
-function _scrub(text: string, secret: string): string {
-  let out = text;
-  for (const form of new Set([secret, encodeURIComponent(secret), new URLSearchParams({ p: secret }).toString().slice(2)])) {
-    out = out.split(form).join('[redacted]');
-  }
-  return out;
-}
-
-// A value as a message shows it: quoted, and short.
-function _show(value: unknown): string {
-  const text = typeof value === 'string' ? value : String(value);
-  return JSON.stringify(text.length > 80 ? `${text.slice(0, 80)}…` : text);
-}
-
-function _isHttpUrl(value: unknown): value is string {
-  if (typeof value !== 'string') return false;
-  try {
-    const { protocol } = new URL(value);
-    return protocol === 'http:' || protocol === 'https:';
-  } catch {
-    return false;
-  }
-}
-
-function _parse(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}
-
-function _object(value: unknown): Record<string, unknown> | null {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
-}
-
-function _detail(body: string): string {
-  const text = body.trim();
-  return text === '' ? '' : `: ${text}`;
-}
-
 function _clip(text: string): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length > 400 ? `${flat.slice(0, 400)}…` : flat;
-}
-
-function _reason(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  return error.cause instanceof Error ? `${error.message} (${error.cause.message})` : error.message;
+  return clip(oneLine(text), 401);
 }

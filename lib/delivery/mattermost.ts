@@ -1,5 +1,5 @@
 import type { Adapter, Sent } from './adapter.ts';
-import { parseRetryAfter } from '../retry.ts';
+import { checkUrl, clip, failure, invalidOption, plainText, postJson, record, retryAfterMs, scrub, show, type Answer } from '../http-call.ts';
 import type { Attempt } from '../retry.ts';
 
 /** Options of {@link createMattermostAdapter}. */
@@ -13,76 +13,45 @@ export interface MattermostOptions {
   fetch?: typeof fetch | undefined;
 }
 
-type _Failure = Extract<Attempt<Sent>, { ok: false }>;
-
-interface _Reply {
-  status: number;
-  headers: Headers;
-  text: string;
-  body: Record<string, unknown> | null;
-}
-
 // Ids are 26 lowercase letters and digits; a direct message is a channel with such an id too.
 const _CHANNEL_ID = /^[a-z0-9]{26}$/;
 
 /** A Mattermost adapter over REST v4 Create a post. */
 export function createMattermostAdapter(options: MattermostOptions): Adapter {
-  const { serverUrl, token, maxLength = 16383, fetch: doFetch = globalThis.fetch } = options;
+  const { serverUrl, token, maxLength = 16383, fetch = globalThis.fetch } = options;
   // A header value cannot hold line breaks, and a token with spaces is not a token.
   if (typeof token !== 'string' || !/^[\x21-\x7e]+$/.test(token)) {
-    throw new TypeError('Invalid option token: must be a non-empty string of visible ASCII characters');
+    throw invalidOption('token', 'must be a non-empty string of visible ASCII characters');
   }
   if (!Number.isInteger(maxLength) || maxLength < 2) {
     throw new RangeError(`Invalid option maxLength: must be an integer of at least 2, got ${String(maxLength)}`);
   }
-  if (typeof doFetch !== 'function') throw new TypeError('Invalid option fetch: must be a function');
-  const url = `${_base(serverUrl)}/api/v4/posts`;
-  const redact = (message: string): string => message.replaceAll(token, '<token>');
+  if (typeof fetch !== 'function') throw invalidOption('fetch', 'must be a function');
+  const url = `${checkUrl('serverUrl', serverUrl)}/api/v4/posts`;
+  const headers = { authorization: `Bearer ${token}` };
+  // Scrubbed before clipped, so a cut can never leave part of a token behind.
+  const tell = (message: string) => clip(scrub(message, [token], '<token>'), 401);
 
   const send = async (to: string, text: string, signal?: AbortSignal): Promise<Attempt<Sent>> => {
     _checkText(text, maxLength);
     const problem = checkRecipient(to);
-    if (problem !== null) return { ok: false, retryable: false, message: problem };
-    const init: RequestInit = {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ channel_id: to, message: text }),
-      signal: signal ?? null,
-    };
-    const reply = await _exchange(doFetch, url, init, signal);
-    return 'status' in reply ? _outcome(reply) : reply;
+    if (problem !== null) return failure(tell(problem), false);
+    const reply = await postJson(url, { channel_id: to, message: text }, { fetch, headers, signal });
+    if (!reply.ok) return reply.kind === 'aborted' ? failure('Mattermost request aborted', false) : failure(tell(`Mattermost request failed: ${reply.message}`), true);
+    return _outcome(reply, tell);
   };
 
-  return {
-    channel: 'mattermost',
-    maxLength,
-    checkRecipient,
-    send: async (to, text, signal) => {
-      const attempt = await send(to, text, signal);
-      // Scrubbed before clipped, so a cut can never leave part of a token behind.
-      return attempt.ok ? attempt : { ...attempt, message: _clip(redact(attempt.message)) };
-    },
-  };
+  return { channel: 'mattermost', maxLength, checkRecipient, send };
 }
 
 function checkRecipient(to: string): string | null {
   if (typeof to === 'string' && _CHANNEL_ID.test(to)) return null;
-  return `Invalid Mattermost recipient: expected a channel id of 26 lowercase letters and digits, got ${_show(to)}`;
+  return `Invalid Mattermost recipient: expected a channel id of 26 lowercase letters and digits, got ${show(to)}`;
 }
 
-async function _exchange(doFetch: typeof fetch, url: string, init: RequestInit, signal: AbortSignal | undefined): Promise<_Reply | _Failure> {
-  try {
-    const response = await doFetch(url, init);
-    const text = await response.text();
-    return { status: response.status, headers: response.headers, text, body: _object(text) };
-  } catch (error) {
-    if (signal?.aborted === true) return { ok: false, retryable: false, message: 'Mattermost request aborted' };
-    return { ok: false, retryable: true, message: `Mattermost request failed: ${_describe(error)}` };
-  }
-}
-
-function _outcome(reply: _Reply): Attempt<Sent> {
-  const { status, body } = reply;
+function _outcome(reply: Answer, tell: (message: string) => string): Attempt<Sent> {
+  const { status } = reply;
+  const body = record(reply.json);
   if (status >= 200 && status < 300) {
     const id = body?.['id'];
     return { ok: true, value: { messageIds: typeof id === 'string' ? [id] : [] } };
@@ -90,11 +59,10 @@ function _outcome(reply: _Reply): Attempt<Sent> {
   // An AppError: `{id, message, detailed_error, request_id, status_code}`. The rate limiter answers plain text.
   const text = body?.['message'];
   const id = body?.['id'];
-  const detail = typeof text === 'string' ? (typeof id === 'string' && id !== '' ? `${text} (${id})` : text) : _plain(reply.text);
-  const message = `Mattermost ${status}: ${detail}`;
-  if (status !== 429 && status < 500) return { ok: false, retryable: false, message };
-  const retryAfterMs = parseRetryAfter(reply.headers.get('retry-after'));
-  return retryAfterMs === undefined ? { ok: false, retryable: true, message } : { ok: false, retryable: true, message, retryAfterMs };
+  const detail = typeof text === 'string' ? (typeof id === 'string' && id !== '' ? `${text} (${id})` : text) : plainText(reply.text);
+  const message = tell(`Mattermost ${status}: ${detail}`);
+  if (status !== 429 && status < 500) return failure(message, false);
+  return failure(message, true, retryAfterMs(reply.headers, Date.now()));
 }
 
 function _checkText(text: string, maxLength: number): void {
@@ -102,52 +70,4 @@ function _checkText(text: string, maxLength: number): void {
   if (text.length > maxLength) {
     throw new RangeError(`Cannot send text: ${text.length} characters exceed the Mattermost limit of ${maxLength}`);
   }
-}
-
-function _base(serverUrl: string): string {
-  let url: URL | null = null;
-  try {
-    url = typeof serverUrl === 'string' ? new URL(serverUrl) : null;
-  } catch {
-    url = null;
-  }
-  if (url === null || (url.protocol !== 'https:' && url.protocol !== 'http:')) {
-    throw new TypeError(`Invalid option serverUrl: must be an http(s) URL, got ${_show(serverUrl)}`);
-  }
-  return serverUrl.replace(/\/+$/, '');
-}
-
-function _object(text: string): Record<string, unknown> | null {
-  try {
-    return _record(JSON.parse(text));
-  } catch {
-    return null;
-  }
-}
-
-function _record(value: unknown): Record<string, unknown> | null {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
-}
-
-// A short plain-text answer (the rate limiter's "limit exceeded") is worth passing on; an HTML error page is not.
-function _plain(text: string): string {
-  const trimmed = text.trim();
-  return trimmed === '' || trimmed.startsWith('<') ? 'no error description' : trimmed;
-}
-
-function _clip(text: string): string {
-  if (text.length <= 400) return text;
-  const code = text.charCodeAt(399);
-  return `${text.slice(0, code >= 0xd800 && code <= 0xdbff ? 399 : 400)}…`;
-}
-
-function _describe(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  // Node's fetch says only "fetch failed"; the reason (ECONNREFUSED, a TLS error) is in the cause.
-  return error.cause instanceof Error ? `${error.message}: ${error.cause.message}` : error.message;
-}
-
-function _show(value: unknown): string {
-  const text = JSON.stringify(value) ?? String(value);
-  return text.length > 64 ? `${text.slice(0, 64)}…` : text;
 }

@@ -31,29 +31,22 @@ export function createTelegramAdapter(options: TelegramOptions): Adapter {
   if (typeof fetch !== 'function') throw invalidOption('fetch', 'must be a function');
   const url = `${checkUrl('apiBase', apiBase)}/bot${botToken}/sendMessage`;
   const post = (chatId: number | string, text: string, signal: AbortSignal | undefined) => postJson(url, { chat_id: chatId, text }, { fetch, signal });
+  // Scrubbed before clipped, so a cut can never leave part of a token behind.
+  const tell = (message: string) => clip(scrub(message, [botToken], '<token>'), 401);
 
   const send = async (to: string, text: string, signal?: AbortSignal): Promise<Attempt<Sent>> => {
     _checkText(text);
     const problem = checkRecipient(to);
-    if (problem !== null) return failure(problem, false);
+    if (problem !== null) return failure(tell(problem), false);
     let reply = await post(to.startsWith('@') ? to : Number(to), text, signal);
     // A group upgraded to a supergroup lives on under a new id; the old one answers with where it went.
     const moved = reply.ok ? record(record(reply.json)?.['parameters'])?.['migrate_to_chat_id'] : undefined;
     if (typeof moved === 'number' && Number.isSafeInteger(moved)) reply = await post(moved, text, signal);
-    if (!reply.ok) return reply.kind === 'aborted' ? failure('Telegram request aborted', false) : failure(`Telegram request failed: ${reply.message}`, true);
-    return _outcome(reply);
+    if (!reply.ok) return reply.kind === 'aborted' ? failure('Telegram request aborted', false) : failure(tell(`Telegram request failed: ${reply.message}`), true);
+    return _outcome(reply, tell);
   };
 
-  return {
-    channel: 'telegram',
-    maxLength: _MAX_LENGTH,
-    checkRecipient,
-    send: async (to, text, signal) => {
-      const attempt = await send(to, text, signal);
-      // Scrubbed before clipped, so a cut can never leave part of a token behind.
-      return attempt.ok ? attempt : { ...attempt, message: clip(scrub(attempt.message, [botToken], '<token>'), 401) };
-    },
-  };
+  return { channel: 'telegram', maxLength: _MAX_LENGTH, checkRecipient, send };
 }
 
 function checkRecipient(to: string): string | null {
@@ -62,7 +55,7 @@ function checkRecipient(to: string): string | null {
   return `Invalid Telegram recipient: expected a numeric chat id or @channelusername, got ${show(to)}`;
 }
 
-function _outcome(reply: Answer): Attempt<Sent> {
+function _outcome(reply: Answer, tell: (message: string) => string): Attempt<Sent> {
   const body = record(reply.json);
   if (reply.status >= 200 && reply.status < 300 && body?.['ok'] === true) {
     const id = record(body['result'])?.['message_id'];
@@ -72,7 +65,7 @@ function _outcome(reply: Answer): Attempt<Sent> {
   const errorCode = body?.['error_code'];
   const status = reply.status === 200 && typeof errorCode === 'number' ? errorCode : reply.status;
   const description = body?.['description'];
-  const message = `Telegram ${status}: ${typeof description === 'string' ? description : plainText(reply.text)}`;
+  const message = tell(`Telegram ${status}: ${typeof description === 'string' ? description : plainText(reply.text)}`);
   if (status !== 429 && status < 500) return failure(message, false);
   return failure(message, true, retryAfterMs(reply.headers, Date.now(), record(body?.['parameters'])?.['retry_after']));
 }

@@ -1,0 +1,202 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { closedUrl, fake, json } from './_fake-server.ts';
+import {
+  checkUrl,
+  clip,
+  detail,
+  failure,
+  httpBase,
+  invalidOption,
+  oneLine,
+  parseJson,
+  plainText,
+  post,
+  postJson,
+  record,
+  retryAfterMs,
+  scrub,
+  show,
+} from '../lib/http-call.ts';
+
+const NOW = Date.parse('2026-11-22T10:00:00Z');
+
+test('post() sends the body as given and answers status, headers, text and parsed JSON', async (t) => {
+  const server = await fake(t, (_req, res) => json(res, 201, { id: 'm1' }, { 'x-request-id': 'r1' }));
+  const reply = await post(`${server.url}/send`, 'a=1', { fetch, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+  assert.equal(reply.ok, true);
+  if (!reply.ok) return;
+  assert.equal(reply.status, 201);
+  assert.equal(reply.statusText, 'Created');
+  assert.equal(reply.headers.get('x-request-id'), 'r1');
+  assert.equal(reply.text, '{"id":"m1"}');
+  assert.deepEqual(reply.json, { id: 'm1' });
+  assert.equal(server.seen[0]?.method, 'POST');
+  assert.equal(server.seen[0]?.url, '/send');
+  assert.equal(server.seen[0]?.body, 'a=1');
+  assert.equal(server.seen[0]?.headers['content-type'], 'application/x-www-form-urlencoded');
+});
+
+test('post() answers any status as an answer, and json undefined for a body that is not JSON', async (t) => {
+  const server = await fake(t, (_req, res) => res.writeHead(502, { 'content-type': 'text/html' }).end('<html>Bad gateway</html>'));
+  const reply = await post(server.url, '', { fetch });
+  assert.equal(reply.ok && reply.status, 502);
+  assert.equal(reply.ok && reply.text, '<html>Bad gateway</html>');
+  assert.equal(reply.ok ? reply.json : 'no answer', undefined);
+});
+
+test('postJson() sends JSON with its content type, which a caller header replaces, as a plain header object', async (t) => {
+  const server = await fake(t, (_req, res) => json(res, 200, {}));
+  await postJson(server.url, { text: 'hi' }, { fetch, headers: { authorization: 'Bearer k' } });
+  await postJson(server.url, { text: 'hi' }, { fetch, headers: { 'content-type': 'application/json; charset=utf-8' } });
+  assert.equal(server.seen[0]?.body, '{"text":"hi"}');
+  assert.equal(server.seen[0]?.headers['content-type'], 'application/json');
+  assert.equal(server.seen[0]?.headers.authorization, 'Bearer k');
+  assert.equal(server.seen[1]?.headers['content-type'], 'application/json; charset=utf-8');
+  let init: RequestInit | undefined;
+  await postJson('http://127.0.0.1:9', 1, { fetch: async (_url, given) => ((init = given), Response.json({})) });
+  assert.deepEqual(init?.headers, { 'content-type': 'application/json' });
+  assert.equal(init?.signal, undefined);
+});
+
+test('post() answers a refused connection as a network failure that says why', async () => {
+  const reply = await post(await closedUrl(), '', { fetch });
+  assert.equal(reply.ok, false);
+  assert.equal(!reply.ok && reply.kind, 'network');
+  assert.ok(!reply.ok && reply.message !== '');
+});
+
+test('post() words a thrown error with its cause, and a thrown value or a bare Error as they print', async () => {
+  const thrown = (value: unknown) => post('http://127.0.0.1:9', '', { fetch: () => Promise.reject(value) });
+  const refused = new TypeError('fetch failed', { cause: new Error('connect ECONNREFUSED 127.0.0.1:9') });
+  assert.deepEqual(await thrown(refused), { ok: false, kind: 'network', message: 'fetch failed: connect ECONNREFUSED 127.0.0.1:9' });
+  assert.deepEqual(await thrown(new Error('socket hang up', { cause: 'not an Error' })), { ok: false, kind: 'network', message: 'socket hang up' });
+  assert.deepEqual(await thrown('boom'), { ok: false, kind: 'network', message: 'boom' });
+  assert.deepEqual(await thrown(new Error('')), { ok: false, kind: 'network', message: 'Error' });
+});
+
+test('post() answers aborted when the signal has fired, and passes the signal on', async (t) => {
+  const server = await fake(t, () => {});
+  const controller = new AbortController();
+  const pending = post(server.url, '', { fetch, signal: controller.signal });
+  while (server.seen.length === 0) await new Promise((resolve) => setImmediate(resolve));
+  controller.abort();
+  const reply = await pending;
+  assert.equal(!reply.ok && reply.kind, 'aborted');
+  assert.equal((await post(server.url, '', { fetch, signal: AbortSignal.abort() })).ok, false);
+  assert.equal(server.seen.length, 1);
+});
+
+test('record() answers a JSON object as it is and null for anything else', () => {
+  const object = { a: 1 };
+  assert.equal(record(object), object);
+  for (const value of [null, undefined, [], 'x', 1, true]) assert.equal(record(value), null);
+});
+
+test('parseJson() parses JSON and answers undefined for anything else', () => {
+  assert.deepEqual(parseJson('{"a":[1]}'), { a: [1] });
+  assert.equal(parseJson('null'), null);
+  assert.equal(parseJson(''), undefined);
+  assert.equal(parseJson('<html>'), undefined);
+});
+
+test('retryAfterMs() prefers seconds from the body, rounded up, over any header', () => {
+  const headers = new Headers({ 'retry-after-ms': '100', 'retry-after': '9' });
+  assert.equal(retryAfterMs(headers, NOW, 1.2345), 1235);
+  assert.equal(retryAfterMs(headers, NOW, 0), 0);
+});
+
+test('retryAfterMs() ignores a body hint that is not a finite non-negative number', () => {
+  const headers = new Headers({ 'retry-after': '9' });
+  for (const hint of [-1, Number.POSITIVE_INFINITY, Number.NaN, '5', null, undefined]) assert.equal(retryAfterMs(headers, NOW, hint), 9000, String(hint));
+});
+
+test('retryAfterMs() reads retry-after-ms before Retry-After, and skips one it cannot use', () => {
+  assert.equal(retryAfterMs(new Headers({ 'retry-after-ms': '250', 'retry-after': '9' }), NOW), 250);
+  assert.equal(retryAfterMs(new Headers({ 'retry-after-ms': '-5', 'retry-after': '9' }), NOW), 9000);
+  assert.equal(retryAfterMs(new Headers({ 'retry-after-ms': 'soon', 'retry-after': '9' }), NOW), 9000);
+});
+
+test('retryAfterMs() reads Retry-After as seconds or as an HTTP date against now, and answers undefined without one', () => {
+  assert.equal(retryAfterMs(new Headers({ 'retry-after': '3' }), NOW), 3000);
+  assert.equal(retryAfterMs(new Headers({ 'retry-after': new Date(NOW + 4000).toUTCString() }), NOW), 4000);
+  assert.equal(retryAfterMs(new Headers(), NOW), undefined);
+});
+
+test('failure() leaves retryAfterMs out when there is none', () => {
+  assert.deepEqual(failure('HTTP 400', false), { ok: false, retryable: false, message: 'HTTP 400' });
+  assert.deepEqual(failure('HTTP 429', true, undefined), { ok: false, retryable: true, message: 'HTTP 429' });
+  assert.ok(!('retryAfterMs' in failure('HTTP 429', true)));
+  assert.deepEqual(failure('HTTP 429', true, 0), { ok: false, retryable: true, message: 'HTTP 429', retryAfterMs: 0 });
+});
+
+test('scrub() masks each secret as it is, URL-encoded and form-encoded', () => {
+  const secret = 'p@ss word/+';
+  const text = `raw ${secret} path ${encodeURIComponent(secret)} query ?password=${new URLSearchParams({ p: secret }).toString().slice(2)}`;
+  assert.equal(scrub(text, [secret]), 'raw [redacted] path [redacted] query ?password=[redacted]');
+});
+
+test('scrub() masks every secret given, skips empty or missing ones, and takes another mask', () => {
+  assert.equal(scrub('a-key and b-key', ['a-key', undefined, '', 'b-key']), '[redacted] and [redacted]');
+  assert.equal(scrub('/bot123:abc/send', ['123:abc'], '<token>'), '/bot<token>/send');
+  assert.equal(scrub('nothing to hide', []), 'nothing to hide');
+});
+
+test('oneLine() joins lines and runs of whitespace with one space, trimmed', () => {
+  assert.equal(oneLine('  first\r\n\tsecond   third \n'), 'first second third');
+});
+
+test('clip() keeps text up to max and cuts longer text to max with the ellipsis last', () => {
+  assert.equal(clip('abcde', 5), 'abcde');
+  assert.equal(clip('abcdef', 5), 'abcd…');
+  assert.equal(clip('x'.repeat(1000), 300).length, 300);
+});
+
+test('clip() never keeps half a surrogate pair', () => {
+  assert.equal(clip('abc😀def', 5), 'abc…');
+  assert.equal(clip('ab😀def', 5), 'ab😀…');
+});
+
+test('show() quotes a value as JSON and cuts it after 64 characters', () => {
+  assert.equal(show('general'), '"general"');
+  assert.equal(show(12), '12');
+  assert.equal(show(undefined), 'undefined');
+  assert.equal(show('x'.repeat(100)), `"${'x'.repeat(63)}…`);
+});
+
+test('plainText() passes a short text on and names an empty body or an HTML page', () => {
+  assert.equal(plainText('  limit exceeded\n'), 'limit exceeded');
+  assert.equal(plainText(' \n'), 'no error description');
+  assert.equal(plainText('<html><body>502</body></html>'), 'no error description');
+});
+
+test('detail() answers ": text" for a body with something in it, else nothing', () => {
+  assert.equal(detail(' upstream down \n'), ': upstream down');
+  assert.equal(detail('  '), '');
+});
+
+test('httpBase() answers an http(s) URL without trailing slashes', () => {
+  assert.deepEqual(httpBase('https://api.example.test/v1//'), { ok: true, base: 'https://api.example.test/v1' });
+  assert.deepEqual(httpBase('http://127.0.0.1:8080'), { ok: true, base: 'http://127.0.0.1:8080' });
+});
+
+test('httpBase() says why anything else is not a base', () => {
+  assert.deepEqual(httpBase('not a url'), { ok: false, reason: '"not a url" is not a URL' });
+  assert.deepEqual(httpBase(42), { ok: false, reason: '42 is not a URL' });
+  assert.deepEqual(httpBase('ftp://example.test'), { ok: false, reason: 'ftp: is not http: or https:' });
+});
+
+test('checkUrl() answers the base, or throws the option TypeError with its rule and the value', () => {
+  assert.equal(checkUrl('apiBase', 'https://slack.com/api/'), 'https://slack.com/api');
+  assert.throws(() => checkUrl('apiBase', 'slack.com/api'), { name: 'TypeError', message: 'Invalid option apiBase: must be an http(s) URL, got "slack.com/api"' });
+  assert.throws(() => checkUrl('url', 'file:///tmp/sock', 'must be the http(s) URL of the daemon'), {
+    name: 'TypeError',
+    message: 'Invalid option url: must be the http(s) URL of the daemon, got "file:///tmp/sock"',
+  });
+});
+
+test('invalidOption() names the option and its rule', () => {
+  const error = invalidOption('fetch', 'must be a function');
+  assert.ok(error instanceof TypeError);
+  assert.equal(error.message, 'Invalid option fetch: must be a function');
+});
