@@ -111,6 +111,26 @@ export async function serve(flags: ServeFlags, io: Io): Promise<number> {
     await store.close();
   };
 
+  // SIGHUP re-reads the config: a valid one takes over for new requests, an invalid one is logged
+  // and ignored. Reloads run one at a time, in order, and every part is built before any is swapped.
+  let reloading = Promise.resolve();
+  const reload = async () => {
+    const next = await _reload(flags, io);
+    if (!next.ok) return log.error('reload refused: the config has problems; the old one stays', { problems: next.problems.join('; ') });
+    const parts = runtimeParts(next.config);
+    config = next.config;
+    transforms.configure(config);
+    runner.reconfigure(parts);
+    app.reload(config);
+    log.info('reloaded', { file: config.file });
+  };
+  const onReload = () => {
+    reloading = reloading.then(reload).catch((error: unknown) => log.error('reload failed; the old config stays where it was not yet replaced', { error: String(error) }));
+  };
+  // Handlers are in place before the server says it is ready, so an early signal is never fatal.
+  process.on('SIGHUP', onReload);
+  const stopRequest = _stopSignal(io.signal);
+
   // systemd socket activation: serve on the inherited socket instead of binding one.
   const fd = inheritedListenFd(io.env, process.pid);
   // The socket is ours alone: children (command providers, transforms) must not think it is theirs.
@@ -120,6 +140,8 @@ export async function serve(flags: ServeFlags, io: Io): Promise<number> {
     running = await listen(app, fd !== null ? { fd } : { host: flags.host ?? config.gateway.bind, port: port ?? config.gateway.port });
   } catch (error) {
     io.stderr(`hooks-ingress: cannot listen: ${(error as Error).message}\n`);
+    process.off('SIGHUP', onReload);
+    stopRequest.release();
     await stop();
     return FAILURE;
   }
@@ -128,21 +150,9 @@ export async function serve(flags: ServeFlags, io: Io): Promise<number> {
   io.stdout(`listening on ${running.url}\n`);
   log.info('started', { url: running.url, stateDir, hooks: config.hooks.enabled ? config.hooks.path : 'disabled', activated: fd !== null });
 
-  // SIGHUP re-reads the config: a valid one takes over for new requests, an invalid one is logged and ignored.
-  const onReload = () => {
-    void (async () => {
-      const next = await _reload(flags, io);
-      if (!next.ok) return log.error('reload refused: the config has problems; the old one stays', { problems: next.problems.join('; ') });
-      config = next.config;
-      transforms.configure(config);
-      runner.reconfigure(runtimeParts(config));
-      app.reload(config);
-      log.info('reloaded', { file: config.file });
-    })();
-  };
-  process.on('SIGHUP', onReload);
-  const signal = await _stopSignal(io.signal);
+  const signal = await stopRequest.stopped;
   process.off('SIGHUP', onReload);
+  await reloading;
   log.info('stopping', { signal });
   await running.close(DRAIN_MS);
   await stop();
@@ -161,16 +171,24 @@ export async function exists(path: string): Promise<boolean> {
   }
 }
 
-function _stopSignal(abort?: AbortSignal): Promise<string> {
-  return new Promise((resolve) => {
-    const stop = (name: string) => {
-      process.off('SIGTERM', onTerm).off('SIGINT', onInt);
-      resolve(name);
-    };
+/** Resolves with the name of the first stop request (SIGTERM, SIGINT, or `abort`); `release` drops the handlers. */
+function _stopSignal(abort?: AbortSignal): { stopped: Promise<string>; release: () => void } {
+  let release = () => {};
+  const stopped = new Promise<string>((resolve) => {
     const onTerm = () => stop('SIGTERM');
     const onInt = () => stop('SIGINT');
+    const onAbort = () => stop('abort');
+    release = () => {
+      process.off('SIGTERM', onTerm).off('SIGINT', onInt);
+      abort?.removeEventListener('abort', onAbort);
+    };
+    const stop = (name: string) => {
+      release();
+      resolve(name);
+    };
     process.on('SIGTERM', onTerm).on('SIGINT', onInt);
+    abort?.addEventListener('abort', onAbort, { once: true });
     if (abort?.aborted) stop('abort');
-    abort?.addEventListener('abort', () => stop('abort'), { once: true });
   });
+  return { stopped, release };
 }

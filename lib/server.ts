@@ -62,7 +62,6 @@ type Handler = (ctx: Context) => Promise<Answer>;
 const MAX_IDEMPOTENCY_KEY = 256;
 const REQUEST_ID = /^[\w.:@/+=-]{1,128}$/;
 
-/** Builds the request listener: routing, auth, body, dispatch, and the one place errors become responses. */
 /** The request listener, which can swap in a new configuration between requests. */
 export interface App {
   (req: IncomingMessage, res: ServerResponse): void;
@@ -75,6 +74,8 @@ export interface App {
 // What outlives a reload: the idempotency work in flight, and the limiter while its settings hold.
 interface Shared {
   inflight: Map<string, Promise<Answer>>;
+  /** Body bytes actually read per request (a refused body counts nothing), for metrics. */
+  received: WeakMap<IncomingMessage, number>;
   limiter: FailureLimiter;
   limits: string;
 }
@@ -84,7 +85,7 @@ export function createApp(options: AppOptions): App {
   const { log } = options;
   const newId = options.newId ?? randomUUID;
   const now = options.now ?? performance.now.bind(performance);
-  const shared: Shared = { inflight: new Map(), limiter: options.limiter ?? _limiter(options.config), limits: JSON.stringify(options.config.hooks.authRateLimit) };
+  const shared: Shared = { inflight: new Map(), received: new WeakMap(), limiter: options.limiter ?? _limiter(options.config), limits: JSON.stringify(options.config.hooks.authRateLimit) };
   let current = _compile(options, options.config, shared);
 
   const app = ((req: IncomingMessage, res: ServerResponse) => {
@@ -98,7 +99,7 @@ export function createApp(options: AppOptions): App {
       .then((answer) => {
         _send(req, res, answer, id, config.hooks.maxBodyBytes);
         const path = splitTarget(req.url ?? '/').pathname;
-        options.telemetry?.request(_hookLabel(config, path), answer.status, Number(req.headers['content-length']) || 0, answer.headers?.['idempotent-replayed'] === 'true');
+        options.telemetry?.request(_hookLabel(config, path), answer.status, shared.received.get(req) ?? 0, answer.headers?.['idempotent-replayed'] === 'true');
         // Only the path: the query may hold what a careless client thought was a URL token.
         log.info('request', { id, method: req.method, path, status: answer.status, duration: Math.round((now() - started) * 10) / 10, client });
       });
@@ -126,12 +127,13 @@ function _compile(options: AppOptions, config: Config, shared: Shared): { config
   const transforms: CallTransform =
     options.transforms ?? (async () => ({ ok: false, reason: 'load-failed', detail: 'no transform runner is configured' }));
 
-  const authenticate = (req: IncomingMessage, client: string) => {
+  // One limit for the hook token and the gateway token alike: a correct token passes even while its
+  // client is locked out (an attacker cannot lock the operator out); anything else is a failure,
+  // answered 401, or 429 once the client is locked. Only the hook token clears the client's count.
+  const authenticate = (presented: string | null, expected: string | null, client: string, refusal: string, clears: boolean) => {
     const key = clientKey(client);
-    const presented = extractToken(req.headers);
-    // A correct token passes even while its client is locked out, so an operator is never locked out by an attacker.
-    if (presented !== null && config.hooks.token !== null && tokensMatch(presented, config.hooks.token)) {
-      limiter.succeed(key);
+    if (presented !== null && expected !== null && tokensMatch(presented, expected)) {
+      if (clears) limiter.succeed(key);
       return;
     }
     const verdict = limiter.fail(key);
@@ -140,7 +142,7 @@ function _compile(options: AppOptions, config: Config, shared: Shared): { config
         headers: { 'retry-after': String(verdict.retryAfterSeconds) },
       });
     }
-    throw new HttpError(401, ErrorCode.Unauthorized, presented === null ? 'missing hook token' : 'invalid hook token');
+    throw new HttpError(401, ErrorCode.Unauthorized, refusal);
   };
 
   // Refuses work the runtime cannot take on, before anything is recorded.
@@ -255,9 +257,11 @@ function _compile(options: AppOptions, config: Config, shared: Shared): { config
 
   const hooks: Handler = async (ctx) => {
     const { req, name } = ctx;
-    authenticate(req, ctx.client);
+    const presented = extractToken(req.headers);
+    authenticate(presented, config.hooks.token, ctx.client, presented === null ? 'missing hook token' : 'invalid hook token', true);
     if (name === '') throw new HttpError(404, ErrorCode.NotFound, 'hook name missing: POST to a path such as /wake or /agent');
     const bytes = await readBody(req, { maxBytes: config.hooks.maxBodyBytes, timeoutMs: bodyTimeoutMs });
+    shared.received.set(req, bytes.length);
     // Form-posting senders (Slack commands, Twilio, ...) reach mapped hooks only; /wake and /agent take JSON.
     const form = name !== 'wake' && name !== 'agent' && /^application\/x-www-form-urlencoded\b/i.test(req.headers['content-type'] ?? '');
     // `curl -d` labels JSON as a form: a body that is a JSON object is read as JSON whatever the label says.
@@ -271,9 +275,10 @@ function _compile(options: AppOptions, config: Config, shared: Shared): { config
   const telemetry = options.telemetry;
   if (telemetry !== undefined && config.gateway.authToken !== null) {
     const token = config.gateway.authToken;
-    router.add(['GET'], '/metrics', async ({ req }) => {
+    router.add(['GET'], '/metrics', async ({ req, client }) => {
+      // Bearer only: the x-*-token headers carry hook tokens.
       const presented = extractToken({ authorization: req.headers.authorization });
-      if (presented === null || !tokensMatch(presented, token)) throw new HttpError(401, ErrorCode.Unauthorized, 'metrics need the gateway token (Authorization: Bearer)');
+      authenticate(presented, token, client, 'metrics need the gateway token (Authorization: Bearer)', false);
       return { status: 200, body: {}, text: telemetry.render(), contentType: telemetry.contentType };
     });
   }

@@ -3,27 +3,38 @@ import type { Logger } from '../log.ts';
 import type { CallTransform } from './mappings.ts';
 import { createTransformRunner, type TransformRunner } from './transforms.ts';
 
-/** How long a replaced worker pool keeps serving the calls that were already using it. */
-const RETIRE_AFTER_MS = 10_000;
-
 /**
  * The transform workers across reloads: started only when some mapping has a transform, their
- * module cache cleared on every reload, and replaced (the old pool retired after a grace) when
- * the transforms folder or the time budget changes.
+ * module cache cleared on every reload, and replaced when the transforms folder or the time budget
+ * changes (the old pool closed once the calls already using it have settled).
  */
 export class TransformPool {
   readonly #log: Logger;
   #runner: TransformRunner | null = null;
   #settings = '';
   #retiring = new Set<TransformRunner>();
+  // Calls not yet settled, per pool. A fixed grace would cut a call whose time budget is longer.
+  #busy = new Map<TransformRunner, number>();
 
   constructor(log: Logger) {
     this.#log = log;
   }
 
   /** Calls a transform on the current pool. */
-  readonly call: CallTransform = (ref, input) =>
-    this.#runner === null ? Promise.resolve({ ok: false, reason: 'load-failed', detail: 'no transform is configured' }) : this.#runner.run(ref, input);
+  readonly call: CallTransform = (ref, input) => {
+    const runner = this.#runner;
+    if (runner === null) return Promise.resolve({ ok: false, reason: 'load-failed', detail: 'no transform is configured' });
+    this.#busy.set(runner, (this.#busy.get(runner) ?? 0) + 1);
+    // Every call settles: the runner bounds each one by its time budget and answers them all on close.
+    return runner.run(ref, input).finally(() => {
+      const left = (this.#busy.get(runner) ?? 1) - 1;
+      if (left > 0) this.#busy.set(runner, left);
+      else {
+        this.#busy.delete(runner);
+        if (this.#retiring.has(runner)) this.#closeRetired(runner);
+      }
+    });
+  };
 
   /** Applies a (re)loaded configuration. */
   configure(config: Config): void {
@@ -48,10 +59,11 @@ export class TransformPool {
 
   #retire(runner: TransformRunner): void {
     this.#retiring.add(runner);
-    const timer = setTimeout(() => {
-      this.#retiring.delete(runner);
-      runner.close().catch((error: unknown) => this.#log.error('closing a retired transform pool failed', { error: String(error) }));
-    }, RETIRE_AFTER_MS);
-    timer.unref?.();
+    if (!this.#busy.has(runner)) this.#closeRetired(runner);
+  }
+
+  #closeRetired(runner: TransformRunner): void {
+    this.#retiring.delete(runner);
+    runner.close().catch((error: unknown) => this.#log.error('closing a retired transform pool failed', { error: String(error) }));
   }
 }
