@@ -292,12 +292,14 @@ async function _setup(argv: readonly string[], io: Io): Promise<number> {
     io.stderr(`${name}: ${original.target} already holds this configuration; not rewritten\n`);
   } else {
     const backup = `${original.target}.bak`;
+    let writing = original.text === null ? original.target : backup;
     try {
       await mkdir(dirname(original.target), { recursive: true, mode: 0o700 });
       if (original.text !== null) await _writeAtomic(backup, original.text);
+      writing = original.target;
       await _writeAtomic(original.target, text);
     } catch (error) {
-      io.stderr(`${name}: cannot write ${original.target}: ${(error as NodeJS.ErrnoException).code ?? String(error)}\n`);
+      io.stderr(`${name}: cannot write ${writing}: ${(error as NodeJS.ErrnoException).code ?? String(error)}; ${original.target} was not changed\n`);
       return FAILURE;
     }
     io.stderr(`${name}: wrote ${original.target}${original.text === null ? '' : ` (the original is in ${backup})`}\n`);
@@ -476,14 +478,24 @@ function _ended(child: ChildProcess): Promise<string> {
 }
 
 async function _stop(child: ChildProcess, ended: Promise<string>, signal: NodeJS.Signals, sleep: NonNullable<GmailDeps['sleep']>): Promise<void> {
-  child.kill(signal);
+  _signal(child, signal);
   const done = new AbortController();
   const grace = sleep(STOP_GRACE_MS, done.signal).then(() => {
-    if (!done.signal.aborted) child.kill('SIGKILL');
+    if (!done.signal.aborted) _signal(child, 'SIGKILL');
   });
   await ended;
   done.abort();
   await grace;
+}
+
+// By pid, because Deno's ChildProcess.kill() sends nothing once it has been called before.
+function _signal(child: ChildProcess, signal: NodeJS.Signals): void {
+  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  try {
+    process.kill(child.pid, signal);
+  } catch {
+    // It ended meanwhile.
+  }
 }
 
 /** The promise's value, or `null` as soon as the signal aborts. */
