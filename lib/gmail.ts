@@ -36,7 +36,7 @@ export const STOP_GRACE_MS = 10_000;
 
 const USAGE = 2;
 const FAILURE = 1;
-const INSTALL_HINT =
+export const INSTALL_HINT =
   'install gogcli (brew install steipete/tap/gogcli, or see https://gogcli.sh) and authorise the account with "gog auth add <address>"';
 
 /** Help for `hooks-ingress gmail`. */
@@ -415,6 +415,20 @@ async function _run(argv: readonly string[], io: Io, deps: GmailDeps): Promise<n
   }
   await _supervise(gog, built.args, io, deps);
   return 0;
+}
+
+/**
+ * The companion `serve` runs beside itself (and stops with itself) when the Gmail preset is set up:
+ * `null` when it is not, `skip` with the reason when it is but the companion cannot run.
+ */
+export async function serveCompanion(config: Config, io: Io, deps: GmailDeps = {}): Promise<{ run: () => Promise<void> } | { skip: string } | null> {
+  if (config.hooks.gmail.account === undefined || !config.hooks.enabled || !config.hooks.presets.includes('gmail')) return null;
+  if (io.env['HOOKS_INGRESS_SKIP_GMAIL_WATCHER'] === '1') return { skip: 'HOOKS_INGRESS_SKIP_GMAIL_WATCHER=1' };
+  const built = companionArgs(config);
+  if (!built.ok) return { skip: built.problem };
+  const gog = await (deps.which ?? findOnPath)('gog', io.env);
+  if (gog === null) return { skip: `gog is not on PATH (${INSTALL_HINT})` };
+  return { run: () => _supervise(gog, built.args, io, deps) };
 }
 
 /** Keeps the companion running until SIGTERM, SIGINT or `io.signal`; passes the signal on and waits for it. */

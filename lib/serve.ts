@@ -3,6 +3,7 @@ import { dirname, join } from 'node:path';
 import type { Io } from './cli.ts';
 import { loadConfig, locateConfig, locateStateDir, type Config, type ConfigResult } from './config.ts';
 import { createDeliver } from './delivery/deliver.ts';
+import { serveCompanion } from './gmail.ts';
 import { Heartbeat } from './heartbeat.ts';
 import { TransformPool } from './hooks/transform-pool.ts';
 import { createLogger } from './log.ts';
@@ -150,7 +151,14 @@ export async function serve(flags: ServeFlags, io: Io): Promise<number> {
   io.stdout(`listening on ${running.url}\n`);
   log.info('started', { url: running.url, stateDir, hooks: config.hooks.enabled ? config.hooks.path : 'disabled', activated: fd !== null });
 
+  // The Gmail watcher, when the preset is set up and gog is installed, runs and stops with the server.
+  const companionStop = new AbortController();
+  const companion = await serveCompanion(config, { ...io, signal: companionStop.signal });
+  if (companion !== null && 'skip' in companion) log.warn('gmail watcher not started', { reason: companion.skip });
+  const watching = companion !== null && 'run' in companion ? companion.run() : Promise.resolve();
   const signal = await stopRequest.stopped;
+  companionStop.abort();
+  await watching;
   process.off('SIGHUP', onReload);
   await reloading;
   log.info('stopping', { signal });

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Io } from '../lib/cli.ts';
 import { loadConfig } from '../lib/config.ts';
-import { applyGmailSetup, BACKOFF, companionArgs, findOnPath, gmailCommand, shellWord, STOP_GRACE_MS, type GmailDeps } from '../lib/gmail.ts';
+import { applyGmailSetup, BACKOFF, companionArgs, findOnPath, gmailCommand, INSTALL_HINT, serveCompanion, shellWord, STOP_GRACE_MS, type GmailDeps } from '../lib/gmail.ts';
 
 let tmp: string;
 before(async () => {
@@ -455,6 +455,32 @@ describe('gmail run', () => {
     assert.match(out.stderr, /gog exited with code 3 after 60\.0 s; starting it again in 1 s/);
     assert.match(out.stderr, /--hook-token '<redacted>'/);
     assert.doesNotMatch(out.stderr, /run-token-0123456789abcdef/);
+  });
+
+  test('serveCompanion() is null without the preset, skips with a reason when gog is missing or opted out, and runs gog until stopped', async () => {
+    const { dir, file, bin } = await setupRun();
+    const load = async (path: string) => {
+      const loaded = await loadConfig(path, {});
+      assert.ok(loaded.ok);
+      return loaded.config;
+    };
+    const config = await load(file);
+    const plain = join(dir, 'plain.json');
+    await writeFile(plain, JSON.stringify({ hooks: { enabled: true, token: 'plain-token-0123456789' } }));
+    assert.equal(await serveCompanion(await load(plain), capture().io), null);
+    assert.deepEqual(await serveCompanion(config, capture({ PATH: join(dir, 'empty') }).io), { skip: `gog is not on PATH (${INSTALL_HINT})` });
+    assert.deepEqual(await serveCompanion(config, capture({ PATH: bin, HOOKS_INGRESS_SKIP_GMAIL_WATCHER: '1' }).io), { skip: 'HOOKS_INGRESS_SKIP_GMAIL_WATCHER=1' });
+
+    const log = join(dir, 'companion.log');
+    await fakeGog(bin, `trap 'echo stopped >> "${log}"; exit 0' TERM\necho ready\n${BOUNDED_WAIT}`);
+    const stop = new AbortController();
+    const { io, out } = capture({ PATH: `${bin}:${process.env['PATH']}` }, stop.signal, (all) => {
+      if (all.includes('ready')) stop.abort();
+    });
+    const companion = await serveCompanion(config, io);
+    assert.ok(companion !== null && 'run' in companion);
+    await companion.run();
+    assert.equal(await readFile(log, 'utf8'), 'stopped\n', out.stderr);
   });
 
   test('gmailCommand() run passes an abort on to gog as SIGTERM and exits 0 once it stopped', async () => {
