@@ -8,6 +8,7 @@ import { createDeliver } from './delivery/deliver.ts';
 import { gmailCommand } from './gmail.ts';
 import { exists, loadConfigFor, PID_FILE, serve } from './serve.ts';
 import { readEvents, readRuns, type RunRecord, type SessionEvent } from './store/store.ts';
+import { sleep } from './retry.ts';
 import { generateToken } from './token.ts';
 
 /** Where the CLI reads and writes; the real process by default, injectable for tests. */
@@ -25,6 +26,15 @@ const FAILURE = 1;
 const COMMON = {
   config: { type: 'string', short: 'c' },
   help: { type: 'boolean', short: 'h' },
+} as const;
+
+// `events` and `runs` read the same journal the same way.
+const LISTING = {
+  ...COMMON,
+  'state-dir': { type: 'string' },
+  json: { type: 'boolean' },
+  follow: { type: 'boolean', short: 'f' },
+  limit: { type: 'string', short: 'n' },
 } as const;
 
 const COMMANDS = {
@@ -57,13 +67,7 @@ Options:
 `,
   },
   events: {
-    options: {
-      ...COMMON,
-      'state-dir': { type: 'string' },
-      json: { type: 'boolean' },
-      follow: { type: 'boolean', short: 'f' },
-      limit: { type: 'string', short: 'n' },
-    },
+    options: LISTING,
     help: `Usage: hooks-ingress events [options]
 
 Print the main session's events, oldest first. Works while the server runs.
@@ -78,13 +82,7 @@ Options:
 `,
   },
   runs: {
-    options: {
-      ...COMMON,
-      'state-dir': { type: 'string' },
-      json: { type: 'boolean' },
-      follow: { type: 'boolean', short: 'f' },
-      limit: { type: 'string', short: 'n' },
-    },
+    options: LISTING,
     help: `Usage: hooks-ingress runs [options]
 
 List agent runs, oldest first: id, hook name, agent, session key, model, status
@@ -318,7 +316,7 @@ async function _list<T>(flags: Flags, io: Io, read: (dir: string) => Promise<T[]
   const seen = new Set(items.map(identity));
   items.slice(Math.max(0, items.length - limit)).forEach(print);
   while (flags.follow && !io.signal?.aborted) {
-    await _sleep(250, io.signal);
+    await sleep(250, io.signal);
     items = await read(dir);
     for (const item of items) {
       const id = identity(item);
@@ -371,18 +369,6 @@ export function formatEvent(event: SessionEvent): string {
 
 const _noConfig = { stateDir: null } as Config;
 
-
-function _sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-  });
-}
 
 
 function _processIo(): Io {

@@ -17,6 +17,7 @@ import {
   type Env,
 } from './config.ts';
 import { parseJsonc, stripJsonc } from './jsonc.ts';
+import { sleep } from './retry.ts';
 import { generateToken } from './token.ts';
 
 /** What `gmail setup` writes to `hooks.gmail` when neither a flag nor the file names a value. */
@@ -436,7 +437,7 @@ async function _supervise(file: string, args: readonly string[], io: Io, deps: G
   const name = 'hooks-ingress gmail run';
   const spawn = deps.spawn ?? _spawn;
   const now = deps.now ?? Date.now;
-  const sleep = deps.sleep ?? _sleep;
+  const pause = deps.sleep ?? sleep;
   const stopping = new AbortController();
   let forward: NodeJS.Signals = 'SIGTERM';
   const stop = (signal: NodeJS.Signals) => {
@@ -459,13 +460,13 @@ async function _supervise(file: string, args: readonly string[], io: Io, deps: G
       const ended = _ended(child);
       const outcome = await _unlessAborted(ended, stopping.signal);
       if (outcome === null) {
-        await _stop(child, ended, forward, sleep);
+        await _stop(child, ended, forward, pause);
         io.stderr(`${name}: gog stopped\n`);
         return;
       }
       if (now() - started >= BACKOFF.resetAfterMs) delay = BACKOFF.firstMs;
       io.stderr(`${name}: gog ${outcome} after ${((now() - started) / 1000).toFixed(1)} s; starting it again in ${delay / 1000} s\n`);
-      await sleep(delay, stopping.signal);
+      await pause(delay, stopping.signal);
       delay = Math.min(delay * 2, BACKOFF.maxMs);
     }
   } finally {
@@ -534,18 +535,6 @@ function _redact(args: readonly string[]): string[] {
 
 function _spawn(file: string, args: readonly string[], env: Env): ChildProcess {
   return spawnChild(file, [...args], { env: { ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-}
-
-function _sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
 }
 
 /** The file's text (`null` when it does not exist) and the real path to write, so a symlink stays one. */

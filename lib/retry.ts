@@ -28,15 +28,15 @@ export type Retried<T> = Attempt<T> & { attempts: number };
  */
 export async function retry<T>(attempt: (n: number) => Promise<Attempt<T>>, options: RetryOptions): Promise<Retried<T>> {
   const now = options.now ?? Date.now;
-  const sleep = options.sleep ?? _sleep;
+  const wait = options.sleep ?? sleep;
   const random = options.random ?? Math.random;
   for (let n = 1; ; n++) {
     const result = await attempt(n);
     if (result.ok || !result.retryable || n >= options.maxAttempts || options.signal?.aborted) return { ...result, attempts: n };
     const backoff = Math.min(options.maxDelayMs, options.baseDelayMs * 2 ** (n - 1)) * random();
-    const wait = result.retryAfterMs ?? backoff;
-    if (options.deadline !== undefined && now() + wait >= options.deadline) return { ...result, attempts: n };
-    await sleep(wait, options.signal);
+    const pause = result.retryAfterMs ?? backoff;
+    if (options.deadline !== undefined && now() + pause >= options.deadline) return { ...result, attempts: n };
+    await wait(pause, options.signal);
     if (options.signal?.aborted) return { ...result, attempts: n };
   }
 }
@@ -50,7 +50,8 @@ export function parseRetryAfter(value: string | null | undefined, now: number = 
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
 
-function _sleep(ms: number, signal?: AbortSignal): Promise<void> {
+/** Waits `ms`, or less when `signal` aborts first; never rejects. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     const done = () => {
       clearTimeout(timer);

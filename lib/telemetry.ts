@@ -26,10 +26,16 @@ export function createTelemetry(sources: TelemetrySources): Telemetry {
   m.gauge('hooks_auth_failures_locked_clients', 'Clients currently locked out after repeated auth failures.', [], () => sources.limiter().locked);
   m.gauge('hooks_auth_limiter_keys', 'Clients held in the auth-failure table.', [], () => sources.limiter().keys);
   m.gauge('hooks_auth_lockouts', 'Lockouts since start (a gauge: it restarts with the process).', [], () => sources.limiter().lockouts);
-  m.gauge('hooks_runs', 'Retained runs by state.', ['state'], () => _count(sources.store.runs().map((r) => r.status)));
+  m.gauge('hooks_runs', 'Retained runs by state.', ['state'], () => _tally(sources.store.runs().map((r) => r.status), (state) => ({ state })));
   m.gauge('hooks_run_queue_depth', 'Runs waiting or executing.', [], () => sources.queueDepth());
   m.gauge('hooks_deliveries', 'Retained runs by delivery outcome and channel.', ['outcome', 'channel'], () =>
-    _pairs(sources.store.runs().flatMap((r) => (r.delivery === undefined ? [] : [`${r.delivery.status}\n${'channel' in r.delivery ? r.delivery.channel : ''}`]))),
+    _tally(
+      sources.store.runs().flatMap((r) => (r.delivery === undefined ? [] : [`${r.delivery.status}\n${'channel' in r.delivery ? r.delivery.channel : ''}`])),
+      (key) => {
+        const [outcome = '', channel = ''] = key.split('\n');
+        return { outcome, channel };
+      },
+    ),
   );
   m.gauge('hooks_run_duration_seconds_sum', 'Total duration of the retained finished runs.', [], () =>
     sources.store.runs().reduce((sum, r) => (r.startedAt && r.finishedAt ? sum + (Date.parse(r.finishedAt) - Date.parse(r.startedAt)) / 1000 : sum), 0),
@@ -47,17 +53,9 @@ export function createTelemetry(sources: TelemetrySources): Telemetry {
   };
 }
 
-function _count(values: string[]): [Record<string, string>, number][] {
+// Counts equal values; each distinct value becomes one labelled sample.
+function _tally(values: readonly string[], labels: (value: string) => Record<string, string>): [Record<string, string>, number][] {
   const counts = new Map<string, number>();
   for (const v of values) counts.set(v, (counts.get(v) ?? 0) + 1);
-  return [...counts].map(([state, n]) => [{ state }, n]);
-}
-
-function _pairs(values: string[]): [Record<string, string>, number][] {
-  const counts = new Map<string, number>();
-  for (const v of values) counts.set(v, (counts.get(v) ?? 0) + 1);
-  return [...counts].map(([key, n]) => {
-    const [outcome = '', channel = ''] = key.split('\n');
-    return [{ outcome, channel }, n];
-  });
+  return [...counts].map(([value, n]) => [labels(value), n]);
 }
