@@ -92,7 +92,7 @@ test('blueBubblesAdapter.send() posts chatGuid, tempGuid, message and method wit
 });
 
 test('blueBubblesAdapter.send() uses the configured private-api method and succeeds without ids when data has no guid', async (t) => {
-  const server = await fake(t, (req, res) => json(res, 200, { status: 200, message: 'Message sent!', data: null }));
+  const server = await fake(t, (_req, res) => json(res, 200, { status: 200, message: 'Message sent!', data: null }));
   const adapter = createBlueBubblesAdapter({ serverUrl: server.url, password: PASSWORD, method: 'private-api' });
   assert.deepEqual(await adapter.send(FRIEND, 'hi'), { ok: true, value: { messageIds: [] } });
   assert.equal(JSON.parse(server.seen[0]?.body ?? '').method, 'private-api');
