@@ -60,4 +60,6 @@ export interface RunSpec {
   model?: string;
   thinking?: Thinking;
   timeoutSeconds?: number;
+  /** The id of the request that was answered with this run, so logs lead from one to the other. */
+  requestId?: string;
 }

@@ -181,7 +181,7 @@ function _compile(options: AppOptions, config: Config, shared: Shared): { config
       parsed.action.name = oneLine(parsed.action.name) || 'Hook';
       const admitted = admitRun(parsed.action, name, config, newId);
       if (!admitted.ok) throw new HttpError(400, ErrorCode.Forbidden, admitted.error);
-      const run = admitted.value;
+      const run: RunSpec = { ...admitted.value, requestId: ctx.id };
       const unroutable = routeProblem(run);
       if (unroutable !== null) throw new HttpError(400, ErrorCode.InvalidPayload, unroutable);
       admit(1);
@@ -220,7 +220,7 @@ function _compile(options: AppOptions, config: Config, shared: Shared): { config
       if (!admitted.ok) throw new HttpError(400, ErrorCode.Forbidden, `mapping ${outcome.mappingId}: ${admitted.error}`);
       const unroutable = routeProblem(admitted.value);
       if (unroutable !== null) throw new HttpError(400, ErrorCode.InvalidPayload, `mapping ${outcome.mappingId}: ${unroutable}`);
-      runs.push(admitted.value);
+      runs.push({ ...admitted.value, requestId: ctx.id });
     }
     const first = runs[0];
     const answer: Answer = outcome.forEach

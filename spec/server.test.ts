@@ -511,8 +511,9 @@ test('POST /hooks/agent records the run as pending with every default', async (t
   const reply = await agent(h, { message: ' Summarise ' });
   const runs = h.store.pendingRuns();
   assert.equal(runs.length, 1);
-  const { acceptedAt, ...run } = runs[0]!;
+  const { acceptedAt, requestId, ...run } = runs[0]!;
   assert.match(acceptedAt, /^\d{4}-\d\d-\d\dT/);
+  assert.equal(requestId, reply.headers['x-request-id'], 'the run names the request that created it');
   assert.deepEqual({ ...run, message: unwrapped(run.message) }, {
     runId: reply.body['runId'],
     hook: 'agent',
@@ -548,7 +549,7 @@ test('POST /hooks/agent records every option of the run', async (t) => {
   });
   assert.equal(reply.status, 202, reply.text);
   assert.deepEqual(reply.body, { ok: true, runId: reply.body['runId'], sessionKey: 'hook:ci:42', agentId: 'ops' });
-  const { acceptedAt: _a, ...run } = h.store.pendingRuns()[0]!;
+  const { acceptedAt: _a, requestId: _r, ...run } = h.store.pendingRuns()[0]!;
   assert.deepEqual({ ...run, message: unwrapped(run.message) }, {
     runId: reply.body['runId'],
     hook: 'agent',

@@ -187,7 +187,7 @@ export class Runner {
         },
       ],
     });
-    log.info('run finished', { runId: run.runId, status: outcome.status, calls: outcome.calls });
+    log.info('run finished', { runId: run.runId, requestId: run.requestId, status: outcome.status, calls: outcome.calls });
     if (run.wakeMode === 'now') this.#o.heartbeat.request(`hook:${name}`);
     if (outcome.status === 'ok' && run.deliver) this.#deliverLater(run, outcome.reply);
   }
@@ -229,6 +229,7 @@ export class Runner {
         ? [{ kind: 'system' as const, text: `Hook ${run.name}: delivery to ${delivery.channel} failed: ${_summarise(delivery.reason)}`, source: `run:${run.runId}` }]
         : [];
     await store.commit({ events, runUpdates: [{ runId: run.runId, delivery }], ...(delivery.status === 'delivered' ? { lastRoute: _route(delivery) } : {}) });
+    this.#o.log.info('run delivery', { runId: run.runId, requestId: run.requestId, status: delivery.status, ...('channel' in delivery ? { channel: delivery.channel } : {}) });
   }
 
   async #heartbeatOnce(): Promise<void> {
