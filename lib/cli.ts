@@ -58,7 +58,8 @@ Options:
     options: { ...COMMON },
     help: `Usage: hooks-ingress check [options]
 
-Validate the config file and list every problem with its key path.
+Validate the config file, load the transforms it names, and list every
+problem with its key path.
 Exits 0 when the config is valid, 1 otherwise.
 
 Options:
@@ -282,7 +283,7 @@ async function sendCommand(flags: Flags, positionals: string[], io: Io): Promise
 }
 
 async function checkCommand(flags: Flags, io: Io): Promise<number> {
-  const config = await loadConfigFor(flags, io);
+  const config = await loadConfigFor(flags, io, { transforms: true });
   if (config === null) return FAILURE;
   io.stdout(`${config.file}: ok\n`);
   return 0;

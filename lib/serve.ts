@@ -5,7 +5,7 @@ import { loadConfig, locateConfig, locateStateDir, type Config, type ConfigResul
 import { createDeliver } from './delivery/deliver.ts';
 import { serveCompanion } from './gmail.ts';
 import { Heartbeat } from './heartbeat.ts';
-import { TransformPool } from './hooks/transform-pool.ts';
+import { checkTransforms, TransformPool } from './hooks/transform-pool.ts';
 import { createLogger } from './log.ts';
 import { Runner } from './runtime/runner.ts';
 import { providerRegistry } from './runtime/select-provider.ts';
@@ -33,9 +33,9 @@ export interface ServeFlags {
 }
 
 /** Loads the config the flags and environment name; prints every problem (and ignored key) on stderr. */
-export async function loadConfigFor(flags: ServeFlags, io: Io): Promise<Config | null> {
+export async function loadConfigFor(flags: ServeFlags, io: Io, options: { transforms?: boolean } = {}): Promise<Config | null> {
   const { path } = locateConfig(flags.config, io.env);
-  const result = await loadConfig(path, io.env);
+  const result = await _reload(flags, io, options.transforms ?? false);
   if (!result.ok) {
     io.stderr(`hooks-ingress: invalid config ${path}:\n${result.problems.map((p) => `  ${p}\n`).join('')}`);
     return null;
@@ -48,8 +48,12 @@ export async function loadConfigFor(flags: ServeFlags, io: Io): Promise<Config |
 /** The running server's pid, written in the state directory so `hooks-ingress reload` can signal it. */
 export const PID_FILE = 'hooks-ingress.pid';
 
-async function _reload(flags: ServeFlags, io: Io): Promise<ConfigResult> {
-  return loadConfig(locateConfig(flags.config, io.env).path, io.env);
+// Loads the config, and (for the commands that will run them) loads its transforms too.
+async function _reload(flags: ServeFlags, io: Io, transforms = true): Promise<ConfigResult> {
+  const result = await loadConfig(locateConfig(flags.config, io.env).path, io.env);
+  if (!result.ok || !transforms) return result;
+  const problems = await checkTransforms(result.config);
+  return problems.length === 0 ? result : { ok: false, problems };
 }
 
 /** Writes a first config with a fresh token, readable by its owner only; says where, never what. */
@@ -74,7 +78,7 @@ export async function serve(flags: ServeFlags, io: Io): Promise<number> {
   }
   const located = locateConfig(flags.config, io.env);
   if (located.implicit && !(await exists(located.path))) await _firstRun(located.path, io);
-  let config = await loadConfigFor(flags, io);
+  let config = await loadConfigFor(flags, io, { transforms: true });
   if (config === null) return FAILURE;
 
   const log = createLogger(io.stderr);

@@ -67,3 +67,23 @@ export class TransformPool {
     runner.close().catch((error: unknown) => this.#log.error('closing a retired transform pool failed', { error: String(error) }));
   }
 }
+
+/**
+ * Loads every transform a config names, in workers of its own, and checks that each export is a
+ * function: a typo is a config problem at load, not a 500 on the first request. Problems by key path.
+ */
+export async function checkTransforms(config: Config): Promise<string[]> {
+  const users = config.hooks.mappings.flatMap((m, i) => (m.transform === undefined ? [] : [[m.transform, i] as const]));
+  if (users.length === 0) return [];
+  const runner = createTransformRunner({ root: config.hooks.transformsDir, timeoutMs: config.hooks.transformTimeoutMs, poolSize: 1 });
+  try {
+    const problems: string[] = [];
+    for (const [ref, i] of users) {
+      const probed = await runner.probe(ref);
+      if (!probed.ok) problems.push(`hooks.mappings[${i}].transform: ${probed.detail}`);
+    }
+    return problems;
+  } finally {
+    await runner.close();
+  }
+}

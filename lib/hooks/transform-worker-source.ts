@@ -45,7 +45,7 @@ const pick = async (url, name) => {
   return fn;
 };
 
-const onMessage = async ({ id, url, name, input }) => {
+const onMessage = async ({ id, url, name, input, probe }) => {
   let fn;
   try {
     fn = await pick(url, name);
@@ -57,6 +57,7 @@ const onMessage = async ({ id, url, name, input }) => {
     const detail = what + ' is not a function (found ' + typeof fn + ')';
     return reply(id, { ok: false, reason: 'not-a-function', detail });
   }
+  if (probe) return reply(id, { ok: true, value: null });
   // Called from a fresh task, not a microtask: Deno reports a heap-limit stop
   // (ERR_WORKER_OUT_OF_MEMORY) only when it happens in a task; otherwise the worker just stalls.
   setTimeout(() => {

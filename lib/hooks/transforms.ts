@@ -45,6 +45,8 @@ export interface TransformRunnerOptions {
 /** Runs operator transforms in worker threads; never throws for a failing transform. */
 export interface TransformRunner {
   run(ref: TransformRef, input: TransformInput): Promise<TransformResult>;
+  /** Loads a transform and checks its export is a function, without calling it. */
+  probe(ref: TransformRef): Promise<TransformResult>;
   /** The next call of every transform re-imports its module (and everything it imports). */
   clearCache(): void;
   close(): Promise<void>;
@@ -54,7 +56,7 @@ interface Job {
   id: number;
   url: string;
   name: string | null;
-  input: TransformInput;
+  input: TransformInput | null;
   done: (result: TransformResult) => void;
   fail: (error: unknown) => void;
 }
@@ -157,7 +159,7 @@ export function createTransformRunner(options: TransformRunnerOptions): Transfor
       pump();
     }, timeoutMs);
     try {
-      slot.worker.postMessage({ id: job.id, url: job.url, name: job.name, input: job.input });
+      slot.worker.postMessage({ id: job.id, url: job.url, name: job.name, input: job.input, probe: job.input === null });
     } catch (error) {
       // An input that cannot be cloned is a caller bug, not a transform failure.
       clearTimeout(slot.timer);
@@ -167,22 +169,25 @@ export function createTransformRunner(options: TransformRunnerOptions): Transfor
     }
   }
 
+  const submit = async (ref: TransformRef, input: TransformInput | null): Promise<TransformResult> => {
+    if (closed) return _closed;
+    const found = await resolveModule(root, ref.module);
+    if (!found.ok) {
+      return { ok: false, reason: found.code === 'outside' ? 'escaped' : 'load-failed', detail: found.reason };
+    }
+    const unsupported = _unsupported(found.path);
+    if (unsupported !== null) return unsupported;
+    if (closed) return _closed;
+    return new Promise((done, fail) => {
+      const name = ref.export ?? null;
+      queue.push({ id: ++lastId, url: pathToFileURL(found.path).href, name, input, done, fail });
+      pump();
+    });
+  };
+
   return {
-    async run(ref, input) {
-      if (closed) return _closed;
-      const found = await resolveModule(root, ref.module);
-      if (!found.ok) {
-        return { ok: false, reason: found.code === 'outside' ? 'escaped' : 'load-failed', detail: found.reason };
-      }
-      const unsupported = _unsupported(found.path);
-      if (unsupported !== null) return unsupported;
-      if (closed) return _closed;
-      return new Promise((done, fail) => {
-        const name = ref.export ?? null;
-        queue.push({ id: ++lastId, url: pathToFileURL(found.path).href, name, input, done, fail });
-        pump();
-      });
-    },
+    run: (ref, input) => submit(ref, input),
+    probe: (ref) => submit(ref, null),
 
     clearCache() {
       // ESM module records cannot be unloaded, and a `?v=N` import would re-read only the entry
