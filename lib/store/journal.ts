@@ -13,11 +13,11 @@ export interface JournalOptions {
 
 /** Counters since the journal was opened, for metrics. */
 export interface JournalStats {
-  /** Append batches written and fsync'd (one write, one fsync each). */
+  /** Append batches made durable (one write and one fsync each, or one O_DSYNC write). */
   flushes: number;
   /** Records made durable by `append`/`appendMany`. */
   records: number;
-  /** Duration of the most recent fsync of a journal file, 0 before the first. */
+  /** Duration of the most recent fsync of a journal file (under O_DSYNC: of the batch's write), 0 before the first. */
   lastFsyncMs: number;
 }
 
@@ -59,27 +59,34 @@ export class Journal {
   #stats: JournalStats = { flushes: 0, records: 0, lastFsyncMs: 0 };
   readonly #now: () => number;
   readonly #open: typeof fsOpen;
+  /** `O_DSYNC` when the journal files are opened with it, else 0. */
+  readonly #dsync: number;
 
-  private constructor(file: string, handle: FileHandle, size: number, now: () => number, open: typeof fsOpen) {
+  private constructor(file: string, handle: FileHandle, size: number, now: () => number, open: typeof fsOpen, dsync: number) {
     this.file = file;
     this.#handle = handle;
     this.#size = size;
     this.#now = now;
     this.#open = open;
+    this.#dsync = dsync;
   }
 
   /** Opens (creating 0o700 directory and 0o600 file if missing) and reads the journal, cutting off a torn tail. */
   static async open(file: string, options: JournalOptions = {}): Promise<OpenedJournal> {
     const { now = () => performance.now(), open = fsOpen } = options;
+    // With O_DSYNC a write returns once its data is durable: one thread-pool round trip per batch
+    // instead of two (write, then fdatasync). Only through the real `open`, which surely passes the
+    // flag to the OS; without the flag (Windows) or with an injected opener, batches are fdatasync'd.
+    const dsync = open === fsOpen ? (constants.O_DSYNC ?? 0) : 0;
     await mkdir(dirname(file), { recursive: true, mode: 0o700 });
     // Neither O_APPEND (Linux ignores pwrite positions under it) nor O_TRUNC.
-    const handle = await open(file, constants.O_RDWR | constants.O_CREAT, 0o600);
+    const handle = await open(file, constants.O_RDWR | constants.O_CREAT | dsync, 0o600);
     try {
       const buf = await handle.readFile();
       const { records, skipped, end } = _parse(buf);
-      // Cut now so the next append cannot glue onto the garbage; its fsync makes the cut durable.
+      // Cut now so the next append cannot glue onto the garbage; making that append durable makes the cut durable.
       if (end < buf.length) await handle.truncate(end);
-      return { journal: new Journal(file, handle, end, now, open), records, skipped, tornBytes: buf.length - end };
+      return { journal: new Journal(file, handle, end, now, open, dsync), records, skipped, tornBytes: buf.length - end };
     } catch (err) {
       await handle.close();
       throw err;
@@ -151,8 +158,10 @@ export class Journal {
   async #write(batch: _Op[]): Promise<void> {
     const bytes = Buffer.concat(batch.map((op) => op.bytes));
     try {
+      const start = this.#now();
       await _writeAll(this.#handle, bytes, this.#size);
-      await this.#sync(this.#handle);
+      if (this.#dsync === 0) await this.#sync(this.#handle);
+      else this.#stats.lastFsyncMs = this.#now() - start;
     } catch (err) {
       // The batch is rejected as a whole, so none of it may stay; later appends then start on a line boundary.
       await this.#handle.truncate(this.#size).catch(() => {});
@@ -167,7 +176,8 @@ export class Journal {
     const tmp = `${this.file}.tmp`;
     // A temp file left by a crash may carry another mode; start from a fresh 0o600 one.
     await rm(tmp, { force: true });
-    const handle = await this.#open(tmp, 'w', 0o600);
+    // Flagged as the journal was: this handle takes the appends after the rename.
+    const handle = await this.#open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | this.#dsync, 0o600);
     try {
       await _writeAll(handle, bytes, 0);
       await this.#sync(handle);
