@@ -352,7 +352,7 @@ export function formatRun(run: RunRecord): string {
   if (text !== undefined) lines.push(`    ${run.reply !== undefined ? 'reply' : 'error'}: ${_preview(text)}`);
   if (run.delivery !== undefined) {
     const d = run.delivery;
-    lines.push(`    delivery: ${d.status === 'delivered' ? `delivered to ${d.channel} ${d.to} (${d.messageIds.join(', ')})` : `${d.status}: ${d.reason}`}`);
+    lines.push(`    delivery: ${d.status === 'delivered' ? `delivered to ${d.channel} ${d.to}${d.messageIds.length > 0 ? ` (${d.messageIds.join(', ')})` : ''}` : `${d.status}: ${d.reason}`}`);
   }
   return `${lines.join('\n')}\n`;
 }
@@ -373,6 +373,11 @@ const _noConfig = { stateDir: null } as Config;
 
 
 function _processIo(): Io {
+  // `hooks-ingress runs --json | head -1`: a reader that went away is not an error worth a stack trace.
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+    process.exit(0);
+  });
   return {
     stdout: (text) => process.stdout.write(text),
     stderr: (text) => process.stderr.write(text),
