@@ -123,10 +123,10 @@ export async function serve(flags: ServeFlags, io: Io): Promise<number> {
     const next = await _reload(flags, io);
     if (!next.ok) return log.error('reload refused: the config has problems; the old one stays', { problems: next.problems.join('; ') });
     const parts = runtimeParts(next.config);
-    config = next.config;
-    transforms.configure(config);
+    transforms.configure(next.config);
     runner.reconfigure(parts);
-    app.reload(config);
+    app.reload(next.config);
+    config = next.config;
     log.info('reloaded', { file: config.file });
   };
   const onReload = () => {
