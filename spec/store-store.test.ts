@@ -153,7 +153,7 @@ test('Store maxIdempotencyKeys evicts the oldest key first, also on reopen', asy
   });
 });
 
-test('Store.heartbeatOwed() is true after a now wake without a heartbeat and false after one', async () => {
+test('Store.heartbeatOwed() is true after a now wake until a finished heartbeat turn consumed it', async () => {
   await withDir(async (dir) => {
     const first = await open(dir);
     assert.equal(first.heartbeatOwed(), false);
@@ -167,7 +167,10 @@ test('Store.heartbeatOwed() is true after a now wake without a heartbeat and fal
     // The process died between the wake and its heartbeat: the reopened store still owes it.
     const second = await open(dir);
     assert.equal(second.heartbeatOwed(), true);
-    await second.addEvent({ kind: 'heartbeat', text: 'Heartbeat requested (wake)', source: 'request' });
+    // A heartbeat that was requested but whose turn never finished does not settle the debt.
+    const beat = await second.addEvent({ kind: 'heartbeat', text: 'Heartbeat requested (wake)', source: 'request' });
+    assert.equal(second.heartbeatOwed(), true);
+    await second.commit({ events: [{ kind: 'reply', text: 'HEARTBEAT_OK', source: 'heartbeat', ack: true }], consumedThrough: beat.seq });
     assert.equal(second.heartbeatOwed(), false);
     await second.close();
 
@@ -370,5 +373,57 @@ test('Store.commit() writes several events and runs with their key as one journa
     assert.deepEqual(again.pendingRuns().map((r) => r.runId), ['r1', 'r2']);
     assert.deepEqual(again.replay('gmail', 'k'), { status: 202, body: { ok: true, runIds: ['r1', 'r2'] } });
     await again.close();
+  });
+});
+
+test('Store: a line whose write failed does not come back through a compaction queued behind it', async () => {
+  await withDir(async (dir) => {
+    // Filled past compactBytes by a store that never compacts, so the failing line's own write starts a compaction.
+    const filling = await open(dir, { compactBytes: 1_000_000 });
+    for (let n = 0; n < 5; n++) await filling.addEvent({ kind: 'system', text: `filler ${n} ${'y'.repeat(500)}`, source: 'wake' });
+    await filling.close();
+    const options = { compactBytes: 2_000, retainEvents: 100 };
+    const store = await open(dir, options);
+    const append = Journal.prototype.append;
+    // The disk refuses this one line (ENOSPC); the compaction its append starts still works.
+    await withJournalMethod(
+      'append',
+      function (this: Journal, record: { events?: { text: string }[] }) {
+        if (record.events?.some((e) => e.text === 'lost')) return Promise.reject(Object.assign(new Error('no space left'), { code: 'ENOSPC' }));
+        return append.call(this, record);
+      } as never,
+      async () => {
+        await assert.rejects(store.addEvent({ kind: 'system', text: 'lost', source: 'wake' }, idem('lost')), /no space left/);
+      },
+    );
+    assert.equal(store.replay('/hooks/wake', 'lost'), null);
+    await store.close();
+    const reopened = await open(dir, options);
+    assert.equal(reopened.events().some((e) => e.text === 'lost'), false, 'the failed line is not on disk');
+    assert.equal(reopened.replay('/hooks/wake', 'lost'), null, 'nor is its idempotency key');
+    await reopened.close();
+  });
+});
+
+test('Store does not rewrite the journal on every append once what it keeps outgrows compactBytes', async () => {
+  await withDir(async (dir) => {
+    const options = { compactBytes: 4_000, retainEvents: 100 };
+    const store = await open(dir, options);
+    // Thirty events of 1 KB are kept whole by a compaction, so a compacted journal is still over compactBytes.
+    for (let n = 0; n < 30; n++) await store.addEvent({ kind: 'system', text: `big ${n} ${'z'.repeat(1_000)}`, source: 'wake' });
+    const counted = { n: 0 };
+    const compact = Journal.prototype.compact;
+    await withJournalMethod(
+      'compact',
+      function (this: Journal, records: readonly object[]) {
+        counted.n++;
+        return compact.call(this, records);
+      } as never,
+      async () => {
+        for (let n = 0; n < 20; n++) await store.addEvent({ kind: 'system', text: `small ${n}`, source: 'wake' });
+      },
+    );
+    assert.ok(counted.n <= 1, `${counted.n} compactions for 20 small appends`);
+    await store.close();
   });
 });

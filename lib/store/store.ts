@@ -131,6 +131,7 @@ export class Store {
   #runs = new Map<string, RunRecord>();
   #idem = new Map<string, _Idem>();
   #compacting: Promise<void> | null = null;
+  #compactAt: number;
   #consumedThrough = 0;
   #lastWriteFailed = false;
   #lastRoute: Route | null = null;
@@ -143,6 +144,7 @@ export class Store {
     this.#ttlMs = options.idempotencyTtlMs;
     this.#maxKeys = options.maxIdempotencyKeys ?? 10_000;
     this.#compactBytes = options.compactBytes ?? 8 * 1024 * 1024;
+    this.#compactAt = this.#compactBytes;
     this.#retainEvents = options.retainEvents ?? 2_000;
     this.#retainRuns = options.retainRuns ?? 1_000;
   }
@@ -236,12 +238,8 @@ export class Store {
 
   /** Whether a `now` wake is on record with no heartbeat after it (the process died in between). */
   heartbeatOwed(): boolean {
-    for (let i = this.#events.length - 1; i >= 0; i--) {
-      const event = this.#events[i]!;
-      if (event.kind === 'heartbeat') return false;
-      if (event.mode === 'now') return true;
-    }
-    return false;
+    // Owed until a finished heartbeat turn consumed it: a turn cut short by a stop or a crash does not count.
+    return this.#events.some((e) => e.seq > this.#consumedThrough && e.kind === 'system' && e.mode === 'now');
   }
 
   /** Counters for metrics and tests. */
@@ -269,17 +267,7 @@ export class Store {
   async #write(line: _Line): Promise<void> {
     this.#apply(line);
     const written = this.#journal.append(line);
-    if (this.#journal.size > this.#compactBytes && this.#compacting === null) {
-      // A failed compaction leaves the old journal in place, complete; the next append tries again.
-      this.#compacting = this.#journal
-        .compact(this.#snapshot())
-        .catch(() => {
-          this.#compactionFailures++;
-        })
-        .finally(() => {
-          this.#compacting = null;
-        });
-    }
+    if (this.#journal.size > this.#compactAt && this.#compacting === null) this.#compactSoon();
     try {
       await written;
       this.#lastWriteFailed = false;
@@ -287,8 +275,29 @@ export class Store {
       this.#lastWriteFailed = true;
       // The line never reached the disk, so nothing may vouch for it: a retry must run again, not replay.
       this.#forget(line);
+      // A compaction queued behind it took its snapshot with the line in it: write a fresh one after.
+      if (this.#compacting !== null) this.#compactSoon();
       throw error;
     }
+  }
+
+  // Compactions run one after another, each snapshot taken when its turn comes (so it holds exactly
+  // the lines queued ahead of it). The next one waits until the file doubles what the last one left,
+  // so a large retained set is not rewritten on every append.
+  #compactSoon(): void {
+    const start = () => this.#journal.compact(this.#snapshot());
+    const next: Promise<void> = (this.#compacting === null ? start() : this.#compacting.then(start))
+      .then(() => {
+        this.#compactAt = Math.max(this.#compactBytes, 2 * this.#journal.size);
+      })
+      // A failed compaction leaves the old journal in place, complete; a later append tries again.
+      .catch(() => {
+        this.#compactionFailures++;
+      })
+      .finally(() => {
+        if (this.#compacting === next) this.#compacting = null;
+      });
+    this.#compacting = next;
   }
 
   #forget(line: _Line): void {
