@@ -60,12 +60,13 @@ const onMessage = async ({ id, url, name, input, probe }) => {
   if (probe) return reply(id, { ok: true, value: null });
   // Called from a fresh task, not a microtask: Deno reports a heap-limit stop
   // (ERR_WORKER_OUT_OF_MEMORY) only when it happens in a task; otherwise the worker just stalls.
-  setTimeout(() => {
+  // setImmediate, not setTimeout(0): Node holds a zero timeout for a whole millisecond.
+  setImmediate(() => {
     new Promise((resolve) => resolve(fn(freeze(input)))).then(
       (value) => reply(id, { ok: true, value }),
       (error) => reply(id, { ok: false, reason: 'threw', detail: describe(error) }),
     );
-  }, 0);
+  });
 };
 
 import('node:worker_threads').then((threads) => {
