@@ -176,6 +176,20 @@ test('runner.run() answers timeout for a transform that never returns, and the n
   });
 });
 
+test('runner.run() answers timeout for calls queued behind a stuck worker, and the next call works', async () => {
+  await withRunner({ timeoutMs: 300, poolSize: 1 }, async (runner) => {
+    // Three calls behind one worker stuck in a loop. The wait counts in each call's budget, so a
+    // waiting call gets what is left of it (or is answered at once when nothing is).
+    const results = await Promise.all([1, 2, 3].map(() => runner.run({ module: join(root, 'loop.js') }, input)));
+    assert.deepEqual(results[0], { ok: false, reason: 'timeout', detail: 'no answer within 300 ms' });
+    for (const waited of results.slice(1)) {
+      assert.equal(waited.ok, false);
+      assert.ok(!waited.ok && waited.reason === 'timeout' && /^no (answer|worker was free) within 300 ms$/.test(waited.detail), JSON.stringify(waited));
+    }
+    assert.deepEqual(await runner.run({ module: join(root, 'skip.js') }, input), { ok: true, value: null });
+  });
+});
+
 test('runner.run() answers crashed when a transform exhausts its heap, and the next call works', async () => {
   await withRunner({ maxOldGenerationSizeMb: 16, poolSize: 1, timeoutMs: 30_000 }, async (runner) => {
     assert.deepEqual(await runner.run({ module: join(root, 'hog.js') }, input), {

@@ -57,6 +57,8 @@ interface Job {
   url: string;
   name: string | null;
   input: TransformInput | null;
+  /** When it was queued: the time budget covers the wait for a free worker too. */
+  queuedAt: number;
   done: (result: TransformResult) => void;
   fail: (error: unknown) => void;
 }
@@ -142,6 +144,10 @@ export function createTransformRunner(options: TransformRunnerOptions): Transfor
   }
 
   function pump(): void {
+    // Calls that waited out their whole budget behind busy workers are answered now, not run late.
+    while (queue.length > 0 && performance.now() - queue[0]!.queuedAt >= timeoutMs) {
+      queue.shift()!.done({ ok: false, reason: 'timeout', detail: `no worker was free within ${timeoutMs} ms` });
+    }
     while (queue.length > 0) {
       const slot = slots.find((candidate) => candidate.job === null && !candidate.stale)
         ?? (slots.length < poolSize ? spawn() : undefined);
@@ -153,11 +159,12 @@ export function createTransformRunner(options: TransformRunnerOptions): Transfor
   function dispatch(slot: Slot, job: Job): void {
     slot.job = job;
     slot.worker.ref();
+    const left = Math.max(1, timeoutMs - (performance.now() - job.queuedAt));
     slot.timer = setTimeout(() => {
       void retire(slot);
       job.done({ ok: false, reason: 'timeout', detail: `no answer within ${timeoutMs} ms` });
       pump();
-    }, timeoutMs);
+    }, left);
     try {
       slot.worker.postMessage({ id: job.id, url: job.url, name: job.name, input: job.input, probe: job.input === null });
     } catch (error) {
@@ -180,7 +187,7 @@ export function createTransformRunner(options: TransformRunnerOptions): Transfor
     if (closed) return _closed;
     return new Promise((done, fail) => {
       const name = ref.export ?? null;
-      queue.push({ id: ++lastId, url: pathToFileURL(found.path).href, name, input, done, fail });
+      queue.push({ id: ++lastId, url: pathToFileURL(found.path).href, name, input, queuedAt: performance.now(), done, fail });
       pump();
     });
   };
