@@ -427,3 +427,18 @@ test('Store does not rewrite the journal on every append once what it keeps outg
     await store.close();
   });
 });
+
+test('Store keeps at most retainEventBytes of event text, newest first, in memory and through compaction', async () => {
+  await withDir(async (dir) => {
+    const options = { compactBytes: 20_000, retainEvents: 1_000, retainEventBytes: 3_000 };
+    const store = await open(dir, options);
+    for (let n = 0; n < 20; n++) await store.addEvent({ kind: 'system', text: `${String(n).padStart(2, '0')} ${'e'.repeat(997)}`, source: 'wake' });
+    const kept = store.events().map((e) => e.text.slice(0, 2));
+    assert.ok(kept.length <= 6, `${kept.length} events kept in memory`);
+    assert.equal(kept.at(-1), '19', 'the newest is kept');
+    await store.close();
+    const reopened = await open(dir, options);
+    assert.ok(reopened.events().length <= 6 && reopened.events().at(-1)!.text.startsWith('19'));
+    await reopened.close();
+  });
+});

@@ -80,6 +80,8 @@ export interface StoreOptions {
   compactBytes?: number;
   /** How many main-session events survive a compaction. */
   retainEvents?: number;
+  /** And at most this many bytes of event text, so a burst of large payloads cannot fill memory. */
+  retainEventBytes?: number;
   /** How many finished runs are kept for `hooks-ingress runs`. */
   retainRuns?: number;
 }
@@ -126,6 +128,8 @@ export class Store {
   readonly #maxKeys: number;
   readonly #compactBytes: number;
   readonly #retainEvents: number;
+  readonly #retainEventBytes: number;
+  #eventBytes = 0;
   #seq = 0;
   #events: SessionEvent[] = [];
   #runs = new Map<string, RunRecord>();
@@ -146,6 +150,7 @@ export class Store {
     this.#compactBytes = options.compactBytes ?? 8 * 1024 * 1024;
     this.#compactAt = this.#compactBytes;
     this.#retainEvents = options.retainEvents ?? 2_000;
+    this.#retainEventBytes = options.retainEventBytes ?? 16 * 1024 * 1024;
     this.#retainRuns = options.retainRuns ?? 1_000;
   }
 
@@ -304,6 +309,7 @@ export class Store {
     if (line.t !== 'commit') return;
     const seqs = new Set(line.events?.map((e) => e.seq));
     this.#events = this.#events.filter((e) => !seqs.has(e.seq));
+    this.#eventBytes = _textBytes(this.#events);
     for (const run of line.runs ?? []) if (this.#runs.get(run.runId) === run) this.#runs.delete(run.runId);
     const idem = line.idem;
     if (idem === undefined) return;
@@ -315,9 +321,15 @@ export class Store {
   #apply(line: _Line): void {
     this.#seq = Math.max(this.#seq, line.seq);
     if (line.t === 'commit') {
-      if (line.events !== undefined) this.#events.push(...line.events);
+      if (line.events !== undefined) {
+        this.#events.push(...line.events);
+        this.#eventBytes += _textBytes(line.events);
+      }
       // Trim in batches so a long-running process does not shift the array on every event.
-      if (this.#events.length > this.#retainEvents * 2) this.#events = this.#events.slice(-this.#retainEvents);
+      if (this.#events.length > this.#retainEvents * 2 || this.#eventBytes > this.#retainEventBytes * 2) {
+        this.#events = this.#retained();
+        this.#eventBytes = _textBytes(this.#events);
+      }
       for (const run of line.runs ?? []) this.#runs.set(run.runId, run);
       for (const { runId, ...change } of line.runUpdates ?? []) {
         const run = this.#runs.get(runId);
@@ -329,6 +341,18 @@ export class Store {
     }
     const idem = line.t === 'idem' ? line : line.idem;
     if (idem !== undefined && idem.expiresAt > this.#now()) this.#remember(idem);
+  }
+
+  // The newest events within both bounds: `retainEvents` of them, `retainEventBytes` of text.
+  #retained(): SessionEvent[] {
+    let bytes = 0;
+    let from = this.#events.length;
+    while (from > 0 && this.#events.length - from < this.#retainEvents) {
+      bytes += this.#events[from - 1]!.text.length;
+      if (bytes > this.#retainEventBytes) break;
+      from--;
+    }
+    return this.#events.slice(from);
   }
 
   // Finished runs are history: the newest `retainRuns` of them are kept, trimmed in batches.
@@ -353,7 +377,7 @@ export class Store {
   // What a compacted journal holds: retained events, unfinished runs, live idempotency keys.
   #snapshot(): _Line[] {
     const now = this.#now();
-    const lines: _Line[] = this.#events.slice(-this.#retainEvents).map((e) => ({ t: 'commit', seq: e.seq, time: e.time, events: [e] }));
+    const lines: _Line[] = this.#retained().map((e) => ({ t: 'commit', seq: e.seq, time: e.time, events: [e] }));
     for (const run of this.#runs.values()) lines.push({ t: 'commit', seq: 0, time: run.acceptedAt, runs: [run] });
     lines.push({ t: 'commit', seq: 0, time: new Date(now).toISOString(), consumedThrough: this.#consumedThrough, ...(this.#lastRoute === null ? {} : { lastRoute: this.#lastRoute }) });
     for (const idem of this.#idem.values()) if (idem.expiresAt > now) lines.push({ t: 'idem', seq: 0, ...idem });
@@ -382,6 +406,10 @@ export async function readRuns(dir: string): Promise<RunRecord[]> {
     }
   }
   return [...runs.values()];
+}
+
+function _textBytes(events: readonly SessionEvent[]): number {
+  return events.reduce((sum, e) => sum + e.text.length, 0);
 }
 
 function _unfinished(run: RunRecord): boolean {
