@@ -180,12 +180,12 @@ test('runner.run() answers timeout for calls queued behind a stuck worker, and t
   await withRunner({ timeoutMs: 300, poolSize: 1 }, async (runner) => {
     // Three calls behind one worker stuck in a loop. The wait counts in each call's budget, so a
     // waiting call gets what is left of it (or is answered at once when nothing is).
+    // (Which call reaches the queue first depends on its containment check, so the order is not fixed.)
     const results = await Promise.all([1, 2, 3].map(() => runner.run({ module: join(root, 'loop.js') }, input)));
-    assert.deepEqual(results[0], { ok: false, reason: 'timeout', detail: 'no answer within 300 ms' });
-    for (const waited of results.slice(1)) {
-      assert.equal(waited.ok, false);
-      assert.ok(!waited.ok && waited.reason === 'timeout' && /^no (answer|worker was free) within 300 ms$/.test(waited.detail), JSON.stringify(waited));
+    for (const result of results) {
+      assert.ok(!result.ok && result.reason === 'timeout' && /^no (answer|worker was free) within 300 ms$/.test(result.detail), JSON.stringify(result));
     }
+    assert.ok(results.some((r) => !r.ok && r.detail === 'no answer within 300 ms'), 'the call that ran timed out in the worker');
     assert.deepEqual(await runner.run({ module: join(root, 'skip.js') }, input), { ok: true, value: null });
   });
 });
