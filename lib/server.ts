@@ -6,18 +6,13 @@ import { parseForm, parseJsonObject, readBody } from './body.ts';
 import type { Config } from './config.ts';
 import { ErrorCode, HttpError } from './errors.ts';
 import type { Heartbeat } from './heartbeat.ts';
-import type { RunSpec } from './actions.ts';
-import { checkRoute } from './delivery/deliver.ts';
-import { parseAgent } from './hooks/agent.ts';
-import { applyMappings, type CallTransform } from './hooks/mappings.ts';
-import { detectInjection, oneLine, wrapUntrusted } from './hooks/untrusted.ts';
-import { parseWake } from './hooks/wake.ts';
+import { createDispatch, type Answer, type IdempotencyKey } from './dispatch.ts';
+import type { CallTransform } from './hooks/mappings.ts';
 import type { Logger } from './log.ts';
-import { admitRun } from './policy.ts';
 import { FailureLimiter, type LimiterStats } from './rate-limit.ts';
 import { Router, splitTarget } from './router.ts';
 import type { Telemetry } from './telemetry.ts';
-import type { Effects, IdempotencyWrite, Reply, RunRecord, Store } from './store/store.ts';
+import type { RunRecord, Store } from './store/store.ts';
 import { extractToken, tokensMatch } from './token.ts';
 
 /** What the request handler needs; the CLI builds these from the config. */
@@ -38,14 +33,6 @@ export interface AppOptions {
   telemetry?: Telemetry;
   /** How long a body may take to arrive; 30 s unless a test needs less. */
   bodyTimeoutMs?: number;
-}
-
-/** An answer on its way out: status, JSON body and extra headers. */
-interface Answer extends Reply {
-  headers?: Record<string, string>;
-  /** A body that is not JSON (the metrics page), with its content type. */
-  text?: string;
-  contentType?: string;
 }
 
 interface Context {
@@ -145,96 +132,15 @@ function _compile(options: AppOptions, config: Config, shared: Shared): { config
     throw new HttpError(401, ErrorCode.Unauthorized, refusal);
   };
 
-  // Refuses work the runtime cannot take on, before anything is recorded.
-  const admit = (count: number) => {
-    if (options.runs !== undefined && options.runs.depth + count > config.hooks.maxQueuedRuns) {
-      throw new HttpError(503, ErrorCode.Unavailable, 'too many runs queued (hooks.maxQueuedRuns); retry later', {
-        headers: { 'retry-after': '30' },
-      });
-    }
-  };
-  const commit = async (effects: Effects, idem: IdempotencyWrite | undefined) => {
-    const { runs } = await store.commit(effects, idem);
-    for (const run of runs) options.runs?.enqueue(run);
-  };
-
-  // A reply that could never be delivered is refused now, while the sender can still fix it.
-  const routeProblem = (run: RunSpec) => (run.deliver ? checkRoute(config.channels, store.lastRoute(), run.channel, run.to) : null);
-
-  const dispatch = async (ctx: Context, body: Record<string, unknown>, idem: IdempotencyKey | null): Promise<Answer> => {
-    const { name } = ctx;
-    if (name === 'wake') {
-      const parsed = parseWake(body);
-      if (!parsed.ok) throw new HttpError(400, ErrorCode.InvalidPayload, parsed.error);
-      const answer: Answer = { status: 200, body: { ok: true, mode: parsed.action.mode } };
-      const { text, mode } = parsed.action;
-      await store.addEvent({ kind: 'system', text, source: 'wake', mode }, _remember(idem, answer));
-      if (mode === 'now') heartbeat.request('wake');
-      return answer;
-    }
-    if (name === 'agent') {
-      const parsed = parseAgent(body);
-      if (!parsed.ok) throw new HttpError(400, ErrorCode.InvalidPayload, parsed.error);
-      const injections = detectInjection(parsed.action.message);
-      if (injections.length > 0) log.warn('possible prompt injection (content wrapped)', { id: ctx.id, hook: name, kinds: injections.join(',') });
-      parsed.action.message = wrapUntrusted(parsed.action.message, { source: 'Webhook' });
-      parsed.action.name = oneLine(parsed.action.name) || 'Hook';
-      const admitted = admitRun(parsed.action, name, config, newId);
-      if (!admitted.ok) throw new HttpError(400, ErrorCode.Forbidden, admitted.error);
-      const run: RunSpec = { ...admitted.value, requestId: ctx.id };
-      const unroutable = routeProblem(run);
-      if (unroutable !== null) throw new HttpError(400, ErrorCode.InvalidPayload, unroutable);
-      admit(1);
-      const answer: Answer = { status: 202, body: { ok: true, runId: run.runId, sessionKey: run.sessionKey, agentId: run.agentId } };
-      await commit({ runs: [run] }, _remember(idem, answer));
-      return answer;
-    }
-    return mapped(ctx, body, idem);
-  };
-
-  const mapped = async (ctx: Context, payload: Record<string, unknown>, idem: IdempotencyKey | null): Promise<Answer> => {
-    const { name } = ctx;
-    const request = { name, payload, headers: _templateHeaders(ctx.req.headers), query: Object.fromEntries(ctx.query), now: new Date() };
-    const outcome = await applyMappings(config.hooks.mappings, request, transforms);
-    switch (outcome.kind) {
-      case 'unmatched':
-        throw new HttpError(404, ErrorCode.NotFound, 'no hook with this name');
-      case 'skip':
-        return { status: 204, body: {} };
-      case 'invalid':
-        throw new HttpError(400, ErrorCode.InvalidPayload, outcome.error);
-      case 'failed':
-        log.error('hook mapping failed', { id: ctx.id, mapping: outcome.mappingId, detail: outcome.detail });
-        throw new HttpError(500, ErrorCode.MappingFailed, 'hook mapping failed');
-    }
-    const source = `hook:${oneLine(name)}`;
-    const events: Effects['events'] & {} = [];
-    const runs: RunSpec[] = [];
-    for (const { action, injections } of outcome.actions) {
-      if (injections.length > 0) log.warn('possible prompt injection (content wrapped)', { id: ctx.id, hook: oneLine(name), kinds: injections.join(',') });
-      if (action.kind === 'wake') {
-        events.push({ kind: 'system', text: action.text, source, mode: action.mode });
-        continue;
-      }
-      const admitted = admitRun(action, name, config, newId);
-      if (!admitted.ok) throw new HttpError(400, ErrorCode.Forbidden, `mapping ${outcome.mappingId}: ${admitted.error}`);
-      const unroutable = routeProblem(admitted.value);
-      if (unroutable !== null) throw new HttpError(400, ErrorCode.InvalidPayload, `mapping ${outcome.mappingId}: ${unroutable}`);
-      runs.push({ ...admitted.value, requestId: ctx.id });
-    }
-    const first = runs[0];
-    const answer: Answer = outcome.forEach
-      ? runs.length > 0
-        ? { status: 202, body: { ok: true, runIds: runs.map((r) => r.runId), ...(events.length > 0 ? { events: events.length } : {}) } }
-        : { status: 200, body: { ok: true, mode: events[0]!.mode, events: events.length } }
-      : first !== undefined
-        ? { status: 202, body: { ok: true, runId: first.runId, sessionKey: first.sessionKey, agentId: first.agentId } }
-        : { status: 200, body: { ok: true, mode: events[0]!.mode } };
-    admit(runs.length);
-    await commit({ events, runs }, _remember(idem, answer));
-    if (events.some((e) => e.mode === 'now')) heartbeat.request(source);
-    return answer;
-  };
+  const dispatch = createDispatch({
+    config,
+    store,
+    heartbeat,
+    log,
+    newId,
+    transforms,
+    ...(options.runs === undefined ? {} : { runs: options.runs }),
+  });
 
   // A retry with a key already answered gets that answer again; one arriving while the first is
   // still being handled waits for it, so two copies can never both take effect.
@@ -266,7 +172,8 @@ function _compile(options: AppOptions, config: Config, shared: Shared): { config
     const form = name !== 'wake' && name !== 'agent' && /^application\/x-www-form-urlencoded\b/i.test(req.headers['content-type'] ?? '');
     // `curl -d` labels JSON as a form: a body that is a JSON object is read as JSON whatever the label says.
     const body = form && !/^\s*\{/.test(bytes.subarray(0, 64).toString('latin1')) ? parseForm(bytes) : parseJsonObject(bytes);
-    return idempotent(name, idempotencyKey(req.headers, name === 'agent' ? body : {}), (idem) => dispatch(ctx, body, idem));
+    const call = { id: ctx.id, name, body, headers: req.headers, query: ctx.query };
+    return idempotent(name, idempotencyKey(req.headers, name === 'agent' ? body : {}), (idem) => dispatch(call, idem));
   };
 
   const router = new Router<Handler>().add(['GET', 'HEAD'], '/healthz', async () =>
@@ -303,8 +210,6 @@ function _compile(options: AppOptions, config: Config, shared: Shared): { config
   return { config, route };
 }
 
-type IdempotencyKey = Pick<IdempotencyWrite, 'scope' | 'key'>;
-
 // A bounded label set: a caller cannot mint a new time series by inventing hook names.
 function _hookLabel(config: Config, path: string): string {
   if (path === '/healthz' || path === '/metrics') return path.slice(1);
@@ -326,21 +231,6 @@ export function idempotencyKey(headers: IncomingHttpHeaders, body: Record<string
   return null;
 }
 
-// Headers a template or transform may read: never the ones that carry credentials.
-const _SECRET_HEADERS = new Set(['authorization', 'cookie', 'proxy-authorization', 'x-gateway-token', 'x-openclaw-token']);
-
-function _templateHeaders(headers: IncomingHttpHeaders): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || _SECRET_HEADERS.has(name)) continue;
-    out[name] = Array.isArray(value) ? value.join(', ') : value;
-  }
-  return out;
-}
-
-function _remember(idem: IdempotencyKey | null, answer: Reply): IdempotencyWrite | undefined {
-  return idem === null ? undefined : { ...idem, status: answer.status, body: answer.body };
-}
 
 // The one place an error becomes an answer. Known errors say what went wrong; anything else
 // is logged with the request id and answered with a bare 500 that tells the client nothing.
