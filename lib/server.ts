@@ -46,6 +46,9 @@ interface Context {
 
 type Handler = (ctx: Context) => Promise<Answer>;
 
+/** A request target split once per request: the path routes and is logged, the query is checked. */
+type Target = ReturnType<typeof splitTarget>;
+
 const MAX_IDEMPOTENCY_KEY = 256;
 const REQUEST_ID = /^[\w.:@/+=-]{1,128}$/;
 
@@ -81,11 +84,12 @@ export function createApp(options: AppOptions): App {
     const incoming = req.headers['x-request-id'];
     const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : newId();
     const client = clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], config.gateway.trustedProxies);
-    route(req, client, id)
+    const target = splitTarget(req.url ?? '/');
+    route(req, target, client, id)
       .catch((error: unknown) => _answerError(error, id, log))
       .then((answer) => {
         _send(req, res, answer, id, config.hooks.maxBodyBytes);
-        const path = splitTarget(req.url ?? '/').pathname;
+        const path = target.pathname;
         options.telemetry?.request(_hookLabel(config, path), answer.status, shared.received.get(req) ?? 0, answer.headers?.['idempotent-replayed'] === 'true');
         // Only the path: the query may hold what a careless client thought was a URL token.
         log.info('request', { id, method: req.method, path, status: answer.status, duration: Math.round((now() - started) * 10) / 10, client });
@@ -106,7 +110,7 @@ function _limiter(config: Config): FailureLimiter {
 }
 
 // Everything that depends on the configuration, built once per (re)load.
-function _compile(options: AppOptions, config: Config, shared: Shared): { config: Config; route: (req: IncomingMessage, client: string, id: string) => Promise<Answer> } {
+function _compile(options: AppOptions, config: Config, shared: Shared): { config: Config; route: (req: IncomingMessage, target: Target, client: string, id: string) => Promise<Answer> } {
   const { store, heartbeat, log } = options;
   const newId = options.newId ?? randomUUID;
   const bodyTimeoutMs = options.bodyTimeoutMs ?? 30_000;
@@ -191,8 +195,8 @@ function _compile(options: AppOptions, config: Config, shared: Shared): { config
   }
   if (config.hooks.enabled) router.add(['POST'], `${config.hooks.path}/*`, hooks);
 
-  const route = async (req: IncomingMessage, client: string, id: string): Promise<Answer> => {
-    const { pathname, query } = splitTarget(req.url ?? '/');
+  const route = async (req: IncomingMessage, target: Target, client: string, id: string): Promise<Answer> => {
+    const { pathname, query } = target;
     const match = router.find(pathname);
     if (match === null) throw new HttpError(404, ErrorCode.NotFound, 'not found');
     if ([...query.keys()].some((k) => k.toLowerCase() === 'token')) {

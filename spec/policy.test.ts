@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { AgentAction } from '../lib/actions.ts';
-import type { AgentConfig, Config } from '../lib/config.ts';
+import { buildConfig, type AgentConfig, type Config } from '../lib/config.ts';
 import { admitRun, resolveAgentId, resolveModel, resolveSessionKey, type Decision } from '../lib/policy.ts';
 
 type Hooks = Config['hooks'];
@@ -13,46 +13,23 @@ interface Setup {
   models?: Config['agents']['models'];
 }
 
-// A validated config as loadConfig() would build it, with the parts a test cares about changed.
+// Every default, as loadConfig() builds it; a test changes only the parts it is about (and may
+// build combinations the loader would refuse: policy must not rely on the loader having run).
+const built = await buildConfig({ hooks: { enabled: true, token: 'hook-token' } }, { file: null, env: {}, dir: '/etc/hooks-ingress' });
+assert.ok(built.ok);
+const BASE: Config = built.config;
+
 function configWith(setup: Setup = {}): Config {
   const list = setup.list ?? [];
   return {
-    file: null,
-    dir: '/etc/hooks-ingress',
-    hooks: {
-      enabled: true,
-      token: 'hook-token',
-      path: '/hooks',
-      maxBodyBytes: 262_144,
-      allowedAgentIds: null,
-      defaultSessionKey: null,
-      allowRequestSessionKey: false,
-      allowedSessionKeyPrefixes: null,
-      presets: [],
-      mappings: [],
-      transformsDir: '/etc/hooks-ingress/hooks/transforms',
-      transformTimeoutMs: 5_000,
-      gmail: {},
-      authRateLimit: { maxFailures: 20, windowSeconds: 60, lockoutSeconds: 60 },
-      idempotencyTtlSeconds: 86_400,
-      maxQueuedRuns: 1_000,
-      ...setup.hooks,
-    },
+    ...BASE,
+    hooks: { ...BASE.hooks, ...setup.hooks },
     agents: {
+      ...BASE.agents,
       models: setup.models ?? {},
-      model: null,
-      heartbeatEveryMs: 0,
       list,
       defaultAgentId: setup.defaultAgentId ?? (list.find((a) => a.default) ?? list[0])?.id ?? 'main',
-      timeoutSeconds: 600,
-      maxConcurrent: 4,
-      historyMaxChars: 32_000,
-      heartbeat: { prompt: 'Heartbeat', target: 'last', ackMaxChars: 300 },
     },
-    providers: {},
-    gateway: { bind: '127.0.0.1', port: 8789, trustedProxies: [], authToken: null },
-    stateDir: null,
-    channels: new Map(),
   };
 }
 
