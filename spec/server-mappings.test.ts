@@ -10,6 +10,7 @@ import { createLogger } from '../lib/log.ts';
 import { createApp, listen, type AppOptions } from '../lib/server.ts';
 import { Store } from '../lib/store/store.ts';
 import { post, type Reply } from './_http.ts';
+import { defer } from './_cleanup.ts';
 
 const TOKEN = 'spec-mapped-token-0a1b2c3d4e5f6789';
 const AUTH = { authorization: `Bearer ${TOKEN}` };
@@ -56,20 +57,6 @@ interface Harness {
   lines: Record<string, unknown>[];
 }
 
-// Cleanups run last-registered first: the server closes, then the runner, the store, the dir.
-const _stacks = new WeakMap<object, (() => unknown)[]>();
-function defer(t: TestContext, fn: () => unknown): void {
-  let stack = _stacks.get(t);
-  if (stack === undefined) {
-    const fresh: (() => unknown)[] = [];
-    _stacks.set(t, fresh);
-    t.after(async () => {
-      for (const cleanup of fresh.reverse()) await cleanup();
-    });
-    stack = fresh;
-  }
-  stack.push(fn);
-}
 
 /** A config directory with the transform fixtures, an `outside` folder beside the root, and symlinks that stay inside. */
 async function fixtures(t: TestContext): Promise<string> {

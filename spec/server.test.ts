@@ -9,6 +9,7 @@ import { createLogger } from '../lib/log.ts';
 import { createApp, listen, type AppOptions } from '../lib/server.ts';
 import { readEvents, Store } from '../lib/store/store.ts';
 import { post, send, type Reply } from './_http.ts';
+import { defer } from './_cleanup.ts';
 
 const TOKEN = 'spec-hook-token-9f8e7d6c5b4a3210';
 const AUTH = { authorization: `Bearer ${TOKEN}` };
@@ -40,20 +41,6 @@ interface Harness {
   stop(): Promise<void>;
 }
 
-// Cleanups run last-registered first, so a server closes before its store and the store before its dir goes.
-const _stacks = new WeakMap<object, (() => unknown)[]>();
-function defer(t: TestContext, fn: () => unknown): void {
-  let stack = _stacks.get(t);
-  if (stack === undefined) {
-    const fresh: (() => unknown)[] = [];
-    _stacks.set(t, fresh);
-    t.after(async () => {
-      for (const cleanup of fresh.reverse()) await cleanup();
-    });
-    stack = fresh;
-  }
-  stack.push(fn);
-}
 
 async function tempDir(t: TestContext): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'server-spec-'));
