@@ -211,9 +211,9 @@ function _ensureWrk(): string | null {
 
 /** Builds dist/ when it is missing; warns when lib/ has changed since the last build. */
 function _ensureBuild(): boolean {
-  const cli = join(ROOT, 'dist', 'cli.js');
+  const cli = join(ROOT, 'dist', 'cli', 'main.js');
   if (!existsSync(cli)) {
-    say('dist/cli.js is missing: running npm run build');
+    say('dist/cli/main.js is missing: running npm run build');
     const built = spawnSync('npm', ['run', 'build'], { cwd: ROOT, stdio: ['ignore', 2, 2], timeout: 300_000 });
     if (built.status !== 0 || !existsSync(cli)) {
       process.stderr.write('bench: npm run build failed; fix the build and try again\n');

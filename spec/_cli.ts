@@ -1,4 +1,4 @@
-// Test helpers: run the CLI as a real process (the built bin under Node, lib/cli.ts under Deno).
+// Test helpers: run the CLI as a real process (the built bin under Node, lib/cli/main.ts under Deno).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
@@ -8,7 +8,7 @@ export const IS_DENO = 'Deno' in globalThis;
 
 /** The command line that runs `hooks-ingress ARGS` in this runtime. */
 export function cliCommand(args: readonly string[]): [string, string[]] {
-  return IS_DENO ? [process.execPath, ['run', '-A', 'lib/cli.ts', ...args]] : [process.execPath, ['bin/hooks-ingress', ...args]];
+  return IS_DENO ? [process.execPath, ['run', '-A', 'lib/cli/main.ts', ...args]] : [process.execPath, ['bin/hooks-ingress', ...args]];
 }
 
 /** Runs the CLI to completion. */

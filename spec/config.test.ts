@@ -19,7 +19,7 @@ import {
   type Config,
   type ConfigResult,
   type Env,
-} from '../lib/config.ts';
+} from '../lib/config/config.ts';
 import type { Issue } from '../lib/schema.ts';
 
 async function withDir<T>(fn: (dir: string) => Promise<T>): Promise<T> {

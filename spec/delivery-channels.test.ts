@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { buildConfig } from '../lib/config.ts';
+import { buildConfig } from '../lib/config/config.ts';
 import { buildChannels, channelsSchema, type ChannelsConfig } from '../lib/delivery/channels.ts';
 import { check, formatIssue, type Issue } from '../lib/schema.ts';
 

@@ -6,9 +6,9 @@ import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { test } from 'node:test';
 import { CHANNELS, THINKING_LEVELS, WAKE_MODES } from '../lib/actions.ts';
-import { main, type Io } from '../lib/cli.ts';
-import { buildConfig, DEFAULT_HEARTBEAT_PROMPT, DEFAULTS, PRESETS, PROVIDER_APIS } from '../lib/config.ts';
-import { GMAIL_DEFAULTS } from '../lib/gmail.ts';
+import { main, type Io } from '../lib/cli/main.ts';
+import { buildConfig, DEFAULT_HEARTBEAT_PROMPT, DEFAULTS, PRESETS, PROVIDER_APIS } from '../lib/config/config.ts';
+import { GMAIL_DEFAULTS } from '../lib/cli/gmail.ts';
 import { MAX_FOR_EACH } from '../lib/hooks/mappings.ts';
 import { parseJsonc } from '../lib/jsonc.ts';
 import { ROOT } from './_cli.ts';
@@ -80,7 +80,7 @@ test('hooks-ingress.json.5 documents every key of the config, mapping and channe
   const segments = (prefix: string) => new Set(documented.filter((k) => k.startsWith(prefix)).flatMap((k) => k.slice(prefix.length).split('.')));
   const missing: string[] = [];
   const schemas = [
-    { file: 'lib/config.ts', from: 'const fileSchema = object(', to: 'type FileConfig', prefix: '' },
+    { file: 'lib/config/config.ts', from: 'const fileSchema = object(', to: 'type FileConfig', prefix: '' },
     { file: 'lib/hooks/mappings.ts', from: 'export const mappingSchema = object(', to: 'export type RawMapping', prefix: 'hooks.mappings[].' },
     { file: 'lib/delivery/channels.ts', from: 'export const channelsSchema = object(', to: 'export type ChannelsConfig', prefix: 'channels.' },
   ];

@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { AgentAction } from '../lib/actions.ts';
-import { buildConfig, type AgentConfig, type Config } from '../lib/config.ts';
-import { admitRun, resolveAgentId, resolveModel, resolveSessionKey, type Decision } from '../lib/policy.ts';
+import { buildConfig, type AgentConfig, type Config } from '../lib/config/config.ts';
+import { admitRun, resolveAgentId, resolveModel, resolveSessionKey, type Decision } from '../lib/policy/policy.ts';
 
 type Hooks = Config['hooks'];
 

@@ -3,7 +3,7 @@ import type { ServerResponse } from 'node:http';
 import { test } from 'node:test';
 import { json as sendJson, listenJson, type FakeServer, type Seen as JsonSeen } from './_fake-server.ts';
 import { THINKING_BUDGETS, createAnthropicProvider } from '../lib/runtime/providers/anthropic.ts';
-import type { TurnRequest } from '../lib/runtime/provider.ts';
+import type { TurnRequest } from '../lib/runtime/providers/provider.ts';
 
 const KEY = 'sk-ant-test-0123456789abcdef';
 

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { createCommandProvider, formatInput, type Spawn } from '../lib/runtime/providers/command.ts';
-import type { TurnRequest } from '../lib/runtime/provider.ts';
+import type { TurnRequest } from '../lib/runtime/providers/provider.ts';
 
 let dir = '';
 

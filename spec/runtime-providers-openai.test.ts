@@ -3,7 +3,7 @@ import type { ServerResponse } from 'node:http';
 import { test } from 'node:test';
 import { json, listenJson, type FakeServer, type Seen as JsonSeen } from './_fake-server.ts';
 import { createOpenAiProvider } from '../lib/runtime/providers/openai.ts';
-import type { TurnRequest } from '../lib/runtime/provider.ts';
+import type { TurnRequest } from '../lib/runtime/providers/provider.ts';
 
 const KEY = 'sk-test-0123456789abcdef';
 

@@ -7,10 +7,10 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { test } from 'node:test';
 import type { RunSpec } from '../lib/actions.ts';
-import { buildConfig, type Config } from '../lib/config.ts';
+import { buildConfig, type Config } from '../lib/config/config.ts';
 import { createLogger } from '../lib/log.ts';
 import { MAIN_SESSION, Runner, SUMMARY_MAX, type DeliveryRequest, type RunnerOptions } from '../lib/runtime/runner.ts';
-import { providerRegistry } from '../lib/runtime/select-provider.ts';
+import { providerRegistry } from '../lib/runtime/providers/registry.ts';
 import { Store, type DeliveryOutcome, type RunRecord } from '../lib/store/store.ts';
 import { Transcripts } from '../lib/store/transcripts.ts';
 

@@ -3,7 +3,7 @@ import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promise
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import type { ChatMessage } from '../lib/runtime/provider.ts';
+import type { ChatMessage } from '../lib/runtime/providers/provider.ts';
 import { Transcripts } from '../lib/store/transcripts.ts';
 
 async function withDir(fn: (dir: string) => Promise<void>): Promise<void> {

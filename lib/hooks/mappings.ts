@@ -12,7 +12,7 @@ import {
   type Schema,
 } from '../schema.ts';
 import { compileTemplate, isTemplated, parsePath, render, type PathSegment, type Template, type TemplateContext } from './template.ts';
-import type { TransformInput, TransformRef, TransformResult } from './transforms.ts';
+import type { TransformInput, TransformRef, TransformResult } from './transforms/runner.ts';
 import { detectInjection, oneLine, wrapUntrusted } from './untrusted.ts';
 
 /** At most this many actions come from one `forEach`. */

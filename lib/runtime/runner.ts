@@ -1,14 +1,14 @@
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { Channel } from '../actions.ts';
-import type { AgentConfig, Config } from '../config.ts';
+import type { AgentConfig, Config } from '../config/config.ts';
 import type { Logger } from '../log.ts';
 import { retry, type RetryOptions } from '../retry.ts';
 import type { DeliveryOutcome, RunRecord, Store } from '../store/store.ts';
 import type { Transcripts } from '../store/transcripts.ts';
-import { isGeneratedKey } from '../policy.ts';
+import { isGeneratedKey } from '../policy/policy.ts';
 import { isAck } from './ack.ts';
-import type { ChatMessage, Provider } from './provider.ts';
+import type { ChatMessage, Provider } from './providers/provider.ts';
 
 /** The main session's transcript key: heartbeat turns continue it. */
 export const MAIN_SESSION = 'main';

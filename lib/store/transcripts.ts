@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import type { ChatMessage } from '../runtime/provider.ts';
+import type { ChatMessage } from '../runtime/providers/provider.ts';
 import { Journal } from './journal.ts';
 
 /** One turn as a transcript keeps it. */

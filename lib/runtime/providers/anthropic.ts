@@ -1,7 +1,7 @@
 import type { Thinking } from '../../actions.ts';
 import { clip, failure, httpBase, oneLine, postJson, record, retryAfterMs, scrub, type Answer } from '../../http-call.ts';
 import type { Attempt } from '../../retry.ts';
-import type { Provider, TurnRequest } from '../provider.ts';
+import type { Provider, TurnRequest } from './provider.ts';
 
 /** Where an Anthropic Messages API lives and how to reach it. */
 export interface AnthropicProviderOptions {

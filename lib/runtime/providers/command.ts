@@ -1,7 +1,7 @@
 import { spawn as nodeSpawn } from 'node:child_process';
 import type { ChildProcess, SpawnOptions } from 'node:child_process';
 import type { Attempt } from '../../retry.ts';
-import type { Provider, TurnRequest } from '../provider.ts';
+import type { Provider, TurnRequest } from './provider.ts';
 
 /** Starts a process; `node:child_process` `spawn` by default. */
 export type Spawn = (command: string, args: readonly string[], options: SpawnOptions) => ChildProcess;

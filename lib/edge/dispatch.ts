@@ -1,0 +1,164 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { RunSpec } from '../actions.ts';
+import type { Config } from '../config/config.ts';
+import { checkRoute } from '../delivery/deliver.ts';
+import { ErrorCode, HttpError } from '../errors.ts';
+import type { Heartbeat } from '../runtime/heartbeat.ts';
+import { parseAgent } from '../hooks/agent.ts';
+import { applyMappings, type CallTransform } from '../hooks/mappings.ts';
+import { detectInjection, oneLine, wrapUntrusted } from '../hooks/untrusted.ts';
+import { parseWake } from '../hooks/wake.ts';
+import type { Logger } from '../log.ts';
+import { admitRun } from '../policy/policy.ts';
+import type { Effects, IdempotencyWrite, Reply, RunRecord, Store } from '../store/store.ts';
+
+/** An answer on its way out: status, JSON body and extra headers. */
+export interface Answer extends Reply {
+  headers?: Record<string, string>;
+  /** A body that is not JSON (the metrics page), with its content type. */
+  text?: string;
+  contentType?: string;
+}
+
+/** An authenticated hook request with its parsed body. */
+export interface HookCall {
+  /** The request id, for logs and for the runs it creates. */
+  id: string;
+  /** The hook name after `hooks.path`. */
+  name: string;
+  body: Record<string, unknown>;
+  headers: IncomingHttpHeaders;
+  query: URLSearchParams;
+}
+
+/** The hook path and key a request is made idempotent by. */
+export type IdempotencyKey = Pick<IdempotencyWrite, 'scope' | 'key'>;
+
+export interface DispatchOptions {
+  config: Config;
+  store: Store;
+  heartbeat: Pick<Heartbeat, 'request'>;
+  log: Logger;
+  newId: () => string;
+  transforms: CallTransform;
+  /** The agent runtime's queue: accepted runs go there; a full queue answers 503. */
+  runs?: { enqueue(run: RunRecord): void; readonly depth: number };
+}
+
+/**
+ * Turns a hook request into its effects: `/wake` and `/agent` by their schemas, any other name
+ * through the mappings; every action through policy; all of a request's effects (and its
+ * idempotency key) into the store as one commit, and the accepted runs to the runtime.
+ */
+export function createDispatch(options: DispatchOptions): (call: HookCall, idem: IdempotencyKey | null) => Promise<Answer> {
+  const { config, store, heartbeat, log, newId, transforms, runs: queue } = options;
+
+  // Refuses work the runtime cannot take on, before anything is recorded.
+  const admit = (count: number) => {
+    if (queue !== undefined && queue.depth + count > config.hooks.maxQueuedRuns) {
+      throw new HttpError(503, ErrorCode.Unavailable, 'too many runs queued (hooks.maxQueuedRuns); retry later', {
+        headers: { 'retry-after': '30' },
+      });
+    }
+  };
+  const commit = async (effects: Effects, idem: IdempotencyWrite | undefined) => {
+    const { runs } = await store.commit(effects, idem);
+    for (const run of runs) queue?.enqueue(run);
+  };
+
+  // A reply that could never be delivered is refused now, while the sender can still fix it.
+  const routeProblem = (run: RunSpec) => (run.deliver ? checkRoute(config.channels, store.lastRoute(), run.channel, run.to) : null);
+
+  const dispatch = async (call: HookCall, idem: IdempotencyKey | null): Promise<Answer> => {
+    const { name, body } = call;
+    if (name === 'wake') {
+      const parsed = parseWake(body);
+      if (!parsed.ok) throw new HttpError(400, ErrorCode.InvalidPayload, parsed.error);
+      const answer: Answer = { status: 200, body: { ok: true, mode: parsed.action.mode } };
+      const { text, mode } = parsed.action;
+      await store.addEvent({ kind: 'system', text, source: 'wake', mode }, _remember(idem, answer));
+      if (mode === 'now') heartbeat.request('wake');
+      return answer;
+    }
+    if (name === 'agent') {
+      const parsed = parseAgent(body);
+      if (!parsed.ok) throw new HttpError(400, ErrorCode.InvalidPayload, parsed.error);
+      const injections = detectInjection(parsed.action.message);
+      if (injections.length > 0) log.warn('possible prompt injection (content wrapped)', { id: call.id, hook: name, kinds: injections.join(',') });
+      parsed.action.message = wrapUntrusted(parsed.action.message, { source: 'Webhook' });
+      parsed.action.name = oneLine(parsed.action.name) || 'Hook';
+      const admitted = admitRun(parsed.action, name, config, newId);
+      if (!admitted.ok) throw new HttpError(400, ErrorCode.Forbidden, admitted.error);
+      const run: RunSpec = { ...admitted.value, requestId: call.id };
+      const unroutable = routeProblem(run);
+      if (unroutable !== null) throw new HttpError(400, ErrorCode.InvalidPayload, unroutable);
+      admit(1);
+      const answer: Answer = { status: 202, body: { ok: true, runId: run.runId, sessionKey: run.sessionKey, agentId: run.agentId } };
+      await commit({ runs: [run] }, _remember(idem, answer));
+      return answer;
+    }
+    return mapped(call, idem);
+  };
+
+  const mapped = async (call: HookCall, idem: IdempotencyKey | null): Promise<Answer> => {
+    const { name } = call;
+    const request = { name, payload: call.body, headers: _templateHeaders(call.headers), query: Object.fromEntries(call.query), now: new Date() };
+    const outcome = await applyMappings(config.hooks.mappings, request, transforms);
+    switch (outcome.kind) {
+      case 'unmatched':
+        throw new HttpError(404, ErrorCode.NotFound, 'no hook with this name');
+      case 'skip':
+        return { status: 204, body: {} };
+      case 'invalid':
+        throw new HttpError(400, ErrorCode.InvalidPayload, outcome.error);
+      case 'failed':
+        log.error('hook mapping failed', { id: call.id, mapping: outcome.mappingId, detail: outcome.detail });
+        throw new HttpError(500, ErrorCode.MappingFailed, 'hook mapping failed');
+    }
+    const source = `hook:${oneLine(name)}`;
+    const events: Effects['events'] & {} = [];
+    const runs: RunSpec[] = [];
+    for (const { action, injections } of outcome.actions) {
+      if (injections.length > 0) log.warn('possible prompt injection (content wrapped)', { id: call.id, hook: oneLine(name), kinds: injections.join(',') });
+      if (action.kind === 'wake') {
+        events.push({ kind: 'system', text: action.text, source, mode: action.mode });
+        continue;
+      }
+      const admitted = admitRun(action, name, config, newId);
+      if (!admitted.ok) throw new HttpError(400, ErrorCode.Forbidden, `mapping ${outcome.mappingId}: ${admitted.error}`);
+      const unroutable = routeProblem(admitted.value);
+      if (unroutable !== null) throw new HttpError(400, ErrorCode.InvalidPayload, `mapping ${outcome.mappingId}: ${unroutable}`);
+      runs.push({ ...admitted.value, requestId: call.id });
+    }
+    const first = runs[0];
+    const answer: Answer = outcome.forEach
+      ? runs.length > 0
+        ? { status: 202, body: { ok: true, runIds: runs.map((r) => r.runId), ...(events.length > 0 ? { events: events.length } : {}) } }
+        : { status: 200, body: { ok: true, mode: events[0]!.mode, events: events.length } }
+      : first !== undefined
+        ? { status: 202, body: { ok: true, runId: first.runId, sessionKey: first.sessionKey, agentId: first.agentId } }
+        : { status: 200, body: { ok: true, mode: events[0]!.mode } };
+    admit(runs.length);
+    await commit({ events, runs }, _remember(idem, answer));
+    if (events.some((e) => e.mode === 'now')) heartbeat.request(source);
+    return answer;
+  };
+
+  return dispatch;
+}
+
+// Headers a template or transform may read: never the ones that carry credentials.
+const _SECRET_HEADERS = new Set(['authorization', 'cookie', 'proxy-authorization', 'x-gateway-token', 'x-openclaw-token']);
+
+function _templateHeaders(headers: IncomingHttpHeaders): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || _SECRET_HEADERS.has(name)) continue;
+    out[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return out;
+}
+
+function _remember(idem: IdempotencyKey | null, answer: Reply): IdempotencyWrite | undefined {
+  return idem === null ? undefined : { ...idem, status: answer.status, body: answer.body };
+}

@@ -1,0 +1,61 @@
+import { CONTENT_TYPE, Metrics } from './metrics.ts';
+import type { Store } from '../store/store.ts';
+
+/** What the server, the runtime and delivery report; rendered for `GET /metrics`. */
+export interface Telemetry {
+  request(hook: string, status: number, bodyBytes: number, replayed: boolean): void;
+  render(): string;
+  readonly contentType: string;
+}
+
+export interface TelemetrySources {
+  store: Pick<Store, 'stats' | 'runs'>;
+  limiter: () => { keys: number; locked: number; lockouts: number };
+  queueDepth: () => number;
+}
+
+/**
+ * The service's metrics. Counters are kept as requests happen; everything the store or the
+ * limiter already knows is read when the page is rendered, so nothing is counted twice.
+ */
+export function createTelemetry(sources: TelemetrySources): Telemetry {
+  const m = new Metrics();
+  const requests = m.counter('hooks_requests_total', 'Requests answered, by hook and status.', ['hook', 'status']);
+  const bytes = m.counter('hooks_request_body_bytes_total', 'Declared request body bytes received.');
+  const replays = m.counter('hooks_idempotent_replays_total', 'Retries answered from the idempotency table.');
+  m.gauge('hooks_auth_failures_locked_clients', 'Clients currently locked out after repeated auth failures.', [], () => sources.limiter().locked);
+  m.gauge('hooks_auth_limiter_keys', 'Clients held in the auth-failure table.', [], () => sources.limiter().keys);
+  m.gauge('hooks_auth_lockouts', 'Lockouts since start (a gauge: it restarts with the process).', [], () => sources.limiter().lockouts);
+  m.gauge('hooks_runs', 'Retained runs by state.', ['state'], () => _tally(sources.store.runs().map((r) => r.status), (state) => ({ state })));
+  m.gauge('hooks_run_queue_depth', 'Runs waiting or executing.', [], () => sources.queueDepth());
+  m.gauge('hooks_deliveries', 'Retained runs by delivery outcome and channel.', ['outcome', 'channel'], () =>
+    _tally(
+      sources.store.runs().flatMap((r) => (r.delivery === undefined ? [] : [`${r.delivery.status}\n${'channel' in r.delivery ? r.delivery.channel : ''}`])),
+      (key) => {
+        const [outcome = '', channel = ''] = key.split('\n');
+        return { outcome, channel };
+      },
+    ),
+  );
+  m.gauge('hooks_run_duration_seconds_sum', 'Total duration of the retained finished runs.', [], () =>
+    sources.store.runs().reduce((sum, r) => (r.startedAt && r.finishedAt ? sum + (Date.parse(r.finishedAt) - Date.parse(r.startedAt)) / 1000 : sum), 0),
+  );
+  m.gauge('hooks_journal_fsync_seconds', 'Duration of the last journal fsync.', [], () => sources.store.stats().fsyncMs / 1000);
+  m.gauge('hooks_journal_bytes', 'Size of the journal file.', [], () => sources.store.stats().journalBytes);
+  return {
+    contentType: CONTENT_TYPE,
+    request(hook, status, bodyBytes, replayed) {
+      requests.inc({ hook, status: String(status) });
+      if (bodyBytes > 0) bytes.inc(bodyBytes);
+      if (replayed) replays.inc();
+    },
+    render: () => m.render(),
+  };
+}
+
+// Counts equal values; each distinct value becomes one labelled sample.
+function _tally(values: readonly string[], labels: (value: string) => Record<string, string>): [Record<string, string>, number][] {
+  const counts = new Map<string, number>();
+  for (const v of values) counts.set(v, (counts.get(v) ?? 0) + 1);
+  return [...counts].map(([value, n]) => [labels(value), n]);
+}

@@ -1,0 +1,75 @@
+import type { IncomingMessage } from 'node:http';
+import { ErrorCode, HttpError } from '../errors.ts';
+
+export interface BodyLimits {
+  maxBytes: number;
+  /** The whole body must have arrived within this many milliseconds. */
+  timeoutMs: number;
+}
+
+/**
+ * Reads a request body while counting bytes. A declared `Content-Length` over the cap is
+ * refused before a byte is read; otherwise the moment the count crosses the cap the
+ * request is answered 413 and nothing more is buffered.
+ */
+export function readBody(req: IncomingMessage, limits: BodyLimits): Promise<Buffer> {
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > limits.maxBytes) return Promise.reject(_tooLarge(limits.maxBytes));
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const finish = (error: HttpError | null) => {
+      clearTimeout(timer);
+      req.off('data', onData).off('end', onEnd).off('error', onError).off('aborted', onAborted);
+      if (error === null) return resolve(Buffer.concat(chunks, size));
+      // Stop reading: whatever else the client sends is not ours to hold.
+      req.pause();
+      reject(error);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limits.maxBytes) return finish(_tooLarge(limits.maxBytes));
+      chunks.push(chunk);
+    };
+    const onEnd = () => finish(null);
+    const onError = (cause: Error) =>
+      finish(new HttpError(400, ErrorCode.InvalidPayload, 'request body could not be read', { close: true, cause }));
+    const onAborted = () => finish(new HttpError(400, ErrorCode.InvalidPayload, 'request body was cut short', { close: true }));
+    const timer = setTimeout(
+      () => finish(new HttpError(408, ErrorCode.BodyTimeout, `request body did not arrive within ${Math.round(limits.timeoutMs / 1000)} s`, { close: true })),
+      limits.timeoutMs,
+    );
+    req.on('data', onData).on('end', onEnd).on('error', onError).on('aborted', onAborted);
+  });
+}
+
+/** Parses a body as a JSON object (arrays and other values are refused). */
+export function parseJsonObject(body: Buffer): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(body));
+  } catch {
+    throw new HttpError(400, ErrorCode.InvalidJson, 'body: must be valid JSON (UTF-8)');
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new HttpError(400, ErrorCode.InvalidJson, 'body: must be a JSON object');
+  }
+  return value as Record<string, unknown>;
+}
+
+/** Parses an `application/x-www-form-urlencoded` body into an object of strings (a repeated name keeps its last value). */
+export function parseForm(body: Buffer): Record<string, unknown> {
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(body);
+  } catch {
+    throw new HttpError(400, ErrorCode.InvalidPayload, 'body: must be valid UTF-8');
+  }
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of new URLSearchParams(text)) Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
+  return out;
+}
+
+function _tooLarge(max: number): HttpError {
+  return new HttpError(413, ErrorCode.BodyTooLarge, `body: must be at most ${max} bytes (hooks.maxBodyBytes)`, { close: true });
+}

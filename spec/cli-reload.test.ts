@@ -1,0 +1,373 @@
+// Live reload against a real server process: `hooks-ingress reload` (through the pid file) and a
+// plain SIGHUP re-read the config file; a valid one serves new requests at once, an invalid one
+// is refused and logged while the old one keeps serving.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { access, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test, type TestContext } from 'node:test';
+import { buildConfig, type Config } from '../lib/config/config.ts';
+import { TransformPool } from '../lib/hooks/transforms/pool.ts';
+import { silentLogger } from '../lib/log.ts';
+import { readEvents } from '../lib/store/store.ts';
+import { post } from './_http.ts';
+import { assertCleanStop, cliCommand, ROOT, runCli, spawnServer, type Spawned } from './_cli.ts';
+
+const OLD_TOKEN = 'reload-old-token-0123456789abcdef';
+const NEW_TOKEN = 'reload-new-token-fedcba9876543210';
+const WAKE = { text: 'ping', mode: 'next-heartbeat' };
+// The pid file's name is part of the interface (the man page lists it under FILES), so it is spelled out here.
+const PID_FILE = 'hooks-ingress.pid';
+
+interface Setup {
+  /** The config directory; transforms live in `hooks/transforms` below it. */
+  dir: string;
+  config: string;
+  state: string;
+  write(config: unknown): Promise<void>;
+}
+
+async function setup(t: TestContext, config: unknown): Promise<Setup> {
+  const dir = await mkdtemp(join(tmpdir(), 'ops-reload-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const path = join(dir, 'config.json');
+  const write = (value: unknown) => writeFile(path, typeof value === 'string' ? value : JSON.stringify(value, null, 2));
+  await write(config);
+  return { dir, config: path, state: join(dir, 'state'), write };
+}
+
+/** Starts `serve` on a free port and waits for its "started" log line; SIGTERMs it after the test unless the test stopped it. */
+async function serve(t: TestContext, s: Setup): Promise<Spawned> {
+  const server = await spawnServer(['--config', s.config, '--port', '0', '--state-dir', s.state]);
+  t.after(async () => {
+    if (server.child.exitCode !== null || server.child.signalCode !== null) return;
+    server.child.kill('SIGTERM');
+    await server.exited;
+  });
+  await until('the "started" log line', () => count(server, /^started$/) > 0, server);
+  return server;
+}
+
+function hooks(token: string, extra: Record<string, unknown> = {}) {
+  return { hooks: { enabled: true, token, ...extra } };
+}
+
+function wake(url: string, token: string, path = '/hooks/wake', body: object = WAKE) {
+  return post(url, path, { headers: { authorization: `Bearer ${token}` }, body });
+}
+
+/** The server's JSON log lines so far. */
+function logLines(server: Spawned): Record<string, unknown>[] {
+  return server.stderr().split('\n').flatMap((line) => {
+    try {
+      const value: unknown = JSON.parse(line);
+      return typeof value === 'object' && value !== null ? [value as Record<string, unknown>] : [];
+    } catch {
+      return [];
+    }
+  });
+}
+
+function count(server: Spawned, message: RegExp): number {
+  return logLines(server).filter((l) => message.test(String(l['msg']))).length;
+}
+
+// Polls until `probe` holds. The deadline only turns a hang into a readable failure; no assertion
+// depends on how fast anything is.
+async function until(what: string, probe: () => boolean | Promise<boolean>, server?: Spawned): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (!(await probe())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${server ? `; server stderr:\n${server.stderr()}` : ''}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** Signals a reload (through the CLI or a direct SIGHUP) and waits for the server's verdict line. */
+async function reload(server: Spawned, s: Setup, how: 'command' | 'sighup', verdict: RegExp = /^reloaded$/): Promise<void> {
+  const before = count(server, verdict);
+  if (how === 'command') {
+    const result = await runCli(['reload', '--state-dir', s.state]);
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(result.stdout, `asked pid ${server.child.pid} to reload its config\n`);
+  } else {
+    // process.kill, not child.kill: Deno's ChildProcess takes any signal it sent for the child's death
+    // and refuses to send another, so the SIGTERM that stops the server would never go out.
+    process.kill(server.child.pid!, 'SIGHUP');
+  }
+  await until(`a log line matching ${verdict}`, () => count(server, verdict) > before, server);
+}
+
+// --- the token --------------------------------------------------------------------------------
+
+test('hooks-ingress reload makes the server take the new hook token and refuse the old one', async (t) => {
+  const s = await setup(t, hooks(OLD_TOKEN));
+  const server = await serve(t, s);
+  assert.equal((await wake(server.url, OLD_TOKEN)).status, 200);
+  assert.equal((await wake(server.url, NEW_TOKEN)).status, 401);
+
+  await s.write(hooks(NEW_TOKEN));
+  await reload(server, s, 'command');
+  assert.equal((await wake(server.url, NEW_TOKEN)).status, 200);
+  const old = await wake(server.url, OLD_TOKEN);
+  assert.equal(old.status, 401);
+  assert.equal(old.body['code'], 'ERR_UNAUTHORIZED');
+  const line = logLines(server).find((l) => l['msg'] === 'reloaded');
+  assert.equal(line?.['file'], s.config);
+});
+
+test('SIGHUP sent to the server process reloads the hook token as the reload command does', async (t) => {
+  const s = await setup(t, hooks(OLD_TOKEN));
+  const server = await serve(t, s);
+  await s.write(hooks(NEW_TOKEN));
+  await reload(server, s, 'sighup');
+  assert.equal((await wake(server.url, NEW_TOKEN)).status, 200);
+  assert.equal((await wake(server.url, OLD_TOKEN)).status, 401);
+  // The process is still the same one, and it still stops cleanly.
+  server.child.kill('SIGTERM');
+  await assertCleanStop(server);
+});
+
+// --- mappings and transforms ------------------------------------------------------------------
+
+test('a mapping added to the config file answers after SIGHUP', async (t) => {
+  const s = await setup(t, hooks(OLD_TOKEN));
+  const server = await serve(t, s);
+  assert.equal((await wake(server.url, OLD_TOKEN, '/hooks/github', { repo: 'r' })).status, 404);
+
+  const mapping = { id: 'gh', match: { path: 'github' }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'push to {{repo}}' };
+  await s.write(hooks(OLD_TOKEN, { mappings: [mapping] }));
+  await reload(server, s, 'sighup');
+  const reply = await wake(server.url, OLD_TOKEN, '/hooks/github', { repo: 'hooks-ingress' });
+  assert.equal(reply.status, 200, reply.text);
+  const events = await readEvents(s.state);
+  assert.equal(events.at(-1)?.source, 'hook:github');
+  assert.match(events.at(-1)?.text ?? '', /push to hooks-ingress/);
+});
+
+test('a transform edited on disk is re-imported after a reload, not before (the module cache is cleared)', async (t) => {
+  const mapping = { id: 'stamp', match: { path: 'stamp' }, action: 'wake', wakeMode: 'next-heartbeat', transform: { module: 'stamp.mjs' } };
+  const s = await setup(t, hooks(OLD_TOKEN, { mappings: [mapping] }));
+  const root = join(s.dir, 'hooks', 'transforms');
+  await mkdir(root, { recursive: true });
+  // The edit lands in a module the transform imports, so the whole import graph must be fresh.
+  await writeFile(join(root, 'stamp.mjs'), 'import { version } from "./version.mjs";\nexport default () => ({ text: `stamp ${version}` });\n');
+  const version = (n: number) => writeFile(join(root, 'version.mjs'), `export const version = 'v${n}';\n`);
+  await version(1);
+  const server = await serve(t, s);
+  const stamp = async () => {
+    const reply = await wake(server.url, OLD_TOKEN, '/hooks/stamp', {});
+    assert.equal(reply.status, 200, reply.text);
+    return /stamp (v\d)/.exec((await readEvents(s.state)).at(-1)?.text ?? '')?.[1];
+  };
+
+  assert.equal(await stamp(), 'v1');
+  await version(2);
+  assert.equal(await stamp(), 'v1', 'without a reload the loaded module stays');
+  await reload(server, s, 'command');
+  assert.equal(await stamp(), 'v2');
+});
+
+// The worker pool behind a reload, in-process: a pool replaced by a reload (a new transforms folder
+// or time budget) must let the calls already on it finish, whatever their time budget.
+test('TransformPool.configure() replacing the pool lets a call in flight on the old pool finish', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ops-reload-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const root = join(dir, 'hooks', 'transforms');
+  await mkdir(root, { recursive: true });
+  await writeFile(
+    join(root, 'wait.mjs'),
+    `import { existsSync, writeFileSync } from 'node:fs';
+export default async ({ payload }) => {
+  writeFileSync(payload.flag + '.started', '');
+  while (!existsSync(payload.flag)) await new Promise((resolve) => setTimeout(resolve, 10));
+  return { text: 'finished' };
+};
+`,
+  );
+  const configure = async (timeoutMs: number): Promise<Config> => {
+    const mapping = { match: { path: 'wait' }, action: 'wake', transform: { module: 'wait.mjs' } };
+    const built = await buildConfig({ hooks: { enabled: true, token: OLD_TOKEN, transformTimeoutMs: timeoutMs, mappings: [mapping] } }, { file: null, env: {}, dir });
+    if (!built.ok) throw new Error(built.problems.join('; '));
+    return built.config;
+  };
+  const before = await configure(120_000);
+  const after = await configure(119_000);
+  const ref = before.hooks.mappings[0]!.transform!;
+  const pool = new TransformPool(silentLogger);
+  t.after(() => pool.close());
+  pool.configure(before);
+  const input = (flag: string) => ({ payload: { flag: join(dir, flag) }, headers: {}, query: {}, path: 'wait' });
+
+  const inFlight = pool.call(ref, input('first'));
+  await until('the transform to start', () => access(join(dir, 'first.started')).then(() => true, () => false));
+  pool.configure(after);
+  await writeFile(join(dir, 'first'), '');
+  assert.deepEqual(await inFlight, { ok: true, value: { text: 'finished' } });
+
+  // The new pool serves the next call, and keeps serving after a reload with the same settings
+  // (which only clears its module cache).
+  await writeFile(join(dir, 'second'), '');
+  assert.deepEqual(await pool.call(ref, input('second')), { ok: true, value: { text: 'finished' } });
+  pool.configure(after);
+  await writeFile(join(dir, 'third'), '');
+  assert.deepEqual(await pool.call(ref, input('third')), { ok: true, value: { text: 'finished' } });
+});
+
+test('TransformPool.call() without a mapping that needs a transform answers load-failed, and close() stops every pool', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ops-reload-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const built = await buildConfig({ hooks: { enabled: true, token: OLD_TOKEN } }, { file: null, env: {}, dir });
+  assert.ok(built.ok);
+  const pool = new TransformPool(silentLogger);
+  pool.configure(built.config);
+  const result = await pool.call({ module: join(dir, 'none.mjs') }, { payload: {}, headers: {}, query: {}, path: 'x' });
+  assert.deepEqual(result, { ok: false, reason: 'load-failed', detail: 'no transform is configured' });
+  await pool.close();
+});
+
+// --- a config that does not validate ----------------------------------------------------------
+
+test('an invalid config is refused on reload: every problem is logged and the old config keeps serving', async (t) => {
+  const s = await setup(t, hooks(OLD_TOKEN));
+  const server = await serve(t, s);
+  await s.write({ hooks: { enabled: true, token: NEW_TOKEN, maxBodyBytes: -1, path: '/', mappings: [{ action: 'fly' }] } });
+  await reload(server, s, 'command', /^reload refused/);
+
+  const refused = logLines(server).find((l) => String(l['msg']).startsWith('reload refused'));
+  assert.equal(refused?.['level'], 'error');
+  const problems = String(refused?.['problems']);
+  for (const key of ['hooks.maxBodyBytes', 'hooks.path', 'hooks.mappings[0].action']) assert.ok(problems.includes(key), `${key} is reported: ${problems}`);
+  assert.equal(count(server, /^reloaded$/), 0);
+  assert.equal((await wake(server.url, OLD_TOKEN)).status, 200, 'the old token still works');
+  assert.equal((await wake(server.url, NEW_TOKEN)).status, 401, 'nothing of the refused file was taken');
+
+  // A file that is not even JSON is refused the same way; a valid one afterwards is taken.
+  await s.write('{ "hooks": ');
+  await reload(server, s, 'sighup', /^reload refused/);
+  assert.equal((await wake(server.url, OLD_TOKEN)).status, 200);
+  await s.write(hooks(NEW_TOKEN));
+  await reload(server, s, 'sighup');
+  assert.equal((await wake(server.url, NEW_TOKEN)).status, 200);
+});
+
+// --- requests in flight -----------------------------------------------------------------------
+
+test('a request in flight during a reload completes on the config it started with', async (t) => {
+  const s = await setup(t, hooks(OLD_TOKEN));
+  const server = await serve(t, s);
+  const body = Buffer.from(JSON.stringify({ text: 'slow body across a reload', mode: 'next-heartbeat' }));
+  const half = Math.floor(body.length / 2);
+  const req = request(new URL('/hooks/wake', server.url), {
+    method: 'POST',
+    agent: false,
+    // 100-continue is the evidence that the server has the headers and is handling the request.
+    headers: { authorization: `Bearer ${OLD_TOKEN}`, 'content-type': 'application/json', 'content-length': body.length, expect: '100-continue' },
+  });
+  const answer = new Promise<{ status: number; text: string }>((resolve, reject) => {
+    req.on('error', reject);
+    req.on('response', (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+    });
+  });
+  const continued = once(req, 'continue');
+  req.flushHeaders();
+  await continued;
+  req.write(body.subarray(0, half));
+
+  await s.write(hooks(NEW_TOKEN));
+  await reload(server, s, 'command');
+  assert.equal((await wake(server.url, OLD_TOKEN)).status, 401, 'new requests already use the new config');
+
+  req.end(body.subarray(half));
+  const { status, text } = await answer;
+  assert.equal(status, 200, text);
+  assert.deepEqual(JSON.parse(text), { ok: true, mode: 'next-heartbeat' });
+  assert.ok((await readEvents(s.state)).some((e) => e.text.includes('slow body across a reload')));
+});
+
+test(
+  'serve handles a SIGHUP or SIGTERM sent as soon as it has printed "listening on"',
+  async (t) => {
+    const s = await setup(t, hooks(OLD_TOKEN));
+    const args = ['--config', s.config, '--port', '0', '--state-dir', s.state];
+    const first = await spawnServer(args);
+    let gone = false;
+    void first.exited.then(() => (gone = true));
+    t.after(() => (gone ? undefined : (first.child.kill('SIGTERM'), first.exited)));
+    process.kill(first.child.pid!, 'SIGHUP');
+    await until('a reload or an exit', () => gone || count(first, /^reloaded$/) > 0, first);
+    assert.equal(gone, false, `a SIGHUP right after "listening on" killed the server: ${first.stderr()}`);
+    first.child.kill('SIGTERM');
+    await assertCleanStop(first);
+
+    const second = await spawnServer(args);
+    process.kill(second.child.pid!, 'SIGTERM');
+    await assertCleanStop(second);
+    await assert.rejects(access(join(s.state, PID_FILE)), { code: 'ENOENT' }, 'the pid file is removed');
+  },
+);
+
+// --- the pid file -----------------------------------------------------------------------------
+
+test('serve writes its pid to the pid file in the state directory while it runs and removes it on SIGTERM', async (t) => {
+  const s = await setup(t, hooks(OLD_TOKEN));
+  const server = await serve(t, s);
+  const pidFile = join(s.state, PID_FILE);
+  assert.equal(await readFile(pidFile, 'utf8'), `${server.child.pid}\n`);
+  assert.equal((await stat(pidFile)).mode & 0o777, 0o600);
+  server.child.kill('SIGTERM');
+  await assertCleanStop(server);
+  await assert.rejects(access(pidFile), { code: 'ENOENT' });
+
+  const after = await runCli(['reload', '--state-dir', s.state]);
+  assert.equal(after.code, 1);
+  assert.match(after.stderr, /no running server found/);
+});
+
+test('hooks-ingress reload with no running server exits 1 and names the pid file it looked for', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ops-reload-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const result = await runCli(['reload', '--state-dir', dir]);
+  assert.equal(result.code, 1);
+  assert.equal(result.stdout, '');
+  assert.equal(result.stderr, `hooks-ingress reload: no running server found (no ${join(dir, PID_FILE)})\n`);
+});
+
+test('hooks-ingress reload with a stale pid file (the process is gone) exits 1 and says it cannot signal it', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ops-reload-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  // A process that has exited: its pid is what a crashed server leaves behind.
+  const gone = spawn(process.execPath, ['--version'], { stdio: 'ignore' });
+  await once(gone, 'exit');
+  await writeFile(join(dir, PID_FILE), `${gone.pid}\n`);
+  const result = await runCli(['reload', '--state-dir', dir]);
+  assert.equal(result.code, 1);
+  assert.match(result.stderr, new RegExp(`^hooks-ingress reload: cannot signal pid ${gone.pid}: ESRCH\\n$`));
+});
+
+for (const content of ['', '0\n', 'abc\n', '12x\n']) {
+  test(`hooks-ingress reload with a pid file holding ${JSON.stringify(content)} exits 1 and signals nothing`, async (t) => {
+    const dir = await mkdtemp(join(tmpdir(), 'ops-reload-'));
+    t.after(() => rm(dir, { recursive: true, force: true }));
+    await writeFile(join(dir, PID_FILE), content);
+    // Its own process group (detached): were "pid 0" ever signalled again, only this child would get
+    // the SIGHUP, never the test runner.
+    const [cmd, args] = cliCommand(['reload', '--state-dir', dir]);
+    const child = spawn(cmd, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d));
+    child.stderr.on('data', (d: Buffer) => (stderr += d));
+    const [code, signal] = (await once(child, 'close')) as [number | null, string | null];
+    assert.equal(signal, null, 'the reload command was not hit by its own SIGHUP');
+    assert.equal(code, 1);
+    assert.equal(stdout, '');
+    assert.equal(stderr, `hooks-ingress reload: ${join(dir, PID_FILE)} does not hold a process id\n`);
+  });
+}

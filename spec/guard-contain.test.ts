@@ -1,0 +1,138 @@
+import assert from 'node:assert/strict';
+import { mkdir, mkdtemp, realpath, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { resolveInside, resolveModule } from '../lib/guard/contain.ts';
+
+// base/root is the transforms root; base/outside is a sibling it must not reach.
+let base = '';
+let root = '';
+let outside = '';
+
+before(async () => {
+  base = await realpath(await mkdtemp(join(tmpdir(), 'hooks-contain-')));
+  root = join(base, 'root');
+  outside = join(base, 'outside');
+  await mkdir(join(root, 'lib'), { recursive: true });
+  await mkdir(outside);
+  await writeFile(join(root, 'a.js'), 'export default () => 1;\n');
+  await writeFile(join(root, 'lib', 'b.js'), 'export default () => 2;\n');
+  await writeFile(join(outside, 'evil.js'), 'export default () => 666;\n');
+  await symlink(join(outside, 'evil.js'), join(root, 'evil.js'));
+  await symlink(outside, join(root, 'out'));
+  await symlink(join(root, 'lib', 'b.js'), join(root, 'alias.js'));
+  await symlink(join(root, 'lib'), join(root, 'lib-link'));
+  await symlink(join(base, 'nowhere.js'), join(root, 'dangling.js'));
+  await symlink(join(root, 'loop-b'), join(root, 'loop-a'));
+  await symlink(join(root, 'loop-a'), join(root, 'loop-b'));
+  await symlink(join(base, 'root'), join(base, 'root-link'));
+});
+
+after(async () => {
+  await rm(base, { recursive: true, force: true });
+});
+
+test('resolveInside() accepts a relative path inside the root and answers its real path', async () => {
+  assert.deepEqual(await resolveInside(root, 'lib/b.js'), { ok: true, path: join(root, 'lib', 'b.js') });
+});
+
+test('resolveInside() accepts an absolute path inside the root', async () => {
+  assert.deepEqual(await resolveInside(root, join(root, 'a.js')), { ok: true, path: join(root, 'a.js') });
+});
+
+test('resolveInside() accepts the root itself', async () => {
+  assert.deepEqual(await resolveInside(root, '.'), { ok: true, path: root });
+});
+
+test('resolveInside() rejects a path that climbs out with ..', async () => {
+  assert.deepEqual(await resolveInside(root, '../outside/evil.js'), {
+    ok: false,
+    code: 'outside',
+    reason: 'resolves outside the transforms root',
+  });
+});
+
+test('resolveInside() rejects an absolute path outside the root', async () => {
+  const found = await resolveInside(root, join(outside, 'evil.js'));
+  assert.equal(found.ok, false);
+  assert.equal(!found.ok && found.code, 'outside');
+});
+
+test('resolveInside() rejects a sibling whose name starts with the root name', async () => {
+  await mkdir(join(base, 'root-sibling'), { recursive: true });
+  const found = await resolveInside(root, '../root-sibling');
+  assert.equal(!found.ok && found.code, 'outside');
+});
+
+test('resolveInside() rejects a symlinked module that points outside', async () => {
+  const found = await resolveInside(root, 'evil.js');
+  assert.equal(!found.ok && found.code, 'outside');
+});
+
+test('resolveInside() rejects a path through a symlinked directory that points outside', async () => {
+  const found = await resolveInside(root, 'out/evil.js');
+  assert.equal(!found.ok && found.code, 'outside');
+});
+
+test('resolveInside() rejects a not-yet-existing path under a symlinked directory that points outside', async () => {
+  const found = await resolveInside(root, 'out/new/later.js');
+  assert.equal(!found.ok && found.code, 'outside');
+});
+
+test('resolveInside() accepts symlinks that stay inside and answers the target', async () => {
+  assert.deepEqual(await resolveInside(root, 'alias.js'), { ok: true, path: join(root, 'lib', 'b.js') });
+  assert.deepEqual(await resolveInside(root, 'lib-link/b.js'), { ok: true, path: join(root, 'lib', 'b.js') });
+});
+
+test('resolveInside() compares real paths when the root itself is a symlink', async () => {
+  assert.deepEqual(await resolveInside(join(base, 'root-link'), 'a.js'), { ok: true, path: join(root, 'a.js') });
+  const found = await resolveInside(join(base, 'root-link'), 'evil.js');
+  assert.equal(!found.ok && found.code, 'outside');
+});
+
+test('resolveInside() judges a missing path by its nearest existing ancestor', async () => {
+  assert.deepEqual(await resolveInside(root, 'lib/new/c.js'), { ok: true, path: join(root, 'lib', 'new', 'c.js') });
+  assert.deepEqual(await resolveInside(root, 'a.js/c.js'), { ok: true, path: join(root, 'a.js', 'c.js') });
+});
+
+test('resolveInside() rejects a broken symlink, which could later point anywhere', async () => {
+  assert.deepEqual(await resolveInside(root, 'dangling.js'), {
+    ok: false,
+    code: 'missing',
+    reason: 'is a broken symbolic link',
+  });
+});
+
+test('resolveInside() reports a symlink loop as unresolvable', async () => {
+  assert.deepEqual(await resolveInside(root, 'loop-a'), {
+    ok: false,
+    code: 'unresolvable',
+    reason: 'cannot be resolved: ELOOP',
+  });
+});
+
+test('resolveInside() reports a missing root', async () => {
+  assert.deepEqual(await resolveInside(join(base, 'no-root'), 'a.js'), {
+    ok: false,
+    code: 'missing',
+    reason: 'the transforms root does not exist',
+  });
+});
+
+test('resolveModule() accepts an existing regular file inside the root', async () => {
+  assert.deepEqual(await resolveModule(root, 'alias.js'), { ok: true, path: join(root, 'lib', 'b.js') });
+});
+
+test('resolveModule() rejects a module that does not exist', async () => {
+  assert.deepEqual(await resolveModule(root, 'nope.js'), { ok: false, code: 'missing', reason: 'does not exist' });
+});
+
+test('resolveModule() rejects a directory', async () => {
+  assert.deepEqual(await resolveModule(root, 'lib'), { ok: false, code: 'not-a-file', reason: 'is not a regular file' });
+});
+
+test('resolveModule() still rejects a path outside the root first', async () => {
+  const found = await resolveModule(root, 'evil.js');
+  assert.equal(!found.ok && found.code, 'outside');
+});

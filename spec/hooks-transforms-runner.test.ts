@@ -1,0 +1,346 @@
+import assert from 'node:assert/strict';
+import { mkdir, mkdtemp, realpath, rename, rm, symlink, unlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { createTransformRunner } from '../lib/hooks/transforms/runner.ts';
+import type { TransformRunner, TransformRunnerOptions } from '../lib/hooks/transforms/runner.ts';
+
+const isDeno = 'Deno' in globalThis;
+const canStripTypes = isDeno || Boolean((process.features as { typescript?: unknown }).typescript);
+
+const fixtures: Record<string, string> = {
+  'default.js': 'export default ({ payload }) => ({ doubled: payload.n * 2 });',
+  'named.mjs': 'export const pick = ({ headers, query, path }) => [headers["x-a"], query.q, path];\nexport default () => "default";',
+  'fallback.js': 'export function transform({ payload }) { return payload.n + 100; }',
+  'async.js': 'export default async ({ payload }) => { await new Promise((r) => setTimeout(r, 1)); return payload.n + 1; };',
+  'skip.js': 'export default () => null;',
+  'throws.js': 'export default () => { throw new Error("bad payload"); };',
+  'rejects.js': 'export default async () => { throw "plain string"; };',
+  'loop.js': 'export default () => { for (;;) {} };',
+  'hog.js': 'export default () => { const kept = []; for (;;) kept.push({ at: Math.random(), text: "x".repeat(64) + Math.random() }); };',
+  'exits.js': 'export default () => process.exit(3);',
+  'throws-later.js': 'export default () => { setTimeout(() => { throw new Error("late"); }); return new Promise(() => {}); };',
+  'number.js': 'export default 42;',
+  'mutates.js': 'export default (input) => { input.payload.n = 0; return input; };',
+  'unclonable.js': 'export default () => () => 1;',
+  'syntax.js': 'export default () => {;',
+  'env.js': 'export default () => Object.keys(process.env).length;',
+  'slow.js': 'export default async () => { await new Promise((r) => setTimeout(r, 100)); return "slow"; };',
+  'data.json': '{}',
+  'typed.ts': 'export default (input: { payload: { n: number } }): number => input.payload.n + 1;',
+};
+
+const input = { payload: { n: 21 }, headers: { 'x-a': 'b' }, query: { q: 'c' }, path: '/hooks/github' };
+let base = '';
+let root = '';
+
+before(async () => {
+  base = await realpath(await mkdtemp(join(tmpdir(), 'hooks-transforms-')));
+  root = join(base, 'transforms');
+  await mkdir(join(root, 'dir'), { recursive: true });
+  await mkdir(join(base, 'outside'));
+  for (const [name, source] of Object.entries(fixtures)) await writeFile(join(root, name), source + '\n');
+  await writeFile(join(root, 'dir', 'nested.js'), 'export default () => "inside";\n');
+  await writeFile(join(base, 'outside', 'nested.js'), 'export default () => "outside";\n');
+  await symlink(join(root, 'default.js'), join(root, 'alias.js'));
+});
+
+after(async () => {
+  await rm(base, { recursive: true, force: true });
+});
+
+async function withRunner(
+  options: Partial<TransformRunnerOptions>,
+  body: (runner: TransformRunner) => Promise<void>,
+): Promise<void> {
+  const runner = createTransformRunner({ root, ...options });
+  try {
+    await body(runner);
+  } finally {
+    await runner.close();
+  }
+}
+
+test('runner.run() calls the default export with the input and answers its value', async () => {
+  await withRunner({}, async (runner) => {
+    assert.deepEqual(await runner.run({ module: join(root, 'default.js') }, input), { ok: true, value: { doubled: 42 } });
+  });
+});
+
+test('runner.run() calls a named export', async () => {
+  await withRunner({}, async (runner) => {
+    const result = await runner.run({ module: join(root, 'named.mjs'), export: 'pick' }, input);
+    assert.deepEqual(result, { ok: true, value: ['b', 'c', '/hooks/github'] });
+  });
+});
+
+test('runner.run() falls back to an export named transform', async () => {
+  await withRunner({}, async (runner) => {
+    assert.deepEqual(await runner.run({ module: join(root, 'fallback.js') }, input), { ok: true, value: 121 });
+  });
+});
+
+test('runner.run() awaits an async transform', async () => {
+  await withRunner({}, async (runner) => {
+    assert.deepEqual(await runner.run({ module: join(root, 'async.js') }, input), { ok: true, value: 22 });
+  });
+});
+
+test('runner.run() answers null as a value, meaning skip', async () => {
+  await withRunner({}, async (runner) => {
+    assert.deepEqual(await runner.run({ module: join(root, 'skip.js') }, input), { ok: true, value: null });
+  });
+});
+
+test('runner.run() loads a module through a symlink that stays inside the root', async () => {
+  await withRunner({}, async (runner) => {
+    assert.deepEqual(await runner.run({ module: join(root, 'alias.js') }, input), { ok: true, value: { doubled: 42 } });
+  });
+});
+
+test('runner.run() answers threw with the message of a thrown error', async () => {
+  await withRunner({}, async (runner) => {
+    assert.deepEqual(await runner.run({ module: join(root, 'throws.js') }, input), {
+      ok: false,
+      reason: 'threw',
+      detail: 'bad payload',
+    });
+    assert.deepEqual(await runner.run({ module: join(root, 'rejects.js') }, input), {
+      ok: false,
+      reason: 'threw',
+      detail: 'plain string',
+    });
+  });
+});
+
+test('runner.run() hands the transform a frozen input, so a mutation throws', async () => {
+  await withRunner({}, async (runner) => {
+    const result = await runner.run({ module: join(root, 'mutates.js') }, input);
+    assert.equal(result.ok, false);
+    assert.equal(!result.ok && result.reason, 'threw');
+    assert.match(!result.ok ? result.detail : '', /read.only/);
+    assert.equal(input.payload.n, 21);
+  });
+});
+
+test('runner.run() answers threw when the return value cannot be cloned', async () => {
+  await withRunner({}, async (runner) => {
+    const result = await runner.run({ module: join(root, 'unclonable.js') }, input);
+    assert.equal(!result.ok && result.reason, 'threw');
+    assert.match(!result.ok ? result.detail : '', /^the return value cannot be passed back: /);
+  });
+});
+
+test('runner.run() answers not-a-function for a value export or a missing export', async () => {
+  await withRunner({}, async (runner) => {
+    assert.deepEqual(await runner.run({ module: join(root, 'number.js') }, input), {
+      ok: false,
+      reason: 'not-a-function',
+      detail: 'neither a default nor a "transform" export is not a function (found number)',
+    });
+    assert.deepEqual(await runner.run({ module: join(root, 'named.mjs'), export: 'nope' }, input), {
+      ok: false,
+      reason: 'not-a-function',
+      detail: 'export "nope" is not a function (found undefined)',
+    });
+  });
+});
+
+test('runner.run() answers load-failed for a syntax error, a missing module or another extension', async () => {
+  await withRunner({}, async (runner) => {
+    const syntax = await runner.run({ module: join(root, 'syntax.js') }, input);
+    assert.equal(!syntax.ok && syntax.reason, 'load-failed');
+    assert.deepEqual(await runner.run({ module: join(root, 'gone.js') }, input), {
+      ok: false,
+      reason: 'load-failed',
+      detail: 'does not exist',
+    });
+    assert.deepEqual(await runner.run({ module: join(root, 'data.json') }, input), {
+      ok: false,
+      reason: 'load-failed',
+      detail: 'only .js, .mjs and .ts modules can be transforms, not .json',
+    });
+  });
+});
+
+test('runner.run() answers timeout for a transform that never returns, and the next call works', async () => {
+  await withRunner({ timeoutMs: 300, poolSize: 1 }, async (runner) => {
+    // The timeout fires on the main thread while the loop spins: the loop runs elsewhere.
+    assert.deepEqual(await runner.run({ module: join(root, 'loop.js') }, input), {
+      ok: false,
+      reason: 'timeout',
+      detail: 'no answer within 300 ms',
+    });
+    assert.deepEqual(await runner.run({ module: join(root, 'skip.js') }, input), { ok: true, value: null });
+  });
+});
+
+test('runner.run() answers timeout for calls queued behind a stuck worker, and the next call works', async () => {
+  await withRunner({ timeoutMs: 300, poolSize: 1 }, async (runner) => {
+    // Three calls behind one worker stuck in a loop. The wait counts in each call's budget, so a
+    // waiting call gets what is left of it (or is answered at once when nothing is).
+    // (Which call reaches the queue first depends on its containment check, so the order is not fixed.)
+    const results = await Promise.all([1, 2, 3].map(() => runner.run({ module: join(root, 'loop.js') }, input)));
+    for (const result of results) {
+      assert.ok(!result.ok && result.reason === 'timeout' && /^no (answer|worker was free) within 300 ms$/.test(result.detail), JSON.stringify(result));
+    }
+    assert.ok(results.some((r) => !r.ok && r.detail === 'no answer within 300 ms'), 'the call that ran timed out in the worker');
+    assert.deepEqual(await runner.run({ module: join(root, 'skip.js') }, input), { ok: true, value: null });
+  });
+});
+
+test('runner.run() answers crashed when a transform exhausts its heap, and the next call works', async () => {
+  await withRunner({ maxOldGenerationSizeMb: 16, poolSize: 1, timeoutMs: 30_000 }, async (runner) => {
+    assert.deepEqual(await runner.run({ module: join(root, 'hog.js') }, input), {
+      ok: false,
+      reason: 'crashed',
+      detail: 'ran out of memory (limit 16 MB)',
+    });
+    assert.deepEqual(await runner.run({ module: join(root, 'skip.js') }, input), { ok: true, value: null });
+  });
+});
+
+test('runner.run() answers crashed when the worker exits, and the next call works', async () => {
+  await withRunner({ poolSize: 1 }, async (runner) => {
+    assert.deepEqual(await runner.run({ module: join(root, 'exits.js') }, input), {
+      ok: false,
+      reason: 'crashed',
+      detail: 'the worker exited with code 3',
+    });
+    assert.deepEqual(await runner.run({ module: join(root, 'skip.js') }, input), { ok: true, value: null });
+  });
+});
+
+test('runner.run() answers crashed when a stray error ends the worker mid-call', async () => {
+  await withRunner({ poolSize: 1 }, async (runner) => {
+    assert.deepEqual(await runner.run({ module: join(root, 'throws-later.js') }, input), {
+      ok: false,
+      reason: 'crashed',
+      detail: 'the worker stopped: late',
+    });
+    assert.deepEqual(await runner.run({ module: join(root, 'skip.js') }, input), { ok: true, value: null });
+  });
+});
+
+test('runner.run() queues calls beyond the pool size and answers each', async () => {
+  await withRunner({ poolSize: 1 }, async (runner) => {
+    const results = await Promise.all([
+      runner.run({ module: join(root, 'slow.js') }, input),
+      runner.run({ module: join(root, 'default.js') }, input),
+      runner.run({ module: join(root, 'fallback.js') }, input),
+    ]);
+    assert.deepEqual(results.map((result) => result.ok && result.value), ['slow', { doubled: 42 }, 121]);
+  });
+});
+
+test('runner.run() keeps the server environment from transforms', async () => {
+  await withRunner({}, async (runner) => {
+    assert.deepEqual(await runner.run({ module: join(root, 'env.js') }, input), { ok: true, value: 0 });
+  });
+});
+
+test('runner.run() answers escaped when a symlinked module is re-pointed outside after the first call', async () => {
+  const link = join(root, 'swap.js');
+  await symlink(join(root, 'dir', 'nested.js'), link);
+  await withRunner({}, async (runner) => {
+    assert.deepEqual(await runner.run({ module: link }, input), { ok: true, value: 'inside' });
+    await unlink(link);
+    await symlink(join(base, 'outside', 'nested.js'), link);
+    assert.deepEqual(await runner.run({ module: link }, input), {
+      ok: false,
+      reason: 'escaped',
+      detail: 'resolves outside the transforms root',
+    });
+  });
+});
+
+test('runner.run() answers escaped when a directory on the real path is swapped for a symlink outside', async () => {
+  await mkdir(join(root, 'swapdir'));
+  const module = join(root, 'swapdir', 'nested.js');
+  await writeFile(module, 'export default () => "inside";\n');
+  await withRunner({}, async (runner) => {
+    assert.deepEqual(await runner.run({ module }, input), { ok: true, value: 'inside' });
+    await rename(join(root, 'swapdir'), join(root, 'swapdir-old'));
+    await symlink(join(base, 'outside'), join(root, 'swapdir'));
+    const result = await runner.run({ module }, input);
+    assert.equal(!result.ok && result.reason, 'escaped');
+  });
+});
+
+test('runner.clearCache() makes the next call load an edited module', async () => {
+  const module = join(root, 'edited.js');
+  await writeFile(module, 'export default () => 1;\n');
+  await withRunner({ poolSize: 1 }, async (runner) => {
+    assert.deepEqual(await runner.run({ module }, input), { ok: true, value: 1 });
+    await writeFile(module, 'export default () => 2;\n');
+    assert.deepEqual(await runner.run({ module }, input), { ok: true, value: 1 }, 'loaded once per worker');
+    runner.clearCache();
+    assert.deepEqual(await runner.run({ module }, input), { ok: true, value: 2 });
+  });
+});
+
+test('runner.clearCache() lets a call in flight finish before its worker is replaced', async () => {
+  const module = join(root, 'edited-later.js');
+  await writeFile(module, 'export default () => "old";\n');
+  await withRunner({ poolSize: 1 }, async (runner) => {
+    assert.deepEqual(await runner.run({ module }, input), { ok: true, value: 'old' });
+    const slow = runner.run({ module: join(root, 'slow.js') }, input);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    runner.clearCache();
+    await writeFile(module, 'export default () => "new";\n');
+    assert.deepEqual(await slow, { ok: true, value: 'slow' });
+    assert.deepEqual(await runner.run({ module }, input), { ok: true, value: 'new' });
+  });
+});
+
+test('runner.close() answers calls in flight and later calls as crashed', async () => {
+  const runner = createTransformRunner({ root, poolSize: 1 });
+  const pending = [runner.run({ module: join(root, 'loop.js') }, input), runner.run({ module: join(root, 'skip.js') }, input)];
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  await runner.close();
+  const closed = { ok: false, reason: 'crashed', detail: 'the transform runner is closed' };
+  assert.deepEqual(await Promise.all(pending), [closed, closed]);
+  assert.deepEqual(await runner.run({ module: join(root, 'skip.js') }, input), closed);
+});
+
+test('runner.run() refuses .ts where the runtime cannot strip types, naming the fix', {
+  skip: canStripTypes ? 'this runtime strips types, so .ts loads (tested below)' : false,
+}, async () => {
+  await withRunner({}, async (runner) => {
+    const result = await runner.run({ module: join(root, 'typed.ts') }, input);
+    assert.equal(!result.ok && result.reason, 'unsupported-ts');
+    assert.match(!result.ok ? result.detail : '', /precompile the transform to \.js/);
+  });
+});
+
+test('runner.run() loads .ts where the runtime strips types', {
+  skip: canStripTypes ? false : `Node ${process.versions.node} cannot strip types (refusal tested above)`,
+}, async () => {
+  await withRunner({}, async (runner) => {
+    assert.deepEqual(await runner.run({ module: join(root, 'typed.ts') }, input), { ok: true, value: 22 });
+  });
+});
+
+test('runner.run() rejects an input that cannot be cloned, a caller bug', async () => {
+  await withRunner({}, async (runner) => {
+    const bad = { ...input, payload: () => 1 };
+    await assert.rejects(runner.run({ module: join(root, 'skip.js') }, bad));
+    assert.deepEqual(await runner.run({ module: join(root, 'skip.js') }, input), { ok: true, value: null });
+  });
+});
+
+test('createTransformRunner() rejects invalid options by name', () => {
+  assert.throws(() => createTransformRunner({ root: '' }), {
+    name: 'TypeError',
+    message: 'Invalid transforms root: expected a non-empty string, got ',
+  });
+  assert.throws(() => createTransformRunner({ root, timeoutMs: 0 }), {
+    name: 'RangeError',
+    message: 'Invalid transform runner option timeoutMs: expected a positive number, got 0',
+  });
+  assert.throws(() => createTransformRunner({ root, poolSize: 1.5 }), {
+    name: 'RangeError',
+    message: 'Invalid transform runner option poolSize: expected an integer, got 1.5',
+  });
+});
