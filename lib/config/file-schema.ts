@@ -1,4 +1,5 @@
-import { CHANNELS, THINKING_LEVELS } from '../actions.ts';
+import { THINKING_LEVELS } from '../actions.ts';
+import { channel as channelName } from '../channel-names.ts';
 import { parseCidr, type Cidr } from '../guard/address.ts';
 import { channelsSchema } from '../delivery/channels.ts';
 import { mappingSchema } from '../hooks/mappings.ts';
@@ -105,7 +106,7 @@ export const fileSchema = object({
             object({
               every: optional(duration),
               prompt: optional(string({ trim: true, nonEmpty: true })),
-              target: optional(literal(...CHANNELS)),
+              target: optional(channelName),
               to: optional(string({ trim: true, nonEmpty: true })),
               ackMaxChars: optional(number({ integer: true, min: 0 })),
             }),

@@ -20,9 +20,10 @@ export function resolveAgentId(requested: string | undefined, config: Config): D
 
 /** Turns an agent action into a run that every rule admits. */
 export function admitRun(action: AgentAction, hook: string, config: Config, newId: () => string): Decision<RunSpec> {
-  const sessionKey = resolveSessionKey(action.sessionKey, config.hooks, newId);
-  if (!sessionKey.ok) return sessionKey;
+  // The agent first, so an `agent:<id>:` key is judged without the prefix; a refused key is still reported first.
   const agentId = resolveAgentId(action.agentId, config);
+  const sessionKey = resolveSessionKey(action.sessionKey, config.hooks, newId, agentId.ok ? agentId.value : undefined);
+  if (!sessionKey.ok) return sessionKey;
   if (!agentId.ok) return agentId;
   const model = allowModel(action.model, config.agents.models);
   if (!model.ok) return model;
