@@ -9,7 +9,8 @@ export const ErrorCode = {
   BodyTimeout: 'ERR_BODY_TIMEOUT',
   InvalidJson: 'ERR_INVALID_JSON',
   InvalidPayload: 'ERR_INVALID_PAYLOAD',
-  Forbidden: 'ERR_NOT_ALLOWED',
+  // A policy refusal (session key, agent, model): the request is well formed, a rule says no; sent with 400.
+  PolicyRefused: 'ERR_NOT_ALLOWED',
   Unavailable: 'ERR_UNAVAILABLE',
   MappingFailed: 'ERR_MAPPING_FAILED',
   Internal: 'ERR_INTERNAL',

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { RunSpec } from '../actions.ts';
+import type { AgentAction, RunSpec } from '../actions.ts';
 import type { Config } from '../config/types.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
 import { parseAgent } from '../hooks/agent.ts';
@@ -8,7 +8,8 @@ import { detectInjection, nameLine, wrapUntrusted } from '../hooks/untrusted.ts'
 import { parseWake } from '../hooks/wake.ts';
 import type { Logger } from '../log.ts';
 import { admitRun } from '../policy/admit.ts';
-import { checkRoute, routesOf } from '../policy/route.ts';
+import { checkRoute, routesOf, type Routes } from '../policy/route.ts';
+import { TOKEN_HEADERS } from '../guard/token.ts';
 import type { Effects, IdempotencyWrite, StoredAnswer, RunRecord, Store } from '../store/store.ts';
 
 /** An answer on its way out: status, JSON body and extra headers. */
@@ -44,111 +45,125 @@ export interface DispatchOptions {
   runs?: { enqueue(run: RunRecord): void; readonly depth: number };
 }
 
+/** Handles one authenticated hook call; `idem` is the key the answer is remembered under. */
+export type Dispatch = (call: HookCall, idem: IdempotencyKey | null) => Promise<Answer>;
+
+// What the handlers share: the options and the configured channels' routes.
+interface _Context extends DispatchOptions {
+  routes: Routes;
+}
+
 /**
  * Turns a hook request into its effects: `/wake` and `/agent` by their schemas, any other name
  * through the mappings; every action through policy; all of a request's effects (and its
  * idempotency key) into the store as one commit, and the accepted runs to the runtime.
  */
-export function createDispatch(options: DispatchOptions): (call: HookCall, idem: IdempotencyKey | null) => Promise<Answer> {
-  const { config, store, heartbeat, log, newId, transforms, runs: queue } = options;
+export function createDispatch(options: DispatchOptions): Dispatch {
+  const ctx: _Context = { ...options, routes: routesOf(options.config.channels) };
+  return (call, idem) => (call.name === 'wake' ? _wake(ctx, call, idem) : call.name === 'agent' ? _agent(ctx, call, idem) : _mapped(ctx, call, idem));
+}
 
-  // Refuses work the runtime cannot take on, before anything is recorded.
-  const admit = (count: number) => {
-    if (queue !== undefined && queue.depth + count > config.hooks.maxQueuedRuns) {
-      throw new HttpError(503, ErrorCode.Unavailable, 'too many runs queued (hooks.maxQueuedRuns); retry later', {
-        headers: { 'retry-after': '30' },
-      });
-    }
-  };
-  const commit = async (effects: Effects, idem: IdempotencyWrite | undefined) => {
-    const { runs } = await store.commit(effects, idem);
-    for (const run of runs) queue?.enqueue(run);
-  };
+async function _wake(ctx: _Context, call: HookCall, idem: IdempotencyKey | null): Promise<Answer> {
+  const parsed = parseWake(call.body);
+  if (!parsed.ok) throw new HttpError(400, ErrorCode.InvalidPayload, parsed.error);
+  const answer: Answer = { status: 200, body: { ok: true, mode: parsed.action.mode } };
+  const { text, mode } = parsed.action;
+  await ctx.store.addEvent({ kind: 'system', text, source: 'wake', mode }, _remember(idem, answer));
+  if (mode === 'now') ctx.heartbeat.request('wake');
+  return answer;
+}
 
-  // A reply that could never be delivered is refused now, while the sender can still fix it.
-  const routes = routesOf(config.channels);
-  const routeProblem = (run: RunSpec) => (run.deliver ? checkRoute(routes, store.lastRoute(), run.channel, run.to) : null);
+async function _agent(ctx: _Context, call: HookCall, idem: IdempotencyKey | null): Promise<Answer> {
+  const parsed = parseAgent(call.body);
+  if (!parsed.ok) throw new HttpError(400, ErrorCode.InvalidPayload, parsed.error);
+  _warnInjection(ctx, call, call.name, detectInjection(parsed.action.message));
+  parsed.action.message = wrapUntrusted(parsed.action.message, { source: 'Webhook' });
+  parsed.action.name = nameLine(parsed.action.name) || 'Hook';
+  const run = _admit(ctx, call, parsed.action, '');
+  _reserve(ctx, 1);
+  const answer: Answer = { status: 202, body: { ok: true, runId: run.runId, sessionKey: run.sessionKey, agentId: run.agentId, channel: run.channel } };
+  await _commit(ctx, { runs: [run] }, _remember(idem, answer));
+  return answer;
+}
 
-  const dispatch = async (call: HookCall, idem: IdempotencyKey | null): Promise<Answer> => {
-    const { name, body } = call;
-    if (name === 'wake') {
-      const parsed = parseWake(body);
-      if (!parsed.ok) throw new HttpError(400, ErrorCode.InvalidPayload, parsed.error);
-      const answer: Answer = { status: 200, body: { ok: true, mode: parsed.action.mode } };
-      const { text, mode } = parsed.action;
-      await store.addEvent({ kind: 'system', text, source: 'wake', mode }, _remember(idem, answer));
-      if (mode === 'now') heartbeat.request('wake');
-      return answer;
-    }
-    if (name === 'agent') {
-      const parsed = parseAgent(body);
-      if (!parsed.ok) throw new HttpError(400, ErrorCode.InvalidPayload, parsed.error);
-      const injections = detectInjection(parsed.action.message);
-      if (injections.length > 0) log.warn('possible prompt injection (content wrapped)', { id: call.id, hook: name, kinds: injections.join(',') });
-      parsed.action.message = wrapUntrusted(parsed.action.message, { source: 'Webhook' });
-      parsed.action.name = nameLine(parsed.action.name) || 'Hook';
-      const admitted = admitRun(parsed.action, name, config, newId);
-      if (!admitted.ok) throw new HttpError(400, ErrorCode.Forbidden, admitted.error);
-      const run: RunSpec = { ...admitted.value, requestId: call.id };
-      const unroutable = routeProblem(run);
-      if (unroutable !== null) throw new HttpError(400, ErrorCode.InvalidPayload, unroutable);
-      admit(1);
-      const answer: Answer = { status: 202, body: { ok: true, runId: run.runId, sessionKey: run.sessionKey, agentId: run.agentId, channel: run.channel } };
-      await commit({ runs: [run] }, _remember(idem, answer));
-      return answer;
-    }
-    return mapped(call, idem);
-  };
+async function _mapped(ctx: _Context, call: HookCall, idem: IdempotencyKey | null): Promise<Answer> {
+  const { name } = call;
+  const request = { name, payload: call.body, headers: _templateHeaders(call.headers), query: Object.fromEntries(call.query), now: new Date() };
+  const outcome = await applyMappings(ctx.config.hooks.mappings, request, ctx.transforms);
+  switch (outcome.kind) {
+    case 'unmatched':
+      throw new HttpError(404, ErrorCode.NotFound, 'no hook with this name');
+    case 'skip':
+      return { status: 204, body: {} };
+    case 'invalid':
+      throw new HttpError(400, ErrorCode.InvalidPayload, outcome.error);
+    case 'failed':
+      ctx.log.error('hook mapping failed', { id: call.id, mapping: outcome.mappingId, detail: outcome.detail });
+      throw new HttpError(500, ErrorCode.MappingFailed, 'hook mapping failed');
+  }
+  const source = `hook:${nameLine(name)}`;
+  const events: Effects['events'] & {} = [];
+  const runs: RunSpec[] = [];
+  for (const { action, injections } of outcome.actions) {
+    _warnInjection(ctx, call, nameLine(name), injections);
+    if (action.kind === 'wake') events.push({ kind: 'system', text: action.text, source, mode: action.mode });
+    else runs.push(_admit(ctx, call, action, `mapping ${outcome.mappingId}: `));
+  }
+  const answer = _mappedAnswer(outcome.forEach, runs, events);
+  _reserve(ctx, runs.length);
+  await _commit(ctx, { events, runs }, _remember(idem, answer));
+  if (events.some((e) => e.mode === 'now')) ctx.heartbeat.request(source);
+  return answer;
+}
 
-  const mapped = async (call: HookCall, idem: IdempotencyKey | null): Promise<Answer> => {
-    const { name } = call;
-    const request = { name, payload: call.body, headers: _templateHeaders(call.headers), query: Object.fromEntries(call.query), now: new Date() };
-    const outcome = await applyMappings(config.hooks.mappings, request, transforms);
-    switch (outcome.kind) {
-      case 'unmatched':
-        throw new HttpError(404, ErrorCode.NotFound, 'no hook with this name');
-      case 'skip':
-        return { status: 204, body: {} };
-      case 'invalid':
-        throw new HttpError(400, ErrorCode.InvalidPayload, outcome.error);
-      case 'failed':
-        log.error('hook mapping failed', { id: call.id, mapping: outcome.mappingId, detail: outcome.detail });
-        throw new HttpError(500, ErrorCode.MappingFailed, 'hook mapping failed');
-    }
-    const source = `hook:${nameLine(name)}`;
-    const events: Effects['events'] & {} = [];
-    const runs: RunSpec[] = [];
-    for (const { action, injections } of outcome.actions) {
-      if (injections.length > 0) log.warn('possible prompt injection (content wrapped)', { id: call.id, hook: nameLine(name), kinds: injections.join(',') });
-      if (action.kind === 'wake') {
-        events.push({ kind: 'system', text: action.text, source, mode: action.mode });
-        continue;
-      }
-      const admitted = admitRun(action, name, config, newId);
-      if (!admitted.ok) throw new HttpError(400, ErrorCode.Forbidden, `mapping ${outcome.mappingId}: ${admitted.error}`);
-      const unroutable = routeProblem(admitted.value);
-      if (unroutable !== null) throw new HttpError(400, ErrorCode.InvalidPayload, `mapping ${outcome.mappingId}: ${unroutable}`);
-      runs.push({ ...admitted.value, requestId: call.id });
-    }
-    const first = runs[0];
-    const answer: Answer = outcome.forEach
-      ? runs.length > 0
-        ? { status: 202, body: { ok: true, runIds: runs.map((r) => r.runId), ...(events.length > 0 ? { events: events.length } : {}) } }
-        : { status: 200, body: { ok: true, mode: events[0]!.mode, events: events.length } }
-      : first !== undefined
-        ? { status: 202, body: { ok: true, runId: first.runId, sessionKey: first.sessionKey, agentId: first.agentId, channel: first.channel } }
-        : { status: 200, body: { ok: true, mode: events[0]!.mode } };
-    admit(runs.length);
-    await commit({ events, runs }, _remember(idem, answer));
-    if (events.some((e) => e.mode === 'now')) heartbeat.request(source);
-    return answer;
-  };
+// What a mapped request answers: its run (or runs, for forEach), else the wake's mode.
+function _mappedAnswer(forEach: boolean, runs: readonly RunSpec[], events: NonNullable<Effects['events']>): Answer {
+  const first = runs[0];
+  if (forEach) {
+    return runs.length > 0
+      ? { status: 202, body: { ok: true, runIds: runs.map((r) => r.runId), ...(events.length > 0 ? { events: events.length } : {}) } }
+      : { status: 200, body: { ok: true, mode: events[0]!.mode, events: events.length } };
+  }
+  return first !== undefined
+    ? { status: 202, body: { ok: true, runId: first.runId, sessionKey: first.sessionKey, agentId: first.agentId, channel: first.channel } }
+    : { status: 200, body: { ok: true, mode: events[0]!.mode } };
+}
 
-  return dispatch;
+/**
+ * The one admission of an agent action, for `/agent` and mapped hooks alike: every policy rule,
+ * then the route, since a reply that could never be delivered is refused now, while the sender can
+ * still fix it. `label` starts the message (which mapping refused it).
+ */
+function _admit(ctx: _Context, call: HookCall, action: AgentAction, label: string): RunSpec {
+  const admitted = admitRun(action, call.name, ctx.config, ctx.newId);
+  if (!admitted.ok) throw new HttpError(400, ErrorCode.PolicyRefused, `${label}${admitted.error}`);
+  const run = admitted.value;
+  const unroutable = run.deliver ? checkRoute(ctx.routes, ctx.store.lastRoute(), run.channel, run.to) : null;
+  if (unroutable !== null) throw new HttpError(400, ErrorCode.InvalidPayload, `${label}${unroutable}`);
+  return { ...run, requestId: call.id };
+}
+
+// Refuses work the runtime cannot take on, before anything is recorded.
+function _reserve(ctx: _Context, count: number): void {
+  const queue = ctx.runs;
+  if (queue !== undefined && queue.depth + count > ctx.config.hooks.maxQueuedRuns) {
+    throw new HttpError(503, ErrorCode.Unavailable, 'too many runs queued (hooks.maxQueuedRuns); retry later', {
+      headers: { 'retry-after': '30' },
+    });
+  }
+}
+
+async function _commit(ctx: _Context, effects: Effects, idem: IdempotencyWrite | undefined): Promise<void> {
+  const { runs } = await ctx.store.commit(effects, idem);
+  for (const run of runs) ctx.runs?.enqueue(run);
+}
+
+function _warnInjection(ctx: _Context, call: HookCall, hook: string, kinds: readonly string[]): void {
+  if (kinds.length > 0) ctx.log.warn('possible prompt injection (content wrapped)', { id: call.id, hook, kinds: kinds.join(',') });
 }
 
 // Headers a template or transform may read: never the ones that carry credentials.
-const _SECRET_HEADERS = new Set(['authorization', 'cookie', 'proxy-authorization', 'x-gateway-token', 'x-openclaw-token']);
+const _SECRET_HEADERS = new Set(['authorization', 'cookie', 'proxy-authorization', ...TOKEN_HEADERS]);
 
 function _templateHeaders(headers: IncomingHttpHeaders): Record<string, string> {
   const out: Record<string, string> = {};

@@ -1,18 +1,20 @@
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { clientAddress, clientKey } from '../guard/address.ts';
-import { parseForm, parseJsonObject, readBody } from '../guard/body.ts';
 import type { Config } from '../config/types.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
-import { createDispatch, type Answer, type IdempotencyKey } from './dispatch.ts';
+import { clientAddress } from '../guard/address.ts';
+import { createAuthenticator, type Authenticate } from '../guard/auth.ts';
+import { FailureLimiter, type LimiterStats } from '../guard/rate-limit.ts';
+import { extractToken } from '../guard/token.ts';
 import type { CallTransform } from '../hooks/mappings.ts';
 import type { Logger } from '../log.ts';
-import { FailureLimiter, type LimiterStats } from '../guard/rate-limit.ts';
+import type { RunRecord, Store } from '../store/store.ts';
+import { createDispatch, type Answer } from './dispatch.ts';
+import { hooksRoute, type Handler } from './hooks-route.ts';
+import { createIdempotency } from './idempotency.ts';
 import { Router, splitTarget } from './router.ts';
 import type { Telemetry } from './telemetry.ts';
-import type { RunRecord, Store } from '../store/store.ts';
-import { extractToken, tokensMatch } from '../guard/token.ts';
 
 /** What the request handler needs; the CLI builds these from the config. */
 export interface AppOptions {
@@ -35,21 +37,9 @@ export interface AppOptions {
   bodyTimeoutMs?: number;
 }
 
-interface Context {
-  id: string;
-  req: IncomingMessage;
-  query: URLSearchParams;
-  /** The hook name after `hooks.path`, decoded; `''` for the base path itself. */
-  name: string;
-  client: string;
-}
-
-type Handler = (ctx: Context) => Promise<Answer>;
-
 /** A request target split once per request: the path routes and is logged, the query is checked. */
 type Target = ReturnType<typeof splitTarget>;
 
-const MAX_IDEMPOTENCY_KEY = 256;
 const REQUEST_ID = /^[\w.:@/+=-]{1,128}$/;
 
 /** The request listener, which can swap in a new configuration between requests. */
@@ -111,107 +101,58 @@ function _limiter(config: Config): FailureLimiter {
 
 // Everything that depends on the configuration, built once per (re)load.
 function _compile(options: AppOptions, config: Config, shared: Shared): { config: Config; route: (req: IncomingMessage, target: Target, client: string, id: string) => Promise<Answer> } {
-  const { store, heartbeat, log } = options;
-  const newId = options.newId ?? randomUUID;
-  const bodyTimeoutMs = options.bodyTimeoutMs ?? 30_000;
-  const { limiter, inflight } = shared;
-  const transforms: CallTransform =
-    options.transforms ?? (async () => ({ ok: false, reason: 'load-failed', detail: 'no transform runner is configured' }));
-
-  // One limit for the hook token and the gateway token alike: a correct token passes even while its
-  // client is locked out (an attacker cannot lock the operator out); anything else is a failure,
-  // answered 401, or 429 once the client is locked. Only the hook token clears the client's count.
-  const authenticate = (presented: string | null, expected: string | null, client: string, refusal: string, clears: boolean) => {
-    const key = clientKey(client);
-    if (presented !== null && expected !== null && tokensMatch(presented, expected)) {
-      if (clears) limiter.succeed(key);
-      return;
-    }
-    const verdict = limiter.fail(key);
-    if (verdict.locked) {
-      throw new HttpError(429, ErrorCode.TooManyFailures, 'too many failed authentication attempts; retry later', {
-        headers: { 'retry-after': String(verdict.retryAfterSeconds) },
-      });
-    }
-    throw new HttpError(401, ErrorCode.Unauthorized, refusal);
-  };
-
+  const { store } = options;
+  const authenticate = createAuthenticator(shared.limiter);
   const dispatch = createDispatch({
     config,
     store,
-    heartbeat,
-    log,
-    newId,
-    transforms,
+    heartbeat: options.heartbeat,
+    log: options.log,
+    newId: options.newId ?? randomUUID,
+    transforms: options.transforms ?? (async () => ({ ok: false, reason: 'load-failed', detail: 'no transform runner is configured' })),
     ...(options.runs === undefined ? {} : { runs: options.runs }),
   });
-
-  // A retry with a key already answered gets that answer again; one arriving while the first is
-  // still being handled waits for it, so two copies can never both take effect.
-  const idempotent = async (name: string, key: string | null, work: (idem: IdempotencyKey | null) => Promise<Answer>) => {
-    if (key === null) return work(null);
-    const id = `${name}\n${key}`;
-    // Wait while any copy is in flight; from the last check to the `set` below nothing awaits,
-    // so exactly one copy goes ahead when the one before it failed.
-    for (let running = inflight.get(id); running !== undefined; running = inflight.get(id)) await running.catch(() => undefined);
-    const prior = store.replay(name, key);
-    if (prior !== null) return { ...prior, headers: { 'idempotent-replayed': 'true' } };
-    const pending = work({ scope: name, key });
-    inflight.set(id, pending);
-    try {
-      return await pending;
-    } finally {
-      if (inflight.get(id) === pending) inflight.delete(id);
-    }
-  };
-
-  const hooks: Handler = async (ctx) => {
-    const { req, name } = ctx;
-    const presented = extractToken(req.headers);
-    authenticate(presented, config.hooks.token, ctx.client, presented === null ? 'missing hook token' : 'invalid hook token', true);
-    if (name === '') throw new HttpError(404, ErrorCode.NotFound, 'hook name missing: POST to a path such as /wake or /agent');
-    const bytes = await readBody(req, { maxBytes: config.hooks.maxBodyBytes, timeoutMs: bodyTimeoutMs });
-    shared.received.set(req, bytes.length);
-    // Form-posting senders (Slack commands, Twilio, ...) reach mapped hooks only; /wake and /agent take JSON.
-    const form = name !== 'wake' && name !== 'agent' && /^application\/x-www-form-urlencoded\b/i.test(req.headers['content-type'] ?? '');
-    // `curl -d` labels JSON as a form: a body that is a JSON object is read as JSON whatever the label says.
-    const body = form && !/^\s*\{/.test(bytes.subarray(0, 64).toString('latin1')) ? parseForm(bytes) : parseJsonObject(bytes);
-    const call = { id: ctx.id, name, body, headers: req.headers, query: ctx.query };
-    return idempotent(name, idempotencyKey(req.headers, name === 'agent' ? body : {}), (idem) => dispatch(call, idem));
-  };
-
+  const hooks = hooksRoute({
+    config,
+    authenticate,
+    idempotent: createIdempotency(store, shared.inflight),
+    dispatch,
+    bodyTimeoutMs: options.bodyTimeoutMs ?? 30_000,
+    received: shared.received,
+  });
   const router = new Router<Handler>().add(['GET', 'HEAD'], '/healthz', async () =>
     (await store.writable()) ? { status: 200, body: { ok: true } } : { status: 503, body: { ok: false, error: 'the journal is not writable' } },
   );
   const telemetry = options.telemetry;
-  if (telemetry !== undefined && config.gateway.authToken !== null) {
-    const token = config.gateway.authToken;
-    router.add(['GET'], '/metrics', async ({ req, client }) => {
-      // Bearer only: the x-*-token headers carry hook tokens.
-      const presented = extractToken({ authorization: req.headers.authorization });
-      authenticate(presented, token, client, 'metrics need the gateway token (Authorization: Bearer)', false);
-      return { status: 200, body: {}, text: telemetry.render(), contentType: telemetry.contentType };
+  if (telemetry !== undefined && config.gateway.authToken !== null) router.add(['GET'], '/metrics', _metrics(telemetry, config.gateway.authToken, authenticate));
+  if (config.hooks.enabled) router.add(['POST'], `${config.hooks.path}/*`, hooks);
+  return { config, route: (req, target, client, id) => _route(router, req, target, client, id) };
+}
+
+// `GET /metrics`, behind the gateway token (Bearer only: the x-*-token headers carry hook tokens).
+function _metrics(telemetry: Telemetry, token: string, authenticate: Authenticate): Handler {
+  return async ({ req, client }) => {
+    const presented = extractToken({ authorization: req.headers.authorization });
+    authenticate(presented, token, client, 'metrics need the gateway token (Authorization: Bearer)', false);
+    return { status: 200, body: {}, text: telemetry.render(), contentType: telemetry.contentType };
+  };
+}
+
+// Finds the route, refuses a token in the URL and a method the route does not take, and runs it.
+async function _route(router: Router<Handler>, req: IncomingMessage, target: Target, client: string, id: string): Promise<Answer> {
+  const { pathname, query } = target;
+  const match = router.find(pathname);
+  if (match === null) throw new HttpError(404, ErrorCode.NotFound, 'not found');
+  if ([...query.keys()].some((k) => k.toLowerCase() === 'token')) {
+    throw new HttpError(400, ErrorCode.TokenInUrl, 'token: may not be sent in the URL (it leaks into logs); use the Authorization header');
+  }
+  const method = req.method ?? 'GET';
+  if (!match.route.methods.includes(method)) {
+    throw new HttpError(405, ErrorCode.MethodNotAllowed, `method ${method} not allowed`, {
+      headers: { allow: match.route.methods.join(', ') },
     });
   }
-  if (config.hooks.enabled) router.add(['POST'], `${config.hooks.path}/*`, hooks);
-
-  const route = async (req: IncomingMessage, target: Target, client: string, id: string): Promise<Answer> => {
-    const { pathname, query } = target;
-    const match = router.find(pathname);
-    if (match === null) throw new HttpError(404, ErrorCode.NotFound, 'not found');
-    if ([...query.keys()].some((k) => k.toLowerCase() === 'token')) {
-      throw new HttpError(400, ErrorCode.TokenInUrl, 'token: may not be sent in the URL (it leaks into logs); use the Authorization header');
-    }
-    const method = req.method ?? 'GET';
-    if (!match.route.methods.includes(method)) {
-      throw new HttpError(405, ErrorCode.MethodNotAllowed, `method ${method} not allowed`, {
-        headers: { allow: match.route.methods.join(', ') },
-      });
-    }
-    return match.route.handler({ id, req, query, name: match.rest, client });
-  };
-
-  return { config, route };
+  return match.route.handler({ id, req, query, name: match.rest, client });
 }
 
 // A bounded label set: a caller cannot mint a new time series by inventing hook names.
@@ -223,21 +164,6 @@ function _hookLabel(config: Config, path: string): string {
   if (name === 'wake' || name === 'agent') return name;
   return config.hooks.mappings.some((m) => m.match.path === name) ? name : 'mapped';
 }
-
-/**
- * The request's idempotency key: `Idempotency-Key`, else `X-OpenClaw-Idempotency-Key` (what OpenClaw's
- * own clients send), else `webhook-id`, else the body's `idempotencyKey`.
- */
-export function idempotencyKey(headers: IncomingHttpHeaders, body: Record<string, unknown>): string | null {
-  for (const candidate of [headers['idempotency-key'], headers['x-openclaw-idempotency-key'], headers['webhook-id'], body['idempotencyKey']]) {
-    if (typeof candidate !== 'string') continue;
-    const key = candidate.trim();
-    // Over-long keys are ignored rather than refused: the request still works, just without dedupe.
-    if (key !== '' && key.length <= MAX_IDEMPOTENCY_KEY) return key;
-  }
-  return null;
-}
-
 
 // The one place an error becomes an answer. Known errors say what went wrong; anything else
 // is logged with the request id and answered with a bare 500 that tells the client nothing.

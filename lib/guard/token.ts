@@ -1,6 +1,9 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 
+/** The headers besides `Authorization` that carry a token (OpenClaw's names). */
+export const TOKEN_HEADERS = ['x-gateway-token', 'x-openclaw-token'] as const;
+
 /**
  * Takes the hook token from the headers: `Authorization: Bearer <token>` (scheme in any
  * case), else `x-gateway-token`, else `x-openclaw-token`. Never from the URL.
@@ -11,7 +14,7 @@ export function extractToken(headers: IncomingHttpHeaders): string | null {
     const match = /^bearer[ \t]+(\S.*)$/i.exec(auth.trim());
     if (match !== null) return match[1]!.trim();
   }
-  for (const name of ['x-gateway-token', 'x-openclaw-token']) {
+  for (const name of TOKEN_HEADERS) {
     const value = headers[name];
     const first = Array.isArray(value) ? value[0] : value;
     if (first !== undefined && first.trim() !== '') return first.trim();
