@@ -19,6 +19,3 @@ export function createLogger(write: (line: string) => void, now: () => number = 
     error: (message, fields) => emit('error', message, fields),
   };
 }
-
-/** A logger that drops everything (for tests that do not look at logs). */
-export const silentLogger: Logger = { info() {}, warn() {}, error() {} };

@@ -12,7 +12,7 @@ import { test, type TestContext } from 'node:test';
 import { buildConfig } from '../lib/config/load.ts';
 import type { Config } from '../lib/config/types.ts';
 import { TransformPool } from '../lib/hooks/transforms/pool.ts';
-import { silentLogger } from '../lib/log.ts';
+import { silentLogger } from './_app.ts';
 import { readEvents } from '../lib/store/store.ts';
 import { post } from './_http.ts';
 import { assertCleanStop, cliCommand, ROOT, runCli, spawnServer, type Spawned } from './_cli.ts';

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { buildConfig } from '../lib/config/load.ts';
 import type { Config } from '../lib/config/types.ts';
-import { silentLogger } from '../lib/log.ts';
+import { silentLogger } from './_app.ts';
 import { FailureLimiter } from '../lib/guard/rate-limit.ts';
 import { createApp, listen, type App } from '../lib/edge/server.ts';
 import { JOURNAL_FILE, Store, type RunRecord } from '../lib/store/store.ts';

@@ -325,11 +325,7 @@ export class Store {
         this.#events = this.#retained();
         this.#eventBytes = _textBytes(this.#events);
       }
-      for (const run of line.runs ?? []) this.#runs.set(run.runId, run);
-      for (const { runId, ...change } of line.runUpdates ?? []) {
-        const run = this.#runs.get(runId);
-        if (run !== undefined) this.#runs.set(runId, { ...run, ...change });
-      }
+      _replayRuns(this.#runs, line);
       if (line.consumedThrough !== undefined) this.#consumedThrough = Math.max(this.#consumedThrough, line.consumedThrough);
       if (line.lastRoute !== undefined) this.#lastRoute = line.lastRoute;
       this.#trimRuns();
@@ -393,14 +389,18 @@ export async function readRuns(dir: string): Promise<RunRecord[]> {
   const { records } = await readJournal(join(dir, JOURNAL_FILE));
   const runs = new Map<string, RunRecord>();
   for (const record of records as _Line[]) {
-    if (record.t !== 'commit') continue;
-    for (const run of record.runs ?? []) runs.set(run.runId, run);
-    for (const { runId, ...change } of record.runUpdates ?? []) {
-      const run = runs.get(runId);
-      if (run !== undefined) runs.set(runId, { ...run, ...change });
-    }
+    if (record.t === 'commit') _replayRuns(runs, record);
   }
   return [...runs.values()];
+}
+
+// The one rule for replaying runs from a commit line: new runs as recorded, then their updates.
+function _replayRuns(runs: Map<string, RunRecord>, line: Pick<Extract<_Line, { t: 'commit' }>, 'runs' | 'runUpdates'>): void {
+  for (const run of line.runs ?? []) runs.set(run.runId, run);
+  for (const { runId, ...change } of line.runUpdates ?? []) {
+    const run = runs.get(runId);
+    if (run !== undefined) runs.set(runId, { ...run, ...change });
+  }
 }
 
 function _textBytes(events: readonly SessionEvent[]): number {
