@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createLogger, silentLogger } from '../lib/log.ts';
+import { createLogger } from '../lib/log.ts';
 
 test('createLogger() writes one JSON object per line with time, level, message and fields', () => {
   const lines: string[] = [];
@@ -22,11 +22,4 @@ test('createLogger() keeps a field text with a newline on its one line', () => {
   assert.equal(lines.length, 1);
   assert.equal(lines[0]!.split('\n').length, 2, 'one line and its terminating newline');
 });
-
-test('silentLogger drops everything', () => {
-  assert.doesNotThrow(() => {
-    silentLogger.info('a');
-    silentLogger.warn('b', { x: 1 });
-    silentLogger.error('c');
-  });
 });
