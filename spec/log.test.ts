@@ -22,4 +22,3 @@ test('createLogger() keeps a field text with a newline on its one line', () => {
   assert.equal(lines.length, 1);
   assert.equal(lines[0]!.split('\n').length, 2, 'one line and its terminating newline');
 });
-});
