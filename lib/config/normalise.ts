@@ -29,60 +29,19 @@ export const DEFAULTS = {
 /** Transforms live below this folder of the config directory, and nowhere else. */
 export const TRANSFORMS_ROOT = 'hooks/transforms';
 
+type _Where = { file: string | null; dir: string; token: string | null; transformsDir?: string };
+
 /**
  * The validated file with every default applied, as plain data. `transformsDir` is the real path
  * `containTransforms` found (or, when it did not look, the lexical one).
  */
-export function normalise(file: FileConfig, where: { file: string | null; dir: string; token: string | null; transformsDir?: string }): Config {
-  const hooks = file.hooks ?? {};
-  const limit = hooks.authRateLimit ?? {};
-  const agents = file.agents ?? {};
-  const list = (agents.list ?? []).map((a) => ({ ...a, default: a.default ?? false }));
+export function normalise(file: FileConfig, where: _Where): Config {
   const gateway = file.gateway ?? {};
   return {
     file: where.file,
     dir: where.dir,
-    hooks: {
-      enabled: hooks.enabled ?? false,
-      token: where.token,
-      path: normaliseHooksPath(hooks.path ?? DEFAULTS.path),
-      maxBodyBytes: hooks.maxBodyBytes ?? DEFAULTS.maxBodyBytes,
-      allowedAgentIds: hooks.allowedAgentIds ?? null,
-      defaultSessionKey: hooks.defaultSessionKey ?? null,
-      allowRequestSessionKey: hooks.allowRequestSessionKey ?? false,
-      allowedSessionKeyPrefixes: hooks.allowedSessionKeyPrefixes ?? null,
-      presets: hooks.presets ?? [],
-      mappings: [
-        ...(hooks.mappings ?? []).map((m, i) => toMapping(m, i)),
-        ...(hooks.presets ?? []).map((name) => presetMappings(name, hooks.gmail ?? {})),
-      ],
-      transformsDir: where.transformsDir ?? resolve(where.dir, TRANSFORMS_ROOT, hooks.transformsDir ?? '.'),
-      transformTimeoutMs: hooks.transformTimeoutMs ?? DEFAULTS.transformTimeoutMs,
-      maxQueuedRuns: hooks.maxQueuedRuns ?? DEFAULTS.maxQueuedRuns,
-      gmail: hooks.gmail ?? {},
-      authRateLimit: {
-        maxFailures: limit.maxFailures ?? DEFAULTS.maxFailures,
-        windowSeconds: limit.windowSeconds ?? DEFAULTS.windowSeconds,
-        lockoutSeconds: limit.lockoutSeconds ?? DEFAULTS.lockoutSeconds,
-      },
-      idempotencyTtlSeconds: hooks.idempotencyTtlSeconds ?? DEFAULTS.idempotencyTtlSeconds,
-    },
-    agents: {
-      models: agents.defaults?.models ?? {},
-      model: agents.defaults?.model ?? null,
-      heartbeatEveryMs: agents.defaults?.heartbeat?.every ?? 0,
-      list,
-      defaultAgentId: (list.find((a) => a.default) ?? list[0])?.id ?? 'main',
-      timeoutSeconds: agents.defaults?.timeoutSeconds ?? DEFAULTS.timeoutSeconds,
-      maxConcurrent: agents.defaults?.maxConcurrent ?? DEFAULTS.maxConcurrent,
-      historyMaxChars: agents.defaults?.historyMaxChars ?? DEFAULTS.historyMaxChars,
-      heartbeat: {
-        prompt: agents.defaults?.heartbeat?.prompt ?? DEFAULT_HEARTBEAT_PROMPT,
-        target: agents.defaults?.heartbeat?.target ?? 'last',
-        ...(agents.defaults?.heartbeat?.to === undefined ? {} : { to: agents.defaults.heartbeat.to }),
-        ackMaxChars: agents.defaults?.heartbeat?.ackMaxChars ?? DEFAULTS.ackMaxChars,
-      },
-    },
+    hooks: _hooks(file.hooks ?? {}, where),
+    agents: _agents(file.agents ?? {}),
     providers: file.models?.providers ?? {},
     gateway: {
       bind: gateway.bind ?? DEFAULTS.bind,
@@ -92,5 +51,55 @@ export function normalise(file: FileConfig, where: { file: string | null; dir: s
     },
     stateDir: file.state?.dir === undefined ? null : resolve(where.dir, file.state.dir),
     channels: file.channels ?? {},
+  };
+}
+
+function _hooks(hooks: NonNullable<FileConfig['hooks']>, where: _Where): Config['hooks'] {
+  const limit = hooks.authRateLimit ?? {};
+  return {
+    enabled: hooks.enabled ?? false,
+    token: where.token,
+    path: normaliseHooksPath(hooks.path ?? DEFAULTS.path),
+    maxBodyBytes: hooks.maxBodyBytes ?? DEFAULTS.maxBodyBytes,
+    allowedAgentIds: hooks.allowedAgentIds ?? null,
+    defaultSessionKey: hooks.defaultSessionKey ?? null,
+    allowRequestSessionKey: hooks.allowRequestSessionKey ?? false,
+    allowedSessionKeyPrefixes: hooks.allowedSessionKeyPrefixes ?? null,
+    presets: hooks.presets ?? [],
+    mappings: [
+      ...(hooks.mappings ?? []).map((m, i) => toMapping(m, i)),
+      ...(hooks.presets ?? []).map((name) => presetMappings(name, hooks.gmail ?? {})),
+    ],
+    transformsDir: where.transformsDir ?? resolve(where.dir, TRANSFORMS_ROOT, hooks.transformsDir ?? '.'),
+    transformTimeoutMs: hooks.transformTimeoutMs ?? DEFAULTS.transformTimeoutMs,
+    maxQueuedRuns: hooks.maxQueuedRuns ?? DEFAULTS.maxQueuedRuns,
+    gmail: hooks.gmail ?? {},
+    authRateLimit: {
+      maxFailures: limit.maxFailures ?? DEFAULTS.maxFailures,
+      windowSeconds: limit.windowSeconds ?? DEFAULTS.windowSeconds,
+      lockoutSeconds: limit.lockoutSeconds ?? DEFAULTS.lockoutSeconds,
+    },
+    idempotencyTtlSeconds: hooks.idempotencyTtlSeconds ?? DEFAULTS.idempotencyTtlSeconds,
+  };
+}
+
+function _agents(agents: NonNullable<FileConfig['agents']>): Config['agents'] {
+  const list = (agents.list ?? []).map((a) => ({ ...a, default: a.default ?? false }));
+  const defaults = agents.defaults ?? {};
+  return {
+    models: defaults.models ?? {},
+    model: defaults.model ?? null,
+    heartbeatEveryMs: defaults.heartbeat?.every ?? 0,
+    list,
+    defaultAgentId: (list.find((a) => a.default) ?? list[0])?.id ?? 'main',
+    timeoutSeconds: defaults.timeoutSeconds ?? DEFAULTS.timeoutSeconds,
+    maxConcurrent: defaults.maxConcurrent ?? DEFAULTS.maxConcurrent,
+    historyMaxChars: defaults.historyMaxChars ?? DEFAULTS.historyMaxChars,
+    heartbeat: {
+      prompt: defaults.heartbeat?.prompt ?? DEFAULT_HEARTBEAT_PROMPT,
+      target: defaults.heartbeat?.target ?? 'last',
+      ...(defaults.heartbeat?.to === undefined ? {} : { to: defaults.heartbeat.to }),
+      ackMaxChars: defaults.heartbeat?.ackMaxChars ?? DEFAULTS.ackMaxChars,
+    },
   };
 }

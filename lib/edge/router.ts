@@ -1,3 +1,5 @@
+import { trimSlashes } from '../text.ts';
+
 /** A route: the methods it answers and what handles it. */
 export interface Route<H> {
   methods: readonly string[];
@@ -31,7 +33,7 @@ export class Router<H> {
       if (pathname === path) return { route, rest: '' };
       if (!wildcard || !pathname.startsWith(`${path}/`)) continue;
       // `/hooks//wake/` names the same hook as `/hooks/wake`.
-      const rest = _decode(pathname.slice(path.length + 1).replace(/^\/+|\/+$/g, ''));
+      const rest = _decode(trimSlashes(pathname.slice(path.length + 1)));
       return rest === null ? null : { route, rest };
     }
     return null;

@@ -15,6 +15,7 @@ import { hooksRoute, type Handler } from './hooks-route.ts';
 import { createIdempotency } from './idempotency.ts';
 import { Router, splitTarget } from './router.ts';
 import type { Telemetry } from './telemetry.ts';
+import { trimSlashes } from '../text.ts';
 
 /** What the request handler needs; the CLI builds these from the config. */
 export interface AppOptions {
@@ -160,7 +161,7 @@ function _hookLabel(config: Config, path: string): string {
   if (path === '/healthz' || path === '/metrics') return path.slice(1);
   const base = `${config.hooks.path}/`;
   if (!path.startsWith(base)) return 'other';
-  const name = path.slice(base.length).replace(/^\/+|\/+$/g, '');
+  const name = trimSlashes(path.slice(base.length));
   if (name === 'wake' || name === 'agent') return name;
   return config.hooks.mappings.some((m) => m.match.path === name) ? name : 'mapped';
 }

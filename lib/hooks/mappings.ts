@@ -15,6 +15,7 @@ import {
 import { compileTemplate, isTemplated, parsePath, render, type PathSegment, type Template, type TemplateContext } from './template.ts';
 import type { TransformInput, TransformRef, TransformResult } from './transforms/runner.ts';
 import { detectInjection, nameLine, wrapUntrusted } from './untrusted.ts';
+import { trimSlashes } from '../text.ts';
 
 /** At most this many actions come from one `forEach`. */
 export const MAX_FOR_EACH = 200;
@@ -94,7 +95,7 @@ export function toMapping(raw: RawMapping, index: number, source: Mapping['sourc
   const mapping: Mapping = {
     ...rest,
     id: id ?? `mapping-${index + 1}`,
-    match: { ...match, ...(match?.path === undefined ? {} : { path: _trimSlashes(match.path) }) },
+    match: { ...match, ...(match?.path === undefined ? {} : { path: trimSlashes(match.path) }) },
     action: action ?? 'agent',
     wakeMode: wakeMode ?? 'now',
     channel: channel ?? 'last',
@@ -182,7 +183,7 @@ type Override = NonNullable<ReturnType<typeof overrideSchema>>;
 
 /** The first mapping that matches a request, in order. */
 export function findMapping(mappings: readonly Mapping[], request: Pick<HookRequest, 'name' | 'payload'>): Mapping | null {
-  const name = _trimSlashes(request.name);
+  const name = trimSlashes(request.name);
   return (
     mappings.find(
       (m) =>
@@ -293,8 +294,4 @@ function _replaceAt(root: unknown, path: readonly PathSegment[], value: unknown)
   const copy: Record<string, unknown> = { ...(root as Record<string, unknown>) };
   copy[head] = _replaceAt(copy[head], rest, value);
   return copy;
-}
-
-function _trimSlashes(path: string): string {
-  return path.replace(/^\/+|\/+$/g, '');
 }
