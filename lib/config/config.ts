@@ -7,6 +7,7 @@ import { buildChannels, channelsSchema, type ConfiguredChannel } from '../delive
 import { checkRoute } from '../delivery/deliver.ts';
 import { resolveInside, resolveModule } from '../guard/contain.ts';
 import { mappingSchema, payloadControlsKey, presetMappings, toMapping, type Mapping } from '../hooks/mappings.ts';
+import { checkSignatures } from '../hooks/signature-config.ts';
 import { parseJsonc } from '../jsonc.ts';
 import {
   array,
@@ -508,6 +509,7 @@ function crossCheck(config: Config): Issue[] {
     const at = i < explicit ? `hooks.mappings[${i}]` : `hooks.presets[${i - explicit}]`;
     issues.push(...checkMapping(mapping, at, hooks));
   });
+  issues.push(...checkSignatures(config.hooks.mappings, (i) => (i < explicit ? `hooks.mappings[${i}]` : `hooks.presets[${i - explicit}]`), hooks.token));
   return issues;
 }
 
