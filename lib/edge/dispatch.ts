@@ -151,7 +151,7 @@ export function createDispatch(options: DispatchOptions): (call: HookCall, idem:
 }
 
 // Headers a template or transform may read: never the ones that carry credentials.
-const _SECRET_HEADERS = new Set(['authorization', 'cookie', 'proxy-authorization', 'x-gateway-token', 'x-openclaw-token']);
+const _SECRET_HEADERS = new Set(['authorization', 'cookie', 'proxy-authorization', 'x-gateway-token', 'x-openclaw-token', 'x-gitlab-token']);
 
 function _templateHeaders(headers: IncomingHttpHeaders): Record<string, string> {
   const out: Record<string, string> = {};
