@@ -274,11 +274,11 @@ function _hookLabel(config: Config, path: string): string {
 }
 
 /**
- * The request's idempotency key: `Idempotency-Key`, else the signed sender's delivery id, else
- * `webhook-id`, else the body's `idempotencyKey`.
+ * The request's idempotency key: `Idempotency-Key`, else `X-OpenClaw-Idempotency-Key` (what OpenClaw's
+ * own clients send), else the signed sender's delivery id, else `webhook-id`, else the body's `idempotencyKey`.
  */
 export function idempotencyKey(headers: IncomingHttpHeaders, body: Record<string, unknown>, delivery: string | null = null): string | null {
-  for (const candidate of [headers['idempotency-key'], delivery, headers['webhook-id'], body['idempotencyKey']]) {
+  for (const candidate of [headers['idempotency-key'], headers['x-openclaw-idempotency-key'], delivery, headers['webhook-id'], body['idempotencyKey']]) {
     if (typeof candidate !== 'string') continue;
     const key = candidate.trim();
     // Over-long keys are ignored rather than refused: the request still works, just without dedupe.
