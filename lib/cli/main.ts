@@ -10,6 +10,7 @@ import { exists, loadConfigFor, PID_FILE, serve } from './serve.ts';
 import { readEvents, readRuns, type RunRecord, type SessionEvent } from '../store/store.ts';
 import { sleep } from '../retry.ts';
 import { generateToken } from '../guard/token.ts';
+import { SIGN_HELP, SIGN_OPTIONS, signCommand } from './sign.ts';
 
 /** Where the CLI reads and writes; the real process by default, injectable for tests. */
 export interface Io {
@@ -130,6 +131,10 @@ Options:
   -h, --help            show this help
 `,
   },
+  sign: {
+    options: SIGN_OPTIONS,
+    help: SIGN_HELP,
+  },
   token: {
     options: { help: COMMON.help },
     help: `Usage: hooks-ingress token
@@ -154,6 +159,7 @@ Commands:
   reload    make the running server re-read its config
   send      send a test message through a channel
   gmail     set up and run the Gmail watcher (see "gmail --help")
+  sign      print or send the request a signed sender would send
   token     print a new random hook token
 
 Options:
@@ -212,6 +218,8 @@ export async function main(argv: readonly string[], io: Io = _processIo()): Prom
       return reloadCommand(flags, io);
     case 'send':
       return sendCommand(flags, positionals, io);
+    case 'sign':
+      return signCommand(flags, io);
     case 'token':
       io.stdout(`${generateToken()}\n`);
       return 0;
@@ -219,6 +227,11 @@ export async function main(argv: readonly string[], io: Io = _processIo()): Prom
 }
 
 interface Flags {
+  hook?: string;
+  body?: string;
+  header?: string[];
+  id?: string;
+  send?: string;
   channel?: string;
   to?: string;
   config?: string;
