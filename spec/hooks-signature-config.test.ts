@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { buildConfig, type ConfigResult } from '../lib/config/config.ts';
+import { buildConfig } from '../lib/config/load.ts';
+import type { ConfigResult } from '../lib/config/types.ts';
 import { checkSignatures, signatureSchema } from '../lib/hooks/signature-config.ts';
 import { check } from '../lib/schema.ts';
 import { WHSEC, WHSEC_2 } from './_signers.ts';

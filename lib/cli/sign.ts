@@ -1,14 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import type { Config } from '../config/config.ts';
+import type { Config } from '../config/types.ts';
 import { signRequest, type Signature } from '../guard/signature.ts';
 import { post } from '../http-call.ts';
-import type { Io } from './main.ts';
-import { loadConfigFor } from './serve.ts';
+import { COMMON, type Command } from './command.ts';
+import { FAILURE, USAGE, type Io } from './io.ts';
+import { loadConfigFor } from './load-config.ts';
 
-export const SIGN_OPTIONS = {
-  config: { type: 'string', short: 'c' },
-  help: { type: 'boolean', short: 'h' },
+const OPTIONS = {
+  ...COMMON,
   hook: { type: 'string' },
   body: { type: 'string' },
   header: { type: 'string', multiple: true },
@@ -16,7 +16,7 @@ export const SIGN_OPTIONS = {
   send: { type: 'string' },
 } as const;
 
-export const SIGN_HELP = `Usage: hooks-ingress sign --hook NAME [options]
+const HELP = `Usage: hooks-ingress sign --hook NAME [options]
 
 Build the request a real sender of the hook's signature scheme would send for a
 body: the headers the provider adds, signed with the configured secret (the first
@@ -49,23 +49,30 @@ export interface SignFlags {
 const SECRET_BEARING = new Set(['x-gitlab-token', 'authorization']);
 
 /** `hooks-ingress sign`: what a provider would send, printed as curl or sent. */
+export const sign: Command = {
+  options: OPTIONS,
+  help: HELP,
+  run: (flags, _positionals, io) => signCommand(flags, io),
+};
+
+/** What `sign` does, with the clock and standard input injectable. */
 export async function signCommand(flags: SignFlags, io: Io & { stdin?: () => Promise<Buffer> }, clock: () => number = Date.now): Promise<number> {
   if (flags.hook === undefined || flags.hook.trim() === '') {
-    io.stderr(`hooks-ingress sign: give --hook NAME\n\n${SIGN_HELP}`);
-    return 2;
+    io.stderr(`hooks-ingress sign: give --hook NAME\n\n${HELP}`);
+    return USAGE;
   }
   const config = await loadConfigFor(flags, io);
-  if (config === null) return 1;
+  if (config === null) return FAILURE;
   const hook = flags.hook.replace(/^\/+|\/+$/g, '');
   const signature = config.hooks.mappings.find((m) => m.match.path === hook && m.signature !== undefined)?.signature;
   if (signature === undefined) {
     io.stderr(`hooks-ingress sign: no mapping with match.path "${hook}" carries a signature\n`);
-    return 1;
+    return FAILURE;
   }
   const body = await _body(flags.body, signature, io);
-  if (body === null) return 1;
+  if (body === null) return FAILURE;
   const extra = _headers(flags.header ?? [], io);
-  if (extra === null) return 2;
+  if (extra === null) return USAGE;
   const headers = { ...signRequest(signature, body, clock(), flags.id ?? `msg_${randomUUID().replaceAll('-', '')}`), ...extra };
   const url = _url(config, hook, flags.send);
   if (flags.send === undefined) {
@@ -75,10 +82,10 @@ export async function signCommand(flags: SignFlags, io: Io & { stdin?: () => Pro
   const answer = await post(url, body.toString('utf8'), { fetch, headers });
   if (!answer.ok) {
     io.stderr(`hooks-ingress sign: cannot reach ${url}: ${answer.message}\n`);
-    return 1;
+    return FAILURE;
   }
   io.stdout(`${answer.status} ${answer.text}\n`);
-  return answer.status >= 200 && answer.status < 300 ? 0 : 1;
+  return answer.status >= 200 && answer.status < 300 ? 0 : FAILURE;
 }
 
 async function _body(source: string | undefined, signature: Signature, io: Io & { stdin?: () => Promise<Buffer> }): Promise<Buffer | null> {
