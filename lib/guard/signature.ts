@@ -1,14 +1,16 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { genericHmac, github, meta, shopify } from './signatures/body-hmac.ts';
 import { header } from './signatures/crypto.ts';
-import type { Scheme, SchemeName, Signature, SignedRequest, Verdict } from './signatures/scheme.ts';
+import type { SchemeName, Signature } from '../signing.ts';
+import type { Scheme, SignedRequest, Verdict } from './signatures/scheme.ts';
 import { gitlab, pathToken } from './signatures/shared-token.ts';
 import { slack } from './signatures/slack.ts';
 import { standardWebhooks } from './signatures/standard-webhooks.ts';
 import { stripe } from './signatures/stripe.ts';
 import { twilio } from './signatures/twilio.ts';
 
-export { SCHEMES, type SchemeName, type Signature, type SignedRequest, type Verdict } from './signatures/scheme.ts';
+export { SCHEMES, type SchemeName, type Signature } from '../signing.ts';
+export type { SignedRequest, Verdict } from './signatures/scheme.ts';
 
 const SCHEMES_BY_NAME: Readonly<Record<SchemeName, Scheme>> = {
   'standard-webhooks': standardWebhooks,

@@ -12,7 +12,7 @@ import {
   string,
   type Schema,
 } from '../schema.ts';
-import type { Signature } from '../guard/signature.ts';
+import type { Signature } from '../signing.ts';
 import { filterHolds, filterSchema, type Filter } from './filter.ts';
 import { signatureSchema } from './signature-config.ts';
 import { compileTemplate, isTemplated, parsePath, render, type PathSegment, type Template, type TemplateContext } from './template.ts';

@@ -1,5 +1,4 @@
-import { SCHEMES, type SchemeName, type Signature } from '../guard/signature.ts';
-import { SECRET_PREFIX } from '../guard/signatures/standard-webhooks.ts';
+import { SCHEMES, STANDARD_SECRET_PREFIX as SECRET_PREFIX, type SchemeName, type Signature } from '../signing.ts';
 import { join, literal, number, object, optional, string, typeName, type Issue, type Schema } from '../schema.ts';
 
 /** How far a signed timestamp may drift when `toleranceSeconds` is not set: the providers' own default. */

@@ -1,4 +1,5 @@
-import { header, hmac, safeEqual, type Algorithm, type Encoding } from './crypto.ts';
+import type { Algorithm, Encoding } from '../../signing.ts';
+import { header, hmac, safeEqual } from './crypto.ts';
 import { PASS, refuse, type Scheme, type Signature, type SignedRequest, type Verdict } from './scheme.ts';
 
 /** Where a body HMAC travels and how it is written. */

@@ -1,11 +1,7 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 
-/** The digests a signing scheme may use. */
-export type Algorithm = 'sha1' | 'sha256' | 'sha512';
-
-/** How a digest is written in a header. */
-export type Encoding = 'hex' | 'base64';
+import type { Algorithm } from '../../signing.ts';
 
 /** The HMAC of the parts, in order, as raw bytes: the parts are never joined into a string. */
 export function hmac(algorithm: Algorithm, key: string | Buffer, parts: readonly (string | Buffer)[]): Buffer {

@@ -1,28 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { Algorithm, Encoding } from './crypto.ts';
+import type { Signature } from '../../signing.ts';
 
-/** The signing schemes a mapping's `signature` may name. */
-export const SCHEMES = ['standard-webhooks', 'github', 'meta', 'stripe', 'slack', 'shopify', 'twilio', 'gitlab', 'hmac', 'token'] as const;
-
-export type SchemeName = (typeof SCHEMES)[number];
-
-/** A path's signature settings, validated and with defaults applied. */
-export interface Signature {
-  scheme: SchemeName;
-  /** Any one of them verifies (secret rotation); the first is the one a test sender signs with. */
-  secrets: readonly string[];
-  /** How far a signed timestamp may be from our clock, either way (schemes with a timestamp). */
-  toleranceSeconds: number;
-  /** twilio: the public URL the provider calls, which it signs. */
-  url?: string;
-  /** meta: what the subscription handshake must present as `hub.verify_token`. */
-  verifyToken?: string;
-  /** hmac: the header carrying the signature, and how it is computed and written. */
-  header?: string;
-  algorithm?: Algorithm;
-  encoding?: Encoding;
-  prefix?: string;
-}
+export type { SchemeName, Signature } from '../../signing.ts';
 
 /** What verification reads: the headers, the raw body bytes (never parsed), the raw query string. */
 export interface SignedRequest {

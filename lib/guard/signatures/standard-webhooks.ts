@@ -1,8 +1,6 @@
+import { STANDARD_SECRET_PREFIX as SECRET_PREFIX } from '../../signing.ts';
 import { epochSeconds, header, hmac, safeEqual } from './crypto.ts';
 import { fresh, PASS, refuse, type Scheme, type Signature, type SignedRequest, type Verdict } from './scheme.ts';
-
-/** The prefix of a Standard Webhooks secret; the rest is the key, in base64. */
-export const SECRET_PREFIX = 'whsec_';
 
 /** The key bytes of a `whsec_` secret. */
 export function secretKey(secret: string): Buffer {
