@@ -6,7 +6,7 @@ import { createDeliver } from '../delivery/deliver.ts';
 import { serveCompanion } from './gmail.ts';
 import { Heartbeat } from '../runtime/heartbeat.ts';
 import { checkTransforms, TransformPool } from '../hooks/transforms/pool.ts';
-import { createLogger } from '../log.ts';
+import { bufferLines, createLogger, flushOnExit } from '../log.ts';
 import { Runner } from '../runtime/runner.ts';
 import { providerRegistry } from '../runtime/providers/registry.ts';
 import { createApp, listen } from '../edge/server.ts';
@@ -71,6 +71,19 @@ async function _firstRun(path: string, io: Io): Promise<void> {
 
 /** Runs the server until SIGTERM, SIGINT or `io.signal`; resolves to the exit code. */
 export async function serve(flags: ServeFlags, io: Io): Promise<number> {
+  // Everything serve writes to stderr goes through one buffer, written once per event-loop turn,
+  // so the request log stays in order with the rest and costs one write per turn, not per line.
+  const lines = bufferLines(io.stderr);
+  const release = flushOnExit(lines);
+  try {
+    return await _serve(flags, { ...io, stderr: lines.write });
+  } finally {
+    lines.flush();
+    release();
+  }
+}
+
+async function _serve(flags: ServeFlags, io: Io): Promise<number> {
   const port = flags.port === undefined ? undefined : Number(flags.port);
   if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port <= 65535)) {
     io.stderr(`hooks-ingress serve: --port must be an integer from 0 to 65535\n`);
