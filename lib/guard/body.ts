@@ -43,11 +43,14 @@ export function readBody(req: IncomingMessage, limits: BodyLimits): Promise<Buff
   });
 }
 
+// One decoder for every body: a fatal decoder keeps no state between whole-buffer decode() calls.
+const _UTF8 = new TextDecoder('utf-8', { fatal: true });
+
 /** Parses a body as a JSON object (arrays and other values are refused). */
 export function parseJsonObject(body: Buffer): Record<string, unknown> {
   let value: unknown;
   try {
-    value = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(body));
+    value = JSON.parse(_UTF8.decode(body));
   } catch {
     throw new HttpError(400, ErrorCode.InvalidJson, 'body: must be valid JSON (UTF-8)');
   }
@@ -61,7 +64,7 @@ export function parseJsonObject(body: Buffer): Record<string, unknown> {
 export function parseForm(body: Buffer): Record<string, unknown> {
   let text: string;
   try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(body);
+    text = _UTF8.decode(body);
   } catch {
     throw new HttpError(400, ErrorCode.InvalidPayload, 'body: must be valid UTF-8');
   }
