@@ -201,7 +201,8 @@ function _compile(options: AppOptions, config: Config, shared: Shared): { config
     const { pathname, query } = target;
     const match = router.find(pathname);
     if (match === null) throw new HttpError(404, ErrorCode.NotFound, 'not found');
-    for (const k of query.keys()) {
+    // `size` first: most targets carry no query, and iterating even an empty one costs.
+    if (query.size > 0) for (const k of query.keys()) {
       if (k.toLowerCase() !== 'token') continue;
       throw new HttpError(400, ErrorCode.TokenInUrl, 'token: may not be sent in the URL (it leaks into logs); use the Authorization header');
     }
