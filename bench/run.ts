@@ -1,8 +1,8 @@
 // `npm run bench`: what the hooks-ingress edge costs next to a bare node:http JSON echo (and to
 // adnanh/webhook's rejection path when `webhook` is on PATH) under the same wrk load, in CPU time
 // of the server process per request as well as in req/s; plus a 64 MiB upload that must be refused
-// with 413 without the server's memory growing. `--compare DIR` runs a second build (another
-// checkout) beside this one, so a change is measured before and after in the same run.
+// with 413 without the server's memory growing. `--compare DIR` runs other builds (other
+// checkouts) beside this one, so a change is measured before and after in the same run.
 // A script, not a test: it prints figures; `--check` turns the issue's targets into an exit code.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -10,7 +10,7 @@ import { accessSync, constants, existsSync, mkdirSync, mkdtempSync, readdirSync,
 import { request, type IncomingHttpHeaders } from 'node:http';
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
-import { delimiter, join, resolve as resolvePath } from 'node:path';
+import { basename, delimiter, join, resolve as resolvePath } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { LogTap } from './_log-tap.ts';
@@ -49,7 +49,9 @@ Options:
   --connections N   wrk connections (default 32)
   --threads N       wrk threads (default 1)
   --scenarios LIST  only these scenarios (the echo always runs)
-  --compare DIR     also run the build in DIR (a checkout with dist/ built) as "before"
+  --compare DIR     also run the build in DIR (a checkout with dist/ built) as "before"; given
+                    more than once, each build is named after its directory and the table
+                    shows each one against the one listed before it (this checkout last)
   --no-upload       skip the 64 MiB upload
   --tmp DIR         where the temporary config and state directories go (default: the OS temp dir)
   --json            print only the JSON summary on stdout (the report goes to stderr);
@@ -71,7 +73,8 @@ interface Options {
   connections: number;
   threads: number;
   scenarios: Set<ScenarioName>;
-  compare: string | null;
+  /** Other builds to run beside this one, oldest first. */
+  compare: string[];
   upload: boolean;
   tmp: string;
   json: boolean;
@@ -102,6 +105,8 @@ interface Target {
   url: string;
   pid: number;
   tap: LogTap | null;
+  /** This checkout's build: the one the goals are about. */
+  current: boolean;
 }
 
 /** One row of the report: a scenario against one server. */
@@ -156,7 +161,7 @@ function _parseOptions(argv: string[]): Options | null {
       connections: { type: 'string' },
       threads: { type: 'string' },
       scenarios: { type: 'string' },
-      compare: { type: 'string' },
+      compare: { type: 'string', multiple: true },
       'no-upload': { type: 'boolean' },
       tmp: { type: 'string' },
       json: { type: 'boolean' },
@@ -177,9 +182,9 @@ function _parseOptions(argv: string[]): Options | null {
   const picked = (values.scenarios ?? SCENARIOS.join(',')).split(',').map((s) => s.trim()).filter((s) => s !== '');
   const unknown = picked.filter((s) => !(SCENARIOS as readonly string[]).includes(s));
   if (unknown.length > 0) throw new RangeError(`Invalid option --scenarios: unknown ${unknown.join(', ')} (known: ${SCENARIOS.join(', ')})`);
-  const compare = values.compare === undefined ? null : resolvePath(values.compare);
-  if (compare !== null && !existsSync(join(compare, 'dist', 'cli', 'main.js'))) {
-    throw new RangeError(`Invalid option --compare: ${compare} has no dist/cli/main.js (run "npm run build" there)`);
+  const compare = (values.compare ?? []).map((dir) => resolvePath(dir));
+  for (const dir of compare) {
+    if (!existsSync(join(dir, 'dist', 'cli', 'main.js'))) throw new RangeError(`Invalid option --compare: ${dir} has no dist/cli/main.js (run "npm run build" there)`);
   }
   return {
     duration: whole('duration', values.duration, 5, 60),
@@ -534,15 +539,17 @@ async function _setup(o: Options, webhook: string | null): Promise<Setup> {
 
   const targets: Target[] = [];
   const echo = await _startNode('echo', [join(ROOT, 'bench', 'baseline.mjs')], null);
-  targets.push({ name: 'echo', kind: 'echo', ...echo, tap: null });
-  if (webhook !== null && o.scenarios.has('webhook')) targets.push({ name: 'webhook', kind: 'webhook', ...(await _startWebhook(webhook, tmp, token)), tap: null });
-  const builds: [string, string][] = [['after', ROOT]];
-  if (o.compare !== null) builds.unshift(['before', o.compare]);
+  targets.push({ name: 'echo', kind: 'echo', ...echo, tap: null, current: false });
+  if (webhook !== null && o.scenarios.has('webhook')) targets.push({ name: 'webhook', kind: 'webhook', ...(await _startWebhook(webhook, tmp, token)), tap: null, current: false });
+  const builds: [string, string][] = [
+    ...o.compare.map((dir): [string, string] => [o.compare.length === 1 ? 'before' : basename(dir), dir]),
+    [o.compare.length === 0 ? 'hooks-ingress' : 'after', ROOT],
+  ];
   for (const [name, dir] of builds) {
     const tap = new LogTap();
     const args = [join(dir, 'bin', 'hooks-ingress'), 'serve', '--config', join(tmp, 'config.json'), '--state-dir', join(tmp, `state-${name}`), '--host', '127.0.0.1', '--port', '0'];
     const started = await _startNode(`hooks-ingress (${name})`, args, tap);
-    targets.push({ name: o.compare === null ? 'hooks-ingress' : name, kind: 'ingress', ...started, tap });
+    targets.push({ name, kind: 'ingress', ...started, tap, current: dir === ROOT });
   }
 
   const lua = {
@@ -610,14 +617,15 @@ interface Row {
   rpsRatio: number;
   cpuRatio: number;
   cpuTarget: number | null;
+  current: boolean;
 }
 
 function _rows(s: Setup): Row[] {
   const echo = _figures(s.cases.find((c) => c.scenario === 'echo')!.runs);
   return s.cases.map((c) => {
     const figures = _figures(c.runs);
-    const target = c.target.kind === 'ingress' ? (CPU_TARGETS[c.scenario] ?? null) : null;
-    return { scenario: c.scenario, server: c.target.name, figures, rpsRatio: figures.rps / echo.rps, cpuRatio: figures.cpuUs / echo.cpuUs, cpuTarget: target };
+    const target = c.target.current ? (CPU_TARGETS[c.scenario] ?? null) : null;
+    return { scenario: c.scenario, server: c.target.name, figures, rpsRatio: figures.rps / echo.rps, cpuRatio: figures.cpuUs / echo.cpuUs, cpuTarget: target, current: c.target.current };
   });
 }
 
@@ -632,38 +640,47 @@ function _report(rows: Row[], o: Options): { invalid: boolean; outside: string[]
     invalid ||= !f.valid;
     const cpu = Number.isNaN(f.cpuUs) ? 'n/a' : f.cpuUs.toFixed(1);
     const goal = r.cpuTarget === null ? '' : `<=${r.cpuTarget.toFixed(1)}x`;
-    if (r.cpuTarget !== null && r.server !== 'before' && !(r.cpuRatio <= r.cpuTarget)) outside.push(`${r.scenario}: cpu ${r.cpuRatio.toFixed(2)}x the echo (goal <= ${r.cpuTarget}x)`);
+    if (r.cpuTarget !== null && !(r.cpuRatio <= r.cpuTarget)) outside.push(`${r.scenario}: cpu ${r.cpuRatio.toFixed(2)}x the echo (goal <= ${r.cpuTarget}x)`);
     say(_pad([r.scenario, r.server, _n(f.rps), _ms(f.p50Ms), _ms(f.p99Ms), cpu, `${r.rpsRatio.toFixed(2)}x`, Number.isNaN(r.cpuRatio) ? 'n/a' : `${r.cpuRatio.toFixed(2)}x`, goal + (f.valid ? '' : ' INVALID')], widths));
   }
   say(`(median of ${o.rounds} interleaved round(s) of ${o.duration} s each; every round is listed above)`);
-  const find = (scenario: ScenarioName, server?: string) => rows.find((r) => r.scenario === scenario && (server === undefined ? r.server !== 'before' : r.server === server));
-  const peer = find('webhook');
-  const unauthorized = find('401');
+  const peer = rows.find((r) => r.scenario === 'webhook');
+  const unauthorized = rows.find((r) => r.scenario === '401' && r.current);
   if (peer !== undefined && unauthorized !== undefined) {
     const ratio = unauthorized.figures.rps / peer.figures.rps;
     say(`401 throughput / adnanh/webhook's rejection: ${ratio.toFixed(2)}x (goal >= 0.8x)`);
     if (!(ratio >= 0.8)) outside.push(`401: ${ratio.toFixed(2)}x adnanh/webhook's rejection rate (goal >= 0.8x)`);
   }
-  const wake = find('wake');
+  const wake = rows.find((r) => r.scenario === 'wake' && r.current);
   if (wake !== undefined) {
     say(`durable wake throughput / echo: ${wake.rpsRatio.toFixed(2)}x (goal >= 0.5x)`);
     if (!(wake.rpsRatio >= 0.5)) outside.push(`wake: ${wake.rpsRatio.toFixed(2)}x the echo's throughput (goal >= 0.5x)`);
   }
-  if (o.compare !== null) _compareTable(rows, find);
+  if (o.compare.length > 0) _compareTable(rows);
   return { invalid, outside };
 }
 
-function _compareTable(rows: Row[], find: (scenario: ScenarioName, server?: string) => Row | undefined): void {
-  say();
-  const widths = [10, 12, 12, 8, 10, 10, 8];
-  say(_pad(['scenario', 'cpu before', 'cpu after', 'change', 'rps before', 'rps after', 'change'], widths));
-  for (const scenario of new Set(rows.map((r) => r.scenario))) {
-    const before = find(scenario, 'before');
-    const after = find(scenario, 'after');
-    if (before === undefined || after === undefined) continue;
-    const pct = (a: number, b: number) => `${b >= a ? '+' : ''}${(((b - a) / a) * 100).toFixed(0)}%`;
-    const [cb, ca, rb, ra] = [before.figures.cpuUs, after.figures.cpuUs, before.figures.rps, after.figures.rps];
-    say(_pad([scenario, `${cb.toFixed(1)} us`, `${ca.toFixed(1)} us`, pct(cb, ca), _n(rb), _n(ra), pct(rb, ra)], widths));
+// Each build against the one before it: CPU per request, then req/s, with the change in percent.
+function _compareTable(rows: Row[]): void {
+  const builds = [...new Set(rows.filter((r) => r.server !== 'echo' && r.server !== 'webhook').map((r) => r.server))];
+  const pct = (a: number, b: number) => `${b >= a ? '+' : ''}${(((b - a) / a) * 100).toFixed(0)}%`;
+  for (const [title, figure, format] of [
+    ['cpu us/req', (f: Figures) => f.cpuUs, (x: number) => x.toFixed(1)],
+    ['req/s', (f: Figures) => f.rps, _n],
+  ] as const) {
+    say();
+    const widths = [10, ...builds.map((b) => Math.max(b.length, 16))];
+    say(_pad([title, ...builds], widths));
+    for (const scenario of new Set(rows.map((r) => r.scenario))) {
+      const cells = builds.map((build, i) => {
+        const row = rows.find((r) => r.scenario === scenario && r.server === build);
+        const prev = i === 0 ? undefined : rows.find((r) => r.scenario === scenario && r.server === builds[i - 1]);
+        if (row === undefined) return '';
+        const value = figure(row.figures);
+        return prev === undefined ? format(value) : `${format(value)} (${pct(figure(prev.figures), value)})`;
+      });
+      if (cells.some((c) => c !== '')) say(_pad([scenario, ...cells], widths));
+    }
   }
 }
 
