@@ -79,7 +79,7 @@ export function createApp(options: AppOptions): App {
   let current = _compile(options, options.config, shared);
 
   const app = ((req: IncomingMessage, res: ServerResponse) => {
-    const { route, config } = current;
+    const { route, config, hookLabel } = current;
     const started = now();
     const incoming = req.headers['x-request-id'];
     const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : newId();
@@ -90,7 +90,7 @@ export function createApp(options: AppOptions): App {
       .then((answer) => {
         _send(req, res, answer, id, config.hooks.maxBodyBytes);
         const path = target.pathname;
-        options.telemetry?.request(_hookLabel(config, path), answer.status, shared.received.get(req) ?? 0, answer.headers?.['idempotent-replayed'] === 'true');
+        options.telemetry?.request(hookLabel(path), answer.status, shared.received.get(req) ?? 0, answer.headers?.['idempotent-replayed'] === 'true');
         // Only the path: the query may hold what a careless client thought was a URL token.
         log.info('request', { id, method: req.method, path, status: answer.status, duration: Math.round((now() - started) * 10) / 10, client: client.address });
       });
@@ -110,7 +110,11 @@ function _limiter(config: Config): FailureLimiter {
 }
 
 // Everything that depends on the configuration, built once per (re)load.
-function _compile(options: AppOptions, config: Config, shared: Shared): { config: Config; route: (req: IncomingMessage, target: Target, client: Client, id: string) => Promise<Answer> } {
+function _compile(
+  options: AppOptions,
+  config: Config,
+  shared: Shared,
+): { config: Config; route: (req: IncomingMessage, target: Target, client: Client, id: string) => Promise<Answer>; hookLabel: (path: string) => string } {
   const { store, heartbeat, log } = options;
   const newId = options.newId ?? randomUUID;
   const bodyTimeoutMs = options.bodyTimeoutMs ?? 30_000;
@@ -215,7 +219,20 @@ function _compile(options: AppOptions, config: Config, shared: Shared): { config
     return match.route.handler({ id, req, query, name: match.rest, client });
   };
 
-  return { config, route };
+  return { config, route, hookLabel: _hookLabels(config) };
+}
+
+// A path's metrics label, remembered for the first paths seen (a bounded set: paths are the caller's).
+function _hookLabels(config: Config): (path: string) => string {
+  const labels = new Map<string, string>();
+  return (path) => {
+    let label = labels.get(path);
+    if (label === undefined) {
+      label = _hookLabel(config, path);
+      if (labels.size < 256) labels.set(path, label);
+    }
+    return label;
+  };
 }
 
 // A bounded label set: a caller cannot mint a new time series by inventing hook names.
