@@ -31,7 +31,10 @@ export class Router<H> {
       if (pathname === path) return { route, rest: '' };
       if (!wildcard || !pathname.startsWith(`${path}/`)) continue;
       // `/hooks//wake/` names the same hook as `/hooks/wake`.
-      const rest = _decode(pathname.slice(path.length + 1).replace(/^\/+|\/+$/g, ''));
+      const raw = pathname.slice(path.length + 1);
+      const trimmed = raw.startsWith('/') || raw.endsWith('/') ? raw.replace(/^\/+|\/+$/g, '') : raw;
+      // Most names carry no escape: they are their own decoding.
+      const rest = trimmed.includes('%') ? _decode(trimmed) : trimmed;
       return rest === null ? null : { route, rest };
     }
     return null;
