@@ -9,8 +9,9 @@ export const ErrorCode = {
   BodyTimeout: 'ERR_BODY_TIMEOUT',
   InvalidJson: 'ERR_INVALID_JSON',
   InvalidPayload: 'ERR_INVALID_PAYLOAD',
-  // A policy refusal (session key, agent, model): the request is well formed, a rule says no; sent with 400.
-  PolicyRefused: 'ERR_NOT_ALLOWED',
+  // A well-formed request that a rule refuses: a policy refusal (session key, agent, model; 400), or a
+  // subscription check whose token does not match (403).
+  NotAllowed: 'ERR_NOT_ALLOWED',
   Unavailable: 'ERR_UNAVAILABLE',
   MappingFailed: 'ERR_MAPPING_FAILED',
   Internal: 'ERR_INTERNAL',

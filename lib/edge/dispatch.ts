@@ -93,6 +93,9 @@ async function _mapped(ctx: _Context, call: HookCall, idem: IdempotencyKey | nul
   switch (outcome.kind) {
     case 'unmatched':
       throw new HttpError(404, ErrorCode.NotFound, 'no hook with this name');
+    case 'ignored':
+      // Senders post every event type; one the operator filtered out is acknowledged, not failed, and leaves no trace.
+      return { status: 200, body: { ok: true, ignored: true } };
     case 'skip':
       return { status: 204, body: {} };
     case 'invalid':
@@ -136,7 +139,7 @@ function _mappedAnswer(forEach: boolean, runs: readonly RunSpec[], events: NonNu
  */
 function _admit(ctx: _Context, call: HookCall, action: AgentAction, label: string): RunSpec {
   const admitted = admitRun(action, call.name, ctx.config, ctx.newId);
-  if (!admitted.ok) throw new HttpError(400, ErrorCode.PolicyRefused, `${label}${admitted.error}`);
+  if (!admitted.ok) throw new HttpError(400, ErrorCode.NotAllowed, `${label}${admitted.error}`);
   const run = admitted.value;
   const unroutable = run.deliver ? checkRoute(ctx.routes, ctx.store.lastRoute(), run.channel, run.to) : null;
   if (unroutable !== null) throw new HttpError(400, ErrorCode.InvalidPayload, `${label}${unroutable}`);
@@ -163,7 +166,7 @@ function _warnInjection(ctx: _Context, call: HookCall, hook: string, kinds: read
 }
 
 // Headers a template or transform may read: never the ones that carry credentials.
-const _SECRET_HEADERS = new Set(['authorization', 'cookie', 'proxy-authorization', ...TOKEN_HEADERS]);
+const _SECRET_HEADERS = new Set(['authorization', 'cookie', 'proxy-authorization', ...TOKEN_HEADERS, 'x-gitlab-token']);
 
 function _templateHeaders(headers: IncomingHttpHeaders): Record<string, string> {
   const out: Record<string, string> = {};

@@ -33,10 +33,10 @@ export function createIdempotency(store: Pick<Store, 'replay'>, inflight: Map<st
 
 /**
  * The request's idempotency key: `Idempotency-Key`, else `X-OpenClaw-Idempotency-Key` (what OpenClaw's
- * own clients send), else `webhook-id`, else the body's `idempotencyKey`.
+ * own clients send), else the signed sender's delivery id, else `webhook-id`, else the body's `idempotencyKey`.
  */
-export function idempotencyKey(headers: IncomingHttpHeaders, body: Record<string, unknown>): string | null {
-  for (const candidate of [headers['idempotency-key'], headers['x-openclaw-idempotency-key'], headers['webhook-id'], body['idempotencyKey']]) {
+export function idempotencyKey(headers: IncomingHttpHeaders, body: Record<string, unknown>, delivery: string | null = null): string | null {
+  for (const candidate of [headers['idempotency-key'], headers['x-openclaw-idempotency-key'], delivery, headers['webhook-id'], body['idempotencyKey']]) {
     if (typeof candidate !== 'string') continue;
     const key = candidate.trim();
     // Over-long keys are ignored rather than refused: the request still works, just without dedupe.

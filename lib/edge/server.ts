@@ -1,21 +1,21 @@
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type OutgoingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Config } from '../config/types.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
-import { clientAddress } from '../guard/address.ts';
-import { createAuthenticator, type Authenticate } from '../guard/auth.ts';
+import { requestClient, type Client } from '../guard/address.ts';
+import { createAuth, type Auth } from '../guard/auth.ts';
 import { FailureLimiter, type LimiterStats } from '../guard/rate-limit.ts';
-import { extractToken } from '../guard/token.ts';
+import { extractToken, tokenDigest } from '../guard/token.ts';
 import type { CallTransform } from '../hooks/mappings.ts';
 import type { Logger } from '../log.ts';
 import type { RunRecord, Store } from '../store/store.ts';
+import { trimSlashes } from '../text.ts';
 import { createDispatch, type Answer } from './dispatch.ts';
-import { hooksRoute, type Handler } from './hooks-route.ts';
+import { hooksRoute, signedPaths, type Handler } from './hooks-route.ts';
 import { createIdempotency } from './idempotency.ts';
 import { Router, splitTarget } from './router.ts';
 import type { Telemetry } from './telemetry.ts';
-import { trimSlashes } from '../text.ts';
 
 /** What the request handler needs; the CLI builds these from the config. */
 export interface AppOptions {
@@ -36,6 +36,8 @@ export interface AppOptions {
   telemetry?: Telemetry;
   /** How long a body may take to arrive; 30 s unless a test needs less. */
   bodyTimeoutMs?: number;
+  /** The wall clock in epoch milliseconds, that signed timestamps are held against. */
+  clock?: () => number;
 }
 
 /** A request target split once per request: the path routes and is logged, the query is checked. */
@@ -70,20 +72,22 @@ export function createApp(options: AppOptions): App {
   let current = _compile(options, options.config, shared);
 
   const app = ((req: IncomingMessage, res: ServerResponse) => {
-    const { route, config } = current;
+    const { route, config, hookLabel } = current;
     const started = now();
     const incoming = req.headers['x-request-id'];
     const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : newId();
-    const client = clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], config.gateway.trustedProxies);
+    const client = requestClient(req.socket, req.headers['x-forwarded-for'], config.gateway.trustedProxies);
     const target = splitTarget(req.url ?? '/');
     route(req, target, client, id)
       .catch((error: unknown) => _answerError(error, id, log))
       .then((answer) => {
         _send(req, res, answer, id, config.hooks.maxBodyBytes);
         const path = target.pathname;
-        options.telemetry?.request(_hookLabel(config, path), answer.status, shared.received.get(req) ?? 0, answer.headers?.['idempotent-replayed'] === 'true');
+        const label = hookLabel(path);
+        options.telemetry?.request(label, answer.status, shared.received.get(req) ?? 0, answer.headers?.['idempotent-replayed'] === 'true');
+        if (answer.body['ignored'] === true) options.telemetry?.ignored(label);
         // Only the path: the query may hold what a careless client thought was a URL token.
-        log.info('request', { id, method: req.method, path, status: answer.status, duration: Math.round((now() - started) * 10) / 10, client });
+        log.info('request', { id, method: req.method, path, status: answer.status, duration: Math.round((now() - started) * 10) / 10, client: client.address });
       });
   }) as App;
   app.limiterStats = () => shared.limiter.stats();
@@ -101,9 +105,13 @@ function _limiter(config: Config): FailureLimiter {
 }
 
 // Everything that depends on the configuration, built once per (re)load.
-function _compile(options: AppOptions, config: Config, shared: Shared): { config: Config; route: (req: IncomingMessage, target: Target, client: string, id: string) => Promise<Answer> } {
+function _compile(
+  options: AppOptions,
+  config: Config,
+  shared: Shared,
+): { config: Config; route: (req: IncomingMessage, target: Target, client: Client, id: string) => Promise<Answer>; hookLabel: (path: string) => string } {
   const { store } = options;
-  const authenticate = createAuthenticator(shared.limiter);
+  const auth = createAuth(shared.limiter);
   const dispatch = createDispatch({
     config,
     store,
@@ -115,36 +123,40 @@ function _compile(options: AppOptions, config: Config, shared: Shared): { config
   });
   const hooks = hooksRoute({
     config,
-    authenticate,
+    auth,
     idempotent: createIdempotency(store, shared.inflight),
     dispatch,
     bodyTimeoutMs: options.bodyTimeoutMs ?? 30_000,
     received: shared.received,
+    clock: options.clock ?? Date.now,
   });
   const router = new Router<Handler>().add(['GET', 'HEAD'], '/healthz', async () =>
     (await store.writable()) ? { status: 200, body: { ok: true } } : { status: 503, body: { ok: false, error: 'the journal is not writable' } },
   );
   const telemetry = options.telemetry;
-  if (telemetry !== undefined && config.gateway.authToken !== null) router.add(['GET'], '/metrics', _metrics(telemetry, config.gateway.authToken, authenticate));
-  if (config.hooks.enabled) router.add(['POST'], `${config.hooks.path}/*`, hooks);
-  return { config, route: (req, target, client, id) => _route(router, req, target, client, id) };
+  if (telemetry !== undefined && config.gateway.authToken !== null) router.add(['GET'], '/metrics', _metrics(telemetry, tokenDigest(config.gateway.authToken), auth));
+  const handshakes = [...signedPaths(config).values()].some((s) => s.scheme === 'meta');
+  if (config.hooks.enabled) router.add(handshakes ? ['POST', 'GET'] : ['POST'], `${config.hooks.path}/*`, hooks);
+  return { config, route: (req, target, client, id) => _route(router, req, target, client, id), hookLabel: _hookLabels(config) };
 }
 
 // `GET /metrics`, behind the gateway token (Bearer only: the x-*-token headers carry hook tokens).
-function _metrics(telemetry: Telemetry, token: string, authenticate: Authenticate): Handler {
+function _metrics(telemetry: Telemetry, token: Buffer, auth: Auth): Handler {
   return async ({ req, client }) => {
     const presented = extractToken({ authorization: req.headers.authorization });
-    authenticate(presented, token, client, 'metrics need the gateway token (Authorization: Bearer)', false);
+    auth.authenticate(presented, token, client, 'metrics need the gateway token (Authorization: Bearer)', false);
     return { status: 200, body: {}, text: telemetry.render(), contentType: telemetry.contentType };
   };
 }
 
 // Finds the route, refuses a token in the URL and a method the route does not take, and runs it.
-async function _route(router: Router<Handler>, req: IncomingMessage, target: Target, client: string, id: string): Promise<Answer> {
+async function _route(router: Router<Handler>, req: IncomingMessage, target: Target, client: Client, id: string): Promise<Answer> {
   const { pathname, query } = target;
   const match = router.find(pathname);
   if (match === null) throw new HttpError(404, ErrorCode.NotFound, 'not found');
-  if ([...query.keys()].some((k) => k.toLowerCase() === 'token')) {
+  // `size` first: most targets carry no query, and iterating even an empty one costs.
+  if (query.size > 0) for (const k of query.keys()) {
+    if (k.toLowerCase() !== 'token') continue;
     throw new HttpError(400, ErrorCode.TokenInUrl, 'token: may not be sent in the URL (it leaks into logs); use the Authorization header');
   }
   const method = req.method ?? 'GET';
@@ -154,6 +166,19 @@ async function _route(router: Router<Handler>, req: IncomingMessage, target: Tar
     });
   }
   return match.route.handler({ id, req, query, name: match.rest, client });
+}
+
+// A path's metrics label, remembered for the first paths seen (a bounded set: paths are the caller's).
+function _hookLabels(config: Config): (path: string) => string {
+  const labels = new Map<string, string>();
+  return (path) => {
+    let label = labels.get(path);
+    if (label === undefined) {
+      label = _hookLabel(config, path);
+      if (labels.size < 256) labels.set(path, label);
+    }
+    return label;
+  };
 }
 
 // A bounded label set: a caller cannot mint a new time series by inventing hook names.
@@ -170,7 +195,7 @@ function _hookLabel(config: Config, path: string): string {
 // is logged with the request id and answered with a bare 500 that tells the client nothing.
 function _answerError(error: unknown, id: string, log: Logger): Answer & { close?: boolean } {
   if (error instanceof HttpError) {
-    return { status: error.status, body: { ok: false, error: error.message, code: error.code }, headers: { ...error.headers }, close: error.close };
+    return { status: error.status, body: { ok: false, error: error.message, code: error.code }, headers: error.headers, close: error.close };
   }
   log.error('unexpected error', { id, error: error instanceof Error ? (error.stack ?? error.message) : String(error) });
   return { status: 500, body: { ok: false, error: 'internal error', code: ErrorCode.Internal } };
@@ -183,12 +208,16 @@ function _send(req: IncomingMessage, res: ServerResponse, answer: Answer & { clo
   // one that is large or of unknown length is not worth reading, so the connection goes.
   const declared = Number(req.headers['content-length']);
   const close = answer.close === true || (!req.complete && !(declared <= maxBodyBytes));
-  res.writeHead(answer.status, {
-    ...answer.headers,
-    ...(answer.status === 204 ? {} : { 'content-type': answer.contentType ?? 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) }),
-    'cache-control': 'no-store',
-    'x-request-id': id,
-  });
+  // Built key by key (the answer's own headers first): no spread copies per response.
+  const headers: OutgoingHttpHeaders = {};
+  if (answer.headers !== undefined) for (const name of Object.keys(answer.headers)) headers[name] = answer.headers[name];
+  if (answer.status !== 204) {
+    headers['content-type'] = answer.contentType ?? 'application/json; charset=utf-8';
+    headers['content-length'] = Buffer.byteLength(text);
+  }
+  headers['cache-control'] = 'no-store';
+  headers['x-request-id'] = id;
+  res.writeHead(answer.status, headers);
   res.end(req.method === 'HEAD' ? undefined : text);
   // The rest of an unread body is not ours to receive: end the connection once the answer is out.
   if (close) res.once('finish', () => _linger(req.socket));

@@ -1,32 +1,42 @@
 import { ErrorCode, HttpError } from '../errors.ts';
-import { clientKey } from './address.ts';
+import type { Client } from './address.ts';
 import type { FailureLimiter } from './rate-limit.ts';
-import { tokensMatch } from './token.ts';
+import { tokenMatches } from './token.ts';
+
+/** The authentication of one (re)load, over the failure limiter that outlives reloads. */
+export interface Auth {
+  /** Counts a failure for the client and throws its answer: `status` (401 unless 403 is named), or 429 once the client is locked. */
+  refuse(client: Client, refusal: string, status?: 401 | 403): never;
+  /**
+   * Passes a presented token that matches the expected digest, else refuses with `refusal`.
+   * `clears`: a success resets the client's count (the hook token does; the gateway token does not).
+   */
+  authenticate(presented: string | null, expected: Buffer | null, client: Client, refusal: string, clears: boolean): void;
+}
 
 /**
- * Checks a presented token against the expected one, or throws the refusal: 401 with `refusal`,
- * or 429 with Retry-After once the client is locked out. `clears`: a success resets the client's count.
+ * One limit for the hook token, the gateway token and signatures alike: a correct token passes
+ * even while its client is locked out (an attacker cannot lock the operator out); anything else is
+ * a failure, answered 401 (403 for a failed subscription check), or 429 once the client is locked.
  */
-export type Authenticate = (presented: string | null, expected: string | null, client: string, refusal: string, clears: boolean) => void;
-
-/**
- * One limit for the hook token and the gateway token alike: a correct token passes even while its
- * client is locked out (an attacker cannot lock the operator out); anything else is a failure,
- * answered 401, or 429 once the client is locked. Only the hook token clears the client's count.
- */
-export function createAuthenticator(limiter: FailureLimiter): Authenticate {
-  return (presented, expected, client, refusal, clears) => {
-    const key = clientKey(client);
-    if (presented !== null && expected !== null && tokensMatch(presented, expected)) {
-      if (clears) limiter.succeed(key);
-      return;
-    }
-    const verdict = limiter.fail(key);
+export function createAuth(limiter: FailureLimiter): Auth {
+  const refuse = (client: Client, refusal: string, status: 401 | 403 = 401): never => {
+    const verdict = limiter.fail(client.key);
     if (verdict.locked) {
       throw new HttpError(429, ErrorCode.TooManyFailures, 'too many failed authentication attempts; retry later', {
         headers: { 'retry-after': String(verdict.retryAfterSeconds) },
       });
     }
-    throw new HttpError(401, ErrorCode.Unauthorized, refusal);
+    throw new HttpError(status, status === 403 ? ErrorCode.NotAllowed : ErrorCode.Unauthorized, refusal);
+  };
+  return {
+    refuse,
+    authenticate(presented, expected, client, refusal, clears) {
+      if (presented !== null && expected !== null && tokenMatches(presented, expected)) {
+        if (clears) limiter.succeed(client.key);
+        return;
+      }
+      refuse(client, refusal);
+    },
   };
 }
