@@ -4,10 +4,11 @@ import { ErrorCode, HttpError } from '../errors.ts';
 import type { Client } from '../guard/address.ts';
 import type { Auth } from '../guard/auth.ts';
 import { parseForm, parseJsonObject, readBody } from '../guard/body.ts';
-import { deliveryId, describeRefusal, verifySignature, type Signature } from '../guard/signature.ts';
-import { extractToken, tokenDigest, tokensMatch } from '../guard/token.ts';
+import { deliveryId } from '../guard/signature.ts';
+import { extractToken, tokenDigest } from '../guard/token.ts';
 import type { Answer, Dispatch } from './dispatch.ts';
 import { idempotencyKey, type Idempotent } from './idempotency.ts';
+import { metaHandshake, signatureRefusal, signedPaths, slackChallenge } from './signed.ts';
 
 /** One routed request: its id, the request, the query, the hook name and the client. */
 export interface Context {
@@ -34,13 +35,6 @@ export interface HooksRouteOptions {
   clock: () => number;
 }
 
-/** The signature of each signed hook path, by the path's name. */
-export function signedPaths(config: Config): Map<string, Signature> {
-  const out = new Map<string, Signature>();
-  for (const m of config.hooks.mappings) if (m.signature !== undefined && m.match.path !== undefined) out.set(m.match.path, m.signature);
-  return out;
-}
-
 /**
  * `POST {hooks.path}/<name>`: the hook token (or, on a signed path, the signature over the raw
  * body), the body within its cap, then the idempotent dispatch. `GET` is Meta's subscription check.
@@ -50,10 +44,16 @@ export function hooksRoute(options: HooksRouteOptions): Handler {
   const signatures = signedPaths(config);
   // The configured token's digest, made once per (re)load: a request hashes only what it presents.
   const hookToken = config.hooks.token === null ? null : tokenDigest(config.hooks.token);
+  // A path whose mappings carry a signature is opened by that signature alone, never by the hook token.
+  // A valid signature does not clear the client's failure count: a captured delivery of a scheme without
+  // a timestamp verifies again and again, and must not reset the count of someone guessing the hook token.
   return async (ctx) => {
     const { req, name } = ctx;
     const signature = signatures.get(name);
-    if (req.method === 'GET') return _handshake(ctx, signature, auth);
+    if (req.method === 'GET') {
+      const handshake = metaHandshake(signature, ctx.query);
+      return handshake.ok ? handshake.answer : auth.refuse(ctx.client, handshake.refusal, 403);
+    }
     if (signature === undefined) {
       const presented = extractToken(req.headers);
       auth.authenticate(presented, hookToken, ctx.client, presented === null ? 'missing hook token' : 'invalid hook token', true);
@@ -62,39 +62,16 @@ export function hooksRoute(options: HooksRouteOptions): Handler {
     const bytes = await readBody(req, { maxBytes: config.hooks.maxBodyBytes, timeoutMs: bodyTimeoutMs });
     received.set(req, bytes.length);
     // Over the raw bytes, after the cap and before any parsing.
-    if (signature !== undefined) _verify(signature, ctx, bytes, auth, options.clock);
+    const refusal = signature === undefined ? null : signatureRefusal(signature, req, bytes, options.clock());
+    if (refusal !== null) auth.refuse(ctx.client, refusal);
     // Form-posting senders (Slack commands, Twilio, ...) reach mapped hooks only; /wake and /agent take JSON.
     const form = name !== 'wake' && name !== 'agent' && /^application\/x-www-form-urlencoded\b/i.test(req.headers['content-type'] ?? '');
     // `curl -d` labels JSON as a form: a body that is a JSON object is read as JSON whatever the label says.
     const body = form && !/^\s*\{/.test(bytes.subarray(0, 64).toString('latin1')) ? parseForm(bytes) : parseJsonObject(bytes);
-    if (signature?.scheme === 'slack' && body['type'] === 'url_verification' && typeof body['challenge'] === 'string') {
-      return { status: 200, body: { challenge: body['challenge'] } };
-    }
+    const challenge = slackChallenge(signature, body);
+    if (challenge !== null) return challenge;
     const call = { id: ctx.id, name, body, headers: req.headers, query: ctx.query };
     const delivery = signature === undefined ? null : deliveryId(signature, req.headers, body);
     return idempotent(name, idempotencyKey(req.headers, name === 'agent' ? body : {}, delivery), (idem) => dispatch(call, idem));
   };
-}
-
-// A path whose mappings carry a signature is opened by that signature alone, never by the hook token.
-// A valid signature does not clear the client's failure count: a captured delivery of a scheme without
-// a timestamp verifies again and again, and must not reset the count of someone guessing the hook token.
-function _verify(signature: Signature, ctx: Context, body: Buffer, auth: Auth, clock: () => number): void {
-  const target = ctx.req.url ?? '';
-  const query = target.includes('?') ? target.slice(target.indexOf('?') + 1) : '';
-  const verdict = verifySignature(signature, { headers: ctx.req.headers, body, query }, clock());
-  if (!verdict.ok) auth.refuse(ctx.client, describeRefusal(verdict));
-}
-
-// Meta's subscription check: the one GET a hook path answers, and only on a path signed by scheme meta.
-function _handshake(ctx: Context, signature: Signature | undefined, auth: Auth): Answer {
-  if (signature?.scheme !== 'meta') throw new HttpError(405, ErrorCode.MethodNotAllowed, 'method GET not allowed', { headers: { allow: 'POST' } });
-  const { query } = ctx;
-  const presented = query.get('hub.verify_token');
-  const challenge = query.get('hub.challenge');
-  if (query.get('hub.mode') !== 'subscribe' || presented === null || !tokensMatch(presented, signature.verifyToken ?? '')) {
-    return auth.refuse(ctx.client, 'hub.verify_token does not match this path\'s signature.verifyToken', 403);
-  }
-  if (challenge === null) throw new HttpError(400, ErrorCode.InvalidPayload, 'hub.challenge: is required');
-  return { status: 200, body: {}, text: challenge, contentType: 'text/plain; charset=utf-8' };
 }

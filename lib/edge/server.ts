@@ -9,12 +9,14 @@ import { FailureLimiter, type LimiterStats } from '../guard/rate-limit.ts';
 import { extractToken, tokenDigest } from '../guard/token.ts';
 import type { CallTransform } from '../hooks/mappings.ts';
 import type { Logger } from '../log.ts';
+import { idSequence } from '../random.ts';
 import type { RunRecord, Store } from '../store/store.ts';
 import { trimSlashes } from '../text.ts';
 import { createDispatch, type Answer } from './dispatch.ts';
-import { hooksRoute, signedPaths, type Handler } from './hooks-route.ts';
+import { hooksRoute, type Handler } from './hooks-route.ts';
 import { createIdempotency } from './idempotency.ts';
 import { Router, splitTarget } from './router.ts';
+import { signedPaths } from './signed.ts';
 import type { Telemetry } from './telemetry.ts';
 
 /** What the request handler needs; the CLI builds these from the config. */
@@ -66,7 +68,8 @@ interface Shared {
 /** Builds the request listener: routing, auth, body, dispatch, and the one place errors become responses. */
 export function createApp(options: AppOptions): App {
   const { log } = options;
-  const newId = options.newId ?? randomUUID;
+  // Request ids label and correlate, nothing more (see idSequence): no random draw per request.
+  const requestId = options.newId ?? idSequence();
   const now = options.now ?? performance.now.bind(performance);
   const shared: Shared = { inflight: new Map(), received: new WeakMap(), limiter: options.limiter ?? _limiter(options.config), limits: JSON.stringify(options.config.hooks.authRateLimit) };
   let current = _compile(options, options.config, shared);
@@ -75,7 +78,7 @@ export function createApp(options: AppOptions): App {
     const { route, config, hookLabel } = current;
     const started = now();
     const incoming = req.headers['x-request-id'];
-    const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : newId();
+    const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : requestId();
     const client = requestClient(req.socket, req.headers['x-forwarded-for'], config.gateway.trustedProxies);
     const target = splitTarget(req.url ?? '/');
     route(req, target, client, id)
