@@ -1,85 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { CONTENT_TYPE, Metrics } from '../lib/edge/metrics.ts';
-
-interface Sample {
-  name: string;
-  labels: Record<string, string>;
-  value: number;
-}
-
-interface Parsed {
-  help: Map<string, string>;
-  type: Map<string, string>;
-  samples: Sample[];
-}
-
-// A strict reader of the text format 0.0.4, written from the format's description: every line is a
-// HELP, a TYPE or a sample, and anything else fails the test.
-function parse(text: string): Parsed {
-  assert.ok(text === '' || text.endsWith('\n'), 'the exposition ends with a newline');
-  const parsed: Parsed = { help: new Map(), type: new Map(), samples: [] };
-  for (const line of text.split('\n').slice(0, -1)) {
-    const comment = /^# (HELP|TYPE) ([a-zA-Z_:][a-zA-Z0-9_:]*) (.*)$/.exec(line);
-    if (comment) {
-      const [, kind, name, rest] = comment as unknown as [string, string, string, string];
-      if (kind === 'HELP') parsed.help.set(name, _unescape(rest));
-      else parsed.type.set(name, rest);
-      continue;
-    }
-    const sample = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})? (\S+)$/.exec(line);
-    assert.ok(sample, `not a sample line: ${JSON.stringify(line)}`);
-    const [, name, labelText, value] = sample as unknown as [string, string, string | undefined, string];
-    parsed.samples.push({ name, labels: labelText === undefined ? {} : _labels(labelText), value: _value(value) });
-  }
-  return parsed;
-}
-
-function _labels(text: string): Record<string, string> {
-  const labels: Record<string, string> = {};
-  let at = 1;
-  while (text[at] !== '}') {
-    const name = /^[a-zA-Z_][a-zA-Z0-9_]*="/.exec(text.slice(at));
-    assert.ok(name, `bad label at ${at} in ${text}`);
-    at += name[0].length;
-    let value = '';
-    for (;;) {
-      const c = text[at++];
-      assert.ok(c !== undefined && c !== '\n', `unterminated label value in ${text}`);
-      if (c === '"') break;
-      if (c === '\\') {
-        const next = text[at++];
-        assert.ok(next === '\\' || next === '"' || next === 'n', `bad escape \\${next} in ${text}`);
-        value += next === 'n' ? '\n' : next;
-      } else value += c;
-    }
-    labels[name[0].slice(0, -2)] = value;
-    if (text[at] === ',') at += 1;
-  }
-  assert.equal(at, text.length - 1, `trailing text after labels in ${text}`);
-  return labels;
-}
-
-// HELP text knows two escapes: \\ and \n.
-function _unescape(text: string): string {
-  return text.replace(/\\(.)/g, (_, c: string) => {
-    assert.ok(c === '\\' || c === 'n', `bad escape \\${c}`);
-    return c === 'n' ? '\n' : c;
-  });
-}
-
-function _value(text: string): number {
-  if (text === '+Inf') return Infinity;
-  if (text === '-Inf') return -Infinity;
-  if (text === 'NaN') return Number.NaN;
-  const value = Number(text);
-  assert.ok(!Number.isNaN(value), `bad value ${text}`);
-  return value;
-}
-
-function _find(parsed: Parsed, name: string, labels: Record<string, string> = {}): number | undefined {
-  return parsed.samples.find((s) => s.name === name && JSON.stringify(s.labels) === JSON.stringify(labels))?.value;
-}
+import { parseExposition, valueOf } from './_exposition.ts';
 
 test('Metrics.counter() counts per label set and renders HELP, TYPE and one sample per series', () => {
   const m = new Metrics();
@@ -87,9 +9,9 @@ test('Metrics.counter() counts per label set and renders HELP, TYPE and one samp
   requests.inc({ hook: 'wake', status: '200' });
   requests.inc({ hook: 'wake', status: '200' });
   requests.inc({ status: '401', hook: 'agent' }, 3);
-  const parsed = parse(m.render());
+  const parsed = parseExposition(m.render());
   assert.equal(parsed.help.get('hooks_requests_total'), 'Requests by hook and status.');
-  assert.equal(parsed.type.get('hooks_requests_total'), 'counter');
+  assert.equal(parsed.types.get('hooks_requests_total'), 'counter');
   assert.deepEqual(parsed.samples, [
     { name: 'hooks_requests_total', labels: { hook: 'wake', status: '200' }, value: 2 },
     { name: 'hooks_requests_total', labels: { hook: 'agent', status: '401' }, value: 3 },
@@ -112,11 +34,11 @@ test('Metrics.render() of an empty registry is empty', () => {
 test('counter without labels shows 0 before its first increment; inc(n) adds n', () => {
   const m = new Metrics();
   const bytes = m.counter('hooks_body_bytes_total', 'Body bytes read.');
-  assert.equal(_find(parse(m.render()), 'hooks_body_bytes_total'), 0);
+  assert.equal(valueOf(parseExposition(m.render()), 'hooks_body_bytes_total'), 0);
   bytes.inc(512);
   bytes.inc();
   bytes.inc({}, 0.5);
-  assert.equal(_find(parse(m.render()), 'hooks_body_bytes_total'), 513.5);
+  assert.equal(valueOf(parseExposition(m.render()), 'hooks_body_bytes_total'), 513.5);
 });
 
 test('a labelled family shows no sample until a series is recorded', () => {
@@ -131,7 +53,7 @@ test('label values escape backslash, double quote and newline', () => {
   m.counter('odd_total', 'Odd.', ['v']).inc({ v: odd });
   const text = m.render();
   assert.ok(text.includes('odd_total{v="a\\\\b\\"c\\nd"} 1\n'), text);
-  assert.deepEqual(parse(text).samples[0]!.labels, { v: odd });
+  assert.deepEqual(parseExposition(text).samples[0]!.labels, { v: odd });
 });
 
 test('HELP text escapes backslash and newline and leaves quotes alone', () => {
@@ -139,7 +61,7 @@ test('HELP text escapes backslash and newline and leaves quotes alone', () => {
   m.gauge('g', 'Says "hi"\\now\nand then.', [], () => 0);
   const text = m.render();
   assert.ok(text.startsWith('# HELP g Says "hi"\\\\now\\nand then.\n'), text);
-  assert.equal(parse(text).help.get('g'), 'Says "hi"\\now\nand then.');
+  assert.equal(parseExposition(text).help.get('g'), 'Says "hi"\\now\nand then.');
 });
 
 test('gauge values +Inf, -Inf and NaN render in the format\'s spelling', () => {
@@ -161,9 +83,9 @@ test('gauge() with a callback reads its value at each render', () => {
     return size;
   });
   assert.equal(calls, 0);
-  assert.equal(_find(parse(m.render()), 'limiter_table_size'), 3);
+  assert.equal(valueOf(parseExposition(m.render()), 'limiter_table_size'), 3);
   size = 7;
-  assert.equal(_find(parse(m.render()), 'limiter_table_size'), 7);
+  assert.equal(valueOf(parseExposition(m.render()), 'limiter_table_size'), 7);
   assert.equal(calls, 2);
 });
 
@@ -174,9 +96,9 @@ test('gauge() with a labelled callback shows exactly the label sets it reports n
     [{ state: 'running' }, 1],
   ];
   m.gauge('runs', 'Runs by state.', ['state'], () => states);
-  assert.deepEqual(parse(m.render()).samples.map((s) => [s.labels['state'], s.value]), [['queued', 2], ['running', 1]]);
+  assert.deepEqual(parseExposition(m.render()).samples.map((s) => [s.labels['state'], s.value]), [['queued', 2], ['running', 1]]);
   states = [[{ state: 'running' }, 4]];
-  assert.deepEqual(parse(m.render()).samples.map((s) => [s.labels['state'], s.value]), [['running', 4]]);
+  assert.deepEqual(parseExposition(m.render()).samples.map((s) => [s.labels['state'], s.value]), [['running', 4]]);
 });
 
 test('counter.inc() rejects negative and non-finite amounts', () => {

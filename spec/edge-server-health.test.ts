@@ -4,11 +4,10 @@ import { unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { JOURNAL_FILE, Store } from '../lib/store/store.ts';
-import { post, send } from './_http.ts';
+import { post, send, JSON_TYPE } from './_http.ts';
 import { startApp, type AppHarness } from './_app.ts';
 
 const TOKEN = 'health-hook-token-0123456789abcdef';
-const JSON_TYPE = 'application/json; charset=utf-8';
 
 // `store` replaces the real one (a stub); without it a real store is opened in the temp dir.
 function start(t: TestContext, store?: Store): Promise<AppHarness> {

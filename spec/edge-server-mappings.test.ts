@@ -5,14 +5,13 @@ import { test, type TestContext } from 'node:test';
 import { buildConfig } from '../lib/config/load.ts';
 import { createTransformRunner, type TransformRunnerOptions } from '../lib/hooks/transforms/runner.ts';
 import { MARKER_BEGIN, MARKER_END, MARKER_SANITIZED } from '../lib/hooks/untrusted.ts';
-import { post, type Reply } from './_http.ts';
+import { post, type Reply, assertError, JSON_TYPE } from './_http.ts';
 import { startApp, withHooks, type AppHarness } from './_app.ts';
 import { defer } from './_cleanup.ts';
 import { tempDir } from './_dir.ts';
 
 const TOKEN = 'spec-mapped-token-0a1b2c3d4e5f6789';
 const AUTH = { authorization: `Bearer ${TOKEN}` };
-const JSON_TYPE = 'application/json; charset=utf-8';
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** What a templated session key needs before the config accepts it. */
@@ -83,13 +82,6 @@ async function start(t: TestContext, raw: Raw, runner: Partial<TransformRunnerOp
 /** POSTs a JSON body (or a prepared string with its own content type) to `/hooks/<name>`. */
 function hook(h: AppHarness, name: string, body: unknown, headers: Record<string, string> = {}): Promise<Reply> {
   return post(h.url, `/hooks/${name}`, { headers: { ...AUTH, ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
-}
-
-function assertError(reply: Reply, status: number, pattern?: RegExp): void {
-  assert.equal(reply.status, status, reply.text);
-  assert.equal(reply.headers['content-type'], JSON_TYPE);
-  assert.equal(reply.body['ok'], false);
-  if (pattern !== undefined) assert.match(String(reply.body['error']), pattern);
 }
 
 /** The content inside the untrusted-content wrapper, after checking its Source line and markers. */

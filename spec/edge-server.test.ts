@@ -3,7 +3,7 @@ import { request, type OutgoingHttpHeaders } from 'node:http';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { readEvents, Store } from '../lib/store/store.ts';
-import { post, send, type Reply } from './_http.ts';
+import { post, send, type Reply, assertError, JSON_TYPE } from './_http.ts';
 import { startApp, type AppHarness } from './_app.ts';
 import { defer } from './_cleanup.ts';
 import { tempDir } from './_dir.ts';
@@ -11,7 +11,6 @@ import { tempDir } from './_dir.ts';
 const TOKEN = 'spec-hook-token-9f8e7d6c5b4a3210';
 const AUTH = { authorization: `Bearer ${TOKEN}` };
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const JSON_TYPE = 'application/json; charset=utf-8';
 const LIMIT = { maxFailures: 3, windowSeconds: 60, lockoutSeconds: 60 };
 
 type Raw = Record<string, Record<string, unknown>>;
@@ -37,14 +36,6 @@ function wake(h: AppHarness, body: unknown, headers: OutgoingHttpHeaders = {}): 
 
 function agent(h: AppHarness, body: unknown, headers: OutgoingHttpHeaders = {}): Promise<Reply> {
   return post(h.url, '/hooks/agent', { headers: { ...AUTH, ...headers }, body: JSON.stringify(body) });
-}
-
-function assertError(reply: Reply, status: number, pattern?: RegExp): void {
-  assert.equal(reply.status, status, reply.text);
-  assert.equal(reply.headers['content-type'], JSON_TYPE);
-  assert.equal(reply.body['ok'], false);
-  assert.equal(typeof reply.body['error'], 'string');
-  if (pattern !== undefined) assert.match(String(reply.body['error']), pattern);
 }
 
 /**
