@@ -7,11 +7,11 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import type { Io } from '../lib/cli/io.ts';
 import { main } from '../lib/cli/main.ts';
 import { readEvents, readRuns, type RunRecord } from '../lib/store/store.ts';
 import { post, type Reply } from './_http.ts';
 import { until } from './_until.ts';
+import { captureIo } from './_io.ts';
 
 const HOOK_TOKEN = 'delivery-e2e-hook-token-0123456789';
 const BOT_TOKEN = '424242:AAHe2e-bot_token0123456789abcdefghij';
@@ -123,15 +123,8 @@ after(async () => {
   await rm(tmp, { recursive: true, force: true });
 });
 
-function capture(signal?: AbortSignal): { io: Io; out: { stdout: string; stderr: string } } {
-  const out = { stdout: '', stderr: '' };
-  const io: Io = {
-    stdout: (text) => void (out.stdout += text),
-    stderr: (text) => void (out.stderr += text),
-    env: { HOME: tmp },
-    ...(signal === undefined ? {} : { signal }),
-  };
-  return { io, out };
+function capture(signal?: AbortSignal) {
+  return captureIo({ HOME: tmp }, signal === undefined ? {} : { signal });
 }
 
 // One Telegram channel whose default recipient (999) differs from the chat the specs deliver to,
