@@ -8,6 +8,7 @@ import { Heartbeat } from '../runtime/heartbeat.ts';
 import { checkTransforms, TransformPool } from '../hooks/transforms/pool.ts';
 import { createLogger } from '../log.ts';
 import { Runner } from '../runtime/runner.ts';
+import { createCompletions } from '../runtime/completion.ts';
 import { providerRegistry } from '../runtime/providers/registry.ts';
 import { createApp, listen } from '../edge/server.ts';
 import { Store } from '../store/store.ts';
@@ -108,7 +109,7 @@ export async function serve(flags: ServeFlags, io: Io): Promise<number> {
   transforms.configure(config);
   // The limiter lives in the app (a reload may replace it); the metrics page reads it when rendered.
   const telemetry = createTelemetry({ store, limiter: () => app.limiterStats(), queueDepth: () => runner.depth });
-  const app = createApp({ config, store, heartbeat, log, runs: runner, transforms: transforms.call, telemetry });
+  const app = createApp({ config, store, heartbeat, log, runs: runner, transforms: transforms.call, telemetry, completions: createCompletions(store) });
   const stop = async () => {
     await runner.stop();
     await heartbeat.stop();

@@ -118,6 +118,7 @@ const fileSchema = object({
           }),
         ),
         idempotencyTtlSeconds: optional(seconds),
+        allowCompletionReply: optional(boolean),
       },
       { ignored: IGNORED_HOOK_KEYS },
     ),
@@ -232,6 +233,8 @@ export interface Config {
     gmail: NonNullable<NonNullable<FileConfig['hooks']>['gmail']>;
     authRateLimit: { maxFailures: number; windowSeconds: number; lockoutSeconds: number };
     idempotencyTtlSeconds: number;
+    /** Whether a `waitForCompletion` answer may carry the model's reply text. */
+    allowCompletionReply: boolean;
   };
   agents: {
     models: Readonly<Record<string, { alias?: string }>>;
@@ -431,6 +434,7 @@ function _normalise(
         lockoutSeconds: limit.lockoutSeconds ?? DEFAULTS.lockoutSeconds,
       },
       idempotencyTtlSeconds: hooks.idempotencyTtlSeconds ?? DEFAULTS.idempotencyTtlSeconds,
+      allowCompletionReply: hooks.allowCompletionReply ?? false,
     },
     agents: {
       models: agents.defaults?.models ?? {},

@@ -11,6 +11,7 @@ import { parseWake } from '../hooks/wake.ts';
 import type { Logger } from '../log.ts';
 import { admitRun } from '../policy/policy.ts';
 import type { Effects, IdempotencyWrite, Reply, RunRecord, Store } from '../store/store.ts';
+import type { WaitingReply } from './wait.ts';
 
 /** An answer on its way out: status, JSON body and extra headers. */
 export interface Answer extends Reply {
@@ -43,6 +44,8 @@ export interface DispatchOptions {
   transforms: CallTransform;
   /** The agent runtime's queue: accepted runs go there; a full queue answers 503. */
   runs?: { enqueue(run: RunRecord): void; readonly depth: number };
+  /** Holds a `waitForCompletion` answer until its runs finished; without it such requests are answered at once. */
+  wait?: (reply: WaitingReply) => Promise<Reply>;
 }
 
 /**
@@ -51,7 +54,7 @@ export interface DispatchOptions {
  * idempotency key) into the store as one commit, and the accepted runs to the runtime.
  */
 export function createDispatch(options: DispatchOptions): (call: HookCall, idem: IdempotencyKey | null) => Promise<Answer> {
-  const { config, store, heartbeat, log, newId, transforms, runs: queue } = options;
+  const { config, store, heartbeat, log, newId, transforms, runs: queue, wait } = options;
 
   // Refuses work the runtime cannot take on, before anything is recorded.
   const admit = (count: number) => {
@@ -94,8 +97,9 @@ export function createDispatch(options: DispatchOptions): (call: HookCall, idem:
       if (unroutable !== null) throw new HttpError(400, ErrorCode.InvalidPayload, unroutable);
       admit(1);
       const answer: Answer = { status: 202, body: { ok: true, runId: run.runId, sessionKey: run.sessionKey, agentId: run.agentId, channel: run.channel } };
-      await commit({ runs: [run] }, _remember(idem, answer));
-      return answer;
+      const waitFor = parsed.action.waitForCompletion === true && wait !== undefined ? [run.runId] : undefined;
+      await commit({ runs: [run] }, _remember(idem, answer, waitFor));
+      return waitFor === undefined ? answer : wait!({ ...answer, waitFor });
     }
     return mapped(call, idem);
   };
@@ -139,9 +143,10 @@ export function createDispatch(options: DispatchOptions): (call: HookCall, idem:
         ? { status: 202, body: { ok: true, runId: first.runId, sessionKey: first.sessionKey, agentId: first.agentId, channel: first.channel } }
         : { status: 200, body: { ok: true, mode: events[0]!.mode } };
     admit(runs.length);
-    await commit({ events, runs }, _remember(idem, answer));
+    const waitFor = outcome.waitForCompletion && runs.length > 0 && wait !== undefined ? runs.map((r) => r.runId) : undefined;
+    await commit({ events, runs }, _remember(idem, answer, waitFor));
     if (events.some((e) => e.mode === 'now')) heartbeat.request(source);
-    return answer;
+    return waitFor === undefined ? answer : wait!({ ...answer, waitFor });
   };
 
   return dispatch;
@@ -159,6 +164,8 @@ function _templateHeaders(headers: IncomingHttpHeaders): Record<string, string> 
   return out;
 }
 
-function _remember(idem: IdempotencyKey | null, answer: Reply): IdempotencyWrite | undefined {
-  return idem === null ? undefined : { ...idem, status: answer.status, body: answer.body };
+// A request that waits is remembered with its runs, so a retry waits for the same ones.
+function _remember(idem: IdempotencyKey | null, answer: Reply, waitFor?: readonly string[]): IdempotencyWrite | undefined {
+  if (idem === null) return undefined;
+  return { ...idem, status: answer.status, body: answer.body, ...(waitFor === undefined ? {} : { waitFor }) };
 }

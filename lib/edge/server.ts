@@ -6,6 +6,8 @@ import { parseForm, parseJsonObject, readBody } from '../guard/body.ts';
 import type { Config } from '../config/config.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
 import type { Heartbeat } from '../runtime/heartbeat.ts';
+import type { Completions } from '../runtime/completion.ts';
+import { createWaiter } from './wait.ts';
 import { createDispatch, type Answer, type IdempotencyKey } from './dispatch.ts';
 import type { CallTransform } from '../hooks/mappings.ts';
 import type { Logger } from '../log.ts';
@@ -33,6 +35,8 @@ export interface AppOptions {
   telemetry?: Telemetry;
   /** How long a body may take to arrive; 30 s unless a test needs less. */
   bodyTimeoutMs?: number;
+  /** Waits for runs to finish, for `waitForCompletion`; without it those requests are answered at once. */
+  completions?: Completions;
 }
 
 interface Context {
@@ -136,6 +140,7 @@ function _compile(options: AppOptions, config: Config, shared: Shared): { config
     throw new HttpError(401, ErrorCode.Unauthorized, refusal);
   };
 
+  const wait = options.completions === undefined ? undefined : createWaiter(config, store, options.completions);
   const dispatch = createDispatch({
     config,
     store,
@@ -144,6 +149,7 @@ function _compile(options: AppOptions, config: Config, shared: Shared): { config
     newId,
     transforms,
     ...(options.runs === undefined ? {} : { runs: options.runs }),
+    ...(wait === undefined ? {} : { wait }),
   });
 
   // A retry with a key already answered gets that answer again; one arriving while the first is
@@ -155,7 +161,12 @@ function _compile(options: AppOptions, config: Config, shared: Shared): { config
     // so exactly one copy goes ahead when the one before it failed.
     for (let running = inflight.get(id); running !== undefined; running = inflight.get(id)) await running.catch(() => undefined);
     const prior = store.replay(name, key);
-    if (prior !== null) return { ...prior, headers: { 'idempotent-replayed': 'true' } };
+    if (prior !== null) {
+      // A first request that waited for its runs: the retry waits for the same ones (or has them at once).
+      const { waitFor } = prior;
+      const answer = waitFor !== undefined && wait !== undefined ? await wait({ ...prior, waitFor }) : prior;
+      return { status: answer.status, body: answer.body, headers: { 'idempotent-replayed': 'true' } };
+    }
     const pending = work({ scope: name, key });
     inflight.set(id, pending);
     try {

@@ -40,6 +40,8 @@ export interface Route {
 export interface Reply {
   status: number;
   body: Record<string, unknown>;
+  /** The runs the first request waited for (`waitForCompletion`): a retry waits for them too. */
+  waitFor?: readonly string[];
 }
 
 /** What makes a request idempotent: its hook path and key, and the answer it got. */
@@ -141,6 +143,7 @@ export class Store {
   #lastRoute: Route | null = null;
   readonly #retainRuns: number;
   #compactionFailures = 0;
+  #runWatchers = new Set<(run: RunRecord) => void>();
 
   private constructor(journal: Journal, options: StoreOptions) {
     this.#journal = journal;
@@ -175,7 +178,21 @@ export class Store {
     if (effects.lastRoute !== undefined) line.lastRoute = effects.lastRoute;
     if (idem !== undefined) line.idem = { ...idem, expiresAt: this.#now() + this.#ttlMs };
     await this.#write(line);
+    if (line.runUpdates !== undefined && this.#runWatchers.size > 0) this.#notify(line.runUpdates);
     return { events, runs };
+  }
+
+  /** Calls `listener` with a run each time a change to it is on disk; returns the function that stops it. */
+  watchRuns(listener: (run: RunRecord) => void): () => void {
+    this.#runWatchers.add(listener);
+    return () => this.#runWatchers.delete(listener);
+  }
+
+  #notify(updates: readonly RunUpdate[]): void {
+    for (const { runId } of updates) {
+      const run = this.#runs.get(runId);
+      if (run !== undefined) for (const listener of [...this.#runWatchers]) listener(run);
+    }
   }
 
   /** Appends one event to the main session; resolves once it is on disk. */
@@ -197,7 +214,7 @@ export class Store {
       this.#idem.delete(id);
       return null;
     }
-    return { status: found.status, body: found.body };
+    return { status: found.status, body: found.body, ...(found.waitFor === undefined ? {} : { waitFor: found.waitFor }) };
   }
 
   /** The main session's retained events, oldest first. */
@@ -370,7 +387,8 @@ export class Store {
   #remember(idem: _Idem): void {
     const id = _idemId(idem.scope, idem.key);
     this.#idem.delete(id);
-    this.#idem.set(id, { scope: idem.scope, key: idem.key, status: idem.status, body: idem.body, expiresAt: idem.expiresAt });
+    const { scope, key, status, body, expiresAt, waitFor } = idem;
+    this.#idem.set(id, { scope, key, status, body, expiresAt, ...(waitFor === undefined ? {} : { waitFor }) });
     if (this.#idem.size > this.#maxKeys) this.#idem.delete(this.#idem.keys().next().value!);
   }
 
