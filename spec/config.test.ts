@@ -142,6 +142,7 @@ test('buildConfig() applies every default to an empty config', async () => {
       gmail: {},
       authRateLimit: { maxFailures: 20, windowSeconds: 60, lockoutSeconds: 60 },
       idempotencyTtlSeconds: 86_400,
+      allowCompletionReply: false,
       maxQueuedRuns: 1000,
     },
     agents: {
