@@ -143,6 +143,7 @@ test('buildConfig() applies every default to an empty config', async () => {
       authRateLimit: { maxFailures: 20, windowSeconds: 60, lockoutSeconds: 60 },
       idempotencyTtlSeconds: 86_400,
       allowCompletionReply: false,
+      forward: null,
       maxQueuedRuns: 1000,
     },
     agents: {
@@ -171,6 +172,7 @@ test('DEFAULTS holds the documented defaults', () => {
     windowSeconds: 60,
     lockoutSeconds: 60,
     idempotencyTtlSeconds: 86_400,
+    forwardMaxAgeSeconds: 86_400,
     bind: '127.0.0.1',
     port: 8789,
     transformTimeoutMs: 5_000,

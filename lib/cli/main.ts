@@ -6,6 +6,7 @@ import { CHANNELS, type Channel } from '../actions.ts';
 import { locateConfig, locateStateDir, type Config, type Env } from '../config/config.ts';
 import { createDeliver } from '../delivery/deliver.ts';
 import { gmailCommand } from './gmail.ts';
+import { outboxCommand } from './outbox.ts';
 import { exists, loadConfigFor, PID_FILE, serve } from './serve.ts';
 import { readEvents, readRuns, type RunRecord, type SessionEvent } from '../store/store.ts';
 import { sleep } from '../retry.ts';
@@ -153,6 +154,7 @@ Commands:
   runs      list agent runs and their outcomes
   reload    make the running server re-read its config
   send      send a test message through a channel
+  outbox    forward mode: list the outbox, send dead entries again
   gmail     set up and run the Gmail watcher (see "gmail --help")
   token     print a new random hook token
 
@@ -176,6 +178,7 @@ export async function main(argv: readonly string[], io: Io = _processIo()): Prom
   }
   const named = first !== undefined && !first.startsWith('-');
   if (first === 'gmail') return gmailCommand(rest, io);
+  if (first === 'outbox') return outboxCommand(rest, io);
   const command = (named ? first : 'serve') as Command;
   if (!Object.hasOwn(COMMANDS, command)) {
     io.stderr(`hooks-ingress: unknown command "${first}"\n\n${HELP}`);

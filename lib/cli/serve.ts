@@ -9,6 +9,7 @@ import { checkTransforms, TransformPool } from '../hooks/transforms/pool.ts';
 import { createLogger } from '../log.ts';
 import { Runner } from '../runtime/runner.ts';
 import { createCompletions } from '../runtime/completion.ts';
+import { startForward } from './forward.ts';
 import { providerRegistry } from '../runtime/providers/registry.ts';
 import { createApp, listen } from '../edge/server.ts';
 import { Store } from '../store/store.ts';
@@ -109,8 +110,13 @@ export async function serve(flags: ServeFlags, io: Io): Promise<number> {
   transforms.configure(config);
   // The limiter lives in the app (a reload may replace it); the metrics page reads it when rendered.
   const telemetry = createTelemetry({ store, limiter: () => app.limiterStats(), queueDepth: () => runner.depth });
-  const app = createApp({ config, store, heartbeat, log, runs: runner, transforms: transforms.call, telemetry, completions: createCompletions(store) });
+  const forward = startForward(config, store, log, stateDir);
+  const app = createApp({
+    ...{ config, store, heartbeat, log, runs: runner, transforms: transforms.call, telemetry, completions: createCompletions(store) },
+    ...(forward === null ? {} : { forwarded: forward.kick }),
+  });
   const stop = async () => {
+    await forward?.stop();
     await runner.stop();
     await heartbeat.stop();
     await transforms.close();
@@ -126,6 +132,7 @@ export async function serve(flags: ServeFlags, io: Io): Promise<number> {
     const parts = runtimeParts(next.config);
     transforms.configure(next.config);
     runner.reconfigure(parts);
+    forward?.reconfigure(next.config);
     app.reload(next.config);
     config = next.config;
     log.info('reloaded', { file: config.file });

@@ -119,6 +119,13 @@ const fileSchema = object({
         ),
         idempotencyTtlSeconds: optional(seconds),
         allowCompletionReply: optional(boolean),
+        forward: optional(
+          object({
+            url: string({ trim: true, pattern: { regex: /^https?:\/\/\S+$/, rule: 'must be an http:// or https:// URL' } }),
+            token: string({ trim: true, nonEmpty: true }),
+            maxAgeSeconds: optional(seconds),
+          }),
+        ),
       },
       { ignored: IGNORED_HOOK_KEYS },
     ),
@@ -235,6 +242,8 @@ export interface Config {
     idempotencyTtlSeconds: number;
     /** Whether a `waitForCompletion` answer may carry the model's reply text. */
     allowCompletionReply: boolean;
+    /** Forward mode: accepted actions go to this upstream OpenClaw gateway instead of running here. */
+    forward: { url: string; token: string; maxAgeSeconds: number } | null;
   };
   agents: {
     models: Readonly<Record<string, { alias?: string }>>;
@@ -275,6 +284,7 @@ export const DEFAULTS = {
   windowSeconds: 60,
   lockoutSeconds: 60,
   idempotencyTtlSeconds: 86_400,
+  forwardMaxAgeSeconds: 86_400,
   bind: '127.0.0.1',
   port: 8789,
   transformTimeoutMs: 5_000,
@@ -435,6 +445,10 @@ function _normalise(
       },
       idempotencyTtlSeconds: hooks.idempotencyTtlSeconds ?? DEFAULTS.idempotencyTtlSeconds,
       allowCompletionReply: hooks.allowCompletionReply ?? false,
+      forward:
+        hooks.forward === undefined
+          ? null
+          : { url: hooks.forward.url.replace(/\/+$/, ''), token: hooks.forward.token, maxAgeSeconds: hooks.forward.maxAgeSeconds ?? DEFAULTS.forwardMaxAgeSeconds },
     },
     agents: {
       models: agents.defaults?.models ?? {},

@@ -37,6 +37,8 @@ export interface AppOptions {
   bodyTimeoutMs?: number;
   /** Waits for runs to finish, for `waitForCompletion`; without it those requests are answered at once. */
   completions?: Completions;
+  /** Forward mode: called once new outbox entries are on disk. */
+  forwarded?: () => void;
 }
 
 interface Context {
@@ -150,6 +152,7 @@ function _compile(options: AppOptions, config: Config, shared: Shared): { config
     transforms,
     ...(options.runs === undefined ? {} : { runs: options.runs }),
     ...(wait === undefined ? {} : { wait }),
+    ...(options.forwarded === undefined ? {} : { forwarded: options.forwarded }),
   });
 
   // A retry with a key already answered gets that answer again; one arriving while the first is
