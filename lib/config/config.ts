@@ -9,6 +9,7 @@ import { checkRoute } from '../delivery/deliver.ts';
 import { resolveInside, resolveModule } from '../guard/contain.ts';
 import { mappingSchema, payloadControlsKey, presetMappings, toMapping, type Mapping } from '../hooks/mappings.ts';
 import { parseJsonc } from '../jsonc.ts';
+import { forwardUnused } from './forward-unused.ts';
 import {
   array,
   boolean,
@@ -345,7 +346,9 @@ export async function buildConfig(raw: unknown, where: { file: string | null; en
   issues.push(...crossCheck(config));
   await _containTransforms(config, file, issues);
   if (issues.length > 0) return { ok: false, problems: issues.map(formatIssue) };
-  return { ok: true, config, ignored: checked.ignored, warnings: modelWarnings(config).map(formatIssue) };
+  // In forward mode the models are the upstream's: what matters is which keys go unused here.
+  const warnings = config.hooks.forward === null ? modelWarnings(config) : forwardUnused(config);
+  return { ok: true, config, ignored: checked.ignored, warnings: warnings.map(formatIssue) };
 }
 
 /** Replaces every `${NAME}` inside string values by the environment variable NAME. */
