@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { buildConfig } from '../lib/config/config.ts';
+import { buildConfig } from '../lib/config/load.ts';
 
 test('buildConfig() in forward mode warns of every key the upstream makes unused, and of no model problem', async () => {
   const raw = {

@@ -1,6 +1,6 @@
 import { readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Config } from '../config/config.ts';
+import type { Config } from '../config/types.ts';
 import { Forwarder } from '../delivery/forward.ts';
 import type { Logger } from '../log.ts';
 import { retryUpdates } from '../store/outbox.ts';

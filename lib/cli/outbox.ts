@@ -1,17 +1,15 @@
 import { randomBytes } from 'node:crypto';
-import { readFile, rename, writeFile } from 'node:fs/promises';
+import { rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
-import { locateConfig, locateStateDir, type Config } from '../config/config.ts';
 import { sleep } from '../retry.ts';
 import type { OutboxEntry, OutboxState } from '../store/outbox.ts';
 import { readOutbox, Store } from '../store/store.ts';
+import { COMMON, type Command, type Flags } from './command.ts';
 import { applyRetryRequests, RETRY_PREFIX, type RetryRequest } from './forward.ts';
-import type { Io } from './main.ts';
-import { exists, loadConfigFor, PID_FILE } from './serve.ts';
+import { exists, FAILURE, USAGE, type Io } from './io.ts';
+import { stateDirFor } from './load-config.ts';
+import { readPidFile } from '../store/pid-file.ts';
 
-const USAGE = 2;
-const FAILURE = 1;
 const STATES: readonly OutboxState[] = ['pending', 'sent', 'dead'];
 
 /** `hooks-ingress outbox --help`. */
@@ -35,8 +33,7 @@ Options:
 `;
 
 const OPTIONS = {
-  config: { type: 'string', short: 'c' },
-  help: { type: 'boolean', short: 'h' },
+  ...COMMON,
   'state-dir': { type: 'string' },
   json: { type: 'boolean' },
   follow: { type: 'boolean', short: 'f' },
@@ -45,39 +42,32 @@ const OPTIONS = {
   dead: { type: 'boolean' },
 } as const;
 
-type Flags = { [K in keyof typeof OPTIONS]?: (typeof OPTIONS)[K]['type'] extends 'string' ? string : boolean };
+type OutboxFlags = Flags & { state?: string; dead?: boolean };
 
-/** Runs `hooks-ingress outbox ...`; resolves to the exit code. */
-export async function outboxCommand(argv: readonly string[], io: Io): Promise<number> {
-  let flags: Flags;
-  let positionals: string[];
-  try {
-    ({ values: flags, positionals } = parseArgs({ args: [...argv], options: OPTIONS, strict: true, allowPositionals: true }) as { values: Flags; positionals: string[] });
-  } catch (error) {
-    io.stderr(`hooks-ingress outbox: ${(error as Error).message}\n\n${OUTBOX_HELP}`);
-    return USAGE;
-  }
-  if (flags.help === true) {
-    io.stdout(OUTBOX_HELP);
-    return 0;
-  }
-  const [sub, ...ids] = positionals;
-  if (sub === 'retry') return _retry(flags, ids, io);
-  if (sub !== undefined) {
-    io.stderr(`hooks-ingress outbox: unknown command "${sub}"\n\n${OUTBOX_HELP}`);
-    return USAGE;
-  }
-  return _list(flags, io);
-}
+/** `hooks-ingress outbox [retry]`: forward mode's outbox, and sending dead entries again. */
+export const outbox: Command = {
+  options: OPTIONS,
+  positionals: true,
+  help: OUTBOX_HELP,
+  run(flags, positionals, io) {
+    const [sub, ...ids] = positionals;
+    if (sub === 'retry') return _retry(flags, ids, io);
+    if (sub !== undefined) {
+      io.stderr(`hooks-ingress outbox: unknown command "${sub}"\n\n${OUTBOX_HELP}`);
+      return Promise.resolve(USAGE);
+    }
+    return _list(flags, io);
+  },
+};
 
-async function _list(flags: Flags, io: Io): Promise<number> {
+async function _list(flags: OutboxFlags, io: Io): Promise<number> {
   const limit = flags.limit === undefined ? Infinity : Number(flags.limit);
   const state = flags.state;
   if ((flags.limit !== undefined && !(Number.isInteger(limit) && limit >= 0)) || (state !== undefined && !STATES.includes(state as OutboxState))) {
     io.stderr(`hooks-ingress outbox: --limit must be a whole number and --state one of ${STATES.join(', ')}\n`);
     return USAGE;
   }
-  const dir = await _stateDir(flags, io);
+  const dir = await stateDirFor(flags, io);
   if (dir === null) return FAILURE;
   const print = (entry: OutboxEntry) => io.stdout(flags.json ? `${JSON.stringify(entry)}\n` : formatEntry(entry));
   const read = async () => (await readOutbox(dir)).filter((e) => state === undefined || e.state === state);
@@ -97,12 +87,12 @@ async function _list(flags: Flags, io: Io): Promise<number> {
   return 0;
 }
 
-async function _retry(flags: Flags, ids: string[], io: Io): Promise<number> {
+async function _retry(flags: OutboxFlags, ids: string[], io: Io): Promise<number> {
   if ((flags.dead === true) === ids.length > 0) {
     io.stderr(`hooks-ingress outbox retry: give entry ids or --dead (not both)\n\n${OUTBOX_HELP}`);
     return USAGE;
   }
-  const dir = await _stateDir(flags, io);
+  const dir = await stateDirFor(flags, io);
   if (dir === null) return FAILURE;
   const entries = await readOutbox(dir);
   const wanted = flags.dead === true ? entries.filter((e) => e.state === 'dead') : entries.filter((e) => ids.includes(e.id));
@@ -150,23 +140,13 @@ export function formatEntry(entry: OutboxEntry): string {
 
 // A pid from the pid file that names a live process, else null.
 async function _livePid(dir: string): Promise<number | null> {
+  const { text } = await readPidFile(dir);
+  const pid = Number(text);
+  if (text === null || !(Number.isInteger(pid) && pid > 1)) return null;
   try {
-    const pid = Number((await readFile(join(dir, PID_FILE), 'utf8')).trim());
-    if (!(Number.isInteger(pid) && pid > 1)) return null;
     process.kill(pid, 0);
     return pid;
   } catch {
     return null;
   }
-}
-
-async function _stateDir(flags: Flags, io: Io): Promise<string | null> {
-  if (flags['state-dir'] !== undefined) return flags['state-dir'];
-  const located = locateConfig(flags.config, io.env);
-  let config: Config | null = null;
-  if (!located.implicit || (await exists(located.path))) {
-    config = await loadConfigFor(flags, io);
-    if (config === null) return null;
-  }
-  return locateStateDir(undefined, config ?? ({ stateDir: null } as Config), io.env);
 }

@@ -1,5 +1,5 @@
 import type { Issue } from '../schema.ts';
-import type { Config } from './config.ts';
+import type { Config } from './types.ts';
 
 /**
  * The keys that mean nothing once `hooks.forward` is set: the upstream gateway runs the agents,
@@ -10,7 +10,7 @@ export function forwardUnused(config: Config): Issue[] {
   const unused = (path: string): Issue => ({ path, message: 'is not used in forward mode (hooks.forward): the upstream gateway runs the agents and delivers' });
   const issues: Issue[] = [];
   for (const id of Object.keys(config.providers)) issues.push(unused(`models.providers.${id}`));
-  for (const name of config.channels.keys()) issues.push(unused(`channels.${name}`));
+  for (const [name, section] of Object.entries(config.channels)) if (section !== undefined) issues.push(unused(`channels.${name}`));
   if (config.agents.model !== null) issues.push(unused('agents.defaults.model'));
   if (config.agents.heartbeatEveryMs > 0) issues.push(unused('agents.defaults.heartbeat.every'));
   config.agents.list.forEach((agent, i) => {

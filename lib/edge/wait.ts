@@ -1,6 +1,16 @@
-import type { Config } from '../config/config.ts';
-import type { Completions } from '../runtime/completion.ts';
+import type { Config } from '../config/types.ts';
 import type { Reply, Store } from '../store/store.ts';
+
+/** What shapes a completion: the ack bound and whether the reply text may be returned. */
+export interface CompletionOptions {
+  ackMaxChars: number;
+  allowReply: boolean;
+}
+
+/** Waits for runs to settle and answers each one's completion (the runtime provides it). */
+export interface Completions {
+  wait(runIds: readonly string[], timeoutMs: number, options: CompletionOptions): Promise<object[]>;
+}
 
 /** Extra time a waiting request allows beyond the run's own timeout: queueing, delivery, the commits. */
 export const COMPLETION_MARGIN_MS = 30_000;
