@@ -120,3 +120,43 @@ test('outbox retry refuses an id that is not a dead entry, and needs ids or --de
   const badState = await runCli(['outbox', '--state', 'lost', ...args], { UPSTREAM: UPSTREAM_TOKEN });
   assert.equal(badState.code, 2);
 });
+
+test('outbox retry with no server running marks the entries pending; the next start sends them', { timeout: 90_000 }, async (t) => {
+  const fake = await startFakeGateway(UPSTREAM_TOKEN);
+  defer(t, () => fake.close());
+  const { args } = await setup(t, fake);
+  fake.override = () => ({ status: 422, body: { ok: false, error: 'not now' } });
+  const first = await serve(t, args);
+  assert.equal((await post(first.url, '/hooks/wake', { headers: AUTH, body: { text: 'x' } })).status, 200);
+  const [dead] = await until('the entry to die', async () => {
+    const entries = await outbox(args, '--state', 'dead');
+    return entries.length === 1 ? entries : undefined;
+  });
+  first.child.kill('SIGTERM');
+  await first.exited;
+  fake.override = null;
+  const retry = await runCli(['outbox', 'retry', dead!.id, ...args], { UPSTREAM: UPSTREAM_TOKEN });
+  assert.equal(retry.code, 0, retry.stderr);
+  assert.match(retry.stdout, /sent when the server starts/);
+  assert.equal((await outbox(args, '--state', 'pending')).length, 1);
+  const second = await serve(t, args);
+  await until('the entry to be sent', async () => ((await outbox(args, '--state', 'sent')).length === 1 ? true : undefined));
+  assert.deepEqual(fake.accepted.map((a) => a.key), [dead!.id]);
+  second.child.kill('SIGTERM');
+  await second.exited;
+});
+
+test('check names the keys forward mode leaves unused', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'outbox-check-'));
+  defer(t, () => rm(dir, { recursive: true, force: true }));
+  const config = join(dir, 'config.json');
+  await writeFile(config, JSON.stringify({
+    hooks: { enabled: true, token: TOKEN, forward: { url: 'http://127.0.0.1:18789/hooks', token: 'x' } },
+    agents: { defaults: { model: 'local/m' } },
+    models: { providers: { local: { api: 'openai-completions', baseUrl: 'http://127.0.0.1:1/v1' } } },
+  }));
+  const { code, stderr } = await runCli(['check', '--config', config]);
+  assert.equal(code, 0, stderr);
+  assert.match(stderr, /models\.providers\.local: is not used in forward mode/);
+  assert.match(stderr, /agents\.defaults\.model: is not used in forward mode/);
+});
