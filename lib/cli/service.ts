@@ -63,7 +63,11 @@ export async function startService(config: Config, stateDir: string, log: Logger
   });
   return {
     app,
-    reload(next) {
+    reload(reloaded) {
+      // Forward mode is on or off for the life of the process: its sender starts with it.
+      const forwardNow = forward === null ? null : (reloaded.hooks.forward ?? config.hooks.forward);
+      if ((forwardNow === null) !== (reloaded.hooks.forward === null)) log.warn('hooks.forward turned on or off takes effect at the next start', {});
+      const next = { ...reloaded, hooks: { ...reloaded.hooks, forward: forwardNow } };
       const parts = runtimeParts(next);
       transforms.configure(next);
       runner.reconfigure(parts);
