@@ -1,4 +1,6 @@
-import { clip, oneLine, parseJson, post, record, retryAfterMs } from '../http-call.ts';
+import { parseJson, post, retryAfterMs } from '../http-call.ts';
+import { asObject } from '../object.ts';
+import { clipLine } from '../text.ts';
 import type { Logger } from '../log.ts';
 import type { OutboxEntry, OutboxUpdate } from '../store/outbox.ts';
 import type { Store } from '../store/store.ts';
@@ -125,15 +127,15 @@ export class Forwarder {
       headers: { 'content-type': 'application/json', authorization: `Bearer ${target.token}`, 'idempotency-key': entry.id },
       signal,
     });
-    if (!reply.ok) return { kind: 'retry', error: `no answer: ${clip(oneLine(reply.message), MAX_ERROR)}` };
-    const body = record(reply.json ?? parseJson(reply.text));
+    if (!reply.ok) return { kind: 'retry', error: `no answer: ${clipLine(reply.message, MAX_ERROR)}` };
+    const body = asObject(reply.json ?? parseJson(reply.text));
     if (reply.status >= 200 && reply.status < 300) {
       const runId = body?.['runId'];
-      return typeof runId === 'string' && runId !== '' ? { kind: 'sent', upstreamRunId: clip(runId, 200) } : { kind: 'sent' };
+      return typeof runId === 'string' && runId !== '' ? { kind: 'sent', upstreamRunId: clipLine(runId, 200) } : { kind: 'sent' };
     }
     // The upstream's own words (its JSON `error`, else its text), never our token.
     const said = typeof body?.['error'] === 'string' ? (body['error'] as string) : reply.text;
-    const error = `upstream answered ${reply.status}${said.trim() === '' ? '' : `: ${clip(oneLine(said.split(target.token).join('[redacted]')), MAX_ERROR)}`}`;
+    const error = `upstream answered ${reply.status}${said.trim() === '' ? '' : `: ${clipLine(said.split(target.token).join('[redacted]'), MAX_ERROR)}`}`;
     if (reply.status === 429 || reply.status >= 500) {
       const wait = retryAfterMs(reply.headers, this.#now());
       return wait === undefined ? { kind: 'retry', error } : { kind: 'retry', error, retryAfterMs: wait };

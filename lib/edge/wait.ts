@@ -1,5 +1,5 @@
 import type { Config } from '../config/types.ts';
-import type { Reply, Store } from '../store/store.ts';
+import type { StoredAnswer, Store } from '../store/store.ts';
 
 /** What shapes a completion: the ack bound and whether the reply text may be returned. */
 export interface CompletionOptions {
@@ -16,7 +16,7 @@ export interface Completions {
 export const COMPLETION_MARGIN_MS = 30_000;
 
 /** A remembered answer whose request asked to wait for these runs. */
-export interface WaitingReply extends Reply {
+export interface WaitingReply extends StoredAnswer {
   waitFor: readonly string[];
 }
 
@@ -25,7 +25,7 @@ export interface WaitingReply extends Reply {
  * completion, once the runs settled (or the wait ran out). A replayed key goes through here too,
  * so a retry waits for the same runs, or gets their completion at once when they are done.
  */
-export function createWaiter(config: Config, store: Pick<Store, 'run'>, completions: Completions): (reply: WaitingReply) => Promise<Reply> {
+export function createWaiter(config: Config, store: Pick<Store, 'run'>, completions: Completions): (reply: WaitingReply) => Promise<StoredAnswer> {
   const options = { ackMaxChars: config.agents.heartbeat.ackMaxChars, allowReply: config.hooks.allowCompletionReply };
   return async (reply) => {
     const seconds = reply.waitFor.map((id) => store.run(id)?.timeoutSeconds ?? config.agents.timeoutSeconds);
