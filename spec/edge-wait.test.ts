@@ -105,14 +105,17 @@ test('a retry while the run goes on waits for the same run; a client that left c
   const first = await serve(t, {}, m);
   const headers = { ...AUTH, 'idempotency-key': 'wait-1', 'content-type': 'application/json' };
   const body = JSON.stringify({ message: 'Long job', deliver: false, waitForCompletion: true });
-  // A client that sends and goes away at once.
-  await new Promise<void>((resolve, reject) => {
-    const req = request(new URL('/hooks/agent', first.server.url), { method: 'POST', headers, agent: false });
-    req.on('error', () => resolve());
-    req.end(body, () => setTimeout(() => (req.destroy(), resolve()), 200));
-    req.on('response', () => reject(new Error('answered before the run finished')));
+  // A client that sends, waits until the run is under way, and goes away before any answer.
+  let responded = false;
+  const leaving = request(new URL('/hooks/agent', first.server.url), { method: 'POST', headers, agent: false });
+  leaving.on('error', () => undefined);
+  leaving.on('response', () => {
+    responded = true;
   });
+  leaving.end(body);
   await until('the model call', () => m.calls === 1);
+  assert.equal(responded, false, 'answered before the run finished');
+  leaving.destroy();
   let answered = false;
   const retry = post(first.server.url, '/hooks/agent', { headers, body }).finally(() => {
     answered = true;
