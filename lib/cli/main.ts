@@ -9,11 +9,12 @@ import { outbox } from './outbox.ts';
 import { reload } from './reload.ts';
 import { send } from './send.ts';
 import { serveCommand } from './serve.ts';
+import { sign } from './sign.ts';
 import { token } from './token.ts';
 
 // Parses the command line and runs the command it names; each command, with its help, is in its own file.
 
-const COMMANDS: Readonly<Record<string, Command>> = { serve: serveCommand, check, events, runs, reload, send, outbox, token };
+const COMMANDS: Readonly<Record<string, Command>> = { serve: serveCommand, check, events, runs, reload, send, outbox, sign, token };
 
 const HELP = `Usage: hooks-ingress [command] [options]
 
@@ -29,6 +30,7 @@ Commands:
   send      send a test message through a channel
   outbox    forward mode: list the outbox, send dead entries again
   gmail     set up and run the Gmail watcher (see "gmail --help")
+  sign      print or send the request a signed sender would send
   token     print a new random hook token
 
 Options:

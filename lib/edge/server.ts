@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { clientAddress, clientKey } from '../guard/address.ts';
+import { requestClient, type Client } from '../guard/address.ts';
 import { parseForm, parseJsonObject, readBody } from '../guard/body.ts';
 import type { Config } from '../config/types.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
@@ -13,7 +13,8 @@ import { FailureLimiter, type LimiterStats } from '../guard/rate-limit.ts';
 import { Router, splitTarget } from './router.ts';
 import type { Telemetry } from './telemetry.ts';
 import type { RunRecord, Store } from '../store/store.ts';
-import { extractToken, tokensMatch } from '../guard/token.ts';
+import { extractToken, tokenDigest, tokenMatches, tokensMatch } from '../guard/token.ts';
+import { deliveryId, describeRefusal, verifySignature, type Signature } from '../guard/signature.ts';
 
 /** What the request handler needs; the CLI builds these from the config. */
 export interface AppOptions {
@@ -38,6 +39,8 @@ export interface AppOptions {
   completions?: Completions;
   /** Forward mode: called once new outbox entries are on disk. */
   forwarded?: () => void;
+  /** The wall clock in epoch milliseconds, that signed timestamps are held against. */
+  clock?: () => number;
 }
 
 interface Context {
@@ -46,7 +49,7 @@ interface Context {
   query: URLSearchParams;
   /** The hook name after `hooks.path`, decoded; `''` for the base path itself. */
   name: string;
-  client: string;
+  client: Client;
 }
 
 type Handler = (ctx: Context) => Promise<Answer>;
@@ -84,20 +87,22 @@ export function createApp(options: AppOptions): App {
   let current = _compile(options, options.config, shared);
 
   const app = ((req: IncomingMessage, res: ServerResponse) => {
-    const { route, config } = current;
+    const { route, config, hookLabel } = current;
     const started = now();
     const incoming = req.headers['x-request-id'];
     const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : newId();
-    const client = clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], config.gateway.trustedProxies);
+    const client = requestClient(req.socket, req.headers['x-forwarded-for'], config.gateway.trustedProxies);
     const target = splitTarget(req.url ?? '/');
     route(req, target, client, id)
       .catch((error: unknown) => _answerError(error, id, log))
       .then((answer) => {
         _send(req, res, answer, id, config.hooks.maxBodyBytes);
         const path = target.pathname;
-        options.telemetry?.request(_hookLabel(config, path), answer.status, shared.received.get(req) ?? 0, answer.headers?.['idempotent-replayed'] === 'true');
+        const label = hookLabel(path);
+        options.telemetry?.request(label, answer.status, shared.received.get(req) ?? 0, answer.headers?.['idempotent-replayed'] === 'true');
+        if (answer.body['ignored'] === true) options.telemetry?.ignored(label);
         // Only the path: the query may hold what a careless client thought was a URL token.
-        log.info('request', { id, method: req.method, path, status: answer.status, duration: Math.round((now() - started) * 10) / 10, client });
+        log.info('request', { id, method: req.method, path, status: answer.status, duration: Math.round((now() - started) * 10) / 10, client: client.address });
       });
   }) as App;
   app.limiterStats = () => shared.limiter.stats();
@@ -115,7 +120,11 @@ function _limiter(config: Config): FailureLimiter {
 }
 
 // Everything that depends on the configuration, built once per (re)load.
-function _compile(options: AppOptions, config: Config, shared: Shared): { config: Config; route: (req: IncomingMessage, target: Target, client: string, id: string) => Promise<Answer> } {
+function _compile(
+  options: AppOptions,
+  config: Config,
+  shared: Shared,
+): { config: Config; route: (req: IncomingMessage, target: Target, client: Client, id: string) => Promise<Answer>; hookLabel: (path: string) => string } {
   const { store, heartbeat, log } = options;
   const newId = options.newId ?? randomUUID;
   const bodyTimeoutMs = options.bodyTimeoutMs ?? 30_000;
@@ -126,19 +135,32 @@ function _compile(options: AppOptions, config: Config, shared: Shared): { config
   // One limit for the hook token and the gateway token alike: a correct token passes even while its
   // client is locked out (an attacker cannot lock the operator out); anything else is a failure,
   // answered 401, or 429 once the client is locked. Only the hook token clears the client's count.
-  const authenticate = (presented: string | null, expected: string | null, client: string, refusal: string, clears: boolean) => {
-    const key = clientKey(client);
-    if (presented !== null && expected !== null && tokensMatch(presented, expected)) {
-      if (clears) limiter.succeed(key);
-      return;
-    }
-    const verdict = limiter.fail(key);
+  const refuse = (client: Client, refusal: string, status = 401): never => {
+    const verdict = limiter.fail(client.key);
     if (verdict.locked) {
       throw new HttpError(429, ErrorCode.TooManyFailures, 'too many failed authentication attempts; retry later', {
         headers: { 'retry-after': String(verdict.retryAfterSeconds) },
       });
     }
-    throw new HttpError(401, ErrorCode.Unauthorized, refusal);
+    throw new HttpError(status, status === 403 ? ErrorCode.Forbidden : ErrorCode.Unauthorized, refusal);
+  };
+  const authenticate = (presented: string | null, expected: Buffer | null, client: Client, refusal: string, clears: boolean) => {
+    if (presented !== null && expected !== null && tokenMatches(presented, expected)) {
+      if (clears) limiter.succeed(client.key);
+      return;
+    }
+    refuse(client, refusal);
+  };
+  // A path whose mappings carry a signature is opened by that signature alone, never by the hook token.
+  // A valid signature does not clear the client's failure count: a captured delivery of a scheme without
+  // a timestamp verifies again and again, and must not reset the count of someone guessing the hook token.
+  const signatures = signedPaths(config);
+  const clock = options.clock ?? Date.now;
+  const verify = (signature: Signature, ctx: Context, body: Buffer) => {
+    const target = ctx.req.url ?? '';
+    const query = target.includes('?') ? target.slice(target.indexOf('?') + 1) : '';
+    const verdict = verifySignature(signature, { headers: ctx.req.headers, body, query }, clock());
+    if (!verdict.ok) refuse(ctx.client, describeRefusal(verdict));
   };
 
   const wait = options.completions === undefined ? undefined : createWaiter(config, store, options.completions);
@@ -178,19 +200,44 @@ function _compile(options: AppOptions, config: Config, shared: Shared): { config
     }
   };
 
+  // Digests of the configured tokens, made once per (re)load: a request hashes only what it presents.
+  const hookToken = config.hooks.token === null ? null : tokenDigest(config.hooks.token);
   const hooks: Handler = async (ctx) => {
     const { req, name } = ctx;
-    const presented = extractToken(req.headers);
-    authenticate(presented, config.hooks.token, ctx.client, presented === null ? 'missing hook token' : 'invalid hook token', true);
+    const signature = signatures.get(name);
+    if (req.method === 'GET') return handshake(ctx, signature);
+    if (signature === undefined) {
+      const presented = extractToken(req.headers);
+      authenticate(presented, hookToken, ctx.client, presented === null ? 'missing hook token' : 'invalid hook token', true);
+    }
     if (name === '') throw new HttpError(404, ErrorCode.NotFound, 'hook name missing: POST to a path such as /wake or /agent');
     const bytes = await readBody(req, { maxBytes: config.hooks.maxBodyBytes, timeoutMs: bodyTimeoutMs });
     shared.received.set(req, bytes.length);
+    // Over the raw bytes, after the cap and before any parsing.
+    if (signature !== undefined) verify(signature, ctx, bytes);
     // Form-posting senders (Slack commands, Twilio, ...) reach mapped hooks only; /wake and /agent take JSON.
     const form = name !== 'wake' && name !== 'agent' && /^application\/x-www-form-urlencoded\b/i.test(req.headers['content-type'] ?? '');
     // `curl -d` labels JSON as a form: a body that is a JSON object is read as JSON whatever the label says.
     const body = form && !/^\s*\{/.test(bytes.subarray(0, 64).toString('latin1')) ? parseForm(bytes) : parseJsonObject(bytes);
+    if (signature?.scheme === 'slack' && body['type'] === 'url_verification' && typeof body['challenge'] === 'string') {
+      return { status: 200, body: { challenge: body['challenge'] } };
+    }
     const call = { id: ctx.id, name, body, headers: req.headers, query: ctx.query };
-    return idempotent(name, idempotencyKey(req.headers, name === 'agent' ? body : {}), (idem) => dispatch(call, idem));
+    const delivery = signature === undefined ? null : deliveryId(signature, req.headers, body);
+    return idempotent(name, idempotencyKey(req.headers, name === 'agent' ? body : {}, delivery), (idem) => dispatch(call, idem));
+  };
+
+  // Meta's subscription check: the one GET a hook path answers, and only on a path signed by scheme meta.
+  const handshake = async (ctx: Context, signature: Signature | undefined): Promise<Answer> => {
+    if (signature?.scheme !== 'meta') throw new HttpError(405, ErrorCode.MethodNotAllowed, 'method GET not allowed', { headers: { allow: 'POST' } });
+    const { query } = ctx;
+    const presented = query.get('hub.verify_token');
+    const challenge = query.get('hub.challenge');
+    if (query.get('hub.mode') !== 'subscribe' || presented === null || !tokensMatch(presented, signature.verifyToken ?? '')) {
+      return refuse(ctx.client, 'hub.verify_token does not match this path\'s signature.verifyToken', 403);
+    }
+    if (challenge === null) throw new HttpError(400, ErrorCode.InvalidPayload, 'hub.challenge: is required');
+    return { status: 200, body: {}, text: challenge, contentType: 'text/plain; charset=utf-8' };
   };
 
   const router = new Router<Handler>().add(['GET', 'HEAD'], '/healthz', async () =>
@@ -198,7 +245,7 @@ function _compile(options: AppOptions, config: Config, shared: Shared): { config
   );
   const telemetry = options.telemetry;
   if (telemetry !== undefined && config.gateway.authToken !== null) {
-    const token = config.gateway.authToken;
+    const token = tokenDigest(config.gateway.authToken);
     router.add(['GET'], '/metrics', async ({ req, client }) => {
       // Bearer only: the x-*-token headers carry hook tokens.
       const presented = extractToken({ authorization: req.headers.authorization });
@@ -206,13 +253,16 @@ function _compile(options: AppOptions, config: Config, shared: Shared): { config
       return { status: 200, body: {}, text: telemetry.render(), contentType: telemetry.contentType };
     });
   }
-  if (config.hooks.enabled) router.add(['POST'], `${config.hooks.path}/*`, hooks);
+  const handshakes = [...signatures.values()].some((s) => s.scheme === 'meta');
+  if (config.hooks.enabled) router.add(handshakes ? ['POST', 'GET'] : ['POST'], `${config.hooks.path}/*`, hooks);
 
-  const route = async (req: IncomingMessage, target: Target, client: string, id: string): Promise<Answer> => {
+  const route = async (req: IncomingMessage, target: Target, client: Client, id: string): Promise<Answer> => {
     const { pathname, query } = target;
     const match = router.find(pathname);
     if (match === null) throw new HttpError(404, ErrorCode.NotFound, 'not found');
-    if ([...query.keys()].some((k) => k.toLowerCase() === 'token')) {
+    // `size` first: most targets carry no query, and iterating even an empty one costs.
+    if (query.size > 0) for (const k of query.keys()) {
+      if (k.toLowerCase() !== 'token') continue;
       throw new HttpError(400, ErrorCode.TokenInUrl, 'token: may not be sent in the URL (it leaks into logs); use the Authorization header');
     }
     const method = req.method ?? 'GET';
@@ -224,7 +274,27 @@ function _compile(options: AppOptions, config: Config, shared: Shared): { config
     return match.route.handler({ id, req, query, name: match.rest, client });
   };
 
-  return { config, route };
+  return { config, route, hookLabel: _hookLabels(config) };
+}
+
+// A path's metrics label, remembered for the first paths seen (a bounded set: paths are the caller's).
+function _hookLabels(config: Config): (path: string) => string {
+  const labels = new Map<string, string>();
+  return (path) => {
+    let label = labels.get(path);
+    if (label === undefined) {
+      label = _hookLabel(config, path);
+      if (labels.size < 256) labels.set(path, label);
+    }
+    return label;
+  };
+}
+
+/** The signature of each signed hook path, by the path's name. */
+function signedPaths(config: Config): Map<string, Signature> {
+  const out = new Map<string, Signature>();
+  for (const m of config.hooks.mappings) if (m.signature !== undefined && m.match.path !== undefined) out.set(m.match.path, m.signature);
+  return out;
 }
 
 // A bounded label set: a caller cannot mint a new time series by inventing hook names.
@@ -239,10 +309,10 @@ function _hookLabel(config: Config, path: string): string {
 
 /**
  * The request's idempotency key: `Idempotency-Key`, else `X-OpenClaw-Idempotency-Key` (what OpenClaw's
- * own clients send), else `webhook-id`, else the body's `idempotencyKey`.
+ * own clients send), else the signed sender's delivery id, else `webhook-id`, else the body's `idempotencyKey`.
  */
-export function idempotencyKey(headers: IncomingHttpHeaders, body: Record<string, unknown>): string | null {
-  for (const candidate of [headers['idempotency-key'], headers['x-openclaw-idempotency-key'], headers['webhook-id'], body['idempotencyKey']]) {
+export function idempotencyKey(headers: IncomingHttpHeaders, body: Record<string, unknown>, delivery: string | null = null): string | null {
+  for (const candidate of [headers['idempotency-key'], headers['x-openclaw-idempotency-key'], delivery, headers['webhook-id'], body['idempotencyKey']]) {
     if (typeof candidate !== 'string') continue;
     const key = candidate.trim();
     // Over-long keys are ignored rather than refused: the request still works, just without dedupe.
@@ -256,7 +326,7 @@ export function idempotencyKey(headers: IncomingHttpHeaders, body: Record<string
 // is logged with the request id and answered with a bare 500 that tells the client nothing.
 function _answerError(error: unknown, id: string, log: Logger): Answer & { close?: boolean } {
   if (error instanceof HttpError) {
-    return { status: error.status, body: { ok: false, error: error.message, code: error.code }, headers: { ...error.headers }, close: error.close };
+    return { status: error.status, body: { ok: false, error: error.message, code: error.code }, headers: error.headers, close: error.close };
   }
   log.error('unexpected error', { id, error: error instanceof Error ? (error.stack ?? error.message) : String(error) });
   return { status: 500, body: { ok: false, error: 'internal error', code: ErrorCode.Internal } };
@@ -269,12 +339,16 @@ function _send(req: IncomingMessage, res: ServerResponse, answer: Answer & { clo
   // one that is large or of unknown length is not worth reading, so the connection goes.
   const declared = Number(req.headers['content-length']);
   const close = answer.close === true || (!req.complete && !(declared <= maxBodyBytes));
-  res.writeHead(answer.status, {
-    ...answer.headers,
-    ...(answer.status === 204 ? {} : { 'content-type': answer.contentType ?? 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) }),
-    'cache-control': 'no-store',
-    'x-request-id': id,
-  });
+  // Built key by key (the answer's own headers first): no spread copies per response.
+  const headers: OutgoingHttpHeaders = {};
+  if (answer.headers !== undefined) for (const name of Object.keys(answer.headers)) headers[name] = answer.headers[name];
+  if (answer.status !== 204) {
+    headers['content-type'] = answer.contentType ?? 'application/json; charset=utf-8';
+    headers['content-length'] = Buffer.byteLength(text);
+  }
+  headers['cache-control'] = 'no-store';
+  headers['x-request-id'] = id;
+  res.writeHead(answer.status, headers);
   res.end(req.method === 'HEAD' ? undefined : text);
   // The rest of an unread body is not ours to receive: end the connection once the answer is out.
   if (close) res.once('finish', () => _linger(req.socket));
