@@ -38,7 +38,7 @@ export function formatRecord(record: Record<string, unknown>): string {
 // A bare word when it cannot be misread; otherwise JSON quoting, which also escapes every control character.
 function _value(value: unknown): string {
   const text = typeof value === 'string' ? value : JSON.stringify(value) ?? String(value);
-  return typeof value === 'string' && !/^[\w.:/@+,-]+$/.test(value) ? JSON.stringify(text) : _safe(text);
+  return _safe(typeof value === 'string' && !/^[\w.:/@+,-]+$/.test(value) ? JSON.stringify(text) : text);
 }
 
 function _text(value: unknown): string {
@@ -46,6 +46,7 @@ function _text(value: unknown): string {
 }
 
 // Messages and keys come from the code, but a stack or an error text may carry anything.
+const _NAMED: Readonly<Record<string, string>> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
 function _safe(text: string): string {
-  return text.replace(/[\u0000-\u001F\u007F-\u009F\u2028\u2029]/g, (char) => JSON.stringify(char).slice(1, -1));
+  return text.replace(/[\u0000-\u001F\u007F-\u009F\u2028\u2029]/g, (char) => _NAMED[char] ?? `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
