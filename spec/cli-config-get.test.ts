@@ -4,13 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { keyName, parseKeyPath } from '../lib/cli/config-get.ts';
-import { main, type Io } from '../lib/cli/main.ts';
+import type { Io } from '../lib/cli/io.ts';
+import { main } from '../lib/cli/main.ts';
 import { runCli } from './_cli.ts';
 
 let dir: string;
-before(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'hooks-config-get-'));
-});
 after(async () => {
   await rm(dir, { recursive: true, force: true });
 });
@@ -32,6 +30,7 @@ async function get(args: string[], env: Record<string, string> = {}) {
 }
 
 before(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'hooks-config-get-'));
   await writeFile(join(dir, 'config.json'), CONFIG);
   await writeFile(join(dir, 'hooks-token'), 'token-from-the-file\n');
   await mkdir(join(dir, 'ws'));
@@ -97,7 +96,7 @@ test('parseKeyPath() reads dotted names, [n] indexes and ["quoted"] names, and k
 });
 
 test('the executable prints a configured value for a shell variable', async () => {
-  const { code, stdout } = await runCli(['config', 'get', '-c', join(dir, 'config.json'), 'hooks.token']);
+  const { code, stdout } = await runCli(['config', 'get', '-c', join(dir, 'config.json'), 'hooks.token'], { LLM_URL: 'http://127.0.0.1:1/v1' });
   assert.equal(code, 0);
   assert.equal(stdout, 'token-from-the-file\n');
 });

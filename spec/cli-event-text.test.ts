@@ -3,19 +3,19 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { escapeControls, formatEvent, markWrapped } from '../lib/cli/event-text.ts';
-import { main, type Io } from '../lib/cli/main.ts';
+import { escapeControls, markWrapped } from '../lib/cli/event-text.ts';
+import type { Io } from '../lib/cli/io.ts';
+import { main } from '../lib/cli/main.ts';
 import { wrapUntrusted } from '../lib/hooks/untrusted.ts';
 import { Store, type SessionEvent } from '../lib/store/store.ts';
 
 const TIME = '2026-01-01T00:00:00.000Z';
-const event = (text: string, source = 'wake'): SessionEvent => ({ seq: 1, time: TIME, kind: 'system', text, source });
 
 /** Runs `hooks-ingress events ARGS` over a state directory holding these event texts. */
 async function events(texts: { text: string; source: string }[], args: string[] = []): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'hooks-events-text-'));
   try {
-    const { store } = await Store.open(dir, { idempotencyTtlMs: 60_000 });
+    const { store } = await Store.open(dir, { idempotencyTtlMs: 60_000, now: () => Date.parse(TIME) });
     await store.commit({ events: texts.map((t) => ({ kind: 'system' as const, ...t })) });
     await store.close();
     let stdout = '';
@@ -70,8 +70,4 @@ test('escapeControls() escapes \\n too unless it is kept, and leaves other text 
   assert.equal(escapeControls('a\nb', true), 'a\nb');
   assert.equal(escapeControls('Grüße 🙂 \\x1b', true), 'Grüße 🙂 \\x1b');
   assert.equal(escapeControls('\u202eevil\u2066', true), '\\u202eevil\\u2066');
-});
-
-test('formatEvent() indents the continuation lines of a multi-line text', () => {
-  assert.equal(formatEvent(event('a\nb')), `${TIME}  system  [wake]  a\n    b\n`);
 });

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { tmpdir } from 'node:os';
 import { test } from 'node:test';
-import { buildConfig, type Config } from '../lib/config/config.ts';
+import { buildConfig } from '../lib/config/load.ts';
+import type { Config } from '../lib/config/types.ts';
 import { readinessWarnings } from '../lib/config/readiness.ts';
 
 async function config(raw: unknown): Promise<Config> {

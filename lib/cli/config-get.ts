@@ -2,15 +2,15 @@
 // not parse the file themselves (which breaks on the comments and trailing commas JSONC allows).
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { buildConfig, DEFAULT_HEARTBEAT_PROMPT, DEFAULTS, locateConfig, locateStateDir, substituteEnv, type Config } from '../config/config.ts';
+import { buildConfig, substituteEnv } from '../config/load.ts';
+import { locateConfig, locateStateDir } from '../config/locate.ts';
+import { DEFAULT_HEARTBEAT_PROMPT, DEFAULTS } from '../config/normalise.ts';
+import type { Config } from '../config/types.ts';
 import { parseJsonc } from '../jsonc.ts';
 import { join, type Issue } from '../schema.ts';
-import type { Io } from './main.ts';
-import { loadConfigFor } from './serve.ts';
+import { FAILURE, USAGE, type Io } from './io.ts';
+import { loadConfigFor } from './load-config.ts';
 import { parseArgsProblem, unknownCommand, usageLine } from './usage.ts';
-
-const USAGE = 2;
-const FAILURE = 1;
 
 export const CONFIG_HELP = `Usage: hooks-ingress config COMMAND [options]
 

@@ -49,8 +49,12 @@ export function markWrapped(text: string): string {
   });
 }
 
-/** One event as a human reads it: time, kind and source, then the text (continuation lines indented). */
-export function formatEvent(event: SessionEvent): string {
-  const text = escapeControls(markWrapped(event.text), true).replace(/\n/g, `\n${INDENT}`);
+/**
+ * One event as a human reads it: time, kind and source, then the text (continuation lines
+ * indented); `raw` keeps a wrapped text's notice and markers instead of the short marker.
+ */
+export function formatEvent(event: SessionEvent, options: { raw?: boolean } = {}): string {
+  const shown = options.raw === true ? event.text : markWrapped(event.text);
+  const text = escapeControls(shown, true).replace(/\n/g, `\n${INDENT}`);
   return `${event.time}  ${escapeControls(event.kind, false)}  [${escapeControls(event.source, false)}]  ${text}\n`;
 }

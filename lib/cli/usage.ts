@@ -6,7 +6,7 @@ import { suggest } from '../schema.ts';
 /** An option as parseArgs declares it. */
 export interface OptionSpec {
   type: 'string' | 'boolean';
-  short?: string;
+  short?: string | undefined;
 }
 
 /** The one line of a usage error: `hooks-ingress events: <problem>; see hooks-ingress events --help`. */
