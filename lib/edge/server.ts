@@ -5,6 +5,7 @@ import { requestClient, type Client } from '../guard/address.ts';
 import { parseForm, parseJsonObject, readBody } from '../guard/body.ts';
 import type { Config } from '../config/types.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
+import { idSequence } from '../random.ts';
 import { createDispatch, type Answer, type IdempotencyKey } from './dispatch.ts';
 import type { CallTransform } from '../hooks/mappings.ts';
 import type { Logger } from '../log.ts';
@@ -77,7 +78,8 @@ interface Shared {
 /** Builds the request listener: routing, auth, body, dispatch, and the one place errors become responses. */
 export function createApp(options: AppOptions): App {
   const { log } = options;
-  const newId = options.newId ?? randomUUID;
+  // Request ids label and correlate, nothing more (see idSequence): no random draw per request.
+  const requestId = options.newId ?? idSequence();
   const now = options.now ?? performance.now.bind(performance);
   const shared: Shared = { inflight: new Map(), received: new WeakMap(), limiter: options.limiter ?? _limiter(options.config), limits: JSON.stringify(options.config.hooks.authRateLimit) };
   let current = _compile(options, options.config, shared);
@@ -86,7 +88,7 @@ export function createApp(options: AppOptions): App {
     const { route, config, hookLabel } = current;
     const started = now();
     const incoming = req.headers['x-request-id'];
-    const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : newId();
+    const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : requestId();
     const client = requestClient(req.socket, req.headers['x-forwarded-for'], config.gateway.trustedProxies);
     const target = splitTarget(req.url ?? '/');
     route(req, target, client, id)
