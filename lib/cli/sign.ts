@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type { Config } from '../config/types.ts';
 import { signRequest, type Signature } from '../guard/signature.ts';
-import { post } from '../http-call.ts';
 import { COMMON, type Command } from './command.ts';
 import { FAILURE, USAGE, type Io } from './io.ts';
 import { loadConfigFor } from './load-config.ts';
@@ -80,9 +79,13 @@ export async function signCommand(flags: SignFlags, io: Io & { stdin?: () => Pro
     io.stdout(`${_curl(url, headers, flags.body, body, io)}\n`);
     return 0;
   }
-  const answer = await post(url, body.toString('utf8'), { fetch, headers });
-  if (!answer.ok) {
-    io.stderr(`hooks-ingress sign: cannot reach ${url}: ${answer.message}\n`);
+  // The exact bytes that were signed: a body that is not UTF-8 must not be re-encoded on the way.
+  let answer: { status: number; text: string };
+  try {
+    const response = await fetch(url, { method: 'POST', headers, body: new Uint8Array(body) });
+    answer = { status: response.status, text: await response.text() };
+  } catch (error) {
+    io.stderr(`hooks-ingress sign: cannot reach ${url}: ${error instanceof Error ? ((error.cause as Error | undefined)?.message ?? error.message) : String(error)}\n`);
     return FAILURE;
   }
   io.stdout(`${answer.status} ${answer.text}\n`);
