@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import { presetMappings, toMapping } from '../hooks/mappings.ts';
 import { normaliseHooksPath, type FileConfig } from './file-schema.ts';
 import type { Config } from './types.ts';
+import { trimTrailingSlashes } from '../text.ts';
 
 /** The default heartbeat prompt: read the events, act if needed, else acknowledge. */
 export const DEFAULT_HEARTBEAT_PROMPT =
@@ -16,6 +17,7 @@ export const DEFAULTS = {
   windowSeconds: 60,
   lockoutSeconds: 60,
   idempotencyTtlSeconds: 86_400,
+  forwardMaxAgeSeconds: 86_400,
   bind: '127.0.0.1',
   port: 8789,
   transformTimeoutMs: 5_000,
@@ -80,6 +82,11 @@ function _hooks(hooks: NonNullable<FileConfig['hooks']>, where: _Where): Config[
       lockoutSeconds: limit.lockoutSeconds ?? DEFAULTS.lockoutSeconds,
     },
     idempotencyTtlSeconds: hooks.idempotencyTtlSeconds ?? DEFAULTS.idempotencyTtlSeconds,
+    allowCompletionReply: hooks.allowCompletionReply ?? false,
+    forward:
+      hooks.forward === undefined
+        ? null
+        : { url: trimTrailingSlashes(hooks.forward.url), token: hooks.forward.token, maxAgeSeconds: hooks.forward.maxAgeSeconds ?? DEFAULTS.forwardMaxAgeSeconds },
   };
 }
 

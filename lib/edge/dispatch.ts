@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { AgentAction, RunSpec } from '../actions.ts';
+import type { AgentAction, RunSpec, WakeAction } from '../actions.ts';
 import type { Config } from '../config/types.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
 import { parseAgent } from '../hooks/agent.ts';
@@ -10,7 +10,10 @@ import type { Logger } from '../log.ts';
 import { admitRun } from '../policy/admit.ts';
 import { checkRoute, routesOf, type Routes } from '../policy/route.ts';
 import { TOKEN_HEADERS } from '../guard/token.ts';
+import { upstreamAgent, upstreamWake } from '../hooks/upstream.ts';
+import type { OutboxSpec } from '../store/outbox.ts';
 import type { Effects, IdempotencyWrite, StoredAnswer, RunRecord, Store } from '../store/store.ts';
+import type { WaitingReply } from './wait.ts';
 
 /** An answer on its way out: status, JSON body and extra headers. */
 export interface Answer extends StoredAnswer {
@@ -43,6 +46,10 @@ export interface DispatchOptions {
   transforms: CallTransform;
   /** The agent runtime's queue: accepted runs go there; a full queue answers 503. */
   runs?: { enqueue(run: RunRecord): void; readonly depth: number };
+  /** Holds a `waitForCompletion` answer until its runs finished; without it such requests are answered at once. */
+  wait?: (reply: WaitingReply) => Promise<StoredAnswer>;
+  /** Forward mode: told when new outbox entries are on disk, so it sends them at once. */
+  forwarded?: () => void;
 }
 
 /** Handles one authenticated hook call; `idem` is the key the answer is remembered under. */
@@ -51,6 +58,8 @@ export type Dispatch = (call: HookCall, idem: IdempotencyKey | null) => Promise<
 // What the handlers share: the options and the configured channels' routes.
 interface _Context extends DispatchOptions {
   routes: Routes;
+  /** Forward mode: actions go to the upstream gateway's outbox instead of this runtime. */
+  forward: boolean;
 }
 
 /**
@@ -59,7 +68,7 @@ interface _Context extends DispatchOptions {
  * idempotency key) into the store as one commit, and the accepted runs to the runtime.
  */
 export function createDispatch(options: DispatchOptions): Dispatch {
-  const ctx: _Context = { ...options, routes: routesOf(options.config.channels) };
+  const ctx: _Context = { ...options, routes: routesOf(options.config.channels), forward: options.config.hooks.forward !== null };
   return (call, idem) => (call.name === 'wake' ? _wake(ctx, call, idem) : call.name === 'agent' ? _agent(ctx, call, idem) : _mapped(ctx, call, idem));
 }
 
@@ -68,6 +77,10 @@ async function _wake(ctx: _Context, call: HookCall, idem: IdempotencyKey | null)
   if (!parsed.ok) throw new HttpError(400, ErrorCode.InvalidPayload, parsed.error);
   const answer: Answer = { status: 200, body: { ok: true, mode: parsed.action.mode } };
   const { text, mode } = parsed.action;
+  if (ctx.forward) {
+    await _commitForward(ctx, [_outboxWake(ctx, parsed.action, call)], _remember(idem, answer));
+    return answer;
+  }
   await ctx.store.addEvent({ kind: 'system', text, source: 'wake', mode }, _remember(idem, answer));
   if (mode === 'now') ctx.heartbeat.request('wake');
   return answer;
@@ -80,10 +93,15 @@ async function _agent(ctx: _Context, call: HookCall, idem: IdempotencyKey | null
   parsed.action.message = wrapUntrusted(parsed.action.message, { source: 'Webhook' });
   parsed.action.name = nameLine(parsed.action.name) || 'Hook';
   const run = _admit(ctx, call, parsed.action, '');
-  _reserve(ctx, 1);
   const answer: Answer = { status: 202, body: { ok: true, runId: run.runId, sessionKey: run.sessionKey, agentId: run.agentId, channel: run.channel } };
-  await _commit(ctx, { runs: [run] }, _remember(idem, answer));
-  return answer;
+  if (ctx.forward) {
+    await _commitForward(ctx, [_outboxAgent(ctx, parsed.action, run, call)], _remember(idem, answer));
+    return answer;
+  }
+  _reserve(ctx, 1);
+  const waitFor = parsed.action.waitForCompletion === true && ctx.wait !== undefined ? [run.runId] : undefined;
+  await _commit(ctx, { runs: [run] }, _remember(idem, answer, waitFor));
+  return waitFor === undefined ? answer : ctx.wait!({ ...answer, waitFor });
 }
 
 async function _mapped(ctx: _Context, call: HookCall, idem: IdempotencyKey | null): Promise<Answer> {
@@ -107,16 +125,28 @@ async function _mapped(ctx: _Context, call: HookCall, idem: IdempotencyKey | nul
   const source = `hook:${nameLine(name)}`;
   const events: Effects['events'] & {} = [];
   const runs: RunSpec[] = [];
+  const outbox: OutboxSpec[] = [];
   for (const { action, injections } of outcome.actions) {
     _warnInjection(ctx, call, nameLine(name), injections);
-    if (action.kind === 'wake') events.push({ kind: 'system', text: action.text, source, mode: action.mode });
-    else runs.push(_admit(ctx, call, action, `mapping ${outcome.mappingId}: `));
+    if (action.kind === 'wake') {
+      events.push({ kind: 'system', text: action.text, source, mode: action.mode });
+      if (ctx.forward) outbox.push(_outboxWake(ctx, action, call));
+      continue;
+    }
+    const run = _admit(ctx, call, action, `mapping ${outcome.mappingId}: `);
+    runs.push(run);
+    if (ctx.forward) outbox.push(_outboxAgent(ctx, action, run, call));
   }
   const answer = _mappedAnswer(outcome.forEach, runs, events);
+  if (ctx.forward) {
+    await _commitForward(ctx, outbox, _remember(idem, answer));
+    return answer;
+  }
   _reserve(ctx, runs.length);
-  await _commit(ctx, { events, runs }, _remember(idem, answer));
+  const waitFor = outcome.waitForCompletion && runs.length > 0 && ctx.wait !== undefined ? runs.map((r) => r.runId) : undefined;
+  await _commit(ctx, { events, runs }, _remember(idem, answer, waitFor));
   if (events.some((e) => e.mode === 'now')) ctx.heartbeat.request(source);
-  return answer;
+  return waitFor === undefined ? answer : ctx.wait!({ ...answer, waitFor });
 }
 
 // What a mapped request answers: its run (or runs, for forEach), else the wake's mode.
@@ -135,13 +165,14 @@ function _mappedAnswer(forEach: boolean, runs: readonly RunSpec[], events: NonNu
 /**
  * The one admission of an agent action, for `/agent` and mapped hooks alike: every policy rule,
  * then the route, since a reply that could never be delivered is refused now, while the sender can
- * still fix it. `label` starts the message (which mapping refused it).
+ * still fix it (in forward mode the upstream delivers, so its channels, not ours, decide what is
+ * routable). `label` starts the message (which mapping refused it).
  */
 function _admit(ctx: _Context, call: HookCall, action: AgentAction, label: string): RunSpec {
   const admitted = admitRun(action, call.name, ctx.config, ctx.newId);
   if (!admitted.ok) throw new HttpError(400, ErrorCode.NotAllowed, `${label}${admitted.error}`);
   const run = admitted.value;
-  const unroutable = run.deliver ? checkRoute(ctx.routes, ctx.store.lastRoute(), run.channel, run.to) : null;
+  const unroutable = run.deliver && !ctx.forward ? checkRoute(ctx.routes, ctx.store.lastRoute(), run.channel, run.to) : null;
   if (unroutable !== null) throw new HttpError(400, ErrorCode.InvalidPayload, `${label}${unroutable}`);
   return { ...run, requestId: call.id };
 }
@@ -161,6 +192,20 @@ async function _commit(ctx: _Context, effects: Effects, idem: IdempotencyWrite |
   for (const run of runs) ctx.runs?.enqueue(run);
 }
 
+// The outbox entries of forward mode: what the upstream gateway's /wake and /agent take.
+function _outboxWake(ctx: _Context, action: Pick<WakeAction, 'text' | 'mode'>, call: HookCall): OutboxSpec {
+  return { id: ctx.newId(), target: 'wake', body: upstreamWake(action), hook: call.name, requestId: call.id };
+}
+
+function _outboxAgent(ctx: _Context, action: AgentAction, run: RunSpec, call: HookCall): OutboxSpec {
+  return { id: ctx.newId(), target: 'agent', body: upstreamAgent(action, run), hook: call.name, requestId: call.id, runId: run.runId };
+}
+
+async function _commitForward(ctx: _Context, outbox: OutboxSpec[], idem: IdempotencyWrite | undefined): Promise<void> {
+  await ctx.store.commit({ outbox }, idem);
+  ctx.forwarded?.();
+}
+
 function _warnInjection(ctx: _Context, call: HookCall, hook: string, kinds: readonly string[]): void {
   if (kinds.length > 0) ctx.log.warn('possible prompt injection (content wrapped)', { id: call.id, hook, kinds: kinds.join(',') });
 }
@@ -177,6 +222,8 @@ function _templateHeaders(headers: IncomingHttpHeaders): Record<string, string> 
   return out;
 }
 
-function _remember(idem: IdempotencyKey | null, answer: StoredAnswer): IdempotencyWrite | undefined {
-  return idem === null ? undefined : { ...idem, status: answer.status, body: answer.body };
+// A request that waits is remembered with its runs, so a retry waits for the same ones.
+function _remember(idem: IdempotencyKey | null, answer: StoredAnswer, waitFor?: readonly string[]): IdempotencyWrite | undefined {
+  if (idem === null) return undefined;
+  return { ...idem, status: answer.status, body: answer.body, ...(waitFor === undefined ? {} : { waitFor }) };
 }

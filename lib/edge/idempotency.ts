@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { Store } from '../store/store.ts';
+import type { Store, StoredAnswer } from '../store/store.ts';
 import type { Answer, IdempotencyKey } from './dispatch.ts';
+import type { WaitingReply } from './wait.ts';
 
 const MAX_IDEMPOTENCY_KEY = 256;
 
@@ -10,9 +11,13 @@ export type Idempotent = (name: string, key: string | null, work: (idem: Idempot
 /**
  * A retry with a key already answered gets that answer again; one arriving while the first is
  * still being handled waits for it, so two copies can never both take effect. `inflight` outlives
- * a reload.
+ * a reload; `wait` holds a replayed answer whose first request waited for its runs.
  */
-export function createIdempotency(store: Pick<Store, 'replay'>, inflight: Map<string, Promise<Answer>>): Idempotent {
+export function createIdempotency(
+  store: Pick<Store, 'replay'>,
+  inflight: Map<string, Promise<Answer>>,
+  wait?: (reply: WaitingReply) => Promise<StoredAnswer>,
+): Idempotent {
   return async (name, key, work) => {
     if (key === null) return work(null);
     const id = `${name}\n${key}`;
@@ -20,7 +25,12 @@ export function createIdempotency(store: Pick<Store, 'replay'>, inflight: Map<st
     // so exactly one copy goes ahead when the one before it failed.
     for (let running = inflight.get(id); running !== undefined; running = inflight.get(id)) await running.catch(() => undefined);
     const prior = store.replay(name, key);
-    if (prior !== null) return { ...prior, headers: { 'idempotent-replayed': 'true' } };
+    if (prior !== null) {
+      // A first request that waited for its runs: the retry waits for the same ones (or has them at once).
+      const { waitFor } = prior;
+      const answer = waitFor !== undefined && wait !== undefined ? await wait({ ...prior, waitFor }) : prior;
+      return { status: answer.status, body: answer.body, headers: { 'idempotent-replayed': 'true' } };
+    }
     const pending = work({ scope: name, key });
     inflight.set(id, pending);
     try {

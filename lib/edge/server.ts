@@ -16,6 +16,7 @@ import { createDispatch, type Answer } from './dispatch.ts';
 import { hooksRoute, type Handler } from './hooks-route.ts';
 import { createIdempotency } from './idempotency.ts';
 import { Router, splitTarget } from './router.ts';
+import { createWaiter, type Completions } from './wait.ts';
 import { signedPaths } from './signed.ts';
 import type { Telemetry } from './telemetry.ts';
 
@@ -38,6 +39,10 @@ export interface AppOptions {
   telemetry?: Telemetry;
   /** How long a body may take to arrive; 30 s unless a test needs less. */
   bodyTimeoutMs?: number;
+  /** Waits for runs to finish, for `waitForCompletion`; without it those requests are answered at once. */
+  completions?: Completions;
+  /** Forward mode: called once new outbox entries are on disk. */
+  forwarded?: () => void;
   /** The wall clock in epoch milliseconds, that signed timestamps are held against. */
   clock?: () => number;
 }
@@ -115,6 +120,7 @@ function _compile(
 ): { config: Config; route: (req: IncomingMessage, target: Target, client: Client, id: string) => Promise<Answer>; hookLabel: (path: string) => string } {
   const { store } = options;
   const auth = createAuth(shared.limiter);
+  const wait = options.completions === undefined ? undefined : createWaiter(config, store, options.completions);
   const dispatch = createDispatch({
     config,
     store,
@@ -123,11 +129,13 @@ function _compile(
     newId: options.newId ?? randomUUID,
     transforms: options.transforms ?? (async () => ({ ok: false, reason: 'load-failed', detail: 'no transform runner is configured' })),
     ...(options.runs === undefined ? {} : { runs: options.runs }),
+    ...(wait === undefined ? {} : { wait }),
+    ...(options.forwarded === undefined ? {} : { forwarded: options.forwarded }),
   });
   const hooks = hooksRoute({
     config,
     auth,
-    idempotent: createIdempotency(store, shared.inflight),
+    idempotent: createIdempotency(store, shared.inflight, wait),
     dispatch,
     bodyTimeoutMs: options.bodyTimeoutMs ?? 30_000,
     received: shared.received,
