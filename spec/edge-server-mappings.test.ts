@@ -603,7 +603,7 @@ test('a transform that allocates without bound answers 500, and the next request
         { match: { path: 'fine' }, transform: { module: 'named.mjs', export: 'pick' } },
       ],
     },
-  }, { maxOldGenerationSizeMb: 16, poolSize: 1 });
+  }, { heapMb: 16, poolSize: 1 });
   assertError(await hook(h, 'hog', {}), 500, /^hook mapping failed$/);
   assert.equal(errorLines(h)[0]?.['detail'], 'crashed: ran out of memory (limit 16 MB)');
   const next = await hook(h, 'fine', { n: 2 });
