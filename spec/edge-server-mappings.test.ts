@@ -27,6 +27,7 @@ const TRANSFORMS: Record<string, string> = {
   'throws.js': 'export default () => { throw new Error("secret detail 7731"); };',
   'loop.js': 'export default () => { for (;;) {} };',
   'hog.js': 'export default () => { const kept = []; for (;;) kept.push(new Array(4096).fill(Math.random())); };',
+  'huge.js': 'export default () => ({ kind: "wake", text: "x".repeat(64 * 1024) });',
   'echo.js': 'export default (input) => ({ message: JSON.stringify(input), allowUnsafeExternalContent: true });',
   'key.js': 'export default ({ payload }) => ({ sessionKey: payload.key });',
   'number.js': 'export default 42;',
@@ -605,7 +606,7 @@ test('a transform that allocates without bound answers 500, and the next request
     },
   }, { heapMb: 16, poolSize: 1 });
   assertError(await hook(h, 'hog', {}), 500, /^hook mapping failed$/);
-  assert.equal(errorLines(h)[0]?.['detail'], 'crashed: ran out of memory (limit 16 MB)');
+  assert.equal(errorLines(h)[0]?.['detail'], 'crashed: ran out of memory (heap limit 16 MiB)');
   const next = await hook(h, 'fine', { n: 2 });
   assert.equal(next.status, 202, next.text);
 });
@@ -672,15 +673,23 @@ test('the config refuses a missing transform module, naming the key', async (t) 
   assert.deepEqual(await problems({ hooks: { mappings: [{ transform: { module: 'nope.js' } }] } }, dir), ['hooks.mappings[0].transform.module: does not exist']);
 });
 
-test('a transform module swapped for a symlink pointing outside after load answers 500', async (t) => {
+test('a transform module swapped for a symlink pointing outside after load is not imported: its child keeps the module it checked', async (t) => {
   const h = await start(t, { hooks: { mappings: [{ id: 'swapped', transform: { module: 'swap.js' } }] } });
   assert.equal((await hook(h, 'x', {})).status, 202);
   const module = join(h.dir, 'hooks', 'transforms', 'swap.js');
   await unlink(module);
   await symlink(join(h.dir, 'outside', 'swap.js'), module);
+  // Containment is checked before a child imports a module (a fresh child after a reload checks
+  // again, see the runner spec); a module already imported cannot be swapped under its child.
+  assert.equal((await hook(h, 'x', {})).status, 202);
+  assert.deepEqual(runs(h).map((r) => unwrap(r.message)), ['inside', 'inside']);
+});
+
+test('a transform result over hooks.transformMaxResultBytes answers 500, logged with the reason', async (t) => {
+  const h = await start(t, { hooks: { transformMaxResultBytes: 16_384, mappings: [{ id: 'huge', transform: { module: 'huge.js' } }] } }, { maxResultBytes: 16_384 });
   assertError(await hook(h, 'x', {}), 500, /^hook mapping failed$/);
-  assert.equal(errorLines(h)[0]?.['detail'], 'escaped: resolves outside the transforms root');
-  assert.deepEqual(runs(h).map((r) => unwrap(r.message)), ['inside']);
+  assert.equal(errorLines(h)[0]?.['detail'], 'too-large: the result is larger than 16384 bytes');
+  assert.equal(h.store.events().length, 0);
 });
 
 test('a transform directory swapped for a symlink pointing outside after load answers 500', async (t) => {

@@ -88,6 +88,7 @@ const fileSchema = object({
         mappings: optional(array(mappingSchema)),
         transformsDir: optional(string({ nonEmpty: true })),
         transformTimeoutMs: optional(number({ integer: true, min: 1 })),
+        transformMaxResultBytes: optional(number({ integer: true, min: 1 })),
         maxQueuedRuns: optional(number({ integer: true, min: 1 })),
         gmail: optional(
           object({
@@ -226,6 +227,8 @@ export interface Config {
     /** The real path transforms load from, inside `<config dir>/hooks/transforms`. */
     transformsDir: string;
     transformTimeoutMs: number;
+    /** Bytes of one transform call's result, as JSON; over it the call fails. */
+    transformMaxResultBytes: number;
     /** Accepted runs waiting or running; past it `/agent` answers 503. */
     maxQueuedRuns: number;
     gmail: NonNullable<NonNullable<FileConfig['hooks']>['gmail']>;
@@ -274,6 +277,7 @@ export const DEFAULTS = {
   bind: '127.0.0.1',
   port: 8789,
   transformTimeoutMs: 5_000,
+  transformMaxResultBytes: 1_048_576,
   maxQueuedRuns: 1_000,
   timeoutSeconds: 600,
   maxConcurrent: 4,
@@ -422,6 +426,7 @@ function _normalise(
       ],
       transformsDir: resolve(where.dir, TRANSFORMS_ROOT, hooks.transformsDir ?? '.'),
       transformTimeoutMs: hooks.transformTimeoutMs ?? DEFAULTS.transformTimeoutMs,
+      transformMaxResultBytes: hooks.transformMaxResultBytes ?? DEFAULTS.transformMaxResultBytes,
       maxQueuedRuns: hooks.maxQueuedRuns ?? DEFAULTS.maxQueuedRuns,
       gmail: hooks.gmail ?? {},
       authRateLimit: {

@@ -168,12 +168,12 @@ export function createTransformRunner(options: TransformRunnerOptions): Transfor
         queue.unshift(job);
         return;
       }
-      if (!result.ok || job.input === null) {
+      if (!result.ok) {
         job.done(result);
-        if (!result.ok) retire(slot);
-        return;
+        return retire(slot);
       }
       slot.ready = true;
+      if (job.input === null) return job.done(result);
       // The call gets the budget it had left when the child began to start.
       job.queuedAt = performance.now() - waited;
       call(slot, job);
