@@ -265,13 +265,21 @@ test('server answers 429 with Retry-After once a client reaches maxFailures', as
   assertError(await post(h.url, '/hooks/wake', { body: { text: 'x' } }), 429);
 });
 
-test('a correct token passes while its client is locked and clears the failure count', async (t) => {
+test('a correct token passes while its client is locked, and the lock stays for everyone else behind the address', async (t) => {
   const h = await start(t, { hooks: { authRateLimit: LIMIT } });
   for (let i = 0; i < 3; i++) await wake(h, { text: 'x' }, { authorization: 'Bearer wrong' });
   assertError(await wake(h, { text: 'x' }, { authorization: 'Bearer wrong' }), 429);
   const ok = await wake(h, { text: 'through' });
   assert.equal(ok.status, 200, ok.text);
-  for (let i = 0; i < 3; i++) assertError(await wake(h, { text: 'x' }, { authorization: 'Bearer wrong' }), 401);
+  assertError(await wake(h, { text: 'x' }, { authorization: 'Bearer wrong' }), 429);
+});
+
+test('a correct token does not reset the failure count of its address: failures decay only with the window', async (t) => {
+  const h = await start(t, { hooks: { authRateLimit: LIMIT } });
+  // An attacker behind the same address (a shared NAT) must not get fresh guesses after every legitimate request.
+  for (let i = 0; i < 2; i++) assertError(await wake(h, { text: 'x' }, { authorization: 'Bearer wrong' }), 401);
+  assert.equal((await wake(h, { text: 'legitimate' })).status, 200);
+  assertError(await wake(h, { text: 'x' }, { authorization: 'Bearer wrong' }), 401);
   assertError(await wake(h, { text: 'x' }, { authorization: 'Bearer wrong' }), 429);
 });
 

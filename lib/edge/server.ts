@@ -120,13 +120,11 @@ function _compile(options: AppOptions, config: Config, shared: Shared): { config
 
   // One limit for the hook token and the gateway token alike: a correct token passes even while its
   // client is locked out (an attacker cannot lock the operator out); anything else is a failure,
-  // answered 401, or 429 once the client is locked. Only the hook token clears the client's count.
-  const authenticate = (presented: string | null, expected: string | null, client: string, refusal: string, clears: boolean) => {
+  // answered 401, or 429 once the client is locked. A success clears nothing: whoever else sends
+  // from the same address (a shared NAT) would get fresh guesses. Failures decay with the window.
+  const authenticate = (presented: string | null, expected: string | null, client: string, refusal: string) => {
     const key = clientKey(client);
-    if (presented !== null && expected !== null && tokensMatch(presented, expected)) {
-      if (clears) limiter.succeed(key);
-      return;
-    }
+    if (presented !== null && expected !== null && tokensMatch(presented, expected)) return;
     const verdict = limiter.fail(key);
     if (verdict.locked) {
       throw new HttpError(429, ErrorCode.TooManyFailures, 'too many failed authentication attempts; retry later', {
@@ -168,7 +166,7 @@ function _compile(options: AppOptions, config: Config, shared: Shared): { config
   const hooks: Handler = async (ctx) => {
     const { req, name } = ctx;
     const presented = extractToken(req.headers);
-    authenticate(presented, config.hooks.token, ctx.client, presented === null ? 'missing hook token' : 'invalid hook token', true);
+    authenticate(presented, config.hooks.token, ctx.client, presented === null ? 'missing hook token' : 'invalid hook token');
     if (name === '') throw new HttpError(404, ErrorCode.NotFound, 'hook name missing: POST to a path such as /wake or /agent');
     const bytes = await readBody(req, { maxBytes: config.hooks.maxBodyBytes, timeoutMs: bodyTimeoutMs });
     shared.received.set(req, bytes.length);
@@ -189,7 +187,7 @@ function _compile(options: AppOptions, config: Config, shared: Shared): { config
     router.add(['GET'], '/metrics', async ({ req, client }) => {
       // Bearer only: the x-*-token headers carry hook tokens.
       const presented = extractToken({ authorization: req.headers.authorization });
-      authenticate(presented, token, client, 'metrics need the gateway token (Authorization: Bearer)', false);
+      authenticate(presented, token, client, 'metrics need the gateway token (Authorization: Bearer)');
       return { status: 200, body: {}, text: telemetry.render(), contentType: telemetry.contentType };
     });
   }
