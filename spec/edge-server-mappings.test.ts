@@ -916,3 +916,11 @@ test('a mapped wake with a repeated key adds one event and requests one heartbea
   assert.equal(h.store.events().length, 2);
   assert.deepEqual(h.beats, ['hook:a', 'hook:b']);
 });
+
+test('a payload nested 100,000 levels deep answers 400 naming the depth limit, on a template mapping too', async (t) => {
+  const h = await start(t, { hooks: { mappings: [{ match: { path: 'deep' }, action: 'wake', textTemplate: 'got {{a}}' }] } });
+  const deep = `{"a":${'['.repeat(100_000)}${']'.repeat(100_000)}}`;
+  assertError(await hook(h, 'deep', deep, { 'content-type': 'application/json' }), 400, /at most 64 levels deep/);
+  assert.equal(h.store.events().length, 0);
+  assert.equal(errorLines(h).length, 0);
+});
