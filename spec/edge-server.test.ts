@@ -1004,3 +1004,48 @@ test('an unexpected error is answered with a bare 500 and logged with the reques
     [500],
   );
 });
+
+// A raw client: what it has received so far, and a wait until that matches.
+async function rawClient(url: string) {
+  const { connect } = await import('node:net');
+  const { hostname, port } = new URL(url);
+  const socket = connect(Number(port), hostname);
+  socket.setEncoding('latin1');
+  let seen = '';
+  const waiters: (() => void)[] = [];
+  socket.on('data', (chunk: string) => {
+    seen += chunk;
+    for (const wake of waiters.splice(0)) wake();
+  });
+  socket.on('close', () => {
+    for (const wake of waiters.splice(0)) wake();
+  });
+  const until = async (pattern: RegExp) => {
+    while (!pattern.test(seen) && !socket.destroyed) await new Promise<void>((resolve) => waiters.push(resolve));
+    return seen;
+  };
+  return { socket, until };
+}
+
+test('Expect: 100-continue without a valid token gets its final 401 at once, never 100 Continue', async (t) => {
+  const h = await start(t);
+  const head = 'POST /hooks/wake HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 12\r\nExpect: 100-continue\r\nAuthorization: Bearer wrong\r\n\r\n';
+  const client = await rawClient(h.url);
+  client.socket.write(head);
+  const seen = await client.until(/\r\n/);
+  client.socket.destroy();
+  assert.match(seen, /^HTTP\/1\.1 401 Unauthorized\r\n/);
+});
+
+test('Expect: 100-continue with the hook token gets 100 Continue, then the answer to the body', async (t) => {
+  const h = await start(t);
+  const body = '{"text":"x"}';
+  const head = `POST /hooks/wake HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nExpect: 100-continue\r\nAuthorization: Bearer ${TOKEN}\r\nConnection: close\r\n\r\n`;
+  const client = await rawClient(h.url);
+  client.socket.write(head);
+  assert.match(await client.until(/\r\n/), /^HTTP\/1\.1 100 Continue\r\n/);
+  client.socket.write(body);
+  assert.match(await client.until(/HTTP\/1\.1 200/), /HTTP\/1\.1 200 OK/);
+  client.socket.destroy();
+  assert.equal(h.store.events().length, 1);
+});

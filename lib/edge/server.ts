@@ -42,6 +42,8 @@ interface Context {
   /** The hook name after `hooks.path`, decoded; `''` for the base path itself. */
   name: string;
   client: string;
+  /** Sends `100 Continue` to a client that asked for it (`Expect: 100-continue`), once. */
+  invite: () => void;
 }
 
 type Handler = (ctx: Context) => Promise<Answer>;
@@ -85,7 +87,7 @@ export function createApp(options: AppOptions): App {
     const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : newId();
     const client = clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], config.gateway.trustedProxies);
     const target = splitTarget(req.url ?? '/');
-    route(req, target, client, id)
+    route(req, target, client, id, _inviter(req, res))
       .catch((error: unknown) => _answerError(error, id, log))
       .then((answer) => {
         _send(req, res, answer, id, config.hooks.maxBodyBytes);
@@ -104,13 +106,24 @@ export function createApp(options: AppOptions): App {
   return app;
 }
 
+// node:http answers `Expect: 100-continue` itself unless the server listens for checkContinue,
+// which `listen` does: the body is invited only once the request has earned it.
+function _inviter(req: IncomingMessage, res: ServerResponse): () => void {
+  let invited = !/\b100-continue\b/i.test(req.headers.expect ?? '');
+  return () => {
+    if (invited || res.headersSent) return;
+    invited = true;
+    res.writeContinue();
+  };
+}
+
 function _limiter(config: Config): FailureLimiter {
   const { maxFailures, windowSeconds, lockoutSeconds } = config.hooks.authRateLimit;
   return new FailureLimiter({ maxFailures, windowMs: windowSeconds * 1000, lockoutMs: lockoutSeconds * 1000 });
 }
 
 // Everything that depends on the configuration, built once per (re)load.
-function _compile(options: AppOptions, config: Config, shared: Shared): { config: Config; route: (req: IncomingMessage, target: Target, client: string, id: string) => Promise<Answer> } {
+function _compile(options: AppOptions, config: Config, shared: Shared): { config: Config; route: (req: IncomingMessage, target: Target, client: string, id: string, invite: () => void) => Promise<Answer> } {
   const { store, heartbeat, log } = options;
   const newId = options.newId ?? randomUUID;
   const bodyTimeoutMs = options.bodyTimeoutMs ?? 30_000;
@@ -168,6 +181,9 @@ function _compile(options: AppOptions, config: Config, shared: Shared): { config
     const presented = extractToken(req.headers);
     authenticate(presented, config.hooks.token, ctx.client, presented === null ? 'missing hook token' : 'invalid hook token');
     if (name === '') throw new HttpError(404, ErrorCode.NotFound, 'hook name missing: POST to a path such as /wake or /agent');
+    // `100 Continue` only now that the sender is authenticated: anyone else gets the final status
+    // at once, and is never invited to upload.
+    ctx.invite();
     const bytes = await readBody(req, { maxBytes: config.hooks.maxBodyBytes, timeoutMs: bodyTimeoutMs });
     shared.received.set(req, bytes.length);
     // Form-posting senders (Slack commands, Twilio, ...) reach mapped hooks only; /wake and /agent take JSON.
@@ -193,7 +209,7 @@ function _compile(options: AppOptions, config: Config, shared: Shared): { config
   }
   if (config.hooks.enabled) router.add(['POST'], `${config.hooks.path}/*`, hooks);
 
-  const route = async (req: IncomingMessage, target: Target, client: string, id: string): Promise<Answer> => {
+  const route = async (req: IncomingMessage, target: Target, client: string, id: string, invite: () => void): Promise<Answer> => {
     const { pathname, query } = target;
     const match = router.find(pathname);
     if (match === null) throw new HttpError(404, ErrorCode.NotFound, 'not found');
@@ -206,7 +222,7 @@ function _compile(options: AppOptions, config: Config, shared: Shared): { config
         headers: { allow: match.route.methods.join(', ') },
       });
     }
-    return match.route.handler({ id, req, query, name: match.rest, client });
+    return match.route.handler({ id, req, query, name: match.rest, client, invite });
   };
 
   return { config, route };
@@ -289,6 +305,8 @@ export type ListenTarget = { host: string; port: number } | { fd: number };
 /** Listens with the given request listener. */
 export async function listen(app: (req: IncomingMessage, res: ServerResponse) => void, target: ListenTarget): Promise<Running> {
   const server = createServer(app);
+  // Handled by the app, which invites the body only once the request passed authentication.
+  server.on('checkContinue', app);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     const ready = () => {
