@@ -268,6 +268,20 @@ test('admitRun() refuses on the session key first, then the agent, then the mode
   assert.equal(error(admitRun(action({ model: 'nope' }), 'agent', config, ids('s'))), 'model not allowed: nope');
 });
 
+test('admitRun() drops the agent:<agentId>: prefix of the agent the run resolves to, then checks the prefix rules', () => {
+  const config = configWith({ list: [{ id: 'hooks', default: true }, { id: 'ops', default: false }], hooks: { allowRequestSessionKey: true, allowedSessionKeyPrefixes: ['slack:', 'hook:'] } });
+  const run = value(admitRun(action({ sessionKey: { value: 'agent:hooks:slack:channel:c123', trusted: false } }), 'agent', config, ids('r')));
+  assert.equal(run.sessionKey, 'slack:channel:c123');
+  assert.equal(run.agentId, 'hooks');
+  // Another agent's namespace is kept as it is, and so fails a prefix rule that does not admit it.
+  const other = action({ sessionKey: { value: 'agent:ops:slack:channel:c123', trusted: false }, agentId: 'hooks' });
+  assert.equal(error(admitRun(other, 'agent', config, ids())), 'sessionKey: must start with one of "slack:", "hook:"');
+  const open = configWith({ list: [{ id: 'hooks', default: true }, { id: 'ops', default: false }], hooks: { allowRequestSessionKey: true } });
+  assert.equal(value(admitRun(other, 'agent', open, ids('r'))).sessionKey, 'agent:ops:slack:channel:c123');
+  // The rules judge the key after the prefix is gone: agent:hooks:evil: is no way around them.
+  assert.equal(error(admitRun(action({ sessionKey: { value: 'agent:hooks:evil:1', trusted: false } }), 'agent', config, ids())), 'sessionKey: must start with one of "slack:", "hook:"');
+});
+
 test('admitRun() lets a trusted session key through with allowRequestSessionKey false', () => {
   const run = value(admitRun(action({ sessionKey: { value: 'hook:gmail', trusted: true } }), 'gmail', configWith(), ids('r')));
   assert.equal(run.sessionKey, 'hook:gmail');

@@ -1,7 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join as joinPath, resolve } from 'node:path';
-import { CHANNELS, THINKING_LEVELS, type Channel } from '../actions.ts';
+import { THINKING_LEVELS, type Channel } from '../actions.ts';
+import { channel as channelName } from '../channel-names.ts';
 import { parseCidr, type Cidr } from '../guard/address.ts';
 import { buildChannels, channelsSchema, type ConfiguredChannel } from '../delivery/channels.ts';
 import { checkRoute } from '../delivery/deliver.ts';
@@ -137,7 +138,7 @@ const fileSchema = object({
             object({
               every: optional(duration),
               prompt: optional(string({ trim: true, nonEmpty: true })),
-              target: optional(literal(...CHANNELS)),
+              target: optional(channelName),
               to: optional(string({ trim: true, nonEmpty: true })),
               ackMaxChars: optional(number({ integer: true, min: 0 })),
             }),

@@ -93,7 +93,7 @@ export function createDispatch(options: DispatchOptions): (call: HookCall, idem:
       const unroutable = routeProblem(run);
       if (unroutable !== null) throw new HttpError(400, ErrorCode.InvalidPayload, unroutable);
       admit(1);
-      const answer: Answer = { status: 202, body: { ok: true, runId: run.runId, sessionKey: run.sessionKey, agentId: run.agentId } };
+      const answer: Answer = { status: 202, body: { ok: true, runId: run.runId, sessionKey: run.sessionKey, agentId: run.agentId, channel: run.channel } };
       await commit({ runs: [run] }, _remember(idem, answer));
       return answer;
     }
@@ -136,7 +136,7 @@ export function createDispatch(options: DispatchOptions): (call: HookCall, idem:
         ? { status: 202, body: { ok: true, runIds: runs.map((r) => r.runId), ...(events.length > 0 ? { events: events.length } : {}) } }
         : { status: 200, body: { ok: true, mode: events[0]!.mode, events: events.length } }
       : first !== undefined
-        ? { status: 202, body: { ok: true, runId: first.runId, sessionKey: first.sessionKey, agentId: first.agentId } }
+        ? { status: 202, body: { ok: true, runId: first.runId, sessionKey: first.sessionKey, agentId: first.agentId, channel: first.channel } }
         : { status: 200, body: { ok: true, mode: events[0]!.mode } };
     admit(runs.length);
     await commit({ events, runs }, _remember(idem, answer));

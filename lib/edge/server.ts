@@ -238,9 +238,12 @@ function _hookLabel(config: Config, path: string): string {
   return config.hooks.mappings.some((m) => m.match.path === name) ? name : 'mapped';
 }
 
-/** The request's idempotency key: `Idempotency-Key`, else `webhook-id`, else the body's `idempotencyKey`. */
+/**
+ * The request's idempotency key: `Idempotency-Key`, else `X-OpenClaw-Idempotency-Key` (what OpenClaw's
+ * own clients send), else `webhook-id`, else the body's `idempotencyKey`.
+ */
 export function idempotencyKey(headers: IncomingHttpHeaders, body: Record<string, unknown>): string | null {
-  for (const candidate of [headers['idempotency-key'], headers['webhook-id'], body['idempotencyKey']]) {
+  for (const candidate of [headers['idempotency-key'], headers['x-openclaw-idempotency-key'], headers['webhook-id'], body['idempotencyKey']]) {
     if (typeof candidate !== 'string') continue;
     const key = candidate.trim();
     // Over-long keys are ignored rather than refused: the request still works, just without dedupe.

@@ -1,4 +1,5 @@
-import { CHANNELS, THINKING_LEVELS, WAKE_MODES, type Action, type AgentAction, type Channel, type Thinking, type WakeMode } from '../actions.ts';
+import { THINKING_LEVELS, WAKE_MODES, type Action, type AgentAction, type Channel, type Thinking, type WakeMode } from '../actions.ts';
+import { channel as channelName } from '../channel-names.ts';
 import {
   boolean,
   check,
@@ -50,7 +51,7 @@ export const mappingSchema = object({
   sessionKey: optional(template),
   agentId: optional(string({ trim: true, nonEmpty: true })),
   deliver: optional(boolean),
-  channel: optional(literal(...CHANNELS)),
+  channel: optional(channelName),
   to: optional(template),
   model: optional(template),
   thinking: optional(template),
@@ -169,7 +170,7 @@ const overrideSchema = object({
   sessionKey: optional(string({ trim: true })),
   wakeMode: optional(literal(...WAKE_MODES)),
   deliver: optional(boolean),
-  channel: optional(literal(...CHANNELS)),
+  channel: optional(channelName),
   to: optional(string({ trim: true })),
   model: optional(string({ trim: true })),
   thinking: optional(literal(...THINKING_LEVELS)),

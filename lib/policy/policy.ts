@@ -1,5 +1,6 @@
 import type { AgentAction, RequestedKey, RunSpec } from '../actions.ts';
 import { GENERATED_KEY_PREFIX, hasPrefix, type Config } from '../config/config.ts';
+import { normaliseSessionKey } from './session-key.ts';
 
 /** A policy decision: the checked value, or the reason (naming the field and the rule) it was refused. */
 export type Decision<T> = { ok: true; value: T } | { ok: false; error: string };
@@ -13,17 +14,22 @@ export function isGeneratedKey(key: string): boolean {
   return GENERATED.test(key);
 }
 
-/** Picks the session key: a requested one if the rules allow it, else the default, else a generated `hook:<uuid>`. */
-export function resolveSessionKey(requested: RequestedKey | undefined, hooks: Config['hooks'], newId: () => string): Decision<string> {
+/**
+ * Picks the session key: a requested one if the rules allow it, else the default, else a generated
+ * `hook:<uuid>`. With the run's `agentId`, a requested `agent:<agentId>:` key loses that prefix
+ * first, and the prefix rules judge what is left: the key the run will really use.
+ */
+export function resolveSessionKey(requested: RequestedKey | undefined, hooks: Config['hooks'], newId: () => string, agentId?: string): Decision<string> {
   if (requested === undefined) return { ok: true, value: hooks.defaultSessionKey ?? `${GENERATED_KEY_PREFIX}${newId()}` };
   if (!requested.trusted && !hooks.allowRequestSessionKey) {
     return { ok: false, error: 'sessionKey: may not be chosen by the request while hooks.allowRequestSessionKey is false' };
   }
+  const key = agentId === undefined ? requested.value : normaliseSessionKey(requested.value, agentId);
   const prefixes = hooks.allowedSessionKeyPrefixes;
-  if (prefixes !== null && !hasPrefix(requested.value, prefixes)) {
+  if (prefixes !== null && !hasPrefix(key, prefixes)) {
     return { ok: false, error: `sessionKey: must start with one of ${prefixes.map((p) => JSON.stringify(p)).join(', ')}` };
   }
-  return { ok: true, value: requested.value };
+  return { ok: true, value: key };
 }
 
 /** Picks the agent: a known requested one, else the default; the result must pass `hooks.allowedAgentIds`. */
@@ -53,9 +59,10 @@ export function resolveModel(model: string | undefined, config: Config): Decisio
 
 /** Turns an agent action into a run that every rule admits. */
 export function admitRun(action: AgentAction, hook: string, config: Config, newId: () => string): Decision<RunSpec> {
-  const sessionKey = resolveSessionKey(action.sessionKey, config.hooks, newId);
-  if (!sessionKey.ok) return sessionKey;
+  // The agent first, so an `agent:<id>:` key is judged without the prefix; a refused key is still reported first.
   const agentId = resolveAgentId(action.agentId, config);
+  const sessionKey = resolveSessionKey(action.sessionKey, config.hooks, newId, agentId.ok ? agentId.value : undefined);
+  if (!sessionKey.ok) return sessionKey;
   if (!agentId.ok) return agentId;
   const model = resolveModel(action.model, config);
   if (!model.ok) return model;
