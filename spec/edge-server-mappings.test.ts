@@ -345,6 +345,22 @@ test('credential headers are not visible to templates', async (t) => {
   assert.equal(h.store.events()[0]?.text, '[][][][][][visible]');
 });
 
+test('signature, API-key and *-Token/*-Secret headers render empty unless the mapping allows them by name', async (t) => {
+  const template = '[{{headers.x-api-key}}][{{headers.X-Hub-Signature-256}}][{{headers.x-gitlab-token}}][{{headers.x-client-secret}}][{{headers.x-session-cookie}}][{{headers.x-github-event}}]';
+  const h = await start(t, {
+    hooks: {
+      mappings: [
+        { match: { path: 'hidden' }, action: 'wake', textTemplate: template, allowUnsafeExternalContent: true },
+        { match: { path: 'allowed' }, action: 'wake', textTemplate: template, allowUnsafeExternalContent: true, allowCredentialHeaders: ['X-Hub-Signature-256'] },
+      ],
+    },
+  });
+  const sent = { 'x-api-key': 'k-secret', 'x-hub-signature-256': 'sha256=abc', 'x-gitlab-token': 'gl-secret', 'x-client-secret': 'cs', 'x-session-cookie': 'sc', 'x-github-event': 'push' };
+  assert.equal((await hook(h, 'hidden', {}, sent)).status, 200);
+  assert.equal((await hook(h, 'allowed', {}, sent)).status, 200);
+  assert.deepEqual(h.store.events().map((e) => e.text), ['[][][][][][push]', '[][sha256=abc][][][][push]']);
+});
+
 test('credential headers are not visible to transforms, which get payload, headers, query and path', async (t) => {
   const h = await start(t, { hooks: { mappings: [{ transform: { module: 'echo.js' } }] } });
   const reply = await hook(h, 'x/y?q=1', { n: 2 }, { 'x-gateway-token': 'gw-secret', 'x-openclaw-token': 'oc-secret', cookie: 'c=secret', 'x-custom': 'visible' });

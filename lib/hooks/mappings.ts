@@ -1,6 +1,7 @@
 import { THINKING_LEVELS, WAKE_MODES, type Action, type AgentAction, type Channel, type Thinking, type WakeMode } from '../actions.ts';
 import { channel as channelName } from '../channel-names.ts';
 import {
+  array,
   boolean,
   check,
   formatIssue,
@@ -12,6 +13,7 @@ import {
   string,
   type Schema,
 } from '../schema.ts';
+import { visibleHeaders } from '../credentials.ts';
 import { compileTemplate, isTemplated, parsePath, render, type PathSegment, type Template, type TemplateContext } from './template.ts';
 import type { TransformInput, TransformRef, TransformResult } from './transforms/runner.ts';
 import { detectInjection, oneLine, wrapUntrusted } from './untrusted.ts';
@@ -59,6 +61,7 @@ export const mappingSchema = object({
   allowUnsafeExternalContent: optional(boolean),
   transform: optional(object({ module: string({ nonEmpty: true }), export: optional(string({ nonEmpty: true })) })),
   forEach: optional(payloadPath),
+  allowCredentialHeaders: optional(array(string({ trim: true, nonEmpty: true }))),
 });
 
 export type RawMapping = NonNullable<ReturnType<typeof mappingSchema>>;
@@ -86,11 +89,13 @@ export interface Mapping {
   forEach?: PathSegment[];
   /** The `Source:` line of the untrusted-content wrapper. */
   source: 'Email' | 'Webhook';
+  /** Credential headers (lowercase) this mapping's templates and transform may read; all others stay hidden. */
+  allowCredentialHeaders: ReadonlySet<string>;
 }
 
 /** Applies a mapping's defaults; `transform.module` is still as written (the config resolves it). */
 export function toMapping(raw: RawMapping, index: number, source: Mapping['source'] = 'Webhook'): Mapping {
-  const { id, match, action, wakeMode, channel, allowUnsafeExternalContent, forEach, transform, ...rest } = raw;
+  const { id, match, action, wakeMode, channel, allowUnsafeExternalContent, forEach, transform, allowCredentialHeaders, ...rest } = raw;
   const mapping: Mapping = {
     ...rest,
     id: id ?? `mapping-${index + 1}`,
@@ -100,6 +105,7 @@ export function toMapping(raw: RawMapping, index: number, source: Mapping['sourc
     channel: channel ?? 'last',
     allowUnsafeExternalContent: allowUnsafeExternalContent ?? false,
     source,
+    allowCredentialHeaders: new Set((allowCredentialHeaders ?? []).map((name) => name.toLowerCase())),
   };
   if (transform !== undefined) mapping.transform = transform;
   if (forEach !== undefined) mapping.forEach = parsePath(forEach.replace(/^payload\./, ''))!;
@@ -123,6 +129,7 @@ export function presetMappings(name: 'gmail', options: { allowUnsafeExternalCont
     allowUnsafeExternalContent: options.allowUnsafeExternalContent ?? false,
     forEach: ['messages'],
     source: 'Email',
+    allowCredentialHeaders: new Set(),
   };
   if (options.model !== undefined) mapping.model = compile(options.model);
   if (options.thinking !== undefined) mapping.thinking = compile(options.thinking);
@@ -138,7 +145,8 @@ export function payloadControlsKey(mapping: Mapping): boolean {
 export interface HookRequest {
   name: string;
   payload: Record<string, unknown>;
-  headers: Record<string, string>;
+  /** As received: credential headers are hidden per mapping before templates or transforms see them. */
+  headers: Readonly<Record<string, string | readonly string[] | undefined>>;
   query: Record<string, string>;
   now: Date;
 }
@@ -197,13 +205,14 @@ export async function applyMappings(mappings: readonly Mapping[], request: HookR
   const mapping = findMapping(mappings, request);
   if (mapping === null) return { kind: 'unmatched' };
   const mappingId = mapping.id;
+  const headers = visibleHeaders(request.headers, mapping.allowCredentialHeaders);
   const payloads = _expand(mapping, request.payload);
   if (typeof payloads === 'string') return { kind: 'invalid', mappingId, error: `mapping ${mappingId}: ${payloads}` };
   const actions: MappedAction[] = [];
   for (const payload of payloads) {
     let override: Override = {};
     if (mapping.transform !== undefined) {
-      const result = await callTransform(mapping.transform, { payload, headers: request.headers, query: request.query, path: request.name });
+      const result = await callTransform(mapping.transform, { payload, headers, query: request.query, path: request.name });
       if (!result.ok) return { kind: 'failed', mappingId, detail: `${result.reason}: ${result.detail}` };
       if (result.value === null || result.value === undefined) continue;
       const checked = check(overrideSchema, result.value);
@@ -212,7 +221,7 @@ export async function applyMappings(mappings: readonly Mapping[], request: HookR
       }
       override = checked.value;
     }
-    const built = _build(mapping, override, { ...request, payload, path: request.name });
+    const built = _build(mapping, override, { ...request, headers, payload, path: request.name });
     if (typeof built === 'string') return { kind: 'invalid', mappingId, error: `mapping ${mappingId}: ${built}` };
     actions.push(built);
   }
