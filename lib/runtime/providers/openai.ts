@@ -1,5 +1,5 @@
 import type { Thinking } from '../../actions.ts';
-import { clip, failure, httpBase, oneLine, postJson, record, retryAfterMs, scrub, type Answer } from '../../http-call.ts';
+import { clip, failure, httpBase, oneLine, postJson, record, retryAfterMs, scrub, SCRUB_PREFIX, type Answer } from '../../http-call.ts';
 import type { Attempt } from '../../retry.ts';
 import type { Provider, TurnRequest } from './provider.ts';
 
@@ -23,8 +23,9 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): Provider {
   const base = httpBase(options.baseUrl);
   if (!base.ok) throw new TypeError(`Cannot use provider base URL: ${base.reason}`);
   const url = `${base.base}/chat/completions`;
-  // Short header values (`1`, `true`) are not secrets, and redacting them would shred messages.
-  const secrets = [apiKey ?? '', ...Object.values(headers)].filter((s) => s.length >= 8);
+  // Short header values (`1`, `true`) are not secrets, and redacting them would shred messages;
+  // the key is one however short it is.
+  const secrets = [apiKey, ...Object.values(headers).filter((s) => s.length >= SCRUB_PREFIX)];
   // One line, no secret, bounded: it ends up in a run record and a main-session summary.
   const tell = (message: string) => clip(oneLine(scrub(message, secrets)), _MESSAGE_MAX);
   return {
