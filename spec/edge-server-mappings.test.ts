@@ -940,3 +940,16 @@ test('a payload nested 100,000 levels deep answers 400 naming the depth limit, o
   assert.equal(h.store.events().length, 0);
   assert.equal(errorLines(h).length, 0);
 });
+
+test('hooks.gmail.hookToken opens the gmail hook and nothing else; the hook token still opens it too', async (t) => {
+  const gmailToken = 'gmail-only-credential-0123456789';
+  const h = await start(t, { hooks: { ...KEYS, presets: ['gmail'], gmail: { hookToken: gmailToken } } });
+  const asGog = { authorization: `Bearer ${gmailToken}` };
+  assert.equal((await post(h.url, '/hooks/gmail', { headers: asGog, body: JSON.stringify(GMAIL_BATCH) })).status, 202);
+  assert.equal((await hook(h, 'gmail', GMAIL_BATCH)).status, 202);
+  for (const path of ['/hooks/wake', '/hooks/agent']) {
+    assertError(await post(h.url, path, { headers: asGog, body: JSON.stringify({ text: 'x', message: 'x' }) }), 401);
+  }
+  assert.equal(runs(h).length, 4);
+  assert.equal(h.store.events().length, 0);
+});

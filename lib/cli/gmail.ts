@@ -65,8 +65,10 @@ file already has is kept unless a flag names a new one; hooks.gmail.hookUrl is
 always rewritten. The result is validated first; nothing is written when it is
 invalid. The original is kept as FILE.bak (mode 0600); comments do not survive.
 
-Prints the companion command on stdout. It holds the hook token (gog has no
-option to read it from a file): treat the line as a secret.
+Also creates hooks.gmail.hookToken, the credential gog posts with: it opens the
+gmail hook only (gog takes its hook token on its command line alone, where
+local users can read it). Prints the companion command on stdout, with
+placeholders where its credentials go; "gmail run" fills them in.
 
 Options:
       --account ADDRESS   the Gmail address to watch (required)
@@ -87,7 +89,8 @@ Options:
 const RUN_HELP = `Usage: hooks-ingress gmail run [options]
 
 Run the companion "gog gmail watch serve" with the arguments built from
-hooks.gmail and the hook token. gog must be on PATH. When it exits it is started
+hooks.gmail; gog posts with hooks.gmail.hookToken, which opens the gmail hook
+only. gog must be on PATH. When it exits it is started
 again after 1 s, doubling up to 60 s (back to 1 s once it ran for 60 s).
 SIGTERM and SIGINT are passed on to it; once it stopped, this exits 0.
 
@@ -183,6 +186,10 @@ export function applyGmailSetup(raw: unknown, options: SetupOptions, env: Env, n
   if (!admitted) prefixes.push(GENERATED_KEY_PREFIX);
 
   const gmail = _ensureObject(hooks, 'gmail');
+  if (gmail['hookToken'] === undefined) {
+    gmail['hookToken'] = newToken();
+    notes.push('generated hooks.gmail.hookToken, the credential gog posts with: it opens the gmail hook and nothing else');
+  }
   gmail['account'] = options.account;
   gmail['label'] = options.label ?? gmail['label'] ?? GMAIL_DEFAULTS.label;
   gmail['topic'] = options.topic ?? gmail['topic'] ?? GMAIL_DEFAULTS.topic;
@@ -197,14 +204,18 @@ export function applyGmailSetup(raw: unknown, options: SetupOptions, env: Env, n
   return { ok: true, value: root, notes };
 }
 
-/** The arguments of `gog gmail watch serve` for a loaded config (the real gogcli flags). */
-export function companionArgs(config: Config): { ok: true; args: string[] } | { ok: false; problem: string } {
+/**
+ * The arguments of `gog gmail watch serve` for a loaded config (the real gogcli flags). gog reads
+ * its hook token from the command line only, so it gets hooks.gmail.hookToken, which opens the
+ * gmail hook alone, never the hook token. `shown` puts placeholders where the credentials go.
+ */
+export function companionArgs(config: Config, shown = false): { ok: true; args: string[] } | { ok: false; problem: string } {
   const gmail = config.hooks.gmail;
   if (gmail.account === undefined) {
     return { ok: false, problem: 'hooks.gmail.account is not set: run "hooks-ingress gmail setup --account <address>" first' };
   }
-  if (config.hooks.token === null) {
-    return { ok: false, problem: 'there is no hook token (hooks.token or hooks.tokenFile): run "hooks-ingress gmail setup" first' };
+  if (gmail.hookToken === undefined) {
+    return { ok: false, problem: 'hooks.gmail.hookToken is not set: run "hooks-ingress gmail setup --account <address>" again to create it' };
   }
   const args = ['gmail', 'watch', 'serve', '--account', gmail.account];
   // hooks.gmail.serve configures gog's own push endpoint; gog's defaults apply to what it leaves out.
@@ -212,9 +223,9 @@ export function companionArgs(config: Config): { ok: true; args: string[] } | { 
     const value = gmail.serve?.[key];
     if (typeof value === 'string' || typeof value === 'number') args.push(`--${key}`, String(value));
   }
-  if (gmail.pushToken !== undefined) args.push('--token', gmail.pushToken);
+  if (gmail.pushToken !== undefined) args.push('--token', shown ? '<hooks.gmail.pushToken>' : gmail.pushToken);
   args.push('--hook-url', gmail.hookUrl ?? hookUrl(config.gateway.port, config.hooks.path));
-  args.push('--hook-token', config.hooks.token);
+  args.push('--hook-token', shown ? '<hooks.gmail.hookToken>' : gmail.hookToken);
   if (gmail.includeBody ?? GMAIL_DEFAULTS.includeBody) args.push('--include-body');
   args.push('--max-bytes', String(gmail.maxBytes ?? GMAIL_DEFAULTS.maxBytes));
   return { ok: true, args };
@@ -285,7 +296,7 @@ async function _setup(argv: readonly string[], io: Io): Promise<number> {
   if (!applied.ok) return refuse(applied.problems);
   const built = await buildConfig(applied.value, { file: original.target, env: io.env });
   if (!built.ok) return refuse(built.problems);
-  const args = companionArgs(built.config);
+  const args = companionArgs(built.config, true);
   if (!args.ok) return refuse([args.problem]);
 
   const text = `${JSON.stringify(applied.value, null, 2)}\n`;
@@ -322,8 +333,9 @@ async function _setup(argv: readonly string[], io: Io): Promise<number> {
       `  gog ${start.map(shellWord).join(' ')}\n`,
   );
   io.stderr(
-    `${name}: the companion command below holds the hook token: treat it as a secret` +
-      ` (gog has no --hook-token-file, so the token goes on its command line). "hooks-ingress gmail run" runs it for you.\n`,
+    `${name}: "hooks-ingress gmail run" runs the companion command below with its credentials in place of the placeholders` +
+      ` (from ${original.target}). gog takes its hook token only on its command line, where local users can read it,` +
+      ` so it gets hooks.gmail.hookToken, which opens the gmail hook and nothing else.\n`,
   );
   io.stdout(`gog ${args.args.map(shellWord).join(' ')}\n`);
   return 0;

@@ -98,6 +98,7 @@ const fileSchema = object({
             topic: optional(string({ nonEmpty: true })),
             subscription: optional(string({ nonEmpty: true })),
             pushToken: optional(string({ nonEmpty: true })),
+            hookToken: optional(string({ nonEmpty: true })),
             hookUrl: optional(string({ nonEmpty: true })),
             includeBody: optional(boolean),
             maxBytes: optional(number({ integer: true, min: 1 })),

@@ -135,9 +135,11 @@ function _compile(options: AppOptions, config: Config, shared: Shared): { config
   // client is locked out (an attacker cannot lock the operator out); anything else is a failure,
   // answered 401, or 429 once the client is locked. A success clears nothing: whoever else sends
   // from the same address (a shared NAT) would get fresh guesses. Failures decay with the window.
-  const authenticate = (presented: string | null, expected: string | null, client: string, refusal: string) => {
+  const authenticate = (presented: string | null, expected: readonly (string | null | undefined)[], client: string, refusal: string) => {
     const key = clientKey(client);
-    if (presented !== null && expected !== null && tokensMatch(presented, expected)) return;
+    // Every candidate is compared, so the time taken does not say which one matched.
+    const matches = expected.map((token) => presented !== null && typeof token === 'string' && tokensMatch(presented, token));
+    if (matches.includes(true)) return;
     const verdict = limiter.fail(key);
     if (verdict.locked) {
       throw new HttpError(429, ErrorCode.TooManyFailures, 'too many failed authentication attempts; retry later', {
@@ -179,7 +181,9 @@ function _compile(options: AppOptions, config: Config, shared: Shared): { config
   const hooks: Handler = async (ctx) => {
     const { req, name } = ctx;
     const presented = extractToken(req.headers);
-    authenticate(presented, config.hooks.token, ctx.client, presented === null ? 'missing hook token' : 'invalid hook token');
+    // The gmail hook also opens to the credential gog posts with, which opens nothing else.
+    const tokens = name.replace(/^\/+|\/+$/g, '') === 'gmail' ? [config.hooks.token, config.hooks.gmail.hookToken] : [config.hooks.token];
+    authenticate(presented, tokens, ctx.client, presented === null ? 'missing hook token' : 'invalid hook token');
     if (name === '') throw new HttpError(404, ErrorCode.NotFound, 'hook name missing: POST to a path such as /wake or /agent');
     // `100 Continue` only now that the sender is authenticated: anyone else gets the final status
     // at once, and is never invited to upload.
@@ -203,7 +207,7 @@ function _compile(options: AppOptions, config: Config, shared: Shared): { config
     router.add(['GET'], '/metrics', async ({ req, client }) => {
       // Bearer only: the x-*-token headers carry hook tokens.
       const presented = extractToken({ authorization: req.headers.authorization });
-      authenticate(presented, token, client, 'metrics need the gateway token (Authorization: Bearer)');
+      authenticate(presented, [token], client, 'metrics need the gateway token (Authorization: Bearer)');
       return { status: 200, body: {}, text: telemetry.render(), contentType: telemetry.contentType };
     });
   }
