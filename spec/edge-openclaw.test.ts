@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { buildConfig } from '../lib/config/config.ts';
+import { buildConfig } from '../lib/config/load.ts';
 import { createApp, listen } from '../lib/edge/server.ts';
 import { createLogger } from '../lib/log.ts';
 import { readRuns, Store } from '../lib/store/store.ts';

@@ -3,7 +3,8 @@ import { mkdir, mkdtemp, rename, rm, symlink, unlink, writeFile } from 'node:fs/
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { buildConfig, type Config } from '../lib/config/config.ts';
+import { buildConfig } from '../lib/config/load.ts';
+import type { Config } from '../lib/config/types.ts';
 import { createTransformRunner, type TransformRunnerOptions } from '../lib/hooks/transforms/runner.ts';
 import { MARKER_BEGIN, MARKER_END, MARKER_SANITIZED } from '../lib/hooks/untrusted.ts';
 import { createLogger } from '../lib/log.ts';

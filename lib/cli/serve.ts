@@ -1,59 +1,79 @@
-import { access, mkdir, rm, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
-import type { Io } from './main.ts';
-import { loadConfig, locateConfig, locateStateDir, type Config, type ConfigResult } from '../config/config.ts';
-import { createDeliver } from '../delivery/deliver.ts';
-import { serveCompanion } from './gmail.ts';
-import { Heartbeat } from '../runtime/heartbeat.ts';
-import { checkTransforms, TransformPool } from '../hooks/transforms/pool.ts';
-import { createLogger } from '../log.ts';
-import { Runner } from '../runtime/runner.ts';
-import { providerRegistry } from '../runtime/providers/registry.ts';
-import { createApp, listen } from '../edge/server.ts';
-import { Store } from '../store/store.ts';
-import { Transcripts } from '../store/transcripts.ts';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { locateConfig, locateStateDir } from '../config/locate.ts';
+import type { Config } from '../config/types.ts';
+import { listen, type Running } from '../edge/server.ts';
 import { inheritedListenFd, unsetListenEnv } from '../edge/systemd.ts';
-import { createTelemetry } from '../edge/telemetry.ts';
 import { generateToken } from '../guard/token.ts';
+import { createLogger, type Logger } from '../log.ts';
+import { removePidFile, writePidFile } from '../store/pid-file.ts';
+import { COMMON, type Command, type Flags } from './command.ts';
+import { serveCompanion } from './gmail-companion.ts';
+import { exists, FAILURE, USAGE, type Io } from './io.ts';
+import { loadConfigFor, readConfig } from './load-config.ts';
+import { startService, type Service } from './service.ts';
 
-// The composition root: builds the store, runtime, delivery and HTTP app from the config, and runs them.
+// The server process's lifecycle: config, service, listener, signals, pid file, companion, stop.
 
 /** How long a stopping server lets requests in flight finish. */
 export const DRAIN_MS = 10_000;
 
-const FAILURE = 1;
-const USAGE = 2;
+/** `hooks-ingress serve` (the default command). */
+export const serveCommand: Command = {
+  options: { ...COMMON, host: { type: 'string' }, port: { type: 'string', short: 'p' }, 'state-dir': { type: 'string' } },
+  help: `Usage: hooks-ingress serve [options]
 
-/** What `serve` (and the commands that read its config) take from the command line. */
-export interface ServeFlags {
-  config?: string;
-  host?: string;
-  port?: string;
-  'state-dir'?: string;
-}
+Serve the webhook endpoints until SIGTERM or SIGINT. Prints "listening on URL" once
+ready, then one JSON log line per request on stderr.
 
-/** Loads the config the flags and environment name; prints every problem (and ignored key) on stderr. */
-export async function loadConfigFor(flags: ServeFlags, io: Io, options: { transforms?: boolean } = {}): Promise<Config | null> {
-  const { path } = locateConfig(flags.config, io.env);
-  const result = await _reload(flags, io, options.transforms ?? false);
-  if (!result.ok) {
-    io.stderr(`hooks-ingress: invalid config ${path}:\n${result.problems.map((p) => `  ${p}\n`).join('')}`);
-    return null;
+Options:
+  -c, --config PATH     config file (else $HOOKS_INGRESS_CONFIG, else
+                        $XDG_CONFIG_HOME/hooks-ingress/config.json)
+      --host HOST       address to bind (overrides gateway.bind)
+  -p, --port PORT       port to bind; 0 takes a free one (overrides gateway.port)
+      --state-dir DIR   state directory (overrides state.dir and $STATE_DIRECTORY)
+  -h, --help            show this help
+`,
+  run: (flags, _positionals, io) => serve(flags, io),
+};
+
+/** Runs the server until SIGTERM, SIGINT or `io.signal`; resolves to the exit code. */
+export async function serve(flags: Flags, io: Io): Promise<number> {
+  const port = flags.port === undefined ? undefined : Number(flags.port);
+  if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port <= 65535)) {
+    io.stderr(`hooks-ingress serve: --port must be an integer from 0 to 65535\n`);
+    return USAGE;
   }
-  for (const key of result.ignored) io.stderr(`hooks-ingress: ${key} is not used by hooks-ingress (ignored)\n`);
-  for (const warning of result.warnings) io.stderr(`hooks-ingress: warning: ${warning}\n`);
-  return result.config;
-}
+  const located = locateConfig(flags.config, io.env);
+  if (located.implicit && !(await exists(located.path))) await _firstRun(located.path, io);
+  const config = await loadConfigFor(flags, io, { transforms: true });
+  if (config === null) return FAILURE;
 
-/** The running server's pid, written in the state directory so `hooks-ingress reload` can signal it. */
-export const PID_FILE = 'hooks-ingress.pid';
+  const log = createLogger(io.stderr);
+  const stateDir = locateStateDir(flags['state-dir'], config, io.env);
+  const service = await startService(config, stateDir, log);
+  const reloads = _reloadOnHangup(flags, io, log, service);
+  const stopRequest = _stopSignal(io.signal);
+  const running = await _listen(flags, port, config, io, service);
+  if (running === null) {
+    reloads.release();
+    stopRequest.release();
+    await service.stop();
+    return FAILURE;
+  }
+  const pidFile = await writePidFile(stateDir, process.pid);
+  io.stdout(`listening on ${running.server.url}\n`);
+  log.info('started', { url: running.server.url, stateDir, hooks: config.hooks.enabled ? config.hooks.path : 'disabled', activated: running.activated });
 
-// Loads the config, and (for the commands that will run them) loads its transforms too.
-async function _reload(flags: ServeFlags, io: Io, transforms = true): Promise<ConfigResult> {
-  const result = await loadConfig(locateConfig(flags.config, io.env).path, io.env);
-  if (!result.ok || !transforms) return result;
-  const problems = await checkTransforms(result.config);
-  return problems.length === 0 ? result : { ok: false, problems };
+  const signal = await _withCompanion(config, io, log, stopRequest.stopped);
+  reloads.release();
+  await reloads.settled();
+  log.info('stopping', { signal });
+  await running.server.close(DRAIN_MS);
+  await service.stop();
+  await removePidFile(pidFile);
+  log.info('stopped', {});
+  return 0;
 }
 
 /** Writes a first config with a fresh token, readable by its owner only; says where, never what. */
@@ -69,118 +89,48 @@ async function _firstRun(path: string, io: Io): Promise<void> {
   }
 }
 
-/** Runs the server until SIGTERM, SIGINT or `io.signal`; resolves to the exit code. */
-export async function serve(flags: ServeFlags, io: Io): Promise<number> {
-  const port = flags.port === undefined ? undefined : Number(flags.port);
-  if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port <= 65535)) {
-    io.stderr(`hooks-ingress serve: --port must be an integer from 0 to 65535\n`);
-    return USAGE;
-  }
-  const located = locateConfig(flags.config, io.env);
-  if (located.implicit && !(await exists(located.path))) await _firstRun(located.path, io);
-  let config = await loadConfigFor(flags, io, { transforms: true });
-  if (config === null) return FAILURE;
-
-  const log = createLogger(io.stderr);
-  const stateDir = locateStateDir(flags['state-dir'], config, io.env);
-  const { store, skipped, tornBytes } = await Store.open(stateDir, {
-    idempotencyTtlMs: config.hooks.idempotencyTtlSeconds * 1000,
-  });
-  if (skipped > 0 || tornBytes > 0) log.warn('journal had unreadable lines', { skipped, tornBytes });
-  const heartbeat = new Heartbeat({
-    store,
-    everyMs: config.agents.heartbeatEveryMs,
-    onBeat: () => void runner.heartbeatTurn(),
-    onError: (error) => log.error('heartbeat not recorded', { error: String(error) }),
-  });
-  const runtimeParts = (c: Config) => ({
-    config: c,
-    providerFor: providerRegistry(c.providers),
-    deliver: createDeliver({ channels: c.channels, lastRoute: () => store.lastRoute() }),
-  });
-  const runner = new Runner({ ...runtimeParts(config), store, transcripts: new Transcripts(stateDir), heartbeat, log });
-  runner.start();
-  // A `now` wake acknowledged just before a crash still gets its heartbeat.
-  if (store.heartbeatOwed()) heartbeat.request('recovery');
-  heartbeat.start();
-
-  const transforms = new TransformPool(log);
-  transforms.configure(config);
-  // The limiter lives in the app (a reload may replace it); the metrics page reads it when rendered.
-  const telemetry = createTelemetry({ store, limiter: () => app.limiterStats(), queueDepth: () => runner.depth });
-  const app = createApp({ config, store, heartbeat, log, runs: runner, transforms: transforms.call, telemetry });
-  const stop = async () => {
-    await runner.stop();
-    await heartbeat.stop();
-    await transforms.close();
-    await store.close();
-  };
-
-  // SIGHUP re-reads the config: a valid one takes over for new requests, an invalid one is logged
-  // and ignored. Reloads run one at a time, in order, and every part is built before any is swapped.
+// SIGHUP re-reads the config: a valid one takes over for new requests, an invalid one is logged
+// and ignored. Reloads run one at a time, in order. Installed before the server says it is ready,
+// so an early signal is never fatal.
+function _reloadOnHangup(flags: Flags, io: Io, log: Logger, service: Service): { release: () => void; settled: () => Promise<void> } {
   let reloading = Promise.resolve();
   const reload = async () => {
-    const next = await _reload(flags, io);
+    const next = await readConfig(flags, io);
     if (!next.ok) return log.error('reload refused: the config has problems; the old one stays', { problems: next.problems.join('; ') });
-    const parts = runtimeParts(next.config);
-    transforms.configure(next.config);
-    runner.reconfigure(parts);
-    app.reload(next.config);
-    config = next.config;
-    log.info('reloaded', { file: config.file });
+    service.reload(next.config);
+    log.info('reloaded', { file: next.config.file });
   };
   const onReload = () => {
     reloading = reloading.then(reload).catch((error: unknown) => log.error('reload failed; the old config stays where it was not yet replaced', { error: String(error) }));
   };
-  // Handlers are in place before the server says it is ready, so an early signal is never fatal.
   process.on('SIGHUP', onReload);
-  const stopRequest = _stopSignal(io.signal);
+  return { release: () => void process.off('SIGHUP', onReload), settled: () => reloading };
+}
 
-  // systemd socket activation: serve on the inherited socket instead of binding one.
+// Listens on the systemd-inherited socket when there is one, else on the configured address.
+async function _listen(flags: Flags, port: number | undefined, config: Config, io: Io, service: Service): Promise<{ server: Running; activated: boolean } | null> {
   const fd = inheritedListenFd(io.env, process.pid);
   // The socket is ours alone: children (command providers, transforms) must not think it is theirs.
   if (fd !== null && io.env === process.env) unsetListenEnv(process.env);
-  let running;
   try {
-    running = await listen(app, fd !== null ? { fd } : { host: flags.host ?? config.gateway.bind, port: port ?? config.gateway.port });
+    const server = await listen(service.app, fd !== null ? { fd } : { host: flags.host ?? config.gateway.bind, port: port ?? config.gateway.port });
+    return { server, activated: fd !== null };
   } catch (error) {
     io.stderr(`hooks-ingress: cannot listen: ${(error as Error).message}\n`);
-    process.off('SIGHUP', onReload);
-    stopRequest.release();
-    await stop();
-    return FAILURE;
+    return null;
   }
-  const pidFile = join(stateDir, PID_FILE);
-  await writeFile(pidFile, `${process.pid}\n`, { mode: 0o600 });
-  io.stdout(`listening on ${running.url}\n`);
-  log.info('started', { url: running.url, stateDir, hooks: config.hooks.enabled ? config.hooks.path : 'disabled', activated: fd !== null });
+}
 
-  // The Gmail watcher, when the preset is set up and gog is installed, runs and stops with the server.
+// The Gmail watcher, when the preset is set up and gog is installed, runs and stops with the server.
+async function _withCompanion(config: Config, io: Io, log: Logger, stopped: Promise<string>): Promise<string> {
   const companionStop = new AbortController();
   const companion = await serveCompanion(config, { ...io, signal: companionStop.signal });
   if (companion !== null && 'skip' in companion) log.warn('gmail watcher not started', { reason: companion.skip });
   const watching = companion !== null && 'run' in companion ? companion.run() : Promise.resolve();
-  const signal = await stopRequest.stopped;
+  const signal = await stopped;
   companionStop.abort();
   await watching;
-  process.off('SIGHUP', onReload);
-  await reloading;
-  log.info('stopping', { signal });
-  await running.close(DRAIN_MS);
-  await stop();
-  await rm(pidFile, { force: true });
-  log.info('stopped', {});
-  return 0;
-}
-
-/** Whether a path exists. */
-export async function exists(path: string): Promise<boolean> {
-  try {
-    await access(path);
-    return true;
-  } catch {
-    return false;
-  }
+  return signal;
 }
 
 /** Resolves with the name of the first stop request (SIGTERM, SIGINT, or `abort`); `release` drops the handlers. */

@@ -1,6 +1,7 @@
 import type { Adapter, Sent } from './adapter.ts';
-import { checkUrl, clip, failure, invalidOption, plainText, postJson, record, retryAfterMs, scrub, show, type Answer } from '../http-call.ts';
+import { checkUrl, clip, failure, invalidOption, plainText, postJson, record, retryAfterMs, scrub, type Answer } from '../http-call.ts';
 import { parseRetryAfter, type Attempt } from '../retry.ts';
+import { RECIPIENT_RULES } from '../policy/recipients.ts';
 
 /** Options of {@link createDiscordAdapter}. */
 export interface DiscordOptions {
@@ -12,9 +13,7 @@ export interface DiscordOptions {
 }
 
 const _MAX_LENGTH = 2000;
-// Snowflakes are unsigned 64-bit integers; every id since Discord's launch has 17 to 20 digits.
-const _SNOWFLAKE = /^[1-9][0-9]{16,19}$/;
-const _MAX_SNOWFLAKE = 2n ** 64n - 1n;
+const checkRecipient = RECIPIENT_RULES.discord;
 // Discord asks every bot to name itself this way; without it Cloudflare may refuse the request.
 const _USER_AGENT = 'DiscordBot (hooks-ingress, 0.1.0)';
 
@@ -47,10 +46,6 @@ export function createDiscordAdapter(options: DiscordOptions): Adapter {
   return { channel: 'discord', maxLength: _MAX_LENGTH, checkRecipient, send };
 }
 
-function checkRecipient(to: string): string | null {
-  if (typeof to === 'string' && _SNOWFLAKE.test(to) && BigInt(to) <= _MAX_SNOWFLAKE) return null;
-  return `Invalid Discord recipient: expected a numeric channel id (a snowflake of 17 to 20 digits), got ${show(to)}`;
-}
 
 function _outcome(reply: Answer, tell: (message: string) => string): Attempt<Sent> {
   const { status } = reply;

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { checkUrl, clip, detail, failure, invalidOption, oneLine, parseJson, postJson, record, retryAfterMs, scrub, show } from '../http-call.ts';
 import type { Attempt } from '../retry.ts';
 import type { Adapter, Sent } from './adapter.ts';
+import { CHAT_GUID, RECIPIENT_RULES } from '../policy/recipients.ts';
 
 export interface BlueBubblesOptions {
   /** The BlueBubbles server's base URL, e.g. `http://192.168.1.10:1234`. */
@@ -20,21 +21,12 @@ export interface ImsgOptions {
   spawn?: typeof nodeSpawn;
 }
 
-const _E164 = /^\+[1-9]\d{6,14}$/;
-const _EMAIL = /^[^\s@;]+@[^\s@;]+\.[^\s@;]+$/;
-// `<service>;-;<address>` for one person, `<service>;+;chat<digits>` for a group.
-const _CHAT_GUID = /^(?:iMessage|SMS|RCS|any);[-+];\S+$/;
 // iMessage documents no limit; this keeps one bubble readable and far below any argv limit.
 const _MAX_LENGTH = 4000;
+const checkRecipient = RECIPIENT_RULES.imessage;
 // What a failed `imsg` may print that we keep: enough for its error line, not a flood.
 const _MAX_OUTPUT = 64 * 1024;
 
-// Both ways to Messages.app take the same recipients: an E.164 phone, an email, or a chat guid.
-function _checkRecipient(to: string): string | null {
-  return _E164.test(to) || _EMAIL.test(to) || _CHAT_GUID.test(to)
-    ? null
-    : `Invalid iMessage recipient: expected a phone number in E.164, an email address or a chat guid such as iMessage;+;chat123456789, got ${show(to)}`;
-}
 
 /**
  * iMessage through a BlueBubbles server's REST API. A phone or email becomes the 1:1 chat guid
@@ -52,9 +44,9 @@ export function createBlueBubblesAdapter(options: BlueBubblesOptions): Adapter {
   const tell = (text: string) => clip(oneLine(scrub(text, [password])), 401);
 
   const send = async (to: string, text: string, signal?: AbortSignal): Promise<Attempt<Sent>> => {
-    const problem = _checkRecipient(to);
+    const problem = checkRecipient(to);
     if (problem !== null) return failure(problem, false);
-    const chatGuid = _CHAT_GUID.test(to) ? to : `iMessage;-;${to}`;
+    const chatGuid = CHAT_GUID.test(to) ? to : `iMessage;-;${to}`;
     // A fresh tempGuid per attempt: the server refuses one it still has queued.
     const payload = { chatGuid, tempGuid: `temp-${randomUUID()}`, message: text, method };
     const reply = await postJson(endpoint, payload, { fetch, headers: { accept: 'application/json' }, signal });
@@ -69,7 +61,7 @@ export function createBlueBubblesAdapter(options: BlueBubblesOptions): Adapter {
     return failure(tell(message), status === 429 || status >= 500, retryAfterMs(reply.headers, Date.now()));
   };
 
-  return { channel: 'imessage', maxLength: _MAX_LENGTH, checkRecipient: _checkRecipient, send };
+  return { channel: 'imessage', maxLength: _MAX_LENGTH, checkRecipient: checkRecipient, send };
 }
 
 /**
@@ -83,11 +75,11 @@ export function createImsgAdapter(options: ImsgOptions = {}): Adapter {
   if (typeof spawn !== 'function') throw invalidOption('spawn', 'must be a function');
 
   const send = async (to: string, text: string, signal?: AbortSignal): Promise<Attempt<Sent>> => {
-    const problem = _checkRecipient(to);
+    const problem = checkRecipient(to);
     if (problem !== null) return failure(problem, false);
     // `=` keeps each value attached to its flag: imsg's parser would read a text starting
     // with `-` (a Markdown list, say) as another option.
-    const target = _CHAT_GUID.test(to) ? `--chat-guid=${to}` : `--to=${to}`;
+    const target = CHAT_GUID.test(to) ? `--chat-guid=${to}` : `--to=${to}`;
     const run = await _run(spawn, command, ['send', target, `--text=${text}`, '--json'], signal);
     if (run.error !== undefined) return failure(_clip(`Cannot run ${command}: ${run.error.message}`), run.aborted);
     if (run.code !== 0) {
@@ -99,7 +91,7 @@ export function createImsgAdapter(options: ImsgOptions = {}): Adapter {
     return failure(_clip(`${command} send did not report the message sent${detail(run.stdout)}`), false);
   };
 
-  return { channel: 'imessage', maxLength: _MAX_LENGTH, checkRecipient: _checkRecipient, send };
+  return { channel: 'imessage', maxLength: _MAX_LENGTH, checkRecipient: checkRecipient, send };
 }
 
 interface _Run {

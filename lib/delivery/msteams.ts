@@ -1,6 +1,7 @@
 import { checkUrl, clip, detail, failure, invalidOption, oneLine, post, postJson, record, retryAfterMs, scrub, show, type Answer } from '../http-call.ts';
 import type { Attempt } from '../retry.ts';
 import type { Adapter, Sent } from './adapter.ts';
+import { RECIPIENT_RULES } from '../policy/recipients.ts';
 
 export interface TeamsOptions {
   /** The bot's Microsoft App ID. */
@@ -20,8 +21,6 @@ export interface TeamsOptions {
 const _SCOPE = 'https://api.botframework.com/.default';
 // Refresh this long before the token's stated expiry, so no request leaves with a token that dies on the way.
 const _MARGIN_MS = 5 * 60_000;
-// Teams conversation ids: `a:…` (personal), `19:…@thread.…` (channels, group chats), possibly `;messageid=…`.
-const _CONVERSATION = /^[0-9a-z]+:\S+$/i;
 
 interface _Token {
   value: string;
@@ -64,8 +63,7 @@ export function createTeamsAdapter(options: TeamsOptions): Adapter {
     });
   };
 
-  const checkRecipient = (to: string): string | null =>
-    _CONVERSATION.test(to) ? null : `Invalid Teams recipient: expected a conversation id such as a:1pL6… or 19:…@thread.tacv2, got ${show(to)}`;
+  const checkRecipient = RECIPIENT_RULES.msteams;
 
   const send = async (to: string, text: string, signal?: AbortSignal): Promise<Attempt<Sent>> => {
     const problem = checkRecipient(to);

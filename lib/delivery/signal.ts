@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { checkUrl, clip, detail, failure, invalidOption, oneLine, postJson, record, retryAfterMs, show } from '../http-call.ts';
 import type { Attempt } from '../retry.ts';
 import type { Adapter, Sent } from './adapter.ts';
+import { E164, RECIPIENT_RULES, SIGNAL_GROUP } from '../policy/recipients.ts';
 
 export interface SignalOptions {
   /** The signal-cli daemon's HTTP base (`signal-cli daemon --http`), e.g. `http://127.0.0.1:8080`. */
@@ -12,10 +13,7 @@ export interface SignalOptions {
 }
 
 // A group recipient is `group:<base64 group id>`, the id as `signal-cli listGroups` prints it.
-const _GROUP = 'group:';
 
-const _E164 = /^\+[1-9]\d{6,14}$/;
-const _BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 // signal-cli's own JSON-RPC code for "every recipient failed because of rate limiting".
 const _RATE_LIMITED = -5;
 
@@ -27,22 +25,17 @@ const _RATE_LIMITED = -5;
 export function createSignalAdapter(options: SignalOptions): Adapter {
   const { url, account, fetch = globalThis.fetch } = options;
   const endpoint = `${checkUrl('url', url, 'must be the http(s) URL of the signal-cli daemon')}/api/v1/rpc`;
-  if (typeof account !== 'string' || !_E164.test(account)) throw invalidOption('account', `must be an E.164 number such as +15551234567, got ${show(account)}`);
+  if (typeof account !== 'string' || !E164.test(account)) throw invalidOption('account', `must be an E.164 number such as +15551234567, got ${show(account)}`);
   if (typeof fetch !== 'function') throw invalidOption('fetch', 'must be a function');
 
-  const checkRecipient = (to: string): string | null => {
-    const group = typeof to === 'string' && to.startsWith(_GROUP) ? to.slice(_GROUP.length) : undefined;
-    const valid = group === undefined ? typeof to === 'string' && _E164.test(to) : _BASE64.test(group) && Buffer.from(group, 'base64').length === 32;
-    if (valid) return null;
-    return `Invalid Signal recipient: expected a phone number in E.164 (+ and 7 to 15 digits) or group:<base64 id of 32 bytes> as signal-cli listGroups prints it, got ${show(to)}`;
-  };
 
+  const checkRecipient = RECIPIENT_RULES.signal;
   const send = async (to: string, text: string, signal?: AbortSignal): Promise<Attempt<Sent>> => {
     const problem = checkRecipient(to);
     if (problem !== null) return failure(problem, false);
     const id = randomUUID();
-    const params = to.startsWith(_GROUP)
-      ? { account, groupId: to.slice(_GROUP.length), message: text }
+    const params = to.startsWith(SIGNAL_GROUP)
+      ? { account, groupId: to.slice(SIGNAL_GROUP.length), message: text }
       : { account, recipient: [to], message: text };
     const reply = await postJson(endpoint, { jsonrpc: '2.0', method: 'send', params, id }, { fetch, headers: { accept: 'application/json' }, signal });
     if (!reply.ok) return failure(`Cannot reach signal-cli: ${reply.message}`, true);

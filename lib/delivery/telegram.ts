@@ -1,6 +1,7 @@
 import type { Adapter, Sent } from './adapter.ts';
-import { checkUrl, clip, failure, invalidOption, plainText, postJson, record, retryAfterMs, scrub, show, type Answer } from '../http-call.ts';
+import { checkUrl, clip, failure, invalidOption, plainText, postJson, record, retryAfterMs, scrub, type Answer } from '../http-call.ts';
 import type { Attempt } from '../retry.ts';
+import { RECIPIENT_RULES } from '../policy/recipients.ts';
 
 /** Options of {@link createTelegramAdapter}. */
 export interface TelegramOptions {
@@ -12,11 +13,7 @@ export interface TelegramOptions {
 }
 
 const _MAX_LENGTH = 4096;
-// A chat id is an integer (negative for groups, -100… for supergroups and channels) with at most
-// 52 significant bits, so a JS number holds it exactly; a public username is 4 to 32 letters,
-// digits and underscores, starting with a letter.
-const _CHAT_ID = /^-?[1-9][0-9]{0,15}$/;
-const _USERNAME = /^@[A-Za-z][A-Za-z0-9_]{3,31}$/;
+const checkRecipient = RECIPIENT_RULES.telegram;
 
 /**
  * A Telegram adapter over the Bot API's `sendMessage`. Text goes as plain text (no `parse_mode`),
@@ -49,11 +46,6 @@ export function createTelegramAdapter(options: TelegramOptions): Adapter {
   return { channel: 'telegram', maxLength: _MAX_LENGTH, checkRecipient, send };
 }
 
-function checkRecipient(to: string): string | null {
-  if (typeof to === 'string' && _CHAT_ID.test(to) && Number.isSafeInteger(Number(to))) return null;
-  if (typeof to === 'string' && _USERNAME.test(to)) return null;
-  return `Invalid Telegram recipient: expected a numeric chat id or @channelusername, got ${show(to)}`;
-}
 
 function _outcome(reply: Answer, tell: (message: string) => string): Attempt<Sent> {
   const body = record(reply.json);

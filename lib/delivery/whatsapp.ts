@@ -1,6 +1,7 @@
 import { checkUrl, clip, detail, failure, invalidOption, oneLine, postJson, record, retryAfterMs, scrub, show } from '../http-call.ts';
 import type { Attempt } from '../retry.ts';
 import type { Adapter, Sent } from './adapter.ts';
+import { RECIPIENT_RULES } from '../policy/recipients.ts';
 
 export interface WhatsAppOptions {
   /** The business phone-number id from the WhatsApp Manager (not the phone number itself). */
@@ -12,7 +13,6 @@ export interface WhatsAppOptions {
   fetch?: typeof fetch;
 }
 
-const _PHONE = /^\+?[1-9]\d{6,14}$/;
 // Graph codes that mean "too fast, try later": app call limit, WABA limit, throughput, spam limit,
 // pair rate limit; 1 and 2 are Graph's "unknown"/"service unavailable", which Meta says to retry.
 const _RETRYABLE_CODES: ReadonlySet<number> = new Set([1, 2, 4, 80007, 130429, 131048, 131056]);
@@ -33,8 +33,7 @@ export function createWhatsAppAdapter(options: WhatsAppOptions): Adapter {
   // Scrubbed before clipped, so a cut can never leave half a token behind.
   const tell = (text: string) => clip(oneLine(scrub(text, [accessToken])), 401);
 
-  const checkRecipient = (to: string): string | null =>
-    _PHONE.test(to) ? null : `Invalid WhatsApp recipient: expected a phone number in E.164 (7 to 15 digits, with or without +), got ${show(to)}`;
+  const checkRecipient = RECIPIENT_RULES.whatsapp;
 
   const send = async (to: string, text: string, signal?: AbortSignal): Promise<Attempt<Sent>> => {
     const problem = checkRecipient(to);

@@ -1,15 +1,14 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { RunSpec } from '../actions.ts';
-import type { Config } from '../config/config.ts';
-import { checkRoute } from '../delivery/deliver.ts';
+import type { Config } from '../config/types.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
-import type { Heartbeat } from '../runtime/heartbeat.ts';
 import { parseAgent } from '../hooks/agent.ts';
 import { applyMappings, type CallTransform } from '../hooks/mappings.ts';
 import { detectInjection, oneLine, wrapUntrusted } from '../hooks/untrusted.ts';
 import { parseWake } from '../hooks/wake.ts';
 import type { Logger } from '../log.ts';
-import { admitRun } from '../policy/policy.ts';
+import { admitRun } from '../policy/admit.ts';
+import { checkRoute, routesOf } from '../policy/route.ts';
 import type { Effects, IdempotencyWrite, Reply, RunRecord, Store } from '../store/store.ts';
 
 /** An answer on its way out: status, JSON body and extra headers. */
@@ -37,7 +36,7 @@ export type IdempotencyKey = Pick<IdempotencyWrite, 'scope' | 'key'>;
 export interface DispatchOptions {
   config: Config;
   store: Store;
-  heartbeat: Pick<Heartbeat, 'request'>;
+  heartbeat: { request(reason: string): void };
   log: Logger;
   newId: () => string;
   transforms: CallTransform;
@@ -67,7 +66,8 @@ export function createDispatch(options: DispatchOptions): (call: HookCall, idem:
   };
 
   // A reply that could never be delivered is refused now, while the sender can still fix it.
-  const routeProblem = (run: RunSpec) => (run.deliver ? checkRoute(config.channels, store.lastRoute(), run.channel, run.to) : null);
+  const routes = routesOf(config.channels);
+  const routeProblem = (run: RunSpec) => (run.deliver ? checkRoute(routes, store.lastRoute(), run.channel, run.to) : null);
 
   const dispatch = async (call: HookCall, idem: IdempotencyKey | null): Promise<Answer> => {
     const { name, body } = call;

@@ -3,9 +3,8 @@ import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Serv
 import type { AddressInfo, Socket } from 'node:net';
 import { clientAddress, clientKey } from '../guard/address.ts';
 import { parseForm, parseJsonObject, readBody } from '../guard/body.ts';
-import type { Config } from '../config/config.ts';
+import type { Config } from '../config/types.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
-import type { Heartbeat } from '../runtime/heartbeat.ts';
 import { createDispatch, type Answer, type IdempotencyKey } from './dispatch.ts';
 import type { CallTransform } from '../hooks/mappings.ts';
 import type { Logger } from '../log.ts';
@@ -19,7 +18,8 @@ import { extractToken, tokensMatch } from '../guard/token.ts';
 export interface AppOptions {
   config: Config;
   store: Store;
-  heartbeat: Pick<Heartbeat, 'request'>;
+  /** Asks the runtime for a heartbeat soon (a `now` wake). */
+  heartbeat: { request(reason: string): void };
   log: Logger;
   /** Defaults to one built from `hooks.authRateLimit`. */
   limiter?: FailureLimiter;

@@ -1,12 +1,13 @@
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import type { Channel } from '../actions.ts';
-import type { AgentConfig, Config } from '../config/config.ts';
+import type { AgentConfig, Config } from '../config/types.ts';
+import type { Deliver } from '../delivery/adapter.ts';
 import type { Logger } from '../log.ts';
 import { retry, type RetryOptions } from '../retry.ts';
 import type { DeliveryOutcome, RunRecord, Store } from '../store/store.ts';
 import type { Transcripts } from '../store/transcripts.ts';
-import { isGeneratedKey } from '../policy/policy.ts';
+import { resolveModel } from '../policy/models.ts';
+import { isGeneratedKey } from '../policy/session-key.ts';
 import { isAck } from './ack.ts';
 import type { ChatMessage, Provider } from './providers/provider.ts';
 
@@ -15,17 +16,6 @@ export const MAIN_SESSION = 'main';
 
 /** How long a summary line may be before it is cut. */
 export const SUMMARY_MAX = 300;
-
-/** What delivery is asked to do with a reply; the delivery layer resolves `last` and chunks. */
-export interface DeliveryRequest {
-  channel: Channel;
-  to?: string;
-  text: string;
-  /** Aborted when the process stops: delivery gives up between attempts. */
-  signal?: AbortSignal;
-}
-
-export type Deliver = (request: DeliveryRequest) => Promise<DeliveryOutcome>;
 
 export interface RunnerOptions {
   store: Store;
@@ -326,12 +316,7 @@ export class Runner {
   // `provider/model` or an alias from agents.defaults.models.
   #resolveModel(model: string | undefined): { key: string; provider: string; model: string } | string {
     if (model === undefined) return 'no model is configured (set agents.defaults.model or the agent\'s model)';
-    const lower = model.toLowerCase();
-    const aliased = Object.entries(this.#o.config.agents.models).find(([, e]) => e.alias?.toLowerCase() === lower)?.[0];
-    const key = aliased ?? model;
-    const slash = key.indexOf('/');
-    if (slash <= 0 || slash === key.length - 1) return `model "${key}" is neither "provider/model" nor a known alias`;
-    return { key, provider: key.slice(0, slash), model: key.slice(slash + 1) };
+    return resolveModel(model, this.#o.config.agents.models) ?? `model "${model}" is neither "provider/model" nor a known alias`;
   }
 
   #agent(agentId: string): AgentConfig {
