@@ -34,8 +34,3 @@ export function detail(text: string): string {
   const trimmed = text.trim();
   return trimmed === '' ? '' : `: ${trimmed}`;
 }
-
-/** Whether `value` is a plain JSON object (not an array, not null). */
-export function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}

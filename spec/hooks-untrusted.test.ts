@@ -6,7 +6,7 @@ import {
   MARKER_END,
   MARKER_SANITIZED,
   neutralise,
-  oneLine,
+  nameLine,
   wrapUntrusted,
 } from '../lib/hooks/untrusted.ts';
 
@@ -202,23 +202,23 @@ describe('detectInjection()', () => {
   });
 });
 
-describe('oneLine()', () => {
-  it('oneLine() turns line breaks and control characters into single spaces', () => {
-    assert.equal(oneLine('  deploy\r\n\u2028hook\u2029\t\u0000name\u0085x  '), 'deploy hook name x');
+describe('nameLine()', () => {
+  it('nameLine() turns line breaks and control characters into single spaces', () => {
+    assert.equal(nameLine('  deploy\r\n\u2028hook\u2029\t\u0000name\u0085x  '), 'deploy hook name x');
   });
 
-  it('oneLine() truncates to max and trims what the cut leaves', () => {
-    assert.equal(oneLine('x'.repeat(300)).length, 200);
-    assert.equal(oneLine('abc def', 4), 'abc');
-    assert.equal(oneLine('anything', 0), '');
+  it('nameLine() truncates to max and trims what the cut leaves', () => {
+    assert.equal(nameLine('x'.repeat(300)).length, 200);
+    assert.equal(nameLine('abc def', 4), 'abc');
+    assert.equal(nameLine('anything', 0), '');
   });
 
-  it('oneLine() never leaves half a surrogate pair', () => {
-    assert.equal(oneLine('ab😀', 3), 'ab');
+  it('nameLine() never leaves half a surrogate pair', () => {
+    assert.equal(nameLine('ab😀', 3), 'ab');
   });
 
-  it('oneLine() rejects a max that is not a non-negative integer', () => {
-    assert.throws(() => oneLine('x', -1), { name: 'RangeError', message: /^Cannot shorten name: max must be/ });
-    assert.throws(() => oneLine('x', 1.5), RangeError);
+  it('nameLine() rejects a max that is not a non-negative integer', () => {
+    assert.throws(() => nameLine('x', -1), { name: 'RangeError', message: /^Cannot shorten name: max must be/ });
+    assert.throws(() => nameLine('x', 1.5), RangeError);
   });
 });

@@ -9,7 +9,7 @@ import type { Config, Env } from '../config/types.ts';
 import { generateToken } from '../guard/token.ts';
 import { parseJsonc, stripJsonc } from '../jsonc.ts';
 import { GENERATED_KEY_PREFIX } from '../policy/session-key.ts';
-import { isObject } from '../text.ts';
+import { isObject } from '../object.ts';
 import { companionArgs, GMAIL_DEFAULTS, hookUrl, shellWord } from './gmail-companion.ts';
 import { FAILURE, USAGE, type Io } from './io.ts';
 

@@ -1,5 +1,7 @@
 import type { Adapter, Sent } from './adapter.ts';
-import { checkUrl, clip, failure, invalidOption, plainText, postJson, record, retryAfterMs, scrub, type Answer } from '../http-call.ts';
+import { checkUrl, failure, invalidOption, postJson, retryAfterMs, scrub, type Received } from '../http-call.ts';
+import { asObject } from '../object.ts';
+import { clip, plainText } from '../text.ts';
 import { parseRetryAfter, type Attempt } from '../retry.ts';
 import { RECIPIENT_RULES } from '../policy/recipients.ts';
 
@@ -47,9 +49,9 @@ export function createDiscordAdapter(options: DiscordOptions): Adapter {
 }
 
 
-function _outcome(reply: Answer, tell: (message: string) => string): Attempt<Sent> {
+function _outcome(reply: Received, tell: (message: string) => string): Attempt<Sent> {
   const { status } = reply;
-  const body = record(reply.json);
+  const body = asObject(reply.json);
   if (status >= 200 && status < 300) {
     const id = body?.['id'];
     return { ok: true, value: { messageIds: typeof id === 'string' ? [id] : [] } };
@@ -73,12 +75,12 @@ function _detail(body: Record<string, unknown> | null, text: string): string {
 }
 
 function _fieldErrors(node: unknown, path: string, out: string[]): void {
-  const fields = record(node);
+  const fields = asObject(node);
   if (fields === null || out.length >= 3) return;
   for (const [key, value] of Object.entries(fields)) {
     if (key === '_errors' && Array.isArray(value)) {
       for (const error of value) {
-        const text = record(error)?.['message'];
+        const text = asObject(error)?.['message'];
         if (typeof text === 'string' && out.length < 3) out.push(`${path === '' ? 'body' : path}: ${text}`);
       }
     } else {

@@ -1,6 +1,8 @@
 import { spawn as nodeSpawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { checkUrl, clip, detail, failure, invalidOption, oneLine, parseJson, postJson, record, retryAfterMs, scrub, show } from '../http-call.ts';
+import { checkUrl, failure, invalidOption, parseJson, postJson, retryAfterMs, scrub } from '../http-call.ts';
+import { asObject } from '../object.ts';
+import { clip, collapseSpace, detail, show } from '../text.ts';
 import type { Attempt } from '../retry.ts';
 import type { Adapter, Sent } from './adapter.ts';
 import { CHAT_GUID, RECIPIENT_RULES } from '../policy/recipients.ts';
@@ -41,7 +43,7 @@ export function createBlueBubblesAdapter(options: BlueBubblesOptions): Adapter {
   const endpoint = new URL(`${base}/api/v1/message/text`);
   endpoint.searchParams.set('password', password);
   // Scrubbed before clipped, so a cut can never leave half a password behind.
-  const tell = (text: string) => clip(oneLine(scrub(text, [password])), 401);
+  const tell = (text: string) => clip(collapseSpace(scrub(text, [password])), 401);
 
   const send = async (to: string, text: string, signal?: AbortSignal): Promise<Attempt<Sent>> => {
     const problem = checkRecipient(to);
@@ -52,9 +54,9 @@ export function createBlueBubblesAdapter(options: BlueBubblesOptions): Adapter {
     const reply = await postJson(endpoint, payload, { fetch, headers: { accept: 'application/json' }, signal });
     if (!reply.ok) return failure(tell(`Cannot reach the BlueBubbles server: ${reply.message}`), true);
     const { status } = reply;
-    const body = record(reply.json);
+    const body = asObject(reply.json);
     if (status >= 200 && status < 300) {
-      const guid = record(body?.['data'])?.['guid'];
+      const guid = asObject(body?.['data'])?.['guid'];
       return { ok: true, value: { messageIds: typeof guid === 'string' ? [guid] : [] } };
     }
     const message = body === null ? `BlueBubbles answered HTTP ${status}${detail(reply.text)}` : _describe(status, body);
@@ -87,7 +89,7 @@ export function createImsgAdapter(options: ImsgOptions = {}): Adapter {
       return failure(_clip(said === '' ? `${command} send exited with ${run.code ?? run.signal}` : said), false);
     }
     const last = run.stdout.trim().split('\n').pop() ?? '';
-    if (record(parseJson(last))?.['status'] === 'sent') return { ok: true, value: { messageIds: [] } };
+    if (asObject(parseJson(last))?.['status'] === 'sent') return { ok: true, value: { messageIds: [] } };
     return failure(_clip(`${command} send did not report the message sent${detail(run.stdout)}`), false);
   };
 
@@ -136,7 +138,7 @@ function _run(spawn: typeof nodeSpawn, command: string, args: string[], signal: 
 
 // BlueBubbles errors: {status, message, error: {type, message}}; the inner message is the useful one.
 function _describe(status: number, reply: Record<string, unknown>): string {
-  const error = record(reply['error']);
+  const error = asObject(reply['error']);
   const type = typeof error?.['type'] === 'string' ? error['type'] : typeof reply['message'] === 'string' ? reply['message'] : 'Error';
   const inner = typeof error?.['message'] === 'string' ? error['message'] : typeof error?.['error'] === 'string' ? error['error'] : undefined;
   const outer = typeof reply['message'] === 'string' && reply['message'] !== type ? reply['message'] : undefined;
@@ -145,5 +147,5 @@ function _describe(status: number, reply: Record<string, unknown>): string {
 }
 
 function _clip(text: string): string {
-  return clip(oneLine(text), 401);
+  return clip(collapseSpace(text), 401);
 }

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { checkUrl, clip, detail, failure, invalidOption, oneLine, postJson, record, retryAfterMs, show } from '../http-call.ts';
+import { checkUrl, failure, invalidOption, postJson, retryAfterMs } from '../http-call.ts';
+import { asObject } from '../object.ts';
+import { clip, collapseSpace, detail, show } from '../text.ts';
 import type { Attempt } from '../retry.ts';
 import type { Adapter, Sent } from './adapter.ts';
 import { E164, RECIPIENT_RULES, SIGNAL_GROUP } from '../policy/recipients.ts';
@@ -44,13 +46,13 @@ export function createSignalAdapter(options: SignalOptions): Adapter {
     if (status === 429 || status >= 500) return failure(`signal-cli answered HTTP ${status}${_detail(body)}`, true, retryAfterMs(reply.headers, Date.now()));
     // 405/415/421 are misconfiguration (wrong path, proxy, Host pinning); 201 only follows an id-less request.
     if (status !== 200) return failure(`signal-cli answered HTTP ${status}${_detail(body)}`, false);
-    const rpc = record(reply.json);
+    const rpc = asObject(reply.json);
     if (rpc === null) return failure(`signal-cli answered with something other than JSON-RPC${_detail(body)}`, false);
     // JSON-RPC errors arrive at HTTP 200, so `error` is looked at before anything else.
-    const error = record(rpc['error']);
+    const error = asObject(rpc['error']);
     if (error !== null) return _rpcFailure(error);
     if (rpc['id'] !== id) return failure('signal-cli answered a different JSON-RPC request id', false);
-    const result = record(rpc['result']);
+    const result = asObject(rpc['result']);
     if (result === null) return failure('signal-cli answered without a result', false);
     const timestamp = result['timestamp'];
     // The message went out; a missing id must not turn into a retry that sends it twice.
@@ -72,11 +74,11 @@ function _rpcFailure(error: Record<string, unknown>): Attempt<Sent> {
 // When every send failed, signal-cli puts the per-recipient results under error.data.response;
 // rate-limited ones say how long Signal wants us to wait.
 function _retryAfterSeconds(error: Record<string, unknown>): number | undefined {
-  const results = record(record(error['data'])?.['response'])?.['results'];
+  const results = asObject(asObject(error['data'])?.['response'])?.['results'];
   if (!Array.isArray(results)) return undefined;
   let longest: number | undefined;
   for (const entry of results) {
-    const seconds = record(entry)?.['retryAfterSeconds'];
+    const seconds = asObject(entry)?.['retryAfterSeconds'];
     if (typeof seconds === 'number' && Number.isFinite(seconds) && seconds >= 0) longest = Math.max(longest ?? 0, seconds);
   }
   return longest;
@@ -84,7 +86,7 @@ function _retryAfterSeconds(error: Record<string, unknown>): number | undefined 
 
 // No secret rides in a Signal message, so it is never clipped as a whole: each part quoted from signal-cli is.
 function _clip(text: string): string {
-  return clip(oneLine(text), 301);
+  return clip(collapseSpace(text), 301);
 }
 
 function _detail(body: string): string {

@@ -1,5 +1,7 @@
 import type { Adapter, Sent } from './adapter.ts';
-import { checkUrl, clip, failure, invalidOption, plainText, postJson, record, retryAfterMs, scrub, type Answer } from '../http-call.ts';
+import { checkUrl, failure, invalidOption, postJson, retryAfterMs, scrub, type Received } from '../http-call.ts';
+import { asObject } from '../object.ts';
+import { clip, plainText } from '../text.ts';
 import type { Attempt } from '../retry.ts';
 import { RECIPIENT_RULES } from '../policy/recipients.ts';
 
@@ -50,9 +52,9 @@ export function createSlackAdapter(options: SlackOptions): Adapter {
 
 
 // Success is `ok:true` in the body, never the status alone: Slack answers most failures with 200.
-function _outcome(reply: Answer, tell: (message: string) => string): Attempt<Sent> {
+function _outcome(reply: Received, tell: (message: string) => string): Attempt<Sent> {
   const { status } = reply;
-  const body = record(reply.json);
+  const body = asObject(reply.json);
   if (status >= 200 && status < 300 && body?.['ok'] === true) {
     const ts = body['ts'];
     return { ok: true, value: { messageIds: typeof ts === 'string' ? [ts] : [] } };

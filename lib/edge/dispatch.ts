@@ -4,15 +4,15 @@ import type { Config } from '../config/types.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
 import { parseAgent } from '../hooks/agent.ts';
 import { applyMappings, type CallTransform } from '../hooks/mappings.ts';
-import { detectInjection, oneLine, wrapUntrusted } from '../hooks/untrusted.ts';
+import { detectInjection, nameLine, wrapUntrusted } from '../hooks/untrusted.ts';
 import { parseWake } from '../hooks/wake.ts';
 import type { Logger } from '../log.ts';
 import { admitRun } from '../policy/admit.ts';
 import { checkRoute, routesOf } from '../policy/route.ts';
-import type { Effects, IdempotencyWrite, Reply, RunRecord, Store } from '../store/store.ts';
+import type { Effects, IdempotencyWrite, StoredAnswer, RunRecord, Store } from '../store/store.ts';
 
 /** An answer on its way out: status, JSON body and extra headers. */
-export interface Answer extends Reply {
+export interface Answer extends StoredAnswer {
   headers?: Record<string, string>;
   /** A body that is not JSON (the metrics page), with its content type. */
   text?: string;
@@ -86,7 +86,7 @@ export function createDispatch(options: DispatchOptions): (call: HookCall, idem:
       const injections = detectInjection(parsed.action.message);
       if (injections.length > 0) log.warn('possible prompt injection (content wrapped)', { id: call.id, hook: name, kinds: injections.join(',') });
       parsed.action.message = wrapUntrusted(parsed.action.message, { source: 'Webhook' });
-      parsed.action.name = oneLine(parsed.action.name) || 'Hook';
+      parsed.action.name = nameLine(parsed.action.name) || 'Hook';
       const admitted = admitRun(parsed.action, name, config, newId);
       if (!admitted.ok) throw new HttpError(400, ErrorCode.Forbidden, admitted.error);
       const run: RunSpec = { ...admitted.value, requestId: call.id };
@@ -115,11 +115,11 @@ export function createDispatch(options: DispatchOptions): (call: HookCall, idem:
         log.error('hook mapping failed', { id: call.id, mapping: outcome.mappingId, detail: outcome.detail });
         throw new HttpError(500, ErrorCode.MappingFailed, 'hook mapping failed');
     }
-    const source = `hook:${oneLine(name)}`;
+    const source = `hook:${nameLine(name)}`;
     const events: Effects['events'] & {} = [];
     const runs: RunSpec[] = [];
     for (const { action, injections } of outcome.actions) {
-      if (injections.length > 0) log.warn('possible prompt injection (content wrapped)', { id: call.id, hook: oneLine(name), kinds: injections.join(',') });
+      if (injections.length > 0) log.warn('possible prompt injection (content wrapped)', { id: call.id, hook: nameLine(name), kinds: injections.join(',') });
       if (action.kind === 'wake') {
         events.push({ kind: 'system', text: action.text, source, mode: action.mode });
         continue;
@@ -147,6 +147,6 @@ export function createDispatch(options: DispatchOptions): (call: HookCall, idem:
   return dispatch;
 }
 
-function _remember(idem: IdempotencyKey | null, answer: Reply): IdempotencyWrite | undefined {
+function _remember(idem: IdempotencyKey | null, answer: StoredAnswer): IdempotencyWrite | undefined {
   return idem === null ? undefined : { ...idem, status: answer.status, body: answer.body };
 }

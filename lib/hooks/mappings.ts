@@ -16,7 +16,7 @@ import {
 import { visibleHeaders } from '../credentials.ts';
 import { compileTemplate, isTemplated, parsePath, render, type PathSegment, type Template, type TemplateContext } from './template.ts';
 import type { TransformInput, TransformRef, TransformResult } from './transforms/runner.ts';
-import { detectInjection, oneLine, wrapUntrusted } from './untrusted.ts';
+import { detectInjection, nameLine, wrapUntrusted } from './untrusted.ts';
 
 /** At most this many actions come from one `forEach`. */
 export const MAX_FOR_EACH = 200;
@@ -260,7 +260,7 @@ function _build(mapping: Mapping, override: Override, context: TemplateContext &
   const action: AgentAction = {
     kind: 'agent',
     message: content,
-    name: oneLine(override.name || text(mapping.name) || context.path) || 'Hook',
+    name: nameLine(override.name || text(mapping.name) || context.path) || 'Hook',
     wakeMode,
     deliver: override.deliver ?? mapping.deliver ?? true,
     channel: override.channel ?? mapping.channel,
