@@ -5,7 +5,7 @@ import { connect, type AddressInfo } from 'node:net';
 import { once } from 'node:events';
 import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
-import { MAX_DEPTH, parseJsonObject, readBody } from '../lib/guard/body.ts';
+import { MAX_DEPTH, parseForm, parseJsonObject, readBody } from '../lib/guard/body.ts';
 import type { BodyLimits } from '../lib/guard/body.ts';
 import { HttpError } from '../lib/errors.ts';
 
@@ -197,4 +197,12 @@ test('parseJsonObject() accepts nesting up to MAX_DEPTH and answers 400 naming t
   const refused = { name: 'HttpError', status: 400, message: 'body: may nest objects and arrays at most 64 levels deep' };
   assert.throws(() => parseJsonObject(Buffer.from(nest(MAX_DEPTH + 1))), refused);
   assert.throws(() => parseJsonObject(Buffer.from(`{"a":${'['.repeat(100_000)}${']'.repeat(100_000)}}`)), refused);
+});
+
+test('parseJsonObject() and parseForm() decode each body on its own: a body cut inside a character does not spill into the next', () => {
+  const cut = Buffer.from('{"a":"€"}').subarray(0, 8);
+  assert.throws(() => parseJsonObject(cut), { status: 400 });
+  assert.deepEqual(parseJsonObject(Buffer.from('{"a":"€"}')), { a: '€' });
+  assert.throws(() => parseForm(Buffer.from('a=€').subarray(0, 3)), { status: 400 });
+  assert.deepEqual(parseForm(Buffer.from('a=€')), { a: '€' });
 });

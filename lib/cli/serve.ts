@@ -5,7 +5,7 @@ import type { Config } from '../config/types.ts';
 import { listen, type Running } from '../edge/server.ts';
 import { inheritedListenFd, unsetListenEnv } from '../edge/systemd.ts';
 import { generateToken } from '../guard/token.ts';
-import { createLogger, type Logger } from '../log.ts';
+import { bufferLines, createLogger, flushOnExit, type Logger } from '../log.ts';
 import { removePidFile, writePidFile } from '../store/pid-file.ts';
 import { COMMON, type Command, type Flags } from './command.ts';
 import { serveCompanion } from './gmail-companion.ts';
@@ -39,6 +39,19 @@ Options:
 
 /** Runs the server until SIGTERM, SIGINT or `io.signal`; resolves to the exit code. */
 export async function serve(flags: Flags, io: Io): Promise<number> {
+  // Everything serve writes to stderr goes through one buffer, written once per event-loop turn,
+  // so the request log stays in order with the rest and costs one write per turn, not per line.
+  const lines = bufferLines(io.stderr);
+  const release = flushOnExit(lines);
+  try {
+    return await _serve(flags, { ...io, stderr: lines.write });
+  } finally {
+    lines.flush();
+    release();
+  }
+}
+
+async function _serve(flags: Flags, io: Io): Promise<number> {
   const port = flags.port === undefined ? undefined : Number(flags.port);
   if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port <= 65535)) {
     io.stderr(`hooks-ingress serve: --port must be an integer from 0 to 65535\n`);

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { clientAddress, clientKey } from '../guard/address.ts';
+import { requestClient, type Client } from '../guard/address.ts';
 import { parseForm, parseJsonObject, readBody } from '../guard/body.ts';
 import type { Config } from '../config/types.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
@@ -12,7 +12,7 @@ import { FailureLimiter, type LimiterStats } from '../guard/rate-limit.ts';
 import { Router, splitTarget } from './router.ts';
 import type { Telemetry } from './telemetry.ts';
 import type { RunRecord, Store } from '../store/store.ts';
-import { extractToken, tokensMatch } from '../guard/token.ts';
+import { extractToken, tokenDigest, tokenMatches } from '../guard/token.ts';
 
 /** What the request handler needs; the CLI builds these from the config. */
 export interface AppOptions {
@@ -41,7 +41,7 @@ interface Context {
   query: URLSearchParams;
   /** The hook name after `hooks.path`, decoded; `''` for the base path itself. */
   name: string;
-  client: string;
+  client: Client;
   /** Sends `100 Continue` to a client that asked for it (`Expect: 100-continue`), once. */
   invite: () => void;
 }
@@ -81,20 +81,20 @@ export function createApp(options: AppOptions): App {
   let current = _compile(options, options.config, shared);
 
   const app = ((req: IncomingMessage, res: ServerResponse) => {
-    const { route, config } = current;
+    const { route, config, hookLabel } = current;
     const started = now();
     const incoming = req.headers['x-request-id'];
     const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : newId();
-    const client = clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], config.gateway.trustedProxies);
+    const client = requestClient(req.socket, req.headers['x-forwarded-for'], config.gateway.trustedProxies);
     const target = splitTarget(req.url ?? '/');
     route(req, target, client, id, _inviter(req, res))
       .catch((error: unknown) => _answerError(error, id, log))
       .then((answer) => {
         _send(req, res, answer, id, config.hooks.maxBodyBytes);
         const path = target.pathname;
-        options.telemetry?.request(_hookLabel(config, path), answer.status, shared.received.get(req) ?? 0, answer.headers?.['idempotent-replayed'] === 'true');
+        options.telemetry?.request(hookLabel(path), answer.status, shared.received.get(req) ?? 0, answer.headers?.['idempotent-replayed'] === 'true');
         // Only the path: the query may hold what a careless client thought was a URL token.
-        log.info('request', { id, method: req.method, path, status: answer.status, duration: Math.round((now() - started) * 10) / 10, client });
+        log.info('request', { id, method: req.method, path, status: answer.status, duration: Math.round((now() - started) * 10) / 10, client: client.address });
       });
   }) as App;
   app.limiterStats = () => shared.limiter.stats();
@@ -123,7 +123,11 @@ function _limiter(config: Config): FailureLimiter {
 }
 
 // Everything that depends on the configuration, built once per (re)load.
-function _compile(options: AppOptions, config: Config, shared: Shared): { config: Config; route: (req: IncomingMessage, target: Target, client: string, id: string, invite: () => void) => Promise<Answer> } {
+function _compile(
+  options: AppOptions,
+  config: Config,
+  shared: Shared,
+): { config: Config; route: (req: IncomingMessage, target: Target, client: Client, id: string, invite: () => void) => Promise<Answer>; hookLabel: (path: string) => string } {
   const { store, heartbeat, log } = options;
   const newId = options.newId ?? randomUUID;
   const bodyTimeoutMs = options.bodyTimeoutMs ?? 30_000;
@@ -135,10 +139,10 @@ function _compile(options: AppOptions, config: Config, shared: Shared): { config
   // client is locked out (an attacker cannot lock the operator out); anything else is a failure,
   // answered 401, or 429 once the client is locked. A success clears nothing: whoever else sends
   // from the same address (a shared NAT) would get fresh guesses. Failures decay with the window.
-  const authenticate = (presented: string | null, expected: readonly (string | null | undefined)[], client: string, refusal: string) => {
-    const key = clientKey(client);
+  const authenticate = (presented: string | null, expected: readonly (Buffer | null)[], client: Client, refusal: string) => {
+    const { key } = client;
     // Every candidate is compared, so the time taken does not say which one matched.
-    const matches = expected.map((token) => presented !== null && typeof token === 'string' && tokensMatch(presented, token));
+    const matches = expected.map((digest) => presented !== null && digest !== null && tokenMatches(presented, digest));
     if (matches.includes(true)) return;
     const verdict = limiter.fail(key);
     if (verdict.locked) {
@@ -178,12 +182,14 @@ function _compile(options: AppOptions, config: Config, shared: Shared): { config
     }
   };
 
+  // Digests of the configured tokens, made once per (re)load: a request hashes only what it presents.
+  const hookTokens = [config.hooks.token === null ? null : tokenDigest(config.hooks.token)];
+  const gmailTokens = config.hooks.gmail.hookToken === undefined ? hookTokens : [...hookTokens, tokenDigest(config.hooks.gmail.hookToken)];
   const hooks: Handler = async (ctx) => {
     const { req, name } = ctx;
     const presented = extractToken(req.headers);
     // The gmail hook also opens to the credential gog posts with, which opens nothing else.
-    const tokens = name.replace(/^\/+|\/+$/g, '') === 'gmail' ? [config.hooks.token, config.hooks.gmail.hookToken] : [config.hooks.token];
-    authenticate(presented, tokens, ctx.client, presented === null ? 'missing hook token' : 'invalid hook token');
+    authenticate(presented, name === 'gmail' ? gmailTokens : hookTokens, ctx.client, presented === null ? 'missing hook token' : 'invalid hook token');
     if (name === '') throw new HttpError(404, ErrorCode.NotFound, 'hook name missing: POST to a path such as /wake or /agent');
     // `100 Continue` only now that the sender is authenticated: anyone else gets the final status
     // at once, and is never invited to upload.
@@ -203,7 +209,7 @@ function _compile(options: AppOptions, config: Config, shared: Shared): { config
   );
   const telemetry = options.telemetry;
   if (telemetry !== undefined && config.gateway.authToken !== null) {
-    const token = config.gateway.authToken;
+    const token = tokenDigest(config.gateway.authToken);
     router.add(['GET'], '/metrics', async ({ req, client }) => {
       // Bearer only: the x-*-token headers carry hook tokens.
       const presented = extractToken({ authorization: req.headers.authorization });
@@ -213,11 +219,13 @@ function _compile(options: AppOptions, config: Config, shared: Shared): { config
   }
   if (config.hooks.enabled) router.add(['POST'], `${config.hooks.path}/*`, hooks);
 
-  const route = async (req: IncomingMessage, target: Target, client: string, id: string, invite: () => void): Promise<Answer> => {
+  const route = async (req: IncomingMessage, target: Target, client: Client, id: string, invite: () => void): Promise<Answer> => {
     const { pathname, query } = target;
     const match = router.find(pathname);
     if (match === null) throw new HttpError(404, ErrorCode.NotFound, 'not found');
-    if ([...query.keys()].some((k) => k.toLowerCase() === 'token')) {
+    // `size` first: most targets carry no query, and iterating even an empty one costs.
+    if (query.size > 0) for (const k of query.keys()) {
+      if (k.toLowerCase() !== 'token') continue;
       throw new HttpError(400, ErrorCode.TokenInUrl, 'token: may not be sent in the URL (it leaks into logs); use the Authorization header');
     }
     const method = req.method ?? 'GET';
@@ -229,7 +237,20 @@ function _compile(options: AppOptions, config: Config, shared: Shared): { config
     return match.route.handler({ id, req, query, name: match.rest, client, invite });
   };
 
-  return { config, route };
+  return { config, route, hookLabel: _hookLabels(config) };
+}
+
+// A path's metrics label, remembered for the first paths seen (a bounded set: paths are the caller's).
+function _hookLabels(config: Config): (path: string) => string {
+  const labels = new Map<string, string>();
+  return (path) => {
+    let label = labels.get(path);
+    if (label === undefined) {
+      label = _hookLabel(config, path);
+      if (labels.size < 256) labels.set(path, label);
+    }
+    return label;
+  };
 }
 
 // A bounded label set: a caller cannot mint a new time series by inventing hook names.
@@ -261,7 +282,7 @@ export function idempotencyKey(headers: IncomingHttpHeaders, body: Record<string
 // is logged with the request id and answered with a bare 500 that tells the client nothing.
 function _answerError(error: unknown, id: string, log: Logger): Answer & { close?: boolean } {
   if (error instanceof HttpError) {
-    return { status: error.status, body: { ok: false, error: error.message, code: error.code }, headers: { ...error.headers }, close: error.close };
+    return { status: error.status, body: { ok: false, error: error.message, code: error.code }, headers: error.headers, close: error.close };
   }
   log.error('unexpected error', { id, error: error instanceof Error ? (error.stack ?? error.message) : String(error) });
   return { status: 500, body: { ok: false, error: 'internal error', code: ErrorCode.Internal } };
@@ -274,12 +295,16 @@ function _send(req: IncomingMessage, res: ServerResponse, answer: Answer & { clo
   // one that is large or of unknown length is not worth reading, so the connection goes.
   const declared = Number(req.headers['content-length']);
   const close = answer.close === true || (!req.complete && !(declared <= maxBodyBytes));
-  res.writeHead(answer.status, {
-    ...answer.headers,
-    ...(answer.status === 204 ? {} : { 'content-type': answer.contentType ?? 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) }),
-    'cache-control': 'no-store',
-    'x-request-id': id,
-  });
+  // Built key by key (the answer's own headers first): no spread copies per response.
+  const headers: OutgoingHttpHeaders = {};
+  if (answer.headers !== undefined) for (const name of Object.keys(answer.headers)) headers[name] = answer.headers[name];
+  if (answer.status !== 204) {
+    headers['content-type'] = answer.contentType ?? 'application/json; charset=utf-8';
+    headers['content-length'] = Buffer.byteLength(text);
+  }
+  headers['cache-control'] = 'no-store';
+  headers['x-request-id'] = id;
+  res.writeHead(answer.status, headers);
   res.end(req.method === 'HEAD' ? undefined : text);
   // The rest of an unread body is not ours to receive: end the connection once the answer is out.
   if (close) res.once('finish', () => _linger(req.socket));

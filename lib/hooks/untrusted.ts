@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomHex } from '../random.ts';
 import { MARKER_CONFUSABLES } from './confusables.ts';
 
 /** Name carried by the line that opens a block of untrusted content. */
@@ -129,7 +129,7 @@ export function nameLine(name: string, max = 200): string {
 
 /** Wraps untrusted text in a security notice and id-stamped markers before a model reads it. */
 export function wrapUntrusted(content: string, options: WrapOptions): string {
-  const id = options.id ?? randomBytes(8).toString('hex');
+  const id = options.id ?? randomHex(8);
   if (!_ID.test(id)) {
     throw new TypeError(`Cannot wrap untrusted content: id must be 1 to 64 letters, digits, "_" or "-", got ${JSON.stringify(id.slice(0, 80))}`);
   }
