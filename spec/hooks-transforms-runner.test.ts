@@ -3,6 +3,7 @@ import { mkdir, mkdtemp, realpath, rename, rm, symlink, unlink, writeFile } from
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
+import { startChild } from '../lib/hooks/transforms/child.ts';
 import { createTransformRunner } from '../lib/hooks/transforms/runner.ts';
 import type { TransformRunner, TransformRunnerOptions } from '../lib/hooks/transforms/runner.ts';
 
@@ -20,6 +21,8 @@ const fixtures: Record<string, string> = {
   'loop.js': 'export default () => { for (;;) {} };',
   'hog.js': 'export default () => { const kept = []; for (;;) kept.push({ at: Math.random(), text: "x".repeat(64) + Math.random() }); };',
   'exits.js': 'export default () => process.exit(3);',
+  'exits-on-load.js': 'process.exit(4);\nexport default () => 1;',
+  'loops-on-load.js': 'for (;;) {}\nexport default () => 1;',
   'throws-later.js': 'export default () => { setTimeout(() => { throw new Error("late"); }); return new Promise(() => {}); };',
   'number.js': 'export default 42;',
   'mutates.js': 'export default (input) => { input.payload.n = 0; return input; };',
@@ -208,6 +211,20 @@ test('runner.run() answers crashed when the child exits, and the next call works
       reason: 'crashed',
       detail: 'the child exited with code 3',
     });
+    assert.deepEqual(await runner.run({ module: join(root, 'skip.js') }, input), { ok: true, value: null });
+  });
+});
+
+test('runner.run() answers a module that ends its child or never finishes loading, and starts no child again for that call', async () => {
+  let started = 0;
+  const start = (limits: Parameters<NonNullable<TransformRunnerOptions['start']>>[0]) => {
+    started++;
+    return startChild(limits);
+  };
+  await withRunner({ poolSize: 1, startTimeoutMs: 1_000, start }, async (runner) => {
+    assert.deepEqual(await runner.run({ module: join(root, 'exits-on-load.js') }, input), { ok: false, reason: 'crashed', detail: 'the child exited with code 4' });
+    assert.deepEqual(await runner.run({ module: join(root, 'loops-on-load.js') }, input), { ok: false, reason: 'timeout', detail: 'the module did not load within 1000 ms' });
+    assert.equal(started, 2);
     assert.deepEqual(await runner.run({ module: join(root, 'skip.js') }, input), { ok: true, value: null });
   });
 });

@@ -107,191 +107,61 @@ const _OUTPUT_LINE_MAX = 500;
  * killed and a fresh one started for the next call.
  */
 export function createTransformRunner(options: TransformRunnerOptions): TransformRunner {
-  const settings = _settings(options);
-  const { root, timeoutMs, startTimeoutMs, heapMb, memoryMb, maxResultBytes, poolSize } = settings;
-  const start = options.start ?? startChild;
-  const slots: Slot[] = [];
-  const queue: Job[] = [];
-  let lastId = 0;
-  let closed = false;
-  let watch: ReturnType<typeof setInterval> | undefined;
-  let ticks = 0;
+  return new _Pool(options);
+}
 
-  const fail = (reason: TransformFailure, detail: string): TransformResult => ({ ok: false, reason, detail });
+type Settings = ReturnType<typeof _settings>;
 
-  function pump(): void {
-    // Calls that waited out their whole budget behind busy children are answered now, not run late.
-    for (let i = 0; i < queue.length; i++) {
-      const job = queue[i]!;
-      if (performance.now() - job.queuedAt >= timeoutMs) {
-        queue.splice(i--, 1);
-        job.done(fail('timeout', `no child was free within ${timeoutMs} ms`));
-        continue;
-      }
-      const slot = slots.find((s) => s.job === null && s.ready && !s.stale && s.module === job.module) ?? makeRoom(job.module);
-      if (slot === null) continue;
-      queue.splice(i--, 1);
-      if (slot.ready) call(slot, job);
-      else void open(slot, job);
-    }
-  }
-
-  // A new slot for `module` when the pool has room, or when an idle child of another module can go.
-  function makeRoom(module: string): Slot | null {
-    if (slots.length >= poolSize) {
-      if (slots.some((s) => s.module === module)) return null;
-      const idle = slots.find((s) => s.job === null && s.ready);
-      if (idle === undefined) return null;
-      retire(idle);
-    }
-    const slot: Slot = { module, url: '', child: null, ready: false, job: null, timer: undefined, pending: '', killed: null, stderr: '', stale: false };
-    slots.push(slot);
-    return slot;
-  }
-
-  // Checks containment, starts the child and has it import the module (its own time bound), then makes the call.
-  async function open(slot: Slot, job: Job): Promise<void> {
-    slot.job = job;
-    const found = await resolveModule(root, job.module);
-    const refused = closed ? _closed : !found.ok ? fail(found.code === 'outside' ? 'escaped' : 'load-failed', found.reason) : _unsupported(found.path);
-    if (refused !== null || !found.ok) {
-      drop(slot);
-      job.done(refused ?? _closed);
-      return pump();
-    }
-    slot.url = pathToFileURL(found.path).href;
-    spawn(slot);
-    const waited = performance.now() - job.queuedAt;
-    send(slot, { id: job.id, name: job.name, probe: true }, startTimeoutMs, `the module did not load within ${startTimeoutMs} ms`, (result) => {
-      // Retired while it started (a reload): the call goes back to the queue for a fresh child.
-      if (!slots.includes(slot)) {
-        queue.unshift(job);
-        return;
-      }
-      if (!result.ok) {
-        job.done(result);
-        return retire(slot);
-      }
-      slot.ready = true;
-      if (job.input === null) return job.done(result);
-      // The call gets the budget it had left when the child began to start.
-      job.queuedAt = performance.now() - waited;
-      call(slot, job);
-    });
-  }
-
-  function call(slot: Slot, job: Job): void {
-    slot.job = job;
-    const left = Math.max(1, timeoutMs - (performance.now() - job.queuedAt));
-    send(slot, { id: job.id, name: job.name, input: job.input }, left, `no answer within ${timeoutMs} ms`, job.done);
-  }
-
+class _Pool implements TransformRunner {
+  readonly #settings: Settings;
+  readonly #start: (limits: ChildLimits) => ChildProcessWithoutNullStreams;
+  readonly #onOutput: ((module: string, line: string) => void) | undefined;
+  readonly #slots: Slot[] = [];
+  readonly #queue: Job[] = [];
   // What to do with the answer each busy slot is waiting for.
-  const waiting = new WeakMap<Slot, (result: TransformResult) => void>();
+  readonly #waiting = new WeakMap<Slot, (result: TransformResult) => void>();
+  #lastId = 0;
+  #closed = false;
+  #watch: ReturnType<typeof setInterval> | undefined;
+  #ticks = 0;
 
-  function answered(slot: Slot, result: TransformResult): void {
-    clearTimeout(slot.timer);
-    const then = waiting.get(slot);
-    waiting.delete(slot);
-    slot.job = null;
-    if (slot.stale) retire(slot);
-    else _ref(slot.child, false); // an idle child must not keep the process alive
-    then?.(result);
-    pump();
+  constructor(options: TransformRunnerOptions) {
+    this.#settings = _settings(options);
+    this.#start = options.start ?? startChild;
+    this.#onOutput = options.onOutput;
   }
 
-  function send(slot: Slot, message: { id: number; name: string | null; input?: string | null; probe?: boolean }, budget: number, late: string, then: (result: TransformResult) => void): void {
-    waiting.set(slot, then);
-    _ref(slot.child, true);
-    slot.timer = setTimeout(() => kill(slot, fail('timeout', late)), budget);
-    const input = message.input ?? 'null';
-    // The input is JSON already: spliced in, not parsed and written again.
-    const line = `{"id":${message.id},"url":${JSON.stringify(slot.url)},"name":${JSON.stringify(message.name)},"probe":${message.probe === true},"max":${maxResultBytes},"input":${input}}\n`;
-    slot.child?.stdin.write(line);
-  }
+  // Arrow properties: callers hand these around detached from the pool.
+  readonly run = (ref: TransformRef, input: TransformInput): Promise<TransformResult> => this.#submit(ref, input);
+  readonly probe = (ref: TransformRef): Promise<TransformResult> => this.#submit(ref, null);
 
-  function spawn(slot: Slot): void {
-    const child = start({ root, heapMb });
-    slot.child = child;
-    child.stdin.on('error', () => {}); // a child that died mid-write is reported by its exit
-    child.stdout.setEncoding('utf8');
-    child.stdout.on('data', (chunk: string) => read(slot, chunk));
-    child.stderr.setEncoding('utf8');
-    child.stderr.on('data', (chunk: string) => output(slot, chunk));
-    child.on('error', (error) => exited(slot, `the child could not run: ${error.message}`));
-    child.on('exit', (code, signal) => exited(slot, signal === null ? `the child exited with code ${code}` : `the child was ended by ${signal}`));
-    watch ??= setInterval(measure, 25);
-    watch.unref?.();
-  }
-
-  function read(slot: Slot, chunk: string): void {
-    slot.pending += chunk;
-    for (let end = slot.pending.indexOf('\n'); end !== -1; end = slot.pending.indexOf('\n')) {
-      const line = slot.pending.slice(0, end);
-      slot.pending = slot.pending.slice(end + 1);
-      const message = _parse(line);
-      if (message === null) return kill(slot, fail('crashed', 'the transform wrote to the protocol channel (stdout); use console instead'));
-      if (slot.job !== null && message.id === slot.job.id) answered(slot, message.result);
-    }
-    // The cap holds for what arrives, not only for what the child says it sends.
-    if (Buffer.byteLength(slot.pending) > maxResultBytes + 1024) kill(slot, fail('too-large', `the result is larger than ${maxResultBytes} bytes`));
-  }
-
-  function output(slot: Slot, chunk: string): void {
-    slot.stderr = (slot.stderr + chunk).slice(-4096);
-    if (options.onOutput === undefined) return;
-    for (const line of chunk.split('\n')) if (line.trim() !== '') options.onOutput(slot.module, line.slice(0, _OUTPUT_LINE_MAX));
-  }
-
-  function exited(slot: Slot, how: string): void {
-    if (!drop(slot)) return; // retired on purpose
-    const oom = /out of memory|Array buffer allocation failed/i.test(slot.stderr);
-    const result = slot.killed ?? fail('crashed', oom ? `ran out of memory (heap limit ${heapMb} MiB)` : how);
-    const then = waiting.get(slot);
-    waiting.delete(slot);
-    slot.job = null;
-    then?.(result);
-    pump();
-  }
-
-  function kill(slot: Slot, why: TransformResult): void {
-    if (slot.killed !== null) return;
-    slot.killed = why;
-    clearTimeout(slot.timer);
-    slot.child?.kill('SIGKILL');
-  }
-
-  function drop(slot: Slot): boolean {
-    clearTimeout(slot.timer);
-    const index = slots.indexOf(slot);
-    if (index !== -1) slots.splice(index, 1);
-    if (slots.length === 0) {
-      clearInterval(watch);
-      watch = undefined;
-    }
-    return index !== -1;
-  }
-
-  function retire(slot: Slot): void {
-    drop(slot);
-    slot.job = null;
-    slot.child?.kill('SIGKILL');
-  }
-
-  // Busy children every tick, idle ones (a timer of theirs could still allocate) every tenth.
-  function measure(): void {
-    ticks++;
-    for (const slot of slots) {
-      const pid = slot.child?.pid;
-      if (pid === undefined || (slot.job === null && ticks % 10 !== 0)) continue;
-      void residentBytes(pid).then((bytes) => {
-        if (bytes !== null && bytes > memoryMb * MiB) kill(slot, fail('crashed', `ran out of memory (resident memory over ${memoryMb} MiB)`));
-      });
+  clearCache(): void {
+    // ESM module records cannot be unloaded, and a `?v=N` import would re-read only the entry
+    // file, not what it imports: fresh children do neither.
+    for (const slot of [...this.#slots]) {
+      if (slot.job === null) this.#retire(slot);
+      else slot.stale = true;
     }
   }
 
-  const submit = (ref: TransformRef, input: TransformInput | null): Promise<TransformResult> => {
-    if (closed) return Promise.resolve(_closed);
+  async close(): Promise<void> {
+    this.#closed = true;
+    for (const job of this.#queue.splice(0)) job.done(_closed);
+    const exits = this.#slots.map((slot) => {
+      const child = slot.child;
+      return child === null || child.exitCode !== null ? Promise.resolve() : new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    });
+    for (const slot of [...this.#slots]) {
+      const job = slot.job;
+      _ref(slot.child, true); // held until it has exited
+      this.#retire(slot);
+      job?.done(_closed);
+    }
+    await Promise.all(exits);
+  }
+
+  #submit(ref: TransformRef, input: TransformInput | null): Promise<TransformResult> {
+    if (this.#closed) return Promise.resolve(_closed);
     let json: string | null;
     try {
       // Serialised here, once: an input JSON cannot carry is a caller bug, not a transform failure.
@@ -300,37 +170,186 @@ export function createTransformRunner(options: TransformRunnerOptions): Transfor
       return Promise.reject(error);
     }
     return new Promise((done) => {
-      queue.push({ id: ++lastId, module: ref.module, name: ref.export ?? null, input: json, queuedAt: performance.now(), done });
-      pump();
+      this.#queue.push({ id: ++this.#lastId, module: ref.module, name: ref.export ?? null, input: json, queuedAt: performance.now(), done });
+      this.#pump();
     });
-  };
+  }
 
-  return {
-    run: (ref, input) => submit(ref, input),
-    probe: (ref) => submit(ref, null),
-
-    clearCache() {
-      // ESM module records cannot be unloaded, and a `?v=N` import would re-read only the entry
-      // file, not what it imports: fresh children do neither.
-      for (const slot of [...slots]) {
-        if (slot.job === null) retire(slot);
-        else slot.stale = true;
+  #pump(): void {
+    const { timeoutMs } = this.#settings;
+    const queue = this.#queue;
+    for (let i = 0; i < queue.length; i++) {
+      const job = queue[i]!;
+      // Calls that waited out their whole budget behind busy children are answered now, not run late.
+      if (performance.now() - job.queuedAt >= timeoutMs) {
+        queue.splice(i--, 1);
+        job.done(_fail('timeout', `no child was free within ${timeoutMs} ms`));
+        continue;
       }
-    },
+      const slot = this.#slots.find((s) => s.job === null && s.ready && !s.stale && s.module === job.module) ?? this.#makeRoom(job.module);
+      if (slot === null) continue;
+      queue.splice(i--, 1);
+      if (slot.ready) this.#call(slot, job);
+      else void this.#open(slot, job);
+    }
+  }
 
-    async close() {
-      closed = true;
-      for (const job of queue.splice(0)) job.done(_closed);
-      const exits = slots.map((slot) => (slot.child === null || slot.child.exitCode !== null ? Promise.resolve() : new Promise<void>((resolve) => slot.child!.once('exit', () => resolve()))));
-      for (const slot of [...slots]) {
-        const job = slot.job;
-        _ref(slot.child, true); // held until it has exited
-        retire(slot);
-        job?.done(_closed);
+  // A new slot for `module` when the pool has room, or when an idle child of another module can go.
+  #makeRoom(module: string): Slot | null {
+    if (this.#slots.length >= this.#settings.poolSize) {
+      if (this.#slots.some((s) => s.module === module)) return null;
+      const idle = this.#slots.find((s) => s.job === null && s.ready);
+      if (idle === undefined) return null;
+      this.#retire(idle);
+    }
+    const slot: Slot = { module, url: '', child: null, ready: false, job: null, timer: undefined, pending: '', killed: null, stderr: '', stale: false };
+    this.#slots.push(slot);
+    return slot;
+  }
+
+  // Checks containment, starts the child and has it import the module (its own time bound), then makes the call.
+  async #open(slot: Slot, job: Job): Promise<void> {
+    slot.job = job;
+    const found = await resolveModule(this.#settings.root, job.module);
+    const refused = this.#closed ? _closed : !found.ok ? _fail(found.code === 'outside' ? 'escaped' : 'load-failed', found.reason) : _unsupported(found.path);
+    if (refused !== null || !found.ok) {
+      this.#drop(slot);
+      job.done(refused ?? _closed);
+      return this.#pump();
+    }
+    slot.url = pathToFileURL(found.path).href;
+    this.#spawn(slot);
+    const waited = performance.now() - job.queuedAt;
+    const { startTimeoutMs } = this.#settings;
+    this.#send(slot, { id: job.id, name: job.name, probe: true }, startTimeoutMs, `the module did not load within ${startTimeoutMs} ms`, (result) => {
+      if (!result.ok) {
+        job.done(result);
+        return this.#retire(slot);
       }
-      await Promise.all(exits);
-    },
-  };
+      // Made stale while it started (a reload), and so retired: a fresh child takes the call.
+      if (slot.stale) return void this.#queue.unshift(job);
+      slot.ready = true;
+      if (job.input === null) return job.done(result);
+      // The call gets the budget it had left when the child began to start.
+      job.queuedAt = performance.now() - waited;
+      this.#call(slot, job);
+    });
+  }
+
+  #call(slot: Slot, job: Job): void {
+    slot.job = job;
+    const { timeoutMs } = this.#settings;
+    const left = Math.max(1, timeoutMs - (performance.now() - job.queuedAt));
+    this.#send(slot, { id: job.id, name: job.name, input: job.input }, left, `no answer within ${timeoutMs} ms`, job.done);
+  }
+
+  #send(slot: Slot, message: { id: number; name: string | null; input?: string | null; probe?: boolean }, budget: number, late: string, then: (result: TransformResult) => void): void {
+    this.#waiting.set(slot, then);
+    _ref(slot.child, true);
+    slot.timer = setTimeout(() => this.#kill(slot, _fail('timeout', late)), budget);
+    const input = message.input ?? 'null';
+    // The input is JSON already: spliced in, not parsed and written again.
+    const line = `{"id":${message.id},"url":${JSON.stringify(slot.url)},"name":${JSON.stringify(message.name)},"probe":${message.probe === true},"max":${this.#settings.maxResultBytes},"input":${input}}\n`;
+    slot.child?.stdin.write(line);
+  }
+
+  #answered(slot: Slot, result: TransformResult): void {
+    clearTimeout(slot.timer);
+    const then = this.#waiting.get(slot);
+    this.#waiting.delete(slot);
+    slot.job = null;
+    if (slot.stale) this.#retire(slot);
+    else _ref(slot.child, false); // an idle child must not keep the process alive
+    then?.(result);
+    this.#pump();
+  }
+
+  #spawn(slot: Slot): void {
+    const { root, heapMb } = this.#settings;
+    const child = this.#start({ root, heapMb });
+    slot.child = child;
+    child.stdin.on('error', () => {}); // a child that died mid-write is reported by its exit
+    child.stdout.setEncoding('utf8');
+    child.stdout.on('data', (chunk: string) => this.#read(slot, chunk));
+    child.stderr.setEncoding('utf8');
+    child.stderr.on('data', (chunk: string) => this.#output(slot, chunk));
+    child.on('error', (error) => this.#exited(slot, `the child could not run: ${error.message}`));
+    child.on('exit', (code, signal) => this.#exited(slot, signal === null ? `the child exited with code ${code}` : `the child was ended by ${signal}`));
+    this.#watch ??= setInterval(() => this.#measure(), 25);
+    this.#watch.unref?.();
+  }
+
+  #read(slot: Slot, chunk: string): void {
+    const { maxResultBytes } = this.#settings;
+    slot.pending += chunk;
+    for (let end = slot.pending.indexOf('\n'); end !== -1; end = slot.pending.indexOf('\n')) {
+      const line = slot.pending.slice(0, end);
+      slot.pending = slot.pending.slice(end + 1);
+      const message = _parse(line);
+      if (message === null) return this.#kill(slot, _fail('crashed', 'the transform wrote to the protocol channel (stdout); use console instead'));
+      if (slot.job !== null && message.id === slot.job.id) this.#answered(slot, message.result);
+    }
+    // The cap holds for what arrives, not only for what the child says it sends.
+    if (Buffer.byteLength(slot.pending) > maxResultBytes + 1024) this.#kill(slot, _fail('too-large', `the result is larger than ${maxResultBytes} bytes`));
+  }
+
+  #output(slot: Slot, chunk: string): void {
+    slot.stderr = (slot.stderr + chunk).slice(-4096);
+    if (this.#onOutput === undefined) return;
+    for (const line of chunk.split('\n')) if (line.trim() !== '') this.#onOutput(slot.module, line.slice(0, _OUTPUT_LINE_MAX));
+  }
+
+  #exited(slot: Slot, how: string): void {
+    if (!this.#drop(slot)) return; // retired on purpose
+    const oom = /out of memory|Array buffer allocation failed/i.test(slot.stderr);
+    const result = slot.killed ?? _fail('crashed', oom ? `ran out of memory (heap limit ${this.#settings.heapMb} MiB)` : how);
+    const then = this.#waiting.get(slot);
+    this.#waiting.delete(slot);
+    slot.job = null;
+    then?.(result);
+    this.#pump();
+  }
+
+  #kill(slot: Slot, why: TransformResult): void {
+    if (slot.killed !== null) return;
+    slot.killed = why;
+    clearTimeout(slot.timer);
+    slot.child?.kill('SIGKILL');
+  }
+
+  #drop(slot: Slot): boolean {
+    clearTimeout(slot.timer);
+    const index = this.#slots.indexOf(slot);
+    if (index !== -1) this.#slots.splice(index, 1);
+    if (this.#slots.length === 0) {
+      clearInterval(this.#watch);
+      this.#watch = undefined;
+    }
+    return index !== -1;
+  }
+
+  #retire(slot: Slot): void {
+    this.#drop(slot);
+    slot.job = null;
+    slot.child?.kill('SIGKILL');
+  }
+
+  // Busy children every tick, idle ones (a timer of theirs could still allocate) every tenth.
+  #measure(): void {
+    const { memoryMb } = this.#settings;
+    this.#ticks++;
+    for (const slot of this.#slots) {
+      const pid = slot.child?.pid;
+      if (pid === undefined || (slot.job === null && this.#ticks % 10 !== 0)) continue;
+      void residentBytes(pid).then((bytes) => {
+        if (bytes !== null && bytes > memoryMb * MiB) this.#kill(slot, _fail('crashed', `ran out of memory (resident memory over ${memoryMb} MiB)`));
+      });
+    }
+  }
+}
+
+function _fail(reason: TransformFailure, detail: string): TransformResult {
+  return { ok: false, reason, detail };
 }
 
 function _settings(options: TransformRunnerOptions) {
