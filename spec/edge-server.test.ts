@@ -1050,3 +1050,22 @@ test('Expect: 100-continue with the hook token gets 100 Continue, then the answe
   client.socket.destroy();
   assert.equal(h.store.events().length, 1);
 });
+
+test('Expect: 100-continue on a signed path: refused at once without the signature header, invited with it', async (t) => {
+  const { createHmac } = await import('node:crypto');
+  const h = await start(t, { hooks: { mappings: [{ match: { path: 'gh' }, action: 'wake', textTemplate: 'push', signature: { scheme: 'github', secret: 'gh-secret' } }] } });
+  const body = '{"ref":"main"}';
+  const head = (extra: string) => `POST /hooks/gh HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nExpect: 100-continue\r\n${extra}Connection: close\r\n\r\n`;
+  const bare = await rawClient(h.url);
+  bare.socket.write(head(''));
+  assert.match(await bare.until(/\r\n/), /^HTTP\/1\.1 401 Unauthorized\r\n/);
+  bare.socket.destroy();
+  const signed = await rawClient(h.url);
+  const signature = `sha256=${createHmac('sha256', 'gh-secret').update(body).digest('hex')}`;
+  signed.socket.write(head(`X-Hub-Signature-256: ${signature}\r\n`));
+  assert.match(await signed.until(/\r\n/), /^HTTP\/1\.1 100 Continue\r\n/);
+  signed.socket.write(body);
+  assert.match(await signed.until(/HTTP\/1\.1 200/), /HTTP\/1\.1 200 OK/);
+  signed.socket.destroy();
+  assert.equal(h.store.events().length, 1);
+});

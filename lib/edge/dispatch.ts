@@ -107,6 +107,9 @@ export function createDispatch(options: DispatchOptions): (call: HookCall, idem:
     switch (outcome.kind) {
       case 'unmatched':
         throw new HttpError(404, ErrorCode.NotFound, 'no hook with this name');
+      case 'ignored':
+        // Senders post every event type; one the operator filtered out is acknowledged, not failed, and leaves no trace.
+        return { status: 200, body: { ok: true, ignored: true } };
       case 'skip':
         return { status: 204, body: {} };
       case 'invalid':

@@ -14,6 +14,9 @@ import {
   type Schema,
 } from '../schema.ts';
 import { visibleHeaders } from '../credentials.ts';
+import type { Signature } from '../signing.ts';
+import { filterHolds, filterSchema, type Filter } from './filter.ts';
+import { signatureSchema } from './signature-config.ts';
 import { compileTemplate, isTemplated, parsePath, render, type PathSegment, type Template, type TemplateContext } from './template.ts';
 import type { TransformInput, TransformRef, TransformResult } from './transforms/runner.ts';
 import { detectInjection, nameLine, wrapUntrusted } from './untrusted.ts';
@@ -62,6 +65,8 @@ export const mappingSchema = object({
   transform: optional(object({ module: string({ nonEmpty: true }), export: optional(string({ nonEmpty: true })) })),
   forEach: optional(payloadPath),
   allowCredentialHeaders: optional(array(string({ trim: true, nonEmpty: true }))),
+  signature: optional(signatureSchema),
+  filter: optional(filterSchema),
 });
 
 export type RawMapping = NonNullable<ReturnType<typeof mappingSchema>>;
@@ -91,6 +96,10 @@ export interface Mapping {
   source: 'Email' | 'Webhook';
   /** Credential headers (lowercase) this mapping's templates and transform may read; all others stay hidden. */
   allowCredentialHeaders: ReadonlySet<string>;
+  /** How senders on this mapping's path authenticate, instead of the hook token. */
+  signature?: Signature;
+  /** Passes the mapping over (as if `match` had not selected it) unless the request holds to it. */
+  filter?: Filter;
 }
 
 /** Applies a mapping's defaults; `transform.module` is still as written (the config resolves it). */
@@ -160,6 +169,8 @@ export interface MappedAction {
 
 export type MapOutcome =
   | { kind: 'unmatched' }
+  /** `match` selected mappings, but each one's `filter` passed the request over. */
+  | { kind: 'ignored' }
   | { kind: 'skip'; mappingId: string }
   | { kind: 'failed'; mappingId: string; detail: string }
   | { kind: 'invalid'; mappingId: string; error: string }
@@ -188,22 +199,27 @@ const overrideSchema = object({
 
 type Override = NonNullable<ReturnType<typeof overrideSchema>>;
 
-/** The first mapping that matches a request, in order. */
-export function findMapping(mappings: readonly Mapping[], request: Pick<HookRequest, 'name' | 'payload'>): Mapping | null {
+/** Whether a mapping's `match` selects a request (its `filter` aside). */
+function _selects(m: Mapping, name: string, payload: Record<string, unknown>): boolean {
+  return (m.match.path === undefined || m.match.path === name) && (m.match.source === undefined || payload['source'] === m.match.source);
+}
+
+/** The first mapping, in order, whose `match` selects the request and whose `filter` holds for it. */
+export function findMapping(mappings: readonly Mapping[], request: Pick<HookRequest, 'name' | 'payload'> & { headers?: HookRequest['headers'] }): Mapping | null {
   const name = _trimSlashes(request.name);
-  return (
-    mappings.find(
-      (m) =>
-        (m.match.path === undefined || m.match.path === name) &&
-        (m.match.source === undefined || request.payload['source'] === m.match.source),
-    ) ?? null
-  );
+  // A filter reads headers as templates do (credential headers hidden), made only when one asks.
+  let context: { headers: Record<string, string>; payload: unknown } | undefined;
+  const holds = (filter: Filter) => filterHolds(filter, (context ??= { headers: visibleHeaders(request.headers ?? {}), payload: request.payload }));
+  return mappings.find((m) => _selects(m, name, request.payload) && (m.filter === undefined || holds(m.filter))) ?? null;
 }
 
 /** Turns a mapped request into actions: first matching mapping, `forEach`, transform, templates, wrapper. */
 export async function applyMappings(mappings: readonly Mapping[], request: HookRequest, callTransform: CallTransform): Promise<MapOutcome> {
   const mapping = findMapping(mappings, request);
-  if (mapping === null) return { kind: 'unmatched' };
+  if (mapping === null) {
+    const name = _trimSlashes(request.name);
+    return mappings.some((m) => _selects(m, name, request.payload)) ? { kind: 'ignored' } : { kind: 'unmatched' };
+  }
   const mappingId = mapping.id;
   const headers = visibleHeaders(request.headers, mapping.allowCredentialHeaders);
   const payloads = _expand(mapping, request.payload);
