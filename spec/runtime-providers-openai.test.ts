@@ -262,7 +262,13 @@ test('createOpenAiProvider() answers aborted when the body stalls after the head
   });
   try {
     const provider = createOpenAiProvider({ baseUrl: fake.url, apiKey: KEY });
-    assert.deepEqual(await provider.complete(turn({ signal: AbortSignal.timeout(50) })), { ok: false, retryable: false, message: 'aborted' });
+    // Aborted once the fake has the request (a fixed timeout could fire before it, on a loaded machine).
+    const controller = new AbortController();
+    const pending = provider.complete(turn({ signal: controller.signal }));
+    while (fake.seen.length === 0) await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    controller.abort();
+    assert.deepEqual(await pending, { ok: false, retryable: false, message: 'aborted' });
     assert.deepEqual(await provider.complete(turn({ signal: AbortSignal.abort() })), { ok: false, retryable: false, message: 'aborted' });
     assert.equal(fake.seen.length, 1);
   } finally {
