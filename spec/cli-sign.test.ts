@@ -126,3 +126,12 @@ test('hooks-ingress sign --send posts to a running server (real processes): acce
   assert.equal(unsigned.code, 1);
   assert.match(unsigned.stdout, /^401 .*invalid signature: X-Hub-Signature-256 does not match the body/);
 });
+
+test('hooks-ingress check reports a signature problem with its key path', async (t) => {
+  const { dir } = await setup(t);
+  const config = join(dir, 'bad.json');
+  await writeFile(config, JSON.stringify({ hooks: { enabled: true, token: TOKEN, mappings: [{ match: { path: 'sms' }, signature: { scheme: 'twilio', secret: 'x' }, action: 'wake', textTemplate: 'x' }] } }));
+  const io = capture();
+  assert.equal(await main(['check', '--config', config], io), 1);
+  assert.match(io.err.join(''), /hooks\.mappings\[0\]\.signature\.url: is required for scheme "twilio"/);
+});
