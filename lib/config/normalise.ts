@@ -26,6 +26,7 @@ export const DEFAULTS = {
   maxConcurrent: 4,
   historyMaxChars: 32_000,
   ackMaxChars: 300,
+  transformMaxResultBytes: 1_048_576,
 } as const;
 
 /** Transforms live below this folder of the config directory, and nowhere else. */
@@ -74,6 +75,7 @@ function _hooks(hooks: NonNullable<FileConfig['hooks']>, where: _Where): Config[
     ],
     transformsDir: where.transformsDir ?? resolve(where.dir, TRANSFORMS_ROOT, hooks.transformsDir ?? '.'),
     transformTimeoutMs: hooks.transformTimeoutMs ?? DEFAULTS.transformTimeoutMs,
+    transformMaxResultBytes: hooks.transformMaxResultBytes ?? DEFAULTS.transformMaxResultBytes,
     maxQueuedRuns: hooks.maxQueuedRuns ?? DEFAULTS.maxQueuedRuns,
     gmail: hooks.gmail ?? {},
     authRateLimit: {

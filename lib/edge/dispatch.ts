@@ -9,7 +9,6 @@ import { parseWake } from '../hooks/wake.ts';
 import type { Logger } from '../log.ts';
 import { admitRun } from '../policy/admit.ts';
 import { checkRoute, routesOf, type Routes } from '../policy/route.ts';
-import { TOKEN_HEADERS } from '../guard/token.ts';
 import { upstreamAgent, upstreamWake } from '../hooks/upstream.ts';
 import type { OutboxSpec } from '../store/outbox.ts';
 import type { Effects, IdempotencyWrite, StoredAnswer, RunRecord, Store } from '../store/store.ts';
@@ -106,7 +105,7 @@ async function _agent(ctx: _Context, call: HookCall, idem: IdempotencyKey | null
 
 async function _mapped(ctx: _Context, call: HookCall, idem: IdempotencyKey | null): Promise<Answer> {
   const { name } = call;
-  const request = { name, payload: call.body, headers: _templateHeaders(call.headers), query: Object.fromEntries(call.query), now: new Date() };
+  const request = { name, payload: call.body, headers: call.headers, query: Object.fromEntries(call.query), now: new Date() };
   const outcome = await applyMappings(ctx.config.hooks.mappings, request, ctx.transforms);
   switch (outcome.kind) {
     case 'unmatched':
@@ -210,17 +209,6 @@ function _warnInjection(ctx: _Context, call: HookCall, hook: string, kinds: read
   if (kinds.length > 0) ctx.log.warn('possible prompt injection (content wrapped)', { id: call.id, hook, kinds: kinds.join(',') });
 }
 
-// Headers a template or transform may read: never the ones that carry credentials.
-const _SECRET_HEADERS = new Set(['authorization', 'cookie', 'proxy-authorization', ...TOKEN_HEADERS, 'x-gitlab-token']);
-
-function _templateHeaders(headers: IncomingHttpHeaders): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || _SECRET_HEADERS.has(name)) continue;
-    out[name] = Array.isArray(value) ? value.join(', ') : value;
-  }
-  return out;
-}
 
 // A request that waits is remembered with its runs, so a retry waits for the same ones.
 function _remember(idem: IdempotencyKey | null, answer: StoredAnswer, waitFor?: readonly string[]): IdempotencyWrite | undefined {

@@ -8,7 +8,7 @@ import { deliveryId } from '../guard/signature.ts';
 import { extractToken, tokenDigest } from '../guard/token.ts';
 import type { Answer, Dispatch } from './dispatch.ts';
 import { idempotencyKey, type Idempotent } from './idempotency.ts';
-import { metaHandshake, signatureRefusal, signedPaths, slackChallenge } from './signed.ts';
+import { metaHandshake, missingSignature, signatureRefusal, signedPaths, slackChallenge } from './signed.ts';
 
 /** One routed request: its id, the request, the query, the hook name and the client. */
 export interface Context {
@@ -18,6 +18,8 @@ export interface Context {
   /** The hook name after `hooks.path`, decoded; `''` for the base path itself. */
   name: string;
   client: Client;
+  /** Sends `100 Continue` to a client that asked for it (`Expect: 100-continue`), once. */
+  invite: () => void;
 }
 
 /** What a route does with a request. */
@@ -42,8 +44,9 @@ export interface HooksRouteOptions {
 export function hooksRoute(options: HooksRouteOptions): Handler {
   const { config, auth, idempotent, dispatch, bodyTimeoutMs, received } = options;
   const signatures = signedPaths(config);
-  // The configured token's digest, made once per (re)load: a request hashes only what it presents.
-  const hookToken = config.hooks.token === null ? null : tokenDigest(config.hooks.token);
+  // The configured tokens' digests, made once per (re)load: a request hashes only what it presents.
+  const hookTokens = [config.hooks.token === null ? null : tokenDigest(config.hooks.token)];
+  const gmailTokens = config.hooks.gmail.hookToken === undefined ? hookTokens : [...hookTokens, tokenDigest(config.hooks.gmail.hookToken)];
   // A path whose mappings carry a signature is opened by that signature alone, never by the hook token.
   // A valid signature does not clear the client's failure count: a captured delivery of a scheme without
   // a timestamp verifies again and again, and must not reset the count of someone guessing the hook token.
@@ -56,9 +59,17 @@ export function hooksRoute(options: HooksRouteOptions): Handler {
     }
     if (signature === undefined) {
       const presented = extractToken(req.headers);
-      auth.authenticate(presented, hookToken, ctx.client, presented === null ? 'missing hook token' : 'invalid hook token', true);
+      // The gmail hook also opens to the credential gog posts with, which opens nothing else.
+      auth.authenticate(presented, name === 'gmail' ? gmailTokens : hookTokens, ctx.client, presented === null ? 'missing hook token' : 'invalid hook token');
+    } else if (expectsContinue(req)) {
+      // Only what can be checked before the body: a request without the scheme's headers is refused now.
+      const missing = missingSignature(signature, req, options.clock());
+      if (missing !== null) auth.refuse(ctx.client, missing);
     }
     if (name === '') throw new HttpError(404, ErrorCode.NotFound, 'hook name missing: POST to a path such as /wake or /agent');
+    // `100 Continue` only now that the sender is authenticated: anyone else gets the final status
+    // at once, and is never invited to upload.
+    ctx.invite();
     const bytes = await readBody(req, { maxBytes: config.hooks.maxBodyBytes, timeoutMs: bodyTimeoutMs });
     received.set(req, bytes.length);
     // Over the raw bytes, after the cap and before any parsing.
@@ -74,4 +85,9 @@ export function hooksRoute(options: HooksRouteOptions): Handler {
     const delivery = signature === undefined ? null : deliveryId(signature, req.headers, body);
     return idempotent(name, idempotencyKey(req.headers, name === 'agent' ? body : {}, delivery), (idem) => dispatch(call, idem));
   };
+}
+
+/** Whether the client asked to be invited before it sends the body (`Expect: 100-continue`). */
+export function expectsContinue(req: IncomingMessage): boolean {
+  return req.headers.expect !== undefined && /\b100-continue\b/i.test(req.headers.expect);
 }

@@ -13,7 +13,7 @@ import { idSequence } from '../random.ts';
 import type { RunRecord, Store } from '../store/store.ts';
 import { trimSlashes } from '../text.ts';
 import { createDispatch, type Answer } from './dispatch.ts';
-import { hooksRoute, type Handler } from './hooks-route.ts';
+import { expectsContinue, hooksRoute, type Handler } from './hooks-route.ts';
 import { createIdempotency } from './idempotency.ts';
 import { Router, splitTarget } from './router.ts';
 import { createWaiter, type Completions } from './wait.ts';
@@ -86,7 +86,7 @@ export function createApp(options: AppOptions): App {
     const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : requestId();
     const client = requestClient(req.socket, req.headers['x-forwarded-for'], config.gateway.trustedProxies);
     const target = splitTarget(req.url ?? '/');
-    route(req, target, client, id)
+    route(req, target, client, id, _inviter(req, res))
       .catch((error: unknown) => _answerError(error, id, log))
       .then((answer) => {
         _send(req, res, answer, id, config.hooks.maxBodyBytes);
@@ -112,12 +112,23 @@ function _limiter(config: Config): FailureLimiter {
   return new FailureLimiter({ maxFailures, windowMs: windowSeconds * 1000, lockoutMs: lockoutSeconds * 1000 });
 }
 
+// node:http answers `Expect: 100-continue` itself unless the server listens for checkContinue,
+// which `listen` does: the body is invited only once the request has earned it.
+function _inviter(req: IncomingMessage, res: ServerResponse): () => void {
+  let invited = !expectsContinue(req);
+  return () => {
+    if (invited || res.headersSent) return;
+    invited = true;
+    res.writeContinue();
+  };
+}
+
 // Everything that depends on the configuration, built once per (re)load.
 function _compile(
   options: AppOptions,
   config: Config,
   shared: Shared,
-): { config: Config; route: (req: IncomingMessage, target: Target, client: Client, id: string) => Promise<Answer>; hookLabel: (path: string) => string } {
+): { config: Config; route: (req: IncomingMessage, target: Target, client: Client, id: string, invite: () => void) => Promise<Answer>; hookLabel: (path: string) => string } {
   const { store } = options;
   const auth = createAuth(shared.limiter);
   const wait = options.completions === undefined ? undefined : createWaiter(config, store, options.completions);
@@ -148,20 +159,20 @@ function _compile(
   if (telemetry !== undefined && config.gateway.authToken !== null) router.add(['GET'], '/metrics', _metrics(telemetry, tokenDigest(config.gateway.authToken), auth));
   const handshakes = [...signedPaths(config).values()].some((s) => s.scheme === 'meta');
   if (config.hooks.enabled) router.add(handshakes ? ['POST', 'GET'] : ['POST'], `${config.hooks.path}/*`, hooks);
-  return { config, route: (req, target, client, id) => _route(router, req, target, client, id), hookLabel: _hookLabels(config) };
+  return { config, route: (req, target, client, id, invite) => _route(router, req, target, client, id, invite), hookLabel: _hookLabels(config) };
 }
 
 // `GET /metrics`, behind the gateway token (Bearer only: the x-*-token headers carry hook tokens).
 function _metrics(telemetry: Telemetry, token: Buffer, auth: Auth): Handler {
   return async ({ req, client }) => {
     const presented = extractToken({ authorization: req.headers.authorization });
-    auth.authenticate(presented, token, client, 'metrics need the gateway token (Authorization: Bearer)', false);
+    auth.authenticate(presented, [token], client, 'metrics need the gateway token (Authorization: Bearer)');
     return { status: 200, body: {}, text: telemetry.render(), contentType: telemetry.contentType };
   };
 }
 
 // Finds the route, refuses a token in the URL and a method the route does not take, and runs it.
-async function _route(router: Router<Handler>, req: IncomingMessage, target: Target, client: Client, id: string): Promise<Answer> {
+async function _route(router: Router<Handler>, req: IncomingMessage, target: Target, client: Client, id: string, invite: () => void): Promise<Answer> {
   const { pathname, query } = target;
   const match = router.find(pathname);
   if (match === null) throw new HttpError(404, ErrorCode.NotFound, 'not found');
@@ -176,7 +187,7 @@ async function _route(router: Router<Handler>, req: IncomingMessage, target: Tar
       headers: { allow: match.route.methods.join(', ') },
     });
   }
-  return match.route.handler({ id, req, query, name: match.rest, client });
+  return match.route.handler({ id, req, query, name: match.rest, client, invite });
 }
 
 // A path's metrics label, remembered for the first paths seen (a bounded set: paths are the caller's).
@@ -261,6 +272,8 @@ export type ListenTarget = { host: string; port: number } | { fd: number };
 /** Listens with the given request listener. */
 export async function listen(app: (req: IncomingMessage, res: ServerResponse) => void, target: ListenTarget): Promise<Running> {
   const server = createServer(app);
+  // Handled by the app, which invites the body only once the request passed authentication.
+  server.on('checkContinue', app);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     const ready = () => {

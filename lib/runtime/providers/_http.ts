@@ -1,4 +1,4 @@
-import { failure, scrub, type CallResult, type Failure } from '../../http-call.ts';
+import { failure, scrub, SCRUB_PREFIX, type CallResult, type Failure } from '../../http-call.ts';
 import { asObject } from '../../object.ts';
 import { clipLine } from '../../text.ts';
 
@@ -8,11 +8,12 @@ import { clipLine } from '../../text.ts';
 export const MESSAGE_MAX = 300;
 
 /**
- * A message on one line, without any secret (the API key, and header values long enough to be one:
- * short ones such as `1` or `true` are not, and masking them would shred messages), and bounded.
+ * A message on one line, without any secret (the API key however short, and header values long
+ * enough to be one: short ones such as `1` or `true` are not, and masking them would shred
+ * messages), and bounded.
  */
 export function providerTeller(apiKey: string | undefined, headers: Readonly<Record<string, string>>): (message: string) => string {
-  const secrets = [apiKey ?? '', ...Object.values(headers)].filter((s) => s.length >= 8);
+  const secrets = [apiKey, ...Object.values(headers).filter((s) => s.length >= SCRUB_PREFIX)];
   return (message) => clipLine(scrub(message, secrets), MESSAGE_MAX);
 }
 
