@@ -6,6 +6,7 @@ import { parseJsonc } from '../jsonc.ts';
 import { check, formatIssue, join, type Issue } from '../schema.ts';
 import { checkConfig, modelWarnings } from './checks.ts';
 import { fileSchema, type FileConfig } from './file-schema.ts';
+import { forwardUnused } from './forward-unused.ts';
 import { normalise, TRANSFORMS_ROOT } from './normalise.ts';
 import type { Config, ConfigResult, Env } from './types.ts';
 
@@ -39,7 +40,9 @@ export async function buildConfig(raw: unknown, where: { file: string | null; en
   issues.push(...checkConfig(lexical));
   const config = await containTransforms(lexical, file.hooks?.transformsDir, issues);
   if (issues.length > 0) return { ok: false, problems: issues.map(formatIssue) };
-  return { ok: true, config, ignored: checked.ignored, warnings: modelWarnings(config).map(formatIssue) };
+  // In forward mode the models are the upstream's: what matters is which keys go unused here.
+  const warnings = config.hooks.forward === null ? modelWarnings(config) : forwardUnused(config);
+  return { ok: true, config, ignored: checked.ignored, warnings: warnings.map(formatIssue) };
 }
 
 /** Replaces every `${NAME}` inside string values by the environment variable NAME. */
@@ -94,7 +97,9 @@ async function containTransforms(config: Config, transformsDir: string | undefin
   const root = resolve(config.dir, TRANSFORMS_ROOT);
   const dir = await resolveInside(root, transformsDir ?? '.');
   if (!dir.ok) {
-    issues.push({ path: 'hooks.transformsDir', message: `${dir.reason} (the transforms root is ${root})` });
+    // Without hooks.transformsDir the problem is the mapping's module, which needs the root.
+    if (transformsDir !== undefined) issues.push({ path: 'hooks.transformsDir', message: `${dir.reason} (the transforms root is ${root})` });
+    else for (const [mapping, i] of users) issues.push(_rootless(mapping.transform!.module, i, root, dir.reason));
     return config;
   }
   const mappings = [...config.hooks.mappings];
@@ -104,4 +109,10 @@ async function containTransforms(config: Config, transformsDir: string | undefin
     else issues.push({ path: `hooks.mappings[${i}].transform.module`, message: found.reason });
   }
   return { ...config, hooks: { ...config.hooks, transformsDir: dir.path, mappings } };
+}
+
+// A transform module, with no hooks.transformsDir set, whose root cannot be used.
+function _rootless(module: string, index: number, root: string, reason: string): Issue {
+  const why = reason === 'the transforms root does not exist' ? 'which does not exist' : `which ${reason}`;
+  return { path: `hooks.mappings[${index}].transform.module`, message: `"${module}" is looked for in the transforms root ${root}, ${why}` };
 }
