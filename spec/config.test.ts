@@ -131,6 +131,8 @@ test('buildConfig() applies every default to an empty config', async () => {
       gmail: {},
       authRateLimit: { maxFailures: 20, windowSeconds: 60, lockoutSeconds: 60 },
       idempotencyTtlSeconds: 86_400,
+      allowCompletionReply: false,
+      forward: null,
       maxQueuedRuns: 1000,
     },
     agents: {
@@ -159,6 +161,7 @@ test('DEFAULTS holds the documented defaults', () => {
     windowSeconds: 60,
     lockoutSeconds: 60,
     idempotencyTtlSeconds: 86_400,
+    forwardMaxAgeSeconds: 86_400,
     bind: '127.0.0.1',
     port: 8789,
     transformTimeoutMs: 5_000,

@@ -213,6 +213,7 @@ test('GET /metrics with gateway.auth.token as Bearer answers 200 in the text for
     hooks_run_duration_seconds_sum: 'gauge',
     hooks_journal_fsync_seconds: 'gauge',
     hooks_journal_bytes: 'gauge',
+    hooks_outbox_entries: 'gauge',
   };
   assert.deepEqual(Object.fromEntries(page.types), expected);
   for (const name of Object.keys(expected)) assert.ok((page.help.get(name) ?? '') !== '', `${name} has HELP text`);
@@ -407,7 +408,7 @@ test('App.reload() swaps the gateway token for /metrics and keeps the counters',
 
 function sources(over: Partial<TelemetrySources> = {}): TelemetrySources {
   return {
-    store: { stats: () => ({ idempotencyKeys: 0, runs: 0, events: 0, journalBytes: 0, fsyncMs: 0, flushes: 0, compactionFailures: 0 }), runs: () => [] },
+    store: { stats: () => ({ idempotencyKeys: 0, runs: 0, events: 0, journalBytes: 0, fsyncMs: 0, flushes: 0, compactionFailures: 0 }), runs: () => [], outboxCounts: () => ({ pending: 0, sent: 0, dead: 0 }) },
     limiter: () => ({ keys: 0, locked: 0, lockouts: 0 }),
     queueDepth: () => 0,
     ...over,

@@ -115,6 +115,7 @@ test('hooks-ingress.json.5 states the defaults and value sets of the code', () =
     windowSeconds: 'hooks.authRateLimit.windowSeconds',
     lockoutSeconds: 'hooks.authRateLimit.lockoutSeconds',
     idempotencyTtlSeconds: 'hooks.idempotencyTtlSeconds',
+    forwardMaxAgeSeconds: 'hooks.forward.maxAgeSeconds',
     bind: 'gateway.bind',
     port: 'gateway.port',
     transformTimeoutMs: 'hooks.transformTimeoutMs',

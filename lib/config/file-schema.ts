@@ -87,6 +87,14 @@ export const fileSchema = object({
           }),
         ),
         idempotencyTtlSeconds: optional(seconds),
+        allowCompletionReply: optional(boolean),
+        forward: optional(
+          object({
+            url: string({ trim: true, pattern: { regex: /^https?:\/\/\S+$/, rule: 'must be an http:// or https:// URL' } }),
+            token: string({ trim: true, nonEmpty: true }),
+            maxAgeSeconds: optional(seconds),
+          }),
+        ),
       },
       { ignored: IGNORED_HOOK_KEYS },
     ),

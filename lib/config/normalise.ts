@@ -16,6 +16,7 @@ export const DEFAULTS = {
   windowSeconds: 60,
   lockoutSeconds: 60,
   idempotencyTtlSeconds: 86_400,
+  forwardMaxAgeSeconds: 86_400,
   bind: '127.0.0.1',
   port: 8789,
   transformTimeoutMs: 5_000,
@@ -66,6 +67,11 @@ export function normalise(file: FileConfig, where: { file: string | null; dir: s
         lockoutSeconds: limit.lockoutSeconds ?? DEFAULTS.lockoutSeconds,
       },
       idempotencyTtlSeconds: hooks.idempotencyTtlSeconds ?? DEFAULTS.idempotencyTtlSeconds,
+      allowCompletionReply: hooks.allowCompletionReply ?? false,
+      forward:
+        hooks.forward === undefined
+          ? null
+          : { url: hooks.forward.url.replace(/\/+$/, ''), token: hooks.forward.token, maxAgeSeconds: hooks.forward.maxAgeSeconds ?? DEFAULTS.forwardMaxAgeSeconds },
     },
     agents: {
       models: agents.defaults?.models ?? {},

@@ -55,6 +55,10 @@ export interface Config {
     gmail: NonNullable<NonNullable<FileConfig['hooks']>['gmail']>;
     authRateLimit: { maxFailures: number; windowSeconds: number; lockoutSeconds: number };
     idempotencyTtlSeconds: number;
+    /** Whether a `waitForCompletion` answer may carry the model's reply text. */
+    allowCompletionReply: boolean;
+    /** Forward mode: accepted actions go to this upstream OpenClaw gateway instead of running here. */
+    forward: { url: string; token: string; maxAgeSeconds: number } | null;
   };
   agents: {
     models: Readonly<Record<string, { alias?: string }>>;

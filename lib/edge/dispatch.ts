@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { RunSpec } from '../actions.ts';
+import type { AgentAction, RunSpec, WakeAction } from '../actions.ts';
 import type { Config } from '../config/types.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
 import { parseAgent } from '../hooks/agent.ts';
@@ -10,6 +10,9 @@ import type { Logger } from '../log.ts';
 import { admitRun } from '../policy/admit.ts';
 import { checkRoute, routesOf } from '../policy/route.ts';
 import type { Effects, IdempotencyWrite, StoredAnswer, RunRecord, Store } from '../store/store.ts';
+import type { WaitingReply } from './wait.ts';
+import { upstreamAgent, upstreamWake } from '../hooks/upstream.ts';
+import type { OutboxSpec } from '../store/outbox.ts';
 
 /** An answer on its way out: status, JSON body and extra headers. */
 export interface Answer extends StoredAnswer {
@@ -42,6 +45,10 @@ export interface DispatchOptions {
   transforms: CallTransform;
   /** The agent runtime's queue: accepted runs go there; a full queue answers 503. */
   runs?: { enqueue(run: RunRecord): void; readonly depth: number };
+  /** Holds a `waitForCompletion` answer until its runs finished; without it such requests are answered at once. */
+  wait?: (reply: WaitingReply) => Promise<StoredAnswer>;
+  /** Forward mode: told when new outbox entries are on disk, so it sends them at once. */
+  forwarded?: () => void;
 }
 
 /**
@@ -50,7 +57,17 @@ export interface DispatchOptions {
  * idempotency key) into the store as one commit, and the accepted runs to the runtime.
  */
 export function createDispatch(options: DispatchOptions): (call: HookCall, idem: IdempotencyKey | null) => Promise<Answer> {
-  const { config, store, heartbeat, log, newId, transforms, runs: queue } = options;
+  const { config, store, heartbeat, log, newId, transforms, runs: queue, wait, forwarded } = options;
+  // Forward mode: actions go to the upstream gateway's outbox instead of this runtime.
+  const forward = config.hooks.forward !== null;
+  const outboxWake = (action: Pick<WakeAction, 'text' | 'mode'>, call: HookCall): OutboxSpec =>
+    ({ id: newId(), target: 'wake', body: upstreamWake(action), hook: call.name, requestId: call.id });
+  const outboxAgent = (action: AgentAction, run: RunSpec, call: HookCall): OutboxSpec =>
+    ({ id: newId(), target: 'agent', body: upstreamAgent(action, run), hook: call.name, requestId: call.id, runId: run.runId });
+  const commitForward = async (outbox: OutboxSpec[], idem: IdempotencyWrite | undefined) => {
+    await store.commit({ outbox }, idem);
+    forwarded?.();
+  };
 
   // Refuses work the runtime cannot take on, before anything is recorded.
   const admit = (count: number) => {
@@ -76,6 +93,10 @@ export function createDispatch(options: DispatchOptions): (call: HookCall, idem:
       if (!parsed.ok) throw new HttpError(400, ErrorCode.InvalidPayload, parsed.error);
       const answer: Answer = { status: 200, body: { ok: true, mode: parsed.action.mode } };
       const { text, mode } = parsed.action;
+      if (forward) {
+        await commitForward([outboxWake(parsed.action, call)], _remember(idem, answer));
+        return answer;
+      }
       await store.addEvent({ kind: 'system', text, source: 'wake', mode }, _remember(idem, answer));
       if (mode === 'now') heartbeat.request('wake');
       return answer;
@@ -90,12 +111,19 @@ export function createDispatch(options: DispatchOptions): (call: HookCall, idem:
       const admitted = admitRun(parsed.action, name, config, newId);
       if (!admitted.ok) throw new HttpError(400, ErrorCode.Forbidden, admitted.error);
       const run: RunSpec = { ...admitted.value, requestId: call.id };
+      if (forward) {
+        // The upstream delivers, so its channels (not ours) decide what is routable; no local queue either.
+        const answer: Answer = { status: 202, body: { ok: true, runId: run.runId, sessionKey: run.sessionKey, agentId: run.agentId, channel: run.channel } };
+        await commitForward([outboxAgent(parsed.action, run, call)], _remember(idem, answer));
+        return answer;
+      }
       const unroutable = routeProblem(run);
       if (unroutable !== null) throw new HttpError(400, ErrorCode.InvalidPayload, unroutable);
       admit(1);
       const answer: Answer = { status: 202, body: { ok: true, runId: run.runId, sessionKey: run.sessionKey, agentId: run.agentId, channel: run.channel } };
-      await commit({ runs: [run] }, _remember(idem, answer));
-      return answer;
+      const waitFor = parsed.action.waitForCompletion === true && wait !== undefined ? [run.runId] : undefined;
+      await commit({ runs: [run] }, _remember(idem, answer, waitFor));
+      return waitFor === undefined ? answer : wait!({ ...answer, waitFor });
     }
     return mapped(call, idem);
   };
@@ -121,14 +149,21 @@ export function createDispatch(options: DispatchOptions): (call: HookCall, idem:
     const source = `hook:${nameLine(name)}`;
     const events: Effects['events'] & {} = [];
     const runs: RunSpec[] = [];
+    const outbox: OutboxSpec[] = [];
     for (const { action, injections } of outcome.actions) {
       if (injections.length > 0) log.warn('possible prompt injection (content wrapped)', { id: call.id, hook: nameLine(name), kinds: injections.join(',') });
       if (action.kind === 'wake') {
         events.push({ kind: 'system', text: action.text, source, mode: action.mode });
+        if (forward) outbox.push(outboxWake(action, call));
         continue;
       }
       const admitted = admitRun(action, name, config, newId);
       if (!admitted.ok) throw new HttpError(400, ErrorCode.Forbidden, `mapping ${outcome.mappingId}: ${admitted.error}`);
+      if (forward) {
+        runs.push({ ...admitted.value, requestId: call.id });
+        outbox.push(outboxAgent(action, admitted.value, call));
+        continue;
+      }
       const unroutable = routeProblem(admitted.value);
       if (unroutable !== null) throw new HttpError(400, ErrorCode.InvalidPayload, `mapping ${outcome.mappingId}: ${unroutable}`);
       runs.push({ ...admitted.value, requestId: call.id });
@@ -141,10 +176,15 @@ export function createDispatch(options: DispatchOptions): (call: HookCall, idem:
       : first !== undefined
         ? { status: 202, body: { ok: true, runId: first.runId, sessionKey: first.sessionKey, agentId: first.agentId, channel: first.channel } }
         : { status: 200, body: { ok: true, mode: events[0]!.mode } };
+    if (forward) {
+      await commitForward(outbox, _remember(idem, answer));
+      return answer;
+    }
     admit(runs.length);
-    await commit({ events, runs }, _remember(idem, answer));
+    const waitFor = outcome.waitForCompletion && runs.length > 0 && wait !== undefined ? runs.map((r) => r.runId) : undefined;
+    await commit({ events, runs }, _remember(idem, answer, waitFor));
     if (events.some((e) => e.mode === 'now')) heartbeat.request(source);
-    return answer;
+    return waitFor === undefined ? answer : wait!({ ...answer, waitFor });
   };
 
   return dispatch;
@@ -162,6 +202,8 @@ function _templateHeaders(headers: IncomingHttpHeaders): Record<string, string> 
   return out;
 }
 
-function _remember(idem: IdempotencyKey | null, answer: StoredAnswer): IdempotencyWrite | undefined {
-  return idem === null ? undefined : { ...idem, status: answer.status, body: answer.body };
+// A request that waits is remembered with its runs, so a retry waits for the same ones.
+function _remember(idem: IdempotencyKey | null, answer: StoredAnswer, waitFor?: readonly string[]): IdempotencyWrite | undefined {
+  if (idem === null) return undefined;
+  return { ...idem, status: answer.status, body: answer.body, ...(waitFor === undefined ? {} : { waitFor }) };
 }

@@ -5,6 +5,7 @@ import { requestClient, type Client } from '../guard/address.ts';
 import { parseForm, parseJsonObject, readBody } from '../guard/body.ts';
 import type { Config } from '../config/types.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
+import { createWaiter, type Completions } from './wait.ts';
 import { idSequence } from '../random.ts';
 import { createDispatch, type Answer, type IdempotencyKey } from './dispatch.ts';
 import type { CallTransform } from '../hooks/mappings.ts';
@@ -36,6 +37,10 @@ export interface AppOptions {
   telemetry?: Telemetry;
   /** How long a body may take to arrive; 30 s unless a test needs less. */
   bodyTimeoutMs?: number;
+  /** Waits for runs to finish, for `waitForCompletion`; without it those requests are answered at once. */
+  completions?: Completions;
+  /** Forward mode: called once new outbox entries are on disk. */
+  forwarded?: () => void;
   /** The wall clock in epoch milliseconds, that signed timestamps are held against. */
   clock?: () => number;
 }
@@ -155,6 +160,7 @@ function _compile(
   const signatures = signedPaths(config);
   const clock = options.clock ?? Date.now;
 
+  const wait = options.completions === undefined ? undefined : createWaiter(config, store, options.completions);
   const dispatch = createDispatch({
     config,
     store,
@@ -163,6 +169,8 @@ function _compile(
     newId,
     transforms,
     ...(options.runs === undefined ? {} : { runs: options.runs }),
+    ...(wait === undefined ? {} : { wait }),
+    ...(options.forwarded === undefined ? {} : { forwarded: options.forwarded }),
   });
 
   // A retry with a key already answered gets that answer again; one arriving while the first is
@@ -174,7 +182,12 @@ function _compile(
     // so exactly one copy goes ahead when the one before it failed.
     for (let running = inflight.get(id); running !== undefined; running = inflight.get(id)) await running.catch(() => undefined);
     const prior = store.replay(name, key);
-    if (prior !== null) return { ...prior, headers: { 'idempotent-replayed': 'true' } };
+    if (prior !== null) {
+      // A first request that waited for its runs: the retry waits for the same ones (or has them at once).
+      const { waitFor } = prior;
+      const answer = waitFor !== undefined && wait !== undefined ? await wait({ ...prior, waitFor }) : prior;
+      return { status: answer.status, body: answer.body, headers: { 'idempotent-replayed': 'true' } };
+    }
     const pending = work({ scope: name, key });
     inflight.set(id, pending);
     try {

@@ -62,6 +62,7 @@ export const mappingSchema = object({
   allowUnsafeExternalContent: optional(boolean),
   transform: optional(object({ module: string({ nonEmpty: true }), export: optional(string({ nonEmpty: true })) })),
   forEach: optional(payloadPath),
+  waitForCompletion: optional(boolean),
   signature: optional(signatureSchema),
   filter: optional(filterSchema),
 });
@@ -89,6 +90,8 @@ export interface Mapping {
   /** `module` is the real path, checked to lie inside the transforms root. */
   transform?: TransformRef;
   forEach?: PathSegment[];
+  /** Hold the answer until the mapping's runs finished, and answer their completions. */
+  waitForCompletion?: boolean;
   /** The `Source:` line of the untrusted-content wrapper. */
   source: 'Email' | 'Webhook';
   /** How senders on this mapping's path authenticate, instead of the hook token. */
@@ -166,7 +169,7 @@ export type MapOutcome =
   | { kind: 'skip'; mappingId: string }
   | { kind: 'failed'; mappingId: string; detail: string }
   | { kind: 'invalid'; mappingId: string; error: string }
-  | { kind: 'actions'; mappingId: string; actions: MappedAction[]; forEach: boolean };
+  | { kind: 'actions'; mappingId: string; actions: MappedAction[]; forEach: boolean; waitForCompletion: boolean };
 
 /** Calls a transform off the request thread (the server hands in the worker pool). */
 export type CallTransform = (ref: TransformRef, input: TransformInput) => Promise<TransformResult>;
@@ -231,7 +234,7 @@ export async function applyMappings(mappings: readonly Mapping[], request: HookR
     actions.push(built);
   }
   if (actions.length === 0) return { kind: 'skip', mappingId };
-  return { kind: 'actions', mappingId, actions, forEach: mapping.forEach !== undefined };
+  return { kind: 'actions', mappingId, actions, forEach: mapping.forEach !== undefined, waitForCompletion: mapping.waitForCompletion === true };
 }
 
 // One payload per element of the forEach array, each with that element standing in for the array.
