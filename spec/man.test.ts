@@ -119,6 +119,7 @@ test('hooks-ingress.json.5 states the defaults and value sets of the code', () =
     bind: 'gateway.bind',
     port: 'gateway.port',
     transformTimeoutMs: 'hooks.transformTimeoutMs',
+    transformMaxResultBytes: 'hooks.transformMaxResultBytes',
     maxQueuedRuns: 'hooks.maxQueuedRuns',
     timeoutSeconds: 'agents.defaults.timeoutSeconds',
     maxConcurrent: 'agents.defaults.maxConcurrent',

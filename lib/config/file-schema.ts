@@ -58,6 +58,7 @@ export const fileSchema = object({
         mappings: optional(array(mappingSchema)),
         transformsDir: optional(string({ nonEmpty: true })),
         transformTimeoutMs: optional(number({ integer: true, min: 1 })),
+        transformMaxResultBytes: optional(number({ integer: true, min: 1 })),
         maxQueuedRuns: optional(number({ integer: true, min: 1 })),
         gmail: optional(
           object({
@@ -66,6 +67,7 @@ export const fileSchema = object({
             topic: optional(string({ nonEmpty: true })),
             subscription: optional(string({ nonEmpty: true })),
             pushToken: optional(string({ nonEmpty: true })),
+            hookToken: optional(string({ nonEmpty: true })),
             hookUrl: optional(string({ nonEmpty: true })),
             includeBody: optional(boolean),
             maxBytes: optional(number({ integer: true, min: 1 })),

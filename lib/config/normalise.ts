@@ -20,6 +20,7 @@ export const DEFAULTS = {
   bind: '127.0.0.1',
   port: 8789,
   transformTimeoutMs: 5_000,
+  transformMaxResultBytes: 1_048_576,
   maxQueuedRuns: 1_000,
   timeoutSeconds: 600,
   maxConcurrent: 4,
@@ -59,6 +60,7 @@ export function normalise(file: FileConfig, where: { file: string | null; dir: s
       ],
       transformsDir: where.transformsDir ?? resolve(where.dir, TRANSFORMS_ROOT, hooks.transformsDir ?? '.'),
       transformTimeoutMs: hooks.transformTimeoutMs ?? DEFAULTS.transformTimeoutMs,
+      transformMaxResultBytes: hooks.transformMaxResultBytes ?? DEFAULTS.transformMaxResultBytes,
       maxQueuedRuns: hooks.maxQueuedRuns ?? DEFAULTS.maxQueuedRuns,
       gmail: hooks.gmail ?? {},
       authRateLimit: {

@@ -50,6 +50,8 @@ export interface Config {
     /** The real path transforms load from, inside `<config dir>/hooks/transforms`. */
     transformsDir: string;
     transformTimeoutMs: number;
+    /** Bytes of one transform call's result, as JSON; over it the call fails. */
+    transformMaxResultBytes: number;
     /** Accepted runs waiting or running; past it `/agent` answers 503. */
     maxQueuedRuns: number;
     gmail: NonNullable<NonNullable<FileConfig['hooks']>['gmail']>;

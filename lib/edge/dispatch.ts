@@ -130,7 +130,7 @@ export function createDispatch(options: DispatchOptions): (call: HookCall, idem:
 
   const mapped = async (call: HookCall, idem: IdempotencyKey | null): Promise<Answer> => {
     const { name } = call;
-    const request = { name, payload: call.body, headers: _templateHeaders(call.headers), query: Object.fromEntries(call.query), now: new Date() };
+    const request = { name, payload: call.body, headers: call.headers, query: Object.fromEntries(call.query), now: new Date() };
     const outcome = await applyMappings(config.hooks.mappings, request, transforms);
     switch (outcome.kind) {
       case 'unmatched':
@@ -188,18 +188,6 @@ export function createDispatch(options: DispatchOptions): (call: HookCall, idem:
   };
 
   return dispatch;
-}
-
-// Headers a template or transform may read: never the ones that carry credentials.
-const _SECRET_HEADERS = new Set(['authorization', 'cookie', 'proxy-authorization', 'x-gateway-token', 'x-openclaw-token', 'x-gitlab-token']);
-
-function _templateHeaders(headers: IncomingHttpHeaders): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || _SECRET_HEADERS.has(name)) continue;
-    out[name] = Array.isArray(value) ? value.join(', ') : value;
-  }
-  return out;
 }
 
 // A request that waits is remembered with its runs, so a retry waits for the same ones.
