@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readFile,  stat, writeFile } from 'node:fs/promises';
+import { readFile, stat, writeFile } from 'node:fs/promises';
 import { platform } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -7,7 +7,7 @@ import type { RunSpec } from '../lib/actions.ts';
 import { Journal } from '../lib/store/journal.ts';
 import { JOURNAL_FILE, readEvents, Store } from '../lib/store/store.ts';
 import type { IdempotencyWrite, RunRecord, StoreOptions } from '../lib/store/store.ts';
-import { withDir } from './_dir.ts';
+import { tempDir, withDir } from './_dir.ts';
 
 // Records one accepted run as pending, as the dispatcher's commit does.
 async function addRun(store: Store, spec: RunSpec, idem?: IdempotencyWrite): Promise<RunRecord> {
@@ -438,4 +438,21 @@ test('Store keeps at most retainEventBytes of event text, newest first, in memor
     assert.ok(reopened.events().length <= 6 && reopened.events().at(-1)!.text.startsWith('19'));
     await reopened.close();
   });
+});
+
+test('Store keeps the newest retainRuns finished runs however many runs are queued, and never drops an unfinished one', async (t) => {
+  const dir = await tempDir(t, 'store-retain-');
+  const { store } = await Store.open(dir, { idempotencyTtlMs: 60_000, retainRuns: 4 });
+  for (let i = 0; i < 12; i++) await addRun(store, spec(`r${i}`));
+  // Finish the even ones, oldest first.
+  for (let i = 0; i < 12; i += 2) await store.commit({ runUpdates: [{ runId: `r${i}`, status: 'ok' }] });
+  const ids = store.runs().map((r) => r.runId);
+  const unfinished = ['r1', 'r3', 'r5', 'r7', 'r9', 'r11'];
+  for (const id of unfinished) assert.ok(ids.includes(id), `${id} is still queued and kept`);
+  const finished = ids.filter((id) => !unfinished.includes(id));
+  assert.deepEqual(finished, ['r4', 'r6', 'r8', 'r10'], 'the newest four finished runs, the oldest dropped');
+  await store.close();
+  const reopened = await Store.open(dir, { idempotencyTtlMs: 60_000, retainRuns: 4 });
+  assert.deepEqual(reopened.store.runs().map((r) => r.runId).filter((id) => !unfinished.includes(id)), ['r4', 'r6', 'r8', 'r10']);
+  await reopened.store.close();
 });

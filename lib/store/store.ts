@@ -148,6 +148,8 @@ export class Store {
   #lastWriteFailed = false;
   #lastRoute: Route | null = null;
   readonly #retainRuns: number;
+  /** How many runs in #runs are finished. */
+  #finished = 0;
   #compactionFailures = 0;
   #runWatchers = new Set<(run: RunRecord) => void>();
   #outbox = new Map<string, OutboxEntry>();
@@ -346,7 +348,7 @@ export class Store {
     const seqs = new Set(line.events?.map((e) => e.seq));
     this.#events = this.#events.filter((e) => !seqs.has(e.seq));
     this.#eventBytes = _textBytes(this.#events);
-    for (const run of line.runs ?? []) if (this.#runs.get(run.runId) === run) this.#runs.delete(run.runId);
+    for (const run of line.runs ?? []) if (this.#runs.get(run.runId) === run) this.#setRun(run.runId, undefined);
     for (const entry of line.outbox ?? []) if (this.#outbox.get(entry.id) === entry) this.#outbox.delete(entry.id);
     const idem = line.idem;
     if (idem === undefined) return;
@@ -367,7 +369,7 @@ export class Store {
         this.#events = this.#retained();
         this.#eventBytes = _textBytes(this.#events);
       }
-      _replayRuns(this.#runs, line);
+      _replayRuns(line, (id) => this.#runs.get(id), (id, run) => this.#setRun(id, run));
       if (line.consumedThrough !== undefined) this.#consumedThrough = Math.max(this.#consumedThrough, line.consumedThrough);
       if (line.lastRoute !== undefined) this.#lastRoute = line.lastRoute;
       if (line.outbox !== undefined || line.outboxUpdates !== undefined) {
@@ -393,15 +395,26 @@ export class Store {
   }
 
   // Finished runs are history: the newest `retainRuns` of them are kept, trimmed in batches.
+  // The count of finished runs is kept as runs change, so a commit does not scan every run: with
+  // many runs queued, that scan made accepting each one cost more than the one before.
   #trimRuns(): void {
-    if (this.#runs.size <= this.#retainRuns * 1.25) return;
-    let finished = [...this.#runs.values()].filter((r) => !_unfinished(r)).length;
+    if (this.#runs.size <= this.#retainRuns * 1.25 || this.#finished <= this.#retainRuns) return;
     for (const [id, run] of this.#runs) {
-      if (finished <= this.#retainRuns) break;
-      if (_unfinished(run)) continue;
-      this.#runs.delete(id);
-      finished--;
+      if (this.#finished <= this.#retainRuns) break;
+      if (!_unfinished(run)) this.#setRun(id, undefined);
     }
+  }
+
+  // Every change to #runs goes through here, keeping #finished exact; `undefined` removes the run.
+  #setRun(id: string, run: RunRecord | undefined): void {
+    const old = this.#runs.get(id);
+    if (old !== undefined && !_unfinished(old)) this.#finished--;
+    if (run === undefined) {
+      this.#runs.delete(id);
+      return;
+    }
+    this.#runs.set(id, run);
+    if (!_unfinished(run)) this.#finished++;
   }
 
   #remember(idem: _Idem): void {
@@ -445,17 +458,21 @@ export async function readRuns(dir: string): Promise<RunRecord[]> {
   const { records } = await readJournal(join(dir, JOURNAL_FILE));
   const runs = new Map<string, RunRecord>();
   for (const record of records as _Line[]) {
-    if (record.t === 'commit') _replayRuns(runs, record);
+    if (record.t === 'commit') _replayRuns(record, (id) => runs.get(id), (id, run) => void runs.set(id, run));
   }
   return [...runs.values()];
 }
 
 // The one rule for replaying runs from a commit line: new runs as recorded, then their updates.
-function _replayRuns(runs: Map<string, RunRecord>, line: Pick<Extract<_Line, { t: 'commit' }>, 'runs' | 'runUpdates'>): void {
-  for (const run of line.runs ?? []) runs.set(run.runId, run);
+function _replayRuns(
+  line: Pick<Extract<_Line, { t: 'commit' }>, 'runs' | 'runUpdates'>,
+  get: (runId: string) => RunRecord | undefined,
+  set: (runId: string, run: RunRecord) => void,
+): void {
+  for (const run of line.runs ?? []) set(run.runId, run);
   for (const { runId, ...change } of line.runUpdates ?? []) {
-    const run = runs.get(runId);
-    if (run !== undefined) runs.set(runId, { ...run, ...change });
+    const run = get(runId);
+    if (run !== undefined) set(runId, { ...run, ...change });
   }
 }
 
