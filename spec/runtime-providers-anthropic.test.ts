@@ -4,6 +4,7 @@ import { test } from 'node:test';
 import { json as sendJson, listenJson, type FakeServer, type Seen as JsonSeen } from './_fake-server.ts';
 import { THINKING_BUDGETS, createAnthropicProvider } from '../lib/runtime/providers/anthropic.ts';
 import type { TurnRequest } from '../lib/runtime/providers/provider.ts';
+import { turnRequest } from './_turn.ts';
 
 const KEY = 'sk-ant-test-0123456789abcdef';
 
@@ -57,15 +58,7 @@ function strict(reply: (seen: Seen, res: ServerResponse) => void) {
 }
 
 function turn(overrides: Partial<TurnRequest> = {}): TurnRequest {
-  return {
-    model: 'claude-test',
-    system: 'You are terse.',
-    history: [],
-    prompt: 'Say hi',
-    signal: new AbortController().signal,
-    run: { runId: 'run-1', sessionKey: 'hook:abc', agentId: 'main' },
-    ...overrides,
-  };
+  return turnRequest('claude-test', { ...overrides });
 }
 
 test('createAnthropicProvider() posts model, max_tokens, system and messages with x-api-key and anthropic-version', async () => {

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { createCommandProvider, formatInput, type Spawn } from '../lib/runtime/providers/command.ts';
 import type { TurnRequest } from '../lib/runtime/providers/provider.ts';
+import { turnRequest } from './_turn.ts';
 
 let dir = '';
 
@@ -41,15 +42,7 @@ async function ended(child: ChildProcess): Promise<NodeJS.Signals | null> {
 }
 
 function turn(overrides: Partial<TurnRequest> = {}): TurnRequest {
-  return {
-    model: 'llama3',
-    system: '',
-    history: [],
-    prompt: 'Say hi',
-    signal: new AbortController().signal,
-    run: { runId: 'run-1', sessionKey: 'hook:abc', agentId: 'main' },
-    ...overrides,
-  };
+  return turnRequest('llama3', { system: '', ...overrides });
 }
 
 test('createCommandProvider() sends a bare prompt on stdin and replies with stdout trimmed', async () => {

@@ -4,6 +4,7 @@ import { test } from 'node:test';
 import { json, listenJson, type FakeServer, type Seen as JsonSeen } from './_fake-server.ts';
 import { createOpenAiProvider } from '../lib/runtime/providers/openai.ts';
 import type { TurnRequest } from '../lib/runtime/providers/provider.ts';
+import { turnRequest } from './_turn.ts';
 
 const KEY = 'sk-test-0123456789abcdef';
 
@@ -43,15 +44,7 @@ function strict(reply: (seen: Seen, res: ServerResponse) => void) {
 }
 
 function turn(overrides: Partial<TurnRequest> = {}): TurnRequest {
-  return {
-    model: 'gpt-test',
-    system: 'You are terse.',
-    history: [],
-    prompt: 'Say hi',
-    signal: new AbortController().signal,
-    run: { runId: 'run-1', sessionKey: 'hook:abc', agentId: 'main' },
-    ...overrides,
-  };
+  return turnRequest('gpt-test', { ...overrides });
 }
 
 test('createOpenAiProvider() posts model, system, history and prompt with the Bearer key and returns the reply text', async () => {
