@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import { json as sendJson, listenJson, type FakeServer, type Seen as JsonSeen } from './_fake-server.ts';
 import { THINKING_BUDGETS, createAnthropicProvider } from '../lib/runtime/providers/anthropic.ts';
 import type { TurnRequest } from '../lib/runtime/providers/provider.ts';
-import { turnRequest } from './_turn.ts';
+import { anthropicMessage as message, turnRequest } from './_turn.ts';
 
 const KEY = 'sk-ant-test-0123456789abcdef';
 
@@ -20,18 +20,6 @@ function json(res: ServerResponse, status: number, body: unknown, headers: Recor
   sendJson(res, status, body, { 'request-id': 'req_1', ...headers });
 }
 
-function message(content: unknown[], stop_reason = 'end_turn'): unknown {
-  return {
-    id: 'msg_1',
-    type: 'message',
-    role: 'assistant',
-    model: 'claude-test',
-    content,
-    stop_reason,
-    stop_sequence: null,
-    usage: { input_tokens: 10, output_tokens: 3 },
-  };
-}
 
 function apiError(type: string, text: string): unknown {
   return { type: 'error', error: { type, message: text }, request_id: 'req_1' };

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import { json, listenJson, type FakeServer, type Seen as JsonSeen } from './_fake-server.ts';
 import { createOpenAiProvider } from '../lib/runtime/providers/openai.ts';
 import type { TurnRequest } from '../lib/runtime/providers/provider.ts';
-import { turnRequest } from './_turn.ts';
+import { openAiCompletion as completion, turnRequest } from './_turn.ts';
 
 const KEY = 'sk-test-0123456789abcdef';
 
@@ -16,16 +16,6 @@ async function fakeOpenAi(answer: (seen: Seen, res: ServerResponse) => void): Pr
   return { ...server, url: `${server.url}/v1` };
 }
 
-function completion(content: unknown): unknown {
-  return {
-    id: 'chatcmpl-1',
-    object: 'chat.completion',
-    created: 1700000000,
-    model: 'gpt-test',
-    choices: [{ index: 0, message: { role: 'assistant', content, refusal: null }, finish_reason: 'stop', logprobs: null }],
-    usage: { prompt_tokens: 10, completion_tokens: 2, total_tokens: 12 },
-  };
-}
 
 function apiError(message: string, type: string, code: string | null = null): unknown {
   return { error: { message, type, param: null, code } };

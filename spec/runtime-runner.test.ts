@@ -18,6 +18,7 @@ import { providerRegistry } from '../lib/runtime/providers/registry.ts';
 import { Store, type DeliveryOutcome, type IdempotencyWrite, type RunRecord } from '../lib/store/store.ts';
 import { Transcripts } from '../lib/store/transcripts.ts';
 import { until } from './_until.ts';
+import { anthropicMessage, openAiCompletion } from './_turn.ts';
 
 // Records one accepted run as pending, as the dispatcher's commit does.
 async function addRun(store: Store, spec: RunSpec, idem?: IdempotencyWrite): Promise<RunRecord> {
@@ -96,7 +97,7 @@ async function fakeApi(wire: Wire, answer: (seen: Seen, fake: Fake) => void): Pr
           res.end(JSON.stringify(payload));
         },
         reply(text) {
-          seen.json(200, wire === 'openai' ? _completion(text) : _message(text));
+          seen.json(200, wire === 'openai' ? openAiCompletion(text) : anthropicMessage([{ type: 'text', text }]));
         },
       };
       open.add(seen);
@@ -114,29 +115,7 @@ async function fakeApi(wire: Wire, answer: (seen: Seen, fake: Fake) => void): Pr
   return fake;
 }
 
-function _completion(content: string): unknown {
-  return {
-    id: 'chatcmpl-1',
-    object: 'chat.completion',
-    created: 1_700_000_000,
-    model: 'gpt-test',
-    choices: [{ index: 0, message: { role: 'assistant', content, refusal: null }, finish_reason: 'stop', logprobs: null }],
-    usage: { prompt_tokens: 10, completion_tokens: 2, total_tokens: 12 },
-  };
-}
 
-function _message(text: string): unknown {
-  return {
-    id: 'msg_1',
-    type: 'message',
-    role: 'assistant',
-    model: 'claude-test',
-    content: [{ type: 'text', text }],
-    stop_reason: 'end_turn',
-    stop_sequence: null,
-    usage: { input_tokens: 10, output_tokens: 2 },
-  };
-}
 
 // ---------------------------------------------------------------------------------------------
 // A runtime over a real Store and Transcripts in a temp dir, with config built like the CLI's.
