@@ -7,7 +7,7 @@ import { locateConfig, locateStateDir, type Config, type Env } from '../config/c
 import { createDeliver } from '../delivery/deliver.ts';
 import { gmailCommand } from './gmail.ts';
 import { exists, loadConfigFor, PID_FILE, serve } from './serve.ts';
-import { readEvents, readRuns, type RunRecord, type SessionEvent } from '../store/store.ts';
+import { readEvents, readRuns, type Rejected, type RunRecord, type SessionEvent } from '../store/store.ts';
 import { sleep } from '../retry.ts';
 import { generateToken } from '../guard/token.ts';
 
@@ -293,13 +293,26 @@ async function checkCommand(flags: Flags, io: Io): Promise<number> {
 
 async function eventsCommand(flags: Flags, io: Io): Promise<number> {
   const print = (event: SessionEvent) => io.stdout(flags.json ? `${JSON.stringify(event)}\n` : formatEvent(event));
-  return _list(flags, io, readEvents, (e) => String(e.seq), print);
+  const rejected = _rejectedOnce(io);
+  return _list(flags, io, (dir) => readEvents(dir, rejected), (e) => String(e.seq), print);
 }
 
 async function runsCommand(flags: Flags, io: Io): Promise<number> {
   const print = (run: RunRecord) => io.stdout(flags.json ? `${JSON.stringify(run)}\n` : formatRun(run));
-  return _list(flags, io, readRuns, (r) => JSON.stringify(r), print);
+  const rejected = _rejectedOnce(io);
+  return _list(flags, io, (dir) => readRuns(dir, rejected), (r) => JSON.stringify(r), print);
 }
+
+// A journal line left out is said once on stderr, also when --follow reads the file again.
+function _rejectedOnce(io: Io): (rejected: Rejected) => void {
+  const said = new Set<number>();
+  return ({ line, problem }) => {
+    if (said.has(line)) return;
+    said.add(line);
+    io.stderr(`hooks-ingress: journal line ${line} skipped: ${problem}\n`);
+  };
+}
+
 
 /**
  * Prints the last `--limit` items of a state directory's journal; with `--follow`, polls and
@@ -313,6 +326,10 @@ async function _list<T>(flags: Flags, io: Io, read: (dir: string) => Promise<T[]
   }
   const dir = await _stateDir(flags, io);
   if (dir === null) return FAILURE;
+  if (!(await exists(dir))) {
+    io.stderr(`hooks-ingress: state directory ${dir} does not exist (no server has used it)\n`);
+    return FAILURE;
+  }
   let items = await read(dir);
   const seen = new Set(items.map(identity));
   items.slice(Math.max(0, items.length - limit)).forEach(print);

@@ -1,5 +1,5 @@
-import { access, mkdir, rm, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { access, mkdir, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import type { Io } from './main.ts';
 import { loadConfig, locateConfig, locateStateDir, type Config, type ConfigResult } from '../config/config.ts';
 import { createDeliver } from '../delivery/deliver.ts';
@@ -10,6 +10,7 @@ import { createLogger } from '../log.ts';
 import { Runner } from '../runtime/runner.ts';
 import { providerRegistry } from '../runtime/providers/registry.ts';
 import { createApp, listen } from '../edge/server.ts';
+import { lockStateDir, type StateLock } from '../store/state-lock.ts';
 import { Store } from '../store/store.ts';
 import { Transcripts } from '../store/transcripts.ts';
 import { inheritedListenFd, unsetListenEnv } from '../edge/systemd.ts';
@@ -45,8 +46,8 @@ export async function loadConfigFor(flags: ServeFlags, io: Io, options: { transf
   return result.config;
 }
 
-/** The running server's pid, written in the state directory so `hooks-ingress reload` can signal it. */
-export const PID_FILE = 'hooks-ingress.pid';
+// The running server's pid file (also the state directory's lock), read by `hooks-ingress reload`.
+export { PID_FILE } from '../store/state-lock.ts';
 
 // Loads the config, and (for the commands that will run them) loads its transforms too.
 async function _reload(flags: ServeFlags, io: Io, transforms = true): Promise<ConfigResult> {
@@ -83,10 +84,12 @@ export async function serve(flags: ServeFlags, io: Io): Promise<number> {
 
   const log = createLogger(io.stderr);
   const stateDir = locateStateDir(flags['state-dir'], config, io.env);
-  const { store, skipped, tornBytes } = await Store.open(stateDir, {
-    idempotencyTtlMs: config.hooks.idempotencyTtlSeconds * 1000,
-  });
-  if (skipped > 0 || tornBytes > 0) log.warn('journal had unreadable lines', { skipped, tornBytes });
+  const opened = await _openState(stateDir, config, io);
+  if (opened === null) return FAILURE;
+  const { store, tornBytes, lock, rejected } = opened;
+  // One warning per line left out (a few, then a count), so a damaged journal is noticed and found.
+  for (const { line, problem } of rejected.slice(0, 20)) log.warn('journal line skipped', { line, problem });
+  if (rejected.length > 0 || tornBytes > 0) log.warn('journal had unreadable lines', { skipped: rejected.length, tornBytes });
   const heartbeat = new Heartbeat({
     store,
     everyMs: config.agents.heartbeatEveryMs,
@@ -114,6 +117,7 @@ export async function serve(flags: ServeFlags, io: Io): Promise<number> {
     await heartbeat.stop();
     await transforms.close();
     await store.close();
+    await lock.release();
   };
 
   // SIGHUP re-reads the config: a valid one takes over for new requests, an invalid one is logged
@@ -150,8 +154,6 @@ export async function serve(flags: ServeFlags, io: Io): Promise<number> {
     await stop();
     return FAILURE;
   }
-  const pidFile = join(stateDir, PID_FILE);
-  await writeFile(pidFile, `${process.pid}\n`, { mode: 0o600 });
   io.stdout(`listening on ${running.url}\n`);
   log.info('started', { url: running.url, stateDir, hooks: config.hooks.enabled ? config.hooks.path : 'disabled', activated: fd !== null });
 
@@ -168,9 +170,40 @@ export async function serve(flags: ServeFlags, io: Io): Promise<number> {
   log.info('stopping', { signal });
   await running.close(DRAIN_MS);
   await stop();
-  await rm(pidFile, { force: true });
   log.info('stopped', {});
   return 0;
+}
+
+/**
+ * Takes the state directory (one server per directory) and opens its journal. A directory another
+ * server holds, or one that cannot be created or written, ends the start with one line on stderr.
+ */
+async function _openState(dir: string, config: Config, io: Io): Promise<(Awaited<ReturnType<typeof Store.open>> & { lock: StateLock }) | null> {
+  let lock: StateLock;
+  try {
+    const outcome = await lockStateDir(dir);
+    if (!outcome.ok) {
+      io.stderr(`hooks-ingress: state directory ${dir} is in use by the server with pid ${outcome.pid}; stop it first or give another --state-dir\n`);
+      return null;
+    }
+    lock = outcome.lock;
+  } catch (error) {
+    io.stderr(`hooks-ingress: cannot use state directory ${dir}: ${_reason(error)}\n`);
+    return null;
+  }
+  try {
+    return { ...(await Store.open(dir, { idempotencyTtlMs: config.hooks.idempotencyTtlSeconds * 1000 })), lock };
+  } catch (error) {
+    await lock.release().catch(() => {});
+    io.stderr(`hooks-ingress: cannot use state directory ${dir}: ${_reason(error)}\n`);
+    return null;
+  }
+}
+
+// A filesystem error as one line: its code and what the OS said, without the stack.
+function _reason(error: unknown): string {
+  const { code, message } = error as NodeJS.ErrnoException;
+  return code === undefined ? String(message ?? error) : `${code}: ${message.replace(/^[A-Z]+: /, '')}`;
 }
 
 /** Whether a path exists. */

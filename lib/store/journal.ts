@@ -24,7 +24,11 @@ export interface JournalStats {
 /** What a read of the journal found: complete records in order, and how many middle lines were unreadable. */
 export interface JournalContents {
   records: unknown[];
+  /** The 1-based line number of each record, for messages about it. */
+  lines: number[];
   skipped: number;
+  /** The 1-based numbers of the skipped lines. */
+  unreadable: number[];
 }
 
 /** Result of {@link Journal.open}; `tornBytes` is the unfinished tail that was cut off (0 if none). */
@@ -83,10 +87,10 @@ export class Journal {
     const handle = await open(file, constants.O_RDWR | constants.O_CREAT | dsync, 0o600);
     try {
       const buf = await handle.readFile();
-      const { records, skipped, end } = _parse(buf);
+      const { records, lines, skipped, unreadable, end } = _parse(buf);
       // Cut now so the next append cannot glue onto the garbage; making that append durable makes the cut durable.
       if (end < buf.length) await handle.truncate(end);
-      return { journal: new Journal(file, handle, end, now, open, dsync), records, skipped, tornBytes: buf.length - end };
+      return { journal: new Journal(file, handle, end, now, open, dsync), records, lines, skipped, unreadable, tornBytes: buf.length - end };
     } catch (err) {
       await handle.close();
       throw err;
@@ -221,12 +225,12 @@ export async function readJournal(file: string): Promise<JournalContents> {
   try {
     handle = await fsOpen(file, 'r');
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { records: [], skipped: 0 };
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { records: [], lines: [], skipped: 0, unreadable: [] };
     throw err;
   }
   try {
-    const { records, skipped } = _parse(await handle.readFile());
-    return { records, skipped };
+    const { records, lines, skipped, unreadable } = _parse(await handle.readFile());
+    return { records, lines, skipped, unreadable };
   } finally {
     await handle.close();
   }
@@ -241,23 +245,25 @@ function _line(record: object): string {
 // `end` is the length of the sound prefix: everything after it is a torn last line.
 function _parse(buf: Buffer): JournalContents & { end: number } {
   const records: unknown[] = [];
-  let skipped = 0;
+  const lines: number[] = [];
+  const unreadable: number[] = [];
   let end = buf.lastIndexOf(0x0a) + 1;
-  for (let start = 0; start < end; ) {
+  for (let start = 0, line = 1; start < end; line++) {
     const next = buf.indexOf(0x0a, start) + 1;
     try {
       records.push(JSON.parse(buf.toString('utf8', start, next - 1)));
+      lines.push(line);
     } catch {
       // An unreadable final line with nothing after it is an unfinished write, not damage in the middle.
       if (next === buf.length) {
         end = start;
         break;
       }
-      skipped++;
+      unreadable.push(line);
     }
     start = next;
   }
-  return { records, skipped, end };
+  return { records, lines, skipped: unreadable.length, unreadable, end };
 }
 
 async function _writeAll(handle: FileHandle, bytes: Buffer, position: number): Promise<void> {

@@ -2,7 +2,8 @@ import { constants } from 'node:fs';
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { RunSpec, WakeMode } from '../actions.ts';
-import { Journal, readJournal } from './journal.ts';
+import { Journal, readJournal, type JournalContents } from './journal.ts';
+import { checkLine, type IdemRecord, type JournalLine } from './records.ts';
 
 /** The journal's file name inside the state directory. */
 export const JOURNAL_FILE = 'journal.jsonl';
@@ -97,23 +98,14 @@ export interface Effects {
 }
 
 // One journal line is one commit: all of a request's effects and its idempotency key, durable
-// together or not at all. `idem` lines appear only in a compacted journal.
-type _Line =
-  | {
-      t: 'commit';
-      seq: number;
-      time: string;
-      events?: SessionEvent[];
-      runs?: RunRecord[];
-      runUpdates?: RunUpdate[];
-      consumedThrough?: number;
-      lastRoute?: Route;
-      idem?: _Idem;
-    }
-  | ({ t: 'idem'; seq: number } & _Idem);
+// together or not at all (the line's shape and its checks live in records.ts).
+type _Line = JournalLine;
+type _Idem = IdemRecord;
 
-interface _Idem extends IdempotencyWrite {
-  expiresAt: number;
+/** A journal line (or an entry in one) that was left out on reading, and why. */
+export interface Rejected {
+  line: number;
+  problem: string;
 }
 
 /**
@@ -155,11 +147,12 @@ export class Store {
   }
 
   /** Opens (or creates, mode 0700) the state directory and replays its journal. */
-  static async open(dir: string, options: StoreOptions): Promise<{ store: Store; skipped: number; tornBytes: number }> {
+  static async open(dir: string, options: StoreOptions): Promise<{ store: Store; skipped: number; tornBytes: number; rejected: Rejected[] }> {
     const opened = await Journal.open(join(dir, JOURNAL_FILE));
     const store = new Store(opened.journal, options);
-    for (const line of opened.records) store.#apply(line as _Line);
-    return { store, skipped: opened.skipped, tornBytes: opened.tornBytes };
+    const { lines, rejected } = _checked(opened);
+    for (const line of lines) store.#apply(line);
+    return { store, skipped: opened.skipped, tornBytes: opened.tornBytes, rejected };
   }
 
   /** Writes a request's effects (and its idempotency key) as one line; resolves once it is on disk. */
@@ -386,18 +379,16 @@ export class Store {
 }
 
 /** Reads the main session's events from a state directory without opening it for writing. */
-export async function readEvents(dir: string): Promise<SessionEvent[]> {
-  const { records } = await readJournal(join(dir, JOURNAL_FILE));
+export async function readEvents(dir: string, onRejected?: (rejected: Rejected) => void): Promise<SessionEvent[]> {
   const events: SessionEvent[] = [];
-  for (const record of records as _Line[]) if (record.t === 'commit' && record.events !== undefined) events.push(...record.events);
+  for (const record of await _read(dir, onRejected)) if (record.t === 'commit' && record.events !== undefined) events.push(...record.events);
   return events;
 }
 
 /** Reads the runs recorded in a state directory without opening it for writing. */
-export async function readRuns(dir: string): Promise<RunRecord[]> {
-  const { records } = await readJournal(join(dir, JOURNAL_FILE));
+export async function readRuns(dir: string, onRejected?: (rejected: Rejected) => void): Promise<RunRecord[]> {
   const runs = new Map<string, RunRecord>();
-  for (const record of records as _Line[]) {
+  for (const record of await _read(dir, onRejected)) {
     if (record.t !== 'commit') continue;
     for (const run of record.runs ?? []) runs.set(run.runId, run);
     for (const { runId, ...change } of record.runUpdates ?? []) {
@@ -406,6 +397,25 @@ export async function readRuns(dir: string): Promise<RunRecord[]> {
     }
   }
   return [...runs.values()];
+}
+
+async function _read(dir: string, onRejected?: (rejected: Rejected) => void): Promise<_Line[]> {
+  const { lines, rejected } = _checked(await readJournal(join(dir, JOURNAL_FILE)));
+  if (onRejected !== undefined) rejected.forEach(onRejected);
+  return lines;
+}
+
+// Every record passes its shape check before anything believes it; what fails is named by line.
+function _checked(contents: JournalContents): { lines: _Line[]; rejected: Rejected[] } {
+  const lines: _Line[] = [];
+  const rejected: Rejected[] = contents.unreadable.map((line) => ({ line, problem: 'not JSON' }));
+  contents.records.forEach((record, i) => {
+    const { line, problems } = checkLine(record);
+    const number = contents.lines[i]!;
+    if (line !== null) lines.push(line);
+    if (problems.length > 0) rejected.push({ line: number, problem: `${line === null ? '' : 'entry left out: '}${problems.slice(0, 3).join('; ')}` });
+  });
+  return { lines, rejected: rejected.sort((a, b) => a.line - b.line) };
 }
 
 function _textBytes(events: readonly SessionEvent[]): number {

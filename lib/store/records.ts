@@ -1,0 +1,149 @@
+import { CHANNELS, THINKING_LEVELS, WAKE_MODES } from '../actions.ts';
+import { boolean, check, formatIssue, literal, number, object, optional, string, typeName, type Report, type Schema } from '../schema.ts';
+import type { IdempotencyWrite, RunRecord, RunUpdate, Route, SessionEvent } from './store.ts';
+
+// What the journal holds, and the checks that every line read back from disk passes before the
+// store believes it: a line is input like any request body (a hand edit, a disk that returned
+// garbage that happens to parse, a file from another program).
+
+/** One journal line is one commit; `idem` lines appear only in a compacted journal. */
+export type JournalLine =
+  | {
+      t: 'commit';
+      seq: number;
+      time: string;
+      events?: SessionEvent[];
+      runs?: RunRecord[];
+      runUpdates?: RunUpdate[];
+      consumedThrough?: number;
+      lastRoute?: Route;
+      idem?: IdemRecord;
+    }
+  | ({ t: 'idem'; seq: number } & IdemRecord);
+
+/** An idempotency key with its first answer, as stored. */
+export interface IdemRecord extends IdempotencyWrite {
+  expiresAt: number;
+}
+
+/**
+ * The largest sequence number the store accepts: far beyond any real count (a million events a
+ * second for a century), and small enough that adding one stays exact.
+ */
+export const MAX_SEQ = 2 ** 52;
+
+const seq: Schema<number> = number({ integer: true, min: 0, max: MAX_SEQ });
+const text = string();
+const runStatus = literal('pending', 'running', 'ok', 'error', 'timeout');
+const delivery: Schema<unknown> = (value, at, report) => {
+  const status = (value as { status?: unknown } | null)?.status;
+  if (status === 'delivered' || status === 'skipped' || status === 'failed') return value;
+  report.issues.push({ path: at, message: `must be a delivery outcome, got ${typeName(value)}` });
+  return undefined;
+};
+
+const eventShape = object({
+  seq: number({ integer: true, min: 1, max: MAX_SEQ }),
+  time: text,
+  kind: literal('system', 'heartbeat', 'reply'),
+  text,
+  source: text,
+  mode: optional(literal(...WAKE_MODES)),
+  ack: optional(boolean),
+});
+
+// Every field a run may change after it was accepted.
+const runChanges = {
+  status: optional(runStatus),
+  acceptedAt: optional(text),
+  attempts: optional(number({ integer: true, min: 0 })),
+  retry: optional(boolean),
+  startedAt: optional(text),
+  finishedAt: optional(text),
+  calls: optional(number({ integer: true, min: 0 })),
+  model: optional(text),
+  reply: optional(text),
+  error: optional(text),
+  delivery: optional(delivery),
+};
+const runSpec = {
+  runId: string({ nonEmpty: true }),
+  hook: text,
+  name: text,
+  message: text,
+  sessionKey: text,
+  agentId: text,
+  wakeMode: literal(...WAKE_MODES),
+  deliver: boolean,
+  channel: literal(...CHANNELS),
+  to: optional(text),
+  thinking: optional(literal(...THINKING_LEVELS)),
+  timeoutSeconds: optional(number({ above: 0 })),
+  requestId: optional(text),
+};
+const runShape = object({ ...runSpec, ...runChanges, status: runStatus, acceptedAt: text, attempts: number({ integer: true, min: 0 }) });
+const updateShape = object({ runId: string({ nonEmpty: true }), ...runChanges });
+// The body of a stored answer is any JSON object: only its being an object is checked.
+const anyObject: Schema<Record<string, unknown>> = (value, at, report) => {
+  if (typeName(value) === 'object') return value as Record<string, unknown>;
+  report.issues.push({ path: at, message: `must be an object, got ${typeName(value)}` });
+  return undefined;
+};
+const idemFields = { scope: text, key: text, status: number({ integer: true, min: 100, max: 599 }), body: anyObject, expiresAt: number() };
+const idemShape = object(idemFields);
+const commitShape = object({
+  t: literal('commit'),
+  seq,
+  time: text,
+  events: optional(_list),
+  runs: optional(_list),
+  runUpdates: optional(_list),
+  consumedThrough: optional(seq),
+  lastRoute: optional(object({ channel: text, to: text })),
+  idem: optional(idemShape),
+});
+const idemLine = object({ t: literal('idem'), seq, ...idemFields });
+
+function _list(value: unknown, at: string, report: Report): unknown[] | undefined {
+  if (Array.isArray(value)) return value;
+  report.issues.push({ path: at, message: `must be an array, got ${typeName(value)}` });
+  return undefined;
+}
+
+/** A line read back: the checked line (with bad entries left out) and what was wrong, if anything. */
+export interface CheckedLine {
+  line: JournalLine | null;
+  problems: string[];
+}
+
+/**
+ * Checks one record read from the journal. A record of the wrong shape gives `line: null`; an
+ * entry of the wrong shape inside a sound commit (an event, a run, a run update) is left out and
+ * named in `problems`, and the rest of the line stands.
+ */
+export function checkLine(record: unknown): CheckedLine {
+  const kind = (record as { t?: unknown } | null)?.t;
+  if (kind === 'idem') {
+    const idem = check(idemLine, record);
+    return idem.ok ? { line: record as JournalLine, problems: [] } : { line: null, problems: idem.issues.map(formatIssue) };
+  }
+  const checked = check(commitShape, record);
+  if (!checked.ok) return { line: null, problems: checked.issues.map(formatIssue) };
+  // The checked copy holds exactly the known keys; the entries are checked one by one below.
+  const line = checked.value as JournalLine & { t: 'commit' };
+  const problems: string[] = [];
+  const keep = (name: 'events' | 'runs' | 'runUpdates', shape: Schema<unknown>): void => {
+    const entries = line[name] as unknown[] | undefined;
+    if (entries === undefined) return;
+    const good = entries.filter((entry, i) => {
+      const result = check(shape, entry, `${name}[${i}]`);
+      if (!result.ok) problems.push(...result.issues.map(formatIssue));
+      return result.ok;
+    });
+    (line as Record<string, unknown>)[name] = good;
+  };
+  keep('events', eventShape);
+  keep('runs', runShape);
+  keep('runUpdates', updateShape);
+  return { line, problems };
+}
