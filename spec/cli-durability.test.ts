@@ -1,12 +1,14 @@
 // The state directory's guarantees, tried on real processes, real files and kill -9.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { chmod, mkdir, mkdtemp, readFile, rm, utimes, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, rename, rm, utimes, writeFile } from 'node:fs/promises';
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { assertCleanStop, runCli, spawnServer } from './_cli.ts';
-import { post } from './_http.ts';
+import { assertCleanStop, runCli, spawnServer, type Spawned } from './_cli.ts';
+import { post, send } from './_http.ts';
 
 const TOKEN = 'durability-token-0123456789abcdef';
 const AUTH = { authorization: `Bearer ${TOKEN}` };
@@ -22,6 +24,13 @@ after(async () => {
   await rm(tmp, { recursive: true, force: true });
 });
 
+// A server that is killed when its test ends, whatever happened in it.
+async function started(t: { after(fn: () => void): void }, args: readonly string[]): Promise<Spawned> {
+  const server = await spawnServer(args);
+  t.after(() => void server.child.kill('SIGKILL'));
+  return server;
+}
+
 function wake(url: string, text: string) {
   return post(url, '/hooks/wake', { headers: AUTH, body: { text, mode: 'next-heartbeat' } });
 }
@@ -36,10 +45,10 @@ async function eventTexts(state: string): Promise<string[]> {
 }
 
 describe('one state directory, one server', () => {
-  test('a second serve on a held state directory exits 1 naming it and the holder; events reads it meanwhile; kill -9 leaves no blocking lock', { timeout: 60_000 }, async () => {
+  test('a second serve on a held state directory exits 1 naming it and the holder; events reads it meanwhile; kill -9 leaves no blocking lock', { timeout: 60_000 }, async (t) => {
     const state = join(tmp, 'shared');
     const args = ['--config', config, '--port', '0', '--state-dir', state];
-    const first = await spawnServer(args);
+    const first = await started(t, args);
     assert.equal((await wake(first.url, 'from the first')).status, 200);
 
     const second = await runCli(['serve', ...args]);
@@ -56,7 +65,7 @@ describe('one state directory, one server', () => {
 
     first.child.kill('SIGKILL');
     await first.exited;
-    const third = await spawnServer(args);
+    const third = await started(t, args);
     assert.equal((await wake(third.url, 'after the crash')).status, 200);
     third.child.kill('SIGTERM');
     await assertCleanStop(third);
@@ -74,7 +83,7 @@ describe('one state directory, one server', () => {
     await writeFile(lock, `${sleeper.pid}\n`);
     const hourAgo = new Date(Date.now() - 3_600_000);
     await utimes(lock, hourAgo, hourAgo);
-    const server = await spawnServer(['--config', config, '--port', '0', '--state-dir', state]);
+    const server = await started(t, ['--config', config, '--port', '0', '--state-dir', state]);
     assert.equal((await readFile(lock, 'utf8')).trim(), String(server.child.pid));
     server.child.kill('SIGTERM');
     await assertCleanStop(server);
@@ -116,7 +125,7 @@ describe('the state directory at start', () => {
 });
 
 describe('the journal reader', () => {
-  test('lines and entries of the wrong shape are skipped with their line numbers; serve, events and runs go on with sane sequence numbers', { timeout: 60_000 }, async () => {
+  test('lines and entries of the wrong shape are skipped with their line numbers; serve, events and runs go on with sane sequence numbers', { timeout: 60_000 }, async (t) => {
     const state = join(tmp, 'shapes');
     await mkdir(state);
     const time = '2026-01-01T00:00:00.000Z';
@@ -143,7 +152,7 @@ describe('the journal reader', () => {
     assert.equal(runs.code, 0, runs.stderr);
     assert.equal(runs.stdout, '');
 
-    const server = await spawnServer(['--config', config, '--port', '0', '--state-dir', state]);
+    const server = await started(t, ['--config', config, '--port', '0', '--state-dir', state]);
     assert.equal((await wake(server.url, 'after the damage')).status, 200);
     server.child.kill('SIGTERM');
     await assertCleanStop(server);
@@ -152,5 +161,165 @@ describe('the journal reader', () => {
     const after = await runCli(['events', '--json', '--state-dir', state]);
     const last = JSON.parse(after.stdout.trim().split('\n').at(-1)!) as { seq: number; text: string };
     assert.deepEqual([last.text, last.seq], ['after the damage', 6]);
+  });
+});
+
+// A model API that takes every request and never answers it.
+async function silentModel(t: { after(fn: () => Promise<void>): void }): Promise<string> {
+  const held: ServerResponse[] = [];
+  const server = createServer((_req, res) => void held.push(res));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(
+    () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  );
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+}
+
+async function configFile(name: string, value: object): Promise<string> {
+  const dir = join(tmp, name);
+  await mkdir(dir, { recursive: true });
+  const path = join(dir, 'config.json');
+  await writeFile(path, JSON.stringify(value));
+  return path;
+}
+
+async function runCount(state: string): Promise<number> {
+  const { code, stdout, stderr } = await runCli(['runs', '--json', '--state-dir', state]);
+  assert.equal(code, 0, stderr);
+  return stdout.split('\n').filter((l) => l !== '').length;
+}
+
+describe('the queue bound under concurrency', () => {
+  test('50 concurrent /hooks/agent requests against a model that never answers get exactly hooks.maxQueuedRuns accepted; the rest 503 with Retry-After and nothing recorded', { timeout: 60_000 }, async (t) => {
+    const model = await silentModel(t);
+    const path = await configFile('queue', {
+      hooks: { enabled: true, token: TOKEN, maxQueuedRuns: 3, mappings: [{ match: { path: 'batch' }, messageTemplate: '{{items[0]}}', forEach: 'items' }] },
+      agents: { defaults: { model: 'silent/m', maxConcurrent: 2 } },
+      models: { providers: { silent: { api: 'openai-completions', baseUrl: model } } },
+    });
+    const state = join(tmp, 'queue-state');
+    const server = await started(t, ['--config', path, '--port', '0', '--state-dir', state]);
+    const replies = await Promise.all(Array.from({ length: 50 }, (_, i) => post(server.url, '/hooks/agent', { headers: AUTH, body: { message: `run ${i}`, deliver: false } })));
+    const statuses = replies.map((r) => r.status);
+    assert.equal(statuses.filter((s) => s === 202).length, 3, statuses.join(','));
+    assert.equal(statuses.filter((s) => s === 503).length, 47, statuses.join(','));
+    assert.ok(replies.filter((r) => r.status === 503).every((r) => r.headers['retry-after'] === '30'));
+    // A forEach batch counts each of its runs: two more do not fit a full queue, nor would one.
+    const batch = await post(server.url, '/hooks/batch', { headers: AUTH, body: { items: ['a', 'b'] } });
+    assert.equal(batch.status, 503, batch.text);
+    assert.equal(await runCount(state), 3);
+    server.child.kill('SIGTERM');
+    await assertCleanStop(server);
+    assert.equal(await runCount(state), 3);
+  });
+});
+
+describe('a journal that is gone or replaced', () => {
+  test('after rm or replacement of the journal, a wake is answered 503 with Retry-After, the journal is rewritten with everything retained, and all acknowledged wakes survive kill -9', { timeout: 60_000 }, async (t) => {
+    const state = join(tmp, 'removed');
+    const args = ['--config', config, '--port', '0', '--state-dir', state];
+    const server = await started(t, args);
+    const journal = join(state, 'journal.jsonl');
+    const first = await post(server.url, '/hooks/wake', { headers: { ...AUTH, 'idempotency-key': 'before' }, body: { text: 'before', mode: 'next-heartbeat' } });
+    assert.equal(first.status, 200);
+    const acknowledged = ['before'];
+    for (const damage of ['rm', 'replace'] as const) {
+      if (damage === 'rm') await rm(journal);
+      else {
+        await writeFile(`${journal}.other`, '');
+        await rename(`${journal}.other`, journal);
+      }
+      const refused = await wake(server.url, `refused after ${damage}`);
+      assert.equal(refused.status, 503, refused.text);
+      assert.equal(refused.headers['retry-after'], '1');
+      // The server rewrites the journal by itself; /healthz says when it is done.
+      for (let i = 0; (await send(server.url, '/healthz')).status !== 200; i++) {
+        assert.ok(i < 500, 'the journal was not rewritten');
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      const text = `after ${damage}`;
+      assert.equal((await wake(server.url, text)).status, 200);
+      acknowledged.push(text);
+    }
+    server.child.kill('SIGKILL');
+    await server.exited;
+
+    assert.deepEqual(await eventTexts(state), acknowledged);
+    const again = await started(t, args);
+    const replayed = await post(again.url, '/hooks/wake', { headers: { ...AUTH, 'idempotency-key': 'before' }, body: { text: 'before', mode: 'next-heartbeat' } });
+    assert.equal(replayed.headers['idempotent-replayed'], 'true');
+    again.child.kill('SIGTERM');
+    await assertCleanStop(again);
+    assert.deepEqual(await eventTexts(state), acknowledged);
+  });
+
+  test('/healthz answers 503 as soon as the journal is gone, and 200 once it is rewritten', { timeout: 60_000 }, async (t) => {
+    const state = join(tmp, 'health');
+    const server = await started(t, ['--config', config, '--port', '0', '--state-dir', state]);
+    assert.equal((await wake(server.url, 'kept')).status, 200);
+    await rm(join(state, 'journal.jsonl'));
+    assert.equal((await send(server.url, '/healthz')).status, 503);
+    for (let i = 0; (await send(server.url, '/healthz')).status !== 200; i++) {
+      assert.ok(i < 500, 'the journal was not rewritten');
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    assert.deepEqual(await eventTexts(state), ['kept']);
+    server.child.kill('SIGTERM');
+    await assertCleanStop(server);
+  });
+});
+
+describe('compaction and the backlog', () => {
+  test('compaction keeps every unconsumed event: 40 MB of wakes nobody has read all survive a restart', { timeout: 120_000 }, async (t) => {
+    const state = join(tmp, 'flood');
+    const args = ['--config', config, '--port', '0', '--state-dir', state];
+    const server = await started(t, args);
+    const texts: string[] = [];
+    for (let i = 0; i < 200; i++) {
+      const text = `${String(i).padStart(3, '0')} ${'x'.repeat(200_000)}`;
+      assert.equal((await wake(server.url, text)).status, 200);
+      texts.push(text.slice(0, 3));
+    }
+    server.child.kill('SIGKILL');
+    await server.exited;
+    const journalBytes = (await readFile(join(state, 'journal.jsonl'))).length;
+    assert.ok(journalBytes < 200 * 200_000 * 1.5, 'the journal was compacted at least once');
+    assert.deepEqual((await eventTexts(state)).map((t) => t.slice(0, 3)), texts);
+  });
+
+  test('a wake text past hooks.maxEventBytes is answered 413 naming the field, from /wake and from a transform', { timeout: 60_000 }, async (t) => {
+    const path = await configFile('event-cap', {
+      hooks: { enabled: true, token: TOKEN, maxBodyBytes: 1_000_000, maxEventBytes: 1_000, mappings: [{ match: { path: 'big' }, action: 'wake', transform: { module: 'big.js' } }] },
+    });
+    await mkdir(join(tmp, 'event-cap', 'hooks', 'transforms'), { recursive: true });
+    await writeFile(join(tmp, 'event-cap', 'hooks', 'transforms', 'big.js'), "export default () => ({ kind: 'wake', text: 'y'.repeat(5000) });\n");
+    const state = join(tmp, 'event-cap-state');
+    const server = await started(t, ['--config', path, '--port', '0', '--state-dir', state]);
+    const direct = await wake(server.url, 'x'.repeat(1_001));
+    assert.equal(direct.status, 413, direct.text);
+    assert.deepEqual([direct.body['code'], direct.body['error']], ['ERR_FIELD_TOO_LARGE', 'text: is 1001 bytes; the limit is 1000 (hooks.maxEventBytes)']);
+    const mapped = await post(server.url, '/hooks/big', { headers: AUTH, body: {} });
+    assert.equal(mapped.status, 413, mapped.text);
+    assert.match(String(mapped.body['error']), /^mapping mapping-1: wake text: is \d+ bytes; the limit is 1000 \(hooks\.maxEventBytes\)$/);
+    assert.equal((await wake(server.url, 'x'.repeat(1_000))).status, 200);
+    server.child.kill('SIGTERM');
+    await assertCleanStop(server);
+    assert.deepEqual((await eventTexts(state)).map((t) => t.length), [1_000]);
+  });
+
+  test('at hooks.maxBacklogEvents unconsumed events a new wake gets 503 with Retry-After and nothing is recorded', { timeout: 60_000 }, async (t) => {
+    const path = await configFile('backlog', { hooks: { enabled: true, token: TOKEN, maxBacklogEvents: 5 } });
+    const state = join(tmp, 'backlog-state');
+    const server = await started(t, ['--config', path, '--port', '0', '--state-dir', state]);
+    const replies = await Promise.all(Array.from({ length: 8 }, (_, i) => wake(server.url, `w${i}`)));
+    assert.deepEqual(replies.map((r) => r.status).sort(), [200, 200, 200, 200, 200, 503, 503, 503]);
+    assert.ok(replies.filter((r) => r.status === 503).every((r) => r.headers['retry-after'] === '30'));
+    server.child.kill('SIGTERM');
+    await assertCleanStop(server);
+    assert.equal((await eventTexts(state)).length, 5);
   });
 });

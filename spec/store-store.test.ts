@@ -180,7 +180,7 @@ test('Store.heartbeatOwed() is true after a now wake until a finished heartbeat 
   });
 });
 
-test('Store compaction keeps pending runs, live keys and the last retainEvents events of concurrent appends', async () => {
+test('Store compaction keeps pending runs, live keys, unconsumed events and the last retainEvents consumed ones of concurrent appends', async () => {
   await withDir(async (dir) => {
     const c = clock();
     const compacted = join(dir, 'compacted');
@@ -193,7 +193,8 @@ test('Store compaction keeps pending runs, live keys and the last retainEvents e
       const texts: string[] = [];
       let previous: Promise<unknown>[] = [];
       for (let round = 0; round < 20; round++) {
-        const current: Promise<unknown>[] = [];
+        // A heartbeat turn read everything before this round: only consumed events may be trimmed.
+        const current: Promise<unknown>[] = [store.commit({ consumedThrough: store.events().at(-1)?.seq ?? 0 })];
         for (let i = 0; i < 10; i++) {
           const n = round * 10 + i;
           texts.push(`event ${n}`);
@@ -232,7 +233,7 @@ test('Store compaction keeps pending runs, live keys and the last retainEvents e
     }
     assert.equal(reopened.replay('/hooks/wake', 'expiring'), null);
     const survivors = reopened.events().map((e) => e.text);
-    assert.deepEqual(survivors.slice(-5), texts.slice(-5));
+    assert.deepEqual(survivors.slice(-15), texts.slice(-15), 'the unconsumed last round and five consumed before it');
     assert.ok(survivors.length < texts.length, 'old events were dropped');
     const seqs = reopened.events().map((e) => e.seq);
     assert.deepEqual(seqs, [...seqs].sort((a, b) => a - b), 'events stay in seq order');
@@ -244,10 +245,11 @@ test('Store compaction keeps pending runs, live keys and the last retainEvents e
 
 test('Store compaction keeps appends queued ahead of it and behind it', async () => {
   await withDir(async (dir) => {
-    const options = { compactBytes: 4_000, retainEvents: 1 };
+    // Fillers nothing waits to read (heartbeat notes), none kept: only what is queued survives.
+    const options = { compactBytes: 4_000, retainEvents: 0 };
     const store = await open(dir, options);
     for (let n = 0; store.stats().journalBytes <= options.compactBytes; n++) {
-      await store.addEvent({ kind: 'system', text: `filler ${n} ${'x'.repeat(500)}`, source: 'wake' });
+      await store.addEvent({ kind: 'heartbeat', text: `filler ${n} ${'x'.repeat(500)}`, source: 'schedule' });
     }
     const before = store.stats().journalBytes;
     // `ahead` starts the compaction while its own line is still queued; the rest are queued after it.
@@ -432,7 +434,10 @@ test('Store keeps at most retainEventBytes of event text, newest first, in memor
   await withDir(async (dir) => {
     const options = { compactBytes: 20_000, retainEvents: 1_000, retainEventBytes: 3_000 };
     const store = await open(dir, options);
-    for (let n = 0; n < 20; n++) await store.addEvent({ kind: 'system', text: `${String(n).padStart(2, '0')} ${'e'.repeat(997)}`, source: 'wake' });
+    for (let n = 0; n < 20; n++) {
+      const event = await store.addEvent({ kind: 'system', text: `${String(n).padStart(2, '0')} ${'e'.repeat(997)}`, source: 'wake' });
+      await store.commit({ consumedThrough: event.seq });
+    }
     const kept = store.events().map((e) => e.text.slice(0, 2));
     assert.ok(kept.length <= 6, `${kept.length} events kept in memory`);
     assert.equal(kept.at(-1), '19', 'the newest is kept');

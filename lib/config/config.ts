@@ -89,6 +89,9 @@ const fileSchema = object({
         transformsDir: optional(string({ nonEmpty: true })),
         transformTimeoutMs: optional(number({ integer: true, min: 1 })),
         maxQueuedRuns: optional(number({ integer: true, min: 1 })),
+        maxEventBytes: optional(number({ integer: true, min: 1 })),
+        maxBacklogEvents: optional(number({ integer: true, min: 1 })),
+        maxBacklogBytes: optional(number({ integer: true, min: 1 })),
         gmail: optional(
           object({
             account: optional(string({ trim: true, nonEmpty: true })),
@@ -228,6 +231,11 @@ export interface Config {
     transformTimeoutMs: number;
     /** Accepted runs waiting or running; past it `/agent` answers 503. */
     maxQueuedRuns: number;
+    /** The longest wake text (UTF-8 bytes) a request or mapping may add; past it, 413. */
+    maxEventBytes: number;
+    /** Unconsumed system events (count, and UTF-8 bytes of text) past which new wakes get 503. */
+    maxBacklogEvents: number;
+    maxBacklogBytes: number;
     gmail: NonNullable<NonNullable<FileConfig['hooks']>['gmail']>;
     authRateLimit: { maxFailures: number; windowSeconds: number; lockoutSeconds: number };
     idempotencyTtlSeconds: number;
@@ -275,6 +283,9 @@ export const DEFAULTS = {
   port: 8789,
   transformTimeoutMs: 5_000,
   maxQueuedRuns: 1_000,
+  maxEventBytes: 262_144,
+  maxBacklogEvents: 100_000,
+  maxBacklogBytes: 67_108_864,
   timeoutSeconds: 600,
   maxConcurrent: 4,
   historyMaxChars: 32_000,
@@ -423,6 +434,9 @@ function _normalise(
       transformsDir: resolve(where.dir, TRANSFORMS_ROOT, hooks.transformsDir ?? '.'),
       transformTimeoutMs: hooks.transformTimeoutMs ?? DEFAULTS.transformTimeoutMs,
       maxQueuedRuns: hooks.maxQueuedRuns ?? DEFAULTS.maxQueuedRuns,
+      maxEventBytes: hooks.maxEventBytes ?? DEFAULTS.maxEventBytes,
+      maxBacklogEvents: hooks.maxBacklogEvents ?? DEFAULTS.maxBacklogEvents,
+      maxBacklogBytes: hooks.maxBacklogBytes ?? DEFAULTS.maxBacklogBytes,
       gmail: hooks.gmail ?? {},
       authRateLimit: {
         maxFailures: limit.maxFailures ?? DEFAULTS.maxFailures,

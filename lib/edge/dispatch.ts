@@ -10,7 +10,8 @@ import { detectInjection, oneLine, wrapUntrusted } from '../hooks/untrusted.ts';
 import { parseWake } from '../hooks/wake.ts';
 import type { Logger } from '../log.ts';
 import { admitRun } from '../policy/policy.ts';
-import type { Effects, IdempotencyWrite, Reply, RunRecord, Store } from '../store/store.ts';
+import type { Effects, IdempotencyWrite, Reply, Store } from '../store/store.ts';
+import { admitEvents, reserveRuns, unavailable, type RunQueue } from './admission.ts';
 
 /** An answer on its way out: status, JSON body and extra headers. */
 export interface Answer extends Reply {
@@ -42,7 +43,7 @@ export interface DispatchOptions {
   newId: () => string;
   transforms: CallTransform;
   /** The agent runtime's queue: accepted runs go there; a full queue answers 503. */
-  runs?: { enqueue(run: RunRecord): void; readonly depth: number };
+  runs?: RunQueue;
 }
 
 /**
@@ -53,17 +54,20 @@ export interface DispatchOptions {
 export function createDispatch(options: DispatchOptions): (call: HookCall, idem: IdempotencyKey | null) => Promise<Answer> {
   const { config, store, heartbeat, log, newId, transforms, runs: queue } = options;
 
-  // Refuses work the runtime cannot take on, before anything is recorded.
-  const admit = (count: number) => {
-    if (queue !== undefined && queue.depth + count > config.hooks.maxQueuedRuns) {
-      throw new HttpError(503, ErrorCode.Unavailable, 'too many runs queued (hooks.maxQueuedRuns); retry later', {
-        headers: { 'retry-after': '30' },
-      });
+  // Bounds are checked (and queue slots held) with no await before the commit, so requests that
+  // arrive together are counted together; the slots go back once the runs are queued or refused.
+  const commit = async (effects: Effects, idem: IdempotencyWrite | undefined, field: (i: number) => string) => {
+    const events = effects.events ?? [];
+    admitEvents(store, config, events.filter((e) => e.kind === 'system').map((e) => e.text), field);
+    const release = reserveRuns(queue, effects.runs?.length ?? 0, config);
+    try {
+      const { runs } = await store.commit(effects, idem);
+      for (const run of runs) queue?.enqueue(run);
+    } catch (error) {
+      throw unavailable(error);
+    } finally {
+      release();
     }
-  };
-  const commit = async (effects: Effects, idem: IdempotencyWrite | undefined) => {
-    const { runs } = await store.commit(effects, idem);
-    for (const run of runs) queue?.enqueue(run);
   };
 
   // A reply that could never be delivered is refused now, while the sender can still fix it.
@@ -76,7 +80,7 @@ export function createDispatch(options: DispatchOptions): (call: HookCall, idem:
       if (!parsed.ok) throw new HttpError(400, ErrorCode.InvalidPayload, parsed.error);
       const answer: Answer = { status: 200, body: { ok: true, mode: parsed.action.mode } };
       const { text, mode } = parsed.action;
-      await store.addEvent({ kind: 'system', text, source: 'wake', mode }, _remember(idem, answer));
+      await commit({ events: [{ kind: 'system', text, source: 'wake', mode }] }, _remember(idem, answer), () => 'text');
       if (mode === 'now') heartbeat.request('wake');
       return answer;
     }
@@ -92,9 +96,8 @@ export function createDispatch(options: DispatchOptions): (call: HookCall, idem:
       const run: RunSpec = { ...admitted.value, requestId: call.id };
       const unroutable = routeProblem(run);
       if (unroutable !== null) throw new HttpError(400, ErrorCode.InvalidPayload, unroutable);
-      admit(1);
       const answer: Answer = { status: 202, body: { ok: true, runId: run.runId, sessionKey: run.sessionKey, agentId: run.agentId } };
-      await commit({ runs: [run] }, _remember(idem, answer));
+      await commit({ runs: [run] }, _remember(idem, answer), () => 'message');
       return answer;
     }
     return mapped(call, idem);
@@ -138,8 +141,7 @@ export function createDispatch(options: DispatchOptions): (call: HookCall, idem:
       : first !== undefined
         ? { status: 202, body: { ok: true, runId: first.runId, sessionKey: first.sessionKey, agentId: first.agentId } }
         : { status: 200, body: { ok: true, mode: events[0]!.mode } };
-    admit(runs.length);
-    await commit({ events, runs }, _remember(idem, answer));
+    await commit({ events, runs }, _remember(idem, answer), (i) => `mapping ${outcome.mappingId}: wake text${events.length > 1 ? ` [${i}]` : ''}`);
     if (events.some((e) => e.mode === 'now')) heartbeat.request(source);
     return answer;
   };

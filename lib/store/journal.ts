@@ -1,4 +1,4 @@
-import { constants } from 'node:fs';
+import { constants, fstatSync, statSync } from 'node:fs';
 import { mkdir, open as fsOpen, rename, rm } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
@@ -37,6 +37,18 @@ export interface OpenedJournal extends JournalContents {
   tornBytes: number;
 }
 
+/**
+ * The file the journal appends to is no longer the file at its path (deleted, moved or replaced
+ * while the process ran): what was just written would be lost at the next start, so it is refused.
+ */
+export class JournalReplacedError extends Error {
+  readonly code = 'ERR_JOURNAL_REPLACED';
+  constructor(file: string) {
+    super(`Cannot append to ${file}: the open file is no longer the journal at that path`);
+    this.name = 'JournalReplacedError';
+  }
+}
+
 interface _Op {
   compact: boolean;
   bytes: Buffer;
@@ -56,6 +68,8 @@ const _DIR_SYNC_REFUSED = new Set(['EISDIR', 'EPERM', 'EACCES', 'EINVAL', 'ENOTS
 export class Journal {
   readonly file: string;
   #handle: FileHandle;
+  /** Device and inode of the open file: while it is open, no other file can have them. */
+  #identity: { dev: number; ino: number };
   #size: number;
   #queue: _Op[] = [];
   #pump: Promise<void> | null = null;
@@ -69,6 +83,7 @@ export class Journal {
   private constructor(file: string, handle: FileHandle, size: number, now: () => number, open: typeof fsOpen, dsync: number) {
     this.file = file;
     this.#handle = handle;
+    this.#identity = _identity(handle);
     this.#size = size;
     this.#now = now;
     this.#open = open;
@@ -100,6 +115,20 @@ export class Journal {
   /** Bytes in the journal file. */
   get size(): number {
     return this.#size;
+  }
+
+  /**
+   * Whether the open file still is the journal at its path. One stat of the path, compared with the
+   * device and inode the open file has (fixed while it is open): a synchronous call of a few
+   * microseconds, made once per batch rather than per record.
+   */
+  isCurrent(): boolean {
+    try {
+      const at = statSync(this.file, { throwIfNoEntry: false });
+      return at !== undefined && at.ino === this.#identity.ino && at.dev === this.#identity.dev;
+    } catch {
+      return false;
+    }
   }
 
   /** A snapshot of the counters. */
@@ -166,6 +195,8 @@ export class Journal {
       await _writeAll(this.#handle, bytes, this.#size);
       if (this.#dsync === 0) await this.#sync(this.#handle);
       else this.#stats.lastFsyncMs = this.#now() - start;
+      // Checked after the data is durable, so a pass means the records are in the file at the path.
+      if (!this.isCurrent()) throw new JournalReplacedError(this.file);
     } catch (err) {
       // The batch is rejected as a whole, so none of it may stay; later appends then start on a line boundary.
       await this.#handle.truncate(this.#size).catch(() => {});
@@ -178,6 +209,8 @@ export class Journal {
 
   async #replace(bytes: Buffer): Promise<void> {
     const tmp = `${this.file}.tmp`;
+    // Recreated if an operator removed the whole directory: a fresh journal is how the store recovers.
+    await mkdir(dirname(this.file), { recursive: true, mode: 0o700 });
     // A temp file left by a crash may carry another mode; start from a fresh 0o600 one.
     await rm(tmp, { force: true });
     // Flagged as the journal was: this handle takes the appends after the rename.
@@ -194,6 +227,7 @@ export class Journal {
     // The renamed handle is the journal from here on, so appends continue in the new file.
     const old = this.#handle;
     this.#handle = handle;
+    this.#identity = _identity(handle);
     this.#size = bytes.length;
     await old.close();
     await this.#syncDir();
@@ -234,6 +268,11 @@ export async function readJournal(file: string): Promise<JournalContents> {
   } finally {
     await handle.close();
   }
+}
+
+function _identity(handle: FileHandle): { dev: number; ino: number } {
+  const { dev, ino } = fstatSync(handle.fd);
+  return { dev, ino };
 }
 
 function _line(record: object): string {

@@ -2,8 +2,10 @@ import { constants } from 'node:fs';
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { RunSpec, WakeMode } from '../actions.ts';
-import { Journal, readJournal, type JournalContents } from './journal.ts';
+import { Journal, JournalReplacedError, readJournal, type JournalContents } from './journal.ts';
 import { checkLine, type IdemRecord, type JournalLine } from './records.ts';
+
+export { JournalReplacedError } from './journal.ts';
 
 /** The journal's file name inside the state directory. */
 export const JOURNAL_FILE = 'journal.jsonl';
@@ -79,9 +81,9 @@ export interface StoreOptions {
   maxIdempotencyKeys?: number;
   /** Past this size the journal is rewritten with only what is still live. */
   compactBytes?: number;
-  /** How many main-session events survive a compaction. */
+  /** How many consumed main-session events survive a compaction (unconsumed ones always do). */
   retainEvents?: number;
-  /** And at most this many bytes of event text, so a burst of large payloads cannot fill memory. */
+  /** And at most this much consumed event text (UTF-16 code units), so history cannot fill memory. */
   retainEventBytes?: number;
   /** How many finished runs are kept for `hooks-ingress runs`. */
   retainRuns?: number;
@@ -133,6 +135,13 @@ export class Store {
   #lastRoute: Route | null = null;
   readonly #retainRuns: number;
   #compactionFailures = 0;
+  // Unconsumed system events (what a heartbeat has yet to read): never trimmed, bounded at the door.
+  #backlogEvents = 0;
+  #backlogBytes = 0;
+  // A compaction is queued behind the running one; its snapshot is taken when its turn comes.
+  #compactQueued = false;
+  // While the journal is replayed at open the backlog is counted once, at the end.
+  #replaying = false;
 
   private constructor(journal: Journal, options: StoreOptions) {
     this.#journal = journal;
@@ -151,7 +160,10 @@ export class Store {
     const opened = await Journal.open(join(dir, JOURNAL_FILE));
     const store = new Store(opened.journal, options);
     const { lines, rejected } = _checked(opened);
+    store.#replaying = true;
     for (const line of lines) store.#apply(line);
+    store.#replaying = false;
+    store.#recount();
     return { store, skipped: opened.skipped, tornBytes: opened.tornBytes, rejected };
   }
 
@@ -198,8 +210,15 @@ export class Store {
     return this.#events;
   }
 
-  /** Whether the journal can be written: the file is writable and the last write did not fail. */
+  /**
+   * Whether the journal can be written: the open file is the journal at its path, it is writable
+   * and the last write did not fail. A journal found gone or replaced is rewritten from memory.
+   */
   async writable(): Promise<boolean> {
+    if (!this.#journal.isCurrent()) {
+      this.#recover();
+      return false;
+    }
     if (this.#lastWriteFailed) return false;
     try {
       await access(this.#journal.file, constants.W_OK);
@@ -240,6 +259,11 @@ export class Store {
     return this.#events.some((e) => e.seq > this.#consumedThrough && e.kind === 'system' && e.mode === 'now');
   }
 
+  /** Unconsumed system events and their text in UTF-8 bytes: what the backlog bound counts. */
+  backlog(): { events: number; bytes: number } {
+    return { events: this.#backlogEvents, bytes: this.#backlogBytes };
+  }
+
   /** Counters for metrics and tests. */
   stats(): { idempotencyKeys: number; runs: number; events: number; journalBytes: number; fsyncMs: number; flushes: number; compactionFailures: number } {
     const journal = this.#journal.stats();
@@ -275,18 +299,30 @@ export class Store {
       this.#forget(line);
       // A compaction queued behind it took its snapshot with the line in it: write a fresh one after.
       if (this.#compacting !== null) this.#compactSoon();
+      if (error instanceof JournalReplacedError) this.#recover();
       throw error;
     }
+  }
+
+  // The journal at the path is gone or another file: everything retained goes into a fresh one.
+  #recover(): void {
+    if (this.#compacting === null) this.#compactSoon();
   }
 
   // Compactions run one after another, each snapshot taken when its turn comes (so it holds exactly
   // the lines queued ahead of it). The next one waits until the file doubles what the last one left,
   // so a large retained set is not rewritten on every append.
   #compactSoon(): void {
-    const start = () => this.#journal.compact(this.#snapshot());
+    if (this.#compactQueued) return; // the queued one takes its snapshot later, so it serves this call too
+    const start = () => {
+      this.#compactQueued = false;
+      return this.#journal.compact(this.#snapshot());
+    };
+    if (this.#compacting !== null) this.#compactQueued = true;
     const next: Promise<void> = (this.#compacting === null ? start() : this.#compacting.then(start))
       .then(() => {
         this.#compactAt = Math.max(this.#compactBytes, 2 * this.#journal.size);
+        this.#lastWriteFailed = false;
       })
       // A failed compaction leaves the old journal in place, complete; a later append tries again.
       .catch(() => {
@@ -303,6 +339,7 @@ export class Store {
     const seqs = new Set(line.events?.map((e) => e.seq));
     this.#events = this.#events.filter((e) => !seqs.has(e.seq));
     this.#eventBytes = _textBytes(this.#events);
+    this.#recount();
     for (const run of line.runs ?? []) if (this.#runs.get(run.runId) === run) this.#runs.delete(run.runId);
     const idem = line.idem;
     if (idem === undefined) return;
@@ -317,9 +354,19 @@ export class Store {
       if (line.events !== undefined) {
         this.#events.push(...line.events);
         this.#eventBytes += _textBytes(line.events);
+        for (const e of line.events) {
+          if (!this.#unconsumed(e)) continue;
+          this.#backlogEvents++;
+          this.#backlogBytes += Buffer.byteLength(e.text);
+        }
       }
-      // Trim in batches so a long-running process does not shift the array on every event.
-      if (this.#events.length > this.#retainEvents * 2 || this.#eventBytes > this.#retainEventBytes * 2) {
+      if (line.consumedThrough !== undefined && line.consumedThrough > this.#consumedThrough) {
+        this.#consumedThrough = line.consumedThrough;
+        if (!this.#replaying) this.#recount();
+      }
+      // Trim in batches so a long-running process does not shift the array on every event; only
+      // consumed events count, as only they can go.
+      if (this.#events.length - this.#backlogEvents > this.#retainEvents * 2 || this.#eventBytes - this.#backlogBytes > this.#retainEventBytes * 2) {
         this.#events = this.#retained();
         this.#eventBytes = _textBytes(this.#events);
       }
@@ -328,7 +375,6 @@ export class Store {
         const run = this.#runs.get(runId);
         if (run !== undefined) this.#runs.set(runId, { ...run, ...change });
       }
-      if (line.consumedThrough !== undefined) this.#consumedThrough = Math.max(this.#consumedThrough, line.consumedThrough);
       if (line.lastRoute !== undefined) this.#lastRoute = line.lastRoute;
       this.#trimRuns();
     }
@@ -336,16 +382,39 @@ export class Store {
     if (idem !== undefined && idem.expiresAt > this.#now()) this.#remember(idem);
   }
 
-  // The newest events within both bounds: `retainEvents` of them, `retainEventBytes` of text.
+  // Every unconsumed event, and of the others the newest within both bounds: `retainEvents` of
+  // them, `retainEventBytes` of text.
   #retained(): SessionEvent[] {
+    let count = 0;
     let bytes = 0;
-    let from = this.#events.length;
-    while (from > 0 && this.#events.length - from < this.#retainEvents) {
-      bytes += this.#events[from - 1]!.text.length;
-      if (bytes > this.#retainEventBytes) break;
-      from--;
+    let full = false;
+    const kept: SessionEvent[] = [];
+    for (let i = this.#events.length - 1; i >= 0; i--) {
+      const e = this.#events[i]!;
+      if (!this.#unconsumed(e)) {
+        full ||= count + 1 > this.#retainEvents || bytes + e.text.length > this.#retainEventBytes;
+        if (full) continue;
+        count++;
+        bytes += e.text.length;
+      }
+      kept.push(e);
     }
-    return this.#events.slice(from);
+    return kept.reverse();
+  }
+
+  // A system event no finished heartbeat turn has read yet.
+  #unconsumed(e: SessionEvent): boolean {
+    return e.kind === 'system' && e.seq > this.#consumedThrough;
+  }
+
+  #recount(): void {
+    this.#backlogEvents = 0;
+    this.#backlogBytes = 0;
+    for (const e of this.#events) {
+      if (!this.#unconsumed(e)) continue;
+      this.#backlogEvents++;
+      this.#backlogBytes += Buffer.byteLength(e.text);
+    }
   }
 
   // Finished runs are history: the newest `retainRuns` of them are kept, trimmed in batches.
