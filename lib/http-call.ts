@@ -1,13 +1,14 @@
 import { parseRetryAfter, type Attempt } from './retry.ts';
+import { show } from './text.ts';
 
 /** What one call came to: the whole answer, or why there is none. */
-export type Reply =
+export type CallResult =
   | { ok: true; status: number; statusText: string; headers: Headers; text: string; json: unknown }
   /** `aborted` when the caller's signal fired, `network` for anything else that left no answer; `message` says why. */
   | { ok: false; kind: 'network' | 'aborted'; message: string };
 
-/** An answer, whatever its status: `json` is the parsed body, `undefined` when the body is not JSON. */
-export type Answer = Extract<Reply, { ok: true }>;
+/** What came back, whatever its status: `json` is the parsed body, `undefined` when the body is not JSON. */
+export type Received = Extract<CallResult, { ok: true }>;
 
 /** An attempt that failed. */
 export type Failure = Extract<Attempt<never>, { ok: false }>;
@@ -21,7 +22,7 @@ export interface CallOptions {
 }
 
 /** POSTs `body` and reads the whole answer; a call that gets none is a value, never a throw. */
-export async function post(url: string | URL, body: string, options: CallOptions): Promise<Reply> {
+export async function post(url: string | URL, body: string, options: CallOptions): Promise<CallResult> {
   const { fetch: doFetch, headers = {}, signal } = options;
   try {
     const response = await doFetch(url, { method: 'POST', headers, body, ...(signal === undefined ? {} : { signal }) });
@@ -33,7 +34,7 @@ export async function post(url: string | URL, body: string, options: CallOptions
 }
 
 /** POSTs `payload` as JSON; see {@link post}. */
-export function postJson(url: string | URL, payload: unknown, options: CallOptions): Promise<Reply> {
+export function postJson(url: string | URL, payload: unknown, options: CallOptions): Promise<CallResult> {
   return post(url, JSON.stringify(payload), { ...options, headers: { 'content-type': 'application/json', ...options.headers } });
 }
 
@@ -44,11 +45,6 @@ export function parseJson(text: string): unknown {
   } catch {
     return undefined;
   }
-}
-
-/** `value` when it is a JSON object (not an array), else `null`. */
-export function record(value: unknown): Record<string, unknown> | null {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
 }
 
 /**
@@ -77,36 +73,6 @@ export function scrub(text: string, secrets: readonly (string | undefined)[], ma
     }
   }
   return out;
-}
-
-/** `text` on one line: each run of whitespace one space, none at either end. */
-export function oneLine(text: string): string {
-  return text.replace(/\s+/g, ' ').trim();
-}
-
-/** `text` cut to at most `max` characters, the last of them `…` when anything was cut. */
-export function clip(text: string, max: number): string {
-  if (text.length <= max) return text;
-  // Never half a surrogate pair: a lone one is not text, and shows as garbage.
-  const code = text.charCodeAt(max - 2);
-  return `${text.slice(0, code >= 0xd800 && code <= 0xdbff ? max - 2 : max - 1)}…`;
-}
-
-/** `value` as a message quotes it: JSON, and short. */
-export function show(value: unknown): string {
-  return clip(JSON.stringify(value) ?? String(value), 65);
-}
-
-/** What a body that is not the API's JSON says: a proxy's short text is worth passing on; nothing or an HTML page is not. */
-export function plainText(text: string): string {
-  const trimmed = text.trim();
-  return trimmed === '' || trimmed.startsWith('<') ? 'no error description' : trimmed;
-}
-
-/** `: <text>` for a body with something in it, else nothing: the end of a message that quotes the body. */
-export function detail(text: string): string {
-  const trimmed = text.trim();
-  return trimmed === '' ? '' : `: ${trimmed}`;
 }
 
 /** `value` as an API base: an http(s) URL without trailing slashes, or why it cannot be one. */

@@ -1,3 +1,4 @@
+import { isPlainObject } from './object.ts';
 /**
  * A tiny schema checker: each schema checks one value, reports every problem with its
  * key path, and returns the checked value (or `undefined` when it is invalid). Used for
@@ -144,7 +145,7 @@ export function array<T>(item: Schema<T>, rules: { maxItems?: number } = {}): Sc
 /** A plain object used as a map: any keys, every value passing `item`. */
 export function record<T>(item: Schema<T>): Schema<Record<string, T>> {
   return (value, at, report) => {
-    if (!_isPlainObject(value)) return _fail(report, at, `must be an object, got ${typeName(value)}`);
+    if (!isPlainObject(value)) return _fail(report, at, `must be an object, got ${typeName(value)}`);
     const before = report.issues.length;
     const out: Record<string, T> = {};
     for (const [key, v] of Object.entries(value)) {
@@ -164,7 +165,7 @@ export interface ObjectOptions {
 export function object<S extends Shape>(shape: S, options: ObjectOptions = {}): Schema<Infer<S>> {
   const known = Object.keys(shape);
   return (value, at, report) => {
-    if (!_isPlainObject(value)) return _fail(report, at, `must be an object, got ${typeName(value)}`);
+    if (!isPlainObject(value)) return _fail(report, at, `must be an object, got ${typeName(value)}`);
     const before = report.issues.length;
     const out: Record<string, unknown> = {};
     for (const key of Object.keys(value)) {
@@ -226,10 +227,4 @@ function _distance(a: string, b: string): number {
     prev = row;
   }
   return prev[b.length]!;
-}
-
-function _isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
-  const proto = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
 }

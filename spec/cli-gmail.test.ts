@@ -4,9 +4,11 @@ import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import type { Io } from '../lib/cli/main.ts';
-import { loadConfig } from '../lib/config/config.ts';
-import { applyGmailSetup, BACKOFF, companionArgs, findOnPath, gmailCommand, INSTALL_HINT, serveCompanion, shellWord, STOP_GRACE_MS, type GmailDeps } from '../lib/cli/gmail.ts';
+import type { Io } from '../lib/cli/io.ts';
+import { loadConfig } from '../lib/config/load.ts';
+import { BACKOFF, companionArgs, findOnPath, INSTALL_HINT, serveCompanion, shellWord, STOP_GRACE_MS, type GmailDeps } from '../lib/cli/gmail-companion.ts';
+import { applyGmailSetup } from '../lib/cli/gmail-setup.ts';
+import { gmailCommand } from '../lib/cli/gmail.ts';
 
 let tmp: string;
 before(async () => {

@@ -3,7 +3,9 @@ import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { formatEvent, main, version, type Io } from '../lib/cli/main.ts';
+import type { Io } from '../lib/cli/io.ts';
+import { formatEvent } from '../lib/cli/listing.ts';
+import { main, version } from '../lib/cli/main.ts';
 import { assertCleanStop, runCli, spawnServer } from './_cli.ts';
 
 const TOKEN = 'cli-test-token-0123456789abcdef';

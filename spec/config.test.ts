@@ -3,23 +3,12 @@ import assert from 'node:assert/strict';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import {
-  DEFAULTS,
-  DEFAULT_HEARTBEAT_PROMPT,
-  GENERATED_KEY_PREFIX,
-  buildConfig,
-  hasPrefix,
-  loadConfig,
-  locateConfig,
-  locateStateDir,
-  normaliseHooksPath,
-  parseDuration,
-  resolveFromConfig,
-  substituteEnv,
-  type Config,
-  type ConfigResult,
-  type Env,
-} from '../lib/config/config.ts';
+import { normaliseHooksPath, parseDuration } from '../lib/config/file-schema.ts';
+import { buildConfig, loadConfig, substituteEnv } from '../lib/config/load.ts';
+import { locateConfig, locateStateDir } from '../lib/config/locate.ts';
+import { DEFAULT_HEARTBEAT_PROMPT, DEFAULTS } from '../lib/config/normalise.ts';
+import type { Config, ConfigResult, Env } from '../lib/config/types.ts';
+import { GENERATED_KEY_PREFIX, hasPrefix } from '../lib/policy/session-key.ts';
 import type { Issue } from '../lib/schema.ts';
 
 async function withDir<T>(fn: (dir: string) => Promise<T>): Promise<T> {
@@ -161,7 +150,7 @@ test('buildConfig() applies every default to an empty config', async () => {
     providers: {},
     gateway: { bind: '127.0.0.1', port: 8789, trustedProxies: [], authToken: null },
     stateDir: null,
-    channels: new Map(),
+    channels: {},
   });
 });
 
@@ -700,10 +689,4 @@ test('hasPrefix() compares case-insensitively', () => {
   assert.equal(hasPrefix('hook:inbox', ['agent:', 'HOOK:IN']), true);
   assert.equal(hasPrefix('main', ['hook:']), false);
   assert.equal(hasPrefix('hook:x', []), false);
-});
-
-test('resolveFromConfig() resolves relative paths against the config directory', async () => {
-  const built = await config({});
-  assert.equal(resolveFromConfig(built, 'hooks/transforms'), '/etc/hooks-ingress/hooks/transforms');
-  assert.equal(resolveFromConfig(built, '/abs/x'), '/abs/x');
 });

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import type { Channel } from '../lib/actions.ts';
 import type { Adapter } from '../lib/delivery/adapter.ts';
 import type { ConfiguredChannel } from '../lib/delivery/channels.ts';
-import { checkRoute, createDeliver, resolveRoute } from '../lib/delivery/deliver.ts';
+import { createDeliver } from '../lib/delivery/deliver.ts';
 import { createTelegramAdapter } from '../lib/delivery/telegram.ts';
 import type { Attempt } from '../lib/retry.ts';
 import type { Route } from '../lib/store/store.ts';
@@ -24,81 +24,6 @@ function digitsAdapter(channel: string, sent: { to: string; text: string }[] = [
     },
   };
 }
-
-function channels(entries: [Channel, string | undefined][]): Map<Channel, ConfiguredChannel> {
-  return new Map(entries.map(([name, defaultTo]) => [name, { adapter: digitsAdapter(name), ...(defaultTo === undefined ? {} : { defaultTo }) }]));
-}
-
-const LAST: Route = { channel: 'discord', to: '777' };
-
-test('resolveRoute() sends `last` to the last route when there is one', () => {
-  const resolved = resolveRoute(channels([['telegram', '1'], ['discord', '2']]), LAST, 'last', undefined);
-  assert.equal(resolved.ok, true);
-  assert.deepEqual(resolved.ok && resolved.route, { channel: 'discord', to: '777' });
-  assert.equal(resolved.ok && resolved.adapter.channel, 'discord');
-});
-
-test('resolveRoute() sends `last` with `to` to the last route\'s channel and that recipient', () => {
-  const resolved = resolveRoute(channels([['telegram', '1'], ['discord', '2']]), LAST, 'last', '4242');
-  assert.deepEqual(resolved.ok && resolved.route, { channel: 'discord', to: '4242' });
-});
-
-test('resolveRoute() with no last route and exactly one channel picks it and its defaultTo', () => {
-  const resolved = resolveRoute(channels([['telegram', '555']]), null, 'last', undefined);
-  assert.deepEqual(resolved.ok && resolved.route, { channel: 'telegram', to: '555' });
-  // A `to` still wins over the default recipient.
-  const withTo = resolveRoute(channels([['telegram', '555']]), null, 'last', '666');
-  assert.deepEqual(withTo.ok && withTo.route, { channel: 'telegram', to: '666' });
-});
-
-test('resolveRoute() with no last route and several channels skips with the reason', () => {
-  const resolved = resolveRoute(channels([['telegram', '1'], ['discord', '2']]), null, 'last', undefined);
-  assert.deepEqual(resolved, { ok: false, skipped: true, reason: 'no last route yet and more than one channel is configured' });
-  // A recipient alone cannot say which of them is meant.
-  assert.equal(resolveRoute(channels([['telegram', '1'], ['discord', '2']]), null, 'last', '3').ok, false);
-});
-
-test('resolveRoute() with no last route and no channel at all skips with the reason', () => {
-  assert.deepEqual(resolveRoute(new Map(), null, 'last', undefined), { ok: false, skipped: true, reason: 'no channel is configured' });
-});
-
-test('resolveRoute() fails an explicit channel that is not configured, naming its config key', () => {
-  assert.deepEqual(resolveRoute(channels([['telegram', '1']]), null, 'slack', '123'), {
-    ok: false,
-    skipped: false,
-    reason: 'channel slack is not configured (channels.slack)',
-  });
-});
-
-test('resolveRoute() fails a last route whose channel is no longer configured', () => {
-  const resolved = resolveRoute(channels([['telegram', '1']]), LAST, 'last', undefined);
-  assert.deepEqual(resolved, { ok: false, skipped: false, reason: 'channel discord is not configured (channels.discord)' });
-});
-
-test('resolveRoute() skips when neither the run nor the channel names a recipient', () => {
-  assert.deepEqual(resolveRoute(channels([['telegram', undefined]]), null, 'telegram', undefined), {
-    ok: false,
-    skipped: true,
-    reason: 'no recipient: the run names none and channels.telegram.defaultTo is not set',
-  });
-  assert.equal(resolveRoute(channels([['telegram', undefined]]), null, 'last', undefined).ok, false);
-});
-
-test('resolveRoute() fails a malformed recipient with the adapter\'s reason', () => {
-  assert.deepEqual(resolveRoute(channels([['telegram', '1']]), null, 'telegram', 'alice'), {
-    ok: false,
-    skipped: false,
-    reason: 'Invalid telegram recipient: expected digits, got "alice"',
-  });
-});
-
-test('resolveRoute() for an explicit channel without `to` takes the last route\'s recipient on that channel, else defaultTo', () => {
-  const both = channels([['telegram', '1'], ['discord', '2']]);
-  const same = resolveRoute(both, LAST, 'discord', undefined);
-  assert.deepEqual(same.ok && same.route, { channel: 'discord', to: '777' });
-  const other = resolveRoute(both, LAST, 'telegram', undefined);
-  assert.deepEqual(other.ok && other.route, { channel: 'telegram', to: '1' });
-});
 
 test('createDeliver() turns each unresolvable route into skipped or failed, and sends nothing', async () => {
   const sent: { to: string; text: string }[] = [];
@@ -257,29 +182,3 @@ test('createDeliver() fails at once on a permanent 4xx, without a partial note w
   );
 });
 
-test('checkRoute() leaves `last` without `to` to delivery time', () => {
-  assert.equal(checkRoute(new Map(), null, 'last', undefined), null);
-  assert.equal(checkRoute(channels([['telegram', '1'], ['discord', '2']]), null, 'last', undefined), null);
-});
-
-test('checkRoute() refuses a named channel that is not configured, naming it', () => {
-  assert.equal(checkRoute(channels([['telegram', '1']]), null, 'discord', undefined), 'channel: discord is not configured (channels.discord)');
-  assert.equal(checkRoute(channels([['telegram', '1']]), null, 'discord', '123'), 'channel: discord is not configured (channels.discord)');
-});
-
-test('checkRoute() refuses a `to` malformed for the named channel, under the key `to`', () => {
-  assert.equal(checkRoute(channels([['telegram', '1']]), null, 'telegram', 'alice'), 'to: Invalid telegram recipient: expected digits, got "alice"');
-  assert.equal(checkRoute(channels([['telegram', '1']]), null, 'telegram', '42'), null);
-  assert.equal(checkRoute(channels([['telegram', '1']]), null, 'telegram', undefined), null);
-});
-
-test('checkRoute() checks `last` with `to` against the last route\'s channel, or the only channel', () => {
-  const both = channels([['telegram', '1'], ['discord', '2']]);
-  assert.match(checkRoute(both, LAST, 'last', 'alice')!, /^to: Invalid discord recipient/);
-  assert.equal(checkRoute(both, LAST, 'last', '99'), null);
-  assert.match(checkRoute(channels([['telegram', '1']]), null, 'last', 'alice')!, /^to: Invalid telegram recipient/);
-  // Which channel is meant is not known yet: delivery decides (and records why it skipped).
-  assert.equal(checkRoute(both, null, 'last', 'alice'), null);
-  // The last route's channel was removed from the config since.
-  assert.equal(checkRoute(channels([['telegram', '1']]), LAST, 'last', '99'), 'channel: discord is not configured (channels.discord)');
-});

@@ -7,7 +7,8 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { main, type Io } from '../lib/cli/main.ts';
+import type { Io } from '../lib/cli/io.ts';
+import { main } from '../lib/cli/main.ts';
 import { readEvents, readRuns, type RunRecord } from '../lib/store/store.ts';
 import { post, type Reply } from './_http.ts';
 

@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { buildConfig } from '../lib/config/config.ts';
+import { buildConfig } from '../lib/config/load.ts';
 import { createDispatch, type HookCall } from '../lib/edge/dispatch.ts';
 import { HttpError } from '../lib/errors.ts';
 import { silentLogger } from '../lib/log.ts';

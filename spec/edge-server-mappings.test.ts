@@ -3,7 +3,8 @@ import { mkdir, mkdtemp, rename, rm, symlink, unlink, writeFile } from 'node:fs/
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { buildConfig, type Config } from '../lib/config/config.ts';
+import { buildConfig } from '../lib/config/load.ts';
+import type { Config } from '../lib/config/types.ts';
 import { createTransformRunner, type TransformRunnerOptions } from '../lib/hooks/transforms/runner.ts';
 import { MARKER_BEGIN, MARKER_END, MARKER_SANITIZED } from '../lib/hooks/untrusted.ts';
 import { createLogger } from '../lib/log.ts';
@@ -211,11 +212,11 @@ test('a mapped hook answers 404 when no mapping matches, and /wake and /agent ar
 
 // --- actions and statuses ---------------------------------------------------------------------
 
-test('an agent mapping answers 202 {ok, runId, sessionKey, agentId} and records a run with the /agent defaults', async (t) => {
+test('an agent mapping answers 202 {ok, runId, sessionKey, agentId, channel} and records a run with the /agent defaults', async (t) => {
   const h = await start(t, { hooks: { mappings: [{ match: { path: 'github' }, messageTemplate: 'Push to {{repository.name}}' }] } });
   const reply = await hook(h, 'github', { repository: { name: 'app' } });
   assert.equal(reply.status, 202, reply.text);
-  assert.deepEqual(Object.keys(reply.body).sort(), ['agentId', 'ok', 'runId', 'sessionKey']);
+  assert.deepEqual(Object.keys(reply.body).sort(), ['agentId', 'channel', 'ok', 'runId', 'sessionKey']);
   assert.match(String(reply.body['runId']), UUID);
   const run = onlyRun(h);
   assert.equal(run.runId, reply.body['runId']);

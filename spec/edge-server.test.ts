@@ -4,7 +4,8 @@ import { request, type OutgoingHttpHeaders } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { buildConfig, type Config } from '../lib/config/config.ts';
+import { buildConfig } from '../lib/config/load.ts';
+import type { Config } from '../lib/config/types.ts';
 import { createLogger } from '../lib/log.ts';
 import { createApp, listen, type AppOptions } from '../lib/edge/server.ts';
 import { readEvents, Store } from '../lib/store/store.ts';
@@ -460,7 +461,7 @@ test('POST /hooks/agent answers 202 with a runId, a generated hook: session key 
   const h = await start(t);
   const reply = await agent(h, { message: 'Summarise the inbox' });
   assert.equal(reply.status, 202, reply.text);
-  assert.deepEqual(Object.keys(reply.body).sort(), ['agentId', 'ok', 'runId', 'sessionKey']);
+  assert.deepEqual(Object.keys(reply.body).sort(), ['agentId', 'channel', 'ok', 'runId', 'sessionKey']);
   assert.equal(reply.body['ok'], true);
   assert.match(String(reply.body['runId']), UUID);
   assert.match(String(reply.body['sessionKey']), /^hook:[0-9a-f-]{36}$/);
@@ -535,7 +536,7 @@ test('POST /hooks/agent records every option of the run', async (t) => {
     timeoutSeconds: 90,
   });
   assert.equal(reply.status, 202, reply.text);
-  assert.deepEqual(reply.body, { ok: true, runId: reply.body['runId'], sessionKey: 'hook:ci:42', agentId: 'ops' });
+  assert.deepEqual(reply.body, { ok: true, runId: reply.body['runId'], sessionKey: 'hook:ci:42', agentId: 'ops', channel: 'telegram' });
   const { acceptedAt: _a, requestId: _r, ...run } = h.store.pendingRuns()[0]!;
   assert.deepEqual({ ...run, message: unwrapped(run.message) }, {
     runId: reply.body['runId'],

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { test } from 'node:test';
 import { DRAIN_MS } from '../lib/cli/serve.ts';
-import { DEFAULTS } from '../lib/config/config.ts';
+import { DEFAULTS } from '../lib/config/normalise.ts';
 import { inheritedListenFd, unsetListenEnv } from '../lib/edge/systemd.ts';
 import { ROOT } from './_cli.ts';
 

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { clientAddress, clientKey, formatIp, inAny, matchCidr, parseCidr, parseIp } from '../lib/guard/address.ts';
+import { clientAddress, clientKey, formatIp, inAny, matchCidr, parseCidr, parseIp, requestClient } from '../lib/guard/address.ts';
 import type { Cidr, Ip } from '../lib/guard/address.ts';
 
 function ip(text: string): Ip {
@@ -359,4 +359,34 @@ test('clientKey() returns anything unparseable unchanged', () => {
 test('clientKey() composes with clientAddress()', () => {
   assert.equal(clientKey(clientAddress('10.0.0.1', '2001:db8:1:2::99', proxies)), '2001:db8:1:2::/64');
   assert.equal(clientKey(clientAddress(undefined, undefined, proxies)), 'unknown');
+});
+
+test('requestClient() gives the address clientAddress() gives and the key clientKey() gives', () => {
+  const trusted = [cidr('10.0.0.0/8'), cidr('fd00::/8')];
+  const peers = [undefined, '10.0.0.1', '::ffff:10.0.0.2', '192.0.2.7', '2001:db8:1:2:3:4:5:6', 'fd00::1', 'not an ip'];
+  const forwarded = [undefined, '198.51.100.9', '2001:db8:aaaa:bbbb::1, 10.0.0.3', 'garbage, 10.0.0.4', ['203.0.113.5', '10.9.9.9'], ''];
+  for (const peer of peers) {
+    for (const xff of forwarded) {
+      const address = clientAddress(peer, xff, trusted);
+      const got = requestClient({ remoteAddress: peer }, xff, trusted);
+      assert.deepEqual(got, { address, key: clientKey(address) }, `${peer} / ${JSON.stringify(xff)}`);
+    }
+  }
+});
+
+test('requestClient() parses a connection\'s peer address once for all its requests', () => {
+  let reads = 0;
+  const socket = {
+    get remoteAddress() {
+      reads++;
+      return '2001:db8:1:2:3:4:5:6';
+    },
+  };
+  const first = requestClient(socket, undefined, []);
+  const after = reads;
+  assert.ok(after > 0);
+  const second = requestClient(socket, undefined, []);
+  assert.equal(reads, after, 'the second request reuses the first parse');
+  assert.equal(second, first);
+  assert.deepEqual(second, { address: '2001:db8:1:2:3:4:5:6', key: '2001:db8:1:2::/64' });
 });

@@ -5,7 +5,7 @@ import { connect, type AddressInfo } from 'node:net';
 import { once } from 'node:events';
 import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
-import { parseJsonObject, readBody } from '../lib/guard/body.ts';
+import { parseForm, parseJsonObject, readBody } from '../lib/guard/body.ts';
 import type { BodyLimits } from '../lib/guard/body.ts';
 import { HttpError } from '../lib/errors.ts';
 
@@ -188,4 +188,12 @@ test('parseJsonObject() returns the object of a valid UTF-8 JSON body', () => {
 test('parseJsonObject() names the rule in its message', () => {
   assert.throws(() => parseJsonObject(Buffer.from('[]')), { name: 'HttpError', status: 400, message: 'body: must be a JSON object' });
   assert.throws(() => parseJsonObject(Buffer.from('{')), { name: 'HttpError', status: 400, message: 'body: must be valid JSON (UTF-8)' });
+});
+
+test('parseJsonObject() and parseForm() decode each body on its own: a body cut inside a character does not spill into the next', () => {
+  const cut = Buffer.from('{"a":"€"}').subarray(0, 8);
+  assert.throws(() => parseJsonObject(cut), { status: 400 });
+  assert.deepEqual(parseJsonObject(Buffer.from('{"a":"€"}')), { a: '€' });
+  assert.throws(() => parseForm(Buffer.from('a=€').subarray(0, 3)), { status: 400 });
+  assert.deepEqual(parseForm(Buffer.from('a=€')), { a: '€' });
 });

@@ -236,3 +236,17 @@ test('new FailureLimiter() rejects missing options', () => {
     message: 'Invalid options: must be an object',
   });
 });
+
+test('FailureLimiter counts exactly the failures inside the window when a window holds many of them', () => {
+  let now = 0;
+  const limiter = new FailureLimiter({ maxFailures: 1_000, windowMs: 10, lockoutMs: 1_000, now: () => now });
+  for (now = 0; now < 500; now++) {
+    let last: ReturnType<FailureLimiter['fail']> = { locked: false, remaining: 0 };
+    for (let i = 0; i < 3; i++) last = limiter.fail('client');
+    // Failures at now-9 .. now count; older ones have left the window.
+    assert.deepEqual(last, { locked: false, remaining: 1_000 - 3 * Math.min(now + 1, 10) }, `at ${now}`);
+  }
+  now += 10;
+  assert.deepEqual(limiter.check('client'), { locked: false });
+  assert.equal(limiter.size, 0, 'a client whose failures all left the window is dropped');
+});

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { extractToken, generateToken, tokensMatch } from '../lib/guard/token.ts';
+import { extractToken, generateToken, tokenDigest, tokenMatches, tokensMatch } from '../lib/guard/token.ts';
 
 test('extractToken() reads Authorization: Bearer with the scheme in any case', () => {
   for (const scheme of ['Bearer', 'bearer', 'BEARER', 'bEaReR']) {
@@ -73,4 +73,14 @@ test('generateToken() returns 32 random bytes as URL-safe base64 without padding
 test('generateToken() returns a different token each time', () => {
   const tokens = new Set(Array.from({ length: 200 }, generateToken));
   assert.equal(tokens.size, 200);
+});
+
+test('tokenMatches() compares a presented token with a digest made once, for tokens of any length', () => {
+  const expected = tokenDigest('s3cret-token');
+  assert.equal(tokenMatches('s3cret-token', expected), true);
+  for (const wrong of ['', 's3cret-toke', 's3cret-token ', 'S3cret-token', 'x'.repeat(10_000)]) {
+    assert.equal(tokenMatches(wrong, expected), false, JSON.stringify(wrong.slice(0, 20)));
+  }
+  assert.equal(expected.length, 32, 'a digest is 32 bytes whatever the token length, so timingSafeEqual never sees lengths differ');
+  assert.equal(tokenDigest('a').length, tokenDigest('a'.repeat(1000)).length);
 });

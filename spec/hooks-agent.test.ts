@@ -100,11 +100,18 @@ test('parseAgent() refuses wrong types, naming the field and the type', () => {
   assert.equal(error({ message: 'x', idempotencyKey: 7 }), 'idempotencyKey: must be a string, got number');
 });
 
+test('parseAgent() takes OpenClaw\'s channel aliases and any case, and keeps the canonical name', () => {
+  assert.equal(action({ message: 'x', channel: 'imsg' }).channel, 'imessage');
+  assert.equal(action({ message: 'x', channel: 'teams' }).channel, 'msteams');
+  assert.equal(action({ message: 'x', channel: ' Telegram ' }).channel, 'telegram');
+  assert.match(error({ message: 'x', channel: 'gchat' }), /^channel: must be one of /);
+});
+
 test('parseAgent() accepts every channel and refuses others', () => {
   for (const channel of CHANNELS) assert.equal(action({ message: 'x', channel }).channel, channel);
   assert.equal(
     error({ message: 'x', channel: 'email' }),
-    'channel: must be one of "last", "whatsapp", "telegram", "discord", "slack", "mattermost", "signal", "imessage", "msteams"',
+    'channel: must be one of "last", "whatsapp", "telegram", "discord", "slack", "mattermost", "signal", "imessage", "msteams", "imsg", "teams"',
   );
 });
 
@@ -147,6 +154,6 @@ test('parseAgent() reports every problem, joined with "; "', () => {
   assert.equal(
     error({ mesage: 'x', deliver: 1, channel: 'fax' }),
     'mesage: unknown key (did you mean "message"?); message: is required; deliver: must be a boolean, got number; ' +
-      'channel: must be one of "last", "whatsapp", "telegram", "discord", "slack", "mattermost", "signal", "imessage", "msteams"',
+      'channel: must be one of "last", "whatsapp", "telegram", "discord", "slack", "mattermost", "signal", "imessage", "msteams", "imsg", "teams"',
   );
 });

@@ -108,7 +108,7 @@ test('mappingSchema refuses an action, channel or wakeMode outside its set', () 
   assert.deepEqual(problems({ action: 'run', channel: 'fax', wakeMode: 'later' }), [
     'action: must be one of "wake", "agent"',
     'wakeMode: must be one of "now", "next-heartbeat"',
-    'channel: must be one of "last", "whatsapp", "telegram", "discord", "slack", "mattermost", "signal", "imessage", "msteams"',
+    'channel: must be one of "last", "whatsapp", "telegram", "discord", "slack", "mattermost", "signal", "imessage", "msteams", "imsg", "teams"',
   ]);
 });
 

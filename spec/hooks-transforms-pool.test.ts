@@ -3,7 +3,8 @@ import { access, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { buildConfig, type Config } from '../lib/config/config.ts';
+import { buildConfig } from '../lib/config/load.ts';
+import type { Config } from '../lib/config/types.ts';
 import { checkTransforms } from '../lib/hooks/transforms/pool.ts';
 
 async function configWith(t: TestContext, modules: Record<string, string>, mappings: unknown[]): Promise<Config> {

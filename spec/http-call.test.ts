@@ -1,23 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { closedUrl, fake, json } from './_fake-server.ts';
-import {
-  checkUrl,
-  clip,
-  detail,
-  failure,
-  httpBase,
-  invalidOption,
-  oneLine,
-  parseJson,
-  plainText,
-  post,
-  postJson,
-  record,
-  retryAfterMs,
-  scrub,
-  show,
-} from '../lib/http-call.ts';
+import { checkUrl, failure, httpBase, invalidOption, parseJson, post, postJson, retryAfterMs, scrub } from '../lib/http-call.ts';
 
 const NOW = Date.parse('2026-11-22T10:00:00Z');
 
@@ -87,12 +71,6 @@ test('post() answers aborted when the signal has fired, and passes the signal on
   assert.equal(server.seen.length, 1);
 });
 
-test('record() answers a JSON object as it is and null for anything else', () => {
-  const object = { a: 1 };
-  assert.equal(record(object), object);
-  for (const value of [null, undefined, [], 'x', 1, true]) assert.equal(record(value), null);
-});
-
 test('parseJson() parses JSON and answers undefined for anything else', () => {
   assert.deepEqual(parseJson('{"a":[1]}'), { a: [1] });
   assert.equal(parseJson('null'), null);
@@ -140,39 +118,6 @@ test('scrub() masks every secret given, skips empty or missing ones, and takes a
   assert.equal(scrub('a-key and b-key', ['a-key', undefined, '', 'b-key']), '[redacted] and [redacted]');
   assert.equal(scrub('/bot123:abc/send', ['123:abc'], '<token>'), '/bot<token>/send');
   assert.equal(scrub('nothing to hide', []), 'nothing to hide');
-});
-
-test('oneLine() joins lines and runs of whitespace with one space, trimmed', () => {
-  assert.equal(oneLine('  first\r\n\tsecond   third \n'), 'first second third');
-});
-
-test('clip() keeps text up to max and cuts longer text to max with the ellipsis last', () => {
-  assert.equal(clip('abcde', 5), 'abcde');
-  assert.equal(clip('abcdef', 5), 'abcd…');
-  assert.equal(clip('x'.repeat(1000), 300).length, 300);
-});
-
-test('clip() never keeps half a surrogate pair', () => {
-  assert.equal(clip('abc😀def', 5), 'abc…');
-  assert.equal(clip('ab😀def', 5), 'ab😀…');
-});
-
-test('show() quotes a value as JSON and cuts it after 64 characters', () => {
-  assert.equal(show('general'), '"general"');
-  assert.equal(show(12), '12');
-  assert.equal(show(undefined), 'undefined');
-  assert.equal(show('x'.repeat(100)), `"${'x'.repeat(63)}…`);
-});
-
-test('plainText() passes a short text on and names an empty body or an HTML page', () => {
-  assert.equal(plainText('  limit exceeded\n'), 'limit exceeded');
-  assert.equal(plainText(' \n'), 'no error description');
-  assert.equal(plainText('<html><body>502</body></html>'), 'no error description');
-});
-
-test('detail() answers ": text" for a body with something in it, else nothing', () => {
-  assert.equal(detail(' upstream down \n'), ': upstream down');
-  assert.equal(detail('  '), '');
 });
 
 test('httpBase() answers an http(s) URL without trailing slashes', () => {

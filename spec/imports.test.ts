@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { readdir, readFile } from 'node:fs/promises';
-import { join, relative } from 'node:path';
+import { dirname, join, normalize, relative } from 'node:path';
 import { test } from 'node:test';
 import { ROOT } from './_cli.ts';
 
@@ -12,19 +12,150 @@ async function sources(dir: string): Promise<string[]> {
 // Static `import`/`export ... from`, side-effect imports, and dynamic import() of a literal.
 const SPECIFIER = /(?:^|[\s;])(?:import|export)\s[^'"`]*?from\s*['"]([^'"]+)['"]|(?:^|[\s;])import\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/gm;
 
+/** One import of a file: what it names, where that resolves to (relative ones), and whether it is `import type`. */
+interface Edge {
+  specifier: string;
+  target: string | null;
+  typeOnly: boolean;
+}
+
+async function importsOf(file: string): Promise<Edge[]> {
+  // Comments may say "import" too: only code counts.
+  const text = (await readFile(join(ROOT, file), 'utf8')).replace(/\/\*[\s\S]*?\*\/|^\s*\/\/.*$/gm, '');
+  const edges: Edge[] = [];
+  for (const match of text.matchAll(SPECIFIER)) {
+    const specifier = match[1] ?? match[2] ?? match[3]!;
+    const target = specifier.startsWith('.') ? normalize(join(dirname(file), specifier)) : null;
+    edges.push({ specifier, target, typeOnly: /^\s*(?:[;\s])?(?:import|export)\s+type\s/.test(match[0]) });
+  }
+  return edges;
+}
+
+async function libGraph(): Promise<Map<string, Edge[]>> {
+  const graph = new Map<string, Edge[]>();
+  for (const file of await sources('lib')) graph.set(file, await importsOf(file));
+  return graph;
+}
+
+/** The first import cycle found among `graph`'s relative imports (type imports count), as a path; `null` without one. */
+function findCycle(graph: ReadonlyMap<string, readonly { target: string | null }[]>): string[] | null {
+  const state = new Map<string, 'open' | 'done'>();
+  const path: string[] = [];
+  const visit = (file: string): string[] | null => {
+    if (state.get(file) === 'done') return null;
+    if (state.get(file) === 'open') return [...path.slice(path.indexOf(file)), file];
+    state.set(file, 'open');
+    path.push(file);
+    for (const edge of graph.get(file) ?? []) {
+      if (edge.target === null || !graph.has(edge.target)) continue;
+      const cycle = visit(edge.target);
+      if (cycle !== null) return cycle;
+    }
+    path.pop();
+    state.set(file, 'done');
+    return null;
+  };
+  for (const file of graph.keys()) {
+    const cycle = visit(file);
+    if (cycle !== null) return cycle;
+  }
+  return null;
+}
+
+/** A lib/ file's layer: its folder (`hooks/transforms` apart from `hooks`; providers belong to runtime), `''` for the shared leaves. */
+function layerOf(file: string): string {
+  const parts = file.split('/').slice(1, -1);
+  if (parts[0] === 'hooks' && parts[1] === 'transforms') return 'hooks/transforms';
+  return parts[0] ?? '';
+}
+
+// Which layers each layer may import. Data flows one way: cli and config build everything below;
+// the edge uses guard, hooks, policy and store; the runtime uses store, policy, its providers and
+// delivery. The transform runner is the one part of hooks that may use guard (containment on real paths).
+const ALLOWED: Readonly<Record<string, readonly string[]>> = {
+  '': [''],
+  guard: ['', 'guard'],
+  hooks: ['', 'hooks', 'hooks/transforms'],
+  'hooks/transforms': ['', 'hooks', 'hooks/transforms', 'guard'],
+  policy: ['', 'policy', 'store'],
+  store: ['', 'store'],
+  delivery: ['', 'delivery', 'policy', 'store'],
+  runtime: ['', 'runtime', 'store', 'policy', 'delivery'],
+  edge: ['', 'edge', 'guard', 'hooks', 'policy', 'store'],
+  config: ['', 'config', 'guard', 'hooks', 'hooks/transforms', 'policy', 'store', 'delivery', 'runtime', 'edge'],
+  cli: ['', 'cli', 'config', 'guard', 'hooks', 'hooks/transforms', 'policy', 'store', 'delivery', 'runtime', 'edge'],
+};
+
+/** The shape of the configuration: every layer may read it, because it holds types only. */
+const CONFIG_SHAPE = 'lib/config/types.ts';
+
+// Disk, network and processes: hooks and policy turn requests into decisions without them.
+const IO_MODULES = new Set(['node:fs', 'node:fs/promises', 'node:net', 'node:http', 'node:https', 'node:child_process', 'node:worker_threads']);
+
 test('lib/ and bin/ import only node: built-ins and relative files (zero runtime dependencies)', async () => {
   const files = [...(await sources('lib')), ...(await sources('bin'))];
   assert.ok(files.length > 10);
   const offenders: string[] = [];
   for (const file of files) {
-    const text = await readFile(join(ROOT, file), 'utf8');
-    for (const match of text.matchAll(SPECIFIER)) {
-      const specifier = match[1] ?? match[2] ?? match[3]!;
+    for (const { specifier } of await importsOf(file)) {
       const allowed = specifier.startsWith('node:') || (file.startsWith('lib/') ? /^\.\.?\/.*\.ts$/.test(specifier) : specifier.startsWith('../'));
       if (!allowed) offenders.push(`${file}: ${specifier}`);
     }
   }
   assert.deepEqual(offenders, []);
+});
+
+test('findCycle() finds a cycle through type imports and none in a tree', () => {
+  const edge = (target: string) => ({ target });
+  assert.deepEqual(findCycle(new Map([['a', [edge('b')]], ['b', [edge('c')]], ['c', [edge('a')]]])), ['a', 'b', 'c', 'a']);
+  assert.equal(findCycle(new Map([['a', [edge('b'), edge('c')]], ['b', [edge('c')]], ['c', []]])), null);
+});
+
+test('lib/ has no import cycle, counting type imports', async () => {
+  assert.deepEqual(findCycle(await libGraph()), null);
+});
+
+test('each layer of lib/ imports only the layers below it (cli → config → the rest; edge → guard, hooks, policy, store; runtime → store, policy, delivery)', async () => {
+  const offenders: string[] = [];
+  for (const [file, edges] of await libGraph()) {
+    const layer = layerOf(file);
+    for (const { target } of edges) {
+      if (target === null || target === CONFIG_SHAPE) continue;
+      if (!ALLOWED[layer]?.includes(layerOf(target))) offenders.push(`${file} → ${target}`);
+    }
+  }
+  assert.deepEqual(offenders, []);
+});
+
+test('store/ imports nothing from hooks, runtime, edge or delivery, and delivery/ nothing from edge or runtime', async () => {
+  const offenders: string[] = [];
+  for (const [file, edges] of await libGraph()) {
+    const forbidden = file.startsWith('lib/store/') ? ['hooks', 'runtime', 'edge', 'delivery'] : file.startsWith('lib/delivery/') ? ['edge', 'runtime'] : [];
+    for (const { target } of edges) if (target !== null && forbidden.includes(layerOf(target).split('/')[0]!)) offenders.push(`${file} → ${target}`);
+  }
+  assert.deepEqual(offenders, []);
+});
+
+test('hooks/ and policy/ touch neither disk, network nor processes; hooks/transforms/ (the transform runner) is the one exception', async () => {
+  const offenders: string[] = [];
+  for (const [file, edges] of await libGraph()) {
+    const layer = layerOf(file);
+    if (layer !== 'hooks' && layer !== 'policy') continue;
+    for (const { specifier, target, typeOnly } of edges) {
+      if (IO_MODULES.has(specifier) || target === 'lib/http-call.ts') offenders.push(`${file}: ${specifier}`);
+      // The rest of hooks may name the runner's types, never load it.
+      if (target !== null && layerOf(target) === 'hooks/transforms' && !typeOnly) offenders.push(`${file}: ${specifier} (not import type)`);
+    }
+  }
+  assert.deepEqual(offenders, []);
+});
+
+test(`${CONFIG_SHAPE} holds types only, so every layer may read it`, async () => {
+  const edges = await importsOf(CONFIG_SHAPE);
+  assert.ok(edges.length > 0);
+  assert.deepEqual(edges.filter((e) => !e.typeOnly).map((e) => e.specifier), []);
+  const text = await readFile(join(ROOT, CONFIG_SHAPE), 'utf8');
+  assert.doesNotMatch(text, /^export (?:const|function|class|let|async)/m);
 });
 
 test('lib/ is ESM that Deno runs as it is: no require, __dirname or module.exports outside strings', async () => {

@@ -1,6 +1,12 @@
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
-import { createLogger, silentLogger } from '../lib/log.ts';
+import { spawn } from 'node:child_process';
+import { EventEmitter, once } from 'node:events';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test, type TestContext } from 'node:test';
+import { bufferLines, createLogger, flushOnExit, formatJson, silentLogger, type LogFields } from '../lib/log.ts';
+import { IS_DENO } from './_cli.ts';
 
 test('createLogger() writes one JSON object per line with time, level, message and fields', () => {
   const lines: string[] = [];
@@ -29,4 +35,110 @@ test('silentLogger drops everything', () => {
     silentLogger.warn('b', { x: 1 });
     silentLogger.error('c');
   });
+});
+
+test('formatJson() writes the same line as stringifying the merged record, also when a field reuses a fixed key', () => {
+  const time = Date.UTC(2026, 10, 23, 9, 30, 0, 5);
+  const cases: LogFields[] = [{}, { id: 'r1', status: 401, duration: 0.4, client: '127.0.0.1', gone: undefined, none: null, ok: true }, { msg: 'override', level: 'x' }, { quote: 'a"b\\c\n\u2028' }];
+  for (const fields of cases) {
+    const expected = `${JSON.stringify({ time: new Date(time).toISOString(), level: 'warn', msg: 'm "q"', ...fields })}\n`;
+    assert.equal(formatJson(time, 'warn', 'm "q"', fields), expected);
+  }
+});
+
+test('createLogger() shapes lines with the format it is given', () => {
+  const lines: string[] = [];
+  const log = createLogger((line) => void lines.push(line), () => 0, (time, level, message, fields) => `${time} ${level} ${message} ${Object.keys(fields).join(',')}\n`);
+  log.warn('slow', { ms: 1, id: 'x' });
+  assert.deepEqual(lines, ['0 warn slow ms,id\n']);
+});
+
+test('bufferLines() writes a turn\'s lines as one chunk, in order, after the turn', async () => {
+  const chunks: string[] = [];
+  const buffer = bufferLines((text) => void chunks.push(text));
+  buffer.write('a\n');
+  buffer.write('b\n');
+  await Promise.resolve();
+  buffer.write('c\n');
+  assert.deepEqual(chunks, [], 'nothing is written during the turn');
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.deepEqual(chunks, ['a\nb\nc\n']);
+  buffer.write('d\n');
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.deepEqual(chunks, ['a\nb\nc\n', 'd\n']);
+});
+
+test('bufferLines() writes at once past its size, and flush() writes what it holds', () => {
+  const chunks: string[] = [];
+  const buffer = bufferLines((text) => void chunks.push(text), 10);
+  buffer.write('12345\n');
+  assert.deepEqual(chunks, []);
+  buffer.write('67890\n');
+  assert.deepEqual(chunks, ['12345\n67890\n']);
+  buffer.write('x\n');
+  buffer.flush();
+  buffer.flush();
+  assert.deepEqual(chunks, ['12345\n67890\n', 'x\n'], 'a second flush has nothing to write');
+});
+
+test('flushOnExit() flushes on exit and before an uncaught error is reported, and can be undone', () => {
+  const proc = new EventEmitter();
+  const chunks: string[] = [];
+  const buffer = bufferLines((text) => void chunks.push(text));
+  const release = flushOnExit(buffer, proc as unknown as NodeJS.Process);
+  buffer.write('a\n');
+  proc.emit('uncaughtExceptionMonitor', new Error('boom'));
+  buffer.write('b\n');
+  proc.emit('exit', 1);
+  assert.deepEqual(chunks, ['a\n', 'b\n']);
+  release();
+  assert.equal(proc.listenerCount('exit') + proc.listenerCount('uncaughtExceptionMonitor'), 0);
+});
+
+// A real process: what reaches its stderr when it exits, dies of an uncaught error, or is killed.
+async function _logThenEnd(t: TestContext, end: 'exit' | 'throw' | 'reject' | 'kill'): Promise<{ stderr: string; code: number | null; signal: string | null }> {
+  const dir = await mkdtemp(join(tmpdir(), 'log-test-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const module = IS_DENO ? new URL('../lib/log.ts', import.meta.url).href : new URL('../dist/log.js', import.meta.url).href;
+  const script = join(dir, 'child.mjs');
+  await writeFile(
+    script,
+    `import { bufferLines, createLogger, flushOnExit } from ${JSON.stringify(module)};
+const buffer = bufferLines((text) => process.stderr.write(text));
+flushOnExit(buffer);
+const log = createLogger(buffer.write);
+setTimeout(() => {
+  log.info('one');
+  log.info('two');
+  const end = ${JSON.stringify(end)};
+  if (end === 'exit') process.exit(3);
+  if (end === 'throw') throw new Error('boom');
+  if (end === 'reject') void Promise.reject(new Error('boom'));
+  if (end === 'kill') process.kill(process.pid, 'SIGKILL');
+}, 10);
+`,
+  );
+  const args = IS_DENO ? ['run', '-A', script] : [script];
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d));
+  const [code, signal] = (await once(child, 'close')) as [number | null, string | null];
+  return { stderr, code, signal };
+}
+
+for (const end of ['exit', 'throw', 'reject'] as const) {
+  test(`a buffered logger loses no line when the process ends by ${end === 'exit' ? 'process.exit()' : end === 'throw' ? 'an uncaught exception' : 'an unhandled rejection'}`, async (t) => {
+    const { stderr, code } = await _logThenEnd(t, end);
+    assert.notEqual(code, 0);
+    const one = stderr.indexOf('"msg":"one"');
+    const two = stderr.indexOf('"msg":"two"');
+    assert.ok(one !== -1 && two > one, `both lines, in order: ${stderr}`);
+    if (end !== 'exit') assert.ok(stderr.indexOf('boom') > two, `the lines come before the error report: ${stderr}`);
+  });
+}
+
+test('a buffered logger loses the lines of the turn in which the process is killed (SIGKILL): the documented limit', async (t) => {
+  const { stderr, signal, code } = await _logThenEnd(t, 'kill');
+  assert.ok(signal === 'SIGKILL' || code === 137 || IS_DENO, `killed: ${signal} ${code}`);
+  assert.equal(stderr.includes('"msg":"one"'), false, 'written in the turn that was killed');
 });

@@ -6,9 +6,12 @@ import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { test } from 'node:test';
 import { CHANNELS, THINKING_LEVELS, WAKE_MODES } from '../lib/actions.ts';
-import { main, type Io } from '../lib/cli/main.ts';
-import { buildConfig, DEFAULT_HEARTBEAT_PROMPT, DEFAULTS, PRESETS, PROVIDER_APIS } from '../lib/config/config.ts';
-import { GMAIL_DEFAULTS } from '../lib/cli/gmail.ts';
+import type { Io } from '../lib/cli/io.ts';
+import { main } from '../lib/cli/main.ts';
+import { PRESETS, PROVIDER_APIS } from '../lib/config/file-schema.ts';
+import { buildConfig } from '../lib/config/load.ts';
+import { DEFAULT_HEARTBEAT_PROMPT, DEFAULTS } from '../lib/config/normalise.ts';
+import { GMAIL_DEFAULTS } from '../lib/cli/gmail-companion.ts';
 import { MAX_FOR_EACH } from '../lib/hooks/mappings.ts';
 import { parseJsonc } from '../lib/jsonc.ts';
 import { ROOT } from './_cli.ts';
@@ -80,7 +83,7 @@ test('hooks-ingress.json.5 documents every key of the config, mapping and channe
   const segments = (prefix: string) => new Set(documented.filter((k) => k.startsWith(prefix)).flatMap((k) => k.slice(prefix.length).split('.')));
   const missing: string[] = [];
   const schemas = [
-    { file: 'lib/config/config.ts', from: 'const fileSchema = object(', to: 'type FileConfig', prefix: '' },
+    { file: 'lib/config/file-schema.ts', from: 'export const fileSchema = object(', to: 'export type FileConfig', prefix: '' },
     { file: 'lib/hooks/mappings.ts', from: 'export const mappingSchema = object(', to: 'export type RawMapping', prefix: 'hooks.mappings[].' },
     { file: 'lib/delivery/channels.ts', from: 'export const channelsSchema = object(', to: 'export type ChannelsConfig', prefix: 'channels.' },
   ];

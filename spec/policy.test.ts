@@ -1,8 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { AgentAction } from '../lib/actions.ts';
-import { buildConfig, type AgentConfig, type Config } from '../lib/config/config.ts';
-import { admitRun, resolveAgentId, resolveModel, resolveSessionKey, type Decision } from '../lib/policy/policy.ts';
+import { buildConfig } from '../lib/config/load.ts';
+import type { AgentConfig, Config } from '../lib/config/types.ts';
+import { admitRun, resolveAgentId } from '../lib/policy/admit.ts';
+import type { Decision } from '../lib/policy/decision.ts';
+import { allowModel } from '../lib/policy/models.ts';
+import { resolveSessionKey } from '../lib/policy/session-key.ts';
 
 type Hooks = Config['hooks'];
 
@@ -175,33 +179,33 @@ test('resolveAgentId() applies the allowlist to the fallback agent', () => {
 
 const models = { 'anthropic/claude-sonnet': { alias: 'sonnet' }, 'openai/gpt-5': {} };
 
-test('resolveModel() passes no override through', () => {
-  assert.equal(value(resolveModel(undefined, configWith({ models }))), undefined);
+test('allowModel() passes no override through', () => {
+  assert.equal(value(allowModel(undefined, configWith({ models }).agents.models)), undefined);
 });
 
-test('resolveModel() admits any model when agents.defaults.models is empty', () => {
-  assert.equal(value(resolveModel('whatever/model', configWith())), 'whatever/model');
-  assert.equal(value(resolveModel('no-slash', configWith({ models: {} }))), 'no-slash');
+test('allowModel() admits any model when agents.defaults.models is empty', () => {
+  assert.equal(value(allowModel('whatever/model', configWith().agents.models)), 'whatever/model');
+  assert.equal(value(allowModel('no-slash', configWith({ models: {} }).agents.models)), 'no-slash');
 });
 
-test('resolveModel() resolves a listed key or alias, case-insensitively, to the key', () => {
+test('allowModel() resolves a listed key or alias, case-insensitively, to the key', () => {
   const config = configWith({ models });
-  assert.equal(value(resolveModel('openai/gpt-5', config)), 'openai/gpt-5');
-  assert.equal(value(resolveModel('OpenAI/GPT-5', config)), 'openai/gpt-5');
-  assert.equal(value(resolveModel('sonnet', config)), 'anthropic/claude-sonnet');
-  assert.equal(value(resolveModel('Sonnet', config)), 'anthropic/claude-sonnet');
+  assert.equal(value(allowModel('openai/gpt-5', config.agents.models)), 'openai/gpt-5');
+  assert.equal(value(allowModel('OpenAI/GPT-5', config.agents.models)), 'openai/gpt-5');
+  assert.equal(value(allowModel('sonnet', config.agents.models)), 'anthropic/claude-sonnet');
+  assert.equal(value(allowModel('Sonnet', config.agents.models)), 'anthropic/claude-sonnet');
 });
 
-test('resolveModel() refuses anything else with "model not allowed: <model>"', () => {
+test('allowModel() refuses anything else with "model not allowed: <model>"', () => {
   const config = configWith({ models });
-  assert.equal(error(resolveModel('openai/gpt-4', config)), 'model not allowed: openai/gpt-4');
-  assert.equal(error(resolveModel('claude', config)), 'model not allowed: claude');
+  assert.equal(error(allowModel('openai/gpt-4', config.agents.models)), 'model not allowed: openai/gpt-4');
+  assert.equal(error(allowModel('claude', config.agents.models)), 'model not allowed: claude');
 });
 
-test('resolveModel() echoes a refused model on one line and cut short', () => {
+test('allowModel() echoes a refused model on one line and cut short', () => {
   const config = configWith({ models });
-  assert.equal(error(resolveModel('a\nb\r\u2028c', config)), 'model not allowed: a b c');
-  const long = error(resolveModel('x'.repeat(500), config));
+  assert.equal(error(allowModel('a\nb\r\u2028c', config.agents.models)), 'model not allowed: a b c');
+  const long = error(allowModel('x'.repeat(500), config.agents.models));
   assert.equal(long, `model not allowed: ${'x'.repeat(100)}…`);
 });
 
@@ -266,6 +270,20 @@ test('admitRun() refuses on the session key first, then the agent, then the mode
   assert.match(error(admitRun(all, 'agent', config, ids())), /^sessionKey: .*hooks\.allowRequestSessionKey/);
   assert.equal(error(admitRun(action({ agentId: 'ops', model: 'nope' }), 'agent', config, ids('s'))), 'agentId: may not be chosen (hooks.allowedAgentIds is empty)');
   assert.equal(error(admitRun(action({ model: 'nope' }), 'agent', config, ids('s'))), 'model not allowed: nope');
+});
+
+test('admitRun() drops the agent:<agentId>: prefix of the agent the run resolves to, then checks the prefix rules', () => {
+  const config = configWith({ list: [{ id: 'hooks', default: true }, { id: 'ops', default: false }], hooks: { allowRequestSessionKey: true, allowedSessionKeyPrefixes: ['slack:', 'hook:'] } });
+  const run = value(admitRun(action({ sessionKey: { value: 'agent:hooks:slack:channel:c123', trusted: false } }), 'agent', config, ids('r')));
+  assert.equal(run.sessionKey, 'slack:channel:c123');
+  assert.equal(run.agentId, 'hooks');
+  // Another agent's namespace is kept as it is, and so fails a prefix rule that does not admit it.
+  const other = action({ sessionKey: { value: 'agent:ops:slack:channel:c123', trusted: false }, agentId: 'hooks' });
+  assert.equal(error(admitRun(other, 'agent', config, ids())), 'sessionKey: must start with one of "slack:", "hook:"');
+  const open = configWith({ list: [{ id: 'hooks', default: true }, { id: 'ops', default: false }], hooks: { allowRequestSessionKey: true } });
+  assert.equal(value(admitRun(other, 'agent', open, ids('r'))).sessionKey, 'agent:ops:slack:channel:c123');
+  // The rules judge the key after the prefix is gone: agent:hooks:evil: is no way around them.
+  assert.equal(error(admitRun(action({ sessionKey: { value: 'agent:hooks:evil:1', trusted: false } }), 'agent', config, ids())), 'sessionKey: must start with one of "slack:", "hook:"');
 });
 
 test('admitRun() lets a trusted session key through with allowRequestSessionKey false', () => {

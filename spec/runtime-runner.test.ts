@@ -7,12 +7,21 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { test } from 'node:test';
 import type { RunSpec } from '../lib/actions.ts';
-import { buildConfig, type Config } from '../lib/config/config.ts';
+import { buildConfig } from '../lib/config/load.ts';
+import type { Config } from '../lib/config/types.ts';
 import { createLogger } from '../lib/log.ts';
-import { MAIN_SESSION, Runner, SUMMARY_MAX, type DeliveryRequest, type RunnerOptions } from '../lib/runtime/runner.ts';
+import type { DeliveryRequest } from '../lib/delivery/adapter.ts';
+import { SUMMARY_MAX, type RunnerOptions } from '../lib/runtime/context.ts';
+import { MAIN_SESSION } from '../lib/runtime/heartbeat-turn.ts';
+import { Runner } from '../lib/runtime/runner.ts';
 import { providerRegistry } from '../lib/runtime/providers/registry.ts';
-import { Store, type DeliveryOutcome, type RunRecord } from '../lib/store/store.ts';
+import { Store, type DeliveryOutcome, type IdempotencyWrite, type RunRecord } from '../lib/store/store.ts';
 import { Transcripts } from '../lib/store/transcripts.ts';
+
+// Records one accepted run as pending, as the dispatcher's commit does.
+async function addRun(store: Store, spec: RunSpec, idem?: IdempotencyWrite): Promise<RunRecord> {
+  return (await store.commit({ runs: [spec] }, idem)).runs[0]!;
+}
 
 const KEY = 'sk-fake-0123456789abcdef';
 const ANTHROPIC_KEY = 'sk-ant-fake-0123456789abcdef';
@@ -209,7 +218,7 @@ async function runtime(raw: Record<string, unknown>, options: RuntimeOptions = {
     delivered,
     logs,
     async run(spec = {}) {
-      const record = await store.addRun(runSpec(spec));
+      const record = await addRun(store, runSpec(spec));
       runner.enqueue(record);
       return record;
     },
@@ -217,7 +226,8 @@ async function runtime(raw: Record<string, unknown>, options: RuntimeOptions = {
       await until(`run ${runId} to finish`, () => !['pending', 'running'].includes(store.run(runId)?.status ?? 'pending'));
       return store.run(runId)!;
     },
-    idle: () => until('the runner to be idle', () => runner.depth === 0 && runner.deliveriesInFlight === 0),
+    // Idle: nothing queued or running, and every reply that asked for delivery has its outcome recorded.
+    idle: () => until('the runner to be idle', () => runner.depth === 0 && store.runs().every((r) => r.status !== 'ok' || !r.deliver || r.delivery !== undefined)),
     async close() {
       await runner.stop();
       await store.close();

@@ -3,7 +3,8 @@ import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { linuxStartMs, lockStateDir, PID_FILE, processProbe, type LockProbe } from '../lib/store/state-lock.ts';
+import { PID_FILE } from '../lib/store/pid-file.ts';
+import { linuxStartMs, lockStateDir, processProbe, type LockProbe } from '../lib/store/state-lock.ts';
 
 let tmp = '';
 before(async () => {

@@ -6,7 +6,12 @@ import { test } from 'node:test';
 import type { RunSpec } from '../lib/actions.ts';
 import { Journal } from '../lib/store/journal.ts';
 import { JOURNAL_FILE, readEvents, Store } from '../lib/store/store.ts';
-import type { IdempotencyWrite, StoreOptions } from '../lib/store/store.ts';
+import type { IdempotencyWrite, RunRecord, StoreOptions } from '../lib/store/store.ts';
+
+// Records one accepted run as pending, as the dispatcher's commit does.
+async function addRun(store: Store, spec: RunSpec, idem?: IdempotencyWrite): Promise<RunRecord> {
+  return (await store.commit({ runs: [spec] }, idem)).runs[0]!;
+}
 
 const windows = platform() === 'win32';
 const TTL = 60_000;
@@ -59,12 +64,12 @@ test('Store.open() creates the state directory 0700 with an empty journal', { sk
   });
 });
 
-test('Store.addEvent() and addRun() come back after close and reopen, and seq continues', async () => {
+test('Store.addEvent() and a committed run come back after close and reopen, and seq continues', async () => {
   await withDir(async (dir) => {
     const c = clock();
     const first = await open(dir, { now: c.now });
     const e1 = await first.addEvent({ kind: 'system', text: 'one', source: 'wake', mode: 'next-heartbeat' });
-    const r1 = await first.addRun(spec('r1'));
+    const r1 = await addRun(first, spec('r1'));
     const e2 = await first.addEvent({ kind: 'system', text: 'two', source: 'hook:ci' });
     assert.deepEqual(e1, { seq: 1, time: new Date(c.t).toISOString(), kind: 'system', text: 'one', source: 'wake', mode: 'next-heartbeat' });
     assert.equal(e2.seq, 3);
@@ -87,7 +92,7 @@ test('Store.replay() answers the stored reply for keys riding on event and run l
     const first = await open(dir);
     await first.addEvent({ kind: 'system', text: 'hi', source: 'wake', mode: 'now' }, idem('k1'));
     const reply = { scope: '/hooks/agent', key: 'k2', status: 202, body: { ok: true, runId: 'r1' } };
-    await first.addRun(spec('r1'), reply);
+    await addRun(first, spec('r1'), reply);
     assert.deepEqual(first.replay('/hooks/wake', 'k1'), { status: 200, body: { ok: true, key: 'k1' } });
     assert.deepEqual(first.replay('/hooks/agent', 'k2'), { status: 202, body: { ok: true, runId: 'r1' } });
     await first.close();
@@ -199,7 +204,7 @@ test('Store compaction keeps pending runs, live keys, unconsumed events and the 
           const n = round * 10 + i;
           texts.push(`event ${n}`);
           current.push(store.addEvent({ kind: 'system', text: `event ${n}`, source: 'wake' }, idem(`e${n}`)));
-          if (i % 3 === 0) current.push(store.addRun(spec(`r${n}`), idem(`r${n}`, '/hooks/agent')));
+          if (i % 3 === 0) current.push(addRun(store, spec(`r${n}`), idem(`r${n}`, '/hooks/agent')));
         }
         // Two rounds are always in flight: the journal grows between rounds, so each round's first
         // append starts a compaction while that round's and the previous round's appends are queued.
@@ -254,7 +259,7 @@ test('Store compaction keeps appends queued ahead of it and behind it', async ()
     const before = store.stats().journalBytes;
     // `ahead` starts the compaction while its own line is still queued; the rest are queued after it.
     const ahead = store.addEvent({ kind: 'system', text: 'ahead', source: 'wake' }, idem('ahead'));
-    const run = store.addRun(spec('queued-run'), idem('queued-run', '/hooks/agent'));
+    const run = addRun(store, spec('queued-run'), idem('queued-run', '/hooks/agent'));
     const behind = store.addEvent({ kind: 'system', text: 'behind', source: 'wake' }, idem('behind'));
     await Promise.all([ahead, run, behind]);
     await store.close();
@@ -287,13 +292,13 @@ test('Store compaction that fails is counted and leaves the full journal in plac
   });
 });
 
-test('Store.addEvent() and addRun() leave no trace when the journal write fails', async () => {
+test('Store.addEvent() and a committed run leave no trace when the journal write fails', async () => {
   await withDir(async (dir) => {
     const store = await open(dir);
     await store.addEvent({ kind: 'system', text: 'kept', source: 'wake' }, idem('kept'));
     await withJournalMethod('append', () => Promise.reject(new Error('disk full')), async () => {
       await assert.rejects(store.addEvent({ kind: 'system', text: 'lost', source: 'wake', mode: 'now' }, idem('lost')), /disk full/);
-      await assert.rejects(store.addRun(spec('lost-run'), idem('lost-run', '/hooks/agent')), /disk full/);
+      await assert.rejects(addRun(store, spec('lost-run'), idem('lost-run', '/hooks/agent')), /disk full/);
     });
     // A retry must not be answered with a reply whose effect never reached the disk.
     assert.equal(store.replay('/hooks/wake', 'lost'), null);
@@ -314,7 +319,7 @@ test('readEvents() reads the events of a store that is open, without runs or key
   await withDir(async (dir) => {
     const store = await open(dir);
     const e1 = await store.addEvent({ kind: 'system', text: 'one', source: 'wake', mode: 'now' }, idem('k'));
-    await store.addRun(spec('r1'));
+    await addRun(store, spec('r1'));
     const e2 = await store.addEvent({ kind: 'heartbeat', text: 'two', source: 'request' });
     assert.deepEqual(await readEvents(dir), [e1, e2]);
     await store.close();

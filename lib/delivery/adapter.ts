@@ -1,3 +1,5 @@
+import type { Channel } from '../actions.ts';
+import type { DeliveryOutcome } from '../store/store.ts';
 import type { Attempt } from '../retry.ts';
 
 /** What a successful send returns: the platform's ids for the message(s) it created. */
@@ -18,3 +20,15 @@ export interface Adapter {
   checkRecipient(to: string): string | null;
   send(to: string, text: string, signal?: AbortSignal): Promise<Attempt<Sent>>;
 }
+
+/** What delivery is asked to do with a reply; the delivery layer resolves `last` and chunks. */
+export interface DeliveryRequest {
+  channel: Channel;
+  to?: string;
+  text: string;
+  /** Aborted when the process stops: delivery gives up between attempts. */
+  signal?: AbortSignal;
+}
+
+/** Sends one reply; the outcome is recorded with its run. */
+export type Deliver = (request: DeliveryRequest) => Promise<DeliveryOutcome>;

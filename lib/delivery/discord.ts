@@ -1,6 +1,9 @@
 import type { Adapter, Sent } from './adapter.ts';
-import { checkUrl, clip, failure, invalidOption, plainText, postJson, record, retryAfterMs, scrub, show, type Answer } from '../http-call.ts';
+import { checkUrl, failure, invalidOption, postJson, retryAfterMs, scrub, type Received } from '../http-call.ts';
+import { asObject } from '../object.ts';
+import { clip, plainText } from '../text.ts';
 import { parseRetryAfter, type Attempt } from '../retry.ts';
+import { RECIPIENT_RULES } from '../policy/recipients.ts';
 
 /** Options of {@link createDiscordAdapter}. */
 export interface DiscordOptions {
@@ -12,9 +15,7 @@ export interface DiscordOptions {
 }
 
 const _MAX_LENGTH = 2000;
-// Snowflakes are unsigned 64-bit integers; every id since Discord's launch has 17 to 20 digits.
-const _SNOWFLAKE = /^[1-9][0-9]{16,19}$/;
-const _MAX_SNOWFLAKE = 2n ** 64n - 1n;
+const checkRecipient = RECIPIENT_RULES.discord;
 // Discord asks every bot to name itself this way; without it Cloudflare may refuse the request.
 const _USER_AGENT = 'DiscordBot (hooks-ingress, 0.1.0)';
 
@@ -47,14 +48,10 @@ export function createDiscordAdapter(options: DiscordOptions): Adapter {
   return { channel: 'discord', maxLength: _MAX_LENGTH, checkRecipient, send };
 }
 
-function checkRecipient(to: string): string | null {
-  if (typeof to === 'string' && _SNOWFLAKE.test(to) && BigInt(to) <= _MAX_SNOWFLAKE) return null;
-  return `Invalid Discord recipient: expected a numeric channel id (a snowflake of 17 to 20 digits), got ${show(to)}`;
-}
 
-function _outcome(reply: Answer, tell: (message: string) => string): Attempt<Sent> {
+function _outcome(reply: Received, tell: (message: string) => string): Attempt<Sent> {
   const { status } = reply;
-  const body = record(reply.json);
+  const body = asObject(reply.json);
   if (status >= 200 && status < 300) {
     const id = body?.['id'];
     return { ok: true, value: { messageIds: typeof id === 'string' ? [id] : [] } };
@@ -78,12 +75,12 @@ function _detail(body: Record<string, unknown> | null, text: string): string {
 }
 
 function _fieldErrors(node: unknown, path: string, out: string[]): void {
-  const fields = record(node);
+  const fields = asObject(node);
   if (fields === null || out.length >= 3) return;
   for (const [key, value] of Object.entries(fields)) {
     if (key === '_errors' && Array.isArray(value)) {
       for (const error of value) {
-        const text = record(error)?.['message'];
+        const text = asObject(error)?.['message'];
         if (typeof text === 'string' && out.length < 3) out.push(`${path === '' ? 'body' : path}: ${text}`);
       }
     } else {

@@ -1,8 +1,11 @@
 import { spawn as nodeSpawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { checkUrl, clip, detail, failure, invalidOption, oneLine, parseJson, postJson, record, retryAfterMs, scrub, show } from '../http-call.ts';
+import { checkUrl, failure, invalidOption, parseJson, postJson, retryAfterMs, scrub } from '../http-call.ts';
+import { asObject } from '../object.ts';
+import { clip, collapseSpace, detail, show } from '../text.ts';
 import type { Attempt } from '../retry.ts';
 import type { Adapter, Sent } from './adapter.ts';
+import { CHAT_GUID, RECIPIENT_RULES } from '../policy/recipients.ts';
 
 export interface BlueBubblesOptions {
   /** The BlueBubbles server's base URL, e.g. `http://192.168.1.10:1234`. */
@@ -20,21 +23,12 @@ export interface ImsgOptions {
   spawn?: typeof nodeSpawn;
 }
 
-const _E164 = /^\+[1-9]\d{6,14}$/;
-const _EMAIL = /^[^\s@;]+@[^\s@;]+\.[^\s@;]+$/;
-// `<service>;-;<address>` for one person, `<service>;+;chat<digits>` for a group.
-const _CHAT_GUID = /^(?:iMessage|SMS|RCS|any);[-+];\S+$/;
 // iMessage documents no limit; this keeps one bubble readable and far below any argv limit.
 const _MAX_LENGTH = 4000;
+const checkRecipient = RECIPIENT_RULES.imessage;
 // What a failed `imsg` may print that we keep: enough for its error line, not a flood.
 const _MAX_OUTPUT = 64 * 1024;
 
-// Both ways to Messages.app take the same recipients: an E.164 phone, an email, or a chat guid.
-function _checkRecipient(to: string): string | null {
-  return _E164.test(to) || _EMAIL.test(to) || _CHAT_GUID.test(to)
-    ? null
-    : `Invalid iMessage recipient: expected a phone number in E.164, an email address or a chat guid such as iMessage;+;chat123456789, got ${show(to)}`;
-}
 
 /**
  * iMessage through a BlueBubbles server's REST API. A phone or email becomes the 1:1 chat guid
@@ -49,27 +43,27 @@ export function createBlueBubblesAdapter(options: BlueBubblesOptions): Adapter {
   const endpoint = new URL(`${base}/api/v1/message/text`);
   endpoint.searchParams.set('password', password);
   // Scrubbed before clipped, so a cut can never leave half a password behind.
-  const tell = (text: string) => clip(oneLine(scrub(text, [password])), 401);
+  const tell = (text: string) => clip(collapseSpace(scrub(text, [password])), 401);
 
   const send = async (to: string, text: string, signal?: AbortSignal): Promise<Attempt<Sent>> => {
-    const problem = _checkRecipient(to);
+    const problem = checkRecipient(to);
     if (problem !== null) return failure(problem, false);
-    const chatGuid = _CHAT_GUID.test(to) ? to : `iMessage;-;${to}`;
+    const chatGuid = CHAT_GUID.test(to) ? to : `iMessage;-;${to}`;
     // A fresh tempGuid per attempt: the server refuses one it still has queued.
     const payload = { chatGuid, tempGuid: `temp-${randomUUID()}`, message: text, method };
     const reply = await postJson(endpoint, payload, { fetch, headers: { accept: 'application/json' }, signal });
     if (!reply.ok) return failure(tell(`Cannot reach the BlueBubbles server: ${reply.message}`), true);
     const { status } = reply;
-    const body = record(reply.json);
+    const body = asObject(reply.json);
     if (status >= 200 && status < 300) {
-      const guid = record(body?.['data'])?.['guid'];
+      const guid = asObject(body?.['data'])?.['guid'];
       return { ok: true, value: { messageIds: typeof guid === 'string' ? [guid] : [] } };
     }
     const message = body === null ? `BlueBubbles answered HTTP ${status}${detail(reply.text)}` : _describe(status, body);
     return failure(tell(message), status === 429 || status >= 500, retryAfterMs(reply.headers, Date.now()));
   };
 
-  return { channel: 'imessage', maxLength: _MAX_LENGTH, checkRecipient: _checkRecipient, send };
+  return { channel: 'imessage', maxLength: _MAX_LENGTH, checkRecipient: checkRecipient, send };
 }
 
 /**
@@ -83,11 +77,11 @@ export function createImsgAdapter(options: ImsgOptions = {}): Adapter {
   if (typeof spawn !== 'function') throw invalidOption('spawn', 'must be a function');
 
   const send = async (to: string, text: string, signal?: AbortSignal): Promise<Attempt<Sent>> => {
-    const problem = _checkRecipient(to);
+    const problem = checkRecipient(to);
     if (problem !== null) return failure(problem, false);
     // `=` keeps each value attached to its flag: imsg's parser would read a text starting
     // with `-` (a Markdown list, say) as another option.
-    const target = _CHAT_GUID.test(to) ? `--chat-guid=${to}` : `--to=${to}`;
+    const target = CHAT_GUID.test(to) ? `--chat-guid=${to}` : `--to=${to}`;
     const run = await _run(spawn, command, ['send', target, `--text=${text}`, '--json'], signal);
     if (run.error !== undefined) return failure(_clip(`Cannot run ${command}: ${run.error.message}`), run.aborted);
     if (run.code !== 0) {
@@ -95,11 +89,11 @@ export function createImsgAdapter(options: ImsgOptions = {}): Adapter {
       return failure(_clip(said === '' ? `${command} send exited with ${run.code ?? run.signal}` : said), false);
     }
     const last = run.stdout.trim().split('\n').pop() ?? '';
-    if (record(parseJson(last))?.['status'] === 'sent') return { ok: true, value: { messageIds: [] } };
+    if (asObject(parseJson(last))?.['status'] === 'sent') return { ok: true, value: { messageIds: [] } };
     return failure(_clip(`${command} send did not report the message sent${detail(run.stdout)}`), false);
   };
 
-  return { channel: 'imessage', maxLength: _MAX_LENGTH, checkRecipient: _checkRecipient, send };
+  return { channel: 'imessage', maxLength: _MAX_LENGTH, checkRecipient: checkRecipient, send };
 }
 
 interface _Run {
@@ -144,7 +138,7 @@ function _run(spawn: typeof nodeSpawn, command: string, args: string[], signal: 
 
 // BlueBubbles errors: {status, message, error: {type, message}}; the inner message is the useful one.
 function _describe(status: number, reply: Record<string, unknown>): string {
-  const error = record(reply['error']);
+  const error = asObject(reply['error']);
   const type = typeof error?.['type'] === 'string' ? error['type'] : typeof reply['message'] === 'string' ? reply['message'] : 'Error';
   const inner = typeof error?.['message'] === 'string' ? error['message'] : typeof error?.['error'] === 'string' ? error['error'] : undefined;
   const outer = typeof reply['message'] === 'string' && reply['message'] !== type ? reply['message'] : undefined;
@@ -153,5 +147,5 @@ function _describe(status: number, reply: Record<string, unknown>): string {
 }
 
 function _clip(text: string): string {
-  return clip(oneLine(text), 401);
+  return clip(collapseSpace(text), 401);
 }

@@ -1,6 +1,9 @@
 import type { Adapter, Sent } from './adapter.ts';
-import { checkUrl, clip, failure, invalidOption, plainText, postJson, record, retryAfterMs, scrub, show, type Answer } from '../http-call.ts';
+import { checkUrl, failure, invalidOption, postJson, retryAfterMs, scrub, type Received } from '../http-call.ts';
+import { asObject } from '../object.ts';
+import { clip, plainText } from '../text.ts';
 import type { Attempt } from '../retry.ts';
+import { RECIPIENT_RULES } from '../policy/recipients.ts';
 
 /** Options of {@link createMattermostAdapter}. */
 export interface MattermostOptions {
@@ -14,7 +17,7 @@ export interface MattermostOptions {
 }
 
 // Ids are 26 lowercase letters and digits; a direct message is a channel with such an id too.
-const _CHANNEL_ID = /^[a-z0-9]{26}$/;
+const checkRecipient = RECIPIENT_RULES.mattermost;
 
 /** A Mattermost adapter over REST v4 Create a post. */
 export function createMattermostAdapter(options: MattermostOptions): Adapter {
@@ -44,14 +47,10 @@ export function createMattermostAdapter(options: MattermostOptions): Adapter {
   return { channel: 'mattermost', maxLength, checkRecipient, send };
 }
 
-function checkRecipient(to: string): string | null {
-  if (typeof to === 'string' && _CHANNEL_ID.test(to)) return null;
-  return `Invalid Mattermost recipient: expected a channel id of 26 lowercase letters and digits, got ${show(to)}`;
-}
 
-function _outcome(reply: Answer, tell: (message: string) => string): Attempt<Sent> {
+function _outcome(reply: Received, tell: (message: string) => string): Attempt<Sent> {
   const { status } = reply;
-  const body = record(reply.json);
+  const body = asObject(reply.json);
   if (status >= 200 && status < 300) {
     const id = body?.['id'];
     return { ok: true, value: { messageIds: typeof id === 'string' ? [id] : [] } };

@@ -1,6 +1,9 @@
-import { checkUrl, clip, detail, failure, invalidOption, oneLine, post, postJson, record, retryAfterMs, scrub, show, type Answer } from '../http-call.ts';
+import { checkUrl, failure, invalidOption, post, postJson, retryAfterMs, scrub, type Received } from '../http-call.ts';
+import { asObject } from '../object.ts';
+import { clip, collapseSpace, detail, show } from '../text.ts';
 import type { Attempt } from '../retry.ts';
 import type { Adapter, Sent } from './adapter.ts';
+import { RECIPIENT_RULES } from '../policy/recipients.ts';
 
 export interface TeamsOptions {
   /** The bot's Microsoft App ID. */
@@ -20,8 +23,6 @@ export interface TeamsOptions {
 const _SCOPE = 'https://api.botframework.com/.default';
 // Refresh this long before the token's stated expiry, so no request leaves with a token that dies on the way.
 const _MARGIN_MS = 5 * 60_000;
-// Teams conversation ids: `a:…` (personal), `19:…@thread.…` (channels, group chats), possibly `;messageid=…`.
-const _CONVERSATION = /^[0-9a-z]+:\S+$/i;
 
 interface _Token {
   value: string;
@@ -51,7 +52,7 @@ export function createTeamsAdapter(options: TeamsOptions): Adapter {
   // One token request in flight at a time: concurrent sends share it rather than stampede the endpoint.
   let pending: Promise<Attempt<_Token>> | undefined;
   // Scrubbed before clipped, so a cut can never leave half a secret behind.
-  const tell = (text: string, bearer?: string) => clip(oneLine(scrub(text, [appPassword, bearer])), 401);
+  const tell = (text: string, bearer?: string) => clip(collapseSpace(scrub(text, [appPassword, bearer])), 401);
 
   const token = (signal: AbortSignal | undefined): Promise<Attempt<_Token>> => {
     if (cached !== undefined && now() < cached.refreshAt) return Promise.resolve({ ok: true, value: cached });
@@ -64,14 +65,13 @@ export function createTeamsAdapter(options: TeamsOptions): Adapter {
     });
   };
 
-  const checkRecipient = (to: string): string | null =>
-    _CONVERSATION.test(to) ? null : `Invalid Teams recipient: expected a conversation id such as a:1pL6… or 19:…@thread.tacv2, got ${show(to)}`;
+  const checkRecipient = RECIPIENT_RULES.msteams;
 
   const send = async (to: string, text: string, signal?: AbortSignal): Promise<Attempt<Sent>> => {
     const problem = checkRecipient(to);
     if (problem !== null) return failure(problem, false);
     const url = `${base}/v3/conversations/${encodeURIComponent(to)}/activities`;
-    let reply: Answer | undefined;
+    let reply: Received | undefined;
     let bearer = '';
     for (let round = 0; round < 2; round++) {
       const issued = await token(signal);
@@ -85,7 +85,7 @@ export function createTeamsAdapter(options: TeamsOptions): Adapter {
       if (cached === issued.value) cached = undefined;
     }
     const { status, text: body, json, headers } = reply!;
-    const parsed = record(json);
+    const parsed = asObject(json);
     if (status >= 200 && status < 300) {
       const id = parsed?.['id'];
       // Posted; a reply without an id must not become a retry that posts the text twice.
@@ -93,7 +93,7 @@ export function createTeamsAdapter(options: TeamsOptions): Adapter {
     }
     // Microsoft asks for retries on 412 (concurrent operations), 429 and the gateway errors.
     const retryable = status === 412 || status === 429 || status >= 500;
-    const error = record(parsed?.['error']);
+    const error = asObject(parsed?.['error']);
     const code = typeof error?.['code'] === 'string' ? ` ${error['code']}` : '';
     const said = typeof error?.['message'] === 'string' ? `: ${error['message']}` : error === null ? detail(body) : '';
     return failure(tell(`Teams answered ${status}${code}${said}`, bearer), retryable, retryAfterMs(headers, now()));
@@ -115,7 +115,7 @@ async function _fetchToken(
   const reply = await post(url, form.toString(), { fetch, headers, signal });
   if (!reply.ok) return failure(`Cannot reach the Bot Framework token endpoint: ${reply.message}`, true);
   const { status } = reply;
-  const body = record(reply.json);
+  const body = asObject(reply.json);
   const token = body?.['access_token'];
   if (status === 200 && typeof token === 'string' && token !== '') {
     const lifetimeMs = Number(body?.['expires_in']) * 1000;

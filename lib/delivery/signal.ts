@@ -1,7 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { checkUrl, clip, detail, failure, invalidOption, oneLine, postJson, record, retryAfterMs, show } from '../http-call.ts';
+import { checkUrl, failure, invalidOption, postJson, retryAfterMs } from '../http-call.ts';
+import { asObject } from '../object.ts';
+import { clip, collapseSpace, detail, show } from '../text.ts';
 import type { Attempt } from '../retry.ts';
 import type { Adapter, Sent } from './adapter.ts';
+import { E164, RECIPIENT_RULES, SIGNAL_GROUP } from '../policy/recipients.ts';
 
 export interface SignalOptions {
   /** The signal-cli daemon's HTTP base (`signal-cli daemon --http`), e.g. `http://127.0.0.1:8080`. */
@@ -12,10 +15,7 @@ export interface SignalOptions {
 }
 
 // A group recipient is `group:<base64 group id>`, the id as `signal-cli listGroups` prints it.
-const _GROUP = 'group:';
 
-const _E164 = /^\+[1-9]\d{6,14}$/;
-const _BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 // signal-cli's own JSON-RPC code for "every recipient failed because of rate limiting".
 const _RATE_LIMITED = -5;
 
@@ -27,22 +27,17 @@ const _RATE_LIMITED = -5;
 export function createSignalAdapter(options: SignalOptions): Adapter {
   const { url, account, fetch = globalThis.fetch } = options;
   const endpoint = `${checkUrl('url', url, 'must be the http(s) URL of the signal-cli daemon')}/api/v1/rpc`;
-  if (typeof account !== 'string' || !_E164.test(account)) throw invalidOption('account', `must be an E.164 number such as +15551234567, got ${show(account)}`);
+  if (typeof account !== 'string' || !E164.test(account)) throw invalidOption('account', `must be an E.164 number such as +15551234567, got ${show(account)}`);
   if (typeof fetch !== 'function') throw invalidOption('fetch', 'must be a function');
 
-  const checkRecipient = (to: string): string | null => {
-    const group = typeof to === 'string' && to.startsWith(_GROUP) ? to.slice(_GROUP.length) : undefined;
-    const valid = group === undefined ? typeof to === 'string' && _E164.test(to) : _BASE64.test(group) && Buffer.from(group, 'base64').length === 32;
-    if (valid) return null;
-    return `Invalid Signal recipient: expected a phone number in E.164 (+ and 7 to 15 digits) or group:<base64 id of 32 bytes> as signal-cli listGroups prints it, got ${show(to)}`;
-  };
 
+  const checkRecipient = RECIPIENT_RULES.signal;
   const send = async (to: string, text: string, signal?: AbortSignal): Promise<Attempt<Sent>> => {
     const problem = checkRecipient(to);
     if (problem !== null) return failure(problem, false);
     const id = randomUUID();
-    const params = to.startsWith(_GROUP)
-      ? { account, groupId: to.slice(_GROUP.length), message: text }
+    const params = to.startsWith(SIGNAL_GROUP)
+      ? { account, groupId: to.slice(SIGNAL_GROUP.length), message: text }
       : { account, recipient: [to], message: text };
     const reply = await postJson(endpoint, { jsonrpc: '2.0', method: 'send', params, id }, { fetch, headers: { accept: 'application/json' }, signal });
     if (!reply.ok) return failure(`Cannot reach signal-cli: ${reply.message}`, true);
@@ -51,13 +46,13 @@ export function createSignalAdapter(options: SignalOptions): Adapter {
     if (status === 429 || status >= 500) return failure(`signal-cli answered HTTP ${status}${_detail(body)}`, true, retryAfterMs(reply.headers, Date.now()));
     // 405/415/421 are misconfiguration (wrong path, proxy, Host pinning); 201 only follows an id-less request.
     if (status !== 200) return failure(`signal-cli answered HTTP ${status}${_detail(body)}`, false);
-    const rpc = record(reply.json);
+    const rpc = asObject(reply.json);
     if (rpc === null) return failure(`signal-cli answered with something other than JSON-RPC${_detail(body)}`, false);
     // JSON-RPC errors arrive at HTTP 200, so `error` is looked at before anything else.
-    const error = record(rpc['error']);
+    const error = asObject(rpc['error']);
     if (error !== null) return _rpcFailure(error);
     if (rpc['id'] !== id) return failure('signal-cli answered a different JSON-RPC request id', false);
-    const result = record(rpc['result']);
+    const result = asObject(rpc['result']);
     if (result === null) return failure('signal-cli answered without a result', false);
     const timestamp = result['timestamp'];
     // The message went out; a missing id must not turn into a retry that sends it twice.
@@ -79,11 +74,11 @@ function _rpcFailure(error: Record<string, unknown>): Attempt<Sent> {
 // When every send failed, signal-cli puts the per-recipient results under error.data.response;
 // rate-limited ones say how long Signal wants us to wait.
 function _retryAfterSeconds(error: Record<string, unknown>): number | undefined {
-  const results = record(record(error['data'])?.['response'])?.['results'];
+  const results = asObject(asObject(error['data'])?.['response'])?.['results'];
   if (!Array.isArray(results)) return undefined;
   let longest: number | undefined;
   for (const entry of results) {
-    const seconds = record(entry)?.['retryAfterSeconds'];
+    const seconds = asObject(entry)?.['retryAfterSeconds'];
     if (typeof seconds === 'number' && Number.isFinite(seconds) && seconds >= 0) longest = Math.max(longest ?? 0, seconds);
   }
   return longest;
@@ -91,7 +86,7 @@ function _retryAfterSeconds(error: Record<string, unknown>): number | undefined 
 
 // No secret rides in a Signal message, so it is never clipped as a whole: each part quoted from signal-cli is.
 function _clip(text: string): string {
-  return clip(oneLine(text), 301);
+  return clip(collapseSpace(text), 301);
 }
 
 function _detail(body: string): string {

@@ -1,6 +1,9 @@
 import type { Adapter, Sent } from './adapter.ts';
-import { checkUrl, clip, failure, invalidOption, plainText, postJson, record, retryAfterMs, scrub, show, type Answer } from '../http-call.ts';
+import { checkUrl, failure, invalidOption, postJson, retryAfterMs, scrub, type Received } from '../http-call.ts';
+import { asObject } from '../object.ts';
+import { clip, plainText } from '../text.ts';
 import type { Attempt } from '../retry.ts';
+import { RECIPIENT_RULES } from '../policy/recipients.ts';
 
 /** Options of {@link createSlackAdapter}. */
 export interface SlackOptions {
@@ -14,9 +17,7 @@ export interface SlackOptions {
 // Slack posts up to 40 000 characters but advises 4 000 for a readable message; past 40 000 it
 // truncates silently, and escaping `&<>` grows a 4 000-character chunk to at most 20 000.
 const _MAX_LENGTH = 4000;
-// An encoded conversation id: C public channel, G private channel or group, D direct message;
-// a U or W user id posts to the app's direct message with that user.
-const _CHANNEL = /^[CGDUW][A-Z0-9]{8,}$/;
+const checkRecipient = RECIPIENT_RULES.slack;
 // `ok:false` codes that say "later", not "never".
 const _RATE_LIMITED = new Set(['ratelimited', 'rate_limited']);
 
@@ -49,15 +50,11 @@ export function createSlackAdapter(options: SlackOptions): Adapter {
   return { channel: 'slack', maxLength: _MAX_LENGTH, checkRecipient, send };
 }
 
-function checkRecipient(to: string): string | null {
-  if (typeof to === 'string' && _CHANNEL.test(to)) return null;
-  return `Invalid Slack recipient: expected a channel id (C…, G…, D…) or a user id (U…, W…), got ${show(to)}`;
-}
 
 // Success is `ok:true` in the body, never the status alone: Slack answers most failures with 200.
-function _outcome(reply: Answer, tell: (message: string) => string): Attempt<Sent> {
+function _outcome(reply: Received, tell: (message: string) => string): Attempt<Sent> {
   const { status } = reply;
-  const body = record(reply.json);
+  const body = asObject(reply.json);
   if (status >= 200 && status < 300 && body?.['ok'] === true) {
     const ts = body['ts'];
     return { ok: true, value: { messageIds: typeof ts === 'string' ? [ts] : [] } };

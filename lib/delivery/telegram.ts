@@ -1,6 +1,9 @@
 import type { Adapter, Sent } from './adapter.ts';
-import { checkUrl, clip, failure, invalidOption, plainText, postJson, record, retryAfterMs, scrub, show, type Answer } from '../http-call.ts';
+import { checkUrl, failure, invalidOption, postJson, retryAfterMs, scrub, type Received } from '../http-call.ts';
+import { asObject } from '../object.ts';
+import { clip, plainText } from '../text.ts';
 import type { Attempt } from '../retry.ts';
+import { RECIPIENT_RULES } from '../policy/recipients.ts';
 
 /** Options of {@link createTelegramAdapter}. */
 export interface TelegramOptions {
@@ -12,11 +15,7 @@ export interface TelegramOptions {
 }
 
 const _MAX_LENGTH = 4096;
-// A chat id is an integer (negative for groups, -100… for supergroups and channels) with at most
-// 52 significant bits, so a JS number holds it exactly; a public username is 4 to 32 letters,
-// digits and underscores, starting with a letter.
-const _CHAT_ID = /^-?[1-9][0-9]{0,15}$/;
-const _USERNAME = /^@[A-Za-z][A-Za-z0-9_]{3,31}$/;
+const checkRecipient = RECIPIENT_RULES.telegram;
 
 /**
  * A Telegram adapter over the Bot API's `sendMessage`. Text goes as plain text (no `parse_mode`),
@@ -40,7 +39,7 @@ export function createTelegramAdapter(options: TelegramOptions): Adapter {
     if (problem !== null) return failure(tell(problem), false);
     let reply = await post(to.startsWith('@') ? to : Number(to), text, signal);
     // A group upgraded to a supergroup lives on under a new id; the old one answers with where it went.
-    const moved = reply.ok ? record(record(reply.json)?.['parameters'])?.['migrate_to_chat_id'] : undefined;
+    const moved = reply.ok ? asObject(asObject(reply.json)?.['parameters'])?.['migrate_to_chat_id'] : undefined;
     if (typeof moved === 'number' && Number.isSafeInteger(moved)) reply = await post(moved, text, signal);
     if (!reply.ok) return reply.kind === 'aborted' ? failure('Telegram request aborted', false) : failure(tell(`Telegram request failed: ${reply.message}`), true);
     return _outcome(reply, tell);
@@ -49,16 +48,11 @@ export function createTelegramAdapter(options: TelegramOptions): Adapter {
   return { channel: 'telegram', maxLength: _MAX_LENGTH, checkRecipient, send };
 }
 
-function checkRecipient(to: string): string | null {
-  if (typeof to === 'string' && _CHAT_ID.test(to) && Number.isSafeInteger(Number(to))) return null;
-  if (typeof to === 'string' && _USERNAME.test(to)) return null;
-  return `Invalid Telegram recipient: expected a numeric chat id or @channelusername, got ${show(to)}`;
-}
 
-function _outcome(reply: Answer, tell: (message: string) => string): Attempt<Sent> {
-  const body = record(reply.json);
+function _outcome(reply: Received, tell: (message: string) => string): Attempt<Sent> {
+  const body = asObject(reply.json);
   if (reply.status >= 200 && reply.status < 300 && body?.['ok'] === true) {
-    const id = record(body['result'])?.['message_id'];
+    const id = asObject(body['result'])?.['message_id'];
     return { ok: true, value: { messageIds: typeof id === 'number' || typeof id === 'string' ? [String(id)] : [] } };
   }
   // The Bot API sets the HTTP status to error_code; trust the body only if something in between answered 200.
@@ -67,7 +61,7 @@ function _outcome(reply: Answer, tell: (message: string) => string): Attempt<Sen
   const description = body?.['description'];
   const message = tell(`Telegram ${status}: ${typeof description === 'string' ? description : plainText(reply.text)}`);
   if (status !== 429 && status < 500) return failure(message, false);
-  return failure(message, true, retryAfterMs(reply.headers, Date.now(), record(body?.['parameters'])?.['retry_after']));
+  return failure(message, true, retryAfterMs(reply.headers, Date.now(), asObject(body?.['parameters'])?.['retry_after']));
 }
 
 function _checkText(text: string): void {

@@ -1,6 +1,9 @@
-import { checkUrl, clip, detail, failure, invalidOption, oneLine, postJson, record, retryAfterMs, scrub, show } from '../http-call.ts';
+import { checkUrl, failure, invalidOption, postJson, retryAfterMs, scrub } from '../http-call.ts';
+import { asObject } from '../object.ts';
+import { clip, collapseSpace, detail, show } from '../text.ts';
 import type { Attempt } from '../retry.ts';
 import type { Adapter, Sent } from './adapter.ts';
+import { RECIPIENT_RULES } from '../policy/recipients.ts';
 
 export interface WhatsAppOptions {
   /** The business phone-number id from the WhatsApp Manager (not the phone number itself). */
@@ -12,7 +15,6 @@ export interface WhatsAppOptions {
   fetch?: typeof fetch;
 }
 
-const _PHONE = /^\+?[1-9]\d{6,14}$/;
 // Graph codes that mean "too fast, try later": app call limit, WABA limit, throughput, spam limit,
 // pair rate limit; 1 and 2 are Graph's "unknown"/"service unavailable", which Meta says to retry.
 const _RETRYABLE_CODES: ReadonlySet<number> = new Set([1, 2, 4, 80007, 130429, 131048, 131056]);
@@ -31,10 +33,9 @@ export function createWhatsAppAdapter(options: WhatsAppOptions): Adapter {
   if (typeof fetch !== 'function') throw invalidOption('fetch', 'must be a function');
   const headers = { authorization: `Bearer ${accessToken}`, accept: 'application/json' };
   // Scrubbed before clipped, so a cut can never leave half a token behind.
-  const tell = (text: string) => clip(oneLine(scrub(text, [accessToken])), 401);
+  const tell = (text: string) => clip(collapseSpace(scrub(text, [accessToken])), 401);
 
-  const checkRecipient = (to: string): string | null =>
-    _PHONE.test(to) ? null : `Invalid WhatsApp recipient: expected a phone number in E.164 (7 to 15 digits, with or without +), got ${show(to)}`;
+  const checkRecipient = RECIPIENT_RULES.whatsapp;
 
   const send = async (to: string, text: string, signal?: AbortSignal): Promise<Attempt<Sent>> => {
     const problem = checkRecipient(to);
@@ -49,15 +50,15 @@ export function createWhatsAppAdapter(options: WhatsAppOptions): Adapter {
     const reply = await postJson(endpoint, payload, { fetch, headers, signal });
     if (!reply.ok) return failure(tell(`Cannot reach the WhatsApp Cloud API: ${reply.message}`), true);
     const { status } = reply;
-    const body = record(reply.json);
+    const body = asObject(reply.json);
     if (status >= 200 && status < 300) {
       // 200 means accepted; a reply without ids must not become a retry that sends the text twice.
       const messages = body?.['messages'];
-      const ids = Array.isArray(messages) ? messages.map((m) => record(m)?.['id']).filter((id): id is string => typeof id === 'string') : [];
+      const ids = Array.isArray(messages) ? messages.map((m) => asObject(m)?.['id']).filter((id): id is string => typeof id === 'string') : [];
       return { ok: true, value: { messageIds: ids } };
     }
     const wait = retryAfterMs(reply.headers, Date.now());
-    const error = record(body?.['error']);
+    const error = asObject(body?.['error']);
     if (error === null) return failure(tell(`WhatsApp answered HTTP ${status}${detail(reply.text)}`), status === 429 || status >= 500, wait);
     const code = error['code'];
     const retryable = status === 429 || status >= 500 || error['is_transient'] === true || (typeof code === 'number' && _RETRYABLE_CODES.has(code));
@@ -72,7 +73,7 @@ function _describe(status: number, error: Record<string, unknown>): string {
   const code = typeof error['code'] === 'number' ? ` ${error['code']}` : '';
   const subcode = typeof error['error_subcode'] === 'number' ? `/${error['error_subcode']}` : '';
   const message = typeof error['message'] === 'string' ? error['message'] : 'no message';
-  const details = record(error['error_data'])?.['details'];
+  const details = asObject(error['error_data'])?.['details'];
   const extra = typeof details === 'string' && details !== '' && !message.includes(details) ? ` (${details})` : '';
   const trace = typeof error['fbtrace_id'] === 'string' ? ` [fbtrace_id ${error['fbtrace_id']}]` : '';
   return `WhatsApp error${code}${subcode} (HTTP ${status}): ${message}${extra}${trace}`;

@@ -1,4 +1,4 @@
-import type { Config } from '../config/config.ts';
+import type { Config } from '../config/types.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
 import type { RunRecord, Store } from '../store/store.ts';
 import { JournalReplacedError } from '../store/store.ts';

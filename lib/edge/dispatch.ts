@@ -1,20 +1,19 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { RunSpec } from '../actions.ts';
-import type { Config } from '../config/config.ts';
-import { checkRoute } from '../delivery/deliver.ts';
+import type { Config } from '../config/types.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
-import type { Heartbeat } from '../runtime/heartbeat.ts';
 import { parseAgent } from '../hooks/agent.ts';
 import { applyMappings, type CallTransform } from '../hooks/mappings.ts';
-import { detectInjection, oneLine, wrapUntrusted } from '../hooks/untrusted.ts';
+import { detectInjection, nameLine, wrapUntrusted } from '../hooks/untrusted.ts';
 import { parseWake } from '../hooks/wake.ts';
 import type { Logger } from '../log.ts';
-import { admitRun } from '../policy/policy.ts';
-import type { Effects, IdempotencyWrite, Reply, Store } from '../store/store.ts';
+import { admitRun } from '../policy/admit.ts';
+import { checkRoute, routesOf } from '../policy/route.ts';
+import type { Effects, IdempotencyWrite, StoredAnswer, Store } from '../store/store.ts';
 import { admitEvents, reserveRuns, unavailable, type RunQueue } from './admission.ts';
 
 /** An answer on its way out: status, JSON body and extra headers. */
-export interface Answer extends Reply {
+export interface Answer extends StoredAnswer {
   headers?: Record<string, string>;
   /** A body that is not JSON (the metrics page), with its content type. */
   text?: string;
@@ -38,7 +37,7 @@ export type IdempotencyKey = Pick<IdempotencyWrite, 'scope' | 'key'>;
 export interface DispatchOptions {
   config: Config;
   store: Store;
-  heartbeat: Pick<Heartbeat, 'request'>;
+  heartbeat: { request(reason: string): void };
   log: Logger;
   newId: () => string;
   transforms: CallTransform;
@@ -71,7 +70,8 @@ export function createDispatch(options: DispatchOptions): (call: HookCall, idem:
   };
 
   // A reply that could never be delivered is refused now, while the sender can still fix it.
-  const routeProblem = (run: RunSpec) => (run.deliver ? checkRoute(config.channels, store.lastRoute(), run.channel, run.to) : null);
+  const routes = routesOf(config.channels);
+  const routeProblem = (run: RunSpec) => (run.deliver ? checkRoute(routes, store.lastRoute(), run.channel, run.to) : null);
 
   const dispatch = async (call: HookCall, idem: IdempotencyKey | null): Promise<Answer> => {
     const { name, body } = call;
@@ -90,13 +90,13 @@ export function createDispatch(options: DispatchOptions): (call: HookCall, idem:
       const injections = detectInjection(parsed.action.message);
       if (injections.length > 0) log.warn('possible prompt injection (content wrapped)', { id: call.id, hook: name, kinds: injections.join(',') });
       parsed.action.message = wrapUntrusted(parsed.action.message, { source: 'Webhook' });
-      parsed.action.name = oneLine(parsed.action.name) || 'Hook';
+      parsed.action.name = nameLine(parsed.action.name) || 'Hook';
       const admitted = admitRun(parsed.action, name, config, newId);
       if (!admitted.ok) throw new HttpError(400, ErrorCode.Forbidden, admitted.error);
       const run: RunSpec = { ...admitted.value, requestId: call.id };
       const unroutable = routeProblem(run);
       if (unroutable !== null) throw new HttpError(400, ErrorCode.InvalidPayload, unroutable);
-      const answer: Answer = { status: 202, body: { ok: true, runId: run.runId, sessionKey: run.sessionKey, agentId: run.agentId } };
+      const answer: Answer = { status: 202, body: { ok: true, runId: run.runId, sessionKey: run.sessionKey, agentId: run.agentId, channel: run.channel } };
       await commit({ runs: [run] }, _remember(idem, answer), () => 'message');
       return answer;
     }
@@ -118,11 +118,11 @@ export function createDispatch(options: DispatchOptions): (call: HookCall, idem:
         log.error('hook mapping failed', { id: call.id, mapping: outcome.mappingId, detail: outcome.detail });
         throw new HttpError(500, ErrorCode.MappingFailed, 'hook mapping failed');
     }
-    const source = `hook:${oneLine(name)}`;
+    const source = `hook:${nameLine(name)}`;
     const events: Effects['events'] & {} = [];
     const runs: RunSpec[] = [];
     for (const { action, injections } of outcome.actions) {
-      if (injections.length > 0) log.warn('possible prompt injection (content wrapped)', { id: call.id, hook: oneLine(name), kinds: injections.join(',') });
+      if (injections.length > 0) log.warn('possible prompt injection (content wrapped)', { id: call.id, hook: nameLine(name), kinds: injections.join(',') });
       if (action.kind === 'wake') {
         events.push({ kind: 'system', text: action.text, source, mode: action.mode });
         continue;
@@ -139,7 +139,7 @@ export function createDispatch(options: DispatchOptions): (call: HookCall, idem:
         ? { status: 202, body: { ok: true, runIds: runs.map((r) => r.runId), ...(events.length > 0 ? { events: events.length } : {}) } }
         : { status: 200, body: { ok: true, mode: events[0]!.mode, events: events.length } }
       : first !== undefined
-        ? { status: 202, body: { ok: true, runId: first.runId, sessionKey: first.sessionKey, agentId: first.agentId } }
+        ? { status: 202, body: { ok: true, runId: first.runId, sessionKey: first.sessionKey, agentId: first.agentId, channel: first.channel } }
         : { status: 200, body: { ok: true, mode: events[0]!.mode } };
     await commit({ events, runs }, _remember(idem, answer), (i) => `mapping ${outcome.mappingId}: wake text${events.length > 1 ? ` [${i}]` : ''}`);
     if (events.some((e) => e.mode === 'now')) heartbeat.request(source);
@@ -161,6 +161,6 @@ function _templateHeaders(headers: IncomingHttpHeaders): Record<string, string> 
   return out;
 }
 
-function _remember(idem: IdempotencyKey | null, answer: Reply): IdempotencyWrite | undefined {
+function _remember(idem: IdempotencyKey | null, answer: StoredAnswer): IdempotencyWrite | undefined {
   return idem === null ? undefined : { ...idem, status: answer.status, body: answer.body };
 }

@@ -31,18 +31,25 @@ export class Router<H> {
       if (pathname === path) return { route, rest: '' };
       if (!wildcard || !pathname.startsWith(`${path}/`)) continue;
       // `/hooks//wake/` names the same hook as `/hooks/wake`.
-      const rest = _decode(pathname.slice(path.length + 1).replace(/^\/+|\/+$/g, ''));
+      const raw = pathname.slice(path.length + 1);
+      const trimmed = raw.startsWith('/') || raw.endsWith('/') ? raw.replace(/^\/+|\/+$/g, '') : raw;
+      // Most names carry no escape: they are their own decoding.
+      const rest = trimmed.includes('%') ? _decode(trimmed) : trimmed;
       return rest === null ? null : { route, rest };
     }
     return null;
   }
 }
 
-/** Splits a request target into its path and query without trusting it to be a full URL. */
+// Most targets have no query: they all share this one, which nothing may change.
+const _NO_QUERY = new URLSearchParams();
+
+/** Splits a request target into its path and query without trusting it to be a full URL; the query is read-only. */
 export function splitTarget(target: string): { pathname: string; query: URLSearchParams } {
   const mark = target.indexOf('?');
-  const pathname = mark === -1 ? target : target.slice(0, mark);
-  return { pathname: pathname === '' ? '/' : pathname, query: new URLSearchParams(mark === -1 ? '' : target.slice(mark + 1)) };
+  if (mark === -1) return { pathname: target === '' ? '/' : target, query: _NO_QUERY };
+  const pathname = target.slice(0, mark);
+  return { pathname: pathname === '' ? '/' : pathname, query: new URLSearchParams(target.slice(mark + 1)) };
 }
 
 function _decode(text: string): string | null {

@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { clientAddress, clientKey } from '../guard/address.ts';
+import { requestClient, type Client } from '../guard/address.ts';
 import { parseForm, parseJsonObject, readBody } from '../guard/body.ts';
-import type { Config } from '../config/config.ts';
+import type { Config } from '../config/types.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
-import type { Heartbeat } from '../runtime/heartbeat.ts';
 import { createDispatch, type Answer, type IdempotencyKey } from './dispatch.ts';
 import type { CallTransform } from '../hooks/mappings.ts';
 import type { Logger } from '../log.ts';
@@ -13,13 +12,14 @@ import { FailureLimiter, type LimiterStats } from '../guard/rate-limit.ts';
 import { Router, splitTarget } from './router.ts';
 import type { Telemetry } from './telemetry.ts';
 import type { RunRecord, Store } from '../store/store.ts';
-import { extractToken, tokensMatch } from '../guard/token.ts';
+import { extractToken, tokenDigest, tokenMatches } from '../guard/token.ts';
 
 /** What the request handler needs; the CLI builds these from the config. */
 export interface AppOptions {
   config: Config;
   store: Store;
-  heartbeat: Pick<Heartbeat, 'request'>;
+  /** Asks the runtime for a heartbeat soon (a `now` wake). */
+  heartbeat: { request(reason: string): void };
   log: Logger;
   /** Defaults to one built from `hooks.authRateLimit`. */
   limiter?: FailureLimiter;
@@ -41,7 +41,7 @@ interface Context {
   query: URLSearchParams;
   /** The hook name after `hooks.path`, decoded; `''` for the base path itself. */
   name: string;
-  client: string;
+  client: Client;
 }
 
 type Handler = (ctx: Context) => Promise<Answer>;
@@ -79,20 +79,20 @@ export function createApp(options: AppOptions): App {
   let current = _compile(options, options.config, shared);
 
   const app = ((req: IncomingMessage, res: ServerResponse) => {
-    const { route, config } = current;
+    const { route, config, hookLabel } = current;
     const started = now();
     const incoming = req.headers['x-request-id'];
     const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : newId();
-    const client = clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], config.gateway.trustedProxies);
+    const client = requestClient(req.socket, req.headers['x-forwarded-for'], config.gateway.trustedProxies);
     const target = splitTarget(req.url ?? '/');
     route(req, target, client, id)
       .catch((error: unknown) => _answerError(error, id, log))
       .then((answer) => {
         _send(req, res, answer, id, config.hooks.maxBodyBytes);
         const path = target.pathname;
-        options.telemetry?.request(_hookLabel(config, path), answer.status, shared.received.get(req) ?? 0, answer.headers?.['idempotent-replayed'] === 'true');
+        options.telemetry?.request(hookLabel(path), answer.status, shared.received.get(req) ?? 0, answer.headers?.['idempotent-replayed'] === 'true');
         // Only the path: the query may hold what a careless client thought was a URL token.
-        log.info('request', { id, method: req.method, path, status: answer.status, duration: Math.round((now() - started) * 10) / 10, client });
+        log.info('request', { id, method: req.method, path, status: answer.status, duration: Math.round((now() - started) * 10) / 10, client: client.address });
       });
   }) as App;
   app.limiterStats = () => shared.limiter.stats();
@@ -110,7 +110,11 @@ function _limiter(config: Config): FailureLimiter {
 }
 
 // Everything that depends on the configuration, built once per (re)load.
-function _compile(options: AppOptions, config: Config, shared: Shared): { config: Config; route: (req: IncomingMessage, target: Target, client: string, id: string) => Promise<Answer> } {
+function _compile(
+  options: AppOptions,
+  config: Config,
+  shared: Shared,
+): { config: Config; route: (req: IncomingMessage, target: Target, client: Client, id: string) => Promise<Answer>; hookLabel: (path: string) => string } {
   const { store, heartbeat, log } = options;
   const newId = options.newId ?? randomUUID;
   const bodyTimeoutMs = options.bodyTimeoutMs ?? 30_000;
@@ -121,9 +125,9 @@ function _compile(options: AppOptions, config: Config, shared: Shared): { config
   // One limit for the hook token and the gateway token alike: a correct token passes even while its
   // client is locked out (an attacker cannot lock the operator out); anything else is a failure,
   // answered 401, or 429 once the client is locked. Only the hook token clears the client's count.
-  const authenticate = (presented: string | null, expected: string | null, client: string, refusal: string, clears: boolean) => {
-    const key = clientKey(client);
-    if (presented !== null && expected !== null && tokensMatch(presented, expected)) {
+  const authenticate = (presented: string | null, expected: Buffer | null, client: Client, refusal: string, clears: boolean) => {
+    const { key } = client;
+    if (presented !== null && expected !== null && tokenMatches(presented, expected)) {
       if (clears) limiter.succeed(key);
       return;
     }
@@ -165,10 +169,12 @@ function _compile(options: AppOptions, config: Config, shared: Shared): { config
     }
   };
 
+  // Digests of the configured tokens, made once per (re)load: a request hashes only what it presents.
+  const hookToken = config.hooks.token === null ? null : tokenDigest(config.hooks.token);
   const hooks: Handler = async (ctx) => {
     const { req, name } = ctx;
     const presented = extractToken(req.headers);
-    authenticate(presented, config.hooks.token, ctx.client, presented === null ? 'missing hook token' : 'invalid hook token', true);
+    authenticate(presented, hookToken, ctx.client, presented === null ? 'missing hook token' : 'invalid hook token', true);
     if (name === '') throw new HttpError(404, ErrorCode.NotFound, 'hook name missing: POST to a path such as /wake or /agent');
     const bytes = await readBody(req, { maxBytes: config.hooks.maxBodyBytes, timeoutMs: bodyTimeoutMs });
     shared.received.set(req, bytes.length);
@@ -185,7 +191,7 @@ function _compile(options: AppOptions, config: Config, shared: Shared): { config
   );
   const telemetry = options.telemetry;
   if (telemetry !== undefined && config.gateway.authToken !== null) {
-    const token = config.gateway.authToken;
+    const token = tokenDigest(config.gateway.authToken);
     router.add(['GET'], '/metrics', async ({ req, client }) => {
       // Bearer only: the x-*-token headers carry hook tokens.
       const presented = extractToken({ authorization: req.headers.authorization });
@@ -195,11 +201,13 @@ function _compile(options: AppOptions, config: Config, shared: Shared): { config
   }
   if (config.hooks.enabled) router.add(['POST'], `${config.hooks.path}/*`, hooks);
 
-  const route = async (req: IncomingMessage, target: Target, client: string, id: string): Promise<Answer> => {
+  const route = async (req: IncomingMessage, target: Target, client: Client, id: string): Promise<Answer> => {
     const { pathname, query } = target;
     const match = router.find(pathname);
     if (match === null) throw new HttpError(404, ErrorCode.NotFound, 'not found');
-    if ([...query.keys()].some((k) => k.toLowerCase() === 'token')) {
+    // `size` first: most targets carry no query, and iterating even an empty one costs.
+    if (query.size > 0) for (const k of query.keys()) {
+      if (k.toLowerCase() !== 'token') continue;
       throw new HttpError(400, ErrorCode.TokenInUrl, 'token: may not be sent in the URL (it leaks into logs); use the Authorization header');
     }
     const method = req.method ?? 'GET';
@@ -211,7 +219,20 @@ function _compile(options: AppOptions, config: Config, shared: Shared): { config
     return match.route.handler({ id, req, query, name: match.rest, client });
   };
 
-  return { config, route };
+  return { config, route, hookLabel: _hookLabels(config) };
+}
+
+// A path's metrics label, remembered for the first paths seen (a bounded set: paths are the caller's).
+function _hookLabels(config: Config): (path: string) => string {
+  const labels = new Map<string, string>();
+  return (path) => {
+    let label = labels.get(path);
+    if (label === undefined) {
+      label = _hookLabel(config, path);
+      if (labels.size < 256) labels.set(path, label);
+    }
+    return label;
+  };
 }
 
 // A bounded label set: a caller cannot mint a new time series by inventing hook names.
@@ -224,9 +245,12 @@ function _hookLabel(config: Config, path: string): string {
   return config.hooks.mappings.some((m) => m.match.path === name) ? name : 'mapped';
 }
 
-/** The request's idempotency key: `Idempotency-Key`, else `webhook-id`, else the body's `idempotencyKey`. */
+/**
+ * The request's idempotency key: `Idempotency-Key`, else `X-OpenClaw-Idempotency-Key` (what OpenClaw's
+ * own clients send), else `webhook-id`, else the body's `idempotencyKey`.
+ */
 export function idempotencyKey(headers: IncomingHttpHeaders, body: Record<string, unknown>): string | null {
-  for (const candidate of [headers['idempotency-key'], headers['webhook-id'], body['idempotencyKey']]) {
+  for (const candidate of [headers['idempotency-key'], headers['x-openclaw-idempotency-key'], headers['webhook-id'], body['idempotencyKey']]) {
     if (typeof candidate !== 'string') continue;
     const key = candidate.trim();
     // Over-long keys are ignored rather than refused: the request still works, just without dedupe.
@@ -240,7 +264,7 @@ export function idempotencyKey(headers: IncomingHttpHeaders, body: Record<string
 // is logged with the request id and answered with a bare 500 that tells the client nothing.
 function _answerError(error: unknown, id: string, log: Logger): Answer & { close?: boolean } {
   if (error instanceof HttpError) {
-    return { status: error.status, body: { ok: false, error: error.message, code: error.code }, headers: { ...error.headers }, close: error.close };
+    return { status: error.status, body: { ok: false, error: error.message, code: error.code }, headers: error.headers, close: error.close };
   }
   log.error('unexpected error', { id, error: error instanceof Error ? (error.stack ?? error.message) : String(error) });
   return { status: 500, body: { ok: false, error: 'internal error', code: ErrorCode.Internal } };
@@ -253,12 +277,16 @@ function _send(req: IncomingMessage, res: ServerResponse, answer: Answer & { clo
   // one that is large or of unknown length is not worth reading, so the connection goes.
   const declared = Number(req.headers['content-length']);
   const close = answer.close === true || (!req.complete && !(declared <= maxBodyBytes));
-  res.writeHead(answer.status, {
-    ...answer.headers,
-    ...(answer.status === 204 ? {} : { 'content-type': answer.contentType ?? 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) }),
-    'cache-control': 'no-store',
-    'x-request-id': id,
-  });
+  // Built key by key (the answer's own headers first): no spread copies per response.
+  const headers: OutgoingHttpHeaders = {};
+  if (answer.headers !== undefined) for (const name of Object.keys(answer.headers)) headers[name] = answer.headers[name];
+  if (answer.status !== 204) {
+    headers['content-type'] = answer.contentType ?? 'application/json; charset=utf-8';
+    headers['content-length'] = Buffer.byteLength(text);
+  }
+  headers['cache-control'] = 'no-store';
+  headers['x-request-id'] = id;
+  res.writeHead(answer.status, headers);
   res.end(req.method === 'HEAD' ? undefined : text);
   // The rest of an unread body is not ours to receive: end the connection once the answer is out.
   if (close) res.once('finish', () => _linger(req.socket));

@@ -1,5 +1,5 @@
 // systemd socket activation (the sd_listen_fds protocol), read from an injected environment.
-import type { Env } from '../config/config.ts';
+import type { Env } from '../config/types.ts';
 
 /** The first file descriptor systemd passes; the others follow it in order. */
 export const LISTEN_FDS_START = 3;

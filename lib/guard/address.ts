@@ -167,7 +167,11 @@ export function clientAddress(
 ): string {
   const peerIp = peer === undefined ? null : parseIp(peer);
   if (!peerIp) return 'unknown';
-  if (forwardedFor === undefined || !inAny(peerIp, trusted)) return formatIp(peerIp);
+  return formatIp(_forwarded(peerIp, forwardedFor, trusted));
+}
+
+function _forwarded(peerIp: Ip, forwardedFor: string | readonly string[] | undefined, trusted: readonly Cidr[]): Ip {
+  if (forwardedFor === undefined || !inAny(peerIp, trusted)) return peerIp;
   const hops = (typeof forwardedFor === 'string' ? forwardedFor : forwardedFor.join(',')).split(',');
   let client = peerIp;
   for (let i = hops.length - 1; i >= 0; i--) {
@@ -179,7 +183,44 @@ export function clientAddress(
     client = ip;
     if (!inAny(ip, trusted)) break;
   }
-  return formatIp(client);
+  return client;
+}
+
+/** A client as the edge sees it: its address as `clientAddress` gives it, and its limiter key as `clientKey` gives it. */
+export interface Client {
+  readonly address: string;
+  readonly key: string;
+}
+
+const _UNKNOWN: Client = { address: 'unknown', key: 'unknown' };
+
+function _client(ip: Ip): Client {
+  const address = formatIp(ip);
+  return { address, key: ip.family === 4 ? address : `${formatIp({ family: 6, bytes: _mask(ip.bytes, 64) })}/64` };
+}
+
+// A socket's peer never changes: its parse and its Client are made once per connection, not per request.
+const _peers = new WeakMap<object, { ip: Ip | null; client: Client }>();
+
+/**
+ * The client of a request on `socket`, the same as `clientAddress` and `clientKey` would give,
+ * with each address parsed once (the peer once per connection).
+ */
+export function requestClient(
+  socket: { readonly remoteAddress?: string | undefined },
+  forwardedFor: string | readonly string[] | undefined,
+  trusted: readonly Cidr[],
+): Client {
+  let peer = _peers.get(socket);
+  if (peer === undefined) {
+    const ip = socket.remoteAddress === undefined ? null : parseIp(socket.remoteAddress);
+    peer = { ip, client: ip === null ? _UNKNOWN : _client(ip) };
+    // An address not yet known (a socket already closed) is not worth remembering.
+    if (socket.remoteAddress !== undefined) _peers.set(socket, peer);
+  }
+  if (peer.ip === null || forwardedFor === undefined) return peer.client;
+  const ip = _forwarded(peer.ip, forwardedFor, trusted);
+  return ip === peer.ip ? peer.client : _client(ip);
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { ErrorCode, HttpError } from '../errors.ts';
+import { Deadlines } from './deadline.ts';
 
 export interface BodyLimits {
   maxBytes: number;
@@ -19,9 +20,10 @@ export function readBody(req: IncomingMessage, limits: BodyLimits): Promise<Buff
     const chunks: Buffer[] = [];
     let size = 0;
     const finish = (error: HttpError | null) => {
-      clearTimeout(timer);
-      req.off('data', onData).off('end', onEnd).off('error', onError).off('aborted', onAborted);
+      deadlines.cancel(deadline);
+      // After 'end' the stream emits nothing these listeners would act on: they go with the request.
       if (error === null) return resolve(Buffer.concat(chunks, size));
+      req.off('data', onData).off('end', onEnd).off('error', onError).off('aborted', onAborted);
       // Stop reading: whatever else the client sends is not ours to hold.
       req.pause();
       reject(error);
@@ -35,19 +37,31 @@ export function readBody(req: IncomingMessage, limits: BodyLimits): Promise<Buff
     const onError = (cause: Error) =>
       finish(new HttpError(400, ErrorCode.InvalidPayload, 'request body could not be read', { close: true, cause }));
     const onAborted = () => finish(new HttpError(400, ErrorCode.InvalidPayload, 'request body was cut short', { close: true }));
-    const timer = setTimeout(
-      () => finish(new HttpError(408, ErrorCode.BodyTimeout, `request body did not arrive within ${Math.round(limits.timeoutMs / 1000)} s`, { close: true })),
-      limits.timeoutMs,
+    const deadlines = _deadlines(limits.timeoutMs);
+    const deadline = deadlines.set(() =>
+      finish(new HttpError(408, ErrorCode.BodyTimeout, `request body did not arrive within ${Math.round(limits.timeoutMs / 1000)} s`, { close: true })),
     );
     req.on('data', onData).on('end', onEnd).on('error', onError).on('aborted', onAborted);
   });
 }
 
+// One deadline queue per body timeout (a config has one): no timer per request.
+const _queues = new Map<number, Deadlines>();
+
+function _deadlines(ms: number): Deadlines {
+  let queue = _queues.get(ms);
+  if (queue === undefined) _queues.set(ms, (queue = new Deadlines(ms)));
+  return queue;
+}
+
+// One decoder for every body: a fatal decoder keeps no state between whole-buffer decode() calls.
+const _UTF8 = new TextDecoder('utf-8', { fatal: true });
+
 /** Parses a body as a JSON object (arrays and other values are refused). */
 export function parseJsonObject(body: Buffer): Record<string, unknown> {
   let value: unknown;
   try {
-    value = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(body));
+    value = JSON.parse(_UTF8.decode(body));
   } catch {
     throw new HttpError(400, ErrorCode.InvalidJson, 'body: must be valid JSON (UTF-8)');
   }
@@ -61,7 +75,7 @@ export function parseJsonObject(body: Buffer): Record<string, unknown> {
 export function parseForm(body: Buffer): Record<string, unknown> {
   let text: string;
   try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(body);
+    text = _UTF8.decode(body);
   } catch {
     throw new HttpError(400, ErrorCode.InvalidPayload, 'body: must be valid UTF-8');
   }

@@ -38,7 +38,7 @@ export class FailureLimiter {
   private readonly _now: () => number;
   // Failure timestamps per unlocked key. A key is re-inserted on every failure,
   // so iteration order is "least recently failed first" and eviction is O(1).
-  private readonly _open = new Map<string, number[]>();
+  private readonly _open = new Map<string, _Failures>();
   // Lock end per locked key, in lock order. Every lock lasts lockoutMs, so with a
   // monotonic clock the first entry is also the lock that ends soonest.
   private readonly _locks = new Map<string, number>();
@@ -80,13 +80,13 @@ export class FailureLimiter {
     let log = this._open.get(key);
     if (log === undefined) {
       this._makeRoom(now);
-      log = [];
+      log = new _Failures();
     } else {
       this._open.delete(key);
       this._prune(log, now);
     }
-    log.push(now);
-    if (log.length >= this._maxFailures) {
+    log.times.push(now);
+    if (log.count >= this._maxFailures) {
       // The failure that reaches the limit is still answered normally; the lock
       // refuses the next ones, which is why this reports remaining: 0.
       this._locks.set(key, now + this._lockoutMs);
@@ -94,7 +94,7 @@ export class FailureLimiter {
       return { locked: false, remaining: 0 };
     }
     this._open.set(key, log);
-    return { locked: false, remaining: this._maxFailures - log.length };
+    return { locked: false, remaining: this._maxFailures - log.count };
   }
 
   /** Forgets everything about `key`; a correct token clears a lock too. */
@@ -118,10 +118,19 @@ export class FailureLimiter {
   }
 
   // Failures older than windowMs fall out; returns how many still count.
-  private _prune(log: number[], now: number): number {
-    const first = log.findIndex((t) => now - t < this._windowMs);
-    log.splice(0, first === -1 ? log.length : first);
-    return log.length;
+  private _prune(log: _Failures, now: number): number {
+    const { times } = log;
+    while (log.head < times.length && now - times[log.head]! >= this._windowMs) log.head++;
+    // Dropped in bulk once they are most of the array: a window holding many failures is not
+    // shifted on every new one.
+    if (log.head === times.length) {
+      times.length = 0;
+      log.head = 0;
+    } else if (log.head >= 64 && log.head * 2 >= times.length) {
+      times.splice(0, log.head);
+      log.head = 0;
+    }
+    return log.count;
   }
 
   // Expired locks sit at the front of _locks, so this is O(1) amortised.
@@ -142,6 +151,16 @@ export class FailureLimiter {
       from.delete(key);
       return;
     }
+  }
+}
+
+// One client's failure times, oldest first; those before `head` have left the window.
+class _Failures {
+  readonly times: number[] = [];
+  head = 0;
+
+  get count(): number {
+    return this.times.length - this.head;
   }
 }
 

@@ -1,4 +1,5 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import * as crypto from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 
 /**
@@ -24,10 +25,26 @@ export function extractToken(headers: IncomingHttpHeaders): string | null {
  * so neither the comparison nor an early length check tells an attacker the token's length.
  */
 export function tokensMatch(presented: string, expected: string): boolean {
-  const a = createHash('sha256').update(presented).digest();
-  const b = createHash('sha256').update(expected).digest();
-  return timingSafeEqual(a, b);
+  return tokenMatches(presented, tokenDigest(expected));
 }
+
+/** The digest a configured token is compared by: made once per configuration, not per request. */
+export function tokenDigest(token: string): Buffer {
+  return _sha256(token);
+}
+
+/**
+ * Whether a presented token is the one `expected` is the digest of. Only the presented token is
+ * hashed; equal-length digests compared with `timingSafeEqual` tell nothing about the length.
+ */
+export function tokenMatches(presented: string, expected: Buffer): boolean {
+  return timingSafeEqual(_sha256(presented), expected);
+}
+
+// The one-shot `hash` (Node >= 20.12, Deno) skips the Hash object; older Node 20 has only createHash.
+const _oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'buffer') => Buffer }).hash;
+const _sha256: (text: string) => Buffer =
+  typeof _oneShot === 'function' ? (text) => _oneShot('sha256', text, 'buffer') : (text) => crypto.createHash('sha256').update(text).digest();
 
 /** A new random token: 32 bytes of entropy, base64url (43 characters). */
 export function generateToken(): string {

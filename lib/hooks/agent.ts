@@ -1,4 +1,5 @@
-import { CHANNELS, THINKING_LEVELS, WAKE_MODES, type AgentAction } from '../actions.ts';
+import { THINKING_LEVELS, WAKE_MODES, type AgentAction } from '../actions.ts';
+import { channel as channelName } from '../channel-names.ts';
 import { boolean, check, formatIssue, literal, number, object, optional, string } from '../schema.ts';
 
 const agentSchema = object({
@@ -8,7 +9,7 @@ const agentSchema = object({
   sessionKey: optional(string({ trim: true, nonEmpty: true, maxLength: 512 })),
   wakeMode: optional(literal(...WAKE_MODES)),
   deliver: optional(boolean),
-  channel: optional(literal(...CHANNELS)),
+  channel: optional(channelName),
   to: optional(string({ trim: true, nonEmpty: true })),
   model: optional(string({ trim: true, nonEmpty: true })),
   thinking: optional(literal(...THINKING_LEVELS)),

@@ -1,4 +1,5 @@
-import { CHANNELS, THINKING_LEVELS, WAKE_MODES, type Action, type AgentAction, type Channel, type Thinking, type WakeMode } from '../actions.ts';
+import { THINKING_LEVELS, WAKE_MODES, type Action, type AgentAction, type Channel, type Thinking, type WakeMode } from '../actions.ts';
+import { channel as channelName } from '../channel-names.ts';
 import {
   boolean,
   check,
@@ -13,7 +14,7 @@ import {
 } from '../schema.ts';
 import { compileTemplate, isTemplated, parsePath, render, type PathSegment, type Template, type TemplateContext } from './template.ts';
 import type { TransformInput, TransformRef, TransformResult } from './transforms/runner.ts';
-import { detectInjection, oneLine, wrapUntrusted } from './untrusted.ts';
+import { detectInjection, nameLine, wrapUntrusted } from './untrusted.ts';
 
 /** At most this many actions come from one `forEach`. */
 export const MAX_FOR_EACH = 200;
@@ -50,7 +51,7 @@ export const mappingSchema = object({
   sessionKey: optional(template),
   agentId: optional(string({ trim: true, nonEmpty: true })),
   deliver: optional(boolean),
-  channel: optional(literal(...CHANNELS)),
+  channel: optional(channelName),
   to: optional(template),
   model: optional(template),
   thinking: optional(template),
@@ -169,7 +170,7 @@ const overrideSchema = object({
   sessionKey: optional(string({ trim: true })),
   wakeMode: optional(literal(...WAKE_MODES)),
   deliver: optional(boolean),
-  channel: optional(literal(...CHANNELS)),
+  channel: optional(channelName),
   to: optional(string({ trim: true })),
   model: optional(string({ trim: true })),
   thinking: optional(literal(...THINKING_LEVELS)),
@@ -250,7 +251,7 @@ function _build(mapping: Mapping, override: Override, context: TemplateContext &
   const action: AgentAction = {
     kind: 'agent',
     message: content,
-    name: oneLine(override.name || text(mapping.name) || context.path) || 'Hook',
+    name: nameLine(override.name || text(mapping.name) || context.path) || 'Hook',
     wakeMode,
     deliver: override.deliver ?? mapping.deliver ?? true,
     channel: override.channel ?? mapping.channel,

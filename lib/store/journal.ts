@@ -51,7 +51,8 @@ export class JournalReplacedError extends Error {
 
 interface _Op {
   compact: boolean;
-  bytes: Buffer;
+  /** The lines, encoded only when their batch is written: one encode per batch, no concat. */
+  text: string;
   count: number;
   resolve: () => void;
   reject: (err: unknown) => void;
@@ -143,7 +144,7 @@ export class Journal {
 
   /** Appends records as consecutive lines in the same flush; resolves once they are durable. */
   async appendMany(records: readonly object[]): Promise<void> {
-    const text = records.map(_line).join('');
+    const text = records.length === 1 ? _line(records[0]!) : records.map(_line).join('');
     if (text !== '') return this.#enqueue(false, text, records.length);
     if (this.#closing) throw new Error('Journal is closed');
   }
@@ -166,7 +167,7 @@ export class Journal {
   #enqueue(compact: boolean, text: string, count: number): Promise<void> {
     if (this.#closing) throw new Error('Journal is closed');
     return new Promise((resolve, reject) => {
-      this.#queue.push({ compact, bytes: Buffer.from(text), count, resolve, reject });
+      this.#queue.push({ compact, text, count, resolve, reject });
       this.#pump ??= this.#drain();
     });
   }
@@ -179,7 +180,7 @@ export class Journal {
       if (!head.compact) while (this.#queue[n]?.compact === false) n++;
       const batch = this.#queue.splice(0, n);
       try {
-        await (head.compact ? this.#replace(head.bytes) : this.#write(batch));
+        await (head.compact ? this.#replace(Buffer.from(head.text)) : this.#write(batch));
         for (const op of batch) op.resolve();
       } catch (err) {
         for (const op of batch) op.reject(err);
@@ -189,7 +190,7 @@ export class Journal {
   }
 
   async #write(batch: _Op[]): Promise<void> {
-    const bytes = Buffer.concat(batch.map((op) => op.bytes));
+    const bytes = Buffer.from(batch.length === 1 ? batch[0]!.text : batch.map((op) => op.text).join(''));
     try {
       const start = this.#now();
       await _writeAll(this.#handle, bytes, this.#size);

@@ -1,8 +1,6 @@
 import { link, mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-
-/** The running server's pid file: also the state directory's lock (`hooks-ingress reload` reads the pid). */
-export const PID_FILE = 'hooks-ingress.pid';
+import { PID_FILE } from './pid-file.ts';
 
 /** A state directory held by this process; `release` gives it up (only if the lock file is still ours). */
 export interface StateLock {

@@ -39,14 +39,14 @@ export interface Route {
   to: string;
 }
 
-/** A stored first answer, replayed unchanged to a retry. */
-export interface Reply {
+/** The first answer to a request with an idempotency key, replayed unchanged to a retry. */
+export interface StoredAnswer {
   status: number;
   body: Record<string, unknown>;
 }
 
 /** What makes a request idempotent: its hook path and key, and the answer it got. */
-export interface IdempotencyWrite extends Reply {
+export interface IdempotencyWrite extends StoredAnswer {
   scope: string;
   key: string;
 }
@@ -188,13 +188,8 @@ export class Store {
     return (await this.commit({ events: [event] }, idem)).events[0]!;
   }
 
-  /** Records one accepted run as pending; resolves once it is on disk. */
-  async addRun(spec: RunSpec, idem?: IdempotencyWrite): Promise<RunRecord> {
-    return (await this.commit({ runs: [spec] }, idem)).runs[0]!;
-  }
-
   /** The first answer to an earlier request with this key, while it is remembered. */
-  replay(scope: string, key: string): Reply | null {
+  replay(scope: string, key: string): StoredAnswer | null {
     const id = _idemId(scope, key);
     const found = this.#idem.get(id);
     if (found === undefined) return null;

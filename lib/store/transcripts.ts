@@ -1,10 +1,15 @@
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import type { ChatMessage } from '../runtime/providers/provider.ts';
 import { Journal } from './journal.ts';
 
-/** One turn as a transcript keeps it. */
-interface _Turn extends ChatMessage {
+/** One message of a conversation: what a session's history gives a model, and what a turn appends. */
+export interface Turn {
+  role: 'user' | 'assistant';
+  content: string;
+}
+
+// One turn as the transcript file keeps it.
+interface _Turn extends Turn {
   time: string;
 }
 
@@ -27,7 +32,7 @@ export class Transcripts {
   }
 
   /** The newest turns of a session whose text fits in `maxChars`, oldest first. */
-  history(sessionKey: string, maxChars: number): Promise<ChatMessage[]> {
+  history(sessionKey: string, maxChars: number): Promise<Turn[]> {
     return this.#exclusive(sessionKey, async () => {
       const { journal, records } = await Journal.open(this.#file(sessionKey));
       await journal.close();
@@ -39,7 +44,7 @@ export class Transcripts {
   }
 
   /** Appends turns to a session; resolves once they are on disk. */
-  append(sessionKey: string, turns: readonly ChatMessage[]): Promise<void> {
+  append(sessionKey: string, turns: readonly Turn[]): Promise<void> {
     return this.#exclusive(sessionKey, async () => {
       const { journal, records } = await Journal.open(this.#file(sessionKey));
       try {

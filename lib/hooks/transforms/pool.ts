@@ -1,4 +1,4 @@
-import type { Config } from '../../config/config.ts';
+import type { Config } from '../../config/types.ts';
 import type { Logger } from '../../log.ts';
 import type { CallTransform } from '../mappings.ts';
 import { createTransformRunner, type TransformRunner } from './runner.ts';

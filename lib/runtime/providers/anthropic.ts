@@ -1,5 +1,7 @@
 import type { Thinking } from '../../actions.ts';
-import { clip, failure, httpBase, oneLine, postJson, record, retryAfterMs, scrub, type Answer } from '../../http-call.ts';
+import { failure, httpBase, postJson, retryAfterMs, scrub, type Received } from '../../http-call.ts';
+import { asObject } from '../../object.ts';
+import { clip, collapseSpace } from '../../text.ts';
 import type { Attempt } from '../../retry.ts';
 import type { Provider, TurnRequest } from './provider.ts';
 
@@ -44,7 +46,7 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Prov
   // Short header values (`1`, `true`) are not secrets, and redacting them would shred messages.
   const secrets = [apiKey ?? '', ...Object.values(headers)].filter((s) => s.length >= 8);
   // One line, no secret, bounded: it ends up in a run record and a main-session summary.
-  const tell = (message: string) => clip(oneLine(scrub(message, secrets)), _MESSAGE_MAX);
+  const tell = (message: string) => clip(collapseSpace(scrub(message, secrets)), _MESSAGE_MAX);
   return {
     async complete(request: TurnRequest): Promise<Attempt<string>> {
       if (request.signal.aborted) return failure('aborted', false);
@@ -68,19 +70,19 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Prov
 }
 
 // Thinking and redacted-thinking blocks come first; the answer is the text blocks, in order.
-function _reply(reply: Answer, tell: (message: string) => string): Attempt<string> {
-  const json = record(reply.json);
+function _reply(reply: Received, tell: (message: string) => string): Attempt<string> {
+  const json = asObject(reply.json);
   const content = json?.['content'];
-  const texts = Array.isArray(content) ? content.filter((b) => record(b)?.['type'] === 'text').map((b) => record(b)?.['text']) : [];
+  const texts = Array.isArray(content) ? content.filter((b) => asObject(b)?.['type'] === 'text').map((b) => asObject(b)?.['text']) : [];
   if (texts.length > 0 && texts.every((t) => typeof t === 'string')) return { ok: true, value: texts.join('') };
   const stop = json?.['stop_reason'];
   const said = typeof stop === 'string' ? `no text block (stop_reason ${stop})` : (_errorText(reply.json) ?? (reply.json === undefined ? reply.text : 'no text block'));
   return failure(tell(`Malformed response: ${said}`), false);
 }
 
-function _httpFailure(reply: Answer, tell: (message: string) => string, now: number): Attempt<string> {
+function _httpFailure(reply: Received, tell: (message: string) => string, now: number): Attempt<string> {
   const { status, headers } = reply;
-  const type = record(record(reply.json)?.['error'])?.['type'];
+  const type = asObject(asObject(reply.json)?.['error'])?.['type'];
   const said = _errorText(reply.json) ?? (reply.text.trim() || reply.statusText);
   const message = tell(`HTTP ${status}${typeof type === 'string' ? ` ${type}` : ''}: ${said}`);
   const wait = retryAfterMs(headers, now);
@@ -92,7 +94,7 @@ function _httpFailure(reply: Answer, tell: (message: string) => string, now: num
 
 // `{type: "error", error: {type, message}}`; a proxy in front may say something else.
 function _errorText(json: unknown): string | undefined {
-  const error = record(json)?.['error'];
-  const candidates = [record(error)?.['message'], error, record(json)?.['message']];
+  const error = asObject(json)?.['error'];
+  const candidates = [asObject(error)?.['message'], error, asObject(json)?.['message']];
   return candidates.find((said): said is string => typeof said === 'string' && said.trim() !== '');
 }

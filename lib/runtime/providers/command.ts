@@ -2,6 +2,7 @@ import { spawn as nodeSpawn } from 'node:child_process';
 import type { ChildProcess, SpawnOptions } from 'node:child_process';
 import type { Attempt } from '../../retry.ts';
 import type { Provider, TurnRequest } from './provider.ts';
+import { clipLine } from '../../text.ts';
 
 /** Starts a process; `node:child_process` `spawn` by default. */
 export type Spawn = (command: string, args: readonly string[], options: SpawnOptions) => ChildProcess;
@@ -152,8 +153,7 @@ function _signal(child: ChildProcess, name: NodeJS.Signals): void {
 }
 
 function _failure(message: string): Attempt<string> {
-  const text = message.replace(/\s+/g, ' ').trim();
-  return { ok: false, retryable: false, message: text.length > _MESSAGE_MAX ? `${text.slice(0, _MESSAGE_MAX - 1)}…` : text };
+  return { ok: false, retryable: false, message: clipLine(message, _MESSAGE_MAX) };
 }
 
 function _reason(error: unknown): string {

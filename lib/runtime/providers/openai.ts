@@ -1,5 +1,7 @@
 import type { Thinking } from '../../actions.ts';
-import { clip, failure, httpBase, oneLine, postJson, record, retryAfterMs, scrub, type Answer } from '../../http-call.ts';
+import { failure, httpBase, postJson, retryAfterMs, scrub, type Received } from '../../http-call.ts';
+import { asObject } from '../../object.ts';
+import { clip, collapseSpace } from '../../text.ts';
 import type { Attempt } from '../../retry.ts';
 import type { Provider, TurnRequest } from './provider.ts';
 
@@ -26,7 +28,7 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): Provider {
   // Short header values (`1`, `true`) are not secrets, and redacting them would shred messages.
   const secrets = [apiKey ?? '', ...Object.values(headers)].filter((s) => s.length >= 8);
   // One line, no secret, bounded: it ends up in a run record and a main-session summary.
-  const tell = (message: string) => clip(oneLine(scrub(message, secrets)), _MESSAGE_MAX);
+  const tell = (message: string) => clip(collapseSpace(scrub(message, secrets)), _MESSAGE_MAX);
   return {
     async complete(request: TurnRequest): Promise<Attempt<string>> {
       if (request.signal.aborted) return failure('aborted', false);
@@ -59,13 +61,13 @@ function _effort(thinking: Thinking | undefined): string | undefined {
   return thinking === undefined || thinking === 'off' ? undefined : thinking;
 }
 
-function _reply(reply: Answer, tell: (message: string) => string): Attempt<string> {
-  const choices = record(reply.json)?.['choices'];
-  const message = record(record(Array.isArray(choices) ? choices[0] : undefined)?.['message']);
+function _reply(reply: Received, tell: (message: string) => string): Attempt<string> {
+  const choices = asObject(reply.json)?.['choices'];
+  const message = asObject(asObject(Array.isArray(choices) ? choices[0] : undefined)?.['message']);
   const content = message?.['content'];
   if (typeof content === 'string') return { ok: true, value: content };
   if (Array.isArray(content)) {
-    const parts = content.map((part) => (record(part)?.['type'] === 'text' ? record(part)?.['text'] : undefined));
+    const parts = content.map((part) => (asObject(part)?.['type'] === 'text' ? asObject(part)?.['text'] : undefined));
     return { ok: true, value: parts.filter((p): p is string => typeof p === 'string').join('') };
   }
   const refusal = message?.['refusal'];
@@ -74,9 +76,9 @@ function _reply(reply: Answer, tell: (message: string) => string): Attempt<strin
   return failure(tell(`Malformed response: ${said}`), false);
 }
 
-function _httpFailure(reply: Answer, tell: (message: string) => string, now: number): Attempt<string> {
+function _httpFailure(reply: Received, tell: (message: string) => string, now: number): Attempt<string> {
   const { status, headers } = reply;
-  const error = record(record(reply.json)?.['error']);
+  const error = asObject(asObject(reply.json)?.['error']);
   const code = error?.['code'];
   const type = error?.['type'];
   const label = typeof code === 'string' ? code : type;
@@ -89,7 +91,7 @@ function _httpFailure(reply: Answer, tell: (message: string) => string, now: num
 
 // `{error: {message}}` from OpenAI, `{error: "..."}` or `{message}` from some compatible servers.
 function _errorText(json: unknown): string | undefined {
-  const error = record(json)?.['error'];
-  const candidates = [record(error)?.['message'], error, record(json)?.['message']];
+  const error = asObject(json)?.['error'];
+  const candidates = [asObject(error)?.['message'], error, asObject(json)?.['message']];
   return candidates.find((said): said is string => typeof said === 'string' && said.trim() !== '');
 }

@@ -1,4 +1,4 @@
-import type { ProviderConfig } from '../../config/config.ts';
+import type { ProviderConfig } from '../../config/types.ts';
 import type { Provider } from './provider.ts';
 import { createAnthropicProvider } from './anthropic.ts';
 import { createCommandProvider } from './command.ts';

@@ -1,0 +1,31 @@
+import type { ParseArgsConfig } from 'node:util';
+import type { Io } from './io.ts';
+
+/** The flags any command may receive, as `parseArgs` returns them. */
+export interface Flags {
+  channel?: string;
+  to?: string;
+  config?: string;
+  host?: string;
+  port?: string;
+  'state-dir'?: string;
+  json?: boolean;
+  follow?: boolean;
+  limit?: string;
+  help?: boolean;
+}
+
+/** One command of the CLI: its options, its help text, and what it does. */
+export interface Command {
+  options: NonNullable<ParseArgsConfig['options']>;
+  /** Whether the command takes positional arguments. */
+  positionals?: boolean;
+  help: string;
+  run(flags: Flags, positionals: string[], io: Io): Promise<number>;
+}
+
+/** `--config` and `--help`, which every command takes. */
+export const COMMON = {
+  config: { type: 'string', short: 'c' },
+  help: { type: 'boolean', short: 'h' },
+} as const;

@@ -1,0 +1,40 @@
+import { access } from 'node:fs/promises';
+import type { Env } from '../config/types.ts';
+
+/** Where the CLI reads and writes; the real process by default, injectable for tests. */
+export interface Io {
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+  env: Env;
+  /** Aborting it stops `serve` and `events --follow` as SIGTERM would. */
+  signal?: AbortSignal;
+}
+
+/** Exit code of a command that ran and failed. */
+export const FAILURE = 1;
+/** Exit code of a command line that cannot be run as written. */
+export const USAGE = 2;
+
+/** The real process's streams and environment. */
+export function processIo(): Io {
+  // `hooks-ingress runs --json | head -1`: a reader that went away is not an error worth a stack trace.
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+    process.exit(0);
+  });
+  return {
+    stdout: (text) => process.stdout.write(text),
+    stderr: (text) => process.stderr.write(text),
+    env: process.env,
+  };
+}
+
+/** Whether a path exists. */
+export async function exists(path: string): Promise<boolean> {
+  try {
+    await access(path);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,125 @@
+import { readEvents, readRuns, type Rejected, type RunRecord, type SessionEvent } from '../store/store.ts';
+import { sleep } from '../retry.ts';
+import { clipLine } from '../text.ts';
+import { COMMON, type Command, type Flags } from './command.ts';
+import { exists, FAILURE, USAGE, type Io } from './io.ts';
+import { stateDirFor } from './load-config.ts';
+
+// `events` and `runs` read the same journal the same way.
+const LISTING = {
+  ...COMMON,
+  'state-dir': { type: 'string' },
+  json: { type: 'boolean' },
+  follow: { type: 'boolean', short: 'f' },
+  limit: { type: 'string', short: 'n' },
+} as const;
+
+/** `hooks-ingress events`: the main session's events. */
+export const events: Command = {
+  options: LISTING,
+  help: `Usage: hooks-ingress events [options]
+
+Print the main session's events, oldest first. Works while the server runs.
+
+Options:
+  -c, --config PATH     config file (for state.dir)
+      --state-dir DIR   state directory
+      --json            one JSON object per line (time, kind, text, source, seq)
+  -f, --follow          keep printing new events as they arrive
+  -n, --limit N         only the last N events
+  -h, --help            show this help
+`,
+  run(flags, _positionals, io) {
+    const print = (event: SessionEvent) => io.stdout(flags.json ? `${JSON.stringify(event)}\n` : formatEvent(event));
+    const rejected = _rejectedOnce(io);
+    return _list(flags, io, (dir) => readEvents(dir, rejected), (e) => String(e.seq), print);
+  },
+};
+
+/** `hooks-ingress runs`: the agent runs and their outcomes. */
+export const runs: Command = {
+  options: LISTING,
+  help: `Usage: hooks-ingress runs [options]
+
+List agent runs, oldest first: id, hook name, agent, session key, model, status
+(pending, running, ok, error, timeout), timings, attempts, reply preview and delivery.
+Works while the server runs.
+
+Options:
+  -c, --config PATH     config file (for state.dir)
+      --state-dir DIR   state directory
+      --json            one JSON object per line (the whole run record)
+  -f, --follow          keep printing runs as they change
+  -n, --limit N         only the last N runs
+  -h, --help            show this help
+`,
+  run(flags, _positionals, io) {
+    const print = (run: RunRecord) => io.stdout(flags.json ? `${JSON.stringify(run)}\n` : formatRun(run));
+    const rejected = _rejectedOnce(io);
+    return _list(flags, io, (dir) => readRuns(dir, rejected), (r) => JSON.stringify(r), print);
+  },
+};
+
+/**
+ * Prints the last `--limit` items of a state directory's journal; with `--follow`, polls and
+ * prints each item whose `identity` it has not printed yet (a new event, or a run that changed).
+ */
+async function _list<T>(flags: Flags, io: Io, read: (dir: string) => Promise<T[]>, identity: (item: T) => string, print: (item: T) => void): Promise<number> {
+  const limit = flags.limit === undefined ? Infinity : Number(flags.limit);
+  if (!(Number.isInteger(limit) && limit >= 0) && limit !== Infinity) {
+    io.stderr('hooks-ingress: --limit must be a whole number\n');
+    return USAGE;
+  }
+  const dir = await stateDirFor(flags, io);
+  if (dir === null) return FAILURE;
+  if (!(await exists(dir))) {
+    io.stderr(`hooks-ingress: state directory ${dir} does not exist (no server has used it)\n`);
+    return FAILURE;
+  }
+  let items = await read(dir);
+  const seen = new Set(items.map(identity));
+  items.slice(Math.max(0, items.length - limit)).forEach(print);
+  while (flags.follow && !io.signal?.aborted) {
+    await sleep(250, io.signal);
+    items = await read(dir);
+    for (const item of items) {
+      const id = identity(item);
+      if (seen.has(id)) continue;
+      seen.add(id);
+      print(item);
+    }
+  }
+  return 0;
+}
+
+// A journal line left out is said once on stderr, also when --follow reads the file again.
+function _rejectedOnce(io: Io): (rejected: Rejected) => void {
+  const said = new Set<number>();
+  return ({ line, problem }) => {
+    if (said.has(line)) return;
+    said.add(line);
+    io.stderr(`hooks-ingress: journal line ${line} skipped: ${problem}\n`);
+  };
+}
+
+/** One run as a human reads it: a header line, then the reply preview and the delivery. */
+export function formatRun(run: RunRecord): string {
+  const took = run.startedAt && run.finishedAt ? ` ${((Date.parse(run.finishedAt) - Date.parse(run.startedAt)) / 1000).toFixed(1)}s` : '';
+  const lines = [
+    `${run.acceptedAt}  ${run.status}${took}  ${run.runId}  hook=${run.hook} name=${JSON.stringify(run.name)} agent=${run.agentId} session=${run.sessionKey}` +
+      `${run.model ? ` model=${run.model}` : ''} attempts=${run.attempts}${run.retry ? ' (resumed)' : ''}`,
+  ];
+  const text = run.reply ?? run.error;
+  if (text !== undefined) lines.push(`    ${run.reply !== undefined ? 'reply' : 'error'}: ${clipLine(text, 120)}`);
+  if (run.delivery !== undefined) {
+    const d = run.delivery;
+    lines.push(`    delivery: ${d.status === 'delivered' ? `delivered to ${d.channel} ${d.to}${d.messageIds.length > 0 ? ` (${d.messageIds.join(', ')})` : ''}` : `${d.status}: ${d.reason}`}`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+/** One event as a human reads it: time, kind and source, then the text (continuation lines indented). */
+export function formatEvent(event: SessionEvent): string {
+  const text = event.text.replace(/\r?\n/g, '\n    ');
+  return `${event.time}  ${event.kind}  [${event.source}]  ${text}\n`;
+}

@@ -1,0 +1,74 @@
+import type { Config } from '../config/types.ts';
+import type { Deliver } from '../delivery/adapter.ts';
+import { buildChannels } from '../delivery/channels.ts';
+import { createDeliver, type DeliveryOptions } from '../delivery/deliver.ts';
+import { createApp, type App } from '../edge/server.ts';
+import { createTelemetry } from '../edge/telemetry.ts';
+import { TransformPool } from '../hooks/transforms/pool.ts';
+import type { Logger } from '../log.ts';
+import { Heartbeat } from '../runtime/heartbeat.ts';
+import { providerRegistry } from '../runtime/providers/registry.ts';
+import { Runner } from '../runtime/runner.ts';
+import type { Route } from '../store/store.ts';
+import { Store } from '../store/store.ts';
+import { Transcripts } from '../store/transcripts.ts';
+
+// The composition root: the config is plain data; the parts that act on it (adapters, providers,
+// the store, the runtime, the HTTP app) are built here and handed what each needs.
+
+/** The running parts of a server, without its listener. */
+export interface Service {
+  app: App;
+  /** Swaps in a reloaded configuration; every part is built before any is swapped. */
+  reload(config: Config): void;
+  /** Stops the runtime, the heartbeat and the transforms, then closes the store. */
+  stop(): Promise<void>;
+}
+
+/** Builds the chat adapters a config names and a delivery over them. */
+export function buildDeliver(config: Config, lastRoute: () => Route | null, retry?: DeliveryOptions['retry']): Deliver {
+  // The config check already built each adapter once, so building them again reports nothing new.
+  const channels = buildChannels(config.channels, []);
+  return createDeliver({ channels, lastRoute, ...(retry === undefined ? {} : { retry }) });
+}
+
+/** Opens the state directory and starts the runtime and the HTTP app on `config`. */
+export async function startService(config: Config, stateDir: string, log: Logger): Promise<Service> {
+  const { store, tornBytes, rejected } = await Store.open(stateDir, { idempotencyTtlMs: config.hooks.idempotencyTtlSeconds * 1000 });
+  // One warning per line left out (the first 20, then a count), so a damaged journal is noticed and found.
+  for (const { line, problem } of rejected.slice(0, 20)) log.warn('journal line skipped', { line, problem });
+  if (rejected.length > 0 || tornBytes > 0) log.warn('journal had unreadable lines', { skipped: rejected.length, tornBytes });
+  const heartbeat = new Heartbeat({
+    store,
+    everyMs: config.agents.heartbeatEveryMs,
+    onBeat: () => void runner.heartbeatTurn(),
+    onError: (error) => log.error('heartbeat not recorded', { error: String(error) }),
+  });
+  const runtimeParts = (c: Config) => ({ config: c, providerFor: providerRegistry(c.providers), deliver: buildDeliver(c, () => store.lastRoute()) });
+  const runner = new Runner({ ...runtimeParts(config), store, transcripts: new Transcripts(stateDir), heartbeat, log });
+  runner.start();
+  // A `now` wake acknowledged just before a crash still gets its heartbeat.
+  if (store.heartbeatOwed()) heartbeat.request('recovery');
+  heartbeat.start();
+
+  const transforms = new TransformPool(log);
+  transforms.configure(config);
+  // The limiter lives in the app (a reload may replace it); the metrics page reads it when rendered.
+  const telemetry = createTelemetry({ store, limiter: () => app.limiterStats(), queueDepth: () => runner.depth });
+  const app = createApp({ config, store, heartbeat, log, runs: runner, transforms: transforms.call, telemetry });
+  return {
+    app,
+    reload(next) {
+      const parts = runtimeParts(next);
+      transforms.configure(next);
+      runner.reconfigure(parts);
+      app.reload(next);
+    },
+    async stop() {
+      await runner.stop();
+      await heartbeat.stop();
+      await transforms.close();
+      await store.close();
+    },
+  };
+}

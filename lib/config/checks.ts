@@ -1,0 +1,102 @@
+import { checkRoute, routesOf } from '../policy/route.ts';
+import { resolveModel } from '../policy/models.ts';
+import { GENERATED_KEY_PREFIX, hasPrefix } from '../policy/session-key.ts';
+import { payloadControlsKey, type Mapping } from '../hooks/mappings.ts';
+import { join, type Issue } from '../schema.ts';
+import type { Config } from './types.ts';
+
+// The rules that span several keys, checked on the normalised config; each problem names the key to change.
+
+const PROVIDER_MODEL = { regex: /^[^/\s]+\/\S+$/, rule: 'must be written "provider/model"' };
+
+/** Rules that span several keys; each problem names the key to change. */
+export function checkConfig(config: Config): Issue[] {
+  const issues: Issue[] = [];
+  const { hooks } = config;
+  if (hooks.enabled && hooks.token === null) {
+    issues.push({ path: 'hooks.token', message: 'is required when hooks.enabled is true (or set hooks.tokenFile)' });
+  }
+  if (hooks.token !== null && hooks.token === config.gateway.authToken) {
+    issues.push({ path: 'hooks.token', message: 'must differ from gateway.auth.token (the hook token must be dedicated)' });
+  }
+  const prefixes = hooks.allowedSessionKeyPrefixes;
+  if (prefixes !== null && hooks.defaultSessionKey !== null && !hasPrefix(hooks.defaultSessionKey, prefixes)) {
+    issues.push({ path: 'hooks.defaultSessionKey', message: 'must start with one of hooks.allowedSessionKeyPrefixes' });
+  }
+  if (prefixes !== null && hooks.defaultSessionKey === null && !prefixes.some((p) => GENERATED_KEY_PREFIX.startsWith(p.toLowerCase()))) {
+    issues.push({
+      path: 'hooks.allowedSessionKeyPrefixes',
+      message: `must admit "${GENERATED_KEY_PREFIX}" when hooks.defaultSessionKey is not set (generated session keys start with it)`,
+    });
+  }
+  const defaults = config.agents.list.filter((a) => a.default);
+  if (defaults.length > 1) issues.push({ path: 'agents.list', message: 'may mark at most one agent as default' });
+  const seen = new Set<string>();
+  config.agents.list.forEach((agent, i) => {
+    if (seen.has(agent.id)) issues.push({ path: `agents.list[${i}].id`, message: `duplicates agent "${agent.id}"` });
+    seen.add(agent.id);
+  });
+  for (const key of Object.keys(config.agents.models)) {
+    if (!PROVIDER_MODEL.regex.test(key)) issues.push({ path: join('agents.defaults.models', key), message: 'must be keyed "provider/model"' });
+  }
+  for (const [id, provider] of Object.entries(config.providers)) {
+    const at = join('models.providers', id);
+    if (provider.api === 'command' && (provider.command === undefined || provider.command.length === 0)) {
+      issues.push({ path: `${at}.command`, message: 'is required for api "command" (the argv to run)' });
+    }
+    if (provider.api !== 'command' && provider.baseUrl === undefined) {
+      issues.push({ path: `${at}.baseUrl`, message: `is required for api "${provider.api}"` });
+    }
+  }
+  const { target, to } = config.agents.heartbeat;
+  const route = checkRoute(routesOf(config.channels), null, target, to);
+  if (route !== null) {
+    issues.push({ path: route.startsWith('to:') ? 'agents.defaults.heartbeat.to' : 'agents.defaults.heartbeat.target', message: route.replace(/^(to|channel): /, '') });
+  }
+  const explicit = config.hooks.mappings.length - config.hooks.presets.length;
+  config.hooks.mappings.forEach((mapping, i) => {
+    const at = i < explicit ? `hooks.mappings[${i}]` : `hooks.presets[${i - explicit}]`;
+    issues.push(...checkMapping(mapping, at, hooks));
+  });
+  return issues;
+}
+
+/** Models the config names whose provider is not configured: runs on them would fail. */
+export function modelWarnings(config: Config): Issue[] {
+  const named: [string, string][] = [
+    ...Object.keys(config.agents.models).map((key): [string, string] => [join('agents.defaults.models', key), key]),
+    ...(config.agents.model === null ? [] : [['agents.defaults.model', config.agents.model] as [string, string]]),
+    ...config.agents.list.flatMap((a, i): [string, string][] => (a.model === undefined ? [] : [[`agents.list[${i}].model`, a.model]])),
+  ];
+  const issues: Issue[] = [];
+  for (const [path, model] of named) {
+    const resolved = resolveModel(model, config.agents.models);
+    if (resolved === null) issues.push({ path, message: `"${model}" is neither "provider/model" nor an alias from agents.defaults.models` });
+    else if (!Object.hasOwn(config.providers, resolved.provider)) {
+      issues.push({ path, message: `provider "${resolved.provider}" is not configured (models.providers.${resolved.provider})` });
+    }
+  }
+  return issues;
+}
+
+/** A mapping's own rules: what its action needs, and who may choose its session key. */
+function checkMapping(mapping: Mapping, at: string, hooks: Config['hooks']): Issue[] {
+  const issues: Issue[] = [];
+  if (mapping.transform === undefined) {
+    const [field, needed] = mapping.action === 'wake' ? ['textTemplate', mapping.textTemplate] : ['messageTemplate', mapping.messageTemplate];
+    if (needed === undefined) issues.push({ path: `${at}.${field}`, message: `is required for a ${mapping.action} mapping without a transform` });
+  }
+  if (mapping.sessionKey === undefined) return issues;
+  const prefixes = hooks.allowedSessionKeyPrefixes;
+  if (payloadControlsKey(mapping)) {
+    if (!hooks.allowRequestSessionKey || prefixes === null) {
+      issues.push({
+        path: `${at}.sessionKey`,
+        message: 'is chosen by the payload, so it needs hooks.allowRequestSessionKey true and hooks.allowedSessionKeyPrefixes',
+      });
+    }
+  } else if (prefixes !== null && !hasPrefix(mapping.sessionKey.source, prefixes)) {
+    issues.push({ path: `${at}.sessionKey`, message: 'must start with one of hooks.allowedSessionKeyPrefixes' });
+  }
+  return issues;
+}

@@ -1,0 +1,176 @@
+import { THINKING_LEVELS } from '../actions.ts';
+import { channel as channelName } from '../channel-names.ts';
+import { parseCidr, type Cidr } from '../guard/address.ts';
+import { channelsSchema } from '../delivery/channels.ts';
+import { mappingSchema } from '../hooks/mappings.ts';
+import { array, boolean, literal, number, object, optional, record, refine, string, type Schema } from '../schema.ts';
+
+// The config file's schema: every key, its type and its own rule. Rules that span keys are in checks.ts.
+
+/** Keys of OpenClaw's `hooks` section that this service does not act on: they load, and are reported. */
+export const IGNORED_HOOK_KEYS = ['internal'] as const;
+
+/** The model API wire formats a provider may speak. */
+export const PROVIDER_APIS = ['openai-completions', 'anthropic-messages', 'command'] as const;
+
+/** The built-in presets `hooks.presets` may name. */
+export const PRESETS = ['gmail'] as const;
+
+const duration: Schema<number> = (value, at, report) => {
+  const ms = parseDuration(value);
+  if (ms === null) {
+    report.issues.push({ path: at, message: 'must be a duration such as "30m", "1h", "90s" or "0" (off)' });
+    return undefined;
+  }
+  return ms;
+};
+
+const cidr: Schema<Cidr> = (value, at, report) => {
+  const parsed = typeof value === 'string' ? parseCidr(value.trim()) : null;
+  if (parsed === null) report.issues.push({ path: at, message: 'must be an IP address or CIDR range' });
+  return parsed ?? undefined;
+};
+
+const seconds = number({ integer: true, min: 1 });
+
+// A rule on one key, so it is checked in the schema and reported together with the other problems.
+const hooksPath = refine(string({ trim: true }), (value) => {
+  const path = normaliseHooksPath(value);
+  if (path === '/') return 'may not be "/"';
+  return /^\/[\w\-./~]*$/.test(path) ? null : 'may contain only letters, digits and "-._~/"';
+});
+
+/** The config file as written: `check(fileSchema, value)` validates it. */
+export const fileSchema = object({
+  hooks: optional(
+    object(
+      {
+        enabled: optional(boolean),
+        token: optional(string({ trim: true, nonEmpty: true })),
+        tokenFile: optional(string({ nonEmpty: true })),
+        path: optional(hooksPath),
+        maxBodyBytes: optional(number({ integer: true, min: 1 })),
+        allowedAgentIds: optional(array(string({ trim: true, nonEmpty: true }))),
+        defaultSessionKey: optional(string({ trim: true, nonEmpty: true })),
+        allowRequestSessionKey: optional(boolean),
+        allowedSessionKeyPrefixes: optional(array(string({ trim: true, nonEmpty: true }))),
+        presets: optional(array(literal(...PRESETS))),
+        mappings: optional(array(mappingSchema)),
+        transformsDir: optional(string({ nonEmpty: true })),
+        transformTimeoutMs: optional(number({ integer: true, min: 1 })),
+        maxQueuedRuns: optional(number({ integer: true, min: 1 })),
+        maxEventBytes: optional(number({ integer: true, min: 1 })),
+        maxBacklogEvents: optional(number({ integer: true, min: 1 })),
+        maxBacklogBytes: optional(number({ integer: true, min: 1 })),
+        gmail: optional(
+          object({
+            account: optional(string({ trim: true, nonEmpty: true })),
+            label: optional(string({ nonEmpty: true })),
+            topic: optional(string({ nonEmpty: true })),
+            subscription: optional(string({ nonEmpty: true })),
+            pushToken: optional(string({ nonEmpty: true })),
+            hookUrl: optional(string({ nonEmpty: true })),
+            includeBody: optional(boolean),
+            maxBytes: optional(number({ integer: true, min: 1 })),
+            renewEveryMinutes: optional(number({ integer: true, min: 1 })),
+            allowUnsafeExternalContent: optional(boolean),
+            // A literal model id: braces would make it a template the payload could steer.
+            model: optional(string({ trim: true, nonEmpty: true, pattern: { regex: /^[^{}]*$/, rule: 'may not contain braces' } })),
+            thinking: optional(literal(...THINKING_LEVELS)),
+            // Settings of the companion watcher's own server; passed through to it, not read here.
+            serve: optional(record((v) => v)),
+            tailscale: optional(record((v) => v)),
+          }),
+        ),
+        authRateLimit: optional(
+          object({
+            maxFailures: optional(number({ integer: true, min: 1 })),
+            windowSeconds: optional(seconds),
+            lockoutSeconds: optional(seconds),
+          }),
+        ),
+        idempotencyTtlSeconds: optional(seconds),
+      },
+      { ignored: IGNORED_HOOK_KEYS },
+    ),
+  ),
+  agents: optional(
+    object({
+      defaults: optional(
+        object({
+          models: optional(
+            record(object({ alias: optional(string({ trim: true, nonEmpty: true })) })),
+          ),
+          model: optional(string({ trim: true, nonEmpty: true })),
+          timeoutSeconds: optional(number({ above: 0 })),
+          maxConcurrent: optional(number({ integer: true, min: 1, max: 64 })),
+          historyMaxChars: optional(number({ integer: true, min: 0 })),
+          heartbeat: optional(
+            object({
+              every: optional(duration),
+              prompt: optional(string({ trim: true, nonEmpty: true })),
+              target: optional(channelName),
+              to: optional(string({ trim: true, nonEmpty: true })),
+              ackMaxChars: optional(number({ integer: true, min: 0 })),
+            }),
+          ),
+        }),
+      ),
+      list: optional(
+        array(
+          object({
+            id: string({ trim: true, nonEmpty: true, pattern: { regex: /^[\w.-]+$/, rule: 'may contain only letters, digits, ".", "_" and "-"' } }),
+            default: optional(boolean),
+            workspace: optional(string({ nonEmpty: true })),
+            model: optional(string({ trim: true, nonEmpty: true })),
+            systemPrompt: optional(string({ nonEmpty: true })),
+          }),
+        ),
+      ),
+    }),
+  ),
+  models: optional(
+    object({
+      providers: optional(
+        record(
+          object({
+            api: literal(...PROVIDER_APIS),
+            baseUrl: optional(string({ trim: true, pattern: { regex: /^https?:\/\/\S+$/, rule: 'must be an http:// or https:// URL' } })),
+            apiKey: optional(string({ trim: true, nonEmpty: true })),
+            headers: optional(record(string())),
+            command: optional(array(string({ nonEmpty: true }))),
+          }),
+        ),
+      ),
+    }),
+  ),
+  gateway: optional(
+    object({
+      bind: optional(string({ trim: true, nonEmpty: true })),
+      port: optional(number({ integer: true, min: 0, max: 65535 })),
+      trustedProxies: optional(array(cidr)),
+      auth: optional(object({ token: optional(string({ trim: true, nonEmpty: true })) })),
+    }),
+  ),
+  state: optional(object({ dir: optional(string({ nonEmpty: true })) })),
+  channels: optional(channelsSchema),
+});
+
+/** The config file's value once it passed the schema. */
+export type FileConfig = NonNullable<ReturnType<typeof fileSchema>>;
+
+/** Parses `"30m"`, `"1h"`, `"90s"`, `"500ms"`, `"2d"`; a bare number is minutes; `"0"` is off. */
+export function parseDuration(value: unknown): number | null {
+  const text = typeof value === 'number' ? String(value) : value;
+  if (typeof text !== 'string') return null;
+  const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$/.exec(text);
+  if (match === null) return null;
+  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[match[2] ?? 'm'] ?? 60_000;
+  return Math.round(Number(match[1]) * unit);
+}
+
+/** Normalises `hooks.path`: a leading slash added, trailing slashes removed. */
+export function normaliseHooksPath(path: string): string {
+  const trimmed = path.trim().replace(/\/+$/, '');
+  return trimmed.startsWith('/') ? trimmed : `/${trimmed}`;
+}

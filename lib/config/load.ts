@@ -1,0 +1,107 @@
+import { readFile } from 'node:fs/promises';
+import { dirname, join as joinPath, resolve } from 'node:path';
+import { buildChannels } from '../delivery/channels.ts';
+import { resolveInside, resolveModule } from '../guard/contain.ts';
+import { parseJsonc } from '../jsonc.ts';
+import { check, formatIssue, join, type Issue } from '../schema.ts';
+import { checkConfig, modelWarnings } from './checks.ts';
+import { fileSchema, type FileConfig } from './file-schema.ts';
+import { normalise, TRANSFORMS_ROOT } from './normalise.ts';
+import type { Config, ConfigResult, Env } from './types.ts';
+
+/** Reads, parses and validates a config file. A missing file is a problem like any other. */
+export async function loadConfig(file: string, env: Env): Promise<ConfigResult> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    return { ok: false, problems: [`${file}: cannot read: ${(error as NodeJS.ErrnoException).code ?? String(error)}`] };
+  }
+  const parsed = parseJsonc(text);
+  if (!parsed.ok) return { ok: false, problems: [`${file}: ${parsed.error}`] };
+  return buildConfig(parsed.value, { file, env });
+}
+
+/** Validates a parsed config value; reads `hooks.tokenFile` or the systemd credential when they stand for the token. */
+export async function buildConfig(raw: unknown, where: { file: string | null; env: Env; dir?: string }): Promise<ConfigResult> {
+  const dir = where.dir ?? (where.file === null ? process.cwd() : dirname(where.file));
+  const issues: Issue[] = [];
+  const substituted = substituteEnv(raw, '', where.env, issues);
+  const checked = check(fileSchema, substituted);
+  if (!checked.ok) issues.push(...checked.issues);
+  if (!checked.ok || issues.length > 0) return { ok: false, problems: issues.map(formatIssue) };
+  const file: FileConfig = checked.value;
+
+  const token = await _readToken(file, dir, where.env, issues);
+  // The adapters are built only to check their options here; the composition root builds the ones it uses.
+  buildChannels(file.channels ?? {}, issues);
+  const lexical = normalise(file, { file: where.file, dir, token });
+  issues.push(...checkConfig(lexical));
+  const config = await containTransforms(lexical, file.hooks?.transformsDir, issues);
+  if (issues.length > 0) return { ok: false, problems: issues.map(formatIssue) };
+  return { ok: true, config, ignored: checked.ignored, warnings: modelWarnings(config).map(formatIssue) };
+}
+
+/** Replaces every `${NAME}` inside string values by the environment variable NAME. */
+export function substituteEnv(value: unknown, at: string, env: Env, issues: Issue[]): unknown {
+  if (typeof value === 'string') {
+    return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, name: string) => {
+      const found = env[name];
+      if (found === undefined) issues.push({ path: at, message: `environment variable ${name} is not set` });
+      return found ?? '';
+    });
+  }
+  if (Array.isArray(value)) return value.map((v, i) => substituteEnv(v, join(at, i), env, issues));
+  if (typeof value === 'object' && value !== null) {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[k] = substituteEnv(v, join(at, k), env, issues);
+    return out;
+  }
+  return value;
+}
+
+async function _readToken(file: FileConfig, dir: string, env: Env, issues: Issue[]): Promise<string | null> {
+  const hooks = file.hooks;
+  if (hooks?.token !== undefined && hooks.tokenFile !== undefined) {
+    issues.push({ path: 'hooks.tokenFile', message: 'cannot be set together with hooks.token' });
+    return null;
+  }
+  if (hooks?.token !== undefined) return hooks.token;
+  const [source, at] =
+    hooks?.tokenFile !== undefined
+      ? [resolve(dir, hooks.tokenFile), 'hooks.tokenFile']
+      : env['CREDENTIALS_DIRECTORY']
+        ? [joinPath(env['CREDENTIALS_DIRECTORY'], 'hooks-token'), '']
+        : [null, ''];
+  if (source === null) return null;
+  try {
+    const token = (await readFile(source, 'utf8')).trim();
+    if (token === '') issues.push({ path: at || 'hooks.token', message: `the file ${source} is empty` });
+    return token || null;
+  } catch (error) {
+    // An absent credential just means none was passed; an absent tokenFile is the operator's mistake.
+    if (at === '' && (error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    issues.push({ path: at || 'hooks.token', message: `cannot read ${source}: ${(error as NodeJS.ErrnoException).code ?? 'error'}` });
+    return null;
+  }
+}
+
+// Transform paths are checked on real paths now, and again by the loader before each import.
+// The config that comes back names the real folder and the real module files.
+async function containTransforms(config: Config, transformsDir: string | undefined, issues: Issue[]): Promise<Config> {
+  const users = config.hooks.mappings.map((m, i) => [m, i] as const).filter(([m]) => m.transform !== undefined);
+  if (users.length === 0 && transformsDir === undefined) return config;
+  const root = resolve(config.dir, TRANSFORMS_ROOT);
+  const dir = await resolveInside(root, transformsDir ?? '.');
+  if (!dir.ok) {
+    issues.push({ path: 'hooks.transformsDir', message: `${dir.reason} (the transforms root is ${root})` });
+    return config;
+  }
+  const mappings = [...config.hooks.mappings];
+  for (const [mapping, i] of users) {
+    const found = await resolveModule(dir.path, mapping.transform!.module);
+    if (found.ok) mappings[i] = { ...mapping, transform: { ...mapping.transform!, module: found.path } };
+    else issues.push({ path: `hooks.mappings[${i}].transform.module`, message: found.reason });
+  }
+  return { ...config, hooks: { ...config.hooks, transformsDir: dir.path, mappings } };
+}

@@ -1,0 +1,102 @@
+import { resolve } from 'node:path';
+import { presetMappings, toMapping } from '../hooks/mappings.ts';
+import { normaliseHooksPath, type FileConfig } from './file-schema.ts';
+import type { Config } from './types.ts';
+
+/** The default heartbeat prompt: read the events, act if needed, else acknowledge. */
+export const DEFAULT_HEARTBEAT_PROMPT =
+  'Heartbeat. Read the system events below, which arrived since your last heartbeat. If one needs the user, ' +
+  'write the message they should get. If nothing needs them, answer exactly HEARTBEAT_OK.';
+
+/** Defaults of the keys a config may leave out. */
+export const DEFAULTS = {
+  path: '/hooks',
+  maxBodyBytes: 262_144,
+  maxFailures: 20,
+  windowSeconds: 60,
+  lockoutSeconds: 60,
+  idempotencyTtlSeconds: 86_400,
+  bind: '127.0.0.1',
+  port: 8789,
+  transformTimeoutMs: 5_000,
+  maxQueuedRuns: 1_000,
+  maxEventBytes: 262_144,
+  maxBacklogEvents: 100_000,
+  maxBacklogBytes: 67_108_864,
+  timeoutSeconds: 600,
+  maxConcurrent: 4,
+  historyMaxChars: 32_000,
+  ackMaxChars: 300,
+} as const;
+
+/** Transforms live below this folder of the config directory, and nowhere else. */
+export const TRANSFORMS_ROOT = 'hooks/transforms';
+
+/**
+ * The validated file with every default applied, as plain data. `transformsDir` is the real path
+ * `containTransforms` found (or, when it did not look, the lexical one).
+ */
+export function normalise(file: FileConfig, where: { file: string | null; dir: string; token: string | null; transformsDir?: string }): Config {
+  const hooks = file.hooks ?? {};
+  const limit = hooks.authRateLimit ?? {};
+  const agents = file.agents ?? {};
+  const list = (agents.list ?? []).map((a) => ({ ...a, default: a.default ?? false }));
+  const gateway = file.gateway ?? {};
+  return {
+    file: where.file,
+    dir: where.dir,
+    hooks: {
+      enabled: hooks.enabled ?? false,
+      token: where.token,
+      path: normaliseHooksPath(hooks.path ?? DEFAULTS.path),
+      maxBodyBytes: hooks.maxBodyBytes ?? DEFAULTS.maxBodyBytes,
+      allowedAgentIds: hooks.allowedAgentIds ?? null,
+      defaultSessionKey: hooks.defaultSessionKey ?? null,
+      allowRequestSessionKey: hooks.allowRequestSessionKey ?? false,
+      allowedSessionKeyPrefixes: hooks.allowedSessionKeyPrefixes ?? null,
+      presets: hooks.presets ?? [],
+      mappings: [
+        ...(hooks.mappings ?? []).map((m, i) => toMapping(m, i)),
+        ...(hooks.presets ?? []).map((name) => presetMappings(name, hooks.gmail ?? {})),
+      ],
+      transformsDir: where.transformsDir ?? resolve(where.dir, TRANSFORMS_ROOT, hooks.transformsDir ?? '.'),
+      transformTimeoutMs: hooks.transformTimeoutMs ?? DEFAULTS.transformTimeoutMs,
+      maxQueuedRuns: hooks.maxQueuedRuns ?? DEFAULTS.maxQueuedRuns,
+      maxEventBytes: hooks.maxEventBytes ?? DEFAULTS.maxEventBytes,
+      maxBacklogEvents: hooks.maxBacklogEvents ?? DEFAULTS.maxBacklogEvents,
+      maxBacklogBytes: hooks.maxBacklogBytes ?? DEFAULTS.maxBacklogBytes,
+      gmail: hooks.gmail ?? {},
+      authRateLimit: {
+        maxFailures: limit.maxFailures ?? DEFAULTS.maxFailures,
+        windowSeconds: limit.windowSeconds ?? DEFAULTS.windowSeconds,
+        lockoutSeconds: limit.lockoutSeconds ?? DEFAULTS.lockoutSeconds,
+      },
+      idempotencyTtlSeconds: hooks.idempotencyTtlSeconds ?? DEFAULTS.idempotencyTtlSeconds,
+    },
+    agents: {
+      models: agents.defaults?.models ?? {},
+      model: agents.defaults?.model ?? null,
+      heartbeatEveryMs: agents.defaults?.heartbeat?.every ?? 0,
+      list,
+      defaultAgentId: (list.find((a) => a.default) ?? list[0])?.id ?? 'main',
+      timeoutSeconds: agents.defaults?.timeoutSeconds ?? DEFAULTS.timeoutSeconds,
+      maxConcurrent: agents.defaults?.maxConcurrent ?? DEFAULTS.maxConcurrent,
+      historyMaxChars: agents.defaults?.historyMaxChars ?? DEFAULTS.historyMaxChars,
+      heartbeat: {
+        prompt: agents.defaults?.heartbeat?.prompt ?? DEFAULT_HEARTBEAT_PROMPT,
+        target: agents.defaults?.heartbeat?.target ?? 'last',
+        ...(agents.defaults?.heartbeat?.to === undefined ? {} : { to: agents.defaults.heartbeat.to }),
+        ackMaxChars: agents.defaults?.heartbeat?.ackMaxChars ?? DEFAULTS.ackMaxChars,
+      },
+    },
+    providers: file.models?.providers ?? {},
+    gateway: {
+      bind: gateway.bind ?? DEFAULTS.bind,
+      port: gateway.port ?? DEFAULTS.port,
+      trustedProxies: gateway.trustedProxies ?? [],
+      authToken: gateway.auth?.token ?? null,
+    },
+    stateDir: file.state?.dir === undefined ? null : resolve(where.dir, file.state.dir),
+    channels: file.channels ?? {},
+  };
+}

@@ -1,0 +1,93 @@
+// The shape of the configuration every layer reads. Types only (every import here is erased), so
+// reading it ties no layer to the code that loads the config.
+import type { Channel } from '../actions.ts';
+import type { Cidr } from '../guard/address.ts';
+import type { ChannelsConfig } from '../delivery/channels.ts';
+import type { Mapping } from '../hooks/mappings.ts';
+import type { FileConfig, PROVIDER_APIS } from './file-schema.ts';
+
+/** The environment, as a plain map (injected so tests do not touch `process.env`). */
+export type Env = Readonly<Record<string, string | undefined>>;
+
+/** One configured agent. */
+export interface AgentConfig {
+  id: string;
+  default: boolean;
+  workspace?: string;
+  model?: string;
+  systemPrompt?: string;
+}
+
+/** One model API: how to reach it and in which wire format. */
+export interface ProviderConfig {
+  api: (typeof PROVIDER_APIS)[number];
+  baseUrl?: string;
+  apiKey?: string;
+  headers?: Record<string, string>;
+  command?: string[];
+}
+
+/** The validated configuration with every default applied. */
+export interface Config {
+  /** The file it came from, or `null` when built in memory. */
+  file: string | null;
+  /** The file's directory: relative paths in the file are resolved against it. */
+  dir: string;
+  hooks: {
+    enabled: boolean;
+    token: string | null;
+    path: string;
+    maxBodyBytes: number;
+    /** `null`: any agent may be picked. */
+    allowedAgentIds: readonly string[] | null;
+    defaultSessionKey: string | null;
+    allowRequestSessionKey: boolean;
+    /** `null`: no prefix rule. */
+    allowedSessionKeyPrefixes: readonly string[] | null;
+    presets: readonly string[];
+    /** `hooks.mappings` in order, then the presets' mappings: the first match wins. */
+    mappings: readonly Mapping[];
+    /** The real path transforms load from, inside `<config dir>/hooks/transforms`. */
+    transformsDir: string;
+    transformTimeoutMs: number;
+    /** Accepted runs waiting or running; past it `/agent` answers 503. */
+    maxQueuedRuns: number;
+    /** The longest wake text (UTF-8 bytes) a request or mapping may add; past it, 413. */
+    maxEventBytes: number;
+    /** Unconsumed system events (count, and UTF-8 bytes of text) past which new wakes get 503. */
+    maxBacklogEvents: number;
+    maxBacklogBytes: number;
+    gmail: NonNullable<NonNullable<FileConfig['hooks']>['gmail']>;
+    authRateLimit: { maxFailures: number; windowSeconds: number; lockoutSeconds: number };
+    idempotencyTtlSeconds: number;
+  };
+  agents: {
+    models: Readonly<Record<string, { alias?: string }>>;
+    model: string | null;
+    heartbeatEveryMs: number;
+    list: readonly AgentConfig[];
+    defaultAgentId: string;
+    timeoutSeconds: number;
+    maxConcurrent: number;
+    /** How much of a session's transcript is sent with a turn, newest first. */
+    historyMaxChars: number;
+    heartbeat: { prompt: string; target: Channel; to?: string; ackMaxChars: number };
+  };
+  /** Model APIs by provider id (the part before `/` in `provider/model`). */
+  providers: Readonly<Record<string, ProviderConfig>>;
+  gateway: {
+    bind: string;
+    port: number;
+    trustedProxies: readonly Cidr[];
+    authToken: string | null;
+  };
+  stateDir: string | null;
+  /** The chat channels configured under `channels`, as written (the composition root builds their adapters). */
+  channels: ChannelsConfig;
+}
+
+/**
+ * The outcome of loading a configuration: every problem as `path: rule`. A valid one may still
+ * carry warnings: things that load but will fail when used (a model whose provider is missing).
+ */
+export type ConfigResult = { ok: true; config: Config; ignored: string[]; warnings: string[] } | { ok: false; problems: string[] };

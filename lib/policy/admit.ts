@@ -1,0 +1,46 @@
+import type { AgentAction, RunSpec } from '../actions.ts';
+import type { Config } from '../config/types.ts';
+import { echo, type Decision } from './decision.ts';
+import { allowModel } from './models.ts';
+import { resolveSessionKey } from './session-key.ts';
+
+/** Picks the agent: a known requested one, else the default; the result must pass `hooks.allowedAgentIds`. */
+export function resolveAgentId(requested: string | undefined, config: Config): Decision<string> {
+  const allowed = config.hooks.allowedAgentIds;
+  if (requested !== undefined && allowed !== null && allowed.length === 0) {
+    return { ok: false, error: 'agentId: may not be chosen (hooks.allowedAgentIds is empty)' };
+  }
+  const wanted = requested?.toLowerCase();
+  const agentId = config.agents.list.find((a) => a.id.toLowerCase() === wanted)?.id ?? config.agents.defaultAgentId;
+  if (allowed !== null && allowed.length > 0 && !allowed.includes('*') && !allowed.some((id) => id.toLowerCase() === agentId.toLowerCase())) {
+    return { ok: false, error: `agentId: agent "${echo(agentId)}" is not in hooks.allowedAgentIds` };
+  }
+  return { ok: true, value: agentId };
+}
+
+/** Turns an agent action into a run that every rule admits. */
+export function admitRun(action: AgentAction, hook: string, config: Config, newId: () => string): Decision<RunSpec> {
+  // The agent first, so an `agent:<id>:` key is judged without the prefix; a refused key is still reported first.
+  const agentId = resolveAgentId(action.agentId, config);
+  const sessionKey = resolveSessionKey(action.sessionKey, config.hooks, newId, agentId.ok ? agentId.value : undefined);
+  if (!sessionKey.ok) return sessionKey;
+  if (!agentId.ok) return agentId;
+  const model = allowModel(action.model, config.agents.models);
+  if (!model.ok) return model;
+  const run: RunSpec = {
+    runId: newId(),
+    hook,
+    name: action.name,
+    message: action.message,
+    sessionKey: sessionKey.value,
+    agentId: agentId.value,
+    wakeMode: action.wakeMode,
+    deliver: action.deliver,
+    channel: action.channel,
+  };
+  if (action.to !== undefined) run.to = action.to;
+  if (model.value !== undefined) run.model = model.value;
+  if (action.thinking !== undefined) run.thinking = action.thinking;
+  if (action.timeoutSeconds !== undefined) run.timeoutSeconds = action.timeoutSeconds;
+  return { ok: true, value: run };
+}

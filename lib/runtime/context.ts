@@ -1,0 +1,68 @@
+import { readFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import type { AgentConfig, Config } from '../config/types.ts';
+import type { Deliver } from '../delivery/adapter.ts';
+import type { Logger } from '../log.ts';
+import type { RetryOptions } from '../retry.ts';
+import type { Store } from '../store/store.ts';
+import { clipLine } from '../text.ts';
+import type { Transcripts } from '../store/transcripts.ts';
+import type { Provider } from './providers/provider.ts';
+
+export interface RunnerOptions {
+  store: Store;
+  config: Config;
+  /** The model API for a provider id, or `null` when none is configured. */
+  providerFor: (providerId: string) => Provider | null;
+  transcripts: Transcripts;
+  heartbeat: { request(reason: string): void };
+  log: Logger;
+  /** Without it, replies are recorded with the route they asked for and not sent. */
+  deliver?: Deliver;
+  now?: () => number;
+  /** Reads a workspace file (AGENTS.md, HEARTBEAT.md); `null` when it is absent. */
+  readText?: (path: string) => Promise<string | null>;
+  /** Backoff settings for model calls; tests shorten them. */
+  retry?: Partial<Pick<RetryOptions, 'baseDelayMs' | 'maxDelayMs' | 'maxAttempts' | 'sleep' | 'random'>>;
+}
+
+/** What one run, turn, delivery or heartbeat works with: the options of the moment, a clock, and the stop signal. */
+export interface RuntimeContext extends RunnerOptions {
+  now: () => number;
+  readText: (path: string) => Promise<string | null>;
+  /** Aborted when the runtime stops. */
+  stopping: AbortSignal;
+}
+
+/** How long a summary line may be before it is cut. */
+export const SUMMARY_MAX = 300;
+
+/** A reply or reason on one line, cut to a bounded length. */
+export function summarise(text: string): string {
+  return clipLine(text, SUMMARY_MAX) || '(empty reply)';
+}
+
+/** The configured agent, else the default one, else a bare agent of that id. */
+export function agentOf(config: Config, agentId: string): AgentConfig {
+  const { list, defaultAgentId } = config.agents;
+  return list.find((a) => a.id === agentId) ?? list.find((a) => a.id === defaultAgentId) ?? { id: agentId, default: true };
+}
+
+/** The agent's workspace, resolved against the config directory. */
+export function workspaceOf(config: Config, agent: AgentConfig): string | undefined {
+  return agent.workspace === undefined ? undefined : resolve(config.dir, agent.workspace);
+}
+
+/** The context's clock as an ISO timestamp. */
+export function isoNow(ctx: Pick<RuntimeContext, 'now'>): string {
+  return new Date(ctx.now()).toISOString();
+}
+
+/** Reads a file, `null` when it cannot be read. */
+export async function readText(path: string): Promise<string | null> {
+  try {
+    return await readFile(path, 'utf8');
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,27 @@
+import type { DeliveryOutcome, RunRecord } from '../store/store.ts';
+import { isAck } from './ack.ts';
+import { summarise, type RuntimeContext } from './context.ts';
+
+/** The route a delivered reply took: the main session's new last route. */
+export function routeOf(delivered: { channel: string; to: string }): { channel: string; to: string } {
+  return { channel: delivered.channel, to: delivered.to };
+}
+
+/** Delivers a run's reply and records the outcome on the run (a failure also in the main session). */
+export async function deliverReply(ctx: RuntimeContext, run: RunRecord, reply: string): Promise<void> {
+  let delivery: DeliveryOutcome;
+  if (isAck(reply, ctx.config.agents.heartbeat.ackMaxChars)) delivery = { status: 'skipped', reason: 'the reply is only an acknowledgment' };
+  else if (ctx.deliver === undefined) delivery = { status: 'skipped', reason: 'no delivery is configured' };
+  else {
+    const request = { channel: run.channel, ...(run.to === undefined ? {} : { to: run.to }), text: reply, signal: ctx.stopping };
+    delivery = await ctx.deliver(request);
+    // A failure during a stop may be the stop itself: nothing is recorded, so the next process tries again.
+    if (ctx.stopping.aborted && delivery.status === 'failed') return;
+  }
+  const events =
+    delivery.status === 'failed'
+      ? [{ kind: 'system' as const, text: `Hook ${run.name}: delivery to ${delivery.channel} failed: ${summarise(delivery.reason)}`, source: `run:${run.runId}` }]
+      : [];
+  await ctx.store.commit({ events, runUpdates: [{ runId: run.runId, delivery }], ...(delivery.status === 'delivered' ? { lastRoute: routeOf(delivery) } : {}) });
+  ctx.log.info('run delivery', { runId: run.runId, requestId: run.requestId, status: delivery.status, ...('channel' in delivery ? { channel: delivery.channel } : {}) });
+}

@@ -1,0 +1,76 @@
+import { isGeneratedKey } from '../policy/session-key.ts';
+import type { RunRecord } from '../store/store.ts';
+import { agentOf, isoNow, summarise, type RuntimeContext } from './context.ts';
+import { takeTurn, type TurnOutcome } from './turn.ts';
+
+/**
+ * Executes one accepted run: marks it running, takes the model turn on the session's history,
+ * keeps the turns, and records the outcome with its summary in the main session in one line.
+ * Resolves to the reply to deliver, or `null` when there is none to deliver.
+ */
+export async function executeRun(ctx: RuntimeContext, run: RunRecord): Promise<string | null> {
+  const { store, config } = ctx;
+  const resumed = run.status === 'running' || run.attempts > 0;
+  await store.commit({
+    runUpdates: [{ runId: run.runId, status: 'running', attempts: run.attempts + 1, startedAt: isoNow(ctx), ...(resumed ? { retry: true } : {}) }],
+  });
+  const agent = agentOf(config, run.agentId);
+  // A generated key is never used again, so its turns are neither read nor kept.
+  const isolated = isGeneratedKey(run.sessionKey);
+  const history = isolated ? [] : await ctx.transcripts.history(run.sessionKey, config.agents.historyMaxChars);
+  const outcome = await takeTurn(ctx, {
+    agent,
+    model: run.model ?? agent.model ?? config.agents.model ?? undefined,
+    history,
+    prompt: run.message,
+    timeoutMs: (run.timeoutSeconds ?? config.agents.timeoutSeconds) * 1000,
+    thinking: run.thinking,
+    ids: { runId: run.runId, sessionKey: run.sessionKey, agentId: agent.id },
+  });
+  if (outcome.status === 'stopped') return null; // left `running`: the next process resumes it
+  if (outcome.status === 'ok' && !isolated) {
+    await ctx.transcripts.append(run.sessionKey, [
+      { role: 'user', content: run.message },
+      { role: 'assistant', content: outcome.reply },
+    ]);
+  }
+  await _record(ctx, run, outcome);
+  ctx.log.info('run finished', { runId: run.runId, requestId: run.requestId, status: outcome.status, calls: outcome.calls });
+  if (run.wakeMode === 'now') ctx.heartbeat.request(`hook:${run.name}`);
+  return outcome.status === 'ok' && run.deliver ? outcome.reply : null;
+}
+
+// The outcome and its summary in the main session, in one line: no run is summarised (or run) twice.
+async function _record(ctx: RuntimeContext, run: RunRecord, outcome: Exclude<TurnOutcome, { status: 'stopped' }>): Promise<void> {
+  const summary =
+    outcome.status === 'ok' ? `Hook ${run.name}: ${summarise(outcome.reply)}` : `Hook ${run.name} (${outcome.status}): ${summarise(outcome.error)}`;
+  await ctx.store.commit({
+    events: [{ kind: 'system', text: summary, source: `run:${run.runId}`, mode: run.wakeMode }],
+    runUpdates: [
+      {
+        runId: run.runId,
+        status: outcome.status,
+        finishedAt: isoNow(ctx),
+        calls: outcome.calls,
+        ...(outcome.model === undefined ? {} : { model: outcome.model }),
+        ...(outcome.status === 'ok' ? { reply: outcome.reply } : { error: outcome.error }),
+      },
+    ],
+  });
+}
+
+/**
+ * Something broke outside the model call (a corrupt transcript, a throwing provider factory): the
+ * run ends `error` with a summary rather than staying `running` to fail again after a restart.
+ */
+export async function failRun(ctx: RuntimeContext, run: RunRecord, error: unknown): Promise<void> {
+  ctx.log.error('run failed unexpectedly', { runId: run.runId, error: error instanceof Error ? (error.stack ?? error.message) : String(error) });
+  if (ctx.stopping.aborted) return;
+  const reason = `internal error: ${error instanceof Error ? error.message : String(error)}`;
+  await ctx.store
+    .commit({
+      events: [{ kind: 'system', text: `Hook ${run.name} (error): ${summarise(reason)}`, source: `run:${run.runId}`, mode: run.wakeMode }],
+      runUpdates: [{ runId: run.runId, status: 'error', finishedAt: isoNow(ctx), error: reason }],
+    })
+    .catch((e: unknown) => ctx.log.error('run outcome not recorded', { runId: run.runId, error: String(e) }));
+}

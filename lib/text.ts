@@ -1,0 +1,36 @@
+// Text helpers for messages: what a log line, an error or a summary quotes stays on one line and short.
+
+/** `text` on one line: each run of whitespace one space, none at either end. */
+export function collapseSpace(text: string): string {
+  return text.replace(/\s+/g, ' ').trim();
+}
+
+/** `text` cut to at most `max` characters, the last of them `…` when anything was cut. */
+export function clip(text: string, max: number): string {
+  if (text.length <= max) return text;
+  // Never half a surrogate pair: a lone one is not text, and shows as garbage.
+  const code = text.charCodeAt(max - 2);
+  return `${text.slice(0, code >= 0xd800 && code <= 0xdbff ? max - 2 : max - 1)}…`;
+}
+
+/** `text` on one line and at most `max` characters: a summary or preview of a longer text. */
+export function clipLine(text: string, max: number): string {
+  return clip(collapseSpace(text), max);
+}
+
+/** `value` as a message quotes it: JSON, and short. */
+export function show(value: unknown): string {
+  return clip(JSON.stringify(value) ?? String(value), 65);
+}
+
+/** What a body that is not the API's JSON says: a proxy's short text is worth passing on; nothing or an HTML page is not. */
+export function plainText(text: string): string {
+  const trimmed = text.trim();
+  return trimmed === '' || trimmed.startsWith('<') ? 'no error description' : trimmed;
+}
+
+/** `: <text>` for a body with something in it, else nothing: the end of a message that quotes the body. */
+export function detail(text: string): string {
+  const trimmed = text.trim();
+  return trimmed === '' ? '' : `: ${trimmed}`;
+}

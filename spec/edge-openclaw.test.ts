@@ -1,0 +1,77 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test, type TestContext } from 'node:test';
+import { buildConfig } from '../lib/config/load.ts';
+import { createApp, listen } from '../lib/edge/server.ts';
+import { createLogger } from '../lib/log.ts';
+import { readRuns, Store } from '../lib/store/store.ts';
+import { defer } from './_cleanup.ts';
+import { post } from './_http.ts';
+
+// What OpenClaw's own hook callers send, answered as they expect (issue #14, part 1).
+
+const TOKEN = 'spec-openclaw-token-0123456789';
+const AUTH = { authorization: `Bearer ${TOKEN}` };
+
+async function start(t: TestContext, raw: Record<string, Record<string, unknown>> = {}) {
+  const dir = await mkdtemp(join(tmpdir(), 'openclaw-spec-'));
+  defer(t, () => rm(dir, { recursive: true, force: true }));
+  const built = await buildConfig({ ...raw, hooks: { enabled: true, token: TOKEN, ...raw['hooks'] } }, { file: null, env: {}, dir });
+  if (!built.ok) throw new Error(built.problems.join('; '));
+  const { store } = await Store.open(join(dir, 'state'), { idempotencyTtlMs: 60_000 });
+  defer(t, () => store.close());
+  const app = createApp({ config: built.config, store, heartbeat: { request: () => undefined }, log: createLogger(() => undefined) });
+  const running = await listen(app, { host: '127.0.0.1', port: 0 });
+  defer(t, () => running.close(200));
+  return { url: running.url, store, state: join(dir, 'state') };
+}
+
+test('X-OpenClaw-Idempotency-Key makes a retried /agent replay its first answer instead of starting a second run', async (t) => {
+  const h = await start(t);
+  const headers = { ...AUTH, 'x-openclaw-idempotency-key': 'oc-retry-1' };
+  const first = await post(h.url, '/hooks/agent', { headers, body: { message: 'Summarise the inbox' } });
+  const second = await post(h.url, '/hooks/agent', { headers, body: { message: 'Summarise the inbox' } });
+  assert.equal(first.status, 202, first.text);
+  assert.deepEqual(second.body, first.body);
+  assert.equal(second.headers['idempotent-replayed'], 'true');
+  assert.equal(h.store.runs().length, 1);
+});
+
+test('Idempotency-Key wins over X-OpenClaw-Idempotency-Key, which wins over webhook-id', async (t) => {
+  const h = await start(t);
+  const a = await post(h.url, '/hooks/wake', { headers: { ...AUTH, 'idempotency-key': 'k1', 'x-openclaw-idempotency-key': 'x1' }, body: { text: 'a' } });
+  const b = await post(h.url, '/hooks/wake', { headers: { ...AUTH, 'idempotency-key': 'k1', 'x-openclaw-idempotency-key': 'x2' }, body: { text: 'b' } });
+  assert.equal(b.headers['idempotent-replayed'], 'true');
+  const c = await post(h.url, '/hooks/wake', { headers: { ...AUTH, 'x-openclaw-idempotency-key': 'x3', 'webhook-id': 'w1' }, body: { text: 'c' } });
+  const d = await post(h.url, '/hooks/wake', { headers: { ...AUTH, 'x-openclaw-idempotency-key': 'x3', 'webhook-id': 'w2' }, body: { text: 'd' } });
+  assert.equal(d.headers['idempotent-replayed'], 'true');
+  assert.deepEqual([a.status, c.status], [200, 200]);
+  assert.deepEqual(h.store.events().map((e) => e.text), ['a', 'c']);
+});
+
+test('OpenClaw channel aliases are accepted; the answer and the run record carry the canonical name', async (t) => {
+  const h = await start(t);
+  for (const [alias, canonical] of [['imsg', 'imessage'], ['teams', 'msteams'], ['Telegram', 'telegram']] as const) {
+    const reply = await post(h.url, '/hooks/agent', { headers: AUTH, body: { message: 'x', channel: alias, deliver: false } });
+    assert.equal(reply.status, 202, reply.text);
+    assert.equal(reply.body['channel'], canonical);
+    assert.equal(h.store.run(reply.body['runId'] as string)?.channel, canonical);
+  }
+  const onDisk = await readRuns(h.state);
+  assert.deepEqual(onDisk.map((r) => r.channel), ['imessage', 'msteams', 'telegram']);
+});
+
+test('an agent:<agentId>: session key is normalised for its own agent and judged by the prefix rules after that', async (t) => {
+  const h = await start(t, {
+    hooks: { allowRequestSessionKey: true, allowedSessionKeyPrefixes: ['hook:', 'slack:'] },
+    agents: { list: [{ id: 'hooks', default: true }, { id: 'ops' }] },
+  });
+  const own = await post(h.url, '/hooks/agent', { headers: AUTH, body: { message: 'x', sessionKey: 'agent:hooks:slack:channel:c123' } });
+  assert.equal(own.status, 202, own.text);
+  assert.equal(own.body['sessionKey'], 'slack:channel:c123');
+  const other = await post(h.url, '/hooks/agent', { headers: AUTH, body: { message: 'x', agentId: 'hooks', sessionKey: 'agent:ops:slack:channel:c123' } });
+  assert.equal(other.status, 400);
+  assert.match(String(other.body['error']), /sessionKey: must start with one of "hook:", "slack:"/);
+});
