@@ -1,78 +1,16 @@
 import { constants } from 'node:fs';
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { RunSpec, WakeMode } from '../actions.ts';
+import type { RunSpec } from '../actions.ts';
 import { Journal, JournalReplacedError, readJournal, type JournalContents } from './journal.ts';
-import { checkLine, type IdemRecord, type JournalLine } from './records.ts';
+import { checkLine, type IdemRecord, type IdempotencyWrite, type JournalLine, type Route, type RunRecord, type RunUpdate, type SessionEvent, type StoredAnswer } from './records.ts';
 
 export { JournalReplacedError } from './journal.ts';
 
 /** The journal's file name inside the state directory. */
 export const JOURNAL_FILE = 'journal.jsonl';
 
-/**
- * One entry of the main session: a system event (a wake, a run's summary, a delivery failure),
- * a heartbeat that was requested or scheduled, or the main agent's reply to a heartbeat.
- */
-export interface SessionEvent {
-  seq: number;
-  time: string;
-  kind: 'system' | 'heartbeat' | 'reply';
-  text: string;
-  /** Where it came from: `wake`, `hook:<name>`, `run:<id>`, `schedule`, `heartbeat`, ... */
-  source: string;
-  /** For system events: whether the sender asked for a heartbeat at once. */
-  mode?: WakeMode;
-  /** For replies: whether it was only an acknowledgment (recorded, never delivered). */
-  ack?: boolean;
-}
-
-/** Where a reply went, or why it did not. */
-export type DeliveryOutcome =
-  | { status: 'delivered'; channel: string; to: string; messageIds: string[] }
-  | { status: 'skipped'; reason: string }
-  | { status: 'failed'; channel: string; to?: string; reason: string };
-
-/** The channel and recipient of the most recent successful delivery. */
-export interface Route {
-  channel: string;
-  to: string;
-}
-
-/** The first answer to a request with an idempotency key, replayed unchanged to a retry. */
-export interface StoredAnswer {
-  status: number;
-  body: Record<string, unknown>;
-}
-
-/** What makes a request idempotent: its hook path and key, and the answer it got. */
-export interface IdempotencyWrite extends StoredAnswer {
-  scope: string;
-  key: string;
-}
-
-export type RunStatus = 'pending' | 'running' | 'ok' | 'error' | 'timeout';
-
-/** A run as the store keeps it; the runtime picks up the pending ones, also after a restart. */
-export interface RunRecord extends RunSpec {
-  status: RunStatus;
-  acceptedAt: string;
-  /** Executions begun (a run resumed after a crash has more than one). */
-  attempts: number;
-  /** Set on an execution that resumes a run the process died in. */
-  retry?: boolean;
-  startedAt?: string;
-  finishedAt?: string;
-  /** Model calls made by the last execution, retries included. */
-  calls?: number;
-  model?: string;
-  reply?: string;
-  error?: string;
-  delivery?: DeliveryOutcome;
-}
-
-/** A change to a recorded run. */
-export type RunUpdate = Partial<Omit<RunRecord, 'runId'>> & { runId: string };
+export type { DeliveryOutcome, IdempotencyWrite, Route, RunRecord, RunStatus, RunUpdate, SessionEvent, StoredAnswer } from './records.ts';
 
 export interface StoreOptions {
   now?: () => number;
