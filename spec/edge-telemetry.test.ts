@@ -203,6 +203,7 @@ test('GET /metrics with gateway.auth.token as Bearer answers 200 in the text for
     hooks_requests_total: 'counter',
     hooks_request_body_bytes_total: 'counter',
     hooks_idempotent_replays_total: 'counter',
+    hooks_ignored_total: 'counter',
     hooks_auth_failures_locked_clients: 'gauge',
     hooks_auth_limiter_keys: 'gauge',
     hooks_auth_lockouts: 'gauge',

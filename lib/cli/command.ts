@@ -3,6 +3,11 @@ import type { Io } from './io.ts';
 
 /** The flags any command may receive, as `parseArgs` returns them. */
 export interface Flags {
+  hook?: string;
+  body?: string;
+  header?: string[];
+  id?: string;
+  send?: string;
   channel?: string;
   to?: string;
   config?: string;

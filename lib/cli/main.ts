@@ -8,11 +8,12 @@ import { events, runs } from './listing.ts';
 import { reload } from './reload.ts';
 import { send } from './send.ts';
 import { serveCommand } from './serve.ts';
+import { sign } from './sign.ts';
 import { token } from './token.ts';
 
 // Parses the command line and runs the command it names; each command, with its help, is in its own file.
 
-const COMMANDS: Readonly<Record<string, Command>> = { serve: serveCommand, check, events, runs, reload, send, token };
+const COMMANDS: Readonly<Record<string, Command>> = { serve: serveCommand, check, events, runs, reload, send, sign, token };
 
 const HELP = `Usage: hooks-ingress [command] [options]
 
@@ -27,6 +28,7 @@ Commands:
   reload    make the running server re-read its config
   send      send a test message through a channel
   gmail     set up and run the Gmail watcher (see "gmail --help")
+  sign      print or send the request a signed sender would send
   token     print a new random hook token
 
 Options:

@@ -2,6 +2,7 @@ import { checkRoute, routesOf } from '../policy/route.ts';
 import { resolveModel } from '../policy/models.ts';
 import { GENERATED_KEY_PREFIX, hasPrefix } from '../policy/session-key.ts';
 import { payloadControlsKey, type Mapping } from '../hooks/mappings.ts';
+import { checkSignatures } from '../hooks/signature-config.ts';
 import { join, type Issue } from '../schema.ts';
 import type { Config } from './types.ts';
 
@@ -58,6 +59,7 @@ export function checkConfig(config: Config): Issue[] {
     const at = i < explicit ? `hooks.mappings[${i}]` : `hooks.presets[${i - explicit}]`;
     issues.push(...checkMapping(mapping, at, hooks));
   });
+  issues.push(...checkSignatures(config.hooks.mappings, (i) => (i < explicit ? `hooks.mappings[${i}]` : `hooks.presets[${i - explicit}]`), hooks.token));
   return issues;
 }
 

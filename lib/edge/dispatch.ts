@@ -110,6 +110,9 @@ export function createDispatch(options: DispatchOptions): (call: HookCall, idem:
     switch (outcome.kind) {
       case 'unmatched':
         throw new HttpError(404, ErrorCode.NotFound, 'no hook with this name');
+      case 'ignored':
+        // Senders post every event type; one the operator filtered out is acknowledged, not failed, and leaves no trace.
+        return { status: 200, body: { ok: true, ignored: true } };
       case 'skip':
         return { status: 204, body: {} };
       case 'invalid':
@@ -150,7 +153,7 @@ export function createDispatch(options: DispatchOptions): (call: HookCall, idem:
 }
 
 // Headers a template or transform may read: never the ones that carry credentials.
-const _SECRET_HEADERS = new Set(['authorization', 'cookie', 'proxy-authorization', 'x-gateway-token', 'x-openclaw-token']);
+const _SECRET_HEADERS = new Set(['authorization', 'cookie', 'proxy-authorization', 'x-gateway-token', 'x-openclaw-token', 'x-gitlab-token']);
 
 function _templateHeaders(headers: IncomingHttpHeaders): Record<string, string> {
   const out: Record<string, string> = {};

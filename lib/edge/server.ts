@@ -12,7 +12,8 @@ import { FailureLimiter, type LimiterStats } from '../guard/rate-limit.ts';
 import { Router, splitTarget } from './router.ts';
 import type { Telemetry } from './telemetry.ts';
 import type { RunRecord, Store } from '../store/store.ts';
-import { extractToken, tokenDigest, tokenMatches } from '../guard/token.ts';
+import { extractToken, tokenDigest, tokenMatches, tokensMatch } from '../guard/token.ts';
+import { deliveryId, describeRefusal, verifySignature, type Signature } from '../guard/signature.ts';
 
 /** What the request handler needs; the CLI builds these from the config. */
 export interface AppOptions {
@@ -33,6 +34,8 @@ export interface AppOptions {
   telemetry?: Telemetry;
   /** How long a body may take to arrive; 30 s unless a test needs less. */
   bodyTimeoutMs?: number;
+  /** The wall clock in epoch milliseconds, that signed timestamps are held against. */
+  clock?: () => number;
 }
 
 interface Context {
@@ -90,7 +93,9 @@ export function createApp(options: AppOptions): App {
       .then((answer) => {
         _send(req, res, answer, id, config.hooks.maxBodyBytes);
         const path = target.pathname;
-        options.telemetry?.request(hookLabel(path), answer.status, shared.received.get(req) ?? 0, answer.headers?.['idempotent-replayed'] === 'true');
+        const label = hookLabel(path);
+        options.telemetry?.request(label, answer.status, shared.received.get(req) ?? 0, answer.headers?.['idempotent-replayed'] === 'true');
+        if (answer.body['ignored'] === true) options.telemetry?.ignored(label);
         // Only the path: the query may hold what a careless client thought was a URL token.
         log.info('request', { id, method: req.method, path, status: answer.status, duration: Math.round((now() - started) * 10) / 10, client: client.address });
       });
@@ -125,19 +130,32 @@ function _compile(
   // One limit for the hook token and the gateway token alike: a correct token passes even while its
   // client is locked out (an attacker cannot lock the operator out); anything else is a failure,
   // answered 401, or 429 once the client is locked. Only the hook token clears the client's count.
-  const authenticate = (presented: string | null, expected: Buffer | null, client: Client, refusal: string, clears: boolean) => {
-    const { key } = client;
-    if (presented !== null && expected !== null && tokenMatches(presented, expected)) {
-      if (clears) limiter.succeed(key);
-      return;
-    }
-    const verdict = limiter.fail(key);
+  const refuse = (client: Client, refusal: string, status = 401): never => {
+    const verdict = limiter.fail(client.key);
     if (verdict.locked) {
       throw new HttpError(429, ErrorCode.TooManyFailures, 'too many failed authentication attempts; retry later', {
         headers: { 'retry-after': String(verdict.retryAfterSeconds) },
       });
     }
-    throw new HttpError(401, ErrorCode.Unauthorized, refusal);
+    throw new HttpError(status, status === 403 ? ErrorCode.Forbidden : ErrorCode.Unauthorized, refusal);
+  };
+  const authenticate = (presented: string | null, expected: Buffer | null, client: Client, refusal: string, clears: boolean) => {
+    if (presented !== null && expected !== null && tokenMatches(presented, expected)) {
+      if (clears) limiter.succeed(client.key);
+      return;
+    }
+    refuse(client, refusal);
+  };
+  // A path whose mappings carry a signature is opened by that signature alone, never by the hook token.
+  // A valid signature does not clear the client's failure count: a captured delivery of a scheme without
+  // a timestamp verifies again and again, and must not reset the count of someone guessing the hook token.
+  const signatures = signedPaths(config);
+  const clock = options.clock ?? Date.now;
+  const verify = (signature: Signature, ctx: Context, body: Buffer) => {
+    const target = ctx.req.url ?? '';
+    const query = target.includes('?') ? target.slice(target.indexOf('?') + 1) : '';
+    const verdict = verifySignature(signature, { headers: ctx.req.headers, body, query }, clock());
+    if (!verdict.ok) refuse(ctx.client, describeRefusal(verdict));
   };
 
   const dispatch = createDispatch({
@@ -173,17 +191,40 @@ function _compile(
   const hookToken = config.hooks.token === null ? null : tokenDigest(config.hooks.token);
   const hooks: Handler = async (ctx) => {
     const { req, name } = ctx;
-    const presented = extractToken(req.headers);
-    authenticate(presented, hookToken, ctx.client, presented === null ? 'missing hook token' : 'invalid hook token', true);
+    const signature = signatures.get(name);
+    if (req.method === 'GET') return handshake(ctx, signature);
+    if (signature === undefined) {
+      const presented = extractToken(req.headers);
+      authenticate(presented, hookToken, ctx.client, presented === null ? 'missing hook token' : 'invalid hook token', true);
+    }
     if (name === '') throw new HttpError(404, ErrorCode.NotFound, 'hook name missing: POST to a path such as /wake or /agent');
     const bytes = await readBody(req, { maxBytes: config.hooks.maxBodyBytes, timeoutMs: bodyTimeoutMs });
     shared.received.set(req, bytes.length);
+    // Over the raw bytes, after the cap and before any parsing.
+    if (signature !== undefined) verify(signature, ctx, bytes);
     // Form-posting senders (Slack commands, Twilio, ...) reach mapped hooks only; /wake and /agent take JSON.
     const form = name !== 'wake' && name !== 'agent' && /^application\/x-www-form-urlencoded\b/i.test(req.headers['content-type'] ?? '');
     // `curl -d` labels JSON as a form: a body that is a JSON object is read as JSON whatever the label says.
     const body = form && !/^\s*\{/.test(bytes.subarray(0, 64).toString('latin1')) ? parseForm(bytes) : parseJsonObject(bytes);
+    if (signature?.scheme === 'slack' && body['type'] === 'url_verification' && typeof body['challenge'] === 'string') {
+      return { status: 200, body: { challenge: body['challenge'] } };
+    }
     const call = { id: ctx.id, name, body, headers: req.headers, query: ctx.query };
-    return idempotent(name, idempotencyKey(req.headers, name === 'agent' ? body : {}), (idem) => dispatch(call, idem));
+    const delivery = signature === undefined ? null : deliveryId(signature, req.headers, body);
+    return idempotent(name, idempotencyKey(req.headers, name === 'agent' ? body : {}, delivery), (idem) => dispatch(call, idem));
+  };
+
+  // Meta's subscription check: the one GET a hook path answers, and only on a path signed by scheme meta.
+  const handshake = async (ctx: Context, signature: Signature | undefined): Promise<Answer> => {
+    if (signature?.scheme !== 'meta') throw new HttpError(405, ErrorCode.MethodNotAllowed, 'method GET not allowed', { headers: { allow: 'POST' } });
+    const { query } = ctx;
+    const presented = query.get('hub.verify_token');
+    const challenge = query.get('hub.challenge');
+    if (query.get('hub.mode') !== 'subscribe' || presented === null || !tokensMatch(presented, signature.verifyToken ?? '')) {
+      return refuse(ctx.client, 'hub.verify_token does not match this path\'s signature.verifyToken', 403);
+    }
+    if (challenge === null) throw new HttpError(400, ErrorCode.InvalidPayload, 'hub.challenge: is required');
+    return { status: 200, body: {}, text: challenge, contentType: 'text/plain; charset=utf-8' };
   };
 
   const router = new Router<Handler>().add(['GET', 'HEAD'], '/healthz', async () =>
@@ -199,7 +240,8 @@ function _compile(
       return { status: 200, body: {}, text: telemetry.render(), contentType: telemetry.contentType };
     });
   }
-  if (config.hooks.enabled) router.add(['POST'], `${config.hooks.path}/*`, hooks);
+  const handshakes = [...signatures.values()].some((s) => s.scheme === 'meta');
+  if (config.hooks.enabled) router.add(handshakes ? ['POST', 'GET'] : ['POST'], `${config.hooks.path}/*`, hooks);
 
   const route = async (req: IncomingMessage, target: Target, client: Client, id: string): Promise<Answer> => {
     const { pathname, query } = target;
@@ -235,6 +277,13 @@ function _hookLabels(config: Config): (path: string) => string {
   };
 }
 
+/** The signature of each signed hook path, by the path's name. */
+function signedPaths(config: Config): Map<string, Signature> {
+  const out = new Map<string, Signature>();
+  for (const m of config.hooks.mappings) if (m.signature !== undefined && m.match.path !== undefined) out.set(m.match.path, m.signature);
+  return out;
+}
+
 // A bounded label set: a caller cannot mint a new time series by inventing hook names.
 function _hookLabel(config: Config, path: string): string {
   if (path === '/healthz' || path === '/metrics') return path.slice(1);
@@ -247,10 +296,10 @@ function _hookLabel(config: Config, path: string): string {
 
 /**
  * The request's idempotency key: `Idempotency-Key`, else `X-OpenClaw-Idempotency-Key` (what OpenClaw's
- * own clients send), else `webhook-id`, else the body's `idempotencyKey`.
+ * own clients send), else the signed sender's delivery id, else `webhook-id`, else the body's `idempotencyKey`.
  */
-export function idempotencyKey(headers: IncomingHttpHeaders, body: Record<string, unknown>): string | null {
-  for (const candidate of [headers['idempotency-key'], headers['x-openclaw-idempotency-key'], headers['webhook-id'], body['idempotencyKey']]) {
+export function idempotencyKey(headers: IncomingHttpHeaders, body: Record<string, unknown>, delivery: string | null = null): string | null {
+  for (const candidate of [headers['idempotency-key'], headers['x-openclaw-idempotency-key'], delivery, headers['webhook-id'], body['idempotencyKey']]) {
     if (typeof candidate !== 'string') continue;
     const key = candidate.trim();
     // Over-long keys are ignored rather than refused: the request still works, just without dedupe.

@@ -4,6 +4,8 @@ import type { Store } from '../store/store.ts';
 /** What the server, the runtime and delivery report; rendered for `GET /metrics`. */
 export interface Telemetry {
   request(hook: string, status: number, bodyBytes: number, replayed: boolean): void;
+  /** A request acknowledged without effect: every mapping `match` selected was passed over by its `filter`. */
+  ignored(hook: string): void;
   render(): string;
   readonly contentType: string;
 }
@@ -23,6 +25,7 @@ export function createTelemetry(sources: TelemetrySources): Telemetry {
   const requests = m.counter('hooks_requests_total', 'Requests answered, by hook and status.', ['hook', 'status']);
   const bytes = m.counter('hooks_request_body_bytes_total', 'Declared request body bytes received.');
   const replays = m.counter('hooks_idempotent_replays_total', 'Retries answered from the idempotency table.');
+  const ignored = m.counter('hooks_ignored_total', 'Requests acknowledged and ignored because every selected mapping filtered them out, by hook.', ['hook']);
   m.gauge('hooks_auth_failures_locked_clients', 'Clients currently locked out after repeated auth failures.', [], () => sources.limiter().locked);
   m.gauge('hooks_auth_limiter_keys', 'Clients held in the auth-failure table.', [], () => sources.limiter().keys);
   m.gauge('hooks_auth_lockouts', 'Lockouts since start (a gauge: it restarts with the process).', [], () => sources.limiter().lockouts);
@@ -49,6 +52,7 @@ export function createTelemetry(sources: TelemetrySources): Telemetry {
       if (bodyBytes > 0) bytes.inc(bodyBytes);
       if (replayed) replays.inc();
     },
+    ignored: (hook) => ignored.inc({ hook }),
     render: () => m.render(),
   };
 }

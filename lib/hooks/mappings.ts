@@ -12,6 +12,9 @@ import {
   string,
   type Schema,
 } from '../schema.ts';
+import type { Signature } from '../signing.ts';
+import { filterHolds, filterSchema, type Filter } from './filter.ts';
+import { signatureSchema } from './signature-config.ts';
 import { compileTemplate, isTemplated, parsePath, render, type PathSegment, type Template, type TemplateContext } from './template.ts';
 import type { TransformInput, TransformRef, TransformResult } from './transforms/runner.ts';
 import { detectInjection, nameLine, wrapUntrusted } from './untrusted.ts';
@@ -59,6 +62,8 @@ export const mappingSchema = object({
   allowUnsafeExternalContent: optional(boolean),
   transform: optional(object({ module: string({ nonEmpty: true }), export: optional(string({ nonEmpty: true })) })),
   forEach: optional(payloadPath),
+  signature: optional(signatureSchema),
+  filter: optional(filterSchema),
 });
 
 export type RawMapping = NonNullable<ReturnType<typeof mappingSchema>>;
@@ -86,6 +91,10 @@ export interface Mapping {
   forEach?: PathSegment[];
   /** The `Source:` line of the untrusted-content wrapper. */
   source: 'Email' | 'Webhook';
+  /** How senders on this mapping's path authenticate, instead of the hook token. */
+  signature?: Signature;
+  /** Passes the mapping over (as if `match` had not selected it) unless the request holds to it. */
+  filter?: Filter;
 }
 
 /** Applies a mapping's defaults; `transform.module` is still as written (the config resolves it). */
@@ -152,6 +161,8 @@ export interface MappedAction {
 
 export type MapOutcome =
   | { kind: 'unmatched' }
+  /** `match` selected mappings, but each one's `filter` passed the request over. */
+  | { kind: 'ignored' }
   | { kind: 'skip'; mappingId: string }
   | { kind: 'failed'; mappingId: string; detail: string }
   | { kind: 'invalid'; mappingId: string; error: string }
@@ -180,22 +191,25 @@ const overrideSchema = object({
 
 type Override = NonNullable<ReturnType<typeof overrideSchema>>;
 
-/** The first mapping that matches a request, in order. */
-export function findMapping(mappings: readonly Mapping[], request: Pick<HookRequest, 'name' | 'payload'>): Mapping | null {
+/** Whether a mapping's `match` selects a request (its `filter` aside). */
+function _selects(m: Mapping, name: string, payload: Record<string, unknown>): boolean {
+  return (m.match.path === undefined || m.match.path === name) && (m.match.source === undefined || payload['source'] === m.match.source);
+}
+
+/** The first mapping, in order, whose `match` selects the request and whose `filter` holds for it. */
+export function findMapping(mappings: readonly Mapping[], request: Pick<HookRequest, 'name' | 'payload'> & { headers?: Record<string, string> }): Mapping | null {
   const name = _trimSlashes(request.name);
-  return (
-    mappings.find(
-      (m) =>
-        (m.match.path === undefined || m.match.path === name) &&
-        (m.match.source === undefined || request.payload['source'] === m.match.source),
-    ) ?? null
-  );
+  const context = { headers: request.headers ?? {}, payload: request.payload };
+  return mappings.find((m) => _selects(m, name, request.payload) && (m.filter === undefined || filterHolds(m.filter, context))) ?? null;
 }
 
 /** Turns a mapped request into actions: first matching mapping, `forEach`, transform, templates, wrapper. */
 export async function applyMappings(mappings: readonly Mapping[], request: HookRequest, callTransform: CallTransform): Promise<MapOutcome> {
   const mapping = findMapping(mappings, request);
-  if (mapping === null) return { kind: 'unmatched' };
+  if (mapping === null) {
+    const name = _trimSlashes(request.name);
+    return mappings.some((m) => _selects(m, name, request.payload)) ? { kind: 'ignored' } : { kind: 'unmatched' };
+  }
   const mappingId = mapping.id;
   const payloads = _expand(mapping, request.payload);
   if (typeof payloads === 'string') return { kind: 'invalid', mappingId, error: `mapping ${mappingId}: ${payloads}` };

@@ -1,0 +1,34 @@
+import { extractToken } from '../token.ts';
+import { header, safeEqual } from './crypto.ts';
+import { PASS, refuse, type Scheme, type Signature, type SignedRequest, type Verdict } from './scheme.ts';
+
+const GITLAB = 'X-Gitlab-Token';
+
+function _any(signature: Signature, presented: string): boolean {
+  let found = false;
+  // Every secret is compared, so the time taken does not say which one matched.
+  for (const secret of signature.secrets) found = safeEqual(presented, secret) || found;
+  return found;
+}
+
+/** GitLab: `X-Gitlab-Token` carries the secret itself; retries keep `Idempotency-Key` and `X-Gitlab-Event-UUID`. */
+export const gitlab: Scheme = {
+  verify(signature: Signature, request: SignedRequest): Verdict {
+    const presented = header(request.headers, GITLAB);
+    if (presented === null) return refuse(GITLAB, 'is missing');
+    return _any(signature, presented) ? PASS : refuse(GITLAB, 'does not match');
+  },
+  sign: (signature, _body, _now, id) => ({ 'x-gitlab-token': signature.secrets[0]!, 'x-gitlab-event-uuid': id, 'idempotency-key': id }),
+  deliveryHeaders: ['idempotency-key', 'x-gitlab-event-uuid'],
+};
+
+/** A token of this path's own, in the usual token headers; the hook token does not open the path. */
+export const pathToken: Scheme = {
+  verify(signature: Signature, request: SignedRequest): Verdict {
+    const presented = extractToken(request.headers);
+    if (presented === null) return refuse('Authorization', 'is missing');
+    return _any(signature, presented) ? PASS : refuse('Authorization', 'does not carry this path\'s token');
+  },
+  sign: (signature) => ({ authorization: `Bearer ${signature.secrets[0]!}` }),
+  deliveryHeaders: [],
+};

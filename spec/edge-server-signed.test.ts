@@ -1,0 +1,277 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test, type TestContext } from 'node:test';
+import { buildConfig } from '../lib/config/load.ts';
+import { createApp, listen } from '../lib/edge/server.ts';
+import { createTelemetry } from '../lib/edge/telemetry.ts';
+import { createLogger } from '../lib/log.ts';
+import { Store } from '../lib/store/store.ts';
+import { defer } from './_cleanup.ts';
+import { post, send, type Reply } from './_http.ts';
+import { githubExample, SIGNERS, WHSEC, WHSEC_2 } from './_signers.ts';
+
+const TOKEN = 'spec-signed-token-0a1b2c3d4e5f6789';
+const GATEWAY = 'spec-gateway-token-9f8e7d6c5b4a3210';
+const NOW_S = 1_800_000_000;
+const TWILIO_URL = 'https://hooks.example.com/hooks/twilio';
+
+interface Scheme {
+  /** The hook path and the signer's name. */
+  path: string;
+  signature: Record<string, unknown>;
+  secret: string;
+  other: string;
+  body: string;
+  /** The header a refusal names. */
+  header: string;
+  /** Whether the provider sends a delivery id that makes its retries idempotent. */
+  delivery: boolean;
+}
+
+const EVENT = JSON.stringify({ id: 'evt_1Q2w3E4r', object: 'event', type: 'invoice.paid', data: { object: { status: 'paid' } } });
+const SCHEMES: Scheme[] = [
+  { path: 'standard-webhooks', signature: { scheme: 'standard-webhooks', secret: WHSEC, toleranceSeconds: 300 }, secret: WHSEC, other: WHSEC_2, body: EVENT, header: 'webhook-signature', delivery: true },
+  { path: 'svix', signature: { scheme: 'standard-webhooks', secret: WHSEC }, secret: WHSEC, other: WHSEC_2, body: EVENT, header: 'svix-signature', delivery: true },
+  { path: 'github', signature: { scheme: 'github', secret: 'gh-secret' }, secret: 'gh-secret', other: 'gh-wrong', body: JSON.stringify(githubExample('push')), header: 'X-Hub-Signature-256', delivery: true },
+  { path: 'meta', signature: { scheme: 'meta', secret: 'app-secret', verifyToken: 'meta-verify-1' }, secret: 'app-secret', other: 'app-wrong', body: EVENT, header: 'X-Hub-Signature-256', delivery: false },
+  { path: 'stripe', signature: { scheme: 'stripe', secret: 'whsec_stripe' }, secret: 'whsec_stripe', other: 'whsec_wrong', body: EVENT, header: 'Stripe-Signature', delivery: true },
+  { path: 'slack', signature: { scheme: 'slack', secret: 'slack-secret' }, secret: 'slack-secret', other: 'slack-wrong', body: EVENT, header: 'X-Slack-Signature', delivery: false },
+  { path: 'shopify', signature: { scheme: 'shopify', secret: 'shpss' }, secret: 'shpss', other: 'shpss-wrong', body: EVENT, header: 'X-Shopify-Hmac-Sha256', delivery: true },
+  { path: 'twilio', signature: { scheme: 'twilio', secret: 'tw-token', url: TWILIO_URL }, secret: 'tw-token', other: 'tw-wrong', body: 'MessageSid=SM1&From=%2B15551234567&Body=Hello', header: 'X-Twilio-Signature', delivery: true },
+  { path: 'gitlab', signature: { scheme: 'gitlab', secret: 'gl-token' }, secret: 'gl-token', other: 'gl-wrong', body: EVENT, header: 'X-Gitlab-Token', delivery: true },
+  { path: 'hmac', signature: { scheme: 'hmac', secret: 'generic', header: 'X-Signature', algorithm: 'sha512', prefix: 'sha512=' }, secret: 'generic', other: 'generic-wrong', body: EVENT, header: 'X-Signature', delivery: false },
+  { path: 'token', signature: { scheme: 'token', secret: 'path-token' }, secret: 'path-token', other: 'path-wrong', body: EVENT, header: 'Authorization', delivery: false },
+];
+
+function mappings(): Record<string, unknown>[] {
+  return [
+    ...SCHEMES.map((s) => ({ id: s.path, match: { path: s.path }, signature: { ...s.signature }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: `signed ${s.path}` })),
+    // Two mappings on one filtered path: pushes and pull requests are taken, anything else is ignored.
+    ...['push', 'pull_request'].map((event) => ({
+      match: { path: 'filtered' },
+      signature: { scheme: 'github', secret: 'gh-secret' },
+      filter: { headers: { 'x-github-event': event } },
+      action: 'wake',
+      wakeMode: 'next-heartbeat',
+      textTemplate: `${event} {{repository.full_name}}`,
+    })),
+    { match: { path: 'plain' }, filter: { payload: { kind: 'wanted' } }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'plain' },
+  ];
+}
+
+interface Harness {
+  url: string;
+  store: Store;
+  close(): Promise<void>;
+}
+
+async function stateDir(t: TestContext): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'server-signed-spec-'));
+  defer(t, () => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+async function start(t: TestContext, dir: string, extra: Record<string, unknown> = {}): Promise<Harness> {
+  const raw = { hooks: { enabled: true, token: TOKEN, mappings: mappings(), ...extra }, gateway: { auth: { token: GATEWAY } } };
+  const built = await buildConfig(raw, { file: null, env: {}, dir });
+  if (!built.ok) throw new Error(`Invalid spec config: ${built.problems.join('; ')}`);
+  const { store } = await Store.open(join(dir, 'state'), { idempotencyTtlMs: 3_600_000 });
+  const limiter = { stats: () => ({ keys: 0, locked: 0, lockouts: 0 }) };
+  const telemetry = createTelemetry({ store, limiter: () => limiter.stats(), queueDepth: () => 0 });
+  const app = createApp({ config: built.config, store, heartbeat: { request: () => undefined }, log: createLogger(() => undefined), clock: () => NOW_S * 1000, telemetry });
+  limiter.stats = () => app.limiterStats();
+  const running = await listen(app, { host: '127.0.0.1', port: 0 });
+  let closed = false;
+  const close = async () => {
+    if (closed) return;
+    closed = true;
+    await running.close(200);
+    await store.close();
+  };
+  defer(t, close);
+  return { url: running.url, store, close };
+}
+
+async function deliver(h: Harness, s: Scheme, options: { secret?: string; id?: string; at?: number; body?: string; path?: string; headers?: Record<string, string> } = {}): Promise<Reply> {
+  const body = options.body ?? s.body;
+  const headers = await SIGNERS[s.path]!({ secret: options.secret ?? s.secret, body, nowSeconds: options.at ?? NOW_S, id: options.id ?? 'delivery-1', url: TWILIO_URL });
+  return post(h.url, `/hooks/${options.path ?? s.path}`, { headers: { 'content-type': 'application/json', ...headers, ...options.headers }, body });
+}
+
+function recorded(h: Harness): number {
+  return h.store.events().length + h.store.runs().length;
+}
+
+function unauthorized(reply: Reply, header: string): void {
+  assert.equal(reply.status, 401, reply.text);
+  assert.equal(reply.body['code'], 'ERR_UNAUTHORIZED');
+  assert.match(String(reply.body['error']), new RegExp(`^invalid signature: ${header} `, 'i'));
+}
+
+for (const s of SCHEMES) {
+  test(`POST ${s.path}: the provider's signature is accepted without the hook token; a wrong secret is 401 naming ${s.header}`, async (t) => {
+    const h = await start(t, await stateDir(t));
+    const good = await deliver(h, s);
+    assert.equal(good.status, 200, good.text);
+    assert.deepEqual(good.body, { ok: true, mode: 'next-heartbeat' });
+    assert.match(h.store.events()[0]!.text, new RegExp(`signed ${s.path}`));
+    const bad = await deliver(h, s, { secret: s.other, id: 'delivery-2' });
+    unauthorized(bad, s.header);
+    assert.ok(!bad.text.includes(s.secret) && !bad.text.includes(s.other), 'the answer must not carry a secret');
+    assert.equal(recorded(h), 1);
+  });
+
+  test(`POST ${s.path}: the hook token alone does not open the signed path`, async (t) => {
+    const h = await start(t, await stateDir(t));
+    const reply = await post(h.url, `/hooks/${s.path}`, { headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: s.body });
+    assert.equal(reply.status, 401, reply.text);
+    assert.match(String(reply.body['error']), /^invalid signature: /);
+    assert.equal(recorded(h), 0);
+  });
+
+  if (s.delivery) {
+    test(`POST ${s.path}: a retry of one delivery takes effect once, also across a restart`, async (t) => {
+      const dir = await stateDir(t);
+      const first = await start(t, dir);
+      const a = await deliver(first, s, { id: 'retry-1', at: NOW_S - 60 });
+      assert.equal(a.status, 200, a.text);
+      const b = await deliver(first, s, { id: 'retry-1' });
+      assert.equal(b.status, 200, b.text);
+      assert.equal(b.headers['idempotent-replayed'], 'true');
+      assert.equal(recorded(first), 1);
+      await first.close();
+      const second = await start(t, dir);
+      const c = await deliver(second, s, { id: 'retry-1', at: NOW_S - 5 });
+      assert.equal(c.status, 200, c.text);
+      assert.equal(c.headers['idempotent-replayed'], 'true');
+      assert.deepEqual(c.body, a.body);
+      assert.equal(recorded(second), 1);
+      // Another delivery of the same content is a new event.
+      const d = await deliver(second, s, { id: 'retry-2', ...(s.path === 'stripe' ? { body: s.body.replace('evt_1Q2w3E4r', 'evt_other') } : {}) });
+      assert.equal(d.status, 200, d.text);
+      assert.equal(d.headers['idempotent-replayed'], undefined);
+      assert.equal(recorded(second), 2);
+    });
+  }
+}
+
+test('POST a signed path: an old or a future timestamp is 401 naming the timestamp header (the clock is injected)', async (t) => {
+  const h = await start(t, await stateDir(t));
+  const slack = SCHEMES.find((s) => s.path === 'slack')!;
+  for (const at of [NOW_S - 301, NOW_S + 301]) unauthorized(await deliver(h, slack, { at }), 'X-Slack-Request-Timestamp');
+  const standard = SCHEMES[0]!;
+  for (const at of [NOW_S - 301, NOW_S + 301]) unauthorized(await deliver(h, standard, { at }), 'webhook-timestamp');
+  assert.equal(recorded(h), 0);
+});
+
+test('POST a signed path: a missing signature is 401 naming the header, counted by the failure limiter (429 + Retry-After once locked)', async (t) => {
+  const h = await start(t, await stateDir(t), { authRateLimit: { maxFailures: 3, windowSeconds: 60, lockoutSeconds: 60 } });
+  const github = SCHEMES.find((s) => s.path === 'github')!;
+  for (let i = 0; i < 3; i++) {
+    const reply = await post(h.url, '/hooks/github', { headers: { 'content-type': 'application/json' }, body: github.body });
+    unauthorized(reply, 'X-Hub-Signature-256');
+    assert.match(String(reply.body['error']), /X-Hub-Signature-256 is missing/);
+  }
+  const locked = await deliver(h, github, { secret: github.other });
+  assert.equal(locked.status, 429, locked.text);
+  assert.ok(Number(locked.headers['retry-after']) > 0);
+});
+
+test('POST a signed path: a body over hooks.maxBodyBytes is 413 before any verification', async (t) => {
+  const h = await start(t, await stateDir(t), { maxBodyBytes: 64 });
+  const github = SCHEMES.find((s) => s.path === 'github')!;
+  const reply = await deliver(h, github);
+  assert.equal(reply.status, 413, reply.text);
+});
+
+test('POST a filtered path: an event no mapping wants is 200 ignored, records nothing, and is counted in /metrics', async (t) => {
+  const h = await start(t, await stateDir(t));
+  const github = SCHEMES.find((s) => s.path === 'github')!;
+  const issues = JSON.stringify(githubExample('issues'));
+  const ignored = await deliver(h, github, { path: 'filtered', body: issues, headers: { 'x-github-event': 'issues' }, id: 'ign-1' });
+  assert.equal(ignored.status, 200, ignored.text);
+  assert.deepEqual(ignored.body, { ok: true, ignored: true });
+  assert.equal(recorded(h), 0);
+  assert.equal(h.store.stats().idempotencyKeys, 0);
+  const pr = await deliver(h, github, { path: 'filtered', body: JSON.stringify(githubExample('pull_request')), headers: { 'x-github-event': 'pull_request' }, id: 'pr-1' });
+  assert.equal(pr.status, 200, pr.text);
+  assert.match(h.store.events()[0]!.text, /pull_request /);
+  // The signature still comes first: an unwanted event with a bad signature is 401, not 200.
+  unauthorized(await deliver(h, github, { path: 'filtered', secret: github.other, body: issues, headers: { 'x-github-event': 'issues' } }), 'X-Hub-Signature-256');
+  const metrics = await send(h.url, '/metrics', { headers: { authorization: `Bearer ${GATEWAY}` } });
+  assert.match(metrics.text, /^hooks_ignored_total\{hook="filtered"\} 1$/m);
+});
+
+test('POST a token path with a filter: the hook token opens it, and an unwanted payload is 200 ignored', async (t) => {
+  const h = await start(t, await stateDir(t));
+  const auth = { authorization: `Bearer ${TOKEN}` };
+  const ignored = await post(h.url, '/hooks/plain', { headers: auth, body: { kind: 'other' } });
+  assert.deepEqual([ignored.status, ignored.body], [200, { ok: true, ignored: true }]);
+  assert.equal(recorded(h), 0);
+  const taken = await post(h.url, '/hooks/plain', { headers: auth, body: { kind: 'wanted' } });
+  assert.equal(taken.status, 200, taken.text);
+  assert.equal(recorded(h), 1);
+  const unknown = await post(h.url, '/hooks/nothing-here', { headers: auth, body: { kind: 'wanted' } });
+  assert.equal(unknown.status, 404);
+});
+
+test('POST slack: url_verification is answered with its challenge after the signature verified, and records nothing', async (t) => {
+  const h = await start(t, await stateDir(t));
+  const slack = SCHEMES.find((s) => s.path === 'slack')!;
+  const body = JSON.stringify({ token: 'legacy', challenge: '3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P', type: 'url_verification' });
+  const reply = await deliver(h, slack, { body });
+  assert.deepEqual([reply.status, reply.body], [200, { challenge: '3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P' }]);
+  unauthorized(await deliver(h, slack, { body, secret: slack.other }), 'X-Slack-Signature');
+  assert.equal(recorded(h), 0);
+});
+
+test('GET meta: the subscription handshake echoes hub.challenge as text for the right verify token, else 403', async (t) => {
+  const h = await start(t, await stateDir(t));
+  const ok = await send(h.url, '/hooks/meta?hub.mode=subscribe&hub.verify_token=meta-verify-1&hub.challenge=1158201444');
+  assert.equal(ok.status, 200, ok.text);
+  assert.equal(ok.text, '1158201444');
+  assert.match(String(ok.headers['content-type']), /^text\/plain/);
+  const wrong = await send(h.url, '/hooks/meta?hub.mode=subscribe&hub.verify_token=nope&hub.challenge=1');
+  assert.equal(wrong.status, 403, wrong.text);
+  assert.match(String(wrong.body['error']), /hub\.verify_token/);
+  const mode = await send(h.url, '/hooks/meta?hub.mode=unsubscribe&hub.verify_token=meta-verify-1&hub.challenge=1');
+  assert.equal(mode.status, 403);
+  const noChallenge = await send(h.url, '/hooks/meta?hub.mode=subscribe&hub.verify_token=meta-verify-1');
+  assert.equal(noChallenge.status, 400);
+  // Only the meta path answers a GET; the token-in-URL rule still holds.
+  assert.equal((await send(h.url, '/hooks/github?hub.mode=subscribe&hub.verify_token=meta-verify-1&hub.challenge=1')).status, 405);
+  assert.equal((await send(h.url, '/hooks/meta?token=x')).status, 400);
+  assert.equal(recorded(h), 0);
+});
+
+test('GET a hook path without any meta mapping is 405 as before', async (t) => {
+  const dir = await stateDir(t);
+  const raw = { hooks: { enabled: true, token: TOKEN, mappings: [{ match: { path: 'x' }, action: 'wake', textTemplate: 'x' }] } };
+  const built = await buildConfig(raw, { file: null, env: {}, dir });
+  assert.ok(built.ok);
+  const { store } = await Store.open(join(dir, 'state'), { idempotencyTtlMs: 60_000 });
+  defer(t, () => store.close());
+  const running = await listen(createApp({ config: built.config, store, heartbeat: { request: () => undefined }, log: createLogger(() => undefined) }), { host: '127.0.0.1', port: 0 });
+  defer(t, () => running.close(200));
+  const reply = await send(running.url, '/hooks/x?hub.mode=subscribe');
+  assert.equal(reply.status, 405);
+  assert.equal(reply.headers['allow'], 'POST');
+});
+
+test('POST gitlab: the X-Gitlab-Token secret is not shown to templates', async (t) => {
+  const dir = await stateDir(t);
+  const raw = {
+    hooks: { enabled: true, token: TOKEN, mappings: [{ match: { path: 'gl' }, signature: { scheme: 'gitlab', secret: 'gl-secret-77' }, action: 'wake', textTemplate: 'token={{headers.x-gitlab-token}} event={{headers.x-gitlab-event}}', allowUnsafeExternalContent: true }] },
+  };
+  const built = await buildConfig(raw, { file: null, env: {}, dir });
+  assert.ok(built.ok, built.ok ? '' : built.problems.join('\n'));
+  const { store } = await Store.open(join(dir, 'state'), { idempotencyTtlMs: 60_000 });
+  defer(t, () => store.close());
+  const running = await listen(createApp({ config: built.config, store, heartbeat: { request: () => undefined }, log: createLogger(() => undefined) }), { host: '127.0.0.1', port: 0 });
+  defer(t, () => running.close(200));
+  const reply = await post(running.url, '/hooks/gl', { headers: { 'x-gitlab-token': 'gl-secret-77', 'x-gitlab-event': 'Push Hook' }, body: { object_kind: 'push' } });
+  assert.equal(reply.status, 200, reply.text);
+  assert.equal(store.events()[0]!.text, 'token= event=Push Hook');
+});
