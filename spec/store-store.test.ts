@@ -452,3 +452,70 @@ test('Store keeps at most retainEventBytes of event text, newest first, in memor
     await reopened.close();
   });
 });
+
+test('Store refuses a commit made after its journal was removed, writes a fresh one with everything retained, and goes on', async () => {
+  await withDir(async (dir) => {
+    const c = clock();
+    const store = await open(dir, { now: c.now });
+    await store.addEvent({ kind: 'system', text: 'kept', source: 'wake' }, idem('kept'));
+    await addRun(store, spec('r1'));
+    await store.commit({ lastRoute: { channel: 'slack', to: 'C1' } });
+    await rm(join(dir, JOURNAL_FILE));
+    await assert.rejects(store.addEvent({ kind: 'system', text: 'refused', source: 'wake' }, idem('refused')), { name: 'JournalReplacedError' });
+    assert.equal(store.replay('/hooks/wake', 'refused'), null, 'a refused request leaves no key');
+    while (!(await store.writable())) await new Promise((r) => setTimeout(r, 5));
+    await store.addEvent({ kind: 'system', text: 'after', source: 'wake' });
+    await store.close();
+
+    const reopened = await open(dir, { now: c.now });
+    assert.deepEqual(reopened.events().map((e) => e.text), ['kept', 'after']);
+    assert.deepEqual(reopened.pendingRuns().map((r) => r.runId), ['r1']);
+    assert.notEqual(reopened.replay('/hooks/wake', 'kept'), null);
+    assert.deepEqual(reopened.lastRoute(), { channel: 'slack', to: 'C1' });
+    await reopened.close();
+  });
+});
+
+test('Store.writable() is false once the journal path names another file, and the whole directory is recreated by the rewrite', async () => {
+  await withDir(async (dir) => {
+    const state = join(dir, 'state');
+    const store = await open(state);
+    await store.addEvent({ kind: 'system', text: 'kept', source: 'wake' });
+    await rm(state, { recursive: true });
+    assert.equal(await store.writable(), false);
+    while (!(await store.writable())) await new Promise((r) => setTimeout(r, 5));
+    await store.close();
+    assert.deepEqual((await readEvents(state)).map((e) => e.text), ['kept']);
+  });
+});
+
+test('Store never trims unconsumed system events, in memory or by compaction; consumed ones go within the bounds', async () => {
+  await withDir(async (dir) => {
+    const options = { compactBytes: 2_000, retainEvents: 2, retainEventBytes: 1_000 };
+    const store = await open(dir, options);
+    for (let n = 0; n < 30; n++) await store.addEvent({ kind: 'system', text: `unread ${n} ${'u'.repeat(200)}`, source: 'wake' });
+    assert.equal(store.events().length, 30);
+    assert.deepEqual(store.backlog(), { events: 30, bytes: store.events().reduce((sum, e) => sum + Buffer.byteLength(e.text), 0) });
+    await store.commit({ consumedThrough: store.events().at(-1)!.seq });
+    assert.deepEqual(store.backlog(), { events: 0, bytes: 0 });
+    for (let n = 0; n < 10; n++) await store.addEvent({ kind: 'system', text: `later ${n}`, source: 'wake' });
+    await store.close();
+    const reopened = await open(dir, options);
+    const texts = reopened.events().map((e) => e.text.split(' ').slice(0, 2).join(' '));
+    assert.deepEqual(texts.slice(-10), Array.from({ length: 10 }, (_, n) => `later ${n}`));
+    assert.ok(texts.length <= 12, `${texts.length} events: only two read ones stay`);
+    assert.equal(reopened.backlog().events, 10);
+    await reopened.close();
+  });
+});
+
+test('Store.backlog() does not count a wake whose write failed', async () => {
+  await withDir(async (dir) => {
+    const store = await open(dir);
+    await withJournalMethod('append', () => Promise.reject(new Error('disk full')), async () => {
+      await assert.rejects(store.addEvent({ kind: 'system', text: 'lost', source: 'wake' }), /disk full/);
+    });
+    assert.deepEqual(store.backlog(), { events: 0, bytes: 0 });
+    await store.close();
+  });
+});
