@@ -13,15 +13,27 @@ export interface Logger {
 /** Turns one record into one line, newline included; `time` is in ms since the epoch. */
 export type LogFormat = (time: number, level: string, message: string, fields: LogFields) => string;
 
+// Lines come many to a millisecond under load: the ISO text of the last one is reused.
+let _lastTime = Number.NaN;
+let _lastIso = '';
+
+function _iso(time: number): string {
+  if (time !== _lastTime) {
+    _lastIso = new Date(time).toISOString();
+    _lastTime = time;
+  }
+  return _lastIso;
+}
+
 /** `{"time":ISO,"level":…,"msg":…,…fields}` on one line. */
 export const formatJson: LogFormat = (time, level, message, fields) => {
   // A field named like a fixed key would replace that key's value in place: the general path keeps that.
   if ('time' in fields || 'level' in fields || 'msg' in fields) {
-    return `${JSON.stringify({ time: new Date(time).toISOString(), level, msg: message, ...fields })}\n`;
+    return `${JSON.stringify({ time: _iso(time), level, msg: message, ...fields })}\n`;
   }
   // The fixed keys written directly, the fields in one stringify: no merged object per line.
   const rest = JSON.stringify(fields);
-  const head = `{"time":"${new Date(time).toISOString()}","level":${JSON.stringify(level)},"msg":${JSON.stringify(message)}`;
+  const head = `{"time":"${_iso(time)}","level":${JSON.stringify(level)},"msg":${JSON.stringify(message)}`;
   return rest.length === 2 ? `${head}}\n` : `${head},${rest.slice(1)}\n`;
 };
 

@@ -122,7 +122,21 @@ test('hooks-ingress sign --send posts to a running server (real processes): acce
   assert.equal(again.stdout, '200 {"ok":true,"mode":"next-heartbeat"}\n');
   const events = await runCli(['events', '--config', config, '--json'], env);
   assert.equal(events.stdout.trim().split('\n').length, 1, events.stdout);
+  // The bytes signed are the bytes sent: a body that is not UTF-8 passes the signature and is refused as JSON.
+  const latin1 = join(dir, 'latin1.json');
+  await writeFile(latin1, Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xe9, 0x22, 0x7d]));
+  const raw = await runCli(['sign', '--config', config, '--hook', 'github', '--body', latin1, '--send', server.url, '--header', 'X-GitHub-Event: push'], env);
+  assert.match(raw.stdout, /^400 .*ERR_INVALID_JSON/);
   const unsigned = await runCli(['sign', '--config', config, '--hook', 'github', '--body', body, '--send', `${server.url}/hooks/github`, '--header', 'x-hub-signature-256: sha256=00'], env);
   assert.equal(unsigned.code, 1);
   assert.match(unsigned.stdout, /^401 .*invalid signature: X-Hub-Signature-256 does not match the body/);
+});
+
+test('hooks-ingress check reports a signature problem with its key path', async (t) => {
+  const { dir } = await setup(t);
+  const config = join(dir, 'bad.json');
+  await writeFile(config, JSON.stringify({ hooks: { enabled: true, token: TOKEN, mappings: [{ match: { path: 'sms' }, signature: { scheme: 'twilio', secret: 'x' }, action: 'wake', textTemplate: 'x' }] } }));
+  const io = capture();
+  assert.equal(await main(['check', '--config', config], io), 1);
+  assert.match(io.err.join(''), /hooks\.mappings\[0\]\.signature\.url: is required for scheme "twilio"/);
 });

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Io } from '../lib/cli/io.ts';
-import { formatEvent } from '../lib/cli/listing.ts';
+import { formatEvent } from '../lib/cli/event-text.ts';
 import { main, version } from '../lib/cli/main.ts';
 import { assertCleanStop, runCli, spawnServer } from './_cli.ts';
 

@@ -690,3 +690,15 @@ test('hasPrefix() compares case-insensitively', () => {
   assert.equal(hasPrefix('main', ['hook:']), false);
   assert.equal(hasPrefix('hook:x', []), false);
 });
+
+test('a missing transforms root is reported at the mapping that needs it when hooks.transformsDir is not set', async () => {
+  await withDir(async (dir) => {
+    const mapping = { id: 'gh', match: { path: 'github' }, transform: { module: 'github.mjs' } };
+    const problems = refused(await buildConfig({ hooks: { enabled: true, token: 't', mappings: [{ id: 'a', match: { path: 'a' }, action: 'wake', textTemplate: 'x' }, mapping] } }, { file: null, env: {}, dir }));
+    const root = join(dir, 'hooks', 'transforms');
+    assert.deepEqual(problems, [`hooks.mappings[1].transform.module: "github.mjs" is looked for in the transforms root ${root}, which does not exist`]);
+    // With the key set, the key is what to fix.
+    const named = refused(await buildConfig({ hooks: { enabled: true, token: 't', transformsDir: 'gh', mappings: [mapping] } }, { file: null, env: {}, dir }));
+    assert.deepEqual(named, [`hooks.transformsDir: the transforms root does not exist (the transforms root is ${root})`]);
+  });
+});

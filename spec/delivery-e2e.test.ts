@@ -362,5 +362,5 @@ test('hooks-ingress send refuses a missing text or an unknown channel with exit 
   assert.equal(await main(['send', '--config', config, '--channel', 'telegram'], noText.io), 2);
   const unknown = capture();
   assert.equal(await main(['send', '--config', config, '--channel', 'pigeon', 'hi'], unknown.io), 2);
-  assert.match(unknown.out.stderr, /give --channel/);
+  assert.match(unknown.out.stderr, /^hooks-ingress send: --channel must be one of [^;]+, got "pigeon"; see hooks-ingress send --help\n$/);
 });

@@ -142,3 +142,10 @@ test('a buffered logger loses the lines of the turn in which the process is kill
   assert.ok(signal === 'SIGKILL' || code === 137 || IS_DENO, `killed: ${signal} ${code}`);
   assert.equal(stderr.includes('"msg":"one"'), false, 'written in the turn that was killed');
 });
+
+test('formatJson() stamps each line with its own time when times alternate', () => {
+  const a = Date.UTC(2026, 0, 1, 0, 0, 0, 1);
+  const b = a + 1;
+  const stamps = [a, a, b, a, b, b].map((t) => JSON.parse(formatJson(t, 'info', 'm', {}))['time']);
+  assert.deepEqual(stamps, [a, a, b, a, b, b].map((t) => new Date(t).toISOString()));
+});

@@ -256,13 +256,16 @@ test('createOpenAiProvider() answers aborted when the signal fires while the ser
 });
 
 test('createOpenAiProvider() answers aborted when the body stalls after the headers, and for a signal already aborted', async () => {
+  // Aborted once the headers and the start of the body are on their way, not on a clock: under
+  // load a 50 ms timer could fire before the request even reached the fake.
+  const stalled = new AbortController();
   const fake = await fakeOpenAi((_seen, res) => {
     res.writeHead(200, { 'content-type': 'application/json' });
-    res.write('{"choices": [');
+    res.write('{"choices": [', () => stalled.abort());
   });
   try {
     const provider = createOpenAiProvider({ baseUrl: fake.url, apiKey: KEY });
-    assert.deepEqual(await provider.complete(turn({ signal: AbortSignal.timeout(50) })), { ok: false, retryable: false, message: 'aborted' });
+    assert.deepEqual(await provider.complete(turn({ signal: stalled.signal })), { ok: false, retryable: false, message: 'aborted' });
     assert.deepEqual(await provider.complete(turn({ signal: AbortSignal.abort() })), { ok: false, retryable: false, message: 'aborted' });
     assert.equal(fake.seen.length, 1);
   } finally {

@@ -17,6 +17,8 @@ export interface Flags {
   json?: boolean;
   follow?: boolean;
   limit?: string;
+  raw?: boolean;
+  'log-format'?: string;
   help?: boolean;
 }
 

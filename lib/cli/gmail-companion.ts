@@ -9,6 +9,7 @@ import { locateConfig } from '../config/locate.ts';
 import type { Config, Env } from '../config/types.ts';
 import { sleep } from '../retry.ts';
 import { FAILURE, USAGE, type Io } from './io.ts';
+import { parseArgsProblem, usageLine } from './usage.ts';
 
 // The Gmail companion (`gog gmail watch serve`): its arguments, and the supervisor that keeps it running.
 
@@ -114,7 +115,7 @@ export async function runCompanion(argv: readonly string[], io: Io, deps: GmailD
   try {
     ({ values } = parseArgs({ args: [...argv], options: RUN_OPTIONS, strict: true, allowPositionals: false }));
   } catch (error) {
-    io.stderr(`${name}: ${(error as Error).message}\n\n${RUN_HELP}`);
+    io.stderr(usageLine('gmail run', parseArgsProblem(error, RUN_OPTIONS)));
     return USAGE;
   }
   if (values.help === true) {

@@ -12,6 +12,7 @@ import { GENERATED_KEY_PREFIX } from '../policy/session-key.ts';
 import { isObject } from '../object.ts';
 import { companionArgs, GMAIL_DEFAULTS, hookUrl, shellWord } from './gmail-companion.ts';
 import { FAILURE, USAGE, type Io } from './io.ts';
+import { parseArgsProblem, usageLine } from './usage.ts';
 
 // `hooks-ingress gmail setup`: rewrites the config file for the gmail preset, keeping everything else.
 
@@ -126,7 +127,7 @@ export async function runSetup(argv: readonly string[], io: Io): Promise<number>
   try {
     ({ values } = parseArgs({ args: [...argv], options: SETUP_OPTIONS, strict: true, allowPositionals: false }));
   } catch (error) {
-    io.stderr(`${name}: ${(error as Error).message}\n\n${SETUP_HELP}`);
+    io.stderr(usageLine('gmail setup', parseArgsProblem(error, SETUP_OPTIONS)));
     return USAGE;
   }
   if (values.help === true) {
@@ -135,7 +136,7 @@ export async function runSetup(argv: readonly string[], io: Io): Promise<number>
   }
   const options = _setupOptions(values);
   if (!options.ok) {
-    io.stderr(`${name}: ${options.error}\n\n${SETUP_HELP}`);
+    io.stderr(usageLine('gmail setup', options.error));
     return USAGE;
   }
 

@@ -1,6 +1,7 @@
 import { runCompanion, type GmailDeps } from './gmail-companion.ts';
 import { runSetup } from './gmail-setup.ts';
 import { USAGE, type Io } from './io.ts';
+import { unknownCommand, usageLine } from './usage.ts';
 
 /** Help for `hooks-ingress gmail`. */
 export const GMAIL_HELP = `Usage: hooks-ingress gmail COMMAND [options]
@@ -25,7 +26,7 @@ export async function gmailCommand(argv: readonly string[], io: Io, deps: GmailD
   }
   if (command === 'setup') return runSetup(rest, io);
   if (command === 'run') return runCompanion(rest, io, deps);
-  io.stderr(`hooks-ingress gmail: ${command === undefined ? 'missing command' : `unknown command "${command}"`}\n\n${GMAIL_HELP}`);
+  io.stderr(usageLine('gmail', command === undefined ? 'missing command (setup or run)' : unknownCommand(command, ['setup', 'run'])));
   return USAGE;
 }
 

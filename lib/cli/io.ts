@@ -8,6 +8,15 @@ export interface Io {
   env: Env;
   /** Aborting it stops `serve` and `events --follow` as SIGTERM would. */
   signal?: AbortSignal;
+  /** The command being run (`events`, `gmail setup`), which every message on stderr names. */
+  command?: string;
+  /** Whether stderr is a terminal, where `serve` logs text instead of JSON. */
+  stderrIsTerminal?: boolean;
+}
+
+/** How messages of the running command begin: `hooks-ingress events`, or `hooks-ingress` outside a command. */
+export function messagePrefix(io: Pick<Io, 'command'>): string {
+  return io.command === undefined ? 'hooks-ingress' : `hooks-ingress ${io.command}`;
 }
 
 /** Exit code of a command that ran and failed. */
@@ -26,6 +35,7 @@ export function processIo(): Io {
     stdout: (text) => process.stdout.write(text),
     stderr: (text) => process.stderr.write(text),
     env: process.env,
+    stderrIsTerminal: process.stderr.isTTY === true,
   };
 }
 

@@ -2,8 +2,10 @@ import { readEvents, readRuns, type Rejected, type RunRecord, type SessionEvent 
 import { sleep } from '../retry.ts';
 import { clipLine } from '../text.ts';
 import { COMMON, type Command, type Flags } from './command.ts';
-import { exists, FAILURE, USAGE, type Io } from './io.ts';
+import { formatEvent } from './event-text.ts';
+import { exists, FAILURE, messagePrefix, USAGE, type Io } from './io.ts';
 import { stateDirFor } from './load-config.ts';
+import { usageLine } from './usage.ts';
 
 // `events` and `runs` read the same journal the same way.
 const LISTING = {
@@ -16,21 +18,25 @@ const LISTING = {
 
 /** `hooks-ingress events`: the main session's events. */
 export const events: Command = {
-  options: LISTING,
+  options: { ...LISTING, raw: { type: 'boolean' } },
   help: `Usage: hooks-ingress events [options]
 
 Print the main session's events, oldest first. Works while the server runs.
+Control characters in a text are shown escaped (\\r, \\x1b, \\u2028); text that
+arrived wrapped as untrusted content is shown as "[untrusted SOURCE] text".
 
 Options:
   -c, --config PATH     config file (for state.dir)
       --state-dir DIR   state directory
-      --json            one JSON object per line (time, kind, text, source, seq)
+      --json            one JSON object per line (time, kind, text, source, seq),
+                        the text exactly as stored
+      --raw             wrapped text with its security notice, as the model reads it
   -f, --follow          keep printing new events as they arrive
   -n, --limit N         only the last N events
   -h, --help            show this help
 `,
   run(flags, _positionals, io) {
-    const print = (event: SessionEvent) => io.stdout(flags.json ? `${JSON.stringify(event)}\n` : formatEvent(event));
+    const print = (event: SessionEvent) => io.stdout(flags.json ? `${JSON.stringify(event)}\n` : formatEvent(event, { raw: flags.raw === true }));
     const rejected = _rejectedOnce(io);
     return _list(flags, io, (dir) => readEvents(dir, rejected), (e) => String(e.seq), print);
   },
@@ -67,13 +73,13 @@ Options:
 async function _list<T>(flags: Flags, io: Io, read: (dir: string) => Promise<T[]>, identity: (item: T) => string, print: (item: T) => void): Promise<number> {
   const limit = flags.limit === undefined ? Infinity : Number(flags.limit);
   if (!(Number.isInteger(limit) && limit >= 0) && limit !== Infinity) {
-    io.stderr('hooks-ingress: --limit must be a whole number\n');
+    io.stderr(usageLine(io.command ?? 'events', `--limit must be a whole number, got "${flags.limit}"`));
     return USAGE;
   }
   const dir = await stateDirFor(flags, io);
   if (dir === null) return FAILURE;
   if (!(await exists(dir))) {
-    io.stderr(`hooks-ingress: state directory ${dir} does not exist (no server has used it)\n`);
+    io.stderr(`${messagePrefix(io)}: state directory ${dir} does not exist (no server has used it)\n`);
     return FAILURE;
   }
   let items = await read(dir);
@@ -98,7 +104,7 @@ function _rejectedOnce(io: Io): (rejected: Rejected) => void {
   return ({ line, problem }) => {
     if (said.has(line)) return;
     said.add(line);
-    io.stderr(`hooks-ingress: journal line ${line} skipped: ${problem}\n`);
+    io.stderr(`${messagePrefix(io)}: journal line ${line} skipped: ${problem}\n`);
   };
 }
 
@@ -116,10 +122,4 @@ export function formatRun(run: RunRecord): string {
     lines.push(`    delivery: ${d.status === 'delivered' ? `delivered to ${d.channel} ${d.to}${d.messageIds.length > 0 ? ` (${d.messageIds.join(', ')})` : ''}` : `${d.status}: ${d.reason}`}`);
   }
   return `${lines.join('\n')}\n`;
-}
-
-/** One event as a human reads it: time, kind and source, then the text (continuation lines indented). */
-export function formatEvent(event: SessionEvent): string {
-  const text = event.text.replace(/\r?\n/g, '\n    ');
-  return `${event.time}  ${event.kind}  [${event.source}]  ${text}\n`;
 }

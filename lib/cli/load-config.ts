@@ -2,7 +2,7 @@ import { checkTransforms } from '../hooks/transforms/pool.ts';
 import { loadConfig } from '../config/load.ts';
 import { locateConfig, locateStateDir } from '../config/locate.ts';
 import type { Config, ConfigResult } from '../config/types.ts';
-import { exists, type Io } from './io.ts';
+import { exists, messagePrefix, type Io } from './io.ts';
 
 /** What the commands that read the config take from the command line. */
 export interface ConfigFlags {
@@ -14,12 +14,13 @@ export interface ConfigFlags {
 export async function loadConfigFor(flags: ConfigFlags, io: Io, options: { transforms?: boolean } = {}): Promise<Config | null> {
   const { path } = locateConfig(flags.config, io.env);
   const result = await readConfig(flags, io, options.transforms ?? false);
+  const name = messagePrefix(io);
   if (!result.ok) {
-    io.stderr(`hooks-ingress: invalid config ${path}:\n${result.problems.map((p) => `  ${p}\n`).join('')}`);
+    io.stderr(`${name}: invalid config ${path}:\n${result.problems.map((p) => `  ${p}\n`).join('')}`);
     return null;
   }
-  for (const key of result.ignored) io.stderr(`hooks-ingress: ${key} is not used by hooks-ingress (ignored)\n`);
-  for (const warning of result.warnings) io.stderr(`hooks-ingress: warning: ${warning}\n`);
+  for (const key of result.ignored) io.stderr(`${name}: ${key} is not used by hooks-ingress (ignored)\n`);
+  for (const warning of result.warnings) io.stderr(`${name}: warning: ${warning}\n`);
   return result.config;
 }
 

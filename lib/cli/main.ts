@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { check } from './check.ts';
 import type { Command, Flags } from './command.ts';
+import { configCommand } from './config-get.ts';
 import { gmailCommand } from './gmail.ts';
 import { processIo, USAGE, type Io } from './io.ts';
 import { events, runs } from './listing.ts';
@@ -10,10 +11,16 @@ import { send } from './send.ts';
 import { serveCommand } from './serve.ts';
 import { sign } from './sign.ts';
 import { token } from './token.ts';
+import { parseArgsProblem, unknownCommand, usageLine } from './usage.ts';
 
 // Parses the command line and runs the command it names; each command, with its help, is in its own file.
 
 const COMMANDS: Readonly<Record<string, Command>> = { serve: serveCommand, check, events, runs, reload, send, sign, token };
+// Commands with commands of their own, which parse their own arguments.
+const GROUPS: Readonly<Record<string, (argv: readonly string[], io: Io) => Promise<number>>> = {
+  gmail: (argv, io) => gmailCommand(argv, io),
+  config: configCommand,
+};
 
 const HELP = `Usage: hooks-ingress [command] [options]
 
@@ -23,6 +30,7 @@ isolated agent runs over HTTP.
 Commands:
   serve     serve the webhook endpoints (the default)
   check     validate the config file
+  config    print a configured value (see "config --help")
   events    print the main session's events
   runs      list agent runs and their outcomes
   reload    make the running server re-read its config
@@ -49,12 +57,12 @@ export async function main(argv: readonly string[], io: Io = processIo()): Promi
     io.stdout(HELP);
     return 0;
   }
-  if (first === 'gmail') return gmailCommand(rest, io);
+  if (first !== undefined && Object.hasOwn(GROUPS, first)) return GROUPS[first]!(rest, { ...io, command: first });
   const named = first !== undefined && !first.startsWith('-');
   const name = named ? first : 'serve';
   const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
   if (command === undefined) {
-    io.stderr(`hooks-ingress: unknown command "${first}"\n\n${HELP}`);
+    io.stderr(usageLine(null, unknownCommand(name, [...Object.keys(COMMANDS), ...Object.keys(GROUPS)])));
     return USAGE;
   }
   let values: Flags;
@@ -65,14 +73,14 @@ export async function main(argv: readonly string[], io: Io = processIo()): Promi
       positionals: string[];
     });
   } catch (error) {
-    io.stderr(`hooks-ingress ${name}: ${(error as Error).message}\n\n${command.help}`);
+    io.stderr(usageLine(name, parseArgsProblem(error, command.options)));
     return USAGE;
   }
   if (values.help === true) {
     io.stdout(command.help);
     return 0;
   }
-  return command.run(values, positionals, io);
+  return command.run(values, positionals, { ...io, command: name });
 }
 
 /** The package version, read from package.json next to lib/ (and dist/). */

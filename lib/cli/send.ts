@@ -1,8 +1,14 @@
 import { CHANNELS, type Channel } from '../actions.ts';
+import type { Config } from '../config/types.ts';
 import { COMMON, type Command } from './command.ts';
-import { FAILURE, USAGE } from './io.ts';
+import { FAILURE, messagePrefix, USAGE } from './io.ts';
 import { loadConfigFor } from './load-config.ts';
 import { buildDeliver } from './service.ts';
+import { usageLine } from './usage.ts';
+
+/** After this long without an answer, `send` says what it is waiting for. */
+export const WAIT_NOTICE_MS = 1_000;
+const ATTEMPTS = 3;
 
 const HELP = `Usage: hooks-ingress send --channel CHANNEL [--to RECIPIENT] TEXT
 
@@ -27,19 +33,39 @@ export const send: Command = {
     const channel = flags.channel;
     const text = positionals.join(' ').trim();
     const named = CHANNELS.filter((c) => c !== 'last');
-    if (channel === undefined || !(named as readonly string[]).includes(channel) || text === '') {
-      io.stderr(`hooks-ingress send: give --channel (one of ${named.join(', ')}) and the text to send\n\n${HELP}`);
+    const problem =
+      channel === undefined ? `give --channel (one of ${named.join(', ')})`
+      : !(named as readonly string[]).includes(channel) ? `--channel must be one of ${named.join(', ')}, got "${channel}"`
+      : text === '' ? 'give the TEXT to send'
+      : null;
+    if (problem !== null) {
+      io.stderr(usageLine('send', problem));
       return USAGE;
     }
     const config = await loadConfigFor(flags, io);
     if (config === null) return FAILURE;
-    const deliver = buildDeliver(config, () => null, { maxAttempts: 3, baseDelayMs: 1_000, maxDelayMs: 10_000 });
-    const outcome = await deliver({ channel: channel as Channel, ...(flags.to === undefined ? {} : { to: flags.to }), text });
+    const deliver = buildDeliver(config, () => null, { maxAttempts: ATTEMPTS, baseDelayMs: 1_000, maxDelayMs: 10_000 });
+    // An unreachable platform can take a while to fail; a silent terminal looks hung.
+    const notice = setTimeout(() => io.stderr(`${messagePrefix(io)}: ${waitingFor(config, channel as Channel)}\n`), WAIT_NOTICE_MS);
+    let outcome;
+    try {
+      outcome = await deliver({ channel: channel as Channel, ...(flags.to === undefined ? {} : { to: flags.to }), text });
+    } finally {
+      clearTimeout(notice);
+    }
     if (outcome.status === 'delivered') {
       io.stdout(`delivered to ${outcome.channel} ${outcome.to}${outcome.messageIds.length > 0 ? ` (${outcome.messageIds.join(', ')})` : ''}\n`);
       return 0;
     }
-    io.stderr(`hooks-ingress send: ${outcome.status}: ${outcome.reason}\n`);
+    io.stderr(`${messagePrefix(io)}: ${outcome.status}: ${outcome.reason}\n`);
     return FAILURE;
   },
 };
+
+/** What `send` is waiting for: the platform, and the address it was given for it when there is one. */
+export function waitingFor(config: Pick<Config, 'channels'>, channel: Channel): string {
+  const section = (config.channels as Record<string, Record<string, unknown> | undefined>)[channel] ?? {};
+  const address = ['apiBase', 'serverUrl', 'url', 'serviceUrl'].map((key) => section[key]).find((value) => typeof value === 'string');
+  const where = typeof address === 'string' ? ` at ${address}` : section['command'] !== undefined ? ` (${String(section['command'])})` : '';
+  return `waiting for ${channel}${where} to answer (up to ${ATTEMPTS} attempts; Ctrl-C stops)`;
+}

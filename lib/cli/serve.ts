@@ -5,13 +5,16 @@ import type { Config } from '../config/types.ts';
 import { listen, type Running } from '../edge/server.ts';
 import { inheritedListenFd, unsetListenEnv } from '../edge/systemd.ts';
 import { generateToken } from '../guard/token.ts';
+import { readinessWarnings } from '../config/readiness.ts';
 import { bufferLines, createLogger, flushOnExit, type Logger } from '../log.ts';
+import { chooseLogFormat, jsonLinesToText, LOG_FORMATS, type LogFormat } from '../log-text.ts';
 import { lockStateDir, type StateLock } from '../store/state-lock.ts';
 import { COMMON, type Command, type Flags } from './command.ts';
 import { serveCompanion } from './gmail-companion.ts';
-import { exists, FAILURE, USAGE, type Io } from './io.ts';
+import { exists, FAILURE, messagePrefix, USAGE, type Io } from './io.ts';
 import { loadConfigFor, readConfig } from './load-config.ts';
 import { startService, type Service } from './service.ts';
+import { usageLine } from './usage.ts';
 
 // The server process's lifecycle: config, service, listener, signals, pid file, companion, stop.
 
@@ -20,11 +23,11 @@ export const DRAIN_MS = 10_000;
 
 /** `hooks-ingress serve` (the default command). */
 export const serveCommand: Command = {
-  options: { ...COMMON, host: { type: 'string' }, port: { type: 'string', short: 'p' }, 'state-dir': { type: 'string' } },
+  options: { ...COMMON, host: { type: 'string' }, port: { type: 'string', short: 'p' }, 'state-dir': { type: 'string' }, 'log-format': { type: 'string' } },
   help: `Usage: hooks-ingress serve [options]
 
 Serve the webhook endpoints until SIGTERM or SIGINT. Prints "listening on URL" once
-ready, then one JSON log line per request on stderr.
+ready, then one log line per request on stderr: text on a terminal, JSON otherwise.
 
 Options:
   -c, --config PATH     config file (else $HOOKS_INGRESS_CONFIG, else
@@ -32,6 +35,7 @@ Options:
       --host HOST       address to bind (overrides gateway.bind)
   -p, --port PORT       port to bind; 0 takes a free one (overrides gateway.port)
       --state-dir DIR   state directory (overrides state.dir and $STATE_DIRECTORY)
+      --log-format F    json or text, whatever stderr is
   -h, --help            show this help
 `,
   run: (flags, _positionals, io) => serve(flags, io),
@@ -54,15 +58,21 @@ export async function serve(flags: Flags, io: Io): Promise<number> {
 async function _serve(flags: Flags, io: Io): Promise<number> {
   const port = flags.port === undefined ? undefined : Number(flags.port);
   if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port <= 65535)) {
-    io.stderr(`hooks-ingress serve: --port must be an integer from 0 to 65535\n`);
+    io.stderr(usageLine('serve', `--port must be an integer from 0 to 65535, got "${flags.port}"`));
+    return USAGE;
+  }
+  const asked = flags['log-format'];
+  if (asked !== undefined && !(LOG_FORMATS as readonly string[]).includes(asked)) {
+    io.stderr(usageLine('serve', `--log-format must be json or text, got "${asked}"`));
     return USAGE;
   }
   const located = locateConfig(flags.config, io.env);
   if (located.implicit && !(await exists(located.path))) await _firstRun(located.path, io);
   const config = await loadConfigFor(flags, io, { transforms: true });
   if (config === null) return FAILURE;
+  for (const warning of readinessWarnings(config)) io.stderr(`${messagePrefix(io)}: warning: ${warning}\n`);
 
-  const log = createLogger(io.stderr);
+  const log = createLogger(logWriter(chooseLogFormat(asked as LogFormat | undefined, io.stderrIsTerminal === true), io.stderr));
   const stateDir = locateStateDir(flags['state-dir'], config, io.env);
   const lock = await _lockState(stateDir, io);
   if (lock === null) return FAILURE;
@@ -98,10 +108,10 @@ async function _lockState(dir: string, io: Io): Promise<StateLock | null> {
   try {
     const outcome = await lockStateDir(dir);
     if (outcome.ok) return outcome.lock;
-    io.stderr(`hooks-ingress: state directory ${dir} is in use by the server with pid ${outcome.pid}; stop it first or give another --state-dir\n`);
+    io.stderr(`${messagePrefix(io)}: state directory ${dir} is in use by the server with pid ${outcome.pid}; stop it first or give another --state-dir\n`);
   } catch (error) {
     if (!_isSystemError(error)) throw error;
-    io.stderr(`hooks-ingress: cannot use state directory ${dir}: ${_reason(error)}\n`);
+    io.stderr(`${messagePrefix(io)}: cannot use state directory ${dir}: ${_reason(error)}\n`);
   }
   return null;
 }
@@ -113,7 +123,7 @@ async function _start(config: Config, dir: string, log: Logger, io: Io, lock: St
   } catch (error) {
     await lock.release().catch(() => {});
     if (!_isSystemError(error)) throw error;
-    io.stderr(`hooks-ingress: cannot use state directory ${dir}: ${_reason(error)}\n`);
+    io.stderr(`${messagePrefix(io)}: cannot use state directory ${dir}: ${_reason(error)}\n`);
     return null;
   }
 }
@@ -127,13 +137,18 @@ function _reason(error: NodeJS.ErrnoException): string {
   return `${error.code}: ${error.message.replace(/^[A-Z]+: /, '')}`;
 }
 
+/** Where the logger's JSON lines go: as they are, or rewritten as text lines for a person. */
+export function logWriter(format: LogFormat, write: (text: string) => void): (text: string) => void {
+  return format === 'text' ? (text) => write(jsonLinesToText(text)) : write;
+}
+
 /** Writes a first config with a fresh token, readable by its owner only; says where, never what. */
 async function _firstRun(path: string, io: Io): Promise<void> {
   await mkdir(dirname(path), { recursive: true, mode: 0o700 });
   const config = { hooks: { enabled: true, token: generateToken() } };
   try {
     await writeFile(path, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
-    io.stderr(`hooks-ingress: created ${path} with a new hook token (read it there; it is not printed)\n`);
+    io.stderr(`${messagePrefix(io)}: created ${path} with a new hook token (read it there; it is not printed)\n`);
   } catch (error) {
     // Another process created it first: use that one.
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
@@ -167,7 +182,7 @@ async function _listen(flags: Flags, port: number | undefined, config: Config, i
     const server = await listen(service.app, fd !== null ? { fd } : { host: flags.host ?? config.gateway.bind, port: port ?? config.gateway.port });
     return { server, activated: fd !== null };
   } catch (error) {
-    io.stderr(`hooks-ingress: cannot listen: ${(error as Error).message}\n`);
+    io.stderr(`${messagePrefix(io)}: cannot listen: ${(error as Error).message}\n`);
     return null;
   }
 }

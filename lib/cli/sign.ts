@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type { Config } from '../config/types.ts';
 import { signRequest, type Signature } from '../guard/signature.ts';
-import { post } from '../http-call.ts';
 import { COMMON, type Command } from './command.ts';
 import { FAILURE, USAGE, type Io } from './io.ts';
 import { loadConfigFor } from './load-config.ts';
+import { usageLine } from './usage.ts';
 
 const OPTIONS = {
   ...COMMON,
@@ -58,7 +58,7 @@ export const sign: Command = {
 /** What `sign` does, with the clock and standard input injectable. */
 export async function signCommand(flags: SignFlags, io: Io & { stdin?: () => Promise<Buffer> }, clock: () => number = Date.now): Promise<number> {
   if (flags.hook === undefined || flags.hook.trim() === '') {
-    io.stderr(`hooks-ingress sign: give --hook NAME\n\n${HELP}`);
+    io.stderr(usageLine('sign', 'give --hook NAME'));
     return USAGE;
   }
   const config = await loadConfigFor(flags, io);
@@ -79,9 +79,13 @@ export async function signCommand(flags: SignFlags, io: Io & { stdin?: () => Pro
     io.stdout(`${_curl(url, headers, flags.body, body, io)}\n`);
     return 0;
   }
-  const answer = await post(url, body.toString('utf8'), { fetch, headers });
-  if (!answer.ok) {
-    io.stderr(`hooks-ingress sign: cannot reach ${url}: ${answer.message}\n`);
+  // The exact bytes that were signed: a body that is not UTF-8 must not be re-encoded on the way.
+  let answer: { status: number; text: string };
+  try {
+    const response = await fetch(url, { method: 'POST', headers, body: new Uint8Array(body) });
+    answer = { status: response.status, text: await response.text() };
+  } catch (error) {
+    io.stderr(`hooks-ingress sign: cannot reach ${url}: ${error instanceof Error ? ((error.cause as Error | undefined)?.message ?? error.message) : String(error)}\n`);
     return FAILURE;
   }
   io.stdout(`${answer.status} ${answer.text}\n`);
@@ -111,7 +115,7 @@ function _headers(lines: readonly string[], io: Io): Record<string, string> | nu
     const colon = line.indexOf(':');
     const name = line.slice(0, Math.max(0, colon)).trim().toLowerCase();
     if (colon < 1 || !/^[!#$%&'*+.^_`|~0-9a-z-]+$/.test(name)) {
-      io.stderr(`hooks-ingress sign: --header must be written "Name: value", got ${JSON.stringify(line)}\n`);
+      io.stderr(usageLine('sign', `--header must be written "Name: value", got ${JSON.stringify(line)}`));
       return null;
     }
     out[name] = line.slice(colon + 1).trim();

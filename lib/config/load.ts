@@ -94,7 +94,9 @@ async function containTransforms(config: Config, transformsDir: string | undefin
   const root = resolve(config.dir, TRANSFORMS_ROOT);
   const dir = await resolveInside(root, transformsDir ?? '.');
   if (!dir.ok) {
-    issues.push({ path: 'hooks.transformsDir', message: `${dir.reason} (the transforms root is ${root})` });
+    // Without hooks.transformsDir the problem is the mapping's module, which needs the root.
+    if (transformsDir !== undefined) issues.push({ path: 'hooks.transformsDir', message: `${dir.reason} (the transforms root is ${root})` });
+    else for (const [mapping, i] of users) issues.push(_rootless(mapping.transform!.module, i, root, dir.reason));
     return config;
   }
   const mappings = [...config.hooks.mappings];
@@ -104,4 +106,10 @@ async function containTransforms(config: Config, transformsDir: string | undefin
     else issues.push({ path: `hooks.mappings[${i}].transform.module`, message: found.reason });
   }
   return { ...config, hooks: { ...config.hooks, transformsDir: dir.path, mappings } };
+}
+
+// A transform module, with no hooks.transformsDir set, whose root cannot be used.
+function _rootless(module: string, index: number, root: string, reason: string): Issue {
+  const why = reason === 'the transforms root does not exist' ? 'which does not exist' : `which ${reason}`;
+  return { path: `hooks.mappings[${index}].transform.module`, message: `"${module}" is looked for in the transforms root ${root}, ${why}` };
 }

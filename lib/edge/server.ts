@@ -5,6 +5,7 @@ import { requestClient, type Client } from '../guard/address.ts';
 import { parseForm, parseJsonObject, readBody } from '../guard/body.ts';
 import type { Config } from '../config/types.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
+import { idSequence } from '../random.ts';
 import { createDispatch, type Answer, type IdempotencyKey } from './dispatch.ts';
 import type { CallTransform } from '../hooks/mappings.ts';
 import type { Logger } from '../log.ts';
@@ -12,8 +13,9 @@ import { FailureLimiter, type LimiterStats } from '../guard/rate-limit.ts';
 import { Router, splitTarget } from './router.ts';
 import type { Telemetry } from './telemetry.ts';
 import type { RunRecord, Store } from '../store/store.ts';
-import { extractToken, tokenDigest, tokenMatches, tokensMatch } from '../guard/token.ts';
-import { deliveryId, describeRefusal, verifySignature, type Signature } from '../guard/signature.ts';
+import { extractToken, tokenDigest, tokenMatches } from '../guard/token.ts';
+import { deliveryId } from '../guard/signature.ts';
+import { metaHandshake, signatureRefusal, signedPaths, slackChallenge } from './signed.ts';
 
 /** What the request handler needs; the CLI builds these from the config. */
 export interface AppOptions {
@@ -76,7 +78,8 @@ interface Shared {
 /** Builds the request listener: routing, auth, body, dispatch, and the one place errors become responses. */
 export function createApp(options: AppOptions): App {
   const { log } = options;
-  const newId = options.newId ?? randomUUID;
+  // Request ids label and correlate, nothing more (see idSequence): no random draw per request.
+  const requestId = options.newId ?? idSequence();
   const now = options.now ?? performance.now.bind(performance);
   const shared: Shared = { inflight: new Map(), received: new WeakMap(), limiter: options.limiter ?? _limiter(options.config), limits: JSON.stringify(options.config.hooks.authRateLimit) };
   let current = _compile(options, options.config, shared);
@@ -85,7 +88,7 @@ export function createApp(options: AppOptions): App {
     const { route, config, hookLabel } = current;
     const started = now();
     const incoming = req.headers['x-request-id'];
-    const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : newId();
+    const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : requestId();
     const client = requestClient(req.socket, req.headers['x-forwarded-for'], config.gateway.trustedProxies);
     const target = splitTarget(req.url ?? '/');
     route(req, target, client, id)
@@ -151,12 +154,6 @@ function _compile(
   // a timestamp verifies again and again, and must not reset the count of someone guessing the hook token.
   const signatures = signedPaths(config);
   const clock = options.clock ?? Date.now;
-  const verify = (signature: Signature, ctx: Context, body: Buffer) => {
-    const target = ctx.req.url ?? '';
-    const query = target.includes('?') ? target.slice(target.indexOf('?') + 1) : '';
-    const verdict = verifySignature(signature, { headers: ctx.req.headers, body, query }, clock());
-    if (!verdict.ok) refuse(ctx.client, describeRefusal(verdict));
-  };
 
   const dispatch = createDispatch({
     config,
@@ -192,7 +189,10 @@ function _compile(
   const hooks: Handler = async (ctx) => {
     const { req, name } = ctx;
     const signature = signatures.get(name);
-    if (req.method === 'GET') return handshake(ctx, signature);
+    if (req.method === 'GET') {
+      const handshake = metaHandshake(signature, ctx.query);
+      return handshake.ok ? handshake.answer : refuse(ctx.client, handshake.refusal, 403);
+    }
     if (signature === undefined) {
       const presented = extractToken(req.headers);
       authenticate(presented, hookToken, ctx.client, presented === null ? 'missing hook token' : 'invalid hook token', true);
@@ -201,31 +201,20 @@ function _compile(
     const bytes = await readBody(req, { maxBytes: config.hooks.maxBodyBytes, timeoutMs: bodyTimeoutMs });
     shared.received.set(req, bytes.length);
     // Over the raw bytes, after the cap and before any parsing.
-    if (signature !== undefined) verify(signature, ctx, bytes);
+    const refusal = signature === undefined ? null : signatureRefusal(signature, req, bytes, clock());
+    if (refusal !== null) refuse(ctx.client, refusal);
     // Form-posting senders (Slack commands, Twilio, ...) reach mapped hooks only; /wake and /agent take JSON.
     const form = name !== 'wake' && name !== 'agent' && /^application\/x-www-form-urlencoded\b/i.test(req.headers['content-type'] ?? '');
     // `curl -d` labels JSON as a form: a body that is a JSON object is read as JSON whatever the label says.
     const body = form && !/^\s*\{/.test(bytes.subarray(0, 64).toString('latin1')) ? parseForm(bytes) : parseJsonObject(bytes);
-    if (signature?.scheme === 'slack' && body['type'] === 'url_verification' && typeof body['challenge'] === 'string') {
-      return { status: 200, body: { challenge: body['challenge'] } };
-    }
+    const challenge = slackChallenge(signature, body);
+    if (challenge !== null) return challenge;
     const call = { id: ctx.id, name, body, headers: req.headers, query: ctx.query };
     const delivery = signature === undefined ? null : deliveryId(signature, req.headers, body);
     return idempotent(name, idempotencyKey(req.headers, name === 'agent' ? body : {}, delivery), (idem) => dispatch(call, idem));
   };
 
-  // Meta's subscription check: the one GET a hook path answers, and only on a path signed by scheme meta.
-  const handshake = async (ctx: Context, signature: Signature | undefined): Promise<Answer> => {
-    if (signature?.scheme !== 'meta') throw new HttpError(405, ErrorCode.MethodNotAllowed, 'method GET not allowed', { headers: { allow: 'POST' } });
-    const { query } = ctx;
-    const presented = query.get('hub.verify_token');
-    const challenge = query.get('hub.challenge');
-    if (query.get('hub.mode') !== 'subscribe' || presented === null || !tokensMatch(presented, signature.verifyToken ?? '')) {
-      return refuse(ctx.client, 'hub.verify_token does not match this path\'s signature.verifyToken', 403);
-    }
-    if (challenge === null) throw new HttpError(400, ErrorCode.InvalidPayload, 'hub.challenge: is required');
-    return { status: 200, body: {}, text: challenge, contentType: 'text/plain; charset=utf-8' };
-  };
+
 
   const router = new Router<Handler>().add(['GET', 'HEAD'], '/healthz', async () =>
     (await store.writable()) ? { status: 200, body: { ok: true } } : { status: 503, body: { ok: false, error: 'the journal is not writable' } },
@@ -275,13 +264,6 @@ function _hookLabels(config: Config): (path: string) => string {
     }
     return label;
   };
-}
-
-/** The signature of each signed hook path, by the path's name. */
-function signedPaths(config: Config): Map<string, Signature> {
-  const out = new Map<string, Signature>();
-  for (const m of config.hooks.mappings) if (m.signature !== undefined && m.match.path !== undefined) out.set(m.match.path, m.signature);
-  return out;
 }
 
 // A bounded label set: a caller cannot mint a new time series by inventing hook names.

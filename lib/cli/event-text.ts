@@ -1,0 +1,60 @@
+// How `hooks-ingress events` shows an event on a terminal. Event texts carry what senders wrote, so
+// nothing in them may act on the terminal: control characters, line and paragraph separators and
+// bidirectional overrides are shown as escapes, and only "\n" breaks a line.
+import { wrapUntrusted } from '../hooks/untrusted.ts';
+import type { SessionEvent } from '../store/store.ts';
+
+const INDENT = '    ';
+
+// C0 and C1 controls with DEL, the Unicode line and paragraph separators, and the bidirectional
+// embeddings, overrides and isolates that can reorder what a line appears to say.
+const _UNSAFE = /[\u0000-\u001F\u007F-\u009F\u2028\u2029\u202A-\u202E\u2066-\u2069]/g;
+const _NAMED: Readonly<Record<string, string>> = { '\n': '\\n', '\t': '\\t', '\r': '\\r', '\v': '\\v', '\f': '\\f', '\b': '\\b', '\0': '\\0' };
+
+/** `text` with every unsafe character as an escape (`\r`, `\x1b`, `\u2028`); "\n" too unless kept. */
+export function escapeControls(text: string, keepNewlines: boolean): string {
+  return text.replace(_UNSAFE, (char) => {
+    if (char === '\n' && keepNewlines) return char;
+    const named = _NAMED[char];
+    if (named !== undefined) return named;
+    const code = char.charCodeAt(0);
+    return code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`;
+  });
+}
+
+// The shape of a wrapped block, taken from the wrapper itself so the two cannot drift apart: a
+// wrap of placeholder values, each placeholder a named group at its first place and a
+// back-reference after it.
+const _WRAPPED = (() => {
+  const groups: Record<string, string> = { SOURCEPLACEHOLDER: '[^\\n]*', IDPLACEHOLDER: '[\\w-]{1,64}', CONTENTPLACEHOLDER: '[\\s\\S]*?' };
+  const names: Record<string, string> = { SOURCEPLACEHOLDER: 'source', IDPLACEHOLDER: 'id', CONTENTPLACEHOLDER: 'content' };
+  const sample = wrapUntrusted('CONTENTPLACEHOLDER', { source: 'SOURCEPLACEHOLDER', id: 'IDPLACEHOLDER' });
+  const seen = new Set<string>();
+  const pattern = sample
+    .replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+    .replace(/SOURCEPLACEHOLDER|IDPLACEHOLDER|CONTENTPLACEHOLDER/g, (found) => {
+      const name = names[found]!;
+      if (seen.has(found)) return `\\k<${name}>`;
+      seen.add(found);
+      return `(?<${name}>${groups[found]})`;
+    });
+  return new RegExp(pattern, 'g');
+})();
+
+/** Replaces each wrapped block of untrusted content by a short marker and the content itself. */
+export function markWrapped(text: string): string {
+  return text.replace(_WRAPPED, (...args: unknown[]) => {
+    const { source, content } = args.at(-1) as { source: string; content: string };
+    return `[untrusted ${source}] ${content}`;
+  });
+}
+
+/**
+ * One event as a human reads it: time, kind and source, then the text (continuation lines
+ * indented); `raw` keeps a wrapped text's notice and markers instead of the short marker.
+ */
+export function formatEvent(event: SessionEvent, options: { raw?: boolean } = {}): string {
+  const shown = options.raw === true ? event.text : markWrapped(event.text);
+  const text = escapeControls(shown, true).replace(/\n/g, `\n${INDENT}`);
+  return `${event.time}  ${escapeControls(event.kind, false)}  [${escapeControls(event.source, false)}]  ${text}\n`;
+}

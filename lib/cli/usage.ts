@@ -1,0 +1,52 @@
+// Usage errors as a user reads them: one line that names the command and the problem, a guess
+// when a name looks misspelt, and where the help is. Node's own parseArgs wording (several lines,
+// "argument is ambiguous", advice about "--") never reaches the terminal.
+import { suggest } from '../schema.ts';
+
+/** An option as parseArgs declares it. */
+export interface OptionSpec {
+  type: 'string' | 'boolean';
+  short?: string | undefined;
+}
+
+/** The one line of a usage error: `hooks-ingress events: <problem>; see hooks-ingress events --help`. */
+export function usageLine(command: string | null, problem: string): string {
+  const name = command === null ? 'hooks-ingress' : `hooks-ingress ${command}`;
+  return `${name}: ${problem}; see ${name} --help\n`;
+}
+
+/** The problem for a command name that is not one, with the closest command when it looks misspelt. */
+export function unknownCommand(name: string, commands: readonly string[]): string {
+  const guess = suggest(name, commands);
+  return `unknown command "${name}"${guess === null ? '' : ` (did you mean "${guess}"?)`}`;
+}
+
+/** What went wrong in parseArgs, said in one short clause; `options` gives the guesses for a misspelt option. */
+export function parseArgsProblem(error: unknown, options: Readonly<Record<string, OptionSpec>>): string {
+  const code = (error as { code?: unknown }).code;
+  const message = error instanceof Error ? error.message : String(error);
+  const quoted = /'([^']*)'/.exec(message)?.[1] ?? '';
+  switch (code) {
+    case 'ERR_PARSE_ARGS_UNKNOWN_OPTION': {
+      const long = quoted.startsWith('--') ? quoted.slice(2).split('=')[0]! : null;
+      const guess = long === null ? null : suggest(long, Object.keys(options));
+      return `unknown option "${quoted}"${guess === null ? '' : ` (did you mean "--${guess}"?)`}`;
+    }
+    case 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL':
+      return `unexpected argument "${quoted}"`;
+    case 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE':
+      return _invalidValue(message, options);
+    default:
+      // Any other parse failure: its first line, without Node's advice.
+      return message.split('\n')[0]!.replace(/\.$/, '');
+  }
+}
+
+// "Option '-c, --config <value>' argument missing", "... argument is ambiguous", "Option '--json' does not take an argument".
+function _invalidValue(message: string, options: Readonly<Record<string, OptionSpec>>): string {
+  const named = /--([\w-]+)/.exec(message)?.[1] ?? '';
+  const flag = Object.hasOwn(options, named) ? `--${named}` : `--${named || '?'}`;
+  if (/does not take an argument/.test(message)) return `option ${flag} takes no value`;
+  if (/ambiguous/.test(message)) return `option ${flag} needs a value (to give one that starts with "-", write ${flag}=VALUE)`;
+  return `option ${flag} needs a value`;
+}

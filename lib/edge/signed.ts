@@ -1,0 +1,45 @@
+import type { IncomingMessage } from 'node:http';
+import type { Config } from '../config/types.ts';
+import { ErrorCode, HttpError } from '../errors.ts';
+import { describeRefusal, verifySignature, type Signature } from '../guard/signature.ts';
+import { tokensMatch } from '../guard/token.ts';
+import type { Answer } from './dispatch.ts';
+
+// The parts of a request on a signed path that are not the signature's arithmetic: which paths are
+// signed, the refusal a bad signature gets, and the providers' set-up handshakes.
+
+/** The signature of each signed hook path, by the path's name. */
+export function signedPaths(config: Config): Map<string, Signature> {
+  const out = new Map<string, Signature>();
+  for (const m of config.hooks.mappings) if (m.signature !== undefined && m.match.path !== undefined) out.set(m.match.path, m.signature);
+  return out;
+}
+
+/** Why the request's signature does not verify over `body`, or `null` when it does. */
+export function signatureRefusal(signature: Signature, req: IncomingMessage, body: Buffer, nowMs: number): string | null {
+  const target = req.url ?? '';
+  const query = target.includes('?') ? target.slice(target.indexOf('?') + 1) : '';
+  const verdict = verifySignature(signature, { headers: req.headers, body, query }, nowMs);
+  return verdict.ok ? null : describeRefusal(verdict);
+}
+
+/**
+ * Meta's subscription check, the one GET a hook path answers (and only on a path signed by `meta`):
+ * the challenge as text when `hub.verify_token` is right, else a refusal for the failure limiter.
+ */
+export function metaHandshake(signature: Signature | undefined, query: URLSearchParams): { ok: true; answer: Answer } | { ok: false; refusal: string } {
+  if (signature?.scheme !== 'meta') throw new HttpError(405, ErrorCode.MethodNotAllowed, 'method GET not allowed', { headers: { allow: 'POST' } });
+  const presented = query.get('hub.verify_token');
+  if (query.get('hub.mode') !== 'subscribe' || presented === null || !tokensMatch(presented, signature.verifyToken ?? '')) {
+    return { ok: false, refusal: "hub.verify_token does not match this path's signature.verifyToken" };
+  }
+  const challenge = query.get('hub.challenge');
+  if (challenge === null) throw new HttpError(400, ErrorCode.InvalidPayload, 'hub.challenge: is required');
+  return { ok: true, answer: { status: 200, body: {}, text: challenge, contentType: 'text/plain; charset=utf-8' } };
+}
+
+/** Slack's `url_verification` (sent when the Request URL is entered): its challenge, answered after the signature verified. */
+export function slackChallenge(signature: Signature | undefined, body: Record<string, unknown>): Answer | null {
+  if (signature?.scheme !== 'slack' || body['type'] !== 'url_verification' || typeof body['challenge'] !== 'string') return null;
+  return { status: 200, body: { challenge: body['challenge'] } };
+}

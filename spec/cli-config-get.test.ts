@@ -1,0 +1,102 @@
+import assert from 'node:assert/strict';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { keyName, parseKeyPath } from '../lib/cli/config-get.ts';
+import type { Io } from '../lib/cli/io.ts';
+import { main } from '../lib/cli/main.ts';
+import { runCli } from './_cli.ts';
+
+let dir: string;
+after(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+// JSONC with a comment and trailing commas, a ${NAME}, and a token in a file: what `node -p JSON.parse` could not read.
+const CONFIG = `{
+  // the hook token lives beside the config
+  "hooks": { "enabled": true, "tokenFile": "hooks-token", },
+  "models": { "providers": { "local": { "api": "openai-completions", "baseUrl": "\${LLM_URL}" } } },
+  "agents": { "defaults": { "model": "local/m" }, "list": [{ "id": "main", "workspace": "ws" }] },
+}
+`;
+
+async function get(args: string[], env: Record<string, string> = {}) {
+  const out = { stdout: '', stderr: '' };
+  const io: Io = { stdout: (t) => void (out.stdout += t), stderr: (t) => void (out.stderr += t), env: { HOME: dir, LLM_URL: 'http://127.0.0.1:11434/v1', ...env } };
+  const code = await main(['config', 'get', '--config', join(dir, 'config.json'), ...args], io);
+  return { code, ...out };
+}
+
+before(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'hooks-config-get-'));
+  await writeFile(join(dir, 'config.json'), CONFIG);
+  await writeFile(join(dir, 'hooks-token'), 'token-from-the-file\n');
+  await mkdir(join(dir, 'ws'));
+});
+
+test('config get prints the token read from hooks.tokenFile, out of a JSONC file with comments and trailing commas', async () => {
+  assert.deepEqual(await get(['hooks.token']), { code: 0, stdout: 'token-from-the-file\n', stderr: '' });
+});
+
+test('config get prints ${NAME} values substituted, defaults for unset keys, and non-strings as JSON', async () => {
+  assert.equal((await get(['models.providers.local.baseUrl'])).stdout, 'http://127.0.0.1:11434/v1\n');
+  assert.equal((await get(['gateway.port'])).stdout, '8789\n');
+  assert.equal((await get(['hooks.path'])).stdout, '/hooks\n');
+  assert.equal((await get(['agents.list[0].id'])).stdout, 'main\n');
+  assert.equal((await get(['hooks.enabled'])).stdout, 'true\n');
+  assert.deepEqual(JSON.parse((await get(['agents.list'])).stdout), [{ id: 'main', workspace: 'ws' }]);
+  assert.equal((await get(['state.dir'])).stdout, `${join(dir, '.local', 'state', 'hooks-ingress')}\n`);
+});
+
+test('config get exits 1 naming an unknown key, with the key it was probably meant to be', async () => {
+  const typo = await get(['hooks.tokne']);
+  assert.equal(typo.code, 1);
+  assert.equal(typo.stdout, '');
+  assert.equal(typo.stderr, 'hooks-ingress config get: hooks.tokne: unknown key (did you mean "token"?)\n');
+  assert.match((await get(['nothing.here'])).stderr, /^hooks-ingress config get: nothing: unknown key\n$/);
+});
+
+test('config get exits 1 for a known key without a value', async () => {
+  const unset = await get(['hooks.defaultSessionKey']);
+  assert.deepEqual(unset, { code: 1, stdout: '', stderr: 'hooks-ingress config get: hooks.defaultSessionKey is not set\n' });
+});
+
+test('config get answers a missing or malformed KEY with one usage line', async () => {
+  const none = await get([]);
+  assert.equal(none.code, 2);
+  assert.equal(none.stderr, 'hooks-ingress config get: give the KEY to print; see hooks-ingress config get --help\n');
+  assert.equal((await get(['a..b'])).code, 2);
+  assert.equal((await get(['a', 'b'])).code, 2);
+});
+
+test('config get of an invalid config lists its problems and exits 1', async () => {
+  await writeFile(join(dir, 'bad.json'), '{ "hooks": { "path": "/" } }');
+  const out = { stdout: '', stderr: '' };
+  const io: Io = { stdout: (t) => void (out.stdout += t), stderr: (t) => void (out.stderr += t), env: { HOME: dir } };
+  assert.equal(await main(['config', 'get', '-c', join(dir, 'bad.json'), 'hooks.path'], io), 1);
+  assert.match(out.stderr, /hooks\.path: may not be "\/"/);
+  assert.equal(out.stdout, '');
+});
+
+test('config --help lists get, and an unknown config command gets a guess', async () => {
+  const out = { stdout: '', stderr: '' };
+  const io: Io = { stdout: (t) => void (out.stdout += t), stderr: (t) => void (out.stderr += t), env: { HOME: dir } };
+  assert.equal(await main(['config', '--help'], io), 0);
+  assert.match(out.stdout, /^ {2}get /m);
+  assert.equal(await main(['config', 'gte'], io), 2);
+  assert.equal(out.stderr, 'hooks-ingress config: unknown command "gte" (did you mean "get"?); see hooks-ingress config --help\n');
+});
+
+test('parseKeyPath() reads dotted names, [n] indexes and ["quoted"] names, and keyName() writes them back', () => {
+  assert.deepEqual(parseKeyPath('models.providers["my llm"].api'), ['models', 'providers', 'my llm', 'api']);
+  assert.equal(keyName(parseKeyPath('agents.list[2].model')!), 'agents.list[2].model');
+  for (const bad of ['', '.a', 'a.', 'a..b', '[0]', 'a[x]']) assert.equal(parseKeyPath(bad), null, bad);
+});
+
+test('the executable prints a configured value for a shell variable', async () => {
+  const { code, stdout } = await runCli(['config', 'get', '-c', join(dir, 'config.json'), 'hooks.token'], { LLM_URL: 'http://127.0.0.1:1/v1' });
+  assert.equal(code, 0);
+  assert.equal(stdout, 'token-from-the-file\n');
+});

@@ -1,0 +1,50 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import type { Io } from '../lib/cli/io.ts';
+import { main } from '../lib/cli/main.ts';
+import { waitingFor } from '../lib/cli/send.ts';
+import { fake, json } from './_fake-server.ts';
+
+test('send says what it is waiting for when the platform has not answered after a second', async (t) => {
+  const out = { stdout: '', stderr: '' };
+  let heard: () => void = () => {};
+  const noticed = new Promise<void>((resolve) => (heard = resolve));
+  // The stand-in Telegram holds the request until the notice is out, then answers: no clock in the test.
+  const telegram = await fake(t, (_req, res) => void noticed.then(() => json(res, 200, { ok: true, result: { message_id: 7 } })));
+  const dir = await mkdtemp(join(tmpdir(), 'hooks-send-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const path = join(dir, 'config.json');
+  await writeFile(path, JSON.stringify({ channels: { telegram: { botToken: '123:abc', apiBase: telegram.url, defaultTo: '42' } } }));
+  const io: Io = {
+    stdout: (s) => void (out.stdout += s),
+    stderr: (s) => {
+      out.stderr += s;
+      if (out.stderr.includes('waiting for')) heard();
+    },
+    env: { HOME: dir },
+  };
+  assert.equal(await main(['send', '-c', path, '--channel', 'telegram', 'hello'], io), 0);
+  assert.equal(out.stderr, `hooks-ingress send: waiting for telegram at ${telegram.url} to answer (up to 3 attempts; Ctrl-C stops)\n`);
+  assert.equal(out.stdout, 'delivered to telegram 42 (7)\n');
+});
+
+test('a send that is answered at once prints no waiting notice', async (t) => {
+  const telegram = await fake(t, (_req, res) => json(res, 200, { ok: true, result: { message_id: 8 } }));
+  const dir = await mkdtemp(join(tmpdir(), 'hooks-send-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const path = join(dir, 'config.json');
+  await writeFile(path, JSON.stringify({ channels: { telegram: { botToken: '123:abc', apiBase: telegram.url } } }));
+  const out = { stdout: '', stderr: '' };
+  const io: Io = { stdout: (s) => void (out.stdout += s), stderr: (s) => void (out.stderr += s), env: { HOME: dir } };
+  assert.equal(await main(['send', '-c', path, '--channel', 'telegram', '--to', '5', 'hi'], io), 0);
+  assert.equal(out.stderr, '');
+});
+
+test('waitingFor() names the address each platform was given, or only the platform', () => {
+  assert.equal(waitingFor({ channels: { signal: { url: 'http://127.0.0.1:8080', account: '+15550000000' } } }, 'signal'), 'waiting for signal at http://127.0.0.1:8080 to answer (up to 3 attempts; Ctrl-C stops)');
+  assert.equal(waitingFor({ channels: { slack: { botToken: 'xoxb-1' } } }, 'slack'), 'waiting for slack to answer (up to 3 attempts; Ctrl-C stops)');
+  assert.equal(waitingFor({ channels: { imessage: { command: 'imsg' } } }, 'imessage'), 'waiting for imessage (imsg) to answer (up to 3 attempts; Ctrl-C stops)');
+});

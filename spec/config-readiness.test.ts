@@ -1,0 +1,37 @@
+import assert from 'node:assert/strict';
+import { tmpdir } from 'node:os';
+import { test } from 'node:test';
+import { buildConfig } from '../lib/config/load.ts';
+import type { Config } from '../lib/config/types.ts';
+import { readinessWarnings } from '../lib/config/readiness.ts';
+
+async function config(raw: unknown): Promise<Config> {
+  const result = await buildConfig(raw, { file: null, env: {}, dir: tmpdir() });
+  assert.ok(result.ok, result.ok ? '' : result.problems.join('\n'));
+  return result.config;
+}
+
+const TELEGRAM = { telegram: { botToken: '123:abc', defaultTo: '42' } };
+const OLLAMA = { ollama: { api: 'openai-completions', baseUrl: 'http://127.0.0.1:11434/v1' } };
+
+test('the quick start\'s config draws one line for the missing model and one for the missing channel', async () => {
+  const warnings = readinessWarnings(await config({ hooks: { enabled: true, token: 't' } }));
+  assert.deepEqual(warnings, [
+    'agent "main" has no model and agents.defaults.model is not set: agent runs and heartbeats will fail',
+    'no channel is configured (channels): run replies (deliver defaults to true) and heartbeat replies will not be delivered',
+  ]);
+});
+
+test('a model and a channel leave nothing to warn about', async () => {
+  const ready = await config({ models: { providers: OLLAMA }, agents: { defaults: { model: 'ollama/llama3.2' } }, channels: TELEGRAM });
+  assert.deepEqual(readinessWarnings(ready), []);
+});
+
+test('each listed agent without a model is named by its index and id', async () => {
+  const some = await config({
+    models: { providers: OLLAMA },
+    agents: { list: [{ id: 'main', default: true, model: 'ollama/llama3.2' }, { id: 'ops' }] },
+    channels: TELEGRAM,
+  });
+  assert.deepEqual(readinessWarnings(some), ['agents.list[1] ("ops") has no model and agents.defaults.model is not set: its agent runs will fail']);
+});

@@ -1,0 +1,84 @@
+// What `npm install -g` gives a user: the command on PATH, the man pages where man finds them, and
+// the systemd units and docs inside the package.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { delimiter, join } from 'node:path';
+import { test } from 'node:test';
+import { IS_DENO, ROOT } from './_cli.ts';
+
+const PKG = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+  version: string;
+  allowScripts?: Record<string, boolean>;
+};
+// The package is the same whichever runtime runs the suite; packing it once is enough.
+const SKIP = IS_DENO ? 'packing is runtime-independent; checked in the Node run' : false;
+const MAN_SKIP = SKIP || (_onPath('man') ? false : 'man is not installed');
+
+function npm(args: string[], cwd: string) {
+  const run = spawnSync('npm', [...args, '--no-audit', '--no-fund', '--ignore-scripts'], { cwd, encoding: 'utf8' });
+  assert.equal(run.error, undefined, 'npm did not run');
+  assert.equal(run.status, 0, `npm ${args.join(' ')} failed:\n${run.stderr}`);
+  return run;
+}
+
+test('npm install -g of the packed tarball puts hooks-ingress on PATH and the man pages under share/man', { skip: SKIP }, async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'hooks-ingress-pack-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  // The suite has built dist/ already, so the pack skips the prepare script's second build.
+  npm(['pack', '--pack-destination', dir], ROOT);
+  const tarball = join(dir, `hooks-ingress-${PKG.version}.tgz`);
+  assert.ok(existsSync(tarball), 'npm pack made no tarball');
+  const prefix = join(dir, 'prefix');
+  npm(['install', '--global', '--prefix', prefix, tarball], dir);
+
+  const installed = join(prefix, 'lib/node_modules/hooks-ingress');
+  for (const file of ['contrib/systemd/hooks-ingress.service', 'contrib/systemd/hooks-ingress.socket', 'contrib/systemd/user/hooks-ingress.service', 'LICENSE', 'README.md', 'docs/configuration.md', 'dist/cli/main.js']) {
+    assert.ok(existsSync(join(installed, file)), `${file} is not in the package`);
+  }
+  assert.ok(existsSync(join(prefix, 'share/man/man1/hooks-ingress.1')));
+  assert.ok(existsSync(join(prefix, 'share/man/man5/hooks-ingress.json.5')));
+
+  const version = spawnSync('hooks-ingress', ['--version'], { env: { ...process.env, PATH: `${join(prefix, 'bin')}${delimiter}${process.env['PATH']}` }, encoding: 'utf8' });
+  assert.equal(version.error, undefined, 'hooks-ingress is not on PATH');
+  assert.equal(version.stdout.trim(), PKG.version);
+});
+
+test('man finds both pages of a prefix install through PATH alone', { skip: MAN_SKIP }, async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'hooks-ingress-man-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const prefix = join(dir, 'prefix');
+  // A global install of the checkout itself: npm links the folder, and the pages with it.
+  npm(['install', '--global', '--prefix', prefix, ROOT], dir);
+  const env: NodeJS.ProcessEnv = { ...process.env, PATH: `${join(prefix, 'bin')}${delimiter}${process.env['PATH']}` };
+  delete env['MANPATH'];
+  for (const [section, page] of [['1', 'hooks-ingress'], ['5', 'hooks-ingress.json']] as const) {
+    const where = spawnSync('man', ['-w', section, page], { env, encoding: 'utf8' });
+    assert.equal(where.status, 0, `man -w ${section} ${page}: ${where.stderr}`);
+    assert.match(where.stdout.trim(), new RegExp(`hooks-ingress(?:\\.json)?\\.${section}$`));
+  }
+});
+
+test('a plain npm install is told which install scripts to run (deno and esbuild fetch their binaries)', () => {
+  // npm 11 warns about every dependency install script that package.json's allowScripts does not
+  // name; both of these only unpack the platform binary the dev tools need.
+  assert.deepEqual(PKG.allowScripts, { deno: true, esbuild: true });
+  const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { hasInstallScript?: boolean }> };
+  const withScripts = Object.entries(lock.packages)
+    .filter(([, entry]) => entry.hasInstallScript === true)
+    .map(([path]) => path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length));
+  assert.deepEqual(withScripts.sort(), Object.keys(PKG.allowScripts ?? {}).sort());
+});
+
+function _onPath(tool: string): boolean {
+  return (process.env['PATH'] ?? '').split(delimiter).some((dir) => {
+    try {
+      accessSync(join(dir, tool), constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}
