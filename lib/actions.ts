@@ -39,6 +39,8 @@ export interface AgentAction {
   model?: string;
   thinking?: Thinking;
   timeoutSeconds?: number;
+  /** Hold the answer until the run finished and answer its completion (OpenClaw's `waitForCompletion`). */
+  waitForCompletion?: boolean;
 }
 
 export type Action = WakeAction | AgentAction;

@@ -1,3 +1,4 @@
+import { Buffer } from 'node:buffer';
 import { parseRetryAfter, type Attempt } from './retry.ts';
 import { show } from './text.ts';
 
@@ -63,16 +64,58 @@ export function failure(message: string, retryable: boolean, retryAfterMs?: numb
   return retryAfterMs === undefined ? { ok: false, retryable, message } : { ok: false, retryable, message, retryAfterMs };
 }
 
-/** `text` with every secret replaced by `mask`: as it is, and as a URL path or query would encode it. */
+/**
+ * `text` with every secret replaced by `mask`, in each form an error text may quote it: as it
+ * is, URL- or form-encoded, base64 or base64url (at any byte offset, as inside a Basic credential),
+ * and hex in either case; and any leading part of such a form at least SCRUB_PREFIX characters
+ * long (a provider that echoes `sk-abc123…`). A secret shorter than that is masked wherever it
+ * appears whole, in any of those forms.
+ */
 export function scrub(text: string, secrets: readonly (string | undefined)[], mask = '[redacted]'): string {
-  let out = text;
+  const spans: [number, number][] = [];
   for (const secret of secrets) {
     if (secret === undefined || secret === '') continue;
-    for (const form of new Set([secret, encodeURIComponent(secret), new URLSearchParams({ s: secret }).toString().slice(2)])) {
-      out = out.split(form).join(mask);
-    }
+    for (const form of _forms(secret)) _find(text, form, spans);
   }
-  return out;
+  if (spans.length === 0) return text;
+  // Overlapping finds (the raw token and its URL-encoded prefix) become one mask.
+  spans.sort((a, b) => a[0] - b[0]);
+  let out = '';
+  let from = 0;
+  for (const [start, end] of spans) {
+    if (end <= from) continue;
+    out += start >= from ? `${text.slice(from, start)}${mask}` : '';
+    from = end;
+  }
+  return out + text.slice(from);
+}
+
+/** How long a leading part of a secret must be to be masked on its own. */
+export const SCRUB_PREFIX = 8;
+
+function _forms(secret: string): Set<string> {
+  const bytes = Buffer.from(secret, 'utf8');
+  const hex = bytes.toString('hex');
+  const forms = new Set([secret, encodeURIComponent(secret), new URLSearchParams({ s: secret }).toString().slice(2), hex, hex.toUpperCase()]);
+  if (secret.length < SCRUB_PREFIX) return forms.add(bytes.toString('base64'));
+  // Base64 of the secret behind 0, 1 or 2 other bytes: the characters made of its bits alone.
+  for (let skip = 0; skip < 3; skip++) {
+    const encoded = Buffer.concat([Buffer.alloc(skip), bytes]).toString('base64');
+    const core = encoded.slice(Math.ceil((8 * skip) / 6), Math.floor((8 * (skip + bytes.length)) / 6));
+    if (core.length >= SCRUB_PREFIX) forms.add(core).add(core.replaceAll('+', '-').replaceAll('/', '_'));
+  }
+  return forms;
+}
+
+// Adds where `form`, or a leading part of it at least SCRUB_PREFIX long, appears in `text`.
+function _find(text: string, form: string, spans: [number, number][]): void {
+  const head = form.slice(0, Math.min(SCRUB_PREFIX, form.length));
+  for (let at = text.indexOf(head); at !== -1; ) {
+    let end = at + head.length;
+    while (end - at < form.length && text[end] === form[end - at]) end++;
+    spans.push([at, end]);
+    at = text.indexOf(head, end);
+  }
 }
 
 /** `value` as an API base: an http(s) URL without trailing slashes, or why it cannot be one. */

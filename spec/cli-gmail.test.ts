@@ -66,7 +66,10 @@ describe('gmail setup', () => {
     assert.equal(await gmailCommand(['setup', '--account', ACCOUNT, '--config', file], io), 0, out.stderr);
     const written = await readJson(file);
     const token = written['hooks'].token as string;
+    const gmailToken = written['hooks'].gmail.hookToken as string;
     assert.match(token, /^[\w-]{43}$/);
+    assert.match(gmailToken, /^[\w-]{43}$/);
+    assert.notEqual(gmailToken, token);
     assert.deepEqual(written, {
       hooks: {
         enabled: true,
@@ -75,6 +78,7 @@ describe('gmail setup', () => {
         allowRequestSessionKey: true,
         allowedSessionKeyPrefixes: ['hook:'],
         gmail: {
+          hookToken: gmailToken,
           account: ACCOUNT,
           label: 'INBOX',
           topic: 'gog-gmail-watch',
@@ -89,11 +93,13 @@ describe('gmail setup', () => {
     assert.equal(await exists(`${file}.bak`), false);
     assert.equal(
       out.stdout,
-      `gog gmail watch serve --account ${ACCOUNT} --hook-url http://127.0.0.1:8789/hooks/gmail --hook-token ${token} --include-body --max-bytes 20000\n`,
+      `gog gmail watch serve --account ${ACCOUNT} --hook-url http://127.0.0.1:8789/hooks/gmail --hook-token '<hooks.gmail.hookToken>' --include-body --max-bytes 20000\n`,
     );
+    // Neither credential reaches the terminal: the command names them by placeholder.
+    for (const secret of [token, gmailToken]) assert.ok(!out.stdout.includes(secret) && !out.stderr.includes(secret));
     assert.match(out.stderr, /generated a new hook token/);
-    assert.match(out.stderr, /treat it as a secret/);
-    assert.match(out.stderr, /gog has no --hook-token-file/);
+    assert.match(out.stderr, /generated hooks\.gmail\.hookToken/);
+    assert.match(out.stderr, /opens the gmail hook and nothing else/);
     assert.match(out.stderr, /gog gmail watch start --account me@example\.com --topic 'projects\/<project-id>\/topics\/gog-gmail-watch' --label INBOX/);
     const loaded = await loadConfig(file, {});
     assert.ok(loaded.ok);
@@ -139,7 +145,7 @@ describe('gmail setup', () => {
     assert.equal(await mode(`${file}.bak`), 0o600);
     assert.match(out.stderr, /comments in .* were not kept/);
     assert.doesNotMatch(out.stderr, /generated a new hook token/);
-    assert.match(out.stdout, /--hook-token an-existing-token-0123456789 /);
+    assert.doesNotMatch(out.stdout + out.stderr, /an-existing-token-0123456789/);
     assert.deepEqual((await readdir(dir)).sort(), ['config.json', 'config.json.bak']);
   });
 
@@ -194,9 +200,11 @@ describe('gmail setup', () => {
     assert.doesNotMatch(first.out.stdout, /--include-body/);
     assert.match(first.out.stdout, /--max-bytes 4096\n$/);
     assert.match(first.out.stderr, /gog gmail watch start --account me@example\.com --topic projects\/p1\/topics\/mail --label Work\n/);
+    const gmailToken = (await readJson(file))['hooks'].gmail.hookToken as string;
     const second = capture();
     assert.equal(await gmailCommand(['setup', '--account', ACCOUNT, '-c', file], second.io), 0, second.out.stderr);
     assert.deepEqual((await readJson(file))['hooks'].gmail, {
+      hookToken: gmailToken,
       account: ACCOUNT,
       label: 'Work',
       topic: 'projects/p1/topics/mail',
@@ -218,7 +226,8 @@ describe('gmail setup', () => {
     const { io, out } = capture();
     assert.equal(await gmailCommand(['setup', '--account', ACCOUNT, '-c', file], io), 0, out.stderr);
     assert.equal((await readJson(file))['hooks'].token, undefined);
-    assert.match(out.stdout, /--hook-token token-from-a-file-0123456789 /);
+    assert.doesNotMatch(out.stdout + out.stderr, /token-from-a-file-0123456789/);
+    assert.match(out.stdout, /--hook-token '<hooks\.gmail\.hookToken>' /);
   });
 
   test('gmailCommand() setup refuses a result that would be invalid, lists every problem and writes nothing', async () => {
@@ -351,7 +360,7 @@ describe('companionArgs() and helpers', () => {
     await writeFile(
       file,
       JSON.stringify({
-        hooks: { enabled: true, token: 'tok-0123456789abcdef', gmail: { account: ACCOUNT, pushToken: 'push-secret', serve: { bind: '0.0.0.0', port: 8788, path: '/gmail-pubsub', other: true } } },
+        hooks: { enabled: true, token: 'tok-0123456789abcdef', gmail: { account: ACCOUNT, hookToken: 'gmail-only-0123456789', pushToken: 'push-secret', serve: { bind: '0.0.0.0', port: 8788, path: '/gmail-pubsub', other: true } } },
       }),
     );
     const loaded = await loadConfig(file, {});
@@ -363,9 +372,25 @@ describe('companionArgs() and helpers', () => {
       '--bind', '0.0.0.0', '--port', '8788', '--path', '/gmail-pubsub',
       '--token', 'push-secret',
       '--hook-url', 'http://127.0.0.1:8789/hooks/gmail',
-      '--hook-token', 'tok-0123456789abcdef',
+      '--hook-token', 'gmail-only-0123456789',
       '--include-body', '--max-bytes', '20000',
     ]);
+    const shown = companionArgs(loaded.config, true);
+    assert.ok(shown.ok);
+    assert.deepEqual(shown.args.filter((a) => a.startsWith('<')), ['<hooks.gmail.pushToken>', '<hooks.gmail.hookToken>']);
+    assert.ok(!shown.args.includes('push-secret') && !shown.args.includes('gmail-only-0123456789'));
+  });
+
+  test('companionArgs() never hands gog the hook token: without hooks.gmail.hookToken it names the fix', async () => {
+    const dir = await fresh();
+    const file = join(dir, 'config.json');
+    await writeFile(file, JSON.stringify({ hooks: { enabled: true, token: 'tok-0123456789abcdef', gmail: { account: ACCOUNT } } }));
+    const loaded = await loadConfig(file, {});
+    assert.ok(loaded.ok);
+    assert.deepEqual(companionArgs(loaded.config), {
+      ok: false,
+      problem: 'hooks.gmail.hookToken is not set: run "hooks-ingress gmail setup --account <address>" again to create it',
+    });
   });
 
   test('shellWord() leaves plain words alone and single-quotes the rest', () => {
@@ -405,7 +430,7 @@ describe('gmail run', () => {
           presets: ['gmail'],
           allowRequestSessionKey: true,
           allowedSessionKeyPrefixes: ['hook:'],
-          gmail: { account: ACCOUNT, hookUrl: 'http://127.0.0.1:8789/hooks/gmail', includeBody: true, maxBytes: 20000 },
+          gmail: { account: ACCOUNT, hookToken: 'gmail-run-token-0123456789', hookUrl: 'http://127.0.0.1:8789/hooks/gmail', includeBody: true, maxBytes: 20000 },
           ...hooks,
         },
       }),
@@ -423,7 +448,7 @@ describe('gmail run', () => {
   const EXPECTED_ARGS = [
     'gmail', 'watch', 'serve', '--account', ACCOUNT,
     '--hook-url', 'http://127.0.0.1:8789/hooks/gmail',
-    '--hook-token', 'run-token-0123456789abcdef',
+    '--hook-token', 'gmail-run-token-0123456789',
     '--include-body', '--max-bytes', '20000',
   ];
 
@@ -457,7 +482,7 @@ describe('gmail run', () => {
     assert.match(out.stderr, /gog complains/);
     assert.match(out.stderr, /gog exited with code 3 after 60\.0 s; starting it again in 1 s/);
     assert.match(out.stderr, /--hook-token '<redacted>'/);
-    assert.doesNotMatch(out.stderr, /run-token-0123456789abcdef/);
+    assert.doesNotMatch(out.stderr, /run-token-0123456789abcdef|gmail-run-token-0123456789/);
   });
 
   test('serveCompanion() is null without the preset, skips with a reason when gog is missing or opted out, and runs gog until stopped', async () => {
@@ -567,10 +592,10 @@ describe('gmail run', () => {
     assert.equal(await gmailCommand(['run', '-c', bare], second.io), 1);
     assert.match(second.out.stderr, /hooks\.gmail\.account is not set: run "hooks-ingress gmail setup --account <address>" first/);
     const tokenless = join(dir, 'tokenless.json');
-    await writeFile(tokenless, JSON.stringify({ hooks: { gmail: { account: ACCOUNT } } }));
+    await writeFile(tokenless, JSON.stringify({ hooks: { token: 'tok-0123456789abcdef', gmail: { account: ACCOUNT } } }));
     const third = capture();
     assert.equal(await gmailCommand(['run', '-c', tokenless], third.io), 1);
-    assert.match(third.out.stderr, /there is no hook token/);
+    assert.match(third.out.stderr, /hooks\.gmail\.hookToken is not set/);
   });
 });
 

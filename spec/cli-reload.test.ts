@@ -180,9 +180,10 @@ test('TransformPool.configure() replacing the pool lets a call in flight on the 
   await mkdir(root, { recursive: true });
   await writeFile(
     join(root, 'wait.mjs'),
-    `import { existsSync, writeFileSync } from 'node:fs';
+    `import { existsSync } from 'node:fs';
 export default async ({ payload }) => {
-  writeFileSync(payload.flag + '.started', '');
+  // A sandboxed transform writes no file: it says it started on its console, which the pool logs.
+  console.log('started ' + payload.flag);
   while (!existsSync(payload.flag)) await new Promise((resolve) => setTimeout(resolve, 10));
   return { text: 'finished' };
 };
@@ -197,23 +198,25 @@ export default async ({ payload }) => {
   const before = await configure(120_000);
   const after = await configure(119_000);
   const ref = before.hooks.mappings[0]!.transform!;
-  const pool = new TransformPool(silentLogger);
+  const output: string[] = [];
+  const pool = new TransformPool({ ...silentLogger, warn: (message, fields) => void output.push(`${message}: ${String(fields?.['line'])}`) });
   t.after(() => pool.close());
   pool.configure(before);
-  const input = (flag: string) => ({ payload: { flag: join(dir, flag) }, headers: {}, query: {}, path: 'wait' });
+  // The flags lie inside the transforms root, the one place the child may read.
+  const input = (flag: string) => ({ payload: { flag: join(root, flag) }, headers: {}, query: {}, path: 'wait' });
 
   const inFlight = pool.call(ref, input('first'));
-  await until('the transform to start', () => access(join(dir, 'first.started')).then(() => true, () => false));
+  await until('the transform to start', async () => output.includes(`transform output: started ${join(root, 'first')}`));
   pool.configure(after);
-  await writeFile(join(dir, 'first'), '');
+  await writeFile(join(root, 'first'), '');
   assert.deepEqual(await inFlight, { ok: true, value: { text: 'finished' } });
 
   // The new pool serves the next call, and keeps serving after a reload with the same settings
   // (which only clears its module cache).
-  await writeFile(join(dir, 'second'), '');
+  await writeFile(join(root, 'second'), '');
   assert.deepEqual(await pool.call(ref, input('second')), { ok: true, value: { text: 'finished' } });
   pool.configure(after);
-  await writeFile(join(dir, 'third'), '');
+  await writeFile(join(root, 'third'), '');
   assert.deepEqual(await pool.call(ref, input('third')), { ok: true, value: { text: 'finished' } });
 });
 

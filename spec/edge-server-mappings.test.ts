@@ -28,6 +28,7 @@ const TRANSFORMS: Record<string, string> = {
   'throws.js': 'export default () => { throw new Error("secret detail 7731"); };',
   'loop.js': 'export default () => { for (;;) {} };',
   'hog.js': 'export default () => { const kept = []; for (;;) kept.push(new Array(4096).fill(Math.random())); };',
+  'huge.js': 'export default () => ({ kind: "wake", text: "x".repeat(64 * 1024) });',
   'echo.js': 'export default (input) => ({ message: JSON.stringify(input), allowUnsafeExternalContent: true });',
   'key.js': 'export default ({ payload }) => ({ sessionKey: payload.key });',
   'number.js': 'export default 42;',
@@ -345,6 +346,22 @@ test('credential headers are not visible to templates', async (t) => {
   assert.equal(h.store.events()[0]?.text, '[][][][][][visible]');
 });
 
+test('signature, API-key and *-Token/*-Secret headers render empty unless the mapping allows them by name', async (t) => {
+  const template = '[{{headers.x-api-key}}][{{headers.X-Hub-Signature-256}}][{{headers.x-gitlab-token}}][{{headers.x-client-secret}}][{{headers.x-session-cookie}}][{{headers.x-github-event}}]';
+  const h = await start(t, {
+    hooks: {
+      mappings: [
+        { match: { path: 'hidden' }, action: 'wake', textTemplate: template, allowUnsafeExternalContent: true },
+        { match: { path: 'allowed' }, action: 'wake', textTemplate: template, allowUnsafeExternalContent: true, allowCredentialHeaders: ['X-Hub-Signature-256'] },
+      ],
+    },
+  });
+  const sent = { 'x-api-key': 'k-secret', 'x-hub-signature-256': 'sha256=abc', 'x-gitlab-token': 'gl-secret', 'x-client-secret': 'cs', 'x-session-cookie': 'sc', 'x-github-event': 'push' };
+  assert.equal((await hook(h, 'hidden', {}, sent)).status, 200);
+  assert.equal((await hook(h, 'allowed', {}, sent)).status, 200);
+  assert.deepEqual(h.store.events().map((e) => e.text), ['[][][][][][push]', '[][sha256=abc][][][][push]']);
+});
+
 test('credential headers are not visible to transforms, which get payload, headers, query and path', async (t) => {
   const h = await start(t, { hooks: { mappings: [{ transform: { module: 'echo.js' } }] } });
   const reply = await hook(h, 'x/y?q=1', { n: 2 }, { 'x-gateway-token': 'gw-secret', 'x-openclaw-token': 'oc-secret', cookie: 'c=secret', 'x-custom': 'visible' });
@@ -606,9 +623,9 @@ test('a transform that allocates without bound answers 500, and the next request
         { match: { path: 'fine' }, transform: { module: 'named.mjs', export: 'pick' } },
       ],
     },
-  }, { maxOldGenerationSizeMb: 16, poolSize: 1 });
+  }, { heapMb: 16, poolSize: 1 });
   assertError(await hook(h, 'hog', {}), 500, /^hook mapping failed$/);
-  assert.equal(errorLines(h)[0]?.['detail'], 'crashed: ran out of memory (limit 16 MB)');
+  assert.equal(errorLines(h)[0]?.['detail'], 'crashed: ran out of memory (heap limit 16 MiB)');
   const next = await hook(h, 'fine', { n: 2 });
   assert.equal(next.status, 202, next.text);
 });
@@ -675,15 +692,23 @@ test('the config refuses a missing transform module, naming the key', async (t) 
   assert.deepEqual(await problems({ hooks: { mappings: [{ transform: { module: 'nope.js' } }] } }, dir), ['hooks.mappings[0].transform.module: does not exist']);
 });
 
-test('a transform module swapped for a symlink pointing outside after load answers 500', async (t) => {
+test('a transform module swapped for a symlink pointing outside after load is not imported: its child keeps the module it checked', async (t) => {
   const h = await start(t, { hooks: { mappings: [{ id: 'swapped', transform: { module: 'swap.js' } }] } });
   assert.equal((await hook(h, 'x', {})).status, 202);
   const module = join(h.dir, 'hooks', 'transforms', 'swap.js');
   await unlink(module);
   await symlink(join(h.dir, 'outside', 'swap.js'), module);
+  // Containment is checked before a child imports a module (a fresh child after a reload checks
+  // again, see the runner spec); a module already imported cannot be swapped under its child.
+  assert.equal((await hook(h, 'x', {})).status, 202);
+  assert.deepEqual(runs(h).map((r) => unwrap(r.message)), ['inside', 'inside']);
+});
+
+test('a transform result over hooks.transformMaxResultBytes answers 500, logged with the reason', async (t) => {
+  const h = await start(t, { hooks: { transformMaxResultBytes: 16_384, mappings: [{ id: 'huge', transform: { module: 'huge.js' } }] } }, { maxResultBytes: 16_384 });
   assertError(await hook(h, 'x', {}), 500, /^hook mapping failed$/);
-  assert.equal(errorLines(h)[0]?.['detail'], 'escaped: resolves outside the transforms root');
-  assert.deepEqual(runs(h).map((r) => unwrap(r.message)), ['inside']);
+  assert.equal(errorLines(h)[0]?.['detail'], 'too-large: the result is larger than 16384 bytes');
+  assert.equal(h.store.events().length, 0);
 });
 
 test('a transform directory swapped for a symlink pointing outside after load answers 500', async (t) => {
@@ -909,4 +934,25 @@ test('a mapped wake with a repeated key adds one event and requests one heartbea
   assert.equal(other.headers['idempotent-replayed'], undefined);
   assert.equal(h.store.events().length, 2);
   assert.deepEqual(h.beats, ['hook:a', 'hook:b']);
+});
+
+test('a payload nested 100,000 levels deep answers 400 naming the depth limit, on a template mapping too', async (t) => {
+  const h = await start(t, { hooks: { mappings: [{ match: { path: 'deep' }, action: 'wake', textTemplate: 'got {{a}}' }] } });
+  const deep = `{"a":${'['.repeat(100_000)}${']'.repeat(100_000)}}`;
+  assertError(await hook(h, 'deep', deep, { 'content-type': 'application/json' }), 400, /at most 64 levels deep/);
+  assert.equal(h.store.events().length, 0);
+  assert.equal(errorLines(h).length, 0);
+});
+
+test('hooks.gmail.hookToken opens the gmail hook and nothing else; the hook token still opens it too', async (t) => {
+  const gmailToken = 'gmail-only-credential-0123456789';
+  const h = await start(t, { hooks: { ...KEYS, presets: ['gmail'], gmail: { hookToken: gmailToken } } });
+  const asGog = { authorization: `Bearer ${gmailToken}` };
+  assert.equal((await post(h.url, '/hooks/gmail', { headers: asGog, body: JSON.stringify(GMAIL_BATCH) })).status, 202);
+  assert.equal((await hook(h, 'gmail', GMAIL_BATCH)).status, 202);
+  for (const path of ['/hooks/wake', '/hooks/agent']) {
+    assertError(await post(h.url, path, { headers: asGog, body: JSON.stringify({ text: 'x', message: 'x' }) }), 401);
+  }
+  assert.equal(runs(h).length, 4);
+  assert.equal(h.store.events().length, 0);
 });

@@ -266,13 +266,21 @@ test('server answers 429 with Retry-After once a client reaches maxFailures', as
   assertError(await post(h.url, '/hooks/wake', { body: { text: 'x' } }), 429);
 });
 
-test('a correct token passes while its client is locked and clears the failure count', async (t) => {
+test('a correct token passes while its client is locked, and the lock stays for everyone else behind the address', async (t) => {
   const h = await start(t, { hooks: { authRateLimit: LIMIT } });
   for (let i = 0; i < 3; i++) await wake(h, { text: 'x' }, { authorization: 'Bearer wrong' });
   assertError(await wake(h, { text: 'x' }, { authorization: 'Bearer wrong' }), 429);
   const ok = await wake(h, { text: 'through' });
   assert.equal(ok.status, 200, ok.text);
-  for (let i = 0; i < 3; i++) assertError(await wake(h, { text: 'x' }, { authorization: 'Bearer wrong' }), 401);
+  assertError(await wake(h, { text: 'x' }, { authorization: 'Bearer wrong' }), 429);
+});
+
+test('a correct token does not reset the failure count of its address: failures decay only with the window', async (t) => {
+  const h = await start(t, { hooks: { authRateLimit: LIMIT } });
+  // An attacker behind the same address (a shared NAT) must not get fresh guesses after every legitimate request.
+  for (let i = 0; i < 2; i++) assertError(await wake(h, { text: 'x' }, { authorization: 'Bearer wrong' }), 401);
+  assert.equal((await wake(h, { text: 'legitimate' })).status, 200);
+  assertError(await wake(h, { text: 'x' }, { authorization: 'Bearer wrong' }), 401);
   assertError(await wake(h, { text: 'x' }, { authorization: 'Bearer wrong' }), 429);
 });
 
@@ -996,4 +1004,68 @@ test('an unexpected error is answered with a bare 500 and logged with the reques
     h.lines.filter((l) => l['msg'] === 'request').map((l) => l['status']),
     [500],
   );
+});
+
+// A raw client: what it has received so far, and a wait until that matches.
+async function rawClient(url: string) {
+  const { connect } = await import('node:net');
+  const { hostname, port } = new URL(url);
+  const socket = connect(Number(port), hostname);
+  socket.setEncoding('latin1');
+  let seen = '';
+  const waiters: (() => void)[] = [];
+  socket.on('data', (chunk: string) => {
+    seen += chunk;
+    for (const wake of waiters.splice(0)) wake();
+  });
+  socket.on('close', () => {
+    for (const wake of waiters.splice(0)) wake();
+  });
+  const until = async (pattern: RegExp) => {
+    while (!pattern.test(seen) && !socket.destroyed) await new Promise<void>((resolve) => waiters.push(resolve));
+    return seen;
+  };
+  return { socket, until };
+}
+
+test('Expect: 100-continue without a valid token gets its final 401 at once, never 100 Continue', async (t) => {
+  const h = await start(t);
+  const head = 'POST /hooks/wake HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 12\r\nExpect: 100-continue\r\nAuthorization: Bearer wrong\r\n\r\n';
+  const client = await rawClient(h.url);
+  client.socket.write(head);
+  const seen = await client.until(/\r\n/);
+  client.socket.destroy();
+  assert.match(seen, /^HTTP\/1\.1 401 Unauthorized\r\n/);
+});
+
+test('Expect: 100-continue with the hook token gets 100 Continue, then the answer to the body', async (t) => {
+  const h = await start(t);
+  const body = '{"text":"x"}';
+  const head = `POST /hooks/wake HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nExpect: 100-continue\r\nAuthorization: Bearer ${TOKEN}\r\nConnection: close\r\n\r\n`;
+  const client = await rawClient(h.url);
+  client.socket.write(head);
+  assert.match(await client.until(/\r\n/), /^HTTP\/1\.1 100 Continue\r\n/);
+  client.socket.write(body);
+  assert.match(await client.until(/HTTP\/1\.1 200/), /HTTP\/1\.1 200 OK/);
+  client.socket.destroy();
+  assert.equal(h.store.events().length, 1);
+});
+
+test('Expect: 100-continue on a signed path: refused at once without the signature header, invited with it', async (t) => {
+  const { createHmac } = await import('node:crypto');
+  const h = await start(t, { hooks: { mappings: [{ match: { path: 'gh' }, action: 'wake', textTemplate: 'push', signature: { scheme: 'github', secret: 'gh-secret' } }] } });
+  const body = '{"ref":"main"}';
+  const head = (extra: string) => `POST /hooks/gh HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nExpect: 100-continue\r\n${extra}Connection: close\r\n\r\n`;
+  const bare = await rawClient(h.url);
+  bare.socket.write(head(''));
+  assert.match(await bare.until(/\r\n/), /^HTTP\/1\.1 401 Unauthorized\r\n/);
+  bare.socket.destroy();
+  const signed = await rawClient(h.url);
+  const signature = `sha256=${createHmac('sha256', 'gh-secret').update(body).digest('hex')}`;
+  signed.socket.write(head(`X-Hub-Signature-256: ${signature}\r\n`));
+  assert.match(await signed.until(/\r\n/), /^HTTP\/1\.1 100 Continue\r\n/);
+  signed.socket.write(body);
+  assert.match(await signed.until(/HTTP\/1\.1 200/), /HTTP\/1\.1 200 OK/);
+  signed.socket.destroy();
+  assert.equal(h.store.events().length, 1);
 });

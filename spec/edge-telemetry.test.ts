@@ -213,6 +213,7 @@ test('GET /metrics with gateway.auth.token as Bearer answers 200 in the text for
     hooks_run_duration_seconds_sum: 'gauge',
     hooks_journal_fsync_seconds: 'gauge',
     hooks_journal_bytes: 'gauge',
+    hooks_outbox_entries: 'gauge',
   };
   assert.deepEqual(Object.fromEntries(page.types), expected);
   for (const name of Object.keys(expected)) assert.ok((page.help.get(name) ?? '') !== '', `${name} has HELP text`);
@@ -321,11 +322,11 @@ test('hooks_auth_* gauges show the limiter table, its locked clients and its loc
   assert.equal(valueOf(page, 'hooks_requests_total', { hook: 'wake', status: '401' }), 3);
   assert.equal(valueOf(page, 'hooks_requests_total', { hook: 'wake', status: '429' }), 1);
 
-  // The right token clears the lock (an operator is never locked out); the lockout count stays.
+  // The right token passes through the lock (an operator is never locked out) and clears nothing.
   assert.equal((await wake(h, { text: 'ok', mode: 'next-heartbeat' })).status, 200);
   const after = await h.scrape();
-  assert.equal(valueOf(after, 'hooks_auth_failures_locked_clients'), 0);
-  assert.equal(valueOf(after, 'hooks_auth_limiter_keys'), 0);
+  assert.equal(valueOf(after, 'hooks_auth_failures_locked_clients'), 1);
+  assert.equal(valueOf(after, 'hooks_auth_limiter_keys'), 1);
   assert.equal(valueOf(after, 'hooks_auth_lockouts'), 1);
 });
 
@@ -407,7 +408,7 @@ test('App.reload() swaps the gateway token for /metrics and keeps the counters',
 
 function sources(over: Partial<TelemetrySources> = {}): TelemetrySources {
   return {
-    store: { stats: () => ({ idempotencyKeys: 0, runs: 0, events: 0, journalBytes: 0, fsyncMs: 0, flushes: 0, compactionFailures: 0 }), runs: () => [] },
+    store: { stats: () => ({ idempotencyKeys: 0, runs: 0, events: 0, journalBytes: 0, fsyncMs: 0, flushes: 0, compactionFailures: 0 }), runs: () => [], outboxCounts: () => ({ pending: 0, sent: 0, dead: 0 }) },
     limiter: () => ({ keys: 0, locked: 0, lockouts: 0 }),
     queueDepth: () => 0,
     ...over,

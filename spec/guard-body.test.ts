@@ -5,7 +5,7 @@ import { connect, type AddressInfo } from 'node:net';
 import { once } from 'node:events';
 import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
-import { parseForm, parseJsonObject, readBody } from '../lib/guard/body.ts';
+import { MAX_DEPTH, parseForm, parseJsonObject, readBody } from '../lib/guard/body.ts';
 import type { BodyLimits } from '../lib/guard/body.ts';
 import { HttpError } from '../lib/errors.ts';
 
@@ -188,6 +188,15 @@ test('parseJsonObject() returns the object of a valid UTF-8 JSON body', () => {
 test('parseJsonObject() names the rule in its message', () => {
   assert.throws(() => parseJsonObject(Buffer.from('[]')), { name: 'HttpError', status: 400, message: 'body: must be a JSON object' });
   assert.throws(() => parseJsonObject(Buffer.from('{')), { name: 'HttpError', status: 400, message: 'body: must be valid JSON (UTF-8)' });
+});
+
+test('parseJsonObject() accepts nesting up to MAX_DEPTH and answers 400 naming the limit past it', () => {
+  const nest = (levels: number) => '{"a":'.repeat(levels - 1) + '{}' + '}'.repeat(levels - 1);
+  assert.equal(MAX_DEPTH, 64);
+  assert.doesNotThrow(() => parseJsonObject(Buffer.from(nest(MAX_DEPTH))));
+  const refused = { name: 'HttpError', status: 400, message: 'body: may nest objects and arrays at most 64 levels deep' };
+  assert.throws(() => parseJsonObject(Buffer.from(nest(MAX_DEPTH + 1))), refused);
+  assert.throws(() => parseJsonObject(Buffer.from(`{"a":${'['.repeat(100_000)}${']'.repeat(100_000)}}`)), refused);
 });
 
 test('parseJsonObject() and parseForm() decode each body on its own: a body cut inside a character does not spill into the next', () => {

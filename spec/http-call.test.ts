@@ -145,3 +145,31 @@ test('invalidOption() names the option and its rule', () => {
   assert.ok(error instanceof TypeError);
   assert.equal(error.message, 'Invalid option fetch: must be a function');
 });
+
+test('scrub() masks a secret in base64 (at any byte offset, base64url too) and hex in either case', () => {
+  const secret = 'sk-live-0123456789abcdef';
+  const basic = Buffer.from(`user:${secret}`).toString('base64');
+  for (const skip of ['', 'a', 'ab']) {
+    const text = `got ${Buffer.from(skip + secret).toString('base64')} and ${Buffer.from(skip + secret).toString('base64url')}`;
+    const masked = scrub(text, [secret]);
+    assert.match(masked, /\[redacted\]/);
+    assert.equal(masked.includes(Buffer.from(skip + secret).toString('base64').slice(4, 20)), false, `base64 behind ${skip.length} bytes`);
+  }
+  assert.equal(scrub(`Basic ${basic}`, [secret]).includes(basic.slice(8, 24)), false);
+  const hex = Buffer.from(secret).toString('hex');
+  assert.equal(scrub(`lower ${hex} upper ${hex.toUpperCase()}`, [secret]), 'lower [redacted] upper [redacted]');
+});
+
+test('scrub() masks any leading part of a secret of at least 8 characters, and no shorter part', () => {
+  const secret = 'sk-live-0123456789abcdef';
+  assert.equal(scrub('invalid key sk-live-01234… given', [secret]), 'invalid key [redacted]… given');
+  assert.equal(scrub('key sk-live-0 given', [secret]), 'key [redacted] given');
+  assert.equal(scrub('key sk-live given', [secret]), 'key sk-live given');
+  assert.equal(scrub(`url /v1?key=${encodeURIComponent(secret).slice(0, 10)}`, [secret]), 'url /v1?key=[redacted]');
+});
+
+test('scrub() masks a short secret wherever it appears whole, in any form', () => {
+  const secret = 'pw+1';
+  const text = `a ${secret} b ${encodeURIComponent(secret)} c ${Buffer.from(secret).toString('hex')}`;
+  assert.equal(scrub(text, [secret]), 'a [redacted] b [redacted] c [redacted]');
+});

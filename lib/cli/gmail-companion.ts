@@ -35,7 +35,8 @@ export const INSTALL_HINT =
 const RUN_HELP = `Usage: hooks-ingress gmail run [options]
 
 Run the companion "gog gmail watch serve" with the arguments built from
-hooks.gmail and the hook token. gog must be on PATH. When it exits it is started
+hooks.gmail; gog posts with hooks.gmail.hookToken, which opens the gmail hook
+only. gog must be on PATH. When it exits it is started
 again after 1 s, doubling up to 60 s (back to 1 s once it ran for 60 s).
 SIGTERM and SIGINT are passed on to it; once it stopped, this exits 0.
 
@@ -58,14 +59,18 @@ export interface GmailDeps {
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
 }
 
-/** The arguments of `gog gmail watch serve` for a loaded config (the real gogcli flags). */
-export function companionArgs(config: Config): { ok: true; args: string[] } | { ok: false; problem: string } {
+/**
+ * The arguments of `gog gmail watch serve` for a loaded config (the real gogcli flags). gog reads
+ * its hook token from the command line only, so it gets hooks.gmail.hookToken, which opens the
+ * gmail hook alone, never the hook token. `shown` puts placeholders where the credentials go.
+ */
+export function companionArgs(config: Config, shown = false): { ok: true; args: string[] } | { ok: false; problem: string } {
   const gmail = config.hooks.gmail;
   if (gmail.account === undefined) {
     return { ok: false, problem: 'hooks.gmail.account is not set: run "hooks-ingress gmail setup --account <address>" first' };
   }
-  if (config.hooks.token === null) {
-    return { ok: false, problem: 'there is no hook token (hooks.token or hooks.tokenFile): run "hooks-ingress gmail setup" first' };
+  if (gmail.hookToken === undefined) {
+    return { ok: false, problem: 'hooks.gmail.hookToken is not set: run "hooks-ingress gmail setup --account <address>" again to create it' };
   }
   const args = ['gmail', 'watch', 'serve', '--account', gmail.account];
   // hooks.gmail.serve configures gog's own push endpoint; gog's defaults apply to what it leaves out.
@@ -73,9 +78,9 @@ export function companionArgs(config: Config): { ok: true; args: string[] } | { 
     const value = gmail.serve?.[key];
     if (typeof value === 'string' || typeof value === 'number') args.push(`--${key}`, String(value));
   }
-  if (gmail.pushToken !== undefined) args.push('--token', gmail.pushToken);
+  if (gmail.pushToken !== undefined) args.push('--token', shown ? '<hooks.gmail.pushToken>' : gmail.pushToken);
   args.push('--hook-url', gmail.hookUrl ?? hookUrl(config.gateway.port, config.hooks.path));
-  args.push('--hook-token', config.hooks.token);
+  args.push('--hook-token', shown ? '<hooks.gmail.hookToken>' : gmail.hookToken);
   if (gmail.includeBody ?? GMAIL_DEFAULTS.includeBody) args.push('--include-body');
   args.push('--max-bytes', String(gmail.maxBytes ?? GMAIL_DEFAULTS.maxBytes));
   return { ok: true, args };

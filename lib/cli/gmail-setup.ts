@@ -27,8 +27,10 @@ file already has is kept unless a flag names a new one; hooks.gmail.hookUrl is
 always rewritten. The result is validated first; nothing is written when it is
 invalid. The original is kept as FILE.bak (mode 0600); comments do not survive.
 
-Prints the companion command on stdout. It holds the hook token (gog has no
-option to read it from a file): treat the line as a secret.
+Also creates hooks.gmail.hookToken, the credential gog posts with: it opens the
+gmail hook only (gog takes its hook token on its command line alone, where
+local users can read it). Prints the companion command on stdout, with
+placeholders where its credentials go; "gmail run" fills them in.
 
 Options:
       --account ADDRESS   the Gmail address to watch (required)
@@ -106,6 +108,10 @@ export function applyGmailSetup(raw: unknown, options: SetupOptions, env: Env, n
   if (!admitted) prefixes.push(GENERATED_KEY_PREFIX);
 
   const gmail = _ensureObject(hooks, 'gmail');
+  if (gmail['hookToken'] === undefined) {
+    gmail['hookToken'] = newToken();
+    notes.push('generated hooks.gmail.hookToken, the credential gog posts with: it opens the gmail hook and nothing else');
+  }
   gmail['account'] = options.account;
   gmail['label'] = options.label ?? gmail['label'] ?? GMAIL_DEFAULTS.label;
   gmail['topic'] = options.topic ?? gmail['topic'] ?? GMAIL_DEFAULTS.topic;
@@ -159,7 +165,7 @@ export async function runSetup(argv: readonly string[], io: Io): Promise<number>
   if (!applied.ok) return refuse(applied.problems);
   const built = await buildConfig(applied.value, { file: original.target, env: io.env });
   if (!built.ok) return refuse(built.problems);
-  const args = companionArgs(built.config);
+  const args = companionArgs(built.config, true);
   if (!args.ok) return refuse([args.problem]);
 
   if (!(await _write(name, original, `${JSON.stringify(applied.value, null, 2)}\n`, io))) return FAILURE;
@@ -194,7 +200,7 @@ async function _write(name: string, original: { target: string; text: string | n
   return true;
 }
 
-// What the operator does next: register the watch, and keep the companion command secret.
+// What the operator does next: register the watch, and let `gmail run` fill in the credentials.
 function _printWatchStart(name: string, config: Config, account: string, io: Io): void {
   const gmail = config.hooks.gmail;
   const topic = gmail.topic ?? GMAIL_DEFAULTS.topic;
@@ -208,8 +214,9 @@ function _printWatchStart(name: string, config: Config, account: string, io: Io)
       `  gog ${start.map(shellWord).join(' ')}\n`,
   );
   io.stderr(
-    `${name}: the companion command below holds the hook token: treat it as a secret` +
-      ` (gog has no --hook-token-file, so the token goes on its command line). "hooks-ingress gmail run" runs it for you.\n`,
+    `${name}: "hooks-ingress gmail run" runs the companion command below with its credentials in place of the placeholders` +
+      ` (from the config file). gog takes its hook token only on its command line, where local users can read it,` +
+      ` so it gets hooks.gmail.hookToken, which opens the gmail hook and nothing else.\n`,
   );
 }
 

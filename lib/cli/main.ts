@@ -6,6 +6,7 @@ import { configCommand } from './config-get.ts';
 import { gmailCommand } from './gmail.ts';
 import { processIo, USAGE, type Io } from './io.ts';
 import { events, runs } from './listing.ts';
+import { outbox } from './outbox.ts';
 import { reload } from './reload.ts';
 import { send } from './send.ts';
 import { serveCommand } from './serve.ts';
@@ -15,7 +16,7 @@ import { parseArgsProblem, unknownCommand, usageLine } from './usage.ts';
 
 // Parses the command line and runs the command it names; each command, with its help, is in its own file.
 
-const COMMANDS: Readonly<Record<string, Command>> = { serve: serveCommand, check, events, runs, reload, send, sign, token };
+const COMMANDS: Readonly<Record<string, Command>> = { serve: serveCommand, check, events, runs, reload, send, outbox, sign, token };
 // Commands with commands of their own, which parse their own arguments.
 const GROUPS: Readonly<Record<string, (argv: readonly string[], io: Io) => Promise<number>>> = {
   gmail: (argv, io) => gmailCommand(argv, io),
@@ -35,6 +36,7 @@ Commands:
   runs      list agent runs and their outcomes
   reload    make the running server re-read its config
   send      send a test message through a channel
+  outbox    forward mode: list the outbox, send dead entries again
   gmail     set up and run the Gmail watcher (see "gmail --help")
   sign      print or send the request a signed sender would send
   token     print a new random hook token

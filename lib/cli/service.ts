@@ -9,6 +9,8 @@ import type { Logger } from '../log.ts';
 import { Heartbeat } from '../runtime/heartbeat.ts';
 import { providerRegistry } from '../runtime/providers/registry.ts';
 import { Runner } from '../runtime/runner.ts';
+import { createCompletions } from '../runtime/completion.ts';
+import { startForward } from './forward.ts';
 import type { Route } from '../store/store.ts';
 import { Store } from '../store/store.ts';
 import { Transcripts } from '../store/transcripts.ts';
@@ -55,16 +57,27 @@ export async function startService(config: Config, stateDir: string, log: Logger
   transforms.configure(config);
   // The limiter lives in the app (a reload may replace it); the metrics page reads it when rendered.
   const telemetry = createTelemetry({ store, limiter: () => app.limiterStats(), queueDepth: () => runner.depth });
-  const app = createApp({ config, store, heartbeat, log, runs: runner, transforms: transforms.call, telemetry });
+  // Forward mode: accepted actions leave through the outbox to the upstream gateway.
+  const forward = startForward(config, store, log, stateDir);
+  const app = createApp({
+    ...{ config, store, heartbeat, log, runs: runner, transforms: transforms.call, telemetry, completions: createCompletions(store) },
+    ...(forward === null ? {} : { forwarded: forward.kick }),
+  });
   return {
     app,
-    reload(next) {
+    reload(reloaded) {
+      // Forward mode is on or off for the life of the process: its sender starts with it.
+      const forwardNow = forward === null ? null : (reloaded.hooks.forward ?? config.hooks.forward);
+      if ((forwardNow === null) !== (reloaded.hooks.forward === null)) log.warn('hooks.forward turned on or off takes effect at the next start', {});
+      const next = { ...reloaded, hooks: { ...reloaded.hooks, forward: forwardNow } };
       const parts = runtimeParts(next);
       transforms.configure(next);
       runner.reconfigure(parts);
+      forward?.reconfigure(next);
       app.reload(next);
     },
     async stop() {
+      await forward?.stop();
       await runner.stop();
       await heartbeat.stop();
       await transforms.close();

@@ -6,6 +6,7 @@ import { parseJsonc } from '../jsonc.ts';
 import { check, formatIssue, join, type Issue } from '../schema.ts';
 import { checkConfig, modelWarnings } from './checks.ts';
 import { fileSchema, type FileConfig } from './file-schema.ts';
+import { forwardUnused } from './forward-unused.ts';
 import { normalise, TRANSFORMS_ROOT } from './normalise.ts';
 import type { Config, ConfigResult, Env } from './types.ts';
 
@@ -39,7 +40,9 @@ export async function buildConfig(raw: unknown, where: { file: string | null; en
   issues.push(...checkConfig(lexical));
   const config = await containTransforms(lexical, file.hooks?.transformsDir, issues);
   if (issues.length > 0) return { ok: false, problems: issues.map(formatIssue) };
-  return { ok: true, config, ignored: checked.ignored, warnings: modelWarnings(config).map(formatIssue) };
+  // In forward mode the models are the upstream's: what matters is which keys go unused here.
+  const warnings = config.hooks.forward === null ? modelWarnings(config) : forwardUnused(config);
+  return { ok: true, config, ignored: checked.ignored, warnings: warnings.map(formatIssue) };
 }
 
 /** Replaces every `${NAME}` inside string values by the environment variable NAME. */

@@ -16,9 +16,11 @@ export const DEFAULTS = {
   windowSeconds: 60,
   lockoutSeconds: 60,
   idempotencyTtlSeconds: 86_400,
+  forwardMaxAgeSeconds: 86_400,
   bind: '127.0.0.1',
   port: 8789,
   transformTimeoutMs: 5_000,
+  transformMaxResultBytes: 1_048_576,
   maxQueuedRuns: 1_000,
   maxEventBytes: 262_144,
   maxBacklogEvents: 100_000,
@@ -61,6 +63,7 @@ export function normalise(file: FileConfig, where: { file: string | null; dir: s
       ],
       transformsDir: where.transformsDir ?? resolve(where.dir, TRANSFORMS_ROOT, hooks.transformsDir ?? '.'),
       transformTimeoutMs: hooks.transformTimeoutMs ?? DEFAULTS.transformTimeoutMs,
+      transformMaxResultBytes: hooks.transformMaxResultBytes ?? DEFAULTS.transformMaxResultBytes,
       maxQueuedRuns: hooks.maxQueuedRuns ?? DEFAULTS.maxQueuedRuns,
       maxEventBytes: hooks.maxEventBytes ?? DEFAULTS.maxEventBytes,
       maxBacklogEvents: hooks.maxBacklogEvents ?? DEFAULTS.maxBacklogEvents,
@@ -72,6 +75,11 @@ export function normalise(file: FileConfig, where: { file: string | null; dir: s
         lockoutSeconds: limit.lockoutSeconds ?? DEFAULTS.lockoutSeconds,
       },
       idempotencyTtlSeconds: hooks.idempotencyTtlSeconds ?? DEFAULTS.idempotencyTtlSeconds,
+      allowCompletionReply: hooks.allowCompletionReply ?? false,
+      forward:
+        hooks.forward === undefined
+          ? null
+          : { url: hooks.forward.url.replace(/\/+$/, ''), token: hooks.forward.token, maxAgeSeconds: hooks.forward.maxAgeSeconds ?? DEFAULTS.forwardMaxAgeSeconds },
     },
     agents: {
       models: agents.defaults?.models ?? {},

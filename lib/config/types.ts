@@ -50,6 +50,8 @@ export interface Config {
     /** The real path transforms load from, inside `<config dir>/hooks/transforms`. */
     transformsDir: string;
     transformTimeoutMs: number;
+    /** Bytes of one transform call's result, as JSON; over it the call fails. */
+    transformMaxResultBytes: number;
     /** Accepted runs waiting or running; past it `/agent` answers 503. */
     maxQueuedRuns: number;
     /** The longest wake text (UTF-8 bytes) a request or mapping may add; past it, 413. */
@@ -60,6 +62,10 @@ export interface Config {
     gmail: NonNullable<NonNullable<FileConfig['hooks']>['gmail']>;
     authRateLimit: { maxFailures: number; windowSeconds: number; lockoutSeconds: number };
     idempotencyTtlSeconds: number;
+    /** Whether a `waitForCompletion` answer may carry the model's reply text. */
+    allowCompletionReply: boolean;
+    /** Forward mode: accepted actions go to this upstream OpenClaw gateway instead of running here. */
+    forward: { url: string; token: string; maxAgeSeconds: number } | null;
   };
   agents: {
     models: Readonly<Record<string, { alias?: string }>>;

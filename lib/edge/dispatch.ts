@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { RunSpec } from '../actions.ts';
+import type { AgentAction, RunSpec, WakeAction } from '../actions.ts';
 import type { Config } from '../config/types.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
 import { parseAgent } from '../hooks/agent.ts';
@@ -11,6 +11,9 @@ import { admitRun } from '../policy/admit.ts';
 import { checkRoute, routesOf } from '../policy/route.ts';
 import type { Effects, IdempotencyWrite, StoredAnswer, Store } from '../store/store.ts';
 import { admitEvents, reserveRuns, unavailable, type RunQueue } from './admission.ts';
+import type { WaitingReply } from './wait.ts';
+import { upstreamAgent, upstreamWake } from '../hooks/upstream.ts';
+import type { OutboxSpec } from '../store/outbox.ts';
 
 /** An answer on its way out: status, JSON body and extra headers. */
 export interface Answer extends StoredAnswer {
@@ -43,6 +46,10 @@ export interface DispatchOptions {
   transforms: CallTransform;
   /** The agent runtime's queue: accepted runs go there; a full queue answers 503. */
   runs?: RunQueue;
+  /** Holds a `waitForCompletion` answer until its runs finished; without it such requests are answered at once. */
+  wait?: (reply: WaitingReply) => Promise<StoredAnswer>;
+  /** Forward mode: told when new outbox entries are on disk, so it sends them at once. */
+  forwarded?: () => void;
 }
 
 /**
@@ -51,7 +58,19 @@ export interface DispatchOptions {
  * idempotency key) into the store as one commit, and the accepted runs to the runtime.
  */
 export function createDispatch(options: DispatchOptions): (call: HookCall, idem: IdempotencyKey | null) => Promise<Answer> {
-  const { config, store, heartbeat, log, newId, transforms, runs: queue } = options;
+  const { config, store, heartbeat, log, newId, transforms, runs: queue, wait, forwarded } = options;
+  // Forward mode: actions go to the upstream gateway's outbox instead of this runtime.
+  const forward = config.hooks.forward !== null;
+  const outboxWake = (action: Pick<WakeAction, 'text' | 'mode'>, call: HookCall): OutboxSpec =>
+    ({ id: newId(), target: 'wake', body: upstreamWake(action), hook: call.name, requestId: call.id });
+  const outboxAgent = (action: AgentAction, run: RunSpec, call: HookCall): OutboxSpec =>
+    ({ id: newId(), target: 'agent', body: upstreamAgent(action, run), hook: call.name, requestId: call.id, runId: run.runId });
+  const commitForward = async (outbox: OutboxSpec[], idem: IdempotencyWrite | undefined) => {
+    await store.commit({ outbox }, idem).catch((error: unknown) => {
+      throw unavailable(error);
+    });
+    forwarded?.();
+  };
 
   // Bounds are checked (and queue slots held) with no await before the commit, so requests that
   // arrive together are counted together; the slots go back once the runs are queued or refused.
@@ -80,6 +99,10 @@ export function createDispatch(options: DispatchOptions): (call: HookCall, idem:
       if (!parsed.ok) throw new HttpError(400, ErrorCode.InvalidPayload, parsed.error);
       const answer: Answer = { status: 200, body: { ok: true, mode: parsed.action.mode } };
       const { text, mode } = parsed.action;
+      if (forward) {
+        await commitForward([outboxWake(parsed.action, call)], _remember(idem, answer));
+        return answer;
+      }
       await commit({ events: [{ kind: 'system', text, source: 'wake', mode }] }, _remember(idem, answer), () => 'text');
       if (mode === 'now') heartbeat.request('wake');
       return answer;
@@ -94,18 +117,25 @@ export function createDispatch(options: DispatchOptions): (call: HookCall, idem:
       const admitted = admitRun(parsed.action, name, config, newId);
       if (!admitted.ok) throw new HttpError(400, ErrorCode.Forbidden, admitted.error);
       const run: RunSpec = { ...admitted.value, requestId: call.id };
+      if (forward) {
+        // The upstream delivers, so its channels (not ours) decide what is routable; no local queue either.
+        const answer: Answer = { status: 202, body: { ok: true, runId: run.runId, sessionKey: run.sessionKey, agentId: run.agentId, channel: run.channel } };
+        await commitForward([outboxAgent(parsed.action, run, call)], _remember(idem, answer));
+        return answer;
+      }
       const unroutable = routeProblem(run);
       if (unroutable !== null) throw new HttpError(400, ErrorCode.InvalidPayload, unroutable);
       const answer: Answer = { status: 202, body: { ok: true, runId: run.runId, sessionKey: run.sessionKey, agentId: run.agentId, channel: run.channel } };
-      await commit({ runs: [run] }, _remember(idem, answer), () => 'message');
-      return answer;
+      const waitFor = parsed.action.waitForCompletion === true && wait !== undefined ? [run.runId] : undefined;
+      await commit({ runs: [run] }, _remember(idem, answer, waitFor), () => 'message');
+      return waitFor === undefined ? answer : wait!({ ...answer, waitFor });
     }
     return mapped(call, idem);
   };
 
   const mapped = async (call: HookCall, idem: IdempotencyKey | null): Promise<Answer> => {
     const { name } = call;
-    const request = { name, payload: call.body, headers: _templateHeaders(call.headers), query: Object.fromEntries(call.query), now: new Date() };
+    const request = { name, payload: call.body, headers: call.headers, query: Object.fromEntries(call.query), now: new Date() };
     const outcome = await applyMappings(config.hooks.mappings, request, transforms);
     switch (outcome.kind) {
       case 'unmatched':
@@ -124,14 +154,21 @@ export function createDispatch(options: DispatchOptions): (call: HookCall, idem:
     const source = `hook:${nameLine(name)}`;
     const events: Effects['events'] & {} = [];
     const runs: RunSpec[] = [];
+    const outbox: OutboxSpec[] = [];
     for (const { action, injections } of outcome.actions) {
       if (injections.length > 0) log.warn('possible prompt injection (content wrapped)', { id: call.id, hook: nameLine(name), kinds: injections.join(',') });
       if (action.kind === 'wake') {
         events.push({ kind: 'system', text: action.text, source, mode: action.mode });
+        if (forward) outbox.push(outboxWake(action, call));
         continue;
       }
       const admitted = admitRun(action, name, config, newId);
       if (!admitted.ok) throw new HttpError(400, ErrorCode.Forbidden, `mapping ${outcome.mappingId}: ${admitted.error}`);
+      if (forward) {
+        runs.push({ ...admitted.value, requestId: call.id });
+        outbox.push(outboxAgent(action, admitted.value, call));
+        continue;
+      }
       const unroutable = routeProblem(admitted.value);
       if (unroutable !== null) throw new HttpError(400, ErrorCode.InvalidPayload, `mapping ${outcome.mappingId}: ${unroutable}`);
       runs.push({ ...admitted.value, requestId: call.id });
@@ -144,26 +181,21 @@ export function createDispatch(options: DispatchOptions): (call: HookCall, idem:
       : first !== undefined
         ? { status: 202, body: { ok: true, runId: first.runId, sessionKey: first.sessionKey, agentId: first.agentId, channel: first.channel } }
         : { status: 200, body: { ok: true, mode: events[0]!.mode } };
-    await commit({ events, runs }, _remember(idem, answer), (i) => `mapping ${outcome.mappingId}: wake text${events.length > 1 ? ` [${i}]` : ''}`);
+    if (forward) {
+      await commitForward(outbox, _remember(idem, answer));
+      return answer;
+    }
+    const waitFor = outcome.waitForCompletion && runs.length > 0 && wait !== undefined ? runs.map((r) => r.runId) : undefined;
+    await commit({ events, runs }, _remember(idem, answer, waitFor), (i) => `mapping ${outcome.mappingId}: wake text${events.length > 1 ? ` [${i}]` : ''}`);
     if (events.some((e) => e.mode === 'now')) heartbeat.request(source);
-    return answer;
+    return waitFor === undefined ? answer : wait!({ ...answer, waitFor });
   };
 
   return dispatch;
 }
 
-// Headers a template or transform may read: never the ones that carry credentials.
-const _SECRET_HEADERS = new Set(['authorization', 'cookie', 'proxy-authorization', 'x-gateway-token', 'x-openclaw-token', 'x-gitlab-token']);
-
-function _templateHeaders(headers: IncomingHttpHeaders): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || _SECRET_HEADERS.has(name)) continue;
-    out[name] = Array.isArray(value) ? value.join(', ') : value;
-  }
-  return out;
-}
-
-function _remember(idem: IdempotencyKey | null, answer: StoredAnswer): IdempotencyWrite | undefined {
-  return idem === null ? undefined : { ...idem, status: answer.status, body: answer.body };
+// A request that waits is remembered with its runs, so a retry waits for the same ones.
+function _remember(idem: IdempotencyKey | null, answer: StoredAnswer, waitFor?: readonly string[]): IdempotencyWrite | undefined {
+  if (idem === null) return undefined;
+  return { ...idem, status: answer.status, body: answer.body, ...(waitFor === undefined ? {} : { waitFor }) };
 }

@@ -5,6 +5,7 @@ import { requestClient, type Client } from '../guard/address.ts';
 import { parseForm, parseJsonObject, readBody } from '../guard/body.ts';
 import type { Config } from '../config/types.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
+import { createWaiter, type Completions } from './wait.ts';
 import { idSequence } from '../random.ts';
 import { createDispatch, type Answer, type IdempotencyKey } from './dispatch.ts';
 import type { CallTransform } from '../hooks/mappings.ts';
@@ -15,7 +16,7 @@ import type { Telemetry } from './telemetry.ts';
 import type { RunRecord, Store } from '../store/store.ts';
 import { extractToken, tokenDigest, tokenMatches } from '../guard/token.ts';
 import { deliveryId } from '../guard/signature.ts';
-import { metaHandshake, signatureRefusal, signedPaths, slackChallenge } from './signed.ts';
+import { metaHandshake, missingSignature, signatureRefusal, signedPaths, slackChallenge } from './signed.ts';
 
 /** What the request handler needs; the CLI builds these from the config. */
 export interface AppOptions {
@@ -36,6 +37,10 @@ export interface AppOptions {
   telemetry?: Telemetry;
   /** How long a body may take to arrive; 30 s unless a test needs less. */
   bodyTimeoutMs?: number;
+  /** Waits for runs to finish, for `waitForCompletion`; without it those requests are answered at once. */
+  completions?: Completions;
+  /** Forward mode: called once new outbox entries are on disk. */
+  forwarded?: () => void;
   /** The wall clock in epoch milliseconds, that signed timestamps are held against. */
   clock?: () => number;
 }
@@ -47,6 +52,8 @@ interface Context {
   /** The hook name after `hooks.path`, decoded; `''` for the base path itself. */
   name: string;
   client: Client;
+  /** Sends `100 Continue` to a client that asked for it (`Expect: 100-continue`), once. */
+  invite: () => void;
 }
 
 type Handler = (ctx: Context) => Promise<Answer>;
@@ -91,7 +98,7 @@ export function createApp(options: AppOptions): App {
     const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : requestId();
     const client = requestClient(req.socket, req.headers['x-forwarded-for'], config.gateway.trustedProxies);
     const target = splitTarget(req.url ?? '/');
-    route(req, target, client, id)
+    route(req, target, client, id, _inviter(req, res))
       .catch((error: unknown) => _answerError(error, id, log))
       .then((answer) => {
         _send(req, res, answer, id, config.hooks.maxBodyBytes);
@@ -112,6 +119,21 @@ export function createApp(options: AppOptions): App {
   return app;
 }
 
+function _expectsContinue(req: IncomingMessage): boolean {
+  return req.headers.expect !== undefined && /\b100-continue\b/i.test(req.headers.expect);
+}
+
+// node:http answers `Expect: 100-continue` itself unless the server listens for checkContinue,
+// which `listen` does: the body is invited only once the request has earned it.
+function _inviter(req: IncomingMessage, res: ServerResponse): () => void {
+  let invited = !_expectsContinue(req);
+  return () => {
+    if (invited || res.headersSent) return;
+    invited = true;
+    res.writeContinue();
+  };
+}
+
 function _limiter(config: Config): FailureLimiter {
   const { maxFailures, windowSeconds, lockoutSeconds } = config.hooks.authRateLimit;
   return new FailureLimiter({ maxFailures, windowMs: windowSeconds * 1000, lockoutMs: lockoutSeconds * 1000 });
@@ -122,7 +144,7 @@ function _compile(
   options: AppOptions,
   config: Config,
   shared: Shared,
-): { config: Config; route: (req: IncomingMessage, target: Target, client: Client, id: string) => Promise<Answer>; hookLabel: (path: string) => string } {
+): { config: Config; route: (req: IncomingMessage, target: Target, client: Client, id: string, invite: () => void) => Promise<Answer>; hookLabel: (path: string) => string } {
   const { store, heartbeat, log } = options;
   const newId = options.newId ?? randomUUID;
   const bodyTimeoutMs = options.bodyTimeoutMs ?? 30_000;
@@ -132,7 +154,8 @@ function _compile(
 
   // One limit for the hook token and the gateway token alike: a correct token passes even while its
   // client is locked out (an attacker cannot lock the operator out); anything else is a failure,
-  // answered 401, or 429 once the client is locked. Only the hook token clears the client's count.
+  // answered 401, or 429 once the client is locked. A success clears nothing: whoever else sends
+  // from the same address (a shared NAT) would get fresh guesses. Failures decay with the window.
   const refuse = (client: Client, refusal: string, status = 401): never => {
     const verdict = limiter.fail(client.key);
     if (verdict.locked) {
@@ -142,12 +165,10 @@ function _compile(
     }
     throw new HttpError(status, status === 403 ? ErrorCode.Forbidden : ErrorCode.Unauthorized, refusal);
   };
-  const authenticate = (presented: string | null, expected: Buffer | null, client: Client, refusal: string, clears: boolean) => {
-    if (presented !== null && expected !== null && tokenMatches(presented, expected)) {
-      if (clears) limiter.succeed(client.key);
-      return;
-    }
-    refuse(client, refusal);
+  const authenticate = (presented: string | null, expected: readonly (Buffer | null)[], client: Client, refusal: string) => {
+    // Every candidate is compared, so the time taken does not say which one matched.
+    const matches = expected.map((digest) => presented !== null && digest !== null && tokenMatches(presented, digest));
+    if (!matches.includes(true)) refuse(client, refusal);
   };
   // A path whose mappings carry a signature is opened by that signature alone, never by the hook token.
   // A valid signature does not clear the client's failure count: a captured delivery of a scheme without
@@ -155,6 +176,7 @@ function _compile(
   const signatures = signedPaths(config);
   const clock = options.clock ?? Date.now;
 
+  const wait = options.completions === undefined ? undefined : createWaiter(config, store, options.completions);
   const dispatch = createDispatch({
     config,
     store,
@@ -163,6 +185,8 @@ function _compile(
     newId,
     transforms,
     ...(options.runs === undefined ? {} : { runs: options.runs }),
+    ...(wait === undefined ? {} : { wait }),
+    ...(options.forwarded === undefined ? {} : { forwarded: options.forwarded }),
   });
 
   // A retry with a key already answered gets that answer again; one arriving while the first is
@@ -174,7 +198,12 @@ function _compile(
     // so exactly one copy goes ahead when the one before it failed.
     for (let running = inflight.get(id); running !== undefined; running = inflight.get(id)) await running.catch(() => undefined);
     const prior = store.replay(name, key);
-    if (prior !== null) return { ...prior, headers: { 'idempotent-replayed': 'true' } };
+    if (prior !== null) {
+      // A first request that waited for its runs: the retry waits for the same ones (or has them at once).
+      const { waitFor } = prior;
+      const answer = waitFor !== undefined && wait !== undefined ? await wait({ ...prior, waitFor }) : prior;
+      return { status: answer.status, body: answer.body, headers: { 'idempotent-replayed': 'true' } };
+    }
     const pending = work({ scope: name, key });
     inflight.set(id, pending);
     try {
@@ -185,7 +214,8 @@ function _compile(
   };
 
   // Digests of the configured tokens, made once per (re)load: a request hashes only what it presents.
-  const hookToken = config.hooks.token === null ? null : tokenDigest(config.hooks.token);
+  const hookTokens = [config.hooks.token === null ? null : tokenDigest(config.hooks.token)];
+  const gmailTokens = config.hooks.gmail.hookToken === undefined ? hookTokens : [...hookTokens, tokenDigest(config.hooks.gmail.hookToken)];
   const hooks: Handler = async (ctx) => {
     const { req, name } = ctx;
     const signature = signatures.get(name);
@@ -195,9 +225,17 @@ function _compile(
     }
     if (signature === undefined) {
       const presented = extractToken(req.headers);
-      authenticate(presented, hookToken, ctx.client, presented === null ? 'missing hook token' : 'invalid hook token', true);
+      // The gmail hook also opens to the credential gog posts with, which opens nothing else.
+      authenticate(presented, name === 'gmail' ? gmailTokens : hookTokens, ctx.client, presented === null ? 'missing hook token' : 'invalid hook token');
+    } else if (_expectsContinue(req)) {
+      // Only what can be checked before the body: a request without the scheme's headers is refused now.
+      const missing = missingSignature(signature, req, clock());
+      if (missing !== null) refuse(ctx.client, missing);
     }
     if (name === '') throw new HttpError(404, ErrorCode.NotFound, 'hook name missing: POST to a path such as /wake or /agent');
+    // `100 Continue` only now that the sender is authenticated: anyone else gets the final status
+    // at once, and is never invited to upload.
+    ctx.invite();
     const bytes = await readBody(req, { maxBytes: config.hooks.maxBodyBytes, timeoutMs: bodyTimeoutMs });
     shared.received.set(req, bytes.length);
     // Over the raw bytes, after the cap and before any parsing.
@@ -225,14 +263,14 @@ function _compile(
     router.add(['GET'], '/metrics', async ({ req, client }) => {
       // Bearer only: the x-*-token headers carry hook tokens.
       const presented = extractToken({ authorization: req.headers.authorization });
-      authenticate(presented, token, client, 'metrics need the gateway token (Authorization: Bearer)', false);
+      authenticate(presented, [token], client, 'metrics need the gateway token (Authorization: Bearer)');
       return { status: 200, body: {}, text: telemetry.render(), contentType: telemetry.contentType };
     });
   }
   const handshakes = [...signatures.values()].some((s) => s.scheme === 'meta');
   if (config.hooks.enabled) router.add(handshakes ? ['POST', 'GET'] : ['POST'], `${config.hooks.path}/*`, hooks);
 
-  const route = async (req: IncomingMessage, target: Target, client: Client, id: string): Promise<Answer> => {
+  const route = async (req: IncomingMessage, target: Target, client: Client, id: string, invite: () => void): Promise<Answer> => {
     const { pathname, query } = target;
     const match = router.find(pathname);
     if (match === null) throw new HttpError(404, ErrorCode.NotFound, 'not found');
@@ -247,7 +285,7 @@ function _compile(
         headers: { allow: match.route.methods.join(', ') },
       });
     }
-    return match.route.handler({ id, req, query, name: match.rest, client });
+    return match.route.handler({ id, req, query, name: match.rest, client, invite });
   };
 
   return { config, route, hookLabel: _hookLabels(config) };
@@ -350,6 +388,8 @@ export type ListenTarget = { host: string; port: number } | { fd: number };
 /** Listens with the given request listener. */
 export async function listen(app: (req: IncomingMessage, res: ServerResponse) => void, target: ListenTarget): Promise<Running> {
   const server = createServer(app);
+  // Handled by the app, which invites the body only once the request passed authentication.
+  server.on('checkContinue', app);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     const ready = () => {

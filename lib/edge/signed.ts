@@ -24,6 +24,16 @@ export function signatureRefusal(signature: Signature, req: IncomingMessage, bod
 }
 
 /**
+ * What can be checked before the body (to invite it with `100 Continue` or not): the refusal when
+ * the header the scheme signs with is absent, since no body could then verify; else `null`. The
+ * signature over an empty body fails for every real request, but names the header at fault.
+ */
+export function missingSignature(signature: Signature, req: IncomingMessage, nowMs: number): string | null {
+  const verdict = verifySignature(signature, { headers: req.headers, body: Buffer.alloc(0), query: '' }, nowMs);
+  return verdict.ok || req.headers[verdict.header.toLowerCase()] !== undefined ? null : describeRefusal(verdict);
+}
+
+/**
  * Meta's subscription check, the one GET a hook path answers (and only on a path signed by `meta`):
  * the challenge as text when `hub.verify_token` is right, else a refusal for the failure limiter.
  */

@@ -11,7 +11,7 @@ export interface Telemetry {
 }
 
 export interface TelemetrySources {
-  store: Pick<Store, 'stats' | 'runs'>;
+  store: Pick<Store, 'stats' | 'runs' | 'outboxCounts'>;
   limiter: () => { keys: number; locked: number; lockouts: number };
   queueDepth: () => number;
 }
@@ -45,6 +45,9 @@ export function createTelemetry(sources: TelemetrySources): Telemetry {
   );
   m.gauge('hooks_journal_fsync_seconds', 'Duration of the last journal fsync.', [], () => sources.store.stats().fsyncMs / 1000);
   m.gauge('hooks_journal_bytes', 'Size of the journal file.', [], () => sources.store.stats().journalBytes);
+  m.gauge('hooks_outbox_entries', 'Forward mode: retained outbox entries by state (pending, sent, dead).', ['state'], () =>
+    Object.entries(sources.store.outboxCounts()).map(([state, n]): [Record<string, string>, number] => [{ state }, n]),
+  );
   return {
     contentType: CONTENT_TYPE,
     request(hook, status, bodyBytes, replayed) {

@@ -68,7 +68,30 @@ export function parseJsonObject(body: Buffer): Record<string, unknown> {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new HttpError(400, ErrorCode.InvalidJson, 'body: must be a JSON object');
   }
+  if (!_within(value, MAX_DEPTH)) {
+    throw new HttpError(400, ErrorCode.InvalidJson, `body: may nest objects and arrays at most ${MAX_DEPTH} levels deep`);
+  }
   return value as Record<string, unknown>;
+}
+
+/**
+ * How deep objects and arrays may nest in a JSON body (the body itself is level 1). Bounded once
+ * here, for every hook, so that nothing after it (templates, transforms, the journal) has to
+ * fear a recursion that a payload 100,000 levels deep would overflow.
+ */
+export const MAX_DEPTH = 64;
+
+// Iterative on purpose: the check itself must not recurse as deep as the payload.
+function _within(root: object, max: number): boolean {
+  const stack: [unknown, number][] = [[root, 1]];
+  for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
+    const [value, depth] = next;
+    if (depth > max) return false;
+    for (const child of Object.values(value as object)) {
+      if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
+    }
+  }
+  return true;
 }
 
 /** Parses an `application/x-www-form-urlencoded` body into an object of strings (a repeated name keeps its last value). */

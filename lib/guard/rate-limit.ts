@@ -97,12 +97,6 @@ export class FailureLimiter {
     return { locked: false, remaining: this._maxFailures - log.count };
   }
 
-  /** Forgets everything about `key`; a correct token clears a lock too. */
-  succeed(key: string): void {
-    this._open.delete(key);
-    this._locks.delete(key);
-  }
-
   /** Current counts; drops expired locks first so `locked` is exact. */
   stats(): LimiterStats {
     this._sweep(this._now());

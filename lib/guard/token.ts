@@ -1,6 +1,7 @@
 import * as crypto from 'node:crypto';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
+import { TOKEN_HEADERS } from '../credentials.ts';
 
 /**
  * Takes the hook token from the headers: `Authorization: Bearer <token>` (scheme in any
@@ -12,7 +13,7 @@ export function extractToken(headers: IncomingHttpHeaders): string | null {
     const match = /^bearer[ \t]+(\S.*)$/i.exec(auth.trim());
     if (match !== null) return match[1]!.trim();
   }
-  for (const name of ['x-gateway-token', 'x-openclaw-token']) {
+  for (const name of TOKEN_HEADERS.slice(1)) {
     const value = headers[name];
     const first = Array.isArray(value) ? value[0] : value;
     if (first !== undefined && first.trim() !== '') return first.trim();

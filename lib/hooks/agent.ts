@@ -15,13 +15,14 @@ const agentSchema = object({
   thinking: optional(literal(...THINKING_LEVELS)),
   timeoutSeconds: optional(number({ above: 0 })),
   idempotencyKey: optional(string()),
+  waitForCompletion: optional(boolean),
 });
 
 /** Checks an `/agent` payload field by field; the session key it carries is payload-controlled. */
 export function parseAgent(body: Record<string, unknown>): { ok: true; action: AgentAction } | { ok: false; error: string } {
   const checked = check(agentSchema, body);
   if (!checked.ok) return { ok: false, error: checked.issues.map(formatIssue).join('; ') };
-  const { message, name, agentId, sessionKey, wakeMode, deliver, channel, to, model, thinking, timeoutSeconds } = checked.value;
+  const { message, name, agentId, sessionKey, wakeMode, deliver, channel, to, model, thinking, timeoutSeconds, waitForCompletion } = checked.value;
   const action: AgentAction = {
     kind: 'agent',
     message,
@@ -36,5 +37,6 @@ export function parseAgent(body: Record<string, unknown>): { ok: true; action: A
   if (model !== undefined) action.model = model;
   if (thinking !== undefined) action.thinking = thinking;
   if (timeoutSeconds !== undefined) action.timeoutSeconds = timeoutSeconds;
+  if (waitForCompletion === true) action.waitForCompletion = true;
   return { ok: true, action };
 }

@@ -1,6 +1,7 @@
 import { THINKING_LEVELS, WAKE_MODES, type Action, type AgentAction, type Channel, type Thinking, type WakeMode } from '../actions.ts';
 import { channel as channelName } from '../channel-names.ts';
 import {
+  array,
   boolean,
   check,
   formatIssue,
@@ -12,6 +13,7 @@ import {
   string,
   type Schema,
 } from '../schema.ts';
+import { visibleHeaders } from '../credentials.ts';
 import type { Signature } from '../signing.ts';
 import { filterHolds, filterSchema, type Filter } from './filter.ts';
 import { signatureSchema } from './signature-config.ts';
@@ -62,6 +64,8 @@ export const mappingSchema = object({
   allowUnsafeExternalContent: optional(boolean),
   transform: optional(object({ module: string({ nonEmpty: true }), export: optional(string({ nonEmpty: true })) })),
   forEach: optional(payloadPath),
+  allowCredentialHeaders: optional(array(string({ trim: true, nonEmpty: true }))),
+  waitForCompletion: optional(boolean),
   signature: optional(signatureSchema),
   filter: optional(filterSchema),
 });
@@ -89,8 +93,12 @@ export interface Mapping {
   /** `module` is the real path, checked to lie inside the transforms root. */
   transform?: TransformRef;
   forEach?: PathSegment[];
+  /** Hold the answer until the mapping's runs finished, and answer their completions. */
+  waitForCompletion?: boolean;
   /** The `Source:` line of the untrusted-content wrapper. */
   source: 'Email' | 'Webhook';
+  /** Credential headers (lowercase) this mapping's templates and transform may read; all others stay hidden. */
+  allowCredentialHeaders: ReadonlySet<string>;
   /** How senders on this mapping's path authenticate, instead of the hook token. */
   signature?: Signature;
   /** Passes the mapping over (as if `match` had not selected it) unless the request holds to it. */
@@ -99,7 +107,7 @@ export interface Mapping {
 
 /** Applies a mapping's defaults; `transform.module` is still as written (the config resolves it). */
 export function toMapping(raw: RawMapping, index: number, source: Mapping['source'] = 'Webhook'): Mapping {
-  const { id, match, action, wakeMode, channel, allowUnsafeExternalContent, forEach, transform, ...rest } = raw;
+  const { id, match, action, wakeMode, channel, allowUnsafeExternalContent, forEach, transform, allowCredentialHeaders, ...rest } = raw;
   const mapping: Mapping = {
     ...rest,
     id: id ?? `mapping-${index + 1}`,
@@ -109,6 +117,7 @@ export function toMapping(raw: RawMapping, index: number, source: Mapping['sourc
     channel: channel ?? 'last',
     allowUnsafeExternalContent: allowUnsafeExternalContent ?? false,
     source,
+    allowCredentialHeaders: new Set((allowCredentialHeaders ?? []).map((name) => name.toLowerCase())),
   };
   if (transform !== undefined) mapping.transform = transform;
   if (forEach !== undefined) mapping.forEach = parsePath(forEach.replace(/^payload\./, ''))!;
@@ -132,6 +141,7 @@ export function presetMappings(name: 'gmail', options: { allowUnsafeExternalCont
     allowUnsafeExternalContent: options.allowUnsafeExternalContent ?? false,
     forEach: ['messages'],
     source: 'Email',
+    allowCredentialHeaders: new Set(),
   };
   if (options.model !== undefined) mapping.model = compile(options.model);
   if (options.thinking !== undefined) mapping.thinking = compile(options.thinking);
@@ -147,7 +157,8 @@ export function payloadControlsKey(mapping: Mapping): boolean {
 export interface HookRequest {
   name: string;
   payload: Record<string, unknown>;
-  headers: Record<string, string>;
+  /** As received: credential headers are hidden per mapping before templates or transforms see them. */
+  headers: Readonly<Record<string, string | readonly string[] | undefined>>;
   query: Record<string, string>;
   now: Date;
 }
@@ -166,7 +177,7 @@ export type MapOutcome =
   | { kind: 'skip'; mappingId: string }
   | { kind: 'failed'; mappingId: string; detail: string }
   | { kind: 'invalid'; mappingId: string; error: string }
-  | { kind: 'actions'; mappingId: string; actions: MappedAction[]; forEach: boolean };
+  | { kind: 'actions'; mappingId: string; actions: MappedAction[]; forEach: boolean; waitForCompletion: boolean };
 
 /** Calls a transform off the request thread (the server hands in the worker pool). */
 export type CallTransform = (ref: TransformRef, input: TransformInput) => Promise<TransformResult>;
@@ -197,10 +208,12 @@ function _selects(m: Mapping, name: string, payload: Record<string, unknown>): b
 }
 
 /** The first mapping, in order, whose `match` selects the request and whose `filter` holds for it. */
-export function findMapping(mappings: readonly Mapping[], request: Pick<HookRequest, 'name' | 'payload'> & { headers?: Record<string, string> }): Mapping | null {
+export function findMapping(mappings: readonly Mapping[], request: Pick<HookRequest, 'name' | 'payload'> & { headers?: HookRequest['headers'] }): Mapping | null {
   const name = _trimSlashes(request.name);
-  const context = { headers: request.headers ?? {}, payload: request.payload };
-  return mappings.find((m) => _selects(m, name, request.payload) && (m.filter === undefined || filterHolds(m.filter, context))) ?? null;
+  // A filter reads headers as templates do (credential headers hidden), made only when one asks.
+  let context: { headers: Record<string, string>; payload: unknown } | undefined;
+  const holds = (filter: Filter) => filterHolds(filter, (context ??= { headers: visibleHeaders(request.headers ?? {}), payload: request.payload }));
+  return mappings.find((m) => _selects(m, name, request.payload) && (m.filter === undefined || holds(m.filter))) ?? null;
 }
 
 /** Turns a mapped request into actions: first matching mapping, `forEach`, transform, templates, wrapper. */
@@ -211,13 +224,14 @@ export async function applyMappings(mappings: readonly Mapping[], request: HookR
     return mappings.some((m) => _selects(m, name, request.payload)) ? { kind: 'ignored' } : { kind: 'unmatched' };
   }
   const mappingId = mapping.id;
+  const headers = visibleHeaders(request.headers, mapping.allowCredentialHeaders);
   const payloads = _expand(mapping, request.payload);
   if (typeof payloads === 'string') return { kind: 'invalid', mappingId, error: `mapping ${mappingId}: ${payloads}` };
   const actions: MappedAction[] = [];
   for (const payload of payloads) {
     let override: Override = {};
     if (mapping.transform !== undefined) {
-      const result = await callTransform(mapping.transform, { payload, headers: request.headers, query: request.query, path: request.name });
+      const result = await callTransform(mapping.transform, { payload, headers, query: request.query, path: request.name });
       if (!result.ok) return { kind: 'failed', mappingId, detail: `${result.reason}: ${result.detail}` };
       if (result.value === null || result.value === undefined) continue;
       const checked = check(overrideSchema, result.value);
@@ -226,12 +240,12 @@ export async function applyMappings(mappings: readonly Mapping[], request: HookR
       }
       override = checked.value;
     }
-    const built = _build(mapping, override, { ...request, payload, path: request.name });
+    const built = _build(mapping, override, { ...request, headers, payload, path: request.name });
     if (typeof built === 'string') return { kind: 'invalid', mappingId, error: `mapping ${mappingId}: ${built}` };
     actions.push(built);
   }
   if (actions.length === 0) return { kind: 'skip', mappingId };
-  return { kind: 'actions', mappingId, actions, forEach: mapping.forEach !== undefined };
+  return { kind: 'actions', mappingId, actions, forEach: mapping.forEach !== undefined, waitForCompletion: mapping.waitForCompletion === true };
 }
 
 // One payload per element of the forEach array, each with that element standing in for the array.

@@ -1,6 +1,7 @@
 import { CHANNELS, THINKING_LEVELS, WAKE_MODES } from '../actions.ts';
-import { boolean, check, formatIssue, literal, number, object, optional, string, typeName, type Report, type Schema } from '../schema.ts';
+import { array, boolean, check, formatIssue, literal, number, object, optional, string, typeName, type Report, type Schema } from '../schema.ts';
 import type { RunSpec, WakeMode } from '../actions.ts';
+import type { OutboxEntry, OutboxUpdate } from './outbox.ts';
 
 // What the journal holds, and the checks that every line read back from disk passes before the
 // store believes it: a line is input like any request body (a hand edit, a disk that returned
@@ -39,6 +40,8 @@ export interface Route {
 export interface StoredAnswer {
   status: number;
   body: Record<string, unknown>;
+  /** The runs the first request waited for (`waitForCompletion`): a retry waits for them too. */
+  waitFor?: readonly string[];
 }
 
 /** What makes a request idempotent: its hook path and key, and the answer it got. */
@@ -81,6 +84,9 @@ export type JournalLine =
       runUpdates?: RunUpdate[];
       consumedThrough?: number;
       lastRoute?: Route;
+      /** Forward mode: actions for the upstream gateway, and changes to earlier ones. */
+      outbox?: OutboxEntry[];
+      outboxUpdates?: OutboxUpdate[];
       idem?: IdemRecord;
     }
   | ({ t: 'idem'; seq: number } & IdemRecord);
@@ -153,7 +159,39 @@ const anyObject: Schema<Record<string, unknown>> = (value, at, report) => {
   report.issues.push({ path: at, message: `must be an object, got ${typeName(value)}` });
   return undefined;
 };
-const idemFields = { scope: text, key: text, status: number({ integer: true, min: 100, max: 599 }), body: anyObject, expiresAt: number() };
+const idemFields = {
+  scope: text,
+  key: text,
+  status: number({ integer: true, min: 100, max: 599 }),
+  body: anyObject,
+  expiresAt: number(),
+  waitFor: optional(array(string({ nonEmpty: true }))),
+};
+// Every field of an outbox entry that changes as delivery goes on.
+const outboxChanges = {
+  state: optional(literal('pending', 'sent', 'dead')),
+  acceptedAt: optional(text),
+  attempts: optional(number({ integer: true, min: 0 })),
+  nextAttemptAt: optional(text),
+  lastError: optional(text),
+  upstreamRunId: optional(text),
+  sentAt: optional(text),
+  deadAt: optional(text),
+  retriedAt: optional(text),
+};
+const outboxShape = object({
+  id: string({ nonEmpty: true }),
+  target: literal('wake', 'agent'),
+  body: anyObject,
+  hook: text,
+  requestId: optional(text),
+  runId: optional(text),
+  ...outboxChanges,
+  state: literal('pending', 'sent', 'dead'),
+  acceptedAt: text,
+  attempts: number({ integer: true, min: 0 }),
+});
+const outboxUpdateShape = object({ id: string({ nonEmpty: true }), ...outboxChanges });
 const idemShape = object(idemFields);
 const commitShape = object({
   t: literal('commit'),
@@ -164,6 +202,8 @@ const commitShape = object({
   runUpdates: optional(_list),
   consumedThrough: optional(seq),
   lastRoute: optional(object({ channel: text, to: text })),
+  outbox: optional(_list),
+  outboxUpdates: optional(_list),
   idem: optional(idemShape),
 });
 const idemLine = object({ t: literal('idem'), seq, ...idemFields });
@@ -196,7 +236,7 @@ export function checkLine(record: unknown): CheckedLine {
   // The checked copy holds exactly the known keys; the entries are checked one by one below.
   const line = checked.value as JournalLine & { t: 'commit' };
   const problems: string[] = [];
-  const keep = (name: 'events' | 'runs' | 'runUpdates', shape: Schema<unknown>): void => {
+  const keep = (name: 'events' | 'runs' | 'runUpdates' | 'outbox' | 'outboxUpdates', shape: Schema<unknown>): void => {
     const entries = line[name] as unknown[] | undefined;
     if (entries === undefined) return;
     const good = entries.filter((entry, i) => {
@@ -209,5 +249,7 @@ export function checkLine(record: unknown): CheckedLine {
   keep('events', eventShape);
   keep('runs', runShape);
   keep('runUpdates', updateShape);
+  keep('outbox', outboxShape);
+  keep('outboxUpdates', outboxUpdateShape);
   return { line, problems };
 }

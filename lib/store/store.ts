@@ -3,6 +3,7 @@ import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { RunSpec } from '../actions.ts';
 import { Journal, JournalReplacedError, readJournal, type JournalContents } from './journal.ts';
+import { applyOutbox, countOutbox, newEntries, trimOutbox, type OutboxEntry, type OutboxSpec, type OutboxState, type OutboxUpdate } from './outbox.ts';
 import { checkLine, type IdemRecord, type IdempotencyWrite, type JournalLine, type Route, type RunRecord, type RunUpdate, type SessionEvent, type StoredAnswer } from './records.ts';
 
 export { JournalReplacedError } from './journal.ts';
@@ -35,6 +36,9 @@ export interface Effects {
   /** Main-session events up to this seq have been read by a finished heartbeat turn. */
   consumedThrough?: number;
   lastRoute?: Route;
+  /** Forward mode: actions for the upstream gateway, and changes to earlier ones. */
+  outbox?: OutboxSpec[];
+  outboxUpdates?: OutboxUpdate[];
 }
 
 // One journal line is one commit: all of a request's effects and its idempotency key, durable
@@ -65,6 +69,8 @@ export class Store {
   #seq = 0;
   #events: SessionEvent[] = [];
   #runs = new Map<string, RunRecord>();
+  #runWatchers = new Set<(run: RunRecord) => void>();
+  #outbox = new Map<string, OutboxEntry>();
   #idem = new Map<string, _Idem>();
   #compacting: Promise<void> | null = null;
   #compactAt: number;
@@ -116,9 +122,25 @@ export class Store {
     if (effects.runUpdates !== undefined && effects.runUpdates.length > 0) line.runUpdates = effects.runUpdates;
     if (effects.consumedThrough !== undefined) line.consumedThrough = effects.consumedThrough;
     if (effects.lastRoute !== undefined) line.lastRoute = effects.lastRoute;
+    if (effects.outbox !== undefined && effects.outbox.length > 0) line.outbox = newEntries(effects.outbox, time);
+    if (effects.outboxUpdates !== undefined && effects.outboxUpdates.length > 0) line.outboxUpdates = effects.outboxUpdates;
     if (idem !== undefined) line.idem = { ...idem, expiresAt: this.#now() + this.#ttlMs };
     await this.#write(line);
+    if (line.runUpdates !== undefined && this.#runWatchers.size > 0) this.#notify(line.runUpdates);
     return { events, runs };
+  }
+
+  /** Calls `listener` with a run each time a change to it is on disk; returns the function that stops it. */
+  watchRuns(listener: (run: RunRecord) => void): () => void {
+    this.#runWatchers.add(listener);
+    return () => this.#runWatchers.delete(listener);
+  }
+
+  #notify(updates: readonly RunUpdate[]): void {
+    for (const { runId } of updates) {
+      const run = this.#runs.get(runId);
+      if (run !== undefined) for (const listener of [...this.#runWatchers]) listener(run);
+    }
   }
 
   /** Appends one event to the main session; resolves once it is on disk. */
@@ -135,7 +157,7 @@ export class Store {
       this.#idem.delete(id);
       return null;
     }
-    return { status: found.status, body: found.body };
+    return { status: found.status, body: found.body, ...(found.waitFor === undefined ? {} : { waitFor: found.waitFor }) };
   }
 
   /** The main session's retained events, oldest first. */
@@ -190,6 +212,21 @@ export class Store {
   heartbeatOwed(): boolean {
     // Owed until a finished heartbeat turn consumed it: a turn cut short by a stop or a crash does not count.
     return this.#events.some((e) => e.seq > this.#consumedThrough && e.kind === 'system' && e.mode === 'now');
+  }
+
+  /** Forward mode's outbox entries, oldest first: every pending and dead one, and recent sent ones. */
+  outbox(): OutboxEntry[] {
+    return [...this.#outbox.values()];
+  }
+
+  /** One outbox entry, if it is retained. */
+  outboxEntry(id: string): OutboxEntry | null {
+    return this.#outbox.get(id) ?? null;
+  }
+
+  /** Outbox entries by state, for metrics. */
+  outboxCounts(): Record<OutboxState, number> {
+    return countOutbox(this.#outbox);
   }
 
   /** Unconsumed system events and their text in UTF-8 bytes: what the backlog bound counts. */
@@ -274,6 +311,7 @@ export class Store {
     this.#eventBytes = _textBytes(this.#events);
     this.#recount();
     for (const run of line.runs ?? []) if (this.#runs.get(run.runId) === run) this.#runs.delete(run.runId);
+    for (const entry of line.outbox ?? []) if (this.#outbox.get(entry.id) === entry) this.#outbox.delete(entry.id);
     const idem = line.idem;
     if (idem === undefined) return;
     const id = _idemId(idem.scope, idem.key);
@@ -309,6 +347,10 @@ export class Store {
         if (run !== undefined) this.#runs.set(runId, { ...run, ...change });
       }
       if (line.lastRoute !== undefined) this.#lastRoute = line.lastRoute;
+      if (line.outbox !== undefined || line.outboxUpdates !== undefined) {
+        applyOutbox(this.#outbox, line.outbox, line.outboxUpdates);
+        trimOutbox(this.#outbox, this.#retainRuns);
+      }
       this.#trimRuns();
     }
     const idem = line.t === 'idem' ? line : line.idem;
@@ -365,7 +407,8 @@ export class Store {
   #remember(idem: _Idem): void {
     const id = _idemId(idem.scope, idem.key);
     this.#idem.delete(id);
-    this.#idem.set(id, { scope: idem.scope, key: idem.key, status: idem.status, body: idem.body, expiresAt: idem.expiresAt });
+    const { scope, key, status, body, expiresAt, waitFor } = idem;
+    this.#idem.set(id, { scope, key, status, body, expiresAt, ...(waitFor === undefined ? {} : { waitFor }) });
     if (this.#idem.size > this.#maxKeys) this.#idem.delete(this.#idem.keys().next().value!);
   }
 
@@ -375,6 +418,7 @@ export class Store {
     const lines: _Line[] = this.#retained().map((e) => ({ t: 'commit', seq: e.seq, time: e.time, events: [e] }));
     for (const run of this.#runs.values()) lines.push({ t: 'commit', seq: 0, time: run.acceptedAt, runs: [run] });
     lines.push({ t: 'commit', seq: 0, time: new Date(now).toISOString(), consumedThrough: this.#consumedThrough, ...(this.#lastRoute === null ? {} : { lastRoute: this.#lastRoute }) });
+    for (const entry of this.#outbox.values()) lines.push({ t: 'commit', seq: 0, time: entry.acceptedAt, outbox: [entry] });
     for (const idem of this.#idem.values()) if (idem.expiresAt > now) lines.push({ t: 'idem', seq: 0, ...idem });
     return lines;
   }
@@ -385,6 +429,13 @@ export async function readEvents(dir: string, onRejected?: (rejected: Rejected) 
   const events: SessionEvent[] = [];
   for (const record of await _read(dir, onRejected)) if (record.t === 'commit' && record.events !== undefined) events.push(...record.events);
   return events;
+}
+
+/** Reads forward mode's outbox from a state directory without opening it for writing. */
+export async function readOutbox(dir: string, onRejected?: (rejected: Rejected) => void): Promise<OutboxEntry[]> {
+  const outbox = new Map<string, OutboxEntry>();
+  for (const record of await _read(dir, onRejected)) if (record.t === 'commit') applyOutbox(outbox, record.outbox, record.outboxUpdates);
+  return [...outbox.values()];
 }
 
 /** Reads the runs recorded in a state directory without opening it for writing. */

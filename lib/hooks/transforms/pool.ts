@@ -1,12 +1,12 @@
 import type { Config } from '../../config/types.ts';
 import type { Logger } from '../../log.ts';
 import type { CallTransform } from '../mappings.ts';
-import { createTransformRunner, type TransformRunner } from './runner.ts';
+import { createTransformRunner, type TransformRunner, type TransformRunnerOptions } from './runner.ts';
 
 /**
- * The transform workers across reloads: started only when some mapping has a transform, their
- * module cache cleared on every reload, and replaced when the transforms folder or the time budget
- * changes (the old pool closed once the calls already using it have settled).
+ * The transform children across reloads: started only when some mapping has a transform, their
+ * modules loaded afresh after every reload, and the runner replaced when the transforms folder, the
+ * time budget or the result cap changes (the old pool closed once the calls already using it have settled).
  */
 export class TransformPool {
   readonly #log: Logger;
@@ -36,16 +36,19 @@ export class TransformPool {
     });
   };
 
+  // A transform's console, line by line (clipped by the runner): the operator's own debugging aid.
+  readonly #output = (module: string, line: string) => this.#log.warn('transform output', { module, line });
+
   /** Applies a (re)loaded configuration. */
   configure(config: Config): void {
     const needed = config.hooks.mappings.some((m) => m.transform !== undefined);
-    const settings = JSON.stringify([config.hooks.transformsDir, config.hooks.transformTimeoutMs]);
+    const settings = JSON.stringify([config.hooks.transformsDir, config.hooks.transformTimeoutMs, config.hooks.transformMaxResultBytes]);
     if (this.#runner !== null && needed && settings === this.#settings) {
       this.#runner.clearCache();
       return;
     }
     if (this.#runner !== null) this.#retire(this.#runner);
-    this.#runner = needed ? createTransformRunner({ root: config.hooks.transformsDir, timeoutMs: config.hooks.transformTimeoutMs }) : null;
+    this.#runner = needed ? createTransformRunner({ ..._options(config), onOutput: this.#output }) : null;
     this.#settings = settings;
   }
 
@@ -69,13 +72,13 @@ export class TransformPool {
 }
 
 /**
- * Loads every transform a config names, in workers of its own, and checks that each export is a
+ * Loads every transform a config names, in children of its own, and checks that each export is a
  * function: a typo is a config problem at load, not a 500 on the first request. Problems by key path.
  */
 export async function checkTransforms(config: Config): Promise<string[]> {
   const users = config.hooks.mappings.flatMap((m, i) => (m.transform === undefined ? [] : [[m.transform, i] as const]));
   if (users.length === 0) return [];
-  const runner = createTransformRunner({ root: config.hooks.transformsDir, timeoutMs: config.hooks.transformTimeoutMs, poolSize: 1 });
+  const runner = createTransformRunner({ ..._options(config), poolSize: 1 });
   try {
     const problems: string[] = [];
     for (const [ref, i] of users) {
@@ -86,4 +89,9 @@ export async function checkTransforms(config: Config): Promise<string[]> {
   } finally {
     await runner.close();
   }
+}
+
+function _options(config: Config): TransformRunnerOptions {
+  const { transformsDir: root, transformTimeoutMs: timeoutMs, transformMaxResultBytes: maxResultBytes } = config.hooks;
+  return { root, timeoutMs, maxResultBytes };
 }

@@ -1,8 +1,9 @@
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
+import { Buffer } from 'node:buffer';
 import { extname } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { Worker } from 'node:worker_threads';
 import { resolveModule } from '../../guard/contain.ts';
-import { WORKER_SOURCE } from './worker-source.ts';
+import { residentBytes, startChild, type ChildLimits } from './child.ts';
 
 /** Which transform a mapping calls: a module (a real path inside the root) and an optional export name. */
 export interface TransformRef {
@@ -26,7 +27,8 @@ export type TransformFailure =
   | 'not-a-function'
   | 'load-failed'
   | 'unsupported-ts'
-  | 'escaped';
+  | 'escaped'
+  | 'too-large';
 
 /** The transform's return value (`null` or `undefined` mean skip), or why there is none. */
 export type TransformResult =
@@ -36,186 +38,358 @@ export type TransformResult =
 /** Where transforms live and what each call may spend. */
 export interface TransformRunnerOptions {
   root: string;
-  /** Per call, from the moment a worker takes it (module loading included). */
+  /** Per call, from the moment it is queued until its answer; a child's start is bounded apart. */
   timeoutMs?: number;
-  maxOldGenerationSizeMb?: number;
+  /** How long starting a child and importing its module may take. */
+  startTimeoutMs?: number;
+  /** V8 heap cap of each child, in MiB. */
+  heapMb?: number;
+  /** Resident memory (heap, Buffers, ArrayBuffers, code) a child may hold before it is killed, in MiB. */
+  memoryMb?: number;
+  /** Bytes of one call's result, as JSON. */
+  maxResultBytes?: number;
+  /** Children alive at once, across all modules. */
   poolSize?: number;
+  /** What a child writes on stderr (its console), one line at a time. */
+  onOutput?: (module: string, line: string) => void;
+  /** Starts a child; tests hand in their own. */
+  start?: (limits: ChildLimits) => ChildProcessWithoutNullStreams;
 }
 
-/** Runs operator transforms in worker threads; never throws for a failing transform. */
+/** Runs operator transforms in sandboxed child processes; never throws for a failing transform. */
 export interface TransformRunner {
   run(ref: TransformRef, input: TransformInput): Promise<TransformResult>;
   /** Loads a transform and checks its export is a function, without calling it. */
   probe(ref: TransformRef): Promise<TransformResult>;
-  /** The next call of every transform re-imports its module (and everything it imports). */
+  /** The next call of every transform loads its module afresh (in a new child). */
   clearCache(): void;
   close(): Promise<void>;
 }
 
 interface Job {
   id: number;
-  url: string;
+  module: string;
   name: string | null;
-  input: TransformInput | null;
-  /** When it was queued: the time budget covers the wait for a free worker too. */
+  /** `null` for a probe. */
+  input: string | null;
+  /** When it was queued: the time budget covers the wait for a free child too. */
   queuedAt: number;
   done: (result: TransformResult) => void;
-  fail: (error: unknown) => void;
 }
 
 interface Slot {
-  worker: Worker;
+  module: string;
+  url: string;
+  child: ChildProcessWithoutNullStreams | null;
+  /** Until the child has imported its module, a slot is starting. */
+  ready: boolean;
   job: Job | null;
   timer: ReturnType<typeof setTimeout> | undefined;
-  error: unknown;
+  /** Bytes of stdout not yet ending in a newline. */
+  pending: string;
+  /** Why we ended the child, when we did (the exit then reports this). */
+  killed: TransformResult | null;
+  stderr: string;
   stale: boolean;
 }
 
-const _closed: TransformResult = Object.freeze({
-  ok: false,
-  reason: 'crashed',
-  detail: 'the transform runner is closed',
-});
+const MiB = 1024 * 1024;
+const _closed: TransformResult = Object.freeze({ ok: false, reason: 'crashed', detail: 'the transform runner is closed' });
+const _OUTPUT_LINE_MAX = 500;
 
 /**
- * Creates a pool of worker threads that load transform modules from `root` and call them. Each
- * worker takes one call at a time; further calls wait in order. A call that overruns its time,
- * or a worker that runs out of memory or exits, costs that worker: it is terminated and a fresh
- * one is started for the next call.
+ * Creates a pool of child processes that load transform modules from `root` and call them. A
+ * child serves one module only, so nothing a call of one mapping's module leaves behind
+ * (listeners, timers, patched globals) reaches another module's calls; idle children of other
+ * modules make room when the pool is full. Containment is checked once, before a child imports
+ * its module: a module already imported cannot be swapped under it. A call that overruns its
+ * time, a child that passes its memory cap, or one that writes a result over the byte cap is
+ * killed and a fresh one started for the next call.
  */
 export function createTransformRunner(options: TransformRunnerOptions): TransformRunner {
-  const { root, timeoutMs = 5000, maxOldGenerationSizeMb = 64, poolSize = 2 } = options;
-  if (typeof root !== 'string' || root === '') {
-    throw new TypeError(`Invalid transforms root: expected a non-empty string, got ${String(root)}`);
-  }
-  _requirePositive('timeoutMs', timeoutMs);
-  _requirePositive('maxOldGenerationSizeMb', maxOldGenerationSizeMb);
-  _requirePositive('poolSize', poolSize);
-  if (!Number.isInteger(poolSize)) {
-    throw new RangeError(`Invalid transform runner option poolSize: expected an integer, got ${poolSize}`);
+  return new _Pool(options);
+}
+
+type Settings = ReturnType<typeof _settings>;
+
+class _Pool implements TransformRunner {
+  readonly #settings: Settings;
+  readonly #start: (limits: ChildLimits) => ChildProcessWithoutNullStreams;
+  readonly #onOutput: ((module: string, line: string) => void) | undefined;
+  readonly #slots: Slot[] = [];
+  readonly #queue: Job[] = [];
+  // What to do with the answer each busy slot is waiting for.
+  readonly #waiting = new WeakMap<Slot, (result: TransformResult) => void>();
+  #lastId = 0;
+  #closed = false;
+  #watch: ReturnType<typeof setInterval> | undefined;
+  #ticks = 0;
+
+  constructor(options: TransformRunnerOptions) {
+    this.#settings = _settings(options);
+    this.#start = options.start ?? startChild;
+    this.#onOutput = options.onOutput;
   }
 
-  const slots: Slot[] = [];
-  const queue: Job[] = [];
-  let lastId = 0;
-  let closed = false;
+  // Arrow properties: callers hand these around detached from the pool.
+  readonly run = (ref: TransformRef, input: TransformInput): Promise<TransformResult> => this.#submit(ref, input);
+  readonly probe = (ref: TransformRef): Promise<TransformResult> => this.#submit(ref, null);
 
-  function spawn(): Slot {
-    // env: {} keeps the server's environment (tokens, keys) out of operator code.
-    const resourceLimits = { maxOldGenerationSizeMb };
-    const worker = new Worker(WORKER_SOURCE, { eval: true, env: {}, resourceLimits });
-    const slot: Slot = { worker, job: null, timer: undefined, error: undefined, stale: false };
-    worker.on('message', (message: { id: number; result: TransformResult }) => {
-      if (slot.job?.id === message.id) settle(slot, slot.job, message.result);
+  clearCache(): void {
+    // ESM module records cannot be unloaded, and a `?v=N` import would re-read only the entry
+    // file, not what it imports: fresh children do neither.
+    for (const slot of [...this.#slots]) {
+      if (slot.job === null) this.#retire(slot);
+      else slot.stale = true;
+    }
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    for (const job of this.#queue.splice(0)) job.done(_closed);
+    const exits = this.#slots.map((slot) => {
+      const child = slot.child;
+      return child === null || child.exitCode !== null ? Promise.resolve() : new Promise<void>((resolve) => child.once('exit', () => resolve()));
     });
-    worker.on('error', (error) => {
-      slot.error = error;
+    for (const slot of [...this.#slots]) {
+      const job = slot.job;
+      _ref(slot.child, true); // held until it has exited
+      this.#retire(slot);
+      job?.done(_closed);
+    }
+    await Promise.all(exits);
+  }
+
+  #submit(ref: TransformRef, input: TransformInput | null): Promise<TransformResult> {
+    if (this.#closed) return Promise.resolve(_closed);
+    let json: string | null;
+    try {
+      // Serialised here, once: an input JSON cannot carry is a caller bug, not a transform failure.
+      json = input === null ? null : _json(input);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return new Promise((done) => {
+      this.#queue.push({ id: ++this.#lastId, module: ref.module, name: ref.export ?? null, input: json, queuedAt: performance.now(), done });
+      this.#pump();
     });
-    worker.on('exit', (code) => {
-      if (!drop(slot)) return; // retired on purpose
-      const detail = _exitDetail(slot.error, code, maxOldGenerationSizeMb);
-      slot.job?.done({ ok: false, reason: 'crashed', detail });
-      pump();
-    });
-    slots.push(slot);
+  }
+
+  #pump(): void {
+    const { timeoutMs } = this.#settings;
+    const queue = this.#queue;
+    for (let i = 0; i < queue.length; i++) {
+      const job = queue[i]!;
+      // Calls that waited out their whole budget behind busy children are answered now, not run late.
+      if (performance.now() - job.queuedAt >= timeoutMs) {
+        queue.splice(i--, 1);
+        job.done(_fail('timeout', `no child was free within ${timeoutMs} ms`));
+        continue;
+      }
+      const slot = this.#slots.find((s) => s.job === null && s.ready && !s.stale && s.module === job.module) ?? this.#makeRoom(job.module);
+      if (slot === null) continue;
+      queue.splice(i--, 1);
+      if (slot.ready) this.#call(slot, job);
+      else void this.#open(slot, job);
+    }
+  }
+
+  // A new slot for `module` when the pool has room, or when an idle child of another module can go.
+  #makeRoom(module: string): Slot | null {
+    if (this.#slots.length >= this.#settings.poolSize) {
+      if (this.#slots.some((s) => s.module === module)) return null;
+      const idle = this.#slots.find((s) => s.job === null && s.ready);
+      if (idle === undefined) return null;
+      this.#retire(idle);
+    }
+    const slot: Slot = { module, url: '', child: null, ready: false, job: null, timer: undefined, pending: '', killed: null, stderr: '', stale: false };
+    this.#slots.push(slot);
     return slot;
   }
 
-  function drop(slot: Slot): boolean {
+  // Checks containment, starts the child and has it import the module (its own time bound), then makes the call.
+  async #open(slot: Slot, job: Job): Promise<void> {
+    slot.job = job;
+    const found = await resolveModule(this.#settings.root, job.module);
+    const refused = this.#closed ? _closed : !found.ok ? _fail(found.code === 'outside' ? 'escaped' : 'load-failed', found.reason) : _unsupported(found.path);
+    if (refused !== null || !found.ok) {
+      this.#drop(slot);
+      job.done(refused ?? _closed);
+      return this.#pump();
+    }
+    slot.url = pathToFileURL(found.path).href;
+    this.#spawn(slot);
+    const waited = performance.now() - job.queuedAt;
+    const { startTimeoutMs } = this.#settings;
+    this.#send(slot, { id: job.id, name: job.name, probe: true }, startTimeoutMs, `the module did not load within ${startTimeoutMs} ms`, (result) => {
+      if (!result.ok) {
+        job.done(result);
+        return this.#retire(slot);
+      }
+      // Made stale while it started (a reload), and so retired: a fresh child takes the call.
+      if (slot.stale) return void this.#queue.unshift(job);
+      slot.ready = true;
+      if (job.input === null) return job.done(result);
+      // The call gets the budget it had left when the child began to start.
+      job.queuedAt = performance.now() - waited;
+      this.#call(slot, job);
+    });
+  }
+
+  #call(slot: Slot, job: Job): void {
+    slot.job = job;
+    const { timeoutMs } = this.#settings;
+    const left = Math.max(1, timeoutMs - (performance.now() - job.queuedAt));
+    this.#send(slot, { id: job.id, name: job.name, input: job.input }, left, `no answer within ${timeoutMs} ms`, job.done);
+  }
+
+  #send(slot: Slot, message: { id: number; name: string | null; input?: string | null; probe?: boolean }, budget: number, late: string, then: (result: TransformResult) => void): void {
+    this.#waiting.set(slot, then);
+    _ref(slot.child, true);
+    slot.timer = setTimeout(() => this.#kill(slot, _fail('timeout', late)), budget);
+    const input = message.input ?? 'null';
+    // The input is JSON already: spliced in, not parsed and written again.
+    const line = `{"id":${message.id},"url":${JSON.stringify(slot.url)},"name":${JSON.stringify(message.name)},"probe":${message.probe === true},"max":${this.#settings.maxResultBytes},"input":${input}}\n`;
+    slot.child?.stdin.write(line);
+  }
+
+  #answered(slot: Slot, result: TransformResult): void {
     clearTimeout(slot.timer);
-    const index = slots.indexOf(slot);
-    if (index !== -1) slots.splice(index, 1);
+    const then = this.#waiting.get(slot);
+    this.#waiting.delete(slot);
+    slot.job = null;
+    if (slot.stale) this.#retire(slot);
+    else _ref(slot.child, false); // an idle child must not keep the process alive
+    then?.(result);
+    this.#pump();
+  }
+
+  #spawn(slot: Slot): void {
+    const { root, heapMb } = this.#settings;
+    const child = this.#start({ root, heapMb });
+    slot.child = child;
+    child.stdin.on('error', () => {}); // a child that died mid-write is reported by its exit
+    child.stdout.setEncoding('utf8');
+    child.stdout.on('data', (chunk: string) => this.#read(slot, chunk));
+    child.stderr.setEncoding('utf8');
+    child.stderr.on('data', (chunk: string) => this.#output(slot, chunk));
+    child.on('error', (error) => this.#exited(slot, `the child could not run: ${error.message}`));
+    child.on('exit', (code, signal) => this.#exited(slot, signal === null ? `the child exited with code ${code}` : `the child was ended by ${signal}`));
+    this.#watch ??= setInterval(() => this.#measure(), 25);
+    this.#watch.unref?.();
+  }
+
+  #read(slot: Slot, chunk: string): void {
+    const { maxResultBytes } = this.#settings;
+    slot.pending += chunk;
+    for (let end = slot.pending.indexOf('\n'); end !== -1; end = slot.pending.indexOf('\n')) {
+      const line = slot.pending.slice(0, end);
+      slot.pending = slot.pending.slice(end + 1);
+      const message = _parse(line);
+      if (message === null) return this.#kill(slot, _fail('crashed', 'the transform wrote to the protocol channel (stdout); use console instead'));
+      if (slot.job !== null && message.id === slot.job.id) this.#answered(slot, message.result);
+    }
+    // The cap holds for what arrives, not only for what the child says it sends.
+    if (Buffer.byteLength(slot.pending) > maxResultBytes + 1024) this.#kill(slot, _fail('too-large', `the result is larger than ${maxResultBytes} bytes`));
+  }
+
+  #output(slot: Slot, chunk: string): void {
+    slot.stderr = (slot.stderr + chunk).slice(-4096);
+    if (this.#onOutput === undefined) return;
+    for (const line of chunk.split('\n')) if (line.trim() !== '') this.#onOutput(slot.module, line.slice(0, _OUTPUT_LINE_MAX));
+  }
+
+  #exited(slot: Slot, how: string): void {
+    if (!this.#drop(slot)) return; // retired on purpose
+    const oom = /out of memory|Array buffer allocation failed/i.test(slot.stderr);
+    const result = slot.killed ?? _fail('crashed', oom ? `ran out of memory (heap limit ${this.#settings.heapMb} MiB)` : how);
+    const then = this.#waiting.get(slot);
+    this.#waiting.delete(slot);
+    slot.job = null;
+    then?.(result);
+    this.#pump();
+  }
+
+  #kill(slot: Slot, why: TransformResult): void {
+    if (slot.killed !== null) return;
+    slot.killed = why;
+    clearTimeout(slot.timer);
+    slot.child?.kill('SIGKILL');
+  }
+
+  #drop(slot: Slot): boolean {
+    clearTimeout(slot.timer);
+    const index = this.#slots.indexOf(slot);
+    if (index !== -1) this.#slots.splice(index, 1);
+    if (this.#slots.length === 0) {
+      clearInterval(this.#watch);
+      this.#watch = undefined;
+    }
     return index !== -1;
   }
 
-  function retire(slot: Slot): Promise<unknown> {
-    drop(slot);
+  #retire(slot: Slot): void {
+    this.#drop(slot);
     slot.job = null;
-    return slot.worker.terminate();
+    slot.child?.kill('SIGKILL');
   }
 
-  function settle(slot: Slot, job: Job, result: TransformResult): void {
-    clearTimeout(slot.timer);
-    slot.job = null;
-    if (slot.stale) void retire(slot);
-    else slot.worker.unref(); // an idle worker must not keep the process alive
-    job.done(result);
-    pump();
-  }
-
-  function pump(): void {
-    // Calls that waited out their whole budget behind busy workers are answered now, not run late.
-    while (queue.length > 0 && performance.now() - queue[0]!.queuedAt >= timeoutMs) {
-      queue.shift()!.done({ ok: false, reason: 'timeout', detail: `no worker was free within ${timeoutMs} ms` });
-    }
-    while (queue.length > 0) {
-      const slot = slots.find((candidate) => candidate.job === null && !candidate.stale)
-        ?? (slots.length < poolSize ? spawn() : undefined);
-      if (slot === undefined) return;
-      dispatch(slot, queue.shift() as Job);
+  // Busy children every tick, idle ones (a timer of theirs could still allocate) every tenth.
+  #measure(): void {
+    const { memoryMb } = this.#settings;
+    this.#ticks++;
+    for (const slot of this.#slots) {
+      const pid = slot.child?.pid;
+      if (pid === undefined || (slot.job === null && this.#ticks % 10 !== 0)) continue;
+      void residentBytes(pid).then((bytes) => {
+        if (bytes !== null && bytes > memoryMb * MiB) this.#kill(slot, _fail('crashed', `ran out of memory (resident memory over ${memoryMb} MiB)`));
+      });
     }
   }
+}
 
-  function dispatch(slot: Slot, job: Job): void {
-    slot.job = job;
-    slot.worker.ref();
-    const left = Math.max(1, timeoutMs - (performance.now() - job.queuedAt));
-    slot.timer = setTimeout(() => {
-      void retire(slot);
-      job.done({ ok: false, reason: 'timeout', detail: `no answer within ${timeoutMs} ms` });
-      pump();
-    }, left);
-    try {
-      slot.worker.postMessage({ id: job.id, url: job.url, name: job.name, input: job.input, probe: job.input === null });
-    } catch (error) {
-      // An input that cannot be cloned is a caller bug, not a transform failure.
-      clearTimeout(slot.timer);
-      slot.job = null;
-      slot.worker.unref();
-      job.fail(error);
-    }
+function _fail(reason: TransformFailure, detail: string): TransformResult {
+  return { ok: false, reason, detail };
+}
+
+function _settings(options: TransformRunnerOptions) {
+  const { root, timeoutMs = 5000, heapMb = 64, memoryMb = 256, maxResultBytes = MiB, poolSize = 4 } = options;
+  const startTimeoutMs = options.startTimeoutMs ?? Math.max(timeoutMs, 10_000);
+  if (typeof root !== 'string' || root === '') {
+    throw new TypeError(`Invalid transforms root: expected a non-empty string, got ${String(root)}`);
   }
+  for (const [name, value] of Object.entries({ timeoutMs, startTimeoutMs, heapMb, memoryMb, maxResultBytes, poolSize })) _requirePositive(name, value);
+  if (!Number.isInteger(poolSize)) {
+    throw new RangeError(`Invalid transform runner option poolSize: expected an integer, got ${poolSize}`);
+  }
+  return { root, timeoutMs, startTimeoutMs, heapMb, memoryMb, maxResultBytes, poolSize };
+}
 
-  const submit = async (ref: TransformRef, input: TransformInput | null): Promise<TransformResult> => {
-    if (closed) return _closed;
-    const found = await resolveModule(root, ref.module);
-    if (!found.ok) {
-      return { ok: false, reason: found.code === 'outside' ? 'escaped' : 'load-failed', detail: found.reason };
-    }
-    const unsupported = _unsupported(found.path);
-    if (unsupported !== null) return unsupported;
-    if (closed) return _closed;
-    return new Promise((done, fail) => {
-      const name = ref.export ?? null;
-      queue.push({ id: ++lastId, url: pathToFileURL(found.path).href, name, input, queuedAt: performance.now(), done, fail });
-      pump();
-    });
-  };
+function _json(input: TransformInput): string {
+  const json = JSON.stringify(input);
+  if (typeof json !== 'string') throw new TypeError('Invalid transform input: cannot be written as JSON');
+  return json;
+}
 
-  return {
-    run: (ref, input) => submit(ref, input),
-    probe: (ref) => submit(ref, null),
+function _parse(line: string): { id: number; result: TransformResult } | null {
+  try {
+    const message = JSON.parse(line) as { id?: unknown; result?: { ok?: unknown; value?: unknown; reason?: unknown; detail?: unknown } };
+    const result = message.result;
+    if (typeof message.id !== 'number' || typeof result !== 'object' || result === null) return null;
+    if (result.ok === true) return { id: message.id, result: { ok: true, value: result.value } };
+    return { id: message.id, result: { ok: false, reason: result.reason as TransformFailure, detail: String(result.detail) } };
+  } catch {
+    return null;
+  }
+}
 
-    clearCache() {
-      // ESM module records cannot be unloaded, and a `?v=N` import would re-read only the entry
-      // file, not what it imports, and keep every old version in memory: fresh workers do neither.
-      for (const slot of [...slots]) {
-        if (slot.job === null) void retire(slot);
-        else slot.stale = true;
-      }
-    },
-
-    async close() {
-      closed = true;
-      for (const job of queue.splice(0)) job.done(_closed);
-      await Promise.all(
-        [...slots].map((slot) => {
-          slot.job?.done(_closed);
-          return retire(slot);
-        }),
-      );
-    },
-  };
+// Pipes and the process hold the event loop open; an idle child must not.
+function _ref(child: ChildProcessWithoutNullStreams | null, on: boolean): void {
+  if (child === null) return;
+  for (const target of [child, child.stdin, child.stdout, child.stderr] as { ref?: () => void; unref?: () => void }[]) {
+    if (on) target.ref?.();
+    else target.unref?.();
+  }
 }
 
 function _unsupported(path: string): TransformResult | null {
@@ -236,12 +410,6 @@ function _canStripTypes(): boolean {
   // alone does not: 22.6 to 22.17 need --experimental-strip-types, and it can be turned off.
   const features = process.features as { typescript?: unknown };
   return 'Deno' in globalThis || Boolean(features.typescript);
-}
-
-function _exitDetail(error: unknown, code: number, limitMb: number): string {
-  if (!(error instanceof Error)) return `the worker exited with code ${code}`;
-  const oom = (error as NodeJS.ErrnoException).code === 'ERR_WORKER_OUT_OF_MEMORY';
-  return oom ? `ran out of memory (limit ${limitMb} MB)` : `the worker stopped: ${error.message}`;
 }
 
 function _requirePositive(name: string, value: number): void {

@@ -1,5 +1,5 @@
 import type { Thinking } from '../../actions.ts';
-import { failure, httpBase, postJson, retryAfterMs, scrub, type Received } from '../../http-call.ts';
+import { failure, httpBase, postJson, retryAfterMs, scrub, SCRUB_PREFIX, type Received } from '../../http-call.ts';
 import { asObject } from '../../object.ts';
 import { clip, collapseSpace } from '../../text.ts';
 import type { Attempt } from '../../retry.ts';
@@ -25,8 +25,9 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): Provider {
   const base = httpBase(options.baseUrl);
   if (!base.ok) throw new TypeError(`Cannot use provider base URL: ${base.reason}`);
   const url = `${base.base}/chat/completions`;
-  // Short header values (`1`, `true`) are not secrets, and redacting them would shred messages.
-  const secrets = [apiKey ?? '', ...Object.values(headers)].filter((s) => s.length >= 8);
+  // Short header values (`1`, `true`) are not secrets, and redacting them would shred messages;
+  // the key is one however short it is.
+  const secrets = [apiKey, ...Object.values(headers).filter((s) => s.length >= SCRUB_PREFIX)];
   // One line, no secret, bounded: it ends up in a run record and a main-session summary.
   const tell = (message: string) => clip(collapseSpace(scrub(message, secrets)), _MESSAGE_MAX);
   return {

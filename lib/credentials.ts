@@ -1,0 +1,39 @@
+/**
+ * The one list of request headers that carry credentials. Token extraction reads the hook token
+ * from TOKEN_HEADERS; templates and transforms never see any credential header unless a mapping
+ * names it in `allowCredentialHeaders`.
+ */
+
+/** Where the hook token may come from, in the order it is looked for (never the URL). */
+export const TOKEN_HEADERS = ['authorization', 'x-gateway-token', 'x-openclaw-token'] as const;
+
+// Credentials by name that the pattern below does not catch.
+const _NAMED: ReadonlySet<string> = new Set([...TOKEN_HEADERS, 'proxy-authorization', 'x-api-key', 'api-key']);
+
+// *-Token, *-Secret, *-Signature, *-Key, *-Password, *-Hmac (each also with an algorithm or
+// version after it: X-Hub-Signature-256, X-Shopify-Hmac-Sha256), and anything cookie-like.
+const _PATTERN = /(?:^|-)(?:token|secret|signature|key|apikey|password|passwd|hmac|auth)(?:-(?:sha)?\d+)?$|cookie/;
+
+// Ends in -key, but names a delivery for deduplication, not a credential.
+const _NOT_CREDENTIALS: ReadonlySet<string> = new Set(['idempotency-key']);
+
+/** Whether a header (any case) carries a credential and so is hidden from templates and transforms. */
+export function isCredentialHeader(name: string): boolean {
+  const lower = name.toLowerCase();
+  return _NAMED.has(lower) || (_PATTERN.test(lower) && !_NOT_CREDENTIALS.has(lower));
+}
+
+/**
+ * The headers a mapping may read: every header, values of repeated ones joined with `, `, except
+ * credential headers the mapping does not name in `allow` (lowercase names).
+ */
+export function visibleHeaders(headers: Readonly<Record<string, string | readonly string[] | undefined>>, allow: ReadonlySet<string> = _NONE): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || (isCredentialHeader(name) && !allow.has(name.toLowerCase()))) continue;
+    out[name.toLowerCase()] = typeof value === 'string' ? value : value.join(', ');
+  }
+  return out;
+}
+
+const _NONE: ReadonlySet<string> = new Set();

@@ -1,0 +1,161 @@
+import { parseJson, post, retryAfterMs } from '../http-call.ts';
+import { asObject } from '../object.ts';
+import { clipLine } from '../text.ts';
+import type { Logger } from '../log.ts';
+import type { OutboxEntry, OutboxUpdate } from '../store/outbox.ts';
+import type { Store } from '../store/store.ts';
+
+/** Where forward mode sends: `hooks.forward`. */
+export interface ForwardTarget {
+  url: string;
+  token: string;
+  maxAgeSeconds: number;
+}
+
+export interface ForwarderOptions {
+  store: Pick<Store, 'outbox' | 'outboxEntry' | 'commit'>;
+  target: ForwardTarget;
+  log: Logger;
+  fetch?: typeof fetch;
+  now?: () => number;
+  random?: () => number;
+  /** The first backoff after a failure; each next one doubles (full jitter) up to `maxDelayMs`. */
+  baseDelayMs?: number;
+  maxDelayMs?: number;
+  /** How long one POST may take. */
+  timeoutMs?: number;
+}
+
+/** What one attempt came to, before it is written down. */
+type Outcome =
+  | { kind: 'sent'; upstreamRunId?: string }
+  | { kind: 'retry'; error: string; retryAfterMs?: number }
+  | { kind: 'dead'; error: string };
+
+const MAX_ERROR = 300;
+
+/**
+ * Sends forward mode's outbox to the upstream gateway, oldest first, one at a time: each entry
+ * with `Idempotency-Key: <entry id>`, so a repeat after a crash is dropped upstream. Every outcome
+ * is committed before the next entry goes, so retries, backoff and give-ups survive restarts.
+ */
+export class Forwarder {
+  #o: ForwarderOptions;
+  readonly #now: () => number;
+  #running: Promise<void> | null = null;
+  #again = false;
+  #timer: ReturnType<typeof setTimeout> | null = null;
+  #stopping = new AbortController();
+
+  constructor(options: ForwarderOptions) {
+    this.#o = options;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** Takes a reloaded `hooks.forward`: the next attempt uses it. */
+  reconfigure(target: ForwardTarget): void {
+    this.#o = { ...this.#o, target };
+  }
+
+  /** Sends what is due now; later entries are picked up when their time comes. */
+  kick(): void {
+    if (this.#stopping.signal.aborted) return;
+    if (this.#running !== null) {
+      this.#again = true;
+      return;
+    }
+    this.#running = (async () => {
+      do {
+        this.#again = false;
+        await this.#drain().catch((error: unknown) => this.#o.log.error('forward failed unexpectedly', { error: String(error) }));
+      } while (this.#again && !this.#stopping.signal.aborted);
+    })().finally(() => {
+      this.#running = null;
+      this.#schedule();
+    });
+  }
+
+  /** Stops: a POST in flight is abandoned (the entry stays pending and goes again after a restart). */
+  async stop(): Promise<void> {
+    this.#stopping.abort();
+    if (this.#timer !== null) clearTimeout(this.#timer);
+    await this.#running;
+  }
+
+  async #drain(): Promise<void> {
+    for (const entry of this.#o.store.outbox()) {
+      if (this.#stopping.signal.aborted) return;
+      if (entry.state !== 'pending' || _due(entry) > this.#now()) continue;
+      await this.#attempt(entry);
+    }
+  }
+
+  async #attempt(entry: OutboxEntry): Promise<void> {
+    const { store, log, target } = this.#o;
+    const deadline = Date.parse(entry.retriedAt ?? entry.acceptedAt) + target.maxAgeSeconds * 1000;
+    if (this.#now() >= deadline) return this.#record(entry, { kind: 'dead', error: `not accepted upstream within ${target.maxAgeSeconds} s${entry.lastError ? ` (last: ${entry.lastError})` : ''}` }, entry.attempts);
+    const attempts = entry.attempts + 1;
+    const outcome = await this.#send(entry);
+    if (this.#stopping.signal.aborted && outcome.kind !== 'sent') return;
+    if (outcome.kind === 'retry') {
+      const backoff = Math.min(this.#o.maxDelayMs ?? 300_000, (this.#o.baseDelayMs ?? 1_000) * 2 ** (attempts - 1)) * (this.#o.random ?? Math.random)();
+      const next = Math.min(deadline, this.#now() + (outcome.retryAfterMs ?? backoff));
+      const update: OutboxUpdate = { id: entry.id, attempts, lastError: outcome.error, nextAttemptAt: new Date(next).toISOString() };
+      await store.commit({ outboxUpdates: [update] });
+      log.warn('forward will retry', { outbox: entry.id, target: entry.target, attempts, error: outcome.error });
+      return;
+    }
+    return this.#record(entry, outcome, attempts);
+  }
+
+  async #record(entry: OutboxEntry, outcome: Exclude<Outcome, { kind: 'retry' }>, attempts: number): Promise<void> {
+    const at = new Date(this.#now()).toISOString();
+    const update: OutboxUpdate =
+      outcome.kind === 'sent'
+        ? { id: entry.id, attempts, state: 'sent', sentAt: at, ...(outcome.upstreamRunId === undefined ? {} : { upstreamRunId: outcome.upstreamRunId }) }
+        : { id: entry.id, attempts, state: 'dead', deadAt: at, lastError: outcome.error };
+    await this.#o.store.commit({ outboxUpdates: [update] });
+    if (outcome.kind === 'sent') this.#o.log.info('forward sent', { outbox: entry.id, target: entry.target, attempts, ...(outcome.upstreamRunId === undefined ? {} : { upstreamRunId: outcome.upstreamRunId }) });
+    else this.#o.log.error('forward dead', { outbox: entry.id, target: entry.target, attempts, error: outcome.error });
+  }
+
+  async #send(entry: OutboxEntry): Promise<Outcome> {
+    const { target } = this.#o;
+    const signal = AbortSignal.any([this.#stopping.signal, AbortSignal.timeout(this.#o.timeoutMs ?? 30_000)]);
+    const reply = await post(`${target.url}/${entry.target}`, JSON.stringify(entry.body), {
+      fetch: this.#o.fetch ?? fetch,
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${target.token}`, 'idempotency-key': entry.id },
+      signal,
+    });
+    if (!reply.ok) return { kind: 'retry', error: `no answer: ${clipLine(reply.message, MAX_ERROR)}` };
+    const body = asObject(reply.json ?? parseJson(reply.text));
+    if (reply.status >= 200 && reply.status < 300) {
+      const runId = body?.['runId'];
+      return typeof runId === 'string' && runId !== '' ? { kind: 'sent', upstreamRunId: clipLine(runId, 200) } : { kind: 'sent' };
+    }
+    // The upstream's own words (its JSON `error`, else its text), never our token.
+    const said = typeof body?.['error'] === 'string' ? (body['error'] as string) : reply.text;
+    const error = `upstream answered ${reply.status}${said.trim() === '' ? '' : `: ${clipLine(said.split(target.token).join('[redacted]'), MAX_ERROR)}`}`;
+    if (reply.status === 429 || reply.status >= 500) {
+      const wait = retryAfterMs(reply.headers, this.#now());
+      return wait === undefined ? { kind: 'retry', error } : { kind: 'retry', error, retryAfterMs: wait };
+    }
+    return { kind: 'dead', error };
+  }
+
+  // One timer, for the earliest entry that waits; kicks also come from new requests.
+  #schedule(): void {
+    if (this.#stopping.signal.aborted) return;
+    if (this.#timer !== null) clearTimeout(this.#timer);
+    this.#timer = null;
+    const due = this.#o.store.outbox().filter((e) => e.state === 'pending').map(_due);
+    if (due.length === 0) return;
+    const delay = Math.max(0, Math.min(...due) - this.#now());
+    this.#timer = setTimeout(() => this.kick(), Math.min(delay, 2 ** 31 - 1));
+    this.#timer.unref?.();
+  }
+}
+
+function _due(entry: OutboxEntry): number {
+  return entry.nextAttemptAt === undefined ? 0 : Date.parse(entry.nextAttemptAt);
+}

@@ -1,0 +1,97 @@
+/**
+ * The program a transform child runs: an ES module kept as a string, because the child starts
+ * from it directly (`node -e` on Node, a `data:` URL on Deno) and so needs no file the permission
+ * system would have to open for it, and no `.ts` file a child without tsx could not load.
+ *
+ * Protocol, one JSON document per line: the parent writes `{ id, url, name, input, probe, max }`
+ * on stdin, one call at a time; the child answers `{ id, result }` on stdout, with a
+ * TransformResult. stdout is the protocol's alone: console output goes to stderr. A result whose
+ * line would be longer than `max` bytes is not sent; the parent enforces the same cap on what
+ * arrives, since the transform could write to stdout itself.
+ */
+export const CHILD_SOURCE = `
+import { format } from 'node:util';
+import process from 'node:process';
+import { Buffer } from 'node:buffer';
+
+const out = process.stdout.write.bind(process.stdout);
+const err = process.stderr.write.bind(process.stderr);
+for (const name of ['log', 'info', 'debug', 'warn', 'error', 'trace', 'dir', 'table']) {
+  console[name] = (...args) => { err(format(...args) + '\\n'); };
+}
+
+const picked = new Map();
+
+const describe = (error) => {
+  try {
+    return error instanceof Error ? error.message : String(error);
+  } catch {
+    return 'a value that cannot be printed';
+  }
+};
+
+const freeze = (value) => {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const key of Object.keys(value)) freeze(value[key]);
+  }
+  return value;
+};
+
+const reply = (id, result, max) => {
+  let line;
+  try {
+    const kind = result.ok ? typeof result.value : '';
+    if (kind === 'function' || kind === 'symbol') throw new TypeError('a ' + kind + ' is not JSON');
+    line = JSON.stringify({ id, result });
+  } catch (error) {
+    line = JSON.stringify({ id, result: { ok: false, reason: 'threw', detail: 'the return value cannot be passed back: ' + describe(error) } });
+  }
+  if (Buffer.byteLength(line) > max) {
+    line = JSON.stringify({ id, result: { ok: false, reason: 'too-large', detail: 'the result is larger than ' + max + ' bytes' } });
+  }
+  out(line + '\\n');
+};
+
+const pick = async (url, name) => {
+  const key = name === null ? url : url + '#' + name;
+  if (picked.has(key)) return picked.get(key);
+  const namespace = await import(url);
+  const fn = name === null ? (namespace.default ?? namespace.transform) : namespace[name];
+  if (typeof fn === 'function') picked.set(key, fn);
+  return fn;
+};
+
+const serve = async ({ id, url, name, input, probe, max }) => {
+  let fn;
+  try {
+    fn = await pick(url, name);
+  } catch (error) {
+    return reply(id, { ok: false, reason: 'load-failed', detail: describe(error) }, max);
+  }
+  if (typeof fn !== 'function') {
+    const what = name === null ? 'neither a default nor a "transform" export' : 'export "' + name + '"';
+    return reply(id, { ok: false, reason: 'not-a-function', detail: what + ' is not a function (found ' + typeof fn + ')' }, max);
+  }
+  if (probe) return reply(id, { ok: true, value: null }, max);
+  try {
+    const value = await fn(freeze(input));
+    reply(id, value === undefined ? { ok: true } : { ok: true, value }, max);
+  } catch (error) {
+    reply(id, { ok: false, reason: 'threw', detail: describe(error) }, max);
+  }
+};
+
+let pending = '';
+process.stdin.setEncoding('utf8');
+process.stdin.on('data', (chunk) => {
+  pending += chunk;
+  for (let end = pending.indexOf('\\n'); end !== -1; end = pending.indexOf('\\n')) {
+    const line = pending.slice(0, end);
+    pending = pending.slice(end + 1);
+    void serve(JSON.parse(line));
+  }
+});
+// The parent closing our stdin is the signal to go.
+process.stdin.on('end', () => process.exit(0));
+`;

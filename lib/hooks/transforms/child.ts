@@ -1,0 +1,74 @@
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import process from 'node:process';
+import { CHILD_SOURCE } from './child-source.ts';
+
+/** What a transform child may use: the one folder it reads, and its memory. */
+export interface ChildLimits {
+  /** The real path of the transforms root: the only place the child may read. */
+  root: string;
+  /** V8 heap cap of the child, in MiB. */
+  heapMb: number;
+}
+
+/** The program and arguments that start a transform child on the runtime we run on. */
+export interface ChildCommand {
+  file: string;
+  args: string[];
+}
+
+/**
+ * The command line of a transform child. The parent starts the runtime it runs on itself (a
+ * transform written for Deno is not run by a Node found on PATH), with its permission system on:
+ * - Deno: `deno run --no-prompt --allow-read=<root>` and nothing else (no net, env, run, write,
+ *   sys, ffi), no config file, lock file, npm or remote modules (module loading would reach the
+ *   network without --allow-net), the runner as a `data:` URL.
+ * - Node: the permission model (`--permission`, `--experimental-permission` on Node 20) with reads
+ *   of the root only, no native addons; the runner as `-e` source. Its ExperimentalWarning is
+ *   turned off, so that every start does not write one to the server's log.
+ */
+export function childCommand(limits: ChildLimits, runtime: Runtime = currentRuntime()): ChildCommand {
+  if (runtime.kind === 'deno') {
+    const runner = `data:text/javascript;base64,${Buffer.from(CHILD_SOURCE).toString('base64')}`;
+    const args = ['run', '--no-prompt', '--no-config', '--no-lock', '--no-npm', '--no-remote', `--allow-read=${limits.root}`];
+    return { file: runtime.execPath, args: [...args, `--v8-flags=--max-old-space-size=${limits.heapMb}`, runner] };
+  }
+  const flags = runtime.nodeFlags;
+  const permission = flags.has('--permission') ? '--permission' : '--experimental-permission';
+  const quiet = flags.has('--disable-warning') ? '--disable-warning=ExperimentalWarning' : '--no-warnings';
+  const args = [permission, `--allow-fs-read=${limits.root}`, '--no-addons', quiet, `--max-old-space-size=${limits.heapMb}`];
+  return { file: runtime.execPath, args: [...args, '--input-type=module', '-e', CHILD_SOURCE] };
+}
+
+/** Which runtime we are, as far as starting a child goes. */
+export type Runtime = { kind: 'deno'; execPath: string } | { kind: 'node'; execPath: string; nodeFlags: ReadonlySet<string> };
+
+/** The runtime this process runs on. */
+export function currentRuntime(): Runtime {
+  const deno = (globalThis as { Deno?: { execPath(): string } }).Deno;
+  if (deno !== undefined) return { kind: 'deno', execPath: deno.execPath() };
+  return { kind: 'node', execPath: process.execPath, nodeFlags: process.allowedNodeEnvironmentFlags };
+}
+
+/**
+ * Starts a transform child: an empty environment (the server's tokens and keys stay out), the
+ * root as its working directory, stdin and stdout for the protocol, stderr for its console.
+ */
+export function startChild(limits: ChildLimits): ChildProcessWithoutNullStreams {
+  const { file, args } = childCommand(limits);
+  return spawn(file, args, { env: {}, cwd: limits.root, stdio: ['pipe', 'pipe', 'pipe'], windowsHide: true });
+}
+
+/**
+ * The resident memory of a process in bytes, read from /proc (Linux); `null` where there is no
+ * /proc or the process is gone. A heap cap does not bound Buffers and ArrayBuffers: this does.
+ */
+export async function residentBytes(pid: number): Promise<number | null> {
+  try {
+    const status = await readFile(`/proc/${pid}/status`, 'latin1');
+    const match = /^VmRSS:\s+(\d+)\s+kB/m.exec(status);
+    return match === null ? null : Number(match[1]) * 1024;
+  } catch {
+    return null;
+  }
+}

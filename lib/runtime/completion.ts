@@ -1,0 +1,83 @@
+import type { RunRecord, Store } from '../store/store.ts';
+import { isAck } from './ack.ts';
+
+/** A finished run as OpenClaw's `waitForCompletion` answers it. */
+export interface Completion {
+  status: 'ok' | 'error' | 'timeout';
+  /** `visible`: a reply meant for the user; `silent`: only an acknowledgment; `empty`: no reply. */
+  replyDisposition: 'visible' | 'silent' | 'empty';
+  delivered: boolean;
+  deliveryAttempted: boolean;
+  deliveryError?: string;
+  /** The model's text: only when the operator set `hooks.allowCompletionReply`. */
+  reply?: string;
+}
+
+/** What shapes a completion answer: the ack bound and whether the reply text may be returned. */
+export interface CompletionOptions {
+  ackMaxChars: number;
+  allowReply: boolean;
+}
+
+/** Waits for runs to settle (finished, and a reply meant for delivery delivered or given up on). */
+export interface Completions {
+  wait(runIds: readonly string[], timeoutMs: number, options: CompletionOptions): Promise<Completion[]>;
+}
+
+/** Whether nothing more will happen to a run: it ended, and any delivery it owes is recorded. */
+export function isSettled(run: RunRecord): boolean {
+  if (run.status === 'pending' || run.status === 'running') return false;
+  return run.status !== 'ok' || !run.deliver || run.delivery !== undefined;
+}
+
+/** The completion answer for a run; a run still unsettled (the wait ran out) counts as a timeout. */
+export function completionOf(run: RunRecord | null, options: CompletionOptions): Completion {
+  if (run === null) return { status: 'error', replyDisposition: 'empty', delivered: false, deliveryAttempted: false, deliveryError: 'the run is no longer on record' };
+  const ended = run.status === 'ok' || run.status === 'error' || run.status === 'timeout';
+  const status = ended ? (run.status as Completion['status']) : 'timeout';
+  const reply = run.status === 'ok' ? (run.reply ?? '') : '';
+  const delivery = run.delivery;
+  const completion: Completion = {
+    status,
+    replyDisposition: reply.trim() === '' ? 'empty' : isAck(reply, options.ackMaxChars) ? 'silent' : 'visible',
+    delivered: delivery?.status === 'delivered',
+    deliveryAttempted: delivery?.status === 'delivered' || delivery?.status === 'failed',
+  };
+  if (delivery?.status === 'failed') completion.deliveryError = delivery.reason;
+  if (options.allowReply && reply !== '') completion.reply = reply;
+  return completion;
+}
+
+/**
+ * Builds the waiter over the store's run changes. A wait ends when every run settled or at
+ * `timeoutMs`; the request that waits never holds the run, so a client that goes away cancels nothing.
+ */
+export function createCompletions(store: Pick<Store, 'run' | 'watchRuns'>): Completions {
+  return {
+    wait: (runIds, timeoutMs, options) =>
+      new Promise((resolve) => {
+        const open = new Set(runIds.filter((id) => !_settled(store.run(id))));
+        let done = false;
+        const finish = () => {
+          if (done) return;
+          done = true;
+          stop();
+          clearTimeout(timer);
+          resolve(runIds.map((id) => completionOf(store.run(id), options)));
+        };
+        const stop = store.watchRuns((run) => {
+          if (!open.has(run.runId) || !isSettled(run)) return;
+          open.delete(run.runId);
+          if (open.size === 0) finish();
+        });
+        // setTimeout fires at once past 2^31-1 ms; unref so a wait never keeps a stopping process alive.
+        const timer = setTimeout(finish, Math.min(timeoutMs, 2 ** 31 - 1));
+        timer.unref?.();
+        if (open.size === 0) finish();
+      }),
+  };
+}
+
+function _settled(run: RunRecord | null): boolean {
+  return run === null || isSettled(run);
+}

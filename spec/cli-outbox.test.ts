@@ -1,0 +1,162 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test, type TestContext } from 'node:test';
+import type { OutboxEntry } from '../lib/store/outbox.ts';
+import { defer } from './_cleanup.ts';
+import { runCli, spawnServer, type Spawned } from './_cli.ts';
+import { startFakeGateway, type FakeGateway } from './_fake-openclaw.ts';
+import { post } from './_http.ts';
+
+// Forward mode as an operator runs it: spawned servers, kill -9, the outbox command (issue #14, part 3).
+
+const TOKEN = 'outbox-spec-hook-token-0123456789';
+const UPSTREAM_TOKEN = 'outbox-spec-upstream-token-abcdef';
+const AUTH = { authorization: `Bearer ${TOKEN}` };
+
+async function setup(t: TestContext, fake: FakeGateway): Promise<{ args: string[]; state: string }> {
+  const dir = await mkdtemp(join(tmpdir(), 'outbox-spec-'));
+  defer(t, () => rm(dir, { recursive: true, force: true }));
+  const config = join(dir, 'config.json');
+  // Forward mode needs no model, heartbeat or channel section.
+  await writeFile(config, JSON.stringify({ hooks: { enabled: true, token: TOKEN, forward: { url: fake.url, token: '${UPSTREAM}' } } }));
+  const state = join(dir, 'state');
+  return { args: ['--config', config, '--state-dir', state], state };
+}
+
+async function serve(t: TestContext, args: string[]): Promise<Spawned> {
+  const server = await spawnServer([...args, '--port', '0'], { UPSTREAM: UPSTREAM_TOKEN });
+  defer(t, async () => {
+    if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL');
+    await server.exited;
+  });
+  return server;
+}
+
+async function outbox(args: string[], ...more: string[]): Promise<OutboxEntry[]> {
+  const { code, stdout, stderr } = await runCli(['outbox', '--json', ...more, ...args], { UPSTREAM: UPSTREAM_TOKEN });
+  assert.equal(code, 0, stderr);
+  return stdout.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as OutboxEntry);
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>): Promise<T> {
+  const giveUp = Date.now() + 30_000;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > giveUp) throw new Error(`Timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+test('kill -9 while an entry is being forwarded: after the restart it is delivered again with the same key and accepted once', { timeout: 90_000 }, async (t) => {
+  const fake = await startFakeGateway(UPSTREAM_TOKEN);
+  defer(t, () => fake.close());
+  const { args } = await setup(t, fake);
+  let release = () => {};
+  fake.beforeAnswer = () => new Promise<void>((resolve) => (release = resolve));
+  const first = await serve(t, args);
+  const accepted = await post(first.url, '/hooks/agent', { headers: AUTH, body: { message: 'Nightly report' } });
+  assert.equal(accepted.status, 202, accepted.text);
+  await until('the upstream to dispatch the run', async () => (fake.accepted.length === 1 ? true : undefined));
+  first.child.kill('SIGKILL');
+  await first.exited;
+  release();
+  fake.beforeAnswer = null;
+  const [pending] = await outbox(args);
+  assert.equal(pending?.state, 'pending', 'the kill left the entry pending');
+
+  const second = await serve(t, args);
+  const [sent] = await until('the entry to be sent', async () => {
+    const entries = await outbox(args);
+    return entries[0]?.state === 'sent' ? entries : undefined;
+  });
+  assert.equal(fake.accepted.length, 1, 'the upstream dispatched it once');
+  assert.deepEqual(fake.received.map((r) => r.key), [sent!.id, sent!.id], 'delivered twice with the same Idempotency-Key');
+  assert.equal(sent!.upstreamRunId, fake.accepted[0]!.runId);
+  assert.equal(sent!.runId, accepted.body['runId']);
+  second.child.kill('SIGTERM');
+  await second.exited;
+});
+
+test('outbox lists dead entries with the upstream\'s message; outbox retry --dead sends them through the running server', { timeout: 90_000 }, async (t) => {
+  const fake = await startFakeGateway(UPSTREAM_TOKEN);
+  defer(t, () => fake.close());
+  const { args } = await setup(t, fake);
+  fake.override = () => ({ status: 400, body: { ok: false, error: 'text required' } });
+  const server = await serve(t, args);
+  assert.equal((await post(server.url, '/hooks/wake', { headers: AUTH, body: { text: 'Disk almost full' } })).status, 200);
+  const [dead] = await until('the entry to die', async () => {
+    const entries = await outbox(args, '--state', 'dead');
+    return entries.length === 1 ? entries : undefined;
+  });
+  assert.equal(dead!.lastError, 'upstream answered 400: text required');
+  assert.deepEqual(await outbox(args, '--state', 'pending'), []);
+  const human = await runCli(['outbox', ...args], { UPSTREAM: UPSTREAM_TOKEN });
+  assert.match(human.stdout, new RegExp(`dead  ${dead!.id}  /wake hook=wake attempts=1`));
+  assert.match(human.stdout, /last error: upstream answered 400: text required/);
+
+  fake.override = null;
+  const retry = await runCli(['outbox', 'retry', '--dead', ...args], { UPSTREAM: UPSTREAM_TOKEN });
+  assert.equal(retry.code, 0, retry.stderr);
+  assert.match(retry.stdout, /^1 entry pending again; pid \d+ is sending them\n$/);
+  await until('the entry to be sent', async () => ((await outbox(args, '--state', 'sent')).length === 1 ? true : undefined));
+  assert.equal(fake.accepted.length, 1);
+  assert.equal(fake.accepted[0]!.key, dead!.id);
+  server.child.kill('SIGTERM');
+  await server.exited;
+});
+
+test('outbox retry refuses an id that is not a dead entry, and needs ids or --dead', async (t) => {
+  const fake = await startFakeGateway(UPSTREAM_TOKEN);
+  defer(t, () => fake.close());
+  const { args } = await setup(t, fake);
+  const unknown = await runCli(['outbox', 'retry', 'nope', ...args], { UPSTREAM: UPSTREAM_TOKEN });
+  assert.equal(unknown.code, 1);
+  assert.match(unknown.stderr, /not a dead entry: nope/);
+  const neither = await runCli(['outbox', 'retry', ...args], { UPSTREAM: UPSTREAM_TOKEN });
+  assert.equal(neither.code, 2);
+  const badState = await runCli(['outbox', '--state', 'lost', ...args], { UPSTREAM: UPSTREAM_TOKEN });
+  assert.equal(badState.code, 2);
+});
+
+test('outbox retry with no server running marks the entries pending; the next start sends them', { timeout: 90_000 }, async (t) => {
+  const fake = await startFakeGateway(UPSTREAM_TOKEN);
+  defer(t, () => fake.close());
+  const { args } = await setup(t, fake);
+  fake.override = () => ({ status: 422, body: { ok: false, error: 'not now' } });
+  const first = await serve(t, args);
+  assert.equal((await post(first.url, '/hooks/wake', { headers: AUTH, body: { text: 'x' } })).status, 200);
+  const [dead] = await until('the entry to die', async () => {
+    const entries = await outbox(args, '--state', 'dead');
+    return entries.length === 1 ? entries : undefined;
+  });
+  first.child.kill('SIGTERM');
+  await first.exited;
+  fake.override = null;
+  const retry = await runCli(['outbox', 'retry', dead!.id, ...args], { UPSTREAM: UPSTREAM_TOKEN });
+  assert.equal(retry.code, 0, retry.stderr);
+  assert.match(retry.stdout, /sent when the server starts/);
+  assert.equal((await outbox(args, '--state', 'pending')).length, 1);
+  const second = await serve(t, args);
+  await until('the entry to be sent', async () => ((await outbox(args, '--state', 'sent')).length === 1 ? true : undefined));
+  assert.deepEqual(fake.accepted.map((a) => a.key), [dead!.id]);
+  second.child.kill('SIGTERM');
+  await second.exited;
+});
+
+test('check names the keys forward mode leaves unused', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'outbox-check-'));
+  defer(t, () => rm(dir, { recursive: true, force: true }));
+  const config = join(dir, 'config.json');
+  await writeFile(config, JSON.stringify({
+    hooks: { enabled: true, token: TOKEN, forward: { url: 'http://127.0.0.1:18789/hooks', token: 'x' } },
+    agents: { defaults: { model: 'local/m' } },
+    models: { providers: { local: { api: 'openai-completions', baseUrl: 'http://127.0.0.1:1/v1' } } },
+  }));
+  const { code, stderr } = await runCli(['check', '--config', config]);
+  assert.equal(code, 0, stderr);
+  assert.match(stderr, /models\.providers\.local: is not used in forward mode/);
+  assert.match(stderr, /agents\.defaults\.model: is not used in forward mode/);
+});

@@ -1,0 +1,163 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { request, type ServerResponse } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test, type TestContext } from 'node:test';
+import { defer } from './_cleanup.ts';
+import { spawnServer, type Spawned } from './_cli.ts';
+import { json, listenJson } from './_fake-server.ts';
+import { post } from './_http.ts';
+
+// waitForCompletion end to end: a spawned server, a local OpenAI-compatible model that answers
+// when the spec says so (issue #14, part 2).
+
+const TOKEN = 'wait-hook-token-0123456789abcdef';
+const AUTH = { authorization: `Bearer ${TOKEN}` };
+
+interface Model {
+  url: string;
+  calls: number;
+  /** Answers every held call and all later ones with `text`. */
+  answer(text: string): void;
+}
+
+async function model(t: TestContext): Promise<Model> {
+  const held: ServerResponse[] = [];
+  let reply: string | null = null;
+  const send = (res: ServerResponse, text: string) =>
+    json(res, 200, { id: 'c', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }] });
+  const server = await listenJson((_seen, res) => {
+    state.calls++;
+    if (reply === null) held.push(res);
+    else send(res, reply);
+  });
+  const state: Model = {
+    url: `${server.url}/v1`,
+    calls: 0,
+    answer: (text) => {
+      reply = text;
+      for (const res of held.splice(0)) send(res, text);
+    },
+  };
+  defer(t, () => server.close());
+  return state;
+}
+
+async function serve(t: TestContext, hooks: Record<string, unknown>, m: Model, dir?: string): Promise<{ server: Spawned; dir: string; args: string[] }> {
+  const base = dir ?? (await mkdtemp(join(tmpdir(), 'wait-spec-')));
+  if (dir === undefined) defer(t, () => rm(base, { recursive: true, force: true }));
+  const config = join(base, 'config.json');
+  await writeFile(
+    config,
+    JSON.stringify({
+      hooks: { enabled: true, token: TOKEN, ...hooks },
+      agents: { defaults: { model: 'fake/m', timeoutSeconds: 60 } },
+      models: { providers: { fake: { api: 'openai-completions', baseUrl: m.url } } },
+    }),
+  );
+  const args = ['--config', config, '--port', '0', '--state-dir', join(base, 'state')];
+  const server = await spawnServer(args);
+  defer(t, async () => {
+    if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL');
+    await server.exited;
+  });
+  return { server, dir: base, args };
+}
+
+async function until(what: string, probe: () => boolean): Promise<void> {
+  const giveUp = Date.now() + 30_000;
+  while (!probe()) {
+    if (Date.now() > giveUp) throw new Error(`Timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+const COMPLETION_OK = { status: 'ok', replyDisposition: 'visible', delivered: false, deliveryAttempted: false };
+
+test('/agent with waitForCompletion holds the answer until the run finished and answers its completion, without the reply text', { timeout: 60_000 }, async (t) => {
+  const m = await model(t);
+  const { server } = await serve(t, {}, m);
+  let answered = false;
+  const pending = post(server.url, '/hooks/agent', { headers: AUTH, body: { message: 'Summarise', deliver: false, waitForCompletion: true } }).finally(() => {
+    answered = true;
+  });
+  await until('the model call', () => m.calls === 1);
+  assert.equal(answered, false, 'answered before the run finished');
+  m.answer('All quiet.');
+  const reply = await pending;
+  assert.equal(reply.status, 200, reply.text);
+  assert.deepEqual(Object.keys(reply.body).sort(), ['agentId', 'channel', 'completion', 'ok', 'runId', 'sessionKey']);
+  assert.deepEqual(reply.body['completion'], COMPLETION_OK);
+});
+
+test('hooks.allowCompletionReply adds the reply; an acknowledgment is silent', { timeout: 60_000 }, async (t) => {
+  const m = await model(t);
+  m.answer('HEARTBEAT_OK');
+  const { server } = await serve(t, { allowCompletionReply: true }, m);
+  const reply = await post(server.url, '/hooks/agent', { headers: AUTH, body: { message: 'x', deliver: false, waitForCompletion: true } });
+  assert.equal(reply.status, 200, reply.text);
+  assert.deepEqual(reply.body['completion'], { ...COMPLETION_OK, replyDisposition: 'silent', reply: 'HEARTBEAT_OK' });
+});
+
+test('a retry while the run goes on waits for the same run; a client that left cancels nothing; after a restart the retry is answered at once', { timeout: 90_000 }, async (t) => {
+  const m = await model(t);
+  const first = await serve(t, {}, m);
+  const headers = { ...AUTH, 'idempotency-key': 'wait-1', 'content-type': 'application/json' };
+  const body = JSON.stringify({ message: 'Long job', deliver: false, waitForCompletion: true });
+  // A client that sends, waits until the run is under way, and goes away before any answer.
+  let responded = false;
+  const leaving = request(new URL('/hooks/agent', first.server.url), { method: 'POST', headers, agent: false });
+  leaving.on('error', () => undefined);
+  leaving.on('response', () => {
+    responded = true;
+  });
+  leaving.end(body);
+  await until('the model call', () => m.calls === 1);
+  assert.equal(responded, false, 'answered before the run finished');
+  leaving.destroy();
+  let answered = false;
+  const retry = post(first.server.url, '/hooks/agent', { headers, body }).finally(() => {
+    answered = true;
+  });
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  assert.equal(answered, false, 'the retry did not wait for the run');
+  m.answer('Done.');
+  const waited = await retry;
+  assert.equal(waited.status, 200, waited.text);
+  assert.deepEqual(waited.body['completion'], COMPLETION_OK);
+  assert.equal(m.calls, 1, 'one run only');
+
+  first.server.child.kill('SIGTERM');
+  await first.server.exited;
+  const second = await serve(t, {}, m, first.dir);
+  const again = await post(second.server.url, '/hooks/agent', { headers, body });
+  assert.equal(again.status, 200, again.text);
+  assert.equal(again.headers['idempotent-replayed'], 'true');
+  assert.deepEqual(again.body, waited.body);
+  assert.equal(m.calls, 1, 'the retry after the restart ran nothing');
+});
+
+test('a full run queue answers 503 before any waiting', { timeout: 60_000 }, async (t) => {
+  const m = await model(t);
+  const { server } = await serve(t, { maxQueuedRuns: 1 }, m);
+  const holding = post(server.url, '/hooks/agent', { headers: AUTH, body: { message: 'a', deliver: false, waitForCompletion: true } });
+  await until('the model call', () => m.calls === 1);
+  const refused = await post(server.url, '/hooks/agent', { headers: AUTH, body: { message: 'b', deliver: false, waitForCompletion: true } });
+  assert.equal(refused.status, 503, refused.text);
+  assert.equal(refused.headers['retry-after'], '30');
+  m.answer('ok');
+  assert.equal((await holding).status, 200);
+});
+
+test('a mapped forEach hook with waitForCompletion answers every run\'s completion in completions', { timeout: 60_000 }, async (t) => {
+  const m = await model(t);
+  m.answer('Noted.');
+  const mappings = [{ match: { path: 'batch' }, action: 'agent', messageTemplate: 'Item {{items[0].n}}', forEach: 'items', deliver: false, waitForCompletion: true }];
+  const { server } = await serve(t, { mappings }, m);
+  const reply = await post(server.url, '/hooks/batch', { headers: AUTH, body: { items: [{ n: 1 }, { n: 2 }] } });
+  assert.equal(reply.status, 200, reply.text);
+  const runIds = reply.body['runIds'] as string[];
+  assert.equal(runIds.length, 2);
+  assert.deepEqual(reply.body['completions'], runIds.map((runId) => ({ runId, ...COMPLETION_OK })));
+});

@@ -1,0 +1,167 @@
+import assert from 'node:assert/strict';
+import { access, mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { childCommand } from '../lib/hooks/transforms/child.ts';
+import { createTransformRunner, type TransformRunner, type TransformRunnerOptions } from '../lib/hooks/transforms/runner.ts';
+
+// Each probe tries one forbidden thing and says what happened: "denied: <code>" when the runtime
+// refused it, anything else when it got through.
+const isDeno = 'Deno' in globalThis;
+const attempt = (body: string) =>
+  `import * as fs from 'node:fs';\nimport * as cp from 'node:child_process';\nexport default async ({ payload }) => {\n  try {\n    ${body}\n  } catch (error) {\n    return 'denied: ' + (error.code ?? error.name);\n  }\n};\n`;
+
+const probes: Record<string, string> = {
+  'read-config.js': attempt('return fs.readFileSync(payload.config, "utf8");'),
+  'read-passwd.js': attempt('return fs.readFileSync("/etc/passwd", "utf8");'),
+  'read-environ.js': attempt('return fs.readFileSync("/proc/self/environ", "latin1");'),
+  'spawn.js': attempt('return String(cp.spawnSync("/bin/sh", ["-c", "echo spawned"]).stdout);'),
+  'write.js': attempt('fs.writeFileSync(payload.target, "written"); return "wrote";'),
+  'import-outside.js': attempt('return (await import(payload.outside)).default();'),
+  'worker.js': attempt('const { Worker } = await import("node:worker_threads"); new Worker("1", { eval: true }); return "started";'),
+  'fetch.js': attempt('const r = await fetch(payload.url); return "fetched " + r.status;'),
+  'signal.js': attempt('process.kill(process.ppid, 0); return "signalled";'),
+  'buffers.js': 'export default () => { const kept = []; for (let i = 0; i < 64; i++) kept.push(new Uint8Array(32 * 1024 * 1024).fill(1)); return kept.length; };',
+  'big-result.js': 'export default () => "x".repeat(2 * 1024 * 1024);',
+  'big-stdout.js': 'import process from "node:process";\nexport default () => { process.stdout.write("{\\"id\\":" + "9".repeat(3 * 1024 * 1024)); return new Promise(() => {}); };',
+  'leaves.js': 'import process from "node:process";\nexport default ({ payload }) => { globalThis.seen = payload; process.on("message", () => {}); setInterval(() => { globalThis.still = true; }, 5); return "left"; };',
+  'looks.js': 'import process from "node:process";\nexport default () => [typeof globalThis.seen, typeof globalThis.still, process.listenerCount("message")];',
+  'trivial.js': 'export default ({ payload }) => ({ kind: "wake", text: "hello " + payload.name });',
+};
+
+let base = '';
+let root = '';
+const input = (payload: Record<string, unknown> = {}) => ({ payload, headers: {}, query: {}, path: 'probe' });
+
+before(async () => {
+  base = await realpath(await mkdtemp(join(tmpdir(), 'hooks-sandbox-')));
+  root = join(base, 'hooks', 'transforms');
+  await mkdir(root, { recursive: true });
+  await writeFile(join(base, 'config.json'), '{ "hooks": { "token": "config-secret-0123456789" } }\n');
+  await writeFile(join(base, 'outside.js'), 'export default () => "outside ran";\n');
+  for (const [name, source] of Object.entries(probes)) await writeFile(join(root, name), source);
+});
+
+after(() => rm(base, { recursive: true, force: true }));
+
+async function withRunner(options: Partial<TransformRunnerOptions>, body: (runner: TransformRunner) => Promise<void>): Promise<void> {
+  const runner = createTransformRunner({ root, timeoutMs: 20_000, ...options });
+  try {
+    await body(runner);
+  } finally {
+    await runner.close();
+  }
+}
+
+const call = (runner: TransformRunner, name: string, payload: Record<string, unknown> = {}) => runner.run({ module: join(root, name) }, input(payload));
+
+function assertDenied(result: Awaited<ReturnType<TransformRunner['run']>>, what: string): void {
+  assert.ok(result.ok && typeof result.value === 'string' && result.value.startsWith('denied: '), `${what} got through: ${JSON.stringify(result).slice(0, 200)}`);
+}
+
+test('a transform child cannot read the config file beside the transforms root', async () => {
+  await withRunner({}, async (runner) => {
+    assertDenied(await call(runner, 'read-config.js', { config: join(base, 'config.json') }), 'reading the config');
+  });
+});
+
+test('a transform child cannot read /etc/passwd or its own /proc/self/environ', async () => {
+  await withRunner({}, async (runner) => {
+    assertDenied(await call(runner, 'read-passwd.js'), 'reading /etc/passwd');
+    assertDenied(await call(runner, 'read-environ.js'), 'reading /proc/self/environ');
+  });
+});
+
+test('a transform child cannot start a process or a worker', async () => {
+  await withRunner({}, async (runner) => {
+    assertDenied(await call(runner, 'spawn.js'), 'spawning');
+    const worker = await call(runner, 'worker.js');
+    // Deno starts a worker with its parent's permissions (no more), so only Node's model refuses it.
+    if (!isDeno) assertDenied(worker, 'starting a worker');
+  });
+});
+
+test('a transform child cannot write a file, not even inside the transforms root', async () => {
+  await withRunner({}, async (runner) => {
+    const target = join(root, 'written.txt');
+    assertDenied(await call(runner, 'write.js', { target }), 'writing');
+    await assert.rejects(access(target), { code: 'ENOENT' });
+  });
+});
+
+test('a transform child cannot import a module outside the transforms root, whatever the parent checked', async () => {
+  await withRunner({}, async (runner) => {
+    assertDenied(await call(runner, 'import-outside.js', { outside: `file://${join(base, 'outside.js')}` }), 'importing outside');
+  });
+});
+
+test('a transform child on Deno reaches neither the network nor the server process; on Node 20 both remain possible', async () => {
+  const server = createServer((_req, res) => res.end('ok'));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    await withRunner({}, async (runner) => {
+      const fetched = await call(runner, 'fetch.js', { url });
+      const signalled = await call(runner, 'signal.js');
+      const netDenied = childCommand({ root, heapMb: 64 }).args.some((a) => a === '--permission') && process.allowedNodeEnvironmentFlags.has('--allow-net');
+      if (isDeno || netDenied) {
+        assertDenied(fetched, 'fetching');
+      } else {
+        // Node 20's permission model covers neither sockets nor signals (README, Security notes).
+        assert.deepEqual(fetched, { ok: true, value: 'fetched 200' });
+      }
+      if (isDeno) assertDenied(signalled, 'signalling the parent');
+      else assert.deepEqual(signalled, { ok: true, value: 'signalled' });
+    });
+  } finally {
+    server.close();
+  }
+});
+
+test('a transform child that allocates Buffers past its memory cap is killed, and the next call works', async () => {
+  await withRunner({ memoryMb: 192, poolSize: 1 }, async (runner) => {
+    assert.deepEqual(await call(runner, 'buffers.js'), { ok: false, reason: 'crashed', detail: 'ran out of memory (resident memory over 192 MiB)' });
+    assert.deepEqual(await call(runner, 'trivial.js', { name: 'again' }), { ok: true, value: { kind: 'wake', text: 'hello again' } });
+  });
+});
+
+test('a result over the byte cap is refused, also when the transform writes it to stdout itself', async () => {
+  await withRunner({ maxResultBytes: 1024 * 1024 }, async (runner) => {
+    assert.deepEqual(await call(runner, 'big-result.js'), { ok: false, reason: 'too-large', detail: 'the result is larger than 1048576 bytes' });
+    assert.deepEqual(await call(runner, 'big-stdout.js'), { ok: false, reason: 'too-large', detail: 'the result is larger than 1048576 bytes' });
+    assert.deepEqual(await call(runner, 'trivial.js', { name: 'after' }), { ok: true, value: { kind: 'wake', text: 'hello after' } });
+  });
+});
+
+test('what one module leaves behind (globals, listeners, timers) does not reach another module\'s calls', async () => {
+  await withRunner({ poolSize: 1 }, async (runner) => {
+    assert.deepEqual(await call(runner, 'leaves.js', { secret: 'of another sender' }), { ok: true, value: 'left' });
+    assert.deepEqual(await call(runner, 'looks.js'), { ok: true, value: ['undefined', 'undefined', 0] });
+  });
+  await withRunner({ poolSize: 4 }, async (runner) => {
+    assert.deepEqual(await call(runner, 'leaves.js', { secret: 'of another sender' }), { ok: true, value: 'left' });
+    assert.deepEqual(await call(runner, 'looks.js'), { ok: true, value: ['undefined', 'undefined', 0] });
+  });
+});
+
+test('a trivial transform still works in the sandbox', async () => {
+  await withRunner({}, async (runner) => {
+    assert.deepEqual(await call(runner, 'trivial.js', { name: 'world' }), { ok: true, value: { kind: 'wake', text: 'hello world' } });
+  });
+});
+
+test('childCommand() starts the runtime we run on with its permission system and nothing more', () => {
+  const node = childCommand({ root: '/srv/t', heapMb: 64 }, { kind: 'node', execPath: '/usr/bin/node', nodeFlags: new Set(['--experimental-permission', '--disable-warning']) });
+  assert.equal(node.file, '/usr/bin/node');
+  assert.deepEqual(node.args.slice(0, 6), ['--experimental-permission', '--allow-fs-read=/srv/t', '--no-addons', '--disable-warning=ExperimentalWarning', '--max-old-space-size=64', '--input-type=module']);
+  const newer = childCommand({ root: '/srv/t', heapMb: 64 }, { kind: 'node', execPath: '/usr/bin/node', nodeFlags: new Set(['--permission']) });
+  assert.deepEqual(newer.args.slice(0, 4), ['--permission', '--allow-fs-read=/srv/t', '--no-addons', '--no-warnings']);
+  const deno = childCommand({ root: '/srv/t', heapMb: 64 }, { kind: 'deno', execPath: '/usr/bin/deno' });
+  assert.equal(deno.file, '/usr/bin/deno');
+  assert.deepEqual(deno.args.slice(0, -1), ['run', '--no-prompt', '--no-config', '--no-lock', '--no-npm', '--no-remote', '--allow-read=/srv/t', '--v8-flags=--max-old-space-size=64']);
+  assert.match(deno.args.at(-1)!, /^data:text\/javascript;base64,/);
+  assert.ok(!deno.args.some((a) => /^--allow-(net|env|run|write|sys|ffi|all)|^-A$/.test(a)));
+});
