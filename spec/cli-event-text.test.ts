@@ -5,9 +5,10 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { escapeControls, markWrapped } from '../lib/cli/event-text.ts';
 import type { Io } from '../lib/cli/io.ts';
+import { formatRun } from '../lib/cli/listing.ts';
 import { main } from '../lib/cli/main.ts';
 import { wrapUntrusted } from '../lib/hooks/untrusted.ts';
-import { Store, type SessionEvent } from '../lib/store/store.ts';
+import { Store, type RunRecord, type SessionEvent } from '../lib/store/store.ts';
 
 const TIME = '2026-01-01T00:00:00.000Z';
 
@@ -70,4 +71,15 @@ test('escapeControls() escapes \\n too unless it is kept, and leaves other text 
   assert.equal(escapeControls('a\nb', true), 'a\nb');
   assert.equal(escapeControls('Grüße 🙂 \\x1b', true), 'Grüße 🙂 \\x1b');
   assert.equal(escapeControls('\u202eevil\u2066', true), '\\u202eevil\\u2066');
+});
+
+test('runs shows control characters of a reply, a session key or a delivery reason escaped too', () => {
+  const shown = formatRun({
+    runId: 'r1', hook: 'agent', name: 'CI', agentId: 'main', sessionKey: 'hook:a\u001b[2Jb', acceptedAt: TIME, status: 'ok', attempts: 1,
+    reply: 'fine\u001b]0;owned\u0007 \u0085done', delivery: { status: 'failed', channel: 'telegram', reason: 'bad\rline' },
+  } as unknown as RunRecord);
+  assert.doesNotMatch(shown, /[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
+  assert.match(shown, /session=hook:a\\x1b\[2Jb/);
+  assert.match(shown, /reply: fine\\x1b\]0;owned\\x07 \\x85done/);
+  assert.match(shown, /delivery: failed: bad\\rline/);
 });

@@ -69,6 +69,7 @@ test('a usage error is one line naming the command and its help, never the help 
     [['runs', '--limit=1.5', '--state-dir', '/nonexistent'], 'hooks-ingress runs: --limit must be a whole number, got "1.5"; see hooks-ingress runs --help\n'],
     [['check', 'extra'], 'hooks-ingress check: unexpected argument "extra"; see hooks-ingress check --help\n'],
     [['token', '--json'], 'hooks-ingress token: unknown option "--json"; see hooks-ingress token --help\n'],
+    [['outbox', 'retyr'], 'hooks-ingress outbox: unknown command "retyr" (did you mean "retry"?); see hooks-ingress outbox --help\n'],
     [['serve', '--port', 'eighty'], 'hooks-ingress serve: --port must be an integer from 0 to 65535, got "eighty"; see hooks-ingress serve --help\n'],
     [['--port', '99999'], 'hooks-ingress serve: --port must be an integer from 0 to 65535, got "99999"; see hooks-ingress serve --help\n'],
     [['serve', '--log-format', 'xml'], 'hooks-ingress serve: --log-format must be json or text, got "xml"; see hooks-ingress serve --help\n'],

@@ -35,3 +35,8 @@ test('each listed agent without a model is named by its index and id', async () 
   });
   assert.deepEqual(readinessWarnings(some), ['agents.list[1] ("ops") has no model and agents.defaults.model is not set: its agent runs will fail']);
 });
+
+test('forward mode needs neither a model nor a channel here: the upstream gateway runs the agents', async () => {
+  const forwarding = await config({ hooks: { enabled: true, token: 't', forward: { url: 'http://127.0.0.1:18789', token: 'upstream-token' } } });
+  assert.deepEqual(readinessWarnings(forwarding), []);
+});

@@ -519,3 +519,22 @@ test('Store.backlog() does not count a wake whose write failed', async () => {
     await store.close();
   });
 });
+
+test('Store keeps the newest retainRuns finished runs however many runs are queued, and never drops an unfinished one', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'store-retain-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const { store } = await Store.open(dir, { idempotencyTtlMs: 60_000, retainRuns: 4 });
+  for (let i = 0; i < 12; i++) await addRun(store, spec(`r${i}`));
+  // Finish the even ones, oldest first.
+  for (let i = 0; i < 12; i += 2) await store.commit({ runUpdates: [{ runId: `r${i}`, status: 'ok' }] });
+  const ids = store.runs().map((r) => r.runId);
+  const unfinished = ['r1', 'r3', 'r5', 'r7', 'r9', 'r11'];
+  for (const id of unfinished) assert.ok(ids.includes(id), `${id} is still queued and kept`);
+  const finished = ids.filter((id) => !unfinished.includes(id));
+  assert.deepEqual(finished, ['r4', 'r6', 'r8', 'r10'], 'the newest four finished runs, the oldest dropped');
+  await store.close();
+  const reopened = await Store.open(dir, { idempotencyTtlMs: 60_000, retainRuns: 4 });
+  assert.deepEqual(reopened.store.runs().map((r) => r.runId).filter((id) => !unfinished.includes(id)), ['r4', 'r6', 'r8', 'r10']);
+  await reopened.store.close();
+>>>>>>> main
+});

@@ -2,7 +2,7 @@ import { readEvents, readRuns, type Rejected, type RunRecord, type SessionEvent 
 import { sleep } from '../retry.ts';
 import { clipLine } from '../text.ts';
 import { COMMON, type Command, type Flags } from './command.ts';
-import { formatEvent } from './event-text.ts';
+import { escapeControls, formatEvent } from './event-text.ts';
 import { exists, FAILURE, messagePrefix, USAGE, type Io } from './io.ts';
 import { stateDirFor } from './load-config.ts';
 import { usageLine } from './usage.ts';
@@ -108,8 +108,12 @@ function _rejectedOnce(io: Io): (rejected: Rejected) => void {
   };
 }
 
-/** One run as a human reads it: a header line, then the reply preview and the delivery. */
+/** One run as a human reads it: a header line, then the reply preview and the delivery (control characters escaped, as for events). */
 export function formatRun(run: RunRecord): string {
+  return escapeControls(_runLines(run), true);
+}
+
+function _runLines(run: RunRecord): string {
   const took = run.startedAt && run.finishedAt ? ` ${((Date.parse(run.finishedAt) - Date.parse(run.startedAt)) / 1000).toFixed(1)}s` : '';
   const lines = [
     `${run.acceptedAt}  ${run.status}${took}  ${run.runId}  hook=${run.hook} name=${JSON.stringify(run.name)} agent=${run.agentId} session=${run.sessionKey}` +

@@ -8,6 +8,7 @@ import { COMMON, type Command, type Flags } from './command.ts';
 import { applyRetryRequests, RETRY_PREFIX, type RetryRequest } from './forward.ts';
 import { exists, FAILURE, USAGE, type Io } from './io.ts';
 import { stateDirFor } from './load-config.ts';
+import { unknownCommand, usageLine } from './usage.ts';
 import { readPidFile } from '../store/pid-file.ts';
 
 const STATES: readonly OutboxState[] = ['pending', 'sent', 'dead'];
@@ -53,7 +54,7 @@ export const outbox: Command = {
     const [sub, ...ids] = positionals;
     if (sub === 'retry') return _retry(flags, ids, io);
     if (sub !== undefined) {
-      io.stderr(`hooks-ingress outbox: unknown command "${sub}"\n\n${OUTBOX_HELP}`);
+      io.stderr(usageLine('outbox', unknownCommand(sub, ['retry'])));
       return Promise.resolve(USAGE);
     }
     return _list(flags, io);
@@ -64,7 +65,7 @@ async function _list(flags: OutboxFlags, io: Io): Promise<number> {
   const limit = flags.limit === undefined ? Infinity : Number(flags.limit);
   const state = flags.state;
   if ((flags.limit !== undefined && !(Number.isInteger(limit) && limit >= 0)) || (state !== undefined && !STATES.includes(state as OutboxState))) {
-    io.stderr(`hooks-ingress outbox: --limit must be a whole number and --state one of ${STATES.join(', ')}\n`);
+    io.stderr(usageLine('outbox', `--limit must be a whole number and --state one of ${STATES.join(', ')}`));
     return USAGE;
   }
   const dir = await stateDirFor(flags, io);
@@ -89,7 +90,7 @@ async function _list(flags: OutboxFlags, io: Io): Promise<number> {
 
 async function _retry(flags: OutboxFlags, ids: string[], io: Io): Promise<number> {
   if ((flags.dead === true) === ids.length > 0) {
-    io.stderr(`hooks-ingress outbox retry: give entry ids or --dead (not both)\n\n${OUTBOX_HELP}`);
+    io.stderr(usageLine('outbox', 'retry takes entry ids or --dead (not both)'));
     return USAGE;
   }
   const dir = await stateDirFor(flags, io);

@@ -5,6 +5,8 @@ import type { Config } from './types.ts';
 
 /** What will fail or go nowhere at run time with this config; empty when runs and heartbeats can work. */
 export function readinessWarnings(config: Config): string[] {
+  // In forward mode the upstream gateway runs the agents and delivers; nothing here needs a model.
+  if (config.hooks.forward !== null) return [];
   const warnings: string[] = [];
   const { agents } = config;
   const list = agents.list.length > 0 ? agents.list : [{ id: agents.defaultAgentId, model: undefined }];

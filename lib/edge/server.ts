@@ -98,17 +98,17 @@ export function createApp(options: AppOptions): App {
     const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : requestId();
     const client = requestClient(req.socket, req.headers['x-forwarded-for'], config.gateway.trustedProxies);
     const target = splitTarget(req.url ?? '/');
-    route(req, target, client, id, _inviter(req, res))
-      .catch((error: unknown) => _answerError(error, id, log))
-      .then((answer) => {
-        _send(req, res, answer, id, config.hooks.maxBodyBytes);
-        const path = target.pathname;
-        const label = hookLabel(path);
-        options.telemetry?.request(label, answer.status, shared.received.get(req) ?? 0, answer.headers?.['idempotent-replayed'] === 'true');
-        if (answer.body['ignored'] === true) options.telemetry?.ignored(label);
-        // Only the path: the query may hold what a careless client thought was a URL token.
-        log.info('request', { id, method: req.method, path, status: answer.status, duration: Math.round((now() - started) * 10) / 10, client: client.address });
-      });
+    const answered = (answer: Answer & { close?: boolean }) => {
+      _send(req, res, answer, id, config.hooks.maxBodyBytes);
+      const path = target.pathname;
+      const label = hookLabel(path);
+      options.telemetry?.request(label, answer.status, shared.received.get(req) ?? 0, answer.headers?.['idempotent-replayed'] === 'true');
+      if (answer.body['ignored'] === true) options.telemetry?.ignored(label);
+      // Only the path: the query may hold what a careless client thought was a URL token.
+      log.info('request', { id, method: req.method, path, status: answer.status, duration: Math.round((now() - started) * 10) / 10, client: client.address });
+    };
+    // One settle step for both outcomes (no catch-then chain): a promise and a microtask less per request.
+    route(req, target, client, id, _inviter(req, res)).then(answered, (error: unknown) => answered(_answerError(error, id, log)));
   }) as App;
   app.limiterStats = () => shared.limiter.stats();
   app.reload = (config) => {

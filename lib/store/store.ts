@@ -78,6 +78,8 @@ export class Store {
   #lastWriteFailed = false;
   #lastRoute: Route | null = null;
   readonly #retainRuns: number;
+  /** How many runs in #runs are finished. */
+  #finished = 0;
   #compactionFailures = 0;
   // Unconsumed system events (what a heartbeat has yet to read): never trimmed, bounded at the door.
   #backlogEvents = 0;
@@ -310,7 +312,7 @@ export class Store {
     this.#events = this.#events.filter((e) => !seqs.has(e.seq));
     this.#eventBytes = _textBytes(this.#events);
     this.#recount();
-    for (const run of line.runs ?? []) if (this.#runs.get(run.runId) === run) this.#runs.delete(run.runId);
+    for (const run of line.runs ?? []) if (this.#runs.get(run.runId) === run) this.#setRun(run.runId, undefined);
     for (const entry of line.outbox ?? []) if (this.#outbox.get(entry.id) === entry) this.#outbox.delete(entry.id);
     const idem = line.idem;
     if (idem === undefined) return;
@@ -341,10 +343,10 @@ export class Store {
         this.#events = this.#retained();
         this.#eventBytes = _textBytes(this.#events);
       }
-      for (const run of line.runs ?? []) this.#runs.set(run.runId, run);
+      for (const run of line.runs ?? []) this.#setRun(run.runId, run);
       for (const { runId, ...change } of line.runUpdates ?? []) {
         const run = this.#runs.get(runId);
-        if (run !== undefined) this.#runs.set(runId, { ...run, ...change });
+        if (run !== undefined) this.#setRun(runId, { ...run, ...change });
       }
       if (line.lastRoute !== undefined) this.#lastRoute = line.lastRoute;
       if (line.outbox !== undefined || line.outboxUpdates !== undefined) {
@@ -393,15 +395,26 @@ export class Store {
   }
 
   // Finished runs are history: the newest `retainRuns` of them are kept, trimmed in batches.
+  // The count of finished runs is kept as runs change, so a commit does not scan every run: with
+  // many runs queued, that scan made accepting each one cost more than the one before.
   #trimRuns(): void {
-    if (this.#runs.size <= this.#retainRuns * 1.25) return;
-    let finished = [...this.#runs.values()].filter((r) => !_unfinished(r)).length;
+    if (this.#runs.size <= this.#retainRuns * 1.25 || this.#finished <= this.#retainRuns) return;
     for (const [id, run] of this.#runs) {
-      if (finished <= this.#retainRuns) break;
-      if (_unfinished(run)) continue;
-      this.#runs.delete(id);
-      finished--;
+      if (this.#finished <= this.#retainRuns) break;
+      if (!_unfinished(run)) this.#setRun(id, undefined);
     }
+  }
+
+  // Every change to #runs goes through here, keeping #finished exact; `undefined` removes the run.
+  #setRun(id: string, run: RunRecord | undefined): void {
+    const old = this.#runs.get(id);
+    if (old !== undefined && !_unfinished(old)) this.#finished--;
+    if (run === undefined) {
+      this.#runs.delete(id);
+      return;
+    }
+    this.#runs.set(id, run);
+    if (!_unfinished(run)) this.#finished++;
   }
 
   #remember(idem: _Idem): void {
