@@ -536,5 +536,4 @@ test('Store keeps the newest retainRuns finished runs however many runs are queu
   const reopened = await Store.open(dir, { idempotencyTtlMs: 60_000, retainRuns: 4 });
   assert.deepEqual(reopened.store.runs().map((r) => r.runId).filter((id) => !unfinished.includes(id)), ['r4', 'r6', 'r8', 'r10']);
   await reopened.store.close();
->>>>>>> main
 });
