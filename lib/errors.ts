@@ -10,7 +10,9 @@ export const ErrorCode = {
   BodyTimeout: 'ERR_BODY_TIMEOUT',
   InvalidJson: 'ERR_INVALID_JSON',
   InvalidPayload: 'ERR_INVALID_PAYLOAD',
-  Forbidden: 'ERR_NOT_ALLOWED',
+  // A well-formed request that a rule refuses: a policy refusal (session key, agent, model; 400), or a
+  // subscription check whose token does not match (403).
+  NotAllowed: 'ERR_NOT_ALLOWED',
   Unavailable: 'ERR_UNAVAILABLE',
   MappingFailed: 'ERR_MAPPING_FAILED',
   Internal: 'ERR_INTERNAL',

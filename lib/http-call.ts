@@ -1,6 +1,6 @@
 import { Buffer } from 'node:buffer';
 import { parseRetryAfter, type Attempt } from './retry.ts';
-import { show } from './text.ts';
+import { show, trimTrailingSlashes } from './text.ts';
 
 /** What one call came to: the whole answer, or why there is none. */
 export type CallResult =
@@ -123,7 +123,7 @@ export function httpBase(value: unknown): { ok: true; base: string } | { ok: fal
   if (typeof value !== 'string' || !URL.canParse(value)) return { ok: false, reason: `${JSON.stringify(value)} is not a URL` };
   const { protocol } = new URL(value);
   if (protocol !== 'http:' && protocol !== 'https:') return { ok: false, reason: `${protocol} is not http: or https:` };
-  return { ok: true, base: value.replace(/\/+$/, '') };
+  return { ok: true, base: trimTrailingSlashes(value) };
 }
 
 /** Option `name` as an API base (see {@link httpBase}); anything else is the option's TypeError. */

@@ -47,8 +47,6 @@ export function createLogger(write: (line: string) => void, now: () => number = 
   };
 }
 
-/** A logger that drops everything (for tests that do not look at logs). */
-export const silentLogger: Logger = { info() {}, warn() {}, error() {} };
 
 /** Lines held for one write; see {@link bufferLines}. */
 export interface LineBuffer {

@@ -34,3 +34,13 @@ export function detail(text: string): string {
   const trimmed = text.trim();
   return trimmed === '' ? '' : `: ${trimmed}`;
 }
+
+/** `path` without slashes at either end: a hook name as routes and mappings compare it. */
+export function trimSlashes(path: string): string {
+  return path.replace(/^\/+|\/+$/g, '');
+}
+
+/** `path` without trailing slashes: a base path or URL to append to. */
+export function trimTrailingSlashes(path: string): string {
+  return path.replace(/\/+$/, '');
+}

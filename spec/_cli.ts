@@ -1,6 +1,8 @@
 // Test helpers: run the CLI as a real process (the built bin under Node, lib/cli/main.ts under Deno).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { accessSync, constants } from 'node:fs';
+import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -34,7 +36,11 @@ export interface Spawned {
 /** Starts `hooks-ingress serve ARGS` and waits until it listens. */
 export async function spawnServer(args: readonly string[], env: Record<string, string> = {}): Promise<Spawned> {
   const [cmd, argv] = cliCommand(['serve', ...args]);
-  const child = spawn(cmd, argv, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  return listening(spawn(cmd, argv, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] }));
+}
+
+/** Waits until a spawned server prints its `listening on URL` line; rejects when it exits first. */
+export async function listening(child: ChildProcess): Promise<Spawned> {
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => (stderr += d));
   const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
@@ -45,9 +51,21 @@ export async function spawnServer(args: readonly string[], env: Record<string, s
       const match = /listening on (\S+)\n/.exec(out);
       if (match) resolve(match[1]!);
     });
-    exited.then((code) => reject(new Error(`server exited with ${code} before listening: ${stderr}`)));
+    void exited.then((code) => reject(new Error(`server exited with ${code} before listening: ${stderr}`)));
   });
   return { child, url, stderr: () => stderr, exited };
+}
+
+/** Whether an executable named `tool` is on PATH (tests that need one say why they cannot run without it). */
+export function onPath(tool: string): boolean {
+  return (process.env['PATH'] ?? '').split(delimiter).some((dir) => {
+    try {
+      accessSync(join(dir, tool), constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  });
 }
 
 /**

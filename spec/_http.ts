@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { request, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
 
 /** A response as a spec sees it; `body` is the parsed JSON object, or `{}` when the text is not one. */
@@ -47,4 +48,16 @@ function _object(text: string): Record<string, unknown> {
   } catch {
     return {};
   }
+}
+
+/** The content type of every JSON answer. */
+export const JSON_TYPE = 'application/json; charset=utf-8';
+
+/** Asserts the one error shape: `status`, JSON, `ok: false` and an `error` text (matching `pattern`, when given). */
+export function assertError(reply: Reply, status: number, pattern?: RegExp): void {
+  assert.equal(reply.status, status, reply.text);
+  assert.equal(reply.headers['content-type'], JSON_TYPE);
+  assert.equal(reply.body['ok'], false);
+  assert.equal(typeof reply.body['error'], 'string');
+  if (pattern !== undefined) assert.match(String(reply.body['error']), pattern);
 }

@@ -2,17 +2,19 @@
 // as fd 3 with LISTEN_FDS/LISTEN_PID, serves on it, and binds nothing of its own.
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
-import { accessSync, constants } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { once } from 'node:events';
+import { writeFile } from 'node:fs/promises';
 import { createServer, type AddressInfo, type Server } from 'node:net';
-import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { post, send } from './_http.ts';
-import { assertCleanStop, cliCommand, IS_DENO, ROOT, spawnServer, type Spawned } from './_cli.ts';
+import { assertCleanStop, cliCommand, IS_DENO, listening, onPath, ROOT, spawnServer, type Spawned } from './_cli.ts';
+import { defer } from './_cleanup.ts';
+import { tempDir } from './_dir.ts';
+import { until } from './_until.ts';
 
 const TOKEN = 'activation-hook-token-0123456789abcdef';
-const ACTIVATE = _onPath('systemd-socket-activate');
+const ACTIVATE = onPath('systemd-socket-activate');
 
 interface Fixture {
   config: string;
@@ -22,8 +24,7 @@ interface Fixture {
 }
 
 async function fixture(t: TestContext): Promise<Fixture> {
-  const dir = await mkdtemp(join(tmpdir(), 'ops-activation-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  const dir = await tempDir(t, 'ops-activation-');
   const held = await _listen();
   t.after(() => _close(held));
   const configPort = (held.address() as AddressInfo).port;
@@ -34,36 +35,19 @@ async function fixture(t: TestContext): Promise<Fixture> {
 
 /** Runs a child until it prints `listening on URL` on stdout; stops it after the test. */
 async function started(t: TestContext, child: ChildProcess): Promise<Spawned> {
-  let stderr = '';
-  child.stderr!.on('data', (d: Buffer) => (stderr += d));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  t.after(async () => {
+  defer(t, async () => {
     if (child.exitCode !== null || child.signalCode !== null) return;
     child.kill('SIGTERM');
-    await exited;
+    await once(child, 'exit');
   });
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d;
-      const match = /listening on (\S+)\n/.exec(out);
-      if (match) resolve(match[1]!);
-    });
-    void exited.then((code) => reject(new Error(`the server exited (${code}) before listening: ${stderr}`)));
-  });
-  return { child, url, stderr: () => stderr, exited };
+  return listening(child);
 }
 
 // The "started" log line goes to stderr just after "listening on" goes to stdout; the two pipes
 // deliver in either order, so this waits for it. The deadline only turns a hang into a failure.
 async function startedLine(server: Spawned): Promise<Record<string, unknown>> {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const line = server.stderr().split('\n').find((l) => l.includes('"msg":"started"'));
-    if (line !== undefined) return JSON.parse(line) as Record<string, unknown>;
-    if (Date.now() > deadline || server.child.exitCode !== null) assert.fail(`no "started" log line: ${server.stderr()}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+  const line = await until('the "started" log line', () => server.stderr().split('\n').find((l) => l.includes('"msg":"started"')), { detail: server.stderr });
+  return JSON.parse(line) as Record<string, unknown>;
 }
 
 /** What a socket-activated server must show: it answers on the inherited port and bound nothing else. */
@@ -187,15 +171,4 @@ async function _freePort(): Promise<number> {
   const { port } = probe.address() as AddressInfo;
   await _close(probe);
   return port;
-}
-
-function _onPath(tool: string): boolean {
-  return (process.env['PATH'] ?? '').split(delimiter).some((dir) => {
-    try {
-      accessSync(join(dir, tool), constants.X_OK);
-      return true;
-    } catch {
-      return false;
-    }
-  });
 }

@@ -4,11 +4,11 @@ import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import type { Io } from '../lib/cli/io.ts';
 import { loadConfig } from '../lib/config/load.ts';
 import { BACKOFF, companionArgs, findOnPath, INSTALL_HINT, serveCompanion, shellWord, STOP_GRACE_MS, type GmailDeps } from '../lib/cli/gmail-companion.ts';
 import { applyGmailSetup } from '../lib/cli/gmail-setup.ts';
 import { gmailCommand } from '../lib/cli/gmail.ts';
+import { captureIo } from './_io.ts';
 
 let tmp: string;
 before(async () => {
@@ -28,17 +28,7 @@ async function fresh(): Promise<string> {
 
 /** An Io that collects output; `onStdout` sees everything written so far. */
 function capture(env: Record<string, string> = {}, signal?: AbortSignal, onStdout?: (all: string) => void) {
-  const out = { stdout: '', stderr: '' };
-  const io: Io = {
-    stdout: (t) => {
-      out.stdout += t;
-      onStdout?.(out.stdout);
-    },
-    stderr: (t) => void (out.stderr += t),
-    env: { HOME: tmp, PATH: process.env['PATH'] ?? '', ...env },
-    ...(signal ? { signal } : {}),
-  };
-  return { io, out };
+  return captureIo({ HOME: tmp, PATH: process.env['PATH'] ?? '', ...env }, { ...(signal === undefined ? {} : { signal }), ...(onStdout === undefined ? {} : { onStdout }) });
 }
 
 async function readJson(path: string): Promise<Record<string, any>> {

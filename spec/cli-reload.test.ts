@@ -12,10 +12,11 @@ import { test, type TestContext } from 'node:test';
 import { buildConfig } from '../lib/config/load.ts';
 import type { Config } from '../lib/config/types.ts';
 import { TransformPool } from '../lib/hooks/transforms/pool.ts';
-import { silentLogger } from '../lib/log.ts';
+import { silentLogger } from './_app.ts';
 import { readEvents } from '../lib/store/store.ts';
 import { post } from './_http.ts';
 import { assertCleanStop, cliCommand, ROOT, runCli, spawnServer, type Spawned } from './_cli.ts';
+import { until } from './_until.ts';
 
 const OLD_TOKEN = 'reload-old-token-0123456789abcdef';
 const NEW_TOKEN = 'reload-new-token-fedcba9876543210';
@@ -48,7 +49,7 @@ async function serve(t: TestContext, s: Setup): Promise<Spawned> {
     server.child.kill('SIGTERM');
     await server.exited;
   });
-  await until('the "started" log line', () => count(server, /^started$/) > 0, server);
+  await until('the "started" log line', () => count(server, /^started$/) > 0, { detail: () => server.stderr() });
   return server;
 }
 
@@ -76,16 +77,6 @@ function count(server: Spawned, message: RegExp): number {
   return logLines(server).filter((l) => message.test(String(l['msg']))).length;
 }
 
-// Polls until `probe` holds. The deadline only turns a hang into a readable failure; no assertion
-// depends on how fast anything is.
-async function until(what: string, probe: () => boolean | Promise<boolean>, server?: Spawned): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${server ? `; server stderr:\n${server.stderr()}` : ''}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
 /** Signals a reload (through the CLI or a direct SIGHUP) and waits for the server's verdict line. */
 async function reload(server: Spawned, s: Setup, how: 'command' | 'sighup', verdict: RegExp = /^reloaded$/): Promise<void> {
   const before = count(server, verdict);
@@ -98,7 +89,7 @@ async function reload(server: Spawned, s: Setup, how: 'command' | 'sighup', verd
     // and refuses to send another, so the SIGTERM that stops the server would never go out.
     process.kill(server.child.pid!, 'SIGHUP');
   }
-  await until(`a log line matching ${verdict}`, () => count(server, verdict) > before, server);
+  await until(`a log line matching ${verdict}`, () => count(server, verdict) > before, { detail: () => server.stderr() });
 }
 
 // --- the token --------------------------------------------------------------------------------
@@ -305,7 +296,7 @@ test(
     void first.exited.then(() => (gone = true));
     t.after(() => (gone ? undefined : (first.child.kill('SIGTERM'), first.exited)));
     process.kill(first.child.pid!, 'SIGHUP');
-    await until('a reload or an exit', () => gone || count(first, /^reloaded$/) > 0, first);
+    await until('a reload or an exit', () => gone || count(first, /^reloaded$/) > 0, { detail: () => first.stderr() });
     assert.equal(gone, false, `a SIGHUP right after "listening on" killed the server: ${first.stderr()}`);
     first.child.kill('SIGTERM');
     await assertCleanStop(first);

@@ -3,10 +3,10 @@ import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import type { Io } from '../lib/cli/io.ts';
 import { formatEvent } from '../lib/cli/event-text.ts';
 import { main, version } from '../lib/cli/main.ts';
 import { assertCleanStop, runCli, spawnServer } from './_cli.ts';
+import { captureIo } from './_io.ts';
 
 const TOKEN = 'cli-test-token-0123456789abcdef';
 
@@ -20,14 +20,7 @@ after(async () => {
 
 /** An Io that collects output; `env` isolates config and state under a fresh directory. */
 function capture(env: Record<string, string> = {}, signal?: AbortSignal) {
-  const out = { stdout: '', stderr: '' };
-  const io: Io = {
-    stdout: (t) => void (out.stdout += t),
-    stderr: (t) => void (out.stderr += t),
-    env: { HOME: tmp, ...env },
-    ...(signal ? { signal } : {}),
-  };
-  return { io, out };
+  return captureIo({ HOME: tmp, ...env }, signal === undefined ? {} : { signal });
 }
 
 async function writeConfig(name: string, value: unknown): Promise<string> {

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { homedir, tmpdir } from 'node:os';
+import { mkdir,  rm, writeFile } from 'node:fs/promises';
+import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { normaliseHooksPath, parseDuration } from '../lib/config/file-schema.ts';
 import { buildConfig, loadConfig, substituteEnv } from '../lib/config/load.ts';
@@ -10,15 +10,7 @@ import { DEFAULT_HEARTBEAT_PROMPT, DEFAULTS } from '../lib/config/normalise.ts';
 import type { Config, ConfigResult, Env } from '../lib/config/types.ts';
 import { GENERATED_KEY_PREFIX, hasPrefix } from '../lib/policy/session-key.ts';
 import type { Issue } from '../lib/schema.ts';
-
-async function withDir<T>(fn: (dir: string) => Promise<T>): Promise<T> {
-  const dir = await mkdtemp(join(tmpdir(), 'hooks-config-'));
-  try {
-    return await fn(dir);
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
-}
+import { withDir } from './_dir.ts';
 
 function accepted(result: ConfigResult): Config {
   assert.ok(result.ok, result.ok ? '' : result.problems.join('\n'));

@@ -7,10 +7,11 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import type { Io } from '../lib/cli/io.ts';
 import { main } from '../lib/cli/main.ts';
 import { readEvents, readRuns, type RunRecord } from '../lib/store/store.ts';
 import { post, type Reply } from './_http.ts';
+import { until } from './_until.ts';
+import { captureIo } from './_io.ts';
 
 const HOOK_TOKEN = 'delivery-e2e-hook-token-0123456789';
 const BOT_TOKEN = '424242:AAHe2e-bot_token0123456789abcdefghij';
@@ -122,15 +123,8 @@ after(async () => {
   await rm(tmp, { recursive: true, force: true });
 });
 
-function capture(signal?: AbortSignal): { io: Io; out: { stdout: string; stderr: string } } {
-  const out = { stdout: '', stderr: '' };
-  const io: Io = {
-    stdout: (text) => void (out.stdout += text),
-    stderr: (text) => void (out.stderr += text),
-    env: { HOME: tmp },
-    ...(signal === undefined ? {} : { signal }),
-  };
-  return { io, out };
+function capture(signal?: AbortSignal) {
+  return captureIo({ HOME: tmp }, signal === undefined ? {} : { signal });
 }
 
 // One Telegram channel whose default recipient (999) differs from the chat the specs deliver to,
@@ -159,7 +153,7 @@ async function serve(config: string, stateDir: string): Promise<Serving> {
   const running = main(['serve', '--config', config, '--port', '0', '--host', '127.0.0.1', '--state-dir', stateDir], io);
   let exited = false;
   void running.then(() => (exited = true));
-  await until(() => out.stdout.includes('listening on') || exited, 'the server to listen');
+  await until('the server to listen', () => out.stdout.includes('listening on') || exited);
   if (exited) throw new Error(`serve exited early: ${out.stderr}`);
   return {
     url: /listening on (\S+)/.exec(out.stdout)![1]!,
@@ -168,15 +162,6 @@ async function serve(config: string, stateDir: string): Promise<Serving> {
       assert.equal(await running, 0, out.stderr);
     },
   };
-}
-
-// A guard against a hang, not a timing assertion: the condition normally holds within milliseconds.
-async function until(condition: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
 }
 
 async function agent(url: string, body: Record<string, unknown>): Promise<Reply> {
@@ -188,12 +173,10 @@ async function run(url: string, stateDir: string, body: Record<string, unknown>)
   const reply = await agent(url, body);
   assert.equal(reply.status, 202, reply.text);
   const runId = reply.body['runId'] as string;
-  let found: RunRecord | undefined;
-  await until(async () => {
-    found = (await readRuns(stateDir)).find((r) => r.runId === runId);
-    return found !== undefined && found.status !== 'pending' && found.status !== 'running' && (!found.deliver || found.delivery !== undefined);
-  }, `run ${runId} to finish`);
-  return found!;
+  return until(`run ${runId} to finish`, async () => {
+    const found = (await readRuns(stateDir)).find((r) => r.runId === runId);
+    return found !== undefined && found.status !== 'pending' && found.status !== 'running' && (!found.deliver || found.delivery !== undefined) && found;
+  });
 }
 
 test('POST /agent delivers the reply to Telegram, records it on the run and in the main session, and later `last` runs follow the route across a restart', async () => {
@@ -293,9 +276,9 @@ test('a heartbeat reply that is not an acknowledgment goes to the last route', a
     const sent = telegram.messages.length;
     const wake = await post(server.url, '/hooks/wake', { headers: AUTH, body: { text: 'New mail: REPLY{You have mail from Ada.}', mode: 'now' } });
     assert.equal(wake.status, 200, wake.text);
-    await until(() => telegram.messages.length > sent, 'the heartbeat reply to arrive');
+    await until('the heartbeat reply to arrive', () => telegram.messages.length > sent);
     assert.deepEqual(telegram.messages.slice(sent), [{ chat_id: 12345, text: 'You have mail from Ada.' }]);
-    await until(async () => (await readEvents(state)).some((e) => e.kind === 'reply' && e.ack === false), 'the heartbeat reply to be recorded');
+    await until('the heartbeat reply to be recorded', async () => (await readEvents(state)).some((e) => e.kind === 'reply' && e.ack === false));
   } finally {
     await server.stop();
   }

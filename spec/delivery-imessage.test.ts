@@ -242,7 +242,7 @@ test('imsgAdapter.send() fails permanently when imsg cannot be started, and refu
   assert.deepEqual(await imsg.calls(), []);
 });
 
-test('imsgAdapter.send() uses the injected spawn, and an abort ends a hanging imsg as a retryable failure', async (t) => {
+test('imsgAdapter.send() uses the injected spawn, and an abort ends a hanging imsg as a failure that is not retried', async (t) => {
   const imsg = await fakeImsg(t);
   const started: string[][] = [];
   const adapter = createImsgAdapter({
@@ -257,6 +257,6 @@ test('imsgAdapter.send() uses the injected spawn, and an abort ends a hanging im
   controller.abort();
   const result = await pending;
   assert.equal(result.ok, false);
-  assert.equal(!result.ok && result.retryable, true);
+  assert.equal(!result.ok && result.retryable, false);
   assert.deepEqual(started, [['send', `--to=${FRIEND}`, '--text=HANG', '--json']]);
 });

@@ -185,7 +185,7 @@ test('signalAdapter.send() refuses a malformed recipient without calling the dae
   assert.equal(daemon.seen.length, 0);
 });
 
-test('signalAdapter.send() passes the abort signal to the request', async (t) => {
+test('signalAdapter.send() passes the abort signal to the request, and an abort is not retried', async (t) => {
   let arrived = () => {};
   const reached = new Promise<void>((resolve) => (arrived = resolve));
   // Never answers; only the abort can end the attempt.
@@ -195,6 +195,5 @@ test('signalAdapter.send() passes the abort signal to the request', async (t) =>
   await reached;
   controller.abort();
   const result = await pending;
-  assert.equal(result.ok, false);
-  assert.equal(!result.ok && result.retryable, true);
+  assert.deepEqual(result, { ok: false, retryable: false, message: 'Signal request aborted' });
 });

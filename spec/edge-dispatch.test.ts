@@ -6,7 +6,7 @@ import { test, type TestContext } from 'node:test';
 import { buildConfig } from '../lib/config/load.ts';
 import { createDispatch, type HookCall } from '../lib/edge/dispatch.ts';
 import { HttpError } from '../lib/errors.ts';
-import { silentLogger } from '../lib/log.ts';
+import { silentLogger } from './_app.ts';
 import { Store, type RunRecord } from '../lib/store/store.ts';
 
 async function setup(t: TestContext, raw: Record<string, unknown> = {}, depth = 0) {

@@ -1,85 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { CONTENT_TYPE, DURATION_BUCKETS, Metrics } from '../lib/edge/metrics.ts';
-
-interface Sample {
-  name: string;
-  labels: Record<string, string>;
-  value: number;
-}
-
-interface Parsed {
-  help: Map<string, string>;
-  type: Map<string, string>;
-  samples: Sample[];
-}
-
-// A strict reader of the text format 0.0.4, written from the format's description: every line is a
-// HELP, a TYPE or a sample, and anything else fails the test.
-function parse(text: string): Parsed {
-  assert.ok(text === '' || text.endsWith('\n'), 'the exposition ends with a newline');
-  const parsed: Parsed = { help: new Map(), type: new Map(), samples: [] };
-  for (const line of text.split('\n').slice(0, -1)) {
-    const comment = /^# (HELP|TYPE) ([a-zA-Z_:][a-zA-Z0-9_:]*) (.*)$/.exec(line);
-    if (comment) {
-      const [, kind, name, rest] = comment as unknown as [string, string, string, string];
-      if (kind === 'HELP') parsed.help.set(name, _unescape(rest));
-      else parsed.type.set(name, rest);
-      continue;
-    }
-    const sample = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})? (\S+)$/.exec(line);
-    assert.ok(sample, `not a sample line: ${JSON.stringify(line)}`);
-    const [, name, labelText, value] = sample as unknown as [string, string, string | undefined, string];
-    parsed.samples.push({ name, labels: labelText === undefined ? {} : _labels(labelText), value: _value(value) });
-  }
-  return parsed;
-}
-
-function _labels(text: string): Record<string, string> {
-  const labels: Record<string, string> = {};
-  let at = 1;
-  while (text[at] !== '}') {
-    const name = /^[a-zA-Z_][a-zA-Z0-9_]*="/.exec(text.slice(at));
-    assert.ok(name, `bad label at ${at} in ${text}`);
-    at += name[0].length;
-    let value = '';
-    for (;;) {
-      const c = text[at++];
-      assert.ok(c !== undefined && c !== '\n', `unterminated label value in ${text}`);
-      if (c === '"') break;
-      if (c === '\\') {
-        const next = text[at++];
-        assert.ok(next === '\\' || next === '"' || next === 'n', `bad escape \\${next} in ${text}`);
-        value += next === 'n' ? '\n' : next;
-      } else value += c;
-    }
-    labels[name[0].slice(0, -2)] = value;
-    if (text[at] === ',') at += 1;
-  }
-  assert.equal(at, text.length - 1, `trailing text after labels in ${text}`);
-  return labels;
-}
-
-// HELP text knows two escapes: \\ and \n.
-function _unescape(text: string): string {
-  return text.replace(/\\(.)/g, (_, c: string) => {
-    assert.ok(c === '\\' || c === 'n', `bad escape \\${c}`);
-    return c === 'n' ? '\n' : c;
-  });
-}
-
-function _value(text: string): number {
-  if (text === '+Inf') return Infinity;
-  if (text === '-Inf') return -Infinity;
-  if (text === 'NaN') return Number.NaN;
-  const value = Number(text);
-  assert.ok(!Number.isNaN(value), `bad value ${text}`);
-  return value;
-}
-
-function _find(parsed: Parsed, name: string, labels: Record<string, string> = {}): number | undefined {
-  return parsed.samples.find((s) => s.name === name && JSON.stringify(s.labels) === JSON.stringify(labels))?.value;
-}
+import { CONTENT_TYPE, Metrics } from '../lib/edge/metrics.ts';
+import { parseExposition, valueOf } from './_exposition.ts';
 
 test('Metrics.counter() counts per label set and renders HELP, TYPE and one sample per series', () => {
   const m = new Metrics();
@@ -87,9 +9,9 @@ test('Metrics.counter() counts per label set and renders HELP, TYPE and one samp
   requests.inc({ hook: 'wake', status: '200' });
   requests.inc({ hook: 'wake', status: '200' });
   requests.inc({ status: '401', hook: 'agent' }, 3);
-  const parsed = parse(m.render());
+  const parsed = parseExposition(m.render());
   assert.equal(parsed.help.get('hooks_requests_total'), 'Requests by hook and status.');
-  assert.equal(parsed.type.get('hooks_requests_total'), 'counter');
+  assert.equal(parsed.types.get('hooks_requests_total'), 'counter');
   assert.deepEqual(parsed.samples, [
     { name: 'hooks_requests_total', labels: { hook: 'wake', status: '200' }, value: 2 },
     { name: 'hooks_requests_total', labels: { hook: 'agent', status: '401' }, value: 3 },
@@ -101,7 +23,7 @@ test('Metrics.counter() counts per label set and renders HELP, TYPE and one samp
 test('Metrics.render() lists families in creation order, HELP and TYPE before their samples', () => {
   const m = new Metrics();
   m.counter('b_total', 'B.').inc();
-  m.gauge('a', 'A.').set(1);
+  m.gauge('a', 'A.', [], () => 1);
   assert.equal(m.render(), '# HELP b_total B.\n# TYPE b_total counter\nb_total 1\n# HELP a A.\n# TYPE a gauge\na 1\n');
 });
 
@@ -112,11 +34,11 @@ test('Metrics.render() of an empty registry is empty', () => {
 test('counter without labels shows 0 before its first increment; inc(n) adds n', () => {
   const m = new Metrics();
   const bytes = m.counter('hooks_body_bytes_total', 'Body bytes read.');
-  assert.equal(_find(parse(m.render()), 'hooks_body_bytes_total'), 0);
+  assert.equal(valueOf(parseExposition(m.render()), 'hooks_body_bytes_total'), 0);
   bytes.inc(512);
   bytes.inc();
   bytes.inc({}, 0.5);
-  assert.equal(_find(parse(m.render()), 'hooks_body_bytes_total'), 513.5);
+  assert.equal(valueOf(parseExposition(m.render()), 'hooks_body_bytes_total'), 513.5);
 });
 
 test('a labelled family shows no sample until a series is recorded', () => {
@@ -131,42 +53,24 @@ test('label values escape backslash, double quote and newline', () => {
   m.counter('odd_total', 'Odd.', ['v']).inc({ v: odd });
   const text = m.render();
   assert.ok(text.includes('odd_total{v="a\\\\b\\"c\\nd"} 1\n'), text);
-  assert.deepEqual(parse(text).samples[0]!.labels, { v: odd });
+  assert.deepEqual(parseExposition(text).samples[0]!.labels, { v: odd });
 });
 
 test('HELP text escapes backslash and newline and leaves quotes alone', () => {
   const m = new Metrics();
-  m.gauge('g', 'Says "hi"\\now\nand then.');
+  m.gauge('g', 'Says "hi"\\now\nand then.', [], () => 0);
   const text = m.render();
   assert.ok(text.startsWith('# HELP g Says "hi"\\\\now\\nand then.\n'), text);
-  assert.equal(parse(text).help.get('g'), 'Says "hi"\\now\nand then.');
-});
-
-test('gauge.set(), inc() and dec() move a series both ways', () => {
-  const m = new Metrics();
-  const depth = m.gauge('queue_depth', 'Runs waiting.', ['lane']);
-  depth.set({ lane: 'main' }, 5);
-  depth.inc({ lane: 'main' });
-  depth.dec({ lane: 'main' }, 4);
-  depth.dec({ lane: 'other' });
-  const plain = m.gauge('plain', 'Plain.');
-  plain.set(2);
-  plain.inc(3);
-  plain.dec();
-  const parsed = parse(m.render());
-  assert.equal(_find(parsed, 'queue_depth', { lane: 'main' }), 2);
-  assert.equal(_find(parsed, 'queue_depth', { lane: 'other' }), -1);
-  assert.equal(_find(parsed, 'plain'), 4);
-  assert.equal(depth.get({ lane: 'main' }), 2);
-  assert.equal(plain.get(), 4);
+  assert.equal(parseExposition(text).help.get('g'), 'Says "hi"\\now\nand then.');
 });
 
 test('gauge values +Inf, -Inf and NaN render in the format\'s spelling', () => {
   const m = new Metrics();
-  const g = m.gauge('g', 'G.', ['k']);
-  g.set({ k: 'a' }, Infinity);
-  g.set({ k: 'b' }, -Infinity);
-  g.set({ k: 'c' }, Number.NaN);
+  m.gauge('g', 'G.', ['k'], () => [
+    [{ k: 'a' }, Infinity],
+    [{ k: 'b' }, -Infinity],
+    [{ k: 'c' }, Number.NaN],
+  ]);
   assert.match(m.render(), /g\{k="a"\} \+Inf\ng\{k="b"\} -Inf\ng\{k="c"\} NaN\n$/);
 });
 
@@ -179,9 +83,9 @@ test('gauge() with a callback reads its value at each render', () => {
     return size;
   });
   assert.equal(calls, 0);
-  assert.equal(_find(parse(m.render()), 'limiter_table_size'), 3);
+  assert.equal(valueOf(parseExposition(m.render()), 'limiter_table_size'), 3);
   size = 7;
-  assert.equal(_find(parse(m.render()), 'limiter_table_size'), 7);
+  assert.equal(valueOf(parseExposition(m.render()), 'limiter_table_size'), 7);
   assert.equal(calls, 2);
 });
 
@@ -192,88 +96,9 @@ test('gauge() with a labelled callback shows exactly the label sets it reports n
     [{ state: 'running' }, 1],
   ];
   m.gauge('runs', 'Runs by state.', ['state'], () => states);
-  assert.deepEqual(parse(m.render()).samples.map((s) => [s.labels['state'], s.value]), [['queued', 2], ['running', 1]]);
+  assert.deepEqual(parseExposition(m.render()).samples.map((s) => [s.labels['state'], s.value]), [['queued', 2], ['running', 1]]);
   states = [[{ state: 'running' }, 4]];
-  assert.deepEqual(parse(m.render()).samples.map((s) => [s.labels['state'], s.value]), [['running', 4]]);
-});
-
-test('gauge.set() on a callback gauge is a TypeError', () => {
-  const g = new Metrics().gauge('g', 'G.', [], () => 1);
-  assert.throws(() => g.set(2), { name: 'TypeError', message: 'Cannot change gauge g: its value comes from a callback' });
-  assert.throws(() => g.inc(), TypeError);
-});
-
-test('gauge.set() without a value is a TypeError', () => {
-  const g = new Metrics().gauge('g', 'G.', ['k']);
-  assert.throws(() => g.set({ k: 'a' }), { name: 'TypeError', message: 'Cannot set gauge g: no value given' });
-});
-
-test('histogram.observe() renders cumulative buckets, +Inf equal to _count, and _sum', () => {
-  const m = new Metrics();
-  const h = m.histogram('run_seconds', 'Run duration.', [0.1, 1, 10], ['agent']);
-  for (const v of [0.05, 0.1, 0.5, 2, 50]) h.observe({ agent: 'main' }, v);
-  const parsed = parse(m.render());
-  assert.equal(parsed.type.get('run_seconds'), 'histogram');
-  const bucket = (le: string) => _find(parsed, 'run_seconds_bucket', { agent: 'main', le });
-  // 0.1 lies on a bound and counts in that bucket (le is "less than or equal").
-  assert.equal(bucket('0.1'), 2);
-  assert.equal(bucket('1'), 3);
-  assert.equal(bucket('10'), 4);
-  assert.equal(bucket('+Inf'), 5);
-  assert.equal(_find(parsed, 'run_seconds_count', { agent: 'main' }), 5);
-  assert.ok(Math.abs(_find(parsed, 'run_seconds_sum', { agent: 'main' })! - 52.65) < 1e-9);
-  const counts = parsed.samples.filter((s) => s.name === 'run_seconds_bucket').map((s) => s.value);
-  assert.deepEqual(counts, [...counts].sort((a, b) => a - b), 'bucket counts never decrease');
-});
-
-test('histogram puts le after the family\'s own labels and keeps label sets apart', () => {
-  const m = new Metrics();
-  const h = m.histogram('d_seconds', 'D.', [1], ['channel']);
-  h.observe({ channel: 'slack' }, 0.5);
-  h.observe({ channel: 'telegram' }, 3);
-  const text = m.render();
-  assert.ok(text.includes('d_seconds_bucket{channel="slack",le="1"} 1\n'), text);
-  assert.ok(text.includes('d_seconds_bucket{channel="telegram",le="1"} 0\n'), text);
-  assert.ok(text.includes('d_seconds_bucket{channel="telegram",le="+Inf"} 1\n'), text);
-  assert.ok(text.includes('d_seconds_sum{channel="telegram"} 3\n'), text);
-});
-
-test('histogram without labels shows empty buckets from the start and takes observe(value)', () => {
-  const m = new Metrics();
-  const h = m.histogram('fsync_seconds', 'Journal fsync latency.');
-  assert.deepEqual(h.buckets, DURATION_BUCKETS);
-  let parsed = parse(m.render());
-  assert.equal(_find(parsed, 'fsync_seconds_bucket', { le: '+Inf' }), 0);
-  assert.equal(_find(parsed, 'fsync_seconds_count'), 0);
-  h.observe(0.003);
-  parsed = parse(m.render());
-  assert.equal(_find(parsed, 'fsync_seconds_bucket', { le: '0.005' }), 1);
-  assert.equal(_find(parsed, 'fsync_seconds_sum'), 0.003);
-});
-
-test('histogram() accepts a trailing Infinity bound and adds +Inf once', () => {
-  const m = new Metrics();
-  const h = m.histogram('h', 'H.', [1, Infinity]);
-  assert.deepEqual(h.buckets, [1]);
-  assert.equal(m.render().match(/le="\+Inf"/g)?.length, 1);
-});
-
-test('histogram() rejects empty, unordered and non-finite buckets with a RangeError', () => {
-  const m = new Metrics();
-  assert.throws(() => m.histogram('a', 'A.', []), { name: 'RangeError', message: 'Cannot create histogram a: it needs at least one finite bucket' });
-  assert.throws(() => m.histogram('b', 'B.', [1, 1]), { name: 'RangeError', message: 'Cannot create histogram b: buckets must be finite and increasing, got 1, 1' });
-  assert.throws(() => m.histogram('c', 'C.', [2, 1]), RangeError);
-  assert.throws(() => m.histogram('d', 'D.', [Number.NaN]), RangeError);
-});
-
-test('histogram() reserves the label le', () => {
-  assert.throws(() => new Metrics().histogram('h', 'H.', [1], ['le']), { name: 'TypeError', message: 'Cannot create histogram h: the label le is reserved for buckets' });
-});
-
-test('histogram.observe() rejects NaN and a missing value', () => {
-  const h = new Metrics().histogram('h', 'H.', [1], ['k']);
-  assert.throws(() => h.observe({ k: 'a' }, Number.NaN), { name: 'RangeError', message: 'Cannot observe h: the value is not a number' });
-  assert.throws(() => h.observe({ k: 'a' }), RangeError);
+  assert.deepEqual(parseExposition(m.render()).samples.map((s) => [s.labels['state'], s.value]), [['running', 4]]);
 });
 
 test('counter.inc() rejects negative and non-finite amounts', () => {
@@ -298,14 +123,10 @@ test('Metrics rejects invalid metric and label names', () => {
   assert.throws(() => m.counter('ok_total', 'X.', ['a', 'a']), { name: 'TypeError', message: 'Cannot create metric ok_total: a label name is repeated' });
 });
 
-test('Metrics rejects a name already taken, including a histogram\'s _bucket, _sum and _count', () => {
+test('Metrics rejects a name already taken', () => {
   const m = new Metrics();
   m.counter('x_total', 'X.');
-  m.histogram('lat', 'L.', [1]);
-  assert.throws(() => m.gauge('x_total', 'Again.'), { name: 'TypeError', message: 'Cannot register metric x_total: the name clashes with x_total' });
-  assert.throws(() => m.gauge('lat_count', 'Clash.'), { name: 'TypeError', message: 'Cannot register metric lat_count: the name clashes with lat' });
-  // x_total is none of x, x_bucket, x_sum, x_count.
-  assert.doesNotThrow(() => m.histogram('x', 'Free.', [1]));
+  assert.throws(() => m.gauge('x_total', 'Again.', [], () => 1), { name: 'TypeError', message: 'Cannot register metric x_total: the name clashes with x_total' });
 });
 
 test('CONTENT_TYPE names the text format version 0.0.4', () => {

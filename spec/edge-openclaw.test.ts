@@ -1,31 +1,16 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { buildConfig } from '../lib/config/load.ts';
-import { createApp, listen } from '../lib/edge/server.ts';
-import { createLogger } from '../lib/log.ts';
-import { readRuns, Store } from '../lib/store/store.ts';
-import { defer } from './_cleanup.ts';
+import { readRuns } from '../lib/store/store.ts';
 import { post } from './_http.ts';
+import { startApp, type AppHarness } from './_app.ts';
 
 // What OpenClaw's own hook callers send, answered as they expect (issue #14, part 1).
 
 const TOKEN = 'spec-openclaw-token-0123456789';
 const AUTH = { authorization: `Bearer ${TOKEN}` };
 
-async function start(t: TestContext, raw: Record<string, Record<string, unknown>> = {}) {
-  const dir = await mkdtemp(join(tmpdir(), 'openclaw-spec-'));
-  defer(t, () => rm(dir, { recursive: true, force: true }));
-  const built = await buildConfig({ ...raw, hooks: { enabled: true, token: TOKEN, ...raw['hooks'] } }, { file: null, env: {}, dir });
-  if (!built.ok) throw new Error(built.problems.join('; '));
-  const { store } = await Store.open(join(dir, 'state'), { idempotencyTtlMs: 60_000 });
-  defer(t, () => store.close());
-  const app = createApp({ config: built.config, store, heartbeat: { request: () => undefined }, log: createLogger(() => undefined) });
-  const running = await listen(app, { host: '127.0.0.1', port: 0 });
-  defer(t, () => running.close(200));
-  return { url: running.url, store, state: join(dir, 'state') };
+function start(t: TestContext, raw: Record<string, Record<string, unknown>> = {}): Promise<AppHarness> {
+  return startApp(t, { raw, token: TOKEN, idempotencyTtlMs: 60_000 });
 }
 
 test('X-OpenClaw-Idempotency-Key makes a retried /agent replay its first answer instead of starting a second run', async (t) => {

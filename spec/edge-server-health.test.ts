@@ -1,47 +1,17 @@
 // GET /healthz: what a supervisor or load balancer asks, answered from the store's own verdict.
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, unlink } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { buildConfig } from '../lib/config/load.ts';
-import type { Config } from '../lib/config/types.ts';
-import { createLogger } from '../lib/log.ts';
-import { createApp, listen } from '../lib/edge/server.ts';
 import { JOURNAL_FILE, Store } from '../lib/store/store.ts';
-import { post, send } from './_http.ts';
+import { post, send, JSON_TYPE } from './_http.ts';
+import { startApp, type AppHarness } from './_app.ts';
 
 const TOKEN = 'health-hook-token-0123456789abcdef';
-const JSON_TYPE = 'application/json; charset=utf-8';
-
-interface Harness {
-  url: string;
-  dir: string;
-  lines: Record<string, unknown>[];
-}
-
-async function configure(t: TestContext): Promise<{ config: Config; dir: string }> {
-  const dir = await mkdtemp(join(tmpdir(), 'health-spec-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  const built = await buildConfig({ hooks: { enabled: true, token: TOKEN } }, { file: null, env: {}, dir });
-  if (!built.ok) throw new Error(`Invalid spec config: ${built.problems.join('; ')}`);
-  return { config: built.config, dir };
-}
 
 // `store` replaces the real one (a stub); without it a real store is opened in the temp dir.
-async function start(t: TestContext, store?: Store): Promise<Harness & { store: Store }> {
-  const { config, dir } = await configure(t);
-  let served = store;
-  if (served === undefined) {
-    const opened = (await Store.open(join(dir, 'state'), { idempotencyTtlMs: 60_000 })).store;
-    t.after(() => opened.close());
-    served = opened;
-  }
-  const lines: Record<string, unknown>[] = [];
-  const log = createLogger((line) => void lines.push(JSON.parse(line) as Record<string, unknown>));
-  const running = await listen(createApp({ config, store: served, heartbeat: { request() {} }, log }), { host: '127.0.0.1', port: 0 });
-  t.after(() => running.close(200));
-  return { url: running.url, dir: join(dir, 'state'), lines, store: served };
+function start(t: TestContext, store?: Store): Promise<AppHarness> {
+  return startApp(t, { token: TOKEN, idempotencyTtlMs: 60_000, ...(store === undefined ? {} : { store }) });
 }
 
 /** A store that answers only what /healthz asks, with a verdict the test controls. */
@@ -106,7 +76,7 @@ test('GET /healthz answers 503 after a journal append failed (the journal was cl
 test('GET /healthz answers 503 when the journal file has been removed from the state directory', async (t) => {
   const h = await start(t);
   assert.equal((await post(h.url, '/hooks/wake', { headers: { authorization: `Bearer ${TOKEN}` }, body: { text: 'x', mode: 'next-heartbeat' } })).status, 200);
-  await unlink(join(h.dir, JOURNAL_FILE));
+  await unlink(join(h.state, JOURNAL_FILE));
   const reply = await send(h.url, '/healthz');
   assert.equal(reply.status, 503);
   assert.equal(reply.body['ok'], false);

@@ -1,21 +1,17 @@
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, rename, rm, symlink, unlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir,  rename,  symlink, unlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { buildConfig } from '../lib/config/load.ts';
-import type { Config } from '../lib/config/types.ts';
 import { createTransformRunner, type TransformRunnerOptions } from '../lib/hooks/transforms/runner.ts';
 import { MARKER_BEGIN, MARKER_END, MARKER_SANITIZED } from '../lib/hooks/untrusted.ts';
-import { createLogger } from '../lib/log.ts';
-import { createApp, listen, type AppOptions } from '../lib/edge/server.ts';
-import { Store } from '../lib/store/store.ts';
-import { post, type Reply } from './_http.ts';
+import { post, type Reply, assertError, JSON_TYPE } from './_http.ts';
+import { startApp, withHooks, type AppHarness } from './_app.ts';
 import { defer } from './_cleanup.ts';
+import { tempDir } from './_dir.ts';
 
 const TOKEN = 'spec-mapped-token-0a1b2c3d4e5f6789';
 const AUTH = { authorization: `Bearer ${TOKEN}` };
-const JSON_TYPE = 'application/json; charset=utf-8';
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** What a templated session key needs before the config accepts it. */
@@ -47,23 +43,9 @@ const OUTSIDE: Record<string, string> = {
 
 type Raw = Record<string, unknown>;
 
-interface Harness {
-  url: string;
-  /** The config directory (transforms live in `hooks/transforms` below it). */
-  dir: string;
-  store: Store;
-  config: Config;
-  /** Reasons passed to `heartbeat.request`, in order. */
-  beats: string[];
-  /** Every log line, parsed. */
-  lines: Record<string, unknown>[];
-}
-
-
 /** A config directory with the transform fixtures, an `outside` folder beside the root, and symlinks that stay inside. */
 async function fixtures(t: TestContext): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'server-mappings-spec-'));
-  defer(t, () => rm(dir, { recursive: true, force: true }));
+  const dir = await tempDir(t, 'server-mappings-spec-');
   const root = join(dir, 'hooks', 'transforms');
   for (const [name, source] of Object.entries(TRANSFORMS)) {
     await mkdir(dirname(join(root, name)), { recursive: true });
@@ -78,50 +60,29 @@ async function fixtures(t: TestContext): Promise<string> {
   return dir;
 }
 
-function withHooks(raw: Raw): Raw {
-  return { ...raw, hooks: { enabled: true, token: TOKEN, ...(raw['hooks'] as Raw | undefined) } };
-}
-
 async function problems(raw: Raw, dir: string): Promise<string[]> {
-  const built = await buildConfig(withHooks(raw), { file: null, env: {}, dir });
+  const built = await buildConfig(withHooks(raw, TOKEN), { file: null, env: {}, dir });
   return built.ok ? [] : built.problems;
 }
 
-async function start(t: TestContext, raw: Raw, runner: Partial<TransformRunnerOptions> = {}, dir?: string): Promise<Harness> {
-  const home = dir ?? (await fixtures(t));
-  const built = await buildConfig(withHooks(raw), { file: null, env: {}, dir: home });
-  if (!built.ok) throw new Error(`Invalid spec config: ${built.problems.join('; ')}`);
-  const config = built.config;
-  const { store } = await Store.open(join(home, 'state'), { idempotencyTtlMs: 60_000 });
-  defer(t, () => store.close());
-  const beats: string[] = [];
-  const lines: Record<string, unknown>[] = [];
-  const options: AppOptions = {
-    config,
-    store,
-    heartbeat: { request: (reason) => void beats.push(reason) },
-    log: createLogger((line) => void lines.push(JSON.parse(line) as Record<string, unknown>)),
-  };
-  if (config.hooks.mappings.some((m) => m.transform !== undefined)) {
-    const transforms = createTransformRunner({ root: config.hooks.transformsDir, timeoutMs: config.hooks.transformTimeoutMs, ...runner });
-    defer(t, () => transforms.close());
-    options.transforms = transforms.run;
-  }
-  const running = await listen(createApp(options), { host: '127.0.0.1', port: 0 });
-  defer(t, () => running.close(200));
-  return { url: running.url, dir: home, store, config, beats, lines };
+async function start(t: TestContext, raw: Raw, runner: Partial<TransformRunnerOptions> = {}, dir?: string): Promise<AppHarness> {
+  return startApp(t, {
+    raw,
+    token: TOKEN,
+    dir: dir ?? (await fixtures(t)),
+    idempotencyTtlMs: 60_000,
+    with: ({ config }) => {
+      if (!config.hooks.mappings.some((m) => m.transform !== undefined)) return {};
+      const transforms = createTransformRunner({ root: config.hooks.transformsDir, timeoutMs: config.hooks.transformTimeoutMs, ...runner });
+      defer(t, () => transforms.close());
+      return { transforms: transforms.run };
+    },
+  });
 }
 
 /** POSTs a JSON body (or a prepared string with its own content type) to `/hooks/<name>`. */
-function hook(h: Harness, name: string, body: unknown, headers: Record<string, string> = {}): Promise<Reply> {
+function hook(h: AppHarness, name: string, body: unknown, headers: Record<string, string> = {}): Promise<Reply> {
   return post(h.url, `/hooks/${name}`, { headers: { ...AUTH, ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
-}
-
-function assertError(reply: Reply, status: number, pattern?: RegExp): void {
-  assert.equal(reply.status, status, reply.text);
-  assert.equal(reply.headers['content-type'], JSON_TYPE);
-  assert.equal(reply.body['ok'], false);
-  if (pattern !== undefined) assert.match(String(reply.body['error']), pattern);
 }
 
 /** The content inside the untrusted-content wrapper, after checking its Source line and markers. */
@@ -136,17 +97,17 @@ function unwrap(text: string, source = 'Webhook'): string {
   return lines.slice(begin + 3, -1).join('\n');
 }
 
-function runs(h: Harness) {
+function runs(h: AppHarness) {
   return h.store.pendingRuns();
 }
 
-function onlyRun(h: Harness) {
+function onlyRun(h: AppHarness) {
   const all = runs(h);
   assert.equal(all.length, 1, JSON.stringify(all));
   return all[0]!;
 }
 
-function errorLines(h: Harness) {
+function errorLines(h: AppHarness) {
   return h.lines.filter((l) => l['level'] === 'error');
 }
 
@@ -637,18 +598,10 @@ test('a transform export that is not a function answers 500 on call', async (t) 
 });
 
 test('a transform mapping without a transform runner answers 500', async (t) => {
-  const dir = await fixtures(t);
-  const built = await buildConfig(withHooks({ hooks: { mappings: [{ transform: { module: 'skip.js' } }] } }), { file: null, env: {}, dir });
-  assert.ok(built.ok);
-  const { store } = await Store.open(join(dir, 'state'), { idempotencyTtlMs: 60_000 });
-  defer(t, () => store.close());
-  const lines: string[] = [];
-  const app = createApp({ config: built.config, store, heartbeat: { request() {} }, log: createLogger((line) => void lines.push(line)) });
-  const running = await listen(app, { host: '127.0.0.1', port: 0 });
-  defer(t, () => running.close(200));
-  const reply = await post(running.url, '/hooks/x', { headers: AUTH, body: {} });
+  const h = await startApp(t, { raw: { hooks: { mappings: [{ transform: { module: 'skip.js' } }] } }, token: TOKEN, dir: await fixtures(t) });
+  const reply = await post(h.url, '/hooks/x', { headers: AUTH, body: {} });
   assertError(reply, 500, /^hook mapping failed$/);
-  assert.ok(lines.some((l) => l.includes('no transform runner is configured')));
+  assert.ok(h.lines.some((l) => String(l['detail']).includes('no transform runner is configured')));
 });
 
 // --- containment ----------------------------------------------------------------------------
@@ -681,7 +634,7 @@ test('the config refuses a transforms dir that leaves the root, naming hooks.tra
 test('the config accepts symlinks that stay inside the root and a transforms dir inside it', async (t) => {
   const dir = await fixtures(t);
   assert.deepEqual(await problems({ hooks: { mappings: [{ transform: { module: 'inside-link.js' } }, { transform: { module: 'sublink/inner.js' } }] } }, dir), []);
-  const built = await buildConfig(withHooks({ hooks: { transformsDir: 'sublink', mappings: [{ transform: { module: 'inner.js' } }] } }), { file: null, env: {}, dir });
+  const built = await buildConfig(withHooks({ hooks: { transformsDir: 'sublink', mappings: [{ transform: { module: 'inner.js' } }] } }, TOKEN), { file: null, env: {}, dir });
   assert.ok(built.ok);
   assert.equal(built.config.hooks.transformsDir, join(dir, 'hooks', 'transforms', 'sub'));
   assert.equal(built.config.hooks.mappings[0]?.transform?.module, join(dir, 'hooks', 'transforms', 'sub', 'inner.js'));

@@ -1,21 +1,16 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
 import { request, type OutgoingHttpHeaders } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { buildConfig } from '../lib/config/load.ts';
-import type { Config } from '../lib/config/types.ts';
-import { createLogger } from '../lib/log.ts';
-import { createApp, listen, type AppOptions } from '../lib/edge/server.ts';
 import { readEvents, Store } from '../lib/store/store.ts';
-import { post, send, type Reply } from './_http.ts';
+import { post, send, type Reply, assertError, JSON_TYPE } from './_http.ts';
+import { startApp, type AppHarness } from './_app.ts';
 import { defer } from './_cleanup.ts';
+import { tempDir } from './_dir.ts';
 
 const TOKEN = 'spec-hook-token-9f8e7d6c5b4a3210';
 const AUTH = { authorization: `Bearer ${TOKEN}` };
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const JSON_TYPE = 'application/json; charset=utf-8';
 const LIMIT = { maxFailures: 3, windowSeconds: 60, lockoutSeconds: 60 };
 
 type Raw = Record<string, Record<string, unknown>>;
@@ -24,77 +19,23 @@ interface Extra {
   bodyTimeoutMs?: number;
   /** Serve this store instead of opening one in a new temp dir. */
   store?: Store;
-  /** Open the store in this dir (kept after the test) instead of a new one. */
+  /** The config directory (its `state` kept after the test) instead of a new one. */
   dir?: string;
   /** The store's clock (idempotency expiry). */
   now?: () => number;
 }
 
-interface Harness {
-  url: string;
-  dir: string;
-  store: Store;
-  config: Config;
-  /** Reasons passed to `heartbeat.request`, in order. */
-  beats: string[];
-  /** Every log line, parsed. */
-  lines: Record<string, unknown>[];
-  stop(): Promise<void>;
+function start(t: TestContext, raw: Raw = {}, extra: Extra = {}): Promise<AppHarness> {
+  const { bodyTimeoutMs, ...rest } = extra;
+  return startApp(t, { raw, token: TOKEN, ...rest, with: () => (bodyTimeoutMs === undefined ? {} : { bodyTimeoutMs }) });
 }
 
-
-async function tempDir(t: TestContext): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'server-spec-'));
-  defer(t, () => rm(dir, { recursive: true, force: true }));
-  return dir;
-}
-
-async function configure(raw: Raw, dir: string): Promise<Config> {
-  const built = await buildConfig({ ...raw, hooks: { enabled: true, token: TOKEN, ...raw['hooks'] } }, { file: null, env: {}, dir });
-  if (!built.ok) throw new Error(`Invalid spec config: ${built.problems.join('; ')}`);
-  return built.config;
-}
-
-async function start(t: TestContext, raw: Raw = {}, extra: Extra = {}): Promise<Harness> {
-  const dir = extra.dir ?? (await tempDir(t));
-  const config = await configure(raw, dir);
-  let store = extra.store;
-  if (store === undefined) {
-    const ttl = { idempotencyTtlMs: config.hooks.idempotencyTtlSeconds * 1000 };
-    const opened = await Store.open(join(dir, 'state'), extra.now === undefined ? ttl : { ...ttl, now: extra.now });
-    store = opened.store;
-    const owned = store;
-    defer(t, () => owned.close());
-  }
-  const beats: string[] = [];
-  const lines: Record<string, unknown>[] = [];
-  const options: AppOptions = {
-    config,
-    store,
-    heartbeat: { request: (reason) => void beats.push(reason) },
-    log: createLogger((line) => void lines.push(JSON.parse(line) as Record<string, unknown>)),
-  };
-  if (extra.bodyTimeoutMs !== undefined) options.bodyTimeoutMs = extra.bodyTimeoutMs;
-  const running = await listen(createApp(options), { host: '127.0.0.1', port: 0 });
-  const stop = () => running.close(200);
-  defer(t, stop);
-  return { url: running.url, dir: join(dir, 'state'), store, config, beats, lines, stop };
-}
-
-function wake(h: Harness, body: unknown, headers: OutgoingHttpHeaders = {}): Promise<Reply> {
+function wake(h: AppHarness, body: unknown, headers: OutgoingHttpHeaders = {}): Promise<Reply> {
   return post(h.url, '/hooks/wake', { headers: { ...AUTH, ...headers }, body: JSON.stringify(body) });
 }
 
-function agent(h: Harness, body: unknown, headers: OutgoingHttpHeaders = {}): Promise<Reply> {
+function agent(h: AppHarness, body: unknown, headers: OutgoingHttpHeaders = {}): Promise<Reply> {
   return post(h.url, '/hooks/agent', { headers: { ...AUTH, ...headers }, body: JSON.stringify(body) });
-}
-
-function assertError(reply: Reply, status: number, pattern?: RegExp): void {
-  assert.equal(reply.status, status, reply.text);
-  assert.equal(reply.headers['content-type'], JSON_TYPE);
-  assert.equal(reply.body['ok'], false);
-  assert.equal(typeof reply.body['error'], 'string');
-  if (pattern !== undefined) assert.match(String(reply.body['error']), pattern);
 }
 
 /**
@@ -410,7 +351,7 @@ test('POST /hooks/wake answers 200 with the mode once the event is on disk', asy
   const reply = await wake(h, { text: 'Mail from Alice' });
   assert.equal(reply.status, 200);
   assert.deepEqual(reply.body, { ok: true, mode: 'now' });
-  const onDisk = await readEvents(h.dir);
+  const onDisk = await readEvents(h.state);
   assert.deepEqual(
     onDisk.map((e) => [e.kind, e.text]),
     [['system', 'Mail from Alice']],
@@ -570,7 +511,7 @@ test('POST /hooks/agent answers once the run is on disk: a reopened store lists 
   const reply = await agent(h, { message: 'durable' });
   await h.stop();
   await h.store.close();
-  const { store } = await Store.open(h.dir, { idempotencyTtlMs: 60_000 });
+  const { store } = await Store.open(h.state, { idempotencyTtlMs: 60_000 });
   defer(t, () => store.close());
   assert.deepEqual(
     store.pendingRuns().map((r) => [r.runId, unwrapped(r.message), r.status]),

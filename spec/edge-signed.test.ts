@@ -1,6 +1,4 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { buildConfig } from '../lib/config/load.ts';
@@ -11,6 +9,8 @@ import { Store } from '../lib/store/store.ts';
 import { defer } from './_cleanup.ts';
 import { post, send, type Reply } from './_http.ts';
 import { githubExample, SIGNERS, WHSEC, WHSEC_2 } from './_signers.ts';
+import { startApp, type AppHarness } from './_app.ts';
+import { tempDir } from './_dir.ts';
 
 const TOKEN = 'spec-signed-token-0a1b2c3d4e5f6789';
 const GATEWAY = 'spec-gateway-token-9f8e7d6c5b4a3210';
@@ -61,37 +61,28 @@ function mappings(): Record<string, unknown>[] {
   ];
 }
 
-interface Harness {
-  url: string;
-  store: Store;
+interface Harness extends AppHarness {
+  /** Stops listening and closes the store, so the next harness can open the same state directory. */
   close(): Promise<void>;
 }
 
-async function stateDir(t: TestContext): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'server-signed-spec-'));
-  defer(t, () => rm(dir, { recursive: true, force: true }));
-  return dir;
+function stateDir(t: TestContext): Promise<string> {
+  return tempDir(t, 'server-signed-spec-');
 }
 
 async function start(t: TestContext, dir: string, extra: Record<string, unknown> = {}): Promise<Harness> {
-  const raw = { hooks: { enabled: true, token: TOKEN, mappings: mappings(), ...extra }, gateway: { auth: { token: GATEWAY } } };
-  const built = await buildConfig(raw, { file: null, env: {}, dir });
-  if (!built.ok) throw new Error(`Invalid spec config: ${built.problems.join('; ')}`);
-  const { store } = await Store.open(join(dir, 'state'), { idempotencyTtlMs: 3_600_000 });
-  const limiter = { stats: () => ({ keys: 0, locked: 0, lockouts: 0 }) };
-  const telemetry = createTelemetry({ store, limiter: () => limiter.stats(), queueDepth: () => 0 });
-  const app = createApp({ config: built.config, store, heartbeat: { request: () => undefined }, log: createLogger(() => undefined), clock: () => NOW_S * 1000, telemetry });
-  limiter.stats = () => app.limiterStats();
-  const running = await listen(app, { host: '127.0.0.1', port: 0 });
-  let closed = false;
-  const close = async () => {
-    if (closed) return;
-    closed = true;
-    await running.close(200);
-    await store.close();
-  };
-  defer(t, close);
-  return { url: running.url, store, close };
+  const h = await startApp(t, {
+    raw: { hooks: { mappings: mappings(), ...extra }, gateway: { auth: { token: GATEWAY } } },
+    token: TOKEN,
+    dir,
+    idempotencyTtlMs: 3_600_000,
+    with: ({ store, app }) => ({
+      clock: () => NOW_S * 1000,
+      telemetry: createTelemetry({ store, limiter: () => app().limiterStats(), queueDepth: () => 0 }),
+    }),
+  });
+  let closed: Promise<void> | undefined;
+  return { ...h, close: () => (closed ??= h.stop().then(() => h.store.close())) };
 }
 
 async function deliver(h: Harness, s: Scheme, options: { secret?: string; id?: string; at?: number; body?: string; path?: string; headers?: Record<string, string> } = {}): Promise<Reply> {

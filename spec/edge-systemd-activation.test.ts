@@ -3,18 +3,17 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { accessSync, constants } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { get } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { test } from 'node:test';
 import { pathToFileURL } from 'node:url';
-import { IS_DENO, ROOT } from './_cli.ts';
+import { IS_DENO, onPath, ROOT } from './_cli.ts';
 
-const ACTIVATE = _onPath('systemd-socket-activate');
+const ACTIVATE = onPath('systemd-socket-activate');
 
 // What a server does with socket activation, and nothing else: take fd 3 if it is ours, serve on it.
 const SERVER = (systemd: string) => `
@@ -151,15 +150,4 @@ async function _stop(child: ChildProcess | undefined): Promise<void> {
   const exited = once(child, 'exit');
   child.kill('SIGTERM');
   await exited;
-}
-
-function _onPath(tool: string): boolean {
-  return (process.env['PATH'] ?? '').split(delimiter).some((dir) => {
-    try {
-      accessSync(join(dir, tool), constants.X_OK);
-      return true;
-    } catch {
-      return false;
-    }
-  });
 }

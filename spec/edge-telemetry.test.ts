@@ -1,16 +1,13 @@
 // GET /metrics end to end: a real app and store behind node:http, the page parsed as Prometheus reads it.
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { buildConfig } from '../lib/config/load.ts';
-import type { Config } from '../lib/config/types.ts';
-import { silentLogger } from '../lib/log.ts';
+import { specConfig, startApp, type AppHarness } from './_app.ts';
 import { FailureLimiter } from '../lib/guard/rate-limit.ts';
-import { createApp, listen, type App } from '../lib/edge/server.ts';
-import { JOURNAL_FILE, Store, type RunRecord } from '../lib/store/store.ts';
+import { JOURNAL_FILE,  type RunRecord } from '../lib/store/store.ts';
 import { createTelemetry, type TelemetrySources } from '../lib/edge/telemetry.ts';
+import { parseExposition, valueOf, type Exposition } from './_exposition.ts';
 import { post, send, type Reply } from './_http.ts';
 
 const HOOK_TOKEN = 'telemetry-hook-token-0123456789abcdef';
@@ -21,135 +18,40 @@ const EXPOSITION_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 
 type Raw = Record<string, Record<string, unknown>>;
 
-// --- a small exposition-format parser --------------------------------------------------------
-
-interface Sample {
-  name: string;
-  labels: Record<string, string>;
-  value: number;
-}
-
-interface Exposition {
-  /** TYPE by family name. */
-  types: Map<string, string>;
-  help: Map<string, string>;
-  samples: Sample[];
-}
-
-const SAMPLE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})? (\S+)$/;
-const LABEL = /^([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\\n]|\\[\\"n])*)"(,(?!$)|$)/;
-
-/**
- * Parses the text format 0.0.4 strictly: every line is a HELP, a TYPE or a sample; a family's
- * HELP and TYPE come before its samples, its samples are contiguous, and the text ends in a newline.
- */
-function parseExposition(text: string): Exposition {
-  assert.ok(text.endsWith('\n'), 'the exposition ends with a newline');
-  const out: Exposition = { types: new Map(), help: new Map(), samples: [] };
-  let family: string | null = null;
-  const closed = new Set<string>();
-  for (const line of text.slice(0, -1).split('\n')) {
-    const meta = /^# (HELP|TYPE) ([a-zA-Z_:][a-zA-Z0-9_:]*) (.*)$/.exec(line);
-    if (meta !== null) {
-      const [, kind, name, rest] = meta as unknown as [string, 'HELP' | 'TYPE', string, string];
-      if (family !== null && family !== name) closed.add(family);
-      assert.ok(!closed.has(name), `family ${name} is not split: ${line}`);
-      family = name;
-      if (kind === 'HELP') out.help.set(name, rest.replace(/\\(\\|n)/g, (_, c: string) => (c === 'n' ? '\n' : '\\')));
-      else {
-        assert.match(rest, /^(counter|gauge|histogram|summary|untyped)$/, line);
-        out.types.set(name, rest);
-      }
-      continue;
-    }
-    const sample = SAMPLE.exec(line);
-    assert.ok(sample !== null, `a sample line: ${JSON.stringify(line)}`);
-    const [, name, labelText = '', valueText] = sample as unknown as [string, string, string | undefined, string];
-    const owner = out.types.has(name) ? name : name.replace(/_(bucket|sum|count)$/, '');
-    assert.ok(out.types.has(owner), `sample ${name} follows its family's TYPE line`);
-    assert.equal(owner, family, `sample ${name} sits with its family`);
-    const value = valueText === '+Inf' ? Infinity : valueText === '-Inf' ? -Infinity : Number(valueText);
-    assert.ok(valueText === 'NaN' || !Number.isNaN(value), `a number: ${line}`);
-    out.samples.push({ name, labels: _labels(labelText), value });
-  }
-  return out;
-}
-
-function _labels(text: string): Record<string, string> {
-  const labels: Record<string, string> = {};
-  if (text === '') return labels;
-  let rest = text.slice(1, -1);
-  while (rest !== '') {
-    const match = LABEL.exec(rest);
-    assert.ok(match !== null, `a label pair: ${rest}`);
-    const [whole, name, raw] = match as unknown as [string, string, string];
-    assert.ok(!(name in labels), `label ${name} appears once`);
-    labels[name] = raw.replace(/\\([\\"n])/g, (_, c: string) => (c === 'n' ? '\n' : c));
-    rest = rest.slice(whole.length);
-  }
-  return labels;
-}
-
-/** The value of the one sample with exactly these labels, or undefined when there is none. */
-function valueOf(page: Exposition, name: string, labels: Record<string, string> = {}): number | undefined {
-  const found = page.samples.filter((s) => s.name === name && _sameLabels(s.labels, labels));
-  assert.ok(found.length <= 1, `at most one ${name} sample per label set`);
-  return found[0]?.value;
-}
-
-function _sameLabels(a: Record<string, string>, b: Record<string, string>): boolean {
-  const keys = Object.keys(a);
-  return keys.length === Object.keys(b).length && keys.every((k) => a[k] === b[k]);
-}
-
 // --- harness ---------------------------------------------------------------------------------
 
-interface Harness {
-  url: string;
-  app: App;
-  store: Store;
-  config: Config;
-  dir: string;
+interface Harness extends AppHarness {
   /** The runs the app handed to the runtime, as a stub queue. */
   queued: RunRecord[];
   scrape(): Promise<Exposition>;
 }
 
-async function configure(raw: Raw, dir: string): Promise<Config> {
-  const built = await buildConfig(
-    {
-      ...raw,
-      hooks: { enabled: true, token: HOOK_TOKEN, ...raw['hooks'] },
-      gateway: { auth: { token: GATEWAY_TOKEN }, ...raw['gateway'] },
-    },
-    { file: null, env: {}, dir },
-  );
-  if (!built.ok) throw new Error(`Invalid spec config: ${built.problems.join('; ')}`);
-  return built.config;
+// Hooks and the gateway token on; `raw` adds to (and may override) both.
+function withTokens(raw: Raw): Raw {
+  return { ...raw, hooks: { enabled: true, token: HOOK_TOKEN, ...raw['hooks'] }, gateway: { auth: { token: GATEWAY_TOKEN }, ...raw['gateway'] } };
 }
 
 const GITHUB = { match: { path: 'github' }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'push to {{repo}}' };
 
 async function start(t: TestContext, raw: Raw = {}): Promise<Harness> {
-  const dir = await mkdtemp(join(tmpdir(), 'telemetry-spec-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  const config = await configure({ ...raw, hooks: { mappings: [GITHUB], ...raw['hooks'] } }, dir);
-  const { store } = await Store.open(join(dir, 'state'), { idempotencyTtlMs: 60_000 });
-  t.after(() => store.close());
   const queued: RunRecord[] = [];
   const runs = { enqueue: (run: RunRecord) => void queued.push(run), get depth() { return queued.length; } };
-  // A clock that never moves: a lock lasts for the whole test, whatever the machine's speed.
-  const limiter = new FailureLimiter({ maxFailures: 3, windowMs: 60_000, lockoutMs: 60_000, now: () => 1_000 });
-  const telemetry = createTelemetry({ store, limiter: () => app.limiterStats(), queueDepth: () => runs.depth });
-  const app = createApp({ config, store, heartbeat: { request() {} }, log: silentLogger, limiter, runs, telemetry });
-  const running = await listen(app, { host: '127.0.0.1', port: 0 });
-  t.after(() => running.close(200));
+  const h = await startApp(t, {
+    raw: withTokens({ ...raw, hooks: { mappings: [GITHUB], ...raw['hooks'] } }),
+    idempotencyTtlMs: 60_000,
+    with: ({ store, app }) => ({
+      runs,
+      // A clock that never moves: a lock lasts for the whole test, whatever the machine's speed.
+      limiter: new FailureLimiter({ maxFailures: 3, windowMs: 60_000, lockoutMs: 60_000, now: () => 1_000 }),
+      telemetry: createTelemetry({ store, limiter: () => app().limiterStats(), queueDepth: () => runs.depth }),
+    }),
+  });
   const scrape = async () => {
-    const reply = await send(running.url, '/metrics', { headers: GATEWAY });
+    const reply = await send(h.url, '/metrics', { headers: GATEWAY });
     assert.equal(reply.status, 200, reply.text);
     return parseExposition(reply.text);
   };
-  return { url: running.url, app, store, config, dir: join(dir, 'state'), queued, scrape };
+  return { ...h, queued, scrape };
 }
 
 function wake(h: Harness, body: unknown, headers: Record<string, string> = HOOK): Promise<Reply> {
@@ -226,32 +128,20 @@ test('GET /metrics with gateway.auth.token as Bearer answers 200 in the text for
 });
 
 test('GET /metrics is absent (404) when gateway.auth.token is not set, whatever token is sent', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'telemetry-spec-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  const built = await buildConfig({ hooks: { enabled: true, token: HOOK_TOKEN } }, { file: null, env: {}, dir });
-  assert.ok(built.ok);
-  const { store } = await Store.open(join(dir, 'state'), { idempotencyTtlMs: 60_000 });
-  t.after(() => store.close());
-  const telemetry = createTelemetry({ store, limiter: () => app.limiterStats(), queueDepth: () => 0 });
-  const app = createApp({ config: built.config, store, heartbeat: { request() {} }, log: silentLogger, telemetry });
-  const running = await listen(app, { host: '127.0.0.1', port: 0 });
-  t.after(() => running.close(200));
+  const h = await startApp(t, {
+    token: HOOK_TOKEN,
+    with: ({ store, app }) => ({ telemetry: createTelemetry({ store, limiter: () => app().limiterStats(), queueDepth: () => 0 }) }),
+  });
   for (const headers of [{}, HOOK, GATEWAY]) {
-    const reply = await send(running.url, '/metrics', { headers });
+    const reply = await send(h.url, '/metrics', { headers });
     assert.equal(reply.status, 404);
     assert.equal(reply.body['code'], 'ERR_NOT_FOUND');
   }
 });
 
 test('GET /metrics is absent (404) when the app has no telemetry, even with gateway.auth.token set', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'telemetry-spec-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  const config = await configure({}, dir);
-  const { store } = await Store.open(join(dir, 'state'), { idempotencyTtlMs: 60_000 });
-  t.after(() => store.close());
-  const running = await listen(createApp({ config, store, heartbeat: { request() {} }, log: silentLogger }), { host: '127.0.0.1', port: 0 });
-  t.after(() => running.close(200));
-  assert.equal((await send(running.url, '/metrics', { headers: GATEWAY })).status, 404);
+  const h = await startApp(t, { raw: withTokens({}) });
+  assert.equal((await send(h.url, '/metrics', { headers: GATEWAY })).status, 404);
 });
 
 // --- what is counted -------------------------------------------------------------------------
@@ -380,7 +270,7 @@ test('hooks_journal_* gauges report the journal file size and the last fsync tim
   assert.equal(valueOf(empty, 'hooks_journal_bytes'), 0);
   assert.equal((await wake(h, { text: 'durable', mode: 'next-heartbeat' })).status, 200);
   const page = await h.scrape();
-  const { size } = await stat(join(h.dir, JOURNAL_FILE));
+  const { size } = await stat(join(h.state, JOURNAL_FILE));
   assert.ok(size > 0);
   assert.equal(valueOf(page, 'hooks_journal_bytes'), size);
   const fsync = valueOf(page, 'hooks_journal_fsync_seconds');
@@ -391,16 +281,14 @@ test('hooks_journal_* gauges report the journal file size and the last fsync tim
 test('App.reload() swaps the gateway token for /metrics and keeps the counters', async (t) => {
   const h = await start(t);
   assert.equal((await wake(h, { text: 'before', mode: 'next-heartbeat' })).status, 200);
-  const next = await configure({ gateway: { auth: { token: 'rotated-gateway-token-0123456789' } }, hooks: { mappings: [GITHUB] } }, join(h.dir, '..'));
+  const next = await specConfig(withTokens({ gateway: { auth: { token: 'rotated-gateway-token-0123456789' } }, hooks: { mappings: [GITHUB] } }), h.dir);
   h.app.reload(next);
   assert.equal((await send(h.url, '/metrics', { headers: GATEWAY })).status, 401);
   const reply = await send(h.url, '/metrics', { headers: { authorization: 'Bearer rotated-gateway-token-0123456789' } });
   assert.equal(reply.status, 200);
   assert.equal(valueOf(parseExposition(reply.text), 'hooks_requests_total', { hook: 'wake', status: '200' }), 1);
 
-  const off = await buildConfig({ hooks: { enabled: true, token: HOOK_TOKEN } }, { file: null, env: {}, dir: join(h.dir, '..') });
-  assert.ok(off.ok);
-  h.app.reload(off.config);
+  h.app.reload(await specConfig({ hooks: { enabled: true, token: HOOK_TOKEN } }, h.dir));
   assert.equal((await send(h.url, '/metrics', { headers: GATEWAY })).status, 404, 'a reload that drops gateway.auth.token drops /metrics');
 });
 

@@ -30,36 +30,24 @@ test('parseAgent() leaves unset optional fields out of the action', () => {
 });
 
 test('parseAgent() takes every field', () => {
-  assert.deepEqual(
-    action({
-      message: 'Check the deploy',
-      name: 'CI',
-      agentId: 'ops',
-      sessionKey: 'hook:ci',
-      wakeMode: 'next-heartbeat',
-      deliver: false,
-      channel: 'telegram',
-      to: '@ada',
-      model: 'anthropic/claude',
-      thinking: 'low',
-      timeoutSeconds: 120,
-      idempotencyKey: 'evt-1',
-    }),
-    {
-      kind: 'agent',
-      message: 'Check the deploy',
-      name: 'CI',
-      agentId: 'ops',
-      sessionKey: { value: 'hook:ci', trusted: false },
-      wakeMode: 'next-heartbeat',
-      deliver: false,
-      channel: 'telegram',
-      to: '@ada',
-      model: 'anthropic/claude',
-      thinking: 'low',
-      timeoutSeconds: 120,
-    },
-  );
+  const fields = {
+    message: 'Check the deploy',
+    name: 'CI',
+    agentId: 'ops',
+    wakeMode: 'next-heartbeat',
+    deliver: false,
+    channel: 'telegram',
+    to: '@ada',
+    model: 'anthropic/claude',
+    thinking: 'low',
+    timeoutSeconds: 120,
+  } as const;
+  // A session key from the body is the request's own choice (not trusted); the idempotency key is not part of the action.
+  assert.deepEqual(action({ ...fields, sessionKey: 'hook:ci', idempotencyKey: 'evt-1' }), {
+    kind: 'agent',
+    ...fields,
+    sessionKey: { value: 'hook:ci', trusted: false },
+  });
 });
 
 test('parseAgent() marks a payload sessionKey as untrusted', () => {

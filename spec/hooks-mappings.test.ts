@@ -483,37 +483,13 @@ test('applyMappings() lets the transform override the kind and the mapping field
   assert.equal(unwrap(wake.text), 'woken');
   assert.equal(wake.mode, 'next-heartbeat');
 
-  const override = {
-    kind: 'agent',
-    message: 'new',
-    name: 'Named',
-    agentId: 'ops',
-    sessionKey: 'hook:t',
-    wakeMode: 'next-heartbeat',
-    deliver: false,
-    channel: 'discord',
-    to: 'chan',
-    model: 'm/x',
-    thinking: 'low',
-    timeoutSeconds: 9,
-  };
+  const fields = { name: 'Named', agentId: 'ops', wakeMode: 'next-heartbeat', deliver: false, channel: 'discord', to: 'chan', model: 'm/x', thinking: 'low', timeoutSeconds: 9 };
+  const override = { kind: 'agent', message: 'new', sessionKey: 'hook:t', ...fields };
   const agentFromWake = fake(() => ({ ok: true, value: override }));
   const agent = agentOf(await applyMappings([mapping({ action: 'wake', textTemplate: 't', agentId: 'main', transform: { module: 't.js' } })], request({}), agentFromWake.call));
   assert.equal(unwrap(agent.message), 'new');
   const { message: _message, ...rest } = agent;
-  assert.deepEqual(rest, {
-    kind: 'agent',
-    name: 'Named',
-    agentId: 'ops',
-    sessionKey: { value: 'hook:t', trusted: false },
-    wakeMode: 'next-heartbeat',
-    deliver: false,
-    channel: 'discord',
-    to: 'chan',
-    model: 'm/x',
-    thinking: 'low',
-    timeoutSeconds: 9,
-  });
+  assert.deepEqual(rest, { kind: 'agent', ...fields, sessionKey: { value: 'hook:t', trusted: false } });
 });
 
 test('applyMappings() counts a session key from a transform as payload-controlled, even over a static one', async () => {

@@ -153,6 +153,18 @@ test('a trivial transform still works in the sandbox', async () => {
   });
 });
 
+test('a transform child\'s console reaches the output callback, and the runtime\'s ExperimentalWarning does not', async () => {
+  const lines: string[] = [];
+  await writeFile(join(root, 'talks.js'), 'export default () => { console.log("hello from the transform"); return 1; };\n');
+  await withRunner({ onOutput: (_module, line) => void lines.push(line) }, async (runner) => {
+    assert.deepEqual(await call(runner, 'talks.js'), { ok: true, value: 1 });
+    assert.deepEqual(await call(runner, 'trivial.js', { name: 'x' }), { ok: true, value: { kind: 'wake', text: 'hello x' } });
+    // stderr is a pipe of its own: its line may trail the answer on stdout.
+    for (let waited = 0; lines.length === 0 && waited < 10_000; waited += 10) await new Promise((resolve) => setTimeout(resolve, 10));
+  });
+  assert.deepEqual(lines, ['hello from the transform']);
+});
+
 test('childCommand() starts the runtime we run on with its permission system and nothing more', () => {
   const node = childCommand({ root: '/srv/t', heapMb: 64 }, { kind: 'node', execPath: '/usr/bin/node', nodeFlags: new Set(['--experimental-permission', '--disable-warning']) });
   assert.equal(node.file, '/usr/bin/node');

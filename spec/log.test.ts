@@ -5,7 +5,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { bufferLines, createLogger, flushOnExit, formatJson, silentLogger, type LogFields } from '../lib/log.ts';
+import { bufferLines, createLogger, flushOnExit, formatJson, type LogFields } from '../lib/log.ts';
 import { IS_DENO } from './_cli.ts';
 
 test('createLogger() writes one JSON object per line with time, level, message and fields', () => {
@@ -27,14 +27,6 @@ test('createLogger() keeps a field text with a newline on its one line', () => {
   createLogger((line) => void lines.push(line)).error('unexpected error', { error: 'Error: x\n    at y' });
   assert.equal(lines.length, 1);
   assert.equal(lines[0]!.split('\n').length, 2, 'one line and its terminating newline');
-});
-
-test('silentLogger drops everything', () => {
-  assert.doesNotThrow(() => {
-    silentLogger.info('a');
-    silentLogger.warn('b', { x: 1 });
-    silentLogger.error('c');
-  });
 });
 
 test('formatJson() writes the same line as stringifying the merged record, also when a field reuses a fixed key', () => {

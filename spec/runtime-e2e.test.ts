@@ -8,6 +8,7 @@ import { after, before, test } from 'node:test';
 import type { RunRecord, SessionEvent } from '../lib/store/store.ts';
 import { assertCleanStop, runCli, spawnServer, type Spawned } from './_cli.ts';
 import { post } from './_http.ts';
+import { until } from './_until.ts';
 
 const TOKEN = 'e2e-hook-token-0123456789abcdef';
 const AUTH = { authorization: `Bearer ${TOKEN}` };
@@ -66,17 +67,6 @@ function _complete(res: ServerResponse, content: string): void {
       choices: [{ index: 0, message: { role: 'assistant', content, refusal: null }, finish_reason: 'stop', logprobs: null }],
     }),
   );
-}
-
-// Polls a condition; the bound only turns a hang into a failure.
-async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined): Promise<T> {
-  const giveUp = Date.now() + 30_000;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > giveUp) throw new Error(`Timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 async function listed<T>(command: 'runs' | 'events', state: string): Promise<T[]> {

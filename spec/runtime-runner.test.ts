@@ -17,6 +17,7 @@ import { Runner } from '../lib/runtime/runner.ts';
 import { providerRegistry } from '../lib/runtime/providers/registry.ts';
 import { Store, type DeliveryOutcome, type IdempotencyWrite, type RunRecord } from '../lib/store/store.ts';
 import { Transcripts } from '../lib/store/transcripts.ts';
+import { until } from './_until.ts';
 
 // Records one accepted run as pending, as the dispatcher's commit does.
 async function addRun(store: Store, spec: RunSpec, idem?: IdempotencyWrite): Promise<RunRecord> {
@@ -227,7 +228,7 @@ async function runtime(raw: Record<string, unknown>, options: RuntimeOptions = {
       return store.run(runId)!;
     },
     // Idle: nothing queued or running, and every reply that asked for delivery has its outcome recorded.
-    idle: () => until('the runner to be idle', () => runner.depth === 0 && store.runs().every((r) => r.status !== 'ok' || !r.deliver || r.delivery !== undefined)),
+    idle: async () => void (await until('the runner to be idle', () => runner.depth === 0 && store.runs().every((r) => r.status !== 'ok' || !r.deliver || r.delivery !== undefined))),
     async close() {
       await runner.stop();
       await store.close();
@@ -271,15 +272,6 @@ async function scoped(fn: (defer: (cleanup: () => Promise<void> | void) => void)
     await fn((cleanup) => void cleanups.push(cleanup));
   } finally {
     for (const cleanup of cleanups.reverse()) await cleanup();
-  }
-}
-
-// Polls a condition; the bound only turns a hang into a failure, it measures nothing.
-async function until(what: string, check: () => boolean): Promise<void> {
-  const giveUp = Date.now() + 10_000;
-  while (!check()) {
-    if (Date.now() > giveUp) throw new Error(`Timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 2));
   }
 }
 

@@ -1,21 +1,13 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, open, readFile, rm, stat, writeFile, readdir } from 'node:fs/promises';
+import { open, readFile,  stat, writeFile, readdir } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
-import { platform, tmpdir } from 'node:os';
+import { platform } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { Journal, readJournal } from '../lib/store/journal.ts';
+import { withDir } from './_dir.ts';
 
 const windows = platform() === 'win32';
-
-async function withDir(fn: (dir: string) => Promise<void>): Promise<void> {
-  const dir = await mkdtemp(join(tmpdir(), 'journal-'));
-  try {
-    await fn(dir);
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
-}
 
 // A real handle whose named method fails with `error` while `fail()` says so.
 function failing(handle: FileHandle, method: string, error: Error, fail: () => boolean): FileHandle {

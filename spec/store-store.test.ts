@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { platform, tmpdir } from 'node:os';
+import { readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { platform } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import type { RunSpec } from '../lib/actions.ts';
 import { Journal } from '../lib/store/journal.ts';
 import { JOURNAL_FILE, readEvents, Store } from '../lib/store/store.ts';
 import type { IdempotencyWrite, RunRecord, StoreOptions } from '../lib/store/store.ts';
+import { tempDir, withDir } from './_dir.ts';
 
 // Records one accepted run as pending, as the dispatcher's commit does.
 async function addRun(store: Store, spec: RunSpec, idem?: IdempotencyWrite): Promise<RunRecord> {
@@ -15,15 +16,6 @@ async function addRun(store: Store, spec: RunSpec, idem?: IdempotencyWrite): Pro
 
 const windows = platform() === 'win32';
 const TTL = 60_000;
-
-async function withDir(fn: (dir: string) => Promise<void>): Promise<void> {
-  const dir = await mkdtemp(join(tmpdir(), 'store-'));
-  try {
-    await fn(dir);
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
-}
 
 // A settable clock: tests move `clock.t` to cross a TTL.
 function clock(start = Date.UTC(2025, 0, 1)): { t: number; now: () => number } {
@@ -521,8 +513,7 @@ test('Store.backlog() does not count a wake whose write failed', async () => {
 });
 
 test('Store keeps the newest retainRuns finished runs however many runs are queued, and never drops an unfinished one', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'store-retain-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  const dir = await tempDir(t, 'store-retain-');
   const { store } = await Store.open(dir, { idempotencyTtlMs: 60_000, retainRuns: 4 });
   for (let i = 0; i < 12; i++) await addRun(store, spec(`r${i}`));
   // Finish the even ones, oldest first.

@@ -4,6 +4,7 @@ import { parseCidr, type Cidr } from '../guard/address.ts';
 import { channelsSchema } from '../delivery/channels.ts';
 import { mappingSchema } from '../hooks/mappings.ts';
 import { array, boolean, literal, number, object, optional, record, refine, string, type Schema } from '../schema.ts';
+import { trimTrailingSlashes } from '../text.ts';
 
 // The config file's schema: every key, its type and its own rule. Rules that span keys are in checks.ts.
 
@@ -181,6 +182,6 @@ export function parseDuration(value: unknown): number | null {
 
 /** Normalises `hooks.path`: a leading slash added, trailing slashes removed. */
 export function normaliseHooksPath(path: string): string {
-  const trimmed = path.trim().replace(/\/+$/, '');
+  const trimmed = trimTrailingSlashes(path.trim());
   return trimmed.startsWith('/') ? trimmed : `/${trimmed}`;
 }

@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import { presetMappings, toMapping } from '../hooks/mappings.ts';
 import { normaliseHooksPath, type FileConfig } from './file-schema.ts';
 import type { Config } from './types.ts';
+import { trimTrailingSlashes } from '../text.ts';
 
 /** The default heartbeat prompt: read the events, act if needed, else acknowledge. */
 export const DEFAULT_HEARTBEAT_PROMPT =
@@ -20,7 +21,6 @@ export const DEFAULTS = {
   bind: '127.0.0.1',
   port: 8789,
   transformTimeoutMs: 5_000,
-  transformMaxResultBytes: 1_048_576,
   maxQueuedRuns: 1_000,
   maxEventBytes: 262_144,
   maxBacklogEvents: 100_000,
@@ -29,74 +29,25 @@ export const DEFAULTS = {
   maxConcurrent: 4,
   historyMaxChars: 32_000,
   ackMaxChars: 300,
+  transformMaxResultBytes: 1_048_576,
 } as const;
 
 /** Transforms live below this folder of the config directory, and nowhere else. */
 export const TRANSFORMS_ROOT = 'hooks/transforms';
 
+type _Where = { file: string | null; dir: string; token: string | null; transformsDir?: string };
+
 /**
  * The validated file with every default applied, as plain data. `transformsDir` is the real path
  * `containTransforms` found (or, when it did not look, the lexical one).
  */
-export function normalise(file: FileConfig, where: { file: string | null; dir: string; token: string | null; transformsDir?: string }): Config {
-  const hooks = file.hooks ?? {};
-  const limit = hooks.authRateLimit ?? {};
-  const agents = file.agents ?? {};
-  const list = (agents.list ?? []).map((a) => ({ ...a, default: a.default ?? false }));
+export function normalise(file: FileConfig, where: _Where): Config {
   const gateway = file.gateway ?? {};
   return {
     file: where.file,
     dir: where.dir,
-    hooks: {
-      enabled: hooks.enabled ?? false,
-      token: where.token,
-      path: normaliseHooksPath(hooks.path ?? DEFAULTS.path),
-      maxBodyBytes: hooks.maxBodyBytes ?? DEFAULTS.maxBodyBytes,
-      allowedAgentIds: hooks.allowedAgentIds ?? null,
-      defaultSessionKey: hooks.defaultSessionKey ?? null,
-      allowRequestSessionKey: hooks.allowRequestSessionKey ?? false,
-      allowedSessionKeyPrefixes: hooks.allowedSessionKeyPrefixes ?? null,
-      presets: hooks.presets ?? [],
-      mappings: [
-        ...(hooks.mappings ?? []).map((m, i) => toMapping(m, i)),
-        ...(hooks.presets ?? []).map((name) => presetMappings(name, hooks.gmail ?? {})),
-      ],
-      transformsDir: where.transformsDir ?? resolve(where.dir, TRANSFORMS_ROOT, hooks.transformsDir ?? '.'),
-      transformTimeoutMs: hooks.transformTimeoutMs ?? DEFAULTS.transformTimeoutMs,
-      transformMaxResultBytes: hooks.transformMaxResultBytes ?? DEFAULTS.transformMaxResultBytes,
-      maxQueuedRuns: hooks.maxQueuedRuns ?? DEFAULTS.maxQueuedRuns,
-      maxEventBytes: hooks.maxEventBytes ?? DEFAULTS.maxEventBytes,
-      maxBacklogEvents: hooks.maxBacklogEvents ?? DEFAULTS.maxBacklogEvents,
-      maxBacklogBytes: hooks.maxBacklogBytes ?? DEFAULTS.maxBacklogBytes,
-      gmail: hooks.gmail ?? {},
-      authRateLimit: {
-        maxFailures: limit.maxFailures ?? DEFAULTS.maxFailures,
-        windowSeconds: limit.windowSeconds ?? DEFAULTS.windowSeconds,
-        lockoutSeconds: limit.lockoutSeconds ?? DEFAULTS.lockoutSeconds,
-      },
-      idempotencyTtlSeconds: hooks.idempotencyTtlSeconds ?? DEFAULTS.idempotencyTtlSeconds,
-      allowCompletionReply: hooks.allowCompletionReply ?? false,
-      forward:
-        hooks.forward === undefined
-          ? null
-          : { url: hooks.forward.url.replace(/\/+$/, ''), token: hooks.forward.token, maxAgeSeconds: hooks.forward.maxAgeSeconds ?? DEFAULTS.forwardMaxAgeSeconds },
-    },
-    agents: {
-      models: agents.defaults?.models ?? {},
-      model: agents.defaults?.model ?? null,
-      heartbeatEveryMs: agents.defaults?.heartbeat?.every ?? 0,
-      list,
-      defaultAgentId: (list.find((a) => a.default) ?? list[0])?.id ?? 'main',
-      timeoutSeconds: agents.defaults?.timeoutSeconds ?? DEFAULTS.timeoutSeconds,
-      maxConcurrent: agents.defaults?.maxConcurrent ?? DEFAULTS.maxConcurrent,
-      historyMaxChars: agents.defaults?.historyMaxChars ?? DEFAULTS.historyMaxChars,
-      heartbeat: {
-        prompt: agents.defaults?.heartbeat?.prompt ?? DEFAULT_HEARTBEAT_PROMPT,
-        target: agents.defaults?.heartbeat?.target ?? 'last',
-        ...(agents.defaults?.heartbeat?.to === undefined ? {} : { to: agents.defaults.heartbeat.to }),
-        ackMaxChars: agents.defaults?.heartbeat?.ackMaxChars ?? DEFAULTS.ackMaxChars,
-      },
-    },
+    hooks: _hooks(file.hooks ?? {}, where),
+    agents: _agents(file.agents ?? {}),
     providers: file.models?.providers ?? {},
     gateway: {
       bind: gateway.bind ?? DEFAULTS.bind,
@@ -106,5 +57,64 @@ export function normalise(file: FileConfig, where: { file: string | null; dir: s
     },
     stateDir: file.state?.dir === undefined ? null : resolve(where.dir, file.state.dir),
     channels: file.channels ?? {},
+  };
+}
+
+function _hooks(hooks: NonNullable<FileConfig['hooks']>, where: _Where): Config['hooks'] {
+  const limit = hooks.authRateLimit ?? {};
+  return {
+    enabled: hooks.enabled ?? false,
+    token: where.token,
+    path: normaliseHooksPath(hooks.path ?? DEFAULTS.path),
+    maxBodyBytes: hooks.maxBodyBytes ?? DEFAULTS.maxBodyBytes,
+    allowedAgentIds: hooks.allowedAgentIds ?? null,
+    defaultSessionKey: hooks.defaultSessionKey ?? null,
+    allowRequestSessionKey: hooks.allowRequestSessionKey ?? false,
+    allowedSessionKeyPrefixes: hooks.allowedSessionKeyPrefixes ?? null,
+    presets: hooks.presets ?? [],
+    mappings: [
+      ...(hooks.mappings ?? []).map((m, i) => toMapping(m, i)),
+      ...(hooks.presets ?? []).map((name) => presetMappings(name, hooks.gmail ?? {})),
+    ],
+    transformsDir: where.transformsDir ?? resolve(where.dir, TRANSFORMS_ROOT, hooks.transformsDir ?? '.'),
+    transformTimeoutMs: hooks.transformTimeoutMs ?? DEFAULTS.transformTimeoutMs,
+    transformMaxResultBytes: hooks.transformMaxResultBytes ?? DEFAULTS.transformMaxResultBytes,
+    maxQueuedRuns: hooks.maxQueuedRuns ?? DEFAULTS.maxQueuedRuns,
+    maxEventBytes: hooks.maxEventBytes ?? DEFAULTS.maxEventBytes,
+    maxBacklogEvents: hooks.maxBacklogEvents ?? DEFAULTS.maxBacklogEvents,
+    maxBacklogBytes: hooks.maxBacklogBytes ?? DEFAULTS.maxBacklogBytes,
+    gmail: hooks.gmail ?? {},
+    authRateLimit: {
+      maxFailures: limit.maxFailures ?? DEFAULTS.maxFailures,
+      windowSeconds: limit.windowSeconds ?? DEFAULTS.windowSeconds,
+      lockoutSeconds: limit.lockoutSeconds ?? DEFAULTS.lockoutSeconds,
+    },
+    idempotencyTtlSeconds: hooks.idempotencyTtlSeconds ?? DEFAULTS.idempotencyTtlSeconds,
+    allowCompletionReply: hooks.allowCompletionReply ?? false,
+    forward:
+      hooks.forward === undefined
+        ? null
+        : { url: trimTrailingSlashes(hooks.forward.url), token: hooks.forward.token, maxAgeSeconds: hooks.forward.maxAgeSeconds ?? DEFAULTS.forwardMaxAgeSeconds },
+  };
+}
+
+function _agents(agents: NonNullable<FileConfig['agents']>): Config['agents'] {
+  const list = (agents.list ?? []).map((a) => ({ ...a, default: a.default ?? false }));
+  const defaults = agents.defaults ?? {};
+  return {
+    models: defaults.models ?? {},
+    model: defaults.model ?? null,
+    heartbeatEveryMs: defaults.heartbeat?.every ?? 0,
+    list,
+    defaultAgentId: (list.find((a) => a.default) ?? list[0])?.id ?? 'main',
+    timeoutSeconds: defaults.timeoutSeconds ?? DEFAULTS.timeoutSeconds,
+    maxConcurrent: defaults.maxConcurrent ?? DEFAULTS.maxConcurrent,
+    historyMaxChars: defaults.historyMaxChars ?? DEFAULTS.historyMaxChars,
+    heartbeat: {
+      prompt: defaults.heartbeat?.prompt ?? DEFAULT_HEARTBEAT_PROMPT,
+      target: defaults.heartbeat?.target ?? 'last',
+      ...(defaults.heartbeat?.to === undefined ? {} : { to: defaults.heartbeat.to }),
+      ackMaxChars: defaults.heartbeat?.ackMaxChars ?? DEFAULTS.ackMaxChars,
+    },
   };
 }

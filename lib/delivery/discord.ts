@@ -1,9 +1,10 @@
 import type { Adapter, Sent } from './adapter.ts';
-import { checkUrl, failure, invalidOption, postJson, retryAfterMs, scrub, type Received } from '../http-call.ts';
+import { checkUrl, failure, invalidOption, postJson, retryAfterMs, type Received } from '../http-call.ts';
 import { asObject } from '../object.ts';
-import { clip, plainText } from '../text.ts';
+import { plainText } from '../text.ts';
 import { parseRetryAfter, type Attempt } from '../retry.ts';
 import { RECIPIENT_RULES } from '../policy/recipients.ts';
+import { checkText, retryableStatus, teller, unanswered } from './_platform.ts';
 
 /** Options of {@link createDiscordAdapter}. */
 export interface DiscordOptions {
@@ -33,15 +34,15 @@ export function createDiscordAdapter(options: DiscordOptions): Adapter {
   const base = checkUrl('apiBase', apiBase);
   const headers = { authorization: `Bot ${botToken}`, 'user-agent': _USER_AGENT };
   // Scrubbed before clipped, so a cut can never leave part of a token behind.
-  const tell = (message: string) => clip(scrub(message, [botToken], '<token>'), 401);
+  const tell = teller([botToken], '<token>');
 
   const send = async (to: string, text: string, signal?: AbortSignal): Promise<Attempt<Sent>> => {
-    _checkText(text);
+    checkText('Discord', text, _MAX_LENGTH);
     const problem = checkRecipient(to);
     if (problem !== null) return failure(tell(problem), false);
     const payload = { content: text, allowed_mentions: { parse: [] } };
     const reply = await postJson(`${base}/channels/${to}/messages`, payload, { fetch, headers, signal });
-    if (!reply.ok) return reply.kind === 'aborted' ? failure('Discord request aborted', false) : failure(tell(`Discord request failed: ${reply.message}`), true);
+    if (!reply.ok) return unanswered('Discord', reply, 'Discord request failed', tell);
     return _outcome(reply, tell);
   };
 
@@ -57,7 +58,7 @@ function _outcome(reply: Received, tell: (message: string) => string): Attempt<S
     return { ok: true, value: { messageIds: typeof id === 'string' ? [id] : [] } };
   }
   const message = tell(`Discord ${status}: ${_detail(body, reply.text)}`);
-  if (status !== 429 && status < 500) return failure(message, false);
+  if (!retryableStatus(status)) return failure(message, false);
   // The body's retry_after is a float in seconds; the Retry-After header only whole seconds.
   const wait = retryAfterMs(reply.headers, Date.now(), body?.['retry_after']) ?? parseRetryAfter(reply.headers.get('x-ratelimit-reset-after'));
   return failure(message, true, wait);
@@ -86,12 +87,5 @@ function _fieldErrors(node: unknown, path: string, out: string[]): void {
     } else {
       _fieldErrors(value, path === '' ? key : `${path}.${key}`, out);
     }
-  }
-}
-
-function _checkText(text: string): void {
-  if (typeof text !== 'string' || text.trim() === '') throw new RangeError('Cannot send text: it is empty');
-  if (text.length > _MAX_LENGTH) {
-    throw new RangeError(`Cannot send text: ${text.length} characters exceed the Discord limit of ${_MAX_LENGTH}`);
   }
 }

@@ -1,11 +1,12 @@
 import { spawn as nodeSpawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { checkUrl, failure, invalidOption, parseJson, postJson, retryAfterMs, scrub } from '../http-call.ts';
+import { checkUrl, failure, invalidOption, parseJson, postJson, retryAfterMs } from '../http-call.ts';
 import { asObject } from '../object.ts';
-import { clip, collapseSpace, detail, show } from '../text.ts';
+import { clipLine, detail, show } from '../text.ts';
 import type { Attempt } from '../retry.ts';
 import type { Adapter, Sent } from './adapter.ts';
 import { CHAT_GUID, RECIPIENT_RULES } from '../policy/recipients.ts';
+import { checkText, MESSAGE_MAX, retryableStatus, teller, unanswered } from './_platform.ts';
 
 export interface BlueBubblesOptions {
   /** The BlueBubbles server's base URL, e.g. `http://192.168.1.10:1234`. */
@@ -43,16 +44,17 @@ export function createBlueBubblesAdapter(options: BlueBubblesOptions): Adapter {
   const endpoint = new URL(`${base}/api/v1/message/text`);
   endpoint.searchParams.set('password', password);
   // Scrubbed before clipped, so a cut can never leave half a password behind.
-  const tell = (text: string) => clip(collapseSpace(scrub(text, [password])), 401);
+  const tell = teller([password]);
 
   const send = async (to: string, text: string, signal?: AbortSignal): Promise<Attempt<Sent>> => {
+    checkText('iMessage', text, _MAX_LENGTH);
     const problem = checkRecipient(to);
     if (problem !== null) return failure(problem, false);
     const chatGuid = CHAT_GUID.test(to) ? to : `iMessage;-;${to}`;
     // A fresh tempGuid per attempt: the server refuses one it still has queued.
     const payload = { chatGuid, tempGuid: `temp-${randomUUID()}`, message: text, method };
     const reply = await postJson(endpoint, payload, { fetch, headers: { accept: 'application/json' }, signal });
-    if (!reply.ok) return failure(tell(`Cannot reach the BlueBubbles server: ${reply.message}`), true);
+    if (!reply.ok) return unanswered('BlueBubbles', reply, 'Cannot reach the BlueBubbles server', tell);
     const { status } = reply;
     const body = asObject(reply.json);
     if (status >= 200 && status < 300) {
@@ -60,7 +62,7 @@ export function createBlueBubblesAdapter(options: BlueBubblesOptions): Adapter {
       return { ok: true, value: { messageIds: typeof guid === 'string' ? [guid] : [] } };
     }
     const message = body === null ? `BlueBubbles answered HTTP ${status}${detail(reply.text)}` : _describe(status, body);
-    return failure(tell(message), status === 429 || status >= 500, retryAfterMs(reply.headers, Date.now()));
+    return failure(tell(message), retryableStatus(status), retryAfterMs(reply.headers, Date.now()));
   };
 
   return { channel: 'imessage', maxLength: _MAX_LENGTH, checkRecipient: checkRecipient, send };
@@ -77,20 +79,22 @@ export function createImsgAdapter(options: ImsgOptions = {}): Adapter {
   if (typeof spawn !== 'function') throw invalidOption('spawn', 'must be a function');
 
   const send = async (to: string, text: string, signal?: AbortSignal): Promise<Attempt<Sent>> => {
+    checkText('iMessage', text, _MAX_LENGTH);
     const problem = checkRecipient(to);
     if (problem !== null) return failure(problem, false);
     // `=` keeps each value attached to its flag: imsg's parser would read a text starting
     // with `-` (a Markdown list, say) as another option.
     const target = CHAT_GUID.test(to) ? `--chat-guid=${to}` : `--to=${to}`;
     const run = await _run(spawn, command, ['send', target, `--text=${text}`, '--json'], signal);
-    if (run.error !== undefined) return failure(_clip(`Cannot run ${command}: ${run.error.message}`), run.aborted);
+    // An abort is the caller's stop, and a command that cannot start will not start on a retry either.
+    if (run.error !== undefined) return failure(clipLine(`Cannot run ${command}: ${run.error.message}`, MESSAGE_MAX), false);
     if (run.code !== 0) {
       const said = run.stderr.trim() || run.stdout.trim();
-      return failure(_clip(said === '' ? `${command} send exited with ${run.code ?? run.signal}` : said), false);
+      return failure(clipLine(said === '' ? `${command} send exited with ${run.code ?? run.signal}` : said, MESSAGE_MAX), false);
     }
     const last = run.stdout.trim().split('\n').pop() ?? '';
     if (asObject(parseJson(last))?.['status'] === 'sent') return { ok: true, value: { messageIds: [] } };
-    return failure(_clip(`${command} send did not report the message sent${detail(run.stdout)}`), false);
+    return failure(clipLine(`${command} send did not report the message sent${detail(run.stdout)}`, MESSAGE_MAX), false);
   };
 
   return { channel: 'imessage', maxLength: _MAX_LENGTH, checkRecipient: checkRecipient, send };
@@ -146,6 +150,3 @@ function _describe(status: number, reply: Record<string, unknown>): string {
   return `BlueBubbles answered ${status} ${type}${said === '' ? '' : `: ${said}`}`;
 }
 
-function _clip(text: string): string {
-  return clip(collapseSpace(text), 401);
-}

@@ -1,9 +1,10 @@
 import type { Adapter, Sent } from './adapter.ts';
-import { checkUrl, failure, invalidOption, postJson, retryAfterMs, scrub, type Received } from '../http-call.ts';
+import { checkUrl, failure, invalidOption, postJson, retryAfterMs, type Received } from '../http-call.ts';
 import { asObject } from '../object.ts';
-import { clip, plainText } from '../text.ts';
+import { plainText } from '../text.ts';
 import type { Attempt } from '../retry.ts';
 import { RECIPIENT_RULES } from '../policy/recipients.ts';
+import { checkText, teller, unanswered } from './_platform.ts';
 
 /** Options of {@link createMattermostAdapter}. */
 export interface MattermostOptions {
@@ -33,14 +34,14 @@ export function createMattermostAdapter(options: MattermostOptions): Adapter {
   const url = `${checkUrl('serverUrl', serverUrl)}/api/v4/posts`;
   const headers = { authorization: `Bearer ${token}` };
   // Scrubbed before clipped, so a cut can never leave part of a token behind.
-  const tell = (message: string) => clip(scrub(message, [token], '<token>'), 401);
+  const tell = teller([token], '<token>');
 
   const send = async (to: string, text: string, signal?: AbortSignal): Promise<Attempt<Sent>> => {
-    _checkText(text, maxLength);
+    checkText('Mattermost', text, maxLength);
     const problem = checkRecipient(to);
     if (problem !== null) return failure(tell(problem), false);
     const reply = await postJson(url, { channel_id: to, message: text }, { fetch, headers, signal });
-    if (!reply.ok) return reply.kind === 'aborted' ? failure('Mattermost request aborted', false) : failure(tell(`Mattermost request failed: ${reply.message}`), true);
+    if (!reply.ok) return unanswered('Mattermost', reply, 'Mattermost request failed', tell);
     return _outcome(reply, tell);
   };
 
@@ -62,11 +63,4 @@ function _outcome(reply: Received, tell: (message: string) => string): Attempt<S
   const message = tell(`Mattermost ${status}: ${detail}`);
   if (status !== 429 && status < 500) return failure(message, false);
   return failure(message, true, retryAfterMs(reply.headers, Date.now()));
-}
-
-function _checkText(text: string, maxLength: number): void {
-  if (typeof text !== 'string' || text.trim() === '') throw new RangeError('Cannot send text: it is empty');
-  if (text.length > maxLength) {
-    throw new RangeError(`Cannot send text: ${text.length} characters exceed the Mattermost limit of ${maxLength}`);
-  }
 }

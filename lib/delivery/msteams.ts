@@ -1,9 +1,10 @@
-import { checkUrl, failure, invalidOption, post, postJson, retryAfterMs, scrub, type Received } from '../http-call.ts';
+import { checkUrl, failure, invalidOption, post, postJson, retryAfterMs, type Received } from '../http-call.ts';
 import { asObject } from '../object.ts';
-import { clip, collapseSpace, detail, show } from '../text.ts';
+import { detail, show } from '../text.ts';
 import type { Attempt } from '../retry.ts';
 import type { Adapter, Sent } from './adapter.ts';
 import { RECIPIENT_RULES } from '../policy/recipients.ts';
+import { checkText, retryableStatus, teller, unanswered } from './_platform.ts';
 
 export interface TeamsOptions {
   /** The bot's Microsoft App ID. */
@@ -20,6 +21,8 @@ export interface TeamsOptions {
   now?: () => number;
 }
 
+// The Bot Framework's limit for a message's text, as this adapter uses it.
+const _MAX_LENGTH = 20_000;
 const _SCOPE = 'https://api.botframework.com/.default';
 // Refresh this long before the token's stated expiry, so no request leaves with a token that dies on the way.
 const _MARGIN_MS = 5 * 60_000;
@@ -48,58 +51,75 @@ export function createTeamsAdapter(options: TeamsOptions): Adapter {
   // Checked, then used exactly as given: a token endpoint is a full URL, not a base to extend.
   checkUrl('tokenUrl', tokenUrl);
 
-  let cached: _Token | undefined;
-  // One token request in flight at a time: concurrent sends share it rather than stampede the endpoint.
-  let pending: Promise<Attempt<_Token>> | undefined;
   // Scrubbed before clipped, so a cut can never leave half a secret behind.
-  const tell = (text: string, bearer?: string) => clip(collapseSpace(scrub(text, [appPassword, bearer])), 401);
-
-  const token = (signal: AbortSignal | undefined): Promise<Attempt<_Token>> => {
-    if (cached !== undefined && now() < cached.refreshAt) return Promise.resolve({ ok: true, value: cached });
-    pending ??= _fetchToken(fetch, tokenUrl, appId, appPassword, now, signal).finally(() => {
-      pending = undefined;
-    });
-    return pending.then((result) => {
-      if (result.ok) cached = result.value;
-      return result.ok ? result : { ...result, message: tell(result.message) };
-    });
-  };
-
+  const tellWith = (bearer?: string) => teller([appPassword, bearer]);
+  const tokens = _tokens((signal) => _fetchToken(fetch, tokenUrl, appId, appPassword, now, signal), now, tellWith());
   const checkRecipient = RECIPIENT_RULES.msteams;
 
   const send = async (to: string, text: string, signal?: AbortSignal): Promise<Attempt<Sent>> => {
+    checkText('Teams', text, _MAX_LENGTH);
     const problem = checkRecipient(to);
     if (problem !== null) return failure(problem, false);
     const url = `${base}/v3/conversations/${encodeURIComponent(to)}/activities`;
     let reply: Received | undefined;
     let bearer = '';
     for (let round = 0; round < 2; round++) {
-      const issued = await token(signal);
+      const issued = await tokens.get(signal);
       if (!issued.ok) return issued;
       bearer = issued.value.value;
       const answer = await postJson(url, { type: 'message', text }, { fetch, headers: { authorization: `Bearer ${bearer}`, accept: 'application/json' }, signal });
-      if (!answer.ok) return failure(tell(`Cannot reach the Bot Connector: ${answer.message}`, bearer), true);
+      if (!answer.ok) return unanswered('Teams', answer, 'Cannot reach the Bot Connector', tellWith(bearer));
       reply = answer;
       if (reply.status !== 401) break;
       // A token can be revoked or rotated before its stated expiry: drop it (unless another send already did) and ask once more.
-      if (cached === issued.value) cached = undefined;
+      tokens.drop(issued.value);
     }
-    const { status, text: body, json, headers } = reply!;
-    const parsed = asObject(json);
-    if (status >= 200 && status < 300) {
-      const id = parsed?.['id'];
-      // Posted; a reply without an id must not become a retry that posts the text twice.
-      return { ok: true, value: { messageIds: typeof id === 'string' && id !== '' ? [id] : [] } };
-    }
-    // Microsoft asks for retries on 412 (concurrent operations), 429 and the gateway errors.
-    const retryable = status === 412 || status === 429 || status >= 500;
-    const error = asObject(parsed?.['error']);
-    const code = typeof error?.['code'] === 'string' ? ` ${error['code']}` : '';
-    const said = typeof error?.['message'] === 'string' ? `: ${error['message']}` : error === null ? detail(body) : '';
-    return failure(tell(`Teams answered ${status}${code}${said}`, bearer), retryable, retryAfterMs(headers, now()));
+    return _outcome(reply!, tellWith(bearer), now);
   };
 
-  return { channel: 'msteams', maxLength: 20_000, checkRecipient, send };
+  return { channel: 'msteams', maxLength: _MAX_LENGTH, checkRecipient, send };
+}
+
+// The token, cached until shortly before it expires; one request in flight at a time, so
+// concurrent sends share it rather than stampede the endpoint.
+function _tokens(
+  fetchToken: (signal: AbortSignal | undefined) => Promise<Attempt<_Token>>,
+  now: () => number,
+  tell: (message: string) => string,
+): { get(signal: AbortSignal | undefined): Promise<Attempt<_Token>>; drop(token: _Token): void } {
+  let cached: _Token | undefined;
+  let pending: Promise<Attempt<_Token>> | undefined;
+  return {
+    get(signal) {
+      if (cached !== undefined && now() < cached.refreshAt) return Promise.resolve({ ok: true, value: cached });
+      pending ??= fetchToken(signal).finally(() => {
+        pending = undefined;
+      });
+      return pending.then((result) => {
+        if (result.ok) cached = result.value;
+        return result.ok ? result : { ...result, message: tell(result.message) };
+      });
+    },
+    drop(token) {
+      if (cached === token) cached = undefined;
+    },
+  };
+}
+
+function _outcome(reply: Received, tell: (message: string) => string, now: () => number): Attempt<Sent> {
+  const { status, text: body, json, headers } = reply;
+  const parsed = asObject(json);
+  if (status >= 200 && status < 300) {
+    const id = parsed?.['id'];
+    // Posted; a reply without an id must not become a retry that posts the text twice.
+    return { ok: true, value: { messageIds: typeof id === 'string' && id !== '' ? [id] : [] } };
+  }
+  // Microsoft asks for retries on 412 (concurrent operations), 429 and the gateway errors.
+  const retryable = status === 412 || retryableStatus(status);
+  const error = asObject(parsed?.['error']);
+  const code = typeof error?.['code'] === 'string' ? ` ${error['code']}` : '';
+  const said = typeof error?.['message'] === 'string' ? `: ${error['message']}` : error === null ? detail(body) : '';
+  return failure(tell(`Teams answered ${status}${code}${said}`), retryable, retryAfterMs(headers, now()));
 }
 
 async function _fetchToken(
@@ -113,7 +133,7 @@ async function _fetchToken(
   const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: appId, client_secret: appPassword, scope: _SCOPE });
   const headers = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' };
   const reply = await post(url, form.toString(), { fetch, headers, signal });
-  if (!reply.ok) return failure(`Cannot reach the Bot Framework token endpoint: ${reply.message}`, true);
+  if (!reply.ok) return unanswered('Teams', reply, 'Cannot reach the Bot Framework token endpoint', (m) => m);
   const { status } = reply;
   const body = asObject(reply.json);
   const token = body?.['access_token'];
@@ -128,5 +148,5 @@ async function _fetchToken(
   const error = typeof body?.['error'] === 'string' ? body['error'] : undefined;
   const said = [error, description].filter((part) => part !== undefined && part !== '').join(': ');
   const message = `Bot Framework token request failed with HTTP ${status}${said === '' ? (status === 200 ? ': no access_token' : detail(reply.text)) : `: ${said}`}`;
-  return failure(message, status === 429 || status >= 500, retryAfterMs(reply.headers, now()));
+  return failure(message, retryableStatus(status), retryAfterMs(reply.headers, now()));
 }

@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { checkUrl, failure, invalidOption, postJson, retryAfterMs } from '../http-call.ts';
 import { asObject } from '../object.ts';
-import { clip, collapseSpace, detail, show } from '../text.ts';
+import { clipLine, detail, show } from '../text.ts';
 import type { Attempt } from '../retry.ts';
 import type { Adapter, Sent } from './adapter.ts';
 import { E164, RECIPIENT_RULES, SIGNAL_GROUP } from '../policy/recipients.ts';
+import { checkText, retryableStatus, teller, unanswered } from './_platform.ts';
 
 export interface SignalOptions {
   /** The signal-cli daemon's HTTP base (`signal-cli daemon --http`), e.g. `http://127.0.0.1:8080`. */
@@ -18,6 +19,8 @@ export interface SignalOptions {
 
 // signal-cli's own JSON-RPC code for "every recipient failed because of rate limiting".
 const _RATE_LIMITED = -5;
+// signal-cli's limit for one message's text, as this adapter uses it.
+const _MAX_LENGTH = 2000;
 
 /**
  * Signal through a signal-cli daemon's JSON-RPC `send`. `to` is a phone number in E.164
@@ -33,6 +36,7 @@ export function createSignalAdapter(options: SignalOptions): Adapter {
 
   const checkRecipient = RECIPIENT_RULES.signal;
   const send = async (to: string, text: string, signal?: AbortSignal): Promise<Attempt<Sent>> => {
+    checkText('Signal', text, _MAX_LENGTH);
     const problem = checkRecipient(to);
     if (problem !== null) return failure(problem, false);
     const id = randomUUID();
@@ -40,10 +44,10 @@ export function createSignalAdapter(options: SignalOptions): Adapter {
       ? { account, groupId: to.slice(SIGNAL_GROUP.length), message: text }
       : { account, recipient: [to], message: text };
     const reply = await postJson(endpoint, { jsonrpc: '2.0', method: 'send', params, id }, { fetch, headers: { accept: 'application/json' }, signal });
-    if (!reply.ok) return failure(`Cannot reach signal-cli: ${reply.message}`, true);
+    if (!reply.ok) return unanswered('Signal', reply, 'Cannot reach signal-cli', _tell);
     const { status, text: body } = reply;
     // signal-cli itself never answers 429; a proxy in front of it may.
-    if (status === 429 || status >= 500) return failure(`signal-cli answered HTTP ${status}${_detail(body)}`, true, retryAfterMs(reply.headers, Date.now()));
+    if (retryableStatus(status)) return failure(`signal-cli answered HTTP ${status}${_detail(body)}`, true, retryAfterMs(reply.headers, Date.now()));
     // 405/415/421 are misconfiguration (wrong path, proxy, Host pinning); 201 only follows an id-less request.
     if (status !== 200) return failure(`signal-cli answered HTTP ${status}${_detail(body)}`, false);
     const rpc = asObject(reply.json);
@@ -59,7 +63,7 @@ export function createSignalAdapter(options: SignalOptions): Adapter {
     return { ok: true, value: { messageIds: typeof timestamp === 'number' || typeof timestamp === 'string' ? [String(timestamp)] : [] } };
   };
 
-  return { channel: 'signal', maxLength: 2000, checkRecipient, send };
+  return { channel: 'signal', maxLength: _MAX_LENGTH, checkRecipient, send };
 }
 
 function _rpcFailure(error: Record<string, unknown>): Attempt<Sent> {
@@ -84,10 +88,12 @@ function _retryAfterSeconds(error: Record<string, unknown>): number | undefined 
   return longest;
 }
 
-// No secret rides in a Signal message, so it is never clipped as a whole: each part quoted from signal-cli is.
+// No secret rides in a Signal message, so it is never scrubbed: each part quoted from signal-cli is clipped.
 function _clip(text: string): string {
-  return clip(collapseSpace(text), 301);
+  return clipLine(text, 301);
 }
+
+const _tell = teller([]);
 
 function _detail(body: string): string {
   return detail(_clip(body));

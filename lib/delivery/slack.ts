@@ -1,9 +1,10 @@
 import type { Adapter, Sent } from './adapter.ts';
-import { checkUrl, failure, invalidOption, postJson, retryAfterMs, scrub, type Received } from '../http-call.ts';
+import { checkUrl, failure, invalidOption, postJson, retryAfterMs, type Received } from '../http-call.ts';
 import { asObject } from '../object.ts';
-import { clip, plainText } from '../text.ts';
+import { plainText } from '../text.ts';
 import type { Attempt } from '../retry.ts';
 import { RECIPIENT_RULES } from '../policy/recipients.ts';
+import { checkText, teller, unanswered } from './_platform.ts';
 
 /** Options of {@link createSlackAdapter}. */
 export interface SlackOptions {
@@ -36,14 +37,14 @@ export function createSlackAdapter(options: SlackOptions): Adapter {
   // Without the charset Slack still answers, but with a `missing_charset` warning.
   const headers = { authorization: `Bearer ${botToken}`, 'content-type': 'application/json; charset=utf-8' };
   // Scrubbed before clipped, so a cut can never leave part of a token behind.
-  const tell = (message: string) => clip(scrub(message, [botToken], '<token>'), 401);
+  const tell = teller([botToken], '<token>');
 
   const send = async (to: string, text: string, signal?: AbortSignal): Promise<Attempt<Sent>> => {
-    _checkText(text);
+    checkText('Slack', text, _MAX_LENGTH);
     const problem = checkRecipient(to);
     if (problem !== null) return failure(tell(problem), false);
     const reply = await postJson(url, { channel: to, text: _escape(text) }, { fetch, headers, signal });
-    if (!reply.ok) return reply.kind === 'aborted' ? failure('Slack request aborted', false) : failure(tell(`Slack request failed: ${reply.message}`), true);
+    if (!reply.ok) return unanswered('Slack', reply, 'Slack request failed', tell);
     return _outcome(reply, tell);
   };
 
@@ -68,11 +69,4 @@ function _outcome(reply: Received, tell: (message: string) => string): Attempt<S
 
 function _escape(text: string): string {
   return text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
-}
-
-function _checkText(text: string): void {
-  if (typeof text !== 'string' || text.trim() === '') throw new RangeError('Cannot send text: it is empty');
-  if (text.length > _MAX_LENGTH) {
-    throw new RangeError(`Cannot send text: ${text.length} characters exceed the Slack limit of ${_MAX_LENGTH}`);
-  }
 }

@@ -1,9 +1,10 @@
 import type { Adapter, Sent } from './adapter.ts';
-import { checkUrl, failure, invalidOption, postJson, retryAfterMs, scrub, type Received } from '../http-call.ts';
+import { checkUrl, failure, invalidOption, postJson, retryAfterMs, type Received } from '../http-call.ts';
 import { asObject } from '../object.ts';
-import { clip, plainText } from '../text.ts';
+import { plainText } from '../text.ts';
 import type { Attempt } from '../retry.ts';
 import { RECIPIENT_RULES } from '../policy/recipients.ts';
+import { checkText, retryableStatus, teller, unanswered } from './_platform.ts';
 
 /** Options of {@link createTelegramAdapter}. */
 export interface TelegramOptions {
@@ -31,17 +32,17 @@ export function createTelegramAdapter(options: TelegramOptions): Adapter {
   const url = `${checkUrl('apiBase', apiBase)}/bot${botToken}/sendMessage`;
   const post = (chatId: number | string, text: string, signal: AbortSignal | undefined) => postJson(url, { chat_id: chatId, text }, { fetch, signal });
   // Scrubbed before clipped, so a cut can never leave part of a token behind.
-  const tell = (message: string) => clip(scrub(message, [botToken], '<token>'), 401);
+  const tell = teller([botToken], '<token>');
 
   const send = async (to: string, text: string, signal?: AbortSignal): Promise<Attempt<Sent>> => {
-    _checkText(text);
+    checkText('Telegram', text, _MAX_LENGTH);
     const problem = checkRecipient(to);
     if (problem !== null) return failure(tell(problem), false);
     let reply = await post(to.startsWith('@') ? to : Number(to), text, signal);
     // A group upgraded to a supergroup lives on under a new id; the old one answers with where it went.
     const moved = reply.ok ? asObject(asObject(reply.json)?.['parameters'])?.['migrate_to_chat_id'] : undefined;
     if (typeof moved === 'number' && Number.isSafeInteger(moved)) reply = await post(moved, text, signal);
-    if (!reply.ok) return reply.kind === 'aborted' ? failure('Telegram request aborted', false) : failure(tell(`Telegram request failed: ${reply.message}`), true);
+    if (!reply.ok) return unanswered('Telegram', reply, 'Telegram request failed', tell);
     return _outcome(reply, tell);
   };
 
@@ -60,13 +61,6 @@ function _outcome(reply: Received, tell: (message: string) => string): Attempt<S
   const status = reply.status === 200 && typeof errorCode === 'number' ? errorCode : reply.status;
   const description = body?.['description'];
   const message = tell(`Telegram ${status}: ${typeof description === 'string' ? description : plainText(reply.text)}`);
-  if (status !== 429 && status < 500) return failure(message, false);
+  if (!retryableStatus(status)) return failure(message, false);
   return failure(message, true, retryAfterMs(reply.headers, Date.now(), asObject(body?.['parameters'])?.['retry_after']));
-}
-
-function _checkText(text: string): void {
-  if (typeof text !== 'string' || text.trim() === '') throw new RangeError('Cannot send text: it is empty');
-  if (text.length > _MAX_LENGTH) {
-    throw new RangeError(`Cannot send text: ${text.length} characters exceed the Telegram limit of ${_MAX_LENGTH}`);
-  }
 }

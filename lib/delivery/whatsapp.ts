@@ -1,9 +1,10 @@
-import { checkUrl, failure, invalidOption, postJson, retryAfterMs, scrub } from '../http-call.ts';
+import { checkUrl, failure, invalidOption, postJson, retryAfterMs } from '../http-call.ts';
 import { asObject } from '../object.ts';
-import { clip, collapseSpace, detail, show } from '../text.ts';
+import { detail, show } from '../text.ts';
 import type { Attempt } from '../retry.ts';
 import type { Adapter, Sent } from './adapter.ts';
 import { RECIPIENT_RULES } from '../policy/recipients.ts';
+import { checkText, retryableStatus, teller, unanswered } from './_platform.ts';
 
 export interface WhatsAppOptions {
   /** The business phone-number id from the WhatsApp Manager (not the phone number itself). */
@@ -17,6 +18,8 @@ export interface WhatsAppOptions {
 
 // Graph codes that mean "too fast, try later": app call limit, WABA limit, throughput, spam limit,
 // pair rate limit; 1 and 2 are Graph's "unknown"/"service unavailable", which Meta says to retry.
+// The Cloud API's limit for a text message body.
+const _MAX_LENGTH = 4096;
 const _RETRYABLE_CODES: ReadonlySet<number> = new Set([1, 2, 4, 80007, 130429, 131048, 131056]);
 
 /**
@@ -33,11 +36,12 @@ export function createWhatsAppAdapter(options: WhatsAppOptions): Adapter {
   if (typeof fetch !== 'function') throw invalidOption('fetch', 'must be a function');
   const headers = { authorization: `Bearer ${accessToken}`, accept: 'application/json' };
   // Scrubbed before clipped, so a cut can never leave half a token behind.
-  const tell = (text: string) => clip(collapseSpace(scrub(text, [accessToken])), 401);
+  const tell = teller([accessToken]);
 
   const checkRecipient = RECIPIENT_RULES.whatsapp;
 
   const send = async (to: string, text: string, signal?: AbortSignal): Promise<Attempt<Sent>> => {
+    checkText('WhatsApp', text, _MAX_LENGTH);
     const problem = checkRecipient(to);
     if (problem !== null) return failure(problem, false);
     const payload = {
@@ -48,7 +52,7 @@ export function createWhatsAppAdapter(options: WhatsAppOptions): Adapter {
       text: { body: text, preview_url: false },
     };
     const reply = await postJson(endpoint, payload, { fetch, headers, signal });
-    if (!reply.ok) return failure(tell(`Cannot reach the WhatsApp Cloud API: ${reply.message}`), true);
+    if (!reply.ok) return unanswered('WhatsApp', reply, 'Cannot reach the WhatsApp Cloud API', tell);
     const { status } = reply;
     const body = asObject(reply.json);
     if (status >= 200 && status < 300) {
@@ -59,13 +63,13 @@ export function createWhatsAppAdapter(options: WhatsAppOptions): Adapter {
     }
     const wait = retryAfterMs(reply.headers, Date.now());
     const error = asObject(body?.['error']);
-    if (error === null) return failure(tell(`WhatsApp answered HTTP ${status}${detail(reply.text)}`), status === 429 || status >= 500, wait);
+    if (error === null) return failure(tell(`WhatsApp answered HTTP ${status}${detail(reply.text)}`), retryableStatus(status), wait);
     const code = error['code'];
-    const retryable = status === 429 || status >= 500 || error['is_transient'] === true || (typeof code === 'number' && _RETRYABLE_CODES.has(code));
+    const retryable = retryableStatus(status) || error['is_transient'] === true || (typeof code === 'number' && _RETRYABLE_CODES.has(code));
     return failure(tell(_describe(status, error)), retryable, wait);
   };
 
-  return { channel: 'whatsapp', maxLength: 4096, checkRecipient, send };
+  return { channel: 'whatsapp', maxLength: _MAX_LENGTH, checkRecipient, send };
 }
 
 // Meta says to act on `code` and `error_data.details`; the title in `message` is for people.

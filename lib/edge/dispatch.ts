@@ -8,12 +8,12 @@ import { detectInjection, nameLine, wrapUntrusted } from '../hooks/untrusted.ts'
 import { parseWake } from '../hooks/wake.ts';
 import type { Logger } from '../log.ts';
 import { admitRun } from '../policy/admit.ts';
-import { checkRoute, routesOf } from '../policy/route.ts';
+import { checkRoute, routesOf, type Routes } from '../policy/route.ts';
+import { upstreamAgent, upstreamWake } from '../hooks/upstream.ts';
+import type { OutboxSpec } from '../store/outbox.ts';
 import type { Effects, IdempotencyWrite, StoredAnswer, Store } from '../store/store.ts';
 import { admitEvents, reserveRuns, unavailable, type RunQueue } from './admission.ts';
 import type { WaitingReply } from './wait.ts';
-import { upstreamAgent, upstreamWake } from '../hooks/upstream.ts';
-import type { OutboxSpec } from '../store/outbox.ts';
 
 /** An answer on its way out: status, JSON body and extra headers. */
 export interface Answer extends StoredAnswer {
@@ -52,147 +52,167 @@ export interface DispatchOptions {
   forwarded?: () => void;
 }
 
+/** Handles one authenticated hook call; `idem` is the key the answer is remembered under. */
+export type Dispatch = (call: HookCall, idem: IdempotencyKey | null) => Promise<Answer>;
+
+// What the handlers share: the options and the configured channels' routes.
+interface _Context extends DispatchOptions {
+  routes: Routes;
+  /** Forward mode: actions go to the upstream gateway's outbox instead of this runtime. */
+  forward: boolean;
+}
+
 /**
  * Turns a hook request into its effects: `/wake` and `/agent` by their schemas, any other name
  * through the mappings; every action through policy; all of a request's effects (and its
  * idempotency key) into the store as one commit, and the accepted runs to the runtime.
  */
-export function createDispatch(options: DispatchOptions): (call: HookCall, idem: IdempotencyKey | null) => Promise<Answer> {
-  const { config, store, heartbeat, log, newId, transforms, runs: queue, wait, forwarded } = options;
-  // Forward mode: actions go to the upstream gateway's outbox instead of this runtime.
-  const forward = config.hooks.forward !== null;
-  const outboxWake = (action: Pick<WakeAction, 'text' | 'mode'>, call: HookCall): OutboxSpec =>
-    ({ id: newId(), target: 'wake', body: upstreamWake(action), hook: call.name, requestId: call.id });
-  const outboxAgent = (action: AgentAction, run: RunSpec, call: HookCall): OutboxSpec =>
-    ({ id: newId(), target: 'agent', body: upstreamAgent(action, run), hook: call.name, requestId: call.id, runId: run.runId });
-  const commitForward = async (outbox: OutboxSpec[], idem: IdempotencyWrite | undefined) => {
-    await store.commit({ outbox }, idem).catch((error: unknown) => {
-      throw unavailable(error);
-    });
-    forwarded?.();
-  };
-
-  // Bounds are checked (and queue slots held) with no await before the commit, so requests that
-  // arrive together are counted together; the slots go back once the runs are queued or refused.
-  const commit = async (effects: Effects, idem: IdempotencyWrite | undefined, field: (i: number) => string) => {
-    const events = effects.events ?? [];
-    admitEvents(store, config, events.filter((e) => e.kind === 'system').map((e) => e.text), field);
-    const release = reserveRuns(queue, effects.runs?.length ?? 0, config);
-    try {
-      const { runs } = await store.commit(effects, idem);
-      for (const run of runs) queue?.enqueue(run);
-    } catch (error) {
-      throw unavailable(error);
-    } finally {
-      release();
-    }
-  };
-
-  // A reply that could never be delivered is refused now, while the sender can still fix it.
-  const routes = routesOf(config.channels);
-  const routeProblem = (run: RunSpec) => (run.deliver ? checkRoute(routes, store.lastRoute(), run.channel, run.to) : null);
-
-  const dispatch = async (call: HookCall, idem: IdempotencyKey | null): Promise<Answer> => {
-    const { name, body } = call;
-    if (name === 'wake') {
-      const parsed = parseWake(body);
-      if (!parsed.ok) throw new HttpError(400, ErrorCode.InvalidPayload, parsed.error);
-      const answer: Answer = { status: 200, body: { ok: true, mode: parsed.action.mode } };
-      const { text, mode } = parsed.action;
-      if (forward) {
-        await commitForward([outboxWake(parsed.action, call)], _remember(idem, answer));
-        return answer;
-      }
-      await commit({ events: [{ kind: 'system', text, source: 'wake', mode }] }, _remember(idem, answer), () => 'text');
-      if (mode === 'now') heartbeat.request('wake');
-      return answer;
-    }
-    if (name === 'agent') {
-      const parsed = parseAgent(body);
-      if (!parsed.ok) throw new HttpError(400, ErrorCode.InvalidPayload, parsed.error);
-      const injections = detectInjection(parsed.action.message);
-      if (injections.length > 0) log.warn('possible prompt injection (content wrapped)', { id: call.id, hook: name, kinds: injections.join(',') });
-      parsed.action.message = wrapUntrusted(parsed.action.message, { source: 'Webhook' });
-      parsed.action.name = nameLine(parsed.action.name) || 'Hook';
-      const admitted = admitRun(parsed.action, name, config, newId);
-      if (!admitted.ok) throw new HttpError(400, ErrorCode.Forbidden, admitted.error);
-      const run: RunSpec = { ...admitted.value, requestId: call.id };
-      if (forward) {
-        // The upstream delivers, so its channels (not ours) decide what is routable; no local queue either.
-        const answer: Answer = { status: 202, body: { ok: true, runId: run.runId, sessionKey: run.sessionKey, agentId: run.agentId, channel: run.channel } };
-        await commitForward([outboxAgent(parsed.action, run, call)], _remember(idem, answer));
-        return answer;
-      }
-      const unroutable = routeProblem(run);
-      if (unroutable !== null) throw new HttpError(400, ErrorCode.InvalidPayload, unroutable);
-      const answer: Answer = { status: 202, body: { ok: true, runId: run.runId, sessionKey: run.sessionKey, agentId: run.agentId, channel: run.channel } };
-      const waitFor = parsed.action.waitForCompletion === true && wait !== undefined ? [run.runId] : undefined;
-      await commit({ runs: [run] }, _remember(idem, answer, waitFor), () => 'message');
-      return waitFor === undefined ? answer : wait!({ ...answer, waitFor });
-    }
-    return mapped(call, idem);
-  };
-
-  const mapped = async (call: HookCall, idem: IdempotencyKey | null): Promise<Answer> => {
-    const { name } = call;
-    const request = { name, payload: call.body, headers: call.headers, query: Object.fromEntries(call.query), now: new Date() };
-    const outcome = await applyMappings(config.hooks.mappings, request, transforms);
-    switch (outcome.kind) {
-      case 'unmatched':
-        throw new HttpError(404, ErrorCode.NotFound, 'no hook with this name');
-      case 'ignored':
-        // Senders post every event type; one the operator filtered out is acknowledged, not failed, and leaves no trace.
-        return { status: 200, body: { ok: true, ignored: true } };
-      case 'skip':
-        return { status: 204, body: {} };
-      case 'invalid':
-        throw new HttpError(400, ErrorCode.InvalidPayload, outcome.error);
-      case 'failed':
-        log.error('hook mapping failed', { id: call.id, mapping: outcome.mappingId, detail: outcome.detail });
-        throw new HttpError(500, ErrorCode.MappingFailed, 'hook mapping failed');
-    }
-    const source = `hook:${nameLine(name)}`;
-    const events: Effects['events'] & {} = [];
-    const runs: RunSpec[] = [];
-    const outbox: OutboxSpec[] = [];
-    for (const { action, injections } of outcome.actions) {
-      if (injections.length > 0) log.warn('possible prompt injection (content wrapped)', { id: call.id, hook: nameLine(name), kinds: injections.join(',') });
-      if (action.kind === 'wake') {
-        events.push({ kind: 'system', text: action.text, source, mode: action.mode });
-        if (forward) outbox.push(outboxWake(action, call));
-        continue;
-      }
-      const admitted = admitRun(action, name, config, newId);
-      if (!admitted.ok) throw new HttpError(400, ErrorCode.Forbidden, `mapping ${outcome.mappingId}: ${admitted.error}`);
-      if (forward) {
-        runs.push({ ...admitted.value, requestId: call.id });
-        outbox.push(outboxAgent(action, admitted.value, call));
-        continue;
-      }
-      const unroutable = routeProblem(admitted.value);
-      if (unroutable !== null) throw new HttpError(400, ErrorCode.InvalidPayload, `mapping ${outcome.mappingId}: ${unroutable}`);
-      runs.push({ ...admitted.value, requestId: call.id });
-    }
-    const first = runs[0];
-    const answer: Answer = outcome.forEach
-      ? runs.length > 0
-        ? { status: 202, body: { ok: true, runIds: runs.map((r) => r.runId), ...(events.length > 0 ? { events: events.length } : {}) } }
-        : { status: 200, body: { ok: true, mode: events[0]!.mode, events: events.length } }
-      : first !== undefined
-        ? { status: 202, body: { ok: true, runId: first.runId, sessionKey: first.sessionKey, agentId: first.agentId, channel: first.channel } }
-        : { status: 200, body: { ok: true, mode: events[0]!.mode } };
-    if (forward) {
-      await commitForward(outbox, _remember(idem, answer));
-      return answer;
-    }
-    const waitFor = outcome.waitForCompletion && runs.length > 0 && wait !== undefined ? runs.map((r) => r.runId) : undefined;
-    await commit({ events, runs }, _remember(idem, answer, waitFor), (i) => `mapping ${outcome.mappingId}: wake text${events.length > 1 ? ` [${i}]` : ''}`);
-    if (events.some((e) => e.mode === 'now')) heartbeat.request(source);
-    return waitFor === undefined ? answer : wait!({ ...answer, waitFor });
-  };
-
-  return dispatch;
+export function createDispatch(options: DispatchOptions): Dispatch {
+  const ctx: _Context = { ...options, routes: routesOf(options.config.channels), forward: options.config.hooks.forward !== null };
+  return (call, idem) => (call.name === 'wake' ? _wake(ctx, call, idem) : call.name === 'agent' ? _agent(ctx, call, idem) : _mapped(ctx, call, idem));
 }
+
+async function _wake(ctx: _Context, call: HookCall, idem: IdempotencyKey | null): Promise<Answer> {
+  const parsed = parseWake(call.body);
+  if (!parsed.ok) throw new HttpError(400, ErrorCode.InvalidPayload, parsed.error);
+  const answer: Answer = { status: 200, body: { ok: true, mode: parsed.action.mode } };
+  const { text, mode } = parsed.action;
+  if (ctx.forward) {
+    await _commitForward(ctx, [_outboxWake(ctx, parsed.action, call)], _remember(idem, answer));
+    return answer;
+  }
+  await _commit(ctx, { events: [{ kind: 'system', text, source: 'wake', mode }] }, _remember(idem, answer), () => 'text');
+  if (mode === 'now') ctx.heartbeat.request('wake');
+  return answer;
+}
+
+async function _agent(ctx: _Context, call: HookCall, idem: IdempotencyKey | null): Promise<Answer> {
+  const parsed = parseAgent(call.body);
+  if (!parsed.ok) throw new HttpError(400, ErrorCode.InvalidPayload, parsed.error);
+  _warnInjection(ctx, call, call.name, detectInjection(parsed.action.message));
+  parsed.action.message = wrapUntrusted(parsed.action.message, { source: 'Webhook' });
+  parsed.action.name = nameLine(parsed.action.name) || 'Hook';
+  const run = _admit(ctx, call, parsed.action, '');
+  const answer: Answer = { status: 202, body: { ok: true, runId: run.runId, sessionKey: run.sessionKey, agentId: run.agentId, channel: run.channel } };
+  if (ctx.forward) {
+    await _commitForward(ctx, [_outboxAgent(ctx, parsed.action, run, call)], _remember(idem, answer));
+    return answer;
+  }
+  const waitFor = parsed.action.waitForCompletion === true && ctx.wait !== undefined ? [run.runId] : undefined;
+  await _commit(ctx, { runs: [run] }, _remember(idem, answer, waitFor), () => 'message');
+  return waitFor === undefined ? answer : ctx.wait!({ ...answer, waitFor });
+}
+
+async function _mapped(ctx: _Context, call: HookCall, idem: IdempotencyKey | null): Promise<Answer> {
+  const { name } = call;
+  const request = { name, payload: call.body, headers: call.headers, query: Object.fromEntries(call.query), now: new Date() };
+  const outcome = await applyMappings(ctx.config.hooks.mappings, request, ctx.transforms);
+  switch (outcome.kind) {
+    case 'unmatched':
+      throw new HttpError(404, ErrorCode.NotFound, 'no hook with this name');
+    case 'ignored':
+      // Senders post every event type; one the operator filtered out is acknowledged, not failed, and leaves no trace.
+      return { status: 200, body: { ok: true, ignored: true } };
+    case 'skip':
+      return { status: 204, body: {} };
+    case 'invalid':
+      throw new HttpError(400, ErrorCode.InvalidPayload, outcome.error);
+    case 'failed':
+      ctx.log.error('hook mapping failed', { id: call.id, mapping: outcome.mappingId, detail: outcome.detail });
+      throw new HttpError(500, ErrorCode.MappingFailed, 'hook mapping failed');
+  }
+  const source = `hook:${nameLine(name)}`;
+  const events: Effects['events'] & {} = [];
+  const runs: RunSpec[] = [];
+  const outbox: OutboxSpec[] = [];
+  for (const { action, injections } of outcome.actions) {
+    _warnInjection(ctx, call, nameLine(name), injections);
+    if (action.kind === 'wake') {
+      events.push({ kind: 'system', text: action.text, source, mode: action.mode });
+      if (ctx.forward) outbox.push(_outboxWake(ctx, action, call));
+      continue;
+    }
+    const run = _admit(ctx, call, action, `mapping ${outcome.mappingId}: `);
+    runs.push(run);
+    if (ctx.forward) outbox.push(_outboxAgent(ctx, action, run, call));
+  }
+  const answer = _mappedAnswer(outcome.forEach, runs, events);
+  if (ctx.forward) {
+    await _commitForward(ctx, outbox, _remember(idem, answer));
+    return answer;
+  }
+  const waitFor = outcome.waitForCompletion && runs.length > 0 && ctx.wait !== undefined ? runs.map((r) => r.runId) : undefined;
+  const field = (i: number) => `mapping ${outcome.mappingId}: wake text${events.length > 1 ? ` [${i}]` : ''}`;
+  await _commit(ctx, { events, runs }, _remember(idem, answer, waitFor), field);
+  if (events.some((e) => e.mode === 'now')) ctx.heartbeat.request(source);
+  return waitFor === undefined ? answer : ctx.wait!({ ...answer, waitFor });
+}
+
+// What a mapped request answers: its run (or runs, for forEach), else the wake's mode.
+function _mappedAnswer(forEach: boolean, runs: readonly RunSpec[], events: NonNullable<Effects['events']>): Answer {
+  const first = runs[0];
+  if (forEach) {
+    return runs.length > 0
+      ? { status: 202, body: { ok: true, runIds: runs.map((r) => r.runId), ...(events.length > 0 ? { events: events.length } : {}) } }
+      : { status: 200, body: { ok: true, mode: events[0]!.mode, events: events.length } };
+  }
+  return first !== undefined
+    ? { status: 202, body: { ok: true, runId: first.runId, sessionKey: first.sessionKey, agentId: first.agentId, channel: first.channel } }
+    : { status: 200, body: { ok: true, mode: events[0]!.mode } };
+}
+
+/**
+ * The one admission of an agent action, for `/agent` and mapped hooks alike: every policy rule,
+ * then the route, since a reply that could never be delivered is refused now, while the sender can
+ * still fix it (in forward mode the upstream delivers, so its channels, not ours, decide what is
+ * routable). `label` starts the message (which mapping refused it).
+ */
+function _admit(ctx: _Context, call: HookCall, action: AgentAction, label: string): RunSpec {
+  const admitted = admitRun(action, call.name, ctx.config, ctx.newId);
+  if (!admitted.ok) throw new HttpError(400, ErrorCode.NotAllowed, `${label}${admitted.error}`);
+  const run = admitted.value;
+  const unroutable = run.deliver && !ctx.forward ? checkRoute(ctx.routes, ctx.store.lastRoute(), run.channel, run.to) : null;
+  if (unroutable !== null) throw new HttpError(400, ErrorCode.InvalidPayload, `${label}${unroutable}`);
+  return { ...run, requestId: call.id };
+}
+
+// Bounds are checked (and queue slots held) with no await before the commit, so requests that
+// arrive together are counted together; the slots go back once the runs are queued or refused.
+// `field` names a wake text that is too long.
+async function _commit(ctx: _Context, effects: Effects, idem: IdempotencyWrite | undefined, field: (i: number) => string): Promise<void> {
+  const events = effects.events ?? [];
+  admitEvents(ctx.store, ctx.config, events.filter((e) => e.kind === 'system').map((e) => e.text), field);
+  const release = reserveRuns(ctx.runs, effects.runs?.length ?? 0, ctx.config);
+  try {
+    const { runs } = await ctx.store.commit(effects, idem);
+    for (const run of runs) ctx.runs?.enqueue(run);
+  } catch (error) {
+    throw unavailable(error);
+  } finally {
+    release();
+  }
+}
+
+// The outbox entries of forward mode: what the upstream gateway's /wake and /agent take.
+function _outboxWake(ctx: _Context, action: Pick<WakeAction, 'text' | 'mode'>, call: HookCall): OutboxSpec {
+  return { id: ctx.newId(), target: 'wake', body: upstreamWake(action), hook: call.name, requestId: call.id };
+}
+
+function _outboxAgent(ctx: _Context, action: AgentAction, run: RunSpec, call: HookCall): OutboxSpec {
+  return { id: ctx.newId(), target: 'agent', body: upstreamAgent(action, run), hook: call.name, requestId: call.id, runId: run.runId };
+}
+
+async function _commitForward(ctx: _Context, outbox: OutboxSpec[], idem: IdempotencyWrite | undefined): Promise<void> {
+  await ctx.store.commit({ outbox }, idem).catch((error: unknown) => {
+    throw unavailable(error);
+  });
+  ctx.forwarded?.();
+}
+
+function _warnInjection(ctx: _Context, call: HookCall, hook: string, kinds: readonly string[]): void {
+  if (kinds.length > 0) ctx.log.warn('possible prompt injection (content wrapped)', { id: call.id, hook, kinds: kinds.join(',') });
+}
+
 
 // A request that waits is remembered with its runs, so a retry waits for the same ones.
 function _remember(idem: IdempotencyKey | null, answer: StoredAnswer, waitFor?: readonly string[]): IdempotencyWrite | undefined {

@@ -1,4 +1,4 @@
-// A tiny Prometheus registry: counters, gauges and fixed-bucket histograms, rendered in the text
+// A tiny Prometheus registry: counters, and gauges read from a callback, rendered in the text
 // exposition format 0.0.4.
 
 /** The Content-Type of `Metrics.render()`'s output. */
@@ -10,16 +10,13 @@ export type Labels = Readonly<Record<string, string>>;
 /** What a callback gauge reports: one value, or one value per label set. */
 export type Collect = () => number | Iterable<readonly [Labels, number]>;
 
-/** Bucket bounds for request and run durations, in seconds. */
-export const DURATION_BUCKETS: readonly number[] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
-
 const METRIC_NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
 const LABEL_NAME = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
 
 interface _Family {
   name: string;
   help: string;
-  type: 'counter' | 'gauge' | 'histogram';
+  type: 'counter' | 'gauge';
   lines(): string[];
 }
 
@@ -32,14 +29,9 @@ export class Metrics {
     return this.#add(new Counter(name, help, labelNames));
   }
 
-  /** A gauge set by the caller, or read from `collect` at each render when one is given. */
-  gauge(name: string, help: string, labelNames: readonly string[] = [], collect?: Collect): Gauge {
+  /** A gauge whose value is read from `collect` at each render (what it reports is kept elsewhere). */
+  gauge(name: string, help: string, labelNames: readonly string[], collect: Collect): Gauge {
     return this.#add(new Gauge(name, help, labelNames, collect));
-  }
-
-  /** A histogram with the given upper bounds; `+Inf` is added. */
-  histogram(name: string, help: string, buckets: readonly number[] = DURATION_BUCKETS, labelNames: readonly string[] = []): Histogram {
-    return this.#add(new Histogram(name, help, buckets, labelNames));
   }
 
   /** Every family in the text exposition format, ending in a newline. */
@@ -52,8 +44,7 @@ export class Metrics {
   }
 
   #add<T extends _Family>(family: T): T {
-    // A histogram also owns NAME_bucket, NAME_sum and NAME_count, so those names clash too.
-    const taken = [...this.#families.values()].find((other) => _owned(other).some((name) => _owned(family).includes(name)));
+    const taken = this.#families.get(family.name);
     if (taken !== undefined) throw new TypeError(`Cannot register metric ${family.name}: the name clashes with ${taken.name}`);
     this.#families.set(family.name, family);
     return family;
@@ -91,122 +82,32 @@ export class Counter implements _Family {
   }
 }
 
-/** A family of series that go up and down. */
+/** A family of series read from a callback at each render. */
 export class Gauge implements _Family {
   readonly type = 'gauge';
   readonly name: string;
   readonly help: string;
   #series: _Series<number>;
-  #collect: Collect | undefined;
+  #collect: Collect;
 
-  constructor(name: string, help: string, labelNames: readonly string[], collect?: Collect) {
+  constructor(name: string, help: string, labelNames: readonly string[], collect: Collect) {
     this.name = _checkName(name);
     this.help = help;
     this.#series = new _Series(name, labelNames, () => 0);
     this.#collect = collect;
   }
 
-  /** Sets the series with these labels to `value`. */
-  set(labels: Labels | number, value?: number): void {
-    const [set, next] = _args(labels, value);
-    if (next === undefined) throw new TypeError(`Cannot set gauge ${this.name}: no value given`);
-    this.#write(set, () => next);
-  }
-
-  /** Adds `by` (default 1) to the series with these labels. */
-  inc(labels?: Labels | number, by?: number): void {
-    const [set, value = 1] = _args(labels, by);
-    this.#write(set, (old) => old + value);
-  }
-
-  /** Subtracts `by` (default 1) from the series with these labels. */
-  dec(labels?: Labels | number, by?: number): void {
-    const [set, value = 1] = _args(labels, by);
-    this.#write(set, (old) => old - value);
-  }
-
-  /** The current value of the series with these labels (0 when never set). */
-  get(labels: Labels = {}): number {
-    return this.#series.get(labels) ?? 0;
-  }
-
-  /** This family's sample lines (calling the callback, if any), without its HELP and TYPE lines. */
+  /** This family's sample lines (calling the callback), without its HELP and TYPE lines. */
   lines(): string[] {
-    if (this.#collect !== undefined) {
-      const collected = this.#collect();
-      // A fresh table each render: a label set the callback no longer reports disappears.
-      this.#series.clear();
-      if (typeof collected === 'number') this.#series.update({}, () => collected);
-      else for (const [labels, value] of collected) this.#series.update(labels, () => value);
-    }
+    const collected = this.#collect();
+    // A fresh table each render: a label set the callback no longer reports disappears.
+    this.#series.clear();
+    if (typeof collected === 'number') this.#series.update({}, () => collected);
+    else for (const [labels, value] of collected) this.#series.update(labels, () => value);
     return this.#series.lines((text, value) => [`${this.name}${text} ${_number(value)}`]);
   }
-
-  #write(labels: Labels, change: (old: number) => number): void {
-    if (this.#collect !== undefined) throw new TypeError(`Cannot change gauge ${this.name}: its value comes from a callback`);
-    this.#series.update(labels, change);
-  }
 }
 
-interface _Buckets {
-  counts: number[];
-  sum: number;
-  count: number;
-}
-
-/** A family of distributions over fixed buckets. */
-export class Histogram implements _Family {
-  readonly type = 'histogram';
-  readonly name: string;
-  readonly help: string;
-  readonly buckets: readonly number[];
-  #series: _Series<_Buckets>;
-
-  constructor(name: string, help: string, buckets: readonly number[], labelNames: readonly string[]) {
-    this.name = _checkName(name);
-    this.help = help;
-    if (labelNames.includes('le')) throw new TypeError(`Cannot create histogram ${name}: the label le is reserved for buckets`);
-    const bounds = buckets.at(-1) === Infinity ? buckets.slice(0, -1) : [...buckets];
-    if (bounds.length === 0) throw new RangeError(`Cannot create histogram ${name}: it needs at least one finite bucket`);
-    bounds.forEach((bound, i) => {
-      if (!Number.isFinite(bound) || (i > 0 && bound <= bounds[i - 1]!)) {
-        throw new RangeError(`Cannot create histogram ${name}: buckets must be finite and increasing, got ${buckets.join(', ')}`);
-      }
-    });
-    this.buckets = bounds;
-    this.#series = new _Series(name, labelNames, () => ({ counts: bounds.map(() => 0), sum: 0, count: 0 }));
-  }
-
-  /** Records one observation in the series with these labels. */
-  observe(labels: Labels | number, value?: number): void {
-    const [set, observed] = _args(labels, value);
-    if (observed === undefined || Number.isNaN(observed)) throw new RangeError(`Cannot observe ${this.name}: the value is not a number`);
-    this.#series.update(set, (state) => {
-      // Stored per bucket; render makes them cumulative.
-      const at = this.buckets.findIndex((bound) => observed <= bound);
-      if (at !== -1) state.counts[at]! += 1;
-      state.sum += observed;
-      state.count += 1;
-      return state;
-    });
-  }
-
-  /** This family's sample lines (cumulative buckets, sum, count), without its HELP and TYPE lines. */
-  lines(): string[] {
-    return this.#series.lines((text, state, pairs) => {
-      let running = 0;
-      const lines = this.buckets.map((bound, i) => {
-        running += state.counts[i]!;
-        return `${this.name}_bucket${_labelText([...pairs, ['le', _number(bound)]])} ${running}`;
-      });
-      lines.push(`${this.name}_bucket${_labelText([...pairs, ['le', '+Inf']])} ${state.count}`);
-      lines.push(`${this.name}_sum${text} ${_number(state.sum)}`, `${this.name}_count${text} ${state.count}`);
-      return lines;
-    });
-  }
-}
-
-// The series of one family, keyed by their label values in the declared label order.
 class _Series<T> {
   #name: string;
   #labelNames: readonly string[];
@@ -263,9 +164,6 @@ class _Series<T> {
   }
 }
 
-function _owned(family: _Family): string[] {
-  return family.type === 'histogram' ? [family.name, `${family.name}_bucket`, `${family.name}_sum`, `${family.name}_count`] : [family.name];
-}
 
 function _checkName(name: string): string {
   if (!METRIC_NAME.test(name)) throw new TypeError(`Cannot create metric: invalid name ${JSON.stringify(name)}`);

@@ -1,3 +1,5 @@
+import { trimSlashes } from '../text.ts';
+
 /** A route: the methods it answers and what handles it. */
 export interface Route<H> {
   methods: readonly string[];
@@ -32,7 +34,7 @@ export class Router<H> {
       if (!wildcard || !pathname.startsWith(`${path}/`)) continue;
       // `/hooks//wake/` names the same hook as `/hooks/wake`.
       const raw = pathname.slice(path.length + 1);
-      const trimmed = raw.startsWith('/') || raw.endsWith('/') ? raw.replace(/^\/+|\/+$/g, '') : raw;
+      const trimmed = raw.startsWith('/') || raw.endsWith('/') ? trimSlashes(raw) : raw;
       // Most names carry no escape: they are their own decoding.
       const rest = trimmed.includes('%') ? _decode(trimmed) : trimmed;
       return rest === null ? null : { route, rest };

@@ -1,22 +1,24 @@
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type OutgoingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { requestClient, type Client } from '../guard/address.ts';
-import { parseForm, parseJsonObject, readBody } from '../guard/body.ts';
 import type { Config } from '../config/types.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
-import { createWaiter, type Completions } from './wait.ts';
-import { idSequence } from '../random.ts';
-import { createDispatch, type Answer, type IdempotencyKey } from './dispatch.ts';
+import { requestClient, type Client } from '../guard/address.ts';
+import { createAuth, type Auth } from '../guard/auth.ts';
+import { FailureLimiter, type LimiterStats } from '../guard/rate-limit.ts';
+import { extractToken, tokenDigest } from '../guard/token.ts';
 import type { CallTransform } from '../hooks/mappings.ts';
 import type { Logger } from '../log.ts';
-import { FailureLimiter, type LimiterStats } from '../guard/rate-limit.ts';
-import { Router, splitTarget } from './router.ts';
-import type { Telemetry } from './telemetry.ts';
+import { idSequence } from '../random.ts';
 import type { RunRecord, Store } from '../store/store.ts';
-import { extractToken, tokenDigest, tokenMatches } from '../guard/token.ts';
-import { deliveryId } from '../guard/signature.ts';
-import { metaHandshake, missingSignature, signatureRefusal, signedPaths, slackChallenge } from './signed.ts';
+import { trimSlashes } from '../text.ts';
+import { createDispatch, type Answer } from './dispatch.ts';
+import { expectsContinue, hooksRoute, type Handler } from './hooks-route.ts';
+import { createIdempotency } from './idempotency.ts';
+import { Router, splitTarget } from './router.ts';
+import { createWaiter, type Completions } from './wait.ts';
+import { signedPaths } from './signed.ts';
+import type { Telemetry } from './telemetry.ts';
 
 /** What the request handler needs; the CLI builds these from the config. */
 export interface AppOptions {
@@ -45,23 +47,9 @@ export interface AppOptions {
   clock?: () => number;
 }
 
-interface Context {
-  id: string;
-  req: IncomingMessage;
-  query: URLSearchParams;
-  /** The hook name after `hooks.path`, decoded; `''` for the base path itself. */
-  name: string;
-  client: Client;
-  /** Sends `100 Continue` to a client that asked for it (`Expect: 100-continue`), once. */
-  invite: () => void;
-}
-
-type Handler = (ctx: Context) => Promise<Answer>;
-
 /** A request target split once per request: the path routes and is logged, the query is checked. */
 type Target = ReturnType<typeof splitTarget>;
 
-const MAX_IDEMPOTENCY_KEY = 256;
 const REQUEST_ID = /^[\w.:@/+=-]{1,128}$/;
 
 /** The request listener, which can swap in a new configuration between requests. */
@@ -119,24 +107,20 @@ export function createApp(options: AppOptions): App {
   return app;
 }
 
-function _expectsContinue(req: IncomingMessage): boolean {
-  return req.headers.expect !== undefined && /\b100-continue\b/i.test(req.headers.expect);
+function _limiter(config: Config): FailureLimiter {
+  const { maxFailures, windowSeconds, lockoutSeconds } = config.hooks.authRateLimit;
+  return new FailureLimiter({ maxFailures, windowMs: windowSeconds * 1000, lockoutMs: lockoutSeconds * 1000 });
 }
 
 // node:http answers `Expect: 100-continue` itself unless the server listens for checkContinue,
 // which `listen` does: the body is invited only once the request has earned it.
 function _inviter(req: IncomingMessage, res: ServerResponse): () => void {
-  let invited = !_expectsContinue(req);
+  let invited = !expectsContinue(req);
   return () => {
     if (invited || res.headersSent) return;
     invited = true;
     res.writeContinue();
   };
-}
-
-function _limiter(config: Config): FailureLimiter {
-  const { maxFailures, windowSeconds, lockoutSeconds } = config.hooks.authRateLimit;
-  return new FailureLimiter({ maxFailures, windowMs: windowSeconds * 1000, lockoutMs: lockoutSeconds * 1000 });
 }
 
 // Everything that depends on the configuration, built once per (re)load.
@@ -145,150 +129,65 @@ function _compile(
   config: Config,
   shared: Shared,
 ): { config: Config; route: (req: IncomingMessage, target: Target, client: Client, id: string, invite: () => void) => Promise<Answer>; hookLabel: (path: string) => string } {
-  const { store, heartbeat, log } = options;
-  const newId = options.newId ?? randomUUID;
-  const bodyTimeoutMs = options.bodyTimeoutMs ?? 30_000;
-  const { limiter, inflight } = shared;
-  const transforms: CallTransform =
-    options.transforms ?? (async () => ({ ok: false, reason: 'load-failed', detail: 'no transform runner is configured' }));
-
-  // One limit for the hook token and the gateway token alike: a correct token passes even while its
-  // client is locked out (an attacker cannot lock the operator out); anything else is a failure,
-  // answered 401, or 429 once the client is locked. A success clears nothing: whoever else sends
-  // from the same address (a shared NAT) would get fresh guesses. Failures decay with the window.
-  const refuse = (client: Client, refusal: string, status = 401): never => {
-    const verdict = limiter.fail(client.key);
-    if (verdict.locked) {
-      throw new HttpError(429, ErrorCode.TooManyFailures, 'too many failed authentication attempts; retry later', {
-        headers: { 'retry-after': String(verdict.retryAfterSeconds) },
-      });
-    }
-    throw new HttpError(status, status === 403 ? ErrorCode.Forbidden : ErrorCode.Unauthorized, refusal);
-  };
-  const authenticate = (presented: string | null, expected: readonly (Buffer | null)[], client: Client, refusal: string) => {
-    // Every candidate is compared, so the time taken does not say which one matched.
-    const matches = expected.map((digest) => presented !== null && digest !== null && tokenMatches(presented, digest));
-    if (!matches.includes(true)) refuse(client, refusal);
-  };
-  // A path whose mappings carry a signature is opened by that signature alone, never by the hook token.
-  // A valid signature does not clear the client's failure count: a captured delivery of a scheme without
-  // a timestamp verifies again and again, and must not reset the count of someone guessing the hook token.
-  const signatures = signedPaths(config);
-  const clock = options.clock ?? Date.now;
-
+  const { store } = options;
+  const auth = createAuth(shared.limiter);
   const wait = options.completions === undefined ? undefined : createWaiter(config, store, options.completions);
   const dispatch = createDispatch({
     config,
     store,
-    heartbeat,
-    log,
-    newId,
-    transforms,
+    heartbeat: options.heartbeat,
+    log: options.log,
+    newId: options.newId ?? randomUUID,
+    transforms: options.transforms ?? (async () => ({ ok: false, reason: 'load-failed', detail: 'no transform runner is configured' })),
     ...(options.runs === undefined ? {} : { runs: options.runs }),
     ...(wait === undefined ? {} : { wait }),
     ...(options.forwarded === undefined ? {} : { forwarded: options.forwarded }),
   });
-
-  // A retry with a key already answered gets that answer again; one arriving while the first is
-  // still being handled waits for it, so two copies can never both take effect.
-  const idempotent = async (name: string, key: string | null, work: (idem: IdempotencyKey | null) => Promise<Answer>) => {
-    if (key === null) return work(null);
-    const id = `${name}\n${key}`;
-    // Wait while any copy is in flight; from the last check to the `set` below nothing awaits,
-    // so exactly one copy goes ahead when the one before it failed.
-    for (let running = inflight.get(id); running !== undefined; running = inflight.get(id)) await running.catch(() => undefined);
-    const prior = store.replay(name, key);
-    if (prior !== null) {
-      // A first request that waited for its runs: the retry waits for the same ones (or has them at once).
-      const { waitFor } = prior;
-      const answer = waitFor !== undefined && wait !== undefined ? await wait({ ...prior, waitFor }) : prior;
-      return { status: answer.status, body: answer.body, headers: { 'idempotent-replayed': 'true' } };
-    }
-    const pending = work({ scope: name, key });
-    inflight.set(id, pending);
-    try {
-      return await pending;
-    } finally {
-      if (inflight.get(id) === pending) inflight.delete(id);
-    }
-  };
-
-  // Digests of the configured tokens, made once per (re)load: a request hashes only what it presents.
-  const hookTokens = [config.hooks.token === null ? null : tokenDigest(config.hooks.token)];
-  const gmailTokens = config.hooks.gmail.hookToken === undefined ? hookTokens : [...hookTokens, tokenDigest(config.hooks.gmail.hookToken)];
-  const hooks: Handler = async (ctx) => {
-    const { req, name } = ctx;
-    const signature = signatures.get(name);
-    if (req.method === 'GET') {
-      const handshake = metaHandshake(signature, ctx.query);
-      return handshake.ok ? handshake.answer : refuse(ctx.client, handshake.refusal, 403);
-    }
-    if (signature === undefined) {
-      const presented = extractToken(req.headers);
-      // The gmail hook also opens to the credential gog posts with, which opens nothing else.
-      authenticate(presented, name === 'gmail' ? gmailTokens : hookTokens, ctx.client, presented === null ? 'missing hook token' : 'invalid hook token');
-    } else if (_expectsContinue(req)) {
-      // Only what can be checked before the body: a request without the scheme's headers is refused now.
-      const missing = missingSignature(signature, req, clock());
-      if (missing !== null) refuse(ctx.client, missing);
-    }
-    if (name === '') throw new HttpError(404, ErrorCode.NotFound, 'hook name missing: POST to a path such as /wake or /agent');
-    // `100 Continue` only now that the sender is authenticated: anyone else gets the final status
-    // at once, and is never invited to upload.
-    ctx.invite();
-    const bytes = await readBody(req, { maxBytes: config.hooks.maxBodyBytes, timeoutMs: bodyTimeoutMs });
-    shared.received.set(req, bytes.length);
-    // Over the raw bytes, after the cap and before any parsing.
-    const refusal = signature === undefined ? null : signatureRefusal(signature, req, bytes, clock());
-    if (refusal !== null) refuse(ctx.client, refusal);
-    // Form-posting senders (Slack commands, Twilio, ...) reach mapped hooks only; /wake and /agent take JSON.
-    const form = name !== 'wake' && name !== 'agent' && /^application\/x-www-form-urlencoded\b/i.test(req.headers['content-type'] ?? '');
-    // `curl -d` labels JSON as a form: a body that is a JSON object is read as JSON whatever the label says.
-    const body = form && !/^\s*\{/.test(bytes.subarray(0, 64).toString('latin1')) ? parseForm(bytes) : parseJsonObject(bytes);
-    const challenge = slackChallenge(signature, body);
-    if (challenge !== null) return challenge;
-    const call = { id: ctx.id, name, body, headers: req.headers, query: ctx.query };
-    const delivery = signature === undefined ? null : deliveryId(signature, req.headers, body);
-    return idempotent(name, idempotencyKey(req.headers, name === 'agent' ? body : {}, delivery), (idem) => dispatch(call, idem));
-  };
-
-
-
+  const hooks = hooksRoute({
+    config,
+    auth,
+    idempotent: createIdempotency(store, shared.inflight, wait),
+    dispatch,
+    bodyTimeoutMs: options.bodyTimeoutMs ?? 30_000,
+    received: shared.received,
+    clock: options.clock ?? Date.now,
+  });
   const router = new Router<Handler>().add(['GET', 'HEAD'], '/healthz', async () =>
     (await store.writable()) ? { status: 200, body: { ok: true } } : { status: 503, body: { ok: false, error: 'the journal is not writable' } },
   );
   const telemetry = options.telemetry;
-  if (telemetry !== undefined && config.gateway.authToken !== null) {
-    const token = tokenDigest(config.gateway.authToken);
-    router.add(['GET'], '/metrics', async ({ req, client }) => {
-      // Bearer only: the x-*-token headers carry hook tokens.
-      const presented = extractToken({ authorization: req.headers.authorization });
-      authenticate(presented, [token], client, 'metrics need the gateway token (Authorization: Bearer)');
-      return { status: 200, body: {}, text: telemetry.render(), contentType: telemetry.contentType };
+  if (telemetry !== undefined && config.gateway.authToken !== null) router.add(['GET'], '/metrics', _metrics(telemetry, tokenDigest(config.gateway.authToken), auth));
+  const handshakes = [...signedPaths(config).values()].some((s) => s.scheme === 'meta');
+  if (config.hooks.enabled) router.add(handshakes ? ['POST', 'GET'] : ['POST'], `${config.hooks.path}/*`, hooks);
+  return { config, route: (req, target, client, id, invite) => _route(router, req, target, client, id, invite), hookLabel: _hookLabels(config) };
+}
+
+// `GET /metrics`, behind the gateway token (Bearer only: the x-*-token headers carry hook tokens).
+function _metrics(telemetry: Telemetry, token: Buffer, auth: Auth): Handler {
+  return async ({ req, client }) => {
+    const presented = extractToken({ authorization: req.headers.authorization });
+    auth.authenticate(presented, [token], client, 'metrics need the gateway token (Authorization: Bearer)');
+    return { status: 200, body: {}, text: telemetry.render(), contentType: telemetry.contentType };
+  };
+}
+
+// Finds the route, refuses a token in the URL and a method the route does not take, and runs it.
+async function _route(router: Router<Handler>, req: IncomingMessage, target: Target, client: Client, id: string, invite: () => void): Promise<Answer> {
+  const { pathname, query } = target;
+  const match = router.find(pathname);
+  if (match === null) throw new HttpError(404, ErrorCode.NotFound, 'not found');
+  // `size` first: most targets carry no query, and iterating even an empty one costs.
+  if (query.size > 0) for (const k of query.keys()) {
+    if (k.toLowerCase() !== 'token') continue;
+    throw new HttpError(400, ErrorCode.TokenInUrl, 'token: may not be sent in the URL (it leaks into logs); use the Authorization header');
+  }
+  const method = req.method ?? 'GET';
+  if (!match.route.methods.includes(method)) {
+    throw new HttpError(405, ErrorCode.MethodNotAllowed, `method ${method} not allowed`, {
+      headers: { allow: match.route.methods.join(', ') },
     });
   }
-  const handshakes = [...signatures.values()].some((s) => s.scheme === 'meta');
-  if (config.hooks.enabled) router.add(handshakes ? ['POST', 'GET'] : ['POST'], `${config.hooks.path}/*`, hooks);
-
-  const route = async (req: IncomingMessage, target: Target, client: Client, id: string, invite: () => void): Promise<Answer> => {
-    const { pathname, query } = target;
-    const match = router.find(pathname);
-    if (match === null) throw new HttpError(404, ErrorCode.NotFound, 'not found');
-    // `size` first: most targets carry no query, and iterating even an empty one costs.
-    if (query.size > 0) for (const k of query.keys()) {
-      if (k.toLowerCase() !== 'token') continue;
-      throw new HttpError(400, ErrorCode.TokenInUrl, 'token: may not be sent in the URL (it leaks into logs); use the Authorization header');
-    }
-    const method = req.method ?? 'GET';
-    if (!match.route.methods.includes(method)) {
-      throw new HttpError(405, ErrorCode.MethodNotAllowed, `method ${method} not allowed`, {
-        headers: { allow: match.route.methods.join(', ') },
-      });
-    }
-    return match.route.handler({ id, req, query, name: match.rest, client, invite });
-  };
-
-  return { config, route, hookLabel: _hookLabels(config) };
+  return match.route.handler({ id, req, query, name: match.rest, client, invite });
 }
 
 // A path's metrics label, remembered for the first paths seen (a bounded set: paths are the caller's).
@@ -309,25 +208,10 @@ function _hookLabel(config: Config, path: string): string {
   if (path === '/healthz' || path === '/metrics') return path.slice(1);
   const base = `${config.hooks.path}/`;
   if (!path.startsWith(base)) return 'other';
-  const name = path.slice(base.length).replace(/^\/+|\/+$/g, '');
+  const name = trimSlashes(path.slice(base.length));
   if (name === 'wake' || name === 'agent') return name;
   return config.hooks.mappings.some((m) => m.match.path === name) ? name : 'mapped';
 }
-
-/**
- * The request's idempotency key: `Idempotency-Key`, else `X-OpenClaw-Idempotency-Key` (what OpenClaw's
- * own clients send), else the signed sender's delivery id, else `webhook-id`, else the body's `idempotencyKey`.
- */
-export function idempotencyKey(headers: IncomingHttpHeaders, body: Record<string, unknown>, delivery: string | null = null): string | null {
-  for (const candidate of [headers['idempotency-key'], headers['x-openclaw-idempotency-key'], delivery, headers['webhook-id'], body['idempotencyKey']]) {
-    if (typeof candidate !== 'string') continue;
-    const key = candidate.trim();
-    // Over-long keys are ignored rather than refused: the request still works, just without dedupe.
-    if (key !== '' && key.length <= MAX_IDEMPOTENCY_KEY) return key;
-  }
-  return null;
-}
-
 
 // The one place an error becomes an answer. Known errors say what went wrong; anything else
 // is logged with the request id and answered with a bare 500 that tells the client nothing.

@@ -20,6 +20,7 @@ import { signatureSchema } from './signature-config.ts';
 import { compileTemplate, isTemplated, parsePath, render, type PathSegment, type Template, type TemplateContext } from './template.ts';
 import type { TransformInput, TransformRef, TransformResult } from './transforms/runner.ts';
 import { detectInjection, nameLine, wrapUntrusted } from './untrusted.ts';
+import { trimSlashes } from '../text.ts';
 
 /** At most this many actions come from one `forEach`. */
 export const MAX_FOR_EACH = 200;
@@ -111,7 +112,7 @@ export function toMapping(raw: RawMapping, index: number, source: Mapping['sourc
   const mapping: Mapping = {
     ...rest,
     id: id ?? `mapping-${index + 1}`,
-    match: { ...match, ...(match?.path === undefined ? {} : { path: _trimSlashes(match.path) }) },
+    match: { ...match, ...(match?.path === undefined ? {} : { path: trimSlashes(match.path) }) },
     action: action ?? 'agent',
     wakeMode: wakeMode ?? 'now',
     channel: channel ?? 'last',
@@ -209,7 +210,7 @@ function _selects(m: Mapping, name: string, payload: Record<string, unknown>): b
 
 /** The first mapping, in order, whose `match` selects the request and whose `filter` holds for it. */
 export function findMapping(mappings: readonly Mapping[], request: Pick<HookRequest, 'name' | 'payload'> & { headers?: HookRequest['headers'] }): Mapping | null {
-  const name = _trimSlashes(request.name);
+  const name = trimSlashes(request.name);
   // A filter reads headers as templates do (credential headers hidden), made only when one asks.
   let context: { headers: Record<string, string>; payload: unknown } | undefined;
   const holds = (filter: Filter) => filterHolds(filter, (context ??= { headers: visibleHeaders(request.headers ?? {}), payload: request.payload }));
@@ -220,7 +221,7 @@ export function findMapping(mappings: readonly Mapping[], request: Pick<HookRequ
 export async function applyMappings(mappings: readonly Mapping[], request: HookRequest, callTransform: CallTransform): Promise<MapOutcome> {
   const mapping = findMapping(mappings, request);
   if (mapping === null) {
-    const name = _trimSlashes(request.name);
+    const name = trimSlashes(request.name);
     return mappings.some((m) => _selects(m, name, request.payload)) ? { kind: 'ignored' } : { kind: 'unmatched' };
   }
   const mappingId = mapping.id;
@@ -321,8 +322,4 @@ function _replaceAt(root: unknown, path: readonly PathSegment[], value: unknown)
   const copy: Record<string, unknown> = { ...(root as Record<string, unknown>) };
   copy[head] = _replaceAt(copy[head], rest, value);
   return copy;
-}
-
-function _trimSlashes(path: string): string {
-  return path.replace(/^\/+|\/+$/g, '');
 }

@@ -343,11 +343,7 @@ export class Store {
         this.#events = this.#retained();
         this.#eventBytes = _textBytes(this.#events);
       }
-      for (const run of line.runs ?? []) this.#setRun(run.runId, run);
-      for (const { runId, ...change } of line.runUpdates ?? []) {
-        const run = this.#runs.get(runId);
-        if (run !== undefined) this.#setRun(runId, { ...run, ...change });
-      }
+      _replayRuns(line, (id) => this.#runs.get(id), (id, run) => this.#setRun(id, run));
       if (line.lastRoute !== undefined) this.#lastRoute = line.lastRoute;
       if (line.outbox !== undefined || line.outboxUpdates !== undefined) {
         applyOutbox(this.#outbox, line.outbox, line.outboxUpdates);
@@ -455,12 +451,7 @@ export async function readOutbox(dir: string, onRejected?: (rejected: Rejected) 
 export async function readRuns(dir: string, onRejected?: (rejected: Rejected) => void): Promise<RunRecord[]> {
   const runs = new Map<string, RunRecord>();
   for (const record of await _read(dir, onRejected)) {
-    if (record.t !== 'commit') continue;
-    for (const run of record.runs ?? []) runs.set(run.runId, run);
-    for (const { runId, ...change } of record.runUpdates ?? []) {
-      const run = runs.get(runId);
-      if (run !== undefined) runs.set(runId, { ...run, ...change });
-    }
+    if (record.t === 'commit') _replayRuns(record, (id) => runs.get(id), (id, run) => void runs.set(id, run));
   }
   return [...runs.values()];
 }
@@ -482,6 +473,19 @@ function _checked(contents: JournalContents): { lines: _Line[]; rejected: Reject
     if (problems.length > 0) rejected.push({ line: number, problem: `${line === null ? '' : 'entry left out: '}${problems.slice(0, 3).join('; ')}` });
   });
   return { lines, rejected: rejected.sort((a, b) => a.line - b.line) };
+}
+
+// The one rule for replaying runs from a commit line: new runs as recorded, then their updates.
+function _replayRuns(
+  line: Pick<Extract<_Line, { t: 'commit' }>, 'runs' | 'runUpdates'>,
+  get: (runId: string) => RunRecord | undefined,
+  set: (runId: string, run: RunRecord) => void,
+): void {
+  for (const run of line.runs ?? []) set(run.runId, run);
+  for (const { runId, ...change } of line.runUpdates ?? []) {
+    const run = get(runId);
+    if (run !== undefined) set(runId, { ...run, ...change });
+  }
 }
 
 function _textBytes(events: readonly SessionEvent[]): number {

@@ -1,9 +1,9 @@
 import type { Thinking } from '../../actions.ts';
-import { failure, httpBase, postJson, retryAfterMs, scrub, SCRUB_PREFIX, type Received } from '../../http-call.ts';
+import { failure, httpBase, postJson, retryAfterMs, type Received } from '../../http-call.ts';
 import { asObject } from '../../object.ts';
-import { clip, collapseSpace } from '../../text.ts';
 import type { Attempt } from '../../retry.ts';
 import type { Provider, TurnRequest } from './provider.ts';
+import { errorText, providerTeller, unanswered } from './_http.ts';
 
 /** Where an Anthropic Messages API lives and how to reach it. */
 export interface AnthropicProviderOptions {
@@ -34,7 +34,6 @@ export const THINKING_BUDGETS: Readonly<Record<Exclude<Thinking, 'off'>, number>
   xhigh: 24576,
 };
 
-const _MESSAGE_MAX = 300;
 
 /** A provider for `POST {baseUrl}/v1/messages` (Anthropic's Messages API). */
 export function createAnthropicProvider(options: AnthropicProviderOptions): Provider {
@@ -43,11 +42,7 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Prov
   const base = httpBase(options.baseUrl);
   if (!base.ok) throw new TypeError(`Cannot use provider base URL: ${base.reason}`);
   const url = `${base.base}/v1/messages`;
-  // Short header values (`1`, `true`) are not secrets, and redacting them would shred messages;
-  // the key is one however short it is.
-  const secrets = [apiKey, ...Object.values(headers).filter((s) => s.length >= SCRUB_PREFIX)];
-  // One line, no secret, bounded: it ends up in a run record and a main-session summary.
-  const tell = (message: string) => clip(collapseSpace(scrub(message, secrets)), _MESSAGE_MAX);
+  const tell = providerTeller(apiKey, headers);
   return {
     async complete(request: TurnRequest): Promise<Attempt<string>> {
       if (request.signal.aborted) return failure('aborted', false);
@@ -64,7 +59,7 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Prov
       if (apiKey !== undefined && apiKey !== '') sent.set('x-api-key', apiKey);
       for (const [name, value] of Object.entries(headers)) sent.set(name, value);
       const reply = await postJson(url, body, { fetch, headers: Object.fromEntries(sent), signal: request.signal });
-      if (!reply.ok) return reply.kind === 'aborted' ? failure('aborted', false) : failure(tell(`Connection failed: ${reply.message}`), true);
+      if (!reply.ok) return unanswered(reply, tell);
       return reply.status >= 200 && reply.status < 300 ? _reply(reply, tell) : _httpFailure(reply, tell, now());
     },
   };
@@ -77,25 +72,18 @@ function _reply(reply: Received, tell: (message: string) => string): Attempt<str
   const texts = Array.isArray(content) ? content.filter((b) => asObject(b)?.['type'] === 'text').map((b) => asObject(b)?.['text']) : [];
   if (texts.length > 0 && texts.every((t) => typeof t === 'string')) return { ok: true, value: texts.join('') };
   const stop = json?.['stop_reason'];
-  const said = typeof stop === 'string' ? `no text block (stop_reason ${stop})` : (_errorText(reply.json) ?? (reply.json === undefined ? reply.text : 'no text block'));
+  const said = typeof stop === 'string' ? `no text block (stop_reason ${stop})` : (errorText(reply.json) ?? (reply.json === undefined ? reply.text : 'no text block'));
   return failure(tell(`Malformed response: ${said}`), false);
 }
 
 function _httpFailure(reply: Received, tell: (message: string) => string, now: number): Attempt<string> {
   const { status, headers } = reply;
   const type = asObject(asObject(reply.json)?.['error'])?.['type'];
-  const said = _errorText(reply.json) ?? (reply.text.trim() || reply.statusText);
+  const said = errorText(reply.json) ?? (reply.text.trim() || reply.statusText);
   const message = tell(`HTTP ${status}${typeof type === 'string' ? ` ${type}` : ''}: ${said}`);
   const wait = retryAfterMs(headers, now);
   // A 429 from the monthly spend cap comes without `retry-after` and does not clear by waiting;
   // 529 is `overloaded_error`, covered by >= 500.
   const retryable = (status >= 500 || (status === 429 && wait !== undefined)) && headers.get('x-should-retry') !== 'false';
   return retryable ? failure(message, true, wait) : failure(message, false);
-}
-
-// `{type: "error", error: {type, message}}`; a proxy in front may say something else.
-function _errorText(json: unknown): string | undefined {
-  const error = asObject(json)?.['error'];
-  const candidates = [asObject(error)?.['message'], error, asObject(json)?.['message']];
-  return candidates.find((said): said is string => typeof said === 'string' && said.trim() !== '');
 }

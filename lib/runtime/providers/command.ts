@@ -64,31 +64,16 @@ const _ABORTED: Attempt<string> = { ok: false, retryable: false, message: 'abort
 
 function _run(spawn: Spawn, program: string, args: readonly string[], request: TurnRequest, graceMs: number, maxOutputBytes: number): Promise<Attempt<string>> {
   const { signal, run } = request;
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    HOOKS_INGRESS_RUN_ID: run.runId,
-    HOOKS_INGRESS_SESSION_KEY: run.sessionKey,
-    HOOKS_INGRESS_AGENT_ID: run.agentId,
-    HOOKS_INGRESS_MODEL: request.model,
-  };
-  if (request.thinking !== undefined) env.HOOKS_INGRESS_THINKING = request.thinking;
+  const env = _env(request);
   return new Promise((resolve) => {
     let settled = false;
     let exited = false;
     let stopped: Attempt<string> | undefined;
     let killTimer: ReturnType<typeof setTimeout> | undefined;
-    const stdout: Buffer[] = [];
-    let stdoutBytes = 0;
-    let stderr = '';
 
-    let child: ChildProcess;
-    try {
-      // Its own process group, so a stop reaches whatever the command started too.
-      child = spawn(program, args, { cwd: run.workspace, env, stdio: ['pipe', 'pipe', 'pipe'], detached: process.platform !== 'win32' });
-    } catch (error) {
-      resolve(_failure(`Cannot run ${program}: ${_reason(error)}`));
-      return;
-    }
+    // Its own process group, so a stop reaches whatever the command started too.
+    const child = _spawn(spawn, program, args, { cwd: run.workspace, env, stdio: ['pipe', 'pipe', 'pipe'], detached: process.platform !== 'win32' });
+    if ('ok' in child) return resolve(child);
 
     const settle = (result: Attempt<string>) => {
       if (settled) return;
@@ -112,16 +97,7 @@ function _run(spawn: Spawn, program: string, args: readonly string[], request: T
     const onAbort = () => stop(_ABORTED);
     signal.addEventListener('abort', onAbort, { once: true });
 
-    child.stdout?.on('data', (chunk: Buffer) => {
-      stdoutBytes += chunk.length;
-      if (stdoutBytes > maxOutputBytes) stop(_failure(`Output exceeds ${maxOutputBytes} bytes`));
-      else stdout.push(chunk);
-    });
-    // Decoded by the stream, so a character split across chunks stays whole.
-    child.stderr?.setEncoding('utf8');
-    child.stderr?.on('data', (chunk: string) => {
-      stderr = (stderr + chunk).slice(-_STDERR_TAIL);
-    });
+    const output = _capture(child, maxOutputBytes, () => stop(_failure(`Output exceeds ${maxOutputBytes} bytes`)));
     // A command that exits without reading all of stdin makes the write fail with EPIPE; its exit says what happened.
     child.stdin?.on('error', () => {});
     child.stdin?.end(formatInput(request));
@@ -135,12 +111,53 @@ function _run(spawn: Spawn, program: string, args: readonly string[], request: T
     child.on('close', (code: number | null, killedBy: NodeJS.Signals | null) => {
       if (killTimer !== undefined) clearTimeout(killTimer);
       if (stopped !== undefined) return settle(stopped);
-      if (code === 0) return settle({ ok: true, value: Buffer.concat(stdout).toString('utf8').trim() });
-      const last = stderr.split('\n').map((line) => line.trim()).filter((line) => line !== '').at(-1);
+      if (code === 0) return settle({ ok: true, value: output.stdout().trim() });
+      const last = output.stderr().split('\n').map((line) => line.trim()).filter((line) => line !== '').at(-1);
       const how = code === null ? `killed by ${killedBy ?? 'a signal'}` : `exit ${code}`;
       settle(_failure(last === undefined ? how : `${how}: ${last}`));
     });
   });
+}
+
+// A child, or the failure of a spawn that threw.
+function _spawn(spawn: Spawn, program: string, args: readonly string[], options: Parameters<Spawn>[2]): ChildProcess | Attempt<string> {
+  try {
+    return spawn(program, args, options);
+  } catch (error) {
+    return _failure(`Cannot run ${program}: ${_reason(error)}`);
+  }
+}
+
+// The command's environment: this process's, and who asks (so a wrapper can log or route by run).
+function _env(request: TurnRequest): NodeJS.ProcessEnv {
+  const { run } = request;
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    HOOKS_INGRESS_RUN_ID: run.runId,
+    HOOKS_INGRESS_SESSION_KEY: run.sessionKey,
+    HOOKS_INGRESS_AGENT_ID: run.agentId,
+    HOOKS_INGRESS_MODEL: request.model,
+  };
+  if (request.thinking !== undefined) env.HOOKS_INGRESS_THINKING = request.thinking;
+  return env;
+}
+
+// Collects stdout up to `maxBytes` (past it, `overflow` is called and the rest dropped) and the tail of stderr.
+function _capture(child: ChildProcess, maxBytes: number, overflow: () => void): { stdout: () => string; stderr: () => string } {
+  const stdout: Buffer[] = [];
+  let stdoutBytes = 0;
+  let stderr = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    stdoutBytes += chunk.length;
+    if (stdoutBytes > maxBytes) overflow();
+    else stdout.push(chunk);
+  });
+  // Decoded by the stream, so a character split across chunks stays whole.
+  child.stderr?.setEncoding('utf8');
+  child.stderr?.on('data', (chunk: string) => {
+    stderr = (stderr + chunk).slice(-_STDERR_TAIL);
+  });
+  return { stdout: () => Buffer.concat(stdout).toString('utf8'), stderr: () => stderr };
 }
 
 function _signal(child: ChildProcess, name: NodeJS.Signals): void {

@@ -1,9 +1,9 @@
 import type { Thinking } from '../../actions.ts';
-import { failure, httpBase, postJson, retryAfterMs, scrub, SCRUB_PREFIX, type Received } from '../../http-call.ts';
+import { failure, httpBase, postJson, retryAfterMs, type Received } from '../../http-call.ts';
 import { asObject } from '../../object.ts';
-import { clip, collapseSpace } from '../../text.ts';
 import type { Attempt } from '../../retry.ts';
 import type { Provider, TurnRequest } from './provider.ts';
+import { errorText, providerTeller, unanswered } from './_http.ts';
 
 /** Where an OpenAI-compatible server lives and how to reach it. */
 export interface OpenAiProviderOptions {
@@ -17,7 +17,6 @@ export interface OpenAiProviderOptions {
   now?: () => number;
 }
 
-const _MESSAGE_MAX = 300;
 
 /** A provider for `POST {baseUrl}/chat/completions` (OpenAI, OpenRouter, Ollama, vLLM, llama.cpp, LM Studio). */
 export function createOpenAiProvider(options: OpenAiProviderOptions): Provider {
@@ -25,11 +24,7 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): Provider {
   const base = httpBase(options.baseUrl);
   if (!base.ok) throw new TypeError(`Cannot use provider base URL: ${base.reason}`);
   const url = `${base.base}/chat/completions`;
-  // Short header values (`1`, `true`) are not secrets, and redacting them would shred messages;
-  // the key is one however short it is.
-  const secrets = [apiKey, ...Object.values(headers).filter((s) => s.length >= SCRUB_PREFIX)];
-  // One line, no secret, bounded: it ends up in a run record and a main-session summary.
-  const tell = (message: string) => clip(collapseSpace(scrub(message, secrets)), _MESSAGE_MAX);
+  const tell = providerTeller(apiKey, headers);
   return {
     async complete(request: TurnRequest): Promise<Attempt<string>> {
       if (request.signal.aborted) return failure('aborted', false);
@@ -48,7 +43,7 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): Provider {
       if (apiKey !== undefined && apiKey !== '') sent.set('authorization', `Bearer ${apiKey}`);
       for (const [name, value] of Object.entries(headers)) sent.set(name, value);
       const reply = await postJson(url, body, { fetch, headers: Object.fromEntries(sent), signal: request.signal });
-      if (!reply.ok) return reply.kind === 'aborted' ? failure('aborted', false) : failure(tell(`Connection failed: ${reply.message}`), true);
+      if (!reply.ok) return unanswered(reply, tell);
       return reply.status >= 200 && reply.status < 300 ? _reply(reply, tell) : _httpFailure(reply, tell, now());
     },
   };
@@ -73,7 +68,7 @@ function _reply(reply: Received, tell: (message: string) => string): Attempt<str
   }
   const refusal = message?.['refusal'];
   if (typeof refusal === 'string') return failure(tell(`Refused: ${refusal}`), false);
-  const said = _errorText(reply.json) ?? (reply.json === undefined ? reply.text : 'no choices[0].message.content');
+  const said = errorText(reply.json) ?? (reply.json === undefined ? reply.text : 'no choices[0].message.content');
   return failure(tell(`Malformed response: ${said}`), false);
 }
 
@@ -83,16 +78,9 @@ function _httpFailure(reply: Received, tell: (message: string) => string, now: n
   const code = error?.['code'];
   const type = error?.['type'];
   const label = typeof code === 'string' ? code : type;
-  const said = _errorText(reply.json) ?? (reply.text.trim() || reply.statusText);
+  const said = errorText(reply.json) ?? (reply.text.trim() || reply.statusText);
   const message = tell(`HTTP ${status}${typeof label === 'string' ? ` ${label}` : ''}: ${said}`);
   // A 429 for an exhausted quota does not clear by waiting; `x-should-retry: false` is the server saying so.
   const retryable = (status === 429 || status >= 500) && code !== 'insufficient_quota' && type !== 'insufficient_quota' && headers.get('x-should-retry') !== 'false';
   return retryable ? failure(message, true, retryAfterMs(headers, now)) : failure(message, false);
-}
-
-// `{error: {message}}` from OpenAI, `{error: "..."}` or `{message}` from some compatible servers.
-function _errorText(json: unknown): string | undefined {
-  const error = asObject(json)?.['error'];
-  const candidates = [asObject(error)?.['message'], error, asObject(json)?.['message']];
-  return candidates.find((said): said is string => typeof said === 'string' && said.trim() !== '');
 }

@@ -1,0 +1,32 @@
+import { failure, scrub, type CallResult, type Failure } from '../http-call.ts';
+import { clipLine } from '../text.ts';
+
+// The rules every chat adapter follows, in one place: what text it accepts, how a failure message
+// is made safe to record, which failures a retry can help, and what an abort is.
+
+/** How long a failure message quoted from a platform may be. */
+export const MESSAGE_MAX = 401;
+
+/** Makes a message safe to record: every secret masked first, then on one line and clipped, so a cut never leaves half a secret. */
+export function teller(secrets: readonly (string | undefined)[], mask?: string): (message: string) => string {
+  return (message) => clipLine(scrub(message, secrets, mask), MESSAGE_MAX);
+}
+
+/** Refuses text the caller should never have passed: empty, or longer than the platform takes (the caller chunks). */
+export function checkText(platform: string, text: string, maxLength: number): void {
+  if (typeof text !== 'string' || text.trim() === '') throw new RangeError('Cannot send text: it is empty');
+  if (text.length > maxLength) throw new RangeError(`Cannot send text: ${text.length} characters exceed the ${platform} limit of ${maxLength}`);
+}
+
+/** Whether a platform's HTTP status says "later" (rate limited, or its own fault), so a retry can help. */
+export function retryableStatus(status: number): boolean {
+  return status === 429 || status >= 500;
+}
+
+/**
+ * A call that got no answer. An abort is the caller's own stop and is never retried; a network
+ * failure is. `what` starts the message (`Cannot reach the WhatsApp Cloud API`).
+ */
+export function unanswered(platform: string, reply: Extract<CallResult, { ok: false }>, what: string, tell: (message: string) => string): Failure {
+  return reply.kind === 'aborted' ? failure(`${platform} request aborted`, false) : failure(tell(`${what}: ${reply.message}`), true);
+}

@@ -1,0 +1,93 @@
+import type { IncomingMessage } from 'node:http';
+import type { Config } from '../config/types.ts';
+import { ErrorCode, HttpError } from '../errors.ts';
+import type { Client } from '../guard/address.ts';
+import type { Auth } from '../guard/auth.ts';
+import { parseForm, parseJsonObject, readBody } from '../guard/body.ts';
+import { deliveryId } from '../guard/signature.ts';
+import { extractToken, tokenDigest } from '../guard/token.ts';
+import type { Answer, Dispatch } from './dispatch.ts';
+import { idempotencyKey, type Idempotent } from './idempotency.ts';
+import { metaHandshake, missingSignature, signatureRefusal, signedPaths, slackChallenge } from './signed.ts';
+
+/** One routed request: its id, the request, the query, the hook name and the client. */
+export interface Context {
+  id: string;
+  req: IncomingMessage;
+  query: URLSearchParams;
+  /** The hook name after `hooks.path`, decoded; `''` for the base path itself. */
+  name: string;
+  client: Client;
+  /** Sends `100 Continue` to a client that asked for it (`Expect: 100-continue`), once. */
+  invite: () => void;
+}
+
+/** What a route does with a request. */
+export type Handler = (ctx: Context) => Promise<Answer>;
+
+export interface HooksRouteOptions {
+  config: Config;
+  auth: Auth;
+  idempotent: Idempotent;
+  dispatch: Dispatch;
+  bodyTimeoutMs: number;
+  /** Body bytes read per request, for metrics. */
+  received: WeakMap<IncomingMessage, number>;
+  /** The wall clock in epoch milliseconds, that signed timestamps are held against. */
+  clock: () => number;
+}
+
+/**
+ * `POST {hooks.path}/<name>`: the hook token (or, on a signed path, the signature over the raw
+ * body), the body within its cap, then the idempotent dispatch. `GET` is Meta's subscription check.
+ */
+export function hooksRoute(options: HooksRouteOptions): Handler {
+  const { config, auth, idempotent, dispatch, bodyTimeoutMs, received } = options;
+  const signatures = signedPaths(config);
+  // The configured tokens' digests, made once per (re)load: a request hashes only what it presents.
+  const hookTokens = [config.hooks.token === null ? null : tokenDigest(config.hooks.token)];
+  const gmailTokens = config.hooks.gmail.hookToken === undefined ? hookTokens : [...hookTokens, tokenDigest(config.hooks.gmail.hookToken)];
+  // A path whose mappings carry a signature is opened by that signature alone, never by the hook token.
+  // A valid signature does not clear the client's failure count: a captured delivery of a scheme without
+  // a timestamp verifies again and again, and must not reset the count of someone guessing the hook token.
+  return async (ctx) => {
+    const { req, name } = ctx;
+    const signature = signatures.get(name);
+    if (req.method === 'GET') {
+      const handshake = metaHandshake(signature, ctx.query);
+      return handshake.ok ? handshake.answer : auth.refuse(ctx.client, handshake.refusal, 403);
+    }
+    if (signature === undefined) {
+      const presented = extractToken(req.headers);
+      // The gmail hook also opens to the credential gog posts with, which opens nothing else.
+      auth.authenticate(presented, name === 'gmail' ? gmailTokens : hookTokens, ctx.client, presented === null ? 'missing hook token' : 'invalid hook token');
+    } else if (expectsContinue(req)) {
+      // Only what can be checked before the body: a request without the scheme's headers is refused now.
+      const missing = missingSignature(signature, req, options.clock());
+      if (missing !== null) auth.refuse(ctx.client, missing);
+    }
+    if (name === '') throw new HttpError(404, ErrorCode.NotFound, 'hook name missing: POST to a path such as /wake or /agent');
+    // `100 Continue` only now that the sender is authenticated: anyone else gets the final status
+    // at once, and is never invited to upload.
+    ctx.invite();
+    const bytes = await readBody(req, { maxBytes: config.hooks.maxBodyBytes, timeoutMs: bodyTimeoutMs });
+    received.set(req, bytes.length);
+    // Over the raw bytes, after the cap and before any parsing.
+    const refusal = signature === undefined ? null : signatureRefusal(signature, req, bytes, options.clock());
+    if (refusal !== null) auth.refuse(ctx.client, refusal);
+    // Form-posting senders (Slack commands, Twilio, ...) reach mapped hooks only; /wake and /agent take JSON.
+    const form = name !== 'wake' && name !== 'agent' && /^application\/x-www-form-urlencoded\b/i.test(req.headers['content-type'] ?? '');
+    // `curl -d` labels JSON as a form: a body that is a JSON object is read as JSON whatever the label says.
+    const body = form && !/^\s*\{/.test(bytes.subarray(0, 64).toString('latin1')) ? parseForm(bytes) : parseJsonObject(bytes);
+    const challenge = slackChallenge(signature, body);
+    if (challenge !== null) return challenge;
+    const call = { id: ctx.id, name, body, headers: req.headers, query: ctx.query };
+    const delivery = signature === undefined ? null : deliveryId(signature, req.headers, body);
+    return idempotent(name, idempotencyKey(req.headers, name === 'agent' ? body : {}, delivery), (idem) => dispatch(call, idem));
+  };
+}
+
+/** Whether the client asked to be invited before it sends the body (`Expect: 100-continue`). */
+export function expectsContinue(req: IncomingMessage): boolean {
+  return req.headers.expect !== undefined && /\b100-continue\b/i.test(req.headers.expect);
+}

@@ -1,0 +1,56 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Store, StoredAnswer } from '../store/store.ts';
+import type { Answer, IdempotencyKey } from './dispatch.ts';
+import type { WaitingReply } from './wait.ts';
+
+const MAX_IDEMPOTENCY_KEY = 256;
+
+/** Runs `work` at most once per hook and key; see {@link createIdempotency}. */
+export type Idempotent = (name: string, key: string | null, work: (idem: IdempotencyKey | null) => Promise<Answer>) => Promise<Answer>;
+
+/**
+ * A retry with a key already answered gets that answer again; one arriving while the first is
+ * still being handled waits for it, so two copies can never both take effect. `inflight` outlives
+ * a reload; `wait` holds a replayed answer whose first request waited for its runs.
+ */
+export function createIdempotency(
+  store: Pick<Store, 'replay'>,
+  inflight: Map<string, Promise<Answer>>,
+  wait?: (reply: WaitingReply) => Promise<StoredAnswer>,
+): Idempotent {
+  return async (name, key, work) => {
+    if (key === null) return work(null);
+    const id = `${name}\n${key}`;
+    // Wait while any copy is in flight; from the last check to the `set` below nothing awaits,
+    // so exactly one copy goes ahead when the one before it failed.
+    for (let running = inflight.get(id); running !== undefined; running = inflight.get(id)) await running.catch(() => undefined);
+    const prior = store.replay(name, key);
+    if (prior !== null) {
+      // A first request that waited for its runs: the retry waits for the same ones (or has them at once).
+      const { waitFor } = prior;
+      const answer = waitFor !== undefined && wait !== undefined ? await wait({ ...prior, waitFor }) : prior;
+      return { status: answer.status, body: answer.body, headers: { 'idempotent-replayed': 'true' } };
+    }
+    const pending = work({ scope: name, key });
+    inflight.set(id, pending);
+    try {
+      return await pending;
+    } finally {
+      if (inflight.get(id) === pending) inflight.delete(id);
+    }
+  };
+}
+
+/**
+ * The request's idempotency key: `Idempotency-Key`, else `X-OpenClaw-Idempotency-Key` (what OpenClaw's
+ * own clients send), else the signed sender's delivery id, else `webhook-id`, else the body's `idempotencyKey`.
+ */
+export function idempotencyKey(headers: IncomingHttpHeaders, body: Record<string, unknown>, delivery: string | null = null): string | null {
+  for (const candidate of [headers['idempotency-key'], headers['x-openclaw-idempotency-key'], delivery, headers['webhook-id'], body['idempotencyKey']]) {
+    if (typeof candidate !== 'string') continue;
+    const key = candidate.trim();
+    // Over-long keys are ignored rather than refused: the request still works, just without dedupe.
+    if (key !== '' && key.length <= MAX_IDEMPOTENCY_KEY) return key;
+  }
+  return null;
+}

@@ -1,0 +1,23 @@
+// Test helper: the one Io capture, for running the CLI's main() in-process.
+import type { Io } from '../lib/cli/io.ts';
+
+/** What a captured command wrote. */
+export interface Output {
+  stdout: string;
+  stderr: string;
+}
+
+/** An Io that collects what is written; `onStdout` sees everything written so far. */
+export function captureIo(env: Record<string, string | undefined>, options: { signal?: AbortSignal; onStdout?: (all: string) => void } = {}): { io: Io; out: Output } {
+  const out: Output = { stdout: '', stderr: '' };
+  const io: Io = {
+    stdout: (text) => {
+      out.stdout += text;
+      options.onStdout?.(out.stdout);
+    },
+    stderr: (text) => void (out.stderr += text),
+    env,
+    ...(options.signal === undefined ? {} : { signal: options.signal }),
+  };
+  return { io, out };
+}
