@@ -115,17 +115,25 @@ export const processProbe: LockProbe = {
   },
 };
 
-/** When a process started (ms since the epoch) from /proc, or `null` where /proc cannot tell. */
+/**
+ * When a process started (ms since the epoch) from /proc, or `null` where /proc cannot tell. Only
+ * `/proc/<pid>/stat` is read (never `/proc/stat`, which systemd's `ProcSubset=pid` hides): the
+ * boot time comes from this process's own start tick and its uptime.
+ */
 export async function linuxStartMs(pid: number): Promise<number | null> {
   try {
-    const [stat, boot] = await Promise.all([readFile(`/proc/${pid}/stat`, 'utf8'), readFile('/proc/stat', 'utf8')]);
-    // Field 22 (starttime, clock ticks after boot) counts from after the `(comm)` field, which may hold spaces.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const ticks = Number(fields[19]);
-    const btime = Number(/^btime (\d+)$/m.exec(boot)?.[1]);
-    // USER_HZ is 100 on every Linux ABI that Node and Deno run on.
-    return Number.isFinite(ticks) && Number.isFinite(btime) ? btime * 1000 + ticks * 10 : null;
+    const [theirs, ours] = await Promise.all([_startTicks(pid), _startTicks(process.pid)]);
+    // USER_HZ is 100 on every Linux ABI that Node and Deno run on: a tick is 10 ms.
+    const bootMs = Date.now() - process.uptime() * 1000 - ours * 10;
+    return Number.isFinite(theirs) && Number.isFinite(bootMs) ? bootMs + theirs * 10 : null;
   } catch {
     return null;
   }
+}
+
+// Field 22 of /proc/<pid>/stat (starttime, clock ticks after boot), counted after the `(comm)`
+// field, which may hold spaces.
+async function _startTicks(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
 }
