@@ -505,6 +505,10 @@ function _config(token: string, modelUrl: string): object {
       token,
       // So that the 401 scenario measures the auth path on every request, never the lockout (429).
       authRateLimit: { maxFailures: 1_000_000_000, windowSeconds: 1, lockoutSeconds: 1 },
+      // No model reads the main session here, so every wake stays unread: the backlog bound is
+      // raised so that a run measures accepted wakes, not backpressure (503).
+      maxBacklogEvents: 1_000_000_000,
+      maxBacklogBytes: 2 ** 40,
       // Runs pile up (the model never answers): let them, the scenario measures accepting them.
       maxQueuedRuns: 1_000_000_000,
       mappings: [

@@ -6,6 +6,7 @@ export const ErrorCode = {
   Unauthorized: 'ERR_UNAUTHORIZED',
   TooManyFailures: 'ERR_TOO_MANY_FAILURES',
   BodyTooLarge: 'ERR_BODY_TOO_LARGE',
+  FieldTooLarge: 'ERR_FIELD_TOO_LARGE',
   BodyTimeout: 'ERR_BODY_TIMEOUT',
   InvalidJson: 'ERR_INVALID_JSON',
   InvalidPayload: 'ERR_INVALID_PAYLOAD',

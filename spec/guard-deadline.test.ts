@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Deadlines } from '../lib/guard/deadline.ts';
+import { until } from './_until.ts';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -38,10 +39,13 @@ test('Deadlines serves a deadline set by an expiring one, and keeps working afte
     fired.push('first');
     queue.set(() => fired.push('second'));
   });
-  await sleep(60);
+  // Polled, not slept: the second deadline is set only when the first fires, so on a stalled
+  // machine a fixed sleep can end before it is due.
+  await until('the second deadline', () => fired.length >= 2);
   assert.deepEqual(fired, ['first', 'second']);
+  assert.equal(queue.size, 0);
   queue.set(() => fired.push('third'));
-  await sleep(40);
+  await until('the third deadline', () => fired.length >= 3);
   assert.deepEqual(fired, ['first', 'second', 'third']);
 });
 

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { childCommand } from '../lib/hooks/transforms/child.ts';
+import { childCommand, rootProblem } from '../lib/hooks/transforms/child.ts';
 import { createTransformRunner, type TransformRunner, type TransformRunnerOptions } from '../lib/hooks/transforms/runner.ts';
 
 // Each probe tries one forbidden thing and says what happened: "denied: <code>" when the runtime
@@ -176,4 +176,22 @@ test('childCommand() starts the runtime we run on with its permission system and
   assert.deepEqual(deno.args.slice(0, -1), ['run', '--no-prompt', '--no-config', '--no-lock', '--no-npm', '--no-remote', '--allow-read=/srv/t', '--v8-flags=--max-old-space-size=64']);
   assert.match(deno.args.at(-1)!, /^data:text\/javascript;base64,/);
   assert.ok(!deno.args.some((a) => /^--allow-(net|env|run|write|sys|ffi|all)|^-A$/.test(a)));
+});
+
+test('rootProblem() refuses a transforms directory with a comma on Node, whose flag would read it as two paths', async () => {
+  const node = { kind: 'node' as const, execPath: '/usr/bin/node', nodeFlags: new Set<string>() };
+  assert.match(rootProblem('/srv/a,/etc', node) ?? '', /may not contain a comma/);
+  assert.equal(rootProblem('/srv/a', node), null);
+  assert.equal(rootProblem('/srv/a,b', { kind: 'deno', execPath: '/usr/bin/deno' }), null);
+  if (isDeno) return; // Deno takes the path whole; the refusal below is Node's
+  const odd = join(base, 'with,comma');
+  await mkdir(odd);
+  await writeFile(join(odd, 'trivial.js'), probes['trivial.js']!);
+  const runner = createTransformRunner({ root: odd });
+  try {
+    const result = await runner.run({ module: join(odd, 'trivial.js') }, input());
+    assert.ok(!result.ok && result.reason === 'load-failed' && /may not contain a comma/.test(result.detail), JSON.stringify(result));
+  } finally {
+    await runner.close();
+  }
 });

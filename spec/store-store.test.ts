@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readFile, stat, writeFile } from 'node:fs/promises';
+import { readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { platform } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -177,7 +177,7 @@ test('Store.heartbeatOwed() is true after a now wake until a finished heartbeat 
   });
 });
 
-test('Store compaction keeps pending runs, live keys and the last retainEvents events of concurrent appends', async () => {
+test('Store compaction keeps pending runs, live keys, unconsumed events and the last retainEvents consumed ones of concurrent appends', async () => {
   await withDir(async (dir) => {
     const c = clock();
     const compacted = join(dir, 'compacted');
@@ -190,7 +190,8 @@ test('Store compaction keeps pending runs, live keys and the last retainEvents e
       const texts: string[] = [];
       let previous: Promise<unknown>[] = [];
       for (let round = 0; round < 20; round++) {
-        const current: Promise<unknown>[] = [];
+        // A heartbeat turn read everything before this round: only consumed events may be trimmed.
+        const current: Promise<unknown>[] = [store.commit({ consumedThrough: store.events().at(-1)?.seq ?? 0 })];
         for (let i = 0; i < 10; i++) {
           const n = round * 10 + i;
           texts.push(`event ${n}`);
@@ -229,7 +230,7 @@ test('Store compaction keeps pending runs, live keys and the last retainEvents e
     }
     assert.equal(reopened.replay('/hooks/wake', 'expiring'), null);
     const survivors = reopened.events().map((e) => e.text);
-    assert.deepEqual(survivors.slice(-5), texts.slice(-5));
+    assert.deepEqual(survivors.slice(-15), texts.slice(-15), 'the unconsumed last round and five consumed before it');
     assert.ok(survivors.length < texts.length, 'old events were dropped');
     const seqs = reopened.events().map((e) => e.seq);
     assert.deepEqual(seqs, [...seqs].sort((a, b) => a - b), 'events stay in seq order');
@@ -241,10 +242,11 @@ test('Store compaction keeps pending runs, live keys and the last retainEvents e
 
 test('Store compaction keeps appends queued ahead of it and behind it', async () => {
   await withDir(async (dir) => {
-    const options = { compactBytes: 4_000, retainEvents: 1 };
+    // Fillers nothing waits to read (heartbeat notes), none kept: only what is queued survives.
+    const options = { compactBytes: 4_000, retainEvents: 0 };
     const store = await open(dir, options);
     for (let n = 0; store.stats().journalBytes <= options.compactBytes; n++) {
-      await store.addEvent({ kind: 'system', text: `filler ${n} ${'x'.repeat(500)}`, source: 'wake' });
+      await store.addEvent({ kind: 'heartbeat', text: `filler ${n} ${'x'.repeat(500)}`, source: 'schedule' });
     }
     const before = store.stats().journalBytes;
     // `ahead` starts the compaction while its own line is still queued; the rest are queued after it.
@@ -429,7 +431,10 @@ test('Store keeps at most retainEventBytes of event text, newest first, in memor
   await withDir(async (dir) => {
     const options = { compactBytes: 20_000, retainEvents: 1_000, retainEventBytes: 3_000 };
     const store = await open(dir, options);
-    for (let n = 0; n < 20; n++) await store.addEvent({ kind: 'system', text: `${String(n).padStart(2, '0')} ${'e'.repeat(997)}`, source: 'wake' });
+    for (let n = 0; n < 20; n++) {
+      const event = await store.addEvent({ kind: 'system', text: `${String(n).padStart(2, '0')} ${'e'.repeat(997)}`, source: 'wake' });
+      await store.commit({ consumedThrough: event.seq });
+    }
     const kept = store.events().map((e) => e.text.slice(0, 2));
     assert.ok(kept.length <= 6, `${kept.length} events kept in memory`);
     assert.equal(kept.at(-1), '19', 'the newest is kept');
@@ -437,6 +442,73 @@ test('Store keeps at most retainEventBytes of event text, newest first, in memor
     const reopened = await open(dir, options);
     assert.ok(reopened.events().length <= 6 && reopened.events().at(-1)!.text.startsWith('19'));
     await reopened.close();
+  });
+});
+
+test('Store refuses a commit made after its journal was removed, writes a fresh one with everything retained, and goes on', async () => {
+  await withDir(async (dir) => {
+    const c = clock();
+    const store = await open(dir, { now: c.now });
+    await store.addEvent({ kind: 'system', text: 'kept', source: 'wake' }, idem('kept'));
+    await addRun(store, spec('r1'));
+    await store.commit({ lastRoute: { channel: 'slack', to: 'C1' } });
+    await rm(join(dir, JOURNAL_FILE));
+    await assert.rejects(store.addEvent({ kind: 'system', text: 'refused', source: 'wake' }, idem('refused')), { name: 'JournalReplacedError' });
+    assert.equal(store.replay('/hooks/wake', 'refused'), null, 'a refused request leaves no key');
+    while (!(await store.writable())) await new Promise((r) => setTimeout(r, 5));
+    await store.addEvent({ kind: 'system', text: 'after', source: 'wake' });
+    await store.close();
+
+    const reopened = await open(dir, { now: c.now });
+    assert.deepEqual(reopened.events().map((e) => e.text), ['kept', 'after']);
+    assert.deepEqual(reopened.pendingRuns().map((r) => r.runId), ['r1']);
+    assert.notEqual(reopened.replay('/hooks/wake', 'kept'), null);
+    assert.deepEqual(reopened.lastRoute(), { channel: 'slack', to: 'C1' });
+    await reopened.close();
+  });
+});
+
+test('Store.writable() is false once the journal path names another file, and the whole directory is recreated by the rewrite', async () => {
+  await withDir(async (dir) => {
+    const state = join(dir, 'state');
+    const store = await open(state);
+    await store.addEvent({ kind: 'system', text: 'kept', source: 'wake' });
+    await rm(state, { recursive: true });
+    assert.equal(await store.writable(), false);
+    while (!(await store.writable())) await new Promise((r) => setTimeout(r, 5));
+    await store.close();
+    assert.deepEqual((await readEvents(state)).map((e) => e.text), ['kept']);
+  });
+});
+
+test('Store never trims unconsumed system events, in memory or by compaction; consumed ones go within the bounds', async () => {
+  await withDir(async (dir) => {
+    const options = { compactBytes: 2_000, retainEvents: 2, retainEventBytes: 1_000 };
+    const store = await open(dir, options);
+    for (let n = 0; n < 30; n++) await store.addEvent({ kind: 'system', text: `unread ${n} ${'u'.repeat(200)}`, source: 'wake' });
+    assert.equal(store.events().length, 30);
+    assert.deepEqual(store.backlog(), { events: 30, bytes: store.events().reduce((sum, e) => sum + Buffer.byteLength(e.text), 0) });
+    await store.commit({ consumedThrough: store.events().at(-1)!.seq });
+    assert.deepEqual(store.backlog(), { events: 0, bytes: 0 });
+    for (let n = 0; n < 10; n++) await store.addEvent({ kind: 'system', text: `later ${n}`, source: 'wake' });
+    await store.close();
+    const reopened = await open(dir, options);
+    const texts = reopened.events().map((e) => e.text.split(' ').slice(0, 2).join(' '));
+    assert.deepEqual(texts.slice(-10), Array.from({ length: 10 }, (_, n) => `later ${n}`));
+    assert.ok(texts.length <= 12, `${texts.length} events: only two read ones stay`);
+    assert.equal(reopened.backlog().events, 10);
+    await reopened.close();
+  });
+});
+
+test('Store.backlog() does not count a wake whose write failed', async () => {
+  await withDir(async (dir) => {
+    const store = await open(dir);
+    await withJournalMethod('append', () => Promise.reject(new Error('disk full')), async () => {
+      await assert.rejects(store.addEvent({ kind: 'system', text: 'lost', source: 'wake' }), /disk full/);
+    });
+    assert.deepEqual(store.backlog(), { events: 0, bytes: 0 });
+    await store.close();
   });
 });
 

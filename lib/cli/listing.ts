@@ -1,9 +1,9 @@
-import { readEvents, readRuns, type RunRecord, type SessionEvent } from '../store/store.ts';
+import { readEvents, readRuns, type Rejected, type RunRecord, type SessionEvent } from '../store/store.ts';
 import { sleep } from '../retry.ts';
 import { clipLine } from '../text.ts';
 import { COMMON, type Command, type Flags } from './command.ts';
 import { escapeControls, formatEvent } from './event-text.ts';
-import { FAILURE, USAGE, type Io } from './io.ts';
+import { exists, FAILURE, messagePrefix, USAGE, type Io } from './io.ts';
 import { stateDirFor } from './load-config.ts';
 import { usageLine } from './usage.ts';
 
@@ -37,7 +37,8 @@ Options:
 `,
   run(flags, _positionals, io) {
     const print = (event: SessionEvent) => io.stdout(flags.json ? `${JSON.stringify(event)}\n` : formatEvent(event, { raw: flags.raw === true }));
-    return _list(flags, io, readEvents, (e) => String(e.seq), print);
+    const rejected = _rejectedOnce(io);
+    return _list(flags, io, (dir) => readEvents(dir, rejected), (e) => String(e.seq), print);
   },
 };
 
@@ -60,7 +61,8 @@ Options:
 `,
   run(flags, _positionals, io) {
     const print = (run: RunRecord) => io.stdout(flags.json ? `${JSON.stringify(run)}\n` : formatRun(run));
-    return _list(flags, io, readRuns, (r) => JSON.stringify(r), print);
+    const rejected = _rejectedOnce(io);
+    return _list(flags, io, (dir) => readRuns(dir, rejected), (r) => JSON.stringify(r), print);
   },
 };
 
@@ -76,6 +78,10 @@ async function _list<T>(flags: Flags, io: Io, read: (dir: string) => Promise<T[]
   }
   const dir = await stateDirFor(flags, io);
   if (dir === null) return FAILURE;
+  if (!(await exists(dir))) {
+    io.stderr(`${messagePrefix(io)}: state directory ${dir} does not exist (no server has used it)\n`);
+    return FAILURE;
+  }
   let items = await read(dir);
   const seen = new Set(items.map(identity));
   items.slice(Math.max(0, items.length - limit)).forEach(print);
@@ -90,6 +96,16 @@ async function _list<T>(flags: Flags, io: Io, read: (dir: string) => Promise<T[]
     }
   }
   return 0;
+}
+
+// A journal line left out is said once on stderr, also when --follow reads the file again.
+function _rejectedOnce(io: Io): (rejected: Rejected) => void {
+  const said = new Set<number>();
+  return ({ line, problem }) => {
+    if (said.has(line)) return;
+    said.add(line);
+    io.stderr(`${messagePrefix(io)}: journal line ${line} skipped: ${problem}\n`);
+  };
 }
 
 /** One run as a human reads it: a header line, then the reply preview and the delivery (control characters escaped, as for events). */

@@ -8,7 +8,7 @@ import { generateToken } from '../guard/token.ts';
 import { readinessWarnings } from '../config/readiness.ts';
 import { bufferLines, createLogger, flushOnExit, type Logger } from '../log.ts';
 import { chooseLogFormat, jsonLinesToText, LOG_FORMATS, type LogFormat } from '../log-text.ts';
-import { removePidFile, writePidFile } from '../store/pid-file.ts';
+import { lockStateDir, type StateLock } from '../store/state-lock.ts';
 import { COMMON, type Command, type Flags } from './command.ts';
 import { serveCompanion } from './gmail-companion.ts';
 import { exists, FAILURE, messagePrefix, USAGE, type Io } from './io.ts';
@@ -74,7 +74,10 @@ async function _serve(flags: Flags, io: Io): Promise<number> {
 
   const log = createLogger(logWriter(chooseLogFormat(asked as LogFormat | undefined, io.stderrIsTerminal === true), io.stderr));
   const stateDir = locateStateDir(flags['state-dir'], config, io.env);
-  const service = await startService(config, stateDir, log);
+  const lock = await _lockState(stateDir, io);
+  if (lock === null) return FAILURE;
+  const service = await _start(config, stateDir, log, io, lock);
+  if (service === null) return FAILURE;
   const reloads = _reloadOnHangup(flags, io, log, service);
   const stopRequest = _stopSignal(io.signal);
   const running = await _listen(flags, port, config, io, service);
@@ -82,9 +85,9 @@ async function _serve(flags: Flags, io: Io): Promise<number> {
     reloads.release();
     stopRequest.release();
     await service.stop();
+    await lock.release();
     return FAILURE;
   }
-  const pidFile = await writePidFile(stateDir, process.pid);
   io.stdout(`listening on ${running.server.url}\n`);
   log.info('started', { url: running.server.url, stateDir, hooks: config.hooks.enabled ? config.hooks.path : 'disabled', activated: running.activated });
 
@@ -94,9 +97,44 @@ async function _serve(flags: Flags, io: Io): Promise<number> {
   log.info('stopping', { signal });
   await running.server.close(DRAIN_MS);
   await service.stop();
-  await removePidFile(pidFile);
+  await lock.release();
   log.info('stopped', {});
   return 0;
+}
+
+// One server per state directory: a second one (a second `serve`, a socket-activated instance
+// beside a manual one) ends here with one line, before it has touched anything.
+async function _lockState(dir: string, io: Io): Promise<StateLock | null> {
+  try {
+    const outcome = await lockStateDir(dir);
+    if (outcome.ok) return outcome.lock;
+    io.stderr(`${messagePrefix(io)}: state directory ${dir} is in use by the server with pid ${outcome.pid}; stop it first or give another --state-dir\n`);
+  } catch (error) {
+    if (!_isSystemError(error)) throw error;
+    io.stderr(`${messagePrefix(io)}: cannot use state directory ${dir}: ${_reason(error)}\n`);
+  }
+  return null;
+}
+
+// Opens the store and starts the runtime; a state directory that cannot be read or written ends the start with one line.
+async function _start(config: Config, dir: string, log: Logger, io: Io, lock: StateLock): Promise<Service | null> {
+  try {
+    return await startService(config, dir, log);
+  } catch (error) {
+    await lock.release().catch(() => {});
+    if (!_isSystemError(error)) throw error;
+    io.stderr(`${messagePrefix(io)}: cannot use state directory ${dir}: ${_reason(error)}\n`);
+    return null;
+  }
+}
+
+function _isSystemError(error: unknown): error is NodeJS.ErrnoException {
+  return typeof (error as NodeJS.ErrnoException | null)?.code === 'string' && typeof (error as NodeJS.ErrnoException).syscall === 'string';
+}
+
+// A filesystem error as one line: its code and what the OS said, without the stack.
+function _reason(error: NodeJS.ErrnoException): string {
+  return `${error.code}: ${error.message.replace(/^[A-Z]+: /, '')}`;
 }
 
 /** Where the logger's JSON lines go: as they are, or rewritten as text lines for a person. */

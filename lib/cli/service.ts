@@ -36,8 +36,10 @@ export function buildDeliver(config: Config, lastRoute: () => Route | null, retr
 
 /** Opens the state directory and starts the runtime and the HTTP app on `config`. */
 export async function startService(config: Config, stateDir: string, log: Logger): Promise<Service> {
-  const { store, skipped, tornBytes } = await Store.open(stateDir, { idempotencyTtlMs: config.hooks.idempotencyTtlSeconds * 1000 });
-  if (skipped > 0 || tornBytes > 0) log.warn('journal had unreadable lines', { skipped, tornBytes });
+  const { store, tornBytes, rejected } = await Store.open(stateDir, { idempotencyTtlMs: config.hooks.idempotencyTtlSeconds * 1000 });
+  // One warning per line left out (the first 20, then a count), so a damaged journal is noticed and found.
+  for (const { line, problem } of rejected.slice(0, 20)) log.warn('journal line skipped', { line, problem });
+  if (rejected.length > 0 || tornBytes > 0) log.warn('journal had unreadable lines', { skipped: rejected.length, tornBytes });
   const heartbeat = new Heartbeat({
     store,
     everyMs: config.agents.heartbeatEveryMs,

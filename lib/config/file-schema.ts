@@ -61,6 +61,9 @@ export const fileSchema = object({
         transformTimeoutMs: optional(number({ integer: true, min: 1 })),
         transformMaxResultBytes: optional(number({ integer: true, min: 1 })),
         maxQueuedRuns: optional(number({ integer: true, min: 1 })),
+        maxEventBytes: optional(number({ integer: true, min: 1 })),
+        maxBacklogEvents: optional(number({ integer: true, min: 1 })),
+        maxBacklogBytes: optional(number({ integer: true, min: 1 })),
         gmail: optional(
           object({
             account: optional(string({ trim: true, nonEmpty: true })),

@@ -54,6 +54,11 @@ export interface Config {
     transformMaxResultBytes: number;
     /** Accepted runs waiting or running; past it `/agent` answers 503. */
     maxQueuedRuns: number;
+    /** The longest wake text (UTF-8 bytes) a request or mapping may add; past it, 413. */
+    maxEventBytes: number;
+    /** Unconsumed system events (count, and UTF-8 bytes of text) past which new wakes get 503. */
+    maxBacklogEvents: number;
+    maxBacklogBytes: number;
     gmail: NonNullable<NonNullable<FileConfig['hooks']>['gmail']>;
     authRateLimit: { maxFailures: number; windowSeconds: number; lockoutSeconds: number };
     idempotencyTtlSeconds: number;

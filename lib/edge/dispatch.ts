@@ -11,7 +11,8 @@ import { admitRun } from '../policy/admit.ts';
 import { checkRoute, routesOf, type Routes } from '../policy/route.ts';
 import { upstreamAgent, upstreamWake } from '../hooks/upstream.ts';
 import type { OutboxSpec } from '../store/outbox.ts';
-import type { Effects, IdempotencyWrite, StoredAnswer, RunRecord, Store } from '../store/store.ts';
+import type { Effects, IdempotencyWrite, StoredAnswer, Store } from '../store/store.ts';
+import { admitEvents, reserveRuns, unavailable, type RunQueue } from './admission.ts';
 import type { WaitingReply } from './wait.ts';
 
 /** An answer on its way out: status, JSON body and extra headers. */
@@ -44,7 +45,7 @@ export interface DispatchOptions {
   newId: () => string;
   transforms: CallTransform;
   /** The agent runtime's queue: accepted runs go there; a full queue answers 503. */
-  runs?: { enqueue(run: RunRecord): void; readonly depth: number };
+  runs?: RunQueue;
   /** Holds a `waitForCompletion` answer until its runs finished; without it such requests are answered at once. */
   wait?: (reply: WaitingReply) => Promise<StoredAnswer>;
   /** Forward mode: told when new outbox entries are on disk, so it sends them at once. */
@@ -80,7 +81,7 @@ async function _wake(ctx: _Context, call: HookCall, idem: IdempotencyKey | null)
     await _commitForward(ctx, [_outboxWake(ctx, parsed.action, call)], _remember(idem, answer));
     return answer;
   }
-  await ctx.store.addEvent({ kind: 'system', text, source: 'wake', mode }, _remember(idem, answer));
+  await _commit(ctx, { events: [{ kind: 'system', text, source: 'wake', mode }] }, _remember(idem, answer), () => 'text');
   if (mode === 'now') ctx.heartbeat.request('wake');
   return answer;
 }
@@ -97,9 +98,8 @@ async function _agent(ctx: _Context, call: HookCall, idem: IdempotencyKey | null
     await _commitForward(ctx, [_outboxAgent(ctx, parsed.action, run, call)], _remember(idem, answer));
     return answer;
   }
-  _reserve(ctx, 1);
   const waitFor = parsed.action.waitForCompletion === true && ctx.wait !== undefined ? [run.runId] : undefined;
-  await _commit(ctx, { runs: [run] }, _remember(idem, answer, waitFor));
+  await _commit(ctx, { runs: [run] }, _remember(idem, answer, waitFor), () => 'message');
   return waitFor === undefined ? answer : ctx.wait!({ ...answer, waitFor });
 }
 
@@ -141,9 +141,9 @@ async function _mapped(ctx: _Context, call: HookCall, idem: IdempotencyKey | nul
     await _commitForward(ctx, outbox, _remember(idem, answer));
     return answer;
   }
-  _reserve(ctx, runs.length);
   const waitFor = outcome.waitForCompletion && runs.length > 0 && ctx.wait !== undefined ? runs.map((r) => r.runId) : undefined;
-  await _commit(ctx, { events, runs }, _remember(idem, answer, waitFor));
+  const field = (i: number) => `mapping ${outcome.mappingId}: wake text${events.length > 1 ? ` [${i}]` : ''}`;
+  await _commit(ctx, { events, runs }, _remember(idem, answer, waitFor), field);
   if (events.some((e) => e.mode === 'now')) ctx.heartbeat.request(source);
   return waitFor === undefined ? answer : ctx.wait!({ ...answer, waitFor });
 }
@@ -176,19 +176,21 @@ function _admit(ctx: _Context, call: HookCall, action: AgentAction, label: strin
   return { ...run, requestId: call.id };
 }
 
-// Refuses work the runtime cannot take on, before anything is recorded.
-function _reserve(ctx: _Context, count: number): void {
-  const queue = ctx.runs;
-  if (queue !== undefined && queue.depth + count > ctx.config.hooks.maxQueuedRuns) {
-    throw new HttpError(503, ErrorCode.Unavailable, 'too many runs queued (hooks.maxQueuedRuns); retry later', {
-      headers: { 'retry-after': '30' },
-    });
+// Bounds are checked (and queue slots held) with no await before the commit, so requests that
+// arrive together are counted together; the slots go back once the runs are queued or refused.
+// `field` names a wake text that is too long.
+async function _commit(ctx: _Context, effects: Effects, idem: IdempotencyWrite | undefined, field: (i: number) => string): Promise<void> {
+  const events = effects.events ?? [];
+  admitEvents(ctx.store, ctx.config, events.filter((e) => e.kind === 'system').map((e) => e.text), field);
+  const release = reserveRuns(ctx.runs, effects.runs?.length ?? 0, ctx.config);
+  try {
+    const { runs } = await ctx.store.commit(effects, idem);
+    for (const run of runs) ctx.runs?.enqueue(run);
+  } catch (error) {
+    throw unavailable(error);
+  } finally {
+    release();
   }
-}
-
-async function _commit(ctx: _Context, effects: Effects, idem: IdempotencyWrite | undefined): Promise<void> {
-  const { runs } = await ctx.store.commit(effects, idem);
-  for (const run of runs) ctx.runs?.enqueue(run);
 }
 
 // The outbox entries of forward mode: what the upstream gateway's /wake and /agent take.
@@ -201,7 +203,9 @@ function _outboxAgent(ctx: _Context, action: AgentAction, run: RunSpec, call: Ho
 }
 
 async function _commitForward(ctx: _Context, outbox: OutboxSpec[], idem: IdempotencyWrite | undefined): Promise<void> {
-  await ctx.store.commit({ outbox }, idem);
+  await ctx.store.commit({ outbox }, idem).catch((error: unknown) => {
+    throw unavailable(error);
+  });
   ctx.forwarded?.();
 }
 

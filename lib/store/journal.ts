@@ -1,4 +1,4 @@
-import { constants } from 'node:fs';
+import { constants, fstatSync, statSync } from 'node:fs';
 import { mkdir, open as fsOpen, rename, rm } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
@@ -24,13 +24,29 @@ export interface JournalStats {
 /** What a read of the journal found: complete records in order, and how many middle lines were unreadable. */
 export interface JournalContents {
   records: unknown[];
+  /** The 1-based line number of each record, for messages about it. */
+  lines: number[];
   skipped: number;
+  /** The 1-based numbers of the skipped lines. */
+  unreadable: number[];
 }
 
 /** Result of {@link Journal.open}; `tornBytes` is the unfinished tail that was cut off (0 if none). */
 export interface OpenedJournal extends JournalContents {
   journal: Journal;
   tornBytes: number;
+}
+
+/**
+ * The file the journal appends to is no longer the file at its path (deleted, moved or replaced
+ * while the process ran): what was just written would be lost at the next start, so it is refused.
+ */
+export class JournalReplacedError extends Error {
+  readonly code = 'ERR_JOURNAL_REPLACED';
+  constructor(file: string) {
+    super(`Cannot append to ${file}: the open file is no longer the journal at that path`);
+    this.name = 'JournalReplacedError';
+  }
 }
 
 interface _Op {
@@ -53,6 +69,8 @@ const _DIR_SYNC_REFUSED = new Set(['EISDIR', 'EPERM', 'EACCES', 'EINVAL', 'ENOTS
 export class Journal {
   readonly file: string;
   #handle: FileHandle;
+  /** Device and inode of the open file: while it is open, no other file can have them. */
+  #identity: { dev: number; ino: number };
   #size: number;
   #queue: _Op[] = [];
   #pump: Promise<void> | null = null;
@@ -66,6 +84,7 @@ export class Journal {
   private constructor(file: string, handle: FileHandle, size: number, now: () => number, open: typeof fsOpen, dsync: number) {
     this.file = file;
     this.#handle = handle;
+    this.#identity = _identity(handle);
     this.#size = size;
     this.#now = now;
     this.#open = open;
@@ -84,10 +103,10 @@ export class Journal {
     const handle = await open(file, constants.O_RDWR | constants.O_CREAT | dsync, 0o600);
     try {
       const buf = await handle.readFile();
-      const { records, skipped, end } = _parse(buf);
+      const { records, lines, skipped, unreadable, end } = _parse(buf);
       // Cut now so the next append cannot glue onto the garbage; making that append durable makes the cut durable.
       if (end < buf.length) await handle.truncate(end);
-      return { journal: new Journal(file, handle, end, now, open, dsync), records, skipped, tornBytes: buf.length - end };
+      return { journal: new Journal(file, handle, end, now, open, dsync), records, lines, skipped, unreadable, tornBytes: buf.length - end };
     } catch (err) {
       await handle.close();
       throw err;
@@ -97,6 +116,20 @@ export class Journal {
   /** Bytes in the journal file. */
   get size(): number {
     return this.#size;
+  }
+
+  /**
+   * Whether the open file still is the journal at its path. One stat of the path, compared with the
+   * device and inode the open file has (fixed while it is open): a synchronous call of a few
+   * microseconds, made once per batch rather than per record.
+   */
+  isCurrent(): boolean {
+    try {
+      const at = statSync(this.file, { throwIfNoEntry: false });
+      return at !== undefined && at.ino === this.#identity.ino && at.dev === this.#identity.dev;
+    } catch {
+      return false;
+    }
   }
 
   /** A snapshot of the counters. */
@@ -163,6 +196,8 @@ export class Journal {
       await _writeAll(this.#handle, bytes, this.#size);
       if (this.#dsync === 0) await this.#sync(this.#handle);
       else this.#stats.lastFsyncMs = this.#now() - start;
+      // Checked after the data is durable, so a pass means the records are in the file at the path.
+      if (!this.isCurrent()) throw new JournalReplacedError(this.file);
     } catch (err) {
       // The batch is rejected as a whole, so none of it may stay; later appends then start on a line boundary.
       await this.#handle.truncate(this.#size).catch(() => {});
@@ -175,6 +210,8 @@ export class Journal {
 
   async #replace(bytes: Buffer): Promise<void> {
     const tmp = `${this.file}.tmp`;
+    // Recreated if an operator removed the whole directory: a fresh journal is how the store recovers.
+    await mkdir(dirname(this.file), { recursive: true, mode: 0o700 });
     // A temp file left by a crash may carry another mode; start from a fresh 0o600 one.
     await rm(tmp, { force: true });
     // Flagged as the journal was: this handle takes the appends after the rename.
@@ -191,6 +228,7 @@ export class Journal {
     // The renamed handle is the journal from here on, so appends continue in the new file.
     const old = this.#handle;
     this.#handle = handle;
+    this.#identity = _identity(handle);
     this.#size = bytes.length;
     await old.close();
     await this.#syncDir();
@@ -222,15 +260,20 @@ export async function readJournal(file: string): Promise<JournalContents> {
   try {
     handle = await fsOpen(file, 'r');
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { records: [], skipped: 0 };
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { records: [], lines: [], skipped: 0, unreadable: [] };
     throw err;
   }
   try {
-    const { records, skipped } = _parse(await handle.readFile());
-    return { records, skipped };
+    const { records, lines, skipped, unreadable } = _parse(await handle.readFile());
+    return { records, lines, skipped, unreadable };
   } finally {
     await handle.close();
   }
+}
+
+function _identity(handle: FileHandle): { dev: number; ino: number } {
+  const { dev, ino } = fstatSync(handle.fd);
+  return { dev, ino };
 }
 
 function _line(record: object): string {
@@ -242,23 +285,25 @@ function _line(record: object): string {
 // `end` is the length of the sound prefix: everything after it is a torn last line.
 function _parse(buf: Buffer): JournalContents & { end: number } {
   const records: unknown[] = [];
-  let skipped = 0;
+  const lines: number[] = [];
+  const unreadable: number[] = [];
   let end = buf.lastIndexOf(0x0a) + 1;
-  for (let start = 0; start < end; ) {
+  for (let start = 0, line = 1; start < end; line++) {
     const next = buf.indexOf(0x0a, start) + 1;
     try {
       records.push(JSON.parse(buf.toString('utf8', start, next - 1)));
+      lines.push(line);
     } catch {
       // An unreadable final line with nothing after it is an unfinished write, not damage in the middle.
       if (next === buf.length) {
         end = start;
         break;
       }
-      skipped++;
+      unreadable.push(line);
     }
     start = next;
   }
-  return { records, skipped, end };
+  return { records, lines, skipped: unreadable.length, unreadable, end };
 }
 
 async function _writeAll(handle: FileHandle, bytes: Buffer, position: number): Promise<void> {

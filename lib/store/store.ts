@@ -1,78 +1,17 @@
 import { constants } from 'node:fs';
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { RunSpec, WakeMode } from '../actions.ts';
-import { Journal, readJournal } from './journal.ts';
+import type { RunSpec } from '../actions.ts';
+import { Journal, JournalReplacedError, readJournal, type JournalContents } from './journal.ts';
 import { applyOutbox, countOutbox, newEntries, trimOutbox, type OutboxEntry, type OutboxSpec, type OutboxState, type OutboxUpdate } from './outbox.ts';
+import { checkLine, type IdemRecord, type IdempotencyWrite, type JournalLine, type Route, type RunRecord, type RunUpdate, type SessionEvent, type StoredAnswer } from './records.ts';
+
+export { JournalReplacedError } from './journal.ts';
 
 /** The journal's file name inside the state directory. */
 export const JOURNAL_FILE = 'journal.jsonl';
 
-/**
- * One entry of the main session: a system event (a wake, a run's summary, a delivery failure),
- * a heartbeat that was requested or scheduled, or the main agent's reply to a heartbeat.
- */
-export interface SessionEvent {
-  seq: number;
-  time: string;
-  kind: 'system' | 'heartbeat' | 'reply';
-  text: string;
-  /** Where it came from: `wake`, `hook:<name>`, `run:<id>`, `schedule`, `heartbeat`, ... */
-  source: string;
-  /** For system events: whether the sender asked for a heartbeat at once. */
-  mode?: WakeMode;
-  /** For replies: whether it was only an acknowledgment (recorded, never delivered). */
-  ack?: boolean;
-}
-
-/** Where a reply went, or why it did not. */
-export type DeliveryOutcome =
-  | { status: 'delivered'; channel: string; to: string; messageIds: string[] }
-  | { status: 'skipped'; reason: string }
-  | { status: 'failed'; channel: string; to?: string; reason: string };
-
-/** The channel and recipient of the most recent successful delivery. */
-export interface Route {
-  channel: string;
-  to: string;
-}
-
-/** The first answer to a request with an idempotency key, replayed unchanged to a retry. */
-export interface StoredAnswer {
-  status: number;
-  body: Record<string, unknown>;
-  /** The runs the first request waited for (`waitForCompletion`): a retry waits for them too. */
-  waitFor?: readonly string[];
-}
-
-/** What makes a request idempotent: its hook path and key, and the answer it got. */
-export interface IdempotencyWrite extends StoredAnswer {
-  scope: string;
-  key: string;
-}
-
-export type RunStatus = 'pending' | 'running' | 'ok' | 'error' | 'timeout';
-
-/** A run as the store keeps it; the runtime picks up the pending ones, also after a restart. */
-export interface RunRecord extends RunSpec {
-  status: RunStatus;
-  acceptedAt: string;
-  /** Executions begun (a run resumed after a crash has more than one). */
-  attempts: number;
-  /** Set on an execution that resumes a run the process died in. */
-  retry?: boolean;
-  startedAt?: string;
-  finishedAt?: string;
-  /** Model calls made by the last execution, retries included. */
-  calls?: number;
-  model?: string;
-  reply?: string;
-  error?: string;
-  delivery?: DeliveryOutcome;
-}
-
-/** A change to a recorded run. */
-export type RunUpdate = Partial<Omit<RunRecord, 'runId'>> & { runId: string };
+export type { DeliveryOutcome, IdempotencyWrite, Route, RunRecord, RunStatus, RunUpdate, SessionEvent, StoredAnswer } from './records.ts';
 
 export interface StoreOptions {
   now?: () => number;
@@ -81,9 +20,9 @@ export interface StoreOptions {
   maxIdempotencyKeys?: number;
   /** Past this size the journal is rewritten with only what is still live. */
   compactBytes?: number;
-  /** How many main-session events survive a compaction. */
+  /** How many consumed main-session events survive a compaction (unconsumed ones always do). */
   retainEvents?: number;
-  /** And at most this many bytes of event text, so a burst of large payloads cannot fill memory. */
+  /** And at most this much consumed event text (UTF-16 code units), so history cannot fill memory. */
   retainEventBytes?: number;
   /** How many finished runs are kept for `hooks-ingress runs`. */
   retainRuns?: number;
@@ -103,25 +42,14 @@ export interface Effects {
 }
 
 // One journal line is one commit: all of a request's effects and its idempotency key, durable
-// together or not at all. `idem` lines appear only in a compacted journal.
-type _Line =
-  | {
-      t: 'commit';
-      seq: number;
-      time: string;
-      events?: SessionEvent[];
-      runs?: RunRecord[];
-      runUpdates?: RunUpdate[];
-      consumedThrough?: number;
-      lastRoute?: Route;
-      outbox?: OutboxEntry[];
-      outboxUpdates?: OutboxUpdate[];
-      idem?: _Idem;
-    }
-  | ({ t: 'idem'; seq: number } & _Idem);
+// together or not at all (the line's shape and its checks live in records.ts).
+type _Line = JournalLine;
+type _Idem = IdemRecord;
 
-interface _Idem extends IdempotencyWrite {
-  expiresAt: number;
+/** A journal line (or an entry in one) that was left out on reading, and why. */
+export interface Rejected {
+  line: number;
+  problem: string;
 }
 
 /**
@@ -141,6 +69,8 @@ export class Store {
   #seq = 0;
   #events: SessionEvent[] = [];
   #runs = new Map<string, RunRecord>();
+  #runWatchers = new Set<(run: RunRecord) => void>();
+  #outbox = new Map<string, OutboxEntry>();
   #idem = new Map<string, _Idem>();
   #compacting: Promise<void> | null = null;
   #compactAt: number;
@@ -151,8 +81,13 @@ export class Store {
   /** How many runs in #runs are finished. */
   #finished = 0;
   #compactionFailures = 0;
-  #runWatchers = new Set<(run: RunRecord) => void>();
-  #outbox = new Map<string, OutboxEntry>();
+  // Unconsumed system events (what a heartbeat has yet to read): never trimmed, bounded at the door.
+  #backlogEvents = 0;
+  #backlogBytes = 0;
+  // A compaction is queued behind the running one; its snapshot is taken when its turn comes.
+  #compactQueued = false;
+  // While the journal is replayed at open the backlog is counted once, at the end.
+  #replaying = false;
 
   private constructor(journal: Journal, options: StoreOptions) {
     this.#journal = journal;
@@ -167,11 +102,15 @@ export class Store {
   }
 
   /** Opens (or creates, mode 0700) the state directory and replays its journal. */
-  static async open(dir: string, options: StoreOptions): Promise<{ store: Store; skipped: number; tornBytes: number }> {
+  static async open(dir: string, options: StoreOptions): Promise<{ store: Store; skipped: number; tornBytes: number; rejected: Rejected[] }> {
     const opened = await Journal.open(join(dir, JOURNAL_FILE));
     const store = new Store(opened.journal, options);
-    for (const line of opened.records) store.#apply(line as _Line);
-    return { store, skipped: opened.skipped, tornBytes: opened.tornBytes };
+    const { lines, rejected } = _checked(opened);
+    store.#replaying = true;
+    for (const line of lines) store.#apply(line);
+    store.#replaying = false;
+    store.#recount();
+    return { store, skipped: opened.skipped, tornBytes: opened.tornBytes, rejected };
   }
 
   /** Writes a request's effects (and its idempotency key) as one line; resolves once it is on disk. */
@@ -228,8 +167,15 @@ export class Store {
     return this.#events;
   }
 
-  /** Whether the journal can be written: the file is writable and the last write did not fail. */
+  /**
+   * Whether the journal can be written: the open file is the journal at its path, it is writable
+   * and the last write did not fail. A journal found gone or replaced is rewritten from memory.
+   */
   async writable(): Promise<boolean> {
+    if (!this.#journal.isCurrent()) {
+      this.#recover();
+      return false;
+    }
     if (this.#lastWriteFailed) return false;
     try {
       await access(this.#journal.file, constants.W_OK);
@@ -242,21 +188,6 @@ export class Store {
   /** Every retained run, oldest first. */
   runs(): RunRecord[] {
     return [...this.#runs.values()];
-  }
-
-  /** Forward mode's outbox entries, oldest first: every pending and dead one, and recent sent ones. */
-  outbox(): OutboxEntry[] {
-    return [...this.#outbox.values()];
-  }
-
-  /** One outbox entry, if it is retained. */
-  outboxEntry(id: string): OutboxEntry | null {
-    return this.#outbox.get(id) ?? null;
-  }
-
-  /** Outbox entries by state, for metrics. */
-  outboxCounts(): Record<OutboxState, number> {
-    return countOutbox(this.#outbox);
   }
 
   /** One run, if it is retained. */
@@ -283,6 +214,26 @@ export class Store {
   heartbeatOwed(): boolean {
     // Owed until a finished heartbeat turn consumed it: a turn cut short by a stop or a crash does not count.
     return this.#events.some((e) => e.seq > this.#consumedThrough && e.kind === 'system' && e.mode === 'now');
+  }
+
+  /** Forward mode's outbox entries, oldest first: every pending and dead one, and recent sent ones. */
+  outbox(): OutboxEntry[] {
+    return [...this.#outbox.values()];
+  }
+
+  /** One outbox entry, if it is retained. */
+  outboxEntry(id: string): OutboxEntry | null {
+    return this.#outbox.get(id) ?? null;
+  }
+
+  /** Outbox entries by state, for metrics. */
+  outboxCounts(): Record<OutboxState, number> {
+    return countOutbox(this.#outbox);
+  }
+
+  /** Unconsumed system events and their text in UTF-8 bytes: what the backlog bound counts. */
+  backlog(): { events: number; bytes: number } {
+    return { events: this.#backlogEvents, bytes: this.#backlogBytes };
   }
 
   /** Counters for metrics and tests. */
@@ -320,18 +271,30 @@ export class Store {
       this.#forget(line);
       // A compaction queued behind it took its snapshot with the line in it: write a fresh one after.
       if (this.#compacting !== null) this.#compactSoon();
+      if (error instanceof JournalReplacedError) this.#recover();
       throw error;
     }
+  }
+
+  // The journal at the path is gone or another file: everything retained goes into a fresh one.
+  #recover(): void {
+    if (this.#compacting === null) this.#compactSoon();
   }
 
   // Compactions run one after another, each snapshot taken when its turn comes (so it holds exactly
   // the lines queued ahead of it). The next one waits until the file doubles what the last one left,
   // so a large retained set is not rewritten on every append.
   #compactSoon(): void {
-    const start = () => this.#journal.compact(this.#snapshot());
+    if (this.#compactQueued) return; // the queued one takes its snapshot later, so it serves this call too
+    const start = () => {
+      this.#compactQueued = false;
+      return this.#journal.compact(this.#snapshot());
+    };
+    if (this.#compacting !== null) this.#compactQueued = true;
     const next: Promise<void> = (this.#compacting === null ? start() : this.#compacting.then(start))
       .then(() => {
         this.#compactAt = Math.max(this.#compactBytes, 2 * this.#journal.size);
+        this.#lastWriteFailed = false;
       })
       // A failed compaction leaves the old journal in place, complete; a later append tries again.
       .catch(() => {
@@ -348,6 +311,7 @@ export class Store {
     const seqs = new Set(line.events?.map((e) => e.seq));
     this.#events = this.#events.filter((e) => !seqs.has(e.seq));
     this.#eventBytes = _textBytes(this.#events);
+    this.#recount();
     for (const run of line.runs ?? []) if (this.#runs.get(run.runId) === run) this.#setRun(run.runId, undefined);
     for (const entry of line.outbox ?? []) if (this.#outbox.get(entry.id) === entry) this.#outbox.delete(entry.id);
     const idem = line.idem;
@@ -363,14 +327,23 @@ export class Store {
       if (line.events !== undefined) {
         this.#events.push(...line.events);
         this.#eventBytes += _textBytes(line.events);
+        for (const e of line.events) {
+          if (!this.#unconsumed(e)) continue;
+          this.#backlogEvents++;
+          this.#backlogBytes += Buffer.byteLength(e.text);
+        }
       }
-      // Trim in batches so a long-running process does not shift the array on every event.
-      if (this.#events.length > this.#retainEvents * 2 || this.#eventBytes > this.#retainEventBytes * 2) {
+      if (line.consumedThrough !== undefined && line.consumedThrough > this.#consumedThrough) {
+        this.#consumedThrough = line.consumedThrough;
+        if (!this.#replaying) this.#recount();
+      }
+      // Trim in batches so a long-running process does not shift the array on every event; only
+      // consumed events count, as only they can go.
+      if (this.#events.length - this.#backlogEvents > this.#retainEvents * 2 || this.#eventBytes - this.#backlogBytes > this.#retainEventBytes * 2) {
         this.#events = this.#retained();
         this.#eventBytes = _textBytes(this.#events);
       }
       _replayRuns(line, (id) => this.#runs.get(id), (id, run) => this.#setRun(id, run));
-      if (line.consumedThrough !== undefined) this.#consumedThrough = Math.max(this.#consumedThrough, line.consumedThrough);
       if (line.lastRoute !== undefined) this.#lastRoute = line.lastRoute;
       if (line.outbox !== undefined || line.outboxUpdates !== undefined) {
         applyOutbox(this.#outbox, line.outbox, line.outboxUpdates);
@@ -382,16 +355,39 @@ export class Store {
     if (idem !== undefined && idem.expiresAt > this.#now()) this.#remember(idem);
   }
 
-  // The newest events within both bounds: `retainEvents` of them, `retainEventBytes` of text.
+  // Every unconsumed event, and of the others the newest within both bounds: `retainEvents` of
+  // them, `retainEventBytes` of text.
   #retained(): SessionEvent[] {
+    let count = 0;
     let bytes = 0;
-    let from = this.#events.length;
-    while (from > 0 && this.#events.length - from < this.#retainEvents) {
-      bytes += this.#events[from - 1]!.text.length;
-      if (bytes > this.#retainEventBytes) break;
-      from--;
+    let full = false;
+    const kept: SessionEvent[] = [];
+    for (let i = this.#events.length - 1; i >= 0; i--) {
+      const e = this.#events[i]!;
+      if (!this.#unconsumed(e)) {
+        full ||= count + 1 > this.#retainEvents || bytes + e.text.length > this.#retainEventBytes;
+        if (full) continue;
+        count++;
+        bytes += e.text.length;
+      }
+      kept.push(e);
     }
-    return this.#events.slice(from);
+    return kept.reverse();
+  }
+
+  // A system event no finished heartbeat turn has read yet.
+  #unconsumed(e: SessionEvent): boolean {
+    return e.kind === 'system' && e.seq > this.#consumedThrough;
+  }
+
+  #recount(): void {
+    this.#backlogEvents = 0;
+    this.#backlogBytes = 0;
+    for (const e of this.#events) {
+      if (!this.#unconsumed(e)) continue;
+      this.#backlogEvents++;
+      this.#backlogBytes += Buffer.byteLength(e.text);
+    }
   }
 
   // Finished runs are history: the newest `retainRuns` of them are kept, trimmed in batches.
@@ -430,37 +426,53 @@ export class Store {
     const now = this.#now();
     const lines: _Line[] = this.#retained().map((e) => ({ t: 'commit', seq: e.seq, time: e.time, events: [e] }));
     for (const run of this.#runs.values()) lines.push({ t: 'commit', seq: 0, time: run.acceptedAt, runs: [run] });
-    for (const entry of this.#outbox.values()) lines.push({ t: 'commit', seq: 0, time: entry.acceptedAt, outbox: [entry] });
     lines.push({ t: 'commit', seq: 0, time: new Date(now).toISOString(), consumedThrough: this.#consumedThrough, ...(this.#lastRoute === null ? {} : { lastRoute: this.#lastRoute }) });
+    for (const entry of this.#outbox.values()) lines.push({ t: 'commit', seq: 0, time: entry.acceptedAt, outbox: [entry] });
     for (const idem of this.#idem.values()) if (idem.expiresAt > now) lines.push({ t: 'idem', seq: 0, ...idem });
     return lines;
   }
 }
 
 /** Reads the main session's events from a state directory without opening it for writing. */
-export async function readEvents(dir: string): Promise<SessionEvent[]> {
-  const { records } = await readJournal(join(dir, JOURNAL_FILE));
+export async function readEvents(dir: string, onRejected?: (rejected: Rejected) => void): Promise<SessionEvent[]> {
   const events: SessionEvent[] = [];
-  for (const record of records as _Line[]) if (record.t === 'commit' && record.events !== undefined) events.push(...record.events);
+  for (const record of await _read(dir, onRejected)) if (record.t === 'commit' && record.events !== undefined) events.push(...record.events);
   return events;
 }
 
 /** Reads forward mode's outbox from a state directory without opening it for writing. */
-export async function readOutbox(dir: string): Promise<OutboxEntry[]> {
-  const { records } = await readJournal(join(dir, JOURNAL_FILE));
+export async function readOutbox(dir: string, onRejected?: (rejected: Rejected) => void): Promise<OutboxEntry[]> {
   const outbox = new Map<string, OutboxEntry>();
-  for (const record of records as _Line[]) if (record.t === 'commit') applyOutbox(outbox, record.outbox, record.outboxUpdates);
+  for (const record of await _read(dir, onRejected)) if (record.t === 'commit') applyOutbox(outbox, record.outbox, record.outboxUpdates);
   return [...outbox.values()];
 }
 
 /** Reads the runs recorded in a state directory without opening it for writing. */
-export async function readRuns(dir: string): Promise<RunRecord[]> {
-  const { records } = await readJournal(join(dir, JOURNAL_FILE));
+export async function readRuns(dir: string, onRejected?: (rejected: Rejected) => void): Promise<RunRecord[]> {
   const runs = new Map<string, RunRecord>();
-  for (const record of records as _Line[]) {
+  for (const record of await _read(dir, onRejected)) {
     if (record.t === 'commit') _replayRuns(record, (id) => runs.get(id), (id, run) => void runs.set(id, run));
   }
   return [...runs.values()];
+}
+
+async function _read(dir: string, onRejected?: (rejected: Rejected) => void): Promise<_Line[]> {
+  const { lines, rejected } = _checked(await readJournal(join(dir, JOURNAL_FILE)));
+  if (onRejected !== undefined) rejected.forEach(onRejected);
+  return lines;
+}
+
+// Every record passes its shape check before anything believes it; what fails is named by line.
+function _checked(contents: JournalContents): { lines: _Line[]; rejected: Rejected[] } {
+  const lines: _Line[] = [];
+  const rejected: Rejected[] = contents.unreadable.map((line) => ({ line, problem: 'not JSON' }));
+  contents.records.forEach((record, i) => {
+    const { line, problems } = checkLine(record);
+    const number = contents.lines[i]!;
+    if (line !== null) lines.push(line);
+    if (problems.length > 0) rejected.push({ line: number, problem: `${line === null ? '' : 'entry left out: '}${problems.slice(0, 3).join('; ')}` });
+  });
+  return { lines, rejected: rejected.sort((a, b) => a.line - b.line) };
 }
 
 // The one rule for replaying runs from a commit line: new runs as recorded, then their updates.

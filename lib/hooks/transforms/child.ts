@@ -40,6 +40,18 @@ export function childCommand(limits: ChildLimits, runtime: Runtime = currentRunt
   return { file: runtime.execPath, args: [...args, '--input-type=module', '-e', CHILD_SOURCE] };
 }
 
+/**
+ * Why a child cannot be given exactly `root` to read, or `null`. Some Node versions read a comma in
+ * `--allow-fs-read` as a separator between paths (Node 20.20 takes it literally), so `/srv/a,/etc`
+ * could open `/etc` too: a root with a comma is refused on Node rather than trusted to the version.
+ */
+export function rootProblem(root: string, runtime: Runtime = currentRuntime()): string | null {
+  if (runtime.kind === 'node' && root.includes(',')) {
+    return `the transforms directory ${JSON.stringify(root)} may not contain a comma: some Node versions read a comma in --allow-fs-read as a separator between paths`;
+  }
+  return null;
+}
+
 /** Which runtime we are, as far as starting a child goes. */
 export type Runtime = { kind: 'deno'; execPath: string } | { kind: 'node'; execPath: string; nodeFlags: ReadonlySet<string> };
 

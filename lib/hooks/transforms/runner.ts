@@ -3,7 +3,7 @@ import { Buffer } from 'node:buffer';
 import { extname } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { resolveModule } from '../../guard/contain.ts';
-import { residentBytes, startChild, type ChildLimits } from './child.ts';
+import { residentBytes, rootProblem, startChild, type ChildLimits } from './child.ts';
 
 /** Which transform a mapping calls: a module (a real path inside the root) and an optional export name. */
 export interface TransformRef {
@@ -211,7 +211,7 @@ class _Pool implements TransformRunner {
   async #open(slot: Slot, job: Job): Promise<void> {
     slot.job = job;
     const found = await resolveModule(this.#settings.root, job.module);
-    const refused = this.#closed ? _closed : !found.ok ? _fail(found.code === 'outside' ? 'escaped' : 'load-failed', found.reason) : _unsupported(found.path);
+    const refused = this.#closed ? _closed : !found.ok ? _fail(found.code === 'outside' ? 'escaped' : 'load-failed', found.reason) : (_unsupported(found.path) ?? _rootRefused(this.#settings.root));
     if (refused !== null || !found.ok) {
       this.#drop(slot);
       job.done(refused ?? _closed);
@@ -346,6 +346,11 @@ class _Pool implements TransformRunner {
       });
     }
   }
+}
+
+function _rootRefused(root: string): TransformResult | null {
+  const problem = rootProblem(root);
+  return problem === null ? null : _fail('load-failed', problem);
 }
 
 function _fail(reason: TransformFailure, detail: string): TransformResult {

@@ -1,0 +1,64 @@
+import type { Config } from '../config/types.ts';
+import { ErrorCode, HttpError } from '../errors.ts';
+import type { RunRecord, Store } from '../store/store.ts';
+import { JournalReplacedError } from '../store/store.ts';
+
+// What a request may add before it is recorded: bounds checked at the door, so that nothing
+// acknowledged ever has to be dropped later to stay within them.
+
+/** The agent runtime's queue as admission sees it. */
+export interface RunQueue {
+  enqueue(run: RunRecord): void;
+  /** Runs waiting plus runs executing. */
+  readonly depth: number;
+}
+
+// Slots held for runs whose commit is still being written, per queue (so they outlive a reload,
+// which builds a new dispatch around the same queue).
+const _reserved = new WeakMap<RunQueue, number>();
+
+/**
+ * Holds `count` slots of the run queue for a request about to commit its runs, or answers 503
+ * when the queue (runs waiting, executing, and held by requests still committing) would pass
+ * `hooks.maxQueuedRuns`. Synchronous, so requests arriving together cannot all pass on the same
+ * depth. The returned `release` is called once the runs are in the queue or the commit failed.
+ */
+export function reserveRuns(queue: RunQueue | undefined, count: number, config: Config): () => void {
+  if (queue === undefined || count === 0) return () => {};
+  const held = _reserved.get(queue) ?? 0;
+  if (queue.depth + held + count > config.hooks.maxQueuedRuns) {
+    throw new HttpError(503, ErrorCode.Unavailable, 'too many runs queued (hooks.maxQueuedRuns); retry later', { headers: { 'retry-after': '30' } });
+  }
+  _reserved.set(queue, held + count);
+  return () => void _reserved.set(queue, (_reserved.get(queue) ?? count) - count);
+}
+
+/**
+ * Refuses wake texts past `hooks.maxEventBytes` (413, naming the field), and any new wake while
+ * the unconsumed backlog is at `hooks.maxBacklogEvents` or `hooks.maxBacklogBytes` (503 with
+ * Retry-After): backpressure instead of dropping events nobody has read yet.
+ */
+export function admitEvents(store: Store, config: Config, texts: readonly string[], field: (index: number) => string): void {
+  if (texts.length === 0) return;
+  const { maxEventBytes, maxBacklogEvents, maxBacklogBytes } = config.hooks;
+  let bytes = 0;
+  texts.forEach((text, i) => {
+    const size = Buffer.byteLength(text);
+    if (size > maxEventBytes) {
+      throw new HttpError(413, ErrorCode.FieldTooLarge, `${field(i)}: is ${size} bytes; the limit is ${maxEventBytes} (hooks.maxEventBytes)`);
+    }
+    bytes += size;
+  });
+  const backlog = store.backlog();
+  if (backlog.events + texts.length > maxBacklogEvents || backlog.bytes + bytes > maxBacklogBytes) {
+    throw new HttpError(503, ErrorCode.Unavailable, 'too many events not yet read by a heartbeat (hooks.maxBacklogEvents, hooks.maxBacklogBytes); retry later', {
+      headers: { 'retry-after': '30' },
+    });
+  }
+}
+
+/** A commit refused because the journal was gone or replaced: 503, to be retried once it is rewritten. */
+export function unavailable(error: unknown): unknown {
+  if (!(error instanceof JournalReplacedError)) return error;
+  return new HttpError(503, ErrorCode.Unavailable, 'the journal is being rewritten; nothing was recorded, retry shortly', { headers: { 'retry-after': '1' }, cause: error });
+}

@@ -1,0 +1,255 @@
+import { CHANNELS, THINKING_LEVELS, WAKE_MODES } from '../actions.ts';
+import { array, boolean, check, formatIssue, literal, number, object, optional, string, typeName, type Report, type Schema } from '../schema.ts';
+import type { RunSpec, WakeMode } from '../actions.ts';
+import type { OutboxEntry, OutboxUpdate } from './outbox.ts';
+
+// What the journal holds, and the checks that every line read back from disk passes before the
+// store believes it: a line is input like any request body (a hand edit, a disk that returned
+// garbage that happens to parse, a file from another program).
+
+/**
+ * One entry of the main session: a system event (a wake, a run's summary, a delivery failure),
+ * a heartbeat that was requested or scheduled, or the main agent's reply to a heartbeat.
+ */
+export interface SessionEvent {
+  seq: number;
+  time: string;
+  kind: 'system' | 'heartbeat' | 'reply';
+  text: string;
+  /** Where it came from: `wake`, `hook:<name>`, `run:<id>`, `schedule`, `heartbeat`, ... */
+  source: string;
+  /** For system events: whether the sender asked for a heartbeat at once. */
+  mode?: WakeMode;
+  /** For replies: whether it was only an acknowledgment (recorded, never delivered). */
+  ack?: boolean;
+}
+
+/** Where a reply went, or why it did not. */
+export type DeliveryOutcome =
+  | { status: 'delivered'; channel: string; to: string; messageIds: string[] }
+  | { status: 'skipped'; reason: string }
+  | { status: 'failed'; channel: string; to?: string; reason: string };
+
+/** The channel and recipient of the most recent successful delivery. */
+export interface Route {
+  channel: string;
+  to: string;
+}
+
+/** The first answer to a request with an idempotency key, replayed unchanged to a retry. */
+export interface StoredAnswer {
+  status: number;
+  body: Record<string, unknown>;
+  /** The runs the first request waited for (`waitForCompletion`): a retry waits for them too. */
+  waitFor?: readonly string[];
+}
+
+/** What makes a request idempotent: its hook path and key, and the answer it got. */
+export interface IdempotencyWrite extends StoredAnswer {
+  scope: string;
+  key: string;
+}
+
+export type RunStatus = 'pending' | 'running' | 'ok' | 'error' | 'timeout';
+
+/** A run as the store keeps it; the runtime picks up the pending ones, also after a restart. */
+export interface RunRecord extends RunSpec {
+  status: RunStatus;
+  acceptedAt: string;
+  /** Executions begun (a run resumed after a crash has more than one). */
+  attempts: number;
+  /** Set on an execution that resumes a run the process died in. */
+  retry?: boolean;
+  startedAt?: string;
+  finishedAt?: string;
+  /** Model calls made by the last execution, retries included. */
+  calls?: number;
+  model?: string;
+  reply?: string;
+  error?: string;
+  delivery?: DeliveryOutcome;
+}
+
+/** A change to a recorded run. */
+export type RunUpdate = Partial<Omit<RunRecord, 'runId'>> & { runId: string };
+
+/** One journal line is one commit; `idem` lines appear only in a compacted journal. */
+export type JournalLine =
+  | {
+      t: 'commit';
+      seq: number;
+      time: string;
+      events?: SessionEvent[];
+      runs?: RunRecord[];
+      runUpdates?: RunUpdate[];
+      consumedThrough?: number;
+      lastRoute?: Route;
+      /** Forward mode: actions for the upstream gateway, and changes to earlier ones. */
+      outbox?: OutboxEntry[];
+      outboxUpdates?: OutboxUpdate[];
+      idem?: IdemRecord;
+    }
+  | ({ t: 'idem'; seq: number } & IdemRecord);
+
+/** An idempotency key with its first answer, as stored. */
+export interface IdemRecord extends IdempotencyWrite {
+  expiresAt: number;
+}
+
+/**
+ * The largest sequence number the store accepts: far beyond any real count (a million events a
+ * second for a century), and small enough that adding one stays exact.
+ */
+export const MAX_SEQ = 2 ** 52;
+
+const seq: Schema<number> = number({ integer: true, min: 0, max: MAX_SEQ });
+const text = string();
+const runStatus = literal('pending', 'running', 'ok', 'error', 'timeout');
+const delivery: Schema<unknown> = (value, at, report) => {
+  const status = (value as { status?: unknown } | null)?.status;
+  if (status === 'delivered' || status === 'skipped' || status === 'failed') return value;
+  report.issues.push({ path: at, message: `must be a delivery outcome, got ${typeName(value)}` });
+  return undefined;
+};
+
+const eventShape = object({
+  seq: number({ integer: true, min: 1, max: MAX_SEQ }),
+  time: text,
+  kind: literal('system', 'heartbeat', 'reply'),
+  text,
+  source: text,
+  mode: optional(literal(...WAKE_MODES)),
+  ack: optional(boolean),
+});
+
+// Every field a run may change after it was accepted.
+const runChanges = {
+  status: optional(runStatus),
+  acceptedAt: optional(text),
+  attempts: optional(number({ integer: true, min: 0 })),
+  retry: optional(boolean),
+  startedAt: optional(text),
+  finishedAt: optional(text),
+  calls: optional(number({ integer: true, min: 0 })),
+  model: optional(text),
+  reply: optional(text),
+  error: optional(text),
+  delivery: optional(delivery),
+};
+const runSpec = {
+  runId: string({ nonEmpty: true }),
+  hook: text,
+  name: text,
+  message: text,
+  sessionKey: text,
+  agentId: text,
+  wakeMode: literal(...WAKE_MODES),
+  deliver: boolean,
+  channel: literal(...CHANNELS),
+  to: optional(text),
+  thinking: optional(literal(...THINKING_LEVELS)),
+  timeoutSeconds: optional(number({ above: 0 })),
+  requestId: optional(text),
+};
+const runShape = object({ ...runSpec, ...runChanges, status: runStatus, acceptedAt: text, attempts: number({ integer: true, min: 0 }) });
+const updateShape = object({ runId: string({ nonEmpty: true }), ...runChanges });
+// The body of a stored answer is any JSON object: only its being an object is checked.
+const anyObject: Schema<Record<string, unknown>> = (value, at, report) => {
+  if (typeName(value) === 'object') return value as Record<string, unknown>;
+  report.issues.push({ path: at, message: `must be an object, got ${typeName(value)}` });
+  return undefined;
+};
+const idemFields = {
+  scope: text,
+  key: text,
+  status: number({ integer: true, min: 100, max: 599 }),
+  body: anyObject,
+  expiresAt: number(),
+  waitFor: optional(array(string({ nonEmpty: true }))),
+};
+// Every field of an outbox entry that changes as delivery goes on.
+const outboxChanges = {
+  state: optional(literal('pending', 'sent', 'dead')),
+  acceptedAt: optional(text),
+  attempts: optional(number({ integer: true, min: 0 })),
+  nextAttemptAt: optional(text),
+  lastError: optional(text),
+  upstreamRunId: optional(text),
+  sentAt: optional(text),
+  deadAt: optional(text),
+  retriedAt: optional(text),
+};
+const outboxShape = object({
+  id: string({ nonEmpty: true }),
+  target: literal('wake', 'agent'),
+  body: anyObject,
+  hook: text,
+  requestId: optional(text),
+  runId: optional(text),
+  ...outboxChanges,
+  state: literal('pending', 'sent', 'dead'),
+  acceptedAt: text,
+  attempts: number({ integer: true, min: 0 }),
+});
+const outboxUpdateShape = object({ id: string({ nonEmpty: true }), ...outboxChanges });
+const idemShape = object(idemFields);
+const commitShape = object({
+  t: literal('commit'),
+  seq,
+  time: text,
+  events: optional(_list),
+  runs: optional(_list),
+  runUpdates: optional(_list),
+  consumedThrough: optional(seq),
+  lastRoute: optional(object({ channel: text, to: text })),
+  outbox: optional(_list),
+  outboxUpdates: optional(_list),
+  idem: optional(idemShape),
+});
+const idemLine = object({ t: literal('idem'), seq, ...idemFields });
+
+function _list(value: unknown, at: string, report: Report): unknown[] | undefined {
+  if (Array.isArray(value)) return value;
+  report.issues.push({ path: at, message: `must be an array, got ${typeName(value)}` });
+  return undefined;
+}
+
+/** A line read back: the checked line (with bad entries left out) and what was wrong, if anything. */
+export interface CheckedLine {
+  line: JournalLine | null;
+  problems: string[];
+}
+
+/**
+ * Checks one record read from the journal. A record of the wrong shape gives `line: null`; an
+ * entry of the wrong shape inside a sound commit (an event, a run, a run update) is left out and
+ * named in `problems`, and the rest of the line stands.
+ */
+export function checkLine(record: unknown): CheckedLine {
+  const kind = (record as { t?: unknown } | null)?.t;
+  if (kind === 'idem') {
+    const idem = check(idemLine, record);
+    return idem.ok ? { line: record as JournalLine, problems: [] } : { line: null, problems: idem.issues.map(formatIssue) };
+  }
+  const checked = check(commitShape, record);
+  if (!checked.ok) return { line: null, problems: checked.issues.map(formatIssue) };
+  // The checked copy holds exactly the known keys; the entries are checked one by one below.
+  const line = checked.value as JournalLine & { t: 'commit' };
+  const problems: string[] = [];
+  const keep = (name: 'events' | 'runs' | 'runUpdates' | 'outbox' | 'outboxUpdates', shape: Schema<unknown>): void => {
+    const entries = line[name] as unknown[] | undefined;
+    if (entries === undefined) return;
+    const good = entries.filter((entry, i) => {
+      const result = check(shape, entry, `${name}[${i}]`);
+      if (!result.ok) problems.push(...result.issues.map(formatIssue));
+      return result.ok;
+    });
+    (line as Record<string, unknown>)[name] = good;
+  };
+  keep('events', eventShape);
+  keep('runs', runShape);
+  keep('runUpdates', updateShape);
+  keep('outbox', outboxShape);
+  keep('outboxUpdates', outboxUpdateShape);
+  return { line, problems };
+}

@@ -1,0 +1,68 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test, type TestContext } from 'node:test';
+import { buildConfig } from '../lib/config/load.ts';
+import type { Config } from '../lib/config/types.ts';
+import { admitEvents, reserveRuns, unavailable, type RunQueue } from '../lib/edge/admission.ts';
+import { HttpError } from '../lib/errors.ts';
+import { JournalReplacedError, Store } from '../lib/store/store.ts';
+
+async function config(hooks: Record<string, unknown>): Promise<Config> {
+  const built = await buildConfig({ hooks: { enabled: true, token: 'admission-token-0123456789', ...hooks } }, { file: null, env: {}, dir: tmpdir() });
+  assert.ok(built.ok);
+  return built.config;
+}
+
+async function store(t: TestContext): Promise<Store> {
+  const dir = await mkdtemp(join(tmpdir(), 'admission-'));
+  const { store } = await Store.open(dir, { idempotencyTtlMs: 60_000 });
+  t.after(async () => {
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+  return store;
+}
+
+test('reserveRuns() holds slots until released, counts them with the queue depth, and answers 503 with Retry-After past the bound', async () => {
+  const c = await config({ maxQueuedRuns: 3 });
+  const queue: RunQueue = { enqueue: () => {}, depth: 1 };
+  const first = reserveRuns(queue, 2, c);
+  assert.throws(() => reserveRuns(queue, 1, c), (e: unknown) => e instanceof HttpError && e.status === 503 && e.headers['retry-after'] === '30');
+  first();
+  reserveRuns(queue, 2, c)();
+  assert.throws(() => reserveRuns(queue, 3, c), HttpError, 'a batch counts all its runs');
+  assert.doesNotThrow(() => reserveRuns(undefined, 99, c)());
+  assert.doesNotThrow(() => reserveRuns(queue, 0, c)());
+});
+
+test('admitEvents() answers 413 naming the field past hooks.maxEventBytes, counted in UTF-8 bytes', async (t) => {
+  const c = await config({ maxEventBytes: 4 });
+  const s = await store(t);
+  assert.doesNotThrow(() => admitEvents(s, c, ['abcd'], () => 'text'));
+  assert.throws(
+    () => admitEvents(s, c, ['ok', 'ééé'], (i) => `mapping m: wake text [${i}]`),
+    (e: unknown) => e instanceof HttpError && e.status === 413 && e.code === 'ERR_FIELD_TOO_LARGE' && e.message === 'mapping m: wake text [1]: is 6 bytes; the limit is 4 (hooks.maxEventBytes)',
+  );
+  assert.doesNotThrow(() => admitEvents(s, c, [], () => 'text'));
+});
+
+test('admitEvents() answers 503 with Retry-After once the unconsumed backlog would pass its bounds', async (t) => {
+  const s = await store(t);
+  await s.addEvent({ kind: 'system', text: 'one', source: 'wake' });
+  await s.addEvent({ kind: 'heartbeat', text: 'not counted', source: 'schedule' });
+  const byCount = await config({ maxBacklogEvents: 2 });
+  admitEvents(s, byCount, ['two'], () => 'text');
+  assert.throws(() => admitEvents(s, byCount, ['two', 'three'], () => 'text'), (e: unknown) => e instanceof HttpError && e.status === 503 && e.headers['retry-after'] === '30');
+  const byBytes = await config({ maxBacklogBytes: 5 });
+  admitEvents(s, byBytes, ['tw'], () => 'text');
+  assert.throws(() => admitEvents(s, byBytes, ['two'], () => 'text'), HttpError);
+});
+
+test('unavailable() turns a replaced-journal refusal into 503 with Retry-After: 1 and leaves other errors as they are', () => {
+  const mapped = unavailable(new JournalReplacedError('/x/journal.jsonl'));
+  assert.ok(mapped instanceof HttpError && mapped.status === 503 && mapped.headers['retry-after'] === '1');
+  const other = new Error('disk full');
+  assert.equal(unavailable(other), other);
+});
