@@ -50,6 +50,14 @@ test('config get prints ${NAME} values substituted, defaults for unset keys, and
   assert.equal((await get(['state.dir'])).stdout, `${join(dir, '.local', 'state', 'hooks-ingress')}\n`);
 });
 
+test('config get prints the default of every key the loader defaults, the newer limits included', async () => {
+  assert.equal((await get(['hooks.transformMaxResultBytes'])).stdout, '1048576\n');
+  assert.equal((await get(['hooks.maxEventBytes'])).stdout, '262144\n');
+  assert.equal((await get(['hooks.maxBacklogEvents'])).stdout, '100000\n');
+  assert.equal((await get(['hooks.maxBacklogBytes'])).stdout, '67108864\n');
+  assert.equal((await get(['agents.defaults.heartbeat.ackMaxChars'])).stdout, '300\n');
+});
+
 test('config get exits 1 naming an unknown key, with the key it was probably meant to be', async () => {
   const typo = await get(['hooks.tokne']);
   assert.equal(typo.code, 1);

@@ -38,25 +38,37 @@ Options:
 
 const GET_OPTIONS = { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' } } as const;
 
+// Where each default of the loader sits in the file. Typed over DEFAULTS, so a default added
+// there without its key path here does not compile: `config get` cannot fall behind the loader.
+const DEFAULT_PATHS: { readonly [K in keyof typeof DEFAULTS]: string } = {
+  path: 'hooks.path',
+  maxBodyBytes: 'hooks.maxBodyBytes',
+  maxFailures: 'hooks.authRateLimit.maxFailures',
+  windowSeconds: 'hooks.authRateLimit.windowSeconds',
+  lockoutSeconds: 'hooks.authRateLimit.lockoutSeconds',
+  idempotencyTtlSeconds: 'hooks.idempotencyTtlSeconds',
+  forwardMaxAgeSeconds: 'hooks.forward.maxAgeSeconds',
+  bind: 'gateway.bind',
+  port: 'gateway.port',
+  transformTimeoutMs: 'hooks.transformTimeoutMs',
+  maxQueuedRuns: 'hooks.maxQueuedRuns',
+  maxEventBytes: 'hooks.maxEventBytes',
+  maxBacklogEvents: 'hooks.maxBacklogEvents',
+  maxBacklogBytes: 'hooks.maxBacklogBytes',
+  timeoutSeconds: 'agents.defaults.timeoutSeconds',
+  maxConcurrent: 'agents.defaults.maxConcurrent',
+  historyMaxChars: 'agents.defaults.historyMaxChars',
+  ackMaxChars: 'agents.defaults.heartbeat.ackMaxChars',
+  transformMaxResultBytes: 'hooks.transformMaxResultBytes',
+};
+
 // Keys whose value comes from a default when the file does not set them.
 const DEFAULT_VALUES: Readonly<Record<string, unknown>> = {
+  ...Object.fromEntries(Object.entries(DEFAULT_PATHS).map(([name, path]) => [path, DEFAULTS[name as keyof typeof DEFAULTS]])),
   'hooks.enabled': false,
-  'hooks.maxBodyBytes': DEFAULTS.maxBodyBytes,
   'hooks.allowRequestSessionKey': false,
-  'hooks.transformTimeoutMs': DEFAULTS.transformTimeoutMs,
-  'hooks.maxQueuedRuns': DEFAULTS.maxQueuedRuns,
-  'hooks.idempotencyTtlSeconds': DEFAULTS.idempotencyTtlSeconds,
-  'hooks.authRateLimit.maxFailures': DEFAULTS.maxFailures,
-  'hooks.authRateLimit.windowSeconds': DEFAULTS.windowSeconds,
-  'hooks.authRateLimit.lockoutSeconds': DEFAULTS.lockoutSeconds,
-  'agents.defaults.timeoutSeconds': DEFAULTS.timeoutSeconds,
-  'agents.defaults.maxConcurrent': DEFAULTS.maxConcurrent,
-  'agents.defaults.historyMaxChars': DEFAULTS.historyMaxChars,
   'agents.defaults.heartbeat.prompt': DEFAULT_HEARTBEAT_PROMPT,
   'agents.defaults.heartbeat.target': 'last',
-  'agents.defaults.heartbeat.ackMaxChars': DEFAULTS.ackMaxChars,
-  'gateway.bind': DEFAULTS.bind,
-  'gateway.port': DEFAULTS.port,
 };
 
 /** `hooks-ingress config COMMAND`; resolves to the exit code. */
