@@ -2,12 +2,12 @@
 // the systemd units and docs inside the package.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { test } from 'node:test';
-import { IS_DENO, ROOT } from './_cli.ts';
+import { IS_DENO, onPath, ROOT } from './_cli.ts';
 
 const PKG = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
   version: string;
@@ -15,7 +15,7 @@ const PKG = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
 };
 // The package is the same whichever runtime runs the suite; packing it once is enough.
 const SKIP = IS_DENO ? 'packing is runtime-independent; checked in the Node run' : false;
-const MAN_SKIP = SKIP || (_onPath('man') ? false : 'man is not installed');
+const MAN_SKIP = SKIP || (onPath('man') ? false : 'man is not installed');
 
 function npm(args: string[], cwd: string) {
   const run = spawnSync('npm', [...args, '--no-audit', '--no-fund', '--ignore-scripts'], { cwd, encoding: 'utf8' });
@@ -71,14 +71,3 @@ test('a plain npm install is told which install scripts to run (deno and esbuild
     .map(([path]) => path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length));
   assert.deepEqual(withScripts.sort(), Object.keys(PKG.allowScripts ?? {}).sort());
 });
-
-function _onPath(tool: string): boolean {
-  return (process.env['PATH'] ?? '').split(delimiter).some((dir) => {
-    try {
-      accessSync(join(dir, tool), constants.X_OK);
-      return true;
-    } catch {
-      return false;
-    }
-  });
-}

@@ -8,68 +8,53 @@ test('HEARTBEAT_OK is the token a main agent acknowledges with', () => {
   assert.equal(HEARTBEAT_OK, 'HEARTBEAT_OK');
 });
 
-test('isAck() takes the token alone, with surrounding whitespace, as an ack', () => {
-  assert.equal(isAck('HEARTBEAT_OK', MAX), true);
-  assert.equal(isAck('  \n HEARTBEAT_OK \n', MAX), true);
-});
+const exact = 'x'.repeat(20);
 
-test('isAck() takes an empty or blank reply as an ack', () => {
-  assert.equal(isAck('', MAX), true);
-  assert.equal(isAck(' \n\t ', MAX), true);
-});
+/** Each case: what isAck() answers for each reply, with ackMaxChars `max` (300 unless the case says). */
+const cases: { name: string; max?: number; replies: [reply: string, ack: boolean][] }[] = [
+  { name: 'takes the token alone, with surrounding whitespace, as an ack', replies: [['HEARTBEAT_OK', true], ['  \n HEARTBEAT_OK \n', true]] },
+  { name: 'takes an empty or blank reply as an ack', replies: [['', true], [' \n\t ', true]] },
+  {
+    name: 'removes the token at the start and counts what remains',
+    replies: [['HEARTBEAT_OK. Nothing new since the last check.', true], ['HEARTBEAT_OK! All quiet.', true]],
+  },
+  {
+    name: 'removes the token at the end and counts what remains',
+    replies: [['Checked the inbox, nothing urgent. HEARTBEAT_OK', true], ['Nothing urgent.\n\nHEARTBEAT_OK.', true]],
+  },
+  {
+    name: 'sees the token inside simple markdown markup',
+    replies: ['**HEARTBEAT_OK**', '__HEARTBEAT_OK__', '*HEARTBEAT_OK*', '_HEARTBEAT_OK_', '`HEARTBEAT_OK`', 'All quiet. **HEARTBEAT_OK**'].map((r) => [r, true]),
+  },
+  {
+    name: 'sees the token inside simple HTML markup',
+    replies: ['<b>HEARTBEAT_OK</b>', '<strong>HEARTBEAT_OK</strong>', '<code>HEARTBEAT_OK</code>', 'Nothing new. <b>HEARTBEAT_OK</b>'].map((r) => [r, true]),
+  },
+  {
+    name: 'accepts a remainder of exactly ackMaxChars and refuses one a character longer',
+    max: 20,
+    replies: [[`HEARTBEAT_OK ${exact}`, true], [`HEARTBEAT_OK ${exact}x`, false], [`${exact}x HEARTBEAT_OK`, false]],
+  },
+  {
+    name: 'with ackMaxChars 0 takes only the bare token as an ack',
+    max: 0,
+    replies: [['**HEARTBEAT_OK**', true], ['HEARTBEAT_OK.', true], ['HEARTBEAT_OK ok', false]],
+  },
+  {
+    name: 'is false for a long message that merely starts with the token',
+    replies: [[`HEARTBEAT_OK\n\n${'Your flight was moved to 7am and the hotel needs a new card. '.repeat(6)}`, false]],
+  },
+  { name: 'is false when the token stands in the middle of the reply', replies: [['I would say HEARTBEAT_OK but the server is down', false]] },
+  { name: 'is false for a reply without the token', replies: [['Your package arrives today.', false], ['heartbeat_ok', false]] },
+  // Regression: the token was matched as a prefix or suffix of a longer word.
+  {
+    name: 'does not take a longer word that contains the token for the token',
+    replies: [['HEARTBEAT_OKAY so the backup failed', false], ['HEARTBEAT_OK_BUT the backup failed', false], ['The backup failed: NOT_HEARTBEAT_OK', false]],
+  },
+];
 
-test('isAck() removes the token at the start and counts what remains', () => {
-  assert.equal(isAck('HEARTBEAT_OK. Nothing new since the last check.', MAX), true);
-  assert.equal(isAck('HEARTBEAT_OK! All quiet.', MAX), true);
-});
-
-test('isAck() removes the token at the end and counts what remains', () => {
-  assert.equal(isAck('Checked the inbox, nothing urgent. HEARTBEAT_OK', MAX), true);
-  assert.equal(isAck('Nothing urgent.\n\nHEARTBEAT_OK.', MAX), true);
-});
-
-test('isAck() sees the token inside simple markdown markup', () => {
-  for (const reply of ['**HEARTBEAT_OK**', '__HEARTBEAT_OK__', '*HEARTBEAT_OK*', '_HEARTBEAT_OK_', '`HEARTBEAT_OK`', 'All quiet. **HEARTBEAT_OK**']) {
-    assert.equal(isAck(reply, MAX), true, reply);
-  }
-});
-
-test('isAck() sees the token inside simple HTML markup', () => {
-  for (const reply of ['<b>HEARTBEAT_OK</b>', '<strong>HEARTBEAT_OK</strong>', '<code>HEARTBEAT_OK</code>', 'Nothing new. <b>HEARTBEAT_OK</b>']) {
-    assert.equal(isAck(reply, MAX), true, reply);
-  }
-});
-
-test('isAck() accepts a remainder of exactly ackMaxChars and refuses one a character longer', () => {
-  const exact = 'x'.repeat(20);
-  assert.equal(isAck(`HEARTBEAT_OK ${exact}`, 20), true);
-  assert.equal(isAck(`HEARTBEAT_OK ${exact}x`, 20), false);
-  assert.equal(isAck(`${exact}x HEARTBEAT_OK`, 20), false);
-});
-
-test('isAck() with ackMaxChars 0 takes only the bare token as an ack', () => {
-  assert.equal(isAck('**HEARTBEAT_OK**', 0), true);
-  assert.equal(isAck('HEARTBEAT_OK.', 0), true);
-  assert.equal(isAck('HEARTBEAT_OK ok', 0), false);
-});
-
-test('isAck() is false for a long message that merely starts with the token', () => {
-  const message = `HEARTBEAT_OK\n\n${'Your flight was moved to 7am and the hotel needs a new card. '.repeat(6)}`;
-  assert.equal(isAck(message, MAX), false);
-});
-
-test('isAck() is false when the token stands in the middle of the reply', () => {
-  assert.equal(isAck('I would say HEARTBEAT_OK but the server is down', MAX), false);
-});
-
-test('isAck() is false for a reply without the token', () => {
-  assert.equal(isAck('Your package arrives today.', MAX), false);
-  assert.equal(isAck('heartbeat_ok', MAX), false);
-});
-
-// Regression: the token was matched as a prefix or suffix of a longer word.
-test('isAck() does not take a longer word that contains the token for the token', () => {
-  assert.equal(isAck('HEARTBEAT_OKAY so the backup failed', MAX), false);
-  assert.equal(isAck('HEARTBEAT_OK_BUT the backup failed', MAX), false);
-  assert.equal(isAck('The backup failed: NOT_HEARTBEAT_OK', MAX), false);
-});
+for (const c of cases) {
+  test(`isAck() ${c.name}`, () => {
+    for (const [reply, ack] of c.replies) assert.equal(isAck(reply, c.max ?? MAX), ack, JSON.stringify(reply));
+  });
+}
