@@ -16,54 +16,46 @@ test('router.find() matches an exact path with an empty rest', () => {
   assert.deepEqual(match?.route.methods, ['GET']);
 });
 
-test('router.find() does not match an exact path with a trailing slash or a suffix', () => {
-  const router = hooksRouter();
-  assert.equal(router.find('/healthz/'), null);
-  assert.equal(router.find('/healthz/x'), null);
-  assert.equal(router.find('/healthzz'), null);
-});
+/** Each case: the targets and what hooksRouter().find() answers for each (null: no match). */
+const findCases: { name: string; targets: [target: string, found: { handler: string; rest: string } | null][] }[] = [
+  {
+    name: 'does not match an exact path with a trailing slash or a suffix',
+    targets: [['/healthz/', null], ['/healthz/x', null], ['/healthzz', null]],
+  },
+  {
+    name: 'matches a wildcard route below its base',
+    targets: [['/hooks/wake', { handler: 'hooks', rest: 'wake' }], ['/hooks/github/push', { handler: 'hooks', rest: 'github/push' }]],
+  },
+  {
+    name: 'matches a wildcard route at its base, with or without trailing slashes',
+    targets: ['/hooks', '/hooks/', '/hooks///'].map((t) => [t, { handler: 'hooks', rest: '' }]),
+  },
+  { name: 'drops trailing slashes from the rest', targets: ['/hooks/wake/', '/hooks/wake//'].map((t) => [t, { handler: 'hooks', rest: 'wake' }]) },
+  {
+    name: 'does not match a path that merely starts with the base',
+    targets: [['/hooksx', null], ['/hook', null], ['/', null], ['/other/hooks/wake', null]],
+  },
+  {
+    name: 'percent-decodes the rest',
+    targets: [
+      ['/hooks/wa%6Be', { handler: 'hooks', rest: 'wake' }],
+      ['/hooks/my%20hook', { handler: 'hooks', rest: 'my hook' }],
+      ['/hooks/a%2Fb', { handler: 'hooks', rest: 'a/b' }],
+      ['/hooks/caf%C3%A9', { handler: 'hooks', rest: 'café' }],
+    ],
+  },
+  {
+    name: 'returns null for a rest whose escapes do not decode',
+    targets: [['/hooks/%', null], ['/hooks/%zz', null], ['/hooks/wake%E0%A4%A', null], ['/hooks/%C3', null]],
+  },
+];
 
-test('router.find() matches a wildcard route below its base', () => {
-  const router = hooksRouter();
-  assert.deepEqual(found(router.find('/hooks/wake')), { handler: 'hooks', rest: 'wake' });
-  assert.deepEqual(found(router.find('/hooks/github/push')), { handler: 'hooks', rest: 'github/push' });
-});
-
-test('router.find() matches a wildcard route at its base, with or without trailing slashes', () => {
-  const router = hooksRouter();
-  assert.deepEqual(found(router.find('/hooks')), { handler: 'hooks', rest: '' });
-  assert.deepEqual(found(router.find('/hooks/')), { handler: 'hooks', rest: '' });
-  assert.deepEqual(found(router.find('/hooks///')), { handler: 'hooks', rest: '' });
-});
-
-test('router.find() drops trailing slashes from the rest', () => {
-  assert.deepEqual(found(hooksRouter().find('/hooks/wake/')), { handler: 'hooks', rest: 'wake' });
-  assert.deepEqual(found(hooksRouter().find('/hooks/wake//')), { handler: 'hooks', rest: 'wake' });
-});
-
-test('router.find() does not match a path that merely starts with the base', () => {
-  const router = hooksRouter();
-  assert.equal(router.find('/hooksx'), null);
-  assert.equal(router.find('/hook'), null);
-  assert.equal(router.find('/'), null);
-  assert.equal(router.find('/other/hooks/wake'), null);
-});
-
-test('router.find() percent-decodes the rest', () => {
-  const router = hooksRouter();
-  assert.deepEqual(found(router.find('/hooks/wa%6Be')), { handler: 'hooks', rest: 'wake' });
-  assert.deepEqual(found(router.find('/hooks/my%20hook')), { handler: 'hooks', rest: 'my hook' });
-  assert.deepEqual(found(router.find('/hooks/a%2Fb')), { handler: 'hooks', rest: 'a/b' });
-  assert.deepEqual(found(router.find('/hooks/caf%C3%A9')), { handler: 'hooks', rest: 'café' });
-});
-
-test('router.find() returns null for a rest whose escapes do not decode', () => {
-  const router = hooksRouter();
-  assert.equal(router.find('/hooks/%'), null);
-  assert.equal(router.find('/hooks/%zz'), null);
-  assert.equal(router.find('/hooks/wake%E0%A4%A'), null);
-  assert.equal(router.find('/hooks/%C3'), null);
-});
+for (const c of findCases) {
+  test(`router.find() ${c.name}`, () => {
+    const router = hooksRouter();
+    for (const [target, expected] of c.targets) assert.deepEqual(found(router.find(target)), expected, target);
+  });
+}
 
 test('router.find() matches the base literally, without decoding it', () => {
   assert.equal(hooksRouter().find('/ho%6Fks/wake'), null);
