@@ -36,26 +36,35 @@ before(async () => {
   await mkdir(join(dir, 'ws'));
 });
 
+/** Asserts that `config get KEY` prints each key's expected line. */
+async function assertPrints(expected: [key: string, stdout: string][]): Promise<void> {
+  for (const [key, stdout] of expected) assert.equal((await get([key])).stdout, stdout, key);
+}
+
 test('config get prints the token read from hooks.tokenFile, out of a JSONC file with comments and trailing commas', async () => {
   assert.deepEqual(await get(['hooks.token']), { code: 0, stdout: 'token-from-the-file\n', stderr: '' });
 });
 
 test('config get prints ${NAME} values substituted, defaults for unset keys, and non-strings as JSON', async () => {
-  assert.equal((await get(['models.providers.local.baseUrl'])).stdout, 'http://127.0.0.1:11434/v1\n');
-  assert.equal((await get(['gateway.port'])).stdout, '8789\n');
-  assert.equal((await get(['hooks.path'])).stdout, '/hooks\n');
-  assert.equal((await get(['agents.list[0].id'])).stdout, 'main\n');
-  assert.equal((await get(['hooks.enabled'])).stdout, 'true\n');
+  await assertPrints([
+    ['models.providers.local.baseUrl', 'http://127.0.0.1:11434/v1\n'],
+    ['gateway.port', '8789\n'],
+    ['hooks.path', '/hooks\n'],
+    ['agents.list[0].id', 'main\n'],
+    ['hooks.enabled', 'true\n'],
+  ]);
   assert.deepEqual(JSON.parse((await get(['agents.list'])).stdout), [{ id: 'main', workspace: 'ws' }]);
   assert.equal((await get(['state.dir'])).stdout, `${join(dir, '.local', 'state', 'hooks-ingress')}\n`);
 });
 
 test('config get prints the default of every key the loader defaults, the newer limits included', async () => {
-  assert.equal((await get(['hooks.transformMaxResultBytes'])).stdout, '1048576\n');
-  assert.equal((await get(['hooks.maxEventBytes'])).stdout, '262144\n');
-  assert.equal((await get(['hooks.maxBacklogEvents'])).stdout, '100000\n');
-  assert.equal((await get(['hooks.maxBacklogBytes'])).stdout, '67108864\n');
-  assert.equal((await get(['agents.defaults.heartbeat.ackMaxChars'])).stdout, '300\n');
+  await assertPrints([
+    ['hooks.transformMaxResultBytes', '1048576\n'],
+    ['hooks.maxEventBytes', '262144\n'],
+    ['hooks.maxBacklogEvents', '100000\n'],
+    ['hooks.maxBacklogBytes', '67108864\n'],
+    ['agents.defaults.heartbeat.ackMaxChars', '300\n'],
+  ]);
 });
 
 test('config get exits 1 naming an unknown key, with the key it was probably meant to be', async () => {

@@ -471,7 +471,8 @@ test('POST /hooks/agent records every option of the run', async (t) => {
     hooks: { allowRequestSessionKey: true },
     agents: { list: [{ id: 'main' }, { id: 'ops' }], defaults: { models: { 'anthropic/claude-sonnet': {} } } },
   });
-  const reply = await agent(h, {
+  // Every field the request sets is kept on the run as sent.
+  const request = {
     message: 'Deploy report',
     name: 'CI',
     agentId: 'ops',
@@ -483,24 +484,15 @@ test('POST /hooks/agent records every option of the run', async (t) => {
     model: 'anthropic/claude-sonnet',
     thinking: 'low',
     timeoutSeconds: 90,
-  });
+  };
+  const reply = await agent(h, request);
   assert.equal(reply.status, 202, reply.text);
   assert.deepEqual(reply.body, { ok: true, runId: reply.body['runId'], sessionKey: 'hook:ci:42', agentId: 'ops', channel: 'telegram' });
   const { acceptedAt: _a, requestId: _r, ...run } = h.store.pendingRuns()[0]!;
   assert.deepEqual({ ...run, message: unwrapped(run.message) }, {
+    ...request,
     runId: reply.body['runId'],
     hook: 'agent',
-    name: 'CI',
-    message: 'Deploy report',
-    sessionKey: 'hook:ci:42',
-    agentId: 'ops',
-    wakeMode: 'next-heartbeat',
-    deliver: false,
-    channel: 'telegram',
-    to: '+15550100',
-    model: 'anthropic/claude-sonnet',
-    thinking: 'low',
-    timeoutSeconds: 90,
     status: 'pending',
     attempts: 0,
   });
