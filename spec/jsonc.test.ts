@@ -56,53 +56,80 @@ test('parseJsonc() drops trailing commas, nested and with comments before the br
   assert.deepEqual(value(text), { a: [1, [2], { b: 3 }], c: 4 });
 });
 
-test('parseJsonc() rejects commas that are not trailing', () => {
-  assert.match(error('[,]'), /^line 1, column 2: /);
-  assert.match(error('{,}'), /^line 1, column 2: /);
-  assert.match(error('[1,,]'), /^line 1, column 4: /);
-  assert.match(error('{"a":,}'), /^line 1, column 6: /);
-  assert.match(error(','), /^line 1, column 1: /);
-});
+/** Each case: inputs parseJsonc() refuses, with the error (a string: exactly; a pattern: matching). */
+const refusals: { name: string; errors: [text: string, error: string | RegExp][] }[] = [
+  {
+    name: 'rejects commas that are not trailing',
+    errors: [
+      ['[,]', /^line 1, column 2: /],
+      ['{,}', /^line 1, column 2: /],
+      ['[1,,]', /^line 1, column 4: /],
+      ['{"a":,}', /^line 1, column 6: /],
+      [',', /^line 1, column 1: /],
+    ],
+  },
+  {
+    name: 'reports an unterminated block comment where it opens',
+    errors: [
+      ['{\n  "a": 1,\n  "b": /* the rest\n  is lost', 'line 3, column 8: unterminated comment'],
+      ['{"a": 1} /*', 'line 1, column 10: unterminated comment'],
+    ],
+  },
+  {
+    name: 'reports a JSON error that comes before an unterminated comment',
+    errors: [
+      ['{"a" 1 /* x', /^line 1, column 6: /],
+    ],
+  },
+  {
+    name: 'names line and column of a JSON error with a position',
+    errors: [
+      ['{\n  "a": 1\n  "b": 2\n}', /^line 3, column 3: \S/],
+      ['{\r\n  "a": 01\r\n}', /^line 2, column 9: /],
+      ['/* é */ {"é": 1} x', /^line 1, column 18: /],
+    ],
+  },
+  {
+    name: 'locates the errors V8 reports without a position',
+    errors: [
+      ['{\n  "a": True\n}', "line 2, column 8: unexpected token 'T'"],
+      ['{"a": tru}', /^line 1, column 10: /],
+      ['[tx]', /^line 1, column 3: /],
+      ['[1, 2,, 3]', /^line 1, column 7: /],
+      ["{\"a\": 'b'}", /^line 1, column 7: /],
+      ['{"a": [], "b": {"c": [null, undefined]}}', /^line 1, column 29: /],
+    ],
+  },
+  {
+    name: 'reports running out of input after the last token',
+    errors: [
+      ['', /^line 1, column 1: /],
+      ['// only a comment\n', /^line 1, column 1: /],
+      ['\n  nul\n\n', /^line 2, column 6: /],
+    ],
+  },
+  {
+    name: 'rejects a lone slash',
+    errors: [
+      ['/', /^line 1, column 1: /],
+      ['{"a": 1 / 2}', /^line 1, column 9: /],
+      ['{"a": 1}\n/', /^line 2, column 1: /],
+    ],
+  },
+];
+
+for (const c of refusals) {
+  test(`parseJsonc() ${c.name}`, () => {
+    for (const [text, expected] of c.errors) {
+      if (typeof expected === 'string') assert.equal(error(text), expected, text);
+      else assert.match(error(text), expected, text);
+    }
+  });
+}
 
 test('parseJsonc() accepts a leading BOM and leaves it out of columns', () => {
   assert.deepEqual(value('\uFEFF{"a": 1}'), { a: 1 });
   assert.match(error('\uFEFF{"a" 1}'), /^line 1, column 6: /);
-});
-
-test('parseJsonc() reports an unterminated block comment where it opens', () => {
-  assert.equal(error('{\n  "a": 1,\n  "b": /* the rest\n  is lost'), 'line 3, column 8: unterminated comment');
-  assert.equal(error('{"a": 1} /*'), 'line 1, column 10: unterminated comment');
-});
-
-test('parseJsonc() reports a JSON error that comes before an unterminated comment', () => {
-  assert.match(error('{"a" 1 /* x'), /^line 1, column 6: /);
-});
-
-test('parseJsonc() names line and column of a JSON error with a position', () => {
-  assert.match(error('{\n  "a": 1\n  "b": 2\n}'), /^line 3, column 3: \S/);
-  assert.match(error('{\r\n  "a": 01\r\n}'), /^line 2, column 9: /);
-  assert.match(error('/* é */ {"é": 1} x'), /^line 1, column 18: /);
-});
-
-test('parseJsonc() locates the errors V8 reports without a position', () => {
-  assert.equal(error('{\n  "a": True\n}'), "line 2, column 8: unexpected token 'T'");
-  assert.match(error('{"a": tru}'), /^line 1, column 10: /);
-  assert.match(error('[tx]'), /^line 1, column 3: /);
-  assert.match(error('[1, 2,, 3]'), /^line 1, column 7: /);
-  assert.match(error("{\"a\": 'b'}"), /^line 1, column 7: /);
-  assert.match(error('{"a": [], "b": {"c": [null, undefined]}}'), /^line 1, column 29: /);
-});
-
-test('parseJsonc() reports running out of input after the last token', () => {
-  assert.match(error(''), /^line 1, column 1: /);
-  assert.match(error('// only a comment\n'), /^line 1, column 1: /);
-  assert.match(error('\n  nul\n\n'), /^line 2, column 6: /);
-});
-
-test('parseJsonc() rejects a lone slash', () => {
-  assert.match(error('/'), /^line 1, column 1: /);
-  assert.match(error('{"a": 1 / 2}'), /^line 1, column 9: /);
-  assert.match(error('{"a": 1}\n/'), /^line 2, column 1: /);
 });
 
 test('parseJsonc() keeps the input out of its error messages', () => {
