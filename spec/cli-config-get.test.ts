@@ -46,25 +46,13 @@ test('config get prints the token read from hooks.tokenFile, out of a JSONC file
 });
 
 test('config get prints ${NAME} values substituted, defaults for unset keys, and non-strings as JSON', async () => {
-  await assertPrints([
-    ['models.providers.local.baseUrl', 'http://127.0.0.1:11434/v1\n'],
-    ['gateway.port', '8789\n'],
-    ['hooks.path', '/hooks\n'],
-    ['agents.list[0].id', 'main\n'],
-    ['hooks.enabled', 'true\n'],
-  ]);
+  await assertPrints([['models.providers.local.baseUrl', 'http://127.0.0.1:11434/v1\n'], ['gateway.port', '8789\n'], ['hooks.path', '/hooks\n'], ['agents.list[0].id', 'main\n'], ['hooks.enabled', 'true\n']]);
   assert.deepEqual(JSON.parse((await get(['agents.list'])).stdout), [{ id: 'main', workspace: 'ws' }]);
   assert.equal((await get(['state.dir'])).stdout, `${join(dir, '.local', 'state', 'hooks-ingress')}\n`);
 });
 
 test('config get prints the default of every key the loader defaults, the newer limits included', async () => {
-  await assertPrints([
-    ['hooks.transformMaxResultBytes', '1048576\n'],
-    ['hooks.maxEventBytes', '262144\n'],
-    ['hooks.maxBacklogEvents', '100000\n'],
-    ['hooks.maxBacklogBytes', '67108864\n'],
-    ['agents.defaults.heartbeat.ackMaxChars', '300\n'],
-  ]);
+  await assertPrints([['hooks.transformMaxResultBytes', '1048576\n'], ['hooks.maxEventBytes', '262144\n'], ['hooks.maxBacklogEvents', '100000\n'], ['hooks.maxBacklogBytes', '67108864\n'], ['agents.defaults.heartbeat.ackMaxChars', '300\n']]);
 });
 
 test('config get exits 1 naming an unknown key, with the key it was probably meant to be', async () => {
