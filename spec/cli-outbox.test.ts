@@ -8,6 +8,7 @@ import { defer } from './_cleanup.ts';
 import { runCli, spawnServer, type Spawned } from './_cli.ts';
 import { startFakeGateway, type FakeGateway } from './_fake-openclaw.ts';
 import { post } from './_http.ts';
+import { until } from './_until.ts';
 
 // Forward mode as an operator runs it: spawned servers, kill -9, the outbox command (issue #14, part 3).
 
@@ -40,14 +41,22 @@ async function outbox(args: string[], ...more: string[]): Promise<OutboxEntry[]>
   return stdout.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as OutboxEntry);
 }
 
-async function until<T>(what: string, probe: () => Promise<T | undefined>): Promise<T> {
-  const giveUp = Date.now() + 30_000;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > giveUp) throw new Error(`Timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+/**
+ * Starts a server forwarding to a fake upstream that refuses with `status` and `error`, posts one
+ * wake with `text`, and waits for its entry to die.
+ */
+async function serveWithDeadEntry(t: TestContext, status: number, error: string, text: string): Promise<{ fake: FakeGateway; args: string[]; server: Spawned; dead: OutboxEntry }> {
+  const fake = await startFakeGateway(UPSTREAM_TOKEN);
+  defer(t, () => fake.close());
+  const { args } = await setup(t, fake);
+  fake.override = () => ({ status, body: { ok: false, error } });
+  const server = await serve(t, args);
+  assert.equal((await post(server.url, '/hooks/wake', { headers: AUTH, body: { text } })).status, 200);
+  const [dead] = await until('the entry to die', async () => {
+    const entries = await outbox(args, '--state', 'dead');
+    return entries.length === 1 ? entries : undefined;
+  });
+  return { fake, args, server, dead: dead! };
 }
 
 test('kill -9 while an entry is being forwarded: after the restart it is delivered again with the same key and accepted once', { timeout: 90_000 }, async (t) => {
@@ -81,20 +90,11 @@ test('kill -9 while an entry is being forwarded: after the restart it is deliver
 });
 
 test('outbox lists dead entries with the upstream\'s message; outbox retry --dead sends them through the running server', { timeout: 90_000 }, async (t) => {
-  const fake = await startFakeGateway(UPSTREAM_TOKEN);
-  defer(t, () => fake.close());
-  const { args } = await setup(t, fake);
-  fake.override = () => ({ status: 400, body: { ok: false, error: 'text required' } });
-  const server = await serve(t, args);
-  assert.equal((await post(server.url, '/hooks/wake', { headers: AUTH, body: { text: 'Disk almost full' } })).status, 200);
-  const [dead] = await until('the entry to die', async () => {
-    const entries = await outbox(args, '--state', 'dead');
-    return entries.length === 1 ? entries : undefined;
-  });
-  assert.equal(dead!.lastError, 'upstream answered 400: text required');
+  const { fake, args, server, dead } = await serveWithDeadEntry(t, 400, 'text required', 'Disk almost full');
+  assert.equal(dead.lastError, 'upstream answered 400: text required');
   assert.deepEqual(await outbox(args, '--state', 'pending'), []);
   const human = await runCli(['outbox', ...args], { UPSTREAM: UPSTREAM_TOKEN });
-  assert.match(human.stdout, new RegExp(`dead  ${dead!.id}  /wake hook=wake attempts=1`));
+  assert.match(human.stdout, new RegExp(`dead  ${dead.id}  /wake hook=wake attempts=1`));
   assert.match(human.stdout, /last error: upstream answered 400: text required/);
 
   fake.override = null;
@@ -103,7 +103,7 @@ test('outbox lists dead entries with the upstream\'s message; outbox retry --dea
   assert.match(retry.stdout, /^1 entry pending again; pid \d+ is sending them\n$/);
   await until('the entry to be sent', async () => ((await outbox(args, '--state', 'sent')).length === 1 ? true : undefined));
   assert.equal(fake.accepted.length, 1);
-  assert.equal(fake.accepted[0]!.key, dead!.id);
+  assert.equal(fake.accepted[0]!.key, dead.id);
   server.child.kill('SIGTERM');
   await server.exited;
 });
@@ -122,26 +122,17 @@ test('outbox retry refuses an id that is not a dead entry, and needs ids or --de
 });
 
 test('outbox retry with no server running marks the entries pending; the next start sends them', { timeout: 90_000 }, async (t) => {
-  const fake = await startFakeGateway(UPSTREAM_TOKEN);
-  defer(t, () => fake.close());
-  const { args } = await setup(t, fake);
-  fake.override = () => ({ status: 422, body: { ok: false, error: 'not now' } });
-  const first = await serve(t, args);
-  assert.equal((await post(first.url, '/hooks/wake', { headers: AUTH, body: { text: 'x' } })).status, 200);
-  const [dead] = await until('the entry to die', async () => {
-    const entries = await outbox(args, '--state', 'dead');
-    return entries.length === 1 ? entries : undefined;
-  });
+  const { fake, args, server: first, dead } = await serveWithDeadEntry(t, 422, 'not now', 'x');
   first.child.kill('SIGTERM');
   await first.exited;
   fake.override = null;
-  const retry = await runCli(['outbox', 'retry', dead!.id, ...args], { UPSTREAM: UPSTREAM_TOKEN });
+  const retry = await runCli(['outbox', 'retry', dead.id, ...args], { UPSTREAM: UPSTREAM_TOKEN });
   assert.equal(retry.code, 0, retry.stderr);
   assert.match(retry.stdout, /sent when the server starts/);
   assert.equal((await outbox(args, '--state', 'pending')).length, 1);
   const second = await serve(t, args);
   await until('the entry to be sent', async () => ((await outbox(args, '--state', 'sent')).length === 1 ? true : undefined));
-  assert.deepEqual(fake.accepted.map((a) => a.key), [dead!.id]);
+  assert.deepEqual(fake.accepted.map((a) => a.key), [dead.id]);
   second.child.kill('SIGTERM');
   await second.exited;
 });
