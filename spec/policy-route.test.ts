@@ -42,22 +42,19 @@ test('resolveRoute() with no last route and several channels skips with the reas
   assert.equal(resolveRoute(routes([['telegram', '1'], ['discord', '2']]), null, 'last', '3').ok, false);
 });
 
-test('resolveRoute() with no last route and no channel at all skips with the reason', () => {
-  assert.deepEqual(resolveRoute(new Map(), null, 'last', undefined), { ok: false, skipped: true, reason: 'no channel is configured' });
-});
+/** Each case: the channels, last route, channel and `to` of a run, and the refusal resolveRoute() answers. */
+const refusals: { name: string; channels: Routes; last: Route | null; channel: Channel; to: string | undefined; skipped: boolean; reason: string }[] = [
+  { name: 'with no last route and no channel at all skips with the reason', channels: new Map(), last: null, channel: 'last', to: undefined, skipped: true, reason: 'no channel is configured' },
+  { name: 'fails an explicit channel that is not configured, naming its config key', channels: routes([['telegram', '1']]), last: null, channel: 'slack', to: '123', skipped: false, reason: 'channel slack is not configured (channels.slack)' },
+  { name: 'fails a last route whose channel is no longer configured', channels: routes([['telegram', '1']]), last: LAST, channel: 'last', to: undefined, skipped: false, reason: 'channel discord is not configured (channels.discord)' },
+  { name: 'fails a malformed recipient with the adapter\'s reason', channels: routes([['telegram', '1']]), last: null, channel: 'telegram', to: 'alice', skipped: false, reason: 'Invalid telegram recipient: expected digits, got "alice"' },
+];
 
-test('resolveRoute() fails an explicit channel that is not configured, naming its config key', () => {
-  assert.deepEqual(resolveRoute(routes([['telegram', '1']]), null, 'slack', '123'), {
-    ok: false,
-    skipped: false,
-    reason: 'channel slack is not configured (channels.slack)',
+for (const c of refusals) {
+  test(`resolveRoute() ${c.name}`, () => {
+    assert.deepEqual(resolveRoute(c.channels, c.last, c.channel, c.to), { ok: false, skipped: c.skipped, reason: c.reason });
   });
-});
-
-test('resolveRoute() fails a last route whose channel is no longer configured', () => {
-  const resolved = resolveRoute(routes([['telegram', '1']]), LAST, 'last', undefined);
-  assert.deepEqual(resolved, { ok: false, skipped: false, reason: 'channel discord is not configured (channels.discord)' });
-});
+}
 
 test('resolveRoute() skips when neither the run nor the channel names a recipient', () => {
   assert.deepEqual(resolveRoute(routes([['telegram', undefined]]), null, 'telegram', undefined), {
@@ -66,14 +63,6 @@ test('resolveRoute() skips when neither the run nor the channel names a recipien
     reason: 'no recipient: the run names none and channels.telegram.defaultTo is not set',
   });
   assert.equal(resolveRoute(routes([['telegram', undefined]]), null, 'last', undefined).ok, false);
-});
-
-test('resolveRoute() fails a malformed recipient with the adapter\'s reason', () => {
-  assert.deepEqual(resolveRoute(routes([['telegram', '1']]), null, 'telegram', 'alice'), {
-    ok: false,
-    skipped: false,
-    reason: 'Invalid telegram recipient: expected digits, got "alice"',
-  });
 });
 
 test('resolveRoute() for an explicit channel without `to` takes the last route\'s recipient on that channel, else defaultTo', () => {
