@@ -43,10 +43,15 @@ function fakeStore(error?: Error): HeartbeatOptions['store'] & { events: Session
   };
 }
 
-test('heartbeat.request() coalesces requests within the window into one heartbeat listing reasons with counts', async () => {
+// A heartbeat over a fresh fake store and fake schedule.
+function fakeHeartbeat(options: Omit<HeartbeatOptions, 'store' | 'schedule'>): { store: ReturnType<typeof fakeStore>; clock: ReturnType<typeof fakeSchedule>; heartbeat: Heartbeat } {
   const store = fakeStore();
   const clock = fakeSchedule();
-  const heartbeat = new Heartbeat({ store, everyMs: 0, coalesceMs: 100, schedule: clock.schedule });
+  return { store, clock, heartbeat: new Heartbeat({ store, schedule: clock.schedule, ...options }) };
+}
+
+test('heartbeat.request() coalesces requests within the window into one heartbeat listing reasons with counts', async () => {
+  const { store, clock, heartbeat } = fakeHeartbeat({ everyMs: 0, coalesceMs: 100 });
   heartbeat.request('wake');
   heartbeat.request('hook:gmail');
   heartbeat.request('wake');
@@ -64,17 +69,14 @@ test('heartbeat.request() coalesces requests within the window into one heartbea
 });
 
 test('heartbeat.request() waits 250 ms by default', async () => {
-  const clock = fakeSchedule();
-  const heartbeat = new Heartbeat({ store: fakeStore(), everyMs: 0, schedule: clock.schedule });
+  const { clock, heartbeat } = fakeHeartbeat({ everyMs: 0 });
   heartbeat.request('wake');
   assert.deepEqual(clock.waiting().map((t) => t.ms), [250]);
   await heartbeat.stop();
 });
 
 test('heartbeat.start() records a schedule heartbeat every everyMs', async () => {
-  const store = fakeStore();
-  const clock = fakeSchedule();
-  const heartbeat = new Heartbeat({ store, everyMs: 1_800_000, schedule: clock.schedule });
+  const { store, clock, heartbeat } = fakeHeartbeat({ everyMs: 1_800_000 });
   heartbeat.start();
   heartbeat.start();
   assert.deepEqual(clock.waiting().map((t) => t.ms), [1_800_000], 'a second start() adds no schedule');
@@ -90,17 +92,14 @@ test('heartbeat.start() records a schedule heartbeat every everyMs', async () =>
 });
 
 test('heartbeat.start() schedules nothing when everyMs is 0', async () => {
-  const clock = fakeSchedule();
-  const heartbeat = new Heartbeat({ store: fakeStore(), everyMs: 0, schedule: clock.schedule });
+  const { clock, heartbeat } = fakeHeartbeat({ everyMs: 0 });
   heartbeat.start();
   assert.deepEqual(clock.waiting(), []);
   await heartbeat.stop();
 });
 
 test('heartbeat.stop() records a waiting request and cancels the schedule', async () => {
-  const store = fakeStore();
-  const clock = fakeSchedule();
-  const heartbeat = new Heartbeat({ store, everyMs: 60_000, schedule: clock.schedule });
+  const { store, clock, heartbeat } = fakeHeartbeat({ everyMs: 60_000 });
   heartbeat.start();
   heartbeat.request('wake');
   assert.equal(clock.waiting().length, 2);
@@ -139,10 +138,8 @@ test('heartbeat.stop() waits for heartbeats still being written', async () => {
 });
 
 test('heartbeat onBeat is called with each recorded event', async () => {
-  const store = fakeStore();
-  const clock = fakeSchedule();
   const beats: SessionEvent[] = [];
-  const heartbeat = new Heartbeat({ store, everyMs: 1_000, schedule: clock.schedule, onBeat: (event) => beats.push(event) });
+  const { store, clock, heartbeat } = fakeHeartbeat({ everyMs: 1_000, onBeat: (event) => beats.push(event) });
   heartbeat.start();
   clock.fire(clock.waiting()[0]);
   heartbeat.request('wake');
