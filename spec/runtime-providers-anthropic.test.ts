@@ -49,6 +49,14 @@ function turn(overrides: Partial<TurnRequest> = {}): TurnRequest {
   return turnRequest('claude-test', { ...overrides });
 }
 
+// What `count` turns in a row against the fake at `url` answer, in order.
+async function completeEach(url: string, count: number): Promise<unknown[]> {
+  const provider = createAnthropicProvider({ baseUrl: url, apiKey: KEY });
+  const results = [];
+  for (let i = 0; i < count; i++) results.push(await provider.complete(turn()));
+  return results;
+}
+
 test('createAnthropicProvider() posts model, max_tokens, system and messages with x-api-key and anthropic-version', async () => {
   const fake = await fakeAnthropic(strict((_seen, res) => json(res, 200, message([{ type: 'text', text: 'Hi there' }]))));
   try {
@@ -136,10 +144,7 @@ test('createAnthropicProvider() fails permanently when the reply has no text blo
   const bodies = [JSON.stringify(message([{ type: 'thinking', thinking: 'hmm', signature: 's' }], 'max_tokens')), JSON.stringify({ content: [] }), 'not json'];
   const fake = await fakeAnthropic(strict((_seen, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(bodies[fake.seen.length - 1])));
   try {
-    const provider = createAnthropicProvider({ baseUrl: fake.url, apiKey: KEY });
-    const results = [];
-    for (let i = 0; i < bodies.length; i++) results.push(await provider.complete(turn()));
-    assert.deepEqual(results, [
+    assert.deepEqual(await completeEach(fake.url, bodies.length), [
       { ok: false, retryable: false, message: 'Malformed response: no text block (stop_reason max_tokens)' },
       { ok: false, retryable: false, message: 'Malformed response: no text block' },
       { ok: false, retryable: false, message: 'Malformed response: not json' },
@@ -189,10 +194,7 @@ test('createAnthropicProvider() makes 529 overloaded and 500 retryable, honourin
     }),
   );
   try {
-    const provider = createAnthropicProvider({ baseUrl: fake.url, apiKey: KEY });
-    const results = [];
-    for (let i = 0; i < answers.length; i++) results.push(await provider.complete(turn()));
-    assert.deepEqual(results, [
+    assert.deepEqual(await completeEach(fake.url, answers.length), [
       { ok: false, retryable: true, message: 'HTTP 529 overloaded_error: Overloaded' },
       { ok: false, retryable: true, message: 'HTTP 500 api_error: Internal server error', retryAfterMs: 1500 },
       { ok: false, retryable: true, message: 'HTTP 503: upstream connect error' },
