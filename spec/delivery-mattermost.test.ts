@@ -44,6 +44,11 @@ function withFake(run: (fake: QueuedFake) => Promise<void>, maxPostSize = 16383)
   return withQueue((seen) => mattermostApi(seen, maxPostSize, () => `post${String(++nextId).padStart(22, '0')}`), run);
 }
 
+// The answer the adapter gives for a failure that retrying would not fix.
+function permanent(message: string): { ok: false; retryable: false; message: string } {
+  return { ok: false, retryable: false, message };
+}
+
 test('mattermost.checkRecipient() accepts a 26-character lowercase id', () => {
   const adapter = createMattermostAdapter({ serverUrl: 'https://chat.example.test', token: TOKEN });
   assert.equal(adapter.checkRecipient(CHANNEL), null);
@@ -102,16 +107,8 @@ test('mattermost.send() sends a message at a 4000 maxLength to an older server',
 test('mattermost.send() on an AppError fails permanently with its message and id', async () => {
   await withFake(async (fake) => {
     const adapter = createMattermostAdapter({ serverUrl: fake.url, token: TOKEN });
-    assert.deepEqual(await adapter.send(READ_ONLY, 'hi'), {
-      ok: false,
-      retryable: false,
-      message: 'Mattermost 403: You do not have the appropriate permissions. (api.context.permissions.app_error)',
-    });
-    assert.deepEqual(await adapter.send('zzzzzzzzzzzzzzzzzzzzzzzzzz', 'hi'), {
-      ok: false,
-      retryable: false,
-      message: 'Mattermost 404: Unable to find the existing channel. (app.channel.get.existing.app_error)',
-    });
+    assert.deepEqual(await adapter.send(READ_ONLY, 'hi'), permanent('Mattermost 403: You do not have the appropriate permissions. (api.context.permissions.app_error)'));
+    assert.deepEqual(await adapter.send('zzzzzzzzzzzzzzzzzzzzzzzzzz', 'hi'), permanent('Mattermost 404: Unable to find the existing channel. (app.channel.get.existing.app_error)'));
   });
 });
 
@@ -123,11 +120,7 @@ test('mattermost.send() reports a post over the server limit as the server words
   await withFake(async (fake) => {
     // A server configured smaller than the adapter was told.
     const adapter = createMattermostAdapter({ serverUrl: fake.url, token: TOKEN });
-    assert.deepEqual(await adapter.send(CHANNEL, 'y'.repeat(101)), {
-      ok: false,
-      retryable: false,
-      message: 'Mattermost 400: Invalid Message property for post. (model.post.is_valid.message_length.app_error)',
-    });
+    assert.deepEqual(await adapter.send(CHANNEL, 'y'.repeat(101)), permanent('Mattermost 400: Invalid Message property for post. (model.post.is_valid.message_length.app_error)'));
   }, 100);
 });
 
@@ -161,11 +154,7 @@ test('mattermost.send() with a wrong token fails permanently and never shows a t
   await withFake(async (fake) => {
     const other = 'zzzzzzzzzzzzzzzzzzzzzzzzzz';
     const adapter = createMattermostAdapter({ serverUrl: fake.url, token: other });
-    assert.deepEqual(await adapter.send(CHANNEL, 'hi'), {
-      ok: false,
-      retryable: false,
-      message: 'Mattermost 401: Invalid or expired session, please login again. (api.context.session_expired.app_error)',
-    });
+    assert.deepEqual(await adapter.send(CHANNEL, 'hi'), permanent('Mattermost 401: Invalid or expired session, please login again. (api.context.session_expired.app_error)'));
     assert.equal(fake.seen[0]!.headers['authorization'], `Bearer ${other}`);
   });
 });
@@ -174,11 +163,7 @@ test('mattermost.send() scrubs the token from an AppError that echoes it', async
   await withFake(async (fake) => {
     const adapter = createMattermostAdapter({ serverUrl: fake.url, token: TOKEN });
     fake.queue.push(appError(401, 'api.context.session_expired.app_error', `Invalid session token=${TOKEN}`));
-    assert.deepEqual(await adapter.send(CHANNEL, 'hi'), {
-      ok: false,
-      retryable: false,
-      message: 'Mattermost 401: Invalid session token=<token> (api.context.session_expired.app_error)',
-    });
+    assert.deepEqual(await adapter.send(CHANNEL, 'hi'), permanent('Mattermost 401: Invalid session token=<token> (api.context.session_expired.app_error)'));
   });
 });
 

@@ -48,6 +48,11 @@ function withFake(run: (fake: QueuedFake) => Promise<void>): Promise<void> {
   return withQueue((seen) => botApi(seen, () => ++nextId), run);
 }
 
+// The answer the adapter gives for a failure that retrying would not fix.
+function permanent(message: string): { ok: false; retryable: false; message: string } {
+  return { ok: false, retryable: false, message };
+}
+
 test('telegram.checkRecipient() accepts chat ids of users, groups, supergroups and @channelusernames', () => {
   const adapter = createTelegramAdapter({ botToken: TOKEN });
   for (const to of ['123456789', '-123456789', '-1001234567890', '9007199254740991', '@news_channel', '@abcd', '@A_32_characters_long_username_x']) {
@@ -135,11 +140,7 @@ test('telegram.send() on 429 without parameters falls back to the Retry-After he
 test('telegram.send() on ok:false is a permanent failure carrying the description', async () => {
   await withFake(async (fake) => {
     const adapter = createTelegramAdapter({ botToken: TOKEN, apiBase: fake.url });
-    assert.deepEqual(await adapter.send('555000555', 'hi'), {
-      ok: false,
-      retryable: false,
-      message: 'Telegram 403: Forbidden: bot was blocked by the user',
-    });
+    assert.deepEqual(await adapter.send('555000555', 'hi'), permanent('Telegram 403: Forbidden: bot was blocked by the user'));
     assert.deepEqual(await adapter.send('987654321', 'hi'), { ok: false, retryable: false, message: 'Telegram 400: Bad Request: chat not found' });
   });
 });
@@ -245,11 +246,7 @@ test('telegram.send() with an aborted signal fails without a retry', async () =>
 test('telegram.send() refuses a malformed recipient without a request', async () => {
   await withFake(async (fake) => {
     const adapter = createTelegramAdapter({ botToken: TOKEN, apiBase: fake.url });
-    assert.deepEqual(await adapter.send('general', 'hi'), {
-      ok: false,
-      retryable: false,
-      message: 'Invalid Telegram recipient: expected a numeric chat id or @channelusername, got "general"',
-    });
+    assert.deepEqual(await adapter.send('general', 'hi'), permanent('Invalid Telegram recipient: expected a numeric chat id or @channelusername, got "general"'));
     assert.equal(fake.seen.length, 0);
   });
 });
