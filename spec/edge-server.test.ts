@@ -38,6 +38,18 @@ function agent(h: AppHarness, body: unknown, headers: OutgoingHttpHeaders = {}):
   return post(h.url, '/hooks/agent', { headers: { ...AUTH, ...headers }, body: JSON.stringify(body) });
 }
 
+/** One test a case: POST /hooks/<hook> with `body` answers 400 naming `field`, and `nothingKept` holds after. */
+function refusesBodies(hook: 'wake' | 'agent', cases: [what: string, body: unknown, field: string][], nothingKept: (h: AppHarness) => void): void {
+  const send = hook === 'wake' ? wake : agent;
+  for (const [what, body, field] of cases) {
+    test(`POST /hooks/${hook} answers 400 naming ${field} when ${what}`, async (t) => {
+      const h = await start(t);
+      assertError(await send(h, body), 400, new RegExp(`\\b${field}\\b`));
+      nothingKept(h);
+    });
+  }
+}
+
 /**
  * A POST whose body the spec writes by hand. The server may drop the connection once it has
  * answered, so a write failing with EPIPE or ECONNRESET is expected; only a missing answer fails.
@@ -385,7 +397,7 @@ test('POST /hooks/wake appends a system event with the trimmed text to the main 
   assert.equal(events[0]?.mode, 'now');
 });
 
-for (const [what, body, field] of [
+refusesBodies('wake', [
   ['text is missing', {}, 'text'],
   ['text is empty', { text: '' }, 'text'],
   ['text is white space', { text: ' \n\t ' }, 'text'],
@@ -395,14 +407,10 @@ for (const [what, body, field] of [
   ['mode is not a string', { text: 'x', mode: true }, 'mode'],
   ['an unknown field is present', { text: 'x', priority: 'high' }, 'priority'],
   ['a body idempotencyKey is sent (it is an /agent field)', { text: 'x', idempotencyKey: 'k' }, 'idempotencyKey'],
-] as const) {
-  test(`POST /hooks/wake answers 400 naming ${field} when ${what}`, async (t) => {
-    const h = await start(t);
-    assertError(await wake(h, body), 400, new RegExp(`\\b${field}\\b`));
-    assert.equal(h.store.events().length, 0);
-    assert.deepEqual(h.beats, []);
-  });
-}
+], (h) => {
+  assert.equal(h.store.events().length, 0);
+  assert.deepEqual(h.beats, []);
+});
 
 // --- /agent ---------------------------------------------------------------------------------
 
@@ -632,7 +640,7 @@ test('POST /hooks/agent accepts any model when agents.defaults.models is empty',
   assert.equal((await agent(h, { message: 'x', model: 'some/model' })).status, 202);
 });
 
-for (const [what, body, field] of [
+refusesBodies('agent', [
   ['message is missing', {}, 'message'],
   ['message is empty', { message: '  ' }, 'message'],
   ['message is not a string', { message: 7 }, 'message'],
@@ -650,13 +658,9 @@ for (const [what, body, field] of [
   ['timeoutSeconds is a string', { message: 'x', timeoutSeconds: '30' }, 'timeoutSeconds'],
   ['idempotencyKey is not a string', { message: 'x', idempotencyKey: 12 }, 'idempotencyKey'],
   ['an unknown field is present', { message: 'x', priority: 'high' }, 'priority'],
-] as const) {
-  test(`POST /hooks/agent answers 400 naming ${field} when ${what}`, async (t) => {
-    const h = await start(t);
-    assertError(await agent(h, body), 400, new RegExp(`\\b${field}\\b`));
-    assert.equal(h.store.pendingRuns().length, 0);
-  });
-}
+], (h) => {
+  assert.equal(h.store.pendingRuns().length, 0);
+});
 
 // --- idempotency ----------------------------------------------------------------------------
 
