@@ -36,6 +36,17 @@ function watching(watch: (child: ChildProcess) => void): Spawn {
   };
 }
 
+/** A spawn that keeps its child and aborts `signal` when `hook` calls back on that child. */
+function abortingOn(hook: (child: ChildProcess, abort: () => void) => void): { spawn: Spawn; signal: AbortSignal; child: () => ChildProcess } {
+  const controller = new AbortController();
+  let child: ChildProcess | undefined;
+  const spawnIt = watching((c) => {
+    child = c;
+    hook(c, () => controller.abort());
+  });
+  return { spawn: spawnIt, signal: controller.signal, child: () => child! };
+}
+
 async function ended(child: ChildProcess): Promise<NodeJS.Signals | null> {
   if (child.exitCode === null && child.signalCode === null) await once(child, 'exit');
   return child.signalCode;
@@ -133,42 +144,27 @@ test('createCommandProvider() stops a command whose output passes maxOutputBytes
 
 test('createCommandProvider() kills a hung command with SIGTERM at abort and answers aborted', async () => {
   const hang = await script('hang.sh', 'echo ready; sleep 1000');
-  const controller = new AbortController();
-  let child: ChildProcess | undefined;
-  const spawnIt = watching((c) => {
-    child = c;
-    c.stdout?.once('data', () => controller.abort());
-  });
-  const result = await createCommandProvider({ command: [hang], spawn: spawnIt }).complete(turn({ signal: controller.signal }));
+  const run = abortingOn((c, abort) => c.stdout?.once('data', abort));
+  const result = await createCommandProvider({ command: [hang], spawn: run.spawn }).complete(turn({ signal: run.signal }));
   assert.deepEqual(result, { ok: false, retryable: false, message: 'aborted' });
-  assert.equal(await ended(child!), 'SIGTERM');
+  assert.equal(await ended(run.child()), 'SIGTERM');
 });
 
 test('createCommandProvider() kills a command that ignores SIGTERM with SIGKILL after the grace', async () => {
   const stubborn = await script('stubborn.sh', "trap '' TERM; echo ready; while :; do sleep 1; done");
-  const controller = new AbortController();
-  let child: ChildProcess | undefined;
-  const spawnIt = watching((c) => {
-    child = c;
-    c.stdout?.once('data', () => controller.abort());
-  });
-  const result = await createCommandProvider({ command: [stubborn], spawn: spawnIt, graceMs: 50 }).complete(turn({ signal: controller.signal }));
+  const run = abortingOn((c, abort) => c.stdout?.once('data', abort));
+  const result = await createCommandProvider({ command: [stubborn], spawn: run.spawn, graceMs: 50 }).complete(turn({ signal: run.signal }));
   assert.deepEqual(result, { ok: false, retryable: false, message: 'aborted' });
-  assert.equal(await ended(child!), 'SIGKILL');
+  assert.equal(await ended(run.child()), 'SIGKILL');
 });
 
 test('createCommandProvider() settles at abort when the command exited but a process it started holds stdout', async () => {
   const forks = await script('forks.sh', 'sleep 1000 &\necho started');
-  const controller = new AbortController();
-  let child: ChildProcess | undefined;
-  const spawnIt = watching((c) => {
-    child = c;
-    c.once('exit', () => controller.abort());
-  });
-  const result = await createCommandProvider({ command: [forks], spawn: spawnIt }).complete(turn({ signal: controller.signal }));
+  const run = abortingOn((c, abort) => c.once('exit', abort));
+  const result = await createCommandProvider({ command: [forks], spawn: run.spawn }).complete(turn({ signal: run.signal }));
   assert.deepEqual(result, { ok: false, retryable: false, message: 'aborted' });
   // stdout closes only once the background sleep is gone: the stop reached the whole process group.
-  if (child!.stdout?.closed !== true) await once(child!, 'close');
+  if (run.child().stdout?.closed !== true) await once(run.child(), 'close');
 });
 
 test('createCommandProvider() starts nothing for a signal already aborted', async () => {
