@@ -104,6 +104,11 @@ function telegramAt(url: string): Map<Channel, ConfiguredChannel> {
   return new Map<Channel, ConfiguredChannel>([['telegram', { adapter: createTelegramAdapter({ botToken: TOKEN, apiBase: url }) }]]);
 }
 
+// A deliver with only the Telegram channel at `url`, no last route, and the given retry options.
+function telegramDeliver(url: string, retry?: Parameters<typeof createDeliver>[0]['retry']): ReturnType<typeof createDeliver> {
+  return createDeliver({ channels: telegramAt(url), lastRoute: () => null, ...(retry === undefined ? {} : { retry }) });
+}
+
 // Three paragraphs of 3000 characters each: no two fit one 4096-character message.
 const PARAGRAPHS = ['a', 'b', 'c'].map((letter) => `${letter.repeat(2999)}.`);
 
@@ -111,7 +116,7 @@ test('createDeliver() splits a long reply at the adapter\'s maxLength and sends 
   await withTelegram(
     () => null,
     async (fake) => {
-      const deliver = createDeliver({ channels: telegramAt(fake.url), lastRoute: () => null });
+      const deliver = telegramDeliver(fake.url);
       const outcome = await deliver({ channel: 'telegram', to: '12345', text: PARAGRAPHS.join('\n\n') });
       assert.deepEqual(outcome, { status: 'delivered', channel: 'telegram', to: '12345', messageIds: ['101', '102', '103'] });
       assert.deepEqual(
@@ -129,11 +134,7 @@ test('createDeliver() waits the retry_after a 429 names, then sends the part aga
   await withTelegram(
     (n) => (n === 1 ? tooMany : null),
     async (fake) => {
-      const deliver = createDeliver({
-        channels: telegramAt(fake.url),
-        lastRoute: () => null,
-        retry: { sleep: async (ms) => void waits.push(ms) },
-      });
+      const deliver = telegramDeliver(fake.url, { sleep: async (ms) => void waits.push(ms) });
       assert.deepEqual(await deliver({ channel: 'telegram', to: '12345', text: 'hello' }), { status: 'delivered', channel: 'telegram', to: '12345', messageIds: ['101'] });
       assert.deepEqual(waits, [7_000]);
       assert.equal(fake.calls.length, 2);
@@ -148,11 +149,7 @@ test('createDeliver() fails with the platform\'s message once 5xx answers exhaus
   await withTelegram(
     (n) => (n === 1 ? null : badGateway),
     async (fake) => {
-      const deliver = createDeliver({
-        channels: telegramAt(fake.url),
-        lastRoute: () => null,
-        retry: { maxAttempts: 3, baseDelayMs: 100, maxDelayMs: 1_000, sleep: async (ms) => void waits.push(ms), random: () => 1 },
-      });
+      const deliver = telegramDeliver(fake.url, { maxAttempts: 3, baseDelayMs: 100, maxDelayMs: 1_000, sleep: async (ms) => void waits.push(ms), random: () => 1 });
       const outcome = await deliver({ channel: 'telegram', to: '12345', text: PARAGRAPHS.join('\n\n') });
       assert.deepEqual(outcome, { status: 'failed', channel: 'telegram', to: '12345', reason: 'Telegram 502: Bad Gateway (after 1 part(s) were delivered)' });
       // One call for the first part, three for the second; the third part is never tried.
@@ -169,7 +166,7 @@ test('createDeliver() fails at once on a permanent 4xx, without a partial note w
   await withTelegram(
     () => blocked,
     async (fake) => {
-      const deliver = createDeliver({ channels: telegramAt(fake.url), lastRoute: () => null, retry: { sleep: async (ms) => void waits.push(ms) } });
+      const deliver = telegramDeliver(fake.url, { sleep: async (ms) => void waits.push(ms) });
       assert.deepEqual(await deliver({ channel: 'telegram', to: '12345', text: 'hello' }), {
         status: 'failed',
         channel: 'telegram',
