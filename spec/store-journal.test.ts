@@ -20,6 +20,15 @@ function failing(handle: FileHandle, method: string, error: Error, fail: () => b
   });
 }
 
+// Runs `body` on a journal freshly opened in a temp dir, with the journal's file.
+async function withJournal(body: (journal: Journal, file: string) => Promise<void>): Promise<void> {
+  await withDir(async (dir) => {
+    const file = join(dir, 'journal.jsonl');
+    const { journal } = await Journal.open(file);
+    await body(journal, file);
+  });
+}
+
 test('Journal.open() returns appended records in order after a reopen', async () => {
   await withDir(async (dir) => {
     const file = join(dir, 'journal.jsonl');
@@ -88,9 +97,7 @@ test('Journal.open() skips and counts an invalid middle line without rewriting i
 });
 
 test('journal.append() group-commits concurrent appends in call order', async () => {
-  await withDir(async (dir) => {
-    const file = join(dir, 'journal.jsonl');
-    const { journal } = await Journal.open(file);
+  await withJournal(async (journal, file) => {
     await Promise.all(Array.from({ length: 100 }, (_, i) => journal.append({ i })));
     const { flushes, records } = journal.stats();
     assert.ok(flushes <= 3, `expected at most 3 flushes, got ${flushes}`);
@@ -102,9 +109,7 @@ test('journal.append() group-commits concurrent appends in call order', async ()
 });
 
 test('journal.append() queues appends made during a flush into one next flush', async () => {
-  await withDir(async (dir) => {
-    const file = join(dir, 'journal.jsonl');
-    const { journal } = await Journal.open(file);
+  await withJournal(async (journal, file) => {
     const first = journal.append({ i: 0 });
     await Promise.resolve();
     await Promise.resolve();
@@ -215,9 +220,7 @@ test('journal.compact() tolerates a directory that refuses fsync but reports oth
 });
 
 test('journal.close() flushes pending appends and later appends reject', async () => {
-  await withDir(async (dir) => {
-    const file = join(dir, 'journal.jsonl');
-    const { journal } = await Journal.open(file);
+  await withJournal(async (journal, file) => {
     const pending = journal.append({ n: 1 });
     await journal.close();
     await pending;
