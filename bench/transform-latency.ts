@@ -1,9 +1,9 @@
 // `node --import tsx bench/transform-latency.ts [DIR]...` (or `deno run -A bench/transform-latency.ts`):
-// what a call of a trivial transform costs in the transform runner alone, without HTTP or the
+// what a call of a trivial transform costs in the transform child pool alone, without HTTP or the
 // journal: one call at a time, then 32 callers at once, after a warm-up that starts the pool and
-// loads the module. Each DIR is a checkout whose lib/hooks/transforms/runner.ts is measured
+// loads the module. Each DIR is a checkout whose lib/hooks/transforms/child-pool.ts is measured
 // (default: this one), in turn, twice, so that two builds can be compared in the same minutes.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -28,9 +28,12 @@ const at = (samples: number[], p: number) => [...samples].sort((a, b) => a - b)[
 const ms = (value: number) => `${value.toFixed(3)} ms`;
 
 async function measure(dir: string): Promise<void> {
-  const url = pathToFileURL(join(dir, 'lib', 'hooks', 'transforms', 'runner.ts')).href;
-  const { createTransformRunner } = (await import(url)) as { createTransformRunner: (o: { root: string }) => Runner };
-  const runner = createTransformRunner({ root });
+  // Checkouts from before the rename keep the pool in runner.ts as createTransformRunner.
+  const renamed = existsSync(join(dir, 'lib', 'hooks', 'transforms', 'child-pool.ts'));
+  const url = pathToFileURL(join(dir, 'lib', 'hooks', 'transforms', renamed ? 'child-pool.ts' : 'runner.ts')).href;
+  type Create = (o: { root: string }) => Runner;
+  const loaded = (await import(url)) as { createTransformChildPool?: Create; createTransformRunner?: Create };
+  const runner = (loaded.createTransformChildPool ?? loaded.createTransformRunner)!({ root });
   try {
     for (let i = 0; i < 200; i++) await runner.run({ module }, input);
     const one: number[] = [];

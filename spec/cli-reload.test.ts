@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { buildConfig } from '../lib/config/load.ts';
 import type { Config } from '../lib/config/types.ts';
-import { TransformPool } from '../lib/hooks/transforms/pool.ts';
+import { TransformReloader } from '../lib/hooks/transforms/reloader.ts';
 import { silentLogger } from './_app.ts';
 import { readEvents } from '../lib/store/store.ts';
 import { post } from './_http.ts';
@@ -164,7 +164,7 @@ test('a transform edited on disk is re-imported after a reload, not before (the 
 
 // The worker pool behind a reload, in-process: a pool replaced by a reload (a new transforms folder
 // or time budget) must let the calls already on it finish, whatever their time budget.
-test('TransformPool.configure() replacing the pool lets a call in flight on the old pool finish', async (t) => {
+test('TransformReloader.configure() replacing the pool lets a call in flight on the old pool finish', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'ops-reload-'));
   t.after(() => rm(dir, { recursive: true, force: true }));
   const root = join(dir, 'hooks', 'transforms');
@@ -190,7 +190,7 @@ export default async ({ payload }) => {
   const after = await configure(119_000);
   const ref = before.hooks.mappings[0]!.transform!;
   const output: string[] = [];
-  const pool = new TransformPool({ ...silentLogger, warn: (message, fields) => void output.push(`${message}: ${String(fields?.['line'])}`) });
+  const pool = new TransformReloader({ ...silentLogger, warn: (message, fields) => void output.push(`${message}: ${String(fields?.['line'])}`) });
   t.after(() => pool.close());
   pool.configure(before);
   // The flags lie inside the transforms root, the one place the child may read.
@@ -211,12 +211,12 @@ export default async ({ payload }) => {
   assert.deepEqual(await pool.call(ref, input('third')), { ok: true, value: { text: 'finished' } });
 });
 
-test('TransformPool.call() without a mapping that needs a transform answers load-failed, and close() stops every pool', async (t) => {
+test('TransformReloader.call() without a mapping that needs a transform answers load-failed, and close() stops every pool', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'ops-reload-'));
   t.after(() => rm(dir, { recursive: true, force: true }));
   const built = await buildConfig({ hooks: { enabled: true, token: OLD_TOKEN } }, { file: null, env: {}, dir });
   assert.ok(built.ok);
-  const pool = new TransformPool(silentLogger);
+  const pool = new TransformReloader(silentLogger);
   pool.configure(built.config);
   const result = await pool.call({ module: join(dir, 'none.mjs') }, { payload: {}, headers: {}, query: {}, path: 'x' });
   assert.deepEqual(result, { ok: false, reason: 'load-failed', detail: 'no transform is configured' });

@@ -3,7 +3,7 @@ import { mkdir,  rename,  symlink, unlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { buildConfig } from '../lib/config/load.ts';
-import { createTransformRunner, type TransformRunnerOptions } from '../lib/hooks/transforms/runner.ts';
+import { createTransformChildPool, type TransformChildPoolOptions } from '../lib/hooks/transforms/child-pool.ts';
 import { MARKER_BEGIN, MARKER_END, MARKER_SANITIZED } from '../lib/hooks/untrusted.ts';
 import { post, type Reply, assertError, JSON_TYPE } from './_http.ts';
 import { startApp, withHooks, type AppHarness } from './_app.ts';
@@ -65,7 +65,7 @@ async function problems(raw: Raw, dir: string): Promise<string[]> {
   return built.ok ? [] : built.problems;
 }
 
-async function start(t: TestContext, raw: Raw, runner: Partial<TransformRunnerOptions> = {}, dir?: string): Promise<AppHarness> {
+async function start(t: TestContext, raw: Raw, runner: Partial<TransformChildPoolOptions> = {}, dir?: string): Promise<AppHarness> {
   return startApp(t, {
     raw,
     token: TOKEN,
@@ -73,7 +73,7 @@ async function start(t: TestContext, raw: Raw, runner: Partial<TransformRunnerOp
     idempotencyTtlMs: 60_000,
     with: ({ config }) => {
       if (!config.hooks.mappings.some((m) => m.transform !== undefined)) return {};
-      const transforms = createTransformRunner({ root: config.hooks.transformsDir, timeoutMs: config.hooks.transformTimeoutMs, ...runner });
+      const transforms = createTransformChildPool({ root: config.hooks.transformsDir, timeoutMs: config.hooks.transformTimeoutMs, ...runner });
       defer(t, () => transforms.close());
       return { transforms: transforms.run };
     },

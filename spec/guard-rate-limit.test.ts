@@ -31,10 +31,10 @@ test('limiter.fail() lets failures older than windowMs slide out of the count', 
   limiter.fail('a'); // t0 + 40s
   clock.t += 20_000; // t0 + 60s: the first failure is exactly windowMs old and no longer counts
   assert.deepEqual(limiter.fail('a'), { locked: false, remaining: 1 });
-  assert.deepEqual(limiter.check('a'), { locked: false });
+  assert.equal(limiter.stats().locked, 0);
   clock.t += 39_999; // the second failure still counts, one ms before it expires
   assert.deepEqual(limiter.fail('a'), { locked: false, remaining: 0 });
-  assert.equal(limiter.check('a').locked, true);
+  assert.equal(limiter.fail('a').locked, true);
 });
 
 test('limiter.fail() never locks a client that spreads its failures wider than the window', () => {
@@ -51,9 +51,9 @@ test('limiter.fail() locks a client at maxFailures but answers that failure norm
   limiter.fail('a');
   limiter.fail('a');
   assert.deepEqual(limiter.fail('a'), { locked: false, remaining: 0 });
-  assert.deepEqual(limiter.check('a'), { locked: true, retryAfterSeconds: 300 });
+  assert.deepEqual(limiter.stats(), { keys: 1, locked: 1, lockouts: 1 });
   assert.deepEqual(limiter.fail('a'), { locked: true, retryAfterSeconds: 300 });
-  assert.deepEqual(limiter.check('b'), { locked: false });
+  assert.deepEqual(limiter.fail('b'), { locked: false, remaining: 2 }, 'another client is not locked');
 });
 
 test('limiter.fail() with maxFailures 1 locks on the first failure', () => {
@@ -62,17 +62,17 @@ test('limiter.fail() with maxFailures 1 locks on the first failure', () => {
   assert.equal(limiter.fail('a').locked, true);
 });
 
-test('limiter.check() rounds retry-after up to whole seconds, at least 1', () => {
+test('limiter.fail() while locked rounds retry-after up to whole seconds, at least 1', () => {
   const { clock, limiter } = setup({ maxFailures: 1, lockoutMs: 2_500 });
   limiter.fail('a');
-  assert.deepEqual(limiter.check('a'), { locked: true, retryAfterSeconds: 3 });
+  assert.deepEqual(limiter.fail('a'), { locked: true, retryAfterSeconds: 3 });
   clock.t += 1_499; // 1001 ms left
-  assert.deepEqual(limiter.check('a'), { locked: true, retryAfterSeconds: 2 });
+  assert.deepEqual(limiter.fail('a'), { locked: true, retryAfterSeconds: 2 });
   clock.t += 1; // 1000 ms left
-  assert.deepEqual(limiter.check('a'), { locked: true, retryAfterSeconds: 1 });
-  clock.t += 999; // 1 ms left
-  assert.deepEqual(limiter.check('a'), { locked: true, retryAfterSeconds: 1 });
   assert.deepEqual(limiter.fail('a'), { locked: true, retryAfterSeconds: 1 });
+  clock.t += 999; // 1 ms left
+  assert.deepEqual(limiter.fail('a'), { locked: true, retryAfterSeconds: 1 });
+  assert.equal(limiter.stats().lockouts, 1);
 });
 
 test('limiter.fail() while locked records nothing and does not extend the lock', () => {
@@ -84,7 +84,7 @@ test('limiter.fail() while locked records nothing and does not extend the lock',
     assert.deepEqual(limiter.fail('a'), { locked: true, retryAfterSeconds: 9 - i });
   }
   clock.t += 1_000; // exactly lockoutMs after the lock
-  assert.deepEqual(limiter.check('a'), { locked: false });
+  assert.deepEqual(limiter.fail('a'), { locked: false, remaining: 1 });
   assert.equal(limiter.stats().lockouts, 1);
 });
 
@@ -99,20 +99,22 @@ test('limiter.fail() starts from a clean count once the lockout has expired', ()
   assert.deepEqual(limiter.fail('a'), { locked: false, remaining: 1 });
 });
 
-test('limiter.check() does not count and does not add a key', () => {
+test('limiter.stats() does not count and does not add a key', () => {
   const { limiter } = setup();
-  for (let i = 0; i < 10; i++) assert.deepEqual(limiter.check('a'), { locked: false });
+  for (let i = 0; i < 10; i++) assert.deepEqual(limiter.stats(), { keys: 0, locked: 0, lockouts: 0 });
   assert.equal(limiter.size, 0);
   assert.deepEqual(limiter.fail('a'), { locked: false, remaining: 2 });
 });
 
-test('limiter.check() drops a client whose failures have all slid out', () => {
+test('limiter.fail() counts afresh for a client whose failures have all slid out', () => {
   const { clock, limiter } = setup();
+  limiter.fail('a');
   limiter.fail('a');
   limiter.fail('b');
   clock.t += 60_000;
-  limiter.check('a');
-  assert.equal(limiter.size, 1);
+  assert.deepEqual(limiter.fail('a'), { locked: false, remaining: 2 });
+  assert.deepEqual(limiter.fail('b'), { locked: false, remaining: 2 });
+  assert.equal(limiter.size, 2);
 });
 
 test('limiter.stats() reports keys, current locks and lockouts since start', () => {
@@ -137,7 +139,7 @@ test('limiter.fail() keeps size <= maxKeys and a locked client locked under a fl
     if (limiter.size > 1_000) assert.fail(`size ${limiter.size} exceeds maxKeys after ${i + 1} keys`);
   }
   assert.equal(limiter.size, 1_000);
-  assert.equal(limiter.check('attacker').locked, true);
+  assert.equal(limiter.fail('attacker').locked, true);
   assert.deepEqual(limiter.stats(), { keys: 1_000, locked: 1, lockouts: 1 });
 });
 
@@ -164,9 +166,10 @@ test('limiter.fail() evicts the lock that ends soonest when every client is lock
   clock.t += 10;
   limiter.fail('c');
   assert.equal(limiter.size, 2);
-  assert.deepEqual(limiter.check('a'), { locked: false });
-  assert.equal(limiter.check('b').locked, true);
-  assert.equal(limiter.check('c').locked, true);
+  // fail() on a locked client changes nothing, so b and c are asked first
+  assert.equal(limiter.fail('b').locked, true);
+  assert.equal(limiter.fail('c').locked, true);
+  assert.deepEqual(limiter.fail('a'), { locked: false, remaining: 0 }, 'a was evicted and counts afresh');
 });
 
 test('limiter.fail() drops an expired lock before evicting an unlocked client', () => {
@@ -189,7 +192,7 @@ test('new FailureLimiter() defaults maxKeys to 10,000', () => {
 test('new FailureLimiter() defaults the clock to Date.now', () => {
   const limiter = new FailureLimiter({ maxFailures: 1, windowMs: 1_000, lockoutMs: 3_600_000 });
   limiter.fail('a');
-  const result = limiter.check('a');
+  const result = limiter.fail('a');
   assert.equal(result.locked, true);
   assert.ok(result.locked && result.retryAfterSeconds > 3_500);
 });
@@ -231,6 +234,6 @@ test('FailureLimiter counts exactly the failures inside the window when a window
     assert.deepEqual(last, { locked: false, remaining: 1_000 - 3 * Math.min(now + 1, 10) }, `at ${now}`);
   }
   now += 10;
-  assert.deepEqual(limiter.check('client'), { locked: false });
-  assert.equal(limiter.size, 0, 'a client whose failures all left the window is dropped');
+  assert.deepEqual(limiter.fail('client'), { locked: false, remaining: 999 }, 'every earlier failure left the window');
+  assert.equal(limiter.size, 1);
 });

@@ -14,7 +14,7 @@ import {
   type MapOutcome,
   type Mapping,
 } from '../lib/hooks/mappings.ts';
-import type { TransformInput, TransformRef, TransformResult } from '../lib/hooks/transforms/runner.ts';
+import type { TransformInput, TransformRef, TransformResult } from '../lib/hooks/transforms/child-pool.ts';
 import { MARKER_BEGIN, MARKER_END, MARKER_SANITIZED } from '../lib/hooks/untrusted.ts';
 import { check, formatIssue } from '../lib/schema.ts';
 

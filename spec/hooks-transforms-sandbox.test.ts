@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { childCommand, rootProblem } from '../lib/hooks/transforms/child.ts';
-import { createTransformRunner, type TransformRunner, type TransformRunnerOptions } from '../lib/hooks/transforms/runner.ts';
+import { createTransformChildPool, type TransformChildPool, type TransformChildPoolOptions } from '../lib/hooks/transforms/child-pool.ts';
 
 // Each probe tries one forbidden thing and says what happened: "denied: <code>" when the runtime
 // refused it, anything else when it got through.
@@ -47,8 +47,8 @@ before(async () => {
 
 after(() => rm(base, { recursive: true, force: true }));
 
-async function withRunner(options: Partial<TransformRunnerOptions>, body: (runner: TransformRunner) => Promise<void>): Promise<void> {
-  const runner = createTransformRunner({ root, timeoutMs: 20_000, ...options });
+async function withRunner(options: Partial<TransformChildPoolOptions>, body: (runner: TransformChildPool) => Promise<void>): Promise<void> {
+  const runner = createTransformChildPool({ root, timeoutMs: 20_000, ...options });
   try {
     await body(runner);
   } finally {
@@ -56,9 +56,9 @@ async function withRunner(options: Partial<TransformRunnerOptions>, body: (runne
   }
 }
 
-const call = (runner: TransformRunner, name: string, payload: Record<string, unknown> = {}) => runner.run({ module: join(root, name) }, input(payload));
+const call = (runner: TransformChildPool, name: string, payload: Record<string, unknown> = {}) => runner.run({ module: join(root, name) }, input(payload));
 
-function assertDenied(result: Awaited<ReturnType<TransformRunner['run']>>, what: string): void {
+function assertDenied(result: Awaited<ReturnType<TransformChildPool['run']>>, what: string): void {
   assert.ok(result.ok && typeof result.value === 'string' && result.value.startsWith('denied: '), `${what} got through: ${JSON.stringify(result).slice(0, 200)}`);
 }
 
@@ -187,7 +187,7 @@ test('rootProblem() refuses a transforms directory with a comma on Node, whose f
   const odd = join(base, 'with,comma');
   await mkdir(odd);
   await writeFile(join(odd, 'trivial.js'), probes['trivial.js']!);
-  const runner = createTransformRunner({ root: odd });
+  const runner = createTransformChildPool({ root: odd });
   try {
     const result = await runner.run({ module: join(odd, 'trivial.js') }, input());
     assert.ok(!result.ok && result.reason === 'load-failed' && /may not contain a comma/.test(result.detail), JSON.stringify(result));

@@ -1,4 +1,4 @@
-import { checkTransforms } from '../hooks/transforms/pool.ts';
+import { checkTransforms } from '../hooks/transforms/reloader.ts';
 import { loadConfig } from '../config/load.ts';
 import { locateConfig, locateStateDir } from '../config/locate.ts';
 import type { Config, ConfigResult } from '../config/types.ts';

@@ -4,7 +4,7 @@ import { buildChannels } from '../delivery/channels.ts';
 import { createDeliver, type DeliveryOptions } from '../delivery/deliver.ts';
 import { createApp, type App } from '../edge/server.ts';
 import { createTelemetry } from '../edge/telemetry.ts';
-import { TransformPool } from '../hooks/transforms/pool.ts';
+import { TransformReloader } from '../hooks/transforms/reloader.ts';
 import type { Logger } from '../log.ts';
 import { Heartbeat } from '../runtime/heartbeat.ts';
 import { providerRegistry } from '../runtime/providers/registry.ts';
@@ -53,7 +53,7 @@ export async function startService(config: Config, stateDir: string, log: Logger
   if (store.heartbeatOwed()) heartbeat.request('recovery');
   heartbeat.start();
 
-  const transforms = new TransformPool(log);
+  const transforms = new TransformReloader(log);
   transforms.configure(config);
   // The limiter lives in the app (a reload may replace it); the metrics page reads it when rendered.
   const telemetry = createTelemetry({ store, limiter: () => app.limiterStats(), queueDepth: () => runner.depth });

@@ -10,9 +10,6 @@ export interface FailureLimiterOptions {
   now?: (() => number) | undefined;
 }
 
-/** Answer of {@link FailureLimiter.check}. */
-export type CheckResult = { locked: false } | { locked: true; retryAfterSeconds: number };
-
 /** Answer of {@link FailureLimiter.fail}; `remaining: 0` means this failure locked the client. */
 export type FailResult = { locked: false; remaining: number } | { locked: true; retryAfterSeconds: number };
 
@@ -60,16 +57,6 @@ export class FailureLimiter {
   /** Number of client keys currently held, including expired ones not yet dropped. */
   get size(): number {
     return this._open.size + this._locks.size;
-  }
-
-  /** Tells whether `key` is locked, without counting anything. */
-  check(key: string): CheckResult {
-    const now = this._now();
-    const until = this._lockedUntil(key, now);
-    if (until !== undefined) return { locked: true, retryAfterSeconds: _seconds(until - now) };
-    const log = this._open.get(key);
-    if (log !== undefined && this._prune(log, now) === 0) this._open.delete(key);
-    return { locked: false };
   }
 
   /** Records a failed attempt by `key`; while locked it records nothing and answers the lock. */

@@ -18,7 +18,7 @@ import type { Signature } from '../signing.ts';
 import { filterHolds, filterSchema, type Filter } from './filter.ts';
 import { signatureSchema } from './signature-config.ts';
 import { compileTemplate, isTemplated, parsePath, render, type PathSegment, type Template, type TemplateContext } from './template.ts';
-import type { TransformInput, TransformRef, TransformResult } from './transforms/runner.ts';
+import type { TransformInput, TransformRef, TransformResult } from './transforms/child-pool.ts';
 import { detectInjection, nameLine, wrapUntrusted } from './untrusted.ts';
 import { trimSlashes } from '../text.ts';
 

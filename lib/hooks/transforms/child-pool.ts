@@ -36,7 +36,7 @@ export type TransformResult =
   | { ok: false; reason: TransformFailure; detail: string };
 
 /** Where transforms live and what each call may spend. */
-export interface TransformRunnerOptions {
+export interface TransformChildPoolOptions {
   root: string;
   /** Per call, from the moment it is queued until its answer; a child's start is bounded apart. */
   timeoutMs?: number;
@@ -57,7 +57,7 @@ export interface TransformRunnerOptions {
 }
 
 /** Runs operator transforms in sandboxed child processes; never throws for a failing transform. */
-export interface TransformRunner {
+export interface TransformChildPool {
   run(ref: TransformRef, input: TransformInput): Promise<TransformResult>;
   /** Loads a transform and checks its export is a function, without calling it. */
   probe(ref: TransformRef): Promise<TransformResult>;
@@ -106,13 +106,13 @@ const _OUTPUT_LINE_MAX = 500;
  * time, a child that passes its memory cap, or one that writes a result over the byte cap is
  * killed and a fresh one started for the next call.
  */
-export function createTransformRunner(options: TransformRunnerOptions): TransformRunner {
+export function createTransformChildPool(options: TransformChildPoolOptions): TransformChildPool {
   return new _Pool(options);
 }
 
 type Settings = ReturnType<typeof _settings>;
 
-class _Pool implements TransformRunner {
+class _Pool implements TransformChildPool {
   readonly #settings: Settings;
   readonly #start: (limits: ChildLimits) => ChildProcessWithoutNullStreams;
   readonly #onOutput: ((module: string, line: string) => void) | undefined;
@@ -125,7 +125,7 @@ class _Pool implements TransformRunner {
   #watch: ReturnType<typeof setInterval> | undefined;
   #ticks = 0;
 
-  constructor(options: TransformRunnerOptions) {
+  constructor(options: TransformChildPoolOptions) {
     this.#settings = _settings(options);
     this.#start = options.start ?? startChild;
     this.#onOutput = options.onOutput;
@@ -357,7 +357,7 @@ function _fail(reason: TransformFailure, detail: string): TransformResult {
   return { ok: false, reason, detail };
 }
 
-function _settings(options: TransformRunnerOptions) {
+function _settings(options: TransformChildPoolOptions) {
   const { root, timeoutMs = 5000, heapMb = 64, memoryMb = 256, maxResultBytes = MiB, poolSize = 4 } = options;
   const startTimeoutMs = options.startTimeoutMs ?? Math.max(timeoutMs, 10_000);
   if (typeof root !== 'string' || root === '') {

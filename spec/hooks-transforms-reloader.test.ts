@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { buildConfig } from '../lib/config/load.ts';
 import type { Config } from '../lib/config/types.ts';
-import { checkTransforms } from '../lib/hooks/transforms/pool.ts';
+import { checkTransforms } from '../lib/hooks/transforms/reloader.ts';
 
 async function configWith(t: TestContext, modules: Record<string, string>, mappings: unknown[]): Promise<Config> {
   const dir = await mkdtemp(join(tmpdir(), 'transform-pool-'));

@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { startChild } from '../lib/hooks/transforms/child.ts';
-import { createTransformRunner } from '../lib/hooks/transforms/runner.ts';
-import type { TransformRunner, TransformRunnerOptions } from '../lib/hooks/transforms/runner.ts';
+import { createTransformChildPool } from '../lib/hooks/transforms/child-pool.ts';
+import type { TransformChildPool, TransformChildPoolOptions } from '../lib/hooks/transforms/child-pool.ts';
 
 const isDeno = 'Deno' in globalThis;
 const canStripTypes = isDeno || Boolean((process.features as { typescript?: unknown }).typescript);
@@ -54,10 +54,10 @@ after(async () => {
 });
 
 async function withRunner(
-  options: Partial<TransformRunnerOptions>,
-  body: (runner: TransformRunner) => Promise<void>,
+  options: Partial<TransformChildPoolOptions>,
+  body: (runner: TransformChildPool) => Promise<void>,
 ): Promise<void> {
-  const runner = createTransformRunner({ root, ...options });
+  const runner = createTransformChildPool({ root, ...options });
   try {
     await body(runner);
   } finally {
@@ -221,7 +221,7 @@ test('runner.run() answers crashed when the child exits, and the next call works
 
 test('runner.run() answers a module that ends its child or never finishes loading, and starts no child again for that call', async () => {
   let started = 0;
-  const start = (limits: Parameters<NonNullable<TransformRunnerOptions['start']>>[0]) => {
+  const start = (limits: Parameters<NonNullable<TransformChildPoolOptions['start']>>[0]) => {
     started++;
     return startChild(limits);
   };
@@ -325,7 +325,7 @@ test('runner.clearCache() lets a call in flight finish before its child is repla
 });
 
 test('runner.close() answers calls in flight and later calls as crashed', async () => {
-  const runner = createTransformRunner({ root, poolSize: 1 });
+  const runner = createTransformChildPool({ root, poolSize: 1 });
   const pending = [runner.run({ module: join(root, 'loop.js') }, input), runner.run({ module: join(root, 'skip.js') }, input)];
   await new Promise((resolve) => setTimeout(resolve, 20));
   await runner.close();
@@ -360,16 +360,16 @@ test('runner.run() rejects an input that JSON cannot carry, a caller bug', async
   });
 });
 
-test('createTransformRunner() rejects invalid options by name', () => {
-  assert.throws(() => createTransformRunner({ root: '' }), {
+test('createTransformChildPool() rejects invalid options by name', () => {
+  assert.throws(() => createTransformChildPool({ root: '' }), {
     name: 'TypeError',
     message: 'Invalid transforms root: expected a non-empty string, got ',
   });
-  assert.throws(() => createTransformRunner({ root, timeoutMs: 0 }), {
+  assert.throws(() => createTransformChildPool({ root, timeoutMs: 0 }), {
     name: 'RangeError',
     message: 'Invalid transform runner option timeoutMs: expected a positive number, got 0',
   });
-  assert.throws(() => createTransformRunner({ root, poolSize: 1.5 }), {
+  assert.throws(() => createTransformChildPool({ root, poolSize: 1.5 }), {
     name: 'RangeError',
     message: 'Invalid transform runner option poolSize: expected an integer, got 1.5',
   });

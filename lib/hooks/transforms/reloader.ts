@@ -1,0 +1,98 @@
+import type { Config } from '../../config/types.ts';
+import type { Logger } from '../../log.ts';
+import type { CallTransform } from '../mappings.ts';
+import { createTransformChildPool, type TransformChildPool, type TransformChildPoolOptions } from './child-pool.ts';
+
+/**
+ * Holds the transform child pool (child-pool.ts) of the current configuration across reloads: a pool
+ * is started only when some mapping has a transform, its modules are loaded afresh after every
+ * reload, and it is replaced when the transforms folder, the time budget or the result cap changes
+ * (the old pool closed once the calls already using it have settled).
+ */
+export class TransformReloader {
+  readonly #log: Logger;
+  #pool: TransformChildPool | null = null;
+  #settings = '';
+  #retiring = new Set<TransformChildPool>();
+  // Calls not yet settled, per pool. A fixed grace would cut a call whose time budget is longer.
+  #busy = new Map<TransformChildPool, number>();
+
+  constructor(log: Logger) {
+    this.#log = log;
+  }
+
+  /** Calls a transform on the current child pool. */
+  readonly call: CallTransform = (ref, input) => {
+    const pool = this.#pool;
+    if (pool === null) return Promise.resolve({ ok: false, reason: 'load-failed', detail: 'no transform is configured' });
+    this.#busy.set(pool, (this.#busy.get(pool) ?? 0) + 1);
+    // Every call settles: the child pool bounds each one by its time budget and answers them all on close.
+    return pool.run(ref, input).finally(() => {
+      const left = (this.#busy.get(pool) ?? 1) - 1;
+      if (left > 0) this.#busy.set(pool, left);
+      else {
+        this.#busy.delete(pool);
+        if (this.#retiring.has(pool)) this.#closeRetired(pool);
+      }
+    });
+  };
+
+  // A transform's console, line by line (clipped by the child pool): the operator's own debugging aid.
+  readonly #output = (module: string, line: string) => this.#log.warn('transform output', { module, line });
+
+  /** Applies a (re)loaded configuration. */
+  configure(config: Config): void {
+    const needed = config.hooks.mappings.some((m) => m.transform !== undefined);
+    const settings = JSON.stringify([config.hooks.transformsDir, config.hooks.transformTimeoutMs, config.hooks.transformMaxResultBytes]);
+    if (this.#pool !== null && needed && settings === this.#settings) {
+      this.#pool.clearCache();
+      return;
+    }
+    if (this.#pool !== null) this.#retire(this.#pool);
+    this.#pool = needed ? createTransformChildPool({ ..._options(config), onOutput: this.#output }) : null;
+    this.#settings = settings;
+  }
+
+  /** Closes the current child pool and every retired one. */
+  async close(): Promise<void> {
+    const all = [...this.#retiring, ...(this.#pool === null ? [] : [this.#pool])];
+    this.#pool = null;
+    this.#retiring.clear();
+    await Promise.all(all.map((r) => r.close()));
+  }
+
+  #retire(pool: TransformChildPool): void {
+    this.#retiring.add(pool);
+    if (!this.#busy.has(pool)) this.#closeRetired(pool);
+  }
+
+  #closeRetired(pool: TransformChildPool): void {
+    this.#retiring.delete(pool);
+    pool.close().catch((error: unknown) => this.#log.error('closing a retired transform pool failed', { error: String(error) }));
+  }
+}
+
+/**
+ * Loads every transform a config names, in children of its own, and checks that each export is a
+ * function: a typo is a config problem at load, not a 500 on the first request. Problems by key path.
+ */
+export async function checkTransforms(config: Config): Promise<string[]> {
+  const users = config.hooks.mappings.flatMap((m, i) => (m.transform === undefined ? [] : [[m.transform, i] as const]));
+  if (users.length === 0) return [];
+  const pool = createTransformChildPool({ ..._options(config), poolSize: 1 });
+  try {
+    const problems: string[] = [];
+    for (const [ref, i] of users) {
+      const probed = await pool.probe(ref);
+      if (!probed.ok) problems.push(`hooks.mappings[${i}].transform: ${probed.detail}`);
+    }
+    return problems;
+  } finally {
+    await pool.close();
+  }
+}
+
+function _options(config: Config): TransformChildPoolOptions {
+  const { transformsDir: root, transformTimeoutMs: timeoutMs, transformMaxResultBytes: maxResultBytes } = config.hooks;
+  return { root, timeoutMs, maxResultBytes };
+}
