@@ -36,6 +36,11 @@ function idem(key: string, scope = '/hooks/wake'): IdempotencyWrite {
 }
 
 // Temporarily replaces a Journal method so a test can make the disk fail.
+// Adds a wake event whose text is also its idempotency key.
+function addWake(store: Store, text: string): ReturnType<Store['addEvent']> {
+  return store.addEvent({ kind: 'system', text, source: 'wake' }, idem(text));
+}
+
 async function withJournalMethod(name: 'append' | 'compact', impl: (...args: never[]) => Promise<void>, fn: () => Promise<void>): Promise<void> {
   const original = Journal.prototype[name];
   Object.defineProperty(Journal.prototype, name, { value: impl, configurable: true, writable: true });
@@ -185,7 +190,7 @@ test('Store compaction keeps pending runs, live keys, unconsumed events and the 
     const options = { now: c.now, compactBytes: 2_000, retainEvents: 5 };
     const workload = async (store: Store): Promise<string[]> => {
       // A key that expires before the flood: a compaction drops it.
-      await store.addEvent({ kind: 'system', text: 'expiring', source: 'wake' }, idem('expiring'));
+      await addWake(store, 'expiring');
       c.t += TTL;
       const texts: string[] = [];
       let previous: Promise<unknown>[] = [];
@@ -250,9 +255,9 @@ test('Store compaction keeps appends queued ahead of it and behind it', async ()
     }
     const before = store.stats().journalBytes;
     // `ahead` starts the compaction while its own line is still queued; the rest are queued after it.
-    const ahead = store.addEvent({ kind: 'system', text: 'ahead', source: 'wake' }, idem('ahead'));
+    const ahead = addWake(store, 'ahead');
     const run = addRun(store, spec('queued-run'), idem('queued-run', '/hooks/agent'));
-    const behind = store.addEvent({ kind: 'system', text: 'behind', source: 'wake' }, idem('behind'));
+    const behind = addWake(store, 'behind');
     await Promise.all([ahead, run, behind]);
     await store.close();
     const text = await readFile(join(dir, JOURNAL_FILE), 'utf8');
@@ -287,7 +292,7 @@ test('Store compaction that fails is counted and leaves the full journal in plac
 test('Store.addEvent() and a committed run leave no trace when the journal write fails', async () => {
   await withDir(async (dir) => {
     const store = await open(dir);
-    await store.addEvent({ kind: 'system', text: 'kept', source: 'wake' }, idem('kept'));
+    await addWake(store, 'kept');
     await withJournalMethod('append', () => Promise.reject(new Error('disk full')), async () => {
       await assert.rejects(store.addEvent({ kind: 'system', text: 'lost', source: 'wake', mode: 'now' }, idem('lost')), /disk full/);
       await assert.rejects(addRun(store, spec('lost-run'), idem('lost-run', '/hooks/agent')), /disk full/);
@@ -299,7 +304,7 @@ test('Store.addEvent() and a committed run leave no trace when the journal write
     assert.deepEqual(store.events().map((e) => e.text), ['kept']);
     assert.deepEqual(store.pendingRuns(), []);
     assert.equal(store.heartbeatOwed(), false);
-    const retried = await store.addEvent({ kind: 'system', text: 'lost', source: 'wake' }, idem('lost'));
+    const retried = await addWake(store, 'lost');
     await store.close();
     const reopened = await open(dir);
     assert.deepEqual(reopened.events().map((e) => [e.text, e.seq]), [['kept', 1], ['lost', retried.seq]]);
@@ -392,7 +397,7 @@ test('Store: a line whose write failed does not come back through a compaction q
         return append.call(this, record);
       } as never,
       async () => {
-        await assert.rejects(store.addEvent({ kind: 'system', text: 'lost', source: 'wake' }, idem('lost')), /no space left/);
+        await assert.rejects(addWake(store, 'lost'), /no space left/);
       },
     );
     assert.equal(store.replay('/hooks/wake', 'lost'), null);
@@ -449,11 +454,11 @@ test('Store refuses a commit made after its journal was removed, writes a fresh 
   await withDir(async (dir) => {
     const c = clock();
     const store = await open(dir, { now: c.now });
-    await store.addEvent({ kind: 'system', text: 'kept', source: 'wake' }, idem('kept'));
+    await addWake(store, 'kept');
     await addRun(store, spec('r1'));
     await store.commit({ lastRoute: { channel: 'slack', to: 'C1' } });
     await rm(join(dir, JOURNAL_FILE));
-    await assert.rejects(store.addEvent({ kind: 'system', text: 'refused', source: 'wake' }, idem('refused')), { name: 'JournalReplacedError' });
+    await assert.rejects(addWake(store, 'refused'), { name: 'JournalReplacedError' });
     assert.equal(store.replay('/hooks/wake', 'refused'), null, 'a refused request leaves no key');
     while (!(await store.writable())) await new Promise((r) => setTimeout(r, 5));
     await store.addEvent({ kind: 'system', text: 'after', source: 'wake' });
