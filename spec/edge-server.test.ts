@@ -87,14 +87,6 @@ test('server answers 404 for a path outside hooks.path', async (t) => {
   }
 });
 
-test('GET /healthz answers 200 {ok:true} without authentication', async (t) => {
-  const h = await start(t);
-  const reply = await send(h.url, '/healthz');
-  assert.equal(reply.status, 200);
-  assert.deepEqual(reply.body, { ok: true });
-  assert.equal(reply.headers['content-type'], JSON_TYPE);
-});
-
 test('server answers 404 on every hooks path when hooks are disabled, even with the token', async (t) => {
   const h = await start(t, { hooks: { enabled: false } });
   assertError(await wake(h, { text: 'hello' }), 404);
