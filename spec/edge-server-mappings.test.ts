@@ -9,6 +9,7 @@ import { post, type Reply, assertError, JSON_TYPE } from './_http.ts';
 import { startApp, withHooks, type AppHarness } from './_app.ts';
 import { defer } from './_cleanup.ts';
 import { tempDir } from './_dir.ts';
+import { pendingRuns } from './_runs.ts';
 
 const TOKEN = 'spec-mapped-token-0a1b2c3d4e5f6789';
 const AUTH = { authorization: `Bearer ${TOKEN}` };
@@ -98,7 +99,7 @@ function unwrap(text: string, source = 'Webhook'): string {
 }
 
 function runs(h: AppHarness) {
-  return h.store.pendingRuns();
+  return pendingRuns(h.store);
 }
 
 function onlyRun(h: AppHarness) {

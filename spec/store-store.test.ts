@@ -8,6 +8,7 @@ import { Journal } from '../lib/store/journal.ts';
 import { JOURNAL_FILE, readEvents, Store } from '../lib/store/store.ts';
 import type { IdempotencyWrite, RunRecord, StoreOptions } from '../lib/store/store.ts';
 import { tempDir, withDir } from './_dir.ts';
+import { pendingRuns } from './_runs.ts';
 
 // Records one accepted run as pending, as the dispatcher's commit does.
 async function addRun(store: Store, spec: RunSpec, idem?: IdempotencyWrite): Promise<RunRecord> {
@@ -56,7 +57,7 @@ test('Store.open() creates the state directory 0700 with an empty journal', { sk
     const state = join(dir, 'state');
     const { store, skipped, tornBytes } = await Store.open(state, { idempotencyTtlMs: TTL });
     assert.equal((await stat(state)).mode & 0o777, 0o700);
-    assert.deepEqual([store.events(), store.pendingRuns(), skipped, tornBytes], [[], [], 0, 0]);
+    assert.deepEqual([store.events(), pendingRuns(store), skipped, tornBytes], [[], [], 0, 0]);
     await store.close();
   });
 });
@@ -75,7 +76,7 @@ test('Store.addEvent() and a committed run come back after close and reopen, and
 
     const second = await open(dir, { now: c.now });
     assert.deepEqual(second.events(), [e1, e2]);
-    assert.deepEqual(second.pendingRuns(), [r1]);
+    assert.deepEqual(pendingRuns(second), [r1]);
     const e3 = await second.addEvent({ kind: 'heartbeat', text: 'three', source: 'schedule' });
     assert.equal(e3.seq, 4);
     assert.deepEqual(second.stats().events, 3);
@@ -226,7 +227,7 @@ test('Store compaction keeps pending runs, live keys, unconsumed events and the 
     assert.ok(compactedBytes < uncompactedBytes, `${compactedBytes} < ${uncompactedBytes}`);
 
     const reopened = await open(compacted, options);
-    const runIds = reopened.pendingRuns().map((r) => r.runId);
+    const runIds = pendingRuns(reopened).map((r) => r.runId);
     const expectedRuns = texts.map((_, n) => n).filter((n) => n % 10 % 3 === 0).map((n) => `r${n}`);
     assert.deepEqual(runIds.sort(), expectedRuns.sort());
     for (let n = 0; n < texts.length; n++) {
@@ -265,7 +266,7 @@ test('Store compaction keeps appends queued ahead of it and behind it', async ()
 
     const reopened = await open(dir, options);
     assert.deepEqual(reopened.events().map((e) => e.text), ['ahead', 'behind']);
-    assert.deepEqual(reopened.pendingRuns().map((r) => r.runId), ['queued-run']);
+    assert.deepEqual(pendingRuns(reopened).map((r) => r.runId), ['queued-run']);
     for (const key of ['ahead', 'behind']) assert.notEqual(reopened.replay('/hooks/wake', key), null, key);
     assert.notEqual(reopened.replay('/hooks/agent', 'queued-run'), null);
     await reopened.close();
@@ -302,7 +303,7 @@ test('Store.addEvent() and a committed run leave no trace when the journal write
     assert.equal(store.replay('/hooks/agent', 'lost-run'), null);
     assert.notEqual(store.replay('/hooks/wake', 'kept'), null);
     assert.deepEqual(store.events().map((e) => e.text), ['kept']);
-    assert.deepEqual(store.pendingRuns(), []);
+    assert.deepEqual(pendingRuns(store), []);
     assert.equal(store.heartbeatOwed(), false);
     const retried = await addWake(store, 'lost');
     await store.close();
@@ -374,7 +375,7 @@ test('Store.commit() writes several events and runs with their key as one journa
     await store.close();
     assert.equal((await readFile(join(dir, JOURNAL_FILE), 'utf8')).trim().split('\n').length, 1);
     const again = await open(dir);
-    assert.deepEqual(again.pendingRuns().map((r) => r.runId), ['r1', 'r2']);
+    assert.deepEqual(pendingRuns(again).map((r) => r.runId), ['r1', 'r2']);
     assert.deepEqual(again.replay('gmail', 'k'), { status: 202, body: { ok: true, runIds: ['r1', 'r2'] } });
     await again.close();
   });
@@ -466,7 +467,7 @@ test('Store refuses a commit made after its journal was removed, writes a fresh 
 
     const reopened = await open(dir, { now: c.now });
     assert.deepEqual(reopened.events().map((e) => e.text), ['kept', 'after']);
-    assert.deepEqual(reopened.pendingRuns().map((r) => r.runId), ['r1']);
+    assert.deepEqual(pendingRuns(reopened).map((r) => r.runId), ['r1']);
     assert.notEqual(reopened.replay('/hooks/wake', 'kept'), null);
     assert.deepEqual(reopened.lastRoute(), { channel: 'slack', to: 'C1' });
     await reopened.close();

@@ -205,11 +205,6 @@ export class Store {
     return this.#lastRoute;
   }
 
-  /** Runs accepted but not finished, oldest first. */
-  pendingRuns(): RunRecord[] {
-    return [...this.#runs.values()].filter(_unfinished);
-  }
-
   /** Whether a `now` wake is on record with no heartbeat after it (the process died in between). */
   heartbeatOwed(): boolean {
     // Owed until a finished heartbeat turn consumed it: a turn cut short by a stop or a crash does not count.

@@ -1,0 +1,7 @@
+// Test helper: the runs a store holds that have not finished (pending or running), oldest first.
+import type { RunRecord, Store } from '../lib/store/store.ts';
+
+/** The store's unfinished runs, oldest first: what a restart would hand the runtime again. */
+export function pendingRuns(store: Store): RunRecord[] {
+  return store.runs().filter((run) => run.status === 'pending' || run.status === 'running');
+}
