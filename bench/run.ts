@@ -3,7 +3,7 @@
 // of the server process per request as well as in req/s; plus a 64 MiB upload that must be refused
 // with 413 without the server's memory growing. `--compare DIR` runs other builds (other
 // checkouts) beside this one, so a change is measured before and after in the same run.
-// A script, not a test: it prints figures; `--check` turns the issue's targets into an exit code.
+// A script, not a test: it prints figures; `--check` turns the reference values (docs/benchmark.md) into an exit code.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { accessSync, constants, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -56,7 +56,7 @@ Options:
   --tmp DIR         where the temporary config and state directories go (default: the OS temp dir)
   --json            print only the JSON summary on stdout (the report goes to stderr);
                     use "npm run -s bench -- --json" so npm's banner stays off stdout
-  --check           exit 1 when a figure is outside the issue's targets (invalid runs always exit 1)
+  --check           exit 1 when a figure is outside the reference values (docs/benchmark.md) (invalid runs always exit 1)
   --keep            keep the temporary directory
   -h, --help        show this help
 `;
@@ -64,7 +64,7 @@ Options:
 const SCENARIOS = ['echo', 'webhook', '401', 'wake', 'replay', 'agent', 'template', 'transform'] as const;
 type ScenarioName = (typeof SCENARIOS)[number];
 
-/** The issue's targets: CPU per request at most this many times the echo's. */
+/** The reference values: CPU per request at most this many times the echo's. */
 const CPU_TARGETS: Partial<Record<ScenarioName, number>> = { '401': 1.6, wake: 2.5, template: 3.2, transform: 5 };
 
 interface Options {
@@ -105,7 +105,7 @@ interface Target {
   url: string;
   pid: number;
   tap: LogTap | null;
-  /** This checkout's build: the one the goals are about. */
+  /** This checkout's build: the one the reference values are about. */
   current: boolean;
 }
 
@@ -636,29 +636,29 @@ function _rows(s: Setup): Row[] {
 function _report(rows: Row[], o: Options): { invalid: boolean; outside: string[] } {
   const widths = [10, 13, 9, 9, 9, 11, 8, 8, 9];
   say();
-  say(_pad(['scenario', 'server', 'req/s', 'p50', 'p99', 'cpu us/req', 'rps/echo', 'cpu/echo', 'cpu goal'], widths));
+  say(_pad(['scenario', 'server', 'req/s', 'p50', 'p99', 'cpu us/req', 'rps/echo', 'cpu/echo', 'cpu ref'], widths));
   const outside: string[] = [];
   let invalid = false;
   for (const r of rows) {
     const f = r.figures;
     invalid ||= !f.valid;
     const cpu = Number.isNaN(f.cpuUs) ? 'n/a' : f.cpuUs.toFixed(1);
-    const goal = r.cpuTarget === null ? '' : `<=${r.cpuTarget.toFixed(1)}x`;
-    if (r.cpuTarget !== null && !(r.cpuRatio <= r.cpuTarget)) outside.push(`${r.scenario}: cpu ${r.cpuRatio.toFixed(2)}x the echo (goal <= ${r.cpuTarget}x)`);
-    say(_pad([r.scenario, r.server, _n(f.rps), _ms(f.p50Ms), _ms(f.p99Ms), cpu, `${r.rpsRatio.toFixed(2)}x`, Number.isNaN(r.cpuRatio) ? 'n/a' : `${r.cpuRatio.toFixed(2)}x`, goal + (f.valid ? '' : ' INVALID')], widths));
+    const reference = r.cpuTarget === null ? '' : `<=${r.cpuTarget.toFixed(1)}x`;
+    if (r.cpuTarget !== null && !(r.cpuRatio <= r.cpuTarget)) outside.push(`${r.scenario}: cpu ${r.cpuRatio.toFixed(2)}x the echo (reference <= ${r.cpuTarget}x)`);
+    say(_pad([r.scenario, r.server, _n(f.rps), _ms(f.p50Ms), _ms(f.p99Ms), cpu, `${r.rpsRatio.toFixed(2)}x`, Number.isNaN(r.cpuRatio) ? 'n/a' : `${r.cpuRatio.toFixed(2)}x`, reference + (f.valid ? '' : ' INVALID')], widths));
   }
   say(`(median of ${o.rounds} interleaved round(s) of ${o.duration} s each; every round is listed above)`);
   const peer = rows.find((r) => r.scenario === 'webhook');
   const unauthorized = rows.find((r) => r.scenario === '401' && r.current);
   if (peer !== undefined && unauthorized !== undefined) {
     const ratio = unauthorized.figures.rps / peer.figures.rps;
-    say(`401 throughput / adnanh/webhook's rejection: ${ratio.toFixed(2)}x (goal >= 0.8x)`);
-    if (!(ratio >= 0.8)) outside.push(`401: ${ratio.toFixed(2)}x adnanh/webhook's rejection rate (goal >= 0.8x)`);
+    say(`401 throughput / adnanh/webhook's rejection: ${ratio.toFixed(2)}x (reference >= 0.8x)`);
+    if (!(ratio >= 0.8)) outside.push(`401: ${ratio.toFixed(2)}x adnanh/webhook's rejection rate (reference >= 0.8x)`);
   }
   const wake = rows.find((r) => r.scenario === 'wake' && r.current);
   if (wake !== undefined) {
-    say(`durable wake throughput / echo: ${wake.rpsRatio.toFixed(2)}x (goal >= 0.5x)`);
-    if (!(wake.rpsRatio >= 0.5)) outside.push(`wake: ${wake.rpsRatio.toFixed(2)}x the echo's throughput (goal >= 0.5x)`);
+    say(`durable wake throughput / echo: ${wake.rpsRatio.toFixed(2)}x (reference >= 0.5x)`);
+    if (!(wake.rpsRatio >= 0.5)) outside.push(`wake: ${wake.rpsRatio.toFixed(2)}x the echo's throughput (reference >= 0.5x)`);
   }
   if (o.compare.length > 0) _compareTable(rows);
   return { invalid, outside };
@@ -711,7 +711,7 @@ function _uploadReport(uploads: { server: string; result: UploadResult }[]): boo
       ),
     );
   }
-  say(`goals: 413, RSS growth < ${UPLOAD_RSS_TARGET_MIB} MiB; peak RSS: ${uploads[0]?.result.peakSource ?? 'n/a'}`);
+  say(`reference: 413, RSS growth < ${UPLOAD_RSS_TARGET_MIB} MiB; peak RSS: ${uploads[0]?.result.peakSource ?? 'n/a'}`);
   say('"to answer" is from the first byte sent to the status line; "sent before" counts the bytes written by then (most sit in socket buffers)');
   return ok;
 }
@@ -776,7 +776,7 @@ async function main(argv: string[]): Promise<number> {
       }
       if (!_uploadReport(uploads)) outside.push('upload: not answered 413, or RSS grew too much');
     }
-    for (const line of outside) say(`outside the issue's goal: ${line}`);
+    for (const line of outside) say(`outside the reference value: ${line}`);
 
     const summary = {
       date: new Date().toISOString(),
