@@ -10,7 +10,7 @@ import type { Io } from '../lib/cli/io.ts';
 import { main } from '../lib/cli/main.ts';
 import { PRESETS, PROVIDER_APIS } from '../lib/config/file-schema.ts';
 import { buildConfig } from '../lib/config/load.ts';
-import { DEFAULT_HEARTBEAT_PROMPT, DEFAULTS } from '../lib/config/normalise.ts';
+import { DEFAULT_HEARTBEAT_PROMPT, DEFAULT_PATHS, DEFAULTS } from '../lib/config/normalise.ts';
 import { GMAIL_DEFAULTS } from '../lib/cli/gmail-companion.ts';
 import { MAX_FOR_EACH } from '../lib/hooks/mappings.ts';
 import { parseJsonc } from '../lib/jsonc.ts';
@@ -107,28 +107,8 @@ test('hooks-ingress.json.5 documents no key the configuration refuses as unknown
 });
 
 test('hooks-ingress.json.5 states the defaults and value sets of the code', () => {
-  // Every entry of DEFAULTS must be mapped here, so a new default cannot go undocumented.
-  const where: Record<keyof typeof DEFAULTS, string> = {
-    path: 'hooks.path',
-    maxBodyBytes: 'hooks.maxBodyBytes',
-    maxFailures: 'hooks.authRateLimit.maxFailures',
-    windowSeconds: 'hooks.authRateLimit.windowSeconds',
-    lockoutSeconds: 'hooks.authRateLimit.lockoutSeconds',
-    idempotencyTtlSeconds: 'hooks.idempotencyTtlSeconds',
-    forwardMaxAgeSeconds: 'hooks.forward.maxAgeSeconds',
-    bind: 'gateway.bind',
-    port: 'gateway.port',
-    transformTimeoutMs: 'hooks.transformTimeoutMs',
-    transformMaxResultBytes: 'hooks.transformMaxResultBytes',
-    maxQueuedRuns: 'hooks.maxQueuedRuns',
-    maxEventBytes: 'hooks.maxEventBytes',
-    maxBacklogEvents: 'hooks.maxBacklogEvents',
-    maxBacklogBytes: 'hooks.maxBacklogBytes',
-    timeoutSeconds: 'agents.defaults.timeoutSeconds',
-    maxConcurrent: 'agents.defaults.maxConcurrent',
-    historyMaxChars: 'agents.defaults.historyMaxChars',
-    ackMaxChars: 'agents.defaults.heartbeat.ackMaxChars',
-  };
+  // DEFAULT_PATHS is typed over DEFAULTS, so every default is checked against the page.
+  const where = DEFAULT_PATHS;
   assert.deepEqual(Object.keys(where).sort(), Object.keys(DEFAULTS).sort());
   const wrong: string[] = [];
   const expect = (key: string, value: string | number | boolean, inDefault = true) => {

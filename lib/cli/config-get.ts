@@ -4,7 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { buildConfig, substituteEnv } from '../config/load.ts';
 import { locateConfig, locateStateDir } from '../config/locate.ts';
-import { DEFAULT_HEARTBEAT_PROMPT, DEFAULTS } from '../config/normalise.ts';
+import { DEFAULT_HEARTBEAT_PROMPT, DEFAULT_PATHS, DEFAULTS } from '../config/normalise.ts';
 import type { Config } from '../config/types.ts';
 import { parseJsonc } from '../jsonc.ts';
 import { join, type Issue } from '../schema.ts';
@@ -38,29 +38,6 @@ Options:
 
 const GET_OPTIONS = { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' } } as const;
 
-// Where each default of the loader sits in the file. Typed over DEFAULTS, so a default added
-// there without its key path here does not compile: `config get` cannot fall behind the loader.
-const DEFAULT_PATHS: { readonly [K in keyof typeof DEFAULTS]: string } = {
-  path: 'hooks.path',
-  maxBodyBytes: 'hooks.maxBodyBytes',
-  maxFailures: 'hooks.authRateLimit.maxFailures',
-  windowSeconds: 'hooks.authRateLimit.windowSeconds',
-  lockoutSeconds: 'hooks.authRateLimit.lockoutSeconds',
-  idempotencyTtlSeconds: 'hooks.idempotencyTtlSeconds',
-  forwardMaxAgeSeconds: 'hooks.forward.maxAgeSeconds',
-  bind: 'gateway.bind',
-  port: 'gateway.port',
-  transformTimeoutMs: 'hooks.transformTimeoutMs',
-  maxQueuedRuns: 'hooks.maxQueuedRuns',
-  maxEventBytes: 'hooks.maxEventBytes',
-  maxBacklogEvents: 'hooks.maxBacklogEvents',
-  maxBacklogBytes: 'hooks.maxBacklogBytes',
-  timeoutSeconds: 'agents.defaults.timeoutSeconds',
-  maxConcurrent: 'agents.defaults.maxConcurrent',
-  historyMaxChars: 'agents.defaults.historyMaxChars',
-  ackMaxChars: 'agents.defaults.heartbeat.ackMaxChars',
-  transformMaxResultBytes: 'hooks.transformMaxResultBytes',
-};
 
 // Keys whose value comes from a default when the file does not set them.
 const DEFAULT_VALUES: Readonly<Record<string, unknown>> = {

@@ -32,6 +32,32 @@ export const DEFAULTS = {
   transformMaxResultBytes: 1_048_576,
 } as const;
 
+/**
+ * Where each default sits in the file, as a key path. Typed over DEFAULTS, so a default added
+ * without its path does not compile: `config get` and the man page check cannot fall behind.
+ */
+export const DEFAULT_PATHS: { readonly [K in keyof typeof DEFAULTS]: string } = {
+  path: 'hooks.path',
+  maxBodyBytes: 'hooks.maxBodyBytes',
+  maxFailures: 'hooks.authRateLimit.maxFailures',
+  windowSeconds: 'hooks.authRateLimit.windowSeconds',
+  lockoutSeconds: 'hooks.authRateLimit.lockoutSeconds',
+  idempotencyTtlSeconds: 'hooks.idempotencyTtlSeconds',
+  forwardMaxAgeSeconds: 'hooks.forward.maxAgeSeconds',
+  bind: 'gateway.bind',
+  port: 'gateway.port',
+  transformTimeoutMs: 'hooks.transformTimeoutMs',
+  maxQueuedRuns: 'hooks.maxQueuedRuns',
+  maxEventBytes: 'hooks.maxEventBytes',
+  maxBacklogEvents: 'hooks.maxBacklogEvents',
+  maxBacklogBytes: 'hooks.maxBacklogBytes',
+  timeoutSeconds: 'agents.defaults.timeoutSeconds',
+  maxConcurrent: 'agents.defaults.maxConcurrent',
+  historyMaxChars: 'agents.defaults.historyMaxChars',
+  ackMaxChars: 'agents.defaults.heartbeat.ackMaxChars',
+  transformMaxResultBytes: 'hooks.transformMaxResultBytes',
+};
+
 /** Transforms live below this folder of the config directory, and nowhere else. */
 export const TRANSFORMS_ROOT = 'hooks/transforms';
 

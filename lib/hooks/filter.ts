@@ -1,5 +1,5 @@
 import { join, typeName, type Schema } from '../schema.ts';
-import { parsePath, type PathSegment } from './template.ts';
+import { parsePath, valueAt, type PathSegment } from './template.ts';
 
 /** A mapping's `filter`: every listed header and payload value must be one of those allowed. */
 export interface Filter {
@@ -44,20 +44,12 @@ export function filterHolds(filter: Filter, request: { headers: Readonly<Record<
     if (found === undefined || !values.includes(found)) return false;
   }
   for (const { path, values } of filter.payload) {
-    const found = _at(request.payload, path);
+    const found = valueAt(request.payload, path);
     if (found === undefined || !values.some((v) => _jsonEqual(v, found))) return false;
   }
   return true;
 }
 
-function _at(root: unknown, path: readonly PathSegment[]): unknown {
-  let current = root;
-  for (const segment of path) {
-    if (typeof current !== 'object' || current === null || !Object.hasOwn(current, segment)) return undefined;
-    current = (current as Record<string | number, unknown>)[segment];
-  }
-  return current;
-}
 
 // Equality of JSON values: objects by their keys whatever the order, arrays item by item.
 function _jsonEqual(a: unknown, b: unknown): boolean {

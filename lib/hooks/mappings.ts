@@ -17,7 +17,7 @@ import { visibleHeaders } from '../credentials.ts';
 import type { Signature } from '../signing.ts';
 import { filterHolds, filterSchema, type Filter } from './filter.ts';
 import { signatureSchema } from './signature-config.ts';
-import { compileTemplate, isTemplated, parsePath, render, type PathSegment, type Template, type TemplateContext } from './template.ts';
+import { compileTemplate, isTemplated, parsePath, render, valueAt, type PathSegment, type Template, type TemplateContext } from './template.ts';
 import type { TransformInput, TransformRef, TransformResult } from './transforms/child-pool.ts';
 import { detectInjection, nameLine, wrapUntrusted } from './untrusted.ts';
 import { trimSlashes } from '../text.ts';
@@ -252,7 +252,7 @@ export async function applyMappings(mappings: readonly Mapping[], request: HookR
 // One payload per element of the forEach array, each with that element standing in for the array.
 function _expand(mapping: Mapping, payload: Record<string, unknown>): unknown[] | string {
   if (mapping.forEach === undefined) return [payload];
-  const list = _at(payload, mapping.forEach);
+  const list = valueAt(payload, mapping.forEach);
   const where = mapping.forEach.map((s) => (typeof s === 'number' ? `[${s}]` : s)).join('.');
   if (!Array.isArray(list)) return `forEach: payload.${where} must be an array`;
   if (list.length > MAX_FOR_EACH) return `forEach: payload.${where} may hold at most ${MAX_FOR_EACH} items`;
@@ -301,14 +301,6 @@ function _build(mapping: Mapping, override: Override, context: TemplateContext &
   return { action, injections };
 }
 
-function _at(root: unknown, path: readonly PathSegment[]): unknown {
-  let current = root;
-  for (const segment of path) {
-    if (typeof current !== 'object' || current === null || !Object.hasOwn(current, segment)) return undefined;
-    current = (current as Record<string | number, unknown>)[segment];
-  }
-  return current;
-}
 
 // A copy of `root` with the value at `path` replaced; only the objects along the path are copied.
 function _replaceAt(root: unknown, path: readonly PathSegment[], value: unknown): unknown {

@@ -73,7 +73,7 @@ export function render(template: Template, context: TemplateContext): string {
 export function resolvePath(root: unknown, path: string): unknown {
   const segments = parsePath(path);
   if (segments === null) throw new TypeError(`Invalid path: ${JSON.stringify(path)}`);
-  return _walk(root, segments);
+  return valueAt(root, segments);
 }
 
 function _parseExpr(text: string): TemplateExpr | string {
@@ -107,7 +107,7 @@ export function parsePath(text: string): PathSegment[] | null {
 
 function _evaluate(expr: TemplateExpr, context: TemplateContext): unknown {
   switch (expr.root) {
-    case 'payload': return _walk(context.payload, expr.path);
+    case 'payload': return valueAt(context.payload, expr.path);
     case 'headers': return _own(context.headers, expr.name.toLowerCase());
     case 'query': return _own(context.query, expr.name);
     case 'path': return context.path;
@@ -115,7 +115,11 @@ function _evaluate(expr: TemplateExpr, context: TemplateContext): unknown {
   }
 }
 
-function _walk(value: unknown, path: readonly PathSegment[]): unknown {
+/**
+ * The value at `path` below `root`, reading own data properties only (as templates do; number
+ * segments index arrays only); `undefined` when anything along it is missing.
+ */
+export function valueAt(value: unknown, path: readonly PathSegment[]): unknown {
   let current = value;
   for (const segment of path) {
     if (typeof segment === 'number') current = Array.isArray(current) ? _own(current, String(segment)) : undefined;
