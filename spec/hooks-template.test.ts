@@ -1,6 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { compileTemplate, isTemplated, render, resolvePath } from '../lib/hooks/template.ts';
+import { compileTemplate, isTemplated, parsePath, render, valueAt } from '../lib/hooks/template.ts';
+
+// A path written as config writes it, read the way forEach and filters read it.
+function resolvePath(root: unknown, text: string): unknown {
+  const path = parsePath(text);
+  assert.ok(path !== null, `a well-formed path: ${text}`);
+  return valueAt(root, path);
+}
 import type { Template, TemplateContext } from '../lib/hooks/template.ts';
 
 const NOW = new Date(Date.UTC(2024, 0, 2, 3, 4, 5, 678));
@@ -318,7 +325,7 @@ test('isTemplated() is true only when the source holds a {{ }} expression', () =
   assert.equal(isTemplated('{{}}'), true);
 });
 
-test('resolvePath() returns the array a forEach path names', () => {
+test('valueAt() returns the array a forEach path names', () => {
   const payload = context().payload;
   assert.deepEqual(resolvePath(payload, 'messages'), [{ subject: 'hi', to: ['x', 'y'] }, { subject: 'yo' }]);
   assert.deepEqual(resolvePath(payload, 'messages[0].to'), ['x', 'y']);
@@ -327,13 +334,13 @@ test('resolvePath() returns the array a forEach path names', () => {
   assert.equal(resolvePath({ 'x.y': [1] }, 'x'), undefined);
 });
 
-test('resolvePath() treats payload as an ordinary key, relative to the root it is given', () => {
+test('valueAt() treats payload as an ordinary key, relative to the root it is given', () => {
   assert.equal(resolvePath(context().payload, 'payload'), 'inner');
   assert.deepEqual(resolvePath([[1, 2]], '0'), [1, 2]);
   assert.deepEqual(resolvePath({ a: { b: [1] } }, 'a.b'), [1]);
 });
 
-test('resolvePath() returns undefined for missing paths and prototype-chain names', () => {
+test('valueAt() returns undefined for missing paths and prototype-chain names', () => {
   const payload = { a: { b: null }, list: [1] };
   assert.equal(resolvePath(payload, 'nope'), undefined);
   assert.equal(resolvePath(payload, 'a.b'), null);
@@ -346,8 +353,8 @@ test('resolvePath() returns undefined for missing paths and prototype-chain name
   assert.equal(resolvePath('text', 'length'), undefined);
 });
 
-test('resolvePath() throws a TypeError for a malformed path', () => {
-  assert.throws(() => resolvePath({}, ''), { name: 'TypeError', message: 'Invalid path: ""' });
-  assert.throws(() => resolvePath({}, 'a..b'), { name: 'TypeError', message: 'Invalid path: "a..b"' });
-  assert.throws(() => resolvePath({}, ' a'), TypeError);
+test('parsePath() answers null for a malformed path', () => {
+  assert.equal(parsePath(''), null);
+  assert.equal(parsePath('a..b'), null);
+  assert.equal(parsePath(' a'), null);
 });

@@ -65,17 +65,6 @@ export function render(template: Template, context: TemplateContext): string {
   return out;
 }
 
-/**
- * Reads `path` (e.g. `messages[0].to`, relative to `root`; `payload` is an ordinary key here)
- * with the same own-property rules as templates; `undefined` when anything along it is missing.
- * Throws a TypeError for a malformed path: paths come from config and are checked at load.
- */
-export function resolvePath(root: unknown, path: string): unknown {
-  const segments = parsePath(path);
-  if (segments === null) throw new TypeError(`Invalid path: ${JSON.stringify(path)}`);
-  return valueAt(root, segments);
-}
-
 function _parseExpr(text: string): TemplateExpr | string {
   if (text === '') return 'empty expression';
   const path = parsePath(text);
