@@ -1,7 +1,6 @@
 // `hooks-ingress config get KEY`: one configured value as hooks-ingress uses it, so scripts need
 // not parse the file themselves (which breaks on the comments and trailing commas JSONC allows).
 import { readFile } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
 import { buildConfig, substituteEnv } from '../config/load.ts';
 import { locateConfig, locateStateDir } from '../config/locate.ts';
 import { DEFAULT_HEARTBEAT_PROMPT, DEFAULT_PATHS, DEFAULTS } from '../config/normalise.ts';
@@ -10,7 +9,7 @@ import { parseJsonc } from '../jsonc.ts';
 import { join, type Issue } from '../schema.ts';
 import { FAILURE, USAGE, type Io } from './io.ts';
 import { loadConfigFor } from './load-config.ts';
-import { parseArgsProblem, unknownCommand, usageLine } from './usage.ts';
+import { parseCommand, unknownCommand, usageLine } from './usage.ts';
 
 export const CONFIG_HELP = `Usage: hooks-ingress config COMMAND [options]
 
@@ -61,17 +60,8 @@ export async function configCommand(argv: readonly string[], io: Io): Promise<nu
 }
 
 async function _get(argv: readonly string[], io: Io): Promise<number> {
-  let parsed: { values: { config?: string; help?: boolean }; positionals: string[] };
-  try {
-    parsed = parseArgs({ args: [...argv], options: GET_OPTIONS, strict: true, allowPositionals: true });
-  } catch (error) {
-    io.stderr(usageLine('config get', parseArgsProblem(error, GET_OPTIONS)));
-    return USAGE;
-  }
-  if (parsed.values.help === true) {
-    io.stdout(GET_HELP);
-    return 0;
-  }
+  const parsed = parseCommand('config get', argv, { options: GET_OPTIONS, help: GET_HELP, positionals: true }, io);
+  if (typeof parsed === 'number') return parsed;
   const [key, ...extra] = parsed.positionals;
   const path = key === undefined ? null : parseKeyPath(key);
   if (key === undefined || extra.length > 0 || path === null) {

@@ -2,14 +2,13 @@ import { spawn as spawnChild, type ChildProcess } from 'node:child_process';
 import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import { delimiter, isAbsolute, join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { normaliseHooksPath } from '../config/file-schema.ts';
 import { loadConfig } from '../config/load.ts';
 import { locateConfig } from '../config/locate.ts';
 import type { Config, Env } from '../config/types.ts';
 import { sleep } from '../retry.ts';
-import { FAILURE, USAGE, type Io } from './io.ts';
-import { parseArgsProblem, usageLine } from './usage.ts';
+import { FAILURE, type Io } from './io.ts';
+import { parseCommand } from './usage.ts';
 
 // The Gmail companion (`gog gmail watch serve`): its arguments, and the supervisor that keeps it running.
 
@@ -116,17 +115,9 @@ export function shellWord(arg: string): string {
 /** Runs `hooks-ingress gmail run ARGV`: the companion in the foreground. */
 export async function runCompanion(argv: readonly string[], io: Io, deps: GmailDeps): Promise<number> {
   const name = 'hooks-ingress gmail run';
-  let values;
-  try {
-    ({ values } = parseArgs({ args: [...argv], options: RUN_OPTIONS, strict: true, allowPositionals: false }));
-  } catch (error) {
-    io.stderr(usageLine('gmail run', parseArgsProblem(error, RUN_OPTIONS)));
-    return USAGE;
-  }
-  if (values.help === true) {
-    io.stdout(RUN_HELP);
-    return 0;
-  }
+  const parsed = parseCommand('gmail run', argv, { options: RUN_OPTIONS, help: RUN_HELP }, io);
+  if (typeof parsed === 'number') return parsed;
+  const { values } = parsed;
   const { path } = locateConfig(values.config, io.env);
   const loaded = await loadConfig(path, io.env);
   if (!loaded.ok) {

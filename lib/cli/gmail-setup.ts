@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, open, readFile, realpath, rename, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { parseArgs } from 'node:util';
 import { buildConfig, substituteEnv } from '../config/load.ts';
 import { locateConfig } from '../config/locate.ts';
 import { DEFAULTS } from '../config/normalise.ts';
@@ -12,7 +11,7 @@ import { GENERATED_KEY_PREFIX } from '../policy/session-key.ts';
 import { isObject } from '../object.ts';
 import { companionArgs, GMAIL_DEFAULTS, hookUrl, shellWord } from './gmail-companion.ts';
 import { FAILURE, USAGE, type Io } from './io.ts';
-import { parseArgsProblem, usageLine } from './usage.ts';
+import { parseCommand, usageLine } from './usage.ts';
 
 // `hooks-ingress gmail setup`: rewrites the config file for the gmail preset, keeping everything else.
 
@@ -129,17 +128,9 @@ export function applyGmailSetup(raw: unknown, options: SetupOptions, env: Env, n
 /** Runs `hooks-ingress gmail setup ARGV`. */
 export async function runSetup(argv: readonly string[], io: Io): Promise<number> {
   const name = 'hooks-ingress gmail setup';
-  let values;
-  try {
-    ({ values } = parseArgs({ args: [...argv], options: SETUP_OPTIONS, strict: true, allowPositionals: false }));
-  } catch (error) {
-    io.stderr(usageLine('gmail setup', parseArgsProblem(error, SETUP_OPTIONS)));
-    return USAGE;
-  }
-  if (values.help === true) {
-    io.stdout(SETUP_HELP);
-    return 0;
-  }
+  const cli = parseCommand('gmail setup', argv, { options: SETUP_OPTIONS, help: SETUP_HELP }, io);
+  if (typeof cli === 'number') return cli;
+  const { values } = cli;
   const options = _setupOptions(values);
   if (!options.ok) {
     io.stderr(usageLine('gmail setup', options.error));

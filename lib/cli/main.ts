@@ -1,5 +1,4 @@
 import { readFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
 import { check } from './check.ts';
 import type { Command, Flags } from './command.ts';
 import { configCommand } from './config-get.ts';
@@ -12,7 +11,7 @@ import { send } from './send.ts';
 import { serveCommand } from './serve.ts';
 import { sign } from './sign.ts';
 import { token } from './token.ts';
-import { parseArgsProblem, unknownCommand, usageLine } from './usage.ts';
+import { parseCommand, unknownCommand, usageLine } from './usage.ts';
 
 // Parses the command line and runs the command it names; each command, with its help, is in its own file.
 
@@ -67,22 +66,9 @@ export async function main(argv: readonly string[], io: Io = processIo()): Promi
     io.stderr(usageLine(null, unknownCommand(name, [...Object.keys(COMMANDS), ...Object.keys(GROUPS)])));
     return USAGE;
   }
-  let values: Flags;
-  let positionals: string[];
-  try {
-    ({ values, positionals } = parseArgs({ args: named ? rest : [...argv], options: command.options, strict: true, allowPositionals: command.positionals === true }) as {
-      values: Flags;
-      positionals: string[];
-    });
-  } catch (error) {
-    io.stderr(usageLine(name, parseArgsProblem(error, command.options)));
-    return USAGE;
-  }
-  if (values.help === true) {
-    io.stdout(command.help);
-    return 0;
-  }
-  return command.run(values, positionals, { ...io, command: name });
+  const parsed = parseCommand(name, named ? rest : argv, command, io);
+  if (typeof parsed === 'number') return parsed;
+  return command.run(parsed.values as Flags, parsed.positionals, { ...io, command: name });
 }
 
 /** The package version, read from package.json next to lib/ (and dist/). */

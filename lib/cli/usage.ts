@@ -1,7 +1,9 @@
 // Usage errors as a user reads them: one line that names the command and the problem, a guess
 // when a name looks misspelt, and where the help is. Node's own parseArgs wording (several lines,
 // "argument is ambiguous", advice about "--") never reaches the terminal.
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { suggest } from '../schema.ts';
+import { USAGE, type Io } from './io.ts';
 
 /** An option as parseArgs declares it. */
 export interface OptionSpec {
@@ -13,6 +15,31 @@ export interface OptionSpec {
 export function usageLine(command: string | null, problem: string): string {
   const name = command === null ? 'hooks-ingress' : `hooks-ingress ${command}`;
   return `${name}: ${problem}; see ${name} --help\n`;
+}
+
+type Options = NonNullable<ParseArgsConfig['options']>;
+
+/** What `parseCommand` hands back: parseArgs' values and positionals for these options. */
+export type Parsed<T extends Options> = ReturnType<typeof parseArgs<{ options: T; strict: true; allowPositionals: boolean }>>;
+
+/**
+ * Parses a command's arguments the way every command does: a usage error is one line on stderr
+ * and exit code USAGE, `--help` prints the help and 0 (both returned as the exit code); otherwise
+ * the parsed values and positionals.
+ */
+export function parseCommand<T extends Options>(name: string, argv: readonly string[], spec: { options: T; help: string; positionals?: boolean }, io: Io): Parsed<T> | number {
+  let parsed: Parsed<T>;
+  try {
+    parsed = parseArgs({ args: [...argv], options: spec.options, strict: true, allowPositionals: spec.positionals === true });
+  } catch (error) {
+    io.stderr(usageLine(name, parseArgsProblem(error, spec.options)));
+    return USAGE;
+  }
+  if ((parsed.values as { help?: unknown }).help === true) {
+    io.stdout(spec.help);
+    return 0;
+  }
+  return parsed;
 }
 
 /** The problem for a command name that is not one, with the closest command when it looks misspelt. */
