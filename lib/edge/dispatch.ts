@@ -14,14 +14,7 @@ import type { OutboxSpec } from '../store/outbox.ts';
 import type { Effects, IdempotencyWrite, StoredAnswer, Store } from '../store/store.ts';
 import { admitEvents, reserveRuns, unavailable, type RunQueue } from './admission.ts';
 import type { WaitingReply } from './wait.ts';
-
-/** An answer on its way out: status, JSON body and extra headers. */
-export interface Answer extends StoredAnswer {
-  headers?: Record<string, string>;
-  /** A body that is not JSON (the metrics page), with its content type. */
-  text?: string;
-  contentType?: string;
-}
+import type { Answer } from './answer.ts';
 
 /** An authenticated hook request with its parsed body. */
 export interface HookCall {

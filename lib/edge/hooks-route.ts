@@ -4,9 +4,10 @@ import { ErrorCode, HttpError } from '../errors.ts';
 import type { Client } from '../guard/address.ts';
 import type { Auth } from '../guard/auth.ts';
 import { parseForm, parseJsonObject, readBody } from '../guard/body.ts';
-import { deliveryId } from '../guard/signature.ts';
+import { deliveryId, type Signature } from '../guard/signature.ts';
 import { extractToken, tokenDigest } from '../guard/token.ts';
-import type { Answer, Dispatch } from './dispatch.ts';
+import { errorAnswer, type Answer } from './answer.ts';
+import type { Dispatch } from './dispatch.ts';
 import { idempotencyKey, type Idempotent } from './idempotency.ts';
 import { metaHandshake, missingSignature, signatureRefusal, signedPaths, slackChallenge } from './signed.ts';
 
@@ -22,8 +23,11 @@ export interface Context {
   invite: () => void;
 }
 
-/** What a route does with a request. */
-export type Handler = (ctx: Context) => Promise<Answer>;
+/**
+ * What a route does with a request. An answer it can give at once (a refusal) comes back as a
+ * value, with no promise: only a request that goes on to read its body pays for one.
+ */
+export type Handler = (ctx: Context) => Answer | Promise<Answer>;
 
 export interface HooksRouteOptions {
   config: Config;
@@ -42,39 +46,52 @@ export interface HooksRouteOptions {
  * body), the body within its cap, then the idempotent dispatch. `GET` is Meta's subscription check.
  */
 export function hooksRoute(options: HooksRouteOptions): Handler {
-  const { config, auth, idempotent, dispatch, bodyTimeoutMs, received } = options;
+  const { config, auth } = options;
   const signatures = signedPaths(config);
   // The configured tokens' digests, made once per (re)load: a request hashes only what it presents.
   const hookTokens = [config.hooks.token === null ? null : tokenDigest(config.hooks.token)];
   const gmailTokens = config.hooks.gmail.hookToken === undefined ? hookTokens : [...hookTokens, tokenDigest(config.hooks.gmail.hookToken)];
+  const accept = _acceptor(options);
   // A path whose mappings carry a signature is opened by that signature alone, never by the hook token.
   // A valid signature does not clear the client's failure count: a captured delivery of a scheme without
   // a timestamp verifies again and again, and must not reset the count of someone guessing the hook token.
-  return async (ctx) => {
+  return (ctx) => {
     const { req, name } = ctx;
     const signature = signatures.get(name);
     if (req.method === 'GET') {
       const handshake = metaHandshake(signature, ctx.query);
-      return handshake.ok ? handshake.answer : auth.refuse(ctx.client, handshake.refusal, 403);
+      return handshake.ok ? handshake.answer : errorAnswer(auth.refuse(ctx.client, handshake.refusal, 403));
     }
+    let refused: HttpError | null = null;
     if (signature === undefined) {
       const presented = extractToken(req.headers);
       // The gmail hook also opens to the credential gog posts with, which opens nothing else.
-      auth.authenticate(presented, name === 'gmail' ? gmailTokens : hookTokens, ctx.client, presented === null ? 'missing hook token' : 'invalid hook token');
+      refused = auth.authenticate(presented, name === 'gmail' ? gmailTokens : hookTokens, ctx.client, presented === null ? 'missing hook token' : 'invalid hook token');
     } else if (expectsContinue(req)) {
       // Only what can be checked before the body: a request without the scheme's headers is refused now.
       const missing = missingSignature(signature, req, options.clock());
-      if (missing !== null) auth.refuse(ctx.client, missing);
+      if (missing !== null) refused = auth.refuse(ctx.client, missing);
     }
-    if (name === '') throw new HttpError(404, ErrorCode.NotFound, 'hook name missing: POST to a path such as /wake or /agent');
+    if (refused !== null) return errorAnswer(refused);
+    if (name === '') return errorAnswer(new HttpError(404, ErrorCode.NotFound, 'hook name missing: POST to a path such as /wake or /agent'));
     // `100 Continue` only now that the sender is authenticated: anyone else gets the final status
     // at once, and is never invited to upload.
     ctx.invite();
+    return accept(ctx, signature);
+  };
+}
+
+// An authenticated request from here on (a signed one is checked once its body is read): the body
+// within its cap, parsed, then dispatched under its idempotency key.
+function _acceptor(options: HooksRouteOptions): (ctx: Context, signature: Signature | undefined) => Promise<Answer> {
+  const { config, auth, idempotent, dispatch, bodyTimeoutMs, received } = options;
+  return async (ctx, signature) => {
+    const { req, name } = ctx;
     const bytes = await readBody(req, { maxBytes: config.hooks.maxBodyBytes, timeoutMs: bodyTimeoutMs });
     received.set(req, bytes.length);
     // Over the raw bytes, after the cap and before any parsing.
     const refusal = signature === undefined ? null : signatureRefusal(signature, req, bytes, options.clock());
-    if (refusal !== null) auth.refuse(ctx.client, refusal);
+    if (refusal !== null) return errorAnswer(auth.refuse(ctx.client, refusal));
     // Form-posting senders (Slack commands, Twilio, ...) reach mapped hooks only; /wake and /agent take JSON.
     const form = name !== 'wake' && name !== 'agent' && /^application\/x-www-form-urlencoded\b/i.test(req.headers['content-type'] ?? '');
     // `curl -d` labels JSON as a form: a body that is a JSON object is read as JSON whatever the label says.

@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Store, StoredAnswer } from '../store/store.ts';
-import type { Answer, IdempotencyKey } from './dispatch.ts';
+import type { Answer } from './answer.ts';
+import type { IdempotencyKey } from './dispatch.ts';
 import type { WaitingReply } from './wait.ts';
 
 const MAX_IDEMPOTENCY_KEY = 256;

@@ -12,7 +12,8 @@ import type { Logger } from '../log.ts';
 import { idSequence } from '../random.ts';
 import type { RunRecord, Store } from '../store/store.ts';
 import { trimSlashes } from '../text.ts';
-import { createDispatch, type Answer } from './dispatch.ts';
+import { errorAnswer, type Answer } from './answer.ts';
+import { createDispatch } from './dispatch.ts';
 import { expectsContinue, hooksRoute, type Handler } from './hooks-route.ts';
 import { createIdempotency } from './idempotency.ts';
 import { Router, splitTarget } from './router.ts';
@@ -86,7 +87,7 @@ export function createApp(options: AppOptions): App {
     const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : requestId();
     const client = requestClient(req.socket, req.headers['x-forwarded-for'], config.gateway.trustedProxies);
     const target = splitTarget(req.url ?? '/');
-    const answered = (answer: Answer & { close?: boolean }) => {
+    const answered = (answer: Answer) => {
       _send(req, res, answer, id, config.hooks.maxBodyBytes);
       const path = target.pathname;
       const label = hookLabel(path);
@@ -95,8 +96,15 @@ export function createApp(options: AppOptions): App {
       // Only the path: the query may hold what a careless client thought was a URL token.
       log.info('request', { id, method: req.method, path, status: answer.status, duration: Math.round((now() - started) * 10) / 10, client: client.address });
     };
-    // One settle step for both outcomes (no catch-then chain): a promise and a microtask less per request.
-    route(req, target, client, id, _inviter(req, res)).then(answered, (error: unknown) => answered(_answerError(error, id, log)));
+    // A refusal is answered in this turn, with no promise; one settle step serves both outcomes of the rest.
+    let answer: Answer | Promise<Answer>;
+    try {
+      answer = route(req, target, client, id, _inviter(req, res));
+    } catch (error) {
+      answer = _answerError(error, id, log);
+    }
+    if (answer instanceof Promise) answer.then(answered, (error: unknown) => answered(_answerError(error, id, log)));
+    else answered(answer);
   }) as App;
   app.limiterStats = () => shared.limiter.stats();
   app.reload = (config) => {
@@ -128,7 +136,7 @@ function _compile(
   options: AppOptions,
   config: Config,
   shared: Shared,
-): { config: Config; route: (req: IncomingMessage, target: Target, client: Client, id: string, invite: () => void) => Promise<Answer>; hookLabel: (path: string) => string } {
+): { config: Config; route: (req: IncomingMessage, target: Target, client: Client, id: string, invite: () => void) => Answer | Promise<Answer>; hookLabel: (path: string) => string } {
   const { store } = options;
   const auth = createAuth(shared.limiter);
   const wait = options.completions === undefined ? undefined : createWaiter(config, store, options.completions);
@@ -164,15 +172,17 @@ function _compile(
 
 // `GET /metrics`, behind the gateway token (Bearer only: the x-*-token headers carry hook tokens).
 function _metrics(telemetry: Telemetry, token: Buffer, auth: Auth): Handler {
-  return async ({ req, client }) => {
+  return ({ req, client }) => {
     const presented = extractToken({ authorization: req.headers.authorization });
-    auth.authenticate(presented, [token], client, 'metrics need the gateway token (Authorization: Bearer)');
+    const refused = auth.authenticate(presented, [token], client, 'metrics need the gateway token (Authorization: Bearer)');
+    if (refused !== null) return errorAnswer(refused);
     return { status: 200, body: {}, text: telemetry.render(), contentType: telemetry.contentType };
   };
 }
 
 // Finds the route, refuses a token in the URL and a method the route does not take, and runs it.
-async function _route(router: Router<Handler>, req: IncomingMessage, target: Target, client: Client, id: string, invite: () => void): Promise<Answer> {
+// Synchronous up to the handler: what it throws on the way is caught by the caller in the same turn.
+function _route(router: Router<Handler>, req: IncomingMessage, target: Target, client: Client, id: string, invite: () => void): Answer | Promise<Answer> {
   const { pathname, query } = target;
   const match = router.find(pathname);
   if (match === null) throw new HttpError(404, ErrorCode.NotFound, 'not found');
@@ -213,17 +223,15 @@ function _hookLabel(config: Config, path: string): string {
   return config.hooks.mappings.some((m) => m.match.path === name) ? name : 'mapped';
 }
 
-// The one place an error becomes an answer. Known errors say what went wrong; anything else
+// Where every error thrown on a request's way becomes an answer. Known errors say what went wrong (errorAnswer); anything else
 // is logged with the request id and answered with a bare 500 that tells the client nothing.
-function _answerError(error: unknown, id: string, log: Logger): Answer & { close?: boolean } {
-  if (error instanceof HttpError) {
-    return { status: error.status, body: { ok: false, error: error.message, code: error.code }, headers: error.headers, close: error.close };
-  }
+function _answerError(error: unknown, id: string, log: Logger): Answer {
+  if (error instanceof HttpError) return errorAnswer(error);
   log.error('unexpected error', { id, error: error instanceof Error ? (error.stack ?? error.message) : String(error) });
   return { status: 500, body: { ok: false, error: 'internal error', code: ErrorCode.Internal } };
 }
 
-function _send(req: IncomingMessage, res: ServerResponse, answer: Answer & { close?: boolean }, id: string, maxBodyBytes: number): void {
+function _send(req: IncomingMessage, res: ServerResponse, answer: Answer, id: string, maxBodyBytes: number): void {
   if (res.headersSent || res.destroyed) return;
   const text = answer.status === 204 ? '' : (answer.text ?? JSON.stringify(answer.body));
   // A small unread body (an early 401, 404, ...) is drained by node:http and the connection kept;

@@ -3,7 +3,7 @@ import type { Config } from '../config/types.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
 import { describeRefusal, verifySignature, type Signature } from '../guard/signature.ts';
 import { tokensMatch } from '../guard/token.ts';
-import type { Answer } from './dispatch.ts';
+import type { Answer } from './answer.ts';
 
 // The parts of a request on a signed path that are not the signature's arithmetic: which paths are
 // signed, the refusal a bad signature gets, and the providers' set-up handshakes.

@@ -3,12 +3,16 @@ import type { Client } from './address.ts';
 import type { FailureLimiter } from './rate-limit.ts';
 import { tokenMatches } from './token.ts';
 
-/** The authentication of one (re)load, over the failure limiter that outlives reloads. */
+/**
+ * The authentication of one (re)load, over the failure limiter that outlives reloads. A refusal is
+ * an expected outcome, returned as a value: a flood of wrong tokens is the one load an attacker
+ * chooses, and throwing each refusal through the request's promises cost more than the check.
+ */
 export interface Auth {
-  /** Counts a failure for the client and throws its answer: `status` (401 unless 403 is named), or 429 once the client is locked. */
-  refuse(client: Client, refusal: string, status?: 401 | 403): never;
-  /** Passes a presented token that matches one of the expected digests, else refuses with `refusal`. */
-  authenticate(presented: string | null, expected: readonly (Buffer | null)[], client: Client, refusal: string): void;
+  /** Counts a failure for the client and returns its answer: `status` (401 unless 403 is named), or 429 once the client is locked. */
+  refuse(client: Client, refusal: string, status?: 401 | 403): HttpError;
+  /** `null` for a presented token that matches one of the expected digests, else the refusal (`refuse` with `refusal`). */
+  authenticate(presented: string | null, expected: readonly (Buffer | null)[], client: Client, refusal: string): HttpError | null;
 }
 
 /**
@@ -19,21 +23,22 @@ export interface Auth {
  * guesses. Failures decay with the window.
  */
 export function createAuth(limiter: FailureLimiter): Auth {
-  const refuse = (client: Client, refusal: string, status: 401 | 403 = 401): never => {
+  const refuse = (client: Client, refusal: string, status: 401 | 403 = 401): HttpError => {
     const verdict = limiter.fail(client.key);
     if (verdict.locked) {
-      throw new HttpError(429, ErrorCode.TooManyFailures, 'too many failed authentication attempts; retry later', {
+      return new HttpError(429, ErrorCode.TooManyFailures, 'too many failed authentication attempts; retry later', {
         headers: { 'retry-after': String(verdict.retryAfterSeconds) },
       });
     }
-    throw new HttpError(status, status === 403 ? ErrorCode.NotAllowed : ErrorCode.Unauthorized, refusal);
+    return new HttpError(status, status === 403 ? ErrorCode.NotAllowed : ErrorCode.Unauthorized, refusal);
   };
   return {
     refuse,
     authenticate(presented, expected, client, refusal) {
       // Every candidate is compared, so the time taken does not say which one matched.
-      const matches = expected.map((digest) => presented !== null && digest !== null && tokenMatches(presented, digest));
-      if (!matches.includes(true)) refuse(client, refusal);
+      let matched = false;
+      for (const digest of expected) if (presented !== null && digest !== null && tokenMatches(presented, digest)) matched = true;
+      return matched ? null : refuse(client, refusal);
     },
   };
 }
