@@ -47,3 +47,12 @@ test('auth.refuse() answers 401, 403 when named, and 429 with Retry-After once t
   // A correct token still passes while its client is locked: an attacker cannot lock the operator out.
   assert.equal(auth.authenticate('right', [tokenDigest('right')], client, 'invalid hook token'), null);
 });
+
+test('auth.refuse() makes each refusal once: the same text and status give the same immutable error', () => {
+  const { auth } = setup(1_000);
+  const first = auth.refuse(client, 'invalid hook token');
+  assert.equal(auth.refuse(client, 'invalid hook token'), first);
+  assert.notEqual(auth.refuse(client, 'invalid hook token', 403), first);
+  assert.notEqual(auth.refuse(client, 'missing hook token'), first);
+  assert.throws(() => Object.assign(first, { status: 200 }), TypeError, 'a shared refusal cannot be changed by whoever holds it');
+});

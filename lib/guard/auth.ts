@@ -15,6 +15,9 @@ export interface Auth {
   authenticate(presented: string | null, expected: readonly (Buffer | null)[], client: Client, refusal: string): HttpError | null;
 }
 
+/** How many distinct refusals are kept made. */
+const _MAX_REFUSALS = 64;
+
 /**
  * One limit for the hook token, the gateway token and signatures alike: a correct token passes
  * even while its client is locked out (an attacker cannot lock the operator out); anything else is
@@ -23,6 +26,21 @@ export interface Auth {
  * guesses. Failures decay with the window.
  */
 export function createAuth(limiter: FailureLimiter): Auth {
+  // The same few refusals answer a flood of wrong tokens: each is made once (making an Error is a
+  // visible part of a refusal's cost) and frozen.
+  const made = new Map<string, HttpError>();
+  const refusalOf = (status: 401 | 403, refusal: string): HttpError => {
+    const key = `${status} ${refusal}`;
+    let error = made.get(key);
+    if (error === undefined) {
+      error = new HttpError(status, status === 403 ? ErrorCode.NotAllowed : ErrorCode.Unauthorized, refusal, { headers: Object.freeze({}) });
+      // Shared by every request refused alike: nobody who holds one may change it for the rest.
+      Object.freeze(error);
+      // Refusal texts come from the code and the config, never from a request; the bound is a backstop.
+      if (made.size < _MAX_REFUSALS) made.set(key, error);
+    }
+    return error;
+  };
   const refuse = (client: Client, refusal: string, status: 401 | 403 = 401): HttpError => {
     const verdict = limiter.fail(client.key);
     if (verdict.locked) {
@@ -30,7 +48,7 @@ export function createAuth(limiter: FailureLimiter): Auth {
         headers: { 'retry-after': String(verdict.retryAfterSeconds) },
       });
     }
-    return new HttpError(status, status === 403 ? ErrorCode.NotAllowed : ErrorCode.Unauthorized, refusal);
+    return refusalOf(status, refusal);
   };
   return {
     refuse,

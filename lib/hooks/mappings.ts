@@ -225,14 +225,16 @@ export async function applyMappings(mappings: readonly Mapping[], request: HookR
     return mappings.some((m) => _selects(m, name, request.payload)) ? { kind: 'ignored' } : { kind: 'unmatched' };
   }
   const mappingId = mapping.id;
-  const headers = visibleHeaders(request.headers, mapping.allowCredentialHeaders);
+  // Made when a transform or a template first reads them: most mappings never do.
+  let visible: Record<string, string> | undefined;
+  const headers = () => (visible ??= visibleHeaders(request.headers, mapping.allowCredentialHeaders));
   const payloads = _expand(mapping, request.payload);
   if (typeof payloads === 'string') return { kind: 'invalid', mappingId, error: `mapping ${mappingId}: ${payloads}` };
   const actions: MappedAction[] = [];
   for (const payload of payloads) {
     let override: Override = {};
     if (mapping.transform !== undefined) {
-      const result = await callTransform(mapping.transform, { payload, headers, query: request.query, path: request.name });
+      const result = await callTransform(mapping.transform, { payload, headers: headers(), query: request.query, path: request.name });
       if (!result.ok) return { kind: 'failed', mappingId, detail: `${result.reason}: ${result.detail}` };
       if (result.value === null || result.value === undefined) continue;
       const checked = check(overrideSchema, result.value);
@@ -241,7 +243,15 @@ export async function applyMappings(mappings: readonly Mapping[], request: HookR
       }
       override = checked.value;
     }
-    const built = _build(mapping, override, { ...request, headers, payload, path: request.name });
+    const built = _build(mapping, override, {
+      payload,
+      get headers() {
+        return headers();
+      },
+      query: request.query,
+      path: request.name,
+      now: request.now,
+    });
     if (typeof built === 'string') return { kind: 'invalid', mappingId, error: `mapping ${mappingId}: ${built}` };
     actions.push(built);
   }

@@ -73,12 +73,17 @@ const _PATTERNS: ReadonlyArray<readonly [InjectionKind, readonly RegExp[]]> = [
   ]],
 ];
 
+// ASCII folds to itself: it holds no look-alike, no invisible, and NFKC leaves it as it is.
+const _ASCII = /^[\x00-\x7f]*$/;
+
 /**
  * Folds look-alikes code point by code point (Unicode's confusables of the marker letters,
  * angle-bracket homoglyphs, NFKC, invisibles dropped) and records for each folded unit the span of `text` it came from, so a match
  * in the folded text can be cut out of the original without touching anything around it.
+ * `from` and `to` are null when the folded text is `text` itself (unit i came from unit i).
  */
-function _fold(text: string): { folded: string; from: number[]; to: number[] } {
+function _fold(text: string): { folded: string; from: number[] | null; to: number[] | null } {
+  if (_ASCII.test(text)) return { folded: text, from: null, to: null };
   let folded = '';
   const from: number[] = [];
   const to: number[] = [];
@@ -109,9 +114,10 @@ export function neutralise(content: string): string {
   let out = '';
   let last = 0;
   for (const match of folded.matchAll(_SPOOF)) {
-    const start = from[match.index] ?? last;
+    const start = from === null ? match.index : (from[match.index] ?? last);
     out += content.slice(last, start).replace(_INVISIBLE, '') + _defuse(match[0]);
-    last = to[match.index + match[0].length - 1] ?? start;
+    const end = match.index + match[0].length - 1;
+    last = to === null ? end + 1 : (to[end] ?? start);
   }
   return out + content.slice(last).replace(_INVISIBLE, '');
 }
