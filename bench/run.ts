@@ -28,7 +28,8 @@ const HELP = `Usage: npm run bench -- [options]
 
 Starts hooks-ingress (bin/hooks-ingress serve, from dist/), a bare node:http JSON echo and, when
 the webhook binary (adnanh/webhook) is on PATH, that server with one token rule, all on 127.0.0.1;
-drives each scenario with wrk in interleaved rounds and reports the median of each figure:
+drives each scenario with wrk in interleaved rounds and reports the median of each figure
+(each scenario, and the upload, has a hooks-ingress process and state directory of its own):
 req/s, p50/p99 latency, and the server's CPU time per request (utime + stime of its process
 tree from /proc over the run, divided by the requests wrk completed), each also as a ratio to
 the echo measured in the same run. Then uploads 64 MiB to /hooks/wake (413 time, RSS growth).
@@ -107,6 +108,8 @@ interface Target {
   tap: LogTap | null;
   /** This checkout's build: the one the reference values are about. */
   current: boolean;
+  /** A hooks-ingress process serves one scenario (or the upload) only, with its own state directory. */
+  serves?: ScenarioName | 'upload';
 }
 
 /** One row of the report: a scenario against one server. */
@@ -549,11 +552,17 @@ async function _setup(o: Options, webhook: string | null): Promise<Setup> {
     ...o.compare.map((dir): [string, string] => [o.compare.length === 1 ? 'before' : basename(dir), dir]),
     [o.compare.length === 0 ? 'hooks-ingress' : 'after', ROOT],
   ];
+  // One process per scenario, each on its own state directory: no scenario pays for what another
+  // left behind (the agent scenario leaves every run it accepted queued, the wakes an unread backlog).
+  const purposes = [...SCENARIOS.filter((name) => o.scenarios.has(name) && name !== 'echo' && name !== 'webhook'), ...(o.upload ? (['upload'] as const) : [])];
   for (const [name, dir] of builds) {
-    const tap = new LogTap();
-    const args = [join(dir, 'bin', 'hooks-ingress'), 'serve', '--config', join(tmp, 'config.json'), '--state-dir', join(tmp, `state-${name}`), '--host', '127.0.0.1', '--port', '0'];
-    const started = await _startNode(`hooks-ingress (${name})`, args, tap);
-    targets.push({ name, kind: 'ingress', ...started, tap, current: dir === ROOT });
+    for (const serves of purposes) {
+      const tap = new LogTap();
+      const state = join(tmp, `state-${name}-${serves}`);
+      const args = [join(dir, 'bin', 'hooks-ingress'), 'serve', '--config', join(tmp, 'config.json'), '--state-dir', state, '--host', '127.0.0.1', '--port', '0'];
+      const started = await _startNode(`hooks-ingress (${name}, ${serves})`, args, tap);
+      targets.push({ name, kind: 'ingress', ...started, tap, current: dir === ROOT, serves });
+    }
   }
 
   const lua = {
@@ -576,7 +585,7 @@ async function _setup(o: Options, webhook: string | null): Promise<Setup> {
   for (const scenario of SCENARIOS) {
     if (!o.scenarios.has(scenario)) continue;
     const shape = shapes[scenario];
-    for (const target of targets) if (target.kind === shape.kind) cases.push({ scenario, target, path: shape.path, lua: shape.lua, status: shape.status, runs: [] });
+    for (const target of targets) if (target.kind === shape.kind && (target.serves === undefined || target.serves === scenario)) cases.push({ scenario, target, path: shape.path, lua: shape.lua, status: shape.status, runs: [] });
   }
   return { tmp, token, wrong, targets, cases, closeModel: model.close };
 }
@@ -755,7 +764,7 @@ async function main(argv: string[]): Promise<number> {
     say(`hooks-ingress benchmark: wrk -t${o.threads} -c${o.connections}, ${o.rounds} interleaved round(s) of ${o.duration} s per case, loopback 127.0.0.1`);
     say(`node ${process.version}, ${cpu.length} x ${cpu[0]?.model ?? 'unknown CPU'}, state directories on ${fs}, fdatasync p50 ${_ms(fsync.p50Ms)} p99 ${_ms(fsync.p99Ms)}`);
     say('every hooks-ingress logs one JSON line per request to stderr (a pipe read by this script, as journald would); the echo logs nothing');
-    for (const t of setup.targets) say(`  ${t.name.padEnd(13)} ${t.url} (pid ${t.pid})`);
+    for (const t of setup.targets) say(`  ${t.name.padEnd(13)} ${(t.serves ?? '').padEnd(9)} ${t.url} (pid ${t.pid})`);
     await _probeAll(setup);
     await _rounds(wrk, setup, o, () => stopping);
     const rows = _rows(setup);
@@ -766,7 +775,7 @@ async function main(argv: string[]): Promise<number> {
     if (o.upload) {
       say();
       say('uploading 64 MiB to /hooks/wake with a valid token (streamed; the client never holds it)...');
-      for (const t of setup.targets.filter((x) => x.kind === 'ingress')) {
+      for (const t of setup.targets.filter((x) => x.serves === 'upload')) {
         for (const mode of ['chunked', 'content-length'] as const) uploads.push({ server: t.name, result: await upload(t.url, setup.token, t.pid, mode, t.tap!) });
         const health = await _probe(`${t.url}/healthz`, {}, '', 'GET').catch(() => ({ status: 0 }));
         if (health.status !== 200) {
