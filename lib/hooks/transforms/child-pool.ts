@@ -91,6 +91,8 @@ interface Slot {
   killed: TransformResult | null;
   stderr: string;
   stale: boolean;
+  /** Whether the child's handles keep the process alive (as a new child's do); changed only when it changes. */
+  held: boolean;
 }
 
 const MiB = 1024 * 1024;
@@ -153,7 +155,7 @@ class _Pool implements TransformChildPool {
     });
     for (const slot of [...this.#slots]) {
       const job = slot.job;
-      _ref(slot.child, true); // held until it has exited
+      _hold(slot, true); // held until it has exited
       this.#retire(slot);
       job?.done(_closed);
     }
@@ -202,7 +204,7 @@ class _Pool implements TransformChildPool {
       if (idle === undefined) return null;
       this.#retire(idle);
     }
-    const slot: Slot = { module, url: '', child: null, ready: false, job: null, timer: undefined, pending: '', killed: null, stderr: '', stale: false };
+    const slot: Slot = { module, url: '', child: null, ready: false, job: null, timer: undefined, pending: '', killed: null, stderr: '', stale: false, held: true };
     this.#slots.push(slot);
     return slot;
   }
@@ -245,7 +247,7 @@ class _Pool implements TransformChildPool {
 
   #send(slot: Slot, message: { id: number; name: string | null; input?: string | null; probe?: boolean }, budget: number, late: string, then: (result: TransformResult) => void): void {
     this.#waiting.set(slot, then);
-    _ref(slot.child, true);
+    _hold(slot, true);
     slot.timer = setTimeout(() => this.#kill(slot, _fail('timeout', late)), budget);
     const input = message.input ?? 'null';
     // The input is JSON already: spliced in, not parsed and written again.
@@ -259,9 +261,10 @@ class _Pool implements TransformChildPool {
     this.#waiting.delete(slot);
     slot.job = null;
     if (slot.stale) this.#retire(slot);
-    else _ref(slot.child, false); // an idle child must not keep the process alive
     then?.(result);
     this.#pump();
+    // An idle child must not keep the process alive; one that took the next call stays held.
+    if (!slot.stale && slot.job === null) _hold(slot, false);
   }
 
   #spawn(slot: Slot): void {
@@ -338,12 +341,12 @@ class _Pool implements TransformChildPool {
   #measure(): void {
     const { memoryMb } = this.#settings;
     this.#ticks++;
-    for (const slot of this.#slots) {
+    // A copy: a kill takes its slot out of the list.
+    for (const slot of [...this.#slots]) {
       const pid = slot.child?.pid;
       if (pid === undefined || (slot.job === null && this.#ticks % 10 !== 0)) continue;
-      void residentBytes(pid).then((bytes) => {
-        if (bytes !== null && bytes > memoryMb * MiB) this.#kill(slot, _fail('crashed', `ran out of memory (resident memory over ${memoryMb} MiB)`));
-      });
+      const bytes = residentBytes(pid);
+      if (bytes !== null && bytes > memoryMb * MiB) this.#kill(slot, _fail('crashed', `ran out of memory (resident memory over ${memoryMb} MiB)`));
     }
   }
 }
@@ -389,8 +392,11 @@ function _parse(line: string): { id: number; result: TransformResult } | null {
 }
 
 // Pipes and the process hold the event loop open; an idle child must not.
-function _ref(child: ChildProcessWithoutNullStreams | null, on: boolean): void {
-  if (child === null) return;
+// Each ref or unref is a call into libuv for four handles: made only when the slot's state changes.
+function _hold(slot: Slot, on: boolean): void {
+  if (slot.held === on || slot.child === null) return;
+  slot.held = on;
+  const { child } = slot;
   for (const target of [child, child.stdin, child.stdout, child.stderr] as { ref?: () => void; unref?: () => void }[]) {
     if (on) target.ref?.();
     else target.unref?.();
