@@ -197,6 +197,11 @@ test('parseJsonObject() accepts nesting up to MAX_DEPTH and answers 400 naming t
   const refused = { name: 'HttpError', status: 400, message: 'body: may nest objects and arrays at most 64 levels deep' };
   assert.throws(() => parseJsonObject(Buffer.from(nest(MAX_DEPTH + 1))), refused);
   assert.throws(() => parseJsonObject(Buffer.from(`{"a":${'['.repeat(100_000)}${']'.repeat(100_000)}}`)), refused);
+  // The tightest body one level too deep (short bodies are not walked, so this pins the bound).
+  const tightest = `{"":${'['.repeat(MAX_DEPTH)}${']'.repeat(MAX_DEPTH)}}`;
+  assert.equal(tightest.length, 2 * (MAX_DEPTH + 1) + 3);
+  assert.throws(() => parseJsonObject(Buffer.from(tightest)), refused);
+  assert.doesNotThrow(() => parseJsonObject(Buffer.from(`{"":${'['.repeat(MAX_DEPTH - 1)}${']'.repeat(MAX_DEPTH - 1)}}`)));
 });
 
 test('parseJsonObject() and parseForm() decode each body on its own: a body cut inside a character does not spill into the next', () => {

@@ -68,7 +68,8 @@ export function parseJsonObject(body: Buffer): Record<string, unknown> {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new HttpError(400, ErrorCode.InvalidJson, 'body: must be a JSON object');
   }
-  if (!_within(value, MAX_DEPTH)) {
+  // Nesting deeper than MAX_DEPTH takes at least 2 (MAX_DEPTH + 1) bytes of brackets: a shorter body is not walked.
+  if (body.length >= 2 * (MAX_DEPTH + 1) && !_within(value, MAX_DEPTH)) {
     throw new HttpError(400, ErrorCode.InvalidJson, `body: may nest objects and arrays at most ${MAX_DEPTH} levels deep`);
   }
   return value as Record<string, unknown>;
