@@ -30,6 +30,10 @@ const fixtures: Record<string, string> = {
   'syntax.js': 'export default () => {;',
   'env.js': 'export default () => Object.keys(process.env);',
   'slow.js': 'export default async () => { await new Promise((r) => setTimeout(r, 100)); return "slow"; };',
+  // How many calls this child ran at once, at most (each waits a little, so calls sent together overlap).
+  'overlap.js': 'let now = 0; let most = 0;\nexport default async () => { most = Math.max(most, ++now); await new Promise((r) => setTimeout(r, 20)); now--; return most; };',
+  // One module whose calls behave as their payload says: stuck, exiting, or answering n.
+  'switch.js': 'export default async ({ payload }) => { if (payload.stuck) for (;;) {} if (payload.exit) process.exit(3); return payload.n; };',
   'data.json': '{}',
   'typed.ts': 'export default (input: { payload: { n: number } }): number => input.payload.n + 1;',
 };
@@ -252,6 +256,55 @@ test('runner.run() queues calls beyond the pool size and answers each', async ()
       runner.run({ module: join(root, 'fallback.js') }, input),
     ]);
     assert.deepEqual(results.map((result) => result.ok && result.value), ['slow', { doubled: 42 }, 121]);
+  });
+});
+
+/** A runner option that counts the children it starts. */
+function counted(): { start: NonNullable<TransformChildPoolOptions['start']>; started: () => number } {
+  let n = 0;
+  return {
+    start: (limits) => {
+      n++;
+      return startChild(limits);
+    },
+    started: () => n,
+  };
+}
+
+test('runner.run() lets calls share a busy child: they reach it together and run side by side', async () => {
+  const children = counted();
+  await withRunner({ poolSize: 1, start: children.start }, async (runner) => {
+    const results = await Promise.all([1, 2, 3, 4].map(() => runner.run({ module: join(root, 'overlap.js') }, input)));
+    assert.equal(children.started(), 1);
+    assert.ok(results.every((r) => r.ok), JSON.stringify(results));
+    assert.ok(Math.max(...results.map((r) => (r.ok ? Number(r.value) : 0))) > 1, `calls overlapped in the child: ${JSON.stringify(results)}`);
+  });
+});
+
+test('runner.run() runs a call again, within its own budget, when the child it shared is killed for another call that overran its time', async () => {
+  const children = counted();
+  await withRunner({ timeoutMs: STUCK_MS, poolSize: 1, start: children.start }, async (runner) => {
+    const stuck = runner.run({ module: join(root, 'switch.js') }, { ...input, payload: { stuck: true } });
+    // Sent once the stuck call is under way: it shares that child, and has budget left when the child is killed.
+    await new Promise((resolve) => setTimeout(resolve, STUCK_MS / 2));
+    const innocent = runner.run({ module: join(root, 'switch.js') }, { ...input, payload: { n: 7 } });
+    assert.deepEqual(await stuck, { ok: false, reason: 'timeout', detail: `no answer within ${STUCK_MS} ms` });
+    assert.deepEqual(await innocent, { ok: true, value: 7 });
+    assert.equal(children.started(), 2);
+  });
+});
+
+test('runner.run() runs each call again on a child of its own when a shared child dies and no one call can be blamed', async () => {
+  const children = counted();
+  await withRunner({ poolSize: 1, start: children.start }, async (runner) => {
+    // Both wait for the child to start, then reach it in one write; the first ends it before the second answers.
+    const [exits, answers] = await Promise.all([
+      runner.run({ module: join(root, 'switch.js') }, { ...input, payload: { exit: true } }),
+      runner.run({ module: join(root, 'switch.js') }, { ...input, payload: { n: 5 } }),
+    ]);
+    assert.deepEqual(exits, { ok: false, reason: 'crashed', detail: 'the child exited with code 3' });
+    assert.deepEqual(answers, { ok: true, value: 5 });
+    assert.equal(children.started(), 3, 'one shared child, then one for each call alone');
   });
 });
 

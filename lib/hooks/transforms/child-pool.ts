@@ -2,6 +2,7 @@ import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { Buffer } from 'node:buffer';
 import { extname } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { setImmediate } from 'node:timers';
 import { resolveModule } from '../../guard/contain.ts';
 import { residentBytes, rootProblem, startChild, type ChildLimits } from './child.ts';
 
@@ -75,6 +76,16 @@ interface Job {
   /** When it was queued: the time budget covers the wait for a free child too. */
   queuedAt: number;
   done: (result: TransformResult) => void;
+  /** Runs on a child of its own: it was in flight on a child that died of something no one call can be blamed for. */
+  alone: boolean;
+}
+
+/** A message sent to a child and not yet answered. */
+interface InFlight {
+  job: Job;
+  /** Unset while a starting slot checks containment, before anything is sent. */
+  timer: ReturnType<typeof setTimeout> | undefined;
+  then: (result: TransformResult) => void;
 }
 
 interface Slot {
@@ -83,12 +94,15 @@ interface Slot {
   child: ChildProcessWithoutNullStreams | null;
   /** Until the child has imported its module, a slot is starting. */
   ready: boolean;
-  job: Job | null;
-  timer: ReturnType<typeof setTimeout> | undefined;
+  /** By job id; more than one once every child of the module is busy (see CALLS_PER_CHILD). */
+  calls: Map<number, InFlight>;
+  /** Lines for the child's stdin, written together at the end of this turn. */
+  out: string;
   /** Bytes of stdout not yet ending in a newline. */
   pending: string;
-  /** Why we ended the child, when we did (the exit then reports this). */
+  /** Why we ended the child, when we did (the exit then reports this), and the call it is about, if one. */
   killed: TransformResult | null;
+  culprit: number | null;
   stderr: string;
   stale: boolean;
   /** Whether the child's handles keep the process alive (as a new child's do); changed only when it changes. */
@@ -96,6 +110,12 @@ interface Slot {
 }
 
 const MiB = 1024 * 1024;
+/**
+ * Calls one child holds at once. A child takes a second call only when every child the pool may
+ * have for its module is busy: then calls share a child, its stdin gets their lines in one write
+ * and its answers come back together, instead of a round trip between two processes per call.
+ */
+export const CALLS_PER_CHILD = 8;
 const _closed: TransformResult = Object.freeze({ ok: false, reason: 'crashed', detail: 'the transform runner is closed' });
 const _OUTPUT_LINE_MAX = 500;
 
@@ -106,7 +126,10 @@ const _OUTPUT_LINE_MAX = 500;
  * modules make room when the pool is full. Containment is checked once, before a child imports
  * its module: a module already imported cannot be swapped under it. A call that overruns its
  * time, a child that passes its memory cap, or one that writes a result over the byte cap is
- * killed and a fresh one started for the next call.
+ * killed and a fresh one started for the next call. Under load, calls of one module share its
+ * children (CALLS_PER_CHILD); a call is never answered for what another did: when a child dies
+ * with several calls in flight, the one that overran its time gets the answer and the others
+ * run again within their own budgets, each on a child of its own when no one call can be blamed.
  */
 export function createTransformChildPool(options: TransformChildPoolOptions): TransformChildPool {
   return new _Pool(options);
@@ -120,8 +143,8 @@ class _Pool implements TransformChildPool {
   readonly #onOutput: ((module: string, line: string) => void) | undefined;
   readonly #slots: Slot[] = [];
   readonly #queue: Job[] = [];
-  // What to do with the answer each busy slot is waiting for.
-  readonly #waiting = new WeakMap<Slot, (result: TransformResult) => void>();
+  // Slots with lines to write at the end of this turn.
+  readonly #unwritten = new Set<Slot>();
   #lastId = 0;
   #closed = false;
   #watch: ReturnType<typeof setInterval> | undefined;
@@ -141,7 +164,7 @@ class _Pool implements TransformChildPool {
     // ESM module records cannot be unloaded, and a `?v=N` import would re-read only the entry
     // file, not what it imports: fresh children do neither.
     for (const slot of [...this.#slots]) {
-      if (slot.job === null) this.#retire(slot);
+      if (slot.calls.size === 0) this.#retire(slot);
       else slot.stale = true;
     }
   }
@@ -154,10 +177,10 @@ class _Pool implements TransformChildPool {
       return child === null || child.exitCode !== null ? Promise.resolve() : new Promise<void>((resolve) => child.once('exit', () => resolve()));
     });
     for (const slot of [...this.#slots]) {
-      const job = slot.job;
+      const calls = [...slot.calls.values()];
       _hold(slot, true); // held until it has exited
       this.#retire(slot);
-      job?.done(_closed);
+      for (const call of calls) call.job.done(_closed);
     }
     await Promise.all(exits);
   }
@@ -172,7 +195,7 @@ class _Pool implements TransformChildPool {
       return Promise.reject(error);
     }
     return new Promise((done) => {
-      this.#queue.push({ id: ++this.#lastId, module: ref.module, name: ref.export ?? null, input: json, queuedAt: performance.now(), done });
+      this.#queue.push({ id: ++this.#lastId, module: ref.module, name: ref.export ?? null, input: json, queuedAt: performance.now(), done, alone: false });
       this.#pump();
     });
   }
@@ -188,7 +211,7 @@ class _Pool implements TransformChildPool {
         job.done(_fail('timeout', `no child was free within ${timeoutMs} ms`));
         continue;
       }
-      const slot = this.#slots.find((s) => s.job === null && s.ready && !s.stale && s.module === job.module) ?? this.#makeRoom(job.module);
+      const slot = this.#slotFor(job);
       if (slot === null) continue;
       queue.splice(i--, 1);
       if (slot.ready) this.#call(slot, job);
@@ -196,22 +219,38 @@ class _Pool implements TransformChildPool {
     }
   }
 
+  // An idle child of the module, else a new one, else a busy one with room for another call.
+  #slotFor(job: Job): Slot | null {
+    const usable = (s: Slot) => s.ready && !s.stale && s.killed === null && s.module === job.module;
+    const idle = this.#slots.find((s) => usable(s) && s.calls.size === 0);
+    if (idle !== undefined) return idle;
+    const fresh = this.#makeRoom(job.module);
+    if (fresh !== null || job.alone) return fresh;
+    let least: Slot | null = null;
+    for (const s of this.#slots) {
+      if (!usable(s) || s.calls.size >= CALLS_PER_CHILD || _holdsAlone(s)) continue;
+      if (least === null || s.calls.size < least.calls.size) least = s;
+    }
+    return least;
+  }
+
   // A new slot for `module` when the pool has room, or when an idle child of another module can go.
   #makeRoom(module: string): Slot | null {
     if (this.#slots.length >= this.#settings.poolSize) {
       if (this.#slots.some((s) => s.module === module)) return null;
-      const idle = this.#slots.find((s) => s.job === null && s.ready);
+      const idle = this.#slots.find((s) => s.calls.size === 0 && s.ready);
       if (idle === undefined) return null;
       this.#retire(idle);
     }
-    const slot: Slot = { module, url: '', child: null, ready: false, job: null, timer: undefined, pending: '', killed: null, stderr: '', stale: false, held: true };
+    const slot: Slot = { module, url: '', child: null, ready: false, calls: new Map(), out: '', pending: '', killed: null, culprit: null, stderr: '', stale: false, held: true };
     this.#slots.push(slot);
     return slot;
   }
 
   // Checks containment, starts the child and has it import the module (its own time bound), then makes the call.
   async #open(slot: Slot, job: Job): Promise<void> {
-    slot.job = job;
+    // Taken while containment is checked: no other call is placed on a slot that is starting.
+    slot.calls.set(job.id, { job, timer: undefined, then: job.done });
     const found = await resolveModule(this.#settings.root, job.module);
     const refused = this.#closed ? _closed : !found.ok ? _fail(found.code === 'outside' ? 'escaped' : 'load-failed', found.reason) : (_unsupported(found.path) ?? _rootRefused(this.#settings.root));
     if (refused !== null || !found.ok) {
@@ -219,11 +258,12 @@ class _Pool implements TransformChildPool {
       job.done(refused ?? _closed);
       return this.#pump();
     }
+    slot.calls.delete(job.id);
     slot.url = pathToFileURL(found.path).href;
     this.#spawn(slot);
     const waited = performance.now() - job.queuedAt;
     const { startTimeoutMs } = this.#settings;
-    this.#send(slot, { id: job.id, name: job.name, probe: true }, startTimeoutMs, `the module did not load within ${startTimeoutMs} ms`, (result) => {
+    this.#send(slot, job, { probe: true }, startTimeoutMs, `the module did not load within ${startTimeoutMs} ms`, (result) => {
       if (!result.ok) {
         job.done(result);
         return this.#retire(slot);
@@ -239,32 +279,41 @@ class _Pool implements TransformChildPool {
   }
 
   #call(slot: Slot, job: Job): void {
-    slot.job = job;
     const { timeoutMs } = this.#settings;
     const left = Math.max(1, timeoutMs - (performance.now() - job.queuedAt));
-    this.#send(slot, { id: job.id, name: job.name, input: job.input }, left, `no answer within ${timeoutMs} ms`, job.done);
+    this.#send(slot, job, { probe: false }, left, `no answer within ${timeoutMs} ms`, job.done);
   }
 
-  #send(slot: Slot, message: { id: number; name: string | null; input?: string | null; probe?: boolean }, budget: number, late: string, then: (result: TransformResult) => void): void {
-    this.#waiting.set(slot, then);
+  #send(slot: Slot, job: Job, { probe }: { probe: boolean }, budget: number, late: string, then: (result: TransformResult) => void): void {
+    const timer = setTimeout(() => this.#kill(slot, _fail('timeout', late), job.id), budget);
+    slot.calls.set(job.id, { job, timer, then });
     _hold(slot, true);
-    slot.timer = setTimeout(() => this.#kill(slot, _fail('timeout', late)), budget);
-    const input = message.input ?? 'null';
     // The input is JSON already: spliced in, not parsed and written again.
-    const line = `{"id":${message.id},"url":${JSON.stringify(slot.url)},"name":${JSON.stringify(message.name)},"probe":${message.probe === true},"max":${this.#settings.maxResultBytes},"input":${input}}\n`;
-    slot.child?.stdin.write(line);
+    const input = probe ? 'null' : (job.input ?? 'null');
+    slot.out += `{"id":${job.id},"url":${JSON.stringify(slot.url)},"name":${JSON.stringify(job.name)},"probe":${probe},"max":${this.#settings.maxResultBytes},"input":${input}}\n`;
+    if (this.#unwritten.size === 0) setImmediate(this.#write);
+    this.#unwritten.add(slot);
   }
 
-  #answered(slot: Slot, result: TransformResult): void {
-    clearTimeout(slot.timer);
-    const then = this.#waiting.get(slot);
-    this.#waiting.delete(slot);
-    slot.job = null;
-    if (slot.stale) this.#retire(slot);
-    then?.(result);
+  // Once per turn: every call placed on a child during the turn reaches it in one write.
+  readonly #write = (): void => {
+    for (const slot of this.#unwritten) {
+      if (slot.out !== '') slot.child?.stdin.write(slot.out);
+      slot.out = '';
+    }
+    this.#unwritten.clear();
+  };
+
+  #answered(slot: Slot, id: number, result: TransformResult): void {
+    const call = slot.calls.get(id);
+    if (call === undefined) return;
+    clearTimeout(call.timer);
+    slot.calls.delete(id);
+    if (slot.stale && slot.calls.size === 0) this.#retire(slot);
+    call.then(result);
     this.#pump();
     // An idle child must not keep the process alive; one that took the next call stays held.
-    if (!slot.stale && slot.job === null) _hold(slot, false);
+    if (!slot.stale && slot.calls.size === 0) _hold(slot, false);
   }
 
   #spawn(slot: Slot): void {
@@ -290,7 +339,7 @@ class _Pool implements TransformChildPool {
       slot.pending = slot.pending.slice(end + 1);
       const message = _parse(line);
       if (message === null) return this.#kill(slot, _fail('crashed', 'the transform wrote to the protocol channel (stdout); use console instead'));
-      if (slot.job !== null && message.id === slot.job.id) this.#answered(slot, message.result);
+      this.#answered(slot, message.id, message.result);
     }
     // The cap holds for what arrives, not only for what the child says it sends.
     if (Buffer.byteLength(slot.pending) > maxResultBytes + 1024) this.#kill(slot, _fail('too-large', `the result is larger than ${maxResultBytes} bytes`));
@@ -306,22 +355,34 @@ class _Pool implements TransformChildPool {
     if (!this.#drop(slot)) return; // retired on purpose
     const oom = /out of memory|Array buffer allocation failed/i.test(slot.stderr);
     const result = slot.killed ?? _fail('crashed', oom ? `ran out of memory (heap limit ${this.#settings.heapMb} MiB)` : how);
-    const then = this.#waiting.get(slot);
-    this.#waiting.delete(slot);
-    slot.job = null;
-    then?.(result);
+    const calls = [...slot.calls.values()];
+    slot.calls.clear();
+    for (const call of calls) clearTimeout(call.timer);
+    // One call in flight, or the one that overran its time, gets the answer. The others did not end
+    // the child: they go back to the front of the queue, within what is left of their own budgets,
+    // and when no one call can be blamed, each runs on a child of its own.
+    const blamed = calls.length === 1 ? calls[0]! : calls.find((c) => c.job.id === slot.culprit);
+    const again: Job[] = [];
+    for (const call of calls) {
+      if (call === blamed) continue;
+      if (blamed === undefined) call.job.alone = true;
+      again.push(call.job);
+    }
+    this.#queue.unshift(...again);
+    blamed?.then(result);
     this.#pump();
   }
 
-  #kill(slot: Slot, why: TransformResult): void {
+  #kill(slot: Slot, why: TransformResult, culprit: number | null = null): void {
     if (slot.killed !== null) return;
     slot.killed = why;
-    clearTimeout(slot.timer);
+    slot.culprit = culprit;
+    for (const call of slot.calls.values()) clearTimeout(call.timer);
     slot.child?.kill('SIGKILL');
   }
 
   #drop(slot: Slot): boolean {
-    clearTimeout(slot.timer);
+    for (const call of slot.calls.values()) clearTimeout(call.timer);
     const index = this.#slots.indexOf(slot);
     if (index !== -1) this.#slots.splice(index, 1);
     if (this.#slots.length === 0) {
@@ -333,7 +394,7 @@ class _Pool implements TransformChildPool {
 
   #retire(slot: Slot): void {
     this.#drop(slot);
-    slot.job = null;
+    slot.calls.clear();
     slot.child?.kill('SIGKILL');
   }
 
@@ -344,11 +405,16 @@ class _Pool implements TransformChildPool {
     // A copy: a kill takes its slot out of the list.
     for (const slot of [...this.#slots]) {
       const pid = slot.child?.pid;
-      if (pid === undefined || (slot.job === null && this.#ticks % 10 !== 0)) continue;
+      if (pid === undefined || (slot.calls.size === 0 && this.#ticks % 10 !== 0)) continue;
       const bytes = residentBytes(pid);
       if (bytes !== null && bytes > memoryMb * MiB) this.#kill(slot, _fail('crashed', `ran out of memory (resident memory over ${memoryMb} MiB)`));
     }
   }
+}
+
+function _holdsAlone(slot: Slot): boolean {
+  for (const call of slot.calls.values()) if (call.job.alone) return true;
+  return false;
 }
 
 function _rootRefused(root: string): TransformResult | null {

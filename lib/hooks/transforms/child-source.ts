@@ -4,17 +4,29 @@
  * system would have to open for it, and no `.ts` file a child without tsx could not load.
  *
  * Protocol, one JSON document per line: the parent writes `{ id, url, name, input, probe, max }`
- * on stdin, one call at a time; the child answers `{ id, result }` on stdout, with a
- * TransformResult. stdout is the protocol's alone: console output goes to stderr. A result whose
- * line would be longer than `max` bytes is not sent; the parent enforces the same cap on what
- * arrives, since the transform could write to stdout itself.
+ * on stdin, several calls at once when they share the child; the child answers `{ id, result }`
+ * on stdout, with a TransformResult, in the order the calls finish, the answers of one turn in
+ * one write. stdout is the protocol's alone: console output goes to stderr. A result whose line
+ * would be longer than `max` bytes is not sent; the parent enforces the same cap on what arrives,
+ * since the transform could write to stdout itself.
  */
 export const CHILD_SOURCE = `
 import { format } from 'node:util';
 import process from 'node:process';
 import { Buffer } from 'node:buffer';
+import { setImmediate } from 'node:timers';
 
-const out = process.stdout.write.bind(process.stdout);
+const write = process.stdout.write.bind(process.stdout);
+// Answers finished in one turn leave in one write (a pipe write is a system call, and wakes the parent).
+let held = '';
+const flush = () => {
+  if (held !== '') write(held);
+  held = '';
+};
+const out = (text) => {
+  if (held === '') setImmediate(flush);
+  held += text;
+};
 const err = process.stderr.write.bind(process.stderr);
 for (const name of ['log', 'info', 'debug', 'warn', 'error', 'trace', 'dir', 'table']) {
   console[name] = (...args) => { err(format(...args) + '\\n'); };
@@ -93,5 +105,8 @@ process.stdin.on('data', (chunk) => {
   }
 });
 // The parent closing our stdin is the signal to go.
-process.stdin.on('end', () => process.exit(0));
+process.stdin.on('end', () => {
+  flush();
+  process.exit(0);
+});
 `;
