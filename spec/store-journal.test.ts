@@ -184,6 +184,42 @@ test('journal.compact() replaces the content and appends made meanwhile land aft
   });
 });
 
+test('journal.compact() does not hold appends up while it writes its snapshot: they follow it into the new file, in order', async () => {
+  await withDir(async (dir) => {
+    const file = join(dir, 'journal.jsonl');
+    // The temp file's first write waits until the test lets it go: a slow disk under a large snapshot.
+    let release = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const { journal } = await Journal.open(file, {
+      open: async (path, ...rest) => {
+        const handle = await open(path, ...rest);
+        if (!String(path).endsWith('.tmp')) return handle;
+        return new Proxy(handle, {
+          get(target, key) {
+            const value: unknown = Reflect.get(target, key);
+            if (key === 'write') return async (...args: unknown[]) => (await held, (value as (...a: unknown[]) => unknown).apply(target, args));
+            return typeof value === 'function' ? value.bind(target) : value;
+          },
+        });
+      },
+    });
+    await journal.append({ n: 1 });
+    let compacted = false;
+    const compaction = journal.compact([{ snapshot: 1 }]).then(() => (compacted = true));
+    await journal.append({ n: 2 });
+    await journal.appendMany([{ n: 3 }, { n: 4 }]);
+    assert.equal(compacted, false, 'the appends were durable while the snapshot was still being written');
+    assert.deepEqual((await readJournal(file)).records, [{ n: 1 }, { n: 2 }, { n: 3 }, { n: 4 }]);
+    release();
+    await compaction;
+    await journal.append({ n: 5 });
+    assert.equal(journal.size, (await stat(file)).size);
+    await journal.close();
+    assert.deepEqual((await readJournal(file)).records, [{ snapshot: 1 }, { n: 2 }, { n: 3 }, { n: 4 }, { n: 5 }]);
+    assert.deepEqual(await readdir(dir), ['journal.jsonl']);
+  });
+});
+
 test('journal.compact() leaves the old file in use when writing the temp file fails', async () => {
   await withDir(async (dir) => {
     const file = join(dir, 'journal.jsonl');

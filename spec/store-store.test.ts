@@ -507,6 +507,21 @@ test('Store never trims unconsumed system events, in memory or by compaction; co
   });
 });
 
+test('Store.open() keeps of the read events in its journal only what the bounds allow, compacted or not', async () => {
+  await withDir(async (dir) => {
+    const never = { compactBytes: Number.MAX_SAFE_INTEGER };
+    const store = await open(dir, never);
+    for (let n = 0; n < 20; n++) await store.addEvent({ kind: 'system', text: `read ${n}`, source: 'wake' });
+    await store.commit({ consumedThrough: store.events().at(-1)!.seq });
+    await store.addEvent({ kind: 'system', text: 'unread', source: 'wake' });
+    await store.close();
+    const reopened = await open(dir, { ...never, retainEvents: 2 });
+    assert.deepEqual(reopened.events().map((e) => e.text), ['read 18', 'read 19', 'unread']);
+    assert.deepEqual(reopened.backlog(), { events: 1, bytes: 6 });
+    await reopened.close();
+  });
+});
+
 test('Store.backlog() does not count a wake whose write failed', async () => {
   await withDir(async (dir) => {
     const store = await open(dir);

@@ -50,12 +50,29 @@ export class JournalReplacedError extends Error {
 }
 
 interface _Op {
-  compact: boolean;
+  /** `switch`: a rewrite's temp file is written; the journal moves over to it, in queue order. */
+  kind: 'append' | 'compact' | 'switch';
   /** The lines, encoded only when their batch is written: one encode per batch, no concat. */
   text: string;
   count: number;
   resolve: () => void;
   reject: (err: unknown) => void;
+}
+
+/** A compaction under way: its snapshot is written to a temp file while appends go on. */
+interface _Rewrite {
+  tmp: string;
+  handle: FileHandle | null;
+  /** Bytes of the snapshot in the temp file. */
+  size: number;
+  /** What was appended to the old file since the snapshot: it follows the snapshot into the new one. */
+  tail: string[];
+  /** Why writing the snapshot failed, if it did. */
+  failed: unknown;
+  /** The compact call's promise, settled when the journal has moved over (or has not). */
+  op: _Op;
+  /** Settles when the rewrite is over, either way. */
+  over: Promise<void>;
 }
 
 // Codes with which platforms (Windows, some network filesystems) refuse to open or fsync a directory.
@@ -64,7 +81,10 @@ const _DIR_SYNC_REFUSED = new Set(['EISDIR', 'EPERM', 'EACCES', 'EINVAL', 'ENOTS
 /**
  * Durable append-only JSON-lines log. Appends are group-committed: everything queued while a
  * flush runs goes out in the next flush with one write and one fsync. Appends and compactions
- * take effect in call order.
+ * take effect in call order. A compaction does not hold appends up while it writes: its snapshot
+ * goes to a temp file in the background, the appends made meanwhile go to the old file and are
+ * remembered, and once the snapshot is durable they follow it into the temp file, which then
+ * replaces the old one. Either file holds every acknowledged record at every moment.
  */
 export class Journal {
   readonly file: string;
@@ -74,6 +94,7 @@ export class Journal {
   #size: number;
   #queue: _Op[] = [];
   #pump: Promise<void> | null = null;
+  #rewrite: _Rewrite | null = null;
   #closing: Promise<void> | null = null;
   #stats: JournalStats = { flushes: 0, records: 0, lastFsyncMs: 0 };
   readonly #now: () => number;
@@ -145,13 +166,13 @@ export class Journal {
   /** Appends records as consecutive lines in the same flush; resolves once they are durable. */
   async appendMany(records: readonly object[]): Promise<void> {
     const text = records.length === 1 ? _line(records[0]!) : records.map(_line).join('');
-    if (text !== '') return this.#enqueue(false, text, records.length);
+    if (text !== '') return this.#enqueue('append', text, records.length);
     if (this.#closing) throw new Error('Journal is closed');
   }
 
   /** Atomically replaces the whole file with these records; later appends land after them. */
   async compact(records: readonly object[]): Promise<void> {
-    return this.#enqueue(true, records.map(_line).join(''), records.length);
+    return this.#enqueue('compact', records.map(_line).join(''), records.length);
   }
 
   /** Flushes what is queued and closes the file; later appends reject. Idempotent. */
@@ -160,14 +181,15 @@ export class Journal {
   }
 
   async #finish(): Promise<void> {
-    await this.#pump;
+    // A rewrite under way ends with a switch it queues itself, which the pump then runs.
+    while (this.#pump !== null || this.#rewrite !== null) await (this.#pump ?? this.#rewrite?.over);
     await this.#handle.close();
   }
 
-  #enqueue(compact: boolean, text: string, count: number): Promise<void> {
+  #enqueue(kind: 'append' | 'compact', text: string, count: number): Promise<void> {
     if (this.#closing) throw new Error('Journal is closed');
     return new Promise((resolve, reject) => {
-      this.#queue.push({ compact, text, count, resolve, reject });
+      this.#queue.push({ kind, text, count, resolve, reject });
       this.#pump ??= this.#drain();
     });
   }
@@ -176,11 +198,17 @@ export class Journal {
     // One microtask lets appends issued in the same tick join the first batch.
     await null;
     for (let head = this.#queue[0]; head; head = this.#queue[0]) {
+      // One rewrite at a time: a second compaction waits for the first one's switch.
+      if (head.kind === 'compact' && this.#rewrite !== null) break;
       let n = 1;
-      if (!head.compact) while (this.#queue[n]?.compact === false) n++;
+      if (head.kind === 'append') while (this.#queue[n]?.kind === 'append') n++;
       const batch = this.#queue.splice(0, n);
+      if (head.kind === 'compact') {
+        this.#rewrite = this.#begin(head);
+        continue;
+      }
       try {
-        await (head.compact ? this.#replace(Buffer.from(head.text)) : this.#write(batch));
+        await (head.kind === 'switch' ? this.#switch() : this.#write(batch));
         for (const op of batch) op.resolve();
       } catch (err) {
         for (const op of batch) op.reject(err);
@@ -189,8 +217,37 @@ export class Journal {
     this.#pump = null;
   }
 
+  // Writes the snapshot to the temp file in the background; when that is done (or failed), a switch
+  // goes to the front of the queue, so it runs between two batches of appends.
+  #begin(op: _Op): _Rewrite {
+    let over = () => {};
+    const rewrite: _Rewrite = { tmp: `${this.file}.tmp`, handle: null, size: 0, tail: [], failed: null, op, over: new Promise<void>((resolve) => (over = resolve)) };
+    void this.#writeSnapshot(rewrite, Buffer.from(op.text)).then(() => {
+      this.#queue.unshift({ kind: 'switch', text: '', count: 0, resolve: over, reject: over });
+      this.#pump ??= this.#drain();
+    });
+    return rewrite;
+  }
+
+  async #writeSnapshot(rewrite: _Rewrite, bytes: Buffer): Promise<void> {
+    try {
+      // Recreated if an operator removed the whole directory: a fresh journal is how the store recovers.
+      await mkdir(dirname(this.file), { recursive: true, mode: 0o700 });
+      // A temp file left by a crash may carry another mode; start from a fresh 0o600 one.
+      await rm(rewrite.tmp, { force: true });
+      // Flagged as the journal was: this handle takes the appends after the rename.
+      rewrite.handle = await this.#open(rewrite.tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | this.#dsync, 0o600);
+      await _writeAll(rewrite.handle, bytes, 0);
+      await this.#sync(rewrite.handle);
+      rewrite.size = bytes.length;
+    } catch (err) {
+      rewrite.failed = err;
+    }
+  }
+
   async #write(batch: _Op[]): Promise<void> {
-    const bytes = Buffer.from(batch.length === 1 ? batch[0]!.text : batch.map((op) => op.text).join(''));
+    const text = batch.length === 1 ? batch[0]!.text : batch.map((op) => op.text).join('');
+    const bytes = Buffer.from(text);
     try {
       const start = this.#now();
       await _writeAll(this.#handle, bytes, this.#size);
@@ -206,32 +263,40 @@ export class Journal {
     this.#size += bytes.length;
     this.#stats.flushes++;
     for (const op of batch) this.#stats.records += op.count;
+    // Durable in the old file, and owed to the new one.
+    this.#rewrite?.tail.push(text);
   }
 
-  async #replace(bytes: Buffer): Promise<void> {
-    const tmp = `${this.file}.tmp`;
-    // Recreated if an operator removed the whole directory: a fresh journal is how the store recovers.
-    await mkdir(dirname(this.file), { recursive: true, mode: 0o700 });
-    // A temp file left by a crash may carry another mode; start from a fresh 0o600 one.
-    await rm(tmp, { force: true });
-    // Flagged as the journal was: this handle takes the appends after the rename.
-    const handle = await this.#open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | this.#dsync, 0o600);
+  // In queue order, between two batches: the appends made since the snapshot follow it into the
+  // temp file, which then takes the journal's place. The compact call settles here.
+  async #switch(): Promise<void> {
+    const rewrite = this.#rewrite!;
+    const { op, handle } = rewrite;
     try {
-      await _writeAll(handle, bytes, 0);
-      await this.#sync(handle);
-      await rename(tmp, this.file);
+      if (rewrite.failed !== null) throw rewrite.failed;
+      const tail = Buffer.from(rewrite.tail.join(''));
+      if (tail.length > 0) {
+        await _writeAll(handle!, tail, rewrite.size);
+        await this.#sync(handle!);
+      }
+      await rename(rewrite.tmp, this.file);
+      // The renamed handle is the journal from here on, so appends continue in the new file.
+      const old = this.#handle;
+      this.#handle = handle!;
+      this.#identity = _identity(handle!);
+      this.#size = rewrite.size + tail.length;
+      this.#rewrite = null;
+      await old.close();
+      await this.#syncDir();
+      op.resolve();
     } catch (err) {
-      await handle.close();
-      await rm(tmp, { force: true }).catch(() => {});
-      throw err;
+      if (this.#rewrite === rewrite) {
+        this.#rewrite = null;
+        await handle?.close().catch(() => {});
+        await rm(rewrite.tmp, { force: true }).catch(() => {});
+      }
+      op.reject(err);
     }
-    // The renamed handle is the journal from here on, so appends continue in the new file.
-    const old = this.#handle;
-    this.#handle = handle;
-    this.#identity = _identity(handle);
-    this.#size = bytes.length;
-    await old.close();
-    await this.#syncDir();
   }
 
   async #syncDir(): Promise<void> {

@@ -110,6 +110,10 @@ export class Store {
     for (const line of lines) store.#apply(line);
     store.#replaying = false;
     store.#recount();
+    // What the journal still holds of read events past the bounds (a compaction had not dropped it
+    // yet) is dropped now, as a running store would have.
+    store.#events = store.#retained();
+    store.#eventBytes = _textBytes(store.#events);
     return { store, skipped: opened.skipped, tornBytes: opened.tornBytes, rejected };
   }
 
