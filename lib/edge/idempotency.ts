@@ -19,8 +19,9 @@ export function createIdempotency(
   inflight: Map<string, Promise<Answer>>,
   wait?: (reply: WaitingReply) => Promise<StoredAnswer>,
 ): Idempotent {
-  return async (name, key, work) => {
-    if (key === null) return work(null);
+  // Without a key there is nothing to hold: the work's own promise is the answer, not one wrapped in another.
+  return (name, key, work) => (key === null ? work(null) : keyed(name, key, work));
+  async function keyed(name: string, key: string, work: (idem: IdempotencyKey | null) => Promise<Answer>): Promise<Answer> {
     const id = `${name}\n${key}`;
     // Wait while any copy is in flight; from the last check to the `set` below nothing awaits,
     // so exactly one copy goes ahead when the one before it failed.
@@ -39,7 +40,7 @@ export function createIdempotency(
     } finally {
       if (inflight.get(id) === pending) inflight.delete(id);
     }
-  };
+  }
 }
 
 /**
