@@ -3,6 +3,9 @@ import { mkdir, mkdtemp, realpath, rename, rm, symlink, unlink, writeFile } from
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
+import { EventEmitter } from 'node:events';
+import { PassThrough } from 'node:stream';
 import { startChild } from '../lib/hooks/transforms/child.ts';
 import { createTransformChildPool } from '../lib/hooks/transforms/child-pool.ts';
 import type { TransformChildPool, TransformChildPoolOptions } from '../lib/hooks/transforms/child-pool.ts';
@@ -305,6 +308,59 @@ test('runner.run() runs each call again on a child of its own when a shared chil
     assert.deepEqual(exits, { ok: false, reason: 'crashed', detail: 'the child exited with code 3' });
     assert.deepEqual(answers, { ok: true, value: 5 });
     assert.equal(children.started(), 3, 'one shared child, then one for each call alone');
+  });
+});
+
+/**
+ * A stand-in for a child, speaking the real protocol: it answers probes, holds every call when
+ * `hold` is set (else answers payload.n), and when killed still delivers the answer of the first
+ * call it holds before it reports its exit. A real child cannot be made to do that last part on
+ * demand: it is the race of an answer already in the pipe when the kill comes.
+ */
+function standIn(hold: boolean): ChildProcessWithoutNullStreams {
+  const child = new EventEmitter() as EventEmitter & Record<string, unknown>;
+  const [stdin, stdout, stderr] = [new PassThrough(), new PassThrough(), new PassThrough()];
+  const held: number[] = [];
+  let pending = '';
+  const answer = (id: number, value: unknown) => stdout.write(`${JSON.stringify({ id, result: { ok: true, value } })}\n`);
+  stdin.setEncoding('utf8').on('data', (chunk: string) => {
+    pending += chunk;
+    for (let end = pending.indexOf('\n'); end !== -1; end = pending.indexOf('\n')) {
+      const message = JSON.parse(pending.slice(0, end)) as { id: number; probe: boolean; input: { payload: { n: number } } };
+      pending = pending.slice(end + 1);
+      if (message.probe) setImmediate(() => answer(message.id, null));
+      else if (hold) held.push(message.id);
+      else setImmediate(() => answer(message.id, message.input.payload.n));
+    }
+  });
+  const kill = () => {
+    answer(held[0]!, 'late');
+    setTimeout(() => child.emit('exit', null, 'SIGKILL'), 5);
+    return true;
+  };
+  return Object.assign(child, { stdin, stdout, stderr, pid: undefined, exitCode: null, kill, ref: () => {}, unref: () => {} }) as unknown as ChildProcessWithoutNullStreams;
+}
+
+test('runner.run() answers a call that shared a killed child on its own, even when the call the kill was about answered first', async () => {
+  let started = 0;
+  await withRunner({ timeoutMs: 300, poolSize: 1, start: () => standIn(started++ === 0) }, async (runner) => {
+    const ref = { module: join(root, 'default.js') };
+    const first = runner.run(ref, { ...input, payload: { n: 1 } });
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    const second = runner.run(ref, { ...input, payload: { n: 2 } });
+    // The first call overran its time; its answer came in before the exit. The second, which had
+    // time left, runs again on a fresh child instead of taking the first one's timeout.
+    assert.deepEqual(await first, { ok: true, value: 'late' });
+    assert.deepEqual(await second, { ok: true, value: 2 });
+    assert.equal(started, 2);
+  });
+});
+
+test('runner.probe() of a module whose child is up loads the export there without calling it', async () => {
+  await withRunner({ poolSize: 1 }, async (runner) => {
+    assert.deepEqual(await runner.probe({ module: join(root, 'named.mjs') }), { ok: true, value: null });
+    assert.deepEqual(await runner.probe({ module: join(root, 'named.mjs'), export: 'pick' }), { ok: true, value: null });
+    assert.deepEqual(await runner.run({ module: join(root, 'named.mjs'), export: 'pick' }, input), { ok: true, value: ['b', 'c', '/hooks/github'] });
   });
 });
 

@@ -285,14 +285,16 @@ export class Journal {
         await _writeAll(handle!, tail, rewrite.size);
         await this.#sync(handle!);
       }
+      const identity = _identity(handle!);
       await rename(rewrite.tmp, this.file);
       // The renamed handle is the journal from here on, so appends continue in the new file.
       const old = this.#handle;
       this.#handle = handle!;
-      this.#identity = _identity(handle!);
+      this.#identity = identity;
       this.#size = rewrite.size + tail.length;
       this.#rewrite = null;
-      await old.close();
+      // The old file is no longer the journal: a failure to close it changes nothing of the move.
+      await old.close().catch(() => {});
       await this.#syncDir();
       op.resolve();
     } catch (err) {

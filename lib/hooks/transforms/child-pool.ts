@@ -102,6 +102,7 @@ interface Slot {
   pending: string;
   /** Why we ended the child, when we did (the exit then reports this), and the call it is about, if one. */
   killed: TransformResult | null;
+  /** The call named by the kill, else the only call in flight then; null with several and none named. */
   culprit: number | null;
   stderr: string;
   stale: boolean;
@@ -281,7 +282,8 @@ class _Pool implements TransformChildPool {
   #call(slot: Slot, job: Job): void {
     const { timeoutMs } = this.#settings;
     const left = Math.max(1, timeoutMs - (performance.now() - job.queuedAt));
-    this.#send(slot, job, { probe: false }, left, `no answer within ${timeoutMs} ms`, job.done);
+    // A probe (no input) that finds its module's child up only loads it there: the transform is not called.
+    this.#send(slot, job, { probe: job.input === null }, left, `no answer within ${timeoutMs} ms`, job.done);
   }
 
   #send(slot: Slot, job: Job, { probe }: { probe: boolean }, budget: number, late: string, then: (result: TransformResult) => void): void {
@@ -297,11 +299,14 @@ class _Pool implements TransformChildPool {
 
   // Once per turn: every call placed on a child during the turn reaches it in one write.
   readonly #write = (): void => {
-    for (const slot of this.#unwritten) {
-      if (slot.out !== '') slot.child?.stdin.write(slot.out);
-      slot.out = '';
-    }
+    // Taken before writing: a write that leads to another call on the slot queues that call anew.
+    const slots = [...this.#unwritten];
     this.#unwritten.clear();
+    for (const slot of slots) {
+      const text = slot.out;
+      slot.out = '';
+      if (text !== '') slot.child?.stdin.write(text);
+    }
   };
 
   #answered(slot: Slot, id: number, result: TransformResult): void {
@@ -361,11 +366,14 @@ class _Pool implements TransformChildPool {
     // One call in flight, or the one that overran its time, gets the answer. The others did not end
     // the child: they go back to the front of the queue, within what is left of their own budgets,
     // and when no one call can be blamed, each runs on a child of its own.
-    const blamed = calls.length === 1 ? calls[0]! : calls.find((c) => c.job.id === slot.culprit);
+    // A kill is about the call it named (which may have answered in the meantime); an exit nobody
+    // asked for, about the call in flight if there is only one.
+    const culprit = slot.killed !== null ? slot.culprit : calls.length === 1 ? calls[0]!.job.id : null;
+    const blamed = calls.find((c) => c.job.id === culprit);
     const again: Job[] = [];
     for (const call of calls) {
       if (call === blamed) continue;
-      if (blamed === undefined) call.job.alone = true;
+      if (culprit === null) call.job.alone = true;
       again.push(call.job);
     }
     this.#queue.unshift(...again);
@@ -376,7 +384,7 @@ class _Pool implements TransformChildPool {
   #kill(slot: Slot, why: TransformResult, culprit: number | null = null): void {
     if (slot.killed !== null) return;
     slot.killed = why;
-    slot.culprit = culprit;
+    slot.culprit = culprit ?? (slot.calls.size === 1 ? slot.calls.keys().next().value! : null);
     for (const call of slot.calls.values()) clearTimeout(call.timer);
     slot.child?.kill('SIGKILL');
   }
