@@ -4,7 +4,7 @@ import type { FileHandle } from 'node:fs/promises';
 import { platform } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { Journal, readJournal } from '../lib/store/journal.ts';
+import { Journal, readJournal, SNAPSHOT_PART_CHARS } from '../lib/store/journal.ts';
 import { withDir } from './_dir.ts';
 
 const windows = platform() === 'win32';
@@ -217,6 +217,36 @@ test('journal.compact() does not hold appends up while it writes its snapshot: t
     await journal.close();
     assert.deepEqual((await readJournal(file)).records, [{ snapshot: 1 }, { n: 2 }, { n: 3 }, { n: 4 }, { n: 5 }]);
     assert.deepEqual(await readdir(dir), ['journal.jsonl']);
+  });
+});
+
+test('journal.compact() serialises and writes a large snapshot a part at a time, all of it, in order', async () => {
+  await withDir(async (dir) => {
+    const file = join(dir, 'journal.jsonl');
+    let writes = 0;
+    const { journal } = await Journal.open(file, {
+      open: async (path, ...rest) => {
+        const handle = await open(path, ...rest);
+        if (!String(path).endsWith('.tmp')) return handle;
+        return new Proxy(handle, {
+          get(target, key) {
+            const value: unknown = Reflect.get(target, key);
+            if (key === 'write') writes++;
+            return typeof value === 'function' ? value.bind(target) : value;
+          },
+        });
+      },
+    });
+    // Three and a half parts' worth of records, each line about 1 KiB.
+    const records = Array.from({ length: Math.ceil((3.5 * SNAPSHOT_PART_CHARS) / 1024) }, (_, n) => ({ n, pad: 'x'.repeat(1000) }));
+    await journal.compact(records);
+    await journal.append({ after: true });
+    await journal.close();
+    assert.ok(writes >= 4, `${writes} writes`);
+    const read = (await readJournal(file)).records as { n?: number }[];
+    assert.equal(read.length, records.length + 1);
+    assert.ok(read.slice(0, -1).every((r, i) => r.n === i));
+    assert.deepEqual(read.at(-1), { after: true });
   });
 });
 

@@ -55,6 +55,8 @@ interface _Op {
   /** The lines, encoded only when their batch is written: one encode per batch, no concat. */
   text: string;
   count: number;
+  /** A compaction's records, serialised while they are written. */
+  records?: readonly object[];
   resolve: () => void;
   reject: (err: unknown) => void;
 }
@@ -74,6 +76,9 @@ interface _Rewrite {
   /** Settles when the rewrite is over, either way. */
   over: Promise<void>;
 }
+
+/** About how much of a compaction's snapshot is serialised and written at a time, in UTF-16 units. */
+export const SNAPSHOT_PART_CHARS = 4 * 1024 * 1024;
 
 // Codes with which platforms (Windows, some network filesystems) refuse to open or fsync a directory.
 const _DIR_SYNC_REFUSED = new Set(['EISDIR', 'EPERM', 'EACCES', 'EINVAL', 'ENOTSUP', 'EBADF']);
@@ -176,9 +181,13 @@ export class Journal {
     }
   }
 
-  /** Atomically replaces the whole file with these records; later appends land after them. */
+  /**
+   * Atomically replaces the whole file with these records; later appends land after them. The
+   * records are read while they are written, a part at a time: they must not change meanwhile
+   * (the store's never change in place).
+   */
   async compact(records: readonly object[]): Promise<void> {
-    return this.#enqueue('compact', records.map(_line).join(''), records.length);
+    return this.#enqueue('compact', '', records.length, records);
   }
 
   /** Flushes what is queued and closes the file; later appends reject. Idempotent. */
@@ -192,10 +201,10 @@ export class Journal {
     await this.#handle.close();
   }
 
-  #enqueue(kind: 'append' | 'compact', text: string, count: number): Promise<void> {
+  #enqueue(kind: 'append' | 'compact', text: string, count: number, records?: readonly object[]): Promise<void> {
     if (this.#closing) throw new Error('Journal is closed');
     return new Promise((resolve, reject) => {
-      this.#queue.push({ kind, text, count, resolve, reject });
+      this.#queue.push({ kind, text, count, resolve, reject, ...(records === undefined ? {} : { records }) });
       this.#pump ??= this.#drain();
     });
   }
@@ -228,14 +237,16 @@ export class Journal {
   #begin(op: _Op): _Rewrite {
     let over = () => {};
     const rewrite: _Rewrite = { tmp: `${this.file}.tmp`, handle: null, size: 0, tail: [], failed: null, op, over: new Promise<void>((resolve) => (over = resolve)) };
-    void this.#writeSnapshot(rewrite, Buffer.from(op.text)).then(() => {
+    void this.#writeSnapshot(rewrite, op.records ?? []).then(() => {
       this.#queue.unshift({ kind: 'switch', text: '', count: 0, resolve: over, reject: over });
       this.#pump ??= this.#drain();
     });
     return rewrite;
   }
 
-  async #writeSnapshot(rewrite: _Rewrite, bytes: Buffer): Promise<void> {
+  // Serialised and written a part at a time: a snapshot of a large backlog neither stops the
+  // event loop while it is turned into JSON nor is held in memory whole.
+  async #writeSnapshot(rewrite: _Rewrite, records: readonly object[]): Promise<void> {
     try {
       // Recreated if an operator removed the whole directory: a fresh journal is how the store recovers.
       await mkdir(dirname(this.file), { recursive: true, mode: 0o700 });
@@ -243,9 +254,16 @@ export class Journal {
       await rm(rewrite.tmp, { force: true });
       // Flagged as the journal was: this handle takes the appends after the rename.
       rewrite.handle = await this.#open(rewrite.tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | this.#dsync, 0o600);
-      await _writeAll(rewrite.handle, bytes, 0);
+      let size = 0;
+      for (let i = 0; i < records.length; ) {
+        let text = '';
+        while (i < records.length && text.length < SNAPSHOT_PART_CHARS) text += _line(records[i++]!);
+        const bytes = Buffer.from(text);
+        await _writeAll(rewrite.handle, bytes, size);
+        size += bytes.length;
+      }
       await this.#sync(rewrite.handle);
-      rewrite.size = bytes.length;
+      rewrite.size = size;
     } catch (err) {
       rewrite.failed = err;
     }
