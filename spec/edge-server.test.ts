@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { request, type OutgoingHttpHeaders } from 'node:http';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { readEvents, Store } from '../lib/store/store.ts';
@@ -301,6 +302,32 @@ test('server answers 413 once a streamed body crosses maxBodyBytes', { timeout: 
   if (!answered() && !req.destroyed) req.end('"}');
   assert.equal((await reply).status, 413);
   assert.equal(h.store.events().length, 0);
+});
+
+test('server reads and drops what a client still sends after its 413, so the client can finish and the connection ends cleanly', { timeout: 10_000 }, async (t) => {
+  const h = await start(t, { hooks: { maxBodyBytes: 4096 } });
+  const { port } = new URL(h.url);
+  const socket = connect({ host: '127.0.0.1', port: Number(port) });
+  defer(t, () => socket.destroy());
+  const chunk = (text: string) => `${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n`;
+  const piece = chunk(' '.repeat(16 * 1024));
+  let received = '';
+  const answered = new Promise<void>((resolve) => socket.on('data', (data: Buffer) => ((received += data.toString('latin1')), /^HTTP\/1\.1 \d{3}/.test(received) && resolve())));
+  const closed = new Promise<{ error: string | null }>((resolve) => {
+    let error: string | null = null;
+    socket.on('error', (cause: NodeJS.ErrnoException) => (error = cause.code ?? cause.message)).on('close', () => resolve({ error }));
+  });
+  await new Promise<void>((resolve) => socket.once('connect', resolve));
+  socket.write(`POST /hooks/wake HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n${chunk('{"text":"')}`);
+  let done = false;
+  void answered.then(() => (done = true));
+  while (!done) if (!socket.write(piece)) await Promise.race([new Promise((resolve) => socket.once('drain', resolve)), answered]);
+  assert.match(received, /^HTTP\/1\.1 413 /);
+  // More than the socket buffers hold is still on its way, then the client ends its side: the
+  // server has to read (and drop) all of it for the client's end to go out.
+  for (let n = 0; n < 64; n++) socket.write(piece);
+  socket.end(`${chunk('"}')}0\r\n\r\n`);
+  assert.deepEqual(await closed, { error: null });
 });
 
 test('server accepts a body of exactly maxBodyBytes', async (t) => {

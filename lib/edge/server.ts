@@ -250,7 +250,7 @@ function _send(req: IncomingMessage, res: ServerResponse, answer: Answer, id: st
   res.writeHead(answer.status, headers);
   res.end(req.method === 'HEAD' ? undefined : text);
   // The rest of an unread body is not ours to receive: end the connection once the answer is out.
-  if (close) res.once('finish', () => _linger(req.socket));
+  if (close) res.once('finish', () => _linger(req));
 }
 
 /** How long a connection ended after a 413 or 408 may still deliver bytes we throw away. */
@@ -258,8 +258,12 @@ const LINGER_MS = 2_000;
 
 // Half-close after the answer and discard (never buffer) what the client still sends, for a moment.
 // Closing at once would reset the connection while the client is still sending, and a reset can
-// wipe the answer from the client's receive buffer before it reads it.
-function _linger(socket: Socket): void {
+// wipe the answer from the client's receive buffer before it reads it. The request flows again
+// with nothing listening, so what arrives is read and dropped: a client that cannot send the rest
+// cannot finish, and would only see the connection reset when the moment is over.
+function _linger(req: IncomingMessage): void {
+  const socket: Socket = req.socket;
+  req.resume();
   socket.end();
   const timer = setTimeout(() => socket.destroy(), LINGER_MS);
   timer.unref?.();
