@@ -37,6 +37,8 @@ the echo measured in the same run. Then uploads 64 MiB to /hooks/wake (413 time,
 Scenarios (--scenarios takes a comma-separated subset):
   echo        bare node:http: read the body, JSON.parse it, answer 200 (always run)
   webhook     adnanh/webhook answering 401 to a wrong token (when on PATH)
+  floor       bench/floor.mjs: the least a node:http server does to refuse a wrong token as the
+              service must (hash and compare, count the failure, 401 with an id, a log line)
   401         POST /hooks/wake with a wrong token of the right length
   wake        POST /hooks/wake accepted: one durable journal write (mode next-heartbeat)
   replay      POST /hooks/wake with a fixed Idempotency-Key: every request is a replay
@@ -62,7 +64,7 @@ Options:
   -h, --help        show this help
 `;
 
-const SCENARIOS = ['echo', 'webhook', '401', 'wake', 'replay', 'agent', 'template', 'transform'] as const;
+const SCENARIOS = ['echo', 'webhook', 'floor', '401', 'wake', 'replay', 'agent', 'template', 'transform'] as const;
 type ScenarioName = (typeof SCENARIOS)[number];
 
 /** The reference values: CPU per request at most this many times the echo's. */
@@ -102,7 +104,7 @@ interface Run extends WrkRun {
 /** A server under test. */
 interface Target {
   name: string;
-  kind: 'echo' | 'webhook' | 'ingress';
+  kind: 'echo' | 'webhook' | 'floor' | 'ingress';
   url: string;
   pid: number;
   tap: LogTap | null;
@@ -547,6 +549,11 @@ async function _setup(o: Options, webhook: string | null): Promise<Setup> {
   const targets: Target[] = [];
   const echo = await _startNode('echo', [join(ROOT, 'bench', 'baseline.mjs')], null);
   targets.push({ name: 'echo', kind: 'echo', ...echo, tap: null, current: false });
+  if (o.scenarios.has('floor')) {
+    // It logs as hooks-ingress does, so its log is read (and its statuses counted) the same way.
+    const tap = new LogTap();
+    targets.push({ name: 'floor', kind: 'floor', ...(await _startNode('floor', [join(ROOT, 'bench', 'floor.mjs'), join(tmp, 'config.json')], tap)), tap, current: false });
+  }
   if (webhook !== null && o.scenarios.has('webhook')) targets.push({ name: 'webhook', kind: 'webhook', ...(await _startWebhook(webhook, tmp, token)), tap: null, current: false });
   const builds: [string, string][] = [
     ...o.compare.map((dir): [string, string] => [o.compare.length === 1 ? 'before' : basename(dir), dir]),
@@ -554,7 +561,7 @@ async function _setup(o: Options, webhook: string | null): Promise<Setup> {
   ];
   // One process per scenario, each on its own state directory: no scenario pays for what another
   // left behind (the agent scenario leaves every run it accepted queued, the wakes an unread backlog).
-  const purposes = [...SCENARIOS.filter((name) => o.scenarios.has(name) && name !== 'echo' && name !== 'webhook'), ...(o.upload ? (['upload'] as const) : [])];
+  const purposes = [...SCENARIOS.filter((name) => o.scenarios.has(name) && name !== 'echo' && name !== 'webhook' && name !== 'floor'), ...(o.upload ? (['upload'] as const) : [])];
   for (const [name, dir] of builds) {
     for (const serves of purposes) {
       const tap = new LogTap();
@@ -574,6 +581,7 @@ async function _setup(o: Options, webhook: string | null): Promise<Setup> {
   const shapes: Record<ScenarioName, { kind: Target['kind']; path: string; lua: string; status: number }> = {
     echo: { kind: 'echo', path: '/hooks/wake', lua: lua.good, status: 200 },
     webhook: { kind: 'webhook', path: '/hooks/wake', lua: lua.wrong, status: 401 },
+    floor: { kind: 'floor', path: '/hooks/wake', lua: lua.wrong, status: 401 },
     '401': { kind: 'ingress', path: '/hooks/wake', lua: lua.wrong, status: 401 },
     wake: { kind: 'ingress', path: '/hooks/wake', lua: lua.good, status: 200 },
     replay: { kind: 'ingress', path: '/hooks/wake', lua: lua.replay, status: 200 },
@@ -594,7 +602,7 @@ async function _setup(o: Options, webhook: string | null): Promise<Setup> {
 async function _probeAll(s: Setup): Promise<void> {
   const problems: string[] = [];
   for (const c of s.cases) {
-    const good = c.scenario !== '401' && c.scenario !== 'webhook';
+    const good = c.scenario !== '401' && c.scenario !== 'webhook' && c.scenario !== 'floor';
     const headers: Record<string, string> = { authorization: `Bearer ${good ? s.token : s.wrong}`, 'content-type': 'application/json' };
     if (c.scenario === 'replay') headers['idempotency-key'] = 'bench-replay';
     const reply = await _probe(`${c.target.url}${c.path}`, headers, c.scenario === 'agent' ? AGENT_BODY : WAKE_BODY).catch((error: Error) => ({ status: error.message }));
@@ -664,6 +672,10 @@ function _report(rows: Row[], o: Options): { invalid: boolean; outside: string[]
     say(`401 throughput / adnanh/webhook's rejection: ${ratio.toFixed(2)}x (reference >= 0.8x)`);
     if (!(ratio >= 0.8)) outside.push(`401: ${ratio.toFixed(2)}x adnanh/webhook's rejection rate (reference >= 0.8x)`);
   }
+  const floor = rows.find((r) => r.scenario === 'floor');
+  if (floor !== undefined && unauthorized !== undefined) {
+    say(`401 floor (bench/floor.mjs): cpu ${floor.cpuRatio.toFixed(2)}x the echo${peer === undefined ? '' : `, ${(floor.figures.rps / peer.figures.rps).toFixed(2)}x adnanh/webhook's rate`}; hooks-ingress's 401: ${(unauthorized.figures.cpuUs / floor.figures.cpuUs).toFixed(2)}x the floor's cpu`);
+  }
   const wake = rows.find((r) => r.scenario === 'wake' && r.current);
   if (wake !== undefined) {
     say(`durable wake throughput / echo: ${wake.rpsRatio.toFixed(2)}x (reference >= 0.5x)`);
@@ -675,7 +687,7 @@ function _report(rows: Row[], o: Options): { invalid: boolean; outside: string[]
 
 // Each build against the one before it: CPU per request, then req/s, with the change in percent.
 function _compareTable(rows: Row[]): void {
-  const builds = [...new Set(rows.filter((r) => r.server !== 'echo' && r.server !== 'webhook').map((r) => r.server))];
+  const builds = [...new Set(rows.filter((r) => r.server !== 'echo' && r.server !== 'webhook' && r.server !== 'floor').map((r) => r.server))];
   const pct = (a: number, b: number) => `${b >= a ? '+' : ''}${(((b - a) / a) * 100).toFixed(0)}%`;
   for (const [title, figure, format] of [
     ['cpu us/req', (f: Figures) => f.cpuUs, (x: number) => x.toFixed(1)],
