@@ -227,15 +227,11 @@ test('runner.run() answers crashed when the child exits, and the next call works
 });
 
 test('runner.run() answers a module that ends its child or never finishes loading, and starts no child again for that call', async () => {
-  let started = 0;
-  const start = (limits: Parameters<NonNullable<TransformChildPoolOptions['start']>>[0]) => {
-    started++;
-    return startChild(limits);
-  };
-  await withRunner({ poolSize: 1, startTimeoutMs: 1_000, start }, async (runner) => {
+  const children = counted();
+  await withRunner({ poolSize: 1, startTimeoutMs: 1_000, start: children.start }, async (runner) => {
     assert.deepEqual(await runner.run({ module: join(root, 'exits-on-load.js') }, input), { ok: false, reason: 'crashed', detail: 'the child exited with code 4' });
     assert.deepEqual(await runner.run({ module: join(root, 'loops-on-load.js') }, input), { ok: false, reason: 'timeout', detail: 'the module did not load within 1000 ms' });
-    assert.equal(started, 2);
+    assert.equal(children.started(), 2);
     assert.deepEqual(await runner.run({ module: join(root, 'skip.js') }, input), { ok: true, value: null });
   });
 });

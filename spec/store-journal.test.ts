@@ -9,15 +9,30 @@ import { withDir } from './_dir.ts';
 
 const windows = platform() === 'win32';
 
-// A real handle whose named method fails with `error` while `fail()` says so.
-function failing(handle: FileHandle, method: string, error: Error, fail: () => boolean): FileHandle {
+type Method = (...args: unknown[]) => Promise<unknown>;
+
+// A real handle whose named method goes through `wrap`, which gets the real method and the arguments.
+function intercept(handle: FileHandle, method: string, wrap: (real: Method, args: unknown[]) => Promise<unknown>): FileHandle {
   return new Proxy(handle, {
     get(target, key) {
-      if (key === method && fail()) return () => Promise.reject(error);
       const value: unknown = Reflect.get(target, key);
-      return typeof value === 'function' ? value.bind(target) : value;
+      const bound = typeof value === 'function' ? (value.bind(target) as Method) : value;
+      return key === method ? (...args: unknown[]) => wrap(bound as Method, args) : bound;
     },
   });
+}
+
+// A real handle whose named method fails with `error` while `fail()` says so.
+function failing(handle: FileHandle, method: string, error: Error, fail: () => boolean): FileHandle {
+  return intercept(handle, method, (real, args) => (fail() ? Promise.reject(error) : real(...args)));
+}
+
+// The `open` of a journal whose temp file's writes go through `wrap` (see intercept).
+function onTempWrites(wrap: (real: Method, args: unknown[]) => Promise<unknown>): typeof open {
+  return (async (path: Parameters<typeof open>[0], ...rest: [Parameters<typeof open>[1]?, Parameters<typeof open>[2]?]) => {
+    const handle = await open(path, ...rest);
+    return String(path).endsWith('.tmp') ? intercept(handle, 'write', wrap) : handle;
+  }) as typeof open;
 }
 
 // Runs `body` on a journal freshly opened in a temp dir, with the journal's file.
@@ -190,19 +205,7 @@ test('journal.compact() does not hold appends up while it writes its snapshot: t
     // The temp file's first write waits until the test lets it go: a slow disk under a large snapshot.
     let release = () => {};
     const held = new Promise<void>((resolve) => (release = resolve));
-    const { journal } = await Journal.open(file, {
-      open: async (path, ...rest) => {
-        const handle = await open(path, ...rest);
-        if (!String(path).endsWith('.tmp')) return handle;
-        return new Proxy(handle, {
-          get(target, key) {
-            const value: unknown = Reflect.get(target, key);
-            if (key === 'write') return async (...args: unknown[]) => (await held, (value as (...a: unknown[]) => unknown).apply(target, args));
-            return typeof value === 'function' ? value.bind(target) : value;
-          },
-        });
-      },
-    });
+    const { journal } = await Journal.open(file, { open: onTempWrites(async (real, args) => (await held, real(...args))) });
     await journal.append({ n: 1 });
     let compacted = false;
     const compaction = journal.compact([{ snapshot: 1 }]).then(() => (compacted = true));
@@ -224,19 +227,7 @@ test('journal.compact() serialises and writes a large snapshot a part at a time,
   await withDir(async (dir) => {
     const file = join(dir, 'journal.jsonl');
     let writes = 0;
-    const { journal } = await Journal.open(file, {
-      open: async (path, ...rest) => {
-        const handle = await open(path, ...rest);
-        if (!String(path).endsWith('.tmp')) return handle;
-        return new Proxy(handle, {
-          get(target, key) {
-            const value: unknown = Reflect.get(target, key);
-            if (key === 'write') writes++;
-            return typeof value === 'function' ? value.bind(target) : value;
-          },
-        });
-      },
-    });
+    const { journal } = await Journal.open(file, { open: onTempWrites((real, args) => (writes++, real(...args))) });
     // Three and a half parts' worth of records, each line about 1 KiB.
     const records = Array.from({ length: Math.ceil((3.5 * SNAPSHOT_PART_CHARS) / 1024) }, (_, n) => ({ n, pad: 'x'.repeat(1000) }));
     await journal.compact(records);
