@@ -223,8 +223,9 @@ function _hookLabel(config: Config, path: string): string {
   return config.hooks.mappings.some((m) => m.match.path === name) ? name : 'mapped';
 }
 
-// Where every error thrown on a request's way becomes an answer. Known errors say what went wrong (errorAnswer); anything else
-// is logged with the request id and answered with a bare 500 that tells the client nothing.
+// Where every error thrown on a request's way becomes an answer. Known errors say what went wrong
+// (errorAnswer); anything else is logged with the request id and answered with a bare 500 that
+// tells the client nothing.
 function _answerError(error: unknown, id: string, log: Logger): Answer {
   if (error instanceof HttpError) return errorAnswer(error);
   log.error('unexpected error', { id, error: error instanceof Error ? (error.stack ?? error.message) : String(error) });
