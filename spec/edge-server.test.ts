@@ -330,6 +330,31 @@ test('server reads and drops what a client still sends after its 413, so the cli
   assert.deepEqual(await closed, { error: null });
 });
 
+test('server carries out nothing a client pipelines behind a body it refused with 413: the connection is over', { timeout: 10_000 }, async (t) => {
+  const h = await start(t, { hooks: { maxBodyBytes: 4096 } });
+  const socket = connect({ host: '127.0.0.1', port: Number(new URL(h.url).port) });
+  defer(t, () => socket.destroy());
+  socket.on('error', () => {});
+  const chunk = (text: string) => `${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n`;
+  let received = '';
+  const answered = new Promise<void>((resolve) => socket.on('data', (data: Buffer) => ((received += data.toString('latin1')), /^HTTP\/1\.1 \d{3}/.test(received) && resolve())));
+  const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+  await new Promise<void>((resolve) => socket.once('connect', resolve));
+  const head = (length: string) => `POST /hooks/wake HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\n${length}\r\n`;
+  socket.write(`${head('Transfer-Encoding: chunked\r\n')}${chunk('{"text":"')}${chunk(' '.repeat(8192))}`);
+  await answered;
+  assert.match(received, /^HTTP\/1\.1 413 /);
+  // The rest of the refused body (more than the socket buffers hold), then a valid request.
+  for (let n = 0; n < 64; n++) socket.write(chunk(' '.repeat(16 * 1024)));
+  const body = JSON.stringify({ text: 'pipelined' });
+  socket.write(`${chunk('"}')}0\r\n\r\n${head(`Content-Length: ${body.length}\r\n`)}${body}`);
+  await closed;
+  // A request carried out would be on disk a moment after the connection closed.
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  assert.equal(received.match(/HTTP\/1\.1 /g)?.length, 1, 'one answer');
+  assert.deepEqual(h.store.events(), [], 'and nothing carried out without one');
+});
+
 test('server accepts a body of exactly maxBodyBytes', async (t) => {
   const h = await start(t, { hooks: { maxBodyBytes: 256 } });
   const json = JSON.stringify({ text: 'x' });

@@ -81,6 +81,8 @@ export function createApp(options: AppOptions): App {
   let current = _compile(options, options.config, shared);
 
   const app = ((req: IncomingMessage, res: ServerResponse) => {
+    // Pipelined behind an answer that ended the connection: never carried out, as it can never be answered.
+    if (_ending.has(req.socket)) return void req.resume();
     const { route, config, hookLabel } = current;
     const started = now();
     const incoming = req.headers['x-request-id'];
@@ -251,8 +253,14 @@ function _send(req: IncomingMessage, res: ServerResponse, answer: Answer, id: st
   res.writeHead(answer.status, headers);
   res.end(req.method === 'HEAD' ? undefined : text);
   // The rest of an unread body is not ours to receive: end the connection once the answer is out.
-  if (close) res.once('finish', () => _linger(req));
+  if (close) {
+    _ending.add(req.socket);
+    res.once('finish', () => _linger(req));
+  }
 }
+
+/** Connections ended after an answer: whatever the client still sends on them is dropped, requests included. */
+const _ending = new WeakSet<Socket>();
 
 /** How long a connection ended after a 413 or 408 may still deliver bytes we throw away. */
 const LINGER_MS = 2_000;
