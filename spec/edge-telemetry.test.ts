@@ -316,6 +316,23 @@ test('createTelemetry().request() counts a replay and a body only when there is 
   assert.equal(telemetry.contentType, EXPOSITION_TYPE);
 });
 
+test('createTelemetry() keeps counting across renders: each page has every request so far', () => {
+  const telemetry = createTelemetry(sources());
+  telemetry.request('wake', 401, 0, false);
+  telemetry.request('wake', 200, 7, true);
+  const first = parseExposition(telemetry.render());
+  assert.equal(valueOf(first, 'hooks_requests_total', { hook: 'wake', status: '401' }), 1);
+  telemetry.request('wake', 401, 0, false);
+  telemetry.request('github', 200, 3, false);
+  for (const page of [parseExposition(telemetry.render()), parseExposition(telemetry.render())]) {
+    assert.equal(valueOf(page, 'hooks_requests_total', { hook: 'wake', status: '401' }), 2);
+    assert.equal(valueOf(page, 'hooks_requests_total', { hook: 'wake', status: '200' }), 1);
+    assert.equal(valueOf(page, 'hooks_requests_total', { hook: 'github', status: '200' }), 1);
+    assert.equal(valueOf(page, 'hooks_request_body_bytes_total'), 10);
+    assert.equal(valueOf(page, 'hooks_idempotent_replays_total'), 1);
+  }
+});
+
 test('createTelemetry().render() reads its sources at every render', () => {
   let depth = 1;
   let limiter = { keys: 4, locked: 2, lockouts: 7 };

@@ -48,15 +48,32 @@ export function createTelemetry(sources: TelemetrySources): Telemetry {
   m.gauge('hooks_outbox_entries', 'Forward mode: retained outbox entries by state (pending, sent, dead).', ['state'], () =>
     Object.entries(sources.store.outboxCounts()).map(([state, n]): [Record<string, string>, number] => [{ state }, n]),
   );
+  // Every request is tallied in plain maps and numbers, folded into the counters when the page is
+  // rendered: a labelled counter builds its series key on each call, which a 401 need not pay for.
+  const tally = new Map<string, Map<number, number>>();
+  let received = 0;
+  let replayed = 0;
+  const fold = () => {
+    for (const [hook, byStatus] of tally) for (const [status, n] of byStatus) requests.inc({ hook, status: String(status) }, n);
+    tally.clear();
+    if (received > 0) bytes.inc(received);
+    if (replayed > 0) replays.inc(replayed);
+    received = replayed = 0;
+  };
   return {
     contentType: CONTENT_TYPE,
-    request(hook, status, bodyBytes, replayed) {
-      requests.inc({ hook, status: String(status) });
-      if (bodyBytes > 0) bytes.inc(bodyBytes);
-      if (replayed) replays.inc();
+    request(hook, status, bodyBytes, wasReplayed) {
+      let byStatus = tally.get(hook);
+      if (byStatus === undefined) tally.set(hook, (byStatus = new Map()));
+      byStatus.set(status, (byStatus.get(status) ?? 0) + 1);
+      received += bodyBytes;
+      if (wasReplayed) replayed++;
     },
     ignored: (hook) => ignored.inc({ hook }),
-    render: () => m.render(),
+    render: () => {
+      fold();
+      return m.render();
+    },
   };
 }
 
