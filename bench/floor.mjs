@@ -3,7 +3,7 @@
 // the failure counted per client in a sliding window; a JSON 401 carrying a request id; one JSON
 // log line per request, written once per event-loop turn). Hand-written, with none of the
 // service's routing, config or metrics: what it costs is what the 401's requirements cost here.
-// Usage: node bench/floor.mjs CONFIG.json   (reads hooks.token from it; never from the command line)
+// Usage: node bench/floor.mjs CONFIG.json   (reads hooks.token and the failure window from it; never a token on the command line)
 import * as crypto from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -11,10 +11,16 @@ import { setImmediate } from 'node:timers';
 
 // The one-shot hash where there is one (Node >= 20.12), as the service uses.
 const digest = typeof crypto.hash === 'function' ? (text) => crypto.hash('sha256', text, 'buffer') : (text) => crypto.createHash('sha256').update(text).digest();
-const expected = digest(JSON.parse(readFileSync(process.argv[2], 'utf8')).hooks.token);
+const { hooks } = JSON.parse(readFileSync(process.argv[2], 'utf8'));
+const expected = digest(hooks.token);
 const BODY = JSON.stringify({ ok: false, error: 'invalid hook token', code: 'ERR_UNAUTHORIZED' });
-const WINDOW_MS = 1000;
+const WINDOW_MS = hooks.authRateLimit.windowSeconds * 1000;
+// Failure times per client, oldest first; those before `head` have left the window (dropped in
+// bulk, as the service does).
 const failures = new Map();
+// The ISO text of the last millisecond, reused as the service's logger does.
+let lastMs = Number.NaN;
+let lastIso = '';
 const prefix = `${Math.random().toString(16).slice(2, 10)}-`;
 let next = 0;
 let held = '';
@@ -32,19 +38,26 @@ const server = createServer((req, res) => {
   const client = req.socket.remoteAddress ?? 'unknown';
   if (!ok) {
     const now = Date.now();
-    let times = failures.get(client);
-    if (times === undefined) failures.set(client, (times = []));
-    times.push(now);
-    let head = 0;
-    while (head < times.length && now - times[head] >= WINDOW_MS) head++;
-    if (head > 0) times.splice(0, head);
+    let log = failures.get(client);
+    if (log === undefined) failures.set(client, (log = { times: [], head: 0 }));
+    log.times.push(now);
+    while (now - log.times[log.head] >= WINDOW_MS) log.head++;
+    if (log.head >= 64 && log.head * 2 >= log.times.length) {
+      log.times.splice(0, log.head);
+      log.head = 0;
+    }
   }
   const status = ok ? 200 : 401;
   const body = ok ? '{"ok":true}' : BODY;
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store', 'x-request-id': id });
   res.end(body);
   if (held === '') setImmediate(flush);
-  held += `${JSON.stringify({ time: new Date().toISOString(), level: 'info', msg: 'request', id, method: req.method, path: req.url, status, duration: Math.round((performance.now() - started) * 10) / 10, client })}\n`;
+  const ms = Date.now();
+  if (ms !== lastMs) {
+    lastMs = ms;
+    lastIso = new Date(ms).toISOString();
+  }
+  held += `${JSON.stringify({ time: lastIso, level: 'info', msg: 'request', id, method: req.method, path: req.url, status, duration: Math.round((performance.now() - started) * 10) / 10, client })}\n`;
 });
 
 server.listen(0, '127.0.0.1', () => {
