@@ -1,6 +1,7 @@
 // The benchmark's baseline: the least a node:http JSON endpoint can do (read the body, parse
 // it, answer 200). hooks-ingress is measured as a ratio to this, so keep it bare.
 import { createServer } from 'node:http';
+import { listenOnLoopback } from './_listen.mjs';
 
 const OK = JSON.stringify({ ok: true });
 const BAD = JSON.stringify({ ok: false, error: 'body: must be valid JSON' });
@@ -20,11 +21,4 @@ const server = createServer((req, res) => {
   });
 });
 
-server.listen(0, '127.0.0.1', () => {
-  const { port } = server.address();
-  process.stdout.write(`listening on http://127.0.0.1:${port}\n`);
-});
-
-const stop = () => server.close(() => process.exit(0));
-process.on('SIGTERM', stop);
-process.on('SIGINT', stop);
+listenOnLoopback(server);

@@ -7,6 +7,7 @@
 import * as crypto from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { listenOnLoopback } from './_listen.mjs';
 import { setImmediate } from 'node:timers';
 
 // The one-shot hash where there is one (Node >= 20.12), as the service uses.
@@ -60,11 +61,4 @@ const server = createServer((req, res) => {
   held += `${JSON.stringify({ time: lastIso, level: 'info', msg: 'request', id, method: req.method, path: req.url, status, duration: Math.round((performance.now() - started) * 10) / 10, client })}\n`;
 });
 
-server.listen(0, '127.0.0.1', () => {
-  const { port } = server.address();
-  process.stdout.write(`listening on http://127.0.0.1:${port}\n`);
-});
-
-const stop = () => server.close(() => process.exit(0));
-process.on('SIGTERM', stop);
-process.on('SIGINT', stop);
+listenOnLoopback(server);
