@@ -204,27 +204,21 @@ test('runner.run() answers timeout for calls queued behind a stuck child, and th
   });
 });
 
-test('runner.run() answers crashed when a transform exhausts its heap, and the next call works', async () => {
-  await withRunner({ heapMb: 16, poolSize: 1, timeoutMs: 30_000 }, async (runner) => {
-    assert.deepEqual(await runner.run({ module: join(root, 'hog.js') }, input), {
-      ok: false,
-      reason: 'crashed',
-      detail: 'ran out of memory (heap limit 16 MiB)',
-    });
-    assert.deepEqual(await runner.run({ module: join(root, 'skip.js') }, input), { ok: true, value: null });
-  });
-});
+/** Each case: how a call ends its child, the pool's options, and the answer; after it, the next call works. */
+const crashes: { what: string; module: string; options: Partial<TransformChildPoolOptions>; detail: string }[] = [
+  { what: 'a transform exhausts its heap', module: 'hog.js', options: { heapMb: 16, timeoutMs: 30_000 }, detail: 'ran out of memory (heap limit 16 MiB)' },
+  { what: 'the child exits', module: 'exits.js', options: {}, detail: 'the child exited with code 3' },
+  { what: 'a stray error ends the child mid-call', module: 'throws-later.js', options: {}, detail: 'the child exited with code 1' },
+];
 
-test('runner.run() answers crashed when the child exits, and the next call works', async () => {
-  await withRunner({ poolSize: 1 }, async (runner) => {
-    assert.deepEqual(await runner.run({ module: join(root, 'exits.js') }, input), {
-      ok: false,
-      reason: 'crashed',
-      detail: 'the child exited with code 3',
+for (const { what, module, options, detail } of crashes) {
+  test(`runner.run() answers crashed when ${what}, and the next call works`, async () => {
+    await withRunner({ poolSize: 1, ...options }, async (runner) => {
+      assert.deepEqual(await runner.run({ module: join(root, module) }, input), { ok: false, reason: 'crashed', detail });
+      assert.deepEqual(await runner.run({ module: join(root, 'skip.js') }, input), { ok: true, value: null });
     });
-    assert.deepEqual(await runner.run({ module: join(root, 'skip.js') }, input), { ok: true, value: null });
   });
-});
+}
 
 test('runner.run() answers a module that ends its child or never finishes loading, and starts no child again for that call', async () => {
   const children = counted();
@@ -232,17 +226,6 @@ test('runner.run() answers a module that ends its child or never finishes loadin
     assert.deepEqual(await runner.run({ module: join(root, 'exits-on-load.js') }, input), { ok: false, reason: 'crashed', detail: 'the child exited with code 4' });
     assert.deepEqual(await runner.run({ module: join(root, 'loops-on-load.js') }, input), { ok: false, reason: 'timeout', detail: 'the module did not load within 1000 ms' });
     assert.equal(children.started(), 2);
-    assert.deepEqual(await runner.run({ module: join(root, 'skip.js') }, input), { ok: true, value: null });
-  });
-});
-
-test('runner.run() answers crashed when a stray error ends the child mid-call', async () => {
-  await withRunner({ poolSize: 1 }, async (runner) => {
-    assert.deepEqual(await runner.run({ module: join(root, 'throws-later.js') }, input), {
-      ok: false,
-      reason: 'crashed',
-      detail: 'the child exited with code 1',
-    });
     assert.deepEqual(await runner.run({ module: join(root, 'skip.js') }, input), { ok: true, value: null });
   });
 });
