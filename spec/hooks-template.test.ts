@@ -44,7 +44,11 @@ function compile(source: string): Template {
 }
 
 function run(source: string, ctx: TemplateContext = context()): string {
-  return render(compile(source), ctx);
+  return render(compile(source), ctx).text;
+}
+
+function unresolved(source: string, ctx: TemplateContext = context()): string[] {
+  return render(compile(source), ctx).unresolved;
 }
 
 function compileError(source: string): string {
@@ -110,6 +114,21 @@ test('render() renders missing, undefined and null as the empty string', () => {
   assert.equal(run('[{{ query.nope }}]'), '[]');
   assert.equal(run('[{{ a }}]', context({ payload: undefined })), '[]');
   assert.equal(run('[{{ a }}]', context({ payload: { a: undefined } })), '[]');
+});
+
+test('render() names each placeholder that resolved to nothing, as written, once and in order', () => {
+  assert.deepEqual(unresolved('{{ from }} {{ count }}'), []);
+  assert.deepEqual(unresolved('[{{ nope }}|{{ none }}|{{  messages[5].subject }}|{{ nope }}|{{ headers.x-missing }}|{{ query.nope }}]'), [
+    'nope',
+    'none',
+    'messages[5].subject',
+    'headers.x-missing',
+    'query.nope',
+  ]);
+  // Not data is nothing too; an empty string, zero and false are values.
+  const payload = { fn: () => 'leak', odd: { toJSON: () => undefined }, empty: '', zero: 0, no: false };
+  assert.deepEqual(unresolved('{{ fn }}{{ odd }}{{ empty }}{{ zero }}{{ no }}', context({ payload })), ['fn', 'odd']);
+  assert.deepEqual(unresolved('{{ path }} {{ now }} literal only'), []);
 });
 
 test('render() renders numbers and booleans with String() and objects and arrays as JSON', () => {
@@ -298,19 +317,19 @@ test('compileTemplate() keeps the source and splits it into literal and expressi
   assert.equal(template.source, 'Hi {{ payload.a[0] }}, {{ headers.X-A }}{{ now }}!');
   assert.deepEqual(template.parts, [
     'Hi ',
-    { root: 'payload', path: ['a', 0] },
+    { text: 'payload.a[0]', root: 'payload', path: ['a', 0] },
     ', ',
-    { root: 'headers', name: 'X-A' },
-    { root: 'now' },
+    { text: 'headers.X-A', root: 'headers', name: 'X-A' },
+    { text: 'now', root: 'now' },
     '!',
   ]);
 });
 
 test('compileTemplate() produces a template that renders the same for every call', () => {
   const template = compile('{{ from }}:{{ count }}');
-  assert.equal(render(template, context()), 'ann@example.com:3');
-  assert.equal(render(template, context({ payload: { from: 'bob', count: 1 } })), 'bob:1');
-  assert.equal(render(template, context()), 'ann@example.com:3');
+  assert.equal(render(template, context()).text, 'ann@example.com:3');
+  assert.equal(render(template, context({ payload: { from: 'bob', count: 1 } })).text, 'bob:1');
+  assert.equal(render(template, context()).text, 'ann@example.com:3');
 });
 
 test('isTemplated() is true only when the source holds a {{ }} expression', () => {

@@ -6,7 +6,7 @@ import { parseAgent } from '../hooks/agent.ts';
 import { applyMappings, type CallTransform } from '../hooks/mappings.ts';
 import { detectInjection, nameLine, wrapUntrusted } from '../hooks/untrusted.ts';
 import { parseWake } from '../hooks/wake.ts';
-import type { Logger } from '../log.ts';
+import type { LogFields, Logger } from '../log.ts';
 import { admitRun } from '../policy/admit.ts';
 import { checkRoute, routesOf, type Routes } from '../policy/route.ts';
 import { upstreamAgent, upstreamWake } from '../hooks/upstream.ts';
@@ -118,25 +118,34 @@ async function _mapped(ctx: _Context, call: HookCall, idem: IdempotencyKey | nul
   const events: Effects['events'] & {} = [];
   const runs: RunSpec[] = [];
   const outbox: OutboxSpec[] = [];
-  for (const { action, injections } of outcome.actions) {
+  // Said once the request is accepted: a refused one left nothing behind to explain.
+  const hollow: LogFields[] = [];
+  for (const { action, injections, unresolved } of outcome.actions) {
     _warnInjection(ctx, call, nameLine(name), injections);
     if (action.kind === 'wake') {
       events.push({ kind: 'system', text: action.text, source, mode: action.mode });
       if (ctx.forward) outbox.push(_outboxWake(ctx, action, call));
+      if (unresolved.length > 0) hollow.push({ placeholders: unresolved.join(',') });
       continue;
     }
     const run = _admit(ctx, call, action, `mapping ${outcome.mappingId}: `);
     runs.push(run);
     if (ctx.forward) outbox.push(_outboxAgent(ctx, action, run, call));
+    if (unresolved.length > 0) hollow.push({ runId: run.runId, placeholders: unresolved.join(',') });
   }
   const answer = _mappedAnswer(outcome.forEach, runs, events);
+  const warnHollow = () => {
+    for (const fields of hollow) ctx.log.warn('template placeholders resolved to nothing', { id: call.id, hook: nameLine(name), mapping: outcome.mappingId, ...fields });
+  };
   if (ctx.forward) {
     await _commitForward(ctx, outbox, _remember(idem, answer));
+    warnHollow();
     return answer;
   }
   const waitFor = outcome.waitForCompletion && runs.length > 0 && ctx.wait !== undefined ? runs.map((r) => r.runId) : undefined;
   const field = (i: number) => `mapping ${outcome.mappingId}: wake text${events.length > 1 ? ` [${i}]` : ''}`;
   await _commit(ctx, { events, runs }, _remember(idem, answer, waitFor), field);
+  warnHollow();
   if (events.some((e) => e.mode === 'now')) ctx.heartbeat.request(source);
   return waitFor === undefined ? answer : ctx.wait!({ ...answer, waitFor });
 }

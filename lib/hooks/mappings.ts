@@ -169,6 +169,8 @@ export interface MappedAction {
   action: Action;
   /** Injection phrasings seen in the payload text (logged; the text is still wrapped). */
   injections: string[];
+  /** The placeholders of the message (or wake text) template that resolved to nothing, as written. */
+  unresolved: string[];
 }
 
 export type MapOutcome =
@@ -270,18 +272,22 @@ function _expand(mapping: Mapping, payload: Record<string, unknown>): unknown[] 
 }
 
 function _build(mapping: Mapping, override: Override, context: TemplateContext & { path: string }): MappedAction | string {
-  const text = (t: Template | undefined) => {
-    const rendered = t === undefined ? undefined : render(t, context).trim();
-    return rendered === '' ? undefined : rendered;
+  let unresolved: string[] = [];
+  const text = (t: Template | undefined, body = false) => {
+    if (t === undefined) return undefined;
+    const rendered = render(t, context);
+    if (body) unresolved = rendered.unresolved;
+    const trimmed = rendered.text.trim();
+    return trimmed === '' ? undefined : trimmed;
   };
   const kind = override.kind ?? mapping.action;
   const unsafe = override.allowUnsafeExternalContent ?? mapping.allowUnsafeExternalContent;
-  const body = kind === 'wake' ? (override.text ?? text(mapping.textTemplate)) : (override.message ?? text(mapping.messageTemplate));
+  const body = kind === 'wake' ? (override.text ?? text(mapping.textTemplate, true)) : (override.message ?? text(mapping.messageTemplate, true));
   if (body === undefined || body === '') return kind === 'wake' ? 'text: must be a non-empty string' : 'message: must be a non-empty string';
   const injections = detectInjection(body);
   const content = unsafe ? body : wrapUntrusted(body, { source: mapping.source });
   const wakeMode = override.wakeMode ?? override.mode ?? mapping.wakeMode;
-  if (kind === 'wake') return { action: { kind: 'wake', text: content, mode: wakeMode }, injections };
+  if (kind === 'wake') return { action: { kind: 'wake', text: content, mode: wakeMode }, injections, unresolved };
 
   const thinking = override.thinking ?? text(mapping.thinking);
   if (thinking !== undefined && !(THINKING_LEVELS as readonly string[]).includes(thinking)) {
@@ -308,7 +314,7 @@ function _build(mapping: Mapping, override: Override, context: TemplateContext &
   if (thinking !== undefined) action.thinking = thinking as Thinking;
   const timeoutSeconds = override.timeoutSeconds ?? mapping.timeoutSeconds;
   if (timeoutSeconds !== undefined) action.timeoutSeconds = timeoutSeconds;
-  return { action, injections };
+  return { action, injections, unresolved };
 }
 
 

@@ -1,11 +1,12 @@
 /** A step in a path: a string names an own property, a number indexes a real array. */
 export type PathSegment = string | number;
 
-/** One compiled `{{ }}` expression. */
-export type TemplateExpr =
+/** One compiled `{{ }}` expression; `text` is the expression as written (trimmed), for reports. */
+export type TemplateExpr = { readonly text: string } & (
   | { readonly root: 'payload'; readonly path: readonly PathSegment[] }
   | { readonly root: 'headers' | 'query'; readonly name: string }
-  | { readonly root: 'path' | 'now' };
+  | { readonly root: 'path' | 'now' }
+);
 
 /** A template compiled once at config load; render it any number of times. */
 export interface Template {
@@ -24,6 +25,16 @@ export interface TemplateContext {
 }
 
 export type CompileResult = { ok: true; template: Template } | { ok: false; error: string };
+
+/**
+ * A rendered template: the text, and the expressions (as written, each once, in order) that
+ * resolved to nothing — missing, `null`, or not data — and so rendered as the empty string.
+ * An expression that found an empty string did resolve.
+ */
+export interface Rendered {
+  text: string;
+  unresolved: string[];
+}
 
 // Not exhaustive on purpose: with own-property reads these are the names that could
 // still reach a prototype or a constructor, so they never resolve, even as own keys.
@@ -58,11 +69,25 @@ export function isTemplated(source: string): boolean {
   return open !== -1 && source.indexOf('}}', open + 2) !== -1;
 }
 
-/** Renders a compiled template; anything missing renders as the empty string. */
-export function render(template: Template, context: TemplateContext): string {
-  let out = '';
-  for (const part of template.parts) out += typeof part === 'string' ? part : _format(_evaluate(part, context));
-  return out;
+/**
+ * Renders a compiled template; anything missing renders as the empty string and is named in
+ * `unresolved`, so a caller can say which placeholders found nothing rather than send a hollow text.
+ */
+export function render(template: Template, context: TemplateContext): Rendered {
+  let text = '';
+  let unresolved: string[] | undefined;
+  for (const part of template.parts) {
+    if (typeof part === 'string') {
+      text += part;
+      continue;
+    }
+    const value = _format(_evaluate(part, context));
+    if (value === undefined) {
+      unresolved ??= [];
+      if (!unresolved.includes(part.text)) unresolved.push(part.text);
+    } else text += value;
+  }
+  return { text, unresolved: unresolved ?? [] };
 }
 
 function _parseExpr(text: string): TemplateExpr | string {
@@ -71,13 +96,13 @@ function _parseExpr(text: string): TemplateExpr | string {
   if (path === null) return `invalid expression ${JSON.stringify(text)}`;
   const [head, ...rest] = path;
   if (head === 'path' || head === 'now') {
-    return rest.length === 0 ? { root: head } : `"${head}" takes no path`;
+    return rest.length === 0 ? { text, root: head } : `"${head}" takes no path`;
   }
   if (head === 'headers' || head === 'query') {
     const [name] = rest;
-    return rest.length === 1 && typeof name === 'string' ? { root: head, name } : `"${head}" takes exactly one name`;
+    return rest.length === 1 && typeof name === 'string' ? { text, root: head, name } : `"${head}" takes exactly one name`;
   }
-  return { root: 'payload', path: head === 'payload' ? rest : path };
+  return { text, root: 'payload', path: head === 'payload' ? rest : path };
 }
 
 /** Parses a payload path such as `messages[0].subject` into its segments, or `null` when malformed. */
@@ -125,9 +150,10 @@ function _own(value: unknown, key: string): unknown {
   return Object.getOwnPropertyDescriptor(value, key)?.value;
 }
 
-function _format(value: unknown): string {
+// The text of a value, or `undefined` for one that is not data (missing, null, a function, a symbol).
+function _format(value: unknown): string | undefined {
   if (typeof value === 'string') return value;
   if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return String(value);
-  if (typeof value === 'object' && value !== null) return JSON.stringify(value) ?? '';
-  return '';
+  if (typeof value === 'object' && value !== null) return JSON.stringify(value);
+  return undefined;
 }
