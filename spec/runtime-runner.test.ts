@@ -779,6 +779,26 @@ test('Runner.enqueue() after stop() does not start the run', () =>
 
 const delivered = (request: DeliveryRequest): DeliveryOutcome => ({ status: 'delivered', channel: request.channel, to: request.to ?? '0', messageIds: ['m1'] });
 
+test('Runner logs a failed run at warn with its error, and a finished one at info', () =>
+  scoped(async (defer) => {
+    const fake = await fakeApi('openai', (seen) => (seen.prompt === 'fail' ? seen.json(400, { error: { message: 'Unknown model gpt-test', type: 'invalid_request_error' } }) : seen.reply('fine')));
+    defer(fake.close);
+    const rt = await runtime(openAiConfig(fake));
+    defer(rt.close);
+    const failed = await rt.finished((await rt.run({ message: 'fail', requestId: 'req-1' })).runId);
+    const ok = await rt.finished((await rt.run({ message: 'fine' })).runId);
+    await rt.idle(); // the line follows the record
+    const lines = rt.logs.map((line) => JSON.parse(line) as Record<string, unknown>).filter((l) => l['msg'] === 'run finished');
+    assert.deepEqual(
+      lines.map((l) => [l['level'], l['runId'], l['status'], l['error']]),
+      [
+        ['warn', failed.runId, 'error', 'HTTP 400 invalid_request_error: Unknown model gpt-test'],
+        ['info', ok.runId, 'ok', undefined],
+      ],
+    );
+    assert.equal(lines[0]?.['requestId'], 'req-1');
+  }));
+
 test('Runner hands an ok reply with deliver:true to deliver with channel, to and text, and records the outcome', () =>
   scoped(async (defer) => {
     const fake = await fakeApi('openai', answerWith('Your parcel is at the door.'));

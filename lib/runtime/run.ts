@@ -35,7 +35,10 @@ export async function executeRun(ctx: RuntimeContext, run: RunRecord): Promise<s
     ]);
   }
   await _record(ctx, run, outcome);
-  ctx.log.info('run finished', { runId: run.runId, requestId: run.requestId, status: outcome.status, calls: outcome.calls });
+  const fields = { runId: run.runId, requestId: run.requestId, status: outcome.status, calls: outcome.calls };
+  // A failure is what an operator looks for: at warn, with what the model call came to.
+  if (outcome.status === 'ok') ctx.log.info('run finished', fields);
+  else ctx.log.warn('run finished', { ...fields, error: summarise(outcome.error) });
   if (run.wakeMode === 'now') ctx.heartbeat.request(`hook:${run.name}`);
   return outcome.status === 'ok' && run.deliver ? outcome.reply : null;
 }
