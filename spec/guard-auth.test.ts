@@ -36,6 +36,23 @@ test('auth.authenticate() returns the refusal as a value, never throws, and coun
   assert.deepEqual(limiter.stats(), { keys: 1, locked: 1, lockouts: 1 });
 });
 
+test('auth tells onLockout once per lock, as it begins, and again only for a new lock', () => {
+  const clock = { t: 1_000_000 };
+  const limiter = new FailureLimiter({ maxFailures: 2, windowMs: 60_000, lockoutMs: 30_000, now: () => clock.t });
+  const told: string[] = [];
+  const auth = createAuth(limiter, (c) => void told.push(c.address));
+  auth.refuse(client, 'invalid hook token');
+  assert.deepEqual(told, []);
+  auth.refuse(client, 'invalid hook token'); // reaches the limit: the lock begins
+  assert.deepEqual(told, ['192.0.2.7']);
+  for (let i = 0; i < 5; i++) assert.equal(auth.refuse(client, 'invalid hook token').status, 429);
+  assert.deepEqual(told, ['192.0.2.7']);
+  clock.t += 30_000 + 60_000; // the lock and the window are over
+  auth.refuse(client, 'invalid hook token');
+  auth.refuse(client, 'invalid hook token');
+  assert.deepEqual(told, ['192.0.2.7', '192.0.2.7']);
+});
+
 test('auth.refuse() answers 401, 403 when named, and 429 with Retry-After once the client is locked', () => {
   const { auth } = setup(2);
   const first = auth.refuse(client, 'bad signature');

@@ -140,7 +140,10 @@ function _compile(
   shared: Shared,
 ): { config: Config; route: (req: IncomingMessage, target: Target, client: Client, id: string, invite: () => void) => Answer | Promise<Answer>; hookLabel: (path: string) => string } {
   const { store } = options;
-  const auth = createAuth(shared.limiter);
+  const { maxFailures, windowSeconds, lockoutSeconds } = config.hooks.authRateLimit;
+  const auth = createAuth(shared.limiter, (client) =>
+    options.log.warn('client locked out', { client: client.address, failures: maxFailures, windowSeconds, lockoutSeconds }),
+  );
   const wait = options.completions === undefined ? undefined : createWaiter(config, store, options.completions);
   const dispatch = createDispatch({
     config,

@@ -23,9 +23,9 @@ const _MAX_REFUSALS = 64;
  * even while its client is locked out (an attacker cannot lock the operator out); anything else is
  * a failure, answered 401 (403 for a failed subscription check), or 429 once the client is locked.
  * A success clears nothing: whoever else sends from the same address (a shared NAT) would get fresh
- * guesses. Failures decay with the window.
+ * guesses. Failures decay with the window. `onLockout` hears of each lock once, when it begins.
  */
-export function createAuth(limiter: FailureLimiter): Auth {
+export function createAuth(limiter: FailureLimiter, onLockout: (client: Client) => void = () => {}): Auth {
   // The same few refusals answer a flood of wrong tokens: each is made once (making an Error is a
   // visible part of a refusal's cost) and frozen.
   const made = new Map<string, HttpError>();
@@ -43,6 +43,8 @@ export function createAuth(limiter: FailureLimiter): Auth {
   };
   const refuse = (client: Client, refusal: string, status: 401 | 403 = 401): HttpError => {
     const verdict = limiter.fail(client.key);
+    // Said once, as the lock begins: the 429s that follow are its consequence, not news.
+    if (!verdict.locked && verdict.remaining === 0) onLockout(client);
     if (verdict.locked) {
       return new HttpError(429, ErrorCode.TooManyFailures, 'too many failed authentication attempts; retry later', {
         headers: { 'retry-after': String(verdict.retryAfterSeconds) },
