@@ -16,6 +16,11 @@ export const ErrorCode = {
   Unavailable: 'ERR_UNAVAILABLE',
   MappingFailed: 'ERR_MAPPING_FAILED',
   Internal: 'ERR_INTERNAL',
+  // The control channel's refusals (lib/edge/control.ts): never HTTP answers, lines on the owner's socket.
+  ControlAuth: 'ERR_CONTROL_AUTH',
+  ControlUnknownOp: 'ERR_CONTROL_UNKNOWN_OP',
+  ControlTooLarge: 'ERR_CONTROL_TOO_LARGE',
+  ControlBadRequest: 'ERR_CONTROL_BAD_REQUEST',
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];

@@ -2,6 +2,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { locateConfig, locateStateDir } from '../config/locate.ts';
 import type { Config } from '../config/types.ts';
+import { socketPathProblem, startControl, type ControlServer } from '../edge/control.ts';
 import { listen, type Running } from '../edge/server.ts';
 import { inheritedListenFd, unsetListenEnv } from '../edge/systemd.ts';
 import { generateToken } from '../guard/token.ts';
@@ -13,6 +14,7 @@ import { COMMON, type Command, type Flags } from './command.ts';
 import { serveCompanion } from './gmail-companion.ts';
 import { exists, FAILURE, messagePrefix, USAGE, type Io } from './io.ts';
 import { loadConfigFor, readConfig } from './load-config.ts';
+import { serverOperations } from './operations.ts';
 import { startService, type Service } from './service.ts';
 import { usageLine } from './usage.ts';
 
@@ -74,6 +76,13 @@ async function _serve(flags: Flags, io: Io): Promise<number> {
 
   const log = createLogger(logWriter(chooseLogFormat(asked as LogFormat | undefined, io.stderrIsTerminal === true), io.stderr));
   const stateDir = locateStateDir(flags['state-dir'], config, io.env);
+  // Found before anything starts: a server whose control channel cannot exist is not started.
+  const tooLong = socketPathProblem(stateDir);
+  if (tooLong !== null) {
+    io.stderr(`${messagePrefix(io)}: cannot use state directory ${stateDir}: ${tooLong}\n`);
+    return FAILURE;
+  }
+  const startedAt = Date.now();
   const lock = await _lockState(stateDir, io);
   if (lock === null) return FAILURE;
   const service = await _start(config, stateDir, log, io, lock);
@@ -81,9 +90,11 @@ async function _serve(flags: Flags, io: Io): Promise<number> {
   const reloads = _reloadOnHangup(flags, io, log, service);
   const stopRequest = _stopSignal(io.signal);
   const running = await _listen(flags, port, config, io, service);
-  if (running === null) {
+  const control = running === null ? null : await _control(stateDir, io, log, service, startedAt, running.server.url);
+  if (running === null || control === null) {
     reloads.release();
     stopRequest.release();
+    await running?.server.close(0);
     await service.stop();
     await lock.release();
     return FAILURE;
@@ -93,6 +104,8 @@ async function _serve(flags: Flags, io: Io): Promise<number> {
 
   const signal = await _withCompanion(config, io, log, stopRequest.stopped);
   reloads.release();
+  // No new control request is taken once stopping; one in flight gets no answer.
+  await control.close();
   await reloads.settled();
   log.info('stopping', { signal });
   await running.server.close(DRAIN_MS);
@@ -171,6 +184,27 @@ function _reloadOnHangup(flags: Flags, io: Io, log: Logger, service: Service): {
   };
   process.on('SIGHUP', onReload);
   return { release: () => void process.off('SIGHUP', onReload), settled: () => reloading };
+}
+
+// The owner-only control channel the CLI talks to (reload, outbox retry, status), up before the
+// server says it listens, so a command run after "listening on" always finds it.
+async function _control(stateDir: string, io: Io, log: Logger, service: Service, startedAt: number, url: string): Promise<ControlServer | null> {
+  const handlers = serverOperations({
+    pid: process.pid,
+    startedAt,
+    now: Date.now,
+    stateDir,
+    url: () => url,
+    store: service.store,
+    forward: service.forwarding,
+    lastReload: () => null,
+  });
+  try {
+    return await startControl({ stateDir, handlers, log });
+  } catch (error) {
+    io.stderr(`${messagePrefix(io)}: cannot start the control channel in ${stateDir}: ${_isSystemError(error) ? _reason(error) : (error as Error).message}\n`);
+    return null;
+  }
 }
 
 // Listens on the systemd-inherited socket when there is one, else on the configured address.

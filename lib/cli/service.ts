@@ -21,6 +21,10 @@ import { Transcripts } from '../store/transcripts.ts';
 /** The running parts of a server, without its listener. */
 export interface Service {
   app: App;
+  /** The open store (read by the control channel's status). */
+  store: Store;
+  /** Whether forward mode runs (it is on or off for the life of the process). */
+  forwarding: boolean;
   /** Swaps in a reloaded configuration; every part is built before any is swapped. */
   reload(config: Config): void;
   /** Stops the runtime, the heartbeat and the transforms, then closes the store. */
@@ -65,6 +69,8 @@ export async function startService(config: Config, stateDir: string, log: Logger
   });
   return {
     app,
+    store,
+    forwarding: forward !== null,
     reload(reloaded) {
       // Forward mode is on or off for the life of the process: its sender starts with it.
       const forwardNow = forward === null ? null : (reloaded.hooks.forward ?? config.hooks.forward);

@@ -1,0 +1,192 @@
+import { chmod, rename, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Server, type Socket } from 'node:net';
+import { join } from 'node:path';
+import { ErrorCode, HttpError } from '../errors.ts';
+import { tokenDigest, tokenMatches } from '../guard/token.ts';
+import type { Logger } from '../log.ts';
+import { randomHex } from '../random.ts';
+
+// The owner-only control channel: the CLI asks the running server to do something (reload, retry,
+// report its status) over a unix socket in the state directory. A socket's file mode is not enough:
+// a transform child on Node runs as the same user and can connect to anything that user can. So
+// every request carries a secret the server writes, 0600, into the state directory at each start;
+// a transform child's permission flags do not let it read the state directory.
+
+/** One operation of the channel: its arguments as the client sent them, its result as JSON. */
+export type ControlHandler = (args: unknown) => Promise<unknown>;
+
+/** The operations the server answers, by name ('reload', 'outbox.retry', 'status', …). */
+export type ControlHandlers = Readonly<Record<string, ControlHandler>>;
+
+/** What {@link startControl} takes. */
+export interface ControlOptions {
+  stateDir: string;
+  handlers: ControlHandlers;
+  log: Logger;
+  /** Past this many bytes without a newline a request is refused (ERR_CONTROL_TOO_LARGE); 1 MiB by default. */
+  maxLineBytes?: number;
+  /** A connection that has not sent its whole line within this time is closed; 10 s by default. */
+  idleMs?: number;
+}
+
+/** The listening channel; `close` stops it and removes its files. */
+export interface ControlServer {
+  socketPath: string;
+  close(): Promise<void>;
+}
+
+/** The socket's and the secret's file names in the state directory. */
+export const CONTROL_SOCKET = 'control.sock';
+export const CONTROL_SECRET = 'control.secret';
+
+/** The longest unix socket path Linux takes (sun_path is 108 bytes, with the terminating NUL). */
+export const SOCKET_PATH_MAX = 107;
+
+/** A request line's cap by default: `try` sends a body with it. */
+export const CONTROL_LINE_MAX = 1024 * 1024;
+
+/** The channel's files for a state directory. */
+export function controlFiles(stateDir: string): { socket: string; secret: string } {
+  return { socket: join(stateDir, CONTROL_SOCKET), secret: join(stateDir, CONTROL_SECRET) };
+}
+
+/** Why the control socket cannot live in `stateDir` (its path is too long for a unix socket), or `null`. */
+export function socketPathProblem(stateDir: string): string | null {
+  const { socket } = controlFiles(stateDir);
+  const bytes = Buffer.byteLength(socket);
+  if (bytes <= SOCKET_PATH_MAX) return null;
+  return `the control socket ${socket} is ${bytes} bytes long, more than the ${SOCKET_PATH_MAX} a unix socket path may have; use a state directory with a shorter path`;
+}
+
+/**
+ * Starts the channel for the server that holds `stateDir` (serve takes the directory's lock
+ * first, so a socket file already there is a stale one from a server that was killed: it is
+ * replaced). Writes a fresh secret (0600) before listening, so no client ever pairs the new
+ * socket with an old secret. Throws when the socket path is too long or the directory unusable.
+ */
+export async function startControl(options: ControlOptions): Promise<ControlServer> {
+  const { stateDir, handlers, log, maxLineBytes = CONTROL_LINE_MAX, idleMs = 10_000 } = options;
+  const problem = socketPathProblem(stateDir);
+  if (problem !== null) throw new Error(`Cannot start the control channel: ${problem}`);
+  const files = controlFiles(stateDir);
+  const secret = randomHex(32);
+  await _writePrivate(files.secret, `${secret}\n`);
+  const digest = tokenDigest(secret);
+  await rm(files.socket, { force: true });
+
+  const open = new Set<Socket>();
+  const server = createServer((socket) => {
+    open.add(socket);
+    socket.once('close', () => open.delete(socket));
+    _serve(socket, { digest, handlers, log, maxLineBytes, idleMs });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(files.socket, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  // Before this chmod the socket has the umask's mode; the state directory is 0700 and the secret
+  // is needed anyway, so nobody can use that moment.
+  await chmod(files.socket, 0o600);
+  server.on('error', (error) => log.error('control channel error', { error: String(error) }));
+  return {
+    socketPath: files.socket,
+    close: () => _close(server, open, files),
+  };
+}
+
+// Stops accepting, ends the connections still open (their clients see no answer), and removes the
+// files, so a client finds no server rather than a dead socket.
+async function _close(server: Server, open: Set<Socket>, files: { socket: string; secret: string }): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  for (const socket of open) socket.destroy();
+  await closed;
+  await rm(files.socket, { force: true });
+  await rm(files.secret, { force: true });
+}
+
+// Written whole under a temporary name, created 0600, then renamed over the old secret.
+async function _writePrivate(path: string, text: string): Promise<void> {
+  const tmp = `${path}.${process.pid}.tmp`;
+  await rm(tmp, { force: true });
+  await writeFile(tmp, text, { mode: 0o600, flag: 'wx' });
+  await rename(tmp, path);
+}
+
+interface Serving {
+  digest: Buffer;
+  handlers: ControlHandlers;
+  log: Logger;
+  maxLineBytes: number;
+  idleMs: number;
+}
+
+// One connection: one line in, one line out, closed.
+function _serve(socket: Socket, serving: Serving): void {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let done = false;
+  socket.setTimeout(serving.idleMs, () => socket.destroy());
+  socket.on('error', () => {}); // a client that went away: nothing to answer
+  const answer = (line: string) => {
+    socket.setTimeout(0);
+    socket.end(line, () => socket.destroy());
+  };
+  socket.on('data', (chunk: Buffer) => {
+    if (done) return;
+    const newline = chunk.indexOf(0x0a);
+    const take = newline === -1 ? chunk : chunk.subarray(0, newline);
+    size += take.length;
+    if (size > serving.maxLineBytes) {
+      done = true;
+      chunks.length = 0;
+      // The rest of the line is read and dropped until the client stops (or the idle time passes),
+      // so a client still writing reads this answer instead of failing with EPIPE.
+      socket.end(_error(ErrorCode.ControlTooLarge, `the request line is over ${serving.maxLineBytes} bytes`));
+      setTimeout(() => socket.destroy(), serving.idleMs).unref();
+      return;
+    }
+    chunks.push(take);
+    if (newline === -1) return;
+    done = true;
+    // The idle timer stops here: a handler (a reload) may take longer than a client takes to send.
+    socket.setTimeout(0);
+    void _answer(Buffer.concat(chunks).toString('utf8'), serving).then((line) => {
+      if (!socket.destroyed) answer(line);
+    });
+  });
+}
+
+// The answer line to one request line. The secret is checked before anything else is looked at,
+// so a caller without it learns nothing (not even which operations exist).
+async function _answer(line: string, { digest, handlers, log }: Serving): Promise<string> {
+  let request: unknown;
+  try {
+    request = JSON.parse(line);
+  } catch {
+    return _error(ErrorCode.ControlAuth, 'not authorised');
+  }
+  const fields = typeof request === 'object' && request !== null && !Array.isArray(request) ? (request as Record<string, unknown>) : {};
+  const secret = fields['secret'];
+  if (typeof secret !== 'string' || !tokenMatches(secret, digest)) {
+    log.warn('control request refused: wrong secret', {});
+    return _error(ErrorCode.ControlAuth, 'not authorised');
+  }
+  const op = fields['op'];
+  const handler = typeof op === 'string' && Object.hasOwn(handlers, op) ? handlers[op] : undefined;
+  if (handler === undefined) return _error(ErrorCode.ControlUnknownOp, `unknown operation ${JSON.stringify(String(op)).slice(0, 80)}; known: ${Object.keys(handlers).sort().join(', ')}`);
+  try {
+    const result = await handler(fields['args'] ?? null);
+    return `${JSON.stringify({ ok: true, result: result ?? null })}\n`;
+  } catch (error) {
+    if (error instanceof HttpError) return _error(error.code, error.message);
+    log.error('control operation failed', { op: op as string, error: String(error) });
+    return _error(ErrorCode.Internal, 'internal error');
+  }
+}
+
+function _error(code: string, message: string): string {
+  return `${JSON.stringify({ ok: false, error: { code, message } })}\n`;
+}

@@ -1,0 +1,86 @@
+// The control channel of a real `serve` process: up when the server says it listens, replaced
+// after a kill -9, gone after a clean stop, and allowed by the shipped systemd units.
+import assert from 'node:assert/strict';
+import { readFile, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { test, type TestContext } from 'node:test';
+import { callServer } from '../lib/cli/control.ts';
+import { CONTROL_SECRET, CONTROL_SOCKET, SOCKET_PATH_MAX } from '../lib/edge/control.ts';
+import { assertCleanStop, ROOT, runCli, spawnServer, type Spawned } from './_cli.ts';
+import { tempDir } from './_dir.ts';
+
+const TOKEN = 'control-spec-token-0123456789abcdef';
+
+async function setup(t: TestContext): Promise<{ config: string; state: string }> {
+  const dir = await tempDir(t, 'ctl-serve-');
+  const config = join(dir, 'config.json');
+  await writeFile(config, JSON.stringify({ hooks: { enabled: true, token: TOKEN } }));
+  return { config, state: join(dir, 'state') };
+}
+
+async function serve(t: TestContext, s: { config: string; state: string }): Promise<Spawned> {
+  const server = await spawnServer(['--config', s.config, '--port', '0', '--state-dir', s.state]);
+  t.after(async () => {
+    if (server.child.exitCode !== null || server.child.signalCode !== null) return;
+    server.child.kill('SIGTERM');
+    await server.exited;
+  });
+  return server;
+}
+
+test('serve answers on its control channel as soon as it prints "listening on", and removes the channel files when it stops', async (t) => {
+  const s = await setup(t);
+  const server = await serve(t, s);
+  const answer = await callServer(s.state, 'status', null);
+  assert.equal(answer.kind, 'result', JSON.stringify(answer));
+  const status = (answer as { result: Record<string, unknown> }).result;
+  assert.equal(status['pid'], server.child.pid);
+  assert.equal(status['url'], server.url);
+  assert.equal(status['stateDir'], s.state);
+  assert.equal((await stat(join(s.state, CONTROL_SOCKET))).mode & 0o777, 0o600);
+  assert.equal((await stat(join(s.state, CONTROL_SECRET))).mode & 0o777, 0o600);
+  process.kill(server.child.pid!, 'SIGTERM');
+  await assertCleanStop(server);
+  await assert.rejects(stat(join(s.state, CONTROL_SOCKET)), { code: 'ENOENT' });
+  await assert.rejects(stat(join(s.state, CONTROL_SECRET)), { code: 'ENOENT' });
+  assert.equal((await callServer(s.state, 'status', null)).kind, 'no-server');
+});
+
+test('after a kill -9 the stale socket and secret answer no-server, and the next serve replaces them', async (t) => {
+  const s = await setup(t);
+  const first = await serve(t, s);
+  const oldSecret = await readFile(join(s.state, CONTROL_SECRET), 'utf8');
+  process.kill(first.child.pid!, 'SIGKILL');
+  await first.exited;
+  assert.ok((await stat(join(s.state, CONTROL_SOCKET))).isSocket(), 'the killed server left its socket file');
+  assert.deepEqual(await callServer(s.state, 'status', null), { kind: 'no-server', why: `no running server found for state directory ${s.state}` });
+
+  const second = await serve(t, s);
+  assert.notEqual(await readFile(join(s.state, CONTROL_SECRET), 'utf8'), oldSecret);
+  const answer = await callServer(s.state, 'status', null);
+  assert.equal(answer.kind === 'result' && (answer.result as { pid: number }).pid, second.child.pid);
+});
+
+test('serve refuses a state directory whose control socket path would be too long, naming the limit, before it starts', async (t) => {
+  const s = await setup(t);
+  const long = join(s.state, 'x'.repeat(SOCKET_PATH_MAX));
+  const result = await runCli(['serve', '--config', s.config, '--port', '0', '--state-dir', long]);
+  assert.equal(result.code, 1);
+  assert.equal(result.stdout, '');
+  assert.match(result.stderr, new RegExp(`(?:^|\n)hooks-ingress serve: cannot use state directory ${long}: the control socket ${join(long, CONTROL_SOCKET)} is \\d+ bytes long, more than the ${SOCKET_PATH_MAX} a unix socket path may have; use a state directory with a shorter path\\n$`));
+  await assert.rejects(stat(long), { code: 'ENOENT' }, 'nothing was created');
+});
+
+// SocketBindDeny= concerns IP sockets only; RestrictAddressFamilies= must keep AF_UNIX for the channel.
+for (const unit of ['contrib/systemd/hooks-ingress.service', 'contrib/systemd/user/hooks-ingress.service']) {
+  test(`${unit} lets the service make unix sockets (the control channel)`, async () => {
+    const text = await readFile(join(ROOT, unit), 'utf8');
+    const families = [...text.matchAll(/^RestrictAddressFamilies=(.*)$/gm)].map((m) => m[1]!.trim());
+    assert.ok(families.length > 0);
+    for (const value of families) {
+      assert.ok(!value.startsWith('~'), `${unit}: ${value} is a deny list`);
+      assert.ok(value.split(/\s+/).includes('AF_UNIX'), `${unit}: ${value}`);
+    }
+    assert.doesNotMatch(text, /^(PrivateNetwork|RestrictFileSystems)=/m);
+  });
+}

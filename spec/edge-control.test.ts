@@ -1,0 +1,197 @@
+// The control channel, server and client in-process over a real unix socket in a temp state dir.
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { readFile, stat, writeFile } from 'node:fs/promises';
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import { test, type TestContext } from 'node:test';
+import { callServer } from '../lib/cli/control.ts';
+import { CONTROL_SECRET, CONTROL_SOCKET, SOCKET_PATH_MAX, socketPathProblem, startControl, type ControlHandlers, type ControlServer } from '../lib/edge/control.ts';
+import { ErrorCode, HttpError } from '../lib/errors.ts';
+import { createLogger } from '../lib/log.ts';
+import { defer } from './_cleanup.ts';
+import { tempDir } from './_dir.ts';
+
+interface Started {
+  dir: string;
+  control: ControlServer;
+  calls: unknown[];
+  lines: Record<string, unknown>[];
+}
+
+async function start(t: TestContext, handlers: ControlHandlers = {}, options: { maxLineBytes?: number; dir?: string } = {}): Promise<Started> {
+  const dir = options.dir ?? (await tempDir(t, 'ctl-'));
+  const calls: unknown[] = [];
+  const lines: Record<string, unknown>[] = [];
+  const log = createLogger((line) => void lines.push(JSON.parse(line) as Record<string, unknown>));
+  const echo: ControlHandlers = {
+    echo: (args) => {
+      calls.push(args);
+      return Promise.resolve({ echoed: args });
+    },
+    ...handlers,
+  };
+  const control = await startControl({ stateDir: dir, handlers: echo, log, ...(options.maxLineBytes === undefined ? {} : { maxLineBytes: options.maxLineBytes }) });
+  defer(t, () => control.close());
+  return { dir, control, calls, lines };
+}
+
+/** Sends `text` as it is on the socket and resolves with everything the server wrote back. */
+async function raw(dir: string, text: string | Buffer): Promise<string> {
+  const socket = connect({ path: join(dir, CONTROL_SOCKET) });
+  let answer = '';
+  socket.on('data', (d: Buffer) => (answer += d));
+  const closed = new Promise((resolve) => socket.once('close', resolve));
+  await once(socket, 'connect');
+  socket.end(text);
+  await closed;
+  return answer;
+}
+
+function parsed(answer: string): unknown {
+  assert.ok(answer.endsWith('\n') && answer.indexOf('\n') === answer.length - 1, `one line: ${JSON.stringify(answer)}`);
+  return JSON.parse(answer);
+}
+
+test('callServer() runs an operation with the secret from the state directory and returns its result', async (t) => {
+  const { dir, calls } = await start(t);
+  assert.deepEqual(await callServer(dir, 'echo', { n: 1 }), { kind: 'result', result: { echoed: { n: 1 } } });
+  assert.deepEqual(calls, [{ n: 1 }]);
+});
+
+test('startControl() writes the socket and a 64-hex-digit secret, both 0600, a new secret at each start, and close() removes both', async (t) => {
+  const dir = await tempDir(t, 'ctl-');
+  const first = await start(t, {}, { dir });
+  const secretPath = join(dir, CONTROL_SECRET);
+  const socketPath = join(dir, CONTROL_SOCKET);
+  assert.equal(first.control.socketPath, socketPath);
+  assert.equal((await stat(socketPath)).mode & 0o777, 0o600);
+  assert.ok((await stat(socketPath)).isSocket());
+  assert.equal((await stat(secretPath)).mode & 0o777, 0o600);
+  const secret = (await readFile(secretPath, 'utf8')).trim();
+  assert.match(secret, /^[0-9a-f]{64}$/);
+  await first.control.close();
+  await assert.rejects(stat(socketPath), { code: 'ENOENT' });
+  await assert.rejects(stat(secretPath), { code: 'ENOENT' });
+
+  await start(t, {}, { dir });
+  assert.notEqual((await readFile(secretPath, 'utf8')).trim(), secret);
+});
+
+test('a request with a wrong secret is refused with ERR_CONTROL_AUTH, logged, and its operation is not run', async (t) => {
+  const { dir, calls, lines } = await start(t);
+  const secret = (await readFile(join(dir, CONTROL_SECRET), 'utf8')).trim();
+  const wrong = secret.slice(0, -1) + (secret.endsWith('0') ? '1' : '0');
+  const answer = parsed(await raw(dir, `${JSON.stringify({ secret: wrong, op: 'echo', args: 1 })}\n`));
+  assert.deepEqual(answer, { ok: false, error: { code: 'ERR_CONTROL_AUTH', message: 'not authorised' } });
+  assert.deepEqual(calls, []);
+  assert.equal(lines.filter((l) => l['msg'] === 'control request refused: wrong secret').length, 1);
+  assert.ok(!JSON.stringify(lines).includes(wrong), 'the presented secret is not logged');
+});
+
+test('a process that can connect but has no secret gets nothing: not a result, not even which operations exist', async (t) => {
+  const { dir, calls } = await start(t);
+  const refused = { ok: false, error: { code: 'ERR_CONTROL_AUTH', message: 'not authorised' } };
+  for (const line of [{ op: 'echo', args: 1 }, { op: 'no-such-op' }, { secret: '', op: 'echo' }, { secret: 42, op: 'echo' }, ['echo'], null, 'echo']) {
+    assert.deepEqual(parsed(await raw(dir, `${JSON.stringify(line)}\n`)), refused, JSON.stringify(line));
+  }
+  assert.deepEqual(parsed(await raw(dir, 'not json at all\n')), refused);
+  assert.deepEqual(calls, []);
+});
+
+test('an unknown operation with the right secret is answered ERR_CONTROL_UNKNOWN_OP naming the known ones; an inherited name is not an operation', async (t) => {
+  const { dir } = await start(t, { status: () => Promise.resolve('up') });
+  for (const op of ['nope', 'constructor', '__proto__', 'toString']) {
+    const answer = await callServer(dir, op, null);
+    assert.equal(answer.kind, 'error', op);
+    assert.equal(answer.kind === 'error' && answer.code, 'ERR_CONTROL_UNKNOWN_OP');
+    assert.match(answer.kind === 'error' ? answer.message : '', /known: echo, status$/);
+  }
+});
+
+test('a request line over the cap is refused with ERR_CONTROL_TOO_LARGE before it ends, and nothing runs', async (t) => {
+  const { dir, calls } = await start(t, {}, { maxLineBytes: 1000 });
+  const secret = (await readFile(join(dir, CONTROL_SECRET), 'utf8')).trim();
+  const line = `${JSON.stringify({ secret, op: 'echo', args: 'x'.repeat(5000) })}\n`;
+  const answer = parsed(await raw(dir, line));
+  assert.deepEqual(answer, { ok: false, error: { code: 'ERR_CONTROL_TOO_LARGE', message: 'the request line is over 1000 bytes' } });
+  assert.deepEqual(calls, []);
+  // A line of exactly the cap still runs.
+  const fits = `${JSON.stringify({ secret, op: 'echo', args: '' })}`;
+  const padded = `${fits.slice(0, -1)},"pad":"${'p'.repeat(1000 - fits.length - 9)}"}`;
+  assert.equal(Buffer.byteLength(padded), 1000);
+  assert.deepEqual(parsed(await raw(dir, `${padded}\n`)), { ok: true, result: { echoed: '' } });
+});
+
+test('the default cap takes a 900 KiB request and refuses one of 2 MiB that never sends a newline; callServer() refuses such a request without sending it', async (t) => {
+  const { dir, calls } = await start(t);
+  assert.equal((await callServer(dir, 'echo', 'b'.repeat(900 * 1024))).kind, 'result');
+  assert.deepEqual(await callServer(dir, 'echo', 'b'.repeat(1024 * 1024)), { kind: 'error', code: 'ERR_CONTROL_TOO_LARGE', message: 'the request is over 1048576 bytes' });
+  const secret = (await readFile(join(dir, CONTROL_SECRET), 'utf8')).trim();
+  const answer = parsed(await raw(dir, `{"secret":"${secret}","op":"echo","args":"${'x'.repeat(2 * 1024 * 1024)}`));
+  assert.equal((answer as { error: { code: string } }).error.code, 'ERR_CONTROL_TOO_LARGE');
+  assert.equal(calls.length, 1);
+});
+
+test('a handler that throws an HttpError answers its code and message; any other error answers ERR_INTERNAL without detail and is logged', async (t) => {
+  const { dir, lines } = await start(t, {
+    refuse: () => Promise.reject(new HttpError(400, ErrorCode.InvalidPayload, 'args.id must be a string')),
+    crash: () => Promise.reject(new Error('disk on fire at /secret/path')),
+  });
+  assert.deepEqual(await callServer(dir, 'refuse', {}), { kind: 'error', code: 'ERR_INVALID_PAYLOAD', message: 'args.id must be a string' });
+  assert.deepEqual(await callServer(dir, 'crash', {}), { kind: 'error', code: 'ERR_INTERNAL', message: 'internal error' });
+  const logged = lines.find((l) => l['msg'] === 'control operation failed');
+  assert.equal(logged?.['op'], 'crash');
+  assert.match(String(logged?.['error']), /disk on fire/);
+});
+
+test('callServer() answers no-server when no server ever ran, and when a killed server left its files behind', async (t) => {
+  const dir = await tempDir(t, 'ctl-');
+  const none = { kind: 'no-server', why: `no running server found for state directory ${dir}` };
+  assert.deepEqual(await callServer(dir, 'echo', null), none);
+  assert.deepEqual(await callServer(join(dir, 'missing'), 'echo', null), { kind: 'no-server', why: `no running server found for state directory ${join(dir, 'missing')}` });
+  // A secret without a socket, then a secret with a socket file nobody listens on.
+  await writeFile(join(dir, CONTROL_SECRET), 'f'.repeat(64));
+  assert.deepEqual(await callServer(dir, 'echo', null), none);
+  // A file at the socket's place that nobody listens on (a real one left by kill -9 is in cli-control.test.ts).
+  await writeFile(join(dir, CONTROL_SOCKET), '');
+  assert.deepEqual(await callServer(dir, 'echo', null), none);
+});
+
+test('startControl() replaces a stale socket file left in the state directory', async (t) => {
+  const dir = await tempDir(t, 'ctl-');
+  await writeFile(join(dir, CONTROL_SOCKET), 'left by a killed server');
+  await writeFile(join(dir, CONTROL_SECRET), 'old secret');
+  const { calls } = await start(t, {}, { dir });
+  assert.deepEqual(await callServer(dir, 'echo', 7), { kind: 'result', result: { echoed: 7 } });
+  assert.deepEqual(calls, [7]);
+});
+
+test('callServer() gives up after timeoutMs when the operation does not answer', async (t) => {
+  const { dir } = await start(t, { hang: () => new Promise(() => {}) });
+  assert.deepEqual(await callServer(dir, 'hang', null, { timeoutMs: 200 }), { kind: 'timeout' });
+});
+
+test('close() while an operation runs ends its connection: the client hears that the server closed without an answer', async (t) => {
+  let entered = () => {};
+  const running = new Promise<void>((resolve) => (entered = resolve));
+  const { dir, control } = await start(t, { slow: () => (entered(), new Promise(() => {})) });
+  const call = callServer(dir, 'slow', null);
+  await running;
+  await control.close();
+  const answer = await call;
+  assert.equal(answer.kind, 'error');
+  assert.equal(answer.kind === 'error' && answer.code, 'ERR_CONTROL_CLOSED');
+});
+
+test('a state directory whose socket path would pass the unix limit is refused by name, on both sides', async (t) => {
+  const base = await tempDir(t, 'ctl-');
+  const long = join(base, 'd'.repeat(SOCKET_PATH_MAX - base.length - CONTROL_SOCKET.length - 1));
+  assert.equal(Buffer.byteLength(join(long, CONTROL_SOCKET)), SOCKET_PATH_MAX + 1);
+  const problem = socketPathProblem(long);
+  assert.match(problem ?? '', new RegExp(`is ${SOCKET_PATH_MAX + 1} bytes long, more than the ${SOCKET_PATH_MAX}`));
+  await assert.rejects(startControl({ stateDir: long, handlers: {}, log: createLogger(() => {}) }), { message: `Cannot start the control channel: ${problem}` });
+  assert.deepEqual(await callServer(long, 'echo', null), { kind: 'error', code: 'ERR_CONTROL_PATH', message: problem });
+  // One byte shorter fits.
+  assert.equal(socketPathProblem(long.slice(0, -1)), null);
+});
