@@ -67,6 +67,21 @@ export function typeName(value: unknown): string {
   return typeof value;
 }
 
+/**
+ * A value an object, array or record takes as it is, without judging it: the config keeps a key's
+ * `${NAME}` text this way when the command reading it does not need that variable.
+ */
+export class Unjudged {
+  readonly value: unknown;
+  constructor(value: unknown) {
+    this.value = value;
+  }
+}
+
+function _item<T>(schema: Schema<T>, value: unknown, at: string, report: Report): T | undefined {
+  return value instanceof Unjudged ? (value.value as T) : schema(value, at, report);
+}
+
 function _fail(report: Report, path: string, message: string): undefined {
   report.issues.push({ path, message });
   return undefined;
@@ -137,7 +152,7 @@ export function array<T>(item: Schema<T>, rules: { maxItems?: number } = {}): Sc
       return _fail(report, at, `must have at most ${rules.maxItems} items`);
     }
     const before = report.issues.length;
-    const out = value.map((v, i) => item(v, join(at, i), report));
+    const out = value.map((v, i) => _item(item, v, join(at, i), report));
     return report.issues.length === before ? (out as T[]) : undefined;
   };
 }
@@ -149,7 +164,7 @@ export function record<T>(item: Schema<T>): Schema<Record<string, T>> {
     const before = report.issues.length;
     const out: Record<string, T> = {};
     for (const [key, v] of Object.entries(value)) {
-      const checked = item(v, join(at, key), report);
+      const checked = _item(item, v, join(at, key), report);
       if (checked !== undefined) out[key] = checked;
     }
     return report.issues.length === before ? out : undefined;
@@ -184,7 +199,7 @@ export function object<S extends Shape>(shape: S, options: ObjectOptions = {}): 
         if (!field.optional) _fail(report, join(at, key), 'is required');
         continue;
       }
-      const checked = field.schema(v, join(at, key), report);
+      const checked = _item(field.schema, v, join(at, key), report);
       if (checked !== undefined) out[key] = checked;
     }
     return report.issues.length === before ? (out as Infer<S>) : undefined;

@@ -4,7 +4,8 @@ import { mkdir,  rm, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { normaliseHooksPath, parseDuration } from '../lib/config/file-schema.ts';
-import { buildConfig, loadConfig, substituteEnv } from '../lib/config/load.ts';
+import { substituteEnv } from '../lib/config/env.ts';
+import { buildConfig, loadConfig } from '../lib/config/load.ts';
 import { locateConfig, locateStateDir } from '../lib/config/locate.ts';
 import { DEFAULT_HEARTBEAT_PROMPT, DEFAULTS } from '../lib/config/normalise.ts';
 import type { Config, ConfigResult, Env } from '../lib/config/types.ts';
@@ -264,12 +265,11 @@ test('buildConfig() replaces ${NAME} in string values, nested and in arrays', as
   assert.equal(built.gateway.bind, '::1');
 });
 
-test('buildConfig() reports a missing variable with the key path that uses it', async () => {
-  // The first problem names the variable; a rule the emptied value then breaks may follow it.
-  assert.equal((await problems({ hooks: { token: '${HOOK_TOKEN}' } }))[0], 'hooks.token: environment variable HOOK_TOKEN is not set');
+test('buildConfig() reports a missing variable once, with the key path that uses it, and not the rule its emptied value breaks', async () => {
+  assert.deepEqual(await problems({ hooks: { token: '${HOOK_TOKEN}' } }), ['hooks.token: environment variable HOOK_TOKEN is not set']);
+  assert.deepEqual(await problems({ hooks: { token: '${A}${A}' } }), ['hooks.token: environment variable A is not set']);
   assert.deepEqual(await problems({ gateway: { trustedProxies: ['10.0.0.1/32', '10.0.0.${LAST}'] } }), [
     'gateway.trustedProxies[1]: environment variable LAST is not set',
-    'gateway.trustedProxies[1]: must be an IP address or CIDR range',
   ]);
   assert.deepEqual(await problems({ agents: { defaults: { models: { 'openai/gpt-5': { alias: 'gpt${V}' } } } } }), [
     'agents.defaults.models["openai/gpt-5"].alias: environment variable V is not set',
@@ -286,6 +286,28 @@ test('buildConfig() reports missing variables together with schema problems', as
     'gateway.bind: environment variable B is not set',
     'hooks.tokn: unknown key (did you mean "token"?)',
     'gateway.port: must be a number, got string',
+  ]);
+});
+
+test('buildConfig() scoped to one key needs only the variables inside it; the others keep their ${NAME} text unjudged', async () => {
+  const raw = {
+    hooks: { enabled: true, token: '${HOOK_TOKEN}', mappings: [{ match: { path: 'gh' }, action: 'wake', textTemplate: 'x', signature: { scheme: 'github', secret: '${GITHUB_WEBHOOK_SECRET}' } }] },
+    gateway: { trustedProxies: ['10.0.0.${LAST}'] },
+  };
+  const scoped = accepted(await buildConfig(raw, { file: null, env: { HOOK_TOKEN: 'hook-token-0123456789abcdef' }, dir: '/etc/hooks-ingress', scope: { key: 'hooks.token' } }));
+  assert.equal(scoped.hooks.token, 'hook-token-0123456789abcdef');
+  // Inside the key its variables are needed as ever; other keys are still checked.
+  assert.deepEqual(refused(await buildConfig(raw, { file: null, env: {}, dir: '/', scope: { key: 'hooks' } })), [
+    'hooks.token: environment variable HOOK_TOKEN is not set',
+    'hooks.mappings[0].signature.secret: environment variable GITHUB_WEBHOOK_SECRET is not set',
+  ]);
+  assert.deepEqual(refused(await buildConfig({ ...raw, gateway: { port: 'x' } }, { file: null, env: { HOOK_TOKEN: 't' }, dir: '/', scope: { key: 'hooks.token' } })), [
+    'gateway.port: must be a number, got string',
+  ]);
+  // Unscoped, the same file needs every variable.
+  assert.deepEqual(refused(await buildConfig(raw, { file: null, env: { HOOK_TOKEN: 't' }, dir: '/' })), [
+    'hooks.mappings[0].signature.secret: environment variable GITHUB_WEBHOOK_SECRET is not set',
+    'gateway.trustedProxies[0]: environment variable LAST is not set',
   ]);
 });
 

@@ -1,7 +1,8 @@
 // `hooks-ingress config get KEY`: one configured value as hooks-ingress uses it, so scripts need
 // not parse the file themselves (which breaks on the comments and trailing commas JSONC allows).
 import { readFile } from 'node:fs/promises';
-import { buildConfig, substituteEnv } from '../config/load.ts';
+import { substituteEnv } from '../config/env.ts';
+import { buildConfig } from '../config/load.ts';
 import { locateConfig, locateStateDir } from '../config/locate.ts';
 import { DEFAULT_HEARTBEAT_PROMPT, DEFAULT_PATHS, DEFAULTS } from '../config/normalise.ts';
 import type { Config } from '../config/types.ts';
@@ -69,7 +70,8 @@ async function _get(argv: readonly string[], io: Io): Promise<number> {
     io.stderr(usageLine('config get', problem));
     return USAGE;
   }
-  const config = await loadConfigFor(parsed.values, io);
+  // Only the variables inside KEY need to be set: the token's reader need not hold every signing secret.
+  const config = await loadConfigFor(parsed.values, { ...io, command: 'config get' }, { key: keyName(path) });
   if (config === null) return FAILURE;
   const unknown = await unknownKey(path, config.dir);
   if (unknown !== null) {

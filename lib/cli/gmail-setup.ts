@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, open, readFile, realpath, rename, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { buildConfig, substituteEnv } from '../config/load.ts';
+import { substituteEnv } from '../config/env.ts';
+import { buildConfig } from '../config/load.ts';
 import { locateConfig } from '../config/locate.ts';
 import { DEFAULTS } from '../config/normalise.ts';
 import type { Config, Env } from '../config/types.ts';

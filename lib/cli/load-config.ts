@@ -1,6 +1,7 @@
 import { checkTransforms } from '../hooks/transforms/reloader.ts';
 import { loadConfig } from '../config/load.ts';
 import { locateConfig, locateStateDir } from '../config/locate.ts';
+import { readStateDir } from '../config/state-dir.ts';
 import type { Config, ConfigResult } from '../config/types.ts';
 import { exists, messagePrefix, type Io } from './io.ts';
 
@@ -10,36 +11,74 @@ export interface ConfigFlags {
   'state-dir'?: string;
 }
 
-/** Loads the config the flags and environment name; prints every problem (and ignored key) on stderr. */
-export async function loadConfigFor(flags: ConfigFlags, io: Io, options: { transforms?: boolean } = {}): Promise<Config | null> {
+/**
+ * What a command needs of the config file:
+ * - `all`: every key valid and every `${NAME}` set; `warnings` says whether the command prints them;
+ * - `key`: every key valid, but only the variables inside the key asked for (`config get KEY`);
+ * - `state`: where the state directory is, and nothing else (`state.dir` and its variables).
+ */
+export type Need = { of: 'all'; warnings: boolean } | { of: 'key' } | { of: 'state' };
+
+/** Each command's need: the one place it is decided. A command not listed needs everything and prints no warnings. */
+export const NEEDS: Readonly<Record<string, Need>> = {
+  serve: { of: 'all', warnings: true },
+  check: { of: 'all', warnings: true },
+  send: { of: 'all', warnings: false },
+  sign: { of: 'all', warnings: false },
+  'config get': { of: 'key' },
+  events: { of: 'state' },
+  runs: { of: 'state' },
+  outbox: { of: 'state' },
+  requests: { of: 'state' },
+  reload: { of: 'state' },
+};
+
+/** The need of the command `io` runs. */
+export function needOf(io: Pick<Io, 'command'>): Need {
+  return (io.command !== undefined && Object.hasOwn(NEEDS, io.command) ? NEEDS[io.command] : undefined) ?? { of: 'all', warnings: false };
+}
+
+/**
+ * Loads the config the flags and environment name, as the running command needs it (`key`: the
+ * key path `config get` reads); prints every problem once on stderr, and warnings where the command shows them.
+ */
+export async function loadConfigFor(flags: ConfigFlags, io: Io, options: { transforms?: boolean; key?: string } = {}): Promise<Config | null> {
   const { path } = locateConfig(flags.config, io.env);
-  const result = await readConfig(flags, io, options.transforms ?? false);
+  const need = needOf(io);
+  const scope = need.of === 'key' && options.key !== undefined ? { key: options.key } : 'all';
+  const result = await readConfig(flags, io, options.transforms ?? false, scope);
   const name = messagePrefix(io);
   if (!result.ok) {
     io.stderr(`${name}: invalid config ${path}:\n${result.problems.map((p) => `  ${p}\n`).join('')}`);
     return null;
   }
-  for (const key of result.ignored) io.stderr(`${name}: ${key} is not used by hooks-ingress (ignored)\n`);
-  for (const warning of result.warnings) io.stderr(`${name}: warning: ${warning}\n`);
+  if (need.of === 'all' && need.warnings) {
+    for (const key of result.ignored) io.stderr(`${name}: ${key} is not used by hooks-ingress (ignored)\n`);
+    for (const warning of result.warnings) io.stderr(`${name}: warning: ${warning}\n`);
+  }
   return result.config;
 }
 
 /** Loads the config, and (for the commands that will run them) loads its transforms too. */
-export async function readConfig(flags: ConfigFlags, io: Io, transforms = true): Promise<ConfigResult> {
-  const result = await loadConfig(locateConfig(flags.config, io.env).path, io.env);
+export async function readConfig(flags: ConfigFlags, io: Io, transforms = true, scope: 'all' | { key: string } = 'all'): Promise<ConfigResult> {
+  const result = await loadConfig(locateConfig(flags.config, io.env).path, io.env, scope);
   if (!result.ok || !transforms) return result;
   const problems = await checkTransforms(result.config);
   return problems.length === 0 ? result : { ok: false, problems };
 }
 
-/** The state directory a reading command looks in; without a config file it still has its default place. */
+/**
+ * The state directory a reading command looks in: `--state-dir`, else the config file's
+ * `state.dir` (no other key read, no other variable needed), else its default place.
+ */
 export async function stateDirFor(flags: ConfigFlags, io: Io): Promise<string | null> {
-  if (flags['state-dir'] !== undefined) return flags['state-dir'];
+  if (flags['state-dir'] !== undefined) return locateStateDir(flags['state-dir'], null, io.env);
   const located = locateConfig(flags.config, io.env);
-  let config: Config | null = null;
-  if (!located.implicit || (await exists(located.path))) {
-    config = await loadConfigFor(flags, io);
-    if (config === null) return null;
+  if (located.implicit && !(await exists(located.path))) return locateStateDir(undefined, null, io.env);
+  const read = await readStateDir(located.path, io.env);
+  if (!read.ok) {
+    io.stderr(`${messagePrefix(io)}: invalid config ${located.path}:\n${read.problems.map((p) => `  ${p}\n`).join('')}`);
+    return null;
   }
-  return locateStateDir(undefined, config, io.env);
+  return locateStateDir(undefined, { stateDir: read.dir }, io.env);
 }

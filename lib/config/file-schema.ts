@@ -41,6 +41,9 @@ const hooksPath = refine(string({ trim: true }), (value) => {
   return /^\/[\w\-./~]*$/.test(path) ? null : 'may contain only letters, digits and "-._~/"';
 });
 
+/** The config file's `state` section (a reading command checks it alone). */
+export const stateSchema = object({ dir: optional(string({ nonEmpty: true })) });
+
 /** The config file as written: `check(fileSchema, value)` validates it. */
 export const fileSchema = object({
   hooks: optional(
@@ -163,7 +166,7 @@ export const fileSchema = object({
       auth: optional(object({ token: optional(string({ trim: true, nonEmpty: true })) })),
     }),
   ),
-  state: optional(object({ dir: optional(string({ nonEmpty: true })) })),
+  state: optional(stateSchema),
   channels: optional(channelsSchema),
 });
 

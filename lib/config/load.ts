@@ -2,35 +2,37 @@ import { readFile } from 'node:fs/promises';
 import { dirname, join as joinPath, resolve } from 'node:path';
 import { buildChannels } from '../delivery/channels.ts';
 import { resolveInside, resolveModule } from '../guard/contain.ts';
-import { parseJsonc } from '../jsonc.ts';
-import { check, formatIssue, join, type Issue } from '../schema.ts';
+import { check, formatIssue, type Issue } from '../schema.ts';
 import { checkConfig, modelWarnings } from './checks.ts';
+import { resolveEnv, within, type EnvScope } from './env.ts';
 import { fileSchema, type FileConfig } from './file-schema.ts';
 import { forwardUnused } from './forward-unused.ts';
 import { normalise, TRANSFORMS_ROOT } from './normalise.ts';
+import { readConfigFile } from './read.ts';
 import type { Config, ConfigResult, Env } from './types.ts';
 
 /** Reads, parses and validates a config file. A missing file is a problem like any other. */
-export async function loadConfig(file: string, env: Env): Promise<ConfigResult> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (error) {
-    return { ok: false, problems: [`${file}: cannot read: ${(error as NodeJS.ErrnoException).code ?? String(error)}`] };
-  }
-  const parsed = parseJsonc(text);
-  if (!parsed.ok) return { ok: false, problems: [`${file}: ${parsed.error}`] };
-  return buildConfig(parsed.value, { file, env });
+export async function loadConfig(file: string, env: Env, scope: EnvScope = 'all'): Promise<ConfigResult> {
+  const read = await readConfigFile(file);
+  if (!read.ok) return read;
+  return buildConfig(read.value, { file, env, scope });
 }
 
-/** Validates a parsed config value; reads `hooks.tokenFile` or the systemd credential when they stand for the token. */
-export async function buildConfig(raw: unknown, where: { file: string | null; env: Env; dir?: string }): Promise<ConfigResult> {
+/**
+ * Validates a parsed config value; reads `hooks.tokenFile` or the systemd credential when they stand for the token.
+ * With a `scope` of one key, a variable that is not set elsewhere is no problem: the keys naming it keep their
+ * `${NAME}` text and are not judged (a config built so serves to read that key, never to run).
+ */
+export async function buildConfig(raw: unknown, where: { file: string | null; env: Env; dir?: string; scope?: EnvScope }): Promise<ConfigResult> {
   const dir = where.dir ?? (where.file === null ? process.cwd() : dirname(where.file));
-  const issues: Issue[] = [];
-  const substituted = substituteEnv(raw, '', where.env, issues);
-  const checked = check(fileSchema, substituted);
-  if (!checked.ok) issues.push(...checked.issues);
-  if (!checked.ok || issues.length > 0) return { ok: false, problems: issues.map(formatIssue) };
+  const resolved = resolveEnv(raw, where.env, where.scope ?? 'all');
+  // A key whose variable is missing (or left unresolved) has that one problem: its value is not judged too.
+  const unjudged = [...resolved.missing.map((issue) => issue.path), ...resolved.unresolved];
+  const judged = (issue: Issue) => !unjudged.some((path) => within(issue.path, path));
+  const issues: Issue[] = [...resolved.missing];
+  const checked = check(fileSchema, resolved.value);
+  if (!checked.ok) issues.push(...checked.issues.filter(judged));
+  if (!checked.ok || issues.length > 0) return { ok: false, problems: (issues.length > 0 ? issues : _unresolved(resolved.unresolved)).map(formatIssue) };
   const file: FileConfig = checked.value;
 
   const token = await _readToken(file, dir, where.env, issues);
@@ -39,28 +41,16 @@ export async function buildConfig(raw: unknown, where: { file: string | null; en
   const lexical = normalise(file, { file: where.file, dir, token });
   issues.push(...checkConfig(lexical));
   const config = await containTransforms(lexical, file.hooks?.transformsDir, issues);
-  if (issues.length > 0) return { ok: false, problems: issues.map(formatIssue) };
+  const problems = issues.filter(judged);
+  if (problems.length > 0) return { ok: false, problems: problems.map(formatIssue) };
   // In forward mode the models are the upstream's: what matters is which keys go unused here.
   const warnings = config.hooks.forward === null ? modelWarnings(config) : forwardUnused(config);
   return { ok: true, config, ignored: checked.ignored, warnings: warnings.map(formatIssue) };
 }
 
-/** Replaces every `${NAME}` inside string values by the environment variable NAME. */
-export function substituteEnv(value: unknown, at: string, env: Env, issues: Issue[]): unknown {
-  if (typeof value === 'string') {
-    return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, name: string) => {
-      const found = env[name];
-      if (found === undefined) issues.push({ path: at, message: `environment variable ${name} is not set` });
-      return found ?? '';
-    });
-  }
-  if (Array.isArray(value)) return value.map((v, i) => substituteEnv(v, join(at, i), env, issues));
-  if (typeof value === 'object' && value !== null) {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = substituteEnv(v, join(at, k), env, issues);
-    return out;
-  }
-  return value;
+// Keys left with their ${NAME} text that the schema could not pass over: their variables are needed after all.
+function _unresolved(paths: readonly string[]): Issue[] {
+  return paths.map((path) => ({ path, message: 'cannot be checked without the environment variable it names' }));
 }
 
 async function _readToken(file: FileConfig, dir: string, env: Env, issues: Issue[]): Promise<string | null> {

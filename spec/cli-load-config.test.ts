@@ -1,0 +1,83 @@
+import assert from 'node:assert/strict';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { NEEDS } from '../lib/cli/load-config.ts';
+import { main } from '../lib/cli/main.ts';
+import { tempDir } from './_dir.ts';
+import { captureIo } from './_io.ts';
+
+// A config whose signing secret lives in the server's environment only, as a unit's EnvironmentFile= gives it.
+const TOKEN = 'hook-token-for-the-load-spec-0123';
+function config(state: string): unknown {
+  return {
+    hooks: {
+      enabled: true,
+      token: TOKEN,
+      forward: { url: 'http://127.0.0.1:9/hooks', token: 'upstream-token' },
+      mappings: [{ match: { path: 'github' }, action: 'wake', textTemplate: 'push', signature: { scheme: 'github', secret: '${GITHUB_WEBHOOK_SECRET}' } }],
+    },
+    // Unused in forward mode: a warning, for the commands that print warnings.
+    channels: { telegram: { botToken: '123:abc' } },
+    state: { dir: state },
+  };
+}
+
+async function setUp(t: Parameters<typeof tempDir>[0]): Promise<{ file: string; state: string }> {
+  const dir = await tempDir(t);
+  const state = join(dir, 'state');
+  await mkdir(state);
+  const file = join(dir, 'config.json');
+  await writeFile(file, JSON.stringify(config(state)));
+  return { file, state };
+}
+
+async function run(argv: string[], env: Record<string, string> = {}) {
+  const { io, out } = captureIo({ HOME: '/nonexistent', ...env });
+  const code = await main(argv, io);
+  return { code, ...out };
+}
+
+test('events, runs and outbox read the state directory without an unrelated secret set, and print no warnings', async (t) => {
+  const { file } = await setUp(t);
+  for (const command of ['events', 'runs', 'outbox']) {
+    assert.deepEqual(await run([command, '-c', file]), { code: 0, stdout: '', stderr: '' }, command);
+  }
+});
+
+test('a reading command needs the variables of state.dir, and names the one missing', async (t) => {
+  const { file } = await setUp(t);
+  await writeFile(file, JSON.stringify({ ...(config('x') as object), state: { dir: '${STATE_DIR}' } }));
+  const missing = await run(['events', '-c', file]);
+  assert.deepEqual(missing, { code: 1, stdout: '', stderr: `hooks-ingress events: invalid config ${file}:\n  state.dir: environment variable STATE_DIR is not set\n` });
+  const dir = join(file, '..', 'state');
+  assert.equal((await run(['events', '-c', file], { STATE_DIR: dir })).code, 0);
+});
+
+test('config get hooks.token needs only the variables inside hooks.token, and prints no warnings', async (t) => {
+  const { file } = await setUp(t);
+  assert.deepEqual(await run(['config', 'get', '-c', file, 'hooks.token']), { code: 0, stdout: `${TOKEN}\n`, stderr: '' });
+  const secret = await run(['config', 'get', '-c', file, 'hooks.mappings[0].signature.secret']);
+  assert.equal(secret.code, 1);
+  assert.equal(secret.stderr, `hooks-ingress config get: invalid config ${file}:\n  hooks.mappings[0].signature.secret: environment variable GITHUB_WEBHOOK_SECRET is not set\n`);
+  const set = await run(['config', 'get', '-c', file, 'hooks.mappings[0].signature.secret'], { GITHUB_WEBHOOK_SECRET: 'gh-secret' });
+  assert.deepEqual(set, { code: 0, stdout: 'gh-secret\n', stderr: '' });
+});
+
+test('check needs every variable and says each missing one once; check prints the warnings', async (t) => {
+  const { file } = await setUp(t);
+  const missing = await run(['check', '-c', file]);
+  assert.deepEqual(missing, {
+    code: 1,
+    stdout: '',
+    stderr: `hooks-ingress check: invalid config ${file}:\n  hooks.mappings[0].signature.secret: environment variable GITHUB_WEBHOOK_SECRET is not set\n`,
+  });
+  const ok = await run(['check', '-c', file], { GITHUB_WEBHOOK_SECRET: 'gh-secret' });
+  assert.equal(ok.code, 0);
+  assert.match(ok.stderr, /^hooks-ingress check: warning: channels\.telegram: is not used in forward mode/m);
+});
+
+test('every command that reads the config has its need in the one table', () => {
+  assert.deepEqual(Object.keys(NEEDS).sort(), ['check', 'config get', 'events', 'outbox', 'reload', 'requests', 'runs', 'send', 'serve', 'sign']);
+  for (const reader of ['events', 'runs', 'outbox', 'requests', 'reload']) assert.deepEqual(NEEDS[reader], { of: 'state' });
+});
