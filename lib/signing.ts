@@ -31,4 +31,9 @@ export interface Signature {
   algorithm?: Algorithm;
   encoding?: Encoding;
   prefix?: string;
+  /**
+   * Schemes whose signature covers no delivery id: a body already seen on the path within this many
+   * seconds is the same delivery, whatever id its headers give. Off when absent.
+   */
+  dedupeBodySeconds?: number;
 }

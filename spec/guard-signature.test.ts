@@ -183,18 +183,86 @@ test('verifySignature() twilio: a JSON body is checked against bodySHA256 in the
   refused(verifySignature(signature, { headers, body: Buffer.from('{"hello":"world!"}'), query: '' }, NOW_MS), 'X-Twilio-Signature');
 });
 
-test('deliveryId() takes each provider\'s delivery header, and the event id from a Stripe body', () => {
-  const sig = (scheme: Signature['scheme']): Signature => ({ scheme, secrets: ['s'], toleranceSeconds: 300 });
-  assert.equal(deliveryId(sig('github'), { 'x-github-delivery': 'gh-1' }, {}), 'gh-1');
-  assert.equal(deliveryId(sig('standard-webhooks'), { 'webhook-id': 'msg_1' }, {}), 'msg_1');
-  assert.equal(deliveryId(sig('standard-webhooks'), { 'svix-id': 'msg_2' }, {}), 'msg_2');
-  assert.equal(deliveryId(sig('shopify'), { 'x-shopify-webhook-id': 'sh-1' }, {}), 'sh-1');
-  assert.equal(deliveryId(sig('twilio'), { 'i-twilio-idempotency-token': 'tw-1' }, {}), 'tw-1');
-  assert.equal(deliveryId(sig('gitlab'), { 'x-gitlab-event-uuid': 'gl-1' }, {}), 'gl-1');
-  assert.equal(deliveryId(sig('stripe'), {}, { id: 'evt_9' }), 'evt_9');
-  assert.equal(deliveryId(sig('stripe'), {}, { id: 9 }), null);
-  assert.equal(deliveryId(sig('meta'), { 'x-github-delivery': 'x' }, {}), null);
-  assert.equal(deliveryId(sig('slack'), {}, {}), null);
+test('verifySignature() twilio: a body that is neither form-encoded nor pinned by bodySHA256 is refused (a signature over the URL alone covers none of it)', async () => {
+  const c = CASES.find((x) => x.title === 'twilio')!;
+  const { default: twilio } = await import('twilio');
+  // What Twilio's library signs for a request without parameters: the URL alone.
+  const urlOnly = twilio.getExpectedTwilioSignature(c.secret, TWILIO_URL, {});
+  for (const [type, body] of [['application/json', '{"Body":"transfer everything"}'], ['text/plain', 'anything at all'], [undefined, '{"Body":"x"}']] as const) {
+    const headers: Record<string, string> = { 'x-twilio-signature': urlOnly, ...(type === undefined ? {} : { 'content-type': type }) };
+    const verdict = verifySignature(config(c, [c.secret]), { headers, body: Buffer.from(body), query: '' }, NOW_MS);
+    refused(verdict, 'X-Twilio-Signature');
+    assert.match((verdict as { reason: string }).reason, /does not cover this body.*bodySHA256/);
+  }
+  // The same signature over an empty form is still what Twilio sends for a form without parameters.
+  const form = { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': urlOnly };
+  assert.deepEqual(verifySignature(config(c, [c.secret]), { headers: form, body: Buffer.alloc(0), query: '' }, NOW_MS), { ok: true });
+});
+
+test('deliveryId() takes each provider\'s delivery id, signed where the signature covers it (webhook-id, a Stripe event id, a Slack event_id)', () => {
+  const sig = (scheme: Signature['scheme'], extra: Partial<Signature> = {}): Signature => ({ scheme, secrets: ['s'], toleranceSeconds: 300, ...extra });
+  const req = (headers: Record<string, string> = {}, body = '') => ({ headers, body: Buffer.from(body), query: '' });
+  assert.deepEqual(deliveryId(sig('github'), req({ 'x-github-delivery': 'gh-1' }), {}), { id: 'gh-1', signed: false });
+  assert.deepEqual(deliveryId(sig('standard-webhooks'), req({ 'webhook-id': 'msg_1' }), {}), { id: 'msg_1', signed: true });
+  assert.deepEqual(deliveryId(sig('standard-webhooks'), req({ 'svix-id': 'msg_2' }), {}), { id: 'msg_2', signed: true });
+  // The id the signature was checked with: webhook-id when both are there.
+  assert.deepEqual(deliveryId(sig('standard-webhooks'), req({ 'svix-id': 'msg_3', 'webhook-id': 'msg_4' }), {}), { id: 'msg_4', signed: true });
+  assert.deepEqual(deliveryId(sig('shopify'), req({ 'x-shopify-webhook-id': 'sh-1' }), {}), { id: 'sh-1', signed: false });
+  assert.deepEqual(deliveryId(sig('twilio'), req({ 'i-twilio-idempotency-token': 'tw-1' }), {}), { id: 'tw-1', signed: false });
+  assert.deepEqual(deliveryId(sig('gitlab'), req({ 'x-gitlab-event-uuid': 'gl-1' }), {}), { id: 'gl-1', signed: false });
+  assert.deepEqual(deliveryId(sig('stripe'), req(), { id: 'evt_9' }), { id: 'evt_9', signed: true });
+  assert.equal(deliveryId(sig('stripe'), req(), { id: 9 }), null);
+  assert.deepEqual(deliveryId(sig('slack'), req(), { type: 'event_callback', event_id: 'Ev08MFMKH6' }), { id: 'Ev08MFMKH6', signed: true });
+  assert.equal(deliveryId(sig('slack'), req(), { type: 'url_verification', event_id: 'Ev1' }), null);
+  assert.equal(deliveryId(sig('slack'), req(), {}), null);
+  assert.equal(deliveryId(sig('hmac'), req({ 'x-github-delivery': 'x' }), {}), null);
+  assert.equal(deliveryId(sig('token'), req(), {}), null);
+});
+
+test('deliveryId() with dedupeBodySeconds: the body\'s hash for that long, whatever id a header gives', () => {
+  const signature: Signature = { scheme: 'github', secrets: ['s'], toleranceSeconds: 300, dedupeBodySeconds: 600 };
+  const a = deliveryId(signature, { headers: { 'x-github-delivery': 'gh-1' }, body: Buffer.from('{"a":1}'), query: '' }, { a: 1 });
+  const b = deliveryId(signature, { headers: { 'x-github-delivery': 'gh-2' }, body: Buffer.from('{"a":1}'), query: '' }, { a: 1 });
+  const c = deliveryId(signature, { headers: { 'x-github-delivery': 'gh-1' }, body: Buffer.from('{"a":2}'), query: '' }, { a: 2 });
+  assert.deepEqual(a, { id: 'sha256:015abd7f5cc57a2dd94b7590f04ad8084273905ee33ec5cebeae62276a97f862', signed: true, windowSeconds: 600 });
+  assert.deepEqual(b, a);
+  assert.notEqual(c?.id, a?.id);
+  const none = deliveryId({ ...signature, scheme: 'hmac', header: 'X-Signature' }, { headers: {}, body: Buffer.from('x'), query: '' }, {});
+  assert.equal(none?.signed, true);
+});
+
+const WHATSAPP = {
+  object: 'whatsapp_business_account',
+  entry: [{ id: '102290129340398', changes: [{ field: 'messages', value: { messaging_product: 'whatsapp', metadata: { phone_number_id: '106540352242922' }, contacts: [{ wa_id: '16505551234' }], messages: [{ from: '16505551234', id: 'wamid.HBgLMTY1MDM4Nzk0MzkVAgASGBQzQTRBNjU5OUFFRTAzODEwMTQ0RgA=', timestamp: '1749416383', type: 'text', text: { body: 'Does it come in another color?' } }] } }] }],
+};
+
+test('deliveryId() meta: a delivery is known by its entries\' ids and times and the message and status ids in them', () => {
+  const signature: Signature = { scheme: 'meta', secrets: ['s'], toleranceSeconds: 300, verifyToken: 'v' };
+  const id = (payload: Record<string, unknown>, body = JSON.stringify(payload)) => deliveryId(signature, { headers: {}, body: Buffer.from(body), query: '' }, payload);
+  const first = id(WHATSAPP);
+  assert.equal(first?.signed, true);
+  assert.match(first!.id, /^meta:[0-9a-f]{64}$/);
+  // The same messages written differently (another contact list, other spacing) are the same delivery.
+  const rewritten = structuredClone(WHATSAPP);
+  (rewritten.entry[0]!.changes[0]!.value as Record<string, unknown>)['contacts'] = [];
+  assert.deepEqual(id(rewritten, JSON.stringify(rewritten, null, 2)), first);
+  // Another message is another delivery; so is a status change of the same message.
+  const other = structuredClone(WHATSAPP);
+  other.entry[0]!.changes[0]!.value.messages[0]!.id = 'wamid.other';
+  assert.notDeepEqual(id(other), first);
+  const status = (s: string) => ({ object: 'whatsapp_business_account', entry: [{ id: '1', changes: [{ field: 'messages', value: { statuses: [{ id: 'wamid.X', status: s, timestamp: '1749416400' }] } }] }] });
+  assert.notDeepEqual(id(status('sent')), id(status('delivered')));
+  // Messenger: the entry's id and time and each message's mid.
+  const messenger = (mid: string, text: string) => ({ object: 'page', entry: [{ id: 'PAGE', time: 1458692752478, messaging: [{ sender: { id: 'U' }, recipient: { id: 'PAGE' }, timestamp: 1458692752478, message: { mid, text } }] }] });
+  assert.deepEqual(id(messenger('mid.1', 'hello')), id(messenger('mid.1', 'hello again')));
+  assert.notDeepEqual(id(messenger('mid.1', 'hello')), id(messenger('mid.2', 'hello')));
+  // An item without an id of its own is known by all of its text, so two different ones never merge.
+  const read = (watermark: number) => ({ object: 'page', entry: [{ id: 'PAGE', time: 1, messaging: [{ sender: { id: 'U' }, read: { watermark } }] }] });
+  assert.notDeepEqual(id(read(1)), id(read(2)));
+  assert.deepEqual(id(read(1)), id(read(1)));
+  // A payload of another shape is known by its bytes.
+  assert.match(id({ hello: 'x' }, '{"hello":"x"}')!.id, /^meta-body:[0-9a-f]{64}$/);
+  assert.notDeepEqual(id({ hello: 'x' }, '{"hello":"x"}'), id({ hello: 'x' }, '{"hello": "x"}'));
 });
 
 test('describeRefusal() names the header and the rule, never a secret or an expected value', async () => {

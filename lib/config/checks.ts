@@ -81,6 +81,28 @@ export function modelWarnings(config: Config): Issue[] {
   return issues;
 }
 
+/**
+ * Mappings that would take the gmail hook's requests before the gmail preset: one without a path
+ * (matched by nothing, or by `source` alone) is tried first for every request made with the hook
+ * token. Requests made with `hooks.gmail.hookToken` pass it over (that token opens only mappings
+ * on the path "gmail"), so such a mapping is a mistake either way.
+ */
+export function gmailShadowWarnings(config: Config): Issue[] {
+  const { mappings, presets } = config.hooks;
+  const preset = mappings.findIndex((m) => m.id === 'preset:gmail');
+  if (!presets.includes('gmail') || preset === -1) return [];
+  const issues: Issue[] = [];
+  mappings.slice(0, preset).forEach((m, i) => {
+    if (m.match.path !== undefined || i >= mappings.length - presets.length) return;
+    const how = m.match.source === undefined ? 'has no path, so it takes any hook' : 'is matched by source alone, so it takes any hook whose payload names that source';
+    issues.push({
+      path: `hooks.mappings[${i}].match`,
+      message: `${how}, the gmail hook too: it shadows the gmail preset for requests made with hooks.token (those made with hooks.gmail.hookToken reach only mappings on the path "gmail"); give it a match.path`,
+    });
+  });
+  return issues;
+}
+
 /** A mapping's own rules: what its action needs, and who may choose its session key. */
 function checkMapping(mapping: Mapping, at: string, hooks: Config['hooks']): Issue[] {
   const issues: Issue[] = [];

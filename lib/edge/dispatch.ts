@@ -25,10 +25,12 @@ export interface HookCall {
   body: Record<string, unknown>;
   headers: IncomingHttpHeaders;
   query: URLSearchParams;
+  /** The credential opens this hook's path alone: only mappings that name the path may take the request. */
+  pathOnly?: boolean;
 }
 
-/** The hook path and key a request is made idempotent by. */
-export type IdempotencyKey = Pick<IdempotencyWrite, 'scope' | 'key'>;
+/** The hook path and key a request is made idempotent by (and how long, when not the default). */
+export type IdempotencyKey = Pick<IdempotencyWrite, 'scope' | 'key' | 'ttlMs'>;
 
 export interface DispatchOptions {
   config: Config;
@@ -98,7 +100,7 @@ async function _agent(ctx: _Context, call: HookCall, idem: IdempotencyKey | null
 
 async function _mapped(ctx: _Context, call: HookCall, idem: IdempotencyKey | null): Promise<Answer> {
   const { name } = call;
-  const request = { name, payload: call.body, headers: call.headers, query: Object.fromEntries(call.query), now: new Date() };
+  const request = { name, payload: call.body, headers: call.headers, query: Object.fromEntries(call.query), now: new Date(), pathOnly: call.pathOnly === true };
   const outcome = await applyMappings(ctx.config.hooks.mappings, request, ctx.transforms);
   switch (outcome.kind) {
     case 'unmatched':

@@ -4,12 +4,12 @@ import { ErrorCode, HttpError } from '../errors.ts';
 import type { Client } from '../guard/address.ts';
 import type { Auth } from '../guard/auth.ts';
 import { parseForm, parseJsonObject, readBody } from '../guard/body.ts';
-import { deliveryId, type Signature } from '../guard/signature.ts';
-import { extractToken, tokenDigest } from '../guard/token.ts';
+import type { Signature } from '../guard/signature.ts';
+import { extractToken, tokenDigest, tokenMatches } from '../guard/token.ts';
 import { errorAnswer, type Answer } from './answer.ts';
 import type { Dispatch } from './dispatch.ts';
 import { idempotencyKey, type Idempotent } from './idempotency.ts';
-import { metaHandshake, missingSignature, signatureRefusal, signedPaths, slackChallenge } from './signed.ts';
+import { formAsSigned, metaHandshake, missingSignature, signatureRefusal, signedDelivery, signedPaths, slackChallenge } from './signed.ts';
 
 /** One routed request: its id, the request, the query, the hook name and the client. */
 export interface Context {
@@ -63,10 +63,15 @@ export function hooksRoute(options: HooksRouteOptions): Handler {
       return handshake.ok ? handshake.answer : errorAnswer(auth.refuse(ctx.client, handshake.refusal, 403));
     }
     let refused: HttpError | null = null;
+    // Whether the request holds a credential that opens this path alone: its mappings must name the path.
+    let pathOnly = false;
     if (signature === undefined) {
       const presented = extractToken(req.headers);
-      // The gmail hook also opens to the credential gog posts with, which opens nothing else.
-      refused = auth.authenticate(presented, name === 'gmail' ? gmailTokens : hookTokens, ctx.client, presented === null ? 'missing hook token' : 'invalid hook token');
+      // The gmail hook also opens to the credential gog posts with, which opens nothing else: not
+      // even a mapping that would take any path (one without a path, or matched by source alone).
+      const gmail = name === 'gmail' && gmailTokens !== hookTokens;
+      refused = auth.authenticate(presented, gmail ? gmailTokens : hookTokens, ctx.client, presented === null ? 'missing hook token' : 'invalid hook token');
+      pathOnly = gmail && refused === null && !(hookTokens[0] != null && tokenMatches(presented!, hookTokens[0]));
     } else if (expectsContinue(req)) {
       // Only what can be checked before the body: a request without the scheme's headers is refused now.
       const missing = missingSignature(signature, req, options.clock());
@@ -77,15 +82,15 @@ export function hooksRoute(options: HooksRouteOptions): Handler {
     // `100 Continue` only now that the sender is authenticated: anyone else gets the final status
     // at once, and is never invited to upload.
     ctx.invite();
-    return accept(ctx, signature);
+    return accept(ctx, signature, pathOnly);
   };
 }
 
 // An authenticated request from here on (a signed one is checked once its body is read): the body
 // within its cap, parsed, then dispatched under its idempotency key.
-function _acceptor(options: HooksRouteOptions): (ctx: Context, signature: Signature | undefined) => Promise<Answer> {
+function _acceptor(options: HooksRouteOptions): (ctx: Context, signature: Signature | undefined, pathOnly: boolean) => Promise<Answer> {
   const { config, auth, idempotent, dispatch, bodyTimeoutMs, received } = options;
-  return async (ctx, signature) => {
+  return async (ctx, signature, pathOnly) => {
     const { req, name } = ctx;
     const bytes = await readBody(req, { maxBytes: config.hooks.maxBodyBytes, timeoutMs: bodyTimeoutMs });
     received.set(req, bytes.length);
@@ -94,12 +99,13 @@ function _acceptor(options: HooksRouteOptions): (ctx: Context, signature: Signat
     if (refusal !== null) return errorAnswer(auth.refuse(ctx.client, refusal));
     // Form-posting senders (Slack commands, Twilio, ...) reach mapped hooks only; /wake and /agent take JSON.
     const form = name !== 'wake' && name !== 'agent' && /^application\/x-www-form-urlencoded\b/i.test(req.headers['content-type'] ?? '');
-    // `curl -d` labels JSON as a form: a body that is a JSON object is read as JSON whatever the label says.
-    const body = form && !/^\s*\{/.test(bytes.subarray(0, 64).toString('latin1')) ? parseForm(bytes) : parseJsonObject(bytes);
+    // `curl -d` labels JSON as a form: a body that is a JSON object is read as JSON whatever the label
+    // says, unless the signature covers it as a form.
+    const body = form && (formAsSigned(signature) || !/^\s*\{/.test(bytes.subarray(0, 64).toString('latin1'))) ? parseForm(bytes) : parseJsonObject(bytes);
     const challenge = slackChallenge(signature, body);
     if (challenge !== null) return challenge;
-    const call = { id: ctx.id, name, body, headers: req.headers, query: ctx.query };
-    const delivery = signature === undefined ? null : deliveryId(signature, req.headers, body);
+    const call = { id: ctx.id, name, body, headers: req.headers, query: ctx.query, ...(pathOnly ? { pathOnly } : {}) };
+    const delivery = signature === undefined ? null : signedDelivery(signature, req, bytes, body);
     return idempotent(name, idempotencyKey(req.headers, name === 'agent' ? body : {}, delivery), (idem) => dispatch(call, idem));
   };
 }

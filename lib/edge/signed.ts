@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Config } from '../config/types.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
-import { describeRefusal, verifySignature, type Signature } from '../guard/signature.ts';
+import { deliveryId, describeRefusal, verifySignature, type DeliveryId, type Signature, type SignedRequest } from '../guard/signature.ts';
 import { tokensMatch } from '../guard/token.ts';
 import type { Answer } from './answer.ts';
 
@@ -15,12 +15,30 @@ export function signedPaths(config: Config): Map<string, Signature> {
   return out;
 }
 
+// What the verifiers read of a request: the headers, the raw body, the query string as received.
+function _signed(req: IncomingMessage, body: Buffer): SignedRequest {
+  const target = req.url ?? '';
+  return { headers: req.headers, body, query: target.includes('?') ? target.slice(target.indexOf('?') + 1) : '' };
+}
+
 /** Why the request's signature does not verify over `body`, or `null` when it does. */
 export function signatureRefusal(signature: Signature, req: IncomingMessage, body: Buffer, nowMs: number): string | null {
-  const target = req.url ?? '';
-  const query = target.includes('?') ? target.slice(target.indexOf('?') + 1) : '';
-  const verdict = verifySignature(signature, { headers: req.headers, body, query }, nowMs);
+  const verdict = verifySignature(signature, _signed(req, body), nowMs);
   return verdict.ok ? null : describeRefusal(verdict);
+}
+
+/** The identity of a delivery whose signature verified over `body` (`payload` is the body parsed); see {@link deliveryId}. */
+export function signedDelivery(signature: Signature, req: IncomingMessage, body: Buffer, payload: Record<string, unknown>): DeliveryId | null {
+  return deliveryId(signature, _signed(req, body), payload);
+}
+
+/**
+ * Whether a form-labelled body is read as a form even when it looks like JSON: Twilio signs a form's
+ * parameters, so reading the same bytes as JSON would act on text the signature does not pin down
+ * (`+` and `%20` sign alike, and so do `a=b` and `ab=`).
+ */
+export function formAsSigned(signature: Signature | undefined): boolean {
+  return signature?.scheme === 'twilio';
 }
 
 /**

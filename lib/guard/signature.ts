@@ -1,8 +1,7 @@
-import type { IncomingHttpHeaders } from 'node:http';
+import { createHash } from 'node:crypto';
 import { genericHmac, github, meta, shopify } from './signatures/body-hmac.ts';
-import { header } from './signatures/crypto.ts';
 import type { SchemeName, Signature } from '../signing.ts';
-import type { Scheme, SignedRequest, Verdict } from './signatures/scheme.ts';
+import type { DeliveryId, Scheme, SignedRequest, Verdict } from './signatures/scheme.ts';
 import { gitlab, pathToken } from './signatures/shared-token.ts';
 import { slack } from './signatures/slack.ts';
 import { standardWebhooks } from './signatures/standard-webhooks.ts';
@@ -10,7 +9,7 @@ import { stripe } from './signatures/stripe.ts';
 import { twilio } from './signatures/twilio.ts';
 
 export { SCHEMES, type SchemeName, type Signature } from '../signing.ts';
-export type { SignedRequest, Verdict } from './signatures/scheme.ts';
+export type { DeliveryId, SignedRequest, Verdict } from './signatures/scheme.ts';
 
 const SCHEMES_BY_NAME: Readonly<Record<SchemeName, Scheme>> = {
   'standard-webhooks': standardWebhooks,
@@ -36,14 +35,15 @@ export function verifySignature(signature: Signature, request: SignedRequest, no
   return SCHEMES_BY_NAME[signature.scheme].verify(signature, request, Math.floor(nowMs / 1000));
 }
 
-/** The provider's id for this delivery (the same on each of its retries), or `null` when the scheme has none. */
-export function deliveryId(signature: Signature, headers: IncomingHttpHeaders, payload: Record<string, unknown>): string | null {
-  if (signature.scheme === 'stripe') return typeof payload['id'] === 'string' && payload['id'] !== '' ? payload['id'] : null;
-  for (const name of SCHEMES_BY_NAME[signature.scheme].deliveryHeaders) {
-    const value = header(headers, name);
-    if (value !== null) return value;
-  }
-  return null;
+/**
+ * The identity of a verified delivery, the same on each of its retries: the id its signature covers;
+ * else, with `dedupeBodySeconds`, the body's hash for that long (the body is signed, the id header
+ * is not); else the id the sender puts in a header; `null` when there is none.
+ */
+export function deliveryId(signature: Signature, request: SignedRequest, payload: Record<string, unknown>): DeliveryId | null {
+  const given = SCHEMES_BY_NAME[signature.scheme].delivery(request, payload);
+  if (given?.signed === true || signature.dedupeBodySeconds === undefined) return given;
+  return { id: `sha256:${createHash('sha256').update(request.body).digest('hex')}`, signed: true, windowSeconds: signature.dedupeBodySeconds };
 }
 
 /** The headers a real sender of this scheme would add to `body`, signed with the first secret. */

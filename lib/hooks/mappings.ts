@@ -162,6 +162,8 @@ export interface HookRequest {
   headers: Readonly<Record<string, string | readonly string[] | undefined>>;
   query: Record<string, string>;
   now: Date;
+  /** The request's credential opens this path alone: a mapping without `match.path` (any path) passes it over. */
+  pathOnly?: boolean;
 }
 
 /** An action built from a mapping, with where its key came from and what the content looked like. */
@@ -206,17 +208,17 @@ const overrideSchema = object({
 type Override = NonNullable<ReturnType<typeof overrideSchema>>;
 
 /** Whether a mapping's `match` selects a request (its `filter` aside). */
-function _selects(m: Mapping, name: string, payload: Record<string, unknown>): boolean {
-  return (m.match.path === undefined || m.match.path === name) && (m.match.source === undefined || payload['source'] === m.match.source);
+function _selects(m: Mapping, name: string, payload: Record<string, unknown>, pathOnly = false): boolean {
+  return (m.match.path === undefined ? !pathOnly : m.match.path === name) && (m.match.source === undefined || payload['source'] === m.match.source);
 }
 
 /** The first mapping, in order, whose `match` selects the request and whose `filter` holds for it. */
-export function findMapping(mappings: readonly Mapping[], request: Pick<HookRequest, 'name' | 'payload'> & { headers?: HookRequest['headers'] }): Mapping | null {
+export function findMapping(mappings: readonly Mapping[], request: Pick<HookRequest, 'name' | 'payload' | 'pathOnly'> & { headers?: HookRequest['headers'] }): Mapping | null {
   const name = trimSlashes(request.name);
   // A filter reads headers as templates do (credential headers hidden), made only when one asks.
   let context: { headers: Record<string, string>; payload: unknown } | undefined;
   const holds = (filter: Filter) => filterHolds(filter, (context ??= { headers: visibleHeaders(request.headers ?? {}), payload: request.payload }));
-  return mappings.find((m) => _selects(m, name, request.payload) && (m.filter === undefined || holds(m.filter))) ?? null;
+  return mappings.find((m) => _selects(m, name, request.payload, request.pathOnly) && (m.filter === undefined || holds(m.filter))) ?? null;
 }
 
 /** Turns a mapped request into actions: first matching mapping, `forEach`, transform, templates, wrapper. */
@@ -224,7 +226,7 @@ export async function applyMappings(mappings: readonly Mapping[], request: HookR
   const mapping = findMapping(mappings, request);
   if (mapping === null) {
     const name = trimSlashes(request.name);
-    return mappings.some((m) => _selects(m, name, request.payload)) ? { kind: 'ignored' } : { kind: 'unmatched' };
+    return mappings.some((m) => _selects(m, name, request.payload, request.pathOnly)) ? { kind: 'ignored' } : { kind: 'unmatched' };
   }
   const mappingId = mapping.id;
   // Made when a transform or a template first reads them: most mappings never do.

@@ -1,6 +1,9 @@
 import { SCHEMES, STANDARD_SECRET_PREFIX as SECRET_PREFIX, type SchemeName, type Signature } from '../signing.ts';
 import { join, literal, number, object, optional, string, typeName, type Issue, type Schema } from '../schema.ts';
 
+/** The longest `dedupeBodySeconds`: 30 days. */
+export const MAX_DEDUPE_BODY_SECONDS = 2_592_000;
+
 /** How far a signed timestamp may drift when `toleranceSeconds` is not set: the providers' own default. */
 export const DEFAULT_TOLERANCE_SECONDS = 300;
 
@@ -30,7 +33,13 @@ const raw = object({
   algorithm: optional(literal('sha256', 'sha1', 'sha512')),
   encoding: optional(literal('hex', 'base64')),
   prefix: optional(string()),
+  dedupeBodySeconds: optional(number({ integer: true, min: 1, max: MAX_DEDUPE_BODY_SECONDS })),
 });
+
+// The schemes whose signature covers a delivery id (Standard Webhooks' header, Stripe's and Slack's
+// event id, Meta's payload): that id already names the delivery, and a body hash could only merge
+// two deliveries it tells apart.
+const SIGNED_ID: readonly SchemeName[] = ['standard-webhooks', 'stripe', 'slack', 'meta'];
 
 // Options that only one scheme reads: set on another, they would silently do nothing.
 const OWNER: Readonly<Record<string, SchemeName>> = { url: 'twilio', verifyToken: 'meta', header: 'hmac', algorithm: 'hmac', encoding: 'hmac', prefix: 'hmac' };
@@ -41,7 +50,10 @@ export const signatureSchema: Schema<Signature> = (value, at, report) => {
   const checked = raw(value, at, report);
   if (checked === undefined) return undefined;
   const before = report.issues.length;
-  const { scheme, secret, toleranceSeconds, ...options } = checked;
+  const { scheme, secret, toleranceSeconds, dedupeBodySeconds, ...options } = checked;
+  if (dedupeBodySeconds !== undefined && SIGNED_ID.includes(scheme)) {
+    report.issues.push({ path: join(at, 'dedupeBodySeconds'), message: `is not read by scheme "${scheme}": its signature covers the delivery's id, which is the dedupe key` });
+  }
   for (const key of Object.keys(options)) {
     if (OWNER[key] !== scheme) report.issues.push({ path: join(at, key), message: `is only read by scheme "${OWNER[key]}"` });
   }
@@ -56,7 +68,13 @@ export const signatureSchema: Schema<Signature> = (value, at, report) => {
     });
   }
   if (report.issues.length > before) return undefined;
-  return { scheme, secrets: secret, toleranceSeconds: toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS, ...options };
+  return {
+    scheme,
+    secrets: secret,
+    toleranceSeconds: toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS,
+    ...options,
+    ...(dedupeBodySeconds === undefined ? {} : { dedupeBodySeconds }),
+  };
 };
 
 // The specification's secret: "whsec_" and the key in base64, 24 to 64 bytes long.

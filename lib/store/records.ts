@@ -48,6 +48,8 @@ export interface StoredAnswer {
 export interface IdempotencyWrite extends StoredAnswer {
   scope: string;
   key: string;
+  /** How long the answer is kept, when not the store's `idempotencyTtlMs` (never written to the journal). */
+  ttlMs?: number;
 }
 
 export type RunStatus = 'pending' | 'running' | 'ok' | 'error' | 'timeout';

@@ -130,7 +130,10 @@ export class Store {
     if (effects.lastRoute !== undefined) line.lastRoute = effects.lastRoute;
     if (effects.outbox !== undefined && effects.outbox.length > 0) line.outbox = newEntries(effects.outbox, time);
     if (effects.outboxUpdates !== undefined && effects.outboxUpdates.length > 0) line.outboxUpdates = effects.outboxUpdates;
-    if (idem !== undefined) line.idem = { ...idem, expiresAt: this.#now() + this.#ttlMs };
+    if (idem !== undefined) {
+      const { ttlMs, ...answer } = idem;
+      line.idem = { ...answer, expiresAt: this.#now() + (ttlMs ?? this.#ttlMs) };
+    }
     await this.#write(line);
     if (line.runUpdates !== undefined && this.#runWatchers.size > 0) this.#notify(line.runUpdates);
     return { events, runs };

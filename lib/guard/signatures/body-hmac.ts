@@ -1,6 +1,7 @@
 import type { Algorithm, Encoding } from '../../signing.ts';
 import { header, hmac, safeEqual } from './crypto.ts';
-import { PASS, refuse, type Scheme, type Signature, type SignedRequest, type Verdict } from './scheme.ts';
+import { metaDelivery } from './meta-delivery.ts';
+import { headerDelivery, NO_DELIVERY, PASS, refuse, type Scheme, type Signature, type SignedRequest, type Verdict } from './scheme.ts';
 
 /** Where a body HMAC travels and how it is written. */
 interface Layout {
@@ -8,8 +9,8 @@ interface Layout {
   algorithm: Algorithm;
   encoding: Encoding;
   prefix: string;
-  /** The header a provider puts its delivery id in, if any. */
-  delivery?: string;
+  /** The header a provider puts its delivery id in (never signed), if any. */
+  deliveryHeader?: string;
 }
 
 // The generic scheme takes its layout from the configuration.
@@ -21,7 +22,7 @@ function _digest(layout: Layout, secret: string, body: Buffer): string {
   return hmac(layout.algorithm, secret, [body]).toString(layout.encoding);
 }
 
-function _scheme(fixed?: Layout): Scheme {
+function _scheme(fixed?: Layout, delivery?: Scheme['delivery']): Scheme {
   const verify = (signature: Signature, request: SignedRequest): Verdict => {
     const layout = _layout(signature, fixed);
     const presented = header(request.headers, layout.header);
@@ -36,20 +37,23 @@ function _scheme(fixed?: Layout): Scheme {
   const sign = (signature: Signature, body: Buffer, _now: number, id: string): Record<string, string> => {
     const layout = _layout(signature, fixed);
     const headers: Record<string, string> = { [layout.header.toLowerCase()]: layout.prefix + _digest(layout, signature.secrets[0]!, body) };
-    if (layout.delivery !== undefined) headers[layout.delivery] = id;
+    if (layout.deliveryHeader !== undefined) headers[layout.deliveryHeader] = id;
     return headers;
   };
-  return { verify, sign, deliveryHeaders: fixed?.delivery === undefined ? [] : [fixed.delivery] };
+  return { verify, sign, delivery: delivery ?? (fixed?.deliveryHeader === undefined ? NO_DELIVERY : headerDelivery(fixed.deliveryHeader)) };
 }
 
 /** GitHub: `X-Hub-Signature-256: sha256=<hex>` over the body; the delivery id in `X-GitHub-Delivery`. */
-export const github = _scheme({ header: 'X-Hub-Signature-256', algorithm: 'sha256', encoding: 'hex', prefix: 'sha256=', delivery: 'x-github-delivery' });
+export const github = _scheme({ header: 'X-Hub-Signature-256', algorithm: 'sha256', encoding: 'hex', prefix: 'sha256=', deliveryHeader: 'x-github-delivery' });
 
-/** Meta (WhatsApp Cloud, Messenger, Instagram): the same header as GitHub, keyed by the app secret. */
-export const meta = _scheme({ header: 'X-Hub-Signature-256', algorithm: 'sha256', encoding: 'hex', prefix: 'sha256=' });
+/**
+ * Meta (WhatsApp Cloud, Messenger, Instagram): the same header as GitHub, keyed by the app secret.
+ * No delivery id and no timestamp: a delivery is known by what its signed payload reports.
+ */
+export const meta = _scheme({ header: 'X-Hub-Signature-256', algorithm: 'sha256', encoding: 'hex', prefix: 'sha256=' }, metaDelivery);
 
 /** Shopify: `X-Shopify-Hmac-Sha256: <base64>` over the body; the delivery id in `X-Shopify-Webhook-Id`. */
-export const shopify = _scheme({ header: 'X-Shopify-Hmac-Sha256', algorithm: 'sha256', encoding: 'base64', prefix: '', delivery: 'x-shopify-webhook-id' });
+export const shopify = _scheme({ header: 'X-Shopify-Hmac-Sha256', algorithm: 'sha256', encoding: 'base64', prefix: '', deliveryHeader: 'x-shopify-webhook-id' });
 
 /** Any sender that HMACs the body: header, algorithm, encoding and prefix come from the configuration. */
 export const genericHmac = _scheme();

@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Signature } from '../../signing.ts';
+import { header } from './crypto.ts';
 
 export type { SchemeName, Signature } from '../../signing.ts';
 
@@ -14,14 +15,40 @@ export interface SignedRequest {
 /** A verification outcome; a failure names the header at fault and never the expected value. */
 export type Verdict = { ok: true } | { ok: false; header: string; reason: string };
 
-/** One scheme: how it verifies, how a provider would sign, and which headers carry its delivery id. */
+/**
+ * A delivery's identity as its sender gives it (the same on each of its retries). `signed` when the
+ * signature covers it: then no header of the request may stand in for it, since anyone who replays
+ * a captured delivery can change the headers the signature does not cover.
+ */
+export interface DeliveryId {
+  id: string;
+  signed: boolean;
+  /** How long the id is remembered, when not for `hooks.idempotencyTtlSeconds`. */
+  windowSeconds?: number;
+}
+
+/** One scheme: how it verifies, how a provider would sign, and where its delivery id is. */
 export interface Scheme {
   verify(signature: Signature, request: SignedRequest, nowSeconds: number): Verdict;
   /** The headers a provider adds for this body (`id` is the delivery id it would send). */
   sign(signature: Signature, body: Buffer, nowSeconds: number, id: string): Record<string, string>;
-  /** Headers holding the provider's delivery id, in order of preference. */
-  deliveryHeaders: readonly string[];
+  /** The delivery's id in a verified request (`payload` is its parsed body), or `null` when the sender gives none. */
+  delivery(request: SignedRequest, payload: Record<string, unknown>): DeliveryId | null;
 }
+
+/** The id a provider puts in the first of `names` present, which its signature does not cover. */
+export function headerDelivery(...names: string[]): Scheme['delivery'] {
+  return ({ headers }) => {
+    for (const name of names) {
+      const id = header(headers, name);
+      if (id !== null) return { id, signed: false };
+    }
+    return null;
+  };
+}
+
+/** For a sender that gives no delivery id. */
+export const NO_DELIVERY: Scheme['delivery'] = () => null;
 
 /** A failed verdict. */
 export function refuse(header: string, reason: string): Verdict {

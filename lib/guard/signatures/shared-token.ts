@@ -1,6 +1,6 @@
 import { extractToken } from '../token.ts';
 import { header, safeEqual } from './crypto.ts';
-import { PASS, refuse, type Scheme, type Signature, type SignedRequest, type Verdict } from './scheme.ts';
+import { headerDelivery, NO_DELIVERY, PASS, refuse, type Scheme, type Signature, type SignedRequest, type Verdict } from './scheme.ts';
 
 const GITLAB = 'X-Gitlab-Token';
 
@@ -19,7 +19,7 @@ export const gitlab: Scheme = {
     return _any(signature, presented) ? PASS : refuse(GITLAB, 'does not match');
   },
   sign: (signature, _body, _now, id) => ({ 'x-gitlab-token': signature.secrets[0]!, 'x-gitlab-event-uuid': id, 'idempotency-key': id }),
-  deliveryHeaders: ['idempotency-key', 'x-gitlab-event-uuid'],
+  delivery: headerDelivery('idempotency-key', 'x-gitlab-event-uuid'),
 };
 
 /** A token of this path's own, in the usual token headers; the hook token does not open the path. */
@@ -30,5 +30,5 @@ export const pathToken: Scheme = {
     return _any(signature, presented) ? PASS : refuse('Authorization', 'does not carry this path\'s token');
   },
   sign: (signature) => ({ authorization: `Bearer ${signature.secrets[0]!}` }),
-  deliveryHeaders: [],
+  delivery: NO_DELIVERY,
 };

@@ -26,5 +26,14 @@ function sign(signature: Signature, body: Buffer, nowSeconds: number): Record<st
   return { 'x-slack-request-timestamp': timestamp, 'x-slack-signature': _signature(signature.secrets[0]!, timestamp, body) };
 }
 
-/** Slack: `v0=<hex>` HMAC-SHA256 over `v0:timestamp:body`, keyed by the app's signing secret. */
-export const slack: Scheme = { verify, sign, deliveryHeaders: [] };
+/**
+ * Slack: `v0=<hex>` HMAC-SHA256 over `v0:timestamp:body`, keyed by the app's signing secret. An
+ * Events API `event_callback` carries its `event_id` in the signed body, the same on each retry
+ * (which Slack signs afresh, with `X-Slack-Retry-Num`); slash commands and interactivity carry none.
+ */
+export const slack: Scheme = {
+  verify,
+  sign,
+  delivery: (_request, payload) =>
+    payload['type'] === 'event_callback' && typeof payload['event_id'] === 'string' && payload['event_id'] !== '' ? { id: payload['event_id'], signed: true } : null,
+};

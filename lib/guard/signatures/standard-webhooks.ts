@@ -17,9 +17,13 @@ function _signature(key: Buffer, id: string, timestamp: string, body: Buffer): s
   return hmac('sha256', key, [`${id}.${timestamp}.`, body]).toString('base64');
 }
 
+// The names the request uses: Svix's only when it has no `webhook-id`.
+function _names(request: SignedRequest): (typeof HEADER_SETS)[number] {
+  return HEADER_SETS.find(([id]) => header(request.headers, id) !== null) ?? HEADER_SETS[0];
+}
+
 function verify(signature: Signature, request: SignedRequest, nowSeconds: number): Verdict {
-  const set = HEADER_SETS.find(([id]) => header(request.headers, id) !== null) ?? HEADER_SETS[0];
-  const [idName, timestampName, signatureName] = set;
+  const [idName, timestampName, signatureName] = _names(request);
   const id = header(request.headers, idName);
   const timestamp = header(request.headers, timestampName);
   const presented = header(request.headers, signatureName);
@@ -45,4 +49,12 @@ function sign(signature: Signature, body: Buffer, nowSeconds: number, id: string
 }
 
 /** Standard Webhooks (and Svix): HMAC-SHA256 over `id.timestamp.body`, base64, keyed by the decoded `whsec_` secret. */
-export const standardWebhooks: Scheme = { verify, sign, deliveryHeaders: ['webhook-id', 'svix-id'] };
+export const standardWebhooks: Scheme = {
+  verify,
+  sign,
+  // The id is part of what is signed: the one verified is the delivery's, whatever else the request says.
+  delivery: (request) => {
+    const id = header(request.headers, _names(request)[0]);
+    return id === null ? null : { id, signed: true };
+  },
+};

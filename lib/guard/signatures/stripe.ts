@@ -41,4 +41,9 @@ function sign(signature: Signature, body: Buffer, nowSeconds: number): Record<st
 }
 
 /** Stripe: HMAC-SHA256 over `t.body` keyed by the endpoint secret as written; the delivery id is the event's `id`. */
-export const stripe: Scheme = { verify, sign, deliveryHeaders: [] };
+export const stripe: Scheme = {
+  verify,
+  sign,
+  // The event's id is in the signed body: Stripe sends the same one on each retry.
+  delivery: (_request, payload) => (typeof payload['id'] === 'string' && payload['id'] !== '' ? { id: payload['id'], signed: true } : null),
+};

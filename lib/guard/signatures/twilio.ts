@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { header, hmac, safeEqual } from './crypto.ts';
-import { PASS, refuse, type Scheme, type Signature, type SignedRequest, type Verdict } from './scheme.ts';
+import { headerDelivery, PASS, refuse, type Scheme, type Signature, type SignedRequest, type Verdict } from './scheme.ts';
 
 const HEADER = 'X-Twilio-Signature';
 
@@ -32,13 +32,15 @@ function _signature(secret: string, url: string, parameters: string): string {
   return hmac('sha1', secret, [Buffer.from(url + parameters, 'utf8')]).toString('base64');
 }
 
-// A JSON body is not signed as parameters: Twilio adds `bodySHA256` (hex) to the URL instead.
-function _content(url: string, request: SignedRequest): { parameters: string } | { bodyHash: string } {
+// A JSON body is not signed as parameters: Twilio adds `bodySHA256` (hex) to the URL instead. Any
+// other body is covered by neither, so the signature (over the URL alone) would vouch for whatever
+// it holds: `null`.
+function _content(url: string, request: SignedRequest): { parameters: string } | { bodyHash: string } | null {
   const query = url.includes('?') ? new URLSearchParams(url.slice(url.indexOf('?') + 1)) : null;
   const bodyHash = query?.get('bodySHA256');
   if (bodyHash != null) return { bodyHash };
   const form = /^application\/x-www-form-urlencoded\b/i.test(header(request.headers, 'content-type') ?? '');
-  return { parameters: form ? _parameters(new URLSearchParams(request.body.toString('utf8'))) : '' };
+  return form ? { parameters: _parameters(new URLSearchParams(request.body.toString('utf8'))) } : null;
 }
 
 function verify(signature: Signature, request: SignedRequest): Verdict {
@@ -46,6 +48,7 @@ function verify(signature: Signature, request: SignedRequest): Verdict {
   if (presented === null) return refuse(HEADER, 'is missing');
   const url = signedUrl(signature.url ?? '', request.query);
   const content = _content(url, request);
+  if (content === null) return refuse(HEADER, 'does not cover this body: a body that is not form-encoded needs bodySHA256 in the URL');
   if ('bodyHash' in content && !safeEqual(content.bodyHash.toLowerCase(), createHash('sha256').update(request.body).digest('hex'))) {
     return refuse(HEADER, 'does not match the body (bodySHA256)');
   }
@@ -66,4 +69,4 @@ function sign(signature: Signature, body: Buffer, _now: number, id: string): Rec
 }
 
 /** Twilio: base64 HMAC-SHA1 over the public URL then the sorted form parameters, keyed by the auth token. */
-export const twilio: Scheme = { verify, sign, deliveryHeaders: ['i-twilio-idempotency-token'] };
+export const twilio: Scheme = { verify, sign, delivery: headerDelivery('i-twilio-idempotency-token') };
