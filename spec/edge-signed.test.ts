@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { buildConfig } from '../lib/config/load.ts';
@@ -10,6 +11,7 @@ import { defer } from './_cleanup.ts';
 import { post, send, type Reply } from './_http.ts';
 import { githubExample, SIGNERS, WHSEC, WHSEC_2 } from './_signers.ts';
 import { startApp, type AppHarness } from './_app.ts';
+import twilio from 'twilio';
 import { tempDir } from './_dir.ts';
 
 const TOKEN = 'spec-signed-token-0a1b2c3d4e5f6789';
@@ -70,12 +72,13 @@ function stateDir(t: TestContext): Promise<string> {
   return tempDir(t, 'server-signed-spec-');
 }
 
-async function start(t: TestContext, dir: string, extra: Record<string, unknown> = {}): Promise<Harness> {
+async function start(t: TestContext, dir: string, extra: Record<string, unknown> = {}, now?: () => number): Promise<Harness> {
   const h = await startApp(t, {
     raw: { hooks: { mappings: mappings(), ...extra }, gateway: { auth: { token: GATEWAY } } },
     token: TOKEN,
     dir,
     idempotencyTtlMs: 3_600_000,
+    ...(now === undefined ? {} : { now }),
     with: ({ store, app }) => ({
       clock: () => NOW_S * 1000,
       telemetry: createTelemetry({ store, limiter: () => app().limiterStats(), queueDepth: () => 0 }),
@@ -265,4 +268,116 @@ test('POST gitlab: the X-Gitlab-Token secret is not shown to templates', async (
   const reply = await post(running.url, '/hooks/gl', { headers: { 'x-gitlab-token': 'gl-secret-77', 'x-gitlab-event': 'Push Hook' }, body: { object_kind: 'push' } });
   assert.equal(reply.status, 200, reply.text);
   assert.equal(store.events()[0]!.text, 'token= event=Push Hook');
+});
+
+// A replay of a captured delivery may carry any headers the signature does not cover.
+const FRESH_KEYS = [
+  { 'idempotency-key': 'replay-1' },
+  { 'idempotency-key': 'replay-2' },
+  { 'x-openclaw-idempotency-key': 'replay-3' },
+  { 'idempotency-key': 'replay-4', 'x-openclaw-idempotency-key': 'replay-5' },
+];
+
+test('POST standard-webhooks: one delivery replayed with fresh Idempotency-Key headers takes effect once (the signed webhook-id is the key)', async (t) => {
+  const h = await start(t, await stateDir(t));
+  const s = SCHEMES.find((x) => x.path === 'standard-webhooks')!;
+  // Signed once by the standardwebhooks package, then sent five times with different keys.
+  const headers = await SIGNERS['standard-webhooks']!({ secret: s.secret, body: s.body, nowSeconds: NOW_S, id: 'msg_2mjRLiWUaVbhJgkhoy6B8sgpyjS' });
+  const replies: Reply[] = [];
+  for (const extra of [{}, ...FRESH_KEYS]) replies.push(await post(h.url, '/hooks/standard-webhooks', { headers: { 'content-type': 'application/json', ...headers, ...extra }, body: s.body }));
+  assert.deepEqual(replies.map((r) => r.status), [200, 200, 200, 200, 200]);
+  assert.deepEqual(replies.map((r) => r.headers['idempotent-replayed']), [undefined, 'true', 'true', 'true', 'true']);
+  assert.equal(recorded(h), 1);
+  assert.equal(h.store.stats().idempotencyKeys, 1);
+});
+
+test('POST stripe: one event replayed with fresh Idempotency-Key headers takes effect once (the signed event id is the key)', async (t) => {
+  const h = await start(t, await stateDir(t));
+  const s = SCHEMES.find((x) => x.path === 'stripe')!;
+  for (const extra of [{}, ...FRESH_KEYS]) assert.equal((await deliver(h, s, { headers: extra })).status, 200);
+  assert.equal(recorded(h), 1);
+});
+
+test('POST slack: an event_callback retried by Slack (re-signed, X-Slack-Retry-Num: 1) takes effect once, keyed by its signed event_id', async (t) => {
+  const h = await start(t, await stateDir(t));
+  const s = SCHEMES.find((x) => x.path === 'slack')!;
+  const event = (id: string) => JSON.stringify({ token: 'legacy', team_id: 'T123ABC456', api_app_id: 'A123ABC456', type: 'event_callback', event_id: id, event_time: NOW_S - 70, event: { type: 'app_mention', user: 'U123', text: '<@U0LAN0Z89> is it everything a river should be?', ts: '1515449522.000016', channel: 'C123ABC456' } });
+  const first = await deliver(h, s, { body: event('Ev08MFMKH6'), at: NOW_S - 65 });
+  assert.equal(first.status, 200, first.text);
+  const retry = await deliver(h, s, { body: event('Ev08MFMKH6'), headers: { 'x-slack-retry-num': '1', 'x-slack-retry-reason': 'http_timeout', 'idempotency-key': 'other' } });
+  assert.equal(retry.status, 200, retry.text);
+  assert.equal(retry.headers['idempotent-replayed'], 'true');
+  assert.equal(recorded(h), 1);
+  assert.equal((await deliver(h, s, { body: event('Ev08MFMKH7') })).status, 200);
+  assert.equal(recorded(h), 2);
+});
+
+test('POST meta: a captured delivery replayed with fresh Idempotency-Key headers takes effect once (keyed by what its signed payload reports)', async (t) => {
+  const h = await start(t, await stateDir(t));
+  const s = SCHEMES.find((x) => x.path === 'meta')!;
+  const message = (id: string) =>
+    JSON.stringify({ object: 'whatsapp_business_account', entry: [{ id: '102290129340398', changes: [{ field: 'messages', value: { messaging_product: 'whatsapp', messages: [{ from: '16505551234', id, timestamp: '1749416383', type: 'text', text: { body: 'hi' } }] } }] }] });
+  for (const extra of [{}, ...FRESH_KEYS]) assert.equal((await deliver(h, s, { body: message('wamid.A'), headers: extra })).status, 200);
+  assert.equal(recorded(h), 1);
+  assert.equal((await deliver(h, s, { body: message('wamid.B') })).status, 200);
+  assert.equal(recorded(h), 2);
+});
+
+test('POST github: without signature.dedupeBodySeconds a captured delivery replayed under a new X-GitHub-Delivery is a new event; with it, the same body within the window is one', async (t) => {
+  const s = SCHEMES.find((x) => x.path === 'github')!;
+  const plain = await start(t, await stateDir(t));
+  for (const id of ['d-1', 'd-2']) assert.equal((await deliver(plain, s, { id })).status, 200);
+  assert.equal(recorded(plain), 2);
+  await plain.close();
+
+  let now = NOW_S * 1000;
+  const dir = await stateDir(t);
+  const raw = { hooks: { mappings: [{ match: { path: 'github' }, signature: { scheme: 'github', secret: s.secret, dedupeBodySeconds: 600 }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'push' }] } };
+  const h = await startApp(t, { raw, token: TOKEN, dir, now: () => now, with: () => ({ clock: () => NOW_S * 1000 }) });
+  const replies: Reply[] = [];
+  for (const [id, extra] of [['d-1', {}], ['d-2', { 'idempotency-key': 'k-2' }], ['d-3', {}]] as const) replies.push(await deliver(h as Harness, s, { id, headers: extra }));
+  assert.deepEqual(replies.map((r) => [r.status, r.headers['idempotent-replayed']]), [[200, undefined], [200, 'true'], [200, 'true']]);
+  assert.equal(h.store.events().length, 1);
+  // Another body is another delivery.
+  assert.equal((await deliver(h as Harness, s, { id: 'd-4', body: JSON.stringify(githubExample('push', 1)) })).headers['idempotent-replayed'], undefined);
+  assert.equal(h.store.events().length, 2);
+  // Past the window the same body is taken again (identical bodies can be legitimate).
+  now += 601_000;
+  assert.equal((await deliver(h as Harness, s, { id: 'd-5' })).headers['idempotent-replayed'], undefined);
+  assert.equal(h.store.events().length, 3);
+});
+
+test('POST twilio: a JSON body without bodySHA256 in the URL is 401 (no signature covers it); with bodySHA256, signed by the twilio package, it is taken', async (t) => {
+  const h = await start(t, await stateDir(t));
+  const s = SCHEMES.find((x) => x.path === 'twilio')!;
+  const body = JSON.stringify({ MessageSid: 'SM1', Body: 'forged' });
+  const urlOnly = twilio.getExpectedTwilioSignature(s.secret, TWILIO_URL, {});
+  for (const type of ['application/json', 'text/plain']) {
+    const reply = await post(h.url, '/hooks/twilio', { headers: { 'content-type': type, 'x-twilio-signature': urlOnly }, body });
+    unauthorized(reply, 'X-Twilio-Signature');
+    assert.match(String(reply.body['error']), /bodySHA256/);
+  }
+  assert.equal(recorded(h), 0);
+  const hashed = `${TWILIO_URL}?bodySHA256=${createHash('sha256').update(body).digest('hex')}`;
+  const dir = await stateDir(t);
+  const raw = { hooks: { mappings: [{ match: { path: 'twilio' }, signature: { scheme: 'twilio', secret: s.secret, url: TWILIO_URL }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'sms {{Body}}', allowUnsafeExternalContent: true }] } };
+  const json = await startApp(t, { raw, token: TOKEN, dir, with: () => ({ clock: () => NOW_S * 1000 }) });
+  const taken = await post(json.url, `/hooks/twilio?bodySHA256=${createHash('sha256').update(body).digest('hex')}`, {
+    headers: { 'content-type': 'application/json', 'x-twilio-signature': twilio.getExpectedTwilioSignature(s.secret, hashed, {}) },
+    body,
+  });
+  assert.equal(taken.status, 200, taken.text);
+  assert.equal(json.store.events()[0]!.text, 'sms forged');
+});
+
+test('POST twilio: a form-labelled body is read as the form its signature covers, even when it looks like JSON', async (t) => {
+  const s = SCHEMES.find((x) => x.path === 'twilio')!;
+  const dir = await stateDir(t);
+  const raw = { hooks: { mappings: [{ match: { path: 'twilio' }, signature: { scheme: 'twilio', secret: s.secret, url: TWILIO_URL }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'sms [{{Body}}]', allowUnsafeExternalContent: true }] } };
+  const h = await startApp(t, { raw, token: TOKEN, dir, with: () => ({ clock: () => NOW_S * 1000 }) });
+  // Twilio's signature reads `{"Body":"a+b"}` and `{"Body":"a b"}` alike (a form decodes `+`), so neither may be taken as JSON.
+  const body = '{"Body":"a+b"}';
+  const reply = await post(h.url, '/hooks/twilio', { headers: await SIGNERS['twilio']!({ secret: s.secret, body, nowSeconds: NOW_S, id: 'tw-json', url: TWILIO_URL }), body });
+  assert.equal(reply.status, 200, reply.text);
+  assert.equal(h.store.events()[0]!.text, 'sms []');
 });
