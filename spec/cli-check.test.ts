@@ -36,3 +36,31 @@ test('check warns, one line, about a model whose provider is missing', async (t)
   assert.equal(result.code, 0);
   assert.equal(result.stderr, 'hooks-ingress check: warning: agents.defaults.model: provider "openai" is not configured (models.providers.openai)\n');
 });
+
+test('check warns about a mapping without a path, or matched by source alone, that would take the gmail preset\'s requests', async (t) => {
+  const hooks = { enabled: true, token: 'a-token-for-check', allowRequestSessionKey: true, allowedSessionKeyPrefixes: ['hook:'], presets: ['gmail'] };
+  const result = await check(t, {
+    hooks: {
+      ...hooks,
+      mappings: [
+        { match: { source: 'gmail' }, action: 'wake', textTemplate: 'mail' },
+        { match: { path: 'gmail' }, action: 'wake', textTemplate: 'my own gmail mapping' },
+        { action: 'wake', textTemplate: 'anything' },
+        { match: { path: 'github' }, action: 'wake', textTemplate: 'push' },
+      ],
+    },
+    agents: { defaults: { model: 'local/echo' } },
+    models: { providers: { local: { api: 'command', command: ['cat'] } } },
+    channels: { telegram: { botToken: '123:abc', defaultTo: '42' } },
+  });
+  assert.equal(result.code, 0, result.stderr);
+  const shadow = 'the gmail hook too: it shadows the gmail preset for requests made with hooks.token (those made with hooks.gmail.hookToken reach only mappings on the path "gmail"); give it a match.path\n';
+  assert.equal(
+    result.stderr,
+    `hooks-ingress check: warning: hooks.mappings[0].match: is matched by source alone, so it takes any hook whose payload names that source, ${shadow}` +
+      `hooks-ingress check: warning: hooks.mappings[2].match: has no path, so it takes any hook, ${shadow}`,
+  );
+  // Without the preset there is nothing to shadow.
+  const plain = await check(t, { hooks: { enabled: true, token: 'a-token-for-check', mappings: [{ action: 'wake', textTemplate: 'anything' }] }, agents: { defaults: { model: 'local/echo' } }, models: { providers: { local: { api: 'command', command: ['cat'] } } }, channels: { telegram: { botToken: '123:abc', defaultTo: '42' } } });
+  assert.equal(plain.stderr, '');
+});

@@ -925,3 +925,26 @@ test('hooks.gmail.hookToken opens the gmail hook and nothing else; the hook toke
   assert.equal(runs(h).length, 4);
   assert.equal(h.store.events().length, 0);
 });
+
+test('hooks.gmail.hookToken reaches only mappings on the path "gmail": one matched by source alone, or without a path, takes it only with the hook token', async (t) => {
+  const gmailToken = 'gmail-only-credential-0123456789';
+  const asGog = { authorization: `Bearer ${gmailToken}` };
+  const bySource = { id: 'by-source', match: { source: 'gmail' }, action: 'wake', textTemplate: 'by source', allowUnsafeExternalContent: true };
+  const h = await start(t, { hooks: { ...KEYS, presets: ['gmail'], gmail: { hookToken: gmailToken }, mappings: [bySource] } });
+  // gog's credential passes the source mapping over and reaches the preset.
+  assert.equal((await post(h.url, '/hooks/gmail', { headers: asGog, body: JSON.stringify(GMAIL_BATCH) })).status, 202);
+  assert.equal(runs(h).length, 2);
+  assert.equal(h.store.events().length, 0);
+  // The hook token still reaches every mapping, in order.
+  assert.deepEqual((await hook(h, 'gmail', GMAIL_BATCH)).body, { ok: true, mode: 'now' });
+  assert.deepEqual(h.store.events().map((e) => e.text), ['by source']);
+
+  // Without the preset, a pathless mapping is not the gmail token's to reach: 404, nothing recorded.
+  const bare = await start(t, { hooks: { ...KEYS, gmail: { hookToken: gmailToken }, mappings: [{ ...bySource, match: {} }] } });
+  assertError(await post(bare.url, '/hooks/gmail', { headers: asGog, body: JSON.stringify(GMAIL_BATCH) }), 404);
+  assert.equal(bare.store.events().length, 0);
+  // A mapping on the path "gmail" is the operator's own gmail hook, and gog's credential reaches it.
+  const own = await start(t, { hooks: { ...KEYS, gmail: { hookToken: gmailToken }, mappings: [{ ...bySource, match: { path: 'gmail' }, textTemplate: 'own' }] } });
+  assert.equal((await post(own.url, '/hooks/gmail', { headers: asGog, body: JSON.stringify(GMAIL_BATCH) })).status, 200);
+  assert.deepEqual(own.store.events().map((e) => e.text), ['own']);
+});

@@ -104,3 +104,29 @@ test('signatureSchema() accepts a secret list for standard-webhooks and keeps th
 test('checkSignatures() lets mappings without a path or signature be', () => {
   assert.deepEqual(checkSignatures([{ match: {} }, { match: { path: 'a' } }, { match: { path: 'a' } }], (i) => `m[${i}]`, null), []);
 });
+
+test('signature.dedupeBodySeconds: a whole number of seconds up to 30 days, on the schemes whose signature covers no delivery id', async () => {
+  const result = await load([{ ...github, signature: { scheme: 'github', secret: 'gh-secret', dedupeBodySeconds: 3600 } }]);
+  assert.ok(result.ok, result.ok ? '' : result.problems.join('\n'));
+  assert.deepEqual(result.config.hooks.mappings[0]!.signature, { scheme: 'github', secrets: ['gh-secret'], toleranceSeconds: 300, dedupeBodySeconds: 3600 });
+  for (const scheme of ['shopify', 'gitlab', 'token']) assert.ok((await load([{ ...github, signature: { scheme, secret: 's', dedupeBodySeconds: 60 } }])).ok, scheme);
+  const found = problems(
+    await load([
+      { ...github, signature: { scheme: 'github', secret: 's', dedupeBodySeconds: 0 } },
+      { ...github, match: { path: 'a' }, signature: { scheme: 'github', secret: 's', dedupeBodySeconds: 1.5 } },
+      { ...github, match: { path: 'b' }, signature: { scheme: 'github', secret: 's', dedupeBodySeconds: 2_592_001 } },
+      { ...github, match: { path: 'c' }, signature: { scheme: 'standard-webhooks', secret: WHSEC, dedupeBodySeconds: 60 } },
+      { ...github, match: { path: 'd' }, signature: { scheme: 'stripe', secret: 's', dedupeBodySeconds: 60 } },
+      { ...github, match: { path: 'e' }, signature: { scheme: 'slack', secret: 's', dedupeBodySeconds: 60 } },
+      { ...github, match: { path: 'f' }, signature: { scheme: 'meta', secret: 's', verifyToken: 'v', dedupeBodySeconds: 60 } },
+    ]),
+  );
+  assert.deepEqual(found, [
+    'hooks.mappings[0].signature.dedupeBodySeconds: must be at least 1',
+    'hooks.mappings[1].signature.dedupeBodySeconds: must be an integer',
+    'hooks.mappings[2].signature.dedupeBodySeconds: must be at most 2592000',
+    ...['standard-webhooks', 'stripe', 'slack', 'meta'].map(
+      (scheme, i) => `hooks.mappings[${i + 3}].signature.dedupeBodySeconds: is not read by scheme "${scheme}": its signature covers the delivery's id, which is the dedupe key`,
+    ),
+  ]);
+});
