@@ -36,6 +36,8 @@ export interface AgentAction {
   deliver: boolean;
   channel: Channel;
   to?: string;
+  /** `to` is the operator's (a mapping's literal `to`), not chosen by the request: see {@link RunSpec.toConfigured}. */
+  toConfigured?: boolean;
   model?: string;
   thinking?: Thinking;
   timeoutSeconds?: number;
@@ -58,6 +60,12 @@ export interface RunSpec {
   deliver: boolean;
   channel: Channel;
   to?: string;
+  /**
+   * `to` came from the configuration (a mapping's literal `to`). Only then may a delivery to it
+   * become the last route: a recipient the request chose (its `to`, a template or a transform's)
+   * gets this run's reply and nothing after it.
+   */
+  toConfigured?: boolean;
   /** A `provider/model` key, with aliases already resolved. */
   model?: string;
   thinking?: Thinking;

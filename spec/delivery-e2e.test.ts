@@ -128,11 +128,21 @@ function capture(signal?: AbortSignal) {
 }
 
 // One Telegram channel whose default recipient (999) differs from the chat the specs deliver to,
-// so a `last` that reaches 12345 can only have come from the last route.
+// so a `last` that reaches 12345 can only have come from the last route. The `owner` mapping
+// names its recipient in the config; the `reply` mapping lets the payload choose one.
+const OWNER = '12345';
 async function writeConfig(name: string): Promise<string> {
   const path = join(tmp, `${name}.json`);
+  const mapped = { messageTemplate: '{{message}}', wakeMode: 'next-heartbeat', channel: 'telegram' };
   const config = {
-    hooks: { enabled: true, token: HOOK_TOKEN },
+    hooks: {
+      enabled: true,
+      token: HOOK_TOKEN,
+      mappings: [
+        { id: 'owner', match: { path: 'owner' }, name: 'Owner', to: OWNER, ...mapped },
+        { id: 'reply', match: { path: 'reply' }, name: 'Reply', to: '{{reply_to}}', ...mapped },
+      ],
+    },
     models: { providers: { fake: { api: 'openai-completions', baseUrl: `${model.url}/v1`, apiKey: API_KEY } } },
     agents: { defaults: { model: 'fake/gpt-e2e' } },
     channels: { telegram: { botToken: BOT_TOKEN, apiBase: telegram.url, defaultTo: '999' } },
@@ -168,9 +178,9 @@ async function agent(url: string, body: Record<string, unknown>): Promise<Reply>
   return post(url, '/hooks/agent', { headers: AUTH, body: { wakeMode: 'next-heartbeat', ...body } });
 }
 
-// Posts a run and waits until it has finished and its delivery (if any) is recorded.
-async function run(url: string, stateDir: string, body: Record<string, unknown>): Promise<RunRecord> {
-  const reply = await agent(url, body);
+// Posts a run (to /agent, or to a mapped hook) and waits until it has finished and its delivery (if any) is recorded.
+async function run(url: string, stateDir: string, body: Record<string, unknown>, hook = 'agent'): Promise<RunRecord> {
+  const reply = hook === 'agent' ? await agent(url, body) : await post(url, `/hooks/${hook}`, { headers: AUTH, body });
   assert.equal(reply.status, 202, reply.text);
   const runId = reply.body['runId'] as string;
   return until(`run ${runId} to finish`, async () => {
@@ -179,7 +189,7 @@ async function run(url: string, stateDir: string, body: Record<string, unknown>)
   });
 }
 
-test('POST /agent delivers the reply to Telegram, records it on the run and in the main session, and later `last` runs follow the route across a restart', async () => {
+test('POST /agent delivers the reply to Telegram, records it on the run and in the main session; `last` runs follow a configured route across a restart, never a requested recipient', async () => {
   const config = await writeConfig('route');
   const state = join(tmp, 'route-state');
   const first = telegram.messages.length;
@@ -208,22 +218,28 @@ test('POST /agent delivers the reply to Telegram, records it on the run and in t
     assert.equal(await main(['runs', '--state-dir', state], human.io), 0);
     assert.match(human.out.stdout, /delivery: delivered to telegram 12345 \(\d+\)/);
 
-    // No channel and no recipient: `last`, which is now telegram 12345 (not the default 999).
+    // The request chose 12345, so that reply went there and nothing else will: `last` is still the default 999.
     const next = await run(server.url, state, { name: 'Follow-up', message: 'REPLY{Second note.}' });
     assert.equal(next.channel, 'last');
-    assert.equal(next.delivery?.status === 'delivered' && next.delivery.to, '12345');
-    assert.deepEqual(telegram.messages.at(-1), { chat_id: 12345, text: 'Second note.' });
+    assert.equal(next.delivery?.status === 'delivered' && next.delivery.to, '999');
+    assert.deepEqual(telegram.messages.at(-1), { chat_id: 999, text: 'Second note.' });
+
+    // A recipient written in the config (the owner mapping's `to`) becomes the last route.
+    const owner = await run(server.url, state, { message: 'REPLY{Third note.}' }, 'owner');
+    assert.equal(owner.delivery?.status === 'delivered' && owner.delivery.to, OWNER);
 
     await server.stop();
     server = await serve(config, state);
-    const later = await run(server.url, state, { name: 'After restart', message: 'REPLY{Third note.}', channel: 'last' });
-    assert.equal(later.delivery?.status === 'delivered' && later.delivery.to, '12345');
-    assert.deepEqual(telegram.messages.at(-1), { chat_id: 12345, text: 'Third note.' });
-    // `to` alone keeps the last route's channel and changes the recipient.
-    const elsewhere = await run(server.url, state, { name: 'Elsewhere', message: 'REPLY{Fourth note.}', to: '@news_channel' });
+    const later = await run(server.url, state, { name: 'After restart', message: 'REPLY{Fourth note.}', channel: 'last' });
+    assert.equal(later.delivery?.status === 'delivered' && later.delivery.to, OWNER);
+    assert.deepEqual(telegram.messages.at(-1), { chat_id: 12345, text: 'Fourth note.' });
+    // `to` alone keeps the last route's channel and changes the recipient, for this reply only.
+    const elsewhere = await run(server.url, state, { name: 'Elsewhere', message: 'REPLY{Fifth note.}', to: '@news_channel' });
     assert.deepEqual(elsewhere.delivery, { status: 'delivered', channel: 'telegram', to: '@news_channel', messageIds: [String(telegram.lastId)] });
-    assert.deepEqual(telegram.messages.at(-1), { chat_id: '@news_channel', text: 'Fourth note.' });
-    assert.equal(telegram.messages.length - first, 4);
+    assert.deepEqual(telegram.messages.at(-1), { chat_id: '@news_channel', text: 'Fifth note.' });
+    const after = await run(server.url, state, { name: 'After', message: 'REPLY{Sixth note.}' });
+    assert.equal(after.delivery?.status === 'delivered' && after.delivery.to, OWNER);
+    assert.equal(telegram.messages.length - first, 6);
   } finally {
     await server.stop();
   }
@@ -272,13 +288,36 @@ test('a heartbeat reply that is not an acknowledgment goes to the last route', a
   const state = join(tmp, 'beat-state');
   const server = await serve(await writeConfig('beat'), state);
   try {
-    await run(server.url, state, { message: 'REPLY{Route set.}', channel: 'telegram', to: '12345' });
+    await run(server.url, state, { message: 'REPLY{Route set.}' }, 'owner');
     const sent = telegram.messages.length;
     const wake = await post(server.url, '/hooks/wake', { headers: AUTH, body: { text: 'New mail: REPLY{You have mail from Ada.}', mode: 'now' } });
     assert.equal(wake.status, 200, wake.text);
     await until('the heartbeat reply to arrive', () => telegram.messages.length > sent);
     assert.deepEqual(telegram.messages.slice(sent), [{ chat_id: 12345, text: 'You have mail from Ada.' }]);
     await until('the heartbeat reply to be recorded', async () => (await readEvents(state)).some((e) => e.kind === 'reply' && e.ack === false));
+  } finally {
+    await server.stop();
+  }
+});
+
+test('a recipient a request renders into a mapping\'s `to` gets that run\'s reply only: the next heartbeat reply and `last` run go to the owner', async () => {
+  const state = join(tmp, 'redirect-state');
+  const server = await serve(await writeConfig('redirect'), state);
+  try {
+    await run(server.url, state, { message: 'REPLY{Route set.}' }, 'owner');
+    // The attack: one request names its own recipient through `to: "{{reply_to}}"`.
+    const chosen = await run(server.url, state, { message: 'REPLY{Hello 666666.}', reply_to: '666666' }, 'reply');
+    assert.deepEqual(chosen.delivery, { status: 'delivered', channel: 'telegram', to: '666666', messageIds: [String(telegram.lastId)] });
+    assert.deepEqual(telegram.messages.at(-1), { chat_id: 666666, text: 'Hello 666666.' });
+
+    const sent = telegram.messages.length;
+    const wake = await post(server.url, '/hooks/wake', { headers: AUTH, body: { text: 'Private: REPLY{Your bank code is 4711.}', mode: 'now' } });
+    assert.equal(wake.status, 200, wake.text);
+    await until('the heartbeat reply to arrive', () => telegram.messages.length > sent);
+    assert.deepEqual(telegram.messages.slice(sent), [{ chat_id: 12345, text: 'Your bank code is 4711.' }]);
+    const next = await run(server.url, state, { message: 'REPLY{Still yours.}' });
+    assert.equal(next.delivery?.status === 'delivered' && next.delivery.to, OWNER);
+    assert.ok(telegram.messages.slice(sent).every((m) => m.chat_id !== 666666));
   } finally {
     await server.stop();
   }

@@ -517,6 +517,18 @@ test('applyMappings() counts a session key from a transform as payload-controlle
   assert.deepEqual(action.sessionKey, { value: 'hook:chosen', trusted: false });
 });
 
+test('applyMappings() marks a `to` as configured only when the mapping writes it out: a rendered or returned one is the request\'s', async () => {
+  const literal = agentOf(await applyMappings([mapping({ messageTemplate: 'm', to: '12345' })], request({}), noTransform));
+  assert.deepEqual([literal.to, literal.toConfigured], ['12345', true]);
+  const rendered = agentOf(await applyMappings([mapping({ messageTemplate: 'm', to: '{{reply_to}}' })], request({ reply_to: '666666' }), noTransform));
+  assert.deepEqual([rendered.to, rendered.toConfigured], ['666666', undefined]);
+  const returned = fake(() => ({ ok: true, value: { to: '666666' } }));
+  const fromTransform = agentOf(await applyMappings([mapping({ messageTemplate: 'm', to: '12345', transform: { module: 't.js' } })], request({}), returned.call));
+  assert.deepEqual([fromTransform.to, fromTransform.toConfigured], ['666666', undefined]);
+  const none = agentOf(await applyMappings([mapping({ messageTemplate: 'm' })], request({}), noTransform));
+  assert.deepEqual([none.to, none.toConfigured], [undefined, undefined]);
+});
+
 test('applyMappings() keeps the mapping fields a transform result leaves out', async () => {
   const t = fake(() => ({ ok: true, value: {} }));
   const action = agentOf(await applyMappings([mapping({ messageTemplate: 'tpl {{v}}', name: 'N', to: 'x', transform: { module: 't.js' } })], request({ v: 2 }), t.call));

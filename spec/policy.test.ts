@@ -264,6 +264,13 @@ test('admitRun() leaves unset options out and generates the session key before t
   assert.ok(!('model' in run) && !('to' in run) && !('thinking' in run) && !('timeoutSeconds' in run));
 });
 
+test('admitRun() carries whether the operator wrote `to`, and only with a `to`', () => {
+  const config = configWith();
+  assert.equal(value(admitRun(action({ to: '42', toConfigured: true }), 'ci', config, ids('s', 'r'))).toConfigured, true);
+  assert.ok(!('toConfigured' in value(admitRun(action({ to: '42' }), 'ci', config, ids('s', 'r')))));
+  assert.ok(!('toConfigured' in value(admitRun(action({ toConfigured: true }), 'ci', config, ids('s', 'r')))));
+});
+
 test('admitRun() refuses on the session key first, then the agent, then the model', () => {
   const config = configWith({ list: agents, models, hooks: { allowedAgentIds: [] } });
   const all = action({ sessionKey: { value: 'hook:x', trusted: false }, agentId: 'ops', model: 'nope' });

@@ -809,7 +809,26 @@ test('Runner hands an ok reply with deliver:true to deliver with channel, to and
     await rt.idle();
     assert.deepEqual(rt.delivered, [{ channel: 'telegram', to: '42', text: 'Your parcel is at the door.' }]);
     assert.deepEqual(rt.store.run(run.runId)!.delivery, { status: 'delivered', channel: 'telegram', to: '42', messageIds: ['m1'] });
-    assert.deepEqual(rt.store.lastRoute(), { channel: 'telegram', to: '42' });
+    // The request chose 42: that reply went there, and later ones do not follow.
+    assert.equal(rt.store.lastRoute(), null);
+  }));
+
+test('Runner makes a delivery the last route only when its recipient came from the configuration', () =>
+  scoped(async (defer) => {
+    const fake = await fakeApi('openai', answerWith('Noted.'));
+    defer(fake.close);
+    const rt = await runtime(openAiConfig(fake), { deliver: async (request) => delivered(request) });
+    defer(rt.close);
+    await rt.run({ deliver: true, channel: 'telegram', to: '7', toConfigured: true });
+    await rt.idle();
+    assert.deepEqual(rt.store.lastRoute(), { channel: 'telegram', to: '7' });
+    await rt.run({ deliver: true, channel: 'telegram', to: '666666' });
+    await rt.idle();
+    assert.deepEqual(rt.store.lastRoute(), { channel: 'telegram', to: '7' });
+    // No `to`: the recipient is the last route's or the channel's default, both the operator's.
+    await rt.run({ deliver: true, channel: 'slack' });
+    await rt.idle();
+    assert.deepEqual(rt.store.lastRoute(), { channel: 'slack', to: '0' });
   }));
 
 test('Runner skips delivering a reply that is only an acknowledgment', () =>

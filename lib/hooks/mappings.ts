@@ -311,6 +311,8 @@ function _build(mapping: Mapping, override: Override, context: TemplateContext &
   if (sessionKey) action.sessionKey = { value: sessionKey, trusted: !override.sessionKey && !payloadControlsKey(mapping) };
   const to = override.to || text(mapping.to);
   if (to) action.to = to;
+  // Only a `to` the operator wrote out may move the last route; a rendered or returned one is the payload's.
+  if (to && !override.to && !isTemplated(mapping.to!.source)) action.toConfigured = true;
   const model = override.model || text(mapping.model);
   if (model) action.model = model;
   if (thinking !== undefined) action.thinking = thinking as Thinking;

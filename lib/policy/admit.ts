@@ -39,6 +39,7 @@ export function admitRun(action: AgentAction, hook: string, config: Config, newI
     channel: action.channel,
   };
   if (action.to !== undefined) run.to = action.to;
+  if (action.to !== undefined && action.toConfigured === true) run.toConfigured = true;
   if (model.value !== undefined) run.model = model.value;
   if (action.thinking !== undefined) run.thinking = action.thinking;
   if (action.timeoutSeconds !== undefined) run.timeoutSeconds = action.timeoutSeconds;

@@ -7,6 +7,16 @@ export function routeOf(delivered: { channel: string; to: string }): { channel: 
   return { channel: delivered.channel, to: delivered.to };
 }
 
+/**
+ * Whether a run's delivery may become the last route: only when its recipient came from the
+ * configuration (no `to`, so the last route's or the channel's `defaultTo`; or a mapping's literal
+ * `to`). A request that names a recipient reaches it once; it never redirects later replies
+ * (heartbeats, `last` runs) there.
+ */
+export function movesLastRoute(run: Pick<RunRecord, 'to' | 'toConfigured'>): boolean {
+  return run.to === undefined || run.toConfigured === true;
+}
+
 /** Delivers a run's reply and records the outcome on the run (a failure also in the main session). */
 export async function deliverReply(ctx: RuntimeContext, run: RunRecord, reply: string): Promise<void> {
   let delivery: DeliveryOutcome;
@@ -22,6 +32,6 @@ export async function deliverReply(ctx: RuntimeContext, run: RunRecord, reply: s
     delivery.status === 'failed'
       ? [{ kind: 'system' as const, text: `Hook ${run.name}: delivery to ${delivery.channel} failed: ${summarise(delivery.reason)}`, source: `run:${run.runId}` }]
       : [];
-  await ctx.store.commit({ events, runUpdates: [{ runId: run.runId, delivery }], ...(delivery.status === 'delivered' ? { lastRoute: routeOf(delivery) } : {}) });
+  await ctx.store.commit({ events, runUpdates: [{ runId: run.runId, delivery }], ...(delivery.status === 'delivered' && movesLastRoute(run) ? { lastRoute: routeOf(delivery) } : {}) });
   ctx.log.info('run delivery', { runId: run.runId, requestId: run.requestId, status: delivery.status, ...('channel' in delivery ? { channel: delivery.channel } : {}) });
 }

@@ -30,7 +30,7 @@ export type DeliveryOutcome =
   | { status: 'skipped'; reason: string }
   | { status: 'failed'; channel: string; to?: string; reason: string };
 
-/** The channel and recipient of the most recent successful delivery. */
+/** The channel and recipient of the most recent successful delivery to a configured recipient (runtime/reply.ts decides which). */
 export interface Route {
   channel: string;
   to: string;
@@ -149,6 +149,7 @@ const runSpec = {
   deliver: boolean,
   channel: literal(...CHANNELS),
   to: optional(text),
+  toConfigured: optional(boolean),
   thinking: optional(literal(...THINKING_LEVELS)),
   timeoutSeconds: optional(number({ above: 0 })),
   requestId: optional(text),

@@ -207,7 +207,7 @@ export class Store {
     return this.#consumedThrough;
   }
 
-  /** The channel and recipient of the most recent successful delivery. */
+  /** The channel and recipient of the most recent successful delivery to a configured recipient. */
   lastRoute(): Route | null {
     return this.#lastRoute;
   }
