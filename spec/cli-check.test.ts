@@ -1,14 +1,18 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import type { Io } from '../lib/cli/io.ts';
 import { main } from '../lib/cli/main.ts';
 
-async function check(t: import('node:test').TestContext, config: unknown) {
+const METRICS_OFF = 'hooks-ingress check: note: GET /metrics is off (it answers 404): set gateway.auth.token to turn it on; scrape it with that token as Bearer\n';
+
+async function check(t: import('node:test').TestContext, config: unknown, transforms: Record<string, string> = {}) {
   const dir = await mkdtemp(join(tmpdir(), 'hooks-check-'));
   t.after(() => rm(dir, { recursive: true, force: true }));
+  await mkdir(join(dir, 'hooks', 'transforms'), { recursive: true });
+  for (const [name, source] of Object.entries(transforms)) await writeFile(join(dir, 'hooks', 'transforms', name), source);
   const path = join(dir, 'config.json');
   await writeFile(path, JSON.stringify(config));
   const out = { stdout: '', stderr: '' };
@@ -23,7 +27,8 @@ test('check says ok for the quick start\'s config, and warns that runs and heart
   assert.equal(
     result.stderr,
     'hooks-ingress check: warning: agent "main" has no model and agents.defaults.model is not set: agent runs and heartbeats will fail\n' +
-      'hooks-ingress check: warning: no channel is configured (channels): run replies (deliver defaults to true) and heartbeat replies will not be delivered\n',
+      'hooks-ingress check: warning: no channel is configured (channels): run replies (deliver defaults to true) and heartbeat replies will not be delivered\n' +
+      METRICS_OFF,
   );
 });
 
@@ -34,7 +39,38 @@ test('check warns, one line, about a model whose provider is missing', async (t)
     channels: { telegram: { botToken: '123:abc', defaultTo: '42' } },
   });
   assert.equal(result.code, 0);
-  assert.equal(result.stderr, 'hooks-ingress check: warning: agents.defaults.model: provider "openai" is not configured (models.providers.openai)\n');
+  assert.equal(result.stderr, 'hooks-ingress check: warning: agents.defaults.model: provider "openai" is not configured (models.providers.openai)\n' + METRICS_OFF);
+});
+
+test('check says nothing about /metrics once gateway.auth.token is set', async (t) => {
+  const result = await check(t, {
+    hooks: { enabled: true, token: 'a-token-for-check' },
+    gateway: { auth: { token: 'a-gateway-token-for-check' } },
+    agents: { defaults: { model: 'openai/gpt-4o-mini' } },
+    models: { providers: { openai: { api: 'openai-completions', baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'sk-check' } } },
+    channels: { telegram: { botToken: '123:abc', defaultTo: '42' } },
+  });
+  assert.equal(result.code, 0);
+  assert.equal(result.stderr, '');
+});
+
+test('check prints errors first, then the warnings and notes, and exits 1', async (t) => {
+  const result = await check(
+    t,
+    { hooks: { enabled: true, token: 'a-token-for-check', mappings: [{ match: { path: 'ci' }, transform: { module: 'broken.js' } }] } },
+    { 'broken.js': 'export default (' },
+  );
+  assert.equal(result.code, 1);
+  assert.equal(result.stdout, '');
+  const lines = result.stderr.trimEnd().split('\n');
+  assert.equal(lines[0], `hooks-ingress check: invalid config ${result.path}:`);
+  assert.match(lines[1]!, /^ {2}hooks\.mappings\[0\]\.transform: /);
+  const rest = lines.slice(lines.findIndex((l) => !l.startsWith(' ') && l !== lines[0]));
+  assert.deepEqual(
+    rest.map((l) => /^hooks-ingress check: (warning|note): /.exec(l)?.[1]),
+    ['warning', 'warning', 'note'],
+    result.stderr,
+  );
 });
 
 test('check warns about a mapping without a path, or matched by source alone, that would take the gmail preset\'s requests', async (t) => {

@@ -68,6 +68,12 @@ test('a usage error is one line naming the command and its help, never the help 
     [['events', '--limit', 'x', '--state-dir', '/nonexistent'], 'hooks-ingress events: --limit must be a whole number, got "x"; see hooks-ingress events --help\n'],
     [['runs', '--limit=1.5', '--state-dir', '/nonexistent'], 'hooks-ingress runs: --limit must be a whole number, got "1.5"; see hooks-ingress runs --help\n'],
     [['check', 'extra'], 'hooks-ingress check: unexpected argument "extra"; see hooks-ingress check --help\n'],
+    [['check', 'config.json'], 'hooks-ingress check: unexpected argument "config.json" (did you mean "-c config.json"?); see hooks-ingress check --help\n'],
+    [['events', '/etc/hooks-ingress/config.jsonc'], 'hooks-ingress events: unexpected argument "/etc/hooks-ingress/config.jsonc" (did you mean "-c /etc/hooks-ingress/config.jsonc"?); see hooks-ingress events --help\n'],
+    [['token', 'x.json'], 'hooks-ingress token: unexpected argument "x.json"; see hooks-ingress token --help\n'],
+    [['check', '-V'], 'hooks-ingress check: unknown option "-V" (the version is "hooks-ingress --version"); see hooks-ingress check --help\n'],
+    [['help', 'srve'], 'hooks-ingress: unknown command "srve" (did you mean "serve"?); see hooks-ingress --help\n'],
+    [['help', 'serve', 'now'], 'hooks-ingress: "help serve" takes no further argument, got "now"; see hooks-ingress --help\n'],
     [['token', '--json'], 'hooks-ingress token: unknown option "--json"; see hooks-ingress token --help\n'],
     [['outbox', 'retyr'], 'hooks-ingress outbox: unknown command "retyr" (did you mean "retry"?); see hooks-ingress outbox --help\n'],
     [['serve', '--port', 'eighty'], 'hooks-ingress serve: --port must be an integer from 0 to 65535, got "eighty"; see hooks-ingress serve --help\n'],
@@ -88,7 +94,7 @@ test('a usage error is one line naming the command and its help, never the help 
 test('every error of a command names the command, config problems included', async () => {
   const missing = await run(['check', '-c', '/nonexistent/config.json']);
   assert.equal(missing.code, 1);
-  assert.match(missing.stderr, /^hooks-ingress check: invalid config \/nonexistent\/config\.json:\n {2}\/nonexistent\/config\.json: cannot read: ENOENT\n$/);
+  assert.match(missing.stderr, /^hooks-ingress check: invalid config \/nonexistent\/config\.json:\n {2}cannot read \/nonexistent\/config\.json: no such file\n$/);
   const events = await run(['events', '-c', '/nonexistent/config.json']);
   assert.match(events.stderr, /^hooks-ingress events: invalid config /);
   const reload = await run(['reload', '--state-dir', '/nonexistent']);

@@ -41,6 +41,28 @@ describe('main() in-process', () => {
     assert.match(version(), /^\d+\.\d+\.\d+/);
   });
 
+  test('main() -V and -v print the version, as --version does', async () => {
+    for (const flag of ['-V', '-v']) {
+      const { io, out } = capture();
+      assert.equal(await main([flag], io), 0);
+      assert.equal(out.stdout, `${version()}\n`);
+    }
+  });
+
+  test('main() help COMMAND prints what COMMAND --help prints, for groups and their commands too', async () => {
+    for (const command of [['serve'], ['check'], ['events'], ['gmail'], ['gmail', 'run'], ['config']]) {
+      const viaHelp = capture();
+      assert.equal(await main(['help', ...command], viaHelp.io), 0, command.join(' '));
+      const viaFlag = capture();
+      assert.equal(await main([...command, '--help'], viaFlag.io), 0);
+      assert.equal(viaHelp.out.stdout, viaFlag.out.stdout);
+      assert.match(viaHelp.out.stdout, new RegExp(`^Usage: hooks-ingress ${command.join(' ')}`));
+    }
+    const bare = capture();
+    assert.equal(await main(['help'], bare.io), 0);
+    assert.match(bare.out.stdout, /^Usage: hooks-ingress \[command\]/);
+  });
+
   test('main() --help lists every command, and each command has its own --help', async () => {
     const { io, out } = capture();
     assert.equal(await main(['--help'], io), 0);

@@ -71,7 +71,7 @@ test('loadConfig() reads a JSONC file with comments and trailing commas', async 
 test('loadConfig() reports a missing file by its path', async () => {
   await withDir(async (dir) => {
     const file = join(dir, 'absent.json');
-    assert.deepEqual(refused(await loadConfig(file, {})), [`${file}: cannot read: ENOENT`]);
+    assert.deepEqual(refused(await loadConfig(file, {})), [`cannot read ${file}: no such file`]);
   });
 });
 
@@ -358,7 +358,7 @@ test('buildConfig() reports an unreadable or empty hooks.tokenFile', async () =>
   await withDir(async (dir) => {
     const where = { file: join(dir, 'config.json'), env: {} };
     assert.deepEqual(refused(await buildConfig({ hooks: { tokenFile: 'missing' } }, where)), [
-      `hooks.tokenFile: cannot read ${join(dir, 'missing')}: ENOENT`,
+      `hooks.tokenFile: cannot read ${join(dir, 'missing')}: no such file`,
     ]);
     await writeFile(join(dir, 'blank'), ' \n');
     assert.deepEqual(refused(await buildConfig({ hooks: { tokenFile: 'blank' } }, where)), [
@@ -401,7 +401,7 @@ test('buildConfig() reports an empty or unreadable credential under hooks.token'
     assert.deepEqual(await problems({}, env), [`hooks.token: the file ${credential} is empty`]);
     await rm(credential);
     await mkdir(credential);
-    assert.deepEqual(await problems({}, env), [`hooks.token: cannot read ${credential}: EISDIR`]);
+    assert.deepEqual(await problems({}, env), [`hooks.token: cannot read ${credential}: is a directory`]);
   });
 });
 

@@ -1,5 +1,6 @@
 // GET /metrics end to end: a real app and store behind node:http, the page parsed as Prometheus reads it.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
@@ -9,6 +10,7 @@ import { JOURNAL_FILE,  type RunRecord } from '../lib/store/store.ts';
 import { createTelemetry, type TelemetrySources } from '../lib/edge/telemetry.ts';
 import { parseExposition, valueOf, type Exposition } from './_exposition.ts';
 import { post, send, type Reply } from './_http.ts';
+import { ROOT } from './_cli.ts';
 
 const HOOK_TOKEN = 'telemetry-hook-token-0123456789abcdef';
 const GATEWAY_TOKEN = 'telemetry-gateway-token-fedcba9876543210';
@@ -347,6 +349,27 @@ test('createTelemetry().render() reads its sources at every render', () => {
   const second = parseExposition(telemetry.render());
   assert.equal(valueOf(second, 'hooks_run_queue_depth'), 0);
   assert.equal(valueOf(second, 'hooks_auth_limiter_keys'), 0);
+});
+
+test('docs/operations.md\'s metrics table lists every metric /metrics exports, with its type and labels, and nothing else', () => {
+  // Every source holds something, so each labelled family has a sample that shows its labels.
+  const run = { runId: 'r', status: 'ok', startedAt: '2026-01-01T00:00:00Z', finishedAt: '2026-01-01T00:00:01Z', delivery: { status: 'delivered', channel: 'telegram', to: '1', messageIds: [] } } as unknown as RunRecord;
+  const telemetry = createTelemetry(sources({ store: { ...sources().store, runs: () => [run], outboxCounts: () => ({ pending: 1, sent: 0, dead: 0 }) } }));
+  telemetry.request('wake', 200, 1, true);
+  telemetry.ignored('github');
+  const page = parseExposition(telemetry.render());
+  const exported = [...page.types].map(([name, type]) => {
+    const labels = new Set(page.samples.filter((s) => s.name === name || s.name.startsWith(`${name}_`)).flatMap((s) => Object.keys(s.labels)));
+    return `${name} ${type} ${[...labels].sort().join(',') || '—'}`;
+  });
+
+  const doc = readFileSync(join(ROOT, 'docs', 'operations.md'), 'utf8');
+  const section = doc.slice(doc.indexOf('\n## Metrics\n'), doc.indexOf('\n## ', doc.indexOf('\n## Metrics\n') + 1));
+  const documented = [...section.matchAll(/^\| `(\w+)` \| (\w+) \| ([^|]+) \|/gm)].map(([, name, type, labels]) => {
+    const names = labels!.trim() === '—' ? '—' : [...labels!.matchAll(/`(\w+)`/g)].map((m) => m[1]).sort().join(',');
+    return `${name} ${type} ${names}`;
+  });
+  assert.deepEqual(documented.sort(), exported.sort());
 });
 
 test('createTelemetry() labels a delivery that was skipped with an empty channel', () => {

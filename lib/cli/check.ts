@@ -1,7 +1,10 @@
+import { locateConfig } from '../config/locate.ts';
 import { readinessWarnings } from '../config/readiness.ts';
+import type { Config } from '../config/types.ts';
+import { checkTransforms } from '../hooks/transforms/reloader.ts';
 import { COMMON, type Command } from './command.ts';
 import { FAILURE, messagePrefix } from './io.ts';
-import { loadConfigFor } from './load-config.ts';
+import { printInvalid, readConfig } from './load-config.ts';
 
 /** `hooks-ingress check`: validates the config and loads its transforms. */
 export const check: Command = {
@@ -9,19 +12,43 @@ export const check: Command = {
   help: `Usage: hooks-ingress check [options]
 
 Validate the config file, load the transforms it names, and list every
-problem with its key path. Warns, one line each, about what will fail at
-run time: an agent without a model, a model whose provider is missing, no
-channel for replies. Exits 0 when the config is valid, 1 otherwise.
+problem with its key path. Then warns, one line each, about what will fail
+at run time: an agent without a model, a model whose provider is missing,
+no channel for replies; and notes what is off (/metrics without
+gateway.auth.token). Errors come first. Exits 0 when the config is valid,
+1 otherwise.
 
 Options:
   -c, --config PATH     config file
   -h, --help            show this help
 `,
   async run(flags, _positionals, io) {
-    const config = await loadConfigFor(flags, io, { transforms: true });
-    if (config === null) return FAILURE;
-    for (const warning of readinessWarnings(config)) io.stderr(`${messagePrefix(io)}: warning: ${warning}\n`);
+    const { path } = locateConfig(flags.config, io.env);
+    const result = await readConfig(flags, io, false);
+    if (!result.ok) {
+      printInvalid(io, path, result.problems);
+      return FAILURE;
+    }
+    const { config } = result;
+    // A transform that does not load is an error like any other: said before the warnings, which
+    // still follow, so one run of check shows everything there is to fix.
+    const problems = await checkTransforms(config);
+    if (problems.length > 0) printInvalid(io, path, problems);
+    const name = messagePrefix(io);
+    for (const key of result.ignored) io.stderr(`${name}: ${key} is not used by hooks-ingress (ignored)\n`);
+    for (const warning of [...result.warnings, ...readinessWarnings(config)]) io.stderr(`${name}: warning: ${warning}\n`);
+    for (const note of notes(config)) io.stderr(`${name}: note: ${note}\n`);
+    if (problems.length > 0) return FAILURE;
     io.stdout(`${config.file}: ok\n`);
     return 0;
   },
 };
+
+/** What a valid config leaves off on purpose, and how to turn it on. */
+export function notes(config: Config): string[] {
+  const notes: string[] = [];
+  if (config.gateway.authToken === null) {
+    notes.push('GET /metrics is off (it answers 404): set gateway.auth.token to turn it on; scrape it with that token as Bearer');
+  }
+  return notes;
+}

@@ -49,7 +49,7 @@ export async function loadConfigFor(flags: ConfigFlags, io: Io, options: { trans
   const result = await readConfig(flags, io, options.transforms ?? false, scope);
   const name = messagePrefix(io);
   if (!result.ok) {
-    io.stderr(`${name}: invalid config ${path}:\n${result.problems.map((p) => `  ${p}\n`).join('')}`);
+    printInvalid(io, path, result.problems);
     return null;
   }
   if (need.of === 'all' && need.warnings) {
@@ -57,6 +57,11 @@ export async function loadConfigFor(flags: ConfigFlags, io: Io, options: { trans
     for (const warning of result.warnings) io.stderr(`${name}: warning: ${warning}\n`);
   }
   return result.config;
+}
+
+/** Prints a config's problems on stderr, under one line naming the file. */
+export function printInvalid(io: Io, path: string, problems: readonly string[]): void {
+  io.stderr(`${messagePrefix(io)}: invalid config ${path}:\n${problems.map((p) => `  ${p}\n`).join('')}`);
 }
 
 /** Loads the config, and (for the commands that will run them) loads its transforms too. */

@@ -42,18 +42,22 @@ Commands:
 
 Options:
   -h, --help      show help (also after a command)
-  -v, --version   show the version
+  -v, -V, --version
+                  show the version
 
-Run "hooks-ingress COMMAND --help" for a command's options.
+Run "hooks-ingress help COMMAND" (or "hooks-ingress COMMAND --help") for a
+command's options.
 `;
 
 /** Runs the CLI with `argv` (without the executable and script); resolves to the exit code. */
 export async function main(argv: readonly string[], io: Io = processIo()): Promise<number> {
   const [first, ...rest] = argv;
-  if (first === '--version' || first === '-v') {
+  // -V too: many tools spell it so, and hooks-ingress has no other use for it.
+  if (first === '--version' || first === '-v' || first === '-V') {
     io.stdout(`${version()}\n`);
     return 0;
   }
+  if (first === 'help' && rest.length > 0) return _helpFor(rest, io);
   if (first === '--help' || first === '-h' || first === 'help') {
     io.stdout(HELP);
     return 0;
@@ -69,6 +73,20 @@ export async function main(argv: readonly string[], io: Io = processIo()): Promi
   const parsed = parseCommand(name, named ? rest : argv, command, io);
   if (typeof parsed === 'number') return parsed;
   return command.run(parsed.values as Flags, parsed.positionals, { ...io, command: name });
+}
+
+// `help COMMAND` is `COMMAND --help`; `help gmail run` reaches a group's command the same way.
+function _helpFor(names: readonly string[], io: Io): Promise<number> | number {
+  const [name] = names as [string, ...string[]];
+  if (!Object.hasOwn(COMMANDS, name) && !Object.hasOwn(GROUPS, name)) {
+    io.stderr(usageLine(null, unknownCommand(name, [...Object.keys(COMMANDS), ...Object.keys(GROUPS)])));
+    return USAGE;
+  }
+  if (Object.hasOwn(COMMANDS, name) && names.length > 1) {
+    io.stderr(usageLine(null, `"help ${name}" takes no further argument, got "${names[1]}"`));
+    return USAGE;
+  }
+  return main([...names, '--help'], io);
 }
 
 /** The package version, read from package.json next to lib/ (and dist/). */

@@ -55,18 +55,28 @@ export function parseArgsProblem(error: unknown, options: Readonly<Record<string
   const quoted = /'([^']*)'/.exec(message)?.[1] ?? '';
   switch (code) {
     case 'ERR_PARSE_ARGS_UNKNOWN_OPTION': {
+      // The version belongs to the program, not to a command.
+      if (['-v', '-V', '--version'].includes(quoted)) return `unknown option "${quoted}" (the version is "hooks-ingress --version")`;
       const long = quoted.startsWith('--') ? quoted.slice(2).split('=')[0]! : null;
       const guess = long === null ? null : suggest(long, Object.keys(options));
       return `unknown option "${quoted}"${guess === null ? '' : ` (did you mean "--${guess}"?)`}`;
     }
     case 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL':
-      return `unexpected argument "${quoted}"`;
+      // `check config.json`: the file is an option's value here, not an argument.
+      return Object.hasOwn(options, 'config') && _looksLikeConfig(quoted)
+        ? `unexpected argument "${quoted}" (did you mean "-c ${quoted}"?)`
+        : `unexpected argument "${quoted}"`;
     case 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE':
       return _invalidValue(message, options);
     default:
       // Any other parse failure: its first line, without Node's advice.
       return message.split('\n')[0]!.replace(/\.$/, '');
   }
+}
+
+// A path or a file name of the kinds a config has: what someone meant as the config file.
+function _looksLikeConfig(argument: string): boolean {
+  return argument.includes('/') || /\.json[c5]?$/i.test(argument);
 }
 
 // "Option '-c, --config <value>' argument missing", "... argument is ambiguous", "Option '--json' does not take an argument".

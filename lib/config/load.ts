@@ -8,7 +8,7 @@ import { resolveEnv, within, type EnvScope } from './env.ts';
 import { fileSchema, type FileConfig } from './file-schema.ts';
 import { forwardUnused } from './forward-unused.ts';
 import { normalise, TRANSFORMS_ROOT } from './normalise.ts';
-import { readConfigFile } from './read.ts';
+import { readConfigFile, unreadable } from './read.ts';
 import type { Config, ConfigResult, Env } from './types.ts';
 
 /** Reads, parses and validates a config file. A missing file is a problem like any other. */
@@ -74,7 +74,7 @@ async function _readToken(file: FileConfig, dir: string, env: Env, issues: Issue
   } catch (error) {
     // An absent credential just means none was passed; an absent tokenFile is the operator's mistake.
     if (at === '' && (error as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    issues.push({ path: at || 'hooks.token', message: `cannot read ${source}: ${(error as NodeJS.ErrnoException).code ?? 'error'}` });
+    issues.push({ path: at || 'hooks.token', message: `cannot read ${source}: ${unreadable(error)}` });
     return null;
   }
 }

@@ -10,8 +10,21 @@ export async function readConfigFile(file: string): Promise<Read> {
   try {
     text = await readFile(file, 'utf8');
   } catch (error) {
-    return { ok: false, problems: [`${file}: cannot read: ${(error as NodeJS.ErrnoException).code ?? String(error)}`] };
+    return { ok: false, problems: [`cannot read ${file}: ${unreadable(error)}`] };
   }
   const parsed = parseJsonc(text);
   return parsed.ok ? parsed : { ok: false, problems: [`${file}: ${parsed.error}`] };
+}
+
+/** Why a file could not be read, in words (`no such file`), not an errno code. */
+export function unreadable(error: unknown): string {
+  const code = (error as NodeJS.ErrnoException).code;
+  switch (code) {
+    case 'ENOENT': return 'no such file';
+    case 'EACCES':
+    case 'EPERM': return 'permission denied';
+    case 'EISDIR': return 'is a directory';
+    case 'ENOTDIR': return 'a part of the path is not a directory';
+    default: return code ?? (error instanceof Error ? error.message : String(error));
+  }
 }
