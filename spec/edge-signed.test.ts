@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { buildConfig } from '../lib/config/load.ts';
 import { createApp, listen } from '../lib/edge/server.ts';
 import { createTelemetry } from '../lib/edge/telemetry.ts';
 import { createLogger } from '../lib/log.ts';
-import { Store } from '../lib/store/store.ts';
+import { JOURNAL_FILE, Store } from '../lib/store/store.ts';
 import { defer } from './_cleanup.ts';
 import { post, send, type Reply } from './_http.ts';
 import { githubExample, SIGNERS, WHSEC, WHSEC_2 } from './_signers.ts';
@@ -338,6 +339,10 @@ test('POST github: without signature.dedupeBodySeconds a captured delivery repla
   for (const [id, extra] of [['d-1', {}], ['d-2', { 'idempotency-key': 'k-2' }], ['d-3', {}]] as const) replies.push(await deliver(h as Harness, s, { id, headers: extra }));
   assert.deepEqual(replies.map((r) => [r.status, r.headers['idempotent-replayed']]), [[200, undefined], [200, 'true'], [200, 'true']]);
   assert.equal(h.store.events().length, 1);
+  // The journal holds the key's expiry, not the window it came from.
+  const journal = await readFile(join(h.state, JOURNAL_FILE), 'utf8');
+  assert.match(journal, new RegExp(`"expiresAt":${NOW_S * 1000 + 600_000}\\b`));
+  assert.doesNotMatch(journal, /ttlMs/);
   // Another body is another delivery.
   assert.equal((await deliver(h as Harness, s, { id: 'd-4', body: JSON.stringify(githubExample('push', 1)) })).headers['idempotent-replayed'], undefined);
   assert.equal(h.store.events().length, 2);

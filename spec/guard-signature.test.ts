@@ -260,6 +260,15 @@ test('deliveryId() meta: a delivery is known by its entries\' ids and times and 
   const read = (watermark: number) => ({ object: 'page', entry: [{ id: 'PAGE', time: 1, messaging: [{ sender: { id: 'U' }, read: { watermark } }] }] });
   assert.notDeepEqual(id(read(1)), id(read(2)));
   assert.deepEqual(id(read(1)), id(read(1)));
+  // Entries, changes and statuses without ids of their own are known by their text; so is an entry with neither changes nor messaging.
+  const odd = (entry: Record<string, unknown>) => id({ object: 'page', entry: [entry] });
+  assert.notDeepEqual(odd({ id: 'P', changes: ['x'] }), odd({ id: 'P', changes: ['y'] }));
+  assert.notDeepEqual(odd({ id: 'P', changes: [{ field: 'feed', value: { item: 'comment', comment_id: '1' } }] }), odd({ id: 'P', changes: [{ field: 'feed', value: { item: 'comment', comment_id: '2' } }] }));
+  assert.notDeepEqual(odd({ id: 'P', changes: [{ value: { messages: [{ text: 'a' }], statuses: [{ status: 'read' }] } }] }), odd({ id: 'P', changes: [{ value: { messages: [{ text: 'b' }], statuses: [{ status: 'read' }] } }] }));
+  assert.notDeepEqual(odd({ id: 'P', time: 1 }), odd({ id: 'P', time: 2 }));
+  assert.deepEqual(odd({ id: 'P', time: 5, standby: [{ message: { mid: 'm.1', text: 'a' } }] }), odd({ id: 'P', time: 5, standby: [{ message: { mid: 'm.1', text: 'b' } }] }));
+  assert.match(odd({ changes: [{ value: { messages: [{ id: 'w' }] } }] })!.id, /^meta:/);
+  assert.match(id({ entry: ['not an object'] })!.id, /^meta-body:/);
   // A payload of another shape is known by its bytes.
   assert.match(id({ hello: 'x' }, '{"hello":"x"}')!.id, /^meta-body:[0-9a-f]{64}$/);
   assert.notDeepEqual(id({ hello: 'x' }, '{"hello":"x"}'), id({ hello: 'x' }, '{"hello": "x"}'));
