@@ -17,8 +17,8 @@ export interface FakeGateway {
   received: { path: string; key: string | undefined; body: Record<string, unknown> }[];
   /** What the gateway dispatched: one entry per wake or agent run it started. */
   accepted: { path: string; key: string | undefined; body: Record<string, unknown>; runId?: string }[];
-  /** Overrides the next answers: each call returns one (status, body, headers), or null to answer normally. */
-  override: ((path: string) => { status: number; body: unknown; headers?: Record<string, string> } | null) | null;
+  /** Overrides the next answers: each call (with the hook and the request's body) returns one (status, body, headers), or null to answer normally. */
+  override: ((path: string, body: Record<string, unknown>) => { status: number; body: unknown; headers?: Record<string, string> } | null) | null;
   /** Called when a request has been dispatched, before it is answered; may delay the answer. */
   beforeAnswer: (() => Promise<void>) | null;
   close(): Promise<void>;
@@ -67,7 +67,7 @@ async function _handle(gateway: FakeGateway, cache: Map<string, string>, token: 
   const header = (name: string) => (typeof req.headers[name] === 'string' ? (req.headers[name] as string).trim() || undefined : undefined);
   const key = header('idempotency-key') ?? header('x-openclaw-idempotency-key') ?? (typeof body['idempotencyKey'] === 'string' ? body['idempotencyKey'] : undefined);
   gateway.received.push({ path, key, body });
-  const forced = gateway.override?.(path) ?? null;
+  const forced = gateway.override?.(path, body) ?? null;
   if (forced !== null) return _json(res, forced.status, forced.body, forced.headers);
   if (path === 'wake') {
     if (typeof body['text'] !== 'string' || body['text'].trim() === '') return _json(res, 400, { ok: false, error: 'text required' });

@@ -114,7 +114,7 @@ test('outbox retry refuses an id that is not a dead entry, and needs ids or --de
   const { args } = await setup(t, fake);
   const unknown = await runCli(['outbox', 'retry', 'nope', ...args], { UPSTREAM: UPSTREAM_TOKEN });
   assert.equal(unknown.code, 1);
-  assert.match(unknown.stderr, /not a dead entry: nope/);
+  assert.match(unknown.stderr, /not a dead or pending entry: nope/);
   const neither = await runCli(['outbox', 'retry', ...args], { UPSTREAM: UPSTREAM_TOKEN });
   assert.equal(neither.code, 2);
   const badState = await runCli(['outbox', '--state', 'lost', ...args], { UPSTREAM: UPSTREAM_TOKEN });

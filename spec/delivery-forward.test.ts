@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { buildConfig } from '../lib/config/load.ts';
+import { applyRetryRequests, RETRY_PREFIX } from '../lib/cli/forward.ts';
 import { Forwarder } from '../lib/delivery/forward.ts';
 import { createApp, listen } from '../lib/edge/server.ts';
 import { createTelemetry } from '../lib/edge/telemetry.ts';
@@ -24,6 +25,7 @@ interface Harness {
   store: Store;
   forwarder: Forwarder;
   lines: Record<string, unknown>[];
+  dir: string;
 }
 
 async function start(t: TestContext, port: number, extra: { now?: () => number; hooks?: Record<string, unknown> } = {}): Promise<Harness> {
@@ -32,7 +34,7 @@ async function start(t: TestContext, port: number, extra: { now?: () => number; 
   const raw = { hooks: { enabled: true, token: TOKEN, forward: { url: `http://127.0.0.1:${port}/hooks/`, token: UPSTREAM_TOKEN }, ...extra.hooks } };
   const built = await buildConfig(raw, { file: null, env: {}, dir });
   if (!built.ok) throw new Error(built.problems.join('; '));
-  const { store } = await Store.open(join(dir, 'state'), { idempotencyTtlMs: 60_000 });
+  const { store } = await Store.open(join(dir, 'state'), { idempotencyTtlMs: 60_000, ...(extra.now === undefined ? {} : { now: extra.now }) });
   defer(t, () => store.close());
   const lines: Record<string, unknown>[] = [];
   const log = createLogger((line) => void lines.push(JSON.parse(line) as Record<string, unknown>));
@@ -41,7 +43,7 @@ async function start(t: TestContext, port: number, extra: { now?: () => number; 
   const app = createApp({ config: built.config, store, heartbeat: { request: () => assert.fail('forward mode asks for no local heartbeat') }, log, forwarded: () => forwarder.kick() });
   const running = await listen(app, { host: '127.0.0.1', port: 0 });
   defer(t, () => running.close(200));
-  return { url: running.url, store, forwarder, lines };
+  return { url: running.url, store, forwarder, lines, dir: join(dir, 'state') };
 }
 
 async function until(what: string, probe: () => boolean): Promise<void> {
@@ -71,20 +73,19 @@ test('forward mode: actions accepted while the upstream is down are each deliver
   assert.equal(h.store.events().length, 0, 'nothing is queued locally');
   assert.equal(h.store.runs().length, 0, 'nothing runs locally');
 
-  await until('a failed attempt at each entry', () => h.store.outbox().length === 2 && h.store.outbox().every((e) => e.attempts >= 2));
-  for (const entry of h.store.outbox()) {
-    assert.equal(entry.state, 'pending');
-    assert.match(entry.lastError ?? '', /^no answer: /);
-  }
+  await until('failed attempts at the first entry', () => h.store.outbox().length === 2 && h.store.outbox()[0]!.attempts >= 2);
+  const [failing, behind] = h.store.outbox();
+  assert.equal(failing!.state, 'pending');
+  assert.match(failing!.lastError ?? '', /^no answer: /);
+  assert.equal(behind!.attempts, 0, 'the entry behind waits for the one ahead');
   const fake = await gateway(t, port);
   h.forwarder.kick();
   await until('every entry sent', () => h.store.outbox().every((e) => e.state === 'sent'));
   const [wakeEntry, agentEntry] = h.store.outbox();
-  // Each entry goes when it is due, so the two may arrive in either order.
+  assert.deepEqual(fake.accepted.map((a) => a.key), [wakeEntry!.id, agentEntry!.id], 'in the order they were accepted');
+  assert.equal(wakeEntry!.lastError, undefined, 'a sent entry shows no last error of the attempts before');
+  assert.equal(wakeEntry!.nextAttemptAt, undefined);
   const byPath = (path: string) => fake.accepted.filter((a) => a.path === path);
-  assert.deepEqual(byPath('wake').map((a) => a.key), [wakeEntry!.id]);
-  assert.deepEqual(byPath('agent').map((a) => a.key), [agentEntry!.id]);
-  assert.equal(fake.accepted.length, 2);
   assert.deepEqual(byPath('wake')[0]!.body, { text: 'Deploy done', mode: 'next-heartbeat' });
   const sent = byPath('agent')[0]!.body;
   assert.deepEqual(Object.keys(sent).sort(), ['channel', 'deliver', 'message', 'name', 'to', 'wakeMode']);
@@ -137,4 +138,67 @@ test('forward mode: an entry the upstream has not taken within forward.maxAgeSec
   h.forwarder.kick();
   await until('the entry to die', () => h.store.outbox()[0]?.state === 'dead');
   assert.match(h.store.outbox()[0]!.lastError ?? '', /^not accepted upstream within 60 s \(last: no answer: /);
+});
+
+test('forward mode: eight actions queued during an outage, /wake and /agent mixed, reach the upstream in acceptance order', async (t) => {
+  const port = await freePort();
+  const h = await start(t, port);
+  const texts: string[] = [];
+  for (let n = 1; n <= 8; n++) {
+    const text = `event ${n}`;
+    texts.push(text);
+    const answer = n % 2 === 0
+      ? await post(h.url, '/hooks/agent', { headers: AUTH, body: { message: text } })
+      : await post(h.url, '/hooks/wake', { headers: AUTH, body: { text, mode: 'next-heartbeat' } });
+    assert.ok(answer.status === 200 || answer.status === 202, answer.text);
+    // Accepted at different moments of the outage, so each would have its own backoff if it had one.
+    await until(`a failed attempt after entry ${n}`, () => (h.store.outbox()[0]?.attempts ?? 0) >= n);
+  }
+  assert.deepEqual(h.store.outbox().map((e) => e.attempts).slice(1), [0, 0, 0, 0, 0, 0, 0], 'only the oldest entry is tried');
+  const fake = await gateway(t, port);
+  h.forwarder.kick();
+  await until('every entry sent', () => h.store.outbox().every((e) => e.state === 'sent'));
+  assert.deepEqual(fake.accepted.map((a) => String(a.body['text'] ?? a.body['message']).match(/event \d/)?.[0]), texts);
+  assert.deepEqual(fake.accepted.map((a) => a.key), h.store.outbox().map((e) => e.id));
+});
+
+test('forward mode: an entry that keeps failing holds the ones behind it until it is dead (forward.maxAgeSeconds), then they go', async (t) => {
+  const fake = await gateway(t);
+  let skew = 0;
+  const h = await start(t, fake.port, { now: () => Date.now() + skew, hooks: { forward: { url: fake.url, token: UPSTREAM_TOKEN, maxAgeSeconds: 60 } } });
+  fake.override = (_path, body) => (body['text'] === 'stuck' ? { status: 503, body: { ok: false, error: 'busy' } } : null);
+  assert.equal((await post(h.url, '/hooks/wake', { headers: AUTH, body: { text: 'stuck' } })).status, 200);
+  await until('a failed attempt', () => (h.store.outbox()[0]?.attempts ?? 0) >= 1);
+  skew = 30_000;
+  assert.equal((await post(h.url, '/hooks/wake', { headers: AUTH, body: { text: 'behind' } })).status, 200);
+  const attempts = h.store.outbox()[0]!.attempts;
+  await until('more failed attempts', () => h.store.outbox()[0]!.attempts >= attempts + 2);
+  assert.deepEqual(fake.received.map((r) => r.body['text']).filter((text) => text !== 'stuck'), [], 'the one behind has not gone');
+  skew = 61_000;
+  h.forwarder.kick();
+  await until('the second entry to be sent', () => h.store.outbox()[1]?.state === 'sent');
+  const [stuck] = h.store.outbox();
+  assert.equal(stuck!.state, 'dead');
+  assert.match(stuck!.lastError ?? '', /^not accepted upstream within 60 s \(last: upstream answered 503: busy\)$/);
+  assert.deepEqual(fake.accepted.map((a) => a.body['text']), ['behind']);
+});
+
+test('forward mode: outbox retry of a pending entry sends it now, with the pending ones ahead of it, in order', async (t) => {
+  const fake = await gateway(t);
+  const h = await start(t, fake.port);
+  // The upstream asks for an hour's wait: the queue would sleep that long.
+  let busy = true;
+  fake.override = () => (busy ? { status: 503, body: { ok: false, error: 'later' }, headers: { 'retry-after': '3600' } } : null);
+  assert.equal((await post(h.url, '/hooks/wake', { headers: AUTH, body: { text: 'first' } })).status, 200);
+  assert.equal((await post(h.url, '/hooks/wake', { headers: AUTH, body: { text: 'second' } })).status, 200);
+  await until('the first attempt', () => h.store.outbox()[0]?.attempts === 1);
+  assert.ok(Date.parse(h.store.outbox()[0]!.nextAttemptAt!) > Date.now() + 3_000_000);
+  busy = false;
+  const second = h.store.outbox()[1]!;
+  await writeFile(join(h.dir, `${RETRY_PREFIX}1.json`), JSON.stringify({ ids: [second.id] }));
+  assert.equal(await applyRetryRequests(h.store, h.dir), 2);
+  h.forwarder.kick();
+  await until('both sent', () => h.store.outbox().every((e) => e.state === 'sent'));
+  assert.deepEqual(fake.accepted.map((a) => a.body['text']), ['first', 'second']);
+  assert.equal(h.store.outbox()[0]!.lastError, undefined, 'no stale last error once sent');
 });

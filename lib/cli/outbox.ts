@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { sleep } from '../retry.ts';
-import type { OutboxEntry, OutboxState } from '../store/outbox.ts';
+import { retryable, type OutboxEntry, type OutboxState } from '../store/outbox.ts';
 import { readOutbox, Store } from '../store/store.ts';
 import { COMMON, type Command, type Flags } from './command.ts';
 import { applyRetryRequests, RETRY_PREFIX, type RetryRequest } from './forward.ts';
@@ -19,8 +19,10 @@ export const OUTBOX_HELP = `Usage: hooks-ingress outbox [options]
 
 Forward mode's outbox: each accepted action bound for the upstream gateway, oldest
 first, with its state (pending, sent, dead), attempts, last error and the upstream's
-runId. Works while the server runs. "retry" sends dead entries again (the running
-server is signalled; with no server running, the next start sends them).
+runId. Works while the server runs. Entries go upstream one at a time in the order
+they were accepted. "retry" sends dead entries again, or pending ones now (with the
+pending ones ahead of them, which go first); the running server is signalled, and
+with no server running the next start sends them.
 
 Options:
   -c, --config PATH     config file (for state.dir)
@@ -97,9 +99,9 @@ async function _retry(flags: OutboxFlags, ids: string[], io: Io): Promise<number
   if (dir === null) return FAILURE;
   const entries = await readOutbox(dir);
   const wanted = flags.dead === true ? entries.filter((e) => e.state === 'dead') : entries.filter((e) => ids.includes(e.id));
-  const notDead = ids.filter((id) => !entries.some((e) => e.id === id && e.state === 'dead'));
+  const notDead = ids.filter((id) => !entries.some((e) => e.id === id && retryable(e)));
   if (notDead.length > 0) {
-    io.stderr(`hooks-ingress outbox retry: not a dead entry: ${notDead.join(', ')}\n`);
+    io.stderr(`hooks-ingress outbox retry: not a dead or pending entry: ${notDead.join(', ')}\n`);
     return FAILURE;
   }
   const request: RetryRequest = flags.dead === true ? { dead: true } : { ids };

@@ -13,7 +13,7 @@ export interface ForwardTarget {
 }
 
 export interface ForwarderOptions {
-  store: Pick<Store, 'outbox' | 'outboxEntry' | 'commit'>;
+  store: Pick<Store, 'outboxHead' | 'commit'>;
   target: ForwardTarget;
   log: Logger;
   fetch?: typeof fetch;
@@ -35,9 +35,12 @@ type Outcome =
 const MAX_ERROR = 300;
 
 /**
- * Sends forward mode's outbox to the upstream gateway, oldest first, one at a time: each entry
- * with `Idempotency-Key: <entry id>`, so a repeat after a crash is dropped upstream. Every outcome
- * is committed before the next entry goes, so retries, backoff and give-ups survive restarts.
+ * Sends forward mode's outbox to the upstream gateway in acceptance order, one at a time, /wake
+ * and /agent alike: wakes are events in a session, so none may overtake another. The oldest
+ * pending entry goes first; while it waits for a retry the ones behind it wait too, until it is
+ * sent or dead (at most `maxAgeSeconds`). Each entry carries `Idempotency-Key: <entry id>`, so a
+ * repeat after a crash is dropped upstream. Every outcome is committed before the next entry
+ * goes, so retries, backoff and give-ups survive restarts.
  */
 export class Forwarder {
   #o: ForwarderOptions;
@@ -82,11 +85,13 @@ export class Forwarder {
     await this.#running;
   }
 
+  // The head goes while it is due; one that must wait stops the queue until its time.
   async #drain(): Promise<void> {
-    for (const entry of this.#o.store.outbox()) {
-      if (this.#stopping.signal.aborted) return;
-      if (entry.state !== 'pending' || _due(entry) > this.#now()) continue;
-      await this.#attempt(entry);
+    while (!this.#stopping.signal.aborted) {
+      const head = this.#o.store.outboxHead();
+      if (head === null || _due(head) > this.#now()) return;
+      await this.#attempt(head);
+      if (this.#o.store.outboxHead()?.id === head.id) return;
     }
   }
 
@@ -143,14 +148,14 @@ export class Forwarder {
     return { kind: 'dead', error };
   }
 
-  // One timer, for the earliest entry that waits; kicks also come from new requests.
+  // One timer, for the head of the queue; kicks also come from new requests.
   #schedule(): void {
     if (this.#stopping.signal.aborted) return;
     if (this.#timer !== null) clearTimeout(this.#timer);
     this.#timer = null;
-    const due = this.#o.store.outbox().filter((e) => e.state === 'pending').map(_due);
-    if (due.length === 0) return;
-    const delay = Math.max(0, Math.min(...due) - this.#now());
+    const head = this.#o.store.outboxHead();
+    if (head === null) return;
+    const delay = Math.max(0, _due(head) - this.#now());
     this.#timer = setTimeout(() => this.kick(), Math.min(delay, 2 ** 31 - 1));
     this.#timer.unref?.();
   }

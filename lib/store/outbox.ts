@@ -46,13 +46,29 @@ export function newEntries(specs: readonly OutboxSpec[], time: string): OutboxEn
   return specs.map((spec) => ({ ...spec, state: 'pending', acceptedAt: time, attempts: 0 }));
 }
 
-/** Applies a journal line's entries and updates to `outbox`. */
+/**
+ * Applies a journal line's entries and updates to `outbox`. An entry keeps its place (acceptance
+ * order) through its updates; once sent it carries no last error nor next attempt time, which
+ * were about the attempts before.
+ */
 export function applyOutbox(outbox: Map<string, OutboxEntry>, entries: readonly OutboxEntry[] = [], updates: readonly OutboxUpdate[] = []): void {
   for (const entry of entries) outbox.set(entry.id, entry);
   for (const { id, ...change } of updates) {
     const entry = outbox.get(id);
-    if (entry !== undefined) outbox.set(id, { ...entry, ...change });
+    if (entry === undefined) continue;
+    const next = { ...entry, ...change };
+    if (next.state === 'sent') {
+      delete next.lastError;
+      delete next.nextAttemptAt;
+    }
+    outbox.set(id, next);
   }
+}
+
+/** The oldest pending entry: forward mode sends in acceptance order, so this one goes next. */
+export function headOf(outbox: ReadonlyMap<string, OutboxEntry>): OutboxEntry | null {
+  for (const entry of outbox.values()) if (entry.state === 'pending') return entry;
+  return null;
 }
 
 /** Sent entries are history: the newest `retain` of them are kept; pending and dead ones always. */
@@ -68,15 +84,25 @@ export function trimOutbox(outbox: Map<string, OutboxEntry>, retain: number): vo
   }
 }
 
+/** Whether `outbox retry` can take an entry: a dead one (send again) or a pending one (send now). */
+export function retryable(entry: OutboxEntry): boolean {
+  return entry.state === 'dead' || entry.state === 'pending';
+}
+
 /**
- * The changes `outbox retry` makes: the named dead entries (or every dead one) become pending,
- * due now, with a fresh `forward.maxAgeSeconds`. Also names the ids that are not dead entries.
+ * The changes `outbox retry` makes: the named dead or pending entries (or every dead one) become
+ * pending, due now, with a fresh `forward.maxAgeSeconds`. The queue keeps acceptance order, so a
+ * pending entry named goes now only with the pending ones ahead of it: they are made due now too
+ * (their age still counts from before).
+ * Also names the ids that are neither dead nor pending entries.
  */
 export function retryUpdates(outbox: readonly OutboxEntry[], which: { ids: readonly string[] } | { dead: true }, time: string): { updates: OutboxUpdate[]; unknown: string[] } {
-  const dead = outbox.filter((e) => e.state === 'dead');
-  const chosen = 'dead' in which ? dead : dead.filter((e) => which.ids.includes(e.id));
-  const unknown = 'dead' in which ? [] : which.ids.filter((id) => !chosen.some((e) => e.id === id));
-  return { updates: chosen.map((e) => ({ id: e.id, state: 'pending', retriedAt: time, nextAttemptAt: time })), unknown };
+  const named = (e: OutboxEntry) => ('dead' in which ? e.state === 'dead' : which.ids.includes(e.id) && retryable(e));
+  const last = outbox.findLastIndex((e) => named(e) && e.state === 'pending');
+  const chosen = outbox.filter((e, i) => named(e) || (i < last && e.state === 'pending'));
+  const unknown = 'dead' in which ? [] : which.ids.filter((id) => !chosen.some((e) => e.id === id && named(e)));
+  const updates = chosen.map((e): OutboxUpdate => (named(e) ? { id: e.id, state: 'pending', retriedAt: time, nextAttemptAt: time } : { id: e.id, nextAttemptAt: time }));
+  return { updates, unknown };
 }
 
 /** Entries by state, for metrics. */

@@ -3,7 +3,7 @@ import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { RunSpec } from '../actions.ts';
 import { Journal, JournalReplacedError, readJournal, type JournalContents } from './journal.ts';
-import { applyOutbox, countOutbox, newEntries, trimOutbox, type OutboxEntry, type OutboxSpec, type OutboxState, type OutboxUpdate } from './outbox.ts';
+import { applyOutbox, countOutbox, headOf, newEntries, trimOutbox, type OutboxEntry, type OutboxSpec, type OutboxState, type OutboxUpdate } from './outbox.ts';
 import { checkLine, type IdemRecord, type IdempotencyWrite, type JournalLine, type Route, type RunRecord, type RunUpdate, type SessionEvent, type StoredAnswer } from './records.ts';
 
 export { JournalReplacedError } from './journal.ts';
@@ -221,6 +221,11 @@ export class Store {
   /** Forward mode's outbox entries, oldest first: every pending and dead one, and recent sent ones. */
   outbox(): OutboxEntry[] {
     return [...this.#outbox.values()];
+  }
+
+  /** The oldest pending outbox entry: the one forward mode sends next. */
+  outboxHead(): OutboxEntry | null {
+    return headOf(this.#outbox);
   }
 
   /** One outbox entry, if it is retained. */
