@@ -721,3 +721,12 @@ test('a missing transforms root is reported at the mapping that needs it when ho
     assert.deepEqual(named, [`hooks.transformsDir: the transforms root does not exist (the transforms root is ${root})`]);
   });
 });
+
+test('buildConfig() warns of a session-key prefix that admits every agent session, naming what it admits', async () => {
+  const built = await build({ hooks: { allowRequestSessionKey: true, allowedSessionKeyPrefixes: ['hook:', 'agent:', 'agent:hooks:slack:'] } });
+  assert.ok(built.ok);
+  assert.deepEqual(built.warnings, [
+    'hooks.allowedSessionKeyPrefixes[1]: "agent:" admits every session of every agent a run may go to, the main session included: ' +
+      'a key is checked as sent, so "agent:<id>:main" passes, and runs as "main" once its "agent:<id>:" is dropped; list "agent:<id>:<rest>" prefixes instead',
+  ]);
+});

@@ -48,15 +48,17 @@ test('OpenClaw channel aliases are accepted; the answer and the run record carry
   assert.deepEqual(onDisk.map((r) => r.channel), ['imessage', 'msteams', 'telegram']);
 });
 
-test('an agent:<agentId>: session key is normalised for its own agent and judged by the prefix rules after that', async (t) => {
+test('an agent:<id>: session key is judged by the prefix rules as sent, then run without its agent:<id>: (OpenClaw\'s order)', async (t) => {
   const h = await start(t, {
-    hooks: { allowRequestSessionKey: true, allowedSessionKeyPrefixes: ['hook:', 'slack:'] },
+    hooks: { allowRequestSessionKey: true, allowedSessionKeyPrefixes: ['hook:', 'agent:'] },
     agents: { list: [{ id: 'hooks', default: true }, { id: 'ops' }] },
   });
   const own = await post(h.url, '/hooks/agent', { headers: AUTH, body: { message: 'x', sessionKey: 'agent:hooks:slack:channel:c123' } });
   assert.equal(own.status, 202, own.text);
   assert.equal(own.body['sessionKey'], 'slack:channel:c123');
-  const other = await post(h.url, '/hooks/agent', { headers: AUTH, body: { message: 'x', agentId: 'hooks', sessionKey: 'agent:ops:slack:channel:c123' } });
-  assert.equal(other.status, 400);
-  assert.match(String(other.body['error']), /sessionKey: must start with one of "hook:", "slack:"/);
+  assert.equal(own.body['agentId'], 'hooks');
+  const slack = await start(t, { hooks: { allowRequestSessionKey: true, allowedSessionKeyPrefixes: ['hook:', 'slack:'] } });
+  const stripped = await post(slack.url, '/hooks/agent', { headers: AUTH, body: { message: 'x', sessionKey: 'agent:hooks:slack:channel:c123' } });
+  assert.equal(stripped.status, 400);
+  assert.match(String(stripped.body['error']), /sessionKey: must start with one of "hook:", "slack:"/);
 });

@@ -96,7 +96,7 @@ test('resolveSessionKey() accepts a request key when allowed and no prefixes are
 
 test('resolveSessionKey() requires a request key to start with a configured prefix', () => {
   const rules = hooks({ allowRequestSessionKey: true, allowedSessionKeyPrefixes: ['hook:', 'agent:ops:'] });
-  assert.equal(value(resolveSessionKey({ value: 'agent:ops:42', trusted: false }, rules, ids())), 'agent:ops:42');
+  assert.equal(value(resolveSessionKey({ value: 'agent:ops:42', trusted: false }, rules, ids())), '42', 'admitted as sent, run without its agent:<id>:');
   assert.equal(
     error(resolveSessionKey({ value: 'main', trusted: false }, rules, ids())),
     'sessionKey: must start with one of "hook:", "agent:ops:"',
@@ -279,18 +279,17 @@ test('admitRun() refuses on the session key first, then the agent, then the mode
   assert.equal(error(admitRun(action({ model: 'nope' }), 'agent', config, ids('s'))), 'model not allowed: nope');
 });
 
-test('admitRun() drops the agent:<agentId>: prefix of the agent the run resolves to, then checks the prefix rules', () => {
-  const config = configWith({ list: [{ id: 'hooks', default: true }, { id: 'ops', default: false }], hooks: { allowRequestSessionKey: true, allowedSessionKeyPrefixes: ['slack:', 'hook:'] } });
+test('admitRun() checks the prefix rules on the key as sent, as OpenClaw does, then drops its agent:<id>:', () => {
+  const config = configWith({ list: [{ id: 'hooks', default: true }, { id: 'ops', default: false }], hooks: { allowRequestSessionKey: true, allowedSessionKeyPrefixes: ['hook:', 'agent:'] } });
   const run = value(admitRun(action({ sessionKey: { value: 'agent:hooks:slack:channel:c123', trusted: false } }), 'agent', config, ids('r')));
   assert.equal(run.sessionKey, 'slack:channel:c123');
   assert.equal(run.agentId, 'hooks');
-  // Another agent's namespace is kept as it is, and so fails a prefix rule that does not admit it.
-  const other = action({ sessionKey: { value: 'agent:ops:slack:channel:c123', trusted: false }, agentId: 'hooks' });
-  assert.equal(error(admitRun(other, 'agent', config, ids())), 'sessionKey: must start with one of "slack:", "hook:"');
-  const open = configWith({ list: [{ id: 'hooks', default: true }, { id: 'ops', default: false }], hooks: { allowRequestSessionKey: true } });
-  assert.equal(value(admitRun(other, 'agent', open, ids('r'))).sessionKey, 'agent:ops:slack:channel:c123');
-  // The rules judge the key after the prefix is gone: agent:hooks:evil: is no way around them.
-  assert.equal(error(admitRun(action({ sessionKey: { value: 'agent:hooks:evil:1', trusted: false } }), 'agent', config, ids())), 'sessionKey: must start with one of "slack:", "hook:"');
+  // The key names no agent: the run's agent is the one it resolves to, as OpenClaw re-scopes it.
+  const other = value(admitRun(action({ sessionKey: { value: 'agent:ops:slack:channel:c123', trusted: false }, agentId: 'hooks' }), 'agent', config, ids('r')));
+  assert.deepEqual([other.agentId, other.sessionKey], ['hooks', 'slack:channel:c123']);
+  // The stripped key is not what the rules judge: "slack:" alone does not admit agent:hooks:slack:….
+  const slack = configWith({ list: [{ id: 'hooks', default: true }], hooks: { allowRequestSessionKey: true, allowedSessionKeyPrefixes: ['slack:', 'hook:'] } });
+  assert.equal(error(admitRun(action({ sessionKey: { value: 'agent:hooks:slack:channel:c123', trusted: false } }), 'agent', slack, ids())), 'sessionKey: must start with one of "slack:", "hook:"');
 });
 
 test('admitRun() lets a trusted session key through with allowRequestSessionKey false', () => {

@@ -1,6 +1,6 @@
 import { checkRoute, routesOf } from '../policy/route.ts';
 import { resolveModel } from '../policy/models.ts';
-import { GENERATED_KEY_PREFIX, hasPrefix } from '../policy/session-key.ts';
+import { admitsEveryAgentSession, GENERATED_KEY_PREFIX, hasPrefix } from '../policy/session-key.ts';
 import { payloadControlsKey, type Mapping } from '../hooks/mappings.ts';
 import { checkSignatures } from '../hooks/signature-config.ts';
 import { join, type Issue } from '../schema.ts';
@@ -101,6 +101,21 @@ export function gmailShadowWarnings(config: Config): Issue[] {
     });
   });
   return issues;
+}
+
+/** Session-key prefixes that admit more than they seem to: a bare `agent:` admits every session of every agent a run may go to. */
+export function sessionKeyWarnings(config: Config): Issue[] {
+  const prefixes = config.hooks.allowedSessionKeyPrefixes ?? [];
+  return prefixes.flatMap((prefix, i) =>
+    admitsEveryAgentSession(prefix)
+      ? [{
+          path: `hooks.allowedSessionKeyPrefixes[${i}]`,
+          message: `${JSON.stringify(prefix)} admits every session of every agent a run may go to, the main session included: ` +
+            `a key is checked as sent, so "agent:<id>:main" passes, and runs as "main" once its "agent:<id>:" is dropped; ` +
+            `list "agent:<id>:<rest>" prefixes instead`,
+        }]
+      : [],
+  );
 }
 
 /** A mapping's own rules: what its action needs, and who may choose its session key. */

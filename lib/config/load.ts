@@ -3,7 +3,7 @@ import { dirname, join as joinPath, resolve } from 'node:path';
 import { buildChannels } from '../delivery/channels.ts';
 import { resolveInside, resolveModule } from '../guard/contain.ts';
 import { check, formatIssue, type Issue } from '../schema.ts';
-import { checkConfig, gmailShadowWarnings, modelWarnings } from './checks.ts';
+import { checkConfig, gmailShadowWarnings, modelWarnings, sessionKeyWarnings } from './checks.ts';
 import { resolveEnv, within, type EnvScope } from './env.ts';
 import { fileSchema, type FileConfig } from './file-schema.ts';
 import { forwardUnused } from './forward-unused.ts';
@@ -44,7 +44,7 @@ export async function buildConfig(raw: unknown, where: { file: string | null; en
   const problems = issues.filter(judged);
   if (problems.length > 0) return { ok: false, problems: problems.map(formatIssue) };
   // In forward mode the models are the upstream's: what matters is which keys go unused here.
-  const warnings = [...(config.hooks.forward === null ? modelWarnings(config) : forwardUnused(config)), ...gmailShadowWarnings(config)];
+  const warnings = [...sessionKeyWarnings(config), ...(config.hooks.forward === null ? modelWarnings(config) : forwardUnused(config)), ...gmailShadowWarnings(config)];
   return { ok: true, config, ignored: checked.ignored, warnings: warnings.map(formatIssue) };
 }
 

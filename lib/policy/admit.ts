@@ -20,10 +20,10 @@ export function resolveAgentId(requested: string | undefined, config: Config): D
 
 /** Turns an agent action into a run that every rule admits. */
 export function admitRun(action: AgentAction, hook: string, config: Config, newId: () => string): Decision<RunSpec> {
-  // The agent first, so an `agent:<id>:` key is judged without the prefix; a refused key is still reported first.
-  const agentId = resolveAgentId(action.agentId, config);
-  const sessionKey = resolveSessionKey(action.sessionKey, config.hooks, newId, agentId.ok ? agentId.value : undefined);
+  // A refused key is reported before a refused agent.
+  const sessionKey = resolveSessionKey(action.sessionKey, config.hooks, newId);
   if (!sessionKey.ok) return sessionKey;
+  const agentId = resolveAgentId(action.agentId, config);
   if (!agentId.ok) return agentId;
   const model = allowModel(action.model, config.agents.models);
   if (!model.ok) return model;

@@ -20,36 +20,41 @@ export function hasPrefix(key: string, prefixes: readonly string[]): boolean {
 
 /**
  * Picks the session key: a requested one if the rules allow it, else the default, else a generated
- * `hook:<uuid>`. With the run's `agentId`, a requested `agent:<agentId>:` key loses that prefix
- * first, and the prefix rules judge what is left: the key the run will really use.
+ * `hook:<uuid>`. As OpenClaw does, the prefix rules judge a key as it was written (by the request,
+ * the mapping or the config), and only then is a leading `agent:<id>:` dropped: the run's agent is
+ * the one it resolves to, whichever agent the key names, so what is left is the session it uses.
  */
-export function resolveSessionKey(requested: RequestedKey | undefined, hooks: Config['hooks'], newId: () => string, agentId?: string): Decision<string> {
-  if (requested === undefined) return { ok: true, value: hooks.defaultSessionKey ?? `${GENERATED_KEY_PREFIX}${newId()}` };
+export function resolveSessionKey(requested: RequestedKey | undefined, hooks: Config['hooks'], newId: () => string): Decision<string> {
+  if (requested === undefined) {
+    return { ok: true, value: hooks.defaultSessionKey === null ? `${GENERATED_KEY_PREFIX}${newId()}` : stripAgentNamespace(hooks.defaultSessionKey) };
+  }
   if (!requested.trusted && !hooks.allowRequestSessionKey) {
     return { ok: false, error: 'sessionKey: may not be chosen by the request while hooks.allowRequestSessionKey is false' };
   }
-  const key = agentId === undefined ? requested.value : normaliseSessionKey(requested.value, agentId);
   const prefixes = hooks.allowedSessionKeyPrefixes;
-  if (prefixes !== null && !hasPrefix(key, prefixes)) {
+  if (prefixes !== null && !hasPrefix(requested.value, prefixes)) {
     return { ok: false, error: `sessionKey: must start with one of ${prefixes.map((p) => JSON.stringify(p)).join(', ')}` };
   }
-  return { ok: true, value: key };
+  return { ok: true, value: stripAgentNamespace(requested.value) };
+}
+
+/** OpenClaw's per-agent session namespace: `agent:<agentId>:<rest>`. */
+const _AGENT_KEY = /^agent:([^:]+):(.+)$/i;
+
+/** `key` without a leading `agent:<agentId>:` (any agent, any case): the session it names for the run's agent. */
+export function stripAgentNamespace(key: string): string {
+  const match = _AGENT_KEY.exec(key);
+  if (match === null) return key;
+  // `agent:hooks::x` and `agent:hooks:` name no session: left as they are, like any other odd key.
+  const trimmed = match[2]!.replace(/^:+/, '');
+  return trimmed === '' ? key : trimmed;
 }
 
 /**
- * OpenClaw's per-agent session namespace: `agent:<agentId>:<rest>`. A key inside the namespace of
- * the agent a run goes to means `<rest>` for that agent, so the prefix is dropped; a key naming
- * another agent is left as it is.
+ * Whether a prefix admits every session of the agents a run may go to: a key is checked as sent
+ * and its `agent:<id>:` dropped after, so `agent:` (or `agent:<id>:`) lets `agent:<id>:main` through.
  */
-const _AGENT_KEY = /^agent:([^:]+):(.+)$/i;
-
-/** `key` without the `agent:<agentId>:` prefix when that prefix names `agentId` (any case). */
-export function normaliseSessionKey(key: string, agentId: string): string {
-  const match = _AGENT_KEY.exec(key);
-  if (match === null) return key;
-  const [, owner, rest] = match as unknown as [string, string, string];
-  // `agent:hooks::x` and `agent:hooks:` name no session: left as they are, like any other odd key.
-  const trimmed = rest.replace(/^:+/, '');
-  if (owner.toLowerCase() !== agentId.toLowerCase() || trimmed === '') return key;
-  return trimmed;
+export function admitsEveryAgentSession(prefix: string): boolean {
+  const lower = prefix.toLowerCase();
+  return 'agent:'.startsWith(lower) || /^agent:[^:]*:?$/.test(lower);
 }
