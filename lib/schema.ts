@@ -174,6 +174,8 @@ export function record<T>(item: Schema<T>): Schema<Record<string, T>> {
 export interface ObjectOptions {
   /** Keys accepted and reported as ignored instead of refused (e.g. keys of a pasted config we do not act on). */
   ignored?: readonly string[];
+  /** `ignore`: every unknown key is accepted and reported as ignored, as `ignored` does for the keys it names. */
+  unknown?: 'refuse' | 'ignore';
 }
 
 /** An object with exactly these fields: a missing required field or an unknown key is a problem. */
@@ -185,7 +187,7 @@ export function object<S extends Shape>(shape: S, options: ObjectOptions = {}): 
     const out: Record<string, unknown> = {};
     for (const key of Object.keys(value)) {
       if (Object.hasOwn(shape, key)) continue;
-      if (options.ignored?.includes(key)) {
+      if (options.unknown === 'ignore' || options.ignored?.includes(key)) {
         report.ignored.push(join(at, key));
         continue;
       }

@@ -62,3 +62,22 @@ test('an agent:<id>: session key is judged by the prefix rules as sent, then run
   assert.equal(stripped.status, 400);
   assert.match(String(stripped.body['error']), /sessionKey: must start with one of "hook:", "slack:"/);
 });
+
+test('an unknown /wake or /agent field is a 400 by default; with hooks.unknownPayloadFields "log" it is accepted and logged by name', async (t) => {
+  const strict = await start(t);
+  const refused = await post(strict.url, '/hooks/wake', { headers: AUTH, body: { text: 'x', source: 'ci' } });
+  assert.equal(refused.status, 400);
+  assert.match(String(refused.body['error']), /^source: unknown key/);
+
+  const h = await start(t, { hooks: { unknownPayloadFields: 'log' } });
+  const wake = await post(h.url, '/hooks/wake', { headers: AUTH, body: { text: 'Deploy done', source: 'ci', 'bad\nname': 1 } });
+  assert.equal(wake.status, 200, wake.text);
+  assert.deepEqual(h.store.events().map((e) => e.text), ['Deploy done']);
+  const agent = await post(h.url, '/hooks/agent', { headers: AUTH, body: { message: 'Summarise', priority: 'high' } });
+  assert.equal(agent.status, 202, agent.text);
+  const logged = h.lines.filter((l) => l['msg'] === 'unknown payload fields ignored');
+  assert.deepEqual(logged.map((l) => [l['hook'], l['fields']]), [['wake', 'source,["bad\\nname"]'], ['agent', 'priority']]);
+  // A known field's rule still holds: only unknown names are let through.
+  const mistyped = await post(h.url, '/hooks/wake', { headers: AUTH, body: { text: 'x', mode: 'later' } });
+  assert.equal(mistyped.status, 400);
+});

@@ -44,6 +44,7 @@ const DEFAULT_VALUES: Readonly<Record<string, unknown>> = {
   ...Object.fromEntries(Object.entries(DEFAULT_PATHS).map(([name, path]) => [path, DEFAULTS[name as keyof typeof DEFAULTS]])),
   'hooks.enabled': false,
   'hooks.allowRequestSessionKey': false,
+  'hooks.unknownPayloadFields': 'refuse',
   'agents.defaults.heartbeat.prompt': DEFAULT_HEARTBEAT_PROMPT,
   'agents.defaults.heartbeat.target': 'last',
 };

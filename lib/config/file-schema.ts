@@ -97,6 +97,7 @@ export const fileSchema = object({
         ),
         idempotencyTtlSeconds: optional(seconds),
         allowCompletionReply: optional(boolean),
+        unknownPayloadFields: optional(literal('refuse', 'log')),
         forward: optional(
           object({
             url: string({ trim: true, pattern: { regex: /^https?:\/\/\S+$/, rule: 'must be an http:// or https:// URL' } }),

@@ -117,6 +117,7 @@ function _hooks(hooks: NonNullable<FileConfig['hooks']>, where: _Where): Config[
     },
     idempotencyTtlSeconds: hooks.idempotencyTtlSeconds ?? DEFAULTS.idempotencyTtlSeconds,
     allowCompletionReply: hooks.allowCompletionReply ?? false,
+    unknownPayloadFields: hooks.unknownPayloadFields ?? 'refuse',
     forward:
       hooks.forward === undefined
         ? null

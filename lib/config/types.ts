@@ -64,6 +64,8 @@ export interface Config {
     idempotencyTtlSeconds: number;
     /** Whether a `waitForCompletion` answer may carry the model's reply text. */
     allowCompletionReply: boolean;
+    /** `refuse`: a /wake or /agent field not in the contract is a 400; `log`: accepted, ignored and logged (OpenClaw ignores them). */
+    unknownPayloadFields: 'refuse' | 'log';
     /** Forward mode: accepted actions go to this upstream OpenClaw gateway instead of running here. */
     forward: { url: string; token: string; maxAgeSeconds: number } | null;
   };

@@ -55,6 +55,8 @@ interface _Context extends DispatchOptions {
   routes: Routes;
   /** Forward mode: actions go to the upstream gateway's outbox instead of this runtime. */
   forward: boolean;
+  /** `hooks.unknownPayloadFields` is `log`: /wake and /agent accept fields they do not know, and say so. */
+  acceptUnknown: boolean;
 }
 
 /**
@@ -63,13 +65,15 @@ interface _Context extends DispatchOptions {
  * idempotency key) into the store as one commit, and the accepted runs to the runtime.
  */
 export function createDispatch(options: DispatchOptions): Dispatch {
-  const ctx: _Context = { ...options, routes: routesOf(options.config.channels), forward: options.config.hooks.forward !== null };
+  const { config } = options;
+  const ctx: _Context = { ...options, routes: routesOf(config.channels), forward: config.hooks.forward !== null, acceptUnknown: config.hooks.unknownPayloadFields === 'log' };
   return (call, idem) => (call.name === 'wake' ? _wake(ctx, call, idem) : call.name === 'agent' ? _agent(ctx, call, idem) : _mapped(ctx, call, idem));
 }
 
 async function _wake(ctx: _Context, call: HookCall, idem: IdempotencyKey | null): Promise<Answer> {
-  const parsed = parseWake(call.body);
+  const parsed = parseWake(call.body, ctx.acceptUnknown);
   if (!parsed.ok) throw new HttpError(400, ErrorCode.InvalidPayload, parsed.error);
+  _logUnknown(ctx, call, parsed.ignored);
   const answer: Answer = { status: 200, body: { ok: true, mode: parsed.action.mode } };
   const { text, mode } = parsed.action;
   if (ctx.forward) {
@@ -82,8 +86,9 @@ async function _wake(ctx: _Context, call: HookCall, idem: IdempotencyKey | null)
 }
 
 async function _agent(ctx: _Context, call: HookCall, idem: IdempotencyKey | null): Promise<Answer> {
-  const parsed = parseAgent(call.body);
+  const parsed = parseAgent(call.body, ctx.acceptUnknown);
   if (!parsed.ok) throw new HttpError(400, ErrorCode.InvalidPayload, parsed.error);
+  _logUnknown(ctx, call, parsed.ignored);
   _warnInjection(ctx, call, call.name, detectInjection(parsed.action.message));
   parsed.action.message = wrapUntrusted(parsed.action.message, { source: 'Webhook' });
   parsed.action.name = nameLine(parsed.action.name) || 'Hook';
@@ -215,6 +220,16 @@ async function _commitForward(ctx: _Context, outbox: OutboxSpec[], idem: Idempot
 
 function _warnInjection(ctx: _Context, call: HookCall, hook: string, kinds: readonly string[]): void {
   if (kinds.length > 0) ctx.log.warn('possible prompt injection (content wrapped)', { id: call.id, hook, kinds: kinds.join(',') });
+}
+
+// Field names are the caller's text: a few of them, each made one short line.
+const _SHOWN_FIELDS = 10;
+
+function _logUnknown(ctx: _Context, call: HookCall, ignored: readonly string[]): void {
+  if (ignored.length === 0) return;
+  const shown = ignored.slice(0, _SHOWN_FIELDS).map((field) => nameLine(field, 64));
+  const fields = ignored.length > _SHOWN_FIELDS ? `${shown.join(',')},… (${ignored.length} in all)` : shown.join(',');
+  ctx.log.info('unknown payload fields ignored', { id: call.id, hook: call.name, fields });
 }
 
 

@@ -2,7 +2,7 @@ import { THINKING_LEVELS, WAKE_MODES, type AgentAction } from '../actions.ts';
 import { channel as channelName } from '../channel-names.ts';
 import { boolean, check, formatIssue, literal, number, object, optional, string } from '../schema.ts';
 
-const agentSchema = object({
+const SHAPE = {
   message: string({ trim: true, nonEmpty: true }),
   name: optional(string({ trim: true, nonEmpty: true, maxLength: 200 })),
   agentId: optional(string({ trim: true, nonEmpty: true })),
@@ -16,11 +16,16 @@ const agentSchema = object({
   timeoutSeconds: optional(number({ above: 0 })),
   idempotencyKey: optional(string()),
   waitForCompletion: optional(boolean),
-});
+};
+const strict = object(SHAPE);
+const lenient = object(SHAPE, { unknown: 'ignore' });
 
-/** Checks an `/agent` payload field by field; the session key it carries is payload-controlled. */
-export function parseAgent(body: Record<string, unknown>): { ok: true; action: AgentAction } | { ok: false; error: string } {
-  const checked = check(agentSchema, body);
+/**
+ * Checks an `/agent` payload field by field; the session key it carries is payload-controlled.
+ * With `acceptUnknown`, fields it does not know are accepted and named in `ignored`.
+ */
+export function parseAgent(body: Record<string, unknown>, acceptUnknown = false): { ok: true; action: AgentAction; ignored: string[] } | { ok: false; error: string } {
+  const checked = check(acceptUnknown ? lenient : strict, body);
   if (!checked.ok) return { ok: false, error: checked.issues.map(formatIssue).join('; ') };
   const { message, name, agentId, sessionKey, wakeMode, deliver, channel, to, model, thinking, timeoutSeconds, waitForCompletion } = checked.value;
   const action: AgentAction = {
@@ -38,5 +43,5 @@ export function parseAgent(body: Record<string, unknown>): { ok: true; action: A
   if (thinking !== undefined) action.thinking = thinking;
   if (timeoutSeconds !== undefined) action.timeoutSeconds = timeoutSeconds;
   if (waitForCompletion === true) action.waitForCompletion = true;
-  return { ok: true, action };
+  return { ok: true, action, ignored: checked.ignored };
 }
