@@ -19,6 +19,7 @@ test('parseAgent() applies the defaults: name "Hook", wakeMode "now", deliver tr
   assert.deepEqual(parseAgent({ message: 'Summarise the build' }), {
     ok: true,
     action: { kind: 'agent', message: 'Summarise the build', name: 'Hook', wakeMode: 'now', deliver: true, channel: 'last' },
+    ignored: [],
   });
 });
 

@@ -9,14 +9,15 @@ function error(body: Record<string, unknown>): string {
 }
 
 test('parseWake() defaults mode to "now"', () => {
-  assert.deepEqual(parseWake({ text: 'New mail from Ada' }), { ok: true, action: { kind: 'wake', text: 'New mail from Ada', mode: 'now' } });
+  assert.deepEqual(parseWake({ text: 'New mail from Ada' }), { ok: true, action: { kind: 'wake', text: 'New mail from Ada', mode: 'now' }, ignored: [] });
 });
 
 test('parseWake() accepts both modes', () => {
-  assert.deepEqual(parseWake({ text: 'x', mode: 'now' }), { ok: true, action: { kind: 'wake', text: 'x', mode: 'now' } });
+  assert.deepEqual(parseWake({ text: 'x', mode: 'now' }), { ok: true, action: { kind: 'wake', text: 'x', mode: 'now' }, ignored: [] });
   assert.deepEqual(parseWake({ text: 'x', mode: 'next-heartbeat' }), {
     ok: true,
     action: { kind: 'wake', text: 'x', mode: 'next-heartbeat' },
+    ignored: [],
   });
 });
 
@@ -24,6 +25,7 @@ test('parseWake() trims text and keeps inner white space', () => {
   assert.deepEqual(parseWake({ text: '  line one\nline two \t' }), {
     ok: true,
     action: { kind: 'wake', text: 'line one\nline two', mode: 'now' },
+    ignored: [],
   });
 });
 
@@ -57,6 +59,11 @@ test('parseWake() refuses any other field, naming it', () => {
   assert.equal(error({ text: 'x', modee: 'now' }), 'modee: unknown key (did you mean "mode"?)');
   assert.equal(error({ text: 'x', 'odd key': 1 }), '["odd key"]: unknown key');
   assert.equal(error({ text: 'x', message: 'hi' }), 'message: unknown key');
+});
+
+test('parseWake() with acceptUnknown accepts other fields and names them, and still refuses a bad known one', () => {
+  assert.deepEqual(parseWake({ text: 'x', source: 'ci', 'odd key': 1 }, true), { ok: true, action: { kind: 'wake', text: 'x', mode: 'now' }, ignored: ['source', '["odd key"]'] });
+  assert.deepEqual(parseWake({ text: 'x', mode: 'later', source: 'ci' }, true), { ok: false, error: 'mode: must be one of "now", "next-heartbeat"' });
 });
 
 test('parseWake() reports every problem, joined with "; "', () => {
