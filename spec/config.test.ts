@@ -126,6 +126,7 @@ test('buildConfig() applies every default to an empty config', async () => {
       authRateLimit: { maxFailures: 20, windowSeconds: 60, lockoutSeconds: 60 },
       idempotencyTtlSeconds: 86_400,
       allowCompletionReply: false,
+      unknownPayloadFields: 'refuse',
       forward: null,
       maxQueuedRuns: 1000,
       maxEventBytes: 262144,
