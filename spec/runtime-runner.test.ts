@@ -854,6 +854,9 @@ test('Runner records a failed delivery on the run and notes it in the main sessi
     assert.deepEqual(rt.store.run(run.runId)!.delivery, { status: 'failed', channel: 'telegram', to: '42', reason: 'Bad Request: chat not found' });
     assert.deepEqual(summaries(rt.store, run.runId).map((s) => s.text), ['Hook Mail: Hello', 'Hook Mail: delivery to telegram failed: Bad Request: chat not found']);
     assert.equal(rt.store.lastRoute(), null);
+    // The line follows the record.
+    const line = await until('the delivery line', () => rt.logs.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l['msg'] === 'run delivery'));
+    assert.deepEqual([line?.['level'], line?.['status'], line?.['error']], ['warn', 'failed', 'Bad Request: chat not found']);
   }));
 
 test('Runner records delivery skipped when no delivery is configured', () =>

@@ -33,5 +33,8 @@ export async function deliverReply(ctx: RuntimeContext, run: RunRecord, reply: s
       ? [{ kind: 'system' as const, text: `Hook ${run.name}: delivery to ${delivery.channel} failed: ${summarise(delivery.reason)}`, source: `run:${run.runId}` }]
       : [];
   await ctx.store.commit({ events, runUpdates: [{ runId: run.runId, delivery }], ...(delivery.status === 'delivered' && movesLastRoute(run) ? { lastRoute: routeOf(delivery) } : {}) });
-  ctx.log.info('run delivery', { runId: run.runId, requestId: run.requestId, status: delivery.status, ...('channel' in delivery ? { channel: delivery.channel } : {}) });
+  const fields = { runId: run.runId, requestId: run.requestId, status: delivery.status, ...('channel' in delivery ? { channel: delivery.channel } : {}) };
+  // A reply that did not arrive is, like a failed run, what an operator looks for.
+  if (delivery.status === 'failed') ctx.log.warn('run delivery', { ...fields, error: summarise(delivery.reason) });
+  else ctx.log.info('run delivery', fields);
 }
