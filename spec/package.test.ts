@@ -71,3 +71,10 @@ test('a plain npm install is told which install scripts to run (deno and esbuild
     .map(([path]) => path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length));
   assert.deepEqual(withScripts.sort(), Object.keys(PKG.allowScripts ?? {}).sort());
 });
+
+test('git ignores the tarball npm pack leaves in the checkout', () => {
+  const tarball = `hooks-ingress-${PKG.version}.tgz`;
+  const patterns = readFileSync(join(ROOT, '.gitignore'), 'utf8').split('\n').map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#'));
+  const glob = (pattern: string) => new RegExp(`^${pattern.replace(/^\//, '').replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*').replace(/\?/g, '[^/]')}$`);
+  assert.ok(patterns.some((p) => glob(p).test(tarball)), `.gitignore has no pattern for ${tarball}`);
+});

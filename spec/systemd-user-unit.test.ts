@@ -76,6 +76,49 @@ test('systemd-analyze --user verify finds no problem in the user unit', { skip: 
   }
 });
 
+test('the user unit leaves LoadCredential= out: its ${NAME} secrets come from an EnvironmentFile= drop-in the docs show', () => {
+  assert.equal(_settings(USER_UNIT).get('LoadCredential'), undefined);
+  assert.deepEqual(_settings(USER_UNIT).get('EnvironmentFile'), undefined, 'the drop-in names the file, not the unit');
+  assert.deepEqual(_dropIn(), ['[Service]', 'EnvironmentFile=%h/.config/hooks-ingress/env']);
+});
+
+test('the systemd-analyze --user verify command the docs give works as written, with the documented drop-in', { skip: ANALYZE_SKIP }, async () => {
+  // Installed as the docs say, in a scratch home; man has no hooks-ingress pages on its path there.
+  const home = await mkdtemp(join(tmpdir(), 'hooks-ingress-user-docs-'));
+  try {
+    const runtime = join(home, 'run');
+    await mkdir(runtime, { mode: 0o700 });
+    await mkdir(join(home, '.local/bin'), { recursive: true });
+    await writeFile(join(home, '.local/bin/hooks-ingress'), '#!/bin/sh\n', { mode: 0o755 });
+    const units = join(home, '.config/systemd/user');
+    await mkdir(join(units, 'hooks-ingress.service.d'), { recursive: true });
+    await writeFile(join(units, 'hooks-ingress.service'), readFileSync(join(ROOT, USER_UNIT)));
+    await writeFile(join(units, 'hooks-ingress.service.d/override.conf'), `${_dropIn().join('\n')}\n`);
+    await mkdir(join(home, '.config/hooks-ingress'), { recursive: true });
+    await writeFile(join(home, '.config/hooks-ingress/env'), 'GITHUB_WEBHOOK_SECRET=x\n', { mode: 0o600 });
+    const env: Record<string, string | undefined> = { ...process.env, HOME: home, XDG_RUNTIME_DIR: runtime };
+    delete env['MANPATH'];
+    const commands = ['README.md', 'docs/operations.md', USER_UNIT].map((file) => {
+      const found = /systemd-analyze --user verify [^#\n]*?\.service/.exec(readFileSync(join(ROOT, file), 'utf8'));
+      assert.ok(found, `${file} gives the verify command`);
+      return found[0];
+    });
+    assert.equal(new Set(commands).size, 1, 'the docs give one command');
+    const verify = spawnSync('sh', ['-c', commands[0]!], { env, encoding: 'utf8' });
+    assert.equal(`${verify.stdout}${verify.stderr}`.trim(), '', `${commands[0]} reported problems`);
+    assert.equal(verify.status, 0);
+  } finally {
+    await rm(home, { recursive: true, force: true });
+  }
+});
+
+// The drop-in docs/operations.md shows for the user service's secrets (its commented lines).
+function _dropIn(): string[] {
+  const docs = readFileSync(join(ROOT, 'docs/operations.md'), 'utf8');
+  const section = docs.slice(docs.indexOf('### The user service'), docs.indexOf('### The system service'));
+  return [...section.matchAll(/^#\s+(\[Service\]|EnvironmentFile=.*)$/gm)].map((m) => m[1]!.trim());
+}
+
 // The [Unit]/[Service]/[Install] settings of a unit file, by key, values in order.
 function _settings(unit: string): Map<string, string[]> {
   const settings = new Map<string, string[]>();
