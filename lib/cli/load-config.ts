@@ -31,6 +31,7 @@ export const NEEDS: Readonly<Record<string, Need>> = {
   outbox: { of: 'state' },
   requests: { of: 'state' },
   reload: { of: 'state' },
+  status: { of: 'state' },
 };
 
 /** The need of the command `io` runs. */
