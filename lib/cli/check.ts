@@ -14,7 +14,8 @@ export const check: Command = {
 Validate the config file, load the transforms it names, and list every
 problem with its key path. Then warns, one line each, about what will fail
 at run time: an agent without a model, a model whose provider is missing,
-no channel for replies; and notes what is off (/metrics without
+no channel for replies, a session-key prefix (a bare "agent:") that admits
+every agent's sessions; and notes what is off (/metrics without
 gateway.auth.token). Errors come first. Exits 0 when the config is valid,
 1 otherwise.
 
