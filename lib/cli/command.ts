@@ -18,6 +18,15 @@ export interface Flags {
   follow?: boolean;
   limit?: string;
   raw?: boolean;
+  status?: string;
+  code?: string;
+  since?: string;
+  until?: string;
+  failed?: boolean;
+  yes?: boolean;
+  'dry-run'?: boolean;
+  force?: boolean;
+  request?: string;
   'log-format'?: string;
   help?: boolean;
 }

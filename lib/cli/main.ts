@@ -7,6 +7,7 @@ import { processIo, USAGE, type Io } from './io.ts';
 import { events, runs } from './listing.ts';
 import { outbox } from './outbox.ts';
 import { reload } from './reload.ts';
+import { requests } from './requests.ts';
 import { send } from './send.ts';
 import { serveCommand } from './serve.ts';
 import { sign } from './sign.ts';
@@ -15,7 +16,7 @@ import { parseCommand, unknownCommand, usageLine } from './usage.ts';
 
 // Parses the command line and runs the command it names; each command, with its help, is in its own file.
 
-const COMMANDS: Readonly<Record<string, Command>> = { serve: serveCommand, check, events, runs, reload, send, outbox, sign, token };
+const COMMANDS: Readonly<Record<string, Command>> = { serve: serveCommand, check, events, runs, requests, reload, send, outbox, sign, token };
 // Commands with commands of their own, which parse their own arguments.
 const GROUPS: Readonly<Record<string, (argv: readonly string[], io: Io) => Promise<number>>> = {
   gmail: (argv, io) => gmailCommand(argv, io),
@@ -33,6 +34,7 @@ Commands:
   config    print a configured value (see "config --help")
   events    print the main session's events
   runs      list agent runs and their outcomes
+  requests  list what arrived on the hooks path, show one, replay it
   reload    make the running server re-read its config
   send      send a test message through a channel
   outbox    forward mode: list the outbox, send dead entries again

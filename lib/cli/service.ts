@@ -12,6 +12,7 @@ import { Runner } from '../runtime/runner.ts';
 import { createCompletions } from '../runtime/completion.ts';
 import { startForward } from './forward.ts';
 import type { Route } from '../store/store.ts';
+import { Ledger } from '../store/ledger.ts';
 import { Store } from '../store/store.ts';
 import { Transcripts } from '../store/transcripts.ts';
 
@@ -36,6 +37,25 @@ export function buildDeliver(config: Config, lastRoute: () => Route | null, retr
   // The config check already built each adapter once, so building them again reports nothing new.
   const channels = buildChannels(config.channels, []);
   return createDeliver({ channels, lastRoute, ...(retry === undefined ? {} : { retry }) });
+}
+
+/**
+ * Opens the request ledger. It is diagnostic: a ledger that cannot be opened is logged and the
+ * server serves without it; a write that fails later is logged (at most once a minute) and skipped.
+ */
+export async function openLedger(config: Config, stateDir: string, log: Logger): Promise<Ledger | null> {
+  let said = 0;
+  const onError = (error: unknown) => {
+    if (Date.now() - said < 60_000) return;
+    said = Date.now();
+    log.error('request ledger not written', { error: (error as NodeJS.ErrnoException).code ?? String(error) });
+  };
+  try {
+    return await Ledger.open(stateDir, { config: config.hooks.ledger, onError });
+  } catch (error) {
+    log.error('request ledger not opened; serving without it', { error: (error as NodeJS.ErrnoException).code ?? String(error) });
+    return null;
+  }
 }
 
 /** Opens the state directory and starts the runtime and the HTTP app on `config`. */
@@ -63,9 +83,11 @@ export async function startService(config: Config, stateDir: string, log: Logger
   const telemetry = createTelemetry({ store, limiter: () => app.limiterStats(), queueDepth: () => runner.depth });
   // Forward mode: accepted actions leave through the outbox to the upstream gateway.
   const forward = startForward(config, store, log, stateDir);
+  const ledger = await openLedger(config, stateDir, log);
   const app = createApp({
     ...{ config, store, heartbeat, log, runs: runner, transforms: transforms.call, telemetry, completions: createCompletions(store) },
     ...(forward === null ? {} : { forwarded: forward.kick }),
+    ...(ledger === null ? {} : { ledger }),
   });
   return {
     app,
@@ -80,10 +102,12 @@ export async function startService(config: Config, stateDir: string, log: Logger
       transforms.configure(next);
       runner.reconfigure(parts);
       forward?.reconfigure(next);
+      ledger?.reconfigure(next.hooks.ledger);
       app.reload(next);
     },
     async stop() {
       await forward?.stop();
+      await ledger?.close();
       await runner.stop();
       await heartbeat.stop();
       await transforms.close();

@@ -98,6 +98,23 @@ export const fileSchema = object({
         idempotencyTtlSeconds: optional(seconds),
         allowCompletionReply: optional(boolean),
         unknownPayloadFields: optional(literal('refuse', 'log')),
+        ledger: optional(
+          object({
+            enabled: optional(boolean),
+            maxEntries: optional(number({ integer: true, min: 1 })),
+            maxBytes: optional(number({ integer: true, min: 65_536 })),
+            maxAgeSeconds: optional(seconds),
+            maxBodyBytes: optional(number({ integer: true, min: 0 })),
+            coalesceSeconds: optional(seconds),
+            unauthenticated: optional(
+              object({
+                maxEntries: optional(number({ integer: true, min: 1 })),
+                maxBytes: optional(number({ integer: true, min: 65_536 })),
+                maxBodyBytes: optional(number({ integer: true, min: 0 })),
+              }),
+            ),
+          }),
+        ),
         forward: optional(
           object({
             url: string({ trim: true, pattern: { regex: /^https?:\/\/\S+$/, rule: 'must be an http:// or https:// URL' } }),

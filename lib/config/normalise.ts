@@ -30,6 +30,14 @@ export const DEFAULTS = {
   historyMaxChars: 32_000,
   ackMaxChars: 300,
   transformMaxResultBytes: 1_048_576,
+  ledgerMaxEntries: 10_000,
+  ledgerMaxBytes: 67_108_864,
+  ledgerMaxAgeSeconds: 604_800,
+  ledgerMaxBodyBytes: 65_536,
+  ledgerCoalesceSeconds: 60,
+  ledgerUnauthenticatedMaxEntries: 2_000,
+  ledgerUnauthenticatedMaxBytes: 4_194_304,
+  ledgerUnauthenticatedMaxBodyBytes: 16_384,
 } as const;
 
 /**
@@ -56,6 +64,14 @@ export const DEFAULT_PATHS: { readonly [K in keyof typeof DEFAULTS]: string } = 
   historyMaxChars: 'agents.defaults.historyMaxChars',
   ackMaxChars: 'agents.defaults.heartbeat.ackMaxChars',
   transformMaxResultBytes: 'hooks.transformMaxResultBytes',
+  ledgerMaxEntries: 'hooks.ledger.maxEntries',
+  ledgerMaxBytes: 'hooks.ledger.maxBytes',
+  ledgerMaxAgeSeconds: 'hooks.ledger.maxAgeSeconds',
+  ledgerMaxBodyBytes: 'hooks.ledger.maxBodyBytes',
+  ledgerCoalesceSeconds: 'hooks.ledger.coalesceSeconds',
+  ledgerUnauthenticatedMaxEntries: 'hooks.ledger.unauthenticated.maxEntries',
+  ledgerUnauthenticatedMaxBytes: 'hooks.ledger.unauthenticated.maxBytes',
+  ledgerUnauthenticatedMaxBodyBytes: 'hooks.ledger.unauthenticated.maxBodyBytes',
 };
 
 /** Transforms live below this folder of the config directory, and nowhere else. */
@@ -118,10 +134,28 @@ function _hooks(hooks: NonNullable<FileConfig['hooks']>, where: _Where): Config[
     idempotencyTtlSeconds: hooks.idempotencyTtlSeconds ?? DEFAULTS.idempotencyTtlSeconds,
     allowCompletionReply: hooks.allowCompletionReply ?? false,
     unknownPayloadFields: hooks.unknownPayloadFields ?? 'refuse',
+    ledger: _ledger(hooks.ledger ?? {}),
     forward:
       hooks.forward === undefined
         ? null
         : { url: trimTrailingSlashes(hooks.forward.url), token: hooks.forward.token, maxAgeSeconds: hooks.forward.maxAgeSeconds ?? DEFAULTS.forwardMaxAgeSeconds },
+  };
+}
+
+function _ledger(ledger: NonNullable<NonNullable<FileConfig['hooks']>['ledger']>): Config['hooks']['ledger'] {
+  const open = ledger.unauthenticated ?? {};
+  return {
+    enabled: ledger.enabled ?? true,
+    maxEntries: ledger.maxEntries ?? DEFAULTS.ledgerMaxEntries,
+    maxBytes: ledger.maxBytes ?? DEFAULTS.ledgerMaxBytes,
+    maxAgeSeconds: ledger.maxAgeSeconds ?? DEFAULTS.ledgerMaxAgeSeconds,
+    maxBodyBytes: ledger.maxBodyBytes ?? DEFAULTS.ledgerMaxBodyBytes,
+    coalesceSeconds: ledger.coalesceSeconds ?? DEFAULTS.ledgerCoalesceSeconds,
+    unauthenticated: {
+      maxEntries: open.maxEntries ?? DEFAULTS.ledgerUnauthenticatedMaxEntries,
+      maxBytes: open.maxBytes ?? DEFAULTS.ledgerUnauthenticatedMaxBytes,
+      maxBodyBytes: open.maxBodyBytes ?? DEFAULTS.ledgerUnauthenticatedMaxBodyBytes,
+    },
   };
 }
 

@@ -27,6 +27,25 @@ export interface ProviderConfig {
   command?: string[];
 }
 
+/** One lane of the request ledger: how many entries, how many bytes on disk, how much of each body. */
+export interface LedgerLane {
+  maxEntries: number;
+  maxBytes: number;
+  maxBodyBytes: number;
+}
+
+/**
+ * `hooks.ledger`: authenticated requests in the main lane; refusals and signed bodies not (yet)
+ * verified in the `unauthenticated` lane, so a client without credentials can fill only that one.
+ */
+export interface LedgerConfig extends LedgerLane {
+  enabled: boolean;
+  maxAgeSeconds: number;
+  /** Refusals of one client alike within this window are one entry with a count. */
+  coalesceSeconds: number;
+  unauthenticated: LedgerLane;
+}
+
 /** The validated configuration with every default applied. */
 export interface Config {
   /** The file it came from, or `null` when built in memory. */
@@ -66,6 +85,8 @@ export interface Config {
     allowCompletionReply: boolean;
     /** `refuse`: a /wake or /agent field not in the contract is a 400; `log`: accepted, ignored and logged (OpenClaw ignores them). */
     unknownPayloadFields: 'refuse' | 'log';
+    /** The request ledger: what arrived on the hooks path and what became of it, within these bounds. */
+    ledger: LedgerConfig;
     /** Forward mode: accepted actions go to this upstream OpenClaw gateway instead of running here. */
     forward: { url: string; token: string; maxAgeSeconds: number } | null;
   };

@@ -10,6 +10,7 @@ import type { LogFields, Logger } from '../log.ts';
 import { admitRun } from '../policy/admit.ts';
 import { checkRoute, routesOf, type Routes } from '../policy/route.ts';
 import { upstreamAgent, upstreamWake } from '../hooks/upstream.ts';
+import type { Became } from '../store/ledger-entry.ts';
 import type { OutboxSpec } from '../store/outbox.ts';
 import type { Effects, IdempotencyWrite, StoredAnswer, Store } from '../store/store.ts';
 import { admitEvents, reserveRuns, unavailable, type RunQueue } from './admission.ts';
@@ -27,6 +28,8 @@ export interface HookCall {
   query: URLSearchParams;
   /** The credential opens this hook's path alone: only mappings that name the path may take the request. */
   pathOnly?: boolean;
+  /** Told the mapping and what the request became, for the request ledger. */
+  note?: { mapping?: string; became?: Became };
 }
 
 /** The hook path and key a request is made idempotent by (and how long, when not the default). */
@@ -77,10 +80,10 @@ async function _wake(ctx: _Context, call: HookCall, idem: IdempotencyKey | null)
   const answer: Answer = { status: 200, body: { ok: true, mode: parsed.action.mode } };
   const { text, mode } = parsed.action;
   if (ctx.forward) {
-    await _commitForward(ctx, [_outboxWake(ctx, parsed.action, call)], _remember(idem, answer));
+    await _commitForward(ctx, call, [_outboxWake(ctx, parsed.action, call)], _remember(idem, call, answer));
     return answer;
   }
-  await _commit(ctx, { events: [{ kind: 'system', text, source: 'wake', mode }] }, _remember(idem, answer), () => 'text');
+  await _commit(ctx, call, { events: [{ kind: 'system', text, source: 'wake', mode, requestId: call.id }] }, _remember(idem, call, answer), () => 'text');
   if (mode === 'now') ctx.heartbeat.request('wake');
   return answer;
 }
@@ -95,11 +98,11 @@ async function _agent(ctx: _Context, call: HookCall, idem: IdempotencyKey | null
   const run = _admit(ctx, call, parsed.action, '');
   const answer: Answer = { status: 202, body: { ok: true, runId: run.runId, sessionKey: run.sessionKey, agentId: run.agentId, channel: run.channel } };
   if (ctx.forward) {
-    await _commitForward(ctx, [_outboxAgent(ctx, parsed.action, run, call)], _remember(idem, answer));
+    await _commitForward(ctx, call, [_outboxAgent(ctx, parsed.action, run, call)], _remember(idem, call, answer));
     return answer;
   }
   const waitFor = parsed.action.waitForCompletion === true && ctx.wait !== undefined ? [run.runId] : undefined;
-  await _commit(ctx, { runs: [run] }, _remember(idem, answer, waitFor), () => 'message');
+  await _commit(ctx, call, { runs: [run] }, _remember(idem, call, answer, waitFor), () => 'message');
   return waitFor === undefined ? answer : ctx.wait!({ ...answer, waitFor });
 }
 
@@ -107,13 +110,16 @@ async function _mapped(ctx: _Context, call: HookCall, idem: IdempotencyKey | nul
   const { name } = call;
   const request = { name, payload: call.body, headers: call.headers, query: Object.fromEntries(call.query), now: new Date(), pathOnly: call.pathOnly === true };
   const outcome = await applyMappings(ctx.config.hooks.mappings, request, ctx.transforms);
+  if (call.note !== undefined && 'mappingId' in outcome) call.note.mapping = outcome.mappingId;
   switch (outcome.kind) {
     case 'unmatched':
       throw new HttpError(404, ErrorCode.NotFound, 'no hook with this name');
     case 'ignored':
-      // Senders post every event type; one the operator filtered out is acknowledged, not failed, and leaves no trace.
+      // Senders post every event type; one the operator filtered out is acknowledged, not failed (the ledger notes it).
+      if (call.note !== undefined) call.note.became = { ignored: true };
       return { status: 200, body: { ok: true, ignored: true } };
     case 'skip':
+      if (call.note !== undefined) call.note.became = { skipped: true };
       return { status: 204, body: {} };
     case 'invalid':
       throw new HttpError(400, ErrorCode.InvalidPayload, outcome.error);
@@ -130,7 +136,7 @@ async function _mapped(ctx: _Context, call: HookCall, idem: IdempotencyKey | nul
   for (const { action, injections, unresolved } of outcome.actions) {
     _warnInjection(ctx, call, nameLine(name), injections);
     if (action.kind === 'wake') {
-      events.push({ kind: 'system', text: action.text, source, mode: action.mode });
+      events.push({ kind: 'system', text: action.text, source, mode: action.mode, requestId: call.id });
       if (ctx.forward) outbox.push(_outboxWake(ctx, action, call));
       if (unresolved.length > 0) hollow.push({ placeholders: unresolved.join(',') });
       continue;
@@ -145,13 +151,13 @@ async function _mapped(ctx: _Context, call: HookCall, idem: IdempotencyKey | nul
     for (const fields of hollow) ctx.log.warn('template placeholders resolved to nothing', { id: call.id, hook: nameLine(name), mapping: outcome.mappingId, ...fields });
   };
   if (ctx.forward) {
-    await _commitForward(ctx, outbox, _remember(idem, answer));
+    await _commitForward(ctx, call, outbox, _remember(idem, call, answer));
     warnHollow();
     return answer;
   }
   const waitFor = outcome.waitForCompletion && runs.length > 0 && ctx.wait !== undefined ? runs.map((r) => r.runId) : undefined;
   const field = (i: number) => `mapping ${outcome.mappingId}: wake text${events.length > 1 ? ` [${i}]` : ''}`;
-  await _commit(ctx, { events, runs }, _remember(idem, answer, waitFor), field);
+  await _commit(ctx, call, { events, runs }, _remember(idem, call, answer, waitFor), field);
   warnHollow();
   if (events.some((e) => e.mode === 'now')) ctx.heartbeat.request(source);
   return waitFor === undefined ? answer : ctx.wait!({ ...answer, waitFor });
@@ -188,13 +194,14 @@ function _admit(ctx: _Context, call: HookCall, action: AgentAction, label: strin
 // Bounds are checked (and queue slots held) with no await before the commit, so requests that
 // arrive together are counted together; the slots go back once the runs are queued or refused.
 // `field` names a wake text that is too long.
-async function _commit(ctx: _Context, effects: Effects, idem: IdempotencyWrite | undefined, field: (i: number) => string): Promise<void> {
+async function _commit(ctx: _Context, call: HookCall, effects: Effects, idem: IdempotencyWrite | undefined, field: (i: number) => string): Promise<void> {
   const events = effects.events ?? [];
   admitEvents(ctx.store, ctx.config, events.filter((e) => e.kind === 'system').map((e) => e.text), field);
   const release = reserveRuns(ctx.runs, effects.runs?.length ?? 0, ctx.config);
   try {
-    const { runs } = await ctx.store.commit(effects, idem);
-    for (const run of runs) ctx.runs?.enqueue(run);
+    const committed = await ctx.store.commit(effects, idem);
+    for (const run of committed.runs) ctx.runs?.enqueue(run);
+    if (call.note !== undefined) call.note.became = _became(committed.events.map((e) => e.seq), committed.runs.map((r) => r.runId));
   } catch (error) {
     throw unavailable(error);
   } finally {
@@ -211,11 +218,20 @@ function _outboxAgent(ctx: _Context, action: AgentAction, run: RunSpec, call: Ho
   return { id: ctx.newId(), target: 'agent', body: upstreamAgent(action, run), hook: call.name, requestId: call.id, runId: run.runId };
 }
 
-async function _commitForward(ctx: _Context, outbox: OutboxSpec[], idem: IdempotencyWrite | undefined): Promise<void> {
+async function _commitForward(ctx: _Context, call: HookCall, outbox: OutboxSpec[], idem: IdempotencyWrite | undefined): Promise<void> {
   await ctx.store.commit({ outbox }, idem).catch((error: unknown) => {
     throw unavailable(error);
   });
+  if (call.note !== undefined) call.note.became = { outbox: outbox.map((o) => o.id) };
   ctx.forwarded?.();
+}
+
+// What a commit made, for the ledger: only the kinds it made.
+function _became(events: number[], runs: string[]): Became {
+  const became: Became = {};
+  if (events.length > 0) became.events = events;
+  if (runs.length > 0) became.runs = runs;
+  return became;
 }
 
 function _warnInjection(ctx: _Context, call: HookCall, hook: string, kinds: readonly string[]): void {
@@ -234,7 +250,7 @@ function _logUnknown(ctx: _Context, call: HookCall, ignored: readonly string[]):
 
 
 // A request that waits is remembered with its runs, so a retry waits for the same ones.
-function _remember(idem: IdempotencyKey | null, answer: StoredAnswer, waitFor?: readonly string[]): IdempotencyWrite | undefined {
+function _remember(idem: IdempotencyKey | null, call: HookCall, answer: StoredAnswer, waitFor?: readonly string[]): IdempotencyWrite | undefined {
   if (idem === null) return undefined;
-  return { ...idem, status: answer.status, body: answer.body, ...(waitFor === undefined ? {} : { waitFor }) };
+  return { ...idem, status: answer.status, body: answer.body, requestId: call.id, ...(waitFor === undefined ? {} : { waitFor }) };
 }

@@ -9,7 +9,8 @@ import { extractToken, tokenDigest, tokenMatches } from '../guard/token.ts';
 import { errorAnswer, type Answer } from './answer.ts';
 import type { Dispatch } from './dispatch.ts';
 import { idempotencyKey, type Idempotent } from './idempotency.ts';
-import { formAsSigned, metaHandshake, missingSignature, signatureRefusal, signedDelivery, signedPaths, slackChallenge } from './signed.ts';
+import { signatureVerdict, type Note } from './ledger-note.ts';
+import { formAsSigned, metaHandshake, missingSignature, signedDelivery, signedPaths, slackChallenge } from './signed.ts';
 
 /** One routed request: its id, the request, the query, the hook name and the client. */
 export interface Context {
@@ -21,6 +22,8 @@ export interface Context {
   client: Client;
   /** Sends `100 Continue` to a client that asked for it (`Expect: 100-continue`), once. */
   invite: () => void;
+  /** What the request ledger is told about the request. */
+  note: Note;
 }
 
 /**
@@ -56,11 +59,15 @@ export function hooksRoute(options: HooksRouteOptions): Handler {
   // A valid signature does not clear the client's failure count: a captured delivery of a scheme without
   // a timestamp verifies again and again, and must not reset the count of someone guessing the hook token.
   return (ctx) => {
-    const { req, name } = ctx;
+    const { req, name, note } = ctx;
+    note.hook = name;
     const signature = signatures.get(name);
     if (req.method === 'GET') {
       const handshake = metaHandshake(signature, ctx.query);
-      return handshake.ok ? handshake.answer : errorAnswer(auth.refuse(ctx.client, handshake.refusal, 403));
+      if (!handshake.ok) return errorAnswer(auth.refuse(ctx.client, handshake.refusal, 403));
+      note.auth = 'token';
+      note.became = { handshake: 'meta' };
+      return handshake.answer;
     }
     let refused: HttpError | null = null;
     // Whether the request holds a credential that opens this path alone: its mappings must name the path.
@@ -72,10 +79,14 @@ export function hooksRoute(options: HooksRouteOptions): Handler {
       const gmail = name === 'gmail' && gmailTokens !== hookTokens;
       refused = auth.authenticate(presented, gmail ? gmailTokens : hookTokens, ctx.client, presented === null ? 'missing hook token' : 'invalid hook token');
       pathOnly = gmail && refused === null && !(hookTokens[0] != null && tokenMatches(presented!, hookTokens[0]));
+      if (refused === null) note.auth = 'token';
     } else if (expectsContinue(req)) {
       // Only what can be checked before the body: a request without the scheme's headers is refused now.
       const missing = missingSignature(signature, req, options.clock());
-      if (missing !== null) refused = auth.refuse(ctx.client, missing);
+      if (missing !== null) {
+        refused = auth.refuse(ctx.client, missing);
+        note.signature = { scheme: signature.scheme, ok: false, why: 'missing-header', reason: missing };
+      }
     }
     if (refused !== null) return errorAnswer(refused);
     if (name === '') return errorAnswer(new HttpError(404, ErrorCode.NotFound, 'hook name missing: POST to a path such as /wake or /agent'));
@@ -91,22 +102,31 @@ export function hooksRoute(options: HooksRouteOptions): Handler {
 function _acceptor(options: HooksRouteOptions): (ctx: Context, signature: Signature | undefined, pathOnly: boolean) => Promise<Answer> {
   const { config, auth, idempotent, dispatch, bodyTimeoutMs, received } = options;
   return async (ctx, signature, pathOnly) => {
-    const { req, name } = ctx;
+    const { req, name, note } = ctx;
     const bytes = await readBody(req, { maxBytes: config.hooks.maxBodyBytes, timeoutMs: bodyTimeoutMs });
     received.set(req, bytes.length);
+    note.body = bytes;
     // Over the raw bytes, after the cap and before any parsing.
-    const refusal = signature === undefined ? null : signatureRefusal(signature, req, bytes, options.clock());
-    if (refusal !== null) return errorAnswer(auth.refuse(ctx.client, refusal));
+    if (signature !== undefined) {
+      const target = req.url ?? '';
+      const query = target.includes('?') ? target.slice(target.indexOf('?') + 1) : '';
+      const verdict = (note.signature = signatureVerdict(signature, { headers: req.headers, body: bytes, query }, options.clock()));
+      if (!verdict.ok) return errorAnswer(auth.refuse(ctx.client, verdict.reason ?? 'invalid signature'));
+      note.auth = 'signature';
+    }
     // Form-posting senders (Slack commands, Twilio, ...) reach mapped hooks only; /wake and /agent take JSON.
     const form = name !== 'wake' && name !== 'agent' && /^application\/x-www-form-urlencoded\b/i.test(req.headers['content-type'] ?? '');
     // `curl -d` labels JSON as a form: a body that is a JSON object is read as JSON whatever the label
     // says, unless the signature covers it as a form.
     const body = form && (formAsSigned(signature) || !/^\s*\{/.test(bytes.subarray(0, 64).toString('latin1'))) ? parseForm(bytes) : parseJsonObject(bytes);
     const challenge = slackChallenge(signature, body);
-    if (challenge !== null) return challenge;
-    const call = { id: ctx.id, name, body, headers: req.headers, query: ctx.query, ...(pathOnly ? { pathOnly } : {}) };
+    if (challenge !== null) {
+      note.became = { handshake: 'slack' };
+      return challenge;
+    }
+    const call = { id: ctx.id, name, body, headers: req.headers, query: ctx.query, note, ...(pathOnly ? { pathOnly } : {}) };
     const delivery = signature === undefined ? null : signedDelivery(signature, req, bytes, body);
-    return idempotent(name, idempotencyKey(req.headers, name === 'agent' ? body : {}, delivery), (idem) => dispatch(call, idem));
+    return idempotent(name, idempotencyKey(req.headers, name === 'agent' ? body : {}, delivery), (idem) => dispatch(call, idem), note);
   };
 }
 

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
+import type { Became } from '../store/ledger-entry.ts';
 import type { Store, StoredAnswer } from '../store/store.ts';
 import type { DeliveryId } from '../guard/signature.ts';
 import type { Answer } from './answer.ts';
@@ -14,8 +15,8 @@ export interface RequestKey {
   ttlMs?: number;
 }
 
-/** Runs `work` at most once per hook and key; see {@link createIdempotency}. */
-export type Idempotent = (name: string, key: RequestKey | null, work: (idem: IdempotencyKey | null) => Promise<Answer>) => Promise<Answer>;
+/** Runs `work` at most once per hook and key (a retry answered from the record is noted as a duplicate); see {@link createIdempotency}. */
+export type Idempotent = (name: string, key: RequestKey | null, work: (idem: IdempotencyKey | null) => Promise<Answer>, note?: { became?: Became }) => Promise<Answer>;
 
 /**
  * A retry with a key already answered gets that answer again; one arriving while the first is
@@ -28,14 +29,15 @@ export function createIdempotency(
   wait?: (reply: WaitingReply) => Promise<StoredAnswer>,
 ): Idempotent {
   // Without a key there is nothing to hold: the work's own promise is the answer, not one wrapped in another.
-  return (name, key, work) => (key === null ? work(null) : keyed(name, key, work));
-  async function keyed(name: string, { key, ttlMs }: RequestKey, work: (idem: IdempotencyKey | null) => Promise<Answer>): Promise<Answer> {
+  return (name, key, work, note) => (key === null ? work(null) : keyed(name, key, work, note));
+  async function keyed(name: string, { key, ttlMs }: RequestKey, work: (idem: IdempotencyKey | null) => Promise<Answer>, note?: { became?: Became }): Promise<Answer> {
     const id = `${name}\n${key}`;
     // Wait while any copy is in flight; from the last check to the `set` below nothing awaits,
     // so exactly one copy goes ahead when the one before it failed.
     for (let running = inflight.get(id); running !== undefined; running = inflight.get(id)) await running.catch(() => undefined);
     const prior = store.replay(name, key);
     if (prior !== null) {
+      if (note !== undefined) note.became = prior.requestId === undefined ? { duplicateOf: '' } : { duplicateOf: prior.requestId };
       // A first request that waited for its runs: the retry waits for the same ones (or has them at once).
       const { waitFor } = prior;
       const answer = waitFor !== undefined && wait !== undefined ? await wait({ ...prior, waitFor }) : prior;

@@ -8,14 +8,16 @@ import { createAuth, type Auth } from '../guard/auth.ts';
 import { FailureLimiter, type LimiterStats } from '../guard/rate-limit.ts';
 import { extractToken, tokenDigest } from '../guard/token.ts';
 import type { CallTransform } from '../hooks/mappings.ts';
-import type { Logger } from '../log.ts';
+import type { LogFields, Logger } from '../log.ts';
 import { idSequence } from '../random.ts';
+import type { Ledger } from '../store/ledger.ts';
 import type { RunRecord, Store } from '../store/store.ts';
 import { trimSlashes } from '../text.ts';
 import { errorAnswer, type Answer } from './answer.ts';
 import { createDispatch } from './dispatch.ts';
 import { expectsContinue, hooksRoute, type Handler } from './hooks-route.ts';
 import { createIdempotency } from './idempotency.ts';
+import { createRecorder, newNote, type Note, type Recorder } from './ledger-note.ts';
 import { Router, splitTarget } from './router.ts';
 import { createWaiter, type Completions } from './wait.ts';
 import { signedPaths } from './signed.ts';
@@ -46,6 +48,8 @@ export interface AppOptions {
   forwarded?: () => void;
   /** The wall clock in epoch milliseconds, that signed timestamps are held against. */
   clock?: () => number;
+  /** The request ledger: every request to the hooks path gets an entry (unless `hooks.ledger.enabled` is off). */
+  ledger?: Ledger;
 }
 
 /** A request target split once per request: the path routes and is logged, the query is checked. */
@@ -83,25 +87,40 @@ export function createApp(options: AppOptions): App {
   const app = ((req: IncomingMessage, res: ServerResponse) => {
     // Pipelined behind an answer that ended the connection: never carried out, as it can never be answered.
     if (_ending.has(req.socket)) return void req.resume();
-    const { route, config, hookLabel } = current;
+    const { route, config, hookLabel, hookName, record } = current;
     const started = now();
     const incoming = req.headers['x-request-id'];
     const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : requestId();
     const client = requestClient(req.socket, req.headers['x-forwarded-for'], config.gateway.trustedProxies);
     const target = splitTarget(req.url ?? '/');
+    const note = newNote();
     const answered = (answer: Answer) => {
       _send(req, res, answer, id, config.hooks.maxBodyBytes);
       const path = target.pathname;
       const label = hookLabel(path);
       options.telemetry?.request(label, answer.status, shared.received.get(req) ?? 0, answer.headers?.['idempotent-replayed'] === 'true');
       if (answer.body['ignored'] === true) options.telemetry?.ignored(label);
-      // Only the path: the query may hold what a careless client thought was a URL token.
-      log.info('request', { id, method: req.method, path, status: answer.status, duration: Math.round((now() - started) * 10) / 10, client: client.address });
+      const duration = Math.round((now() - started) * 10) / 10;
+      const hook = note.hook ?? hookName(path);
+      const code = answer.body['code'];
+      // Only the path: the query may hold what a careless client thought was a URL token. The
+      // signature's refusal names the header and the rule, never a value.
+      const fields: LogFields = { id, method: req.method, path, status: answer.status, duration, client: client.address };
+      if (hook !== null) fields['hook'] = hook;
+      if (typeof code === 'string') fields['code'] = code;
+      if (note.signature?.ok === false) fields['reason'] = note.signature.reason;
+      if (hook !== null && record !== null) {
+        if (note.hook === undefined) note.hook = hook;
+        const url = req.url ?? '';
+        const rawQuery = url.includes('?') ? url.slice(url.indexOf('?') + 1) : '';
+        fields['entry'] = record({ requestId: id, method: req.method ?? 'GET', path, query: target.query, rawQuery, headers: req.headers, client, answer, note, durationMs: duration });
+      }
+      log.info('request', fields);
     };
     // A refusal is answered in this turn, with no promise; one settle step serves both outcomes of the rest.
     let answer: Answer | Promise<Answer>;
     try {
-      answer = route(req, target, client, id, _inviter(req, res));
+      answer = route(req, target, client, id, _inviter(req, res), note);
     } catch (error) {
       answer = _answerError(error, id, log);
     }
@@ -138,7 +157,15 @@ function _compile(
   options: AppOptions,
   config: Config,
   shared: Shared,
-): { config: Config; route: (req: IncomingMessage, target: Target, client: Client, id: string, invite: () => void) => Answer | Promise<Answer>; hookLabel: (path: string) => string } {
+): {
+  config: Config;
+  route: (req: IncomingMessage, target: Target, client: Client, id: string, invite: () => void, note: Note) => Answer | Promise<Answer>;
+  hookLabel: (path: string) => string;
+  /** The hook a path names (`''` for the base path), or `null` outside the hooks path. */
+  hookName: (path: string) => string | null;
+  /** Makes a request's ledger entry; `null` when there is no ledger. */
+  record: Recorder | null;
+} {
   const { store } = options;
   const { maxFailures, windowSeconds, lockoutSeconds } = config.hooks.authRateLimit;
   const auth = createAuth(shared.limiter, (client) =>
@@ -172,7 +199,17 @@ function _compile(
   if (telemetry !== undefined && config.gateway.authToken !== null) router.add(['GET'], '/metrics', _metrics(telemetry, tokenDigest(config.gateway.authToken), auth));
   const handshakes = [...signedPaths(config).values()].some((s) => s.scheme === 'meta');
   if (config.hooks.enabled) router.add(handshakes ? ['POST', 'GET'] : ['POST'], `${config.hooks.path}/*`, hooks);
-  return { config, route: (req, target, client, id, invite) => _route(router, req, target, client, id, invite), hookLabel: _hookLabels(config) };
+  const base = config.hooks.path;
+  const hookName = (path: string): string | null =>
+    !config.hooks.enabled ? null : path === base ? '' : path.startsWith(`${base}/`) ? trimSlashes(path.slice(base.length + 1)) : null;
+  const record = options.ledger === undefined || !config.hooks.ledger.enabled ? null : createRecorder(config, options.ledger, options.clock ?? Date.now);
+  return {
+    config,
+    route: (req, target, client, id, invite, note) => _route(router, req, target, client, id, invite, note),
+    hookLabel: _hookLabels(config),
+    hookName,
+    record,
+  };
 }
 
 // `GET /metrics`, behind the gateway token (Bearer only: the x-*-token headers carry hook tokens).
@@ -187,7 +224,7 @@ function _metrics(telemetry: Telemetry, token: Buffer, auth: Auth): Handler {
 
 // Finds the route, refuses a token in the URL and a method the route does not take, and runs it.
 // Synchronous up to the handler: what it throws on the way is caught by the caller in the same turn.
-function _route(router: Router<Handler>, req: IncomingMessage, target: Target, client: Client, id: string, invite: () => void): Answer | Promise<Answer> {
+function _route(router: Router<Handler>, req: IncomingMessage, target: Target, client: Client, id: string, invite: () => void, note: Note): Answer | Promise<Answer> {
   const { pathname, query } = target;
   const match = router.find(pathname);
   if (match === null) throw new HttpError(404, ErrorCode.NotFound, 'not found');
@@ -202,7 +239,7 @@ function _route(router: Router<Handler>, req: IncomingMessage, target: Target, c
       headers: { allow: match.route.methods.join(', ') },
     });
   }
-  return match.route.handler({ id, req, query, name: match.rest, client, invite });
+  return match.route.handler({ id, req, query, name: match.rest, client, invite, note });
 }
 
 // A path's metrics label, remembered for the first paths seen (a bounded set: paths are the caller's).

@@ -69,6 +69,7 @@ export const mappingSchema = object({
   waitForCompletion: optional(boolean),
   signature: optional(signatureSchema),
   filter: optional(filterSchema),
+  ledgerBody: optional(boolean),
 });
 
 export type RawMapping = NonNullable<ReturnType<typeof mappingSchema>>;
@@ -104,6 +105,8 @@ export interface Mapping {
   signature?: Signature;
   /** Passes the mapping over (as if `match` had not selected it) unless the request holds to it. */
   filter?: Filter;
+  /** `false`: the request ledger keeps no body of this mapping's path (a sensitive sender). */
+  ledgerBody?: boolean;
 }
 
 /** Applies a mapping's defaults; `transform.module` is still as written (the config resolves it). */

@@ -22,6 +22,8 @@ export interface SessionEvent {
   mode?: WakeMode;
   /** For replies: whether it was only an acknowledgment (recorded, never delivered). */
   ack?: boolean;
+  /** The request that added it (its `X-Request-Id`), as runs and outbox entries carry it. */
+  requestId?: string;
 }
 
 /** Where a reply went, or why it did not. */
@@ -42,6 +44,8 @@ export interface StoredAnswer {
   body: Record<string, unknown>;
   /** The runs the first request waited for (`waitForCompletion`): a retry waits for them too. */
   waitFor?: readonly string[];
+  /** The first request's id, which a retry answered from this record duplicated. */
+  requestId?: string;
 }
 
 /** What makes a request idempotent: its hook path and key, and the answer it got. */
@@ -122,6 +126,7 @@ const eventShape = object({
   source: text,
   mode: optional(literal(...WAKE_MODES)),
   ack: optional(boolean),
+  requestId: optional(text),
 });
 
 // Every field a run may change after it was accepted.
@@ -169,6 +174,7 @@ const idemFields = {
   body: anyObject,
   expiresAt: number(),
   waitFor: optional(array(string({ nonEmpty: true }))),
+  requestId: optional(text),
 };
 // Every field of an outbox entry that changes as delivery goes on.
 const outboxChanges = {

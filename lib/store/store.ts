@@ -166,7 +166,7 @@ export class Store {
       this.#idem.delete(id);
       return null;
     }
-    return { status: found.status, body: found.body, ...(found.waitFor === undefined ? {} : { waitFor: found.waitFor }) };
+    return { status: found.status, body: found.body, ...(found.waitFor === undefined ? {} : { waitFor: found.waitFor }), ...(found.requestId === undefined ? {} : { requestId: found.requestId }) };
   }
 
   /** The main session's retained events, oldest first. */
@@ -423,8 +423,8 @@ export class Store {
   #remember(idem: _Idem): void {
     const id = _idemId(idem.scope, idem.key);
     this.#idem.delete(id);
-    const { scope, key, status, body, expiresAt, waitFor } = idem;
-    this.#idem.set(id, { scope, key, status, body, expiresAt, ...(waitFor === undefined ? {} : { waitFor }) });
+    const { scope, key, status, body, expiresAt, waitFor, requestId } = idem;
+    this.#idem.set(id, { scope, key, status, body, expiresAt, ...(waitFor === undefined ? {} : { waitFor }), ...(requestId === undefined ? {} : { requestId }) });
     if (this.#idem.size > this.#maxKeys) this.#idem.delete(this.#idem.keys().next().value!);
   }
 

@@ -12,8 +12,11 @@ export interface SignedRequest {
   query: string;
 }
 
-/** A verification outcome; a failure names the header at fault and never the expected value. */
-export type Verdict = { ok: true } | { ok: false; header: string; reason: string };
+/**
+ * A verification outcome; a failure names the header at fault and never the expected value. A
+ * signed timestamp too far from the clock carries how far (`skewSeconds`, positive when in the past).
+ */
+export type Verdict = { ok: true } | { ok: false; header: string; reason: string; skewSeconds?: number };
 
 /**
  * A delivery's identity as its sender gives it (the same on each of its retries). `signed` when the
@@ -51,8 +54,8 @@ export function headerDelivery(...names: string[]): Scheme['delivery'] {
 export const NO_DELIVERY: Scheme['delivery'] = () => null;
 
 /** A failed verdict. */
-export function refuse(header: string, reason: string): Verdict {
-  return { ok: false, header, reason };
+export function refuse(header: string, reason: string, skewSeconds?: number): Verdict {
+  return skewSeconds === undefined ? { ok: false, header, reason } : { ok: false, header, reason, skewSeconds };
 }
 
 export const PASS: Verdict = { ok: true };

@@ -15,7 +15,7 @@ function verify(signature: Signature, request: SignedRequest, nowSeconds: number
   if (presented === null) return refuse(SIGNATURE, 'is missing');
   const seconds = epochSeconds(timestamp);
   if (seconds === null) return refuse(TIMESTAMP, 'must be whole seconds since the epoch');
-  if (!fresh(seconds, nowSeconds, signature.toleranceSeconds)) return refuse(TIMESTAMP, `is more than ${signature.toleranceSeconds} s from the server's clock`);
+  if (!fresh(seconds, nowSeconds, signature.toleranceSeconds)) return refuse(TIMESTAMP, `is more than ${signature.toleranceSeconds} s from the server's clock`, nowSeconds - seconds);
   const candidate = presented.toLowerCase();
   for (const secret of signature.secrets) if (safeEqual(candidate, _signature(secret, timestamp, request.body))) return PASS;
   return refuse(SIGNATURE, 'does not match the body');

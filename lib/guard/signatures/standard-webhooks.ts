@@ -32,7 +32,7 @@ function verify(signature: Signature, request: SignedRequest, nowSeconds: number
   if (presented === null) return refuse(signatureName, 'is missing');
   const seconds = epochSeconds(timestamp);
   if (seconds === null) return refuse(timestampName, 'must be whole seconds since the epoch');
-  if (!fresh(seconds, nowSeconds, signature.toleranceSeconds)) return refuse(timestampName, `is more than ${signature.toleranceSeconds} s from the server's clock`);
+  if (!fresh(seconds, nowSeconds, signature.toleranceSeconds)) return refuse(timestampName, `is more than ${signature.toleranceSeconds} s from the server's clock`, nowSeconds - seconds);
   // A space-separated list of `version,signature`; only v1 (HMAC-SHA256) is symmetric.
   const offered = presented.split(' ').flatMap((entry) => (entry.startsWith('v1,') ? [entry.slice(3)] : []));
   if (offered.length === 0) return refuse(signatureName, 'holds no v1 signature');

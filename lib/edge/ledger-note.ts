@@ -1,0 +1,161 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Config } from '../config/types.ts';
+import { TOKEN_HEADERS } from '../credentials.ts';
+import type { Client } from '../guard/address.ts';
+import { describeRefusal, verifySignature, type Signature } from '../guard/signature.ts';
+import { randomHex } from '../random.ts';
+import type { Ledger } from '../store/ledger.ts';
+import type { Became, BodyOmitted, LedgerEntry, SignatureVerdict } from '../store/ledger-entry.ts';
+import type { Answer } from './answer.ts';
+
+// What the acceptance path notes about a request as it goes (the hook, how it authenticated, the
+// signature's verdict, the body, what it became), and how a noted request becomes a ledger entry:
+// which lane, which headers are redacted, how much body is kept, which refusals are coalesced.
+
+/** Filled in along a request's way; read once it is answered. */
+export interface Note {
+  hook?: string;
+  mapping?: string;
+  auth: 'token' | 'signature' | 'none';
+  signature?: SignatureVerdict;
+  /** The body as read (not copied); how much of it is kept is decided when the entry is made. */
+  body?: Buffer;
+  bodyOmitted?: BodyOmitted;
+  became?: Became;
+  /** The entry a replay replays. */
+  replayOf?: string;
+}
+
+/** A fresh note: nothing known yet. */
+export function newNote(): Note {
+  return { auth: 'none' };
+}
+
+/** The signature's verdict as the ledger keeps it (the kind of failure, the header, the skew), over `body`. */
+export function signatureVerdict(signature: Signature, request: { headers: IncomingHttpHeaders; body: Buffer; query: string }, nowMs: number): SignatureVerdict {
+  if (signature.secrets.length === 0) return { scheme: signature.scheme, ok: false, why: 'no-secret', reason: 'invalid signature: no secret is configured' };
+  const verdict = verifySignature(signature, request, nowMs);
+  if (verdict.ok) return { scheme: signature.scheme, ok: true };
+  const reason = describeRefusal(verdict);
+  const base = { scheme: signature.scheme, ok: false, header: verdict.header, reason };
+  if (verdict.skewSeconds !== undefined) return { ...base, why: 'stale-timestamp', skewSeconds: verdict.skewSeconds };
+  return { ...base, why: verdict.reason === 'is missing' ? 'missing-header' : 'bad-signature' };
+}
+
+// Bearer credentials: a replay never needs them (a request that passed a token check replays on
+// its stored verdict), so they are never kept. Signature, timestamp and delivery-id headers are kept.
+const _BEARER: ReadonlySet<string> = new Set([...TOKEN_HEADERS, 'proxy-authorization', 'cookie', 'x-api-key', 'api-key']);
+
+/** Redacted header values read this. */
+export const REDACTED = '[redacted]';
+
+/** The headers as kept: bearer credentials (and the shared-token header of a `gitlab` path) redacted. */
+export function keptHeaders(headers: IncomingHttpHeaders, scheme: string | undefined): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = Object.create(null) as Record<string, string | string[]>;
+  for (const name of Object.keys(headers)) {
+    const value = headers[name];
+    if (value === undefined) continue;
+    out[name] = _BEARER.has(name) || (scheme === 'gitlab' && name === 'x-gitlab-token') ? REDACTED : value;
+  }
+  return out;
+}
+
+// Query parameters that carry credentials: a token sent in the URL (refused, but kept out of the
+// ledger all the same), and Meta's subscription verify token.
+const _SECRET_QUERY = /^(?:.*token.*|hub\.verify_token)$/i;
+
+/** The query as kept: values of credential-like names redacted; `undefined` when empty. */
+export function keptQuery(query: URLSearchParams, raw: string): string | undefined {
+  if (raw === '') return undefined;
+  let secret = false;
+  for (const name of query.keys()) if (_SECRET_QUERY.test(name)) secret = true;
+  if (!secret) return raw;
+  const out = new URLSearchParams();
+  for (const [name, value] of query) out.append(name, _SECRET_QUERY.test(name) ? REDACTED : value);
+  return out.toString();
+}
+
+/** The request as the recorder reads it once answered. */
+export interface Answered {
+  requestId: string;
+  method: string;
+  path: string;
+  query: URLSearchParams;
+  rawQuery: string;
+  headers: IncomingHttpHeaders;
+  client: Client;
+  answer: Answer;
+  note: Note;
+  durationMs: number;
+}
+
+/** Records answered requests of the hooks path in the ledger; returns the entry's id. */
+export type Recorder = (answered: Answered) => string;
+
+/**
+ * The recorder of one (re)load: a request that authenticated goes to the main lane with its body
+ * (up to `hooks.ledger.maxBodyBytes`, unless its path opted out); a signed request refused goes to
+ * the unauthenticated lane with its body (its own, smaller cap); any other refusal, and a request
+ * that matched no hook, is metadata only, and refusals alike from one client are coalesced.
+ */
+export function createRecorder(config: Config, ledger: Ledger, clock: () => number): Recorder {
+  const limits = config.hooks.ledger;
+  const schemes = new Map<string, string>();
+  const optedOut = new Set<string>();
+  for (const m of config.hooks.mappings) {
+    if (m.match.path === undefined) continue;
+    if (m.signature !== undefined) schemes.set(m.match.path, m.signature.scheme);
+    if (m.ledgerBody === false) optedOut.add(m.match.path);
+  }
+  return (a) => {
+    const { note, answer } = a;
+    const code = typeof answer.body['code'] === 'string' ? answer.body['code'] : undefined;
+    const authenticated = note.auth !== 'none';
+    const make = (): LedgerEntry => {
+      const entry: LedgerEntry = {
+        id: randomHex(12),
+        requestId: a.requestId,
+        time: new Date(clock() - a.durationMs).toISOString(),
+        method: a.method,
+        path: a.path,
+        client: a.client.address,
+        lane: authenticated ? 'authenticated' : 'unauthenticated',
+        auth: note.auth,
+        headers: keptHeaders(a.headers, note.hook === undefined ? undefined : schemes.get(note.hook)),
+        status: answer.status,
+        durationMs: a.durationMs,
+      };
+      const query = keptQuery(a.query, a.rawQuery);
+      if (query !== undefined) entry.query = query;
+      if (note.hook !== undefined) entry.hook = note.hook;
+      if (note.mapping !== undefined) entry.mapping = note.mapping;
+      if (note.signature !== undefined) entry.signature = note.signature;
+      if (code !== undefined) entry.code = code;
+      if (answer.status >= 400 && typeof answer.body['error'] === 'string') entry.error = answer.body['error'];
+      if (note.became !== undefined) entry.became = note.became;
+      if (note.replayOf !== undefined) entry.replayOf = note.replayOf;
+      return entry;
+    };
+    const signedRefused = note.signature !== undefined && !note.signature.ok;
+    // Metadata only, coalesced: a refusal before any body was worth keeping.
+    if (!authenticated && !(signedRefused && note.body !== undefined)) {
+      const key = `${a.client.key} ${answer.status} ${code ?? ''} ${note.hook ?? ''} ${note.signature?.why ?? ''}`;
+      const entry = ledger.coalesce(key, () => ({ ...make(), bodyOmitted: note.body === undefined ? 'not-read' : 'metadata-only' }));
+      return entry.id;
+    }
+    const entry = make();
+    const hook = note.hook ?? '';
+    if (note.body === undefined) {
+      entry.bodyOmitted = note.bodyOmitted ?? 'not-read';
+    } else if (optedOut.has(hook)) {
+      entry.bodyOmitted = 'opted-out';
+    } else if (code === 'ERR_NOT_FOUND') {
+      entry.bodyOmitted = 'metadata-only';
+    } else {
+      ledger.record(entry, note.body, authenticated ? limits.maxBodyBytes : limits.unauthenticated.maxBodyBytes);
+      return entry.id;
+    }
+    ledger.record(entry);
+    return entry.id;
+  };
+}

@@ -1,0 +1,369 @@
+import { mkdir, open, readdir, readFile, rm, stat, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { LedgerConfig, LedgerLane } from '../config/types.ts';
+import { LEDGER_DIR, SEGMENT, type Lane, type LedgerEntry, type StoredBody } from './ledger-entry.ts';
+
+// The request ledger's writer. Diagnostic, never on an acknowledgement's path: entries are queued
+// in memory and written in batches (one write per lane per batch, no fsync on the way), so a
+// request pays for a push onto an array. What the ledger holds is bounded per lane by count, bytes
+// and age; a lane is a series of append-only segment files, and trimming drops the oldest whole
+// segment, so nothing is ever rewritten. The last batch (up to ~1 s of entries) can be lost in a
+// crash; the journal, not the ledger, holds what was acknowledged.
+
+/** Options of {@link Ledger.open}. */
+export interface LedgerOptions {
+  config: LedgerConfig;
+  /** The wall clock in epoch milliseconds. */
+  now?: () => number;
+  /** Told about a write or trim that failed (the ledger goes on; the server never stops for it). */
+  onError?: (error: unknown) => void;
+  /** How long an entry waits in memory before its batch is written; at most 500 ms. */
+  flushMs?: number;
+}
+
+interface _Segment {
+  n: number;
+  bytes: number;
+  count: number;
+  /** When its newest entry was written (ms). */
+  lastMs: number;
+}
+
+interface _Pending {
+  entry: LedgerEntry;
+  body: Buffer | undefined;
+  bodyCap: number;
+  /** A coalesced entry's window, whose count this line carries when written. */
+  held?: _Coalesced;
+}
+
+interface _Lane {
+  initial: 'a' | 'u';
+  segments: _Segment[];
+  /** The open file, and the segment it is. */
+  handle: FileHandle | null;
+  open: _Segment | null;
+  pending: _Pending[];
+  /** Coalesced entries whose count changed since their line (or last count line) was written. */
+  counts: Set<_Coalesced>;
+  dirty: boolean;
+}
+
+interface _Coalesced {
+  entry: LedgerEntry;
+  lane: _Lane;
+  until: number;
+  lastMs: number;
+  written: boolean;
+}
+
+/** Most coalescing windows held at once (distinct clients refused within a window); past it, the expired ones go. */
+const MAX_COALESCED = 4096;
+
+/** The request ledger of a state directory (see the module comment). */
+export class Ledger {
+  readonly dir: string;
+  #config: LedgerConfig;
+  readonly #now: () => number;
+  readonly #onError: (error: unknown) => void;
+  readonly #flushMs: number;
+  readonly #lanes: Record<Lane, _Lane>;
+  #next: number;
+  #timer: ReturnType<typeof setTimeout> | null = null;
+  #syncTimer: ReturnType<typeof setTimeout> | null = null;
+  #expiry: ReturnType<typeof setInterval>;
+  #writing: Promise<void> = Promise.resolve();
+  #coalesced = new Map<string, _Coalesced>();
+  #closed = false;
+
+  private constructor(dir: string, options: LedgerOptions, segments: Record<'a' | 'u', _Segment[]>, next: number) {
+    this.dir = dir;
+    this.#config = options.config;
+    this.#now = options.now ?? Date.now;
+    this.#onError = options.onError ?? (() => {});
+    this.#flushMs = Math.min(options.flushMs ?? 100, 500);
+    const lane = (initial: 'a' | 'u'): _Lane => ({ initial, segments: segments[initial], handle: null, open: null, pending: [], counts: new Set(), dirty: false });
+    this.#lanes = { authenticated: lane('a'), unauthenticated: lane('u') };
+    this.#next = next;
+    // Age is enforced on a slow beat too, so a quiet ledger still forgets on time.
+    this.#expiry = setInterval(() => void this.#serial(() => this.#expire()), 60_000);
+    this.#expiry.unref?.();
+  }
+
+  /** Opens the ledger under `<stateDir>/ledger` (0700), reading what its segments hold; a new segment is begun for this process. */
+  static async open(stateDir: string, options: LedgerOptions): Promise<Ledger> {
+    const dir = join(stateDir, LEDGER_DIR);
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    const segments: Record<'a' | 'u', _Segment[]> = { a: [], u: [] };
+    let next = 1;
+    for (const name of await readdir(dir)) {
+      const m = SEGMENT.exec(name);
+      if (m === null) continue;
+      const n = Number(m[2]);
+      next = Math.max(next, n + 1);
+      const file = join(dir, name);
+      const [info, text] = await Promise.all([stat(file), readFile(file)]);
+      segments[m[1] as 'a' | 'u'].push({ n, bytes: info.size, count: _lines(text), lastMs: info.mtimeMs });
+    }
+    for (const list of Object.values(segments)) list.sort((a, b) => a.n - b.n);
+    const ledger = new Ledger(dir, options, segments, next);
+    await ledger.#serial(() => ledger.#expire());
+    return ledger;
+  }
+
+  /** New bounds (a reload); they apply from the next batch. */
+  reconfigure(config: LedgerConfig): void {
+    this.#config = config;
+  }
+
+  /** Queues an entry; `body` is kept up to `bodyCap` bytes (the lane's cap at most), the rest marked cut. */
+  record(entry: LedgerEntry, body?: Buffer, bodyCap = 0): void {
+    if (this.#closed) return;
+    this.#lanes[entry.lane].pending.push({ entry, body, bodyCap });
+    this.#soon();
+  }
+
+  /**
+   * A refusal counted into the entry of the same `key` (client and refusal) within the coalescing
+   * window, or a new entry (`make()`) when there is none: a flood costs a count, not an entry each.
+   */
+  coalesce(key: string, make: () => LedgerEntry): LedgerEntry {
+    const now = this.#now();
+    const held = this.#coalesced.get(key);
+    if (held !== undefined && now < held.until) {
+      held.entry.count = (held.entry.count ?? 1) + 1;
+      held.lastMs = now;
+      if (held.written) held.lane.counts.add(held);
+      this.#soon();
+      return held.entry;
+    }
+    if (this.#coalesced.size >= MAX_COALESCED) this.#forgetExpired(now);
+    const entry = make();
+    entry.count = 1;
+    const lane = this.#lanes[entry.lane];
+    const coalesced: _Coalesced = { entry, lane, until: now + this.#config.coalesceSeconds * 1000, lastMs: now, written: false };
+    if (this.#coalesced.size < MAX_COALESCED) this.#coalesced.set(key, coalesced);
+    lane.pending.push({ entry, body: undefined, bodyCap: 0, held: coalesced });
+    this.#soon();
+    return entry;
+  }
+
+  /** Writes what is queued now; resolves once it is in the files. */
+  flush(): Promise<void> {
+    if (this.#timer !== null) clearTimeout(this.#timer);
+    this.#timer = null;
+    return this.#serial(() => this.#write());
+  }
+
+  /** Writes what is queued, syncs and closes the files. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearInterval(this.#expiry);
+    await this.flush();
+    if (this.#syncTimer !== null) clearTimeout(this.#syncTimer);
+    await this.#serial(async () => {
+      for (const lane of Object.values(this.#lanes)) {
+        const handle = lane.handle;
+        lane.handle = null;
+        if (handle !== null) await handle.datasync().finally(() => handle.close()).catch(this.#onError);
+      }
+    });
+  }
+
+  /** Segment counts and bytes per lane, for tests and metrics. */
+  stats(): Record<Lane, { segments: number; entries: number; bytes: number }> {
+    const of = (lane: _Lane) => ({ segments: lane.segments.length, entries: _sum(lane.segments, 'count'), bytes: _sum(lane.segments, 'bytes') });
+    return { authenticated: of(this.#lanes.authenticated), unauthenticated: of(this.#lanes.unauthenticated) };
+  }
+
+  #soon(): void {
+    if (this.#timer !== null) return;
+    this.#timer = setTimeout(() => {
+      this.#timer = null;
+      void this.#serial(() => this.#write());
+    }, this.#flushMs);
+    this.#timer.unref?.();
+  }
+
+  // One file operation at a time, in order; a failure is reported and the next one goes on.
+  #serial(work: () => Promise<void>): Promise<void> {
+    this.#writing = this.#writing.then(work).catch(this.#onError);
+    return this.#writing;
+  }
+
+  async #write(): Promise<void> {
+    const now = this.#now();
+    for (const [name, lane] of Object.entries(this.#lanes) as [Lane, _Lane][]) {
+      const limits = name === 'authenticated' ? this.#config : this.#config.unauthenticated;
+      const lines = this.#lines(lane, limits);
+      if (lines.length > 0) await this.#append(lane, lines, limits, now);
+    }
+    await this.#expire();
+    this.#syncSoon();
+  }
+
+  // The queued entries and changed counts of a lane as lines; an entry too large for a segment
+  // loses its headers and body, so no single line can push a lane past its bytes.
+  #lines(lane: _Lane, limits: LedgerLane): string[] {
+    const lines: string[] = [];
+    const pending = lane.pending;
+    lane.pending = [];
+    const room = _segmentBytes(limits);
+    for (const { entry, body, bodyCap, held } of pending) {
+      if (body !== undefined) _keepBody(entry, body, Math.min(bodyCap, limits.maxBodyBytes, Math.floor(limits.maxBytes / 16)));
+      if (held !== undefined) {
+        // The line carries the count so far; later ones follow as count lines.
+        held.written = true;
+        if ((entry.count ?? 1) > 1) entry.lastTime = new Date(held.lastMs).toISOString();
+        lane.counts.delete(held);
+      }
+      let line = `${JSON.stringify(entry)}\n`;
+      if (line.length > room) {
+        const { body: _b, headers: _h, ...rest } = entry;
+        line = `${JSON.stringify({ ...rest, headers: {}, bodyOmitted: 'ledger-cap' })}\n`;
+      }
+      lines.push(line);
+    }
+    for (const held of lane.counts) lines.push(`${JSON.stringify({ t: 'count', id: held.entry.id, count: held.entry.count, lastTime: new Date(held.lastMs).toISOString() })}\n`);
+    lane.counts.clear();
+    return lines;
+  }
+
+  // Lines go into the lane's current segment while it has room, then into new ones; the oldest
+  // segments go first while the lane (with what is about to be written) is over its count or bytes.
+  async #append(lane: _Lane, lines: string[], limits: LedgerLane, now: number): Promise<void> {
+    const room = _segmentBytes(limits);
+    const roomCount = Math.max(1, Math.ceil(limits.maxEntries / 4));
+    const chunks: { segment: _Segment; text: string[] }[] = [];
+    // A process appends only to segments it began: an older one may end in a torn line.
+    let current = lane.open ?? undefined;
+    let chunk: (typeof chunks)[number] | undefined;
+    for (const line of lines) {
+      const bytes = Buffer.byteLength(line);
+      if (current === undefined || current.bytes + bytes > room || current.count + 1 > roomCount) {
+        current = { n: this.#next++, bytes: 0, count: 0, lastMs: now };
+        lane.segments.push(current);
+        chunk = undefined;
+      }
+      if (chunk === undefined || chunk.segment !== current) chunks.push((chunk = { segment: current, text: [] }));
+      chunk.text.push(line);
+      current.bytes += bytes;
+      current.count += line.startsWith('{"t":"count"') ? 0 : 1;
+      current.lastMs = now;
+    }
+    // Over budget with the new lines counted: the oldest segments go (a batch larger than the
+    // whole budget loses its own oldest part, which is then never written).
+    const dropped = new Set<_Segment>();
+    while (lane.segments.length > 1 && (_sum(lane.segments, 'bytes') > limits.maxBytes || _sum(lane.segments, 'count') > limits.maxEntries)) {
+      const oldest = lane.segments.shift()!;
+      dropped.add(oldest);
+      await this.#remove(lane, oldest);
+    }
+    for (const { segment, text } of chunks) {
+      if (dropped.has(segment)) continue;
+      if (lane.handle === null || segment !== lane.open) await this.#switch(lane, segment);
+      await lane.handle!.write(text.join(''));
+      lane.dirty = true;
+    }
+  }
+
+  async #switch(lane: _Lane, segment: _Segment): Promise<void> {
+    const old = lane.handle;
+    lane.handle = null;
+    if (old !== null) await old.datasync().finally(() => old.close()).catch(this.#onError);
+    lane.handle = await open(this.#file(lane.initial, segment.n), 'a', 0o600);
+    lane.open = segment;
+  }
+
+  async #remove(lane: _Lane, segment: _Segment): Promise<void> {
+    if (lane.open === segment) {
+      const handle = lane.handle;
+      lane.handle = null;
+      lane.open = null;
+      await handle?.close().catch(this.#onError);
+    }
+    await rm(this.#file(lane.initial, segment.n), { force: true });
+  }
+
+  // Segments whose newest entry is older than the age bound go, the open one included.
+  async #expire(): Promise<void> {
+    const oldest = this.#now() - this.#config.maxAgeSeconds * 1000;
+    for (const lane of Object.values(this.#lanes)) {
+      while (lane.segments.length > 0 && lane.segments[0]!.lastMs < oldest) await this.#remove(lane, lane.segments.shift()!);
+    }
+  }
+
+  // Within a second of being written a batch is synced: on disk, not only in the page cache.
+  #syncSoon(): void {
+    if (this.#syncTimer !== null) return;
+    this.#syncTimer = setTimeout(() => {
+      this.#syncTimer = null;
+      void this.#serial(async () => {
+        for (const lane of Object.values(this.#lanes)) {
+          if (!lane.dirty || lane.handle === null) continue;
+          lane.dirty = false;
+          await lane.handle.datasync();
+        }
+      });
+    }, 900);
+    this.#syncTimer.unref?.();
+  }
+
+  #forgetExpired(now: number): void {
+    for (const [key, held] of this.#coalesced) if (held.until <= now && !held.lane.counts.has(held)) this.#coalesced.delete(key);
+  }
+
+  #file(initial: 'a' | 'u', n: number): string {
+    return join(this.dir, `${initial}-${n}.jsonl`);
+  }
+}
+
+// A lane is kept in at least four segments, so trimming drops at most a quarter of it at once.
+function _segmentBytes(limits: LedgerLane): number {
+  return Math.max(4096, Math.floor(limits.maxBytes / 4));
+}
+
+// The body as stored: UTF-8 text when it is text without control characters other than line
+// breaks and tabs (it reads back as written), else base64; cut at `cap` bytes, marked.
+function _keepBody(entry: LedgerEntry, body: Buffer, cap: number): void {
+  if (cap <= 0) {
+    entry.bodyOmitted = 'ledger-cap';
+    return;
+  }
+  const kept = body.length > cap ? body.subarray(0, cap) : body;
+  const stored: StoredBody = { encoding: 'base64', data: '', bytes: body.length, truncated: kept.length < body.length };
+  const text = _utf8(kept, stored.truncated);
+  if (text !== null && !/[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F]/.test(text)) {
+    stored.encoding = 'utf8';
+    stored.data = text;
+  } else {
+    stored.data = kept.toString('base64');
+  }
+  entry.body = stored;
+}
+
+const _DECODER = new TextDecoder('utf-8', { fatal: true });
+
+// Valid UTF-8, or `null`; a cut body may end inside a character, which is then left off.
+function _utf8(bytes: Buffer, cut: boolean): string | null {
+  for (let drop = 0; drop <= (cut ? 3 : 0) && drop <= bytes.length; drop++) {
+    try {
+      return _DECODER.decode(bytes.subarray(0, bytes.length - drop));
+    } catch {
+      // try one byte shorter
+    }
+  }
+  return null;
+}
+
+function _lines(text: Buffer): number {
+  let count = 0;
+  for (let at = text.indexOf(10); at !== -1; at = text.indexOf(10, at + 1)) count++;
+  return count;
+}
+
+function _sum(segments: readonly _Segment[], key: 'bytes' | 'count'): number {
+  let total = 0;
+  for (const s of segments) total += s[key];
+  return total;
+}
