@@ -25,8 +25,8 @@ interface _Segment {
   n: number;
   bytes: number;
   count: number;
-  /** When its newest entry was written (ms). */
-  lastMs: number;
+  /** When its oldest entry was written (ms): the segment goes once that is past the age bound. */
+  firstMs: number;
 }
 
 interface _Pending {
@@ -103,7 +103,7 @@ export class Ledger {
       next = Math.max(next, n + 1);
       const file = join(dir, name);
       const [info, text] = await Promise.all([stat(file), readFile(file)]);
-      segments[m[1] as 'a' | 'u'].push({ n, bytes: info.size, count: _lines(text), lastMs: info.mtimeMs });
+      segments[m[1] as 'a' | 'u'].push({ n, bytes: info.size, count: _lines(text), firstMs: _firstTime(text) ?? info.mtimeMs });
     }
     for (const list of Object.values(segments)) list.sort((a, b) => a.n - b.n);
     const ledger = new Ledger(dir, options, segments, next);
@@ -234,14 +234,16 @@ export class Ledger {
   async #append(lane: _Lane, lines: string[], limits: LedgerLane, now: number): Promise<void> {
     const room = _segmentBytes(limits);
     const roomCount = Math.max(1, Math.ceil(limits.maxEntries / 4));
+    // A segment spans at most an eighth of the age bound, so dropping it whole forgets little early.
+    const span = (this.#config.maxAgeSeconds * 1000) / 8;
     const chunks: { segment: _Segment; text: string[] }[] = [];
     // A process appends only to segments it began: an older one may end in a torn line.
     let current = lane.open ?? undefined;
     let chunk: (typeof chunks)[number] | undefined;
     for (const line of lines) {
       const bytes = Buffer.byteLength(line);
-      if (current === undefined || current.bytes + bytes > room || current.count + 1 > roomCount) {
-        current = { n: this.#next++, bytes: 0, count: 0, lastMs: now };
+      if (current === undefined || current.bytes + bytes > room || current.count + 1 > roomCount || now - current.firstMs > span) {
+        current = { n: this.#next++, bytes: 0, count: 0, firstMs: now };
         lane.segments.push(current);
         chunk = undefined;
       }
@@ -249,7 +251,6 @@ export class Ledger {
       chunk.text.push(line);
       current.bytes += bytes;
       current.count += line.startsWith('{"t":"count"') ? 0 : 1;
-      current.lastMs = now;
     }
     // Over budget with the new lines counted: the oldest segments go (a batch larger than the
     // whole budget loses its own oldest part, which is then never written).
@@ -285,11 +286,11 @@ export class Ledger {
     await rm(this.#file(lane.initial, segment.n), { force: true });
   }
 
-  // Segments whose newest entry is older than the age bound go, the open one included.
+  // Segments whose oldest entry is past the age bound go (the open one included): nothing older is kept.
   async #expire(): Promise<void> {
     const oldest = this.#now() - this.#config.maxAgeSeconds * 1000;
     for (const lane of Object.values(this.#lanes)) {
-      while (lane.segments.length > 0 && lane.segments[0]!.lastMs < oldest) await this.#remove(lane, lane.segments.shift()!);
+      while (lane.segments.length > 0 && lane.segments[0]!.firstMs < oldest) await this.#remove(lane, lane.segments.shift()!);
     }
   }
 
@@ -354,6 +355,17 @@ function _utf8(bytes: Buffer, cut: boolean): string | null {
     }
   }
   return null;
+}
+
+// The time of a segment's first entry, when its first line says it.
+function _firstTime(text: Buffer): number | null {
+  const end = text.indexOf(10);
+  try {
+    const time = Date.parse((JSON.parse(text.subarray(0, end === -1 ? text.length : end).toString('utf8')) as { time?: unknown }).time as string);
+    return Number.isNaN(time) ? null : time;
+  } catch {
+    return null;
+  }
 }
 
 function _lines(text: Buffer): number {

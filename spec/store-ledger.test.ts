@@ -1,0 +1,141 @@
+import assert from 'node:assert/strict';
+import { readdir, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { test, type TestContext } from 'node:test';
+import type { LedgerConfig } from '../lib/config/types.ts';
+import { Ledger } from '../lib/store/ledger.ts';
+import type { LedgerEntry } from '../lib/store/ledger-entry.ts';
+import { bodyBytes, filterEntries, findEntry, parseStatus, parseTime, readLedger } from '../lib/store/ledger-read.ts';
+import { defer } from './_cleanup.ts';
+import { tempDir } from './_dir.ts';
+
+const CONFIG: LedgerConfig = {
+  enabled: true,
+  maxEntries: 1000,
+  maxBytes: 1_048_576,
+  maxAgeSeconds: 3600,
+  maxBodyBytes: 1024,
+  coalesceSeconds: 60,
+  unauthenticated: { maxEntries: 100, maxBytes: 65_536, maxBodyBytes: 256 },
+};
+
+let _n = 0;
+function entry(fields: Partial<LedgerEntry> = {}): LedgerEntry {
+  _n++;
+  return { id: `e${_n}`, requestId: `r${_n}`, time: new Date(1_800_000_000_000 + _n).toISOString(), method: 'POST', path: '/hooks/wake', client: '127.0.0.1', lane: 'authenticated', auth: 'token', headers: {}, status: 200, durationMs: 1, ...fields };
+}
+
+async function open(t: TestContext, config: Partial<LedgerConfig> = {}, now: () => number = Date.now): Promise<{ dir: string; ledger: Ledger }> {
+  const dir = await tempDir(t, 'store-ledger-spec-');
+  const ledger = await Ledger.open(dir, { config: { ...CONFIG, ...config }, now });
+  defer(t, () => ledger.close());
+  return { dir, ledger };
+}
+
+test('Ledger writes entries in batches to 0600 files in a 0700 folder; a body is cut at its cap and marked, binary kept as base64', async (t) => {
+  const { dir, ledger } = await open(t);
+  ledger.record(entry({ id: 'text' }), Buffer.from('é'.repeat(600)), 1024);
+  ledger.record(entry({ id: 'binary' }), Buffer.from([0, 1, 2, 255]), 1024);
+  ledger.record(entry({ id: 'open', lane: 'unauthenticated', auth: 'none' }), Buffer.from('x'.repeat(1000)), 5000);
+  assert.deepEqual(await readLedger(dir), [], 'nothing is written in the same turn');
+  await ledger.flush();
+  const entries = await readLedger(dir);
+  const text = entries.find((e) => e.id === 'text')!.body!;
+  assert.equal(text.bytes, 1200);
+  assert.equal(text.truncated, true);
+  assert.equal(text.data, 'é'.repeat(512), 'cut at 1024 bytes, on a character boundary');
+  assert.deepEqual(bodyBytes(entries.find((e) => e.id === 'binary')!.body!), Buffer.from([0, 1, 2, 255]));
+  assert.equal(entries.find((e) => e.id === 'binary')!.body!.encoding, 'base64');
+  assert.equal(entries.find((e) => e.id === 'open')!.body!.data.length, 256, "the unauthenticated lane's own cap");
+  assert.equal((await stat(join(dir, 'ledger'))).mode & 0o777, 0o700);
+  for (const name of await readdir(join(dir, 'ledger'))) assert.equal((await stat(join(dir, 'ledger', name))).mode & 0o777, 0o600);
+});
+
+test('Ledger keeps each lane within its count and bytes by dropping whole oldest segments', async (t) => {
+  const { dir, ledger } = await open(t, { maxEntries: 40, maxBytes: 65_536 });
+  for (let i = 0; i < 500; i++) {
+    ledger.record(entry({ id: `n${i}` }), Buffer.from('b'.repeat(500)), 1024);
+    if (i % 7 === 0) await ledger.flush();
+  }
+  await ledger.flush();
+  const entries = await readLedger(dir);
+  assert.ok(entries.length <= 40 && entries.length >= 20, String(entries.length));
+  assert.equal(entries.at(-1)!.id, 'n499');
+  const { authenticated } = ledger.stats();
+  assert.ok(authenticated.bytes <= 65_536);
+  let bytes = 0;
+  for (const name of await readdir(join(dir, 'ledger'))) bytes += (await stat(join(dir, 'ledger', name))).size;
+  assert.equal(bytes, authenticated.bytes);
+});
+
+test('Ledger.coalesce counts refusals of one key within the window into one entry; the count reaches the file after the entry was written', async (t) => {
+  let now = 1_800_000_000_000;
+  const { dir, ledger } = await open(t, { coalesceSeconds: 10 }, () => now);
+  const make = () => entry({ lane: 'unauthenticated', auth: 'none', status: 401 });
+  const first = ledger.coalesce('k', make);
+  ledger.coalesce('k', make);
+  await ledger.flush();
+  assert.equal((await readLedger(dir))[0]!.count, 2);
+  now += 1000;
+  assert.equal(ledger.coalesce('k', make), first);
+  await ledger.flush();
+  const [read] = await readLedger(dir);
+  assert.equal(read!.count, 3);
+  assert.equal(read!.lastTime, new Date(now).toISOString());
+  now += 10_000;
+  assert.notEqual(ledger.coalesce('k', make), first, 'a new window, a new entry');
+  await ledger.flush();
+  assert.equal((await readLedger(dir)).length, 2);
+});
+
+test('Ledger drops segments older than maxAgeSeconds; a new process begins its own segment after what is there', async (t) => {
+  let now = Date.now();
+  const { dir, ledger } = await open(t, { maxAgeSeconds: 60 }, () => now);
+  ledger.record(entry({ id: 'old' }));
+  await ledger.flush();
+  now += 30_000;
+  ledger.record(entry({ id: 'new' }));
+  await ledger.flush();
+  now += 31_000;
+  ledger.record(entry({ id: 'newer' }));
+  await ledger.flush();
+  assert.deepEqual((await readLedger(dir)).map((e) => e.id), ['new', 'newer'], 'a segment spans an eighth of the bound at most');
+  await ledger.close();
+  const again = await Ledger.open(dir, { config: CONFIG, now: () => now });
+  defer(t, () => again.close());
+  again.record(entry({ id: 'later' }));
+  await again.flush();
+  assert.deepEqual((await readLedger(dir)).map((e) => e.id), ['new', 'newer', 'later']);
+  assert.equal((await readdir(join(dir, 'ledger'))).length, 3);
+});
+
+test('Ledger: an entry too large for a segment is kept without its headers and body', async (t) => {
+  const { dir, ledger } = await open(t, { maxBytes: 65_536, maxBodyBytes: 65_536 });
+  ledger.record(entry({ id: 'big', headers: { 'x-huge': 'h'.repeat(20_000) } }), Buffer.from('b'.repeat(4000)), 65_536);
+  await ledger.flush();
+  const [big] = await readLedger(dir);
+  assert.deepEqual(big!.headers, {});
+  assert.equal(big!.bodyOmitted, 'ledger-cap');
+});
+
+test('findEntry takes an entry id or a request id naming one entry; filters read statuses, classes and times', () => {
+  const a = entry({ id: 'a1', requestId: 'same', status: 401, code: 'ERR_UNAUTHORIZED', hook: 'wake' });
+  const b = entry({ id: 'b1', requestId: 'same', status: 200, hook: 'gh' });
+  const c = entry({ id: 'c1', requestId: 'solo', status: 503, hook: 'gh' });
+  assert.deepEqual(findEntry([a, b, c], 'b1'), { ok: true, entry: b });
+  assert.deepEqual(findEntry([a, b, c], 'solo'), { ok: true, entry: c });
+  assert.equal(findEntry([a, b, c], 'same').ok, false);
+  assert.equal(findEntry([a, b, c], 'none').ok, false);
+  assert.deepEqual(parseStatus('4XX'), { class: 4 });
+  assert.deepEqual(parseStatus('401'), { exact: 401 });
+  assert.equal(parseStatus('4x'), null);
+  assert.equal(parseStatus('700'), null);
+  assert.equal(parseTime('15m', 1_000_000), 100_000);
+  assert.equal(parseTime('2026-01-01', 0), Date.parse('2026-01-01'));
+  assert.equal(parseTime('soon', 0), null);
+  assert.deepEqual(filterEntries([a, b, c], { failed: true }).map((e) => e.id), ['a1', 'c1']);
+  assert.deepEqual(filterEntries([a, b, c], { hook: 'gh', status: { class: 5 } }).map((e) => e.id), ['c1']);
+  assert.deepEqual(filterEntries([a, b, c], { code: 'ERR_UNAUTHORIZED' }).map((e) => e.id), ['a1']);
+  assert.deepEqual(filterEntries([a, b, c], { since: Date.parse(b.time) }).map((e) => e.id), ['b1', 'c1']);
+  assert.deepEqual(filterEntries([a, b, c], { until: Date.parse(a.time) }).map((e) => e.id), ['a1']);
+});
