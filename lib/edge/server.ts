@@ -8,6 +8,7 @@ import { createAuth, type Auth } from '../guard/auth.ts';
 import { FailureLimiter, type LimiterStats } from '../guard/rate-limit.ts';
 import { extractToken, tokenDigest } from '../guard/token.ts';
 import type { CallTransform } from '../hooks/mappings.ts';
+import { nameLine } from '../hooks/untrusted.ts';
 import type { LogFields, Logger } from '../log.ts';
 import { idSequence } from '../random.ts';
 import type { Ledger } from '../store/ledger.ts';
@@ -56,6 +57,8 @@ export interface AppOptions {
 type Target = ReturnType<typeof splitTarget>;
 
 const REQUEST_ID = /^[\w.:@/+=-]{1,128}$/;
+// A hook name that is its own one-line form (most are): no need to make one.
+const _PLAIN_NAME = /^[\w.:@/+=-]{0,200}$/;
 
 /** The request listener, which can swap in a new configuration between requests. */
 export interface App {
@@ -106,7 +109,8 @@ export function createApp(options: AppOptions): App {
       // Only the path: the query may hold what a careless client thought was a URL token. The
       // signature's refusal names the header and the rule, never a value.
       const fields: LogFields = { id, method: req.method, path, status: answer.status, duration, client: client.address };
-      if (hook !== null) fields['hook'] = hook;
+      // On one line, as the event source shows it: a name's own line breaks cannot add a log line.
+      if (hook !== null) fields['hook'] = _PLAIN_NAME.test(hook) ? hook : nameLine(hook);
       if (typeof code === 'string') fields['code'] = code;
       if (note.signature?.ok === false) fields['reason'] = note.signature.reason;
       if (hook !== null && record !== null) {
