@@ -1,12 +1,15 @@
 import { Buffer } from 'node:buffer';
 import { parseRetryAfter, type Attempt } from './retry.ts';
-import { show, trimTrailingSlashes } from './text.ts';
+import { hideUrlCredentials, show, trimTrailingSlashes } from './text.ts';
 
 /** What one call came to: the whole answer, or why there is none. */
 export type CallResult =
   | { ok: true; status: number; statusText: string; headers: Headers; text: string; json: unknown }
-  /** `aborted` when the caller's signal fired, `network` for anything else that left no answer; `message` says why. */
-  | { ok: false; kind: 'network' | 'aborted'; message: string };
+  /**
+   * `aborted` when the caller's signal fired, `too-large` for an answer longer than the cap (read no
+   * further), `network` for anything else that left no answer; `message` says why.
+   */
+  | { ok: false; kind: 'network' | 'aborted' | 'too-large'; message: string };
 
 /** What came back, whatever its status: `json` is the parsed body, `undefined` when the body is not JSON. */
 export type Received = Extract<CallResult, { ok: true }>;
@@ -20,18 +23,54 @@ export interface CallOptions {
   /** Header names in lowercase, so that a caller's value replaces a default rather than joining it. */
   headers?: Record<string, string>;
   signal?: AbortSignal | undefined;
+  /** The most bytes of an answer's body read; {@link MAX_ANSWER_BYTES} unless a caller needs less. */
+  maxAnswerBytes?: number;
 }
 
-/** POSTs `body` and reads the whole answer; a call that gets none is a value, never a throw. */
+/** The most bytes of an answer's body any outgoing call reads: past it the call fails and the connection goes. */
+export const MAX_ANSWER_BYTES = 8 * 1024 * 1024;
+
+/**
+ * POSTs `body` and reads the answer, up to `maxAnswerBytes`; a call that gets none is a value,
+ * never a throw. A redirect is never followed: a 3xx is the answer, and the caller's rule for a
+ * status outside 2xx makes it a failure (a message or a credential must not go to another address).
+ */
 export async function post(url: string | URL, body: string, options: CallOptions): Promise<CallResult> {
-  const { fetch: doFetch, headers = {}, signal } = options;
+  const { fetch: doFetch, headers = {}, signal, maxAnswerBytes = MAX_ANSWER_BYTES } = options;
   try {
-    const response = await doFetch(url, { method: 'POST', headers, body, ...(signal === undefined ? {} : { signal }) });
-    const text = await response.text();
+    const response = await doFetch(url, { method: 'POST', headers, body, redirect: 'manual', ...(signal === undefined ? {} : { signal }) });
+    const text = await _readText(response, maxAnswerBytes);
+    if (text === null) return { ok: false, kind: 'too-large', message: `the answer (HTTP ${response.status}) is larger than ${maxAnswerBytes} bytes; it was not read past them` };
     return { ok: true, status: response.status, statusText: response.statusText, headers: response.headers, text, json: parseJson(text) };
   } catch (error) {
     return { ok: false, kind: signal?.aborted === true ? 'aborted' : 'network', message: _reason(error) };
   }
+}
+
+// The body as text, or null past `max` bytes: reading stops there and the stream is cancelled,
+// which ends the connection, so a sender of an endless answer costs at most `max` bytes of memory.
+async function _readText(response: Response, max: number): Promise<string | null> {
+  const declared = Number(response.headers.get('content-length') ?? Number.NaN);
+  const { body } = response;
+  if (declared > max) {
+    await body?.cancel().catch(() => undefined);
+    return null;
+  }
+  if (body === null) return '';
+  const reader = body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > max) {
+      await reader.cancel().catch(() => undefined);
+      return null;
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks, total).toString('utf8');
 }
 
 /** POSTs `payload` as JSON; see {@link post}. */
@@ -142,5 +181,6 @@ function _reason(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
   const said = error.message === '' ? String(error) : error.message;
   // Node's fetch says only "fetch failed"; the reason (ECONNREFUSED, a TLS error) is in the cause.
-  return error.cause instanceof Error ? `${said}: ${error.cause.message}` : said;
+  // A URL it quotes ("cannot be constructed from a URL that includes credentials") loses its user:password.
+  return hideUrlCredentials(error.cause instanceof Error ? `${said}: ${error.cause.message}` : said);
 }

@@ -35,6 +35,28 @@ export function detail(text: string): string {
   return trimmed === '' ? '' : `: ${trimmed}`;
 }
 
+/**
+ * `text` with the user:password (or user) part of every URL in it replaced by `[redacted]`: a log
+ * line or a message that quotes a URL never shows a credential written into it.
+ */
+export function hideUrlCredentials(text: string): string {
+  let out = '';
+  let from = 0;
+  // A scan from each "://" to where the authority ends: linear, where a regex anchored on the scheme is not.
+  for (let at = text.indexOf('://'); at !== -1; at = text.indexOf('://', at + 3)) {
+    const start = at + 3;
+    let last = -1;
+    for (let i = start; i < text.length && !_AUTHORITY_END.has(text[i]!); i++) if (text[i] === '@') last = i;
+    if (last === -1) continue;
+    out += `${text.slice(from, start)}[redacted]`;
+    from = last;
+  }
+  return from === 0 ? text : out + text.slice(from);
+}
+
+// Where the authority of a URL ends in a message: its own delimiters, or what cannot be part of it in text.
+const _AUTHORITY_END = new Set(['/', '?', '#', ' ', '\t', '\n', '\r', '"', "'", '<', '>', '\\']);
+
 /** `path` without slashes at either end: a hook name as routes and mappings compare it. */
 export function trimSlashes(path: string): string {
   return path.replace(/^\/+|\/+$/g, '');

@@ -90,6 +90,10 @@ test('hooks-ingress sign refuses a missing hook, an unsigned hook and a malforme
   io = capture();
   assert.equal(await main(['sign', '--config', config, '--hook', 'github', '--send', 'http://127.0.0.1:9/'], io), 1);
   assert.match(io.err.join(''), /cannot reach http:\/\/127.0.0.1:9\/hooks\/github/);
+  io = capture();
+  assert.equal(await main(['sign', '--config', config, '--hook', 'github', '--send', 'http://bob:pw-in-url@127.0.0.1:9/'], io), 1);
+  assert.match(io.err.join(''), /cannot reach http:\/\/\[redacted\]@127.0.0.1:9\/hooks\/github/);
+  assert.ok(!io.err.join('').includes('pw-in-url'), io.err.join(''));
 });
 
 test('hooks-ingress sign --body - reads stdin; a twilio body is signed as its form parameters', async (t) => {

@@ -202,3 +202,18 @@ test('forward mode: outbox retry of a pending entry sends it now, with the pendi
   assert.deepEqual(fake.accepted.map((a) => a.body['text']), ['first', 'second']);
   assert.equal(h.store.outbox()[0]!.lastError, undefined, 'no stale last error once sent');
 });
+
+test('forward mode: a redirect from the upstream is not followed — the entry is dead, saying where it pointed, and the other address gets nothing', async (t) => {
+  const elsewhere = await gateway(t);
+  const fake = await gateway(t);
+  const h = await start(t, fake.port);
+  // 307 keeps the method and body: a client that follows it sends the message, and the token, there.
+  fake.override = (path) => ({ status: 307, body: { moved: true }, headers: { location: `http://u:p@127.0.0.1:${elsewhere.port}/hooks/${path}?token=t` } });
+  assert.equal((await post(h.url, '/hooks/wake', { headers: AUTH, body: { text: 'private' } })).status, 200);
+  await until('the entry to die', () => h.store.outbox()[0]?.state === 'dead');
+  const [entry] = h.store.outbox();
+  assert.equal(entry!.attempts, 1);
+  assert.equal(entry!.lastError, `upstream answered 307, a redirect to http://127.0.0.1:${elsewhere.port}/hooks/wake, which is not followed: set hooks.forward.url to the address that answers`);
+  assert.deepEqual(elsewhere.received, [], 'nothing reached the address the redirect named');
+  assert.equal(fake.received.length, 1);
+});

@@ -54,8 +54,27 @@ test('every adapter answers an abort as a failure that is not retried, naming th
   }
 });
 
+test('every adapter fails on a redirect without following it, and on an answer past the cap without retrying, naming the platform', async () => {
+  const inits: (RequestInit | undefined)[] = [];
+  const redirecting = (async (_url: string | URL, init?: RequestInit) => (inits.push(init), new Response('moved', { status: 302, headers: { location: 'http://127.0.0.1:9/elsewhere' } }))) as typeof fetch;
+  const huge = (async () => new Response('x', { status: 200, headers: { 'content-length': String(1024 ** 3) } })) as typeof fetch;
+  for (const [adapter, to] of adapters(redirecting)) {
+    const sent = await adapter.send(to, 'hi');
+    assert.equal(sent.ok, false, adapter.channel);
+    assert.equal(!sent.ok && sent.retryable, false, adapter.channel);
+  }
+  assert.ok(inits.length >= 8 && inits.every((init) => init?.redirect === 'manual'), 'every call asks fetch not to follow');
+  for (const [adapter, to, platform] of adapters(huge)) {
+    const sent = await adapter.send(to, 'hi');
+    assert.equal(!sent.ok && sent.retryable, false, adapter.channel);
+    // The specs' one-letter tokens are masked inside the words of some messages; Telegram's is not.
+    if (platform === 'Telegram') assert.equal(!sent.ok && sent.message, 'Telegram answer refused: the answer (HTTP 200) is larger than 8388608 bytes; it was not read past them');
+  }
+});
+
 test('teller() masks secrets before it puts the message on one line and clips it', () => {
   const tell = teller(['s3cret'], '<token>');
+  assert.equal(tell('moved to https://u:p@h.test/x'), 'moved to https://[redacted]@h.test/x');
   assert.equal(tell('failed:\n  token s3cret\trejected'), 'failed: token <token> rejected');
   const long = tell(`${'x'.repeat(398)}s3cret`);
   assert.equal(long.length, 401);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { closedUrl, fake, json } from './_fake-server.ts';
-import { checkUrl, failure, httpBase, invalidOption, parseJson, post, postJson, retryAfterMs, scrub } from '../lib/http-call.ts';
+import { checkUrl, failure, httpBase, invalidOption, MAX_ANSWER_BYTES, parseJson, post, postJson, retryAfterMs, scrub } from '../lib/http-call.ts';
 
 const NOW = Date.parse('2026-11-22T10:00:00Z');
 
@@ -43,6 +43,67 @@ test('postJson() sends JSON with its content type, which a caller header replace
   assert.equal(init?.signal, undefined);
 });
 
+test('post() never follows a redirect: the 3xx is the answer, and the address it names gets nothing', async (t) => {
+  const elsewhere = await fake(t, (_req, res) => json(res, 200, { ok: true }));
+  const server = await fake(t, (_req, res) => res.writeHead(307, { location: `${elsewhere.url}/moved` }).end());
+  const reply = await post(`${server.url}/send`, 'secret message', { fetch, headers: { authorization: 'Bearer k' } });
+  assert.equal(reply.ok && reply.status, 307);
+  assert.equal(reply.ok && reply.headers.get('location'), `${elsewhere.url}/moved`);
+  assert.deepEqual(elsewhere.seen, []);
+});
+
+// A fetch whose answers count the bytes their reader took from the connection.
+function counting(): { fetch: typeof fetch; read: () => number } {
+  let read = 0;
+  const counted: typeof fetch = async (url, init) => {
+    const response = await fetch(url, init);
+    const body = response.body?.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({ transform: (chunk, out) => ((read += chunk.byteLength), out.enqueue(chunk)) }));
+    return new Response(body, { status: response.status, headers: response.headers });
+  };
+  return { fetch: counted, read: () => read };
+}
+
+// An answer of `total` bytes, sent as fast as the client takes it, with or without a Content-Length.
+function flood(total: number, declared: boolean): { handler: Parameters<typeof fake>[1]; sent: () => number } {
+  let sent = 0;
+  const chunk = Buffer.alloc(64 * 1024, 'x');
+  const handler: Parameters<typeof fake>[1] = (_req, res) => {
+    res.writeHead(200, declared ? { 'content-length': String(total) } : {});
+    const more = () => {
+      while (sent < total && !res.destroyed) {
+        sent += chunk.length;
+        if (!res.write(chunk)) return void res.once('drain', more);
+      }
+      res.end();
+    };
+    res.on('error', () => {});
+    more();
+  };
+  return { handler, sent: () => sent };
+}
+
+test('post() reads an answer up to the cap and no further: a 64 MiB answer fails as too large after about 8 MiB', async (t) => {
+  for (const declared of [false, true]) {
+    const sender = flood(64 * 1024 * 1024, declared);
+    const server = await fake(t, sender.handler);
+    const reader = counting();
+    const reply = await post(server.url, '', { fetch: reader.fetch });
+    assert.deepEqual(reply, { ok: false, kind: 'too-large', message: `the answer (HTTP 200) is larger than ${MAX_ANSWER_BYTES} bytes; it was not read past them` });
+    // One chunk past the cap at most; a declared length past it is refused before any of it is read.
+    assert.ok(reader.read() <= MAX_ANSWER_BYTES + 1024 * 1024, `read ${reader.read()} bytes`);
+    if (declared) assert.equal(reader.read(), 0);
+    assert.ok(sender.sent() < 64 * 1024 * 1024, `the sender got to send ${sender.sent()} bytes`);
+  }
+});
+
+test('post() takes a smaller cap from its caller, and reads an answer of exactly the cap whole', async (t) => {
+  const server = await fake(t, (_req, res) => res.writeHead(200).end('x'.repeat(100)));
+  const whole = await post(server.url, '', { fetch, maxAnswerBytes: 100 });
+  assert.equal(whole.ok && whole.text.length, 100);
+  const over = await post(server.url, '', { fetch, maxAnswerBytes: 99 });
+  assert.equal(!over.ok && over.kind, 'too-large');
+});
+
 test('post() answers a refused connection as a network failure that says why', async () => {
   const reply = await post(await closedUrl(), '', { fetch });
   assert.equal(reply.ok, false);
@@ -57,6 +118,9 @@ test('post() words a thrown error with its cause, and a thrown value or a bare E
   assert.deepEqual(await thrown(new Error('socket hang up', { cause: 'not an Error' })), { ok: false, kind: 'network', message: 'socket hang up' });
   assert.deepEqual(await thrown('boom'), { ok: false, kind: 'network', message: 'boom' });
   assert.deepEqual(await thrown(new Error('')), { ok: false, kind: 'network', message: 'Error' });
+  // Node's fetch quotes the URL it refuses; the user:password in it is not repeated.
+  const quoted = new TypeError('Request cannot be constructed from a URL that includes credentials: https://bob:pw@h.test/x');
+  assert.deepEqual(await thrown(quoted), { ok: false, kind: 'network', message: 'Request cannot be constructed from a URL that includes credentials: https://[redacted]@h.test/x' });
 });
 
 test('post() answers aborted when the signal has fired, and passes the signal on', async (t) => {

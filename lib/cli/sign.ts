@@ -5,6 +5,7 @@ import { signRequest, type Signature } from '../guard/signature.ts';
 import { COMMON, type Command } from './command.ts';
 import { FAILURE, USAGE, type Io } from './io.ts';
 import { loadConfigFor } from './load-config.ts';
+import { hideUrlCredentials } from '../text.ts';
 import { usageLine } from './usage.ts';
 
 const OPTIONS = {
@@ -85,7 +86,9 @@ export async function signCommand(flags: SignFlags, io: Io & { stdin?: () => Pro
     const response = await fetch(url, { method: 'POST', headers, body: new Uint8Array(body) });
     answer = { status: response.status, text: await response.text() };
   } catch (error) {
-    io.stderr(`hooks-ingress sign: cannot reach ${url}: ${error instanceof Error ? ((error.cause as Error | undefined)?.message ?? error.message) : String(error)}\n`);
+    const why = error instanceof Error ? ((error.cause as Error | undefined)?.message ?? error.message) : String(error);
+    // fetch refuses a URL with user:password, quoting it: neither copy is printed.
+    io.stderr(hideUrlCredentials(`hooks-ingress sign: cannot reach ${url}: ${why}\n`));
     return FAILURE;
   }
   io.stdout(`${answer.status} ${answer.text}\n`);

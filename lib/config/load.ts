@@ -10,6 +10,7 @@ import { forwardUnused } from './forward-unused.ts';
 import { normalise, TRANSFORMS_ROOT } from './normalise.ts';
 import { readConfigFile, unreadable } from './read.ts';
 import type { Config, ConfigResult, Env } from './types.ts';
+import { urlCredentials } from './url-credentials.ts';
 
 /** Reads, parses and validates a config file. A missing file is a problem like any other. */
 export async function loadConfig(file: string, env: Env, scope: EnvScope = 'all'): Promise<ConfigResult> {
@@ -34,6 +35,7 @@ export async function buildConfig(raw: unknown, where: { file: string | null; en
   if (!checked.ok) issues.push(...checked.issues.filter(judged));
   if (!checked.ok || issues.length > 0) return { ok: false, problems: (issues.length > 0 ? issues : _unresolved(resolved.unresolved)).map(formatIssue) };
   const file: FileConfig = checked.value;
+  issues.push(...urlCredentials(file));
 
   const token = await _readToken(file, dir, where.env, issues);
   // The adapters are built only to check their options here; the composition root builds the ones it uses.

@@ -1,5 +1,5 @@
 import { failure, scrub, type CallResult, type Failure } from '../http-call.ts';
-import { clipLine } from '../text.ts';
+import { clipLine, hideUrlCredentials } from '../text.ts';
 
 // The rules every chat adapter follows, in one place: what text it accepts, how a failure message
 // is made safe to record, which failures a retry can help, and what an abort is.
@@ -7,9 +7,9 @@ import { clipLine } from '../text.ts';
 /** How long a failure message quoted from a platform may be. */
 export const MESSAGE_MAX = 401;
 
-/** Makes a message safe to record: every secret masked first, then on one line and clipped, so a cut never leaves half a secret. */
+/** Makes a message safe to record: every secret (and a URL's user:password) masked first, then on one line and clipped, so a cut never leaves half a secret. */
 export function teller(secrets: readonly (string | undefined)[], mask?: string): (message: string) => string {
-  return (message) => clipLine(scrub(message, secrets, mask), MESSAGE_MAX);
+  return (message) => clipLine(hideUrlCredentials(scrub(message, secrets, mask)), MESSAGE_MAX);
 }
 
 /** Refuses text the caller should never have passed: empty, or longer than the platform takes (the caller chunks). */
@@ -24,9 +24,10 @@ export function retryableStatus(status: number): boolean {
 }
 
 /**
- * A call that got no answer. An abort is the caller's own stop and is never retried; a network
- * failure is. `what` starts the message (`Cannot reach the WhatsApp Cloud API`).
+ * A call that got no answer. An abort is the caller's own stop and is never retried, nor an answer
+ * past the cap (it would come again); a network failure is. `what` starts the message (`Cannot reach the WhatsApp Cloud API`).
  */
 export function unanswered(platform: string, reply: Extract<CallResult, { ok: false }>, what: string, tell: (message: string) => string): Failure {
+  if (reply.kind === 'too-large') return failure(tell(`${platform} answer refused: ${reply.message}`), false);
   return reply.kind === 'aborted' ? failure(`${platform} request aborted`, false) : failure(tell(`${what}: ${reply.message}`), true);
 }

@@ -1,6 +1,6 @@
 import { parseJson, post, retryAfterMs } from '../http-call.ts';
 import { asObject } from '../object.ts';
-import { clipLine } from '../text.ts';
+import { clipLine, hideUrlCredentials } from '../text.ts';
 import type { Logger } from '../log.ts';
 import type { OutboxEntry, OutboxUpdate } from '../store/outbox.ts';
 import type { Store } from '../store/store.ts';
@@ -138,9 +138,15 @@ export class Forwarder {
       const runId = body?.['runId'];
       return typeof runId === 'string' && runId !== '' ? { kind: 'sent', upstreamRunId: clipLine(runId, 200) } : { kind: 'sent' };
     }
+    // Never followed (the message and the token would go to another address); not retried either:
+    // the same URL will redirect again, and `outbox retry` sends it once hooks.forward.url is fixed.
+    if (reply.status >= 300 && reply.status < 400) {
+      const to = reply.headers.get('location');
+      return { kind: 'dead', error: `upstream answered ${reply.status}, a redirect${to === null ? '' : ` to ${clipLine(_place(to, target.url), MAX_ERROR)}`}, which is not followed: set hooks.forward.url to the address that answers` };
+    }
     // The upstream's own words (its JSON `error`, else its text), never our token.
     const said = typeof body?.['error'] === 'string' ? (body['error'] as string) : reply.text;
-    const error = `upstream answered ${reply.status}${said.trim() === '' ? '' : `: ${clipLine(said.split(target.token).join('[redacted]'), MAX_ERROR)}`}`;
+    const error = `upstream answered ${reply.status}${said.trim() === '' ? '' : `: ${clipLine(hideUrlCredentials(said.split(target.token).join('[redacted]')), MAX_ERROR)}`}`;
     if (reply.status === 429 || reply.status >= 500) {
       const wait = retryAfterMs(reply.headers, this.#now());
       return wait === undefined ? { kind: 'retry', error } : { kind: 'retry', error, retryAfterMs: wait };
@@ -159,6 +165,13 @@ export class Forwarder {
     this.#timer = setTimeout(() => this.kick(), Math.min(delay, 2 ** 31 - 1));
     this.#timer.unref?.();
   }
+}
+
+// Where a redirect pointed, without what could be secret in it (user:password, the query).
+function _place(location: string, base: string): string {
+  if (!URL.canParse(location, base)) return '(an address that is not a URL)';
+  const url = new URL(location, base);
+  return `${url.origin}${url.pathname}`;
 }
 
 function _due(entry: OutboxEntry): number {
