@@ -113,6 +113,7 @@ test('GET /metrics with gateway.auth.token as Bearer answers 200 in the text for
     hooks_auth_lockouts: 'gauge',
     hooks_runs: 'gauge',
     hooks_run_queue_depth: 'gauge',
+    hooks_held_requests: 'gauge',
     hooks_deliveries: 'gauge',
     hooks_run_duration_seconds_sum: 'gauge',
     hooks_journal_fsync_seconds: 'gauge',

@@ -7,7 +7,7 @@ import { test, type TestContext } from 'node:test';
 import { defer } from './_cleanup.ts';
 import { spawnServer, type Spawned } from './_cli.ts';
 import { json, listenJson } from './_fake-server.ts';
-import { post } from './_http.ts';
+import { post, send } from './_http.ts';
 
 // waitForCompletion end to end: a spawned server, a local OpenAI-compatible model that answers
 // when the spec says so (issue #14, part 2).
@@ -44,7 +44,7 @@ async function model(t: TestContext): Promise<Model> {
   return state;
 }
 
-async function serve(t: TestContext, hooks: Record<string, unknown>, m: Model, dir?: string): Promise<{ server: Spawned; dir: string; args: string[] }> {
+async function serve(t: TestContext, hooks: Record<string, unknown>, m: Model, dir?: string, extra: Record<string, unknown> = {}): Promise<{ server: Spawned; dir: string; args: string[] }> {
   const base = dir ?? (await mkdtemp(join(tmpdir(), 'wait-spec-')));
   if (dir === undefined) defer(t, () => rm(base, { recursive: true, force: true }));
   const config = join(base, 'config.json');
@@ -54,6 +54,7 @@ async function serve(t: TestContext, hooks: Record<string, unknown>, m: Model, d
       hooks: { enabled: true, token: TOKEN, ...hooks },
       agents: { defaults: { model: 'fake/m', timeoutSeconds: 60 } },
       models: { providers: { fake: { api: 'openai-completions', baseUrl: m.url } } },
+      ...extra,
     }),
   );
   const args = ['--config', config, '--port', '0', '--state-dir', join(base, 'state')];
@@ -160,4 +161,42 @@ test('a mapped forEach hook with waitForCompletion answers every run\'s completi
   const runIds = reply.body['runIds'] as string[];
   assert.equal(runIds.length, 2);
   assert.deepEqual(reply.body['completions'], runIds.map((runId) => ({ runId, ...COMPLETION_OK })));
+});
+
+test('clients that hang up while they wait are let go at once (hooks_held_requests falls back, each logged 499); the runs go on', { timeout: 90_000 }, async (t) => {
+  const m = await model(t);
+  const METRICS = 'wait-metrics-token-0123456789abcdef';
+  const { server } = await serve(t, {}, m, undefined, { gateway: { auth: { token: METRICS } } });
+  const held = async () => {
+    const page = await send(server.url, '/metrics', { headers: { authorization: `Bearer ${METRICS}` } });
+    return Number(/^hooks_held_requests (\d+)$/m.exec(page.text)?.[1] ?? Number.NaN);
+  };
+  const heldReaches = async (what: string, n: number) => {
+    let now = Number.NaN;
+    const giveUp = Date.now() + 30_000;
+    while ((now = await held()) !== n && Date.now() < giveUp) await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.equal(now, n, what);
+  };
+  const body = JSON.stringify({ message: 'Long job', deliver: false, waitForCompletion: true });
+  const open = (key?: string) => {
+    const headers = { ...AUTH, 'content-type': 'application/json', ...(key === undefined ? {} : { 'idempotency-key': key }) };
+    const req = request(new URL('/hooks/agent', server.url), { method: 'POST', headers, agent: false });
+    req.on('error', () => undefined);
+    req.end(body);
+    return req;
+  };
+  // One client that stays: its key's later copies wait behind it; the others each wait for a run of their own.
+  const staying = open('flood-1');
+  const answered = new Promise<number>((resolve) => staying.on('response', (res) => (res.resume(), resolve(res.statusCode ?? 0))));
+  await until('the model call', () => m.calls === 1);
+  const leaving = [...Array.from({ length: 20 }, () => open('flood-1')), ...Array.from({ length: 20 }, () => open())];
+  await heldReaches('every client is held while the runs go on', 41);
+  for (const client of leaving) client.destroy();
+  await heldReaches('nothing is held for a client that is gone', 1);
+  // The log reaches this process through a pipe: its lines may come a moment after the gauge.
+  await until('a 499 line for each client that left', () => server.stderr().match(/"path":"\/hooks\/agent","status":499/g)?.length === 40);
+  m.answer('Done.');
+  assert.equal(await answered, 200, 'the client that stayed is answered');
+  await heldReaches('nothing held once the run settled', 0);
+  await until('every run to be called', () => m.calls === 21);
 });

@@ -52,3 +52,30 @@ test('createCompletions() answers at once for settled runs, on the change that s
   clearInterval(alive);
   assert.equal(listeners.size, 0);
 });
+
+test('createCompletions() ends a wait as soon as its client is gone: nothing watched, no timer, not counted as held', async () => {
+  const runs = new Map<string, RunRecord>([['r', run({ runId: 'r', status: 'running' })]]);
+  const listeners = new Set<(r: RunRecord) => void>();
+  const store = { run: (id: string) => runs.get(id) ?? null, watchRuns: (listener: (r: RunRecord) => void) => (listeners.add(listener), () => listeners.delete(listener)) };
+  const completions = createCompletions(store);
+  const departures = new Set<() => void>();
+  const gone = (listener: () => void) => (departures.add(listener), () => void departures.delete(listener));
+  const waits = Array.from({ length: 1500 }, () => completions.wait(['r'], 3_600_000, OPTIONS, gone));
+  assert.equal(completions.held(), 1500);
+  assert.equal(listeners.size, 1500);
+  for (const leave of [...departures]) leave();
+  assert.deepEqual(new Set((await Promise.all(waits)).flat().map((c) => c.status)), new Set(['timeout']));
+  assert.equal(completions.held(), 0);
+  assert.equal(listeners.size, 0, 'no run watcher left');
+  assert.equal(departures.size, 0, 'no departure listener left');
+  // A wait that ends on its own unsubscribes from the departure too; one already gone ends at once.
+  const settled = completions.wait(['r'], 3_600_000, OPTIONS, gone);
+  const done = run({ runId: 'r', status: 'ok', reply: 'x', deliver: false });
+  runs.set('r', done);
+  for (const listener of listeners) listener(done);
+  assert.equal((await settled)[0]!.status, 'ok');
+  assert.equal(departures.size, 0);
+  runs.set('q', run({ runId: 'q', status: 'running' }));
+  assert.equal((await completions.wait(['q'], 3_600_000, OPTIONS, (listener) => (listener(), () => undefined)))[0]!.status, 'timeout');
+  assert.equal(completions.held(), 0);
+});

@@ -79,13 +79,14 @@ export async function startService(config: Config, stateDir: string, log: Logger
 
   const transforms = new TransformReloader(log);
   transforms.configure(config);
+  const completions = createCompletions(store);
   // The limiter lives in the app (a reload may replace it); the metrics page reads it when rendered.
-  const telemetry = createTelemetry({ store, limiter: () => app.limiterStats(), queueDepth: () => runner.depth });
+  const telemetry = createTelemetry({ store, limiter: () => app.limiterStats(), queueDepth: () => runner.depth, waiters: () => completions.held() + app.held() });
   // Forward mode: accepted actions leave through the outbox to the upstream gateway.
   const forward = startForward(config, store, log, stateDir);
   const ledger = await openLedger(config, stateDir, log);
   const app = createApp({
-    ...{ config, store, heartbeat, log, runs: runner, transforms: transforms.call, telemetry, completions: createCompletions(store) },
+    ...{ config, store, heartbeat, log, runs: runner, transforms: transforms.call, telemetry, completions },
     ...(forward === null ? {} : { forwarded: forward.kick }),
     ...(ledger === null ? {} : { ledger }),
   });

@@ -14,7 +14,7 @@ import type { Became } from '../store/ledger-entry.ts';
 import type { OutboxSpec } from '../store/outbox.ts';
 import type { Effects, IdempotencyWrite, StoredAnswer, Store } from '../store/store.ts';
 import { admitEvents, reserveRuns, unavailable, type RunQueue } from './admission.ts';
-import type { WaitingReply } from './wait.ts';
+import type { Gone, Waiter } from './wait.ts';
 import type { Answer } from './answer.ts';
 
 /** An authenticated hook request with its parsed body. */
@@ -30,6 +30,8 @@ export interface HookCall {
   pathOnly?: boolean;
   /** Told the mapping and what the request became, for the request ledger. */
   note?: { mapping?: string; became?: Became };
+  /** The client's departure, which ends a `waitForCompletion` wait at once. */
+  gone?: Gone;
 }
 
 /** The hook path and key a request is made idempotent by (and how long, when not the default). */
@@ -45,7 +47,7 @@ export interface DispatchOptions {
   /** The agent runtime's queue: accepted runs go there; a full queue answers 503. */
   runs?: RunQueue;
   /** Holds a `waitForCompletion` answer until its runs finished; without it such requests are answered at once. */
-  wait?: (reply: WaitingReply) => Promise<StoredAnswer>;
+  wait?: Waiter;
   /** Forward mode: told when new outbox entries are on disk, so it sends them at once. */
   forwarded?: () => void;
 }
@@ -103,7 +105,7 @@ async function _agent(ctx: _Context, call: HookCall, idem: IdempotencyKey | null
   }
   const waitFor = parsed.action.waitForCompletion === true && ctx.wait !== undefined ? [run.runId] : undefined;
   await _commit(ctx, call, { runs: [run] }, _remember(idem, call, answer, waitFor), () => 'message');
-  return waitFor === undefined ? answer : ctx.wait!({ ...answer, waitFor });
+  return waitFor === undefined ? answer : ctx.wait!({ ...answer, waitFor }, call.gone);
 }
 
 async function _mapped(ctx: _Context, call: HookCall, idem: IdempotencyKey | null): Promise<Answer> {
@@ -160,7 +162,7 @@ async function _mapped(ctx: _Context, call: HookCall, idem: IdempotencyKey | nul
   await _commit(ctx, call, { events, runs }, _remember(idem, call, answer, waitFor), field);
   warnHollow();
   if (events.some((e) => e.mode === 'now')) ctx.heartbeat.request(source);
-  return waitFor === undefined ? answer : ctx.wait!({ ...answer, waitFor });
+  return waitFor === undefined ? answer : ctx.wait!({ ...answer, waitFor }, call.gone);
 }
 
 // What a mapped request answers: its run (or runs, for forEach), else the wake's mode.

@@ -11,6 +11,7 @@ import type { Dispatch } from './dispatch.ts';
 import { idempotencyKey, type Idempotent } from './idempotency.ts';
 import { signatureVerdict, type Note } from './ledger-note.ts';
 import { formAsSigned, metaHandshake, missingSignature, signedDelivery, signedPaths, slackChallenge } from './signed.ts';
+import type { Gone } from './wait.ts';
 
 /** One routed request: its id, the request, the query, the hook name and the client. */
 export interface Context {
@@ -124,9 +125,24 @@ function _acceptor(options: HooksRouteOptions): (ctx: Context, signature: Signat
       note.became = { handshake: 'slack' };
       return challenge;
     }
-    const call = { id: ctx.id, name, body, headers: req.headers, query: ctx.query, note, ...(pathOnly ? { pathOnly } : {}) };
+    const gone = _gone(req);
+    const call = { id: ctx.id, name, body, headers: req.headers, query: ctx.query, note, gone, ...(pathOnly ? { pathOnly } : {}) };
     const delivery = signature === undefined ? null : signedDelivery(signature, req, bytes, body);
-    return idempotent(name, idempotencyKey(req.headers, name === 'agent' ? body : {}, delivery), (idem) => dispatch(call, idem), note);
+    return idempotent(name, idempotencyKey(req.headers, name === 'agent' ? body : {}, delivery), (idem) => dispatch(call, idem), note, gone);
+  };
+}
+
+// The client's departure: its connection closing (a hang-up closes it: node:http does not keep a
+// half-open one). A wait subscribes only while it waits, so a kept-alive socket collects no listeners.
+function _gone(req: IncomingMessage): Gone {
+  return (listener) => {
+    const { socket } = req;
+    if (socket.destroyed) {
+      queueMicrotask(listener);
+      return () => {};
+    }
+    socket.once('close', listener);
+    return () => void socket.off('close', listener);
   };
 }
 

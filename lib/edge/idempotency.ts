@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Became } from '../store/ledger-entry.ts';
-import type { Store, StoredAnswer } from '../store/store.ts';
+import type { Store } from '../store/store.ts';
 import type { DeliveryId } from '../guard/signature.ts';
 import type { Answer } from './answer.ts';
 import type { IdempotencyKey } from './dispatch.ts';
-import type { WaitingReply } from './wait.ts';
+import { CLIENT_GONE, type Gone, type Waiter } from './wait.ts';
 
 const MAX_IDEMPOTENCY_KEY = 256;
 
@@ -15,32 +15,46 @@ export interface RequestKey {
   ttlMs?: number;
 }
 
-/** Runs `work` at most once per hook and key (a retry answered from the record is noted as a duplicate); see {@link createIdempotency}. */
-export type Idempotent = (name: string, key: RequestKey | null, work: (idem: IdempotencyKey | null) => Promise<Answer>, note?: { became?: Became }) => Promise<Answer>;
+/**
+ * Runs `work` at most once per hook and key (a retry answered from the record is noted as a
+ * duplicate); see {@link createIdempotency}. `gone` ends a copy's wait when its client leaves.
+ */
+export type Idempotent = (name: string, key: RequestKey | null, work: (idem: IdempotencyKey | null) => Promise<Answer>, note?: { became?: Became }, gone?: Gone) => Promise<Answer>;
+
+/** Requests waiting behind the first copy of their key, counted for metrics. */
+export interface Behind {
+  count: number;
+}
 
 /**
  * A retry with a key already answered gets that answer again; one arriving while the first is
  * still being handled waits for it, so two copies can never both take effect. `inflight` outlives
- * a reload; `wait` holds a replayed answer whose first request waited for its runs.
+ * a reload; `wait` holds a replayed answer whose first request waited for its runs. A copy whose
+ * client goes away while it waits is let go at once (`gone`), holding nothing.
  */
 export function createIdempotency(
   store: Pick<Store, 'replay'>,
   inflight: Map<string, Promise<Answer>>,
-  wait?: (reply: WaitingReply) => Promise<StoredAnswer>,
+  wait?: Waiter,
+  behind: Behind = { count: 0 },
 ): Idempotent {
   // Without a key there is nothing to hold: the work's own promise is the answer, not one wrapped in another.
-  return (name, key, work, note) => (key === null ? work(null) : keyed(name, key, work, note));
-  async function keyed(name: string, { key, ttlMs }: RequestKey, work: (idem: IdempotencyKey | null) => Promise<Answer>, note?: { became?: Became }): Promise<Answer> {
+  return (name, key, work, note, gone) => (key === null ? work(null) : keyed(name, key, work, note, gone));
+  async function keyed(name: string, { key, ttlMs }: RequestKey, work: (idem: IdempotencyKey | null) => Promise<Answer>, note?: { became?: Became }, gone?: Gone): Promise<Answer> {
     const id = `${name}\n${key}`;
     // Wait while any copy is in flight; from the last check to the `set` below nothing awaits,
     // so exactly one copy goes ahead when the one before it failed.
-    for (let running = inflight.get(id); running !== undefined; running = inflight.get(id)) await running.catch(() => undefined);
+    for (let running = inflight.get(id); running !== undefined; running = inflight.get(id)) {
+      behind.count++;
+      const left = await _settledOrGone(running, gone).finally(() => behind.count--);
+      if (left) return LEFT;
+    }
     const prior = store.replay(name, key);
     if (prior !== null) {
       if (note !== undefined) note.became = prior.requestId === undefined ? { duplicateOf: '' } : { duplicateOf: prior.requestId };
       // A first request that waited for its runs: the retry waits for the same ones (or has them at once).
       const { waitFor } = prior;
-      const answer = waitFor !== undefined && wait !== undefined ? await wait({ ...prior, waitFor }) : prior;
+      const answer = waitFor !== undefined && wait !== undefined ? await wait({ ...prior, waitFor }, gone) : prior;
       return { status: answer.status, body: answer.body, headers: { 'idempotent-replayed': 'true' } };
     }
     const pending = work({ scope: name, key, ...(ttlMs === undefined ? {} : { ttlMs }) });
@@ -73,3 +87,36 @@ export function idempotencyKey(headers: IncomingHttpHeaders, body: Record<string
   }
   return null;
 }
+
+/** What a copy whose client went away ends with: logged and counted, never sent. */
+const LEFT: Answer = Object.freeze({ status: CLIENT_GONE, body: { ok: false, error: 'the client went away while an earlier copy of the request was handled' } });
+
+// Whether the client went away before `running` settled. `running` keeps a callback until the first
+// copy is done; after a departure it reaches only an emptied watch, never the request (a closure
+// over `gone` here would keep the request and its socket for as long as the first copy runs).
+function _settledOrGone(running: Promise<unknown>, gone: Gone | undefined): Promise<boolean> {
+  if (gone === undefined) return running.then(_no, _no);
+  const watch = new _Watch();
+  watch.leave = gone(watch.gone);
+  if (watch.resolve !== null) running.then(watch.settled, watch.settled);
+  return watch.promise;
+}
+
+class _Watch {
+  resolve: ((left: boolean) => void) | null = null;
+  leave: (() => void) | null = null;
+  readonly promise = new Promise<boolean>((resolve) => {
+    this.resolve = resolve;
+  });
+  readonly gone = () => this.#end(true);
+  readonly settled = () => this.#end(false);
+  #end(left: boolean): void {
+    const { resolve, leave } = this;
+    this.resolve = null;
+    this.leave = null;
+    if (!left) leave?.();
+    resolve?.(left);
+  }
+}
+
+const _no = () => false;

@@ -17,7 +17,7 @@ import { trimSlashes } from '../text.ts';
 import { errorAnswer, type Answer } from './answer.ts';
 import { createDispatch } from './dispatch.ts';
 import { expectsContinue, hooksRoute, type Handler } from './hooks-route.ts';
-import { createIdempotency } from './idempotency.ts';
+import { createIdempotency, type Behind } from './idempotency.ts';
 import { createRecorder, newNote, type Note, type Recorder } from './ledger-note.ts';
 import { Router, splitTarget } from './router.ts';
 import { createWaiter, type Completions } from './wait.ts';
@@ -67,11 +67,14 @@ export interface App {
   reload(config: Config): void;
   /** The auth-failure limiter's counters, for metrics. */
   limiterStats(): LimiterStats;
+  /** Requests waiting behind the first copy of their idempotency key, for metrics. */
+  held(): number;
 }
 
 // What outlives a reload: the idempotency work in flight, and the limiter while its settings hold.
 interface Shared {
   inflight: Map<string, Promise<Answer>>;
+  behind: Behind;
   /** Body bytes actually read per request (a refused body counts nothing), for metrics. */
   received: WeakMap<IncomingMessage, number>;
   limiter: FailureLimiter;
@@ -84,7 +87,7 @@ export function createApp(options: AppOptions): App {
   // Request ids label and correlate, nothing more (see idSequence): no random draw per request.
   const requestId = options.newId ?? idSequence();
   const now = options.now ?? performance.now.bind(performance);
-  const shared: Shared = { inflight: new Map(), received: new WeakMap(), limiter: options.limiter ?? _limiter(options.config), limits: JSON.stringify(options.config.hooks.authRateLimit) };
+  const shared: Shared = { inflight: new Map(), behind: { count: 0 }, received: new WeakMap(), limiter: options.limiter ?? _limiter(options.config), limits: JSON.stringify(options.config.hooks.authRateLimit) };
   let current = _compile(options, options.config, shared);
 
   const app = ((req: IncomingMessage, res: ServerResponse) => {
@@ -132,6 +135,7 @@ export function createApp(options: AppOptions): App {
     else answered(answer);
   }) as App;
   app.limiterStats = () => shared.limiter.stats();
+  app.held = () => shared.behind.count;
   app.reload = (config) => {
     const limits = JSON.stringify(config.hooks.authRateLimit);
     if (limits !== shared.limits && options.limiter === undefined) Object.assign(shared, { limiter: _limiter(config), limits });
@@ -190,7 +194,7 @@ function _compile(
   const hooks = hooksRoute({
     config,
     auth,
-    idempotent: createIdempotency(store, shared.inflight, wait),
+    idempotent: createIdempotency(store, shared.inflight, wait, shared.behind),
     dispatch,
     bodyTimeoutMs: options.bodyTimeoutMs ?? 30_000,
     received: shared.received,

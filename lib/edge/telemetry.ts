@@ -14,6 +14,8 @@ export interface TelemetrySources {
   store: Pick<Store, 'stats' | 'runs' | 'outboxCounts'>;
   limiter: () => { keys: number; locked: number; lockouts: number };
   queueDepth: () => number;
+  /** Requests held open: waiting for their runs (`waitForCompletion`) or behind the first copy of their key. */
+  waiters?: () => number;
 }
 
 /**
@@ -31,6 +33,7 @@ export function createTelemetry(sources: TelemetrySources): Telemetry {
   m.gauge('hooks_auth_lockouts', 'Lockouts since start (a gauge: it restarts with the process).', [], () => sources.limiter().lockouts);
   m.gauge('hooks_runs', 'Retained runs by state.', ['state'], () => _tally(sources.store.runs().map((r) => r.status), (state) => ({ state })));
   m.gauge('hooks_run_queue_depth', 'Runs waiting or executing.', [], () => sources.queueDepth());
+  m.gauge('hooks_held_requests', 'Requests held open: waiting for their runs (waitForCompletion), or behind the first copy of their idempotency key.', [], () => sources.waiters?.() ?? 0);
   m.gauge('hooks_deliveries', 'Retained runs by delivery outcome and channel.', ['outcome', 'channel'], () =>
     _tally(
       sources.store.runs().flatMap((r) => (r.delivery === undefined ? [] : [`${r.delivery.status}\n${'channel' in r.delivery ? r.delivery.channel : ''}`])),

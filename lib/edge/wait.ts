@@ -7,13 +7,25 @@ export interface CompletionOptions {
   allowReply: boolean;
 }
 
+/** Subscribes to the departure of the client that waits; returns the unsubscribe. */
+export type Gone = (listener: () => void) => () => void;
+
 /** Waits for runs to settle and answers each one's completion (the runtime provides it). */
 export interface Completions {
-  wait(runIds: readonly string[], timeoutMs: number, options: CompletionOptions): Promise<object[]>;
+  /** Ends early, with the runs as they are, once `gone` calls back. */
+  wait(runIds: readonly string[], timeoutMs: number, options: CompletionOptions, gone?: Gone): Promise<object[]>;
+  /** Waits not yet ended. */
+  held(): number;
 }
 
 /** Extra time a waiting request allows beyond the run's own timeout: queueing, delivery, the commits. */
 export const COMPLETION_MARGIN_MS = 30_000;
+
+/** The status logged for a waiting request whose client went away (nginx's "client closed request"); no client sees it. */
+export const CLIENT_GONE = 499;
+
+/** Holds a waiting reply until its runs settled, or its client went away. */
+export type Waiter = (reply: WaitingReply, gone?: Gone) => Promise<StoredAnswer>;
 
 /** A remembered answer whose request asked to wait for these runs. */
 export interface WaitingReply extends StoredAnswer {
@@ -23,14 +35,19 @@ export interface WaitingReply extends StoredAnswer {
 /**
  * Turns the 202 of a request that asked for `waitForCompletion` into the 200 with each run's
  * completion, once the runs settled (or the wait ran out). A replayed key goes through here too,
- * so a retry waits for the same runs, or gets their completion at once when they are done.
+ * so a retry waits for the same runs, or gets their completion at once when they are done. A
+ * client that goes away ends its wait at once (`gone`): its answer could never be sent.
  */
-export function createWaiter(config: Config, store: Pick<Store, 'run'>, completions: Completions): (reply: WaitingReply) => Promise<StoredAnswer> {
+export function createWaiter(config: Config, store: Pick<Store, 'run'>, completions: Completions): Waiter {
   const options = { ackMaxChars: config.agents.heartbeat.ackMaxChars, allowReply: config.hooks.allowCompletionReply };
-  return async (reply) => {
+  return async (reply, gone) => {
     const seconds = reply.waitFor.map((id) => store.run(id)?.timeoutSeconds ?? config.agents.timeoutSeconds);
     const timeoutMs = Math.max(0, ...seconds) * 1000 + COMPLETION_MARGIN_MS;
-    const done = await completions.wait(reply.waitFor, timeoutMs, options);
+    let left = false;
+    const watched: Gone | undefined = gone && ((listener) => gone(() => ((left = true), listener())));
+    const done = await completions.wait(reply.waitFor, timeoutMs, options, watched);
+    // Never sent (the connection is gone): what the request log and the metrics record for it.
+    if (left) return { status: CLIENT_GONE, body: { ok: false, error: 'the client went away before the runs settled' } };
     const { runIds: _ids, ...rest } = reply.body;
     const body = 'runIds' in reply.body ? { ...rest, runIds: reply.waitFor, completions: done.map((c, i) => ({ runId: reply.waitFor[i], ...c })) } : { ...reply.body, completion: done[0] };
     return { status: 200, body };

@@ -21,8 +21,14 @@ export interface CompletionOptions {
 
 /** Waits for runs to settle (finished, and a reply meant for delivery delivered or given up on). */
 export interface Completions {
-  wait(runIds: readonly string[], timeoutMs: number, options: CompletionOptions): Promise<Completion[]>;
+  /** Ends early, with the runs as they are then, once `gone` calls back (the client that waits went away). */
+  wait(runIds: readonly string[], timeoutMs: number, options: CompletionOptions, gone?: Gone): Promise<Completion[]>;
+  /** Waits not yet ended: each holds a request, a watcher and a timer. */
+  held(): number;
 }
+
+/** Subscribes to the departure of whoever waits (a client's connection closing); returns the unsubscribe. */
+export type Gone = (listener: () => void) => () => void;
 
 /** Whether nothing more will happen to a run: it ended, and any delivery it owes is recorded. */
 export function isSettled(run: RunRecord): boolean {
@@ -49,19 +55,26 @@ export function completionOf(run: RunRecord | null, options: CompletionOptions):
 }
 
 /**
- * Builds the waiter over the store's run changes. A wait ends when every run settled or at
- * `timeoutMs`; the request that waits never holds the run, so a client that goes away cancels nothing.
+ * Builds the waiter over the store's run changes. A wait ends when every run settled, at
+ * `timeoutMs`, or as soon as its client went away (nothing is held for a client that cannot be
+ * answered); the request that waits never holds the run, so a client that goes away cancels nothing.
  */
 export function createCompletions(store: Pick<Store, 'run' | 'watchRuns'>): Completions {
+  let held = 0;
   return {
-    wait: (runIds, timeoutMs, options) =>
+    held: () => held,
+    wait: (runIds, timeoutMs, options, gone) =>
       new Promise((resolve) => {
         const open = new Set(runIds.filter((id) => !_settled(store.run(id))));
         let done = false;
+        let leave = _stay;
+        held++;
         const finish = () => {
           if (done) return;
           done = true;
+          held--;
           stop();
+          leave();
           clearTimeout(timer);
           resolve(runIds.map((id) => completionOf(store.run(id), options)));
         };
@@ -73,10 +86,15 @@ export function createCompletions(store: Pick<Store, 'run' | 'watchRuns'>): Comp
         // setTimeout fires at once past 2^31-1 ms; unref so a wait never keeps a stopping process alive.
         const timer = setTimeout(finish, Math.min(timeoutMs, 2 ** 31 - 1));
         timer.unref?.();
-        if (open.size === 0) finish();
+        if (open.size === 0) return finish();
+        if (gone === undefined) return;
+        leave = gone(finish);
+        if (done) leave();
       }),
   };
 }
+
+const _stay = () => {};
 
 function _settled(run: RunRecord | null): boolean {
   return run === null || isSettled(run);
