@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { chmod, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -165,6 +165,34 @@ test('createCommandProvider() settles at abort when the command exited but a pro
   assert.deepEqual(result, { ok: false, retryable: false, message: 'aborted' });
   // stdout closes only once the background sleep is gone: the stop reached the whole process group.
   if (run.child().stdout?.closed !== true) await once(run.child(), 'close');
+});
+
+test('createCommandProvider() ends the turn when the program exits, with all it wrote, and neither waits for nor stops a process it left in the background', async () => {
+  const pids: number[] = [];
+  try {
+    for (const [name, body, expected] of [
+      ['leaves.sh', 'echo "the reply"', { ok: true, value: 'the reply' }],
+      // More than a pipe holds: the program's last bytes are still in the pipe when it exits.
+      ['leaves-much.sh', "head -c 600000 /dev/zero | tr '\\0' x", { ok: true, value: 'x'.repeat(600_000) }],
+      ['leaves-failing.sh', 'echo "model not found" >&2; exit 3', { ok: false, retryable: false, message: 'exit 3: model not found' }],
+    ] as const) {
+      const pidFile = join(dir, `${name}.pid`);
+      // The background process holds the command's stdout and stderr, as `cmd &` in a wrapper does.
+      const command = await script(name, `sleep 60 &\necho $! > ${pidFile}\n${body}`);
+      const result = await createCommandProvider({ command: [command] }).complete(turn({ signal: AbortSignal.timeout(15_000) }));
+      pids.push(Number(await readFile(pidFile, 'utf8')));
+      assert.deepEqual(result, expected, name);
+      assert.doesNotThrow(() => process.kill(pids.at(-1)!, 0), 'the background process is still running: the operator\'s to manage');
+    }
+  } finally {
+    for (const pid of pids) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // Already gone.
+      }
+    }
+  }
 });
 
 test('createCommandProvider() starts nothing for a signal already aborted', async () => {

@@ -103,21 +103,34 @@ function _run(spawn: Spawn, program: string, args: readonly string[], request: T
     child.stdin?.end(formatInput(request));
 
     child.on('error', (error) => settle(_failure(`Cannot run ${program}: ${_reason(error)}`)));
-    child.on('exit', () => {
-      exited = true;
-      if (stopped !== undefined) settle(stopped);
-    });
-    // 'close' comes after the exit and the end of every stdio stream: the whole reply is in.
-    child.on('close', (code: number | null, killedBy: NodeJS.Signals | null) => {
+    // The turn ends when the program exits, with what it wrote. What it wrote last may still be in
+    // the pipes: they are read until they close, or for a moment after the exit when a process it
+    // left running in the background holds them open (that process is not waited for, nor stopped).
+    const finish = (code: number | null, killedBy: NodeJS.Signals | null) => {
       if (killTimer !== undefined) clearTimeout(killTimer);
+      if (drainTimer !== undefined) clearTimeout(drainTimer);
+      child.stdout?.destroy();
+      child.stderr?.destroy();
       if (stopped !== undefined) return settle(stopped);
       if (code === 0) return settle({ ok: true, value: output.stdout().trim() });
       const last = output.stderr().split('\n').map((line) => line.trim()).filter((line) => line !== '').at(-1);
       const how = code === null ? `killed by ${killedBy ?? 'a signal'}` : `exit ${code}`;
       settle(_failure(last === undefined ? how : `${how}: ${last}`));
+    };
+    let drainTimer: ReturnType<typeof setTimeout> | undefined;
+    child.on('exit', (code: number | null, killedBy: NodeJS.Signals | null) => {
+      exited = true;
+      if (stopped !== undefined) return settle(stopped);
+      // One more turn of the loop after the moment, so bytes already in the pipes are read first.
+      drainTimer = setTimeout(() => setImmediate(() => finish(code, killedBy)), EXIT_DRAIN_MS);
     });
+    // 'close' comes after the exit and the end of every stdio stream: the whole reply is in.
+    child.on('close', (code: number | null, killedBy: NodeJS.Signals | null) => finish(code, killedBy));
   });
 }
+
+/** How long the pipes are still read after the program exited, when something else holds them open. */
+export const EXIT_DRAIN_MS = 100;
 
 // A child, or the failure of a spawn that threw.
 function _spawn(spawn: Spawn, program: string, args: readonly string[], options: Parameters<Spawn>[2]): ChildProcess | Attempt<string> {
