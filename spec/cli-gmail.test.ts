@@ -5,9 +5,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { loadConfig } from '../lib/config/load.ts';
-import { BACKOFF, companionArgs, findOnPath, INSTALL_HINT, serveCompanion, shellWord, STOP_GRACE_MS, type GmailDeps } from '../lib/cli/gmail-companion.ts';
+import { BACKOFF, companionArgs, companionEnv, findOnPath, INSTALL_HINT, serveCompanion, shellWord, STOP_GRACE_MS, type GmailDeps } from '../lib/cli/gmail-companion.ts';
 import { applyGmailSetup } from '../lib/cli/gmail-setup.ts';
 import { gmailCommand } from '../lib/cli/gmail.ts';
+import { RELAY_LIMITS } from '../lib/cli/relay.ts';
 import { captureIo } from './_io.ts';
 
 let tmp: string;
@@ -473,6 +474,63 @@ describe('gmail run', () => {
     assert.match(out.stderr, /gog exited with code 3 after 60\.0 s; starting it again in 1 s/);
     assert.match(out.stderr, /--hook-token '<redacted>'/);
     assert.doesNotMatch(out.stderr, /run-token-0123456789abcdef|gmail-run-token-0123456789/);
+  });
+
+  test('gmailCommand() run gives gog a minimal environment: never the hook token or an API key, but its own GOG_* settings, HOME, PATH and the XDG directories', async () => {
+    const { dir, file, bin } = await setupRun();
+    const dump = join(dir, 'env.txt');
+    await fakeGog(bin, `env > '${dump}'\nexit 0`);
+    const stop = new AbortController();
+    const deps: GmailDeps = { sleep: async () => stop.abort() };
+    const env = {
+      PATH: `${bin}:${process.env['PATH']}`,
+      XDG_CONFIG_HOME: join(dir, 'xdg'),
+      GOG_KEYRING_PASSWORD: 'keyring-pass',
+      LANG: 'C.UTF-8',
+      HOOKS_TOKEN: 'run-token-0123456789abcdef',
+      OPENAI_API_KEY: 'sk-not-for-gog',
+      AWS_SECRET_ACCESS_KEY: 'aws-not-for-gog',
+    };
+    const { io, out } = capture(env, stop.signal);
+    assert.equal(await gmailCommand(['run', '--config', file], io, deps), 0, out.stderr);
+    const seen = Object.fromEntries((await readFile(dump, 'utf8')).trimEnd().split('\n').map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]));
+    for (const name of ['HOOKS_TOKEN', 'OPENAI_API_KEY', 'AWS_SECRET_ACCESS_KEY']) assert.equal(seen[name], undefined, name);
+    assert.ok(!Object.values(seen).some((value) => value.includes('run-token-0123456789abcdef')), 'the hook token is nowhere in gog\'s environment');
+    assert.equal(seen['HOME'], tmp);
+    assert.equal(seen['PATH'], env.PATH);
+    assert.equal(seen['XDG_CONFIG_HOME'], env.XDG_CONFIG_HOME);
+    assert.equal(seen['GOG_KEYRING_PASSWORD'], 'keyring-pass');
+    assert.equal(seen['LANG'], 'C.UTF-8');
+  });
+
+  test('companionEnv() keeps PATH, HOME, the XDG and GOG_ variables, locale, time zone, D-Bus, TLS and proxy settings, and nothing else', () => {
+    const kept = companionEnv({
+      PATH: '/bin', HOME: '/h', USER: 'u', LOGNAME: 'u', TMPDIR: '/t', TZ: 'UTC', LANG: 'C', LC_ALL: 'C',
+      XDG_RUNTIME_DIR: '/run/user/1', DBUS_SESSION_BUS_ADDRESS: 'unix:path=/run/user/1/bus',
+      GOG_ACCOUNT: 'a@b', GOG_KEYRING_BACKEND: 'file', SSL_CERT_FILE: '/c', HTTPS_PROXY: 'http://p:3128', no_proxy: 'localhost',
+      HOOKS_TOKEN: 'x', ANTHROPIC_API_KEY: 'y', CREDENTIALS_DIRECTORY: '/run/credentials/x', NODE_OPTIONS: '--inspect', UNSET: undefined,
+    });
+    assert.deepEqual(Object.keys(kept).sort(), [
+      'DBUS_SESSION_BUS_ADDRESS', 'GOG_ACCOUNT', 'GOG_KEYRING_BACKEND', 'HOME', 'HTTPS_PROXY', 'LANG', 'LC_ALL', 'LOGNAME', 'PATH', 'SSL_CERT_FILE', 'TMPDIR', 'TZ', 'USER', 'XDG_RUNTIME_DIR', 'no_proxy',
+    ]);
+  });
+
+  test('gmailCommand() run passes on the output of a gog that writes without pause (yes) at a bounded pace', async () => {
+    const { file, bin } = await setupRun();
+    await fakeGog(bin, 'exec yes');
+    const stop = new AbortController();
+    let seconds = 0;
+    const started = performance.now();
+    const { io, out } = capture({ PATH: `${bin}:${process.env['PATH']}` }, stop.signal, () => {
+      if (performance.now() - started < 1500 || stop.signal.aborted) return;
+      seconds = (performance.now() - started) / 1000;
+      stop.abort();
+    });
+    assert.equal(await gmailCommand(['run', '--config', file], io), 0, out.stderr);
+    // What a second begun allows, and one read that crossed it; unpaced, yes writes hundreds of MiB a second.
+    const bound = RELAY_LIMITS.bytesPerSecond * (Math.ceil(seconds) + 1) + 64 * 1024;
+    assert.ok(out.stdout.length <= bound, `relayed ${out.stdout.length} bytes in ${seconds.toFixed(1)} s, bound ${bound}`);
+    assert.match(out.stdout, /^(y\n)+$/);
   });
 
   test('serveCompanion() is null without the preset, skips with a reason when gog is missing or opted out, and runs gog until stopped', async () => {

@@ -8,6 +8,7 @@ import { locateConfig } from '../config/locate.ts';
 import type { Config, Env } from '../config/types.ts';
 import { sleep } from '../retry.ts';
 import { FAILURE, type Io } from './io.ts';
+import { relayLines } from './relay.ts';
 import { parseCommand } from './usage.ts';
 
 // The Gmail companion (`gog gmail watch serve`): its arguments, and the supervisor that keeps it running.
@@ -200,11 +201,34 @@ async function _supervise(file: string, args: readonly string[], io: Io, deps: G
 }
 
 function _start(spawn: NonNullable<GmailDeps['spawn']>, file: string, args: readonly string[], io: Io): ChildProcess {
-  const child = spawn(file, args, io.env);
-  child.stdout?.setEncoding('utf8').on('data', (text: string) => io.stdout(text));
-  child.stderr?.setEncoding('utf8').on('data', (text: string) => io.stderr(text));
+  const child = spawn(file, args, companionEnv(io.env));
+  // At a bounded pace: gog writing without pause waits on its own writes instead of filling our memory.
+  if (child.stdout) relayLines(child.stdout, (text) => io.stdout(text));
+  if (child.stderr) relayLines(child.stderr, (text) => io.stderr(text));
   return child;
 }
+
+/**
+ * What gog's environment keeps of ours: what it needs to run and find its own configuration and
+ * keyring (PATH, HOME, the XDG directories, the D-Bus session of the Secret Service keyring), its
+ * own settings (GOG_*, such as GOG_KEYRING_PASSWORD for its file keyring), the locale and time zone,
+ * and the TLS and proxy settings Go's HTTP client reads. Nothing else: not the hook token, nor an
+ * API key, nor any other secret the server was given in its environment.
+ */
+export function companionEnv(env: Env): Env {
+  const kept: Record<string, string> = {};
+  for (const [name, value] of Object.entries(env)) {
+    if (value !== undefined && (_COMPANION_ENV.has(name) || /^(GOG|XDG|LC)_/.test(name))) kept[name] = value;
+  }
+  return kept;
+}
+
+const _COMPANION_ENV = new Set([
+  'PATH', 'HOME', 'USER', 'LOGNAME', 'TMPDIR', 'TZ', 'LANG',
+  'DBUS_SESSION_BUS_ADDRESS',
+  'SSL_CERT_FILE', 'SSL_CERT_DIR',
+  'HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy', 'NO_PROXY', 'no_proxy',
+]);
 
 /** Resolves with how the child ended, once its output is closed (or it could not start). */
 function _ended(child: ChildProcess): Promise<string> {
@@ -258,6 +282,6 @@ function _redact(args: readonly string[]): string[] {
 }
 
 function _spawn(file: string, args: readonly string[], env: Env): ChildProcess {
-  return spawnChild(file, [...args], { env: { ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  return spawnChild(file, [...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
