@@ -7,7 +7,7 @@ import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { PassThrough } from 'node:stream';
 import { startChild } from '../lib/hooks/transforms/child.ts';
-import { createTransformChildPool } from '../lib/hooks/transforms/child-pool.ts';
+import { createTransformChildPool, OUTPUT_BYTES_PER_SECOND } from '../lib/hooks/transforms/child-pool.ts';
 import type { TransformChildPool, TransformChildPoolOptions } from '../lib/hooks/transforms/child-pool.ts';
 
 const isDeno = 'Deno' in globalThis;
@@ -37,6 +37,8 @@ const fixtures: Record<string, string> = {
   'overlap.js': 'let now = 0; let most = 0;\nexport default async () => { most = Math.max(most, ++now); await new Promise((r) => setTimeout(r, 20)); now--; return most; };',
   // One module whose calls behave as their payload says: stuck, exiting, or answering n.
   'switch.js': 'export default async ({ payload }) => { if (payload.stuck) for (;;) {} if (payload.exit) process.exit(3); return payload.n; };',
+  // Console output as fast as the pipe takes it, each write awaited (so the child itself holds nothing).
+  'floods.js': 'export default async () => { const chunk = ("x".repeat(200) + "\\n").repeat(300); for (;;) await new Promise((r) => process.stderr.write(chunk, r)); };',
   'data.json': '{}',
   'typed.ts': 'export default (input: { payload: { n: number } }): number => input.payload.n + 1;',
 };
@@ -94,6 +96,19 @@ test('runner.run() falls back to an export named transform', async () => {
 test('runner.run() awaits an async transform', async () => {
   await withRunner({}, async (runner) => {
     assert.deepEqual(await runner.run({ module: join(root, 'async.js') }, input), { ok: true, value: 22 });
+  });
+});
+
+test('runner.run() reads a transform\'s console output at a bounded pace: one that writes without pause waits on its writes until its time is up', async () => {
+  let bytes = 0;
+  const started = performance.now();
+  await withRunner({ timeoutMs: 1500, onOutput: (_module, line) => void (bytes += line.length + 1) }, async (runner) => {
+    const result = await runner.run({ module: join(root, 'floods.js') }, input);
+    const seconds = (performance.now() - started) / 1000;
+    assert.equal(result.ok ? 'ok' : result.reason, 'timeout');
+    // Per second begun, a second's worth and the one read (up to a pipe's 64 KiB) that crossed it; unpaced, it writes tens of MiB a second.
+    const bound = (Math.ceil(seconds) + 1) * (OUTPUT_BYTES_PER_SECOND + 64 * 1024);
+    assert.ok(bytes > 0 && bytes <= bound, `logged ${bytes} bytes in ${seconds.toFixed(1)} s, bound ${bound}`);
   });
 });
 

@@ -329,7 +329,7 @@ class _Pool implements TransformChildPool {
     child.stdout.setEncoding('utf8');
     child.stdout.on('data', (chunk: string) => this.#read(slot, chunk));
     child.stderr.setEncoding('utf8');
-    child.stderr.on('data', (chunk: string) => this.#output(slot, chunk));
+    child.stderr.on('data', _paced(child.stderr, (chunk: string) => this.#output(slot, chunk)));
     child.on('error', (error) => this.#exited(slot, `the child could not run: ${error.message}`));
     child.on('exit', (code, signal) => this.#exited(slot, signal === null ? `the child exited with code ${code}` : `the child was ended by ${signal}`));
     this.#watch ??= setInterval(() => this.#measure(), 25);
@@ -463,6 +463,36 @@ function _parse(line: string): { id: number; result: TransformResult } | null {
   } catch {
     return null;
   }
+}
+
+/** Console output (stderr) read from one child per second; past it the pipe is not read until the second is over. */
+export const OUTPUT_BYTES_PER_SECOND = 64 * 1024;
+
+// A stderr listener that reads at most OUTPUT_BYTES_PER_SECOND: a child writing without pause waits
+// on its own writes (and runs into its time limit) instead of filling the log and this process's memory.
+function _paced(stream: { pause(): unknown; resume(): unknown }, take: (chunk: string) => void): (chunk: string) => void {
+  let windowStart = Date.now();
+  let spent = 0;
+  let paused = false;
+  return (chunk) => {
+    take(chunk);
+    const now = Date.now();
+    if (now - windowStart >= 1000) {
+      windowStart = now;
+      spent = 0;
+    }
+    spent += chunk.length;
+    if (spent < OUTPUT_BYTES_PER_SECOND || paused) return;
+    paused = true;
+    stream.pause();
+    const timer = setTimeout(() => {
+      paused = false;
+      windowStart = Date.now();
+      spent = 0;
+      stream.resume();
+    }, windowStart + 1000 - now);
+    timer.unref?.();
+  };
 }
 
 // Pipes and the process hold the event loop open; an idle child must not.
