@@ -108,7 +108,36 @@ test('outbox lists dead entries with the upstream\'s message; outbox retry --dea
   await server.exited;
 });
 
-test('outbox retry refuses an id that is not a dead entry, and needs ids or --dead', async (t) => {
+test('outbox retry of a pending entry sends it now instead of at its next attempt; once sent it shows no last error', { timeout: 90_000 }, async (t) => {
+  const fake = await startFakeGateway(UPSTREAM_TOKEN);
+  defer(t, () => fake.close());
+  const { args } = await setup(t, fake);
+  // The upstream asks for an hour: without a retry the entry would wait that long.
+  fake.override = () => ({ status: 503, body: { ok: false, error: 'maintenance' }, headers: { 'retry-after': '3600' } });
+  const server = await serve(t, args);
+  assert.equal((await post(server.url, '/hooks/wake', { headers: AUTH, body: { text: 'Backup finished' } })).status, 200);
+  const [pending] = await until('a failed attempt', async () => {
+    const entries = await outbox(args);
+    return entries[0]?.attempts === 1 ? entries : undefined;
+  });
+  assert.equal(pending!.state, 'pending');
+  assert.equal(pending!.lastError, 'upstream answered 503: maintenance');
+  fake.override = null;
+  const retry = await runCli(['outbox', 'retry', pending!.id, ...args], { UPSTREAM: UPSTREAM_TOKEN });
+  assert.equal(retry.code, 0, retry.stderr);
+  const [sent] = await until('the entry to be sent', async () => {
+    const entries = await outbox(args, '--state', 'sent');
+    return entries.length === 1 ? entries : undefined;
+  });
+  assert.equal(sent!.lastError, undefined);
+  const human = await runCli(['outbox', ...args], { UPSTREAM: UPSTREAM_TOKEN });
+  assert.doesNotMatch(human.stdout, /last error/);
+  assert.deepEqual(fake.accepted.map((a) => a.key), [pending!.id]);
+  server.child.kill('SIGTERM');
+  await server.exited;
+});
+
+test('outbox retry refuses an id that is not a dead or pending entry, and needs ids or --dead', async (t) => {
   const fake = await startFakeGateway(UPSTREAM_TOKEN);
   defer(t, () => fake.close());
   const { args } = await setup(t, fake);
