@@ -27,9 +27,10 @@ export async function loadConfig(file: string, env: Env, scope: EnvScope = 'all'
 export async function buildConfig(raw: unknown, where: { file: string | null; env: Env; dir?: string; scope?: EnvScope }): Promise<ConfigResult> {
   const dir = where.dir ?? (where.file === null ? process.cwd() : dirname(where.file));
   const resolved = resolveEnv(raw, where.env, where.scope ?? 'all');
-  // A key whose variable is missing (or left unresolved) has that one problem: its value is not judged too.
+  // A key whose variable is missing (or left unresolved) has that one problem: its value is not
+  // judged too, nor the section holding it (a channel's options are checked together).
   const unjudged = [...resolved.missing.map((issue) => issue.path), ...resolved.unresolved];
-  const judged = (issue: Issue) => !unjudged.some((path) => within(issue.path, path));
+  const judged = (issue: Issue) => !unjudged.some((path) => within(issue.path, path) || (issue.path !== '' && within(path, issue.path)));
   const issues: Issue[] = [...resolved.missing];
   const checked = check(fileSchema, resolved.value);
   if (!checked.ok) issues.push(...checked.issues.filter(judged));
