@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -100,7 +102,7 @@ test('outbox lists dead entries with the upstream\'s message; outbox retry --dea
   fake.override = null;
   const retry = await runCli(['outbox', 'retry', '--dead', ...args], { UPSTREAM: UPSTREAM_TOKEN });
   assert.equal(retry.code, 0, retry.stderr);
-  assert.match(retry.stdout, /^1 entry pending again; pid \d+ is sending them\n$/);
+  assert.equal(retry.stdout, '1 entry pending again; the server is sending them\n');
   await until('the entry to be sent', async () => ((await outbox(args, '--state', 'sent')).length === 1 ? true : undefined));
   assert.equal(fake.accepted.length, 1);
   assert.equal(fake.accepted[0]!.key, dead.id);
@@ -164,6 +166,31 @@ test('outbox retry with no server running marks the entries pending; the next st
   assert.deepEqual(fake.accepted.map((a) => a.key), [dead.id]);
   second.child.kill('SIGTERM');
   await second.exited;
+});
+
+test('outbox retry asks the running server over its control channel: an id that is not dead is refused by the server, and a stale pid file is never signalled', { timeout: 90_000 }, async (t) => {
+  const { fake, args, server, dead } = await serveWithDeadEntry(t, 400, 'no', 'y');
+  const state = args[args.indexOf('--state-dir') + 1]!;
+  const refused = await runCli(['outbox', 'retry', 'nope', dead.id, ...args], { UPSTREAM: UPSTREAM_TOKEN });
+  assert.equal(refused.code, 1);
+  assert.equal(refused.stderr, 'hooks-ingress outbox retry: not a dead or pending entry: nope\n');
+  assert.equal((await outbox(args, '--state', 'dead')).length, 1, 'nothing was retried');
+  // The server is gone after a kill -9 and its pid file names an unrelated live process: the
+  // command finds no server on the channel, takes the directory and retries in the journal itself.
+  server.child.kill('SIGKILL');
+  await server.exited;
+  const bystander = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+  defer(t, () => void (bystander.exitCode === null && bystander.signalCode === null && bystander.kill('SIGKILL')));
+  await writeFile(join(state, 'hooks-ingress.pid'), `${bystander.pid}\n`);
+  fake.override = null;
+  const retry = await runCli(['outbox', 'retry', dead.id, ...args], { UPSTREAM: UPSTREAM_TOKEN });
+  // The pid file names a live process, so the directory reads as held: the command says so and signals nothing.
+  assert.equal(retry.code, 1);
+  assert.equal(retry.stderr, `hooks-ingress outbox retry: the server with pid ${bystander.pid} holds ${state} but does not answer on its control channel\n`);
+  // Had it been sent SIGUSR2 (signal 12), that would end it before the SIGTERM sent now (15).
+  const exited = once(bystander, 'exit') as Promise<[number | null, string | null]>;
+  process.kill(bystander.pid!, 'SIGTERM');
+  assert.equal((await exited)[1], 'SIGTERM');
 });
 
 test('check names the keys forward mode leaves unused', async (t) => {

@@ -1,10 +1,10 @@
-// Live reload against a real server process: `hooks-ingress reload` (through the pid file) and a
-// plain SIGHUP re-read the config file; a valid one serves new requests at once, an invalid one
+// Live reload against a real server process: `hooks-ingress reload` (over the control channel) and
+// a plain SIGHUP re-read the config file; a valid one serves new requests at once, an invalid one
 // is refused and logged while the old one keeps serving.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { access, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { access, mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -82,8 +82,10 @@ async function reload(server: Spawned, s: Setup, how: 'command' | 'sighup', verd
   const before = count(server, verdict);
   if (how === 'command') {
     const result = await runCli(['reload', '--state-dir', s.state]);
-    assert.equal(result.code, 0, result.stderr);
-    assert.equal(result.stdout, `asked pid ${server.child.pid} to reload its config\n`);
+    const applied = verdict.test('reloaded');
+    assert.equal(result.code, applied ? 0 : 1, result.stderr);
+    if (applied) assert.match(result.stdout, new RegExp(`^applied: the server reloaded ${s.config}\n`));
+    else assert.match(result.stderr, new RegExp(`^hooks-ingress reload: refused: ${s.config} has problems; the server keeps its config\n`));
   } else {
     // process.kill, not child.kill: Deno's ChildProcess takes any signal it sent for the child's death
     // and refuses to send another, so the SIGTERM that stops the server would never go out.
@@ -325,34 +327,25 @@ test('serve writes its pid to the pid file in the state directory while it runs 
   assert.match(after.stderr, /no running server found/);
 });
 
-test('hooks-ingress reload with no running server exits 1 and names the pid file it looked for', async (t) => {
+test('hooks-ingress reload with no running server exits 1 and names the state directory it looked in', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'ops-reload-'));
   t.after(() => rm(dir, { recursive: true, force: true }));
   const result = await runCli(['reload', '--state-dir', dir]);
   assert.equal(result.code, 1);
   assert.equal(result.stdout, '');
-  assert.equal(result.stderr, `hooks-ingress reload: no running server found (no ${join(dir, PID_FILE)})\n`);
+  assert.equal(result.stderr, `hooks-ingress reload: no running server found for state directory ${dir}\n`);
 });
 
-test('hooks-ingress reload with a stale pid file (the process is gone) exits 1 and says it cannot signal it', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'ops-reload-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  // A process that has exited: its pid is what a crashed server leaves behind.
-  const gone = spawn(process.execPath, ['--version'], { stdio: 'ignore' });
-  await once(gone, 'exit');
-  await writeFile(join(dir, PID_FILE), `${gone.pid}\n`);
-  const result = await runCli(['reload', '--state-dir', dir]);
-  assert.equal(result.code, 1);
-  assert.match(result.stderr, new RegExp(`^hooks-ingress reload: cannot signal pid ${gone.pid}: ESRCH\\n$`));
-});
-
-for (const content of ['', '0\n', 'abc\n', '12x\n']) {
-  test(`hooks-ingress reload with a pid file holding ${JSON.stringify(content)} exits 1 and signals nothing`, async (t) => {
+// After a kill -9 the pid file stays behind, and its pid may be reused by an unrelated process:
+// reload must never signal it (it used to send that process SIGHUP, which ends a process without a handler).
+for (const content of ['live', '', '0\n', 'abc\n', '12x\n']) {
+  test(`hooks-ingress reload with a pid file holding ${content === 'live' ? 'the pid of an unrelated live process' : JSON.stringify(content)} exits 1 and signals nothing`, async (t) => {
     const dir = await mkdtemp(join(tmpdir(), 'ops-reload-'));
     t.after(() => rm(dir, { recursive: true, force: true }));
-    await writeFile(join(dir, PID_FILE), content);
-    // Its own process group (detached): were "pid 0" ever signalled again, only this child would get
-    // the SIGHUP, never the test runner.
+    const bystander = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+    t.after(() => void (bystander.exitCode === null && bystander.signalCode === null && bystander.kill('SIGKILL')));
+    await writeFile(join(dir, PID_FILE), content === 'live' ? `${bystander.pid}\n` : content);
+    // Its own process group (detached): were "pid 0" ever signalled, only this child would get it.
     const [cmd, args] = cliCommand(['reload', '--state-dir', dir]);
     const child = spawn(cmd, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     let stdout = '';
@@ -363,6 +356,187 @@ for (const content of ['', '0\n', 'abc\n', '12x\n']) {
     assert.equal(signal, null, 'the reload command was not hit by its own SIGHUP');
     assert.equal(code, 1);
     assert.equal(stdout, '');
-    assert.equal(stderr, `hooks-ingress reload: ${join(dir, PID_FILE)} does not hold a process id\n`);
+    assert.equal(stderr, `hooks-ingress reload: no running server found for state directory ${dir}\n`);
+    // Had it been sent SIGHUP, that (signal 1) would end it before the SIGTERM sent now.
+    const exited = once(bystander, 'exit') as Promise<[number | null, string | null]>;
+    process.kill(bystander.pid!, 'SIGTERM');
+    assert.equal((await exited)[1], 'SIGTERM', 'the process named by the pid file was not signalled');
+  });
+}
+
+// --- the verdict ------------------------------------------------------------------------------
+
+test('hooks-ingress reload prints what the reload changed: hooks, mappings and secrets added, removed or changed, never a value', async (t) => {
+  const gh = { id: 'gh', match: { path: 'github' }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'push' };
+  const ci = { id: 'ci', match: { path: 'ci' }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'build' };
+  const s = await setup(t, hooks(OLD_TOKEN, { mappings: [gh] }));
+  const server = await serve(t, s);
+  const metricsToken = 'metrics-token-0123456789abcdef';
+  await s.write({ ...hooks(NEW_TOKEN, { mappings: [ci] }), gateway: { auth: { token: metricsToken } } });
+  const result = await runCli(['reload', '--state-dir', s.state]);
+  assert.equal(result.code, 0, result.stderr);
+  assert.equal(
+    result.stdout,
+    `applied: the server reloaded ${s.config}\n` +
+      '  hooks added: /hooks/ci\n' +
+      '  hooks removed: /hooks/github\n' +
+      '  mappings added: ci\n' +
+      '  mappings removed: gh\n' +
+      '  secrets added: gateway.authToken\n' +
+      '  secrets changed: hooks.token\n',
+  );
+  for (const secret of [OLD_TOKEN, NEW_TOKEN, metricsToken]) {
+    assert.ok(!result.stdout.includes(secret) && !server.stderr().includes(secret), 'no secret is printed or logged');
+  }
+  const line = logLines(server).find((l) => l['msg'] === 'reloaded');
+  assert.equal(line?.['secretsChanged'], 'hooks.token');
+  assert.equal(line?.['mappingsAdded'], 'ci');
+
+  // The same file again: nothing changed, and it says so.
+  const again = await runCli(['reload', '--state-dir', s.state]);
+  assert.equal(again.code, 0, again.stderr);
+  assert.equal(again.stdout, `applied: the server reloaded ${s.config}\n  no hook, mapping or secret added, removed or changed\n`);
+});
+
+test('reload is refused when a ${VAR} is set in the shell but not in the server\'s environment: exit 1, the reason names the variable, never a value', async (t) => {
+  const s = await setup(t, hooks(OLD_TOKEN));
+  const server = await serve(t, s);
+  await s.write({ ...hooks(NEW_TOKEN), gateway: { auth: { token: '${METRICS_TOKEN}' } } });
+  const shellValue = 'only-in-the-shell-0123456789';
+  // The shell has the variable (the old reload validated with it and said all was well); the server does not.
+  const result = await runCli(['reload', '--state-dir', s.state], { METRICS_TOKEN: shellValue });
+  assert.equal(result.code, 1);
+  assert.equal(result.stdout, '');
+  assert.equal(result.stderr, `hooks-ingress reload: refused: ${s.config} has problems; the server keeps its config\n  gateway.auth.token: environment variable METRICS_TOKEN is not set\n`);
+  for (const secret of [shellValue, NEW_TOKEN, OLD_TOKEN]) assert.ok(!result.stderr.includes(secret) && !server.stderr().includes(secret));
+  assert.equal((await wake(server.url, OLD_TOKEN)).status, 200, 'the old config stays');
+  assert.equal((await wake(server.url, NEW_TOKEN)).status, 401);
+});
+
+// A transform module whose import waits until the file `gate` exists in the transforms directory
+// (the one place a child may read): a reload's check of it stays running while the gate is shut.
+async function gated(t: TestContext): Promise<{ s: Setup; server: Spawned; open: () => Promise<void>; shut: () => Promise<void> }> {
+  const mapping = { id: 'gated', match: { path: 'gated' }, action: 'wake', wakeMode: 'next-heartbeat', transform: { module: 'gated.mjs' } };
+  const s = await setup(t, hooks(OLD_TOKEN, { mappings: [mapping], transformTimeoutMs: 600_000 }));
+  const root = join(s.dir, 'hooks', 'transforms');
+  await mkdir(root, { recursive: true });
+  await writeFile(
+    join(root, 'gated.mjs'),
+    `import { existsSync } from 'node:fs';
+while (!existsSync('gate')) await new Promise((resolve) => setTimeout(resolve, 10));
+export default () => ({ text: 'through' });
+`,
+  );
+  const open = () => writeFile(join(root, 'gate'), '');
+  const shut = () => rm(join(root, 'gate'), { force: true });
+  await open();
+  const server = await serve(t, s);
+  return { s, server, open, shut };
+}
+
+async function status(s: Setup): Promise<Record<string, unknown>> {
+  const result = await runCli(['status', '--json', '--state-dir', s.state]);
+  assert.equal(result.code, 0, result.stderr);
+  return JSON.parse(result.stdout) as Record<string, unknown>;
+}
+
+/** Sends `n` SIGHUPs a few ms apart (so the kernel does not merge them into one) and waits until the server has taken them. */
+async function hangups(server: Spawned, s: Setup, n: number): Promise<void> {
+  for (let i = 0; i < n; i++) {
+    process.kill(server.child.pid!, 'SIGHUP');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  // Two round trips on the control channel: every signal sent before them has been handled.
+  await status(s);
+  await status(s);
+}
+
+test('hooks-ingress reload exits 1 when no verdict comes within --timeout', async (t) => {
+  const { s, open, shut } = await gated(t);
+  await shut();
+  const result = await runCli(['reload', '--timeout', '0.5', '--state-dir', s.state]);
+  assert.equal(result.code, 1);
+  assert.equal(result.stderr, 'hooks-ingress reload: no verdict from the server within 0.5 s; it may still apply the config (see its log)\n');
+  await open();
+});
+
+test('a storm of SIGHUPs and reload commands runs at most one reload and one waiting behind it; every request shares the verdict of the one after it', async (t) => {
+  const { s, server, open, shut } = await gated(t);
+  await shut();
+  process.kill(server.child.pid!, 'SIGHUP');
+  await until('a reload to run', async () => ((await status(s))['reloading'] as { running: boolean }).running);
+  await hangups(server, s, 50);
+  const before = (await status(s))['reloading'] as { running: boolean; pending: boolean; requests: number };
+  assert.equal(before.running && before.pending, true);
+  const commands = [runCli(['reload', '--timeout', '600', '--state-dir', s.state]), runCli(['reload', '--timeout', '600', '--state-dir', s.state])];
+  await until('both commands to wait for a verdict', async () => ((await status(s))['reloading'] as { requests: number }).requests === before.requests + 2);
+  assert.equal(count(server, /^reloaded$/), 0);
+
+  await open();
+  for (const result of await Promise.all(commands)) {
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, /^applied: the server reloaded /);
+  }
+  const after = await status(s);
+  assert.deepEqual(after['reloading'], { running: false, pending: false, requests: 0 });
+  assert.equal((after['lastReload'] as { outcome: string }).outcome, 'applied');
+  assert.equal(count(server, /^reloaded$/), 2, 'the running reload and the one that waited; 52 requests made no more');
+});
+
+test('SIGTERM during a reload storm stops the server at once: the waiting reload is dropped and the running one abandoned', async (t) => {
+  const { s, server, shut } = await gated(t);
+  await shut();
+  process.kill(server.child.pid!, 'SIGHUP');
+  await until('a reload to run', async () => ((await status(s))['reloading'] as { running: boolean }).running);
+  await hangups(server, s, 50);
+  const before = ((await status(s))['reloading'] as { requests: number }).requests;
+  const waiting = runCli(['reload', '--timeout', '600', '--state-dir', s.state]);
+  await until('the reload command to wait', async () => ((await status(s))['reloading'] as { requests: number }).requests === before + 1);
+  // The gate stays shut: a stop that waited for the running reload would never come.
+  process.kill(server.child.pid!, 'SIGTERM');
+  await assertCleanStop(server);
+  assert.equal(count(server, /^reloaded$/), 0);
+  const result = await waiting;
+  assert.equal(result.code, 1, 'the command waiting for a verdict hears that none comes');
+});
+
+// --- systemctl reload -------------------------------------------------------------------------
+
+// systemd is not PID 1 here: the unit's command lines are read from the file and run as systemd
+// would, with the environment it gives the service (Environment=, STATE_DIRECTORY or the XDG dirs).
+for (const unit of ['contrib/systemd/hooks-ingress.service', 'contrib/systemd/user/hooks-ingress.service']) {
+  test(`${unit}: ExecReload= runs hooks-ingress reload, so systemctl reload fails when the server refuses the config`, async (t) => {
+    const text = await readFile(join(ROOT, unit), 'utf8');
+    const command = (key: string) => (new RegExp(`^${key}=(.*)$`, 'm').exec(text)?.[1] ?? '').trim().split(/\s+/);
+    const [startBin, ...startArgs] = command('ExecStart');
+    const [reloadBin, ...reloadArgs] = command('ExecReload');
+    assert.equal(reloadBin, startBin, 'the same program as ExecStart');
+    assert.deepEqual(startArgs, ['serve']);
+    assert.deepEqual(reloadArgs, ['reload']);
+
+    const s = await setup(t, hooks(OLD_TOKEN));
+    // The system unit names the config and systemd gives STATE_DIRECTORY; the user unit relies on the XDG defaults under $HOME.
+    const home = join(s.dir, 'home');
+    await mkdir(join(home, '.config', 'hooks-ingress'), { recursive: true });
+    await symlink(s.config, join(home, '.config', 'hooks-ingress', 'config.json'));
+    const env = unit.includes('/user/') ? { HOME: home } : { HOOKS_INGRESS_CONFIG: s.config, STATE_DIRECTORY: s.state };
+    const clean = { HOOKS_INGRESS_CONFIG: '', STATE_DIRECTORY: '', XDG_CONFIG_HOME: '', XDG_STATE_HOME: '', ...env };
+    const reloadNow = () => runCli(reloadArgs, clean);
+    const none = await reloadNow();
+    assert.equal(none.code, 1, 'no server: systemctl reload fails');
+    const server = await spawnServer(['--port', '0'], clean);
+    t.after(async () => {
+      server.child.kill('SIGTERM');
+      await server.exited;
+    });
+    await s.write(hooks(NEW_TOKEN));
+    const applied = await reloadNow();
+    assert.equal(applied.code, 0, applied.stderr);
+    assert.match(applied.stdout, /^applied: the server reloaded /);
+    assert.equal((await wake(server.url, NEW_TOKEN)).status, 200);
+    await s.write({ hooks: { enabled: true, token: NEW_TOKEN, path: '/' } });
+    const refused = await reloadNow();
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /^hooks-ingress reload: refused: .* has problems; the server keeps its config\n {2}hooks\.path: /);
   });
 }

@@ -17,7 +17,7 @@ const USER_UNIT = 'contrib/systemd/user/hooks-ingress.service';
 const SYSTEM_ONLY = new Set([
   'DynamicUser', 'StateDirectory', 'StateDirectoryMode', 'ConfigurationDirectory', 'LoadCredential',
   'CapabilityBoundingSet', 'AmbientCapabilities', 'DevicePolicy', 'ProtectClock', 'ProtectProc',
-  'ProcSubset', 'RemoveIPC', 'Environment', 'ExecStart', 'After', 'WantedBy', 'Description',
+  'ProcSubset', 'RemoveIPC', 'Environment', 'ExecStart', 'ExecReload', 'After', 'WantedBy', 'Description',
 ]);
 // The user unit keeps home readable (its config lives there) where the system unit hides it.
 const DIFFERENT = new Map([['ProtectHome', 'read-only']]);
@@ -45,6 +45,7 @@ test('the user unit has every hardening setting of the system unit that applies 
 test('the user unit runs the bin a user-prefix npm install makes, with the quick start\'s state directory writable', () => {
   const user = _settings(USER_UNIT);
   assert.deepEqual(user.get('ExecStart'), ['%h/.local/bin/hooks-ingress serve']);
+  assert.deepEqual(user.get('ExecReload'), ['%h/.local/bin/hooks-ingress reload']);
   assert.deepEqual(user.get('ReadWritePaths'), ['%h/.local/state/hooks-ingress']);
   assert.deepEqual(user.get('WantedBy'), ['default.target']);
 });

@@ -28,6 +28,7 @@ export interface Flags {
   force?: boolean;
   request?: string;
   'log-format'?: string;
+  timeout?: string;
   help?: boolean;
 }
 

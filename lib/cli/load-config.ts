@@ -65,11 +65,11 @@ export function printInvalid(io: Io, path: string, problems: readonly string[]):
   io.stderr(`${messagePrefix(io)}: invalid config ${path}:\n${problems.map((p) => `  ${p}\n`).join('')}`);
 }
 
-/** Loads the config, and (for the commands that will run them) loads its transforms too. */
-export async function readConfig(flags: ConfigFlags, io: Io, transforms = true, scope: 'all' | { key: string } = 'all'): Promise<ConfigResult> {
+/** Loads the config, and (for the commands that will run them) loads its transforms too; `signal` stops that check. */
+export async function readConfig(flags: ConfigFlags, io: Io, transforms = true, scope: 'all' | { key: string } = 'all', signal?: AbortSignal): Promise<ConfigResult> {
   const result = await loadConfig(locateConfig(flags.config, io.env).path, io.env, scope);
   if (!result.ok || !transforms) return result;
-  const problems = await checkTransforms(result.config);
+  const problems = await checkTransforms(result.config, signal);
   return problems.length === 0 ? result : { ok: false, problems };
 }
 

@@ -11,12 +11,13 @@ import { requests } from './requests.ts';
 import { send } from './send.ts';
 import { serveCommand } from './serve.ts';
 import { sign } from './sign.ts';
+import { status } from './status.ts';
 import { token } from './token.ts';
 import { parseCommand, unknownCommand, usageLine } from './usage.ts';
 
 // Parses the command line and runs the command it names; each command, with its help, is in its own file.
 
-const COMMANDS: Readonly<Record<string, Command>> = { serve: serveCommand, check, events, runs, requests, reload, send, outbox, sign, token };
+const COMMANDS: Readonly<Record<string, Command>> = { serve: serveCommand, check, events, runs, requests, reload, status, send, outbox, sign, token };
 // Commands with commands of their own, which parse their own arguments.
 const GROUPS: Readonly<Record<string, (argv: readonly string[], io: Io) => Promise<number>>> = {
   gmail: (argv, io) => gmailCommand(argv, io),
@@ -35,7 +36,8 @@ Commands:
   events    print the main session's events
   runs      list agent runs and their outcomes
   requests  list what arrived on the hooks path, show one, replay it
-  reload    make the running server re-read its config
+  reload    make the running server re-read its config and print its verdict
+  status    whether the server runs, and how it is doing
   send      send a test message through a channel
   outbox    forward mode: list the outbox, send dead entries again
   gmail     set up and run the Gmail watcher (see "gmail --help")

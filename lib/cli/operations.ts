@@ -1,6 +1,9 @@
 import type { ControlHandlers } from '../edge/control.ts';
+import { ErrorCode, HttpError } from '../errors.ts';
 import type { OutboxState } from '../store/outbox.ts';
 import type { Store } from '../store/store.ts';
+import type { RetryOutcome, RetryRequest } from './forward.ts';
+import type { ReloadState, ReloadVerdict } from './reloads.ts';
 
 // What the running server answers on the control channel (lib/edge/control.ts), one handler per
 // operation. serve builds the parts; a new operation is one more entry in `serverOperations`, and
@@ -24,18 +27,8 @@ export interface ServerStatus {
   ledger: { entries: number; bytes: number } | null;
   /** The verdict of the last reload since the start, `null` before the first. */
   lastReload: ReloadVerdict | null;
-}
-
-/** What a reload came to: applied (with what changed) or refused (with the reasons). */
-export type ReloadVerdict =
-  | { outcome: 'applied'; at: string; file: string | null; changes: ReloadChanges }
-  | { outcome: 'refused'; at: string; file: string | null; problems: string[] };
-
-/** A reload's changes at the level an operator thinks in: names added and removed. */
-export interface ReloadChanges {
-  hooks: { added: string[]; removed: string[] };
-  mappings: { added: string[]; removed: string[] };
-  secrets: { added: string[]; removed: string[] };
+  /** Whether a reload runs now, whether another waits behind it, and how many requests wait for them. */
+  reloading: ReloadState;
 }
 
 /** What the operations read and act on, handed in by serve. */
@@ -46,14 +39,23 @@ export interface OperationParts {
   stateDir: string;
   url: () => string | null;
   store: Pick<Store, 'backlog' | 'outboxCounts' | 'stats'>;
-  forward: boolean;
+  /** Asks for a reload (coalesced with the others) and resolves with its verdict. */
+  reload: () => Promise<ReloadVerdict>;
   lastReload: () => ReloadVerdict | null;
+  reloading: () => ReloadState;
+  /** Forward mode's `outbox retry`; `null` when forward mode is off. */
+  retryOutbox: ((request: RetryRequest) => Promise<RetryOutcome>) | null;
 }
 
 /** The control channel's operations of a running server. */
 export function serverOperations(parts: OperationParts): ControlHandlers {
   return {
     status: () => Promise.resolve(serverStatus(parts)),
+    reload: () => parts.reload(),
+    'outbox.retry': (args) => {
+      if (parts.retryOutbox === null) throw new HttpError(400, ErrorCode.ControlBadRequest, 'the server does not run in forward mode (hooks.forward is not set)');
+      return parts.retryOutbox(_retryRequest(args));
+    },
   };
 }
 
@@ -67,9 +69,19 @@ export function serverStatus(parts: OperationParts): ServerStatus {
     url: parts.url(),
     stateDir: parts.stateDir,
     backlog: parts.store.backlog(),
-    outbox: parts.forward ? parts.store.outboxCounts() : null,
+    outbox: parts.retryOutbox !== null ? parts.store.outboxCounts() : null,
     journalBytes: parts.store.stats().journalBytes,
     ledger: null,
     lastReload: parts.lastReload(),
+    reloading: parts.reloading(),
   };
+}
+
+// `{ ids: [...] }` (non-empty strings) or `{ dead: true }`, nothing else.
+function _retryRequest(args: unknown): RetryRequest {
+  const fields = typeof args === 'object' && args !== null ? (args as Record<string, unknown>) : {};
+  if (fields['dead'] === true && fields['ids'] === undefined) return { dead: true };
+  const ids = fields['ids'];
+  if (fields['dead'] === undefined && Array.isArray(ids) && ids.length > 0 && ids.every((id) => typeof id === 'string' && id !== '')) return { ids: ids as string[] };
+  throw new HttpError(400, ErrorCode.ControlBadRequest, 'args must be {"ids": [entry ids]} or {"dead": true}');
 }

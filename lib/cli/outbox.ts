@@ -1,15 +1,13 @@
-import { randomBytes } from 'node:crypto';
-import { rename, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { sleep } from '../retry.ts';
-import { retryable, type OutboxEntry, type OutboxState } from '../store/outbox.ts';
+import type { OutboxEntry, OutboxState } from '../store/outbox.ts';
 import { readOutbox, Store } from '../store/store.ts';
 import { COMMON, type Command, type Flags } from './command.ts';
-import { applyRetryRequests, RETRY_PREFIX, type RetryRequest } from './forward.ts';
-import { exists, FAILURE, USAGE, type Io } from './io.ts';
+import { callServer } from './control.ts';
+import { retryOutbox, type RetryOutcome, type RetryRequest } from './forward.ts';
+import { FAILURE, USAGE, type Io } from './io.ts';
 import { stateDirFor } from './load-config.ts';
 import { unknownCommand, usageLine } from './usage.ts';
-import { readPidFile } from '../store/pid-file.ts';
+import { lockStateDir } from '../store/state-lock.ts';
 
 const STATES: readonly OutboxState[] = ['pending', 'sent', 'dead'];
 
@@ -21,8 +19,9 @@ Forward mode's outbox: each accepted action bound for the upstream gateway, olde
 first, with its state (pending, sent, dead), attempts, last error and the upstream's
 runId. Works while the server runs. Entries go upstream one at a time in the order
 they were accepted. "retry" sends dead entries again, or pending ones now (with the
-pending ones ahead of them, which go first); the running server is signalled, and
-with no server running the next start sends them.
+pending ones ahead of them, which go first): the running server is asked over its
+control channel; with no server running, the entries are marked pending and the
+next start sends them.
 
 Options:
   -c, --config PATH     config file (for state.dir)
@@ -97,39 +96,38 @@ async function _retry(flags: OutboxFlags, ids: string[], io: Io): Promise<number
   }
   const dir = await stateDirFor(flags, io);
   if (dir === null) return FAILURE;
-  const entries = await readOutbox(dir);
-  const wanted = flags.dead === true ? entries.filter((e) => e.state === 'dead') : entries.filter((e) => ids.includes(e.id));
-  const notDead = ids.filter((id) => !entries.some((e) => e.id === id && retryable(e)));
-  if (notDead.length > 0) {
-    io.stderr(`hooks-ingress outbox retry: not a dead or pending entry: ${notDead.join(', ')}\n`);
+  const request: RetryRequest = flags.dead === true ? { dead: true } : { ids };
+  const answer = await callServer(dir, 'outbox.retry', request);
+  if (answer.kind === 'result') return _retried(answer.result as RetryOutcome, 'the server is sending them', io);
+  if (answer.kind === 'error') io.stderr(`hooks-ingress outbox retry: ${answer.message}\n`);
+  if (answer.kind === 'timeout') io.stderr(`hooks-ingress outbox retry: the server at ${dir} did not answer in time\n`);
+  if (answer.kind !== 'no-server') return FAILURE;
+  // No server: this process takes the state directory, so none starts meanwhile, and writes the
+  // journal itself; the next start sends the entries.
+  const locked = await lockStateDir(dir);
+  if (!locked.ok) {
+    io.stderr(`hooks-ingress outbox retry: the server with pid ${locked.pid} holds ${dir} but does not answer on its control channel\n`);
     return FAILURE;
   }
-  const request: RetryRequest = flags.dead === true ? { dead: true } : { ids };
-  // Written whole under a temporary name, then renamed: the server never reads half a request.
-  const name = `${RETRY_PREFIX}${Date.now()}-${randomBytes(4).toString('hex')}.json`;
-  await writeFile(join(dir, `.${name}`), JSON.stringify(request), { mode: 0o600 });
-  await rename(join(dir, `.${name}`), join(dir, name));
-  const pid = await _livePid(dir);
-  if (pid === null) {
-    // No server: this process may write the journal; the next start sends the entries.
+  try {
     const { store } = await Store.open(dir, { idempotencyTtlMs: 60_000 });
     try {
-      await applyRetryRequests(store, dir);
+      return _retried(await retryOutbox(store, request), 'sent when the server starts', io);
     } finally {
       await store.close();
     }
-    io.stdout(`${wanted.length} entr${wanted.length === 1 ? 'y' : 'ies'} pending again; sent when the server starts\n`);
-    return 0;
+  } finally {
+    await locked.lock.release();
   }
-  process.kill(pid, 'SIGUSR2');
-  for (let waited = 0; await exists(join(dir, name)); waited += 100) {
-    if (waited >= 10_000) {
-      io.stderr(`hooks-ingress outbox retry: pid ${pid} has not taken the request within 10 s (it stays in ${dir})\n`);
-      return FAILURE;
-    }
-    await sleep(100);
+}
+
+function _retried(outcome: RetryOutcome, then: string, io: Io): number {
+  if (outcome.notRetryable.length > 0) {
+    io.stderr(`hooks-ingress outbox retry: not a dead or pending entry: ${outcome.notRetryable.join(', ')}\n`);
+    return FAILURE;
   }
-  io.stdout(`${wanted.length} entr${wanted.length === 1 ? 'y' : 'ies'} pending again; pid ${pid} is sending them\n`);
+  const n = outcome.retried.length;
+  io.stdout(`${n} entr${n === 1 ? 'y' : 'ies'} pending again; ${then}\n`);
   return 0;
 }
 
@@ -139,17 +137,4 @@ export function formatEntry(entry: OutboxEntry): string {
   const head = `${entry.acceptedAt}  ${entry.state}  ${entry.id}  /${entry.target} hook=${entry.hook} attempts=${entry.attempts}` +
     `${entry.runId ? ` runId=${entry.runId}` : ''}${entry.upstreamRunId ? ` upstreamRunId=${entry.upstreamRunId}` : ''}${when ? ` ${entry.state === 'pending' ? 'next' : 'at'}=${when}` : ''}`;
   return `${head}\n${entry.lastError ? `    last error: ${entry.lastError}\n` : ''}`;
-}
-
-// A pid from the pid file that names a live process, else null.
-async function _livePid(dir: string): Promise<number | null> {
-  const { text } = await readPidFile(dir);
-  const pid = Number(text);
-  if (text === null || !(Number.isInteger(pid) && pid > 1)) return null;
-  try {
-    process.kill(pid, 0);
-    return pid;
-  } catch {
-    return null;
-  }
 }

@@ -1,43 +1,75 @@
-import { readPidFile } from '../store/pid-file.ts';
 import { COMMON, type Command } from './command.ts';
-import { FAILURE } from './io.ts';
+import { callServer } from './control.ts';
+import { escapeControls } from './event-text.ts';
+import { FAILURE, USAGE, type Io } from './io.ts';
 import { stateDirFor } from './load-config.ts';
+import type { ReloadChanges, ReloadVerdict } from './reloads.ts';
+import { usageLine } from './usage.ts';
 
-/** `hooks-ingress reload`: sends SIGHUP to the server whose pid file is in the state directory. */
+/** How long `reload` waits for the server's verdict by default, in seconds. */
+export const RELOAD_TIMEOUT_SECONDS = 10;
+
+/** `hooks-ingress reload`: asks the running server to re-read its config and prints its verdict. */
 export const reload: Command = {
-  options: { ...COMMON, 'state-dir': { type: 'string' } },
+  options: { ...COMMON, 'state-dir': { type: 'string' }, timeout: { type: 'string' } },
   help: `Usage: hooks-ingress reload [options]
 
-Ask the running server to re-read its config (it gets SIGHUP through the pid file in
-the state directory). A valid config takes over for new requests at once; an invalid
-one is refused, logged by the server, and the old one stays.
+Ask the running server, over its control channel, to re-read its config file with
+its own environment, and print its verdict: applied, with the hooks, mappings and
+secrets added, removed or changed; or refused, with the server's reasons (the old
+config stays). Exits 0 when applied, 1 when refused, when no server runs, or when
+no verdict comes in time.
 
 Options:
   -c, --config PATH     config file (for state.dir)
       --state-dir DIR   state directory
+      --timeout SECONDS how long to wait for the verdict (default ${RELOAD_TIMEOUT_SECONDS})
   -h, --help            show this help
 `,
   async run(flags, _positionals, io) {
+    const raw = flags.timeout;
+    const seconds = raw === undefined ? RELOAD_TIMEOUT_SECONDS : Number(raw);
+    if (!(Number.isFinite(seconds) && seconds > 0 && seconds <= 3600)) {
+      io.stderr(usageLine('reload', `--timeout must be a number of seconds from 0 to 3600, got "${raw}"`));
+      return USAGE;
+    }
     const dir = await stateDirFor(flags, io);
     if (dir === null) return FAILURE;
-    const { file, text } = await readPidFile(dir);
-    if (text === null) {
-      io.stderr(`hooks-ingress reload: no running server found (no ${file})\n`);
-      return FAILURE;
+    const answer = await callServer(dir, 'reload', null, { timeoutMs: seconds * 1000 });
+    switch (answer.kind) {
+      case 'result':
+        return printVerdict(answer.result as ReloadVerdict, io);
+      case 'no-server':
+        io.stderr(`hooks-ingress reload: ${answer.why}\n`);
+        return FAILURE;
+      case 'timeout':
+        io.stderr(`hooks-ingress reload: no verdict from the server within ${seconds} s; it may still apply the config (see its log)\n`);
+        return FAILURE;
+      case 'error':
+        io.stderr(`hooks-ingress reload: ${answer.message}\n`);
+        return FAILURE;
     }
-    const pid = Number(text);
-    // Never signal 0 or a negative number: that would reach a whole process group.
-    if (!(Number.isInteger(pid) && pid > 1)) {
-      io.stderr(`hooks-ingress reload: ${file} does not hold a process id\n`);
-      return FAILURE;
-    }
-    try {
-      process.kill(pid, 'SIGHUP');
-    } catch (error) {
-      io.stderr(`hooks-ingress reload: cannot signal pid ${pid}: ${(error as NodeJS.ErrnoException).code ?? String(error)}\n`);
-      return FAILURE;
-    }
-    io.stdout(`asked pid ${pid} to reload its config\n`);
-    return 0;
   },
 };
+
+/** Prints a reload verdict (applied on stdout, refused or failed on stderr) and returns the exit code. */
+export function printVerdict(verdict: ReloadVerdict, io: Pick<Io, 'stdout' | 'stderr'>): number {
+  const file = verdict.file === null ? 'its config' : escapeControls(verdict.file, false);
+  if (verdict.outcome === 'applied') {
+    const lines = changeLines(verdict.changes);
+    io.stdout(`applied: the server reloaded ${file}\n${lines.length === 0 ? '  no hook, mapping or secret added, removed or changed\n' : lines.map((l) => `  ${l}\n`).join('')}`);
+    return 0;
+  }
+  const head = verdict.outcome === 'refused' ? `refused: ${file} has problems; the server keeps its config` : 'failed: the server could not finish the reload';
+  io.stderr(`hooks-ingress reload: ${head}\n${verdict.problems.map((p) => `  ${escapeControls(p, false)}\n`).join('')}`);
+  return FAILURE;
+}
+
+/** `hooks added: /hooks/github`, one line per kind of change that happened. */
+export function changeLines(changes: ReloadChanges): string[] {
+  const lines: string[] = [];
+  for (const [kind, lists] of Object.entries(changes) as [string, Record<string, string[]>][]) {
+    for (const [how, names] of Object.entries(lists)) if (names.length > 0) lines.push(`${kind} ${how}: ${names.map((n) => escapeControls(n, false)).join(', ')}`);
+  }
+  return lines;
+}

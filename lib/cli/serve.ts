@@ -7,7 +7,7 @@ import { listen, type Running } from '../edge/server.ts';
 import { inheritedListenFd, unsetListenEnv } from '../edge/systemd.ts';
 import { generateToken } from '../guard/token.ts';
 import { readinessWarnings } from '../config/readiness.ts';
-import { bufferLines, createLogger, flushOnExit, type Logger } from '../log.ts';
+import { bufferLines, createLogger, flushOnExit, type Logger, type LogFields } from '../log.ts';
 import { chooseLogFormat, jsonLinesToText, LOG_FORMATS, type LogFormat } from '../log-text.ts';
 import { lockStateDir, type StateLock } from '../store/state-lock.ts';
 import { COMMON, type Command, type Flags } from './command.ts';
@@ -15,6 +15,8 @@ import { serveCompanion } from './gmail-companion.ts';
 import { exists, FAILURE, messagePrefix, USAGE, type Io } from './io.ts';
 import { loadConfigFor, readConfig } from './load-config.ts';
 import { serverOperations } from './operations.ts';
+import { reloadChanges } from './reload-changes.ts';
+import { coalescedReloads, type ReloadChanges, type ReloadVerdict, type Reloads } from './reloads.ts';
 import { startService, type Service } from './service.ts';
 import { usageLine } from './usage.ts';
 
@@ -87,11 +89,12 @@ async function _serve(flags: Flags, io: Io): Promise<number> {
   if (lock === null) return FAILURE;
   const service = await _start(config, stateDir, log, io, lock);
   if (service === null) return FAILURE;
-  const reloads = _reloadOnHangup(flags, io, log, service);
+  const reloads = _reloadOnHangup(flags, io, log, service, config);
   const stopRequest = _stopSignal(io.signal);
   const running = await _listen(flags, port, config, io, service);
-  const control = running === null ? null : await _control(stateDir, io, log, service, startedAt, running.server.url);
+  const control = running === null ? null : await _control(stateDir, io, log, service, reloads.reloads, startedAt, running.server.url);
   if (running === null || control === null) {
+    reloads.reloads.stop();
     reloads.release();
     stopRequest.release();
     await running?.server.close(0);
@@ -103,14 +106,16 @@ async function _serve(flags: Flags, io: Io): Promise<number> {
   log.info('started', { url: running.server.url, stateDir, hooks: config.hooks.enabled ? config.hooks.path : 'disabled', activated: running.activated });
 
   const signal = await _withCompanion(config, io, log, stopRequest.stopped);
-  reloads.release();
-  // No new control request is taken once stopping; one in flight gets no answer.
+  // A stop never waits behind reloads: the waiting one is dropped, the running one aborted (nothing
+  // of it is applied). No new control request is taken; one in flight gets no answer.
+  reloads.reloads.stop();
   await control.close();
-  await reloads.settled();
   log.info('stopping', { signal });
   await running.server.close(DRAIN_MS);
   await service.stop();
   await lock.release();
+  // Until here a SIGHUP is taken and ignored; without a listener it would end the process.
+  reloads.release();
   log.info('stopped', {});
   return 0;
 }
@@ -168,27 +173,49 @@ async function _firstRun(path: string, io: Io): Promise<void> {
   }
 }
 
-// SIGHUP re-reads the config: a valid one takes over for new requests, an invalid one is logged
-// and ignored. Reloads run one at a time, in order. Installed before the server says it is ready,
-// so an early signal is never fatal.
-function _reloadOnHangup(flags: Flags, io: Io, log: Logger, service: Service): { release: () => void; settled: () => Promise<void> } {
-  let reloading = Promise.resolve();
-  const reload = async () => {
-    const next = await readConfig(flags, io);
-    if (!next.ok) return log.error('reload refused: the config has problems; the old one stays', { problems: next.problems.join('; ') });
-    service.reload(next.config);
-    log.info('reloaded', { file: next.config.file });
-  };
-  const onReload = () => {
-    reloading = reloading.then(reload).catch((error: unknown) => log.error('reload failed; the old config stays where it was not yet replaced', { error: String(error) }));
-  };
-  process.on('SIGHUP', onReload);
-  return { release: () => void process.off('SIGHUP', onReload), settled: () => reloading };
+// SIGHUP and `hooks-ingress reload` re-read the config: a valid one takes over for new requests,
+// an invalid one is logged and ignored. Reloads are coalesced (reloads.ts). The SIGHUP listener is
+// installed before the server says it is ready, so an early signal is never fatal.
+function _reloadOnHangup(flags: Flags, io: Io, log: Logger, service: Service, config: Config): { reloads: Reloads; release: () => void } {
+  let current = config;
+  const file = locateConfig(flags.config, io.env).path;
+  const reloads = coalescedReloads(async (signal) => {
+    const at = () => new Date().toISOString();
+    const stopped = (): ReloadVerdict => ({ outcome: 'failed', at: at(), file, problems: ['the server is stopping'] });
+    const next = await readConfig(flags, io, true, 'all', signal);
+    if (signal.aborted) return stopped();
+    if (!next.ok) {
+      log.error('reload refused: the config has problems; the old one stays', { problems: next.problems.join('; ') });
+      return { outcome: 'refused', at: at(), file, problems: next.problems };
+    }
+    const changes = reloadChanges(current, next.config);
+    try {
+      service.reload(next.config);
+    } catch (error) {
+      log.error('reload failed; the old config stays where it was not yet replaced', { error: String(error) });
+      return { outcome: 'failed', at: at(), file, problems: ['the reload failed part way; the server log has the error'] };
+    }
+    current = next.config;
+    log.info('reloaded', { file: next.config.file, ..._changeFields(changes) });
+    return { outcome: 'applied', at: at(), file, changes };
+  });
+  const onHangup = () => void reloads.request();
+  process.on('SIGHUP', onHangup);
+  return { reloads, release: () => void process.off('SIGHUP', onHangup) };
+}
+
+// A reload's changes as log fields: one per kind that changed, names joined (never a secret's value).
+function _changeFields(changes: ReloadChanges): LogFields {
+  const fields: LogFields = {};
+  for (const [kind, lists] of Object.entries(changes) as [string, Record<string, string[]>][]) {
+    for (const [how, names] of Object.entries(lists)) if (names.length > 0) fields[`${kind}${how[0]!.toUpperCase()}${how.slice(1)}`] = names.join(' ');
+  }
+  return fields;
 }
 
 // The owner-only control channel the CLI talks to (reload, outbox retry, status), up before the
 // server says it listens, so a command run after "listening on" always finds it.
-async function _control(stateDir: string, io: Io, log: Logger, service: Service, startedAt: number, url: string): Promise<ControlServer | null> {
+async function _control(stateDir: string, io: Io, log: Logger, service: Service, reloads: Reloads, startedAt: number, url: string): Promise<ControlServer | null> {
   const handlers = serverOperations({
     pid: process.pid,
     startedAt,
@@ -196,8 +223,10 @@ async function _control(stateDir: string, io: Io, log: Logger, service: Service,
     stateDir,
     url: () => url,
     store: service.store,
-    forward: service.forwarding,
-    lastReload: () => null,
+    reload: () => reloads.request(),
+    lastReload: () => reloads.last(),
+    reloading: () => reloads.state(),
+    retryOutbox: service.retryOutbox,
   });
   try {
     return await startControl({ stateDir, handlers, log });

@@ -10,7 +10,7 @@ import { Heartbeat } from '../runtime/heartbeat.ts';
 import { providerRegistry } from '../runtime/providers/registry.ts';
 import { Runner } from '../runtime/runner.ts';
 import { createCompletions } from '../runtime/completion.ts';
-import { startForward } from './forward.ts';
+import { startForward, type RetryOutcome, type RetryRequest } from './forward.ts';
 import type { Route } from '../store/store.ts';
 import { Ledger } from '../store/ledger.ts';
 import { Store } from '../store/store.ts';
@@ -24,8 +24,8 @@ export interface Service {
   app: App;
   /** The open store (read by the control channel's status). */
   store: Store;
-  /** Whether forward mode runs (it is on or off for the life of the process). */
-  forwarding: boolean;
+  /** Forward mode's `outbox retry`; `null` when forward mode is off (it is on or off for the life of the process). */
+  retryOutbox: ((request: RetryRequest) => Promise<RetryOutcome>) | null;
   /** Swaps in a reloaded configuration; every part is built before any is swapped. */
   reload(config: Config): void;
   /** Stops the runtime, the heartbeat and the transforms, then closes the store. */
@@ -83,7 +83,7 @@ export async function startService(config: Config, stateDir: string, log: Logger
   // The limiter lives in the app (a reload may replace it); the metrics page reads it when rendered.
   const telemetry = createTelemetry({ store, limiter: () => app.limiterStats(), queueDepth: () => runner.depth, waiters: () => completions.held() + app.held() });
   // Forward mode: accepted actions leave through the outbox to the upstream gateway.
-  const forward = startForward(config, store, log, stateDir);
+  const forward = startForward(config, store, log);
   const ledger = await openLedger(config, stateDir, log);
   const app = createApp({
     ...{ config, store, heartbeat, log, runs: runner, transforms: transforms.call, telemetry, completions },
@@ -93,7 +93,7 @@ export async function startService(config: Config, stateDir: string, log: Logger
   return {
     app,
     store,
-    forwarding: forward !== null,
+    retryOutbox: forward === null ? null : (request) => forward.retry(request),
     reload(reloaded) {
       // Forward mode is on or off for the life of the process: its sender starts with it.
       const forwardNow = forward === null ? null : (reloaded.hooks.forward ?? config.hooks.forward);

@@ -76,18 +76,23 @@ export class TransformReloader {
  * Loads every transform a config names, in children of its own, and checks that each export is a
  * function: a typo is a config problem at load, not a 500 on the first request. Problems by key path.
  */
-export async function checkTransforms(config: Config): Promise<string[]> {
+export async function checkTransforms(config: Config, signal?: AbortSignal): Promise<string[]> {
   const users = config.hooks.mappings.flatMap((m, i) => (m.transform === undefined ? [] : [[m.transform, i] as const]));
   if (users.length === 0) return [];
   const pool = createTransformChildPool({ ..._options(config), poolSize: 1 });
+  // A stopping server does not wait for a reload's check: its child is ended at once.
+  const onAbort = () => void pool.close();
+  signal?.addEventListener('abort', onAbort, { once: true });
   try {
     const problems: string[] = [];
     for (const [ref, i] of users) {
+      if (signal?.aborted) return ['the check was stopped'];
       const probed = await pool.probe(ref);
       if (!probed.ok) problems.push(`hooks.mappings[${i}].transform: ${probed.detail}`);
     }
     return problems;
   } finally {
+    signal?.removeEventListener('abort', onAbort);
     await pool.close();
   }
 }

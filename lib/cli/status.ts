@@ -1,0 +1,85 @@
+import { COMMON, type Command } from './command.ts';
+import { callServer } from './control.ts';
+import { escapeControls } from './event-text.ts';
+import { FAILURE } from './io.ts';
+import { stateDirFor } from './load-config.ts';
+import type { ServerStatus } from './operations.ts';
+import { changeLines } from './reload.ts';
+
+/** How long `status` waits for the server's answer. */
+const STATUS_TIMEOUT_MS = 5_000;
+
+/** `hooks-ingress status`: whether a server runs on the state directory, and how it is doing. */
+export const status: Command = {
+  options: { ...COMMON, 'state-dir': { type: 'string' }, json: { type: 'boolean' } },
+  help: `Usage: hooks-ingress status [options]
+
+Ask the server running on the state directory, over its control channel, how it is
+doing: pid, uptime, listening address, state directory, backlog of unread events,
+outbox (forward mode) and request ledger sizes, and the last reload's verdict.
+Exits 0 when a server answers, 1 when none runs or it does not answer.
+
+Options:
+  -c, --config PATH     config file (for state.dir)
+      --state-dir DIR   state directory
+      --json            the status as one JSON object (null where unknown)
+  -h, --help            show this help
+`,
+  async run(flags, _positionals, io) {
+    const dir = await stateDirFor(flags, io);
+    if (dir === null) return FAILURE;
+    const answer = await callServer(dir, 'status', null, { timeoutMs: STATUS_TIMEOUT_MS });
+    if (answer.kind === 'result') {
+      io.stdout(flags.json ? `${JSON.stringify(answer.result)}\n` : formatStatus(answer.result as ServerStatus));
+      return 0;
+    }
+    const why = answer.kind === 'no-server' ? answer.why : answer.kind === 'timeout' ? `the server at ${dir} did not answer within ${STATUS_TIMEOUT_MS / 1000} s` : answer.message;
+    if (flags.json) io.stdout(`${JSON.stringify({ running: false, stateDir: dir, why })}\n`);
+    io.stderr(`hooks-ingress status: ${why}\n`);
+    return FAILURE;
+  },
+};
+
+/** A status as a person reads it, one `name: value` line each. */
+export function formatStatus(s: ServerStatus): string {
+  const outbox = s.outbox === null ? 'off (not in forward mode)' : `${s.outbox.pending} pending, ${s.outbox.sent} sent, ${s.outbox.dead} dead`;
+  const ledger = s.ledger === null ? 'none' : `${s.ledger.entries} entries, ${s.ledger.bytes} bytes`;
+  const rows: [string, string][] = [
+    ['running', `pid ${s.pid}, up ${_duration(s.uptimeSeconds)} (since ${s.startedAt})`],
+    ['listening', s.url ?? 'unknown'],
+    ['state', escapeControls(s.stateDir, false)],
+    ['backlog', `${s.backlog.events} event${s.backlog.events === 1 ? '' : 's'} not yet read by a heartbeat, ${s.backlog.bytes} bytes`],
+    ['outbox', outbox],
+    ['journal', `${s.journalBytes} bytes`],
+    ['ledger', ledger],
+    ['last reload', _lastReload(s)],
+  ];
+  return rows.map(([name, value]) => `${`${name}:`.padEnd(13)}${value}\n`).join('');
+}
+
+function _lastReload(s: ServerStatus): string {
+  const now = s.reloading.running ? ` (one running now${s.reloading.pending ? ', another waiting' : ''})` : '';
+  return `${_verdict(s)}${now}`;
+}
+
+function _verdict(s: ServerStatus): string {
+  const last = s.lastReload;
+  if (last === null) return 'none since the start';
+  if (last.outcome === 'applied') {
+    const lines = changeLines(last.changes);
+    return `applied at ${last.at}${lines.length === 0 ? ' (no hook, mapping or secret changed)' : `: ${lines.join('; ')}`}`;
+  }
+  return `${last.outcome} at ${last.at}: ${last.problems.map((p) => escapeControls(p, false)).join('; ')}`;
+}
+
+// 3d 4h, 2h 5m, 4m 10s, 12s.
+function _duration(seconds: number): string {
+  const d = Math.floor(seconds / 86_400);
+  const h = Math.floor((seconds % 86_400) / 3600);
+  const m = Math.floor((seconds % 3600) / 60);
+  const sec = seconds % 60;
+  if (d > 0) return `${d}d ${h}h`;
+  if (h > 0) return `${h}h ${m}m`;
+  if (m > 0) return `${m}m ${sec}s`;
+  return `${sec}s`;
+}

@@ -1,0 +1,61 @@
+// `hooks-ingress status` against a real server process, and with none running.
+import assert from 'node:assert/strict';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { runCli, spawnServer } from './_cli.ts';
+import { tempDir } from './_dir.ts';
+import { post } from './_http.ts';
+import { until } from './_until.ts';
+
+const TOKEN = 'status-spec-token-0123456789abcdef';
+
+test('hooks-ingress status with no server running exits 1 and says so (as JSON with --json)', async (t) => {
+  const dir = await tempDir(t, 'status-');
+  const text = await runCli(['status', '--state-dir', dir]);
+  assert.equal(text.code, 1);
+  assert.equal(text.stdout, '');
+  assert.equal(text.stderr, `hooks-ingress status: no running server found for state directory ${dir}\n`);
+  const json = await runCli(['status', '--json', '--state-dir', dir]);
+  assert.equal(json.code, 1);
+  assert.deepEqual(JSON.parse(json.stdout), { running: false, stateDir: dir, why: `no running server found for state directory ${dir}` });
+});
+
+test('hooks-ingress status shows the running server: pid, uptime, address, state, backlog, outbox, ledger and the last reload', async (t) => {
+  const dir = await tempDir(t, 'status-');
+  const config = join(dir, 'config.json');
+  await writeFile(config, JSON.stringify({ hooks: { enabled: true, token: TOKEN } }));
+  const state = join(dir, 'state');
+  const server = await spawnServer(['--config', config, '--port', '0', '--state-dir', state]);
+  t.after(async () => {
+    server.child.kill('SIGTERM');
+    await server.exited;
+  });
+  const first = await runCli(['status', '--json', '--state-dir', state]);
+  assert.equal(first.code, 0, first.stderr);
+  const status = JSON.parse(first.stdout) as Record<string, unknown>;
+  assert.equal(status['pid'], server.child.pid);
+  assert.equal(status['url'], server.url);
+  assert.equal(status['stateDir'], state);
+  assert.equal(typeof status['uptimeSeconds'], 'number');
+  assert.deepEqual(status['backlog'], { events: 0, bytes: 0 });
+  assert.equal(status['outbox'], null, 'not in forward mode');
+  assert.equal(status['ledger'], null);
+  assert.equal(status['lastReload'], null);
+
+  const wake = await post(server.url, '/hooks/wake', { headers: { authorization: `Bearer ${TOKEN}` }, body: { text: 'hello', mode: 'next-heartbeat' } });
+  assert.equal(wake.status, 200, wake.text);
+  process.kill(server.child.pid!, 'SIGHUP');
+  const after = await until('the reload verdict in the status', async () => {
+    const s = JSON.parse((await runCli(['status', '--json', '--state-dir', state])).stdout) as Record<string, unknown>;
+    return s['lastReload'] !== null ? s : null;
+  });
+  assert.deepEqual(after['backlog'], { events: 1, bytes: 5 });
+  assert.equal((after['lastReload'] as { outcome: string }).outcome, 'applied');
+
+  const text = await runCli(['status', '--state-dir', state]);
+  assert.equal(text.code, 0, text.stderr);
+  assert.match(text.stdout, new RegExp(`^running: {5}pid ${server.child.pid}, up \\d+s \\(since [0-9T:.Z-]+\\)\\n`));
+  assert.match(text.stdout, new RegExp(`\\nlistening: {3}${server.url}\\nstate: {7}${state}\\nbacklog: {5}1 event not yet read by a heartbeat, 5 bytes\\noutbox: {6}off \\(not in forward mode\\)\\n`));
+  assert.match(text.stdout, /\nledger: {6}none\nlast reload: applied at \S+ \(no hook, mapping or secret changed\)\n$/);
+});
