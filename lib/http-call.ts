@@ -35,7 +35,7 @@ export const MAX_ANSWER_BYTES = 8 * 1024 * 1024;
  * never a throw. A redirect is never followed: a 3xx is the answer, and the caller's rule for a
  * status outside 2xx makes it a failure (a message or a credential must not go to another address).
  */
-export async function post(url: string | URL, body: string, options: CallOptions): Promise<CallResult> {
+export async function post(url: string | URL, body: string | Uint8Array, options: CallOptions): Promise<CallResult> {
   const { fetch: doFetch, headers = {}, signal, maxAnswerBytes = MAX_ANSWER_BYTES } = options;
   try {
     const response = await doFetch(url, { method: 'POST', headers, body, redirect: 'manual', ...(signal === undefined ? {} : { signal }) });

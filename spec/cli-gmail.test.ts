@@ -167,6 +167,17 @@ describe('gmail setup', () => {
     assert.equal(second.out.stdout, first.out.stdout);
   });
 
+  test('gmailCommand() setup replaces a hook URL with user:password in it and does not print the password', async () => {
+    const dir = await fresh();
+    const file = join(dir, 'config.json');
+    await writeFile(file, JSON.stringify({ gateway: { port: 9000 }, hooks: { gmail: { hookUrl: 'http://bob:pw-old-url@127.0.0.1:9000/hooks/gmail' } } }));
+    const { io, out } = capture();
+    assert.equal(await gmailCommand(['setup', '--account', ACCOUNT, '-c', file], io), 0, out.stderr);
+    assert.equal((await readJson(file))['hooks'].gmail.hookUrl, 'http://127.0.0.1:9000/hooks/gmail');
+    assert.match(out.stderr, /hooks\.gmail\.hookUrl was http:\/\/\[redacted\]@127\.0\.0\.1:9000\/hooks\/gmail; it is now http:\/\/127\.0\.0\.1:9000\/hooks\/gmail/);
+    assert.ok(!`${out.stdout}${out.stderr}`.includes('pw-old-url'));
+  });
+
   test('gmailCommand() setup builds the hook URL from --port, else gateway.port, and from hooks.path', async () => {
     const dir = await fresh();
     const file = join(dir, 'config.json');

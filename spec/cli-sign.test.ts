@@ -8,6 +8,7 @@ import { main } from '../lib/cli/main.ts';
 import { signCommand } from '../lib/cli/sign.ts';
 import { verifySignature } from '../lib/guard/signature.ts';
 import { defer } from './_cleanup.ts';
+import { fake } from './_fake-server.ts';
 import { assertCleanStop, runCli, spawnServer } from './_cli.ts';
 import { githubExample } from './_signers.ts';
 
@@ -94,6 +95,17 @@ test('hooks-ingress sign refuses a missing hook, an unsigned hook and a malforme
   assert.equal(await main(['sign', '--config', config, '--hook', 'github', '--send', 'http://bob:pw-in-url@127.0.0.1:9/'], io), 1);
   assert.match(io.err.join(''), /cannot reach http:\/\/\[redacted\]@127.0.0.1:9\/hooks\/github/);
   assert.ok(!io.err.join('').includes('pw-in-url'), io.err.join(''));
+});
+
+test('hooks-ingress sign --send does not follow a redirect: it prints the 3xx and exits 1, and the address it names gets nothing', async (t) => {
+  const { config } = await setup(t);
+  const elsewhere = await fake(t, (_req, res) => res.writeHead(200).end('took it'));
+  const moving = await fake(t, (_req, res) => res.writeHead(307, { location: `${elsewhere.url}/hooks/github` }).end());
+  const io = capture();
+  assert.equal(await main(['sign', '--config', config, '--hook', 'github', '--send', `${moving.url}/hooks/github`], io), 1);
+  assert.equal(io.out.join(''), '307 \n');
+  assert.deepEqual(elsewhere.seen, []);
+  assert.equal(moving.seen.length, 1);
 });
 
 test('hooks-ingress sign --body - reads stdin; a twilio body is signed as its form parameters', async (t) => {

@@ -7,6 +7,7 @@ import { loadConfig } from '../config/load.ts';
 import { locateConfig } from '../config/locate.ts';
 import type { Config, Env } from '../config/types.ts';
 import { sleep } from '../retry.ts';
+import { hideUrlCredentials } from '../text.ts';
 import { FAILURE, type Io } from './io.ts';
 import { relayLines } from './relay.ts';
 import { parseCommand } from './usage.ts';
@@ -175,7 +176,7 @@ async function _supervise(file: string, args: readonly string[], io: Io, deps: G
   process.on('SIGTERM', onTerm).on('SIGINT', onInt);
   io.signal?.addEventListener('abort', onAbort, { once: true });
   if (io.signal?.aborted) stopping.abort();
-  const shown = `${file} ${_redact(args).map(shellWord).join(' ')}`;
+  const shown = hideUrlCredentials(`${file} ${_redact(args).map(shellWord).join(' ')}`);
   let delay: number = BACKOFF.firstMs;
   try {
     while (!stopping.signal.aborted) {

@@ -10,6 +10,7 @@ import { generateToken } from '../guard/token.ts';
 import { parseJsonc, stripJsonc } from '../jsonc.ts';
 import { GENERATED_KEY_PREFIX } from '../policy/session-key.ts';
 import { isObject } from '../object.ts';
+import { hideUrlCredentials } from '../text.ts';
 import { companionArgs, GMAIL_DEFAULTS, hookUrl, shellWord } from './gmail-companion.ts';
 import { FAILURE, USAGE, type Io } from './io.ts';
 import { parseCommand, usageLine } from './usage.ts';
@@ -119,7 +120,7 @@ export function applyGmailSetup(raw: unknown, options: SetupOptions, env: Env, n
   const url = _setupHookUrl(root, hooks, options.port, env);
   if (!url.ok) return { ok: false, problems: [url.problem] };
   const before = gmail['hookUrl'];
-  if (typeof before === 'string' && before !== url.value) notes.push(`hooks.gmail.hookUrl was ${before}; it is now ${url.value}`);
+  if (typeof before === 'string' && before !== url.value) notes.push(hideUrlCredentials(`hooks.gmail.hookUrl was ${before}; it is now ${url.value}`));
   gmail['hookUrl'] = url.value;
   gmail['includeBody'] = options.includeBody ?? gmail['includeBody'] ?? GMAIL_DEFAULTS.includeBody;
   gmail['maxBytes'] = options.maxBytes ?? gmail['maxBytes'] ?? GMAIL_DEFAULTS.maxBytes;

@@ -2,10 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type { Config } from '../config/types.ts';
 import { signRequest, type Signature } from '../guard/signature.ts';
+import { post } from '../http-call.ts';
+import { hideUrlCredentials } from '../text.ts';
 import { COMMON, type Command } from './command.ts';
 import { FAILURE, USAGE, type Io } from './io.ts';
 import { loadConfigFor } from './load-config.ts';
-import { hideUrlCredentials } from '../text.ts';
 import { usageLine } from './usage.ts';
 
 const OPTIONS = {
@@ -81,14 +82,11 @@ export async function signCommand(flags: SignFlags, io: Io & { stdin?: () => Pro
     return 0;
   }
   // The exact bytes that were signed: a body that is not UTF-8 must not be re-encoded on the way.
-  let answer: { status: number; text: string };
-  try {
-    const response = await fetch(url, { method: 'POST', headers, body: new Uint8Array(body) });
-    answer = { status: response.status, text: await response.text() };
-  } catch (error) {
-    const why = error instanceof Error ? ((error.cause as Error | undefined)?.message ?? error.message) : String(error);
+  // As every outgoing call: a redirect is not followed, and the answer is read up to its cap.
+  const answer = await post(url, new Uint8Array(body), { fetch, headers });
+  if (!answer.ok) {
     // fetch refuses a URL with user:password, quoting it: neither copy is printed.
-    io.stderr(hideUrlCredentials(`hooks-ingress sign: cannot reach ${url}: ${why}\n`));
+    io.stderr(hideUrlCredentials(`hooks-ingress sign: cannot reach ${url}: ${answer.message}\n`));
     return FAILURE;
   }
   io.stdout(`${answer.status} ${answer.text}\n`);
