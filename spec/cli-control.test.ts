@@ -81,6 +81,5 @@ for (const unit of ['contrib/systemd/hooks-ingress.service', 'contrib/systemd/us
       assert.ok(!value.startsWith('~'), `${unit}: ${value} is a deny list`);
       assert.ok(value.split(/\s+/).includes('AF_UNIX'), `${unit}: ${value}`);
     }
-    assert.doesNotMatch(text, /^(PrivateNetwork|RestrictFileSystems)=/m);
   });
 }

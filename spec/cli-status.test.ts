@@ -34,6 +34,7 @@ test('hooks-ingress status shows the running server: pid, uptime, address, state
   const first = await runCli(['status', '--json', '--state-dir', state]);
   assert.equal(first.code, 0, first.stderr);
   const status = JSON.parse(first.stdout) as Record<string, unknown>;
+  assert.equal(status['running'], true);
   assert.equal(status['pid'], server.child.pid);
   assert.equal(status['url'], server.url);
   assert.equal(status['stateDir'], state);

@@ -30,7 +30,8 @@ Options:
     if (dir === null) return FAILURE;
     const answer = await callServer(dir, 'status', null, { timeoutMs: STATUS_TIMEOUT_MS });
     if (answer.kind === 'result') {
-      io.stdout(flags.json ? `${JSON.stringify(answer.result)}\n` : formatStatus(answer.result as ServerStatus));
+      // `running` first, as in the answer printed when no server runs: one field tells the two apart.
+      io.stdout(flags.json ? `${JSON.stringify({ running: true, ...(answer.result as ServerStatus) })}\n` : formatStatus(answer.result as ServerStatus));
       return 0;
     }
     const why = answer.kind === 'no-server' ? answer.why : answer.kind === 'timeout' ? `the server at ${dir} did not answer within ${STATUS_TIMEOUT_MS / 1000} s` : answer.message;
