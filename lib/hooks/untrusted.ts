@@ -27,9 +27,14 @@ export interface WrapOptions {
   id?: string;
 }
 
-// Tag characters (U+E0000–E007F) are invisible yet read by models, so they can smuggle text.
+// Removed from untrusted text wherever they stand. Tag characters (U+E0000–E007F) are invisible
+// yet read by models, so they can smuggle text.
 const _INVISIBLE = /[\u00AD\u180E\u200B-\u200F\u2060-\u2064\uFEFF\u{E0000}-\u{E007F}]/gu;
-const _INVISIBLE_ONE = new RegExp(_INVISIBLE.source, 'u');
+// Skipped when looking for a marker: every default-ignorable code point and bidi control (variation
+// selectors, the combining grapheme joiner, Hangul fillers, embeddings and isolates, ...), so that
+// none of them inside a marker name keeps it whole. Outside a marker, those not in _INVISIBLE stay:
+// ordinary text uses them (an emoji's variation selector, the marks of right-to-left text).
+const _IGNORED = /[\p{Default_Ignorable_Code_Point}\p{Bidi_Control}\u180E\u{E0000}-\u{E007F}]/u;
 // NFKC does not map these to ASCII, yet they read as angle brackets.
 const _OPEN = '\u00AB\u02C2\u1438\u2039\u2329\u276C\u276E\u27E8\u27EA\u3008\u300A';
 const _CLOSE = '\u00BB\u02C3\u1433\u203A\u232A\u276D\u276F\u27E9\u27EB\u3009\u300B';
@@ -40,6 +45,10 @@ const _ID = /^[\w-]{1,64}$/;
 // A negation shortly before the verb marks boilerplate such as "we will never ask you to share your password".
 const _NOT_NEGATED = String.raw`(?<!(?:\bnever|\bnot|n['’]t)\b[^.!?\n]{0,40})`;
 
+// These are backtracking regular expressions run over whole payloads, so each must take time linear
+// in the text: an unbounded run may be read from a start that no other start's run overlaps (a
+// line start, a pipe, a word that cannot occur inside the run), or be bounded; never from every
+// word of a long line. The specs hold every pattern to adversarial texts of 250 KB.
 const _PATTERNS: ReadonlyArray<readonly [InjectionKind, readonly RegExp[]]> = [
   [InjectionKind.IgnorePrevious, [
     /\b(?:ignore|disregard|forget|override)\s+(?:(?:all|any|the|your|of|my|these)\s+)*(?:previous|prior|above|earlier|preceding|former)\s+(?:instructions?|prompts?|rules|directions|directives|context)\b/i,
@@ -57,9 +66,14 @@ const _PATTERNS: ReadonlyArray<readonly [InjectionKind, readonly RegExp[]]> = [
     /^[ \t]*#{2,}[ \t]*(?:instruction|system)[ \t]*(?::|$)/im,
   ]],
   [InjectionKind.DestructiveCommand, [
-    /\brm\s+(?:-[a-z]*(?:rf|fr)[a-z]*|-r\s+-f|-f\s+-r|--recursive\s+--force|--force\s+--recursive)\b/i,
-    /\b(?:curl|wget)\b[^\n|]*\|\s*(?:sudo\s+)?(?:ba|z|da|k)?sh\b/i,
-    /\b(?:iwr|irm|invoke-webrequest|invoke-restmethod)\b[^\n|]*\|\s*(?:iex|invoke-expression)\b/i,
+    // The flags' letters are checked by a lookahead and then taken whole: `-[a-z]*(?:rf|fr)[a-z]*\b`
+    // tried every split of a long run of letters ending in a digit, quadratic in its length.
+    /\brm\s+(?:-(?=[a-z]*(?:rf|fr))[a-z]+|-r\s+-f|-f\s+-r|--recursive\s+--force|--force\s+--recursive)\b/i,
+    // Found from the pipe, looking back to the command: the pipe-free stretch before a pipe is read
+    // once for that pipe, where `curl[^\n|]*\|` read the rest of the line again from every `curl`
+    // in it (quadratic on a long line of them without a pipe).
+    /\|(?<=\b(?:curl|wget)\b[^\n|]*\|)\s*(?:sudo\s+)?(?:ba|z|da|k)?sh\b/i,
+    /\|(?<=\b(?:iwr|irm|invoke-webrequest|invoke-restmethod)\b[^\n|]*\|)\s*(?:iex|invoke-expression)\b/i,
   ]],
   // Requests that the assistant's own tools wipe, delete or give away everything of a kind.
   [InjectionKind.DestructiveRequest, [
@@ -73,12 +87,17 @@ const _PATTERNS: ReadonlyArray<readonly [InjectionKind, readonly RegExp[]]> = [
   ]],
 ];
 
+/** Every phrasing `detectInjection()` looks for, with the kind it reports, in the order it tries them. */
+export const INJECTION_PATTERNS: ReadonlyArray<{ readonly kind: InjectionKind; readonly pattern: RegExp }> = _PATTERNS.flatMap(([kind, patterns]) =>
+  patterns.map((pattern) => ({ kind, pattern })),
+);
+
 // ASCII folds to itself: it holds no look-alike, no invisible, and NFKC leaves it as it is.
 const _ASCII = /^[\x00-\x7f]*$/;
 
 /**
  * Folds look-alikes code point by code point (Unicode's confusables of the marker letters,
- * angle-bracket homoglyphs, NFKC, invisibles dropped) and records for each folded unit the span of `text` it came from, so a match
+ * angle-bracket homoglyphs, NFKC (which turns no other character into an ignored one), ignorable and bidi-control code points dropped) and records for each folded unit the span of `text` it came from, so a match
  * in the folded text can be cut out of the original without touching anything around it.
  * `from` and `to` are null when the folded text is `text` itself (unit i came from unit i).
  */
@@ -90,7 +109,7 @@ function _fold(text: string): { folded: string; from: number[] | null; to: numbe
   let at = 0;
   for (const cp of text) {
     const next = at + cp.length;
-    if (!_INVISIBLE_ONE.test(cp)) {
+    if (!_IGNORED.test(cp)) {
       const piece = cp < '\u0080' ? cp : _OPEN.includes(cp) ? '<' : _CLOSE.includes(cp) ? '>' : (MARKER_CONFUSABLES.get(cp) ?? cp.normalize('NFKC'));
       folded += piece;
       for (let i = 0; i < piece.length; i++) {
