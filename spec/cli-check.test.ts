@@ -14,7 +14,7 @@ async function check(t: import('node:test').TestContext, config: unknown, transf
   await mkdir(join(dir, 'hooks', 'transforms'), { recursive: true });
   for (const [name, source] of Object.entries(transforms)) await writeFile(join(dir, 'hooks', 'transforms', name), source);
   const path = join(dir, 'config.json');
-  await writeFile(path, JSON.stringify(config));
+  await writeFile(path, typeof config === 'string' ? config : JSON.stringify(config));
   const out = { stdout: '', stderr: '' };
   const io: Io = { stdout: (s) => void (out.stdout += s), stderr: (s) => void (out.stderr += s), env: { HOME: dir } };
   return { code: await main(['check', '-c', path], io), path, ...out };
@@ -103,4 +103,14 @@ test('check warns about a mapping without a path, or matched by source alone, th
   // Without the preset there is nothing to shadow.
   const plain = await check(t, { hooks: { enabled: true, token: 'a-token-for-check', mappings: [{ action: 'wake', textTemplate: 'anything' }] }, agents: { defaults: { model: 'local/echo' } }, models: { providers: { local: { api: 'command', command: ['cat'] } } }, channels: { telegram: { botToken: '123:abc', defaultTo: '42' } } });
   assert.equal(plain.stderr, METRICS_OFF);
+});
+
+test('check refuses a value nested 10,000 arrays deep with one line naming its key path, not a stack overflow', async (t) => {
+  const deep = `${'['.repeat(10_000)}"\${HOME}"${']'.repeat(10_000)}`;
+  const result = await check(t, `{"hooks":{"enabled":true,"token":"a-token-for-check","mappings":[{"match":{"path":"x"},"filter":{"payload":{"a":${deep}}}}]}}`);
+  assert.equal(result.code, 1);
+  assert.equal(result.stdout, '');
+  // The file is level 1, `a` level 7: the array at level 65 is the first one too deep.
+  const at = `hooks.mappings[0].filter.payload.a${'[0]'.repeat(58)}`;
+  assert.equal(result.stderr, `hooks-ingress check: invalid config ${result.path}:\n  ${result.path}: ${at}: may nest objects and arrays at most 64 levels deep\n`);
 });

@@ -6,6 +6,8 @@ import { join, resolve } from 'node:path';
 import { normaliseHooksPath, parseDuration } from '../lib/config/file-schema.ts';
 import { substituteEnv } from '../lib/config/env.ts';
 import { buildConfig, loadConfig } from '../lib/config/load.ts';
+import { deeperThan, MAX_CONFIG_DEPTH } from '../lib/config/read.ts';
+import { readStateDir } from '../lib/config/state-dir.ts';
 import { locateConfig, locateStateDir } from '../lib/config/locate.ts';
 import { DEFAULT_HEARTBEAT_PROMPT, DEFAULTS } from '../lib/config/normalise.ts';
 import type { Config, ConfigResult, Env } from '../lib/config/types.ts';
@@ -747,4 +749,25 @@ test('buildConfig() warns of a session-key prefix that admits every agent sessio
     'hooks.allowedSessionKeyPrefixes[1]: "agent:" admits every session of every agent a run may go to, the main session included: ' +
       'a key is checked as sent, so "agent:<id>:main" passes, and runs as "main" once its "agent:<id>:" is dropped; list "agent:<id>:<rest>" prefixes instead',
   ]);
+});
+
+test('deeperThan() names the first object or array nested past the limit, walking without recursion', () => {
+  const nest = (levels: number, leaf: unknown = 1): unknown => {
+    let value = leaf;
+    for (let i = 0; i < levels; i++) value = i % 2 === 0 ? [value] : { k: value };
+    return value;
+  };
+  assert.equal(deeperThan({ a: nest(MAX_CONFIG_DEPTH - 1) }), null);
+  assert.deepEqual(deeperThan({ a: [1, { 'odd key': nest(3) }] }, 4), { path: 'a[1]["odd key"][0]', message: 'may nest objects and arrays at most 4 levels deep' });
+  assert.equal(deeperThan({ a: nest(1_000_000) })?.path.startsWith('a.k[0].k[0]'), true);
+  assert.equal(deeperThan('text', 0), null);
+});
+
+test('readStateDir() answers a state value nested 10,000 arrays deep with its key path, not a stack overflow', async () => {
+  await withDir(async (dir) => {
+    const file = join(dir, 'config.json');
+    await writeFile(file, `{"state":{"dir":${'['.repeat(10_000)}"\${X}"${']'.repeat(10_000)}}}`);
+    const read = await readStateDir(file, {});
+    assert.deepEqual(read, { ok: false, problems: [`${file}: state.dir${'[0]'.repeat(62)}: may nest objects and arrays at most 64 levels deep`] });
+  });
 });

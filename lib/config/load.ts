@@ -8,7 +8,7 @@ import { resolveEnv, within, type EnvScope } from './env.ts';
 import { fileSchema, type FileConfig } from './file-schema.ts';
 import { forwardUnused } from './forward-unused.ts';
 import { normalise, TRANSFORMS_ROOT } from './normalise.ts';
-import { readConfigFile, unreadable } from './read.ts';
+import { deeperThan, readConfigFile, unreadable } from './read.ts';
 import type { Config, ConfigResult, Env } from './types.ts';
 import { urlCredentials } from './url-credentials.ts';
 
@@ -26,6 +26,8 @@ export async function loadConfig(file: string, env: Env, scope: EnvScope = 'all'
  */
 export async function buildConfig(raw: unknown, where: { file: string | null; env: Env; dir?: string; scope?: EnvScope }): Promise<ConfigResult> {
   const dir = where.dir ?? (where.file === null ? process.cwd() : dirname(where.file));
+  const tooDeep = deeperThan(raw);
+  if (tooDeep !== null) return { ok: false, problems: [formatIssue(tooDeep)] };
   const resolved = resolveEnv(raw, where.env, where.scope ?? 'all');
   // A key whose variable is missing (or left unresolved) has that one problem: its value is not
   // judged too, nor the section holding it (a channel's options are checked together).

@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { parseJsonc } from '../jsonc.ts';
+import { formatIssue, join, type Issue } from '../schema.ts';
 
 /** A config file read and parsed (JSONC), or the one problem that stopped it. */
 export type Read = { ok: true; value: unknown } | { ok: false; problems: string[] };
@@ -13,7 +14,29 @@ export async function readConfigFile(file: string): Promise<Read> {
     return { ok: false, problems: [`cannot read ${file}: ${unreadable(error)}`] };
   }
   const parsed = parseJsonc(text);
-  return parsed.ok ? parsed : { ok: false, problems: [`${file}: ${parsed.error}`] };
+  if (!parsed.ok) return { ok: false, problems: [`${file}: ${parsed.error}`] };
+  // Every walk over the values after this one (variables, the schema, normalising, `config get`) recurses.
+  const tooDeep = deeperThan(parsed.value);
+  return tooDeep === null ? parsed : { ok: false, problems: [`${file}: ${formatIssue(tooDeep)}`] };
+}
+
+/** How deep objects and arrays may nest in a config file (the file's top level is level 1). */
+export const MAX_CONFIG_DEPTH = 64;
+
+/**
+ * The problem of the first object or array in `root` nested more than `max` levels deep, at its
+ * key path, else `null`. Iterative on purpose: it must not recurse as deep as what it refuses.
+ */
+export function deeperThan(root: unknown, max = MAX_CONFIG_DEPTH): Issue | null {
+  const stack: { value: unknown; at: string; depth: number }[] = [{ value: root, at: '', depth: 1 }];
+  for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
+    const { value, at, depth } = next;
+    if (typeof value !== 'object' || value === null) continue;
+    if (depth > max) return { path: at, message: `may nest objects and arrays at most ${max} levels deep` };
+    const entries = Array.isArray(value) ? value.map((v, i) => [i, v] as const) : Object.entries(value);
+    for (let i = entries.length - 1; i >= 0; i--) stack.push({ value: entries[i]![1], at: join(at, entries[i]![0]), depth: depth + 1 });
+  }
+  return null;
 }
 
 /** Why a file could not be read, in words (`no such file`), not an errno code. */
