@@ -1,8 +1,9 @@
 /**
  * The one list of request headers that carry credentials. Token extraction reads the hook token
  * from TOKEN_HEADERS; templates and transforms never see any credential header unless a mapping
- * names it in `allowCredentialHeaders`.
+ * names it in `allowCredentialHeaders`, and never see the token headers at all.
  */
+import { refine, string, type Schema } from './schema.ts';
 
 /** Where the hook token may come from, in the order it is looked for (never the URL). */
 export const TOKEN_HEADERS = ['authorization', 'x-gateway-token', 'x-openclaw-token'] as const;
@@ -23,14 +24,27 @@ export function isCredentialHeader(name: string): boolean {
   return _NAMED.has(lower) || (_PATTERN.test(lower) && !_NOT_CREDENTIALS.has(lower));
 }
 
+/** Whether a header (any case) is one the hook token is read from. */
+export function isTokenHeader(name: string): boolean {
+  return _TOKEN.has(name.toLowerCase());
+}
+
+const _TOKEN: ReadonlySet<string> = new Set(TOKEN_HEADERS);
+
+/** A name in a mapping's `allowCredentialHeaders`: any header but those the hook token is read from. */
+export const allowableHeader: Schema<string> = refine(string({ trim: true, nonEmpty: true }), (name) =>
+  isTokenHeader(name) ? `may not name ${name}: the hook token is read from it, and templates and transforms never see it` : null,
+);
+
 /**
  * The headers a mapping may read: every header, values of repeated ones joined with `, `, except
- * credential headers the mapping does not name in `allow` (lowercase names).
+ * credential headers the mapping does not name in `allow` (lowercase names), and except the
+ * token headers whatever `allow` says: they carry the hook token itself.
  */
 export function visibleHeaders(headers: Readonly<Record<string, string | readonly string[] | undefined>>, allow: ReadonlySet<string> = _NONE): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || (isCredentialHeader(name) && !allow.has(name.toLowerCase()))) continue;
+    if (value === undefined || (isCredentialHeader(name) && (!allow.has(name.toLowerCase()) || isTokenHeader(name)))) continue;
     out[name.toLowerCase()] = typeof value === 'string' ? value : value.join(', ');
   }
   return out;

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { isCredentialHeader, TOKEN_HEADERS, visibleHeaders } from '../lib/credentials.ts';
+import { buildConfig } from '../lib/config/load.ts';
 import { extractToken } from '../lib/guard/token.ts';
 
 test('isCredentialHeader() names the token headers, API keys, signatures, cookies and *-Token/*-Secret/*-Signature/*-Key headers', () => {
@@ -24,4 +25,21 @@ test('extractToken() reads exactly the token headers of the shared list, in orde
   assert.deepEqual([...TOKEN_HEADERS], ['authorization', 'x-gateway-token', 'x-openclaw-token']);
   assert.equal(extractToken({ 'x-openclaw-token': 'c', 'x-gateway-token': 'b' }), 'b');
   assert.equal(extractToken({ 'x-openclaw-token': 'c' }), 'c');
+});
+
+test('visibleHeaders() never shows the headers the hook token is read from, even when allowed by name', () => {
+  const headers = { Authorization: 'Bearer hook-token', 'X-Gateway-Token': 'hook-token', 'x-openclaw-token': 'hook-token', 'x-hub-signature-256': 'sha256=ab', accept: 'a' };
+  const allow = new Set(['authorization', 'x-gateway-token', 'x-openclaw-token', 'x-hub-signature-256']);
+  assert.deepEqual(visibleHeaders(headers, allow), { 'x-hub-signature-256': 'sha256=ab', accept: 'a' });
+});
+
+test('a mapping that allows a token header is refused with its key path; other credential headers may be allowed', async () => {
+  const mapping = (allow: string[]) => ({ hooks: { enabled: true, token: 'a-token-for-spec', mappings: [{ match: { path: 'x' }, messageTemplate: 'm', allowCredentialHeaders: allow }] } });
+  const built = await buildConfig(mapping(['X-Hub-Signature-256', 'Authorization', ' x-gateway-token ', 'X-OpenClaw-Token']), { file: null, env: {}, dir: '/etc/hooks-ingress' });
+  assert.deepEqual(built.ok ? [] : built.problems, [
+    'hooks.mappings[0].allowCredentialHeaders[1]: may not name Authorization: the hook token is read from it, and templates and transforms never see it',
+    'hooks.mappings[0].allowCredentialHeaders[2]: may not name x-gateway-token: the hook token is read from it, and templates and transforms never see it',
+    'hooks.mappings[0].allowCredentialHeaders[3]: may not name X-OpenClaw-Token: the hook token is read from it, and templates and transforms never see it',
+  ]);
+  assert.equal((await buildConfig(mapping(['X-Hub-Signature-256', 'Proxy-Authorization']), { file: null, env: {}, dir: '/etc/hooks-ingress' })).ok, true);
 });

@@ -13,7 +13,7 @@ import {
   string,
   type Schema,
 } from '../schema.ts';
-import { visibleHeaders } from '../credentials.ts';
+import { allowableHeader, visibleHeaders } from '../credentials.ts';
 import type { Signature } from '../signing.ts';
 import { filterHolds, filterSchema, type Filter } from './filter.ts';
 import { signatureSchema } from './signature-config.ts';
@@ -65,7 +65,7 @@ export const mappingSchema = object({
   allowUnsafeExternalContent: optional(boolean),
   transform: optional(object({ module: string({ nonEmpty: true }), export: optional(string({ nonEmpty: true })) })),
   forEach: optional(payloadPath),
-  allowCredentialHeaders: optional(array(string({ trim: true, nonEmpty: true }))),
+  allowCredentialHeaders: optional(array(allowableHeader)),
   waitForCompletion: optional(boolean),
   signature: optional(signatureSchema),
   filter: optional(filterSchema),
