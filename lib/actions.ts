@@ -30,6 +30,8 @@ export interface AgentAction {
   kind: 'agent';
   message: string;
   name: string;
+  /** The request chose the name (payload, transform, `/agent`'s `name`): it is wrapped wherever a model reads it. */
+  untrustedName?: boolean;
   agentId?: string;
   sessionKey?: RequestedKey;
   wakeMode: WakeMode;
@@ -53,6 +55,8 @@ export interface RunSpec {
   /** The hook name the request came in on (`agent`, or a mapped name). */
   hook: string;
   name: string;
+  /** The request chose the name: the main session's lines about the run carry it wrapped as untrusted content. */
+  untrustedName?: boolean;
   message: string;
   sessionKey: string;
   agentId: string;

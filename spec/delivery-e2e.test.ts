@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
+import { markWrapped } from '../lib/cli/event-text.ts';
 import { main } from '../lib/cli/main.ts';
 import { readEvents, readRuns, type RunRecord } from '../lib/store/store.ts';
 import { post, type Reply } from './_http.ts';
@@ -203,9 +204,12 @@ test('POST /agent delivers the reply to Telegram, records it on the run and in t
     // The model saw the hook's message, wrapped as untrusted content.
     assert.ok(model.prompts.some((p) => p.includes('REPLY{Build green') && p.includes('SECURITY NOTICE')));
 
+    // The name came with the request: the main session reads it after the line, wrapped as untrusted content.
     const events = await readEvents(state);
     assert.ok(
-      events.some((e) => e.kind === 'system' && e.source === `run:${ci.runId}` && e.text === 'Hook CI: Build green: all 42 checks passed.'),
+      events.some(
+        (e) => e.kind === 'system' && e.source === `run:${ci.runId}` && markWrapped(e.text) === 'Hook (named by the request, below): Build green: all 42 checks passed.\n[untrusted Hook name] CI',
+      ),
       JSON.stringify(events),
     );
 
@@ -271,7 +275,10 @@ test('a HEARTBEAT_OK reply is not delivered, and a failed delivery is noted in t
     const events = await readEvents(state);
     assert.ok(
       events.some(
-        (e) => e.kind === 'system' && e.source === `run:${failed.runId}` && e.text === 'Hook Alert: delivery to telegram failed: Telegram 403: Forbidden: bot was blocked by the user',
+        (e) =>
+          e.kind === 'system' &&
+          e.source === `run:${failed.runId}` &&
+          markWrapped(e.text) === 'Hook (named by the request, below): delivery to telegram failed: Telegram 403: Forbidden: bot was blocked by the user\n[untrusted Hook name] Alert',
       ),
       JSON.stringify(events),
     );

@@ -47,6 +47,7 @@ test('parseAgent() takes every field', () => {
   assert.deepEqual(action({ ...fields, sessionKey: 'hook:ci', idempotencyKey: 'evt-1' }), {
     kind: 'agent',
     ...fields,
+    untrustedName: true,
     sessionKey: { value: 'hook:ci', trusted: false },
   });
 });

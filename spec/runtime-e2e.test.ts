@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
+import { markWrapped } from '../lib/cli/event-text.ts';
 import type { RunRecord, SessionEvent } from '../lib/store/store.ts';
 import { assertCleanStop, runCli, spawnServer, type Spawned } from './_cli.ts';
 import { post } from './_http.ts';
@@ -128,7 +129,9 @@ test('a run accepted before kill -9 runs again after the restart, once, marked r
     const runs = await listed<RunRecord>('runs', state);
     assert.deepEqual(runs.map((r) => r.runId), [runId], 'the refused run was never recorded');
     const summaries = (await listed<SessionEvent>('events', state)).filter((e) => e.source === `run:${runId}`);
-    assert.deepEqual(summaries.map((e) => [e.kind, e.text, e.mode]), [['system', 'Hook Drill: Drill done: all systems nominal.', 'next-heartbeat']]);
+    assert.deepEqual(summaries.map((e) => [e.kind, markWrapped(e.text), e.mode]), [
+      ['system', 'Hook (named by the request, below): Drill done: all systems nominal.\n[untrusted Hook name] Drill', 'next-heartbeat'],
+    ]);
     // One call cut off by the kill, one after the restart: the run was never executed a third time.
     assert.equal(fake.calls.length, 2);
     assert.equal(fake.calls[0]!.prompt, fake.calls[1]!.prompt);

@@ -4,7 +4,7 @@ import type { Config } from '../config/types.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
 import { parseAgent } from '../hooks/agent.ts';
 import { applyMappings, type CallTransform } from '../hooks/mappings.ts';
-import { detectInjection, nameLine, wrapUntrusted } from '../hooks/untrusted.ts';
+import { detectInjection, nameLine, requestName, wrapUntrusted } from '../untrusted.ts';
 import { parseWake } from '../hooks/wake.ts';
 import type { LogFields, Logger } from '../log.ts';
 import { admitRun } from '../policy/admit.ts';
@@ -94,9 +94,11 @@ async function _agent(ctx: _Context, call: HookCall, idem: IdempotencyKey | null
   const parsed = parseAgent(call.body, ctx.acceptUnknown);
   if (!parsed.ok) throw new HttpError(400, ErrorCode.InvalidPayload, parsed.error);
   _logUnknown(ctx, call, parsed.ignored);
-  _warnInjection(ctx, call, call.name, detectInjection(parsed.action.message));
-  parsed.action.message = wrapUntrusted(parsed.action.message, { source: 'Webhook' });
-  parsed.action.name = nameLine(parsed.action.name) || 'Hook';
+  const { message, name, untrustedName } = parsed.action;
+  // A name the request gave is request text as much as the message is.
+  _warnInjection(ctx, call, call.name, untrustedName === true ? _union(detectInjection(message), detectInjection(name)) : detectInjection(message));
+  parsed.action.message = wrapUntrusted(message, { source: 'Webhook' });
+  parsed.action.name = (untrustedName === true ? requestName(name) : nameLine(name)) || 'Hook';
   const run = _admit(ctx, call, parsed.action, '');
   const answer: Answer = { status: 202, body: { ok: true, runId: run.runId, sessionKey: run.sessionKey, agentId: run.agentId, channel: run.channel } };
   if (ctx.forward) {
@@ -234,6 +236,10 @@ function _became(events: number[], runs: string[]): Became {
   if (events.length > 0) became.events = events;
   if (runs.length > 0) became.runs = runs;
   return became;
+}
+
+function _union(a: readonly string[], b: readonly string[]): string[] {
+  return [...new Set([...a, ...b])];
 }
 
 function _warnInjection(ctx: _Context, call: HookCall, hook: string, kinds: readonly string[]): void {

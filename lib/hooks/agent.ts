@@ -36,6 +36,7 @@ export function parseAgent(body: Record<string, unknown>, acceptUnknown = false)
     deliver: deliver ?? true,
     channel: channel ?? 'last',
   };
+  if (name !== undefined) action.untrustedName = true;
   if (agentId !== undefined) action.agentId = agentId;
   if (sessionKey !== undefined) action.sessionKey = { value: sessionKey, trusted: false };
   if (to !== undefined) action.to = to;

@@ -19,7 +19,7 @@ import { filterHolds, filterSchema, type Filter } from './filter.ts';
 import { signatureSchema } from './signature-config.ts';
 import { compileTemplate, isTemplated, parsePath, render, valueAt, type PathSegment, type Template, type TemplateContext } from './template.ts';
 import type { TransformInput, TransformRef, TransformResult } from './transforms/child-pool.ts';
-import { detectInjection, nameLine, wrapUntrusted } from './untrusted.ts';
+import { detectInjection, nameLine, requestName, wrapUntrusted } from '../untrusted.ts';
 import { trimSlashes } from '../text.ts';
 
 /** At most this many actions come from one `forEach`. */
@@ -298,10 +298,11 @@ function _build(mapping: Mapping, override: Override, context: TemplateContext &
   if (thinking !== undefined && !(THINKING_LEVELS as readonly string[]).includes(thinking)) {
     return `thinking: must be one of ${THINKING_LEVELS.map((l) => JSON.stringify(l)).join(', ')}`;
   }
+  const named = _name(mapping, override.name, text(mapping.name), context.path);
   const action: AgentAction = {
     kind: 'agent',
     message: content,
-    name: nameLine(override.name || text(mapping.name) || context.path) || 'Hook',
+    name: named.name,
     wakeMode,
     deliver: override.deliver ?? mapping.deliver ?? true,
     channel: override.channel ?? mapping.channel,
@@ -321,7 +322,18 @@ function _build(mapping: Mapping, override: Override, context: TemplateContext &
   if (thinking !== undefined) action.thinking = thinking as Thinking;
   const timeoutSeconds = override.timeoutSeconds ?? mapping.timeoutSeconds;
   if (timeoutSeconds !== undefined) action.timeoutSeconds = timeoutSeconds;
-  return { action, injections, unresolved };
+  if (!named.fromRequest) return { action, injections, unresolved };
+  // Request text as much as the message: scanned like it, and wrapped where a model reads it unless the mapping allows unsafe content.
+  if (!unsafe) action.untrustedName = true;
+  return { action, injections: [...new Set([...injections, ...detectInjection(named.name)])], unresolved };
+}
+
+// A run's name is the operator's when the mapping writes it without placeholders or it is the path
+// the mapping matches; a transform's, a rendered one, or a path no mapping names is the request's.
+function _name(mapping: Mapping, returned: string | undefined, rendered: string | undefined, path: string): { name: string; fromRequest: boolean } {
+  const fromRequest = returned ? true : rendered !== undefined ? isTemplated(mapping.name!.source) : mapping.match.path === undefined;
+  const name = (fromRequest ? requestName : nameLine)(returned || rendered || path);
+  return { name: name || 'Hook', fromRequest: fromRequest && name !== '' };
 }
 
 

@@ -38,6 +38,7 @@ export function admitRun(action: AgentAction, hook: string, config: Config, newI
     deliver: action.deliver,
     channel: action.channel,
   };
+  if (action.untrustedName === true) run.untrustedName = true;
   if (action.to !== undefined) run.to = action.to;
   if (action.to !== undefined && action.toConfigured === true) run.toConfigured = true;
   if (model.value !== undefined) run.model = model.value;

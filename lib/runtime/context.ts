@@ -6,6 +6,8 @@ import type { Logger } from '../log.ts';
 import type { RetryOptions } from '../retry.ts';
 import type { Store } from '../store/store.ts';
 import { clipLine } from '../text.ts';
+import { wrapUntrusted } from '../untrusted.ts';
+import type { RunSpec } from '../actions.ts';
 import type { Transcripts } from '../store/transcripts.ts';
 import type { Provider } from './providers/provider.ts';
 
@@ -36,6 +38,16 @@ export interface RuntimeContext extends RunnerOptions {
 
 /** How long a summary line may be before it is cut. */
 export const SUMMARY_MAX = 300;
+
+/**
+ * The main session's line about a run: `Hook <name><detail>`. A name the request chose stays out
+ * of the line and follows it, wrapped as untrusted content, so the model that reads the main
+ * session takes it as data.
+ */
+export function hookLine(run: Pick<RunSpec, 'name' | 'untrustedName'>, detail: string): string {
+  if (run.untrustedName !== true) return `Hook ${run.name}${detail}`;
+  return `Hook (named by the request, below)${detail}\n${wrapUntrusted(run.name, { source: 'Hook name' })}`;
+}
 
 /** A reply or reason on one line, cut to a bounded length. */
 export function summarise(text: string): string {

@@ -1,6 +1,6 @@
 import type { DeliveryOutcome, RunRecord } from '../store/store.ts';
 import { isAck } from './ack.ts';
-import { summarise, type RuntimeContext } from './context.ts';
+import { hookLine, summarise, type RuntimeContext } from './context.ts';
 
 /** The route a delivered reply took: the main session's new last route. */
 export function routeOf(delivered: { channel: string; to: string }): { channel: string; to: string } {
@@ -30,7 +30,7 @@ export async function deliverReply(ctx: RuntimeContext, run: RunRecord, reply: s
   }
   const events =
     delivery.status === 'failed'
-      ? [{ kind: 'system' as const, text: `Hook ${run.name}: delivery to ${delivery.channel} failed: ${summarise(delivery.reason)}`, source: `run:${run.runId}` }]
+      ? [{ kind: 'system' as const, text: hookLine(run, `: delivery to ${delivery.channel} failed: ${summarise(delivery.reason)}`), source: `run:${run.runId}` }]
       : [];
   await ctx.store.commit({ events, runUpdates: [{ runId: run.runId, delivery }], ...(delivery.status === 'delivered' && movesLastRoute(run) ? { lastRoute: routeOf(delivery) } : {}) });
   const fields = { runId: run.runId, requestId: run.requestId, status: delivery.status, ...('channel' in delivery ? { channel: delivery.channel } : {}) };

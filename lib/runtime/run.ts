@@ -1,6 +1,6 @@
 import { isGeneratedKey } from '../policy/session-key.ts';
 import type { RunRecord } from '../store/store.ts';
-import { agentOf, isoNow, summarise, type RuntimeContext } from './context.ts';
+import { agentOf, hookLine, isoNow, summarise, type RuntimeContext } from './context.ts';
 import { takeTurn, type TurnOutcome } from './turn.ts';
 
 /**
@@ -46,7 +46,7 @@ export async function executeRun(ctx: RuntimeContext, run: RunRecord): Promise<s
 // The outcome and its summary in the main session, in one line: no run is summarised (or run) twice.
 async function _record(ctx: RuntimeContext, run: RunRecord, outcome: Exclude<TurnOutcome, { status: 'stopped' }>): Promise<void> {
   const summary =
-    outcome.status === 'ok' ? `Hook ${run.name}: ${summarise(outcome.reply)}` : `Hook ${run.name} (${outcome.status}): ${summarise(outcome.error)}`;
+    outcome.status === 'ok' ? hookLine(run, `: ${summarise(outcome.reply)}`) : hookLine(run, ` (${outcome.status}): ${summarise(outcome.error)}`);
   await ctx.store.commit({
     events: [{ kind: 'system', text: summary, source: `run:${run.runId}`, mode: run.wakeMode }],
     runUpdates: [
@@ -72,7 +72,7 @@ export async function failRun(ctx: RuntimeContext, run: RunRecord, error: unknow
   const reason = `internal error: ${error instanceof Error ? error.message : String(error)}`;
   await ctx.store
     .commit({
-      events: [{ kind: 'system', text: `Hook ${run.name} (error): ${summarise(reason)}`, source: `run:${run.runId}`, mode: run.wakeMode }],
+      events: [{ kind: 'system', text: hookLine(run, ` (error): ${summarise(reason)}`), source: `run:${run.runId}`, mode: run.wakeMode }],
       runUpdates: [{ runId: run.runId, status: 'error', finishedAt: isoNow(ctx), error: reason }],
     })
     .catch((e: unknown) => ctx.log.error('run outcome not recorded', { runId: run.runId, error: String(e) }));

@@ -147,6 +147,7 @@ const runSpec = {
   runId: string({ nonEmpty: true }),
   hook: text,
   name: text,
+  untrustedName: optional(boolean),
   message: text,
   sessionKey: text,
   agentId: text,

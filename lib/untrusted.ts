@@ -1,4 +1,4 @@
-import { randomHex } from '../random.ts';
+import { randomHex } from './random.ts';
 import { MARKER_CONFUSABLES } from './confusables.ts';
 
 /** Name carried by the line that opens a block of untrusted content. */
@@ -150,6 +150,11 @@ export function nameLine(name: string, max = 200): string {
   // Cutting between the halves of a surrogate pair would leave a lone, unprintable half.
   if (/[\uD800-\uDBFF]$/.test(line)) line = line.slice(0, -1);
   return line.trimEnd();
+}
+
+/** A name the request chose, as events and logs show it: marker look-alikes defused, invisibles removed, on one line. */
+export function requestName(name: string, max = 200): string {
+  return nameLine(neutralise(name), max);
 }
 
 /** Wraps untrusted text in a security notice and id-stamped markers before a model reads it. */
