@@ -261,6 +261,7 @@ describe('gmail setup', () => {
       ['{ "hooks": true }', /hooks: must be an object/],
       ['{ "hooks": { "gmail": [], "presets": "gmail", "allowedSessionKeyPrefixes": {} } }', /hooks\.gmail: must be an object\n.*hooks\.presets: must be an array\n.*hooks\.allowedSessionKeyPrefixes: must be an array/],
       ['{ "gateway": { "port": 0 } }', /gateway\.port is 0 .* pass --port/],
+      [`{ "x": ${'['.repeat(10_000)}${']'.repeat(10_000)} }`, /^ {2}x(\[0\]){63}: may nest objects and arrays at most 64 levels deep$/m],
     ];
     for (const [i, [text, expected]] of cases.entries()) {
       const file = join(dir, `c${i}.json`);

@@ -4,12 +4,14 @@ import { dirname } from 'node:path';
 import { substituteEnv } from '../config/env.ts';
 import { buildConfig } from '../config/load.ts';
 import { locateConfig } from '../config/locate.ts';
+import { deeperThan } from '../config/read.ts';
 import { DEFAULTS } from '../config/normalise.ts';
 import type { Config, Env } from '../config/types.ts';
 import { generateToken } from '../guard/token.ts';
 import { parseJsonc, stripJsonc } from '../jsonc.ts';
 import { GENERATED_KEY_PREFIX } from '../policy/session-key.ts';
 import { isObject } from '../object.ts';
+import { formatIssue } from '../schema.ts';
 import { hideUrlCredentials } from '../text.ts';
 import { companionArgs, GMAIL_DEFAULTS, hookUrl, shellWord } from './gmail-companion.ts';
 import { FAILURE, USAGE, type Io } from './io.ts';
@@ -82,6 +84,9 @@ export type SetupResult = { ok: true; value: Record<string, unknown>; notes: str
  */
 export function applyGmailSetup(raw: unknown, options: SetupOptions, env: Env, newToken: () => string = generateToken): SetupResult {
   if (!isObject(raw)) return { ok: false, problems: ['the file must hold a JSON object'] };
+  // structuredClone recurses: a value nested too deep would overflow the stack.
+  const tooDeep = deeperThan(raw);
+  if (tooDeep !== null) return { ok: false, problems: [formatIssue(tooDeep)] };
   const root = structuredClone(raw);
   const problems = _shapeProblems(root);
   if (problems.length > 0) return { ok: false, problems };
