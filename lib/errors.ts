@@ -15,6 +15,8 @@ export const ErrorCode = {
   NotAllowed: 'ERR_NOT_ALLOWED',
   Unavailable: 'ERR_UNAVAILABLE',
   MappingFailed: 'ERR_MAPPING_FAILED',
+  // A stored request the ledger cannot run again (metadata only, its body cut, a credential not kept).
+  NotReplayable: 'ERR_NOT_REPLAYABLE',
   Internal: 'ERR_INTERNAL',
   // The control channel's refusals (lib/edge/control.ts): never HTTP answers, lines on the owner's socket.
   ControlAuth: 'ERR_CONTROL_AUTH',

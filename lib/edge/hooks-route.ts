@@ -1,16 +1,16 @@
-import type { IncomingMessage } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Config } from '../config/types.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
 import type { Client } from '../guard/address.ts';
 import type { Auth } from '../guard/auth.ts';
 import { parseForm, parseJsonObject, readBody } from '../guard/body.ts';
-import type { Signature } from '../guard/signature.ts';
+import { deliveryId } from '../guard/signature.ts';
 import { extractToken, tokenDigest, tokenMatches } from '../guard/token.ts';
 import { errorAnswer, type Answer } from './answer.ts';
 import type { Dispatch } from './dispatch.ts';
 import { idempotencyKey, type Idempotent } from './idempotency.ts';
 import { signatureVerdict, type Note } from './ledger-note.ts';
-import { formAsSigned, metaHandshake, missingSignature, signedDelivery, signedPaths, slackChallenge } from './signed.ts';
+import { formAsSigned, metaHandshake, missingSignature, signedPaths, slackChallenge } from './signed.ts';
 import type { Gone } from './wait.ts';
 
 /** One routed request: its id, the request, the query, the hook name and the client. */
@@ -94,29 +94,76 @@ export function hooksRoute(options: HooksRouteOptions): Handler {
     // `100 Continue` only now that the sender is authenticated: anyone else gets the final status
     // at once, and is never invited to upload.
     ctx.invite();
-    return accept(ctx, signature, pathOnly);
+    return accept(ctx, pathOnly);
   };
 }
 
 // An authenticated request from here on (a signed one is checked once its body is read): the body
-// within its cap, parsed, then dispatched under its idempotency key.
-function _acceptor(options: HooksRouteOptions): (ctx: Context, signature: Signature | undefined, pathOnly: boolean) => Promise<Answer> {
-  const { config, auth, idempotent, dispatch, bodyTimeoutMs, received } = options;
-  return async (ctx, signature, pathOnly) => {
+// within its cap, then processed as any hook request's bytes are.
+function _acceptor(options: HooksRouteOptions): (ctx: Context, pathOnly: boolean) => Promise<Answer> {
+  const { config, bodyTimeoutMs, received } = options;
+  const process = hookProcessor(options);
+  return async (ctx, pathOnly) => {
     const { req, name, note } = ctx;
     const bytes = await readBody(req, { maxBytes: config.hooks.maxBodyBytes, timeoutMs: bodyTimeoutMs });
     received.set(req, bytes.length);
+    const target = req.url ?? '';
+    const rawQuery = target.includes('?') ? target.slice(target.indexOf('?') + 1) : '';
+    return process({ id: ctx.id, name, headers: req.headers, query: ctx.query, rawQuery, bytes, client: ctx.client, note, pathOnly, gone: _gone(req) }, 'live');
+  };
+}
+
+/** The bytes of one hook request and what came with them: what a live request and a replay both process. */
+export interface HookBytes {
+  /** The request id. */
+  id: string;
+  name: string;
+  headers: IncomingHttpHeaders;
+  query: URLSearchParams;
+  /** The query as received, which some schemes sign. */
+  rawQuery: string;
+  bytes: Buffer;
+  client: Client;
+  note: Note;
+  /** The credential opens this hook's path alone (the gmail token). */
+  pathOnly?: boolean;
+  /** Tells a waiting request that its client left (a live request only). */
+  gone?: Gone;
+  /** A replay whose shared token (`gitlab`, `token`) passed when it arrived: its verdict is on record, the token is not kept. */
+  verified?: boolean;
+}
+
+/**
+ * How the bytes are taken: `live`, from the network (the signature held against the clock's
+ * tolerance, a refusal counted against the client, the dispatch idempotent by the request's key);
+ * `replay`, a stored request the operator sends again (the signature verified with today's secrets
+ * but not against the tolerance, nothing counted, and no key: a deliberate replay is never a duplicate).
+ */
+export type HookMode = 'live' | 'replay';
+
+/** Processes a hook request's bytes: the signature over them, the body parsed, the dispatch. */
+export function hookProcessor(options: Pick<HooksRouteOptions, 'config' | 'auth' | 'idempotent' | 'dispatch' | 'clock'>): (input: HookBytes, mode: HookMode) => Promise<Answer> {
+  const { auth, idempotent, dispatch } = options;
+  const signatures = signedPaths(options.config);
+  return async (input, mode) => {
+    const { name, note, bytes, headers } = input;
     note.body = bytes;
+    const signature = signatures.get(name);
     // Over the raw bytes, after the cap and before any parsing.
-    if (signature !== undefined) {
-      const target = req.url ?? '';
-      const query = target.includes('?') ? target.slice(target.indexOf('?') + 1) : '';
-      const verdict = (note.signature = signatureVerdict(signature, { headers: req.headers, body: bytes, query }, options.clock()));
-      if (!verdict.ok) return errorAnswer(auth.refuse(ctx.client, verdict.reason ?? 'invalid signature'));
+    if (signature !== undefined && mode === 'replay' && input.verified === true) {
+      note.signature = { scheme: signature.scheme, ok: true };
+      note.auth = 'signature';
+    } else if (signature !== undefined) {
+      const signed = { headers, body: bytes, query: input.rawQuery };
+      const verdict = (note.signature = signatureVerdict(mode === 'live' ? signature : { ...signature, toleranceSeconds: Number.MAX_SAFE_INTEGER }, signed, options.clock()));
+      if (!verdict.ok) {
+        const reason = verdict.reason ?? 'invalid signature';
+        return errorAnswer(mode === 'live' ? auth.refuse(input.client, reason) : new HttpError(401, ErrorCode.Unauthorized, reason));
+      }
       note.auth = 'signature';
     }
     // Form-posting senders (Slack commands, Twilio, ...) reach mapped hooks only; /wake and /agent take JSON.
-    const form = name !== 'wake' && name !== 'agent' && /^application\/x-www-form-urlencoded\b/i.test(req.headers['content-type'] ?? '');
+    const form = name !== 'wake' && name !== 'agent' && /^application\/x-www-form-urlencoded\b/i.test(_one(headers['content-type']));
     // `curl -d` labels JSON as a form: a body that is a JSON object is read as JSON whatever the label
     // says, unless the signature covers it as a form.
     const body = form && (formAsSigned(signature) || !/^\s*\{/.test(bytes.subarray(0, 64).toString('latin1'))) ? parseForm(bytes) : parseJsonObject(bytes);
@@ -125,10 +172,10 @@ function _acceptor(options: HooksRouteOptions): (ctx: Context, signature: Signat
       note.became = { handshake: 'slack' };
       return challenge;
     }
-    const gone = _gone(req);
-    const call = { id: ctx.id, name, body, headers: req.headers, query: ctx.query, note, gone, ...(pathOnly ? { pathOnly } : {}) };
-    const delivery = signature === undefined ? null : signedDelivery(signature, req, bytes, body);
-    return idempotent(name, idempotencyKey(req.headers, name === 'agent' ? body : {}, delivery), (idem) => dispatch(call, idem), note, gone);
+    const call = { id: input.id, name, body, headers, query: input.query, note, ...(input.gone === undefined ? {} : { gone: input.gone }), ...(input.pathOnly === true ? { pathOnly: true } : {}) };
+    if (mode === 'replay') return dispatch(call, null);
+    const delivery = signature === undefined ? null : deliveryId(signature, { headers, body: bytes, query: input.rawQuery }, body);
+    return idempotent(name, idempotencyKey(headers, name === 'agent' ? body : {}, delivery), (idem) => dispatch(call, idem), note, input.gone);
   };
 }
 
@@ -144,6 +191,10 @@ function _gone(req: IncomingMessage): Gone {
     socket.once('close', listener);
     return () => void socket.off('close', listener);
   };
+}
+
+function _one(value: string | string[] | undefined): string {
+  return Array.isArray(value) ? (value[0] ?? '') : (value ?? '');
 }
 
 /** Whether the client asked to be invited before it sends the body (`Expect: 100-continue`). */

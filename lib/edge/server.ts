@@ -12,13 +12,15 @@ import { nameLine } from '../untrusted.ts';
 import type { LogFields, Logger } from '../log.ts';
 import { idSequence } from '../random.ts';
 import type { Ledger } from '../store/ledger.ts';
+import type { LedgerEntry } from '../store/ledger-read.ts';
 import type { RunRecord, Store } from '../store/store.ts';
 import { trimSlashes } from '../text.ts';
 import { errorAnswer, type Answer } from './answer.ts';
 import { createDispatch } from './dispatch.ts';
-import { expectsContinue, hooksRoute, type Handler } from './hooks-route.ts';
+import { expectsContinue, hookProcessor, hooksRoute, type Handler, type HookBytes, type HookMode } from './hooks-route.ts';
 import { createIdempotency, type Behind } from './idempotency.ts';
 import { createRecorder, newNote, type Note, type Recorder } from './ledger-note.ts';
+import { replayInput, replayProblem, type ReplayOutcome } from './replay.ts';
 import { Router, splitTarget } from './router.ts';
 import { createWaiter, type Completions } from './wait.ts';
 import { signedPaths } from './signed.ts';
@@ -69,6 +71,11 @@ export interface App {
   limiterStats(): LimiterStats;
   /** Requests waiting behind the first copy of their idempotency key, for metrics. */
   held(): number;
+  /**
+   * Runs a stored request again through the current configuration and records it as a new entry
+   * marked as a replay; a request that cannot be replayed is an HttpError (409, ERR_NOT_REPLAYABLE).
+   */
+  replay(entry: LedgerEntry): Promise<ReplayOutcome>;
 }
 
 // What outlives a reload: the idempotency work in flight, and the limiter while its settings hold.
@@ -136,6 +143,32 @@ export function createApp(options: AppOptions): App {
   }) as App;
   app.limiterStats = () => shared.limiter.stats();
   app.held = () => shared.behind.count;
+  app.replay = async (entry) => {
+    const { config, process, record } = current;
+    const problem = replayProblem(entry, config);
+    if (problem !== null) throw new HttpError(409, ErrorCode.NotReplayable, `entry ${entry.id} cannot be replayed: ${problem}`);
+    const started = now();
+    const id = requestId();
+    const note = newNote();
+    const input = replayInput(entry, id, note, config);
+    let answer: Answer;
+    try {
+      answer = await process(input, 'replay');
+    } catch (error) {
+      answer = _answerError(error, id, log);
+    }
+    const durationMs = Math.round((now() - started) * 10) / 10;
+    const code = typeof answer.body['code'] === 'string' ? answer.body['code'] : undefined;
+    const path = entry.path;
+    const made = record?.({ requestId: id, method: 'POST', path, query: input.query, rawQuery: input.rawQuery, headers: input.headers, client: input.client, answer, note, durationMs });
+    log.info('replay', { id, replayOf: entry.id, hook: entry.hook, status: answer.status, ...(code === undefined ? {} : { code }), ...(made === undefined ? {} : { entry: made }) });
+    const outcome: ReplayOutcome = { replayOf: entry.id, requestId: id, status: answer.status };
+    if (made !== undefined) outcome.entry = made;
+    if (code !== undefined) outcome.code = code;
+    if (answer.status >= 400 && typeof answer.body['error'] === 'string') outcome.error = answer.body['error'];
+    if (note.became !== undefined) outcome.became = note.became;
+    return outcome;
+  };
   app.reload = (config) => {
     const limits = JSON.stringify(config.hooks.authRateLimit);
     if (limits !== shared.limits && options.limiter === undefined) Object.assign(shared, { limiter: _limiter(config), limits });
@@ -173,6 +206,8 @@ function _compile(
   hookName: (path: string) => string | null;
   /** Makes a request's ledger entry; `null` when there is no ledger. */
   record: Recorder | null;
+  /** Processes a hook request's bytes (what a replay runs). */
+  process: (input: HookBytes, mode: HookMode) => Promise<Answer>;
 } {
   const { store } = options;
   const { maxFailures, windowSeconds, lockoutSeconds } = config.hooks.authRateLimit;
@@ -191,7 +226,7 @@ function _compile(
     ...(wait === undefined ? {} : { wait }),
     ...(options.forwarded === undefined ? {} : { forwarded: options.forwarded }),
   });
-  const hooks = hooksRoute({
+  const routeOptions = {
     config,
     auth,
     idempotent: createIdempotency(store, shared.inflight, wait, shared.behind),
@@ -199,7 +234,8 @@ function _compile(
     bodyTimeoutMs: options.bodyTimeoutMs ?? 30_000,
     received: shared.received,
     clock: options.clock ?? Date.now,
-  });
+  };
+  const hooks = hooksRoute(routeOptions);
   const router = new Router<Handler>().add(['GET', 'HEAD'], '/healthz', async () =>
     (await store.writable()) ? { status: 200, body: { ok: true } } : { status: 503, body: { ok: false, error: 'the journal is not writable' } },
   );
@@ -217,6 +253,7 @@ function _compile(
     hookLabel: _hookLabels(config),
     hookName,
     record,
+    process: hookProcessor(routeOptions),
   };
 }
 

@@ -1,35 +1,19 @@
 import type { IncomingMessage } from 'node:http';
 import type { Config } from '../config/types.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
-import { deliveryId, describeRefusal, verifySignature, type DeliveryId, type Signature, type SignedRequest } from '../guard/signature.ts';
+import { describeRefusal, verifySignature, type Signature } from '../guard/signature.ts';
 import { tokensMatch } from '../guard/token.ts';
 import type { Answer } from './answer.ts';
 
 // The parts of a request on a signed path that are not the signature's arithmetic: which paths are
-// signed, the refusal a bad signature gets, and the providers' set-up handshakes.
+// signed, what is checked before the body, and the providers' set-up handshakes (the verdict over
+// the body, and the delivery's identity, are taken in hooks-route.ts and ledger-note.ts).
 
 /** The signature of each signed hook path, by the path's name. */
 export function signedPaths(config: Config): Map<string, Signature> {
   const out = new Map<string, Signature>();
   for (const m of config.hooks.mappings) if (m.signature !== undefined && m.match.path !== undefined) out.set(m.match.path, m.signature);
   return out;
-}
-
-// What the verifiers read of a request: the headers, the raw body, the query string as received.
-function _signed(req: IncomingMessage, body: Buffer): SignedRequest {
-  const target = req.url ?? '';
-  return { headers: req.headers, body, query: target.includes('?') ? target.slice(target.indexOf('?') + 1) : '' };
-}
-
-/** Why the request's signature does not verify over `body`, or `null` when it does. */
-export function signatureRefusal(signature: Signature, req: IncomingMessage, body: Buffer, nowMs: number): string | null {
-  const verdict = verifySignature(signature, _signed(req, body), nowMs);
-  return verdict.ok ? null : describeRefusal(verdict);
-}
-
-/** The identity of a delivery whose signature verified over `body` (`payload` is the body parsed); see {@link deliveryId}. */
-export function signedDelivery(signature: Signature, req: IncomingMessage, body: Buffer, payload: Record<string, unknown>): DeliveryId | null {
-  return deliveryId(signature, _signed(req, body), payload);
 }
 
 /**

@@ -1,0 +1,69 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Config } from '../config/types.ts';
+import { bodyBytes, type LedgerEntry } from '../store/ledger-read.ts';
+import type { HookBytes } from './hooks-route.ts';
+import { REDACTED, type Note } from './ledger-note.ts';
+import { signedPaths } from './signed.ts';
+
+// Running a stored request again through today's configuration: which entries can be, and the
+// request they make. The running server does it (it is the one writer of the state directory).
+
+/** What a replay (or a dry run of one) came to. */
+export interface ReplayOutcome {
+  /** The entry replayed, and the new entry the replay made (absent with the ledger off, or in a dry run). */
+  replayOf: string;
+  entry?: string;
+  requestId: string;
+  status: number;
+  code?: string;
+  error?: string;
+  became?: LedgerEntry['became'];
+}
+
+// Schemes whose credential is a shared token in a header the ledger never keeps: a request that
+// passed it replays on its recorded verdict, one that failed cannot be checked again.
+const _SHARED_TOKEN = new Set(['gitlab', 'token']);
+
+/**
+ * Why an entry cannot be replayed under `config`, or `null`: only a POST with its whole body kept,
+ * to a hook that still exists, that authenticated then or can be verified now.
+ */
+export function replayProblem(entry: LedgerEntry, config: Config): string | null {
+  if (entry.method !== 'POST') return `a ${entry.method} request (${entry.became?.handshake === undefined ? 'not a delivery' : 'a handshake'}) is not replayed`;
+  if (entry.hook === undefined || entry.hook === '') return 'the request named no hook';
+  if (entry.body === undefined) return `its body was not kept (${entry.bodyOmitted ?? 'metadata only'}): only its metadata is in the ledger`;
+  if (entry.body.truncated) return `only the first ${bodyBytes(entry.body).length} of its ${entry.body.bytes} bytes were kept`;
+  const signature = signedPaths(config).get(entry.hook);
+  if (signature === undefined) {
+    // Opened by the hook token: the token is never kept, so only a request that passed it then replays.
+    return entry.auth === 'none' ? 'it did not authenticate, and its credential is not kept (only a signed request is verified again)' : null;
+  }
+  if (_SHARED_TOKEN.has(signature.scheme) && entry.signature?.ok !== true) {
+    return `its ${signature.scheme} token failed, and the token is not kept, so it cannot be checked again`;
+  }
+  return null;
+}
+
+/** The request a replay makes of an entry: its headers, query and body as kept, a new request id, the note that marks it a replay. */
+export function replayInput(entry: LedgerEntry, id: string, note: Note, config: Config): HookBytes {
+  const headers: IncomingHttpHeaders = {};
+  for (const [name, value] of Object.entries(entry.headers)) if (value !== REDACTED) headers[name] = value;
+  const rawQuery = entry.query ?? '';
+  note.replayOf = entry.id;
+  note.hook = entry.hook ?? '';
+  // A request that passed a token check replays on the strength of that verdict.
+  const signature = signedPaths(config).get(entry.hook ?? '');
+  if (entry.auth !== 'none') note.auth = entry.auth;
+  const onRecord = signature !== undefined && _SHARED_TOKEN.has(signature.scheme);
+  return {
+    ...(onRecord ? { verified: true } : {}),
+    id,
+    name: entry.hook ?? '',
+    headers,
+    query: new URLSearchParams(rawQuery),
+    rawQuery,
+    bytes: bodyBytes(entry.body!),
+    client: { address: entry.client, key: `replay ${entry.client}` },
+    note,
+  };
+}
