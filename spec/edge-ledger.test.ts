@@ -10,6 +10,8 @@ import { tempDir } from './_dir.ts';
 import { specConfig, startApp, withHooks, type AppHarness, type StartAppOptions } from './_app.ts';
 import { post, send } from './_http.ts';
 import { SIGNERS } from './_signers.ts';
+import { until } from './_until.ts';
+import { replayOperation } from '../lib/cli/requests-replay.ts';
 
 const TOKEN = 'ledger-hook-token-0123456789';
 const AUTH = { authorization: `Bearer ${TOKEN}` };
@@ -283,3 +285,43 @@ function _partialBody(url: string, path: string): Promise<number> {
     socket.on('error', reject);
   });
 }
+
+test('App.replay: a gitlab delivery that passed its token replays on its recorded verdict (the token is not kept); one that failed cannot be checked again', async (t) => {
+  const h = await start(t, { hooks: { mappings: [{ match: { path: 'gl' }, signature: { scheme: 'gitlab', secret: 'gl-secret-55' }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'push {{n}}' }] } });
+  assert.equal((await post(h.url, '/hooks/gl', { headers: { 'x-gitlab-token': 'gl-secret-55', 'x-request-id': 'gl-ok' }, body: { n: 1 } })).status, 200);
+  assert.equal((await post(h.url, '/hooks/gl', { headers: { 'x-gitlab-token': 'gl-wrong', 'x-request-id': 'gl-bad' }, body: { n: 2 } })).status, 401);
+  const entries = await h.entries();
+  const passed = entries.find((e) => e.requestId === 'gl-ok')!;
+  const outcome = await h.app.replay(passed);
+  assert.equal(outcome.status, 200);
+  assert.equal(outcome.replayOf, passed.id);
+  assert.equal(h.store.events().filter((e) => e.text.includes('push 1')).length, 2);
+  const failedOne = entries.find((e) => e.requestId === 'gl-bad')!;
+  await assert.rejects(h.app.replay(failedOne), (error: Error & { status?: number; code?: string }) => {
+    assert.equal(error.status, 409);
+    assert.equal(error.code, 'ERR_NOT_REPLAYABLE');
+    assert.match(error.message, /its gitlab token failed, and the token is not kept/);
+    return true;
+  });
+  const replayEntry = (await h.entries()).find((e) => e.replayOf === passed.id)!;
+  assert.equal(replayEntry.auth, 'signature');
+  assert.equal(replayEntry.lane, 'authenticated');
+});
+
+test('replayOperation: a second replay of an entry while the first runs is refused, so it runs once', async (t) => {
+  const h = await start(t);
+  assert.equal((await post(h.url, '/hooks/wake', { headers: { ...AUTH, 'content-type': 'application/json', 'x-request-id': 'once' }, body: '{"text":' })).status, 400);
+  await h.ledger.flush();
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  let runs = 0;
+  const op = replayOperation({ stateDir: h.state, ledger: h.ledger, app: { replay: async (entry) => { runs++; await gate; return { replayOf: entry.id, requestId: 'r', status: 200 }; } } });
+  const first = op({ ids: ['once'] });
+  await until('the first replay to start', () => runs === 1);
+  const second = await op({ ids: ['once'] });
+  assert.deepEqual(second.results.map((r) => (r.ok ? 'ok' : r.error)), [`a replay of entry ${(await h.entries())[0]!.id} is running now`]);
+  release();
+  assert.equal((await first).results[0]!.ok, true);
+  assert.equal(runs, 1);
+  await assert.rejects(op({ ids: [] }), /ids: must be a non-empty list/);
+});

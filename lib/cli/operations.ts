@@ -45,6 +45,8 @@ export interface OperationParts {
   reloading: () => ReloadState;
   /** Forward mode's `outbox retry`; `null` when forward mode is off. */
   retryOutbox: ((request: RetryRequest) => Promise<RetryOutcome>) | null;
+  /** The request ledger's entries and bytes, `null` when there is none. */
+  ledger?: () => { entries: number; bytes: number } | null;
 }
 
 /** The control channel's operations of a running server. */
@@ -71,7 +73,7 @@ export function serverStatus(parts: OperationParts): ServerStatus {
     backlog: parts.store.backlog(),
     outbox: parts.retryOutbox !== null ? parts.store.outboxCounts() : null,
     journalBytes: parts.store.stats().journalBytes,
-    ledger: null,
+    ledger: parts.ledger?.() ?? null,
     lastReload: parts.lastReload(),
     reloading: parts.reloading(),
   };

@@ -1,25 +1,16 @@
-import { failed, filterEntries, findEntry, parseStatus, parseTime, readLedger, bodyBytes, LedgerUnreadableError, type DamagedLine, type EntryFilter, type LedgerEntry } from '../store/ledger-read.ts';
+import { filterEntries, findEntry, type LedgerEntry } from '../store/ledger-read.ts';
 import { readEvents, readRuns, type RunRecord, type SessionEvent } from '../store/store.ts';
 import { sleep } from '../retry.ts';
 import { COMMON, type Command, type Flags } from './command.ts';
-import { escapeControls, formatEvent } from './event-text.ts';
-import { exists, FAILURE, messagePrefix, USAGE, type Io } from './io.ts';
-import { formatRun } from './listing.ts';
-import { stateDirFor } from './load-config.ts';
+import { formatEntry, formatEntryLine } from './entry-text.ts';
+import { escapeControls } from './event-text.ts';
+import { FAILURE, messagePrefix, USAGE, type Io } from './io.ts';
+import { FILTER_OPTIONS, filterFrom, ledgerOf } from './ledger-access.ts';
+import { replayCommand } from './requests-replay.ts';
 import { usageLine } from './usage.ts';
 
 // `hooks-ingress requests`: the request ledger, read from the state directory (it works while
 // the server runs, and needs no secret): the list with its filters, and one entry in full.
-
-/** The options every `requests` subcommand takes to pick entries. */
-export const FILTER_OPTIONS = {
-  hook: { type: 'string' },
-  status: { type: 'string' },
-  code: { type: 'string' },
-  since: { type: 'string' },
-  until: { type: 'string' },
-  failed: { type: 'boolean' },
-} as const;
 
 /** `hooks-ingress requests [show ID]`. */
 export const requests: Command = {
@@ -30,10 +21,14 @@ export const requests: Command = {
     json: { type: 'boolean' },
     follow: { type: 'boolean', short: 'f' },
     limit: { type: 'string', short: 'n' },
+    yes: { type: 'boolean', short: 'y' },
+    force: { type: 'boolean' },
   },
   positionals: true,
   help: `Usage: hooks-ingress requests [options]
        hooks-ingress requests show ID [options]
+       hooks-ingress requests replay ID... [--force]
+       hooks-ingress requests replay FILTERS... [--yes] [--force]
 
 List what arrived on the hooks path, oldest first (the newest last): time, status and
 error code, hook, entry id, request id, client, and what each request became. Refusals
@@ -43,6 +38,12 @@ server runs, and needs no secret.
 "show ID" prints one entry in full: headers (credentials redacted), the body (control
 characters escaped), the signature's verdict, the outcome, and the runs and events it
 produced. ID is an entry id, or a request id (X-Request-Id) that names one entry.
+
+"replay" asks the running server to run stored requests again through its config
+of now (the signature checked with today's secrets, but not its timestamp's age)
+and to record each as a new entry marked as a replay. With filters instead of ids
+it first prints how many match and what they are, and replays them only with
+--yes. A request that succeeded, or whose replay succeeded, needs --force.
 
 Options:
   -c, --config PATH     config file (for state.dir)
@@ -57,6 +58,8 @@ Options:
                         its runs and events as one object
   -f, --follow          keep printing new entries as they arrive
   -n, --limit N         only the last N entries
+  -y, --yes             replay: go ahead with the entries the filters picked
+      --force           replay: also a request that succeeded, or was replayed with success
   -h, --help            show this help
 `,
   async run(flags, positionals, io) {
@@ -69,61 +72,11 @@ Options:
       }
       return _show(flags, ids[0]!, io);
     }
+    if (sub === 'replay') return replayCommand(flags, ids, io);
     io.stderr(usageLine('requests', `unknown subcommand "${sub}" (known: show, replay)`));
     return USAGE;
   },
 };
-
-/** The filter the flags name, or a usage problem. */
-export function filterFrom(flags: Flags, now: number): EntryFilter | string {
-  const filter: EntryFilter = {};
-  if (flags.hook !== undefined) filter.hook = flags.hook;
-  if (flags.code !== undefined) {
-    if (!/^ERR_[A-Z_]+$/.test(flags.code)) return `--code must be an error code such as ERR_UNAUTHORIZED, got "${flags.code}"`;
-    filter.code = flags.code;
-  }
-  if (flags.status !== undefined) {
-    const status = parseStatus(flags.status);
-    if (status === null) return `--status must be a status such as 401 or a class such as 4xx, got "${flags.status}"`;
-    filter.status = status;
-  }
-  for (const key of ['since', 'until'] as const) {
-    const text = flags[key];
-    if (text === undefined) continue;
-    const time = parseTime(text, now);
-    if (time === null) return `--${key} must be an ISO time (2026-11-26T10:00Z) or a time back from now (15m, 2h, 7d), got "${text}"`;
-    filter[key] = time;
-  }
-  if (flags.failed === true) filter.failed = true;
-  return filter;
-}
-
-/** Reads the ledger of the state directory the flags name; `null` after saying why not (stderr). */
-export async function ledgerOf(flags: Flags, io: Io): Promise<{ dir: string; read: () => Promise<LedgerEntry[] | null> } | null> {
-  const dir = await stateDirFor(flags, io);
-  if (dir === null) return null;
-  if (!(await exists(dir))) {
-    io.stderr(`${messagePrefix(io)}: state directory ${dir} does not exist (no server has used it)\n`);
-    return null;
-  }
-  const said = new Set<string>();
-  const damaged = ({ file, line, problem }: DamagedLine) => {
-    const key = `${file}:${line}`;
-    if (said.has(key)) return;
-    said.add(key);
-    io.stderr(`${messagePrefix(io)}: ledger file ${file} line ${line} skipped: ${escapeControls(problem, false)}\n`);
-  };
-  const read = async () => {
-    try {
-      return await readLedger(dir, damaged);
-    } catch (error) {
-      if (!(error instanceof LedgerUnreadableError)) throw error;
-      io.stderr(`${messagePrefix(io)}: ${error.message}\n`);
-      return null;
-    }
-  };
-  return { dir, read };
-}
 
 async function _list(flags: Flags, io: Io): Promise<number> {
   const limit = flags.limit === undefined ? Infinity : Number(flags.limit);
@@ -189,105 +142,3 @@ async function _produced(dir: string, entry: LedgerEntry): Promise<{ runs: RunRe
   return { runs: runs.filter((r) => runIds.has(r.runId)), events: events.filter((e) => seqs.has(e.seq)) };
 }
 
-/** One entry as a line of the list: time, status, code, hook, ids, client, count, what it became. */
-export function formatEntryLine(entry: LedgerEntry): string {
-  const parts = [
-    entry.time,
-    String(entry.status),
-    entry.code ?? '-',
-    `${entry.method} ${entry.hook === undefined ? entry.path : entry.hook === '' ? '(base path)' : entry.hook}`,
-    entry.id,
-    `request=${entry.requestId}`,
-    entry.client,
-  ];
-  if ((entry.count ?? 1) > 1) parts.push(`x${entry.count} until ${entry.lastTime ?? entry.time}`);
-  if (entry.signature !== undefined && !entry.signature.ok) parts.push(`signature ${entry.signature.why ?? 'refused'}`);
-  const became = describeBecame(entry);
-  if (became !== '') parts.push(became);
-  if (entry.replayOf !== undefined) parts.push(`replay of ${entry.replayOf}`);
-  return `${escapeControls(parts.join('  '), false)}\n`;
-}
-
-/** What a request became, in a few words (`''` when nothing). */
-export function describeBecame(entry: LedgerEntry): string {
-  const b = entry.became;
-  if (b === undefined) return '';
-  const out: string[] = [];
-  if (b.events !== undefined) out.push(`event${b.events.length > 1 ? 's' : ''} ${b.events.join(',')}`);
-  if (b.runs !== undefined) out.push(`run${b.runs.length > 1 ? 's' : ''} ${b.runs.join(',')}`);
-  if (b.outbox !== undefined) out.push(`outbox ${b.outbox.join(',')}`);
-  if (b.duplicateOf !== undefined) out.push(`duplicate of ${b.duplicateOf === '' ? 'an earlier request' : `request ${b.duplicateOf}`}`);
-  if (b.ignored === true) out.push('ignored by filter');
-  if (b.skipped === true) out.push('skipped by transform');
-  if (b.handshake !== undefined) out.push(`${b.handshake} handshake`);
-  return out.join('; ');
-}
-
-/** One entry in full, safe for a terminal: every text from the request has its control characters escaped. */
-export function formatEntry(entry: LedgerEntry, produced: { runs: readonly RunRecord[]; events: readonly SessionEvent[]; replays?: readonly LedgerEntry[] }): string {
-  const lines: [string, string][] = [
-    ['entry', entry.id],
-    ['request id', entry.requestId],
-    ['time', `${entry.time}${(entry.count ?? 1) > 1 ? ` (x${entry.count}, the last at ${entry.lastTime ?? entry.time})` : ''}`],
-    ['request', `${entry.method} ${entry.path}${entry.query === undefined ? '' : `?${entry.query}`}`],
-    ['hook', `${entry.hook ?? '-'}${entry.mapping === undefined ? '' : ` (mapping ${entry.mapping})`}`],
-    ['client', entry.client],
-    ['auth', entry.auth === 'none' ? 'not authenticated' : entry.auth === 'token' ? 'token' : 'signature'],
-  ];
-  const sig = entry.signature;
-  if (sig !== undefined) {
-    lines.push(['signature', sig.ok ? `${sig.scheme}: ok` : `${sig.scheme}: refused, ${sig.why ?? 'invalid'}${sig.skewSeconds === undefined ? '' : ` (timestamp ${Math.abs(sig.skewSeconds)} s ${sig.skewSeconds >= 0 ? 'in the past' : 'in the future'})`}${sig.reason === undefined ? '' : `: ${sig.reason}`}`]);
-  }
-  lines.push(['status', `${entry.status}${entry.code === undefined ? '' : ` ${entry.code}`}${entry.error === undefined ? '' : `: ${entry.error}`}`]);
-  const became = describeBecame(entry);
-  if (became !== '') lines.push(['became', became]);
-  if (entry.replayOf !== undefined) lines.push(['replay of', entry.replayOf]);
-  for (const replay of produced.replays ?? []) lines.push(['replayed', `${replay.id} at ${replay.time}: ${replay.status}`]);
-  lines.push(['took', `${entry.durationMs} ms`]);
-  if (failed(entry) && entry.body !== undefined) lines.push(['replay', `hooks-ingress requests replay ${entry.id}`]);
-  let out = lines.map(([k, v]) => `${k.padEnd(11)} ${escapeControls(v, false)}\n`).join('');
-  out += 'headers:\n';
-  for (const [name, value] of Object.entries(entry.headers)) {
-    for (const one of Array.isArray(value) ? value : [value]) out += `  ${escapeControls(name, false)}: ${escapeControls(one, false)}\n`;
-  }
-  out += _body(entry);
-  if (produced.runs.length > 0) out += `runs:\n${produced.runs.map((r) => _indent(formatRun(r))).join('')}`;
-  if (produced.events.length > 0) out += `events:\n${produced.events.map((e) => _indent(formatEvent(e))).join('')}`;
-  return out;
-}
-
-function _body(entry: LedgerEntry): string {
-  const body = entry.body;
-  if (body === undefined) return `body: not kept (${_omitted(entry.bodyOmitted)})\n`;
-  const kept = bodyBytes(body);
-  const head = `body: ${body.bytes} bytes${body.truncated ? `, the first ${kept.length} kept (truncated)` : ''}`;
-  if (body.encoding === 'base64') return `${head}, not text; base64:\n${_indent(`${body.data.replace(/(.{76})/g, '$1\n')}\n`)}`;
-  return `${head}:\n${_indent(`${escapeControls(_pretty(body.data, body.truncated), true)}\n`)}`;
-}
-
-// JSON is shown indented; anything else (a form, a cut body) as it is.
-function _pretty(text: string, truncated: boolean): string {
-  if (truncated || !/^\s*[{[]/.test(text)) return text;
-  try {
-    return JSON.stringify(JSON.parse(text), null, 2);
-  } catch {
-    return text;
-  }
-}
-
-function _omitted(why: LedgerEntry['bodyOmitted']): string {
-  switch (why) {
-    case 'opted-out':
-      return "the mapping's ledgerBody is false";
-    case 'metadata-only':
-      return 'a refused or unmatched request keeps metadata only';
-    case 'ledger-cap':
-      return 'over the ledger cap';
-    default:
-      return 'the body was not read';
-  }
-}
-
-function _indent(text: string): string {
-  return text.replace(/^(?=.)/gm, '  ');
-}

@@ -17,6 +17,7 @@ import { loadConfigFor, readConfig } from './load-config.ts';
 import { serverOperations } from './operations.ts';
 import { reloadChanges } from './reload-changes.ts';
 import { coalescedReloads, type ReloadChanges, type ReloadVerdict, type Reloads } from './reloads.ts';
+import { REPLAY_OP, replayOperation } from './requests-replay.ts';
 import { startService, type Service } from './service.ts';
 import { usageLine } from './usage.ts';
 
@@ -216,18 +217,22 @@ function _changeFields(changes: ReloadChanges): LogFields {
 // The owner-only control channel the CLI talks to (reload, outbox retry, status), up before the
 // server says it listens, so a command run after "listening on" always finds it.
 async function _control(stateDir: string, io: Io, log: Logger, service: Service, reloads: Reloads, startedAt: number, url: string): Promise<ControlServer | null> {
-  const handlers = serverOperations({
-    pid: process.pid,
-    startedAt,
-    now: Date.now,
-    stateDir,
-    url: () => url,
-    store: service.store,
-    reload: () => reloads.request(),
-    lastReload: () => reloads.last(),
-    reloading: () => reloads.state(),
-    retryOutbox: service.retryOutbox,
-  });
+  const handlers = {
+    ...serverOperations({
+      pid: process.pid,
+      startedAt,
+      now: Date.now,
+      stateDir,
+      url: () => url,
+      store: service.store,
+      reload: () => reloads.request(),
+      lastReload: () => reloads.last(),
+      reloading: () => reloads.state(),
+      retryOutbox: service.retryOutbox,
+      ledger: () => service.ledger?.size() ?? null,
+    }),
+    [REPLAY_OP]: replayOperation({ stateDir, ledger: service.ledger, app: service.app }),
+  };
   try {
     return await startControl({ stateDir, handlers, log });
   } catch (error) {

@@ -26,6 +26,8 @@ export interface Service {
   store: Store;
   /** Forward mode's `outbox retry`; `null` when forward mode is off (it is on or off for the life of the process). */
   retryOutbox: ((request: RetryRequest) => Promise<RetryOutcome>) | null;
+  /** The request ledger, unless it could not be opened. */
+  ledger: Ledger | null;
   /** Swaps in a reloaded configuration; every part is built before any is swapped. */
   reload(config: Config): void;
   /** Stops the runtime, the heartbeat and the transforms, then closes the store. */
@@ -94,6 +96,7 @@ export async function startService(config: Config, stateDir: string, log: Logger
     app,
     store,
     retryOutbox: forward === null ? null : (request) => forward.retry(request),
+    ledger,
     reload(reloaded) {
       // Forward mode is on or off for the life of the process: its sender starts with it.
       const forwardNow = forward === null ? null : (reloaded.hooks.forward ?? config.hooks.forward);

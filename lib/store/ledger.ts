@@ -170,6 +170,12 @@ export class Ledger {
     });
   }
 
+  /** Entries and bytes of both lanes together, for status. */
+  size(): { entries: number; bytes: number } {
+    const { authenticated: a, unauthenticated: u } = this.stats();
+    return { entries: a.entries + u.entries, bytes: a.bytes + u.bytes };
+  }
+
   /** Segment counts and bytes per lane, for tests and metrics. */
   stats(): Record<Lane, { segments: number; entries: number; bytes: number }> {
     const of = (lane: _Lane) => ({ segments: lane.segments.length, entries: _sum(lane.segments, 'count'), bytes: _sum(lane.segments, 'bytes') });

@@ -1,0 +1,69 @@
+import { LedgerUnreadableError, parseStatus, parseTime, readLedger, type DamagedLine, type EntryFilter, type LedgerEntry } from '../store/ledger-read.ts';
+import type { Flags } from './command.ts';
+import { escapeControls } from './event-text.ts';
+import { exists, messagePrefix, type Io } from './io.ts';
+import { stateDirFor } from './load-config.ts';
+
+// What every `requests` subcommand shares: the filters its flags name, and the ledger it reads.
+
+/** The options every `requests` subcommand takes to pick entries. */
+export const FILTER_OPTIONS = {
+  hook: { type: 'string' },
+  status: { type: 'string' },
+  code: { type: 'string' },
+  since: { type: 'string' },
+  until: { type: 'string' },
+  failed: { type: 'boolean' },
+} as const;
+
+/** The filter the flags name, or a usage problem. */
+export function filterFrom(flags: Flags, now: number): EntryFilter | string {
+  const filter: EntryFilter = {};
+  if (flags.hook !== undefined) filter.hook = flags.hook;
+  if (flags.code !== undefined) {
+    if (!/^ERR_[A-Z_]+$/.test(flags.code)) return `--code must be an error code such as ERR_UNAUTHORIZED, got "${flags.code}"`;
+    filter.code = flags.code;
+  }
+  if (flags.status !== undefined) {
+    const status = parseStatus(flags.status);
+    if (status === null) return `--status must be a status such as 401 or a class such as 4xx, got "${flags.status}"`;
+    filter.status = status;
+  }
+  for (const key of ['since', 'until'] as const) {
+    const text = flags[key];
+    if (text === undefined) continue;
+    const time = parseTime(text, now);
+    if (time === null) return `--${key} must be an ISO time (2026-11-26T10:00Z) or a time back from now (15m, 2h, 7d), got "${text}"`;
+    filter[key] = time;
+  }
+  if (flags.failed === true) filter.failed = true;
+  return filter;
+}
+
+/** Reads the ledger of the state directory the flags name; `null` after saying why not (stderr). */
+export async function ledgerOf(flags: Flags, io: Io): Promise<{ dir: string; read: () => Promise<LedgerEntry[] | null> } | null> {
+  const dir = await stateDirFor(flags, io);
+  if (dir === null) return null;
+  if (!(await exists(dir))) {
+    io.stderr(`${messagePrefix(io)}: state directory ${dir} does not exist (no server has used it)\n`);
+    return null;
+  }
+  const said = new Set<string>();
+  const damaged = ({ file, line, problem }: DamagedLine) => {
+    const key = `${file}:${line}`;
+    if (said.has(key)) return;
+    said.add(key);
+    io.stderr(`${messagePrefix(io)}: ledger file ${file} line ${line} skipped: ${escapeControls(problem, false)}\n`);
+  };
+  const read = async () => {
+    try {
+      return await readLedger(dir, damaged);
+    } catch (error) {
+      if (!(error instanceof LedgerUnreadableError)) throw error;
+      io.stderr(`${messagePrefix(io)}: ${error.message}\n`);
+      return null;
+    }
+  };
+  return { dir, read };
+}
+

@@ -1,0 +1,169 @@
+import type { ReplayOutcome } from '../edge/replay.ts';
+import type { App } from '../edge/server.ts';
+import { ErrorCode, HttpError } from '../errors.ts';
+import type { Ledger } from '../store/ledger.ts';
+import { filterEntries, findEntry, readLedger, type LedgerEntry } from '../store/ledger-read.ts';
+import type { Flags } from './command.ts';
+import { callServer } from './control.ts';
+import { escapeControls } from './event-text.ts';
+import { FAILURE, messagePrefix, USAGE, type Io } from './io.ts';
+import { describeBecame, formatEntryLine } from './entry-text.ts';
+import { filterFrom, ledgerOf } from './ledger-access.ts';
+import { usageLine } from './usage.ts';
+
+// `hooks-ingress requests replay`: the CLI asks the running server (the one writer of the state
+// directory) over the control channel, and the server runs each stored request again through its
+// configuration of now. Both halves live here: the command, and the operation the server answers.
+
+/** The control channel's operation name. */
+export const REPLAY_OP = 'requests.replay';
+
+/** What the CLI sends. */
+export interface ReplayArgs {
+  ids: string[];
+  force?: boolean;
+  dryRun?: boolean;
+}
+
+/** What the server answers, one result per id, in order. */
+export type ReplayResult = { id: string; ok: true; outcome: ReplayOutcome } | { id: string; ok: false; code: string; error: string };
+
+/** What the operation works with in the server. */
+export interface ReplayParts {
+  stateDir: string;
+  ledger: Pick<Ledger, 'flush'> | null;
+  app: Pick<App, 'replay'>;
+}
+
+/**
+ * The server's side: each id (an entry id, or a request id naming one entry) is replayed once, in
+ * order. An entry that already succeeded, or whose earlier replay succeeded, needs `force`; a
+ * replay of the same entry still running refuses another, so two callers cannot both run it.
+ */
+export function replayOperation(parts: ReplayParts): (args: unknown) => Promise<{ results: ReplayResult[] }> {
+  const running = new Set<string>();
+  return async (raw) => {
+    const args = _args(raw);
+    // What was answered a moment ago must be on disk to be found.
+    await parts.ledger?.flush();
+    const entries = await readLedger(parts.stateDir);
+    const succeeded = new Set(entries.filter((e) => e.replayOf !== undefined && _succeeded(e)).map((e) => e.replayOf!));
+    const results: ReplayResult[] = [];
+    for (const id of args.ids) {
+      const found = findEntry(entries, id);
+      if (!found.ok) {
+        results.push({ id, ok: false, code: ErrorCode.NotFound, error: found.error });
+        continue;
+      }
+      // A replay of a replay runs the original's bytes again: the chain stays one level deep.
+      const named = found.entry;
+      const entry = (named.replayOf === undefined ? undefined : entries.find((e) => e.id === named.replayOf)) ?? named;
+      const refusal = args.force === true ? null : _alreadyDone(entry, succeeded);
+      if (refusal !== null) {
+        results.push({ id, ok: false, code: ErrorCode.NotReplayable, error: refusal });
+        continue;
+      }
+      if (running.has(entry.id)) {
+        results.push({ id, ok: false, code: ErrorCode.NotReplayable, error: `a replay of entry ${entry.id} is running now` });
+        continue;
+      }
+      running.add(entry.id);
+      try {
+        const outcome = await parts.app.replay(entry);
+        if (outcome.status < 400) succeeded.add(entry.id);
+        results.push({ id, ok: true, outcome });
+      } catch (error) {
+        if (!(error instanceof HttpError)) throw error;
+        results.push({ id, ok: false, code: error.code, error: error.message });
+      } finally {
+        running.delete(entry.id);
+      }
+    }
+    return { results };
+  };
+}
+
+function _args(raw: unknown): ReplayArgs {
+  const value = raw as Partial<ReplayArgs> | null;
+  if (typeof value !== 'object' || value === null || !Array.isArray(value.ids) || !value.ids.every((id) => typeof id === 'string') || value.ids.length === 0) {
+    throw new HttpError(400, ErrorCode.InvalidPayload, 'ids: must be a non-empty list of entry ids');
+  }
+  return { ids: value.ids, force: value.force === true, dryRun: value.dryRun === true };
+}
+
+function _succeeded(entry: LedgerEntry): boolean {
+  return entry.status < 400;
+}
+
+function _alreadyDone(entry: LedgerEntry, succeeded: ReadonlySet<string>): string | null {
+  if (_succeeded(entry)) return `entry ${entry.id} succeeded (${entry.status}); replay it again with --force`;
+  if (succeeded.has(entry.id)) return `a replay of entry ${entry.id} succeeded; replay it again with --force`;
+  return null;
+}
+
+/** `requests replay ID…`, or `requests replay` with the list's filters (and `--yes`). */
+export async function replayCommand(flags: Flags, ids: string[], io: Io): Promise<number> {
+  const filtered = ids.length === 0;
+  const filter = filterFrom(flags, Date.now());
+  if (typeof filter === 'string') {
+    io.stderr(usageLine('requests', filter));
+    return USAGE;
+  }
+  if (filtered && Object.keys(filter).length === 0) {
+    io.stderr(usageLine('requests', 'replay needs entry ids, or filters (--hook, --status, --code, --since, --until, --failed) to pick entries'));
+    return USAGE;
+  }
+  if (!filtered && Object.keys(filter).length > 0) {
+    io.stderr(usageLine('requests', 'replay takes entry ids or filters, not both'));
+    return USAGE;
+  }
+  const ledger = await ledgerOf(flags, io);
+  if (ledger === null) return FAILURE;
+  let chosen = ids;
+  if (filtered) {
+    const entries = await ledger.read();
+    if (entries === null) return FAILURE;
+    const matching = filterEntries(entries, filter);
+    io.stdout(`${matching.length} request${matching.length === 1 ? '' : 's'} match${matching.length === 1 ? 'es' : ''}:\n`);
+    for (const entry of matching) io.stdout(formatEntryLine(entry));
+    if (matching.length === 0) return 0;
+    if (flags.yes !== true) {
+      io.stderr(`${messagePrefix(io)}: nothing replayed; add --yes to replay ${matching.length === 1 ? 'it' : `these ${matching.length}`}\n`);
+      return 0;
+    }
+    chosen = matching.map((e) => e.id);
+  }
+  const args: ReplayArgs = { ids: chosen, ...(flags.force === true ? { force: true } : {}) };
+  const answer = await callServer(ledger.dir, REPLAY_OP, args, { timeoutMs: Math.min(600_000, 30_000 + 10_000 * chosen.length) });
+  switch (answer.kind) {
+    case 'no-server':
+      io.stderr(`${messagePrefix(io)}: ${answer.why}; replay is done by the running server (start it, then replay)\n`);
+      return FAILURE;
+    case 'timeout':
+      io.stderr(`${messagePrefix(io)}: the server did not answer in time; see its log and hooks-ingress requests for what was replayed\n`);
+      return FAILURE;
+    case 'error':
+      io.stderr(`${messagePrefix(io)}: ${escapeControls(answer.message, false)}\n`);
+      return FAILURE;
+  }
+  const { results } = answer.result as { results: ReplayResult[] };
+  let failed = false;
+  for (const result of results) {
+    if (flags.json) io.stdout(`${JSON.stringify(result)}\n`);
+    else io.stdout(formatReplay(result));
+    if (!result.ok || result.outcome.status >= 400) failed = true;
+  }
+  return failed ? FAILURE : 0;
+}
+
+/** One replay's result as a line. */
+export function formatReplay(result: ReplayResult): string {
+  if (!result.ok) return `${escapeControls(`not replayed ${result.id}: ${result.error}`, false)}\n`;
+  const { outcome } = result;
+  const became = describeBecame({ became: outcome.became } as LedgerEntry);
+  const parts = [`replayed ${outcome.replayOf}`, outcome.entry === undefined ? `request=${outcome.requestId}` : `as ${outcome.entry} request=${outcome.requestId}`, String(outcome.status)];
+  if (outcome.code !== undefined) parts.push(outcome.code);
+  if (outcome.error !== undefined) parts.push(outcome.error);
+  if (became !== '') parts.push(became);
+  return `${escapeControls(parts.join('  '), false)}\n`;
+}
