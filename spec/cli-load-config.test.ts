@@ -82,3 +82,16 @@ test('every command that reads the config has its need in the one table', () => 
   assert.deepEqual(Object.keys(NEEDS).sort(), ['check', 'config get', 'events', 'outbox', 'reload', 'requests', 'runs', 'send', 'serve', 'sign', 'status']);
   for (const reader of ['events', 'runs', 'outbox', 'requests', 'reload', 'status']) assert.deepEqual(NEEDS[reader], { of: 'state' });
 });
+
+test('an unknown key that holds an unset variable is still named: by config get (not as a key it cannot check) and by check beside the variable', async (t) => {
+  const { file } = await setUp(t);
+  // "channel" for "channels": the unknown key is the mistake, whatever the variable inside it.
+  const { channels, ...rest } = config('x') as { channels: unknown };
+  await writeFile(file, JSON.stringify({ ...rest, channel: channels }));
+  const get = await run(['config', 'get', '-c', file, 'hooks.token'], { GITHUB_WEBHOOK_SECRET: 'gh-secret' });
+  assert.deepEqual(get, { code: 1, stdout: '', stderr: `hooks-ingress config get: invalid config ${file}:\n  channel: unknown key (did you mean "channels"?)\n` });
+  const checked = await run(['check', '-c', file], { GITHUB_WEBHOOK_SECRET: 'gh-secret' });
+  assert.equal(checked.code, 1);
+  assert.match(checked.stderr, /^ {2}channel: unknown key \(did you mean "channels"\?\)$/m);
+  assert.match(checked.stderr, /^ {2}channel\.telegram\.botToken: environment variable TELEGRAM_BOT_TOKEN is not set$/m);
+});

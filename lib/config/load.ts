@@ -30,12 +30,14 @@ export async function buildConfig(raw: unknown, where: { file: string | null; en
   if (tooDeep !== null) return { ok: false, problems: [formatIssue(tooDeep)] };
   const resolved = resolveEnv(raw, where.env, where.scope ?? 'all');
   // A key whose variable is missing (or left unresolved) has that one problem: its value is not
-  // judged too, nor the section holding it (a channel's options are checked together).
+  // judged too, nor, after the schema, the section holding it (a channel's options are checked
+  // together). The schema's own problems with a section (an unknown key) stand: no value inside causes them.
   const unjudged = [...resolved.missing.map((issue) => issue.path), ...resolved.unresolved];
-  const judged = (issue: Issue) => !unjudged.some((path) => within(issue.path, path) || (issue.path !== '' && within(path, issue.path)));
+  const valueJudged = (issue: Issue) => !unjudged.some((path) => within(issue.path, path));
+  const judged = (issue: Issue) => valueJudged(issue) && !unjudged.some((path) => issue.path !== '' && within(path, issue.path));
   const issues: Issue[] = [...resolved.missing];
   const checked = check(fileSchema, resolved.value);
-  if (!checked.ok) issues.push(...checked.issues.filter(judged));
+  if (!checked.ok) issues.push(...checked.issues.filter(valueJudged));
   if (!checked.ok || issues.length > 0) return { ok: false, problems: (issues.length > 0 ? issues : _unresolved(resolved.unresolved)).map(formatIssue) };
   const file: FileConfig = checked.value;
   issues.push(...urlCredentials(file));
