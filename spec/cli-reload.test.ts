@@ -15,6 +15,8 @@ import { TransformReloader } from '../lib/hooks/transforms/reloader.ts';
 import { silentLogger } from './_app.ts';
 import { readEvents } from '../lib/store/store.ts';
 import { post } from './_http.ts';
+import { captureIo } from './_io.ts';
+import { main } from '../lib/cli/main.ts';
 import { assertCleanStop, cliCommand, ROOT, runCli, spawnServer, type Spawned } from './_cli.ts';
 import { until } from './_until.ts';
 
@@ -450,6 +452,14 @@ async function hangups(server: Spawned, s: Setup, n: number): Promise<void> {
   await status(s);
   await status(s);
 }
+
+test('hooks-ingress reload refuses a --timeout that is not more than 0 and at most 3600 seconds, saying which it takes', async () => {
+  for (const given of ['0', '-1', '3601', 'soon']) {
+    const { io, out } = captureIo({});
+    assert.equal(await main(['reload', `--timeout=${given}`], io), 2, given);
+    assert.match(out.stderr, new RegExp(`--timeout must be a number of seconds more than 0 and at most 3600, got "${given}"`), given);
+  }
+});
 
 test('hooks-ingress reload exits 1 when no verdict comes within --timeout', async (t) => {
   const { s, open, shut } = await gated(t);

@@ -30,7 +30,7 @@ Options:
     const raw = flags.timeout;
     const seconds = raw === undefined ? RELOAD_TIMEOUT_SECONDS : Number(raw);
     if (!(Number.isFinite(seconds) && seconds > 0 && seconds <= 3600)) {
-      io.stderr(usageLine('reload', `--timeout must be a number of seconds from 0 to 3600, got "${raw}"`));
+      io.stderr(usageLine('reload', `--timeout must be a number of seconds more than 0 and at most 3600, got "${raw}"`));
       return USAGE;
     }
     const dir = await stateDirFor(flags, io);
