@@ -19,7 +19,7 @@ interface Started {
   lines: Record<string, unknown>[];
 }
 
-async function start(t: TestContext, handlers: ControlHandlers = {}, options: { maxLineBytes?: number; dir?: string } = {}): Promise<Started> {
+async function start(t: TestContext, handlers: ControlHandlers = {}, options: { maxLineBytes?: number; dir?: string; idleMs?: number } = {}): Promise<Started> {
   const dir = options.dir ?? (await tempDir(t, 'ctl-'));
   const calls: unknown[] = [];
   const lines: Record<string, unknown>[] = [];
@@ -31,7 +31,7 @@ async function start(t: TestContext, handlers: ControlHandlers = {}, options: { 
     },
     ...handlers,
   };
-  const control = await startControl({ stateDir: dir, handlers: echo, log, ...(options.maxLineBytes === undefined ? {} : { maxLineBytes: options.maxLineBytes }) });
+  const control = await startControl({ stateDir: dir, handlers: echo, log, ...(options.maxLineBytes === undefined ? {} : { maxLineBytes: options.maxLineBytes }), ...(options.idleMs === undefined ? {} : { idleMs: options.idleMs }) });
   defer(t, () => control.close());
   return { dir, control, calls, lines };
 }
@@ -194,4 +194,22 @@ test('a state directory whose socket path would pass the unix limit is refused b
   assert.deepEqual(await callServer(long, 'echo', null), { kind: 'error', code: 'ERR_CONTROL_PATH', message: problem });
   // One byte shorter fits.
   assert.equal(socketPathProblem(long.slice(0, -1)), null);
+});
+
+test('a connection that sends a byte now and then but no whole line is closed at idleMs from its start, not kept while it trickles', async (t) => {
+  const { dir, calls } = await start(t, {}, { idleMs: 300 });
+  const socket = connect({ path: join(dir, CONTROL_SOCKET) });
+  socket.on('error', () => {});
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  await once(socket, 'connect');
+  // One byte every 50 ms for up to 10 s: an idle timer of 300 ms never fires on it.
+  let sent = 0;
+  for (; sent < 200 && !socket.destroyed && socket.writable; sent++) {
+    socket.write('{');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  if (sent === 200) socket.destroy(); // still open after 10 s: the assertion below says so
+  await closed;
+  assert.ok(sent < 200, 'the server closed the connection while it trickled');
+  assert.deepEqual(calls, []);
 });

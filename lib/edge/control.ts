@@ -128,10 +128,13 @@ function _serve(socket: Socket, serving: Serving): void {
   const chunks: Buffer[] = [];
   let size = 0;
   let done = false;
-  socket.setTimeout(serving.idleMs, () => socket.destroy());
+  // A deadline for the whole line, not an idle timer: a client that sends a byte now and then
+  // would otherwise hold its connection and up to a line's worth of memory for ever.
+  const deadline = setTimeout(() => socket.destroy(), serving.idleMs);
+  deadline.unref();
+  socket.once('close', () => clearTimeout(deadline));
   socket.on('error', () => {}); // a client that went away: nothing to answer
   const answer = (line: string) => {
-    socket.setTimeout(0);
     socket.end(line, () => socket.destroy());
   };
   socket.on('data', (chunk: Buffer) => {
@@ -151,8 +154,8 @@ function _serve(socket: Socket, serving: Serving): void {
     chunks.push(take);
     if (newline === -1) return;
     done = true;
-    // The idle timer stops here: a handler (a reload) may take longer than a client takes to send.
-    socket.setTimeout(0);
+    // The deadline stops here: a handler (a reload) may take longer than a client takes to send.
+    clearTimeout(deadline);
     void _answer(Buffer.concat(chunks).toString('utf8'), serving).then((line) => {
       if (!socket.destroyed) answer(line);
     });
