@@ -71,6 +71,15 @@ test('serve refuses a state directory whose control socket path would be too lon
   await assert.rejects(stat(long), { code: 'ENOENT' }, 'nothing was created');
 });
 
+test('serve refuses a state directory inside the transforms directory, which transform children may read', async (t) => {
+  const s = await setup(t);
+  const inside = join(s.config, '..', 'hooks', 'transforms', 'state');
+  const result = await runCli(['serve', '--config', s.config, '--port', '0', '--state-dir', inside]);
+  assert.equal(result.code, 1);
+  assert.match(result.stderr, /cannot use state directory \S+\/hooks\/transforms\/state: it lies inside the transforms directory \S+\/hooks\/transforms, which transforms may read; use another\n$/);
+  await assert.rejects(stat(inside), { code: 'ENOENT' }, 'nothing was created');
+});
+
 // SocketBindDeny= concerns IP sockets only; RestrictAddressFamilies= must keep AF_UNIX for the channel.
 for (const unit of ['contrib/systemd/hooks-ingress.service', 'contrib/systemd/user/hooks-ingress.service']) {
   test(`${unit} lets the service make unix sockets (the control channel)`, async () => {
