@@ -142,6 +142,11 @@ test('createCommandProvider() stops a command whose output passes maxOutputBytes
   assert.equal(await ended(child!), 'SIGTERM');
 });
 
+test('createCommandProvider() keeps only the tail of a stderr written without pause: 20 MB of it, then the reason', async () => {
+  const noisy = await script('noisy.sh', "head -c 20000000 /dev/zero | tr '\\0' y >&2\necho >&2\necho 'the reason' >&2\nexit 3");
+  assert.deepEqual(await createCommandProvider({ command: [noisy] }).complete(turn()), { ok: false, retryable: false, message: 'exit 3: the reason' });
+});
+
 test('createCommandProvider() kills a hung command with SIGTERM at abort and answers aborted', async () => {
   const hang = await script('hang.sh', 'echo ready; sleep 1000');
   const run = abortingOn((c, abort) => c.stdout?.once('data', abort));
