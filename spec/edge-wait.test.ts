@@ -4,6 +4,8 @@ import { request, type ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
+import { buildConfig } from '../lib/config/load.ts';
+import { CLIENT_GONE, createWaiter, type Completions, type Gone } from '../lib/edge/wait.ts';
 import { defer } from './_cleanup.ts';
 import { spawnServer, type Spawned } from './_cli.ts';
 import { json, listenJson } from './_fake-server.ts';
@@ -202,4 +204,28 @@ test('clients that hang up while they wait are let go at once (hooks_held_reques
   await heldReaches('nothing held once the run settled', 0);
   // Every call after the first is a run whose client left: leaving cancelled none of them.
   await until('a run whose client left to reach the model', () => m.calls >= 2);
+});
+
+test('createWaiter() answers 499 (never sent) when the client left, and the completion when the runs settled', async () => {
+  const built = await buildConfig({ hooks: { enabled: true, token: TOKEN } }, { file: null, env: {}, dir: tmpdir() });
+  assert.ok(built.ok);
+  const asked: (Gone | undefined)[] = [];
+  const completions: Completions = {
+    // Settles when its client leaves, as the runtime's does; answers a timeout for the run then.
+    wait: (_ids, _ms, _options, gone) =>
+      new Promise((resolve) => {
+        asked.push(gone);
+        if (gone === undefined) resolve([{ status: 'ok' }]);
+        else gone(() => resolve([{ status: 'timeout' }]));
+      }),
+    held: () => 0,
+  };
+  const waiter = createWaiter(built.config, { run: () => null }, completions);
+  const reply = { status: 202, body: { ok: true, runId: 'r1' }, waitFor: ['r1'] };
+  assert.deepEqual(await waiter(reply), { status: 200, body: { ok: true, runId: 'r1', completion: { status: 'ok' } } });
+  let leave = () => {};
+  const waiting = waiter(reply, (listener) => ((leave = listener), () => {}));
+  leave();
+  assert.deepEqual(await waiting, { status: CLIENT_GONE, body: { ok: false, error: 'the client went away before the runs settled' } });
+  assert.equal(CLIENT_GONE, 499);
 });
