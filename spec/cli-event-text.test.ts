@@ -83,3 +83,17 @@ test('runs shows control characters of a reply, a session key or a delivery reas
   assert.match(shown, /reply: fine\\x1b\]0;owned\\x07 \\x85done/);
   assert.match(shown, /delivery: failed: bad\\rline/);
 });
+
+test('markWrapped() reads 1 MB of the notice\'s first words repeated in well under 2 s (a wrapped payload may hold them)', () => {
+  const unit = 'SECURITY NOTICE: the text between the markers below comes from an external, untrusted source (';
+  const text = unit.repeat(Math.ceil(1_000_000 / unit.length));
+  const started = performance.now();
+  assert.equal(markWrapped(text), text);
+  const took = performance.now() - started;
+  assert.ok(took < 2000, `took ${Math.round(took)} ms`);
+});
+
+test('markWrapped() still recognises a block whose source is as long as a wrap allows', () => {
+  const wrapped = wrapUntrusted('body', { source: 's'.repeat(150), id: 'abc' });
+  assert.equal(markWrapped(wrapped), `[untrusted ${'s'.repeat(100)}] body`);
+});

@@ -1,7 +1,7 @@
 // How `hooks-ingress events` shows an event on a terminal. Event texts carry what senders wrote, so
 // nothing in them may act on the terminal: control characters, line and paragraph separators and
 // bidirectional overrides are shown as escapes, and only "\n" breaks a line.
-import { wrapUntrusted } from '../untrusted.ts';
+import { SOURCE_MAX, wrapUntrusted } from '../untrusted.ts';
 import type { SessionEvent } from '../store/store.ts';
 
 const INDENT = '    ';
@@ -26,7 +26,9 @@ export function escapeControls(text: string, keepNewlines: boolean): string {
 // wrap of placeholder values, each placeholder a named group at its first place and a
 // back-reference after it.
 const _WRAPPED = (() => {
-  const groups: Record<string, string> = { SOURCEPLACEHOLDER: '[^\\n]*', IDPLACEHOLDER: '[\\w-]{1,64}', CONTENTPLACEHOLDER: '[\\s\\S]*?' };
+  // The source is bounded as the wrapper bounds it: `[^\n]*` read the rest of the line again from
+  // every copy of the notice's first words on it (quadratic in a line of them).
+  const groups: Record<string, string> = { SOURCEPLACEHOLDER: `[^\\n]{0,${SOURCE_MAX}}`, IDPLACEHOLDER: '[\\w-]{1,64}', CONTENTPLACEHOLDER: '[\\s\\S]*?' };
   const names: Record<string, string> = { SOURCEPLACEHOLDER: 'source', IDPLACEHOLDER: 'id', CONTENTPLACEHOLDER: 'content' };
   const sample = wrapUntrusted('CONTENTPLACEHOLDER', { source: 'SOURCEPLACEHOLDER', id: 'IDPLACEHOLDER' });
   const seen = new Set<string>();
