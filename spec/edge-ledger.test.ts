@@ -308,6 +308,20 @@ test('App.replay: a gitlab delivery that passed its token replays on its recorde
   assert.equal(replayEntry.lane, 'authenticated');
 });
 
+test('App.replay: a request to the gmail hook reaches only mappings on the path "gmail", as hooks.gmail.hookToken does live', async (t) => {
+  const gmailToken = 'gmail-only-credential-0123456789';
+  const bySource = { id: 'by-source', match: { source: 'x' }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'by source', allowUnsafeExternalContent: true };
+  const own = { id: 'own', match: { path: 'gmail' }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'own' };
+  const h = await start(t, { hooks: { gmail: { hookToken: gmailToken }, mappings: [bySource, own] } });
+  // gog's credential (readable by every local user) passes the source mapping over and reaches its own.
+  const sent = await post(h.url, '/hooks/gmail', { headers: { authorization: `Bearer ${gmailToken}`, 'x-request-id': 'gog-1' }, body: { source: 'x' } });
+  assert.equal(sent.status, 200);
+  const entry = (await h.entries()).find((e) => e.requestId === 'gog-1')!;
+  // Its replay must not open what the credential never opened.
+  assert.equal((await h.app.replay(entry)).status, 200);
+  assert.deepEqual(h.store.events().map((e) => e.text.includes('by source') ? 'by source' : e.text.includes('own') ? 'own' : e.text), ['own', 'own']);
+});
+
 test('replayOperation: a second replay of an entry while the first runs is refused, so it runs once', async (t) => {
   const h = await start(t);
   assert.equal((await post(h.url, '/hooks/wake', { headers: { ...AUTH, 'content-type': 'application/json', 'x-request-id': 'once' }, body: '{"text":' })).status, 400);

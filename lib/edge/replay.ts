@@ -55,8 +55,13 @@ export function replayInput(entry: LedgerEntry, id: string, note: Note, config: 
   const signature = signedPaths(config).get(entry.hook ?? '');
   if (entry.auth !== 'none') note.auth = entry.auth;
   const onRecord = signature !== undefined && _SHARED_TOKEN.has(signature.scheme);
+  // The entry does not say which token opened the gmail hook: a replay reaches what gog's token
+  // reaches (mappings on the path "gmail"), never more than the request could have reached live.
+  const { hookToken } = config.hooks.gmail;
+  const pathOnly = signature === undefined && entry.hook === 'gmail' && hookToken !== undefined && hookToken !== config.hooks.token;
   return {
     ...(onRecord ? { verified: true } : {}),
+    ...(pathOnly ? { pathOnly: true } : {}),
     id,
     name: entry.hook ?? '',
     headers,
