@@ -1,6 +1,6 @@
 // `hooks-ingress requests replay` against a real server process: a delivery refused for a wrong
 // secret runs exactly once after the secret is fixed; a template typo fixed gives the replayed run
-// the corrected message; a Stripe event older than the tolerance replays; bulk replay asks first.
+// the corrected message; a Stripe event older than the tolerance replays only with --force; bulk replay asks first.
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -118,7 +118,7 @@ test('a template typo fixed: the replayed run gets the corrected message (a requ
   assert.match(run.message, new RegExp(`Push by ${pusher} to `));
 });
 
-test('a Stripe event older than the tolerance is refused, and replays (the timestamp is not held against the clock again)', async (t) => {
+test('a Stripe event older than the tolerance is refused; a bulk replay of what failed leaves it, and it replays by id with --force (the timestamp is not held against the clock again)', async (t) => {
   const s = await setup(t, [{ match: { path: 'stripe' }, signature: { scheme: 'stripe', secret: 'whsec_replay_stripe', toleranceSeconds: 300 }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'paid {{id}}' }]);
   const server = await serve(t, s);
   const body = JSON.stringify({ id: 'evt_old_1', type: 'invoice.paid' });
@@ -127,7 +127,14 @@ test('a Stripe event older than the tolerance is refused, and replays (the times
   const id = await entryOf(s, 'stripe-old');
   const shown = await cli(s, 'show', id);
   assert.match(shown.stdout, /signature {3}stripe: refused, stale-timestamp \(timestamp 7\d{3} s in the past\)/);
-  const replayed = await cli(s, 'replay', id);
+  // Anyone with one captured delivery can send it again at any time: not run unasked.
+  const bulk = await cli(s, 'replay', '--failed', '--yes');
+  assert.equal(bulk.code, 1, bulk.stdout);
+  assert.match(bulk.stdout, /not replayed \S+: entry \S+ was refused for a signed timestamp too far from the clock when it arrived .*; replay it with --force if it is genuine\n$/);
+  const plain = await cli(s, 'replay', id);
+  assert.equal(plain.code, 1, plain.stdout);
+  assert.equal((await readEvents(s.state)).filter((e) => e.text.includes('paid evt_old_1')).length, 0);
+  const replayed = await cli(s, 'replay', id, '--force');
   assert.equal(replayed.code, 0, replayed.stdout);
   assert.equal((await readEvents(s.state)).filter((e) => e.text.includes('paid evt_old_1')).length, 1);
 });

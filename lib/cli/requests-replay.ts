@@ -98,6 +98,12 @@ function _succeeded(entry: LedgerEntry): boolean {
 function _alreadyDone(entry: LedgerEntry, succeeded: ReadonlySet<string>): string | null {
   if (_succeeded(entry)) return `entry ${entry.id} succeeded (${entry.status}); replay it again with --force`;
   if (succeeded.has(entry.id)) return `a replay of entry ${entry.id} succeeded; replay it again with --force`;
+  // A replay does not hold the timestamp against the clock again. A delivery that was already too
+  // old when it arrived is what anyone holding one captured delivery can send at any time, so a
+  // bulk replay of what failed does not run it unasked.
+  if (entry.signature?.why === 'stale-timestamp') {
+    return `entry ${entry.id} was refused for a signed timestamp too far from the clock when it arrived (a captured delivery sent again looks the same); replay it with --force if it is genuine`;
+  }
   return null;
 }
 

@@ -43,7 +43,8 @@ produced. ID is an entry id, or a request id (X-Request-Id) that names one entry
 of now (the signature checked with today's secrets, but not its timestamp's age)
 and to record each as a new entry marked as a replay. With filters instead of ids
 it first prints how many match and what they are, and replays them only with
---yes. A request that succeeded, or whose replay succeeded, needs --force.
+--yes. A request that succeeded, or whose replay succeeded, needs --force, and so
+does one refused for a signed timestamp that was too old or new when it arrived.
 
 Options:
   -c, --config PATH     config file (for state.dir)
