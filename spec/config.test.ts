@@ -124,6 +124,8 @@ test('buildConfig() applies every default to an empty config', async () => {
       transformsDir: '/etc/hooks-ingress/hooks/transforms',
       transformTimeoutMs: 5000,
       transformMaxResultBytes: 1_048_576,
+      transformRuntime: 'server',
+      transformDenoPath: null,
       gmail: {},
       authRateLimit: { maxFailures: 20, windowSeconds: 60, lockoutSeconds: 60 },
       idempotencyTtlSeconds: 86_400,
@@ -175,6 +177,7 @@ test('DEFAULTS holds the documented defaults', () => {
     port: 8789,
     transformTimeoutMs: 5_000,
     transformMaxResultBytes: 1_048_576,
+    transformRuntime: 'server',
     maxQueuedRuns: 1_000,
     maxEventBytes: 262_144,
     maxBacklogEvents: 100_000,
@@ -769,5 +772,44 @@ test('readStateDir() answers a state value nested 10,000 arrays deep with its ke
     await writeFile(file, `{"state":{"dir":${'['.repeat(10_000)}"\${X}"${']'.repeat(10_000)}}}`);
     const read = await readStateDir(file, {});
     assert.deepEqual(read, { ok: false, problems: [`${file}: state.dir${'[0]'.repeat(62)}: may nest objects and arrays at most 64 levels deep`] });
+  });
+});
+
+// --- where transforms run ------------------------------------------------------------------
+
+test('hooks.transformRuntime "deno" takes the deno binary at hooks.transformDenoPath, else the one on PATH', async () => {
+  await withDir(async (dir) => {
+    const bin = join(dir, 'bin');
+    await mkdir(bin);
+    const deno = join(bin, 'deno');
+    await writeFile(deno, '#!/bin/sh\n', { mode: 0o755 });
+    const named = await config({ hooks: { transformRuntime: 'deno', transformDenoPath: deno } });
+    assert.deepEqual([named.hooks.transformRuntime, named.hooks.transformDenoPath], ['deno', deno]);
+    if ('Deno' in globalThis) return; // on Deno, no path named means Deno itself
+    const found = await config({ hooks: { transformRuntime: 'deno' } }, { PATH: `relative/bin:${join(dir, 'nothing')}:${bin}` });
+    assert.equal(found.hooks.transformDenoPath, deno);
+  });
+});
+
+test('hooks.transformRuntime "deno" without a deno binary, a transformDenoPath that is not one, or one without "deno" is refused', async () => {
+  await withDir(async (dir) => {
+    const plain = join(dir, 'deno');
+    await writeFile(plain, 'not executable\n', { mode: 0o644 });
+    assert.deepEqual(await problems({ hooks: { transformRuntime: 'deno', transformDenoPath: plain } }), [`hooks.transformDenoPath: ${plain} is not an executable file`]);
+    if (!('Deno' in globalThis)) {
+      assert.deepEqual(await problems({ hooks: { transformRuntime: 'deno' } }, { PATH: dir }), ['hooks.transformRuntime: "deno" needs the deno binary: none is on PATH (set hooks.transformDenoPath)']);
+    }
+    assert.deepEqual(await problems({ hooks: { transformDenoPath: plain } }), ['hooks.transformDenoPath: is used only with hooks.transformRuntime "deno"']);
+    const wrong = await problems({ hooks: { transformRuntime: 'bun' } });
+    assert.equal(wrong.length, 1);
+    assert.match(wrong[0]!, /^hooks\.transformRuntime: .*"server".*"deno"/);
+  });
+});
+
+test('a relative hooks.transformDenoPath is read from the config directory', async () => {
+  await withDir(async (dir) => {
+    await writeFile(join(dir, 'deno'), '#!/bin/sh\n', { mode: 0o755 });
+    const built = accepted(await buildConfig({ hooks: { transformRuntime: 'deno', transformDenoPath: './deno' } }, { file: null, env: {}, dir }));
+    assert.equal(built.hooks.transformDenoPath, join(dir, 'deno'));
   });
 });

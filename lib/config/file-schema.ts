@@ -14,6 +14,9 @@ export const IGNORED_HOOK_KEYS = ['internal'] as const;
 /** The model API wire formats a provider may speak. */
 export const PROVIDER_APIS = ['openai-completions', 'anthropic-messages', 'command'] as const;
 
+/** Where transform children run: on the server's own runtime, or on Deno whatever the server runs on. */
+export const TRANSFORM_RUNTIMES = ['server', 'deno'] as const;
+
 /** The built-in presets `hooks.presets` may name. */
 export const PRESETS = ['gmail'] as const;
 
@@ -63,6 +66,8 @@ export const fileSchema = object({
         transformsDir: optional(string({ nonEmpty: true })),
         transformTimeoutMs: optional(number({ integer: true, min: 1 })),
         transformMaxResultBytes: optional(number({ integer: true, min: 1 })),
+        transformRuntime: optional(literal(...TRANSFORM_RUNTIMES)),
+        transformDenoPath: optional(string({ nonEmpty: true })),
         maxQueuedRuns: optional(number({ integer: true, min: 1 })),
         maxEventBytes: optional(number({ integer: true, min: 1 })),
         maxBacklogEvents: optional(number({ integer: true, min: 1 })),

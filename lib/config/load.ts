@@ -7,6 +7,7 @@ import { checkConfig, gmailShadowWarnings, modelWarnings, sessionKeyWarnings } f
 import { resolveEnv, within, type EnvScope } from './env.ts';
 import { fileSchema, type FileConfig } from './file-schema.ts';
 import { forwardUnused } from './forward-unused.ts';
+import { locateDeno } from './locate.ts';
 import { normalise, TRANSFORMS_ROOT } from './normalise.ts';
 import { deeperThan, readConfigFile, unreadable } from './read.ts';
 import type { Config, ConfigResult, Env } from './types.ts';
@@ -47,7 +48,7 @@ export async function buildConfig(raw: unknown, where: { file: string | null; en
   buildChannels(file.channels ?? {}, issues);
   const lexical = normalise(file, { file: where.file, dir, token });
   issues.push(...checkConfig(lexical));
-  const config = await containTransforms(lexical, file.hooks?.transformsDir, issues);
+  const config = await _transformRuntime(await containTransforms(lexical, file.hooks?.transformsDir, issues), where.env, issues);
   const problems = issues.filter(judged);
   if (problems.length > 0) return { ok: false, problems: problems.map(formatIssue) };
   // In forward mode the models are the upstream's: what matters is which keys go unused here.
@@ -106,6 +107,25 @@ async function containTransforms(config: Config, transformsDir: string | undefin
     else issues.push({ path: `hooks.mappings[${i}].transform.module`, message: found.reason });
   }
   return { ...config, hooks: { ...config.hooks, transformsDir: dir.path, mappings } };
+}
+
+// Transforms set to run on Deno get the deno binary now, so that a missing one is a config problem and not a failing request.
+async function _transformRuntime(config: Config, env: Env, issues: Issue[]): Promise<Config> {
+  const { transformRuntime, transformDenoPath } = config.hooks;
+  if (transformRuntime !== 'deno') {
+    if (transformDenoPath !== null) issues.push({ path: 'hooks.transformDenoPath', message: 'is used only with hooks.transformRuntime "deno"' });
+    return config;
+  }
+  const found = await locateDeno(transformDenoPath, env);
+  if (found === null) {
+    issues.push(
+      transformDenoPath === null
+        ? { path: 'hooks.transformRuntime', message: '"deno" needs the deno binary: none is on PATH (set hooks.transformDenoPath)' }
+        : { path: 'hooks.transformDenoPath', message: `${transformDenoPath} is not an executable file` },
+    );
+    return config;
+  }
+  return { ...config, hooks: { ...config.hooks, transformDenoPath: found } };
 }
 
 // A transform module, with no hooks.transformsDir set, whose root cannot be used.

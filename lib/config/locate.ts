@@ -1,5 +1,7 @@
+import { constants } from 'node:fs';
+import { access } from 'node:fs/promises';
 import { homedir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { delimiter, join, resolve } from 'node:path';
 import type { Config, Env } from './types.ts';
 
 /** Where the config file is: `--config`, else `$HOOKS_INGRESS_CONFIG`, else the XDG default. */
@@ -19,4 +21,30 @@ export function locateStateDir(flag: string | undefined, config: Pick<Config, 's
   if (systemd) return systemd;
   const base = env['XDG_STATE_HOME'] || join(env['HOME'] || homedir(), '.local', 'state');
   return join(base, 'hooks-ingress');
+}
+
+/**
+ * The deno binary transform children run on: the configured path, else this process's own when it
+ * runs on Deno, else the first executable `deno` on PATH. `null` when there is none.
+ */
+export async function locateDeno(configured: string | null, env: Env): Promise<string | null> {
+  if (configured !== null) return (await _executable(configured)) ? configured : null;
+  const self = (globalThis as { Deno?: { execPath(): string } }).Deno?.execPath();
+  if (self !== undefined) return self;
+  for (const dir of (env['PATH'] ?? '').split(delimiter)) {
+    // An empty or relative PATH entry would name a binary by the working directory of the moment.
+    if (!dir.startsWith('/')) continue;
+    const candidate = join(dir, 'deno');
+    if (await _executable(candidate)) return candidate;
+  }
+  return null;
+}
+
+async function _executable(path: string): Promise<boolean> {
+  try {
+    await access(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
 }

@@ -38,6 +38,7 @@ export const DEFAULTS = {
   ledgerUnauthenticatedMaxEntries: 2_000,
   ledgerUnauthenticatedMaxBytes: 4_194_304,
   ledgerUnauthenticatedMaxBodyBytes: 16_384,
+  transformRuntime: 'server',
 } as const;
 
 /**
@@ -72,6 +73,7 @@ export const DEFAULT_PATHS: { readonly [K in keyof typeof DEFAULTS]: string } = 
   ledgerUnauthenticatedMaxEntries: 'hooks.ledger.unauthenticated.maxEntries',
   ledgerUnauthenticatedMaxBytes: 'hooks.ledger.unauthenticated.maxBytes',
   ledgerUnauthenticatedMaxBodyBytes: 'hooks.ledger.unauthenticated.maxBodyBytes',
+  transformRuntime: 'hooks.transformRuntime',
 };
 
 /** Transforms live below this folder of the config directory, and nowhere else. */
@@ -121,6 +123,9 @@ function _hooks(hooks: NonNullable<FileConfig['hooks']>, where: _Where): Config[
     transformsDir: where.transformsDir ?? resolve(where.dir, TRANSFORMS_ROOT, hooks.transformsDir ?? '.'),
     transformTimeoutMs: hooks.transformTimeoutMs ?? DEFAULTS.transformTimeoutMs,
     transformMaxResultBytes: hooks.transformMaxResultBytes ?? DEFAULTS.transformMaxResultBytes,
+    transformRuntime: hooks.transformRuntime ?? DEFAULTS.transformRuntime,
+    // Lexical here; load.ts puts the binary it found (or the one on PATH) in its place.
+    transformDenoPath: hooks.transformDenoPath === undefined ? null : resolve(where.dir, hooks.transformDenoPath),
     maxQueuedRuns: hooks.maxQueuedRuns ?? DEFAULTS.maxQueuedRuns,
     maxEventBytes: hooks.maxEventBytes ?? DEFAULTS.maxEventBytes,
     maxBacklogEvents: hooks.maxBacklogEvents ?? DEFAULTS.maxBacklogEvents,

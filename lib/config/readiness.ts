@@ -3,11 +3,14 @@
 // one line per gap, naming the key that closes it.
 import type { Config } from './types.ts';
 
-/** What will fail or go nowhere at run time with this config; empty when runs and heartbeats can work. */
-export function readinessWarnings(config: Config): string[] {
+/**
+ * What will fail or go nowhere at run time with this config, and what its transforms can still
+ * reach; empty when runs and heartbeats can work and transforms are held in full.
+ */
+export function readinessWarnings(config: Config, onDeno = 'Deno' in globalThis): string[] {
+  const warnings = transformWarnings(config, onDeno);
   // In forward mode the upstream gateway runs the agents and delivers; nothing here needs a model.
-  if (config.hooks.forward !== null) return [];
-  const warnings: string[] = [];
+  if (config.hooks.forward !== null) return warnings;
   const { agents } = config;
   const list = agents.list.length > 0 ? agents.list : [{ id: agents.defaultAgentId, model: undefined }];
   list.forEach((agent, i) => {
@@ -20,4 +23,16 @@ export function readinessWarnings(config: Config): string[] {
     warnings.push('no channel is configured (channels): run replies (deliver defaults to true) and heartbeat replies will not be delivered');
   }
   return warnings;
+}
+
+/**
+ * Transforms on a Node server run under Node's permission model, which covers neither network
+ * sockets nor signals: said once, with the setting that closes both.
+ */
+export function transformWarnings(config: Config, onDeno: boolean): string[] {
+  if (onDeno || config.hooks.transformRuntime === 'deno' || !config.hooks.mappings.some((m) => m.transform !== undefined)) return [];
+  return [
+    'transforms run on Node, whose permission model leaves the network and signals open: a transform can connect to any address ' +
+      '(loopback services included) and stop, reload or restart the server with a signal; set hooks.transformRuntime to "deno" to close both',
+  ];
 }

@@ -71,6 +71,10 @@ export interface Config {
     transformTimeoutMs: number;
     /** Bytes of one transform call's result, as JSON; over it the call fails. */
     transformMaxResultBytes: number;
+    /** `server`: children run on the server's runtime; `deno`: on Deno, at `transformDenoPath`. */
+    transformRuntime: 'server' | 'deno';
+    /** The deno binary transform children run on: found at load for `deno`, else `null`. */
+    transformDenoPath: string | null;
     /** Accepted runs waiting or running; past it `/agent` answers 503. */
     maxQueuedRuns: number;
     /** The longest wake text (UTF-8 bytes) a request or mapping may add; past it, 413. */

@@ -4,7 +4,7 @@ import { extname } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { setImmediate } from 'node:timers';
 import { resolveModule } from '../../guard/contain.ts';
-import { residentBytes, rootProblem, startChild, type ChildLimits } from './child.ts';
+import { currentRuntime, residentBytes, rootProblem, startChild, type ChildLimits, type Runtime } from './child.ts';
 
 /** Which transform a mapping calls: a module (a real path inside the root) and an optional export name. */
 export interface TransformRef {
@@ -51,6 +51,8 @@ export interface TransformChildPoolOptions {
   maxResultBytes?: number;
   /** Children alive at once, across all modules. */
   poolSize?: number;
+  /** The runtime children run on; the server's own by default. */
+  runtime?: Runtime;
   /** What a child writes on stderr (its console), one line at a time. */
   onOutput?: (module: string, line: string) => void;
   /** Starts a child; tests hand in their own. */
@@ -253,7 +255,8 @@ class _Pool implements TransformChildPool {
     // Taken while containment is checked: no other call is placed on a slot that is starting.
     slot.calls.set(job.id, { job, timer: undefined, then: job.done });
     const found = await resolveModule(this.#settings.root, job.module);
-    const refused = this.#closed ? _closed : !found.ok ? _fail(found.code === 'outside' ? 'escaped' : 'load-failed', found.reason) : (_unsupported(found.path) ?? _rootRefused(this.#settings.root));
+    const { root, runtime } = this.#settings;
+    const refused = this.#closed ? _closed : !found.ok ? _fail(found.code === 'outside' ? 'escaped' : 'load-failed', found.reason) : (_unsupported(found.path, runtime) ?? _rootRefused(root, runtime));
     if (refused !== null || !found.ok) {
       this.#drop(slot);
       job.done(refused ?? _closed);
@@ -322,8 +325,8 @@ class _Pool implements TransformChildPool {
   }
 
   #spawn(slot: Slot): void {
-    const { root, heapMb } = this.#settings;
-    const child = this.#start({ root, heapMb });
+    const { root, heapMb, runtime } = this.#settings;
+    const child = this.#start({ root, heapMb, runtime });
     slot.child = child;
     child.stdin.on('error', () => {}); // a child that died mid-write is reported by its exit
     child.stdout.setEncoding('utf8');
@@ -425,8 +428,8 @@ function _holdsAlone(slot: Slot): boolean {
   return false;
 }
 
-function _rootRefused(root: string): TransformResult | null {
-  const problem = rootProblem(root);
+function _rootRefused(root: string, runtime: Runtime): TransformResult | null {
+  const problem = rootProblem(root, runtime);
   return problem === null ? null : _fail('load-failed', problem);
 }
 
@@ -435,7 +438,7 @@ function _fail(reason: TransformFailure, detail: string): TransformResult {
 }
 
 function _settings(options: TransformChildPoolOptions) {
-  const { root, timeoutMs = 5000, heapMb = 64, memoryMb = 256, maxResultBytes = MiB, poolSize = 4 } = options;
+  const { root, timeoutMs = 5000, heapMb = 64, memoryMb = 256, maxResultBytes = MiB, poolSize = 4, runtime = currentRuntime() } = options;
   const startTimeoutMs = options.startTimeoutMs ?? Math.max(timeoutMs, 10_000);
   if (typeof root !== 'string' || root === '') {
     throw new TypeError(`Invalid transforms root: expected a non-empty string, got ${String(root)}`);
@@ -444,7 +447,7 @@ function _settings(options: TransformChildPoolOptions) {
   if (!Number.isInteger(poolSize)) {
     throw new RangeError(`Invalid transform runner option poolSize: expected an integer, got ${poolSize}`);
   }
-  return { root, timeoutMs, startTimeoutMs, heapMb, memoryMb, maxResultBytes, poolSize };
+  return { root, timeoutMs, startTimeoutMs, heapMb, memoryMb, maxResultBytes, poolSize, runtime };
 }
 
 function _json(input: TransformInput): string {
@@ -507,11 +510,11 @@ function _hold(slot: Slot, on: boolean): void {
   }
 }
 
-function _unsupported(path: string): TransformResult | null {
+function _unsupported(path: string, runtime: Runtime): TransformResult | null {
   const extension = extname(path);
   if (extension === '.js' || extension === '.mjs') return null;
   if (extension === '.ts' || extension === '.mts') {
-    if (_canStripTypes()) return null;
+    if (runtime.kind === 'deno' || _canStripTypes()) return null;
     const detail = `this runtime cannot load TypeScript (Node ${process.versions.node}): `
       + 'precompile the transform to .js, or run on Node >= 22.18 or Deno';
     return { ok: false, reason: 'unsupported-ts', detail };
@@ -520,11 +523,12 @@ function _unsupported(path: string): TransformResult | null {
   return { ok: false, reason: 'load-failed', detail };
 }
 
+// Whether a Node child (started with the server's own flags) strips types.
 function _canStripTypes(): boolean {
   // process.features.typescript (Node >= 22.10) says whether stripping is on, which the version
   // alone does not: 22.6 to 22.17 need --experimental-strip-types, and it can be turned off.
   const features = process.features as { typescript?: unknown };
-  return 'Deno' in globalThis || Boolean(features.typescript);
+  return Boolean(features.typescript);
 }
 
 function _requirePositive(name: string, value: number): void {

@@ -1,5 +1,5 @@
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { spawn, type ChildProcessWithoutNullStreams, type StdioOptions } from 'node:child_process';
+import { closeSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import process from 'node:process';
 import { CHILD_SOURCE } from './child-source.ts';
 
@@ -9,6 +9,8 @@ export interface ChildLimits {
   root: string;
   /** V8 heap cap of the child, in MiB. */
   heapMb: number;
+  /** The runtime the child runs on: the server's own, or Deno for a Node server that asks for it. */
+  runtime: Runtime;
 }
 
 /** The program and arguments that start a transform child on the runtime we run on. */
@@ -18,8 +20,8 @@ export interface ChildCommand {
 }
 
 /**
- * The command line of a transform child. The parent starts the runtime it runs on itself (a
- * transform written for Deno is not run by a Node found on PATH), with its permission system on:
+ * The command line of a transform child. The parent starts the runtime it was given (its own,
+ * unless a Node server is set to run transforms on Deno), with its permission system on:
  * - Deno: `deno run --no-prompt --allow-read=<root>` and nothing else (no net, env, run, write,
  *   sys, ffi), no config file, lock file, npm or remote modules (module loading would reach the
  *   network without --allow-net), the runner as a `data:` URL.
@@ -27,7 +29,8 @@ export interface ChildCommand {
  *   of the root only, no native addons; the runner as `-e` source. Its ExperimentalWarning is
  *   turned off, so that every start does not write one to the server's log.
  */
-export function childCommand(limits: ChildLimits, runtime: Runtime = currentRuntime()): ChildCommand {
+export function childCommand(limits: ChildLimits): ChildCommand {
+  const { runtime } = limits;
   if (runtime.kind === 'deno') {
     const runner = `data:text/javascript;base64,${Buffer.from(CHILD_SOURCE).toString('base64')}`;
     const args = ['run', '--no-prompt', '--no-config', '--no-lock', '--no-npm', '--no-remote', `--allow-read=${limits.root}`];
@@ -64,11 +67,54 @@ export function currentRuntime(): Runtime {
 
 /**
  * Starts a transform child: an empty environment (the server's tokens and keys stay out), the
- * root as its working directory, stdin and stdout for the protocol, stderr for its console.
+ * root as its working directory, stdin and stdout for the protocol, stderr for its console, and
+ * no other open file: see inheritableFds().
  */
 export function startChild(limits: ChildLimits): ChildProcessWithoutNullStreams {
   const { file, args } = childCommand(limits);
-  return spawn(file, args, { env: {}, cwd: limits.root, stdio: ['pipe', 'pipe', 'pipe'], windowsHide: true });
+  const leaked = inheritableFds();
+  if (leaked.length === 0) return spawn(file, args, { env: {}, cwd: limits.root, stdio: ['pipe', 'pipe', 'pipe'], windowsHide: true });
+  // A child inherits every descriptor not marked close-on-exec, and spawn() closes none of them; the
+  // permission model does not cover reading or accepting on a descriptor one already holds. What
+  // the child finds at those numbers instead is /dev/null.
+  const blank = openSync('/dev/null', 'r');
+  try {
+    const stdio: StdioOptions = ['pipe', 'pipe', 'pipe'];
+    for (const fd of leaked) stdio[fd] = blank;
+    for (let fd = 3; fd < stdio.length; fd++) stdio[fd] ??= 'ignore';
+    return spawn(file, args, { env: {}, cwd: limits.root, stdio, windowsHide: true }) as ChildProcessWithoutNullStreams;
+  } finally {
+    closeSync(blank);
+  }
+}
+
+const _CLOEXEC = 0o2000000;
+
+/**
+ * The descriptors past stdio this process holds without close-on-exec, which a child would
+ * inherit; empty where /proc cannot tell (not Linux). Node marks those it opens, and at start the
+ * inherited ones from 3 to 15 (and on while they run on unbroken); one a launcher left open past a
+ * gap (a shell's `exec 40<secret`, a supervisor's log pipe) stays open in every child.
+ */
+export function inheritableFds(): number[] {
+  let names: string[];
+  try {
+    names = readdirSync('/proc/self/fd');
+  } catch {
+    return [];
+  }
+  const found: number[] = [];
+  for (const name of names) {
+    const fd = Number(name);
+    if (!(fd > 2)) continue;
+    try {
+      const flags = /^flags:\s+([0-7]+)/m.exec(readFileSync(`/proc/self/fdinfo/${fd}`, 'latin1'))?.[1];
+      if (flags !== undefined && (Number.parseInt(flags, 8) & _CLOEXEC) === 0) found.push(fd);
+    } catch {
+      // Gone since the listing (the listing's own descriptor among them).
+    }
+  }
+  return found;
 }
 
 /**

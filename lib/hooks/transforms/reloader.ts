@@ -2,11 +2,12 @@ import type { Config } from '../../config/types.ts';
 import type { Logger } from '../../log.ts';
 import type { CallTransform } from '../mappings.ts';
 import { createTransformChildPool, type TransformChildPool, type TransformChildPoolOptions } from './child-pool.ts';
+import { currentRuntime, type Runtime } from './child.ts';
 
 /**
  * Holds the transform child pool (child-pool.ts) of the current configuration across reloads: a pool
  * is started only when some mapping has a transform, its modules are loaded afresh after every
- * reload, and it is replaced when the transforms folder, the time budget or the result cap changes
+ * reload, and it is replaced when the transforms folder, the time budget, the result cap or the runtime changes
  * (the old pool closed once the calls already using it have settled).
  */
 export class TransformReloader {
@@ -43,7 +44,8 @@ export class TransformReloader {
   /** Applies a (re)loaded configuration. */
   configure(config: Config): void {
     const needed = config.hooks.mappings.some((m) => m.transform !== undefined);
-    const settings = JSON.stringify([config.hooks.transformsDir, config.hooks.transformTimeoutMs, config.hooks.transformMaxResultBytes]);
+    const { transformsDir, transformTimeoutMs, transformMaxResultBytes, transformRuntime, transformDenoPath } = config.hooks;
+    const settings = JSON.stringify([transformsDir, transformTimeoutMs, transformMaxResultBytes, transformRuntime, transformDenoPath]);
     if (this.#pool !== null && needed && settings === this.#settings) {
       this.#pool.clearCache();
       return;
@@ -99,5 +101,12 @@ export async function checkTransforms(config: Config, signal?: AbortSignal): Pro
 
 function _options(config: Config): TransformChildPoolOptions {
   const { transformsDir: root, transformTimeoutMs: timeoutMs, transformMaxResultBytes: maxResultBytes } = config.hooks;
-  return { root, timeoutMs, maxResultBytes };
+  return { root, timeoutMs, maxResultBytes, runtime: transformRuntime(config) };
+}
+
+/** The runtime transform children run on under this config. */
+export function transformRuntime(config: Pick<Config, 'hooks'>): Runtime {
+  const { transformRuntime: kind, transformDenoPath } = config.hooks;
+  // Loading the config found the binary (config/load.ts): a 'deno' config without one does not load.
+  return kind === 'deno' && transformDenoPath !== null ? { kind: 'deno', execPath: transformDenoPath } : currentRuntime();
 }
