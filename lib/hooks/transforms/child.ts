@@ -72,7 +72,9 @@ export function currentRuntime(): Runtime {
  */
 export function startChild(limits: ChildLimits): ChildProcessWithoutNullStreams {
   const { file, args } = childCommand(limits);
-  const leaked = inheritableFds();
+  // On Deno, node:fs hands out resource ids, not descriptors a child's stdio can name; and there the
+  // children are Deno's, whose APIs reach no descriptor they did not open.
+  const leaked = 'Deno' in globalThis ? [] : inheritableFds();
   if (leaked.length === 0) return spawn(file, args, { env: {}, cwd: limits.root, stdio: ['pipe', 'pipe', 'pipe'], windowsHide: true });
   // A child inherits every descriptor not marked close-on-exec, and spawn() closes none of them; the
   // permission model does not cover reading or accepting on a descriptor one already holds. What
