@@ -5,6 +5,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
+import { formatEntry } from '../lib/cli/outbox.ts';
 import type { OutboxEntry } from '../lib/store/outbox.ts';
 import { defer } from './_cleanup.ts';
 import { runCli, spawnServer, type Spawned } from './_cli.ts';
@@ -206,4 +207,24 @@ test('check names the keys forward mode leaves unused', async (t) => {
   assert.equal(code, 0, stderr);
   assert.match(stderr, /models\.providers\.local: is not used in forward mode/);
   assert.match(stderr, /agents\.defaults\.model: is not used in forward mode/);
+});
+
+test('formatEntry() shows control characters in the hook name, the upstream run id and its error text as escapes, on two lines', () => {
+  const entry: OutboxEntry = {
+    id: 'e1',
+    target: 'agent',
+    body: {},
+    hook: 'gh\x1b]0;owned\x07\nfake line',
+    state: 'dead',
+    acceptedAt: '2026-01-01T00:00:00.000Z',
+    attempts: 3,
+    upstreamRunId: 'run\u202Eevil',
+    lastError: 'HTTP 500: \x1b[2J\rcleared\u2028next',
+    deadAt: '2026-01-01T01:00:00.000Z',
+  };
+  assert.equal(
+    formatEntry(entry),
+    '2026-01-01T00:00:00.000Z  dead  e1  /agent hook=gh\\x1b]0;owned\\x07\\nfake line attempts=3 upstreamRunId=run\\u202eevil at=2026-01-01T01:00:00.000Z\n' +
+      '    last error: HTTP 500: \\x1b[2J\\rcleared\\u2028next\n',
+  );
 });

@@ -4,6 +4,7 @@ import { readOutbox, Store } from '../store/store.ts';
 import { COMMON, type Command, type Flags } from './command.ts';
 import { callServer } from './control.ts';
 import { retryOutbox, type RetryOutcome, type RetryRequest } from './forward.ts';
+import { escapeControls } from './event-text.ts';
 import { FAILURE, USAGE, type Io } from './io.ts';
 import { stateDirFor } from './load-config.ts';
 import { unknownCommand, usageLine } from './usage.ts';
@@ -131,10 +132,14 @@ function _retried(outcome: RetryOutcome, then: string, io: Io): number {
   return 0;
 }
 
-/** One entry as a human reads it. */
+/**
+ * One entry as a human reads it on a terminal. The hook name comes from a request, the run id and
+ * error text from the upstream: their control characters are shown as escapes, so nothing in them
+ * acts on the terminal and an entry keeps to its two lines.
+ */
 export function formatEntry(entry: OutboxEntry): string {
   const when = entry.sentAt ?? entry.deadAt ?? entry.nextAttemptAt;
   const head = `${entry.acceptedAt}  ${entry.state}  ${entry.id}  /${entry.target} hook=${entry.hook} attempts=${entry.attempts}` +
     `${entry.runId ? ` runId=${entry.runId}` : ''}${entry.upstreamRunId ? ` upstreamRunId=${entry.upstreamRunId}` : ''}${when ? ` ${entry.state === 'pending' ? 'next' : 'at'}=${when}` : ''}`;
-  return `${head}\n${entry.lastError ? `    last error: ${entry.lastError}\n` : ''}`;
+  return `${escapeControls(head, false)}\n${entry.lastError ? `    last error: ${escapeControls(entry.lastError, false)}\n` : ''}`;
 }
