@@ -813,3 +813,10 @@ test('a relative hooks.transformDenoPath is read from the config directory', asy
     assert.equal(built.hooks.transformDenoPath, join(dir, 'deno'));
   });
 });
+
+test('a mapping whose match.path is a built-in endpoint (wake, agent) is refused', async () => {
+  const raw = (path: string) => ({ hooks: { enabled: true, token: 'built-in-token', mappings: [{ match: { path: 'ok' }, action: 'wake', textTemplate: 'x' }, { match: { path }, action: 'wake', textTemplate: 'never applied' }] } });
+  assert.deepEqual(await problems(raw('wake')), ['hooks.mappings[1].match.path: may not be "wake": /hooks/wake is the built-in endpoint']);
+  assert.deepEqual(await problems(raw('/agent/')), ['hooks.mappings[1].match.path: may not be "agent": /hooks/agent is the built-in endpoint']);
+  assert.equal((await config(raw('wakeup'))).hooks.mappings.length, 2);
+});

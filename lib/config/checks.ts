@@ -8,6 +8,9 @@ import type { Config } from './types.ts';
 
 // The rules that span several keys, checked on the normalised config; each problem names the key to change.
 
+/** The hook names the server answers itself, never through a mapping. */
+export const BUILT_IN_HOOKS = ['wake', 'agent'] as const;
+
 const PROVIDER_MODEL = { regex: /^[^/\s]+\/\S+$/, rule: 'must be written "provider/model"' };
 
 /** Rules that span several keys; each problem names the key to change. */
@@ -121,6 +124,11 @@ export function sessionKeyWarnings(config: Config): Issue[] {
 /** A mapping's own rules: what its action needs, and who may choose its session key. */
 function checkMapping(mapping: Mapping, at: string, hooks: Config['hooks']): Issue[] {
   const issues: Issue[] = [];
+  const path = mapping.match.path;
+  if (path !== undefined && (BUILT_IN_HOOKS as readonly string[]).includes(path)) {
+    // Those requests never reach a mapping: its template would be ignored, while its signature would open the built-in endpoint.
+    issues.push({ path: `${at}.match.path`, message: `may not be "${path}": ${hooks.path}/${path} is the built-in endpoint` });
+  }
   if (mapping.transform === undefined) {
     const [field, needed] = mapping.action === 'wake' ? ['textTemplate', mapping.textTemplate] : ['messageTemplate', mapping.messageTemplate];
     if (needed === undefined) issues.push({ path: `${at}.${field}`, message: `is required for a ${mapping.action} mapping without a transform` });
