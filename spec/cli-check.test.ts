@@ -1,23 +1,35 @@
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { test } from 'node:test';
 import type { Io } from '../lib/cli/io.ts';
 import { main } from '../lib/cli/main.ts';
 
 const METRICS_OFF = 'hooks-ingress check: note: GET /metrics is off (it answers 404): set gateway.auth.token to turn it on; scrape it with that token as Bearer\n';
 
-async function check(t: import('node:test').TestContext, config: unknown, transforms: Record<string, string> = {}) {
-  const dir = await mkdtemp(join(tmpdir(), 'hooks-check-'));
+async function check(
+  t: import('node:test').TestContext,
+  config: unknown,
+  transforms: Record<string, string> = {},
+  setup: (dir: string, path: string) => Promise<void> = async () => {},
+  env: Record<string, string> = {},
+) {
+  const dir = await realpath(await mkdtemp(join(tmpdir(), 'hooks-check-')));
   t.after(() => rm(dir, { recursive: true, force: true }));
   await mkdir(join(dir, 'hooks', 'transforms'), { recursive: true });
   for (const [name, source] of Object.entries(transforms)) await writeFile(join(dir, 'hooks', 'transforms', name), source);
   const path = join(dir, 'config.json');
-  await writeFile(path, typeof config === 'string' ? config : JSON.stringify(config));
+  await writeFile(path, typeof config === 'string' ? config : JSON.stringify(config), { mode: 0o600 });
+  await setup(dir, path);
   const out = { stdout: '', stderr: '' };
-  const io: Io = { stdout: (s) => void (out.stdout += s), stderr: (s) => void (out.stderr += s), env: { HOME: dir } };
+  const io: Io = { stdout: (s) => void (out.stdout += s), stderr: (s) => void (out.stderr += s), env: { HOME: dir, ...env } };
   return { code: await main(['check', '-c', path], io), path, ...out };
+}
+
+/** `check` of a config written 0600, changed by `setup` (modes, files beside it) before it runs. */
+function checkWith(t: import('node:test').TestContext, config: unknown, env: Record<string, string>, setup?: (dir: string, path: string) => Promise<void>) {
+  return check(t, config, {}, setup, env);
 }
 
 test('check says ok for the quick start\'s config, and warns that runs and heartbeats cannot work yet', async (t) => {
@@ -113,4 +125,43 @@ test('check refuses a value nested 10,000 arrays deep with one line naming its k
   // The file is level 1, `a` level 7: the array at level 65 is the first one too deep.
   const at = `hooks.mappings[0].filter.payload.a${'[0]'.repeat(58)}`;
   assert.equal(result.stderr, `hooks-ingress check: invalid config ${result.path}:\n  ${result.path}: ${at}: may nest objects and arrays at most 64 levels deep\n`);
+});
+
+const READY = {
+  models: { providers: { ollama: { api: 'openai-completions', baseUrl: 'http://127.0.0.1:11434/v1' } } },
+  agents: { defaults: { model: 'ollama/llama3.2' } },
+  channels: { telegram: { botToken: '${TELEGRAM_TOKEN}', defaultTo: '42' } },
+};
+
+test('check warns about a world-readable config file that holds secrets, naming the keys; ${NAME} references are not secrets', async (t) => {
+  const config = { hooks: { enabled: true, token: 'a-literal-hook-token' }, ...READY, gateway: { auth: { token: '${GATEWAY_TOKEN}' } } };
+  const env = { TELEGRAM_TOKEN: '1:x', GATEWAY_TOKEN: 'a-gateway-token-here' };
+  const open = await checkWith(t, config, env, (_dir, path) => chmod(path, 0o644));
+  assert.equal(open.code, 0, open.stderr);
+  assert.equal(open.stderr, `hooks-ingress check: warning: ${open.path} is world-readable (mode 0644) and holds a secret in hooks.token: chmod o-r it, or write \${NAME} there and pass the value in the environment (or use hooks.tokenFile)\n`);
+  const referenced = await checkWith(t, { ...config, hooks: { enabled: true, token: '${HOOK_TOKEN}' } }, { ...env, HOOK_TOKEN: 'a-hook-token-from-env' }, (_dir, path) => chmod(path, 0o644));
+  assert.equal(referenced.stderr, '');
+  const owner = await checkWith(t, config, env);
+  assert.equal(owner.stderr, '', 'a 0600 file may hold secrets');
+});
+
+test('check warns about a config file and a transforms directory others can write, and a link out of the transforms directory', async (t) => {
+  const config = { hooks: { enabled: true, token: 'a-literal-hook-token', mappings: [{ match: { path: 't' }, transform: { module: 't.js' } }] }, ...READY };
+  const result = await checkWith(t, config, { TELEGRAM_TOKEN: '1:x' }, async (dir, path) => {
+    const root = join(dir, 'hooks', 'transforms');
+    await mkdir(root, { recursive: true });
+    await writeFile(join(root, 't.js'), 'export default () => null;\n');
+    await symlink(path, join(root, 'config-link.json'));
+    await chmod(path, 0o620);
+    await chmod(root, 0o777);
+  });
+  assert.equal(result.code, 0, result.stderr);
+  const root = join(dirname(result.path), 'hooks', 'transforms');
+  const lines = result.stderr.split('\n').filter((line) => !line.includes('transforms run on Node') && !line.includes(': note: '));
+  assert.deepEqual(lines, [
+    `hooks-ingress check: warning: ${result.path} is group-writable (mode 0620): whoever can write it decides the token and runs transforms and commands as this server; chmod go-w it`,
+    `hooks-ingress check: warning: ${root} is world-writable (mode 0777): whoever can write it runs code in every transform call; chmod go-w it`,
+    `hooks-ingress check: warning: ${join(root, 'config-link.json')} is a symbolic link to ${result.path}, outside the transforms directory: every transform can read it through the link`,
+    '',
+  ]);
 });

@@ -1,18 +1,20 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import type { Io } from '../lib/cli/io.ts';
 import { main } from '../lib/cli/main.ts';
 import { logWriter } from '../lib/cli/serve.ts';
+import { tempDir } from './_dir.ts';
+import { until } from './_until.ts';
 
 /** Starts `serve` in-process on a free port; resolves once it listens, with what it wrote so far and a stop. */
 async function serveOnce(t: TestContext, args: string[], stderrIsTerminal: boolean) {
   const dir = await mkdtemp(join(tmpdir(), 'hooks-serve-'));
   t.after(() => rm(dir, { recursive: true, force: true }));
   const path = join(dir, 'config.json');
-  await writeFile(path, JSON.stringify({ hooks: { enabled: true, token: 'a-token-for-serve' } }));
+  await writeFile(path, JSON.stringify({ hooks: { enabled: true, token: 'a-token-for-serve' } }), { mode: 0o600 });
   const out = { stdout: '', stderr: '' };
   const stop = new AbortController();
   const io: Io = { stdout: (s) => void (out.stdout += s), stderr: (s) => void (out.stderr += s), env: { HOME: dir }, signal: stop.signal, stderrIsTerminal };
@@ -54,4 +56,53 @@ test('logWriter() passes JSON through untouched, or rewrites it as text', () => 
   written = '';
   logWriter('text', (s) => void (written += s))(line);
   assert.equal(written, 't info  stopped\n');
+});
+
+/** Runs `serve` in-process with `state` as its state directory until it started (then stops it) or ended. */
+async function serveWithState(t: TestContext, prepare: (state: string, config: string) => Promise<void>) {
+  const dir = await tempDir(t, 'hooks-serve-state-');
+  const path = join(dir, 'config.json');
+  await writeFile(path, JSON.stringify({ hooks: { enabled: true, token: 'a-token-for-serve' } }), { mode: 0o600 });
+  const state = join(dir, 'state');
+  await prepare(state, path);
+  const out = { stdout: '', stderr: '' };
+  const stop = new AbortController();
+  const io: Io = { stdout: (s) => void (out.stdout += s), stderr: (s) => void (out.stderr += s), env: { HOME: dir }, signal: stop.signal };
+  let ended = false;
+  const running = main(['serve', '-c', path, '--port', '0', '--state-dir', state], io).finally(() => (ended = true));
+  await until('serve to start or end', () => ended || out.stderr.includes('"started"'));
+  stop.abort();
+  return { code: await running, state, mode: (await stat(state)).mode & 0o7777, ...out };
+}
+
+test('serve creates its state directory 0700', async (t) => {
+  const run = await serveWithState(t, async () => {});
+  assert.equal(run.code, 0, run.stderr);
+  assert.equal(run.mode, 0o700);
+});
+
+test('serve takes write access from others on an existing state directory, and says so', async (t) => {
+  const run = await serveWithState(t, async (state) => {
+    await mkdir(state);
+    await chmod(state, 0o777);
+  });
+  assert.equal(run.code, 0, run.stderr);
+  assert.equal(run.mode, 0o755);
+  assert.match(run.stderr, new RegExp(`warning: state directory ${run.state} was writable by others \\(mode 0777\\): now 0755\\n`));
+});
+
+test('serve refuses a shared state directory (sticky and writable by all, as /tmp)', async (t) => {
+  const run = await serveWithState(t, async (state) => {
+    await mkdir(state);
+    await chmod(state, 0o1777);
+  });
+  assert.equal(run.code, 1);
+  assert.equal(run.mode, 0o1777, 'left as it was');
+  assert.match(run.stderr, new RegExp(`cannot use state directory ${run.state}: it is shared \\(mode 01777, the sticky bit\\): give the server a directory of its own\\n`));
+});
+
+test('serve warns, as check does, about a world-readable config file that holds the hook token', async (t) => {
+  const run = await serveWithState(t, (_state, config) => chmod(config, 0o644));
+  assert.equal(run.code, 0, run.stderr);
+  assert.match(run.stderr, /warning: \S+config\.json is world-readable \(mode 0644\) and holds a secret in hooks\.token: /);
 });

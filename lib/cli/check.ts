@@ -1,3 +1,4 @@
+import { fileModeWarnings } from '../config/file-modes.ts';
 import { locateConfig } from '../config/locate.ts';
 import { readinessWarnings } from '../config/readiness.ts';
 import type { Config } from '../config/types.ts';
@@ -15,9 +16,11 @@ Validate the config file, load the transforms it names, and list every
 problem with its key path. Then warns, one line each, about what will fail
 at run time: an agent without a model, a model whose provider is missing,
 no channel for replies, a session-key prefix (a bare "agent:") that admits
-every agent's sessions; and notes what is off (/metrics without
-gateway.auth.token). Errors come first. Exits 0 when the config is valid,
-1 otherwise.
+every agent's sessions; about what transforms on Node can still reach (the
+network, signals); and about file modes: a config file or transforms
+directory others can write, a world-readable config file with a secret in
+it. It notes what is off (/metrics without gateway.auth.token). Errors come
+first. Exits 0 when the config is valid, 1 otherwise.
 
 Options:
   -c, --config PATH     config file
@@ -37,7 +40,7 @@ Options:
     if (problems.length > 0) printInvalid(io, path, problems);
     const name = messagePrefix(io);
     for (const key of result.ignored) io.stderr(`${name}: ${key} is not used by hooks-ingress (ignored)\n`);
-    for (const warning of [...result.warnings, ...readinessWarnings(config)]) io.stderr(`${name}: warning: ${warning}\n`);
+    for (const warning of [...result.warnings, ...readinessWarnings(config), ...(await fileModeWarnings(config))]) io.stderr(`${name}: warning: ${warning}\n`);
     for (const note of notes(config)) io.stderr(`${name}: note: ${note}\n`);
     if (problems.length > 0) return FAILURE;
     io.stdout(`${config.file}: ok\n`);

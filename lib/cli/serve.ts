@@ -6,9 +6,11 @@ import { socketPathProblem, startControl, type ControlServer } from '../edge/con
 import { listen, type Running } from '../edge/server.ts';
 import { inheritedListenFd, unsetListenEnv } from '../edge/systemd.ts';
 import { generateToken } from '../guard/token.ts';
+import { fileModeWarnings } from '../config/file-modes.ts';
 import { readinessWarnings } from '../config/readiness.ts';
 import { bufferLines, createLogger, flushOnExit, type Logger, type LogFields } from '../log.ts';
 import { chooseLogFormat, jsonLinesToText, LOG_FORMATS, type LogFormat } from '../log-text.ts';
+import { secureStateDir } from '../store/state-dir.ts';
 import { lockStateDir, type StateLock } from '../store/state-lock.ts';
 import { COMMON, type Command, type Flags } from './command.ts';
 import { serveCompanion } from './gmail-companion.ts';
@@ -80,7 +82,7 @@ async function _serve(flags: Flags, io: Io): Promise<number> {
   if (located.implicit && !(await exists(located.path))) await _firstRun(located.path, io);
   const config = await loadConfigFor(flags, io, { transforms: true });
   if (config === null) return FAILURE;
-  for (const warning of readinessWarnings(config)) io.stderr(`${messagePrefix(io)}: warning: ${warning}\n`);
+  for (const warning of [...readinessWarnings(config), ...(await fileModeWarnings(config))]) io.stderr(`${messagePrefix(io)}: warning: ${warning}\n`);
 
   const log = createLogger(logWriter(chooseLogFormat(asked as LogFormat | undefined, io.stderrIsTerminal === true), io.stderr));
   const stateDir = locateStateDir(flags['state-dir'], config, io.env);
@@ -142,6 +144,13 @@ async function _within(path: string, root: string): Promise<boolean> {
 // beside a manual one) ends here with one line, before it has touched anything.
 async function _lockState(dir: string, io: Io): Promise<StateLock | null> {
   try {
+    const secured = await secureStateDir(dir);
+    if (!secured.ok) {
+      io.stderr(`${messagePrefix(io)}: cannot use state directory ${dir}: ${secured.reason}\n`);
+      return null;
+    }
+    const { tightened } = secured;
+    if (tightened !== null) io.stderr(`${messagePrefix(io)}: warning: state directory ${dir} was writable by others (mode 0${tightened.from.toString(8)}): now 0${tightened.to.toString(8)}\n`);
     const outcome = await lockStateDir(dir);
     if (outcome.ok) return outcome.lock;
     io.stderr(`${messagePrefix(io)}: state directory ${dir} is in use by the server with pid ${outcome.pid}; stop it first or give another --state-dir\n`);
