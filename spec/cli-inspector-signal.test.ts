@@ -1,14 +1,14 @@
 // SIGUSR1 opens Node's inspector, through which any local process of the server's user (a
 // transform child on Node among them) could run code in the server: serve must ignore it.
 import assert from 'node:assert/strict';
-import { writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import process from 'node:process';
 import { test } from 'node:test';
 import { ignoreInspectorSignal, SIGUSR1_LOG_EVERY_MS } from '../lib/cli/inspector-signal.ts';
 import type { Logger } from '../lib/log.ts';
-import { IS_DENO, spawnServer } from './_cli.ts';
+import { IS_DENO, runCli, spawnServer } from './_cli.ts';
 import { tempDir } from './_dir.ts';
 import { send } from './_http.ts';
 import { until } from './_until.ts';
@@ -99,4 +99,20 @@ test('ignoreInspectorSignal() does nothing on Deno, which opens no inspector on 
   ignoreInspectorSignal(log, { isNode: false })();
   assert.equal(process.listenerCount('SIGUSR1'), before);
   assert.deepEqual(warned, []);
+});
+
+test('check on Node ignores a SIGUSR1 that a transform sends it while it loads: no inspector opens', {
+  skip: IS_DENO ? 'a transform child on Deno cannot signal, and Deno opens no inspector on one' : false,
+}, async (t) => {
+  const dir = await tempDir(t, 'hooks-usr1-check-');
+  await mkdir(join(dir, 'hooks', 'transforms'), { recursive: true });
+  // Sent while the module loads, that is while check waits for the child's answer.
+  await writeFile(join(dir, 'hooks', 'transforms', 'usr1.js'), 'import process from "node:process";\nprocess.kill(process.ppid, "SIGUSR1");\nexport default () => null;\n');
+  const config = join(dir, 'config.json');
+  const mapping = { match: { path: 'usr1' }, transform: { module: 'usr1.js' } };
+  await writeFile(config, JSON.stringify({ hooks: { enabled: true, token: 'usr1-token-0123456789abcdef', mappings: [mapping] } }), { mode: 0o600 });
+  const result = await runCli(['check', '--config', config], { NODE_OPTIONS: '' });
+  assert.equal(result.code, 0, result.stderr);
+  assert.doesNotMatch(result.stderr, /Debugger listening|Starting inspector/);
+  assert.match(result.stderr, /hooks-ingress check: warning: SIGUSR1 ignored: the inspector is not opened by a signal\n/);
 });

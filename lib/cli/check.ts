@@ -3,8 +3,9 @@ import { locateConfig } from '../config/locate.ts';
 import { readinessWarnings } from '../config/readiness.ts';
 import type { Config } from '../config/types.ts';
 import { checkTransforms } from '../hooks/transforms/reloader.ts';
-import { COMMON, type Command } from './command.ts';
-import { FAILURE, messagePrefix } from './io.ts';
+import { COMMON, type Command, type Flags } from './command.ts';
+import { ignoreInspectorSignal } from './inspector-signal.ts';
+import { FAILURE, messagePrefix, type Io } from './io.ts';
 import { printInvalid, readConfig } from './load-config.ts';
 
 /** `hooks-ingress check`: validates the config and loads its transforms. */
@@ -27,26 +28,36 @@ Options:
   -h, --help            show this help
 `,
   async run(flags, _positionals, io) {
-    const { path } = locateConfig(flags.config, io.env);
-    const result = await readConfig(flags, io, false);
-    if (!result.ok) {
-      printInvalid(io, path, result.problems);
-      return FAILURE;
+    // Loading the transforms runs their code, in children that can signal this process on Node.
+    const releaseInspector = ignoreInspectorSignal({ info() {}, error() {}, warn: (message) => io.stderr(`${messagePrefix(io)}: warning: ${message}\n`) });
+    try {
+      return await _check(flags, io);
+    } finally {
+      releaseInspector();
     }
-    const { config } = result;
-    // A transform that does not load is an error like any other: said before the warnings, which
-    // still follow, so one run of check shows everything there is to fix.
-    const problems = await checkTransforms(config);
-    if (problems.length > 0) printInvalid(io, path, problems);
-    const name = messagePrefix(io);
-    for (const key of result.ignored) io.stderr(`${name}: ${key} is not used by hooks-ingress (ignored)\n`);
-    for (const warning of [...result.warnings, ...readinessWarnings(config), ...(await fileModeWarnings(config))]) io.stderr(`${name}: warning: ${warning}\n`);
-    for (const note of notes(config)) io.stderr(`${name}: note: ${note}\n`);
-    if (problems.length > 0) return FAILURE;
-    io.stdout(`${config.file}: ok\n`);
-    return 0;
   },
 };
+
+async function _check(flags: Flags, io: Io): Promise<number> {
+  const { path } = locateConfig(flags.config, io.env);
+  const result = await readConfig(flags, io, false);
+  if (!result.ok) {
+    printInvalid(io, path, result.problems);
+    return FAILURE;
+  }
+  const { config } = result;
+  // A transform that does not load is an error like any other: said before the warnings, which
+  // still follow, so one run of check shows everything there is to fix.
+  const problems = await checkTransforms(config);
+  if (problems.length > 0) printInvalid(io, path, problems);
+  const name = messagePrefix(io);
+  for (const key of result.ignored) io.stderr(`${name}: ${key} is not used by hooks-ingress (ignored)\n`);
+  for (const warning of [...result.warnings, ...readinessWarnings(config), ...(await fileModeWarnings(config))]) io.stderr(`${name}: warning: ${warning}\n`);
+  for (const note of notes(config)) io.stderr(`${name}: note: ${note}\n`);
+  if (problems.length > 0) return FAILURE;
+  io.stdout(`${config.file}: ok\n`);
+  return 0;
+}
 
 /** What a valid config leaves off on purpose, and how to turn it on. */
 export function notes(config: Config): string[] {
