@@ -516,7 +516,7 @@ function _unsupported(path: string, runtime: Runtime): TransformResult | null {
   if (extension === '.ts' || extension === '.mts') {
     if (runtime.kind === 'deno' || _canStripTypes()) return null;
     const detail = `this runtime cannot load TypeScript (Node ${process.versions.node}): `
-      + 'precompile the transform to .js, or run on Node >= 22.18 or Deno';
+      + 'precompile the transform to .js, run on Node >= 22.18 or Deno, or set hooks.transformRuntime to "deno"';
     return { ok: false, reason: 'unsupported-ts', detail };
   }
   const detail = `only .js, .mjs and .ts modules can be transforms, not ${extension || 'a file without extension'}`;
