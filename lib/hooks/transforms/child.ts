@@ -74,7 +74,7 @@ export function startChild(limits: ChildLimits): ChildProcessWithoutNullStreams 
   const { file, args } = childCommand(limits);
   // On Deno, node:fs hands out resource ids, not descriptors a child's stdio can name; and there the
   // children are Deno's, whose APIs reach no descriptor they did not open.
-  const leaked = 'Deno' in globalThis ? [] : inheritableFds();
+  const leaked = 'Deno' in globalThis ? [] : (_leaked ??= inheritableFds());
   if (leaked.length === 0) return spawn(file, args, { env: {}, cwd: limits.root, stdio: ['pipe', 'pipe', 'pipe'], windowsHide: true });
   // A child inherits every descriptor not marked close-on-exec, and spawn() closes none of them; the
   // permission model does not cover reading or accepting on a descriptor one already holds. What
@@ -91,6 +91,9 @@ export function startChild(limits: ChildLimits): ChildProcessWithoutNullStreams 
 }
 
 const _CLOEXEC = 0o2000000;
+// Looked for once: what the process inherited is there from its start, and whatever Node opens
+// later is close-on-exec (a number reused since gets /dev/null in the child, which harms nothing).
+let _leaked: number[] | undefined;
 
 /**
  * The descriptors past stdio this process holds without close-on-exec, which a child would
