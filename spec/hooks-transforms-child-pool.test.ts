@@ -238,11 +238,15 @@ function suite(runtime: Runtime): void {
 
   test('runner.run() answers a module that ends its child or never finishes loading, and starts no child again for that call', async () => {
     const children = counted();
-    await withRunner({ poolSize: 1, startTimeoutMs: 1_000, start: children.start }, async (runner) => {
+    // Only the stuck load gets the short start bound: a loaded machine (and Deno) may take longer than it to start a child at all.
+    await withRunner({ poolSize: 1, start: children.start }, async (runner) => {
       assert.deepEqual(await runner.run({ module: join(root, 'exits-on-load.js') }, input), { ok: false, reason: 'crashed', detail: 'the child exited with code 4' });
-      assert.deepEqual(await runner.run({ module: join(root, 'loops-on-load.js') }, input), { ok: false, reason: 'timeout', detail: 'the module did not load within 1000 ms' });
-      assert.equal(children.started(), 2);
+      assert.equal(children.started(), 1);
       assert.deepEqual(await runner.run({ module: join(root, 'skip.js') }, input), { ok: true, value: null });
+    });
+    await withRunner({ poolSize: 1, startTimeoutMs: 1_000, start: children.start }, async (runner) => {
+      assert.deepEqual(await runner.run({ module: join(root, 'loops-on-load.js') }, input), { ok: false, reason: 'timeout', detail: 'the module did not load within 1000 ms' });
+      assert.equal(children.started(), 3);
     });
   });
 
