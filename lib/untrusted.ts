@@ -44,6 +44,9 @@ const _ID = /^[\w-]{1,64}$/;
 
 // A negation shortly before the verb marks boilerplate such as "we will never ask you to share your password".
 const _NOT_NEGATED = String.raw`(?<!(?:\bnever|\bnot|n['’]t)\b[^.!?\n]{0,40})`;
+// `pattern` unless negated. The negation is looked for only where one of the words `pattern` can
+// start with (`starts`) begins: looked for before every position, it cost some 40 steps at each.
+const _unlessNegated = (starts: string, pattern: string): RegExp => new RegExp(String.raw`\b(?=${starts})${_NOT_NEGATED}(?:${pattern})`, 'i');
 
 // These are backtracking regular expressions run over whole payloads, so each must take time linear
 // in the text: an unbounded run may be read from a start that no other start's run overlaps (a
@@ -77,13 +80,13 @@ const _PATTERNS: ReadonlyArray<readonly [InjectionKind, readonly RegExp[]]> = [
   ]],
   // Requests that the assistant's own tools wipe, delete or give away everything of a kind.
   [InjectionKind.DestructiveRequest, [
-    new RegExp(String.raw`${_NOT_NEGATED}\b(?:delete|erase|remove|purge|trash|destroy)\s+(?:all|every|each)\s+(?:of\s+)?(?:(?:my|your|the|their|our|his|her)\s+)?(?:e-?mails?|inbox|messages?|files?|documents?|contacts?|photos?|data|backups?|repos(?:itories)?|calendar(?:\s+events?)?|events?|records?|accounts?|chats?|conversations?|notes?|folders?)\b`, 'i'),
-    new RegExp(String.raw`${_NOT_NEGATED}\bwipe\s+(?:out\s+)?(?:(?:all|the|my|your|our|of)\s+)*(?:disks?|drives?|database|db|servers?|inbox|mailbox|data|device|phone|computer|laptop|accounts?|everything|files|memory|history|backups?)\b`, 'i'),
-    new RegExp(String.raw`${_NOT_NEGATED}\b(?:transfer|send|wire|move|withdraw|empty)\s+(?:all|everything|the\s+(?:entire|whole|full))\s+(?:of\s+)?(?:(?:my|your|the|our)\s+)?(?:funds|money|balance|savings|crypto|bitcoin|btc|eth|tokens|assets|bank\s+account|wallet|account)\b`, 'i'),
-    new RegExp(String.raw`${_NOT_NEGATED}\b(?:drop\s+(?:the\s+)?(?:database|table|schema)|factory[\s-]+reset|format\s+(?:the\s+|my\s+|your\s+)?(?:hard\s+)?(?:drive|disk))\b`, 'i'),
+    _unlessNegated('delete|erase|remove|purge|trash|destroy', String.raw`(?:delete|erase|remove|purge|trash|destroy)\s+(?:all|every|each)\s+(?:of\s+)?(?:(?:my|your|the|their|our|his|her)\s+)?(?:e-?mails?|inbox|messages?|files?|documents?|contacts?|photos?|data|backups?|repos(?:itories)?|calendar(?:\s+events?)?|events?|records?|accounts?|chats?|conversations?|notes?|folders?)\b`),
+    _unlessNegated('wipe', String.raw`wipe\s+(?:out\s+)?(?:(?:all|the|my|your|our|of)\s+)*(?:disks?|drives?|database|db|servers?|inbox|mailbox|data|device|phone|computer|laptop|accounts?|everything|files|memory|history|backups?)\b`),
+    _unlessNegated('transfer|send|wire|move|withdraw|empty', String.raw`(?:transfer|send|wire|move|withdraw|empty)\s+(?:all|everything|the\s+(?:entire|whole|full))\s+(?:of\s+)?(?:(?:my|your|the|our)\s+)?(?:funds|money|balance|savings|crypto|bitcoin|btc|eth|tokens|assets|bank\s+account|wallet|account)\b`),
+    _unlessNegated('drop|factory|format', String.raw`(?:drop\s+(?:the\s+)?(?:database|table|schema)|factory[\s-]+reset|format\s+(?:the\s+|my\s+|your\s+)?(?:hard\s+)?(?:drive|disk))\b`),
   ]],
   [InjectionKind.SecretExfiltration, [
-    new RegExp(String.raw`${_NOT_NEGATED}\b(?:reveal|show|print|output|repeat|leak|disclose|send|share|give|tell|paste)\s+(?:me\s+|us\s+)?(?:(?:all|any)\s+(?:of\s+)?)?(?:(?:your|the)\s+(?:system\s+prompt|(?:hidden|initial|original)\s+(?:prompt|instructions)|api[\s_-]*keys?|(?:secret|access|auth|bearer)\s+tokens?|secrets)|your\s+(?:tokens?|passwords?|credentials|keys|env(?:ironment)?(?:\s+variables)?))\b`, 'i'),
+    _unlessNegated('reveal|show|print|output|repeat|leak|disclose|send|share|give|tell|paste', String.raw`(?:reveal|show|print|output|repeat|leak|disclose|send|share|give|tell|paste)\s+(?:me\s+|us\s+)?(?:(?:all|any)\s+(?:of\s+)?)?(?:(?:your|the)\s+(?:system\s+prompt|(?:hidden|initial|original)\s+(?:prompt|instructions)|api[\s_-]*keys?|(?:secret|access|auth|bearer)\s+tokens?|secrets)|your\s+(?:tokens?|passwords?|credentials|keys|env(?:ironment)?(?:\s+variables)?))\b`),
   ]],
 ];
 
