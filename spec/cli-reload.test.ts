@@ -17,6 +17,7 @@ import { readEvents } from '../lib/store/store.ts';
 import { post } from './_http.ts';
 import { captureIo } from './_io.ts';
 import { main } from '../lib/cli/main.ts';
+import { SIGNERS } from './_signers.ts';
 import { assertCleanStop, cliCommand, ROOT, runCli, spawnServer, type Spawned } from './_cli.ts';
 import { until } from './_until.ts';
 
@@ -141,6 +142,30 @@ test('a mapping added to the config file answers after SIGHUP', async (t) => {
   const events = await readEvents(s.state);
   assert.equal(events.at(-1)?.source, 'hook:github');
   assert.match(events.at(-1)?.text ?? '', /push to hooks-ingress/);
+});
+
+test('a server started with no transform and no signed path runs both once a reload adds them (their code is imported then)', async (t) => {
+  const s = await setup(t, hooks(OLD_TOKEN));
+  const root = join(s.dir, 'hooks', 'transforms');
+  await mkdir(root, { recursive: true });
+  await writeFile(join(root, 'shout.mjs'), 'export default (input) => ({ text: String(input.payload.word).toUpperCase() });\n');
+  const server = await serve(t, s);
+  const secret = 'reload-github-secret';
+  const mappings = [
+    { id: 'shout', match: { path: 'shout' }, action: 'wake', wakeMode: 'next-heartbeat', transform: { module: 'shout.mjs' } },
+    { id: 'gh', match: { path: 'github' }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'push', signature: { scheme: 'github', secret } },
+  ];
+  await s.write(hooks(OLD_TOKEN, { mappings }));
+  await reload(server, s, 'sighup');
+
+  const shouted = await wake(server.url, OLD_TOKEN, '/hooks/shout', { word: 'loud' });
+  assert.equal(shouted.status, 200, shouted.text);
+  assert.match((await readEvents(s.state)).at(-1)?.text ?? '', /\nLOUD\n/);
+  const body = JSON.stringify({ ref: 'main' });
+  const signed = await post(server.url, '/hooks/github', { headers: await SIGNERS['github']!({ secret, body, id: 'delivery-1', nowSeconds: Math.floor(Date.now() / 1000) }), body });
+  assert.equal(signed.status, 200, signed.text);
+  const forged = await post(server.url, '/hooks/github', { headers: await SIGNERS['github']!({ secret: 'not-the-secret', body, id: 'delivery-2', nowSeconds: Math.floor(Date.now() / 1000) }), body });
+  assert.equal(forged.status, 401, forged.text);
 });
 
 test('a transform edited on disk is re-imported after a reload, not before (the module cache is cleared)', async (t) => {

@@ -78,9 +78,9 @@ test('channelsSchema checks URLs, numbers, methods and empty strings', () => {
   assert.match(problems({ telegram: { botToken: 't', defaultTo: '' } })[0]!, /^channels\.telegram\.defaultTo: /);
 });
 
-test('buildChannels() builds one adapter per configured platform, with its limit and default recipient', () => {
+test('buildChannels() builds one adapter per configured platform, with its limit and default recipient', async () => {
   const issues: Issue[] = [];
-  const built = buildChannels(parsed(FULL), issues);
+  const built = await buildChannels(parsed(FULL), issues);
   assert.deepEqual(issues, []);
   assert.deepEqual([...built.keys()], ['telegram', 'discord', 'slack', 'mattermost', 'signal', 'whatsapp', 'imessage', 'msteams']);
   for (const [name, configured] of built) {
@@ -93,8 +93,8 @@ test('buildChannels() builds one adapter per configured platform, with its limit
   assert.equal(built.get('mattermost')!.adapter.maxLength, 4000);
 });
 
-test('buildChannels() leaves defaultTo out when a section has none', () => {
-  const built = buildChannels(parsed({ telegram: { botToken: '123456:tg-token' } }), []);
+test('buildChannels() leaves defaultTo out when a section has none', async () => {
+  const built = await buildChannels(parsed({ telegram: { botToken: '123456:tg-token' } }), []);
   assert.deepEqual(Object.keys(built.get('telegram')!), ['adapter']);
 });
 
@@ -104,7 +104,7 @@ test('buildChannels() hands each adapter its configured base URL and the injecte
     urls.push(String(input instanceof Request ? input.url : input));
     return new Response(JSON.stringify({ error: 'fake' }), { status: 400, headers: { 'content-type': 'application/json' } });
   }) as typeof fetch;
-  const built = buildChannels(parsed(FULL), [], fetchStub);
+  const built = await buildChannels(parsed(FULL), [], fetchStub);
   for (const [name, configured] of built) {
     const before = urls.length;
     const sent = await configured.adapter.send(configured.defaultTo!, 'hello');
@@ -124,23 +124,23 @@ test('buildChannels() hands each adapter its configured base URL and the injecte
 
 test('buildChannels() picks the imsg CLI for imessage without serverUrl, with the configured command', async () => {
   const issues: Issue[] = [];
-  const built = buildChannels(parsed({ imessage: { command: '/nonexistent/imsg-for-spec' } }), issues);
+  const built = await buildChannels(parsed({ imessage: { command: '/nonexistent/imsg-for-spec' } }), issues);
   assert.deepEqual(issues, []);
   const sent = await built.get('imessage')!.adapter.send('+15552223333', 'hello');
   assert.equal(sent.ok, false);
   assert.match(!sent.ok ? sent.message : '', /^Cannot run \/nonexistent\/imsg-for-spec: /);
 });
 
-test('buildChannels() reports imessage with serverUrl but no password at channels.imessage', () => {
+test('buildChannels() reports imessage with serverUrl but no password at channels.imessage', async () => {
   const issues: Issue[] = [];
-  const built = buildChannels(parsed({ imessage: { serverUrl: 'http://127.0.0.1:1234' } }), issues);
+  const built = await buildChannels(parsed({ imessage: { serverUrl: 'http://127.0.0.1:1234' } }), issues);
   assert.deepEqual(issues, [{ path: 'channels.imessage', message: 'Invalid option password: required with serverUrl (BlueBubbles)' }]);
   assert.equal(built.has('imessage'), false);
 });
 
-test('buildChannels() reports a defaultTo the platform cannot reach at channels.<name>.defaultTo', () => {
+test('buildChannels() reports a defaultTo the platform cannot reach at channels.<name>.defaultTo', async () => {
   const issues: Issue[] = [];
-  buildChannels(
+  await buildChannels(
     parsed({
       telegram: { botToken: '123456:tg-token', defaultTo: 'my friend' },
       discord: { botToken: 'discord-token', defaultTo: 'general' },
@@ -155,9 +155,9 @@ test('buildChannels() reports a defaultTo the platform cannot reach at channels.
   assert.match(issues[0]!.message, /^Invalid Telegram recipient: /);
 });
 
-test('buildChannels() reports an option an adapter refuses, and leaves that channel out', () => {
+test('buildChannels() reports an option an adapter refuses, and leaves that channel out', async () => {
   const issues: Issue[] = [];
-  const built = buildChannels(
+  const built = await buildChannels(
     parsed({
       telegram: { botToken: 'has spaces in it' },
       signal: { url: 'http://127.0.0.1:9', account: '5550001111' },

@@ -12,11 +12,12 @@ async function sources(dir: string): Promise<string[]> {
 // Static `import`/`export ... from`, side-effect imports, and dynamic import() of a literal.
 const SPECIFIER = /(?:^|[\s;])(?:import|export)\s[^'"`]*?from\s*['"]([^'"]+)['"]|(?:^|[\s;])import\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/gm;
 
-/** One import of a file: what it names, where that resolves to (relative ones), and whether it is `import type`. */
+/** One import of a file: what it names, where that resolves to (relative ones), whether it is `import type`, and whether an `import()` (made when used). */
 interface Edge {
   specifier: string;
   target: string | null;
   typeOnly: boolean;
+  dynamic: boolean;
 }
 
 async function importsOf(file: string): Promise<Edge[]> {
@@ -26,7 +27,7 @@ async function importsOf(file: string): Promise<Edge[]> {
   for (const match of text.matchAll(SPECIFIER)) {
     const specifier = match[1] ?? match[2] ?? match[3]!;
     const target = specifier.startsWith('.') ? normalize(join(dirname(file), specifier)) : null;
-    edges.push({ specifier, target, typeOnly: /^\s*(?:[;\s])?(?:import|export)\s+type\s/.test(match[0]) });
+    edges.push({ specifier, target, typeOnly: /^\s*(?:[;\s])?(?:import|export)\s+type\s/.test(match[0]), dynamic: match[3] !== undefined });
   }
   return edges;
 }
@@ -167,6 +168,54 @@ test('lib/ is ESM that Deno runs as it is: no require, __dirname or module.expor
     if (/\brequire\(|__dirname|__filename|module\.exports/.test(code)) offenders.push(file);
   }
   assert.deepEqual(offenders, []);
+});
+
+/** The lib/ files loading `entry` loads before any of its code runs: its static imports, followed, without `import type` and `import()`. */
+function loadedBy(graph: ReadonlyMap<string, readonly Edge[]>, entry: string): Set<string> {
+  const loaded = new Set<string>();
+  const visit = (file: string) => {
+    if (loaded.has(file)) return;
+    loaded.add(file);
+    for (const edge of graph.get(file) ?? []) if (edge.target !== null && !edge.typeOnly && !edge.dynamic) visit(edge.target);
+  };
+  visit(entry);
+  return loaded;
+}
+
+// What serves, not what reads: the HTTP app, the runtime and its providers, the adapters, the
+// transform runner, the signature schemes, the config's validation, the server's composition.
+const SERVER_CODE = /^lib\/(?:edge\/(?!control\.ts)|runtime\/|delivery\/|hooks\/transforms\/|guard\/signatures?[/.]|http-call\.ts|cli\/(?:serve|service|transforms)\.ts|config\/(?:load|file-schema|checks)\.ts)/;
+
+test('lib/cli/main.ts imports each command when it runs: --version loads no command and nothing below the CLI', async () => {
+  const loaded = [...loadedBy(await libGraph(), 'lib/cli/main.ts')];
+  assert.ok(loaded.includes('lib/cli/usage.ts'));
+  assert.deepEqual(loaded.filter((f) => !/^lib\/(?:cli\/(?:main|io|usage|command)\.ts|[\w-]+\.ts)$/.test(f)), []);
+});
+
+test('a command that only reads the state directory (NEEDS: state) loads no server code and no config validation', async () => {
+  const graph = await libGraph();
+  const main = await readFile(join(ROOT, 'lib/cli/main.ts'), 'utf8');
+  const { NEEDS } = await import('../lib/cli/load-config.ts');
+  const readers = Object.keys(NEEDS).filter((name) => NEEDS[name]!.of === 'state');
+  assert.ok(readers.includes('events') && readers.includes('outbox'));
+  const offenders: string[] = [];
+  for (const name of readers) {
+    const file = new RegExp(`^\\s+${name}: async \\(\\) => \\(await import\\('\\./([\\w-]+\\.ts)'\\)\\)`, 'm').exec(main)?.[1];
+    // A command NEEDS names before it exists (the table is shared) is nothing to check yet; one main.ts runs is in its table of imports.
+    if (file === undefined) {
+      assert.doesNotMatch(main, new RegExp(`\\b${name}\\b`), `${name} is not imported through main.ts's table`);
+      continue;
+    }
+    for (const loaded of loadedBy(graph, `lib/cli/${file}`)) if (SERVER_CODE.test(loaded)) offenders.push(`${name} (lib/cli/${file}) → ${loaded}`);
+  }
+  assert.deepEqual(offenders, []);
+});
+
+test('serve loads no chat adapter, model provider, signature scheme or transform runner until its config names one', async () => {
+  const loaded = [...loadedBy(await libGraph(), 'lib/cli/serve.ts')];
+  assert.ok(loaded.includes('lib/edge/server.ts'));
+  const parts = /^lib\/(?:delivery\/(?!channels|deliver|chunk|adapter|_platform)|runtime\/providers\/(?!registry|provider)|guard\/signatures\/|hooks\/transforms\/|cli\/gmail-companion\.ts|delivery\/forward\.ts)/;
+  assert.deepEqual(loaded.filter((f) => parts.test(f)), []);
 });
 
 test('package.json declares no runtime dependencies', async () => {

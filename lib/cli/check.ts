@@ -2,11 +2,11 @@ import { fileModeWarnings } from '../config/file-modes.ts';
 import { locateConfig } from '../config/locate.ts';
 import { readinessWarnings } from '../config/readiness.ts';
 import type { Config } from '../config/types.ts';
-import { checkTransforms } from '../hooks/transforms/reloader.ts';
 import { COMMON, type Command, type Flags } from './command.ts';
 import { ignoreInspectorSignal } from './inspector-signal.ts';
 import { FAILURE, messagePrefix, type Io } from './io.ts';
 import { printInvalid, readConfig } from './load-config.ts';
+import { checkTransformsOf } from './transforms.ts';
 
 /** `hooks-ingress check`: validates the config and loads its transforms. */
 export const check: Command = {
@@ -48,7 +48,7 @@ async function _check(flags: Flags, io: Io): Promise<number> {
   const { config } = result;
   // A transform that does not load is an error like any other: said before the warnings, which
   // still follow, so one run of check shows everything there is to fix.
-  const problems = await checkTransforms(config);
+  const problems = await checkTransformsOf(config);
   if (problems.length > 0) printInvalid(io, path, problems);
   const name = messagePrefix(io);
   for (const key of result.ignored) io.stderr(`${name}: ${key} is not used by hooks-ingress (ignored)\n`);

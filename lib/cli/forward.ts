@@ -1,5 +1,4 @@
 import type { Config } from '../config/types.ts';
-import { Forwarder } from '../delivery/forward.ts';
 import type { Logger } from '../log.ts';
 import { retryUpdates } from '../store/outbox.ts';
 import type { Store } from '../store/store.ts';
@@ -25,10 +24,12 @@ export interface ForwardMode {
 /**
  * Starts forward mode for `serve`: the outbox is sent from the start (what a previous process
  * left pending goes first). `outbox retry` reaches it over the control channel, so the server
- * stays the journal's only writer.
+ * stays the journal's only writer. The sender is imported only in forward mode (the `outbox`
+ * command reads this file too, and sends nothing).
  */
-export function startForward(config: Config, store: Store, log: Logger): ForwardMode | null {
+export async function startForward(config: Config, store: Store, log: Logger): Promise<ForwardMode | null> {
   if (config.hooks.forward === null) return null;
+  const { Forwarder } = await import('../delivery/forward.ts');
   const forwarder = new Forwarder({ store, target: config.hooks.forward, log });
   forwarder.kick();
   return {

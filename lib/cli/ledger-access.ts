@@ -2,7 +2,7 @@ import { LedgerUnreadableError, parseStatus, parseTime, readLedger, type Damaged
 import type { Flags } from './command.ts';
 import { escapeControls } from './event-text.ts';
 import { exists, messagePrefix, type Io } from './io.ts';
-import { stateDirFor } from './load-config.ts';
+import { stateDirFor } from './state-dir.ts';
 
 // What every `requests` subcommand shares: the filters its flags name, and the ledger it reads.
 

@@ -4,7 +4,7 @@ import { clipLine } from '../text.ts';
 import { COMMON, type Command, type Flags } from './command.ts';
 import { escapeControls, formatEvent } from './event-text.ts';
 import { exists, FAILURE, messagePrefix, USAGE, type Io } from './io.ts';
-import { stateDirFor } from './load-config.ts';
+import { stateDirFor } from './state-dir.ts';
 import { usageLine } from './usage.ts';
 
 // `events` and `runs` read the same journal the same way.

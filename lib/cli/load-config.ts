@@ -1,9 +1,8 @@
-import { checkTransforms } from '../hooks/transforms/reloader.ts';
 import { loadConfig } from '../config/load.ts';
-import { locateConfig, locateStateDir } from '../config/locate.ts';
-import { readStateDir } from '../config/state-dir.ts';
+import { locateConfig } from '../config/locate.ts';
 import type { Config, ConfigResult } from '../config/types.ts';
-import { exists, messagePrefix, type Io } from './io.ts';
+import { messagePrefix, type Io } from './io.ts';
+import { checkTransformsOf } from './transforms.ts';
 
 /** What the commands that read the config take from the command line. */
 export interface ConfigFlags {
@@ -69,22 +68,6 @@ export function printInvalid(io: Io, path: string, problems: readonly string[]):
 export async function readConfig(flags: ConfigFlags, io: Io, transforms = true, scope: 'all' | { key: string } = 'all', signal?: AbortSignal): Promise<ConfigResult> {
   const result = await loadConfig(locateConfig(flags.config, io.env).path, io.env, scope);
   if (!result.ok || !transforms) return result;
-  const problems = await checkTransforms(result.config, signal);
+  const problems = await checkTransformsOf(result.config, signal);
   return problems.length === 0 ? result : { ok: false, problems };
-}
-
-/**
- * The state directory a reading command looks in: `--state-dir`, else the config file's
- * `state.dir` (no other key read, no other variable needed), else its default place.
- */
-export async function stateDirFor(flags: ConfigFlags, io: Io): Promise<string | null> {
-  if (flags['state-dir'] !== undefined) return locateStateDir(flags['state-dir'], null, io.env);
-  const located = locateConfig(flags.config, io.env);
-  if (located.implicit && !(await exists(located.path))) return locateStateDir(undefined, null, io.env);
-  const read = await readStateDir(located.path, io.env);
-  if (!read.ok) {
-    io.stderr(`${messagePrefix(io)}: invalid config ${located.path}:\n${read.problems.map((p) => `  ${p}\n`).join('')}`);
-    return null;
-  }
-  return locateStateDir(undefined, { stateDir: read.dir }, io.env);
 }

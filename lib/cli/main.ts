@@ -1,27 +1,28 @@
 import { readFileSync } from 'node:fs';
-import { check } from './check.ts';
 import type { Command, Flags } from './command.ts';
-import { configCommand } from './config-get.ts';
-import { gmailCommand } from './gmail.ts';
 import { processIo, USAGE, type Io } from './io.ts';
-import { events, runs } from './listing.ts';
-import { outbox } from './outbox.ts';
-import { reload } from './reload.ts';
-import { requests } from './requests.ts';
-import { send } from './send.ts';
-import { serveCommand } from './serve.ts';
-import { sign } from './sign.ts';
-import { status } from './status.ts';
-import { token } from './token.ts';
 import { parseCommand, unknownCommand, usageLine } from './usage.ts';
 
-// Parses the command line and runs the command it names; each command, with its help, is in its own file.
+// Parses the command line and runs the command it names; each command, with its help, is in its own
+// file, imported only when it runs: `--version` loads this file alone, and `events` no server code.
 
-const COMMANDS: Readonly<Record<string, Command>> = { serve: serveCommand, check, events, runs, requests, reload, status, send, outbox, sign, token };
+const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
+  serve: async () => (await import('./serve.ts')).serveCommand,
+  check: async () => (await import('./check.ts')).check,
+  events: async () => (await import('./listing.ts')).events,
+  runs: async () => (await import('./listing.ts')).runs,
+  requests: async () => (await import('./requests.ts')).requests,
+  reload: async () => (await import('./reload.ts')).reload,
+  status: async () => (await import('./status.ts')).status,
+  send: async () => (await import('./send.ts')).send,
+  outbox: async () => (await import('./outbox.ts')).outbox,
+  sign: async () => (await import('./sign.ts')).sign,
+  token: async () => (await import('./token.ts')).token,
+};
 // Commands with commands of their own, which parse their own arguments.
 const GROUPS: Readonly<Record<string, (argv: readonly string[], io: Io) => Promise<number>>> = {
-  gmail: (argv, io) => gmailCommand(argv, io),
-  config: configCommand,
+  gmail: async (argv, io) => (await import('./gmail.ts')).gmailCommand(argv, io),
+  config: async (argv, io) => (await import('./config-get.ts')).configCommand(argv, io),
 };
 
 const HELP = `Usage: hooks-ingress [command] [options]
@@ -69,11 +70,12 @@ export async function main(argv: readonly string[], io: Io = processIo()): Promi
   if (first !== undefined && Object.hasOwn(GROUPS, first)) return GROUPS[first]!(rest, { ...io, command: first });
   const named = first !== undefined && !first.startsWith('-');
   const name = named ? first : 'serve';
-  const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
-  if (command === undefined) {
+  const load = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+  if (load === undefined) {
     io.stderr(usageLine(null, unknownCommand(name, [...Object.keys(COMMANDS), ...Object.keys(GROUPS)])));
     return USAGE;
   }
+  const command = await load();
   const parsed = parseCommand(name, named ? rest : argv, command, io);
   if (typeof parsed === 'number') return parsed;
   return command.run(parsed.values as Flags, parsed.positionals, { ...io, command: name });

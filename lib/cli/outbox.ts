@@ -6,7 +6,7 @@ import { callServer } from './control.ts';
 import { retryOutbox, type RetryOutcome, type RetryRequest } from './forward.ts';
 import { escapeControls } from './event-text.ts';
 import { FAILURE, USAGE, type Io } from './io.ts';
-import { stateDirFor } from './load-config.ts';
+import { stateDirFor } from './state-dir.ts';
 import { unknownCommand, usageLine } from './usage.ts';
 import { lockStateDir } from '../store/state-lock.ts';
 

@@ -2,7 +2,7 @@ import { COMMON, type Command } from './command.ts';
 import { callServer } from './control.ts';
 import { escapeControls } from './event-text.ts';
 import { FAILURE, USAGE, type Io } from './io.ts';
-import { stateDirFor } from './load-config.ts';
+import { stateDirFor } from './state-dir.ts';
 import type { ReloadChanges, ReloadVerdict } from './reloads.ts';
 import { usageLine } from './usage.ts';
 

@@ -44,7 +44,7 @@ export const send: Command = {
     }
     const config = await loadConfigFor(flags, io);
     if (config === null) return FAILURE;
-    const deliver = buildDeliver(config, () => null, { maxAttempts: ATTEMPTS, baseDelayMs: 1_000, maxDelayMs: 10_000 });
+    const deliver = await buildDeliver(config, () => null, { maxAttempts: ATTEMPTS, baseDelayMs: 1_000, maxDelayMs: 10_000 });
     // An unreachable platform can take a while to fail; a silent terminal looks hung.
     const notice = setTimeout(() => io.stderr(`${messagePrefix(io)}: ${waitingFor(config, channel as Channel)}\n`), WAIT_NOTICE_MS);
     let outcome;

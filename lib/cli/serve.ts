@@ -13,7 +13,6 @@ import { chooseLogFormat, jsonLinesToText, LOG_FORMATS, type LogFormat } from '.
 import { secureStateDir } from '../store/state-access.ts';
 import { lockStateDir, type StateLock } from '../store/state-lock.ts';
 import { COMMON, type Command, type Flags } from './command.ts';
-import { serveCompanion } from './gmail-companion.ts';
 import { ignoreInspectorSignal } from './inspector-signal.ts';
 import { exists, FAILURE, messagePrefix, USAGE, type Io } from './io.ts';
 import { loadConfigFor, readConfig } from './load-config.ts';
@@ -217,7 +216,7 @@ function _reloadOnHangup(flags: Flags, io: Io, log: Logger, service: Service, co
     }
     const changes = reloadChanges(current, next.config);
     try {
-      service.reload(next.config);
+      await service.reload(next.config);
     } catch (error) {
       log.error('reload failed; the old config stays where it was not yet replaced', { error: String(error) });
       return { outcome: 'failed', at: at(), file, problems: ['the reload failed part way; the server log has the error'] };
@@ -281,10 +280,11 @@ async function _listen(flags: Flags, port: number | undefined, config: Config, i
   }
 }
 
-// The Gmail watcher, when the preset is set up and gog is installed, runs and stops with the server.
+// The Gmail watcher, when the preset is set up and gog is installed, runs and stops with the server
+// (its module is imported only for a config with the gmail preset).
 async function _withCompanion(config: Config, io: Io, log: Logger, stopped: Promise<string>): Promise<string> {
   const companionStop = new AbortController();
-  const companion = await serveCompanion(config, { ...io, signal: companionStop.signal });
+  const companion = config.hooks.presets.includes('gmail') ? await (await import('./gmail-companion.ts')).serveCompanion(config, { ...io, signal: companionStop.signal }) : null;
   if (companion !== null && 'skip' in companion) log.warn('gmail watcher not started', { reason: companion.skip });
   const watching = companion !== null && 'run' in companion ? companion.run() : Promise.resolve();
   const signal = await stopped;

@@ -4,13 +4,13 @@ import { buildChannels } from '../delivery/channels.ts';
 import { createDeliver, type DeliveryOptions } from '../delivery/deliver.ts';
 import { createApp, type App } from '../edge/server.ts';
 import { createTelemetry } from '../edge/telemetry.ts';
-import { TransformReloader } from '../hooks/transforms/reloader.ts';
 import type { Logger } from '../log.ts';
 import { Heartbeat } from '../runtime/heartbeat.ts';
 import { providerRegistry } from '../runtime/providers/registry.ts';
 import { Runner } from '../runtime/runner.ts';
 import { createCompletions } from '../runtime/completion.ts';
 import { startForward, type RetryOutcome, type RetryRequest } from './forward.ts';
+import { serviceTransforms } from './transforms.ts';
 import type { Route } from '../store/store.ts';
 import { Ledger } from '../store/ledger.ts';
 import { Store } from '../store/store.ts';
@@ -28,16 +28,16 @@ export interface Service {
   retryOutbox: ((request: RetryRequest) => Promise<RetryOutcome>) | null;
   /** The request ledger, unless it could not be opened. */
   ledger: Ledger | null;
-  /** Swaps in a reloaded configuration; every part is built before any is swapped. */
-  reload(config: Config): void;
+  /** Swaps in a reloaded configuration; every part is built (and what it needs imported) before any is swapped. */
+  reload(config: Config): Promise<void>;
   /** Stops the runtime, the heartbeat and the transforms, then closes the store. */
   stop(): Promise<void>;
 }
 
 /** Builds the chat adapters a config names and a delivery over them. */
-export function buildDeliver(config: Config, lastRoute: () => Route | null, retry?: DeliveryOptions['retry']): Deliver {
+export async function buildDeliver(config: Config, lastRoute: () => Route | null, retry?: DeliveryOptions['retry']): Promise<Deliver> {
   // The config check already built each adapter once, so building them again reports nothing new.
-  const channels = buildChannels(config.channels, []);
+  const channels = await buildChannels(config.channels, []);
   return createDeliver({ channels, lastRoute, ...(retry === undefined ? {} : { retry }) });
 }
 
@@ -72,20 +72,20 @@ export async function startService(config: Config, stateDir: string, log: Logger
     onBeat: () => void runner.heartbeatTurn(),
     onError: (error) => log.error('heartbeat not recorded', { error: String(error) }),
   });
-  const runtimeParts = (c: Config) => ({ config: c, providerFor: providerRegistry(c.providers), deliver: buildDeliver(c, () => store.lastRoute()) });
-  const runner = new Runner({ ...runtimeParts(config), store, transcripts: new Transcripts(stateDir), heartbeat, log });
+  const runtimeParts = async (c: Config) => ({ config: c, providerFor: providerRegistry(c.providers), deliver: await buildDeliver(c, () => store.lastRoute()) });
+  const runner = new Runner({ ...(await runtimeParts(config)), store, transcripts: new Transcripts(stateDir), heartbeat, log });
   runner.start();
   // A `now` wake acknowledged just before a crash still gets its heartbeat.
   if (store.heartbeatOwed()) heartbeat.request('recovery');
   heartbeat.start();
 
-  const transforms = new TransformReloader(log);
-  transforms.configure(config);
+  const transforms = serviceTransforms(log);
+  await transforms.configure(config);
   const completions = createCompletions(store);
   // The limiter lives in the app (a reload may replace it); the metrics page reads it when rendered.
   const telemetry = createTelemetry({ store, limiter: () => app.limiterStats(), queueDepth: () => runner.depth, waiters: () => completions.held() + app.held() });
   // Forward mode: accepted actions leave through the outbox to the upstream gateway.
-  const forward = startForward(config, store, log);
+  const forward = await startForward(config, store, log);
   const ledger = await openLedger(config, stateDir, log);
   const app = createApp({
     ...{ config, store, heartbeat, log, runs: runner, transforms: transforms.call, telemetry, completions },
@@ -97,13 +97,13 @@ export async function startService(config: Config, stateDir: string, log: Logger
     store,
     retryOutbox: forward === null ? null : (request) => forward.retry(request),
     ledger,
-    reload(reloaded) {
+    async reload(reloaded) {
       // Forward mode is on or off for the life of the process: its sender starts with it.
       const forwardNow = forward === null ? null : (reloaded.hooks.forward ?? config.hooks.forward);
       if ((forwardNow === null) !== (reloaded.hooks.forward === null)) log.warn('hooks.forward turned on or off takes effect at the next start', {});
       const next = { ...reloaded, hooks: { ...reloaded.hooks, forward: forwardNow } };
-      const parts = runtimeParts(next);
-      transforms.configure(next);
+      const parts = await runtimeParts(next);
+      await transforms.configure(next);
       runner.reconfigure(parts);
       forward?.reconfigure(next);
       ledger?.reconfigure(next.hooks.ledger);

@@ -2,7 +2,7 @@ import { COMMON, type Command } from './command.ts';
 import { callServer } from './control.ts';
 import { escapeControls } from './event-text.ts';
 import { FAILURE } from './io.ts';
-import { stateDirFor } from './load-config.ts';
+import { stateDirFor } from './state-dir.ts';
 import type { ServerStatus } from './operations.ts';
 import { changeLines } from './reload.ts';
 

@@ -5,6 +5,7 @@ import { channelsSchema } from '../delivery/channels.ts';
 import { mappingSchema } from '../hooks/mappings.ts';
 import { array, boolean, literal, number, object, optional, record, refine, string, type Schema } from '../schema.ts';
 import { trimTrailingSlashes } from '../text.ts';
+import { stateSchema } from './state-schema.ts';
 
 // The config file's schema: every key, its type and its own rule. Rules that span keys are in checks.ts.
 
@@ -43,9 +44,6 @@ const hooksPath = refine(string({ trim: true }), (value) => {
   if (path === '/') return 'may not be "/"';
   return /^\/[\w\-./~]*$/.test(path) ? null : 'may contain only letters, digits and "-._~/"';
 });
-
-/** The config file's `state` section (a reading command checks it alone). */
-export const stateSchema = object({ dir: optional(string({ nonEmpty: true })) });
 
 /** The config file as written: `check(fileSchema, value)` validates it. */
 export const fileSchema = object({

@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { dirname, join as joinPath, resolve } from 'node:path';
 import { buildChannels } from '../delivery/channels.ts';
 import { resolveInside, resolveModule } from '../guard/contain.ts';
+import { loadSchemes } from '../guard/signature.ts';
 import { check, formatIssue, type Issue } from '../schema.ts';
 import { checkConfig, gmailShadowWarnings, modelWarnings, sessionKeyWarnings } from './checks.ts';
 import { resolveEnv, within, type EnvScope } from './env.ts';
@@ -45,12 +46,14 @@ export async function buildConfig(raw: unknown, where: { file: string | null; en
 
   const token = await _readToken(file, dir, where.env, issues);
   // The adapters are built only to check their options here; the composition root builds the ones it uses.
-  buildChannels(file.channels ?? {}, issues);
+  await buildChannels(file.channels ?? {}, issues);
   const lexical = normalise(file, { file: where.file, dir, token });
   issues.push(...checkConfig(lexical));
   const config = await _transformRuntime(await containTransforms(lexical, file.hooks?.transformsDir, issues), where.env, issues);
   const problems = issues.filter(judged);
   if (problems.length > 0) return { ok: false, problems: problems.map(formatIssue) };
+  // A config is used to verify requests as soon as it is built: the schemes it names are imported now.
+  await loadSchemes(config.hooks.mappings.flatMap((m) => (m.signature === undefined ? [] : [m.signature.scheme])));
   // In forward mode the models are the upstream's: what matters is which keys go unused here.
   const warnings = [...sessionKeyWarnings(config), ...(config.hooks.forward === null ? modelWarnings(config) : forwardUnused(config)), ...gmailShadowWarnings(config)];
   return { ok: true, config, ignored: checked.ignored, warnings: warnings.map(formatIssue) };

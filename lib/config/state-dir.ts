@@ -2,8 +2,8 @@ import { dirname, resolve } from 'node:path';
 import { isPlainObject } from '../object.ts';
 import { check, formatIssue } from '../schema.ts';
 import { resolveEnv } from './env.ts';
-import { stateSchema } from './file-schema.ts';
 import { readConfigFile } from './read.ts';
+import { stateSchema } from './state-schema.ts';
 import type { Env } from './types.ts';
 
 // A command that only reads the state directory reads only `state` of the config file: its other

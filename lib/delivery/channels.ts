@@ -1,14 +1,6 @@
 import type { Channel } from '../actions.ts';
 import { literal, number, object, optional, string, type Issue } from '../schema.ts';
 import type { Adapter } from './adapter.ts';
-import { createDiscordAdapter } from './discord.ts';
-import { createBlueBubblesAdapter, createImsgAdapter } from './imessage.ts';
-import { createMattermostAdapter } from './mattermost.ts';
-import { createTeamsAdapter } from './msteams.ts';
-import { createSignalAdapter } from './signal.ts';
-import { createSlackAdapter } from './slack.ts';
-import { createTelegramAdapter } from './telegram.ts';
-import { createWhatsAppAdapter } from './whatsapp.ts';
 
 const text = string({ trim: true, nonEmpty: true });
 const url = string({ trim: true, pattern: { regex: /^https?:\/\/\S+$/, rule: 'must be an http:// or https:// URL' } });
@@ -51,54 +43,71 @@ export interface ConfiguredChannel {
   defaultTo?: string;
 }
 
-/** Builds the adapters the config names; an option an adapter refuses is reported at its key path. */
-export function buildChannels(config: ChannelsConfig, issues: Issue[], fetchImpl?: typeof fetch): Map<Channel, ConfiguredChannel> {
+type Sections = Required<ChannelsConfig>;
+type Make<K extends keyof Sections> = (section: NonNullable<Sections[K]>, fetchImpl: { fetch?: typeof fetch }) => Adapter;
+
+// Each platform's adapter, imported when a config first names that platform: a service that
+// replies on Telegram alone never loads the other seven.
+const ADAPTERS: { readonly [K in keyof Sections]: () => Promise<Make<K>> } = {
+  telegram: async () => {
+    const { createTelegramAdapter } = await import('./telegram.ts');
+    return (c, f) => createTelegramAdapter({ botToken: c.botToken, apiBase: c.apiBase, ...f });
+  },
+  discord: async () => {
+    const { createDiscordAdapter } = await import('./discord.ts');
+    return (c, f) => createDiscordAdapter({ botToken: c.botToken, apiBase: c.apiBase, ...f });
+  },
+  slack: async () => {
+    const { createSlackAdapter } = await import('./slack.ts');
+    return (c, f) => createSlackAdapter({ botToken: c.botToken, apiBase: c.apiBase, ...f });
+  },
+  mattermost: async () => {
+    const { createMattermostAdapter } = await import('./mattermost.ts');
+    return (c, f) => createMattermostAdapter({ serverUrl: c.serverUrl, token: c.token, maxLength: c.maxLength, ...f });
+  },
+  signal: async () => {
+    const { createSignalAdapter } = await import('./signal.ts');
+    return (c, f) => createSignalAdapter({ url: c.url, account: c.account, ...f });
+  },
+  whatsapp: async () => {
+    const { createWhatsAppAdapter } = await import('./whatsapp.ts');
+    return (c, f) => createWhatsAppAdapter({ phoneNumberId: c.phoneNumberId, accessToken: c.accessToken, ...(c.apiBase ? { apiBase: c.apiBase } : {}), ...f });
+  },
+  imessage: async () => {
+    const { createBlueBubblesAdapter, createImsgAdapter } = await import('./imessage.ts');
+    return (c, f) => {
+      if (c.serverUrl === undefined) return createImsgAdapter(c.command === undefined ? {} : { command: c.command });
+      if (c.password === undefined) throw new TypeError('Invalid option password: required with serverUrl (BlueBubbles)');
+      return createBlueBubblesAdapter({ serverUrl: c.serverUrl, password: c.password, ...(c.method ? { method: c.method } : {}), ...f });
+    };
+  },
+  msteams: async () => {
+    const { createTeamsAdapter } = await import('./msteams.ts');
+    return ({ appId, appPassword, tenantId, serviceUrl, tokenUrl }, f) =>
+      createTeamsAdapter({ appId, appPassword, serviceUrl, ...(tenantId ? { tenantId } : {}), ...(tokenUrl ? { tokenUrl } : {}), ...f });
+  },
+};
+
+/** Builds the adapters the config names (importing only theirs); an option an adapter refuses is reported at its key path. */
+export async function buildChannels(config: ChannelsConfig, issues: Issue[], fetchImpl?: typeof fetch): Promise<Map<Channel, ConfiguredChannel>> {
   const built = new Map<Channel, ConfiguredChannel>();
-  const add = (channel: Channel, make: () => Adapter, defaultTo: string | undefined) => {
+  const f = fetchImpl === undefined ? {} : { fetch: fetchImpl };
+  for (const channel of Object.keys(ADAPTERS) as (keyof Sections)[]) {
+    const section = config[channel];
+    if (section === undefined) continue;
+    const make = (await ADAPTERS[channel]()) as Make<typeof channel>;
     let adapter: Adapter;
     try {
-      adapter = make();
+      adapter = make(section as never, f);
     } catch (error) {
       issues.push({ path: `channels.${channel}`, message: (error as Error).message });
-      return;
+      continue;
     }
-    if (defaultTo !== undefined) {
-      const problem = adapter.checkRecipient(defaultTo);
+    if (section.defaultTo !== undefined) {
+      const problem = adapter.checkRecipient(section.defaultTo);
       if (problem !== null) issues.push({ path: `channels.${channel}.defaultTo`, message: problem });
     }
-    built.set(channel, { adapter, ...(defaultTo === undefined ? {} : { defaultTo }) });
-  };
-  const f = fetchImpl === undefined ? {} : { fetch: fetchImpl };
-  const { telegram, discord, slack, mattermost, signal, whatsapp, imessage, msteams } = config;
-  if (telegram) add('telegram', () => createTelegramAdapter({ botToken: telegram.botToken, apiBase: telegram.apiBase, ...f }), telegram.defaultTo);
-  if (discord) add('discord', () => createDiscordAdapter({ botToken: discord.botToken, apiBase: discord.apiBase, ...f }), discord.defaultTo);
-  if (slack) add('slack', () => createSlackAdapter({ botToken: slack.botToken, apiBase: slack.apiBase, ...f }), slack.defaultTo);
-  if (mattermost) {
-    add('mattermost', () => createMattermostAdapter({ serverUrl: mattermost.serverUrl, token: mattermost.token, maxLength: mattermost.maxLength, ...f }), mattermost.defaultTo);
-  }
-  if (signal) add('signal', () => createSignalAdapter({ url: signal.url, account: signal.account, ...f }), signal.defaultTo);
-  if (whatsapp) {
-    add(
-      'whatsapp',
-      () => createWhatsAppAdapter({ phoneNumberId: whatsapp.phoneNumberId, accessToken: whatsapp.accessToken, ...(whatsapp.apiBase ? { apiBase: whatsapp.apiBase } : {}), ...f }),
-      whatsapp.defaultTo,
-    );
-  }
-  if (imessage) {
-    const make = () => {
-      if (imessage.serverUrl === undefined) return createImsgAdapter(imessage.command === undefined ? {} : { command: imessage.command });
-      if (imessage.password === undefined) throw new TypeError('Invalid option password: required with serverUrl (BlueBubbles)');
-      return createBlueBubblesAdapter({ serverUrl: imessage.serverUrl, password: imessage.password, ...(imessage.method ? { method: imessage.method } : {}), ...f });
-    };
-    add('imessage', make, imessage.defaultTo);
-  }
-  if (msteams) {
-    const { appId, appPassword, tenantId, serviceUrl, tokenUrl } = msteams;
-    add(
-      'msteams',
-      () => createTeamsAdapter({ appId, appPassword, serviceUrl, ...(tenantId ? { tenantId } : {}), ...(tokenUrl ? { tokenUrl } : {}), ...f }),
-      msteams.defaultTo,
-    );
+    built.set(channel, { adapter, ...(section.defaultTo === undefined ? {} : { defaultTo: section.defaultTo }) });
   }
   return built;
 }

@@ -1,28 +1,38 @@
 import { createHash } from 'node:crypto';
-import { genericHmac, github, meta, shopify } from './signatures/body-hmac.ts';
 import type { SchemeName, Signature } from '../signing.ts';
 import type { DeliveryId, Scheme, SignedRequest, Verdict } from './signatures/scheme.ts';
-import { gitlab, pathToken } from './signatures/shared-token.ts';
-import { slack } from './signatures/slack.ts';
-import { standardWebhooks } from './signatures/standard-webhooks.ts';
-import { stripe } from './signatures/stripe.ts';
-import { twilio } from './signatures/twilio.ts';
 
 export { SCHEMES, type SchemeName, type Signature } from '../signing.ts';
 export type { DeliveryId, SignedRequest, Verdict } from './signatures/scheme.ts';
 
-const SCHEMES_BY_NAME: Readonly<Record<SchemeName, Scheme>> = {
-  'standard-webhooks': standardWebhooks,
-  github,
-  meta,
-  stripe,
-  slack,
-  shopify,
-  twilio,
-  gitlab,
-  hmac: genericHmac,
-  token: pathToken,
+// Each scheme's module, imported when a config first names the scheme (loading a config does it:
+// see loadSchemes), so a server without signed paths loads none of them.
+const IMPORTS: Readonly<Record<SchemeName, () => Promise<Scheme>>> = {
+  'standard-webhooks': async () => (await import('./signatures/standard-webhooks.ts')).standardWebhooks,
+  github: async () => (await import('./signatures/body-hmac.ts')).github,
+  meta: async () => (await import('./signatures/body-hmac.ts')).meta,
+  stripe: async () => (await import('./signatures/stripe.ts')).stripe,
+  slack: async () => (await import('./signatures/slack.ts')).slack,
+  shopify: async () => (await import('./signatures/body-hmac.ts')).shopify,
+  twilio: async () => (await import('./signatures/twilio.ts')).twilio,
+  gitlab: async () => (await import('./signatures/shared-token.ts')).gitlab,
+  hmac: async () => (await import('./signatures/body-hmac.ts')).genericHmac,
+  token: async () => (await import('./signatures/shared-token.ts')).pathToken,
 };
+
+// The schemes imported so far; a module once imported stays for the life of the process anyway.
+const LOADED = new Map<SchemeName, Scheme>();
+
+/** Imports the schemes named, so requests on their paths are verified without waiting; a config's loading calls it. */
+export async function loadSchemes(names: Iterable<SchemeName>): Promise<void> {
+  for (const name of new Set(names)) if (!LOADED.has(name)) LOADED.set(name, await IMPORTS[name]());
+}
+
+function _scheme(name: SchemeName): Scheme {
+  const scheme = LOADED.get(name);
+  if (scheme === undefined) throw new Error(`Cannot use signature scheme ${name}: it was not loaded (loadSchemes)`);
+  return scheme;
+}
 
 /** The schemes whose signature carries a timestamp, checked against `toleranceSeconds`. */
 export const TIMESTAMPED: readonly SchemeName[] = ['standard-webhooks', 'stripe', 'slack'];
@@ -32,7 +42,7 @@ export const TIMESTAMPED: readonly SchemeName[] = ['standard-webhooks', 'stripe'
  * `nowMs` is the wall clock (milliseconds since the epoch) that signed timestamps are held against.
  */
 export function verifySignature(signature: Signature, request: SignedRequest, nowMs: number): Verdict {
-  return SCHEMES_BY_NAME[signature.scheme].verify(signature, request, Math.floor(nowMs / 1000));
+  return _scheme(signature.scheme).verify(signature, request, Math.floor(nowMs / 1000));
 }
 
 /**
@@ -41,14 +51,14 @@ export function verifySignature(signature: Signature, request: SignedRequest, no
  * is not); else the id the sender puts in a header; `null` when there is none.
  */
 export function deliveryId(signature: Signature, request: SignedRequest, payload: Record<string, unknown>): DeliveryId | null {
-  const given = SCHEMES_BY_NAME[signature.scheme].delivery(request, payload);
+  const given = _scheme(signature.scheme).delivery(request, payload);
   if (given?.signed === true || signature.dedupeBodySeconds === undefined) return given;
   return { id: `sha256:${createHash('sha256').update(request.body).digest('hex')}`, signed: true, windowSeconds: signature.dedupeBodySeconds };
 }
 
 /** The headers a real sender of this scheme would add to `body`, signed with the first secret. */
 export function signRequest(signature: Signature, body: Buffer, nowMs: number, id: string): Record<string, string> {
-  return { 'content-type': 'application/json', ...SCHEMES_BY_NAME[signature.scheme].sign(signature, body, Math.floor(nowMs / 1000), id) };
+  return { 'content-type': 'application/json', ..._scheme(signature.scheme).sign(signature, body, Math.floor(nowMs / 1000), id) };
 }
 
 /** A refusal as the client reads it: the header at fault and why, never the expected value. */

@@ -14,8 +14,8 @@ import type { Provider } from './providers/provider.ts';
 export interface RunnerOptions {
   store: Store;
   config: Config;
-  /** The model API for a provider id, or `null` when none is configured. */
-  providerFor: (providerId: string) => Provider | null;
+  /** The model API for a provider id, or `null` when none is configured (a registry imports its module on first use). */
+  providerFor: (providerId: string) => Provider | null | Promise<Provider | null>;
   transcripts: Transcripts;
   heartbeat: { request(reason: string): void };
   log: Logger;

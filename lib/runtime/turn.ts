@@ -28,7 +28,7 @@ export async function takeTurn(ctx: RuntimeContext, turn: Turn): Promise<TurnOut
   if (turn.model === undefined) return { status: 'error', error: 'no model is configured (set agents.defaults.model or the agent\'s model)', calls: 0 };
   const resolved = resolveModel(turn.model, ctx.config.agents.models);
   if (resolved === null) return { status: 'error', error: `model "${turn.model}" is neither "provider/model" nor a known alias`, calls: 0 };
-  const provider = ctx.providerFor(resolved.provider);
+  const provider = await ctx.providerFor(resolved.provider);
   if (provider === null) return { status: 'error', error: `provider "${resolved.provider}" is not configured (models.providers)`, calls: 0, model: resolved.key };
   const workspace = workspaceOf(ctx.config, turn.agent);
   const agentsMd = workspace === undefined ? null : await ctx.readText(join(workspace, 'AGENTS.md'));

@@ -1,0 +1,7 @@
+import { object, optional, string } from '../schema.ts';
+
+// Apart from the rest of the file's schema: a command that reads only the state directory checks
+// this section alone and loads nothing of the other keys' rules.
+
+/** The config file's `state` section. */
+export const stateSchema = object({ dir: optional(string({ nonEmpty: true })) });
