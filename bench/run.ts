@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { LogTap } from './_log-tap.ts';
 import { cpuSeconds, filesystem, fsyncProbe } from './_proc.ts';
+import { coldstart, type ColdFigures } from './coldstart.ts';
 import { upload, UPLOAD_BYTES, type UploadResult } from './_upload.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -45,13 +46,19 @@ Scenarios (--scenarios takes a comma-separated subset):
   agent       POST /hooks/agent accepted: the run is queued (the model never answers)
   template    POST /hooks/plain: a textTemplate mapping (wakeMode next-heartbeat)
   transform   POST /hooks/t: a trivial transform mapping (wakeMode next-heartbeat)
+  coldstart   not under wrk: each server started --starts times (interleaved), timed from the
+              start to its first 200 on POST /hooks/wake (a bare node:http server, every
+              hooks-ingress build, adnanh/webhook, and each through systemd-socket-activate when
+              installed), its CPU by then and its RSS after 1.5 s idle; then hooks-ingress
+              --version and events against node -e 0 (bench/coldstart.ts)
 
 Options:
   --duration S      seconds per measured wrk run (default 5)
   --rounds N        interleaved rounds of every scenario; the median is kept (default 3)
   --connections N   wrk connections (default 32)
   --threads N       wrk threads (default 1)
-  --scenarios LIST  only these scenarios (the echo always runs)
+  --scenarios LIST  only these scenarios (the echo always runs, unless coldstart is the only one)
+  --starts N        coldstart: starts of each server; the median is kept (default 5)
   --compare DIR     also run the build in DIR (a checkout with dist/ built) as "before"; given
                     more than once, each build is named after its directory and the table
                     shows each one against the one listed before it (this checkout last)
@@ -76,6 +83,9 @@ interface Options {
   connections: number;
   threads: number;
   scenarios: Set<ScenarioName>;
+  /** Whether the coldstart scenario runs, and how many starts of each server it makes. */
+  coldstart: boolean;
+  starts: number;
   /** Other builds to run beside this one, oldest first. */
   compare: string[];
   upload: boolean;
@@ -166,6 +176,7 @@ function _parseOptions(argv: string[]): Options | null {
       connections: { type: 'string' },
       threads: { type: 'string' },
       scenarios: { type: 'string' },
+      starts: { type: 'string' },
       compare: { type: 'string', multiple: true },
       'no-upload': { type: 'boolean' },
       tmp: { type: 'string' },
@@ -184,9 +195,11 @@ function _parseOptions(argv: string[]): Options | null {
     if (!Number.isInteger(n) || n < 1 || n > max) throw new RangeError(`Invalid option --${name}: expected a whole number from 1 to ${max}`);
     return n;
   };
-  const picked = (values.scenarios ?? SCENARIOS.join(',')).split(',').map((s) => s.trim()).filter((s) => s !== '');
-  const unknown = picked.filter((s) => !(SCENARIOS as readonly string[]).includes(s));
-  if (unknown.length > 0) throw new RangeError(`Invalid option --scenarios: unknown ${unknown.join(', ')} (known: ${SCENARIOS.join(', ')})`);
+  const all = [...SCENARIOS, 'coldstart'];
+  const picked = (values.scenarios ?? all.join(',')).split(',').map((s) => s.trim()).filter((s) => s !== '');
+  const unknown = picked.filter((s) => !all.includes(s));
+  if (unknown.length > 0) throw new RangeError(`Invalid option --scenarios: unknown ${unknown.join(', ')} (known: ${all.join(', ')})`);
+  const underWrk = picked.filter((s) => s !== 'coldstart') as ScenarioName[];
   const compare = (values.compare ?? []).map((dir) => resolvePath(dir));
   for (const dir of compare) {
     if (!existsSync(join(dir, 'dist', 'cli', 'main.js'))) throw new RangeError(`Invalid option --compare: ${dir} has no dist/cli/main.js (run "npm run build" there)`);
@@ -196,7 +209,10 @@ function _parseOptions(argv: string[]): Options | null {
     rounds: whole('rounds', values.rounds, 3, 15),
     connections: whole('connections', values.connections, 32, 1024),
     threads: whole('threads', values.threads, 1, 64),
-    scenarios: new Set(['echo', ...picked] as ScenarioName[]),
+    // The echo is every wrk scenario's yardstick; coldstart alone runs without wrk.
+    scenarios: new Set<ScenarioName>(underWrk.length === 0 ? [] : ['echo', ...underWrk]),
+    coldstart: picked.includes('coldstart'),
+    starts: whole('starts', values.starts, 5, 51),
     compare,
     upload: values['no-upload'] !== true,
     tmp: values.tmp ?? tmpdir(),
@@ -748,10 +764,29 @@ async function main(argv: string[]): Promise<number> {
   if (o === null) return 0;
   if (o.json) say = (line = '') => process.stderr.write(`${line}\n`);
 
-  const wrk = _ensureTool('wrk', 'wrk', true);
+  const wrk = o.scenarios.size === 0 ? '' : _ensureTool('wrk', 'wrk', true);
   if (wrk === null) return 1;
-  const webhook = o.scenarios.has('webhook') ? _ensureTool('webhook', 'webhook', false) : null;
+  const webhook = o.scenarios.has('webhook') || o.coldstart ? _ensureTool('webhook', 'webhook', false) : null;
   if (!_ensureBuild()) return 1;
+  let cold: ColdFigures | null = null;
+  if (o.coldstart) {
+    const tmp = mkdtempSync(join(o.tmp, 'hooks-ingress-coldstart-'));
+    try {
+      const builds = [...o.compare.map((dir) => ({ name: o.compare.length === 1 ? 'before' : basename(dir), dir })), { name: o.compare.length === 0 ? 'hooks-ingress' : 'after', dir: ROOT }];
+      cold = await coldstart({ tmp, builds, root: ROOT, starts: o.starts, webhook, socketActivate: _which('systemd-socket-activate'), say });
+    } catch (error) {
+      process.stderr.write(`bench: coldstart: ${(error as Error).message}\n`);
+      return 1;
+    } finally {
+      if (!o.keep) rmSync(tmp, { recursive: true, force: true });
+      else say(`kept ${tmp}`);
+    }
+    if (o.scenarios.size === 0) {
+      if (o.json) process.stdout.write(`${JSON.stringify({ date: new Date().toISOString(), node: process.version, coldstart: cold }, null, 2)}\n`);
+      return 0;
+    }
+    say();
+  }
 
   let setup: Setup | null = null;
   let exitCode = 0;
@@ -808,6 +843,7 @@ async function main(argv: string[]): Promise<number> {
       fdatasyncMs: { p50: fsync.p50Ms, p99: fsync.p99Ms, samples: fsync.samples },
       rows: rows.map((r) => ({ ...r, runs: setup!.cases.find((c) => c.scenario === r.scenario && c.target.name === r.server)!.runs })),
       upload: { bytes: UPLOAD_BYTES, targetRssGrowthMiB: UPLOAD_RSS_TARGET_MIB, runs: uploads },
+      coldstart: cold,
       outsideGoals: outside,
       valid: !invalid,
     };
