@@ -7,7 +7,8 @@ import { once } from 'node:events';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { rssKiB } from './_proc.ts';
 
 /** What the scenario is given: where to work, which builds, which peers are installed. */
@@ -100,7 +101,7 @@ async function _firstOk(port: number, token: string, child: ChildProcess, deadli
       throw new Error(`answered ${status}`);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ECONNREFUSED' && (error as NodeJS.ErrnoException).code !== 'ECONNRESET') throw error;
-      await new Promise((resolve) => setImmediate(resolve));
+      await new Promise((resolve) => setTimeout(resolve, 1));
     }
   }
 }
@@ -168,6 +169,26 @@ function _command(argv: readonly string[], cwd: string): { ms: number; cpuMs: nu
   return { ms: (Number(b) - Number(a)) * 1000, cpuMs: seconds * 1000 };
 }
 
+// The built files a module loads before any of its code runs: its static imports, followed.
+function _staticGraph(entry: string): Set<string> {
+  const found = new Set<string>();
+  const visit = (file: string) => {
+    if (found.has(file)) return;
+    found.add(file);
+    const code = readFileSync(file, 'utf8');
+    for (const m of code.matchAll(/^(?:import|export)\s[^'"]*?from\s*['"](\.[^'"]+)['"]|^import\s*['"](\.[^'"]+)['"]/gm)) visit(resolve(dirname(file), m[1] ?? m[2]!));
+  };
+  visit(entry);
+  return found;
+}
+
+// The floor of loading that many ES modules on this Node: a chain of as many empty files.
+function _emptyModules(dir: string, count: number): string {
+  mkdirSync(dir, { recursive: true });
+  for (let i = 1; i <= count; i++) writeFileSync(join(dir, `m${i}.mjs`), i < count ? `import './m${i + 1}.mjs';\nexport const m${i} = ${i};\n` : `export const m${i} = ${i};\n`);
+  return join(dir, 'm1.mjs');
+}
+
 /** Runs the scenario: `starts` interleaved starts of every server, then the commands as many times. */
 export async function coldstart(o: ColdOptions): Promise<ColdFigures> {
   const dir = join(o.tmp, 'coldstart');
@@ -217,8 +238,12 @@ export async function coldstart(o: ColdOptions): Promise<ColdFigures> {
   // The commands: one that reads the state directory through the config, the version, and node itself.
   const current = o.builds[o.builds.length - 1]!;
   const bin = join(current.dir, 'bin', 'hooks-ingress');
+  const served = _staticGraph(join(current.dir, 'dist', 'cli', 'serve.js')).size;
+  const serveModule = pathToFileURL(join(current.dir, 'dist', 'cli', 'serve.js')).href;
   const commands: [string, string[]][] = [
     ['node -e 0', [node, '-e', '0']],
+    [`${served} empty modules`, [node, _emptyModules(join(dir, 'empty'), served)]],
+    ["serve's modules, loaded", [node, '--input-type=module', '-e', `await import(${JSON.stringify(serveModule)})`]],
     ['hooks-ingress --version', [node, bin, '--version']],
     ['hooks-ingress events', [node, bin, 'events', '--config', config, '--state-dir', join(dir, `state-${current.name}`)]],
   ];
@@ -258,10 +283,11 @@ function _report(f: ColdFigures, o: ColdOptions): void {
   }
   o.say('(median of the starts; "socket": systemd-socket-activate holds the socket and starts the server at the first connection, timed from that request)');
   o.say();
-  const cw = [24, 10, 8, 10, 8];
+  const cw = [26, 10, 8, 10, 8];
   o.say(pad(['command', 'wall', 'x node', 'cpu', 'x node'], cw));
   const base = f.commands['node -e 0']!;
   for (const [name, c] of Object.entries(f.commands)) {
     o.say(pad([name, `${c.ms.toFixed(1)} ms`, `${(c.ms / base.ms).toFixed(2)}x`, `${c.cpuMs.toFixed(1)} ms`, `${(c.cpuMs / base.cpuMs).toFixed(2)}x`], cw));
   }
+  o.say('(median of the runs; "empty modules": a chain of as many empty ES modules as serve loads before it starts, the floor of loading that many files)');
 }
