@@ -1,6 +1,6 @@
 import { Buffer } from 'node:buffer';
 import { parseRetryAfter, type Attempt } from './retry.ts';
-import { hideUrlCredentials, show, trimTrailingSlashes } from './text.ts';
+import { clipLine, hideUrlCredentials, show, trimTrailingSlashes } from './text.ts';
 
 /** What one call came to: the whole answer, or why there is none. */
 export type CallResult =
@@ -101,6 +101,36 @@ export function retryAfterMs(headers: Headers, now: number, bodySeconds?: unknow
 /** A failed attempt; `retryAfterMs` is left out when there is none. */
 export function failure(message: string, retryable: boolean, retryAfterMs?: number): Failure {
   return retryAfterMs === undefined ? { ok: false, retryable, message } : { ok: false, retryable, message, retryAfterMs };
+}
+
+/**
+ * How long a failure message quoted from a service may be where it is recorded: a model's failure
+ * ends up in a run record and a main-session summary, a chat platform's in a delivery outcome.
+ */
+export const MESSAGE_MAX = { provider: 300, delivery: 401 } as const;
+
+/** Makes a message safe to record: every secret (and a URL's user:password) masked first, then on one line and clipped to `max`, so a cut never leaves half a secret. */
+export function teller(secrets: readonly (string | undefined)[], max: number, mask?: string): (message: string) => string {
+  return (message) => clipLine(hideUrlCredentials(scrub(message, secrets, mask)), max);
+}
+
+/** How a caller words the three ways a call can get no answer. */
+export interface Unanswered {
+  /** Starts the message for an answer past the cap (`Discord answer refused`). */
+  refused: string;
+  /** The whole message for the caller's own abort (`Discord request aborted`). */
+  aborted: string;
+  /** Starts the message for a call that reached nothing (`Cannot reach the WhatsApp Cloud API`). */
+  unreachable: string;
+}
+
+/**
+ * A call that got no answer. An abort is the caller's own stop and is never retried, nor an answer
+ * past the cap (it would come again); a network failure is.
+ */
+export function unanswered(reply: Extract<CallResult, { ok: false }>, words: Unanswered, tell: (message: string) => string): Failure {
+  if (reply.kind === 'too-large') return failure(tell(`${words.refused}: ${reply.message}`), false);
+  return reply.kind === 'aborted' ? failure(words.aborted, false) : failure(tell(`${words.unreachable}: ${reply.message}`), true);
 }
 
 /**

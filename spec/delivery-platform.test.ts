@@ -9,7 +9,7 @@ import { createSignalAdapter } from '../lib/delivery/signal.ts';
 import { createSlackAdapter } from '../lib/delivery/slack.ts';
 import { createTelegramAdapter } from '../lib/delivery/telegram.ts';
 import { createWhatsAppAdapter } from '../lib/delivery/whatsapp.ts';
-import { retryableStatus, teller } from '../lib/delivery/_platform.ts';
+import { retryableStatus, tellFor } from '../lib/delivery/_platform.ts';
 
 // A fetch that never answers on its own: only the caller's abort ends it, as a real fetch does.
 function hangingFetch(calls: string[]): typeof fetch {
@@ -72,8 +72,8 @@ test('every adapter fails on a redirect without following it, and on an answer p
   }
 });
 
-test('teller() masks secrets before it puts the message on one line and clips it', () => {
-  const tell = teller(['s3cret'], '<token>');
+test('tellFor() masks secrets before it puts the message on one line and clips it', () => {
+  const tell = tellFor(['s3cret'], '<token>');
   assert.equal(tell('moved to https://u:p@h.test/x'), 'moved to https://[redacted]@h.test/x');
   assert.equal(tell('failed:\n  token s3cret\trejected'), 'failed: token <token> rejected');
   const long = tell(`${'x'.repeat(398)}s3cret`);

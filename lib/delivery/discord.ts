@@ -1,62 +1,40 @@
 import type { Adapter, Sent } from './adapter.ts';
-import { checkUrl, failure, invalidOption, postJson, retryAfterMs, type Received } from '../http-call.ts';
+import { checkUrl, failure, postJson, retryAfterMs, type Received } from '../http-call.ts';
 import { asObject } from '../object.ts';
 import { plainText } from '../text.ts';
 import { parseRetryAfter, type Attempt } from '../retry.ts';
-import { RECIPIENT_RULES } from '../policy/recipients.ts';
-import { checkText, retryableStatus, teller, unanswered } from './_platform.ts';
+import { checkFetch, checkHeaderToken, platformAdapter, retryableStatus, sent, tellFor, type BotOptions } from './_platform.ts';
 
 /** Options of {@link createDiscordAdapter}. */
-export interface DiscordOptions {
-  /** The bot's token, sent as `Authorization: Bot <token>`. */
-  botToken: string;
-  /** The versioned REST base; default `https://discord.com/api/v10`. */
-  apiBase?: string | undefined;
-  fetch?: typeof fetch | undefined;
-}
+export type DiscordOptions = BotOptions;
 
-const _MAX_LENGTH = 2000;
-const checkRecipient = RECIPIENT_RULES.discord;
 // Discord asks every bot to name itself this way; without it Cloudflare may refuse the request.
 const _USER_AGENT = 'DiscordBot (hooks-ingress, 0.1.0)';
 
 /**
- * A Discord adapter over REST Create Message. Mentions in the text are shown but never ping
- * (`allowed_mentions` is empty), so a reply that quotes `@everyone` cannot alert a whole server.
+ * A Discord adapter over REST Create Message: the bot's token goes as `Authorization: Bot <token>`
+ * to the versioned REST base (`https://discord.com/api/v10` by default). Mentions in the text are
+ * shown but never ping (`allowed_mentions` is empty), so a reply that quotes `@everyone` cannot
+ * alert a whole server.
  */
 export function createDiscordAdapter(options: DiscordOptions): Adapter {
   const { botToken, apiBase = 'https://discord.com/api/v10', fetch = globalThis.fetch } = options;
-  // A header value cannot hold line breaks, and a token with spaces is not a token.
-  if (typeof botToken !== 'string' || !/^[\x21-\x7e]+$/.test(botToken)) {
-    throw invalidOption('botToken', 'must be a non-empty string of visible ASCII characters');
-  }
-  if (typeof fetch !== 'function') throw invalidOption('fetch', 'must be a function');
+  checkHeaderToken('botToken', botToken);
+  checkFetch(fetch);
   const base = checkUrl('apiBase', apiBase);
   const headers = { authorization: `Bot ${botToken}`, 'user-agent': _USER_AGENT };
-  // Scrubbed before clipped, so a cut can never leave part of a token behind.
-  const tell = teller([botToken], '<token>');
-
-  const send = async (to: string, text: string, signal?: AbortSignal): Promise<Attempt<Sent>> => {
-    checkText('Discord', text, _MAX_LENGTH);
-    const problem = checkRecipient(to);
-    if (problem !== null) return failure(tell(problem), false);
-    const payload = { content: text, allowed_mentions: { parse: [] } };
-    const reply = await postJson(`${base}/channels/${to}/messages`, payload, { fetch, headers, signal });
-    if (!reply.ok) return unanswered('Discord', reply, 'Discord request failed', tell);
-    return _outcome(reply, tell);
-  };
-
-  return { channel: 'discord', maxLength: _MAX_LENGTH, checkRecipient, send };
+  const tell = tellFor([botToken], '<token>');
+  return platformAdapter({
+    channel: 'discord', name: 'Discord', maxLength: 2000, tell,
+    post: (to, text, signal) => postJson(`${base}/channels/${to}/messages`, { content: text, allowed_mentions: { parse: [] } }, { fetch, headers, signal }),
+    answer: (reply) => _outcome(reply, tell),
+  });
 }
-
 
 function _outcome(reply: Received, tell: (message: string) => string): Attempt<Sent> {
   const { status } = reply;
   const body = asObject(reply.json);
-  if (status >= 200 && status < 300) {
-    const id = body?.['id'];
-    return { ok: true, value: { messageIds: typeof id === 'string' ? [id] : [] } };
-  }
+  if (status >= 200 && status < 300) return sent(body?.['id']);
   const message = tell(`Discord ${status}: ${_detail(body, reply.text)}`);
   if (!retryableStatus(status)) return failure(message, false);
   // The body's retry_after is a float in seconds; the Retry-After header only whole seconds.

@@ -1,12 +1,11 @@
 import { spawn as nodeSpawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { checkUrl, failure, invalidOption, parseJson, postJson, retryAfterMs } from '../http-call.ts';
+import { checkUrl, failure, invalidOption, MESSAGE_MAX, parseJson, postJson, retryAfterMs } from '../http-call.ts';
 import { asObject } from '../object.ts';
 import { clipLine, detail, show } from '../text.ts';
-import type { Attempt } from '../retry.ts';
-import type { Adapter, Sent } from './adapter.ts';
-import { CHAT_GUID, RECIPIENT_RULES } from '../policy/recipients.ts';
-import { checkText, MESSAGE_MAX, retryableStatus, teller, unanswered } from './_platform.ts';
+import type { Adapter } from './adapter.ts';
+import { CHAT_GUID } from '../policy/recipients.ts';
+import { checkFetch, platformAdapter, retryableStatus, sent, tellFor } from './_platform.ts';
 
 export interface BlueBubblesOptions {
   /** The BlueBubbles server's base URL, e.g. `http://192.168.1.10:1234`. */
@@ -24,9 +23,8 @@ export interface ImsgOptions {
   spawn?: typeof nodeSpawn;
 }
 
-// iMessage documents no limit; this keeps one bubble readable and far below any argv limit.
-const _MAX_LENGTH = 4000;
-const checkRecipient = RECIPIENT_RULES.imessage;
+// Both ways to Messages.app: iMessage documents no limit; 4000 keeps one bubble readable and far below any argv limit.
+const _IMESSAGE = { channel: 'imessage', name: 'iMessage', maxLength: 4000 } as const;
 // What a failed `imsg` may print that we keep: enough for its error line, not a flood.
 const _MAX_OUTPUT = 64 * 1024;
 
@@ -40,32 +38,29 @@ export function createBlueBubblesAdapter(options: BlueBubblesOptions): Adapter {
   const base = checkUrl('serverUrl', serverUrl, 'must be the http(s) URL of the BlueBubbles server');
   if (typeof password !== 'string' || password === '') throw invalidOption('password', 'must be a non-empty string');
   if (method !== 'apple-script' && method !== 'private-api') throw invalidOption('method', `must be apple-script or private-api, got ${show(method)}`);
-  if (typeof fetch !== 'function') throw invalidOption('fetch', 'must be a function');
+  checkFetch(fetch);
   const endpoint = new URL(`${base}/api/v1/message/text`);
   endpoint.searchParams.set('password', password);
-  // Scrubbed before clipped, so a cut can never leave half a password behind.
-  const tell = teller([password]);
-
-  const send = async (to: string, text: string, signal?: AbortSignal): Promise<Attempt<Sent>> => {
-    checkText('iMessage', text, _MAX_LENGTH);
-    const problem = checkRecipient(to);
-    if (problem !== null) return failure(problem, false);
-    const chatGuid = CHAT_GUID.test(to) ? to : `iMessage;-;${to}`;
-    // A fresh tempGuid per attempt: the server refuses one it still has queued.
-    const payload = { chatGuid, tempGuid: `temp-${randomUUID()}`, message: text, method };
-    const reply = await postJson(endpoint, payload, { fetch, headers: { accept: 'application/json' }, signal });
-    if (!reply.ok) return unanswered('BlueBubbles', reply, 'Cannot reach the BlueBubbles server', tell);
-    const { status } = reply;
-    const body = asObject(reply.json);
-    if (status >= 200 && status < 300) {
-      const guid = asObject(body?.['data'])?.['guid'];
-      return { ok: true, value: { messageIds: typeof guid === 'string' ? [guid] : [] } };
-    }
-    const message = body === null ? `BlueBubbles answered HTTP ${status}${detail(reply.text)}` : _describe(status, body);
-    return failure(tell(message), retryableStatus(status), retryAfterMs(reply.headers, Date.now()));
-  };
-
-  return { channel: 'imessage', maxLength: _MAX_LENGTH, checkRecipient: checkRecipient, send };
+  const tell = tellFor([password]);
+  return platformAdapter({
+    ..._IMESSAGE,
+    service: 'BlueBubbles',
+    tell,
+    unreachable: 'Cannot reach the BlueBubbles server',
+    post(to, text, signal) {
+      const chatGuid = CHAT_GUID.test(to) ? to : `iMessage;-;${to}`;
+      // A fresh tempGuid per attempt: the server refuses one it still has queued.
+      const payload = { chatGuid, tempGuid: `temp-${randomUUID()}`, message: text, method };
+      return postJson(endpoint, payload, { fetch, headers: { accept: 'application/json' }, signal });
+    },
+    answer(reply) {
+      const { status } = reply;
+      const body = asObject(reply.json);
+      if (status >= 200 && status < 300) return sent(asObject(body?.['data'])?.['guid']);
+      const message = body === null ? `BlueBubbles answered HTTP ${status}${detail(reply.text)}` : _describe(status, body);
+      return failure(tell(message), retryableStatus(status), retryAfterMs(reply.headers, Date.now()));
+    },
+  });
 }
 
 /**
@@ -77,27 +72,26 @@ export function createImsgAdapter(options: ImsgOptions = {}): Adapter {
   const { command = 'imsg', spawn = nodeSpawn } = options;
   if (typeof command !== 'string' || command === '') throw invalidOption('command', 'must be a non-empty string');
   if (typeof spawn !== 'function') throw invalidOption('spawn', 'must be a function');
-
-  const send = async (to: string, text: string, signal?: AbortSignal): Promise<Attempt<Sent>> => {
-    checkText('iMessage', text, _MAX_LENGTH);
-    const problem = checkRecipient(to);
-    if (problem !== null) return failure(problem, false);
-    // `=` keeps each value attached to its flag: imsg's parser would read a text starting
-    // with `-` (a Markdown list, say) as another option.
-    const target = CHAT_GUID.test(to) ? `--chat-guid=${to}` : `--to=${to}`;
-    const run = await _run(spawn, command, ['send', target, `--text=${text}`, '--json'], signal);
-    // An abort is the caller's stop, and a command that cannot start will not start on a retry either.
-    if (run.error !== undefined) return failure(clipLine(`Cannot run ${command}: ${run.error.message}`, MESSAGE_MAX), false);
-    if (run.code !== 0) {
-      const said = run.stderr.trim() || run.stdout.trim();
-      return failure(clipLine(said === '' ? `${command} send exited with ${run.code ?? run.signal}` : said, MESSAGE_MAX), false);
-    }
-    const last = run.stdout.trim().split('\n').pop() ?? '';
-    if (asObject(parseJson(last))?.['status'] === 'sent') return { ok: true, value: { messageIds: [] } };
-    return failure(clipLine(`${command} send did not report the message sent${detail(run.stdout)}`, MESSAGE_MAX), false);
-  };
-
-  return { channel: 'imessage', maxLength: _MAX_LENGTH, checkRecipient: checkRecipient, send };
+  const clipped = (message: string) => clipLine(message, MESSAGE_MAX.delivery);
+  return platformAdapter({
+    ..._IMESSAGE,
+    tell: tellFor([]),
+    async deliver(to, text, signal) {
+      // `=` keeps each value attached to its flag: imsg's parser would read a text starting
+      // with `-` (a Markdown list, say) as another option.
+      const target = CHAT_GUID.test(to) ? `--chat-guid=${to}` : `--to=${to}`;
+      const run = await _run(spawn, command, ['send', target, `--text=${text}`, '--json'], signal);
+      // An abort is the caller's stop, and a command that cannot start will not start on a retry either.
+      if (run.error !== undefined) return failure(clipped(`Cannot run ${command}: ${run.error.message}`), false);
+      if (run.code !== 0) {
+        const said = run.stderr.trim() || run.stdout.trim();
+        return failure(clipped(said === '' ? `${command} send exited with ${run.code ?? run.signal}` : said), false);
+      }
+      const last = run.stdout.trim().split('\n').pop() ?? '';
+      if (asObject(parseJson(last))?.['status'] === 'sent') return { ok: true, value: { messageIds: [] } };
+      return failure(clipped(`${command} send did not report the message sent${detail(run.stdout)}`), false);
+    },
+  });
 }
 
 interface _Run {

@@ -1,10 +1,9 @@
 import type { Adapter, Sent } from './adapter.ts';
-import { checkUrl, failure, invalidOption, postJson, retryAfterMs, type Received } from '../http-call.ts';
+import { checkUrl, failure, postJson, retryAfterMs, type Received } from '../http-call.ts';
 import { asObject } from '../object.ts';
 import { plainText } from '../text.ts';
 import type { Attempt } from '../retry.ts';
-import { RECIPIENT_RULES } from '../policy/recipients.ts';
-import { checkText, teller, unanswered } from './_platform.ts';
+import { checkFetch, checkHeaderToken, platformAdapter, sent, tellFor } from './_platform.ts';
 
 /** Options of {@link createMattermostAdapter}. */
 export interface MattermostOptions {
@@ -17,45 +16,31 @@ export interface MattermostOptions {
   fetch?: typeof fetch | undefined;
 }
 
-// Ids are 26 lowercase letters and digits; a direct message is a channel with such an id too.
-const checkRecipient = RECIPIENT_RULES.mattermost;
-
-/** A Mattermost adapter over REST v4 Create a post. */
+/** A Mattermost adapter over REST v4 Create a post. A recipient is a channel id (a direct message is a channel too). */
 export function createMattermostAdapter(options: MattermostOptions): Adapter {
   const { serverUrl, token, maxLength = 16383, fetch = globalThis.fetch } = options;
-  // A header value cannot hold line breaks, and a token with spaces is not a token.
-  if (typeof token !== 'string' || !/^[\x21-\x7e]+$/.test(token)) {
-    throw invalidOption('token', 'must be a non-empty string of visible ASCII characters');
-  }
+  checkHeaderToken('token', token);
   if (!Number.isInteger(maxLength) || maxLength < 2) {
     throw new RangeError(`Invalid option maxLength: must be an integer of at least 2, got ${String(maxLength)}`);
   }
-  if (typeof fetch !== 'function') throw invalidOption('fetch', 'must be a function');
+  checkFetch(fetch);
   const url = `${checkUrl('serverUrl', serverUrl)}/api/v4/posts`;
   const headers = { authorization: `Bearer ${token}` };
-  // Scrubbed before clipped, so a cut can never leave part of a token behind.
-  const tell = teller([token], '<token>');
-
-  const send = async (to: string, text: string, signal?: AbortSignal): Promise<Attempt<Sent>> => {
-    checkText('Mattermost', text, maxLength);
-    const problem = checkRecipient(to);
-    if (problem !== null) return failure(tell(problem), false);
-    const reply = await postJson(url, { channel_id: to, message: text }, { fetch, headers, signal });
-    if (!reply.ok) return unanswered('Mattermost', reply, 'Mattermost request failed', tell);
-    return _outcome(reply, tell);
-  };
-
-  return { channel: 'mattermost', maxLength, checkRecipient, send };
+  const tell = tellFor([token], '<token>');
+  return platformAdapter({
+    channel: 'mattermost',
+    name: 'Mattermost',
+    maxLength,
+    tell,
+    post: (to, text, signal) => postJson(url, { channel_id: to, message: text }, { fetch, headers, signal }),
+    answer: (reply) => _outcome(reply, tell),
+  });
 }
-
 
 function _outcome(reply: Received, tell: (message: string) => string): Attempt<Sent> {
   const { status } = reply;
   const body = asObject(reply.json);
-  if (status >= 200 && status < 300) {
-    const id = body?.['id'];
-    return { ok: true, value: { messageIds: typeof id === 'string' ? [id] : [] } };
-  }
+  if (status >= 200 && status < 300) return sent(body?.['id']);
   // An AppError: `{id, message, detailed_error, request_id, status_code}`. The rate limiter answers plain text.
   const text = body?.['message'];
   const id = body?.['id'];

@@ -1,10 +1,9 @@
-import { checkUrl, failure, invalidOption, post, postJson, retryAfterMs, type Received } from '../http-call.ts';
+import { checkUrl, failure, invalidOption, post, postJson, retryAfterMs, unanswered, type Received } from '../http-call.ts';
 import { asObject } from '../object.ts';
 import { detail, show } from '../text.ts';
 import type { Attempt } from '../retry.ts';
 import type { Adapter, Sent } from './adapter.ts';
-import { RECIPIENT_RULES } from '../policy/recipients.ts';
-import { checkText, retryableStatus, teller, unanswered } from './_platform.ts';
+import { checkFetch, platformAdapter, retryableStatus, tellFor, wordsFor } from './_platform.ts';
 
 export interface TeamsOptions {
   /** The bot's Microsoft App ID. */
@@ -21,8 +20,6 @@ export interface TeamsOptions {
   now?: () => number;
 }
 
-// The Bot Framework's limit for a message's text, as this adapter uses it.
-const _MAX_LENGTH = 20_000;
 const _SCOPE = 'https://api.botframework.com/.default';
 // Refresh this long before the token's stated expiry, so no request leaves with a token that dies on the way.
 const _MARGIN_MS = 5 * 60_000;
@@ -45,39 +42,39 @@ export function createTeamsAdapter(options: TeamsOptions): Adapter {
     throw invalidOption('tenantId', `must be a tenant id or domain, got ${show(tenantId)}`);
   }
   const base = checkUrl('serviceUrl', serviceUrl);
-  if (typeof fetch !== 'function') throw invalidOption('fetch', 'must be a function');
+  checkFetch(fetch);
   if (typeof now !== 'function') throw invalidOption('now', 'must be a function');
   const tokenUrl = options.tokenUrl ?? `https://login.microsoftonline.com/${tenantId ?? 'botframework.com'}/oauth2/v2.0/token`;
   // Checked, then used exactly as given: a token endpoint is a full URL, not a base to extend.
   checkUrl('tokenUrl', tokenUrl);
 
-  // Scrubbed before clipped, so a cut can never leave half a secret behind.
-  const tellWith = (bearer?: string) => teller([appPassword, bearer]);
+  const tellWith = (bearer?: string) => tellFor([appPassword, bearer]);
   const tokens = _tokens((signal) => _fetchToken(fetch, tokenUrl, appId, appPassword, now, signal), now, tellWith());
-  const checkRecipient = RECIPIENT_RULES.msteams;
-
-  const send = async (to: string, text: string, signal?: AbortSignal): Promise<Attempt<Sent>> => {
-    checkText('Teams', text, _MAX_LENGTH);
-    const problem = checkRecipient(to);
-    if (problem !== null) return failure(problem, false);
-    const url = `${base}/v3/conversations/${encodeURIComponent(to)}/activities`;
-    let reply: Received | undefined;
-    let bearer = '';
-    for (let round = 0; round < 2; round++) {
-      const issued = await tokens.get(signal);
-      if (!issued.ok) return issued;
-      bearer = issued.value.value;
-      const answer = await postJson(url, { type: 'message', text }, { fetch, headers: { authorization: `Bearer ${bearer}`, accept: 'application/json' }, signal });
-      if (!answer.ok) return unanswered('Teams', answer, 'Cannot reach the Bot Connector', tellWith(bearer));
-      reply = answer;
-      if (reply.status !== 401) break;
-      // A token can be revoked or rotated before its stated expiry: drop it (unless another send already did) and ask once more.
-      tokens.drop(issued.value);
-    }
-    return _outcome(reply!, tellWith(bearer), now);
-  };
-
-  return { channel: 'msteams', maxLength: _MAX_LENGTH, checkRecipient, send };
+  return platformAdapter({
+    channel: 'msteams',
+    name: 'Teams',
+    // The Bot Framework's limit for a message's text, as this adapter uses it.
+    maxLength: 20_000,
+    tell: tellWith(),
+    // A token first, and once more after a 401: a token can be revoked or rotated before its stated expiry.
+    async deliver(to, text, signal) {
+      const url = `${base}/v3/conversations/${encodeURIComponent(to)}/activities`;
+      let reply: Received | undefined;
+      let bearer = '';
+      for (let round = 0; round < 2; round++) {
+        const issued = await tokens.get(signal);
+        if (!issued.ok) return issued;
+        bearer = issued.value.value;
+        const answer = await postJson(url, { type: 'message', text }, { fetch, headers: { authorization: `Bearer ${bearer}`, accept: 'application/json' }, signal });
+        if (!answer.ok) return unanswered(answer, wordsFor('Teams', 'Cannot reach the Bot Connector'), tellWith(bearer));
+        reply = answer;
+        if (reply.status !== 401) break;
+        // Dropped unless another send already did, and asked for once more.
+        tokens.drop(issued.value);
+      }
+      return _outcome(reply!, tellWith(bearer), now);
+    },
+  });
 }
 
 // The token, cached until shortly before it expires; one request in flight at a time, so
@@ -133,7 +130,7 @@ async function _fetchToken(
   const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: appId, client_secret: appPassword, scope: _SCOPE });
   const headers = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' };
   const reply = await post(url, form.toString(), { fetch, headers, signal });
-  if (!reply.ok) return unanswered('Teams', reply, 'Cannot reach the Bot Framework token endpoint', (m) => m);
+  if (!reply.ok) return unanswered(reply, wordsFor('Teams', 'Cannot reach the Bot Framework token endpoint'), (m) => m);
   const { status } = reply;
   const body = asObject(reply.json);
   const token = body?.['access_token'];

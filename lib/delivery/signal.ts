@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { checkUrl, failure, invalidOption, postJson, retryAfterMs } from '../http-call.ts';
+import { checkUrl, failure, invalidOption, postJson, retryAfterMs, unanswered, type Received } from '../http-call.ts';
 import { asObject } from '../object.ts';
 import { clipLine, detail, show } from '../text.ts';
 import type { Attempt } from '../retry.ts';
 import type { Adapter, Sent } from './adapter.ts';
-import { E164, RECIPIENT_RULES, SIGNAL_GROUP } from '../policy/recipients.ts';
-import { checkText, retryableStatus, teller, unanswered } from './_platform.ts';
+import { E164, SIGNAL_GROUP } from '../policy/recipients.ts';
+import { checkFetch, platformAdapter, retryableStatus, sent, tellFor, wordsFor } from './_platform.ts';
 
 export interface SignalOptions {
   /** The signal-cli daemon's HTTP base (`signal-cli daemon --http`), e.g. `http://127.0.0.1:8080`. */
@@ -31,39 +31,41 @@ export function createSignalAdapter(options: SignalOptions): Adapter {
   const { url, account, fetch = globalThis.fetch } = options;
   const endpoint = `${checkUrl('url', url, 'must be the http(s) URL of the signal-cli daemon')}/api/v1/rpc`;
   if (typeof account !== 'string' || !E164.test(account)) throw invalidOption('account', `must be an E.164 number such as +15551234567, got ${show(account)}`);
-  if (typeof fetch !== 'function') throw invalidOption('fetch', 'must be a function');
+  checkFetch(fetch);
+  // No secret rides in a Signal message: a message is only put on one line and clipped.
+  const tell = tellFor([]);
+  return platformAdapter({
+    channel: 'signal', name: 'Signal', maxLength: _MAX_LENGTH, tell,
+    // The answer names the request's id, so the call and its answer are read together.
+    async deliver(to, text, signal) {
+      const id = randomUUID();
+      const params = to.startsWith(SIGNAL_GROUP)
+        ? { account, groupId: to.slice(SIGNAL_GROUP.length), message: text }
+        : { account, recipient: [to], message: text };
+      const reply = await postJson(endpoint, { jsonrpc: '2.0', method: 'send', params, id }, { fetch, headers: { accept: 'application/json' }, signal });
+      if (!reply.ok) return unanswered(reply, wordsFor('Signal', 'Cannot reach signal-cli'), tell);
+      return _outcome(reply, id);
+    },
+  });
+}
 
-
-  const checkRecipient = RECIPIENT_RULES.signal;
-  const send = async (to: string, text: string, signal?: AbortSignal): Promise<Attempt<Sent>> => {
-    checkText('Signal', text, _MAX_LENGTH);
-    const problem = checkRecipient(to);
-    if (problem !== null) return failure(problem, false);
-    const id = randomUUID();
-    const params = to.startsWith(SIGNAL_GROUP)
-      ? { account, groupId: to.slice(SIGNAL_GROUP.length), message: text }
-      : { account, recipient: [to], message: text };
-    const reply = await postJson(endpoint, { jsonrpc: '2.0', method: 'send', params, id }, { fetch, headers: { accept: 'application/json' }, signal });
-    if (!reply.ok) return unanswered('Signal', reply, 'Cannot reach signal-cli', _tell);
-    const { status, text: body } = reply;
-    // signal-cli itself never answers 429; a proxy in front of it may.
-    if (retryableStatus(status)) return failure(`signal-cli answered HTTP ${status}${_detail(body)}`, true, retryAfterMs(reply.headers, Date.now()));
-    // 405/415/421 are misconfiguration (wrong path, proxy, Host pinning); 201 only follows an id-less request.
-    if (status !== 200) return failure(`signal-cli answered HTTP ${status}${_detail(body)}`, false);
-    const rpc = asObject(reply.json);
-    if (rpc === null) return failure(`signal-cli answered with something other than JSON-RPC${_detail(body)}`, false);
-    // JSON-RPC errors arrive at HTTP 200, so `error` is looked at before anything else.
-    const error = asObject(rpc['error']);
-    if (error !== null) return _rpcFailure(error);
-    if (rpc['id'] !== id) return failure('signal-cli answered a different JSON-RPC request id', false);
-    const result = asObject(rpc['result']);
-    if (result === null) return failure('signal-cli answered without a result', false);
-    const timestamp = result['timestamp'];
-    // The message went out; a missing id must not turn into a retry that sends it twice.
-    return { ok: true, value: { messageIds: typeof timestamp === 'number' || typeof timestamp === 'string' ? [String(timestamp)] : [] } };
-  };
-
-  return { channel: 'signal', maxLength: _MAX_LENGTH, checkRecipient, send };
+function _outcome(reply: Received, id: string): Attempt<Sent> {
+  const { status, text: body } = reply;
+  // signal-cli itself never answers 429; a proxy in front of it may.
+  if (retryableStatus(status)) return failure(`signal-cli answered HTTP ${status}${_detail(body)}`, true, retryAfterMs(reply.headers, Date.now()));
+  // 405/415/421 are misconfiguration (wrong path, proxy, Host pinning); 201 only follows an id-less request.
+  if (status !== 200) return failure(`signal-cli answered HTTP ${status}${_detail(body)}`, false);
+  const rpc = asObject(reply.json);
+  if (rpc === null) return failure(`signal-cli answered with something other than JSON-RPC${_detail(body)}`, false);
+  // JSON-RPC errors arrive at HTTP 200, so `error` is looked at before anything else.
+  const error = asObject(rpc['error']);
+  if (error !== null) return _rpcFailure(error);
+  if (rpc['id'] !== id) return failure('signal-cli answered a different JSON-RPC request id', false);
+  const result = asObject(rpc['result']);
+  if (result === null) return failure('signal-cli answered without a result', false);
+  const timestamp = result['timestamp'];
+  // The message went out; a missing id must not turn into a retry that sends it twice.
+  return sent(typeof timestamp === 'number' ? String(timestamp) : timestamp);
 }
 
 function _rpcFailure(error: Record<string, unknown>): Attempt<Sent> {
@@ -88,12 +90,10 @@ function _retryAfterSeconds(error: Record<string, unknown>): number | undefined 
   return longest;
 }
 
-// No secret rides in a Signal message, so it is never scrubbed: each part quoted from signal-cli is clipped.
+// Each part quoted from signal-cli is clipped.
 function _clip(text: string): string {
   return clipLine(text, 301);
 }
-
-const _tell = teller([]);
 
 function _detail(body: string): string {
   return detail(_clip(body));

@@ -1,10 +1,9 @@
-import { checkUrl, failure, invalidOption, postJson, retryAfterMs } from '../http-call.ts';
+import { checkUrl, failure, invalidOption, postJson, retryAfterMs, type Received } from '../http-call.ts';
 import { asObject } from '../object.ts';
 import { detail, show } from '../text.ts';
 import type { Attempt } from '../retry.ts';
 import type { Adapter, Sent } from './adapter.ts';
-import { RECIPIENT_RULES } from '../policy/recipients.ts';
-import { checkText, retryableStatus, teller, unanswered } from './_platform.ts';
+import { checkFetch, platformAdapter, retryableStatus, tellFor } from './_platform.ts';
 
 export interface WhatsAppOptions {
   /** The business phone-number id from the WhatsApp Manager (not the phone number itself). */
@@ -18,8 +17,6 @@ export interface WhatsAppOptions {
 
 // Graph codes that mean "too fast, try later": app call limit, WABA limit, throughput, spam limit,
 // pair rate limit; 1 and 2 are Graph's "unknown"/"service unavailable", which Meta says to retry.
-// The Cloud API's limit for a text message body.
-const _MAX_LENGTH = 4096;
 const _RETRYABLE_CODES: ReadonlySet<number> = new Set([1, 2, 4, 80007, 130429, 131048, 131056]);
 
 /**
@@ -33,43 +30,45 @@ export function createWhatsAppAdapter(options: WhatsAppOptions): Adapter {
   }
   if (typeof accessToken !== 'string' || accessToken.trim() === '') throw invalidOption('accessToken', 'must be a non-empty string');
   const endpoint = `${checkUrl('apiBase', apiBase)}/${phoneNumberId}/messages`;
-  if (typeof fetch !== 'function') throw invalidOption('fetch', 'must be a function');
+  checkFetch(fetch);
   const headers = { authorization: `Bearer ${accessToken}`, accept: 'application/json' };
-  // Scrubbed before clipped, so a cut can never leave half a token behind.
-  const tell = teller([accessToken]);
+  const tell = tellFor([accessToken]);
+  return platformAdapter({
+    channel: 'whatsapp',
+    name: 'WhatsApp',
+    // The Cloud API's limit for a text message body.
+    maxLength: 4096,
+    tell,
+    unreachable: 'Cannot reach the WhatsApp Cloud API',
+    post(to, text, signal) {
+      const payload = {
+        messaging_product: 'whatsapp',
+        recipient_type: 'individual',
+        to: to.replace(/^\+/, ''),
+        type: 'text',
+        text: { body: text, preview_url: false },
+      };
+      return postJson(endpoint, payload, { fetch, headers, signal });
+    },
+    answer: (reply) => _outcome(reply, tell),
+  });
+}
 
-  const checkRecipient = RECIPIENT_RULES.whatsapp;
-
-  const send = async (to: string, text: string, signal?: AbortSignal): Promise<Attempt<Sent>> => {
-    checkText('WhatsApp', text, _MAX_LENGTH);
-    const problem = checkRecipient(to);
-    if (problem !== null) return failure(problem, false);
-    const payload = {
-      messaging_product: 'whatsapp',
-      recipient_type: 'individual',
-      to: to.replace(/^\+/, ''),
-      type: 'text',
-      text: { body: text, preview_url: false },
-    };
-    const reply = await postJson(endpoint, payload, { fetch, headers, signal });
-    if (!reply.ok) return unanswered('WhatsApp', reply, 'Cannot reach the WhatsApp Cloud API', tell);
-    const { status } = reply;
-    const body = asObject(reply.json);
-    if (status >= 200 && status < 300) {
-      // 200 means accepted; a reply without ids must not become a retry that sends the text twice.
-      const messages = body?.['messages'];
-      const ids = Array.isArray(messages) ? messages.map((m) => asObject(m)?.['id']).filter((id): id is string => typeof id === 'string') : [];
-      return { ok: true, value: { messageIds: ids } };
-    }
-    const wait = retryAfterMs(reply.headers, Date.now());
-    const error = asObject(body?.['error']);
-    if (error === null) return failure(tell(`WhatsApp answered HTTP ${status}${detail(reply.text)}`), retryableStatus(status), wait);
-    const code = error['code'];
-    const retryable = retryableStatus(status) || error['is_transient'] === true || (typeof code === 'number' && _RETRYABLE_CODES.has(code));
-    return failure(tell(_describe(status, error)), retryable, wait);
-  };
-
-  return { channel: 'whatsapp', maxLength: _MAX_LENGTH, checkRecipient, send };
+function _outcome(reply: Received, tell: (message: string) => string): Attempt<Sent> {
+  const { status } = reply;
+  const body = asObject(reply.json);
+  if (status >= 200 && status < 300) {
+    // 200 means accepted; a reply without ids must not become a retry that sends the text twice.
+    const messages = body?.['messages'];
+    const ids = Array.isArray(messages) ? messages.map((m) => asObject(m)?.['id']).filter((id): id is string => typeof id === 'string') : [];
+    return { ok: true, value: { messageIds: ids } };
+  }
+  const wait = retryAfterMs(reply.headers, Date.now());
+  const error = asObject(body?.['error']);
+  if (error === null) return failure(tell(`WhatsApp answered HTTP ${status}${detail(reply.text)}`), retryableStatus(status), wait);
+  const code = error['code'];
+  const retryable = retryableStatus(status) || error['is_transient'] === true || (typeof code === 'number' && _RETRYABLE_CODES.has(code));
+  return failure(tell(_describe(status, error)), retryable, wait);
 }
 
 // Meta says to act on `code` and `error_data.details`; the title in `message` is for people.

@@ -1,9 +1,9 @@
 import type { Thinking } from '../../actions.ts';
-import { failure, httpBase, postJson, retryAfterMs, type Received } from '../../http-call.ts';
+import { failure, retryAfterMs, type Received } from '../../http-call.ts';
 import { asObject } from '../../object.ts';
 import type { Attempt } from '../../retry.ts';
-import type { Provider, TurnRequest } from './provider.ts';
-import { errorText, providerTeller, unanswered } from './_http.ts';
+import type { Provider } from './provider.ts';
+import { errorText, httpProvider } from './_http.ts';
 
 /** Where an Anthropic Messages API lives and how to reach it. */
 export interface AnthropicProviderOptions {
@@ -34,20 +34,22 @@ export const THINKING_BUDGETS: Readonly<Record<Exclude<Thinking, 'off'>, number>
   xhigh: 24576,
 };
 
-
 /** A provider for `POST {baseUrl}/v1/messages` (Anthropic's Messages API). */
 export function createAnthropicProvider(options: AnthropicProviderOptions): Provider {
-  const { apiKey, headers = {}, fetch = globalThis.fetch, version = '2023-06-01', maxTokens = 4096, now = Date.now } = options;
+  const { baseUrl, apiKey, headers = {}, fetch = globalThis.fetch, version = '2023-06-01', maxTokens = 4096, now = Date.now } = options;
   if (!Number.isInteger(maxTokens) || maxTokens < 1) throw new RangeError(`Cannot use maxTokens: ${maxTokens} is not a positive integer`);
-  const base = httpBase(options.baseUrl);
-  if (!base.ok) throw new TypeError(`Cannot use provider base URL: ${base.reason}`);
-  const url = `${base.base}/v1/messages`;
-  const tell = providerTeller(apiKey, headers);
-  return {
-    async complete(request: TurnRequest): Promise<Attempt<string>> {
-      if (request.signal.aborted) return failure('aborted', false);
+  return httpProvider({
+    baseUrl,
+    path: '/v1/messages',
+    apiKey,
+    defaults: { accept: 'application/json', 'anthropic-version': version },
+    auth: (key) => ['x-api-key', key],
+    headers,
+    fetch,
+    now,
+    body(request) {
       const budget = request.thinking === undefined || request.thinking === 'off' ? undefined : THINKING_BUDGETS[request.thinking];
-      const body = {
+      return {
         model: request.model,
         max_tokens: maxTokens + (budget ?? 0),
         // The API rejects an empty system text, and omitting it means the same.
@@ -55,14 +57,10 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Prov
         messages: [...request.history.map((m) => ({ role: m.role, content: m.content })), { role: 'user', content: request.prompt }],
         ...(budget === undefined ? {} : { thinking: { type: 'enabled', budget_tokens: budget } }),
       };
-      const sent = new Headers({ accept: 'application/json', 'anthropic-version': version });
-      if (apiKey !== undefined && apiKey !== '') sent.set('x-api-key', apiKey);
-      for (const [name, value] of Object.entries(headers)) sent.set(name, value);
-      const reply = await postJson(url, body, { fetch, headers: Object.fromEntries(sent), signal: request.signal });
-      if (!reply.ok) return unanswered(reply, tell);
-      return reply.status >= 200 && reply.status < 300 ? _reply(reply, tell) : _httpFailure(reply, tell, now());
     },
-  };
+    reply: _reply,
+    failure: _httpFailure,
+  });
 }
 
 // Thinking and redacted-thinking blocks come first; the answer is the text blocks, in order.

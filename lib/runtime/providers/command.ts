@@ -3,6 +3,7 @@ import type { ChildProcess, SpawnOptions } from 'node:child_process';
 import type { Attempt } from '../../retry.ts';
 import type { Provider, TurnRequest } from './provider.ts';
 import { clipLine } from '../../text.ts';
+import { MESSAGE_MAX } from '../../http-call.ts';
 
 /** Starts a process; `node:child_process` `spawn` by default. */
 export type Spawn = (command: string, args: readonly string[], options: SpawnOptions) => ChildProcess;
@@ -18,7 +19,6 @@ export interface CommandProviderOptions {
   maxOutputBytes?: number;
 }
 
-const _MESSAGE_MAX = 300;
 const _STDERR_TAIL = 4096;
 
 /**
@@ -183,7 +183,7 @@ function _signal(child: ChildProcess, name: NodeJS.Signals): void {
 }
 
 function _failure(message: string): Attempt<string> {
-  return { ok: false, retryable: false, message: clipLine(message, _MESSAGE_MAX) };
+  return { ok: false, retryable: false, message: clipLine(message, MESSAGE_MAX.provider) };
 }
 
 function _reason(error: unknown): string {

@@ -1,9 +1,9 @@
 import type { Thinking } from '../../actions.ts';
-import { failure, httpBase, postJson, retryAfterMs, type Received } from '../../http-call.ts';
+import { failure, retryAfterMs, type Received } from '../../http-call.ts';
 import { asObject } from '../../object.ts';
 import type { Attempt } from '../../retry.ts';
-import type { Provider, TurnRequest } from './provider.ts';
-import { errorText, providerTeller, unanswered } from './_http.ts';
+import type { Provider } from './provider.ts';
+import { errorText, httpProvider } from './_http.ts';
 
 /** Where an OpenAI-compatible server lives and how to reach it. */
 export interface OpenAiProviderOptions {
@@ -17,19 +17,21 @@ export interface OpenAiProviderOptions {
   now?: () => number;
 }
 
-
 /** A provider for `POST {baseUrl}/chat/completions` (OpenAI, OpenRouter, Ollama, vLLM, llama.cpp, LM Studio). */
 export function createOpenAiProvider(options: OpenAiProviderOptions): Provider {
-  const { apiKey, headers = {}, fetch = globalThis.fetch, now = Date.now } = options;
-  const base = httpBase(options.baseUrl);
-  if (!base.ok) throw new TypeError(`Cannot use provider base URL: ${base.reason}`);
-  const url = `${base.base}/chat/completions`;
-  const tell = providerTeller(apiKey, headers);
-  return {
-    async complete(request: TurnRequest): Promise<Attempt<string>> {
-      if (request.signal.aborted) return failure('aborted', false);
+  const { baseUrl, apiKey, headers = {}, fetch = globalThis.fetch, now = Date.now } = options;
+  return httpProvider({
+    baseUrl,
+    path: '/chat/completions',
+    apiKey,
+    defaults: { accept: 'application/json' },
+    auth: (key) => ['authorization', `Bearer ${key}`],
+    headers,
+    fetch,
+    now,
+    body(request) {
       const effort = _effort(request.thinking);
-      const body = {
+      return {
         model: request.model,
         messages: [
           // An empty system message is noise to most servers and an error to a few.
@@ -39,14 +41,10 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): Provider {
         ],
         ...(effort === undefined ? {} : { reasoning_effort: effort }),
       };
-      const sent = new Headers({ accept: 'application/json' });
-      if (apiKey !== undefined && apiKey !== '') sent.set('authorization', `Bearer ${apiKey}`);
-      for (const [name, value] of Object.entries(headers)) sent.set(name, value);
-      const reply = await postJson(url, body, { fetch, headers: Object.fromEntries(sent), signal: request.signal });
-      if (!reply.ok) return unanswered(reply, tell);
-      return reply.status >= 200 && reply.status < 300 ? _reply(reply, tell) : _httpFailure(reply, tell, now());
     },
-  };
+    reply: _reply,
+    failure: _httpFailure,
+  });
 }
 
 /**
