@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
@@ -12,6 +12,8 @@ import { runCli, spawnServer, type Spawned } from './_cli.ts';
 import { startFakeGateway, type FakeGateway } from './_fake-openclaw.ts';
 import { post } from './_http.ts';
 import { until } from './_until.ts';
+import { captureIo } from './_io.ts';
+import { main } from '../lib/cli/main.ts';
 
 // Forward mode as an operator runs it: spawned servers, kill -9, the outbox command (issue #14, part 3).
 
@@ -143,7 +145,8 @@ test('outbox retry of a pending entry sends it now instead of at its next attemp
 test('outbox retry refuses an id that is not a dead or pending entry, and needs ids or --dead', async (t) => {
   const fake = await startFakeGateway(UPSTREAM_TOKEN);
   defer(t, () => fake.close());
-  const { args } = await setup(t, fake);
+  const { args, state } = await setup(t, fake);
+  await mkdir(state, { mode: 0o700 }); // a state directory some server used, with no entry in it
   const unknown = await runCli(['outbox', 'retry', 'nope', ...args], { UPSTREAM: UPSTREAM_TOKEN });
   assert.equal(unknown.code, 1);
   assert.match(unknown.stderr, /not a dead or pending entry: nope/);
@@ -227,4 +230,17 @@ test('formatEntry() shows control characters in the hook name, the upstream run 
     '2026-01-01T00:00:00.000Z  dead  e1  /agent hook=gh\\x1b]0;owned\\x07\\nfake line attempts=3 upstreamRunId=run\\u202eevil at=2026-01-01T01:00:00.000Z\n' +
       '    last error: HTTP 500: \\x1b[2J\\rcleared\\u2028next\n',
   );
+});
+
+test('outbox retry with no server and no state directory says so and leaves nothing behind (a mistyped --state-dir is not created)', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'outbox-none-'));
+  defer(t, () => rm(dir, { recursive: true, force: true }));
+  const missing = join(dir, 'typo');
+  for (const args of [['--dead'], ['some-entry-id']]) {
+    const { io, out } = captureIo({});
+    assert.equal(await main(['outbox', 'retry', ...args, '--state-dir', missing], io), 1, args.join(' '));
+    assert.equal(out.stdout, '');
+    assert.equal(out.stderr, `hooks-ingress outbox retry: state directory ${missing} does not exist (no server has used it)\n`);
+    await assert.rejects(stat(missing), { code: 'ENOENT' });
+  }
 });

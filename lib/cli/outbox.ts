@@ -5,7 +5,7 @@ import { COMMON, type Command, type Flags } from './command.ts';
 import { callServer } from './control.ts';
 import { retryOutbox, type RetryOutcome, type RetryRequest } from './forward.ts';
 import { escapeControls } from './event-text.ts';
-import { FAILURE, USAGE, type Io } from './io.ts';
+import { exists, FAILURE, USAGE, type Io } from './io.ts';
 import { stateDirFor } from './state-dir.ts';
 import { unknownCommand, usageLine } from './usage.ts';
 import { lockStateDir } from '../store/state-lock.ts';
@@ -103,6 +103,11 @@ async function _retry(flags: OutboxFlags, ids: string[], io: Io): Promise<number
   if (answer.kind === 'error') io.stderr(`hooks-ingress outbox retry: ${answer.message}\n`);
   if (answer.kind === 'timeout') io.stderr(`hooks-ingress outbox retry: the server at ${dir} did not answer in time\n`);
   if (answer.kind !== 'no-server') return FAILURE;
+  // Nothing to retry in a directory no server has used; taking it would create it (a mistyped --state-dir).
+  if (!(await exists(dir))) {
+    io.stderr(`hooks-ingress outbox retry: state directory ${dir} does not exist (no server has used it)\n`);
+    return FAILURE;
+  }
   // No server: this process takes the state directory, so none starts meanwhile, and writes the
   // journal itself; the next start sends the entries.
   const locked = await lockStateDir(dir);
