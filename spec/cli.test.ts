@@ -260,3 +260,17 @@ describe('hooks-ingress as a process', () => {
     assert.equal(texts.at(-1), 'after restart');
   });
 });
+
+test('main(): a state directory that is a file is one line naming the path and why, not a stack trace, for every command that reads or takes it', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'cli-file-state-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const file = join(dir, 'not-a-dir');
+  await writeFile(file, 'x');
+  for (const argv of [['events'], ['runs'], ['outbox'], ['outbox', 'retry', '--dead'], ['requests']]) {
+    const { io, out } = captureIo({});
+    const code = await main([...argv, '--state-dir', file], io);
+    assert.equal(code, 1, argv.join(' '));
+    assert.equal(out.stderr.split('\n').length, 2, `${argv.join(' ')}: ${out.stderr}`);
+    assert.match(out.stderr, new RegExp(`^hooks-ingress ${argv[0]}( retry)?: .*${file}`), argv.join(' '));
+  }
+});

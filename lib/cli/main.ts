@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { Command, Flags } from './command.ts';
-import { processIo, USAGE, type Io } from './io.ts';
+import { FAILURE, messagePrefix, processIo, USAGE, type Io } from './io.ts';
 import { parseCommand, unknownCommand, usageLine } from './usage.ts';
 
 // Parses the command line and runs the command it names; each command, with its help, is in its own
@@ -67,7 +67,7 @@ export async function main(argv: readonly string[], io: Io = processIo()): Promi
     io.stdout(HELP);
     return 0;
   }
-  if (first !== undefined && Object.hasOwn(GROUPS, first)) return GROUPS[first]!(rest, { ...io, command: first });
+  if (first !== undefined && Object.hasOwn(GROUPS, first)) return _answered({ ...io, command: first }, (named) => GROUPS[first]!(rest, named));
   const named = first !== undefined && !first.startsWith('-');
   const name = named ? first : 'serve';
   const load = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
@@ -78,7 +78,23 @@ export async function main(argv: readonly string[], io: Io = processIo()): Promi
   const command = await load();
   const parsed = parseCommand(name, named ? rest : argv, command, io);
   if (typeof parsed === 'number') return parsed;
-  return command.run(parsed.values as Flags, parsed.positionals, { ...io, command: name });
+  return _answered({ ...io, command: name }, (named) => command.run(parsed.values as Flags, parsed.positionals, named));
+}
+
+// A filesystem error no command expected (a state directory that is a file, a journal it may not
+// read) is one line naming the path and why, as any bad input is; anything else is a bug and keeps its stack.
+async function _answered(io: Io, run: (io: Io) => Promise<number>): Promise<number> {
+  try {
+    return await run(io);
+  } catch (error) {
+    const failed = error as NodeJS.ErrnoException;
+    if (typeof failed?.code !== 'string' || typeof failed.syscall !== 'string') throw error;
+    // Loaded only here: `--version` and the commands that succeed never pay for it.
+    const { unreadable } = await import('../config/read.ts');
+    const why = failed.syscall === 'mkdir' && failed.code === 'EEXIST' ? 'it exists and is not a directory' : unreadable(failed);
+    io.stderr(`${messagePrefix(io)}: cannot ${failed.syscall}${failed.path === undefined ? '' : ` ${failed.path}`}: ${why}\n`);
+    return FAILURE;
+  }
 }
 
 // `help COMMAND` is `COMMAND --help`; `help gmail run` reaches a group's command the same way.
