@@ -6,7 +6,7 @@ import { test, type TestContext } from 'node:test';
 import type { Io } from '../lib/cli/io.ts';
 import { main } from '../lib/cli/main.ts';
 import { signCommand } from '../lib/cli/sign.ts';
-import { verifySignature } from '../lib/guard/signature.ts';
+import { verifySignature } from '../lib/guard/signatures/verify.ts';
 import { defer } from './_cleanup.ts';
 import { fake } from './_fake-server.ts';
 import { assertCleanStop, runCli, spawnServer } from './_cli.ts';

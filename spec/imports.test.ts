@@ -72,11 +72,12 @@ function layerOf(file: string): string {
 
 // Which layers each layer may import. Data flows one way: cli and config build everything below;
 // the edge uses guard, hooks, policy and store; the runtime uses store, policy, its providers and
-// delivery. The transform runner is the one part of hooks that may use guard (containment on real paths).
+// delivery. Hooks read guard's signature settings (a mapping's `signature`); the transform runner
+// uses guard's containment on real paths.
 const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   '': [''],
   guard: ['', 'guard'],
-  hooks: ['', 'hooks', 'hooks/transforms'],
+  hooks: ['', 'hooks', 'hooks/transforms', 'guard'],
   'hooks/transforms': ['', 'hooks', 'hooks/transforms', 'guard'],
   policy: ['', 'policy', 'store'],
   store: ['', 'store'],
@@ -214,7 +215,7 @@ test('a command that only reads the state directory (NEEDS: state) loads no serv
 test('serve loads no chat adapter, model provider, signature scheme or transform runner until its config names one', async () => {
   const loaded = [...loadedBy(await libGraph(), 'lib/cli/serve.ts')];
   assert.ok(loaded.includes('lib/edge/server.ts'));
-  const parts = /^lib\/(?:delivery\/(?!channels|deliver|chunk|adapter|_platform)|runtime\/providers\/(?!registry|provider)|guard\/signatures\/|hooks\/transforms\/|cli\/gmail-companion\.ts|delivery\/forward\.ts)/;
+  const parts = /^lib\/(?:delivery\/(?!channels|deliver|chunk|adapter|_platform)|runtime\/providers\/(?!registry|provider)|guard\/signatures\/(?!config|verify|paths)|hooks\/transforms\/|cli\/gmail-companion\.ts|delivery\/forward\.ts)/;
   assert.deepEqual(loaded.filter((f) => parts.test(f)), []);
 });
 

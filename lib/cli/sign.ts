@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type { Config } from '../config/types.ts';
-import { signRequest, type Signature } from '../guard/signature.ts';
+import { signRequest } from '../guard/signatures/verify.ts';
+import type { Signature } from '../guard/signatures/config.ts';
 import { post } from '../http-call.ts';
 import { hideUrlCredentials } from '../text.ts';
 import { COMMON, type Command } from './command.ts';

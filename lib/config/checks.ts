@@ -2,7 +2,7 @@ import { checkRoute, routesOf } from '../policy/route.ts';
 import { resolveModel } from '../policy/models.ts';
 import { admitsEveryAgentSession, GENERATED_KEY_PREFIX, hasPrefix } from '../policy/session-key.ts';
 import { payloadControlsKey, type Mapping } from '../hooks/mappings.ts';
-import { checkSignatures } from '../hooks/signature-config.ts';
+import { checkSignatures } from '../guard/signatures/config.ts';
 import { join, type Issue } from '../schema.ts';
 import type { Config } from './types.ts';
 

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { dirname, join as joinPath, resolve } from 'node:path';
 import { buildChannels } from '../delivery/channels.ts';
 import { resolveInside, resolveModule } from '../guard/contain.ts';
-import { loadSchemes } from '../guard/signature.ts';
+import { loadSchemes } from '../guard/signatures/verify.ts';
 import { check, formatIssue, type Issue } from '../schema.ts';
 import { checkConfig, gmailShadowWarnings, modelWarnings, sessionKeyWarnings } from './checks.ts';
 import { resolveEnv, within, type EnvScope } from './env.ts';

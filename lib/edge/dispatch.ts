@@ -13,7 +13,7 @@ import { upstreamAgent, upstreamWake } from '../hooks/upstream.ts';
 import type { Became } from '../store/ledger-entry.ts';
 import type { OutboxSpec } from '../store/outbox.ts';
 import type { Effects, IdempotencyWrite, StoredAnswer, Store } from '../store/store.ts';
-import { admitEvents, reserveRuns, unavailable, type RunQueue } from './admission.ts';
+import { admitEvents, reserveRuns, unavailable, type RunQueue } from './capacity.ts';
 import type { Gone, Waiter } from './wait.ts';
 import type { Answer } from './answer.ts';
 

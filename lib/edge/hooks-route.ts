@@ -4,13 +4,13 @@ import { ErrorCode, HttpError } from '../errors.ts';
 import type { Client } from '../guard/address.ts';
 import type { Auth } from '../guard/auth.ts';
 import { parseForm, parseJsonObject, readBody } from '../guard/body.ts';
-import { deliveryId } from '../guard/signature.ts';
+import { deliveryId } from '../guard/signatures/verify.ts';
 import { extractToken, tokenDigest, tokenMatches } from '../guard/token.ts';
 import { errorAnswer, type Answer } from './answer.ts';
 import type { Dispatch } from './dispatch.ts';
 import { idempotencyKey, type Idempotent } from './idempotency.ts';
 import { signatureVerdict, type Note } from './ledger-note.ts';
-import { formAsSigned, metaHandshake, missingSignature, signedPaths, slackChallenge } from './signed.ts';
+import { formAsSigned, metaHandshake, missingSignature, signedPaths, slackChallenge } from '../guard/signatures/paths.ts';
 import type { Gone } from './wait.ts';
 
 /** One routed request: its id, the request, the query, the hook name and the client. */
@@ -68,7 +68,7 @@ export function hooksRoute(options: HooksRouteOptions): Handler {
       if (!handshake.ok) return errorAnswer(auth.refuse(ctx.client, handshake.refusal, 403));
       note.auth = 'token';
       note.became = { handshake: 'meta' };
-      return handshake.answer;
+      return { status: 200, body: {}, text: handshake.challenge, contentType: 'text/plain; charset=utf-8' };
     }
     let refused: HttpError | null = null;
     // Whether the request holds a credential that opens this path alone: its mappings must name the path.
@@ -170,7 +170,7 @@ export function hookProcessor(options: Pick<HooksRouteOptions, 'config' | 'auth'
     const challenge = slackChallenge(signature, body);
     if (challenge !== null) {
       note.became = { handshake: 'slack' };
-      return challenge;
+      return { status: 200, body: { challenge } };
     }
     const call = { id: input.id, name, body, headers, query: input.query, note, ...(input.gone === undefined ? {} : { gone: input.gone }), ...(input.pathOnly === true ? { pathOnly: true } : {}) };
     if (mode === 'replay') return dispatch(call, null);

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Became } from '../store/ledger-entry.ts';
 import type { Store } from '../store/store.ts';
-import type { DeliveryId } from '../guard/signature.ts';
+import type { DeliveryId } from '../guard/signatures/scheme.ts';
 import type { Answer } from './answer.ts';
 import type { IdempotencyKey } from './dispatch.ts';
 import { CLIENT_GONE, type Gone, type Waiter } from './wait.ts';

@@ -3,7 +3,7 @@ import type { Config } from '../config/types.ts';
 import { bodyBytes, type LedgerEntry } from '../store/ledger-read.ts';
 import type { HookBytes } from './hooks-route.ts';
 import { REDACTED, type Note } from './ledger-note.ts';
-import { signedPaths } from './signed.ts';
+import { signedPaths } from '../guard/signatures/paths.ts';
 
 // Running a stored request again through today's configuration: which entries can be, and the
 // request they make. The running server does it (it is the one writer of the state directory).

@@ -23,7 +23,7 @@ import { createRecorder, newNote, type Note, type Recorder } from './ledger-note
 import { replayInput, replayProblem, type ReplayOutcome } from './replay.ts';
 import { Router, splitTarget } from './router.ts';
 import { createWaiter, type Completions } from './wait.ts';
-import { signedPaths } from './signed.ts';
+import { signedPaths } from '../guard/signatures/paths.ts';
 import type { Telemetry } from './telemetry.ts';
 
 /** What the request handler needs; the CLI builds these from the config. */

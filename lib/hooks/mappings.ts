@@ -14,9 +14,9 @@ import {
   type Schema,
 } from '../schema.ts';
 import { allowableHeader, visibleHeaders } from '../credentials.ts';
-import type { Signature } from '../signing.ts';
+import type { Signature } from '../guard/signatures/config.ts';
 import { filterHolds, filterSchema, type Filter } from './filter.ts';
-import { signatureSchema } from './signature-config.ts';
+import { signatureSchema } from '../guard/signatures/config.ts';
 import { compileTemplate, isTemplated, parsePath, render, valueAt, type PathSegment, type Template, type TemplateContext } from './template.ts';
 import type { TransformInput, TransformRef, TransformResult } from './transforms/child-pool.ts';
 import { detectInjection, nameLine, requestName, wrapUntrusted } from '../untrusted.ts';

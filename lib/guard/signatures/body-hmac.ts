@@ -1,7 +1,8 @@
-import type { Algorithm, Encoding } from '../../signing.ts';
+import type { Algorithm, Encoding } from './config.ts';
 import { header, hmac, safeEqual } from './crypto.ts';
 import { metaDelivery } from './meta-delivery.ts';
-import { headerDelivery, NO_DELIVERY, PASS, refuse, type Scheme, type Signature, type SignedRequest, type Verdict } from './scheme.ts';
+import { headerDelivery, NO_DELIVERY, PASS, refuse, type Scheme, type SignedRequest, type Verdict } from './scheme.ts';
+import type { Signature } from './config.ts';
 
 /** Where a body HMAC travels and how it is written. */
 interface Layout {

@@ -1,7 +1,7 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 
-import type { Algorithm } from '../../signing.ts';
+import type { Algorithm } from './config.ts';
 
 /** The HMAC of the parts, in order, as raw bytes: the parts are never joined into a string. */
 export function hmac(algorithm: Algorithm, key: string | Buffer, parts: readonly (string | Buffer)[]): Buffer {

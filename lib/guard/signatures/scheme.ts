@@ -1,8 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { Signature } from '../../signing.ts';
+import type { Signature } from './config.ts';
 import { header } from './crypto.ts';
 
-export type { SchemeName, Signature } from '../../signing.ts';
 
 /** What verification reads: the headers, the raw body bytes (never parsed), the raw query string. */
 export interface SignedRequest {

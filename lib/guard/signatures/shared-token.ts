@@ -1,6 +1,7 @@
 import { extractToken } from '../token.ts';
 import { header, safeEqual } from './crypto.ts';
-import { headerDelivery, NO_DELIVERY, PASS, refuse, type Scheme, type Signature, type SignedRequest, type Verdict } from './scheme.ts';
+import { headerDelivery, NO_DELIVERY, PASS, refuse, type Scheme, type SignedRequest, type Verdict } from './scheme.ts';
+import type { Signature } from './config.ts';
 
 const GITLAB = 'X-Gitlab-Token';
 

@@ -1,6 +1,7 @@
-import { STANDARD_SECRET_PREFIX as SECRET_PREFIX } from '../../signing.ts';
+import { STANDARD_SECRET_PREFIX as SECRET_PREFIX } from './config.ts';
 import { epochSeconds, header, hmac, safeEqual } from './crypto.ts';
-import { fresh, PASS, refuse, type Scheme, type Signature, type SignedRequest, type Verdict } from './scheme.ts';
+import { fresh, PASS, refuse, type Scheme, type SignedRequest, type Verdict } from './scheme.ts';
+import type { Signature } from './config.ts';
 
 /** The key bytes of a `whsec_` secret. */
 export function secretKey(secret: string): Buffer {

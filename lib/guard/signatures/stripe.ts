@@ -1,5 +1,6 @@
 import { epochSeconds, header, hmac, safeEqual } from './crypto.ts';
-import { fresh, PASS, refuse, type Scheme, type Signature, type SignedRequest, type Verdict } from './scheme.ts';
+import { fresh, PASS, refuse, type Scheme, type SignedRequest, type Verdict } from './scheme.ts';
+import type { Signature } from './config.ts';
 
 const HEADER = 'Stripe-Signature';
 

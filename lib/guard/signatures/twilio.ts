@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { header, hmac, safeEqual } from './crypto.ts';
-import { headerDelivery, PASS, refuse, type Scheme, type Signature, type SignedRequest, type Verdict } from './scheme.ts';
+import { headerDelivery, PASS, refuse, type Scheme, type SignedRequest, type Verdict } from './scheme.ts';
+import type { Signature } from './config.ts';
 
 const HEADER = 'X-Twilio-Signature';
 

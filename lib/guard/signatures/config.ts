@@ -1,5 +1,45 @@
-import { SCHEMES, STANDARD_SECRET_PREFIX as SECRET_PREFIX, type SchemeName, type Signature } from '../signing.ts';
-import { join, literal, number, object, optional, string, typeName, type Issue, type Schema } from '../schema.ts';
+import { join, literal, number, object, optional, string, typeName, type Issue, type Schema } from '../../schema.ts';
+
+// The config of a signed hook: the schemes a mapping's `signature` may name, the settings a
+// verifier reads, and the schema that checks them (hooks' mapping schema and guard's verifiers
+// both read this file).
+
+/** The signing schemes a mapping's `signature` may name. */
+export const SCHEMES = ['standard-webhooks', 'github', 'meta', 'stripe', 'slack', 'shopify', 'twilio', 'gitlab', 'hmac', 'token'] as const;
+
+export type SchemeName = (typeof SCHEMES)[number];
+
+/** The digests a signing scheme may use. */
+export type Algorithm = 'sha1' | 'sha256' | 'sha512';
+
+/** How a digest is written in a header. */
+export type Encoding = 'hex' | 'base64';
+
+/** The prefix of a Standard Webhooks secret; the rest is the key, in base64. */
+export const STANDARD_SECRET_PREFIX = 'whsec_';
+
+/** A path's signature settings, validated and with defaults applied. */
+export interface Signature {
+  scheme: SchemeName;
+  /** Any one of them verifies (secret rotation); the first is the one a test sender signs with. */
+  secrets: readonly string[];
+  /** How far a signed timestamp may be from our clock, either way (schemes with a timestamp). */
+  toleranceSeconds: number;
+  /** twilio: the public URL the provider calls, which it signs. */
+  url?: string;
+  /** meta: what the subscription handshake must present as `hub.verify_token`. */
+  verifyToken?: string;
+  /** hmac: the header carrying the signature, and how it is computed and written. */
+  header?: string;
+  algorithm?: Algorithm;
+  encoding?: Encoding;
+  prefix?: string;
+  /**
+   * Schemes whose signature covers no delivery id: a body already seen on the path within this many
+   * seconds is the same delivery, whatever id its headers give. Off when absent.
+   */
+  dedupeBodySeconds?: number;
+}
 
 /** The longest `dedupeBodySeconds`: 30 days. */
 export const MAX_DEDUPE_BODY_SECONDS = 2_592_000;
@@ -79,9 +119,9 @@ export const signatureSchema: Schema<Signature> = (value, at, report) => {
 
 // The specification's secret: "whsec_" and the key in base64, 24 to 64 bytes long.
 function _standardSecretProblem(secret: string): string | null {
-  const rule = `must be "${SECRET_PREFIX}" followed by the base64 of a 24 to 64 byte key (as the provider shows it)`;
-  if (!secret.startsWith(SECRET_PREFIX)) return rule;
-  const encoded = secret.slice(SECRET_PREFIX.length);
+  const rule = `must be "${STANDARD_SECRET_PREFIX}" followed by the base64 of a 24 to 64 byte key (as the provider shows it)`;
+  if (!secret.startsWith(STANDARD_SECRET_PREFIX)) return rule;
+  const encoded = secret.slice(STANDARD_SECRET_PREFIX.length);
   if (!/^[A-Za-z0-9+/]+={0,2}$/.test(encoded) || encoded.length % 4 !== 0) return rule;
   const bytes = Buffer.from(encoded, 'base64').length;
   return bytes >= 24 && bytes <= 64 ? null : `${rule}; this key is ${bytes} bytes`;

@@ -3,8 +3,8 @@ import { ErrorCode, HttpError } from '../errors.ts';
 import type { RunRecord, Store } from '../store/store.ts';
 import { JournalReplacedError } from '../store/store.ts';
 
-// What a request may add before it is recorded: bounds checked at the door, so that nothing
-// acknowledged ever has to be dropped later to stay within them.
+// The edge's capacity, what a request may add before it is recorded: bounds checked at the door,
+// so that nothing acknowledged ever has to be dropped later to stay within them.
 
 /** The agent runtime's queue as admission sees it. */
 export interface RunQueue {

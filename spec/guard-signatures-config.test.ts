@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { buildConfig } from '../lib/config/load.ts';
 import type { ConfigResult } from '../lib/config/types.ts';
-import { checkSignatures, signatureSchema } from '../lib/hooks/signature-config.ts';
+import { checkSignatures, signatureSchema } from '../lib/guard/signatures/config.ts';
 import { check } from '../lib/schema.ts';
 import { WHSEC, WHSEC_2 } from './_signers.ts';
 

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { before, test } from 'node:test';
-import { deliveryId, describeRefusal, loadSchemes, SCHEMES, signRequest, verifySignature, type Signature, type Verdict } from '../lib/guard/signature.ts';
+import { deliveryId, describeRefusal, loadSchemes, signRequest, verifySignature } from '../lib/guard/signatures/verify.ts';
+import { SCHEMES, type Signature } from '../lib/guard/signatures/config.ts';
+import type { Verdict } from '../lib/guard/signatures/scheme.ts';
 import { githubExample, SIGNERS, WHSEC, WHSEC_2 } from './_signers.ts';
 
 const NOW_S = 1_700_000_000;

@@ -1,23 +1,21 @@
 import { createHash } from 'node:crypto';
-import type { SchemeName, Signature } from '../signing.ts';
-import type { DeliveryId, Scheme, SignedRequest, Verdict } from './signatures/scheme.ts';
+import type { SchemeName, Signature } from './config.ts';
+import type { DeliveryId, Scheme, SignedRequest, Verdict } from './scheme.ts';
 
-export { SCHEMES, type SchemeName, type Signature } from '../signing.ts';
-export type { DeliveryId, SignedRequest, Verdict } from './signatures/scheme.ts';
 
 // Each scheme's module, imported when a config first names the scheme (loading a config does it:
 // see loadSchemes), so a server without signed paths loads none of them.
 const IMPORTS: Readonly<Record<SchemeName, () => Promise<Scheme>>> = {
-  'standard-webhooks': async () => (await import('./signatures/standard-webhooks.ts')).standardWebhooks,
-  github: async () => (await import('./signatures/body-hmac.ts')).github,
-  meta: async () => (await import('./signatures/body-hmac.ts')).meta,
-  stripe: async () => (await import('./signatures/stripe.ts')).stripe,
-  slack: async () => (await import('./signatures/slack.ts')).slack,
-  shopify: async () => (await import('./signatures/body-hmac.ts')).shopify,
-  twilio: async () => (await import('./signatures/twilio.ts')).twilio,
-  gitlab: async () => (await import('./signatures/shared-token.ts')).gitlab,
-  hmac: async () => (await import('./signatures/body-hmac.ts')).genericHmac,
-  token: async () => (await import('./signatures/shared-token.ts')).pathToken,
+  'standard-webhooks': async () => (await import('./standard-webhooks.ts')).standardWebhooks,
+  github: async () => (await import('./body-hmac.ts')).github,
+  meta: async () => (await import('./body-hmac.ts')).meta,
+  stripe: async () => (await import('./stripe.ts')).stripe,
+  slack: async () => (await import('./slack.ts')).slack,
+  shopify: async () => (await import('./body-hmac.ts')).shopify,
+  twilio: async () => (await import('./twilio.ts')).twilio,
+  gitlab: async () => (await import('./shared-token.ts')).gitlab,
+  hmac: async () => (await import('./body-hmac.ts')).genericHmac,
+  token: async () => (await import('./shared-token.ts')).pathToken,
 };
 
 // The schemes imported so far; a module once imported stays for the life of the process anyway.

@@ -1,16 +1,21 @@
 import type { IncomingMessage } from 'node:http';
-import type { Config } from '../config/types.ts';
-import { ErrorCode, HttpError } from '../errors.ts';
-import { describeRefusal, verifySignature, type Signature } from '../guard/signature.ts';
-import { tokensMatch } from '../guard/token.ts';
-import type { Answer } from './answer.ts';
+import { ErrorCode, HttpError } from '../../errors.ts';
+import { describeRefusal, verifySignature } from './verify.ts';
+import type { Signature } from './config.ts';
+import { tokensMatch } from '../token.ts';
 
 // The parts of a request on a signed path that are not the signature's arithmetic: which paths are
 // signed, what is checked before the body, and the providers' set-up handshakes (the verdict over
 // the body, and the delivery's identity, are taken in hooks-route.ts and ledger-note.ts).
 
+/** What {@link signedPaths} reads of a mapping. */
+export interface SignedMapping {
+  match: { path?: string };
+  signature?: Signature;
+}
+
 /** The signature of each signed hook path, by the path's name. */
-export function signedPaths(config: Config): Map<string, Signature> {
+export function signedPaths(config: { hooks: { mappings: readonly SignedMapping[] } }): Map<string, Signature> {
   const out = new Map<string, Signature>();
   for (const m of config.hooks.mappings) if (m.signature !== undefined && m.match.path !== undefined) out.set(m.match.path, m.signature);
   return out;
@@ -37,9 +42,9 @@ export function missingSignature(signature: Signature, req: IncomingMessage, now
 
 /**
  * Meta's subscription check, the one GET a hook path answers (and only on a path signed by `meta`):
- * the challenge as text when `hub.verify_token` is right, else a refusal for the failure limiter.
+ * the challenge to answer as text when `hub.verify_token` is right, else a refusal for the failure limiter.
  */
-export function metaHandshake(signature: Signature | undefined, query: URLSearchParams): { ok: true; answer: Answer } | { ok: false; refusal: string } {
+export function metaHandshake(signature: Signature | undefined, query: URLSearchParams): { ok: true; challenge: string } | { ok: false; refusal: string } {
   if (signature?.scheme !== 'meta') throw new HttpError(405, ErrorCode.MethodNotAllowed, 'method GET not allowed', { headers: { allow: 'POST' } });
   const presented = query.get('hub.verify_token');
   if (query.get('hub.mode') !== 'subscribe' || presented === null || !tokensMatch(presented, signature.verifyToken ?? '')) {
@@ -47,11 +52,11 @@ export function metaHandshake(signature: Signature | undefined, query: URLSearch
   }
   const challenge = query.get('hub.challenge');
   if (challenge === null) throw new HttpError(400, ErrorCode.InvalidPayload, 'hub.challenge: is required');
-  return { ok: true, answer: { status: 200, body: {}, text: challenge, contentType: 'text/plain; charset=utf-8' } };
+  return { ok: true, challenge };
 }
 
 /** Slack's `url_verification` (sent when the Request URL is entered): its challenge, answered after the signature verified. */
-export function slackChallenge(signature: Signature | undefined, body: Record<string, unknown>): Answer | null {
+export function slackChallenge(signature: Signature | undefined, body: Record<string, unknown>): string | null {
   if (signature?.scheme !== 'slack' || body['type'] !== 'url_verification' || typeof body['challenge'] !== 'string') return null;
-  return { status: 200, body: { challenge: body['challenge'] } };
+  return body['challenge'];
 }

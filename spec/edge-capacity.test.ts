@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { buildConfig } from '../lib/config/load.ts';
 import type { Config } from '../lib/config/types.ts';
-import { admitEvents, reserveRuns, unavailable, type RunQueue } from '../lib/edge/admission.ts';
+import { admitEvents, reserveRuns, unavailable, type RunQueue } from '../lib/edge/capacity.ts';
 import { HttpError } from '../lib/errors.ts';
 import { JournalReplacedError, Store } from '../lib/store/store.ts';
 
