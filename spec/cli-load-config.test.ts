@@ -95,3 +95,16 @@ test('an unknown key that holds an unset variable is still named: by config get 
   assert.match(checked.stderr, /^ {2}channel: unknown key \(did you mean "channels"\?\)$/m);
   assert.match(checked.stderr, /^ {2}channel\.telegram\.botToken: environment variable TELEGRAM_BOT_TOKEN is not set$/m);
 });
+
+test('config get needs no deno binary for a key outside the transform settings (the server finds its own on its PATH)', async (t) => {
+  const { file } = await setUp(t);
+  const base = config('x') as { hooks: Record<string, unknown> };
+  await writeFile(file, JSON.stringify({ ...base, hooks: { ...base.hooks, transformRuntime: 'deno' } }));
+  const noDeno = { PATH: '/nonexistent', GITHUB_WEBHOOK_SECRET: 'gh-secret' };
+  assert.deepEqual(await run(['config', 'get', '-c', file, 'hooks.token'], noDeno), { code: 0, stdout: `${TOKEN}\n`, stderr: '' });
+  // The key that names the runtime still needs it found, and check needs everything.
+  if (!('Deno' in globalThis)) {
+    assert.equal((await run(['config', 'get', '-c', file, 'hooks.transformRuntime'], noDeno)).code, 1);
+    assert.equal((await run(['check', '-c', file], noDeno)).code, 1);
+  }
+});

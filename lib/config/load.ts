@@ -49,7 +49,12 @@ export async function buildConfig(raw: unknown, where: { file: string | null; en
   await buildChannels(file.channels ?? {}, issues);
   const lexical = normalise(file, { file: where.file, dir, token });
   issues.push(...checkConfig(lexical));
-  const config = await _transformRuntime(await containTransforms(lexical, file.hooks?.transformsDir, issues), where.env, issues);
+  const contained = await containTransforms(lexical, file.hooks?.transformsDir, issues);
+  // Where deno is depends on the PATH of the process that reads the config, as a variable does: a
+  // reader of one key looks for it only when that key is a transform setting (the server has its own PATH).
+  const scope = where.scope ?? 'all';
+  const denoNeeded = scope === 'all' || ['hooks.transformRuntime', 'hooks.transformDenoPath'].some((path) => within(path, scope.key));
+  const config = denoNeeded ? await _transformRuntime(contained, where.env, issues) : contained;
   const problems = issues.filter(judged);
   if (problems.length > 0) return { ok: false, problems: problems.map(formatIssue) };
   // A config is used to verify requests as soon as it is built: the schemes it names are imported now.
