@@ -3,6 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { accessSync, constants } from 'node:fs';
 import { delimiter, join } from 'node:path';
+import type { TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -37,6 +38,17 @@ export interface Spawned {
 export async function spawnServer(args: readonly string[], env: Record<string, string> = {}): Promise<Spawned> {
   const [cmd, argv] = cliCommand(['serve', ...args]);
   return listening(spawn(cmd, argv, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] }));
+}
+
+/** Starts `serve` for a config file and a state directory on a free port; SIGTERMs it after the test unless it stopped. */
+export async function serveState(t: TestContext, s: { config: string; state: string }): Promise<Spawned> {
+  const server = await spawnServer(['--config', s.config, '--port', '0', '--state-dir', s.state]);
+  t.after(async () => {
+    if (server.child.exitCode !== null || server.child.signalCode !== null) return;
+    server.child.kill('SIGTERM');
+    await server.exited;
+  });
+  return server;
 }
 
 /** Waits until a spawned server prints its `listening on URL` line; rejects when it exits first. */

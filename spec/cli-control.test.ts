@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { callServer } from '../lib/cli/control.ts';
 import { CONTROL_SECRET, CONTROL_SOCKET, SOCKET_PATH_MAX } from '../lib/edge/control.ts';
-import { assertCleanStop, ROOT, runCli, spawnServer, type Spawned } from './_cli.ts';
+import { assertCleanStop, ROOT, runCli, serveState as serve } from './_cli.ts';
 import { tempDir } from './_dir.ts';
 
 const TOKEN = 'control-spec-token-0123456789abcdef';
@@ -16,16 +16,6 @@ async function setup(t: TestContext): Promise<{ config: string; state: string }>
   const config = join(dir, 'config.json');
   await writeFile(config, JSON.stringify({ hooks: { enabled: true, token: TOKEN } }));
   return { config, state: join(dir, 'state') };
-}
-
-async function serve(t: TestContext, s: { config: string; state: string }): Promise<Spawned> {
-  const server = await spawnServer(['--config', s.config, '--port', '0', '--state-dir', s.state]);
-  t.after(async () => {
-    if (server.child.exitCode !== null || server.child.signalCode !== null) return;
-    server.child.kill('SIGTERM');
-    await server.exited;
-  });
-  return server;
 }
 
 test('serve answers on its control channel as soon as it prints "listening on", and removes the channel files when it stops', async (t) => {

@@ -18,7 +18,7 @@ import { post } from './_http.ts';
 import { captureIo } from './_io.ts';
 import { main } from '../lib/cli/main.ts';
 import { SIGNERS } from './_signers.ts';
-import { assertCleanStop, cliCommand, ROOT, runCli, spawnServer, type Spawned } from './_cli.ts';
+import { assertCleanStop, cliCommand, ROOT, runCli, spawnServer, type Spawned, serveState } from './_cli.ts';
 import { until } from './_until.ts';
 
 const OLD_TOKEN = 'reload-old-token-0123456789abcdef';
@@ -46,12 +46,7 @@ async function setup(t: TestContext, config: unknown): Promise<Setup> {
 
 /** Starts `serve` on a free port and waits for its "started" log line; SIGTERMs it after the test unless the test stopped it. */
 async function serve(t: TestContext, s: Setup): Promise<Spawned> {
-  const server = await spawnServer(['--config', s.config, '--port', '0', '--state-dir', s.state]);
-  t.after(async () => {
-    if (server.child.exitCode !== null || server.child.signalCode !== null) return;
-    server.child.kill('SIGTERM');
-    await server.exited;
-  });
+  const server = await serveState(t, s);
   await until('the "started" log line', () => count(server, /^started$/) > 0, { detail: () => server.stderr() });
   return server;
 }

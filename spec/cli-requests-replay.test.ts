@@ -9,7 +9,7 @@ import { test, type TestContext } from 'node:test';
 import { main } from '../lib/cli/main.ts';
 import { readLedger } from '../lib/store/ledger-read.ts';
 import { readEvents, readRuns } from '../lib/store/store.ts';
-import { spawnServer, type Spawned } from './_cli.ts';
+import { serveState as serve, type Spawned } from './_cli.ts';
 import { post } from './_http.ts';
 import { captureIo } from './_io.ts';
 import { githubExample, SIGNERS } from './_signers.ts';
@@ -30,16 +30,6 @@ async function setup(t: TestContext, mappings: unknown[]): Promise<Setup> {
   const write = (list: unknown[]) => writeFile(config, JSON.stringify({ hooks: { enabled: true, token: TOKEN, mappings: list } }));
   await write(mappings);
   return { config, state: join(dir, 'state'), write };
-}
-
-async function serve(t: TestContext, s: Setup): Promise<Spawned> {
-  const server = await spawnServer(['--config', s.config, '--port', '0', '--state-dir', s.state]);
-  t.after(async () => {
-    if (server.child.exitCode !== null || server.child.signalCode !== null) return;
-    server.child.kill('SIGTERM');
-    await server.exited;
-  });
-  return server;
 }
 
 async function reload(s: Setup, server: Spawned, mappings: unknown[]): Promise<void> {

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { main } from '../lib/cli/main.ts';
-import { spawnServer, type Spawned } from './_cli.ts';
+import { serveState as serve } from './_cli.ts';
 import { post } from './_http.ts';
 import { captureIo } from './_io.ts';
 import { SIGNERS } from './_signers.ts';
@@ -31,16 +31,6 @@ async function setup(t: TestContext, extra: Record<string, unknown> = {}): Promi
   ];
   await writeFile(config, JSON.stringify({ hooks: { enabled: true, token: TOKEN, mappings, ...extra } }));
   return { dir, config, state: join(dir, 'state') };
-}
-
-async function serve(t: TestContext, s: Setup): Promise<Spawned> {
-  const server = await spawnServer(['--config', s.config, '--port', '0', '--state-dir', s.state]);
-  t.after(async () => {
-    if (server.child.exitCode !== null || server.child.signalCode !== null) return;
-    server.child.kill('SIGTERM');
-    await server.exited;
-  });
-  return server;
 }
 
 async function cli(s: Setup, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
