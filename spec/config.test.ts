@@ -820,3 +820,25 @@ test('a mapping whose match.path is a built-in endpoint (wake, agent) is refused
   assert.deepEqual(await problems(raw('/agent/')), ['hooks.mappings[1].match.path: may not be "agent": /hooks/agent is the built-in endpoint']);
   assert.equal((await config(raw('wakeup'))).hooks.mappings.length, 2);
 });
+
+test('buildConfig() warns about template placeholders that can never resolve: a hidden credential header, query.token, a path through __proto__', async () => {
+  const built = await buildConfig(
+    {
+      hooks: {
+        enabled: true,
+        token: 'template-warning-token-0123456789',
+        mappings: [
+          { match: { path: 'a' }, action: 'wake', textTemplate: 'by {{headers.Authorization}} {{headers.x-github-event}} {{query.token}} {{payload.__proto__.x}}' },
+          { match: { path: 'b' }, action: 'wake', allowCredentialHeaders: ['X-Api-Key'], textTemplate: '{{headers.x-api-key}} {{query.page}}' },
+        ],
+      },
+    },
+    { file: null, env: {}, dir: '/tmp' },
+  );
+  assert.ok(built.ok);
+  assert.deepEqual(built.warnings.filter((w) => w.includes('can never resolve')), [
+    'hooks.mappings[0].textTemplate: {{headers.Authorization}} can never resolve (it renders empty): credential headers are hidden from templates unless the mapping names them in allowCredentialHeaders',
+    'hooks.mappings[0].textTemplate: {{query.token}} can never resolve (it renders empty): a request with a token in its URL is refused before any mapping runs',
+    'hooks.mappings[0].textTemplate: {{payload.__proto__.x}} can never resolve (it renders empty): templates read own data properties only, never __proto__, prototype or constructor',
+  ]);
+});

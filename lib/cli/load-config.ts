@@ -29,6 +29,8 @@ export const NEEDS: Readonly<Record<string, Need>> = {
   runs: { of: 'state' },
   outbox: { of: 'state' },
   requests: { of: 'state' },
+  // With a server running only the state directory; tried here, the whole config is read anyway.
+  try: { of: 'state' },
   reload: { of: 'state' },
   status: { of: 'state' },
 };

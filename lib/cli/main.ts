@@ -12,6 +12,7 @@ const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   events: async () => (await import('./listing.ts')).events,
   runs: async () => (await import('./listing.ts')).runs,
   requests: async () => (await import('./requests.ts')).requests,
+  try: async () => (await import('./try.ts')).tryCommand,
   reload: async () => (await import('./reload.ts')).reload,
   status: async () => (await import('./status.ts')).status,
   send: async () => (await import('./send.ts')).send,
@@ -37,6 +38,7 @@ Commands:
   events    print the main session's events
   runs      list agent runs and their outcomes
   requests  list what arrived on the hooks path, show one, replay it
+  try       show what a request to a hook would become, enqueuing nothing
   reload    make the running server re-read its config and print its verdict
   status    whether the server runs, and how it is doing
   send      send a test message through a channel

@@ -1,3 +1,4 @@
+import type { Preview } from '../edge/preview.ts';
 import type { ReplayOutcome } from '../edge/replay.ts';
 import type { App } from '../edge/server.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
@@ -9,6 +10,7 @@ import { escapeControls } from './event-text.ts';
 import { FAILURE, messagePrefix, USAGE, type Io } from './io.ts';
 import { describeBecame, formatEntryLine } from './entry-text.ts';
 import { filterFrom, ledgerOf } from './ledger-access.ts';
+import { formatPreview } from './preview-text.ts';
 import { usageLine } from './usage.ts';
 
 // `hooks-ingress requests replay`: the CLI asks the running server (the one writer of the state
@@ -26,13 +28,17 @@ export interface ReplayArgs {
 }
 
 /** What the server answers, one result per id, in order. */
-export type ReplayResult = { id: string; ok: true; outcome: ReplayOutcome } | { id: string; ok: false; code: string; error: string };
+export type ReplayResult =
+  | { id: string; ok: true; outcome: ReplayOutcome }
+  /** A dry run: what the replay would become now. */
+  | { id: string; ok: true; preview: Preview }
+  | { id: string; ok: false; code: string; error: string };
 
 /** What the operation works with in the server. */
 export interface ReplayParts {
   stateDir: string;
   ledger: Pick<Ledger, 'flush'> | null;
-  app: Pick<App, 'replay'>;
+  app: Pick<App, 'replay' | 'preview'>;
 }
 
 /**
@@ -58,6 +64,15 @@ export function replayOperation(parts: ReplayParts): (args: unknown) => Promise<
       // A replay of a replay runs the original's bytes again: the chain stays one level deep.
       const named = found.entry;
       const entry = (named.replayOf === undefined ? undefined : entries.find((e) => e.id === named.replayOf)) ?? named;
+      if (args.dryRun === true) {
+        try {
+          results.push({ id, ok: true, preview: await parts.app.preview(entry) });
+        } catch (error) {
+          if (!(error instanceof HttpError)) throw error;
+          results.push({ id, ok: false, code: error.code, error: error.message });
+        }
+        continue;
+      }
       const refusal = args.force === true ? null : _alreadyDone(entry, succeeded);
       if (refusal !== null) {
         results.push({ id, ok: false, code: ErrorCode.NotReplayable, error: refusal });
@@ -133,13 +148,13 @@ export async function replayCommand(flags: Flags, ids: string[], io: Io): Promis
     io.stdout(`${matching.length} request${matching.length === 1 ? '' : 's'} match${matching.length === 1 ? 'es' : ''}:\n`);
     for (const entry of matching) io.stdout(formatEntryLine(entry));
     if (matching.length === 0) return 0;
-    if (flags.yes !== true) {
+    if (flags.yes !== true && flags['dry-run'] !== true) {
       io.stderr(`${messagePrefix(io)}: nothing replayed; add --yes to replay ${matching.length === 1 ? 'it' : `these ${matching.length}`}\n`);
       return 0;
     }
     chosen = matching.map((e) => e.id);
   }
-  const args: ReplayArgs = { ids: chosen, ...(flags.force === true ? { force: true } : {}) };
+  const args: ReplayArgs = { ids: chosen, ...(flags.force === true ? { force: true } : {}), ...(flags['dry-run'] === true ? { dryRun: true } : {}) };
   const answer = await callServer(ledger.dir, REPLAY_OP, args, { timeoutMs: Math.min(600_000, 30_000 + 10_000 * chosen.length) });
   switch (answer.kind) {
     case 'no-server':
@@ -157,7 +172,7 @@ export async function replayCommand(flags: Flags, ids: string[], io: Io): Promis
   for (const result of results) {
     if (flags.json) io.stdout(`${JSON.stringify(result)}\n`);
     else io.stdout(formatReplay(result));
-    if (!result.ok || result.outcome.status >= 400) failed = true;
+    if (!result.ok || ('outcome' in result ? result.outcome.status : result.preview.status) >= 400) failed = true;
   }
   return failed ? FAILURE : 0;
 }
@@ -165,6 +180,7 @@ export async function replayCommand(flags: Flags, ids: string[], io: Io): Promis
 /** One replay's result as a line. */
 export function formatReplay(result: ReplayResult): string {
   if (!result.ok) return `${escapeControls(`not replayed ${result.id}: ${result.error}`, false)}\n`;
+  if ('preview' in result) return `${escapeControls(`dry run of ${result.id}: nothing replayed`, false)}\n${formatPreview(result.preview)}`;
   const { outcome } = result;
   const became = describeBecame({ became: outcome.became } as LedgerEntry);
   const parts = [`replayed ${outcome.replayOf}`, outcome.entry === undefined ? `request=${outcome.requestId}` : `as ${outcome.entry} request=${outcome.requestId}`, String(outcome.status)];

@@ -23,12 +23,14 @@ export const requests: Command = {
     limit: { type: 'string', short: 'n' },
     yes: { type: 'boolean', short: 'y' },
     force: { type: 'boolean' },
+    'dry-run': { type: 'boolean' },
   },
   positionals: true,
   help: `Usage: hooks-ingress requests [options]
        hooks-ingress requests show ID [options]
        hooks-ingress requests replay ID... [--force]
        hooks-ingress requests replay FILTERS... [--yes] [--force]
+       hooks-ingress requests replay ID... --dry-run
 
 List what arrived on the hooks path, oldest first (the newest last): time, status and
 error code, hook, entry id, request id, client, and what each request became. Refusals
@@ -61,6 +63,7 @@ Options:
   -n, --limit N         only the last N entries
   -y, --yes             replay: go ahead with the entries the filters picked
       --force           replay: also a request that succeeded, or was replayed with success
+      --dry-run         replay: only show what each request would become now
   -h, --help            show this help
 `,
   async run(flags, positionals, io) {

@@ -20,6 +20,7 @@ import { serverOperations } from './operations.ts';
 import { reloadChanges } from './reload-changes.ts';
 import { coalescedReloads, type ReloadChanges, type ReloadVerdict, type Reloads } from './reloads.ts';
 import { REPLAY_OP, replayOperation } from './requests-replay.ts';
+import { TRY_OP, tryOperation } from './try.ts';
 import { startService, type Service } from './service.ts';
 import { usageLine } from './usage.ts';
 
@@ -257,6 +258,7 @@ async function _control(stateDir: string, io: Io, log: Logger, service: Service,
       ledger: () => service.ledger?.size() ?? null,
     }),
     [REPLAY_OP]: replayOperation({ stateDir, ledger: service.ledger, app: service.app }),
+    [TRY_OP]: tryOperation(service.app),
   };
   try {
     return await startControl({ stateDir, handlers, log });

@@ -4,6 +4,8 @@ import { admitsEveryAgentSession, GENERATED_KEY_PREFIX, hasPrefix } from '../pol
 import { payloadControlsKey, type Mapping } from '../hooks/mappings.ts';
 import { checkSignatures } from '../guard/signatures/config.ts';
 import { join, type Issue } from '../schema.ts';
+import { isCredentialHeader } from '../credentials.ts';
+import type { Template } from '../hooks/template.ts';
 import type { Config } from './types.ts';
 
 // The rules that span several keys, checked on the normalised config; each problem names the key to change.
@@ -119,6 +121,40 @@ export function sessionKeyWarnings(config: Config): Issue[] {
         }]
       : [],
   );
+}
+
+// The templated fields of a mapping, by key.
+const _TEMPLATED = ['name', 'textTemplate', 'messageTemplate', 'sessionKey', 'to', 'model', 'thinking'] as const;
+
+// Names a template path may hold but never resolves through (templates read own data properties only).
+const _NEVER = new Set(['__proto__', 'prototype', 'constructor']);
+
+/**
+ * Template placeholders that can never resolve, whatever arrives: a credential header the mapping
+ * does not allow (templates never see those), `query.token` (a token in the URL is refused before
+ * any mapping runs), and a payload path through `__proto__`, `prototype` or `constructor`.
+ */
+export function templateWarnings(config: Config): Issue[] {
+  const issues: Issue[] = [];
+  config.hooks.mappings.forEach((mapping, i) => {
+    if (mapping.id.startsWith('preset:')) return;
+    for (const key of _TEMPLATED) {
+      const template: Template | undefined = mapping[key];
+      for (const part of template?.parts ?? []) {
+        if (typeof part === 'string') continue;
+        let why: string | null = null;
+        if (part.root === 'headers' && isCredentialHeader(part.name) && !mapping.allowCredentialHeaders.has(part.name.toLowerCase())) {
+          why = 'credential headers are hidden from templates unless the mapping names them in allowCredentialHeaders';
+        } else if (part.root === 'query' && part.name.toLowerCase() === 'token') {
+          why = 'a request with a token in its URL is refused before any mapping runs';
+        } else if (part.root === 'payload' && part.path.some((s) => typeof s === 'string' && _NEVER.has(s))) {
+          why = 'templates read own data properties only, never __proto__, prototype or constructor';
+        }
+        if (why !== null) issues.push({ path: `hooks.mappings[${i}].${key}`, message: `{{${part.text}}} can never resolve (it renders empty): ${why}` });
+      }
+    }
+  });
+  return issues;
 }
 
 /** A mapping's own rules: what its action needs, and who may choose its session key. */

@@ -38,7 +38,7 @@ export function reserveRuns(queue: RunQueue | undefined, count: number, config: 
  * the unconsumed backlog is at `hooks.maxBacklogEvents` or `hooks.maxBacklogBytes` (503 with
  * Retry-After): backpressure instead of dropping events nobody has read yet.
  */
-export function admitEvents(store: Store, config: Config, texts: readonly string[], field: (index: number) => string): void {
+export function admitEvents(store: Pick<Store, 'backlog'>, config: Config, texts: readonly string[], field: (index: number) => string): void {
   if (texts.length === 0) return;
   const { maxEventBytes, maxBacklogEvents, maxBacklogBytes } = config.hooks;
   let bytes = 0;

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { AgentAction, RunSpec, WakeAction } from '../actions.ts';
+import type { AgentAction, RunSpec, WakeAction, WakeMode } from '../actions.ts';
 import type { Config } from '../config/types.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
 import { parseAgent } from '../hooks/agent.ts';
@@ -32,14 +32,38 @@ export interface HookCall {
   note?: { mapping?: string; became?: Became };
   /** The client's departure, which ends a `waitForCompletion` wait at once. */
   gone?: Gone;
+  /** A dry run (`try`, `requests replay --dry-run`): the plan goes here, and nothing is committed, queued or logged. */
+  preview?: PreviewSink;
+}
+
+/** What a dry run saw: the mapping and its filter, each transform call, each action, what would have been logged. */
+export interface PreviewSink {
+  mapping?: string;
+  /** Whether a mapping's `match` and `filter` took the request (`ignored`: filtered out; `unmatched`: no mapping). */
+  filter?: 'matched' | 'ignored' | 'unmatched';
+  transforms: ({ ok: true; value: unknown } | { ok: false; error: string })[];
+  actions: PreviewAction[];
+  warnings: string[];
+}
+
+/** One action a dry run would take: the text as the agent would read it, the placeholders that found nothing, and the run's policy decisions. */
+export interface PreviewAction {
+  kind: 'wake' | 'agent';
+  text: string;
+  unresolved: string[];
+  mode?: WakeMode;
+  run?: Pick<RunSpec, 'name' | 'agentId' | 'sessionKey' | 'model' | 'thinking' | 'channel' | 'to' | 'deliver' | 'timeoutSeconds'>;
 }
 
 /** The hook path and key a request is made idempotent by (and how long, when not the default). */
 export type IdempotencyKey = Pick<IdempotencyWrite, 'scope' | 'key' | 'ttlMs'>;
 
+/** What dispatch reads and writes of the store. */
+export type DispatchStore = Pick<Store, 'commit' | 'lastRoute' | 'backlog'>;
+
 export interface DispatchOptions {
   config: Config;
-  store: Store;
+  store: DispatchStore;
   heartbeat: { request(reason: string): void };
   log: Logger;
   newId: () => string;
@@ -81,6 +105,10 @@ async function _wake(ctx: _Context, call: HookCall, idem: IdempotencyKey | null)
   _logUnknown(ctx, call, parsed.ignored);
   const answer: Answer = { status: 200, body: { ok: true, mode: parsed.action.mode } };
   const { text, mode } = parsed.action;
+  if (call.preview !== undefined) {
+    call.preview.actions.push({ kind: 'wake', text, unresolved: [], mode });
+    return answer;
+  }
   if (ctx.forward) {
     await _commitForward(ctx, call, [_outboxWake(ctx, parsed.action, call)], _remember(idem, call, answer));
     return answer;
@@ -101,6 +129,10 @@ async function _agent(ctx: _Context, call: HookCall, idem: IdempotencyKey | null
   parsed.action.name = (untrustedName === true ? requestName(name) : nameLine(name)) || 'Hook';
   const run = _admit(ctx, call, parsed.action, '');
   const answer: Answer = { status: 202, body: { ok: true, runId: run.runId, sessionKey: run.sessionKey, agentId: run.agentId, channel: run.channel } };
+  if (call.preview !== undefined) {
+    call.preview.actions.push({ kind: 'agent', text: run.message, unresolved: [], mode: run.wakeMode, run: _decisions(run) });
+    return answer;
+  }
   if (ctx.forward) {
     await _commitForward(ctx, call, [_outboxAgent(ctx, parsed.action, run, call)], _remember(idem, call, answer));
     return answer;
@@ -113,8 +145,13 @@ async function _agent(ctx: _Context, call: HookCall, idem: IdempotencyKey | null
 async function _mapped(ctx: _Context, call: HookCall, idem: IdempotencyKey | null): Promise<Answer> {
   const { name } = call;
   const request = { name, payload: call.body, headers: call.headers, query: Object.fromEntries(call.query), now: new Date(), pathOnly: call.pathOnly === true };
-  const outcome = await applyMappings(ctx.config.hooks.mappings, request, ctx.transforms);
+  const preview = call.preview;
+  const outcome = await applyMappings(ctx.config.hooks.mappings, request, preview === undefined ? ctx.transforms : _watched(ctx.transforms, preview));
   if (call.note !== undefined && 'mappingId' in outcome) call.note.mapping = outcome.mappingId;
+  if (preview !== undefined) {
+    if ('mappingId' in outcome) preview.mapping = outcome.mappingId;
+    preview.filter = outcome.kind === 'unmatched' || outcome.kind === 'ignored' ? outcome.kind : 'matched';
+  }
   switch (outcome.kind) {
     case 'unmatched':
       throw new HttpError(404, ErrorCode.NotFound, 'no hook with this name');
@@ -128,7 +165,7 @@ async function _mapped(ctx: _Context, call: HookCall, idem: IdempotencyKey | nul
     case 'invalid':
       throw new HttpError(400, ErrorCode.InvalidPayload, outcome.error);
     case 'failed':
-      ctx.log.error('hook mapping failed', { id: call.id, mapping: outcome.mappingId, detail: outcome.detail });
+      _say(ctx, call, 'error', 'hook mapping failed', { id: call.id, mapping: outcome.mappingId, detail: outcome.detail });
       throw new HttpError(500, ErrorCode.MappingFailed, 'hook mapping failed');
   }
   const source = `hook:${nameLine(name)}`;
@@ -151,6 +188,14 @@ async function _mapped(ctx: _Context, call: HookCall, idem: IdempotencyKey | nul
     if (unresolved.length > 0) hollow.push({ runId: run.runId, placeholders: unresolved.join(',') });
   }
   const answer = _mappedAnswer(outcome.forEach, runs, events);
+  if (preview !== undefined) {
+    let r = 0;
+    for (const { action, unresolved } of outcome.actions) {
+      if (action.kind === 'wake') preview.actions.push({ kind: 'wake', text: action.text, unresolved, mode: action.mode });
+      else preview.actions.push({ kind: 'agent', text: action.message, unresolved, mode: action.wakeMode, run: _decisions(runs[r++]!) });
+    }
+    return answer;
+  }
   const warnHollow = () => {
     for (const fields of hollow) ctx.log.warn('template placeholders resolved to nothing', { id: call.id, hook: nameLine(name), mapping: outcome.mappingId, ...fields });
   };
@@ -243,7 +288,30 @@ function _union(a: readonly string[], b: readonly string[]): string[] {
 }
 
 function _warnInjection(ctx: _Context, call: HookCall, hook: string, kinds: readonly string[]): void {
-  if (kinds.length > 0) ctx.log.warn('possible prompt injection (content wrapped)', { id: call.id, hook, kinds: kinds.join(',') });
+  if (kinds.length > 0) _say(ctx, call, 'warn', 'possible prompt injection (content wrapped)', { id: call.id, hook, kinds: kinds.join(',') });
+}
+
+// A log line, or in a dry run a warning of the preview (it is not this server's request to log).
+function _say(ctx: _Context, call: HookCall, level: 'info' | 'warn' | 'error', message: string, fields: LogFields): void {
+  if (call.preview === undefined) return ctx.log[level](message, fields);
+  const { id: _id, hook: _hook, ...rest } = fields;
+  const detail = Object.entries(rest).map(([k, v]) => `${k}=${String(v)}`).join(' ');
+  call.preview.warnings.push(detail === '' ? message : `${message}: ${detail}`);
+}
+
+// A transform caller that also tells the preview what each call returned.
+function _watched(call: CallTransform, preview: PreviewSink): CallTransform {
+  return async (ref, input) => {
+    const result = await call(ref, input);
+    preview.transforms.push(result.ok ? { ok: true, value: result.value } : { ok: false, error: `${result.reason}: ${result.detail}` });
+    return result;
+  };
+}
+
+// The policy decisions of an admitted run, as a dry run shows them.
+function _decisions(run: RunSpec): NonNullable<PreviewAction['run']> {
+  const { name, agentId, sessionKey, model, thinking, channel, to, deliver, timeoutSeconds } = run;
+  return { name, agentId, sessionKey, channel, deliver, ...(model === undefined ? {} : { model }), ...(thinking === undefined ? {} : { thinking }), ...(to === undefined ? {} : { to }), ...(timeoutSeconds === undefined ? {} : { timeoutSeconds }) };
 }
 
 // Field names are the caller's text: a few of them, each made one short line.
@@ -253,7 +321,7 @@ function _logUnknown(ctx: _Context, call: HookCall, ignored: readonly string[]):
   if (ignored.length === 0) return;
   const shown = ignored.slice(0, _SHOWN_FIELDS).map((field) => nameLine(field, 64));
   const fields = ignored.length > _SHOWN_FIELDS ? `${shown.join(',')},… (${ignored.length} in all)` : shown.join(',');
-  ctx.log.info('unknown payload fields ignored', { id: call.id, hook: call.name, fields });
+  _say(ctx, call, 'info', 'unknown payload fields ignored', { id: call.id, hook: call.name, fields });
 }
 
 

@@ -5,6 +5,7 @@ import type { Client } from '../guard/address.ts';
 import type { Auth } from '../guard/auth.ts';
 import { parseForm, parseJsonObject, readBody } from '../guard/body.ts';
 import { deliveryId } from '../guard/signatures/verify.ts';
+import type { Signature } from '../guard/signatures/config.ts';
 import { extractToken, tokenDigest, tokenMatches } from '../guard/token.ts';
 import { errorAnswer, type Answer } from './answer.ts';
 import type { Dispatch } from './dispatch.ts';
@@ -162,11 +163,7 @@ export function hookProcessor(options: Pick<HooksRouteOptions, 'config' | 'auth'
       }
       note.auth = 'signature';
     }
-    // Form-posting senders (Slack commands, Twilio, ...) reach mapped hooks only; /wake and /agent take JSON.
-    const form = name !== 'wake' && name !== 'agent' && /^application\/x-www-form-urlencoded\b/i.test(_one(headers['content-type']));
-    // `curl -d` labels JSON as a form: a body that is a JSON object is read as JSON whatever the label
-    // says, unless the signature covers it as a form.
-    const body = form && (formAsSigned(signature) || !/^\s*\{/.test(bytes.subarray(0, 64).toString('latin1'))) ? parseForm(bytes) : parseJsonObject(bytes);
+    const body = parseHookBody(name, headers, bytes, signature);
     const challenge = slackChallenge(signature, body);
     if (challenge !== null) {
       note.became = { handshake: 'slack' };
@@ -191,6 +188,15 @@ function _gone(req: IncomingMessage): Gone {
     socket.once('close', listener);
     return () => void socket.off('close', listener);
   };
+}
+
+/** The body as a hook reads it: a form from a form-posting sender on a mapped hook, else a JSON object (an HttpError when it is neither). */
+export function parseHookBody(name: string, headers: IncomingHttpHeaders, bytes: Buffer, signature: Signature | undefined): Record<string, unknown> {
+  // Form-posting senders (Slack commands, Twilio, ...) reach mapped hooks only; /wake and /agent take JSON.
+  const form = name !== 'wake' && name !== 'agent' && /^application\/x-www-form-urlencoded\b/i.test(_one(headers['content-type']));
+  // `curl -d` labels JSON as a form: a body that is a JSON object is read as JSON whatever the label
+  // says, unless the signature covers it as a form.
+  return form && (formAsSigned(signature) || !/^\s*\{/.test(bytes.subarray(0, 64).toString('latin1'))) ? parseForm(bytes) : parseJsonObject(bytes);
 }
 
 function _one(value: string | string[] | undefined): string {

@@ -20,6 +20,7 @@ import { createDispatch } from './dispatch.ts';
 import { expectsContinue, hookProcessor, hooksRoute, type Handler, type HookBytes, type HookMode } from './hooks-route.ts';
 import { createIdempotency, type Behind } from './idempotency.ts';
 import { createRecorder, newNote, type Note, type Recorder } from './ledger-note.ts';
+import { previewHook, type Preview, type PreviewInput } from './preview.ts';
 import { replayInput, replayProblem, type ReplayOutcome } from './replay.ts';
 import { Router, splitTarget } from './router.ts';
 import { createWaiter, type Completions } from './wait.ts';
@@ -76,6 +77,8 @@ export interface App {
    * marked as a replay; a request that cannot be replayed is an HttpError (409, ERR_NOT_REPLAYABLE).
    */
   replay(entry: LedgerEntry): Promise<ReplayOutcome>;
+  /** What a request (or a stored one, replayed) would become under the current configuration, with nothing committed. */
+  preview(input: PreviewInput | LedgerEntry): Promise<Preview>;
 }
 
 // What outlives a reload: the idempotency work in flight, and the limiter while its settings hold.
@@ -143,6 +146,20 @@ export function createApp(options: AppOptions): App {
   }) as App;
   app.limiterStats = () => shared.limiter.stats();
   app.held = () => shared.behind.count;
+  app.preview = (input) => {
+    const { config } = current;
+    let request: PreviewInput;
+    if ('id' in input) {
+      const problem = replayProblem(input, config);
+      if (problem !== null) return Promise.reject(new HttpError(409, ErrorCode.NotReplayable, `entry ${input.id} cannot be replayed: ${problem}`));
+      const { name, headers, rawQuery, bytes, verified } = replayInput(input, 'try', newNote(), config);
+      request = { name, headers, rawQuery, bytes, ...(verified === true ? { verified } : {}) };
+    } else {
+      request = input;
+    }
+    const transforms = options.transforms ?? (async () => ({ ok: false, reason: 'load-failed', detail: 'no transform runner is configured' }) as const);
+    return previewHook({ config, transforms, lastRoute: () => options.store.lastRoute(), ...(options.clock === undefined ? {} : { clock: options.clock }) }, request);
+  };
   app.replay = async (entry) => {
     const { config, process, record } = current;
     const problem = replayProblem(entry, config);

@@ -463,6 +463,13 @@ export async function readRuns(dir: string, onRejected?: (rejected: Rejected) =>
   return [...runs.values()];
 }
 
+/** The route of the last successful delivery recorded in a state directory, read without opening it for writing. */
+export async function readLastRoute(dir: string): Promise<Route | null> {
+  let route: Route | null = null;
+  for (const record of await _read(dir)) if (record.t === 'commit' && record.lastRoute !== undefined) route = record.lastRoute;
+  return route;
+}
+
 async function _read(dir: string, onRejected?: (rejected: Rejected) => void): Promise<_Line[]> {
   const { lines, rejected } = _checked(await readJournal(join(dir, JOURNAL_FILE)));
   if (onRejected !== undefined) rejected.forEach(onRejected);

@@ -1,0 +1,39 @@
+import type { Preview } from '../edge/preview.ts';
+import { clipLine } from '../text.ts';
+import { escapeControls } from './event-text.ts';
+
+// How `try` and `requests replay --dry-run` show what a request would become.
+
+/** A dry run's result as a person reads it; what came with the request has its control characters escaped. */
+export function formatPreview(p: Preview): string {
+  const lines: string[] = [];
+  const row = (key: string, value: string) => lines.push(`${key.padEnd(11)} ${escapeControls(value, false)}`);
+  row('hook', p.hook);
+  if (p.signature !== undefined) {
+    const s = p.signature;
+    row('signature', s.ok ? `${s.scheme}: ok` : `${s.scheme}: refused, ${s.why ?? 'invalid'}${s.reason === undefined ? '' : `: ${s.reason}`}`);
+  }
+  if (p.filter === 'unmatched') row('mapping', 'none matches this hook');
+  else if (p.filter === 'ignored') row('mapping', "none: the filters of this path's mappings leave it out (answered 200 ignored)");
+  else if (p.filter !== undefined) row('mapping', `${p.mapping ?? '-'} (matched)`);
+  p.transforms.forEach((t, i) => row(`transform${p.transforms.length > 1 ? ` ${i + 1}` : ''}`, t.ok ? `returned ${clipLine(JSON.stringify(t.value) ?? 'undefined', 200)}` : `failed: ${t.error}`));
+  row('would get', `${p.status}${p.code === undefined ? '' : ` ${p.code}`}${p.error === undefined ? '' : `: ${p.error}`}`);
+  p.actions.forEach((a, i) => {
+    lines.push(`${a.kind === 'wake' ? 'wake' : 'agent run'}${p.actions.length > 1 ? ` ${i + 1}` : ''}:`);
+    if (a.run !== undefined) {
+      const r = a.run;
+      lines.push(`  agent       ${escapeControls(r.agentId, false)}`);
+      lines.push(`  session key ${escapeControls(r.sessionKey, false)}`);
+      lines.push(`  model       ${escapeControls(r.model ?? '(the agent\'s default)', false)}`);
+      lines.push(`  channel     ${escapeControls(`${r.channel}${r.to === undefined ? '' : ` to ${r.to}`}${r.deliver ? '' : ' (not delivered)'}`, false)}`);
+      lines.push(`  name        ${escapeControls(r.name, false)}`);
+    } else if (a.mode !== undefined) {
+      lines.push(`  mode        ${a.mode}`);
+    }
+    lines.push(`  ${a.kind === 'wake' ? 'text' : 'message'}:`);
+    lines.push(escapeControls(a.text, true).replace(/^/gm, '    '));
+    for (const placeholder of a.unresolved) lines.push(`  warning: {{${escapeControls(placeholder, false)}}} resolved to nothing`);
+  });
+  for (const warning of p.warnings) lines.push(`warning: ${escapeControls(warning, false)}`);
+  return `${lines.join('\n')}\n`;
+}

@@ -1,0 +1,172 @@
+import { readFile } from 'node:fs/promises';
+import type { IncomingHttpHeaders } from 'node:http';
+import { previewHook, type Preview, type PreviewInput } from '../edge/preview.ts';
+import type { App } from '../edge/server.ts';
+import { ErrorCode, HttpError } from '../errors.ts';
+import { TransformReloader } from '../hooks/transforms/reloader.ts';
+import { findEntry } from '../store/ledger-read.ts';
+import { readLastRoute } from '../store/store.ts';
+import { clipLine } from '../text.ts';
+import { COMMON, type Command, type Flags } from './command.ts';
+import { callServer } from './control.ts';
+import { escapeControls } from './event-text.ts';
+import { formatPreview } from './preview-text.ts';
+import { FAILURE, messagePrefix, USAGE, type Io } from './io.ts';
+import { ledgerOf } from './ledger-access.ts';
+import { loadConfigFor } from './load-config.ts';
+import { stateDirFor } from './state-dir.ts';
+import { usageLine } from './usage.ts';
+
+// `hooks-ingress try`: what a request would become — the mapping and its filter, the transform's
+// result, the rendered text (with the placeholders that found nothing), the policy decisions —
+// with nothing enqueued. The running server answers it with its own config, environment and
+// transform sandbox; with none running it is tried here, with the same sandbox, and says so.
+
+/** The control channel's operation name. */
+export const TRY_OP = 'try';
+
+/** What the CLI sends: the body as base64, so any bytes pass through JSON unchanged. */
+export interface TryArgs {
+  hook: string;
+  headers: Record<string, string | string[]>;
+  query: string;
+  body: string;
+}
+
+/** The server's side of `try`. */
+export function tryOperation(app: Pick<App, 'preview'>): (args: unknown) => Promise<Preview> {
+  return (raw) => {
+    const args = raw as Partial<TryArgs> | null;
+    if (typeof args !== 'object' || args === null || typeof args.hook !== 'string' || typeof args.body !== 'string' || typeof args.query !== 'string' || typeof args.headers !== 'object' || args.headers === null) {
+      return Promise.reject(new HttpError(400, ErrorCode.InvalidPayload, 'try: hook, headers, query and body are required'));
+    }
+    return app.preview({ name: args.hook, headers: args.headers as IncomingHttpHeaders, rawQuery: args.query, bytes: Buffer.from(args.body, 'base64') });
+  };
+}
+
+/** `hooks-ingress try`. */
+export const tryCommand: Command = {
+  options: {
+    ...COMMON,
+    'state-dir': { type: 'string' },
+    body: { type: 'string' },
+    header: { type: 'string', multiple: true, short: 'H' },
+    request: { type: 'string' },
+    json: { type: 'boolean' },
+  },
+  positionals: true,
+  help: `Usage: hooks-ingress try HOOK --body FILE [--header K:V]... [options]
+       hooks-ingress try --request ID [options]
+
+Show what a request to HOOK would become, without enqueuing anything: the mapping
+that takes it and its filter's verdict, each transform's result or error, the text
+or message as the agent would read it (every template placeholder that found
+nothing listed as a warning), and the policy decisions (agent, session key, model,
+channel). A signed path's signature is checked and reported, without its
+timestamp's age. The running server answers (its config, environment and
+transform sandbox); with none running, it is tried here with the same sandbox, and
+the output says so.
+
+Options:
+  -c, --config PATH     config file
+      --state-dir DIR   state directory
+      --body FILE       the request body (JSON, or a form for form-posting senders)
+  -H, --header K:V      a request header (repeatable); content-type defaults to JSON
+      --request ID      try a stored request (an entry id or request id of
+                        "hooks-ingress requests") instead of HOOK and --body
+      --json            print the result as one JSON object
+  -h, --help            show this help
+`,
+  run: (flags, positionals, io) => _try(flags, positionals, io),
+};
+
+async function _try(flags: Flags, positionals: string[], io: Io): Promise<number> {
+  const request = await _request(flags, positionals, io);
+  if (typeof request === 'number') return request;
+  const { input, dir } = request;
+  let preview: Preview;
+  let where: 'server' | 'local' = 'server';
+  const args: TryArgs = { hook: input.name, headers: input.headers as Record<string, string | string[]>, query: input.rawQuery, body: input.bytes.toString('base64') };
+  const answer = dir === null ? ({ kind: 'no-server', why: '' } as const) : await callServer(dir, TRY_OP, args);
+  if (answer.kind === 'result') {
+    preview = answer.result as Preview;
+  } else if (answer.kind === 'no-server') {
+    const local = await _local(flags, io, input, dir);
+    if (local === null) return FAILURE;
+    preview = local;
+    where = 'local';
+  } else {
+    io.stderr(`${messagePrefix(io)}: ${answer.kind === 'timeout' ? 'the server did not answer in time' : escapeControls(answer.message, false)}\n`);
+    return FAILURE;
+  }
+  if (flags.json) io.stdout(`${JSON.stringify({ ...preview, triedBy: where })}\n`);
+  else io.stdout(`${where === 'local' ? 'no server is running: tried here, with the config file and the same transform sandbox\n' : 'tried by the running server\n'}${formatPreview(preview)}`);
+  return preview.status >= 400 ? FAILURE : 0;
+}
+
+// The request to try: HOOK, --body and --header, or a stored one (--request).
+async function _request(flags: Flags, positionals: string[], io: Io): Promise<{ input: PreviewInput; dir: string | null } | number> {
+  if (flags.request !== undefined) {
+    if (positionals.length > 0 || flags.body !== undefined || flags.header !== undefined) {
+      io.stderr(usageLine('try', '--request takes no HOOK, --body or --header (the stored request has them)'));
+      return USAGE;
+    }
+    const ledger = await ledgerOf(flags, io);
+    if (ledger === null) return FAILURE;
+    const entries = await ledger.read();
+    if (entries === null) return FAILURE;
+    const found = findEntry(entries, flags.request);
+    if (!found.ok) {
+      io.stderr(`${messagePrefix(io)}: ${escapeControls(found.error, false)}\n`);
+      return FAILURE;
+    }
+    const { entry } = found;
+    if (entry.body === undefined || entry.body.truncated || entry.hook === undefined) {
+      io.stderr(`${messagePrefix(io)}: entry ${entry.id} cannot be tried: ${entry.body === undefined ? 'its body was not kept' : entry.hook === undefined ? 'it named no hook' : 'its body was cut'}\n`);
+      return FAILURE;
+    }
+    const headers: IncomingHttpHeaders = {};
+    for (const [name, value] of Object.entries(entry.headers)) if (value !== '[redacted]') headers[name] = value;
+    const bytes = entry.body.encoding === 'utf8' ? Buffer.from(entry.body.data, 'utf8') : Buffer.from(entry.body.data, 'base64');
+    return { input: { name: entry.hook, headers, rawQuery: entry.query ?? '', bytes, ...(entry.signature?.ok === true && (entry.signature.scheme === 'gitlab' || entry.signature.scheme === 'token') ? { verified: true } : {}) }, dir: ledger.dir };
+  }
+  const [hook, ...rest] = positionals;
+  if (hook === undefined || rest.length > 0 || flags.body === undefined) {
+    io.stderr(usageLine('try', hook === undefined ? 'name the HOOK to try (or give --request ID)' : rest.length > 0 ? `unexpected argument "${rest[0]}"` : '--body FILE is required'));
+    return USAGE;
+  }
+  const headers: IncomingHttpHeaders = { 'content-type': 'application/json' };
+  for (const line of flags.header ?? []) {
+    const colon = line.indexOf(':');
+    const name = line.slice(0, colon).trim().toLowerCase();
+    if (colon < 1 || !/^[!#$%&'*+.^_`|~0-9a-z-]+$/.test(name)) {
+      io.stderr(usageLine('try', `--header must be NAME:VALUE, got "${clipLine(line, 60)}"`));
+      return USAGE;
+    }
+    headers[name] = line.slice(colon + 1).trim();
+  }
+  let bytes: Buffer;
+  try {
+    bytes = await readFile(flags.body);
+  } catch (error) {
+    io.stderr(`${messagePrefix(io)}: cannot read --body ${flags.body}: ${(error as NodeJS.ErrnoException).code ?? String(error)}\n`);
+    return FAILURE;
+  }
+  const dir = await stateDirFor(flags, io);
+  if (dir === null) return FAILURE;
+  return { input: { name: hook.replace(/^\/+|\/+$/g, ''), headers, rawQuery: '', bytes }, dir };
+}
+
+// No server: the config loaded here, its transforms in the same sandbox, the last route from the journal.
+async function _local(flags: Flags, io: Io, input: PreviewInput, dir: string | null): Promise<Preview | null> {
+  const config = await loadConfigFor(flags, io, { transforms: true });
+  if (config === null) return null;
+  const transforms = new TransformReloader({ info() {}, warn() {}, error() {} });
+  transforms.configure(config);
+  try {
+    const lastRoute = dir === null ? null : await readLastRoute(dir).catch(() => null);
+    return await previewHook({ config, transforms: transforms.call, lastRoute: () => lastRoute }, input);
+  } finally {
+    await transforms.close();
+  }
+}
