@@ -79,7 +79,7 @@ test('check needs every variable and says each missing one once; check prints th
 });
 
 test('every command that reads the config has its need in the one table', () => {
-  assert.deepEqual(Object.keys(NEEDS).sort(), ['check', 'config get', 'events', 'outbox', 'reload', 'requests', 'runs', 'send', 'serve', 'sign', 'status']);
+  assert.deepEqual(Object.keys(NEEDS).sort(), ['check', 'config get', 'events', 'outbox', 'reload', 'requests', 'runs', 'send', 'serve', 'sign', 'status', 'try']);
   for (const reader of ['events', 'runs', 'outbox', 'requests', 'reload', 'status']) assert.deepEqual(NEEDS[reader], { of: 'state' });
 });
 
