@@ -23,6 +23,8 @@ export interface PreviewInput {
   bytes: Buffer;
   /** A stored request whose shared token (`gitlab`, `token`) passed when it arrived: its verdict is on record. */
   verified?: boolean;
+  /** Only mappings that name the path may take it (a stored request to the gmail hook). */
+  pathOnly?: boolean;
 }
 
 /** What a request would become. */
@@ -79,7 +81,7 @@ export async function previewHook(options: PreviewOptions, input: PreviewInput):
   try {
     if (input.name === '') throw new HttpError(404, ErrorCode.NotFound, 'hook name missing: POST to a path such as /wake or /agent');
     const body = parseHookBody(input.name, input.headers, input.bytes, signature);
-    const answer = await dispatch({ id: 'try', name: input.name, body, headers: input.headers, query: new URLSearchParams(input.rawQuery), preview: sink }, null);
+    const answer = await dispatch({ id: 'try', name: input.name, body, headers: input.headers, query: new URLSearchParams(input.rawQuery), preview: sink, ...(input.pathOnly === true ? { pathOnly: true } : {}) }, null);
     preview.status = answer.status;
   } catch (error) {
     if (!(error instanceof HttpError)) throw error;

@@ -152,8 +152,8 @@ export function createApp(options: AppOptions): App {
     if ('id' in input) {
       const problem = replayProblem(input, config);
       if (problem !== null) return Promise.reject(new HttpError(409, ErrorCode.NotReplayable, `entry ${input.id} cannot be replayed: ${problem}`));
-      const { name, headers, rawQuery, bytes, verified } = replayInput(input, 'try', newNote(), config);
-      request = { name, headers, rawQuery, bytes, ...(verified === true ? { verified } : {}) };
+      const { name, headers, rawQuery, bytes, verified, pathOnly } = replayInput(input, 'try', newNote(), config);
+      request = { name, headers, rawQuery, bytes, ...(verified === true ? { verified } : {}), ...(pathOnly === true ? { pathOnly } : {}) };
     } else {
       request = input;
     }
