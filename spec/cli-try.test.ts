@@ -118,6 +118,12 @@ test('try --request and requests replay --dry-run show what a stored request wou
   await new Promise((resolve) => setTimeout(resolve, 300));
   assert.equal((await readLedger(s.state)).length, 1, 'no replay entry');
   assert.equal((await readRuns(s.state)).length, 1);
+  server.child.kill('SIGTERM');
+  await server.exited;
+  const local = await cli(s, 'try', '--request', 'stored-1');
+  assert.equal(local.code, 0, local.stderr);
+  assert.match(local.stdout, /^no server is running: tried here/);
+  assert.match(local.stdout, /warning: \{\{pusher\.nam\}\} resolved to nothing/);
 });
 
 test('try: bad input is one line', async (t) => {

@@ -4,7 +4,9 @@ import { previewHook, type Preview, type PreviewInput } from '../edge/preview.ts
 import type { App } from '../edge/server.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
 import { TransformReloader } from '../hooks/transforms/reloader.ts';
-import { findEntry } from '../store/ledger-read.ts';
+import { newNote } from '../edge/ledger-note.ts';
+import { replayInput, replayProblem } from '../edge/replay.ts';
+import { findEntry, type LedgerEntry } from '../store/ledger-read.ts';
 import { readLastRoute } from '../store/store.ts';
 import { clipLine } from '../text.ts';
 import { COMMON, type Command, type Flags } from './command.ts';
@@ -15,6 +17,7 @@ import { FAILURE, messagePrefix, USAGE, type Io } from './io.ts';
 import { ledgerOf } from './ledger-access.ts';
 import { loadConfigFor } from './load-config.ts';
 import { stateDirFor } from './state-dir.ts';
+import { REPLAY_OP, type ReplayResult } from './requests-replay.ts';
 import { usageLine } from './usage.ts';
 
 // `hooks-ingress try`: what a request would become — the mapping and its filter, the transform's
@@ -83,15 +86,25 @@ Options:
 async function _try(flags: Flags, positionals: string[], io: Io): Promise<number> {
   const request = await _request(flags, positionals, io);
   if (typeof request === 'number') return request;
-  const { input, dir } = request;
+  const { dir } = request;
   let preview: Preview;
   let where: 'server' | 'local' = 'server';
-  const args: TryArgs = { hook: input.name, headers: input.headers as Record<string, string | string[]>, query: input.rawQuery, body: input.bytes.toString('base64') };
-  const answer = dir === null ? ({ kind: 'no-server', why: '' } as const) : await callServer(dir, TRY_OP, args);
+  // A stored request is tried as its replay would run (`requests replay --dry-run`), so the two agree.
+  const answer =
+    dir === null
+      ? ({ kind: 'no-server', why: '' } as const)
+      : 'entry' in request
+        ? await callServer(dir, REPLAY_OP, { ids: [request.entry.id], dryRun: true })
+        : await callServer(dir, TRY_OP, _args(request.input));
   if (answer.kind === 'result') {
-    preview = answer.result as Preview;
+    const result = 'entry' in request ? (answer.result as { results: ReplayResult[] }).results[0] : { id: '', ok: true as const, preview: answer.result as Preview };
+    if (result === undefined || !result.ok || !('preview' in result)) {
+      io.stderr(`${messagePrefix(io)}: ${escapeControls(result !== undefined && !result.ok ? result.error : 'the server gave no preview', false)}\n`);
+      return FAILURE;
+    }
+    preview = result.preview;
   } else if (answer.kind === 'no-server') {
-    const local = await _local(flags, io, input, dir);
+    const local = await _local(flags, io, request);
     if (local === null) return FAILURE;
     preview = local;
     where = 'local';
@@ -104,8 +117,15 @@ async function _try(flags: Flags, positionals: string[], io: Io): Promise<number
   return preview.status >= 400 ? FAILURE : 0;
 }
 
+/** A request written on the command line, or a stored one. */
+type _Request = { input: PreviewInput; dir: string | null } | { entry: LedgerEntry; dir: string };
+
+function _args(input: PreviewInput): TryArgs {
+  return { hook: input.name, headers: input.headers as Record<string, string | string[]>, query: input.rawQuery, body: input.bytes.toString('base64') };
+}
+
 // The request to try: HOOK, --body and --header, or a stored one (--request).
-async function _request(flags: Flags, positionals: string[], io: Io): Promise<{ input: PreviewInput; dir: string | null } | number> {
+async function _request(flags: Flags, positionals: string[], io: Io): Promise<_Request | number> {
   if (flags.request !== undefined) {
     if (positionals.length > 0 || flags.body !== undefined || flags.header !== undefined) {
       io.stderr(usageLine('try', '--request takes no HOOK, --body or --header (the stored request has them)'));
@@ -120,15 +140,7 @@ async function _request(flags: Flags, positionals: string[], io: Io): Promise<{ 
       io.stderr(`${messagePrefix(io)}: ${escapeControls(found.error, false)}\n`);
       return FAILURE;
     }
-    const { entry } = found;
-    if (entry.body === undefined || entry.body.truncated || entry.hook === undefined) {
-      io.stderr(`${messagePrefix(io)}: entry ${entry.id} cannot be tried: ${entry.body === undefined ? 'its body was not kept' : entry.hook === undefined ? 'it named no hook' : 'its body was cut'}\n`);
-      return FAILURE;
-    }
-    const headers: IncomingHttpHeaders = {};
-    for (const [name, value] of Object.entries(entry.headers)) if (value !== '[redacted]') headers[name] = value;
-    const bytes = entry.body.encoding === 'utf8' ? Buffer.from(entry.body.data, 'utf8') : Buffer.from(entry.body.data, 'base64');
-    return { input: { name: entry.hook, headers, rawQuery: entry.query ?? '', bytes, ...(entry.signature?.ok === true && (entry.signature.scheme === 'gitlab' || entry.signature.scheme === 'token') ? { verified: true } : {}) }, dir: ledger.dir };
+    return { entry: found.entry, dir: ledger.dir };
   }
   const [hook, ...rest] = positionals;
   if (hook === undefined || rest.length > 0 || flags.body === undefined) {
@@ -158,13 +170,25 @@ async function _request(flags: Flags, positionals: string[], io: Io): Promise<{ 
 }
 
 // No server: the config loaded here, its transforms in the same sandbox, the last route from the journal.
-async function _local(flags: Flags, io: Io, input: PreviewInput, dir: string | null): Promise<Preview | null> {
+async function _local(flags: Flags, io: Io, request: _Request): Promise<Preview | null> {
   const config = await loadConfigFor(flags, io, { transforms: true });
   if (config === null) return null;
+  let input: PreviewInput;
+  if ('entry' in request) {
+    const problem = replayProblem(request.entry, config);
+    if (problem !== null) {
+      io.stderr(`${messagePrefix(io)}: entry ${request.entry.id} cannot be tried: ${escapeControls(problem, false)}\n`);
+      return null;
+    }
+    const { name, headers, rawQuery, bytes, verified, pathOnly } = replayInput(request.entry, 'try', newNote(), config);
+    input = { name, headers, rawQuery, bytes, ...(verified === true ? { verified } : {}), ...(pathOnly === true ? { pathOnly } : {}) };
+  } else {
+    input = request.input;
+  }
   const transforms = new TransformReloader({ info() {}, warn() {}, error() {} });
   transforms.configure(config);
   try {
-    const lastRoute = dir === null ? null : await readLastRoute(dir).catch(() => null);
+    const lastRoute = request.dir === null ? null : await readLastRoute(request.dir).catch(() => null);
     return await previewHook({ config, transforms: transforms.call, lastRoute: () => lastRoute }, input);
   } finally {
     await transforms.close();
