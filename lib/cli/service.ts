@@ -111,10 +111,11 @@ export async function startService(config: Config, stateDir: string, log: Logger
     },
     async stop() {
       await forward?.stop();
-      await ledger?.close();
       await runner.stop();
       await heartbeat.stop();
       await transforms.close();
+      // After the runtime: writing the ledger's last batch must not hold a stop up.
+      await ledger?.close();
       await store.close();
     },
   };
