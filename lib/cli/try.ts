@@ -1,11 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import type { IncomingHttpHeaders } from 'node:http';
-import { previewHook, type Preview, type PreviewInput } from '../edge/preview.ts';
+import type { Preview, PreviewInput } from '../edge/preview.ts';
 import type { App } from '../edge/server.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
-import { TransformReloader } from '../hooks/transforms/reloader.ts';
-import { newNote } from '../edge/ledger-note.ts';
-import { replayInput, replayProblem } from '../edge/replay.ts';
 import { findEntry, type LedgerEntry } from '../store/ledger-read.ts';
 import { readLastRoute } from '../store/store.ts';
 import { clipLine } from '../text.ts';
@@ -15,7 +12,6 @@ import { escapeControls } from './event-text.ts';
 import { formatPreview } from './preview-text.ts';
 import { FAILURE, messagePrefix, USAGE, type Io } from './io.ts';
 import { ledgerOf } from './ledger-access.ts';
-import { loadConfigFor } from './load-config.ts';
 import { stateDirFor } from './state-dir.ts';
 import { REPLAY_OP, type ReplayResult } from './requests-replay.ts';
 import { usageLine } from './usage.ts';
@@ -169,8 +165,16 @@ async function _request(flags: Flags, positionals: string[], io: Io): Promise<_R
   return { input: { name: hook.replace(/^\/+|\/+$/g, ''), headers, rawQuery: '', bytes }, dir };
 }
 
-// No server: the config loaded here, its transforms in the same sandbox, the last route from the journal.
+// No server: the config loaded here, its transforms in the same sandbox, the last route from the
+// journal. Loaded only on this path: with a server running, try reads the state directory alone.
 async function _local(flags: Flags, io: Io, request: _Request): Promise<Preview | null> {
+  const [{ loadConfigFor }, { replayInput, replayProblem }, { newNote }, { previewHook }, { TransformReloader }] = await Promise.all([
+    import('./load-config.ts'),
+    import('../edge/replay.ts'),
+    import('../edge/ledger-note.ts'),
+    import('../edge/preview.ts'),
+    import('../hooks/transforms/reloader.ts'),
+  ]);
   const config = await loadConfigFor(flags, io, { transforms: true });
   if (config === null) return null;
   let input: PreviewInput;
