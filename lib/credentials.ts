@@ -51,3 +51,12 @@ export function visibleHeaders(headers: Readonly<Record<string, string | readonl
 }
 
 const _NONE: ReadonlySet<string> = new Set();
+
+// A config key that holds a secret, by its last segment: token, botToken, hookToken, secret(s),
+// apiKey, appPassword, clientSecret, an Authorization or X-Api-Key header. `tokenUrl` and the like are not.
+const _SECRET_KEY = /(?:token|secrets?|password|apikey|api-key|authorization)$/i;
+
+/** Whether a config key (its last segment) holds a secret: what file-mode warnings and reload verdicts look for. */
+export function isSecretKey(key: string): boolean {
+  return _SECRET_KEY.test(key);
+}

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { isCredentialHeader, TOKEN_HEADERS, visibleHeaders } from '../lib/credentials.ts';
+import { isCredentialHeader, isSecretKey, TOKEN_HEADERS, visibleHeaders } from '../lib/credentials.ts';
 import { buildConfig } from '../lib/config/load.ts';
 import { extractToken } from '../lib/guard/token.ts';
 
@@ -42,4 +42,11 @@ test('a mapping that allows a token header is refused with its key path; other c
     'hooks.mappings[0].allowCredentialHeaders[3]: may not name X-OpenClaw-Token: the hook token is read from it, and templates and transforms never see it',
   ]);
   assert.equal((await buildConfig(mapping(['X-Hub-Signature-256', 'Proxy-Authorization']), { file: null, env: {}, dir: '/etc/hooks-ingress' })).ok, true);
+});
+
+test('isSecretKey() names every key of the config that holds a secret, and not the URLs and names beside them', () => {
+  for (const key of ['token', 'hookToken', 'botToken', 'verifyToken', 'accessToken', 'secret', 'secrets', 'clientSecret', 'apiKey', 'appPassword', 'Authorization', 'X-Api-Key']) {
+    assert.equal(isSecretKey(key), true, key);
+  }
+  for (const key of ['tokenUrl', 'tokenFile', 'url', 'baseUrl', 'defaultTo', 'scheme', 'header', 'X-Request-Id']) assert.equal(isSecretKey(key), false, key);
 });

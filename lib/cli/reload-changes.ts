@@ -1,13 +1,11 @@
 import { createHash } from 'node:crypto';
 import type { Config } from '../config/types.ts';
+import { isSecretKey } from '../credentials.ts';
 import type { ReloadChanges } from './reloads.ts';
 
 // What a reload changed, told without a secret: which endpoints and mappings came and went, and
 // where secrets were added, removed or replaced (compared by digest, named by key path).
 
-// A key that holds a credential, by its name: token, botToken, hookToken, secret, apiKey, appPassword,
-// accessToken, authToken, an Authorization or X-Api-Key header. `tokenUrl` and the like are not.
-const _SECRET_KEY = /(?:token|secret|secrets|password|apikey|api-key|authorization)$/i;
 
 /** What changed from `before` to `after`. */
 export function reloadChanges(before: Config, after: Config): ReloadChanges {
@@ -46,7 +44,7 @@ export function secretDigests(config: Config): Map<string, string> {
     }
     // Plain records only: templates, sets and compiled patterns hold no configured secret.
     if (typeof value !== 'object' || value === null || Object.getPrototypeOf(value) !== Object.prototype) return;
-    for (const [key, child] of Object.entries(value)) visit(child, path === '' ? key : `${path}.${key}`, secret || _SECRET_KEY.test(key), depth + 1);
+    for (const [key, child] of Object.entries(value)) visit(child, path === '' ? key : `${path}.${key}`, secret || isSecretKey(key), depth + 1);
   };
   visit({ ...config.hooks, mappings: undefined }, 'hooks', false, 0);
   for (const mapping of config.hooks.mappings) visit(mapping, `hooks.mappings[${mapping.id}]`, false, 0);

@@ -3,12 +3,10 @@
 // `serve` say so, one line each, naming the path and its mode; nothing is changed.
 import { lstat, readdir, readFile, realpath, stat } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
-import { isCredentialHeader } from '../credentials.ts';
+import { isCredentialHeader, isSecretKey } from '../credentials.ts';
 import { parseJsonc } from '../jsonc.ts';
 import type { Config } from './types.ts';
 
-/** The last segment of a key that holds a secret: `token`, `botToken`, `apiKey`, `password`, `secret`… */
-const _SECRET_KEY = /(?:token|secret|password|apikey)$/i;
 // A string naming an environment variable is not a secret written into the file.
 const _REFERENCE = /\$\{[A-Za-z_][A-Za-z0-9_]*\}/;
 // How many entries of the transforms directory are looked at for symbolic links; a bound, not a rule.
@@ -66,7 +64,7 @@ export async function literalSecrets(file: string): Promise<string[]> {
       value.forEach((item, i) => walk(item, `${at}[${i}]`, secret));
     } else if (typeof value === 'object' && value !== null) {
       const headers = at.endsWith('.headers');
-      for (const [key, item] of Object.entries(value)) walk(item, at === '' ? key : `${at}.${key}`, secret || _SECRET_KEY.test(key) || (headers && isCredentialHeader(key)));
+      for (const [key, item] of Object.entries(value)) walk(item, at === '' ? key : `${at}.${key}`, secret || isSecretKey(key) || (headers && isCredentialHeader(key)));
     }
   };
   walk(parsed.value, '', false);
