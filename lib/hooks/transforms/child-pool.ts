@@ -2,7 +2,7 @@ import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { Buffer } from 'node:buffer';
 import { extname } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { setImmediate } from 'node:timers';
+import { clearTimeout, setImmediate, setTimeout } from 'node:timers';
 import { resolveModule } from '../../guard/contain.ts';
 import { currentRuntime, residentBytes, rootProblem, startChild, type ChildLimits, type Runtime } from './child.ts';
 
@@ -85,8 +85,10 @@ interface Job {
 /** A message sent to a child and not yet answered. */
 interface InFlight {
   job: Job;
-  /** Unset while a starting slot checks containment, before anything is sent. */
-  timer: ReturnType<typeof setTimeout> | undefined;
+  /** When the child is killed if it has not answered (performance.now()); Infinity while a starting slot checks containment, before anything is sent. */
+  deadline: number;
+  /** What the call is answered when its deadline passes. */
+  late: string;
   then: (result: TransformResult) => void;
 }
 
@@ -152,6 +154,10 @@ class _Pool implements TransformChildPool {
   #closed = false;
   #watch: ReturnType<typeof setInterval> | undefined;
   #ticks = 0;
+  // One timer for every call in flight, armed for the earliest deadline: a call costs no timer of
+  // its own to set and clear. It holds the process open only while some call is in flight.
+  #deadlineTimer: ReturnType<typeof setTimeout> | null = null;
+  #armedFor = Infinity;
 
   constructor(options: TransformChildPoolOptions) {
     this.#settings = _settings(options);
@@ -174,6 +180,8 @@ class _Pool implements TransformChildPool {
 
   async close(): Promise<void> {
     this.#closed = true;
+    if (this.#deadlineTimer !== null) clearTimeout(this.#deadlineTimer);
+    this.#deadlineTimer = null;
     for (const job of this.#queue.splice(0)) job.done(_closed);
     const exits = this.#slots.map((slot) => {
       const child = slot.child;
@@ -253,7 +261,7 @@ class _Pool implements TransformChildPool {
   // Checks containment, starts the child and has it import the module (its own time bound), then makes the call.
   async #open(slot: Slot, job: Job): Promise<void> {
     // Taken while containment is checked: no other call is placed on a slot that is starting.
-    slot.calls.set(job.id, { job, timer: undefined, then: job.done });
+    slot.calls.set(job.id, { job, deadline: Infinity, late: '', then: job.done });
     const found = await resolveModule(this.#settings.root, job.module);
     const { root, runtime } = this.#settings;
     const refused = this.#closed ? _closed : !found.ok ? _fail(found.code === 'outside' ? 'escaped' : 'load-failed', found.reason) : (_unsupported(found.path, runtime) ?? _rootRefused(root, runtime));
@@ -290,8 +298,10 @@ class _Pool implements TransformChildPool {
   }
 
   #send(slot: Slot, job: Job, { probe }: { probe: boolean }, budget: number, late: string, then: (result: TransformResult) => void): void {
-    const timer = setTimeout(() => this.#kill(slot, _fail('timeout', late), job.id), budget);
-    slot.calls.set(job.id, { job, timer, then });
+    const deadline = performance.now() + budget;
+    slot.calls.set(job.id, { job, deadline, late, then });
+    if (deadline < this.#armedFor) this.#arm(deadline);
+    else if (!this.#deadlineTimer!.hasRef()) this.#deadlineTimer!.ref();
     _hold(slot, true);
     // The input is JSON already: spliced in, not parsed and written again.
     const input = probe ? 'null' : (job.input ?? 'null');
@@ -315,13 +325,15 @@ class _Pool implements TransformChildPool {
   #answered(slot: Slot, id: number, result: TransformResult): void {
     const call = slot.calls.get(id);
     if (call === undefined) return;
-    clearTimeout(call.timer);
     slot.calls.delete(id);
     if (slot.stale && slot.calls.size === 0) this.#retire(slot);
     call.then(result);
     this.#pump();
     // An idle child must not keep the process alive; one that took the next call stays held.
-    if (!slot.stale && slot.calls.size === 0) _hold(slot, false);
+    if (slot.calls.size === 0) {
+      if (!slot.stale) _hold(slot, false);
+      this.#release();
+    }
   }
 
   #spawn(slot: Slot): void {
@@ -365,7 +377,6 @@ class _Pool implements TransformChildPool {
     const result = slot.killed ?? _fail('crashed', oom ? `ran out of memory (heap limit ${this.#settings.heapMb} MiB)` : how);
     const calls = [...slot.calls.values()];
     slot.calls.clear();
-    for (const call of calls) clearTimeout(call.timer);
     // One call in flight, or the one that overran its time, gets the answer. The others did not end
     // the child: they go back to the front of the queue, within what is left of their own budgets,
     // and when no one call can be blamed, each runs on a child of its own.
@@ -382,18 +393,17 @@ class _Pool implements TransformChildPool {
     this.#queue.unshift(...again);
     blamed?.then(result);
     this.#pump();
+    this.#release();
   }
 
   #kill(slot: Slot, why: TransformResult, culprit: number | null = null): void {
     if (slot.killed !== null) return;
     slot.killed = why;
     slot.culprit = culprit ?? (slot.calls.size === 1 ? slot.calls.keys().next().value! : null);
-    for (const call of slot.calls.values()) clearTimeout(call.timer);
     slot.child?.kill('SIGKILL');
   }
 
   #drop(slot: Slot): boolean {
-    for (const call of slot.calls.values()) clearTimeout(call.timer);
     const index = this.#slots.indexOf(slot);
     if (index !== -1) this.#slots.splice(index, 1);
     if (this.#slots.length === 0) {
@@ -408,6 +418,38 @@ class _Pool implements TransformChildPool {
     slot.calls.clear();
     slot.child?.kill('SIGKILL');
   }
+
+  #arm(deadline: number): void {
+    if (this.#deadlineTimer !== null) clearTimeout(this.#deadlineTimer);
+    this.#armedFor = deadline;
+    this.#deadlineTimer = setTimeout(this.#expire, Math.max(0, deadline - performance.now()));
+  }
+
+  // With no call in flight, the deadline timer no longer holds the process open.
+  #release(): void {
+    if (this.#deadlineTimer !== null && !this.#slots.some((s) => s.calls.size > 0)) this.#deadlineTimer.unref();
+  }
+
+  // Kills the child of every call whose deadline has passed (a killed child's calls are answered
+  // at its exit), then waits for the earliest deadline left.
+  readonly #expire = (): void => {
+    this.#deadlineTimer = null;
+    this.#armedFor = Infinity;
+    const now = performance.now();
+    let next = Infinity;
+    for (const slot of [...this.#slots]) {
+      if (slot.killed !== null) continue;
+      for (const [id, call] of slot.calls) {
+        if (call.deadline > now) {
+          next = Math.min(next, call.deadline);
+          continue;
+        }
+        this.#kill(slot, _fail('timeout', call.late), id);
+        break;
+      }
+    }
+    if (next !== Infinity) this.#arm(next);
+  };
 
   // Busy children every tick, idle ones (a timer of theirs could still allocate) every tenth.
   #measure(): void {
