@@ -19,7 +19,7 @@ interface Started {
   lines: Record<string, unknown>[];
 }
 
-async function start(t: TestContext, handlers: ControlHandlers = {}, options: { maxLineBytes?: number; dir?: string; idleMs?: number } = {}): Promise<Started> {
+async function start(t: TestContext, handlers: ControlHandlers = {}, options: { maxLineBytes?: number; dir?: string; idleMs?: number; now?: () => number } = {}): Promise<Started> {
   const dir = options.dir ?? (await tempDir(t, 'ctl-'));
   const calls: unknown[] = [];
   const lines: Record<string, unknown>[] = [];
@@ -31,7 +31,7 @@ async function start(t: TestContext, handlers: ControlHandlers = {}, options: { 
     },
     ...handlers,
   };
-  const control = await startControl({ stateDir: dir, handlers: echo, log, ...(options.maxLineBytes === undefined ? {} : { maxLineBytes: options.maxLineBytes }), ...(options.idleMs === undefined ? {} : { idleMs: options.idleMs }) });
+  const control = await startControl({ stateDir: dir, handlers: echo, log, ...(options.maxLineBytes === undefined ? {} : { maxLineBytes: options.maxLineBytes }), ...(options.idleMs === undefined ? {} : { idleMs: options.idleMs }), ...(options.now === undefined ? {} : { now: options.now }) });
   defer(t, () => control.close());
   return { dir, control, calls, lines };
 }
@@ -212,4 +212,19 @@ test('a connection that sends a byte now and then but no whole line is closed at
   await closed;
   assert.ok(sent < 200, 'the server closed the connection while it trickled');
   assert.deepEqual(calls, []);
+});
+
+test('a flood of wrong secrets is logged once at once, then at most once a minute with how many came', async (t) => {
+  let clock = 1_000_000;
+  const { dir, lines } = await start(t, {}, { now: () => clock });
+  const wrong = `${JSON.stringify({ secret: 'f'.repeat(64), op: 'echo' })}\n`;
+  const refusals = () => lines.filter((l) => l['msg'] === 'control request refused: wrong secret');
+  for (let i = 0; i < 5; i++) await raw(dir, wrong);
+  assert.deepEqual(refusals().map((l) => l['refused']), [1]);
+  clock += 59_999;
+  await raw(dir, wrong);
+  assert.equal(refusals().length, 1);
+  clock += 1;
+  await raw(dir, wrong);
+  assert.deepEqual(refusals().map((l) => l['refused']), [1, 6]);
 });

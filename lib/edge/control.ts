@@ -27,6 +27,8 @@ export interface ControlOptions {
   maxLineBytes?: number;
   /** A connection that has not sent its whole line within this time is closed; 10 s by default. */
   idleMs?: number;
+  /** The clock that spaces the refusal log lines; `Date.now` by default. */
+  now?: () => number;
 }
 
 /** The listening channel; `close` stops it and removes its files. */
@@ -41,6 +43,9 @@ export const CONTROL_SECRET = 'control.secret';
 
 /** The longest unix socket path Linux takes (sun_path is 108 bytes, with the terminating NUL). */
 export const SOCKET_PATH_MAX = 107;
+
+/** How often, at most, refused requests are logged: a flood of them must not flood the log. */
+export const REFUSAL_LOG_EVERY_MS = 60_000;
 
 /** A request line's cap by default: `try` sends a body with it. */
 export const CONTROL_LINE_MAX = 1024 * 1024;
@@ -65,20 +70,21 @@ export function socketPathProblem(stateDir: string): string | null {
  * socket with an old secret. Throws when the socket path is too long or the directory unusable.
  */
 export async function startControl(options: ControlOptions): Promise<ControlServer> {
-  const { stateDir, handlers, log, maxLineBytes = CONTROL_LINE_MAX, idleMs = 10_000 } = options;
+  const { stateDir, handlers, log, maxLineBytes = CONTROL_LINE_MAX, idleMs = 10_000, now = Date.now } = options;
   const problem = socketPathProblem(stateDir);
   if (problem !== null) throw new Error(`Cannot start the control channel: ${problem}`);
   const files = controlFiles(stateDir);
   const secret = randomHex(32);
   await _writePrivate(files.secret, `${secret}\n`);
   const digest = tokenDigest(secret);
+  const refused = _refusalLog(log, now);
   await rm(files.socket, { force: true });
 
   const open = new Set<Socket>();
   const server = createServer((socket) => {
     open.add(socket);
     socket.once('close', () => open.delete(socket));
-    _serve(socket, { digest, handlers, log, maxLineBytes, idleMs });
+    _serve(socket, { digest, handlers, log, maxLineBytes, idleMs, refused });
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -115,12 +121,28 @@ async function _writePrivate(path: string, text: string): Promise<void> {
   await rename(tmp, path);
 }
 
+// The first refusal is logged at once, then at most one line a minute with how many came: any
+// process of the server's user (a transform child on Node) can connect as often as it likes.
+function _refusalLog(log: Logger, now: () => number): () => void {
+  let loggedAt = -Infinity;
+  let unlogged = 0;
+  return () => {
+    unlogged++;
+    if (now() - loggedAt < REFUSAL_LOG_EVERY_MS) return;
+    log.warn('control request refused: wrong secret', { refused: unlogged });
+    loggedAt = now();
+    unlogged = 0;
+  };
+}
+
 interface Serving {
   digest: Buffer;
   handlers: ControlHandlers;
   log: Logger;
   maxLineBytes: number;
   idleMs: number;
+  /** Notes a request refused for its secret (logged at a bounded pace). */
+  refused: () => void;
 }
 
 // One connection: one line in, one line out, closed.
@@ -164,7 +186,7 @@ function _serve(socket: Socket, serving: Serving): void {
 
 // The answer line to one request line. The secret is checked before anything else is looked at,
 // so a caller without it learns nothing (not even which operations exist).
-async function _answer(line: string, { digest, handlers, log }: Serving): Promise<string> {
+async function _answer(line: string, { digest, handlers, log, refused }: Serving): Promise<string> {
   let request: unknown;
   try {
     request = JSON.parse(line);
@@ -174,7 +196,7 @@ async function _answer(line: string, { digest, handlers, log }: Serving): Promis
   const fields = typeof request === 'object' && request !== null && !Array.isArray(request) ? (request as Record<string, unknown>) : {};
   const secret = fields['secret'];
   if (typeof secret !== 'string' || !tokenMatches(secret, digest)) {
-    log.warn('control request refused: wrong secret', {});
+    refused();
     return _error(ErrorCode.ControlAuth, 'not authorised');
   }
   const op = fields['op'];
