@@ -244,3 +244,12 @@ test('outbox retry with no server and no state directory says so and leaves noth
     await assert.rejects(stat(missing), { code: 'ENOENT' });
   }
 });
+
+test('outbox with no state directory says so, as events and runs do, instead of listing nothing', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'outbox-none-'));
+  defer(t, () => rm(dir, { recursive: true, force: true }));
+  const missing = join(dir, 'typo');
+  const { io, out } = captureIo({});
+  assert.equal(await main(['outbox', '--state-dir', missing], io), 1);
+  assert.deepEqual(out, { stdout: '', stderr: `hooks-ingress outbox: state directory ${missing} does not exist (no server has used it)\n` });
+});
