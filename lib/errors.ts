@@ -23,6 +23,9 @@ export const ErrorCode = {
   ControlUnknownOp: 'ERR_CONTROL_UNKNOWN_OP',
   ControlTooLarge: 'ERR_CONTROL_TOO_LARGE',
   ControlBadRequest: 'ERR_CONTROL_BAD_REQUEST',
+  // The inspector: a `Host` that does not name its listener (421), and a request without a live session (401).
+  Misdirected: 'ERR_MISDIRECTED',
+  NoSession: 'ERR_NO_SESSION',
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];

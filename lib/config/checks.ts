@@ -65,7 +65,20 @@ export function checkConfig(config: Config): Issue[] {
     issues.push(...checkMapping(mapping, at, hooks));
   });
   issues.push(...checkSignatures(config.hooks.mappings, (i) => (i < explicit ? `hooks.mappings[${i}]` : `hooks.presets[${i - explicit}]`), hooks.token));
+  const { inspector } = config;
+  if (inspector !== null && !inspector.allowNonLoopback && !isLoopbackHost(inspector.bind)) {
+    issues.push({ path: 'inspector.bind', message: 'must be a loopback address (127.x.x.x, ::1 or localhost) unless inspector.allowNonLoopback is true' });
+  }
+  if (inspector !== null && inspector.port !== 0 && inspector.port === config.gateway.port) {
+    issues.push({ path: 'inspector.port', message: 'must differ from gateway.port (the inspector has a listener of its own)' });
+  }
   return issues;
+}
+
+/** Whether a bind address reaches this machine only. */
+export function isLoopbackHost(host: string): boolean {
+  const bare = host.replace(/^\[(.*)\]$/, '$1').toLowerCase();
+  return bare === 'localhost' || bare === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(bare);
 }
 
 /** Models the config names whose provider is not configured: runs on them would fail. */

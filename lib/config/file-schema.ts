@@ -189,6 +189,14 @@ export const fileSchema = object({
   ),
   state: optional(stateSchema),
   channels: optional(channelsSchema),
+  inspector: optional(
+    object({
+      port: optional(number({ integer: true, min: 0, max: 65535 })),
+      bind: optional(string({ trim: true, nonEmpty: true })),
+      allowNonLoopback: optional(boolean),
+      idleMinutes: optional(number({ integer: true, min: 1, max: 1440 })),
+    }),
+  ),
 });
 
 /** The config file's value once it passed the schema. */

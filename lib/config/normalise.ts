@@ -39,6 +39,8 @@ export const DEFAULTS = {
   ledgerUnauthenticatedMaxBytes: 4_194_304,
   ledgerUnauthenticatedMaxBodyBytes: 16_384,
   transformRuntime: 'server',
+  inspectorBind: '127.0.0.1',
+  inspectorIdleMinutes: 30,
 } as const;
 
 /**
@@ -74,6 +76,8 @@ export const DEFAULT_PATHS: { readonly [K in keyof typeof DEFAULTS]: string } = 
   ledgerUnauthenticatedMaxBytes: 'hooks.ledger.unauthenticated.maxBytes',
   ledgerUnauthenticatedMaxBodyBytes: 'hooks.ledger.unauthenticated.maxBodyBytes',
   transformRuntime: 'hooks.transformRuntime',
+  inspectorBind: 'inspector.bind',
+  inspectorIdleMinutes: 'inspector.idleMinutes',
 };
 
 /** Transforms live below this folder of the config directory, and nowhere else. */
@@ -101,6 +105,15 @@ export function normalise(file: FileConfig, where: _Where): Config {
     },
     stateDir: file.state?.dir === undefined ? null : resolve(where.dir, file.state.dir),
     channels: file.channels ?? {},
+    inspector:
+      file.inspector?.port === undefined
+        ? null
+        : {
+            port: file.inspector.port,
+            bind: file.inspector.bind ?? DEFAULTS.inspectorBind,
+            allowNonLoopback: file.inspector.allowNonLoopback ?? false,
+            idleMinutes: file.inspector.idleMinutes ?? DEFAULTS.inspectorIdleMinutes,
+          },
   };
 }
 

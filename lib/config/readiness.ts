@@ -1,6 +1,7 @@
 // A config can be valid and still leave the runtime unable to do its work: `/agent` accepts a run
 // with 202 that then fails with "no model is configured". `check` and `serve` say so up front,
 // one line per gap, naming the key that closes it.
+import { isLoopbackHost } from './checks.ts';
 import type { Config } from './types.ts';
 
 /**
@@ -9,6 +10,10 @@ import type { Config } from './types.ts';
  */
 export function readinessWarnings(config: Config, onDeno = 'Deno' in globalThis): string[] {
   const warnings = transformWarnings(config, onDeno);
+  const { inspector } = config;
+  if (inspector !== null && inspector.allowNonLoopback && !isLoopbackHost(inspector.bind)) {
+    warnings.push(`inspector.bind is ${inspector.bind}, not loopback (inspector.allowNonLoopback): the inspector page, with every stored request, is reachable from other machines`);
+  }
   // In forward mode the upstream gateway runs the agents and delivers; nothing here needs a model.
   if (config.hooks.forward !== null) return warnings;
   const { agents } = config;

@@ -117,6 +117,8 @@ export interface Config {
   stateDir: string | null;
   /** The chat channels configured under `channels`, as written (the composition root builds their adapters). */
   channels: ChannelsConfig;
+  /** The inspector page's listener; `null` when off (no `inspector.port`). */
+  inspector: { port: number; bind: string; allowNonLoopback: boolean; idleMinutes: number } | null;
 }
 
 /**

@@ -7,17 +7,34 @@ export const LISTEN_FDS_START = 3;
 /** The variables systemd sets for an activated service. */
 export const LISTEN_ENV = ['LISTEN_PID', 'LISTEN_FDS', 'LISTEN_FDNAMES'] as const;
 
+/** The `FileDescriptorName=` that marks an inherited socket as the inspector's. */
+export const INSPECTOR_FD_NAME = 'inspector';
+
 /**
- * The inherited listening socket's fd (3) when systemd started this process with one
- * (`LISTEN_PID` equals `pid`, `LISTEN_FDS` >= 1), else `null`.
+ * The inherited listening sockets, in fd order from 3, each with its name from `LISTEN_FDNAMES`
+ * (`''` when unnamed), when systemd started this process with some (`LISTEN_PID` equals `pid`).
  */
-export function inheritedListenFd(env: Env, pid: number): number | null {
+export function inheritedListenFds(env: Env, pid: number): { fd: number; name: string }[] {
   // LISTEN_PID guards against a child that inherited the variables but not the sockets:
   // the sockets are meant for the one process systemd exec'd.
   const owner = _count(env['LISTEN_PID']);
-  if (owner === null || owner === 0 || owner !== pid) return null;
-  const fds = _count(env['LISTEN_FDS']);
-  return fds === null || fds === 0 ? null : LISTEN_FDS_START;
+  if (owner === null || owner === 0 || owner !== pid) return [];
+  const fds = _count(env['LISTEN_FDS']) ?? 0;
+  const names = (env['LISTEN_FDNAMES'] ?? '').split(':');
+  return Array.from({ length: Math.min(fds, 64) }, (_, i) => ({ fd: LISTEN_FDS_START + i, name: names[i] ?? '' }));
+}
+
+/**
+ * The inherited socket to serve hooks on: the first one not named for the inspector (3 unless the
+ * inspector's comes first), else `null`.
+ */
+export function inheritedListenFd(env: Env, pid: number): number | null {
+  return inheritedListenFds(env, pid).find((s) => s.name !== INSPECTOR_FD_NAME)?.fd ?? null;
+}
+
+/** The inherited socket named `inspector` (`FileDescriptorName=inspector`), else `null`. */
+export function inheritedInspectorFd(env: Env, pid: number): number | null {
+  return inheritedListenFds(env, pid).find((s) => s.name === INSPECTOR_FD_NAME)?.fd ?? null;
 }
 
 /**

@@ -1,0 +1,235 @@
+// The inspector page. Everything it shows came from strangers, so it builds the page from
+// elements and text nodes only: no HTML is ever parsed from data, and the
+// server's Content-Security-Policy runs nothing but this file.
+'use strict';
+
+const POLL_MS = 1500;
+const state = { csrf: '', selected: null, shown: '', timer: 0, pending: null };
+const $ = (id) => document.getElementById(id);
+
+/** An element with text and children; attributes are set as properties-free strings. */
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs ?? {})) node.setAttribute(name, value);
+  for (const child of children) node.append(child instanceof Node ? child : String(child ?? ''));
+  return node;
+}
+
+async function api(path, body) {
+  const init = body === undefined ? { credentials: 'same-origin' } : {
+    method: 'POST',
+    credentials: 'same-origin',
+    headers: { 'content-type': 'application/json', 'x-csrf-token': state.csrf },
+    body: JSON.stringify(body),
+  };
+  const res = await fetch(path, init);
+  const data = await res.json().catch(() => null);
+  if (!res.ok) throw new Error(data && data.error ? `${res.status} ${data.code}: ${data.error}` : `HTTP ${res.status}`);
+  return data;
+}
+
+function filters() {
+  const query = new URLSearchParams();
+  for (const name of ['hook', 'status', 'code', 'text']) {
+    const value = $(`f-${name}`).value.trim();
+    if (value !== '') query.set(name, value);
+  }
+  return query;
+}
+
+function statusClass(status) {
+  return `status s${String(status ?? '')[0] ?? ''}`;
+}
+
+function when(time) {
+  const date = new Date(time);
+  return Number.isNaN(date.getTime()) ? String(time ?? '') : date.toLocaleTimeString();
+}
+
+// One line under the path: the hook and mapping, the code, what it became.
+function summary(entry) {
+  const parts = [];
+  if (entry.hook) parts.push(`hook ${entry.hook}`);
+  if (entry.mapping) parts.push(`mapping ${entry.mapping}`);
+  if (entry.code) parts.push(entry.code);
+  if (entry.count > 1) parts.push(`×${entry.count}`);
+  if (entry.replayOf) parts.push('replay');
+  return parts.join(' · ');
+}
+
+async function refresh() {
+  try {
+    const { entries } = await api(`api/requests?${filters()}`);
+    const key = JSON.stringify(entries.map((e) => [e.id, e.status, e.count]));
+    $('live').textContent = `live · ${entries.length} shown · ${new Date().toLocaleTimeString()}`;
+    if (key === state.shown) return;
+    state.shown = key;
+    const list = $('list');
+    list.replaceChildren(...entries.map((entry) => {
+      const button = el('button', { type: 'button', 'data-id': entry.id },
+        el('span', { class: statusClass(entry.status) }, entry.status ?? '—'),
+        el('span', { class: 'path' }, `${entry.method ?? ''} ${entry.path ?? ''}`),
+        el('span', { class: 'when' }, when(entry.time)),
+        el('span', { class: 'sub' }, summary(entry)));
+      if (entry.id === state.selected) button.setAttribute('aria-current', 'true');
+      button.addEventListener('click', () => select(entry.id));
+      return el('li', {}, button);
+    }));
+    $('empty').hidden = entries.length > 0;
+  } catch (error) {
+    $('live').textContent = `not updating: ${error.message}`;
+  }
+}
+
+function schedule() {
+  clearTimeout(state.timer);
+  state.timer = setTimeout(async () => {
+    if (!document.hidden) await refresh();
+    schedule();
+  }, POLL_MS);
+}
+
+// A JSON value as a tree of <details>: objects and arrays fold, leaves are text.
+function tree(value, label) {
+  if (value === null || typeof value !== 'object') {
+    const leaf = el('div', {});
+    if (label !== undefined) leaf.append(el('span', { class: 'k' }, `${label}: `));
+    leaf.append(JSON.stringify(value));
+    return leaf;
+  }
+  const entries = Array.isArray(value) ? value.map((v, i) => [i, v]) : Object.entries(value);
+  const open = Array.isArray(value) ? '[' : '{';
+  const node = el('details', { open: '' },
+    el('summary', {}, label === undefined ? '' : el('span', { class: 'k' }, `${label}: `), `${open}${entries.length === 0 ? '' : '…'} ${entries.length} ${Array.isArray(value) ? 'items' : 'keys'}`));
+  for (const [k, v] of entries) node.append(tree(v, k));
+  return node;
+}
+
+function table(rows) {
+  return el('table', {}, ...rows.filter(([, v]) => v !== undefined && v !== null && v !== '').map(([k, v]) =>
+    el('tr', {}, el('th', { scope: 'row' }, k), el('td', {}, typeof v === 'object' ? JSON.stringify(v) : String(v)))));
+}
+
+function bodyView(body) {
+  if (body === undefined || body === null) return el('p', { class: 'hint' }, 'No body was kept for this request.');
+  const text = typeof body === 'string' ? body : body.text;
+  const note = typeof body === 'object' && body.truncated ? el('p', { class: 'hint' }, `Cut at ${body.keptBytes ?? '?'} of ${body.bytes ?? '?'} bytes.`) : '';
+  if (typeof text !== 'string') return el('div', { class: 'json' }, tree(body));
+  try {
+    const parsed = JSON.parse(text);
+    if (parsed !== null && typeof parsed === 'object') return el('div', {}, note, el('div', { class: 'json' }, tree(parsed)));
+  } catch { /* not JSON: shown as text */ }
+  return el('div', {}, note, el('pre', {}, text));
+}
+
+const SHOWN = new Set(['id', 'requestId', 'time', 'method', 'path', 'hook', 'mapping', 'client', 'status', 'code', 'headers', 'body', 'signature', 'outcome', 'became', 'replayOf', 'count']);
+
+async function select(id) {
+  state.selected = id;
+  for (const b of document.querySelectorAll('#list button')) b.setAttribute('aria-current', String(b.dataset.id === id));
+  if (location.hash !== `#${id}`) history.replaceState(null, '', `#${encodeURIComponent(id)}`);
+  const pane = $('detail');
+  let entry;
+  try {
+    entry = await api(`api/requests/${encodeURIComponent(id)}`);
+  } catch (error) {
+    pane.replaceChildren(el('p', { class: 'hint' }, error.message));
+    return;
+  }
+  if (state.selected !== id) return;
+  const replay = el('button', { type: 'button', id: 'replay', class: 'primary' }, 'Replay…');
+  replay.addEventListener('click', () => confirmReplay([id], `Replay request ${id}?`));
+  const rest = Object.entries(entry).filter(([k]) => !SHOWN.has(k));
+  pane.replaceChildren(
+    el('p', { class: 'reqline' }, `${entry.method ?? ''} ${entry.path ?? ''}`),
+    el('p', {}, el('span', { class: statusClass(entry.status) }, entry.status ?? '—'), ' ', entry.code ? el('span', { class: 'tag' }, entry.code) : '', ' ', replay),
+    table([['time', entry.time], ['entry id', entry.id], ['request id', entry.requestId], ['hook', entry.hook], ['mapping', entry.mapping], ['client', entry.client], ['replay of', entry.replayOf], ['count', entry.count > 1 ? entry.count : undefined]]),
+    el('h2', {}, 'Signature'),
+    entry.signature ? table(Object.entries(entry.signature)) : el('p', { class: 'hint' }, 'Not a signed hook.'),
+    el('h2', {}, 'Outcome'),
+    entry.outcome ? el('div', { class: 'json' }, tree(entry.outcome)) : el('p', { class: 'hint' }, 'No outcome recorded.'),
+    ...(entry.became ? [el('h2', {}, 'What it became'), el('div', { class: 'json' }, tree(entry.became))] : []),
+    el('h2', {}, 'Headers'),
+    entry.headers ? table(Object.entries(entry.headers)) : el('p', { class: 'hint' }, 'None kept.'),
+    el('h2', {}, 'Body'),
+    bodyView(entry.body),
+    ...(rest.length > 0 ? [el('h2', {}, 'More'), table(rest)] : []),
+  );
+}
+
+// Replay always shows what would happen first (a dry run), then asks.
+async function confirmReplay(ids, title) {
+  const dialog = $('confirm');
+  $('confirm-title').textContent = title;
+  $('force').checked = false;
+  $('force-row').hidden = true;
+  $('confirm-yes').disabled = true;
+  $('confirm-body').replaceChildren(el('p', { class: 'hint' }, 'Asking the server what this would become…'));
+  state.pending = ids;
+  dialog.showModal();
+  try {
+    const preview = await api('api/replay', { ids, dryRun: true });
+    const needsForce = JSON.stringify(preview).includes('"needsForce":true');
+    $('force-row').hidden = !needsForce;
+    $('confirm-body').replaceChildren(el('p', {}, `${ids.length} request${ids.length === 1 ? '' : 's'}. Today's config would make of ${ids.length === 1 ? 'it' : 'them'}:`), el('div', { class: 'json' }, tree(preview)));
+    $('confirm-yes').disabled = false;
+  } catch (error) {
+    $('confirm-body').replaceChildren(el('p', {}, `The preview failed: ${error.message}`));
+  }
+}
+
+async function doReplay() {
+  const ids = state.pending;
+  if (!ids) return;
+  $('confirm-yes').disabled = true;
+  try {
+    const result = await api('api/replay', { ids, dryRun: false, force: $('force').checked });
+    $('confirm-body').replaceChildren(el('p', {}, 'Done:'), el('div', { class: 'json' }, tree(result)));
+    state.pending = null;
+    state.shown = '';
+    await refresh();
+  } catch (error) {
+    $('confirm-body').replaceChildren(el('p', {}, `Replay failed: ${error.message}`));
+  }
+}
+
+async function bulk() {
+  const query = filters();
+  query.set('status', 'failed');
+  query.set('limit', '1000');
+  try {
+    const { entries } = await api(`api/requests?${query}`);
+    const ids = entries.filter((e) => e.replayable !== false).map((e) => e.id);
+    if (ids.length === 0) {
+      $('live').textContent = 'no failed requests to replay under these filters';
+      return;
+    }
+    await confirmReplay(ids, `Replay ${ids.length} failed request${ids.length === 1 ? '' : 's'}?`);
+  } catch (error) {
+    $('live').textContent = error.message;
+  }
+}
+
+async function start() {
+  try {
+    state.csrf = (await api('api/session')).csrf;
+  } catch (error) {
+    document.body.replaceChildren(el('p', {}, `${error.message}`));
+    return;
+  }
+  $('filters').addEventListener('input', () => { state.shown = ''; refresh(); });
+  $('filters').addEventListener('submit', (event) => event.preventDefault());
+  $('bulk').addEventListener('click', bulk);
+  $('confirm-no').addEventListener('click', () => { state.pending = null; $('confirm').close(); });
+  $('confirm-yes').addEventListener('click', doReplay);
+  $('logout').addEventListener('click', async () => {
+    await api('api/logout', {}).catch(() => null);
+    document.body.replaceChildren(el('p', {}, 'Logged out.'));
+    clearTimeout(state.timer);
+  });
+  await refresh();
+  if (location.hash.length > 1) await select(decodeURIComponent(location.hash.slice(1)));
+  schedule();
+}
+
+start();

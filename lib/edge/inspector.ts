@@ -1,0 +1,243 @@
+import { readFileSync } from 'node:fs';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ErrorCode, HttpError } from '../errors.ts';
+import { safeEqual } from '../guard/signatures/crypto.ts';
+import type { Logger } from '../log.ts';
+import { errorAnswer } from './answer.ts';
+import { InspectorSessions } from './inspector-sessions.ts';
+
+// The inspector: a page over the request ledger, on a listener of its own. Everything it shows
+// came from strangers (bodies, headers, paths), so the page renders text only and runs under a
+// CSP that allows nothing but its own two files; every request must name this listener in `Host`
+// (DNS rebinding), carry a session cookie a one-time code opened, and, to change anything, come
+// from this origin with the session's CSRF token.
+
+/** Where the inspector's paths live: the cookie is scoped to it, so no other listener ever sees it. */
+export const INSPECTOR_PREFIX = '/inspector';
+
+const _COOKIE = 'hooks_inspector';
+
+const _NOT_FOUND = new HttpError(404, ErrorCode.NotFound, 'not an inspector path');
+
+/** What the page reads and asks for; the server builds it over the ledger and the replay. */
+export interface InspectorSource {
+  /** Ledger entries, newest first, that pass `filter`. */
+  list(filter: InspectorFilter): Promise<unknown[]>;
+  /** One entry with what it became, or `null` when no entry has that id. */
+  show(id: string): Promise<unknown>;
+  /** Replays entries (or only says what each would become, with `dryRun`). */
+  replay(ids: readonly string[], options: { dryRun: boolean; force: boolean }): Promise<unknown>;
+}
+
+/** The list's filters, as the page sends them; each is optional. */
+export interface InspectorFilter {
+  hook?: string;
+  /** `"2xx"`, `"4xx"`, `"5xx"`, or `"failed"` (anything but 2xx). */
+  status?: string;
+  code?: string;
+  /** Text that must occur in the request's path. */
+  text?: string;
+  limit: number;
+}
+
+export interface InspectorOptions {
+  source: InspectorSource;
+  log: Logger;
+  /** A session unused this long ends. */
+  idleMs: number;
+  /** Host names (besides the loopback ones) that `Host` may name, for a deliberate non-loopback bind. */
+  extraHosts?: readonly string[];
+  now?: () => number;
+}
+
+/** The inspector's request listener, and the way the control channel asks it for a login code. */
+export interface Inspector {
+  (req: IncomingMessage, res: ServerResponse): void;
+  /** Call once the listener is bound: `Host` must name this port. */
+  bound(port: number): void;
+  /** A one-time login path (with its code) and when it expires. */
+  login(): { path: string; expiresAt: number };
+}
+
+// The page allows its own script and style only: no inline code, no other origin, no frames.
+const _SECURITY_HEADERS: Readonly<Record<string, string>> = {
+  'content-security-policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'",
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'no-referrer',
+  'cache-control': 'no-store',
+  'cross-origin-opener-policy': 'same-origin',
+  'cross-origin-resource-policy': 'same-origin',
+};
+
+const _FILES: Readonly<Record<string, string>> = {
+  '/': 'index.html',
+  '/app.js': 'app.js',
+  '/app.css': 'app.css',
+};
+
+const _TYPES: Readonly<Record<string, string>> = {
+  html: 'text/html; charset=utf-8',
+  js: 'text/javascript; charset=utf-8',
+  css: 'text/css; charset=utf-8',
+};
+
+/** Builds the inspector's listener over `source`. */
+export function createInspector(options: InspectorOptions): Inspector {
+  const { source, log } = options;
+  const now = options.now ?? Date.now;
+  const sessions = new InspectorSessions({ idleMs: options.idleMs, now });
+  const files = loadPage();
+  let hosts = new Set<string>();
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const { pathname, query } = _target(req.url ?? '/');
+    if (!hosts.has((req.headers.host ?? '').toLowerCase())) throw new HttpError(421, ErrorCode.Misdirected, 'Host does not name this inspector');
+    if (pathname !== INSPECTOR_PREFIX && !pathname.startsWith(`${INSPECTOR_PREFIX}/`)) throw _NOT_FOUND;
+    const path = pathname === INSPECTOR_PREFIX ? '/' : pathname.slice(INSPECTOR_PREFIX.length);
+
+    if (path === '/login') {
+      if (req.method !== 'GET') throw new HttpError(405, ErrorCode.MethodNotAllowed, 'use GET', { headers: { allow: 'GET' } });
+      const opened = sessions.redeem(query.get('code') ?? '');
+      if (opened === null) throw new HttpError(401, ErrorCode.NoSession, 'this login link is unknown, used or expired: run "hooks-ingress inspect" for a new one');
+      // The code leaves the address bar at once: the page's own URL carries nothing secret.
+      return _send(res, 303, null, { location: `${INSPECTOR_PREFIX}/`, 'set-cookie': `${_COOKIE}=${opened.id}; Path=${INSPECTOR_PREFIX}/; HttpOnly; SameSite=Strict` });
+    }
+
+    const id = _cookie(req.headers.cookie, _COOKIE);
+    const session = id === null ? null : sessions.find(id);
+    if (session === null || id === null) throw new HttpError(401, ErrorCode.NoSession, 'no inspector session: run "hooks-ingress inspect" for a login link');
+
+    const file = _FILES[path];
+    if (file !== undefined) {
+      if (req.method !== 'GET' && req.method !== 'HEAD') throw new HttpError(405, ErrorCode.MethodNotAllowed, 'use GET', { headers: { allow: 'GET, HEAD' } });
+      const ext = file.slice(file.lastIndexOf('.') + 1);
+      return _sendText(res, 200, files[file]!, _TYPES[ext]!, req.method === 'HEAD');
+    }
+
+    if (req.method === 'GET') {
+      if (path === '/api/session') return _send(res, 200, { csrf: session.csrf });
+      if (path === '/api/requests') return _send(res, 200, { entries: await source.list(_filter(query)) });
+      if (path.startsWith('/api/requests/')) {
+        const entry = await source.show(decodeURIComponent(path.slice('/api/requests/'.length)));
+        if (entry === null) throw new HttpError(404, ErrorCode.NotFound, 'no ledger entry has that id');
+        return _send(res, 200, entry);
+      }
+      throw _NOT_FOUND;
+    }
+    if (req.method !== 'POST') throw new HttpError(405, ErrorCode.MethodNotAllowed, 'use GET or POST', { headers: { allow: 'GET, POST' } });
+
+    // A state change: only from this page (same origin, not a form posted from elsewhere) and
+    // with the session's token, which another origin cannot read.
+    if (!_sameOrigin(req)) throw new HttpError(403, ErrorCode.NotAllowed, 'Origin must be this inspector');
+    const csrf = req.headers['x-csrf-token'];
+    if (typeof csrf !== 'string' || !safeEqual(csrf, session.csrf)) throw new HttpError(403, ErrorCode.NotAllowed, 'missing or wrong X-CSRF-Token');
+    if (path === '/api/logout') {
+      sessions.end(id);
+      return _send(res, 200, { ok: true }, { 'set-cookie': `${_COOKIE}=; Path=${INSPECTOR_PREFIX}/; HttpOnly; SameSite=Strict; Max-Age=0` });
+    }
+    if (path === '/api/replay') {
+      const body = await _json(req);
+      const ids = body === null ? null : body['ids'];
+      if (!Array.isArray(ids) || ids.length === 0 || ids.length > 1000 || !ids.every((x) => typeof x === 'string' && x.length <= 200)) {
+        throw new HttpError(400, ErrorCode.InvalidPayload, 'ids must be a list of 1 to 1000 entry ids');
+      }
+      return _send(res, 200, await source.replay(ids as string[], { dryRun: body!['dryRun'] === true, force: body!['force'] === true }));
+    }
+    throw _NOT_FOUND;
+  };
+
+  const listener = ((req: IncomingMessage, res: ServerResponse) => {
+    for (const [name, value] of Object.entries(_SECURITY_HEADERS)) res.setHeader(name, value);
+    handle(req, res).catch((error: unknown) => {
+      if (res.headersSent) return void res.destroy();
+      if (error instanceof HttpError) {
+        const answer = errorAnswer(error);
+        return _send(res, answer.status, answer.body, answer.headers);
+      }
+      // Never the URL: a login code may be in it.
+      log.error('inspector request failed', { method: req.method ?? '', error: error instanceof Error ? error.message : String(error) });
+      _send(res, 500, { ok: false, error: 'internal error', code: ErrorCode.Internal });
+    });
+  }) as Inspector;
+  listener.bound = (port) => {
+    hosts = new Set(['127.0.0.1', 'localhost', '[::1]', ...(options.extraHosts ?? [])].map((host) => `${host.toLowerCase()}:${port}`));
+  };
+  listener.login = () => {
+    const { code, expiresAt } = sessions.issue();
+    return { path: `${INSPECTOR_PREFIX}/login?code=${code}`, expiresAt };
+  };
+  return listener;
+}
+
+/** The page's three files, read once: from lib/ next to this module, or from lib/ beside dist/ after the build. */
+export function loadPage(): Record<string, string> {
+  const candidates = [new URL('./inspector-page/', import.meta.url), new URL('../../lib/edge/inspector-page/', import.meta.url)];
+  for (const dir of candidates) {
+    try {
+      return Object.fromEntries(Object.values(_FILES).map((name) => [name, readFileSync(new URL(name, dir), 'utf8')]));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    }
+  }
+  throw new Error('Cannot find the inspector page: lib/edge/inspector-page/ is missing from the installation');
+}
+
+function _filter(query: URLSearchParams): InspectorFilter {
+  const filter: InspectorFilter = { limit: Math.min(Math.max(Number(query.get('limit')) || 200, 1), 1000) };
+  for (const key of ['hook', 'status', 'code', 'text'] as const) {
+    const value = query.get(key);
+    if (value !== null && value !== '') filter[key] = value.slice(0, 200);
+  }
+  return filter;
+}
+
+// `Origin` must name the very host the request was sent to (already checked against this
+// listener's names); a browser always sends it on a POST from a script.
+function _sameOrigin(req: IncomingMessage): boolean {
+  const origin = req.headers.origin;
+  return origin !== undefined && origin.toLowerCase() === `http://${(req.headers.host ?? '').toLowerCase()}`;
+}
+
+// The page posts small JSON documents; anything else is refused before it is held.
+async function _json(req: IncomingMessage): Promise<Record<string, unknown> | null> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > 64 * 1024) return null;
+    chunks.push(chunk);
+  }
+  try {
+    const value: unknown = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+}
+
+function _cookie(header: string | undefined, name: string): string | null {
+  if (header === undefined) return null;
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq !== -1 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+  }
+  return null;
+}
+
+function _target(url: string): { pathname: string; query: URLSearchParams } {
+  const mark = url.indexOf('?');
+  return mark === -1 ? { pathname: url, query: new URLSearchParams() } : { pathname: url.slice(0, mark), query: new URLSearchParams(url.slice(mark + 1)) };
+}
+
+function _send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = body === null ? '' : JSON.stringify(body);
+  res.writeHead(status, { ...headers, ...(body === null ? {} : { 'content-type': 'application/json; charset=utf-8' }), 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function _sendText(res: ServerResponse, status: number, text: string, type: string, head: boolean): void {
+  res.writeHead(status, { 'content-type': type, 'content-length': Buffer.byteLength(text) });
+  res.end(head ? undefined : text);
+}
