@@ -15,6 +15,7 @@ export interface Flags {
   port?: string;
   'state-dir'?: string;
   json?: boolean;
+  open?: boolean;
   follow?: boolean;
   limit?: string;
   raw?: boolean;

@@ -19,6 +19,7 @@ const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   outbox: async () => (await import('./outbox.ts')).outbox,
   sign: async () => (await import('./sign.ts')).sign,
   token: async () => (await import('./token.ts')).token,
+  inspect: async () => (await import('./inspect.ts')).inspect,
 };
 // Commands with commands of their own, which parse their own arguments.
 const GROUPS: Readonly<Record<string, (argv: readonly string[], io: Io) => Promise<number>>> = {
@@ -44,6 +45,7 @@ Commands:
   send      send a test message through a channel
   outbox    forward mode: list the outbox, send dead entries again
   gmail     set up and run the Gmail watcher (see "gmail --help")
+  inspect   print a one-time login link to the inspector page
   sign      print or send the request a signed sender would send
   token     print a new random hook token
 
