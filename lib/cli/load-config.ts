@@ -33,6 +33,7 @@ export const NEEDS: Readonly<Record<string, Need>> = {
   try: { of: 'state' },
   reload: { of: 'state' },
   status: { of: 'state' },
+  inspect: { of: 'state' },
 };
 
 /** The need of the command `io` runs. */

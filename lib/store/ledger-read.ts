@@ -1,4 +1,4 @@
-import { readdir, readFile } from 'node:fs/promises';
+import { open, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { checkLedgerLine, LEDGER_DIR, SEGMENT, type LedgerEntry, type StoredBody } from './ledger-entry.ts';
 
@@ -27,58 +27,141 @@ export class LedgerUnreadableError extends Error {
  * applied. A line that is not a ledger line is left out and passed to `onDamaged`; an unreadable
  * folder or file is a {@link LedgerUnreadableError} with a one-line message. No ledger: no entries.
  */
-export async function readLedger(stateDir: string, onDamaged?: (damaged: DamagedLine) => void): Promise<LedgerEntry[]> {
-  const dir = join(stateDir, LEDGER_DIR);
-  let names: string[];
-  try {
-    names = await readdir(dir);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
-    throw new LedgerUnreadableError(`cannot read the request ledger ${dir}: ${_code(error)}`, { cause: error });
+export function readLedger(stateDir: string, onDamaged?: (damaged: DamagedLine) => void): Promise<LedgerEntry[]> {
+  return new LedgerTail(stateDir, onDamaged).entries();
+}
+
+// Follows a state directory's request ledger from its files: each read takes only what was
+// appended to a segment since the last one, and forgets the segments the writer has trimmed. An
+// open inspector page asks every second or two; re-reading the whole ledger each time would cost
+// the server in proportion to the ledger, not to the traffic.
+
+interface _Segment {
+  /** Bytes read so far: always just after a newline, so a line still being written is read whole later. */
+  offset: number;
+  /** Lines read so far, for the line numbers of damaged ones. */
+  lines: number;
+  ids: string[];
+}
+
+/** The ledger's entries, kept up to date from the files by {@link LedgerTail.entries}. */
+export class LedgerTail {
+  readonly #dir: string;
+  readonly #onDamaged: ((damaged: DamagedLine) => void) | undefined;
+  readonly #segments = new Map<string, _Segment>();
+  readonly #byId = new Map<string, LedgerEntry>();
+  #sorted: LedgerEntry[] = [];
+  #reading: Promise<LedgerEntry[]> | null = null;
+
+  constructor(stateDir: string, onDamaged?: (damaged: DamagedLine) => void) {
+    this.#dir = join(stateDir, LEDGER_DIR);
+    this.#onDamaged = onDamaged;
   }
-  const segments = names
-    .map((name) => ({ name, m: SEGMENT.exec(name) }))
-    .filter((s): s is { name: string; m: RegExpExecArray } => s.m !== null)
-    .sort((a, b) => Number(a.m[2]) - Number(b.m[2]));
-  const entries: LedgerEntry[] = [];
-  const byId = new Map<string, LedgerEntry>();
-  for (const { name } of segments) {
-    const file = join(dir, name);
-    let text: string;
+
+  /**
+   * Every entry, oldest first, with the counts of coalesced entries applied, as the files hold them
+   * now. Calls made while a read is under way share it. A damaged line is left out (and passed to
+   * `onDamaged`, once); an unreadable folder or file is a {@link LedgerUnreadableError}.
+   */
+  entries(): Promise<LedgerEntry[]> {
+    this.#reading ??= this.#read().finally(() => (this.#reading = null));
+    return this.#reading;
+  }
+
+  async #read(): Promise<LedgerEntry[]> {
+    let names: string[];
     try {
-      text = await readFile(file, 'utf8');
+      names = await readdir(this.#dir);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw new LedgerUnreadableError(`cannot read the request ledger ${this.#dir}: ${_code(error)}`, { cause: error });
+      names = [];
+    }
+    const present = names
+      .map((name) => ({ name, m: SEGMENT.exec(name) }))
+      .filter((s): s is { name: string; m: RegExpExecArray } => s.m !== null)
+      .sort((a, b) => Number(a.m[2]) - Number(b.m[2]))
+      .map((s) => s.name);
+    let changed = false;
+    const kept = new Set(present);
+    for (const [name, segment] of this.#segments) {
+      if (kept.has(name)) continue;
+      this.#forget(segment);
+      this.#segments.delete(name);
+      changed = true;
+    }
+    for (const name of present) changed = (await this.#follow(name)) || changed;
+    if (changed) this.#sorted = [...this.#byId.values()].sort((a, b) => (a.time < b.time ? -1 : a.time > b.time ? 1 : 0));
+    return this.#sorted;
+  }
+
+  // Reads what a segment gained since the last read; answers whether anything changed.
+  async #follow(name: string): Promise<boolean> {
+    const file = join(this.#dir, name);
+    try {
+      return await this.#append(name, file);
     } catch (error) {
       // Trimmed by the server between the listing and the read: its entries are gone, as they should be.
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue;
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
       throw new LedgerUnreadableError(`cannot read the request ledger file ${file}: ${_code(error)}`, { cause: error });
     }
-    const lines = text.split('\n');
-    // The last piece is '' after a final newline, or a line still being written (or torn by a crash): not damage.
-    for (let i = 0; i < lines.length - 1; i++) {
-      const raw = lines[i]!;
+  }
+
+  async #append(name: string, file: string): Promise<boolean> {
+    let segment = this.#segments.get(name);
+    const handle = await open(file, 'r');
+    try {
+      const { size } = await handle.stat();
+      // A file shorter than what was read is not the one read before: start it again.
+      if (segment !== undefined && size < segment.offset) {
+        this.#forget(segment);
+        segment = undefined;
+      }
+      if (segment === undefined) {
+        segment = { offset: 0, lines: 0, ids: [] };
+        this.#segments.set(name, segment);
+      }
+      if (size === segment.offset) return false;
+      const buffer = Buffer.alloc(size - segment.offset);
+      const { bytesRead } = await handle.read(buffer, 0, buffer.length, segment.offset);
+      const end = buffer.lastIndexOf(0x0a, bytesRead - 1);
+      // No whole line yet: the writer is in the middle of one.
+      if (end === -1) return false;
+      segment.offset += end + 1;
+      this.#parse(buffer.toString('utf8', 0, end), file, segment);
+      return true;
+    } finally {
+      await handle.close();
+    }
+  }
+
+  #parse(text: string, file: string, segment: _Segment): void {
+    for (const raw of text.split('\n')) {
+      const line = ++segment.lines;
       if (raw === '') continue;
       let value: unknown;
       try {
         value = JSON.parse(raw);
       } catch {
-        onDamaged?.({ file, line: i + 1, problem: 'not JSON' });
+        this.#onDamaged?.({ file, line, problem: 'not JSON' });
         continue;
       }
       const checked = checkLedgerLine(value);
       if (checked.kind === 'bad') {
-        onDamaged?.({ file, line: i + 1, problem: checked.problem });
+        this.#onDamaged?.({ file, line, problem: checked.problem });
       } else if (checked.kind === 'entry') {
-        if (byId.has(checked.entry.id)) continue;
-        byId.set(checked.entry.id, checked.entry);
-        entries.push(checked.entry);
+        if (this.#byId.has(checked.entry.id)) continue;
+        this.#byId.set(checked.entry.id, checked.entry);
+        segment.ids.push(checked.entry.id);
       } else {
-        const entry = byId.get(checked.count.id);
+        const entry = this.#byId.get(checked.count.id);
         if (entry !== undefined && checked.count.count > (entry.count ?? 1)) Object.assign(entry, { count: checked.count.count, lastTime: checked.count.lastTime });
       }
     }
   }
-  // Two lanes, each in order: merged by time, stable within a lane.
-  return entries.sort((a, b) => (a.time < b.time ? -1 : a.time > b.time ? 1 : 0));
+
+  #forget(segment: _Segment): void {
+    for (const id of segment.ids) this.#byId.delete(id);
+  }
 }
 
 /** The entry an entry id names, or the one entry a request id names; else why not. */

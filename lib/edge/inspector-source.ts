@@ -1,0 +1,78 @@
+import type { LedgerEntry } from '../store/ledger-read.ts';
+import { failed, filterEntries, findEntry, type EntryFilter } from '../store/ledger-read.ts';
+import type { LedgerTail } from '../store/ledger-read.ts';
+import type { Store } from '../store/store.ts';
+import type { InspectorFilter, InspectorSource } from './inspector.ts';
+
+// What the inspector page reads: the ledger (followed from its files, so an open page costs a read
+// of what was appended, not of the whole ledger), and for one entry what it became, from the store.
+
+export interface LedgerSourceOptions {
+  tail: LedgerTail;
+  store: Pick<Store, 'run' | 'events' | 'outboxEntry'>;
+  /** Replays entries, as `requests replay` does over the control channel. */
+  replay: InspectorSource['replay'];
+}
+
+// A run's reply as the page previews it: enough to recognise, not the whole text.
+const _REPLY_PREVIEW = 2000;
+
+/** The inspector's view over a state directory's ledger and store. */
+export function ledgerSource(options: LedgerSourceOptions): InspectorSource {
+  const { tail, store } = options;
+  return {
+    async list(filter) {
+      const entries = await tail.entries();
+      const picked = _pick(entries, filter);
+      const out: unknown[] = [];
+      for (let i = picked.length - 1; i >= 0 && out.length < filter.limit; i--) out.push(_summary(picked[i]!));
+      return out;
+    },
+    async show(id) {
+      const found = findEntry(await tail.entries(), id);
+      if (!found.ok) return null;
+      const { entry } = found;
+      return { ...entry, replayable: entry.body !== undefined, became: entry.became === undefined ? undefined : _became(entry, store) };
+    },
+    replay: options.replay,
+  };
+}
+
+function _pick(entries: readonly LedgerEntry[], filter: InspectorFilter): readonly LedgerEntry[] {
+  const by: EntryFilter = {};
+  if (filter.hook !== undefined) by.hook = filter.hook;
+  if (filter.code !== undefined) by.code = filter.code;
+  const klass = filter.status === undefined ? null : /^([1-5])xx$/i.exec(filter.status);
+  if (klass !== null) by.status = { class: Number(klass[1]) };
+  if (filter.status === 'failed') by.failed = true;
+  const chosen = filterEntries(entries, by);
+  const text = filter.text;
+  return text === undefined ? chosen : chosen.filter((e) => e.path.includes(text));
+}
+
+// The list shows a line per entry: never the headers or the body.
+function _summary(entry: LedgerEntry): Record<string, unknown> {
+  const { headers: _headers, body: _body, ...rest } = entry;
+  return { ...rest, failed: failed(entry), replayable: entry.body !== undefined };
+}
+
+// What the entry became, looked up now: the run's state, the events' text, the outbox entry's state.
+function _became(entry: LedgerEntry, store: LedgerSourceOptions['store']): Record<string, unknown> {
+  const became = entry.became!;
+  const out: Record<string, unknown> = { ...became };
+  if (became.runs !== undefined) {
+    out['runs'] = became.runs.map((id) => {
+      const run = store.run(id);
+      if (run === null) return { runId: id, state: 'no longer kept' };
+      const { message: _message, ...shown } = run as unknown as Record<string, unknown>;
+      const reply = typeof shown['reply'] === 'string' ? (shown['reply'] as string) : undefined;
+      return { ...shown, ...(reply === undefined ? {} : { reply: reply.length > _REPLY_PREVIEW ? `${reply.slice(0, _REPLY_PREVIEW)}…` : reply }) };
+    });
+  }
+  if (became.events !== undefined) {
+    const wanted = new Set(became.events);
+    out['events'] = store.events().filter((e) => wanted.has(e.seq));
+  }
+  if (became.outbox !== undefined) out['outbox'] = became.outbox.map((id) => store.outboxEntry(id) ?? { id, state: 'no longer kept' });
+  return out;
+}
