@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { COMMON, type Command } from './command.ts';
 import { callServer } from './control.ts';
 import { FAILURE, messagePrefix } from './io.ts';
-import { stateDirFor } from './load-config.ts';
+import { stateDirFor } from './state-dir.ts';
 
 /** What the server's `inspect.login` operation answers. */
 export interface InspectLogin {

@@ -2,7 +2,7 @@ import { mkdir, realpath, writeFile } from 'node:fs/promises';
 import { dirname, resolve, sep } from 'node:path';
 import { locateConfig, locateStateDir } from '../config/locate.ts';
 import type { Config } from '../config/types.ts';
-import { socketPathProblem, startControl, type ControlServer } from '../edge/control.ts';
+import { socketPathProblem, startControl, type ControlHandler, type ControlServer } from '../edge/control.ts';
 import { listen, type Running } from '../edge/server.ts';
 import { inheritedListenFd, unsetListenEnv } from '../edge/systemd.ts';
 import { generateToken } from '../guard/token.ts';
@@ -17,6 +17,7 @@ import { ignoreInspectorSignal } from './inspector-signal.ts';
 import { exists, FAILURE, messagePrefix, USAGE, type Io } from './io.ts';
 import { loadConfigFor, readConfig } from './load-config.ts';
 import { serverOperations } from './operations.ts';
+import { inspectorOff, startInspector, type RunningInspector } from './serve-inspector.ts';
 import { reloadChanges } from './reload-changes.ts';
 import { coalescedReloads, type ReloadChanges, type ReloadVerdict, type Reloads } from './reloads.ts';
 import { REPLAY_OP, replayOperation } from './requests-replay.ts';
@@ -105,11 +106,15 @@ async function _serve(flags: Flags, io: Io): Promise<number> {
   const reloads = _reloadOnHangup(flags, io, log, service, config);
   const stopRequest = _stopSignal(io.signal);
   const running = await _listen(flags, port, config, io, service);
-  const control = running === null ? null : await _control(stateDir, io, log, service, reloads.reloads, startedAt, running.server.url);
-  if (running === null || control === null) {
+  // One replay for both ways in: `requests replay` over the control channel and the inspector's button.
+  const replay = replayOperation({ stateDir, ledger: service.ledger, app: service.app });
+  const inspector = running === null ? null : await _inspector(config, stateDir, io, log, service, replay);
+  const control = running === null || inspector === false ? null : await _control(stateDir, io, log, service, reloads.reloads, startedAt, running.server.url, { replay, inspector });
+  if (running === null || inspector === false || control === null) {
     reloads.reloads.stop();
     reloads.release();
     stopRequest.release();
+    if (inspector) await inspector.close();
     await running?.server.close(0);
     await service.stop();
     await lock.release();
@@ -117,6 +122,7 @@ async function _serve(flags: Flags, io: Io): Promise<number> {
   }
   io.stdout(`listening on ${running.server.url}\n`);
   log.info('started', { url: running.server.url, stateDir, hooks: config.hooks.enabled ? config.hooks.path : 'disabled', activated: running.activated });
+  if (inspector) log.info('inspector listening', { url: inspector.url });
 
   const signal = await _withCompanion(config, io, log, stopRequest.stopped);
   // A stop never waits behind reloads: the waiting one is dropped, the running one aborted (nothing
@@ -124,6 +130,7 @@ async function _serve(flags: Flags, io: Io): Promise<number> {
   reloads.reloads.stop();
   await control.close();
   log.info('stopping', { signal });
+  if (inspector) await inspector.close();
   await running.server.close(DRAIN_MS);
   await service.stop();
   await lock.release();
@@ -242,7 +249,7 @@ function _changeFields(changes: ReloadChanges): LogFields {
 
 // The owner-only control channel the CLI talks to (reload, outbox retry, status), up before the
 // server says it listens, so a command run after "listening on" always finds it.
-async function _control(stateDir: string, io: Io, log: Logger, service: Service, reloads: Reloads, startedAt: number, url: string): Promise<ControlServer | null> {
+async function _control(stateDir: string, io: Io, log: Logger, service: Service, reloads: Reloads, startedAt: number, url: string, more: { replay: ControlHandler; inspector: RunningInspector | null }): Promise<ControlServer | null> {
   const handlers = {
     ...serverOperations({
       pid: process.pid,
@@ -257,14 +264,28 @@ async function _control(stateDir: string, io: Io, log: Logger, service: Service,
       retryOutbox: service.retryOutbox,
       ledger: () => service.ledger?.size() ?? null,
     }),
-    [REPLAY_OP]: replayOperation({ stateDir, ledger: service.ledger, app: service.app }),
+    [REPLAY_OP]: more.replay,
     [TRY_OP]: tryOperation(service.app),
+    'inspect.login': () => Promise.resolve(more.inspector === null ? inspectorOff() : more.inspector.login()),
   };
   try {
     return await startControl({ stateDir, handlers, log });
   } catch (error) {
     io.stderr(`${messagePrefix(io)}: cannot start the control channel in ${stateDir}: ${_isSystemError(error) ? _reason(error) : (error as Error).message}\n`);
     return null;
+  }
+}
+
+// The inspector page's listener when the config turns it on; `false` when it cannot listen (the
+// server does not start half-way: the operator asked for the page).
+async function _inspector(config: Config, stateDir: string, io: Io, log: Logger, service: Service, replay: ControlHandler): Promise<RunningInspector | null | false> {
+  if (config.inspector === null) return null;
+  try {
+    const replayIds = (ids: readonly string[], options: { dryRun: boolean; force: boolean }) => replay({ ids, ...options });
+    return await startInspector({ config: config.inspector, stateDir, env: io.env, log, store: service.store, replay: replayIds });
+  } catch (error) {
+    io.stderr(`${messagePrefix(io)}: cannot listen for the inspector: ${(error as Error).message}\n`);
+    return false;
   }
 }
 

@@ -110,19 +110,27 @@ function table(rows) {
     el('tr', {}, el('th', { scope: 'row' }, k), el('td', {}, typeof v === 'object' ? JSON.stringify(v) : String(v)))));
 }
 
-function bodyView(body) {
-  if (body === undefined || body === null) return el('p', { class: 'hint' }, 'No body was kept for this request.');
-  const text = typeof body === 'string' ? body : body.text;
-  const note = typeof body === 'object' && body.truncated ? el('p', { class: 'hint' }, `Cut at ${body.keptBytes ?? '?'} of ${body.bytes ?? '?'} bytes.`) : '';
-  if (typeof text !== 'string') return el('div', { class: 'json' }, tree(body));
-  try {
-    const parsed = JSON.parse(text);
-    if (parsed !== null && typeof parsed === 'object') return el('div', {}, note, el('div', { class: 'json' }, tree(parsed)));
-  } catch { /* not JSON: shown as text */ }
-  return el('div', {}, note, el('pre', {}, text));
+// The ledger keeps a body as UTF-8 text or, when it is not, as base64.
+function bodyView(entry) {
+  const body = entry.body;
+  if (!body) return el('p', { class: 'hint' }, `No body was kept${entry.bodyOmitted ? ` (${entry.bodyOmitted})` : ''}.`);
+  const kept = body.encoding === 'utf8' ? utf8Bytes(body.data) : Math.floor(body.data.length * 3 / 4);
+  const note = body.truncated ? el('p', { class: 'hint' }, `Cut: ${kept} of ${body.bytes} bytes kept.`) : '';
+  if (body.encoding !== 'utf8') return el('div', {}, note, el('p', { class: 'hint' }, 'Not UTF-8 text; shown as base64:'), el('pre', {}, body.data));
+  if (!body.truncated) {
+    try {
+      const parsed = JSON.parse(body.data);
+      if (parsed !== null && typeof parsed === 'object') return el('div', { class: 'json' }, tree(parsed));
+    } catch { /* not JSON: shown as text */ }
+  }
+  return el('div', {}, note, el('pre', {}, body.data));
 }
 
-const SHOWN = new Set(['id', 'requestId', 'time', 'method', 'path', 'hook', 'mapping', 'client', 'status', 'code', 'headers', 'body', 'signature', 'outcome', 'became', 'replayOf', 'count']);
+function utf8Bytes(text) {
+  return new TextEncoder().encode(text).length;
+}
+
+const SHOWN = new Set(['id', 'requestId', 'time', 'method', 'path', 'query', 'hook', 'mapping', 'client', 'lane', 'auth', 'status', 'code', 'error', 'durationMs', 'headers', 'body', 'bodyOmitted', 'signature', 'became', 'replayOf', 'count', 'lastTime', 'replayable', 'failed']);
 
 async function select(id) {
   state.selected = id;
@@ -143,16 +151,16 @@ async function select(id) {
   pane.replaceChildren(
     el('p', { class: 'reqline' }, `${entry.method ?? ''} ${entry.path ?? ''}`),
     el('p', {}, el('span', { class: statusClass(entry.status) }, entry.status ?? '—'), ' ', entry.code ? el('span', { class: 'tag' }, entry.code) : '', ' ', replay),
-    table([['time', entry.time], ['entry id', entry.id], ['request id', entry.requestId], ['hook', entry.hook], ['mapping', entry.mapping], ['client', entry.client], ['replay of', entry.replayOf], ['count', entry.count > 1 ? entry.count : undefined]]),
+    table([['time', entry.time], ['entry id', entry.id], ['request id', entry.requestId], ['query', entry.query], ['hook', entry.hook], ['mapping', entry.mapping], ['client', entry.client], ['replay of', entry.replayOf]]),
     el('h2', {}, 'Signature'),
     entry.signature ? table(Object.entries(entry.signature)) : el('p', { class: 'hint' }, 'Not a signed hook.'),
     el('h2', {}, 'Outcome'),
-    entry.outcome ? el('div', { class: 'json' }, tree(entry.outcome)) : el('p', { class: 'hint' }, 'No outcome recorded.'),
+    table([['status', entry.status], ['code', entry.code], ['error', entry.error], ['took', entry.durationMs === undefined ? undefined : `${entry.durationMs} ms`], ['authenticated by', entry.auth], ['times', entry.count > 1 ? `${entry.count}, the last at ${entry.lastTime}` : undefined]]),
     ...(entry.became ? [el('h2', {}, 'What it became'), el('div', { class: 'json' }, tree(entry.became))] : []),
     el('h2', {}, 'Headers'),
     entry.headers ? table(Object.entries(entry.headers)) : el('p', { class: 'hint' }, 'None kept.'),
     el('h2', {}, 'Body'),
-    bodyView(entry.body),
+    bodyView(entry),
     ...(rest.length > 0 ? [el('h2', {}, 'More'), table(rest)] : []),
   );
 }

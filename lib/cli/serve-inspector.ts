@@ -1,0 +1,61 @@
+import type { Config } from '../config/types.ts';
+import { ErrorCode, HttpError } from '../errors.ts';
+import { createInspector, type InspectorSource } from '../edge/inspector.ts';
+import { ledgerSource } from '../edge/inspector-source.ts';
+import { listen, type Running } from '../edge/server.ts';
+import { inheritedInspectorFd } from '../edge/systemd.ts';
+import type { Logger } from '../log.ts';
+import { LedgerTail } from '../store/ledger-read.ts';
+import type { Store } from '../store/store.ts';
+import type { Env } from '../config/types.ts';
+import type { InspectLogin } from './inspect.ts';
+
+// serve's part for the inspector page: its listener (or the socket systemd named for it), the
+// page over the ledger, and the control channel's `inspect.login`.
+
+/** A running inspector: its address, a login link when asked, and its stop. */
+export interface RunningInspector {
+  url: string;
+  login(): InspectLogin;
+  close(): Promise<void>;
+}
+
+export interface InspectorParts {
+  config: NonNullable<Config['inspector']>;
+  stateDir: string;
+  env: Env;
+  log: Logger;
+  store: Pick<Store, 'run' | 'events' | 'outboxEntry'>;
+  replay: InspectorSource['replay'];
+}
+
+/** Starts the inspector's listener; throws when it cannot listen. */
+export async function startInspector(parts: InspectorParts): Promise<RunningInspector> {
+  const { config, log } = parts;
+  const tail = new LedgerTail(parts.stateDir, (damaged) => log.warn('ledger line skipped', { file: damaged.file, line: damaged.line, problem: damaged.problem }));
+  const inspector = createInspector({
+    source: ledgerSource({ tail, store: parts.store, replay: parts.replay }),
+    log,
+    idleMs: config.idleMinutes * 60_000,
+    ...(config.allowNonLoopback ? { extraHosts: [config.bind] } : {}),
+  });
+  const fd = inheritedInspectorFd(parts.env, process.pid);
+  const running: Running = await listen(inspector, fd !== null ? { fd } : { host: config.bind, port: config.port });
+  const port = Number(new URL(running.url).port);
+  inspector.bound(port);
+  // The link names the loopback address the page is reached by, whatever the bind.
+  const origin = running.url.startsWith('http://unix:') || fd !== null ? `http://127.0.0.1:${port}` : running.url;
+  return {
+    url: running.url,
+    login() {
+      const { path, expiresAt } = inspector.login();
+      return { url: `${origin}${path}`, expiresAt: new Date(expiresAt).toISOString() };
+    },
+    close: () => running.close(2_000),
+  };
+}
+
+/** `inspect.login` when the config has no inspector: a clear refusal naming the key. */
+export function inspectorOff(): InspectLogin {
+  throw new HttpError(404, ErrorCode.NotFound, 'the inspector is off: set inspector.port in the config and restart the server');
+}

@@ -1,0 +1,166 @@
+// The inspector page in a real headless Chromium, against a real server process: login by the
+// one-time link, the live list, a refused GitHub delivery in detail, Replay once the secret is
+// fixed, bulk replay's count, and hostile content that must stay inert.
+import assert from 'node:assert/strict';
+import { chmod, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { test, type TestContext } from 'node:test';
+import type { Page } from 'playwright-core';
+import { main } from '../lib/cli/main.ts';
+import { createInspector, type InspectorSource } from '../lib/edge/inspector.ts';
+import { listen } from '../lib/edge/server.ts';
+import { browserSkip, launch } from './_browser.ts';
+import { spawnServer, type Spawned } from './_cli.ts';
+import { silentLogger } from './_app.ts';
+import { defer } from './_cleanup.ts';
+import { tempDir } from './_dir.ts';
+import { post, send } from './_http.ts';
+import { captureIo } from './_io.ts';
+import { SIGNERS } from './_signers.ts';
+import { until } from './_until.ts';
+
+const TOKEN = 'inspector-browser-token-0123456789';
+const RIGHT = 'inspector-github-secret-right';
+const WRONG = 'inspector-github-secret-wrong';
+const SKIP = browserSkip();
+
+interface Setup {
+  config: string;
+  state: string;
+  write(secret: string): Promise<void>;
+}
+
+async function setup(t: TestContext): Promise<Setup> {
+  const dir = await tempDir(t, 'inspector-browser-');
+  const config = join(dir, 'config.json');
+  const write = async (secret: string) => {
+    const mappings = [
+      { match: { path: 'github' }, signature: { scheme: 'github', secret }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'push to {{ref}}' },
+      { match: { path: 'notes' }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'note {{title}}' },
+    ];
+    await writeFile(config, JSON.stringify({ hooks: { enabled: true, token: TOKEN, mappings }, inspector: { port: 0 } }));
+    await chmod(config, 0o600);
+  };
+  await write(WRONG);
+  return { config, state: join(dir, 'state'), write };
+}
+
+async function serve(t: TestContext, s: Setup): Promise<Spawned> {
+  const server = await spawnServer(['--config', s.config, '--port', '0', '--state-dir', s.state]);
+  defer(t, async () => {
+    if (server.child.exitCode !== null || server.child.signalCode !== null) return;
+    server.child.kill('SIGTERM');
+    await server.exited;
+  });
+  return server;
+}
+
+async function cli(s: Setup, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const { io, out } = captureIo({ HOOKS_INGRESS_CONFIG: s.config });
+  const code = await main([...args, '--state-dir', s.state], io);
+  return { code, ...out };
+}
+
+async function loginLink(s: Setup): Promise<string> {
+  const got = await cli(s, 'inspect');
+  assert.equal(got.code, 0, got.stderr);
+  const url = /^(http:\/\/127\.0\.0\.1:\d+\/inspector\/login\?code=\S+)$/m.exec(got.stdout)?.[1];
+  assert.ok(url !== undefined, got.stdout);
+  return url;
+}
+
+// A page that records what the XSS corpus would set and every CSP violation our page causes.
+async function openPage(t: TestContext): Promise<Page> {
+  const browser = await launch(t);
+  const context = await browser.newContext();
+  await context.addInitScript({
+    content: "window.__violations = []; document.addEventListener('securitypolicyviolation', (e) => window.__violations.push(e.violatedDirective + ' ' + e.blockedURI));",
+  });
+  return context.newPage();
+}
+
+async function githubDelivery(url: string, secret: string, id: string): Promise<number> {
+  const body = JSON.stringify({ ref: 'refs/heads/main', after: 'abc123' });
+  const headers = await SIGNERS['github']!({ secret, body, nowSeconds: Math.floor(Date.now() / 1000), id });
+  return (await post(url, '/hooks/github', { headers: { ...headers, 'content-type': 'application/json' }, body })).status;
+}
+
+test('the inspector in a browser: one-time login, the live list, a refused GitHub delivery in detail', { skip: SKIP }, async (t) => {
+  const s = await setup(t);
+  const server = await serve(t, s);
+  assert.equal(await githubDelivery(server.url, RIGHT, 'gh-1'), 401);
+  const link = await loginLink(s);
+  const page = await openPage(t);
+  const landed = await page.goto(link);
+  assert.equal(landed?.status(), 200);
+  assert.equal(new URL(page.url()).search, '', 'the code left the address bar');
+  await page.locator('#list li').first().waitFor();
+  assert.match(await page.locator('#list').innerText(), /401[\s\S]*POST \/hooks\/github/);
+
+  // The link worked once.
+  const again = await (await openPage(t)).goto(link);
+  assert.equal(again?.status(), 401);
+
+  // Live: a request sent now shows up without a reload.
+  assert.equal((await post(server.url, '/hooks/notes', { headers: { authorization: `Bearer ${TOKEN}` }, body: { title: 'live one' } })).status, 200);
+  await page.locator('#list li', { hasText: '/hooks/notes' }).waitFor({ timeout: 15_000 });
+
+  // The refused delivery in detail: the verdict, the kept signature headers, the body as JSON.
+  await page.locator('#list li', { hasText: '/hooks/github' }).locator('button').click();
+  await page.locator('#detail .reqline', { hasText: 'POST /hooks/github' }).waitFor();
+  const detail = await page.locator('#detail').innerText();
+  assert.match(detail, /bad-signature/);
+  assert.match(detail, /x-hub-signature-256/);
+  assert.match(detail, /x-github-delivery\s+gh-1/);
+  assert.match(detail, /ref: "refs\/heads\/main"/);
+  assert.doesNotMatch(detail, new RegExp(TOKEN));
+  assert.deepEqual(await page.evaluate('window.__violations'), []);
+});
+
+test('hostile content in the body, the headers and the path stays text in the browser', { skip: SKIP }, async (t) => {
+  const s = await setup(t);
+  const server = await serve(t, s);
+  const corpus = [
+    '<img src=x onerror="window.__xss=1">',
+    '</script><script>window.__xss=2</script>',
+    'javascript:window.__xss=3',
+    '"><svg onload=window.__xss=4>',
+    '\u202Eevil\u202C \u001b[31mred\u001b[0m \u001b]0;title\u0007',
+  ];
+  const body = { title: corpus.join(' '), nested: { html: corpus[0], list: corpus } };
+  const headers: Record<string, string> = { authorization: `Bearer ${TOKEN}`, 'x-note': corpus.slice(0, 4).join(' ') };
+  assert.equal((await post(server.url, '/hooks/notes', { headers, body })).status, 200);
+  const path = `/hooks/${encodeURIComponent('<img src=x onerror=window.__xss=5>')}`;
+  assert.equal((await send(server.url, path, { method: 'POST', headers, body })).status, 404);
+
+  const page = await openPage(t);
+  await page.goto(await loginLink(s));
+  await page.locator('#list li').nth(1).waitFor();
+  for (const which of ['/hooks/notes', 'onerror']) {
+    await page.locator('#list li', { hasText: which }).first().locator('button').click();
+    await page.locator('#detail .reqline', { hasText: which }).waitFor();
+  }
+  await page.locator('#list li', { hasText: '/hooks/notes' }).first().locator('button').click();
+  await page.locator('#detail', { hasText: 'x-note' }).waitFor();
+  const text = await page.locator('#detail').innerText();
+  assert.ok(text.includes('<img src=x onerror="window.__xss=1">'), 'the markup is shown as text');
+  assert.equal(await page.evaluate('window.__xss'), undefined);
+  assert.equal(await page.locator('#detail img, #detail svg, #detail script, #list img').count(), 0);
+  assert.deepEqual(await page.evaluate('window.__violations'), [], 'our own page breaks no CSP rule');
+});
+
+test('an expired login link opens nothing in the browser', { skip: SKIP }, async (t) => {
+  const clock = { now: 5_000_000 };
+  const source: InspectorSource = { list: async () => [], show: async () => null, replay: async () => ({}) };
+  const inspector = createInspector({ source, log: silentLogger, idleMs: 60_000, now: () => clock.now });
+  const running = await listen(inspector, { host: '127.0.0.1', port: 0 });
+  defer(t, () => running.close(100));
+  inspector.bound(Number(new URL(running.url).port));
+  const path = inspector.login().path;
+  clock.now += 61_000;
+  const page = await openPage(t);
+  const answer = await page.goto(`${running.url}${path}`);
+  assert.equal(answer?.status(), 401);
+  assert.match(await page.locator('body').innerText(), /unknown, used or expired/);
+  await until('nothing left to wait for', () => true);
+});
