@@ -117,6 +117,45 @@ test('the inspector in a browser: one-time login, the live list, a refused GitHu
   assert.deepEqual(await page.evaluate('window.__violations'), []);
 });
 
+test('Replay in the browser: the bulk count first, then after a reload with the fixed secret one replay makes exactly one event', { skip: SKIP }, async (t) => {
+  const s = await setup(t);
+  const server = await serve(t, s);
+  for (const id of ['gh-a', 'gh-b', 'gh-c']) assert.equal(await githubDelivery(server.url, RIGHT, id), 401);
+  assert.equal((await post(server.url, '/hooks/notes', { headers: { authorization: `Bearer ${TOKEN}` }, body: { title: 'fine' } })).status, 200);
+  const page = await openPage(t);
+  await page.goto(await loginLink(s));
+  await page.locator('#list li').nth(3).waitFor();
+
+  // Bulk: the count of the filtered failures comes first, and Cancel replays nothing.
+  await page.locator('#f-hook').fill('github');
+  await page.locator('#bulk').click();
+  await page.locator('#confirm-title', { hasText: 'Replay 3 failed requests?' }).waitFor();
+  await page.locator('#confirm-no').click();
+
+  s.write(RIGHT);
+  const reloaded = await cli(s, 'reload');
+  assert.equal(reloaded.code, 0, reloaded.stderr);
+
+  await page.locator('#list li', { hasText: '/hooks/github' }).first().locator('button').click();
+  await page.locator('#replay').click();
+  // The dry run is shown before anything happens: nothing is replayed yet.
+  await page.locator('#confirm-body', { hasText: "Today's config would make" }).waitFor();
+  assert.equal((await cli(s, 'events', '--json')).stdout.trim(), '', 'the preview made no event');
+  await page.locator('#confirm-yes').click();
+  await page.locator('#confirm-body', { hasText: 'Done' }).waitFor();
+  await page.locator('#confirm-no').click();
+
+  const events = await until('the replayed event', async () => {
+    const got = await cli(s, 'events', '--json');
+    const lines = got.stdout.split('\n').filter((l) => l.trim() !== '');
+    return lines.length > 0 ? lines : null;
+  });
+  assert.equal(events.length, 1, events.join('\n'));
+  assert.match(events[0]!, /push to refs\/heads\/main/);
+  // The replay is a new entry in the list, marked as one.
+  await page.locator('#list li', { hasText: 'replay' }).first().waitFor({ timeout: 15_000 });
+});
+
 test('hostile content in the body, the headers and the path stays text in the browser', { skip: SKIP }, async (t) => {
   const s = await setup(t);
   const server = await serve(t, s);
