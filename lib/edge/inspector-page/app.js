@@ -177,7 +177,8 @@ async function confirmReplay(ids, title) {
   dialog.showModal();
   try {
     const preview = await api('api/replay', { ids, dryRun: true });
-    const needsForce = JSON.stringify(preview).includes('"needsForce":true');
+    // An entry that succeeded before (or whose replay did) is replayed again only on purpose.
+    const needsForce = (preview.results ?? []).some((r) => !r.ok && r.code === 'ERR_NOT_REPLAYABLE' && /force/.test(r.error));
     $('force-row').hidden = !needsForce;
     $('confirm-body').replaceChildren(el('p', {}, `${ids.length} request${ids.length === 1 ? '' : 's'}. Today's config would make of ${ids.length === 1 ? 'it' : 'them'}:`), el('div', { class: 'json' }, tree(preview)));
     $('confirm-yes').disabled = false;
