@@ -70,3 +70,10 @@ test('transforms on a Node server draw one line naming what stays open (network,
 test('no transform, no transform line', async () => {
   assert.deepEqual(readinessWarnings(await config({ hooks: { enabled: true, token: 't' }, ...READY }), false), []);
 });
+
+test('readinessWarnings() names a non-loopback inspector the config allowed', async () => {
+  const open = readinessWarnings(await config({ hooks: { enabled: true, token: 't' }, inspector: { port: 8790, bind: '0.0.0.0', allowNonLoopback: true } }));
+  assert.ok(open.some((w) => /^inspector\.bind is 0\.0\.0\.0, not loopback/.test(w)), open.join('\n'));
+  const closed = readinessWarnings(await config({ hooks: { enabled: true, token: 't' }, inspector: { port: 8790 } }));
+  assert.ok(!closed.some((w) => /inspector/.test(w)));
+});

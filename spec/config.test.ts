@@ -161,6 +161,7 @@ test('buildConfig() applies every default to an empty config', async () => {
     gateway: { bind: '127.0.0.1', port: 8789, trustedProxies: [], authToken: null },
     stateDir: null,
     channels: {},
+    inspector: null,
   });
 });
 
@@ -194,6 +195,8 @@ test('DEFAULTS holds the documented defaults', () => {
     maxConcurrent: 4,
     historyMaxChars: 32_000,
     ackMaxChars: 300,
+    inspectorBind: '127.0.0.1',
+    inspectorIdleMinutes: 30,
   });
 });
 
@@ -841,4 +844,22 @@ test('buildConfig() warns about template placeholders that can never resolve: a 
     'hooks.mappings[0].textTemplate: {{query.token}} can never resolve (it renders empty): a request with a token in its URL is refused before any mapping runs',
     'hooks.mappings[0].textTemplate: {{payload.__proto__.x}} can never resolve (it renders empty): templates read own data properties only, never __proto__, prototype or constructor',
   ]);
+});
+
+// --- inspector -----------------------------------------------------------------------------
+
+test('inspector is off without inspector.port, and on with its defaults when the port is set', async () => {
+  assert.equal((await config({})).inspector, null);
+  assert.deepEqual((await config({ inspector: { port: 8790 } })).inspector, { port: 8790, bind: '127.0.0.1', allowNonLoopback: false, idleMinutes: 30 });
+  assert.equal((await config({ inspector: { port: 0, bind: 'localhost' } })).inspector?.bind, 'localhost');
+  assert.equal((await config({ inspector: { port: 0, bind: '::1' } })).inspector?.bind, '::1');
+});
+
+test('inspector.bind off loopback is refused unless inspector.allowNonLoopback says so; the port may not be the gateway port', async () => {
+  for (const bind of ['0.0.0.0', '192.168.1.5', '::', 'example.org']) {
+    assert.deepEqual(await problems({ inspector: { port: 8790, bind } }), ['inspector.bind: must be a loopback address (127.x.x.x, ::1 or localhost) unless inspector.allowNonLoopback is true'], bind);
+  }
+  assert.equal((await config({ inspector: { port: 8790, bind: '0.0.0.0', allowNonLoopback: true } })).inspector?.bind, '0.0.0.0');
+  assert.deepEqual(await problems({ inspector: { port: 8789 } }), ['inspector.port: must differ from gateway.port (the inspector has a listener of its own)']);
+  assert.deepEqual(await problems({ inspector: { port: 70000, idleMinutes: 0 } }), ['inspector.port: must be at most 65535', 'inspector.idleMinutes: must be at least 1']);
 });
