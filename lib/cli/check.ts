@@ -3,7 +3,7 @@ import { locateConfig } from '../config/locate.ts';
 import { readinessWarnings } from '../config/readiness.ts';
 import type { Config } from '../config/types.ts';
 import { COMMON, type Command, type Flags } from './command.ts';
-import { ignoreInspectorSignal } from './inspector-signal.ts';
+import { ignoreDebuggerSignal } from './debugger-signal.ts';
 import { FAILURE, messagePrefix, type Io } from './io.ts';
 import { printInvalid, readConfig } from './load-config.ts';
 import { checkTransformsOf } from './transforms.ts';
@@ -29,11 +29,11 @@ Options:
 `,
   async run(flags, _positionals, io) {
     // Loading the transforms runs their code, in children that can signal this process on Node.
-    const releaseInspector = ignoreInspectorSignal({ info() {}, error() {}, warn: (message) => io.stderr(`${messagePrefix(io)}: warning: ${message}\n`) });
+    const releaseDebugger = ignoreDebuggerSignal({ info() {}, error() {}, warn: (message) => io.stderr(`${messagePrefix(io)}: warning: ${message}\n`) });
     try {
       return await _check(flags, io);
     } finally {
-      releaseInspector();
+      releaseDebugger();
     }
   },
 };

@@ -13,7 +13,7 @@ import { chooseLogFormat, jsonLinesToText, LOG_FORMATS, type LogFormat } from '.
 import { secureStateDir } from '../store/state-access.ts';
 import { lockStateDir, type StateLock } from '../store/state-lock.ts';
 import { COMMON, type Command, type Flags } from './command.ts';
-import { ignoreInspectorSignal } from './inspector-signal.ts';
+import { ignoreDebuggerSignal } from './debugger-signal.ts';
 import { exists, FAILURE, messagePrefix, USAGE, type Io } from './io.ts';
 import { loadConfigFor, readConfig } from './load-config.ts';
 import { serverOperations } from './operations.ts';
@@ -58,12 +58,12 @@ export async function serve(flags: Flags, io: Io): Promise<number> {
   const release = flushOnExit(lines);
   // First of all, and until the very end: the transforms are loaded (run) while the config loads.
   const format = chooseLogFormat(flags['log-format'] as LogFormat | undefined, io.stderrIsTerminal === true);
-  const releaseInspector = ignoreInspectorSignal(createLogger(logWriter(format, lines.write)));
+  const releaseDebugger = ignoreDebuggerSignal(createLogger(logWriter(format, lines.write)));
   try {
     return await _serve(flags, { ...io, stderr: lines.write });
   } finally {
     lines.flush();
-    releaseInspector();
+    releaseDebugger();
     release();
   }
 }

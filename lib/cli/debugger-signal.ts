@@ -1,7 +1,7 @@
 import process from 'node:process';
 import type { Logger } from '../log.ts';
 
-// On Node, SIGUSR1 opens the inspector on 127.0.0.1:9229, and whoever connects to it runs code in
+// On Node, SIGUSR1 opens Node's debugger (its "inspector", not this program's page) on 127.0.0.1:9229, and whoever connects to it runs code in
 // the server. Any process of the server's user can send that signal, a transform child on Node
 // among them (its permission model does not cover signals, nor the socket it would then connect
 // to). A listener of our own replaces Node's handler, so the signal opens nothing;
@@ -11,7 +11,7 @@ import type { Logger } from '../log.ts';
 export const SIGUSR1_LOG_EVERY_MS = 60_000;
 
 /** Where the inspector question is decided: the runtime, its command line, and a clock. */
-export interface InspectorSignalOptions {
+export interface DebuggerSignalOptions {
   isNode?: boolean;
   /** The node flags the process started with (`process.execArgv` and `NODE_OPTIONS`). */
   nodeFlags?: readonly string[];
@@ -23,7 +23,7 @@ export interface InspectorSignalOptions {
  * then the operator is debugging on purpose, and Node's own handling stays. Logs the first
  * ignored signal, then at most one line a minute with how many came. Returns the release.
  */
-export function ignoreInspectorSignal(log: Logger, options: InspectorSignalOptions = {}): () => void {
+export function ignoreDebuggerSignal(log: Logger, options: DebuggerSignalOptions = {}): () => void {
   const { isNode = !('Deno' in globalThis), nodeFlags = _nodeFlags(), now = Date.now } = options;
   if (!isNode) return () => {};
   const asked = nodeFlags.find((flag) => /^--inspect(?:-brk|-wait|-port)?(?:=|$)/.test(flag));

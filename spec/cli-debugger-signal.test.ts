@@ -6,7 +6,7 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import process from 'node:process';
 import { test } from 'node:test';
-import { ignoreInspectorSignal, SIGUSR1_LOG_EVERY_MS } from '../lib/cli/inspector-signal.ts';
+import { ignoreDebuggerSignal, SIGUSR1_LOG_EVERY_MS } from '../lib/cli/debugger-signal.ts';
 import type { Logger } from '../lib/log.ts';
 import { IS_DENO, runCli, spawnServer } from './_cli.ts';
 import { tempDir } from './_dir.ts';
@@ -61,11 +61,11 @@ function keeping(): { log: Logger; warned: { msg: string; fields: unknown }[] } 
   return { log, warned };
 }
 
-test('ignoreInspectorSignal() logs the first SIGUSR1, then at most one line a minute with how many came', () => {
+test('ignoreDebuggerSignal() logs the first SIGUSR1, then at most one line a minute with how many came', () => {
   const { log, warned } = keeping();
   let now = 1_000;
   const before = process.listenerCount('SIGUSR1');
-  const release = ignoreInspectorSignal(log, { isNode: true, nodeFlags: ['--max-old-space-size=64'], now: () => now });
+  const release = ignoreDebuggerSignal(log, { isNode: true, nodeFlags: ['--max-old-space-size=64'], now: () => now });
   try {
     assert.equal(process.listenerCount('SIGUSR1'), before + 1);
     process.emit('SIGUSR1', 'SIGUSR1');
@@ -83,20 +83,20 @@ test('ignoreInspectorSignal() logs the first SIGUSR1, then at most one line a mi
   assert.equal(process.listenerCount('SIGUSR1'), before);
 });
 
-test('ignoreInspectorSignal() leaves SIGUSR1 to Node when the node command line asks for the inspector, and says so', () => {
+test('ignoreDebuggerSignal() leaves SIGUSR1 to Node when the node command line asks for the inspector, and says so', () => {
   for (const flag of ['--inspect', '--inspect=127.0.0.1:9300', '--inspect-brk', '--inspect-wait', '--inspect-port=0']) {
     const { log, warned } = keeping();
     const before = process.listenerCount('SIGUSR1');
-    ignoreInspectorSignal(log, { isNode: true, nodeFlags: [flag] })();
+    ignoreDebuggerSignal(log, { isNode: true, nodeFlags: [flag] })();
     assert.equal(process.listenerCount('SIGUSR1'), before, flag);
     assert.deepEqual(warned, [{ msg: 'SIGUSR1 opens the inspector: the node command line asks for it', fields: { flag: flag.replace(/=.*/, '') } }]);
   }
 });
 
-test('ignoreInspectorSignal() does nothing on Deno, which opens no inspector on a signal', () => {
+test('ignoreDebuggerSignal() does nothing on Deno, which opens no inspector on a signal', () => {
   const { log, warned } = keeping();
   const before = process.listenerCount('SIGUSR1');
-  ignoreInspectorSignal(log, { isNode: false })();
+  ignoreDebuggerSignal(log, { isNode: false })();
   assert.equal(process.listenerCount('SIGUSR1'), before);
   assert.deepEqual(warned, []);
 });
