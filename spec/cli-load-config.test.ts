@@ -79,8 +79,8 @@ test('check needs every variable and says each missing one once; check prints th
 });
 
 test('every command that reads the config has its need in the one table', () => {
-  assert.deepEqual(Object.keys(NEEDS).sort(), ['check', 'config get', 'events', 'outbox', 'reload', 'requests', 'runs', 'send', 'serve', 'sign', 'status', 'try']);
-  for (const reader of ['events', 'runs', 'outbox', 'requests', 'reload', 'status']) assert.deepEqual(NEEDS[reader], { of: 'state' });
+  assert.deepEqual(Object.keys(NEEDS).sort(), ['check', 'config get', 'events', 'inspect', 'outbox', 'reload', 'requests', 'runs', 'send', 'serve', 'sign', 'status', 'try']);
+  for (const reader of ['events', 'runs', 'outbox', 'requests', 'reload', 'status', 'inspect']) assert.deepEqual(NEEDS[reader], { of: 'state' });
 });
 
 test('an unknown key that holds an unset variable is still named: by config get (not as a key it cannot check) and by check beside the variable', async (t) => {
