@@ -146,7 +146,7 @@ async function select(id) {
   }
   if (state.selected !== id) return;
   const replay = el('button', { type: 'button', id: 'replay', class: 'primary' }, 'Replay…');
-  replay.addEventListener('click', () => confirmReplay([id], `Replay request ${id}?`));
+  replay.addEventListener('click', () => confirmReplay([id], `Replay request ${id}?`, { succeeded: entry.status < 400 }));
   const rest = Object.entries(entry).filter(([k]) => !SHOWN.has(k));
   pane.replaceChildren(
     el('p', { class: 'reqline' }, `${entry.method ?? ''} ${entry.path ?? ''}`),
@@ -166,7 +166,8 @@ async function select(id) {
 }
 
 // Replay always shows what would happen first (a dry run), then asks.
-async function confirmReplay(ids, title) {
+// `succeeded`: the entry was answered with success before, so replaying it again is a choice to confirm.
+async function confirmReplay(ids, title, options = {}) {
   const dialog = $('confirm');
   $('confirm-title').textContent = title;
   $('force').checked = false;
@@ -178,8 +179,7 @@ async function confirmReplay(ids, title) {
   try {
     const preview = await api('api/replay', { ids, dryRun: true });
     // An entry that succeeded before (or whose replay did) is replayed again only on purpose.
-    const needsForce = (preview.results ?? []).some((r) => !r.ok && r.code === 'ERR_NOT_REPLAYABLE' && /force/.test(r.error));
-    $('force-row').hidden = !needsForce;
+    $('force-row').hidden = !options.succeeded;
     $('confirm-body').replaceChildren(el('p', {}, `${ids.length} request${ids.length === 1 ? '' : 's'}. Today's config would make of ${ids.length === 1 ? 'it' : 'them'}:`), el('div', { class: 'json' }, tree(preview)));
     $('confirm-yes').disabled = false;
   } catch (error) {
@@ -194,6 +194,12 @@ async function doReplay() {
   try {
     const result = await api('api/replay', { ids, dryRun: false, force: $('force').checked });
     $('confirm-body').replaceChildren(el('p', {}, 'Done:'), el('div', { class: 'json' }, tree(result)));
+    // The server refuses to run again what succeeded (or whose replay did) unless forced: offer it.
+    if ((result.results ?? []).some((r) => !r.ok && r.code === 'ERR_NOT_REPLAYABLE' && /force/.test(r.error))) {
+      $('force-row').hidden = false;
+      $('confirm-yes').disabled = false;
+      return;
+    }
     state.pending = null;
     state.shown = '';
     await refresh();
