@@ -1,5 +1,4 @@
 import type { Config } from '../config/types.ts';
-import { ErrorCode, HttpError } from '../errors.ts';
 import { createInspector, type InspectorSource } from '../edge/inspector.ts';
 import { ledgerSource } from '../edge/inspector-source.ts';
 import { listen, type Running } from '../edge/server.ts';
@@ -53,9 +52,4 @@ export async function startInspector(parts: InspectorParts): Promise<RunningInsp
     },
     close: () => running.close(2_000),
   };
-}
-
-/** `inspect.login` when the config has no inspector: a clear refusal naming the key. */
-export function inspectorOff(): InspectLogin {
-  throw new HttpError(404, ErrorCode.NotFound, 'the inspector is off: set inspector.port in the config and restart the server');
 }

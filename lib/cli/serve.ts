@@ -4,6 +4,7 @@ import { locateConfig, locateStateDir } from '../config/locate.ts';
 import type { Config } from '../config/types.ts';
 import { socketPathProblem, startControl, type ControlHandler, type ControlServer } from '../edge/control.ts';
 import { listen, type Running } from '../edge/server.ts';
+import { ErrorCode, HttpError } from '../errors.ts';
 import { inheritedListenFd, unsetListenEnv } from '../edge/systemd.ts';
 import { generateToken } from '../guard/token.ts';
 import { fileModeWarnings } from '../config/file-modes.ts';
@@ -17,7 +18,7 @@ import { ignoreDebuggerSignal } from './debugger-signal.ts';
 import { exists, FAILURE, messagePrefix, USAGE, type Io } from './io.ts';
 import { loadConfigFor, readConfig } from './load-config.ts';
 import { serverOperations } from './operations.ts';
-import { inspectorOff, startInspector, type RunningInspector } from './serve-inspector.ts';
+import type { RunningInspector } from './serve-inspector.ts';
 import { reloadChanges } from './reload-changes.ts';
 import { coalescedReloads, type ReloadChanges, type ReloadVerdict, type Reloads } from './reloads.ts';
 import { REPLAY_OP, replayOperation } from './requests-replay.ts';
@@ -266,7 +267,10 @@ async function _control(stateDir: string, io: Io, log: Logger, service: Service,
     }),
     [REPLAY_OP]: more.replay,
     [TRY_OP]: tryOperation(service.app),
-    'inspect.login': () => Promise.resolve(more.inspector === null ? inspectorOff() : more.inspector.login()),
+    'inspect.login': () => {
+      if (more.inspector === null) throw new HttpError(404, ErrorCode.NotFound, 'the inspector is off: set inspector.port in the config and restart the server');
+      return Promise.resolve(more.inspector.login());
+    },
   };
   try {
     return await startControl({ stateDir, handlers, log });
@@ -282,6 +286,8 @@ async function _inspector(config: Config, stateDir: string, io: Io, log: Logger,
   if (config.inspector === null) return null;
   try {
     const replayIds = (ids: readonly string[], options: { dryRun: boolean; force: boolean }) => replay({ ids, ...options });
+    // Loaded only when the config turns the page on, like every other optional part.
+    const { startInspector } = await import('./serve-inspector.ts');
     return await startInspector({ config: config.inspector, stateDir, env: io.env, log, store: service.store, replay: replayIds });
   } catch (error) {
     io.stderr(`${messagePrefix(io)}: cannot listen for the inspector: ${(error as Error).message}\n`);

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ErrorCode, HttpError } from '../errors.ts';
-import { safeEqual } from '../guard/signatures/crypto.ts';
+import { tokenDigest, tokenMatches } from '../guard/token.ts';
 import type { Logger } from '../log.ts';
 import { errorAnswer } from './answer.ts';
 import { InspectorSessions } from './inspector-sessions.ts';
@@ -132,7 +132,7 @@ export function createInspector(options: InspectorOptions): Inspector {
     // with the session's token, which another origin cannot read.
     if (!_sameOrigin(req)) throw new HttpError(403, ErrorCode.NotAllowed, 'Origin must be this inspector');
     const csrf = req.headers['x-csrf-token'];
-    if (typeof csrf !== 'string' || !safeEqual(csrf, session.csrf)) throw new HttpError(403, ErrorCode.NotAllowed, 'missing or wrong X-CSRF-Token');
+    if (typeof csrf !== 'string' || !tokenMatches(csrf, tokenDigest(session.csrf))) throw new HttpError(403, ErrorCode.NotAllowed, 'missing or wrong X-CSRF-Token');
     if (path === '/api/logout') {
       sessions.end(id);
       return _send(res, 200, { ok: true }, { 'set-cookie': `${_COOKIE}=; Path=${INSPECTOR_PREFIX}/; HttpOnly; SameSite=Strict; Max-Age=0` });
