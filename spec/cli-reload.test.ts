@@ -420,6 +420,21 @@ test('hooks-ingress reload prints what the reload changed: hooks, mappings and s
   assert.equal(again.stdout, `applied: the server reloaded ${s.config}\n  no hook, mapping or secret added, removed or changed\n`);
 });
 
+test('hooks-ingress reload says which new values wait for the next start (gateway.port, state.dir, ...), on every verdict until a restart', async (t) => {
+  const s = await setup(t, hooks(OLD_TOKEN));
+  const server = await serve(t, s);
+  const port = Number(new URL(server.url).port);
+  await s.write({ ...hooks(OLD_TOKEN, { idempotencyTtlSeconds: 60 }), gateway: { port: port === 65535 ? port - 1 : port + 1 } });
+  for (let i = 0; i < 2; i++) {
+    const result = await runCli(['reload', '--state-dir', s.state]);
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(result.stdout, `applied: the server reloaded ${s.config}\n  no hook, mapping or secret added, removed or changed\n  not applied until the next start: gateway.port, hooks.idempotencyTtlSeconds\n`);
+  }
+  assert.equal(logLines(server).find((l) => l['msg'] === 'reloaded')?.['needsRestart'], 'gateway.port hooks.idempotencyTtlSeconds');
+  // The server still answers where it started.
+  assert.equal((await post(server.url, '/hooks/wake', { headers: { authorization: `Bearer ${OLD_TOKEN}` }, body: { text: 'still here', mode: 'next-heartbeat' } })).status, 200);
+});
+
 test('reload is refused when a ${VAR} is set in the shell but not in the server\'s environment: exit 1, the reason names the variable, never a value', async (t) => {
   const s = await setup(t, hooks(OLD_TOKEN));
   const server = await serve(t, s);

@@ -54,6 +54,23 @@ export function secretDigests(config: Config): Map<string, string> {
   return found;
 }
 
+/**
+ * The keys whose new values a reload does not apply (they take effect at the next start), by key
+ * path: the listener's address, the state directory, the heartbeat's interval, the idempotency
+ * window, and forward mode turned on or off.
+ */
+export function needsRestart(before: Config, after: Config): string[] {
+  const changed: [string, unknown, unknown][] = [
+    ['gateway.bind', before.gateway.bind, after.gateway.bind],
+    ['gateway.port', before.gateway.port, after.gateway.port],
+    ['state.dir', before.stateDir, after.stateDir],
+    ['agents.defaults.heartbeat.every', before.agents.heartbeatEveryMs, after.agents.heartbeatEveryMs],
+    ['hooks.idempotencyTtlSeconds', before.hooks.idempotencyTtlSeconds, after.hooks.idempotencyTtlSeconds],
+    ['hooks.forward', before.hooks.forward === null, after.hooks.forward === null],
+  ];
+  return changed.filter(([, was, is]) => was !== is).map(([path]) => path);
+}
+
 function _diff(before: readonly string[], after: readonly string[]): { added: string[]; removed: string[] } {
   const was = new Set(before);
   const is = new Set(after);

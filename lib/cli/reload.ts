@@ -16,7 +16,8 @@ export const reload: Command = {
 
 Ask the running server, over its control channel, to re-read its config file with
 its own environment, and print its verdict: applied, with the hooks, mappings and
-secrets added, removed or changed; or refused, with the server's reasons (the old
+secrets added, removed or changed (and the keys whose new values wait for the next
+start, such as gateway.port); or refused, with the server's reasons (the old
 config stays). Exits 0 when applied, 1 when refused, when no server runs, or when
 no verdict comes in time.
 
@@ -57,7 +58,11 @@ export function printVerdict(verdict: ReloadVerdict, io: Pick<Io, 'stdout' | 'st
   const file = verdict.file === null ? 'its config' : escapeControls(verdict.file, false);
   if (verdict.outcome === 'applied') {
     const lines = changeLines(verdict.changes);
-    io.stdout(`applied: the server reloaded ${file}\n${lines.length === 0 ? '  no hook, mapping or secret added, removed or changed\n' : lines.map((l) => `  ${l}\n`).join('')}`);
+    const restart = verdict.needsRestart ?? [];
+    io.stdout(
+      `applied: the server reloaded ${file}\n${lines.length === 0 ? '  no hook, mapping or secret added, removed or changed\n' : lines.map((l) => `  ${l}\n`).join('')}` +
+        (restart.length === 0 ? '' : `  not applied until the next start: ${restart.join(', ')}\n`),
+    );
     return 0;
   }
   const head = verdict.outcome === 'refused' ? `refused: ${file} has problems; the server keeps its config` : 'failed: the server could not finish the reload';

@@ -19,7 +19,7 @@ export interface ReloadChanges {
  * old one stays), or failed (an unexpected error part way; the log has it).
  */
 export type ReloadVerdict =
-  | { outcome: 'applied'; at: string; file: string | null; changes: ReloadChanges }
+  | { outcome: 'applied'; at: string; file: string | null; changes: ReloadChanges; needsRestart?: string[] }
   | { outcome: 'refused'; at: string; file: string | null; problems: string[] }
   | { outcome: 'failed'; at: string; file: string | null; problems: string[] };
 

@@ -19,7 +19,7 @@ import { exists, FAILURE, messagePrefix, USAGE, type Io } from './io.ts';
 import { loadConfigFor, readConfig } from './load-config.ts';
 import { serverOperations } from './operations.ts';
 import type { RunningInspector } from './serve-inspector.ts';
-import { reloadChanges } from './reload-changes.ts';
+import { needsRestart, reloadChanges } from './reload-changes.ts';
 import { coalescedReloads, type ReloadChanges, type ReloadVerdict, type Reloads } from './reloads.ts';
 import { REPLAY_OP, replayOperation } from './requests-replay.ts';
 import { TRY_OP, tryOperation } from './try.ts';
@@ -230,9 +230,12 @@ function _reloadOnHangup(flags: Flags, io: Io, log: Logger, service: Service, co
       log.error('reload failed; the old config stays where it was not yet replaced', { error: String(error) });
       return { outcome: 'failed', at: at(), file, problems: ['the reload failed part way; the server log has the error'] };
     }
+    // Keys a running server cannot take, against what it started with: said with every verdict
+    // until a restart, not reported as applied in silence.
+    const restart = needsRestart(config, next.config);
     current = next.config;
-    log.info('reloaded', { file: next.config.file, ..._changeFields(changes) });
-    return { outcome: 'applied', at: at(), file, changes };
+    log.info('reloaded', { file: next.config.file, ..._changeFields(changes), ...(restart.length === 0 ? {} : { needsRestart: restart.join(' ') }) });
+    return { outcome: 'applied', at: at(), file, changes, ...(restart.length === 0 ? {} : { needsRestart: restart }) };
   });
   const onHangup = () => void reloads.request();
   process.on('SIGHUP', onHangup);

@@ -68,7 +68,8 @@ function _verdict(s: ServerStatus): string {
   if (last === null) return 'none since the start';
   if (last.outcome === 'applied') {
     const lines = changeLines(last.changes);
-    return `applied at ${last.at}${lines.length === 0 ? ' (no hook, mapping or secret changed)' : `: ${lines.join('; ')}`}`;
+    const restart = last.needsRestart === undefined || last.needsRestart.length === 0 ? '' : `; not applied until the next start: ${last.needsRestart.join(', ')}`;
+    return `applied at ${last.at}${lines.length === 0 ? ' (no hook, mapping or secret changed)' : `: ${lines.join('; ')}`}${restart}`;
   }
   return `${last.outcome} at ${last.at}: ${last.problems.map((p) => escapeControls(p, false)).join('; ')}`;
 }
