@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { readdir, stat } from 'node:fs/promises';
+import { appendFile, mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import type { LedgerConfig } from '../lib/config/types.ts';
 import { Ledger } from '../lib/store/ledger.ts';
 import type { LedgerEntry } from '../lib/store/ledger-entry.ts';
-import { bodyBytes, filterEntries, findEntry, parseStatus, parseTime, readLedger } from '../lib/store/ledger-read.ts';
+import { bodyBytes, filterEntries, findEntry, LedgerTail, parseStatus, parseTime, readLedger } from '../lib/store/ledger-read.ts';
 import { defer } from './_cleanup.ts';
 import { tempDir } from './_dir.ts';
 
@@ -138,4 +138,46 @@ test('findEntry takes an entry id or a request id naming one entry; filters read
   assert.deepEqual(filterEntries([a, b, c], { code: 'ERR_UNAUTHORIZED' }).map((e) => e.id), ['a1']);
   assert.deepEqual(filterEntries([a, b, c], { since: Date.parse(b.time) }).map((e) => e.id), ['b1', 'c1']);
   assert.deepEqual(filterEntries([a, b, c], { until: Date.parse(a.time) }).map((e) => e.id), ['a1']);
+});
+
+test('LedgerTail follows the files: newest() merges the lanes newest first with their counts, takes what was appended since, and forgets trimmed segments', async (t) => {
+  const dir = await tempDir(t, 'store-ledger-tail-');
+  await mkdir(join(dir, 'ledger'));
+  const a1 = entry({ id: 'a1' });
+  const u1 = entry({ id: 'u1', lane: 'unauthenticated', auth: 'none', status: 401 });
+  const a2 = entry({ id: 'a2' });
+  const line = (value: object) => `${JSON.stringify(value)}\n`;
+  await writeFile(join(dir, 'ledger', 'a-1.jsonl'), line(a1) + line(a2));
+  await writeFile(join(dir, 'ledger', 'u-2.jsonl'), line(u1) + line({ t: 'count', id: 'u1', count: 7, lastTime: a2.time }));
+  const tail = new LedgerTail(dir);
+  assert.deepEqual((await tail.newest(10, () => true)).map((e) => [e.id, e.count]), [['a2', undefined], ['u1', 7], ['a1', undefined]]);
+  assert.deepEqual((await tail.newest(1, (e) => e.status === 401)).map((e) => e.id), ['u1']);
+  // A line being written is taken once it is whole.
+  const a3 = entry({ id: 'a3' });
+  await appendFile(join(dir, 'ledger', 'a-1.jsonl'), line(a3).slice(0, 20));
+  assert.deepEqual((await tail.newest(1, () => true)).map((e) => e.id), ['a2']);
+  await appendFile(join(dir, 'ledger', 'a-1.jsonl'), line(a3).slice(20));
+  assert.deepEqual((await tail.newest(1, () => true)).map((e) => e.id), ['a3']);
+  await rm(join(dir, 'ledger', 'u-2.jsonl'));
+  assert.deepEqual((await tail.newest(10, () => true)).map((e) => e.id), ['a3', 'a2', 'a1']);
+  assert.deepEqual((await tail.entries()).map((e) => e.id), ['a1', 'a2', 'a3']);
+});
+
+test('LedgerTail parses a line only when it is needed: the newest entries do not read a damaged older line, the whole ledger does (once)', async (t) => {
+  const dir = await tempDir(t, 'store-ledger-tail-');
+  await mkdir(join(dir, 'ledger'));
+  const lines = ['{"not":"an entry"}', JSON.stringify(entry({ id: 'old' })), JSON.stringify(entry({ id: 'new', requestId: 'shared' }))];
+  await writeFile(join(dir, 'ledger', 'a-1.jsonl'), `${lines.join('\n')}\n`);
+  const damaged: number[] = [];
+  const tail = new LedgerTail(dir, (d) => void damaged.push(d.line));
+  assert.deepEqual((await tail.newest(1, () => true)).map((e) => e.id), ['new']);
+  assert.deepEqual(damaged, []);
+  const found = await tail.find('shared');
+  assert.equal(found.ok && found.entry.id, 'new');
+  assert.deepEqual(damaged, [], 'find parses the lines that name the id only');
+  assert.deepEqual((await tail.entries()).map((e) => e.id), ['old', 'new']);
+  await tail.entries();
+  assert.deepEqual(damaged, [1]);
+  const none = await tail.find('nobody');
+  assert.equal(none.ok, false);
 });

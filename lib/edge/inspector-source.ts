@@ -1,5 +1,5 @@
 import type { LedgerEntry } from '../store/ledger-read.ts';
-import { failed, filterEntries, findEntry, type EntryFilter } from '../store/ledger-read.ts';
+import { failed, filterEntries, type EntryFilter } from '../store/ledger-read.ts';
 import type { LedgerTail } from '../store/ledger-read.ts';
 import type { Store } from '../store/store.ts';
 import type { InspectorFilter, InspectorSource } from './inspector.ts';
@@ -22,14 +22,11 @@ export function ledgerSource(options: LedgerSourceOptions): InspectorSource {
   const { tail, store } = options;
   return {
     async list(filter) {
-      const entries = await tail.entries();
-      const picked = _pick(entries, filter);
-      const out: unknown[] = [];
-      for (let i = picked.length - 1; i >= 0 && out.length < filter.limit; i--) out.push(_summary(picked[i]!));
-      return out;
+      const keep = _keep(filter);
+      return (await tail.newest(filter.limit, keep)).map(_summary);
     },
     async show(id) {
-      const found = findEntry(await tail.entries(), id);
+      const found = await tail.find(id);
       if (!found.ok) return null;
       const { entry } = found;
       return { ...entry, replayable: entry.body !== undefined, became: entry.became === undefined ? undefined : _became(entry, store) };
@@ -38,16 +35,16 @@ export function ledgerSource(options: LedgerSourceOptions): InspectorSource {
   };
 }
 
-function _pick(entries: readonly LedgerEntry[], filter: InspectorFilter): readonly LedgerEntry[] {
+// The page's filters as one test of an entry, the same rules as `requests`' filters.
+function _keep(filter: InspectorFilter): (entry: LedgerEntry) => boolean {
   const by: EntryFilter = {};
   if (filter.hook !== undefined) by.hook = filter.hook;
   if (filter.code !== undefined) by.code = filter.code;
   const klass = filter.status === undefined ? null : /^([1-5])xx$/i.exec(filter.status);
   if (klass !== null) by.status = { class: Number(klass[1]) };
   if (filter.status === 'failed') by.failed = true;
-  const chosen = filterEntries(entries, by);
   const text = filter.text;
-  return text === undefined ? chosen : chosen.filter((e) => e.path.includes(text));
+  return (entry) => filterEntries([entry], by).length === 1 && (text === undefined || entry.path.includes(text));
 }
 
 // The list shows a line per entry: never the headers or the body.

@@ -1,6 +1,6 @@
 import { open, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { checkLedgerLine, LEDGER_DIR, SEGMENT, type LedgerEntry, type StoredBody } from './ledger-entry.ts';
+import { checkLedgerLine, LEDGER_DIR, SEGMENT, type CheckedLedgerLine, type CountLine, type LedgerEntry, type StoredBody } from './ledger-entry.ts';
 
 // Reading the request ledger without opening it for writing: for `hooks-ingress requests`, the
 // inspector and the server's replay. The reader needs no config and no secret, only the files.
@@ -32,26 +32,28 @@ export function readLedger(stateDir: string, onDamaged?: (damaged: DamagedLine) 
 }
 
 // Follows a state directory's request ledger from its files: each read takes only what was
-// appended to a segment since the last one, and forgets the segments the writer has trimmed. An
-// open inspector page asks every second or two; re-reading the whole ledger each time would cost
-// the server in proportion to the ledger, not to the traffic.
+// appended to a segment since the last one, and forgets the segments the writer has trimmed. Lines
+// are kept as text and parsed when first needed, once: an open inspector page asks for the newest
+// entries every second or two, and under load thousands arrive between two asks, so parsing all of
+// them would cost the server in proportion to its traffic rather than to what the page shows.
 
 interface _Segment {
+  file: string;
+  lane: string;
+  number: number;
   /** Bytes read so far: always just after a newline, so a line still being written is read whole later. */
   offset: number;
-  /** Lines read so far, for the line numbers of damaged ones. */
-  lines: number;
-  ids: string[];
+  lines: string[];
+  /** Each line once checked, by its index; `undefined` until then. */
+  checked: (CheckedLedgerLine | null | undefined)[];
 }
 
-/** The ledger's entries, kept up to date from the files by {@link LedgerTail.entries}. */
+/** The ledger's entries, kept up to date from the files. */
 export class LedgerTail {
   readonly #dir: string;
   readonly #onDamaged: ((damaged: DamagedLine) => void) | undefined;
   readonly #segments = new Map<string, _Segment>();
-  readonly #byId = new Map<string, LedgerEntry>();
-  #sorted: LedgerEntry[] = [];
-  #reading: Promise<LedgerEntry[]> | null = null;
+  #reading: Promise<void> | null = null;
 
   constructor(stateDir: string, onDamaged?: (damaged: DamagedLine) => void) {
     this.#dir = join(stateDir, LEDGER_DIR);
@@ -60,15 +62,128 @@ export class LedgerTail {
 
   /**
    * Every entry, oldest first, with the counts of coalesced entries applied, as the files hold them
-   * now. Calls made while a read is under way share it. A damaged line is left out (and passed to
-   * `onDamaged`, once); an unreadable folder or file is a {@link LedgerUnreadableError}.
+   * now. A damaged line is left out (and passed to `onDamaged`, once); an unreadable folder or file
+   * is a {@link LedgerUnreadableError}.
    */
-  entries(): Promise<LedgerEntry[]> {
+  async entries(): Promise<LedgerEntry[]> {
+    await this.#refresh();
+    const entries: LedgerEntry[] = [];
+    const seen = new Set<string>();
+    const counts = new Map<string, CountLine>();
+    for (const segment of this.#ordered()) {
+      for (let i = 0; i < segment.lines.length; i++) {
+        const line = this.#line(segment, i);
+        if (line?.kind === 'count') _keepCount(counts, line.count);
+        else if (line?.kind === 'entry' && !seen.has(line.entry.id)) {
+          seen.add(line.entry.id);
+          entries.push(line.entry);
+        }
+      }
+    }
+    // Two lanes, each in order: merged by time, stable within a lane.
+    return entries.map((e) => _counted(e, counts)).sort((a, b) => (a.time < b.time ? -1 : a.time > b.time ? 1 : 0));
+  }
+
+  /** The newest `limit` entries that `keep` takes, newest first, parsing no more lines than it must. */
+  async newest(limit: number, keep: (entry: LedgerEntry) => boolean): Promise<LedgerEntry[]> {
+    await this.#refresh();
+    // Each lane is read backwards; the two are merged by time.
+    const lanes = [...new Set(this.#ordered().map((s) => s.lane))].map((lane) => {
+      const segments = this.#ordered().filter((s) => s.lane === lane).reverse();
+      return { segments, at: 0, index: (segments[0]?.lines.length ?? 0) - 1, head: null as LedgerEntry | null };
+    });
+    const counts = new Map<string, CountLine>();
+    const seen = new Set<string>();
+    const advance = (lane: (typeof lanes)[number]): LedgerEntry | null => {
+      while (lane.at < lane.segments.length) {
+        const segment = lane.segments[lane.at]!;
+        if (lane.index < 0) {
+          lane.at++;
+          lane.index = (lane.segments[lane.at]?.lines.length ?? 0) - 1;
+          continue;
+        }
+        const line = this.#line(segment, lane.index--);
+        if (line?.kind === 'count') _keepCount(counts, line.count);
+        else if (line?.kind === 'entry') return line.entry;
+      }
+      return null;
+    };
+    for (const lane of lanes) lane.head = advance(lane);
+    const out: LedgerEntry[] = [];
+    while (out.length < limit) {
+      let next: (typeof lanes)[number] | undefined;
+      for (const lane of lanes) if (lane.head !== null && (next === undefined || lane.head.time > next.head!.time)) next = lane;
+      if (next === undefined) break;
+      const entry = next.head!;
+      next.head = advance(next);
+      if (seen.has(entry.id)) continue;
+      seen.add(entry.id);
+      const counted = _counted(entry, counts);
+      if (keep(counted)) out.push(counted);
+    }
+    return out;
+  }
+
+  /** The entry an entry id names, or the one entry a request id names (see {@link findEntry}); only lines that name it are parsed. */
+  async find(id: string): Promise<{ ok: true; entry: LedgerEntry } | { ok: false; error: string }> {
+    await this.#refresh();
+    const named = [`"id":${JSON.stringify(id)}`, `"requestId":${JSON.stringify(id)}`];
+    const entries: LedgerEntry[] = [];
+    const counts = new Map<string, CountLine>();
+    for (const segment of this.#ordered()) {
+      segment.lines.forEach((text, i) => {
+        if (!named.some((n) => text.includes(n))) return;
+        const line = this.#line(segment, i);
+        if (line?.kind === 'entry') entries.push(line.entry);
+        else if (line?.kind === 'count') _keepCount(counts, line.count);
+      });
+    }
+    const found = findEntry(entries, id);
+    if (!found.ok) return found;
+    // Its later counts name it by its entry id.
+    const own = `"id":${JSON.stringify(found.entry.id)}`;
+    for (const segment of this.#ordered()) {
+      segment.lines.forEach((text, i) => {
+        if (!text.includes('"t":"count"') || !text.includes(own)) return;
+        const line = this.#line(segment, i);
+        if (line?.kind === 'count') _keepCount(counts, line.count);
+      });
+    }
+    return { ok: true, entry: _counted(found.entry, counts) };
+  }
+
+  // Reads what the files gained; calls made while a read is under way share it.
+  #refresh(): Promise<void> {
     this.#reading ??= this.#read().finally(() => (this.#reading = null));
     return this.#reading;
   }
 
-  async #read(): Promise<LedgerEntry[]> {
+  #ordered(): _Segment[] {
+    return [...this.#segments.values()].sort((a, b) => a.number - b.number);
+  }
+
+  // A line checked once: an entry, a count, or null for a blank or damaged one (reported once).
+  #line(segment: _Segment, index: number): CheckedLedgerLine | null {
+    const known = segment.checked[index];
+    if (known !== undefined) return known;
+    const text = segment.lines[index]!;
+    let checked: CheckedLedgerLine | null = null;
+    if (text !== '') {
+      try {
+        checked = checkLedgerLine(JSON.parse(text));
+      } catch {
+        checked = { kind: 'bad', problem: 'not JSON' };
+      }
+      if (checked.kind === 'bad') {
+        this.#onDamaged?.({ file: segment.file, line: index + 1, problem: checked.problem });
+        checked = null;
+      }
+    }
+    segment.checked[index] = checked;
+    return checked;
+  }
+
+  async #read(): Promise<void> {
     let names: string[];
     try {
       names = await readdir(this.#dir);
@@ -76,92 +191,59 @@ export class LedgerTail {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw new LedgerUnreadableError(`cannot read the request ledger ${this.#dir}: ${_code(error)}`, { cause: error });
       names = [];
     }
-    const present = names
-      .map((name) => ({ name, m: SEGMENT.exec(name) }))
-      .filter((s): s is { name: string; m: RegExpExecArray } => s.m !== null)
-      .sort((a, b) => Number(a.m[2]) - Number(b.m[2]))
-      .map((s) => s.name);
-    let changed = false;
-    const kept = new Set(present);
-    for (const [name, segment] of this.#segments) {
-      if (kept.has(name)) continue;
-      this.#forget(segment);
-      this.#segments.delete(name);
-      changed = true;
-    }
-    for (const name of present) changed = (await this.#follow(name)) || changed;
-    if (changed) this.#sorted = [...this.#byId.values()].sort((a, b) => (a.time < b.time ? -1 : a.time > b.time ? 1 : 0));
-    return this.#sorted;
+    const present = new Map(names.flatMap((name) => {
+      const m = SEGMENT.exec(name);
+      return m === null ? [] : [[name, { lane: m[1]!, number: Number(m[2]) }] as const];
+    }));
+    for (const name of this.#segments.keys()) if (!present.has(name)) this.#segments.delete(name);
+    for (const [name, at] of [...present].sort((a, b) => a[1].number - b[1].number)) await this.#follow(name, at);
   }
 
-  // Reads what a segment gained since the last read; answers whether anything changed.
-  async #follow(name: string): Promise<boolean> {
+  // Reads what a segment gained since the last read.
+  async #follow(name: string, at: { lane: string; number: number }): Promise<void> {
     const file = join(this.#dir, name);
     try {
-      return await this.#append(name, file);
+      await this.#append(name, file, at);
     } catch (error) {
       // Trimmed by the server between the listing and the read: its entries are gone, as they should be.
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
       throw new LedgerUnreadableError(`cannot read the request ledger file ${file}: ${_code(error)}`, { cause: error });
     }
   }
 
-  async #append(name: string, file: string): Promise<boolean> {
-    let segment = this.#segments.get(name);
+  async #append(name: string, file: string, at: { lane: string; number: number }): Promise<void> {
     const handle = await open(file, 'r');
     try {
       const { size } = await handle.stat();
+      let segment = this.#segments.get(name);
       // A file shorter than what was read is not the one read before: start it again.
-      if (segment !== undefined && size < segment.offset) {
-        this.#forget(segment);
-        segment = undefined;
-      }
-      if (segment === undefined) {
-        segment = { offset: 0, lines: 0, ids: [] };
+      if (segment === undefined || size < segment.offset) {
+        segment = { file, ...at, offset: 0, lines: [], checked: [] };
         this.#segments.set(name, segment);
       }
-      if (size === segment.offset) return false;
+      if (size === segment.offset) return;
       const buffer = Buffer.alloc(size - segment.offset);
       const { bytesRead } = await handle.read(buffer, 0, buffer.length, segment.offset);
       const end = buffer.lastIndexOf(0x0a, bytesRead - 1);
       // No whole line yet: the writer is in the middle of one.
-      if (end === -1) return false;
+      if (end === -1) return;
       segment.offset += end + 1;
-      this.#parse(buffer.toString('utf8', 0, end), file, segment);
-      return true;
+      for (const line of buffer.toString('utf8', 0, end).split('\n')) segment.lines.push(line);
     } finally {
       await handle.close();
     }
   }
+}
 
-  #parse(text: string, file: string, segment: _Segment): void {
-    for (const raw of text.split('\n')) {
-      const line = ++segment.lines;
-      if (raw === '') continue;
-      let value: unknown;
-      try {
-        value = JSON.parse(raw);
-      } catch {
-        this.#onDamaged?.({ file, line, problem: 'not JSON' });
-        continue;
-      }
-      const checked = checkLedgerLine(value);
-      if (checked.kind === 'bad') {
-        this.#onDamaged?.({ file, line, problem: checked.problem });
-      } else if (checked.kind === 'entry') {
-        if (this.#byId.has(checked.entry.id)) continue;
-        this.#byId.set(checked.entry.id, checked.entry);
-        segment.ids.push(checked.entry.id);
-      } else {
-        const entry = this.#byId.get(checked.count.id);
-        if (entry !== undefined && checked.count.count > (entry.count ?? 1)) Object.assign(entry, { count: checked.count.count, lastTime: checked.count.lastTime });
-      }
-    }
-  }
+function _keepCount(counts: Map<string, CountLine>, count: CountLine): void {
+  const known = counts.get(count.id);
+  if (known === undefined || count.count > known.count) counts.set(count.id, count);
+}
 
-  #forget(segment: _Segment): void {
-    for (const id of segment.ids) this.#byId.delete(id);
-  }
+// An entry with the latest count of its coalesced refusals, as a copy: parsed lines stay as read.
+function _counted(entry: LedgerEntry, counts: ReadonlyMap<string, CountLine>): LedgerEntry {
+  const count = counts.get(entry.id);
+  return count === undefined || count.count <= (entry.count ?? 1) ? entry : { ...entry, count: count.count, lastTime: count.lastTime };
 }
 
 /** The entry an entry id names, or the one entry a request id names; else why not. */
