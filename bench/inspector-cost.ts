@@ -94,11 +94,17 @@ async function subscribe(server: Server): Promise<{ stop(): Promise<{ polls: num
   };
 }
 
-function wrk(url: string, script: string): { requests: number; non2xx: number } {
-  const out = spawnSync('wrk', ['-t1', `-c${connections}`, `-d${duration}s`, '-s', script, url], { encoding: 'utf8' });
-  if (out.status !== 0) throw new Error(`wrk failed: ${out.stderr}`);
-  const requests = Number(/(\d+) requests in/.exec(out.stdout)?.[1] ?? 0);
-  const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(out.stdout)?.[1] ?? 0);
+// Spawned, not run synchronously: the page's polls run in this process while wrk does.
+async function wrk(url: string, script: string): Promise<{ requests: number; non2xx: number }> {
+  const child = spawn('wrk', ['-t1', `-c${connections}`, `-d${duration}s`, '-s', script, url], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
+  const [code] = (await once(child, 'close')) as [number | null];
+  if (code !== 0) throw new Error(`wrk failed: ${err}`);
+  const requests = Number(/(\d+) requests in/.exec(out)?.[1] ?? 0);
+  const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0);
   return { requests, non2xx };
 }
 
@@ -124,7 +130,7 @@ try {
   for (let round = 1; round <= rounds; round++) {
     for (const server of round % 2 === 1 ? [plain, watched] : [watched, plain]) {
       const before = cpuSeconds(server.pid)!;
-      const run = wrk(`${server.url}/hooks/wake`, script);
+      const run = await wrk(`${server.url}/hooks/wake`, script);
       await new Promise((resolve) => setTimeout(resolve, 100));
       const us = ((cpuSeconds(server.pid)! - before) * 1e6) / run.requests;
       if (run.non2xx > 0) throw new Error(`${server.name}: ${run.non2xx} non-2xx answers`);
