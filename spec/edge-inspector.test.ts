@@ -135,7 +135,7 @@ test('logout ends the session', async (t) => {
 test('every answer carries the strict CSP, nosniff and no framing; the inspector answers no hook path', async (t) => {
   const s = await start(t);
   const { cookie } = await loggedIn(s);
-  for (const [path, status] of [['/inspector/', 200], ['/inspector/app.js', 200], ['/inspector/api/requests/none', 404], ['/hooks/wake', 404], ['/', 404], ['/healthz', 404]] as const) {
+  for (const [path, status] of [['/inspector/', 200], ['/inspector/app.js', 200], ['/inspector/api/requests/none', 404], ['/inspector/api/requests/%E0%A4%A', 404], ['/hooks/wake', 404], ['/', 404], ['/healthz', 404]] as const) {
     const reply = await send(s.url, path, { headers: { cookie } });
     assert.equal(reply.status, status, path);
     const csp = String(reply.headers['content-security-policy']);

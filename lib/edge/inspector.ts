@@ -120,7 +120,7 @@ export function createInspector(options: InspectorOptions): Inspector {
       if (path === '/api/session') return _send(res, 200, { csrf: session.csrf });
       if (path === '/api/requests') return _send(res, 200, { entries: await source.list(_filter(query)) });
       if (path.startsWith('/api/requests/')) {
-        const entry = await source.show(decodeURIComponent(path.slice('/api/requests/'.length)));
+        const entry = await source.show(_decode(path.slice('/api/requests/'.length)));
         if (entry === null) throw new HttpError(404, ErrorCode.NotFound, 'no ledger entry has that id');
         return _send(res, 200, entry);
       }
@@ -214,6 +214,15 @@ async function _json(req: IncomingMessage): Promise<Record<string, unknown> | nu
     return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
   } catch {
     return null;
+  }
+}
+
+// An id from the path; one whose escapes do not decode names no entry.
+function _decode(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    throw new HttpError(404, ErrorCode.NotFound, 'no ledger entry has that id');
   }
 }
 
