@@ -6,8 +6,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { main } from '../lib/cli/main.ts';
-import { spawnServer, type Spawned } from './_cli.ts';
-import { defer } from './_cleanup.ts';
+import { serveState, type Spawned } from './_cli.ts';
 import { tempDir } from './_dir.ts';
 import { assertError, post, send } from './_http.ts';
 import { captureIo } from './_io.ts';
@@ -19,13 +18,7 @@ async function serve(t: TestContext, extra: object): Promise<{ server: Spawned; 
   const config = join(dir, 'config.json');
   await writeFile(config, JSON.stringify({ hooks: { enabled: true, token: TOKEN }, ...extra }), { mode: 0o600 });
   const state = join(dir, 'state');
-  const server = await spawnServer(['--config', config, '--port', '0', '--state-dir', state]);
-  defer(t, async () => {
-    if (server.child.exitCode !== null || server.child.signalCode !== null) return;
-    server.child.kill('SIGTERM');
-    await server.exited;
-  });
-  return { server, state };
+  return { server: await serveState(t, { config, state }), state };
 }
 
 async function inspect(state: string): Promise<{ code: number; stdout: string; stderr: string }> {

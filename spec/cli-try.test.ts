@@ -8,7 +8,7 @@ import { test, type TestContext } from 'node:test';
 import { main } from '../lib/cli/main.ts';
 import { readLedger } from '../lib/store/ledger-read.ts';
 import { readEvents, readRuns } from '../lib/store/store.ts';
-import { spawnServer, type Spawned } from './_cli.ts';
+import { serveState } from './_cli.ts';
 import { post } from './_http.ts';
 import { captureIo } from './_io.ts';
 import { until } from './_until.ts';
@@ -42,16 +42,6 @@ async function setup(t: TestContext): Promise<Setup> {
   return { dir, config, state: join(dir, 'state'), body };
 }
 
-async function serve(t: TestContext, s: Setup): Promise<Spawned> {
-  const server = await spawnServer(['--config', s.config, '--port', '0', '--state-dir', s.state]);
-  t.after(async () => {
-    if (server.child.exitCode !== null || server.child.signalCode !== null) return;
-    server.child.kill('SIGTERM');
-    await server.exited;
-  });
-  return server;
-}
-
 async function cli(s: Setup, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const { io, out } = captureIo({ HOOKS_INGRESS_CONFIG: s.config });
   const code = await main([...args, '--state-dir', s.state], io);
@@ -60,7 +50,7 @@ async function cli(s: Setup, ...args: string[]): Promise<{ code: number; stdout:
 
 test('try asks the running server: the mapping and filter, the message with its unresolved placeholder, the policy decisions; nothing is enqueued', async (t) => {
   const s = await setup(t);
-  const server = await serve(t, s);
+  const server = await serveState(t, s);
   const out = await cli(s, 'try', 'gh', '--body', s.body);
   assert.equal(out.code, 0, out.stderr);
   assert.match(out.stdout, /^tried by the running server\n/);
@@ -105,7 +95,7 @@ test('try with no server runs here, with the same sandbox, and says so', async (
 
 test('try --request and requests replay --dry-run show what a stored request would become now, and replay nothing', async (t) => {
   const s = await setup(t);
-  const server = await serve(t, s);
+  const server = await serveState(t, s);
   assert.equal((await post(server.url, '/hooks/gh', { headers: { authorization: `Bearer ${TOKEN}`, 'x-request-id': 'stored-1' }, body: PUSH })).status, 202);
   await until('the entry', async () => (await readLedger(s.state)).length === 1);
   const tried = await cli(s, 'try', '--request', 'stored-1');

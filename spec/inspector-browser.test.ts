@@ -10,7 +10,7 @@ import { main } from '../lib/cli/main.ts';
 import { createInspector, type InspectorSource } from '../lib/edge/inspector.ts';
 import { listen } from '../lib/edge/server.ts';
 import { browserSkip, launch } from './_browser.ts';
-import { spawnServer, type Spawned } from './_cli.ts';
+import { serveState } from './_cli.ts';
 import { silentLogger } from './_app.ts';
 import { defer } from './_cleanup.ts';
 import { tempDir } from './_dir.ts';
@@ -45,16 +45,6 @@ async function setup(t: TestContext): Promise<Setup> {
   return { config, state: join(dir, 'state'), write };
 }
 
-async function serve(t: TestContext, s: Setup): Promise<Spawned> {
-  const server = await spawnServer(['--config', s.config, '--port', '0', '--state-dir', s.state]);
-  defer(t, async () => {
-    if (server.child.exitCode !== null || server.child.signalCode !== null) return;
-    server.child.kill('SIGTERM');
-    await server.exited;
-  });
-  return server;
-}
-
 async function cli(s: Setup, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const { io, out } = captureIo({ HOOKS_INGRESS_CONFIG: s.config });
   const code = await main([...args, '--state-dir', s.state], io);
@@ -87,7 +77,7 @@ async function githubDelivery(url: string, secret: string, id: string): Promise<
 
 test('the inspector in a browser: one-time login, the live list, a refused GitHub delivery in detail', { skip: SKIP }, async (t) => {
   const s = await setup(t);
-  const server = await serve(t, s);
+  const server = await serveState(t, s);
   assert.equal(await githubDelivery(server.url, RIGHT, 'gh-1'), 401);
   const link = await loginLink(s);
   const page = await openPage(t);
@@ -119,7 +109,7 @@ test('the inspector in a browser: one-time login, the live list, a refused GitHu
 
 test('Replay in the browser: the bulk count first, then after a reload with the fixed secret one replay makes exactly one event', { skip: SKIP }, async (t) => {
   const s = await setup(t);
-  const server = await serve(t, s);
+  const server = await serveState(t, s);
   for (const id of ['gh-a', 'gh-b', 'gh-c']) assert.equal(await githubDelivery(server.url, RIGHT, id), 401);
   assert.equal((await post(server.url, '/hooks/notes', { headers: { authorization: `Bearer ${TOKEN}` }, body: { title: 'fine' } })).status, 200);
   const page = await openPage(t);
@@ -158,7 +148,7 @@ test('Replay in the browser: the bulk count first, then after a reload with the 
 
 test('hostile content in the body, the headers and the path stays text in the browser', { skip: SKIP }, async (t) => {
   const s = await setup(t);
-  const server = await serve(t, s);
+  const server = await serveState(t, s);
   const corpus = [
     '<img src=x onerror="window.__xss=1">',
     '</script><script>window.__xss=2</script>',
