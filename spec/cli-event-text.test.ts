@@ -8,7 +8,8 @@ import type { Io } from '../lib/cli/io.ts';
 import { formatRun } from '../lib/cli/listing.ts';
 import { main } from '../lib/cli/main.ts';
 import { wrapUntrusted } from '../lib/untrusted.ts';
-import { Store, type RunRecord, type SessionEvent } from '../lib/store/store.ts';
+import { Store } from '../lib/store/store.ts';
+import type { RunRecord, SessionEvent } from '../lib/store/records.ts';
 
 const TIME = '2026-01-01T00:00:00.000Z';
 

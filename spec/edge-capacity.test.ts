@@ -7,7 +7,8 @@ import { buildConfig } from '../lib/config/load.ts';
 import type { Config } from '../lib/config/types.ts';
 import { admitEvents, reserveRuns, unavailable, type RunQueue } from '../lib/edge/capacity.ts';
 import { HttpError } from '../lib/errors.ts';
-import { JournalReplacedError, Store } from '../lib/store/store.ts';
+import { Store } from '../lib/store/store.ts';
+import { JournalReplacedError } from '../lib/store/journal.ts';
 
 async function config(hooks: Record<string, unknown>): Promise<Config> {
   const built = await buildConfig({ hooks: { enabled: true, token: 'admission-token-0123456789', ...hooks } }, { file: null, env: {}, dir: tmpdir() });

@@ -7,7 +7,8 @@ import { buildConfig } from '../lib/config/load.ts';
 import { createDispatch, type HookCall } from '../lib/edge/dispatch.ts';
 import { HttpError } from '../lib/errors.ts';
 import { silentLogger } from './_app.ts';
-import { Store, type RunRecord } from '../lib/store/store.ts';
+import { Store } from '../lib/store/store.ts';
+import type { RunRecord } from '../lib/store/records.ts';
 
 async function setup(t: TestContext, raw: Record<string, unknown> = {}, depth = 0) {
   const dir = await mkdtemp(join(tmpdir(), 'dispatch-'));

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { markWrapped } from '../lib/cli/event-text.ts';
-import type { RunRecord, SessionEvent } from '../lib/store/store.ts';
+import type { RunRecord, SessionEvent } from '../lib/store/records.ts';
 import { assertCleanStop, runCli, spawnServer, type Spawned } from './_cli.ts';
 import { post } from './_http.ts';
 import { until } from './_until.ts';

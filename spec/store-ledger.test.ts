@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { appendFile, mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import type { LedgerConfig } from '../lib/config/types.ts';
+import type { LedgerConfig } from '../lib/store/ledger-config.ts';
 import { Ledger } from '../lib/store/ledger.ts';
 import type { LedgerEntry } from '../lib/store/ledger-entry.ts';
 import { bodyBytes, filterEntries, findEntry, LedgerTail, parseStatus, parseTime, readLedger } from '../lib/store/ledger-read.ts';

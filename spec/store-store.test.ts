@@ -6,7 +6,8 @@ import { test } from 'node:test';
 import type { RunSpec } from '../lib/actions.ts';
 import { Journal } from '../lib/store/journal.ts';
 import { JOURNAL_FILE, readEvents, Store } from '../lib/store/store.ts';
-import type { IdempotencyWrite, RunRecord, StoreOptions } from '../lib/store/store.ts';
+import type { StoreOptions } from '../lib/store/store.ts';
+import type { IdempotencyWrite, RunRecord } from '../lib/store/records.ts';
 import { tempDir, withDir } from './_dir.ts';
 import { pendingRuns } from './_runs.ts';
 

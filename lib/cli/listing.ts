@@ -1,4 +1,5 @@
-import { readEvents, readRuns, type Rejected, type RunRecord, type SessionEvent } from '../store/store.ts';
+import { readEvents, readRuns, type Rejected } from '../store/store.ts';
+import type { RunRecord, SessionEvent } from '../store/records.ts';
 import { sleep } from '../retry.ts';
 import { clipLine } from '../text.ts';
 import { COMMON, type Command, type Flags } from './command.ts';

@@ -1,5 +1,7 @@
-import { filterEntries, findEntry, type LedgerEntry } from '../store/ledger-read.ts';
-import { readEvents, readRuns, type RunRecord, type SessionEvent } from '../store/store.ts';
+import { filterEntries, findEntry } from '../store/ledger-read.ts';
+import type { LedgerEntry } from '../store/ledger-entry.ts';
+import { readEvents, readRuns } from '../store/store.ts';
+import type { RunRecord, SessionEvent } from '../store/records.ts';
 import { sleep } from '../retry.ts';
 import { COMMON, type Command, type Flags } from './command.ts';
 import { formatEntry, formatEntryLine } from './entry-text.ts';

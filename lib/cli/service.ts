@@ -11,7 +11,7 @@ import { Runner } from '../runtime/runner.ts';
 import { createCompletions } from '../runtime/completion.ts';
 import { startForward, type RetryOutcome, type RetryRequest } from './forward.ts';
 import { serviceTransforms } from './transforms.ts';
-import type { Route } from '../store/store.ts';
+import type { Route } from '../store/records.ts';
 import { Ledger } from '../store/ledger.ts';
 import { Store } from '../store/store.ts';
 import { Transcripts } from '../store/transcripts.ts';

@@ -5,6 +5,7 @@ import type { Cidr } from '../guard/address.ts';
 import type { ChannelsConfig } from '../delivery/channels.ts';
 import type { Mapping } from '../hooks/mappings.ts';
 import type { FileConfig, PROVIDER_APIS } from './file-schema.ts';
+import type { LedgerConfig } from '../store/ledger-config.ts';
 
 /** The environment, as a plain map (injected so tests do not touch `process.env`). */
 export type Env = Readonly<Record<string, string | undefined>>;
@@ -25,25 +26,6 @@ export interface ProviderConfig {
   apiKey?: string;
   headers?: Record<string, string>;
   command?: string[];
-}
-
-/** One lane of the request ledger: how many entries, how many bytes on disk, how much of each body. */
-export interface LedgerLane {
-  maxEntries: number;
-  maxBytes: number;
-  maxBodyBytes: number;
-}
-
-/**
- * `hooks.ledger`: authenticated requests in the main lane; refusals and signed bodies not (yet)
- * verified in the `unauthenticated` lane, so a client without credentials can fill only that one.
- */
-export interface LedgerConfig extends LedgerLane {
-  enabled: boolean;
-  maxAgeSeconds: number;
-  /** Refusals of one client alike within this window are one entry with a count. */
-  coalesceSeconds: number;
-  unauthenticated: LedgerLane;
 }
 
 /** The validated configuration with every default applied. */

@@ -1,5 +1,5 @@
 import type { HttpError } from '../errors.ts';
-import type { StoredAnswer } from '../store/store.ts';
+import type { StoredAnswer } from '../store/records.ts';
 
 /** An answer on its way out: status, JSON body and extra headers. */
 export interface Answer extends StoredAnswer {

@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Config } from '../config/types.ts';
-import { bodyBytes, type LedgerEntry } from '../store/ledger-read.ts';
+import { bodyBytes } from '../store/ledger-read.ts';
+import type { LedgerEntry } from '../store/ledger-entry.ts';
 import type { HookBytes } from './hooks-route.ts';
 import { REDACTED, type Note } from './ledger-note.ts';
 import { signedPaths } from '../guard/signatures/paths.ts';

@@ -1,11 +1,19 @@
 import type { AgentAction, RunSpec } from '../actions.ts';
-import type { Config } from '../config/types.ts';
 import { echo, type Decision } from './decision.ts';
-import { allowModel } from './models.ts';
-import { resolveSessionKey } from './session-key.ts';
+import { allowModel, type Models } from './models.ts';
+import { resolveSessionKey, type SessionKeyRules } from './session-key.ts';
+
+/** What the agent rules read of the config. */
+export interface AgentRules {
+  hooks: SessionKeyRules & {
+    /** `null`: any agent may be picked. */
+    allowedAgentIds: readonly string[] | null;
+  };
+  agents: { models: Models; list: readonly { id: string }[]; defaultAgentId: string };
+}
 
 /** Picks the agent: a known requested one, else the default; the result must pass `hooks.allowedAgentIds`. */
-export function resolveAgentId(requested: string | undefined, config: Config): Decision<string> {
+export function resolveAgentId(requested: string | undefined, config: AgentRules): Decision<string> {
   const allowed = config.hooks.allowedAgentIds;
   if (requested !== undefined && allowed !== null && allowed.length === 0) {
     return { ok: false, error: 'agentId: may not be chosen (hooks.allowedAgentIds is empty)' };
@@ -19,7 +27,7 @@ export function resolveAgentId(requested: string | undefined, config: Config): D
 }
 
 /** Turns an agent action into a run that every rule admits. */
-export function admitRun(action: AgentAction, hook: string, config: Config, newId: () => string): Decision<RunSpec> {
+export function admitRun(action: AgentAction, hook: string, config: AgentRules, newId: () => string): Decision<RunSpec> {
   // A refused key is reported before a refused agent.
   const sessionKey = resolveSessionKey(action.sessionKey, config.hooks, newId);
   if (!sessionKey.ok) return sessionKey;

@@ -1,7 +1,7 @@
-import type { Config } from '../config/types.ts';
 import { echo, type Decision } from './decision.ts';
 
-type Models = Config['agents']['models'];
+/** `agents.defaults.models`: the allowlist of `provider/model` keys, each with an optional alias. */
+export type Models = Readonly<Record<string, { alias?: string }>>;
 
 /** A model named as `provider/model`, split. */
 export interface ModelRef {

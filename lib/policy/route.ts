@@ -1,6 +1,5 @@
 import type { Channel } from '../actions.ts';
-import type { Config } from '../config/types.ts';
-import type { Route } from '../store/store.ts';
+import type { Route } from '../store/records.ts';
 import { RECIPIENT_RULES, type NamedChannel } from './recipients.ts';
 
 /** What routing needs to know of a configured channel: who it can reach, and whom it reaches by default. */
@@ -16,7 +15,7 @@ export type Routes = ReadonlyMap<Channel, Reachable>;
 export type Resolved = { ok: true; route: Route & { channel: Channel } } | { ok: false; skipped: boolean; reason: string };
 
 /** The configured channels of a config, with the platforms' recipient rules. */
-export function routesOf(channels: Config['channels']): Routes {
+export function routesOf(channels: Readonly<Partial<Record<NamedChannel, { defaultTo?: string | undefined }>>>): Routes {
   const routes = new Map<Channel, Reachable>();
   for (const [name, section] of Object.entries(channels) as [NamedChannel, { defaultTo?: string } | undefined][]) {
     if (section === undefined) continue;

@@ -1,5 +1,4 @@
 import type { RequestedKey } from '../actions.ts';
-import type { Config } from '../config/types.ts';
 import type { Decision } from './decision.ts';
 
 /** The generated session keys start with this; prefix allowlists must admit it when no default key is set. */
@@ -18,13 +17,21 @@ export function hasPrefix(key: string, prefixes: readonly string[]): boolean {
   return prefixes.some((p) => lower.startsWith(p.toLowerCase()));
 }
 
+/** What the session-key rules read of `hooks`. */
+export interface SessionKeyRules {
+  defaultSessionKey: string | null;
+  allowRequestSessionKey: boolean;
+  /** `null`: no prefix rule. */
+  allowedSessionKeyPrefixes: readonly string[] | null;
+}
+
 /**
  * Picks the session key: a requested one if the rules allow it, else the default, else a generated
  * `hook:<uuid>`. As OpenClaw does, the prefix rules judge a key as it was written (by the request,
  * the mapping or the config), and only then is a leading `agent:<id>:` dropped: the run's agent is
  * the one it resolves to, whichever agent the key names, so what is left is the session it uses.
  */
-export function resolveSessionKey(requested: RequestedKey | undefined, hooks: Config['hooks'], newId: () => string): Decision<string> {
+export function resolveSessionKey(requested: RequestedKey | undefined, hooks: SessionKeyRules, newId: () => string): Decision<string> {
   if (requested === undefined) {
     return { ok: true, value: hooks.defaultSessionKey === null ? `${GENERATED_KEY_PREFIX}${newId()}` : stripAgentNamespace(hooks.defaultSessionKey) };
   }

@@ -1,4 +1,5 @@
-import type { RunRecord, Store } from '../store/store.ts';
+import type { Store } from '../store/store.ts';
+import type { RunRecord } from '../store/records.ts';
 import { isAck } from './ack.ts';
 
 /** A finished run as OpenClaw's `waitForCompletion` answers it. */

@@ -5,7 +5,6 @@ import { checkLedgerLine, LEDGER_DIR, SEGMENT, type CheckedLedgerLine, type Coun
 // Reading the request ledger without opening it for writing: for `hooks-ingress requests`, the
 // inspector and the server's replay. The reader needs no config and no secret, only the files.
 
-export type { Became, BodyOmitted, LedgerEntry, SignatureVerdict, StoredBody } from './ledger-entry.ts';
 
 /** A line of a ledger file left out, and why. */
 export interface DamagedLine {

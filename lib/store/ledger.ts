@@ -1,6 +1,6 @@
 import { mkdir, open, readdir, readFile, rm, stat, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { LedgerConfig, LedgerLane } from '../config/types.ts';
+import type { LedgerConfig, LedgerLane } from './ledger-config.ts';
 import { LEDGER_DIR, SEGMENT, type Lane, type LedgerEntry, type StoredBody } from './ledger-entry.ts';
 
 // The request ledger's writer. Diagnostic, never on an acknowledgement's path: entries are queued

@@ -6,12 +6,10 @@ import { Journal, JournalReplacedError, readJournal, type JournalContents } from
 import { applyOutbox, countOutbox, headOf, newEntries, trimOutbox, type OutboxEntry, type OutboxSpec, type OutboxState, type OutboxUpdate } from './outbox.ts';
 import { checkLine, type IdemRecord, type IdempotencyWrite, type JournalLine, type Route, type RunRecord, type RunUpdate, type SessionEvent, type StoredAnswer } from './records.ts';
 
-export { JournalReplacedError } from './journal.ts';
 
 /** The journal's file name inside the state directory. */
 export const JOURNAL_FILE = 'journal.jsonl';
 
-export type { DeliveryOutcome, IdempotencyWrite, Route, RunRecord, RunStatus, RunUpdate, SessionEvent, StoredAnswer } from './records.ts';
 
 export interface StoreOptions {
   now?: () => number;

@@ -1,8 +1,19 @@
-import type { Config } from '../../config/types.ts';
 import type { Logger } from '../../log.ts';
-import type { CallTransform } from '../mappings.ts';
-import { createTransformChildPool, type TransformChildPool, type TransformChildPoolOptions } from './child-pool.ts';
+import { createTransformChildPool, type TransformChildPool, type TransformChildPoolOptions, type TransformInput, type TransformRef, type TransformResult } from './child-pool.ts';
 import { currentRuntime, type Runtime } from './child.ts';
+
+/** What the transform runner reads of the config: the mappings' transforms and the `hooks.transform*` settings. */
+export interface TransformsConfig {
+  hooks: {
+    mappings: readonly { transform?: TransformRef }[];
+    /** The real path transforms load from. */
+    transformsDir: string;
+    transformTimeoutMs: number;
+    transformMaxResultBytes: number;
+    transformRuntime: 'server' | 'deno';
+    transformDenoPath: string | null;
+  };
+}
 
 /**
  * Holds the transform child pool (child-pool.ts) of the current configuration across reloads: a pool
@@ -22,8 +33,8 @@ export class TransformReloader {
     this.#log = log;
   }
 
-  /** Calls a transform on the current child pool. */
-  readonly call: CallTransform = (ref, input) => {
+  /** Calls a transform on the current child pool (what mappings know as their CallTransform). */
+  readonly call = (ref: TransformRef, input: TransformInput): Promise<TransformResult> => {
     const pool = this.#pool;
     if (pool === null) return Promise.resolve({ ok: false, reason: 'load-failed', detail: 'no transform is configured' });
     this.#busy.set(pool, (this.#busy.get(pool) ?? 0) + 1);
@@ -42,7 +53,7 @@ export class TransformReloader {
   readonly #output = (module: string, line: string) => this.#log.warn('transform output', { module, line });
 
   /** Applies a (re)loaded configuration. */
-  configure(config: Config): void {
+  configure(config: TransformsConfig): void {
     const needed = config.hooks.mappings.some((m) => m.transform !== undefined);
     const { transformsDir, transformTimeoutMs, transformMaxResultBytes, transformRuntime, transformDenoPath } = config.hooks;
     const settings = JSON.stringify([transformsDir, transformTimeoutMs, transformMaxResultBytes, transformRuntime, transformDenoPath]);
@@ -78,7 +89,7 @@ export class TransformReloader {
  * Loads every transform a config names, in children of its own, and checks that each export is a
  * function: a typo is a config problem at load, not a 500 on the first request. Problems by key path.
  */
-export async function checkTransforms(config: Config, signal?: AbortSignal): Promise<string[]> {
+export async function checkTransforms(config: TransformsConfig, signal?: AbortSignal): Promise<string[]> {
   const users = config.hooks.mappings.flatMap((m, i) => (m.transform === undefined ? [] : [[m.transform, i] as const]));
   if (users.length === 0) return [];
   const pool = createTransformChildPool({ ..._options(config), poolSize: 1 });
@@ -99,13 +110,13 @@ export async function checkTransforms(config: Config, signal?: AbortSignal): Pro
   }
 }
 
-function _options(config: Config): TransformChildPoolOptions {
+function _options(config: TransformsConfig): TransformChildPoolOptions {
   const { transformsDir: root, transformTimeoutMs: timeoutMs, transformMaxResultBytes: maxResultBytes } = config.hooks;
   return { root, timeoutMs, maxResultBytes, runtime: transformRuntime(config) };
 }
 
 /** The runtime transform children run on under this config. */
-export function transformRuntime(config: Pick<Config, 'hooks'>): Runtime {
+export function transformRuntime(config: TransformsConfig): Runtime {
   const { transformRuntime: kind, transformDenoPath } = config.hooks;
   // Loading the config found the binary (config/load.ts): a 'deno' config without one does not load.
   return kind === 'deno' && transformDenoPath !== null ? { kind: 'deno', execPath: transformDenoPath } : currentRuntime();
