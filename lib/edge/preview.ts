@@ -4,7 +4,7 @@ import type { Config } from '../config/types.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
 import type { CallTransform } from '../hooks/mappings.ts';
 import type { SignatureVerdict } from '../store/ledger-entry.ts';
-import type { Route } from '../store/store.ts';
+import type { Route } from '../store/records.ts';
 import { createDispatch, type PreviewSink } from './dispatch.ts';
 import { parseHookBody } from './hooks-route.ts';
 import { signatureVerdict } from './ledger-note.ts';
