@@ -1,4 +1,4 @@
-import type { LedgerEntry } from '../store/ledger-read.ts';
+import type { LedgerEntry } from '../store/ledger-entry.ts';
 import { failed, filterEntries, type EntryFilter } from '../store/ledger-read.ts';
 import type { LedgerTail } from '../store/ledger-read.ts';
 import type { Store } from '../store/store.ts';
