@@ -2,7 +2,7 @@ import type { ControlHandlers } from '../edge/control.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
 import type { OutboxState } from '../store/outbox.ts';
 import type { Store } from '../store/store.ts';
-import type { RetryOutcome, RetryRequest } from './forward.ts';
+import type { RetryOutcome, RetryRequest } from '../store/outbox-retry.ts';
 import type { ReloadState, ReloadVerdict } from './reloads.ts';
 
 // What the running server answers on the control channel (lib/edge/control.ts), one handler per

@@ -3,7 +3,7 @@ import type { OutboxEntry, OutboxState } from '../store/outbox.ts';
 import { readOutbox, Store } from '../store/store.ts';
 import { COMMON, type Command, type Flags } from './command.ts';
 import { callServer } from './control.ts';
-import { retryOutbox, type RetryOutcome, type RetryRequest } from './forward.ts';
+import { retryOutbox, type RetryOutcome, type RetryRequest } from '../store/outbox-retry.ts';
 import { escapeControls } from './event-text.ts';
 import { exists, FAILURE, messagePrefix, USAGE, type Io } from './io.ts';
 import { stateDirFor } from './state-dir.ts';

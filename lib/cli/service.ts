@@ -9,7 +9,8 @@ import { Heartbeat } from '../runtime/heartbeat.ts';
 import { providerRegistry } from '../runtime/providers/registry.ts';
 import { Runner } from '../runtime/runner.ts';
 import { createCompletions } from '../runtime/completion.ts';
-import { startForward, type RetryOutcome, type RetryRequest } from './forward.ts';
+import type { ForwardMode } from '../runtime/forward.ts';
+import type { RetryOutcome, RetryRequest } from '../store/outbox-retry.ts';
 import { serviceTransforms } from './transforms.ts';
 import type { Route } from '../store/records.ts';
 import { Ledger } from '../store/ledger.ts';
@@ -85,7 +86,8 @@ export async function startService(config: Config, stateDir: string, log: Logger
   // The limiter lives in the app (a reload may replace it); the metrics page reads it when rendered.
   const telemetry = createTelemetry({ store, limiter: () => app.limiterStats(), queueDepth: () => runner.depth, waiters: () => completions.held() + app.held() });
   // Forward mode: accepted actions leave through the outbox to the upstream gateway.
-  const forward = await startForward(config, store, log);
+  // Its sender is imported only in forward mode.
+  const forward: ForwardMode | null = config.hooks.forward === null ? null : (await import('../runtime/forward.ts')).startForward(config, store, log);
   const ledger = await openLedger(config, stateDir, log);
   const app = createApp({
     ...{ config, store, heartbeat, log, runs: runner, transforms: transforms.call, telemetry, completions },

@@ -4,6 +4,11 @@ import { clipLine, hideUrlCredentials } from '../text.ts';
 import type { Logger } from '../log.ts';
 import type { OutboxEntry, OutboxUpdate } from '../store/outbox.ts';
 import type { Store } from '../store/store.ts';
+import type { Config } from '../config/types.ts';
+import { retryOutbox, type RetryOutcome, type RetryRequest } from '../store/outbox-retry.ts';
+
+// Forward mode's running part, in one place: the loop that sends the outbox upstream in acceptance
+// order (the Forwarder, the outbox's client) and what `serve` starts, reconfigures and stops.
 
 /** Where forward mode sends: `hooks.forward`. */
 export interface ForwardTarget {
@@ -176,4 +181,37 @@ function _place(location: string, base: string): string {
 
 function _due(entry: OutboxEntry): number {
   return entry.nextAttemptAt === undefined ? 0 : Date.parse(entry.nextAttemptAt);
+}
+
+/** Forward mode's sender, running with the server; `null` when `hooks.forward` is not set. */
+export interface ForwardMode {
+  kick(): void;
+  reconfigure(config: Config): void;
+  /** `outbox retry` over the control channel: the entries become pending and are sent now. */
+  retry(request: RetryRequest): Promise<RetryOutcome>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts forward mode for `serve`: the outbox is sent from the start (what a previous process
+ * left pending goes first). `outbox retry` reaches it over the control channel, so the server
+ * stays the journal's only writer. `serve` imports this file only in forward mode.
+ */
+export function startForward(config: Config, store: Store, log: Logger): ForwardMode | null {
+  if (config.hooks.forward === null) return null;
+  const forwarder = new Forwarder({ store, target: config.hooks.forward, log });
+  forwarder.kick();
+  return {
+    kick: () => forwarder.kick(),
+    reconfigure: (next) => {
+      if (next.hooks.forward !== null) forwarder.reconfigure(next.hooks.forward);
+    },
+    retry: async (request) => {
+      const outcome = await retryOutbox(store, request);
+      if (outcome.retried.length > 0) log.info('outbox retry', { entries: outcome.retried.length });
+      forwarder.kick();
+      return outcome;
+    },
+    stop: () => forwarder.stop(),
+  };
 }

@@ -1,0 +1,26 @@
+import { retryUpdates } from './outbox.ts';
+import type { Store } from './store.ts';
+
+// `outbox retry`: dead entries sent again, pending ones now, as the store's retryUpdates decides.
+// The server runs it over the control channel while it runs, so it stays the journal's only writer.
+
+/** What `outbox retry` asks for: the entry ids to send again (dead) or now (pending), or every dead entry. */
+export type RetryRequest = { ids: string[] } | { dead: true };
+
+/** What a retry did: the ids asked for that are due now, and the asked ids that are neither dead nor pending (nothing is done then). */
+export interface RetryOutcome {
+  retried: string[];
+  notRetryable: string[];
+}
+
+/**
+ * Makes the asked entries (or every dead one) pending and due now, as the store's retryUpdates
+ * decides; when an asked id is neither dead nor pending nothing is changed and the outcome names it.
+ */
+export async function retryOutbox(store: Pick<Store, 'outbox' | 'commit'>, request: RetryRequest, time = new Date().toISOString()): Promise<RetryOutcome> {
+  const { updates, unknown } = retryUpdates(store.outbox(), request, time);
+  if (unknown.length > 0) return { retried: [], notRetryable: unknown };
+  if (updates.length > 0) await store.commit({ outboxUpdates: updates });
+  // The pending entries ahead of an asked one are made due too (updates without a state): not counted.
+  return { retried: updates.filter((u) => u.state === 'pending').map((u) => u.id), notRetryable: [] };
+}
