@@ -42,6 +42,9 @@ Scenarios (--scenarios takes a comma-separated subset):
               service must (hash and compare, count the failure, 401 with an id, a log line)
   401         POST /hooks/wake with a wrong token of the right length
   wake        POST /hooks/wake accepted: one durable journal write (mode next-heartbeat)
+  401-off     the 401 scenario with the request ledger off (hooks.ledger.enabled false)
+  wake-off    the wake scenario with the request ledger off: what the ledger costs is the
+              difference, reported after the table
   replay      POST /hooks/wake with a fixed Idempotency-Key: every request is a replay
   agent       POST /hooks/agent accepted: the run is queued (the model never answers)
   template    POST /hooks/plain: a textTemplate mapping (wakeMode next-heartbeat)
@@ -71,8 +74,11 @@ Options:
   -h, --help        show this help
 `;
 
-const SCENARIOS = ['echo', 'webhook', 'floor', '401', 'wake', 'replay', 'agent', 'template', 'transform'] as const;
+const SCENARIOS = ['echo', 'webhook', 'floor', '401', '401-off', 'wake', 'wake-off', 'replay', 'agent', 'template', 'transform'] as const;
 type ScenarioName = (typeof SCENARIOS)[number];
+
+/** The request ledger's cost: CPU per request with it on at most this much over the same scenario with it off. */
+const LEDGER_TARGETS: Readonly<Record<'401' | 'wake', number>> = { '401': 0.1, wake: 0.15 };
 
 /** The reference values: CPU per request at most this many times the echo's. */
 const CPU_TARGETS: Partial<Record<ScenarioName, number>> = { '401': 1.6, wake: 2.5, template: 3.2, transform: 5 };
@@ -518,12 +524,13 @@ function _figures(runs: Run[]): Figures {
   };
 }
 
-/** The hooks-ingress config every build under test runs with. */
-function _config(token: string, modelUrl: string): object {
+/** The hooks-ingress config every build under test runs with (`ledger` false: the request ledger off). */
+function _config(token: string, modelUrl: string, ledger = true): object {
   return {
     hooks: {
       enabled: true,
       token,
+      ...(ledger ? {} : { ledger: { enabled: false } }),
       // So that the 401 scenario measures the auth path on every request, never the lockout (429).
       authRateLimit: { maxFailures: 1_000_000_000, windowSeconds: 1, lockoutSeconds: 1 },
       // No model reads the main session here, so every wake stays unread: the backlog bound is
@@ -558,6 +565,7 @@ async function _setup(o: Options, webhook: string | null): Promise<Setup> {
   const wrong = randomBytes(32).toString('base64url');
   const model = await _silentModel();
   writeFileSync(join(tmp, 'config.json'), JSON.stringify(_config(token, model.url)), { mode: 0o600 });
+  writeFileSync(join(tmp, 'config-ledger-off.json'), JSON.stringify(_config(token, model.url, false)), { mode: 0o600 });
   const transforms = join(tmp, 'hooks', 'transforms');
   mkdirSync(transforms, { recursive: true });
   writeFileSync(join(transforms, 'trivial.js'), "export default ({ payload }) => ({ kind: 'wake', text: String(payload.text) });\n");
@@ -582,7 +590,8 @@ async function _setup(o: Options, webhook: string | null): Promise<Setup> {
     for (const serves of purposes) {
       const tap = new LogTap();
       const state = join(tmp, `state-${name}-${serves}`);
-      const args = [join(dir, 'bin', 'hooks-ingress'), 'serve', '--config', join(tmp, 'config.json'), '--state-dir', state, '--host', '127.0.0.1', '--port', '0'];
+      const config = join(tmp, serves.endsWith('-off') ? 'config-ledger-off.json' : 'config.json');
+      const args = [join(dir, 'bin', 'hooks-ingress'), 'serve', '--config', config, '--state-dir', state, '--host', '127.0.0.1', '--port', '0'];
       const started = await _startNode(`hooks-ingress (${name}, ${serves})`, args, tap);
       targets.push({ name, kind: 'ingress', ...started, tap, current: dir === ROOT, serves });
     }
@@ -599,7 +608,9 @@ async function _setup(o: Options, webhook: string | null): Promise<Setup> {
     webhook: { kind: 'webhook', path: '/hooks/wake', lua: lua.wrong, status: 401 },
     floor: { kind: 'floor', path: '/hooks/wake', lua: lua.wrong, status: 401 },
     '401': { kind: 'ingress', path: '/hooks/wake', lua: lua.wrong, status: 401 },
+    '401-off': { kind: 'ingress', path: '/hooks/wake', lua: lua.wrong, status: 401 },
     wake: { kind: 'ingress', path: '/hooks/wake', lua: lua.good, status: 200 },
+    'wake-off': { kind: 'ingress', path: '/hooks/wake', lua: lua.good, status: 200 },
     replay: { kind: 'ingress', path: '/hooks/wake', lua: lua.replay, status: 200 },
     agent: { kind: 'ingress', path: '/hooks/agent', lua: lua.agent, status: 202 },
     template: { kind: 'ingress', path: '/hooks/plain', lua: lua.good, status: 200 },
@@ -618,7 +629,7 @@ async function _setup(o: Options, webhook: string | null): Promise<Setup> {
 async function _probeAll(s: Setup): Promise<void> {
   const problems: string[] = [];
   for (const c of s.cases) {
-    const good = c.scenario !== '401' && c.scenario !== 'webhook' && c.scenario !== 'floor';
+    const good = c.scenario !== '401' && c.scenario !== '401-off' && c.scenario !== 'webhook' && c.scenario !== 'floor';
     const headers: Record<string, string> = { authorization: `Bearer ${good ? s.token : s.wrong}`, 'content-type': 'application/json' };
     if (c.scenario === 'replay') headers['idempotency-key'] = 'bench-replay';
     const reply = await _probe(`${c.target.url}${c.path}`, headers, c.scenario === 'agent' ? AGENT_BODY : WAKE_BODY).catch((error: Error) => ({ status: error.message }));
@@ -696,6 +707,17 @@ function _report(rows: Row[], o: Options): { invalid: boolean; outside: string[]
   if (wake !== undefined) {
     say(`durable wake throughput / echo: ${wake.rpsRatio.toFixed(2)}x (reference >= 0.5x)`);
     if (!(wake.rpsRatio >= 0.5)) outside.push(`wake: ${wake.rpsRatio.toFixed(2)}x the echo's throughput (reference >= 0.5x)`);
+  }
+  for (const scenario of ['401', 'wake'] as const) {
+    for (const build of new Set(rows.filter((r) => r.scenario === scenario).map((r) => r.server))) {
+      const on = rows.find((r) => r.scenario === scenario && r.server === build);
+      const off = rows.find((r) => r.scenario === `${scenario}-off` && r.server === build);
+      if (on === undefined || off === undefined) continue;
+      const cost = on.figures.cpuUs / off.figures.cpuUs - 1;
+      const limit = LEDGER_TARGETS[scenario];
+      say(`request ledger on ${scenario} (${build}): ${on.figures.cpuUs.toFixed(1)} vs ${off.figures.cpuUs.toFixed(1)} us/req off, ${cost >= 0 ? '+' : ''}${(cost * 100).toFixed(1)}% cpu (reference <= ${limit * 100}%)`);
+      if (on.current && !(cost <= limit)) outside.push(`${scenario}: the request ledger costs ${(cost * 100).toFixed(1)}% cpu (reference <= ${limit * 100}%)`);
+    }
   }
   if (o.compare.length > 0) _compareTable(rows);
   return { invalid, outside };

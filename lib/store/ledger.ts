@@ -29,13 +29,8 @@ interface _Segment {
   firstMs: number;
 }
 
-interface _Pending {
-  entry: LedgerEntry;
-  body: Buffer | undefined;
-  bodyCap: number;
-  /** A coalesced entry's window, whose count this line carries when written. */
-  held?: _Coalesced;
-}
+/** A queued entry: its line made at once, or (a coalesced one, whose count may still grow) the entry itself. */
+type _Pending = { line: string } | { entry: LedgerEntry; held: _Coalesced };
 
 interface _Lane {
   initial: 'a' | 'u';
@@ -119,7 +114,11 @@ export class Ledger {
   /** Queues an entry; `body` is kept up to `bodyCap` bytes (the lane's cap at most), the rest marked cut. */
   record(entry: LedgerEntry, body?: Buffer, bodyCap = 0): void {
     if (this.#closed) return;
-    this.#lanes[entry.lane].pending.push({ entry, body, bodyCap });
+    // Made into its line now: a string waiting for the batch costs the garbage collector far less
+    // than the entry's objects (and the request's body and headers) kept alive until then.
+    const limits = entry.lane === 'authenticated' ? this.#config : this.#config.unauthenticated;
+    if (body !== undefined) _keepBody(entry, body, Math.min(bodyCap, limits.maxBodyBytes, Math.floor(limits.maxBytes / 16)));
+    this.#lanes[entry.lane].pending.push({ line: _line(entry, _segmentBytes(limits)) });
     this.#soon();
   }
 
@@ -143,7 +142,7 @@ export class Ledger {
     const lane = this.#lanes[entry.lane];
     const coalesced: _Coalesced = { entry, lane, until: now + this.#config.coalesceSeconds * 1000, lastMs: now, written: false };
     if (this.#coalesced.size < MAX_COALESCED) this.#coalesced.set(key, coalesced);
-    lane.pending.push({ entry, body: undefined, bodyCap: 0, held: coalesced });
+    lane.pending.push({ entry, held: coalesced });
     this.#soon();
     return entry;
   }
@@ -212,23 +211,20 @@ export class Ledger {
   // loses its headers and body, so no single line can push a lane past its bytes.
   #lines(lane: _Lane, limits: LedgerLane): string[] {
     const lines: string[] = [];
-    const pending = lane.pending;
+    const queued = lane.pending;
     lane.pending = [];
     const room = _segmentBytes(limits);
-    for (const { entry, body, bodyCap, held } of pending) {
-      if (body !== undefined) _keepBody(entry, body, Math.min(bodyCap, limits.maxBodyBytes, Math.floor(limits.maxBytes / 16)));
-      if (held !== undefined) {
-        // The line carries the count so far; later ones follow as count lines.
-        held.written = true;
-        if ((entry.count ?? 1) > 1) entry.lastTime = new Date(held.lastMs).toISOString();
-        lane.counts.delete(held);
+    for (const pending of queued) {
+      if ('line' in pending) {
+        lines.push(pending.line);
+        continue;
       }
-      let line = `${JSON.stringify(entry)}\n`;
-      if (line.length > room) {
-        const { body: _b, headers: _h, ...rest } = entry;
-        line = `${JSON.stringify({ ...rest, headers: {}, bodyOmitted: 'ledger-cap' })}\n`;
-      }
-      lines.push(line);
+      const { entry, held } = pending;
+      // The line carries the count so far; later ones follow as count lines.
+      held.written = true;
+      if ((entry.count ?? 1) > 1) entry.lastTime = new Date(held.lastMs).toISOString();
+      lane.counts.delete(held);
+      lines.push(_line(entry, room));
     }
     for (const held of lane.counts) lines.push(`${JSON.stringify({ t: 'count', id: held.entry.id, count: held.entry.count, lastTime: new Date(held.lastMs).toISOString() })}\n`);
     lane.counts.clear();
@@ -323,6 +319,15 @@ export class Ledger {
   #file(initial: 'a' | 'u', n: number): string {
     return join(this.dir, `${initial}-${n}.jsonl`);
   }
+}
+
+// An entry as one line; one too large for a segment loses its headers and body, so no single
+// line can push a lane past its bytes.
+function _line(entry: LedgerEntry, room: number): string {
+  const line = `${JSON.stringify(entry)}\n`;
+  if (line.length <= room) return line;
+  const { body: _b, headers: _h, ...rest } = entry;
+  return `${JSON.stringify({ ...rest, headers: {}, bodyOmitted: 'ledger-cap' })}\n`;
 }
 
 // A lane is kept in at least four segments, so trimming drops at most a quarter of it at once.
