@@ -80,14 +80,61 @@ export interface DispatchOptions {
 /** Handles one authenticated hook call; `idem` is the key the answer is remembered under. */
 export type Dispatch = (call: HookCall, idem: IdempotencyKey | null) => Promise<Answer>;
 
-// What the handlers share: the options and the configured channels' routes.
+// What the handlers share: the options and where accepted actions go.
 interface _Context extends DispatchOptions {
-  routes: Routes;
-  /** Forward mode: actions go to the upstream gateway's outbox instead of this runtime. */
-  forward: boolean;
+  destination: _Destination;
   /** `hooks.unknownPayloadFields` is `log`: /wake and /agent accept fields they do not know, and say so. */
   acceptUnknown: boolean;
 }
+
+/**
+ * Where accepted actions go, chosen once when the dispatcher is built: into this process's store
+ * and runtime, or, in forward mode, into the outbox bound for the upstream gateway.
+ */
+interface _Destination {
+  /** The configured channels a run's reply is checked against; `null` in forward mode, where the upstream delivers. */
+  routes: Routes | null;
+  /** Records what a request was accepted for, then answers it. */
+  accept(ctx: _Context, call: HookCall, accepted: _Accepted, idem: IdempotencyKey | null, answer: Answer): Promise<Answer>;
+}
+
+/** What a request was accepted for, its actions in order. */
+interface _Accepted {
+  actions: readonly ({ kind: 'wake'; action: Pick<WakeAction, 'text' | 'mode'> } | { kind: 'agent'; action: AgentAction; run: RunSpec })[];
+  /** Where its wakes' events come from (`wake`, `hook:<name>`); a `now` one requests a heartbeat from there. */
+  source: string;
+  /** Whether the request asked to be answered when its runs finished. */
+  wait: boolean;
+  /** Names a wake text that is too long. */
+  field: (i: number) => string;
+  /** Said once the actions are recorded. */
+  recorded?: () => void;
+}
+
+// Local: events for the main session and runs for this runtime, in one commit.
+const _LOCAL = {
+  async accept(ctx, call, accepted, idem, answer) {
+    const { source } = accepted;
+    const events = accepted.actions.flatMap((a) => (a.kind === 'wake' ? [{ kind: 'system' as const, text: a.action.text, source, mode: a.action.mode, requestId: call.id }] : []));
+    const runs = accepted.actions.flatMap((a) => (a.kind === 'agent' ? [a.run] : []));
+    const waitFor = accepted.wait && runs.length > 0 && ctx.wait !== undefined ? runs.map((r) => r.runId) : undefined;
+    await _commit(ctx, call, { events, runs }, _remember(idem, call, answer, waitFor), accepted.field);
+    accepted.recorded?.();
+    if (events.some((e) => e.mode === 'now')) ctx.heartbeat.request(source);
+    return waitFor === undefined ? answer : ctx.wait!({ ...answer, waitFor }, call.gone);
+  },
+} satisfies Omit<_Destination, 'routes'>;
+
+// Forward mode: the actions as the upstream gateway's /wake and /agent take them, into the outbox.
+const _FORWARD: _Destination = {
+  routes: null,
+  async accept(ctx, call, accepted, idem, answer) {
+    const outbox = accepted.actions.map((a) => (a.kind === 'wake' ? _outboxWake(ctx, a.action, call) : _outboxAgent(ctx, a.action, a.run, call)));
+    await _commitForward(ctx, call, outbox, _remember(idem, call, answer));
+    accepted.recorded?.();
+    return answer;
+  },
+};
 
 /**
  * Turns a hook request into its effects: `/wake` and `/agent` by their schemas, any other name
@@ -96,7 +143,8 @@ interface _Context extends DispatchOptions {
  */
 export function createDispatch(options: DispatchOptions): Dispatch {
   const { config } = options;
-  const ctx: _Context = { ...options, routes: routesOf(config.channels), forward: config.hooks.forward !== null, acceptUnknown: config.hooks.unknownPayloadFields === 'log' };
+  const destination = config.hooks.forward === null ? { ..._LOCAL, routes: routesOf(config.channels) } : _FORWARD;
+  const ctx: _Context = { ...options, destination, acceptUnknown: config.hooks.unknownPayloadFields === 'log' };
   return (call, idem) => (call.name === 'wake' ? _wake(ctx, call, idem) : call.name === 'agent' ? _agent(ctx, call, idem) : _mapped(ctx, call, idem));
 }
 
@@ -110,13 +158,7 @@ async function _wake(ctx: _Context, call: HookCall, idem: IdempotencyKey | null)
     call.preview.actions.push({ kind: 'wake', text, unresolved: [], mode });
     return answer;
   }
-  if (ctx.forward) {
-    await _commitForward(ctx, call, [_outboxWake(ctx, parsed.action, call)], _remember(idem, call, answer));
-    return answer;
-  }
-  await _commit(ctx, call, { events: [{ kind: 'system', text, source: 'wake', mode, requestId: call.id }] }, _remember(idem, call, answer), () => 'text');
-  if (mode === 'now') ctx.heartbeat.request('wake');
-  return answer;
+  return ctx.destination.accept(ctx, call, { actions: [{ kind: 'wake', action: parsed.action }], source: 'wake', wait: false, field: () => 'text' }, idem, answer);
 }
 
 async function _agent(ctx: _Context, call: HookCall, idem: IdempotencyKey | null): Promise<Answer> {
@@ -134,13 +176,8 @@ async function _agent(ctx: _Context, call: HookCall, idem: IdempotencyKey | null
     call.preview.actions.push({ kind: 'agent', text: run.message, unresolved: [], mode: run.wakeMode, run: _decisions(run) });
     return answer;
   }
-  if (ctx.forward) {
-    await _commitForward(ctx, call, [_outboxAgent(ctx, parsed.action, run, call)], _remember(idem, call, answer));
-    return answer;
-  }
-  const waitFor = parsed.action.waitForCompletion === true && ctx.wait !== undefined ? [run.runId] : undefined;
-  await _commit(ctx, call, { runs: [run] }, _remember(idem, call, answer, waitFor), () => 'message');
-  return waitFor === undefined ? answer : ctx.wait!({ ...answer, waitFor }, call.gone);
+  const accepted: _Accepted = { actions: [{ kind: 'agent', action: parsed.action, run }], source: 'agent', wait: parsed.action.waitForCompletion === true, field: () => 'message' };
+  return ctx.destination.accept(ctx, call, accepted, idem, answer);
 }
 
 async function _mapped(ctx: _Context, call: HookCall, idem: IdempotencyKey | null): Promise<Answer> {
@@ -172,20 +209,20 @@ async function _mapped(ctx: _Context, call: HookCall, idem: IdempotencyKey | nul
   const source = `hook:${nameLine(name)}`;
   const events: Effects['events'] & {} = [];
   const runs: RunSpec[] = [];
-  const outbox: OutboxSpec[] = [];
+  const accepted: _Accepted['actions'][number][] = [];
   // Said once the request is accepted: a refused one left nothing behind to explain.
   const hollow: LogFields[] = [];
   for (const { action, injections, unresolved } of outcome.actions) {
     _warnInjection(ctx, call, nameLine(name), injections);
     if (action.kind === 'wake') {
       events.push({ kind: 'system', text: action.text, source, mode: action.mode, requestId: call.id });
-      if (ctx.forward) outbox.push(_outboxWake(ctx, action, call));
+      accepted.push({ kind: 'wake', action });
       if (unresolved.length > 0) hollow.push({ placeholders: unresolved.join(',') });
       continue;
     }
     const run = _admit(ctx, call, action, `mapping ${outcome.mappingId}: `);
     runs.push(run);
-    if (ctx.forward) outbox.push(_outboxAgent(ctx, action, run, call));
+    accepted.push({ kind: 'agent', action, run });
     if (unresolved.length > 0) hollow.push({ runId: run.runId, placeholders: unresolved.join(',') });
   }
   const answer = _mappedAnswer(outcome.forEach, runs, events);
@@ -200,17 +237,8 @@ async function _mapped(ctx: _Context, call: HookCall, idem: IdempotencyKey | nul
   const warnHollow = () => {
     for (const fields of hollow) ctx.log.warn('template placeholders resolved to nothing', { id: call.id, hook: nameLine(name), mapping: outcome.mappingId, ...fields });
   };
-  if (ctx.forward) {
-    await _commitForward(ctx, call, outbox, _remember(idem, call, answer));
-    warnHollow();
-    return answer;
-  }
-  const waitFor = outcome.waitForCompletion && runs.length > 0 && ctx.wait !== undefined ? runs.map((r) => r.runId) : undefined;
   const field = (i: number) => `mapping ${outcome.mappingId}: wake text${events.length > 1 ? ` [${i}]` : ''}`;
-  await _commit(ctx, call, { events, runs }, _remember(idem, call, answer, waitFor), field);
-  warnHollow();
-  if (events.some((e) => e.mode === 'now')) ctx.heartbeat.request(source);
-  return waitFor === undefined ? answer : ctx.wait!({ ...answer, waitFor }, call.gone);
+  return ctx.destination.accept(ctx, call, { actions: accepted, source, wait: outcome.waitForCompletion, field, recorded: warnHollow }, idem, answer);
 }
 
 // What a mapped request answers: its run (or runs, for forEach), else the wake's mode.
@@ -236,7 +264,8 @@ function _admit(ctx: _Context, call: HookCall, action: AgentAction, label: strin
   const admitted = admitRun(action, call.name, ctx.config, ctx.newId);
   if (!admitted.ok) throw new HttpError(400, ErrorCode.NotAllowed, `${label}${admitted.error}`);
   const run = admitted.value;
-  const unroutable = run.deliver && !ctx.forward ? checkRoute(ctx.routes, ctx.store.lastRoute(), run.channel, run.to) : null;
+  const { routes } = ctx.destination;
+  const unroutable = run.deliver && routes !== null ? checkRoute(routes, ctx.store.lastRoute(), run.channel, run.to) : null;
   if (unroutable !== null) throw new HttpError(400, ErrorCode.InvalidPayload, `${label}${unroutable}`);
   return { ...run, requestId: call.id };
 }
