@@ -169,7 +169,7 @@ test('hooks/ and policy/ touch neither disk, network nor processes; hooks/transf
     const layer = layerOf(file);
     if (layer !== 'hooks' && layer !== 'policy') continue;
     for (const { specifier, target, typeOnly } of edges) {
-      if (IO_MODULES.has(specifier) || target === 'lib/http-call.ts') offenders.push(`${file}: ${specifier}`);
+      if (IO_MODULES.has(specifier) || target === 'lib/delivery/http-call.ts') offenders.push(`${file}: ${specifier}`);
       // The rest of hooks may name the runner's types, never load it.
       if (target !== null && layerOf(target) === 'hooks/transforms' && !typeOnly) offenders.push(`${file}: ${specifier} (not import type)`);
     }
@@ -208,7 +208,7 @@ function loadedBy(graph: ReadonlyMap<string, readonly Edge[]>, entry: string): S
 
 // What serves, not what reads: the HTTP app, the runtime and its providers, the adapters, the
 // transform runner, the signature schemes, the config's validation, the server's composition.
-const SERVER_CODE = /^lib\/(?:edge\/(?!control\.ts)|runtime\/|delivery\/|hooks\/transforms\/|guard\/signatures?[/.]|http-call\.ts|cli\/(?:serve|service|transforms)\.ts|config\/(?:load|file-schema|checks)\.ts)/;
+const SERVER_CODE = /^lib\/(?:edge\/(?!control\.ts)|runtime\/|delivery\/|hooks\/transforms\/|guard\/signatures?[/.]|cli\/(?:serve|service|transforms)\.ts|config\/(?:load|file-schema|checks)\.ts)/;
 
 test('lib/cli/main.ts imports each command when it runs: --version loads no command and nothing below the CLI', async () => {
   const loaded = [...loadedBy(await libGraph(), 'lib/cli/main.ts')];

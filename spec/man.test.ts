@@ -13,7 +13,7 @@ import { buildConfig } from '../lib/config/load.ts';
 import { DEFAULT_HEARTBEAT_PROMPT, DEFAULT_PATHS, DEFAULTS } from '../lib/config/normalise.ts';
 import { GMAIL_DEFAULTS } from '../lib/cli/gmail-companion.ts';
 import { MAX_FOR_EACH } from '../lib/hooks/mappings.ts';
-import { parseJsonc } from '../lib/jsonc.ts';
+import { parseJsonc } from '../lib/config/jsonc.ts';
 import { ROOT } from './_cli.ts';
 
 const PAGE = 'man/hooks-ingress.1';

@@ -6,7 +6,7 @@ import { buildConfig } from '../config/load.ts';
 import { locateConfig, locateStateDir } from '../config/locate.ts';
 import { DEFAULT_HEARTBEAT_PROMPT, DEFAULT_PATHS, DEFAULTS } from '../config/normalise.ts';
 import type { Config } from '../config/types.ts';
-import { parseJsonc } from '../jsonc.ts';
+import { parseJsonc } from '../config/jsonc.ts';
 import { join, type Issue } from '../schema.ts';
 import { FAILURE, USAGE, type Io } from './io.ts';
 import { loadConfigFor } from './load-config.ts';

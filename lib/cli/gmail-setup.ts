@@ -8,7 +8,7 @@ import { deeperThan } from '../config/read.ts';
 import { DEFAULTS } from '../config/normalise.ts';
 import type { Config, Env } from '../config/types.ts';
 import { generateToken } from '../guard/token.ts';
-import { parseJsonc, stripJsonc } from '../jsonc.ts';
+import { parseJsonc, stripJsonc } from '../config/jsonc.ts';
 import { GENERATED_KEY_PREFIX } from '../policy/session-key.ts';
 import { isObject } from '../object.ts';
 import { formatIssue } from '../schema.ts';

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Config } from '../config/types.ts';
-import { isSecretKey } from '../credentials.ts';
+import { isSecretKey } from '../guard/credentials.ts';
 import type { ReloadChanges } from './reloads.ts';
 
 // What a reload changed, told without a secret: which endpoints and mappings came and went, and

@@ -10,7 +10,7 @@ import { generateToken } from '../guard/token.ts';
 import { fileModeWarnings } from '../config/file-modes.ts';
 import { readinessWarnings } from '../config/readiness.ts';
 import { bufferLines, createLogger, flushOnExit, type Logger, type LogFields } from '../log.ts';
-import { chooseLogFormat, jsonLinesToText, LOG_FORMATS, type LogFormat } from '../log-text.ts';
+import { chooseLogFormat, jsonLinesToText, LOG_FORMATS, type LogFormat } from './log-text.ts';
 import { secureStateDir } from '../store/state-access.ts';
 import { lockStateDir, type StateLock } from '../store/state-lock.ts';
 import { COMMON, type Command, type Flags } from './command.ts';

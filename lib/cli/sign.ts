@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import type { Config } from '../config/types.ts';
 import { signRequest } from '../guard/signatures/verify.ts';
 import type { Signature } from '../guard/signatures/config.ts';
-import { post } from '../http-call.ts';
+import { post } from '../delivery/http-call.ts';
 import { hideUrlCredentials } from '../text.ts';
 import { COMMON, type Command } from './command.ts';
 import { FAILURE, USAGE, type Io } from './io.ts';

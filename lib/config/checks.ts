@@ -4,7 +4,7 @@ import { admitsEveryAgentSession, GENERATED_KEY_PREFIX, hasPrefix } from '../pol
 import { payloadControlsKey, type Mapping } from '../hooks/mappings.ts';
 import { checkSignatures } from '../guard/signatures/config.ts';
 import { join, type Issue } from '../schema.ts';
-import { isCredentialHeader } from '../credentials.ts';
+import { isCredentialHeader } from '../guard/credentials.ts';
 import type { Template } from '../hooks/template.ts';
 import type { Config } from './types.ts';
 

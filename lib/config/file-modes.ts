@@ -3,8 +3,8 @@
 // `serve` say so, one line each, naming the path and its mode; nothing is changed.
 import { lstat, readdir, readFile, realpath, stat } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
-import { isCredentialHeader, isSecretKey } from '../credentials.ts';
-import { parseJsonc } from '../jsonc.ts';
+import { isCredentialHeader, isSecretKey } from '../guard/credentials.ts';
+import { parseJsonc } from './jsonc.ts';
 import type { Config } from './types.ts';
 
 // A string naming an environment variable is not a secret written into the file.

@@ -1,5 +1,5 @@
 import { THINKING_LEVELS } from '../actions.ts';
-import { channel as channelName } from '../channel-names.ts';
+import { channel as channelName } from '../hooks/channel-names.ts';
 import { parseCidr, type Cidr } from '../guard/address.ts';
 import { channelsSchema } from '../delivery/channels.ts';
 import { mappingSchema } from '../hooks/mappings.ts';

@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { parseJsonc } from '../jsonc.ts';
+import { parseJsonc } from './jsonc.ts';
 import { formatIssue, join, type Issue } from '../schema.ts';
 
 /** A config file read and parsed (JSONC), or the one problem that stopped it. */

@@ -1,4 +1,4 @@
-import { failure, invalidOption, MESSAGE_MAX, teller, unanswered, type CallResult, type Received } from '../http-call.ts';
+import { failure, invalidOption, MESSAGE_MAX, teller, unanswered, type CallResult, type Received } from './http-call.ts';
 import type { Attempt } from '../retry.ts';
 import type { Adapter, Sent } from './adapter.ts';
 import { RECIPIENT_RULES, type NamedChannel } from '../policy/recipients.ts';

@@ -1,6 +1,6 @@
 import { spawn as nodeSpawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { checkUrl, failure, invalidOption, MESSAGE_MAX, parseJson, postJson, retryAfterMs } from '../http-call.ts';
+import { checkUrl, failure, invalidOption, MESSAGE_MAX, parseJson, postJson, retryAfterMs } from './http-call.ts';
 import { asObject } from '../object.ts';
 import { clipLine, detail, show } from '../text.ts';
 import type { Adapter } from './adapter.ts';

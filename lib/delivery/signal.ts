@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { checkUrl, failure, invalidOption, postJson, retryAfterMs, unanswered, type Received } from '../http-call.ts';
+import { checkUrl, failure, invalidOption, postJson, retryAfterMs, unanswered, type Received } from './http-call.ts';
 import { asObject } from '../object.ts';
 import { clipLine, detail, show } from '../text.ts';
 import type { Attempt } from '../retry.ts';

@@ -1,5 +1,5 @@
 import type { Adapter, Sent } from './adapter.ts';
-import { checkUrl, failure, postJson, retryAfterMs, type Received } from '../http-call.ts';
+import { checkUrl, failure, postJson, retryAfterMs, type Received } from './http-call.ts';
 import { asObject } from '../object.ts';
 import { plainText } from '../text.ts';
 import type { Attempt } from '../retry.ts';

@@ -1,4 +1,4 @@
-import { checkUrl, failure, invalidOption, postJson, retryAfterMs, type Received } from '../http-call.ts';
+import { checkUrl, failure, invalidOption, postJson, retryAfterMs, type Received } from './http-call.ts';
 import { asObject } from '../object.ts';
 import { detail, show } from '../text.ts';
 import type { Attempt } from '../retry.ts';

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Config } from '../config/types.ts';
-import { TOKEN_HEADERS } from '../credentials.ts';
+import { TOKEN_HEADERS } from '../guard/credentials.ts';
 import type { Client } from '../guard/address.ts';
 import { describeRefusal, verifySignature } from '../guard/signatures/verify.ts';
 import type { Signature } from '../guard/signatures/config.ts';

@@ -1,7 +1,7 @@
 import * as crypto from 'node:crypto';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import { TOKEN_HEADERS } from '../credentials.ts';
+import { TOKEN_HEADERS } from './credentials.ts';
 
 /**
  * Takes the hook token from the headers: `Authorization: Bearer <token>` (scheme in any

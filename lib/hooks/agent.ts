@@ -1,5 +1,5 @@
 import { THINKING_LEVELS, WAKE_MODES, type AgentAction } from '../actions.ts';
-import { channel as channelName } from '../channel-names.ts';
+import { channel as channelName } from './channel-names.ts';
 import { boolean, check, formatIssue, literal, number, object, optional, string } from '../schema.ts';
 
 const SHAPE = {

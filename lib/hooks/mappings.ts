@@ -1,5 +1,5 @@
 import { THINKING_LEVELS, WAKE_MODES, type Action, type AgentAction, type Channel, type Thinking, type WakeMode } from '../actions.ts';
-import { channel as channelName } from '../channel-names.ts';
+import { channel as channelName } from './channel-names.ts';
 import {
   array,
   boolean,
@@ -13,7 +13,7 @@ import {
   string,
   type Schema,
 } from '../schema.ts';
-import { allowableHeader, visibleHeaders } from '../credentials.ts';
+import { allowableHeader, visibleHeaders } from '../guard/credentials.ts';
 import type { Signature } from '../guard/signatures/config.ts';
 import { filterHolds, filterSchema, type Filter } from './filter.ts';
 import { signatureSchema } from '../guard/signatures/config.ts';

@@ -1,4 +1,4 @@
-import { parseJson, post, retryAfterMs } from '../http-call.ts';
+import { parseJson, post, retryAfterMs } from '../delivery/http-call.ts';
 import { asObject } from '../object.ts';
 import { clipLine, hideUrlCredentials } from '../text.ts';
 import type { Logger } from '../log.ts';

@@ -1,4 +1,4 @@
-import { failure, httpBase, MESSAGE_MAX, postJson, SCRUB_PREFIX, teller, unanswered, type Received } from '../../http-call.ts';
+import { failure, httpBase, MESSAGE_MAX, postJson, SCRUB_PREFIX, teller, unanswered, type Received } from '../../delivery/http-call.ts';
 import { asObject } from '../../object.ts';
 import type { Attempt } from '../../retry.ts';
 import type { Provider, TurnRequest } from './provider.ts';

@@ -3,7 +3,7 @@ import type { ChildProcess, SpawnOptions } from 'node:child_process';
 import type { Attempt } from '../../retry.ts';
 import type { Provider, TurnRequest } from './provider.ts';
 import { clipLine } from '../../text.ts';
-import { MESSAGE_MAX } from '../../http-call.ts';
+import { MESSAGE_MAX } from '../../delivery/http-call.ts';
 
 /** Starts a process; `node:child_process` `spawn` by default. */
 export type Spawn = (command: string, args: readonly string[], options: SpawnOptions) => ChildProcess;

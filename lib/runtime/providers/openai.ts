@@ -1,5 +1,5 @@
 import type { Thinking } from '../../actions.ts';
-import { failure, retryAfterMs, type Received } from '../../http-call.ts';
+import { failure, retryAfterMs, type Received } from '../../delivery/http-call.ts';
 import { asObject } from '../../object.ts';
 import type { Attempt } from '../../retry.ts';
 import type { Provider } from './provider.ts';

@@ -1,6 +1,6 @@
 import { Buffer } from 'node:buffer';
-import { parseRetryAfter, type Attempt } from './retry.ts';
-import { clipLine, hideUrlCredentials, show, trimTrailingSlashes } from './text.ts';
+import { parseRetryAfter, type Attempt } from '../retry.ts';
+import { clipLine, hideUrlCredentials, show, trimTrailingSlashes } from '../text.ts';
 
 /** What one call came to: the whole answer, or why there is none. */
 export type CallResult =

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { closedUrl, fake, json } from './_fake-server.ts';
-import { checkUrl, failure, httpBase, invalidOption, MAX_ANSWER_BYTES, parseJson, post, postJson, retryAfterMs, scrub } from '../lib/http-call.ts';
+import { checkUrl, failure, httpBase, invalidOption, MAX_ANSWER_BYTES, parseJson, post, postJson, retryAfterMs, scrub } from '../lib/delivery/http-call.ts';
 
 const NOW = Date.parse('2026-11-22T10:00:00Z');
 

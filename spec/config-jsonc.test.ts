@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseJsonc, stripJsonc } from '../lib/jsonc.ts';
+import { parseJsonc, stripJsonc } from '../lib/config/jsonc.ts';
 
 function value(text: string): unknown {
   const result = parseJsonc(text);

@@ -3,7 +3,7 @@
  * from TOKEN_HEADERS; templates and transforms never see any credential header unless a mapping
  * names it in `allowCredentialHeaders`, and never see the token headers at all.
  */
-import { refine, string, type Schema } from './schema.ts';
+import { refine, string, type Schema } from '../schema.ts';
 
 /** Where the hook token may come from, in the order it is looked for (never the URL). */
 export const TOKEN_HEADERS = ['authorization', 'x-gateway-token', 'x-openclaw-token'] as const;

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { isCredentialHeader, isSecretKey, TOKEN_HEADERS, visibleHeaders } from '../lib/credentials.ts';
+import { isCredentialHeader, isSecretKey, TOKEN_HEADERS, visibleHeaders } from '../lib/guard/credentials.ts';
 import { buildConfig } from '../lib/config/load.ts';
 import { extractToken } from '../lib/guard/token.ts';
 

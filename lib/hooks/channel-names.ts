@@ -1,5 +1,5 @@
-import { CHANNELS, type Channel } from './actions.ts';
-import type { Schema } from './schema.ts';
+import { CHANNELS, type Channel } from '../actions.ts';
+import type { Schema } from '../schema.ts';
 
 /**
  * Other names OpenClaw accepts for the channels hooks-ingress delivers to: its built-in aliases

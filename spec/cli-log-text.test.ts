@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createLogger } from '../lib/log.ts';
-import { chooseLogFormat, formatRecord, jsonLinesToText } from '../lib/log-text.ts';
+import { chooseLogFormat, formatRecord, jsonLinesToText } from '../lib/cli/log-text.ts';
 
 test('chooseLogFormat() picks text on a terminal and JSON elsewhere, unless one is asked for', () => {
   assert.equal(chooseLogFormat(undefined, true), 'text');
