@@ -13,7 +13,7 @@ import { buildConfig } from '../lib/config/load.ts';
 import type { Config } from '../lib/config/types.ts';
 import { TransformReloader } from '../lib/hooks/transforms/reloader.ts';
 import { silentLogger } from './_app.ts';
-import { readEvents } from '../lib/store/store.ts';
+import { readEvents } from '../lib/store/read.ts';
 import { post } from './_http.ts';
 import { captureIo } from './_io.ts';
 import { main } from '../lib/cli/main.ts';

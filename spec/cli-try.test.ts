@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { main } from '../lib/cli/main.ts';
 import { readLedger } from '../lib/store/ledger-read.ts';
-import { readEvents, readRuns } from '../lib/store/store.ts';
+import { readEvents, readRuns } from '../lib/store/read.ts';
 import { serveState } from './_cli.ts';
 import { post } from './_http.ts';
 import { captureIo } from './_io.ts';

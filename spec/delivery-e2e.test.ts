@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { markWrapped } from '../lib/cli/event-text.ts';
 import { main } from '../lib/cli/main.ts';
-import { readEvents, readRuns } from '../lib/store/store.ts';
+import { readEvents, readRuns } from '../lib/store/read.ts';
 import type { RunRecord } from '../lib/store/records.ts';
 import { post, type Reply } from './_http.ts';
 import { until } from './_until.ts';

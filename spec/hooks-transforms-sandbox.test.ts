@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { childCommand, rootProblem, type Runtime } from '../lib/hooks/transforms/child.ts';
 import { createTransformChildPool, type TransformChildPool, type TransformChildPoolOptions } from '../lib/hooks/transforms/child-pool.ts';
-import { readEvents } from '../lib/store/store.ts';
+import { readEvents } from '../lib/store/read.ts';
 import { CHILD_RUNTIMES, DENO_PATH } from './_children.ts';
 import { cliCommand, IS_DENO, listening, ROOT } from './_cli.ts';
 import { post } from './_http.ts';

@@ -1,4 +1,5 @@
-import { readEvents, readRuns, type Rejected } from '../store/store.ts';
+import { readEvents, readRuns } from '../store/read.ts';
+import type { Rejected } from '../store/records.ts';
 import type { RunRecord, SessionEvent } from '../store/records.ts';
 import { sleep } from '../retry.ts';
 import { clipLine } from '../text.ts';

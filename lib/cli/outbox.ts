@@ -1,6 +1,7 @@
 import { sleep } from '../retry.ts';
 import type { OutboxEntry, OutboxState } from '../store/outbox.ts';
-import { readOutbox, Store } from '../store/store.ts';
+import { Store } from '../store/store.ts';
+import { readOutbox } from '../store/read.ts';
 import { COMMON, type Command, type Flags } from './command.ts';
 import { callServer } from './control.ts';
 import { retryOutbox, type RetryOutcome, type RetryRequest } from '../store/outbox-retry.ts';

@@ -1,6 +1,6 @@
 import { filterEntries, findEntry } from '../store/ledger-read.ts';
 import type { LedgerEntry } from '../store/ledger-entry.ts';
-import { readEvents, readRuns } from '../store/store.ts';
+import { readEvents, readRuns } from '../store/read.ts';
 import type { RunRecord, SessionEvent } from '../store/records.ts';
 import { sleep } from '../retry.ts';
 import { COMMON, type Command, type Flags } from './command.ts';

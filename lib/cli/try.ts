@@ -5,7 +5,7 @@ import type { App } from '../edge/server.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
 import { findEntry } from '../store/ledger-read.ts';
 import type { LedgerEntry } from '../store/ledger-entry.ts';
-import { readLastRoute } from '../store/store.ts';
+import { readLastRoute } from '../store/read.ts';
 import { clipLine } from '../text.ts';
 import { COMMON, type Command, type Flags } from './command.ts';
 import { callServer } from './control.ts';

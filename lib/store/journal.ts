@@ -3,6 +3,9 @@ import { mkdir, open as fsOpen, rename, rm } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 
+/** The journal's file name inside the state directory. */
+export const JOURNAL_FILE = 'journal.jsonl';
+
 /** Options of {@link Journal.open}. */
 export interface JournalOptions {
   /** Clock in ms used to time fsyncs; defaults to `performance.now`. */

@@ -2,6 +2,7 @@ import { CHANNELS, THINKING_LEVELS, WAKE_MODES } from '../actions.ts';
 import { array, boolean, check, formatIssue, literal, number, object, optional, string, typeName, type Report, type Schema } from '../schema.ts';
 import type { RunSpec, WakeMode } from '../actions.ts';
 import type { OutboxEntry, OutboxUpdate } from './outbox.ts';
+import type { JournalContents } from './journal.ts';
 
 // What the journal holds, and the checks that every line read back from disk passes before the
 // store believes it: a line is input like any request body (a hand edit, a disk that returned
@@ -262,4 +263,36 @@ export function checkLine(record: unknown): CheckedLine {
   keep('outbox', outboxShape);
   keep('outboxUpdates', outboxUpdateShape);
   return { line, problems };
+}
+
+/** A journal line (or an entry in one) that was left out on reading, and why. */
+export interface Rejected {
+  line: number;
+  problem: string;
+}
+
+/** The journal's lines that pass their shape check, and the ones left out, by line: nothing believes a record before it passes. */
+export function checkedLines(contents: JournalContents): { lines: JournalLine[]; rejected: Rejected[] } {
+  const lines: JournalLine[] = [];
+  const rejected: Rejected[] = contents.unreadable.map((line) => ({ line, problem: 'not JSON' }));
+  contents.records.forEach((record, i) => {
+    const { line, problems } = checkLine(record);
+    const number = contents.lines[i]!;
+    if (line !== null) lines.push(line);
+    if (problems.length > 0) rejected.push({ line: number, problem: `${line === null ? '' : 'entry left out: '}${problems.slice(0, 3).join('; ')}` });
+  });
+  return { lines, rejected: rejected.sort((a, b) => a.line - b.line) };
+}
+
+/** The one rule for replaying runs from a commit line: new runs as recorded, then their updates. */
+export function replayRuns(
+  line: Pick<Extract<JournalLine, { t: 'commit' }>, 'runs' | 'runUpdates'>,
+  get: (runId: string) => RunRecord | undefined,
+  set: (runId: string, run: RunRecord) => void,
+): void {
+  for (const run of line.runs ?? []) set(run.runId, run);
+  for (const { runId, ...change } of line.runUpdates ?? []) {
+    const run = get(runId);
+    if (run !== undefined) set(runId, { ...run, ...change });
+  }
 }

@@ -2,13 +2,9 @@ import { constants } from 'node:fs';
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { RunSpec } from '../actions.ts';
-import { Journal, JournalReplacedError, readJournal, type JournalContents } from './journal.ts';
+import { Journal, JOURNAL_FILE, JournalReplacedError } from './journal.ts';
 import { applyOutbox, countOutbox, headOf, newEntries, trimOutbox, type OutboxEntry, type OutboxSpec, type OutboxState, type OutboxUpdate } from './outbox.ts';
-import { checkLine, type IdemRecord, type IdempotencyWrite, type JournalLine, type Route, type RunRecord, type RunUpdate, type SessionEvent, type StoredAnswer } from './records.ts';
-
-
-/** The journal's file name inside the state directory. */
-export const JOURNAL_FILE = 'journal.jsonl';
+import { checkedLines, replayRuns, type IdemRecord, type IdempotencyWrite, type Rejected, type JournalLine, type Route, type RunRecord, type RunUpdate, type SessionEvent, type StoredAnswer } from './records.ts';
 
 
 export interface StoreOptions {
@@ -44,11 +40,6 @@ export interface Effects {
 type _Line = JournalLine;
 type _Idem = IdemRecord;
 
-/** A journal line (or an entry in one) that was left out on reading, and why. */
-export interface Rejected {
-  line: number;
-  problem: string;
-}
 
 /**
  * The state directory's one writer. Every acknowledged effect is one journal line, written
@@ -103,7 +94,7 @@ export class Store {
   static async open(dir: string, options: StoreOptions): Promise<{ store: Store; skipped: number; tornBytes: number; rejected: Rejected[] }> {
     const opened = await Journal.open(join(dir, JOURNAL_FILE));
     const store = new Store(opened.journal, options);
-    const { lines, rejected } = _checked(opened);
+    const { lines, rejected } = checkedLines(opened);
     store.#replaying = true;
     for (const line of lines) store.#apply(line);
     store.#replaying = false;
@@ -348,7 +339,7 @@ export class Store {
         this.#events = this.#retained();
         this.#eventBytes = _textBytes(this.#events);
       }
-      _replayRuns(line, (id) => this.#runs.get(id), (id, run) => this.#setRun(id, run));
+      replayRuns(line, (id) => this.#runs.get(id), (id, run) => this.#setRun(id, run));
       if (line.lastRoute !== undefined) this.#lastRoute = line.lastRoute;
       if (line.outbox !== undefined || line.outboxUpdates !== undefined) {
         applyOutbox(this.#outbox, line.outbox, line.outboxUpdates);
@@ -438,68 +429,6 @@ export class Store {
   }
 }
 
-/** Reads the main session's events from a state directory without opening it for writing. */
-export async function readEvents(dir: string, onRejected?: (rejected: Rejected) => void): Promise<SessionEvent[]> {
-  const events: SessionEvent[] = [];
-  for (const record of await _read(dir, onRejected)) if (record.t === 'commit' && record.events !== undefined) events.push(...record.events);
-  return events;
-}
-
-/** Reads forward mode's outbox from a state directory without opening it for writing. */
-export async function readOutbox(dir: string, onRejected?: (rejected: Rejected) => void): Promise<OutboxEntry[]> {
-  const outbox = new Map<string, OutboxEntry>();
-  for (const record of await _read(dir, onRejected)) if (record.t === 'commit') applyOutbox(outbox, record.outbox, record.outboxUpdates);
-  return [...outbox.values()];
-}
-
-/** Reads the runs recorded in a state directory without opening it for writing. */
-export async function readRuns(dir: string, onRejected?: (rejected: Rejected) => void): Promise<RunRecord[]> {
-  const runs = new Map<string, RunRecord>();
-  for (const record of await _read(dir, onRejected)) {
-    if (record.t === 'commit') _replayRuns(record, (id) => runs.get(id), (id, run) => void runs.set(id, run));
-  }
-  return [...runs.values()];
-}
-
-/** The route of the last successful delivery recorded in a state directory, read without opening it for writing. */
-export async function readLastRoute(dir: string): Promise<Route | null> {
-  let route: Route | null = null;
-  for (const record of await _read(dir)) if (record.t === 'commit' && record.lastRoute !== undefined) route = record.lastRoute;
-  return route;
-}
-
-async function _read(dir: string, onRejected?: (rejected: Rejected) => void): Promise<_Line[]> {
-  const { lines, rejected } = _checked(await readJournal(join(dir, JOURNAL_FILE)));
-  if (onRejected !== undefined) rejected.forEach(onRejected);
-  return lines;
-}
-
-// Every record passes its shape check before anything believes it; what fails is named by line.
-function _checked(contents: JournalContents): { lines: _Line[]; rejected: Rejected[] } {
-  const lines: _Line[] = [];
-  const rejected: Rejected[] = contents.unreadable.map((line) => ({ line, problem: 'not JSON' }));
-  contents.records.forEach((record, i) => {
-    const { line, problems } = checkLine(record);
-    const number = contents.lines[i]!;
-    if (line !== null) lines.push(line);
-    if (problems.length > 0) rejected.push({ line: number, problem: `${line === null ? '' : 'entry left out: '}${problems.slice(0, 3).join('; ')}` });
-  });
-  return { lines, rejected: rejected.sort((a, b) => a.line - b.line) };
-}
-
-// The one rule for replaying runs from a commit line: new runs as recorded, then their updates.
-function _replayRuns(
-  line: Pick<Extract<_Line, { t: 'commit' }>, 'runs' | 'runUpdates'>,
-  get: (runId: string) => RunRecord | undefined,
-  set: (runId: string, run: RunRecord) => void,
-): void {
-  for (const run of line.runs ?? []) set(run.runId, run);
-  for (const { runId, ...change } of line.runUpdates ?? []) {
-    const run = get(runId);
-    if (run !== undefined) set(runId, { ...run, ...change });
-  }
-}
-
 function _textBytes(events: readonly SessionEvent[]): number {
   return events.reduce((sum, e) => sum + e.text.length, 0);
 }
@@ -511,3 +440,4 @@ function _unfinished(run: RunRecord): boolean {
 function _idemId(scope: string, key: string): string {
   return `${scope}\n${key}`;
 }
+

@@ -1,0 +1,43 @@
+import { join } from 'node:path';
+import { JOURNAL_FILE, readJournal } from './journal.ts';
+import { applyOutbox, type OutboxEntry } from './outbox.ts';
+import { checkedLines, replayRuns, type JournalLine, type Rejected, type Route, type RunRecord, type SessionEvent } from './records.ts';
+
+// The state directory read without opening it for writing: what the CLI's listings show while the
+// server, the one writer (store.ts), may be running.
+
+/** Reads the main session's events from a state directory without opening it for writing. */
+export async function readEvents(dir: string, onRejected?: (rejected: Rejected) => void): Promise<SessionEvent[]> {
+  const events: SessionEvent[] = [];
+  for (const record of await _read(dir, onRejected)) if (record.t === 'commit' && record.events !== undefined) events.push(...record.events);
+  return events;
+}
+
+/** Reads forward mode's outbox from a state directory without opening it for writing. */
+export async function readOutbox(dir: string, onRejected?: (rejected: Rejected) => void): Promise<OutboxEntry[]> {
+  const outbox = new Map<string, OutboxEntry>();
+  for (const record of await _read(dir, onRejected)) if (record.t === 'commit') applyOutbox(outbox, record.outbox, record.outboxUpdates);
+  return [...outbox.values()];
+}
+
+/** Reads the runs recorded in a state directory without opening it for writing. */
+export async function readRuns(dir: string, onRejected?: (rejected: Rejected) => void): Promise<RunRecord[]> {
+  const runs = new Map<string, RunRecord>();
+  for (const record of await _read(dir, onRejected)) {
+    if (record.t === 'commit') replayRuns(record, (id) => runs.get(id), (id, run) => void runs.set(id, run));
+  }
+  return [...runs.values()];
+}
+
+/** The route of the last successful delivery recorded in a state directory, read without opening it for writing. */
+export async function readLastRoute(dir: string): Promise<Route | null> {
+  let route: Route | null = null;
+  for (const record of await _read(dir)) if (record.t === 'commit' && record.lastRoute !== undefined) route = record.lastRoute;
+  return route;
+}
+
+async function _read(dir: string, onRejected?: (rejected: Rejected) => void): Promise<JournalLine[]> {
+  const { lines, rejected } = checkedLines(await readJournal(join(dir, JOURNAL_FILE)));
+  if (onRejected !== undefined) rejected.forEach(onRejected);
+  return lines;
+}
