@@ -15,7 +15,7 @@ import {
   type MappedAction,
   type Mapping,
 } from '../lib/hooks/mappings.ts';
-import type { TransformInput, TransformRef, TransformResult } from '../lib/hooks/transforms/child-pool.ts';
+import type { TransformInput, TransformRef, TransformResult } from '../lib/hooks/transforms/protocol.ts';
 import { MARKER_BEGIN, MARKER_END, MARKER_SANITIZED } from '../lib/untrusted.ts';
 import { check, formatIssue } from '../lib/schema.ts';
 

@@ -18,7 +18,7 @@ import type { Signature } from '../guard/signatures/config.ts';
 import { filterHolds, filterSchema, type Filter } from './filter.ts';
 import { signatureSchema } from '../guard/signatures/config.ts';
 import { compileTemplate, isTemplated, parsePath, render, valueAt, type PathSegment, type Template, type TemplateContext } from './template.ts';
-import type { TransformInput, TransformRef, TransformResult } from './transforms/child-pool.ts';
+import type { TransformInput, TransformRef, TransformResult } from './transforms/protocol.ts';
 import { detectInjection, nameLine, requestName, wrapUntrusted } from '../untrusted.ts';
 import { trimSlashes } from '../text.ts';
 

@@ -5,36 +5,7 @@ import { pathToFileURL } from 'node:url';
 import { clearTimeout, setImmediate, setTimeout } from 'node:timers';
 import { resolveModule } from '../../guard/contain.ts';
 import { currentRuntime, residentBytes, rootProblem, startChild, type ChildLimits, type Runtime } from './child.ts';
-
-/** Which transform a mapping calls: a module (a real path inside the root) and an optional export name. */
-export interface TransformRef {
-  module: string;
-  export?: string;
-}
-
-/** What a transform receives, deep-frozen. */
-export interface TransformInput {
-  payload: unknown;
-  headers: Record<string, string>;
-  query: Record<string, string>;
-  path: string;
-}
-
-/** Why a transform call produced no value. */
-export type TransformFailure =
-  | 'threw'
-  | 'timeout'
-  | 'crashed'
-  | 'not-a-function'
-  | 'load-failed'
-  | 'unsupported-ts'
-  | 'escaped'
-  | 'too-large';
-
-/** The transform's return value (`null` or `undefined` mean skip), or why there is none. */
-export type TransformResult =
-  | { ok: true; value: unknown }
-  | { ok: false; reason: TransformFailure; detail: string };
+import { encodeInput, parseAnswer, type TransformFailure, type TransformInput, type TransformRef, type TransformResult } from './protocol.ts';
 
 /** Where transforms live and what each call may spend. */
 export interface TransformChildPoolOptions {
@@ -201,7 +172,7 @@ class _Pool implements TransformChildPool {
     let json: string | null;
     try {
       // Serialised here, once: an input JSON cannot carry is a caller bug, not a transform failure.
-      json = input === null ? null : _json(input);
+      json = input === null ? null : encodeInput(input);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -357,7 +328,7 @@ class _Pool implements TransformChildPool {
     for (let end = slot.pending.indexOf('\n'); end !== -1; end = slot.pending.indexOf('\n')) {
       const line = slot.pending.slice(0, end);
       slot.pending = slot.pending.slice(end + 1);
-      const message = _parse(line);
+      const message = parseAnswer(line);
       if (message === null) return this.#kill(slot, _fail('crashed', 'the transform wrote to the protocol channel (stdout); use console instead'));
       this.#answered(slot, message.id, message.result);
     }
@@ -490,24 +461,6 @@ function _settings(options: TransformChildPoolOptions) {
     throw new RangeError(`Invalid transform runner option poolSize: expected an integer, got ${poolSize}`);
   }
   return { root, timeoutMs, startTimeoutMs, heapMb, memoryMb, maxResultBytes, poolSize, runtime };
-}
-
-function _json(input: TransformInput): string {
-  const json = JSON.stringify(input);
-  if (typeof json !== 'string') throw new TypeError('Invalid transform input: cannot be written as JSON');
-  return json;
-}
-
-function _parse(line: string): { id: number; result: TransformResult } | null {
-  try {
-    const message = JSON.parse(line) as { id?: unknown; result?: { ok?: unknown; value?: unknown; reason?: unknown; detail?: unknown } };
-    const result = message.result;
-    if (typeof message.id !== 'number' || typeof result !== 'object' || result === null) return null;
-    if (result.ok === true) return { id: message.id, result: { ok: true, value: result.value } };
-    return { id: message.id, result: { ok: false, reason: result.reason as TransformFailure, detail: String(result.detail) } };
-  } catch {
-    return null;
-  }
 }
 
 /** Console output (stderr) read from one child per second; past it the pipe is not read until the second is over. */

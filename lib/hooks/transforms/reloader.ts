@@ -1,5 +1,6 @@
 import type { Logger } from '../../log.ts';
-import { createTransformChildPool, type TransformChildPool, type TransformChildPoolOptions, type TransformInput, type TransformRef, type TransformResult } from './child-pool.ts';
+import { createTransformChildPool, type TransformChildPool, type TransformChildPoolOptions } from './child-pool.ts';
+import type { TransformInput, TransformRef, TransformResult } from './protocol.ts';
 import { currentRuntime, type Runtime } from './child.ts';
 
 /** What the transform runner reads of the config: the mappings' transforms and the `hooks.transform*` settings. */
