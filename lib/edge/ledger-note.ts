@@ -27,6 +27,18 @@ export interface Note {
   replayOf?: string;
 }
 
+// Entries come many to a millisecond under load: the ISO text of the last one is reused.
+let _lastMs = Number.NaN;
+let _lastIso = '';
+
+function _iso(ms: number): string {
+  if (ms !== _lastMs) {
+    _lastIso = new Date(ms).toISOString();
+    _lastMs = ms;
+  }
+  return _lastIso;
+}
+
 /** A fresh note: nothing known yet. */
 export function newNote(): Note {
   return { auth: 'none' };
@@ -52,11 +64,15 @@ export const REDACTED = '[redacted]';
 
 /** The headers as kept: bearer credentials (and the shared-token header of a `gitlab` path) redacted. */
 export function keptHeaders(headers: IncomingHttpHeaders, scheme: string | undefined): Record<string, string | string[]> {
-  const out: Record<string, string | string[]> = Object.create(null) as Record<string, string | string[]>;
+  // A plain object (a null-prototype one is slower to fill and to serialise); a header named
+  // __proto__ is defined as an own property, so it cannot reach the prototype.
+  const out: Record<string, string | string[]> = {};
   for (const name of Object.keys(headers)) {
     const value = headers[name];
     if (value === undefined) continue;
-    out[name] = _BEARER.has(name) || (scheme === 'gitlab' && name === 'x-gitlab-token') ? REDACTED : value;
+    const kept = _BEARER.has(name) || (scheme === 'gitlab' && name === 'x-gitlab-token') ? REDACTED : value;
+    if (name === '__proto__') Object.defineProperty(out, name, { value: kept, enumerable: true, writable: true, configurable: true });
+    else out[name] = kept;
   }
   return out;
 }
@@ -116,7 +132,7 @@ export function createRecorder(config: Config, ledger: Ledger, clock: () => numb
       const entry: LedgerEntry = {
         id: randomHex(12),
         requestId: a.requestId,
-        time: new Date(clock() - a.durationMs).toISOString(),
+        time: _iso(clock() - Math.round(a.durationMs)),
         method: a.method,
         path: a.path,
         client: a.client.address,
