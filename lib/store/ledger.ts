@@ -29,8 +29,16 @@ interface _Segment {
   firstMs: number;
 }
 
-/** A queued entry: its line made at once, or (a coalesced one, whose count may still grow) the entry itself. */
-type _Pending = { line: string } | { entry: LedgerEntry; held: _Coalesced };
+/**
+ * Lines waiting for the next write, as UTF-8 bytes in one buffer (off the JavaScript heap, so the
+ * garbage collector neither scans nor copies them), with the end of each line: negative for a
+ * count line, which adds no entry.
+ */
+interface _Batch {
+  buf: Buffer;
+  used: number;
+  ends: number[];
+}
 
 interface _Lane {
   initial: 'a' | 'u';
@@ -38,7 +46,10 @@ interface _Lane {
   /** The open file, and the segment it is. */
   handle: FileHandle | null;
   open: _Segment | null;
-  pending: _Pending[];
+  /** Lines made since the last write. */
+  batch: _Batch | null;
+  /** Coalesced entries not written yet: made into lines when written, with the count by then. */
+  held: _Coalesced[];
   /** Coalesced entries whose count changed since their line (or last count line) was written. */
   counts: Set<_Coalesced>;
   dirty: boolean;
@@ -77,7 +88,7 @@ export class Ledger {
     this.#now = options.now ?? Date.now;
     this.#onError = options.onError ?? (() => {});
     this.#flushMs = Math.min(options.flushMs ?? 100, 500);
-    const lane = (initial: 'a' | 'u'): _Lane => ({ initial, segments: segments[initial], handle: null, open: null, pending: [], counts: new Set(), dirty: false });
+    const lane = (initial: 'a' | 'u'): _Lane => ({ initial, segments: segments[initial], handle: null, open: null, batch: null, held: [], counts: new Set(), dirty: false });
     this.#lanes = { authenticated: lane('a'), unauthenticated: lane('u') };
     this.#next = next;
     // Age is enforced on a slow beat too, so a quiet ledger still forgets on time.
@@ -118,7 +129,7 @@ export class Ledger {
     // than the entry's objects (and the request's body and headers) kept alive until then.
     const limits = entry.lane === 'authenticated' ? this.#config : this.#config.unauthenticated;
     if (body !== undefined) _keepBody(entry, body, Math.min(bodyCap, limits.maxBodyBytes, Math.floor(limits.maxBytes / 16)));
-    this.#lanes[entry.lane].pending.push({ line: _line(entry, _segmentBytes(limits)) });
+    _put(this.#lanes[entry.lane], _line(entry, _segmentBytes(limits)), true);
     this.#soon();
   }
 
@@ -142,7 +153,7 @@ export class Ledger {
     const lane = this.#lanes[entry.lane];
     const coalesced: _Coalesced = { entry, lane, until: now + this.#config.coalesceSeconds * 1000, lastMs: now, written: false };
     if (this.#coalesced.size < MAX_COALESCED) this.#coalesced.set(key, coalesced);
-    lane.pending.push({ entry, held: coalesced });
+    lane.held.push(coalesced);
     this.#soon();
     return entry;
   }
@@ -200,59 +211,58 @@ export class Ledger {
     const now = this.#now();
     for (const [name, lane] of Object.entries(this.#lanes) as [Lane, _Lane][]) {
       const limits = name === 'authenticated' ? this.#config : this.#config.unauthenticated;
-      const lines = this.#lines(lane, limits);
-      if (lines.length > 0) await this.#append(lane, lines, limits, now);
+      const batch = this.#take(lane, limits);
+      if (batch !== null) await this.#append(lane, batch, limits, now);
     }
     await this.#expire();
     this.#syncSoon();
   }
 
-  // The queued entries and changed counts of a lane as lines; an entry too large for a segment
-  // loses its headers and body, so no single line can push a lane past its bytes.
-  #lines(lane: _Lane, limits: LedgerLane): string[] {
-    const lines: string[] = [];
-    const queued = lane.pending;
-    lane.pending = [];
+  // What a lane has to write: the lines made since the last write, then the coalesced entries
+  // new since then and the counts that changed (an entry too large for a segment loses its
+  // headers and body, so no single line can push a lane past its bytes).
+  #take(lane: _Lane, limits: LedgerLane): _Batch | null {
     const room = _segmentBytes(limits);
-    for (const pending of queued) {
-      if ('line' in pending) {
-        lines.push(pending.line);
-        continue;
-      }
-      const { entry, held } = pending;
+    for (const held of lane.held) {
       // The line carries the count so far; later ones follow as count lines.
       held.written = true;
-      if ((entry.count ?? 1) > 1) entry.lastTime = new Date(held.lastMs).toISOString();
+      if ((held.entry.count ?? 1) > 1) held.entry.lastTime = new Date(held.lastMs).toISOString();
       lane.counts.delete(held);
-      lines.push(_line(entry, room));
+      _put(lane, _line(held.entry, room), true);
     }
-    for (const held of lane.counts) lines.push(`${JSON.stringify({ t: 'count', id: held.entry.id, count: held.entry.count, lastTime: new Date(held.lastMs).toISOString() })}\n`);
+    lane.held = [];
+    for (const held of lane.counts) _put(lane, `${JSON.stringify({ t: 'count', id: held.entry.id, count: held.entry.count, lastTime: new Date(held.lastMs).toISOString() })}\n`, false);
     lane.counts.clear();
-    return lines;
+    const batch = lane.batch;
+    lane.batch = null;
+    return batch;
   }
 
   // Lines go into the lane's current segment while it has room, then into new ones; the oldest
   // segments go first while the lane (with what is about to be written) is over its count or bytes.
-  async #append(lane: _Lane, lines: string[], limits: LedgerLane, now: number): Promise<void> {
+  async #append(lane: _Lane, batch: _Batch, limits: LedgerLane, now: number): Promise<void> {
     const room = _segmentBytes(limits);
     const roomCount = Math.max(1, Math.ceil(limits.maxEntries / 4));
     // A segment spans at most an eighth of the age bound, so dropping it whole forgets little early.
     const span = (this.#config.maxAgeSeconds * 1000) / 8;
-    const chunks: { segment: _Segment; text: string[] }[] = [];
+    const chunks: { segment: _Segment; start: number; end: number }[] = [];
     // A process appends only to segments it began: an older one may end in a torn line.
     let current = lane.open ?? undefined;
     let chunk: (typeof chunks)[number] | undefined;
-    for (const line of lines) {
-      const bytes = Buffer.byteLength(line);
+    let start = 0;
+    for (const mark of batch.ends) {
+      const end = Math.abs(mark);
+      const bytes = end - start;
       if (current === undefined || current.bytes + bytes > room || current.count + 1 > roomCount || now - current.firstMs > span) {
         current = { n: this.#next++, bytes: 0, count: 0, firstMs: now };
         lane.segments.push(current);
         chunk = undefined;
       }
-      if (chunk === undefined || chunk.segment !== current) chunks.push((chunk = { segment: current, text: [] }));
-      chunk.text.push(line);
+      if (chunk === undefined || chunk.segment !== current) chunks.push((chunk = { segment: current, start, end }));
+      chunk.end = end;
       current.bytes += bytes;
-      current.count += line.startsWith('{"t":"count"') ? 0 : 1;
+      current.count += mark > 0 ? 1 : 0;
+      start = end;
     }
     // Over budget with the new lines counted: the oldest segments go (a batch larger than the
     // whole budget loses its own oldest part, which is then never written).
@@ -262,10 +272,10 @@ export class Ledger {
       dropped.add(oldest);
       await this.#remove(lane, oldest);
     }
-    for (const { segment, text } of chunks) {
+    for (const { segment, start: from, end } of chunks) {
       if (dropped.has(segment)) continue;
       if (lane.handle === null || segment !== lane.open) await this.#switch(lane, segment);
-      await lane.handle!.write(text.join(''));
+      await lane.handle!.write(batch.buf, from, end - from);
       lane.dirty = true;
     }
   }
@@ -319,6 +329,21 @@ export class Ledger {
   #file(initial: 'a' | 'u', n: number): string {
     return join(this.dir, `${initial}-${n}.jsonl`);
   }
+}
+
+// Adds a line to the lane's batch, growing its buffer when the line might not fit (a UTF-16 unit
+// is at most 3 bytes of UTF-8).
+function _put(lane: _Lane, line: string, entry: boolean): void {
+  let batch = lane.batch;
+  const most = line.length * 3;
+  if (batch === null) batch = lane.batch = { buf: Buffer.allocUnsafeSlow(Math.max(65_536, most)), used: 0, ends: [] };
+  else if (batch.used + most > batch.buf.length) {
+    const grown = Buffer.allocUnsafeSlow(Math.max(2 * batch.buf.length, batch.used + most));
+    batch.buf.copy(grown, 0, 0, batch.used);
+    batch.buf = grown;
+  }
+  batch.used += batch.buf.write(line, batch.used);
+  batch.ends.push(entry ? batch.used : -batch.used);
 }
 
 // An entry as one line; one too large for a segment loses its headers and body, so no single
