@@ -25,24 +25,33 @@ export interface RequestedKey {
   trusted: boolean;
 }
 
-/** Run an isolated agent turn; not yet checked against policy. */
-export interface AgentAction {
-  kind: 'agent';
+/** What an agent run is asked to do, the same before policy (an action) and after (a run). */
+interface _RunFields {
   message: string;
   name: string;
-  /** The request chose the name (payload, transform, `/agent`'s `name`): it is wrapped wherever a model reads it. */
+  /** The request chose the name (payload, transform, `/agent`'s `name`): it is wrapped wherever a model reads it, and the main session's lines about the run carry it wrapped as untrusted content. */
   untrustedName?: boolean;
-  agentId?: string;
-  sessionKey?: RequestedKey;
   wakeMode: WakeMode;
   deliver: boolean;
   channel: Channel;
   to?: string;
-  /** `to` is the operator's (a mapping's literal `to`), not chosen by the request: see {@link RunSpec.toConfigured}. */
+  /**
+   * `to` came from the configuration (a mapping's literal `to`), not chosen by the request. Only
+   * then may a delivery to it become the last route: a recipient the request chose (its `to`, a
+   * template or a transform's) gets this run's reply and nothing after it.
+   */
   toConfigured?: boolean;
+  /** As requested on an action; on a run, a `provider/model` key with aliases already resolved. */
   model?: string;
   thinking?: Thinking;
   timeoutSeconds?: number;
+}
+
+/** Run an isolated agent turn; not yet checked against policy. */
+export interface AgentAction extends _RunFields {
+  kind: 'agent';
+  agentId?: string;
+  sessionKey?: RequestedKey;
   /** Hold the answer until the run finished and answer its completion (OpenClaw's `waitForCompletion`). */
   waitForCompletion?: boolean;
 }
@@ -50,30 +59,12 @@ export interface AgentAction {
 export type Action = WakeAction | AgentAction;
 
 /** An agent run that passed policy: what the store records as pending and the runtime executes. */
-export interface RunSpec {
+export interface RunSpec extends _RunFields {
   runId: string;
   /** The hook name the request came in on (`agent`, or a mapped name). */
   hook: string;
-  name: string;
-  /** The request chose the name: the main session's lines about the run carry it wrapped as untrusted content. */
-  untrustedName?: boolean;
-  message: string;
   sessionKey: string;
   agentId: string;
-  wakeMode: WakeMode;
-  deliver: boolean;
-  channel: Channel;
-  to?: string;
-  /**
-   * `to` came from the configuration (a mapping's literal `to`). Only then may a delivery to it
-   * become the last route: a recipient the request chose (its `to`, a template or a transform's)
-   * gets this run's reply and nothing after it.
-   */
-  toConfigured?: boolean;
-  /** A `provider/model` key, with aliases already resolved. */
-  model?: string;
-  thinking?: Thinking;
-  timeoutSeconds?: number;
   /** The id of the request that was answered with this run, so logs lead from one to the other. */
   requestId?: string;
 }
