@@ -10,6 +10,7 @@ import { defer } from './_cleanup.ts';
 import { spawnServer, type Spawned } from './_cli.ts';
 import { json, listenJson } from './_fake-server.ts';
 import { post, send } from './_http.ts';
+import { until } from './_until.ts';
 
 // waitForCompletion end to end: a spawned server, a local OpenAI-compatible model that answers
 // when the spec says so (issue #14, part 2).
@@ -66,14 +67,6 @@ async function serve(t: TestContext, hooks: Record<string, unknown>, m: Model, d
     await server.exited;
   });
   return { server, dir: base, args };
-}
-
-async function until(what: string, probe: () => boolean): Promise<void> {
-  const giveUp = Date.now() + 30_000;
-  while (!probe()) {
-    if (Date.now() > giveUp) throw new Error(`Timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 const COMPLETION_OK = { status: 'ok', replyDisposition: 'visible', delivered: false, deliveryAttempted: false };

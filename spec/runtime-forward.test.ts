@@ -13,6 +13,7 @@ import { Store } from '../lib/store/store.ts';
 import { defer } from './_cleanup.ts';
 import { freePort, startFakeGateway, type FakeGateway } from './_fake-openclaw.ts';
 import { post } from './_http.ts';
+import { until } from './_until.ts';
 
 // Forward mode in one process: real sockets, a real journal, a fake OpenClaw gateway (issue #14, part 3).
 
@@ -44,14 +45,6 @@ async function start(t: TestContext, port: number, extra: { now?: () => number; 
   const running = await listen(app, { host: '127.0.0.1', port: 0 });
   defer(t, () => running.close(200));
   return { url: running.url, store, forwarder, lines, dir: join(dir, 'state') };
-}
-
-async function until(what: string, probe: () => boolean): Promise<void> {
-  const giveUp = Date.now() + 30_000;
-  while (!probe()) {
-    if (Date.now() > giveUp) throw new Error(`Timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
 }
 
 async function gateway(t: TestContext, port = 0): Promise<FakeGateway> {
