@@ -2,8 +2,8 @@ import { LedgerUnreadableError, parseStatus, parseTime, readLedger, type Damaged
 import type { LedgerEntry } from '../store/ledger-entry.ts';
 import type { Flags } from './command.ts';
 import { escapeControls } from './event-text.ts';
-import { exists, messagePrefix, type Io } from './io.ts';
-import { stateDirFor } from './state-dir.ts';
+import { messagePrefix, type Io } from './io.ts';
+import { usedStateDir } from './state-dir.ts';
 
 // What every `requests` subcommand shares: the filters its flags name, and the ledger it reads.
 
@@ -43,12 +43,8 @@ export function filterFrom(flags: Flags, now: number): EntryFilter | string {
 
 /** Reads the ledger of the state directory the flags name; `null` after saying why not (stderr). */
 export async function ledgerOf(flags: Flags, io: Io): Promise<{ dir: string; read: () => Promise<LedgerEntry[] | null> } | null> {
-  const dir = await stateDirFor(flags, io);
+  const dir = await usedStateDir(flags, io);
   if (dir === null) return null;
-  if (!(await exists(dir))) {
-    io.stderr(`${messagePrefix(io)}: state directory ${dir} does not exist (no server has used it)\n`);
-    return null;
-  }
   const said = new Set<string>();
   const damaged = ({ file, line, problem }: DamagedLine) => {
     const key = `${file}:${line}`;

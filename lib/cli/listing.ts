@@ -5,8 +5,8 @@ import { sleep } from '../retry.ts';
 import { clipLine } from '../text.ts';
 import { COMMON, type Command, type Flags } from './command.ts';
 import { escapeControls, formatEvent } from './event-text.ts';
-import { exists, FAILURE, messagePrefix, USAGE, type Io } from './io.ts';
-import { stateDirFor } from './state-dir.ts';
+import { FAILURE, messagePrefix, USAGE, type Io } from './io.ts';
+import { usedStateDir } from './state-dir.ts';
 import { usageLine } from './usage.ts';
 
 // `events` and `runs` read the same journal the same way.
@@ -78,12 +78,8 @@ async function _list<T>(flags: Flags, io: Io, read: (dir: string) => Promise<T[]
     io.stderr(usageLine(io.command ?? 'events', `--limit must be a whole number, got "${flags.limit}"`));
     return USAGE;
   }
-  const dir = await stateDirFor(flags, io);
+  const dir = await usedStateDir(flags, io);
   if (dir === null) return FAILURE;
-  if (!(await exists(dir))) {
-    io.stderr(`${messagePrefix(io)}: state directory ${dir} does not exist (no server has used it)\n`);
-    return FAILURE;
-  }
   let items = await read(dir);
   const seen = new Set(items.map(identity));
   items.slice(Math.max(0, items.length - limit)).forEach(print);

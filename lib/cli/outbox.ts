@@ -6,8 +6,8 @@ import { COMMON, type Command, type Flags } from './command.ts';
 import { callServer } from './control.ts';
 import { retryOutbox, type RetryOutcome, type RetryRequest } from '../store/outbox-retry.ts';
 import { escapeControls } from './event-text.ts';
-import { exists, FAILURE, messagePrefix, USAGE, type Io } from './io.ts';
-import { stateDirFor } from './state-dir.ts';
+import { exists, FAILURE, USAGE, type Io } from './io.ts';
+import { stateDirFor, usedStateDir } from './state-dir.ts';
 import { unknownCommand, usageLine } from './usage.ts';
 import { lockStateDir } from '../store/state-lock.ts';
 
@@ -71,12 +71,8 @@ async function _list(flags: OutboxFlags, io: Io): Promise<number> {
     io.stderr(usageLine('outbox', `--limit must be a whole number and --state one of ${STATES.join(', ')}`));
     return USAGE;
   }
-  const dir = await stateDirFor(flags, io);
+  const dir = await usedStateDir(flags, io);
   if (dir === null) return FAILURE;
-  if (!(await exists(dir))) {
-    io.stderr(`${messagePrefix(io)}: state directory ${dir} does not exist (no server has used it)\n`);
-    return FAILURE;
-  }
   const print = (entry: OutboxEntry) => io.stdout(flags.json ? `${JSON.stringify(entry)}\n` : formatEntry(entry));
   const read = async () => (await readOutbox(dir)).filter((e) => state === undefined || e.state === state);
   let entries = await read();

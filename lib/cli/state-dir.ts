@@ -21,3 +21,14 @@ export async function stateDirFor(flags: ConfigFlags, io: Io): Promise<string | 
   }
   return locateStateDir(undefined, { stateDir: read.dir }, io.env);
 }
+
+/** The state directory of {@link stateDirFor} when a server has used it; `null` after saying why not (stderr). */
+export async function usedStateDir(flags: ConfigFlags, io: Io): Promise<string | null> {
+  const dir = await stateDirFor(flags, io);
+  if (dir === null) return null;
+  if (!(await exists(dir))) {
+    io.stderr(`${messagePrefix(io)}: state directory ${dir} does not exist (no server has used it)\n`);
+    return null;
+  }
+  return dir;
+}
