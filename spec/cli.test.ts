@@ -66,7 +66,7 @@ describe('main() in-process', () => {
   test('main() --help lists every command, and each command has its own --help', async () => {
     const { io, out } = capture();
     assert.equal(await main(['--help'], io), 0);
-    for (const command of ['serve', 'check', 'events', 'token']) {
+    for (const command of ['serve', 'check', 'events', 'runs', 'requests', 'try', 'reload', 'status', 'send', 'outbox', 'inspect', 'sign', 'token']) {
       assert.match(out.stdout, new RegExp(`^  ${command} `, 'm'));
       const one = capture();
       assert.equal(await main([command, '--help'], one.io), 0);
