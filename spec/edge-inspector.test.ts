@@ -121,6 +121,9 @@ test('a state change needs this origin and the session CSRF token; a GET never c
   assert.deepEqual(s.replays, [{ ids: ['e1'], options: { dryRun: true, force: false } }]);
   assertError(await postAs(s, '/api/replay', { cookie, origin, 'x-csrf-token': csrf }, { ids: [] }), 400, /ids/);
   assertError(await postAs(s, '/api/replay', { cookie, origin, 'x-csrf-token': csrf }, { ids: [42] }), 400, /ids/);
+  const raw = await send(s.url, `${INSPECTOR_PREFIX}/api/replay`, { method: 'POST', headers: { cookie, origin, 'x-csrf-token': csrf }, body: 'not json' });
+  assertError(raw, 400, /body: must be valid JSON/);
+  assertError(await postAs(s, '/api/replay', { cookie, origin, 'x-csrf-token': csrf }, { ids: ['x'.repeat(70_000)] }), 413);
 });
 
 test('logout ends the session', async (t) => {

@@ -1,6 +1,5 @@
 import type { LedgerEntry } from '../store/ledger-entry.ts';
-import { failed, filterEntries, type EntryFilter } from '../store/ledger-read.ts';
-import type { LedgerTail } from '../store/ledger-read.ts';
+import { entryMatches, failed, type EntryFilter, type LedgerTail } from '../store/ledger-read.ts';
 import type { Store } from '../store/store.ts';
 import type { InspectorFilter, InspectorSource } from './inspector.ts';
 
@@ -44,7 +43,7 @@ function _keep(filter: InspectorFilter): (entry: LedgerEntry) => boolean {
   if (klass !== null) by.status = { class: Number(klass[1]) };
   if (filter.status === 'failed') by.failed = true;
   const text = filter.text;
-  return (entry) => filterEntries([entry], by).length === 1 && (text === undefined || entry.path.includes(text));
+  return (entry) => entryMatches(entry, by) && (text === undefined || entry.path.includes(text));
 }
 
 // The list shows a line per entry: never the headers or the body.

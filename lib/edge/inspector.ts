@@ -1,10 +1,12 @@
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ErrorCode, HttpError } from '../errors.ts';
+import { parseJsonObject, readBody } from '../guard/body.ts';
 import { tokenDigest, tokenMatches } from '../guard/token.ts';
 import type { Logger } from '../log.ts';
 import { errorAnswer } from './answer.ts';
 import { InspectorSessions } from './inspector-sessions.ts';
+import { splitTarget } from './router.ts';
 
 // The inspector: a page over the request ledger, on a listener of its own. Everything it shows
 // came from strangers (bodies, headers, paths), so the page renders text only and runs under a
@@ -92,7 +94,7 @@ export function createInspector(options: InspectorOptions): Inspector {
   let hosts = new Set<string>();
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const { pathname, query } = _target(req.url ?? '/');
+    const { pathname, query } = splitTarget(req.url ?? '/');
     if (!hosts.has((req.headers.host ?? '').toLowerCase())) throw new HttpError(421, ErrorCode.Misdirected, 'Host does not name this inspector');
     if (pathname !== INSPECTOR_PREFIX && !pathname.startsWith(`${INSPECTOR_PREFIX}/`)) throw _NOT_FOUND;
     const path = pathname === INSPECTOR_PREFIX ? '/' : pathname.slice(INSPECTOR_PREFIX.length);
@@ -138,12 +140,13 @@ export function createInspector(options: InspectorOptions): Inspector {
       return _send(res, 200, { ok: true }, { 'set-cookie': `${_COOKIE}=; Path=${INSPECTOR_PREFIX}/; HttpOnly; SameSite=Strict; Max-Age=0` });
     }
     if (path === '/api/replay') {
-      const body = await _json(req);
-      const ids = body === null ? null : body['ids'];
+      // The page posts small JSON documents: capped and timed like any body, refused as any bad one.
+      const body = parseJsonObject(await readBody(req, { maxBytes: 64 * 1024, timeoutMs: 10_000 }));
+      const ids = body['ids'];
       if (!Array.isArray(ids) || ids.length === 0 || ids.length > 1000 || !ids.every((x) => typeof x === 'string' && x.length <= 200)) {
         throw new HttpError(400, ErrorCode.InvalidPayload, 'ids must be a list of 1 to 1000 entry ids');
       }
-      return _send(res, 200, await source.replay(ids as string[], { dryRun: body!['dryRun'] === true, force: body!['force'] === true }));
+      return _send(res, 200, await source.replay(ids as string[], { dryRun: body['dryRun'] === true, force: body['force'] === true }));
     }
     throw _NOT_FOUND;
   };
@@ -200,23 +203,6 @@ function _sameOrigin(req: IncomingMessage): boolean {
   return origin !== undefined && origin.toLowerCase() === `http://${(req.headers.host ?? '').toLowerCase()}`;
 }
 
-// The page posts small JSON documents; anything else is refused before it is held.
-async function _json(req: IncomingMessage): Promise<Record<string, unknown> | null> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > 64 * 1024) return null;
-    chunks.push(chunk);
-  }
-  try {
-    const value: unknown = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
-  } catch {
-    return null;
-  }
-}
-
 // An id from the path; one whose escapes do not decode names no entry.
 function _decode(text: string): string {
   try {
@@ -233,11 +219,6 @@ function _cookie(header: string | undefined, name: string): string | null {
     if (eq !== -1 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
   }
   return null;
-}
-
-function _target(url: string): { pathname: string; query: URLSearchParams } {
-  const mark = url.indexOf('?');
-  return mark === -1 ? { pathname: url, query: new URLSearchParams() } : { pathname: url.slice(0, mark), query: new URLSearchParams(url.slice(mark + 1)) };
 }
 
 function _send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {

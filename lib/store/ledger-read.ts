@@ -292,16 +292,19 @@ export function failed(entry: LedgerEntry): boolean {
 
 /** The entries that hold to every part of `filter`, in order. */
 export function filterEntries(entries: readonly LedgerEntry[], filter: EntryFilter): LedgerEntry[] {
+  return entries.filter((e) => entryMatches(e, filter));
+}
+
+/** Whether one entry holds to every part of `filter`. */
+export function entryMatches(e: LedgerEntry, filter: EntryFilter): boolean {
   const { hook, status, code, since, until } = filter;
-  return entries.filter((e) => {
-    if (hook !== undefined && e.hook !== hook) return false;
-    if (status !== undefined && ('exact' in status ? e.status !== status.exact : Math.floor(e.status / 100) !== status.class)) return false;
-    if (code !== undefined && e.code !== code) return false;
-    if (filter.failed === true && !failed(e)) return false;
-    if (since === undefined && until === undefined) return true;
-    const time = Date.parse(e.lastTime ?? e.time);
-    return (since === undefined || time >= since) && (until === undefined || Date.parse(e.time) <= until);
-  });
+  if (hook !== undefined && e.hook !== hook) return false;
+  if (status !== undefined && ('exact' in status ? e.status !== status.exact : Math.floor(e.status / 100) !== status.class)) return false;
+  if (code !== undefined && e.code !== code) return false;
+  if (filter.failed === true && !failed(e)) return false;
+  if (since === undefined && until === undefined) return true;
+  const time = Date.parse(e.lastTime ?? e.time);
+  return (since === undefined || time >= since) && (until === undefined || Date.parse(e.time) <= until);
 }
 
 /** The stored bytes of a body. */
