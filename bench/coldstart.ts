@@ -6,10 +6,10 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
-import { createServer, type AddressInfo } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { rssKiB } from './_proc.ts';
+import { freePort } from './_port.ts';
 
 /** What the scenario is given: where to work, which builds, which peers are installed. */
 export interface ColdOptions {
@@ -68,14 +68,6 @@ function _cpuMs(pid: number): number | null {
   }
 }
 
-async function _freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
 // One POST; resolves to the status, or rejects (refused while the server is not yet listening).
 function _post(port: number, path: string, token: string): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -116,7 +108,7 @@ async function _stop(child: ChildProcess): Promise<void> {
 }
 
 async function _measureStart(starter: Starter, token: string): Promise<Start> {
-  const port = await _freePort();
+  const port = await freePort();
   const t0 = performance.now();
   const child = starter.start(port);
   let stderr = '';

@@ -17,6 +17,7 @@ import { LogTap } from './_log-tap.ts';
 import { cpuSeconds, filesystem, fsyncProbe } from './_proc.ts';
 import { coldstart, type ColdFigures } from './coldstart.ts';
 import { upload, UPLOAD_BYTES, type UploadResult } from './_upload.ts';
+import { freePort } from './_port.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const UPLOAD_RSS_TARGET_MIB = 16;
@@ -331,15 +332,6 @@ function _startNode(name: string, args: string[], tap: LogTap | null): Promise<{
   });
 }
 
-/** A free loopback port (for a server that cannot be told to take port 0 and say which). */
-async function _freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
 /** adnanh/webhook with one hook whose rule is the bearer token, answering 401 when it does not hold. */
 async function _startWebhook(binary: string, dir: string, token: string): Promise<{ url: string; pid: number }> {
   const hooks = [
@@ -353,7 +345,7 @@ async function _startWebhook(binary: string, dir: string, token: string): Promis
   ];
   const file = join(dir, 'webhook-hooks.json');
   writeFileSync(file, JSON.stringify(hooks), { mode: 0o600 });
-  const port = await _freePort();
+  const port = await freePort();
   const child = _track(spawn(binary, ['-hooks', file, '-ip', '127.0.0.1', '-port', String(port)], { stdio: 'ignore' }));
   const url = `http://127.0.0.1:${port}`;
   for (let tries = 0; tries < 100; tries++) {
