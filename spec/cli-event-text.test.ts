@@ -7,7 +7,7 @@ import { escapeControls, markWrapped } from '../lib/cli/event-text.ts';
 import type { Io } from '../lib/cli/io.ts';
 import { formatRun } from '../lib/cli/listing.ts';
 import { main } from '../lib/cli/main.ts';
-import { wrapUntrusted } from '../lib/untrusted.ts';
+import { wrapUntrusted } from '../lib/untrusted/wrap.ts';
 import { Store } from '../lib/store/store.ts';
 import type { RunRecord, SessionEvent } from '../lib/store/records.ts';
 

@@ -4,7 +4,7 @@ import { dirname, join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { buildConfig } from '../lib/config/load.ts';
 import { createTransformChildPool, type TransformChildPoolOptions } from '../lib/hooks/transforms/child-pool.ts';
-import { MARKER_BEGIN, MARKER_END, MARKER_SANITIZED } from '../lib/untrusted.ts';
+import { MARKER_BEGIN, MARKER_END, MARKER_SANITIZED } from '../lib/untrusted/wrap.ts';
 import { post, type Reply, assertError, JSON_TYPE } from './_http.ts';
 import { startApp, withHooks, type AppHarness } from './_app.ts';
 import { defer } from './_cleanup.ts';

@@ -16,7 +16,7 @@ import {
   type Mapping,
 } from '../lib/hooks/mappings.ts';
 import type { TransformInput, TransformRef, TransformResult } from '../lib/hooks/transforms/protocol.ts';
-import { MARKER_BEGIN, MARKER_END, MARKER_SANITIZED } from '../lib/untrusted.ts';
+import { MARKER_BEGIN, MARKER_END, MARKER_SANITIZED } from '../lib/untrusted/wrap.ts';
 import { check, formatIssue } from '../lib/schema.ts';
 
 const NOW = new Date('2024-05-06T07:08:09.000Z');

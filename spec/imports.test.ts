@@ -73,21 +73,23 @@ function layerOf(file: string): string {
 // Which layers each layer may import: the map at the top of docs/development.md. Data flows one
 // way: cli and config build everything below; the edge uses guard, hooks, policy and store; the
 // runtime uses store, policy, its providers and delivery. Hooks read guard's signature settings (a
-// mapping's `signature`); the transform runner uses guard's containment on real paths. The edge and
+// mapping's `signature`); the transform runner uses guard's containment on real paths. Hooks, the
+// edge and the runtime wrap request text a model or a reader meets as untrusted content. The edge and
 // the runtime read the validated config (config/types.ts); policy, hooks and store declare what they
 // read of it, and config builds that.
 const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   '': [''],
+  untrusted: ['', 'untrusted'],
   guard: ['', 'guard'],
-  hooks: ['', 'hooks', 'hooks/transforms', 'guard'],
+  hooks: ['', 'hooks', 'hooks/transforms', 'guard', 'untrusted'],
   'hooks/transforms': ['', 'hooks/transforms', 'guard'],
   policy: ['', 'policy', 'store'],
   store: ['', 'store'],
   delivery: ['', 'delivery', 'policy', 'store'],
-  runtime: ['', 'runtime', 'store', 'policy', 'delivery', 'config'],
-  edge: ['', 'edge', 'guard', 'hooks', 'policy', 'store', 'config'],
+  runtime: ['', 'runtime', 'store', 'policy', 'delivery', 'untrusted', 'config'],
+  edge: ['', 'edge', 'guard', 'hooks', 'policy', 'store', 'untrusted', 'config'],
   config: ['', 'config', 'guard', 'hooks', 'hooks/transforms', 'policy', 'store', 'delivery', 'runtime'],
-  cli: ['', 'cli', 'config', 'guard', 'hooks', 'hooks/transforms', 'policy', 'store', 'delivery', 'runtime', 'edge'],
+  cli: ['', 'cli', 'config', 'guard', 'hooks', 'hooks/transforms', 'policy', 'store', 'delivery', 'runtime', 'edge', 'untrusted'],
 };
 
 /** The files of `graph` that import nothing from lib/: such a leaf may be imported from any layer. */
@@ -124,6 +126,11 @@ test('lib/ and bin/ import only node: built-ins and relative files (zero runtime
     }
   }
   assert.deepEqual(offenders, []);
+});
+
+test('lib/ holds at most 8 files at its root: the shared leaves', async () => {
+  const root = (await sources('lib')).filter((file) => layerOf(file) === '');
+  assert.ok(root.length <= 8, `${root.length} files at the root of lib/: ${root.join(', ')}`);
 });
 
 test('findCycle() finds a cycle through type imports and none in a tree', () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { MARKER_CONFUSABLES } from '../lib/confusables.ts';
+import { MARKER_CONFUSABLES } from '../lib/untrusted/confusables.ts';
 import { MARKER_LETTERS, pickFolds, render } from '../tools/gen-confusables.ts';
 
 // Lines in confusables.txt's own format (UTS #39), including ones the generator must leave out.

@@ -1,8 +1,8 @@
 /**
- * Generates lib/confusables.ts from Unicode's confusables.txt (UTS #39): every code point
+ * Generates lib/untrusted/confusables.ts from Unicode's confusables.txt (UTS #39): every code point
  * that Unicode lists as a look-alike of a letter of the marker words, with the letter it reads as.
  *
- *   node --import tsx tools/gen-confusables.ts path/to/confusables.txt > lib/confusables.ts
+ *   node --import tsx tools/gen-confusables.ts path/to/confusables.txt > lib/untrusted/confusables.ts
  *
  * The data file is not kept in this repository; its header (version, date) and SHA-256 are written
  * into the generated file so anyone can check which one it came from.

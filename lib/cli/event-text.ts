@@ -1,7 +1,7 @@
 // How `hooks-ingress events` shows an event on a terminal. Event texts carry what senders wrote, so
 // nothing in them may act on the terminal: control characters, line and paragraph separators and
 // bidirectional overrides are shown as escapes, and only "\n" breaks a line.
-import { SOURCE_MAX, wrapUntrusted } from '../untrusted.ts';
+import { SOURCE_MAX, wrapUntrusted } from '../untrusted/wrap.ts';
 import type { SessionEvent } from '../store/records.ts';
 
 const INDENT = '    ';

@@ -4,7 +4,7 @@ import type { Config } from '../config/types.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
 import { parseAgent } from '../hooks/agent.ts';
 import { applyMappings, type CallTransform } from '../hooks/mappings.ts';
-import { detectInjection, nameLine, requestName, wrapUntrusted } from '../untrusted.ts';
+import { detectInjection, nameLine, requestName, wrapUntrusted } from '../untrusted/wrap.ts';
 import { parseWake } from '../hooks/wake.ts';
 import type { LogFields, Logger } from '../log.ts';
 import { admitRun } from '../policy/admit.ts';

@@ -8,7 +8,7 @@ import { createAuth, type Auth } from '../guard/auth.ts';
 import { FailureLimiter, type LimiterStats } from '../guard/rate-limit.ts';
 import { extractToken, tokenDigest } from '../guard/token.ts';
 import type { CallTransform } from '../hooks/mappings.ts';
-import { nameLine } from '../untrusted.ts';
+import { nameLine } from '../untrusted/wrap.ts';
 import type { LogFields, Logger } from '../log.ts';
 import { idSequence } from '../random.ts';
 import type { Ledger } from '../store/ledger.ts';

@@ -19,7 +19,7 @@ import { filterHolds, filterSchema, type Filter } from './filter.ts';
 import { signatureSchema } from '../guard/signatures/config.ts';
 import { compileTemplate, isTemplated, parsePath, render, valueAt, type PathSegment, type Template, type TemplateContext } from './template.ts';
 import type { TransformInput, TransformRef, TransformResult } from './transforms/protocol.ts';
-import { detectInjection, nameLine, requestName, wrapUntrusted } from '../untrusted.ts';
+import { detectInjection, nameLine, requestName, wrapUntrusted } from '../untrusted/wrap.ts';
 import { trimSlashes } from '../text.ts';
 
 /** At most this many actions come from one `forEach`. */

@@ -6,7 +6,7 @@ import type { Logger } from '../log.ts';
 import type { RetryOptions } from '../retry.ts';
 import type { Store } from '../store/store.ts';
 import { clipLine } from '../text.ts';
-import { wrapUntrusted } from '../untrusted.ts';
+import { wrapUntrusted } from '../untrusted/wrap.ts';
 import type { RunSpec } from '../actions.ts';
 import type { Transcripts } from '../store/transcripts.ts';
 import type { Provider } from './providers/provider.ts';

@@ -1,4 +1,4 @@
-import { randomHex } from './random.ts';
+import { randomHex } from '../random.ts';
 import { MARKER_CONFUSABLES } from './confusables.ts';
 
 /** Name carried by the line that opens a block of untrusted content. */

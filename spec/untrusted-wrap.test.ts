@@ -9,7 +9,7 @@ import {
   neutralise,
   nameLine,
   wrapUntrusted,
-} from '../lib/untrusted.ts';
+} from '../lib/untrusted/wrap.ts';
 
 const ID = 'a1b2c3d4e5f60718';
 const BEGIN = `<<<${MARKER_BEGIN} id=${ID}>>>`;
