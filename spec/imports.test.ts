@@ -74,7 +74,9 @@ function layerOf(file: string): string {
 // way: cli and config build everything below; the edge uses guard, hooks, policy and store; the
 // runtime uses store, policy, its providers and delivery. Hooks read guard's signature settings (a
 // mapping's `signature`); the transform runner uses guard's containment on real paths. Hooks, the
-// edge and the runtime wrap request text a model or a reader meets as untrusted content. The edge and
+// edge and the runtime wrap request text a model or a reader meets as untrusted content. The edge
+// hands runs to the runtime through interfaces of its own; of runtime/ it imports forward mode's
+// outbox bodies only (below). The edge and
 // the runtime read the validated config (config/types.ts); policy, hooks and store declare what they
 // read of it, and config builds that.
 const ALLOWED: Readonly<Record<string, readonly string[]>> = {
@@ -87,7 +89,7 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   store: ['', 'store'],
   delivery: ['', 'delivery', 'policy', 'store'],
   runtime: ['', 'runtime', 'store', 'policy', 'delivery', 'untrusted', 'config'],
-  edge: ['', 'edge', 'guard', 'hooks', 'policy', 'store', 'untrusted', 'config'],
+  edge: ['', 'edge', 'guard', 'hooks', 'policy', 'store', 'untrusted', 'runtime', 'config'],
   config: ['', 'config', 'guard', 'hooks', 'hooks/transforms', 'policy', 'store', 'delivery', 'runtime'],
   cli: ['', 'cli', 'config', 'guard', 'hooks', 'hooks/transforms', 'policy', 'store', 'delivery', 'runtime', 'edge', 'untrusted'],
 };
@@ -166,6 +168,15 @@ test('store/ imports nothing from hooks, runtime, edge or delivery, and delivery
   for (const [file, edges] of await libGraph()) {
     const forbidden = file.startsWith('lib/store/') ? ['hooks', 'runtime', 'edge', 'delivery'] : file.startsWith('lib/delivery/') ? ['edge', 'runtime'] : [];
     for (const { target } of edges) if (target !== null && forbidden.includes(layerOf(target).split('/')[0]!)) offenders.push(`${file} → ${target}`);
+  }
+  assert.deepEqual(offenders, []);
+});
+
+test('the edge imports nothing of the runtime but forward mode\'s outbox bodies (runtime/forward-body.ts)', async () => {
+  const offenders: string[] = [];
+  for (const [file, edges] of await libGraph()) {
+    if (!file.startsWith('lib/edge/')) continue;
+    for (const { target } of edges) if (target !== null && layerOf(target) === 'runtime' && target !== 'lib/runtime/forward-body.ts') offenders.push(`${file} → ${target}`);
   }
   assert.deepEqual(offenders, []);
 });

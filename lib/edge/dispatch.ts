@@ -9,7 +9,7 @@ import { parseWake } from '../hooks/wake.ts';
 import type { LogFields, Logger } from '../log.ts';
 import { admitRun } from '../policy/admit.ts';
 import { checkRoute, routesOf, type Routes } from '../policy/route.ts';
-import { upstreamAgent, upstreamWake } from '../hooks/upstream.ts';
+import { upstreamAgent, upstreamWake } from '../runtime/forward-body.ts';
 import type { Became } from '../store/ledger-entry.ts';
 import type { OutboxSpec } from '../store/outbox.ts';
 import type { Effects, Store } from '../store/store.ts';

@@ -1,5 +1,9 @@
 import type { AgentAction, RunSpec, WakeAction } from '../actions.ts';
 
+// Forward mode's outbox bodies: what forward.ts sends upstream. The dispatcher writes them into the
+// outbox when it accepts a request, so they stand apart from forward.ts, which serve loads only
+// when hooks.forward is set.
+
 /** The body OpenClaw's `POST /hooks/wake` takes. */
 export function upstreamWake(action: Pick<WakeAction, 'text' | 'mode'>): Record<string, unknown> {
   return { text: action.text, mode: action.mode };
