@@ -98,6 +98,15 @@ export async function withQueue(behave: (seen: Seen) => Answer, run: (fake: Queu
   }
 }
 
+/** A {@link Handler} that answers each request, its body parsed, with what `behave` says. */
+export function answering(behave: (seen: Seen) => Answer): Handler {
+  return (req, res) => {
+    const answer = behave({ method: req.method, path: req.url, headers: req.headers, body: _parse(req.body) });
+    const text = typeof answer.body === 'string' ? answer.body : JSON.stringify(answer.body);
+    res.writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers }).end(text);
+  };
+}
+
 /** Answers `body` as JSON. */
 export function json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));

@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { closedUrl, withQueue, type Answer, type QueuedFake, type Seen } from './_fake-server.ts';
+import { answering, json, withQueue, type Answer, type QueuedFake, type Seen } from './_fake-server.ts';
 import { createMattermostAdapter } from '../lib/delivery/mattermost.ts';
+import { addHttpAdapterTests } from './_adapter-contract.ts';
 
 const TOKEN = 'h5w9kqz1fjbq7n3xcd8y4tsoge';
 const CHANNEL = 'nhze199c4j87ped4wannrjdt9c';
@@ -49,26 +50,22 @@ function permanent(message: string): { ok: false; retryable: false; message: str
   return { ok: false, retryable: false, message };
 }
 
-test('mattermost.checkRecipient() accepts a 26-character lowercase id', () => {
-  const adapter = createMattermostAdapter({ serverUrl: 'https://chat.example.test', token: TOKEN });
-  assert.equal(adapter.checkRecipient(CHANNEL), null);
-  assert.equal(adapter.checkRecipient('0'.repeat(26)), null);
-});
-
-test('mattermost.checkRecipient() rejects channel names, wrong lengths and upper case with the reason', () => {
-  const adapter = createMattermostAdapter({ serverUrl: 'https://chat.example.test', token: TOKEN });
-  const bad = ['', 'town-square', '~town-square', CHANNEL.slice(1), `${CHANNEL}x`, CHANNEL.toUpperCase(), ` ${CHANNEL.slice(1)}`, 'nhze199c4j87ped4wannrjdt9_'];
-  for (const to of bad) {
-    assert.match(adapter.checkRecipient(to) ?? '', /^Invalid Mattermost recipient: expected a channel id of 26 lowercase letters and digits, got /, to);
-  }
-  assert.equal(adapter.checkRecipient('town-square'), 'Invalid Mattermost recipient: expected a channel id of 26 lowercase letters and digits, got "town-square"');
-});
-
-test('mattermost adapter names its channel and defaults to the 16383-character MaxPostSize', () => {
-  const adapter = createMattermostAdapter({ serverUrl: 'https://chat.example.test', token: TOKEN });
-  assert.equal(adapter.channel, 'mattermost');
-  assert.equal(adapter.maxLength, 16383);
-  assert.equal(createMattermostAdapter({ serverUrl: 'https://chat.example.test', token: TOKEN, maxLength: 4000 }).maxLength, 4000);
+addHttpAdapterTests('mattermost', {
+  name: 'Mattermost',
+  channel: 'mattermost',
+  maxLength: 16383,
+  recipients: {
+    good: [CHANNEL, '0'.repeat(26)],
+    bad: ['town-square', '', '~town-square', CHANNEL.slice(1), `${CHANNEL}x`, CHANNEL.toUpperCase(), ` ${CHANNEL.slice(1)}`, 'nhze199c4j87ped4wannrjdt9_'],
+    expected: 'a channel id of 26 lowercase letters and digits',
+  },
+  make: (serverUrl, fetch) => createMattermostAdapter({ serverUrl, token: TOKEN, ...(fetch === undefined ? {} : { fetch }) }),
+  url: { option: 'serverUrl' },
+  platform: () => answering((seen) => mattermostApi(seen, 16383, () => 'post0000000000000000000001')),
+  refuse: (res, status, text, headers) => json(res, status, appError(status, 'some.app_error', text).body, headers),
+  says: (status, text) => `Mattermost ${status}: ${text} (some.app_error)`,
+  unreachable: 'Mattermost request failed: ',
+  secret: { value: TOKEN, mask: '<token>' },
 });
 
 test('mattermost.send() posts JSON {channel_id, message} with Bearer auth to /api/v4/posts and returns the post id', async () => {
@@ -99,6 +96,7 @@ test('mattermost.send() keeps a serverUrl path and drops its trailing slash', as
 test('mattermost.send() sends a message at a 4000 maxLength to an older server', async () => {
   await withFake(async (fake) => {
     const adapter = createMattermostAdapter({ serverUrl: fake.url, token: TOKEN, maxLength: 4000 });
+    assert.equal(adapter.maxLength, 4000);
     assert.equal((await adapter.send(CHANNEL, 'ö'.repeat(4000))).ok, true);
     await assert.rejects(adapter.send(CHANNEL, 'ö'.repeat(4001)), { name: 'RangeError', message: 'Cannot send text: 4001 characters exceed the Mattermost limit of 4000' });
   }, 4000);
@@ -159,76 +157,12 @@ test('mattermost.send() with a wrong token fails permanently and never shows a t
   });
 });
 
-test('mattermost.send() scrubs the token from an AppError that echoes it', async () => {
-  await withFake(async (fake) => {
-    const adapter = createMattermostAdapter({ serverUrl: fake.url, token: TOKEN });
-    fake.queue.push(appError(401, 'api.context.session_expired.app_error', `Invalid session token=${TOKEN}`));
-    assert.deepEqual(await adapter.send(CHANNEL, 'hi'), permanent('Mattermost 401: Invalid session token=<token> (api.context.session_expired.app_error)'));
-  });
-});
-
-test('mattermost.send() clips a long AppError after scrubbing, never leaving part of the token', async () => {
-  await withFake(async (fake) => {
-    const adapter = createMattermostAdapter({ serverUrl: fake.url, token: TOKEN });
-    fake.queue.push(appError(400, 'some.app_error', `${'x'.repeat(375)}${TOKEN}${'y'.repeat(100)}`));
-    const attempt = await adapter.send(CHANNEL, 'hi');
-    assert.ok(!attempt.ok && attempt.message.endsWith('…') && attempt.message.length === 401);
-    assert.ok(!attempt.message.includes(TOKEN.slice(0, 6)));
-  });
-});
-
-test('mattermost.send() on a refused connection is retryable and never shows the token', async () => {
-  const adapter = createMattermostAdapter({ serverUrl: await closedUrl(), token: TOKEN });
-  const attempt = await adapter.send(CHANNEL, 'hi');
-  assert.equal(!attempt.ok && attempt.retryable, true);
-  assert.match(!attempt.ok ? attempt.message : '', /^Mattermost request failed: /);
-  assert.ok(!attempt.ok && !attempt.message.includes(TOKEN));
-});
-
-test('mattermost.send() scrubs the token from a fetch error that quotes the request', async () => {
-  const adapter = createMattermostAdapter({
-    serverUrl: 'https://chat.example.test',
-    token: TOKEN,
-    fetch: async (_input, init) => {
-      throw new Error(`proxy refused ${JSON.stringify(init?.headers)}`);
-    },
-  });
-  const attempt = await adapter.send(CHANNEL, 'hi');
-  assert.ok(!attempt.ok && attempt.retryable && attempt.message.includes('Bearer <token>') && !attempt.message.includes(TOKEN));
-});
-
-test('mattermost.send() with an aborted signal fails without a retry', async () => {
-  await withFake(async (fake) => {
-    const adapter = createMattermostAdapter({ serverUrl: fake.url, token: TOKEN });
-    assert.deepEqual(await adapter.send(CHANNEL, 'hi', AbortSignal.abort()), { ok: false, retryable: false, message: 'Mattermost request aborted' });
-  });
-});
-
-test('mattermost.send() refuses a channel name without a request', async () => {
-  await withFake(async (fake) => {
-    const adapter = createMattermostAdapter({ serverUrl: fake.url, token: TOKEN });
-    const attempt = await adapter.send('town-square', 'hi');
-    assert.equal(attempt.ok || attempt.retryable, false);
-    assert.equal(fake.seen.length, 0);
-  });
-});
-
-test('mattermost.send() throws RangeError for empty text or text over maxLength (the caller chunks)', async () => {
-  const adapter = createMattermostAdapter({ serverUrl: 'https://chat.example.test', token: TOKEN, fetch: () => Promise.reject(new Error('no request expected')) });
-  await assert.rejects(adapter.send(CHANNEL, ''), { name: 'RangeError', message: 'Cannot send text: it is empty' });
-  await assert.rejects(adapter.send(CHANNEL, 'x'.repeat(16384)), RangeError);
-});
-
-test('createMattermostAdapter() rejects a malformed token, serverUrl, maxLength or fetch', () => {
+test('createMattermostAdapter() rejects a token that would break its header, a serverUrl without its scheme and a maxLength below 2', () => {
   assert.throws(() => createMattermostAdapter({ serverUrl: 'https://chat.example.test', token: '' }), { name: 'TypeError', message: /^Invalid option token: / });
   assert.throws(() => createMattermostAdapter({ serverUrl: 'https://chat.example.test', token: 'a\nb' }), /Invalid option token/);
-  assert.throws(() => createMattermostAdapter({ serverUrl: 'chat.example.test', token: TOKEN }), {
-    name: 'TypeError',
-    message: 'Invalid option serverUrl: must be an http(s) URL, got "chat.example.test"',
-  });
+  assert.throws(() => createMattermostAdapter({ serverUrl: 'chat.example.test', token: TOKEN }), { name: 'TypeError', message: 'Invalid option serverUrl: must be an http(s) URL, got "chat.example.test"' });
   assert.throws(() => createMattermostAdapter({ serverUrl: 'https://chat.example.test', token: TOKEN, maxLength: 1 }), {
     name: 'RangeError',
     message: 'Invalid option maxLength: must be an integer of at least 2, got 1',
   });
-  assert.throws(() => createMattermostAdapter({ serverUrl: 'https://chat.example.test', token: TOKEN, fetch: 1 as unknown as typeof fetch }), /Invalid option fetch/);
 });

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { closedUrl, fake, json, type Handler } from './_fake-server.ts';
+import { fake, json, type Handler } from './_fake-server.ts';
 import { createSignalAdapter } from '../lib/delivery/signal.ts';
+import { addHttpAdapterTests } from './_adapter-contract.ts';
 
 const ACCOUNT = '+15550000001';
 const FRIEND = '+15550000002';
@@ -49,25 +50,30 @@ const signalCli: Handler = (req, res) => {
   reply({ result: { timestamp: TIMESTAMP, results: params['groupId'] === undefined ? results : [{ recipientAddress: { number: FRIEND }, type: 'SUCCESS', groupId: GROUP }] } });
 };
 
-test('createSignalAdapter() refuses a url that is not http(s) and an account that is not E.164', () => {
-  assert.throws(() => createSignalAdapter({ url: 'localhost:8080', account: ACCOUNT }), { name: 'TypeError', message: /^Invalid option url: / });
-  assert.throws(() => createSignalAdapter({ url: 'ftp://127.0.0.1', account: ACCOUNT }), TypeError);
-  assert.throws(() => createSignalAdapter({ url: 'not a url', account: ACCOUNT }), TypeError);
-  assert.throws(() => createSignalAdapter({ url: 'http://127.0.0.1:8080', account: ACCOUNT, fetch: 'curl' as unknown as typeof fetch }), {
-    name: 'TypeError',
-    message: 'Invalid option fetch: must be a function',
-  });
-  assert.throws(() => createSignalAdapter({ url: 'http://127.0.0.1:8080', account: '15550000001' }), { name: 'TypeError', message: /^Invalid option account: must be an E\.164 number such as \+15551234567, got "15550000001"$/ });
+addHttpAdapterTests('signalAdapter', {
+  name: 'Signal',
+  channel: 'signal',
+  maxLength: 2000,
+  recipients: {
+    good: [FRIEND, '+15551234567', '+4915112345678', '+1234567', `group:${GROUP}`],
+    bad: ['5551234', '15551234567', '+0555123456', '+123456', '+1234567890123456', '+1 555 123 4567', 'group:', 'group:not base64!', `group:${Buffer.alloc(16).toString('base64')}`, 'u:alice.01'],
+    expected: 'a phone number in E.164 (+ and 7 to 15 digits) or group:<base64 id of 32 bytes> as signal-cli listGroups prints it',
+  },
+  make: (url, fetch) => createSignalAdapter({ url, account: ACCOUNT, ...(fetch === undefined ? {} : { fetch }) }),
+  url: { option: 'url', rule: 'must be the http(s) URL of the signal-cli daemon' },
+  platform: () => signalCli,
+  // signal-cli itself answers JSON-RPC at HTTP 200; any other status comes from a proxy in front of it.
+  refuse: (res, status, text, headers) => void res.writeHead(status, { 'content-type': 'text/plain', ...headers }).end(text),
+  says: (status, text) => `signal-cli answered HTTP ${status}: ${text}`,
+  unreachable: 'Cannot reach signal-cli: ',
+  // Each part quoted from signal-cli is clipped on its own: 301 characters behind `signal-cli answered HTTP 400: `.
+  clippedTo: 331,
 });
 
-test('signalAdapter.checkRecipient() accepts E.164 numbers and group:<base64 32-byte id>, and says why it refuses others', () => {
-  const adapter = createSignalAdapter({ url: 'http://127.0.0.1:8080', account: ACCOUNT });
-  assert.equal(adapter.channel, 'signal');
-  assert.equal(adapter.maxLength, 2000);
-  for (const good of ['+15551234567', '+4915112345678', '+1234567', `group:${GROUP}`]) assert.equal(adapter.checkRecipient(good), null, good);
-  for (const bad of ['15551234567', '+0555123456', '+123456', '+1234567890123456', '+1 555 123 4567', 'group:', 'group:not base64!', `group:${Buffer.alloc(16).toString('base64')}`, 'u:alice.01']) {
-    assert.match(adapter.checkRecipient(bad) ?? '', /^Invalid Signal recipient: expected .*, got ".*"$/, bad);
-  }
+test('createSignalAdapter() refuses a url without its scheme or not http(s), and an account that is not E.164', () => {
+  assert.throws(() => createSignalAdapter({ url: 'localhost:8080', account: ACCOUNT }), { name: 'TypeError', message: /^Invalid option url: / });
+  assert.throws(() => createSignalAdapter({ url: 'ftp://127.0.0.1', account: ACCOUNT }), TypeError);
+  assert.throws(() => createSignalAdapter({ url: 'http://127.0.0.1:8080', account: '15550000001' }), { name: 'TypeError', message: /^Invalid option account: must be an E\.164 number such as \+15551234567, got "15550000001"$/ });
 });
 
 test('signalAdapter.send() posts a JSON-RPC send with account, recipient and message, and returns the timestamp as the message id', async (t) => {
@@ -124,18 +130,6 @@ test('signalAdapter.send() retries rate limiting without a wait when signal-cli 
   assert.deepEqual(result, { ok: false, retryable: true, message: 'signal-cli error -5: Failed to send message due to rate limiting' });
 });
 
-test('signalAdapter.send() treats HTTP 5xx and a proxy\'s 429 as retryable, honouring Retry-After', async (t) => {
-  let status = 503;
-  const daemon = await fake(t, (_req, res) => {
-    if (status === 429) return json(res, 429, { error: 'slow down' }, { 'retry-after': '7' });
-    res.writeHead(status, { 'content-type': 'text/plain' }).end('upstream down');
-  });
-  const adapter = createSignalAdapter({ url: daemon.url, account: ACCOUNT });
-  assert.deepEqual(await adapter.send(FRIEND, 'hi'), { ok: false, retryable: true, message: 'signal-cli answered HTTP 503: upstream down' });
-  status = 429;
-  assert.deepEqual(await adapter.send(FRIEND, 'hi'), { ok: false, retryable: true, message: 'signal-cli answered HTTP 429: {"error":"slow down"}', retryAfterMs: 7000 });
-});
-
 test('signalAdapter.send() fails permanently on a wrong path (404) or method/content-type refusals', async (t) => {
   const daemon = await fake(t, signalCli);
   const adapter = createSignalAdapter({ url: `${daemon.url}/signal`, account: ACCOUNT });
@@ -167,33 +161,3 @@ test('signalAdapter.send() succeeds without ids when signal-cli reports no times
   assert.deepEqual(await createSignalAdapter({ url: daemon.url, account: ACCOUNT }).send(FRIEND, 'hi'), { ok: true, value: { messageIds: [] } });
 });
 
-test('signalAdapter.send() treats a refused connection as retryable', async (t) => {
-  const daemon = await fake(t, signalCli);
-  const nowhere = await closedUrl();
-  const result = await createSignalAdapter({ url: nowhere, account: ACCOUNT }).send(FRIEND, 'hi');
-  assert.equal(result.ok, false);
-  assert.equal(!result.ok && result.retryable, true);
-  assert.match(!result.ok ? result.message : '', /^Cannot reach signal-cli: /);
-  assert.equal(daemon.seen.length, 0);
-});
-
-test('signalAdapter.send() refuses a malformed recipient without calling the daemon', async (t) => {
-  const daemon = await fake(t, signalCli);
-  const result = await createSignalAdapter({ url: daemon.url, account: ACCOUNT }).send('5551234', 'hi');
-  assert.equal(result.ok, false);
-  assert.equal(!result.ok && result.retryable, false);
-  assert.equal(daemon.seen.length, 0);
-});
-
-test('signalAdapter.send() passes the abort signal to the request, and an abort is not retried', async (t) => {
-  let arrived = () => {};
-  const reached = new Promise<void>((resolve) => (arrived = resolve));
-  // Never answers; only the abort can end the attempt.
-  const daemon = await fake(t, () => arrived());
-  const controller = new AbortController();
-  const pending = createSignalAdapter({ url: daemon.url, account: ACCOUNT }).send(FRIEND, 'hi', controller.signal);
-  await reached;
-  controller.abort();
-  const result = await pending;
-  assert.deepEqual(result, { ok: false, retryable: false, message: 'Signal request aborted' });
-});

@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { closedUrl, withQueue, type Answer, type QueuedFake, type Seen } from './_fake-server.ts';
+import { answering, json, withQueue, type Answer, type QueuedFake, type Seen } from './_fake-server.ts';
 import { createSlackAdapter } from '../lib/delivery/slack.ts';
+import { addHttpAdapterTests } from './_adapter-contract.ts';
 
 const TOKEN = 'xoxb-1234567890-0987654321-FAKEfakeFAKEfake';
 
@@ -42,26 +43,23 @@ function withFake(run: (fake: QueuedFake) => Promise<void>): Promise<void> {
   return withQueue((seen) => slackApi(seen, () => `1503435956.${String(++micros).padStart(6, '0')}`), run);
 }
 
-test('slack.checkRecipient() accepts channel (C, G, D) and user (U, W) ids', () => {
-  const adapter = createSlackAdapter({ botToken: TOKEN });
-  for (const to of ['C1234567890', 'C024BE91L', 'G024BE91L', 'D024BE91L', 'U0123456789', 'W0123456789', 'C0123456789ABCDEF']) {
-    assert.equal(adapter.checkRecipient(to), null, to);
-  }
-});
-
-test('slack.checkRecipient() rejects channel names, mentions and malformed ids with the reason', () => {
-  const adapter = createSlackAdapter({ botToken: TOKEN });
-  const bad = ['', 'general', '#general', '@someone', '<#C1234567890>', 'c1234567890', 'C123', 'X1234567890', 'C12345 67890', ' C1234567890', 'T0123456789'];
-  for (const to of bad) {
-    assert.match(adapter.checkRecipient(to) ?? '', /^Invalid Slack recipient: expected a channel id \(C…, G…, D…\) or a user id \(U…, W…\), got /, to);
-  }
-  assert.equal(adapter.checkRecipient('#general'), 'Invalid Slack recipient: expected a channel id (C…, G…, D…) or a user id (U…, W…), got "#general"');
-});
-
-test('slack adapter names its channel and a 4000-character limit', () => {
-  const adapter = createSlackAdapter({ botToken: TOKEN });
-  assert.equal(adapter.channel, 'slack');
-  assert.equal(adapter.maxLength, 4000);
+addHttpAdapterTests('slack', {
+  name: 'Slack',
+  channel: 'slack',
+  maxLength: 4000,
+  recipients: {
+    good: ['C1234567890', 'C024BE91L', 'G024BE91L', 'D024BE91L', 'U0123456789', 'W0123456789', 'C0123456789ABCDEF'],
+    bad: ['#general', '', 'general', '@someone', '<#C1234567890>', 'c1234567890', 'C123', 'X1234567890', 'C12345 67890', ' C1234567890', 'T0123456789'],
+    expected: 'a channel id (C…, G…, D…) or a user id (U…, W…)',
+  },
+  make: (apiBase, fetch) => createSlackAdapter({ botToken: TOKEN, apiBase, ...(fetch === undefined ? {} : { fetch }) }),
+  url: { option: 'apiBase' },
+  path: '/api',
+  platform: () => answering((seen) => slackApi(seen, () => '1503435956.000247')),
+  refuse: (res, status, text, headers) => json(res, status, failure(text).body, headers),
+  says: (status, text) => `Slack ${status}: ${text}`,
+  unreachable: 'Slack request failed: ',
+  secret: { value: TOKEN, mask: '<token>' },
 });
 
 test('slack.send() posts JSON {channel, text} with Bearer auth to /chat.postMessage and returns the ts', async () => {
@@ -112,14 +110,6 @@ test('slack.send() treats ok:false ratelimited at HTTP 200 as retryable', async 
   });
 });
 
-test('slack.send() on HTTP 429 is retryable after Retry-After seconds', async () => {
-  await withFake(async (fake) => {
-    const adapter = createSlackAdapter({ botToken: TOKEN, apiBase: `${fake.url}/api` });
-    fake.queue.push(failure('ratelimited', 429, { 'retry-after': '30' }));
-    assert.deepEqual(await adapter.send('C1234567890', 'hi'), { ok: false, retryable: true, message: 'Slack 429: ratelimited', retryAfterMs: 30000 });
-  });
-});
-
 test('slack.send() on 5xx is retryable; an HTML page is not passed on', async () => {
   await withFake(async (fake) => {
     const adapter = createSlackAdapter({ botToken: TOKEN, apiBase: `${fake.url}/api` });
@@ -146,74 +136,8 @@ test('slack.send() with a wrong token fails permanently and never shows a token'
   });
 });
 
-test('slack.send() scrubs the token from an error that echoes it', async () => {
-  await withFake(async (fake) => {
-    const adapter = createSlackAdapter({ botToken: TOKEN, apiBase: `${fake.url}/api` });
-    fake.queue.push(failure(`token_revoked: ${TOKEN}`));
-    assert.deepEqual(await adapter.send('C1234567890', 'hi'), { ok: false, retryable: false, message: 'Slack: token_revoked: <token>' });
-  });
-});
-
-test('slack.send() clips a long error after scrubbing, never leaving part of the token', async () => {
-  await withFake(async (fake) => {
-    const adapter = createSlackAdapter({ botToken: TOKEN, apiBase: `${fake.url}/api` });
-    fake.queue.push(failure(`${'x'.repeat(385)}${TOKEN}${'y'.repeat(100)}`));
-    const attempt = await adapter.send('C1234567890', 'hi');
-    assert.ok(!attempt.ok && attempt.message.endsWith('…') && attempt.message.length === 401);
-    assert.ok(!attempt.message.includes(TOKEN.slice(0, 6)));
-  });
-});
-
-test('slack.send() on a refused connection is retryable and never shows the token', async () => {
-  const adapter = createSlackAdapter({ botToken: TOKEN, apiBase: await closedUrl() });
-  const attempt = await adapter.send('C1234567890', 'hi');
-  assert.equal(!attempt.ok && attempt.retryable, true);
-  assert.match(!attempt.ok ? attempt.message : '', /^Slack request failed: /);
-  assert.ok(!attempt.ok && !attempt.message.includes(TOKEN));
-});
-
-test('slack.send() scrubs the token from a fetch error that quotes the request', async () => {
-  const adapter = createSlackAdapter({
-    botToken: TOKEN,
-    fetch: async (_input, init) => {
-      throw new TypeError('request failed', { cause: new Error(`headers were ${JSON.stringify(init?.headers)}`) });
-    },
-  });
-  const attempt = await adapter.send('C1234567890', 'hi');
-  assert.ok(!attempt.ok && attempt.retryable && attempt.message.includes('Bearer <token>') && !attempt.message.includes(TOKEN));
-});
-
-test('slack.send() with an aborted signal fails without a retry', async () => {
-  await withFake(async (fake) => {
-    const adapter = createSlackAdapter({ botToken: TOKEN, apiBase: `${fake.url}/api` });
-    assert.deepEqual(await adapter.send('C1234567890', 'hi', AbortSignal.abort()), { ok: false, retryable: false, message: 'Slack request aborted' });
-  });
-});
-
-test('slack.send() refuses a channel name without a request', async () => {
-  await withFake(async (fake) => {
-    const adapter = createSlackAdapter({ botToken: TOKEN, apiBase: `${fake.url}/api` });
-    const attempt = await adapter.send('#general', 'hi');
-    assert.equal(attempt.ok || attempt.retryable, false);
-    assert.equal(fake.seen.length, 0);
-  });
-});
-
-test('slack.send() throws RangeError for empty text or text over maxLength (the caller chunks)', async () => {
-  const adapter = createSlackAdapter({ botToken: TOKEN, fetch: () => Promise.reject(new Error('no request expected')) });
-  await assert.rejects(adapter.send('C1234567890', '\n'), { name: 'RangeError', message: 'Cannot send text: it is empty' });
-  await assert.rejects(adapter.send('C1234567890', 'x'.repeat(4001)), {
-    name: 'RangeError',
-    message: 'Cannot send text: 4001 characters exceed the Slack limit of 4000',
-  });
-});
-
-test('createSlackAdapter() rejects a malformed token, apiBase or fetch', () => {
+test('createSlackAdapter() rejects a token with a space, and an apiBase without its scheme', () => {
   assert.throws(() => createSlackAdapter({ botToken: '' }), { name: 'TypeError', message: /^Invalid option botToken: / });
   assert.throws(() => createSlackAdapter({ botToken: 'xoxb-1 2' }), /Invalid option botToken/);
-  assert.throws(() => createSlackAdapter({ botToken: TOKEN, apiBase: 'slack.com/api' }), {
-    name: 'TypeError',
-    message: 'Invalid option apiBase: must be an http(s) URL, got "slack.com/api"',
-  });
-  assert.throws(() => createSlackAdapter({ botToken: TOKEN, fetch: {} as unknown as typeof fetch }), /Invalid option fetch/);
+  assert.throws(() => createSlackAdapter({ botToken: TOKEN, apiBase: 'slack.com/api' }), { name: 'TypeError', message: 'Invalid option apiBase: must be an http(s) URL, got "slack.com/api"' });
 });

@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { closedUrl, withQueue, type Answer, type QueuedFake, type Seen } from './_fake-server.ts';
+import { answering, json, withQueue, type Answer, type QueuedFake, type Seen } from './_fake-server.ts';
 import { createTelegramAdapter } from '../lib/delivery/telegram.ts';
+import { addHttpAdapterTests } from './_adapter-contract.ts';
 
 const TOKEN = '123456789:AAHfake-Token_for_specs0123456789abc';
 
@@ -48,34 +49,28 @@ function withFake(run: (fake: QueuedFake) => Promise<void>): Promise<void> {
   return withQueue((seen) => botApi(seen, () => ++nextId), run);
 }
 
+addHttpAdapterTests('telegram', {
+  name: 'Telegram',
+  channel: 'telegram',
+  maxLength: 4096,
+  recipients: {
+    good: ['123456789', '-123456789', '-1001234567890', '9007199254740991', '@news_channel', '@abcd', '@A_32_characters_long_username_x'],
+    bad: ['general', '', 'abc', '0', '-0', '0123', '12.5', '+123', ' 123', '123 ', '9007199254740993', '-10012345678901234', '@abc', '@1abc', '@_abc', '@has space', '@toolong_username_over_thirty_two_c', 'https://t.me/news'],
+    expected: 'a numeric chat id or @channelusername',
+  },
+  make: (apiBase, fetch) => createTelegramAdapter({ botToken: TOKEN, apiBase, ...(fetch === undefined ? {} : { fetch }) }),
+  url: { option: 'apiBase' },
+  platform: () => answering((seen) => botApi(seen, () => 42)),
+  refuse: (res, status, text, headers) => json(res, status, error(status, text).body, headers),
+  says: (status, text) => `Telegram ${status}: ${text}`,
+  unreachable: 'Telegram request failed: ',
+  secret: { value: TOKEN, mask: '<token>' },
+});
+
 // The answer the adapter gives for a failure that retrying would not fix.
 function permanent(message: string): { ok: false; retryable: false; message: string } {
   return { ok: false, retryable: false, message };
 }
-
-test('telegram.checkRecipient() accepts chat ids of users, groups, supergroups and @channelusernames', () => {
-  const adapter = createTelegramAdapter({ botToken: TOKEN });
-  for (const to of ['123456789', '-123456789', '-1001234567890', '9007199254740991', '@news_channel', '@abcd', '@A_32_characters_long_username_x']) {
-    assert.equal(adapter.checkRecipient(to), null, to);
-  }
-});
-
-test('telegram.checkRecipient() rejects anything else with the reason and the value', () => {
-  const adapter = createTelegramAdapter({ botToken: TOKEN });
-  const bad = ['', 'abc', '0', '-0', '0123', '12.5', '+123', ' 123', '123 ', '9007199254740993', '-10012345678901234', '@abc', '@1abc', '@_abc', '@has space', '@toolong_username_over_thirty_two_c', 'https://t.me/news'];
-  for (const to of bad) {
-    const reason = adapter.checkRecipient(to);
-    assert.ok(reason?.startsWith('Invalid Telegram recipient: expected a numeric chat id or @channelusername, got '), `${to}: ${reason}`);
-  }
-  assert.equal(adapter.checkRecipient('abc'), 'Invalid Telegram recipient: expected a numeric chat id or @channelusername, got "abc"');
-  assert.match(adapter.checkRecipient('x'.repeat(500))!, /got "x{63}…$/);
-});
-
-test('telegram adapter names its channel and the 4096-character limit', () => {
-  const adapter = createTelegramAdapter({ botToken: TOKEN });
-  assert.equal(adapter.channel, 'telegram');
-  assert.equal(adapter.maxLength, 4096);
-});
 
 test('telegram.send() posts JSON {chat_id, text} to /bot<token>/sendMessage and returns the message_id', async () => {
   await withFake(async (fake) => {
@@ -124,16 +119,6 @@ test('telegram.send() on 429 is retryable after parameters.retry_after seconds',
       message: 'Telegram 429: Too Many Requests: retry after 7',
       retryAfterMs: 7000,
     });
-  });
-});
-
-test('telegram.send() on 429 without parameters falls back to the Retry-After header', async () => {
-  await withFake(async (fake) => {
-    const adapter = createTelegramAdapter({ botToken: TOKEN, apiBase: fake.url });
-    fake.queue.push({ ...error(429, 'Too Many Requests: retry after 3'), headers: { 'retry-after': '3' } });
-    const attempt = await adapter.send('123456789', 'hi');
-    assert.equal(attempt.ok, false);
-    assert.equal(!attempt.ok && attempt.retryAfterMs, 3000);
   });
 });
 
@@ -199,79 +184,9 @@ test('telegram.send() with a wrong token fails permanently and names neither tok
   });
 });
 
-test('telegram.send() scrubs the token from a description that echoes it', async () => {
-  await withFake(async (fake) => {
-    const adapter = createTelegramAdapter({ botToken: TOKEN, apiBase: fake.url });
-    fake.queue.push(error(404, `Not Found: /bot${TOKEN}/sendMessage`));
-    const attempt = await adapter.send('123456789', 'hi');
-    assert.deepEqual(attempt, { ok: false, retryable: false, message: 'Telegram 404: Not Found: /bot<token>/sendMessage' });
-  });
-});
-
-test('telegram.send() on a refused connection is retryable and never shows the token', async () => {
-  const adapter = createTelegramAdapter({ botToken: TOKEN, apiBase: await closedUrl() });
-  const attempt = await adapter.send('123456789', 'hi');
-  assert.equal(attempt.ok, false);
-  assert.equal(!attempt.ok && attempt.retryable, true);
-  assert.match(!attempt.ok ? attempt.message : '', /^Telegram request failed: /);
-  assert.ok(!attempt.ok && !attempt.message.includes(TOKEN) && !attempt.message.includes('AAHfake'));
-});
-
-test('telegram.send() scrubs the token from a fetch error that quotes the URL', async () => {
-  const adapter = createTelegramAdapter({
-    botToken: TOKEN,
-    apiBase: 'http://127.0.0.1:9',
-    fetch: async (input) => {
-      throw new TypeError(`error sending request for url (${String(input)})`, { cause: new Error(`connect to ${String(input)} refused`) });
-    },
-  });
-  assert.deepEqual(await adapter.send('123456789', 'hi'), {
-    ok: false,
-    retryable: true,
-    message: 'Telegram request failed: error sending request for url (http://127.0.0.1:9/bot<token>/sendMessage): connect to http://127.0.0.1:9/bot<token>/sendMessage refused',
-  });
-  const odd = createTelegramAdapter({ botToken: TOKEN, fetch: () => Promise.reject('socket hang up') });
-  assert.deepEqual(await odd.send('123456789', 'hi'), { ok: false, retryable: true, message: 'Telegram request failed: socket hang up' });
-});
-
-test('telegram.send() with an aborted signal fails without a retry', async () => {
-  await withFake(async (fake) => {
-    const adapter = createTelegramAdapter({ botToken: TOKEN, apiBase: fake.url });
-    const controller = new AbortController();
-    controller.abort();
-    assert.deepEqual(await adapter.send('123456789', 'hi', controller.signal), { ok: false, retryable: false, message: 'Telegram request aborted' });
-  });
-});
-
-test('telegram.send() refuses a malformed recipient without a request', async () => {
-  await withFake(async (fake) => {
-    const adapter = createTelegramAdapter({ botToken: TOKEN, apiBase: fake.url });
-    assert.deepEqual(await adapter.send('general', 'hi'), permanent('Invalid Telegram recipient: expected a numeric chat id or @channelusername, got "general"'));
-    assert.equal(fake.seen.length, 0);
-  });
-});
-
-test('telegram.send() throws RangeError for empty text or text over maxLength (the caller chunks)', async () => {
-  const adapter = createTelegramAdapter({ botToken: TOKEN, fetch: () => Promise.reject(new Error('no request expected')) });
-  await assert.rejects(adapter.send('123456789', ''), { name: 'RangeError', message: 'Cannot send text: it is empty' });
-  await assert.rejects(adapter.send('123456789', ' \n '), RangeError);
-  await assert.rejects(adapter.send('123456789', 'x'.repeat(4097)), {
-    name: 'RangeError',
-    message: 'Cannot send text: 4097 characters exceed the Telegram limit of 4096',
-  });
-});
-
-test('createTelegramAdapter() rejects a malformed token, apiBase or fetch', () => {
+test('createTelegramAdapter() rejects a malformed token and an apiBase that is not http(s)', () => {
   assert.throws(() => createTelegramAdapter({ botToken: '' }), { name: 'TypeError', message: /^Invalid option botToken: / });
   assert.throws(() => createTelegramAdapter({ botToken: '123:abc/def' }), /Invalid option botToken/);
   assert.throws(() => createTelegramAdapter({ botToken: '123:abc def' }), /Invalid option botToken/);
-  assert.throws(() => createTelegramAdapter({ botToken: TOKEN, apiBase: 'not a url' }), {
-    name: 'TypeError',
-    message: 'Invalid option apiBase: must be an http(s) URL, got "not a url"',
-  });
   assert.throws(() => createTelegramAdapter({ botToken: TOKEN, apiBase: 'ftp://example.test' }), /Invalid option apiBase/);
-  assert.throws(() => createTelegramAdapter({ botToken: TOKEN, fetch: 'fetch' as unknown as typeof fetch }), {
-    name: 'TypeError',
-    message: 'Invalid option fetch: must be a function',
-  });
 });

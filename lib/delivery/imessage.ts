@@ -81,7 +81,9 @@ export function createImsgAdapter(options: ImsgOptions = {}): Adapter {
       // with `-` (a Markdown list, say) as another option.
       const target = CHAT_GUID.test(to) ? `--chat-guid=${to}` : `--to=${to}`;
       const run = await _run(spawn, command, ['send', target, `--text=${text}`, '--json'], signal);
-      // An abort is the caller's stop, and a command that cannot start will not start on a retry either.
+      // An abort is the caller's stop, worded as every adapter words it (the stopped run's AbortError
+      // is not a command that cannot run); neither it nor a command that cannot start is retried.
+      if (run.aborted) return failure(`${_IMESSAGE.name} request aborted`, false);
       if (run.error !== undefined) return failure(clipped(`Cannot run ${command}: ${run.error.message}`), false);
       if (run.code !== 0) {
         const said = run.stderr.trim() || run.stdout.trim();
