@@ -1,27 +1,18 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { chmod, mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { chmod, readFile, realpath, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import { createCommandProvider, formatInput, type Spawn } from '../lib/runtime/providers/command.ts';
 import type { TurnRequest } from '../lib/runtime/providers/provider.ts';
+import { tempDir } from './_dir.ts';
+import { addProviderTests } from './_provider-contract.ts';
 import { turnRequest } from './_turn.ts';
 
-let dir = '';
-
-before(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'hooks-ingress-command-'));
-});
-
-after(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
-
-// Writes an executable `#!/bin/sh` script into the temp dir and returns its path.
-async function script(name: string, body: string): Promise<string> {
-  const path = join(dir, name);
+// Writes an executable `#!/bin/sh` script into a temp dir of the test and returns its path.
+async function script(t: TestContext, name: string, body: string): Promise<string> {
+  const path = join(await tempDir(t, 'hooks-ingress-command-'), name);
   await writeFile(path, `#!/bin/sh\n${body}\n`);
   await chmod(path, 0o755);
   return path;
@@ -56,13 +47,21 @@ function turn(overrides: Partial<TurnRequest> = {}): TurnRequest {
   return turnRequest('llama3', { system: '', ...overrides });
 }
 
-test('createCommandProvider() sends a bare prompt on stdin and replies with stdout trimmed', async () => {
-  const cat = await script('cat.sh', 'echo; cat; echo "  "');
+addProviderTests('createCommandProvider()', async (t) => {
+  const hang = await script(t, 'hang.sh', 'echo ready; sleep 1000');
+  let started = 0;
+  let ready = () => {};
+  const provider = createCommandProvider({ command: [hang], spawn: watching((child) => (started++, child.stdout?.once('data', () => ready()))) });
+  return { provider, calls: () => started, hang: () => new Promise<void>((resolve) => (ready = resolve)) };
+});
+
+test('createCommandProvider() sends a bare prompt on stdin and replies with stdout trimmed', async (t) => {
+  const cat = await script(t, 'cat.sh', 'echo; cat; echo "  "');
   assert.deepEqual(await createCommandProvider({ command: [cat] }).complete(turn()), { ok: true, value: 'Say hi' });
 });
 
-test('createCommandProvider() lays out system prompt and history before the prompt, as formatInput() documents', async () => {
-  const cat = await script('cat-all.sh', 'cat');
+test('createCommandProvider() lays out system prompt and history before the prompt, as formatInput() documents', async (t) => {
+  const cat = await script(t, 'cat-all.sh', 'cat');
   const request = turn({
     system: 'You are terse.',
     history: [
@@ -91,8 +90,9 @@ test('createCommandProvider() lays out system prompt and history before the prom
   assert.equal(formatInput({ system: 'S', history: [], prompt: 'P' }), '<system>\nS\n</system>\n\nP');
 });
 
-test('createCommandProvider() passes arguments as they are and adds HOOKS_INGRESS_* to the parent environment', async () => {
+test('createCommandProvider() passes arguments as they are and adds HOOKS_INGRESS_* to the parent environment', async (t) => {
   const env = await script(
+    t,
     'env.sh',
     'printf "%s|" "$@" "$HOOKS_INGRESS_RUN_ID" "$HOOKS_INGRESS_SESSION_KEY" "$HOOKS_INGRESS_AGENT_ID" "$HOOKS_INGRESS_MODEL" "${HOOKS_INGRESS_THINKING-unset}" "$PATH"',
   );
@@ -103,25 +103,25 @@ test('createCommandProvider() passes arguments as they are and adds HOOKS_INGRES
   assert.equal(thinking.ok && thinking.value.split('|')[6], 'high');
 });
 
-test('createCommandProvider() runs in the agent workspace when there is one', async () => {
-  const pwd = await script('pwd.sh', 'pwd -P');
+test('createCommandProvider() runs in the agent workspace when there is one', async (t) => {
+  const pwd = await script(t, 'pwd.sh', 'pwd -P');
   const provider = createCommandProvider({ command: [pwd] });
-  const workspace = await realpath(dir);
+  const workspace = await tempDir(t);
   assert.deepEqual(await provider.complete(turn({ run: { runId: 'r', sessionKey: 'k', agentId: 'a', workspace } })), { ok: true, value: workspace });
   assert.deepEqual(await provider.complete(turn()), { ok: true, value: await realpath(process.cwd()) });
 });
 
-test('createCommandProvider() fails permanently on a non-zero exit with the last stderr line', async () => {
-  const fail = await script('fail.sh', 'echo partial; echo "warming up" >&2; printf "  model not found  \\n\\n" >&2; exit 3');
+test('createCommandProvider() fails permanently on a non-zero exit with the last stderr line', async (t) => {
+  const fail = await script(t, 'fail.sh', 'echo partial; echo "warming up" >&2; printf "  model not found  \\n\\n" >&2; exit 3');
   assert.deepEqual(await createCommandProvider({ command: [fail] }).complete(turn()), { ok: false, retryable: false, message: 'exit 3: model not found' });
-  const silent = await script('silent.sh', 'exit 4');
+  const silent = await script(t, 'silent.sh', 'exit 4');
   assert.deepEqual(await createCommandProvider({ command: [silent] }).complete(turn()), { ok: false, retryable: false, message: 'exit 4' });
-  const killed = await script('killed.sh', 'kill -9 $$');
+  const killed = await script(t, 'killed.sh', 'kill -9 $$');
   assert.deepEqual(await createCommandProvider({ command: [killed] }).complete(turn()), { ok: false, retryable: false, message: 'killed by SIGKILL' });
 });
 
-test('createCommandProvider() fails permanently when the program cannot be started', async () => {
-  const missing = join(dir, 'missing');
+test('createCommandProvider() fails permanently when the program cannot be started', async (t) => {
+  const missing = join(await tempDir(t), 'missing');
   assert.deepEqual(await createCommandProvider({ command: [missing] }).complete(turn()), { ok: false, retryable: false, message: `Cannot run ${missing}: ENOENT` });
   const throwing: Spawn = () => {
     throw new Error('spawn refused');
@@ -129,42 +129,42 @@ test('createCommandProvider() fails permanently when the program cannot be start
   assert.deepEqual(await createCommandProvider({ command: ['x'], spawn: throwing }).complete(turn()), { ok: false, retryable: false, message: 'Cannot run x: spawn refused' });
 });
 
-test('createCommandProvider() survives a command that exits without reading a large stdin', async () => {
-  const quick = await script('quick.sh', 'exit 0');
+test('createCommandProvider() survives a command that exits without reading a large stdin', async (t) => {
+  const quick = await script(t, 'quick.sh', 'exit 0');
   assert.deepEqual(await createCommandProvider({ command: [quick] }).complete(turn({ prompt: 'x'.repeat(4 * 1024 * 1024) })), { ok: true, value: '' });
 });
 
-test('createCommandProvider() stops a command whose output passes maxOutputBytes', async () => {
-  const chatty = await script('chatty.sh', 'exec yes');
+test('createCommandProvider() stops a command whose output passes maxOutputBytes', async (t) => {
+  const chatty = await script(t, 'chatty.sh', 'exec yes');
   let child: ChildProcess | undefined;
   const provider = createCommandProvider({ command: [chatty], maxOutputBytes: 1000, spawn: watching((c) => (child = c)) });
   assert.deepEqual(await provider.complete(turn()), { ok: false, retryable: false, message: 'Output exceeds 1000 bytes' });
   assert.equal(await ended(child!), 'SIGTERM');
 });
 
-test('createCommandProvider() keeps only the tail of a stderr written without pause: 20 MB of it, then the reason', async () => {
-  const noisy = await script('noisy.sh', "head -c 20000000 /dev/zero | tr '\\0' y >&2\necho >&2\necho 'the reason' >&2\nexit 3");
+test('createCommandProvider() keeps only the tail of a stderr written without pause: 20 MB of it, then the reason', async (t) => {
+  const noisy = await script(t, 'noisy.sh', "head -c 20000000 /dev/zero | tr '\\0' y >&2\necho >&2\necho 'the reason' >&2\nexit 3");
   assert.deepEqual(await createCommandProvider({ command: [noisy] }).complete(turn()), { ok: false, retryable: false, message: 'exit 3: the reason' });
 });
 
-test('createCommandProvider() kills a hung command with SIGTERM at abort and answers aborted', async () => {
-  const hang = await script('hang.sh', 'echo ready; sleep 1000');
+test('createCommandProvider() kills a hung command with SIGTERM at abort and answers aborted', async (t) => {
+  const hang = await script(t, 'hang.sh', 'echo ready; sleep 1000');
   const run = abortingOn((c, abort) => c.stdout?.once('data', abort));
   const result = await createCommandProvider({ command: [hang], spawn: run.spawn }).complete(turn({ signal: run.signal }));
   assert.deepEqual(result, { ok: false, retryable: false, message: 'aborted' });
   assert.equal(await ended(run.child()), 'SIGTERM');
 });
 
-test('createCommandProvider() kills a command that ignores SIGTERM with SIGKILL after the grace', async () => {
-  const stubborn = await script('stubborn.sh', "trap '' TERM; echo ready; while :; do sleep 1; done");
+test('createCommandProvider() kills a command that ignores SIGTERM with SIGKILL after the grace', async (t) => {
+  const stubborn = await script(t, 'stubborn.sh', "trap '' TERM; echo ready; while :; do sleep 1; done");
   const run = abortingOn((c, abort) => c.stdout?.once('data', abort));
   const result = await createCommandProvider({ command: [stubborn], spawn: run.spawn, graceMs: 50 }).complete(turn({ signal: run.signal }));
   assert.deepEqual(result, { ok: false, retryable: false, message: 'aborted' });
   assert.equal(await ended(run.child()), 'SIGKILL');
 });
 
-test('createCommandProvider() settles at abort when the command exited but a process it started holds stdout', async () => {
-  const forks = await script('forks.sh', 'sleep 1000 &\necho started');
+test('createCommandProvider() settles at abort when the command exited but a process it started holds stdout', async (t) => {
+  const forks = await script(t, 'forks.sh', 'sleep 1000 &\necho started');
   const run = abortingOn((c, abort) => c.once('exit', abort));
   const result = await createCommandProvider({ command: [forks], spawn: run.spawn }).complete(turn({ signal: run.signal }));
   assert.deepEqual(result, { ok: false, retryable: false, message: 'aborted' });
@@ -172,7 +172,8 @@ test('createCommandProvider() settles at abort when the command exited but a pro
   if (run.child().stdout?.closed !== true) await once(run.child(), 'close');
 });
 
-test('createCommandProvider() ends the turn when the program exits, with all it wrote, and neither waits for nor stops a process it left in the background', async () => {
+test('createCommandProvider() ends the turn when the program exits, with all it wrote, and neither waits for nor stops a process it left in the background', async (t) => {
+  const dir = await tempDir(t);
   const pids: number[] = [];
   try {
     for (const [name, body, expected] of [
@@ -183,7 +184,7 @@ test('createCommandProvider() ends the turn when the program exits, with all it 
     ] as const) {
       const pidFile = join(dir, `${name}.pid`);
       // The background process holds the command's stdout and stderr, as `cmd &` in a wrapper does.
-      const command = await script(name, `sleep 60 &\necho $! > ${pidFile}\n${body}`);
+      const command = await script(t, name, `sleep 60 &\necho $! > ${pidFile}\n${body}`);
       const result = await createCommandProvider({ command: [command] }).complete(turn({ signal: AbortSignal.timeout(15_000) }));
       pids.push(Number(await readFile(pidFile, 'utf8')));
       assert.deepEqual(result, expected, name);
@@ -198,13 +199,6 @@ test('createCommandProvider() ends the turn when the program exits, with all it 
       }
     }
   }
-});
-
-test('createCommandProvider() starts nothing for a signal already aborted', async () => {
-  let spawned = 0;
-  const provider = createCommandProvider({ command: ['/bin/true'], spawn: watching(() => spawned++) });
-  assert.deepEqual(await provider.complete(turn({ signal: AbortSignal.abort() })), { ok: false, retryable: false, message: 'aborted' });
-  assert.equal(spawned, 0);
 });
 
 test('createCommandProvider() rejects an empty command and bad limits', () => {
