@@ -107,6 +107,11 @@ export function answering(behave: (seen: Seen) => Answer): Handler {
   };
 }
 
+/** A request as a spec compares it whole: its method, path, the headers named in `headers`, and its body. */
+export function picked(seen: Seen, headers: readonly string[]): Seen {
+  return { method: seen.method, path: seen.path, headers: Object.fromEntries(headers.map((name) => [name, seen.headers[name]])), body: seen.body };
+}
+
 /** Answers `body` as JSON. */
 export function json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { answering, json, withQueue, type Answer, type QueuedFake, type Seen } from './_fake-server.ts';
+import { answering, json, picked, withQueue, type Answer, type QueuedFake, type Seen } from './_fake-server.ts';
 import { createMattermostAdapter } from '../lib/delivery/mattermost.ts';
 import { addHttpAdapterTests } from './_adapter-contract.ts';
 
@@ -73,13 +73,9 @@ test('mattermost.send() posts JSON {channel_id, message} with Bearer auth to /ap
     const adapter = createMattermostAdapter({ serverUrl: fake.url, token: TOKEN });
     const text = '### Report\n- one\n- two & <three>';
     assert.deepEqual(await adapter.send(CHANNEL, text), { ok: true, value: { messageIds: ['post0000000000000000000001'] } });
-    assert.equal(fake.seen.length, 1);
-    const [seen] = fake.seen;
-    assert.equal(seen!.method, 'POST');
-    assert.equal(seen!.path, '/api/v4/posts');
-    assert.equal(seen!.headers['authorization'], `Bearer ${TOKEN}`);
-    assert.equal(seen!.headers['content-type'], 'application/json');
-    assert.deepEqual(seen!.body, { channel_id: CHANNEL, message: text });
+    assert.deepEqual(fake.seen.map((seen) => picked(seen, ['authorization', 'content-type'])), [
+      { method: 'POST', path: '/api/v4/posts', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: { channel_id: CHANNEL, message: text } },
+    ]);
   });
 });
 

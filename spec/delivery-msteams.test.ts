@@ -7,12 +7,15 @@ import { addHttpAdapterTests } from './_adapter-contract.ts';
 
 const APP_ID = '00000000-1111-2222-3333-444444444444';
 const APP_PASSWORD = 'Xy8Q~secret.value+with/odd=chars&more';
-const PERSONAL = 'a:1pL6i0oY3C0K8oAj8_personal-chat';
-const CHANNEL_THREAD = '19:abcdef0123456789@thread.tacv2;messageid=1700000000000';
-const BLOCKED = '19:blocked@thread.v2';
-const UNKNOWN = '19:unknown@thread.tacv2';
-const THROTTLED = 'a:throttled';
-const BUSY = 'a:busy';
+// Conversations: a personal chat and a channel thread that take messages, and four the connector refuses.
+const TO = {
+  personal: 'a:1pL6i0oY3C0K8oAj8_personal-chat',
+  thread: '19:abcdef0123456789@thread.tacv2;messageid=1700000000000',
+  blocked: '19:blocked@thread.v2',
+  unknown: '19:unknown@thread.tacv2',
+  throttled: 'a:throttled',
+  busy: 'a:busy',
+} as const;
 const SIZE_CAP = 100;
 
 // Entra and the connector both name the charset.
@@ -79,10 +82,10 @@ function teams(): { handler: Handler; state: Platform['state'] } {
     }
     if (activity['text'].length > SIZE_CAP) return json(res, 413, { error: { code: 'MessageSizeTooBig', message: 'Message size too big' } });
     const conversation = decodeURIComponent(match[1] ?? '');
-    if (conversation === BLOCKED) return json(res, 403, { error: { code: 'ConversationBlockedByUser', message: 'User blocked the conversation with the bot.' } });
-    if (conversation === UNKNOWN) return json(res, 404, { error: { code: 'ConversationNotFound', message: 'Conversation not found.' } });
-    if (conversation === THROTTLED) return json(res, 429, { error: { code: 'Throttled', message: 'Too many requests' } }, { 'retry-after': '2' });
-    if (conversation === BUSY) return json(res, 412, { error: { code: 'PreconditionFailed', message: 'Conversation is being updated' } });
+    if (conversation === TO.blocked) return json(res, 403, { error: { code: 'ConversationBlockedByUser', message: 'User blocked the conversation with the bot.' } });
+    if (conversation === TO.unknown) return json(res, 404, { error: { code: 'ConversationNotFound', message: 'Conversation not found.' } });
+    if (conversation === TO.throttled) return json(res, 429, { error: { code: 'Throttled', message: 'Too many requests' } }, { 'retry-after': '2' });
+    if (conversation === TO.busy) return json(res, 412, { error: { code: 'PreconditionFailed', message: 'Conversation is being updated' } });
     json(res, 201, { id: '1:1a2b3c4d5e6f' });
   };
   return { handler, state };
@@ -116,7 +119,7 @@ addHttpAdapterTests('teamsAdapter', {
   channel: 'msteams',
   maxLength: 20_000,
   recipients: {
-    good: [PERSONAL, CHANNEL_THREAD, '19:meeting_abc@thread.v2', BLOCKED],
+    good: [TO.personal, TO.thread, '19:meeting_abc@thread.v2', TO.blocked],
     bad: ['general', '', '19:', 'a:has space', ':x'],
     expected: 'a conversation id such as a:1pL6… or 19:…@thread.tacv2',
   },
@@ -150,7 +153,7 @@ test('createTeamsAdapter() validates appId, appPassword, tenantId, serviceUrl, t
 test('teamsAdapter.send() gets a client-credentials token, then posts a message activity with it and returns the activity id', async (t) => {
   const p = await platform(t);
   const adapter = createTeamsAdapter(options(p, { now: clock().now }));
-  assert.deepEqual(await adapter.send(CHANNEL_THREAD, 'Deploy finished'), { ok: true, value: { messageIds: ['1:1a2b3c4d5e6f'] } });
+  assert.deepEqual(await adapter.send(TO.thread, 'Deploy finished'), { ok: true, value: { messageIds: ['1:1a2b3c4d5e6f'] } });
   const [token, activity] = p.seen;
   assert.equal(token?.method, 'POST');
   assert.equal(token?.url, '/botframework.com/oauth2/v2.0/token');
@@ -162,7 +165,7 @@ test('teamsAdapter.send() gets a client-credentials token, then posts a message 
     scope: 'https://api.botframework.com/.default',
   });
   assert.equal(activity?.method, 'POST');
-  assert.equal(activity?.url, `/teams/v3/conversations/${encodeURIComponent(CHANNEL_THREAD)}/activities`);
+  assert.equal(activity?.url, `/teams/v3/conversations/${encodeURIComponent(TO.thread)}/activities`);
   assert.equal(activity?.url, '/teams/v3/conversations/19%3Aabcdef0123456789%40thread.tacv2%3Bmessageid%3D1700000000000/activities');
   assert.equal(activity?.headers.authorization, 'Bearer eyJ0eXAiOiJKV1Qi.token-1');
   assert.equal(activity?.headers['content-type'], 'application/json');
@@ -173,12 +176,12 @@ test('teamsAdapter.send() reuses the token until five minutes before expires_in,
   const p = await platform(t);
   const time = clock(1_000_000);
   const adapter = createTeamsAdapter(options(p, { now: time.now }));
-  await adapter.send(PERSONAL, 'one');
+  await adapter.send(TO.personal, 'one');
   time.set(1_000_000 + 3_599_000 - 300_000 - 1);
-  await adapter.send(PERSONAL, 'two');
+  await adapter.send(TO.personal, 'two');
   assert.equal(p.tokenCalls().length, 1);
   time.set(1_000_000 + 3_599_000 - 300_000);
-  assert.deepEqual(await adapter.send(PERSONAL, 'three'), { ok: true, value: { messageIds: ['1:1a2b3c4d5e6f'] } });
+  assert.deepEqual(await adapter.send(TO.personal, 'three'), { ok: true, value: { messageIds: ['1:1a2b3c4d5e6f'] } });
   assert.equal(p.tokenCalls().length, 2);
   assert.deepEqual(p.activityCalls().map((s) => s.headers.authorization), ['Bearer eyJ0eXAiOiJKV1Qi.token-1', 'Bearer eyJ0eXAiOiJKV1Qi.token-1', 'Bearer eyJ0eXAiOiJKV1Qi.token-2']);
 });
@@ -188,21 +191,21 @@ test('teamsAdapter.send() keeps a short-lived token for half its lifetime, and o
   const time = clock(0);
   const adapter = createTeamsAdapter(options(p, { now: time.now }));
   p.state.lifetime = 60;
-  await adapter.send(PERSONAL, 'one');
+  await adapter.send(TO.personal, 'one');
   time.set(29_999);
-  await adapter.send(PERSONAL, 'two');
+  await adapter.send(TO.personal, 'two');
   assert.equal(p.tokenCalls().length, 1);
   time.set(30_000);
   p.state.lifetime = 0;
-  await adapter.send(PERSONAL, 'three');
-  await adapter.send(PERSONAL, 'four');
+  await adapter.send(TO.personal, 'three');
+  await adapter.send(TO.personal, 'four');
   assert.equal(p.tokenCalls().length, 3);
 });
 
 test('teamsAdapter.send() shares one token request among concurrent sends', async (t) => {
   const p = await platform(t);
   const adapter = createTeamsAdapter(options(p, { now: clock().now }));
-  const results = await Promise.all([adapter.send(PERSONAL, 'a'), adapter.send(PERSONAL, 'b'), adapter.send(CHANNEL_THREAD, 'c')]);
+  const results = await Promise.all([adapter.send(TO.personal, 'a'), adapter.send(TO.personal, 'b'), adapter.send(TO.thread, 'c')]);
   assert.ok(results.every((r) => r.ok));
   assert.equal(p.tokenCalls().length, 1);
   assert.equal(p.activityCalls().length, 3);
@@ -211,9 +214,9 @@ test('teamsAdapter.send() shares one token request among concurrent sends', asyn
 test('teamsAdapter.send() answers a 401 by fetching a fresh token and trying once more', async (t) => {
   const p = await platform(t);
   const adapter = createTeamsAdapter(options(p, { now: clock().now }));
-  await adapter.send(PERSONAL, 'first');
+  await adapter.send(TO.personal, 'first');
   p.state.live.clear(); // revoked before its stated expiry
-  assert.deepEqual(await adapter.send(PERSONAL, 'second'), { ok: true, value: { messageIds: ['1:1a2b3c4d5e6f'] } });
+  assert.deepEqual(await adapter.send(TO.personal, 'second'), { ok: true, value: { messageIds: ['1:1a2b3c4d5e6f'] } });
   assert.equal(p.tokenCalls().length, 2);
   assert.deepEqual(p.activityCalls().map((s) => s.headers.authorization), [
     'Bearer eyJ0eXAiOiJKV1Qi.token-1',
@@ -226,7 +229,7 @@ test('teamsAdapter.send() fails permanently when the connector refuses the fresh
   const p = await platform(t);
   const adapter = createTeamsAdapter(options(p, { now: clock().now }));
   p.state.denyAll = true;
-  assert.deepEqual(await adapter.send(PERSONAL, 'hi'), {
+  assert.deepEqual(await adapter.send(TO.personal, 'hi'), {
     ok: false,
     retryable: false,
     message: 'Teams answered 401: {"message":"Authorization has been denied for this request."}',
@@ -238,7 +241,7 @@ test('teamsAdapter.send() fails permanently when the connector refuses the fresh
 test('teamsAdapter.send() fails permanently on a bad secret or unknown app, with the first line of AADSTS and no secret', async (t) => {
   const p = await platform(t);
   const wrongSecret = createTeamsAdapter(options(p, { appPassword: 'not-the-secret', now: clock().now }));
-  const bad = await wrongSecret.send(PERSONAL, 'hi');
+  const bad = await wrongSecret.send(TO.personal, 'hi');
   assert.deepEqual(bad, {
     ok: false,
     retryable: false,
@@ -246,7 +249,7 @@ test('teamsAdapter.send() fails permanently on a bad secret or unknown app, with
       'Bot Framework token request failed with HTTP 401: invalid_client: AADSTS7000215: Invalid client secret provided. Ensure the secret being sent in the request is the client secret value, not the client secret ID.',
   });
   assert.ok(!bad.ok && !bad.message.includes('not-the-secret'));
-  const unknown = await createTeamsAdapter(options(p, { appId: 'ffffffff-0000-0000-0000-000000000000', now: clock().now })).send(PERSONAL, 'hi');
+  const unknown = await createTeamsAdapter(options(p, { appId: 'ffffffff-0000-0000-0000-000000000000', now: clock().now })).send(TO.personal, 'hi');
   assert.equal(!unknown.ok && unknown.retryable, false);
   assert.match(!unknown.ok ? unknown.message : '', /^Bot Framework token request failed with HTTP 400: unauthorized_client: AADSTS700016: .*'Bot Framework'\.$/);
   assert.equal(p.activityCalls().length, 0);
@@ -262,30 +265,30 @@ test('teamsAdapter.send() keeps the app password and the token out of messages e
     json(res, 400, { error: { code: 'BadArgument', message: `bad request from ${String(req.headers.authorization)}` } });
   });
   const adapter = createTeamsAdapter(options(server, { now: clock().now }));
-  const token = await adapter.send(PERSONAL, 'hi');
+  const token = await adapter.send(TO.personal, 'hi');
   assert.equal(!token.ok && token.retryable, true);
   const tokenMessage = !token.ok ? token.message : '';
   assert.ok(!tokenMessage.includes(APP_PASSWORD) && !tokenMessage.includes(encodeURIComponent(APP_PASSWORD)), tokenMessage);
   assert.match(tokenMessage, /client_secret=\[redacted\]/);
   echo = 'connector';
-  assert.deepEqual(await adapter.send(PERSONAL, 'hi'), { ok: false, retryable: false, message: 'Teams answered 400 BadArgument: bad request from Bearer [redacted]' });
+  assert.deepEqual(await adapter.send(TO.personal, 'hi'), { ok: false, retryable: false, message: 'Teams answered 400 BadArgument: bad request from Bearer [redacted]' });
 });
 
 test('teamsAdapter.send() retries 412, 429 (with Retry-After) and 5xx, and fails permanently on 403, 404 and 413', async (t) => {
   const p = await platform(t);
   const adapter = createTeamsAdapter(options(p, { now: clock().now }));
-  assert.deepEqual(await adapter.send(THROTTLED, 'hi'), { ok: false, retryable: true, message: 'Teams answered 429 Throttled: Too many requests', retryAfterMs: 2000 });
-  assert.deepEqual(await adapter.send(BUSY, 'hi'), { ok: false, retryable: true, message: 'Teams answered 412 PreconditionFailed: Conversation is being updated' });
-  assert.deepEqual(await adapter.send(BLOCKED, 'hi'), { ok: false, retryable: false, message: 'Teams answered 403 ConversationBlockedByUser: User blocked the conversation with the bot.' });
-  assert.deepEqual(await adapter.send(UNKNOWN, 'hi'), { ok: false, retryable: false, message: 'Teams answered 404 ConversationNotFound: Conversation not found.' });
-  assert.deepEqual(await adapter.send(PERSONAL, 'x'.repeat(SIZE_CAP + 1)), { ok: false, retryable: false, message: 'Teams answered 413 MessageSizeTooBig: Message size too big' });
+  assert.deepEqual(await adapter.send(TO.throttled, 'hi'), { ok: false, retryable: true, message: 'Teams answered 429 Throttled: Too many requests', retryAfterMs: 2000 });
+  assert.deepEqual(await adapter.send(TO.busy, 'hi'), { ok: false, retryable: true, message: 'Teams answered 412 PreconditionFailed: Conversation is being updated' });
+  assert.deepEqual(await adapter.send(TO.blocked, 'hi'), { ok: false, retryable: false, message: 'Teams answered 403 ConversationBlockedByUser: User blocked the conversation with the bot.' });
+  assert.deepEqual(await adapter.send(TO.unknown, 'hi'), { ok: false, retryable: false, message: 'Teams answered 404 ConversationNotFound: Conversation not found.' });
+  assert.deepEqual(await adapter.send(TO.personal, 'x'.repeat(SIZE_CAP + 1)), { ok: false, retryable: false, message: 'Teams answered 413 MessageSizeTooBig: Message size too big' });
   assert.equal(p.tokenCalls().length, 1);
 
   const down = await fake(t, (req, res) => {
     if (req.url.includes('/oauth2/')) return json(res, 200, { token_type: 'Bearer', expires_in: 3600, access_token: 't' });
     res.writeHead(502).end();
   });
-  assert.deepEqual(await createTeamsAdapter(options(down, { now: clock().now })).send(PERSONAL, 'hi'), { ok: false, retryable: true, message: 'Teams answered 502' });
+  assert.deepEqual(await createTeamsAdapter(options(down, { now: clock().now })).send(TO.personal, 'hi'), { ok: false, retryable: true, message: 'Teams answered 502' });
 });
 
 test('teamsAdapter.send() retries a throttled or failing token endpoint, and fails permanently on a 200 without access_token', async (t) => {
@@ -295,14 +298,14 @@ test('teamsAdapter.send() retries a throttled or failing token endpoint, and fai
     json(res, 200, { token_type: 'Bearer' });
   });
   const adapter = createTeamsAdapter(options(server, { now: clock().now }));
-  assert.deepEqual(await adapter.send(PERSONAL, 'hi'), {
+  assert.deepEqual(await adapter.send(TO.personal, 'hi'), {
     ok: false,
     retryable: true,
     message: 'Bot Framework token request failed with HTTP 429: temporarily_unavailable: AADSTS50196: Loop detected',
     retryAfterMs: 5000,
   });
   answer = 'empty';
-  assert.deepEqual(await adapter.send(PERSONAL, 'hi'), { ok: false, retryable: false, message: 'Bot Framework token request failed with HTTP 200: no access_token' });
+  assert.deepEqual(await adapter.send(TO.personal, 'hi'), { ok: false, retryable: false, message: 'Bot Framework token request failed with HTTP 200: no access_token' });
 });
 
 test('teamsAdapter.send() succeeds without ids when the connector answers 200 with no id', async (t) => {
@@ -310,13 +313,13 @@ test('teamsAdapter.send() succeeds without ids when the connector answers 200 wi
     if (req.url.includes('/oauth2/')) return json(res, 200, { token_type: 'Bearer', expires_in: 3600, access_token: 't' });
     res.writeHead(200).end();
   });
-  assert.deepEqual(await createTeamsAdapter(options(server, { now: clock().now })).send(PERSONAL, 'hi'), { ok: true, value: { messageIds: [] } });
+  assert.deepEqual(await createTeamsAdapter(options(server, { now: clock().now })).send(TO.personal, 'hi'), { ok: true, value: { messageIds: [] } });
 });
 
 test('teamsAdapter.send() treats an unreachable connector as retryable', async (t) => {
   const nowhere = await closedUrl();
   const p = await platform(t);
-  const noConnector = await createTeamsAdapter({ ...options(p), serviceUrl: nowhere }).send(PERSONAL, 'hi');
+  const noConnector = await createTeamsAdapter({ ...options(p), serviceUrl: nowhere }).send(TO.personal, 'hi');
   assert.equal(!noConnector.ok && noConnector.retryable, true);
   assert.match(!noConnector.ok ? noConnector.message : '', /^Cannot reach the Bot Connector: /);
 });
@@ -331,12 +334,12 @@ test('createTeamsAdapter() asks the multi-tenant token endpoint by default and t
       : Response.json({ id: 'm' }, { status: 201 });
   }) as typeof fetch;
   const base = { appId: APP_ID, appPassword: APP_PASSWORD, serviceUrl: 'https://smba.trafficmanager.net/emea/', fetch: recording };
-  assert.equal((await createTeamsAdapter(base).send(PERSONAL, 'hi')).ok, true);
-  assert.equal((await createTeamsAdapter({ ...base, tenantId: 'contoso.onmicrosoft.com' }).send(PERSONAL, 'hi')).ok, true);
+  assert.equal((await createTeamsAdapter(base).send(TO.personal, 'hi')).ok, true);
+  assert.equal((await createTeamsAdapter({ ...base, tenantId: 'contoso.onmicrosoft.com' }).send(TO.personal, 'hi')).ok, true);
   assert.deepEqual(asked, [
     'https://login.microsoftonline.com/botframework.com/oauth2/v2.0/token',
-    `https://smba.trafficmanager.net/emea/v3/conversations/${encodeURIComponent(PERSONAL)}/activities`,
+    `https://smba.trafficmanager.net/emea/v3/conversations/${encodeURIComponent(TO.personal)}/activities`,
     'https://login.microsoftonline.com/contoso.onmicrosoft.com/oauth2/v2.0/token',
-    `https://smba.trafficmanager.net/emea/v3/conversations/${encodeURIComponent(PERSONAL)}/activities`,
+    `https://smba.trafficmanager.net/emea/v3/conversations/${encodeURIComponent(TO.personal)}/activities`,
   ]);
 });

@@ -104,12 +104,14 @@ test('signalAdapter.send() sends group:<id> as groupId, and uses a fresh request
 
 test('signalAdapter.send() fails permanently with signal-cli\'s words on a user error answered at HTTP 200', async (t) => {
   const daemon = await fake(t, signalCli);
-  const adapter = createSignalAdapter({ url: daemon.url, account: ACCOUNT });
-  assert.deepEqual(await adapter.send(UNREGISTERED, 'hi'), { ok: false, retryable: false, message: 'signal-cli error -1: Failed to send message' });
-  const stranger = createSignalAdapter({ url: daemon.url, account: '+15559999999' });
-  assert.deepEqual(await stranger.send(FRIEND, 'hi'), { ok: false, retryable: false, message: 'signal-cli error -32602: Specified account does not exist' });
+  const refusals = [
+    [ACCOUNT, UNREGISTERED, 'signal-cli error -1: Failed to send message'],
+    ['+15559999999', FRIEND, 'signal-cli error -32602: Specified account does not exist'],
+  ] as const;
+  for (const [account, to, message] of refusals) {
+    assert.deepEqual(await createSignalAdapter({ url: daemon.url, account }).send(to, 'hi'), { ok: false, retryable: false, message });
+  }
 });
-
 test('signalAdapter.send() retries rate limiting (error -5) after the longest retryAfterSeconds Signal gave', async (t) => {
   const daemon = await fake(t, signalCli);
   const adapter = createSignalAdapter({ url: daemon.url, account: ACCOUNT });
