@@ -2,7 +2,7 @@
 import { mkdtemp, realpath, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { TestContext } from 'node:test';
+import { after, type TestContext } from 'node:test';
 import { defer } from './_cleanup.ts';
 
 /** A fresh directory (its real path) that goes when test `t` ends, after everything registered later. */
@@ -20,4 +20,14 @@ export async function withDir<T>(fn: (dir: string) => Promise<T>, prefix = 'spec
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * A fresh directory (its real path) shared by every test of a file: awaited at the file's top
+ * level, it goes after the file's last test.
+ */
+export async function fileDir(prefix = 'spec-'): Promise<string> {
+  const dir = await realpath(await mkdtemp(join(tmpdir(), prefix)));
+  after(() => rm(dir, { recursive: true, force: true }));
+  return dir;
 }

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { chmod, mkdir, mkdtemp, realpath, rm, symlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { chmod, mkdir, symlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { test } from 'node:test';
 import type { Io } from '../lib/cli/io.ts';
 import { main } from '../lib/cli/main.ts';
 import { IS_DENO } from './_cli.ts';
+import { tempDir } from './_dir.ts';
 
 const METRICS_OFF = 'hooks-ingress check: note: GET /metrics is off (it answers 404): set gateway.auth.token to turn it on; scrape it with that token as Bearer\n';
 
@@ -16,8 +16,7 @@ async function check(
   setup: (dir: string, path: string) => Promise<void> = async () => {},
   env: Record<string, string> = {},
 ) {
-  const dir = await realpath(await mkdtemp(join(tmpdir(), 'hooks-check-')));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  const dir = await tempDir(t, 'hooks-check-');
   await mkdir(join(dir, 'hooks', 'transforms'), { recursive: true });
   for (const [name, source] of Object.entries(transforms)) await writeFile(join(dir, 'hooks', 'transforms', name), source);
   const path = join(dir, 'config.json');

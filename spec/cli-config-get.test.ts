@@ -1,17 +1,14 @@
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
+import { before, test } from 'node:test';
 import { keyName, parseKeyPath } from '../lib/cli/config-get.ts';
 import type { Io } from '../lib/cli/io.ts';
 import { main } from '../lib/cli/main.ts';
 import { runCli } from './_cli.ts';
+import { fileDir } from './_dir.ts';
 
-let dir: string;
-after(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
+const dir = await fileDir('hooks-config-get-');
 
 // JSONC with a comment and trailing commas, a ${NAME}, and a token in a file: what `node -p JSON.parse` could not read.
 const CONFIG = `{
@@ -30,7 +27,6 @@ async function get(args: string[], env: Record<string, string> = {}) {
 }
 
 before(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'hooks-config-get-'));
   await writeFile(join(dir, 'config.json'), CONFIG);
   await writeFile(join(dir, 'hooks-token'), 'token-from-the-file\n');
   await mkdir(join(dir, 'ws'));

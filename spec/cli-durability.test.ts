@@ -1,28 +1,21 @@
 // The state directory's guarantees, tried on real processes, real files and kill -9.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { chmod, mkdir, mkdtemp, readFile, rename, rm, utimes, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, rename, rm, utimes, writeFile } from 'node:fs/promises';
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { assertCleanStop, runCli, spawnServer, type Spawned } from './_cli.ts';
 import { post, send } from './_http.ts';
+import { fileDir } from './_dir.ts';
 
 const TOKEN = 'durability-token-0123456789abcdef';
 const AUTH = { authorization: `Bearer ${TOKEN}` };
 
-let tmp = '';
-let config = '';
-before(async () => {
-  tmp = await mkdtemp(join(tmpdir(), 'hooks-durability-'));
-  config = join(tmp, 'config.json');
-  await writeFile(config, JSON.stringify({ hooks: { enabled: true, token: TOKEN } }));
-});
-after(async () => {
-  await rm(tmp, { recursive: true, force: true });
-});
+const tmp = await fileDir('hooks-durability-');
+const config = join(tmp, 'config.json');
+await writeFile(config, JSON.stringify({ hooks: { enabled: true, token: TOKEN } }));
 
 // A server that is killed when its test ends, whatever happened in it.
 async function started(t: { after(fn: () => void): void }, args: readonly string[]): Promise<Spawned> {

@@ -1,7 +1,4 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import { escapeControls, markWrapped } from '../lib/cli/event-text.ts';
 import type { Io } from '../lib/cli/io.ts';
@@ -10,13 +7,13 @@ import { main } from '../lib/cli/main.ts';
 import { wrapUntrusted } from '../lib/untrusted/wrap.ts';
 import { Store } from '../lib/store/store.ts';
 import type { RunRecord, SessionEvent } from '../lib/store/records.ts';
+import { withDir } from './_dir.ts';
 
 const TIME = '2026-01-01T00:00:00.000Z';
 
 /** Runs `hooks-ingress events ARGS` over a state directory holding these event texts. */
 async function events(texts: { text: string; source: string }[], args: string[] = []): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'hooks-events-text-'));
-  try {
+  return withDir(async (dir) => {
     const { store } = await Store.open(dir, { idempotencyTtlMs: 60_000, now: () => Date.parse(TIME) });
     await store.commit({ events: texts.map((t) => ({ kind: 'system' as const, ...t })) });
     await store.close();
@@ -24,9 +21,7 @@ async function events(texts: { text: string; source: string }[], args: string[] 
     const io: Io = { stdout: (t) => void (stdout += t), stderr: () => {}, env: { HOME: dir } };
     assert.equal(await main(['events', '--state-dir', dir, ...args], io), 0);
     return stdout;
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
+  }, 'hooks-events-text-');
 }
 
 test('events shows CR, ESC, VT, FF, NEL, U+2028, U+2029 and other C0/C1 controls escaped; only \\n breaks a line', async () => {

@@ -1,23 +1,17 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { chmod, mkdir, readdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { loadConfig } from '../lib/config/load.ts';
 import { BACKOFF, companionArgs, companionEnv, findOnPath, INSTALL_HINT, serveCompanion, shellWord, STOP_GRACE_MS, type GmailDeps } from '../lib/cli/gmail-companion.ts';
 import { applyGmailSetup } from '../lib/cli/gmail-setup.ts';
 import { gmailCommand } from '../lib/cli/gmail.ts';
 import { RELAY_LIMITS } from '../lib/cli/relay.ts';
 import { captureIo } from './_io.ts';
+import { fileDir } from './_dir.ts';
 
-let tmp: string;
-before(async () => {
-  tmp = await mkdtemp(join(tmpdir(), 'hooks-gmail-'));
-});
-after(async () => {
-  await rm(tmp, { recursive: true, force: true });
-});
+const tmp = await fileDir('hooks-gmail-');
 
 let seq = 0;
 /** A fresh directory for one test. */

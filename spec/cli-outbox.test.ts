@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { formatEntry } from '../lib/cli/outbox.ts';
@@ -14,6 +13,7 @@ import { post } from './_http.ts';
 import { until } from './_until.ts';
 import { captureIo } from './_io.ts';
 import { main } from '../lib/cli/main.ts';
+import { tempDir } from './_dir.ts';
 
 // Forward mode as an operator runs it: spawned servers, kill -9, the outbox command (issue #14, part 3).
 
@@ -22,8 +22,7 @@ const UPSTREAM_TOKEN = 'outbox-spec-upstream-token-abcdef';
 const AUTH = { authorization: `Bearer ${TOKEN}` };
 
 async function setup(t: TestContext, fake: FakeGateway): Promise<{ args: string[]; state: string }> {
-  const dir = await mkdtemp(join(tmpdir(), 'outbox-spec-'));
-  defer(t, () => rm(dir, { recursive: true, force: true }));
+  const dir = await tempDir(t, 'outbox-spec-');
   const config = join(dir, 'config.json');
   // Forward mode needs no model, heartbeat or channel section.
   await writeFile(config, JSON.stringify({ hooks: { enabled: true, token: TOKEN, forward: { url: fake.url, token: '${UPSTREAM}' } } }));
@@ -198,8 +197,7 @@ test('outbox retry asks the running server over its control channel: an id that 
 });
 
 test('check names the keys forward mode leaves unused', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'outbox-check-'));
-  defer(t, () => rm(dir, { recursive: true, force: true }));
+  const dir = await tempDir(t, 'outbox-check-');
   const config = join(dir, 'config.json');
   await writeFile(config, JSON.stringify({
     hooks: { enabled: true, token: TOKEN, forward: { url: 'http://127.0.0.1:18789/hooks', token: 'x' } },
@@ -233,8 +231,7 @@ test('formatEntry() shows control characters in the hook name, the upstream run 
 });
 
 test('outbox retry with no server and no state directory says so and leaves nothing behind (a mistyped --state-dir is not created)', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'outbox-none-'));
-  defer(t, () => rm(dir, { recursive: true, force: true }));
+  const dir = await tempDir(t, 'outbox-none-');
   const missing = join(dir, 'typo');
   for (const args of [['--dead'], ['some-entry-id']]) {
     const { io, out } = captureIo({});
@@ -246,8 +243,7 @@ test('outbox retry with no server and no state directory says so and leaves noth
 });
 
 test('outbox with no state directory says so, as events and runs do, instead of listing nothing', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'outbox-none-'));
-  defer(t, () => rm(dir, { recursive: true, force: true }));
+  const dir = await tempDir(t, 'outbox-none-');
   const missing = join(dir, 'typo');
   const { io, out } = captureIo({});
   assert.equal(await main(['outbox', '--state-dir', missing], io), 1);

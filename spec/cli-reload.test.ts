@@ -4,9 +4,8 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { access, mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { access, mkdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { buildConfig } from '../lib/config/load.ts';
@@ -20,6 +19,7 @@ import { main } from '../lib/cli/main.ts';
 import { SIGNERS } from './_signers.ts';
 import { assertCleanStop, cliCommand, ROOT, runCli, spawnServer, type Spawned, serveState } from './_cli.ts';
 import { until } from './_until.ts';
+import { tempDir } from './_dir.ts';
 
 const OLD_TOKEN = 'reload-old-token-0123456789abcdef';
 const NEW_TOKEN = 'reload-new-token-fedcba9876543210';
@@ -36,8 +36,7 @@ interface Setup {
 }
 
 async function setup(t: TestContext, config: unknown): Promise<Setup> {
-  const dir = await mkdtemp(join(tmpdir(), 'ops-reload-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  const dir = await tempDir(t, 'ops-reload-');
   const path = join(dir, 'config.json');
   const write = (value: unknown) => writeFile(path, typeof value === 'string' ? value : JSON.stringify(value, null, 2));
   await write(config);
@@ -189,8 +188,7 @@ test('a transform edited on disk is re-imported after a reload, not before (the 
 // The worker pool behind a reload, in-process: a pool replaced by a reload (a new transforms folder
 // or time budget) must let the calls already on it finish, whatever their time budget.
 test('TransformReloader.configure() replacing the pool lets a call in flight on the old pool finish', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'ops-reload-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  const dir = await tempDir(t, 'ops-reload-');
   const root = join(dir, 'hooks', 'transforms');
   await mkdir(root, { recursive: true });
   await writeFile(
@@ -236,8 +234,7 @@ export default async ({ payload }) => {
 });
 
 test('TransformReloader.call() without a mapping that needs a transform answers load-failed, and close() stops every pool', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'ops-reload-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  const dir = await tempDir(t, 'ops-reload-');
   const built = await buildConfig({ hooks: { enabled: true, token: OLD_TOKEN } }, { file: null, env: {}, dir });
   assert.ok(built.ok);
   const pool = new TransformReloader(silentLogger);
@@ -350,8 +347,7 @@ test('serve writes its pid to the pid file in the state directory while it runs 
 });
 
 test('hooks-ingress reload with no running server exits 1 and names the state directory it looked in', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'ops-reload-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  const dir = await tempDir(t, 'ops-reload-');
   const result = await runCli(['reload', '--state-dir', dir]);
   assert.equal(result.code, 1);
   assert.equal(result.stdout, '');
@@ -362,8 +358,7 @@ test('hooks-ingress reload with no running server exits 1 and names the state di
 // reload must never signal it (it used to send that process SIGHUP, which ends a process without a handler).
 for (const content of ['live', '', '0\n', 'abc\n', '12x\n']) {
   test(`hooks-ingress reload with a pid file holding ${content === 'live' ? 'the pid of an unrelated live process' : JSON.stringify(content)} exits 1 and signals nothing`, async (t) => {
-    const dir = await mkdtemp(join(tmpdir(), 'ops-reload-'));
-    t.after(() => rm(dir, { recursive: true, force: true }));
+    const dir = await tempDir(t, 'ops-reload-');
     const bystander = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
     t.after(() => void (bystander.exitCode === null && bystander.signalCode === null && bystander.kill('SIGKILL')));
     await writeFile(join(dir, PID_FILE), content === 'live' ? `${bystander.pid}\n` : content);

@@ -2,8 +2,7 @@
 // secret runs exactly once after the secret is fixed; a template typo fixed gives the replayed run
 // the corrected message; a Stripe event older than the tolerance replays only with --force; bulk replay asks first.
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { main } from '../lib/cli/main.ts';
@@ -14,6 +13,7 @@ import { post } from './_http.ts';
 import { captureIo } from './_io.ts';
 import { githubExample, SIGNERS } from './_signers.ts';
 import { until } from './_until.ts';
+import { tempDir } from './_dir.ts';
 
 const TOKEN = 'replay-cli-token-0123456789abcdef';
 
@@ -24,8 +24,7 @@ interface Setup {
 }
 
 async function setup(t: TestContext, mappings: unknown[]): Promise<Setup> {
-  const dir = await mkdtemp(join(tmpdir(), 'cli-replay-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  const dir = await tempDir(t, 'cli-replay-');
   const config = join(dir, 'config.json');
   const write = (list: unknown[]) => writeFile(config, JSON.stringify({ hooks: { enabled: true, token: TOKEN, mappings: list } }));
   await write(mappings);

@@ -1,8 +1,7 @@
 // `hooks-ingress requests` against a real server process: what arrived is listed (filters, --json,
 // --follow), one entry is shown in full and safe for a terminal, and bad input gets one short line.
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { main } from '../lib/cli/main.ts';
@@ -11,6 +10,7 @@ import { post } from './_http.ts';
 import { captureIo } from './_io.ts';
 import { SIGNERS } from './_signers.ts';
 import { until } from './_until.ts';
+import { tempDir } from './_dir.ts';
 
 const TOKEN = 'requests-cli-token-0123456789abcdef';
 const GH_SECRET = 'requests-cli-github-secret';
@@ -22,8 +22,7 @@ interface Setup {
 }
 
 async function setup(t: TestContext, extra: Record<string, unknown> = {}): Promise<Setup> {
-  const dir = await mkdtemp(join(tmpdir(), 'cli-requests-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  const dir = await tempDir(t, 'cli-requests-');
   const config = join(dir, 'config.json');
   const mappings = [
     { match: { path: 'notes' }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'note {{title}}', allowUnsafeExternalContent: true },

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import type { Io } from '../lib/cli/io.ts';
 import { main } from '../lib/cli/main.ts';
 import { waitingFor } from '../lib/cli/send.ts';
 import { fake, json } from './_fake-server.ts';
+import { tempDir } from './_dir.ts';
 
 test('send says what it is waiting for when the platform has not answered after a second', async (t) => {
   const out = { stdout: '', stderr: '' };
@@ -14,8 +14,7 @@ test('send says what it is waiting for when the platform has not answered after 
   const noticed = new Promise<void>((resolve) => (heard = resolve));
   // The stand-in Telegram holds the request until the notice is out, then answers: no clock in the test.
   const telegram = await fake(t, (_req, res) => void noticed.then(() => json(res, 200, { ok: true, result: { message_id: 7 } })));
-  const dir = await mkdtemp(join(tmpdir(), 'hooks-send-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  const dir = await tempDir(t, 'hooks-send-');
   const path = join(dir, 'config.json');
   await writeFile(path, JSON.stringify({ channels: { telegram: { botToken: '123:abc', apiBase: telegram.url, defaultTo: '42' } } }));
   const io: Io = {
@@ -33,8 +32,7 @@ test('send says what it is waiting for when the platform has not answered after 
 
 test('a send that is answered at once prints no waiting notice', async (t) => {
   const telegram = await fake(t, (_req, res) => json(res, 200, { ok: true, result: { message_id: 8 } }));
-  const dir = await mkdtemp(join(tmpdir(), 'hooks-send-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  const dir = await tempDir(t, 'hooks-send-');
   const path = join(dir, 'config.json');
   await writeFile(path, JSON.stringify({ channels: { telegram: { botToken: '123:abc', apiBase: telegram.url } } }));
   const out = { stdout: '', stderr: '' };

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { chmod, mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { chmod, mkdir, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import type { Io } from '../lib/cli/io.ts';
@@ -11,8 +10,7 @@ import { until } from './_until.ts';
 
 /** Starts `serve` in-process on a free port; resolves once it listens, with what it wrote so far and a stop. */
 async function serveOnce(t: TestContext, args: string[], stderrIsTerminal: boolean) {
-  const dir = await mkdtemp(join(tmpdir(), 'hooks-serve-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  const dir = await tempDir(t, 'hooks-serve-');
   const path = join(dir, 'config.json');
   await writeFile(path, JSON.stringify({ hooks: { enabled: true, token: 'a-token-for-serve' } }), { mode: 0o600 });
   const out = { stdout: '', stderr: '' };

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import type { Io } from '../lib/cli/io.ts';
@@ -11,6 +10,7 @@ import { defer } from './_cleanup.ts';
 import { fake } from './_fake-server.ts';
 import { assertCleanStop, runCli, spawnServer } from './_cli.ts';
 import { githubExample } from './_signers.ts';
+import { tempDir } from './_dir.ts';
 
 const TOKEN = 'spec-sign-token-0a1b2c3d4e5f67890';
 
@@ -22,8 +22,7 @@ const MAPPINGS = [
 ];
 
 async function setup(t: TestContext): Promise<{ dir: string; config: string; body: string }> {
-  const dir = await mkdtemp(join(tmpdir(), 'cli-sign-spec-'));
-  defer(t, () => rm(dir, { recursive: true, force: true }));
+  const dir = await tempDir(t, 'cli-sign-spec-');
   const config = join(dir, 'config.json');
   await writeFile(config, JSON.stringify({ hooks: { enabled: true, token: TOKEN, mappings: MAPPINGS }, state: { dir: join(dir, 'state') }, gateway: { port: 0 } }));
   const body = join(dir, 'push.json');

@@ -1,8 +1,7 @@
 // `hooks-ingress try` and `requests replay --dry-run`: what a request would become, asked of the
 // running server or, with none, tried here with the same transform sandbox; nothing is enqueued.
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { main } from '../lib/cli/main.ts';
@@ -12,6 +11,7 @@ import { serveState } from './_cli.ts';
 import { post } from './_http.ts';
 import { captureIo } from './_io.ts';
 import { until } from './_until.ts';
+import { tempDir } from './_dir.ts';
 
 const TOKEN = 'try-cli-token-0123456789abcdef';
 const PUSH = { pusher: { name: 'octocat' }, repository: { name: 'hello' }, kind: 'push' };
@@ -24,8 +24,7 @@ interface Setup {
 }
 
 async function setup(t: TestContext): Promise<Setup> {
-  const dir = await mkdtemp(join(tmpdir(), 'cli-try-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  const dir = await tempDir(t, 'cli-try-');
   await mkdir(join(dir, 'hooks', 'transforms'), { recursive: true });
   await writeFile(join(dir, 'hooks', 'transforms', 'shout.mjs'), 'export default ({ payload }) => ({ kind: "wake", text: `LOUD ${payload.repository.name}` });\n');
   await writeFile(join(dir, 'hooks', 'transforms', 'boom.mjs'), 'export default () => { throw new Error("transform blew up"); };\n');

@@ -1,22 +1,16 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { formatEvent } from '../lib/cli/event-text.ts';
 import { main, version } from '../lib/cli/main.ts';
 import { assertCleanStop, runCli, spawnServer } from './_cli.ts';
 import { captureIo } from './_io.ts';
+import { fileDir, tempDir } from './_dir.ts';
 
 const TOKEN = 'cli-test-token-0123456789abcdef';
 
-let tmp: string;
-before(async () => {
-  tmp = await mkdtemp(join(tmpdir(), 'hooks-cli-'));
-});
-after(async () => {
-  await rm(tmp, { recursive: true, force: true });
-});
+const tmp = await fileDir('hooks-cli-');
 
 /** An Io that collects output; `env` isolates config and state under a fresh directory. */
 function capture(env: Record<string, string> = {}, signal?: AbortSignal) {
@@ -262,8 +256,7 @@ describe('hooks-ingress as a process', () => {
 });
 
 test('main(): a state directory that is a file is one line naming the path and why, not a stack trace, for every command that reads or takes it', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'cli-file-state-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  const dir = await tempDir(t, 'cli-file-state-');
   const file = join(dir, 'not-a-dir');
   await writeFile(file, 'x');
   for (const argv of [['events'], ['runs'], ['outbox'], ['outbox', 'retry', '--dead'], ['requests']]) {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -7,6 +7,7 @@ import { buildConfig } from '../lib/config/load.ts';
 import type { Config } from '../lib/config/types.ts';
 import { readinessWarnings } from '../lib/config/readiness.ts';
 import { DENO_PATH } from './_children.ts';
+import { tempDir } from './_dir.ts';
 
 async function config(raw: unknown): Promise<Config> {
   const result = await buildConfig(raw, { file: null, env: {}, dir: tmpdir() });
@@ -45,26 +46,22 @@ test('forward mode needs neither a model nor a channel here: the upstream gatewa
   assert.deepEqual(readinessWarnings(forwarding), []);
 });
 
-test('transforms on a Node server draw one line naming what stays open (network, signals) and the setting that closes it', async () => {
-  const dir = await mkdtemp(join(tmpdir(), 'readiness-'));
-  try {
-    await mkdir(join(dir, 'hooks', 'transforms'), { recursive: true });
-    await writeFile(join(dir, 'hooks', 'transforms', 't.js'), 'export default () => null;\n');
-    const raw = (extra: object) => ({ hooks: { enabled: true, token: 't', ...extra, mappings: [{ match: { path: 'x' }, transform: { module: 't.js' } }] }, ...READY });
-    const built = await buildConfig(raw({}), { file: null, env: {}, dir });
-    assert.ok(built.ok, built.ok ? '' : built.problems.join('\n'));
-    assert.deepEqual(readinessWarnings(built.config, false), [
-      'transforms run on Node, whose permission model leaves the network and signals open: a transform can connect to any address ' +
-        '(loopback services included) and stop, reload or restart the server with a signal; set hooks.transformRuntime to "deno" to close both',
-    ]);
-    // A Deno server's children are Deno's; and the setting closes it on Node.
-    assert.deepEqual(readinessWarnings(built.config, true), []);
-    const onDeno = await buildConfig(raw({ transformRuntime: 'deno', transformDenoPath: DENO_PATH }), { file: null, env: {}, dir });
-    assert.ok(onDeno.ok, onDeno.ok ? '' : onDeno.problems.join('\n'));
-    assert.deepEqual(readinessWarnings(onDeno.config, false), []);
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
+test('transforms on a Node server draw one line naming what stays open (network, signals) and the setting that closes it', async (t) => {
+  const dir = await tempDir(t, 'readiness-');
+  await mkdir(join(dir, 'hooks', 'transforms'), { recursive: true });
+  await writeFile(join(dir, 'hooks', 'transforms', 't.js'), 'export default () => null;\n');
+  const raw = (extra: object) => ({ hooks: { enabled: true, token: 't', ...extra, mappings: [{ match: { path: 'x' }, transform: { module: 't.js' } }] }, ...READY });
+  const built = await buildConfig(raw({}), { file: null, env: {}, dir });
+  assert.ok(built.ok, built.ok ? '' : built.problems.join('\n'));
+  assert.deepEqual(readinessWarnings(built.config, false), [
+    'transforms run on Node, whose permission model leaves the network and signals open: a transform can connect to any address ' +
+      '(loopback services included) and stop, reload or restart the server with a signal; set hooks.transformRuntime to "deno" to close both',
+  ]);
+  // A Deno server's children are Deno's; and the setting closes it on Node.
+  assert.deepEqual(readinessWarnings(built.config, true), []);
+  const onDeno = await buildConfig(raw({ transformRuntime: 'deno', transformDenoPath: DENO_PATH }), { file: null, env: {}, dir });
+  assert.ok(onDeno.ok, onDeno.ok ? '' : onDeno.problems.join('\n'));
+  assert.deepEqual(readinessWarnings(onDeno.config, false), []);
 });
 
 test('no transform, no transform line', async () => {

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import type { Io } from '../lib/cli/io.ts';
 import { main } from '../lib/cli/main.ts';
 import { urlCredentials } from '../lib/config/url-credentials.ts';
+import { tempDir } from './_dir.ts';
 
 const RULE = 'must not hold a user or password in the URL (user:password@host); put the credential in the key meant for it';
 
@@ -33,8 +33,7 @@ test('urlCredentials() walks a value nested 10,000 arrays deep without overflowi
 });
 
 test('check refuses a URL with user:password, names the key, and never prints the password', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'hooks-url-credentials-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  const dir = await tempDir(t, 'hooks-url-credentials-');
   const path = join(dir, 'config.json');
   await writeFile(path, JSON.stringify({ hooks: { enabled: true, token: 'a-token-for-check', forward: { url: 'https://bob:${UP_PASSWORD}@up.example/hooks', token: 'upstream-token' } } }));
   const out = { stdout: '', stderr: '' };

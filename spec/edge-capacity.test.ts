@@ -1,7 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { buildConfig } from '../lib/config/load.ts';
 import type { Config } from '../lib/config/types.ts';
@@ -9,6 +7,8 @@ import { admitEvents, reserveRuns, unavailable, type RunQueue } from '../lib/edg
 import { HttpError } from '../lib/errors.ts';
 import { Store } from '../lib/store/store.ts';
 import { JournalReplacedError } from '../lib/store/journal.ts';
+import { tempDir } from './_dir.ts';
+import { defer } from './_cleanup.ts';
 
 async function config(hooks: Record<string, unknown>): Promise<Config> {
   const built = await buildConfig({ hooks: { enabled: true, token: 'admission-token-0123456789', ...hooks } }, { file: null, env: {}, dir: tmpdir() });
@@ -17,12 +17,9 @@ async function config(hooks: Record<string, unknown>): Promise<Config> {
 }
 
 async function store(t: TestContext): Promise<Store> {
-  const dir = await mkdtemp(join(tmpdir(), 'admission-'));
+  const dir = await tempDir(t, 'admission-');
   const { store } = await Store.open(dir, { idempotencyTtlMs: 60_000 });
-  t.after(async () => {
-    await store.close();
-    await rm(dir, { recursive: true, force: true });
-  });
+  defer(t, () => store.close());
   return store;
 }
 

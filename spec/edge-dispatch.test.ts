@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { buildConfig } from '../lib/config/load.ts';
@@ -9,10 +8,10 @@ import { HttpError } from '../lib/errors.ts';
 import { silentLogger } from './_app.ts';
 import { Store } from '../lib/store/store.ts';
 import type { RunRecord } from '../lib/store/records.ts';
+import { tempDir } from './_dir.ts';
 
 async function setup(t: TestContext, raw: Record<string, unknown> = {}, depth = 0) {
-  const dir = await mkdtemp(join(tmpdir(), 'dispatch-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  const dir = await tempDir(t, 'dispatch-');
   // A transform module for the mappings that name one; the spec's fake runner never loads it.
   await mkdir(join(dir, 'hooks', 'transforms'), { recursive: true });
   await writeFile(join(dir, 'hooks', 'transforms', 'skip.js'), 'export default () => null;');

@@ -3,15 +3,15 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { get } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { IS_DENO, onPath, ROOT } from './_cli.ts';
+import { tempDir } from './_dir.ts';
 
 const ACTIVATE = onPath('systemd-socket-activate');
 
@@ -40,8 +40,8 @@ test(
     // Deno as the child does work: the systemd-socket-activate test below runs it.
     skip: IS_DENO ? "a Deno parent cannot pass a listening socket's fd to a child" : process.platform === 'win32' ? 'no /bin/sh or fd passing on Windows' : false,
   },
-  async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'hooks-ingress-activation-'));
+  async (t) => {
+    const dir = await tempDir(t, 'hooks-ingress-activation-');
     const listener = createServer();
     let child: ChildProcess | undefined;
     try {
@@ -73,7 +73,6 @@ test(
     } finally {
       listener.close();
       await _stop(child);
-      await rm(dir, { recursive: true, force: true });
     }
   },
 );
@@ -81,8 +80,8 @@ test(
 test(
   'inheritedListenFd(): a child started by systemd-socket-activate serves on the socket systemd bound',
   { skip: ACTIVATE ? false : 'systemd-socket-activate is not installed' },
-  async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'hooks-ingress-activation-'));
+  async (t) => {
+    const dir = await tempDir(t, 'hooks-ingress-activation-');
     let child: ChildProcess | undefined;
     try {
       const script = await _script(dir);
@@ -98,7 +97,6 @@ test(
       assert.deepEqual(answer, { pid: activate.pid, fd: 3 });
     } finally {
       await _stop(child);
-      await rm(dir, { recursive: true, force: true });
     }
   },
 );

@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { accessSync, constants, readFileSync } from 'node:fs';
-import { chmod, copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { chmod, copyFile, mkdir, writeFile } from 'node:fs/promises';
 import { delimiter, dirname, join } from 'node:path';
 import { test } from 'node:test';
 import { DRAIN_MS } from '../lib/cli/serve.ts';
 import { DEFAULTS } from '../lib/config/normalise.ts';
 import { inheritedListenFd, unsetListenEnv } from '../lib/edge/systemd.ts';
 import { ROOT } from './_cli.ts';
+import { tempDir } from './_dir.ts';
 
 const SERVICE = 'contrib/systemd/hooks-ingress.service';
 const SOCKET = 'contrib/systemd/hooks-ingress.socket';
@@ -78,34 +78,30 @@ test(
   },
 );
 
-test('systemd-analyze verify finds no problem in the service and socket units', { skip: ANALYZE_SKIP }, async () => {
+test('systemd-analyze verify finds no problem in the service and socket units', { skip: ANALYZE_SKIP }, async (t) => {
   // verify checks that each command exists, so it runs against a scratch root holding the units, stubs
   // at the commands' paths, and the one system unit (sysinit.target) that the default dependencies
   // need resolved; without --root it would look for them on this machine.
-  const root = await mkdtemp(join(tmpdir(), 'hooks-ingress-verify-'));
-  try {
-    const units = join(root, 'etc/systemd/system');
-    await mkdir(units, { recursive: true });
-    for (const unit of [SERVICE, SOCKET]) await copyFile(join(ROOT, unit), join(units, unit.slice(unit.lastIndexOf('/') + 1)));
-    await writeFile(join(units, 'sysinit.target'), '[Unit]\nDescription=stub\n');
-    const commands = [..._values(SERVICE, 'ExecStart'), ..._values(SERVICE, 'ExecReload')];
-    assert.ok(commands.length > 0);
-    for (const command of commands) {
-      const binary = join(root, command.split(' ')[0]!);
-      await mkdir(dirname(binary), { recursive: true });
-      await writeFile(binary, '#!/bin/sh\n');
-      await chmod(binary, 0o755);
-    }
-    const run = spawnSync('systemd-analyze', ['verify', '--man=no', `--root=${root}`, 'hooks-ingress.service', 'hooks-ingress.socket'], {
-      cwd: ROOT,
-      encoding: 'utf8',
-    });
-    assert.equal(run.error, undefined, 'systemd-analyze did not run');
-    assert.equal(`${run.stdout}${run.stderr}`.trim(), '', 'systemd-analyze verify reported problems');
-    assert.equal(run.status, 0);
-  } finally {
-    await rm(root, { recursive: true, force: true });
+  const root = await tempDir(t, 'hooks-ingress-verify-');
+  const units = join(root, 'etc/systemd/system');
+  await mkdir(units, { recursive: true });
+  for (const unit of [SERVICE, SOCKET]) await copyFile(join(ROOT, unit), join(units, unit.slice(unit.lastIndexOf('/') + 1)));
+  await writeFile(join(units, 'sysinit.target'), '[Unit]\nDescription=stub\n');
+  const commands = [..._values(SERVICE, 'ExecStart'), ..._values(SERVICE, 'ExecReload')];
+  assert.ok(commands.length > 0);
+  for (const command of commands) {
+    const binary = join(root, command.split(' ')[0]!);
+    await mkdir(dirname(binary), { recursive: true });
+    await writeFile(binary, '#!/bin/sh\n');
+    await chmod(binary, 0o755);
   }
+  const run = spawnSync('systemd-analyze', ['verify', '--man=no', `--root=${root}`, 'hooks-ingress.service', 'hooks-ingress.socket'], {
+    cwd: ROOT,
+    encoding: 'utf8',
+  });
+  assert.equal(run.error, undefined, 'systemd-analyze did not run');
+  assert.equal(`${run.stdout}${run.stderr}`.trim(), '', 'systemd-analyze verify reported problems');
+  assert.equal(run.status, 0);
 });
 
 // The values of one key in a unit file, in order; these units use no line continuations.

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { request, type ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,6 +11,7 @@ import { spawnServer, type Spawned } from './_cli.ts';
 import { json, listenJson } from './_fake-server.ts';
 import { post, send } from './_http.ts';
 import { until } from './_until.ts';
+import { tempDir } from './_dir.ts';
 
 // waitForCompletion end to end: a spawned server, a local OpenAI-compatible model that answers
 // when the spec says so (issue #14, part 2).
@@ -48,8 +49,7 @@ async function model(t: TestContext): Promise<Model> {
 }
 
 async function serve(t: TestContext, hooks: Record<string, unknown>, m: Model, dir?: string, extra: Record<string, unknown> = {}): Promise<{ server: Spawned; dir: string; args: string[] }> {
-  const base = dir ?? (await mkdtemp(join(tmpdir(), 'wait-spec-')));
-  if (dir === undefined) defer(t, () => rm(base, { recursive: true, force: true }));
+  const base = dir ?? (await tempDir(t, 'wait-spec-'));
   const config = join(base, 'config.json');
   await writeFile(
     config,

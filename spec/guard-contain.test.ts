@@ -1,19 +1,16 @@
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, realpath, rm, symlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
+import { before, test } from 'node:test';
 import { resolveInside, resolveModule } from '../lib/guard/contain.ts';
+import { fileDir } from './_dir.ts';
 
 // base/root is the transforms root; base/outside is a sibling it must not reach.
-let base = '';
-let root = '';
-let outside = '';
+const base = await fileDir('hooks-contain-');
+const root = join(base, 'root');
+const outside = join(base, 'outside');
 
 before(async () => {
-  base = await realpath(await mkdtemp(join(tmpdir(), 'hooks-contain-')));
-  root = join(base, 'root');
-  outside = join(base, 'outside');
   await mkdir(join(root, 'lib'), { recursive: true });
   await mkdir(outside);
   await writeFile(join(root, 'a.js'), 'export default () => 1;\n');
@@ -27,10 +24,6 @@ before(async () => {
   await symlink(join(root, 'loop-b'), join(root, 'loop-a'));
   await symlink(join(root, 'loop-a'), join(root, 'loop-b'));
   await symlink(join(base, 'root'), join(base, 'root-link'));
-});
-
-after(async () => {
-  await rm(base, { recursive: true, force: true });
 });
 
 test('resolveInside() accepts a relative path inside the root and answers its real path', async () => {

@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, realpath, rename, rm, symlink, unlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, rename, symlink, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { PassThrough } from 'node:stream';
@@ -10,6 +9,7 @@ import { startChild, type Runtime } from '../lib/hooks/transforms/child.ts';
 import { createTransformChildPool, OUTPUT_BYTES_PER_SECOND } from '../lib/hooks/transforms/child-pool.ts';
 import type { TransformChildPool, TransformChildPoolOptions } from '../lib/hooks/transforms/child-pool.ts';
 import { CHILD_RUNTIMES } from './_children.ts';
+import { fileDir } from './_dir.ts';
 
 const fixtures: Record<string, string> = {
   'default.js': 'export default ({ payload }) => ({ doubled: payload.n * 2 });',
@@ -42,22 +42,16 @@ const fixtures: Record<string, string> = {
 };
 
 const input = { payload: { n: 21 }, headers: { 'x-a': 'b' }, query: { q: 'c' }, path: '/hooks/github' };
-let base = '';
-let root = '';
+const base = await fileDir('hooks-transforms-');
+const root = join(base, 'transforms');
 
 before(async () => {
-  base = await realpath(await mkdtemp(join(tmpdir(), 'hooks-transforms-')));
-  root = join(base, 'transforms');
   await mkdir(join(root, 'dir'), { recursive: true });
   await mkdir(join(base, 'outside'));
   for (const [name, source] of Object.entries(fixtures)) await writeFile(join(root, name), source + '\n');
   await writeFile(join(root, 'dir', 'nested.js'), 'export default () => "inside";\n');
   await writeFile(join(base, 'outside', 'nested.js'), 'export default () => "outside";\n');
   await symlink(join(root, 'default.js'), join(root, 'alias.js'));
-});
-
-after(async () => {
-  await rm(base, { recursive: true, force: true });
 });
 
 async function withPool(options: Partial<TransformChildPoolOptions>, body: (runner: TransformChildPool) => Promise<void>): Promise<void> {

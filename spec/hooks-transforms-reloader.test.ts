@@ -1,15 +1,15 @@
 import assert from 'node:assert/strict';
-import { access, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { access, mkdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { buildConfig } from '../lib/config/load.ts';
 import type { Config } from '../lib/config/types.ts';
 import { checkTransforms } from '../lib/hooks/transforms/reloader.ts';
+import { tempDir } from './_dir.ts';
 
 async function configWith(t: TestContext, modules: Record<string, string>, mappings: unknown[]): Promise<Config> {
-  const dir = await mkdtemp(join(tmpdir(), 'transform-pool-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  const dir = await tempDir(t, 'transform-pool-');
   await mkdir(join(dir, 'hooks', 'transforms'), { recursive: true });
   for (const [name, source] of Object.entries(modules)) await writeFile(join(dir, 'hooks', 'transforms', name), source);
   const built = await buildConfig({ hooks: { enabled: true, token: 'pool-token-0123456789', mappings } }, { file: null, env: {}, dir });

@@ -1,18 +1,18 @@
 import assert from 'node:assert/strict';
 import { spawn, type StdioOptions } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
-import { access, mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
+import { access, mkdir, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import { childCommand, rootProblem, type Runtime } from '../lib/hooks/transforms/child.ts';
 import { createTransformChildPool, type TransformChildPool, type TransformChildPoolOptions } from '../lib/hooks/transforms/child-pool.ts';
 import { readEvents } from '../lib/store/read.ts';
 import { CHILD_RUNTIMES, DENO_PATH } from './_children.ts';
 import { cliCommand, IS_DENO, listening, ROOT } from './_cli.ts';
 import { post } from './_http.ts';
+import { fileDir, tempDir } from './_dir.ts';
 
 // Each probe tries one forbidden thing and says what happened: "denied: <code>" when the runtime
 // refused it, anything else when it got through.
@@ -40,20 +40,16 @@ const probes: Record<string, string> = {
   'trivial.js': 'export default ({ payload }) => ({ kind: "wake", text: "hello " + payload.name });',
 };
 
-let base = '';
-let root = '';
+const base = await fileDir('hooks-sandbox-');
+const root = join(base, 'hooks', 'transforms');
 const input = (payload: Record<string, unknown> = {}) => ({ payload, headers: {}, query: {}, path: 'probe' });
 
 before(async () => {
-  base = await realpath(await mkdtemp(join(tmpdir(), 'hooks-sandbox-')));
-  root = join(base, 'hooks', 'transforms');
   await mkdir(root, { recursive: true });
   await writeFile(join(base, 'config.json'), '{ "hooks": { "token": "config-secret-0123456789" } }\n');
   await writeFile(join(base, 'outside.js'), 'export default () => "outside ran";\n');
   for (const [name, source] of Object.entries(probes)) await writeFile(join(root, name), source);
 });
-
-after(() => rm(base, { recursive: true, force: true }));
 
 /** The specs that start real children, run once per runtime a child can run on (see _children.ts). */
 function suite(runtime: Runtime): void {
@@ -232,8 +228,7 @@ export default () => ({ text: JSON.stringify({
 
 for (const { name, runtime } of CHILD_RUNTIMES) {
   test(`serve with transforms on ${name}: a transform reads neither a descriptor the server inherited nor its /proc entries${name === 'deno' ? ', and cannot signal it' : ''}`, async (t) => {
-    const dir = await realpath(await mkdtemp(join(tmpdir(), 'hooks-reach-')));
-    t.after(() => rm(dir, { recursive: true, force: true }));
+    const dir = await tempDir(t, 'hooks-reach-');
     await mkdir(join(dir, 'hooks', 'transforms'), { recursive: true });
     await writeFile(join(dir, 'hooks', 'transforms', 'reach.js'), REACH);
     const secret = join(dir, 'launcher-secret.txt');

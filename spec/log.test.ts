@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { EventEmitter, once } from 'node:events';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { bufferLines, createLogger, flushOnExit, formatJson, type LogFields } from '../lib/log.ts';
 import { IS_DENO } from './_cli.ts';
+import { tempDir } from './_dir.ts';
 
 test('createLogger() writes one JSON object per line with time, level, message and fields', () => {
   const lines: string[] = [];
@@ -89,8 +89,7 @@ test('flushOnExit() flushes on exit and before an uncaught error is reported, an
 
 // A real process: what reaches its stderr when it exits, dies of an uncaught error, or is killed.
 async function _logThenEnd(t: TestContext, end: 'exit' | 'throw' | 'reject' | 'kill'): Promise<{ stderr: string; code: number | null; signal: string | null }> {
-  const dir = await mkdtemp(join(tmpdir(), 'log-test-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  const dir = await tempDir(t, 'log-test-');
   const module = IS_DENO ? new URL('../lib/log.ts', import.meta.url).href : new URL('../dist/log.js', import.meta.url).href;
   const script = join(dir, 'child.mjs');
   await writeFile(

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { accessSync, constants, readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { test } from 'node:test';
@@ -15,6 +15,7 @@ import { GMAIL_DEFAULTS } from '../lib/cli/gmail-companion.ts';
 import { MAX_FOR_EACH } from '../lib/hooks/mappings.ts';
 import { parseJsonc } from '../lib/config/jsonc.ts';
 import { ROOT } from './_cli.ts';
+import { tempDir } from './_dir.ts';
 
 const PAGE = 'man/hooks-ingress.1';
 const CONFIG_PAGE = 'man/hooks-ingress.json.5';
@@ -130,36 +131,32 @@ test('hooks-ingress.json.5 states the defaults and value sets of the code', () =
   for (const value of [...CHANNELS, ...THINKING_LEVELS]) assert.ok(page.includes(`"${value}"`), `the page names ${JSON.stringify(value)}`);
 });
 
-test('the configuration files in EXAMPLES of hooks-ingress.json.5 validate, using documented keys only', async () => {
+test('the configuration files in EXAMPLES of hooks-ingress.json.5 validate, using documented keys only', async (t) => {
   const examples = _literals(_section(configSource.split('\n'), 'EXAMPLES')).filter((block) => block.startsWith('{'));
   assert.ok(examples.length >= 2, 'EXAMPLES holds a complete file and a file for the systemd service');
-  const dir = await mkdtemp(join(tmpdir(), 'hooks-ingress-man-'));
-  try {
-    await mkdir(join(dir, 'hooks', 'transforms'), { recursive: true });
-    await writeFile(join(dir, 'hooks', 'transforms', 'github.mjs'), 'export default () => null;\n');
-    await mkdir(join(dir, 'credentials'));
-    await writeFile(join(dir, 'credentials', 'hooks-token'), 'credential-token\n');
-    const env = {
-      HOOKS_TOKEN: 'hook-token',
-      GATEWAY_TOKEN: 'gateway-token',
-      ANTHROPIC_API_KEY: 'anthropic-key',
-      OPENAI_API_KEY: 'openai-key',
-      TELEGRAM_BOT_TOKEN: '123456:telegram-token',
-      CREDENTIALS_DIRECTORY: join(dir, 'credentials'),
-    };
-    const documented = _configKeys().map((key) => new RegExp(`^${_escape(key).replace(/<id>/g, '[^.]+')}$`));
-    for (const example of examples) {
-      const parsed = parseJsonc(example);
-      assert.ok(parsed.ok, `the example parses: ${parsed.ok ? '' : parsed.error}`);
-      const result = await buildConfig(parsed.value, { file: join(dir, 'config.json'), env });
-      assert.deepEqual(result.ok ? [] : result.problems, []);
-      // An example should not teach a file that draws warnings either (a model without its provider).
-      assert.deepEqual(result.ok && 'warnings' in result ? result.warnings : [], []);
-      const undocumented = _leaves(parsed.value, '').filter((path) => !documented.some((re) => re.test(path)));
-      assert.deepEqual(undocumented, []);
-    }
-  } finally {
-    await rm(dir, { recursive: true, force: true });
+  const dir = await tempDir(t, 'hooks-ingress-man-');
+  await mkdir(join(dir, 'hooks', 'transforms'), { recursive: true });
+  await writeFile(join(dir, 'hooks', 'transforms', 'github.mjs'), 'export default () => null;\n');
+  await mkdir(join(dir, 'credentials'));
+  await writeFile(join(dir, 'credentials', 'hooks-token'), 'credential-token\n');
+  const env = {
+    HOOKS_TOKEN: 'hook-token',
+    GATEWAY_TOKEN: 'gateway-token',
+    ANTHROPIC_API_KEY: 'anthropic-key',
+    OPENAI_API_KEY: 'openai-key',
+    TELEGRAM_BOT_TOKEN: '123456:telegram-token',
+    CREDENTIALS_DIRECTORY: join(dir, 'credentials'),
+  };
+  const documented = _configKeys().map((key) => new RegExp(`^${_escape(key).replace(/<id>/g, '[^.]+')}$`));
+  for (const example of examples) {
+    const parsed = parseJsonc(example);
+    assert.ok(parsed.ok, `the example parses: ${parsed.ok ? '' : parsed.error}`);
+    const result = await buildConfig(parsed.value, { file: join(dir, 'config.json'), env });
+    assert.deepEqual(result.ok ? [] : result.problems, []);
+    // An example should not teach a file that draws warnings either (a model without its provider).
+    assert.deepEqual(result.ok && 'warnings' in result ? result.warnings : [], []);
+    const undocumented = _leaves(parsed.value, '').filter((path) => !documented.some((re) => re.test(path)));
+    assert.deepEqual(undocumented, []);
   }
 });
 

@@ -3,11 +3,10 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { test } from 'node:test';
 import { IS_DENO, onPath, ROOT } from './_cli.ts';
+import { tempDir } from './_dir.ts';
 
 const PKG = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
   version: string;
@@ -25,8 +24,7 @@ function npm(args: string[], cwd: string) {
 }
 
 test('npm install -g of the packed tarball puts hooks-ingress on PATH and the man pages under share/man', { skip: SKIP }, async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'hooks-ingress-pack-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  const dir = await tempDir(t, 'hooks-ingress-pack-');
   // The suite has built dist/ already, so the pack skips the prepare script's second build.
   npm(['pack', '--pack-destination', dir], ROOT);
   const tarball = join(dir, `hooks-ingress-${PKG.version}.tgz`);
@@ -47,8 +45,7 @@ test('npm install -g of the packed tarball puts hooks-ingress on PATH and the ma
 });
 
 test('man finds both pages of a prefix install through PATH alone', { skip: MAN_SKIP }, async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'hooks-ingress-man-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  const dir = await tempDir(t, 'hooks-ingress-man-');
   const prefix = join(dir, 'prefix');
   // A global install of the checkout itself: npm links the folder, and the pages with it.
   npm(['install', '--global', '--prefix', prefix, ROOT], dir);

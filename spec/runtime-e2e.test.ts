@@ -1,28 +1,20 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { markWrapped } from '../lib/cli/event-text.ts';
 import type { RunRecord, SessionEvent } from '../lib/store/records.ts';
 import { assertCleanStop, runCli, spawnServer, type Spawned } from './_cli.ts';
 import { post } from './_http.ts';
 import { until } from './_until.ts';
+import { fileDir } from './_dir.ts';
 
 const TOKEN = 'e2e-hook-token-0123456789abcdef';
 const AUTH = { authorization: `Bearer ${TOKEN}` };
 
-let tmp = '';
-
-before(async () => {
-  tmp = await mkdtemp(join(tmpdir(), 'runtime-e2e-'));
-});
-
-after(async () => {
-  await rm(tmp, { recursive: true, force: true });
-});
+const tmp = await fileDir('runtime-e2e-');
 
 interface Call {
   prompt: string;

@@ -1,6 +1,4 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { buildConfig } from '../lib/config/load.ts';
@@ -14,6 +12,7 @@ import { defer } from './_cleanup.ts';
 import { freePort, startFakeGateway, type FakeGateway } from './_fake-openclaw.ts';
 import { post } from './_http.ts';
 import { until } from './_until.ts';
+import { tempDir } from './_dir.ts';
 
 // Forward mode in one process: real sockets, a real journal, a fake OpenClaw gateway (issue #14, part 3).
 
@@ -30,8 +29,7 @@ interface Harness {
 }
 
 async function start(t: TestContext, port: number, extra: { now?: () => number; hooks?: Record<string, unknown> } = {}): Promise<Harness> {
-  const dir = await mkdtemp(join(tmpdir(), 'forward-spec-'));
-  defer(t, () => rm(dir, { recursive: true, force: true }));
+  const dir = await tempDir(t, 'forward-spec-');
   const raw = { hooks: { enabled: true, token: TOKEN, forward: { url: `http://127.0.0.1:${port}/hooks/`, token: UPSTREAM_TOKEN }, ...extra.hooks } };
   const built = await buildConfig(raw, { file: null, env: {}, dir });
   if (!built.ok) throw new Error(built.problems.join('; '));

@@ -1,18 +1,12 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { PID_FILE } from '../lib/store/pid-file.ts';
 import { linuxStartMs, lockStateDir, processProbe, type LockProbe } from '../lib/store/state-lock.ts';
+import { fileDir } from './_dir.ts';
 
-let tmp = '';
-before(async () => {
-  tmp = await mkdtemp(join(tmpdir(), 'state-lock-'));
-});
-after(async () => {
-  await rm(tmp, { recursive: true, force: true });
-});
+const tmp = await fileDir('state-lock-');
 
 const alive: LockProbe = { holds: async () => true };
 const dead: LockProbe = { holds: async () => false };
@@ -39,8 +33,9 @@ test('lockStateDir() refuses a directory this process already holds, and one a l
 });
 
 test('lockStateDir() takes over a stale lock and a lock file holding garbage', async () => {
-  for (const content of ['4242\n', 'garbage', '']) {
-    const dir = await mkdtemp(join(tmp, 'stale-'));
+  for (const [i, content] of ['4242\n', 'garbage', ''].entries()) {
+    const dir = join(tmp, `stale-${i}`);
+    await mkdir(dir);
     await writeFile(join(dir, PID_FILE), content);
     const outcome = await lockStateDir(dir, dead);
     assert.ok(outcome.ok, JSON.stringify(content));

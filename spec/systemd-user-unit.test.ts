@@ -2,12 +2,12 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { accessSync, constants, readFileSync } from 'node:fs';
-import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import { delimiter, join } from 'node:path';
 import { test } from 'node:test';
 import { DRAIN_MS } from '../lib/cli/serve.ts';
 import { ROOT } from './_cli.ts';
+import { tempDir } from './_dir.ts';
 
 const SYSTEM_UNIT = 'contrib/systemd/hooks-ingress.service';
 const USER_UNIT = 'contrib/systemd/user/hooks-ingress.service';
@@ -50,31 +50,27 @@ test('the user unit runs the bin a user-prefix npm install makes, with the quick
   assert.deepEqual(user.get('WantedBy'), ['default.target']);
 });
 
-test('systemd-analyze --user verify finds no problem in the user unit', { skip: ANALYZE_SKIP }, async () => {
+test('systemd-analyze --user verify finds no problem in the user unit', { skip: ANALYZE_SKIP }, async (t) => {
   // verify resolves %h and checks that ExecStart exists, so it runs with a scratch HOME holding a
   // stub bin; a user manager also needs a runtime directory, which this machine may not have.
-  const home = await mkdtemp(join(tmpdir(), 'hooks-ingress-user-unit-'));
-  try {
-    const runtime = join(home, 'run');
-    await mkdir(runtime, { mode: 0o700 });
-    const bin = join(home, '.local/bin/hooks-ingress');
-    await mkdir(join(home, '.local/bin'), { recursive: true });
-    await writeFile(bin, '#!/bin/sh\n');
-    await chmod(bin, 0o755);
-    const env = { ...process.env, HOME: home, XDG_RUNTIME_DIR: runtime };
-    const verify = spawnSync('systemd-analyze', ['--user', 'verify', '--man=no', USER_UNIT], { cwd: ROOT, env, encoding: 'utf8' });
-    assert.equal(verify.error, undefined, 'systemd-analyze did not run');
-    assert.equal(`${verify.stdout}${verify.stderr}`.trim(), '', 'systemd-analyze --user verify reported problems');
-    assert.equal(verify.status, 0);
+  const home = await tempDir(t, 'hooks-ingress-user-unit-');
+  const runtime = join(home, 'run');
+  await mkdir(runtime, { mode: 0o700 });
+  const bin = join(home, '.local/bin/hooks-ingress');
+  await mkdir(join(home, '.local/bin'), { recursive: true });
+  await writeFile(bin, '#!/bin/sh\n');
+  await chmod(bin, 0o755);
+  const env = { ...process.env, HOME: home, XDG_RUNTIME_DIR: runtime };
+  const verify = spawnSync('systemd-analyze', ['--user', 'verify', '--man=no', USER_UNIT], { cwd: ROOT, env, encoding: 'utf8' });
+  assert.equal(verify.error, undefined, 'systemd-analyze did not run');
+  assert.equal(`${verify.stdout}${verify.stderr}`.trim(), '', 'systemd-analyze --user verify reported problems');
+  assert.equal(verify.status, 0);
 
-    const security = spawnSync('systemd-analyze', ['--user', 'security', '--offline=true', '--no-pager', USER_UNIT], { cwd: ROOT, env, encoding: 'utf8' });
-    const output = `${security.stdout}${security.stderr}`;
-    const score = /Overall exposure level for [^:]+: (\d+(?:\.\d+)?)/.exec(output);
-    assert.ok(score, `no overall exposure level in:\n${output}`);
-    assert.ok(Number(score[1]) <= MAX_EXPOSURE, `exposure ${score[1]} is above ${MAX_EXPOSURE}:\n${output}`);
-  } finally {
-    await rm(home, { recursive: true, force: true });
-  }
+  const security = spawnSync('systemd-analyze', ['--user', 'security', '--offline=true', '--no-pager', USER_UNIT], { cwd: ROOT, env, encoding: 'utf8' });
+  const output = `${security.stdout}${security.stderr}`;
+  const score = /Overall exposure level for [^:]+: (\d+(?:\.\d+)?)/.exec(output);
+  assert.ok(score, `no overall exposure level in:\n${output}`);
+  assert.ok(Number(score[1]) <= MAX_EXPOSURE, `exposure ${score[1]} is above ${MAX_EXPOSURE}:\n${output}`);
 });
 
 test('the user unit leaves LoadCredential= out: its ${NAME} secrets come from an EnvironmentFile= drop-in the docs show', () => {
@@ -83,34 +79,30 @@ test('the user unit leaves LoadCredential= out: its ${NAME} secrets come from an
   assert.deepEqual(_dropIn(), ['[Service]', 'EnvironmentFile=%h/.config/hooks-ingress/env']);
 });
 
-test('the systemd-analyze --user verify command the docs give works as written, with the documented drop-in', { skip: ANALYZE_SKIP }, async () => {
+test('the systemd-analyze --user verify command the docs give works as written, with the documented drop-in', { skip: ANALYZE_SKIP }, async (t) => {
   // Installed as the docs say, in a scratch home; man has no hooks-ingress pages on its path there.
-  const home = await mkdtemp(join(tmpdir(), 'hooks-ingress-user-docs-'));
-  try {
-    const runtime = join(home, 'run');
-    await mkdir(runtime, { mode: 0o700 });
-    await mkdir(join(home, '.local/bin'), { recursive: true });
-    await writeFile(join(home, '.local/bin/hooks-ingress'), '#!/bin/sh\n', { mode: 0o755 });
-    const units = join(home, '.config/systemd/user');
-    await mkdir(join(units, 'hooks-ingress.service.d'), { recursive: true });
-    await writeFile(join(units, 'hooks-ingress.service'), readFileSync(join(ROOT, USER_UNIT)));
-    await writeFile(join(units, 'hooks-ingress.service.d/override.conf'), `${_dropIn().join('\n')}\n`);
-    await mkdir(join(home, '.config/hooks-ingress'), { recursive: true });
-    await writeFile(join(home, '.config/hooks-ingress/env'), 'GITHUB_WEBHOOK_SECRET=x\n', { mode: 0o600 });
-    const env: Record<string, string | undefined> = { ...process.env, HOME: home, XDG_RUNTIME_DIR: runtime };
-    delete env['MANPATH'];
-    const commands = ['README.md', 'docs/operations.md', USER_UNIT].map((file) => {
-      const found = /systemd-analyze --user verify [^#\n]*?\.service/.exec(readFileSync(join(ROOT, file), 'utf8'));
-      assert.ok(found, `${file} gives the verify command`);
-      return found[0];
-    });
-    assert.equal(new Set(commands).size, 1, 'the docs give one command');
-    const verify = spawnSync('sh', ['-c', commands[0]!], { env, encoding: 'utf8' });
-    assert.equal(`${verify.stdout}${verify.stderr}`.trim(), '', `${commands[0]} reported problems`);
-    assert.equal(verify.status, 0);
-  } finally {
-    await rm(home, { recursive: true, force: true });
-  }
+  const home = await tempDir(t, 'hooks-ingress-user-docs-');
+  const runtime = join(home, 'run');
+  await mkdir(runtime, { mode: 0o700 });
+  await mkdir(join(home, '.local/bin'), { recursive: true });
+  await writeFile(join(home, '.local/bin/hooks-ingress'), '#!/bin/sh\n', { mode: 0o755 });
+  const units = join(home, '.config/systemd/user');
+  await mkdir(join(units, 'hooks-ingress.service.d'), { recursive: true });
+  await writeFile(join(units, 'hooks-ingress.service'), readFileSync(join(ROOT, USER_UNIT)));
+  await writeFile(join(units, 'hooks-ingress.service.d/override.conf'), `${_dropIn().join('\n')}\n`);
+  await mkdir(join(home, '.config/hooks-ingress'), { recursive: true });
+  await writeFile(join(home, '.config/hooks-ingress/env'), 'GITHUB_WEBHOOK_SECRET=x\n', { mode: 0o600 });
+  const env: Record<string, string | undefined> = { ...process.env, HOME: home, XDG_RUNTIME_DIR: runtime };
+  delete env['MANPATH'];
+  const commands = ['README.md', 'docs/operations.md', USER_UNIT].map((file) => {
+    const found = /systemd-analyze --user verify [^#\n]*?\.service/.exec(readFileSync(join(ROOT, file), 'utf8'));
+    assert.ok(found, `${file} gives the verify command`);
+    return found[0];
+  });
+  assert.equal(new Set(commands).size, 1, 'the docs give one command');
+  const verify = spawnSync('sh', ['-c', commands[0]!], { env, encoding: 'utf8' });
+  assert.equal(`${verify.stdout}${verify.stderr}`.trim(), '', `${commands[0]} reported problems`);
+  assert.equal(verify.status, 0);
 });
 
 // The drop-in docs/operations.md shows for the user service's secrets (its commented lines).
