@@ -11,7 +11,6 @@ import { readStateDir } from '../lib/config/state-dir.ts';
 import { locateConfig, locateStateDir } from '../lib/config/locate.ts';
 import { DEFAULT_HEARTBEAT_PROMPT, DEFAULTS } from '../lib/config/normalise.ts';
 import type { Config, ConfigResult, Env } from '../lib/config/types.ts';
-import { GENERATED_KEY_PREFIX, hasPrefix } from '../lib/policy/session-key.ts';
 import type { Issue } from '../lib/schema.ts';
 import { withDir } from './_dir.ts';
 
@@ -721,19 +720,6 @@ test('locateStateDir() prefers --state-dir, then state.dir, then $STATE_DIRECTOR
 test('locateStateDir() takes the first of several systemd state directories', async () => {
   assert.equal(locateStateDir(undefined, await config({}), { STATE_DIRECTORY: '/a:/b' }), '/a');
   assert.equal(locateStateDir(undefined, await config({}), { STATE_DIRECTORY: '', HOME: '/h' }), '/h/.local/state/hooks-ingress');
-});
-
-// --- helpers -------------------------------------------------------------------------------
-
-test('GENERATED_KEY_PREFIX is "hook:"', () => {
-  assert.equal(GENERATED_KEY_PREFIX, 'hook:');
-});
-
-test('hasPrefix() compares case-insensitively', () => {
-  assert.equal(hasPrefix('Hook:Inbox', ['hook:']), true);
-  assert.equal(hasPrefix('hook:inbox', ['agent:', 'HOOK:IN']), true);
-  assert.equal(hasPrefix('main', ['hook:']), false);
-  assert.equal(hasPrefix('hook:x', []), false);
 });
 
 test('a missing transforms root is reported at the mapping that needs it when hooks.transformsDir is not set', async () => {

@@ -1,19 +1,114 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { admitsEveryAgentSession, stripAgentNamespace } from '../lib/policy/session-key.ts';
+import type { RequestedKey } from '../lib/actions.ts';
+import type { Decision } from '../lib/policy/decision.ts';
+import { admitsEveryAgentSession, hasPrefix, isGeneratedKey, resolveSessionKey, stripAgentNamespace, type SessionKeyRules } from '../lib/policy/session-key.ts';
+import { testTable } from './_cases.ts';
 
-test('stripAgentNamespace() drops a leading agent:<agentId>:, whichever agent it names, in any case', () => {
-  assert.equal(stripAgentNamespace('agent:hooks:slack:channel:c123'), 'slack:channel:c123');
-  assert.equal(stripAgentNamespace('AGENT:Hooks:hook:x'), 'hook:x');
-  assert.equal(stripAgentNamespace('agent:ops:main'), 'main');
+const UUID = '0b9c6b4e-6a3e-4a53-9d0c-1f1f1f1f1f1f';
+
+/** The rules as a config without session-key settings has them, with `overrides`. */
+function rules(overrides: Partial<SessionKeyRules> = {}): SessionKeyRules {
+  return { defaultSessionKey: null, allowRequestSessionKey: false, allowedSessionKeyPrefixes: null, ...overrides };
+}
+
+/** A new-id source that must not be called: a requested or default key needs no id. */
+function noId(): string {
+  throw new Error('newId() called for a key that needed none');
+}
+
+function value<T>(decision: Decision<T>): T {
+  assert.ok(decision.ok, decision.ok ? '' : decision.error);
+  return decision.value;
+}
+
+function error<T>(decision: Decision<T>): string {
+  assert.ok(!decision.ok, `expected a refusal, got ${JSON.stringify(decision)}`);
+  return decision.error;
+}
+
+const request = (key: string): RequestedKey => ({ value: key, trusted: false });
+const mapped = (key: string): RequestedKey => ({ value: key, trusted: true });
+
+test('resolveSessionKey() generates hook:<id> when no key is requested or configured', () => {
+  assert.equal(value(resolveSessionKey(undefined, rules(), () => UUID)), `hook:${UUID}`);
 });
 
-test('stripAgentNamespace() keeps a key outside the namespace, or one naming no session, as it is', () => {
-  assert.equal(stripAgentNamespace('hook:gmail:1'), 'hook:gmail:1');
-  assert.equal(stripAgentNamespace('agent:hooks'), 'agent:hooks');
-  assert.equal(stripAgentNamespace('agent:hooks:'), 'agent:hooks:');
-  assert.equal(stripAgentNamespace('agent:hooks:::'), 'agent:hooks:::');
+test('resolveSessionKey() generates a fresh uuid-based key each time with crypto.randomUUID, one isGeneratedKey() knows', () => {
+  const first = value(resolveSessionKey(undefined, rules(), () => crypto.randomUUID()));
+  const second = value(resolveSessionKey(undefined, rules(), () => crypto.randomUUID()));
+  assert.match(first, /^hook:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+  assert.notEqual(first, second);
+  assert.equal(isGeneratedKey(first), true);
+  for (const key of ['hook:inbox', `agent:main:hook:${UUID}`, `HOOK:${UUID}`, `hook:${UUID}x`]) assert.equal(isGeneratedKey(key), false, key);
 });
+
+test('resolveSessionKey() uses hooks.defaultSessionKey when no key is requested, without its agent:<id>:', () => {
+  assert.equal(value(resolveSessionKey(undefined, rules({ defaultSessionKey: 'hook:inbox' }), noId)), 'hook:inbox');
+  assert.equal(value(resolveSessionKey(undefined, rules({ defaultSessionKey: 'agent:ops:inbox' }), noId)), 'inbox');
+});
+
+test('resolveSessionKey() refuses a request key while hooks.allowRequestSessionKey is false, naming that key', () => {
+  const message = error(resolveSessionKey(request('hook:x'), rules({ defaultSessionKey: 'hook:inbox' }), noId));
+  assert.equal(message, 'sessionKey: may not be chosen by the request while hooks.allowRequestSessionKey is false');
+});
+
+test('resolveSessionKey() accepts a request key when allowed and no prefixes are set', () => {
+  assert.equal(value(resolveSessionKey(request('anything:at-all'), rules({ allowRequestSessionKey: true }), noId)), 'anything:at-all');
+});
+
+test('resolveSessionKey() requires a request key to start with a configured prefix, judged as sent, then run without its agent:<id>:', () => {
+  const prefixed = rules({ allowRequestSessionKey: true, allowedSessionKeyPrefixes: ['hook:', 'agent:ops:'] });
+  assert.equal(value(resolveSessionKey(request('agent:ops:42'), prefixed, noId)), '42');
+  for (const key of ['main', 'agent:dev:1']) assert.equal(error(resolveSessionKey(request(key), prefixed, noId)), 'sessionKey: must start with one of "hook:", "agent:ops:"', key);
+  // The stripped key is not what the rules judge: "slack:" alone does not admit agent:hooks:slack:….
+  const slack = rules({ allowRequestSessionKey: true, allowedSessionKeyPrefixes: ['slack:', 'hook:'] });
+  assert.equal(error(resolveSessionKey(request('agent:hooks:slack:channel:c123'), slack, noId)), 'sessionKey: must start with one of "slack:", "hook:"');
+});
+
+test('resolveSessionKey() compares prefixes case-insensitively and keeps the key as written', () => {
+  const prefixed = rules({ allowRequestSessionKey: true, allowedSessionKeyPrefixes: ['Hook:'] });
+  for (const key of ['HOOK:Mail', 'hook:mail']) assert.equal(value(resolveSessionKey(request(key), prefixed, noId)), key);
+});
+
+test('resolveSessionKey() lets a trusted key skip hooks.allowRequestSessionKey but not the prefixes', () => {
+  assert.equal(value(resolveSessionKey(mapped('mapped:inbox'), rules(), noId)), 'mapped:inbox');
+  const prefixed = rules({ allowedSessionKeyPrefixes: ['hook:'] });
+  assert.equal(value(resolveSessionKey(mapped('hook:mapped'), prefixed, noId)), 'hook:mapped');
+  assert.equal(error(resolveSessionKey(mapped('mapped:inbox'), prefixed, noId)), 'sessionKey: must start with one of "hook:"');
+});
+
+test('resolveSessionKey() with an empty prefix list admits no requested key', () => {
+  const none = rules({ allowRequestSessionKey: true, allowedSessionKeyPrefixes: [] });
+  assert.match(error(resolveSessionKey(mapped('hook:x'), none, noId)), /^sessionKey: must start with one of/);
+});
+
+test('hasPrefix() compares case-insensitively, and an empty list admits nothing', () => {
+  const cases: [key: string, prefixes: string[], admitted: boolean][] = [
+    ['Hook:Inbox', ['hook:'], true],
+    ['hook:inbox', ['agent:', 'HOOK:IN'], true],
+    ['main', ['hook:'], false],
+    ['hook:x', [], false],
+  ];
+  for (const [key, prefixes, admitted] of cases) assert.equal(hasPrefix(key, prefixes), admitted, `${key} ${JSON.stringify(prefixes)}`);
+});
+
+/** Keys and what stripAgentNamespace() leaves of them, by the rule they show. */
+const STRIPPED: Record<string, [key: string, session: string][]> = {
+  'stripAgentNamespace() drops a leading agent:<agentId>:, whichever agent it names, in any case': [
+    ['agent:hooks:slack:channel:c123', 'slack:channel:c123'],
+    ['AGENT:Hooks:hook:x', 'hook:x'],
+    ['agent:ops:main', 'main'],
+  ],
+  'stripAgentNamespace() keeps a key outside the namespace, or one naming no session, as it is': [
+    ['hook:gmail:1', 'hook:gmail:1'],
+    ['agent:hooks', 'agent:hooks'],
+    ['agent:hooks:', 'agent:hooks:'],
+    ['agent:hooks:::', 'agent:hooks:::'],
+  ],
+};
+
+testTable(STRIPPED, ([key, session]) => assert.equal(stripAgentNamespace(key), session, key));
 
 test('admitsEveryAgentSession() is true of the prefixes that let agent:<id>:main through', () => {
   for (const prefix of ['agent:', 'Agent:', 'agent', 'a', 'agent:hooks:', 'agent:ho']) assert.equal(admitsEveryAgentSession(prefix), true, prefix);
