@@ -1,9 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { RequestedKey } from '../lib/actions.ts';
-import type { Decision } from '../lib/policy/decision.ts';
 import { admitsEveryAgentSession, hasPrefix, isGeneratedKey, resolveSessionKey, stripAgentNamespace, type SessionKeyRules } from '../lib/policy/session-key.ts';
 import { testTable } from './_cases.ts';
+import { error, value } from './_decision.ts';
 
 const UUID = '0b9c6b4e-6a3e-4a53-9d0c-1f1f1f1f1f1f';
 
@@ -15,16 +15,6 @@ function rules(overrides: Partial<SessionKeyRules> = {}): SessionKeyRules {
 /** A new-id source that must not be called: a requested or default key needs no id. */
 function noId(): string {
   throw new Error('newId() called for a key that needed none');
-}
-
-function value<T>(decision: Decision<T>): T {
-  assert.ok(decision.ok, decision.ok ? '' : decision.error);
-  return decision.value;
-}
-
-function error<T>(decision: Decision<T>): string {
-  assert.ok(!decision.ok, `expected a refusal, got ${JSON.stringify(decision)}`);
-  return decision.error;
 }
 
 const request = (key: string): RequestedKey => ({ value: key, trusted: false });
@@ -93,6 +83,11 @@ test('hasPrefix() compares case-insensitively, and an empty list admits nothing'
   for (const [key, prefixes, admitted] of cases) assert.equal(hasPrefix(key, prefixes), admitted, `${key} ${JSON.stringify(prefixes)}`);
 });
 
+test('admitsEveryAgentSession() is true of the prefixes that let agent:<id>:main through', () => {
+  for (const prefix of ['agent:', 'Agent:', 'agent', 'a', 'agent:hooks:', 'agent:ho']) assert.equal(admitsEveryAgentSession(prefix), true, prefix);
+  for (const prefix of ['hook:', 'agent:hooks:slack:', 'agent:hooks:s', 'agents:']) assert.equal(admitsEveryAgentSession(prefix), false, prefix);
+});
+
 /** Keys and what stripAgentNamespace() leaves of them, by the rule they show. */
 const STRIPPED: Record<string, [key: string, session: string][]> = {
   'stripAgentNamespace() drops a leading agent:<agentId>:, whichever agent it names, in any case': [
@@ -109,8 +104,3 @@ const STRIPPED: Record<string, [key: string, session: string][]> = {
 };
 
 testTable(STRIPPED, ([key, session]) => assert.equal(stripAgentNamespace(key), session, key));
-
-test('admitsEveryAgentSession() is true of the prefixes that let agent:<id>:main through', () => {
-  for (const prefix of ['agent:', 'Agent:', 'agent', 'a', 'agent:hooks:', 'agent:ho']) assert.equal(admitsEveryAgentSession(prefix), true, prefix);
-  for (const prefix of ['hook:', 'agent:hooks:slack:', 'agent:hooks:s', 'agents:']) assert.equal(admitsEveryAgentSession(prefix), false, prefix);
-});

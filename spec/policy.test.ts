@@ -4,8 +4,8 @@ import type { AgentAction } from '../lib/actions.ts';
 import { buildConfig } from '../lib/config/load.ts';
 import type { AgentConfig, Config } from '../lib/config/types.ts';
 import { admitRun, resolveAgentId } from '../lib/policy/admit.ts';
-import type { Decision } from '../lib/policy/decision.ts';
 import { allowModel } from '../lib/policy/models.ts';
+import { error, value } from './_decision.ts';
 
 type Hooks = Config['hooks'];
 
@@ -43,16 +43,6 @@ function ids(...values: string[]): () => string {
     assert.ok(next !== undefined, 'newId() called more often than expected');
     return next;
   };
-}
-
-function value<T>(decision: Decision<T>): T {
-  assert.ok(decision.ok, decision.ok ? '' : decision.error);
-  return decision.value;
-}
-
-function error<T>(decision: Decision<T>): string {
-  assert.ok(!decision.ok, `expected a refusal, got ${JSON.stringify(decision)}`);
-  return decision.error;
 }
 
 const agents = [
