@@ -44,11 +44,8 @@ test('parseJsonc() keeps `//` and `/*` inside strings', () => {
 });
 
 test('parseJsonc() follows escaped quotes and backslashes to the end of a string', () => {
-  assert.deepEqual(value('["a\\" // still text", "dir\\\\" // comment\n, "\\\\\\"/*"]'), [
-    'a" // still text',
-    'dir\\',
-    '\\"/*',
-  ]);
+  const text = '["a\\" // still text", "dir\\\\" // comment\n, "\\\\\\"/*"]';
+  assert.deepEqual(value(text), ['a" // still text', 'dir\\', '\\"/*']);
 });
 
 test('parseJsonc() drops trailing commas, nested and with comments before the bracket', () => {

@@ -433,13 +433,16 @@ test('buildConfig() reports an empty or unreadable credential under hooks.token'
 // --- hooks.path ----------------------------------------------------------------------------
 
 test('normaliseHooksPath() adds a leading slash and removes trailing ones', () => {
-  assert.equal(normaliseHooksPath('hooks'), '/hooks');
-  assert.equal(normaliseHooksPath('/hooks/'), '/hooks');
-  assert.equal(normaliseHooksPath('/hooks///'), '/hooks');
-  assert.equal(normaliseHooksPath(' /a/b/ '), '/a/b');
-  assert.equal(normaliseHooksPath('/'), '/');
-  assert.equal(normaliseHooksPath('///'), '/');
-  assert.equal(normaliseHooksPath(''), '/');
+  const paths: [written: string, normalised: string][] = [
+    ['hooks', '/hooks'],
+    ['/hooks/', '/hooks'],
+    ['/hooks///', '/hooks'],
+    [' /a/b/ ', '/a/b'],
+    ['/', '/'],
+    ['///', '/'],
+    ['', '/'],
+  ];
+  for (const [written, normalised] of paths) assert.equal(normaliseHooksPath(written), normalised, written);
 });
 
 test('buildConfig() normalises hooks.path', async () => {

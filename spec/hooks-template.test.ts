@@ -9,6 +9,7 @@ function resolvePath(root: unknown, text: string): unknown {
   return valueAt(root, path);
 }
 import type { Template, TemplateContext } from '../lib/hooks/template.ts';
+import { testTable } from './_cases.ts';
 
 const NOW = new Date(Date.UTC(2024, 0, 2, 3, 4, 5, 678));
 
@@ -57,20 +58,54 @@ function compileError(source: string): string {
   return result.ok ? '' : result.error;
 }
 
-test('render() reads payload.<path> and the same path without the payload prefix', () => {
-  assert.equal(run('{{ payload.from }}'), 'ann@example.com');
-  assert.equal(run('{{ from }}'), 'ann@example.com');
-  assert.equal(run('{{ meta.id }}'), '7');
-});
+/** Templates and what they render with the sample context, by the rule they show. */
+const RENDERED: Record<string, [template: string, rendered: string][]> = {
+  'render() reads payload.<path> and the same path without the payload prefix': [
+    ['{{ payload.from }}', 'ann@example.com'],
+    ['{{ from }}', 'ann@example.com'],
+    ['{{ meta.id }}', '7'],
+  ],
+  'render() reads headers by lower-cased name and query by exact name': [
+    ['{{ headers.x-github-event }}', 'push'],
+    ['{{ headers.X-GitHub-Event }}', 'push'],
+    ['{{ headers["Content-Type"] }}', 'application/json'],
+    ['{{ query.source }}', 'gmail'],
+    ['{{ query.Mixed }}', 'case'],
+    ['{{ query.mixed }}', ''],
+  ],
+  'render() reaches a payload key that shadows a root through payload.': [
+    ['{{ payload.payload }}', 'inner'],
+    ['{{ payload.path }}', ''],
+  ],
+  'render() follows nested paths with numeric indices': [
+    ['{{ messages[0].subject }}', 'hi'],
+    ['{{ payload.messages[1].subject }}', 'yo'],
+    ['{{ messages[0].to[1] }}', 'y'],
+    ['{{ grid[1][1][1].deep }}', 'found'],
+    ['{{ grid[0][1] }}', '2'],
+  ],
+  'render() reads quoted keys, including ones with dots and escapes': [
+    ['{{ payload["x.y"] }}', 'dotted'],
+    ['{{ payload["we\\"ird"] }}', 'quoted'],
+    ['{{ messages[0]["subject"] }}', 'hi'],
+  ],
+  'render() accepts any whitespace inside the braces, or none': [
+    ['{{from}}', 'ann@example.com'],
+    ['{{   from   }}', 'ann@example.com'],
+    ['{{\n\tfrom\n}}', 'ann@example.com'],
+  ],
+  'render() treats a lone { or } and a stray }} as literal text': [
+    ['{ "a": "{{ from }}" }', '{ "a": "ann@example.com" }'],
+    ['}} and { and }', '}} and { and }'],
+    ['{{ from }}}', 'ann@example.com}'],
+  ],
+  'render() reads length of an array (an own property) but not of a string': [
+    ['{{ tags.length }}', '2'],
+    ['[{{ from.length }}]', '[]'],
+  ],
+};
 
-test('render() reads headers by lower-cased name and query by exact name', () => {
-  assert.equal(run('{{ headers.x-github-event }}'), 'push');
-  assert.equal(run('{{ headers.X-GitHub-Event }}'), 'push');
-  assert.equal(run('{{ headers["Content-Type"] }}'), 'application/json');
-  assert.equal(run('{{ query.source }}'), 'gmail');
-  assert.equal(run('{{ query.Mixed }}'), 'case');
-  assert.equal(run('{{ query.mixed }}'), '');
-});
+testTable(RENDERED, ([template, rendered]) => assert.equal(run(template), rendered, template));
 
 test('render() renders path as the hook name and now as an ISO 8601 time', () => {
   assert.equal(run('{{ path }}', context({ path: 'github' })), 'github');
@@ -84,34 +119,59 @@ test('render() renders a bare payload as JSON, and a string payload as-is', () =
   assert.equal(run('{{ payload }}', context({ payload: undefined })), '');
 });
 
-test('render() reaches a payload key that shadows a root through payload.', () => {
-  assert.equal(run('{{ payload.payload }}'), 'inner');
-  assert.equal(run('{{ payload.path }}'), '');
-});
+/** Expressions that resolve to nothing, so render as the empty string, by the rule they show. */
+const NOTHING: Record<string, string[]> = {
+  'render() renders missing, undefined and null as the empty string': [
+    'nope',
+    'nope.deeper[3].still',
+    'none',
+    'none.x',
+    'messages[5].subject',
+    'from.x',
+    'headers.x-missing',
+    'query.nope',
+  ],
+  'render() resolves prototype-chain names to nothing at every depth': [
+      'toString',
+      'hasOwnProperty',
+      '__proto__',
+      'constructor',
+      'constructor.name',
+      'payload.constructor',
+      'payload.__proto__',
+      'payload.__proto__.polluted',
+      'meta.constructor.name',
+      'meta.__proto__',
+      'meta.toString',
+      'messages[0].constructor.prototype',
+      'messages[0].subject.constructor',
+      'tags.constructor',
+      'tags.map',
+      'tags.__proto__',
+      'from.length',
+      'from.constructor',
+      'payload["constructor"]',
+      'payload["__proto__"]',
+      'meta["prototype"]',
+  ],
+  'render() resolves prototype-chain names in headers and query to nothing': [
+      'headers.__proto__',
+      'headers.constructor',
+      'headers.__PROTO__',
+      'headers.Constructor',
+      'headers.toString',
+      'headers.hasOwnProperty',
+      'headers["__proto__"]',
+      'query.__proto__',
+      'query.constructor',
+      'query.prototype',
+      'query.valueOf',
+  ],
+};
 
-test('render() follows nested paths with numeric indices', () => {
-  assert.equal(run('{{ messages[0].subject }}'), 'hi');
-  assert.equal(run('{{ payload.messages[1].subject }}'), 'yo');
-  assert.equal(run('{{ messages[0].to[1] }}'), 'y');
-  assert.equal(run('{{ grid[1][1][1].deep }}'), 'found');
-  assert.equal(run('{{ grid[0][1] }}'), '2');
-});
+testTable(NOTHING, (expr) => assert.equal(run(`[{{ ${expr} }}]`), '[]', expr));
 
-test('render() reads quoted keys, including ones with dots and escapes', () => {
-  assert.equal(run('{{ payload["x.y"] }}'), 'dotted');
-  assert.equal(run('{{ payload["we\\"ird"] }}'), 'quoted');
-  assert.equal(run('{{ messages[0]["subject"] }}'), 'hi');
-});
-
-test('render() renders missing, undefined and null as the empty string', () => {
-  assert.equal(run('[{{ nope }}]'), '[]');
-  assert.equal(run('[{{ nope.deeper[3].still }}]'), '[]');
-  assert.equal(run('[{{ none }}]'), '[]');
-  assert.equal(run('[{{ none.x }}]'), '[]');
-  assert.equal(run('[{{ messages[5].subject }}]'), '[]');
-  assert.equal(run('[{{ from.x }}]'), '[]');
-  assert.equal(run('[{{ headers.x-missing }}]'), '[]');
-  assert.equal(run('[{{ query.nope }}]'), '[]');
+test('render() renders a payload that is missing, or a key that holds undefined, as the empty string', () => {
   assert.equal(run('[{{ a }}]', context({ payload: undefined })), '[]');
   assert.equal(run('[{{ a }}]', context({ payload: { a: undefined } })), '[]');
 });
@@ -145,12 +205,6 @@ test('render() renders anything that is not data as the empty string', () => {
   assert.equal(run('[{{ fn }}{{ sym }}{{ odd }}]', context({ payload })), '[]');
 });
 
-test('render() accepts any whitespace inside the braces, or none', () => {
-  assert.equal(run('{{from}}'), 'ann@example.com');
-  assert.equal(run('{{   from   }}'), 'ann@example.com');
-  assert.equal(run('{{\n\tfrom\n}}'), 'ann@example.com');
-});
-
 test('render() copies literal text verbatim around several expressions', () => {
   assert.equal(
     run('New mail from {{ from }} to {{ messages[0].to[0] }} ({{ count }}) via {{ path }}.'),
@@ -161,61 +215,9 @@ test('render() copies literal text verbatim around several expressions', () => {
   assert.equal(run(''), '');
 });
 
-test('render() treats a lone { or } and a stray }} as literal text', () => {
-  assert.equal(run('{ "a": "{{ from }}" }'), '{ "a": "ann@example.com" }');
-  assert.equal(run('}} and { and }'), '}} and { and }');
-  assert.equal(run('{{ from }}}'), 'ann@example.com}');
-});
-
-test('render() resolves prototype-chain names to nothing at every depth', () => {
-  for (const expr of [
-    'toString',
-    'hasOwnProperty',
-    '__proto__',
-    'constructor',
-    'constructor.name',
-    'payload.constructor',
-    'payload.__proto__',
-    'payload.__proto__.polluted',
-    'meta.constructor.name',
-    'meta.__proto__',
-    'meta.toString',
-    'messages[0].constructor.prototype',
-    'messages[0].subject.constructor',
-    'tags.constructor',
-    'tags.map',
-    'tags.__proto__',
-    'from.length',
-    'from.constructor',
-    'payload["constructor"]',
-    'payload["__proto__"]',
-    'meta["prototype"]',
-  ]) {
-    assert.equal(run(`[{{ ${expr} }}]`), '[]', expr);
-  }
-});
-
 test('render() never resolves __proto__, prototype or constructor even as own keys', () => {
   const payload = JSON.parse('{"__proto__": {"x": 1}, "constructor": "c", "prototype": "p", "a": {"constructor": "d"}}');
   assert.equal(run('[{{ __proto__ }}{{ __proto__.x }}{{ constructor }}{{ prototype }}{{ a.constructor }}]', context({ payload })), '[]');
-});
-
-test('render() resolves prototype-chain names in headers and query to nothing', () => {
-  for (const expr of [
-    'headers.__proto__',
-    'headers.constructor',
-    'headers.__PROTO__',
-    'headers.Constructor',
-    'headers.toString',
-    'headers.hasOwnProperty',
-    'headers["__proto__"]',
-    'query.__proto__',
-    'query.constructor',
-    'query.prototype',
-    'query.valueOf',
-  ]) {
-    assert.equal(run(`[{{ ${expr} }}]`), '[]', expr);
-  }
 });
 
 test('render() does not read inherited properties from the objects it is given', () => {
@@ -245,26 +247,42 @@ test('render() applies numeric indices only to real arrays', () => {
   assert.equal(run('{{ obj.0 }}', context({ payload })), 'zero');
 });
 
-test('render() reads length of an array (an own property) but not of a string', () => {
-  assert.equal(run('{{ tags.length }}'), '2');
-  assert.equal(run('[{{ from.length }}]'), '[]');
-});
-
 test('render() skips holes in sparse arrays', () => {
   const payload = { arr: [, 'b'] };
   assert.equal(run('[{{ arr[0] }}]{{ arr[1] }}', context({ payload })), '[]b');
 });
 
-test('compileTemplate() reports an unclosed {{ with its offset', () => {
-  assert.equal(compileError('Hello there {{ from'), 'unclosed "{{" at offset 12');
-  assert.equal(compileError('{{ a }} then {{ b } }'), 'unclosed "{{" at offset 13');
-  assert.equal(compileError('{{'), 'unclosed "{{" at offset 0');
-});
+/** Templates that do not compile, and the error, by the rule they break. */
+const COMPILE_ERRORS: Record<string, [source: string, error: string][]> = {
+  'compileTemplate() reports an unclosed {{ with its offset': [
+    ['Hello there {{ from', 'unclosed "{{" at offset 12'],
+    ['{{ a }} then {{ b } }', 'unclosed "{{" at offset 13'],
+    ['{{', 'unclosed "{{" at offset 0'],
+  ],
+  'compileTemplate() reports an empty expression with its offset': [
+    ['ab {{}}', 'empty expression at offset 3'],
+    ['ab {{   }}', 'empty expression at offset 3'],
+  ],
+  'compileTemplate() ends an expression at the first }}': [
+    ['{{ a["}}"] }}', 'invalid expression "a[\\"" at offset 0'],
+    ['{{{ a }}}', 'invalid expression "{ a" at offset 0'],
+  ],
+  'compileTemplate() rejects headers and query without exactly one name': [
+    ['{{ headers }}', '"headers" takes exactly one name at offset 0'],
+    ['{{ headers.a.b }}', '"headers" takes exactly one name at offset 0'],
+    ['{{ headers[0] }}', '"headers" takes exactly one name at offset 0'],
+    ['-- {{ query }}', '"query" takes exactly one name at offset 3'],
+  ],
+  'compileTemplate() rejects a path after path or now': [
+    ['{{ path.x }}', '"path" takes no path at offset 0'],
+    ['{{ now[0] }}', '"now" takes no path at offset 0'],
+  ],
+  'compileTemplate() reports the first error in the source': [
+    ['{{ a }} {{ }} {{ b', 'empty expression at offset 8'],
+  ],
+};
 
-test('compileTemplate() reports an empty expression with its offset', () => {
-  assert.equal(compileError('ab {{}}'), 'empty expression at offset 3');
-  assert.equal(compileError('ab {{   }}'), 'empty expression at offset 3');
-});
+testTable(COMPILE_ERRORS, ([source, error]) => assert.equal(compileError(source), error, source));
 
 test('compileTemplate() reports a malformed expression with its text and offset', () => {
   assert.equal(compileError('x {{ foo.. }}'), 'invalid expression "foo.." at offset 2');
@@ -289,27 +307,6 @@ test('compileTemplate() reports a malformed expression with its text and offset'
   ]) {
     assert.equal(compileError(`{{ ${bad} }}`), `invalid expression ${JSON.stringify(bad)} at offset 0`, bad);
   }
-});
-
-test('compileTemplate() ends an expression at the first }}', () => {
-  assert.equal(compileError('{{ a["}}"] }}'), 'invalid expression "a[\\"" at offset 0');
-  assert.equal(compileError('{{{ a }}}'), 'invalid expression "{ a" at offset 0');
-});
-
-test('compileTemplate() rejects headers and query without exactly one name', () => {
-  assert.equal(compileError('{{ headers }}'), '"headers" takes exactly one name at offset 0');
-  assert.equal(compileError('{{ headers.a.b }}'), '"headers" takes exactly one name at offset 0');
-  assert.equal(compileError('{{ headers[0] }}'), '"headers" takes exactly one name at offset 0');
-  assert.equal(compileError('-- {{ query }}'), '"query" takes exactly one name at offset 3');
-});
-
-test('compileTemplate() rejects a path after path or now', () => {
-  assert.equal(compileError('{{ path.x }}'), '"path" takes no path at offset 0');
-  assert.equal(compileError('{{ now[0] }}'), '"now" takes no path at offset 0');
-});
-
-test('compileTemplate() reports the first error in the source', () => {
-  assert.equal(compileError('{{ a }} {{ }} {{ b'), 'empty expression at offset 8');
 });
 
 test('compileTemplate() keeps the source and splits it into literal and expression parts', () => {
