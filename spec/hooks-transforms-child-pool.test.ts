@@ -5,9 +5,10 @@ import { before, describe, test } from 'node:test';
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { PassThrough } from 'node:stream';
-import { startChild, type Runtime } from '../lib/hooks/transforms/child.ts';
-import { createTransformChildPool, OUTPUT_BYTES_PER_SECOND } from '../lib/hooks/transforms/child-pool.ts';
-import type { TransformChildPool, TransformChildPoolOptions } from '../lib/hooks/transforms/child-pool.ts';
+import { OUTPUT_BYTES_PER_SECOND, startChild, type Runtime } from '../lib/hooks/transforms/child.ts';
+import { createTransformChildPool } from '../lib/hooks/transforms/child-pool.ts';
+import type { TransformChildPool } from '../lib/hooks/transforms/child-pool.ts';
+import type { TransformChildPoolOptions } from '../lib/hooks/transforms/pool-options.ts';
 import { CHILD_RUNTIMES } from './_children.ts';
 import { fileDir } from './_dir.ts';
 

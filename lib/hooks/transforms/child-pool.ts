@@ -1,34 +1,18 @@
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { Buffer } from 'node:buffer';
-import { extname } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { clearTimeout, setImmediate, setTimeout } from 'node:timers';
+import { setImmediate } from 'node:timers';
 import { resolveModule } from '../../guard/contain.ts';
-import { currentRuntime, residentBytes, rootProblem, startChild, type ChildLimits, type Runtime } from './child.ts';
-import { encodeInput, parseAnswer, type TransformFailure, type TransformInput, type TransformRef, type TransformResult } from './protocol.ts';
+import { holdChild, pacedReader, residentBytes, startChild, type ChildLimits } from './child.ts';
+import { EarliestDeadline } from './earliest-deadline.ts';
+import { loadRefusal } from './loadable.ts';
+import { poolSettings, type PoolSettings, type TransformChildPoolOptions } from './pool-options.ts';
+import { encodeCall, encodeInput, parseAnswer, type TransformFailure, type TransformInput, type TransformRef, type TransformResult } from './protocol.ts';
 
-/** Where transforms live and what each call may spend. */
-export interface TransformChildPoolOptions {
-  root: string;
-  /** Per call, from the moment it is queued until its answer; a child's start is bounded apart. */
-  timeoutMs?: number;
-  /** How long starting a child and importing its module may take. */
-  startTimeoutMs?: number;
-  /** V8 heap cap of each child, in MiB. */
-  heapMb?: number;
-  /** Resident memory (heap, Buffers, ArrayBuffers, code) a child may hold before it is killed, in MiB. */
-  memoryMb?: number;
-  /** Bytes of one call's result, as JSON. */
-  maxResultBytes?: number;
-  /** Children alive at once, across all modules. */
-  poolSize?: number;
-  /** The runtime children run on; the server's own by default. */
-  runtime?: Runtime;
-  /** What a child writes on stderr (its console), one line at a time. */
-  onOutput?: (module: string, line: string) => void;
-  /** Starts a child; tests hand in their own. */
-  start?: (limits: ChildLimits) => ChildProcessWithoutNullStreams;
-}
+// The pool's state machine, one concern at some 400 lines: its slots, the queue, the calls in flight
+// and a child's exit change each other's state, so they stay in one class. What stands alone lives
+// beside it: the wire (protocol.ts), the checks before a child starts (loadable.ts), the child
+// process (child.ts), the options (pool-options.ts) and the deadline timer (earliest-deadline.ts).
 
 /** Runs operator transforms in sandboxed child processes; never throws for a failing transform. */
 export interface TransformChildPool {
@@ -111,10 +95,8 @@ export function createTransformChildPool(options: TransformChildPoolOptions): Tr
   return new _Pool(options);
 }
 
-type Settings = ReturnType<typeof _settings>;
-
 class _Pool implements TransformChildPool {
-  readonly #settings: Settings;
+  readonly #settings: PoolSettings;
   readonly #start: (limits: ChildLimits) => ChildProcessWithoutNullStreams;
   readonly #onOutput: ((module: string, line: string) => void) | undefined;
   readonly #slots: Slot[] = [];
@@ -125,13 +107,11 @@ class _Pool implements TransformChildPool {
   #closed = false;
   #watch: ReturnType<typeof setInterval> | undefined;
   #ticks = 0;
-  // One timer for every call in flight, armed for the earliest deadline: a call costs no timer of
-  // its own to set and clear. It holds the process open only while some call is in flight.
-  #deadlineTimer: ReturnType<typeof setTimeout> | null = null;
-  #armedFor = Infinity;
+  // One timer for every call in flight; it holds the process open only while some call is in flight.
+  readonly #deadlines = new EarliestDeadline((now) => this.#expire(now));
 
   constructor(options: TransformChildPoolOptions) {
-    this.#settings = _settings(options);
+    this.#settings = poolSettings(options);
     this.#start = options.start ?? startChild;
     this.#onOutput = options.onOutput;
   }
@@ -151,8 +131,7 @@ class _Pool implements TransformChildPool {
 
   async close(): Promise<void> {
     this.#closed = true;
-    if (this.#deadlineTimer !== null) clearTimeout(this.#deadlineTimer);
-    this.#deadlineTimer = null;
+    this.#deadlines.stop();
     for (const job of this.#queue.splice(0)) job.done(_closed);
     const exits = this.#slots.map((slot) => {
       const child = slot.child;
@@ -235,7 +214,7 @@ class _Pool implements TransformChildPool {
     slot.calls.set(job.id, { job, deadline: Infinity, late: '', then: job.done });
     const found = await resolveModule(this.#settings.root, job.module);
     const { root, runtime } = this.#settings;
-    const refused = this.#closed ? _closed : !found.ok ? _fail(found.code === 'outside' ? 'escaped' : 'load-failed', found.reason) : (_unsupported(found.path, runtime) ?? _rootRefused(root, runtime));
+    const refused = this.#closed ? _closed : loadRefusal(found, root, runtime);
     if (refused !== null || !found.ok) {
       this.#drop(slot);
       job.done(refused ?? _closed);
@@ -271,12 +250,9 @@ class _Pool implements TransformChildPool {
   #send(slot: Slot, job: Job, { probe }: { probe: boolean }, budget: number, late: string, then: (result: TransformResult) => void): void {
     const deadline = performance.now() + budget;
     slot.calls.set(job.id, { job, deadline, late, then });
-    if (deadline < this.#armedFor) this.#arm(deadline);
-    else if (!this.#deadlineTimer!.hasRef()) this.#deadlineTimer!.ref();
+    this.#deadlines.add(deadline);
     _hold(slot, true);
-    // The input is JSON already: spliced in, not parsed and written again.
-    const input = probe ? 'null' : (job.input ?? 'null');
-    slot.out += `{"id":${job.id},"url":${JSON.stringify(slot.url)},"name":${JSON.stringify(job.name)},"probe":${probe},"max":${this.#settings.maxResultBytes},"input":${input}}\n`;
+    slot.out += encodeCall({ id: job.id, url: slot.url, name: job.name, probe, max: this.#settings.maxResultBytes, input: job.input });
     if (this.#unwritten.size === 0) setImmediate(this.#write);
     this.#unwritten.add(slot);
   }
@@ -315,7 +291,7 @@ class _Pool implements TransformChildPool {
     child.stdout.setEncoding('utf8');
     child.stdout.on('data', (chunk: string) => this.#read(slot, chunk));
     child.stderr.setEncoding('utf8');
-    child.stderr.on('data', _paced(child.stderr, (chunk: string) => this.#output(slot, chunk)));
+    child.stderr.on('data', pacedReader(child.stderr, (chunk: string) => this.#output(slot, chunk)));
     child.on('error', (error) => this.#exited(slot, `the child could not run: ${error.message}`));
     child.on('exit', (code, signal) => this.#exited(slot, signal === null ? `the child exited with code ${code}` : `the child was ended by ${signal}`));
     this.#watch ??= setInterval(() => this.#measure(), 25);
@@ -390,23 +366,14 @@ class _Pool implements TransformChildPool {
     slot.child?.kill('SIGKILL');
   }
 
-  #arm(deadline: number): void {
-    if (this.#deadlineTimer !== null) clearTimeout(this.#deadlineTimer);
-    this.#armedFor = deadline;
-    this.#deadlineTimer = setTimeout(this.#expire, Math.max(0, deadline - performance.now()));
-  }
-
   // With no call in flight, the deadline timer no longer holds the process open.
   #release(): void {
-    if (this.#deadlineTimer !== null && !this.#slots.some((s) => s.calls.size > 0)) this.#deadlineTimer.unref();
+    if (!this.#slots.some((s) => s.calls.size > 0)) this.#deadlines.idle();
   }
 
   // Kills the child of every call whose deadline has passed (a killed child's calls are answered
-  // at its exit), then waits for the earliest deadline left.
-  readonly #expire = (): void => {
-    this.#deadlineTimer = null;
-    this.#armedFor = Infinity;
-    const now = performance.now();
+  // at its exit); the earliest deadline left is the next to wait for.
+  #expire(now: number): number {
     let next = Infinity;
     for (const slot of [...this.#slots]) {
       if (slot.killed !== null) continue;
@@ -419,8 +386,8 @@ class _Pool implements TransformChildPool {
         break;
       }
     }
-    if (next !== Infinity) this.#arm(next);
-  };
+    return next;
+  }
 
   // Busy children every tick, idle ones (a timer of theirs could still allocate) every tenth.
   #measure(): void {
@@ -441,93 +408,13 @@ function _holdsAlone(slot: Slot): boolean {
   return false;
 }
 
-function _rootRefused(root: string, runtime: Runtime): TransformResult | null {
-  const problem = rootProblem(root, runtime);
-  return problem === null ? null : _fail('load-failed', problem);
-}
-
 function _fail(reason: TransformFailure, detail: string): TransformResult {
   return { ok: false, reason, detail };
 }
 
-function _settings(options: TransformChildPoolOptions) {
-  const { root, timeoutMs = 5000, heapMb = 64, memoryMb = 256, maxResultBytes = MiB, poolSize = 4, runtime = currentRuntime() } = options;
-  const startTimeoutMs = options.startTimeoutMs ?? Math.max(timeoutMs, 10_000);
-  if (typeof root !== 'string' || root === '') {
-    throw new TypeError(`Invalid transforms root: expected a non-empty string, got ${String(root)}`);
-  }
-  for (const [name, value] of Object.entries({ timeoutMs, startTimeoutMs, heapMb, memoryMb, maxResultBytes, poolSize })) _requirePositive(name, value);
-  if (!Number.isInteger(poolSize)) {
-    throw new RangeError(`Invalid transform runner option poolSize: expected an integer, got ${poolSize}`);
-  }
-  return { root, timeoutMs, startTimeoutMs, heapMb, memoryMb, maxResultBytes, poolSize, runtime };
-}
-
-/** Console output (stderr) read from one child per second; past it the pipe is not read until the second is over. */
-export const OUTPUT_BYTES_PER_SECOND = 64 * 1024;
-
-// A stderr listener that reads at most OUTPUT_BYTES_PER_SECOND: a child writing without pause waits
-// on its own writes (and runs into its time limit) instead of filling the log and this process's memory.
-function _paced(stream: { pause(): unknown; resume(): unknown }, take: (chunk: string) => void): (chunk: string) => void {
-  let windowStart = Date.now();
-  let spent = 0;
-  let paused = false;
-  return (chunk) => {
-    take(chunk);
-    const now = Date.now();
-    if (now - windowStart >= 1000) {
-      windowStart = now;
-      spent = 0;
-    }
-    spent += chunk.length;
-    if (spent < OUTPUT_BYTES_PER_SECOND || paused) return;
-    paused = true;
-    stream.pause();
-    const timer = setTimeout(() => {
-      paused = false;
-      windowStart = Date.now();
-      spent = 0;
-      stream.resume();
-    }, windowStart + 1000 - now);
-    timer.unref?.();
-  };
-}
-
-// Pipes and the process hold the event loop open; an idle child must not.
-// Each ref or unref is a call into libuv for four handles: made only when the slot's state changes.
+// An idle child must not hold the event loop open: changed only when the slot's state changes.
 function _hold(slot: Slot, on: boolean): void {
   if (slot.held === on || slot.child === null) return;
   slot.held = on;
-  const { child } = slot;
-  for (const target of [child, child.stdin, child.stdout, child.stderr] as { ref?: () => void; unref?: () => void }[]) {
-    if (on) target.ref?.();
-    else target.unref?.();
-  }
-}
-
-function _unsupported(path: string, runtime: Runtime): TransformResult | null {
-  const extension = extname(path);
-  if (extension === '.js' || extension === '.mjs') return null;
-  if (extension === '.ts' || extension === '.mts') {
-    if (runtime.kind === 'deno' || _canStripTypes()) return null;
-    const detail = `this runtime cannot load TypeScript (Node ${process.versions.node}): `
-      + 'precompile the transform to .js, run on Node >= 22.18 or Deno, or set hooks.transformRuntime to "deno"';
-    return { ok: false, reason: 'unsupported-ts', detail };
-  }
-  const detail = `only .js, .mjs and .ts modules can be transforms, not ${extension || 'a file without extension'}`;
-  return { ok: false, reason: 'load-failed', detail };
-}
-
-// Whether a Node child (started with the server's own flags) strips types.
-function _canStripTypes(): boolean {
-  // process.features.typescript (Node >= 22.10) says whether stripping is on, which the version
-  // alone does not: 22.6 to 22.17 need --experimental-strip-types, and it can be turned off.
-  const features = process.features as { typescript?: unknown };
-  return Boolean(features.typescript);
-}
-
-function _requirePositive(name: string, value: number): void {
-  if (!(Number.isFinite(value) && value > 0)) {
-    throw new RangeError(`Invalid transform runner option ${name}: expected a positive number, got ${String(value)}`);
-  }
+  holdChild(slot.child, on);
 }

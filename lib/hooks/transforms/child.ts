@@ -1,6 +1,7 @@
 import { spawn, type ChildProcessWithoutNullStreams, type StdioOptions } from 'node:child_process';
 import { closeSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import process from 'node:process';
+import { setTimeout } from 'node:timers';
 import { CHILD_SOURCE } from './child-source.ts';
 
 /** What a transform child may use: the one folder it reads, and its memory. */
@@ -135,5 +136,46 @@ export function residentBytes(pid: number): number | null {
     return match === null ? null : Number(match[1]) * 1024;
   } catch {
     return null;
+  }
+}
+
+/** Console output (stderr) read from one child per second; past it the pipe is not read until the second is over. */
+export const OUTPUT_BYTES_PER_SECOND = 64 * 1024;
+
+/**
+ * A stderr listener that hands each chunk to `take` and reads at most OUTPUT_BYTES_PER_SECOND: a
+ * child writing without pause waits on its own writes (and runs into its time limit) instead of
+ * filling the log and this process's memory.
+ */
+export function pacedReader(stream: { pause(): unknown; resume(): unknown }, take: (chunk: string) => void): (chunk: string) => void {
+  let windowStart = Date.now();
+  let spent = 0;
+  let paused = false;
+  return (chunk) => {
+    take(chunk);
+    const now = Date.now();
+    if (now - windowStart >= 1000) {
+      windowStart = now;
+      spent = 0;
+    }
+    spent += chunk.length;
+    if (spent < OUTPUT_BYTES_PER_SECOND || paused) return;
+    paused = true;
+    stream.pause();
+    const timer = setTimeout(() => {
+      paused = false;
+      windowStart = Date.now();
+      spent = 0;
+      stream.resume();
+    }, windowStart + 1000 - now);
+    timer.unref?.();
+  };
+}
+
+/** Lets a child's process and pipes hold the event loop open, or not. Each is a call into libuv for four handles: callers make it when that changes. */
+export function holdChild(child: ChildProcessWithoutNullStreams, on: boolean): void {
+  for (const target of [child, child.stdin, child.stdout, child.stderr] as { ref?: () => void; unref?: () => void }[]) {
+    if (on) target.ref?.();
+    else target.unref?.();
   }
 }

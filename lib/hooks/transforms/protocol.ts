@@ -38,6 +38,22 @@ export function encodeInput(input: TransformInput): string {
   return json;
 }
 
+/** What the pool asks a child: call (with `probe`, only load) an export of the module at `url`, its result capped at `max` bytes. */
+export interface CallMessage {
+  id: number;
+  url: string;
+  name: string | null;
+  probe: boolean;
+  max: number;
+  /** The input as encodeInput() wrote it; a probe sends none. */
+  input: string | null;
+}
+
+/** A call as the line a child reads. The input is JSON already: spliced in, not parsed and written again. */
+export function encodeCall({ id, url, name, probe, max, input }: CallMessage): string {
+  return `{"id":${id},"url":${JSON.stringify(url)},"name":${JSON.stringify(name)},"probe":${probe},"max":${max},"input":${probe ? 'null' : (input ?? 'null')}}\n`;
+}
+
 /** A child's answer line: the call it answers and its result, or `null` when the line is not an answer. */
 export function parseAnswer(line: string): { id: number; result: TransformResult } | null {
   try {

@@ -1,5 +1,6 @@
 import type { Logger } from '../../log.ts';
-import { createTransformChildPool, type TransformChildPool, type TransformChildPoolOptions } from './child-pool.ts';
+import { createTransformChildPool, type TransformChildPool } from './child-pool.ts';
+import type { TransformChildPoolOptions } from './pool-options.ts';
 import type { TransformInput, TransformRef, TransformResult } from './protocol.ts';
 import { currentRuntime, type Runtime } from './child.ts';
 
