@@ -2,7 +2,7 @@
 // channel's operations over plain parts (the real processes are in cli-reload.test.ts and cli-status.test.ts).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { serverOperations, serverStatus, type OperationParts } from '../lib/cli/operations.ts';
+import { builtOnFirstCall, serverOperations, serverStatus, type OperationParts } from '../lib/cli/operations.ts';
 import { reloadChanges, secretDigests } from '../lib/cli/reload-changes.ts';
 import { coalescedReloads, type ReloadVerdict } from '../lib/cli/reloads.ts';
 import { formatStatus } from '../lib/cli/status.ts';
@@ -172,4 +172,18 @@ test('serverOperations(): reload answers the verdict; outbox.retry checks its ar
   }
   const off = serverOperations(parts());
   await assert.rejects(async () => off['outbox.retry']!({ dead: true }), { message: 'the server does not run in forward mode (hooks.forward is not set)' });
+});
+
+test('builtOnFirstCall(): the handler is built at the first call, once, and serves every call after it', async () => {
+  let builds = 0;
+  const calls: unknown[] = [];
+  const op = builtOnFirstCall(async () => {
+    builds++;
+    return async (args) => (calls.push(args), `done ${String(args)}`);
+  });
+  assert.equal(builds, 0);
+  assert.deepEqual(await Promise.all([op(1), op(2)]), ['done 1', 'done 2']);
+  assert.equal(await op(3), 'done 3');
+  assert.equal(builds, 1);
+  assert.deepEqual(calls, [1, 2, 3]);
 });

@@ -1,4 +1,4 @@
-import type { ControlHandlers } from '../edge/control.ts';
+import type { ControlHandler, ControlHandlers } from '../edge/control.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
 import type { OutboxState } from '../store/outbox.ts';
 import type { Store } from '../store/store.ts';
@@ -47,6 +47,21 @@ export interface OperationParts {
   retryOutbox: ((request: RetryRequest) => Promise<RetryOutcome>) | null;
   /** The request ledger's entries and bytes, `null` when there is none. */
   ledger?: () => { entries: number; bytes: number } | null;
+}
+
+/** The operation of `hooks-ingress requests replay` (its server side is in requests-replay.ts). */
+export const REPLAY_OP = 'requests.replay';
+/** The operation of `hooks-ingress try` (its server side is in try.ts). */
+export const TRY_OP = 'try';
+
+/**
+ * A handler built at its first call, and the same one for every later call: an operation that
+ * lives with its command (try, requests replay) is imported when a server is first asked it, so
+ * a server nobody asks never loads that command's code.
+ */
+export function builtOnFirstCall(build: () => Promise<ControlHandler>): ControlHandler {
+  let built: Promise<ControlHandler> | undefined;
+  return async (args) => (await (built ??= build()))(args);
 }
 
 /** The control channel's operations of a running server. */

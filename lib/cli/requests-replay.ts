@@ -11,6 +11,7 @@ import { escapeControls } from './event-text.ts';
 import { FAILURE, messagePrefix, USAGE, type Io } from './io.ts';
 import { describeBecame, formatEntryLine } from './entry-text.ts';
 import { filterFrom, ledgerOf } from './ledger-access.ts';
+import { REPLAY_OP } from './operations.ts';
 import { formatPreview } from './preview-text.ts';
 import { usageLine } from './usage.ts';
 
@@ -18,8 +19,6 @@ import { usageLine } from './usage.ts';
 // directory) over the control channel, and the server runs each stored request again through its
 // configuration of now. Both halves live here: the command, and the operation the server answers.
 
-/** The control channel's operation name. */
-export const REPLAY_OP = 'requests.replay';
 
 /** What the CLI sends. */
 export interface ReplayArgs {

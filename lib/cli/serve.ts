@@ -17,12 +17,10 @@ import { COMMON, type Command, type Flags } from './command.ts';
 import { ignoreDebuggerSignal } from './debugger-signal.ts';
 import { exists, FAILURE, messagePrefix, USAGE, type Io } from './io.ts';
 import { loadConfigFor, readConfig } from './load-config.ts';
-import { serverOperations } from './operations.ts';
+import { builtOnFirstCall, REPLAY_OP, serverOperations, TRY_OP } from './operations.ts';
 import type { RunningInspector } from './serve-inspector.ts';
 import { needsRestart, reloadChanges } from './reload-changes.ts';
 import { coalescedReloads, type ReloadChanges, type ReloadVerdict, type Reloads } from './reloads.ts';
-import { REPLAY_OP, replayOperation } from './requests-replay.ts';
-import { TRY_OP, tryOperation } from './try.ts';
 import { startService, type Service } from './service.ts';
 import { usageLine } from './usage.ts';
 
@@ -108,7 +106,7 @@ async function _serve(flags: Flags, io: Io): Promise<number> {
   const stopRequest = _stopSignal(io.signal);
   const running = await _listen(flags, port, config, io, service);
   // One replay for both ways in: `requests replay` over the control channel and the inspector's button.
-  const replay = replayOperation({ stateDir, ledger: service.ledger, app: service.app });
+  const replay = builtOnFirstCall(async () => (await import('./requests-replay.ts')).replayOperation({ stateDir, ledger: service.ledger, app: service.app }));
   const inspector = running === null ? null : await _inspector(config, stateDir, io, log, service, replay);
   const control = running === null || inspector === false ? null : await _control(stateDir, io, log, service, reloads.reloads, startedAt, running.server.url, { replay, inspector });
   if (running === null || inspector === false || control === null) {
@@ -269,7 +267,7 @@ async function _control(stateDir: string, io: Io, log: Logger, service: Service,
       ledger: () => service.ledger?.size() ?? null,
     }),
     [REPLAY_OP]: more.replay,
-    [TRY_OP]: tryOperation(service.app),
+    [TRY_OP]: builtOnFirstCall(async () => (await import('./try.ts')).tryOperation(service.app)),
     'inspect.login': () => {
       if (more.inspector === null) throw new HttpError(404, ErrorCode.NotFound, 'the inspector is off: set inspector.port in the config and restart the server');
       return Promise.resolve(more.inspector.login());

@@ -14,7 +14,8 @@ import { formatPreview } from './preview-text.ts';
 import { FAILURE, messagePrefix, USAGE, type Io } from './io.ts';
 import { ledgerOf } from './ledger-access.ts';
 import { stateDirFor } from './state-dir.ts';
-import { REPLAY_OP, type ReplayResult } from './requests-replay.ts';
+import { REPLAY_OP, TRY_OP } from './operations.ts';
+import type { ReplayResult } from './requests-replay.ts';
 import { usageLine } from './usage.ts';
 
 // `hooks-ingress try`: what a request would become — the mapping and its filter, the transform's
@@ -22,8 +23,6 @@ import { usageLine } from './usage.ts';
 // with nothing enqueued. The running server answers it with its own config, environment and
 // transform sandbox; with none running it is tried here, with the same sandbox, and says so.
 
-/** The control channel's operation name. */
-export const TRY_OP = 'try';
 
 /** What the CLI sends: the body as base64, so any bytes pass through JSON unchanged. */
 export interface TryArgs {

@@ -21,8 +21,8 @@ import { createDispatch } from './dispatch.ts';
 import { expectsContinue, hookProcessor, hooksRoute, type Handler, type HookBytes, type HookMode } from './hooks-route.ts';
 import { createIdempotency, type Behind } from './idempotency.ts';
 import { createRecorder, newNote, type Note, type Recorder } from './ledger-note.ts';
-import { previewHook, type Preview, type PreviewInput } from './preview.ts';
-import { replayInput, replayProblem, type ReplayOutcome } from './replay.ts';
+import type { Preview, PreviewInput } from './preview.ts';
+import type { ReplayOutcome } from './replay.ts';
 import { Router, splitTarget } from './router.ts';
 import { createWaiter, type Completions } from './wait.ts';
 import { signedPaths } from '../guard/signatures/paths.ts';
@@ -63,6 +63,13 @@ type Target = ReturnType<typeof splitTarget>;
 const REQUEST_ID = /^[\w.:@/+=-]{1,128}$/;
 // A hook name that is its own one-line form (most are): no need to make one.
 const _PLAIN_NAME = /^[\w.:@/+=-]{0,200}$/;
+
+// What only `try` and `requests replay` use (the operator's commands, the inspector's button),
+// imported at their first use: a server nobody asks never loads it.
+const _operatorParts = {
+  preview: () => import('./preview.ts'),
+  replay: () => import('./replay.ts'),
+};
 
 /** The request listener, which can swap in a new configuration between requests. */
 export interface App {
@@ -147,12 +154,13 @@ export function createApp(options: AppOptions): App {
   }) as App;
   app.limiterStats = () => shared.limiter.stats();
   app.held = () => shared.behind.count;
-  app.preview = (input) => {
+  app.preview = async (input) => {
+    const [{ previewHook }, { replayInput, replayProblem }] = await Promise.all([_operatorParts.preview(), _operatorParts.replay()]);
     const { config } = current;
     let request: PreviewInput;
     if ('id' in input) {
       const problem = replayProblem(input, config);
-      if (problem !== null) return Promise.reject(new HttpError(409, ErrorCode.NotReplayable, `entry ${input.id} cannot be replayed: ${problem}`));
+      if (problem !== null) throw new HttpError(409, ErrorCode.NotReplayable, `entry ${input.id} cannot be replayed: ${problem}`);
       const { name, headers, rawQuery, bytes, verified, pathOnly } = replayInput(input, 'try', newNote(), config);
       request = { name, headers, rawQuery, bytes, ...(verified === true ? { verified } : {}), ...(pathOnly === true ? { pathOnly } : {}) };
     } else {
@@ -162,6 +170,7 @@ export function createApp(options: AppOptions): App {
     return previewHook({ config, transforms, lastRoute: () => options.store.lastRoute(), ...(options.clock === undefined ? {} : { clock: options.clock }) }, request);
   };
   app.replay = async (entry) => {
+    const { replayInput, replayProblem } = await _operatorParts.replay();
     const { config, process, record } = current;
     const problem = replayProblem(entry, config);
     if (problem !== null) throw new HttpError(409, ErrorCode.NotReplayable, `entry ${entry.id} cannot be replayed: ${problem}`);
