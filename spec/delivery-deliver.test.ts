@@ -1,7 +1,5 @@
 import assert from 'node:assert/strict';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import type { Channel } from '../lib/actions.ts';
 import type { Adapter } from '../lib/delivery/adapter.ts';
 import type { ConfiguredChannel } from '../lib/delivery/channels.ts';
@@ -9,6 +7,7 @@ import { createDeliver } from '../lib/delivery/deliver.ts';
 import { createTelegramAdapter } from '../lib/delivery/telegram.ts';
 import type { Attempt } from '../lib/retry.ts';
 import type { Route } from '../lib/store/records.ts';
+import { fake, json } from './_fake-server.ts';
 
 const TOKEN = '123456789:AAHdeliver-spec_token0123456789abcdef';
 
@@ -73,31 +72,18 @@ interface TelegramCall {
 
 type Answer = { status: number; body: unknown } | null;
 
-// A Bot API `sendMessage` on 127.0.0.1; `script` may answer a call itself (by its 1-based number).
-async function withTelegram(script: (n: number, call: TelegramCall) => Answer, run: (fake: { url: string; calls: TelegramCall[] }) => Promise<void>): Promise<void> {
+// A Bot API `sendMessage` on 127.0.0.1 for test `t`; `script` may answer a call itself (by its 1-based number).
+async function telegram(t: TestContext, script: (n: number, call: TelegramCall) => Answer): Promise<{ url: string; calls: TelegramCall[] }> {
   const calls: TelegramCall[] = [];
   let nextId = 100;
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const call: TelegramCall = { path: req.url ?? '', body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as TelegramCall['body'] };
-      calls.push(call);
-      const answer = script(calls.length, call) ?? {
-        status: 200,
-        body: { ok: true, result: { message_id: ++nextId, date: 1_790_000_000, chat: { id: call.body.chat_id, type: 'private' }, text: call.body.text } },
-      };
-      res.writeHead(answer.status, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(answer.body));
-    });
+  const server = await fake(t, (req, res) => {
+    const call: TelegramCall = { path: req.url, body: JSON.parse(req.body) as TelegramCall['body'] };
+    calls.push(call);
+    const sent = () => ({ message_id: ++nextId, date: 1_790_000_000, chat: { id: call.body.chat_id, type: 'private' }, text: call.body.text });
+    const answer = script(calls.length, call) ?? { status: 200, body: { ok: true, result: sent() } };
+    json(res, answer.status, answer.body);
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  try {
-    await run({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, calls });
-  } finally {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-  }
+  return { url: server.url, calls };
 }
 
 function telegramAt(url: string): Map<Channel, ConfiguredChannel> {
@@ -112,70 +98,54 @@ function telegramDeliver(url: string, retry?: Parameters<typeof createDeliver>[0
 // Three paragraphs of 3000 characters each: no two fit one 4096-character message.
 const PARAGRAPHS = ['a', 'b', 'c'].map((letter) => `${letter.repeat(2999)}.`);
 
-test('createDeliver() splits a long reply at the adapter\'s maxLength and sends the parts in order, collecting the ids', async () => {
-  await withTelegram(
-    () => null,
-    async (fake) => {
-      const deliver = telegramDeliver(fake.url);
-      const outcome = await deliver({ channel: 'telegram', to: '12345', text: PARAGRAPHS.join('\n\n') });
-      assert.deepEqual(outcome, { status: 'delivered', channel: 'telegram', to: '12345', messageIds: ['101', '102', '103'] });
-      assert.deepEqual(
-        fake.calls.map((c) => c.body),
-        PARAGRAPHS.map((text) => ({ chat_id: 12345, text })),
-      );
-      assert.ok(fake.calls.every((c) => c.path === `/bot${TOKEN}/sendMessage`));
-    },
+test('createDeliver() splits a long reply at the adapter\'s maxLength and sends the parts in order, collecting the ids', async (t) => {
+  const fake = await telegram(t, () => null);
+  const deliver = telegramDeliver(fake.url);
+  const outcome = await deliver({ channel: 'telegram', to: '12345', text: PARAGRAPHS.join('\n\n') });
+  assert.deepEqual(outcome, { status: 'delivered', channel: 'telegram', to: '12345', messageIds: ['101', '102', '103'] });
+  assert.deepEqual(
+    fake.calls.map((c) => c.body),
+    PARAGRAPHS.map((text) => ({ chat_id: 12345, text })),
   );
+  assert.ok(fake.calls.every((c) => c.path === `/bot${TOKEN}/sendMessage`));
 });
 
-test('createDeliver() waits the retry_after a 429 names, then sends the part again', async () => {
+test('createDeliver() waits the retry_after a 429 names, then sends the part again', async (t) => {
   const waits: number[] = [];
   const tooMany = { status: 429, body: { ok: false, error_code: 429, description: 'Too Many Requests: retry after 7', parameters: { retry_after: 7 } } };
-  await withTelegram(
-    (n) => (n === 1 ? tooMany : null),
-    async (fake) => {
-      const deliver = telegramDeliver(fake.url, { sleep: async (ms) => void waits.push(ms) });
-      assert.deepEqual(await deliver({ channel: 'telegram', to: '12345', text: 'hello' }), { status: 'delivered', channel: 'telegram', to: '12345', messageIds: ['101'] });
-      assert.deepEqual(waits, [7_000]);
-      assert.equal(fake.calls.length, 2);
-      assert.deepEqual(fake.calls[1]!.body, { chat_id: 12345, text: 'hello' });
-    },
-  );
+  const fake = await telegram(t, (n) => (n === 1 ? tooMany : null));
+  const deliver = telegramDeliver(fake.url, { sleep: async (ms) => void waits.push(ms) });
+  assert.deepEqual(await deliver({ channel: 'telegram', to: '12345', text: 'hello' }), { status: 'delivered', channel: 'telegram', to: '12345', messageIds: ['101'] });
+  assert.deepEqual(waits, [7_000]);
+  assert.equal(fake.calls.length, 2);
+  assert.deepEqual(fake.calls[1]!.body, { chat_id: 12345, text: 'hello' });
 });
 
-test('createDeliver() fails with the platform\'s message once 5xx answers exhaust the attempts, noting the parts already delivered', async () => {
+test('createDeliver() fails with the platform\'s message once 5xx answers exhaust the attempts, noting the parts already delivered', async (t) => {
   const waits: number[] = [];
   const badGateway = { status: 502, body: { ok: false, error_code: 502, description: 'Bad Gateway' } };
-  await withTelegram(
-    (n) => (n === 1 ? null : badGateway),
-    async (fake) => {
-      const deliver = telegramDeliver(fake.url, { maxAttempts: 3, baseDelayMs: 100, maxDelayMs: 1_000, sleep: async (ms) => void waits.push(ms), random: () => 1 });
-      const outcome = await deliver({ channel: 'telegram', to: '12345', text: PARAGRAPHS.join('\n\n') });
-      assert.deepEqual(outcome, { status: 'failed', channel: 'telegram', to: '12345', reason: 'Telegram 502: Bad Gateway (after 1 part(s) were delivered)' });
-      // One call for the first part, three for the second; the third part is never tried.
-      assert.equal(fake.calls.length, 4);
-      assert.deepEqual(waits, [100, 200]);
-      assert.ok(!JSON.stringify(outcome).includes(TOKEN));
-    },
-  );
+  const fake = await telegram(t, (n) => (n === 1 ? null : badGateway));
+  const deliver = telegramDeliver(fake.url, { maxAttempts: 3, baseDelayMs: 100, maxDelayMs: 1_000, sleep: async (ms) => void waits.push(ms), random: () => 1 });
+  const outcome = await deliver({ channel: 'telegram', to: '12345', text: PARAGRAPHS.join('\n\n') });
+  assert.deepEqual(outcome, { status: 'failed', channel: 'telegram', to: '12345', reason: 'Telegram 502: Bad Gateway (after 1 part(s) were delivered)' });
+  // One call for the first part, three for the second; the third part is never tried.
+  assert.equal(fake.calls.length, 4);
+  assert.deepEqual(waits, [100, 200]);
+  assert.ok(!JSON.stringify(outcome).includes(TOKEN));
 });
 
-test('createDeliver() fails at once on a permanent 4xx, without a partial note when nothing arrived', async () => {
+test('createDeliver() fails at once on a permanent 4xx, without a partial note when nothing arrived', async (t) => {
   const waits: number[] = [];
   const blocked = { status: 403, body: { ok: false, error_code: 403, description: 'Forbidden: bot was blocked by the user' } };
-  await withTelegram(
-    () => blocked,
-    async (fake) => {
-      const deliver = telegramDeliver(fake.url, { sleep: async (ms) => void waits.push(ms) });
-      assert.deepEqual(await deliver({ channel: 'telegram', to: '12345', text: 'hello' }), {
-        status: 'failed',
-        channel: 'telegram',
-        to: '12345',
-        reason: 'Telegram 403: Forbidden: bot was blocked by the user',
-      });
-      assert.equal(fake.calls.length, 1);
-      assert.deepEqual(waits, []);
-    },
-  );
+  const fake = await telegram(t, () => blocked);
+  const deliver = telegramDeliver(fake.url, { sleep: async (ms) => void waits.push(ms) });
+  assert.deepEqual(await deliver({ channel: 'telegram', to: '12345', text: 'hello' }), {
+    status: 'failed',
+    channel: 'telegram',
+    to: '12345',
+    reason: 'Telegram 403: Forbidden: bot was blocked by the user',
+  });
+  assert.equal(fake.calls.length, 1);
+  assert.deepEqual(waits, []);
 });
 
