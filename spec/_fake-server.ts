@@ -83,6 +83,13 @@ export async function listenJson<B = unknown>(answer: (seen: Seen<B>, res: Serve
   return { url: server.url, seen, close: server.close };
 }
 
+/** {@link listenJson} for one test: the server closes when the test ends. */
+export async function fakeJson<B = unknown>(t: TestContext, answer: (seen: Seen<B>, res: ServerResponse) => void): Promise<FakeServer<Seen<B>>> {
+  const server = await listenJson(answer);
+  t.after(server.close);
+  return server;
+}
+
 /** Runs `run` against a {@link QueuedFake} that behaves as `behave` says once its queue is empty. */
 export async function withQueue(behave: (seen: Seen) => Answer, run: (fake: QueuedFake) => Promise<void>): Promise<void> {
   const queue: Answer[] = [];
