@@ -1,7 +1,8 @@
+import { isUtf8 } from 'node:buffer';
 import { mkdir, open, readdir, readFile, rm, stat, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { LedgerConfig, LedgerLane } from './ledger-config.ts';
-import { LEDGER_DIR, SEGMENT, type Lane, type LedgerEntry, type StoredBody } from './ledger-entry.ts';
+import { LEDGER_DIR, SEGMENT, type Lane, type LedgerEntry } from './ledger-entry.ts';
 
 // The request ledger's writer. Diagnostic, never on an acknowledgement's path: entries are queued
 // in memory and written in batches (one write per lane per batch, no fsync on the way), so a
@@ -48,6 +49,8 @@ interface _Lane {
   open: _Segment | null;
   /** Lines made since the last write. */
   batch: _Batch | null;
+  /** The buffer of the last batch written, reused for the next: no allocation (nor growth) per batch in a steady flow. */
+  spare: Buffer | null;
   /** Coalesced entries not written yet: made into lines when written, with the count by then. */
   held: _Coalesced[];
   /** Coalesced entries whose count changed since their line (or last count line) was written. */
@@ -88,7 +91,7 @@ export class Ledger {
     this.#now = options.now ?? Date.now;
     this.#onError = options.onError ?? (() => {});
     this.#flushMs = Math.min(options.flushMs ?? 100, 500);
-    const lane = (initial: 'a' | 'u'): _Lane => ({ initial, segments: segments[initial], handle: null, open: null, batch: null, held: [], counts: new Set(), dirty: false });
+    const lane = (initial: 'a' | 'u'): _Lane => ({ initial, segments: segments[initial], handle: null, open: null, batch: null, spare: null, held: [], counts: new Set(), dirty: false });
     this.#lanes = { authenticated: lane('a'), unauthenticated: lane('u') };
     this.#next = next;
     // Age is enforced on a slow beat too, so a quiet ledger still forgets on time.
@@ -129,7 +132,7 @@ export class Ledger {
     // than the entry's objects (and the request's body and headers) kept alive until then.
     const limits = entry.lane === 'authenticated' ? this.#config : this.#config.unauthenticated;
     if (body !== undefined) _keepBody(entry, body, Math.min(bodyCap, limits.maxBodyBytes, Math.floor(limits.maxBytes / 16)));
-    _put(this.#lanes[entry.lane], _line(entry, _segmentBytes(limits)), true);
+    _put(this.#lanes[entry.lane], _json(entry, _segmentBytes(limits)), true);
     this.#soon();
   }
 
@@ -212,7 +215,9 @@ export class Ledger {
     for (const [name, lane] of Object.entries(this.#lanes) as [Lane, _Lane][]) {
       const limits = name === 'authenticated' ? this.#config : this.#config.unauthenticated;
       const batch = this.#take(lane, limits);
-      if (batch !== null) await this.#append(lane, batch, limits, now);
+      if (batch === null) continue;
+      await this.#append(lane, batch, limits, now);
+      lane.spare = batch.buf;
     }
     await this.#expire();
     this.#syncSoon();
@@ -228,10 +233,10 @@ export class Ledger {
       held.written = true;
       if ((held.entry.count ?? 1) > 1) held.entry.lastTime = new Date(held.lastMs).toISOString();
       lane.counts.delete(held);
-      _put(lane, _line(held.entry, room), true);
+      _put(lane, _json(held.entry, room), true);
     }
     lane.held = [];
-    for (const held of lane.counts) _put(lane, `${JSON.stringify({ t: 'count', id: held.entry.id, count: held.entry.count, lastTime: new Date(held.lastMs).toISOString() })}\n`, false);
+    for (const held of lane.counts) _put(lane, JSON.stringify({ t: 'count', id: held.entry.id, count: held.entry.count, lastTime: new Date(held.lastMs).toISOString() }), false);
     lane.counts.clear();
     const batch = lane.batch;
     lane.batch = null;
@@ -331,28 +336,32 @@ export class Ledger {
   }
 }
 
-// Adds a line to the lane's batch, growing its buffer when the line might not fit (a UTF-16 unit
-// is at most 3 bytes of UTF-8).
-function _put(lane: _Lane, line: string, entry: boolean): void {
+// Adds a line (JSON text; its line break is added here) to the lane's batch, reusing the last
+// batch's buffer and growing it when the line might not fit (a UTF-16 unit is at most 3 bytes of UTF-8).
+function _put(lane: _Lane, json: string, entry: boolean): void {
   let batch = lane.batch;
-  const most = line.length * 3;
-  if (batch === null) batch = lane.batch = { buf: Buffer.allocUnsafeSlow(Math.max(65_536, most)), used: 0, ends: [] };
-  else if (batch.used + most > batch.buf.length) {
+  const most = json.length * 3 + 1;
+  if (batch === null) {
+    const spare = lane.spare;
+    lane.spare = null;
+    batch = lane.batch = { buf: spare !== null && spare.length >= most ? spare : Buffer.allocUnsafeSlow(Math.max(65_536, most)), used: 0, ends: [] };
+  } else if (batch.used + most > batch.buf.length) {
     const grown = Buffer.allocUnsafeSlow(Math.max(2 * batch.buf.length, batch.used + most));
     batch.buf.copy(grown, 0, 0, batch.used);
     batch.buf = grown;
   }
-  batch.used += batch.buf.write(line, batch.used);
+  batch.used += batch.buf.write(json, batch.used);
+  batch.buf[batch.used++] = 10;
   batch.ends.push(entry ? batch.used : -batch.used);
 }
 
-// An entry as one line; one too large for a segment loses its headers and body, so no single
+// An entry as JSON text; one too large for a segment loses its headers and body, so no single
 // line can push a lane past its bytes.
-function _line(entry: LedgerEntry, room: number): string {
-  const line = `${JSON.stringify(entry)}\n`;
-  if (line.length <= room) return line;
+function _json(entry: LedgerEntry, room: number): string {
+  const json = JSON.stringify(entry);
+  if (json.length < room) return json;
   const { body: _b, headers: _h, ...rest } = entry;
-  return `${JSON.stringify({ ...rest, headers: {}, bodyOmitted: 'ledger-cap' })}\n`;
+  return JSON.stringify({ ...rest, headers: {}, bodyOmitted: 'ledger-cap' });
 }
 
 // A lane is kept in at least four segments, so trimming drops at most a quarter of it at once.
@@ -367,30 +376,23 @@ function _keepBody(entry: LedgerEntry, body: Buffer, cap: number): void {
     entry.bodyOmitted = 'ledger-cap';
     return;
   }
-  const kept = body.length > cap ? body.subarray(0, cap) : body;
-  const stored: StoredBody = { encoding: 'base64', data: '', bytes: body.length, truncated: kept.length < body.length };
-  const text = _utf8(kept, stored.truncated);
-  if (text !== null && !/[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F]/.test(text)) {
-    stored.encoding = 'utf8';
-    stored.data = text;
-  } else {
-    stored.data = kept.toString('base64');
-  }
-  entry.body = stored;
+  const cut = body.length > cap ? body.subarray(0, cap) : body;
+  const truncated = cut.length < body.length;
+  let kept = cut;
+  // A cut body may end inside a character, which is then left off.
+  if (truncated) for (let drop = 1; drop <= 3 && !isUtf8(kept) && drop <= cut.length; drop++) kept = cut.subarray(0, cut.length - drop);
+  const text = isUtf8(kept) && !_controls(kept);
+  if (!text) kept = cut;
+  entry.body = { encoding: text ? 'utf8' : 'base64', data: kept.toString(text ? 'utf8' : 'base64'), bytes: body.length, truncated };
 }
 
-const _DECODER = new TextDecoder('utf-8', { fatal: true });
-
-// Valid UTF-8, or `null`; a cut body may end inside a character, which is then left off.
-function _utf8(bytes: Buffer, cut: boolean): string | null {
-  for (let drop = 0; drop <= (cut ? 3 : 0) && drop <= bytes.length; drop++) {
-    try {
-      return _DECODER.decode(bytes.subarray(0, bytes.length - drop));
-    } catch {
-      // try one byte shorter
-    }
+// Whether the bytes hold a control character other than tab, line feed and carriage return.
+function _controls(bytes: Buffer): boolean {
+  for (let i = 0; i < bytes.length; i++) {
+    const b = bytes[i]!;
+    if ((b < 0x20 && b !== 0x09 && b !== 0x0a && b !== 0x0d) || b === 0x7f) return true;
   }
-  return null;
+  return false;
 }
 
 // The time of a segment's first entry, when its first line says it.
