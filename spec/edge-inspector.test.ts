@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import { createInspector, INSPECTOR_PREFIX, loadPage, type InspectorSource } from '../lib/edge/inspector.ts';
-import { listen } from '../lib/edge/server.ts';
+import { listen } from '../lib/edge/listen.ts';
 import { createLogger } from '../lib/log.ts';
 import { defer } from './_cleanup.ts';
 import { assertError, send, type Reply, type SendOptions } from './_http.ts';

@@ -8,7 +8,7 @@ import { test, type TestContext } from 'node:test';
 import type { Page } from 'playwright-core';
 import { main } from '../lib/cli/main.ts';
 import { createInspector, type InspectorSource } from '../lib/edge/inspector.ts';
-import { listen } from '../lib/edge/server.ts';
+import { listen } from '../lib/edge/listen.ts';
 import { browserSkip, launch } from './_browser.ts';
 import { serveState } from './_cli.ts';
 import { silentLogger } from './_app.ts';

@@ -1,7 +1,7 @@
 import type { Config } from '../config/types.ts';
 import { createInspector, type InspectorSource } from '../edge/inspector.ts';
 import { ledgerSource } from '../edge/inspector-source.ts';
-import { listen, type Running } from '../edge/server.ts';
+import { listen, type Running } from '../edge/listen.ts';
 import { inheritedInspectorFd } from '../edge/systemd.ts';
 import type { Logger } from '../log.ts';
 import { LedgerTail } from '../store/ledger-read.ts';

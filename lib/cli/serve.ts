@@ -3,7 +3,7 @@ import { dirname, resolve, sep } from 'node:path';
 import { locateConfig, locateStateDir } from '../config/locate.ts';
 import type { Config } from '../config/types.ts';
 import { socketPathProblem, startControl, type ControlHandler, type ControlServer } from '../edge/control.ts';
-import { listen, type Running } from '../edge/server.ts';
+import { listen, type Running } from '../edge/listen.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
 import { inheritedListenFd, unsetListenEnv } from '../edge/systemd.ts';
 import { generateToken } from '../guard/token.ts';

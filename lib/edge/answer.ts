@@ -1,3 +1,5 @@
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { HttpError } from '../errors.ts';
 import type { StoredAnswer } from '../store/records.ts';
 
@@ -18,4 +20,59 @@ export interface Answer extends StoredAnswer {
  */
 export function errorAnswer(error: HttpError): Answer {
   return { status: error.status, body: { ok: false, error: error.message, code: error.code }, headers: error.headers, close: error.close };
+}
+
+/**
+ * Writes an answer with its headers (content type and length, no-store, the request id). A request
+ * whose body was not read to its end (a large or unbounded one) gets its connection ended once the
+ * answer is out.
+ */
+export function sendAnswer(req: IncomingMessage, res: ServerResponse, answer: Answer, id: string, maxBodyBytes: number): void {
+  if (res.headersSent || res.destroyed) return;
+  const text = answer.status === 204 ? '' : (answer.text ?? JSON.stringify(answer.body));
+  // A small unread body (an early 401, 404, ...) is drained by node:http and the connection kept;
+  // one that is large or of unknown length is not worth reading, so the connection goes.
+  const declared = Number(req.headers['content-length']);
+  const close = answer.close === true || (!req.complete && !(declared <= maxBodyBytes));
+  // Built key by key (the answer's own headers first): no spread copies per response.
+  const headers: OutgoingHttpHeaders = {};
+  if (answer.headers !== undefined) for (const name of Object.keys(answer.headers)) headers[name] = answer.headers[name];
+  if (answer.status !== 204) {
+    headers['content-type'] = answer.contentType ?? 'application/json; charset=utf-8';
+    headers['content-length'] = Buffer.byteLength(text);
+  }
+  headers['cache-control'] = 'no-store';
+  headers['x-request-id'] = id;
+  res.writeHead(answer.status, headers);
+  res.end(req.method === 'HEAD' ? undefined : text);
+  // The rest of an unread body is not ours to receive: end the connection once the answer is out.
+  if (close) {
+    _ending.add(req.socket);
+    res.once('finish', () => _linger(req));
+  }
+}
+
+/** Connections ended after an answer: whatever the client still sends on them is dropped, requests included. */
+const _ending = new WeakSet<Socket>();
+
+/** Whether `socket` was ended after an answer: a request still arriving on it is dropped unread. */
+export function endedConnection(socket: Socket): boolean {
+  return _ending.has(socket);
+}
+
+/** How long a connection ended after a 413 or 408 may still deliver bytes we throw away. */
+const LINGER_MS = 2_000;
+
+// Half-close after the answer and discard (never buffer) what the client still sends, for a moment.
+// Closing at once would reset the connection while the client is still sending, and a reset can
+// wipe the answer from the client's receive buffer before it reads it. The request flows again
+// with nothing listening, so what arrives is read and dropped: a client that cannot send the rest
+// cannot finish, and would only see the connection reset when the moment is over.
+function _linger(req: IncomingMessage): void {
+  const socket: Socket = req.socket;
+  req.resume();
+  socket.end();
+  const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+  timer.unref?.();
+  socket.once('close', () => clearTimeout(timer));
 }

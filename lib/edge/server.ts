@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type OutgoingHttpHeaders, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Config } from '../config/types.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
 import { requestClient, type Client } from '../guard/address.ts';
@@ -16,7 +15,7 @@ import type { LedgerEntry } from '../store/ledger-entry.ts';
 import type { Store } from '../store/store.ts';
 import type { RunRecord } from '../store/records.ts';
 import { trimSlashes } from '../text.ts';
-import { errorAnswer, type Answer } from './answer.ts';
+import { endedConnection, errorAnswer, sendAnswer, type Answer } from './answer.ts';
 import { createDispatch } from './dispatch.ts';
 import { expectsContinue, hookProcessor, hooksRoute, type Handler, type HookBytes, type HookMode } from './hooks-route.ts';
 import { createIdempotency, type Behind } from './idempotency.ts';
@@ -110,7 +109,7 @@ export function createApp(options: AppOptions): App {
 
   const app = ((req: IncomingMessage, res: ServerResponse) => {
     // Pipelined behind an answer that ended the connection: never carried out, as it can never be answered.
-    if (_ending.has(req.socket)) return void req.resume();
+    if (endedConnection(req.socket)) return void req.resume();
     const { route, config, hookLabel, hookName, record } = current;
     const started = now();
     const incoming = req.headers['x-request-id'];
@@ -119,7 +118,7 @@ export function createApp(options: AppOptions): App {
     const target = splitTarget(req.url ?? '/');
     const note = newNote();
     const answered = (answer: Answer) => {
-      _send(req, res, answer, id, config.hooks.maxBodyBytes);
+      sendAnswer(req, res, answer, id, config.hooks.maxBodyBytes);
       const path = target.pathname;
       const label = hookLabel(path);
       options.telemetry?.request(label, answer.status, shared.received.get(req) ?? 0, answer.headers?.['idempotent-replayed'] === 'true');
@@ -344,93 +343,4 @@ function _answerError(error: unknown, id: string, log: Logger): Answer {
   if (error instanceof HttpError) return errorAnswer(error);
   log.error('unexpected error', { id, error: error instanceof Error ? (error.stack ?? error.message) : String(error) });
   return { status: 500, body: { ok: false, error: 'internal error', code: ErrorCode.Internal } };
-}
-
-function _send(req: IncomingMessage, res: ServerResponse, answer: Answer, id: string, maxBodyBytes: number): void {
-  if (res.headersSent || res.destroyed) return;
-  const text = answer.status === 204 ? '' : (answer.text ?? JSON.stringify(answer.body));
-  // A small unread body (an early 401, 404, ...) is drained by node:http and the connection kept;
-  // one that is large or of unknown length is not worth reading, so the connection goes.
-  const declared = Number(req.headers['content-length']);
-  const close = answer.close === true || (!req.complete && !(declared <= maxBodyBytes));
-  // Built key by key (the answer's own headers first): no spread copies per response.
-  const headers: OutgoingHttpHeaders = {};
-  if (answer.headers !== undefined) for (const name of Object.keys(answer.headers)) headers[name] = answer.headers[name];
-  if (answer.status !== 204) {
-    headers['content-type'] = answer.contentType ?? 'application/json; charset=utf-8';
-    headers['content-length'] = Buffer.byteLength(text);
-  }
-  headers['cache-control'] = 'no-store';
-  headers['x-request-id'] = id;
-  res.writeHead(answer.status, headers);
-  res.end(req.method === 'HEAD' ? undefined : text);
-  // The rest of an unread body is not ours to receive: end the connection once the answer is out.
-  if (close) {
-    _ending.add(req.socket);
-    res.once('finish', () => _linger(req));
-  }
-}
-
-/** Connections ended after an answer: whatever the client still sends on them is dropped, requests included. */
-const _ending = new WeakSet<Socket>();
-
-/** How long a connection ended after a 413 or 408 may still deliver bytes we throw away. */
-const LINGER_MS = 2_000;
-
-// Half-close after the answer and discard (never buffer) what the client still sends, for a moment.
-// Closing at once would reset the connection while the client is still sending, and a reset can
-// wipe the answer from the client's receive buffer before it reads it. The request flows again
-// with nothing listening, so what arrives is read and dropped: a client that cannot send the rest
-// cannot finish, and would only see the connection reset when the moment is over.
-function _linger(req: IncomingMessage): void {
-  const socket: Socket = req.socket;
-  req.resume();
-  socket.end();
-  const timer = setTimeout(() => socket.destroy(), LINGER_MS);
-  timer.unref?.();
-  socket.once('close', () => clearTimeout(timer));
-}
-
-/** A started server and how to stop it. */
-export interface Running {
-  server: Server;
-  url: string;
-  /** Stops accepting, lets requests in flight finish (bounded by `graceMs`), then closes every connection. */
-  close(graceMs?: number): Promise<void>;
-}
-
-/** Where to listen: an address (port 0 takes a free one), or a socket inherited from systemd. */
-export type ListenTarget = { host: string; port: number } | { fd: number };
-
-/** Listens with the given request listener. */
-export async function listen(app: (req: IncomingMessage, res: ServerResponse) => void, target: ListenTarget): Promise<Running> {
-  const server = createServer(app);
-  // Handled by the app, which invites the body only once the request passed authentication.
-  server.on('checkContinue', app);
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    const ready = () => {
-      server.off('error', reject);
-      resolve();
-    };
-    if ('fd' in target) server.listen({ fd: target.fd }, ready);
-    else server.listen(target.port, target.host, ready);
-  });
-  const address = server.address() as AddressInfo | string | null;
-  let url: string;
-  if (address === null || typeof address === 'string') url = `http://unix:${address ?? 'inherited socket'}`;
-  else url = `http://${address.family === 'IPv6' || address.address.includes(':') ? `[${address.address}]` : address.address}:${address.port}`;
-  return {
-    server,
-    url,
-    close: (graceMs = 10_000) =>
-      new Promise<void>((resolve) => {
-        const force = setTimeout(() => server.closeAllConnections(), graceMs);
-        server.close(() => {
-          clearTimeout(force);
-          resolve();
-        });
-        server.closeIdleConnections();
-      }),
-  };
 }
