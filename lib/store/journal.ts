@@ -2,6 +2,7 @@ import { constants, fstatSync, statSync } from 'node:fs';
 import { mkdir, open as fsOpen, rename, rm } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { encodeLine, parseLines, type JournalContents } from './journal-lines.ts';
 
 /** The journal's file name inside the state directory. */
 export const JOURNAL_FILE = 'journal.jsonl';
@@ -22,16 +23,6 @@ export interface JournalStats {
   records: number;
   /** Duration of the most recent fsync of a journal file (under O_DSYNC: of the batch's write), 0 before the first. */
   lastFsyncMs: number;
-}
-
-/** What a read of the journal found: complete records in order, and how many middle lines were unreadable. */
-export interface JournalContents {
-  records: unknown[];
-  /** The 1-based line number of each record, for messages about it. */
-  lines: number[];
-  skipped: number;
-  /** The 1-based numbers of the skipped lines. */
-  unreadable: number[];
 }
 
 /** Result of {@link Journal.open}; `tornBytes` is the unfinished tail that was cut off (0 if none). */
@@ -132,7 +123,7 @@ export class Journal {
     const handle = await open(file, constants.O_RDWR | constants.O_CREAT | dsync, 0o600);
     try {
       const buf = await handle.readFile();
-      const { records, lines, skipped, unreadable, end } = _parse(buf);
+      const { records, lines, skipped, unreadable, end } = parseLines(buf);
       // Cut now so the next append cannot glue onto the garbage; making that append durable makes the cut durable.
       if (end < buf.length) await handle.truncate(end);
       return { journal: new Journal(file, handle, end, now, open, dsync), records, lines, skipped, unreadable, tornBytes: buf.length - end };
@@ -175,7 +166,7 @@ export class Journal {
   appendMany(records: readonly object[]): Promise<void> {
     // Not `async`: the promise of the queue is handed back as it is, one promise less per append.
     try {
-      const text = records.length === 1 ? _line(records[0]!) : records.map(_line).join('');
+      const text = records.length === 1 ? encodeLine(records[0]!) : records.map(encodeLine).join('');
       if (text !== '') return this.#enqueue('append', text, records.length);
       if (this.#closing) throw new Error('Journal is closed');
       return Promise.resolve();
@@ -260,7 +251,7 @@ export class Journal {
       let size = 0;
       for (let i = 0; i < records.length; ) {
         let text = '';
-        while (i < records.length && text.length < SNAPSHOT_PART_CHARS) text += _line(records[i++]!);
+        while (i < records.length && text.length < SNAPSHOT_PART_CHARS) text += encodeLine(records[i++]!);
         const bytes = Buffer.from(text);
         await _writeAll(rewrite.handle, bytes, size);
         size += bytes.length;
@@ -348,56 +339,9 @@ export class Journal {
   }
 }
 
-/** Reads a journal without writing to it (safe while a server appends); a missing file reads as empty. */
-export async function readJournal(file: string): Promise<JournalContents> {
-  let handle: FileHandle;
-  try {
-    handle = await fsOpen(file, 'r');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { records: [], lines: [], skipped: 0, unreadable: [] };
-    throw err;
-  }
-  try {
-    const { records, lines, skipped, unreadable } = _parse(await handle.readFile());
-    return { records, lines, skipped, unreadable };
-  } finally {
-    await handle.close();
-  }
-}
-
 function _identity(handle: FileHandle): { dev: number; ino: number } {
   const { dev, ino } = fstatSync(handle.fd);
   return { dev, ino };
-}
-
-function _line(record: object): string {
-  const text: unknown = JSON.stringify(record);
-  if (typeof text !== 'string') throw new TypeError(`Cannot append record: it has no JSON form: ${typeof record}`);
-  return `${text}\n`;
-}
-
-// `end` is the length of the sound prefix: everything after it is a torn last line.
-function _parse(buf: Buffer): JournalContents & { end: number } {
-  const records: unknown[] = [];
-  const lines: number[] = [];
-  const unreadable: number[] = [];
-  let end = buf.lastIndexOf(0x0a) + 1;
-  for (let start = 0, line = 1; start < end; line++) {
-    const next = buf.indexOf(0x0a, start) + 1;
-    try {
-      records.push(JSON.parse(buf.toString('utf8', start, next - 1)));
-      lines.push(line);
-    } catch {
-      // An unreadable final line with nothing after it is an unfinished write, not damage in the middle.
-      if (next === buf.length) {
-        end = start;
-        break;
-      }
-      unreadable.push(line);
-    }
-    start = next;
-  }
-  return { records, lines, skipped: unreadable.length, unreadable, end };
 }
 
 async function _writeAll(handle: FileHandle, bytes: Buffer, position: number): Promise<void> {
