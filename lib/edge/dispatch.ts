@@ -18,6 +18,10 @@ import { admitEvents, reserveRuns, unavailable, type RunQueue } from './capacity
 import type { Gone, Waiter } from './wait.ts';
 import type { Answer } from './answer.ts';
 
+// One concern at some 360 lines: /wake, /agent and mapped hooks share one admission, one choice of
+// destination and one dry run, each written once here; split by request kind, the parts would
+// import each other.
+
 /** An authenticated hook request with its parsed body. */
 export interface HookCall {
   /** The request id, for logs and for the runs it creates. */
