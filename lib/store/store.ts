@@ -4,7 +4,9 @@ import { join } from 'node:path';
 import type { RunSpec } from '../actions.ts';
 import { Journal, JOURNAL_FILE, JournalReplacedError } from './journal.ts';
 import { applyOutbox, countOutbox, headOf, newEntries, trimOutbox, type OutboxEntry, type OutboxSpec, type OutboxState, type OutboxUpdate } from './outbox.ts';
-import { checkedLines, replayRuns, type IdemRecord, type IdempotencyWrite, type Rejected, type JournalLine, type Route, type RunRecord, type RunUpdate, type SessionEvent, type StoredAnswer } from './records.ts';
+import { IdempotencyKeys } from './idempotency-keys.ts';
+import { checkedLines, replayRuns, type IdempotencyWrite, type Rejected, type JournalLine, type Route, type RunRecord, type RunUpdate, type SessionEvent, type StoredAnswer } from './records.ts';
+import { SessionEvents } from './session-events.ts';
 
 
 export interface StoreOptions {
@@ -38,7 +40,6 @@ export interface Effects {
 // One journal line is one commit: all of a request's effects and its idempotency key, durable
 // together or not at all (the line's shape and its checks live in records.ts).
 type _Line = JournalLine;
-type _Idem = IdemRecord;
 
 
 /**
@@ -50,29 +51,21 @@ export class Store {
   readonly #journal: Journal;
   readonly #now: () => number;
   readonly #ttlMs: number;
-  readonly #maxKeys: number;
   readonly #compactBytes: number;
-  readonly #retainEvents: number;
-  readonly #retainEventBytes: number;
-  #eventBytes = 0;
+  readonly #session: SessionEvents;
+  readonly #keys: IdempotencyKeys;
   #seq = 0;
-  #events: SessionEvent[] = [];
   #runs = new Map<string, RunRecord>();
   #runWatchers = new Set<(run: RunRecord) => void>();
   #outbox = new Map<string, OutboxEntry>();
-  #idem = new Map<string, _Idem>();
   #compacting: Promise<void> | null = null;
   #compactAt: number;
-  #consumedThrough = 0;
   #lastWriteFailed = false;
   #lastRoute: Route | null = null;
   readonly #retainRuns: number;
   /** How many runs in #runs are finished. */
   #finished = 0;
   #compactionFailures = 0;
-  // Unconsumed system events (what a heartbeat has yet to read): never trimmed, bounded at the door.
-  #backlogEvents = 0;
-  #backlogBytes = 0;
   // A compaction is queued behind the running one; its snapshot is taken when its turn comes.
   #compactQueued = false;
   // While the journal is replayed at open the backlog is counted once, at the end.
@@ -82,11 +75,10 @@ export class Store {
     this.#journal = journal;
     this.#now = options.now ?? Date.now;
     this.#ttlMs = options.idempotencyTtlMs;
-    this.#maxKeys = options.maxIdempotencyKeys ?? 10_000;
+    this.#keys = new IdempotencyKeys(this.#now, options.maxIdempotencyKeys ?? 10_000);
     this.#compactBytes = options.compactBytes ?? 8 * 1024 * 1024;
     this.#compactAt = this.#compactBytes;
-    this.#retainEvents = options.retainEvents ?? 2_000;
-    this.#retainEventBytes = options.retainEventBytes ?? 16 * 1024 * 1024;
+    this.#session = new SessionEvents(options.retainEvents ?? 2_000, options.retainEventBytes ?? 16 * 1024 * 1024);
     this.#retainRuns = options.retainRuns ?? 1_000;
   }
 
@@ -98,11 +90,7 @@ export class Store {
     store.#replaying = true;
     for (const line of lines) store.#apply(line);
     store.#replaying = false;
-    store.#recount();
-    // What the journal still holds of read events past the bounds (a compaction had not dropped it
-    // yet) is dropped now, as a running store would have.
-    store.#events = store.#retained();
-    store.#eventBytes = _textBytes(store.#events);
+    store.#session.settle();
     return { store, skipped: opened.skipped, tornBytes: opened.tornBytes, rejected };
   }
 
@@ -148,19 +136,12 @@ export class Store {
 
   /** The first answer to an earlier request with this key, while it is remembered. */
   replay(scope: string, key: string): StoredAnswer | null {
-    const id = _idemId(scope, key);
-    const found = this.#idem.get(id);
-    if (found === undefined) return null;
-    if (found.expiresAt <= this.#now()) {
-      this.#idem.delete(id);
-      return null;
-    }
-    return { status: found.status, body: found.body, ...(found.waitFor === undefined ? {} : { waitFor: found.waitFor }), ...(found.requestId === undefined ? {} : { requestId: found.requestId }) };
+    return this.#keys.replay(scope, key);
   }
 
   /** The main session's retained events, oldest first. */
   events(): readonly SessionEvent[] {
-    return this.#events;
+    return this.#session.list;
   }
 
   /**
@@ -193,7 +174,7 @@ export class Store {
 
   /** Main-session events up to this seq were read by a finished heartbeat turn. */
   consumedThrough(): number {
-    return this.#consumedThrough;
+    return this.#session.consumedThrough;
   }
 
   /** The channel and recipient of the most recent successful delivery to a configured recipient. */
@@ -204,7 +185,7 @@ export class Store {
   /** Whether a `now` wake is on record with no heartbeat after it (the process died in between). */
   heartbeatOwed(): boolean {
     // Owed until a finished heartbeat turn consumed it: a turn cut short by a stop or a crash does not count.
-    return this.#events.some((e) => e.seq > this.#consumedThrough && e.kind === 'system' && e.mode === 'now');
+    return this.#session.owed();
   }
 
   /** Forward mode's outbox entries, oldest first: every pending and dead one, and recent sent ones. */
@@ -229,16 +210,16 @@ export class Store {
 
   /** Unconsumed system events and their text in UTF-8 bytes: what the backlog bound counts. */
   backlog(): { events: number; bytes: number } {
-    return { events: this.#backlogEvents, bytes: this.#backlogBytes };
+    return this.#session.backlog();
   }
 
   /** Counters for metrics and tests. */
   stats(): { idempotencyKeys: number; runs: number; events: number; journalBytes: number; fsyncMs: number; flushes: number; compactionFailures: number } {
     const journal = this.#journal.stats();
     return {
-      idempotencyKeys: this.#idem.size,
+      idempotencyKeys: this.#keys.size,
       runs: this.#runs.size,
-      events: this.#events.length,
+      events: this.#session.list.length,
       journalBytes: this.#journal.size,
       fsyncMs: journal.lastFsyncMs,
       flushes: journal.flushes,
@@ -304,41 +285,18 @@ export class Store {
 
   #forget(line: _Line): void {
     if (line.t !== 'commit') return;
-    const seqs = new Set(line.events?.map((e) => e.seq));
-    this.#events = this.#events.filter((e) => !seqs.has(e.seq));
-    this.#eventBytes = _textBytes(this.#events);
-    this.#recount();
+    this.#session.forget(new Set(line.events?.map((e) => e.seq)));
     for (const run of line.runs ?? []) if (this.#runs.get(run.runId) === run) this.#setRun(run.runId, undefined);
     for (const entry of line.outbox ?? []) if (this.#outbox.get(entry.id) === entry) this.#outbox.delete(entry.id);
-    const idem = line.idem;
-    if (idem === undefined) return;
-    const id = _idemId(idem.scope, idem.key);
-    // Only this line's record: the body object is shared with it, a later one for the same key is not.
-    if (this.#idem.get(id)?.body === idem.body) this.#idem.delete(id);
+    if (line.idem !== undefined) this.#keys.forget(line.idem);
   }
 
   #apply(line: _Line): void {
     this.#seq = Math.max(this.#seq, line.seq);
     if (line.t === 'commit') {
-      if (line.events !== undefined) {
-        this.#events.push(...line.events);
-        this.#eventBytes += _textBytes(line.events);
-        for (const e of line.events) {
-          if (!this.#unconsumed(e)) continue;
-          this.#backlogEvents++;
-          this.#backlogBytes += Buffer.byteLength(e.text);
-        }
-      }
-      if (line.consumedThrough !== undefined && line.consumedThrough > this.#consumedThrough) {
-        this.#consumedThrough = line.consumedThrough;
-        if (!this.#replaying) this.#recount();
-      }
-      // Trim in batches so a long-running process does not shift the array on every event; only
-      // consumed events count, as only they can go.
-      if (this.#events.length - this.#backlogEvents > this.#retainEvents * 2 || this.#eventBytes - this.#backlogBytes > this.#retainEventBytes * 2) {
-        this.#events = this.#retained();
-        this.#eventBytes = _textBytes(this.#events);
-      }
+      if (line.events !== undefined) this.#session.add(line.events);
+      if (line.consumedThrough !== undefined) this.#session.consume(line.consumedThrough, !this.#replaying);
+      this.#session.trim();
       replayRuns(line, (id) => this.#runs.get(id), (id, run) => this.#setRun(id, run));
       if (line.lastRoute !== undefined) this.#lastRoute = line.lastRoute;
       if (line.outbox !== undefined || line.outboxUpdates !== undefined) {
@@ -348,42 +306,7 @@ export class Store {
       this.#trimRuns();
     }
     const idem = line.t === 'idem' ? line : line.idem;
-    if (idem !== undefined && idem.expiresAt > this.#now()) this.#remember(idem);
-  }
-
-  // Every unconsumed event, and of the others the newest within both bounds: `retainEvents` of
-  // them, `retainEventBytes` of text.
-  #retained(): SessionEvent[] {
-    let count = 0;
-    let bytes = 0;
-    let full = false;
-    const kept: SessionEvent[] = [];
-    for (let i = this.#events.length - 1; i >= 0; i--) {
-      const e = this.#events[i]!;
-      if (!this.#unconsumed(e)) {
-        full ||= count + 1 > this.#retainEvents || bytes + e.text.length > this.#retainEventBytes;
-        if (full) continue;
-        count++;
-        bytes += e.text.length;
-      }
-      kept.push(e);
-    }
-    return kept.reverse();
-  }
-
-  // A system event no finished heartbeat turn has read yet.
-  #unconsumed(e: SessionEvent): boolean {
-    return e.kind === 'system' && e.seq > this.#consumedThrough;
-  }
-
-  #recount(): void {
-    this.#backlogEvents = 0;
-    this.#backlogBytes = 0;
-    for (const e of this.#events) {
-      if (!this.#unconsumed(e)) continue;
-      this.#backlogEvents++;
-      this.#backlogBytes += Buffer.byteLength(e.text);
-    }
+    if (idem !== undefined) this.#keys.remember(idem);
   }
 
   // Finished runs are history: the newest `retainRuns` of them are kept, trimmed in batches.
@@ -409,35 +332,19 @@ export class Store {
     if (!_unfinished(run)) this.#finished++;
   }
 
-  #remember(idem: _Idem): void {
-    const id = _idemId(idem.scope, idem.key);
-    this.#idem.delete(id);
-    const { scope, key, status, body, expiresAt, waitFor, requestId } = idem;
-    this.#idem.set(id, { scope, key, status, body, expiresAt, ...(waitFor === undefined ? {} : { waitFor }), ...(requestId === undefined ? {} : { requestId }) });
-    if (this.#idem.size > this.#maxKeys) this.#idem.delete(this.#idem.keys().next().value!);
-  }
-
   // What a compacted journal holds: retained events, unfinished runs, live idempotency keys.
   #snapshot(): _Line[] {
     const now = this.#now();
-    const lines: _Line[] = this.#retained().map((e) => ({ t: 'commit', seq: e.seq, time: e.time, events: [e] }));
+    const lines: _Line[] = this.#session.retained().map((e) => ({ t: 'commit', seq: e.seq, time: e.time, events: [e] }));
     for (const run of this.#runs.values()) lines.push({ t: 'commit', seq: 0, time: run.acceptedAt, runs: [run] });
-    lines.push({ t: 'commit', seq: 0, time: new Date(now).toISOString(), consumedThrough: this.#consumedThrough, ...(this.#lastRoute === null ? {} : { lastRoute: this.#lastRoute }) });
+    lines.push({ t: 'commit', seq: 0, time: new Date(now).toISOString(), consumedThrough: this.#session.consumedThrough, ...(this.#lastRoute === null ? {} : { lastRoute: this.#lastRoute }) });
     for (const entry of this.#outbox.values()) lines.push({ t: 'commit', seq: 0, time: entry.acceptedAt, outbox: [entry] });
-    for (const idem of this.#idem.values()) if (idem.expiresAt > now) lines.push({ t: 'idem', seq: 0, ...idem });
+    for (const idem of this.#keys.live(now)) lines.push({ t: 'idem', seq: 0, ...idem });
     return lines;
   }
 }
 
-function _textBytes(events: readonly SessionEvent[]): number {
-  return events.reduce((sum, e) => sum + e.text.length, 0);
-}
-
 function _unfinished(run: RunRecord): boolean {
   return run.status === 'pending' || run.status === 'running';
-}
-
-function _idemId(scope: string, key: string): string {
-  return `${scope}\n${key}`;
 }
 
