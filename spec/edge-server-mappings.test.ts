@@ -82,6 +82,11 @@ async function start(t: TestContext, raw: Raw, runner: Partial<TransformChildPoo
   });
 }
 
+/** An app with one mapping: every hook is a wake whose text is `textTemplate` rendered, without the untrusted-content wrapper. */
+function startRendering(t: TestContext, textTemplate: string): Promise<AppHarness> {
+  return start(t, { hooks: { mappings: [{ action: 'wake', textTemplate, allowUnsafeExternalContent: true }] } });
+}
+
 /** POSTs a JSON body (or a prepared string with its own content type) to `/hooks/<name>`. */
 function hook(h: AppHarness, name: string, body: unknown, headers: Record<string, string> = {}): Promise<Reply> {
   return post(h.url, `/hooks/${name}`, { headers: { ...AUTH, ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
@@ -160,7 +165,7 @@ test('a mapped hook routes by match.source against payload.source, and with both
 });
 
 test('a mapping without match takes every hook name', async (t) => {
-  const h = await start(t, { hooks: { mappings: [{ action: 'wake', textTemplate: '{{path}}', allowUnsafeExternalContent: true }] } });
+  const h = await startRendering(t, '{{path}}');
   for (const name of ['anything', 'deep/er/path', 'UPPER']) assert.equal((await hook(h, name, {})).status, 200);
   assert.deepEqual(h.store.events().map((e) => e.text), ['anything', 'deep/er/path', 'UPPER']);
 });
@@ -249,17 +254,7 @@ test('a mapping passes agentId, deliver, channel, to, model, thinking and timeou
 // --- templates ------------------------------------------------------------------------------
 
 test('a mapped hook renders payload paths, headers, query, path and now into its templates', async (t) => {
-  const h = await start(t, {
-    hooks: {
-      mappings: [
-        {
-          action: 'wake',
-          textTemplate: '{{payload.user.name}}|{{user.name}}|{{items[1].v}}|{{headers.X-Event}}|{{query.ref}}|{{path}}|{{now}}|{{n}}|{{ok}}|{{obj}}',
-          allowUnsafeExternalContent: true,
-        },
-      ],
-    },
-  });
+  const h = await startRendering(t, '{{payload.user.name}}|{{user.name}}|{{items[1].v}}|{{headers.X-Event}}|{{query.ref}}|{{path}}|{{now}}|{{n}}|{{ok}}|{{obj}}');
   const before = Date.now();
   const reply = await hook(h, 'ci/push?ref=main', { user: { name: 'ann' }, items: [{ v: 1 }, { v: 2 }], n: 1.5, ok: true, obj: { a: [1] } }, { 'x-event': 'push' });
   const after = Date.now();
@@ -272,17 +267,7 @@ test('a mapped hook renders payload paths, headers, query, path and now into its
 });
 
 test('a mapped hook renders missing values and the prototype-chain names as empty', async (t) => {
-  const h = await start(t, {
-    hooks: {
-      mappings: [
-        {
-          action: 'wake',
-          textTemplate: '[{{missing.x}}][{{__proto__}}][{{o.__proto__.polluted}}][{{constructor}}][{{o.constructor.name}}][{{o.prototype}}][{{o.toString}}][{{s.length}}][{{headers.__proto__}}][{{query.constructor}}]',
-          allowUnsafeExternalContent: true,
-        },
-      ],
-    },
-  });
+  const h = await startRendering(t, '[{{missing.x}}][{{__proto__}}][{{o.__proto__.polluted}}][{{constructor}}][{{o.constructor.name}}][{{o.prototype}}][{{o.toString}}][{{s.length}}][{{headers.__proto__}}][{{query.constructor}}]');
   const body = '{"o": {"__proto__": {"polluted": "yes"}, "constructor": {"name": "own"}, "prototype": "p"}, "s": "abc", "constructor": "c"}';
   const reply = await hook(h, 'x?constructor=q', body, { 'content-type': 'application/json' });
   assert.equal(reply.status, 200, reply.text);
@@ -291,18 +276,7 @@ test('a mapped hook renders missing values and the prototype-chain names as empt
 });
 
 test('credential headers are not visible to templates', async (t) => {
-  const h = await start(t, {
-    hooks: {
-      mappings: [
-        {
-          action: 'wake',
-          textTemplate:
-            '[{{headers.authorization}}][{{headers.x-gateway-token}}][{{headers.x-openclaw-token}}][{{headers.cookie}}][{{headers.proxy-authorization}}][{{headers.x-custom}}]',
-          allowUnsafeExternalContent: true,
-        },
-      ],
-    },
-  });
+  const h = await startRendering(t, '[{{headers.authorization}}][{{headers.x-gateway-token}}][{{headers.x-openclaw-token}}][{{headers.cookie}}][{{headers.proxy-authorization}}][{{headers.x-custom}}]');
   const secrets = { 'x-gateway-token': 'gw-secret', 'x-openclaw-token': 'oc-secret', cookie: 'session=cookie-secret', 'proxy-authorization': 'Basic proxy-secret' };
   const reply = await hook(h, 'x', {}, { ...secrets, 'x-custom': 'visible' });
   assert.equal(reply.status, 200, reply.text);
@@ -557,41 +531,28 @@ test('a transform that throws answers 500 "hook mapping failed" and the detail g
   assert.equal(line?.['detail'], 'threw: secret detail 7731');
 });
 
-test('a transform that never returns answers 500 after hooks.transformTimeoutMs, and the next request works', async (t) => {
+/** Each case: a transform that ends badly, the time bound and pool settings it runs under, and the detail its log line gives. */
+const failing: { what: string; module: string; timeoutMs: number; pool: Partial<TransformChildPoolOptions>; detail: string }[] = [
   // The bound also covers starting the replacement worker for the next request, which on a
   // loaded machine can take several hundred ms by itself.
-  const h = await start(t, {
-    hooks: {
-      transformTimeoutMs: 2_000,
-      mappings: [
-        { id: 'looper', match: { path: 'loop' }, transform: { module: 'loop.js' } },
-        { match: { path: 'fine' }, transform: { module: 'named.mjs', export: 'pick' } },
-      ],
-    },
-  }, { poolSize: 1 });
-  assertError(await hook(h, 'loop', {}), 500, /^hook mapping failed$/);
-  assert.equal(errorLines(h)[0]?.['detail'], 'timeout: no answer within 2000 ms');
-  assert.equal(errorLines(h)[0]?.['mapping'], 'looper');
-  const next = await hook(h, 'fine', { n: 1 });
-  assert.equal(next.status, 202, next.text);
-  assert.equal(unwrap(onlyRun(h).message), 'picked 1');
-});
+  { what: 'never returns answers 500 after hooks.transformTimeoutMs', module: 'loop.js', timeoutMs: 2_000, pool: {}, detail: 'timeout: no answer within 2000 ms' },
+  { what: 'allocates without bound answers 500', module: 'hog.js', timeoutMs: 30_000, pool: { heapMb: 16 }, detail: 'crashed: ran out of memory (heap limit 16 MiB)' },
+];
 
-test('a transform that allocates without bound answers 500, and the next request works', async (t) => {
-  const h = await start(t, {
-    hooks: {
-      transformTimeoutMs: 30_000,
-      mappings: [
-        { id: 'hog', match: { path: 'hog' }, transform: { module: 'hog.js' } },
-        { match: { path: 'fine' }, transform: { module: 'named.mjs', export: 'pick' } },
-      ],
-    },
-  }, { heapMb: 16, poolSize: 1 });
-  assertError(await hook(h, 'hog', {}), 500, /^hook mapping failed$/);
-  assert.equal(errorLines(h)[0]?.['detail'], 'crashed: ran out of memory (heap limit 16 MiB)');
-  const next = await hook(h, 'fine', { n: 2 });
-  assert.equal(next.status, 202, next.text);
-});
+for (const { what, module, timeoutMs, pool, detail } of failing) {
+  test(`a transform that ${what}, and the next request works`, async (t) => {
+    const mappings = [
+      { id: 'bad', match: { path: 'bad' }, transform: { module } },
+      { match: { path: 'fine' }, transform: { module: 'named.mjs', export: 'pick' } },
+    ];
+    const h = await start(t, { hooks: { transformTimeoutMs: timeoutMs, mappings } }, { poolSize: 1, ...pool });
+    assertError(await hook(h, 'bad', {}), 500, /^hook mapping failed$/);
+    assert.deepEqual([errorLines(h)[0]?.['detail'], errorLines(h)[0]?.['mapping']], [detail, 'bad']);
+    const next = await hook(h, 'fine', { n: 1 });
+    assert.equal(next.status, 202, next.text);
+    assert.equal(unwrap(onlyRun(h).message), 'picked 1');
+  });
+}
 
 test('a transform export that is not a function answers 500 on call', async (t) => {
   const h = await start(t, { hooks: { mappings: [{ transform: { module: 'number.js' } }] } });
@@ -756,7 +717,7 @@ test('a form body feeds templates and match.source, with a charset parameter and
 });
 
 test('a form body keeps a field named __proto__ as an own string', async (t) => {
-  const h = await start(t, { hooks: { mappings: [{ action: 'wake', textTemplate: '[{{__proto__}}][{{x}}]', allowUnsafeExternalContent: true }] } });
+  const h = await startRendering(t, '[{{__proto__}}][{{x}}]');
   assert.equal((await hook(h, 'f', '__proto__=polluted&x=1', FORM)).status, 200);
   assert.equal(h.store.events()[0]?.text, '[][1]');
   assert.equal(({} as Record<string, unknown>)['polluted'], undefined);

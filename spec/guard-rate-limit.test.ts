@@ -15,6 +15,11 @@ function setup(options: Partial<FailureLimiterOptions> = {}) {
   return { clock, limiter };
 }
 
+/** Records a failure for each key, in order. */
+function fail(limiter: FailureLimiter, ...keys: string[]): void {
+  for (const key of keys) limiter.fail(key);
+}
+
 test('limiter.fail() counts failures within the window and reports what remains', () => {
   const { clock, limiter } = setup();
   assert.deepEqual(limiter.fail('a'), { locked: false, remaining: 2 });
@@ -48,8 +53,7 @@ test('limiter.fail() never locks a client that spreads its failures wider than t
 
 test('limiter.fail() locks a client at maxFailures but answers that failure normally', () => {
   const { limiter } = setup();
-  limiter.fail('a');
-  limiter.fail('a');
+  fail(limiter, 'a', 'a');
   assert.deepEqual(limiter.fail('a'), { locked: false, remaining: 0 });
   assert.deepEqual(limiter.stats(), { keys: 1, locked: 1, lockouts: 1 });
   assert.deepEqual(limiter.fail('a'), { locked: true, retryAfterSeconds: 300 });
@@ -77,8 +81,7 @@ test('limiter.fail() while locked rounds retry-after up to whole seconds, at lea
 
 test('limiter.fail() while locked records nothing and does not extend the lock', () => {
   const { clock, limiter } = setup({ maxFailures: 2, lockoutMs: 10_000 });
-  limiter.fail('a');
-  limiter.fail('a');
+  fail(limiter, 'a', 'a');
   for (let i = 0; i < 9; i++) {
     clock.t += 1_000;
     assert.deepEqual(limiter.fail('a'), { locked: true, retryAfterSeconds: 9 - i });
@@ -90,9 +93,7 @@ test('limiter.fail() while locked records nothing and does not extend the lock',
 
 test('limiter.fail() starts from a clean count once the lockout has expired', () => {
   const { clock, limiter } = setup({ windowMs: 1_000_000, lockoutMs: 5_000 });
-  limiter.fail('a');
-  limiter.fail('a');
-  limiter.fail('a');
+  fail(limiter, 'a', 'a', 'a');
   clock.t += 5_000;
   // The three failures are still inside windowMs, yet the lock wiped them.
   assert.deepEqual(limiter.fail('a'), { locked: false, remaining: 2 });
@@ -108,9 +109,7 @@ test('limiter.stats() does not count and does not add a key', () => {
 
 test('limiter.fail() counts afresh for a client whose failures have all slid out', () => {
   const { clock, limiter } = setup();
-  limiter.fail('a');
-  limiter.fail('a');
-  limiter.fail('b');
+  fail(limiter, 'a', 'a', 'b');
   clock.t += 60_000;
   assert.deepEqual(limiter.fail('a'), { locked: false, remaining: 2 });
   assert.deepEqual(limiter.fail('b'), { locked: false, remaining: 2 });
@@ -131,9 +130,7 @@ test('limiter.stats() reports keys, current locks and lockouts since start', () 
 
 test('limiter.fail() keeps size <= maxKeys and a locked client locked under a flood of 100,000 keys', () => {
   const { limiter } = setup({ maxKeys: 1_000 });
-  limiter.fail('attacker');
-  limiter.fail('attacker');
-  limiter.fail('attacker');
+  fail(limiter, 'attacker', 'attacker', 'attacker');
   for (let i = 0; i < 100_000; i++) {
     limiter.fail(`10.${i >> 16}.${(i >> 8) & 255}.${i & 255}`);
     if (limiter.size > 1_000) assert.fail(`size ${limiter.size} exceeds maxKeys after ${i + 1} keys`);
@@ -145,10 +142,7 @@ test('limiter.fail() keeps size <= maxKeys and a locked client locked under a fl
 
 test('limiter.fail() evicts the least recently failed unlocked client first', () => {
   const { limiter } = setup({ maxKeys: 3 });
-  limiter.fail('a');
-  limiter.fail('b');
-  limiter.fail('c');
-  limiter.fail('a'); // a is now the most recent; b is the least recently failed
+  fail(limiter, 'a', 'b', 'c', 'a'); // a is now the most recent; b is the least recently failed
   limiter.fail('d');
   assert.equal(limiter.size, 3);
   assert.deepEqual(limiter.fail('a'), { locked: false, remaining: 0 }); // kept: third failure
@@ -174,8 +168,7 @@ test('limiter.fail() evicts the lock that ends soonest when every client is lock
 
 test('limiter.fail() drops an expired lock before evicting an unlocked client', () => {
   const { clock, limiter } = setup({ maxFailures: 2, maxKeys: 2, lockoutMs: 1_000, windowMs: 10_000 });
-  limiter.fail('a');
-  limiter.fail('a'); // a locked until t0 + 1000
+  fail(limiter, 'a', 'a'); // a locked until t0 + 1000
   limiter.fail('b');
   clock.t += 1_000;
   limiter.fail('c');

@@ -70,30 +70,43 @@ function suite(runtime: Runtime): void {
   const isDeno = runtime.kind === 'deno';
   const canStripTypes = isDeno || Boolean((process.features as { typescript?: unknown }).typescript);
 
-  test('runner.run() calls the default export with the input and answers its value', async () => {
-    await withRunner({}, async (runner) => {
-      assert.deepEqual(await runner.run({ module: join(root, 'default.js') }, input), { ok: true, value: { doubled: 42 } });
-    });
-  });
+  /** Modules (in the root) and what a call answers, by the rule they show; each rule gets a pool of its own. */
+  const answers: Record<string, [ref: { module: string; export?: string }, answer: unknown][]> = {
+    'runner.run() calls the default export with the input and answers its value': [
+      [{ module: 'default.js' }, { ok: true, value: { doubled: 42 } }],
+    ],
+    'runner.run() calls a named export': [
+      [{ module: 'named.mjs', export: 'pick' }, { ok: true, value: ['b', 'c', '/hooks/github'] }],
+    ],
+    'runner.run() falls back to an export named transform': [
+      [{ module: 'fallback.js' }, { ok: true, value: 121 }],
+    ],
+    'runner.run() awaits an async transform': [
+      [{ module: 'async.js' }, { ok: true, value: 22 }],
+    ],
+    'runner.run() answers null as a value, meaning skip': [
+      [{ module: 'skip.js' }, { ok: true, value: null }],
+    ],
+    'runner.run() loads a module through a symlink that stays inside the root': [
+      [{ module: 'alias.js' }, { ok: true, value: { doubled: 42 } }],
+    ],
+    'runner.run() answers threw with the message of a thrown error': [
+      [{ module: 'throws.js' }, { ok: false, reason: 'threw', detail: 'bad payload' }],
+      [{ module: 'rejects.js' }, { ok: false, reason: 'threw', detail: 'plain string' }],
+    ],
+    'runner.run() answers not-a-function for a value export or a missing export': [
+      [{ module: 'number.js' }, { ok: false, reason: 'not-a-function', detail: 'neither a default nor a "transform" export is not a function (found number)' }],
+      [{ module: 'named.mjs', export: 'nope' }, { ok: false, reason: 'not-a-function', detail: 'export "nope" is not a function (found undefined)' }],
+    ],
+  };
 
-  test('runner.run() calls a named export', async () => {
-    await withRunner({}, async (runner) => {
-      const result = await runner.run({ module: join(root, 'named.mjs'), export: 'pick' }, input);
-      assert.deepEqual(result, { ok: true, value: ['b', 'c', '/hooks/github'] });
+  for (const [title, cases] of Object.entries(answers)) {
+    test(title, async () => {
+      await withRunner({}, async (runner) => {
+        for (const [ref, answer] of cases) assert.deepEqual(await runner.run({ ...ref, module: join(root, ref.module) }, input), answer, ref.module);
+      });
     });
-  });
-
-  test('runner.run() falls back to an export named transform', async () => {
-    await withRunner({}, async (runner) => {
-      assert.deepEqual(await runner.run({ module: join(root, 'fallback.js') }, input), { ok: true, value: 121 });
-    });
-  });
-
-  test('runner.run() awaits an async transform', async () => {
-    await withRunner({}, async (runner) => {
-      assert.deepEqual(await runner.run({ module: join(root, 'async.js') }, input), { ok: true, value: 22 });
-    });
-  });
+  }
 
   test('runner.run() reads a transform\'s console output at a bounded pace: one that writes without pause waits on its writes until its time is up', async () => {
     let bytes = 0;
@@ -105,33 +118,6 @@ function suite(runtime: Runtime): void {
       // Per second begun, a second's worth and the one read (up to a pipe's 64 KiB) that crossed it; unpaced, it writes tens of MiB a second.
       const bound = (Math.ceil(seconds) + 1) * (OUTPUT_BYTES_PER_SECOND + 64 * 1024);
       assert.ok(bytes > 0 && bytes <= bound, `logged ${bytes} bytes in ${seconds.toFixed(1)} s, bound ${bound}`);
-    });
-  });
-
-  test('runner.run() answers null as a value, meaning skip', async () => {
-    await withRunner({}, async (runner) => {
-      assert.deepEqual(await runner.run({ module: join(root, 'skip.js') }, input), { ok: true, value: null });
-    });
-  });
-
-  test('runner.run() loads a module through a symlink that stays inside the root', async () => {
-    await withRunner({}, async (runner) => {
-      assert.deepEqual(await runner.run({ module: join(root, 'alias.js') }, input), { ok: true, value: { doubled: 42 } });
-    });
-  });
-
-  test('runner.run() answers threw with the message of a thrown error', async () => {
-    await withRunner({}, async (runner) => {
-      assert.deepEqual(await runner.run({ module: join(root, 'throws.js') }, input), {
-        ok: false,
-        reason: 'threw',
-        detail: 'bad payload',
-      });
-      assert.deepEqual(await runner.run({ module: join(root, 'rejects.js') }, input), {
-        ok: false,
-        reason: 'threw',
-        detail: 'plain string',
-      });
     });
   });
 
@@ -150,21 +136,6 @@ function suite(runtime: Runtime): void {
       const result = await runner.run({ module: join(root, 'unclonable.js') }, input);
       assert.equal(!result.ok && result.reason, 'threw');
       assert.match(!result.ok ? result.detail : '', /^the return value cannot be passed back: /);
-    });
-  });
-
-  test('runner.run() answers not-a-function for a value export or a missing export', async () => {
-    await withRunner({}, async (runner) => {
-      assert.deepEqual(await runner.run({ module: join(root, 'number.js') }, input), {
-        ok: false,
-        reason: 'not-a-function',
-        detail: 'neither a default nor a "transform" export is not a function (found number)',
-      });
-      assert.deepEqual(await runner.run({ module: join(root, 'named.mjs'), export: 'nope' }, input), {
-        ok: false,
-        reason: 'not-a-function',
-        detail: 'export "nope" is not a function (found undefined)',
-      });
     });
   });
 
