@@ -51,6 +51,14 @@ test('after a kill -9 the stale socket and secret answer no-server, and the next
   assert.equal(answer.kind === 'result' && (answer.result as { pid: number }).pid, second.child.pid);
 });
 
+for (const command of ['reload', 'status']) {
+  test(`hooks-ingress ${command} with no server running exits 1 and names the state directory it looked in`, async (t) => {
+    const dir = await tempDir(t, 'ctl-none-');
+    const result = await runCli([command, '--state-dir', dir]);
+    assert.deepEqual(result, { code: 1, stdout: '', stderr: `hooks-ingress ${command}: no running server found for state directory ${dir}\n` });
+  });
+}
+
 test('serve refuses a state directory whose control socket path would be too long, naming the limit, before it starts', async (t) => {
   const s = await setup(t);
   const long = join(s.state, 'x'.repeat(SOCKET_PATH_MAX));

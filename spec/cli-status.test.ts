@@ -10,12 +10,9 @@ import { until } from './_until.ts';
 
 const TOKEN = 'status-spec-token-0123456789abcdef';
 
-test('hooks-ingress status with no server running exits 1 and says so (as JSON with --json)', async (t) => {
+// Its text form with no server is the control channel's (spec/cli-control.test.ts).
+test('hooks-ingress status --json with no server running exits 1 and says so', async (t) => {
   const dir = await tempDir(t, 'status-');
-  const text = await runCli(['status', '--state-dir', dir]);
-  assert.equal(text.code, 1);
-  assert.equal(text.stdout, '');
-  assert.equal(text.stderr, `hooks-ingress status: no running server found for state directory ${dir}\n`);
   const json = await runCli(['status', '--json', '--state-dir', dir]);
   assert.equal(json.code, 1);
   assert.deepEqual(JSON.parse(json.stdout), { running: false, stateDir: dir, why: `no running server found for state directory ${dir}` });
