@@ -14,6 +14,12 @@ import { tempDir } from './_dir.ts';
 /** A logger that drops everything (for tests that do not look at logs). */
 export const silentLogger: Logger = { info() {}, warn() {}, error() {} };
 
+/** A logger whose lines a spec reads back, each parsed, in order. */
+export function captureLog(): { log: Logger; lines: Record<string, unknown>[] } {
+  const lines: Record<string, unknown>[] = [];
+  return { log: createLogger((line) => void lines.push(JSON.parse(line) as Record<string, unknown>)), lines };
+}
+
 type Raw = Record<string, unknown>;
 
 /** `raw` with hooks enabled and `token` as the hook token, unless `raw.hooks` says otherwise. */
@@ -39,8 +45,8 @@ export interface StartAppOptions {
   /** The store's clock (idempotency expiry). */
   now?: () => number;
   idempotencyTtlMs?: number;
-  /** More app options (limiter, runs, telemetry, transforms, clock, ...); `app()` is the app once built. */
-  with?: (parts: { config: Config; store: Store; app: () => App }) => Partial<AppOptions>;
+  /** More app options (limiter, runs, telemetry, transforms, clock, ...); `app()` is the app once built, `log` the one whose lines the harness keeps. */
+  with?: (parts: { config: Config; store: Store; app: () => App; log: Logger }) => Partial<AppOptions>;
 }
 
 /** A listening in-process app. */
@@ -74,10 +80,9 @@ export async function startApp(t: TestContext, options: StartAppOptions = {}): P
     store = opened;
   }
   const beats: string[] = [];
-  const lines: Record<string, unknown>[] = [];
-  const log = createLogger((line) => void lines.push(JSON.parse(line) as Record<string, unknown>));
+  const { log, lines } = captureLog();
   let app: App | undefined;
-  const extra = options.with?.({ config, store, app: () => app! }) ?? {};
+  const extra = options.with?.({ config, store, app: () => app!, log }) ?? {};
   app = createApp({ config, store, heartbeat: { request: (reason) => void beats.push(reason) }, log, ...extra });
   const running = await listen(app, { host: '127.0.0.1', port: 0 });
   let stopped: Promise<void> | undefined;

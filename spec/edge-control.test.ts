@@ -8,7 +8,7 @@ import { test, type TestContext } from 'node:test';
 import { callServer } from '../lib/cli/control.ts';
 import { CONTROL_SECRET, CONTROL_SOCKET, SOCKET_PATH_MAX, socketPathProblem, startControl, type ControlHandlers, type ControlServer } from '../lib/edge/control.ts';
 import { ErrorCode, HttpError } from '../lib/errors.ts';
-import { createLogger } from '../lib/log.ts';
+import { captureLog, silentLogger } from './_app.ts';
 import { defer } from './_cleanup.ts';
 import { tempDir } from './_dir.ts';
 
@@ -22,8 +22,7 @@ interface Started {
 async function start(t: TestContext, handlers: ControlHandlers = {}, options: { maxLineBytes?: number; dir?: string; idleMs?: number; now?: () => number } = {}): Promise<Started> {
   const dir = options.dir ?? (await tempDir(t, 'ctl-'));
   const calls: unknown[] = [];
-  const lines: Record<string, unknown>[] = [];
-  const log = createLogger((line) => void lines.push(JSON.parse(line) as Record<string, unknown>));
+  const { log, lines } = captureLog();
   const echo: ControlHandlers = {
     echo: (args) => {
       calls.push(args);
@@ -190,7 +189,7 @@ test('a state directory whose socket path would pass the unix limit is refused b
   assert.equal(Buffer.byteLength(join(long, CONTROL_SOCKET)), SOCKET_PATH_MAX + 1);
   const problem = socketPathProblem(long);
   assert.match(problem ?? '', new RegExp(`is ${SOCKET_PATH_MAX + 1} bytes long, more than the ${SOCKET_PATH_MAX}`));
-  await assert.rejects(startControl({ stateDir: long, handlers: {}, log: createLogger(() => {}) }), { message: `Cannot start the control channel: ${problem}` });
+  await assert.rejects(startControl({ stateDir: long, handlers: {}, log: silentLogger }), { message: `Cannot start the control channel: ${problem}` });
   assert.deepEqual(await callServer(long, 'echo', null), { kind: 'error', code: 'ERR_CONTROL_PATH', message: problem });
   // One byte shorter fits.
   assert.equal(socketPathProblem(long.slice(0, -1)), null);

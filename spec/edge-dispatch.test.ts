@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { buildConfig } from '../lib/config/load.ts';
 import { createDispatch, type HookCall } from '../lib/edge/dispatch.ts';
 import { HttpError } from '../lib/errors.ts';
-import { silentLogger } from './_app.ts';
+import { silentLogger, specConfig } from './_app.ts';
+import { defer } from './_cleanup.ts';
 import { Store } from '../lib/store/store.ts';
 import type { RunRecord } from '../lib/store/records.ts';
 import { tempDir } from './_dir.ts';
@@ -15,15 +15,14 @@ async function setup(t: TestContext, raw: Record<string, unknown> = {}, depth = 
   // A transform module for the mappings that name one; the spec's fake runner never loads it.
   await mkdir(join(dir, 'hooks', 'transforms'), { recursive: true });
   await writeFile(join(dir, 'hooks', 'transforms', 'skip.js'), 'export default () => null;');
-  const built = await buildConfig({ hooks: { enabled: true, token: 'dispatch-token-0123456789', ...raw }, }, { file: null, env: {}, dir });
-  assert.ok(built.ok, built.ok ? '' : built.problems.join('\n'));
+  const config = await specConfig({ hooks: { enabled: true, token: 'dispatch-token-0123456789', ...raw } }, dir);
   const { store } = await Store.open(join(dir, 'state'), { idempotencyTtlMs: 60_000 });
-  t.after(() => store.close());
+  defer(t, () => store.close());
   const beats: string[] = [];
   const queued: RunRecord[] = [];
   let ids = 0;
   const dispatch = createDispatch({
-    config: built.config,
+    config,
     store,
     heartbeat: { request: (reason) => void beats.push(reason) },
     log: silentLogger,

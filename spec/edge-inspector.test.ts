@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import { createInspector, INSPECTOR_PREFIX, loadPage, type InspectorSource } from '../lib/edge/inspector.ts';
 import { listen } from '../lib/edge/listen.ts';
-import { createLogger } from '../lib/log.ts';
+import { captureLog } from './_app.ts';
 import { defer } from './_cleanup.ts';
 import { assertError, send, type Reply, type SendOptions } from './_http.ts';
 
@@ -19,7 +19,7 @@ interface Started {
 
 async function start(t: TestContext, extra: { extraHosts?: string[] } = {}): Promise<Started> {
   const replays: unknown[] = [];
-  const lines: Record<string, unknown>[] = [];
+  const { log, lines } = captureLog();
   const clock = { now: 1_000_000 };
   const source: InspectorSource = {
     list: async (filter) => [{ id: 'e1', status: 401, path: '/hooks/x', filter }],
@@ -29,7 +29,7 @@ async function start(t: TestContext, extra: { extraHosts?: string[] } = {}): Pro
       return { replayed: ids.length };
     },
   };
-  const inspector = createInspector({ source, log: createLogger((l) => void lines.push(JSON.parse(l) as Record<string, unknown>)), idleMs: 60_000, now: () => clock.now, ...extra });
+  const inspector = createInspector({ source, log, idleMs: 60_000, now: () => clock.now, ...extra });
   const running = await listen(inspector, { host: '127.0.0.1', port: 0 });
   defer(t, () => running.close(100));
   const port = Number(new URL(running.url).port);

@@ -3,14 +3,8 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { buildConfig } from '../lib/config/load.ts';
-import { listen } from '../lib/edge/listen.ts';
-import { createApp } from '../lib/edge/server.ts';
 import { createTelemetry } from '../lib/edge/telemetry.ts';
-import { createLogger } from '../lib/log.ts';
-import { Store } from '../lib/store/store.ts';
 import { JOURNAL_FILE } from '../lib/store/journal.ts';
-import { defer } from './_cleanup.ts';
 import { post, send, type Reply } from './_http.ts';
 import { githubExample, SIGNERS, WHSEC, WHSEC_2 } from './_signers.ts';
 import { startApp, type AppHarness } from './_app.ts';
@@ -244,33 +238,18 @@ test('GET meta: the subscription handshake echoes hub.challenge as text for the 
 });
 
 test('GET a hook path without any meta mapping is 405 as before', async (t) => {
-  const dir = await stateDir(t);
-  const raw = { hooks: { enabled: true, token: TOKEN, mappings: [{ match: { path: 'x' }, action: 'wake', textTemplate: 'x' }] } };
-  const built = await buildConfig(raw, { file: null, env: {}, dir });
-  assert.ok(built.ok);
-  const { store } = await Store.open(join(dir, 'state'), { idempotencyTtlMs: 60_000 });
-  defer(t, () => store.close());
-  const running = await listen(createApp({ config: built.config, store, heartbeat: { request: () => undefined }, log: createLogger(() => undefined) }), { host: '127.0.0.1', port: 0 });
-  defer(t, () => running.close(200));
-  const reply = await send(running.url, '/hooks/x?hub.mode=subscribe');
+  const h = await startApp(t, { raw: { hooks: { mappings: [{ match: { path: 'x' }, action: 'wake', textTemplate: 'x' }] } }, token: TOKEN });
+  const reply = await send(h.url, '/hooks/x?hub.mode=subscribe');
   assert.equal(reply.status, 405);
   assert.equal(reply.headers['allow'], 'POST');
 });
 
 test('POST gitlab: the X-Gitlab-Token secret is not shown to templates', async (t) => {
-  const dir = await stateDir(t);
-  const raw = {
-    hooks: { enabled: true, token: TOKEN, mappings: [{ match: { path: 'gl' }, signature: { scheme: 'gitlab', secret: 'gl-secret-77' }, action: 'wake', textTemplate: 'token={{headers.x-gitlab-token}} event={{headers.x-gitlab-event}}', allowUnsafeExternalContent: true }] },
-  };
-  const built = await buildConfig(raw, { file: null, env: {}, dir });
-  assert.ok(built.ok, built.ok ? '' : built.problems.join('\n'));
-  const { store } = await Store.open(join(dir, 'state'), { idempotencyTtlMs: 60_000 });
-  defer(t, () => store.close());
-  const running = await listen(createApp({ config: built.config, store, heartbeat: { request: () => undefined }, log: createLogger(() => undefined) }), { host: '127.0.0.1', port: 0 });
-  defer(t, () => running.close(200));
-  const reply = await post(running.url, '/hooks/gl', { headers: { 'x-gitlab-token': 'gl-secret-77', 'x-gitlab-event': 'Push Hook' }, body: { object_kind: 'push' } });
+  const mappings = [{ match: { path: 'gl' }, signature: { scheme: 'gitlab', secret: 'gl-secret-77' }, action: 'wake', textTemplate: 'token={{headers.x-gitlab-token}} event={{headers.x-gitlab-event}}', allowUnsafeExternalContent: true }];
+  const h = await startApp(t, { raw: { hooks: { mappings } }, token: TOKEN });
+  const reply = await post(h.url, '/hooks/gl', { headers: { 'x-gitlab-token': 'gl-secret-77', 'x-gitlab-event': 'Push Hook' }, body: { object_kind: 'push' } });
   assert.equal(reply.status, 200, reply.text);
-  assert.equal(store.events()[0]!.text, 'token= event=Push Hook');
+  assert.equal(h.store.events()[0]!.text, 'token= event=Push Hook');
 });
 
 // A replay of a captured delivery may carry any headers the signature does not cover.

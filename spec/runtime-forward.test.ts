@@ -1,19 +1,14 @@
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { buildConfig } from '../lib/config/load.ts';
 import { retryOutbox } from '../lib/store/outbox-retry.ts';
 import { Forwarder } from '../lib/runtime/forward.ts';
-import { listen } from '../lib/edge/listen.ts';
-import { createApp } from '../lib/edge/server.ts';
 import { createTelemetry } from '../lib/edge/telemetry.ts';
-import { createLogger } from '../lib/log.ts';
 import { Store } from '../lib/store/store.ts';
 import { defer } from './_cleanup.ts';
 import { freePort, startFakeGateway, type FakeGateway } from './_fake-openclaw.ts';
 import { post } from './_http.ts';
 import { until } from './_until.ts';
-import { tempDir } from './_dir.ts';
+import { startApp } from './_app.ts';
 
 // Forward mode in one process: real sockets, a real journal, a fake OpenClaw gateway (issue #14, part 3).
 
@@ -30,20 +25,20 @@ interface Harness {
 }
 
 async function start(t: TestContext, port: number, extra: { now?: () => number; hooks?: Record<string, unknown> } = {}): Promise<Harness> {
-  const dir = await tempDir(t, 'forward-spec-');
-  const raw = { hooks: { enabled: true, token: TOKEN, forward: { url: `http://127.0.0.1:${port}/hooks/`, token: UPSTREAM_TOKEN }, ...extra.hooks } };
-  const built = await buildConfig(raw, { file: null, env: {}, dir });
-  if (!built.ok) throw new Error(built.problems.join('; '));
-  const { store } = await Store.open(join(dir, 'state'), { idempotencyTtlMs: 60_000, ...(extra.now === undefined ? {} : { now: extra.now }) });
-  defer(t, () => store.close());
-  const lines: Record<string, unknown>[] = [];
-  const log = createLogger((line) => void lines.push(JSON.parse(line) as Record<string, unknown>));
-  const forwarder = new Forwarder({ store, target: built.config.hooks.forward!, log, baseDelayMs: 20, maxDelayMs: 200, random: () => 1, ...(extra.now === undefined ? {} : { now: extra.now }) });
-  defer(t, () => forwarder.stop());
-  const app = createApp({ config: built.config, store, heartbeat: { request: () => assert.fail('forward mode asks for no local heartbeat') }, log, forwarded: () => forwarder.kick() });
-  const running = await listen(app, { host: '127.0.0.1', port: 0 });
-  defer(t, () => running.close(200));
-  return { url: running.url, store, forwarder, lines, dir: join(dir, 'state') };
+  let forwarder: Forwarder | undefined;
+  const h = await startApp(t, {
+    raw: { hooks: { forward: { url: `http://127.0.0.1:${port}/hooks/`, token: UPSTREAM_TOKEN }, ...extra.hooks } },
+    token: TOKEN,
+    idempotencyTtlMs: 60_000,
+    ...(extra.now === undefined ? {} : { now: extra.now }),
+    with: ({ config, store, log }) => {
+      const started = new Forwarder({ store, target: config.hooks.forward!, log, baseDelayMs: 20, maxDelayMs: 200, random: () => 1, ...(extra.now === undefined ? {} : { now: extra.now }) });
+      defer(t, () => started.stop());
+      forwarder = started;
+      return { heartbeat: { request: () => assert.fail('forward mode asks for no local heartbeat') }, forwarded: () => started.kick() };
+    },
+  });
+  return { url: h.url, store: h.store, forwarder: forwarder!, lines: h.lines, dir: h.state };
 }
 
 async function gateway(t: TestContext, port = 0): Promise<FakeGateway> {

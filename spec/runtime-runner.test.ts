@@ -9,7 +9,6 @@ import type { RunSpec } from '../lib/actions.ts';
 import { markWrapped } from '../lib/cli/event-text.ts';
 import { buildConfig } from '../lib/config/load.ts';
 import type { Config } from '../lib/config/types.ts';
-import { createLogger } from '../lib/log.ts';
 import type { DeliveryRequest } from '../lib/delivery/adapter.ts';
 import { SUMMARY_MAX, type RunnerOptions } from '../lib/runtime/context.ts';
 import { MAIN_SESSION } from '../lib/runtime/heartbeat-turn.ts';
@@ -18,6 +17,7 @@ import { providerRegistry } from '../lib/runtime/providers/registry.ts';
 import { Store } from '../lib/store/store.ts';
 import type { DeliveryOutcome, IdempotencyWrite, RunRecord } from '../lib/store/records.ts';
 import { Transcripts } from '../lib/store/transcripts.ts';
+import { captureLog, specConfig } from './_app.ts';
 import { until } from './_until.ts';
 import { anthropicMessage, openAiCompletion } from './_turn.ts';
 import { tempDir } from './_dir.ts';
@@ -135,7 +135,8 @@ interface Runtime {
   /** Waits computed by the retry loop (the injected sleep returns at once). */
   slept: number[];
   delivered: DeliveryRequest[];
-  logs: string[];
+  /** Every log line, parsed. */
+  logs: Record<string, unknown>[];
   /** Records a run as accepted and queues it, as the server does. */
   run(spec?: Partial<RunSpec>): Promise<RunRecord>;
   /** Waits until the run has finished, and returns its record. */
@@ -161,15 +162,13 @@ async function runtime(t: TestContext, raw: Record<string, unknown>, options: Ru
     await mkdir(dirname(join(dir, path)), { recursive: true });
     await writeFile(join(dir, path), text);
   }
-  const built = await buildConfig(raw, { file: null, env: {}, dir });
-  assert.ok(built.ok, built.ok ? '' : built.problems.join('\n'));
-  const config = built.config;
+  const config = await specConfig(raw, dir);
   const state = join(dir, 'state');
   const { store } = await Store.open(state, { idempotencyTtlMs: TTL });
   const beats: string[] = [];
   const slept: number[] = [];
   const delivered: DeliveryRequest[] = [];
-  const logs: string[] = [];
+  const { log, lines: logs } = captureLog();
   const deliver = options.deliver;
   const runner = new Runner({
     store,
@@ -177,7 +176,7 @@ async function runtime(t: TestContext, raw: Record<string, unknown>, options: Ru
     providerFor: providerRegistry(config.providers),
     transcripts: new Transcripts(state),
     heartbeat: { request: (reason) => void beats.push(reason) },
-    log: createLogger((line) => void logs.push(line)),
+    log,
     retry: {
       sleep: async (ms) => void slept.push(ms),
       random: () => 0.5,
@@ -721,7 +720,7 @@ test('Runner logs a failed run at warn with its error, and a finished one at inf
   const failed = await rt.finished((await rt.run({ message: 'fail', requestId: 'req-1' })).runId);
   const ok = await rt.finished((await rt.run({ message: 'fine' })).runId);
   await rt.idle(); // the line follows the record
-  const lines = rt.logs.map((line) => JSON.parse(line) as Record<string, unknown>).filter((l) => l['msg'] === 'run finished');
+  const lines = rt.logs.filter((l) => l['msg'] === 'run finished');
   assert.deepEqual(
     lines.map((l) => [l['level'], l['runId'], l['status'], l['error']]),
     [
@@ -776,7 +775,7 @@ test('Runner records a failed delivery on the run and notes it in the main sessi
   assert.deepEqual(summaries(rt.store, run.runId).map((s) => s.text), ['Hook Mail: Hello', 'Hook Mail: delivery to telegram failed: Bad Request: chat not found']);
   assert.equal(rt.store.lastRoute(), null);
   // The line follows the record.
-  const line = await until('the delivery line', () => rt.logs.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l['msg'] === 'run delivery'));
+  const line = await until('the delivery line', () => rt.logs.find((l) => l['msg'] === 'run delivery'));
   assert.deepEqual([line?.['level'], line?.['status'], line?.['error']], ['warn', 'failed', 'Bad Request: chat not found']);
 });
 
@@ -833,7 +832,7 @@ test('Runner.start() logs a delivery that throws instead of failing the process'
   const rt = await runtime(t, {}, { dir, deliver: async () => Promise.reject(new Error('adapter bug')) });
   rt.runner.start();
   await rt.runner.stop();
-  assert.ok(rt.logs.some((line) => line.includes('adapter bug')), rt.logs.join(''));
+  assert.ok(rt.logs.some((line) => JSON.stringify(line).includes('adapter bug')), JSON.stringify(rt.logs));
   assert.equal(rt.store.run(run.runId)!.delivery, undefined);
 });
 
