@@ -7,17 +7,24 @@ export interface Output {
   stderr: string;
 }
 
-/** An Io that collects what is written; `onStdout` sees everything written so far. */
-export function captureIo(env: Record<string, string | undefined>, options: { signal?: AbortSignal; onStdout?: (all: string) => void } = {}): { io: Io; out: Output } {
+/** An Io that collects what is written; `onStdout` and `onStderr` see everything written so far to their stream. */
+export function captureIo(
+  env: Record<string, string | undefined>,
+  options: { signal?: AbortSignal; onStdout?: (all: string) => void; onStderr?: (all: string) => void; stderrIsTerminal?: boolean } = {},
+): { io: Io; out: Output } {
   const out: Output = { stdout: '', stderr: '' };
   const io: Io = {
     stdout: (text) => {
       out.stdout += text;
       options.onStdout?.(out.stdout);
     },
-    stderr: (text) => void (out.stderr += text),
+    stderr: (text) => {
+      out.stderr += text;
+      options.onStderr?.(out.stderr);
+    },
     env,
     ...(options.signal === undefined ? {} : { signal: options.signal }),
+    ...(options.stderrIsTerminal === undefined ? {} : { stderrIsTerminal: options.stderrIsTerminal }),
   };
   return { io, out };
 }

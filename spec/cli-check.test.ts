@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { chmod, mkdir, symlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { test } from 'node:test';
-import type { Io } from '../lib/cli/io.ts';
 import { main } from '../lib/cli/main.ts';
 import { IS_DENO } from './_cli.ts';
 import { tempDir } from './_dir.ts';
+import { captureIo } from './_io.ts';
 
 const METRICS_OFF = 'hooks-ingress check: note: GET /metrics is off (it answers 404): set gateway.auth.token to turn it on; scrape it with that token as Bearer\n';
 
@@ -22,8 +22,7 @@ async function check(
   const path = join(dir, 'config.json');
   await writeFile(path, typeof config === 'string' ? config : JSON.stringify(config), { mode: 0o600 });
   await setup(dir, path);
-  const out = { stdout: '', stderr: '' };
-  const io: Io = { stdout: (s) => void (out.stdout += s), stderr: (s) => void (out.stderr += s), env: { HOME: dir, ...env } };
+  const { io, out } = captureIo({ HOME: dir, ...env });
   return { code: await main(['check', '-c', path], io), path, ...out };
 }
 

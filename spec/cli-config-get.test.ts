@@ -3,10 +3,10 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { before, test } from 'node:test';
 import { keyName, parseKeyPath } from '../lib/cli/config-get.ts';
-import type { Io } from '../lib/cli/io.ts';
 import { main } from '../lib/cli/main.ts';
 import { runCli } from './_cli.ts';
 import { fileDir } from './_dir.ts';
+import { captureIo } from './_io.ts';
 
 const dir = await fileDir('hooks-config-get-');
 
@@ -20,8 +20,7 @@ const CONFIG = `{
 `;
 
 async function get(args: string[], env: Record<string, string> = {}) {
-  const out = { stdout: '', stderr: '' };
-  const io: Io = { stdout: (t) => void (out.stdout += t), stderr: (t) => void (out.stderr += t), env: { HOME: dir, LLM_URL: 'http://127.0.0.1:11434/v1', ...env } };
+  const { io, out } = captureIo({ HOME: dir, LLM_URL: 'http://127.0.0.1:11434/v1', ...env });
   const code = await main(['config', 'get', '--config', join(dir, 'config.json'), ...args], io);
   return { code, ...out };
 }
@@ -74,16 +73,14 @@ test('config get answers a missing or malformed KEY with one usage line', async 
 
 test('config get of an invalid config lists its problems and exits 1', async () => {
   await writeFile(join(dir, 'bad.json'), '{ "hooks": { "path": "/" } }');
-  const out = { stdout: '', stderr: '' };
-  const io: Io = { stdout: (t) => void (out.stdout += t), stderr: (t) => void (out.stderr += t), env: { HOME: dir } };
+  const { io, out } = captureIo({ HOME: dir });
   assert.equal(await main(['config', 'get', '-c', join(dir, 'bad.json'), 'hooks.path'], io), 1);
   assert.match(out.stderr, /hooks\.path: may not be "\/"/);
   assert.equal(out.stdout, '');
 });
 
 test('config --help lists get, and an unknown config command gets a guess', async () => {
-  const out = { stdout: '', stderr: '' };
-  const io: Io = { stdout: (t) => void (out.stdout += t), stderr: (t) => void (out.stderr += t), env: { HOME: dir } };
+  const { io, out } = captureIo({ HOME: dir });
   assert.equal(await main(['config', '--help'], io), 0);
   assert.match(out.stdout, /^ {2}get /m);
   assert.equal(await main(['config', 'gte'], io), 2);

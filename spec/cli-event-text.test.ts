@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { escapeControls, markWrapped } from '../lib/cli/event-text.ts';
-import type { Io } from '../lib/cli/io.ts';
 import { formatRun } from '../lib/cli/listing.ts';
 import { main } from '../lib/cli/main.ts';
 import { wrapUntrusted } from '../lib/untrusted/wrap.ts';
 import { Store } from '../lib/store/store.ts';
 import type { RunRecord, SessionEvent } from '../lib/store/records.ts';
 import { withDir } from './_dir.ts';
+import { captureIo } from './_io.ts';
 
 const TIME = '2026-01-01T00:00:00.000Z';
 
@@ -17,10 +17,9 @@ async function events(texts: { text: string; source: string }[], args: string[] 
     const { store } = await Store.open(dir, { idempotencyTtlMs: 60_000, now: () => Date.parse(TIME) });
     await store.commit({ events: texts.map((t) => ({ kind: 'system' as const, ...t })) });
     await store.close();
-    let stdout = '';
-    const io: Io = { stdout: (t) => void (stdout += t), stderr: () => {}, env: { HOME: dir } };
+    const { io, out } = captureIo({ HOME: dir });
     assert.equal(await main(['events', '--state-dir', dir, ...args], io), 0);
-    return stdout;
+    return out.stdout;
   }, 'hooks-events-text-');
 }
 

@@ -2,14 +2,13 @@ import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import type { Io } from '../lib/cli/io.ts';
 import { main } from '../lib/cli/main.ts';
 import { waitingFor } from '../lib/cli/send.ts';
 import { fake, json } from './_fake-server.ts';
 import { tempDir } from './_dir.ts';
+import { captureIo } from './_io.ts';
 
 test('send says what it is waiting for when the platform has not answered after a second', async (t) => {
-  const out = { stdout: '', stderr: '' };
   let heard: () => void = () => {};
   const noticed = new Promise<void>((resolve) => (heard = resolve));
   // The stand-in Telegram holds the request until the notice is out, then answers: no clock in the test.
@@ -17,14 +16,14 @@ test('send says what it is waiting for when the platform has not answered after 
   const dir = await tempDir(t, 'hooks-send-');
   const path = join(dir, 'config.json');
   await writeFile(path, JSON.stringify({ channels: { telegram: { botToken: '123:abc', apiBase: telegram.url, defaultTo: '42' } } }));
-  const io: Io = {
-    stdout: (s) => void (out.stdout += s),
-    stderr: (s) => {
-      out.stderr += s;
-      if (out.stderr.includes('waiting for')) heard();
+  const { io, out } = captureIo(
+    { HOME: dir },
+    {
+      onStderr: (all) => {
+        if (all.includes('waiting for')) heard();
+      },
     },
-    env: { HOME: dir },
-  };
+  );
   assert.equal(await main(['send', '-c', path, '--channel', 'telegram', 'hello'], io), 0);
   assert.equal(out.stderr, `hooks-ingress send: waiting for telegram at ${telegram.url} to answer (up to 3 attempts; Ctrl-C stops)\n`);
   assert.equal(out.stdout, 'delivered to telegram 42 (7)\n');
@@ -35,8 +34,7 @@ test('a send that is answered at once prints no waiting notice', async (t) => {
   const dir = await tempDir(t, 'hooks-send-');
   const path = join(dir, 'config.json');
   await writeFile(path, JSON.stringify({ channels: { telegram: { botToken: '123:abc', apiBase: telegram.url } } }));
-  const out = { stdout: '', stderr: '' };
-  const io: Io = { stdout: (s) => void (out.stdout += s), stderr: (s) => void (out.stderr += s), env: { HOME: dir } };
+  const { io, out } = captureIo({ HOME: dir });
   assert.equal(await main(['send', '-c', path, '--channel', 'telegram', '--to', '5', 'hi'], io), 0);
   assert.equal(out.stderr, '');
 });

@@ -2,22 +2,21 @@ import assert from 'node:assert/strict';
 import { chmod, mkdir, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import type { Io } from '../lib/cli/io.ts';
 import { main } from '../lib/cli/main.ts';
 import { logWriter } from '../lib/cli/serve.ts';
 import { tempDir } from './_dir.ts';
 import { until } from './_until.ts';
+import { captureIo } from './_io.ts';
 
 /** Starts `serve` in-process on a free port; resolves once it listens, with what it wrote so far and a stop. */
 async function serveOnce(t: TestContext, args: string[], stderrIsTerminal: boolean) {
   const dir = await tempDir(t, 'hooks-serve-');
   const path = join(dir, 'config.json');
   await writeFile(path, JSON.stringify({ hooks: { enabled: true, token: 'a-token-for-serve' } }), { mode: 0o600 });
-  const out = { stdout: '', stderr: '' };
   const stop = new AbortController();
-  const io: Io = { stdout: (s) => void (out.stdout += s), stderr: (s) => void (out.stderr += s), env: { HOME: dir }, signal: stop.signal, stderrIsTerminal };
+  const { io, out } = captureIo({ HOME: dir }, { signal: stop.signal, stderrIsTerminal });
   const running = main(['serve', '-c', path, '--port', '0', '--state-dir', join(dir, 'state'), ...args], io);
-  while (!out.stderr.includes('started')) await new Promise((resolve) => setTimeout(resolve, 10));
+  await until('serve to start', () => out.stderr.includes('started'));
   stop.abort();
   assert.equal(await running, 0);
   return out;
@@ -63,9 +62,8 @@ async function serveWithState(t: TestContext, prepare: (state: string, config: s
   await writeFile(path, JSON.stringify({ hooks: { enabled: true, token: 'a-token-for-serve' } }), { mode: 0o600 });
   const state = join(dir, 'state');
   await prepare(state, path);
-  const out = { stdout: '', stderr: '' };
   const stop = new AbortController();
-  const io: Io = { stdout: (s) => void (out.stdout += s), stderr: (s) => void (out.stderr += s), env: { HOME: dir }, signal: stop.signal };
+  const { io, out } = captureIo({ HOME: dir }, { signal: stop.signal });
   let ended = false;
   const running = main(['serve', '-c', path, '--port', '0', '--state-dir', state], io).finally(() => (ended = true));
   await until('serve to start or end', () => ended || out.stderr.includes('"started"'));

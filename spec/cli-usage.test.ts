@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { parseArgs } from 'node:util';
 import { test } from 'node:test';
-import type { Io } from '../lib/cli/io.ts';
 import { main } from '../lib/cli/main.ts';
 import { parseArgsProblem, unknownCommand, usageLine, type OptionSpec } from '../lib/cli/usage.ts';
+import { captureIo } from './_io.ts';
 
 const OPTIONS: Record<string, OptionSpec> = { config: { type: 'string', short: 'c' }, json: { type: 'boolean' }, limit: { type: 'string', short: 'n' } };
 
@@ -52,8 +52,7 @@ test('parseArgsProblem() keeps the first line of an error it does not know', () 
 
 /** Runs the CLI in-process; returns the exit code and what it wrote. */
 async function run(argv: string[], env: Record<string, string> = {}) {
-  const out = { stdout: '', stderr: '' };
-  const io: Io = { stdout: (t) => void (out.stdout += t), stderr: (t) => void (out.stderr += t), env: { HOME: '/nonexistent-home', ...env } };
+  const { io, out } = captureIo({ HOME: '/nonexistent-home', ...env });
   const code = await main(argv, io);
   return { code, ...out };
 }

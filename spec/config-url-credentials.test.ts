@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import type { Io } from '../lib/cli/io.ts';
 import { main } from '../lib/cli/main.ts';
 import { urlCredentials } from '../lib/config/url-credentials.ts';
 import { tempDir } from './_dir.ts';
+import { captureIo } from './_io.ts';
 
 const RULE = 'must not hold a user or password in the URL (user:password@host); put the credential in the key meant for it';
 
@@ -36,8 +36,7 @@ test('check refuses a URL with user:password, names the key, and never prints th
   const dir = await tempDir(t, 'hooks-url-credentials-');
   const path = join(dir, 'config.json');
   await writeFile(path, JSON.stringify({ hooks: { enabled: true, token: 'a-token-for-check', forward: { url: 'https://bob:${UP_PASSWORD}@up.example/hooks', token: 'upstream-token' } } }));
-  const out = { stdout: '', stderr: '' };
-  const io: Io = { stdout: (s) => void (out.stdout += s), stderr: (s) => void (out.stderr += s), env: { HOME: dir, UP_PASSWORD: 'pw-from-the-environment' } };
+  const { io, out } = captureIo({ HOME: dir, UP_PASSWORD: 'pw-from-the-environment' });
   assert.equal(await main(['check', '-c', path], io), 1);
   assert.match(out.stderr, new RegExp(`hooks\\.forward\\.url: ${RULE.replace(/[()]/g, '\\$&')}`));
   assert.ok(!`${out.stdout}${out.stderr}`.includes('pw-from-the-environment'));

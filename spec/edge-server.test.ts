@@ -10,6 +10,7 @@ import { startApp, type AppHarness } from './_app.ts';
 import { defer } from './_cleanup.ts';
 import { tempDir } from './_dir.ts';
 import { pendingRuns } from './_runs.ts';
+import { until } from './_until.ts';
 
 const TOKEN = 'spec-hook-token-9f8e7d6c5b4a3210';
 const AUTH = { authorization: `Bearer ${TOKEN}` };
@@ -846,7 +847,7 @@ test('a retry arriving while the first request is being written waits for it to 
   });
   const h = await start(t, {}, { store: slow, dir });
   const first = agent(h, { message: 'x' }, { 'idempotency-key': 'slow' });
-  while (writes === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+  await until('the first request to reach the store', () => writes > 0);
   let answered = false;
   const retry = agent(h, { message: 'x' }, { 'idempotency-key': 'slow' }).finally(() => (answered = true));
   await new Promise((resolve) => setTimeout(resolve, 100));

@@ -168,12 +168,7 @@ test('clients that hang up while they wait are let go at once (hooks_held_reques
     const page = await send(server.url, '/metrics', { headers: { authorization: `Bearer ${METRICS}` } });
     return Number(/^hooks_held_requests (\d+)$/m.exec(page.text)?.[1] ?? Number.NaN);
   };
-  const heldReaches = async (what: string, n: number) => {
-    let now = Number.NaN;
-    const giveUp = Date.now() + 30_000;
-    while ((now = await held()) !== n && Date.now() < giveUp) await new Promise((resolve) => setTimeout(resolve, 20));
-    assert.equal(now, n, what);
-  };
+  const heldReaches = (what: string, n: number) => until(`${what} (${n} held)`, async () => (await held()) === n);
   const body = JSON.stringify({ message: 'Long job', deliver: false, waitForCompletion: true });
   const open = (key?: string) => {
     const headers = { ...AUTH, 'content-type': 'application/json', ...(key === undefined ? {} : { 'idempotency-key': key }) };

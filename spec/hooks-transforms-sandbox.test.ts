@@ -13,6 +13,7 @@ import { readEvents } from '../lib/store/read.ts';
 import { CHILD_RUNTIMES, DENO_PATH } from './_children.ts';
 import { cliCommand, IS_DENO, listening, ROOT } from './_cli.ts';
 import { post } from './_http.ts';
+import { until } from './_until.ts';
 import { fileDir, tempDir } from './_dir.ts';
 
 // Each probe tries one forbidden thing and says what happened: "denied: <code>" when the runtime
@@ -174,7 +175,7 @@ function suite(runtime: Runtime): void {
       assert.deepEqual(await call(runner, 'talks.js'), { ok: true, value: 1 });
       assert.deepEqual(await call(runner, 'trivial.js', { name: 'x' }), { ok: true, value: { kind: 'wake', text: 'hello x' } });
       // stderr is a pipe of its own: its line may trail the answer on stdout.
-      for (let waited = 0; lines.length === 0 && waited < 10_000; waited += 10) await new Promise((resolve) => setTimeout(resolve, 10));
+      await until('the transform\'s console line', () => lines.length > 0);
     });
     assert.deepEqual(lines, ['hello from the transform']);
   });
