@@ -2,9 +2,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { accessSync, constants } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import { delimiter, join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { tempDir } from './_dir.ts';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const IS_DENO = 'Deno' in globalThis;
@@ -12,6 +14,24 @@ export const IS_DENO = 'Deno' in globalThis;
 /** The command line that runs `hooks-ingress ARGS` in this runtime. */
 export function cliCommand(args: readonly string[]): [string, string[]] {
   return IS_DENO ? [process.execPath, ['run', '-A', 'lib/cli/main.ts', ...args]] : [process.execPath, ['bin/hooks-ingress', ...args]];
+}
+
+/** A config file for the CLI: `config.json` in a fresh directory, with the state directory beside it. */
+export interface ConfigFile {
+  dir: string;
+  config: string;
+  state: string;
+  /** Writes the file again: a string as it is, anything else as JSON. */
+  write(raw: unknown): Promise<void>;
+}
+
+/** Writes `raw` as `config.json` (0600, as an operator keeps a file with a secret) in a fresh directory that goes when `t` ends. */
+export async function configFile(t: TestContext, raw: unknown, prefix = 'cli-spec-'): Promise<ConfigFile> {
+  const dir = await tempDir(t, prefix);
+  const config = join(dir, 'config.json');
+  const write = (value: unknown) => writeFile(config, typeof value === 'string' ? value : JSON.stringify(value, null, 2), { mode: 0o600 });
+  await write(raw);
+  return { dir, config, state: join(dir, 'state'), write };
 }
 
 /** Runs the CLI to completion. */

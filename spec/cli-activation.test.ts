@@ -3,14 +3,11 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import { once } from 'node:events';
-import { writeFile } from 'node:fs/promises';
 import { createServer, type AddressInfo, type Server } from 'node:net';
-import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { post, send } from './_http.ts';
-import { assertCleanStop, cliCommand, IS_DENO, listening, onPath, ROOT, spawnServer, type Spawned } from './_cli.ts';
+import { assertCleanStop, cliCommand, configFile, IS_DENO, listening, onPath, ROOT, type Spawned, spawnServer } from './_cli.ts';
 import { defer } from './_cleanup.ts';
-import { tempDir } from './_dir.ts';
 import { until } from './_until.ts';
 
 const TOKEN = 'activation-hook-token-0123456789abcdef';
@@ -24,13 +21,11 @@ interface Fixture {
 }
 
 async function fixture(t: TestContext): Promise<Fixture> {
-  const dir = await tempDir(t, 'ops-activation-');
   const held = await _listen();
   t.after(() => _close(held));
   const configPort = (held.address() as AddressInfo).port;
-  const config = join(dir, 'config.json');
-  await writeFile(config, JSON.stringify({ hooks: { enabled: true, token: TOKEN }, gateway: { bind: '127.0.0.1', port: configPort } }));
-  return { config, state: join(dir, 'state'), configPort };
+  const { config, state } = await configFile(t, { hooks: { enabled: true, token: TOKEN }, gateway: { bind: '127.0.0.1', port: configPort } }, 'ops-activation-');
+  return { config, state, configPort };
 }
 
 /** Runs a child until it prints `listening on URL` on stdout; stops it after the test. */

@@ -1,21 +1,18 @@
 // The control channel of a real `serve` process: up when the server says it listens, replaced
 // after a kill -9, gone after a clean stop, and allowed by the shipped systemd units.
 import assert from 'node:assert/strict';
-import { readFile, stat, writeFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { callServer } from '../lib/cli/control.ts';
 import { CONTROL_SECRET, CONTROL_SOCKET, SOCKET_PATH_MAX } from '../lib/edge/control.ts';
-import { assertCleanStop, ROOT, runCli, serveState as serve } from './_cli.ts';
+import { assertCleanStop, configFile, type ConfigFile, ROOT, runCli, serveState as serve } from './_cli.ts';
 import { tempDir } from './_dir.ts';
 
 const TOKEN = 'control-spec-token-0123456789abcdef';
 
-async function setup(t: TestContext): Promise<{ config: string; state: string }> {
-  const dir = await tempDir(t, 'ctl-serve-');
-  const config = join(dir, 'config.json');
-  await writeFile(config, JSON.stringify({ hooks: { enabled: true, token: TOKEN } }));
-  return { config, state: join(dir, 'state') };
+function setup(t: TestContext): Promise<ConfigFile> {
+  return configFile(t, { hooks: { enabled: true, token: TOKEN } }, 'ctl-serve-');
 }
 
 test('serve answers on its control channel as soon as it prints "listening on", and removes the channel files when it stops', async (t) => {

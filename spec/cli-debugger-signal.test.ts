@@ -8,8 +8,7 @@ import process from 'node:process';
 import { test } from 'node:test';
 import { ignoreDebuggerSignal, SIGUSR1_LOG_EVERY_MS } from '../lib/cli/debugger-signal.ts';
 import type { Logger } from '../lib/log.ts';
-import { IS_DENO, runCli, spawnServer } from './_cli.ts';
-import { tempDir } from './_dir.ts';
+import { configFile, IS_DENO, runCli, spawnServer } from './_cli.ts';
 import { send } from './_http.ts';
 import { until } from './_until.ts';
 
@@ -28,9 +27,7 @@ function listened(port: number): Promise<boolean> {
 test('serve on Node ignores SIGUSR1: no inspector opens, and the server still serves', {
   skip: IS_DENO ? 'the inspector SIGUSR1 opens is Node\'s; this spec runs the server on the runtime it runs on' : false,
 }, async (t) => {
-  const dir = await tempDir(t, 'hooks-usr1-');
-  const config = join(dir, 'config.json');
-  await writeFile(config, JSON.stringify({ hooks: { enabled: true, token: 'usr1-token-0123456789abcdef' } }), { mode: 0o600 });
+  const { dir, config } = await configFile(t, { hooks: { enabled: true, token: 'usr1-token-0123456789abcdef' } }, 'hooks-usr1-');
   // No --inspect anywhere: the operator did not ask for an inspector.
   const env = { NODE_OPTIONS: '' };
   const server = await spawnServer(['--config', config, '--port', '0', '--state-dir', join(dir, 'state')], env);
@@ -104,13 +101,12 @@ test('ignoreDebuggerSignal() does nothing on Deno, which opens no inspector on a
 test('check on Node ignores a SIGUSR1 that a transform sends it while it loads: no inspector opens', {
   skip: IS_DENO ? 'a transform child on Deno cannot signal, and Deno opens no inspector on one' : false,
 }, async (t) => {
-  const dir = await tempDir(t, 'hooks-usr1-check-');
+  const { dir, config, write } = await configFile(t, '', 'hooks-usr1-check-');
   await mkdir(join(dir, 'hooks', 'transforms'), { recursive: true });
   // Sent while the module loads, that is while check waits for the child's answer.
   await writeFile(join(dir, 'hooks', 'transforms', 'usr1.js'), 'import process from "node:process";\nprocess.kill(process.ppid, "SIGUSR1");\nexport default () => null;\n');
-  const config = join(dir, 'config.json');
   const mapping = { match: { path: 'usr1' }, transform: { module: 'usr1.js' } };
-  await writeFile(config, JSON.stringify({ hooks: { enabled: true, token: 'usr1-token-0123456789abcdef', mappings: [mapping] } }), { mode: 0o600 });
+  await write({ hooks: { enabled: true, token: 'usr1-token-0123456789abcdef', mappings: [mapping] } });
   const result = await runCli(['check', '--config', config], { NODE_OPTIONS: '' });
   assert.equal(result.code, 0, result.stderr);
   assert.doesNotMatch(result.stderr, /Debugger listening|Starting inspector/);

@@ -2,11 +2,10 @@
 // on, one clear line when it is off or no server runs, and two listeners that never answer each
 // other's paths.
 import assert from 'node:assert/strict';
-import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { main } from '../lib/cli/main.ts';
-import { serveState, type Spawned } from './_cli.ts';
+import { configFile, serveState, type Spawned } from './_cli.ts';
 import { tempDir } from './_dir.ts';
 import { assertError, post, send } from './_http.ts';
 import { captureIo } from './_io.ts';
@@ -14,9 +13,7 @@ import { captureIo } from './_io.ts';
 const TOKEN = 'cli-inspect-token-0123456789abcdef';
 
 async function serve(t: TestContext, extra: object): Promise<{ server: Spawned; state: string }> {
-  const dir = await tempDir(t, 'cli-inspect-');
-  const config = join(dir, 'config.json');
-  await writeFile(config, JSON.stringify({ hooks: { enabled: true, token: TOKEN }, ...extra }), { mode: 0o600 });
+  const { dir, config } = await configFile(t, { hooks: { enabled: true, token: TOKEN }, ...extra }, 'cli-inspect-');
   const state = join(dir, 'state');
   return { server: await serveState(t, { config, state }), state };
 }

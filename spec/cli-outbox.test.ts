@@ -7,7 +7,7 @@ import { test, type TestContext } from 'node:test';
 import { formatEntry } from '../lib/cli/outbox.ts';
 import type { OutboxEntry } from '../lib/store/outbox.ts';
 import { defer } from './_cleanup.ts';
-import { runCli, spawnServer, type Spawned } from './_cli.ts';
+import { configFile, runCli, type Spawned, spawnServer } from './_cli.ts';
 import { startFakeGateway, type FakeGateway } from './_fake-openclaw.ts';
 import { post } from './_http.ts';
 import { until } from './_until.ts';
@@ -22,11 +22,8 @@ const UPSTREAM_TOKEN = 'outbox-spec-upstream-token-abcdef';
 const AUTH = { authorization: `Bearer ${TOKEN}` };
 
 async function setup(t: TestContext, fake: FakeGateway): Promise<{ args: string[]; state: string }> {
-  const dir = await tempDir(t, 'outbox-spec-');
-  const config = join(dir, 'config.json');
   // Forward mode needs no model, heartbeat or channel section.
-  await writeFile(config, JSON.stringify({ hooks: { enabled: true, token: TOKEN, forward: { url: fake.url, token: '${UPSTREAM}' } } }));
-  const state = join(dir, 'state');
+  const { config, state } = await configFile(t, { hooks: { enabled: true, token: TOKEN, forward: { url: fake.url, token: '${UPSTREAM}' } } }, 'outbox-spec-');
   return { args: ['--config', config, '--state-dir', state], state };
 }
 

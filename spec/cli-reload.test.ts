@@ -17,7 +17,7 @@ import { post } from './_http.ts';
 import { captureIo } from './_io.ts';
 import { main } from '../lib/cli/main.ts';
 import { SIGNERS } from './_signers.ts';
-import { assertCleanStop, cliCommand, ROOT, runCli, spawnServer, type Spawned, serveState } from './_cli.ts';
+import { assertCleanStop, cliCommand, configFile, type ConfigFile, ROOT, runCli, serveState, type Spawned, spawnServer } from './_cli.ts';
 import { until } from './_until.ts';
 import { tempDir } from './_dir.ts';
 
@@ -27,24 +27,13 @@ const WAKE = { text: 'ping', mode: 'next-heartbeat' };
 // The pid file's name is part of the interface (the man page lists it under FILES), so it is spelled out here.
 const PID_FILE = 'hooks-ingress.pid';
 
-interface Setup {
-  /** The config directory; transforms live in `hooks/transforms` below it. */
-  dir: string;
-  config: string;
-  state: string;
-  write(config: unknown): Promise<void>;
-}
-
-async function setup(t: TestContext, config: unknown): Promise<Setup> {
-  const dir = await tempDir(t, 'ops-reload-');
-  const path = join(dir, 'config.json');
-  const write = (value: unknown) => writeFile(path, typeof value === 'string' ? value : JSON.stringify(value, null, 2));
-  await write(config);
-  return { dir, config: path, state: join(dir, 'state'), write };
+/** The config in a fresh directory; transforms live in `hooks/transforms` below it. */
+function setup(t: TestContext, config: unknown): Promise<ConfigFile> {
+  return configFile(t, config, 'ops-reload-');
 }
 
 /** Starts `serve` on a free port and waits for its "started" log line; SIGTERMs it after the test unless the test stopped it. */
-async function serve(t: TestContext, s: Setup): Promise<Spawned> {
+async function serve(t: TestContext, s: ConfigFile): Promise<Spawned> {
   const server = await serveState(t, s);
   await until('the "started" log line', () => count(server, /^started$/) > 0, { detail: () => server.stderr() });
   return server;
@@ -75,7 +64,7 @@ function count(server: Spawned, message: RegExp): number {
 }
 
 /** Signals a reload (through the CLI or a direct SIGHUP) and waits for the server's verdict line. */
-async function reload(server: Spawned, s: Setup, how: 'command' | 'sighup', verdict: RegExp = /^reloaded$/): Promise<void> {
+async function reload(server: Spawned, s: ConfigFile, how: 'command' | 'sighup', verdict: RegExp = /^reloaded$/): Promise<void> {
   const before = count(server, verdict);
   if (how === 'command') {
     const result = await runCli(['reload', '--state-dir', s.state]);
@@ -439,7 +428,7 @@ test('reload is refused when a ${VAR} is set in the shell but not in the server\
 
 // A transform module whose import waits until the file `gate` exists in the transforms directory
 // (the one place a child may read): a reload's check of it stays running while the gate is shut.
-async function gated(t: TestContext): Promise<{ s: Setup; server: Spawned; open: () => Promise<void>; shut: () => Promise<void> }> {
+async function gated(t: TestContext): Promise<{ s: ConfigFile; server: Spawned; open: () => Promise<void>; shut: () => Promise<void> }> {
   const mapping = { id: 'gated', match: { path: 'gated' }, action: 'wake', wakeMode: 'next-heartbeat', transform: { module: 'gated.mjs' } };
   const s = await setup(t, hooks(OLD_TOKEN, { mappings: [mapping], transformTimeoutMs: 600_000 }));
   const root = join(s.dir, 'hooks', 'transforms');
@@ -458,14 +447,14 @@ export default () => ({ text: 'through' });
   return { s, server, open, shut };
 }
 
-async function status(s: Setup): Promise<Record<string, unknown>> {
+async function status(s: ConfigFile): Promise<Record<string, unknown>> {
   const result = await runCli(['status', '--json', '--state-dir', s.state]);
   assert.equal(result.code, 0, result.stderr);
   return JSON.parse(result.stdout) as Record<string, unknown>;
 }
 
 /** Sends `n` SIGHUPs a few ms apart (so the kernel does not merge them into one) and waits until the server has taken them. */
-async function hangups(server: Spawned, s: Setup, n: number): Promise<void> {
+async function hangups(server: Spawned, s: ConfigFile, n: number): Promise<void> {
   for (let i = 0; i < n; i++) {
     process.kill(server.child.pid!, 'SIGHUP');
     await new Promise((resolve) => setTimeout(resolve, 5));

@@ -2,33 +2,30 @@
 // secret runs exactly once after the secret is fixed; a template typo fixed gives the replayed run
 // the corrected message; a Stripe event older than the tolerance replays only with --force; bulk replay asks first.
 import assert from 'node:assert/strict';
-import { writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { main } from '../lib/cli/main.ts';
 import { readLedger } from '../lib/store/ledger-read.ts';
 import { readEvents, readRuns } from '../lib/store/read.ts';
-import { serveState as serve, type Spawned } from './_cli.ts';
+import { configFile, serveState as serve, type Spawned } from './_cli.ts';
 import { post } from './_http.ts';
 import { captureIo } from './_io.ts';
 import { githubExample, SIGNERS } from './_signers.ts';
 import { until } from './_until.ts';
-import { tempDir } from './_dir.ts';
 
 const TOKEN = 'replay-cli-token-0123456789abcdef';
 
 interface Setup {
   config: string;
   state: string;
+  /** Writes the config again with these mappings. */
   write(mappings: unknown[]): Promise<void>;
 }
 
+const hooks = (mappings: unknown[]) => ({ hooks: { enabled: true, token: TOKEN, mappings } });
+
 async function setup(t: TestContext, mappings: unknown[]): Promise<Setup> {
-  const dir = await tempDir(t, 'cli-replay-');
-  const config = join(dir, 'config.json');
-  const write = (list: unknown[]) => writeFile(config, JSON.stringify({ hooks: { enabled: true, token: TOKEN, mappings: list } }));
-  await write(mappings);
-  return { config, state: join(dir, 'state'), write };
+  const { config, state, write } = await configFile(t, hooks(mappings), 'cli-replay-');
+  return { config, state, write: (list) => write(hooks(list)) };
 }
 
 async function reload(s: Setup, server: Spawned, mappings: unknown[]): Promise<void> {

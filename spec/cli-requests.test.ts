@@ -5,34 +5,24 @@ import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { main } from '../lib/cli/main.ts';
-import { serveState as serve } from './_cli.ts';
+import { configFile, type ConfigFile, serveState as serve } from './_cli.ts';
 import { post } from './_http.ts';
 import { captureIo } from './_io.ts';
 import { SIGNERS } from './_signers.ts';
 import { until } from './_until.ts';
-import { tempDir } from './_dir.ts';
 
 const TOKEN = 'requests-cli-token-0123456789abcdef';
 const GH_SECRET = 'requests-cli-github-secret';
 
-interface Setup {
-  dir: string;
-  config: string;
-  state: string;
-}
-
-async function setup(t: TestContext, extra: Record<string, unknown> = {}): Promise<Setup> {
-  const dir = await tempDir(t, 'cli-requests-');
-  const config = join(dir, 'config.json');
+function setup(t: TestContext, extra: Record<string, unknown> = {}): Promise<ConfigFile> {
   const mappings = [
     { match: { path: 'notes' }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'note {{title}}', allowUnsafeExternalContent: true },
     { match: { path: 'github' }, signature: { scheme: 'github', secret: GH_SECRET }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'push' },
   ];
-  await writeFile(config, JSON.stringify({ hooks: { enabled: true, token: TOKEN, mappings, ...extra } }));
-  return { dir, config, state: join(dir, 'state') };
+  return configFile(t, { hooks: { enabled: true, token: TOKEN, mappings, ...extra } }, 'cli-requests-');
 }
 
-async function cli(s: Setup, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+async function cli(s: ConfigFile, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const { io, out } = captureIo({ HOOKS_INGRESS_CONFIG: s.config });
   const code = await main(['requests', ...args, '--state-dir', s.state], io);
   return { code, ...out };

@@ -1,21 +1,17 @@
 import assert from 'node:assert/strict';
-import { writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import { main } from '../lib/cli/main.ts';
 import { waitingFor } from '../lib/cli/send.ts';
 import { fake, json } from './_fake-server.ts';
-import { tempDir } from './_dir.ts';
 import { captureIo } from './_io.ts';
+import { configFile } from './_cli.ts';
 
 test('send says what it is waiting for when the platform has not answered after a second', async (t) => {
   let heard: () => void = () => {};
   const noticed = new Promise<void>((resolve) => (heard = resolve));
   // The stand-in Telegram holds the request until the notice is out, then answers: no clock in the test.
   const telegram = await fake(t, (_req, res) => void noticed.then(() => json(res, 200, { ok: true, result: { message_id: 7 } })));
-  const dir = await tempDir(t, 'hooks-send-');
-  const path = join(dir, 'config.json');
-  await writeFile(path, JSON.stringify({ channels: { telegram: { botToken: '123:abc', apiBase: telegram.url, defaultTo: '42' } } }));
+  const { dir, config: path } = await configFile(t, { channels: { telegram: { botToken: '123:abc', apiBase: telegram.url, defaultTo: '42' } } }, 'hooks-send-');
   const { io, out } = captureIo(
     { HOME: dir },
     {
@@ -31,9 +27,7 @@ test('send says what it is waiting for when the platform has not answered after 
 
 test('a send that is answered at once prints no waiting notice', async (t) => {
   const telegram = await fake(t, (_req, res) => json(res, 200, { ok: true, result: { message_id: 8 } }));
-  const dir = await tempDir(t, 'hooks-send-');
-  const path = join(dir, 'config.json');
-  await writeFile(path, JSON.stringify({ channels: { telegram: { botToken: '123:abc', apiBase: telegram.url } } }));
+  const { dir, config: path } = await configFile(t, { channels: { telegram: { botToken: '123:abc', apiBase: telegram.url } } }, 'hooks-send-');
   const { io, out } = captureIo({ HOME: dir });
   assert.equal(await main(['send', '-c', path, '--channel', 'telegram', '--to', '5', 'hi'], io), 0);
   assert.equal(out.stderr, '');

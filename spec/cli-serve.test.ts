@@ -1,18 +1,16 @@
 import assert from 'node:assert/strict';
-import { chmod, mkdir, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { main } from '../lib/cli/main.ts';
 import { logWriter } from '../lib/cli/serve.ts';
-import { tempDir } from './_dir.ts';
 import { until } from './_until.ts';
 import { captureIo } from './_io.ts';
+import { configFile } from './_cli.ts';
 
 /** Starts `serve` in-process on a free port; resolves once it listens, with what it wrote so far and a stop. */
 async function serveOnce(t: TestContext, args: string[], stderrIsTerminal: boolean) {
-  const dir = await tempDir(t, 'hooks-serve-');
-  const path = join(dir, 'config.json');
-  await writeFile(path, JSON.stringify({ hooks: { enabled: true, token: 'a-token-for-serve' } }), { mode: 0o600 });
+  const { dir, config: path } = await configFile(t, { hooks: { enabled: true, token: 'a-token-for-serve' } }, 'hooks-serve-');
   const stop = new AbortController();
   const { io, out } = captureIo({ HOME: dir }, { signal: stop.signal, stderrIsTerminal });
   const running = main(['serve', '-c', path, '--port', '0', '--state-dir', join(dir, 'state'), ...args], io);
@@ -57,9 +55,7 @@ test('logWriter() passes JSON through untouched, or rewrites it as text', () => 
 
 /** Runs `serve` in-process with `state` as its state directory until it started (then stops it) or ended. */
 async function serveWithState(t: TestContext, prepare: (state: string, config: string) => Promise<void>) {
-  const dir = await tempDir(t, 'hooks-serve-state-');
-  const path = join(dir, 'config.json');
-  await writeFile(path, JSON.stringify({ hooks: { enabled: true, token: 'a-token-for-serve' } }), { mode: 0o600 });
+  const { dir, config: path } = await configFile(t, { hooks: { enabled: true, token: 'a-token-for-serve' } }, 'hooks-serve-state-');
   const state = join(dir, 'state');
   await prepare(state, path);
   const stop = new AbortController();

@@ -8,9 +8,8 @@ import { signCommand } from '../lib/cli/sign.ts';
 import { verifySignature } from '../lib/guard/signatures/verify.ts';
 import { defer } from './_cleanup.ts';
 import { fake } from './_fake-server.ts';
-import { assertCleanStop, runCli, spawnServer } from './_cli.ts';
+import { assertCleanStop, configFile, runCli, spawnServer } from './_cli.ts';
 import { githubExample } from './_signers.ts';
-import { tempDir } from './_dir.ts';
 
 const TOKEN = 'spec-sign-token-0a1b2c3d4e5f67890';
 
@@ -22,9 +21,8 @@ const MAPPINGS = [
 ];
 
 async function setup(t: TestContext): Promise<{ dir: string; config: string; body: string }> {
-  const dir = await tempDir(t, 'cli-sign-spec-');
-  const config = join(dir, 'config.json');
-  await writeFile(config, JSON.stringify({ hooks: { enabled: true, token: TOKEN, mappings: MAPPINGS }, state: { dir: join(dir, 'state') }, gateway: { port: 0 } }));
+  const { dir, config, state, write } = await configFile(t, '', 'cli-sign-spec-');
+  await write({ hooks: { enabled: true, token: TOKEN, mappings: MAPPINGS }, state: { dir: state }, gateway: { port: 0 } });
   const body = join(dir, 'push.json');
   await writeFile(body, JSON.stringify(githubExample('push')));
   return { dir, config, body };

@@ -1,9 +1,8 @@
 // `hooks-ingress status` against a real server process, and with none running.
 import assert from 'node:assert/strict';
-import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { runCli, spawnServer } from './_cli.ts';
+import { configFile, runCli, spawnServer } from './_cli.ts';
 import { tempDir } from './_dir.ts';
 import { post } from './_http.ts';
 import { until } from './_until.ts';
@@ -19,9 +18,7 @@ test('hooks-ingress status --json with no server running exits 1 and says so', a
 });
 
 test('hooks-ingress status shows the running server: pid, uptime, address, state, backlog, outbox, ledger and the last reload', async (t) => {
-  const dir = await tempDir(t, 'status-');
-  const config = join(dir, 'config.json');
-  await writeFile(config, JSON.stringify({ hooks: { enabled: true, token: TOKEN } }));
+  const { dir, config } = await configFile(t, { hooks: { enabled: true, token: TOKEN } }, 'status-');
   const state = join(dir, 'state');
   const server = await spawnServer(['--config', config, '--port', '0', '--state-dir', state]);
   t.after(async () => {

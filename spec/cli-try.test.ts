@@ -7,11 +7,10 @@ import { test, type TestContext } from 'node:test';
 import { main } from '../lib/cli/main.ts';
 import { readLedger } from '../lib/store/ledger-read.ts';
 import { readEvents, readRuns } from '../lib/store/read.ts';
-import { serveState } from './_cli.ts';
+import { configFile, serveState } from './_cli.ts';
 import { post } from './_http.ts';
 import { captureIo } from './_io.ts';
 import { until } from './_until.ts';
-import { tempDir } from './_dir.ts';
 
 const TOKEN = 'try-cli-token-0123456789abcdef';
 const PUSH = { pusher: { name: 'octocat' }, repository: { name: 'hello' }, kind: 'push' };
@@ -24,7 +23,7 @@ interface Setup {
 }
 
 async function setup(t: TestContext): Promise<Setup> {
-  const dir = await tempDir(t, 'cli-try-');
+  const { dir, config, state, write } = await configFile(t, '', 'cli-try-');
   await mkdir(join(dir, 'hooks', 'transforms'), { recursive: true });
   await writeFile(join(dir, 'hooks', 'transforms', 'shout.mjs'), 'export default ({ payload }) => ({ kind: "wake", text: `LOUD ${payload.repository.name}` });\n');
   await writeFile(join(dir, 'hooks', 'transforms', 'boom.mjs'), 'export default () => { throw new Error("transform blew up"); };\n');
@@ -34,11 +33,10 @@ async function setup(t: TestContext): Promise<Setup> {
     { match: { path: 'boom' }, action: 'wake', transform: { module: 'boom.mjs' } },
     { match: { path: 'picky' }, action: 'agent', sessionKey: 'other:{{kind}}', messageTemplate: 'x' },
   ];
-  const config = join(dir, 'config.json');
-  await writeFile(config, JSON.stringify({ hooks: { enabled: true, token: TOKEN, allowedSessionKeyPrefixes: ['hook:'], allowRequestSessionKey: true, mappings } }));
+  await write({ hooks: { enabled: true, token: TOKEN, allowedSessionKeyPrefixes: ['hook:'], allowRequestSessionKey: true, mappings } });
   const body = join(dir, 'push.json');
   await writeFile(body, JSON.stringify(PUSH));
-  return { dir, config, state: join(dir, 'state'), body };
+  return { dir, config, state, body };
 }
 
 async function cli(s: Setup, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {

@@ -1,11 +1,9 @@
 import assert from 'node:assert/strict';
-import { writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import { main } from '../lib/cli/main.ts';
 import { urlCredentials } from '../lib/config/url-credentials.ts';
-import { tempDir } from './_dir.ts';
 import { captureIo } from './_io.ts';
+import { configFile } from './_cli.ts';
 
 const RULE = 'must not hold a user or password in the URL (user:password@host); put the credential in the key meant for it';
 
@@ -33,9 +31,7 @@ test('urlCredentials() walks a value nested 10,000 arrays deep without overflowi
 });
 
 test('check refuses a URL with user:password, names the key, and never prints the password', async (t) => {
-  const dir = await tempDir(t, 'hooks-url-credentials-');
-  const path = join(dir, 'config.json');
-  await writeFile(path, JSON.stringify({ hooks: { enabled: true, token: 'a-token-for-check', forward: { url: 'https://bob:${UP_PASSWORD}@up.example/hooks', token: 'upstream-token' } } }));
+  const { dir, config: path } = await configFile(t, { hooks: { enabled: true, token: 'a-token-for-check', forward: { url: 'https://bob:${UP_PASSWORD}@up.example/hooks', token: 'upstream-token' } } }, 'hooks-url-credentials-');
   const { io, out } = captureIo({ HOME: dir, UP_PASSWORD: 'pw-from-the-environment' });
   assert.equal(await main(['check', '-c', path], io), 1);
   assert.match(out.stderr, new RegExp(`hooks\\.forward\\.url: ${RULE.replace(/[()]/g, '\\$&')}`));

@@ -2,18 +2,15 @@
 // one-time link, the live list, a refused GitHub delivery in detail, Replay once the secret is
 // fixed, bulk replay's count, and hostile content that must stay inert.
 import assert from 'node:assert/strict';
-import { chmod, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import type { Page } from 'playwright-core';
 import { main } from '../lib/cli/main.ts';
 import { createInspector, type InspectorSource } from '../lib/edge/inspector.ts';
 import { listen } from '../lib/edge/listen.ts';
 import { browserSkip, launch } from './_browser.ts';
-import { serveState } from './_cli.ts';
+import { configFile, serveState } from './_cli.ts';
 import { silentLogger } from './_app.ts';
 import { defer } from './_cleanup.ts';
-import { tempDir } from './_dir.ts';
 import { post, send } from './_http.ts';
 import { captureIo } from './_io.ts';
 import { SIGNERS } from './_signers.ts';
@@ -30,19 +27,22 @@ interface Setup {
   write(secret: string): Promise<void>;
 }
 
-async function setup(t: TestContext): Promise<Setup> {
-  const dir = await tempDir(t, 'inspector-browser-');
-  const config = join(dir, 'config.json');
-  const write = async (secret: string) => {
-    const mappings = [
+/** The config holds the github mapping's secret: `write` changes it. */
+const hooks = (secret: string) => ({
+  hooks: {
+    enabled: true,
+    token: TOKEN,
+    mappings: [
       { match: { path: 'github' }, signature: { scheme: 'github', secret }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'push to {{ref}}' },
       { match: { path: 'notes' }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'note {{title}}' },
-    ];
-    await writeFile(config, JSON.stringify({ hooks: { enabled: true, token: TOKEN, mappings }, inspector: { port: 0 } }));
-    await chmod(config, 0o600);
-  };
-  await write(WRONG);
-  return { config, state: join(dir, 'state'), write };
+    ],
+  },
+  inspector: { port: 0 },
+});
+
+async function setup(t: TestContext): Promise<Setup> {
+  const { config, state, write } = await configFile(t, hooks(WRONG), 'inspector-browser-');
+  return { config, state, write: (secret) => write(hooks(secret)) };
 }
 
 async function cli(s: Setup, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
