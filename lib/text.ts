@@ -66,3 +66,8 @@ export function trimSlashes(path: string): string {
 export function trimTrailingSlashes(path: string): string {
   return path.replace(/\/+$/, '');
 }
+
+/** Quotes an argument for a POSIX shell when it holds anything but plain characters. */
+export function shellWord(arg: string): string {
+  return /^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`;
+}

@@ -4,10 +4,12 @@ import { chmod, mkdir, readdir, readFile, stat, symlink, writeFile } from 'node:
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { loadConfig } from '../lib/config/load.ts';
-import { BACKOFF, companionArgs, companionEnv, findOnPath, INSTALL_HINT, serveCompanion, shellWord, STOP_GRACE_MS, type GmailDeps } from '../lib/cli/gmail-companion.ts';
+import { companionArgs, findOnPath, INSTALL_HINT, serveCompanion, type GmailDeps } from '../lib/cli/gmail-companion.ts';
+import { BACKOFF, companionEnv, STOP_GRACE_MS } from '../lib/runtime/gmail-companion.ts';
+import { shellWord } from '../lib/text.ts';
 import { applyGmailSetup } from '../lib/cli/gmail-setup.ts';
 import { gmailCommand } from '../lib/cli/gmail.ts';
-import { RELAY_LIMITS } from '../lib/cli/relay.ts';
+import { RELAY_LIMITS } from '../lib/runtime/relay.ts';
 import { captureIo } from './_io.ts';
 import { fileDir } from './_dir.ts';
 

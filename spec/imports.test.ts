@@ -256,7 +256,7 @@ test('a command that only reads the state directory (NEEDS: state) loads no serv
 test('serve loads no chat adapter, model provider, signature scheme or transform runner until its config names one, and no try or replay until asked', async () => {
   const loaded = [...loadedBy(await libGraph(), 'lib/cli/serve.ts')];
   assert.ok(loaded.includes('lib/edge/server.ts'));
-  const parts = /^lib\/(?:delivery\/(?!channels|deliver|chunk|adapter|_platform)|runtime\/providers\/(?!registry|provider)|guard\/signatures\/(?!config|verify|paths)|hooks\/transforms\/|cli\/gmail-companion\.ts|runtime\/forward\.ts|cli\/(?:try|requests-replay)\.ts|edge\/(?:preview|replay)\.ts)/;
+  const parts = /^lib\/(?:delivery\/(?!channels|deliver|chunk|adapter|_platform)|runtime\/providers\/(?!registry|provider)|guard\/signatures\/(?!config|verify|paths)|hooks\/transforms\/|cli\/gmail-companion\.ts|runtime\/gmail-companion\.ts|runtime\/forward\.ts|cli\/(?:try|requests-replay)\.ts|edge\/(?:preview|replay)\.ts)/;
   assert.deepEqual(loaded.filter((f) => parts.test(f)), []);
 });
 

@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
-import { RELAY_LIMITS, relayLines } from '../lib/cli/relay.ts';
+import { RELAY_LIMITS, relayLines } from '../lib/runtime/relay.ts';
 
 test('relayLines() passes whole lines on, a chunk\'s lines in one call, and the last line at the end even without its newline', async () => {
   const stream = new PassThrough();
