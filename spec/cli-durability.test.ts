@@ -2,11 +2,11 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { chmod, mkdir, readFile, rename, rm, utimes, writeFile } from 'node:fs/promises';
-import { createServer, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { ServerResponse } from 'node:http';
 import { join } from 'node:path';
-import { describe, test } from 'node:test';
-import { assertCleanStop, runCli, spawnServer, type Spawned } from './_cli.ts';
+import { describe, test, type TestContext } from 'node:test';
+import { assertCleanStop, configFile, runCli, spawnServer, type Spawned } from './_cli.ts';
+import { fake } from './_fake-server.ts';
 import { post, send } from './_http.ts';
 import { fileDir } from './_dir.ts';
 
@@ -163,26 +163,10 @@ describe('the journal reader', () => {
 });
 
 // A model API that takes every request and never answers it.
-async function silentModel(t: { after(fn: () => Promise<void>): void }): Promise<string> {
+async function silentModel(t: TestContext): Promise<string> {
   const held: ServerResponse[] = [];
-  const server = createServer((_req, res) => void held.push(res));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.after(
-    () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  );
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
-}
-
-async function configFile(name: string, value: object): Promise<string> {
-  const dir = join(tmp, name);
-  await mkdir(dir, { recursive: true });
-  const path = join(dir, 'config.json');
-  await writeFile(path, JSON.stringify(value));
-  return path;
+  const server = await fake(t, (_req, res) => void held.push(res));
+  return `${server.url}/v1`;
 }
 
 async function runCount(state: string): Promise<number> {
@@ -194,12 +178,11 @@ async function runCount(state: string): Promise<number> {
 describe('the queue bound under concurrency', () => {
   test('50 concurrent /hooks/agent requests against a model that never answers get exactly hooks.maxQueuedRuns accepted; the rest 503 with Retry-After and nothing recorded', { timeout: 60_000 }, async (t) => {
     const model = await silentModel(t);
-    const path = await configFile('queue', {
+    const { config: path, state } = await configFile(t, {
       hooks: { enabled: true, token: TOKEN, maxQueuedRuns: 3, mappings: [{ match: { path: 'batch' }, messageTemplate: '{{items[0]}}', forEach: 'items' }] },
       agents: { defaults: { model: 'silent/m', maxConcurrent: 2 } },
       models: { providers: { silent: { api: 'openai-completions', baseUrl: model } } },
     });
-    const state = join(tmp, 'queue-state');
     const server = await started(t, ['--config', path, '--port', '0', '--state-dir', state]);
     const replies = await Promise.all(Array.from({ length: 50 }, (_, i) => post(server.url, '/hooks/agent', { headers: AUTH, body: { message: `run ${i}`, deliver: false } })));
     const statuses = replies.map((r) => r.status);
@@ -290,12 +273,11 @@ describe('compaction and the backlog', () => {
   });
 
   test('a wake text past hooks.maxEventBytes is answered 413 naming the field, from /wake and from a transform', { timeout: 60_000 }, async (t) => {
-    const path = await configFile('event-cap', {
+    const { dir, config: path, state } = await configFile(t, {
       hooks: { enabled: true, token: TOKEN, maxBodyBytes: 1_000_000, maxEventBytes: 1_000, mappings: [{ match: { path: 'big' }, action: 'wake', transform: { module: 'big.js' } }] },
     });
-    await mkdir(join(tmp, 'event-cap', 'hooks', 'transforms'), { recursive: true });
-    await writeFile(join(tmp, 'event-cap', 'hooks', 'transforms', 'big.js'), "export default () => ({ kind: 'wake', text: 'y'.repeat(5000) });\n");
-    const state = join(tmp, 'event-cap-state');
+    await mkdir(join(dir, 'hooks', 'transforms'), { recursive: true });
+    await writeFile(join(dir, 'hooks', 'transforms', 'big.js'), "export default () => ({ kind: 'wake', text: 'y'.repeat(5000) });\n");
     const server = await started(t, ['--config', path, '--port', '0', '--state-dir', state]);
     const direct = await wake(server.url, 'x'.repeat(1_001));
     assert.equal(direct.status, 413, direct.text);
@@ -310,8 +292,7 @@ describe('compaction and the backlog', () => {
   });
 
   test('at hooks.maxBacklogEvents unconsumed events a new wake gets 503 with Retry-After and nothing is recorded', { timeout: 60_000 }, async (t) => {
-    const path = await configFile('backlog', { hooks: { enabled: true, token: TOKEN, maxBacklogEvents: 5 } });
-    const state = join(tmp, 'backlog-state');
+    const { config: path, state } = await configFile(t, { hooks: { enabled: true, token: TOKEN, maxBacklogEvents: 5 } });
     const server = await started(t, ['--config', path, '--port', '0', '--state-dir', state]);
     const replies = await Promise.all(Array.from({ length: 8 }, (_, i) => wake(server.url, `w${i}`)));
     assert.deepEqual(replies.map((r) => r.status).sort(), [200, 200, 200, 200, 200, 503, 503, 503]);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { CONTENT_TYPE, Metrics } from '../lib/edge/metrics.ts';
+import { Metrics } from '../lib/edge/metrics.ts';
 import { parseExposition, valueOf } from './_exposition.ts';
 
 test('Metrics.counter() counts per label set and renders HELP, TYPE and one sample per series', () => {
@@ -127,8 +127,4 @@ test('Metrics rejects a name already taken', () => {
   const m = new Metrics();
   m.counter('x_total', 'X.');
   assert.throws(() => m.gauge('x_total', 'Again.', [], () => 1), { name: 'TypeError', message: 'Cannot register metric x_total: the name clashes with x_total' });
-});
-
-test('CONTENT_TYPE names the text format version 0.0.4', () => {
-  assert.equal(CONTENT_TYPE, 'text/plain; version=0.0.4; charset=utf-8');
 });

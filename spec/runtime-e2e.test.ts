@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
-import { createServer, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { ServerResponse } from 'node:http';
 import { join } from 'node:path';
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import { markWrapped } from '../lib/cli/event-text.ts';
 import type { RunRecord, SessionEvent } from '../lib/store/records.ts';
 import { assertCleanStop, runCli, spawnServer, type Spawned } from './_cli.ts';
+import { fake } from './_fake-server.ts';
 import { post } from './_http.ts';
 import { until } from './_until.ts';
 import { fileDir } from './_dir.ts';
@@ -21,31 +21,21 @@ interface Call {
   res: ServerResponse;
 }
 
-// An OpenAI-compatible server that holds every request until `answering` is switched on.
-async function fakeOpenAi(): Promise<{ url: string; calls: Call[]; answer: (text: string) => void; close: () => Promise<void> }> {
+/** An OpenAI-compatible server that holds every request until `answer` switches answering on; it closes when `t` ends. */
+async function fakeOpenAi(t: TestContext): Promise<{ url: string; calls: Call[]; answer: (text: string) => void }> {
   const calls: Call[] = [];
   let reply: string | null = null;
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { messages: { content: string }[] };
-      calls.push({ prompt: body.messages.at(-1)?.content ?? '', res });
-      if (reply !== null) _complete(res, reply);
-    });
+  const server = await fake(t, (req, res) => {
+    const body = JSON.parse(req.body) as { messages: { content: string }[] };
+    calls.push({ prompt: body.messages.at(-1)?.content ?? '', res });
+    if (reply !== null) _complete(res, reply);
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
+    url: `${server.url}/v1`,
     calls,
     answer: (text) => {
       reply = text;
     },
-    close: () =>
-      new Promise((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
   };
 }
 
@@ -71,8 +61,8 @@ async function listed<T>(command: 'runs' | 'events', state: string): Promise<T[]
     .map((line) => JSON.parse(line) as T);
 }
 
-test('a run accepted before kill -9 runs again after the restart, once, marked retry', { timeout: 120_000 }, async () => {
-  const fake = await fakeOpenAi();
+test('a run accepted before kill -9 runs again after the restart, once, marked retry', { timeout: 120_000 }, async (t) => {
+  const model = await fakeOpenAi(t);
   const servers: Spawned[] = [];
   try {
     const config = join(tmp, 'crash.json');
@@ -81,7 +71,7 @@ test('a run accepted before kill -9 runs again after the restart, once, marked r
       JSON.stringify({
         hooks: { enabled: true, token: TOKEN, maxQueuedRuns: 1 },
         agents: { defaults: { model: 'fake/e2e-model', timeoutSeconds: 60 } },
-        models: { providers: { fake: { api: 'openai-completions', baseUrl: fake.url } } },
+        models: { providers: { fake: { api: 'openai-completions', baseUrl: model.url } } },
       }),
     );
     const state = join(tmp, 'crash-state');
@@ -95,7 +85,7 @@ test('a run accepted before kill -9 runs again after the restart, once, marked r
     });
     assert.equal(accepted.status, 202, accepted.text);
     const runId = accepted.body['runId'] as string;
-    await until('the provider to get the call', () => (fake.calls.length === 1 ? true : undefined));
+    await until('the provider to get the call', () => (model.calls.length === 1 ? true : undefined));
 
     // The one queued run fills hooks.maxQueuedRuns: the next is refused rather than accepted and dropped.
     const refused = await post(first.url, '/hooks/agent', { headers: AUTH, body: { message: 'one too many', deliver: false } });
@@ -107,7 +97,7 @@ test('a run accepted before kill -9 runs again after the restart, once, marked r
     const [interrupted] = await listed<RunRecord>('runs', state);
     assert.deepEqual([interrupted?.runId, interrupted?.status, interrupted?.attempts], [runId, 'running', 1]);
 
-    fake.answer('Drill done: all systems nominal.');
+    model.answer('Drill done: all systems nominal.');
     const second = await spawnServer(args);
     servers.push(second);
     const done = await until('the run to finish after the restart', async () => {
@@ -125,12 +115,11 @@ test('a run accepted before kill -9 runs again after the restart, once, marked r
       ['system', 'Hook (named by the request, below): Drill done: all systems nominal.\n[untrusted Hook name] Drill', 'next-heartbeat'],
     ]);
     // One call cut off by the kill, one after the restart: the run was never executed a third time.
-    assert.equal(fake.calls.length, 2);
-    assert.equal(fake.calls[0]!.prompt, fake.calls[1]!.prompt);
-    assert.match(fake.calls[1]!.prompt, /Summarise the crash drill/);
+    assert.equal(model.calls.length, 2);
+    assert.equal(model.calls[0]!.prompt, model.calls[1]!.prompt);
+    assert.match(model.calls[1]!.prompt, /Summarise the crash drill/);
   } finally {
     for (const server of servers) if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL');
     await Promise.all(servers.map((s) => s.exited));
-    await fake.close();
   }
 });
