@@ -2,8 +2,6 @@ import assert from 'node:assert/strict';
 import { spawn, type StdioOptions } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
 import { access, mkdir, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
 import { childCommand, rootProblem, type Runtime } from '../lib/hooks/transforms/child.ts';
@@ -12,6 +10,7 @@ import type { TransformChildPoolOptions } from '../lib/hooks/transforms/pool-opt
 import { readEvents } from '../lib/store/read.ts';
 import { CHILD_RUNTIMES, DENO_PATH } from './_children.ts';
 import { cliCommand, IS_DENO, listening, ROOT } from './_cli.ts';
+import { fake } from './_fake-server.ts';
 import { post } from './_http.ts';
 import { until } from './_until.ts';
 import { fileDir, tempDir } from './_dir.ts';
@@ -113,27 +112,22 @@ function suite(runtime: Runtime): void {
     });
   });
 
-  test('a transform child on Deno reaches neither the network nor the server process; on Node 20 both remain possible', async () => {
-    const server = createServer((_req, res) => res.end('ok'));
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    try {
-      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
-      await withRunner({}, async (runner) => {
-        const fetched = await call(runner, 'fetch.js', { url });
-        const signalled = await call(runner, 'signal.js');
-        const netDenied = childCommand({ root, heapMb: 64, runtime }).args.some((a) => a === '--permission') && process.allowedNodeEnvironmentFlags.has('--allow-net');
-        if (isDeno || netDenied) {
-          assertDenied(fetched, 'fetching');
-        } else {
-          // Node 20's permission model covers neither sockets nor signals (README, Security notes).
-          assert.deepEqual(fetched, { ok: true, value: 'fetched 200' });
-        }
-        if (isDeno) assertDenied(signalled, 'signalling the parent');
-        else assert.deepEqual(signalled, { ok: true, value: 'signalled' });
-      });
-    } finally {
-      server.close();
-    }
+  test('a transform child on Deno reaches neither the network nor the server process; on Node 20 both remain possible', async (t) => {
+    const server = await fake(t, (_req, res) => res.end('ok'));
+    const url = `${server.url}/`;
+    await withRunner({}, async (runner) => {
+      const fetched = await call(runner, 'fetch.js', { url });
+      const signalled = await call(runner, 'signal.js');
+      const netDenied = childCommand({ root, heapMb: 64, runtime }).args.some((a) => a === '--permission') && process.allowedNodeEnvironmentFlags.has('--allow-net');
+      if (isDeno || netDenied) {
+        assertDenied(fetched, 'fetching');
+      } else {
+        // Node 20's permission model covers neither sockets nor signals (README, Security notes).
+        assert.deepEqual(fetched, { ok: true, value: 'fetched 200' });
+      }
+      if (isDeno) assertDenied(signalled, 'signalling the parent');
+      else assert.deepEqual(signalled, { ok: true, value: 'signalled' });
+    });
   });
 
   test('a transform child that allocates Buffers past its memory cap is killed, and the next call works', async () => {

@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { chmod, mkdir, readFile, realpath, writeFile } from 'node:fs/promises';
-import { createServer, type IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type IncomingHttpHeaders } from 'node:http';
 import { dirname, join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import type { RunSpec } from '../lib/actions.ts';
@@ -18,6 +17,7 @@ import { Store } from '../lib/store/store.ts';
 import type { DeliveryOutcome, IdempotencyWrite, RunRecord } from '../lib/store/records.ts';
 import { Transcripts } from '../lib/store/transcripts.ts';
 import { captureLog, specConfig } from './_app.ts';
+import { listen } from './_fake-server.ts';
 import { until } from './_until.ts';
 import { anthropicMessage, openAiCompletion } from './_turn.ts';
 import { tempDir } from './_dir.ts';
@@ -60,62 +60,46 @@ interface Fake {
 
 type Wire = 'openai' | 'anthropic';
 
-/** A fake model API on 127.0.0.1, closed when test `t` ends. */
+/** A fake model API on 127.0.0.1 (the shared fake server), closed when test `t` ends. */
 async function fakeApi(t: TestContext, wire: Wire, answer: (seen: Seen, fake: Fake) => void): Promise<Fake> {
   const open = new Set<Seen>();
   const byTag = new Map<string, number>();
-  const fake: Fake = {
-    url: '',
-    seen: [],
-    inflight: () => open.size,
-    maxInflight: 0,
-    maxByTag: new Map(),
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
-      const messages = (body['messages'] ?? []) as { role: string; content: string }[];
-      const prompt = messages.at(-1)?.content ?? '';
-      const tag = prompt.split('|')[0]!;
-      const done = () => {
-        if (!open.delete(seen)) return;
-        byTag.set(tag, byTag.get(tag)! - 1);
-      };
-      const seen: Seen = {
-        path: req.url ?? '',
-        headers: req.headers,
-        body,
-        prompt,
-        answered: false,
-        json(status, payload, headers = {}) {
-          seen.answered = true;
-          done();
-          res.writeHead(status, { 'content-type': 'application/json', ...headers });
-          res.end(JSON.stringify(payload));
-        },
-        reply(text) {
-          seen.json(200, wire === 'openai' ? openAiCompletion(text) : anthropicMessage([{ type: 'text', text }]));
-        },
-      };
-      open.add(seen);
-      byTag.set(tag, (byTag.get(tag) ?? 0) + 1);
-      fake.maxInflight = Math.max(fake.maxInflight, open.size);
-      fake.maxByTag.set(tag, Math.max(fake.maxByTag.get(tag) ?? 0, byTag.get(tag)!));
-      // A client that gives up (timeout, stop) no longer has a request in flight.
-      res.on('close', done);
-      fake.seen.push(seen);
-      answer(seen, fake);
-    });
+  const server = await listen((req, res) => {
+    const body = JSON.parse(req.body) as Record<string, unknown>;
+    const messages = (body['messages'] ?? []) as { role: string; content: string }[];
+    const prompt = messages.at(-1)?.content ?? '';
+    const tag = prompt.split('|')[0]!;
+    const done = () => {
+      if (!open.delete(seen)) return;
+      byTag.set(tag, byTag.get(tag)! - 1);
+    };
+    const seen: Seen = {
+      path: req.url,
+      headers: req.headers,
+      body,
+      prompt,
+      answered: false,
+      json(status, payload, headers = {}) {
+        seen.answered = true;
+        done();
+        res.writeHead(status, { 'content-type': 'application/json', ...headers });
+        res.end(JSON.stringify(payload));
+      },
+      reply(text) {
+        seen.json(200, wire === 'openai' ? openAiCompletion(text) : anthropicMessage([{ type: 'text', text }]));
+      },
+    };
+    open.add(seen);
+    byTag.set(tag, (byTag.get(tag) ?? 0) + 1);
+    fake.maxInflight = Math.max(fake.maxInflight, open.size);
+    fake.maxByTag.set(tag, Math.max(fake.maxByTag.get(tag) ?? 0, byTag.get(tag)!));
+    // A client that gives up (timeout, stop) no longer has a request in flight.
+    res.on('close', done);
+    fake.seen.push(seen);
+    answer(seen, fake);
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const fake: Fake = { url: server.url, seen: [], inflight: () => open.size, maxInflight: 0, maxByTag: new Map(), close: server.close };
+  // Closed after the runtime stops (cleanups run last-registered first), so no call of its is cut off.
   defer(t, fake.close);
   return fake;
 }
