@@ -3,8 +3,7 @@ import { chmod, mkdir, symlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { test } from 'node:test';
 import { main } from '../lib/cli/main.ts';
-import { IS_DENO } from './_cli.ts';
-import { tempDir } from './_dir.ts';
+import { configFile, IS_DENO } from './_cli.ts';
 import { captureIo } from './_io.ts';
 
 const METRICS_OFF = 'hooks-ingress check: note: GET /metrics is off (it answers 404): set gateway.auth.token to turn it on; scrape it with that token as Bearer\n';
@@ -16,11 +15,9 @@ async function check(
   setup: (dir: string, path: string) => Promise<void> = async () => {},
   env: Record<string, string> = {},
 ) {
-  const dir = await tempDir(t, 'hooks-check-');
+  const { dir, config: path } = await configFile(t, config, 'hooks-check-');
   await mkdir(join(dir, 'hooks', 'transforms'), { recursive: true });
   for (const [name, source] of Object.entries(transforms)) await writeFile(join(dir, 'hooks', 'transforms', name), source);
-  const path = join(dir, 'config.json');
-  await writeFile(path, typeof config === 'string' ? config : JSON.stringify(config), { mode: 0o600 });
   await setup(dir, path);
   const { io, out } = captureIo({ HOME: dir, ...env });
   return { code: await main(['check', '-c', path], io), path, ...out };
