@@ -23,7 +23,6 @@ import { usageLine } from './usage.ts';
 // with nothing enqueued. The running server answers it with its own config, environment and
 // transform sandbox; with none running it is tried here, with the same sandbox, and says so.
 
-
 /** What the CLI sends: the body as base64, so any bytes pass through JSON unchanged. */
 export interface TryArgs {
   hook: string;

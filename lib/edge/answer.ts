@@ -3,6 +3,9 @@ import type { Socket } from 'node:net';
 import type { HttpError } from '../errors.ts';
 import type { StoredAnswer } from '../store/records.ts';
 
+// An answer on its way out: the one step from an HttpError to what the client is told, and writing
+// an answer with its headers, ending its connection when the request body was left unread.
+
 /** An answer on its way out: status, JSON body and extra headers. */
 export interface Answer extends StoredAnswer {
   headers?: Record<string, string>;
