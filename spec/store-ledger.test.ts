@@ -63,6 +63,16 @@ test('Ledger writes entries in batches to 0600 files in a 0700 folder; a body is
   for (const name of await readdir(join(dir, 'ledger'))) assert.equal((await stat(join(dir, 'ledger', name))).mode & 0o777, 0o600);
 });
 
+test('Ledger keeps a body that starts with a byte order mark byte for byte, so a replay sends what came', async (t) => {
+  const { dir, ledger } = await open(t);
+  const sent = Buffer.from('\uFEFF{"text":"hi"}');
+  ledger.record(entry({ id: 'bom' }), sent, 1024);
+  await ledger.flush();
+  const body = (await readLedger(dir)).find((e) => e.id === 'bom')!.body!;
+  assert.deepEqual([body.encoding, body.bytes, body.truncated], ['utf8', sent.length, false]);
+  assert.deepEqual(bodyBytes(body), sent);
+});
+
 test('Ledger keeps each lane within its count and bytes by dropping whole oldest segments', async (t) => {
   const { dir, ledger } = await open(t, { maxEntries: 40, maxBytes: 65_536 });
   for (let i = 0; i < 500; i++) {
