@@ -187,3 +187,15 @@ test('builtOnFirstCall(): the handler is built at the first call, once, and serv
   assert.equal(builds, 1);
   assert.deepEqual(calls, [1, 2, 3]);
 });
+
+test('builtOnFirstCall(): a build that failed (its module could not be read) is tried again at the next call', async () => {
+  let builds = 0;
+  const op = builtOnFirstCall(async () => {
+    if (++builds === 1) throw Object.assign(new Error('EMFILE: too many open files'), { code: 'EMFILE' });
+    return async () => 'done';
+  });
+  await assert.rejects(op(1), { code: 'EMFILE' });
+  assert.equal(await op(2), 'done');
+  assert.equal(await op(3), 'done');
+  assert.equal(builds, 2);
+});

@@ -57,11 +57,21 @@ export const TRY_OP = 'try';
 /**
  * A handler built at its first call, and the same one for every later call: an operation that
  * lives with its command (try, requests replay) is imported when a server is first asked it, so
- * a server nobody asks never loads that command's code.
+ * a server nobody asks never loads that command's code. A build that failed (its files could not
+ * be read at that moment: too many open files, say) is tried again at the next call, as a model
+ * provider's is, rather than answering every later call with that one error until a restart.
  */
 export function builtOnFirstCall(build: () => Promise<ControlHandler>): ControlHandler {
   let built: Promise<ControlHandler> | undefined;
-  return async (args) => (await (built ??= build()))(args);
+  return async (args) => {
+    if (built === undefined) {
+      const building = (built = build());
+      building.catch(() => {
+        if (built === building) built = undefined;
+      });
+    }
+    return (await built)(args);
+  };
 }
 
 /** The control channel's operations of a running server. */
