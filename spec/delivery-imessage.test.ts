@@ -226,6 +226,20 @@ test('imsgAdapter.send() keeps a text that starts with a dash or holds = and new
   assert.deepEqual(await imsg.calls(), [['send', '--to=jane@example.com', `--text=${text}`, '--json']]);
 });
 
+test('imsgAdapter.send() reads a run that ended of itself before the caller stopped it as any other: a message imsg reported sent is sent', async (t) => {
+  const imsg = await fakeImsg(t);
+  const stop = new AbortController();
+  // The stop comes after imsg exited 0 and before its output closed: it ends nothing.
+  const stopping = ((command: string, args: string[], options: object) => {
+    const child = spawn(command, args, options);
+    child.once('exit', () => stop.abort());
+    return child;
+  }) as typeof spawn;
+  const adapter = createImsgAdapter({ command: imsg.command, spawn: stopping });
+  assert.deepEqual(await adapter.send(FRIEND, 'Dinner at 8?', stop.signal), { ok: true, value: { messageIds: [] } });
+  assert.equal(stop.signal.aborted, true);
+});
+
 test('imsgAdapter.send() fails permanently with imsg\'s trimmed stderr on a non-zero exit, or names the exit code when it said nothing', async (t) => {
   const imsg = await fakeImsg(t);
   const adapter = createImsgAdapter({ command: imsg.command });

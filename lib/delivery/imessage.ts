@@ -82,8 +82,10 @@ export function createImsgAdapter(options: ImsgOptions = {}): Adapter {
       const target = CHAT_GUID.test(to) ? `--chat-guid=${to}` : `--to=${to}`;
       const run = await _run(spawn, command, ['send', target, `--text=${text}`, '--json'], signal);
       // An abort is the caller's stop, worded as every adapter words it (the stopped run's AbortError
-      // is not a command that cannot run); neither it nor a command that cannot start is retried.
-      if (run.aborted) return failure(`${_IMESSAGE.name} request aborted`, false);
+      // is not a command that cannot run); neither it nor a command that cannot start is retried. A
+      // run that exited 0 before the stop came ended of itself, and is read like any other, as an
+      // HTTP adapter reads an answer that arrived before its stop.
+      if (run.aborted && run.code !== 0) return failure(`${_IMESSAGE.name} request aborted`, false);
       if (run.error !== undefined) return failure(clipped(`Cannot run ${command}: ${run.error.message}`), false);
       if (run.code !== 0) {
         const said = run.stderr.trim() || run.stdout.trim();
