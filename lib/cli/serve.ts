@@ -249,8 +249,9 @@ function _changeFields(changes: ReloadChanges): LogFields {
   return fields;
 }
 
-// The owner-only control channel the CLI talks to (reload, outbox retry, status), up before the
-// server says it listens, so a command run after "listening on" always finds it.
+// The owner-only control channel the CLI talks to (reload, outbox retry, status, the inspector's
+// login; try and requests replay, whose code is imported at their first call), up before the server
+// says it listens, so a command run after "listening on" always finds it.
 async function _control(stateDir: string, io: Io, log: Logger, service: Service, reloads: Reloads, startedAt: number, url: string, more: { replay: ControlHandler; inspector: RunningInspector | null }): Promise<ControlServer | null> {
   const handlers = {
     ...serverOperations({
