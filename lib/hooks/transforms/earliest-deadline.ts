@@ -27,9 +27,11 @@ export class EarliestDeadline {
     this.#timer?.unref();
   }
 
+  /** Clears the timer: no deadline added so far is waited for, and the next `add` arms it afresh. */
   stop(): void {
     if (this.#timer !== null) clearTimeout(this.#timer);
     this.#timer = null;
+    this.#armedFor = Infinity;
   }
 
   #arm(deadline: number): void {
