@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { escapeControls, markWrapped } from '../lib/cli/event-text.ts';
+import { escapeControls, formatEvent, markWrapped } from '../lib/cli/event-text.ts';
 import { formatRun } from '../lib/cli/listing.ts';
 import { main } from '../lib/cli/main.ts';
 import { wrapUntrusted } from '../lib/untrusted/wrap.ts';
@@ -91,4 +91,9 @@ test('markWrapped() reads 1 MB of the notice\'s first words repeated in well und
 test('markWrapped() still recognises a block whose source is as long as a wrap allows', () => {
   const wrapped = wrapUntrusted('body', { source: 's'.repeat(150), id: 'abc' });
   assert.equal(markWrapped(wrapped), `[untrusted ${'s'.repeat(100)}] body`);
+});
+
+test('formatEvent() indents the continuation lines of a multi-line text', () => {
+  const line = formatEvent({ seq: 1, time: '2026-01-01T00:00:00.000Z', kind: 'system', text: 'a\nb', source: 'wake' });
+  assert.equal(line, '2026-01-01T00:00:00.000Z  system  [wake]  a\n    b\n');
 });

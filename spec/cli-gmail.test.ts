@@ -6,7 +6,6 @@ import { describe, test } from 'node:test';
 import { loadConfig } from '../lib/config/load.ts';
 import { companionArgs, findOnPath, INSTALL_HINT, serveCompanion, type GmailDeps } from '../lib/cli/gmail-companion.ts';
 import { BACKOFF, companionEnv, STOP_GRACE_MS } from '../lib/runtime/gmail-companion.ts';
-import { shellWord } from '../lib/text.ts';
 import { applyGmailSetup } from '../lib/cli/gmail-setup.ts';
 import { gmailCommand } from '../lib/cli/gmail.ts';
 import { RELAY_LIMITS } from '../lib/runtime/relay.ts';
@@ -390,13 +389,6 @@ describe('companionArgs() and helpers', () => {
       ok: false,
       problem: 'hooks.gmail.hookToken is not set: run "hooks-ingress gmail setup --account <address>" again to create it',
     });
-  });
-
-  test('shellWord() leaves plain words alone and single-quotes the rest', () => {
-    assert.equal(shellWord('me+tag@example.com'), 'me+tag@example.com');
-    assert.equal(shellWord('http://127.0.0.1:8789/hooks/gmail'), 'http://127.0.0.1:8789/hooks/gmail');
-    assert.equal(shellWord("o'brien @x"), `'o'\\''brien @x'`);
-    assert.equal(shellWord('$(reboot)'), `'$(reboot)'`);
   });
 
   test('findOnPath() takes the first executable file and skips directories, non-executables and relative entries', async () => {

@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { formatEvent } from '../lib/cli/event-text.ts';
 import { main, version } from '../lib/cli/main.ts';
 import { assertCleanStop, runCli, spawnServer } from './_cli.ts';
 import { captureIo } from './_io.ts';
@@ -193,10 +192,6 @@ describe('main() in-process', () => {
     assert.equal(await running, 0);
   });
 
-  test('formatEvent() indents the continuation lines of a multi-line text', () => {
-    const line = formatEvent({ seq: 1, time: '2026-01-01T00:00:00.000Z', kind: 'system', text: 'a\nb', source: 'wake' });
-    assert.equal(line, '2026-01-01T00:00:00.000Z  system  [wake]  a\n    b\n');
-  });
 });
 
 describe('hooks-ingress as a process', () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { resolveEnv, within } from '../lib/config/env.ts';
-import { Unjudged } from '../lib/schema.ts';
+import { resolveEnv, substituteEnv, within } from '../lib/config/env.ts';
+import { Unjudged, type Issue } from '../lib/schema.ts';
 
 test('resolveEnv() for every key reports each missing variable once per key, and empties it', () => {
   const resolved = resolveEnv({ a: '${X}-${X}', b: ['${Y}'], c: 'plain' }, {});
@@ -30,4 +30,25 @@ test('within() is the key itself and what lies under it, not a key that only sta
   assert.equal(within('hooks.mappings[0].id', 'hooks.mappings'), true);
   assert.equal(within('hooks.mappings[0].id', 'hooks'), true);
   assert.equal(within('hooks.tokenFile', 'hooks.token'), false);
+});
+
+test('substituteEnv() replaces every occurrence and leaves other text and types alone', () => {
+  const issues: Issue[] = [];
+  const out = substituteEnv(
+    { a: '${X}-${X}:${Y}', b: [1, true, null, '$X', '${1X}', '${ X }'], c: { d: '${EMPTY}' } },
+    '',
+    { X: 'x', Y: 'y', EMPTY: '' },
+    issues,
+  );
+  assert.deepEqual(out, { a: 'x-x:y', b: [1, true, null, '$X', '${1X}', '${ X }'], c: { d: '' } });
+  assert.deepEqual(issues, []);
+});
+
+test('substituteEnv() reports each missing variable under the given root', () => {
+  const issues: Issue[] = [];
+  assert.equal(substituteEnv('${A}${B}', 'root', {}, issues), '');
+  assert.deepEqual(issues, [
+    { path: 'root', message: 'environment variable A is not set' },
+    { path: 'root', message: 'environment variable B is not set' },
+  ]);
 });

@@ -24,3 +24,11 @@ test('readStateDir() is null without state.dir, and names what is wrong with the
   assert.deepEqual(await readStateDir(file, {}), { ok: false, problems: [`${file}: must be an object`] });
   assert.equal((await readStateDir(join(dir, 'missing.json'), {})).ok, false);
 });
+
+test('readStateDir() answers a state value nested 10,000 arrays deep with its key path, not a stack overflow', async (t) => {
+  const dir = await tempDir(t, 'state-dir-spec-');
+  const file = join(dir, 'config.json');
+  await writeFile(file, `{"state":{"dir":${'['.repeat(10_000)}"\${X}"${']'.repeat(10_000)}}}`);
+  const read = await readStateDir(file, {});
+  assert.deepEqual(read, { ok: false, problems: [`${file}: state.dir${'[0]'.repeat(62)}: may nest objects and arrays at most 64 levels deep`] });
+});

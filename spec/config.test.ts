@@ -4,14 +4,11 @@ import { mkdir,  rm, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { normaliseHooksPath, parseDuration } from '../lib/config/file-schema.ts';
-import { substituteEnv } from '../lib/config/env.ts';
 import { buildConfig, loadConfig } from '../lib/config/load.ts';
 import { deeperThan, MAX_CONFIG_DEPTH } from '../lib/config/read.ts';
-import { readStateDir } from '../lib/config/state-dir.ts';
 import { locateConfig, locateStateDir } from '../lib/config/locate.ts';
 import { DEFAULT_HEARTBEAT_PROMPT, DEFAULTS } from '../lib/config/normalise.ts';
 import type { Config, ConfigResult, Env } from '../lib/config/types.ts';
-import type { Issue } from '../lib/schema.ts';
 import { withDir } from './_dir.ts';
 
 function accepted(result: ConfigResult): Config {
@@ -333,27 +330,6 @@ test('buildConfig() scoped to one key needs only the variables inside it; the ot
   assert.deepEqual(refused(await buildConfig(raw, { file: null, env: { HOOK_TOKEN: 't' }, dir: '/' })), [
     'hooks.mappings[0].signature.secret: environment variable GITHUB_WEBHOOK_SECRET is not set',
     'gateway.trustedProxies[0]: environment variable LAST is not set',
-  ]);
-});
-
-test('substituteEnv() replaces every occurrence and leaves other text and types alone', () => {
-  const issues: Issue[] = [];
-  const out = substituteEnv(
-    { a: '${X}-${X}:${Y}', b: [1, true, null, '$X', '${1X}', '${ X }'], c: { d: '${EMPTY}' } },
-    '',
-    { X: 'x', Y: 'y', EMPTY: '' },
-    issues,
-  );
-  assert.deepEqual(out, { a: 'x-x:y', b: [1, true, null, '$X', '${1X}', '${ X }'], c: { d: '' } });
-  assert.deepEqual(issues, []);
-});
-
-test('substituteEnv() reports each missing variable under the given root', () => {
-  const issues: Issue[] = [];
-  assert.equal(substituteEnv('${A}${B}', 'root', {}, issues), '');
-  assert.deepEqual(issues, [
-    { path: 'root', message: 'environment variable A is not set' },
-    { path: 'root', message: 'environment variable B is not set' },
   ]);
 });
 
@@ -756,15 +732,6 @@ test('deeperThan() names the first object or array nested past the limit, walkin
   assert.deepEqual(deeperThan({ a: [1, { 'odd key': nest(3) }] }, 4), { path: 'a[1]["odd key"][0]', message: 'may nest objects and arrays at most 4 levels deep' });
   assert.equal(deeperThan({ a: nest(1_000_000) })?.path.startsWith('a.k[0].k[0]'), true);
   assert.equal(deeperThan('text', 0), null);
-});
-
-test('readStateDir() answers a state value nested 10,000 arrays deep with its key path, not a stack overflow', async () => {
-  await withDir(async (dir) => {
-    const file = join(dir, 'config.json');
-    await writeFile(file, `{"state":{"dir":${'['.repeat(10_000)}"\${X}"${']'.repeat(10_000)}}}`);
-    const read = await readStateDir(file, {});
-    assert.deepEqual(read, { ok: false, problems: [`${file}: state.dir${'[0]'.repeat(62)}: may nest objects and arrays at most 64 levels deep`] });
-  });
 });
 
 // --- where transforms run ------------------------------------------------------------------

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { clip, clipLine, collapseSpace, detail, hideUrlCredentials, plainText, show } from '../lib/text.ts';
+import { clip, clipLine, collapseSpace, detail, hideUrlCredentials, plainText, shellWord, show } from '../lib/text.ts';
 
 test('collapseSpace() joins lines and runs of whitespace with one space, trimmed', () => {
   assert.equal(collapseSpace('  first\r\n\tsecond   third \n'), 'first second third');
@@ -53,4 +53,11 @@ test('hideUrlCredentials() takes linear time on text made to make a scan backtra
   for (const text of ['a'.repeat(250_000), 'a://'.repeat(62_500), `${'x'.repeat(250_000)}://${'@'.repeat(250_000)}`]) hideUrlCredentials(text);
   // A quadratic scan of 250 KB takes tens of seconds; a linear one, milliseconds.
   assert.ok(performance.now() - started < 2000);
+});
+
+test('shellWord() leaves plain words alone and single-quotes the rest', () => {
+  assert.equal(shellWord('me+tag@example.com'), 'me+tag@example.com');
+  assert.equal(shellWord('http://127.0.0.1:8789/hooks/gmail'), 'http://127.0.0.1:8789/hooks/gmail');
+  assert.equal(shellWord("o'brien @x"), `'o'\\''brien @x'`);
+  assert.equal(shellWord('$(reboot)'), `'$(reboot)'`);
 });
