@@ -18,7 +18,7 @@ import { usageLine } from './usage.ts';
 // `hooks-ingress requests replay`: the CLI asks the running server (the one writer of the state
 // directory) over the control channel, and the server runs each stored request again through its
 // configuration of now. Both halves live here: the command, and the operation the server answers
-// (its name, REPLAY_OP, is in operations.ts, where serve imports this file at the first call).
+// (its name, REPLAY_OP, is in operations.ts, so that serve imports this file only when first asked).
 
 /** What the CLI sends. */
 export interface ReplayArgs {
