@@ -7,13 +7,12 @@ import { addHttpAdapterTests } from './_adapter-contract.ts';
 
 const APP_ID = '00000000-1111-2222-3333-444444444444';
 const APP_PASSWORD = 'Xy8Q~secret.value+with/odd=chars&more';
-// Conversations: a personal chat and a channel thread that take messages, and four the connector refuses.
+// Conversations: a personal chat and a channel thread that take messages, and three the connector refuses.
 const TO = {
   personal: 'a:1pL6i0oY3C0K8oAj8_personal-chat',
   thread: '19:abcdef0123456789@thread.tacv2;messageid=1700000000000',
   blocked: '19:blocked@thread.v2',
   unknown: '19:unknown@thread.tacv2',
-  throttled: 'a:throttled',
   busy: 'a:busy',
 } as const;
 const SIZE_CAP = 100;
@@ -84,7 +83,6 @@ function teams(): { handler: Handler; state: Platform['state'] } {
     const conversation = decodeURIComponent(match[1] ?? '');
     if (conversation === TO.blocked) return json(res, 403, { error: { code: 'ConversationBlockedByUser', message: 'User blocked the conversation with the bot.' } });
     if (conversation === TO.unknown) return json(res, 404, { error: { code: 'ConversationNotFound', message: 'Conversation not found.' } });
-    if (conversation === TO.throttled) return json(res, 429, { error: { code: 'Throttled', message: 'Too many requests' } }, { 'retry-after': '2' });
     if (conversation === TO.busy) return json(res, 412, { error: { code: 'PreconditionFailed', message: 'Conversation is being updated' } });
     json(res, 201, { id: '1:1a2b3c4d5e6f' });
   };
@@ -274,10 +272,9 @@ test('teamsAdapter.send() keeps the app password and the token out of messages e
   assert.deepEqual(await adapter.send(TO.personal, 'hi'), { ok: false, retryable: false, message: 'Teams answered 400 BadArgument: bad request from Bearer [redacted]' });
 });
 
-test('teamsAdapter.send() retries 412, 429 (with Retry-After) and 5xx, and fails permanently on 403, 404 and 413', async (t) => {
+test('teamsAdapter.send() retries 412 and a bare 502, and fails permanently on 403, 404 and 413', async (t) => {
   const p = await platform(t);
   const adapter = createTeamsAdapter(options(p, { now: clock().now }));
-  assert.deepEqual(await adapter.send(TO.throttled, 'hi'), { ok: false, retryable: true, message: 'Teams answered 429 Throttled: Too many requests', retryAfterMs: 2000 });
   assert.deepEqual(await adapter.send(TO.busy, 'hi'), { ok: false, retryable: true, message: 'Teams answered 412 PreconditionFailed: Conversation is being updated' });
   assert.deepEqual(await adapter.send(TO.blocked, 'hi'), { ok: false, retryable: false, message: 'Teams answered 403 ConversationBlockedByUser: User blocked the conversation with the bot.' });
   assert.deepEqual(await adapter.send(TO.unknown, 'hi'), { ok: false, retryable: false, message: 'Teams answered 404 ConversationNotFound: Conversation not found.' });
