@@ -161,8 +161,8 @@ function _command(argv: readonly string[], cwd: string): { ms: number; cpuMs: nu
   return { ms: (Number(b) - Number(a)) * 1000, cpuMs: seconds * 1000 };
 }
 
-// The built files a module loads before any of its code runs: its static imports, followed.
-function _staticGraph(entry: string): Set<string> {
+/** The built files a module loads before any of its code runs: its static imports, followed. */
+export function staticGraph(entry: string): Set<string> {
   const found = new Set<string>();
   const visit = (file: string) => {
     if (found.has(file)) return;
@@ -174,8 +174,8 @@ function _staticGraph(entry: string): Set<string> {
   return found;
 }
 
-// The floor of loading that many ES modules on this Node: a chain of as many empty files.
-function _emptyModules(dir: string, count: number): string {
+/** The floor of loading that many ES modules on this Node: a chain of as many empty files in `dir`; returns the first. */
+export function emptyModules(dir: string, count: number): string {
   mkdirSync(dir, { recursive: true });
   for (let i = 1; i <= count; i++) writeFileSync(join(dir, `m${i}.mjs`), i < count ? `import './m${i + 1}.mjs';\nexport const m${i} = ${i};\n` : `export const m${i} = ${i};\n`);
   return join(dir, 'm1.mjs');
@@ -230,11 +230,11 @@ export async function coldstart(o: ColdOptions): Promise<ColdFigures> {
   // The commands: one that reads the state directory through the config, the version, and node itself.
   const current = o.builds[o.builds.length - 1]!;
   const bin = join(current.dir, 'bin', 'hooks-ingress');
-  const served = _staticGraph(join(current.dir, 'dist', 'cli', 'serve.js')).size;
+  const served = staticGraph(join(current.dir, 'dist', 'cli', 'serve.js')).size;
   const serveModule = pathToFileURL(join(current.dir, 'dist', 'cli', 'serve.js')).href;
   const commands: [string, string[]][] = [
     ['node -e 0', [node, '-e', '0']],
-    [`${served} empty modules`, [node, _emptyModules(join(dir, 'empty'), served)]],
+    [`${served} empty modules`, [node, emptyModules(join(dir, 'empty'), served)]],
     ["serve's modules, loaded", [node, '--input-type=module', '-e', `await import(${JSON.stringify(serveModule)})`]],
     ['hooks-ingress --version', [node, bin, '--version']],
     ['hooks-ingress events', [node, bin, 'events', '--config', config, '--state-dir', join(dir, `state-${current.name}`)]],
