@@ -73,6 +73,20 @@ test('Ledger keeps a body that starts with a byte order mark byte for byte, so a
   assert.deepEqual(bodyBytes(body), sent);
 });
 
+test('Ledger reuses a written batch\'s buffer, but keeps none that a burst grew large once it is written', async (t) => {
+  const { dir, ledger } = await open(t, { maxBodyBytes: 1_048_576, maxBytes: 256 * 1_048_576, maxEntries: 100_000 });
+  ledger.record(entry({ id: 'small' }), Buffer.from('x'.repeat(100)), 1024);
+  await ledger.flush();
+  assert.equal(ledger.stats().authenticated.buffered, 65_536, 'the ordinary buffer is kept for the next batch');
+  for (let i = 0; i < 8; i++) ledger.record(entry({ id: `big${i}` }), Buffer.alloc(1_000_000, 0x61), 1_048_576);
+  assert.ok(ledger.stats().authenticated.buffered >= 8_000_000, 'a burst grows the batch');
+  await ledger.flush();
+  assert.equal(ledger.stats().authenticated.buffered, 0, 'a grown buffer is dropped once written');
+  ledger.record(entry({ id: 'after' }), Buffer.from('y'), 1024);
+  await ledger.flush();
+  assert.ok((await readLedger(dir)).some((e) => e.id === 'after'), 'the next batch gets a buffer of its own');
+});
+
 test('Ledger keeps each lane within its count and bytes by dropping whole oldest segments', async (t) => {
   const { dir, ledger } = await open(t, { maxEntries: 40, maxBytes: 65_536 });
   for (let i = 0; i < 500; i++) {
