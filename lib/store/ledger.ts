@@ -6,7 +6,7 @@ import { LEDGER_DIR, SEGMENT, type Lane, type LedgerEntry } from './ledger-entry
 
 // The request ledger's writer. Diagnostic, never on an acknowledgement's path: entries are queued
 // in memory and written in batches (one write per lane per batch, no fsync on the way), so a
-// request pays for a push onto an array. What the ledger holds is bounded per lane by count, bytes
+// request pays for its line made into the batch's buffer, never for a file operation. What the ledger holds is bounded per lane by count, bytes
 // and age; a lane is a series of append-only segment files, and trimming drops the oldest whole
 // segment, so nothing is ever rewritten. The last batch (up to ~1 s of entries) can be lost in a
 // crash; the journal, not the ledger, holds what was acknowledged.
