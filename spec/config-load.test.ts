@@ -1,13 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdir,  rm, writeFile } from 'node:fs/promises';
-import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { normaliseHooksPath, parseDuration } from '../lib/config/file-schema.ts';
 import { buildConfig, loadConfig } from '../lib/config/load.ts';
-import { deeperThan, MAX_CONFIG_DEPTH } from '../lib/config/read.ts';
-import { locateConfig, locateStateDir } from '../lib/config/locate.ts';
-import { DEFAULT_HEARTBEAT_PROMPT, DEFAULTS } from '../lib/config/normalise.ts';
+import { DEFAULT_HEARTBEAT_PROMPT } from '../lib/config/normalise.ts';
 import type { Config, ConfigResult, Env } from '../lib/config/types.ts';
 import { withDir } from './_dir.ts';
 
@@ -158,41 +154,6 @@ test('buildConfig() applies every default to an empty config', async () => {
     stateDir: null,
     channels: {},
     inspector: null,
-  });
-});
-
-test('DEFAULTS holds the documented defaults', () => {
-  assert.deepEqual(DEFAULTS, {
-    path: '/hooks',
-    maxBodyBytes: 262_144,
-    maxFailures: 20,
-    windowSeconds: 60,
-    lockoutSeconds: 60,
-    idempotencyTtlSeconds: 86_400,
-    forwardMaxAgeSeconds: 86_400,
-    bind: '127.0.0.1',
-    port: 8789,
-    transformTimeoutMs: 5_000,
-    transformMaxResultBytes: 1_048_576,
-    transformRuntime: 'server',
-    maxQueuedRuns: 1_000,
-    maxEventBytes: 262_144,
-    maxBacklogEvents: 100_000,
-    maxBacklogBytes: 67_108_864,
-    ledgerMaxEntries: 10_000,
-    ledgerMaxBytes: 67_108_864,
-    ledgerMaxAgeSeconds: 604_800,
-    ledgerMaxBodyBytes: 65_536,
-    ledgerCoalesceSeconds: 60,
-    ledgerUnauthenticatedMaxEntries: 2_000,
-    ledgerUnauthenticatedMaxBytes: 4_194_304,
-    ledgerUnauthenticatedMaxBodyBytes: 16_384,
-    timeoutSeconds: 600,
-    maxConcurrent: 4,
-    historyMaxChars: 32_000,
-    ackMaxChars: 300,
-    inspectorBind: '127.0.0.1',
-    inspectorIdleMinutes: 30,
   });
 });
 
@@ -408,19 +369,6 @@ test('buildConfig() reports an empty or unreadable credential under hooks.token'
 
 // --- hooks.path ----------------------------------------------------------------------------
 
-test('normaliseHooksPath() adds a leading slash and removes trailing ones', () => {
-  const paths: [written: string, normalised: string][] = [
-    ['hooks', '/hooks'],
-    ['/hooks/', '/hooks'],
-    ['/hooks///', '/hooks'],
-    [' /a/b/ ', '/a/b'],
-    ['/', '/'],
-    ['///', '/'],
-    ['', '/'],
-  ];
-  for (const [written, normalised] of paths) assert.equal(normaliseHooksPath(written), normalised, written);
-});
-
 test('buildConfig() normalises hooks.path', async () => {
   assert.equal((await config({ hooks: { path: 'in' } })).hooks.path, '/in');
   assert.equal((await config({ hooks: { path: '/in/' } })).hooks.path, '/in');
@@ -588,25 +536,6 @@ test('buildConfig() refuses a heartbeat.every that is not a duration', async () 
   }
 });
 
-test('parseDuration() reads ms, s, m, h and d, a bare number as minutes, and "0" as off', () => {
-  assert.equal(parseDuration('500ms'), 500);
-  assert.equal(parseDuration('90s'), 90_000);
-  assert.equal(parseDuration('30m'), 1_800_000);
-  assert.equal(parseDuration('1.5h'), 5_400_000);
-  assert.equal(parseDuration('2d'), 172_800_000);
-  assert.equal(parseDuration(' 5 m '), 300_000);
-  assert.equal(parseDuration('15'), 900_000);
-  assert.equal(parseDuration(15), 900_000);
-  assert.equal(parseDuration('0'), 0);
-  assert.equal(parseDuration('0s'), 0);
-});
-
-test('parseDuration() returns null for anything else', () => {
-  for (const value of ['', 'm', '5w', '-1m', '1e3s', '5mm', '.5h', {}, null, undefined, -1, Number.NaN]) {
-    assert.equal(parseDuration(value), null, String(value));
-  }
-});
-
 test('buildConfig() requires agents.defaults.models keys written provider/model, naming odd keys in brackets', async () => {
   assert.deepEqual(await problems({ agents: { defaults: { models: { 'bad key': {}, 'openai/gpt-5': {}, 'x/': {} } } } }), [
     'agents.defaults.models["bad key"]: must be keyed "provider/model"',
@@ -662,45 +591,6 @@ test('buildConfig() checks types of the hooks keys', async () => {
 
 // --- locating files ------------------------------------------------------------------------
 
-test('locateConfig() prefers --config, then $HOOKS_INGRESS_CONFIG, then $XDG_CONFIG_HOME, then ~/.config', () => {
-  const env = { HOOKS_INGRESS_CONFIG: '/env/config.json', XDG_CONFIG_HOME: '/xdg', HOME: '/home/u' };
-  assert.deepEqual(locateConfig('/flag/config.json', env), { path: '/flag/config.json', implicit: false });
-  assert.deepEqual(locateConfig(undefined, env), { path: '/env/config.json', implicit: false });
-  assert.deepEqual(locateConfig(undefined, { XDG_CONFIG_HOME: '/xdg', HOME: '/home/u' }), {
-    path: '/xdg/hooks-ingress/config.json',
-    implicit: true,
-  });
-  assert.deepEqual(locateConfig(undefined, { HOME: '/home/u' }), { path: '/home/u/.config/hooks-ingress/config.json', implicit: true });
-});
-
-test('locateConfig() resolves relative paths against the working directory and skips empty variables', () => {
-  assert.deepEqual(locateConfig('conf.json', {}), { path: resolve('conf.json'), implicit: false });
-  assert.deepEqual(locateConfig(undefined, { HOOKS_INGRESS_CONFIG: 'rel.json' }), { path: resolve('rel.json'), implicit: false });
-  assert.deepEqual(locateConfig(undefined, { HOOKS_INGRESS_CONFIG: '', XDG_CONFIG_HOME: '', HOME: '/h' }), {
-    path: '/h/.config/hooks-ingress/config.json',
-    implicit: true,
-  });
-  assert.deepEqual(locateConfig(undefined, {}), { path: join(homedir(), '.config', 'hooks-ingress', 'config.json'), implicit: true });
-});
-
-test('locateStateDir() prefers --state-dir, then state.dir, then $STATE_DIRECTORY, then $XDG_STATE_HOME, then ~/.local/state', async () => {
-  const withState = await config({ state: { dir: '/from/config' } });
-  const without = await config({});
-  const env = { STATE_DIRECTORY: '/systemd/state', XDG_STATE_HOME: '/xdg', HOME: '/home/u' };
-  assert.equal(locateStateDir('/flag', withState, env), '/flag');
-  assert.equal(locateStateDir('rel', withState, env), resolve('rel'));
-  assert.equal(locateStateDir(undefined, withState, env), '/from/config');
-  assert.equal(locateStateDir(undefined, without, env), '/systemd/state');
-  assert.equal(locateStateDir(undefined, without, { XDG_STATE_HOME: '/xdg', HOME: '/home/u' }), '/xdg/hooks-ingress');
-  assert.equal(locateStateDir(undefined, without, { HOME: '/home/u' }), '/home/u/.local/state/hooks-ingress');
-  assert.equal(locateStateDir(undefined, without, {}), join(homedir(), '.local', 'state', 'hooks-ingress'));
-});
-
-test('locateStateDir() takes the first of several systemd state directories', async () => {
-  assert.equal(locateStateDir(undefined, await config({}), { STATE_DIRECTORY: '/a:/b' }), '/a');
-  assert.equal(locateStateDir(undefined, await config({}), { STATE_DIRECTORY: '', HOME: '/h' }), '/h/.local/state/hooks-ingress');
-});
-
 test('a missing transforms root is reported at the mapping that needs it when hooks.transformsDir is not set', async () => {
   await withDir(async (dir) => {
     const mapping = { id: 'gh', match: { path: 'github' }, transform: { module: 'github.mjs' } };
@@ -720,18 +610,6 @@ test('buildConfig() warns of a session-key prefix that admits every agent sessio
     'hooks.allowedSessionKeyPrefixes[1]: "agent:" admits every session of every agent a run may go to, the main session included: ' +
       'a key is checked as sent, so "agent:<id>:main" passes, and runs as "main" once its "agent:<id>:" is dropped; list "agent:<id>:<rest>" prefixes instead',
   ]);
-});
-
-test('deeperThan() names the first object or array nested past the limit, walking without recursion', () => {
-  const nest = (levels: number, leaf: unknown = 1): unknown => {
-    let value = leaf;
-    for (let i = 0; i < levels; i++) value = i % 2 === 0 ? [value] : { k: value };
-    return value;
-  };
-  assert.equal(deeperThan({ a: nest(MAX_CONFIG_DEPTH - 1) }), null);
-  assert.deepEqual(deeperThan({ a: [1, { 'odd key': nest(3) }] }, 4), { path: 'a[1]["odd key"][0]', message: 'may nest objects and arrays at most 4 levels deep' });
-  assert.equal(deeperThan({ a: nest(1_000_000) })?.path.startsWith('a.k[0].k[0]'), true);
-  assert.equal(deeperThan('text', 0), null);
 });
 
 // --- where transforms run ------------------------------------------------------------------
