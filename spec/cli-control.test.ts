@@ -1,11 +1,13 @@
-// The control channel of a real `serve` process: up when the server says it listens, replaced
-// after a kill -9, gone after a clean stop, and allowed by the shipped systemd units.
+// The control channel's client, callServer(), against the channel in-process; then the channel of
+// a real `serve` process: up when the server says it listens, replaced after a kill -9, gone after a
+// clean stop, and allowed by the shipped systemd units.
 import assert from 'node:assert/strict';
-import { readFile, stat } from 'node:fs/promises';
+import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { callServer } from '../lib/cli/control.ts';
 import { CONTROL_SECRET, CONTROL_SOCKET, SOCKET_PATH_MAX } from '../lib/edge/control.ts';
+import { startEcho } from './_control.ts';
 import { assertCleanStop, configFile, type ConfigFile, ROOT, runCli, serveState as serve } from './_cli.ts';
 import { tempDir } from './_dir.ts';
 
@@ -14,6 +16,30 @@ const TOKEN = 'control-spec-token-0123456789abcdef';
 function setup(t: TestContext): Promise<ConfigFile> {
   return configFile(t, { hooks: { enabled: true, token: TOKEN } }, 'ctl-serve-');
 }
+
+test('callServer() runs an operation with the secret from the state directory and returns its result', async (t) => {
+  const { dir, calls } = await startEcho(t);
+  assert.deepEqual(await callServer(dir, 'echo', { n: 1 }), { kind: 'result', result: { echoed: { n: 1 } } });
+  assert.deepEqual(calls, [{ n: 1 }]);
+});
+
+test('callServer() answers no-server when no server ever ran, and when a killed server left its files behind', async (t) => {
+  const dir = await tempDir(t, 'ctl-');
+  const none = { kind: 'no-server', why: `no running server found for state directory ${dir}` };
+  assert.deepEqual(await callServer(dir, 'echo', null), none);
+  assert.deepEqual(await callServer(join(dir, 'missing'), 'echo', null), { kind: 'no-server', why: `no running server found for state directory ${join(dir, 'missing')}` });
+  // A secret without a socket, then a secret with a socket file nobody listens on.
+  await writeFile(join(dir, CONTROL_SECRET), 'f'.repeat(64));
+  assert.deepEqual(await callServer(dir, 'echo', null), none);
+  // A file at the socket's place that nobody listens on (a real one left by kill -9 is in the kill -9 test below).
+  await writeFile(join(dir, CONTROL_SOCKET), '');
+  assert.deepEqual(await callServer(dir, 'echo', null), none);
+});
+
+test('callServer() gives up after timeoutMs when the operation does not answer', async (t) => {
+  const { dir } = await startEcho(t, { hang: () => new Promise(() => {}) });
+  assert.deepEqual(await callServer(dir, 'hang', null, { timeoutMs: 200 }), { kind: 'timeout' });
+});
 
 test('serve answers on its control channel as soon as it prints "listening on", and removes the channel files when it stops', async (t) => {
   const s = await setup(t);

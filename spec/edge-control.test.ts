@@ -1,39 +1,17 @@
-// The control channel, server and client in-process over a real unix socket in a temp state dir.
+// The control channel's server in-process over a real unix socket in a temp state dir, spoken to
+// byte by byte and through its client, callServer() (whose own tests are in cli-control.test.ts).
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { readFile, stat, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { join } from 'node:path';
-import { test, type TestContext } from 'node:test';
+import { test } from 'node:test';
 import { callServer } from '../lib/cli/control.ts';
-import { CONTROL_SECRET, CONTROL_SOCKET, SOCKET_PATH_MAX, socketPathProblem, startControl, type ControlHandlers, type ControlServer } from '../lib/edge/control.ts';
+import { CONTROL_SECRET, CONTROL_SOCKET, SOCKET_PATH_MAX, socketPathProblem, startControl } from '../lib/edge/control.ts';
 import { ErrorCode, HttpError } from '../lib/errors.ts';
-import { captureLog, silentLogger } from './_app.ts';
-import { defer } from './_cleanup.ts';
+import { silentLogger } from './_app.ts';
+import { startEcho as start } from './_control.ts';
 import { tempDir } from './_dir.ts';
-
-interface Started {
-  dir: string;
-  control: ControlServer;
-  calls: unknown[];
-  lines: Record<string, unknown>[];
-}
-
-async function start(t: TestContext, handlers: ControlHandlers = {}, options: { maxLineBytes?: number; dir?: string; idleMs?: number; now?: () => number } = {}): Promise<Started> {
-  const dir = options.dir ?? (await tempDir(t, 'ctl-'));
-  const calls: unknown[] = [];
-  const { log, lines } = captureLog();
-  const echo: ControlHandlers = {
-    echo: (args) => {
-      calls.push(args);
-      return Promise.resolve({ echoed: args });
-    },
-    ...handlers,
-  };
-  const control = await startControl({ stateDir: dir, handlers: echo, log, ...(options.maxLineBytes === undefined ? {} : { maxLineBytes: options.maxLineBytes }), ...(options.idleMs === undefined ? {} : { idleMs: options.idleMs }), ...(options.now === undefined ? {} : { now: options.now }) });
-  defer(t, () => control.close());
-  return { dir, control, calls, lines };
-}
 
 /** Sends `text` as it is on the socket and resolves with everything the server wrote back. */
 async function raw(dir: string, text: string | Buffer): Promise<string> {
@@ -51,12 +29,6 @@ function parsed(answer: string): unknown {
   assert.ok(answer.endsWith('\n') && answer.indexOf('\n') === answer.length - 1, `one line: ${JSON.stringify(answer)}`);
   return JSON.parse(answer);
 }
-
-test('callServer() runs an operation with the secret from the state directory and returns its result', async (t) => {
-  const { dir, calls } = await start(t);
-  assert.deepEqual(await callServer(dir, 'echo', { n: 1 }), { kind: 'result', result: { echoed: { n: 1 } } });
-  assert.deepEqual(calls, [{ n: 1 }]);
-});
 
 test('startControl() writes the socket and a 64-hex-digit secret, both 0600, a new secret at each start, and close() removes both', async (t) => {
   const dir = await tempDir(t, 'ctl-');
@@ -144,19 +116,6 @@ test('a handler that throws an HttpError answers its code and message; any other
   assert.match(String(logged?.['error']), /disk on fire/);
 });
 
-test('callServer() answers no-server when no server ever ran, and when a killed server left its files behind', async (t) => {
-  const dir = await tempDir(t, 'ctl-');
-  const none = { kind: 'no-server', why: `no running server found for state directory ${dir}` };
-  assert.deepEqual(await callServer(dir, 'echo', null), none);
-  assert.deepEqual(await callServer(join(dir, 'missing'), 'echo', null), { kind: 'no-server', why: `no running server found for state directory ${join(dir, 'missing')}` });
-  // A secret without a socket, then a secret with a socket file nobody listens on.
-  await writeFile(join(dir, CONTROL_SECRET), 'f'.repeat(64));
-  assert.deepEqual(await callServer(dir, 'echo', null), none);
-  // A file at the socket's place that nobody listens on (a real one left by kill -9 is in cli-control.test.ts).
-  await writeFile(join(dir, CONTROL_SOCKET), '');
-  assert.deepEqual(await callServer(dir, 'echo', null), none);
-});
-
 test('startControl() replaces a stale socket file left in the state directory', async (t) => {
   const dir = await tempDir(t, 'ctl-');
   await writeFile(join(dir, CONTROL_SOCKET), 'left by a killed server');
@@ -164,11 +123,6 @@ test('startControl() replaces a stale socket file left in the state directory', 
   const { calls } = await start(t, {}, { dir });
   assert.deepEqual(await callServer(dir, 'echo', 7), { kind: 'result', result: { echoed: 7 } });
   assert.deepEqual(calls, [7]);
-});
-
-test('callServer() gives up after timeoutMs when the operation does not answer', async (t) => {
-  const { dir } = await start(t, { hang: () => new Promise(() => {}) });
-  assert.deepEqual(await callServer(dir, 'hang', null, { timeoutMs: 200 }), { kind: 'timeout' });
 });
 
 test('close() while an operation runs ends its connection: the client hears that the server closed without an answer', async (t) => {
