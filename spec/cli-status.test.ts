@@ -1,10 +1,15 @@
-// `hooks-ingress status` against a real server process, and with none running.
+// `hooks-ingress status` against a real server process, and with none running; then formatStatus()
+// over plain parts.
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { serverStatus } from '../lib/cli/operations.ts';
+import type { ReloadVerdict } from '../lib/cli/reloads.ts';
+import { formatStatus } from '../lib/cli/status.ts';
 import { configFile, runCli, spawnServer } from './_cli.ts';
 import { tempDir } from './_dir.ts';
 import { post } from './_http.ts';
+import { NO_CHANGES, operationParts as parts } from './_operations.ts';
 import { until } from './_until.ts';
 
 const TOKEN = 'status-spec-token-0123456789abcdef';
@@ -53,4 +58,26 @@ test('hooks-ingress status shows the running server: pid, uptime, address, state
   assert.match(text.stdout, new RegExp(`^running: {5}pid ${server.child.pid}, up \\d+s \\(since [0-9T:.Z-]+\\)\\n`));
   assert.match(text.stdout, new RegExp(`\\nlistening: {3}${server.url}\\nstate: {7}${state}\\nbacklog: {5}1 event not yet read by a heartbeat, 5 bytes\\noutbox: {6}off \\(not in forward mode\\)\\n`));
   assert.match(text.stdout, /\nledger: {6}\d+ entries, \d+ bytes\nlast reload: applied at \S+ \(no hook, mapping or secret changed\)\n$/);
+});
+
+test('formatStatus() prints one line per item for a person', () => {
+  const refused: ReloadVerdict = { outcome: 'refused', at: '2026-01-01T01:00:00.000Z', file: '/etc/c.json', problems: ['gateway.auth.token: environment variable X is not set'] };
+  const text = formatStatus(serverStatus(parts({ lastReload: () => refused, reloading: () => ({ running: true, pending: true, requests: 3 }), retryOutbox: () => Promise.resolve({ retried: [], notRetryable: [] }) })));
+  assert.equal(
+    text,
+    'running:     pid 4242, up 1h 2m (since 2026-01-01T00:00:00.000Z)\n' +
+      'listening:   http://127.0.0.1:8789\n' +
+      'state:       /var/lib/hooks-ingress\n' +
+      'backlog:     3 events not yet read by a heartbeat, 120 bytes\n' +
+      'outbox:      1 pending, 5 sent, 2 dead\n' +
+      'journal:     999 bytes\n' +
+      'ledger:      none\n' +
+      'last reload: refused at 2026-01-01T01:00:00.000Z: gateway.auth.token: environment variable X is not set (one running now, another waiting)\n',
+  );
+  const applied: ReloadVerdict = { outcome: 'applied', at: 'T', file: null, changes: { ...NO_CHANGES, mappings: { added: ['ci'], removed: [] } } };
+  const fresh = formatStatus(serverStatus(parts({ now: () => Date.parse('2026-01-03T05:00:09Z'), lastReload: () => applied })));
+  assert.match(fresh, /^running: {5}pid 4242, up 2d 5h /);
+  assert.match(fresh, /\nledger: {6}none\nlast reload: applied at T: mappings added: ci\n$/);
+  assert.match(formatStatus(serverStatus(parts({ now: () => Date.parse('2026-01-01T00:04:10Z') }))), /up 4m 10s .*\n[\s\S]*last reload: none since the start\n$/);
+  assert.match(formatStatus(serverStatus(parts({ now: () => Date.parse('2026-01-01T00:00:12Z'), lastReload: () => ({ ...applied, changes: NO_CHANGES }) }))), /up 12s [\s\S]*applied at T \(no hook, mapping or secret changed\)\n$/);
 });
