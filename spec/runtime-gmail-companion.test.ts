@@ -20,7 +20,7 @@ const EXPECTED_ARGS = [
   '--include-body', '--max-bytes', '20000',
 ];
 
-test('gmailCommand() run starts gog with the companion arguments and restarts it with doubling backoff that resets after a long run', async () => {
+test('the supervisor (gmail run) starts gog with the companion arguments and restarts it with doubling backoff that resets after a long run', async () => {
   const { dir, file, bin } = await setupRun();
   const log = join(dir, 'argv.log');
   await fakeGog(bin, `printf '%s\\n' "$@" > '${log}'\necho "gog says hi"\necho "gog complains" >&2\nexit 3`);
@@ -53,7 +53,7 @@ test('gmailCommand() run starts gog with the companion arguments and restarts it
   assert.doesNotMatch(out.stderr, /run-token-0123456789abcdef|gmail-run-token-0123456789/);
 });
 
-test('gmailCommand() run gives gog a minimal environment: never the hook token or an API key, but its own GOG_* settings, HOME, PATH and the XDG directories', async () => {
+test('the supervisor (gmail run) gives gog a minimal environment: never the hook token or an API key, but its own GOG_* settings, HOME, PATH and the XDG directories', async () => {
   const { dir, file, bin } = await setupRun();
   const dump = join(dir, 'env.txt');
   await fakeGog(bin, `env > '${dump}'\nexit 0`);
@@ -92,7 +92,7 @@ test('companionEnv() keeps PATH, HOME, the XDG and GOG_ variables, locale, time 
   ]);
 });
 
-test('gmailCommand() run passes on the output of a gog that writes without pause (yes) at a bounded pace', async () => {
+test('the supervisor (gmail run) passes on the output of a gog that writes without pause (yes) at a bounded pace', async () => {
   const { file, bin } = await setupRun();
   await fakeGog(bin, 'exec yes');
   const stop = new AbortController();
@@ -110,7 +110,7 @@ test('gmailCommand() run passes on the output of a gog that writes without pause
   assert.match(out.stdout, /^(y\n)+$/);
 });
 
-test('gmailCommand() run passes an abort on to gog as SIGTERM and exits 0 once it stopped', async () => {
+test('the supervisor (gmail run) passes an abort on to gog as SIGTERM and exits 0 once it stopped', async () => {
   const { dir, file, bin } = await setupRun();
   const log = join(dir, 'signals.log');
   await fakeGog(bin, `trap 'echo terminated >> "${log}"; exit 0' TERM\necho ready\n${BOUNDED_WAIT}`);
@@ -125,7 +125,7 @@ test('gmailCommand() run passes an abort on to gog as SIGTERM and exits 0 once i
   assert.doesNotMatch(out.stderr, /gave-up/);
 });
 
-test('gmailCommand() run passes SIGINT on to gog', async () => {
+test('the supervisor (gmail run) passes SIGINT on to gog', async () => {
   const { dir, file, bin } = await setupRun();
   const log = join(dir, 'signals.log');
   await fakeGog(bin, `trap 'echo interrupted >> "${log}"; exit 0' INT\necho ready\n${BOUNDED_WAIT}`);
@@ -140,7 +140,7 @@ test('gmailCommand() run passes SIGINT on to gog', async () => {
   assert.doesNotMatch(out.stderr, /gave-up/);
 });
 
-test('gmailCommand() run kills a gog that ignores SIGTERM once the grace period is over', async () => {
+test('the supervisor (gmail run) kills a gog that ignores SIGTERM once the grace period is over', async () => {
   const { file, bin } = await setupRun();
   await fakeGog(bin, `trap '' TERM\necho ready\n${BOUNDED_WAIT}`);
   const stop = new AbortController();
@@ -157,7 +157,7 @@ test('gmailCommand() run kills a gog that ignores SIGTERM once the grace period 
   assert.doesNotMatch(out.stderr, /gave-up/);
 });
 
-test('gmailCommand() run treats a gog that cannot start like one that exited', async () => {
+test('the supervisor (gmail run) treats a gog that cannot start like one that exited', async () => {
   const { file } = await setupRun();
   const stop = new AbortController();
   const deps: GmailDeps = {
