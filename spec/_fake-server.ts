@@ -93,13 +93,10 @@ export async function fakeJson<B = unknown>(t: TestContext, answer: (seen: Seen<
 /** Runs `run` against a {@link QueuedFake} that behaves as `behave` says once its queue is empty. */
 export async function withQueue(behave: (seen: Seen) => Answer, run: (fake: QueuedFake) => Promise<void>): Promise<void> {
   const queue: Answer[] = [];
-  const server = await listenJson((seen, res) => {
-    const answer = queue.shift() ?? behave(seen);
-    const text = typeof answer.body === 'string' ? answer.body : JSON.stringify(answer.body);
-    res.writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers }).end(text);
-  });
+  const seen: Seen[] = [];
+  const server = await listen(answering((request) => (seen.push(request), queue.shift() ?? behave(request))));
   try {
-    await run({ url: server.url, seen: server.seen, queue });
+    await run({ url: server.url, seen, queue });
   } finally {
     await server.close();
   }
