@@ -830,9 +830,9 @@ test('a mapped hook makes copies of a key that arrive while the first is handled
   assert.equal(unwrap(onlyRun(h).message), 'slow 1');
 });
 
-// Regression tests for a race in idempotent() (lib/server.ts, outside the mapped-hook code): a copy is
-// registered as in flight only after an `await`, so copies that arrive in one tick all run (seen under
-// Deno), and copies waiting on a first copy that fails all run at once. Un-skip once it is fixed.
+// Regression tests for a race the idempotency gate had (now lib/edge/idempotency.ts, outside the
+// mapped-hook code): a copy was registered as in flight only after an `await`, so copies that arrived
+// in one tick all ran (seen under Deno), and copies waiting on a first copy that failed all ran at once.
 
 test('a mapped hook with simultaneous copies of one key takes effect once', async (t) => {
   const h = await start(t, { hooks: { ...KEYS, mappings: [{ messageTemplate: '{{messages[0]}}', forEach: 'messages' }] } });
