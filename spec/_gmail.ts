@@ -1,4 +1,4 @@
-// Test helper: the Gmail companion's fixtures, shared by the gmail command's spec and the
+// Test helper: the Gmail companion's fixtures, shared by the gmail commands' specs and the
 // supervisor's: directories under one per spec file, an Io whose HOME is that directory, and a
 // config with the gmail preset set up beside a bin directory for a fake `gog`.
 import { mkdir, writeFile } from 'node:fs/promises';
