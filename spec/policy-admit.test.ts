@@ -4,7 +4,6 @@ import type { AgentAction } from '../lib/actions.ts';
 import { buildConfig } from '../lib/config/load.ts';
 import type { AgentConfig, Config } from '../lib/config/types.ts';
 import { admitRun, resolveAgentId } from '../lib/policy/admit.ts';
-import { allowModel } from '../lib/policy/models.ts';
 import { error, value } from './_decision.ts';
 
 type Hooks = Config['hooks'];
@@ -107,41 +106,9 @@ test('resolveAgentId() applies the allowlist to the fallback agent', () => {
   assert.equal(error(resolveAgentId(undefined, refusedDefault)), 'agentId: agent "ops" is not in hooks.allowedAgentIds');
 });
 
-// --- models --------------------------------------------------------------------------------
+// --- admitRun ------------------------------------------------------------------------------
 
 const models = { 'anthropic/claude-sonnet': { alias: 'sonnet' }, 'openai/gpt-5': {} };
-
-test('allowModel() passes no override through', () => {
-  assert.equal(value(allowModel(undefined, configWith({ models }).agents.models)), undefined);
-});
-
-test('allowModel() admits any model when agents.defaults.models is empty', () => {
-  assert.equal(value(allowModel('whatever/model', configWith().agents.models)), 'whatever/model');
-  assert.equal(value(allowModel('no-slash', configWith({ models: {} }).agents.models)), 'no-slash');
-});
-
-test('allowModel() resolves a listed key or alias, case-insensitively, to the key', () => {
-  const config = configWith({ models });
-  assert.equal(value(allowModel('openai/gpt-5', config.agents.models)), 'openai/gpt-5');
-  assert.equal(value(allowModel('OpenAI/GPT-5', config.agents.models)), 'openai/gpt-5');
-  assert.equal(value(allowModel('sonnet', config.agents.models)), 'anthropic/claude-sonnet');
-  assert.equal(value(allowModel('Sonnet', config.agents.models)), 'anthropic/claude-sonnet');
-});
-
-test('allowModel() refuses anything else with "model not allowed: <model>"', () => {
-  const config = configWith({ models });
-  assert.equal(error(allowModel('openai/gpt-4', config.agents.models)), 'model not allowed: openai/gpt-4');
-  assert.equal(error(allowModel('claude', config.agents.models)), 'model not allowed: claude');
-});
-
-test('allowModel() echoes a refused model on one line and cut short', () => {
-  const config = configWith({ models });
-  assert.equal(error(allowModel('a\nb\r\u2028c', config.agents.models)), 'model not allowed: a b c');
-  const long = error(allowModel('x'.repeat(500), config.agents.models));
-  assert.equal(long, `model not allowed: ${'x'.repeat(100)}…`);
-});
-
-// --- admitRun ------------------------------------------------------------------------------
 
 test('admitRun() builds a run with every option, resolving session key, agent and model', () => {
   const config = configWith({ list: agents, models, hooks: { allowRequestSessionKey: true } });
