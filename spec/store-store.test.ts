@@ -316,23 +316,6 @@ test('Store.addEvent() and a committed run leave no trace when the journal write
   });
 });
 
-test('readEvents() reads the events of a store that is open, without runs or keys', async () => {
-  await withDir(async (dir) => {
-    const store = await open(dir);
-    const e1 = await store.addEvent({ kind: 'system', text: 'one', source: 'wake', mode: 'now' }, idem('k'));
-    await addRun(store, spec('r1'));
-    const e2 = await store.addEvent({ kind: 'heartbeat', text: 'two', source: 'request' });
-    assert.deepEqual(await readEvents(dir), [e1, e2]);
-    await store.close();
-  });
-});
-
-test('readEvents() reads a missing state directory as empty', async () => {
-  await withDir(async (dir) => {
-    assert.deepEqual(await readEvents(join(dir, 'missing')), []);
-  });
-});
-
 test('Store.open() and readEvents() skip a torn last line', async () => {
   await withDir(async (dir) => {
     const file = join(dir, JOURNAL_FILE);
