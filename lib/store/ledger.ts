@@ -2,6 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import { mkdir, open, readdir, readFile, rm, stat, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { LedgerConfig, LedgerLane } from './ledger-config.ts';
+import { JsonBytes } from './json-bytes.ts';
 import { LEDGER_DIR, SEGMENT, type Lane, type LedgerEntry } from './ledger-entry.ts';
 
 // The request ledger's writer. Diagnostic, never on an acknowledgement's path: entries are queued
@@ -39,8 +40,7 @@ interface _Segment {
  * count line, which adds no entry.
  */
 interface _Batch {
-  buf: Buffer;
-  used: number;
+  out: JsonBytes;
   ends: number[];
 }
 
@@ -137,8 +137,8 @@ export class Ledger {
     // Made into its line now: a string waiting for the batch costs the garbage collector far less
     // than the entry's objects (and the request's body and headers) kept alive until then.
     const limits = entry.lane === 'authenticated' ? this.#config : this.#config.unauthenticated;
-    if (body !== undefined) _keepBody(entry, body, Math.min(bodyCap, limits.maxBodyBytes, Math.floor(limits.maxBytes / 16)));
-    _put(this.#lanes[entry.lane], _json(entry, _segmentBytes(limits)), true);
+    const kept = body === undefined ? undefined : _keepBody(entry, body, Math.min(bodyCap, limits.maxBodyBytes, Math.floor(limits.maxBytes / 16)));
+    _putEntry(this.#lanes[entry.lane], entry, kept, _segmentBytes(limits));
     this.#soon();
   }
 
@@ -197,7 +197,7 @@ export class Ledger {
 
   /** Segment counts and bytes per lane, and the bytes its batch buffers hold in memory, for tests and metrics. */
   stats(): Record<Lane, { segments: number; entries: number; bytes: number; buffered: number }> {
-    const of = (lane: _Lane) => ({ segments: lane.segments.length, entries: _sum(lane.segments, 'count'), bytes: _sum(lane.segments, 'bytes'), buffered: (lane.batch?.buf.length ?? 0) + (lane.spare?.length ?? 0) });
+    const of = (lane: _Lane) => ({ segments: lane.segments.length, entries: _sum(lane.segments, 'count'), bytes: _sum(lane.segments, 'bytes'), buffered: (lane.batch?.out.buf.length ?? 0) + (lane.spare?.length ?? 0) });
     return { authenticated: of(this.#lanes.authenticated), unauthenticated: of(this.#lanes.unauthenticated) };
   }
 
@@ -225,7 +225,7 @@ export class Ledger {
       await this.#append(lane, batch, limits, now);
       // A buffer a burst grew stays only while it is of an ordinary batch's size: at rest the
       // ledger holds at most this much per lane, whatever the largest burst was.
-      lane.spare = batch.buf.length <= SPARE_MAX ? batch.buf : null;
+      lane.spare = batch.out.buf.length <= SPARE_MAX ? batch.out.buf : null;
     }
     await this.#expire();
     this.#syncSoon();
@@ -241,10 +241,14 @@ export class Ledger {
       held.written = true;
       if ((held.entry.count ?? 1) > 1) held.entry.lastTime = new Date(held.lastMs).toISOString();
       lane.counts.delete(held);
-      _put(lane, _json(held.entry, room), true);
+      _putEntry(lane, held.entry, undefined, room);
     }
     lane.held = [];
-    for (const held of lane.counts) _put(lane, JSON.stringify({ t: 'count', id: held.entry.id, count: held.entry.count, lastTime: new Date(held.lastMs).toISOString() }), false);
+    for (const held of lane.counts) {
+      const batch = _batch(lane);
+      batch.out.value({ t: 'count', id: held.entry.id, count: held.entry.count, lastTime: new Date(held.lastMs).toISOString() });
+      _endLine(batch, false);
+    }
     lane.counts.clear();
     const batch = lane.batch;
     lane.batch = null;
@@ -288,7 +292,7 @@ export class Ledger {
     for (const { segment, start: from, end } of chunks) {
       if (dropped.has(segment)) continue;
       if (lane.handle === null || segment !== lane.open) await this.#switch(lane, segment);
-      await lane.handle!.write(batch.buf, from, end - from);
+      await lane.handle!.write(batch.out.buf, from, end - from);
       lane.dirty = true;
     }
   }
@@ -344,32 +348,47 @@ export class Ledger {
   }
 }
 
-// Adds a line (JSON text; its line break is added here) to the lane's batch, reusing the last
-// batch's buffer and growing it when the line might not fit (a UTF-16 unit is at most 3 bytes of UTF-8).
-function _put(lane: _Lane, json: string, entry: boolean): void {
-  let batch = lane.batch;
-  const most = json.length * 3 + 1;
-  if (batch === null) {
-    const spare = lane.spare;
-    lane.spare = null;
-    batch = lane.batch = { buf: spare !== null && spare.length >= most ? spare : Buffer.allocUnsafeSlow(Math.max(65_536, most)), used: 0, ends: [] };
-  } else if (batch.used + most > batch.buf.length) {
-    const grown = Buffer.allocUnsafeSlow(Math.max(2 * batch.buf.length, batch.used + most));
-    batch.buf.copy(grown, 0, 0, batch.used);
-    batch.buf = grown;
-  }
-  batch.used += batch.buf.write(json, batch.used);
-  batch.buf[batch.used++] = 10;
-  batch.ends.push(entry ? batch.used : -batch.used);
+// The lane's batch, begun on the last written batch's buffer when there is one.
+function _batch(lane: _Lane): _Batch {
+  if (lane.batch !== null) return lane.batch;
+  const spare = lane.spare;
+  lane.spare = null;
+  return (lane.batch = { out: new JsonBytes(spare ?? Buffer.allocUnsafeSlow(65_536)), ends: [] });
 }
 
-// An entry as JSON text; one too large for a segment loses its headers and body, so no single
-// line can push a lane past its bytes.
-function _json(entry: LedgerEntry, room: number): string {
-  const json = JSON.stringify(entry);
-  if (json.length < room) return json;
-  const { body: _b, headers: _h, ...rest } = entry;
-  return JSON.stringify({ ...rest, headers: {}, bodyOmitted: 'ledger-cap' });
+// Ends the line just written: its line break, and where it ends.
+function _endLine(batch: _Batch, entry: boolean): void {
+  batch.out.byte(0x0a);
+  batch.ends.push(entry ? batch.out.used : -batch.out.used);
+}
+
+// An entry's line, written into the batch with the body kept (if any) as its last member. One
+// too large for a segment loses its headers and body, so no single line can push a lane past its bytes.
+function _putEntry(lane: _Lane, entry: LedgerEntry, kept: _Kept | undefined, room: number): void {
+  const batch = _batch(lane);
+  const out = batch.out;
+  const start = out.used;
+  out.byte(0x7b);
+  const any = out.members(entry as unknown as Record<string, unknown>, false);
+  if (kept !== undefined) {
+    out.ascii(any ? ',"body":{"encoding":' : '"body":{"encoding":');
+    if (kept.text) {
+      out.ascii('"utf8","data":');
+      out.text(kept.bytes);
+    } else {
+      out.ascii('"base64","data":"');
+      out.ascii(kept.bytes.toString('base64'));
+      out.byte(0x22);
+    }
+    out.ascii(`,"bytes":${kept.size},"truncated":${kept.truncated}}`);
+  }
+  out.byte(0x7d);
+  if (out.used - start + 1 > room) {
+    out.used = start;
+    const { body: _b, headers: _h, ...rest } = entry;
+    out.value({ ...rest, headers: {}, bodyOmitted: 'ledger-cap' });
+  }
+  _endLine(batch, true);
 }
 
 // A lane is kept in at least four segments, so trimming drops at most a quarter of it at once.
@@ -377,12 +396,22 @@ function _segmentBytes(limits: LedgerLane): number {
   return Math.max(4096, Math.floor(limits.maxBytes / 4));
 }
 
+/** A body as it will be stored: the bytes kept, as text or not, and how many arrived. */
+interface _Kept {
+  bytes: Buffer;
+  /** UTF-8 text (stored as it is), else base64. */
+  text: boolean;
+  size: number;
+  truncated: boolean;
+}
+
 // The body as stored: UTF-8 text when it is text without control characters other than line
-// breaks and tabs (it reads back as written), else base64; cut at `cap` bytes, marked.
-function _keepBody(entry: LedgerEntry, body: Buffer, cap: number): void {
+// breaks and tabs (it reads back as written), else base64; cut at `cap` bytes, marked. Nothing is
+// kept under a cap of 0, and the entry says so.
+function _keepBody(entry: LedgerEntry, body: Buffer, cap: number): _Kept | undefined {
   if (cap <= 0) {
     entry.bodyOmitted = 'ledger-cap';
-    return;
+    return undefined;
   }
   const cut = body.length > cap ? body.subarray(0, cap) : body;
   const truncated = cut.length < body.length;
@@ -390,8 +419,7 @@ function _keepBody(entry: LedgerEntry, body: Buffer, cap: number): void {
   // A cut body may end inside a character, which is then left off.
   if (truncated) for (let drop = 1; drop <= 3 && !isUtf8(kept) && drop <= cut.length; drop++) kept = cut.subarray(0, cut.length - drop);
   const text = isUtf8(kept) && !_controls(kept);
-  if (!text) kept = cut;
-  entry.body = { encoding: text ? 'utf8' : 'base64', data: kept.toString(text ? 'utf8' : 'base64'), bytes: body.length, truncated };
+  return { bytes: text ? kept : cut, text, size: body.length, truncated };
 }
 
 // Whether the bytes hold a control character other than tab, line feed and carriage return.
