@@ -65,3 +65,14 @@ test('builtOnFirstCall(): a build that failed (its module could not be read) is 
   assert.equal(await op(3), 'done');
   assert.equal(builds, 2);
 });
+
+test('serverOperations(): status waits until what it reads is settled (the ledger has counted what an earlier process left)', async () => {
+  let entries = 0;
+  let settle = () => {};
+  const settled = new Promise<void>((resolve) => (settle = resolve));
+  const ops = serverOperations(parts({ ledger: () => ({ entries, bytes: entries * 100 }), settled: () => settled }));
+  const asked = ops['status']!(null) as Promise<{ ledger: unknown }>;
+  entries = 7;
+  settle();
+  assert.deepEqual((await asked).ledger, { entries: 7, bytes: 700 });
+});

@@ -145,6 +145,27 @@ test('Ledger drops segments older than maxAgeSeconds; a new process begins its o
   assert.equal((await readdir(join(dir, 'ledger'))).length, 3);
 });
 
+test('Ledger.open reads no segment an earlier process wrote: they are counted at the first file operation, one that cannot be read reported and left out', async (t) => {
+  const dir = await tempDir(t, 'store-ledger-spec-');
+  const first = await Ledger.open(dir, { config: CONFIG });
+  for (let i = 0; i < 3; i++) first.record(entry({ id: `old${i}` }));
+  await first.close();
+  // A segment's name that no read can open (the old open threw here, and the server went without its ledger).
+  await mkdir(join(dir, 'ledger', 'a-7.jsonl'));
+  const told: unknown[] = [];
+  const ledger = await Ledger.open(dir, { config: CONFIG, onError: (error) => told.push(error) });
+  defer(t, () => ledger.close());
+  const { segments, entries, bytes } = ledger.stats().authenticated;
+  assert.deepEqual([{ segments, entries, bytes }, told], [{ segments: 0, entries: 0, bytes: 0 }, []], 'nothing read yet');
+  await ledger.counted();
+  assert.deepEqual(told.map((e) => (e as NodeJS.ErrnoException).code), ['EISDIR']);
+  assert.deepEqual([ledger.stats().authenticated.segments, ledger.stats().authenticated.entries], [1, 3]);
+  ledger.record(entry({ id: 'new' }));
+  await ledger.flush();
+  assert.deepEqual([ledger.stats().authenticated.segments, ledger.stats().authenticated.entries], [2, 4], 'a new segment after them (a-8)');
+  assert.deepEqual((await readdir(join(dir, 'ledger'))).sort(), ['a-1.jsonl', 'a-7.jsonl', 'a-8.jsonl']);
+});
+
 test('Ledger: an entry too large for a segment is kept without its headers and body', async (t) => {
   const { dir, ledger } = await open(t, { maxBytes: 65_536, maxBodyBytes: 65_536 });
   ledger.record(entry({ id: 'big', headers: { 'x-huge': 'h'.repeat(20_000) } }), Buffer.from('b'.repeat(4000)), 65_536);

@@ -47,6 +47,8 @@ export interface OperationParts {
   retryOutbox: ((request: RetryRequest) => Promise<RetryOutcome>) | null;
   /** The request ledger's entries and bytes, `null` when there is none. */
   ledger?: () => { entries: number; bytes: number } | null;
+  /** Resolves once what status reads is current (the ledger counts an earlier process's files at its first file operation). */
+  settled?: () => Promise<void>;
 }
 
 /** The operation of `hooks-ingress requests replay` (its server side is in requests-replay.ts). */
@@ -77,7 +79,10 @@ export function builtOnFirstCall(build: () => Promise<ControlHandler>): ControlH
 /** The control channel's operations of a running server. */
 export function serverOperations(parts: OperationParts): ControlHandlers {
   return {
-    status: () => Promise.resolve(serverStatus(parts)),
+    status: async () => {
+      await parts.settled?.();
+      return serverStatus(parts);
+    },
     reload: () => parts.reload(),
     'outbox.retry': (args) => {
       if (parts.retryOutbox === null) throw new HttpError(400, ErrorCode.ControlBadRequest, 'the server does not run in forward mode (hooks.forward is not set)');

@@ -1,5 +1,5 @@
 import { isUtf8 } from 'node:buffer';
-import { mkdir, open, readdir, readFile, rm, stat, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, readdir, rm, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { LedgerConfig, LedgerLane } from './ledger-config.ts';
 import { JsonBytes } from './json-bytes.ts';
@@ -72,6 +72,13 @@ interface _Coalesced {
 /** The largest batch buffer kept for reuse once written (a steady 20,000 entries/s of 600 bytes fill 1.2 MB in a batch). */
 const SPARE_MAX = 2 * 1024 * 1024;
 
+/** A segment file found at open, by its name. */
+interface _Found {
+  name: string;
+  initial: 'a' | 'u';
+  n: number;
+}
+
 /** Most coalescing windows held at once (distinct clients refused within a window); past it, the expired ones go. */
 const MAX_COALESCED = 4096;
 
@@ -90,40 +97,44 @@ export class Ledger {
   #writing: Promise<void> = Promise.resolve();
   #coalesced = new Map<string, _Coalesced>();
   #closed = false;
+  /** Segments an earlier process wrote, not counted yet (see open). */
+  #found: _Found[] | null;
 
-  private constructor(dir: string, options: LedgerOptions, segments: Record<'a' | 'u', _Segment[]>, next: number) {
+  private constructor(dir: string, options: LedgerOptions, found: _Found[], next: number) {
     this.dir = dir;
     this.#config = options.config;
     this.#now = options.now ?? Date.now;
     this.#onError = options.onError ?? (() => {});
     this.#flushMs = Math.min(options.flushMs ?? 100, 500);
-    const lane = (initial: 'a' | 'u'): _Lane => ({ initial, segments: segments[initial], handle: null, open: null, batch: null, spare: null, held: [], counts: new Set(), dirty: false });
+    const lane = (initial: 'a' | 'u'): _Lane => ({ initial, segments: [], handle: null, open: null, batch: null, spare: null, held: [], counts: new Set(), dirty: false });
     this.#lanes = { authenticated: lane('a'), unauthenticated: lane('u') };
     this.#next = next;
+    this.#found = found.length > 0 ? found : null;
     // Age is enforced on a slow beat too, so a quiet ledger still forgets on time.
     this.#expiry = setInterval(() => void this.#serial(() => this.#expire()), 60_000);
     this.#expiry.unref?.();
   }
 
-  /** Opens the ledger under `<stateDir>/ledger` (0700), reading what its segments hold; a new segment is begun for this process. */
+  /**
+   * Opens the ledger under `<stateDir>/ledger` (0700); a new segment is begun for this process.
+   * What the segments already there hold (a ledger at its bounds is tens of MiB) is read at the
+   * ledger's first file operation, not before a server can answer: the first batch, the minute's
+   * age check, or {@link Ledger.counted}. A batch waits for it, so the bounds count every segment.
+   */
   static async open(stateDir: string, options: LedgerOptions): Promise<Ledger> {
     const dir = join(stateDir, LEDGER_DIR);
     await mkdir(dir, { recursive: true, mode: 0o700 });
-    const segments: Record<'a' | 'u', _Segment[]> = { a: [], u: [] };
-    let next = 1;
+    const found: _Found[] = [];
     for (const name of await readdir(dir)) {
       const m = SEGMENT.exec(name);
-      if (m === null) continue;
-      const n = Number(m[2]);
-      next = Math.max(next, n + 1);
-      const file = join(dir, name);
-      const [info, text] = await Promise.all([stat(file), readFile(file)]);
-      segments[m[1] as 'a' | 'u'].push({ n, bytes: info.size, count: _lines(text), firstMs: _firstTime(text) ?? info.mtimeMs });
+      if (m !== null) found.push({ name, initial: m[1] as 'a' | 'u', n: Number(m[2]) });
     }
-    for (const list of Object.values(segments)) list.sort((a, b) => a.n - b.n);
-    const ledger = new Ledger(dir, options, segments, next);
-    await ledger.#serial(() => ledger.#expire());
-    return ledger;
+    return new Ledger(dir, options, found, found.reduce((next, f) => Math.max(next, f.n + 1), 1));
+  }
+
+  /** Resolves once the segments an earlier process wrote are counted (and those past the age bound gone). */
+  counted(): Promise<void> {
+    return this.#serial(() => Promise.resolve());
   }
 
   /** New bounds (a reload); they apply from the next batch. */
@@ -210,10 +221,33 @@ export class Ledger {
     this.#timer.unref?.();
   }
 
-  // One file operation at a time, in order; a failure is reported and the next one goes on.
+  // One file operation at a time, in order, the first of them after counting what is already
+  // there; a failure is reported and the next one goes on.
   #serial(work: () => Promise<void>): Promise<void> {
-    this.#writing = this.#writing.then(work).catch(this.#onError);
+    this.#writing = this.#writing
+      .then(async () => {
+        if (this.#found !== null) await this.#count();
+        await work();
+      })
+      .catch(this.#onError);
     return this.#writing;
+  }
+
+  // The bytes, entries and first entry's time of the segments an earlier process wrote, then the
+  // age bound over them. One that cannot be read is reported and left out of the bounds.
+  async #count(): Promise<void> {
+    const found = this.#found ?? [];
+    this.#found = null;
+    for (const { name, initial, n } of found) {
+      try {
+        const { bytes, count, firstMs } = await _scan(join(this.dir, name));
+        (initial === 'a' ? this.#lanes.authenticated : this.#lanes.unauthenticated).segments.push({ n, bytes, count, firstMs });
+      } catch (error) {
+        this.#onError(error);
+      }
+    }
+    for (const lane of Object.values(this.#lanes)) lane.segments.sort((a, b) => a.n - b.n);
+    await this.#expire();
   }
 
   async #write(): Promise<void> {
@@ -442,10 +476,29 @@ function _firstTime(text: Buffer): number | null {
   }
 }
 
-function _lines(text: Buffer): number {
-  let count = 0;
-  for (let at = text.indexOf(10); at !== -1; at = text.indexOf(10, at + 1)) count++;
-  return count;
+// A segment's size, lines and first entry's time (else its file's), read through one buffer of a
+// fixed size: the segments of a ledger at its bounds are tens of MiB, never held at once.
+async function _scan(file: string): Promise<{ bytes: number; count: number; firstMs: number }> {
+  const handle = await open(file, 'r');
+  try {
+    const info = await handle.stat();
+    const buf = Buffer.allocUnsafe(262_144);
+    const first: Buffer[] = [];
+    let firstDone = false;
+    let count = 0;
+    for (let read = await handle.read(buf, 0, buf.length, null); read.bytesRead > 0; read = await handle.read(buf, 0, buf.length, null)) {
+      const chunk = buf.subarray(0, read.bytesRead);
+      let at = chunk.indexOf(10);
+      if (!firstDone) {
+        first.push(Buffer.from(at === -1 ? chunk : chunk.subarray(0, at)));
+        firstDone = at !== -1;
+      }
+      for (; at !== -1; at = chunk.indexOf(10, at + 1)) count++;
+    }
+    return { bytes: info.size, count, firstMs: _firstTime(Buffer.concat(first)) ?? info.mtimeMs };
+  } finally {
+    await handle.close();
+  }
 }
 
 function _sum(segments: readonly _Segment[], key: 'bytes' | 'count'): number {
