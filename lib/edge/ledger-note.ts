@@ -128,39 +128,14 @@ export function createRecorder(config: Config, ledger: Ledger, clock: () => numb
     const { note, answer } = a;
     const code = typeof answer.body['code'] === 'string' ? answer.body['code'] : undefined;
     const authenticated = note.auth !== 'none';
-    const make = (): LedgerEntry => {
-      const entry: LedgerEntry = {
-        id: randomHex(12),
-        requestId: a.requestId,
-        time: _iso(clock() - Math.round(a.durationMs)),
-        method: a.method,
-        path: a.path,
-        client: a.client.address,
-        lane: authenticated ? 'authenticated' : 'unauthenticated',
-        auth: note.auth,
-        headers: keptHeaders(a.headers, note.hook === undefined ? undefined : schemes.get(note.hook)),
-        status: answer.status,
-        durationMs: a.durationMs,
-      };
-      const query = keptQuery(a.query, a.rawQuery);
-      if (query !== undefined) entry.query = query;
-      if (note.hook !== undefined) entry.hook = note.hook;
-      if (note.mapping !== undefined) entry.mapping = note.mapping;
-      if (note.signature !== undefined) entry.signature = note.signature;
-      if (code !== undefined) entry.code = code;
-      if (answer.status >= 400 && typeof answer.body['error'] === 'string') entry.error = answer.body['error'];
-      if (note.became !== undefined) entry.became = note.became;
-      if (note.replayOf !== undefined) entry.replayOf = note.replayOf;
-      return entry;
-    };
     const signedRefused = note.signature !== undefined && !note.signature.ok;
     // Metadata only, coalesced: a refusal before any body was worth keeping.
     if (!authenticated && !(signedRefused && note.body !== undefined)) {
       const key = `${a.client.key} ${answer.status} ${code ?? ''} ${note.hook ?? ''} ${note.signature?.why ?? ''}`;
-      const entry = ledger.coalesce(key, () => ({ ...make(), bodyOmitted: note.body === undefined ? 'not-read' : 'metadata-only' }));
+      const entry = ledger.coalesce(key, () => ({ ..._entry(a, code, authenticated, schemes, clock), bodyOmitted: note.body === undefined ? 'not-read' : 'metadata-only' }));
       return entry.id;
     }
-    const entry = make();
+    const entry = _entry(a, code, authenticated, schemes, clock);
     const hook = note.hook ?? '';
     if (note.body === undefined) {
       entry.bodyOmitted = note.bodyOmitted ?? 'not-read';
@@ -175,4 +150,32 @@ export function createRecorder(config: Config, ledger: Ledger, clock: () => numb
     ledger.record(entry);
     return entry.id;
   };
+}
+
+// An answered request's entry, without its body (a function of its own, not a closure made per request).
+function _entry(a: Answered, code: string | undefined, authenticated: boolean, schemes: ReadonlyMap<string, string>, clock: () => number): LedgerEntry {
+  const { note, answer } = a;
+  const entry: LedgerEntry = {
+    id: randomHex(12),
+    requestId: a.requestId,
+    time: _iso(clock() - Math.round(a.durationMs)),
+    method: a.method,
+    path: a.path,
+    client: a.client.address,
+    lane: authenticated ? 'authenticated' : 'unauthenticated',
+    auth: note.auth,
+    headers: keptHeaders(a.headers, note.hook === undefined ? undefined : schemes.get(note.hook)),
+    status: answer.status,
+    durationMs: a.durationMs,
+  };
+  const query = keptQuery(a.query, a.rawQuery);
+  if (query !== undefined) entry.query = query;
+  if (note.hook !== undefined) entry.hook = note.hook;
+  if (note.mapping !== undefined) entry.mapping = note.mapping;
+  if (note.signature !== undefined) entry.signature = note.signature;
+  if (code !== undefined) entry.code = code;
+  if (answer.status >= 400 && typeof answer.body['error'] === 'string') entry.error = answer.body['error'];
+  if (note.became !== undefined) entry.became = note.became;
+  if (note.replayOf !== undefined) entry.replayOf = note.replayOf;
+  return entry;
 }
