@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { isCredentialHeader, isSecretKey, TOKEN_HEADERS, visibleHeaders } from '../lib/guard/credentials.ts';
 import { buildConfig } from '../lib/config/load.ts';
-import { extractToken } from '../lib/guard/token.ts';
 
 test('isCredentialHeader() names the token headers, API keys, signatures, cookies and *-Token/*-Secret/*-Signature/*-Key headers', () => {
   const credentials = [
@@ -19,12 +18,6 @@ test('visibleHeaders() hides credential headers unless allowed by name, and join
   const headers = { 'x-api-key': 'k-123', 'x-hub-signature-256': 'sha256=ab', cookie: 'a=b', 'x-github-event': 'push', accept: ['a', 'b'], gone: undefined };
   assert.deepEqual(visibleHeaders(headers), { 'x-github-event': 'push', accept: 'a, b' });
   assert.deepEqual(visibleHeaders(headers, new Set(['x-hub-signature-256'])), { 'x-hub-signature-256': 'sha256=ab', 'x-github-event': 'push', accept: 'a, b' });
-});
-
-test('extractToken() reads exactly the token headers of the shared list, in order', () => {
-  assert.deepEqual([...TOKEN_HEADERS], ['authorization', 'x-gateway-token', 'x-openclaw-token']);
-  assert.equal(extractToken({ 'x-openclaw-token': 'c', 'x-gateway-token': 'b' }), 'b');
-  assert.equal(extractToken({ 'x-openclaw-token': 'c' }), 'c');
 });
 
 test('visibleHeaders() never shows the headers the hook token is read from, even when allowed by name', () => {

@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { TOKEN_HEADERS } from '../lib/guard/credentials.ts';
 import { extractToken, generateToken, tokenDigest, tokenMatches, tokensMatch } from '../lib/guard/token.ts';
 
 test('extractToken() reads Authorization: Bearer with the scheme in any case', () => {
@@ -47,6 +48,12 @@ test('extractToken() takes the first value of a repeated token header', () => {
 test('extractToken() returns null when no header carries a token', () => {
   assert.equal(extractToken({}), null);
   assert.equal(extractToken({ 'content-type': 'application/json', cookie: 'token=x' }), null);
+});
+
+test('extractToken() reads exactly the token headers of the shared list, in order', () => {
+  assert.deepEqual([...TOKEN_HEADERS], ['authorization', 'x-gateway-token', 'x-openclaw-token']);
+  assert.equal(extractToken({ 'x-openclaw-token': 'c', 'x-gateway-token': 'b' }), 'b');
+  assert.equal(extractToken({ 'x-openclaw-token': 'c' }), 'c');
 });
 
 test('tokensMatch() is true only for identical tokens', () => {
