@@ -6,6 +6,7 @@ import { main, version } from '../lib/cli/main.ts';
 import { assertCleanStop, runCli, spawnServer } from './_cli.ts';
 import { captureIo } from './_io.ts';
 import { fileDir, tempDir } from './_dir.ts';
+import { until } from './_until.ts';
 
 const TOKEN = 'cli-test-token-0123456789abcdef';
 
@@ -123,7 +124,7 @@ describe('main() in-process', () => {
     const controller = new AbortController();
     const { io, out } = capture({ XDG_CONFIG_HOME: join(home, 'config'), XDG_STATE_HOME: join(home, 'state') }, controller.signal);
     const done = main(['serve', '--port', '0'], io);
-    while (!out.stdout.includes('listening on')) await new Promise((r) => setTimeout(r, 10));
+    await until('serve to listen', () => out.stdout.includes('listening on'));
     const file = join(home, 'config', 'hooks-ingress', 'config.json');
     const config = JSON.parse(await readFile(file, 'utf8')) as { hooks: { enabled: boolean; token: string } };
     assert.equal(config.hooks.enabled, true);
@@ -156,7 +157,7 @@ describe('main() in-process', () => {
     const controller = new AbortController();
     const first = capture({}, controller.signal);
     const running = main(['serve', '--config', path, '--port', '0', '--state-dir', join(tmp, 'busy-a')], first.io);
-    while (!first.out.stdout.includes('listening on')) await new Promise((r) => setTimeout(r, 10));
+    await until('the first serve to listen', () => first.out.stdout.includes('listening on'));
     const port = /:(\d+)\n/.exec(first.out.stdout)![1]!;
     const second = capture();
     assert.equal(await main(['serve', '--config', path, '--port', port, '--state-dir', join(tmp, 'busy-b')], second.io), 1);
@@ -170,7 +171,7 @@ describe('main() in-process', () => {
     const controller = new AbortController();
     const server = capture({}, controller.signal);
     const running = main(['serve', '--config', path, '--port', '0'], server.io);
-    while (!server.out.stdout.includes('listening on')) await new Promise((r) => setTimeout(r, 10));
+    await until('serve to listen', () => server.out.stdout.includes('listening on'));
     const url = /listening on (\S+)/.exec(server.out.stdout)![1]!;
     for (const text of ['one', 'two', 'three']) await post(url, '/hooks/wake', { text, mode: 'next-heartbeat' });
 
@@ -182,9 +183,9 @@ describe('main() in-process', () => {
     const follower = capture({}, stopFollow.signal);
     const following = main(['events', '--config', path, '--follow', '--limit', '1'], follower.io);
     // Its first page is printed once it has read the journal; only then is "four" new to it.
-    while (!follower.out.stdout.includes('three')) await new Promise((r) => setTimeout(r, 10));
+    await until('the first page of events --follow', () => follower.out.stdout.includes('three'));
     await post(url, '/hooks/wake', { text: 'four', mode: 'next-heartbeat' });
-    while (!follower.out.stdout.includes('four')) await new Promise((r) => setTimeout(r, 20));
+    await until('events --follow to print the new event', () => follower.out.stdout.includes('four'));
     stopFollow.abort();
     assert.equal(await following, 0);
     assert.deepEqual(follower.out.stdout.trim().split('\n').map((l) => l.split('  ').at(-1)), ['three', 'four']);
@@ -229,7 +230,7 @@ describe('hooks-ingress as a process', () => {
         }
       }
     });
-    while (acknowledged.length < 40) await new Promise((r) => setTimeout(r, 5));
+    await until('40 acknowledged wakes', () => acknowledged.length >= 40);
     server.child.kill('SIGKILL');
     await server.exited;
     stop = true;

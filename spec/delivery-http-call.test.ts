@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { closedUrl, fake, json } from './_fake-server.ts';
+import { until } from './_until.ts';
 import { checkUrl, failure, httpBase, invalidOption, MAX_ANSWER_BYTES, parseJson, post, postJson, retryAfterMs, scrub } from '../lib/delivery/http-call.ts';
 
 const NOW = Date.parse('2026-11-22T10:00:00Z');
@@ -127,7 +128,7 @@ test('post() answers aborted when the signal has fired, and passes the signal on
   const server = await fake(t, () => {});
   const controller = new AbortController();
   const pending = post(server.url, '', { fetch, signal: controller.signal });
-  while (server.seen.length === 0) await new Promise((resolve) => setImmediate(resolve));
+  await until('the fake to read the request', () => server.seen.length > 0);
   controller.abort();
   const reply = await pending;
   assert.equal(!reply.ok && reply.kind, 'aborted');

@@ -12,6 +12,7 @@ import type { StoreOptions } from '../lib/store/store.ts';
 import type { IdempotencyWrite, RunRecord } from '../lib/store/records.ts';
 import { tempDir, withDir } from './_dir.ts';
 import { pendingRuns } from './_runs.ts';
+import { until } from './_until.ts';
 
 // Records one accepted run as pending, as the dispatcher's commit does.
 async function addRun(store: Store, spec: RunSpec, idem?: IdempotencyWrite): Promise<RunRecord> {
@@ -447,7 +448,7 @@ test('Store refuses a commit made after its journal was removed, writes a fresh 
     await rm(join(dir, JOURNAL_FILE));
     await assert.rejects(addWake(store, 'refused'), { name: 'JournalReplacedError' });
     assert.equal(store.replay('/hooks/wake', 'refused'), null, 'a refused request leaves no key');
-    while (!(await store.writable())) await new Promise((r) => setTimeout(r, 5));
+    await until('the store to be writable again', () => store.writable());
     await store.addEvent({ kind: 'system', text: 'after', source: 'wake' });
     await store.close();
 
@@ -467,7 +468,7 @@ test('Store.writable() is false once the journal path names another file, and th
     await store.addEvent({ kind: 'system', text: 'kept', source: 'wake' });
     await rm(state, { recursive: true });
     assert.equal(await store.writable(), false);
-    while (!(await store.writable())) await new Promise((r) => setTimeout(r, 5));
+    await until('the store to be writable again', () => store.writable());
     await store.close();
     assert.deepEqual((await readEvents(state)).map((e) => e.text), ['kept']);
   });
