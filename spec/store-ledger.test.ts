@@ -37,10 +37,6 @@ test('Ledger writes entries in batches to 0600 files in a 0700 folder; a body is
   ledger.record(entry({ id: 'text' }), Buffer.from('é'.repeat(600)), 1024);
   ledger.record(entry({ id: 'binary' }), Buffer.from([0, 1, 2, 255]), 1024);
   ledger.record(entry({ id: 'open', lane: 'unauthenticated', auth: 'none' }), Buffer.from('x'.repeat(1000)), 5000);
-  ledger.record(entry({ id: 'euro' }), Buffer.from('€'.repeat(400)), 1000);
-  ledger.record(entry({ id: 'lines' }), Buffer.from('a\tb\r\nc'), 1024);
-  ledger.record(entry({ id: 'escape' }), Buffer.from('a\u001b[2Jb'), 1024);
-  ledger.record(entry({ id: 'broken' }), Buffer.from([0x61, 0xff, 0x62]), 1024);
   assert.deepEqual(await readLedger(dir), [], 'nothing is written in the same turn');
   await ledger.flush();
   const entries = await readLedger(dir);
@@ -51,14 +47,6 @@ test('Ledger writes entries in batches to 0600 files in a 0700 folder; a body is
   assert.deepEqual(bodyBytes(entries.find((e) => e.id === 'binary')!.body!), Buffer.from([0, 1, 2, 255]));
   assert.equal(entries.find((e) => e.id === 'binary')!.body!.encoding, 'base64');
   assert.equal(entries.find((e) => e.id === 'open')!.body!.data.length, 256, "the unauthenticated lane's own cap");
-  const euro = entries.find((e) => e.id === 'euro')!.body!;
-  assert.deepEqual([euro.encoding, euro.data, euro.bytes, euro.truncated], ['utf8', '€'.repeat(333), 1200, true], 'a cut inside a 3-byte character leaves that character off');
-  assert.deepEqual(entries.find((e) => e.id === 'lines')!.body, { encoding: 'utf8', data: 'a\tb\r\nc', bytes: 6, truncated: false }, 'tabs and line breaks stay text');
-  for (const id of ['escape', 'broken']) {
-    const body = entries.find((e) => e.id === id)!.body!;
-    assert.equal(body.encoding, 'base64', `${id}: a control character or invalid UTF-8 is kept as base64`);
-  }
-  assert.deepEqual(bodyBytes(entries.find((e) => e.id === 'escape')!.body!), Buffer.from('a\u001b[2Jb'));
   assert.equal((await stat(join(dir, 'ledger'))).mode & 0o777, 0o700);
   for (const name of await readdir(join(dir, 'ledger'))) assert.equal((await stat(join(dir, 'ledger', name))).mode & 0o777, 0o600);
 });

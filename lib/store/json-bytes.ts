@@ -95,11 +95,7 @@ export class JsonBytes {
         this.used += this.buf.write(json, this.used);
         return;
       }
-      if (c === 0x22 || c === 0x5c) {
-        buf[at++] = 0x5c;
-        buf[at++] = c;
-      } else if (c < 0x20) at = _control(buf, at, c);
-      else buf[at++] = c;
+      at = _escaped(buf, at, c);
     }
     buf[at++] = 0x22;
     this.used = at;
@@ -111,14 +107,7 @@ export class JsonBytes {
     const buf = this.buf;
     let at = this.used;
     buf[at++] = 0x22;
-    for (let i = 0; i < bytes.length; i++) {
-      const b = bytes[i]!;
-      if (b === 0x22 || b === 0x5c) {
-        buf[at++] = 0x5c;
-        buf[at++] = b;
-      } else if (b < 0x20) at = _control(buf, at, b);
-      else buf[at++] = b;
-    }
+    for (let i = 0; i < bytes.length; i++) at = _escaped(buf, at, bytes[i]!);
     buf[at++] = 0x22;
     this.used = at;
   }
@@ -126,8 +115,14 @@ export class JsonBytes {
 
 const _HEX = '0123456789abcdef';
 
-// A control character as JSON.stringify escapes it: its short form, else \u00XX.
-function _control(buf: Buffer, at: number, c: number): number {
+// An ASCII character (or a byte of UTF-8) as JSON.stringify writes it inside a string: a quote and
+// a backslash escaped, a control character in its short form or as \u00XX, any other as it is.
+function _escaped(buf: Buffer, at: number, c: number): number {
+  if (c >= 0x20) {
+    if (c === 0x22 || c === 0x5c) buf[at++] = 0x5c;
+    buf[at++] = c;
+    return at;
+  }
   buf[at++] = 0x5c;
   const short = c === 0x08 ? 0x62 : c === 0x09 ? 0x74 : c === 0x0a ? 0x6e : c === 0x0c ? 0x66 : c === 0x0d ? 0x72 : 0;
   if (short !== 0) {

@@ -1,19 +1,20 @@
-import { isUtf8 } from 'node:buffer';
 import { mkdir, open, readdir, rm, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { LedgerConfig, LedgerLane } from './ledger-config.ts';
 import { JsonBytes } from './json-bytes.ts';
+import { keepBody, scanSegment, writeEntryLine, type KeptBody } from './ledger-lines.ts';
 import { LEDGER_DIR, SEGMENT, type Lane, type LedgerEntry } from './ledger-entry.ts';
 
 // The request ledger's writer. Diagnostic, never on an acknowledgement's path: entries are queued
 // in memory and written in batches (one write per lane per batch, no fsync on the way), so a
-// request pays for its line made into the batch's buffer, never for a file operation. What the ledger holds is bounded per lane by count, bytes
-// and age; a lane is a series of append-only segment files, and trimming drops the oldest whole
-// segment, so nothing is ever rewritten. The last batch (up to ~1 s of entries) can be lost in a
-// crash; the journal, not the ledger, holds what was acknowledged.
-// It stays one file past ~350 lines: the lanes, their batches, segments and bounds are one state
-// machine (a write decides which segment a line goes to, which segments go, and when to sync), and
-// its helpers below are what turns an entry into a line.
+// request pays for its line made into the batch's buffer, never for a file operation. What the
+// ledger holds is bounded per lane by count, bytes and age; a lane is a series of append-only
+// segment files, and trimming drops the oldest whole segment, so nothing is ever rewritten. The
+// last batch (up to ~1 s of entries) can be lost in a crash; the journal, not the ledger, holds
+// what was acknowledged. How an entry becomes a line, and a segment is counted back, is in
+// ledger-lines.ts; this file is the state machine of the lanes, their batches, segments and bounds
+// (a write decides which segment a line goes to, which segments go, and when to sync), kept whole
+// past ~350 lines so that one reading shows every way its state changes.
 
 /** Options of {@link Ledger.open}. */
 export interface LedgerOptions {
@@ -148,7 +149,7 @@ export class Ledger {
     // Made into its line now: a string waiting for the batch costs the garbage collector far less
     // than the entry's objects (and the request's body and headers) kept alive until then.
     const limits = entry.lane === 'authenticated' ? this.#config : this.#config.unauthenticated;
-    const kept = body === undefined ? undefined : _keepBody(entry, body, Math.min(bodyCap, limits.maxBodyBytes, Math.floor(limits.maxBytes / 16)));
+    const kept = body === undefined ? undefined : keepBody(entry, body, Math.min(bodyCap, limits.maxBodyBytes, Math.floor(limits.maxBytes / 16)));
     _putEntry(this.#lanes[entry.lane], entry, kept, _segmentBytes(limits));
     this.#soon();
   }
@@ -240,7 +241,7 @@ export class Ledger {
     this.#found = null;
     for (const { name, initial, n } of found) {
       try {
-        const { bytes, count, firstMs } = await _scan(join(this.dir, name));
+        const { bytes, count, firstMs } = await scanSegment(join(this.dir, name));
         (initial === 'a' ? this.#lanes.authenticated : this.#lanes.unauthenticated).segments.push({ n, bytes, count, firstMs });
       } catch (error) {
         this.#onError(error);
@@ -396,109 +397,16 @@ function _endLine(batch: _Batch, entry: boolean): void {
   batch.ends.push(entry ? batch.out.used : -batch.out.used);
 }
 
-// An entry's line, written into the batch with the body kept (if any) as its last member. One
-// too large for a segment loses its headers and body, so no single line can push a lane past its bytes.
-function _putEntry(lane: _Lane, entry: LedgerEntry, kept: _Kept | undefined, room: number): void {
+// An entry's line, with the body kept (if any), into the lane's batch.
+function _putEntry(lane: _Lane, entry: LedgerEntry, kept: KeptBody | undefined, room: number): void {
   const batch = _batch(lane);
-  const out = batch.out;
-  const start = out.used;
-  out.byte(0x7b);
-  const any = out.members(entry as unknown as Record<string, unknown>, false);
-  if (kept !== undefined) {
-    out.ascii(any ? ',"body":{"encoding":' : '"body":{"encoding":');
-    if (kept.text) {
-      out.ascii('"utf8","data":');
-      out.text(kept.bytes);
-    } else {
-      out.ascii('"base64","data":"');
-      out.ascii(kept.bytes.toString('base64'));
-      out.byte(0x22);
-    }
-    out.ascii(`,"bytes":${kept.size},"truncated":${kept.truncated}}`);
-  }
-  out.byte(0x7d);
-  if (out.used - start + 1 > room) {
-    out.used = start;
-    const { body: _b, headers: _h, ...rest } = entry;
-    out.value({ ...rest, headers: {}, bodyOmitted: 'ledger-cap' });
-  }
+  writeEntryLine(batch.out, entry, kept, room);
   _endLine(batch, true);
 }
 
 // A lane is kept in at least four segments, so trimming drops at most a quarter of it at once.
 function _segmentBytes(limits: LedgerLane): number {
   return Math.max(4096, Math.floor(limits.maxBytes / 4));
-}
-
-/** A body as it will be stored: the bytes kept, as text or not, and how many arrived. */
-interface _Kept {
-  bytes: Buffer;
-  /** UTF-8 text (stored as it is), else base64. */
-  text: boolean;
-  size: number;
-  truncated: boolean;
-}
-
-// The body as stored: UTF-8 text when it is text without control characters other than line
-// breaks and tabs (it reads back as written), else base64; cut at `cap` bytes, marked. Nothing is
-// kept under a cap of 0, and the entry says so.
-function _keepBody(entry: LedgerEntry, body: Buffer, cap: number): _Kept | undefined {
-  if (cap <= 0) {
-    entry.bodyOmitted = 'ledger-cap';
-    return undefined;
-  }
-  const cut = body.length > cap ? body.subarray(0, cap) : body;
-  const truncated = cut.length < body.length;
-  let kept = cut;
-  // A cut body may end inside a character, which is then left off.
-  if (truncated) for (let drop = 1; drop <= 3 && !isUtf8(kept) && drop <= cut.length; drop++) kept = cut.subarray(0, cut.length - drop);
-  const text = isUtf8(kept) && !_controls(kept);
-  return { bytes: text ? kept : cut, text, size: body.length, truncated };
-}
-
-// Whether the bytes hold a control character other than tab, line feed and carriage return.
-function _controls(bytes: Buffer): boolean {
-  for (let i = 0; i < bytes.length; i++) {
-    const b = bytes[i]!;
-    if ((b < 0x20 && b !== 0x09 && b !== 0x0a && b !== 0x0d) || b === 0x7f) return true;
-  }
-  return false;
-}
-
-// The time of a segment's first entry, when its first line says it.
-function _firstTime(text: Buffer): number | null {
-  const end = text.indexOf(10);
-  try {
-    const time = Date.parse((JSON.parse(text.subarray(0, end === -1 ? text.length : end).toString('utf8')) as { time?: unknown }).time as string);
-    return Number.isNaN(time) ? null : time;
-  } catch {
-    return null;
-  }
-}
-
-// A segment's size, lines and first entry's time (else its file's), read through one buffer of a
-// fixed size: the segments of a ledger at its bounds are tens of MiB, never held at once.
-async function _scan(file: string): Promise<{ bytes: number; count: number; firstMs: number }> {
-  const handle = await open(file, 'r');
-  try {
-    const info = await handle.stat();
-    const buf = Buffer.allocUnsafe(262_144);
-    const first: Buffer[] = [];
-    let firstDone = false;
-    let count = 0;
-    for (let read = await handle.read(buf, 0, buf.length, null); read.bytesRead > 0; read = await handle.read(buf, 0, buf.length, null)) {
-      const chunk = buf.subarray(0, read.bytesRead);
-      let at = chunk.indexOf(10);
-      if (!firstDone) {
-        first.push(Buffer.from(at === -1 ? chunk : chunk.subarray(0, at)));
-        firstDone = at !== -1;
-      }
-      for (; at !== -1; at = chunk.indexOf(10, at + 1)) count++;
-    }
-    return { bytes: info.size, count, firstMs: _firstTime(Buffer.concat(first)) ?? info.mtimeMs };
-  } finally {
-    await handle.close();
-  }
 }
 
 function _sum(segments: readonly _Segment[], key: 'bytes' | 'count'): number {

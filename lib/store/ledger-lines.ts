@@ -1,0 +1,111 @@
+import { isUtf8 } from 'node:buffer';
+import { open } from 'node:fs/promises';
+import type { JsonBytes } from './json-bytes.ts';
+import type { LedgerEntry } from './ledger-entry.ts';
+
+// The request ledger's lines: what of a request's body is kept and how (text or base64), an
+// entry written as one line of a segment, and a segment's lines counted back when a later
+// process opens the ledger.
+
+/** A body as it will be stored: the bytes kept, as text or not, and how many arrived. */
+export interface KeptBody {
+  bytes: Buffer;
+  /** UTF-8 text (stored as it is), else base64. */
+  text: boolean;
+  size: number;
+  truncated: boolean;
+}
+
+/**
+ * The body as stored: UTF-8 text when it is text without control characters other than line
+ * breaks and tabs (it reads back as written), else base64; cut at `cap` bytes, marked. Nothing is
+ * kept under a cap of 0, and the entry says so.
+ */
+export function keepBody(entry: LedgerEntry, body: Buffer, cap: number): KeptBody | undefined {
+  if (cap <= 0) {
+    entry.bodyOmitted = 'ledger-cap';
+    return undefined;
+  }
+  const cut = body.length > cap ? body.subarray(0, cap) : body;
+  const truncated = cut.length < body.length;
+  let kept = cut;
+  // A cut body may end inside a character, which is then left off.
+  if (truncated) for (let drop = 1; drop <= 3 && !isUtf8(kept) && drop <= cut.length; drop++) kept = cut.subarray(0, cut.length - drop);
+  const text = isUtf8(kept) && !_controls(kept);
+  return { bytes: text ? kept : cut, text, size: body.length, truncated };
+}
+
+// Whether the bytes hold a control character other than tab, line feed and carriage return.
+function _controls(bytes: Buffer): boolean {
+  for (let i = 0; i < bytes.length; i++) {
+    const b = bytes[i]!;
+    if ((b < 0x20 && b !== 0x09 && b !== 0x0a && b !== 0x0d) || b === 0x7f) return true;
+  }
+  return false;
+}
+
+// The time of a segment's first entry, when its first line says it.
+function _firstTime(text: Buffer): number | null {
+  const end = text.indexOf(10);
+  try {
+    const time = Date.parse((JSON.parse(text.subarray(0, end === -1 ? text.length : end).toString('utf8')) as { time?: unknown }).time as string);
+    return Number.isNaN(time) ? null : time;
+  } catch {
+    return null;
+  }
+}
+
+/** A segment's size, lines and first entry's time (else its file's), read through one buffer of a
+// fixed size: the segments of a ledger at its bounds are tens of MiB, never held at once. */
+export async function scanSegment(file: string): Promise<{ bytes: number; count: number; firstMs: number }> {
+  const handle = await open(file, 'r');
+  try {
+    const info = await handle.stat();
+    const buf = Buffer.allocUnsafe(262_144);
+    const first: Buffer[] = [];
+    let firstDone = false;
+    let count = 0;
+    for (let read = await handle.read(buf, 0, buf.length, null); read.bytesRead > 0; read = await handle.read(buf, 0, buf.length, null)) {
+      const chunk = buf.subarray(0, read.bytesRead);
+      let at = chunk.indexOf(10);
+      if (!firstDone) {
+        first.push(Buffer.from(at === -1 ? chunk : chunk.subarray(0, at)));
+        firstDone = at !== -1;
+      }
+      for (; at !== -1; at = chunk.indexOf(10, at + 1)) count++;
+    }
+    return { bytes: info.size, count, firstMs: _firstTime(Buffer.concat(first)) ?? info.mtimeMs };
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * An entry's line (without its line break) written into `out`, the body kept (if any) as its last
+ * member. One too large for a segment (`room` bytes) loses its headers and body, so no single line
+ * can push a lane past its bytes.
+ */
+export function writeEntryLine(out: JsonBytes, entry: LedgerEntry, kept: KeptBody | undefined, room: number): void {
+  const start = out.used;
+  out.byte(0x7b);
+  const any = out.members(entry as unknown as Record<string, unknown>, false);
+  if (kept !== undefined) {
+    out.ascii(any ? ',"body":{"encoding":' : '"body":{"encoding":');
+    if (kept.text) {
+      out.ascii('"utf8","data":');
+      out.text(kept.bytes);
+    } else {
+      out.ascii('"base64","data":"');
+      out.ascii(kept.bytes.toString('base64'));
+      out.byte(0x22);
+    }
+    out.ascii(`,"bytes":${kept.size},"truncated":${kept.truncated}}`);
+  }
+  out.byte(0x7d);
+  // The line break is the caller's: +1.
+  if (out.used - start + 1 > room) {
+    out.used = start;
+    const { body: _b, headers: _h, ...rest } = entry;
+    out.value({ ...rest, headers: {}, bodyOmitted: 'ledger-cap' });
+  }
+}
