@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { specConfig, startApp, type AppHarness } from './_app.ts';
 import { FailureLimiter } from '../lib/guard/rate-limit.ts';
-import { JOURNAL_FILE } from '../lib/store/journal.ts';
+import { JOURNAL_FILE } from '../lib/store/journal-lines.ts';
 import type { RunRecord } from '../lib/store/records.ts';
 import { createTelemetry, type TelemetrySources } from '../lib/edge/telemetry.ts';
 import { parseExposition, valueOf, type Exposition } from './_exposition.ts';

@@ -234,7 +234,10 @@ test('lib/cli/main.ts imports each command when it runs: --version loads no comm
   assert.deepEqual(loaded.filter((f) => !/^lib\/(?:cli\/(?:main|io|usage|command)\.ts|[\w-]+\.ts)$/.test(f)), []);
 });
 
-test('a command that only reads the state directory (NEEDS: state) loads no server code and no config validation', async () => {
+// The state directory's writers: a command that reads it loads its readers only.
+const STATE_WRITERS = /^lib\/store\/(?:journal|store|ledger)\.ts$/;
+
+test('a command that only reads the state directory (NEEDS: state) loads no server code, no config validation and no writer of the state directory', async () => {
   const graph = await libGraph();
   const main = await readFile(join(ROOT, 'lib/cli/main.ts'), 'utf8');
   const { NEEDS } = await import('../lib/cli/load-config.ts');
@@ -248,7 +251,7 @@ test('a command that only reads the state directory (NEEDS: state) loads no serv
       assert.doesNotMatch(main, new RegExp(`\\b${name}\\b`), `${name} is not imported through main.ts's table`);
       continue;
     }
-    for (const loaded of loadedBy(graph, `lib/cli/${file}`)) if (SERVER_CODE.test(loaded)) offenders.push(`${name} (lib/cli/${file}) → ${loaded}`);
+    for (const loaded of loadedBy(graph, `lib/cli/${file}`)) if (SERVER_CODE.test(loaded) || STATE_WRITERS.test(loaded)) offenders.push(`${name} (lib/cli/${file}) → ${loaded}`);
   }
   assert.deepEqual(offenders, []);
 });

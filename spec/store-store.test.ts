@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import type { RunSpec } from '../lib/actions.ts';
 import { Journal } from '../lib/store/journal.ts';
 import { Store } from '../lib/store/store.ts';
-import { JOURNAL_FILE } from '../lib/store/journal.ts';
+import { JOURNAL_FILE } from '../lib/store/journal-lines.ts';
 import { readEvents } from '../lib/store/read.ts';
 import type { StoreOptions } from '../lib/store/store.ts';
 import type { IdempotencyWrite, RunRecord } from '../lib/store/records.ts';

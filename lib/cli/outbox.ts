@@ -1,6 +1,5 @@
 import { sleep } from '../retry.ts';
 import type { OutboxEntry, OutboxState } from '../store/outbox.ts';
-import { Store } from '../store/store.ts';
 import { readOutbox } from '../store/read.ts';
 import { COMMON, type Command, type Flags } from './command.ts';
 import { callServer } from './control.ts';
@@ -117,6 +116,8 @@ async function _retry(flags: OutboxFlags, ids: string[], io: Io): Promise<number
     return FAILURE;
   }
   try {
+    // The writer only here, so that listing the outbox loads the readers alone.
+    const { Store } = await import('../store/store.ts');
     const { store } = await Store.open(dir, { idempotencyTtlMs: 60_000 });
     try {
       return _retried(await retryOutbox(store, request), 'sent when the server starts', io);

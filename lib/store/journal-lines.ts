@@ -4,6 +4,9 @@ import { open as fsOpen, type FileHandle } from 'node:fs/promises';
 // The journal's lines, for its writer (journal.ts) and for readers alike: one JSON record a line,
 // a torn last line told apart from damage in the middle, and a read that writes nothing.
 
+/** The journal's file name inside the state directory. */
+export const JOURNAL_FILE = 'journal.jsonl';
+
 /** What a read of the journal found: complete records in order, and how many middle lines were unreadable. */
 export interface JournalContents {
   records: unknown[];

@@ -4,8 +4,6 @@ import type { FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { encodeLine, parseLines, type JournalContents } from './journal-lines.ts';
 
-/** The journal's file name inside the state directory. */
-export const JOURNAL_FILE = 'journal.jsonl';
 
 /** Options of {@link Journal.open}. */
 export interface JournalOptions {
