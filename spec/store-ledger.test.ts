@@ -112,6 +112,17 @@ test('Ledger.coalesce counts refusals of one key within the window into one entr
   assert.equal((await readLedger(dir)).length, 2);
 });
 
+test('Ledger.coalesce after close() holds nothing: no segment is begun (nor left open) for a refusal answered while the server stops', async (t) => {
+  const { dir, ledger } = await open(t);
+  ledger.record(entry({ id: 'before' }));
+  await ledger.close();
+  const late = ledger.coalesce('k', () => entry({ id: 'late', lane: 'unauthenticated', auth: 'none', status: 401 }));
+  assert.equal(late.id, 'late', 'the entry is made all the same, for the log line that names it');
+  await ledger.flush();
+  assert.deepEqual(await readdir(join(dir, 'ledger')), ['a-1.jsonl']);
+  assert.deepEqual((await readLedger(dir)).map((e) => e.id), ['before']);
+});
+
 test('Ledger drops segments older than maxAgeSeconds; a new process begins its own segment after what is there', async (t) => {
   let now = Date.now();
   const { dir, ledger } = await open(t, { maxAgeSeconds: 60 }, () => now);

@@ -159,6 +159,9 @@ export class Ledger {
    * window, or a new entry (`make()`) when there is none: a flood costs a count, not an entry each.
    */
   coalesce(key: string, make: () => LedgerEntry): LedgerEntry {
+    // A refusal answered while the server stops: an entry for its log line, held by no lane (a
+    // lane held it past close() would open a segment that nothing closes).
+    if (this.#closed) return make();
     const now = this.#now();
     const held = this.#coalesced.get(key);
     if (held !== undefined && now < held.until) {
