@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdir, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, stat, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import test from 'node:test';
 import { JsonBytes } from '../lib/store/json-bytes.ts';
@@ -59,4 +59,21 @@ test("scanSegment counts a segment's lines and reads its first entry's time, els
   assert.deepEqual(await scanSegment(join(dir, 'a-2.jsonl')), { bytes: 12, count: 2, firstMs: 1_700_000_000_000 });
   await mkdir(join(dir, 'a-3.jsonl'));
   await assert.rejects(scanSegment(join(dir, 'a-3.jsonl')), 'a folder is not a segment');
+});
+
+test('scanSegment keeps no more of a first line than its buffer: a long entry tells its time from its start, a damaged segment of one huge line is never held whole', async (t) => {
+  const dir = await tempDir(t, 'store-ledger-lines-spec-');
+  const long = JSON.stringify({ ...entry({ time: '2027-02-01T00:00:00.000Z' }), body: { encoding: 'utf8', data: 'b'.repeat(600_000), bytes: 600_000, truncated: false } });
+  await writeFile(join(dir, 'a-1.jsonl'), `${long}\n${JSON.stringify(entry())}\n`);
+  assert.deepEqual(await scanSegment(join(dir, 'a-1.jsonl')), { bytes: long.length + 1 + JSON.stringify(entry()).length + 1, count: 2, firstMs: Date.parse('2027-02-01T00:00:00.000Z') });
+  // 48 MiB without a line break: the old scan kept a copy of all of it, then joined the copies.
+  await writeFile(join(dir, 'a-2.jsonl'), Buffer.alloc(48 * 1_048_576, 0x61));
+  // External memory: where both Node and Deno count a Buffer's bytes.
+  const before = process.memoryUsage().external;
+  let most = before;
+  const sample = setInterval(() => (most = Math.max(most, process.memoryUsage().external)), 1);
+  const scanned = await scanSegment(join(dir, 'a-2.jsonl')).finally(() => clearInterval(sample));
+  most = Math.max(most, process.memoryUsage().external);
+  assert.deepEqual(scanned, { bytes: 48 * 1_048_576, count: 0, firstMs: (await stat(join(dir, 'a-2.jsonl'))).mtimeMs });
+  assert.ok(most - before < 16 * 1_048_576, `${((most - before) / 1_048_576).toFixed(1)} MiB held while scanning`);
 });

@@ -44,37 +44,48 @@ function _controls(bytes: Buffer): boolean {
   return false;
 }
 
-// The time of a segment's first entry, when its first line says it.
-function _firstTime(text: Buffer): number | null {
-  const end = text.indexOf(10);
+// The writer puts an entry's time third, after its two ids (short, without quotes or escapes).
+const _TIME = /^\{"id":"[^"\\]*","requestId":"[^"\\]*","time":"([^"\\]*)"/;
+
+// The time of a segment's first entry, when its first line says it: the line parsed when it was
+// read whole, else the time at its start (a line holding a body of hundreds of KiB, or a damaged
+// segment that is one line of many MiB, is never held whole).
+function _firstTime(line: Buffer, whole: boolean): number | null {
   try {
-    const time = Date.parse((JSON.parse(text.subarray(0, end === -1 ? text.length : end).toString('utf8')) as { time?: unknown }).time as string);
-    return Number.isNaN(time) ? null : time;
+    const time = whole ? (JSON.parse(line.toString('utf8')) as { time?: unknown }).time : _TIME.exec(line.toString('latin1', 0, 1024))?.[1];
+    const ms = typeof time === 'string' ? Date.parse(time) : Number.NaN;
+    return Number.isNaN(ms) ? null : ms;
   } catch {
     return null;
   }
 }
 
-/** A segment's size, lines and first entry's time (else its file's), read through one buffer of a
-// fixed size: the segments of a ledger at its bounds are tens of MiB, never held at once. */
+/**
+ * A segment's size, lines and first entry's time (else its file's), read through one buffer of a
+ * fixed size: the segments of a ledger at its bounds are tens of MiB, never held at once, and of
+ * the first line no more than that buffer is kept.
+ */
 export async function scanSegment(file: string): Promise<{ bytes: number; count: number; firstMs: number }> {
   const handle = await open(file, 'r');
   try {
     const info = await handle.stat();
     const buf = Buffer.allocUnsafe(262_144);
     const first: Buffer[] = [];
+    let firstBytes = 0;
     let firstDone = false;
     let count = 0;
     for (let read = await handle.read(buf, 0, buf.length, null); read.bytesRead > 0; read = await handle.read(buf, 0, buf.length, null)) {
       const chunk = buf.subarray(0, read.bytesRead);
       let at = chunk.indexOf(10);
       if (!firstDone) {
-        first.push(Buffer.from(at === -1 ? chunk : chunk.subarray(0, at)));
+        const part = at === -1 ? chunk : chunk.subarray(0, at);
+        if (firstBytes < buf.length) first.push(Buffer.from(part.subarray(0, buf.length - firstBytes)));
+        firstBytes += part.length;
         firstDone = at !== -1;
       }
       for (; at !== -1; at = chunk.indexOf(10, at + 1)) count++;
     }
-    return { bytes: info.size, count, firstMs: _firstTime(Buffer.concat(first)) ?? info.mtimeMs };
+    return { bytes: info.size, count, firstMs: _firstTime(Buffer.concat(first), firstBytes <= buf.length) ?? info.mtimeMs };
   } finally {
     await handle.close();
   }
