@@ -165,6 +165,26 @@ test('Ledger.open reads no segment an earlier process wrote: they are counted at
   assert.deepEqual((await readdir(join(dir, 'ledger'))).sort(), ['a-1.jsonl', 'a-7.jsonl', 'a-8.jsonl']);
 });
 
+test('Ledger.counted() waits for the count of what an earlier process wrote, not for the writes queued behind it', async (t) => {
+  const dir = await tempDir(t, 'store-ledger-spec-');
+  const first = await Ledger.open(dir, { config: CONFIG });
+  first.record(entry({ id: 'old' }));
+  await first.close();
+  const ledger = await Ledger.open(dir, { config: CONFIG });
+  defer(t, () => ledger.close());
+  const order: string[] = [];
+  ledger.record(entry({ id: 'new' }));
+  const flushed = ledger.flush().then(() => order.push('flushed'));
+  await ledger.counted().then(() => order.push('counted'));
+  assert.deepEqual(order, ['counted'], 'the batch is still being written (the old counted() queued behind it)');
+  await flushed;
+  assert.deepEqual([order, ledger.stats().authenticated.entries], [['counted', 'flushed'], 2]);
+  await ledger.counted();
+  const fresh = await Ledger.open(await tempDir(t, 'store-ledger-spec-'), { config: CONFIG });
+  await fresh.counted();
+  await fresh.close();
+});
+
 test('Ledger: an entry too large for a segment is kept without its headers and body', async (t) => {
   const { dir, ledger } = await open(t, { maxBytes: 65_536, maxBodyBytes: 65_536 });
   ledger.record(entry({ id: 'big', headers: { 'x-huge': 'h'.repeat(20_000) } }), Buffer.from('b'.repeat(4000)), 65_536);

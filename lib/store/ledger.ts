@@ -100,6 +100,9 @@ export class Ledger {
   #closed = false;
   /** Segments an earlier process wrote, not counted yet (see open). */
   #found: _Found[] | null;
+  /** Settles once they are counted, ahead of the writes queued behind the count. */
+  readonly #counted: Promise<void>;
+  #countDone: () => void = () => {};
 
   private constructor(dir: string, options: LedgerOptions, found: _Found[], next: number) {
     this.dir = dir;
@@ -111,6 +114,7 @@ export class Ledger {
     this.#lanes = { authenticated: lane('a'), unauthenticated: lane('u') };
     this.#next = next;
     this.#found = found.length > 0 ? found : null;
+    this.#counted = this.#found === null ? Promise.resolve() : new Promise((resolve) => (this.#countDone = resolve));
     // Age is enforced on a slow beat too, so a quiet ledger still forgets on time.
     this.#expiry = setInterval(() => void this.#serial(() => this.#expire()), 60_000);
     this.#expiry.unref?.();
@@ -133,9 +137,14 @@ export class Ledger {
     return new Ledger(dir, options, found, found.reduce((next, f) => Math.max(next, f.n + 1), 1));
   }
 
-  /** Resolves once the segments an earlier process wrote are counted (and those past the age bound gone). */
+  /**
+   * Resolves once the segments an earlier process wrote are counted (and those past the age bound
+   * gone), beginning the count if no file operation has: not after the writes and syncs queued
+   * behind it, so status never waits for a slow disk's sync.
+   */
   counted(): Promise<void> {
-    return this.#serial(() => Promise.resolve());
+    if (this.#found !== null) void this.#serial(() => Promise.resolve());
+    return this.#counted;
   }
 
   /** New bounds (a reload); they apply from the next batch. */
@@ -242,16 +251,20 @@ export class Ledger {
   async #count(): Promise<void> {
     const found = this.#found ?? [];
     this.#found = null;
-    for (const { name, initial, n } of found) {
-      try {
-        const { bytes, count, firstMs } = await scanSegment(join(this.dir, name));
-        (initial === 'a' ? this.#lanes.authenticated : this.#lanes.unauthenticated).segments.push({ n, bytes, count, firstMs });
-      } catch (error) {
-        this.#onError(error);
+    try {
+      for (const { name, initial, n } of found) {
+        try {
+          const { bytes, count, firstMs } = await scanSegment(join(this.dir, name));
+          (initial === 'a' ? this.#lanes.authenticated : this.#lanes.unauthenticated).segments.push({ n, bytes, count, firstMs });
+        } catch (error) {
+          this.#onError(error);
+        }
       }
+      for (const lane of Object.values(this.#lanes)) lane.segments.sort((a, b) => a.n - b.n);
+      await this.#expire();
+    } finally {
+      this.#countDone();
     }
-    for (const lane of Object.values(this.#lanes)) lane.segments.sort((a, b) => a.n - b.n);
-    await this.#expire();
   }
 
   async #write(): Promise<void> {
