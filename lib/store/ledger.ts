@@ -155,8 +155,8 @@ export class Ledger {
   /** Queues an entry; `body` is kept up to `bodyCap` bytes (the lane's cap at most), the rest marked cut. */
   record(entry: LedgerEntry, body?: Buffer, bodyCap = 0): void {
     if (this.#closed) return;
-    // Made into its line now: a string waiting for the batch costs the garbage collector far less
-    // than the entry's objects (and the request's body and headers) kept alive until then.
+    // Made into its line now: bytes in the batch's buffer (off the heap) cost the garbage collector
+    // nothing, where the entry's objects (and the request's body and headers) would be kept alive until then.
     const limits = entry.lane === 'authenticated' ? this.#config : this.#config.unauthenticated;
     const kept = body === undefined ? undefined : keepBody(entry, body, Math.min(bodyCap, limits.maxBodyBytes, Math.floor(limits.maxBytes / 16)));
     _putEntry(this.#lanes[entry.lane], entry, kept, _segmentBytes(limits));
