@@ -165,6 +165,25 @@ test('Ledger.open reads no segment an earlier process wrote: they are counted at
   assert.deepEqual((await readdir(join(dir, 'ledger'))).sort(), ['a-1.jsonl', 'a-7.jsonl', 'a-8.jsonl']);
 });
 
+test('Ledger and its readers take only the segment names the writer makes: a-01.jsonl is left alone, not counted as segment 1', async (t) => {
+  const dir = await tempDir(t, 'store-ledger-spec-');
+  await mkdir(join(dir, 'ledger'), { recursive: true });
+  const stray = `${JSON.stringify(entry({ id: 'stray' }))}\n`;
+  await writeFile(join(dir, 'ledger', 'a-01.jsonl'), stray);
+  await writeFile(join(dir, 'ledger', 'a-0.jsonl'), stray);
+  const ledger = await Ledger.open(dir, { config: { ...CONFIG, maxEntries: 4 } });
+  defer(t, () => ledger.close());
+  await ledger.counted();
+  assert.deepEqual(ledger.stats().authenticated.entries, 0);
+  for (let i = 0; i < 12; i++) {
+    ledger.record(entry({ id: `n${i}` }));
+    await ledger.flush();
+  }
+  assert.deepEqual((await readLedger(dir)).map((e) => e.id).includes('stray'), false, 'the readers skip it too');
+  const names = await readdir(join(dir, 'ledger'));
+  assert.ok(names.includes('a-01.jsonl') && names.includes('a-0.jsonl'), 'trimming never deletes what it did not write');
+});
+
 test('Ledger.counted() waits for the count of what an earlier process wrote, not for the writes queued behind it', async (t) => {
   const dir = await tempDir(t, 'store-ledger-spec-');
   const first = await Ledger.open(dir, { config: CONFIG });

@@ -163,7 +163,9 @@ export function checkLedgerLine(value: unknown): CheckedLedgerLine {
 export const LEDGER_DIR = 'ledger';
 
 /** A lane's segment files: `<lane initial>-<number>.jsonl`, numbered in the order they were begun. */
-export const SEGMENT = /^([au])-(\d{1,15})\.jsonl$/;
+// Numbered from 1, written without leading zeros: `a-01.jsonl` is no segment (it would be
+// counted as 1, and deleting segment 1 would remove `a-1.jsonl`, never it).
+export const SEGMENT = /^([au])-([1-9]\d{0,14})\.jsonl$/;
 
 /** The file-name initial of a lane. */
 export function laneInitial(lane: Lane): 'a' | 'u' {
