@@ -13,11 +13,12 @@ export interface Logger {
 /** Turns one record into one line, newline included; `time` is in ms since the epoch. */
 export type LogFormat = (time: number, level: string, message: string, fields: LogFields) => string;
 
-// Lines come many to a millisecond under load: the ISO text of the last one is reused.
+// Lines (and ledger entries) come many to a millisecond under load: the ISO text of the last one is reused.
 let _lastTime = Number.NaN;
 let _lastIso = '';
 
-function _iso(time: number): string {
+/** `time` (ms since the epoch) as ISO 8601 text, the last one's text reused within its millisecond. */
+export function isoTime(time: number): string {
   if (time !== _lastTime) {
     _lastIso = new Date(time).toISOString();
     _lastTime = time;
@@ -29,11 +30,11 @@ function _iso(time: number): string {
 export const formatJson: LogFormat = (time, level, message, fields) => {
   // A field named like a fixed key would replace that key's value in place: the general path keeps that.
   if ('time' in fields || 'level' in fields || 'msg' in fields) {
-    return `${JSON.stringify({ time: _iso(time), level, msg: message, ...fields })}\n`;
+    return `${JSON.stringify({ time: isoTime(time), level, msg: message, ...fields })}\n`;
   }
   // The fixed keys written directly, the fields in one stringify: no merged object per line.
   const rest = JSON.stringify(fields);
-  const head = `{"time":"${_iso(time)}","level":${JSON.stringify(level)},"msg":${JSON.stringify(message)}`;
+  const head = `{"time":"${isoTime(time)}","level":${JSON.stringify(level)},"msg":${JSON.stringify(message)}`;
   return rest.length === 2 ? `${head}}\n` : `${head},${rest.slice(1)}\n`;
 };
 

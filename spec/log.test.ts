@@ -4,7 +4,7 @@ import { EventEmitter, once } from 'node:events';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { bufferLines, createLogger, flushOnExit, formatJson, type LogFields } from '../lib/log.ts';
+import { bufferLines, createLogger, flushOnExit, formatJson, isoTime, type LogFields } from '../lib/log.ts';
 import { IS_DENO } from './_cli.ts';
 import { tempDir } from './_dir.ts';
 
@@ -139,4 +139,11 @@ test('formatJson() stamps each line with its own time when times alternate', () 
   const b = a + 1;
   const stamps = [a, a, b, a, b, b].map((t) => JSON.parse(formatJson(t, 'info', 'm', {}))['time']);
   assert.deepEqual(stamps, [a, a, b, a, b, b].map((t) => new Date(t).toISOString()));
+});
+
+test('isoTime writes a time as ISO 8601, the same text within a millisecond and the right one after it', () => {
+  assert.equal(isoTime(1_800_000_000_123), '2027-01-15T08:00:00.123Z');
+  assert.equal(isoTime(1_800_000_000_123), new Date(1_800_000_000_123).toISOString());
+  assert.equal(isoTime(1_800_000_000_124), '2027-01-15T08:00:00.124Z');
+  assert.equal(isoTime(0), '1970-01-01T00:00:00.000Z');
 });

@@ -4,6 +4,7 @@ import { TOKEN_HEADERS } from '../guard/credentials.ts';
 import type { Client } from '../guard/address.ts';
 import { describeRefusal, verifySignature } from '../guard/signatures/verify.ts';
 import type { Signature } from '../guard/signatures/config.ts';
+import { isoTime } from '../log.ts';
 import { randomHex } from '../random.ts';
 import type { Ledger } from '../store/ledger.ts';
 import type { Became, BodyOmitted, LedgerEntry, SignatureVerdict } from '../store/ledger-entry.ts';
@@ -25,18 +26,6 @@ export interface Note {
   became?: Became;
   /** The entry a replay replays. */
   replayOf?: string;
-}
-
-// Entries come many to a millisecond under load: the ISO text of the last one is reused.
-let _lastMs = Number.NaN;
-let _lastIso = '';
-
-function _iso(ms: number): string {
-  if (ms !== _lastMs) {
-    _lastIso = new Date(ms).toISOString();
-    _lastMs = ms;
-  }
-  return _lastIso;
 }
 
 /** A fresh note: nothing known yet. */
@@ -158,7 +147,7 @@ function _entry(a: Answered, code: string | undefined, authenticated: boolean, s
   const entry: LedgerEntry = {
     id: randomHex(12),
     requestId: a.requestId,
-    time: _iso(clock() - Math.round(a.durationMs)),
+    time: isoTime(clock() - Math.round(a.durationMs)),
     method: a.method,
     path: a.path,
     client: a.client.address,
