@@ -9,6 +9,7 @@ import { randomHex } from '../random.ts';
 import type { Ledger } from '../store/ledger.ts';
 import type { Became, BodyOmitted, LedgerEntry, SignatureVerdict } from '../store/ledger-entry.ts';
 import type { Answer } from './answer.ts';
+import { refusalKey } from './refused-alike.ts';
 
 // What the acceptance path notes about a request as it goes (the hook, how it authenticated, the
 // signature's verdict, the body, what it became), and how a noted request becomes a ledger entry:
@@ -120,7 +121,7 @@ export function createRecorder(config: Config, ledger: Ledger, clock: () => numb
     const signedRefused = note.signature !== undefined && !note.signature.ok;
     // Metadata only, coalesced: a refusal before any body was worth keeping.
     if (!authenticated && !(signedRefused && note.body !== undefined)) {
-      const key = `${a.client.key} ${answer.status} ${code ?? ''} ${note.hook ?? ''} ${note.signature?.why ?? ''}`;
+      const key = refusalKey(a.client.key, answer.status, code, note.hook, note.signature?.why);
       const entry = ledger.coalesce(key, () => ({ ..._entry(a, code, authenticated, schemes, clock), bodyOmitted: note.body === undefined ? 'not-read' : 'metadata-only' }));
       return entry.id;
     }
