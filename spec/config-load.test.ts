@@ -604,11 +604,13 @@ test('a missing transforms root is reported at the mapping that needs it when ho
 });
 
 test('buildConfig() warns of a session-key prefix that admits every agent session, naming what it admits', async () => {
-  const built = await build({ hooks: { allowRequestSessionKey: true, allowedSessionKeyPrefixes: ['hook:', 'agent:', 'agent:hooks:slack:'] } });
+  const built = await build({ hooks: { allowRequestSessionKey: true, allowedSessionKeyPrefixes: ['hook:', 'agent:', 'agent:hooks:slack:', 'agent:ops:'] } });
   assert.ok(built.ok);
   assert.deepEqual(built.warnings, [
     'hooks.allowedSessionKeyPrefixes[1]: "agent:" admits every session of every agent a run may go to, the main session included: ' +
-      'a key is checked as sent, so "agent:<id>:main" passes, and runs as "main" once its "agent:<id>:" is dropped; list "agent:<id>:<rest>" prefixes instead',
+      'a key is checked as sent and as re-scoped to its agent, so "agent:<id>:main" passes, and runs as "main" once its "agent:<id>:" is dropped; list "agent:<id>:<rest>" prefixes instead',
+    'hooks.allowedSessionKeyPrefixes[3]: "agent:ops:" admits every session of agent "ops", its main session included: ' +
+      '"agent:ops:main" passes both checks and runs as "main" once its "agent:ops:" is dropped; list "agent:ops:<rest>" prefixes instead',
   ]);
 });
 

@@ -63,6 +63,22 @@ test('an agent:<id>: session key is judged by the prefix rules as sent, then run
   assert.match(String(stripped.body['error']), /sessionKey: must start with one of "hook:", "slack:"/);
 });
 
+test('an agent:main: key sent for agent hooks is judged again re-scoped, as the released gateway does: 400 with ["hook:", "agent:main:"]', async (t) => {
+  const h = await start(t, {
+    hooks: { allowRequestSessionKey: true, allowedSessionKeyPrefixes: ['hook:', 'agent:main:'] },
+    agents: { list: [{ id: 'main', default: true }, { id: 'hooks' }] },
+  });
+  for (const sessionKey of ['agent:main:slack:channel:c123', 'agent:main:main']) {
+    const refused = await post(h.url, '/hooks/agent', { headers: AUTH, body: { message: 'x', agentId: 'hooks', sessionKey } });
+    assert.equal(refused.status, 400, `${sessionKey}: ${refused.text}`);
+    assert.equal(refused.body['code'], 'ERR_NOT_ALLOWED');
+    assert.match(String(refused.body['error']), /^sessionKey: must start with one of "hook:", "agent:main:" \(checked again as "agent:hooks:/);
+    const forMain = await post(h.url, '/hooks/agent', { headers: AUTH, body: { message: 'x', agentId: 'main', sessionKey } });
+    assert.equal(forMain.status, 202, forMain.text);
+  }
+  assert.equal(h.store.runs().length, 2);
+});
+
 test('an unknown /wake or /agent field is a 400 by default; with hooks.unknownPayloadFields "log" it is accepted and logged by name', async (t) => {
   const strict = await start(t);
   const refused = await post(strict.url, '/hooks/wake', { headers: AUTH, body: { text: 'x', source: 'ci' } });

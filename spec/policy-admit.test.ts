@@ -188,6 +188,21 @@ test('admitRun() checks the prefix rules on the key as sent, as OpenClaw does, t
   assert.deepEqual([other.agentId, other.sessionKey], ['hooks', 'slack:channel:c123']);
 });
 
+test('admitRun() judges a key again re-scoped to the agent it resolved to: ["hook:", "agent:main:"] refuses agent:main:… for agent hooks', () => {
+  const list = [{ id: 'main', default: true }, { id: 'hooks', default: false }];
+  const config = configWith({ list, hooks: { allowRequestSessionKey: true, allowedSessionKeyPrefixes: ['hook:', 'agent:main:'] } });
+  for (const key of ['agent:main:slack:channel:c123', 'agent:main:main']) {
+    const sent = action({ sessionKey: { value: key, trusted: false }, agentId: 'hooks' });
+    assert.match(error(admitRun(sent, 'agent', config, ids('r'))), /^sessionKey: must start with one of "hook:", "agent:main:" \(checked again as "agent:hooks:/, key);
+    const forMain = value(admitRun({ ...sent, agentId: 'main' }, 'agent', config, ids('r')));
+    assert.equal(forMain.sessionKey, key.slice('agent:main:'.length));
+  }
+  // hooks.defaultSessionKey is re-scoped and judged again too.
+  const withDefault = configWith({ list, hooks: { defaultSessionKey: 'agent:main:inbox', allowedSessionKeyPrefixes: ['hook:', 'agent:main:'] } });
+  assert.match(error(admitRun(action({ agentId: 'hooks' }), 'agent', withDefault, ids('r'))), /checked again as "agent:hooks:inbox"/);
+  assert.equal(value(admitRun(action(), 'agent', withDefault, ids('r'))).sessionKey, 'inbox');
+});
+
 test('admitRun() lets a trusted session key through with allowRequestSessionKey false', () => {
   const run = value(admitRun(action({ sessionKey: { value: 'hook:gmail', trusted: true } }), 'gmail', configWith(), ids('r')));
   assert.equal(run.sessionKey, 'hook:gmail');

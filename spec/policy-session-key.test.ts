@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { RequestedKey } from '../lib/actions.ts';
-import { admitsEveryAgentSession, hasPrefix, isGeneratedKey, resolveSessionKey, stripAgentNamespace, type SessionKeyRules } from '../lib/policy/session-key.ts';
+import { admitsEveryAgentSession, canonicalAgentId, hasPrefix, isGeneratedKey, rescopeSessionKey, resolveSessionKey, scopeSessionKey, stripAgentNamespace, type SessionKeyRules } from '../lib/policy/session-key.ts';
 import { testTable } from './_cases.ts';
 import { error, value } from './_decision.ts';
 
@@ -33,9 +33,9 @@ test('resolveSessionKey() generates a fresh uuid-based key each time with crypto
   for (const key of ['hook:inbox', `agent:main:hook:${UUID}`, `HOOK:${UUID}`, `hook:${UUID}x`]) assert.equal(isGeneratedKey(key), false, key);
 });
 
-test('resolveSessionKey() uses hooks.defaultSessionKey when no key is requested, without its agent:<id>:', () => {
+test('resolveSessionKey() uses hooks.defaultSessionKey when no key is requested, as written', () => {
   assert.equal(value(resolveSessionKey(undefined, rules({ defaultSessionKey: 'hook:inbox' }), noId)), 'hook:inbox');
-  assert.equal(value(resolveSessionKey(undefined, rules({ defaultSessionKey: 'agent:ops:inbox' }), noId)), 'inbox');
+  assert.equal(value(resolveSessionKey(undefined, rules({ defaultSessionKey: 'agent:ops:inbox' }), noId)), 'agent:ops:inbox');
 });
 
 test('resolveSessionKey() refuses a request key while hooks.allowRequestSessionKey is false, naming that key', () => {
@@ -47,9 +47,9 @@ test('resolveSessionKey() accepts a request key when allowed and no prefixes are
   assert.equal(value(resolveSessionKey(request('anything:at-all'), rules({ allowRequestSessionKey: true }), noId)), 'anything:at-all');
 });
 
-test('resolveSessionKey() requires a request key to start with a configured prefix, judged as sent, then run without its agent:<id>:', () => {
+test('resolveSessionKey() requires a request key to start with a configured prefix, judged as sent', () => {
   const prefixed = rules({ allowRequestSessionKey: true, allowedSessionKeyPrefixes: ['hook:', 'agent:ops:'] });
-  assert.equal(value(resolveSessionKey(request('agent:ops:42'), prefixed, noId)), '42');
+  assert.equal(value(resolveSessionKey(request('agent:ops:42'), prefixed, noId)), 'agent:ops:42');
   for (const key of ['main', 'agent:dev:1']) assert.equal(error(resolveSessionKey(request(key), prefixed, noId)), 'sessionKey: must start with one of "hook:", "agent:ops:"', key);
   // The stripped key is not what the rules judge: "slack:" alone does not admit agent:hooks:slack:….
   const slack = rules({ allowRequestSessionKey: true, allowedSessionKeyPrefixes: ['slack:', 'hook:'] });
@@ -71,6 +71,50 @@ test('resolveSessionKey() lets a trusted key skip hooks.allowRequestSessionKey b
 test('resolveSessionKey() with an empty prefix list admits no requested key', () => {
   const none = rules({ allowRequestSessionKey: true, allowedSessionKeyPrefixes: [] });
   assert.match(error(resolveSessionKey(mapped('hook:x'), none, noId)), /^sessionKey: must start with one of/);
+});
+
+test('scopeSessionKey() judges the key again re-scoped to the run\'s agent, as the released gateway does, then drops agent:<id>:', () => {
+  const prefixed = rules({ allowedSessionKeyPrefixes: ['hook:', 'agent:main:'] });
+  // Admitted as sent, refused once re-scoped: 400 on OpenClaw 2026.9.6, and here now.
+  for (const key of ['agent:main:slack:channel:c123', 'agent:main:main']) {
+    const rescoped = key.replace('agent:main:', 'agent:hooks:');
+    assert.equal(error(scopeSessionKey(key, 'hooks', prefixed)), `sessionKey: must start with one of "hook:", "agent:main:" (checked again as "${rescoped}", the key re-scoped to agent "hooks")`, key);
+    assert.equal(value(scopeSessionKey(key, 'main', prefixed)), key.slice('agent:main:'.length), key);
+  }
+  // A key outside the namespace is judged as it is, and keeps its whole name.
+  assert.equal(value(scopeSessionKey('hook:mail', 'hooks', prefixed)), 'hook:mail');
+  assert.equal(value(scopeSessionKey('agent:hooks:x', 'Hooks', rules({ allowedSessionKeyPrefixes: ['agent:hooks:'] }))), 'x');
+  assert.equal(value(scopeSessionKey('agent:main:x', 'hooks', rules())), 'x');
+});
+
+/** Keys re-scoped to an agent, as the gateway's normalizeHookDispatchSessionKey does, by the rule they show. */
+const RESCOPED: Record<string, [key: string, agentId: string, scoped: string][]> = {
+  'rescopeSessionKey() puts the run\'s agent, canonical, in place of any agent the key names': [
+    ['agent:main:slack:channel:c123', 'hooks', 'agent:hooks:slack:channel:c123'],
+    ['AGENT:Main:x', 'Ops', 'agent:ops:x'],
+    ['agent:main:main', 'research.eu', 'agent:research-eu:main'],
+  ],
+  'rescopeSessionKey() leaves a key the gateway does not read as namespaced as it is': [
+    ['hook:mail', 'hooks', 'hook:mail'],
+    ['agent:main', 'hooks', 'agent:main'],
+    ['agent:main:', 'hooks', 'agent:main:'],
+    ['agent: :x', 'hooks', 'agent: :x'],
+    ['agent:main::x', 'hooks', 'agent:main::x'],
+  ],
+};
+
+testTable(RESCOPED, ([key, agentId, scoped]) => assert.equal(rescopeSessionKey(key, agentId), scoped, `${key} for ${agentId}`));
+
+test('canonicalAgentId() writes an id as OpenClaw\'s normalizeAgentId does', () => {
+  const cases: [id: string, canonical: string][] = [
+    ['ops', 'ops'],
+    [' Ops ', 'ops'],
+    ['research.eu', 'research-eu'],
+    ['-a..b-', 'a-b'],
+    ['...', 'main'],
+    ['x'.repeat(70), 'x'.repeat(64)],
+  ];
+  for (const [id, canonical] of cases) assert.equal(canonicalAgentId(id), canonical, id);
 });
 
 test('hasPrefix() compares case-insensitively, and an empty list admits nothing', () => {

@@ -121,19 +121,30 @@ export function gmailShadowWarnings(config: Config): Issue[] {
   return issues;
 }
 
-/** Session-key prefixes that admit more than they seem to: a bare `agent:` admits every session of every agent a run may go to. */
+/**
+ * Session-key prefixes that admit more than they seem to: a bare `agent:` admits every session of
+ * every agent a run may go to, and `agent:<id>:` every session of that agent, its main one too.
+ */
 export function sessionKeyWarnings(config: Config): Issue[] {
   const prefixes = config.hooks.allowedSessionKeyPrefixes ?? [];
-  return prefixes.flatMap((prefix, i) =>
-    admitsEveryAgentSession(prefix)
-      ? [{
-          path: `hooks.allowedSessionKeyPrefixes[${i}]`,
-          message: `${JSON.stringify(prefix)} admits every session of every agent a run may go to, the main session included: ` +
-            `a key is checked as sent, so "agent:<id>:main" passes, and runs as "main" once its "agent:<id>:" is dropped; ` +
-            `list "agent:<id>:<rest>" prefixes instead`,
-        }]
-      : [],
-  );
+  return prefixes.flatMap((prefix, i) => {
+    if (!admitsEveryAgentSession(prefix)) return [];
+    const path = `hooks.allowedSessionKeyPrefixes[${i}]`;
+    const one = /^agent:([^:]+):$/i.exec(prefix)?.[1];
+    if (one !== undefined) {
+      return [{
+        path,
+        message: `${JSON.stringify(prefix)} admits every session of agent ${JSON.stringify(one)}, its main session included: ` +
+          `"${prefix}main" passes both checks and runs as "main" once its "${prefix}" is dropped; list "${prefix}<rest>" prefixes instead`,
+      }];
+    }
+    return [{
+      path,
+      message: `${JSON.stringify(prefix)} admits every session of every agent a run may go to, the main session included: ` +
+        `a key is checked as sent and as re-scoped to its agent, so "agent:<id>:main" passes, and runs as "main" once its "agent:<id>:" is dropped; ` +
+        `list "agent:<id>:<rest>" prefixes instead`,
+    }];
+  });
 }
 
 // The templated fields of a mapping, by key.

@@ -1,7 +1,7 @@
 import type { AgentAction, RunSpec } from '../actions.ts';
 import { echo, type Decision } from './decision.ts';
 import { allowModel, type Models } from './models.ts';
-import { resolveSessionKey, type SessionKeyRules } from './session-key.ts';
+import { resolveSessionKey, scopeSessionKey, type SessionKeyRules } from './session-key.ts';
 
 /** What the agent rules read of the config. */
 export interface AgentRules {
@@ -28,11 +28,13 @@ export function resolveAgentId(requested: string | undefined, config: AgentRules
 
 /** Turns an agent action into a run that every rule admits. */
 export function admitRun(action: AgentAction, hook: string, config: AgentRules, newId: () => string): Decision<RunSpec> {
-  // A refused key is reported before a refused agent.
-  const sessionKey = resolveSessionKey(action.sessionKey, config.hooks, newId);
-  if (!sessionKey.ok) return sessionKey;
+  // A key refused as written is reported before a refused agent; as re-scoped to the agent, after.
+  const written = resolveSessionKey(action.sessionKey, config.hooks, newId);
+  if (!written.ok) return written;
   const agentId = resolveAgentId(action.agentId, config);
   if (!agentId.ok) return agentId;
+  const sessionKey = scopeSessionKey(written.value, agentId.value, config.hooks);
+  if (!sessionKey.ok) return sessionKey;
   const model = allowModel(action.model, config.agents.models);
   if (!model.ok) return model;
   const run: RunSpec = {

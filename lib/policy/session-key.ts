@@ -1,5 +1,5 @@
 import type { RequestedKey } from '../actions.ts';
-import type { Decision } from './decision.ts';
+import { echo, type Decision } from './decision.ts';
 
 /** The generated session keys start with this; prefix allowlists must admit it when no default key is set. */
 export const GENERATED_KEY_PREFIX = 'hook:';
@@ -26,23 +26,68 @@ export interface SessionKeyRules {
 }
 
 /**
- * Picks the session key: a requested one if the rules allow it, else the default, else a generated
- * `hook:<uuid>`. As OpenClaw does, the prefix rules judge a key as it was written (by the request,
- * the mapping or the config), and only then is a leading `agent:<id>:` dropped: the run's agent is
- * the one it resolves to, whichever agent the key names, so what is left is the session it uses.
+ * Picks the session key as it was written: a requested one if the rules allow it, else the
+ * default, else a generated `hook:<uuid>`. As OpenClaw does, the prefix rules judge a requested
+ * key as it was written (by the request, the mapping or the config); `scopeSessionKey` then
+ * re-scopes it to the run's agent and judges it again.
  */
 export function resolveSessionKey(requested: RequestedKey | undefined, hooks: SessionKeyRules, newId: () => string): Decision<string> {
   if (requested === undefined) {
-    return { ok: true, value: hooks.defaultSessionKey === null ? `${GENERATED_KEY_PREFIX}${newId()}` : stripAgentNamespace(hooks.defaultSessionKey) };
+    return { ok: true, value: hooks.defaultSessionKey ?? `${GENERATED_KEY_PREFIX}${newId()}` };
   }
   if (!requested.trusted && !hooks.allowRequestSessionKey) {
     return { ok: false, error: 'sessionKey: may not be chosen by the request while hooks.allowRequestSessionKey is false' };
   }
   const prefixes = hooks.allowedSessionKeyPrefixes;
   if (prefixes !== null && !hasPrefix(requested.value, prefixes)) {
-    return { ok: false, error: `sessionKey: must start with one of ${prefixes.map((p) => JSON.stringify(p)).join(', ')}` };
+    return { ok: false, error: `sessionKey: must start with one of ${_list(prefixes)}` };
   }
-  return { ok: true, value: stripAgentNamespace(requested.value) };
+  return { ok: true, value: requested.value };
+}
+
+/**
+ * The session a key names for the run's agent, after OpenClaw's second check: a key in the
+ * `agent:<id>:<rest>` namespace is re-scoped to `agent:<agentId>:<rest>` (the agent the run
+ * resolved to) and the prefix rules judge that key again, so `agent:main:x` sent for agent
+ * `hooks` must also pass as `agent:hooks:x`. What is left once the namespace is dropped is the
+ * session the run uses here.
+ */
+export function scopeSessionKey(key: string, agentId: string, hooks: Pick<SessionKeyRules, 'allowedSessionKeyPrefixes'>): Decision<string> {
+  const scoped = rescopeSessionKey(key, agentId);
+  const prefixes = hooks.allowedSessionKeyPrefixes;
+  if (prefixes !== null && !hasPrefix(scoped, prefixes)) {
+    return { ok: false, error: `sessionKey: must start with one of ${_list(prefixes)} (checked again as ${JSON.stringify(echo(scoped))}, the key re-scoped to agent ${JSON.stringify(echo(agentId))})` };
+  }
+  return { ok: true, value: stripAgentNamespace(key) };
+}
+
+/**
+ * The key as OpenClaw dispatches it to `agentId`: `agent:<any id>:<rest>` becomes
+ * `agent:<agentId, canonical>:<rest>`; a key its parser does not take as namespaced (no id, an
+ * empty rest, a rest starting with `:`) is left as it is.
+ */
+export function rescopeSessionKey(key: string, agentId: string): string {
+  if (key.slice(0, 6).toLowerCase() !== 'agent:') return key;
+  const end = key.indexOf(':', 6);
+  if (end === -1 || key.slice(6, end).trim() === '') return key;
+  const rest = key.slice(end + 1);
+  return rest === '' || rest.startsWith(':') ? key : `agent:${canonicalAgentId(agentId)}:${rest}`;
+}
+
+// OpenClaw's agent ids in session keys: lower case, runs of anything but letters, digits, "_" and
+// "-" made one "-", no dash at either end, at most 64 characters; nothing left is "main".
+const _VALID_ID = /^[a-z0-9][a-z0-9_-]{0,63}$/i;
+
+/** An agent id as OpenClaw writes it in a session key. */
+export function canonicalAgentId(id: string): string {
+  const trimmed = id.trim();
+  const lower = trimmed.toLowerCase();
+  if (_VALID_ID.test(trimmed)) return lower;
+  return lower.replace(/[^a-z0-9_-]+/g, '-').replace(/^-+/, '').replace(/-+$/, '').slice(0, 64) || 'main';
+}
+
+function _list(prefixes: readonly string[]): string {
+  return prefixes.map((p) => JSON.stringify(p)).join(', ');
 }
 
 /** OpenClaw's per-agent session namespace: `agent:<agentId>:<rest>`. */
