@@ -29,7 +29,7 @@ export interface RequestedKey {
 interface _RunFields {
   message: string;
   name: string;
-  /** The request chose the name (payload, transform, `/agent`'s `name`): it is wrapped wherever a model reads it, and the main session's lines about the run carry it wrapped as untrusted content. */
+  /** The request chose the name (payload, transform, `/agent`'s `name`) and it is not a plain label (`plainLabel()`, lib/untrusted/label.ts): it is wrapped wherever a model reads it, and the main session's lines about the run carry it wrapped as untrusted content. */
   untrustedName?: boolean;
   wakeMode: WakeMode;
   deliver: boolean;

@@ -567,7 +567,6 @@ test('POST /hooks/agent records every option of the run', async (t) => {
   const { acceptedAt: _a, requestId: _r, ...run } = pendingRuns(h.store)[0]!;
   assert.deepEqual({ ...run, message: unwrapped(run.message) }, {
     ...request,
-    untrustedName: true,
     runId: reply.body['runId'],
     hook: 'agent',
     status: 'pending',

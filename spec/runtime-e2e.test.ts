@@ -3,7 +3,6 @@ import { writeFile } from 'node:fs/promises';
 import type { ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { markWrapped } from '../lib/cli/event-text.ts';
 import type { RunRecord, SessionEvent } from '../lib/store/records.ts';
 import { assertCleanStop, runCli, spawnServer, type Spawned } from './_cli.ts';
 import { fake } from './_fake-server.ts';
@@ -111,9 +110,7 @@ test('a run accepted before kill -9 runs again after the restart, once, marked r
     const runs = await listed<RunRecord>('runs', state);
     assert.deepEqual(runs.map((r) => r.runId), [runId], 'the refused run was never recorded');
     const summaries = (await listed<SessionEvent>('events', state)).filter((e) => e.source === `run:${runId}`);
-    assert.deepEqual(summaries.map((e) => [e.kind, markWrapped(e.text), e.mode]), [
-      ['system', 'Hook (named by the request, below): Drill done: all systems nominal.\n[untrusted Hook name] Drill', 'next-heartbeat'],
-    ]);
+    assert.deepEqual(summaries.map((e) => [e.kind, e.text, e.mode]), [['system', 'Hook Drill: Drill done: all systems nominal.', 'next-heartbeat']]);
     // One call cut off by the kill, one after the restart: the run was never executed a third time.
     assert.equal(model.calls.length, 2);
     assert.equal(model.calls[0]!.prompt, model.calls[1]!.prompt);

@@ -1,6 +1,7 @@
 import { THINKING_LEVELS, WAKE_MODES, type AgentAction } from '../actions.ts';
 import { channel as channelName } from './channel-names.ts';
 import { boolean, check, formatIssue, literal, number, object, optional, string } from '../schema.ts';
+import { plainLabel } from '../untrusted/label.ts';
 
 const SHAPE = {
   message: string({ trim: true, nonEmpty: true }),
@@ -36,7 +37,8 @@ export function parseAgent(body: Record<string, unknown>, acceptUnknown = false)
     deliver: deliver ?? true,
     channel: channel ?? 'last',
   };
-  if (name !== undefined) action.untrustedName = true;
+  // A name the request gave is wrapped where a model reads it, unless it is a plain label.
+  if (name !== undefined && !plainLabel(name)) action.untrustedName = true;
   if (agentId !== undefined) action.agentId = agentId;
   if (sessionKey !== undefined) action.sessionKey = { value: sessionKey, trusted: false };
   if (to !== undefined) action.to = to;

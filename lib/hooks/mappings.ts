@@ -19,6 +19,7 @@ import { filterHolds, filterSchema, type Filter } from './filter.ts';
 import { signatureSchema } from '../guard/signatures/config.ts';
 import { compileTemplate, isTemplated, parsePath, render, valueAt, type PathSegment, type Template, type TemplateContext } from './template.ts';
 import type { TransformInput, TransformRef, TransformResult } from './transforms/protocol.ts';
+import { plainLabel } from '../untrusted/label.ts';
 import { detectInjection, nameLine, requestName, wrapUntrusted } from '../untrusted/wrap.ts';
 import { trimSlashes } from '../text.ts';
 
@@ -323,17 +324,20 @@ function _build(mapping: Mapping, override: Override, context: TemplateContext &
   const timeoutSeconds = override.timeoutSeconds ?? mapping.timeoutSeconds;
   if (timeoutSeconds !== undefined) action.timeoutSeconds = timeoutSeconds;
   if (!named.fromRequest) return { action, injections, unresolved };
-  // Request text as much as the message: scanned like it, and wrapped where a model reads it unless the mapping allows unsafe content.
-  if (!unsafe) action.untrustedName = true;
+  // Request text as much as the message: scanned like it, and wrapped where a model reads it unless
+  // it is a plain label or the mapping allows unsafe content.
+  if (!unsafe && !named.plain) action.untrustedName = true;
   return { action, injections: [...new Set([...injections, ...detectInjection(named.name)])], unresolved };
 }
 
 // A run's name is the operator's when the mapping writes it without placeholders or it is the path
 // the mapping matches; a transform's, a rendered one, or a path no mapping names is the request's.
-function _name(mapping: Mapping, returned: string | undefined, rendered: string | undefined, path: string): { name: string; fromRequest: boolean } {
+// `plain`: the request's name, as it came (before it is cut to one line), is a plain label.
+function _name(mapping: Mapping, returned: string | undefined, rendered: string | undefined, path: string): { name: string; fromRequest: boolean; plain: boolean } {
   const fromRequest = returned ? true : rendered !== undefined ? isTemplated(mapping.name!.source) : mapping.match.path === undefined;
-  const name = (fromRequest ? requestName : nameLine)(returned || rendered || path);
-  return { name: name || 'Hook', fromRequest: fromRequest && name !== '' };
+  const raw = returned || rendered || path;
+  const name = (fromRequest ? requestName : nameLine)(raw);
+  return { name: name || 'Hook', fromRequest: fromRequest && name !== '', plain: plainLabel(raw) };
 }
 
 

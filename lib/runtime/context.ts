@@ -40,9 +40,9 @@ export interface RuntimeContext extends RunnerOptions {
 export const SUMMARY_MAX = 300;
 
 /**
- * The main session's line about a run: `Hook <name><detail>`. A name the request chose stays out
- * of the line and follows it, wrapped as untrusted content, so the model that reads the main
- * session takes it as data.
+ * The main session's line about a run: `Hook <name><detail>`. A name the request chose that is not
+ * a plain label (the run's `untrustedName`) stays out of the line and follows it, wrapped as
+ * untrusted content, so the model that reads the main session takes it as data.
  */
 export function hookLine(run: Pick<RunSpec, 'name' | 'untrustedName'>, detail: string): string {
   if (run.untrustedName !== true) return `Hook ${run.name}${detail}`;
