@@ -23,6 +23,10 @@ export const ErrorCode = {
   ControlUnknownOp: 'ERR_CONTROL_UNKNOWN_OP',
   ControlTooLarge: 'ERR_CONTROL_TOO_LARGE',
   ControlBadRequest: 'ERR_CONTROL_BAD_REQUEST',
+  // More connections open than the channel serves at once: this one is answered and closed.
+  ControlBusy: 'ERR_CONTROL_BUSY',
+  // The CLI's own refusal: the state directory's control files are not what the server makes.
+  ControlUnsafe: 'ERR_CONTROL_UNSAFE',
   // The inspector: a `Host` that does not name its listener (421), and a request without a live session (401).
   Misdirected: 'ERR_MISDIRECTED',
   NoSession: 'ERR_NO_SESSION',

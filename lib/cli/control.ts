@@ -1,9 +1,13 @@
-import { readFile } from 'node:fs/promises';
 import { connect } from 'node:net';
-import { CONTROL_LINE_MAX, controlFiles, socketPathProblem } from '../edge/control.ts';
+import { join } from 'node:path';
+import { CONTROL_LINE_MAX, CONTROL_SOCKET, socketPathProblem } from '../edge/control.ts';
+import { openControlFiles } from './control-files.ts';
+import { escapeControls } from './event-text.ts';
+import { FAILURE, type Io } from './io.ts';
 
 // The CLI's side of the control channel (lib/edge/control.ts): one request line with the secret
-// read from the state directory, one answer line.
+// read from the state directory (its files checked first, lib/cli/control-files.ts), one answer
+// line. Whatever listens on the socket wrote the answer: a command prints it escaped.
 
 /** What the server said, or why it said nothing. */
 export type ControlAnswer =
@@ -27,22 +31,21 @@ export async function callServer(stateDir: string, op: string, args: unknown, op
   const noServer: ControlAnswer = { kind: 'no-server', why: `no running server found for state directory ${stateDir}` };
   const problem = socketPathProblem(stateDir);
   if (problem !== null) return { kind: 'error', code: 'ERR_CONTROL_PATH', message: problem };
-  const files = controlFiles(stateDir);
-  let secret: string;
+  // The secret's key first: the server checks these bytes before it holds more of the line.
+  const encoded = JSON.stringify({ secret: '', op, args });
+  // The server would refuse it after reading a mebibyte of it: said here without sending (the secret's 64 digits counted).
+  if (Buffer.byteLength(encoded) + 64 > CONTROL_LINE_MAX) return { kind: 'error', code: 'ERR_CONTROL_TOO_LARGE', message: `the request is over ${CONTROL_LINE_MAX} bytes` };
+  const files = await openControlFiles(stateDir);
+  if ('kind' in files) return files.kind === 'no-server' ? noServer : files;
+  const line = `${JSON.stringify({ secret: files.secret, op, args })}\n`;
   try {
-    secret = (await readFile(files.secret, 'utf8')).trim();
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' || code === 'ENOTDIR') return noServer;
-    return { kind: 'error', code: 'ERR_CONTROL_ACCESS', message: `cannot read ${files.secret}: ${code ?? String(error)} (run this as the user the server runs as)` };
+    return await _exchange(files.connectPath, join(stateDir, CONTROL_SOCKET), line, options.timeoutMs ?? CALL_TIMEOUT_MS, noServer);
+  } finally {
+    await files.close();
   }
-  const line = `${JSON.stringify({ secret, op, args })}\n`;
-  // The server would refuse it after reading a mebibyte of it: said here without sending.
-  if (Buffer.byteLength(line) - 1 > CONTROL_LINE_MAX) return { kind: 'error', code: 'ERR_CONTROL_TOO_LARGE', message: `the request is over ${CONTROL_LINE_MAX} bytes` };
-  return _exchange(files.socket, line, options.timeoutMs ?? CALL_TIMEOUT_MS, noServer);
 }
 
-function _exchange(path: string, line: string, timeoutMs: number, noServer: ControlAnswer): Promise<ControlAnswer> {
+function _exchange(path: string, shown: string, line: string, timeoutMs: number, noServer: ControlAnswer): Promise<ControlAnswer> {
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -61,7 +64,7 @@ function _exchange(path: string, line: string, timeoutMs: number, noServer: Cont
       if (error.code === 'ENOENT' || error.code === 'ECONNREFUSED') return settle(noServer);
       // EPIPE or a reset after the server answered and closed: the answer may be complete.
       if (chunks.length > 0) return settle(_parse(Buffer.concat(chunks)));
-      settle({ kind: 'error', code: 'ERR_CONTROL_CONNECT', message: `cannot talk to the server at ${path}: ${error.code ?? error.message}` });
+      settle({ kind: 'error', code: 'ERR_CONTROL_CONNECT', message: `cannot talk to the server at ${shown}: ${error.code ?? error.message}` });
     });
     socket.on('data', (chunk: Buffer) => {
       size += chunk.length;
@@ -82,9 +85,24 @@ function _parse(bytes: Buffer): ControlAnswer {
   try {
     const answer = JSON.parse(text.slice(0, newline)) as { ok?: unknown; result?: unknown; error?: { code?: unknown; message?: unknown } };
     if (answer.ok === true) return { kind: 'result', result: answer.result ?? null };
-    if (answer.ok === false && typeof answer.error?.code === 'string') return { kind: 'error', code: answer.error.code, message: String(answer.error.message ?? '') };
+    // Escaped here, as every command prints it: whatever listens on the socket chose these texts.
+    if (answer.ok === false && typeof answer.error?.code === 'string') return { kind: 'error', code: escapeControls(answer.error.code, false), message: escapeControls(String(answer.error.message ?? ''), false) };
   } catch {
     // not JSON: below
   }
   return { kind: 'error', code: 'ERR_CONTROL_ANSWER', message: 'the server sent an answer that is not a control answer' };
+}
+
+/**
+ * Runs `print` over an answer's result and returns its exit code. The answer came from whatever
+ * listens on the socket: one of another shape is said in a line (exit 1), not a crash.
+ */
+export function printResult(io: Pick<Io, 'stderr'>, prefix: string, print: () => number): number {
+  try {
+    return print();
+  } catch (error) {
+    if (!(error instanceof TypeError)) throw error;
+    io.stderr(`${prefix}: the server's answer is not one this command reads\n`);
+    return FAILURE;
+  }
 }

@@ -22,6 +22,15 @@ export function escapeControls(text: string, keepNewlines: boolean): string {
   });
 }
 
+/**
+ * `value` as one line of JSON in which every unsafe character is a `\u` escape: JSON.stringify
+ * escapes the C0 controls but leaves DEL, the C1 controls, the line separators and the
+ * bidirectional controls as they are. The same value for a JSON reader; nothing for a terminal.
+ */
+export function jsonLine(value: unknown): string {
+  return `${(JSON.stringify(value) ?? 'null').replace(_UNSAFE, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`)}\n`;
+}
+
 // The shape of a wrapped block, taken from the wrapper itself so the two cannot drift apart: a
 // wrap of placeholder values, each placeholder a named group at its first place and a
 // back-reference after it.

@@ -2,7 +2,7 @@ import { sleep } from '../retry.ts';
 import type { OutboxEntry, OutboxState } from '../store/outbox.ts';
 import { readOutbox } from '../store/read.ts';
 import { COMMON, type Command, type Flags } from './command.ts';
-import { callServer } from './control.ts';
+import { callServer, printResult } from './control.ts';
 import { retryOutbox, type RetryOutcome, type RetryRequest } from '../store/outbox-retry.ts';
 import { escapeControls } from './event-text.ts';
 import { exists, FAILURE, USAGE, type Io } from './io.ts';
@@ -99,7 +99,7 @@ async function _retry(flags: OutboxFlags, ids: string[], io: Io): Promise<number
   if (dir === null) return FAILURE;
   const request: RetryRequest = flags.dead === true ? { dead: true } : { ids };
   const answer = await callServer(dir, 'outbox.retry', request);
-  if (answer.kind === 'result') return _retried(answer.result as RetryOutcome, 'the server is sending them', io);
+  if (answer.kind === 'result') return printResult(io, 'hooks-ingress outbox retry', () => _retried(answer.result as RetryOutcome, 'the server is sending them', io));
   if (answer.kind === 'error') io.stderr(`hooks-ingress outbox retry: ${answer.message}\n`);
   if (answer.kind === 'timeout') io.stderr(`hooks-ingress outbox retry: the server at ${dir} did not answer in time\n`);
   if (answer.kind !== 'no-server') return FAILURE;
@@ -131,7 +131,7 @@ async function _retry(flags: OutboxFlags, ids: string[], io: Io): Promise<number
 
 function _retried(outcome: RetryOutcome, then: string, io: Io): number {
   if (outcome.notRetryable.length > 0) {
-    io.stderr(`hooks-ingress outbox retry: not a dead or pending entry: ${outcome.notRetryable.join(', ')}\n`);
+    io.stderr(`hooks-ingress outbox retry: not a dead or pending entry: ${escapeControls(outcome.notRetryable.join(', '), false)}\n`);
     return FAILURE;
   }
   const n = outcome.retried.length;

@@ -4,7 +4,7 @@ import { escapeControls } from './event-text.ts';
 
 // How `try` and `requests replay --dry-run` show what a request would become.
 
-/** A dry run's result as a person reads it; what came with the request has its control characters escaped. */
+/** A dry run's result as a person reads it, its control characters escaped (the request's, the transforms', and the server's that answered). */
 export function formatPreview(p: Preview): string {
   const lines: string[] = [];
   const row = (key: string, value: string) => lines.push(`${key.padEnd(11)} ${escapeControls(value, false)}`);
@@ -35,5 +35,6 @@ export function formatPreview(p: Preview): string {
     for (const placeholder of a.unresolved) lines.push(`  warning: {{${escapeControls(placeholder, false)}}} resolved to nothing`);
   });
   for (const warning of p.warnings) lines.push(`warning: ${escapeControls(warning, false)}`);
-  return `${lines.join('\n')}\n`;
+  // Escaping an escaped text changes nothing; this catches what the rows above did not (a mode, a status).
+  return `${escapeControls(lines.join('\n'), true)}\n`;
 }

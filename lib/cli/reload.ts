@@ -1,5 +1,5 @@
 import { COMMON, type Command } from './command.ts';
-import { callServer } from './control.ts';
+import { callServer, printResult } from './control.ts';
 import { escapeControls } from './event-text.ts';
 import { FAILURE, USAGE, type Io } from './io.ts';
 import { stateDirFor } from './state-dir.ts';
@@ -39,7 +39,7 @@ Options:
     const answer = await callServer(dir, 'reload', null, { timeoutMs: seconds * 1000 });
     switch (answer.kind) {
       case 'result':
-        return printVerdict(answer.result as ReloadVerdict, io);
+        return printResult(io, 'hooks-ingress reload', () => printVerdict(answer.result as ReloadVerdict, io));
       case 'no-server':
         io.stderr(`hooks-ingress reload: ${answer.why}\n`);
         return FAILURE;
@@ -53,12 +53,12 @@ Options:
   },
 };
 
-/** Prints a reload verdict (applied on stdout, refused or failed on stderr) and returns the exit code. */
+/** Prints a reload verdict (applied on stdout, refused or failed on stderr), every text escaped, and returns the exit code. */
 export function printVerdict(verdict: ReloadVerdict, io: Pick<Io, 'stdout' | 'stderr'>): number {
   const file = verdict.file === null ? 'its config' : escapeControls(verdict.file, false);
   if (verdict.outcome === 'applied') {
     const lines = changeLines(verdict.changes);
-    const restart = verdict.needsRestart ?? [];
+    const restart = (verdict.needsRestart ?? []).map((key) => escapeControls(key, false));
     io.stdout(
       `applied: the server reloaded ${file}\n${lines.length === 0 ? '  no hook, mapping or secret added, removed or changed\n' : lines.map((l) => `  ${l}\n`).join('')}` +
         (restart.length === 0 ? '' : `  not applied until the next start: ${restart.join(', ')}\n`),
@@ -74,7 +74,7 @@ export function printVerdict(verdict: ReloadVerdict, io: Pick<Io, 'stdout' | 'st
 export function changeLines(changes: ReloadChanges): string[] {
   const lines: string[] = [];
   for (const [kind, lists] of Object.entries(changes) as [string, Record<string, string[]>][]) {
-    for (const [how, names] of Object.entries(lists)) if (names.length > 0) lines.push(`${kind} ${how}: ${names.map((n) => escapeControls(n, false)).join(', ')}`);
+    for (const [how, names] of Object.entries(lists)) if (names.length > 0) lines.push(escapeControls(`${kind} ${how}: ${names.join(', ')}`, false));
   }
   return lines;
 }

@@ -6,8 +6,8 @@ import type { Ledger } from '../store/ledger.ts';
 import { filterEntries, findEntry, readLedger } from '../store/ledger-read.ts';
 import type { LedgerEntry } from '../store/ledger-entry.ts';
 import type { Flags } from './command.ts';
-import { callServer } from './control.ts';
-import { escapeControls } from './event-text.ts';
+import { callServer, printResult } from './control.ts';
+import { escapeControls, jsonLine } from './event-text.ts';
 import { FAILURE, messagePrefix, USAGE, type Io } from './io.ts';
 import { describeBecame, formatEntryLine } from './entry-text.ts';
 import { filterFrom, ledgerOf } from './ledger-access.ts';
@@ -167,14 +167,16 @@ export async function replayCommand(flags: Flags, ids: string[], io: Io): Promis
       io.stderr(`${messagePrefix(io)}: ${escapeControls(answer.message, false)}\n`);
       return FAILURE;
   }
-  const { results } = answer.result as { results: ReplayResult[] };
-  let failed = false;
-  for (const result of results) {
-    if (flags.json) io.stdout(`${JSON.stringify(result)}\n`);
-    else io.stdout(formatReplay(result));
-    if (!result.ok || ('outcome' in result ? result.outcome.status : result.preview.status) >= 400) failed = true;
-  }
-  return failed ? FAILURE : 0;
+  return printResult(io, messagePrefix(io), () => {
+    const { results } = answer.result as { results: ReplayResult[] };
+    if (!Array.isArray(results) || results.some((r) => typeof r !== 'object' || r === null)) throw new TypeError('Cannot read the answer: results is not a list of results');
+    let failed = false;
+    for (const result of results) {
+      io.stdout(flags.json ? jsonLine(result) : formatReplay(result));
+      if (!result.ok || ('outcome' in result ? result.outcome.status : result.preview.status) >= 400) failed = true;
+    }
+    return failed ? FAILURE : 0;
+  });
 }
 
 /** One replay's result as a line. */

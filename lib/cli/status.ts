@@ -1,6 +1,6 @@
 import { COMMON, type Command } from './command.ts';
-import { callServer } from './control.ts';
-import { escapeControls } from './event-text.ts';
+import { callServer, printResult } from './control.ts';
+import { escapeControls, jsonLine } from './event-text.ts';
 import { FAILURE } from './io.ts';
 import { stateDirFor } from './state-dir.ts';
 import type { ServerStatus } from './operations.ts';
@@ -30,32 +30,36 @@ Options:
     if (dir === null) return FAILURE;
     const answer = await callServer(dir, 'status', null, { timeoutMs: STATUS_TIMEOUT_MS });
     if (answer.kind === 'result') {
-      // `running` first, as in the answer printed when no server runs: one field tells the two apart.
-      io.stdout(flags.json ? `${JSON.stringify({ running: true, ...(answer.result as ServerStatus) })}\n` : formatStatus(answer.result as ServerStatus));
-      return 0;
+      return printResult(io, 'hooks-ingress status', () => {
+        const s = answer.result as ServerStatus;
+        if (typeof s !== 'object' || s === null || typeof s.pid !== 'number') throw new TypeError('Cannot read the answer: not a status');
+        // `running` first, as in the answer printed when no server runs: one field tells the two apart.
+        io.stdout(flags.json ? jsonLine({ running: true, ...s }) : formatStatus(s));
+        return 0;
+      });
     }
     const why = answer.kind === 'no-server' ? answer.why : answer.kind === 'timeout' ? `the server at ${dir} did not answer within ${STATUS_TIMEOUT_MS / 1000} s` : answer.message;
-    if (flags.json) io.stdout(`${JSON.stringify({ running: false, stateDir: dir, why })}\n`);
+    if (flags.json) io.stdout(jsonLine({ running: false, stateDir: dir, why }));
     io.stderr(`hooks-ingress status: ${why}\n`);
     return FAILURE;
   },
 };
 
-/** A status as a person reads it, one `name: value` line each. */
+/** A status as a person reads it, one `name: value` line each; every value escaped (whatever listens on the socket wrote it). */
 export function formatStatus(s: ServerStatus): string {
   const outbox = s.outbox === null ? 'off (not in forward mode)' : `${s.outbox.pending} pending, ${s.outbox.sent} sent, ${s.outbox.dead} dead`;
   const ledger = s.ledger === null ? 'none' : `${s.ledger.entries} entries, ${s.ledger.bytes} bytes`;
   const rows: [string, string][] = [
     ['running', `pid ${s.pid}, up ${_duration(s.uptimeSeconds)} (since ${s.startedAt})`],
     ['listening', s.url ?? 'unknown'],
-    ['state', escapeControls(s.stateDir, false)],
+    ['state', s.stateDir],
     ['backlog', `${s.backlog.events} event${s.backlog.events === 1 ? '' : 's'} not yet read by a heartbeat, ${s.backlog.bytes} bytes`],
     ['outbox', outbox],
     ['journal', `${s.journalBytes} bytes`],
     ['ledger', ledger],
     ['last reload', _lastReload(s)],
   ];
-  return rows.map(([name, value]) => `${`${name}:`.padEnd(13)}${value}\n`).join('');
+  return rows.map(([name, value]) => `${`${name}:`.padEnd(13)}${escapeControls(value, false)}\n`).join('');
 }
 
 function _lastReload(s: ServerStatus): string {
@@ -71,7 +75,7 @@ function _verdict(s: ServerStatus): string {
     const restart = last.needsRestart === undefined || last.needsRestart.length === 0 ? '' : `; not applied until the next start: ${last.needsRestart.join(', ')}`;
     return `applied at ${last.at}${lines.length === 0 ? ' (no hook, mapping or secret changed)' : `: ${lines.join('; ')}`}${restart}`;
   }
-  return `${last.outcome} at ${last.at}: ${last.problems.map((p) => escapeControls(p, false)).join('; ')}`;
+  return `${last.outcome} at ${last.at}: ${last.problems.join('; ')}`;
 }
 
 // 3d 4h, 2h 5m, 4m 10s, 12s.

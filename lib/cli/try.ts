@@ -8,8 +8,8 @@ import type { LedgerEntry } from '../store/ledger-entry.ts';
 import { readLastRoute } from '../store/read.ts';
 import { clipLine } from '../text.ts';
 import { COMMON, type Command, type Flags } from './command.ts';
-import { callServer } from './control.ts';
-import { escapeControls } from './event-text.ts';
+import { callServer, printResult } from './control.ts';
+import { escapeControls, jsonLine } from './event-text.ts';
 import { formatPreview } from './preview-text.ts';
 import { FAILURE, messagePrefix, USAGE, type Io } from './io.ts';
 import { ledgerOf } from './ledger-access.ts';
@@ -82,7 +82,7 @@ async function _try(flags: Flags, positionals: string[], io: Io): Promise<number
   const request = await _request(flags, positionals, io);
   if (typeof request === 'number') return request;
   const { dir } = request;
-  let preview: Preview;
+  let preview: Preview | undefined;
   let where: 'server' | 'local' = 'server';
   // A stored request is tried as its replay would run (`requests replay --dry-run`), so the two agree.
   const answer =
@@ -92,12 +92,16 @@ async function _try(flags: Flags, positionals: string[], io: Io): Promise<number
         ? await callServer(dir, REPLAY_OP, { ids: [request.entry.id], dryRun: true })
         : await callServer(dir, TRY_OP, _args(request.input));
   if (answer.kind === 'result') {
-    const result = 'entry' in request ? (answer.result as { results: ReplayResult[] }).results[0] : { id: '', ok: true as const, preview: answer.result as Preview };
-    if (result === undefined || !result.ok || !('preview' in result)) {
-      io.stderr(`${messagePrefix(io)}: ${escapeControls(result !== undefined && !result.ok ? result.error : 'the server gave no preview', false)}\n`);
-      return FAILURE;
-    }
-    preview = result.preview;
+    const found = printResult(io, messagePrefix(io), () => {
+      const result = 'entry' in request ? (answer.result as { results: ReplayResult[] }).results[0] : { id: '', ok: true as const, preview: answer.result as Preview };
+      if (result === undefined || !result.ok || !('preview' in result)) {
+        io.stderr(`${messagePrefix(io)}: ${escapeControls(result !== undefined && !result.ok ? String(result.error) : 'the server gave no preview', false)}\n`);
+        return FAILURE;
+      }
+      preview = result.preview;
+      return 0;
+    });
+    if (found !== 0) return found;
   } else if (answer.kind === 'no-server') {
     const local = await _local(flags, io, request);
     if (local === null) return FAILURE;
@@ -107,9 +111,13 @@ async function _try(flags: Flags, positionals: string[], io: Io): Promise<number
     io.stderr(`${messagePrefix(io)}: ${answer.kind === 'timeout' ? 'the server did not answer in time' : escapeControls(answer.message, false)}\n`);
     return FAILURE;
   }
-  if (flags.json) io.stdout(`${JSON.stringify({ ...preview, triedBy: where })}\n`);
-  else io.stdout(`${where === 'local' ? 'no server is running: tried here, with the config file and the same transform sandbox\n' : 'tried by the running server\n'}${formatPreview(preview)}`);
-  return preview.status >= 400 ? FAILURE : 0;
+  const shown = preview;
+  if (shown === undefined) return FAILURE;
+  return printResult(io, messagePrefix(io), () => {
+    if (flags.json) io.stdout(jsonLine({ ...shown, triedBy: where }));
+    else io.stdout(`${where === 'local' ? 'no server is running: tried here, with the config file and the same transform sandbox\n' : 'tried by the running server\n'}${formatPreview(shown)}`);
+    return shown.status >= 400 ? FAILURE : 0;
+  });
 }
 
 /** A request written on the command line, or a stored one. */
