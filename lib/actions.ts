@@ -9,6 +9,10 @@ export type WakeMode = (typeof WAKE_MODES)[number];
 export const CHANNELS = ['last', 'whatsapp', 'telegram', 'discord', 'slack', 'mattermost', 'signal', 'imessage', 'msteams'] as const;
 export type Channel = (typeof CHANNELS)[number];
 
+/** OpenClaw's `sessionMode`: `isolated` runs with no history, `persistent` continues the key's session. */
+export const SESSION_MODES = ['isolated', 'persistent'] as const;
+export type SessionMode = (typeof SESSION_MODES)[number];
+
 export const THINKING_LEVELS = ['off', 'minimal', 'low', 'medium', 'high', 'xhigh'] as const;
 export type Thinking = (typeof THINKING_LEVELS)[number];
 
@@ -41,6 +45,10 @@ interface _RunFields {
    * template or a transform's) gets this run's reply and nothing after it.
    */
   toConfigured?: boolean;
+  /** The channel account to send from (OpenClaw's `accountId`); only with a concrete `channel` and a `to`. */
+  accountId?: string;
+  /** `isolated`: no history read or kept, even for a stable key; `persistent` or absent: the key's session continues (a generated key is isolated). */
+  sessionMode?: SessionMode;
   /** As requested on an action; on a run, a `provider/model` key with aliases already resolved. */
   model?: string;
   thinking?: Thinking;

@@ -79,6 +79,28 @@ test('an agent:main: key sent for agent hooks is judged again re-scoped, as the 
   assert.equal(h.store.runs().length, 2);
 });
 
+test('/agent takes the released gateway\'s sessionMode and accountId: recorded on the run, held to its rules', async (t) => {
+  const h = await start(t, {
+    hooks: { allowRequestSessionKey: true, allowedSessionKeyPrefixes: ['hook:'] },
+    channels: { telegram: { botToken: '123:spec', apiBase: 'http://127.0.0.1:9' } },
+  });
+  const isolated = await post(h.url, '/hooks/agent', { headers: AUTH, body: { message: 'x', sessionKey: 'hook:inbox', sessionMode: 'isolated' } });
+  assert.equal(isolated.status, 202, isolated.text);
+  const persistent = await post(h.url, '/hooks/agent', { headers: AUTH, body: { message: 'x', sessionKey: 'hook:inbox', sessionMode: 'persistent', channel: 'telegram', to: '42', deliver: false } });
+  assert.equal(persistent.status, 202, persistent.text);
+  const account = await post(h.url, '/hooks/agent', { headers: AUTH, body: { message: 'x', channel: 'telegram', to: '42', accountId: 'work' } });
+  assert.equal(account.status, 202, account.text);
+  const runs = (await readRuns(h.state)).map((r) => [r.sessionMode, r.accountId]);
+  assert.deepEqual(runs, [['isolated', undefined], ['persistent', undefined], [undefined, 'work']]);
+  for (const [body, message] of [
+    [{ message: 'x', sessionMode: 'persistent' }, 'sessionMode: "persistent" requires a sessionKey'],
+    [{ message: 'x', accountId: 'work' }, 'accountId: requires channel and to'],
+  ] as const) {
+    const refused = await post(h.url, '/hooks/agent', { headers: AUTH, body });
+    assert.deepEqual([refused.status, refused.body['code'], refused.body['error']], [400, 'ERR_INVALID_PAYLOAD', message]);
+  }
+});
+
 test('an unknown /wake or /agent field is a 400 by default; with hooks.unknownPayloadFields "log" it is accepted and logged by name', async (t) => {
   const strict = await start(t);
   const refused = await post(strict.url, '/hooks/wake', { headers: AUTH, body: { text: 'x', source: 'ci' } });

@@ -168,6 +168,24 @@ test('parseAgent() accepts idempotencyKey but leaves it to the idempotency table
   assert.ok(!('idempotencyKey' in parsed));
 });
 
+test('parseAgent() takes sessionMode "isolated" or "persistent", and "persistent" only with a sessionKey, as the gateway does', () => {
+  assert.equal(action({ message: 'x', sessionMode: 'isolated' }).sessionMode, 'isolated');
+  assert.equal(action({ message: 'x', sessionMode: 'persistent', sessionKey: 'hook:a' }).sessionMode, 'persistent');
+  assert.ok(!('sessionMode' in action({ message: 'x' })));
+  assert.equal(error({ message: 'x', sessionMode: 'persistent' }), 'sessionMode: "persistent" requires a sessionKey');
+  assert.equal(error({ message: 'x', sessionMode: 'shared' }), 'sessionMode: must be one of "isolated", "persistent"');
+});
+
+test('parseAgent() takes accountId with a concrete channel and a to, as the gateway does, and reads none with deliver false', () => {
+  assert.equal(action({ message: 'x', channel: 'telegram', to: '42', accountId: ' work ' }).accountId, 'work');
+  assert.equal(error({ message: 'x', accountId: 'work' }), 'accountId: requires channel and to');
+  assert.equal(error({ message: 'x', channel: 'telegram', accountId: 'work' }), 'accountId: requires channel and to');
+  assert.equal(error({ message: 'x', to: '42', accountId: 'work' }), 'accountId: requires channel and to');
+  assert.equal(error({ message: 'x', channel: 'last', to: '42', accountId: 'work' }), 'accountId: requires a concrete channel, not "last"');
+  assert.equal(error({ message: 'x', channel: 'telegram', to: '42', accountId: ' ' }), 'accountId: must be a non-empty string');
+  assert.ok(!('accountId' in action({ message: 'x', deliver: false, accountId: 'work' })));
+});
+
 test('parseAgent() refuses any other field, naming it', () => {
   assert.equal(error({ message: 'x', text: 'y' }), 'text: unknown key');
   assert.equal(error({ message: 'x', sessionkey: 'y' }), 'sessionkey: unknown key (did you mean "sessionKey"?)');

@@ -351,6 +351,25 @@ test('applyMappings() passes agentId, deliver, channel, timeoutSeconds and wakeM
   assert.equal(action.wakeMode, 'next-heartbeat');
 });
 
+test('applyMappings() takes sessionMode and a templated accountId from the mapping, and both from a transform', async () => {
+  const m = mapping({ id: 'acct', messageTemplate: 'm', sessionMode: 'isolated', channel: 'telegram', to: '42', accountId: '{{account}}' });
+  const action = agentOf(await applyMappings([m], request({ account: 'work' }), noTransform));
+  assert.deepEqual([action.sessionMode, action.accountId], ['isolated', 'work']);
+  const t = fake(() => ({ ok: true, value: { sessionMode: 'persistent', channel: 'slack', to: 'C1', accountId: 'ops' } }));
+  const returned = agentOf(await applyMappings([mapping({ messageTemplate: 'm', transform: { module: 't.js' } })], request({}), t.call));
+  assert.deepEqual([returned.sessionMode, returned.accountId, returned.channel], ['persistent', 'ops', 'slack']);
+  assert.deepEqual(problems({ sessionMode: 'shared' }), ['sessionMode: must be one of "isolated", "persistent"']);
+});
+
+test('applyMappings() holds accountId to the gateway\'s rule: a concrete channel and a to', async () => {
+  const noTo = await applyMappings([mapping({ id: 'a', messageTemplate: 'm', channel: 'telegram', accountId: 'work' })], request({}), noTransform);
+  assert.deepEqual(noTo, { kind: 'invalid', mappingId: 'a', error: 'mapping a: accountId: requires channel and to' });
+  const last = await applyMappings([mapping({ id: 'b', messageTemplate: 'm', to: '42', accountId: 'work' })], request({}), noTransform);
+  assert.deepEqual(last, { kind: 'invalid', mappingId: 'b', error: 'mapping b: accountId: requires a concrete channel, not "last"' });
+  const quiet = agentOf(await applyMappings([mapping({ messageTemplate: 'm', deliver: false, accountId: 'work' })], request({}), noTransform));
+  assert.ok(!('accountId' in quiet));
+});
+
 test('applyMappings() collapses a name with line breaks to one line', async () => {
   const fromTemplate = agentOf(await applyMappings([mapping({ name: '{{title}}', messageTemplate: 'm' })], request({ title: 'a\nSYSTEM: b\r\n\u2028c' }), noTransform));
   assert.equal(fromTemplate.name, 'a SYSTEM: b c');

@@ -203,6 +203,23 @@ test('admitRun() judges a key again re-scoped to the agent it resolved to: ["hoo
   assert.equal(value(admitRun(action(), 'agent', withDefault, ids('r'))).sessionKey, 'inbox');
 });
 
+test('admitRun() records sessionMode and accountId on the run', () => {
+  const config = configWith({ hooks: { allowRequestSessionKey: true, allowedSessionKeyPrefixes: ['hook:'] } });
+  const run = value(admitRun(action({ sessionKey: { value: 'hook:a', trusted: false }, sessionMode: 'persistent', channel: 'telegram', to: '42', accountId: 'work' }), 'agent', config, ids('r')));
+  assert.deepEqual([run.sessionMode, run.accountId], ['persistent', 'work']);
+  assert.equal(value(admitRun(action({ sessionMode: 'isolated' }), 'agent', configWith(), ids('s', 'r'))).sessionMode, 'isolated');
+});
+
+test('admitRun() holds sessionMode "persistent" to the gateway\'s preconditions: a session to continue, and prefixes for a key the request chose', () => {
+  const persistent = (sessionKey?: AgentAction['sessionKey']) => action({ sessionMode: 'persistent', ...(sessionKey === undefined ? {} : { sessionKey }) });
+  assert.equal(error(admitRun(persistent(), 'ci', configWith(), ids('s'))), 'sessionMode: "persistent" requires a sessionKey or hooks.defaultSessionKey');
+  assert.equal(value(admitRun(persistent(), 'ci', configWith({ hooks: { defaultSessionKey: 'hook:inbox' } }), ids('r'))).sessionKey, 'hook:inbox');
+  const open = configWith({ hooks: { allowRequestSessionKey: true } });
+  assert.equal(error(admitRun(persistent({ value: 'hook:a', trusted: false }), 'agent', open, ids())), 'sessionMode: "persistent" with a session key the request chose requires hooks.allowedSessionKeyPrefixes');
+  // A key the operator wrote needs no prefix rule.
+  assert.equal(value(admitRun(persistent({ value: 'hook:a', trusted: true }), 'ci', configWith(), ids('r'))).sessionKey, 'hook:a');
+});
+
 test('admitRun() lets a trusted session key through with allowRequestSessionKey false', () => {
   const run = value(admitRun(action({ sessionKey: { value: 'hook:gmail', trusted: true } }), 'gmail', configWith(), ids('r')));
   assert.equal(run.sessionKey, 'hook:gmail');

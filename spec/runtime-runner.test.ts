@@ -300,6 +300,21 @@ test('Runner runs a different session key without the other key\'s history', asy
   assert.deepEqual(fake.seen[1]!.body['messages'], [{ role: 'user', content: 'for b' }]);
 });
 
+test('Runner reads and keeps no history for a sessionMode "isolated" run, even on a stable key; "persistent" continues it', async (t) => {
+  const fake = await fakeApi(t, 'openai', (seen) => seen.reply(`re: ${seen.prompt}`));
+  const rt = await runtime(t, openAiConfig(fake));
+  await rt.finished((await rt.run({ sessionKey: 'hook:inbox', message: 'first' })).runId);
+  await rt.finished((await rt.run({ sessionKey: 'hook:inbox', message: 'isolated', sessionMode: 'isolated' })).runId);
+  await rt.finished((await rt.run({ sessionKey: 'hook:inbox', message: 'persistent', sessionMode: 'persistent' })).runId);
+  assert.deepEqual(fake.seen[1]!.body['messages'], [{ role: 'user', content: 'isolated' }]);
+  // The isolated turn was not kept: the next run of the key reads only the first one.
+  assert.deepEqual(fake.seen[2]!.body['messages'], [
+    { role: 'user', content: 'first' },
+    { role: 'assistant', content: 're: first' },
+    { role: 'user', content: 'persistent' },
+  ]);
+});
+
 test('Runner falls back to the default agent for an unknown agent id', async (t) => {
   const fake = await fakeApi(t, 'openai', answerWith('ok'));
   const rt = await runtime(t, 

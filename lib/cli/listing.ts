@@ -115,6 +115,7 @@ function _runLines(run: RunRecord): string {
   const took = run.startedAt && run.finishedAt ? ` ${((Date.parse(run.finishedAt) - Date.parse(run.startedAt)) / 1000).toFixed(1)}s` : '';
   const lines = [
     `${run.acceptedAt}  ${run.status}${took}  ${run.runId}  hook=${run.hook} name=${JSON.stringify(run.name)} agent=${run.agentId} session=${run.sessionKey}` +
+      `${run.sessionMode ? ` sessionMode=${run.sessionMode}` : ''}${run.accountId ? ` account=${run.accountId}` : ''}` +
       `${run.model ? ` model=${run.model}` : ''} attempts=${run.attempts}${run.retry ? ' (resumed)' : ''}`,
   ];
   const text = run.reply ?? run.error;

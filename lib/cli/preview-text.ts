@@ -23,9 +23,9 @@ export function formatPreview(p: Preview): string {
     if (a.run !== undefined) {
       const r = a.run;
       lines.push(`  agent       ${escapeControls(r.agentId, false)}`);
-      lines.push(`  session key ${escapeControls(r.sessionKey, false)}`);
+      lines.push(`  session key ${escapeControls(r.sessionKey, false)}${r.sessionMode === undefined ? '' : ` (${r.sessionMode})`}`);
       lines.push(`  model       ${escapeControls(r.model ?? '(the agent\'s default)', false)}`);
-      lines.push(`  channel     ${escapeControls(`${r.channel}${r.to === undefined ? '' : ` to ${r.to}`}${r.deliver ? '' : ' (not delivered)'}`, false)}`);
+      lines.push(`  channel     ${escapeControls(`${r.channel}${r.to === undefined ? '' : ` to ${r.to}`}${r.accountId === undefined ? '' : ` from account ${r.accountId}`}${r.deliver ? '' : ' (not delivered)'}`, false)}`);
       lines.push(`  name        ${escapeControls(r.name, false)}`);
     } else if (a.mode !== undefined) {
       lines.push(`  mode        ${a.mode}`);

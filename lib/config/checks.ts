@@ -148,7 +148,7 @@ export function sessionKeyWarnings(config: Config): Issue[] {
 }
 
 // The templated fields of a mapping, by key.
-const _TEMPLATED = ['name', 'textTemplate', 'messageTemplate', 'sessionKey', 'to', 'model', 'thinking'] as const;
+const _TEMPLATED = ['name', 'textTemplate', 'messageTemplate', 'sessionKey', 'to', 'accountId', 'model', 'thinking'] as const;
 
 // Names a template path may hold but never resolves through (templates read own data properties only).
 const _NEVER = new Set(['__proto__', 'prototype', 'constructor']);

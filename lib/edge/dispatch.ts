@@ -57,7 +57,7 @@ export interface PreviewAction {
   text: string;
   unresolved: string[];
   mode?: WakeMode;
-  run?: Pick<RunSpec, 'name' | 'agentId' | 'sessionKey' | 'model' | 'thinking' | 'channel' | 'to' | 'deliver' | 'timeoutSeconds'>;
+  run?: Pick<RunSpec, 'name' | 'agentId' | 'sessionKey' | 'sessionMode' | 'model' | 'thinking' | 'channel' | 'to' | 'accountId' | 'deliver' | 'timeoutSeconds'>;
 }
 
 /** The hook path and key a request is made idempotent by (and how long, when not the default). */
@@ -344,8 +344,9 @@ function _watched(call: CallTransform, preview: PreviewSink): CallTransform {
 
 // The policy decisions of an admitted run, as a dry run shows them.
 function _decisions(run: RunSpec): NonNullable<PreviewAction['run']> {
-  const { name, agentId, sessionKey, model, thinking, channel, to, deliver, timeoutSeconds } = run;
-  return { name, agentId, sessionKey, channel, deliver, ...(model === undefined ? {} : { model }), ...(thinking === undefined ? {} : { thinking }), ...(to === undefined ? {} : { to }), ...(timeoutSeconds === undefined ? {} : { timeoutSeconds }) };
+  const { name, agentId, sessionKey, sessionMode, model, thinking, channel, to, accountId, deliver, timeoutSeconds } = run;
+  const optional = { sessionMode, model, thinking, to, accountId, timeoutSeconds };
+  return { name, agentId, sessionKey, channel, deliver, ...Object.fromEntries(Object.entries(optional).filter(([, v]) => v !== undefined)) };
 }
 
 // Field names are the caller's text: a few of them, each made one short line.

@@ -1,4 +1,5 @@
-import { THINKING_LEVELS, WAKE_MODES, type Action, type AgentAction, type Channel, type Thinking, type WakeMode } from '../actions.ts';
+import { SESSION_MODES, THINKING_LEVELS, WAKE_MODES, type Action, type AgentAction, type Channel, type SessionMode, type Thinking, type WakeMode } from '../actions.ts';
+import { checkAccount } from './agent.ts';
 import { channel as channelName } from './channel-names.ts';
 import {
   array,
@@ -56,10 +57,12 @@ export const mappingSchema = object({
   textTemplate: optional(template),
   messageTemplate: optional(template),
   sessionKey: optional(template),
+  sessionMode: optional(literal(...SESSION_MODES)),
   agentId: optional(string({ trim: true, nonEmpty: true })),
   deliver: optional(boolean),
   channel: optional(channelName),
   to: optional(template),
+  accountId: optional(template),
   model: optional(template),
   thinking: optional(template),
   timeoutSeconds: optional(number({ above: 0 })),
@@ -85,10 +88,12 @@ export interface Mapping {
   textTemplate?: Template;
   messageTemplate?: Template;
   sessionKey?: Template;
+  sessionMode?: SessionMode;
   agentId?: string;
   deliver?: boolean;
   channel: Channel;
   to?: Template;
+  accountId?: Template;
   model?: Template;
   thinking?: Template;
   timeoutSeconds?: number;
@@ -199,10 +204,12 @@ const overrideSchema = object({
   name: optional(string({ trim: true })),
   agentId: optional(string({ trim: true })),
   sessionKey: optional(string({ trim: true })),
+  sessionMode: optional(literal(...SESSION_MODES)),
   wakeMode: optional(literal(...WAKE_MODES)),
   deliver: optional(boolean),
   channel: optional(channelName),
   to: optional(string({ trim: true })),
+  accountId: optional(string({ trim: true })),
   model: optional(string({ trim: true })),
   thinking: optional(literal(...THINKING_LEVELS)),
   timeoutSeconds: optional(number({ above: 0 })),
@@ -318,6 +325,12 @@ function _build(mapping: Mapping, override: Override, context: TemplateContext &
   if (to) action.to = to;
   // Only a `to` the operator wrote out may move the last route; a rendered or returned one is the payload's.
   if (to && !override.to && !isTemplated(mapping.to!.source)) action.toConfigured = true;
+  const accountId = override.accountId || text(mapping.accountId);
+  const account = checkAccount(action.deliver, accountId, action.channel, to);
+  if (account !== null) return account;
+  if (accountId && action.deliver) action.accountId = accountId;
+  const sessionMode = override.sessionMode ?? mapping.sessionMode;
+  if (sessionMode !== undefined) action.sessionMode = sessionMode;
   const model = override.model || text(mapping.model);
   if (model) action.model = model;
   if (thinking !== undefined) action.thinking = thinking as Thinking;

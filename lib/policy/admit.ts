@@ -35,6 +35,8 @@ export function admitRun(action: AgentAction, hook: string, config: AgentRules, 
   if (!agentId.ok) return agentId;
   const sessionKey = scopeSessionKey(written.value, agentId.value, config.hooks);
   if (!sessionKey.ok) return sessionKey;
+  const persistent = action.sessionMode === 'persistent' ? checkPersistent(action, config.hooks) : null;
+  if (persistent !== null) return { ok: false, error: persistent };
   const model = allowModel(action.model, config.agents.models);
   if (!model.ok) return model;
   const run: RunSpec = {
@@ -51,8 +53,23 @@ export function admitRun(action: AgentAction, hook: string, config: AgentRules, 
   if (action.untrustedName === true) run.untrustedName = true;
   if (action.to !== undefined) run.to = action.to;
   if (action.to !== undefined && action.toConfigured === true) run.toConfigured = true;
+  if (action.accountId !== undefined) run.accountId = action.accountId;
+  if (action.sessionMode !== undefined) run.sessionMode = action.sessionMode;
   if (model.value !== undefined) run.model = model.value;
   if (action.thinking !== undefined) run.thinking = action.thinking;
   if (action.timeoutSeconds !== undefined) run.timeoutSeconds = action.timeoutSeconds;
   return { ok: true, value: run };
+}
+
+/**
+ * OpenClaw's preconditions for `sessionMode: "persistent"`, kept so that what is accepted here is
+ * accepted by the gateway in forward mode: a session to continue (the action's key, or for a
+ * mapping `hooks.defaultSessionKey`), and, when the request chose the key, prefixes that bound it.
+ */
+export function checkPersistent(action: Pick<AgentAction, 'sessionKey'>, hooks: AgentRules['hooks']): string | null {
+  if (action.sessionKey === undefined && hooks.defaultSessionKey === null) return 'sessionMode: "persistent" requires a sessionKey or hooks.defaultSessionKey';
+  if (action.sessionKey?.trusted === false && (hooks.allowedSessionKeyPrefixes ?? []).length === 0) {
+    return 'sessionMode: "persistent" with a session key the request chose requires hooks.allowedSessionKeyPrefixes';
+  }
+  return null;
 }

@@ -15,8 +15,8 @@ export async function executeRun(ctx: RuntimeContext, run: RunRecord): Promise<s
     runUpdates: [{ runId: run.runId, status: 'running', attempts: run.attempts + 1, startedAt: isoNow(ctx), ...(resumed ? { retry: true } : {}) }],
   });
   const agent = agentOf(config, run.agentId);
-  // A generated key is never used again, so its turns are neither read nor kept.
-  const isolated = isGeneratedKey(run.sessionKey);
+  // A generated key is never used again, and an isolated run asked for no session: turns neither read nor kept.
+  const isolated = run.sessionMode === 'isolated' || isGeneratedKey(run.sessionKey);
   const history = isolated ? [] : await ctx.transcripts.history(run.sessionKey, config.agents.historyMaxChars);
   const outcome = await takeTurn(ctx, {
     agent,

@@ -1,4 +1,4 @@
-import { CHANNELS, THINKING_LEVELS, WAKE_MODES } from '../actions.ts';
+import { CHANNELS, SESSION_MODES, THINKING_LEVELS, WAKE_MODES } from '../actions.ts';
 import { array, boolean, check, formatIssue, literal, number, object, optional, string, typeName, type Report, type Schema } from '../schema.ts';
 import type { RunSpec, WakeMode } from '../actions.ts';
 import type { OutboxEntry, OutboxUpdate } from './outbox.ts';
@@ -157,6 +157,8 @@ const runSpec = {
   channel: literal(...CHANNELS),
   to: optional(text),
   toConfigured: optional(boolean),
+  accountId: optional(text),
+  sessionMode: optional(literal(...SESSION_MODES)),
   thinking: optional(literal(...THINKING_LEVELS)),
   timeoutSeconds: optional(number({ above: 0 })),
   requestId: optional(text),
