@@ -83,6 +83,16 @@ test('forward mode: actions accepted while the upstream is down are each deliver
   assert.ok(h.lines.every((l) => !JSON.stringify(l).includes(UPSTREAM_TOKEN)), 'the upstream token is never logged');
 });
 
+test('forward mode: an /agent run\'s sessionMode and accountId are forwarded as sent', async (t) => {
+  const fake = await gateway(t);
+  const h = await start(t, fake.port, { hooks: { allowRequestSessionKey: true, allowedSessionKeyPrefixes: ['hook:'] } });
+  const body = { message: 'x', sessionKey: 'hook:inbox', sessionMode: 'persistent', channel: 'telegram', to: '42', accountId: 'work' };
+  assert.equal((await post(h.url, '/hooks/agent', { headers: AUTH, body })).status, 202);
+  await until('the run forwarded', () => fake.accepted.length === 1);
+  const sent = fake.accepted[0]!.body;
+  assert.deepEqual([sent['sessionKey'], sent['sessionMode'], sent['channel'], sent['to'], sent['accountId']], ['hook:inbox', 'persistent', 'telegram', '42', 'work']);
+});
+
 test('forward mode: a 400 from the upstream makes the entry dead at once, with its message, counted in /metrics', async (t) => {
   const fake = await gateway(t);
   const h = await start(t, fake.port);

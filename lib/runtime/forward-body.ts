@@ -26,6 +26,8 @@ export function upstreamAgent(action: AgentAction, run: RunSpec): Record<string,
   if (action.agentId !== undefined) body['agentId'] = action.agentId;
   if (action.sessionKey !== undefined) body['sessionKey'] = action.sessionKey.value;
   if (run.to !== undefined) body['to'] = run.to;
+  if (run.accountId !== undefined) body['accountId'] = run.accountId;
+  if (action.sessionMode !== undefined) body['sessionMode'] = action.sessionMode;
   if (action.model !== undefined) body['model'] = action.model;
   if (run.thinking !== undefined) body['thinking'] = run.thinking;
   if (run.timeoutSeconds !== undefined) body['timeoutSeconds'] = run.timeoutSeconds;
