@@ -28,7 +28,7 @@ export function errorAnswer(error: HttpError): Answer {
 /**
  * Writes an answer with its headers (content type and length, no-store, the request id). A request
  * whose body was not read to its end (a large or unbounded one) gets its connection ended once the
- * answer is out.
+ * answer is out; this is where that is decided, and the answer's `Connection` header follows it.
  */
 export function sendAnswer(req: IncomingMessage, res: ServerResponse, answer: Answer, id: string, maxBodyBytes: number): void {
   if (res.headersSent || res.destroyed) return;
@@ -46,7 +46,12 @@ export function sendAnswer(req: IncomingMessage, res: ServerResponse, answer: An
   }
   headers['cache-control'] = 'no-store';
   headers['x-request-id'] = id;
+  if (close) headers['connection'] = 'close';
   res.writeHead(answer.status, headers);
+  // node:http marks a `Connection: close` answer as the connection's last (`_last`) and destroys the
+  // socket once it is written, which resets the connection while the client may still be sending.
+  // Cleared, the header only tells the client, and _linger ends the connection as below.
+  if (close) (res as { _last?: boolean })._last = false;
   res.end(req.method === 'HEAD' ? undefined : text);
   // The rest of an unread body is not ours to receive: end the connection once the answer is out.
   if (close) {
