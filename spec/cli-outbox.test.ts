@@ -8,7 +8,7 @@ import { formatEntry } from '../lib/cli/outbox.ts';
 import type { OutboxEntry } from '../lib/store/outbox.ts';
 import { defer } from './_cleanup.ts';
 import { configFile, runCli, type Spawned, spawnServer } from './_cli.ts';
-import { startFakeGateway, type FakeGateway } from './_fake-openclaw.ts';
+import { freePort, startFakeGateway, unframe, type FakeGateway } from './_fake-openclaw.ts';
 import { post } from './_http.ts';
 import { until } from './_until.ts';
 import { captureIo } from './_io.ts';
@@ -21,9 +21,9 @@ const TOKEN = 'outbox-spec-hook-token-0123456789';
 const UPSTREAM_TOKEN = 'outbox-spec-upstream-token-abcdef';
 const AUTH = { authorization: `Bearer ${TOKEN}` };
 
-async function setup(t: TestContext, fake: FakeGateway): Promise<{ args: string[]; state: string }> {
+async function setup(t: TestContext, fake: Pick<FakeGateway, 'url'>, forward: Record<string, unknown> = {}): Promise<{ args: string[]; state: string }> {
   // Forward mode needs no model, heartbeat or channel section.
-  const { config, state } = await configFile(t, { hooks: { enabled: true, token: TOKEN, forward: { url: fake.url, token: '${UPSTREAM}' } } }, 'outbox-spec-');
+  const { config, state } = await configFile(t, { hooks: { enabled: true, token: TOKEN, forward: { url: fake.url, token: '${UPSTREAM}', ...forward } } }, 'outbox-spec-');
   return { args: ['--config', config, '--state-dir', state], state };
 }
 
@@ -90,13 +90,43 @@ test('kill -9 while an entry is being forwarded: after the restart it is deliver
   await second.exited;
 });
 
+test('kill -9 while a merged wake is being forwarded: every wake it carried is still pending after the restart, and goes again merged; none is lost', { timeout: 90_000 }, async (t) => {
+  const port = await freePort();
+  // One wake per window: every wake carries the ones queued behind it.
+  const { args } = await setup(t, { url: `http://127.0.0.1:${port}/hooks` }, { maxPendingWakes: 1 });
+  const first = await serve(t, args);
+  const texts = ['disk 91 %', 'disk 95 %', 'disk 99 %', 'disk full'];
+  for (const text of texts) assert.equal((await post(first.url, '/hooks/wake', { headers: AUTH, body: { text } })).status, 200);
+  const fake = await startFakeGateway(UPSTREAM_TOKEN, port);
+  defer(t, () => fake.close());
+  fake.beforeAnswer = () => new Promise<void>(() => {});
+  await until('the merged wake to reach the upstream', () => (fake.accepted.length === 1 ? true : undefined), { timeoutMs: 60_000 });
+  first.child.kill('SIGKILL');
+  await first.exited;
+  fake.beforeAnswer = null;
+  const left = await outbox(args);
+  assert.deepEqual(left.map((e) => e.state), ['pending', 'pending', 'pending', 'pending'], 'nothing merged is marked sent before the upstream accepted it');
+
+  const second = await serve(t, args);
+  const sent = await until('every entry sent', async () => {
+    const entries = await outbox(args);
+    return entries.every((e) => e.state === 'sent') ? entries : undefined;
+  });
+  assert.deepEqual(sent.map((e) => e.batch), Array(4).fill(sent[0]!.id), 'sent together, as one merged wake');
+  assert.deepEqual(fake.received.map((r) => r.key), [sent[0]!.id, sent[0]!.id], 'the same wake twice, with the head\'s key (at least once)');
+  for (const received of fake.received) assert.deepEqual(unframe(String(received.body['text'])), texts);
+  second.child.kill('SIGTERM');
+  await second.exited;
+});
+
 test('outbox lists dead entries with the upstream\'s message; outbox retry --dead sends them through the running server', { timeout: 90_000 }, async (t) => {
   const { fake, args, server, dead } = await serveWithDeadEntry(t, 400, 'text required', 'Disk almost full');
   assert.equal(dead.lastError, 'upstream answered 400: text required');
   assert.deepEqual(await outbox(args, '--state', 'pending'), []);
   const human = await runCli(['outbox', ...args], { UPSTREAM: UPSTREAM_TOKEN });
   assert.match(human.stdout, new RegExp(`dead  ${dead.id}  /wake hook=wake attempts=1`));
-  assert.match(human.stdout, /last error: upstream answered 400: text required/);
+  assert.match(human.stdout, /last error: upstream answered 400: text required\n    refused field: text \(accepted here, refused upstream\)\n/);
+  assert.equal(dead.refusedField, 'text');
 
   fake.override = null;
   const retry = await runCli(['outbox', 'retry', '--dead', ...args], { UPSTREAM: UPSTREAM_TOKEN });
@@ -207,7 +237,7 @@ test('check names the keys forward mode leaves unused', async (t) => {
   assert.match(stderr, /agents\.defaults\.model: is not used in forward mode/);
 });
 
-test('formatEntry() shows control characters in the hook name, the upstream run id and its error text as escapes, on two lines', () => {
+test('formatEntry() shows control characters in the hook name, the upstream run id, its error text and the refused field as escapes, one line each', () => {
   const entry: OutboxEntry = {
     id: 'e1',
     target: 'agent',
@@ -218,12 +248,15 @@ test('formatEntry() shows control characters in the hook name, the upstream run 
     attempts: 3,
     upstreamRunId: 'run\u202Eevil',
     lastError: 'HTTP 500: \x1b[2J\rcleared\u2028next',
+    refusedField: 'to\x1b[2J\nforged',
+    batch: 'e0',
     deadAt: '2026-01-01T01:00:00.000Z',
   };
   assert.equal(
     formatEntry(entry),
-    '2026-01-01T00:00:00.000Z  dead  e1  /agent hook=gh\\x1b]0;owned\\x07\\nfake line attempts=3 upstreamRunId=run\\u202eevil at=2026-01-01T01:00:00.000Z\n' +
-      '    last error: HTTP 500: \\x1b[2J\\rcleared\\u2028next\n',
+    '2026-01-01T00:00:00.000Z  dead  e1  /agent hook=gh\\x1b]0;owned\\x07\\nfake line attempts=3 upstreamRunId=run\\u202eevil batch=e0 at=2026-01-01T01:00:00.000Z\n' +
+      '    last error: HTTP 500: \\x1b[2J\\rcleared\\u2028next\n' +
+      '    refused field: to\\x1b[2J\\nforged (accepted here, refused upstream)\n',
   );
 });
 

@@ -98,6 +98,21 @@ test('resolveAgentId() falls back to the default agent for an unknown agentId', 
   assert.equal(value(resolveAgentId('nobody', configWith())), 'main');
 });
 
+test('resolveAgentId() with unknown "keep" (forward mode, no list of the upstream\'s agents) keeps an unlisted id as sent and judges it by the allowlist', () => {
+  const config = configWith({ hooks: { allowedAgentIds: ['ops'] } });
+  assert.equal(value(resolveAgentId('ops', config, 'keep')), 'ops');
+  assert.equal(error(resolveAgentId('research', config, 'keep')), 'agentId: agent "research" is not in hooks.allowedAgentIds');
+  assert.equal(value(resolveAgentId('Research', configWith({ list: agents }), 'keep')), 'Research', 'a listed one in its listed spelling');
+  assert.equal(value(resolveAgentId(undefined, configWith(), 'keep')), 'main');
+});
+
+test('resolveAgentId() with unknown "refuse" refuses an id not in the list, naming hooks.forward.agents', () => {
+  const config = configWith({ list: agents });
+  assert.equal(error(resolveAgentId('nobody', config, 'refuse')), 'agentId: unknown agent "nobody" (the upstream gateway\'s agents are listed in hooks.forward.agents)');
+  assert.equal(value(resolveAgentId('RESEARCH', config, 'refuse')), 'Research');
+  assert.equal(value(resolveAgentId(undefined, config, 'refuse')), 'ops');
+});
+
 test('resolveAgentId() applies the allowlist to the fallback agent', () => {
   const admitted = configWith({ list: agents, hooks: { allowedAgentIds: ['ops'] } });
   assert.equal(value(resolveAgentId('nobody', admitted)), 'ops');

@@ -5,7 +5,7 @@ import { Forwarder } from '../lib/runtime/forward.ts';
 import { createTelemetry } from '../lib/edge/telemetry.ts';
 import { Store } from '../lib/store/store.ts';
 import { defer } from './_cleanup.ts';
-import { freePort, startFakeGateway, type FakeGateway } from './_fake-openclaw.ts';
+import { freePort, startFakeGateway, unframe, type FakeGateway, type FakeGatewayOptions } from './_fake-openclaw.ts';
 import { post } from './_http.ts';
 import { until } from './_until.ts';
 import { startApp } from './_app.ts';
@@ -24,10 +24,10 @@ interface Harness {
   dir: string;
 }
 
-async function start(t: TestContext, port: number, extra: { now?: () => number; hooks?: Record<string, unknown> } = {}): Promise<Harness> {
+async function start(t: TestContext, port: number, extra: { now?: () => number; hooks?: Record<string, unknown>; forward?: Record<string, unknown> } = {}): Promise<Harness> {
   let forwarder: Forwarder | undefined;
   const h = await startApp(t, {
-    raw: { hooks: { forward: { url: `http://127.0.0.1:${port}/hooks/`, token: UPSTREAM_TOKEN }, ...extra.hooks } },
+    raw: { hooks: { forward: { url: `http://127.0.0.1:${port}/hooks/`, token: UPSTREAM_TOKEN, ...extra.forward }, ...extra.hooks } },
     token: TOKEN,
     idempotencyTtlMs: 60_000,
     ...(extra.now === undefined ? {} : { now: extra.now }),
@@ -41,8 +41,8 @@ async function start(t: TestContext, port: number, extra: { now?: () => number; 
   return { url: h.url, store: h.store, forwarder: forwarder!, lines: h.lines, dir: h.state };
 }
 
-async function gateway(t: TestContext, port = 0): Promise<FakeGateway> {
-  const fake = await startFakeGateway(UPSTREAM_TOKEN, port);
+async function gateway(t: TestContext, port = 0, options: FakeGatewayOptions = {}): Promise<FakeGateway> {
+  const fake = await startFakeGateway(UPSTREAM_TOKEN, port, options);
   defer(t, () => fake.close());
   return fake;
 }
@@ -102,6 +102,7 @@ test('forward mode: a 400 from the upstream makes the entry dead at once, with i
   const [entry] = h.store.outbox();
   assert.equal(entry!.attempts, 1);
   assert.equal(entry!.lastError, 'upstream answered 400: channel must be last|telegram');
+  assert.equal(entry!.refusedField, 'channel', 'the field the upstream refused');
   assert.deepEqual(h.store.outboxCounts(), { pending: 0, sent: 0, dead: 1 });
   const page = createTelemetry({ store: h.store, limiter: () => ({ keys: 0, locked: 0, lockouts: 0 }), queueDepth: () => 0 }).render();
   assert.match(page, /^hooks_outbox_entries\{state="dead"\} 1$/m);
@@ -213,4 +214,112 @@ test('forward mode: a redirect from the upstream is not followed — the entry i
   assert.equal(entry!.lastError, `upstream answered 307, a redirect to http://127.0.0.1:${elsewhere.port}/hooks/wake, which is not followed: set hooks.forward.url to the address that answers`);
   assert.deepEqual(elsewhere.received, [], 'nothing reached the address the redirect named');
   assert.equal(fake.received.length, 1);
+});
+
+test('forward mode: a default /agent is sent with no destination (the upstream\'s default) and accepted; deliver false goes as deliver false', async (t) => {
+  const fake = await gateway(t);
+  const h = await start(t, fake.port);
+  assert.equal((await post(h.url, '/hooks/agent', { headers: AUTH, body: { message: 'Nightly report' } })).status, 202);
+  assert.equal((await post(h.url, '/hooks/agent', { headers: AUTH, body: { message: 'Quiet', deliver: false, channel: 'slack' } })).status, 202);
+  assert.equal((await post(h.url, '/hooks/agent', { headers: AUTH, body: { message: 'Explicit last', channel: 'last' } })).status, 202);
+  await until('every entry sent', () => h.store.outbox().length === 3 && h.store.outbox().every((e) => e.state === 'sent'));
+  const [plain, quiet, last] = fake.accepted.map((a) => a.body);
+  assert.deepEqual(Object.keys(plain!).sort(), ['message', 'name', 'wakeMode'], 'no deliver, channel or to');
+  assert.deepEqual(Object.keys(quiet!).sort(), ['deliver', 'message', 'name', 'wakeMode']);
+  assert.equal(quiet!['deliver'], false);
+  assert.deepEqual(Object.keys(last!).sort(), ['message', 'name', 'wakeMode']);
+});
+
+test('forward mode: a destination the upstream cannot express (last with to, a channel without to) is refused here with 400 naming the rule', async (t) => {
+  const fake = await gateway(t);
+  const h = await start(t, fake.port, { hooks: { mappings: [{ match: { path: 'ci' }, action: 'agent', messageTemplate: 'CI: {{payload.status}}', channel: 'telegram' }] } });
+  const cases: [string, Record<string, unknown>, RegExp][] = [
+    ['/hooks/agent', { message: 'x', to: '42' }, /^to: needs a concrete channel in forward mode: the upstream gateway delivers only to a channel and a recipient named together/],
+    ['/hooks/agent', { message: 'x', channel: 'last', to: '42' }, /^to: needs a concrete channel in forward mode/],
+    ['/hooks/agent', { message: 'x', channel: 'slack' }, /^to: is required with channel slack in forward mode/],
+    ['/hooks/ci', { status: 'green' }, /^mapping [^:]+: to: is required with channel telegram in forward mode/],
+  ];
+  for (const [path, body, rule] of cases) {
+    const answer = await post(h.url, path, { headers: AUTH, body });
+    assert.equal(answer.status, 400, `${path} ${JSON.stringify(body)}: ${answer.text}`);
+    assert.match(String(answer.body['error']), rule);
+  }
+  assert.deepEqual(h.store.outbox(), [], 'nothing acknowledged, nothing queued');
+  assert.equal((await post(h.url, '/hooks/agent', { headers: AUTH, body: { message: 'x', channel: 'slack', to: 'C123' } })).status, 202);
+  await until('the entry sent', () => h.store.outbox()[0]?.state === 'sent');
+  assert.deepEqual(fake.accepted.map((a) => [a.body['deliver'], a.body['channel'], a.body['to']]), [[true, 'slack', 'C123']]);
+});
+
+test('forward mode without hooks.forward.agents: an explicit agentId is answered and forwarded as sent, and hooks.allowedAgentIds judges it as requested', async (t) => {
+  const fake = await gateway(t, 0, { agents: ['main', 'ops'], defaultAgent: 'main' });
+  const h = await start(t, fake.port, { hooks: { allowedAgentIds: ['ops'] } });
+  const ops = await post(h.url, '/hooks/agent', { headers: AUTH, body: { message: 'x', agentId: 'ops' } });
+  assert.equal(ops.status, 202, ops.text);
+  assert.equal(ops.body['agentId'], 'ops');
+  const other = await post(h.url, '/hooks/agent', { headers: AUTH, body: { message: 'x', agentId: 'research' } });
+  assert.equal(other.status, 400);
+  assert.equal(other.body['error'], 'agentId: agent "research" is not in hooks.allowedAgentIds');
+  await until('the entry sent', () => h.store.outbox()[0]?.state === 'sent');
+  assert.equal(fake.accepted[0]!.body['agentId'], 'ops');
+});
+
+test('forward mode with hooks.forward.agents: a request\'s unknown agentId is refused here; a mapping\'s goes to the upstream\'s default, sent without one', async (t) => {
+  const fake = await gateway(t, 0, { agents: ['main', 'ops'], defaultAgent: 'main' });
+  const h = await start(t, fake.port, {
+    forward: { agents: ['main', 'ops'], agentId: 'main' },
+    hooks: { mappings: [{ match: { path: 'ci' }, action: 'agent', messageTemplate: 'CI', agentId: 'builder' }] },
+  });
+  const unknown = await post(h.url, '/hooks/agent', { headers: AUTH, body: { message: 'x', agentId: 'nobody' } });
+  assert.equal(unknown.status, 400);
+  assert.equal(unknown.body['error'], 'agentId: unknown agent "nobody" (the upstream gateway\'s agents are listed in hooks.forward.agents)');
+  const known = await post(h.url, '/hooks/agent', { headers: AUTH, body: { message: 'x', agentId: 'OPS' } });
+  assert.equal(known.body['agentId'], 'ops', 'the listed spelling');
+  const mapped = await post(h.url, '/hooks/ci', { headers: AUTH, body: {} });
+  assert.equal(mapped.status, 202, mapped.text);
+  assert.equal(mapped.body['agentId'], 'main');
+  await until('both sent', () => h.store.outbox().length === 2 && h.store.outbox().every((e) => e.state === 'sent'));
+  assert.deepEqual(fake.accepted.map((a) => a.body['agentId']), ['ops', undefined]);
+});
+
+test('forward mode: hooks.forward.agentId names the upstream agent wakes go to; without it a gateway with several agents refuses them', async (t) => {
+  const fake = await gateway(t, 0, { agents: ['main', 'ops'] });
+  const named = await start(t, fake.port, { forward: { agentId: 'ops' } });
+  assert.equal((await post(named.url, '/hooks/wake', { headers: AUTH, body: { text: 'Deploy done' } })).status, 200);
+  await until('the wake sent', () => named.store.outbox()[0]?.state === 'sent');
+  assert.equal(fake.accepted[0]!.body['agentId'], 'ops');
+
+  const unnamed = await start(t, fake.port);
+  assert.equal((await post(unnamed.url, '/hooks/wake', { headers: AUTH, body: { text: 'Deploy done' } })).status, 200);
+  await until('the wake to die', () => unnamed.store.outbox()[0]?.state === 'dead');
+  const [dead] = unnamed.store.outbox();
+  assert.equal(dead!.lastError, 'upstream answered 400: agentId is required when multiple agents are configured');
+  assert.equal(dead!.refusedField, 'agentId', 'the entry names the field the upstream refused');
+});
+
+test('forward mode: 200 wakes at line rate all reach a heartbeat: at most 20 go to the session per window, the last merging the rest oldest first', { timeout: 120_000 }, async (t) => {
+  let skew = 0;
+  const now = () => Date.now() + skew;
+  const fake = await gateway(t, 0, { now });
+  const h = await start(t, fake.port, { now });
+  const texts = Array.from({ length: 200 }, (_, i) => `build ${i + 1} finished`);
+  for (const text of texts) assert.equal((await post(h.url, '/hooks/wake', { headers: AUTH, body: { text } })).status, 200);
+  assert.deepEqual(fake.dropped, [], 'the upstream\'s queue never held more than 20 of them');
+  // Each window: the upstream's heartbeat reads what is pending, then a window's time passes.
+  let windows = 0;
+  await until('every wake sent', async () => {
+    await until('the forwarder to wait for a window or finish', () => (h.store.outbox().every((e) => e.state === 'sent') || fake.received.length >= 20 * (windows + 1) ? true : undefined));
+    assert.deepEqual(fake.dropped, [], `nothing dropped in window ${windows + 1}`);
+    fake.runHeartbeats();
+    if (h.store.outbox().every((e) => e.state === 'sent')) return true;
+    windows++;
+    skew += 12_000;
+    h.forwarder.kick();
+    return false;
+  });
+  const read = fake.turns.flatMap((turn) => turn.texts.flatMap((text) => (text.startsWith('<<<') || /^\d+ wake events/.test(text) ? unframe(text) : [text])));
+  assert.deepEqual(read, texts, 'every wake read once, in order');
+  assert.ok(fake.received.length < 200 && fake.received.some((r) => /^\d+ wake events/.test(String(r.body['text']))), 'the rest went merged');
+  assert.ok(fake.received.every((r) => r.body['agentId'] === undefined));
+  const merged = h.store.outbox().filter((e) => e.batch !== undefined);
+  assert.ok(merged.length > 0 && merged.every((e) => h.store.outbox().some((head) => head.id === e.batch)), 'merged entries name the entry whose wake carried them');
 });

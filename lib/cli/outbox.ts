@@ -17,12 +17,14 @@ export const OUTBOX_HELP = `Usage: hooks-ingress outbox [options]
        hooks-ingress outbox retry ID... | --dead [options]
 
 Forward mode's outbox: each accepted action bound for the upstream gateway, oldest
-first, with its state (pending, sent, dead), attempts, last error and the upstream's
-runId. Works while the server runs. Entries go upstream one at a time in the order
-they were accepted. "retry" sends dead entries again, or pending ones now (with the
-pending ones ahead of them, which go first): the running server is asked over its
-control channel; with no server running, the entries are marked pending and the
-next start sends them.
+first, with its state (pending, sent, dead), attempts, last error, the field the
+upstream refused (a dead entry it answered 4xx), the entry whose merged wake carried
+it (batch=) and the upstream's runId. Works while the server runs. Entries go
+upstream one at a time in the order they were accepted (a session's wakes past its
+heartbeat window merged into one). "retry" sends dead entries again, or pending ones
+now (with the pending ones ahead of them, which go first): the running server is
+asked over its control channel; with no server running, the entries are marked
+pending and the next start sends them.
 
 Options:
   -c, --config PATH     config file (for state.dir)
@@ -140,13 +142,16 @@ function _retried(outcome: RetryOutcome, then: string, io: Io): number {
 }
 
 /**
- * One entry as a human reads it on a terminal. The hook name comes from a request, the run id and
- * error text from the upstream: their control characters are shown as escapes, so nothing in them
- * acts on the terminal and an entry keeps to its two lines.
+ * One entry as a human reads it on a terminal. The hook name comes from a request, the run id,
+ * error text and refused field from the upstream: their control characters are shown as escapes,
+ * so nothing in them acts on the terminal and an entry keeps to its lines (at most three).
  */
 export function formatEntry(entry: OutboxEntry): string {
   const when = entry.sentAt ?? entry.deadAt ?? entry.nextAttemptAt;
   const head = `${entry.acceptedAt}  ${entry.state}  ${entry.id}  /${entry.target} hook=${entry.hook} attempts=${entry.attempts}` +
-    `${entry.runId ? ` runId=${entry.runId}` : ''}${entry.upstreamRunId ? ` upstreamRunId=${entry.upstreamRunId}` : ''}${when ? ` ${entry.state === 'pending' ? 'next' : 'at'}=${when}` : ''}`;
-  return `${escapeControls(head, false)}\n${entry.lastError ? `    last error: ${escapeControls(entry.lastError, false)}\n` : ''}`;
+    `${entry.runId ? ` runId=${entry.runId}` : ''}${entry.upstreamRunId ? ` upstreamRunId=${entry.upstreamRunId}` : ''}${entry.batch ? ` batch=${entry.batch}` : ''}` +
+    `${when ? ` ${entry.state === 'pending' ? 'next' : 'at'}=${when}` : ''}`;
+  const error = entry.lastError ? `    last error: ${escapeControls(entry.lastError, false)}\n` : '';
+  const refused = entry.refusedField ? `    refused field: ${escapeControls(entry.refusedField, false)} (accepted here, refused upstream)\n` : '';
+  return `${escapeControls(head, false)}\n${error}${refused}`;
 }

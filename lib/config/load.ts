@@ -8,6 +8,7 @@ import { checkConfig, gmailShadowWarnings, modelWarnings, sessionKeyWarnings, te
 import { resolveEnv, within, type EnvScope } from './env.ts';
 import { fileSchema, type FileConfig } from './file-schema.ts';
 import { forwardUnused } from './forward-unused.ts';
+import { checkForward, forwardWarnings } from './forward-checks.ts';
 import { locateDeno } from './locate.ts';
 import { normalise, TRANSFORMS_ROOT } from './normalise.ts';
 import { deeperThan, readConfigFile, unreadable } from './read.ts';
@@ -48,7 +49,7 @@ export async function buildConfig(raw: unknown, where: { file: string | null; en
   // The adapters are built only to check their options here; the composition root builds the ones it uses.
   await buildChannels(file.channels ?? {}, issues);
   const lexical = normalise(file, { file: where.file, dir, token });
-  issues.push(...checkConfig(lexical));
+  issues.push(...checkConfig(lexical), ...checkForward(lexical));
   const contained = await containTransforms(lexical, file.hooks?.transformsDir, issues);
   // Where deno is depends on the PATH of the process that reads the config, as a variable does: a
   // reader of one key looks for it only when that key is a transform setting (the server has its own PATH).
@@ -60,7 +61,7 @@ export async function buildConfig(raw: unknown, where: { file: string | null; en
   // A config is used to verify requests as soon as it is built: the schemes it names are imported now.
   await loadSchemes(config.hooks.mappings.flatMap((m) => (m.signature === undefined ? [] : [m.signature.scheme])));
   // In forward mode the models are the upstream's: what matters is which keys go unused here.
-  const warnings = [...sessionKeyWarnings(config), ...(config.hooks.forward === null ? modelWarnings(config) : forwardUnused(config)), ...gmailShadowWarnings(config), ...templateWarnings(config)];
+  const warnings = [...sessionKeyWarnings(config), ...(config.hooks.forward === null ? modelWarnings(config) : [...forwardUnused(config), ...forwardWarnings(config)]), ...gmailShadowWarnings(config), ...templateWarnings(config)];
   return { ok: true, config, ignored: checked.ignored, warnings: warnings.map(formatIssue) };
 }
 

@@ -18,6 +18,7 @@ export const DEFAULTS = {
   lockoutSeconds: 60,
   idempotencyTtlSeconds: 86_400,
   forwardMaxAgeSeconds: 86_400,
+  forwardMaxPendingWakes: 20,
   bind: '127.0.0.1',
   port: 8789,
   transformTimeoutMs: 5_000,
@@ -55,6 +56,7 @@ export const DEFAULT_PATHS: { readonly [K in keyof typeof DEFAULTS]: string } = 
   lockoutSeconds: 'hooks.authRateLimit.lockoutSeconds',
   idempotencyTtlSeconds: 'hooks.idempotencyTtlSeconds',
   forwardMaxAgeSeconds: 'hooks.forward.maxAgeSeconds',
+  forwardMaxPendingWakes: 'hooks.forward.maxPendingWakes',
   bind: 'gateway.bind',
   port: 'gateway.port',
   transformTimeoutMs: 'hooks.transformTimeoutMs',
@@ -153,10 +155,18 @@ function _hooks(hooks: NonNullable<FileConfig['hooks']>, where: _Where): Config[
     allowCompletionReply: hooks.allowCompletionReply ?? false,
     unknownPayloadFields: hooks.unknownPayloadFields ?? 'refuse',
     ledger: _ledger(hooks.ledger ?? {}),
-    forward:
-      hooks.forward === undefined
-        ? null
-        : { url: trimTrailingSlashes(hooks.forward.url), token: hooks.forward.token, maxAgeSeconds: hooks.forward.maxAgeSeconds ?? DEFAULTS.forwardMaxAgeSeconds },
+    forward: hooks.forward === undefined ? null : _forward(hooks.forward),
+  };
+}
+
+function _forward(forward: NonNullable<NonNullable<FileConfig['hooks']>['forward']>): NonNullable<Config['hooks']['forward']> {
+  return {
+    url: trimTrailingSlashes(forward.url),
+    token: forward.token,
+    maxAgeSeconds: forward.maxAgeSeconds ?? DEFAULTS.forwardMaxAgeSeconds,
+    agents: forward.agents ?? null,
+    agentId: forward.agentId ?? null,
+    maxPendingWakes: forward.maxPendingWakes ?? DEFAULTS.forwardMaxPendingWakes,
   };
 }
 

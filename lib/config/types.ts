@@ -74,7 +74,7 @@ export interface Config {
     /** The request ledger: what arrived on the hooks path and what became of it, within these bounds. */
     ledger: LedgerConfig;
     /** Forward mode: accepted actions go to this upstream OpenClaw gateway instead of running here. */
-    forward: { url: string; token: string; maxAgeSeconds: number } | null;
+    forward: ForwardConfig | null;
   };
   agents: {
     models: Readonly<Record<string, { alias?: string }>>;
@@ -107,4 +107,17 @@ export interface Config {
  * The outcome of loading a configuration: every problem as `path: rule`. A valid one may still
  * carry warnings: things that load but will fail when used (a model whose provider is missing).
  */
+/** Forward mode: `hooks.forward`, the upstream OpenClaw gateway accepted actions go to. */
+export interface ForwardConfig {
+  url: string;
+  token: string;
+  maxAgeSeconds: number;
+  /** The upstream's agent ids, its default first; `null`: not listed, so every requested agent id is forwarded as sent. */
+  agents: readonly string[] | null;
+  /** The upstream agent wakes go to; `null`: the upstream's own choice (refused there when it has several agents and no system agent). */
+  agentId: string | null;
+  /** At most this many wakes go to one upstream session in a heartbeat window; more are merged into one. */
+  maxPendingWakes: number;
+}
+
 export type ConfigResult = { ok: true; config: Config; ignored: string[]; warnings: string[] } | { ok: false; problems: string[] };

@@ -7,9 +7,9 @@ import { applyMappings, type CallTransform } from '../hooks/mappings.ts';
 import { detectInjection, nameLine, requestName, wrapUntrusted } from '../untrusted/wrap.ts';
 import { parseWake } from '../hooks/wake.ts';
 import type { LogFields, Logger } from '../log.ts';
-import { admitRun } from '../policy/admit.ts';
+import { admitRun, type AgentRules, type UnknownAgent } from '../policy/admit.ts';
 import { checkRoute, routesOf, type Routes } from '../policy/route.ts';
-import { upstreamAgent, upstreamWake } from '../runtime/forward-body.ts';
+import { forwardDestination, upstreamAgent, upstreamWake } from '../runtime/forward-body.ts';
 import type { Became } from '../store/ledger-entry.ts';
 import type { OutboxSpec } from '../store/outbox.ts';
 import type { Effects, Store } from '../store/store.ts';
@@ -98,6 +98,11 @@ interface _Context extends DispatchOptions {
 interface _Destination {
   /** The configured channels a run's reply is checked against; `null` in forward mode, where the upstream delivers. */
   routes: Routes | null;
+  /** Why the upstream would refuse a run's destination (forward mode), or null. */
+  unsendable(run: RunSpec): string | null;
+  /** The agents a run may go to (in forward mode the upstream's), and what an id that is not among them becomes. */
+  agents: AgentRules;
+  unknownAgent(hook: string): UnknownAgent;
   /** Records what a request was accepted for, then answers it. */
   accept(ctx: _Context, call: HookCall, accepted: _Accepted, idem: IdempotencyKey | null, answer: Answer): Promise<Answer>;
 }
@@ -127,18 +132,19 @@ const _LOCAL = {
     if (events.some((e) => e.mode === 'now')) ctx.heartbeat.request(source);
     return waitFor === undefined ? answer : ctx.wait!({ ...answer, waitFor }, call.gone);
   },
-} satisfies Omit<_Destination, 'routes'>;
+} satisfies Pick<_Destination, 'accept'>;
 
 // Forward mode: the actions as the upstream gateway's /wake and /agent take them, into the outbox.
-const _FORWARD: _Destination = {
+const _FORWARD = {
   routes: null,
+  unsendable: forwardDestination,
   async accept(ctx, call, accepted, idem, answer) {
     const outbox = accepted.actions.map((a) => (a.kind === 'wake' ? _outboxWake(ctx, a.action, call) : _outboxAgent(ctx, a.action, a.run, call)));
     await _commitForward(ctx, call, outbox, _remember(idem, call, answer));
     accepted.recorded?.();
     return answer;
   },
-};
+} satisfies Omit<_Destination, 'agents' | 'unknownAgent'>;
 
 /**
  * Turns a hook request into its effects: `/wake` and `/agent` by their schemas, any other name
@@ -147,7 +153,11 @@ const _FORWARD: _Destination = {
  */
 export function createDispatch(options: DispatchOptions): Dispatch {
   const { config } = options;
-  const destination = config.hooks.forward === null ? { ..._LOCAL, routes: routesOf(config.channels) } : _FORWARD;
+  const { forward } = config.hooks;
+  const destination: _Destination =
+    forward === null
+      ? { ..._LOCAL, routes: routesOf(config.channels), unsendable: () => null, agents: config, unknownAgent: () => 'default' }
+      : { ..._FORWARD, ..._upstreamAgents(config, forward.agents) };
   const ctx: _Context = { ...options, destination, acceptUnknown: config.hooks.unknownPayloadFields === 'log' };
   return (call, idem) => (call.name === 'wake' ? _wake(ctx, call, idem) : call.name === 'agent' ? _agent(ctx, call, idem) : _mapped(ctx, call, idem));
 }
@@ -261,15 +271,15 @@ function _mappedAnswer(forEach: boolean, runs: readonly RunSpec[], events: NonNu
 /**
  * The one admission of an agent action, for `/agent` and mapped hooks alike: every policy rule,
  * then the route, since a reply that could never be delivered is refused now, while the sender can
- * still fix it (in forward mode the upstream delivers, so its channels, not ours, decide what is
- * routable). `label` starts the message (which mapping refused it).
+ * still fix it (in forward mode the upstream delivers: its channels, not ours, decide what is
+ * routable, and a destination it cannot express is refused here). `label` starts the message (which mapping refused it).
  */
 function _admit(ctx: _Context, call: HookCall, action: AgentAction, label: string): RunSpec {
-  const admitted = admitRun(action, call.name, ctx.config, ctx.newId);
+  const { routes, agents, unknownAgent, unsendable } = ctx.destination;
+  const admitted = admitRun(action, call.name, agents, ctx.newId, unknownAgent(call.name));
   if (!admitted.ok) throw new HttpError(400, ErrorCode.NotAllowed, `${label}${admitted.error}`);
   const run = admitted.value;
-  const { routes } = ctx.destination;
-  const unroutable = run.deliver && routes !== null ? checkRoute(routes, ctx.store.lastRoute(), run.channel, run.to) : null;
+  const unroutable = routes === null ? unsendable(run) : run.deliver ? checkRoute(routes, ctx.store.lastRoute(), run.channel, run.to) : null;
   if (unroutable !== null) throw new HttpError(400, ErrorCode.InvalidPayload, `${label}${unroutable}`);
   return { ...run, requestId: call.id };
 }
@@ -292,9 +302,20 @@ async function _commit(ctx: _Context, call: HookCall, effects: Effects, idem: Id
   }
 }
 
+/**
+ * Forward mode's agents: the upstream's, when hooks.forward.agents lists them (its default first;
+ * a request's unknown id is refused there, so here too; a mapping's falls back to the default, as
+ * there). With no list every requested id is kept as sent and left to the upstream to resolve.
+ */
+function _upstreamAgents(config: Config, listed: readonly string[] | null): Pick<_Destination, 'agents' | 'unknownAgent'> {
+  if (listed === null) return { agents: config, unknownAgent: () => 'keep' };
+  const agents = { ...config.agents, list: listed.map((id) => ({ id })), defaultAgentId: listed[0] ?? config.agents.defaultAgentId };
+  return { agents: { ...config, agents }, unknownAgent: (hook) => (hook === 'agent' ? 'refuse' : 'default') };
+}
+
 // The outbox entries of forward mode: what the upstream gateway's /wake and /agent take.
 function _outboxWake(ctx: _Context, action: Pick<WakeAction, 'text' | 'mode'>, call: HookCall): OutboxSpec {
-  return { id: ctx.newId(), target: 'wake', body: upstreamWake(action), hook: call.name, requestId: call.id };
+  return { id: ctx.newId(), target: 'wake', body: upstreamWake(action, ctx.config.hooks.forward?.agentId), hook: call.name, requestId: call.id };
 }
 
 function _outboxAgent(ctx: _Context, action: AgentAction, run: RunSpec, call: HookCall): OutboxSpec {

@@ -12,14 +12,26 @@ export interface AgentRules {
   agents: { models: Models; list: readonly { id: string }[]; defaultAgentId: string };
 }
 
-/** Picks the agent: a known requested one, else the default; the result must pass `hooks.allowedAgentIds`. */
-export function resolveAgentId(requested: string | undefined, config: AgentRules): Decision<string> {
+/**
+ * What becomes of a requested agent id that `agents.list` does not hold: the default agent
+ * (this runtime's rule, and OpenClaw's for a mapping's agent), refused (OpenClaw's rule for a
+ * request's agent, in forward mode against the upstream's agents listed in hooks.forward.agents),
+ * or kept as sent (forward mode with no list: only the upstream knows its agents).
+ */
+export type UnknownAgent = 'default' | 'refuse' | 'keep';
+
+/** Picks the agent: a known requested one, else what `unknown` says; the result must pass `hooks.allowedAgentIds`. */
+export function resolveAgentId(requested: string | undefined, config: AgentRules, unknown: UnknownAgent = 'default'): Decision<string> {
   const allowed = config.hooks.allowedAgentIds;
   if (requested !== undefined && allowed !== null && allowed.length === 0) {
     return { ok: false, error: 'agentId: may not be chosen (hooks.allowedAgentIds is empty)' };
   }
   const wanted = requested?.toLowerCase();
-  const agentId = config.agents.list.find((a) => a.id.toLowerCase() === wanted)?.id ?? config.agents.defaultAgentId;
+  const known = config.agents.list.find((a) => a.id.toLowerCase() === wanted)?.id;
+  if (requested !== undefined && known === undefined && unknown === 'refuse') {
+    return { ok: false, error: `agentId: unknown agent "${echo(requested)}" (the upstream gateway's agents are listed in hooks.forward.agents)` };
+  }
+  const agentId = known ?? (requested !== undefined && unknown === 'keep' ? requested : config.agents.defaultAgentId);
   if (allowed !== null && allowed.length > 0 && !allowed.includes('*') && !allowed.some((id) => id.toLowerCase() === agentId.toLowerCase())) {
     return { ok: false, error: `agentId: agent "${echo(agentId)}" is not in hooks.allowedAgentIds` };
   }
@@ -27,11 +39,11 @@ export function resolveAgentId(requested: string | undefined, config: AgentRules
 }
 
 /** Turns an agent action into a run that every rule admits. */
-export function admitRun(action: AgentAction, hook: string, config: AgentRules, newId: () => string): Decision<RunSpec> {
+export function admitRun(action: AgentAction, hook: string, config: AgentRules, newId: () => string, unknown: UnknownAgent = 'default'): Decision<RunSpec> {
   // A key refused as written is reported before a refused agent; as re-scoped to the agent, after.
   const written = resolveSessionKey(action.sessionKey, config.hooks, newId);
   if (!written.ok) return written;
-  const agentId = resolveAgentId(action.agentId, config);
+  const agentId = resolveAgentId(action.agentId, config, unknown);
   if (!agentId.ok) return agentId;
   const sessionKey = scopeSessionKey(written.value, agentId.value, config.hooks);
   if (!sessionKey.ok) return sessionKey;

@@ -6,6 +6,9 @@ import type { OutboxEntry, OutboxUpdate } from '../store/outbox.ts';
 import type { Store } from '../store/store.ts';
 import type { Config } from '../config/types.ts';
 import { retryOutbox, type RetryOutcome, type RetryRequest } from '../store/outbox-retry.ts';
+import { randomHex } from '../random.ts';
+import { mergeable, mergeTexts, wakeSession } from './forward-merge.ts';
+import { WakeWindows } from './forward-window.ts';
 
 // Forward mode's running part, in one place: the loop that sends the outbox upstream in acceptance
 // order (the Forwarder, the outbox's client) and what `serve` starts, reconfigures and stops.
@@ -15,10 +18,12 @@ export interface ForwardTarget {
   url: string;
   token: string;
   maxAgeSeconds: number;
+  /** At most this many wakes go to one upstream session in a heartbeat window (forward-window.ts). */
+  maxPendingWakes: number;
 }
 
 export interface ForwarderOptions {
-  store: Pick<Store, 'outboxHead' | 'commit'>;
+  store: Pick<Store, 'outboxHead' | 'outbox' | 'commit'>;
   target: ForwardTarget;
   log: Logger;
   fetch?: typeof fetch;
@@ -29,13 +34,23 @@ export interface ForwarderOptions {
   maxDelayMs?: number;
   /** How long one POST may take. */
   timeoutMs?: number;
+  /** A heartbeat window's length (forward-window.ts). */
+  windowMs?: number;
+  /** The random id that frames a merged wake (forward-merge.ts). */
+  frameId?: () => string;
 }
 
 /** What one attempt came to, before it is written down. */
 type Outcome =
   | { kind: 'sent'; upstreamRunId?: string }
   | { kind: 'retry'; error: string; retryAfterMs?: number }
-  | { kind: 'dead'; error: string };
+  | { kind: 'dead'; error: string; refusedField?: string };
+
+/** One POST: the head entry, and the wakes behind it that go merged with it (none for a single entry). */
+interface _Post {
+  entries: readonly OutboxEntry[];
+  body: Record<string, unknown>;
+}
 
 const MAX_ERROR = 300;
 
@@ -46,10 +61,17 @@ const MAX_ERROR = 300;
  * sent or dead (at most `maxAgeSeconds`). Each entry carries `Idempotency-Key: <entry id>`, so a
  * repeat after a crash is dropped upstream. Every outcome is committed before the next entry
  * goes, so retries, backoff and give-ups survive restarts.
+ *
+ * Wakes to one upstream session go at most `maxPendingWakes` per heartbeat window
+ * (forward-window.ts): the last of a window carries the wakes queued right behind it for the same
+ * session, merged (forward-merge.ts), and a wake past it waits, with the queue, for the next
+ * window. Merged entries stay pending until the merged wake is accepted, and are then recorded
+ * sent together.
  */
 export class Forwarder {
   #o: ForwarderOptions;
   readonly #now: () => number;
+  readonly #windows: WakeWindows;
   #running: Promise<void> | null = null;
   #again = false;
   #timer: ReturnType<typeof setTimeout> | null = null;
@@ -58,11 +80,14 @@ export class Forwarder {
   constructor(options: ForwarderOptions) {
     this.#o = options;
     this.#now = options.now ?? Date.now;
+    this.#windows = new WakeWindows(options.target.maxPendingWakes, options.windowMs);
+    this.#windows.seed(options.store.outbox(), this.#now());
   }
 
   /** Takes a reloaded `hooks.forward`: the next attempt uses it. */
   reconfigure(target: ForwardTarget): void {
     this.#o = { ...this.#o, target };
+    this.#windows.max = target.maxPendingWakes;
   }
 
   /** Sends what is due now; later entries are picked up when their time comes. */
@@ -94,18 +119,28 @@ export class Forwarder {
   async #drain(): Promise<void> {
     while (!this.#stopping.signal.aborted) {
       const head = this.#o.store.outboxHead();
-      if (head === null || _due(head) > this.#now()) return;
+      if (head === null || this.#due(head) > this.#now()) return;
       await this.#attempt(head);
       if (this.#o.store.outboxHead()?.id === head.id) return;
     }
   }
 
+  // When the head may go: its retry time, and for a wake its session's window.
+  #due(head: OutboxEntry): number {
+    const due = _due(head);
+    if (head.target !== 'wake') return due;
+    const session = wakeSession(head.body);
+    const now = this.#now();
+    return this.#windows.room(session, now) > 0 ? due : Math.max(due, this.#windows.reopensAt(session, now));
+  }
+
   async #attempt(entry: OutboxEntry): Promise<void> {
     const { store, log, target } = this.#o;
     const deadline = Date.parse(entry.retriedAt ?? entry.acceptedAt) + target.maxAgeSeconds * 1000;
-    if (this.#now() >= deadline) return this.#record(entry, { kind: 'dead', error: `not accepted upstream within ${target.maxAgeSeconds} s${entry.lastError ? ` (last: ${entry.lastError})` : ''}` }, entry.attempts);
+    if (this.#now() >= deadline) return this.#record([entry], { kind: 'dead', error: `not accepted upstream within ${target.maxAgeSeconds} s${entry.lastError ? ` (last: ${entry.lastError})` : ''}` }, entry.attempts);
     const attempts = entry.attempts + 1;
-    const outcome = await this.#send(entry);
+    const post = this.#post(entry);
+    const outcome = await this.#send(entry, post.body);
     if (this.#stopping.signal.aborted && outcome.kind !== 'sent') return;
     if (outcome.kind === 'retry') {
       const backoff = Math.min(this.#o.maxDelayMs ?? 300_000, (this.#o.baseDelayMs ?? 1_000) * 2 ** (attempts - 1)) * (this.#o.random ?? Math.random)();
@@ -115,24 +150,53 @@ export class Forwarder {
       log.warn('forward will retry', { outbox: entry.id, target: entry.target, attempts, error: outcome.error });
       return;
     }
-    return this.#record(entry, outcome, attempts);
+    if (outcome.kind === 'sent' && entry.target === 'wake') this.#windows.sent(wakeSession(entry.body), this.#now());
+    return this.#record(post.entries, outcome, attempts);
   }
 
-  async #record(entry: OutboxEntry, outcome: Exclude<Outcome, { kind: 'retry' }>, attempts: number): Promise<void> {
+  /**
+   * What the head's POST carries: the head as accepted, or, when it is the last wake its session's
+   * window takes, the wakes queued right behind it for the same session merged with it (under
+   * 256 KiB), asking for a heartbeat now. The queue's order holds: only consecutive wakes merge.
+   */
+  #post(head: OutboxEntry): _Post {
+    if (head.target !== 'wake') return { entries: [head], body: head.body };
+    const session = wakeSession(head.body);
+    if (this.#windows.room(session, this.#now()) !== 1) return { entries: [head], body: head.body };
+    const run: OutboxEntry[] = [];
+    let reached = false;
+    for (const entry of this.#o.store.outbox()) {
+      if (entry.id === head.id) reached = true;
+      if (!reached || entry.state !== 'pending') continue;
+      if (entry.target !== 'wake' || wakeSession(entry.body) !== session || typeof entry.body['text'] !== 'string') break;
+      run.push(entry);
+    }
+    const texts = run.map((e) => e.body['text'] as string);
+    const id = (this.#o.frameId ?? (() => randomHex(12)))();
+    const fits = run.length < 2 ? 1 : mergeable(texts, Buffer.byteLength(JSON.stringify({ ...head.body, text: '', mode: 'now' })), id.length);
+    if (fits < 2) return { entries: [head], body: { ...head.body, mode: 'now' } };
+    return { entries: run.slice(0, fits), body: { ...head.body, text: mergeTexts(texts.slice(0, fits), id), mode: 'now' } };
+  }
+
+  async #record(entries: readonly OutboxEntry[], outcome: Exclude<Outcome, { kind: 'retry' }>, attempts: number): Promise<void> {
     const at = new Date(this.#now()).toISOString();
-    const update: OutboxUpdate =
-      outcome.kind === 'sent'
-        ? { id: entry.id, attempts, state: 'sent', sentAt: at, ...(outcome.upstreamRunId === undefined ? {} : { upstreamRunId: outcome.upstreamRunId }) }
-        : { id: entry.id, attempts, state: 'dead', deadAt: at, lastError: outcome.error };
-    await this.#o.store.commit({ outboxUpdates: [update] });
-    if (outcome.kind === 'sent') this.#o.log.info('forward sent', { outbox: entry.id, target: entry.target, attempts, ...(outcome.upstreamRunId === undefined ? {} : { upstreamRunId: outcome.upstreamRunId }) });
-    else this.#o.log.error('forward dead', { outbox: entry.id, target: entry.target, attempts, error: outcome.error });
+    const [head] = entries as [OutboxEntry];
+    const batch = entries.length > 1 ? { batch: head.id } : {};
+    const updates = entries.map((entry): OutboxUpdate => {
+      const tried = entry === head ? attempts : entry.attempts + 1;
+      if (outcome.kind === 'sent') return { id: entry.id, attempts: tried, state: 'sent', sentAt: at, ...batch, ...(outcome.upstreamRunId === undefined ? {} : { upstreamRunId: outcome.upstreamRunId }) };
+      return { id: entry.id, attempts: tried, state: 'dead', deadAt: at, lastError: outcome.error, ...batch, ...(outcome.refusedField === undefined ? {} : { refusedField: outcome.refusedField }) };
+    });
+    await this.#o.store.commit({ outboxUpdates: updates });
+    const merged = entries.length > 1 ? { merged: entries.length } : {};
+    if (outcome.kind === 'sent') this.#o.log.info('forward sent', { outbox: head.id, target: head.target, attempts, ...merged, ...(outcome.upstreamRunId === undefined ? {} : { upstreamRunId: outcome.upstreamRunId }) });
+    else this.#o.log.error('forward dead', { outbox: head.id, target: head.target, attempts, ...merged, error: outcome.error, ...(outcome.refusedField === undefined ? {} : { refusedField: outcome.refusedField }) });
   }
 
-  async #send(entry: OutboxEntry): Promise<Outcome> {
+  async #send(entry: OutboxEntry, sent: Record<string, unknown>): Promise<Outcome> {
     const { target } = this.#o;
     const signal = AbortSignal.any([this.#stopping.signal, AbortSignal.timeout(this.#o.timeoutMs ?? 30_000)]);
-    const reply = await post(`${target.url}/${entry.target}`, JSON.stringify(entry.body), {
+    const reply = await post(`${target.url}/${entry.target}`, JSON.stringify(sent), {
       fetch: this.#o.fetch ?? fetch,
       headers: { 'content-type': 'application/json', authorization: `Bearer ${target.token}`, 'idempotency-key': entry.id },
       signal,
@@ -156,7 +220,9 @@ export class Forwarder {
       const wait = retryAfterMs(reply.headers, this.#now());
       return wait === undefined ? { kind: 'retry', error } : { kind: 'retry', error, retryAfterMs: wait };
     }
-    return { kind: 'dead', error };
+    // Anything accepted here that the upstream refuses is a defect here: the entry names the field it refused.
+    const field = refusedField(said);
+    return field === undefined ? { kind: 'dead', error } : { kind: 'dead', error, refusedField: field };
   }
 
   // One timer, for the head of the queue; kicks also come from new requests.
@@ -166,7 +232,7 @@ export class Forwarder {
     this.#timer = null;
     const head = this.#o.store.outboxHead();
     if (head === null) return;
-    const delay = Math.max(0, _due(head) - this.#now());
+    const delay = Math.max(0, this.#due(head) - this.#now());
     this.#timer = setTimeout(() => this.kick(), Math.min(delay, 2 ** 31 - 1));
     this.#timer.unref?.();
   }
@@ -177,6 +243,20 @@ function _place(location: string, base: string): string {
   if (!URL.canParse(location, base)) return '(an address that is not a URL)';
   const url = new URL(location, base);
   return `${url.origin}${url.pathname}`;
+}
+
+// The payload fields OpenClaw's /wake and /agent take, as its refusals name them.
+const _FIELDS = new Set(['text', 'mode', 'agentId', 'sessionKey', 'message', 'name', 'wakeMode', 'sessionMode', 'deliver', 'channel', 'to', 'accountId', 'model', 'thinking', 'timeoutSeconds', 'idempotencyKey']);
+
+/**
+ * The payload field an upstream refusal names: OpenClaw's 400s begin with it ("channel and to must
+ * be set together…", "sessionKey must start with…", "text required"), or with "unknown" before it
+ * ("unknown agentId …"). Undefined when the words name none (401 "Unauthorized").
+ */
+export function refusedField(said: string): string | undefined {
+  const words = said.trim().split(/[^A-Za-z]+/);
+  const first = words[0] === 'unknown' ? words[1] : words[0];
+  return first !== undefined && _FIELDS.has(first) ? first : undefined;
 }
 
 function _due(entry: OutboxEntry): number {

@@ -30,6 +30,10 @@ export interface OutboxEntry extends OutboxSpec {
   /** Not before this time (ISO) is the next attempt made: the backoff, or the upstream's Retry-After. */
   nextAttemptAt?: string;
   lastError?: string;
+  /** The payload field the upstream named when it refused the entry (a 4xx): something accepted here that it does not take. */
+  refusedField?: string;
+  /** The entry whose POST carried this one too: wakes held back for a session go upstream merged into one. */
+  batch?: string;
   /** The upstream's runId, from its answer to an agent entry. */
   upstreamRunId?: string;
   sentAt?: string;
@@ -48,8 +52,8 @@ export function newEntries(specs: readonly OutboxSpec[], time: string): OutboxEn
 
 /**
  * Applies a journal line's entries and updates to `outbox`. An entry keeps its place (acceptance
- * order) through its updates; once sent it carries no last error nor next attempt time, which
- * were about the attempts before.
+ * order) through its updates; once sent it carries no last error, refused field nor next attempt
+ * time, which were about the attempts before.
  */
 export function applyOutbox(outbox: Map<string, OutboxEntry>, entries: readonly OutboxEntry[] = [], updates: readonly OutboxUpdate[] = []): void {
   for (const entry of entries) outbox.set(entry.id, entry);
@@ -59,6 +63,7 @@ export function applyOutbox(outbox: Map<string, OutboxEntry>, entries: readonly 
     const next = { ...entry, ...change };
     if (next.state === 'sent') {
       delete next.lastError;
+      delete next.refusedField;
       delete next.nextAttemptAt;
     }
     outbox.set(id, next);

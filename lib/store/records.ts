@@ -187,6 +187,8 @@ const outboxChanges = {
   attempts: optional(number({ integer: true, min: 0 })),
   nextAttemptAt: optional(text),
   lastError: optional(text),
+  refusedField: optional(text),
+  batch: optional(text),
   upstreamRunId: optional(text),
   sentAt: optional(text),
   deadAt: optional(text),
