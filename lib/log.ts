@@ -107,3 +107,102 @@ export function flushOnExit(buffer: LineBuffer, proc: Pick<NodeJS.Process, 'on' 
     proc.off('uncaughtExceptionMonitor', flush);
   };
 }
+
+// Warnings and errors under a flood: every kind is written, but not one line per occurrence when
+// the same message comes faster than a person can read it (a lockout from thousands of addresses,
+// an unexpected error on every request). Past the bound a message is counted, and the count is
+// written once per window, at the message's own level. Info lines pass as they come (the request
+// line has its own bound, lib/edge/request-log.ts).
+
+/** Lines of one warning or error message written in one second at most; the rest are counted. */
+export const MAX_ALIKE_PER_SECOND = 10;
+
+/** The message of the line that counts the warnings or errors of one message left out. */
+export const LEFT_OUT = 'log lines left out';
+
+/** How often the counts of what was left out are written. */
+export const LEFT_OUT_WINDOW_MS = 10_000;
+
+// Messages are the code's own constants, so there are few; past this many, the rest pass unbounded.
+const _MAX_MESSAGES = 1024;
+
+/** A logger that bounds its warnings and errors per message; see {@link boundWarnings}. */
+export interface BoundedLogger extends Logger {
+  /** Writes the counts held now and stops the timer (at shutdown). */
+  flush(): void;
+}
+
+export interface BoundOptions {
+  /** A monotonic clock in milliseconds. */
+  now?: () => number;
+  windowMs?: number;
+}
+
+interface _Message {
+  level: 'warn' | 'error';
+  message: string;
+  slotEnd: number;
+  used: number;
+  leftOut: number;
+  since: number;
+}
+
+/**
+ * `log` with its warnings and errors bounded: at most {@link MAX_ALIKE_PER_SECOND} lines of one
+ * level and message a second; the others are counted and written as one `log lines left out` line
+ * per message (with `message`, `count`, `seconds`) at the end of the window. The timer is unref'd
+ * and runs only while a count is held.
+ */
+export function boundWarnings(log: Logger, options: BoundOptions = {}): BoundedLogger {
+  const now = options.now ?? performance.now.bind(performance);
+  const windowMs = options.windowMs ?? LEFT_OUT_WINDOW_MS;
+  const messages = new Map<string, _Message>();
+  let timer: ReturnType<typeof setTimeout> | null = null;
+
+  const write = () => {
+    const t = now();
+    for (const held of messages.values()) {
+      if (held.leftOut === 0) continue;
+      const fields: LogFields = { message: held.message, count: held.leftOut, seconds: Math.max(1, Math.round((t - held.since) / 1000)) };
+      log[held.level](LEFT_OUT, fields);
+      held.leftOut = 0;
+    }
+  };
+  const tick = () => {
+    timer = null;
+    write();
+  };
+  const pass = (level: 'warn' | 'error', message: string, fields?: LogFields) => {
+    const t = now();
+    const key = `${level} ${message}`;
+    let held = messages.get(key);
+    if (held === undefined) {
+      if (messages.size >= _MAX_MESSAGES) return log[level](message, fields);
+      held = { level, message, slotEnd: t + 1000, used: 0, leftOut: 0, since: t };
+      messages.set(key, held);
+    } else if (t >= held.slotEnd) {
+      held.slotEnd = t + 1000;
+      held.used = 0;
+    }
+    if (held.used < MAX_ALIKE_PER_SECOND) {
+      held.used++;
+      return log[level](message, fields);
+    }
+    if (held.leftOut === 0) held.since = t;
+    held.leftOut++;
+    if (timer === null) {
+      timer = setTimeout(tick, windowMs);
+      timer.unref?.();
+    }
+  };
+  return {
+    info: (message, fields) => log.info(message, fields),
+    warn: (message, fields) => pass('warn', message, fields),
+    error: (message, fields) => pass('error', message, fields),
+    flush() {
+      if (timer !== null) clearTimeout(timer);
+      timer = null;
+      write();
+    },
+  };
+}

@@ -37,3 +37,13 @@ test('jsonLinesToText() passes anything that is not a JSON object unchanged, and
   assert.equal(jsonLinesToText('listening on http://127.0.0.1:1\n[1]\n'), 'listening on http://127.0.0.1:1\n[1]\n');
   assert.equal(formatRecord({ time: 't', level: 'info', msg: 'stopped', signal: undefined, n: null, ok: true }), 't info  stopped  n=null ok=true');
 });
+
+test('formatRecord() reads the counts of alike refusals and of lines left out as a sentence, the other fields after it', () => {
+  assert.equal(
+    formatRecord({ time: 't', level: 'info', msg: 'refused alike', status: 503, code: 'ERR_UNAVAILABLE', hook: 'wake', client: '127.0.0.1', count: 41_233, seconds: 10 }),
+    't info  refused alike  503 ERR_UNAVAILABLE ×41,233 from 127.0.0.1 in 10 s  hook=wake',
+  );
+  assert.equal(formatRecord({ time: 't', level: 'info', msg: 'request lines left out', status: 202, count: 1_234_567, seconds: 9 }), 't info  request lines left out  202 ×1,234,567 in 9 s');
+  // A record that is not one of the server's counts keeps the key=value form.
+  assert.equal(formatRecord({ time: 't', level: 'info', msg: 'refused alike', status: '503' }), 't info  refused alike  status=503');
+});

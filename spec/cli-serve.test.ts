@@ -7,6 +7,7 @@ import { logWriter } from '../lib/cli/serve.ts';
 import { until } from './_until.ts';
 import { captureIo } from './_io.ts';
 import { configFile } from './_cli.ts';
+import { flood } from './_http.ts';
 
 /** Starts `serve` in-process on a free port; resolves once it listens, with what it wrote so far and a stop. */
 async function serveOnce(t: TestContext, args: string[], stderrIsTerminal: boolean) {
@@ -97,4 +98,34 @@ test('serve warns, as check does, about a world-readable config file that holds 
   const run = await serveWithState(t, (_state, config) => chmod(config, 0o644));
   assert.equal(run.code, 0, run.stderr);
   assert.match(run.stderr, /warning: \S+config\.json is world-readable \(mode 0644\) and holds a secret in hooks\.token: /);
+});
+
+test('serve under a flood of 20,000 wakes past the backlog bound writes a few lines, and the counts of the 503s add up, the last written at the stop, before "stopped"', async (t) => {
+  const token = 'a-token-for-serve-0123456789';
+  const { dir, config: path } = await configFile(t, { hooks: { enabled: true, token, maxBacklogEvents: 100 } }, 'hooks-serve-');
+  const stop = new AbortController();
+  const { io, out } = captureIo({ HOME: dir }, { signal: stop.signal });
+  const running = main(['serve', '-c', path, '--port', '0', '--state-dir', join(dir, 'state')], io);
+  const url = await until('serve to listen', () => /listening on (\S+)\n/.exec(out.stdout)?.[1]);
+  const body = '{"text":"soak","mode":"next-heartbeat"}';
+  const wake = `POST /hooks/wake HTTP/1.1\r\nHost: spec\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+  const statuses = await flood(url, 20_000, () => wake);
+  assert.deepEqual([...statuses].sort(), [
+    [200, 100],
+    [503, 19_900],
+  ]);
+  stop.abort();
+  assert.equal(await running, 0);
+  const records = out.stderr.trimEnd().split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as Record<string, unknown>);
+  const requests = records.filter((r) => r['msg'] === 'request');
+  // Every accepted wake keeps its line; the 503s are one line and one count, written at the stop.
+  assert.equal(requests.filter((r) => r['status'] === 200).length, 100);
+  assert.equal(requests.filter((r) => r['status'] === 503).length, 1);
+  // One count per window (a slow machine may take more than one), the last written at the stop.
+  const alike = records.filter((r) => r['msg'] === 'refused alike');
+  assert.ok(alike.every((r) => r['status'] === 503 && r['code'] === 'ERR_UNAVAILABLE' && r['hook'] === 'wake' && r['client'] === '127.0.0.1'), JSON.stringify(alike));
+  assert.equal(alike.reduce((sum, r) => sum + Number(r['count']), 0), 19_899);
+  assert.ok(records.lastIndexOf(alike.at(-1)!) < records.findIndex((r) => r['msg'] === 'stopped'));
+  // One line a request would be some 4 MB; the whole log stays far below it.
+  assert.ok(out.stderr.length < 100_000, `${out.stderr.length} characters of log`);
 });

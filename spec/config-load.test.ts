@@ -153,6 +153,7 @@ test('buildConfig() applies every default to an empty config', async () => {
     gateway: { bind: '127.0.0.1', port: 8789, trustedProxies: [], authToken: null },
     stateDir: null,
     channels: {},
+    log: { requests: 'all', maxLinesPerSecond: 200 },
     inspector: null,
   });
 });
@@ -698,4 +699,11 @@ test('inspector.bind off loopback is refused unless inspector.allowNonLoopback s
   assert.equal((await config({ inspector: { port: 8790, bind: '0.0.0.0', allowNonLoopback: true } })).inspector?.bind, '0.0.0.0');
   assert.deepEqual(await problems({ inspector: { port: 8789 } }), ['inspector.port: must differ from gateway.port (the inspector has a listener of its own)']);
   assert.deepEqual(await problems({ inspector: { port: 70000, idleMinutes: 0 } }), ['inspector.port: must be at most 65535', 'inspector.idleMinutes: must be at least 1']);
+});
+
+test('buildConfig() takes log.requests and log.maxLinesPerSecond, and names either when it is wrong', async () => {
+  const problemsOf = await problems({ log: { requests: 'some', maxLinesPerSecond: 0 } });
+  assert.equal(problemsOf.length, 2, problemsOf.join('\n'));
+  assert.match(problemsOf[0]!, /^log\.requests: /);
+  assert.match(problemsOf[1]!, /^log\.maxLinesPerSecond: /);
 });

@@ -215,14 +215,20 @@ test('server answers 429 with Retry-After once a client reaches maxFailures', as
   assertError(await post(h.url, '/hooks/wake', { body: { text: 'x' } }), 429);
 });
 
-test('a lockout is logged once at warn, with the client and the limits, however many 429s follow', async (t) => {
+test('a lockout is logged once at warn, with the client and the limits, however many 429s follow (one line, then their count)', async (t) => {
   const h = await start(t, { hooks: { authRateLimit: LIMIT } });
   for (let i = 0; i < 8; i++) await wake(h, { text: 'x' }, { authorization: 'Bearer wrong' });
   const warnings = h.lines.filter((l) => l['level'] === 'warn');
   assert.deepEqual(warnings, [
     { time: warnings[0]?.['time'], level: 'warn', msg: 'client locked out', client: '127.0.0.1', failures: LIMIT.maxFailures, windowSeconds: LIMIT.windowSeconds, lockoutSeconds: LIMIT.lockoutSeconds },
   ]);
-  assert.equal(h.lines.filter((l) => l['msg'] === 'request' && l['status'] === 429).length, 5);
+  // The 429s that follow are alike: one request line, then their count.
+  assert.equal(h.lines.filter((l) => l['msg'] === 'request' && l['status'] === 429).length, 1);
+  h.app.flushLog();
+  assert.deepEqual(
+    h.lines.filter((l) => l['msg'] === 'refused alike' && l['status'] === 429).map((l) => l['count']),
+    [4],
+  );
 });
 
 test('a correct token passes while its client is locked, and the lock stays for everyone else behind the address', async (t) => {

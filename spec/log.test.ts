@@ -4,9 +4,10 @@ import { EventEmitter, once } from 'node:events';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { bufferLines, createLogger, flushOnExit, formatJson, isoTime, type LogFields } from '../lib/log.ts';
+import { boundWarnings, bufferLines, createLogger, flushOnExit, formatJson, isoTime, LEFT_OUT, MAX_ALIKE_PER_SECOND, type LogFields } from '../lib/log.ts';
 import { IS_DENO } from './_cli.ts';
 import { tempDir } from './_dir.ts';
+import { until } from './_until.ts';
 
 test('createLogger() writes one JSON object per line with time, level, message and fields', () => {
   const lines: string[] = [];
@@ -146,4 +147,54 @@ test('isoTime writes a time as ISO 8601, the same text within a millisecond and 
   assert.equal(isoTime(1_800_000_000_123), new Date(1_800_000_000_123).toISOString());
   assert.equal(isoTime(1_800_000_000_124), '2027-01-15T08:00:00.124Z');
   assert.equal(isoTime(0), '1970-01-01T00:00:00.000Z');
+});
+
+// A bounded logger over parsed lines and a clock the test moves.
+function _bounded(windowMs?: number) {
+  const lines: Record<string, unknown>[] = [];
+  const log = createLogger((line) => void lines.push(JSON.parse(line) as Record<string, unknown>));
+  const clock = { t: 0 };
+  const bounded = boundWarnings(log, { now: () => clock.t, ...(windowMs === undefined ? {} : { windowMs }) });
+  return { bounded, lines, clock };
+}
+
+const short = (lines: Record<string, unknown>[]) => lines.map(({ time, ...rest }) => rest);
+
+test('boundWarnings() writes at most MAX_ALIKE_PER_SECOND lines of one warning a second and counts the rest into one line at its level', () => {
+  const { bounded, lines, clock } = _bounded();
+  for (let i = 0; i < 1000; i++) bounded.warn('client locked out', { client: `10.0.0.${i % 256}` });
+  assert.equal(lines.length, MAX_ALIKE_PER_SECOND);
+  clock.t = 1_000;
+  bounded.warn('client locked out', { client: '10.0.9.9' });
+  assert.equal(lines.length, MAX_ALIKE_PER_SECOND + 1);
+  clock.t = 3_000;
+  bounded.flush();
+  assert.deepEqual(short(lines).at(-1), { level: 'warn', msg: LEFT_OUT, message: 'client locked out', count: 1000 - MAX_ALIKE_PER_SECOND, seconds: 3 });
+});
+
+test('boundWarnings() bounds each message and level on its own: one flooding message leaves the others their lines', () => {
+  const { bounded, lines } = _bounded();
+  for (let i = 0; i < 100; i++) bounded.error('unexpected error', { id: String(i) });
+  bounded.error('reload refused: the config has problems; the old one stays', { problems: 'x' });
+  bounded.warn('unexpected error', {});
+  bounded.flush();
+  assert.deepEqual(
+    short(lines).slice(MAX_ALIKE_PER_SECOND),
+    [
+      { level: 'error', msg: 'reload refused: the config has problems; the old one stays', problems: 'x' },
+      { level: 'warn', msg: 'unexpected error' },
+      { level: 'error', msg: LEFT_OUT, message: 'unexpected error', count: 100 - MAX_ALIKE_PER_SECOND, seconds: 1 },
+    ],
+  );
+});
+
+test('boundWarnings() passes info lines unbounded, and writes the counts at the end of the window by itself', async () => {
+  const { bounded, lines } = _bounded(20);
+  for (let i = 0; i < 50; i++) bounded.info('run finished', { i });
+  assert.equal(lines.length, 50);
+  for (let i = 0; i < MAX_ALIKE_PER_SECOND + 5; i++) bounded.warn('transform output', { line: 'x' });
+  const counted = await until('the left-out line', () => lines.find((l) => l['msg'] === LEFT_OUT));
+  assert.equal(counted['count'], 5);
+  bounded.flush();
+  assert.equal(lines.filter((l) => l['msg'] === LEFT_OUT).length, 1);
 });

@@ -2,6 +2,8 @@
 // message and the other fields as key=value. The logger always produces JSON lines; this turns
 // them into text on the way out, so the logger (and its buffering) stays one code path.
 
+import { LINES_LEFT_OUT, REFUSED_ALIKE } from '../edge/request-log.ts';
+
 /** Which form `serve` writes its log in. */
 export type LogFormat = 'json' | 'text';
 
@@ -28,11 +30,27 @@ export function jsonLinesToText(chunk: string): string {
 /** `2026-11-22T08:02:51.101Z info  request  id=ci-run-17 status=200 path=/hooks/wake`: one record as text. */
 export function formatRecord(record: Record<string, unknown>): string {
   const { time, level, msg, ...fields } = record;
-  const pairs = Object.entries(fields)
-    .filter(([, value]) => value !== undefined)
-    .map(([key, value]) => `${_safe(key)}=${_value(value)}`);
   const head = `${_text(time)} ${_text(level).padEnd(5)} ${_text(msg)}`;
-  return pairs.length === 0 ? head : `${head}  ${pairs.join(' ')}`;
+  const counted = msg === REFUSED_ALIKE || msg === LINES_LEFT_OUT ? _counted(fields) : null;
+  const rest = _pairs(counted === null ? fields : counted.rest);
+  const said = counted === null ? head : `${head}  ${counted.text}`;
+  return rest === '' ? said : `${said}  ${rest}`;
+}
+
+// A count of requests read as a sentence: `503 ERR_UNAVAILABLE ×41,233 from 127.0.0.1 in 10 s`.
+function _counted(fields: Record<string, unknown>): { text: string; rest: Record<string, unknown> } | null {
+  const { status, code, count, client, seconds, ...rest } = fields;
+  if (typeof status !== 'number' || typeof count !== 'number' || typeof seconds !== 'number') return null;
+  const what = typeof code === 'string' ? `${status} ${_safe(code)}` : String(status);
+  const from = typeof client === 'string' ? ` from ${_safe(client)}` : '';
+  return { text: `${what} ×${String(count).replace(/\B(?=(\d{3})+(?!\d))/g, ',')}${from} in ${seconds} s`, rest };
+}
+
+function _pairs(fields: Record<string, unknown>): string {
+  return Object.entries(fields)
+    .filter(([, value]) => value !== undefined)
+    .map(([key, value]) => `${_safe(key)}=${_value(value)}`)
+    .join(' ');
 }
 
 // A bare word when it cannot be misread; otherwise JSON quoting, which also escapes every control character.

@@ -9,7 +9,7 @@ import { inheritedListenFd, unsetListenEnv } from '../edge/systemd.ts';
 import { generateToken } from '../guard/token.ts';
 import { fileModeWarnings } from '../config/file-modes.ts';
 import { readinessWarnings } from '../config/readiness.ts';
-import { bufferLines, createLogger, flushOnExit, type Logger, type LogFields } from '../log.ts';
+import { boundWarnings, bufferLines, createLogger, flushOnExit, type Logger, type LogFields } from '../log.ts';
 import { chooseLogFormat, jsonLinesToText, LOG_FORMATS, type LogFormat } from './log-text.ts';
 import { secureStateDir } from '../store/state-access.ts';
 import { lockStateDir, type StateLock } from '../store/state-lock.ts';
@@ -35,7 +35,8 @@ export const serveCommand: Command = {
   help: `Usage: hooks-ingress serve [options]
 
 Serve the webhook endpoints until SIGTERM or SIGINT. Prints "listening on URL" once
-ready, then one log line per request on stderr: text on a terminal, JSON otherwise.
+ready, then one log line per request on stderr (a flood's alike refusals counted, not
+each logged; see log.requests in hooks-ingress.json(5)): text on a terminal, JSON otherwise.
 
 Options:
   -c, --config PATH     config file (else $HOOKS_INGRESS_CONFIG, else
@@ -84,7 +85,8 @@ async function _serve(flags: Flags, io: Io): Promise<number> {
   if (config === null) return FAILURE;
   for (const warning of [...readinessWarnings(config), ...(await fileModeWarnings(config))]) io.stderr(`${messagePrefix(io)}: warning: ${warning}\n`);
 
-  const log = createLogger(logWriter(chooseLogFormat(asked as LogFormat | undefined, io.stderrIsTerminal === true), io.stderr));
+  // Warnings and errors bounded per message: a flood of one cannot bury the others (lib/log.ts).
+  const log = boundWarnings(createLogger(logWriter(chooseLogFormat(asked as LogFormat | undefined, io.stderrIsTerminal === true), io.stderr)));
   const stateDir = locateStateDir(flags['state-dir'], config, io.env);
   // Found before anything starts: a server whose control channel cannot exist is not started.
   const tooLong = socketPathProblem(stateDir);
@@ -116,6 +118,7 @@ async function _serve(flags: Flags, io: Io): Promise<number> {
     if (inspector) await inspector.close();
     await running?.server.close(0);
     await service.stop();
+    log.flush();
     await lock.release();
     return FAILURE;
   }
@@ -132,6 +135,7 @@ async function _serve(flags: Flags, io: Io): Promise<number> {
   if (inspector) await inspector.close();
   await running.server.close(DRAIN_MS);
   await service.stop();
+  log.flush();
   await lock.release();
   // Until here a SIGHUP is taken and ignored; without a listener it would end the process.
   reloads.release();

@@ -112,6 +112,8 @@ export async function startService(config: Config, stateDir: string, log: Logger
       app.reload(next);
     },
     async stop() {
+      // The listener is closed by now: the counts of folded and left-out request lines are final.
+      app.flushLog();
       await forward?.stop();
       await runner.stop();
       await heartbeat.stop();

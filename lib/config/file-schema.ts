@@ -192,6 +192,12 @@ export const fileSchema = object({
   ),
   state: optional(stateSchema),
   channels: optional(channelsSchema),
+  log: optional(
+    object({
+      requests: optional(literal('all', 'refusals', 'none')),
+      maxLinesPerSecond: optional(number({ integer: true, min: 1 })),
+    }),
+  ),
   inspector: optional(
     object({
       port: optional(number({ integer: true, min: 0, max: 65535 })),

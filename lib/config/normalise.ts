@@ -42,6 +42,8 @@ export const DEFAULTS = {
   transformRuntime: 'server',
   inspectorBind: '127.0.0.1',
   inspectorIdleMinutes: 30,
+  logRequests: 'all',
+  logMaxLinesPerSecond: 200,
 } as const;
 
 /**
@@ -80,6 +82,8 @@ export const DEFAULT_PATHS: { readonly [K in keyof typeof DEFAULTS]: string } = 
   transformRuntime: 'hooks.transformRuntime',
   inspectorBind: 'inspector.bind',
   inspectorIdleMinutes: 'inspector.idleMinutes',
+  logRequests: 'log.requests',
+  logMaxLinesPerSecond: 'log.maxLinesPerSecond',
 };
 
 /** Transforms live below this folder of the config directory, and nowhere else. */
@@ -107,6 +111,7 @@ export function normalise(file: FileConfig, where: _Where): Config {
     },
     stateDir: file.state?.dir === undefined ? null : resolve(where.dir, file.state.dir),
     channels: file.channels ?? {},
+    log: { requests: file.log?.requests ?? DEFAULTS.logRequests, maxLinesPerSecond: file.log?.maxLinesPerSecond ?? DEFAULTS.logMaxLinesPerSecond },
     inspector:
       file.inspector?.port === undefined
         ? null

@@ -99,6 +99,8 @@ export interface Config {
   stateDir: string | null;
   /** The chat channels configured under `channels`, as written (the composition root builds their adapters). */
   channels: ChannelsConfig;
+  /** The request lines of the server's log: which requests get one, and how many a second at most. */
+  log: { requests: 'all' | 'refusals' | 'none'; maxLinesPerSecond: number };
   /** The inspector page's listener; `null` when off (no `inspector.port`). */
   inspector: { port: number; bind: string; allowNonLoopback: boolean; idleMinutes: number } | null;
 }

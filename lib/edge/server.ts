@@ -20,6 +20,7 @@ import { createDispatch } from './dispatch.ts';
 import { expectsContinue, hookProcessor, hooksRoute, type Handler, type HookBytes, type HookMode } from './hooks-route.ts';
 import { createIdempotency, type Behind } from './idempotency.ts';
 import { createRecorder, newNote, type Note, type Recorder } from './ledger-note.ts';
+import { createRequestLog, type RequestLog } from './request-log.ts';
 import type { Preview, PreviewInput } from './preview.ts';
 import type { ReplayOutcome } from './replay.ts';
 import { Router, splitTarget } from './router.ts';
@@ -79,6 +80,8 @@ export interface App {
   limiterStats(): LimiterStats;
   /** Requests waiting behind the first copy of their idempotency key, for metrics. */
   held(): number;
+  /** Writes the counts of request lines folded or left out so far (at shutdown, once no request is answered). */
+  flushLog(): void;
   /**
    * Runs a stored request again through the current configuration and records it as a new entry
    * marked as a replay; a request that cannot be replayed is an HttpError (409, ERR_NOT_REPLAYABLE).
@@ -96,6 +99,8 @@ interface Shared {
   received: WeakMap<IncomingMessage, number>;
   limiter: FailureLimiter;
   limits: string;
+  /** Which request lines are written: alike refusals folded, lines bounded per second. */
+  requestLog: RequestLog;
 }
 
 /** Builds the request listener: routing, auth, body, dispatch, and the one place errors become responses. */
@@ -104,7 +109,7 @@ export function createApp(options: AppOptions): App {
   // Request ids label and correlate, nothing more (see idSequence): no random draw per request.
   const requestId = options.newId ?? idSequence();
   const now = options.now ?? performance.now.bind(performance);
-  const shared: Shared = { inflight: new Map(), behind: { count: 0 }, received: new WeakMap(), limiter: options.limiter ?? _limiter(options.config), limits: JSON.stringify(options.config.hooks.authRateLimit) };
+  const shared: Shared = { inflight: new Map(), behind: { count: 0 }, received: new WeakMap(), limiter: options.limiter ?? _limiter(options.config), limits: JSON.stringify(options.config.hooks.authRateLimit), requestLog: createRequestLog({ log, settings: options.config.log, now }) };
   let current = _compile(options, options.config, shared);
 
   const app = ((req: IncomingMessage, res: ServerResponse) => {
@@ -126,19 +131,24 @@ export function createApp(options: AppOptions): App {
       const duration = Math.round((now() - started) * 10) / 10;
       const hook = note.hook ?? hookName(path);
       const code = answer.body['code'];
-      // Only the path: the query may hold what a careless client thought was a URL token. The
-      // signature's refusal names the header and the rule, never a value.
-      const fields: LogFields = { id, method: req.method, path, status: answer.status, duration, client: client.address };
-      // On one line, as the event source shows it: a name's own line breaks cannot add a log line.
-      if (hook !== null) fields['hook'] = _PLAIN_NAME.test(hook) ? hook : nameLine(hook);
-      if (typeof code === 'string') fields['code'] = code;
-      if (note.signature?.ok === false) fields['reason'] = note.signature.reason;
+      let entry: string | undefined;
       if (hook !== null && record !== null) {
         if (note.hook === undefined) note.hook = hook;
         const url = req.url ?? '';
         const rawQuery = url.includes('?') ? url.slice(url.indexOf('?') + 1) : '';
-        fields['entry'] = record({ requestId: id, method: req.method ?? 'GET', path, query: target.query, rawQuery, headers: req.headers, client, answer, note, durationMs: duration });
+        entry = record({ requestId: id, method: req.method ?? 'GET', path, query: target.query, rawQuery, headers: req.headers, client, answer, note, durationMs: duration });
       }
+      // On one line, as the event source shows it: a name's own line breaks cannot add a log line.
+      const shown = hook === null || _PLAIN_NAME.test(hook) ? hook : nameLine(hook);
+      // Counted always; written unless folded into a count, left out by the bound or not asked for.
+      if (!shared.requestLog.admit(answer.status, code, shown, client, note.signature)) return;
+      // Only the path: the query may hold what a careless client thought was a URL token. The
+      // signature's refusal names the header and the rule, never a value.
+      const fields: LogFields = { id, method: req.method, path, status: answer.status, duration, client: client.address };
+      if (shown !== null) fields['hook'] = shown;
+      if (typeof code === 'string') fields['code'] = code;
+      if (note.signature?.ok === false) fields['reason'] = note.signature.reason;
+      if (entry !== undefined) fields['entry'] = entry;
       log.info('request', fields);
     };
     // A refusal is answered in this turn, with no promise; one settle step serves both outcomes of the rest.
@@ -152,6 +162,7 @@ export function createApp(options: AppOptions): App {
     else answered(answer);
   }) as App;
   app.limiterStats = () => shared.limiter.stats();
+  app.flushLog = () => shared.requestLog.flush();
   app.held = () => shared.behind.count;
   app.preview = async (input) => {
     const [{ previewHook }, { replayInput, replayProblem }] = await Promise.all([_operatorParts.preview(), _operatorParts.replay()]);
@@ -198,6 +209,7 @@ export function createApp(options: AppOptions): App {
   app.reload = (config) => {
     const limits = JSON.stringify(config.hooks.authRateLimit);
     if (limits !== shared.limits && options.limiter === undefined) Object.assign(shared, { limiter: _limiter(config), limits });
+    shared.requestLog.configure(config.log);
     current = _compile(options, config, shared);
   };
   return app;
