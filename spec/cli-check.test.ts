@@ -162,3 +162,17 @@ test('check warns about a config file and a transforms directory others can writ
     '',
   ]);
 });
+
+test('check fails, as serve refuses to start, when a link in the transforms directory leads into the state directory', async (t) => {
+  const result = await check(t, { hooks: { enabled: true, token: 'a-token-for-check' }, state: { dir: 'state' } }, {}, async (dir) => {
+    await mkdir(join(dir, 'state'));
+    await symlink(join(dir, 'state'), join(dir, 'hooks', 'transforms', 'state-link'));
+  });
+  assert.equal(result.code, 1);
+  assert.equal(result.stdout, '');
+  const state = join(dirname(result.path), 'state');
+  assert.ok(
+    result.stderr.includes(`hooks-ingress check: cannot use state directory ${state}: the transforms directory ${join(dirname(result.path), 'hooks', 'transforms')} holds a symbolic link ${join(dirname(result.path), 'hooks', 'transforms', 'state-link')} to it: transforms may read it through the link; remove the link or use another state directory\n`),
+    result.stderr,
+  );
+});

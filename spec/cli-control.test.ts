@@ -2,13 +2,13 @@
 // a real `serve` process: up when the server says it listens, replaced after a kill -9, gone after a
 // clean stop, and allowed by the shipped systemd units.
 import assert from 'node:assert/strict';
-import { readFile, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { callServer } from '../lib/cli/control.ts';
 import { CONTROL_SECRET, CONTROL_SOCKET, SOCKET_PATH_MAX } from '../lib/edge/control.ts';
 import { startEcho } from './_control.ts';
-import { assertCleanStop, configFile, type ConfigFile, ROOT, runCli, serveState as serve } from './_cli.ts';
+import { assertCleanStop, configFile, type ConfigFile, ROOT, runCli, serveState as serve, spawnServer } from './_cli.ts';
 import { tempDir } from './_dir.ts';
 
 const TOKEN = 'control-spec-token-0123456789abcdef';
@@ -99,6 +99,27 @@ test('serve refuses a state directory inside the transforms directory, which tra
   assert.equal(result.code, 1);
   assert.match(result.stderr, /cannot use state directory \S+\/hooks\/transforms\/state: it lies inside the transforms directory \S+\/hooks\/transforms, which transforms may read; use another\n$/);
   await assert.rejects(stat(inside), { code: 'ENOENT' }, 'nothing was created');
+});
+
+test('serve refuses a state directory that a link in the transforms directory leads to a folder holding, whether the state directory exists yet or not', async (t) => {
+  const s = await setup(t);
+  const transforms = join(s.dir, 'hooks', 'transforms');
+  await mkdir(transforms, { recursive: true });
+  await mkdir(join(s.dir, 'var'));
+  await symlink(join(s.dir, 'var'), join(transforms, 'shared'));
+  const state = join(s.dir, 'var', 'lib', 'hooks-ingress');
+  for (const made of [false, true]) {
+    if (made) await mkdir(state, { recursive: true });
+    // A server that starts anyway (it used to, with a warning) is stopped, and the test fails.
+    const started = spawnServer(['--config', s.config, '--port', '0', '--state-dir', state]).then(async (server) => {
+      server.child.kill('SIGTERM');
+      await server.exited;
+      return server;
+    });
+    await assert.rejects(started, new RegExp(`exited with 1 before listening: [^]*cannot use state directory ${state}: the transforms directory \\S+ holds a symbolic link \\S+/hooks/transforms/shared to \\S+/var, which holds it: transforms may read it through the link; remove the link or use another state directory\n$`));
+    if (!made) await assert.rejects(stat(state), { code: 'ENOENT' }, 'nothing was created');
+    else await assert.rejects(stat(join(state, CONTROL_SECRET)), { code: 'ENOENT' }, 'no secret was made');
+  }
 });
 
 // SocketBindDeny= concerns IP sockets only; RestrictAddressFamilies= must keep AF_UNIX for the channel.

@@ -1,6 +1,7 @@
 import { fileModeWarnings } from '../config/file-modes.ts';
-import { locateConfig } from '../config/locate.ts';
+import { locateConfig, locateStateDir } from '../config/locate.ts';
 import { readinessWarnings } from '../config/readiness.ts';
+import { partialWalk, stateExposure } from '../config/state-exposure.ts';
 import type { Config } from '../config/types.ts';
 import { COMMON, type Command, type Flags } from './command.ts';
 import { ignoreDebuggerSignal } from './debugger-signal.ts';
@@ -20,8 +21,10 @@ no channel for replies, a session-key prefix (a bare "agent:") that admits
 every agent's sessions; about what transforms on Node can still reach (the
 network, signals); and about file modes: a config file or transforms
 directory others can write, a world-readable config file with a secret in
-it. It notes what is off (/metrics without gateway.auth.token). Errors come
-first. Exits 0 when the config is valid, 1 otherwise.
+it. It fails, as serve refuses to start, when transforms could read the
+state directory: it lies inside the transforms directory, or a symbolic link
+there leads to it. It notes what is off (/metrics without gateway.auth.token).
+Errors come first. Exits 0 when the config is valid, 1 otherwise.
 
 Options:
   -c, --config PATH     config file
@@ -51,10 +54,15 @@ async function _check(flags: Flags, io: Io): Promise<number> {
   const problems = await checkTransformsOf(config);
   if (problems.length > 0) printInvalid(io, path, problems);
   const name = messagePrefix(io);
+  // What serve refuses: a state directory that transforms could read.
+  const stateDir = locateStateDir(undefined, config, io.env);
+  const exposure = await stateExposure(stateDir, config.hooks.transformsDir);
+  if (exposure.problem !== null) io.stderr(`${name}: cannot use state directory ${stateDir}: ${exposure.problem}\n`);
+  if (exposure.partial) io.stderr(`${name}: warning: ${partialWalk(config.hooks.transformsDir)}\n`);
   for (const key of result.ignored) io.stderr(`${name}: ${key} is not used by hooks-ingress (ignored)\n`);
   for (const warning of [...result.warnings, ...readinessWarnings(config), ...(await fileModeWarnings(config))]) io.stderr(`${name}: warning: ${warning}\n`);
   for (const note of notes(config)) io.stderr(`${name}: note: ${note}\n`);
-  if (problems.length > 0) return FAILURE;
+  if (problems.length > 0 || exposure.problem !== null) return FAILURE;
   io.stdout(`${config.file}: ok\n`);
   return 0;
 }

@@ -1,5 +1,5 @@
-import { mkdir, realpath, writeFile } from 'node:fs/promises';
-import { dirname, resolve, sep } from 'node:path';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { locateConfig, locateStateDir } from '../config/locate.ts';
 import type { Config } from '../config/types.ts';
 import { socketPathProblem, startControl, type ControlHandler, type ControlServer } from '../edge/control.ts';
@@ -8,6 +8,7 @@ import { ErrorCode, HttpError } from '../errors.ts';
 import { inheritedListenFd, unsetListenEnv } from '../edge/systemd.ts';
 import { generateToken } from '../guard/token.ts';
 import { fileModeWarnings } from '../config/file-modes.ts';
+import { partialWalk, stateExposure } from '../config/state-exposure.ts';
 import { readinessWarnings } from '../config/readiness.ts';
 import { boundWarnings, bufferLines, createLogger, flushOnExit, type Logger, type LogFields } from '../log.ts';
 import { chooseLogFormat, jsonLinesToText, LOG_FORMATS, type LogFormat } from './log-text.ts';
@@ -94,11 +95,14 @@ async function _serve(flags: Flags, io: Io): Promise<number> {
     io.stderr(`${messagePrefix(io)}: cannot use state directory ${stateDir}: ${tooLong}\n`);
     return FAILURE;
   }
-  // A transform child may read the transforms directory: the state (journal, control secret) must lie outside it.
-  if (await _within(stateDir, config.hooks.transformsDir)) {
-    io.stderr(`${messagePrefix(io)}: cannot use state directory ${stateDir}: it lies inside the transforms directory ${config.hooks.transformsDir}, which transforms may read; use another\n`);
+  // A transform child may read the transforms directory: the state (journal, control secret) must
+  // lie outside it, and outside what its links lead to.
+  const exposure = await stateExposure(stateDir, config.hooks.transformsDir);
+  if (exposure.problem !== null) {
+    io.stderr(`${messagePrefix(io)}: cannot use state directory ${stateDir}: ${exposure.problem}\n`);
     return FAILURE;
   }
+  if (exposure.partial) io.stderr(`${messagePrefix(io)}: warning: ${partialWalk(config.hooks.transformsDir)}\n`);
   const startedAt = Date.now();
   const lock = await _lockState(stateDir, io);
   if (lock === null) return FAILURE;
@@ -141,13 +145,6 @@ async function _serve(flags: Flags, io: Io): Promise<number> {
   reloads.release();
   log.info('stopped', {});
   return 0;
-}
-
-// Whether `path` is `root` or lies below it, on real paths where they exist (a symlink cannot hide it).
-async function _within(path: string, root: string): Promise<boolean> {
-  const real = (p: string) => realpath(p).catch(() => resolve(p));
-  const [inner, outer] = await Promise.all([real(path), real(root)]);
-  return inner === outer || inner.startsWith(outer.endsWith(sep) ? outer : `${outer}${sep}`);
 }
 
 // One server per state directory: a second one (a second `serve`, a socket-activated instance
