@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { appendFile, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
@@ -192,6 +193,42 @@ test('the shared-token header of a gitlab path, the hook token, cookies and a Me
   assert.match(meta.query!, /hub.verify_token=%5Bredacted%5D/);
   const text = await _files(h);
   for (const secret of [TOKEN, 'gl-secret-41', 'cookie-value-9', 'cHJveHk=', 'meta-verify-77', 'meta-app-secret']) assert.ok(!text.includes(secret), secret);
+});
+
+test('every credential header is redacted on every path (the product\'s one rule), and only the signatures over the body are kept, a configured hmac header among them; a signed path still verifies on replay', async (t) => {
+  const h = await start(t, {
+    hooks: {
+      mappings: [
+        { match: { path: 'gl' }, signature: { scheme: 'gitlab', secret: 'gl-secret-77' }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'push' },
+        { match: { path: 'signed' }, signature: { scheme: 'hmac', secret: 'hmac-secret-5', header: 'X-Body-Secret', algorithm: 'sha256', encoding: 'hex' }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'x' },
+        { match: { path: 'github' }, signature: { scheme: 'github', secret: 'gh-secret-3' }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'push' },
+      ],
+    },
+  });
+  const credentials = { 'x-gitlab-token': 'gl-secret-77', 'x-webhook-secret': 'webhook-secret-1', 'x-telegram-bot-api-secret-token': 'tg-secret-2', 'x-custom-password': 'pw-3', 'x-service-key': 'key-4' };
+  // The GitLab secret on another path, with other credential headers, authenticated by the hook token.
+  assert.equal((await post(h.url, '/hooks/wake', { headers: { ...AUTH, ...credentials }, body: { text: 'x', mode: 'next-heartbeat' } })).status, 200);
+  // And refused (no token): the metadata-only entry redacts them too.
+  assert.equal((await post(h.url, '/hooks/wake', { headers: credentials, body: { text: 'x' } })).status, 401);
+  const body = '{"n":1}';
+  const digest = createHmac('sha256', 'hmac-secret-5').update(body).digest('hex');
+  assert.equal((await post(h.url, '/hooks/signed', { headers: { 'x-body-secret': digest, 'x-webhook-secret': 'webhook-secret-1' }, body })).status, 200);
+  const github = await SIGNERS['github']!({ secret: 'gh-secret-3', body, nowSeconds: 0, id: 'd-1' });
+  assert.equal((await post(h.url, '/hooks/github', { headers: { ...github, 'x-body-secret': 'not-a-signature-here' }, body })).status, 200);
+  const entries = await h.entries();
+  for (const entry of entries.filter((e) => e.hook === 'wake')) {
+    for (const name of Object.keys(credentials)) assert.equal(entry.headers[name], '[redacted]', `${name} in the ${entry.status} entry`);
+  }
+  const signed = entries.find((e) => e.hook === 'signed')!;
+  assert.equal(signed.headers['x-body-secret'], digest, "the hmac path's configured header is a signature over the body");
+  assert.equal(signed.headers['x-webhook-secret'], '[redacted]');
+  const gh = entries.find((e) => e.hook === 'github')!;
+  assert.equal(gh.headers['x-hub-signature-256'], github['x-hub-signature-256']);
+  assert.equal(gh.headers['x-body-secret'], '[redacted]', 'the configured header of another path is a credential here');
+  const text = await _files(h);
+  for (const secret of Object.values(credentials)) assert.ok(!text.includes(secret), secret);
+  // The signatures kept verify again.
+  for (const entry of [signed, gh]) assert.equal((await h.app.replay(entry)).status, 200, entry.hook);
 });
 
 test('a mapping with ledgerBody false keeps no body; with hooks.ledger.enabled false nothing is recorded', async (t) => {

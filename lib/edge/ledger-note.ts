@@ -1,8 +1,8 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Config } from '../config/types.ts';
-import { TOKEN_HEADERS } from '../guard/credentials.ts';
+import { isCredentialHeader } from '../guard/credentials.ts';
 import type { Client } from '../guard/address.ts';
-import { describeRefusal, verifySignature } from '../guard/signatures/verify.ts';
+import { BODY_SIGNATURE_HEADERS, describeRefusal, verifySignature } from '../guard/signatures/verify.ts';
 import type { Signature } from '../guard/signatures/config.ts';
 import { isoTime } from '../log.ts';
 import { randomHex } from '../random.ts';
@@ -45,26 +45,42 @@ export function signatureVerdict(signature: Signature, request: { headers: Incom
   return { ...base, why: verdict.reason === 'is missing' ? 'missing-header' : 'bad-signature' };
 }
 
-// Bearer credentials: a replay never needs them (a request that passed a token check replays on
-// its stored verdict), so they are never kept. Signature, timestamp and delivery-id headers are kept.
-const _BEARER: ReadonlySet<string> = new Set([...TOKEN_HEADERS, 'proxy-authorization', 'cookie', 'x-api-key', 'api-key']);
-
 /** Redacted header values read this. */
 export const REDACTED = '[redacted]';
 
-/** The headers as kept: bearer credentials (and the shared-token header of a `gitlab` path) redacted. */
-export function keptHeaders(headers: IncomingHttpHeaders, scheme: string | undefined): Record<string, string | string[]> {
+/**
+ * The headers as kept: every credential header by the product's one rule (`isCredentialHeader`:
+ * the token headers, `*-token`, `*-secret`, `*-key`, `*-password`, cookies, …) redacted on every
+ * path, except those that carry a signature computed over the body (a replay verifies them again):
+ * the schemes' own, and `hmacHeader`, the header an `hmac` path is configured with. A request that
+ * passed a token check replays on its stored verdict, so no token is ever needed again.
+ */
+export function keptHeaders(headers: IncomingHttpHeaders, hmacHeader?: string): Record<string, string | string[]> {
   // A plain object (a null-prototype one is slower to fill and to serialise); a header named
   // __proto__ is defined as an own property, so it cannot reach the prototype.
   const out: Record<string, string | string[]> = {};
   for (const name of Object.keys(headers)) {
     const value = headers[name];
     if (value === undefined) continue;
-    const kept = _BEARER.has(name) || (scheme === 'gitlab' && name === 'x-gitlab-token') ? REDACTED : value;
+    const kept = name !== hmacHeader && _redacted(name) ? REDACTED : value;
     if (name === '__proto__') Object.defineProperty(out, name, { value: kept, enumerable: true, writable: true, configurable: true });
     else out[name] = kept;
   }
   return out;
+}
+
+// The verdict by header name, remembered: the same few names come with every request, and the
+// rule is a regular expression. Bounded, as names are the client's to choose.
+const _VERDICTS = new Map<string, boolean>();
+
+function _redacted(name: string): boolean {
+  let redacted = _VERDICTS.get(name);
+  if (redacted === undefined) {
+    redacted = isCredentialHeader(name) && !BODY_SIGNATURE_HEADERS.has(name);
+    if (_VERDICTS.size >= 1024) _VERDICTS.clear();
+    _VERDICTS.set(name, redacted);
+  }
+  return redacted;
 }
 
 // Query parameters that carry credentials: a token sent in the URL (refused, but kept out of the
@@ -107,11 +123,12 @@ export type Recorder = (answered: Answered) => string;
  */
 export function createRecorder(config: Config, ledger: Ledger, clock: () => number): Recorder {
   const limits = config.hooks.ledger;
-  const schemes = new Map<string, string>();
+  // The header each `hmac` path is signed in, as node:http names it.
+  const hmacHeaders = new Map<string, string>();
   const optedOut = new Set<string>();
   for (const m of config.hooks.mappings) {
     if (m.match.path === undefined) continue;
-    if (m.signature !== undefined) schemes.set(m.match.path, m.signature.scheme);
+    if (m.signature?.header !== undefined) hmacHeaders.set(m.match.path, m.signature.header.toLowerCase());
     if (m.ledgerBody === false) optedOut.add(m.match.path);
   }
   return (a) => {
@@ -122,10 +139,10 @@ export function createRecorder(config: Config, ledger: Ledger, clock: () => numb
     // Metadata only, coalesced: a refusal before any body was worth keeping.
     if (!authenticated && !(signedRefused && note.body !== undefined)) {
       const key = refusalKey(a.client.key, answer.status, code, note.hook, note.signature?.why);
-      const entry = ledger.coalesce(key, () => ({ ..._entry(a, code, authenticated, schemes, clock), bodyOmitted: note.body === undefined ? 'not-read' : 'metadata-only' }));
+      const entry = ledger.coalesce(key, () => ({ ..._entry(a, code, authenticated, hmacHeaders, clock), bodyOmitted: note.body === undefined ? 'not-read' : 'metadata-only' }));
       return entry.id;
     }
-    const entry = _entry(a, code, authenticated, schemes, clock);
+    const entry = _entry(a, code, authenticated, hmacHeaders, clock);
     const hook = note.hook ?? '';
     if (note.body === undefined) {
       entry.bodyOmitted = note.bodyOmitted ?? 'not-read';
@@ -143,7 +160,7 @@ export function createRecorder(config: Config, ledger: Ledger, clock: () => numb
 }
 
 // An answered request's entry, without its body (a function of its own, not a closure made per request).
-function _entry(a: Answered, code: string | undefined, authenticated: boolean, schemes: ReadonlyMap<string, string>, clock: () => number): LedgerEntry {
+function _entry(a: Answered, code: string | undefined, authenticated: boolean, hmacHeaders: ReadonlyMap<string, string>, clock: () => number): LedgerEntry {
   const { note, answer } = a;
   const entry: LedgerEntry = {
     id: randomHex(12),
@@ -154,7 +171,7 @@ function _entry(a: Answered, code: string | undefined, authenticated: boolean, s
     client: a.client.address,
     lane: authenticated ? 'authenticated' : 'unauthenticated',
     auth: note.auth,
-    headers: keptHeaders(a.headers, note.hook === undefined ? undefined : schemes.get(note.hook)),
+    headers: keptHeaders(a.headers, note.hook === undefined ? undefined : hmacHeaders.get(note.hook)),
     status: answer.status,
     durationMs: a.durationMs,
   };

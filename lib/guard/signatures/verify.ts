@@ -32,6 +32,22 @@ function _scheme(name: SchemeName): Scheme {
   return scheme;
 }
 
+/**
+ * The headers that carry a signature computed over the body, as the schemes send them (an `hmac`
+ * path's configured header besides): a replay verifies them again, and they prove nothing beyond
+ * their own body. The request ledger keeps them where it redacts every other credential header.
+ */
+export const BODY_SIGNATURE_HEADERS: ReadonlySet<string> = new Set([
+  'x-hub-signature-256',
+  'x-hub-signature',
+  'stripe-signature',
+  'webhook-signature',
+  'svix-signature',
+  'x-slack-signature',
+  'x-shopify-hmac-sha256',
+  'x-twilio-signature',
+]);
+
 /** The schemes whose signature carries a timestamp, checked against `toleranceSeconds`. */
 export const TIMESTAMPED: readonly SchemeName[] = ['standard-webhooks', 'stripe', 'slack'];
 
