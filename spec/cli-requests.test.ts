@@ -112,7 +112,7 @@ test('requests: bad input is one short line: a malformed filter (exit 2), an unk
   await mkdir(join(s.state, 'ledger', 'a-2.jsonl'));
   const unreadable = await cli(s);
   assert.equal(unreadable.code, 1);
-  assert.match(unreadable.stderr, /cannot read the request ledger file .*a-2\.jsonl: EISDIR\n$/);
+  assert.match(unreadable.stderr, /cannot read the request ledger file .*a-2\.jsonl: not a regular file\n$/);
   assert.doesNotMatch(unreadable.stderr, /\n {4}at /);
 });
 

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
-import { appendFile, mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { spawnSync } from 'node:child_process';
+import { constants } from 'node:fs';
+import { appendFile, mkdir, open as openFile, readdir, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import type { LedgerConfig } from '../lib/store/ledger-config.ts';
@@ -157,12 +159,45 @@ test('Ledger.open reads no segment an earlier process wrote: they are counted at
   const { segments, entries, bytes } = ledger.stats().authenticated;
   assert.deepEqual([{ segments, entries, bytes }, told], [{ segments: 0, entries: 0, bytes: 0 }, []], 'nothing read yet');
   await ledger.counted();
-  assert.deepEqual(told.map((e) => (e as NodeJS.ErrnoException).code), ['EISDIR']);
+  assert.deepEqual(told.map((e) => (e as NodeJS.ErrnoException).code), ['ERR_NOT_A_SEGMENT']);
   assert.deepEqual([ledger.stats().authenticated.segments, ledger.stats().authenticated.entries], [1, 3]);
   ledger.record(entry({ id: 'new' }));
   await ledger.flush();
   assert.deepEqual([ledger.stats().authenticated.segments, ledger.stats().authenticated.entries], [2, 4], 'a new segment after them (a-8)');
   assert.deepEqual((await readdir(join(dir, 'ledger'))).sort(), ['a-1.jsonl', 'a-7.jsonl', 'a-8.jsonl']);
+});
+
+test('Ledger and its readers open segments without following links or waiting on a FIFO: counted() settles, both are refused, and what a link leads to is never read', async (t) => {
+  const dir = await tempDir(t, 'store-ledger-spec-');
+  const first = await Ledger.open(dir, { config: CONFIG });
+  first.record(entry({ id: 'own' }));
+  await first.close();
+  // Outside the ledger: a file of entries a link names as a segment.
+  await writeFile(join(dir, 'elsewhere.jsonl'), `${JSON.stringify(entry({ id: 'through-the-link' }))}\n`);
+  await symlink(join(dir, 'elsewhere.jsonl'), join(dir, 'ledger', 'a-5.jsonl'));
+  const fifo = join(dir, 'ledger', 'u-6.jsonl');
+  assert.equal(spawnSync('mkfifo', [fifo]).status, 0, 'mkfifo');
+  const told: unknown[] = [];
+  const ledger = await Ledger.open(dir, { config: CONFIG, onError: (error) => told.push(error) });
+  defer(t, () => ledger.close());
+  // Before the ledger closes: on code that waits for a writer, this frees the open (and the test
+  // fails on its assertions, not by hanging).
+  defer(t, async () => {
+    const writer = await openFile(fifo, constants.O_WRONLY | constants.O_NONBLOCK).catch(() => null);
+    await writer?.close();
+  });
+  // A guard against a hang, not a time limit: the count reads a few small files.
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const counted = await Promise.race([ledger.counted().then(() => 'counted'), new Promise((resolve) => (timer = setTimeout(resolve, 10_000, 'still waiting')))]);
+  clearTimeout(timer);
+  assert.equal(counted, 'counted');
+  assert.deepEqual(told.map((e) => (e as NodeJS.ErrnoException).code).sort(), ['ERR_NOT_A_SEGMENT', 'ERR_NOT_A_SEGMENT']);
+  assert.deepEqual([ledger.stats().authenticated.entries, ledger.stats().unauthenticated.entries], [1, 0]);
+  await assert.rejects(readLedger(dir), /cannot read the request ledger file \S+\/a-5\.jsonl: not a regular file/);
+  await rm(join(dir, 'ledger', 'a-5.jsonl'));
+  await assert.rejects(readLedger(dir), /cannot read the request ledger file \S+\/u-6\.jsonl: not a regular file/);
+  await rm(fifo);
+  assert.deepEqual((await readLedger(dir)).map((e) => e.id), ['own']);
 });
 
 test('Ledger and its readers take only the segment names the writer makes: a-01.jsonl is left alone, not counted as segment 1', async (t) => {

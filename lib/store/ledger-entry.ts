@@ -1,3 +1,5 @@
+import { constants, type Stats } from 'node:fs';
+import { open, type FileHandle } from 'node:fs/promises';
 import { array, boolean, check, formatIssue, literal, number, object, optional, record, string, typeName, type Schema } from '../schema.ts';
 
 // What one request ledger entry holds, and the check every line read back passes before the
@@ -166,6 +168,35 @@ export const LEDGER_DIR = 'ledger';
 // Numbered from 1, written without leading zeros: `a-01.jsonl` is no segment (it would be
 // counted as 1, and deleting segment 1 would remove `a-1.jsonl`, never it).
 export const SEGMENT = /^([au])-([1-9]\d{0,14})\.jsonl$/;
+
+/**
+ * A segment opened to be read, and what its file is: never through a symbolic link, and without
+ * waiting for a writer (a FIFO named like a segment would hold the open forever); anything but a
+ * regular file is refused with {@link notASegment}'s error.
+ */
+export async function openSegment(file: string): Promise<{ handle: FileHandle; info: Stats }> {
+  const handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch((error: NodeJS.ErrnoException) => {
+    throw error.code === 'ELOOP' ? notASegment(file, error) : error;
+  });
+  const info = await handle.stat().catch(async (error: unknown) => {
+    await handle.close();
+    throw error;
+  });
+  if (info.isFile()) return { handle, info };
+  await handle.close();
+  throw notASegment(file);
+}
+
+/** How a new segment is made: created here and now (never one already there, nor through a link), appended to. */
+export const SEGMENT_NEW = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
+
+/** The error of a file named like a segment that is not a regular file (a link, a FIFO, a folder): it is no segment. */
+export function notASegment(file: string, cause?: unknown): Error {
+  return Object.assign(new Error(`Cannot read ledger segment ${file}: it is not a regular file (a symbolic link, a FIFO or a folder); it is left alone`, cause === undefined ? {} : { cause }), { code: NOT_A_SEGMENT });
+}
+
+/** The `code` of {@link notASegment}'s error. */
+export const NOT_A_SEGMENT = 'ERR_NOT_A_SEGMENT';
 
 /** The file-name initial of a lane. */
 export function laneInitial(lane: Lane): 'a' | 'u' {

@@ -1,7 +1,6 @@
 import { isUtf8 } from 'node:buffer';
-import { open } from 'node:fs/promises';
 import type { JsonBytes } from './json-bytes.ts';
-import type { LedgerEntry } from './ledger-entry.ts';
+import { openSegment, type LedgerEntry } from './ledger-entry.ts';
 
 // The request ledger's lines: what of a request's body is kept and how (text or base64), an
 // entry written as one line of a segment, and a segment's lines counted back when a later
@@ -66,9 +65,8 @@ function _firstTime(line: Buffer, whole: boolean): number | null {
  * the first line no more than that buffer is kept.
  */
 export async function scanSegment(file: string): Promise<{ bytes: number; count: number; firstMs: number }> {
-  const handle = await open(file, 'r');
+  const { handle, info } = await openSegment(file);
   try {
-    const info = await handle.stat();
     const buf = Buffer.allocUnsafe(262_144);
     const first: Buffer[] = [];
     let firstBytes = 0;

@@ -1,6 +1,6 @@
-import { open, readdir } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { checkLedgerLine, LEDGER_DIR, SEGMENT, type CheckedLedgerLine, type CountLine, type LedgerEntry, type StoredBody } from './ledger-entry.ts';
+import { checkLedgerLine, LEDGER_DIR, NOT_A_SEGMENT, openSegment, SEGMENT, type CheckedLedgerLine, type CountLine, type LedgerEntry, type StoredBody } from './ledger-entry.ts';
 
 // Reading the request ledger without opening it for writing: for `hooks-ingress requests`, the
 // inspector and the server's replay. The reader needs no config and no secret, only the files.
@@ -206,14 +206,16 @@ export class LedgerTail {
     } catch (error) {
       // Trimmed by the server between the listing and the read: its entries are gone, as they should be.
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
-      throw new LedgerUnreadableError(`cannot read the request ledger file ${file}: ${_code(error)}`, { cause: error });
+      // Named like a segment, but not one the writer makes (a link, a FIFO, a folder): refused, never followed nor waited on.
+      const why = (error as NodeJS.ErrnoException).code === NOT_A_SEGMENT ? 'not a regular file' : _code(error);
+      throw new LedgerUnreadableError(`cannot read the request ledger file ${file}: ${why}`, { cause: error });
     }
   }
 
   async #append(name: string, file: string, at: { lane: string; number: number }): Promise<void> {
-    const handle = await open(file, 'r');
+    const { handle, info } = await openSegment(file);
     try {
-      const { size } = await handle.stat();
+      const { size } = info;
       let segment = this.#segments.get(name);
       // A file shorter than what was read is not the one read before: start it again.
       if (segment === undefined || size < segment.offset) {

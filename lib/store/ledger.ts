@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { LedgerConfig, LedgerLane } from './ledger-config.ts';
 import { JsonBytes } from './json-bytes.ts';
 import { keepBody, scanSegment, writeEntryLine, type KeptBody } from './ledger-lines.ts';
-import { LEDGER_DIR, SEGMENT, type Lane, type LedgerEntry } from './ledger-entry.ts';
+import { LEDGER_DIR, SEGMENT, SEGMENT_NEW, type Lane, type LedgerEntry } from './ledger-entry.ts';
 
 // The request ledger's writer. Diagnostic, never on an acknowledgement's path: entries are queued
 // in memory and written in batches (one write per lane per batch, no fsync on the way), so a
@@ -352,7 +352,7 @@ export class Ledger {
     const old = lane.handle;
     lane.handle = null;
     if (old !== null) await old.datasync().finally(() => old.close()).catch(this.#onError);
-    lane.handle = await open(this.#file(lane.initial, segment.n), 'a', 0o600);
+    lane.handle = await open(this.#file(lane.initial, segment.n), SEGMENT_NEW, 0o600);
     lane.open = segment;
   }
 
