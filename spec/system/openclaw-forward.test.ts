@@ -102,6 +102,23 @@ test('forward mode: an agentId the upstream does not know is refused here when i
   assert.equal(dead!['refusedField'], 'agentId', JSON.stringify(dead));
 });
 
+test('forward mode: with two agents upstream (neither main) and no system agent, hooks.forward.agentId takes wakes to its agent', { skip }, async (t) => {
+  const { model, gateway } = await _setUp(t, { agents: { defaults: { model: { primary: 'standin/echo' } }, entries: { home: {}, ops: {} } } });
+  await gateway.start();
+  // What the setting is for: such a gateway refuses a wake that names no agent.
+  const bare = await post(gateway.origin, '/hooks/wake', { headers: { authorization: `Bearer ${gateway.hookToken}` }, body: { text: 'no agent named', mode: 'next-heartbeat' } });
+  assert.equal(bare.status, 400, bare.text);
+  assert.match(bare.text, /agentId is required/);
+
+  const ingress = await startForwardIngress(t, gateway, { hooks: { forward: { agentId: 'ops' } } });
+  const texts = markers('ops wake', 3);
+  for (const reply of await _wakes(ingress, texts, 1)) assert.equal(reply.status, 200, reply.text);
+  await _reached(model, texts, ingress, gateway);
+  const prompts = model.prompts.filter((prompt) => texts.some((text) => prompt.includes(text)));
+  assert.equal(prompts.every((prompt) => prompt.includes('agent=ops')), true, 'every turn that saw them was the ops agent\'s');
+  await _allSent(ingress);
+});
+
 test('forward mode: 50 wakes acknowledged while the gateway is down all reach a model turn once it is up', { skip }, async (t) => {
   const { model, gateway } = await _setUp(t);
   const ingress = await startForwardIngress(t, gateway);
