@@ -16,11 +16,15 @@ export type SessionMode = (typeof SESSION_MODES)[number];
 export const THINKING_LEVELS = ['off', 'minimal', 'low', 'medium', 'high', 'xhigh'] as const;
 export type Thinking = (typeof THINKING_LEVELS)[number];
 
-/** Queue a system event for the main session; with `now`, ask for a heartbeat at once. */
+/** Queue a system event (for the main session, or another agent's or session); with `now`, ask for a heartbeat at once. */
 export interface WakeAction {
   kind: 'wake';
   text: string;
   mode: WakeMode;
+  /** The agent whose heartbeat reads it; absent: the default agent. */
+  agentId?: string;
+  /** The session it goes to; absent: the agent's main session. Only with mode `now`, as OpenClaw rules. */
+  sessionKey?: RequestedKey;
 }
 
 /** A session key and whether the operator wrote it (trusted) or the payload chose it. */

@@ -97,3 +97,8 @@ test('formatEvent() indents the continuation lines of a multi-line text', () => 
   const line = formatEvent({ seq: 1, time: '2026-01-01T00:00:00.000Z', kind: 'system', text: 'a\nb', source: 'wake' });
   assert.equal(line, '2026-01-01T00:00:00.000Z  system  [wake]  a\n    b\n');
 });
+
+test('formatEvent() names the agent and session of a wake addressed to them, escaped', () => {
+  const line = formatEvent({ seq: 1, time: '2026-01-01T00:00:00.000Z', kind: 'system', text: 'x', source: 'wake', agentId: 'ops', sessionKey: 'hook:\u001b[31m' });
+  assert.equal(line, '2026-01-01T00:00:00.000Z  system  [wake agent=ops session=hook:\\x1b[31m]  x\n');
+});

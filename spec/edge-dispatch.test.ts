@@ -37,8 +37,8 @@ const call = (name: string, body: Record<string, unknown>): HookCall => ({ id: '
 
 test('createDispatch() records a wake and asks for a heartbeat only when its mode is now', async (t) => {
   const { dispatch, store, beats } = await setup(t);
-  assert.deepEqual(await dispatch(call('wake', { text: ' Disk full ' }), null), { status: 200, body: { ok: true, mode: 'now' } });
-  assert.deepEqual(await dispatch(call('wake', { text: 'later', mode: 'next-heartbeat' }), null), { status: 200, body: { ok: true, mode: 'next-heartbeat' } });
+  assert.deepEqual(await dispatch(call('wake', { text: ' Disk full ' }), null), { status: 200, body: { ok: true, mode: 'now', eventOutcome: 'queued' } });
+  assert.deepEqual(await dispatch(call('wake', { text: 'later', mode: 'next-heartbeat' }), null), { status: 200, body: { ok: true, mode: 'next-heartbeat', eventOutcome: 'queued' } });
   assert.deepEqual(store.events().map((e) => [e.text, e.mode]), [['Disk full', 'now'], ['later', 'next-heartbeat']]);
   assert.deepEqual(beats, ['wake']);
 });

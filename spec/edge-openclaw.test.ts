@@ -101,6 +101,73 @@ test('/agent takes the released gateway\'s sessionMode and accountId: recorded o
   }
 });
 
+test('/wake answers eventOutcome: "queued", or "coalesced" when the same text is the session\'s newest unread event; two at once add one event', async (t) => {
+  const h = await start(t);
+  const first = await post(h.url, '/hooks/wake', { headers: AUTH, body: { text: 'Deploy done' } });
+  assert.deepEqual(first.body, { ok: true, mode: 'now', eventOutcome: 'queued' });
+  const again = await post(h.url, '/hooks/wake', { headers: { ...AUTH, 'idempotency-key': 'w2' }, body: { text: ' Deploy done ', mode: 'next-heartbeat' } });
+  assert.deepEqual(again.body, { ok: true, mode: 'next-heartbeat', eventOutcome: 'coalesced' });
+  const retried = await post(h.url, '/hooks/wake', { headers: { ...AUTH, 'idempotency-key': 'w2' }, body: { text: 'Deploy done' } });
+  assert.deepEqual(retried.body, again.body, 'a retry is told what the first request was');
+  assert.deepEqual(h.store.events().map((e) => e.text), ['Deploy done']);
+  const together = await Promise.all([1, 2].map(() => post(h.url, '/hooks/wake', { headers: AUTH, body: { text: 'Build green' } })));
+  assert.deepEqual(together.map((r) => r.body['eventOutcome']).sort(), ['coalesced', 'queued']);
+  assert.deepEqual(h.store.events().map((e) => e.text), ['Deploy done', 'Build green']);
+  // A heartbeat is asked for by every `now` wake, coalesced or not, as the gateway does.
+  assert.equal(h.beats.length, 3);
+});
+
+test('/wake takes agentId and sessionKey under the /agent rules and OpenClaw\'s wake rules; the event is that agent\'s and session\'s', async (t) => {
+  const h = await start(t, {
+    hooks: { allowRequestSessionKey: true, allowedSessionKeyPrefixes: ['hook:', 'agent:main:'], allowedAgentIds: ['main', 'ops'] },
+    agents: { list: [{ id: 'main', default: true }, { id: 'ops' }, { id: 'research' }] },
+  });
+  const ok = await post(h.url, '/hooks/wake', { headers: AUTH, body: { text: 'Deploy failed', agentId: 'OPS', sessionKey: 'hook:ci' } });
+  assert.deepEqual(ok.body, { ok: true, mode: 'now', eventOutcome: 'queued' });
+  const main = await post(h.url, '/hooks/wake', { headers: AUTH, body: { text: 'Mail', agentId: 'main', sessionKey: 'agent:main:main' } });
+  assert.equal(main.status, 200, main.text);
+  assert.deepEqual(h.store.events().map((e) => [e.text, e.agentId, e.sessionKey]), [['Deploy failed', 'ops', 'hook:ci'], ['Mail', undefined, undefined]]);
+  const refusals: [Record<string, unknown>, number, string][] = [
+    [{ text: 'x', agentId: 'nobody' }, 400, 'agentId: unknown agent "nobody" (not in agents.list)'],
+    [{ text: 'x', agentId: 'research' }, 400, 'agentId: agent "research" is not in hooks.allowedAgentIds'],
+    [{ text: 'x', sessionKey: 'slack:c1' }, 400, 'sessionKey: must start with one of "hook:", "agent:main:"'],
+    [{ text: 'x', agentId: 'ops', sessionKey: 'agent:main:main' }, 400, 'sessionKey: must start with one of "hook:", "agent:main:" (checked again as "agent:ops:main", the key re-scoped to agent "ops")'],
+    [{ text: 'x', sessionKey: 'hook:ci', mode: 'next-heartbeat' }, 400, 'sessionKey: requires mode "now"'],
+  ];
+  for (const [body, status, error] of refusals) {
+    const refused = await post(h.url, '/hooks/wake', { headers: AUTH, body });
+    assert.deepEqual([refused.status, refused.body['error']], [status, error], JSON.stringify(body));
+  }
+  const closed = await start(t);
+  const key = await post(closed.url, '/hooks/wake', { headers: AUTH, body: { text: 'x', sessionKey: 'hook:ci' } });
+  assert.deepEqual([key.status, key.body['code'], key.body['error']], [400, 'ERR_NOT_ALLOWED', 'sessionKey: may not be chosen by the request while hooks.allowRequestSessionKey is false']);
+  assert.equal(closed.store.events().length, 0);
+});
+
+test('a mapped wake goes to the mapping\'s agent and session, an unknown mapped agent falling back to the default; its answer has eventOutcome', async (t) => {
+  const h = await start(t, {
+    hooks: {
+      allowedSessionKeyPrefixes: ['hook:'],
+      mappings: [
+        { match: { path: 'ci' }, action: 'wake', textTemplate: 'Build {{status}}', agentId: 'ops', sessionKey: 'hook:ci', allowUnsafeExternalContent: true },
+        { match: { path: 'wrapped' }, action: 'wake', textTemplate: 'Build {{status}}' },
+        { match: { path: 'ghost' }, action: 'wake', textTemplate: 'x', agentId: 'nobody' },
+      ],
+    },
+    agents: { list: [{ id: 'main', default: true }, { id: 'ops' }] },
+  });
+  const first = await post(h.url, '/hooks/ci', { headers: AUTH, body: { status: 'red' } });
+  assert.deepEqual(first.body, { ok: true, mode: 'now', eventOutcome: 'queued' });
+  const second = await post(h.url, '/hooks/ci', { headers: AUTH, body: { status: 'red' } });
+  assert.equal(second.body['eventOutcome'], 'coalesced');
+  const ghost = await post(h.url, '/hooks/ghost', { headers: AUTH, body: {} });
+  assert.equal(ghost.status, 200, ghost.text);
+  assert.deepEqual(h.store.events().map((e) => [e.agentId, e.sessionKey]), [['ops', 'hook:ci'], [undefined, undefined]]);
+  // A wrapped text carries a fresh marker id each time, so it is never the same text twice.
+  const wrapped = await Promise.all([1, 2].map(() => post(h.url, '/hooks/wrapped', { headers: AUTH, body: { status: 'red' } })));
+  assert.deepEqual(wrapped.map((r) => r.body['eventOutcome']), ['queued', 'queued']);
+});
+
 test('an unknown /wake or /agent field is a 400 by default; with hooks.unknownPayloadFields "log" it is accepted and logged by name', async (t) => {
   const strict = await start(t);
   const refused = await post(strict.url, '/hooks/wake', { headers: AUTH, body: { text: 'x', source: 'ci' } });

@@ -134,7 +134,7 @@ test('a mapped hook takes hooks.mappings in order, then presets; an explicit map
   });
   assert.equal((await hook(h, 'ci', {})).status, 200);
   const gmail = await hook(h, 'gmail', { messages: [{ id: 'a', subject: 's' }] });
-  assert.deepEqual(gmail.body, { ok: true, mode: 'now' });
+  assert.deepEqual(gmail.body, { ok: true, mode: 'now', eventOutcome: 'queued' });
   assert.deepEqual(h.store.events().map((e) => unwrap(e.text)), ['first', 'my gmail']);
   assert.equal(runs(h).length, 0, 'the preset never ran');
 });
@@ -204,7 +204,7 @@ test('a wake mapping answers 200 {ok, mode}, queues the wrapped text from source
   const h = await start(t, { hooks: { mappings: [{ match: { path: 'ci' }, action: 'wake', textTemplate: 'Build {{id}} failed' }] } });
   const reply = await hook(h, 'ci', { id: 7 });
   assert.equal(reply.status, 200, reply.text);
-  assert.deepEqual(reply.body, { ok: true, mode: 'now' });
+  assert.deepEqual(reply.body, { ok: true, mode: 'now', eventOutcome: 'queued' });
   const [event] = h.store.events();
   assert.equal(event?.kind, 'system');
   assert.equal(event?.source, 'hook:ci');
@@ -216,7 +216,7 @@ test('a wake mapping answers 200 {ok, mode}, queues the wrapped text from source
 test('a wake mapping with wakeMode next-heartbeat answers that mode and asks for no heartbeat', async (t) => {
   const h = await start(t, { hooks: { mappings: [{ action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'later' }] } });
   const reply = await hook(h, 'ci', {});
-  assert.deepEqual(reply.body, { ok: true, mode: 'next-heartbeat' });
+  assert.deepEqual(reply.body, { ok: true, mode: 'next-heartbeat', eventOutcome: 'queued' });
   assert.equal(h.store.events()[0]?.mode, 'next-heartbeat');
   assert.deepEqual(h.beats, []);
 });
@@ -453,7 +453,7 @@ test('a forEach wake mapping queues one event per element and answers 200', asyn
   const h = await start(t, { hooks: { mappings: [{ action: 'wake', textTemplate: '{{alerts[0]}}', forEach: 'alerts', allowUnsafeExternalContent: true }] } });
   const reply = await hook(h, 'mon', { alerts: ['disk', 'cpu'] });
   assert.equal(reply.status, 200, reply.text);
-  assert.deepEqual(reply.body, { ok: true, mode: 'now', events: 2 });
+  assert.deepEqual(reply.body, { ok: true, mode: 'now', events: 2, eventOutcome: 'queued' });
   assert.deepEqual(h.store.events().map((e) => e.text), ['disk', 'cpu']);
   assert.deepEqual(h.beats, ['hook:mon']);
 });
@@ -490,7 +490,7 @@ test('a transform that overrides kind turns an agent mapping into a wake', async
   const h = await start(t, { hooks: { mappings: [{ match: { path: 'x' }, transform: { module: 'to-wake.js' }, messageTemplate: 'unused' }] } });
   const reply = await hook(h, 'x', { n: 5 });
   assert.equal(reply.status, 200, reply.text);
-  assert.deepEqual(reply.body, { ok: true, mode: 'next-heartbeat' });
+  assert.deepEqual(reply.body, { ok: true, mode: 'next-heartbeat', eventOutcome: 'queued' });
   assert.equal(unwrap(h.store.events()[0]?.text ?? ''), 'transformed 5');
   assert.equal(runs(h).length, 0);
 });
@@ -898,7 +898,7 @@ test('hooks.gmail.hookToken reaches only mappings on the path "gmail": one match
   assert.equal(runs(h).length, 2);
   assert.equal(h.store.events().length, 0);
   // The hook token still reaches every mapping, in order.
-  assert.deepEqual((await hook(h, 'gmail', GMAIL_BATCH)).body, { ok: true, mode: 'now' });
+  assert.deepEqual((await hook(h, 'gmail', GMAIL_BATCH)).body, { ok: true, mode: 'now', eventOutcome: 'queued' });
   assert.deepEqual(h.store.events().map((e) => e.text), ['by source']);
 
   // Without the preset, a pathless mapping is not the gmail token's to reach: 404, nothing recorded.

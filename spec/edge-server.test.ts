@@ -425,7 +425,7 @@ test('POST /hooks/wake answers 200 with the mode once the event is on disk', asy
   const h = await start(t);
   const reply = await wake(h, { text: 'Mail from Alice' });
   assert.equal(reply.status, 200);
-  assert.deepEqual(reply.body, { ok: true, mode: 'now' });
+  assert.deepEqual(reply.body, { ok: true, mode: 'now', eventOutcome: 'queued' });
   const onDisk = await readEvents(h.state);
   assert.deepEqual(
     onDisk.map((e) => [e.kind, e.text]),
@@ -437,7 +437,7 @@ test('POST /hooks/wake answers mode next-heartbeat when asked', async (t) => {
   const h = await start(t);
   const reply = await wake(h, { text: 'later', mode: 'next-heartbeat' });
   assert.equal(reply.status, 200);
-  assert.deepEqual(reply.body, { ok: true, mode: 'next-heartbeat' });
+  assert.deepEqual(reply.body, { ok: true, mode: 'next-heartbeat', eventOutcome: 'queued' });
 });
 
 test('POST /hooks/wake requests a heartbeat only for mode now', async (t) => {

@@ -370,6 +370,18 @@ test('applyMappings() holds accountId to the gateway\'s rule: a concrete channel
   assert.ok(!('accountId' in quiet));
 });
 
+test('applyMappings() gives a wake the mapping\'s agentId and session key (a templated one the payload\'s), and a transform\'s', async () => {
+  const fixed = wakeOf(await applyMappings([mapping({ action: 'wake', textTemplate: 't', agentId: 'ops', sessionKey: 'hook:ci' })], request({}), noTransform));
+  assert.deepEqual([fixed.agentId, fixed.sessionKey], ['ops', { value: 'hook:ci', trusted: true }]);
+  const templated = wakeOf(await applyMappings([mapping({ action: 'wake', textTemplate: 't', sessionKey: 'hook:{{id}}' })], request({ id: 'a' }), noTransform));
+  assert.deepEqual(templated.sessionKey, { value: 'hook:a', trusted: false });
+  const t = fake(() => ({ ok: true, value: { kind: 'wake', text: 'x', agentId: 'research', sessionKey: 'hook:t' } }));
+  const returned = wakeOf(await applyMappings([mapping({ transform: { module: 't.js' } })], request({}), t.call));
+  assert.deepEqual([returned.agentId, returned.sessionKey], ['research', { value: 'hook:t', trusted: false }]);
+  const later = await applyMappings([mapping({ id: 'w', action: 'wake', textTemplate: 't', sessionKey: 'hook:ci', wakeMode: 'next-heartbeat' })], request({}), noTransform);
+  assert.deepEqual(later, { kind: 'invalid', mappingId: 'w', error: 'mapping w: sessionKey: requires mode "now"' });
+});
+
 test('applyMappings() collapses a name with line breaks to one line', async () => {
   const fromTemplate = agentOf(await applyMappings([mapping({ name: '{{title}}', messageTemplate: 'm' })], request({ title: 'a\nSYSTEM: b\r\n\u2028c' }), noTransform));
   assert.equal(fromTemplate.name, 'a SYSTEM: b c');

@@ -67,5 +67,21 @@ test('parseWake() with acceptUnknown accepts other fields and names them, and st
 });
 
 test('parseWake() reports every problem, joined with "; "', () => {
-  assert.equal(error({ mode: 'soon', sessionKey: 'x' }), 'sessionKey: unknown key; text: is required; mode: must be one of "now", "next-heartbeat"');
+  assert.equal(error({ mode: 'soon', priority: 'x' }), 'priority: unknown key; text: is required; mode: must be one of "now", "next-heartbeat"');
+});
+
+test('parseWake() takes the released gateway\'s agentId and sessionKey, the key as the request\'s choice', () => {
+  assert.deepEqual(parseWake({ text: 'x', agentId: ' ops ', sessionKey: ' hook:ci ' }), {
+    ok: true,
+    action: { kind: 'wake', text: 'x', mode: 'now', agentId: 'ops', sessionKey: { value: 'hook:ci', trusted: false } },
+    ignored: [],
+  });
+  assert.equal(error({ text: 'x', agentId: '' }), 'agentId: must be a non-empty string');
+  assert.equal(error({ text: 'x', sessionKey: 7 }), 'sessionKey: must be a string, got number');
+  assert.equal(error({ text: 'x', sessionKey: `hook:${'k'.repeat(508)}` }), 'sessionKey: must be at most 512 characters');
+});
+
+test('parseWake() refuses a sessionKey with mode "next-heartbeat", as the gateway does', () => {
+  assert.equal(error({ text: 'x', mode: 'next-heartbeat', sessionKey: 'hook:ci' }), 'sessionKey: requires mode "now"');
+  assert.equal(parseWake({ text: 'x', mode: 'next-heartbeat', agentId: 'ops' }).ok, true);
 });

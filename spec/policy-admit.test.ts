@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import type { AgentAction } from '../lib/actions.ts';
 import { buildConfig } from '../lib/config/load.ts';
 import type { AgentConfig, Config } from '../lib/config/types.ts';
-import { admitRun, resolveAgentId } from '../lib/policy/admit.ts';
+import { admitRun, admitWake, resolveAgentId } from '../lib/policy/admit.ts';
 import { error, value } from './_decision.ts';
 
 type Hooks = Config['hooks'];
@@ -239,4 +239,17 @@ test('admitRun() lets a trusted session key through with allowRequestSessionKey 
   const run = value(admitRun(action({ sessionKey: { value: 'hook:gmail', trusted: true } }), 'gmail', configWith(), ids('r')));
   assert.equal(run.sessionKey, 'hook:gmail');
   assert.equal(run.runId, 'r');
+});
+
+// --- admitWake -----------------------------------------------------------------------------
+
+test('admitWake() names only what differs from the main session: an unknown agent is refused for a request and the default for a mapping', () => {
+  const config = configWith({ list: agents, hooks: { allowRequestSessionKey: true } });
+  assert.deepEqual(value(admitWake({}, config, true)), {});
+  assert.deepEqual(value(admitWake({ agentId: 'OPS' }, config, true)), {}, 'ops is the default agent');
+  assert.deepEqual(value(admitWake({ agentId: 'research', sessionKey: { value: 'agent:x:ci', trusted: false } }, config, true)), { agentId: 'Research', sessionKey: 'ci' });
+  assert.deepEqual(value(admitWake({ agentId: 'main', sessionKey: { value: 'agent:main:MAIN', trusted: false } }, config, true)), { agentId: 'main' });
+  assert.equal(error(admitWake({ agentId: 'nobody' }, config, true)), 'agentId: unknown agent "nobody" (not in agents.list)');
+  assert.deepEqual(value(admitWake({ agentId: 'nobody' }, config, false)), {});
+  assert.match(error(admitWake({ sessionKey: { value: 'hook:x', trusted: false } }, configWith(), true)), /hooks\.allowRequestSessionKey/);
 });

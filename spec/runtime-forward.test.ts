@@ -52,7 +52,7 @@ test('forward mode: actions accepted while the upstream is down are each deliver
   const h = await start(t, port);
   const wake = await post(h.url, '/hooks/wake', { headers: AUTH, body: { text: 'Deploy done', mode: 'next-heartbeat' } });
   assert.equal(wake.status, 200, wake.text);
-  assert.deepEqual(wake.body, { ok: true, mode: 'next-heartbeat' });
+  assert.deepEqual(wake.body, { ok: true, mode: 'next-heartbeat', eventOutcome: 'queued' });
   const agent = await post(h.url, '/hooks/agent', { headers: { ...AUTH, 'idempotency-key': 'k1' }, body: { message: 'Summarise', channel: 'teams', to: 'conv-1' } });
   assert.equal(agent.status, 202, agent.text);
   const retried = await post(h.url, '/hooks/agent', { headers: { ...AUTH, 'idempotency-key': 'k1' }, body: { message: 'Summarise', channel: 'teams', to: 'conv-1' } });

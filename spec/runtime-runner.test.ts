@@ -894,6 +894,34 @@ test('Runner.heartbeatTurn() delivers a reply that is not an ack to the heartbea
   assert.equal(MAIN_SESSION, 'main');
 });
 
+test('Runner.heartbeatTurn() gives a wake for another agent and session a turn of its own: that agent, that session\'s history, only its events', async (t) => {
+  const fake = await fakeApi(t, 'openai', (seen) => seen.reply(seen.prompt.includes('Deploy failed') ? 'Rolled back.' : 'HEARTBEAT_OK'));
+  const config = heartbeatConfig(fake);
+  const agents = config['agents'] as { list: Record<string, unknown>[] };
+  agents.list.push({ id: 'ops', systemPrompt: 'Ops agent.' });
+  const rt = await runtime(t, config, { deliver: async (request) => delivered(request) });
+  await rt.store.addEvent({ kind: 'system', text: 'Mail arrived', source: 'wake', mode: 'now' });
+  const ops = await rt.store.addEvent({ kind: 'system', text: 'Deploy failed', source: 'wake', mode: 'now', agentId: 'ops', sessionKey: 'ci' });
+  await rt.runner.heartbeatTurn();
+  assert.equal(fake.seen.length, 2, 'one turn for the main session, one for ops in ci');
+  const [main, other] = fake.seen;
+  assert.ok(main!.prompt.includes('Mail arrived') && !main!.prompt.includes('Deploy failed'), main!.prompt);
+  assert.ok(other!.prompt.includes('Deploy failed') && !other!.prompt.includes('Mail arrived'), other!.prompt);
+  assert.deepEqual((other!.body['messages'] as unknown[])[0], { role: 'system', content: 'Ops agent.' });
+  assert.ok(rt.store.consumedThrough({ agentId: 'ops', sessionKey: 'ci' }) >= ops.seq);
+  const reply = rt.store.events().find((e) => e.kind === 'reply' && e.agentId === 'ops')!;
+  assert.deepEqual([reply.text, reply.sessionKey, reply.ack], ['Rolled back.', 'ci', false]);
+  assert.deepEqual(rt.delivered, [{ channel: 'telegram', to: '12345', text: 'Rolled back.' }]);
+
+  // The session continues on its own transcript; the main session's is not in it.
+  await rt.store.addEvent({ kind: 'system', text: 'Deploy failed again', source: 'wake', mode: 'now', agentId: 'ops', sessionKey: 'ci' });
+  await rt.runner.heartbeatTurn();
+  assert.equal(fake.seen.length, 3, 'nothing new in the main session: no turn there');
+  const messages = fake.seen[2]!.body['messages'] as { role: string; content: string }[];
+  assert.deepEqual(messages.slice(1).map((m) => m.role), ['user', 'assistant', 'user']);
+  assert.equal(messages[2]!.content, 'Rolled back.');
+});
+
 test('Runner.heartbeatTurn() notes a failed heartbeat delivery in the main session', async (t) => {
   const fake = await fakeApi(t, 'openai', answerWith('Please call the bank.'));
   const rt = await runtime(t, heartbeatConfig(fake), { deliver: async () => ({ status: 'failed', channel: 'telegram', reason: 'Forbidden: bot was blocked' }) });

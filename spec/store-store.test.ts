@@ -536,3 +536,86 @@ test('Store keeps the newest retainRuns finished runs however many runs are queu
   assert.deepEqual(reopened.store.runs().map((r) => r.runId).filter((id) => !unfinished.includes(id)), ['r4', 'r6', 'r8', 'r10']);
   await reopened.store.close();
 });
+
+// --- wakes that coalesce ------------------------------------------------------------------------
+
+function wakeOf(text: string, target: { agentId?: string; sessionKey?: string } = {}) {
+  return { kind: 'system' as const, text, source: 'wake', mode: 'now' as const, ...target, coalesce: true };
+}
+
+test('Store.commit() coalesces a wake equal to its session\'s newest unread event, per session, and queues it again once read or after another event', async (t) => {
+  const dir = await tempDir(t);
+  const store = await open(dir);
+  const outcomes = async (...events: ReturnType<typeof wakeOf>[]) => (await store.commit({ events })).outcomes;
+  assert.deepEqual(await outcomes(wakeOf('deploy done')), ['queued']);
+  assert.deepEqual(await outcomes(wakeOf('deploy done')), ['coalesced']);
+  // Another session's newest event is its own; the same text there is queued.
+  assert.deepEqual(await outcomes(wakeOf('deploy done', { sessionKey: 'ci' }), wakeOf('deploy done', { sessionKey: 'ci' })), ['queued', 'coalesced']);
+  assert.deepEqual(await outcomes(wakeOf('deploy done', { agentId: 'ops' })), ['queued']);
+  // Only the newest unread event counts: after another, the text is queued again.
+  assert.deepEqual(await outcomes(wakeOf('other'), wakeOf('deploy done')), ['queued', 'queued']);
+  await store.commit({ consumedThrough: store.events().at(-1)!.seq });
+  assert.deepEqual(await outcomes(wakeOf('deploy done')), ['queued'], 'read by a heartbeat: a new event');
+  // A note that is not a wake is always added.
+  await store.commit({ events: [{ kind: 'system', text: 'deploy done', source: 'heartbeat' }] });
+  assert.deepEqual(store.events().filter((e) => e.text === 'deploy done' && e.sessionKey === undefined && e.agentId === undefined).length, 4);
+  await store.close();
+});
+
+test('Store.commit() lets one of two equal wakes at once be queued, the other coalesced, and the decision survives a restart', async (t) => {
+  const dir = await tempDir(t);
+  const store = await open(dir);
+  const [a, b] = await Promise.all([store.commit({ events: [wakeOf('same')] }, idem('a')), store.commit({ events: [wakeOf('same')] }, (o) => ({ ...idem('b'), body: { eventOutcome: o[0] } }))]);
+  assert.deepEqual([a.outcomes, b.outcomes], [['queued'], ['coalesced']]);
+  assert.equal(store.events().length, 1);
+  await store.close();
+  const again = await open(dir);
+  assert.equal(again.events().length, 1);
+  assert.deepEqual(again.replay('/hooks/wake', 'b')?.body, { eventOutcome: 'coalesced' });
+  // The unread event is still the session's newest after the restart.
+  assert.deepEqual((await again.commit({ events: [wakeOf('same')] })).outcomes, ['coalesced']);
+  await again.close();
+});
+
+test('Store.commit() queues a wake whose equal event never reached the disk instead of coalescing into nothing', async (t) => {
+  const dir = await tempDir(t);
+  const store = await open(dir);
+  let failOnce = true;
+  const original = Journal.prototype.append;
+  await withJournalMethod(
+    'append',
+    async function (this: Journal, ...args: never[]) {
+      if (failOnce) {
+        failOnce = false;
+        throw new Error('disk full');
+      }
+      return original.apply(this, args as unknown as [object]);
+    },
+    async () => {
+      const first = store.commit({ events: [wakeOf('same')] });
+      const second = store.commit({ events: [wakeOf('same')] });
+      await assert.rejects(first, /disk full/);
+      assert.deepEqual((await second).outcomes, ['queued']);
+    },
+  );
+  assert.deepEqual(store.events().map((e) => e.text), ['same']);
+  await store.close();
+});
+
+test('Store keeps what each other session\'s heartbeat read across a restart and a compaction', async (t) => {
+  const dir = await tempDir(t);
+  const store = await open(dir, { compactBytes: 1 });
+  await store.commit({ events: [wakeOf('for ci', { sessionKey: 'ci' }), wakeOf('for main')] });
+  const [ci] = store.events();
+  await store.commit({ consumedSessions: [{ sessionKey: 'ci', through: ci!.seq }] });
+  assert.equal(store.consumedThrough({ sessionKey: 'ci' }), ci!.seq);
+  assert.equal(store.consumedThrough(), 0);
+  assert.deepEqual(store.backlog().events, 1);
+  await store.commit({ events: [wakeOf('later', { sessionKey: 'ci' })] });
+  await store.close();
+  const again = await open(dir);
+  assert.equal(again.consumedThrough({ sessionKey: 'ci' }), ci!.seq);
+  assert.deepEqual(again.backlog().events, 2, 'the main wake and the later ci one');
+  assert.equal(again.heartbeatOwed(), true);
+  await again.close();
+});

@@ -67,5 +67,7 @@ export function markWrapped(text: string): string {
 export function formatEvent(event: SessionEvent, options: { raw?: boolean } = {}): string {
   const shown = options.raw === true ? event.text : markWrapped(event.text);
   const text = escapeControls(shown, true).replace(/\n/g, `\n${INDENT}`);
-  return `${event.time}  ${escapeControls(event.kind, false)}  [${escapeControls(event.source, false)}]  ${text}\n`;
+  // A wake for another agent or session says which; the main session's events say nothing more.
+  const target = [event.agentId === undefined ? '' : ` agent=${event.agentId}`, event.sessionKey === undefined ? '' : ` session=${event.sessionKey}`].join('');
+  return `${event.time}  ${escapeControls(event.kind, false)}  [${escapeControls(event.source + target, false)}]  ${text}\n`;
 }

@@ -7,12 +7,13 @@ import { applyMappings, type CallTransform } from '../hooks/mappings.ts';
 import { detectInjection, nameLine, requestName, wrapUntrusted } from '../untrusted/wrap.ts';
 import { parseWake } from '../hooks/wake.ts';
 import type { LogFields, Logger } from '../log.ts';
-import { admitRun, type AgentRules, type UnknownAgent } from '../policy/admit.ts';
+import { admitRun, admitWake, type AgentRules, type UnknownAgent, type WakeTarget } from '../policy/admit.ts';
 import { checkRoute, routesOf, type Routes } from '../policy/route.ts';
 import { forwardDestination, upstreamAgent, upstreamWake } from '../runtime/forward-body.ts';
 import type { Became } from '../store/ledger-entry.ts';
 import type { OutboxSpec } from '../store/outbox.ts';
 import type { Effects, Store } from '../store/store.ts';
+import type { EventOutcome } from '../store/session-events.ts';
 import type { IdempotencyWrite, StoredAnswer } from '../store/records.ts';
 import { admitEvents, reserveRuns, unavailable, type RunQueue } from './capacity.ts';
 import type { Gone, Waiter } from './wait.ts';
@@ -109,7 +110,7 @@ interface _Destination {
 
 /** What a request was accepted for, its actions in order. */
 interface _Accepted {
-  actions: readonly ({ kind: 'wake'; action: Pick<WakeAction, 'text' | 'mode'> } | { kind: 'agent'; action: AgentAction; run: RunSpec })[];
+  actions: readonly ({ kind: 'wake'; action: WakeAction; target: WakeTarget } | { kind: 'agent'; action: AgentAction; run: RunSpec })[];
   /** Where its wakes' events come from (`wake`, `hook:<name>`); a `now` one requests a heartbeat from there. */
   source: string;
   /** Whether the request asked to be answered when its runs finished. */
@@ -124,13 +125,18 @@ interface _Accepted {
 const _LOCAL = {
   async accept(ctx, call, accepted, idem, answer) {
     const { source } = accepted;
-    const events = accepted.actions.flatMap((a) => (a.kind === 'wake' ? [{ kind: 'system' as const, text: a.action.text, source, mode: a.action.mode, requestId: call.id }] : []));
+    // A wake is a system event of its target's session; one equal to that session's newest unread event coalesces into it.
+    const events = accepted.actions.flatMap((a) =>
+      a.kind === 'wake' ? [{ kind: 'system' as const, text: a.action.text, source, mode: a.action.mode, requestId: call.id, ...a.target, coalesce: true }] : [],
+    );
     const runs = accepted.actions.flatMap((a) => (a.kind === 'agent' ? [a.run] : []));
     const waitFor = accepted.wait && runs.length > 0 && ctx.wait !== undefined ? runs.map((r) => r.runId) : undefined;
-    await _commit(ctx, call, { events, runs }, _remember(idem, call, answer, waitFor), accepted.field);
+    const told = (outcomes: readonly EventOutcome[]) => _withOutcome(answer, outcomes);
+    const idemFor = idem === null ? undefined : (outcomes: readonly EventOutcome[]) => _remember(idem, call, told(outcomes), waitFor)!;
+    const outcomes = await _commit(ctx, call, { events, runs }, idemFor, accepted.field);
     accepted.recorded?.();
     if (events.some((e) => e.mode === 'now')) ctx.heartbeat.request(source);
-    return waitFor === undefined ? answer : ctx.wait!({ ...answer, waitFor }, call.gone);
+    return waitFor === undefined ? told(outcomes) : ctx.wait!({ ...told(outcomes), waitFor }, call.gone);
   },
 } satisfies Pick<_Destination, 'accept'>;
 
@@ -140,9 +146,11 @@ const _FORWARD = {
   unsendable: forwardDestination,
   async accept(ctx, call, accepted, idem, answer) {
     const outbox = accepted.actions.map((a) => (a.kind === 'wake' ? _outboxWake(ctx, a.action, call) : _outboxAgent(ctx, a.action, a.run, call)));
-    await _commitForward(ctx, call, outbox, _remember(idem, call, answer));
+    // Queued for the upstream, which decides on its own whether it coalesces.
+    const told = _withOutcome(answer, accepted.actions.flatMap((a) => (a.kind === 'wake' ? ['queued' as const] : [])));
+    await _commitForward(ctx, call, outbox, _remember(idem, call, told));
     accepted.recorded?.();
-    return answer;
+    return told;
   },
 } satisfies Omit<_Destination, 'agents' | 'unknownAgent'>;
 
@@ -166,13 +174,14 @@ async function _wake(ctx: _Context, call: HookCall, idem: IdempotencyKey | null)
   const parsed = parseWake(call.body, ctx.acceptUnknown);
   if (!parsed.ok) throw new HttpError(400, ErrorCode.InvalidPayload, parsed.error);
   _logUnknown(ctx, call, parsed.ignored);
+  const target = _admitWake(ctx, parsed.action, true, '');
   const answer: Answer = { status: 200, body: { ok: true, mode: parsed.action.mode } };
   const { text, mode } = parsed.action;
   if (call.preview !== undefined) {
     call.preview.actions.push({ kind: 'wake', text, unresolved: [], mode });
     return answer;
   }
-  return ctx.destination.accept(ctx, call, { actions: [{ kind: 'wake', action: parsed.action }], source: 'wake', wait: false, field: () => 'text' }, idem, answer);
+  return ctx.destination.accept(ctx, call, { actions: [{ kind: 'wake', action: parsed.action, target }], source: 'wake', wait: false, field: () => 'text' }, idem, answer);
 }
 
 async function _agent(ctx: _Context, call: HookCall, idem: IdempotencyKey | null): Promise<Answer> {
@@ -229,8 +238,9 @@ async function _mapped(ctx: _Context, call: HookCall, idem: IdempotencyKey | nul
   for (const { action, injections, unresolved } of outcome.actions) {
     _warnInjection(ctx, call, nameLine(name), injections);
     if (action.kind === 'wake') {
-      events.push({ kind: 'system', text: action.text, source, mode: action.mode, requestId: call.id });
-      accepted.push({ kind: 'wake', action });
+      const target = _admitWake(ctx, action, false, `mapping ${outcome.mappingId}: `);
+      events.push({ kind: 'system', text: action.text, source, mode: action.mode, requestId: call.id, ...target });
+      accepted.push({ kind: 'wake', action, target });
       if (unresolved.length > 0) hollow.push({ placeholders: unresolved.join(',') });
       continue;
     }
@@ -284,10 +294,30 @@ function _admit(ctx: _Context, call: HookCall, action: AgentAction, label: strin
   return { ...run, requestId: call.id };
 }
 
+// A wake's agent and session under the rules of an agent run; `strictAgent`: the request named the agent.
+function _admitWake(ctx: _Context, action: WakeAction, strictAgent: boolean, label: string): WakeTarget {
+  const admitted = admitWake(action, ctx.config, strictAgent);
+  if (!admitted.ok) throw new HttpError(400, ErrorCode.NotAllowed, `${label}${admitted.error}`);
+  return admitted.value;
+}
+
+// The answer to a request that added wakes says what became of them, as OpenClaw's does:
+// `queued` when any became an event, `coalesced` when each was already its session's newest unread one.
+function _withOutcome(answer: Answer, outcomes: readonly EventOutcome[]): Answer {
+  if (outcomes.length === 0) return answer;
+  return { ...answer, body: { ...answer.body, eventOutcome: outcomes.includes('queued') ? 'queued' : 'coalesced' } };
+}
+
 // Bounds are checked (and queue slots held) with no await before the commit, so requests that
 // arrive together are counted together; the slots go back once the runs are queued or refused.
 // `field` names a wake text that is too long.
-async function _commit(ctx: _Context, call: HookCall, effects: Effects, idem: IdempotencyWrite | undefined, field: (i: number) => string): Promise<void> {
+async function _commit(
+  ctx: _Context,
+  call: HookCall,
+  effects: Effects,
+  idem: ((outcomes: readonly EventOutcome[]) => IdempotencyWrite) | undefined,
+  field: (i: number) => string,
+): Promise<EventOutcome[]> {
   const events = effects.events ?? [];
   admitEvents(ctx.store, ctx.config, events.filter((e) => e.kind === 'system').map((e) => e.text), field);
   const release = reserveRuns(ctx.runs, effects.runs?.length ?? 0, ctx.config);
@@ -295,6 +325,7 @@ async function _commit(ctx: _Context, call: HookCall, effects: Effects, idem: Id
     const committed = await ctx.store.commit(effects, idem);
     for (const run of committed.runs) ctx.runs?.enqueue(run);
     if (call.note !== undefined) call.note.became = _became(committed.events.map((e) => e.seq), committed.runs.map((r) => r.runId));
+    return committed.outcomes;
   } catch (error) {
     throw unavailable(error);
   } finally {
@@ -314,7 +345,7 @@ function _upstreamAgents(config: Config, listed: readonly string[] | null): Pick
 }
 
 // The outbox entries of forward mode: what the upstream gateway's /wake and /agent take.
-function _outboxWake(ctx: _Context, action: Pick<WakeAction, 'text' | 'mode'>, call: HookCall): OutboxSpec {
+function _outboxWake(ctx: _Context, action: WakeAction, call: HookCall): OutboxSpec {
   return { id: ctx.newId(), target: 'wake', body: upstreamWake(action, ctx.config.hooks.forward?.agentId), hook: call.name, requestId: call.id };
 }
 

@@ -1,5 +1,6 @@
-import { SESSION_MODES, THINKING_LEVELS, WAKE_MODES, type Action, type AgentAction, type Channel, type SessionMode, type Thinking, type WakeMode } from '../actions.ts';
+import { SESSION_MODES, THINKING_LEVELS, WAKE_MODES, type Action, type AgentAction, type Channel, type SessionMode, type Thinking, type WakeAction, type WakeMode } from '../actions.ts';
 import { checkAccount } from './agent.ts';
+import { SESSION_KEY_NEEDS_NOW } from './wake.ts';
 import { channel as channelName } from './channel-names.ts';
 import {
   array,
@@ -300,7 +301,18 @@ function _build(mapping: Mapping, override: Override, context: TemplateContext &
   const injections = detectInjection(body);
   const content = unsafe ? body : wrapUntrusted(body, { source: mapping.source });
   const wakeMode = override.wakeMode ?? override.mode ?? mapping.wakeMode;
-  if (kind === 'wake') return { action: { kind: 'wake', text: content, mode: wakeMode }, injections, unresolved };
+  const agentId = override.agentId || mapping.agentId;
+  const sessionKey = override.sessionKey || text(mapping.sessionKey);
+  if (sessionKey && sessionKey.length > MAX_SESSION_KEY) return `sessionKey: must be at most ${MAX_SESSION_KEY} characters`;
+  // A key the operator wrote is trusted; one a transform returned or a template rendered is the payload's.
+  const key = sessionKey ? { value: sessionKey, trusted: !override.sessionKey && !payloadControlsKey(mapping) } : undefined;
+  if (kind === 'wake') {
+    if (key !== undefined && wakeMode !== 'now') return SESSION_KEY_NEEDS_NOW;
+    const wake: WakeAction = { kind: 'wake', text: content, mode: wakeMode };
+    if (agentId) wake.agentId = agentId;
+    if (key !== undefined) wake.sessionKey = key;
+    return { action: wake, injections, unresolved };
+  }
 
   const thinking = override.thinking ?? text(mapping.thinking);
   if (thinking !== undefined && !(THINKING_LEVELS as readonly string[]).includes(thinking)) {
@@ -315,12 +327,8 @@ function _build(mapping: Mapping, override: Override, context: TemplateContext &
     deliver: override.deliver ?? mapping.deliver ?? true,
     channel: override.channel ?? mapping.channel,
   };
-  const agentId = override.agentId || mapping.agentId;
   if (agentId) action.agentId = agentId;
-  const sessionKey = override.sessionKey || text(mapping.sessionKey);
-  if (sessionKey && sessionKey.length > MAX_SESSION_KEY) return `sessionKey: must be at most ${MAX_SESSION_KEY} characters`;
-  // A key the operator wrote is trusted; one a transform returned or a template rendered is the payload's.
-  if (sessionKey) action.sessionKey = { value: sessionKey, trusted: !override.sessionKey && !payloadControlsKey(mapping) };
+  if (key !== undefined) action.sessionKey = key;
   const to = override.to || text(mapping.to);
   if (to) action.to = to;
   // Only a `to` the operator wrote out may move the last route; a rendered or returned one is the payload's.

@@ -1,4 +1,4 @@
-import type { AgentAction, RunSpec } from '../actions.ts';
+import type { AgentAction, RunSpec, WakeAction } from '../actions.ts';
 import { echo, type Decision } from './decision.ts';
 import { allowModel, type Models } from './models.ts';
 import { resolveSessionKey, scopeSessionKey, type SessionKeyRules } from './session-key.ts';
@@ -84,4 +84,37 @@ export function checkPersistent(action: Pick<AgentAction, 'sessionKey'>, hooks: 
     return 'sessionMode: "persistent" with a session key the request chose requires hooks.allowedSessionKeyPrefixes';
   }
   return null;
+}
+
+/** Where a wake's event goes: absent fields are the default agent and its main session. */
+export interface WakeTarget {
+  agentId?: string;
+  sessionKey?: string;
+}
+
+/**
+ * The agent and session a wake goes to, under the rules of an agent run: the agent must be known
+ * when the request names it (`strictAgent`, OpenClaw's 400 for a wake; a mapping's unknown agent
+ * falls back to the default, as for runs) and pass `hooks.allowedAgentIds`; a key passes
+ * `hooks.allowRequestSessionKey` and the prefixes as sent and re-scoped, and names the session
+ * its `agent:<id>:` leaves (`main` is the agent's main session). Without a key the event goes to
+ * the agent's main session (no default or generated key).
+ */
+export function admitWake(action: Pick<WakeAction, 'agentId' | 'sessionKey'>, config: AgentRules, strictAgent: boolean): Decision<WakeTarget> {
+  const { list, defaultAgentId } = config.agents;
+  const written = action.sessionKey === undefined ? null : resolveSessionKey(action.sessionKey, config.hooks, () => '');
+  if (written !== null && !written.ok) return written;
+  const named = action.agentId?.toLowerCase();
+  if (strictAgent && named !== undefined && named !== defaultAgentId.toLowerCase() && !list.some((a) => a.id.toLowerCase() === named)) {
+    return { ok: false, error: `agentId: unknown agent "${echo(action.agentId!)}" (not in agents.list)` };
+  }
+  const agentId = resolveAgentId(action.agentId, config);
+  if (!agentId.ok) return agentId;
+  const target: WakeTarget = {};
+  if (agentId.value !== defaultAgentId) target.agentId = agentId.value;
+  if (written === null) return { ok: true, value: target };
+  const session = scopeSessionKey(written.value, agentId.value, config.hooks);
+  if (!session.ok) return session;
+  if (session.value.toLowerCase() !== 'main') target.sessionKey = session.value;
+  return { ok: true, value: target };
 }

@@ -25,6 +25,22 @@ export interface SessionEvent {
   ack?: boolean;
   /** The request that added it (its `X-Request-Id`), as runs and outbox entries carry it. */
   requestId?: string;
+  /** A wake for another agent than the default one: that agent's heartbeat turn reads it. */
+  agentId?: string;
+  /** A wake for another session than the main one: a heartbeat turn in that session reads it. */
+  sessionKey?: string;
+}
+
+/** Which heartbeat turn reads an event: `''` for the default agent's main session, else its agent and session. */
+export function targetOf(event: Pick<SessionEvent, 'agentId' | 'sessionKey'>): string {
+  return event.agentId === undefined && event.sessionKey === undefined ? '' : `${event.agentId ?? ''}\n${event.sessionKey ?? ''}`;
+}
+
+/** A heartbeat turn outside the main session read that session's events up to `through`. */
+export interface ConsumedSession {
+  agentId?: string;
+  sessionKey?: string;
+  through: number;
 }
 
 /** Where a reply went, or why it did not. */
@@ -90,6 +106,8 @@ export type JournalLine =
       runs?: RunRecord[];
       runUpdates?: RunUpdate[];
       consumedThrough?: number;
+      /** Other sessions' heartbeat turns: what each read (the main session's is `consumedThrough`). */
+      consumedSessions?: ConsumedSession[];
       lastRoute?: Route;
       /** Forward mode: actions for the upstream gateway, and changes to earlier ones. */
       outbox?: OutboxEntry[];
@@ -128,7 +146,10 @@ const eventShape = object({
   mode: optional(literal(...WAKE_MODES)),
   ack: optional(boolean),
   requestId: optional(text),
+  agentId: optional(string({ nonEmpty: true })),
+  sessionKey: optional(string({ nonEmpty: true })),
 });
+const consumedShape = object({ agentId: optional(string({ nonEmpty: true })), sessionKey: optional(string({ nonEmpty: true })), through: seq });
 
 // Every field a run may change after it was accepted.
 const runChanges = {
@@ -216,6 +237,7 @@ const commitShape = object({
   runs: optional(_list),
   runUpdates: optional(_list),
   consumedThrough: optional(seq),
+  consumedSessions: optional(array(consumedShape)),
   lastRoute: optional(object({ channel: text, to: text })),
   outbox: optional(_list),
   outboxUpdates: optional(_list),

@@ -1,10 +1,12 @@
-import type { SessionEvent } from './records.ts';
+import { targetOf, type ConsumedSession, type SessionEvent } from './records.ts';
 
 /**
- * The main session's events in memory, oldest first. The backlog (system events no finished
- * heartbeat turn has read yet) is counted as events come and go, and is never trimmed: it is
- * bounded at the door. Of the consumed events, the newest within both bounds are kept:
- * `retainEvents` of them, `retainEventBytes` of text (UTF-16 code units).
+ * The session events in memory, oldest first: the main session's, and the wakes addressed to
+ * another agent or session (each such target has its own heartbeat turn and its own mark of what
+ * it read). The backlog (system events no finished heartbeat turn has read yet) is counted as
+ * events come and go, and is never trimmed: it is bounded at the door. Of the consumed events,
+ * the newest within both bounds are kept: `retainEvents` of them, `retainEventBytes` of text
+ * (UTF-16 code units).
  */
 export class SessionEvents {
   readonly #retainEvents: number;
@@ -12,6 +14,10 @@ export class SessionEvents {
   #events: SessionEvent[] = [];
   #eventBytes = 0;
   #consumedThrough = 0;
+  // What each other target's heartbeat turns read, by targetOf(); a target with no retained event is forgotten at a compaction.
+  #consumedBy = new Map<string, ConsumedSession>();
+  // The newest system event of each target: the one a wake of the same text coalesces with while it is unread.
+  #lastSystem = new Map<string, SessionEvent>();
   #backlogEvents = 0;
   #backlogBytes = 0;
 
@@ -25,9 +31,25 @@ export class SessionEvents {
     return this.#events;
   }
 
-  /** Events up to this seq were read by a finished heartbeat turn. */
+  /** The main session's events up to this seq were read by a finished heartbeat turn. */
   get consumedThrough(): number {
     return this.#consumedThrough;
+  }
+
+  /** The events of `target` (targetOf()) up to this seq were read by a finished heartbeat turn. */
+  consumedFor(target: string): number {
+    return target === '' ? this.#consumedThrough : (this.#consumedBy.get(target)?.through ?? 0);
+  }
+
+  /** What the heartbeat turns outside the main session read, one entry per target. */
+  consumedSessions(): ConsumedSession[] {
+    return [...this.#consumedBy.values()];
+  }
+
+  /** The newest system event of the event's target while no finished heartbeat turn read it. */
+  latestUnread(target: string): SessionEvent | null {
+    const event = this.#lastSystem.get(target);
+    return event !== undefined && this.#unconsumed(event) ? event : null;
   }
 
   /** Unconsumed system events and their text in UTF-8 bytes: what the backlog bound counts. */
@@ -37,7 +59,7 @@ export class SessionEvents {
 
   /** Whether a `now` wake is here that no finished heartbeat turn consumed. */
   owed(): boolean {
-    return this.#events.some((e) => e.seq > this.#consumedThrough && e.kind === 'system' && e.mode === 'now');
+    return this.#events.some((e) => e.mode === 'now' && this.#unconsumed(e));
   }
 
   /** Events committed (or replayed from the journal). */
@@ -45,6 +67,7 @@ export class SessionEvents {
     this.#events.push(...events);
     this.#eventBytes += _textBytes(events);
     for (const e of events) {
+      if (e.kind === 'system') this.#lastSystem.set(targetOf(e), e);
       if (!this.#unconsumed(e)) continue;
       this.#backlogEvents++;
       this.#backlogBytes += Buffer.byteLength(e.text);
@@ -55,6 +78,16 @@ export class SessionEvents {
   consume(through: number, recount: boolean): void {
     if (through <= this.#consumedThrough) return;
     this.#consumedThrough = through;
+    if (recount) this.#recount();
+  }
+
+  /** Heartbeat turns outside the main session read their targets' events up to each `through`. */
+  consumeSessions(sessions: readonly ConsumedSession[], recount: boolean): void {
+    for (const session of sessions) {
+      const target = targetOf(session);
+      if (target === '') this.consume(session.through, false);
+      else if (session.through > this.consumedFor(target)) this.#consumedBy.set(target, session);
+    }
     if (recount) this.#recount();
   }
 
@@ -71,6 +104,8 @@ export class SessionEvents {
   forget(seqs: ReadonlySet<number>): void {
     this.#events = this.#events.filter((e) => !seqs.has(e.seq));
     this.#eventBytes = _textBytes(this.#events);
+    this.#lastSystem.clear();
+    for (const e of this.#events) if (e.kind === 'system') this.#lastSystem.set(targetOf(e), e);
     this.#recount();
   }
 
@@ -105,11 +140,15 @@ export class SessionEvents {
   #keepRetained(): void {
     this.#events = this.retained();
     this.#eventBytes = _textBytes(this.#events);
+    // A mark is needed only while an event of its target is kept.
+    const kept = new Set(this.#events.map(targetOf));
+    for (const target of this.#consumedBy.keys()) if (!kept.has(target)) this.#consumedBy.delete(target);
+    for (const target of this.#lastSystem.keys()) if (!kept.has(target)) this.#lastSystem.delete(target);
   }
 
-  // A system event no finished heartbeat turn has read yet.
+  // A system event no finished heartbeat turn of its target has read yet.
   #unconsumed(e: SessionEvent): boolean {
-    return e.kind === 'system' && e.seq > this.#consumedThrough;
+    return e.kind === 'system' && e.seq > this.consumedFor(targetOf(e));
   }
 
   #recount(): void {
@@ -125,4 +164,38 @@ export class SessionEvents {
 
 function _textBytes(events: readonly SessionEvent[]): number {
   return events.reduce((sum, e) => sum + e.text.length, 0);
+}
+
+/** What became of a wake: a new event, or none because the same text is its target's newest unread event. */
+export type EventOutcome = 'queued' | 'coalesced';
+
+/** An event a commit adds; `coalesce` (wakes) lets it merge into an equal unread one. */
+export type NewEvent = Omit<SessionEvent, 'seq' | 'time'> & { coalesce?: boolean };
+
+/**
+ * Decides which of a commit's events are added and which coalesce (as OpenClaw's gateway does,
+ * with the newest unread system event of the same session and the same text, the commit's own
+ * earlier events included). `matched` holds the existing events some coalesced into.
+ */
+export function planEvents(session: SessionEvents, events: readonly NewEvent[]): { added: Omit<SessionEvent, 'seq' | 'time'>[]; outcomes: EventOutcome[]; matched: SessionEvent[] } {
+  const added: Omit<SessionEvent, 'seq' | 'time'>[] = [];
+  const outcomes: EventOutcome[] = [];
+  const matched: SessionEvent[] = [];
+  // The commit's own newest system event per target, which an equal wake after it in the commit coalesces into.
+  const own = new Map<string, Omit<SessionEvent, 'seq' | 'time'>>();
+  for (const { coalesce, ...event } of events) {
+    const target = targetOf(event);
+    if (coalesce === true && event.kind === 'system') {
+      const newest = own.get(target) ?? session.latestUnread(target);
+      if (newest !== null && newest.text === event.text) {
+        outcomes.push('coalesced');
+        if ('seq' in newest) matched.push(newest as SessionEvent);
+        continue;
+      }
+    }
+    if (event.kind === 'system') own.set(target, event);
+    added.push(event);
+    outcomes.push('queued');
+  }
+  return { added, outcomes, matched };
 }

@@ -6,8 +6,8 @@ import { Journal, JournalReplacedError } from './journal.ts';
 import { JOURNAL_FILE } from './journal-lines.ts';
 import { applyOutbox, countOutbox, headOf, newEntries, trimOutbox, type OutboxEntry, type OutboxSpec, type OutboxState, type OutboxUpdate } from './outbox.ts';
 import { IdempotencyKeys } from './idempotency-keys.ts';
-import { checkedLines, replayRuns, type IdempotencyWrite, type Rejected, type JournalLine, type Route, type RunRecord, type RunUpdate, type SessionEvent, type StoredAnswer } from './records.ts';
-import { SessionEvents } from './session-events.ts';
+import { checkedLines, replayRuns, targetOf, type ConsumedSession, type IdempotencyWrite, type Rejected, type JournalLine, type Route, type RunRecord, type RunUpdate, type SessionEvent, type StoredAnswer } from './records.ts';
+import { planEvents, SessionEvents, type EventOutcome, type NewEvent } from './session-events.ts';
 
 
 export interface StoreOptions {
@@ -25,13 +25,16 @@ export interface StoreOptions {
   retainRuns?: number;
 }
 
-/** What one request (or one heartbeat) adds: events for the main session and runs to execute. */
+/** What one request (or one heartbeat) adds: session events and runs to execute. */
 export interface Effects {
-  events?: Omit<SessionEvent, 'seq' | 'time'>[];
+  /** A wake marked `coalesce` adds no event when its text is already its session's newest unread one. */
+  events?: NewEvent[];
   runs?: RunSpec[];
   runUpdates?: RunUpdate[];
   /** Main-session events up to this seq have been read by a finished heartbeat turn. */
   consumedThrough?: number;
+  /** Heartbeat turns of other agents or sessions read theirs up to these seqs. */
+  consumedSessions?: ConsumedSession[];
   lastRoute?: Route;
   /** Forward mode: actions for the upstream gateway, and changes to earlier ones. */
   outbox?: OutboxSpec[];
@@ -58,6 +61,9 @@ export class Store {
   #seq = 0;
   #runs = new Map<string, RunRecord>();
   #runWatchers = new Set<(run: RunRecord) => void>();
+  // The journal writes still under way, by the seq of each event they carry: a wake that coalesces
+  // into one of those events is answered only once that event is on disk.
+  #inflight = new Map<number, Promise<void>>();
   #outbox = new Map<string, OutboxEntry>();
   #compacting: Promise<void> | null = null;
   #compactAt: number;
@@ -95,26 +101,49 @@ export class Store {
     return { store, skipped: opened.skipped, tornBytes: opened.tornBytes, rejected };
   }
 
-  /** Writes a request's effects (and its idempotency key) as one line; resolves once it is on disk. */
-  async commit(effects: Effects, idem?: IdempotencyWrite): Promise<{ events: SessionEvent[]; runs: RunRecord[] }> {
+  /**
+   * Writes a request's effects (and its idempotency key) as one line; resolves once it is on disk.
+   * Whether a wake coalesces is decided here, with no await between the decision and the line's
+   * place in memory, so two equal wakes at once cannot both be queued; `idem` may be made from
+   * the outcomes, so a retry is answered what the first request was.
+   */
+  async commit(
+    effects: Effects,
+    idem?: IdempotencyWrite | ((outcomes: readonly EventOutcome[]) => IdempotencyWrite),
+  ): Promise<{ events: SessionEvent[]; runs: RunRecord[]; outcomes: EventOutcome[] }> {
+    // A wake equal to an event whose line is still being written waits for that line: if it fails,
+    // the event is gone and the wake is queued after all, never answered "coalesced" into nothing.
+    for (;;) {
+      const { matched } = planEvents(this.#session, effects.events ?? []);
+      const writing = matched.flatMap((e) => this.#inflight.get(e.seq) ?? []);
+      if (writing.length === 0) break;
+      await Promise.allSettled(writing);
+    }
+    const planned = planEvents(this.#session, effects.events ?? []);
     const time = new Date(this.#now()).toISOString();
-    const events = (effects.events ?? []).map((e) => ({ seq: ++this.#seq, time, ...e }));
+    const events = planned.added.map((e) => ({ seq: ++this.#seq, time, ...e }));
     const runs = (effects.runs ?? []).map((spec): RunRecord => ({ ...spec, status: 'pending', acceptedAt: time, attempts: 0 }));
     const line: _Line = { t: 'commit', seq: events.at(-1)?.seq ?? ++this.#seq, time };
     if (events.length > 0) line.events = events;
     if (runs.length > 0) line.runs = runs;
     if (effects.runUpdates !== undefined && effects.runUpdates.length > 0) line.runUpdates = effects.runUpdates;
     if (effects.consumedThrough !== undefined) line.consumedThrough = effects.consumedThrough;
+    if (effects.consumedSessions !== undefined && effects.consumedSessions.length > 0) line.consumedSessions = effects.consumedSessions;
     if (effects.lastRoute !== undefined) line.lastRoute = effects.lastRoute;
     if (effects.outbox !== undefined && effects.outbox.length > 0) line.outbox = newEntries(effects.outbox, time);
     if (effects.outboxUpdates !== undefined && effects.outboxUpdates.length > 0) line.outboxUpdates = effects.outboxUpdates;
     if (idem !== undefined) {
-      const { ttlMs, ...answer } = idem;
+      const { ttlMs, ...answer } = typeof idem === 'function' ? idem(planned.outcomes) : idem;
       line.idem = { ...answer, expiresAt: this.#now() + (ttlMs ?? this.#ttlMs) };
     }
-    await this.#write(line);
+    // Every wake coalesced into an event already on disk, and there is nothing else to keep.
+    if (Object.keys(line).length === 3 && (effects.events?.length ?? 0) > 0) return { events, runs, outcomes: planned.outcomes };
+    // Tracked as a whole: #write settles after a failed line is taken back out of memory.
+    const writing = this.#write(line);
+    if (events.length > 0) this.#track(events, writing);
+    await writing;
     if (line.runUpdates !== undefined && this.#runWatchers.size > 0) this.#notify(line.runUpdates);
-    return { events, runs };
+    return { events, runs, outcomes: planned.outcomes };
   }
 
   /** Calls `listener` with a run each time a change to it is on disk; returns the function that stops it. */
@@ -132,6 +161,7 @@ export class Store {
 
   /** Appends one event to the main session; resolves once it is on disk. */
   async addEvent(event: Omit<SessionEvent, 'seq' | 'time'>, idem?: IdempotencyWrite): Promise<SessionEvent> {
+    // Never a coalescing wake: a heartbeat or note is always added.
     return (await this.commit({ events: [event] }, idem)).events[0]!;
   }
 
@@ -173,9 +203,9 @@ export class Store {
     return this.#runs.get(runId) ?? null;
   }
 
-  /** Main-session events up to this seq were read by a finished heartbeat turn. */
-  consumedThrough(): number {
-    return this.#session.consumedThrough;
+  /** The main session's events (or, given its agent and session, another target's) up to this seq were read by a finished heartbeat turn. */
+  consumedThrough(target?: Pick<SessionEvent, 'agentId' | 'sessionKey'>): number {
+    return target === undefined ? this.#session.consumedThrough : this.#session.consumedFor(targetOf(target));
   }
 
   /** The channel and recipient of the most recent successful delivery to a configured recipient. */
@@ -254,6 +284,17 @@ export class Store {
     }
   }
 
+  #track(events: readonly SessionEvent[], written: Promise<void>): void {
+    const settled = written.then(
+      () => undefined,
+      () => undefined,
+    );
+    for (const e of events) this.#inflight.set(e.seq, settled);
+    void settled.then(() => {
+      for (const e of events) if (this.#inflight.get(e.seq) === settled) this.#inflight.delete(e.seq);
+    });
+  }
+
   // The journal at the path is gone or another file: everything retained goes into a fresh one.
   #recover(): void {
     if (this.#compacting === null) this.#compactSoon();
@@ -297,6 +338,7 @@ export class Store {
     if (line.t === 'commit') {
       if (line.events !== undefined) this.#session.add(line.events);
       if (line.consumedThrough !== undefined) this.#session.consume(line.consumedThrough, !this.#replaying);
+      if (line.consumedSessions !== undefined) this.#session.consumeSessions(line.consumedSessions, !this.#replaying);
       this.#session.trim();
       replayRuns(line, (id) => this.#runs.get(id), (id, run) => this.#setRun(id, run));
       if (line.lastRoute !== undefined) this.#lastRoute = line.lastRoute;
@@ -338,7 +380,7 @@ export class Store {
     const now = this.#now();
     const lines: _Line[] = this.#session.retained().map((e) => ({ t: 'commit', seq: e.seq, time: e.time, events: [e] }));
     for (const run of this.#runs.values()) lines.push({ t: 'commit', seq: 0, time: run.acceptedAt, runs: [run] });
-    lines.push({ t: 'commit', seq: 0, time: new Date(now).toISOString(), consumedThrough: this.#session.consumedThrough, ...(this.#lastRoute === null ? {} : { lastRoute: this.#lastRoute }) });
+    lines.push({ t: 'commit', seq: 0, time: new Date(now).toISOString(), consumedThrough: this.#session.consumedThrough, ...(this.#session.consumedSessions().length === 0 ? {} : { consumedSessions: this.#session.consumedSessions() }), ...(this.#lastRoute === null ? {} : { lastRoute: this.#lastRoute }) });
     for (const entry of this.#outbox.values()) lines.push({ t: 'commit', seq: 0, time: entry.acceptedAt, outbox: [entry] });
     for (const idem of this.#keys.live(now)) lines.push({ t: 'idem', seq: 0, ...idem });
     return lines;
