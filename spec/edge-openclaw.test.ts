@@ -128,7 +128,7 @@ test('/wake takes agentId and sessionKey under the /agent rules and OpenClaw\'s 
   assert.equal(main.status, 200, main.text);
   assert.deepEqual(h.store.events().map((e) => [e.text, e.agentId, e.sessionKey]), [['Deploy failed', 'ops', 'hook:ci'], ['Mail', undefined, undefined]]);
   const refusals: [Record<string, unknown>, number, string][] = [
-    [{ text: 'x', agentId: 'nobody' }, 400, 'agentId: unknown agent "nobody" (not in agents.list)'],
+    [{ text: 'x', agentId: 'nobody' }, 400, 'agentId: unknown agent "nobody"'],
     [{ text: 'x', agentId: 'research' }, 400, 'agentId: agent "research" is not in hooks.allowedAgentIds'],
     [{ text: 'x', sessionKey: 'slack:c1' }, 400, 'sessionKey: must start with one of "hook:", "agent:main:"'],
     [{ text: 'x', agentId: 'ops', sessionKey: 'agent:main:main' }, 400, 'sessionKey: must start with one of "hook:", "agent:main:" (checked again as "agent:ops:main", the key re-scoped to agent "ops")'],

@@ -245,11 +245,13 @@ test('admitRun() lets a trusted session key through with allowRequestSessionKey 
 
 test('admitWake() names only what differs from the main session: an unknown agent is refused for a request and the default for a mapping', () => {
   const config = configWith({ list: agents, hooks: { allowRequestSessionKey: true } });
-  assert.deepEqual(value(admitWake({}, config, true)), {});
-  assert.deepEqual(value(admitWake({ agentId: 'OPS' }, config, true)), {}, 'ops is the default agent');
-  assert.deepEqual(value(admitWake({ agentId: 'research', sessionKey: { value: 'agent:x:ci', trusted: false } }, config, true)), { agentId: 'Research', sessionKey: 'ci' });
-  assert.deepEqual(value(admitWake({ agentId: 'main', sessionKey: { value: 'agent:main:MAIN', trusted: false } }, config, true)), { agentId: 'main' });
-  assert.equal(error(admitWake({ agentId: 'nobody' }, config, true)), 'agentId: unknown agent "nobody" (not in agents.list)');
-  assert.deepEqual(value(admitWake({ agentId: 'nobody' }, config, false)), {});
-  assert.match(error(admitWake({ sessionKey: { value: 'hook:x', trusted: false } }, configWith(), true)), /hooks\.allowRequestSessionKey/);
+  assert.deepEqual(value(admitWake({}, config, 'refuse')), {});
+  assert.deepEqual(value(admitWake({ agentId: 'OPS' }, config, 'refuse')), {}, 'ops is the default agent');
+  assert.deepEqual(value(admitWake({ agentId: 'research', sessionKey: { value: 'agent:x:ci', trusted: false } }, config, 'refuse')), { agentId: 'Research', sessionKey: 'ci' });
+  assert.deepEqual(value(admitWake({ agentId: 'main', sessionKey: { value: 'agent:main:MAIN', trusted: false } }, config, 'refuse')), { agentId: 'main' });
+  assert.equal(error(admitWake({ agentId: 'nobody' }, config, 'refuse')), 'agentId: unknown agent "nobody"');
+  assert.deepEqual(value(admitWake({ agentId: 'nobody' }, config, 'default')), {});
+  assert.deepEqual(value(admitWake({ agentId: 'Upstream-Only' }, config, 'keep')), { agentId: 'Upstream-Only' });
+  assert.deepEqual(value(admitWake({ agentId: 'main' }, configWith(), 'refuse')), {}, 'the default agent is known with no agents.list');
+  assert.match(error(admitWake({ sessionKey: { value: 'hook:x', trusted: false } }, configWith(), 'refuse')), /hooks\.allowRequestSessionKey/);
 });

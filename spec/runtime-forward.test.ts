@@ -93,6 +93,19 @@ test('forward mode: an /agent run\'s sessionMode and accountId are forwarded as 
   assert.deepEqual([sent['sessionKey'], sent['sessionMode'], sent['channel'], sent['to'], sent['accountId']], ['hook:inbox', 'persistent', 'telegram', '42', 'work']);
 });
 
+test('forward mode: a wake\'s agentId and sessionKey are forwarded as sent', async (t) => {
+  const fake = await gateway(t);
+  const h = await start(t, fake.port, { hooks: { allowRequestSessionKey: true, allowedSessionKeyPrefixes: ['hook:', 'agent:'] } });
+  const wake = await post(h.url, '/hooks/wake', { headers: AUTH, body: { text: 'Deploy failed', agentId: 'main', sessionKey: 'agent:main:hook:ci' } });
+  assert.deepEqual(wake.body, { ok: true, mode: 'now', eventOutcome: 'queued' });
+  await until('the wake forwarded', () => fake.accepted.length === 1);
+  assert.deepEqual(fake.accepted[0]!.body, { text: 'Deploy failed', mode: 'now', agentId: 'main', sessionKey: 'agent:main:hook:ci' });
+  // Without hooks.forward.agents the upstream's agents are its own to judge: an agent unknown here is forwarded as sent.
+  const other = await post(h.url, '/hooks/wake', { headers: AUTH, body: { text: 'For ops', agentId: 'ops' } });
+  assert.equal(other.status, 200, other.text);
+  assert.equal(h.store.outbox().at(-1)!.body['agentId'], 'ops');
+});
+
 test('forward mode: a 400 from the upstream makes the entry dead at once, with its message, counted in /metrics', async (t) => {
   const fake = await gateway(t);
   const h = await start(t, fake.port);
@@ -279,6 +292,19 @@ test('forward mode with hooks.forward.agents: a request\'s unknown agentId is re
   assert.equal(mapped.body['agentId'], 'main');
   await until('both sent', () => h.store.outbox().length === 2 && h.store.outbox().every((e) => e.state === 'sent'));
   assert.deepEqual(fake.accepted.map((a) => a.body['agentId']), ['ops', undefined]);
+});
+
+test('forward mode with hooks.forward.agents: a /wake naming an unlisted agent is refused here; a mapped wake\'s unlisted agent goes without one', async (t) => {
+  const fake = await gateway(t, 0, { agents: ['main', 'ops'], defaultAgent: 'main' });
+  const h = await start(t, fake.port, {
+    forward: { agents: ['main', 'ops'], agentId: 'ops' },
+    hooks: { mappings: [{ match: { path: 'ci' }, action: 'wake', textTemplate: 'CI', agentId: 'builder' }] },
+  });
+  const unknown = await post(h.url, '/hooks/wake', { headers: AUTH, body: { text: 'x', agentId: 'nobody' } });
+  assert.deepEqual([unknown.status, unknown.body['error']], [400, 'agentId: unknown agent "nobody"']);
+  assert.equal((await post(h.url, '/hooks/wake', { headers: AUTH, body: { text: 'for main', agentId: 'main' } })).status, 200);
+  assert.equal((await post(h.url, '/hooks/ci', { headers: AUTH, body: {} })).status, 200);
+  assert.deepEqual(h.store.outbox().map((e) => e.body['agentId']), ['main', 'ops'], 'named as sent; fallen back: hooks.forward.agentId');
 });
 
 test('forward mode: hooks.forward.agentId names the upstream agent wakes go to; without it a gateway with several agents refuses them', async (t) => {

@@ -145,7 +145,7 @@ const _FORWARD = {
   routes: null,
   unsendable: forwardDestination,
   async accept(ctx, call, accepted, idem, answer) {
-    const outbox = accepted.actions.map((a) => (a.kind === 'wake' ? _outboxWake(ctx, a.action, call) : _outboxAgent(ctx, a.action, a.run, call)));
+    const outbox = accepted.actions.map((a) => (a.kind === 'wake' ? _outboxWake(ctx, a.action, a.target, call) : _outboxAgent(ctx, a.action, a.run, call)));
     // Queued for the upstream, which decides on its own whether it coalesces.
     const told = _withOutcome(answer, accepted.actions.flatMap((a) => (a.kind === 'wake' ? ['queued' as const] : [])));
     await _commitForward(ctx, call, outbox, _remember(idem, call, told));
@@ -164,7 +164,8 @@ export function createDispatch(options: DispatchOptions): Dispatch {
   const { forward } = config.hooks;
   const destination: _Destination =
     forward === null
-      ? { ..._LOCAL, routes: routesOf(config.channels), unsendable: () => null, agents: config, unknownAgent: () => 'default' }
+      ? // A /wake naming an agent this server does not have is refused, as the gateway refuses it; a run's falls back to the default.
+        { ..._LOCAL, routes: routesOf(config.channels), unsendable: () => null, agents: config, unknownAgent: (hook) => (hook === 'wake' ? 'refuse' : 'default') }
       : { ..._FORWARD, ..._upstreamAgents(config, forward.agents) };
   const ctx: _Context = { ...options, destination, acceptUnknown: config.hooks.unknownPayloadFields === 'log' };
   return (call, idem) => (call.name === 'wake' ? _wake(ctx, call, idem) : call.name === 'agent' ? _agent(ctx, call, idem) : _mapped(ctx, call, idem));
@@ -174,7 +175,7 @@ async function _wake(ctx: _Context, call: HookCall, idem: IdempotencyKey | null)
   const parsed = parseWake(call.body, ctx.acceptUnknown);
   if (!parsed.ok) throw new HttpError(400, ErrorCode.InvalidPayload, parsed.error);
   _logUnknown(ctx, call, parsed.ignored);
-  const target = _admitWake(ctx, parsed.action, true, '');
+  const target = _admitWake(ctx, call, parsed.action, '');
   const answer: Answer = { status: 200, body: { ok: true, mode: parsed.action.mode } };
   const { text, mode } = parsed.action;
   if (call.preview !== undefined) {
@@ -238,7 +239,7 @@ async function _mapped(ctx: _Context, call: HookCall, idem: IdempotencyKey | nul
   for (const { action, injections, unresolved } of outcome.actions) {
     _warnInjection(ctx, call, nameLine(name), injections);
     if (action.kind === 'wake') {
-      const target = _admitWake(ctx, action, false, `mapping ${outcome.mappingId}: `);
+      const target = _admitWake(ctx, call, action, `mapping ${outcome.mappingId}: `);
       events.push({ kind: 'system', text: action.text, source, mode: action.mode, requestId: call.id, ...target });
       accepted.push({ kind: 'wake', action, target });
       if (unresolved.length > 0) hollow.push({ placeholders: unresolved.join(',') });
@@ -294,9 +295,10 @@ function _admit(ctx: _Context, call: HookCall, action: AgentAction, label: strin
   return { ...run, requestId: call.id };
 }
 
-// A wake's agent and session under the rules of an agent run; `strictAgent`: the request named the agent.
-function _admitWake(ctx: _Context, action: WakeAction, strictAgent: boolean, label: string): WakeTarget {
-  const admitted = admitWake(action, ctx.config, strictAgent);
+// A wake's agent and session under the rules of an agent run, among the destination's agents.
+function _admitWake(ctx: _Context, call: HookCall, action: WakeAction, label: string): WakeTarget {
+  const { agents, unknownAgent } = ctx.destination;
+  const admitted = admitWake(action, agents, unknownAgent(call.name));
   if (!admitted.ok) throw new HttpError(400, ErrorCode.NotAllowed, `${label}${admitted.error}`);
   return admitted.value;
 }
@@ -341,12 +343,16 @@ async function _commit(
 function _upstreamAgents(config: Config, listed: readonly string[] | null): Pick<_Destination, 'agents' | 'unknownAgent'> {
   if (listed === null) return { agents: config, unknownAgent: () => 'keep' };
   const agents = { ...config.agents, list: listed.map((id) => ({ id })), defaultAgentId: listed[0] ?? config.agents.defaultAgentId };
-  return { agents: { ...config, agents }, unknownAgent: (hook) => (hook === 'agent' ? 'refuse' : 'default') };
+  return { agents: { ...config, agents }, unknownAgent: (hook) => (hook === 'agent' || hook === 'wake' ? 'refuse' : 'default') };
 }
 
 // The outbox entries of forward mode: what the upstream gateway's /wake and /agent take.
-function _outboxWake(ctx: _Context, action: WakeAction, call: HookCall): OutboxSpec {
-  return { id: ctx.newId(), target: 'wake', body: upstreamWake(action, ctx.config.hooks.forward?.agentId), hook: call.name, requestId: call.id };
+function _outboxWake(ctx: _Context, action: WakeAction, target: WakeTarget, call: HookCall): OutboxSpec {
+  // The agent as the request or mapping named it, unless it fell back to the default (then the upstream's own choice, hooks.forward.agentId).
+  const resolved = (target.agentId ?? ctx.destination.agents.agents.defaultAgentId).toLowerCase();
+  const { agentId, ...rest } = action;
+  const sent = agentId !== undefined && agentId.toLowerCase() === resolved ? { ...rest, agentId } : rest;
+  return { id: ctx.newId(), target: 'wake', body: upstreamWake(sent, ctx.config.hooks.forward?.agentId), hook: call.name, requestId: call.id };
 }
 
 function _outboxAgent(ctx: _Context, action: AgentAction, run: RunSpec, call: HookCall): OutboxSpec {

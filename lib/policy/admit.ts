@@ -93,22 +93,24 @@ export interface WakeTarget {
 }
 
 /**
- * The agent and session a wake goes to, under the rules of an agent run: the agent must be known
- * when the request names it (`strictAgent`, OpenClaw's 400 for a wake; a mapping's unknown agent
- * falls back to the default, as for runs) and pass `hooks.allowedAgentIds`; a key passes
+ * The agent and session a wake goes to, under the rules of an agent run: an agent the list does
+ * not hold is refused, made the default or kept as `unknown` says (a request's is refused, as
+ * OpenClaw answers a wake; a mapping's falls back to the default), and it must pass
+ * `hooks.allowedAgentIds`; a key passes
  * `hooks.allowRequestSessionKey` and the prefixes as sent and re-scoped, and names the session
  * its `agent:<id>:` leaves (`main` is the agent's main session). Without a key the event goes to
  * the agent's main session (no default or generated key).
  */
-export function admitWake(action: Pick<WakeAction, 'agentId' | 'sessionKey'>, config: AgentRules, strictAgent: boolean): Decision<WakeTarget> {
+export function admitWake(action: Pick<WakeAction, 'agentId' | 'sessionKey'>, config: AgentRules, unknown: UnknownAgent): Decision<WakeTarget> {
   const { list, defaultAgentId } = config.agents;
   const written = action.sessionKey === undefined ? null : resolveSessionKey(action.sessionKey, config.hooks, () => '');
   if (written !== null && !written.ok) return written;
   const named = action.agentId?.toLowerCase();
-  if (strictAgent && named !== undefined && named !== defaultAgentId.toLowerCase() && !list.some((a) => a.id.toLowerCase() === named)) {
-    return { ok: false, error: `agentId: unknown agent "${echo(action.agentId!)}" (not in agents.list)` };
+  // The default agent is known even when agents.list is empty.
+  if (unknown === 'refuse' && named !== undefined && named !== defaultAgentId.toLowerCase() && !list.some((a) => a.id.toLowerCase() === named)) {
+    return { ok: false, error: `agentId: unknown agent "${echo(action.agentId!)}"` };
   }
-  const agentId = resolveAgentId(action.agentId, config);
+  const agentId = resolveAgentId(action.agentId, config, unknown === 'refuse' ? 'default' : unknown);
   if (!agentId.ok) return agentId;
   const target: WakeTarget = {};
   if (agentId.value !== defaultAgentId) target.agentId = agentId.value;

@@ -5,10 +5,15 @@ import type { AgentAction, RunSpec, WakeAction } from '../actions.ts';
 // when hooks.forward is set. What the released gateway refuses is refused here first
 // (forwardDestination), so nothing acknowledged here is refused there for its destination.
 
-/** The body OpenClaw's `POST /hooks/wake` takes; `agentId` is `hooks.forward.agentId`, the upstream agent wakes go to. */
-export function upstreamWake(action: Pick<WakeAction, 'text' | 'mode'>, agentId?: string | null): Record<string, unknown> {
+/**
+ * The body OpenClaw's `POST /hooks/wake` takes: the agent and session key as the request or
+ * mapping gave them; with no agent, `hooks.forward.agentId` (the upstream agent wakes go to).
+ */
+export function upstreamWake(action: Pick<WakeAction, 'text' | 'mode' | 'agentId' | 'sessionKey'>, agentId?: string | null): Record<string, unknown> {
   const body: Record<string, unknown> = { text: action.text, mode: action.mode };
-  if (agentId !== undefined && agentId !== null) body['agentId'] = agentId;
+  const agent = action.agentId ?? agentId;
+  if (agent !== undefined && agent !== null) body['agentId'] = agent;
+  if (action.sessionKey !== undefined) body['sessionKey'] = action.sessionKey.value;
   return body;
 }
 
