@@ -229,7 +229,7 @@ test('a request in flight during a reload completes on the config it started wit
   req.end(body.subarray(half));
   const { status, text } = await answer;
   assert.equal(status, 200, text);
-  assert.deepEqual(JSON.parse(text), { ok: true, mode: 'next-heartbeat' });
+  assert.deepEqual(JSON.parse(text), { ok: true, mode: 'next-heartbeat', eventOutcome: 'queued' });
   assert.ok((await readEvents(s.state)).some((e) => e.text.includes('slow body across a reload')));
 });
 

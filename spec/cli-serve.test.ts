@@ -107,9 +107,12 @@ test('serve under a flood of 20,000 wakes past the backlog bound writes a few li
   const { io, out } = captureIo({ HOME: dir }, { signal: stop.signal });
   const running = main(['serve', '-c', path, '--port', '0', '--state-dir', join(dir, 'state')], io);
   const url = await until('serve to listen', () => /listening on (\S+)\n/.exec(out.stdout)?.[1]);
-  const body = '{"text":"soak","mode":"next-heartbeat"}';
-  const wake = `POST /hooks/wake HTTP/1.1\r\nHost: spec\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
-  const statuses = await flood(url, 20_000, () => wake);
+  // Each text its own: an equal one would coalesce into the newest unread event and add nothing to the backlog.
+  const wake = (i: number) => {
+    const body = `{"text":"soak ${i}","mode":"next-heartbeat"}`;
+    return `POST /hooks/wake HTTP/1.1\r\nHost: spec\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+  };
+  const statuses = await flood(url, 20_000, wake);
   assert.deepEqual([...statuses].sort(), [
     [200, 100],
     [503, 19_900],

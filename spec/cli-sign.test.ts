@@ -128,11 +128,11 @@ test('hooks-ingress sign --send posts to a running server (real processes): acce
   const send = (extra: string[]) => runCli(['sign', '--config', config, '--hook', 'github', '--body', body, '--send', server.url, ...extra], env);
   const accepted = await send(['--header', 'X-GitHub-Event: push', '--id', 'delivery-7']);
   assert.equal(accepted.code, 0, accepted.stderr);
-  assert.equal(accepted.stdout, '200 {"ok":true,"mode":"next-heartbeat"}\n');
+  assert.equal(accepted.stdout, '200 {"ok":true,"mode":"next-heartbeat","eventOutcome":"queued"}\n');
   const ignored = await send(['--header', 'X-GitHub-Event: issues', '--id', 'delivery-8']);
   assert.equal(ignored.stdout, '200 {"ok":true,"ignored":true}\n');
   const again = await send(['--header', 'X-GitHub-Event: push', '--id', 'delivery-7']);
-  assert.equal(again.stdout, '200 {"ok":true,"mode":"next-heartbeat"}\n');
+  assert.equal(again.stdout, '200 {"ok":true,"mode":"next-heartbeat","eventOutcome":"queued"}\n');
   const events = await runCli(['events', '--config', config, '--json'], env);
   assert.equal(events.stdout.trim().split('\n').length, 1, events.stdout);
   // The bytes signed are the bytes sent: a body that is not UTF-8 passes the signature and is refused as JSON.

@@ -106,7 +106,7 @@ for (const s of SCHEMES) {
     const h = await start(t, await stateDir(t));
     const good = await deliver(h, s);
     assert.equal(good.status, 200, good.text);
-    assert.deepEqual(good.body, { ok: true, mode: 'next-heartbeat' });
+    assert.deepEqual(good.body, { ok: true, mode: 'next-heartbeat', eventOutcome: 'queued' });
     assert.match(h.store.events()[0]!.text, new RegExp(`signed ${s.path}`));
     const bad = await deliver(h, s, { secret: s.other, id: 'delivery-2' });
     unauthorized(bad, s.header);
