@@ -114,12 +114,29 @@ test('Ledger.coalesce counts refusals of one key within the window into one entr
   assert.equal((await readLedger(dir)).length, 2);
 });
 
+test('Ledger.coalesce keeps at most 2 KiB of a refusal\'s headers, in order, marked; a long key (a long hook name) is held as its digest and still coalesces', async (t) => {
+  const { dir, ledger } = await open(t);
+  const headers = { 'x-small': 'a', 'x-big': 'b'.repeat(12 * 1024), 'x-after': 'c'.repeat(100), 'x-more': 'd'.repeat(1950) };
+  const long = `client 401 ERR_UNAUTHORIZED ${'h'.repeat(4000)}`;
+  const id = ledger.coalesce(long, () => entry({ lane: 'unauthenticated', auth: 'none', status: 401, headers }));
+  assert.equal(ledger.coalesce(long, () => entry({ lane: 'unauthenticated', auth: 'none', status: 401 })), id);
+  const small = ledger.coalesce('other', () => entry({ lane: 'unauthenticated', auth: 'none', status: 401, headers: { 'x-small': 'a' } }));
+  await ledger.flush();
+  const read = await readLedger(dir);
+  const big = read.find((e) => e.id === id)!;
+  assert.deepEqual(big.headers, { 'x-small': 'a', 'x-after': 'c'.repeat(100) });
+  assert.equal(big.headersTruncated, true);
+  assert.equal(big.count, 2);
+  const whole = read.find((e) => e.id === small)!;
+  assert.deepEqual([whole.headers, whole.headersTruncated], [{ 'x-small': 'a' }, undefined]);
+});
+
 test('Ledger.coalesce after close() holds nothing: no segment is begun (nor left open) for a refusal answered while the server stops', async (t) => {
   const { dir, ledger } = await open(t);
   ledger.record(entry({ id: 'before' }));
   await ledger.close();
   const late = ledger.coalesce('k', () => entry({ id: 'late', lane: 'unauthenticated', auth: 'none', status: 401 }));
-  assert.equal(late.id, 'late', 'the entry is made all the same, for the log line that names it');
+  assert.equal(late, 'late', 'the entry is made all the same, for the log line that names it');
   await ledger.flush();
   assert.deepEqual(await readdir(join(dir, 'ledger')), ['a-1.jsonl']);
   assert.deepEqual((await readLedger(dir)).map((e) => e.id), ['before']);

@@ -63,7 +63,7 @@ export function formatEntry(entry: LedgerEntry, produced: { runs: readonly RunRe
   lines.push(['took', `${entry.durationMs} ms`]);
   if (failed(entry) && entry.body !== undefined) lines.push(['replay', `hooks-ingress requests replay ${entry.id}`]);
   let out = lines.map(([k, v]) => `${k.padEnd(11)} ${escapeControls(v, false)}\n`).join('');
-  out += 'headers:\n';
+  out += entry.headersTruncated === true ? 'headers (those past 2 KiB left out):\n' : 'headers:\n';
   for (const [name, value] of Object.entries(entry.headers)) {
     for (const one of Array.isArray(value) ? value : [value]) out += `  ${escapeControls(name, false)}: ${escapeControls(one, false)}\n`;
   }

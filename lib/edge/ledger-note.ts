@@ -139,8 +139,7 @@ export function createRecorder(config: Config, ledger: Ledger, clock: () => numb
     // Metadata only, coalesced: a refusal before any body was worth keeping.
     if (!authenticated && !(signedRefused && note.body !== undefined)) {
       const key = refusalKey(a.client.key, answer.status, code, note.hook, note.signature?.why);
-      const entry = ledger.coalesce(key, () => ({ ..._entry(a, code, authenticated, hmacHeaders, clock), bodyOmitted: note.body === undefined ? 'not-read' : 'metadata-only' }));
-      return entry.id;
+      return ledger.coalesce(key, () => ({ ..._entry(a, code, authenticated, hmacHeaders, clock), bodyOmitted: note.body === undefined ? 'not-read' : 'metadata-only' }));
     }
     const entry = _entry(a, code, authenticated, hmacHeaders, clock);
     const hook = note.hook ?? '';

@@ -72,6 +72,8 @@ export interface LedgerEntry {
   /** How the request authenticated, if it did: `token` (hook or gmail token), `signature`, or `none`. */
   auth: 'token' | 'signature' | 'none';
   headers: Record<string, string | string[]>;
+  /** Headers were left out: a coalesced refusal keeps at most 2 KiB of them. */
+  headersTruncated?: boolean;
   body?: StoredBody;
   bodyOmitted?: BodyOmitted;
   signature?: SignatureVerdict;
@@ -125,6 +127,7 @@ const entryShape = object({
   lane: literal('authenticated', 'unauthenticated'),
   auth: literal('token', 'signature', 'none'),
   headers: record(headerValue),
+  headersTruncated: optional(boolean),
   body: optional(object({ encoding: literal('utf8', 'base64'), data: text, bytes: number({ integer: true, min: 0 }), truncated: boolean })),
   bodyOmitted: optional(literal(...BODY_OMITTED)),
   signature: optional(

@@ -43,6 +43,32 @@ function _controls(bytes: Buffer): boolean {
   return false;
 }
 
+/** The most bytes of headers (names and values) a coalesced refusal's entry keeps, in memory and in its line. */
+export const REFUSAL_HEADER_BYTES = 2048;
+
+/**
+ * Keeps at most `max` bytes of the entry's headers, in their order: a header that does not fit in
+ * what is left is left out (a smaller one after it may still fit), and the entry says so.
+ */
+export function capHeaders(entry: LedgerEntry, max: number): void {
+  let used = 0;
+  let cut = false;
+  const kept: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(entry.headers)) {
+    const size = name.length + (typeof value === 'string' ? value.length : value.reduce((n, v) => n + v.length, 0));
+    if (used + size > max) {
+      cut = true;
+      continue;
+    }
+    used += size;
+    if (name === '__proto__') Object.defineProperty(kept, name, { value, enumerable: true, writable: true, configurable: true });
+    else kept[name] = value;
+  }
+  if (!cut) return;
+  entry.headers = kept;
+  entry.headersTruncated = true;
+}
+
 // The writer puts an entry's time third, after its two ids (short, without quotes or escapes).
 const _TIME = /^\{"id":"[^"\\]*","requestId":"[^"\\]*","time":"([^"\\]*)"/;
 

@@ -1,8 +1,9 @@
+import { createHash } from 'node:crypto';
 import { mkdir, open, readdir, rm, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { LedgerConfig, LedgerLane } from './ledger-config.ts';
 import { JsonBytes } from './json-bytes.ts';
-import { keepBody, scanSegment, writeEntryLine, type KeptBody } from './ledger-lines.ts';
+import { capHeaders, keepBody, REFUSAL_HEADER_BYTES, scanSegment, writeEntryLine, type KeptBody } from './ledger-lines.ts';
 import { LEDGER_DIR, SEGMENT, SEGMENT_NEW, type Lane, type LedgerEntry } from './ledger-entry.ts';
 
 // The request ledger's writer. Diagnostic, never on an acknowledgement's path: entries are queued
@@ -55,19 +56,21 @@ interface _Lane {
   batch: _Batch | null;
   /** The buffer of the last batch written, reused for the next: no allocation (nor growth) per batch in a steady flow. */
   spare: Buffer | null;
-  /** Coalesced entries not written yet: made into lines when written, with the count by then. */
-  held: _Coalesced[];
-  /** Coalesced entries whose count changed since their line (or last count line) was written. */
+  /** Coalesced entries whose count changed since their line (or last count line) was made. */
   counts: Set<_Coalesced>;
   dirty: boolean;
 }
 
+/**
+ * One coalescing window: its entry's id and counters only (the entry is made into its line at once),
+ * so a flood of refusals holds a few dozen bytes per window, never a request's headers.
+ */
 interface _Coalesced {
-  entry: LedgerEntry;
+  id: string;
+  count: number;
   lane: _Lane;
   until: number;
   lastMs: number;
-  written: boolean;
 }
 
 /** The largest batch buffer kept for reuse once written (a steady 20,000 entries/s of 600 bytes fill 1.2 MB in a batch). */
@@ -82,6 +85,9 @@ interface _Found {
 
 /** Most coalescing windows held at once (distinct clients refused within a window); past it, the expired ones go. */
 const MAX_COALESCED = 4096;
+
+/** The longest coalescing key kept as it is; a longer one (a long hook name) is kept as its digest. */
+const KEY_MAX = 128;
 
 /** The request ledger of a state directory (see the module comment). */
 export class Ledger {
@@ -110,7 +116,7 @@ export class Ledger {
     this.#now = options.now ?? Date.now;
     this.#onError = options.onError ?? (() => {});
     this.#flushMs = Math.min(options.flushMs ?? 100, 500);
-    const lane = (initial: 'a' | 'u'): _Lane => ({ initial, segments: [], handle: null, open: null, batch: null, spare: null, held: [], counts: new Set(), dirty: false });
+    const lane = (initial: 'a' | 'u'): _Lane => ({ initial, segments: [], handle: null, open: null, batch: null, spare: null, counts: new Set(), dirty: false });
     this.#lanes = { authenticated: lane('a'), unauthenticated: lane('u') };
     this.#next = next;
     this.#found = found.length > 0 ? found : null;
@@ -166,29 +172,38 @@ export class Ledger {
   /**
    * A refusal counted into the entry of the same `key` (client and refusal) within the coalescing
    * window, or a new entry (`make()`) when there is none: a flood costs a count, not an entry each.
+   * Returns the entry's id. A new entry keeps at most {@link REFUSAL_HEADER_BYTES} of headers.
    */
-  coalesce(key: string, make: () => LedgerEntry): LedgerEntry {
+  coalesce(key: string, make: () => LedgerEntry): string {
     // A refusal answered while the server stops: an entry for its log line, held by no lane (a
     // lane held it past close() would open a segment that nothing closes).
-    if (this.#closed) return make();
+    if (this.#closed) return make().id;
     const now = this.#now();
-    const held = this.#coalesced.get(key);
+    const compact = key.length > KEY_MAX ? createHash('sha256').update(key).digest('base64') : key;
+    const held = this.#coalesced.get(compact);
     if (held !== undefined && now < held.until) {
-      held.entry.count = (held.entry.count ?? 1) + 1;
+      held.count++;
       held.lastMs = now;
-      if (held.written) held.lane.counts.add(held);
+      held.lane.counts.add(held);
       this.#soon();
-      return held.entry;
+      return held.id;
     }
     if (this.#coalesced.size >= MAX_COALESCED) this.#forgetExpired(now);
     const entry = make();
+    capHeaders(entry, REFUSAL_HEADER_BYTES);
     entry.count = 1;
+    // Made into its line now, as record() does: the entry dies young (a flood's entries held until
+    // the batch would outlive the collector's nursery and swell the old heap); later refusals of
+    // the window follow as count lines.
     const lane = this.#lanes[entry.lane];
-    const coalesced: _Coalesced = { entry, lane, until: now + this.#config.coalesceSeconds * 1000, lastMs: now, written: false };
-    if (this.#coalesced.size < MAX_COALESCED) this.#coalesced.set(key, coalesced);
-    lane.held.push(coalesced);
+    _putEntry(lane, entry, undefined, _segmentBytes(entry.lane === 'authenticated' ? this.#config : this.#config.unauthenticated));
+    const coalesced: _Coalesced = { id: entry.id, count: 1, lane, until: now + this.#config.coalesceSeconds * 1000, lastMs: now };
+    // A window that was there, expired, goes now: the map keeps the newest window last, which the
+    // oldest-first sweep in #forgetExpired relies on.
+    if (held !== undefined) this.#coalesced.delete(compact);
+    if (this.#coalesced.size < MAX_COALESCED) this.#coalesced.set(compact, coalesced);
     this.#soon();
-    return entry;
+    return entry.id;
   }
 
   /** Writes what is queued now; resolves once it is in the files. */
@@ -271,7 +286,7 @@ export class Ledger {
     const now = this.#now();
     for (const [name, lane] of Object.entries(this.#lanes) as [Lane, _Lane][]) {
       const limits = name === 'authenticated' ? this.#config : this.#config.unauthenticated;
-      const batch = this.#take(lane, limits);
+      const batch = this.#take(lane);
       if (batch === null) continue;
       await this.#append(lane, batch, limits, now);
       // A buffer a burst grew stays only while it is of an ordinary batch's size: at rest the
@@ -282,22 +297,12 @@ export class Ledger {
     this.#syncSoon();
   }
 
-  // What a lane has to write: the lines made since the last write, then the coalesced entries
-  // new since then and the counts that changed (an entry too large for a segment loses its
-  // headers and body, so no single line can push a lane past its bytes).
-  #take(lane: _Lane, limits: LedgerLane): _Batch | null {
-    const room = _segmentBytes(limits);
-    for (const held of lane.held) {
-      // The line carries the count so far; later ones follow as count lines.
-      held.written = true;
-      if ((held.entry.count ?? 1) > 1) held.entry.lastTime = new Date(held.lastMs).toISOString();
-      lane.counts.delete(held);
-      _putEntry(lane, held.entry, undefined, room);
-    }
-    lane.held = [];
+  // What a lane has to write: the lines made since the last write, then a count line for each
+  // coalesced entry whose count changed since.
+  #take(lane: _Lane): _Batch | null {
     for (const held of lane.counts) {
       const batch = _batch(lane);
-      batch.out.value({ t: 'count', id: held.entry.id, count: held.entry.count, lastTime: new Date(held.lastMs).toISOString() });
+      batch.out.value({ t: 'count', id: held.id, count: held.count, lastTime: new Date(held.lastMs).toISOString() });
       _endLine(batch, false);
     }
     lane.counts.clear();
@@ -390,8 +395,14 @@ export class Ledger {
     this.#syncTimer.unref?.();
   }
 
+  // The windows that ended go, oldest first, up to the first still open (they were made in order;
+  // a reload's new window length may leave a few for a later sweep). One whose count is not
+  // written yet stays for that.
   #forgetExpired(now: number): void {
-    for (const [key, held] of this.#coalesced) if (held.until <= now && !held.lane.counts.has(held)) this.#coalesced.delete(key);
+    for (const [key, held] of this.#coalesced) {
+      if (held.until > now) break;
+      if (!held.lane.counts.has(held)) this.#coalesced.delete(key);
+    }
   }
 
   #file(initial: 'a' | 'u', n: number): string {
