@@ -10,7 +10,8 @@ import { parseJsonc } from '../config/jsonc.ts';
 import { join, type Issue } from '../schema.ts';
 import { FAILURE, USAGE, type Io } from './io.ts';
 import { loadConfigFor } from './load-config.ts';
-import { parseCommand, unknownCommand, usageLine } from './usage.ts';
+import { runGroup } from './group.ts';
+import { parseCommand, usageLine } from './usage.ts';
 
 export const CONFIG_HELP = `Usage: hooks-ingress config COMMAND [options]
 
@@ -50,15 +51,8 @@ const DEFAULT_VALUES: Readonly<Record<string, unknown>> = {
 };
 
 /** `hooks-ingress config COMMAND`; resolves to the exit code. */
-export async function configCommand(argv: readonly string[], io: Io): Promise<number> {
-  const [command, ...rest] = argv;
-  if (command === '--help' || command === '-h' || command === 'help') {
-    io.stdout(CONFIG_HELP);
-    return 0;
-  }
-  if (command === 'get') return _get(rest, io);
-  io.stderr(usageLine('config', command === undefined ? 'missing command (get)' : unknownCommand(command, ['get'])));
-  return USAGE;
+export function configCommand(argv: readonly string[], io: Io): Promise<number> {
+  return runGroup({ name: 'config', help: CONFIG_HELP, commands: { get: { options: GET_OPTIONS, run: _get } } }, argv, io);
 }
 
 async function _get(argv: readonly string[], io: Io): Promise<number> {

@@ -38,7 +38,8 @@ Options:
   -h, --help            show this help
 `;
 
-const RUN_OPTIONS = {
+/** The options of `gmail run`. */
+export const RUN_OPTIONS = {
   config: { type: 'string', short: 'c' },
   help: { type: 'boolean', short: 'h' },
 } as const;

@@ -51,7 +51,8 @@ Options:
   -h, --help              show this help
 `;
 
-const SETUP_OPTIONS = {
+/** The options of `gmail setup`. */
+export const SETUP_OPTIONS = {
   account: { type: 'string' },
   label: { type: 'string' },
   topic: { type: 'string' },

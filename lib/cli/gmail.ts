@@ -1,7 +1,7 @@
-import { runCompanion, type GmailDeps } from './gmail-companion.ts';
-import { runSetup } from './gmail-setup.ts';
-import { USAGE, type Io } from './io.ts';
-import { unknownCommand, usageLine } from './usage.ts';
+import { RUN_OPTIONS, runCompanion, type GmailDeps } from './gmail-companion.ts';
+import { runSetup, SETUP_OPTIONS } from './gmail-setup.ts';
+import { runGroup } from './group.ts';
+import type { Io } from './io.ts';
 
 /** Help for `hooks-ingress gmail`. */
 export const GMAIL_HELP = `Usage: hooks-ingress gmail COMMAND [options]
@@ -18,15 +18,18 @@ Run "hooks-ingress gmail COMMAND --help" for a command's options.
 `;
 
 /** Runs `hooks-ingress gmail ARGV`; resolves to the exit code (0 ok, 1 failure, 2 usage). */
-export async function gmailCommand(argv: readonly string[], io: Io, deps: GmailDeps = {}): Promise<number> {
-  const [command, ...rest] = argv;
-  if (command === '--help' || command === '-h' || command === 'help') {
-    io.stdout(GMAIL_HELP);
-    return 0;
-  }
-  if (command === 'setup') return runSetup(rest, io);
-  if (command === 'run') return runCompanion(rest, io, deps);
-  io.stderr(usageLine('gmail', command === undefined ? 'missing command (setup or run)' : unknownCommand(command, ['setup', 'run'])));
-  return USAGE;
+export function gmailCommand(argv: readonly string[], io: Io, deps: GmailDeps = {}): Promise<number> {
+  return runGroup(
+    {
+      name: 'gmail',
+      help: GMAIL_HELP,
+      commands: {
+        setup: { options: SETUP_OPTIONS, run: runSetup },
+        run: { options: RUN_OPTIONS, run: (rest, named) => runCompanion(rest, named, deps) },
+      },
+    },
+    argv,
+    io,
+  );
 }
 
