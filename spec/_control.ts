@@ -18,7 +18,7 @@ export interface Started {
 }
 
 /** Starts the channel for test `t`, closed when it ends; `calls` holds what `echo` was asked, `lines` the log. */
-export async function startEcho(t: TestContext, handlers: ControlHandlers = {}, options: { maxLineBytes?: number; dir?: string; idleMs?: number; now?: () => number } = {}): Promise<Started> {
+export async function startEcho(t: TestContext, handlers: ControlHandlers = {}, options: { maxLineBytes?: number; dir?: string; idleMs?: number; maxConnections?: number; now?: () => number } = {}): Promise<Started> {
   const dir = options.dir ?? (await tempDir(t, 'ctl-'));
   const calls: unknown[] = [];
   const { log, lines } = captureLog();
@@ -29,7 +29,7 @@ export async function startEcho(t: TestContext, handlers: ControlHandlers = {}, 
     },
     ...handlers,
   };
-  const control = await startControl({ stateDir: dir, handlers: echo, log, ...(options.maxLineBytes === undefined ? {} : { maxLineBytes: options.maxLineBytes }), ...(options.idleMs === undefined ? {} : { idleMs: options.idleMs }), ...(options.now === undefined ? {} : { now: options.now }) });
+  const control = await startControl({ stateDir: dir, handlers: echo, log, ...(options.maxLineBytes === undefined ? {} : { maxLineBytes: options.maxLineBytes }), ...(options.idleMs === undefined ? {} : { idleMs: options.idleMs }), ...(options.maxConnections === undefined ? {} : { maxConnections: options.maxConnections }), ...(options.now === undefined ? {} : { now: options.now }) });
   defer(t, () => control.close());
   return { dir, control, calls, lines };
 }

@@ -176,3 +176,22 @@ test('check fails, as serve refuses to start, when a link in the transforms dire
     result.stderr,
   );
 });
+
+test('check warns about a deno binary for transforms that group or others can write, and not about one only its owner can', async (t) => {
+  const config = { hooks: { enabled: true, token: '${HOOK_TOKEN}', transformRuntime: 'deno', transformDenoPath: 'bin/deno' } };
+  const withMode = (mode: number) =>
+    checkWith(t, config, { HOOK_TOKEN: 'a-hook-token-from-env' }, async (dir) => {
+      await mkdir(join(dir, 'bin'));
+      await writeFile(join(dir, 'bin', 'deno'), '#!/bin/sh\nexit 0\n');
+      await chmod(join(dir, 'bin', 'deno'), mode);
+    });
+  const warning = (result: { stderr: string }) => result.stderr.split('\n').filter((line) => line.includes('deno binary'));
+  const group = await withMode(0o775);
+  assert.equal(group.code, 0, group.stderr);
+  assert.deepEqual(warning(group), [
+    `hooks-ingress check: warning: ${join(dirname(group.path), 'bin', 'deno')} (the deno binary of hooks.transformRuntime "deno") is group-writable (mode 0775): whoever can write it runs native code as this server, outside the transform sandbox; chmod go-w it`,
+  ]);
+  const world = await withMode(0o757);
+  assert.match(warning(world).join('\n'), /is world-writable \(mode 0757\): whoever can write it runs native code as this server/);
+  assert.deepEqual(warning(await withMode(0o755)), []);
+});

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { readFile, stat, writeFile } from 'node:fs/promises';
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { callServer } from '../lib/cli/control.ts';
@@ -12,6 +12,7 @@ import { ErrorCode, HttpError } from '../lib/errors.ts';
 import { silentLogger } from './_app.ts';
 import { startEcho as start } from './_control.ts';
 import { tempDir } from './_dir.ts';
+import { until } from './_until.ts';
 
 /** Sends `text` as it is on the socket and resolves with everything the server wrote back. */
 async function raw(dir: string, text: string | Buffer): Promise<string> {
@@ -180,4 +181,79 @@ test('a flood of wrong secrets is logged once at once, then at most once a minut
   clock += 1;
   await raw(dir, wrong);
   assert.deepEqual(refusals().map((l) => l['refused']), [1, 6]);
+});
+
+// A connection that writes `bytes` and keeps its side open: what the server answered, whether the
+// write failed (the server closed before taking it all), once the server has closed the connection.
+async function written(dir: string, bytes: Buffer): Promise<{ answer: string; writeError: string | null }> {
+  const socket = connect({ path: join(dir, CONTROL_SOCKET) });
+  let answer = '';
+  let writeError: string | null = null;
+  let closed = false;
+  socket.on('data', (d: Buffer) => (answer += d));
+  socket.on('error', () => {});
+  socket.once('close', () => (closed = true));
+  await once(socket, 'connect');
+  socket.write(bytes, (error) => (writeError = error === undefined || error === null ? null : ((error as NodeJS.ErrnoException).code ?? String(error))));
+  try {
+    // No deadline of the server's can end it (idleMs is long): only the check of the first bytes.
+    await until('the server closed the connection', () => closed);
+  } finally {
+    socket.destroy();
+  }
+  return { answer, writeError };
+}
+
+test('a line whose first bytes are not the secret is answered and closed as soon as those bytes are in, without waiting for its end', async (t) => {
+  const { dir, calls, lines } = await start(t, {}, { idleMs: 120_000 });
+  const secret = (await readFile(join(dir, CONTROL_SECRET), 'utf8')).trim();
+  const wrong = secret.slice(0, -1) + (secret.endsWith('0') ? '1' : '0');
+  const refused = { ok: false, error: { code: 'ERR_CONTROL_AUTH', message: 'not authorised' } };
+  // The head of a line, no newline: 77 bytes with a wrong secret, and as many of something else.
+  for (const head of [`{"secret":"${wrong}",`, 'x'.repeat(77), `{ "secret": "${secret}",`]) {
+    assert.deepEqual(parsed((await written(dir, Buffer.from(head))).answer), refused, head);
+  }
+  assert.deepEqual(calls, []);
+  assert.equal(lines.filter((l) => l['msg'] === 'control request refused: wrong secret').length, 1);
+});
+
+test('a mebibyte of garbage is refused from its first bytes: the connection is closed before the server has taken it all', async (t) => {
+  const { dir, calls } = await start(t, {}, { idleMs: 120_000 });
+  const got = await written(dir, Buffer.alloc(1024 * 1024, 0x61));
+  assert.notEqual(got.writeError, null, 'the mebibyte was not all taken');
+  // The refusal is sent before the close, but a client whose write failed may not read it (Deno's drops it).
+  if (got.answer !== '') assert.deepEqual(parsed(got.answer), { ok: false, error: { code: 'ERR_CONTROL_AUTH', message: 'not authorised' } });
+  assert.deepEqual(calls, []);
+  // The secret's own line still runs, its head split over writes.
+  const secret = (await readFile(join(dir, CONTROL_SECRET), 'utf8')).trim();
+  const socket = connect({ path: join(dir, CONTROL_SOCKET) });
+  let answer = '';
+  socket.on('data', (d: Buffer) => (answer += d));
+  const closed = once(socket, 'close');
+  await once(socket, 'connect');
+  const line = `${JSON.stringify({ secret, op: 'echo', args: 'split' })}\n`;
+  for (const piece of [line.slice(0, 5), line.slice(5, 40), line.slice(40, 78), line.slice(78)]) {
+    socket.write(piece);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  await closed;
+  assert.deepEqual(parsed(answer), { ok: true, result: { echoed: 'split' } });
+});
+
+test('past maxConnections open at once, a connection is answered ERR_CONTROL_BUSY and closed; one closed makes room', async (t) => {
+  const { dir, lines } = await start(t, {}, { maxConnections: 3, idleMs: 120_000 });
+  const held: Socket[] = [];
+  for (let i = 0; i < 3; i++) {
+    const socket = connect({ path: join(dir, CONTROL_SOCKET) });
+    socket.on('error', () => {});
+    await once(socket, 'connect');
+    held.push(socket);
+  }
+  t.after(() => held.forEach((s) => s.destroy()));
+  const busy = await written(dir, Buffer.from('{'));
+  assert.deepEqual(parsed(busy.answer), { ok: false, error: { code: 'ERR_CONTROL_BUSY', message: 'more than 3 connections are open; try again' } });
+  assert.deepEqual(await callServer(dir, 'echo', 1), { kind: 'error', code: 'ERR_CONTROL_BUSY', message: 'more than 3 connections are open; try again' });
+  assert.deepEqual(lines.filter((l) => l['msg'] === 'control connection refused: too many open').map((l) => l['refused']), [1]);
+  held.pop()!.destroy();
+  await until('a connection is served again', async () => (await callServer(dir, 'echo', 2)).kind === 'result');
 });

@@ -1,5 +1,6 @@
-// What the files a config names let other local users do: write the config or a transform (and so
-// run their code in the server's name), or read a secret written into the config. `check` and
+// What the files a config names let other local users do: write the config, a transform or the
+// deno binary transforms run on (and so run their code in the server's name), or read a secret
+// written into the config. `check` and
 // `serve` say so, one line each, naming the path and its mode; nothing is changed.
 import { lstat, readdir, readFile, realpath, stat } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
@@ -29,6 +30,13 @@ export async function fileModeWarnings(config: Config): Promise<string[]> {
         );
       }
     }
+  }
+  // Whoever can write the binary runs native code as the server, outside any sandbox; warned about
+  // whether or not a mapping names a transform today (a reload may add one).
+  const deno = config.hooks.transformRuntime === 'deno' ? config.hooks.transformDenoPath : null;
+  const denoMode = deno === null ? null : await _mode(deno);
+  if (denoMode !== null && (denoMode & 0o022) !== 0) {
+    warnings.push(`${deno} (the deno binary of hooks.transformRuntime "deno") is ${_writable(denoMode)} (mode ${_octal(denoMode)}): whoever can write it runs native code as this server, outside the transform sandbox; chmod go-w it`);
   }
   if (!config.hooks.mappings.some((m) => m.transform !== undefined)) return warnings;
   const root = config.hooks.transformsDir;

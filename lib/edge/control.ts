@@ -1,4 +1,5 @@
 import { chmod, rename, rm, writeFile } from 'node:fs/promises';
+import { timingSafeEqual } from 'node:crypto';
 import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { ErrorCode, HttpError } from '../errors.ts';
@@ -11,6 +12,11 @@ import { randomHex } from '../random.ts';
 // a transform child on Node runs as the same user and can connect to anything that user can. So
 // every request carries a secret the server writes, 0600, into the state directory at each start;
 // a transform child's permission flags do not let it read the state directory.
+//
+// The frame: a request is one JSON line that begins `{"secret":"<the secret>",` (the client writes
+// the secret's key first; clients before this rule did too). Those first bytes are compared as soon
+// as they are in, so a connection without the secret is answered and closed holding at most them,
+// not a mebibyte; and at most `maxConnections` connections are served at once.
 
 /** One operation of the channel: its arguments as the client sent them, its result as JSON. */
 export type ControlHandler = (args: unknown) => Promise<unknown>;
@@ -27,6 +33,8 @@ export interface ControlOptions {
   maxLineBytes?: number;
   /** A connection that has not sent its whole line within this time is closed; 10 s by default. */
   idleMs?: number;
+  /** Connections served at once; one more is answered ERR_CONTROL_BUSY and closed. {@link CONTROL_CONNECTIONS_MAX} by default. */
+  maxConnections?: number;
   /** The clock that spaces the refusal log lines; `Date.now` by default. */
   now?: () => number;
 }
@@ -50,6 +58,13 @@ export const REFUSAL_LOG_EVERY_MS = 60_000;
 /** A request line's cap by default: `try` sends a body with it. */
 export const CONTROL_LINE_MAX = 1024 * 1024;
 
+/**
+ * Connections served at once by default: a command opens one, and only the server's user can
+ * connect. With the secret each may hold up to a request line (32 MiB in all); without it, the
+ * frame's first bytes.
+ */
+export const CONTROL_CONNECTIONS_MAX = 32;
+
 /** The channel's files for a state directory. */
 export function controlFiles(stateDir: string): { socket: string; secret: string } {
   return { socket: join(stateDir, CONTROL_SOCKET), secret: join(stateDir, CONTROL_SECRET) };
@@ -70,21 +85,29 @@ export function socketPathProblem(stateDir: string): string | null {
  * socket with an old secret. Throws when the socket path is too long or the directory unusable.
  */
 export async function startControl(options: ControlOptions): Promise<ControlServer> {
-  const { stateDir, handlers, log, maxLineBytes = CONTROL_LINE_MAX, idleMs = 10_000, now = Date.now } = options;
+  const { stateDir, handlers, log, maxLineBytes = CONTROL_LINE_MAX, idleMs = 10_000, maxConnections = CONTROL_CONNECTIONS_MAX, now = Date.now } = options;
   const problem = socketPathProblem(stateDir);
   if (problem !== null) throw new Error(`Cannot start the control channel: ${problem}`);
   const files = controlFiles(stateDir);
   const secret = randomHex(32);
   await _writePrivate(files.secret, `${secret}\n`);
   const digest = tokenDigest(secret);
-  const refused = _refusalLog(log, now);
+  const head = Buffer.from(`{"secret":"${secret}",`);
+  const refused = _refusalLog(log, now, 'control request refused: wrong secret');
+  const busy = _refusalLog(log, now, 'control connection refused: too many open');
   await rm(files.socket, { force: true });
 
   const open = new Set<Socket>();
   const server = createServer((socket) => {
+    if (open.size >= maxConnections) {
+      busy();
+      socket.on('error', () => {});
+      socket.end(_error(ErrorCode.ControlBusy, `more than ${maxConnections} connections are open; try again`), () => socket.destroy());
+      return;
+    }
     open.add(socket);
     socket.once('close', () => open.delete(socket));
-    _serve(socket, { digest, handlers, log, maxLineBytes, idleMs, refused });
+    _serve(socket, { digest, head, handlers, log, maxLineBytes, idleMs, refused });
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -123,13 +146,13 @@ async function _writePrivate(path: string, text: string): Promise<void> {
 
 // The first refusal is logged at once, then at most one line a minute with how many came: any
 // process of the server's user (a transform child on Node) can connect as often as it likes.
-function _refusalLog(log: Logger, now: () => number): () => void {
+function _refusalLog(log: Logger, now: () => number, message: string): () => void {
   let loggedAt = -Infinity;
   let unlogged = 0;
   return () => {
     unlogged++;
     if (now() - loggedAt < REFUSAL_LOG_EVERY_MS) return;
-    log.warn('control request refused: wrong secret', { refused: unlogged });
+    log.warn(message, { refused: unlogged });
     loggedAt = now();
     unlogged = 0;
   };
@@ -137,6 +160,8 @@ function _refusalLog(log: Logger, now: () => number): () => void {
 
 interface Serving {
   digest: Buffer;
+  /** The first bytes of every request line: `{"secret":"<the secret>",`. */
+  head: Buffer;
   handlers: ControlHandlers;
   log: Logger;
   maxLineBytes: number;
@@ -145,11 +170,14 @@ interface Serving {
   refused: () => void;
 }
 
-// One connection: one line in, one line out, closed.
+// One connection: one line in, one line out, closed. The line's first bytes must be the frame's
+// head, with the secret: compared when they are all in (or the line ends before), they are all a
+// connection without the secret gets to have held.
 function _serve(socket: Socket, serving: Serving): void {
   const chunks: Buffer[] = [];
   let size = 0;
   let done = false;
+  let head: Buffer | null = Buffer.alloc(0);
   // A deadline for the whole line, not an idle timer: a client that sends a byte now and then
   // would otherwise hold its connection and up to a line's worth of memory for ever.
   const deadline = setTimeout(() => socket.destroy(), serving.idleMs);
@@ -159,8 +187,26 @@ function _serve(socket: Socket, serving: Serving): void {
   const answer = (line: string) => {
     socket.end(line, () => socket.destroy());
   };
-  socket.on('data', (chunk: Buffer) => {
+  socket.on('data', (data: Buffer) => {
     if (done) return;
+    let chunk = data;
+    if (head !== null) {
+      const wanted = serving.head.length - head.length;
+      const newline = chunk.subarray(0, wanted).indexOf(0x0a);
+      head = Buffer.concat([head, chunk.subarray(0, newline === -1 ? wanted : newline)]);
+      if (newline === -1 && head.length < serving.head.length) return;
+      if (head.length < serving.head.length || !timingSafeEqual(head, serving.head)) {
+        done = true;
+        head = null;
+        serving.refused();
+        answer(_error(ErrorCode.ControlAuth, 'not authorised'));
+        return;
+      }
+      chunks.push(head);
+      size = head.length;
+      head = null;
+      chunk = chunk.subarray(wanted);
+    }
     const newline = chunk.indexOf(0x0a);
     const take = newline === -1 ? chunk : chunk.subarray(0, newline);
     size += take.length;
