@@ -687,7 +687,7 @@ test('buildConfig() warns about template placeholders that can never resolve: a 
 
 test('inspector is off without inspector.port, and on with its defaults when the port is set', async () => {
   assert.equal((await config({})).inspector, null);
-  assert.deepEqual((await config({ inspector: { port: 8790 } })).inspector, { port: 8790, bind: '127.0.0.1', allowNonLoopback: false, idleMinutes: 30 });
+  assert.deepEqual((await config({ inspector: { port: 8790 } })).inspector, { port: 8790, bind: '127.0.0.1', allowNonLoopback: false, idleMinutes: 30, maxSessionHours: 12 });
   assert.equal((await config({ inspector: { port: 0, bind: 'localhost' } })).inspector?.bind, 'localhost');
   assert.equal((await config({ inspector: { port: 0, bind: '::1' } })).inspector?.bind, '::1');
 });
@@ -698,7 +698,8 @@ test('inspector.bind off loopback is refused unless inspector.allowNonLoopback s
   }
   assert.equal((await config({ inspector: { port: 8790, bind: '0.0.0.0', allowNonLoopback: true } })).inspector?.bind, '0.0.0.0');
   assert.deepEqual(await problems({ inspector: { port: 8789 } }), ['inspector.port: must differ from gateway.port (the inspector has a listener of its own)']);
-  assert.deepEqual(await problems({ inspector: { port: 70000, idleMinutes: 0 } }), ['inspector.port: must be at most 65535', 'inspector.idleMinutes: must be at least 1']);
+  assert.deepEqual(await problems({ inspector: { port: 70000, idleMinutes: 0, maxSessionHours: 0 } }), ['inspector.port: must be at most 65535', 'inspector.idleMinutes: must be at least 1', 'inspector.maxSessionHours: must be at least 1']);
+  assert.equal((await config({ inspector: { port: 8790, maxSessionHours: 2 } })).inspector?.maxSessionHours, 2);
 });
 
 test('buildConfig() takes log.requests and log.maxLinesPerSecond, and names either when it is wrong', async () => {

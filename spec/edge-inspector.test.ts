@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
-import { createInspector, INSPECTOR_PREFIX, loadPage, type InspectorSource } from '../lib/edge/inspector.ts';
+import { createInspector, INSPECTOR_PREFIX, KEY_HEADER, loadPage, type InspectorSource } from '../lib/edge/inspector.ts';
 import { listen } from '../lib/edge/listen.ts';
 import { captureLog } from './_app.ts';
 import { defer } from './_cleanup.ts';
 import { assertError, send, type Reply, type SendOptions } from './_http.ts';
 
-// The inspector's HTTP rules, without a browser: Host, login codes, the cookie, Origin and CSRF.
+// The inspector's HTTP rules, without a browser: Host, login codes, the cookie and the tab's key,
+// Origin, the sessions' lifetimes.
 
 interface Started {
   url: string;
@@ -17,19 +18,19 @@ interface Started {
   clock: { now: number };
 }
 
-async function start(t: TestContext, extra: { extraHosts?: string[] } = {}): Promise<Started> {
+async function start(t: TestContext, extra: { extraHosts?: string[]; maxAgeMs?: number } = {}): Promise<Started> {
   const replays: unknown[] = [];
   const { log, lines } = captureLog();
   const clock = { now: 1_000_000 };
   const source: InspectorSource = {
-    list: async (filter) => [{ id: 'e1', status: 401, path: '/hooks/x', filter }],
+    list: async (filter) => ({ entries: [{ id: 'e1', status: 401, path: '/hooks/x', filter }] }),
     show: async (id) => (id === 'e1' ? { id: 'e1', status: 401 } : null),
     replay: async (ids, options) => {
       replays.push({ ids, options });
       return { replayed: ids.length };
     },
   };
-  const inspector = createInspector({ source, log, idleMs: 60_000, now: () => clock.now, ...extra });
+  const inspector = createInspector({ source, log, idleMs: 60_000, maxAgeMs: 3_600_000, now: () => clock.now, ...extra });
   const running = await listen(inspector, { host: '127.0.0.1', port: 0 });
   defer(t, () => running.close(100));
   const port = Number(new URL(running.url).port);
@@ -37,14 +38,26 @@ async function start(t: TestContext, extra: { extraHosts?: string[] } = {}): Pro
   return { url: running.url, port, login: () => inspector.login().path, replays, lines, clock };
 }
 
-// Logs in with a fresh code; answers the cookie header to send and the session's CSRF token.
-async function loggedIn(s: Started): Promise<{ cookie: string; csrf: string }> {
-  const reply = await send(s.url, s.login());
+interface Login {
+  /** The `Cookie` header to send. */
+  cookie: string;
+  /** The tab's key, from the redirect's fragment. */
+  key: string;
+  /** Both, as headers. */
+  headers: Record<string, string>;
+}
+
+// Logs in with a fresh code (sending `cookie`, when given, as a browser that has one would).
+async function loggedIn(s: Started, cookie?: string): Promise<Login> {
+  const reply = await send(s.url, s.login(), cookie === undefined ? {} : { headers: { cookie } });
   assert.equal(reply.status, 303, reply.text);
-  const cookie = String(reply.headers['set-cookie']?.[0]).split(';')[0]!;
-  const session = await send(s.url, `${INSPECTOR_PREFIX}/api/session`, { headers: { cookie } });
+  const set = String(reply.headers['set-cookie']?.[0]).split(';')[0]!;
+  const key = /^\/inspector\/#login=([\w-]{43})$/.exec(String(reply.headers.location))?.[1];
+  assert.ok(key !== undefined, String(reply.headers.location));
+  const headers = { cookie: set, [KEY_HEADER]: key };
+  const session = await send(s.url, `${INSPECTOR_PREFIX}/api/session`, { headers });
   assert.equal(session.status, 200, session.text);
-  return { cookie, csrf: String(session.body['csrf']) };
+  return { cookie: set, key, headers };
 }
 
 function postAs(s: Started, path: string, headers: Record<string, string>, body: object = { ids: ['e1'] }): Promise<Reply> {
@@ -52,15 +65,16 @@ function postAs(s: Started, path: string, headers: Record<string, string>, body:
   return send(s.url, `${INSPECTOR_PREFIX}${path}`, options);
 }
 
-test('a login link opens a session once: the cookie is HttpOnly, SameSite=Strict, scoped to the inspector, and the redirect drops the code', async (t) => {
+test('a login link opens a session once: the cookie is HttpOnly, SameSite=Strict, named after the port and scoped to the inspector; the redirect drops the code and hands the key over in its fragment', async (t) => {
   const s = await start(t);
   const path = s.login();
   assert.match(path, /^\/inspector\/login\?code=[\w-]{43}$/);
   const first = await send(s.url, path);
   assert.equal(first.status, 303);
-  assert.equal(first.headers.location, '/inspector/');
+  assert.match(String(first.headers.location), /^\/inspector\/#login=[\w-]{43}$/);
   const cookie = String(first.headers['set-cookie']?.[0]);
-  assert.match(cookie, /^hooks_inspector=[\w-]{43}; Path=\/inspector\/; HttpOnly; SameSite=Strict$/);
+  assert.match(cookie, new RegExp(`^hooks_inspector_${s.port}=[\\w-]{43}; Path=/inspector/; HttpOnly; SameSite=Strict$`));
+  assert.equal(first.text, '');
   assertError(await send(s.url, path), 401, /unknown, used or expired/);
   const page = await send(s.url, '/inspector/', { headers: { cookie: cookie.split(';')[0]! } });
   assert.equal(page.status, 200);
@@ -68,18 +82,72 @@ test('a login link opens a session once: the cookie is HttpOnly, SameSite=Strict
   assert.match(page.text, /<script src="app.js" defer><\/script>/);
 });
 
-test('a login code expires after a minute, and a session after its idle time', async (t) => {
+test('the cookie alone opens the page files but no API path, and no answer to it carries the key', async (t) => {
+  const s = await start(t);
+  const { cookie, key } = await loggedIn(s);
+  for (const path of ['/inspector/', '/inspector/app.js', '/inspector/app.css']) {
+    const reply = await send(s.url, path, { headers: { cookie } });
+    assert.equal(reply.status, 200, path);
+    assert.equal(reply.text.includes(key), false);
+  }
+  const origin = `http://127.0.0.1:${s.port}`;
+  for (const [method, path] of [['GET', '/api/session'], ['GET', '/api/requests'], ['GET', '/api/requests/e1'], ['POST', '/api/replay'], ['POST', '/api/logout']] as const) {
+    for (const headers of [{ cookie }, { cookie, [KEY_HEADER]: '' }, { cookie, [KEY_HEADER]: `${key}x` }, { [KEY_HEADER]: key }, { cookie: 'hooks_inspector=x', [KEY_HEADER]: key }]) {
+      const reply = await send(s.url, `${INSPECTOR_PREFIX}${path}`, { method, headers: { ...headers, origin }, ...(method === 'POST' ? { body: { ids: ['e1'] } } : {}) });
+      assertError(reply, 401, /no inspector session/);
+      assert.equal(reply.text.includes(key), false);
+    }
+  }
+  assert.deepEqual(s.replays, []);
+  // And the session still works for its tab.
+  assert.equal((await send(s.url, '/inspector/api/requests', { headers: { cookie, [KEY_HEADER]: key } })).status, 200);
+});
+
+test('a same-named cookie planted beside the owner\'s, before or after it, does not log the owner out', async (t) => {
+  const s = await start(t);
+  const { cookie, key } = await loggedIn(s);
+  const name = cookie.split('=')[0]!;
+  for (const header of [`${name}=planted; ${cookie}`, `${cookie}; ${name}=planted`, `${name}=; ${name}; ${cookie}`]) {
+    assert.equal((await send(s.url, '/inspector/api/requests', { headers: { cookie: header, [KEY_HEADER]: key } })).status, 200, header);
+    assert.equal((await send(s.url, '/inspector/app.js', { headers: { cookie: header } })).status, 200, header);
+  }
+  // A second login from the same browser keeps its cookie, so the first tab stays logged in.
+  const second = await loggedIn(s, `${name}=planted; ${cookie}`);
+  assert.equal(second.cookie, cookie);
+  assert.notEqual(second.key, key);
+  for (const k of [key, second.key]) assert.equal((await send(s.url, '/inspector/api/requests', { headers: { cookie, [KEY_HEADER]: k } })).status, 200);
+  // Another browser's cookie does not open this tab's session.
+  const other = await loggedIn(s);
+  assert.notEqual(other.cookie, cookie);
+  assertError(await send(s.url, '/inspector/api/requests', { headers: { cookie: other.cookie, [KEY_HEADER]: key } }), 401);
+});
+
+test('a login code expires after a minute, a session after its idle time, and any session after its lifetime, however busy', async (t) => {
   const s = await start(t);
   const stale = s.login();
   s.clock.now += 60_001;
   assertError(await send(s.url, stale), 401);
-  const { cookie } = await loggedIn(s);
+  const { headers } = await loggedIn(s);
   s.clock.now += 59_000;
-  assert.equal((await send(s.url, '/inspector/api/requests', { headers: { cookie } })).status, 200);
+  assert.equal((await send(s.url, '/inspector/api/requests', { headers })).status, 200);
   s.clock.now += 59_000;
-  assert.equal((await send(s.url, '/inspector/api/requests', { headers: { cookie } })).status, 200, 'each use keeps the session alive');
+  assert.equal((await send(s.url, '/inspector/api/requests', { headers })).status, 200, 'each use keeps the session alive');
   s.clock.now += 60_001;
-  assertError(await send(s.url, '/inspector/api/requests', { headers: { cookie } }), 401, /no inspector session/);
+  assertError(await send(s.url, '/inspector/api/requests', { headers }), 401, /no inspector session/);
+
+  const busy = await start(t, { maxAgeMs: 3 * 60_000 });
+  const login = await loggedIn(busy);
+  const started = busy.clock.now;
+  const ends = await send(busy.url, '/inspector/api/session', { headers: login.headers });
+  assert.equal(ends.body['endsAt'], new Date(started + 3 * 60_000).toISOString());
+  // Polled every 30 s (well inside the idle time) until the lifetime is up.
+  while (busy.clock.now + 30_000 < started + 3 * 60_000) {
+    busy.clock.now += 30_000;
+    assert.equal((await send(busy.url, '/inspector/api/requests', { headers: login.headers })).status, 200);
+  }
+  busy.clock.now = started + 3 * 60_000;
+  assertError(await send(busy.url, '/inspector/api/requests', { headers: login.headers }), 401, /no inspector session/);
+  assertError(await send(busy.url, '/inspector/', { headers: { cookie: login.cookie } }), 401);
 });
 
 test('without a session every inspector path answers 401 and shows nothing', async (t) => {
@@ -87,59 +155,63 @@ test('without a session every inspector path answers 401 and shows nothing', asy
   for (const path of ['/inspector', '/inspector/', '/inspector/app.js', '/inspector/api/requests', '/inspector/api/requests/e1', '/inspector/api/session']) {
     const reply = await send(s.url, path);
     assertError(reply, 401);
-    assert.doesNotMatch(reply.text, /e1|csrf/);
+    assert.doesNotMatch(reply.text, /e1|endsAt/);
   }
-  assertError(await send(s.url, '/inspector/api/requests', { headers: { cookie: 'hooks_inspector=forged' } }), 401);
+  assertError(await send(s.url, '/inspector/api/requests', { headers: { cookie: `hooks_inspector_${s.port}=forged`, [KEY_HEADER]: 'forged' } }), 401);
 });
 
 test('Host must name this listener by a loopback name and its port: anything else is 421 (DNS rebinding)', async (t) => {
   const s = await start(t);
   const path = s.login();
-  for (const host of ['evil.example', `evil.example:${s.port}`, `127.0.0.1:${s.port + 1}`, '127.0.0.1', `10.0.0.1:${s.port}`]) {
+  for (const host of ['evil.example', `evil.example:${s.port}`, `127.0.0.1:${s.port + 1}`, '127.0.0.1', `10.0.0.1:${s.port}`, `127.0.0.2:${s.port}`]) {
     assertError(await send(s.url, path, { headers: { host } }), 421, /Host/);
   }
   // The refused requests did not use the code up.
   assert.equal((await send(s.url, path, { headers: { host: `localhost:${s.port}` } })).status, 303);
-  const again = await start(t, { extraHosts: ['inspector.lan'] });
-  assert.equal((await send(again.url, again.login(), { headers: { host: `inspector.lan:${again.port}` } })).status, 303);
+  const again = await start(t, { extraHosts: ['inspector.lan', '127.0.0.2', '::1'] });
+  for (const host of ['inspector.lan', '127.0.0.2', '[::1]']) {
+    assert.equal((await send(again.url, again.login(), { headers: { host: `${host}:${again.port}` } })).status, 303, host);
+  }
 });
 
-test('a state change needs this origin and the session CSRF token; a GET never changes anything', async (t) => {
+test('a state change needs this origin and the tab\'s key; a GET never changes anything', async (t) => {
   const s = await start(t);
-  const { cookie, csrf } = await loggedIn(s);
+  const { cookie, key } = await loggedIn(s);
   const origin = `http://127.0.0.1:${s.port}`;
-  assertError(await postAs(s, '/api/replay', { cookie, 'x-csrf-token': csrf }), 403, /Origin/);
-  assertError(await postAs(s, '/api/replay', { cookie, 'x-csrf-token': csrf, origin: 'http://evil.example' }), 403, /Origin/);
-  assertError(await postAs(s, '/api/replay', { cookie, 'x-csrf-token': csrf, origin: `http://localhost:${s.port}` }), 403, /Origin/);
-  assertError(await postAs(s, '/api/replay', { cookie, origin }), 403, /CSRF/);
-  assertError(await postAs(s, '/api/replay', { cookie, origin, 'x-csrf-token': `${csrf}x` }), 403, /CSRF/);
-  assertError(await postAs(s, '/api/replay', { origin, 'x-csrf-token': csrf }), 401);
-  assert.equal((await send(s.url, '/inspector/api/replay?ids=e1', { headers: { cookie } })).status, 404);
+  assertError(await postAs(s, '/api/replay', { cookie, [KEY_HEADER]: key }), 403, /Origin/);
+  assertError(await postAs(s, '/api/replay', { cookie, [KEY_HEADER]: key, origin: 'http://evil.example' }), 403, /Origin/);
+  assertError(await postAs(s, '/api/replay', { cookie, [KEY_HEADER]: key, origin: `http://127.0.0.1:${s.port + 1}` }), 403, /Origin/);
+  assertError(await postAs(s, '/api/replay', { cookie, [KEY_HEADER]: key, origin: `http://localhost:${s.port}` }), 403, /Origin/);
+  assertError(await postAs(s, '/api/replay', { cookie, origin }), 401);
+  assertError(await postAs(s, '/api/replay', { cookie, origin, [KEY_HEADER]: `${key}x` }), 401);
+  assertError(await postAs(s, '/api/replay', { origin, [KEY_HEADER]: key }), 401);
+  assert.equal((await send(s.url, '/inspector/api/replay?ids=e1', { headers: { cookie, [KEY_HEADER]: key } })).status, 404);
   assert.deepEqual(s.replays, []);
-  const done = await postAs(s, '/api/replay', { cookie, origin, 'x-csrf-token': csrf }, { ids: ['e1'], dryRun: true });
+  const headers = { cookie, origin, [KEY_HEADER]: key };
+  const done = await postAs(s, '/api/replay', headers, { ids: ['e1'], dryRun: true });
   assert.equal(done.status, 200, done.text);
   assert.deepEqual(s.replays, [{ ids: ['e1'], options: { dryRun: true, force: false } }]);
-  assertError(await postAs(s, '/api/replay', { cookie, origin, 'x-csrf-token': csrf }, { ids: [] }), 400, /ids/);
-  assertError(await postAs(s, '/api/replay', { cookie, origin, 'x-csrf-token': csrf }, { ids: [42] }), 400, /ids/);
-  const raw = await send(s.url, `${INSPECTOR_PREFIX}/api/replay`, { method: 'POST', headers: { cookie, origin, 'x-csrf-token': csrf }, body: 'not json' });
+  assertError(await postAs(s, '/api/replay', headers, { ids: [] }), 400, /ids/);
+  assertError(await postAs(s, '/api/replay', headers, { ids: [42] }), 400, /ids/);
+  const raw = await send(s.url, `${INSPECTOR_PREFIX}/api/replay`, { method: 'POST', headers, body: 'not json' });
   assertError(raw, 400, /body: must be valid JSON/);
-  assertError(await postAs(s, '/api/replay', { cookie, origin, 'x-csrf-token': csrf }, { ids: ['x'.repeat(70_000)] }), 413);
+  assertError(await postAs(s, '/api/replay', headers, { ids: ['x'.repeat(70_000)] }), 413);
 });
 
-test('logout ends the session', async (t) => {
+test('logout ends the tab\'s session', async (t) => {
   const s = await start(t);
-  const { cookie, csrf } = await loggedIn(s);
-  const out = await postAs(s, '/api/logout', { cookie, csrf, origin: `http://127.0.0.1:${s.port}`, 'x-csrf-token': csrf }, {});
+  const { headers } = await loggedIn(s);
+  const out = await postAs(s, '/api/logout', { ...headers, origin: `http://127.0.0.1:${s.port}` }, {});
   assert.equal(out.status, 200);
-  assert.match(String(out.headers['set-cookie']?.[0]), /Max-Age=0/);
-  assertError(await send(s.url, '/inspector/api/session', { headers: { cookie } }), 401);
+  assertError(await send(s.url, '/inspector/api/session', { headers }), 401);
+  assertError(await send(s.url, '/inspector/', { headers: { cookie: headers.cookie! } }), 401);
 });
 
 test('every answer carries the strict CSP, nosniff and no framing; the inspector answers no hook path', async (t) => {
   const s = await start(t);
-  const { cookie } = await loggedIn(s);
+  const { headers } = await loggedIn(s);
   for (const [path, status] of [['/inspector/', 200], ['/inspector/app.js', 200], ['/inspector/api/requests/none', 404], ['/inspector/api/requests/%E0%A4%A', 404], ['/hooks/wake', 404], ['/', 404], ['/healthz', 404]] as const) {
-    const reply = await send(s.url, path, { headers: { cookie } });
+    const reply = await send(s.url, path, { headers });
     assert.equal(reply.status, status, path);
     const csp = String(reply.headers['content-security-policy']);
     assert.match(csp, /default-src 'none'/);
@@ -153,11 +225,13 @@ test('every answer carries the strict CSP, nosniff and no framing; the inspector
   assertError(hook, 404);
 });
 
-test('the list passes the page filters to the source, bounded', async (t) => {
+test('the list passes the page filters to the source, bounded; more=count asks for the count past the limit', async (t) => {
   const s = await start(t);
-  const { cookie } = await loggedIn(s);
-  const reply = await send(s.url, '/inspector/api/requests?hook=github&status=4xx&code=ERR_UNAUTHORIZED&text=%2Fgit&limit=999999&other=1', { headers: { cookie } });
+  const { headers } = await loggedIn(s);
+  const reply = await send(s.url, '/inspector/api/requests?hook=github&status=4xx&code=ERR_UNAUTHORIZED&text=%2Fgit&limit=999999&other=1', { headers });
   assert.deepEqual((reply.body['entries'] as { filter: unknown }[])[0]?.filter, { limit: 1000, hook: 'github', status: '4xx', code: 'ERR_UNAUTHORIZED', text: '/git' });
+  const counted = await send(s.url, '/inspector/api/requests?status=failed&limit=1000&more=count', { headers });
+  assert.deepEqual((counted.body['entries'] as { filter: unknown }[])[0]?.filter, { limit: 1000, status: 'failed', more: true });
 });
 
 test('a login code never reaches the log, even when the source fails', async (t) => {

@@ -36,7 +36,10 @@ export async function startInspector(parts: InspectorParts): Promise<RunningInsp
     source: ledgerSource({ tail, store: parts.store, replay: parts.replay }),
     log,
     idleMs: config.idleMinutes * 60_000,
-    ...(config.allowNonLoopback ? { extraHosts: [config.bind] } : {}),
+    maxAgeMs: config.maxSessionHours * 3_600_000,
+    // `Host` may also name the address it is bound to: a loopback address other than 127.0.0.1
+    // (127.0.0.2) is reached by that name, as is a deliberate non-loopback bind (`check` refuses any other).
+    extraHosts: [config.bind],
   });
   const fd = inheritedInspectorFd(parts.env, process.pid);
   const running: Running = await listen(inspector, fd !== null ? { fd } : { host: config.bind, port: config.port });

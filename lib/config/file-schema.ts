@@ -204,6 +204,7 @@ export const fileSchema = object({
       bind: optional(string({ trim: true, nonEmpty: true })),
       allowNonLoopback: optional(boolean),
       idleMinutes: optional(number({ integer: true, min: 1, max: 1440 })),
+      maxSessionHours: optional(number({ integer: true, min: 1, max: 168 })),
     }),
   ),
 });

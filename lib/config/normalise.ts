@@ -44,6 +44,7 @@ export const DEFAULTS = {
   inspectorIdleMinutes: 30,
   logRequests: 'all',
   logMaxLinesPerSecond: 200,
+  inspectorMaxSessionHours: 12,
 } as const;
 
 /**
@@ -84,6 +85,7 @@ export const DEFAULT_PATHS: { readonly [K in keyof typeof DEFAULTS]: string } = 
   inspectorIdleMinutes: 'inspector.idleMinutes',
   logRequests: 'log.requests',
   logMaxLinesPerSecond: 'log.maxLinesPerSecond',
+  inspectorMaxSessionHours: 'inspector.maxSessionHours',
 };
 
 /** Transforms live below this folder of the config directory, and nowhere else. */
@@ -120,6 +122,7 @@ export function normalise(file: FileConfig, where: _Where): Config {
             bind: file.inspector.bind ?? DEFAULTS.inspectorBind,
             allowNonLoopback: file.inspector.allowNonLoopback ?? false,
             idleMinutes: file.inspector.idleMinutes ?? DEFAULTS.inspectorIdleMinutes,
+            maxSessionHours: file.inspector.maxSessionHours ?? DEFAULTS.inspectorMaxSessionHours,
           },
   };
 }

@@ -102,7 +102,7 @@ export interface Config {
   /** The request lines of the server's log: which requests get one, and how many a second at most. */
   log: { requests: 'all' | 'refusals' | 'none'; maxLinesPerSecond: number };
   /** The inspector page's listener; `null` when off (no `inspector.port`). */
-  inspector: { port: number; bind: string; allowNonLoopback: boolean; idleMinutes: number } | null;
+  inspector: { port: number; bind: string; allowNonLoopback: boolean; idleMinutes: number; maxSessionHours: number } | null;
 }
 
 /**

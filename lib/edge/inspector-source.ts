@@ -22,7 +22,11 @@ export function ledgerSource(options: LedgerSourceOptions): InspectorSource {
   return {
     async list(filter) {
       const keep = _keep(filter);
-      return (await tail.newest(filter.limit, keep)).map(_summary);
+      if (filter.more !== true) return { entries: (await tail.newest(filter.limit, keep)).map(_summary) };
+      // Read to the end, taking the first `limit` that pass and counting the rest.
+      let passed = 0;
+      const entries = await tail.newest(Number.POSITIVE_INFINITY, (entry) => keep(entry) && ++passed <= filter.limit);
+      return { entries: entries.map(_summary), more: passed - entries.length };
     },
     async show(id) {
       const found = await tail.find(id);

@@ -2,7 +2,6 @@ import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ErrorCode, HttpError } from '../errors.ts';
 import { parseJsonObject, readBody } from '../guard/body.ts';
-import { tokenDigest, tokenMatches } from '../guard/token.ts';
 import type { Logger } from '../log.ts';
 import { errorAnswer } from './answer.ts';
 import { InspectorSessions } from './inspector-sessions.ts';
@@ -11,20 +10,23 @@ import { splitTarget } from './router.ts';
 // The inspector: a page over the request ledger, on a listener of its own. Everything it shows
 // came from strangers (bodies, headers, paths), so the page renders text only and runs under a
 // CSP that allows nothing but its own two files; every request must name this listener in `Host`
-// (DNS rebinding), carry a session cookie a one-time code opened, and, to change anything, come
-// from this origin with the session's CSRF token.
+// (DNS rebinding) and carry the session cookie a one-time code set; every API call also carries
+// the tab's key (see inspector-sessions.ts: the cookie reaches every port of the host, the key
+// only this page), and, to change anything, comes from this origin.
 
-/** Where the inspector's paths live: the cookie is scoped to it, so no other listener ever sees it. */
+/** Where the inspector's paths live: the cookie is scoped to it, so no other listener of ours ever sees it. */
 export const INSPECTOR_PREFIX = '/inspector';
 
-const _COOKIE = 'hooks_inspector';
+/** The header every API call carries the tab's key in. */
+export const KEY_HEADER = 'x-inspector-key';
 
 const _NOT_FOUND = new HttpError(404, ErrorCode.NotFound, 'not an inspector path');
+const _NO_SESSION = new HttpError(401, ErrorCode.NoSession, 'no inspector session in this tab: run "hooks-ingress inspect" for a login link');
 
 /** What the page reads and asks for; the server builds it over the ledger and the replay. */
 export interface InspectorSource {
-  /** Ledger entries, newest first, that pass `filter`. */
-  list(filter: InspectorFilter): Promise<unknown[]>;
+  /** Ledger entries, newest first, that pass `filter`; with `filter.more`, also how many older ones pass it too. */
+  list(filter: InspectorFilter): Promise<{ entries: unknown[]; more?: number }>;
   /** One entry with what it became, or `null` when no entry has that id. */
   show(id: string): Promise<unknown>;
   /** Replays entries (or only says what each would become, with `dryRun`). */
@@ -40,6 +42,8 @@ export interface InspectorFilter {
   /** Text that must occur in the request's path. */
   text?: string;
   limit: number;
+  /** Count the entries past `limit` that pass too (it reads the whole ledger: bulk replay asks, polling does not). */
+  more?: boolean;
 }
 
 export interface InspectorOptions {
@@ -47,7 +51,9 @@ export interface InspectorOptions {
   log: Logger;
   /** A session unused this long ends. */
   idleMs: number;
-  /** Host names (besides the loopback ones) that `Host` may name, for a deliberate non-loopback bind. */
+  /** A session this old ends, however busy. */
+  maxAgeMs: number;
+  /** Host names (besides 127.0.0.1, localhost and [::1]) that `Host` may name: another loopback bind address, or a deliberate non-loopback one. */
   extraHosts?: readonly string[];
   now?: () => number;
 }
@@ -89,9 +95,11 @@ const _TYPES: Readonly<Record<string, string>> = {
 export function createInspector(options: InspectorOptions): Inspector {
   const { source, log } = options;
   const now = options.now ?? Date.now;
-  const sessions = new InspectorSessions({ idleMs: options.idleMs, now });
+  const sessions = new InspectorSessions({ idleMs: options.idleMs, maxAgeMs: options.maxAgeMs, now });
   const files = loadPage();
   let hosts = new Set<string>();
+  // Named after the port, so inspectors of two servers on one host keep a cookie each.
+  let cookieName = 'hooks_inspector';
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const { pathname, query } = splitTarget(req.url ?? '/');
@@ -99,28 +107,32 @@ export function createInspector(options: InspectorOptions): Inspector {
     if (pathname !== INSPECTOR_PREFIX && !pathname.startsWith(`${INSPECTOR_PREFIX}/`)) throw _NOT_FOUND;
     const path = pathname === INSPECTOR_PREFIX ? '/' : pathname.slice(INSPECTOR_PREFIX.length);
 
+    const cookies = _cookies(req.headers.cookie, cookieName);
     if (path === '/login') {
       if (req.method !== 'GET') throw new HttpError(405, ErrorCode.MethodNotAllowed, 'use GET', { headers: { allow: 'GET' } });
-      const opened = sessions.redeem(query.get('code') ?? '');
+      const opened = sessions.redeem(query.get('code') ?? '', cookies);
       if (opened === null) throw new HttpError(401, ErrorCode.NoSession, 'this login link is unknown, used or expired: run "hooks-ingress inspect" for a new one');
-      // The code leaves the address bar at once: the page's own URL carries nothing secret.
-      return _send(res, 303, null, { location: `${INSPECTOR_PREFIX}/`, 'set-cookie': `${_COOKIE}=${opened.id}; Path=${INSPECTOR_PREFIX}/; HttpOnly; SameSite=Strict` });
+      // The code leaves the address bar at once; the tab's key rides in the fragment, which the
+      // browser keeps to itself and the page moves into the tab's storage before anything else.
+      return _send(res, 303, null, { location: `${INSPECTOR_PREFIX}/#login=${opened.key}`, 'set-cookie': `${cookieName}=${opened.cookie}; Path=${INSPECTOR_PREFIX}/; HttpOnly; SameSite=Strict` });
     }
-
-    const id = _cookie(req.headers.cookie, _COOKIE);
-    const session = id === null ? null : sessions.find(id);
-    if (session === null || id === null) throw new HttpError(401, ErrorCode.NoSession, 'no inspector session: run "hooks-ingress inspect" for a login link');
 
     const file = _FILES[path];
     if (file !== undefined) {
+      // The page's own files hold no data: the cookie alone fetches them.
+      if (!sessions.known(cookies)) throw _NO_SESSION;
       if (req.method !== 'GET' && req.method !== 'HEAD') throw new HttpError(405, ErrorCode.MethodNotAllowed, 'use GET', { headers: { allow: 'GET, HEAD' } });
       const ext = file.slice(file.lastIndexOf('.') + 1);
       return _sendText(res, 200, files[file]!, _TYPES[ext]!, req.method === 'HEAD');
     }
 
+    const key = req.headers[KEY_HEADER];
+    const session = typeof key === 'string' ? sessions.find(cookies, key) : null;
+    if (session === null || typeof key !== 'string') throw _NO_SESSION;
+
     if (req.method === 'GET') {
-      if (path === '/api/session') return _send(res, 200, { csrf: session.csrf });
-      if (path === '/api/requests') return _send(res, 200, { entries: await source.list(_filter(query)) });
+      if (path === '/api/session') return _send(res, 200, { endsAt: new Date(session.endsAt).toISOString() });
+      if (path === '/api/requests') return _send(res, 200, await source.list(_filter(query)));
       if (path.startsWith('/api/requests/')) {
         const entry = await source.show(_decode(path.slice('/api/requests/'.length)));
         if (entry === null) throw new HttpError(404, ErrorCode.NotFound, 'no ledger entry has that id');
@@ -130,14 +142,12 @@ export function createInspector(options: InspectorOptions): Inspector {
     }
     if (req.method !== 'POST') throw new HttpError(405, ErrorCode.MethodNotAllowed, 'use GET or POST', { headers: { allow: 'GET, POST' } });
 
-    // A state change: only from this page (same origin, not a form posted from elsewhere) and
-    // with the session's token, which another origin cannot read.
+    // A state change: only from this page (same origin, not a form posted from elsewhere, which
+    // could not send the key's header either).
     if (!_sameOrigin(req)) throw new HttpError(403, ErrorCode.NotAllowed, 'Origin must be this inspector');
-    const csrf = req.headers['x-csrf-token'];
-    if (typeof csrf !== 'string' || !tokenMatches(csrf, tokenDigest(session.csrf))) throw new HttpError(403, ErrorCode.NotAllowed, 'missing or wrong X-CSRF-Token');
     if (path === '/api/logout') {
-      sessions.end(id);
-      return _send(res, 200, { ok: true }, { 'set-cookie': `${_COOKIE}=; Path=${INSPECTOR_PREFIX}/; HttpOnly; SameSite=Strict; Max-Age=0` });
+      sessions.end(key);
+      return _send(res, 200, { ok: true });
     }
     if (path === '/api/replay') {
       // The page posts small JSON documents: capped and timed like any body, refused as any bad one.
@@ -165,7 +175,8 @@ export function createInspector(options: InspectorOptions): Inspector {
     });
   }) as Inspector;
   listener.bound = (port) => {
-    hosts = new Set(['127.0.0.1', 'localhost', '[::1]', ...(options.extraHosts ?? [])].map((host) => `${host.toLowerCase()}:${port}`));
+    hosts = new Set(['127.0.0.1', 'localhost', '[::1]', ...(options.extraHosts ?? []).map(_bracketed)].map((host) => `${host.toLowerCase()}:${port}`));
+    cookieName = `hooks_inspector_${port}`;
   };
   listener.login = () => {
     const { code, expiresAt } = sessions.issue();
@@ -193,6 +204,7 @@ function _filter(query: URLSearchParams): InspectorFilter {
     const value = query.get(key);
     if (value !== null && value !== '') filter[key] = value.slice(0, 200);
   }
+  if (query.get('more') === 'count') filter.more = true;
   return filter;
 }
 
@@ -212,13 +224,20 @@ function _decode(text: string): string {
   }
 }
 
-function _cookie(header: string | undefined, name: string): string | null {
-  if (header === undefined) return null;
-  for (const part of header.split(';')) {
+// Every value the cookie has: another program on this host can add one of the same name (a
+// longer path puts it first), and one planted value must not hide the owner's.
+function _cookies(header: string | undefined, name: string): string[] {
+  const values: string[] = [];
+  for (const part of (header ?? '').split(';')) {
     const eq = part.indexOf('=');
-    if (eq !== -1 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+    if (eq !== -1 && part.slice(0, eq).trim() === name) values.push(part.slice(eq + 1).trim());
   }
-  return null;
+  return values;
+}
+
+// An IPv6 address as `Host` writes it.
+function _bracketed(host: string): string {
+  return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
 }
 
 function _send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {

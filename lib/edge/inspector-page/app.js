@@ -3,8 +3,20 @@
 // server's Content-Security-Policy runs nothing but this file.
 'use strict';
 
+// The login's redirect hands this tab its key in the fragment (never sent to a server): it moves to
+// the tab's own storage and leaves the address bar before anything else runs. Every API call sends
+// it; the cookie, which the browser also sends to other programs on this host, is not enough alone.
+const KEY_SLOT = 'hooks-inspector-key';
+if (location.hash.startsWith('#login=')) {
+  sessionStorage.setItem(KEY_SLOT, location.hash.slice('#login='.length));
+  history.replaceState(null, '', location.pathname + location.search);
+}
+
 const POLL_MS = 1500;
-const state = { csrf: '', selected: null, shown: '', timer: 0, pending: null };
+// Past this depth a JSON value is shown as one line of text: a node per level lets a few
+// kilobytes of nested brackets exhaust the renderer.
+const TREE_DEPTH = 8;
+const state = { selected: null, shown: '', timer: 0, pending: null };
 const $ = (id) => document.getElementById(id);
 
 /** An element with text and children; attributes are set as properties-free strings. */
@@ -16,10 +28,11 @@ function el(tag, attrs, ...children) {
 }
 
 async function api(path, body) {
-  const init = body === undefined ? { credentials: 'same-origin' } : {
+  const headers = { 'x-inspector-key': sessionStorage.getItem(KEY_SLOT) ?? '' };
+  const init = body === undefined ? { credentials: 'same-origin', headers } : {
     method: 'POST',
     credentials: 'same-origin',
-    headers: { 'content-type': 'application/json', 'x-csrf-token': state.csrf },
+    headers: { ...headers, 'content-type': 'application/json' },
     body: JSON.stringify(body),
   };
   const res = await fetch(path, init);
@@ -89,9 +102,11 @@ function schedule() {
   }, POLL_MS);
 }
 
-// A JSON value as a tree of <details>: objects and arrays fold, leaves are text.
-function tree(value, label) {
-  if (value === null || typeof value !== 'object') {
+// A JSON value as a tree of <details>: objects and arrays fold, leaves are text, and so is
+// anything deeper than TREE_DEPTH (JSON.stringify throws a RangeError for a value nested
+// too deeply even for that; bodyView then shows the body's text).
+function tree(value, label, depth = 0) {
+  if (value === null || typeof value !== 'object' || depth >= TREE_DEPTH) {
     const leaf = el('div', {});
     if (label !== undefined) leaf.append(el('span', { class: 'k' }, `${label}: `));
     leaf.append(JSON.stringify(value));
@@ -101,7 +116,7 @@ function tree(value, label) {
   const open = Array.isArray(value) ? '[' : '{';
   const node = el('details', { open: '' },
     el('summary', {}, label === undefined ? '' : el('span', { class: 'k' }, `${label}: `), `${open}${entries.length === 0 ? '' : '…'} ${entries.length} ${Array.isArray(value) ? 'items' : 'keys'}`));
-  for (const [k, v] of entries) node.append(tree(v, k));
+  for (const [k, v] of entries) node.append(tree(v, k, depth + 1));
   return node;
 }
 
@@ -121,7 +136,7 @@ function bodyView(entry) {
     try {
       const parsed = JSON.parse(body.data);
       if (parsed !== null && typeof parsed === 'object') return el('div', { class: 'json' }, tree(parsed));
-    } catch { /* not JSON: shown as text */ }
+    } catch { /* not JSON, or nested too deeply to show as a tree: shown as text */ }
   }
   return el('div', {}, note, el('pre', {}, body.data));
 }
@@ -135,7 +150,7 @@ const SHOWN = new Set(['id', 'requestId', 'time', 'method', 'path', 'query', 'ho
 async function select(id) {
   state.selected = id;
   for (const b of document.querySelectorAll('#list button')) b.setAttribute('aria-current', String(b.dataset.id === id));
-  if (location.hash !== `#${id}`) history.replaceState(null, '', `#${encodeURIComponent(id)}`);
+  if (entryIn(location.hash) !== id) history.replaceState(null, '', `#${encodeURIComponent(id)}`);
   const pane = $('detail');
   let entry;
   try {
@@ -212,22 +227,35 @@ async function bulk() {
   const query = filters();
   query.set('status', 'failed');
   query.set('limit', '1000');
+  query.set('more', 'count');
   try {
-    const { entries } = await api(`api/requests?${query}`);
+    const { entries, more } = await api(`api/requests?${query}`);
     const ids = entries.filter((e) => e.replayable !== false).map((e) => e.id);
     if (ids.length === 0) {
       $('live').textContent = 'no failed requests to replay under these filters';
       return;
     }
-    await confirmReplay(ids, `Replay ${ids.length} failed request${ids.length === 1 ? '' : 's'}?`);
+    // One replay takes the newest 1,000 failures at most: the older ones are named, not dropped in silence.
+    const older = more > 0 ? ` (the newest ${entries.length}; ${more} older failed request${more === 1 ? '' : 's'} not included)` : '';
+    await confirmReplay(ids, `Replay ${ids.length} failed request${ids.length === 1 ? '' : 's'}?${older}`);
   } catch (error) {
     $('live').textContent = error.message;
   }
 }
 
+// The entry a fragment names, or null (none, a login fragment, or escapes that do not decode).
+function entryIn(hash) {
+  if (hash.length <= 1 || hash.startsWith('#login=')) return null;
+  try {
+    return decodeURIComponent(hash.slice(1));
+  } catch {
+    return null;
+  }
+}
+
 async function start() {
   try {
-    state.csrf = (await api('api/session')).csrf;
+    await api('api/session');
   } catch (error) {
     document.body.replaceChildren(el('p', {}, `${error.message}`));
     return;
@@ -239,12 +267,21 @@ async function start() {
   $('confirm-yes').addEventListener('click', doReplay);
   $('logout').addEventListener('click', async () => {
     await api('api/logout', {}).catch(() => null);
+    sessionStorage.removeItem(KEY_SLOT);
     document.body.replaceChildren(el('p', {}, 'Logged out.'));
     clearTimeout(state.timer);
   });
-  await refresh();
-  if (location.hash.length > 1) await select(decodeURIComponent(location.hash.slice(1)));
+  // A link to an entry (#<id>) opens it, on load or followed in this tab.
+  addEventListener('hashchange', () => openLinked(location.hash));
   schedule();
+  await refresh();
+  await openLinked(location.hash);
+}
+
+async function openLinked(hash) {
+  const id = entryIn(hash);
+  if (hash.length > 1 && id === null) $('detail').replaceChildren(el('p', { class: 'hint' }, 'The address names no entry.'));
+  if (id !== null && id !== state.selected) await select(id);
 }
 
 start();
