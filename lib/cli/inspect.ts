@@ -34,7 +34,7 @@ export const inspect: Command = {
 
 Print a login link to the inspector page of the running server (inspector.port must
 be set). The link works once, for one minute; opening it starts a session in that
-browser. It is the one secret hooks-ingress prints: do not paste it anywhere.
+browser tab. It is the one secret hooks-ingress prints: do not paste it anywhere.
 
 Options:
   -c, --config PATH     config file (for state.dir)
