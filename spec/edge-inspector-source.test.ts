@@ -1,0 +1,47 @@
+import assert from 'node:assert/strict';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { test, type TestContext } from 'node:test';
+import { ledgerSource } from '../lib/edge/inspector-source.ts';
+import type { LedgerEntry } from '../lib/store/ledger-entry.ts';
+import { LedgerTail } from '../lib/store/ledger-read.ts';
+import { tempDir } from './_dir.ts';
+
+// What the inspector page reads from a state directory's ledger: the list (and how many older
+// entries a cut list leaves out), one entry, and what it became.
+
+function entry(n: number, fields: Partial<LedgerEntry> = {}): LedgerEntry {
+  return { id: `e${n}`, requestId: `r${n}`, time: new Date(1_800_000_000_000 + n).toISOString(), method: 'POST', path: '/hooks/wake', client: '127.0.0.1', lane: 'authenticated', auth: 'token', headers: { 'x-a': 'b' }, status: 200, durationMs: 1, ...fields };
+}
+
+async function source(t: TestContext, entries: LedgerEntry[]) {
+  const dir = await tempDir(t, 'inspector-source-');
+  await mkdir(join(dir, 'ledger'));
+  await writeFile(join(dir, 'ledger', 'a-1.jsonl'), entries.map((e) => `${JSON.stringify(e)}\n`).join(''));
+  const store = { run: () => null, events: () => [], outboxEntry: () => null };
+  return ledgerSource({ tail: new LedgerTail(dir), store, replay: async () => ({}) });
+}
+
+test('list() takes the newest entries that pass, without headers or body; asked, it counts the older ones that pass too', async (t) => {
+  const all = Array.from({ length: 12 }, (_, i) => entry(i + 1, { status: i % 3 === 0 ? 500 : 200, body: { encoding: 'utf8', data: '{}', bytes: 2, truncated: false } }));
+  const s = await source(t, all);
+  const failed = await s.list({ status: 'failed', limit: 2 });
+  assert.deepEqual(failed.entries.map((e) => (e as LedgerEntry).id), ['e10', 'e7']);
+  assert.equal(failed.more, undefined, 'polling never reads the whole ledger for a count');
+  const first = failed.entries[0] as Record<string, unknown>;
+  assert.equal(first['headers'], undefined);
+  assert.equal(first['body'], undefined);
+  assert.equal(first['failed'], true);
+  assert.equal(first['replayable'], true);
+  assert.deepEqual(await s.list({ status: 'failed', limit: 2, more: true }).then((r) => [r.entries.length, r.more]), [2, 2]);
+  assert.deepEqual(await s.list({ status: 'failed', limit: 10, more: true }).then((r) => [r.entries.length, r.more]), [4, 0]);
+  assert.deepEqual(await s.list({ text: 'nothing', limit: 10, more: true }).then((r) => [r.entries.length, r.more]), [0, 0]);
+});
+
+test('show() answers one entry with what it became, or null', async (t) => {
+  const s = await source(t, [entry(1, { became: { runs: ['run-1'] } })]);
+  assert.equal(await s.show('nope'), null);
+  const shown = (await s.show('e1')) as Record<string, unknown>;
+  assert.deepEqual(shown['became'], { runs: [{ runId: 'run-1', state: 'no longer kept' }] });
+  assert.equal(shown['replayable'], false);
+});
