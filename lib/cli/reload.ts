@@ -34,8 +34,12 @@ Options:
       io.stderr(usageLine('reload', `--timeout must be a number of seconds more than 0 and at most 3600, got "${raw}"`));
       return USAGE;
     }
-    const dir = await stateDirFor(flags, io);
-    if (dir === null) return FAILURE;
+    // A file it cannot parse names no state directory: the default one may hold another server.
+    const dir = await stateDirFor(flags, io, { unparsable: false });
+    if (dir === null) {
+      io.stderr('hooks-ingress reload: the server was not contacted: without a readable config file its state directory is not known (--state-dir names it; the server reads its config file itself)\n');
+      return FAILURE;
+    }
     const answer = await callServer(dir, 'reload', null, { timeoutMs: seconds * 1000 });
     switch (answer.kind) {
       case 'result':

@@ -18,7 +18,7 @@ import { urlCredentials } from './url-credentials.ts';
 /** Reads, parses and validates a config file. A missing file is a problem like any other. */
 export async function loadConfig(file: string, env: Env, scope: EnvScope = 'all'): Promise<ConfigResult> {
   const read = await readConfigFile(file);
-  if (!read.ok) return read;
+  if (!read.ok) return { ok: false, problems: read.problems };
   return buildConfig(read.value, { file, env, scope });
 }
 

@@ -2,8 +2,11 @@ import { readFile } from 'node:fs/promises';
 import { parseJsonc } from './jsonc.ts';
 import { formatIssue, join, type Issue } from '../schema.ts';
 
-/** A config file read and parsed (JSONC), or the one problem that stopped it. */
-export type Read = { ok: true; value: unknown } | { ok: false; problems: string[] };
+/**
+ * A config file read and parsed (JSONC), or the one problem that stopped it; `unparsable` when the
+ * file was read but is not JSONC (or nests too deep), so nothing in it, not even `state.dir`, is known.
+ */
+export type Read = { ok: true; value: unknown } | { ok: false; problems: string[]; unparsable?: true };
 
 /** Reads and parses a config file. A missing file is a problem like any other. */
 export async function readConfigFile(file: string): Promise<Read> {
@@ -14,10 +17,10 @@ export async function readConfigFile(file: string): Promise<Read> {
     return { ok: false, problems: [`cannot read ${file}: ${unreadable(error)}`] };
   }
   const parsed = parseJsonc(text);
-  if (!parsed.ok) return { ok: false, problems: [`${file}: ${parsed.error}`] };
+  if (!parsed.ok) return { ok: false, problems: [`${file}: ${parsed.error}`], unparsable: true };
   // Every walk over the values after this one (variables, the schema, normalising, `config get`) recurses.
   const tooDeep = deeperThan(parsed.value);
-  return tooDeep === null ? parsed : { ok: false, problems: [`${file}: ${formatIssue(tooDeep)}`] };
+  return tooDeep === null ? parsed : { ok: false, problems: [`${file}: ${formatIssue(tooDeep)}`], unparsable: true };
 }
 
 /** How deep objects and arrays may nest in a config file (the file's top level is level 1). */

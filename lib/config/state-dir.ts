@@ -10,7 +10,7 @@ import type { Env } from './types.ts';
 // keys, and the variables they name, are the business of the commands that use them.
 
 /** `state.dir` of a config file (absolute, `null` when not set), with only its own `${NAME}`s resolved. */
-export async function readStateDir(file: string, env: Env): Promise<{ ok: true; dir: string | null } | { ok: false; problems: string[] }> {
+export async function readStateDir(file: string, env: Env): Promise<{ ok: true; dir: string | null } | { ok: false; problems: string[]; unparsable?: true }> {
   const read = await readConfigFile(file);
   if (!read.ok) return read;
   if (!isPlainObject(read.value)) return { ok: false, problems: [`${file}: must be an object`] };
