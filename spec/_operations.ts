@@ -3,7 +3,7 @@
 import type { OperationParts } from '../lib/cli/operations.ts';
 
 /** A reload's changes when it changed nothing. */
-export const NO_CHANGES = { hooks: { added: [], removed: [] }, mappings: { added: [], removed: [] }, secrets: { added: [], removed: [], changed: [] } };
+export const NO_CHANGES = { hooks: { added: [], removed: [] }, mappings: { added: [], removed: [], changed: [] }, transforms: { added: [], removed: [], changed: [] }, secrets: { added: [], removed: [], changed: [] } };
 
 /** A running server's parts an hour and a bit after its start, outside forward mode; `over` replaces any of them. */
 export function operationParts(over: Partial<OperationParts> = {}): OperationParts {

@@ -83,6 +83,9 @@ const CASES: Case[] = [
   { name: 'requests replay --json', args: ['requests', 'replay', 'e1', '--json'], result: { results: [{ id: 'e1', ok: false, code: 'ERR_NOT_REPLAYABLE', error: 'no body' }] } },
   { name: 'try', args: ['try', 'github', '--body', 'BODY'], result: PREVIEW },
   { name: 'try --json', args: ['try', 'github', '--body', 'BODY', '--json'], result: PREVIEW },
+  { name: 'try, a config file that differs', args: ['try', 'github', '--body', 'BODY'], result: { ...PREVIEW, configFile: { file: '/etc/hooks.json', differs: true, changes: CHANGES, needsRestart: ['inspector.port'] } } },
+  { name: 'try, a config file with problems', args: ['try', 'github', '--body', 'BODY'], result: { configRefused: { file: '/etc/hooks.json', problems: ['p1'] } } },
+  { name: 'reload --dry-run', args: ['reload', '--dry-run'], result: { outcome: 'would-apply', at: 'a', file: '/etc/hooks.json', changes: CHANGES, needsRestart: ['gateway.port'] } },
   { name: 'inspect', args: ['inspect'], result: { url: 'http://127.0.0.1:9/inspector/login?code=abcdefabcdefabcdef', expiresAt: 'x' } },
 ];
 

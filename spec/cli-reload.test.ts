@@ -20,6 +20,7 @@ import { tempDir } from './_dir.ts';
 const OLD_TOKEN = 'reload-old-token-0123456789abcdef';
 const NEW_TOKEN = 'reload-new-token-fedcba9876543210';
 const WAKE = { text: 'ping', mode: 'next-heartbeat' };
+const VARIABLES = "${VAR} values come from the server's environment, not this shell's";
 // The pid file's name is part of the interface (the man page lists it under FILES), so it is spelled out here.
 const PID_FILE = 'hooks-ingress.pid';
 
@@ -318,7 +319,8 @@ test('hooks-ingress reload prints what the reload changed: hooks, mappings and s
       '  mappings added: ci\n' +
       '  mappings removed: gh\n' +
       '  secrets added: gateway.authToken\n' +
-      '  secrets changed: hooks.token\n',
+      '  secrets changed: hooks.token\n' +
+      `  ${VARIABLES}\n`,
   );
   for (const secret of [OLD_TOKEN, NEW_TOKEN, metricsToken]) {
     assert.ok(!result.stdout.includes(secret) && !server.stderr().includes(secret), 'no secret is printed or logged');
@@ -330,7 +332,7 @@ test('hooks-ingress reload prints what the reload changed: hooks, mappings and s
   // The same file again: nothing changed, and it says so.
   const again = await runCli(['reload', '--state-dir', s.state]);
   assert.equal(again.code, 0, again.stderr);
-  assert.equal(again.stdout, `applied: the server reloaded ${s.config}\n  no hook, mapping or secret added, removed or changed\n`);
+  assert.equal(again.stdout, `applied: the server reloaded ${s.config}\n  no hook, mapping, transform or secret added, removed or changed\n  ${VARIABLES}\n`);
 });
 
 test('hooks-ingress reload says which new values wait for the next start (gateway.port, state.dir, ...), on every verdict until a restart', async (t) => {
@@ -341,11 +343,68 @@ test('hooks-ingress reload says which new values wait for the next start (gatewa
   for (let i = 0; i < 2; i++) {
     const result = await runCli(['reload', '--state-dir', s.state]);
     assert.equal(result.code, 0, result.stderr);
-    assert.equal(result.stdout, `applied: the server reloaded ${s.config}\n  no hook, mapping or secret added, removed or changed\n  not applied until the next start: gateway.port, hooks.idempotencyTtlSeconds\n`);
+    assert.equal(result.stdout, `applied: the server reloaded ${s.config}\n  no hook, mapping, transform or secret added, removed or changed\n  not applied until the next start: gateway.port, hooks.idempotencyTtlSeconds\n  ${VARIABLES}\n`);
   }
   assert.equal(logLines(server).find((l) => l['msg'] === 'reloaded')?.['needsRestart'], 'gateway.port hooks.idempotencyTtlSeconds');
   // The server still answers where it started.
   assert.equal((await post(server.url, '/hooks/wake', { headers: { authorization: `Bearer ${OLD_TOKEN}` }, body: { text: 'still here', mode: 'next-heartbeat' } })).status, 200);
+});
+
+test('hooks-ingress reload names each mapping whose keys changed (which keys) and each transform module whose file changed', async (t) => {
+  const gh = { id: 'gh', match: { path: 'github' }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'push {{ref}}' };
+  const ci = { id: 'ci', match: { path: 'ci' }, action: 'wake', wakeMode: 'next-heartbeat', transform: { module: 'ci.mjs' } };
+  const s = await setup(t, hooks(OLD_TOKEN, { mappings: [gh, ci] }));
+  await mkdir(join(s.dir, 'hooks', 'transforms'), { recursive: true });
+  const transform = (text: string) => writeFile(join(s.dir, 'hooks', 'transforms', 'ci.mjs'), `export default () => ({ text: ${JSON.stringify(text)} });\n`);
+  await transform('build');
+  const server = await serve(t, s);
+  await s.write(hooks(OLD_TOKEN, { mappings: [{ ...gh, textTemplate: 'pushed {{ref}}', wakeMode: 'now' }, ci] }));
+  await transform('build finished');
+  const result = await runCli(['reload', '--state-dir', s.state]);
+  assert.equal(result.code, 0, result.stderr);
+  assert.equal(result.stdout, `applied: the server reloaded ${s.config}\n  mappings changed: gh (textTemplate, wakeMode)\n  transforms changed: ci.mjs\n  ${VARIABLES}\n`);
+  const line = logLines(server).find((l) => l['msg'] === 'reloaded');
+  assert.equal(line?.['mappingsChanged'], 'gh (textTemplate, wakeMode)');
+  assert.equal(line?.['transformsChanged'], 'ci.mjs');
+  // Only the module's content counts: the same file again is no change.
+  const again = await runCli(['reload', '--state-dir', s.state]);
+  assert.equal(again.stdout, `applied: the server reloaded ${s.config}\n  no hook, mapping, transform or secret added, removed or changed\n  ${VARIABLES}\n`);
+});
+
+test('hooks-ingress reload says that inspector.port waits for the next start (the page stays where it was)', async (t) => {
+  const s = await setup(t, hooks(OLD_TOKEN));
+  await serve(t, s);
+  await s.write({ ...hooks(OLD_TOKEN), inspector: { port: 0 } });
+  const result = await runCli(['reload', '--state-dir', s.state]);
+  assert.equal(result.code, 0, result.stderr);
+  assert.equal(result.stdout, `applied: the server reloaded ${s.config}\n  no hook, mapping, transform or secret added, removed or changed\n  not applied until the next start: inspector.port\n  ${VARIABLES}\n`);
+  const inspect = await runCli(['inspect', '--state-dir', s.state]);
+  assert.equal(inspect.code, 1, 'no inspector was started by the reload');
+});
+
+test('hooks-ingress reload --dry-run prints what a reload would change and applies nothing', async (t) => {
+  const gh = { id: 'gh', match: { path: 'github' }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'push' };
+  const s = await setup(t, hooks(OLD_TOKEN, { mappings: [gh] }));
+  const server = await serve(t, s);
+  const port = Number(new URL(server.url).port);
+  await s.write({ ...hooks(NEW_TOKEN, { mappings: [{ ...gh, textTemplate: 'pushed' }] }), gateway: { port: port === 65535 ? port - 1 : port + 1 } });
+  const dry = await runCli(['reload', '--dry-run', '--state-dir', s.state]);
+  assert.equal(dry.code, 0, dry.stderr);
+  assert.equal(
+    dry.stdout,
+    `dry run: nothing applied; a reload of ${s.config} would change\n  mappings changed: gh (textTemplate)\n  secrets changed: hooks.token\n  not applied until the next start: gateway.port\n  ${VARIABLES}\n`,
+  );
+  assert.equal((await wake(server.url, OLD_TOKEN)).status, 200, 'the old token still opens the hooks');
+  assert.equal((await wake(server.url, NEW_TOKEN)).status, 401);
+  const status = JSON.parse((await runCli(['status', '--json', '--state-dir', s.state])).stdout) as { lastReload: unknown };
+  assert.equal(status.lastReload, null, 'no reload happened');
+  assert.equal(count(server, /^reloaded$/), 0);
+  // A file with problems: the dry run says what a reload would say, and the server keeps its config.
+  await s.write('{ "hooks": { "enabled": true, "token": 5 } }');
+  const refused = await runCli(['reload', '--dry-run', '--state-dir', s.state]);
+  assert.equal(refused.code, 1);
+  assert.match(refused.stderr, new RegExp(`^hooks-ingress reload: refused: ${s.config} has problems; the server keeps its config\n  hooks.token: `));
+  assert.equal(count(server, /^reload refused/), 0, 'a dry run logs no refusal');
 });
 
 test('reload is refused when a ${VAR} is set in the shell but not in the server\'s environment: exit 1, the reason names the variable, never a value', async (t) => {

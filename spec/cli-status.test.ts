@@ -74,7 +74,7 @@ test('formatStatus() prints one line per item for a person', () => {
       'ledger:      none\n' +
       'last reload: refused at 2026-01-01T01:00:00.000Z: gateway.auth.token: environment variable X is not set (one running now, another waiting)\n',
   );
-  const applied: ReloadVerdict = { outcome: 'applied', at: 'T', file: null, changes: { ...NO_CHANGES, mappings: { added: ['ci'], removed: [] } } };
+  const applied: ReloadVerdict = { outcome: 'applied', at: 'T', file: null, changes: { ...NO_CHANGES, mappings: { added: ['ci'], removed: [], changed: [] } } };
   const fresh = formatStatus(serverStatus(parts({ now: () => Date.parse('2026-01-03T05:00:09Z'), lastReload: () => applied })));
   assert.match(fresh, /^running: {5}pid 4242, up 2d 5h /);
   assert.match(fresh, /\nledger: {6}none\nlast reload: applied at T: mappings added: ci\n$/);

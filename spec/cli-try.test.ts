@@ -50,7 +50,7 @@ test('try asks the running server: the mapping and filter, the message with its 
   const server = await serveState(t, s);
   const out = await cli(s, 'try', 'gh', '--body', s.body);
   assert.equal(out.code, 0, out.stderr);
-  assert.match(out.stdout, /^tried by the running server\n/);
+  assert.match(out.stdout, /^tried by the running server, with the config file as it is on disk\n {2}the same config the server runs\n {2}\$\{VAR\} values come from the server's environment, not this shell's\n/);
   assert.match(out.stdout, /^mapping {5}mapping-1 \(matched\)$/m);
   assert.match(out.stdout, /^would get {3}202$/m);
   assert.match(out.stdout, /^ {2}agent {7}main$/m);
@@ -78,6 +78,55 @@ test('try asks the running server: the mapping and filter, the message with its 
   assert.deepEqual(await readEvents(s.state), []);
   assert.deepEqual(await readLedger(s.state), []);
   assert.doesNotMatch(server.stderr(), /hook mapping failed/);
+});
+
+test('try runs the config file as it is on disk, before a reload: an edited template and transform are tried, what differs is named, nothing is applied', async (t) => {
+  const s = await setup(t);
+  const server = await serveState(t, s);
+  const loud = async () => {
+    assert.equal((await post(server.url, '/hooks/loud', { headers: { authorization: `Bearer ${TOKEN}` }, body: PUSH })).status, 200);
+    return (await readEvents(s.state)).at(-1)?.text ?? '';
+  };
+  // The server loads its module (a transform is imported at its first call).
+  assert.match(await loud(), /LOUD hello/);
+  const mappings = [
+    { match: { path: 'gh' }, action: 'agent', name: 'GitHub', messageTemplate: 'Push by {{pusher.name}} to {{repository.name}}', sessionKey: 'hook:gh', deliver: false, filter: { payload: { kind: 'push' } } },
+    { match: { path: 'loud' }, action: 'wake', transform: { module: 'shout.mjs' } },
+  ];
+  await writeFile(s.config, JSON.stringify({ hooks: { enabled: true, token: TOKEN, allowedSessionKeyPrefixes: ['hook:'], allowRequestSessionKey: true, mappings } }));
+  await writeFile(join(s.dir, 'hooks', 'transforms', 'shout.mjs'), 'export default ({ payload }) => ({ kind: "wake", text: `QUIET ${payload.repository.name}` });\n');
+  const out = await cli(s, 'try', 'gh', '--body', s.body);
+  assert.equal(out.code, 0, out.stderr);
+  assert.match(out.stdout, /^ {4}Push by octocat to hello$/m, 'the edited template');
+  assert.doesNotMatch(out.stdout, /resolved to nothing/);
+  assert.ok(
+    out.stdout.startsWith(
+      'tried by the running server, with the config file as it is on disk\n' +
+        '  it differs from what the server runs (not applied; "hooks-ingress reload" applies it):\n' +
+        '    hooks removed: /hooks/boom, /hooks/picky\n' +
+        '    mappings removed: mapping-3, mapping-4\n' +
+        '    mappings changed: mapping-1 (messageTemplate)\n' +
+        '    transforms removed: boom.mjs\n' +
+        '    transforms changed: shout.mjs\n' +
+        "  ${VAR} values come from the server's environment, not this shell's\n",
+    ),
+    out.stdout,
+  );
+  assert.match((await cli(s, 'try', 'loud', '--body', s.body)).stdout, /^transform {3}returned \{"kind":"wake","text":"QUIET hello"\}$/m, 'the edited transform');
+  const json = JSON.parse((await cli(s, 'try', 'loud', '--body', s.body, '--json')).stdout) as { configFile: { file: string; differs: boolean } };
+  assert.deepEqual([json.configFile.file, json.configFile.differs], [s.config, true]);
+
+  // Nothing was applied: the server still runs what it loaded.
+  const status = await cli(s, 'status', '--json');
+  assert.equal((JSON.parse(status.stdout) as { lastReload: unknown }).lastReload, null);
+  assert.match(await loud(), /LOUD hello/, 'the server runs the module it loaded');
+
+  // A file with problems is said to be one, and nothing is tried.
+  await writeFile(s.config, '{ "hooks": { "enabled": true, "token": 5 } }');
+  const refused = await cli(s, 'try', 'gh', '--body', s.body);
+  assert.equal(refused.code, 1);
+  assert.equal(refused.stdout, '');
+  assert.match(refused.stderr, new RegExp(`^hooks-ingress try: ${s.config} has problems; the server tried nothing \\(a reload would refuse it\\):\n  hooks.token: `));
 });
 
 test('try with no server runs here, with the same sandbox, and says so', async (t) => {

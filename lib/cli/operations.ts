@@ -53,6 +53,8 @@ export interface OperationParts {
 
 /** The operation of `hooks-ingress requests replay` (its server side is in requests-replay.ts). */
 export const REPLAY_OP = 'requests.replay';
+/** The operation of `hooks-ingress reload --dry-run` (its server side is in reload-plan.ts). */
+export const RELOAD_PLAN_OP = 'reload.plan';
 /** The operation of `hooks-ingress try` (its server side is in try.ts). */
 export const TRY_OP = 'try';
 

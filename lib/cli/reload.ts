@@ -3,27 +3,34 @@ import { callServer, printResult } from './control.ts';
 import { escapeControls } from './event-text.ts';
 import { FAILURE, USAGE, type Io } from './io.ts';
 import { stateDirFor } from './state-dir.ts';
+import { RELOAD_PLAN_OP } from './operations.ts';
+import type { DryRunVerdict } from './reload-plan.ts';
 import type { ReloadChanges, ReloadVerdict } from './reloads.ts';
 import { usageLine } from './usage.ts';
+
+/** Said with every verdict: a `${NAME}` in the file is read from the server's environment. */
+export const VARIABLES_LINE = "${VAR} values come from the server's environment, not this shell's";
 
 /** How long `reload` waits for the server's verdict by default, in seconds. */
 export const RELOAD_TIMEOUT_SECONDS = 10;
 
 /** `hooks-ingress reload`: asks the running server to re-read its config and prints its verdict. */
 export const reload: Command = {
-  options: { ...COMMON, 'state-dir': { type: 'string' }, timeout: { type: 'string' } },
-  help: `Usage: hooks-ingress reload [options]
+  options: { ...COMMON, 'state-dir': { type: 'string' }, timeout: { type: 'string' }, 'dry-run': { type: 'boolean' } },
+  help: `Usage: hooks-ingress reload [--dry-run] [options]
 
 Ask the running server, over its control channel, to re-read its config file with
-its own environment, and print its verdict: applied, with the hooks, mappings and
-secrets added, removed or changed (and the keys whose new values wait for the next
-start, such as gateway.port); or refused, with the server's reasons (the old
-config stays). Exits 0 when applied, 1 when refused, when no server runs, or when
-no verdict comes in time.
+its own environment (\${VAR} values are the server's, not this shell's), and print
+its verdict: applied, with the hooks, mappings (and which of their keys), transform
+modules (by content) and secrets added, removed or changed, and the keys whose new
+values wait for the next start (gateway.port, inspector.port, ...); or refused, with
+the server's reasons (the old config stays). Exits 0 when applied, 1 when refused,
+when no server runs, or when no verdict comes in time.
 
 Options:
   -c, --config PATH     config file (for state.dir)
       --state-dir DIR   state directory
+      --dry-run         print what a reload would change, applying nothing
       --timeout SECONDS how long to wait for the verdict (default ${RELOAD_TIMEOUT_SECONDS})
   -h, --help            show this help
 `,
@@ -40,10 +47,12 @@ Options:
       io.stderr('hooks-ingress reload: the server was not contacted: without a readable config file its state directory is not known (--state-dir names it; the server reads its config file itself)\n');
       return FAILURE;
     }
-    const answer = await callServer(dir, 'reload', null, { timeoutMs: seconds * 1000 });
+    const dryRun = flags['dry-run'] === true;
+    // Its own operation: a server that does not know it refuses it, rather than reloading.
+    const answer = await callServer(dir, dryRun ? RELOAD_PLAN_OP : 'reload', null, { timeoutMs: seconds * 1000 });
     switch (answer.kind) {
       case 'result':
-        return printResult(io, 'hooks-ingress reload', () => printVerdict(answer.result as ReloadVerdict, io));
+        return printResult(io, 'hooks-ingress reload', () => printVerdict(answer.result as ReloadVerdict | DryRunVerdict, io));
       case 'no-server':
         io.stderr(`hooks-ingress reload: ${answer.why}\n`);
         return FAILURE;
@@ -57,15 +66,17 @@ Options:
   },
 };
 
-/** Prints a reload verdict (applied on stdout, refused or failed on stderr), every text escaped, and returns the exit code. */
-export function printVerdict(verdict: ReloadVerdict, io: Pick<Io, 'stdout' | 'stderr'>): number {
+/** Prints a reload verdict (applied or would apply on stdout, refused or failed on stderr), every text escaped, and returns the exit code. */
+export function printVerdict(verdict: ReloadVerdict | DryRunVerdict, io: Pick<Io, 'stdout' | 'stderr'>): number {
   const file = verdict.file === null ? 'its config' : escapeControls(verdict.file, false);
-  if (verdict.outcome === 'applied') {
+  if (verdict.outcome === 'applied' || verdict.outcome === 'would-apply') {
     const lines = changeLines(verdict.changes);
     const restart = (verdict.needsRestart ?? []).map((key) => escapeControls(key, false));
     io.stdout(
-      `applied: the server reloaded ${file}\n${lines.length === 0 ? '  no hook, mapping or secret added, removed or changed\n' : lines.map((l) => `  ${l}\n`).join('')}` +
-        (restart.length === 0 ? '' : `  not applied until the next start: ${restart.join(', ')}\n`),
+      (verdict.outcome === 'applied' ? `applied: the server reloaded ${file}\n` : `dry run: nothing applied; a reload of ${file} would change\n`) +
+        (lines.length === 0 ? '  no hook, mapping, transform or secret added, removed or changed\n' : lines.map((l) => `  ${l}\n`).join('')) +
+        (restart.length === 0 ? '' : `  not applied until the next start: ${restart.join(', ')}\n`) +
+        `  ${VARIABLES_LINE}\n`,
     );
     return 0;
   }

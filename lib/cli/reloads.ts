@@ -4,12 +4,14 @@
 // request that comes while one waits shares its verdict. A stop drops the waiting one and aborts
 // the running one, so SIGTERM never waits behind reloads.
 
-/** A reload's changes at the level an operator thinks in: names added and removed. */
+/** A reload's changes at the level an operator thinks in: names added, removed and changed. */
 export interface ReloadChanges {
   /** Endpoint paths served (`/hooks/wake`, `/hooks/github`). */
   hooks: { added: string[]; removed: string[] };
-  /** Mapping ids. */
-  mappings: { added: string[]; removed: string[] };
+  /** Mapping ids; a changed one with its keys that changed (`github (textTemplate)`). */
+  mappings: { added: string[]; removed: string[]; changed: string[] };
+  /** Transform modules by path in the transforms directory (`ci.mjs`); changed: the file's content. */
+  transforms: { added: string[]; removed: string[]; changed: string[] };
   /** Where the config holds a secret (`hooks.token`, `channels.telegram.botToken`); never the values. */
   secrets: { added: string[]; removed: string[]; changed: string[] };
 }

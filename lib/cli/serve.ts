@@ -10,18 +10,18 @@ import { generateToken } from '../guard/token.ts';
 import { fileModeWarnings } from '../config/file-modes.ts';
 import { partialWalk, stateExposure } from '../config/state-exposure.ts';
 import { readinessWarnings } from '../config/readiness.ts';
-import { boundWarnings, bufferLines, createLogger, flushOnExit, type Logger, type LogFields } from '../log.ts';
+import { boundWarnings, bufferLines, createLogger, flushOnExit, type Logger } from '../log.ts';
 import { chooseLogFormat, jsonLinesToText, LOG_FORMATS, type LogFormat } from './log-text.ts';
 import { secureStateDir } from '../store/state-access.ts';
 import { lockStateDir, type StateLock } from '../store/state-lock.ts';
 import { COMMON, type Command, type Flags } from './command.ts';
 import { ignoreDebuggerSignal } from './debugger-signal.ts';
 import { exists, FAILURE, messagePrefix, USAGE, type Io } from './io.ts';
-import { loadConfigFor, readConfig } from './load-config.ts';
-import { builtOnFirstCall, REPLAY_OP, serverOperations, TRY_OP } from './operations.ts';
+import { loadConfigFor } from './load-config.ts';
+import { builtOnFirstCall, RELOAD_PLAN_OP, REPLAY_OP, serverOperations, TRY_OP } from './operations.ts';
 import type { RunningInspector } from './serve-inspector.ts';
-import { needsRestart, reloadChanges } from './reload-changes.ts';
-import { coalescedReloads, type ReloadChanges, type ReloadVerdict, type Reloads } from './reloads.ts';
+import { reloader, type Reloader } from './reload-plan.ts';
+import type { Reloads } from './reloads.ts';
 import { startService, type Service } from './service.ts';
 import { usageLine } from './usage.ts';
 
@@ -108,13 +108,13 @@ async function _serve(flags: Flags, io: Io): Promise<number> {
   if (lock === null) return FAILURE;
   const service = await _start(config, stateDir, log, io, lock);
   if (service === null) return FAILURE;
-  const reloads = _reloadOnHangup(flags, io, log, service, config);
+  const reloads = await _reloadOnHangup(flags, io, log, service, config);
   const stopRequest = _stopSignal(io.signal);
   const running = await _listen(flags, port, config, io, service);
   // One replay for both ways in: `requests replay` over the control channel and the inspector's button.
   const replay = builtOnFirstCall(async () => (await import('./requests-replay.ts')).replayOperation({ stateDir, ledger: service.ledger, app: service.app }));
   const inspector = running === null ? null : await _inspector(config, stateDir, io, log, service, replay);
-  const control = running === null || inspector === false ? null : await _control(stateDir, io, log, service, reloads.reloads, startedAt, running.server.url, { replay, inspector });
+  const control = running === null || inspector === false ? null : await _control(stateDir, io, log, service, reloads.reloads, startedAt, running.server.url, { replay, inspector, reloader: reloads.reloader });
   if (running === null || inspector === false || control === null) {
     reloads.reloads.stop();
     reloads.release();
@@ -208,52 +208,19 @@ async function _firstRun(path: string, io: Io): Promise<void> {
 }
 
 // SIGHUP and `hooks-ingress reload` re-read the config: a valid one takes over for new requests,
-// an invalid one is logged and ignored. Reloads are coalesced (reloads.ts). The SIGHUP listener is
-// installed before the server says it is ready, so an early signal is never fatal.
-function _reloadOnHangup(flags: Flags, io: Io, log: Logger, service: Service, config: Config): { reloads: Reloads; release: () => void } {
-  let current = config;
-  const file = locateConfig(flags.config, io.env).path;
-  const reloads = coalescedReloads(async (signal) => {
-    const at = () => new Date().toISOString();
-    const stopped = (): ReloadVerdict => ({ outcome: 'failed', at: at(), file, problems: ['the server is stopping'] });
-    const next = await readConfig(flags, io, true, 'all', signal);
-    if (signal.aborted) return stopped();
-    if (!next.ok) {
-      log.error('reload refused: the config has problems; the old one stays', { problems: next.problems.join('; ') });
-      return { outcome: 'refused', at: at(), file, problems: next.problems };
-    }
-    const changes = reloadChanges(current, next.config);
-    try {
-      await service.reload(next.config);
-    } catch (error) {
-      log.error('reload failed; the old config stays where it was not yet replaced', { error: String(error) });
-      return { outcome: 'failed', at: at(), file, problems: ['the reload failed part way; the server log has the error'] };
-    }
-    // Keys a running server cannot take, against what it started with: said with every verdict
-    // until a restart, not reported as applied in silence.
-    const restart = needsRestart(config, next.config);
-    current = next.config;
-    log.info('reloaded', { file: next.config.file, ..._changeFields(changes), ...(restart.length === 0 ? {} : { needsRestart: restart.join(' ') }) });
-    return { outcome: 'applied', at: at(), file, changes, ...(restart.length === 0 ? {} : { needsRestart: restart }) };
-  });
-  const onHangup = () => void reloads.request();
+// an invalid one is logged and ignored (reload-plan.ts; coalesced by reloads.ts). The SIGHUP
+// listener is installed before the server says it is ready, so an early signal is never fatal.
+async function _reloadOnHangup(flags: Flags, io: Io, log: Logger, service: Service, config: Config): Promise<{ reloader: Reloader; reloads: Reloads; release: () => void }> {
+  const planned = await reloader({ file: locateConfig(flags.config, io.env).path, env: io.env, started: config, log, apply: (next) => service.reload(next) });
+  const onHangup = () => void planned.reloads.request();
   process.on('SIGHUP', onHangup);
-  return { reloads, release: () => void process.off('SIGHUP', onHangup) };
-}
-
-// A reload's changes as log fields: one per kind that changed, names joined (never a secret's value).
-function _changeFields(changes: ReloadChanges): LogFields {
-  const fields: LogFields = {};
-  for (const [kind, lists] of Object.entries(changes) as [string, Record<string, string[]>][]) {
-    for (const [how, names] of Object.entries(lists)) if (names.length > 0) fields[`${kind}${how[0]!.toUpperCase()}${how.slice(1)}`] = names.join(' ');
-  }
-  return fields;
+  return { reloader: planned, reloads: planned.reloads, release: () => void process.off('SIGHUP', onHangup) };
 }
 
 // The owner-only control channel the CLI talks to (reload, outbox retry, status, the inspector's
 // login; try and requests replay, whose code is imported at their first call), up before the server
 // says it listens, so a command run after "listening on" always finds it.
-async function _control(stateDir: string, io: Io, log: Logger, service: Service, reloads: Reloads, startedAt: number, url: string, more: { replay: ControlHandler; inspector: RunningInspector | null }): Promise<ControlServer | null> {
+async function _control(stateDir: string, io: Io, log: Logger, service: Service, reloads: Reloads, startedAt: number, url: string, more: { replay: ControlHandler; inspector: RunningInspector | null; reloader: Reloader }): Promise<ControlServer | null> {
   const handlers = {
     ...serverOperations({
       pid: process.pid,
@@ -270,7 +237,8 @@ async function _control(stateDir: string, io: Io, log: Logger, service: Service,
       settled: () => service.ledger?.counted() ?? Promise.resolve(),
     }),
     [REPLAY_OP]: more.replay,
-    [TRY_OP]: builtOnFirstCall(async () => (await import('./try.ts')).tryOperation(service.app)),
+    [RELOAD_PLAN_OP]: () => more.reloader.dryRun(),
+    [TRY_OP]: builtOnFirstCall(async () => (await import('./try.ts')).tryOperation({ app: service.app, reloader: more.reloader, lastRoute: () => service.store.lastRoute() })),
     'inspect.login': () => {
       if (more.inspector === null) throw new HttpError(404, ErrorCode.NotFound, 'the inspector is off: set inspector.port in the config and restart the server');
       return Promise.resolve(more.inspector.login());

@@ -1,10 +1,13 @@
 import { readFile } from 'node:fs/promises';
 import type { IncomingHttpHeaders } from 'node:http';
+import { locateConfig } from '../config/locate.ts';
+import { CONTROL_LINE_MAX } from '../edge/control.ts';
 import type { Preview, PreviewInput } from '../edge/preview.ts';
 import type { App } from '../edge/server.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
 import { findEntry } from '../store/ledger-read.ts';
 import type { LedgerEntry } from '../store/ledger-entry.ts';
+import type { Route } from '../store/records.ts';
 import { readLastRoute } from '../store/read.ts';
 import { clipLine } from '../text.ts';
 import { COMMON, type Command, type Flags } from './command.ts';
@@ -15,30 +18,70 @@ import { FAILURE, messagePrefix, USAGE, type Io } from './io.ts';
 import { ledgerOf } from './ledger-access.ts';
 import { stateDirFor } from './state-dir.ts';
 import { REPLAY_OP, TRY_OP } from './operations.ts';
+import { changeLines, VARIABLES_LINE } from './reload.ts';
+import type { Reloader } from './reload-plan.ts';
+import type { ReloadChanges } from './reloads.ts';
 import type { ReplayResult } from './requests-replay.ts';
 import { usageLine } from './usage.ts';
 
 // `hooks-ingress try`: what a request would become — the mapping and its filter, the transform's
 // result, the rendered text (with the placeholders that found nothing), the policy decisions —
-// with nothing enqueued. The running server answers it with its own config, environment and
-// transform sandbox; with none running it is tried here, with the same sandbox, and says so.
+// with nothing enqueued. The running server answers it with the config file as it is on disk (the
+// CLI sends its text: an edit is tried before it is reloaded), read as a reload would read it, with
+// the server's environment and transform sandbox; with none running it is tried here, and says so.
 
-/** What the CLI sends: the body as base64, so any bytes pass through JSON unchanged. */
+/** What the CLI sends: the body as base64, so any bytes pass through JSON unchanged; `config`: the config file's text. */
 export interface TryArgs {
   hook: string;
   headers: Record<string, string | string[]>;
   query: string;
   body: string;
+  config?: string;
+}
+
+/** What the server says of the config text it tried: the file it read it as, and what a reload of it would change. */
+export interface TriedConfig {
+  file: string;
+  /** Whether it differs from what the server runs in any key or transform module. */
+  differs: boolean;
+  changes: ReloadChanges;
+  needsRestart: string[];
+}
+
+/** The server's answer to `try`: a preview (with what it tried as the config file), or the file's problems. */
+export type TryAnswer = (Preview & { configFile?: TriedConfig }) | { configRefused: { file: string; problems: string[] } };
+
+/** What the server's side of `try` works with. */
+export interface TryParts {
+  app: Pick<App, 'preview'>;
+  reloader: Pick<Reloader, 'plan' | 'file'>;
+  lastRoute: () => Route | null;
 }
 
 /** The server's side of `try`. */
-export function tryOperation(app: Pick<App, 'preview'>): (args: unknown) => Promise<Preview> {
-  return (raw) => {
+export function tryOperation(parts: TryParts): (args: unknown) => Promise<TryAnswer> {
+  return async (raw) => {
     const args = raw as Partial<TryArgs> | null;
     if (typeof args !== 'object' || args === null || typeof args.hook !== 'string' || typeof args.body !== 'string' || typeof args.query !== 'string' || typeof args.headers !== 'object' || args.headers === null) {
-      return Promise.reject(new HttpError(400, ErrorCode.InvalidPayload, 'try: hook, headers, query and body are required'));
+      throw new HttpError(400, ErrorCode.InvalidPayload, 'try: hook, headers, query and body are required');
     }
-    return app.preview({ name: args.hook, headers: args.headers as IncomingHttpHeaders, rawQuery: args.query, bytes: Buffer.from(args.body, 'base64') });
+    const input: PreviewInput = { name: args.hook, headers: args.headers as IncomingHttpHeaders, rawQuery: args.query, bytes: Buffer.from(args.body, 'base64') };
+    if (typeof args.config !== 'string') return parts.app.preview(input);
+    const { file } = parts.reloader;
+    const plan = await parts.reloader.plan(args.config);
+    if (!plan.ok) return { configRefused: { file, problems: plan.problems } };
+    const configFile: TriedConfig = { file, differs: plan.differs, changes: plan.changes, needsRestart: plan.needsRestart };
+    // Loaded here, not with the command: a CLI that only reads loads no server code.
+    const [{ serviceTransforms, usesTransforms }, { previewHook }] = await Promise.all([import('./transforms.ts'), import('../edge/preview.ts')]);
+    // The same as what runs: tried on it. Not with transforms: a file a module imports is not compared.
+    if (!plan.differs && !usesTransforms(plan.next.config)) return { ...(await parts.app.preview(input)), configFile };
+    const transforms = serviceTransforms({ info() {}, warn() {}, error() {} });
+    await transforms.configure(plan.next.config);
+    try {
+      return { ...(await previewHook({ config: plan.next.config, transforms: transforms.call, lastRoute: parts.lastRoute }, input)), configFile };
+    } finally {
+      await transforms.close();
+    }
   };
 }
 
@@ -61,9 +104,12 @@ that takes it and its filter's verdict, each transform's result or error, the te
 or message as the agent would read it (every template placeholder that found
 nothing listed as a warning), and the policy decisions (agent, session key, model,
 channel). A signed path's signature is checked and reported, without its
-timestamp's age. The running server answers (its config, environment and
-transform sandbox); with none running, it is tried here with the same sandbox, and
-the output says so.
+timestamp's age. The config file is tried as it is on disk, before any reload:
+the running server reads its text as a reload would (with the server's
+environment for \${VAR} and its transform sandbox), applies nothing, and says
+what in it differs from what the server runs; with none running, it is tried
+here with the same sandbox, and the output says so. A stored request (--request)
+is tried with what the server runs.
 
 Options:
   -c, --config PATH     config file
@@ -82,20 +128,27 @@ async function _try(flags: Flags, positionals: string[], io: Io): Promise<number
   const request = await _request(flags, positionals, io);
   if (typeof request === 'number') return request;
   const { dir } = request;
-  let preview: Preview | undefined;
+  const prefix = messagePrefix(io);
+  let preview: (Preview & { configFile?: TriedConfig }) | undefined;
   let where: 'server' | 'local' = 'server';
+  const config = 'entry' in request || dir === null ? null : await _configText(flags, io);
   // A stored request is tried as its replay would run (`requests replay --dry-run`), so the two agree.
   const answer =
     dir === null
       ? ({ kind: 'no-server', why: '' } as const)
       : 'entry' in request
         ? await callServer(dir, REPLAY_OP, { ids: [request.entry.id], dryRun: true })
-        : await callServer(dir, TRY_OP, _args(request.input));
+        : await callServer(dir, TRY_OP, { ..._args(request.input), ...(config === null ? {} : { config: config.text }) });
   if (answer.kind === 'result') {
-    const found = printResult(io, messagePrefix(io), () => {
+    const found = printResult(io, prefix, () => {
+      const refused = 'entry' in request ? undefined : (answer.result as { configRefused?: { file: string; problems: string[] } }).configRefused;
+      if (refused !== undefined) {
+        io.stderr(`${prefix}: ${escapeControls(refused.file, false)} has problems; the server tried nothing (a reload would refuse it):\n${refused.problems.map((p) => `  ${escapeControls(p, false)}\n`).join('')}`);
+        return FAILURE;
+      }
       const result = 'entry' in request ? (answer.result as { results: ReplayResult[] }).results[0] : { id: '', ok: true as const, preview: answer.result as Preview };
       if (result === undefined || !result.ok || !('preview' in result)) {
-        io.stderr(`${messagePrefix(io)}: ${escapeControls(result !== undefined && !result.ok ? String(result.error) : 'the server gave no preview', false)}\n`);
+        io.stderr(`${prefix}: ${escapeControls(result !== undefined && !result.ok ? String(result.error) : 'the server gave no preview', false)}\n`);
         return FAILURE;
       }
       preview = result.preview;
@@ -107,17 +160,47 @@ async function _try(flags: Flags, positionals: string[], io: Io): Promise<number
     if (local === null) return FAILURE;
     preview = local;
     where = 'local';
+  } else if (answer.kind === 'error' && answer.code === 'ERR_CONTROL_TOO_LARGE') {
+    io.stderr(`${prefix}: the config file (${config?.text.length ?? 0} characters) and the body together are over the ${CONTROL_LINE_MAX} bytes the control channel takes; nothing was sent\n`);
+    return FAILURE;
   } else {
-    io.stderr(`${messagePrefix(io)}: ${answer.kind === 'timeout' ? 'the server did not answer in time' : escapeControls(answer.message, false)}\n`);
+    io.stderr(`${prefix}: ${answer.kind === 'timeout' ? 'the server did not answer in time' : escapeControls(answer.message, false)}\n`);
     return FAILURE;
   }
   const shown = preview;
   if (shown === undefined) return FAILURE;
-  return printResult(io, messagePrefix(io), () => {
+  return printResult(io, prefix, () => {
     if (flags.json) io.stdout(jsonLine({ ...shown, triedBy: where }));
-    else io.stdout(`${where === 'local' ? 'no server is running: tried here, with the config file and the same transform sandbox\n' : 'tried by the running server\n'}${formatPreview(shown)}`);
+    else io.stdout(`${where === 'local' ? 'no server is running: tried here, with the config file and the same transform sandbox\n' : _triedBy(shown.configFile, config?.path ?? null)}${formatPreview(shown)}`);
     return shown.status >= 400 ? FAILURE : 0;
   });
+}
+
+// The config file's text, sent for the server to try; `null` (said on stderr unless there is no
+// file at the default place) when it cannot be read: the server then tries what it runs.
+async function _configText(flags: Flags, io: Io): Promise<{ path: string; text: string } | null> {
+  const { path, implicit } = locateConfig(flags.config, io.env);
+  try {
+    return { path, text: await readFile(path, 'utf8') };
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (!(implicit && code === 'ENOENT')) io.stderr(`${messagePrefix(io)}: warning: cannot read config ${path} (${code ?? String(error)}): tried with the config the server runs\n`);
+    return null;
+  }
+}
+
+// The head of a server's try: which config it tried, and how that differs from what it runs.
+function _triedBy(tried: TriedConfig | undefined, sent: string | null): string {
+  if (tried === undefined) return 'tried by the running server, with the config it runs\n';
+  const file = escapeControls(tried.file, false);
+  const lines = changeLines(tried.changes);
+  return (
+    'tried by the running server, with the config file as it is on disk\n' +
+    (sent !== null && sent !== tried.file ? `  the text of ${escapeControls(sent, false)}, read as the server's config file ${file}\n` : '') +
+    (!tried.differs ? '  the same config the server runs\n' : `  it differs from what the server runs (not applied; "hooks-ingress reload" applies it)${lines.length === 0 ? ' in keys other than hooks, mappings, transforms and secrets' : ':'}\n${lines.map((l) => `    ${l}\n`).join('')}`) +
+    (tried.needsRestart.length === 0 ? '' : `  not applied until the next start: ${tried.needsRestart.map((k) => escapeControls(k, false)).join(', ')}\n`) +
+    `  ${VARIABLES_LINE}\n`
+  );
 }
 
 /** A request written on the command line, or a stored one. */

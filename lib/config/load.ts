@@ -11,7 +11,7 @@ import { forwardUnused } from './forward-unused.ts';
 import { checkForward, forwardWarnings } from './forward-checks.ts';
 import { locateDeno } from './locate.ts';
 import { normalise, TRANSFORMS_ROOT } from './normalise.ts';
-import { deeperThan, readConfigFile, unreadable } from './read.ts';
+import { deeperThan, parseConfigText, readConfigFile, unreadable } from './read.ts';
 import type { Config, ConfigResult, Env } from './types.ts';
 import { urlCredentials } from './url-credentials.ts';
 
@@ -20,6 +20,13 @@ export async function loadConfig(file: string, env: Env, scope: EnvScope = 'all'
   const read = await readConfigFile(file);
   if (!read.ok) return { ok: false, problems: read.problems };
   return buildConfig(read.value, { file, env, scope });
+}
+
+/** Parses and validates a config file's text as if read from `file` (relative paths against its directory). */
+export async function loadConfigText(text: string, file: string, env: Env): Promise<ConfigResult> {
+  const read = parseConfigText(text, file);
+  if (!read.ok) return { ok: false, problems: read.problems };
+  return buildConfig(read.value, { file, env });
 }
 
 /**

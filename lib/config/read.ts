@@ -16,6 +16,11 @@ export async function readConfigFile(file: string): Promise<Read> {
   } catch (error) {
     return { ok: false, problems: [`cannot read ${file}: ${unreadable(error)}`] };
   }
+  return parseConfigText(text, file);
+}
+
+/** Parses a config file's text (JSONC), read from `file` or sent as that file's; problems name `file`. */
+export function parseConfigText(text: string, file: string): Read {
   const parsed = parseJsonc(text);
   if (!parsed.ok) return { ok: false, problems: [`${file}: ${parsed.error}`], unparsable: true };
   // Every walk over the values after this one (variables, the schema, normalising, `config get`) recurses.
