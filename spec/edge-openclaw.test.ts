@@ -168,6 +168,16 @@ test('a mapped wake goes to the mapping\'s agent and session, an unknown mapped 
   assert.deepEqual(wrapped.map((r) => r.body['eventOutcome']), ['queued', 'queued']);
 });
 
+test('/wake takes the body\'s idempotencyKey as /agent does, when no header gives one: a retry is answered its first answer', async (t) => {
+  const h = await start(t);
+  const first = await post(h.url, '/hooks/wake', { headers: AUTH, body: { text: 'Deploy 41 done', idempotencyKey: 'deploy-41' } });
+  const retry = await post(h.url, '/hooks/wake', { headers: AUTH, body: { text: 'Deploy 41 done!', idempotencyKey: 'deploy-41' } });
+  assert.equal(first.status, 200, first.text);
+  assert.deepEqual(retry.body, first.body);
+  assert.equal(retry.headers['idempotent-replayed'], 'true');
+  assert.deepEqual(h.store.events().map((e) => e.text), ['Deploy 41 done']);
+});
+
 test('an unknown /wake or /agent field is a 400 by default; with hooks.unknownPayloadFields "log" it is accepted and logged by name', async (t) => {
   const strict = await start(t);
   const refused = await post(strict.url, '/hooks/wake', { headers: AUTH, body: { text: 'x', source: 'ci' } });

@@ -469,7 +469,6 @@ refusesBodies('wake', [
   ['mode is outside its set', { text: 'x', mode: 'later' }, 'mode'],
   ['mode is not a string', { text: 'x', mode: true }, 'mode'],
   ['an unknown field is present', { text: 'x', priority: 'high' }, 'priority'],
-  ['a body idempotencyKey is sent (it is an /agent field)', { text: 'x', idempotencyKey: 'k' }, 'idempotencyKey'],
 ], (h) => {
   assert.equal(h.store.events().length, 0);
   assert.deepEqual(h.beats, []);

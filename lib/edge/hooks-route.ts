@@ -172,7 +172,8 @@ export function hookProcessor(options: Pick<HooksRouteOptions, 'config' | 'auth'
     const call = { id: input.id, name, body, headers, query: input.query, note, ...(input.gone === undefined ? {} : { gone: input.gone }), ...(input.pathOnly === true ? { pathOnly: true } : {}) };
     if (mode === 'replay') return dispatch(call, null);
     const delivery = signature === undefined ? null : deliveryId(signature, { headers, body: bytes, query: input.rawQuery }, body);
-    return idempotent(name, idempotencyKey(headers, name === 'agent' ? body : {}, delivery), (idem) => dispatch(call, idem), note, input.gone);
+    // /wake and /agent may carry the key in the body, as OpenClaw's gateway reads it there for every hook.
+    return idempotent(name, idempotencyKey(headers, name === 'agent' || name === 'wake' ? body : {}, delivery), (idem) => dispatch(call, idem), note, input.gone);
   };
 }
 

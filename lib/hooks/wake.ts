@@ -6,6 +6,8 @@ const SHAPE = {
   mode: optional(literal(...WAKE_MODES)),
   agentId: optional(string({ trim: true, nonEmpty: true })),
   sessionKey: optional(string({ trim: true, nonEmpty: true, maxLength: 512 })),
+  // Read by the idempotency step (edge/idempotency.ts), not part of the action.
+  idempotencyKey: optional(string()),
 };
 const strict = object(SHAPE);
 const lenient = object(SHAPE, { unknown: 'ignore' });
@@ -14,7 +16,7 @@ const lenient = object(SHAPE, { unknown: 'ignore' });
 export const SESSION_KEY_NEEDS_NOW = 'sessionKey: requires mode "now"';
 
 /**
- * Checks a `/wake` payload: `{text, mode?, agentId?, sessionKey?}` and nothing else; with
+ * Checks a `/wake` payload: `{text, mode?, agentId?, sessionKey?, idempotencyKey?}` and nothing else; with
  * `acceptUnknown`, other fields are accepted and named in `ignored` (as OpenClaw ignores them).
  * The session key is the request's choice (untrusted).
  */
