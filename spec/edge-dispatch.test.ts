@@ -3,6 +3,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { createDispatch, type HookCall } from '../lib/edge/dispatch.ts';
+import { formatPreview } from '../lib/cli/preview-text.ts';
 import { HttpError } from '../lib/errors.ts';
 import { silentLogger, specConfig } from './_app.ts';
 import { defer } from './_cleanup.ts';
@@ -67,4 +68,15 @@ test('createDispatch() answers 404 for a name no mapping matches, and 204 when a
   await assert.rejects(dispatch(call('nobody', {}), null), (error: unknown) => error instanceof HttpError && error.status === 404);
   assert.deepEqual(await dispatch(call('skipper', { text: 'x' }), null), { status: 204, body: {} });
   assert.deepEqual(store.events(), []);
+});
+
+test('createDispatch() in a dry run shows a wake\'s agent and session, records nothing, and try prints them', async (t) => {
+  const { dispatch, store } = await setup(t, { allowRequestSessionKey: true }, 0);
+  const preview = { transforms: [], actions: [], warnings: [] } as NonNullable<HookCall['preview']>;
+  const answer = await dispatch({ ...call('wake', { text: 'Deploy failed', sessionKey: 'agent:main:hook:ci' }), preview }, null);
+  assert.equal(answer.status, 200);
+  assert.deepEqual(preview.actions, [{ kind: 'wake', text: 'Deploy failed', unresolved: [], mode: 'now', target: { sessionKey: 'hook:ci' } }]);
+  assert.equal(store.events().length, 0);
+  const printed = formatPreview({ hook: 'wake', status: 200, ...preview });
+  assert.match(printed, /\n  mode        now\n  session key hook:ci\n/);
 });

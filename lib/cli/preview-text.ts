@@ -29,6 +29,8 @@ export function formatPreview(p: Preview): string {
       lines.push(`  name        ${escapeControls(r.name, false)}`);
     } else if (a.mode !== undefined) {
       lines.push(`  mode        ${a.mode}`);
+      if (a.target?.agentId !== undefined) lines.push(`  agent       ${escapeControls(a.target.agentId, false)}`);
+      if (a.target?.sessionKey !== undefined) lines.push(`  session key ${escapeControls(a.target.sessionKey, false)}`);
     }
     lines.push(`  ${a.kind === 'wake' ? 'text' : 'message'}:`);
     lines.push(escapeControls(a.text, true).replace(/^/gm, '    '));

@@ -58,6 +58,8 @@ export interface PreviewAction {
   text: string;
   unresolved: string[];
   mode?: WakeMode;
+  /** A wake's agent and session, when not the default agent's main session. */
+  target?: WakeTarget;
   run?: Pick<RunSpec, 'name' | 'agentId' | 'sessionKey' | 'sessionMode' | 'model' | 'thinking' | 'channel' | 'to' | 'accountId' | 'deliver' | 'timeoutSeconds'>;
 }
 
@@ -179,7 +181,7 @@ async function _wake(ctx: _Context, call: HookCall, idem: IdempotencyKey | null)
   const answer: Answer = { status: 200, body: { ok: true, mode: parsed.action.mode } };
   const { text, mode } = parsed.action;
   if (call.preview !== undefined) {
-    call.preview.actions.push({ kind: 'wake', text, unresolved: [], mode });
+    call.preview.actions.push({ kind: 'wake', text, unresolved: [], mode, ...(Object.keys(target).length === 0 ? {} : { target }) });
     return answer;
   }
   return ctx.destination.accept(ctx, call, { actions: [{ kind: 'wake', action: parsed.action, target }], source: 'wake', wait: false, field: () => 'text' }, idem, answer);
@@ -253,8 +255,10 @@ async function _mapped(ctx: _Context, call: HookCall, idem: IdempotencyKey | nul
   const answer = _mappedAnswer(outcome.forEach, runs, events);
   if (preview !== undefined) {
     let r = 0;
+    let w = 0;
     for (const { action, unresolved } of outcome.actions) {
-      if (action.kind === 'wake') preview.actions.push({ kind: 'wake', text: action.text, unresolved, mode: action.mode });
+      const target = action.kind === 'wake' ? accepted.filter((a) => a.kind === 'wake')[w++]!.target : {};
+      if (action.kind === 'wake') preview.actions.push({ kind: 'wake', text: action.text, unresolved, mode: action.mode, ...(Object.keys(target).length === 0 ? {} : { target }) });
       else preview.actions.push({ kind: 'agent', text: action.message, unresolved, mode: action.wakeMode, run: _decisions(runs[r++]!) });
     }
     return answer;
