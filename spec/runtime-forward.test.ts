@@ -349,3 +349,33 @@ test('forward mode: 200 wakes at line rate all reach a heartbeat: at most 20 go 
   const merged = h.store.outbox().filter((e) => e.batch !== undefined);
   assert.ok(merged.length > 0 && merged.every((e) => h.store.outbox().some((head) => head.id === e.batch)), 'merged entries name the entry whose wake carried them');
 });
+
+test('forward mode: next-heartbeat wakes of a window that never filled still count when the next window opens, so the upstream never holds more than 20 unread', { timeout: 120_000 }, async (t) => {
+  let skew = 0;
+  const now = () => Date.now() + skew;
+  const fake = await gateway(t, 0, { now });
+  const h = await start(t, fake.port, { now });
+  const texts = Array.from({ length: 25 }, (_, i) => `nightly ${i + 1} finished`);
+  // Five wakes that ask for no heartbeat: the window takes them and never fills, so none goes as "now".
+  for (const text of texts.slice(0, 5)) assert.equal((await post(h.url, '/hooks/wake', { headers: AUTH, body: { text, mode: 'next-heartbeat' } })).status, 200);
+  await until('the five sent', () => h.store.outbox().every((e) => e.state === 'sent'));
+  assert.equal(fake.runHeartbeats(), 0, 'no heartbeat was asked for: the five stay unread upstream');
+  // The window closes; twenty more come at line rate.
+  skew += 12_000;
+  for (const text of texts.slice(5)) assert.equal((await post(h.url, '/hooks/wake', { headers: AUTH, body: { text, mode: 'next-heartbeat' } })).status, 200);
+  await until('the window full or everything sent', () => (h.store.outbox().every((e) => e.state === 'sent') || fake.received.length >= 20 ? true : undefined));
+  assert.deepEqual(fake.dropped, [], 'the upstream never held more than 20 unread');
+  await until('every wake sent', async () => {
+    fake.runHeartbeats();
+    if (h.store.outbox().every((e) => e.state === 'sent')) return true;
+    skew += 12_000;
+    h.forwarder.kick();
+    return false;
+  });
+  // The periodic heartbeat reads what asked for none.
+  skew += 60_000;
+  fake.runHeartbeats(true);
+  assert.deepEqual(fake.dropped, []);
+  const read = fake.turns.flatMap((turn) => turn.texts.flatMap((text) => (/^\d+ wake events/.test(text) ? unframe(text) : [text])));
+  assert.deepEqual(read, texts, 'every wake read once, in order');
+});

@@ -10,13 +10,17 @@ import { wakeSession } from './forward-merge.ts';
  * heartbeat per 60 s / 5 = 12 s: a window opens with the first wake sent to a session and lasts
  * 12 s, and at most `max` wakes go to the session in it. The last of them carries the rest
  * (forward.ts merges them) and asks for a heartbeat now, so the upstream reads the window's wakes
- * before the next window opens.
+ * before the next window opens. A window that closes without a wake that asked for a heartbeat
+ * after its last `next-heartbeat` wakes leaves those unread upstream: the next window opens
+ * holding them, so the session's unread wakes never pass `max`.
  */
 export const HEARTBEAT_WINDOW_MS = 12_000;
 
 interface _Window {
   start: number;
   sent: number;
+  /** Wakes sent since the session's last one that asked for a heartbeat now: unread upstream until one runs. */
+  unread: number;
 }
 
 /** Each upstream session's current window: when it opened and how many wakes went in it. */
@@ -42,11 +46,17 @@ export class WakeWindows {
     return open === null ? now : open.start + this.#ms;
   }
 
-  /** A wake (merged or not) went to `session` at `at`: counted in its window, which opens now if none is open. */
-  sent(session: string, at: number): void {
+  /**
+   * A wake (merged or not) went to `session` at `at`: counted in its window, which opens now if none
+   * is open. `now`: it asked for a heartbeat at once (mode "now"), which reads what went before it.
+   */
+  sent(session: string, at: number, now: boolean): void {
     const open = this.#current(session, at);
-    if (open === null) this.#open.set(session, { start: at, sent: 1 });
-    else open.sent++;
+    if (open === null) this.#open.set(session, { start: at, sent: 1, unread: now ? 0 : 1 });
+    else {
+      open.sent++;
+      open.unread = now ? 0 : open.unread + 1;
+    }
   }
 
   /**
@@ -55,20 +65,30 @@ export class WakeWindows {
    * another window's worth at once.
    */
   seed(outbox: readonly OutboxEntry[], now: number): void {
-    const posts = new Map<string, { session: string; at: number }>();
+    const posts = new Map<string, { session: string; at: number; now: boolean }>();
     for (const entry of outbox) {
       if (entry.target !== 'wake' || entry.state !== 'sent' || entry.sentAt === undefined) continue;
       const at = Date.parse(entry.sentAt);
-      if (now - at < this.#ms) posts.set(entry.batch ?? entry.id, { session: wakeSession(entry.body), at });
+      // A merged wake went as mode now; a single one as its body says.
+      posts.set(entry.batch ?? entry.id, { session: wakeSession(entry.body), at, now: entry.batch !== undefined || entry.body['mode'] !== 'next-heartbeat' });
     }
-    for (const { session, at } of [...posts.values()].sort((a, b) => a.at - b.at)) this.sent(session, at);
+    for (const { session, at, now: asked } of [...posts.values()].sort((a, b) => a.at - b.at)) this.sent(session, at, asked);
+    for (const session of [...this.#open.keys()]) this.#current(session, now);
   }
 
   #current(session: string, now: number): _Window | null {
     const open = this.#open.get(session);
     if (open === undefined) return null;
     if (now - open.start < this.#ms) return open;
-    this.#open.delete(session);
-    return null;
+    if (open.unread === 0) {
+      this.#open.delete(session);
+      return null;
+    }
+    // Closed with wakes no heartbeat was asked to read: the next window starts with them, leaving
+    // room for at least the one that asks for a heartbeat (a smaller max after a reload, a seed).
+    const held = Math.min(open.unread, this.max - 1);
+    const next = { start: now, sent: held, unread: held };
+    this.#open.set(session, next);
+    return next;
   }
 }

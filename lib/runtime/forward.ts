@@ -150,7 +150,7 @@ export class Forwarder {
       log.warn('forward will retry', { outbox: entry.id, target: entry.target, attempts, error: outcome.error });
       return;
     }
-    if (outcome.kind === 'sent' && entry.target === 'wake') this.#windows.sent(wakeSession(entry.body), this.#now());
+    if (outcome.kind === 'sent' && entry.target === 'wake') this.#windows.sent(wakeSession(entry.body), this.#now(), post.body['mode'] !== 'next-heartbeat');
     return this.#record(post.entries, outcome, attempts);
   }
 
