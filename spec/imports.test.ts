@@ -172,6 +172,20 @@ test('store/ imports nothing from hooks, runtime, edge or delivery, and delivery
   assert.deepEqual(offenders, []);
 });
 
+test('store/\'s components (its sub-folders: the journal, the ledger, the state files) import nothing of one another', async () => {
+  const component = (file: string) => /^lib\/store\/([\w-]+)\//.exec(file)?.[1];
+  const offenders: string[] = [];
+  for (const [file, edges] of await libGraph()) {
+    const own = component(file);
+    if (own === undefined) continue;
+    for (const { target } of edges) {
+      const other = target === null ? undefined : component(target);
+      if (other !== undefined && other !== own) offenders.push(`${file} → ${target}`);
+    }
+  }
+  assert.deepEqual(offenders, []);
+});
+
 test('the edge imports nothing of the runtime but forward mode\'s outbox bodies (runtime/forward-body.ts)', async () => {
   const offenders: string[] = [];
   for (const [file, edges] of await libGraph()) {

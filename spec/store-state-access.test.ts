@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { chmod, mkdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { secureStateDir } from '../lib/store/state-access.ts';
+import { secureStateDir } from '../lib/store/state/access.ts';
 import { tempDir } from './_dir.ts';
 
 const modeOf = async (path: string) => (await stat(path)).mode & 0o7777;

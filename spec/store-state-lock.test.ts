@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { PID_FILE } from '../lib/store/pid-file.ts';
-import { linuxStartMs, lockStateDir, processProbe, type LockProbe } from '../lib/store/state-lock.ts';
+import { PID_FILE } from '../lib/store/state/pid-file.ts';
+import { linuxStartMs, lockStateDir, processProbe, type LockProbe } from '../lib/store/state/lock.ts';
 import { fileDir } from './_dir.ts';
 
 const tmp = await fileDir('state-lock-');

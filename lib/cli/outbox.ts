@@ -8,7 +8,7 @@ import { escapeControls } from './event-text.ts';
 import { exists, FAILURE, USAGE, type Io } from './io.ts';
 import { stateDirFor, usedStateDir } from './state-dir.ts';
 import { unknownCommand, usageLine } from './usage.ts';
-import { lockStateDir } from '../store/state-lock.ts';
+import { lockStateDir } from '../store/state/lock.ts';
 
 const STATES: readonly OutboxState[] = ['pending', 'sent', 'dead'];
 
