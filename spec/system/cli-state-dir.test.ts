@@ -3,11 +3,11 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { main } from '../lib/cli/main.ts';
-import { configFile, serveState } from './_cli.ts';
-import { post } from './_http.ts';
-import { captureIo } from './_io.ts';
-import { until } from './_until.ts';
+import { main } from '../../lib/cli/main.ts';
+import { configFile, serveState } from '../_cli.ts';
+import { post } from '../_http.ts';
+import { captureIo } from '../_io.ts';
+import { until } from '../_until.ts';
 
 const TOKEN = 'state-dir-spec-token-0123456789abcdef';
 // A trailing comma after a key with no value: line 2, column 13.

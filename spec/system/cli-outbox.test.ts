@@ -4,16 +4,16 @@ import { once } from 'node:events';
 import { mkdir, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { formatEntry } from '../lib/cli/outbox.ts';
-import type { OutboxEntry } from '../lib/store/outbox.ts';
-import { defer } from './_cleanup.ts';
-import { configFile, runCli, type Spawned, spawnServer } from './_cli.ts';
-import { freePort, startFakeGateway, unframe, type FakeGateway } from './_fake-openclaw.ts';
-import { post } from './_http.ts';
-import { until } from './_until.ts';
-import { captureIo } from './_io.ts';
-import { main } from '../lib/cli/main.ts';
-import { tempDir } from './_dir.ts';
+import { formatEntry } from '../../lib/cli/outbox.ts';
+import type { OutboxEntry } from '../../lib/store/outbox.ts';
+import { defer } from '../_cleanup.ts';
+import { configFile, runCli, type Spawned, spawnServer } from '../_cli.ts';
+import { freePort, startFakeGateway, unframe, type FakeGateway } from '../_fake-openclaw.ts';
+import { post } from '../_http.ts';
+import { until } from '../_until.ts';
+import { captureIo } from '../_io.ts';
+import { main } from '../../lib/cli/main.ts';
+import { tempDir } from '../_dir.ts';
 
 // Forward mode as an operator runs it: spawned servers, kill -9, the outbox command (issue #14, part 3).
 

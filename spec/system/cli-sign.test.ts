@@ -2,14 +2,14 @@ import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import type { Io } from '../lib/cli/io.ts';
-import { main } from '../lib/cli/main.ts';
-import { signCommand } from '../lib/cli/sign.ts';
-import { verifySignature } from '../lib/guard/signatures/verify.ts';
-import { defer } from './_cleanup.ts';
-import { fake } from './_fake-server.ts';
-import { assertCleanStop, configFile, runCli, spawnServer } from './_cli.ts';
-import { githubExample } from './_signers.ts';
+import type { Io } from '../../lib/cli/io.ts';
+import { main } from '../../lib/cli/main.ts';
+import { signCommand } from '../../lib/cli/sign.ts';
+import { verifySignature } from '../../lib/guard/signatures/verify.ts';
+import { defer } from '../_cleanup.ts';
+import { fake } from '../_fake-server.ts';
+import { assertCleanStop, configFile, runCli, spawnServer } from '../_cli.ts';
+import { githubExample } from '../_signers.ts';
 
 const TOKEN = 'spec-sign-token-0a1b2c3d4e5f67890';
 

@@ -16,8 +16,8 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Agent, request } from 'node:http';
 import { test, type TestContext } from 'node:test';
-import { configFile, IS_DENO, spawnServer } from './_cli.ts';
-import { until } from './_until.ts';
+import { configFile, IS_DENO, spawnServer } from '../_cli.ts';
+import { until } from '../_until.ts';
 
 const TOKEN = 'flood-spec-token-0123456789abcdef';
 const HELD_MIB = 16;

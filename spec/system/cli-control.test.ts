@@ -5,11 +5,11 @@ import assert from 'node:assert/strict';
 import { mkdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { callServer } from '../lib/cli/control.ts';
-import { CONTROL_SECRET, CONTROL_SOCKET, SOCKET_PATH_MAX } from '../lib/edge/control.ts';
-import { startEcho } from './_control.ts';
-import { assertCleanStop, configFile, type ConfigFile, ROOT, runCli, serveState as serve, spawnServer } from './_cli.ts';
-import { tempDir } from './_dir.ts';
+import { callServer } from '../../lib/cli/control.ts';
+import { CONTROL_SECRET, CONTROL_SOCKET, SOCKET_PATH_MAX } from '../../lib/edge/control.ts';
+import { startEcho } from '../_control.ts';
+import { assertCleanStop, configFile, type ConfigFile, ROOT, runCli, serveState as serve, spawnServer } from '../_cli.ts';
+import { tempDir } from '../_dir.ts';
 
 const TOKEN = 'control-spec-token-0123456789abcdef';
 

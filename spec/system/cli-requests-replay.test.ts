@@ -3,14 +3,14 @@
 // the corrected message; a Stripe event older than the tolerance replays only with --force; bulk replay asks first.
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
-import { main } from '../lib/cli/main.ts';
-import { readLedger } from '../lib/store/ledger-read.ts';
-import { readEvents, readRuns } from '../lib/store/read.ts';
-import { configFile, serveState as serve, type Spawned } from './_cli.ts';
-import { post } from './_http.ts';
-import { captureIo } from './_io.ts';
-import { githubExample, SIGNERS } from './_signers.ts';
-import { until } from './_until.ts';
+import { main } from '../../lib/cli/main.ts';
+import { readLedger } from '../../lib/store/ledger-read.ts';
+import { readEvents, readRuns } from '../../lib/store/read.ts';
+import { configFile, serveState as serve, type Spawned } from '../_cli.ts';
+import { post } from '../_http.ts';
+import { captureIo } from '../_io.ts';
+import { githubExample, SIGNERS } from '../_signers.ts';
+import { until } from '../_until.ts';
 
 const TOKEN = 'replay-cli-token-0123456789abcdef';
 

@@ -5,10 +5,10 @@ import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process'
 import { once } from 'node:events';
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { test, type TestContext } from 'node:test';
-import { post, send } from './_http.ts';
-import { assertCleanStop, cliCommand, configFile, IS_DENO, listening, onPath, ROOT, type Spawned, spawnServer } from './_cli.ts';
-import { defer } from './_cleanup.ts';
-import { until } from './_until.ts';
+import { post, send } from '../_http.ts';
+import { assertCleanStop, cliCommand, configFile, IS_DENO, listening, onPath, ROOT, type Spawned, spawnServer } from '../_cli.ts';
+import { defer } from '../_cleanup.ts';
+import { until } from '../_until.ts';
 
 const TOKEN = 'activation-hook-token-0123456789abcdef';
 const ACTIVATE = onPath('systemd-socket-activate');

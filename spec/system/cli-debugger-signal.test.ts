@@ -6,11 +6,11 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import process from 'node:process';
 import { test } from 'node:test';
-import { ignoreDebuggerSignal, SIGUSR1_LOG_EVERY_MS } from '../lib/cli/debugger-signal.ts';
-import type { Logger } from '../lib/log.ts';
-import { configFile, IS_DENO, runCli, spawnServer } from './_cli.ts';
-import { send } from './_http.ts';
-import { until } from './_until.ts';
+import { ignoreDebuggerSignal, SIGUSR1_LOG_EVERY_MS } from '../../lib/cli/debugger-signal.ts';
+import type { Logger } from '../../lib/log.ts';
+import { configFile, IS_DENO, runCli, spawnServer } from '../_cli.ts';
+import { send } from '../_http.ts';
+import { until } from '../_until.ts';
 
 /** Whether something accepts connections on 127.0.0.1:`port`. */
 function listened(port: number): Promise<boolean> {

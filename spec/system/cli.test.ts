@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { main, version } from '../lib/cli/main.ts';
-import { assertCleanStop, runCli, spawnServer } from './_cli.ts';
-import { captureIo } from './_io.ts';
-import { fileDir, tempDir } from './_dir.ts';
-import { until } from './_until.ts';
+import { main, version } from '../../lib/cli/main.ts';
+import { assertCleanStop, runCli, spawnServer } from '../_cli.ts';
+import { captureIo } from '../_io.ts';
+import { fileDir, tempDir } from '../_dir.ts';
+import { until } from '../_until.ts';
 
 const TOKEN = 'cli-test-token-0123456789abcdef';
 

@@ -4,14 +4,14 @@ import { request, type ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { buildConfig } from '../lib/config/load.ts';
-import { CLIENT_GONE, createWaiter, type Completions, type Gone } from '../lib/edge/wait.ts';
-import { defer } from './_cleanup.ts';
-import { spawnServer, type Spawned } from './_cli.ts';
-import { json, listenJson } from './_fake-server.ts';
-import { post, send } from './_http.ts';
-import { until } from './_until.ts';
-import { tempDir } from './_dir.ts';
+import { buildConfig } from '../../lib/config/load.ts';
+import { CLIENT_GONE, createWaiter, type Completions, type Gone } from '../../lib/edge/wait.ts';
+import { defer } from '../_cleanup.ts';
+import { spawnServer, type Spawned } from '../_cli.ts';
+import { json, listenJson } from '../_fake-server.ts';
+import { post, send } from '../_http.ts';
+import { until } from '../_until.ts';
+import { tempDir } from '../_dir.ts';
 
 // waitForCompletion end to end: a spawned server, a local OpenAI-compatible model that answers
 // when the spec says so (issue #14, part 2).

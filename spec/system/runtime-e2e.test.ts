@@ -3,12 +3,12 @@ import { writeFile } from 'node:fs/promises';
 import type { ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import type { RunRecord, SessionEvent } from '../lib/store/records.ts';
-import { assertCleanStop, runCli, spawnServer, type Spawned } from './_cli.ts';
-import { fake } from './_fake-server.ts';
-import { post } from './_http.ts';
-import { until } from './_until.ts';
-import { fileDir } from './_dir.ts';
+import type { RunRecord, SessionEvent } from '../../lib/store/records.ts';
+import { assertCleanStop, runCli, spawnServer, type Spawned } from '../_cli.ts';
+import { fake } from '../_fake-server.ts';
+import { post } from '../_http.ts';
+import { until } from '../_until.ts';
+import { fileDir } from '../_dir.ts';
 
 const TOKEN = 'e2e-hook-token-0123456789abcdef';
 const AUTH = { authorization: `Bearer ${TOKEN}` };

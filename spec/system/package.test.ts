@@ -5,8 +5,8 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { test } from 'node:test';
-import { IS_DENO, onPath, ROOT } from './_cli.ts';
-import { tempDir } from './_dir.ts';
+import { IS_DENO, onPath, ROOT } from '../_cli.ts';
+import { tempDir } from '../_dir.ts';
 
 const PKG = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
   version: string;

@@ -6,14 +6,14 @@ import assert from 'node:assert/strict';
 import { readFile, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { isLoginLink } from '../lib/cli/inspect.ts';
-import { main } from '../lib/cli/main.ts';
-import { configFile, serveState, type Spawned } from './_cli.ts';
-import { tempDir } from './_dir.ts';
-import { assertError, post, send } from './_http.ts';
-import { startImpostor } from './_control.ts';
-import { captureIo } from './_io.ts';
-import { until } from './_until.ts';
+import { isLoginLink } from '../../lib/cli/inspect.ts';
+import { main } from '../../lib/cli/main.ts';
+import { configFile, serveState, type Spawned } from '../_cli.ts';
+import { tempDir } from '../_dir.ts';
+import { assertError, post, send } from '../_http.ts';
+import { startImpostor } from '../_control.ts';
+import { captureIo } from '../_io.ts';
+import { until } from '../_until.ts';
 
 const TOKEN = 'cli-inspect-token-0123456789abcdef';
 

@@ -4,16 +4,16 @@ import { closeSync, openSync } from 'node:fs';
 import { access, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
-import { childCommand, rootProblem, type Runtime } from '../lib/hooks/transforms/child.ts';
-import { createTransformChildPool, type TransformChildPool } from '../lib/hooks/transforms/child-pool.ts';
-import type { TransformChildPoolOptions } from '../lib/hooks/transforms/pool-options.ts';
-import { readEvents } from '../lib/store/read.ts';
-import { CHILD_RUNTIMES, DENO_PATH } from './_children.ts';
-import { cliCommand, IS_DENO, listening, ROOT } from './_cli.ts';
-import { fake } from './_fake-server.ts';
-import { post } from './_http.ts';
-import { until } from './_until.ts';
-import { fileDir, tempDir } from './_dir.ts';
+import { childCommand, rootProblem, type Runtime } from '../../lib/hooks/transforms/child.ts';
+import { createTransformChildPool, type TransformChildPool } from '../../lib/hooks/transforms/child-pool.ts';
+import type { TransformChildPoolOptions } from '../../lib/hooks/transforms/pool-options.ts';
+import { readEvents } from '../../lib/store/read.ts';
+import { CHILD_RUNTIMES, DENO_PATH } from '../_children.ts';
+import { cliCommand, IS_DENO, listening, ROOT } from '../_cli.ts';
+import { fake } from '../_fake-server.ts';
+import { post } from '../_http.ts';
+import { until } from '../_until.ts';
+import { fileDir, tempDir } from '../_dir.ts';
 
 // Each probe tries one forbidden thing and says what happened: "denied: <code>" when the runtime
 // refused it, anything else when it got through.

@@ -5,10 +5,10 @@ import { chmod, mkdir, readFile, rename, rm, utimes, writeFile } from 'node:fs/p
 import type { ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
-import { assertCleanStop, configFile, runCli, spawnServer, type Spawned } from './_cli.ts';
-import { fake } from './_fake-server.ts';
-import { post, send } from './_http.ts';
-import { fileDir } from './_dir.ts';
+import { assertCleanStop, configFile, runCli, spawnServer, type Spawned } from '../_cli.ts';
+import { fake } from '../_fake-server.ts';
+import { post, send } from '../_http.ts';
+import { fileDir } from '../_dir.ts';
 
 const TOKEN = 'durability-token-0123456789abcdef';
 const AUTH = { authorization: `Bearer ${TOKEN}` };

@@ -8,14 +8,14 @@ import { access, mkdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/p
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { readEvents } from '../lib/store/read.ts';
-import { post } from './_http.ts';
-import { captureIo } from './_io.ts';
-import { main } from '../lib/cli/main.ts';
-import { SIGNERS } from './_signers.ts';
-import { assertCleanStop, cliCommand, configFile, type ConfigFile, ROOT, runCli, serveState, type Spawned, spawnServer } from './_cli.ts';
-import { until } from './_until.ts';
-import { tempDir } from './_dir.ts';
+import { readEvents } from '../../lib/store/read.ts';
+import { post } from '../_http.ts';
+import { captureIo } from '../_io.ts';
+import { main } from '../../lib/cli/main.ts';
+import { SIGNERS } from '../_signers.ts';
+import { assertCleanStop, cliCommand, configFile, type ConfigFile, ROOT, runCli, serveState, type Spawned, spawnServer } from '../_cli.ts';
+import { until } from '../_until.ts';
+import { tempDir } from '../_dir.ts';
 
 const OLD_TOKEN = 'reload-old-token-0123456789abcdef';
 const NEW_TOKEN = 'reload-new-token-fedcba9876543210';

@@ -4,12 +4,12 @@ import assert from 'node:assert/strict';
 import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { main } from '../lib/cli/main.ts';
-import { configFile, type ConfigFile, serveState as serve } from './_cli.ts';
-import { post } from './_http.ts';
-import { captureIo } from './_io.ts';
-import { SIGNERS } from './_signers.ts';
-import { until } from './_until.ts';
+import { main } from '../../lib/cli/main.ts';
+import { configFile, type ConfigFile, serveState as serve } from '../_cli.ts';
+import { post } from '../_http.ts';
+import { captureIo } from '../_io.ts';
+import { SIGNERS } from '../_signers.ts';
+import { until } from '../_until.ts';
 
 const TOKEN = 'requests-cli-token-0123456789abcdef';
 const GH_SECRET = 'requests-cli-github-secret';

@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { IS_DENO, ROOT } from './_cli.ts';
+import { IS_DENO, ROOT } from '../_cli.ts';
 
 const BIN = join(ROOT, 'bin/hooks-ingress');
 const DENO_SKIP = IS_DENO ? 'the shim is the Node entry point; Deno runs lib/cli/main.ts' : false;

@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { before, test } from 'node:test';
-import { keyName, parseKeyPath } from '../lib/cli/config-get.ts';
-import { main } from '../lib/cli/main.ts';
-import { runCli } from './_cli.ts';
-import { fileDir } from './_dir.ts';
-import { captureIo } from './_io.ts';
+import { keyName, parseKeyPath } from '../../lib/cli/config-get.ts';
+import { main } from '../../lib/cli/main.ts';
+import { runCli } from '../_cli.ts';
+import { fileDir } from '../_dir.ts';
+import { captureIo } from '../_io.ts';
 
 const dir = await fileDir('hooks-config-get-');
 

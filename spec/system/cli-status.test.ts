@@ -3,18 +3,18 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { serverStatus } from '../lib/cli/operations.ts';
-import type { ReloadVerdict } from '../lib/cli/reloads.ts';
-import { formatStatus } from '../lib/cli/status.ts';
-import { configFile, runCli, spawnServer } from './_cli.ts';
-import { tempDir } from './_dir.ts';
-import { post } from './_http.ts';
-import { NO_CHANGES, operationParts as parts } from './_operations.ts';
-import { until } from './_until.ts';
+import { serverStatus } from '../../lib/cli/operations.ts';
+import type { ReloadVerdict } from '../../lib/cli/reloads.ts';
+import { formatStatus } from '../../lib/cli/status.ts';
+import { configFile, runCli, spawnServer } from '../_cli.ts';
+import { tempDir } from '../_dir.ts';
+import { post } from '../_http.ts';
+import { NO_CHANGES, operationParts as parts } from '../_operations.ts';
+import { until } from '../_until.ts';
 
 const TOKEN = 'status-spec-token-0123456789abcdef';
 
-// Its text form with no server is the control channel's (spec/cli-control.test.ts).
+// Its text form with no server is the control channel's (spec/system/cli-control.test.ts).
 test('hooks-ingress status --json with no server running exits 1 and says so', async (t) => {
   const dir = await tempDir(t, 'status-');
   const json = await runCli(['status', '--json', '--state-dir', dir]);

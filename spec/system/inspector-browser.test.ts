@@ -5,17 +5,17 @@
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import type { Page } from 'playwright-core';
-import { main } from '../lib/cli/main.ts';
-import { createInspector, type InspectorSource } from '../lib/edge/inspector.ts';
-import { listen } from '../lib/edge/listen.ts';
-import { browserSkip, launch } from './_browser.ts';
-import { configFile, serveState } from './_cli.ts';
-import { silentLogger } from './_app.ts';
-import { defer } from './_cleanup.ts';
-import { post, send } from './_http.ts';
-import { captureIo } from './_io.ts';
-import { SIGNERS } from './_signers.ts';
-import { until } from './_until.ts';
+import { main } from '../../lib/cli/main.ts';
+import { createInspector, type InspectorSource } from '../../lib/edge/inspector.ts';
+import { listen } from '../../lib/edge/listen.ts';
+import { browserSkip, launch } from '../_browser.ts';
+import { configFile, serveState } from '../_cli.ts';
+import { silentLogger } from '../_app.ts';
+import { defer } from '../_cleanup.ts';
+import { post, send } from '../_http.ts';
+import { captureIo } from '../_io.ts';
+import { SIGNERS } from '../_signers.ts';
+import { until } from '../_until.ts';
 
 const TOKEN = 'inspector-browser-token-0123456789';
 const RIGHT = 'inspector-github-secret-right';
