@@ -1,4 +1,7 @@
-/** Stable machine-readable codes for every error a client can see. */
+/**
+ * Every error code this product defines (Node's own, such as `ERR_PARSE_ARGS_*`, are not here): the
+ * codes a client of the HTTP listeners sees, the control channel's, and the errors the store names.
+ */
 export const ErrorCode = {
   NotFound: 'ERR_NOT_FOUND',
   TokenInUrl: 'ERR_TOKEN_IN_URL',
@@ -27,9 +30,22 @@ export const ErrorCode = {
   ControlBusy: 'ERR_CONTROL_BUSY',
   // The CLI's own refusal: the state directory's control files are not what the server makes.
   ControlUnsafe: 'ERR_CONTROL_UNSAFE',
+  // The CLI's side, before or instead of an answer: the socket's path is too long for a unix
+  // socket, the control files cannot be read, the connection failed, it closed with no answer, or
+  // what came back is no control answer.
+  ControlPath: 'ERR_CONTROL_PATH',
+  ControlAccess: 'ERR_CONTROL_ACCESS',
+  ControlConnect: 'ERR_CONTROL_CONNECT',
+  ControlClosed: 'ERR_CONTROL_CLOSED',
+  ControlAnswer: 'ERR_CONTROL_ANSWER',
   // The inspector: a `Host` that does not name its listener (421), and a request without a live session (401).
   Misdirected: 'ERR_MISDIRECTED',
   NoSession: 'ERR_NO_SESSION',
+  // The store's own errors, which no client sees: the journal's file replaced under the running
+  // server (the request is answered ERR_UNAVAILABLE), and a file named like a ledger segment that
+  // is not a regular file (left alone, logged).
+  JournalReplaced: 'ERR_JOURNAL_REPLACED',
+  NotASegment: 'ERR_NOT_A_SEGMENT',
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];

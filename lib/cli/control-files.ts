@@ -57,7 +57,7 @@ export async function openControlFiles(stateDir: string): Promise<ControlFiles |
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'ENOTDIR') return { kind: 'no-server' };
     const path = (error as NodeJS.ErrnoException).path ?? stateDir;
-    return { kind: 'error', code: 'ERR_CONTROL_ACCESS', message: `cannot read ${_shown(path, stateDir)}: ${code ?? String(error)} (run this as the user the server runs as, or as root)` };
+    return { kind: 'error', code: ErrorCode.ControlAccess, message: `cannot read ${_shown(path, stateDir)}: ${code ?? String(error)} (run this as the user the server runs as, or as root)` };
   }
 }
 

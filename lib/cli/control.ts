@@ -1,6 +1,7 @@
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { CONTROL_LINE_MAX, CONTROL_SOCKET, socketPathProblem } from '../edge/control.ts';
+import { ErrorCode } from '../errors.ts';
 import { openControlFiles } from './control-files.ts';
 import { escapeControls } from './event-text.ts';
 import { FAILURE, type Io } from './io.ts';
@@ -30,11 +31,11 @@ const _ANSWER_MAX = 16 * 1024 * 1024;
 export async function callServer(stateDir: string, op: string, args: unknown, options: { timeoutMs?: number } = {}): Promise<ControlAnswer> {
   const noServer: ControlAnswer = { kind: 'no-server', why: `no running server found for state directory ${stateDir}` };
   const problem = socketPathProblem(stateDir);
-  if (problem !== null) return { kind: 'error', code: 'ERR_CONTROL_PATH', message: problem };
+  if (problem !== null) return { kind: 'error', code: ErrorCode.ControlPath, message: problem };
   // The secret's key first: the server checks these bytes before it holds more of the line.
   const encoded = JSON.stringify({ secret: '', op, args });
   // The server would refuse it after reading a mebibyte of it: said here without sending (the secret's 64 digits counted).
-  if (Buffer.byteLength(encoded) + 64 > CONTROL_LINE_MAX) return { kind: 'error', code: 'ERR_CONTROL_TOO_LARGE', message: `the request is over ${CONTROL_LINE_MAX} bytes` };
+  if (Buffer.byteLength(encoded) + 64 > CONTROL_LINE_MAX) return { kind: 'error', code: ErrorCode.ControlTooLarge, message: `the request is over ${CONTROL_LINE_MAX} bytes` };
   const files = await openControlFiles(stateDir);
   if ('kind' in files) return files.kind === 'no-server' ? noServer : files;
   const line = `${JSON.stringify({ secret: files.secret, op, args })}\n`;
@@ -64,12 +65,12 @@ function _exchange(path: string, shown: string, line: string, timeoutMs: number,
       if (error.code === 'ENOENT' || error.code === 'ECONNREFUSED') return settle(noServer);
       // EPIPE or a reset after the server answered and closed: the answer may be complete.
       if (chunks.length > 0) return settle(_parse(Buffer.concat(chunks)));
-      settle({ kind: 'error', code: 'ERR_CONTROL_CONNECT', message: `cannot talk to the server at ${shown}: ${error.code ?? error.message}` });
+      settle({ kind: 'error', code: ErrorCode.ControlConnect, message: `cannot talk to the server at ${shown}: ${error.code ?? error.message}` });
     });
     socket.on('data', (chunk: Buffer) => {
       size += chunk.length;
       chunks.push(chunk);
-      if (size > _ANSWER_MAX) settle({ kind: 'error', code: 'ERR_CONTROL_ANSWER', message: `the server's answer is over ${_ANSWER_MAX} bytes` });
+      if (size > _ANSWER_MAX) settle({ kind: 'error', code: ErrorCode.ControlAnswer, message: `the server's answer is over ${_ANSWER_MAX} bytes` });
       else if (chunk.includes(0x0a)) settle(_parse(Buffer.concat(chunks)));
     });
     socket.on('end', () => settle(_parse(Buffer.concat(chunks))));
@@ -81,7 +82,7 @@ function _exchange(path: string, shown: string, line: string, timeoutMs: number,
 function _parse(bytes: Buffer): ControlAnswer {
   const text = bytes.toString('utf8');
   const newline = text.indexOf('\n');
-  if (newline === -1) return { kind: 'error', code: 'ERR_CONTROL_CLOSED', message: 'the server closed the connection without an answer (is it stopping?)' };
+  if (newline === -1) return { kind: 'error', code: ErrorCode.ControlClosed, message: 'the server closed the connection without an answer (is it stopping?)' };
   try {
     const answer = JSON.parse(text.slice(0, newline)) as { ok?: unknown; result?: unknown; error?: { code?: unknown; message?: unknown } };
     if (answer.ok === true) return { kind: 'result', result: answer.result ?? null };
@@ -90,7 +91,7 @@ function _parse(bytes: Buffer): ControlAnswer {
   } catch {
     // not JSON: below
   }
-  return { kind: 'error', code: 'ERR_CONTROL_ANSWER', message: 'the server sent an answer that is not a control answer' };
+  return { kind: 'error', code: ErrorCode.ControlAnswer, message: 'the server sent an answer that is not a control answer' };
 }
 
 /**

@@ -160,7 +160,7 @@ async function _try(flags: Flags, positionals: string[], io: Io): Promise<number
     if (local === null) return FAILURE;
     preview = local;
     where = 'local';
-  } else if (answer.kind === 'error' && answer.code === 'ERR_CONTROL_TOO_LARGE') {
+  } else if (answer.kind === 'error' && answer.code === ErrorCode.ControlTooLarge) {
     io.stderr(`${prefix}: the config file (${config?.text.length ?? 0} characters) and the body together are over the ${CONTROL_LINE_MAX} bytes the control channel takes; nothing was sent\n`);
     return FAILURE;
   } else {

@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Config } from '../config/types.ts';
+import { ErrorCode } from '../errors.ts';
 import { isCredentialHeader } from '../guard/credentials.ts';
 import type { Client } from '../guard/address.ts';
 import { BODY_SIGNATURE_HEADERS, describeRefusal, verifySignature } from '../guard/signatures/verify.ts';
@@ -147,7 +148,7 @@ export function createRecorder(config: Config, ledger: Ledger, clock: () => numb
       entry.bodyOmitted = note.bodyOmitted ?? 'not-read';
     } else if (optedOut.has(hook)) {
       entry.bodyOmitted = 'opted-out';
-    } else if (code === 'ERR_NOT_FOUND') {
+    } else if (code === ErrorCode.NotFound) {
       entry.bodyOmitted = 'metadata-only';
     } else {
       ledger.record(entry, note.body, authenticated ? limits.maxBodyBytes : limits.unauthenticated.maxBodyBytes);

@@ -89,6 +89,6 @@ export async function previewHook(options: PreviewOptions, input: PreviewInput):
   }
   if (sink.mapping !== undefined) preview.mapping = sink.mapping;
   if (sink.filter !== undefined) preview.filter = sink.filter;
-  if (preview.signature?.ok === false) Object.assign(preview, { status: 401, code: 'ERR_UNAUTHORIZED', error: preview.signature.reason ?? 'invalid signature' });
+  if (preview.signature?.ok === false) Object.assign(preview, { status: 401, code: ErrorCode.Unauthorized, error: preview.signature.reason ?? 'invalid signature' });
   return preview;
 }

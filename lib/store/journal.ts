@@ -2,6 +2,7 @@ import { constants, fstatSync, statSync } from 'node:fs';
 import { mkdir, open as fsOpen, rename, rm } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { ErrorCode } from '../errors.ts';
 import { encodeLine, parseLines, type JournalContents } from './journal-lines.ts';
 
 
@@ -34,7 +35,7 @@ export interface OpenedJournal extends JournalContents {
  * while the process ran): what was just written would be lost at the next start, so it is refused.
  */
 export class JournalReplacedError extends Error {
-  readonly code = 'ERR_JOURNAL_REPLACED';
+  readonly code = ErrorCode.JournalReplaced;
   constructor(file: string) {
     super(`Cannot append to ${file}: the open file is no longer the journal at that path`);
     this.name = 'JournalReplacedError';

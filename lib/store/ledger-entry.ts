@@ -1,5 +1,6 @@
 import { constants, type Stats } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
+import { ErrorCode } from '../errors.ts';
 import { array, boolean, check, formatIssue, literal, number, object, optional, record, string, typeName, type Schema } from '../schema.ts';
 
 // What one request ledger entry holds, and the check every line read back passes before the
@@ -195,11 +196,8 @@ export const SEGMENT_NEW = constants.O_WRONLY | constants.O_APPEND | constants.O
 
 /** The error of a file named like a segment that is not a regular file (a link, a FIFO, a folder): it is no segment. */
 export function notASegment(file: string, cause?: unknown): Error {
-  return Object.assign(new Error(`Cannot read ledger segment ${file}: it is not a regular file (a symbolic link, a FIFO or a folder); it is left alone`, cause === undefined ? {} : { cause }), { code: NOT_A_SEGMENT });
+  return Object.assign(new Error(`Cannot read ledger segment ${file}: it is not a regular file (a symbolic link, a FIFO or a folder); it is left alone`, cause === undefined ? {} : { cause }), { code: ErrorCode.NotASegment });
 }
-
-/** The `code` of {@link notASegment}'s error. */
-export const NOT_A_SEGMENT = 'ERR_NOT_A_SEGMENT';
 
 /** The file-name initial of a lane. */
 export function laneInitial(lane: Lane): 'a' | 'u' {

@@ -1,6 +1,7 @@
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { checkLedgerLine, LEDGER_DIR, NOT_A_SEGMENT, openSegment, SEGMENT, type CheckedLedgerLine, type CountLine, type LedgerEntry, type StoredBody } from './ledger-entry.ts';
+import { ErrorCode } from '../errors.ts';
+import { checkLedgerLine, LEDGER_DIR, openSegment, SEGMENT, type CheckedLedgerLine, type CountLine, type LedgerEntry, type StoredBody } from './ledger-entry.ts';
 
 // Reading the request ledger without opening it for writing: for `hooks-ingress requests`, the
 // inspector and the server's replay. The reader needs no config and no secret, only the files.
@@ -207,7 +208,7 @@ export class LedgerTail {
       // Trimmed by the server between the listing and the read: its entries are gone, as they should be.
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
       // Named like a segment, but not one the writer makes (a link, a FIFO, a folder): refused, never followed nor waited on.
-      const why = (error as NodeJS.ErrnoException).code === NOT_A_SEGMENT ? 'not a regular file' : _code(error);
+      const why = (error as NodeJS.ErrnoException).code === ErrorCode.NotASegment ? 'not a regular file' : _code(error);
       throw new LedgerUnreadableError(`cannot read the request ledger file ${file}: ${why}`, { cause: error });
     }
   }
