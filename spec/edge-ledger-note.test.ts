@@ -11,7 +11,7 @@ test('keptHeaders() redacts bearer credentials and keeps a header named __proto_
 });
 
 test('keptHeaders() redacts every credential header by the one rule, and keeps the signatures computed over the body', () => {
-  const redacted = ['authorization', 'proxy-authorization', 'cookie', 'x-api-key', 'api-key', 'x-gateway-token', 'x-openclaw-token', 'x-gitlab-token', 'x-webhook-secret', 'x-telegram-bot-api-secret-token', 'x-db-password', 'x-service-key', 'x-my-hmac', 'i-twilio-idempotency-token'];
+  const redacted = ['authorization', 'proxy-authorization', 'cookie', 'x-api-key', 'api-key', 'x-gateway-token', 'x-openclaw-token', 'x-gitlab-token', 'x-webhook-secret', 'x-telegram-bot-api-secret-token', 'x-db-password', 'x-service-key', 'x-my-hmac', 'i-twilio-idempotency-token', 'x-authorization', 'x-serverless-authorization', 'x-forwarded-authorization', 'x-credentials', 'x-api-credential', 'x-passphrase'];
   const kept = ['x-hub-signature-256', 'x-hub-signature', 'stripe-signature', 'webhook-signature', 'svix-signature', 'x-slack-signature', 'x-shopify-hmac-sha256', 'x-twilio-signature', 'x-slack-request-timestamp', 'webhook-id', 'idempotency-key', 'content-type', 'x-github-delivery'];
   const headers = Object.fromEntries([...redacted, ...kept].map((name) => [name, `value of ${name}`]));
   const out = keptHeaders(headers);

@@ -3,14 +3,15 @@ import { test } from 'node:test';
 import { isCredentialHeader, isSecretKey, TOKEN_HEADERS, visibleHeaders } from '../lib/guard/credentials.ts';
 import { buildConfig } from '../lib/config/load.ts';
 
-test('isCredentialHeader() names the token headers, API keys, signatures, cookies and *-Token/*-Secret/*-Signature/*-Key headers', () => {
+test('isCredentialHeader() names the token headers, API keys, signatures, cookies and *-Token/*-Secret/*-Signature/*-Key/*-Authorization headers', () => {
   const credentials = [
     ...TOKEN_HEADERS, 'Proxy-Authorization', 'Cookie', 'Set-Cookie', 'X-Session-Cookie', 'X-Api-Key', 'api-key',
     'X-Hub-Signature', 'X-Hub-Signature-256', 'Stripe-Signature', 'X-Slack-Signature', 'webhook-signature', 'svix-signature',
     'X-Shopify-Hmac-Sha256', 'X-Twilio-Signature', 'X-Gitlab-Token', 'X-Gog-Token', 'X-Auth-Token', 'X-Client-Secret', 'X-Amz-Security-Token', 'X-Signing-Key',
+    'X-Authorization', 'X-Serverless-Authorization', 'X-Forwarded-Authorization', 'X-Credentials', 'X-Api-Credential', 'X-Passphrase',
   ];
   for (const name of credentials) assert.equal(isCredentialHeader(name), true, name);
-  const plain = ['Content-Type', 'User-Agent', 'X-GitHub-Event', 'X-GitHub-Delivery', 'Idempotency-Key', 'webhook-id', 'webhook-timestamp', 'X-Request-Id', 'X-Tokenizer-Version', 'X-Keyboard'];
+  const plain = ['Content-Type', 'User-Agent', 'X-GitHub-Event', 'X-GitHub-Delivery', 'Idempotency-Key', 'webhook-id', 'webhook-timestamp', 'X-Request-Id', 'X-Tokenizer-Version', 'X-Keyboard', 'X-Authorization-Scheme', 'X-Credentials-Hint'];
   for (const name of plain) assert.equal(isCredentialHeader(name), false, name);
 });
 

@@ -12,8 +12,10 @@ export const TOKEN_HEADERS = ['authorization', 'x-gateway-token', 'x-openclaw-to
 const _NAMED: ReadonlySet<string> = new Set([...TOKEN_HEADERS, 'proxy-authorization', 'x-api-key', 'api-key']);
 
 // *-Token, *-Secret, *-Signature, *-Key, *-Password, *-Hmac (each also with an algorithm or
-// version after it: X-Hub-Signature-256, X-Shopify-Hmac-Sha256), and anything cookie-like.
-const _PATTERN = /(?:^|-)(?:token|secret|signature|key|apikey|password|passwd|hmac|auth)(?:-(?:sha)?\d+)?$|cookie/;
+// version after it: X-Hub-Signature-256, X-Shopify-Hmac-Sha256), anything cookie-like, and
+// *-Authorization, *-Credential(s), *-Passphrase: X-Authorization and X-Serverless-Authorization
+// carry a bearer token as Authorization does.
+const _PATTERN = /(?:^|-)(?:token|secret|signature|key|apikey|password|passwd|passphrase|hmac|auth|authorization|credentials?)(?:-(?:sha)?\d+)?$|cookie/;
 
 // Ends in -key, but names a delivery for deduplication, not a credential.
 const _NOT_CREDENTIALS: ReadonlySet<string> = new Set(['idempotency-key']);
