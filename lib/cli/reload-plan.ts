@@ -1,4 +1,5 @@
 import { loadConfig, loadConfigText } from '../config/load.ts';
+import { stateExposure } from '../config/state-exposure.ts';
 import type { Config, ConfigResult, Env } from '../config/types.ts';
 import type { Logger, LogFields } from '../log.ts';
 import { loaded, needsRestart, reloadChanges, sameConfig, type Loaded } from './reload-changes.ts';
@@ -36,6 +37,8 @@ export interface ReloaderParts {
   env: Env;
   /** The config the server started with: keys of RESTART_KEYS are judged against it. */
   started: Config;
+  /** The state directory the server holds: no config whose transforms could read it is taken. */
+  stateDir: string;
   log: Logger;
   /** Swaps in a config (the service's reload). */
   apply(config: Config): Promise<void>;
@@ -53,6 +56,9 @@ export async function reloader(parts: ReloaderParts): Promise<Reloader> {
     if (!read.ok) return read;
     const problems = await checkTransformsOf(read.config, signal);
     if (problems.length > 0) return { ok: false, problems };
+    // Judged again as at the start: a link made in the transforms directory since may lead there.
+    const exposed = (await stateExposure(parts.stateDir, read.config.hooks.transformsDir)).problem;
+    if (exposed !== null) return { ok: false, problems: [`state directory ${parts.stateDir}: ${exposed}`] };
     const next = await loaded(read.config);
     return { ok: true, next, changes: reloadChanges(current, next), needsRestart: needsRestart(started, read.config), differs: !sameConfig(current, next) };
   };

@@ -108,7 +108,7 @@ async function _serve(flags: Flags, io: Io): Promise<number> {
   if (lock === null) return FAILURE;
   const service = await _start(config, stateDir, log, io, lock);
   if (service === null) return FAILURE;
-  const reloads = await _reloadOnHangup(flags, io, log, service, config);
+  const reloads = await _reloadOnHangup(flags, io, log, service, config, stateDir);
   const stopRequest = _stopSignal(io.signal);
   const running = await _listen(flags, port, config, io, service);
   // One replay for both ways in: `requests replay` over the control channel and the inspector's button.
@@ -210,8 +210,8 @@ async function _firstRun(path: string, io: Io): Promise<void> {
 // SIGHUP and `hooks-ingress reload` re-read the config: a valid one takes over for new requests,
 // an invalid one is logged and ignored (reload-plan.ts; coalesced by reloads.ts). The SIGHUP
 // listener is installed before the server says it is ready, so an early signal is never fatal.
-async function _reloadOnHangup(flags: Flags, io: Io, log: Logger, service: Service, config: Config): Promise<{ reloader: Reloader; reloads: Reloads; release: () => void }> {
-  const planned = await reloader({ file: locateConfig(flags.config, io.env).path, env: io.env, started: config, log, apply: (next) => service.reload(next) });
+async function _reloadOnHangup(flags: Flags, io: Io, log: Logger, service: Service, config: Config, stateDir: string): Promise<{ reloader: Reloader; reloads: Reloads; release: () => void }> {
+  const planned = await reloader({ file: locateConfig(flags.config, io.env).path, env: io.env, started: config, stateDir, log, apply: (next) => service.reload(next) });
   const onHangup = () => void planned.reloads.request();
   process.on('SIGHUP', onHangup);
   return { reloader: planned, reloads: planned.reloads, release: () => void process.off('SIGHUP', onHangup) };

@@ -196,6 +196,25 @@ test('an invalid config is refused on reload: every problem is logged and the ol
   assert.equal((await wake(server.url, NEW_TOKEN)).status, 200);
 });
 
+test('a reload is refused when a link made in the transforms directory since the start leads to the state directory', async (t) => {
+  const s = await setup(t, hooks(OLD_TOKEN));
+  const server = await serve(t, s);
+  const transforms = join(s.dir, 'hooks', 'transforms');
+  await mkdir(transforms, { recursive: true });
+  await symlink(s.state, join(transforms, 'shared'));
+  await s.write(hooks(NEW_TOKEN));
+  const result = await runCli(['reload', '--state-dir', s.state]);
+  assert.equal(result.code, 1, result.stderr);
+  assert.match(result.stderr, new RegExp(`^hooks-ingress reload: refused: ${s.config} has problems; the server keeps its config\n  state directory ${s.state}: the transforms directory \\S+ holds a symbolic link \\S+/shared to it: transforms may read it through the link`));
+  const refused = logLines(server).find((l) => String(l['msg']).startsWith('reload refused'));
+  assert.equal(refused?.['level'], 'error');
+  assert.match(String(refused?.['problems']), /holds a symbolic link \S+\/shared to it/);
+  assert.equal((await wake(server.url, NEW_TOKEN)).status, 401, 'the new config was not taken');
+  await rm(join(transforms, 'shared'));
+  await reload(server, s, 'command');
+  assert.equal((await wake(server.url, NEW_TOKEN)).status, 200, 'taken once the link is gone');
+});
+
 // --- requests in flight -----------------------------------------------------------------------
 
 test('a request in flight during a reload completes on the config it started with', async (t) => {
