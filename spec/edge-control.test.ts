@@ -240,20 +240,52 @@ test('a mebibyte of garbage is refused from its first bytes: the connection is c
   assert.deepEqual(parsed(answer), { ok: true, result: { echoed: 'split' } });
 });
 
-test('past maxConnections open at once, a connection is answered ERR_CONTROL_BUSY and closed; one closed makes room', async (t) => {
-  const { dir, lines } = await start(t, {}, { maxConnections: 3, idleMs: 120_000 });
+test('past maxConnections open at once that sent the secret, a connection is answered ERR_CONTROL_BUSY and closed; one closed makes room', async (t) => {
+  let hung = 0;
+  // An operation that does not end: its connection holds its slot.
+  const hang = () => {
+    hung++;
+    return new Promise<never>(() => {});
+  };
+  const { dir, lines } = await start(t, { hang }, { maxConnections: 3, idleMs: 120_000 });
+  const secret = (await readFile(join(dir, CONTROL_SECRET), 'utf8')).trim();
   const held: Socket[] = [];
   for (let i = 0; i < 3; i++) {
     const socket = connect({ path: join(dir, CONTROL_SOCKET) });
     socket.on('error', () => {});
     await once(socket, 'connect');
+    socket.write(`${JSON.stringify({ secret, op: 'hang' })}\n`);
     held.push(socket);
   }
   t.after(() => held.forEach((s) => s.destroy()));
+  await until('the three are served', () => hung === 3);
   const busy = await written(dir, Buffer.from('{'));
   assert.deepEqual(parsed(busy.answer), { ok: false, error: { code: 'ERR_CONTROL_BUSY', message: 'more than 3 connections are open; try again' } });
   assert.deepEqual(await callServer(dir, 'echo', 1), { kind: 'error', code: 'ERR_CONTROL_BUSY', message: 'more than 3 connections are open; try again' });
   assert.deepEqual(lines.filter((l) => l['msg'] === 'control connection refused: too many open').map((l) => l['refused']), [1]);
   held.pop()!.destroy();
   await until('a connection is served again', async () => (await callServer(dir, 'echo', 2)).kind === 'result');
+});
+
+test('connections that have not sent the secret do not keep the owner out: at maxConnections the oldest of them is answered ERR_CONTROL_BUSY and closed, and the owner is served', async (t) => {
+  const { dir, lines } = await start(t, {}, { maxConnections: 3, idleMs: 120_000 });
+  const held: { socket: Socket; answer: string; closed: boolean }[] = [];
+  for (let i = 0; i < 3; i++) {
+    const one = { socket: connect({ path: join(dir, CONTROL_SOCKET) }), answer: '', closed: false };
+    one.socket.on('error', () => {});
+    one.socket.on('data', (d: Buffer) => (one.answer += d));
+    one.socket.once('close', () => (one.closed = true));
+    await once(one.socket, 'connect');
+    // Half a head, then nothing: what an attacker without the secret can send.
+    one.socket.write('{"secret":"');
+    held.push(one);
+  }
+  t.after(() => held.forEach((h) => h.socket.destroy()));
+  assert.deepEqual(await callServer(dir, 'echo', 1), { kind: 'result', result: { echoed: 1 } });
+  await until('the oldest held connection was ended', () => held[0]!.closed);
+  assert.deepEqual(parsed(held[0]!.answer), { ok: false, error: { code: 'ERR_CONTROL_BUSY', message: 'more than 3 connections are open; try again' } });
+  assert.deepEqual([held[1]!.closed, held[2]!.closed, held[1]!.answer + held[2]!.answer], [false, false, ''], 'the others wait on');
+  // The owner's call is over and its slot free: the next one takes it, and no other is ended.
+  assert.deepEqual(await callServer(dir, 'echo', 2), { kind: 'result', result: { echoed: 2 } });
+  assert.deepEqual(lines.filter((l) => l['msg'] === 'control connection refused: too many open').map((l) => l['refused']), [1]);
 });

@@ -16,7 +16,8 @@ import { randomHex } from '../random.ts';
 // The frame: a request is one JSON line that begins `{"secret":"<the secret>",` (the client writes
 // the secret's key first; clients before this rule did too). Those first bytes are compared as soon
 // as they are in, so a connection without the secret is answered and closed holding at most them,
-// not a mebibyte; and at most `maxConnections` connections are served at once.
+// not a mebibyte; and at most `maxConnections` connections are served at once, those that have not
+// sent the secret yet giving way to a new one.
 
 /** One operation of the channel: its arguments as the client sent them, its result as JSON. */
 export type ControlHandler = (args: unknown) => Promise<unknown>;
@@ -33,7 +34,10 @@ export interface ControlOptions {
   maxLineBytes?: number;
   /** A connection that has not sent its whole line within this time is closed; 10 s by default. */
   idleMs?: number;
-  /** Connections served at once; one more is answered ERR_CONTROL_BUSY and closed. {@link CONTROL_CONNECTIONS_MAX} by default. */
+  /**
+   * Connections served at once ({@link CONTROL_CONNECTIONS_MAX} by default); one more ends the
+   * oldest that has not sent the secret yet, or else is itself answered ERR_CONTROL_BUSY and closed.
+   */
   maxConnections?: number;
   /** The clock that spaces the refusal log lines; `Date.now` by default. */
   now?: () => number;
@@ -98,16 +102,30 @@ export async function startControl(options: ControlOptions): Promise<ControlServ
   await rm(files.socket, { force: true });
 
   const open = new Set<Socket>();
+  // The connections that have not sent the frame's head yet, oldest first, each with what ends it.
+  // When every slot is taken the oldest of them makes room: connections held open without the
+  // secret cannot keep the owner's command out; only connections that sent it fill the slots.
+  const waiting = new Map<Socket, () => void>();
+  const full = `more than ${maxConnections} connections are open; try again`;
   const server = createServer((socket) => {
     if (open.size >= maxConnections) {
       busy();
-      socket.on('error', () => {});
-      socket.end(_error(ErrorCode.ControlBusy, `more than ${maxConnections} connections are open; try again`), () => socket.destroy());
-      return;
+      const oldest = waiting.entries().next().value;
+      if (oldest === undefined) {
+        socket.on('error', () => {});
+        socket.end(_error(ErrorCode.ControlBusy, full), () => socket.destroy());
+        return;
+      }
+      waiting.delete(oldest[0]);
+      open.delete(oldest[0]);
+      oldest[1]();
     }
     open.add(socket);
-    socket.once('close', () => open.delete(socket));
-    _serve(socket, { digest, head, handlers, log, maxLineBytes, idleMs, refused });
+    socket.once('close', () => {
+      open.delete(socket);
+      waiting.delete(socket);
+    });
+    waiting.set(socket, _serve(socket, { digest, head, handlers, log, maxLineBytes, idleMs, refused, headed: () => waiting.delete(socket), full }));
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -168,12 +186,17 @@ interface Serving {
   idleMs: number;
   /** Notes a request refused for its secret (logged at a bounded pace). */
   refused: () => void;
+  /** Called once the frame's head is judged (the connection no longer waits for it). */
+  headed: () => void;
+  /** The busy answer's message. */
+  full: string;
 }
 
 // One connection: one line in, one line out, closed. The line's first bytes must be the frame's
 // head, with the secret: compared when they are all in (or the line ends before), they are all a
-// connection without the secret gets to have held.
-function _serve(socket: Socket, serving: Serving): void {
+// connection without the secret gets to have held. Returns what ends the connection, answered
+// ERR_CONTROL_BUSY, while its head is not in yet (to make room for another).
+function _serve(socket: Socket, serving: Serving): () => void {
   const chunks: Buffer[] = [];
   let size = 0;
   let done = false;
@@ -195,6 +218,7 @@ function _serve(socket: Socket, serving: Serving): void {
       const newline = chunk.subarray(0, wanted).indexOf(0x0a);
       head = Buffer.concat([head, chunk.subarray(0, newline === -1 ? wanted : newline)]);
       if (newline === -1 && head.length < serving.head.length) return;
+      serving.headed();
       if (head.length < serving.head.length || !timingSafeEqual(head, serving.head)) {
         done = true;
         head = null;
@@ -228,6 +252,12 @@ function _serve(socket: Socket, serving: Serving): void {
       if (!socket.destroyed) answer(line);
     });
   });
+  return () => {
+    if (done) return;
+    done = true;
+    head = null;
+    answer(_error(ErrorCode.ControlBusy, serving.full));
+  };
 }
 
 // The answer line to one request line. The secret is checked before anything else is looked at,
