@@ -94,33 +94,38 @@ test('Ledger keeps each lane within its count and bytes by dropping whole oldest
   assert.equal(bytes, authenticated.bytes);
 });
 
-test('Ledger.coalesce counts refusals of one key within the window into one entry; the count reaches the file after the entry was written', async (t) => {
+// A refusal as the recorder hands it over: counted into its key's window, or the window opened with the entry made.
+function coalesce(ledger: Ledger, key: string, make: () => LedgerEntry): string {
+  return ledger.count(key) ?? ledger.hold(key, make());
+}
+
+test('Ledger.count and hold count refusals of one key within the window into one entry; the count reaches the file after the entry was written', async (t) => {
   let now = 1_800_000_000_000;
   const { dir, ledger } = await open(t, { coalesceSeconds: 10 }, () => now);
   const make = () => entry({ lane: 'unauthenticated', auth: 'none', status: 401 });
-  const first = ledger.coalesce('k', make);
-  ledger.coalesce('k', make);
+  const first = coalesce(ledger, 'k', make);
+  coalesce(ledger, 'k', make);
   await ledger.flush();
   assert.equal((await readLedger(dir))[0]!.count, 2);
   now += 1000;
-  assert.equal(ledger.coalesce('k', make), first);
+  assert.equal(coalesce(ledger, 'k', make), first);
   await ledger.flush();
   const [read] = await readLedger(dir);
   assert.equal(read!.count, 3);
   assert.equal(read!.lastTime, new Date(now).toISOString());
   now += 10_000;
-  assert.notEqual(ledger.coalesce('k', make), first, 'a new window, a new entry');
+  assert.notEqual(coalesce(ledger, 'k', make), first, 'a new window, a new entry');
   await ledger.flush();
   assert.equal((await readLedger(dir)).length, 2);
 });
 
-test('Ledger.coalesce keeps at most 2 KiB of a refusal\'s headers, in order, marked; a long key (a long hook name) is held as its digest and still coalesces', async (t) => {
+test('Ledger.hold keeps at most 2 KiB of a refusal\'s headers, in order, marked; a long key (a long hook name) is held as its digest and still coalesces', async (t) => {
   const { dir, ledger } = await open(t);
   const headers = { 'x-small': 'a', 'x-big': 'b'.repeat(12 * 1024), 'x-after': 'c'.repeat(100), 'x-more': 'd'.repeat(1950) };
   const long = `client 401 ERR_UNAUTHORIZED ${'h'.repeat(4000)}`;
-  const id = ledger.coalesce(long, () => entry({ lane: 'unauthenticated', auth: 'none', status: 401, headers }));
-  assert.equal(ledger.coalesce(long, () => entry({ lane: 'unauthenticated', auth: 'none', status: 401 })), id);
-  const small = ledger.coalesce('other', () => entry({ lane: 'unauthenticated', auth: 'none', status: 401, headers: { 'x-small': 'a' } }));
+  const id = coalesce(ledger, long, () => entry({ lane: 'unauthenticated', auth: 'none', status: 401, headers }));
+  assert.equal(coalesce(ledger, long, () => entry({ lane: 'unauthenticated', auth: 'none', status: 401 })), id);
+  const small = coalesce(ledger, 'other', () => entry({ lane: 'unauthenticated', auth: 'none', status: 401, headers: { 'x-small': 'a' } }));
   await ledger.flush();
   const read = await readLedger(dir);
   const big = read.find((e) => e.id === id)!;
@@ -131,11 +136,11 @@ test('Ledger.coalesce keeps at most 2 KiB of a refusal\'s headers, in order, mar
   assert.deepEqual([whole.headers, whole.headersTruncated], [{ 'x-small': 'a' }, undefined]);
 });
 
-test('Ledger.coalesce after close() holds nothing: no segment is begun (nor left open) for a refusal answered while the server stops', async (t) => {
+test('Ledger.hold after close() holds nothing: no segment is begun (nor left open) for a refusal answered while the server stops', async (t) => {
   const { dir, ledger } = await open(t);
   ledger.record(entry({ id: 'before' }));
   await ledger.close();
-  const late = ledger.coalesce('k', () => entry({ id: 'late', lane: 'unauthenticated', auth: 'none', status: 401 }));
+  const late = coalesce(ledger, 'k', () => entry({ id: 'late', lane: 'unauthenticated', auth: 'none', status: 401 }));
   assert.equal(late, 'late', 'the entry is made all the same, for the log line that names it');
   await ledger.flush();
   assert.deepEqual(await readdir(join(dir, 'ledger')), ['a-1.jsonl']);

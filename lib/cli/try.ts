@@ -258,10 +258,9 @@ async function _request(flags: Flags, positionals: string[], io: Io): Promise<_R
 // No server: the config loaded here, its transforms in the same sandbox, the last route from the
 // journal. Loaded only on this path: with a server running, try reads the state directory alone.
 async function _local(flags: Flags, io: Io, request: _Request): Promise<Preview | null> {
-  const [{ loadConfigFor }, { replayInput, replayProblem }, { newNote }, { previewHook }, { TransformReloader }] = await Promise.all([
+  const [{ loadConfigFor }, { replayPreview, replayProblem }, { previewHook }, { TransformReloader }] = await Promise.all([
     import('./load-config.ts'),
     import('../edge/replay.ts'),
-    import('../edge/ledger-note.ts'),
     import('../edge/preview.ts'),
     import('../hooks/transforms/reloader.ts'),
   ]);
@@ -274,8 +273,7 @@ async function _local(flags: Flags, io: Io, request: _Request): Promise<Preview 
       io.stderr(`${messagePrefix(io)}: entry ${request.entry.id} cannot be tried: ${escapeControls(problem, false)}\n`);
       return null;
     }
-    const { name, headers, rawQuery, bytes, verified, pathOnly } = replayInput(request.entry, 'try', newNote(), config);
-    input = { name, headers, rawQuery, bytes, ...(verified === true ? { verified } : {}), ...(pathOnly === true ? { pathOnly } : {}) };
+    input = replayPreview(request.entry, config);
   } else {
     input = request.input;
   }

@@ -1,7 +1,9 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import type { HttpError } from '../errors.ts';
+import { ErrorCode, HttpError } from '../errors.ts';
+import type { Logger } from '../log.ts';
 import type { StoredAnswer } from '../store/records.ts';
+import type { Trace } from './trace.ts';
 
 // An answer on its way out: the one step from an HttpError to what the client is told, and writing
 // an answer with its headers, ending its connection when the request body was left unread.
@@ -14,6 +16,8 @@ export interface Answer extends StoredAnswer {
   contentType?: string;
   /** End the connection once the answer is out (the request body was not read to its end). */
   close?: boolean;
+  /** What was decided about a request to the hooks path, and why (the ledger records it). */
+  trace?: Trace;
 }
 
 /**
@@ -23,6 +27,22 @@ export interface Answer extends StoredAnswer {
  */
 export function errorAnswer(error: HttpError): Answer {
   return { status: error.status, body: { ok: false, error: error.message, code: error.code }, headers: error.headers, close: error.close };
+}
+
+/** A refusal's answer carrying `trace` (which holds the refusal): one object, as a flood of refusals makes one each. */
+export function refusedAnswer(error: HttpError, trace: Trace): Answer {
+  return { status: error.status, body: { ok: false, error: error.message, code: error.code }, headers: error.headers, close: error.close, trace };
+}
+
+/**
+ * Where every error thrown on a request's way becomes an answer. Known errors say what went wrong
+ * (errorAnswer); anything else is logged with the request id and answered with a bare 500 that
+ * tells the client nothing.
+ */
+export function answerError(error: unknown, id: string, log: Pick<Logger, 'error'>): Answer {
+  if (error instanceof HttpError) return errorAnswer(error);
+  log.error('unexpected error', { id, error: error instanceof Error ? (error.stack ?? error.message) : String(error) });
+  return { status: 500, body: { ok: false, error: 'internal error', code: ErrorCode.Internal } };
 }
 
 /**

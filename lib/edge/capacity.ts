@@ -15,7 +15,7 @@ export interface RunQueue {
 }
 
 // Slots held for runs whose commit is still being written, per queue (so they outlive a reload,
-// which builds a new dispatch around the same queue).
+// which builds a new commit around the same queue).
 const _reserved = new WeakMap<RunQueue, number>();
 
 /**

@@ -1,18 +1,27 @@
-import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import type { Config } from '../config/types.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
 import type { Client } from '../guard/address.ts';
 import type { Auth } from '../guard/auth.ts';
-import { parseForm, parseJsonObject, readBody } from '../guard/body.ts';
-import { deliveryId } from '../guard/signatures/verify.ts';
-import type { Signature } from '../guard/signatures/config.ts';
+import { readBody } from '../guard/body.ts';
 import { extractToken, tokenDigest, tokenMatches } from '../guard/token.ts';
-import { errorAnswer, type Answer } from './answer.ts';
-import type { Dispatch } from './dispatch.ts';
-import { idempotencyKey, type Idempotent } from './idempotency.ts';
-import { signatureVerdict, type Note } from './ledger-note.ts';
-import { formAsSigned, metaHandshake, missingSignature, signedPaths, slackChallenge } from '../guard/signatures/paths.ts';
+import type { Logger } from '../log.ts';
+import { answerError, refusedAnswer, type Answer } from './answer.ts';
+import type { Commit } from './commit.ts';
+import type { Idempotent } from './idempotency.ts';
+import { LIVE, type HookRequest, type Planner } from './plan.ts';
+import type { Trace } from './trace.ts';
+import { metaHandshake, missingSignature, signedPaths } from '../guard/signatures/paths.ts';
 import type { Gone } from './wait.ts';
+
+// The hooks path (docs/http-api.md's request-handling order): the router has found the route,
+// refused a token in the URL and a method the route does not take (server.ts). Here, at the door,
+// the credential (step 4, which counts a failure against the client: the one effect before the
+// body, and an explicit one), the hook name (5) and the body within its cap (6, read from the
+// socket); then `hooksPath` runs the rest: plan's reading (the signature over the raw bytes, the
+// body parsed: plan.ts), the idempotency gate (7, idempotency.ts), plan's decisions (8: mappings,
+// transforms, policy) and commit (the capacity bounds, the journal, the runs: commit.ts). Every
+// answer carries the trace of what was decided.
 
 /** One routed request: its id, the request, the query, the hook name and the client. */
 export interface Context {
@@ -24,8 +33,6 @@ export interface Context {
   client: Client;
   /** Sends `100 Continue` to a client that asked for it (`Expect: 100-continue`), once. */
   invite: () => void;
-  /** What the request ledger is told about the request. */
-  note: Note;
 }
 
 /**
@@ -37,18 +44,19 @@ export type Handler = (ctx: Context) => Answer | Promise<Answer>;
 export interface HooksRouteOptions {
   config: Config;
   auth: Auth;
-  idempotent: Idempotent;
-  dispatch: Dispatch;
+  /** The rest of the way, once the body is read. */
+  path: HooksPath;
   bodyTimeoutMs: number;
   /** Body bytes read per request, for metrics. */
   received: WeakMap<IncomingMessage, number>;
   /** The wall clock in epoch milliseconds, that signed timestamps are held against. */
   clock: () => number;
+  log: Logger;
 }
 
 /**
  * `POST {hooks.path}/<name>`: the hook token (or, on a signed path, the signature over the raw
- * body), the body within its cap, then the idempotent dispatch. `GET` is Meta's subscription check.
+ * body), the body within its cap, then the hooks path. `GET` is Meta's subscription check.
  */
 export function hooksRoute(options: HooksRouteOptions): Handler {
   const { config, auth } = options;
@@ -61,119 +69,95 @@ export function hooksRoute(options: HooksRouteOptions): Handler {
   // A valid signature does not clear the client's failure count: a captured delivery of a scheme without
   // a timestamp verifies again and again, and must not reset the count of someone guessing the hook token.
   return (ctx) => {
-    const { req, name, note } = ctx;
-    note.hook = name;
+    const { req, name } = ctx;
     const signature = signatures.get(name);
     if (req.method === 'GET') {
       const handshake = metaHandshake(signature, ctx.query);
-      if (!handshake.ok) return errorAnswer(auth.refuse(ctx.client, handshake.refusal, 403));
-      note.auth = 'token';
-      note.became = { handshake: 'meta' };
-      return { status: 200, body: {}, text: handshake.challenge, contentType: 'text/plain; charset=utf-8' };
+      if (!handshake.ok) {
+        const refusal = auth.refuse(ctx.client, handshake.refusal, 403);
+        return refusedAnswer(refusal, { hook: name, auth: 'none', refusal });
+      }
+      const trace: Trace = { hook: name, auth: 'token', became: { handshake: 'meta' } };
+      return { status: 200, body: {}, text: handshake.challenge, contentType: 'text/plain; charset=utf-8', trace };
     }
-    let refused: HttpError | null = null;
-    // Whether the request holds a credential that opens this path alone: its mappings must name the path.
-    let pathOnly = false;
     if (signature === undefined) {
       const presented = extractToken(req.headers);
       // The gmail hook also opens to the credential gog posts with, which opens nothing else: not
       // even a mapping that would take any path (one without a path, or matched by source alone).
       const gmail = name === 'gmail' && gmailTokens !== hookTokens;
-      refused = auth.authenticate(presented, gmail ? gmailTokens : hookTokens, ctx.client, presented === null ? 'missing hook token' : 'invalid hook token');
-      pathOnly = gmail && refused === null && !(hookTokens[0] != null && tokenMatches(presented!, hookTokens[0]));
-      if (refused === null) note.auth = 'token';
-    } else if (expectsContinue(req)) {
+      const refusal = auth.authenticate(presented, gmail ? gmailTokens : hookTokens, ctx.client, presented === null ? 'missing hook token' : 'invalid hook token');
+      if (refusal !== null) return refusedAnswer(refusal, { hook: name, auth: 'none', refusal });
+      // Whether the request holds a credential that opens this path alone: its mappings must name the path.
+      const pathOnly = gmail && !(hookTokens[0] != null && tokenMatches(presented!, hookTokens[0]));
+      return _named(ctx, { hook: name, auth: 'token' }, pathOnly, accept);
+    }
+    if (expectsContinue(req)) {
       // Only what can be checked before the body: a request without the scheme's headers is refused now.
       const missing = missingSignature(signature, req, options.clock());
       if (missing !== null) {
-        refused = auth.refuse(ctx.client, missing);
-        note.signature = { scheme: signature.scheme, ok: false, why: 'missing-header', reason: missing };
+        const refusal = auth.refuse(ctx.client, missing);
+        return refusedAnswer(refusal, { hook: name, auth: 'none', signature: { scheme: signature.scheme, ok: false, why: 'missing-header', reason: missing }, refusal });
       }
     }
-    if (refused !== null) return errorAnswer(refused);
-    if (name === '') return errorAnswer(new HttpError(404, ErrorCode.NotFound, 'hook name missing: POST to a path such as /wake or /agent'));
-    // `100 Continue` only now that the sender is authenticated: anyone else gets the final status
-    // at once, and is never invited to upload.
-    ctx.invite();
-    return accept(ctx, pathOnly);
+    return _named(ctx, { hook: name, auth: 'none' }, false, accept);
   };
 }
 
+// Step 5, the hook name, then the body is invited and read.
+function _named(ctx: Context, trace: Trace, pathOnly: boolean, accept: _Accept): Answer | Promise<Answer> {
+  if (ctx.name === '') {
+    const refusal = new HttpError(404, ErrorCode.NotFound, 'hook name missing: POST to a path such as /wake or /agent');
+    return refusedAnswer(refusal, { ...trace, refusal });
+  }
+  // `100 Continue` only now that the sender is authenticated: anyone else gets the final status
+  // at once, and is never invited to upload.
+  ctx.invite();
+  return accept(ctx, trace, pathOnly);
+}
+
+type _Accept = (ctx: Context, trace: Trace, pathOnly: boolean) => Promise<Answer>;
+
 // An authenticated request from here on (a signed one is checked once its body is read): the body
-// within its cap, then processed as any hook request's bytes are.
-function _acceptor(options: HooksRouteOptions): (ctx: Context, pathOnly: boolean) => Promise<Answer> {
-  const { config, bodyTimeoutMs, received } = options;
-  const process = hookProcessor(options);
-  return async (ctx, pathOnly) => {
-    const { req, name, note } = ctx;
-    const bytes = await readBody(req, { maxBytes: config.hooks.maxBodyBytes, timeoutMs: bodyTimeoutMs });
+// within its cap, then the hooks path as any hook request's bytes take it.
+function _acceptor(options: HooksRouteOptions): _Accept {
+  const { config, bodyTimeoutMs, received, path } = options;
+  return async (ctx, trace, pathOnly) => {
+    const { req, name } = ctx;
+    let bytes: Buffer;
+    try {
+      bytes = await readBody(req, { maxBytes: config.hooks.maxBodyBytes, timeoutMs: bodyTimeoutMs });
+    } catch (error) {
+      return error instanceof HttpError ? refusedAnswer(error, { ...trace, refusal: error }) : { ...answerError(error, ctx.id, options.log), trace };
+    }
     received.set(req, bytes.length);
     const target = req.url ?? '';
     const rawQuery = target.includes('?') ? target.slice(target.indexOf('?') + 1) : '';
-    return process({ id: ctx.id, name, headers: req.headers, query: ctx.query, rawQuery, bytes, client: ctx.client, note, pathOnly, gone: _gone(req) }, 'live');
+    const request: HookRequest = { id: ctx.id, name, headers: req.headers, query: ctx.query, rawQuery, bytes, client: ctx.client, trace, judged: LIVE, gone: _gone(req) };
+    if (pathOnly) request.pathOnly = true;
+    return path(request);
   };
 }
 
-/** The bytes of one hook request and what came with them: what a live request and a replay both process. */
-export interface HookBytes {
-  /** The request id. */
-  id: string;
-  name: string;
-  headers: IncomingHttpHeaders;
-  query: URLSearchParams;
-  /** The query as received, which some schemes sign. */
-  rawQuery: string;
-  bytes: Buffer;
-  client: Client;
-  note: Note;
-  /** The credential opens this hook's path alone (the gmail token). */
-  pathOnly?: boolean;
-  /** Tells a waiting request that its client left (a live request only). */
-  gone?: Gone;
-  /** A replay whose shared token (`gitlab`, `token`) passed when it arrived: its verdict is on record, the token is not kept. */
-  verified?: boolean;
-}
+/** The hooks path once a request's bytes are read: a live request's, or a stored one replayed. */
+export type HooksPath = (request: HookRequest) => Promise<Answer>;
 
 /**
- * How the bytes are taken: `live`, from the network (the signature held against the clock's
- * tolerance, a refusal counted against the client, the dispatch idempotent by the request's key);
- * `replay`, a stored request the operator sends again (the signature verified with today's secrets
- * but not against the tolerance, nothing counted, and no key: a deliberate replay is never a duplicate).
+ * Plan and commit, with the idempotency gate between plan's reading and its decisions: a copy of a
+ * request answered (or in flight) is answered from the record before anything is decided for it
+ * again, so a retry gets the first answer even under a changed configuration. A request not keyed
+ * (a replay) goes straight through. Every answer carries the trace.
  */
-export type HookMode = 'live' | 'replay';
-
-/** Processes a hook request's bytes: the signature over them, the body parsed, the dispatch. */
-export function hookProcessor(options: Pick<HooksRouteOptions, 'config' | 'auth' | 'idempotent' | 'dispatch' | 'clock'>): (input: HookBytes, mode: HookMode) => Promise<Answer> {
-  const { auth, idempotent, dispatch } = options;
-  const signatures = signedPaths(options.config);
-  return async (input, mode) => {
-    const { name, note, bytes, headers } = input;
-    note.body = bytes;
-    const signature = signatures.get(name);
-    // Over the raw bytes, after the cap and before any parsing.
-    if (signature !== undefined && mode === 'replay' && input.verified === true) {
-      note.signature = { scheme: signature.scheme, ok: true };
-      note.auth = 'signature';
-    } else if (signature !== undefined) {
-      const signed = { headers, body: bytes, query: input.rawQuery };
-      const verdict = (note.signature = signatureVerdict(mode === 'live' ? signature : { ...signature, toleranceSeconds: Number.MAX_SAFE_INTEGER }, signed, options.clock()));
-      if (!verdict.ok) {
-        const reason = verdict.reason ?? 'invalid signature';
-        return errorAnswer(mode === 'live' ? auth.refuse(input.client, reason) : new HttpError(401, ErrorCode.Unauthorized, reason));
-      }
-      note.auth = 'signature';
+export function hooksPath(planner: Planner, commit: Commit, idempotent: Idempotent, log: Logger): HooksPath {
+  return async (request) => {
+    try {
+      const read = planner.read(request);
+      if (read.kind !== 'parsed') return await commit(read, request, null);
+      if (read.key === null) return await commit(await planner.decide(read), request, null);
+      return await idempotent(request.name, read.key, async (idem) => commit(await planner.decide(read), request, idem), read.trace, request.gone);
+    } catch (error) {
+      // Unexpected (an HttpError is a refusal in the plan): a bare 500, the trace as far as the door.
+      return { ...answerError(error, request.id, log), trace: { ...request.trace, body: request.bytes } };
     }
-    const body = parseHookBody(name, headers, bytes, signature);
-    const challenge = slackChallenge(signature, body);
-    if (challenge !== null) {
-      note.became = { handshake: 'slack' };
-      return { status: 200, body: { challenge } };
-    }
-    const call = { id: input.id, name, body, headers, query: input.query, note, ...(input.gone === undefined ? {} : { gone: input.gone }), ...(input.pathOnly === true ? { pathOnly: true } : {}) };
-    if (mode === 'replay') return dispatch(call, null);
-    const delivery = signature === undefined ? null : deliveryId(signature, { headers, body: bytes, query: input.rawQuery }, body);
-    // /wake and /agent may carry the key in the body, as OpenClaw's gateway reads it there for every hook.
-    return idempotent(name, idempotencyKey(headers, name === 'agent' || name === 'wake' ? body : {}, delivery), (idem) => dispatch(call, idem), note, input.gone);
   };
 }
 
@@ -189,19 +173,6 @@ function _gone(req: IncomingMessage): Gone {
     socket.once('close', listener);
     return () => void socket.off('close', listener);
   };
-}
-
-/** The body as a hook reads it: a form from a form-posting sender on a mapped hook, else a JSON object (an HttpError when it is neither). */
-export function parseHookBody(name: string, headers: IncomingHttpHeaders, bytes: Buffer, signature: Signature | undefined): Record<string, unknown> {
-  // Form-posting senders (Slack commands, Twilio, ...) reach mapped hooks only; /wake and /agent take JSON.
-  const form = name !== 'wake' && name !== 'agent' && /^application\/x-www-form-urlencoded\b/i.test(_one(headers['content-type']));
-  // `curl -d` labels JSON as a form: a body that is a JSON object is read as JSON whatever the label
-  // says, unless the signature covers it as a form.
-  return form && (formAsSigned(signature) || !/^\s*\{/.test(bytes.subarray(0, 64).toString('latin1'))) ? parseForm(bytes) : parseJsonObject(bytes);
-}
-
-function _one(value: string | string[] | undefined): string {
-  return Array.isArray(value) ? (value[0] ?? '') : (value ?? '');
 }
 
 /** Whether the client asked to be invited before it sends the body (`Expect: 100-continue`). */

@@ -1,13 +1,16 @@
 import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import type { Became } from '../store/ledger-entry.ts';
 import type { Store } from '../store/store.ts';
+import type { IdempotencyWrite } from '../store/records.ts';
 import type { DeliveryId } from '../guard/signatures/scheme.ts';
 import type { Answer } from './answer.ts';
-import type { IdempotencyKey } from './dispatch.ts';
+import type { Trace } from './trace.ts';
 import { CLIENT_GONE, type Gone, type Waiter } from './wait.ts';
 
 const MAX_IDEMPOTENCY_KEY = 256;
+
+/** The hook path and key a request is made idempotent by (and how long, when not the default). */
+export type IdempotencyKey = Pick<IdempotencyWrite, 'scope' | 'key' | 'ttlMs'>;
 
 /** A request's idempotency key, and how long its answer is kept when not `hooks.idempotencyTtlSeconds`. */
 export interface RequestKey {
@@ -16,10 +19,10 @@ export interface RequestKey {
 }
 
 /**
- * Runs `work` at most once per hook and key (a retry answered from the record is noted as a
- * duplicate); see {@link createIdempotency}. `gone` ends a copy's wait when its client leaves.
+ * Runs `work` at most once per hook and key (a retry answered from the record carries `trace`
+ * marked as a duplicate); see {@link createIdempotency}. `gone` ends a copy's wait when its client leaves.
  */
-export type Idempotent = (name: string, key: RequestKey | null, work: (idem: IdempotencyKey | null) => Promise<Answer>, note?: { became?: Became }, gone?: Gone) => Promise<Answer>;
+export type Idempotent = (name: string, key: RequestKey | null, work: (idem: IdempotencyKey | null) => Promise<Answer>, trace?: Trace, gone?: Gone) => Promise<Answer>;
 
 /** Requests waiting behind the first copy of their key, counted for metrics. */
 export interface Behind {
@@ -39,23 +42,24 @@ export function createIdempotency(
   behind: Behind = { count: 0 },
 ): Idempotent {
   // Without a key there is nothing to hold: the work's own promise is the answer, not one wrapped in another.
-  return (name, key, work, note, gone) => (key === null ? work(null) : keyed(name, key, work, note, gone));
-  async function keyed(name: string, { key, ttlMs }: RequestKey, work: (idem: IdempotencyKey | null) => Promise<Answer>, note?: { became?: Became }, gone?: Gone): Promise<Answer> {
+  return (name, key, work, trace, gone) => (key === null ? work(null) : keyed(name, key, work, trace, gone));
+  async function keyed(name: string, { key, ttlMs }: RequestKey, work: (idem: IdempotencyKey | null) => Promise<Answer>, trace?: Trace, gone?: Gone): Promise<Answer> {
     const id = `${name}\n${key}`;
     // Wait while any copy is in flight; from the last check to the `set` below nothing awaits,
     // so exactly one copy goes ahead when the one before it failed.
     for (let running = inflight.get(id); running !== undefined; running = inflight.get(id)) {
       behind.count++;
       const left = await _settledOrGone(running, gone).finally(() => behind.count--);
-      if (left) return LEFT;
+      if (left) return trace === undefined ? LEFT : { ...LEFT, trace };
     }
     const prior = store.replay(name, key);
     if (prior !== null) {
-      if (note !== undefined) note.became = prior.requestId === undefined ? { duplicateOf: '' } : { duplicateOf: prior.requestId };
       // A first request that waited for its runs: the retry waits for the same ones (or has them at once).
       const { waitFor } = prior;
       const answer = waitFor !== undefined && wait !== undefined ? await wait({ ...prior, waitFor }, gone) : prior;
-      return { status: answer.status, body: answer.body, headers: { 'idempotent-replayed': 'true' } };
+      const duplicate: Answer = { status: answer.status, body: answer.body, headers: { 'idempotent-replayed': 'true' } };
+      if (trace !== undefined) duplicate.trace = { ...trace, became: { duplicateOf: prior.requestId ?? '' } };
+      return duplicate;
     }
     const pending = work({ scope: name, key, ...(ttlMs === undefined ? {} : { ttlMs }) });
     inflight.set(id, pending);

@@ -8,32 +8,14 @@ import type { Signature } from '../guard/signatures/config.ts';
 import { isoTime } from '../log.ts';
 import { randomHex } from '../random.ts';
 import type { Ledger } from '../store/ledger.ts';
-import type { Became, BodyOmitted, LedgerEntry, SignatureVerdict } from '../store/ledger-entry.ts';
+import type { LedgerEntry, SignatureVerdict } from '../store/ledger-entry.ts';
 import type { Answer } from './answer.ts';
 import { refusalKey } from './refused-alike.ts';
+import type { Trace } from './trace.ts';
 
-// What the acceptance path notes about a request as it goes (the hook, how it authenticated, the
-// signature's verdict, the body, what it became), and how a noted request becomes a ledger entry:
-// which lane, which headers are redacted, how much body is kept, which refusals are coalesced.
-
-/** Filled in along a request's way; read once it is answered. */
-export interface Note {
-  hook?: string;
-  mapping?: string;
-  auth: 'token' | 'signature' | 'none';
-  signature?: SignatureVerdict;
-  /** The body as read (not copied); how much of it is kept is decided when the entry is made. */
-  body?: Buffer;
-  bodyOmitted?: BodyOmitted;
-  became?: Became;
-  /** The entry a replay replays. */
-  replayOf?: string;
-}
-
-/** A fresh note: nothing known yet. */
-export function newNote(): Note {
-  return { auth: 'none' };
-}
+// How a request to the hooks path becomes a ledger entry, from the answer and the trace it carries:
+// which lane, which headers are redacted, how much body is kept, which refusals are coalesced; and
+// the signature's verdict in the shape the ledger keeps.
 
 /** The signature's verdict as the ledger keeps it (the kind of failure, the header, the skew), over `body`. */
 export function signatureVerdict(signature: Signature, request: { headers: IncomingHttpHeaders; body: Buffer; query: string }, nowMs: number): SignatureVerdict {
@@ -109,7 +91,8 @@ export interface Answered {
   headers: IncomingHttpHeaders;
   client: Client;
   answer: Answer;
-  note: Note;
+  /** What was decided about it (the answer's own, or the hook alone when it was refused before its route). */
+  trace: Trace;
   durationMs: number;
 }
 
@@ -133,25 +116,25 @@ export function createRecorder(config: Config, ledger: Ledger, clock: () => numb
     if (m.ledgerBody === false) optedOut.add(m.match.path);
   }
   return (a) => {
-    const { note, answer } = a;
+    const { trace, answer } = a;
     const code = typeof answer.body['code'] === 'string' ? answer.body['code'] : undefined;
-    const authenticated = note.auth !== 'none';
-    const signedRefused = note.signature !== undefined && !note.signature.ok;
+    const authenticated = trace.auth !== 'none';
+    const signedRefused = trace.signature !== undefined && !trace.signature.ok;
     // Metadata only, coalesced: a refusal before any body was worth keeping.
-    if (!authenticated && !(signedRefused && note.body !== undefined)) {
-      const key = refusalKey(a.client.key, answer.status, code, note.hook, note.signature?.why);
-      return ledger.coalesce(key, () => ({ ..._entry(a, code, authenticated, hmacHeaders, clock), bodyOmitted: note.body === undefined ? 'not-read' : 'metadata-only' }));
+    if (!authenticated && !(signedRefused && trace.body !== undefined)) {
+      const key = refusalKey(a.client.key, answer.status, code, trace.hook, trace.signature?.why);
+      return ledger.count(key) ?? ledger.hold(key, { ..._entry(a, code, authenticated, hmacHeaders, clock), bodyOmitted: trace.body === undefined ? 'not-read' : 'metadata-only' });
     }
     const entry = _entry(a, code, authenticated, hmacHeaders, clock);
-    const hook = note.hook ?? '';
-    if (note.body === undefined) {
-      entry.bodyOmitted = note.bodyOmitted ?? 'not-read';
+    const hook = trace.hook ?? '';
+    if (trace.body === undefined) {
+      entry.bodyOmitted = 'not-read';
     } else if (optedOut.has(hook)) {
       entry.bodyOmitted = 'opted-out';
     } else if (code === ErrorCode.NotFound) {
       entry.bodyOmitted = 'metadata-only';
     } else {
-      ledger.record(entry, note.body, authenticated ? limits.maxBodyBytes : limits.unauthenticated.maxBodyBytes);
+      ledger.record(entry, trace.body, authenticated ? limits.maxBodyBytes : limits.unauthenticated.maxBodyBytes);
       return entry.id;
     }
     ledger.record(entry);
@@ -161,7 +144,7 @@ export function createRecorder(config: Config, ledger: Ledger, clock: () => numb
 
 // An answered request's entry, without its body (a function of its own, not a closure made per request).
 function _entry(a: Answered, code: string | undefined, authenticated: boolean, hmacHeaders: ReadonlyMap<string, string>, clock: () => number): LedgerEntry {
-  const { note, answer } = a;
+  const { trace, answer } = a;
   const entry: LedgerEntry = {
     id: randomHex(12),
     requestId: a.requestId,
@@ -170,19 +153,19 @@ function _entry(a: Answered, code: string | undefined, authenticated: boolean, h
     path: a.path,
     client: a.client.address,
     lane: authenticated ? 'authenticated' : 'unauthenticated',
-    auth: note.auth,
-    headers: keptHeaders(a.headers, note.hook === undefined ? undefined : hmacHeaders.get(note.hook)),
+    auth: trace.auth,
+    headers: keptHeaders(a.headers, trace.hook === undefined ? undefined : hmacHeaders.get(trace.hook)),
     status: answer.status,
     durationMs: a.durationMs,
   };
   const query = keptQuery(a.query, a.rawQuery);
   if (query !== undefined) entry.query = query;
-  if (note.hook !== undefined) entry.hook = note.hook;
-  if (note.mapping !== undefined) entry.mapping = note.mapping;
-  if (note.signature !== undefined) entry.signature = note.signature;
+  if (trace.hook !== undefined) entry.hook = trace.hook;
+  if (trace.mapping !== undefined) entry.mapping = trace.mapping;
+  if (trace.signature !== undefined) entry.signature = trace.signature;
   if (code !== undefined) entry.code = code;
   if (answer.status >= 400 && typeof answer.body['error'] === 'string') entry.error = answer.body['error'];
-  if (note.became !== undefined) entry.became = note.became;
-  if (note.replayOf !== undefined) entry.replayOf = note.replayOf;
+  if (trace.became !== undefined) entry.became = trace.became;
+  if (trace.replayOf !== undefined) entry.replayOf = trace.replayOf;
   return entry;
 }

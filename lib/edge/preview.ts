@@ -1,16 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
+import type { RunSpec, WakeMode } from '../actions.ts';
 import type { Config } from '../config/types.ts';
-import { ErrorCode, HttpError } from '../errors.ts';
+import { ErrorCode } from '../errors.ts';
 import type { CallTransform } from '../hooks/mappings.ts';
+import type { WakeTarget } from '../policy/admit.ts';
 import type { SignatureVerdict } from '../store/ledger-entry.ts';
 import type { Route } from '../store/records.ts';
-import { createDispatch, type PreviewSink } from './dispatch.ts';
-import { parseHookBody } from './hooks-route.ts';
-import { signatureVerdict } from './ledger-note.ts';
-import { signedPaths } from '../guard/signatures/paths.ts';
+import { createPlanner, plan, type HookRequest, type Judged, type Plan } from './plan.ts';
+import type { PlannedAction, Said, TransformCall } from './trace.ts';
 
-// A dry run of a hook request: what it would become under a configuration — the mapping and its
+// A dry run of a hook request: its plan alone, under a configuration — the mapping and its
 // filter, each transform's result, the rendered text with the placeholders that found nothing, and
 // the policy decisions — with nothing committed, queued or logged. `try` and
 // `requests replay --dry-run` both run it; the server runs it with its own config and transforms.
@@ -27,16 +27,34 @@ export interface PreviewInput {
   pathOnly?: boolean;
 }
 
+/** One action a dry run would take: the text as the agent would read it, the placeholders that found nothing, and the run's policy decisions. */
+export interface PreviewAction {
+  kind: 'wake' | 'agent';
+  text: string;
+  unresolved: string[];
+  mode?: WakeMode;
+  /** A wake's agent and session, when not the default agent's main session. */
+  target?: WakeTarget;
+  run?: Pick<RunSpec, 'name' | 'agentId' | 'sessionKey' | 'sessionMode' | 'model' | 'thinking' | 'channel' | 'to' | 'accountId' | 'deliver' | 'timeoutSeconds'>;
+}
+
 /** What a request would become. */
-export interface Preview extends Omit<PreviewSink, 'filter'> {
+export interface Preview {
   hook: string;
   /** The answer it would get. */
   status: number;
+  /** Each transform call's result. */
+  transforms: TransformCall[];
+  actions: PreviewAction[];
+  /** What would have been logged. */
+  warnings: string[];
   code?: string;
   error?: string;
   /** A signed path's verdict over these bytes (with today's secrets; the timestamp's age not held against it). */
   signature?: SignatureVerdict;
-  filter?: PreviewSink['filter'];
+  mapping?: string;
+  /** Whether a mapping's `match` and `filter` took the request (`ignored`: filtered out; `unmatched`: no mapping). */
+  filter?: 'matched' | 'ignored' | 'unmatched';
 }
 
 /** What a dry run works with. */
@@ -48,47 +66,59 @@ export interface PreviewOptions {
   clock?: () => number;
 }
 
-// A dry run never writes: its store can only say where replies went last.
-function _store(lastRoute: () => Route | null) {
-  return {
-    lastRoute,
-    backlog: () => ({ events: 0, bytes: 0 }),
-    commit: () => Promise.reject(new Error('Cannot commit: a dry run records nothing')),
+/** Plans a request under `options.config` without committing anything; every refusal is part of the answer. */
+export async function previewHook(options: PreviewOptions, input: PreviewInput): Promise<Preview> {
+  const planner = createPlanner({ config: options.config, transforms: options.transforms, lastRoute: options.lastRoute, newId: randomUUID, clock: options.clock ?? Date.now });
+  // A dry run: a failed signature is reported and the rest planned as if it had verified, so one try shows every problem.
+  const judged: Judged = { fresh: false, keyed: false, counted: false, whole: true };
+  if (input.verified === true) judged.verified = true;
+  const request: HookRequest = {
+    id: 'try',
+    name: input.name,
+    headers: input.headers,
+    query: new URLSearchParams(input.rawQuery),
+    rawQuery: input.rawQuery,
+    bytes: input.bytes,
+    client: { address: '', key: '' },
+    trace: { hook: input.name, auth: 'none' },
+    judged,
   };
+  if (input.pathOnly === true) request.pathOnly = true;
+  return previewOf(input.name, await plan(planner, request));
 }
 
-/** Runs a request through `options.config` without committing anything; every refusal is part of the answer. */
-export async function previewHook(options: PreviewOptions, input: PreviewInput): Promise<Preview> {
-  const { config } = options;
-  const sink: PreviewSink = { transforms: [], actions: [], warnings: [] };
-  const preview: Preview = { hook: input.name, status: 0, transforms: sink.transforms, actions: sink.actions, warnings: sink.warnings };
-  const signature = signedPaths(config).get(input.name);
-  if (signature !== undefined && input.verified === true) {
-    preview.signature = { scheme: signature.scheme, ok: true };
-  } else if (signature !== undefined) {
-    // Checked and reported; the rest is shown as if it had verified, so one try shows every problem.
-    const loose = { ...signature, toleranceSeconds: Number.MAX_SAFE_INTEGER };
-    preview.signature = signatureVerdict(loose, { headers: input.headers, body: input.bytes, query: input.rawQuery }, (options.clock ?? Date.now)());
-  }
-  const dispatch = createDispatch({
-    config,
-    store: _store(options.lastRoute),
-    heartbeat: { request() {} },
-    log: { info() {}, warn() {}, error() {} },
-    newId: randomUUID,
-    transforms: options.transforms,
-  });
-  try {
-    if (input.name === '') throw new HttpError(404, ErrorCode.NotFound, 'hook name missing: POST to a path such as /wake or /agent');
-    const body = parseHookBody(input.name, input.headers, input.bytes, signature);
-    const answer = await dispatch({ id: 'try', name: input.name, body, headers: input.headers, query: new URLSearchParams(input.rawQuery), preview: sink, ...(input.pathOnly === true ? { pathOnly: true } : {}) }, null);
-    preview.status = answer.status;
-  } catch (error) {
-    if (!(error instanceof HttpError)) throw error;
-    Object.assign(preview, { status: error.status, code: error.code, error: error.message });
-  }
-  if (sink.mapping !== undefined) preview.mapping = sink.mapping;
-  if (sink.filter !== undefined) preview.filter = sink.filter;
+/** A plan as a dry run shows it. */
+export function previewOf(hook: string, planned: Plan): Preview {
+  const { trace } = planned;
+  const preview: Preview = { hook, status: 0, transforms: [...(trace.transforms ?? [])], actions: (trace.actions ?? []).map(_action), warnings: (trace.said ?? []).map(_warning) };
+  if (trace.signature !== undefined) preview.signature = trace.signature;
+  if (planned.kind === 'refused') Object.assign(preview, { status: planned.refusal.status, code: planned.refusal.code, error: planned.refusal.message });
+  else preview.status = planned.answer.status;
+  if (trace.mapping !== undefined) preview.mapping = trace.mapping;
+  if (trace.filter !== undefined) preview.filter = trace.filter;
   if (preview.signature?.ok === false) Object.assign(preview, { status: 401, code: ErrorCode.Unauthorized, error: preview.signature.reason ?? 'invalid signature' });
   return preview;
+}
+
+function _action(planned: PlannedAction): PreviewAction {
+  const unresolved = [...planned.unresolved];
+  if (planned.kind === 'wake') {
+    const { target } = planned;
+    return { kind: 'wake', text: planned.action.text, unresolved, mode: planned.action.mode, ...(Object.keys(target).length === 0 ? {} : { target }) };
+  }
+  return { kind: 'agent', text: planned.run.message, unresolved, mode: planned.run.wakeMode, run: _decisions(planned.run) };
+}
+
+// A log line, as a dry run's warning (it is not this server's request to log).
+function _warning({ message, fields }: Said): string {
+  const { id: _id, hook: _hook, ...rest } = fields;
+  const detail = Object.entries(rest).map(([k, v]) => `${k}=${String(v)}`).join(' ');
+  return detail === '' ? message : `${message}: ${detail}`;
+}
+
+// The policy decisions of an admitted run, as a dry run shows them.
+function _decisions(run: RunSpec): NonNullable<PreviewAction['run']> {
+  const { name, agentId, sessionKey, sessionMode, model, thinking, channel, to, accountId, deliver, timeoutSeconds } = run;
+  const optional = { sessionMode, model, thinking, to, accountId, timeoutSeconds };
+  return { name, agentId, sessionKey, channel, deliver, ...Object.fromEntries(Object.entries(optional).filter(([, v]) => v !== undefined)) };
 }

@@ -2,8 +2,10 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Config } from '../config/types.ts';
 import { bodyBytes } from '../store/ledger-read.ts';
 import type { LedgerEntry } from '../store/ledger-entry.ts';
-import type { HookBytes } from './hooks-route.ts';
-import { REDACTED, type Note } from './ledger-note.ts';
+import { REDACTED } from './ledger-note.ts';
+import type { HookRequest, Judged } from './plan.ts';
+import type { PreviewInput } from './preview.ts';
+import type { Trace } from './trace.ts';
 import { signedPaths } from '../guard/signatures/paths.ts';
 
 // Running a stored request again through today's configuration: which entries can be, and the
@@ -45,23 +47,27 @@ export function replayProblem(entry: LedgerEntry, config: Config): string | null
   return null;
 }
 
-/** The request a replay makes of an entry: its headers, query and body as kept, a new request id, the note that marks it a replay. */
-export function replayInput(entry: LedgerEntry, id: string, note: Note, config: Config): HookBytes {
+/**
+ * The request a replay makes of an entry: its headers, query and body as kept, a new request id,
+ * a trace that marks it a replay and carries its recorded authentication; judged as a stored
+ * request (the signature verified with today's secrets but not against the tolerance, a shared
+ * token's verdict taken from the record, nothing counted against the client, and no idempotency
+ * key: a deliberate replay is never a duplicate).
+ */
+export function replayInput(entry: LedgerEntry, id: string, config: Config): HookRequest {
   const headers: IncomingHttpHeaders = {};
   for (const [name, value] of Object.entries(entry.headers)) if (value !== REDACTED) headers[name] = value;
   const rawQuery = entry.query ?? '';
-  note.replayOf = entry.id;
-  note.hook = entry.hook ?? '';
   // A request that passed a token check replays on the strength of that verdict.
+  const trace: Trace = { hook: entry.hook ?? '', auth: entry.auth, replayOf: entry.id };
   const signature = signedPaths(config).get(entry.hook ?? '');
-  if (entry.auth !== 'none') note.auth = entry.auth;
-  const onRecord = signature !== undefined && _SHARED_TOKEN.has(signature.scheme);
+  const judged: Judged = { fresh: false, keyed: false, counted: false };
+  if (signature !== undefined && _SHARED_TOKEN.has(signature.scheme)) judged.verified = true;
   // The entry does not say which token opened the gmail hook: a replay reaches what gog's token
   // reaches (mappings on the path "gmail"), never more than the request could have reached live.
   const { hookToken } = config.hooks.gmail;
   const pathOnly = signature === undefined && entry.hook === 'gmail' && hookToken !== undefined && hookToken !== config.hooks.token;
   return {
-    ...(onRecord ? { verified: true } : {}),
     ...(pathOnly ? { pathOnly: true } : {}),
     id,
     name: entry.hook ?? '',
@@ -70,6 +76,13 @@ export function replayInput(entry: LedgerEntry, id: string, note: Note, config: 
     rawQuery,
     bytes: bodyBytes(entry.body!),
     client: { address: entry.client, key: `replay ${entry.client}` },
-    note,
+    trace,
+    judged,
   };
+}
+
+/** A stored request as a dry run takes it (`try` of an entry, `requests replay --dry-run`). */
+export function replayPreview(entry: LedgerEntry, config: Config): PreviewInput {
+  const { name, headers, rawQuery, bytes, judged, pathOnly } = replayInput(entry, 'try', config);
+  return { name, headers, rawQuery, bytes, ...(judged.verified === true ? { verified: true } : {}), ...(pathOnly === true ? { pathOnly } : {}) };
 }

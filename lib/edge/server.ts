@@ -15,11 +15,13 @@ import type { LedgerEntry } from '../store/ledger-entry.ts';
 import type { Store } from '../store/store.ts';
 import type { RunRecord } from '../store/records.ts';
 import { trimSlashes } from '../text.ts';
-import { endedConnection, errorAnswer, sendAnswer, type Answer } from './answer.ts';
-import { createDispatch } from './dispatch.ts';
-import { expectsContinue, hookProcessor, hooksRoute, type Handler, type HookBytes, type HookMode } from './hooks-route.ts';
+import { answerError, endedConnection, errorAnswer, sendAnswer, type Answer } from './answer.ts';
+import { createCommit } from './commit.ts';
+import { expectsContinue, hooksPath, hooksRoute, type Handler, type HooksPath } from './hooks-route.ts';
 import { createIdempotency, type Behind } from './idempotency.ts';
-import { createRecorder, newNote, type Note, type Recorder } from './ledger-note.ts';
+import { createRecorder, type Recorder } from './ledger-note.ts';
+import { createPlanner } from './plan.ts';
+import type { Trace } from './trace.ts';
 import { createRequestLog, type RequestLog } from './request-log.ts';
 import type { Preview, PreviewInput } from './preview.ts';
 import type { ReplayOutcome } from './replay.ts';
@@ -71,6 +73,9 @@ const _operatorParts = {
   replay: () => import('./replay.ts'),
 };
 
+// Without a transform runner a transform mapping fails.
+const _NO_TRANSFORMS: CallTransform = async () => ({ ok: false, reason: 'load-failed', detail: 'no transform runner is configured' });
+
 /** The request listener, which can swap in a new configuration between requests. */
 export interface App {
   (req: IncomingMessage, res: ServerResponse): void;
@@ -103,7 +108,7 @@ interface Shared {
   requestLog: RequestLog;
 }
 
-/** Builds the request listener: routing, auth, body, dispatch, and the one place errors become responses. */
+/** Builds the request listener: routing, the hooks path (plan, commit), and the answer sent, recorded and logged. */
 export function createApp(options: AppOptions): App {
   const { log } = options;
   // Request ids label and correlate, nothing more (see idSequence): no random draw per request.
@@ -121,7 +126,6 @@ export function createApp(options: AppOptions): App {
     const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : requestId();
     const client = requestClient(req.socket, req.headers['x-forwarded-for'], config.gateway.trustedProxies);
     const target = splitTarget(req.url ?? '/');
-    const note = newNote();
     const answered = (answer: Answer) => {
       sendAnswer(req, res, answer, id, config.hooks.maxBodyBytes);
       const path = target.pathname;
@@ -129,81 +133,77 @@ export function createApp(options: AppOptions): App {
       options.telemetry?.request(label, answer.status, shared.received.get(req) ?? 0, answer.headers?.['idempotent-replayed'] === 'true');
       if (answer.body['ignored'] === true) options.telemetry?.ignored(label);
       const duration = Math.round((now() - started) * 10) / 10;
-      const hook = note.hook ?? hookName(path);
+      const { trace } = answer;
+      const hook = trace?.hook ?? hookName(path);
       const code = answer.body['code'];
       let entry: string | undefined;
       if (hook !== null && record !== null) {
-        if (note.hook === undefined) note.hook = hook;
         const url = req.url ?? '';
         const rawQuery = url.includes('?') ? url.slice(url.indexOf('?') + 1) : '';
-        entry = record({ requestId: id, method: req.method ?? 'GET', path, query: target.query, rawQuery, headers: req.headers, client, answer, note, durationMs: duration });
+        // Refused before its route (a token in the URL, a method): the hook alone is known.
+        const traced: Trace = trace ?? { hook, auth: 'none' };
+        entry = record({ requestId: id, method: req.method ?? 'GET', path, query: target.query, rawQuery, headers: req.headers, client, answer, trace: traced, durationMs: duration });
       }
       // On one line, as the event source shows it: a name's own line breaks cannot add a log line.
       const shown = hook === null || _PLAIN_NAME.test(hook) ? hook : nameLine(hook);
       // Counted always; written unless folded into a count, left out by the bound or not asked for.
-      if (!shared.requestLog.admit(answer.status, code, shown, client, note.signature)) return;
+      if (!shared.requestLog.admit(answer.status, code, shown, client, trace?.signature)) return;
       // Only the path: the query may hold what a careless client thought was a URL token. The
       // signature's refusal names the header and the rule, never a value.
       const fields: LogFields = { id, method: req.method, path, status: answer.status, duration, client: client.address };
       if (shown !== null) fields['hook'] = shown;
       if (typeof code === 'string') fields['code'] = code;
-      if (note.signature?.ok === false) fields['reason'] = note.signature.reason;
+      if (trace?.signature?.ok === false) fields['reason'] = trace.signature.reason;
       if (entry !== undefined) fields['entry'] = entry;
       log.info('request', fields);
     };
     // A refusal is answered in this turn, with no promise; one settle step serves both outcomes of the rest.
     let answer: Answer | Promise<Answer>;
     try {
-      answer = route(req, target, client, id, _inviter(req, res), note);
+      answer = route(req, target, client, id, _inviter(req, res));
     } catch (error) {
-      answer = _answerError(error, id, log);
+      answer = answerError(error, id, log);
     }
-    if (answer instanceof Promise) answer.then(answered, (error: unknown) => answered(_answerError(error, id, log)));
+    if (answer instanceof Promise) answer.then(answered, (error: unknown) => answered(answerError(error, id, log)));
     else answered(answer);
   }) as App;
   app.limiterStats = () => shared.limiter.stats();
   app.flushLog = () => shared.requestLog.flush();
   app.held = () => shared.behind.count;
   app.preview = async (input) => {
-    const [{ previewHook }, { replayInput, replayProblem }] = await Promise.all([_operatorParts.preview(), _operatorParts.replay()]);
+    const [{ previewHook }, { replayPreview, replayProblem }] = await Promise.all([_operatorParts.preview(), _operatorParts.replay()]);
     const { config } = current;
     let request: PreviewInput;
     if ('id' in input) {
       const problem = replayProblem(input, config);
       if (problem !== null) throw new HttpError(409, ErrorCode.NotReplayable, `entry ${input.id} cannot be replayed: ${problem}`);
-      const { name, headers, rawQuery, bytes, verified, pathOnly } = replayInput(input, 'try', newNote(), config);
-      request = { name, headers, rawQuery, bytes, ...(verified === true ? { verified } : {}), ...(pathOnly === true ? { pathOnly } : {}) };
+      request = replayPreview(input, config);
     } else {
       request = input;
     }
-    const transforms = options.transforms ?? (async () => ({ ok: false, reason: 'load-failed', detail: 'no transform runner is configured' }) as const);
+    const transforms = options.transforms ?? _NO_TRANSFORMS;
     return previewHook({ config, transforms, lastRoute: () => options.store.lastRoute(), ...(options.clock === undefined ? {} : { clock: options.clock }) }, request);
   };
   app.replay = async (entry) => {
     const { replayInput, replayProblem } = await _operatorParts.replay();
-    const { config, process, record } = current;
+    const { config, path: hooks, record } = current;
     const problem = replayProblem(entry, config);
     if (problem !== null) throw new HttpError(409, ErrorCode.NotReplayable, `entry ${entry.id} cannot be replayed: ${problem}`);
     const started = now();
     const id = requestId();
-    const note = newNote();
-    const input = replayInput(entry, id, note, config);
-    let answer: Answer;
-    try {
-      answer = await process(input, 'replay');
-    } catch (error) {
-      answer = _answerError(error, id, log);
-    }
+    const input = replayInput(entry, id, config);
+    const answer = await hooks(input);
+    const trace = answer.trace ?? input.trace;
     const durationMs = Math.round((now() - started) * 10) / 10;
     const code = typeof answer.body['code'] === 'string' ? answer.body['code'] : undefined;
     const path = entry.path;
-    const made = record?.({ requestId: id, method: 'POST', path, query: input.query, rawQuery: input.rawQuery, headers: input.headers, client: input.client, answer, note, durationMs });
+    const made = record?.({ requestId: id, method: 'POST', path, query: input.query, rawQuery: input.rawQuery, headers: input.headers, client: input.client, answer, trace, durationMs });
     log.info('replay', { id, replayOf: entry.id, hook: entry.hook, status: answer.status, ...(code === undefined ? {} : { code }), ...(made === undefined ? {} : { entry: made }) });
     const outcome: ReplayOutcome = { replayOf: entry.id, requestId: id, status: answer.status };
     if (made !== undefined) outcome.entry = made;
     if (code !== undefined) outcome.code = code;
     if (answer.status >= 400 && typeof answer.body['error'] === 'string') outcome.error = answer.body['error'];
-    if (note.became !== undefined) outcome.became = note.became;
+    if (trace.became !== undefined) outcome.became = trace.became;
     return outcome;
   };
   app.reload = (config) => {
@@ -238,14 +238,14 @@ function _compile(
   shared: Shared,
 ): {
   config: Config;
-  route: (req: IncomingMessage, target: Target, client: Client, id: string, invite: () => void, note: Note) => Answer | Promise<Answer>;
+  route: (req: IncomingMessage, target: Target, client: Client, id: string, invite: () => void) => Answer | Promise<Answer>;
   hookLabel: (path: string) => string;
   /** The hook a path names (`''` for the base path), or `null` outside the hooks path. */
   hookName: (path: string) => string | null;
   /** Makes a request's ledger entry; `null` when there is no ledger. */
   record: Recorder | null;
-  /** Processes a hook request's bytes (what a replay runs). */
-  process: (input: HookBytes, mode: HookMode) => Promise<Answer>;
+  /** The hooks path once a request's bytes are read (what a replay runs). */
+  path: HooksPath;
 } {
   const { store } = options;
   const { maxFailures, windowSeconds, lockoutSeconds } = config.hooks.authRateLimit;
@@ -253,27 +253,22 @@ function _compile(
     options.log.warn('client locked out', { client: client.address, failures: maxFailures, windowSeconds, lockoutSeconds }),
   );
   const wait = options.completions === undefined ? undefined : createWaiter(config, store, options.completions);
-  const dispatch = createDispatch({
+  const newId = options.newId ?? randomUUID;
+  const clock = options.clock ?? Date.now;
+  const planner = createPlanner({ config, transforms: options.transforms ?? _NO_TRANSFORMS, lastRoute: () => store.lastRoute(), newId, clock });
+  const commit = createCommit({
     config,
     store,
     heartbeat: options.heartbeat,
     log: options.log,
-    newId: options.newId ?? randomUUID,
-    transforms: options.transforms ?? (async () => ({ ok: false, reason: 'load-failed', detail: 'no transform runner is configured' })),
+    newId,
+    auth,
     ...(options.runs === undefined ? {} : { runs: options.runs }),
     ...(wait === undefined ? {} : { wait }),
     ...(options.forwarded === undefined ? {} : { forwarded: options.forwarded }),
   });
-  const routeOptions = {
-    config,
-    auth,
-    idempotent: createIdempotency(store, shared.inflight, wait, shared.behind),
-    dispatch,
-    bodyTimeoutMs: options.bodyTimeoutMs ?? 30_000,
-    received: shared.received,
-    clock: options.clock ?? Date.now,
-  };
-  const hooks = hooksRoute(routeOptions);
+  const path = hooksPath(planner, commit, createIdempotency(store, shared.inflight, wait, shared.behind), options.log);
+  const hooks = hooksRoute({ config, auth, path, bodyTimeoutMs: options.bodyTimeoutMs ?? 30_000, received: shared.received, clock, log: options.log });
   const router = new Router<Handler>().add(['GET', 'HEAD'], '/healthz', async () =>
     (await store.writable()) ? { status: 200, body: { ok: true } } : { status: 503, body: { ok: false, error: 'the journal is not writable' } },
   );
@@ -284,14 +279,14 @@ function _compile(
   const base = config.hooks.path;
   const hookName = (path: string): string | null =>
     !config.hooks.enabled ? null : path === base ? '' : path.startsWith(`${base}/`) ? trimSlashes(path.slice(base.length + 1)) : null;
-  const record = options.ledger === undefined || !config.hooks.ledger.enabled ? null : createRecorder(config, options.ledger, options.clock ?? Date.now);
+  const record = options.ledger === undefined || !config.hooks.ledger.enabled ? null : createRecorder(config, options.ledger, clock);
   return {
     config,
-    route: (req, target, client, id, invite, note) => _route(router, req, target, client, id, invite, note),
+    route: (req, target, client, id, invite) => _route(router, req, target, client, id, invite),
     hookLabel: _hookLabels(config),
     hookName,
     record,
-    process: hookProcessor(routeOptions),
+    path,
   };
 }
 
@@ -307,7 +302,7 @@ function _metrics(telemetry: Telemetry, token: Buffer, auth: Auth): Handler {
 
 // Finds the route, refuses a token in the URL and a method the route does not take, and runs it.
 // Synchronous up to the handler: what it throws on the way is caught by the caller in the same turn.
-function _route(router: Router<Handler>, req: IncomingMessage, target: Target, client: Client, id: string, invite: () => void, note: Note): Answer | Promise<Answer> {
+function _route(router: Router<Handler>, req: IncomingMessage, target: Target, client: Client, id: string, invite: () => void): Answer | Promise<Answer> {
   const { pathname, query } = target;
   const match = router.find(pathname);
   if (match === null) throw new HttpError(404, ErrorCode.NotFound, 'not found');
@@ -322,7 +317,7 @@ function _route(router: Router<Handler>, req: IncomingMessage, target: Target, c
       headers: { allow: match.route.methods.join(', ') },
     });
   }
-  return match.route.handler({ id, req, query, name: match.rest, client, invite, note });
+  return match.route.handler({ id, req, query, name: match.rest, client, invite });
 }
 
 // A path's metrics label, remembered for the first paths seen (a bounded set: paths are the caller's).
@@ -346,13 +341,4 @@ function _hookLabel(config: Config, path: string): string {
   const name = trimSlashes(path.slice(base.length));
   if (name === 'wake' || name === 'agent') return name;
   return config.hooks.mappings.some((m) => m.match.path === name) ? name : 'mapped';
-}
-
-// Where every error thrown on a request's way becomes an answer. Known errors say what went wrong
-// (errorAnswer); anything else is logged with the request id and answered with a bare 500 that
-// tells the client nothing.
-function _answerError(error: unknown, id: string, log: Logger): Answer {
-  if (error instanceof HttpError) return errorAnswer(error);
-  log.error('unexpected error', { id, error: error instanceof Error ? (error.stack ?? error.message) : String(error) });
-  return { status: 500, body: { ok: false, error: 'internal error', code: ErrorCode.Internal } };
 }

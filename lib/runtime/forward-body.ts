@@ -1,6 +1,6 @@
 import type { AgentAction, RunSpec, WakeAction } from '../actions.ts';
 
-// Forward mode's outbox bodies: what forward.ts sends upstream. The dispatcher writes them into the
+// Forward mode's outbox bodies: what forward.ts sends upstream. Commit (edge/commit.ts) writes them into the
 // outbox when it accepts a request, so they stand apart from forward.ts, which serve loads only
 // when hooks.forward is set. What the released gateway refuses is refused here first
 // (forwardDestination), so nothing acknowledged here is refused there for its destination.

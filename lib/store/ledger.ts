@@ -73,6 +73,11 @@ interface _Coalesced {
   lastMs: number;
 }
 
+// A coalescing key as held: a longer one (a long hook name) as its digest.
+function _compact(key: string): string {
+  return key.length > KEY_MAX ? createHash('sha256').update(key).digest('base64') : key;
+}
+
 /** The largest batch buffer kept for reuse once written (a steady 20,000 entries/s of 600 bytes fill 1.2 MB in a batch). */
 const SPARE_MAX = 2 * 1024 * 1024;
 
@@ -170,26 +175,33 @@ export class Ledger {
   }
 
   /**
-   * A refusal counted into the entry of the same `key` (client and refusal) within the coalescing
-   * window, or a new entry (`make()`) when there is none: a flood costs a count, not an entry each.
-   * Returns the entry's id. A new entry keeps at most {@link REFUSAL_HEADER_BYTES} of headers.
+   * A refusal counted into the entry of the same `key` (client and refusal) within its coalescing
+   * window: a flood costs a count, not an entry each. Returns the entry's id, or `null` when no
+   * window of `key` is open (then the caller makes the entry and opens one with {@link Ledger.hold}).
    */
-  coalesce(key: string, make: () => LedgerEntry): string {
+  count(key: string): string | null {
+    if (this.#closed) return null;
+    const now = this.#now();
+    const held = this.#coalesced.get(_compact(key));
+    if (held === undefined || now >= held.until) return null;
+    held.count++;
+    held.lastMs = now;
+    held.lane.counts.add(held);
+    this.#soon();
+    return held.id;
+  }
+
+  /**
+   * Opens the coalescing window of `key` with its first refusal's entry (which keeps at most
+   * {@link REFUSAL_HEADER_BYTES} of headers); returns the entry's id.
+   */
+  hold(key: string, entry: LedgerEntry): string {
     // A refusal answered while the server stops: an entry for its log line, held by no lane (a
     // lane held it past close() would open a segment that nothing closes).
-    if (this.#closed) return make().id;
+    if (this.#closed) return entry.id;
     const now = this.#now();
-    const compact = key.length > KEY_MAX ? createHash('sha256').update(key).digest('base64') : key;
-    const held = this.#coalesced.get(compact);
-    if (held !== undefined && now < held.until) {
-      held.count++;
-      held.lastMs = now;
-      held.lane.counts.add(held);
-      this.#soon();
-      return held.id;
-    }
+    const compact = _compact(key);
     if (this.#coalesced.size >= MAX_COALESCED) this.#forgetExpired(now);
-    const entry = make();
     capHeaders(entry, REFUSAL_HEADER_BYTES);
     entry.count = 1;
     // Made into its line now, as record() does: the entry dies young (a flood's entries held until
@@ -200,7 +212,7 @@ export class Ledger {
     const coalesced: _Coalesced = { id: entry.id, count: 1, lane, until: now + this.#config.coalesceSeconds * 1000, lastMs: now };
     // A window that was there, expired, goes now: the map keeps the newest window last, which the
     // oldest-first sweep in #forgetExpired relies on.
-    if (held !== undefined) this.#coalesced.delete(compact);
+    this.#coalesced.delete(compact);
     if (this.#coalesced.size < MAX_COALESCED) this.#coalesced.set(compact, coalesced);
     this.#soon();
     return entry.id;

@@ -2,9 +2,11 @@ import assert from 'node:assert/strict';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { createDispatch, type HookCall } from '../lib/edge/dispatch.ts';
 import { formatPreview } from '../lib/cli/preview-text.ts';
-import { HttpError } from '../lib/errors.ts';
+import { createCommit } from '../lib/edge/commit.ts';
+import type { IdempotencyKey } from '../lib/edge/idempotency.ts';
+import { createPlanner, plan, type HookRequest } from '../lib/edge/plan.ts';
+import { previewOf } from '../lib/edge/preview.ts';
 import { silentLogger, specConfig } from './_app.ts';
 import { defer } from './_cleanup.ts';
 import { Store } from '../lib/store/store.ts';
@@ -22,21 +24,38 @@ async function setup(t: TestContext, raw: Record<string, unknown> = {}, depth = 
   const beats: string[] = [];
   const queued: RunRecord[] = [];
   let ids = 0;
-  const dispatch = createDispatch({
+  const newId = () => `00000000-0000-4000-8000-${String(++ids).padStart(12, '0')}`;
+  const planner = createPlanner({ config, transforms: async () => ({ ok: true, value: null }), lastRoute: () => store.lastRoute(), newId, clock: Date.now });
+  const commit = createCommit({
     config,
     store,
-    heartbeat: { request: (reason) => void beats.push(reason) },
+    heartbeat: { request: (reason: string) => void beats.push(reason) },
     log: silentLogger,
-    newId: () => `00000000-0000-4000-8000-${String(++ids).padStart(12, '0')}`,
-    transforms: async () => ({ ok: true, value: null }),
-    runs: { enqueue: (run) => void queued.push(run), get depth() { return depth + queued.length; } },
+    newId,
+    auth: { refuse: () => assert.fail('nothing is counted') },
+    runs: { enqueue: (run: RunRecord) => void queued.push(run), get depth() { return depth + queued.length; } },
   });
-  return { dispatch, store, beats, queued };
+  // Plan and commit, the answer without its trace.
+  const dispatch = async (request: HookRequest, idem: IdempotencyKey | null) => {
+    const { trace: _trace, ...answer } = await commit(await plan(planner, request), request, idem);
+    return answer;
+  };
+  return { dispatch, planner, store, beats, queued };
 }
 
-const call = (name: string, body: Record<string, unknown>): HookCall => ({ id: 'req-1', name, body, headers: {}, query: new URLSearchParams() });
+const call = (name: string, body: Record<string, unknown>): HookRequest => ({
+  id: 'req-1',
+  name,
+  headers: {},
+  query: new URLSearchParams(),
+  rawQuery: '',
+  bytes: Buffer.from(JSON.stringify(body)),
+  client: { address: '127.0.0.1', key: '127.0.0.1' },
+  trace: { hook: name, auth: 'token' },
+  judged: { fresh: true, keyed: false, counted: true },
+});
 
-test('createDispatch() records a wake and asks for a heartbeat only when its mode is now', async (t) => {
+test('commit() records a wake and asks for a heartbeat only when its mode is now', async (t) => {
   const { dispatch, store, beats } = await setup(t);
   assert.deepEqual(await dispatch(call('wake', { text: ' Disk full ' }), null), { status: 200, body: { ok: true, mode: 'now', eventOutcome: 'queued' } });
   assert.deepEqual(await dispatch(call('wake', { text: 'later', mode: 'next-heartbeat' }), null), { status: 200, body: { ok: true, mode: 'next-heartbeat', eventOutcome: 'queued' } });
@@ -44,7 +63,7 @@ test('createDispatch() records a wake and asks for a heartbeat only when its mod
   assert.deepEqual(beats, ['wake']);
 });
 
-test('createDispatch() hands an accepted run to the runtime with the request id on it', async (t) => {
+test('commit() hands an accepted run to the runtime with the request id on it', async (t) => {
   const { dispatch, queued } = await setup(t);
   const answer = await dispatch(call('agent', { message: 'Summarise' }), { scope: 'agent', key: 'k' });
   assert.equal(answer.status, 202);
@@ -53,30 +72,27 @@ test('createDispatch() hands an accepted run to the runtime with the request id 
   assert.equal(queued[0]!.runId, answer.body['runId']);
 });
 
-test('createDispatch() refuses a run with 503 and Retry-After when the queue is full, recording nothing', async (t) => {
+test('commit() refuses a run with 503 and Retry-After when the queue is full, recording nothing', async (t) => {
   const { dispatch, store } = await setup(t, { maxQueuedRuns: 2 }, 2);
-  await assert.rejects(dispatch(call('agent', { message: 'one too many' }), null), (error: unknown) => {
-    assert.ok(error instanceof HttpError);
-    assert.deepEqual([error.status, error.code, error.headers['retry-after']], [503, 'ERR_UNAVAILABLE', '30']);
-    return true;
-  });
+  const answer = await dispatch(call('agent', { message: 'one too many' }), null);
+  assert.deepEqual([answer.status, answer.body['code'], answer.headers?.['retry-after']], [503, 'ERR_UNAVAILABLE', '30']);
   assert.deepEqual(store.runs(), []);
 });
 
-test('createDispatch() answers 404 for a name no mapping matches, and 204 when a transform skips', async (t) => {
+test('commit() answers 404 for a name no mapping matches, and 204 when a transform skips', async (t) => {
   const { dispatch, store } = await setup(t, { mappings: [{ match: { path: 'skipper' }, action: 'wake', transform: { module: 'skip.js' } }] });
-  await assert.rejects(dispatch(call('nobody', {}), null), (error: unknown) => error instanceof HttpError && error.status === 404);
+  assert.equal((await dispatch(call('nobody', {}), null)).status, 404);
   assert.deepEqual(await dispatch(call('skipper', { text: 'x' }), null), { status: 204, body: {} });
   assert.deepEqual(store.events(), []);
 });
 
-test('createDispatch() in a dry run shows a wake\'s agent and session, records nothing, and try prints them', async (t) => {
-  const { dispatch, store } = await setup(t, { allowRequestSessionKey: true }, 0);
-  const preview = { transforms: [], actions: [], warnings: [] } as NonNullable<HookCall['preview']>;
-  const answer = await dispatch({ ...call('wake', { text: 'Deploy failed', sessionKey: 'agent:main:hook:ci' }), preview }, null);
-  assert.equal(answer.status, 200);
+test('plan() alone (a dry run) shows a wake\'s agent and session, records nothing, and try prints them', async (t) => {
+  const { planner, store } = await setup(t, { allowRequestSessionKey: true }, 0);
+  const planned = await plan(planner, { ...call('wake', { text: 'Deploy failed', sessionKey: 'agent:main:hook:ci' }), judged: { fresh: false, keyed: false, counted: false, whole: true } });
+  const preview = previewOf('wake', planned);
+  assert.equal(preview.status, 200);
   assert.deepEqual(preview.actions, [{ kind: 'wake', text: 'Deploy failed', unresolved: [], mode: 'now', target: { sessionKey: 'hook:ci' } }]);
   assert.equal(store.events().length, 0);
-  const printed = formatPreview({ hook: 'wake', status: 200, ...preview });
+  const printed = formatPreview(preview);
   assert.match(printed, /\n  mode        now\n  session key hook:ci\n/);
 });

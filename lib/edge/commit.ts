@@ -1,0 +1,173 @@
+import type { AgentAction, RunSpec, WakeAction } from '../actions.ts';
+import type { Config } from '../config/types.ts';
+import { HttpError } from '../errors.ts';
+import type { Auth } from '../guard/auth.ts';
+import type { Logger } from '../log.ts';
+import { upstreamAgent, upstreamWake } from '../runtime/forward-body.ts';
+import type { WakeTarget } from '../policy/admit.ts';
+import type { Became } from '../store/ledger-entry.ts';
+import type { EventOutcome } from '../store/session-events.ts';
+import type { OutboxSpec } from '../store/outbox.ts';
+import type { Effects, Store } from '../store/store.ts';
+import type { IdempotencyWrite, StoredAnswer } from '../store/records.ts';
+import { errorAnswer, type Answer } from './answer.ts';
+import { admitEvents, reserveRuns, unavailable, type RunQueue } from './capacity.ts';
+import type { IdempotencyKey } from './idempotency.ts';
+import type { Accepted, HookRequest, Plan } from './plan.ts';
+import type { Said, Trace } from './trace.ts';
+import type { Waiter } from './wait.ts';
+
+// Every effect of a planned request, and nothing that decides what it comes to: the plan's log
+// lines, a refusal counted against the client, then for an accepted request its events and runs
+// (or forward mode's outbox entries) and its idempotency key in one journal commit, the runs
+// queued, a heartbeat asked for, the outbox woken, the wait for the runs. The capacity bounds are
+// checked here, with no await before the journal's commit, because holding a queue slot is itself
+// an effect and requests arriving together must be counted together; a refusal there is traced.
+
+/** What committing writes to and tells. */
+export interface CommitOptions {
+  config: Config;
+  store: Pick<Store, 'commit' | 'backlog'>;
+  heartbeat: { request(reason: string): void };
+  log: Logger;
+  newId: () => string;
+  /** Counts a refused signature against its client (the failure limiter). */
+  auth: Pick<Auth, 'refuse'>;
+  /** The agent runtime's queue: accepted runs go there; a full queue answers 503. */
+  runs?: RunQueue;
+  /** Holds a `waitForCompletion` answer until its runs finished; without it such requests are answered at once. */
+  wait?: Waiter;
+  /** Forward mode: told when new outbox entries are on disk, so it sends them at once. */
+  forwarded?: () => void;
+}
+
+/** Carries out a plan; `idem` is the key the answer is remembered under. The answer carries the trace, with what the request became. */
+export type Commit = (plan: Plan, request: Pick<HookRequest, 'id' | 'client' | 'name' | 'gone'>, idem: IdempotencyKey | null) => Answer | Promise<Answer>;
+
+// Where accepted actions go, chosen once when the committer is built.
+type _Destination = (ctx: CommitOptions, request: Pick<HookRequest, 'id' | 'name' | 'gone'>, accepted: Accepted, idem: IdempotencyKey | null, answer: Answer) => Promise<{ answer: Answer; became: Became }>;
+
+/** Builds the committer of one (re)load: into this process's journal and runtime, or in forward mode into the outbox bound upstream. */
+export function createCommit(options: CommitOptions): Commit {
+  const destination = options.config.hooks.forward === null ? _local : _forward;
+  return (plan, request, idem) => {
+    if (plan.trace.said !== undefined) _write(options.log, plan.trace.said);
+    switch (plan.kind) {
+      case 'refused': {
+        const refusal = plan.count === undefined ? plan.refusal : options.auth.refuse(request.client, plan.count);
+        return refused(plan.trace, refusal);
+      }
+      case 'answered':
+        return { ...plan.answer, trace: plan.trace };
+      case 'accepted':
+        return _accept(options, destination, plan, request, idem);
+    }
+  };
+}
+
+/** A refusal's answer, carrying the trace with the refusal in it. */
+export function refused(trace: Trace, refusal: HttpError): Answer {
+  return { ...errorAnswer(refusal), trace: { ...trace, refusal } };
+}
+
+async function _accept(options: CommitOptions, destination: _Destination, plan: Plan & { kind: 'accepted' }, request: Pick<HookRequest, 'id' | 'name' | 'gone'>, idem: IdempotencyKey | null): Promise<Answer> {
+  let made: { answer: Answer; became: Became };
+  try {
+    made = await destination(options, request, plan.accepted, idem, plan.answer);
+  } catch (error) {
+    if (!(error instanceof HttpError)) throw error;
+    return refused(plan.trace, error);
+  }
+  return { ...made.answer, trace: { ...plan.trace, became: made.became } };
+}
+
+function _write(log: Logger, said: readonly Said[]): void {
+  for (const line of said) log[line.level](line.message, line.fields);
+}
+
+// Local: events for the main session and runs for this runtime, in one commit.
+const _local: _Destination = async (ctx, request, accepted, idem, answer) => {
+  const { source } = accepted;
+  // A wake is a system event of its target's session; one equal to that session's newest unread event coalesces into it.
+  const events = accepted.actions.flatMap((a) =>
+    a.kind === 'wake' ? [{ kind: 'system' as const, text: a.action.text, source, mode: a.action.mode, requestId: request.id, ...a.target, coalesce: true }] : [],
+  );
+  const runs = accepted.actions.flatMap((a) => (a.kind === 'agent' ? [a.run] : []));
+  const waitFor = accepted.wait && runs.length > 0 && ctx.wait !== undefined ? runs.map((r) => r.runId) : undefined;
+  const told = (outcomes: readonly EventOutcome[]) => _withOutcome(answer, outcomes);
+  const idemFor = idem === null ? undefined : (outcomes: readonly EventOutcome[]) => _remember(idem, request.id, told(outcomes), waitFor)!;
+  const { became, outcomes } = await _commit(ctx, { events, runs }, idemFor, accepted.field);
+  if (accepted.recorded !== undefined) _write(ctx.log, accepted.recorded);
+  if (events.some((e) => e.mode === 'now')) ctx.heartbeat.request(source);
+  return { answer: waitFor === undefined ? told(outcomes) : await ctx.wait!({ ...told(outcomes), waitFor }, request.gone), became };
+};
+
+// Forward mode: the actions as the upstream gateway's /wake and /agent take them, into the outbox.
+const _forward: _Destination = async (ctx, request, accepted, idem, answer) => {
+  const outbox = accepted.actions.map((a) => (a.kind === 'wake' ? _outboxWake(ctx, a.action, a.target, accepted.defaultAgentId, request) : _outboxAgent(ctx, a.action, a.run, request)));
+  // Queued for the upstream, which decides on its own whether it coalesces.
+  const told = _withOutcome(answer, accepted.actions.flatMap((a) => (a.kind === 'wake' ? ['queued' as const] : [])));
+  await ctx.store.commit({ outbox }, _remember(idem, request.id, told)).catch((error: unknown) => {
+    throw unavailable(error);
+  });
+  ctx.forwarded?.();
+  if (accepted.recorded !== undefined) _write(ctx.log, accepted.recorded);
+  return { answer: told, became: { outbox: outbox.map((o) => o.id) } };
+};
+
+// Bounds are checked (and queue slots held) with no await before the commit, so requests that
+// arrive together are counted together; the slots go back once the runs are queued or refused.
+// `field` names a wake text that is too long.
+async function _commit(
+  ctx: CommitOptions,
+  effects: Effects,
+  idem: ((outcomes: readonly EventOutcome[]) => IdempotencyWrite) | undefined,
+  field: (i: number) => string,
+): Promise<{ became: Became; outcomes: EventOutcome[] }> {
+  const events = effects.events ?? [];
+  admitEvents(ctx.store, ctx.config, events.filter((e) => e.kind === 'system').map((e) => e.text), field);
+  const release = reserveRuns(ctx.runs, effects.runs?.length ?? 0, ctx.config);
+  try {
+    const committed = await ctx.store.commit(effects, idem);
+    for (const run of committed.runs) ctx.runs?.enqueue(run);
+    return { became: _became(committed.events.map((e) => e.seq), committed.runs.map((r) => r.runId)), outcomes: committed.outcomes };
+  } catch (error) {
+    throw unavailable(error);
+  } finally {
+    release();
+  }
+}
+
+// The outbox entries of forward mode: what the upstream gateway's /wake and /agent take.
+function _outboxWake(ctx: CommitOptions, action: WakeAction, target: WakeTarget, defaultAgentId: string, request: Pick<HookRequest, 'id' | 'name'>): OutboxSpec {
+  // The agent as the request or mapping named it, unless it fell back to the default (then the upstream's own choice, hooks.forward.agentId).
+  const resolved = (target.agentId ?? defaultAgentId).toLowerCase();
+  const { agentId, ...rest } = action;
+  const sent = agentId !== undefined && agentId.toLowerCase() === resolved ? { ...rest, agentId } : rest;
+  return { id: ctx.newId(), target: 'wake', body: upstreamWake(sent, ctx.config.hooks.forward?.agentId), hook: request.name, requestId: request.id };
+}
+
+function _outboxAgent(ctx: CommitOptions, action: AgentAction, run: RunSpec, request: Pick<HookRequest, 'id' | 'name'>): OutboxSpec {
+  return { id: ctx.newId(), target: 'agent', body: upstreamAgent(action, run), hook: request.name, requestId: request.id, runId: run.runId };
+}
+
+// The answer to a request that added wakes says what became of them, as OpenClaw's does:
+// `queued` when any became an event, `coalesced` when each was already its session's newest unread one.
+function _withOutcome(answer: Answer, outcomes: readonly EventOutcome[]): Answer {
+  if (outcomes.length === 0) return answer;
+  return { ...answer, body: { ...answer.body, eventOutcome: outcomes.includes('queued') ? 'queued' : 'coalesced' } };
+}
+
+// What a commit made, for the ledger: only the kinds it made.
+function _became(events: number[], runs: string[]): Became {
+  const became: Became = {};
+  if (events.length > 0) became.events = events;
+  if (runs.length > 0) became.runs = runs;
+  return became;
+}
+
+// A request that waits is remembered with its runs, so a retry waits for the same ones.
+function _remember(idem: IdempotencyKey | null, requestId: string, answer: StoredAnswer, waitFor?: readonly string[]): IdempotencyWrite | undefined {
+  if (idem === null) return undefined;
+  return { ...idem, status: answer.status, body: answer.body, requestId, ...(waitFor === undefined ? {} : { waitFor }) };
+}
