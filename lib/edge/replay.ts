@@ -1,8 +1,11 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Config } from '../config/types.ts';
+import { ErrorCode, HttpError } from '../errors.ts';
+import type { Logger } from '../log.ts';
 import { bodyBytes } from '../store/ledger-read.ts';
 import type { LedgerEntry } from '../store/ledger-entry.ts';
-import { REDACTED } from './ledger-note.ts';
+import type { HooksPath } from './hooks-route.ts';
+import { REDACTED, type Recorder } from './ledger-note.ts';
 import type { HookRequest, Judged } from './plan.ts';
 import type { PreviewInput } from './preview.ts';
 import type { Trace } from './trace.ts';
@@ -85,4 +88,39 @@ export function replayInput(entry: LedgerEntry, id: string, config: Config): Hoo
 export function replayPreview(entry: LedgerEntry, config: Config): PreviewInput {
   const { name, headers, rawQuery, bytes, judged, pathOnly } = replayInput(entry, 'try', config);
   return { name, headers, rawQuery, bytes, ...(judged.verified === true ? { verified: true } : {}), ...(pathOnly === true ? { pathOnly } : {}) };
+}
+
+/** What a replay runs with: the current configuration's hooks path and recorder, the log, request ids, the clock. */
+export interface ReplayParts {
+  config: Config;
+  path: HooksPath;
+  record: Recorder | null;
+  log: Pick<Logger, 'info'>;
+  newId: () => string;
+  now: () => number;
+}
+
+/**
+ * Runs a stored request again (plan and commit) through the current configuration and records it
+ * as a new entry marked as a replay; a request that cannot be replayed is an HttpError (409, ERR_NOT_REPLAYABLE).
+ */
+export async function replayEntry(parts: ReplayParts, entry: LedgerEntry): Promise<ReplayOutcome> {
+  const { config } = parts;
+  const problem = replayProblem(entry, config);
+  if (problem !== null) throw new HttpError(409, ErrorCode.NotReplayable, `entry ${entry.id} cannot be replayed: ${problem}`);
+  const started = parts.now();
+  const id = parts.newId();
+  const input = replayInput(entry, id, config);
+  const answer = await parts.path(input);
+  const trace = answer.trace ?? input.trace;
+  const durationMs = Math.round((parts.now() - started) * 10) / 10;
+  const code = typeof answer.body['code'] === 'string' ? answer.body['code'] : undefined;
+  const made = parts.record?.({ requestId: id, method: 'POST', path: entry.path, query: input.query, rawQuery: input.rawQuery, headers: input.headers, client: input.client, answer, trace, durationMs });
+  parts.log.info('replay', { id, replayOf: entry.id, hook: entry.hook, status: answer.status, ...(code === undefined ? {} : { code }), ...(made === undefined ? {} : { entry: made }) });
+  const outcome: ReplayOutcome = { replayOf: entry.id, requestId: id, status: answer.status };
+  if (made !== undefined) outcome.entry = made;
+  if (code !== undefined) outcome.code = code;
+  if (answer.status >= 400 && typeof answer.body['error'] === 'string') outcome.error = answer.body['error'];
+  if (trace.became !== undefined) outcome.became = trace.became;
+  return outcome;
 }

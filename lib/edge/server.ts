@@ -110,109 +110,117 @@ interface Shared {
 
 /** Builds the request listener: routing, the hooks path (plan, commit), and the answer sent, recorded and logged. */
 export function createApp(options: AppOptions): App {
-  const { log } = options;
   // Request ids label and correlate, nothing more (see idSequence): no random draw per request.
-  const requestId = options.newId ?? idSequence();
+  const ids = options.newId ?? idSequence();
   const now = options.now ?? performance.now.bind(performance);
-  const shared: Shared = { inflight: new Map(), behind: { count: 0 }, received: new WeakMap(), limiter: options.limiter ?? _limiter(options.config), limits: JSON.stringify(options.config.hooks.authRateLimit), requestLog: createRequestLog({ log, settings: options.config.log, now }) };
-  let current = _compile(options, options.config, shared);
-
-  const app = ((req: IncomingMessage, res: ServerResponse) => {
-    // Pipelined behind an answer that ended the connection: never carried out, as it can never be answered.
-    if (endedConnection(req.socket)) return void req.resume();
-    const { route, config, hookLabel, hookName, record } = current;
-    const started = now();
-    const incoming = req.headers['x-request-id'];
-    const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : requestId();
-    const client = requestClient(req.socket, req.headers['x-forwarded-for'], config.gateway.trustedProxies);
-    const target = splitTarget(req.url ?? '/');
-    const answered = (answer: Answer) => {
-      sendAnswer(req, res, answer, id, config.hooks.maxBodyBytes);
-      const path = target.pathname;
-      const label = hookLabel(path);
-      options.telemetry?.request(label, answer.status, shared.received.get(req) ?? 0, answer.headers?.['idempotent-replayed'] === 'true');
-      if (answer.body['ignored'] === true) options.telemetry?.ignored(label);
-      const duration = Math.round((now() - started) * 10) / 10;
-      const { trace } = answer;
-      const hook = trace?.hook ?? hookName(path);
-      const code = answer.body['code'];
-      let entry: string | undefined;
-      if (hook !== null && record !== null) {
-        const url = req.url ?? '';
-        const rawQuery = url.includes('?') ? url.slice(url.indexOf('?') + 1) : '';
-        // Refused before its route (a token in the URL, a method): the hook alone is known.
-        const traced: Trace = trace ?? { hook, auth: 'none' };
-        entry = record({ requestId: id, method: req.method ?? 'GET', path, query: target.query, rawQuery, headers: req.headers, client, answer, trace: traced, durationMs: duration });
-      }
-      // On one line, as the event source shows it: a name's own line breaks cannot add a log line.
-      const shown = hook === null || _PLAIN_NAME.test(hook) ? hook : nameLine(hook);
-      // Counted always; written unless folded into a count, left out by the bound or not asked for.
-      if (!shared.requestLog.admit(answer.status, code, shown, client, trace?.signature)) return;
-      // Only the path: the query may hold what a careless client thought was a URL token. The
-      // signature's refusal names the header and the rule, never a value.
-      const fields: LogFields = { id, method: req.method, path, status: answer.status, duration, client: client.address };
-      if (shown !== null) fields['hook'] = shown;
-      if (typeof code === 'string') fields['code'] = code;
-      if (trace?.signature?.ok === false) fields['reason'] = trace.signature.reason;
-      if (entry !== undefined) fields['entry'] = entry;
-      log.info('request', fields);
-    };
-    // A refusal is answered in this turn, with no promise; one settle step serves both outcomes of the rest.
-    let answer: Answer | Promise<Answer>;
-    try {
-      answer = route(req, target, client, id, _inviter(req, res));
-    } catch (error) {
-      answer = answerError(error, id, log);
-    }
-    if (answer instanceof Promise) answer.then(answered, (error: unknown) => answered(answerError(error, id, log)));
-    else answered(answer);
-  }) as App;
+  const shared: Shared = { inflight: new Map(), behind: { count: 0 }, received: new WeakMap(), limiter: options.limiter ?? _limiter(options.config), limits: JSON.stringify(options.config.hooks.authRateLimit), requestLog: createRequestLog({ log: options.log, settings: options.config.log, now }) };
+  // One for the app; a reload replaces `compiled`, which each request reads once as it starts.
+  const serving: _Serving = { options, shared, compiled: _compile(options, options.config, shared), ids, now };
+  const app = ((req: IncomingMessage, res: ServerResponse) => _request(serving, req, res)) as App;
   app.limiterStats = () => shared.limiter.stats();
   app.flushLog = () => shared.requestLog.flush();
   app.held = () => shared.behind.count;
-  app.preview = async (input) => {
-    const [{ previewHook }, { replayPreview, replayProblem }] = await Promise.all([_operatorParts.preview(), _operatorParts.replay()]);
-    const { config } = current;
-    let request: PreviewInput;
-    if ('id' in input) {
-      const problem = replayProblem(input, config);
-      if (problem !== null) throw new HttpError(409, ErrorCode.NotReplayable, `entry ${input.id} cannot be replayed: ${problem}`);
-      request = replayPreview(input, config);
-    } else {
-      request = input;
-    }
-    const transforms = options.transforms ?? _NO_TRANSFORMS;
-    return previewHook({ config, transforms, lastRoute: () => options.store.lastRoute(), ...(options.clock === undefined ? {} : { clock: options.clock }) }, request);
-  };
-  app.replay = async (entry) => {
-    const { replayInput, replayProblem } = await _operatorParts.replay();
-    const { config, path: hooks, record } = current;
-    const problem = replayProblem(entry, config);
-    if (problem !== null) throw new HttpError(409, ErrorCode.NotReplayable, `entry ${entry.id} cannot be replayed: ${problem}`);
-    const started = now();
-    const id = requestId();
-    const input = replayInput(entry, id, config);
-    const answer = await hooks(input);
-    const trace = answer.trace ?? input.trace;
-    const durationMs = Math.round((now() - started) * 10) / 10;
-    const code = typeof answer.body['code'] === 'string' ? answer.body['code'] : undefined;
-    const path = entry.path;
-    const made = record?.({ requestId: id, method: 'POST', path, query: input.query, rawQuery: input.rawQuery, headers: input.headers, client: input.client, answer, trace, durationMs });
-    log.info('replay', { id, replayOf: entry.id, hook: entry.hook, status: answer.status, ...(code === undefined ? {} : { code }), ...(made === undefined ? {} : { entry: made }) });
-    const outcome: ReplayOutcome = { replayOf: entry.id, requestId: id, status: answer.status };
-    if (made !== undefined) outcome.entry = made;
-    if (code !== undefined) outcome.code = code;
-    if (answer.status >= 400 && typeof answer.body['error'] === 'string') outcome.error = answer.body['error'];
-    if (trace.became !== undefined) outcome.became = trace.became;
-    return outcome;
-  };
+  app.preview = (input) => _preview(options, serving.compiled.config, input);
+  app.replay = async (entry) => (await _operatorParts.replay()).replayEntry({ ...serving.compiled, log: options.log, newId: ids, now }, entry);
   app.reload = (config) => {
     const limits = JSON.stringify(config.hooks.authRateLimit);
     if (limits !== shared.limits && options.limiter === undefined) Object.assign(shared, { limiter: _limiter(config), limits });
     shared.requestLog.configure(config.log);
-    current = _compile(options, config, shared);
+    serving.compiled = _compile(options, config, shared);
   };
   return app;
+}
+
+// What a request is served with: the options, what outlives a reload, the configuration's parts, ids and the clock.
+interface _Serving {
+  options: AppOptions;
+  shared: Shared;
+  compiled: _Compiled;
+  ids: () => string;
+  now: () => number;
+}
+
+// One request as it is answered: the configuration it started with, the id, the client and the target it came with.
+interface _Request {
+  compiled: _Compiled;
+  req: IncomingMessage;
+  res: ServerResponse;
+  id: string;
+  client: Client;
+  target: Target;
+  started: number;
+}
+
+// A request: its id, client and target, the route's answer (a refusal in this turn, with no promise), then answered.
+function _request(serving: _Serving, req: IncomingMessage, res: ServerResponse): void {
+  // Pipelined behind an answer that ended the connection: never carried out, as it can never be answered.
+  if (endedConnection(req.socket)) return void req.resume();
+  const { compiled, options } = serving;
+  const started = serving.now();
+  const incoming = req.headers['x-request-id'];
+  const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : serving.ids();
+  const client = requestClient(req.socket, req.headers['x-forwarded-for'], compiled.config.gateway.trustedProxies);
+  const r: _Request = { compiled, req, res, id, client, target: splitTarget(req.url ?? '/'), started };
+  let answer: Answer | Promise<Answer>;
+  try {
+    answer = compiled.route(req, r.target, client, id, _inviter(req, res));
+  } catch (error) {
+    answer = answerError(error, id, options.log);
+  }
+  // One settle step serves both outcomes of the rest.
+  if (answer instanceof Promise) answer.then((a) => _answered(serving, r, a), (error: unknown) => _answered(serving, r, answerError(error, id, options.log)));
+  else _answered(serving, r, answer);
+}
+
+// The answer sent and counted, then the request recorded in the ledger with its trace, then its log line.
+function _answered(serving: _Serving, r: _Request, answer: Answer): void {
+  const { options, shared } = serving;
+  const { compiled, req, id, client } = r;
+  sendAnswer(req, r.res, answer, id, compiled.config.hooks.maxBodyBytes);
+  const path = r.target.pathname;
+  const label = compiled.hookLabel(path);
+  options.telemetry?.request(label, answer.status, shared.received.get(req) ?? 0, answer.headers?.['idempotent-replayed'] === 'true');
+  if (answer.body['ignored'] === true) options.telemetry?.ignored(label);
+  const duration = Math.round((serving.now() - r.started) * 10) / 10;
+  const { trace } = answer;
+  const hook = trace?.hook ?? compiled.hookName(path);
+  const entry = hook === null || compiled.record === null ? undefined : _record(compiled.record, r, answer, trace ?? { hook, auth: 'none' }, duration);
+  // On one line, as the event source shows it: a name's own line breaks cannot add a log line.
+  const shown = hook === null || _PLAIN_NAME.test(hook) ? hook : nameLine(hook);
+  const code = answer.body['code'];
+  // Counted always; written unless folded into a count, left out by the bound or not asked for.
+  if (!shared.requestLog.admit(answer.status, code, shown, client, trace?.signature)) return;
+  // Only the path: the query may hold what a careless client thought was a URL token. The
+  // signature's refusal names the header and the rule, never a value.
+  const fields: LogFields = { id, method: req.method, path, status: answer.status, duration, client: client.address };
+  if (shown !== null) fields['hook'] = shown;
+  if (typeof code === 'string') fields['code'] = code;
+  if (trace?.signature?.ok === false) fields['reason'] = trace.signature.reason;
+  if (entry !== undefined) fields['entry'] = entry;
+  options.log.info('request', fields);
+}
+
+// A request to the hooks path in the ledger; one refused before its route (a token in the URL, a
+// method) is traced by its hook alone. Returns the entry's id.
+function _record(record: Recorder, r: _Request, answer: Answer, trace: Trace, durationMs: number): string {
+  const { req } = r;
+  const url = req.url ?? '';
+  const rawQuery = url.includes('?') ? url.slice(url.indexOf('?') + 1) : '';
+  return record({ requestId: r.id, method: req.method ?? 'GET', path: r.target.pathname, query: r.target.query, rawQuery, headers: req.headers, client: r.client, answer, trace, durationMs });
+}
+
+// A dry run of a request, or of a stored one, under the current configuration.
+async function _preview(options: AppOptions, config: Config, input: PreviewInput | LedgerEntry): Promise<Preview> {
+  const [{ previewHook }, { replayPreview, replayProblem }] = await Promise.all([_operatorParts.preview(), _operatorParts.replay()]);
+  let request: PreviewInput;
+  if ('id' in input) {
+    const problem = replayProblem(input, config);
+    if (problem !== null) throw new HttpError(409, ErrorCode.NotReplayable, `entry ${input.id} cannot be replayed: ${problem}`);
+    request = replayPreview(input, config);
+  } else {
+    request = input;
+  }
+  return previewHook({ config, transforms: options.transforms ?? _NO_TRANSFORMS, lastRoute: () => options.store.lastRoute(), ...(options.clock === undefined ? {} : { clock: options.clock }) }, request);
 }
 
 function _limiter(config: Config): FailureLimiter {
@@ -232,11 +240,7 @@ function _inviter(req: IncomingMessage, res: ServerResponse): () => void {
 }
 
 // Everything that depends on the configuration, built once per (re)load.
-function _compile(
-  options: AppOptions,
-  config: Config,
-  shared: Shared,
-): {
+interface _Compiled {
   config: Config;
   route: (req: IncomingMessage, target: Target, client: Client, id: string, invite: () => void) => Answer | Promise<Answer>;
   hookLabel: (path: string) => string;
@@ -246,7 +250,9 @@ function _compile(
   record: Recorder | null;
   /** The hooks path once a request's bytes are read (what a replay runs). */
   path: HooksPath;
-} {
+}
+
+function _compile(options: AppOptions, config: Config, shared: Shared): _Compiled {
   const { store } = options;
   const { maxFailures, windowSeconds, lockoutSeconds } = config.hooks.authRateLimit;
   const auth = createAuth(shared.limiter, (client) =>
