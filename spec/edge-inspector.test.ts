@@ -248,5 +248,6 @@ test('the page is small, ours, and builds what it shows from text nodes only', (
   const all = Object.values(page).join('\n');
   assert.doesNotMatch(all, /innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function/);
   assert.doesNotMatch(all, /https?:\/\/(?!www\.w3\.org)/, 'nothing from another origin');
-  assert.doesNotMatch(page['index.html']!, /<script>|<style>|\sstyle=|\son\w+=/, 'no inline script or style');
+  for (const html of ['index.html', 'signin.html']) assert.doesNotMatch(page[html]!, /<script>|<style>|\sstyle=|\son\w+=/, `no inline script or style in ${html}`);
+  assert.doesNotMatch(page['signin.html']!, /<script/, 'the sign-in page runs nothing');
 });

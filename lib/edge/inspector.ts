@@ -85,10 +85,19 @@ const _FILES: Readonly<Record<string, string>> = {
   '/app.css': 'app.css',
 };
 
+// The page's icon holds nothing of the owner's: served without a session (a browser asks for it
+// without the cookie too, at /favicon.ico), so its request never ends in a 404 or a 401.
+const _ICON = 'icon.svg';
+// What a browser gets for a login link that opens nothing, or a page without a session: a page
+// that says what to do, where a program (which asks for no HTML) still gets the JSON error.
+const _SIGN_IN = 'signin.html';
+const _PAGE = [...Object.values(_FILES), _ICON, _SIGN_IN];
+
 const _TYPES: Readonly<Record<string, string>> = {
   html: 'text/html; charset=utf-8',
   js: 'text/javascript; charset=utf-8',
   css: 'text/css; charset=utf-8',
+  svg: 'image/svg+xml',
 };
 
 /** Builds the inspector's listener over `source`. */
@@ -104,13 +113,17 @@ export function createInspector(options: InspectorOptions): Inspector {
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const { pathname, query } = splitTarget(req.url ?? '/');
     if (!hosts.has((req.headers.host ?? '').toLowerCase())) throw new HttpError(421, ErrorCode.Misdirected, 'Host does not name this inspector');
+    const icon = pathname === '/favicon.ico' || pathname === `${INSPECTOR_PREFIX}/${_ICON}`;
+    if (icon && (req.method === 'GET' || req.method === 'HEAD')) return _sendText(res, 200, files[_ICON]!, _TYPES['svg']!, req.method === 'HEAD');
     if (pathname !== INSPECTOR_PREFIX && !pathname.startsWith(`${INSPECTOR_PREFIX}/`)) throw _NOT_FOUND;
     const path = pathname === INSPECTOR_PREFIX ? '/' : pathname.slice(INSPECTOR_PREFIX.length);
+    const signIn = (): void => _sendText(res, 401, files[_SIGN_IN]!, _TYPES['html']!, req.method === 'HEAD');
 
     const cookies = _cookies(req.headers.cookie, cookieName);
     if (path === '/login') {
       if (req.method !== 'GET') throw new HttpError(405, ErrorCode.MethodNotAllowed, 'use GET', { headers: { allow: 'GET' } });
       const opened = sessions.redeem(query.get('code') ?? '', cookies);
+      if (opened === null && _wantsHtml(req)) return signIn();
       if (opened === null) throw new HttpError(401, ErrorCode.NoSession, 'this login link is unknown, used or expired: run "hooks-ingress inspect" for a new one');
       // The code leaves the address bar at once; the tab's key rides in the fragment, which the
       // browser keeps to itself and the page moves into the tab's storage before anything else.
@@ -120,7 +133,10 @@ export function createInspector(options: InspectorOptions): Inspector {
     const file = _FILES[path];
     if (file !== undefined) {
       // The page's own files hold no data: the cookie alone fetches them.
-      if (!sessions.known(cookies)) throw _NO_SESSION;
+      if (!sessions.known(cookies)) {
+        if (path === '/' && _wantsHtml(req)) return signIn();
+        throw _NO_SESSION;
+      }
       if (req.method !== 'GET' && req.method !== 'HEAD') throw new HttpError(405, ErrorCode.MethodNotAllowed, 'use GET', { headers: { allow: 'GET, HEAD' } });
       const ext = file.slice(file.lastIndexOf('.') + 1);
       return _sendText(res, 200, files[file]!, _TYPES[ext]!, req.method === 'HEAD');
@@ -185,12 +201,12 @@ export function createInspector(options: InspectorOptions): Inspector {
   return listener;
 }
 
-/** The page's three files, read once: from lib/ next to this module, or from lib/ beside dist/ after the build. */
+/** The page's files, read once: from lib/ next to this module, or from lib/ beside dist/ after the build. */
 export function loadPage(): Record<string, string> {
   const candidates = [new URL('./inspector-page/', import.meta.url), new URL('../../lib/edge/inspector-page/', import.meta.url)];
   for (const dir of candidates) {
     try {
-      return Object.fromEntries(Object.values(_FILES).map((name) => [name, readFileSync(new URL(name, dir), 'utf8')]));
+      return Object.fromEntries(_PAGE.map((name) => [name, readFileSync(new URL(name, dir), 'utf8')]));
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
     }
@@ -206,6 +222,11 @@ function _filter(query: URLSearchParams): InspectorFilter {
   }
   if (query.get('more') === 'count') filter.more = true;
   return filter;
+}
+
+// A browser navigating asks for HTML; fetch(), curl and the CLI do not.
+function _wantsHtml(req: IncomingMessage): boolean {
+  return (req.headers.accept ?? '').includes('text/html');
 }
 
 // `Origin` must name the very host the request was sent to (already checked against this

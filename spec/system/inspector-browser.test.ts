@@ -90,8 +90,10 @@ test('the inspector in a browser: one-time login, the live list, a refused GitHu
   assert.match(await page.locator('#list').innerText(), /401[\s\S]*POST \/hooks\/github/);
 
   // The link worked once.
-  const again = await (await openPage(t)).goto(link);
+  const spent = await openPage(t);
+  const again = await spent.goto(link);
   assert.equal(again?.status(), 401);
+  assert.match(await spent.locator('body').innerText(), /This link does not open the inspector[\s\S]*Run hooks-ingress inspect again/);
 
   // Live: a request sent now shows up without a reload.
   assert.equal((await post(server.url, '/hooks/notes', { headers: { authorization: `Bearer ${TOKEN}` }, body: { title: 'live one' } })).status, 200);
@@ -180,7 +182,7 @@ test('hostile content in the body, the headers and the path stays text in the br
   assert.deepEqual(await page.evaluate('window.__violations'), [], 'our own page breaks no CSP rule');
 });
 
-test('an expired login link opens nothing in the browser', { skip: SKIP }, async (t) => {
+test('an expired or malformed login link opens nothing in the browser and shows a page saying to run inspect again', { skip: SKIP }, async (t) => {
   const clock = { now: 5_000_000 };
   const source: InspectorSource = { list: async () => ({ entries: [] }), show: async () => null, replay: async () => ({}) };
   const inspector = createInspector({ source, log: silentLogger, idleMs: 60_000, maxAgeMs: 3_600_000, now: () => clock.now });
@@ -192,7 +194,15 @@ test('an expired login link opens nothing in the browser', { skip: SKIP }, async
   const page = await openPage(t);
   const answer = await page.goto(`${running.url}${path}`);
   assert.equal(answer?.status(), 401);
-  assert.match(await page.locator('body').innerText(), /unknown, used or expired/);
+  // A page that says what to do, not the API's JSON; the CSP comes with it.
+  assert.match(String(answer?.headers()['content-type']), /^text\/html/);
+  assert.match(String(answer?.headers()['content-security-policy']), /default-src 'none'/);
+  assert.match(await page.locator('h1').innerText(), /does not open the inspector/);
+  assert.match(await page.locator('body').innerText(), /Run hooks-ingress inspect again/);
+  // A malformed link (no code) gets the same page.
+  const bare = await page.goto(`${running.url}/inspector/login`);
+  assert.equal(bare?.status(), 401);
+  assert.match(await page.locator('body').innerText(), /Run hooks-ingress inspect again/);
   await until('nothing left to wait for', () => true);
 });
 

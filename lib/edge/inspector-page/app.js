@@ -16,7 +16,7 @@ const POLL_MS = 1500;
 // Past this depth a JSON value is shown as one line of text: a node per level lets a few
 // kilobytes of nested brackets exhaust the renderer.
 const TREE_DEPTH = 8;
-const state = { selected: null, shown: '', timer: 0, pending: null };
+const state = { selected: null, shown: '', timer: 0, pending: null, opener: null };
 const $ = (id) => document.getElementById(id);
 
 /** An element with text and children; attributes are set as properties-free strings. */
@@ -75,9 +75,12 @@ async function refresh() {
     const { entries } = await api(`api/requests?${filters()}`);
     const key = JSON.stringify(entries.map((e) => [e.id, e.status, e.count]));
     $('live').textContent = `live · ${entries.length} shown · ${new Date().toLocaleTimeString()}`;
+    $('loading').hidden = true;
     if (key === state.shown) return;
     state.shown = key;
     const list = $('list');
+    // A new list replaces the rows: the keyboard's place in it stays on the request it was on.
+    const focused = list.contains(document.activeElement) ? document.activeElement.dataset.id : null;
     list.replaceChildren(...entries.map((entry) => {
       const button = el('button', { type: 'button', 'data-id': entry.id },
         el('span', { class: statusClass(entry.status) }, entry.status ?? '—'),
@@ -89,9 +92,23 @@ async function refresh() {
       return el('li', {}, button);
     }));
     $('empty').hidden = entries.length > 0;
+    if (focused) [...list.querySelectorAll('button')].find((b) => b.dataset.id === focused)?.focus();
   } catch (error) {
     $('live').textContent = `not updating: ${error.message}`;
+    $('loading').textContent = `Could not load the requests: ${error.message}`;
   }
+}
+
+// The list by keyboard: up and down (Home, End) move to a request and open it; Tab leaves the list.
+function listKeys(event) {
+  const rows = [...document.querySelectorAll('#list button')];
+  const at = rows.indexOf(document.activeElement);
+  if (at === -1) return;
+  const to = { ArrowDown: at + 1, ArrowUp: at - 1, Home: 0, End: rows.length - 1 }[event.key];
+  if (to === undefined || rows[to] === undefined) return;
+  event.preventDefault();
+  rows[to].focus();
+  select(rows[to].dataset.id);
 }
 
 function schedule() {
@@ -190,7 +207,9 @@ async function confirmReplay(ids, title, options = {}) {
   $('confirm-yes').disabled = true;
   $('confirm-body').replaceChildren(el('p', { class: 'hint' }, 'Asking the server what this would become…'));
   state.pending = ids;
+  state.opener = document.activeElement;
   dialog.showModal();
+  $('confirm-no').focus();
   try {
     const preview = await api('api/replay', { ids, dryRun: true });
     // An entry that succeeded before (or whose replay did) is replayed again only on purpose.
@@ -263,7 +282,13 @@ async function start() {
   $('filters').addEventListener('input', () => { state.shown = ''; refresh(); });
   $('filters').addEventListener('submit', (event) => event.preventDefault());
   $('bulk').addEventListener('click', bulk);
-  $('confirm-no').addEventListener('click', () => { state.pending = null; $('confirm').close(); });
+  $('confirm-no').addEventListener('click', () => $('confirm').close());
+  // Closed by Cancel or Escape: nothing is pending, and focus goes back where it was.
+  $('confirm').addEventListener('close', () => {
+    state.pending = null;
+    if (state.opener && state.opener.isConnected) state.opener.focus();
+  });
+  $('list').addEventListener('keydown', listKeys);
   $('confirm-yes').addEventListener('click', doReplay);
   $('logout').addEventListener('click', async () => {
     await api('api/logout', {}).catch(() => null);
