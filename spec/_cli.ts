@@ -6,6 +6,7 @@ import { writeFile } from 'node:fs/promises';
 import { delimiter, join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { defer } from './_cleanup.ts';
 import { tempDir } from './_dir.ts';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -63,12 +64,37 @@ export async function spawnServer(args: readonly string[], env: Record<string, s
 /** Starts `serve` for a config file and a state directory on a free port; SIGTERMs it after the test unless it stopped. */
 export async function serveState(t: TestContext, s: { config: string; state: string }): Promise<Spawned> {
   const server = await spawnServer(['--config', s.config, '--port', '0', '--state-dir', s.state]);
-  t.after(async () => {
-    if (server.child.exitCode !== null || server.child.signalCode !== null) return;
-    server.child.kill('SIGTERM');
-    await server.exited;
-  });
+  stopAfter(t, server);
   return server;
+}
+
+// How long a stopped child may take to exit before it is killed: generous, it only keeps a child
+// that ignores its signal from holding the test file open for ever.
+const _STOP_GRACE_MS = 30_000;
+
+/**
+ * Stops `server` (a spawned process and its exit) after test `t` unless it already stopped: sends
+ * `signal`, waits for the exit, and SIGKILLs a child still there after a grace period. It goes
+ * through `defer`, so the child is gone before the directories registered before it are removed.
+ */
+export function stopAfter(t: TestContext, server: { child: ChildProcess; exited: Promise<unknown> }, signal: NodeJS.Signals = 'SIGTERM'): void {
+  defer(t, () => stopChild(server, signal));
+}
+
+/** Sends `signal` to a child that is still running and waits for it to exit (SIGKILL after a grace period). */
+export async function stopChild(server: { child: ChildProcess; exited: Promise<unknown> }, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+  const { child } = server;
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill(signal);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const overdue = new Promise<void>((resolve) => (timer = setTimeout(resolve, _STOP_GRACE_MS)));
+  try {
+    if ((await Promise.race([server.exited.then(() => 'exited'), overdue])) === 'exited') return;
+  } finally {
+    clearTimeout(timer);
+  }
+  child.kill('SIGKILL');
+  await server.exited;
 }
 
 /** Waits until a spawned server prints its `listening on URL` line; rejects when it exits first. */

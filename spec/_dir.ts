@@ -8,8 +8,27 @@ import { defer } from './_cleanup.ts';
 /** A fresh directory (its real path) that goes when test `t` ends, after everything registered later. */
 export async function tempDir(t: TestContext, prefix = 'spec-'): Promise<string> {
   const dir = await realpath(await mkdtemp(join(tmpdir(), prefix)));
-  defer(t, () => rm(dir, { recursive: true, force: true }));
+  defer(t, () => removeDir(dir));
   return dir;
+}
+
+// What a removal meets when a process it races has just written into the tree (ENOTEMPTY: a file
+// made between the walk and the rmdir), or still holds something open for a moment after it died.
+const _TRANSIENT = new Set(['ENOTEMPTY', 'EBUSY', 'EPERM']);
+
+/**
+ * Removes `dir` and everything in it, and tries again a few times (about 5 s in all) when a
+ * process that wrote into it a moment ago left the walk behind; anything else fails at once.
+ */
+export async function removeDir(dir: string): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await rm(dir, { recursive: true, force: true });
+    } catch (error) {
+      if (attempt >= 20 || !_TRANSIENT.has((error as NodeJS.ErrnoException).code ?? '')) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 25 * attempt));
+    }
+  }
 }
 
 /** Runs `fn` with a fresh directory (its real path) and removes the directory afterwards. */
@@ -18,7 +37,7 @@ export async function withDir<T>(fn: (dir: string) => Promise<T>, prefix = 'spec
   try {
     return await fn(dir);
   } finally {
-    await rm(dir, { recursive: true, force: true });
+    await removeDir(dir);
   }
 }
 
@@ -28,6 +47,6 @@ export async function withDir<T>(fn: (dir: string) => Promise<T>, prefix = 'spec
  */
 export async function fileDir(prefix = 'spec-'): Promise<string> {
   const dir = await realpath(await mkdtemp(join(tmpdir(), prefix)));
-  after(() => rm(dir, { recursive: true, force: true }));
+  after(() => removeDir(dir));
   return dir;
 }

@@ -1,6 +1,7 @@
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { TestContext } from 'node:test';
+import { defer } from './_cleanup.ts';
 
 /** A request as a fake server read it: the body as text. */
 export interface Received {
@@ -68,7 +69,7 @@ export async function listen(handler: Handler): Promise<FakeServer> {
 /** {@link listen} for one test: the server closes when the test ends. */
 export async function fake(t: TestContext, handler: Handler): Promise<FakeServer> {
   const server = await listen(handler);
-  t.after(server.close);
+  defer(t, server.close);
   return server;
 }
 
@@ -86,7 +87,7 @@ export async function listenJson<B = unknown>(answer: (seen: Seen<B>, res: Serve
 /** {@link listenJson} for one test: the server closes when the test ends. */
 export async function fakeJson<B = unknown>(t: TestContext, answer: (seen: Seen<B>, res: ServerResponse) => void): Promise<FakeServer<Seen<B>>> {
   const server = await listenJson(answer);
-  t.after(server.close);
+  defer(t, server.close);
   return server;
 }
 

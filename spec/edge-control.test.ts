@@ -10,6 +10,7 @@ import { callServer } from '../lib/cli/control.ts';
 import { CONTROL_SECRET, CONTROL_SOCKET, SOCKET_PATH_MAX, socketPathProblem, startControl } from '../lib/edge/control.ts';
 import { ErrorCode, HttpError } from '../lib/errors.ts';
 import { silentLogger } from './_app.ts';
+import { defer } from './_cleanup.ts';
 import { startEcho as start } from './_control.ts';
 import { tempDir } from './_dir.ts';
 import { until } from './_until.ts';
@@ -257,7 +258,7 @@ test('past maxConnections open at once that sent the secret, a connection is ans
     socket.write(`${JSON.stringify({ secret, op: 'hang' })}\n`);
     held.push(socket);
   }
-  t.after(() => held.forEach((s) => s.destroy()));
+  defer(t, () => held.forEach((s) => s.destroy()));
   await until('the three are served', () => hung === 3);
   const busy = await written(dir, Buffer.from('{'));
   assert.deepEqual(parsed(busy.answer), { ok: false, error: { code: 'ERR_CONTROL_BUSY', message: 'more than 3 connections are open; try again' } });
@@ -280,7 +281,7 @@ test('connections that have not sent the secret do not keep the owner out: at ma
     one.socket.write('{"secret":"');
     held.push(one);
   }
-  t.after(() => held.forEach((h) => h.socket.destroy()));
+  defer(t, () => held.forEach((h) => h.socket.destroy()));
   assert.deepEqual(await callServer(dir, 'echo', 1), { kind: 'result', result: { echoed: 1 } });
   await until('the oldest held connection was ended', () => held[0]!.closed);
   assert.deepEqual(parsed(held[0]!.answer), { ok: false, error: { code: 'ERR_CONTROL_BUSY', message: 'more than 3 connections are open; try again' } });

@@ -7,6 +7,7 @@ import { buildConfig } from '../lib/config/load.ts';
 import type { Config } from '../lib/config/types.ts';
 import { checkTransforms, TransformReloader } from '../lib/hooks/transforms/reloader.ts';
 import { silentLogger } from './_app.ts';
+import { defer } from './_cleanup.ts';
 import { tempDir } from './_dir.ts';
 import { until } from './_until.ts';
 
@@ -78,7 +79,7 @@ export default async ({ payload }) => {
   const ref = before.hooks.mappings[0]!.transform!;
   const output: string[] = [];
   const pool = new TransformReloader({ ...silentLogger, warn: (message, fields) => void output.push(`${message}: ${String(fields?.['line'])}`) });
-  t.after(() => pool.close());
+  defer(t, () => pool.close());
   pool.configure(before);
   // The flags lie inside the transforms root, the one place the child may read.
   const input = (flag: string) => ({ payload: { flag: join(root, flag) }, headers: {}, query: {}, path: 'wait' });

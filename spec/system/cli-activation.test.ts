@@ -6,7 +6,7 @@ import { once } from 'node:events';
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { test, type TestContext } from 'node:test';
 import { post, send } from '../_http.ts';
-import { assertCleanStop, cliCommand, configFile, IS_DENO, listening, onPath, ROOT, type Spawned, spawnServer } from '../_cli.ts';
+import { assertCleanStop, cliCommand, configFile, IS_DENO, listening, onPath, ROOT, type Spawned, spawnServer, stopAfter } from '../_cli.ts';
 import { defer } from '../_cleanup.ts';
 import { until } from '../_until.ts';
 
@@ -22,7 +22,7 @@ interface Fixture {
 
 async function fixture(t: TestContext): Promise<Fixture> {
   const held = await _listen();
-  t.after(() => _close(held));
+  defer(t, () => _close(held));
   const configPort = (held.address() as AddressInfo).port;
   const { config, state } = await configFile(t, { hooks: { enabled: true, token: TOKEN }, gateway: { bind: '127.0.0.1', port: configPort } }, 'ops-activation-');
   return { config, state, configPort };
@@ -118,11 +118,7 @@ test(
 test('serve ignores LISTEN_FDS meant for another process (LISTEN_PID is not its pid) and binds its own port', async (t) => {
   const f = await fixture(t);
   const server = await spawnServer(['--config', f.config, '--state-dir', f.state, '--port', '0'], { LISTEN_FDS: '1', LISTEN_PID: '1' });
-  t.after(async () => {
-    if (server.child.exitCode !== null || server.child.signalCode !== null) return;
-    server.child.kill('SIGTERM');
-    await server.exited;
-  });
+  stopAfter(t, server);
   const line = await startedLine(server);
   assert.equal(line['activated'], false);
   assert.match(server.url, /^http:\/\/127\.0\.0\.1:\d+$/);

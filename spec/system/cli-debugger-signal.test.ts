@@ -8,7 +8,7 @@ import process from 'node:process';
 import { test } from 'node:test';
 import { ignoreDebuggerSignal, SIGUSR1_LOG_EVERY_MS } from '../../lib/cli/debugger-signal.ts';
 import type { Logger } from '../../lib/log.ts';
-import { configFile, IS_DENO, runCli, spawnServer } from '../_cli.ts';
+import { configFile, IS_DENO, runCli, spawnServer, stopAfter } from '../_cli.ts';
 import { send } from '../_http.ts';
 import { until } from '../_until.ts';
 
@@ -31,10 +31,7 @@ test('serve on Node ignores SIGUSR1: no inspector opens, and the server still se
   // No --inspect anywhere: the operator did not ask for an inspector.
   const env = { NODE_OPTIONS: '' };
   const server = await spawnServer(['--config', config, '--port', '0', '--state-dir', join(dir, 'state')], env);
-  t.after(async () => {
-    server.child.kill('SIGTERM');
-    await server.exited;
-  });
+  stopAfter(t, server);
   await until('the "started" log line', () => server.stderr().includes('"msg":"started"'), { detail: server.stderr });
   // Node's default port for an inspector opened by SIGUSR1. Something else may hold it on a shared
   // machine; then only the server's own words below can tell.

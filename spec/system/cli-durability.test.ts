@@ -5,7 +5,8 @@ import { chmod, mkdir, readFile, rename, rm, utimes, writeFile } from 'node:fs/p
 import type { ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
-import { assertCleanStop, configFile, runCli, spawnServer, type Spawned } from '../_cli.ts';
+import { defer } from '../_cleanup.ts';
+import { assertCleanStop, configFile, runCli, spawnServer, type Spawned, stopAfter } from '../_cli.ts';
 import { fake } from '../_fake-server.ts';
 import { post, send } from '../_http.ts';
 import { fileDir } from '../_dir.ts';
@@ -18,9 +19,9 @@ const config = join(tmp, 'config.json');
 await writeFile(config, JSON.stringify({ hooks: { enabled: true, token: TOKEN } }));
 
 // A server that is killed when its test ends, whatever happened in it.
-async function started(t: { after(fn: () => void): void }, args: readonly string[]): Promise<Spawned> {
+async function started(t: TestContext, args: readonly string[]): Promise<Spawned> {
   const server = await spawnServer(args);
-  t.after(() => void server.child.kill('SIGKILL'));
+  stopAfter(t, server, 'SIGKILL');
   return server;
 }
 
@@ -76,7 +77,7 @@ describe('one state directory, one server', () => {
     const state = join(tmp, 'reused');
     await mkdir(state, { recursive: true });
     const sleeper = spawn('sleep', ['30'], { stdio: 'ignore' });
-    t.after(() => void sleeper.kill());
+    defer(t, () => void sleeper.kill());
     const lock = join(state, 'hooks-ingress.pid');
     await writeFile(lock, `${sleeper.pid}\n`);
     const hourAgo = new Date(Date.now() - 3_600_000);
@@ -104,7 +105,7 @@ describe('the state directory at start', () => {
     if (process.getuid?.() === 0) return t.skip('root writes through any permission bits, so this cannot be shown as root');
     const state = join(tmp, 'read-only');
     await mkdir(state, { mode: 0o500 });
-    t.after(() => chmod(state, 0o700));
+    defer(t, () => chmod(state, 0o700));
     const { code, stderr } = await runCli(['serve', '--config', config, '--port', '0', '--state-dir', state]);
     assert.equal(code, 1);
     assert.equal(problemLines(stderr).length, 1, stderr);

@@ -9,11 +9,12 @@ import { request } from 'node:http';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { readEvents } from '../../lib/store/read.ts';
+import { defer } from '../_cleanup.ts';
 import { post } from '../_http.ts';
 import { captureIo } from '../_io.ts';
 import { main } from '../../lib/cli/main.ts';
 import { SIGNERS } from '../_signers.ts';
-import { assertCleanStop, cliCommand, configFile, type ConfigFile, ROOT, runCli, serveState, type Spawned, spawnServer } from '../_cli.ts';
+import { assertCleanStop, cliCommand, configFile, type ConfigFile, ROOT, runCli, serveState, type Spawned, spawnServer, stopAfter } from '../_cli.ts';
 import { until } from '../_until.ts';
 import { tempDir } from '../_dir.ts';
 
@@ -261,7 +262,7 @@ test(
     const first = await spawnServer(args);
     let gone = false;
     void first.exited.then(() => (gone = true));
-    t.after(() => (gone ? undefined : (first.child.kill('SIGTERM'), first.exited)));
+    stopAfter(t, first);
     process.kill(first.child.pid!, 'SIGHUP');
     await until('a reload or an exit', () => gone || count(first, /^reloaded$/) > 0, { detail: () => first.stderr() });
     assert.equal(gone, false, `a SIGHUP right after "listening on" killed the server: ${first.stderr()}`);
@@ -298,7 +299,7 @@ for (const content of ['live', '', '0\n', 'abc\n', '12x\n']) {
   test(`hooks-ingress reload with a pid file holding ${content === 'live' ? 'the pid of an unrelated live process' : JSON.stringify(content)} exits 1 and signals nothing`, async (t) => {
     const dir = await tempDir(t, 'ops-reload-');
     const bystander = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
-    t.after(() => void (bystander.exitCode === null && bystander.signalCode === null && bystander.kill('SIGKILL')));
+    defer(t, () => void (bystander.exitCode === null && bystander.signalCode === null && bystander.kill('SIGKILL')));
     await writeFile(join(dir, PID_FILE), content === 'live' ? `${bystander.pid}\n` : content);
     // Its own process group (detached): were "pid 0" ever signalled, only this child would get it.
     const [cmd, args] = cliCommand(['reload', '--state-dir', dir]);
@@ -561,10 +562,7 @@ for (const unit of ['contrib/systemd/hooks-ingress.service', 'contrib/systemd/us
     const none = await reloadNow();
     assert.equal(none.code, 1, 'no server: systemctl reload fails');
     const server = await spawnServer(['--port', '0'], clean);
-    t.after(async () => {
-      server.child.kill('SIGTERM');
-      await server.exited;
-    });
+    stopAfter(t, server);
     await s.write(hooks(NEW_TOKEN));
     const applied = await reloadNow();
     assert.equal(applied.code, 0, applied.stderr);

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import { serverStatus } from '../../lib/cli/operations.ts';
 import type { ReloadVerdict } from '../../lib/cli/reloads.ts';
 import { formatStatus } from '../../lib/cli/status.ts';
-import { configFile, runCli, spawnServer } from '../_cli.ts';
+import { configFile, runCli, spawnServer, stopAfter } from '../_cli.ts';
 import { tempDir } from '../_dir.ts';
 import { post } from '../_http.ts';
 import { NO_CHANGES, operationParts as parts } from '../_operations.ts';
@@ -26,10 +26,7 @@ test('hooks-ingress status shows the running server: pid, uptime, address, state
   const { dir, config } = await configFile(t, { hooks: { enabled: true, token: TOKEN } }, 'status-');
   const state = join(dir, 'state');
   const server = await spawnServer(['--config', config, '--port', '0', '--state-dir', state]);
-  t.after(async () => {
-    server.child.kill('SIGTERM');
-    await server.exited;
-  });
+  stopAfter(t, server);
   const first = await runCli(['status', '--json', '--state-dir', state]);
   assert.equal(first.code, 0, first.stderr);
   const status = JSON.parse(first.stdout) as Record<string, unknown>;

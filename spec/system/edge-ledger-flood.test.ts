@@ -16,7 +16,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Agent, request } from 'node:http';
 import { test, type TestContext } from 'node:test';
-import { configFile, IS_DENO, spawnServer } from '../_cli.ts';
+import { configFile, IS_DENO, spawnServer, stopAfter } from '../_cli.ts';
 import { until } from '../_until.ts';
 
 const TOKEN = 'flood-spec-token-0123456789abcdef';
@@ -72,10 +72,7 @@ async function measured(t: TestContext, raw: Record<string, unknown>, warm: numb
   const report = join(s.dir, 'heap.json');
   await writeFile(probe, PROBE);
   const server = await spawnServer(['--config', s.config, '--port', '0', '--state-dir', s.state], { NODE_OPTIONS: `--expose-gc --require ${probe}`, HEAP_PROBE_FILE: report });
-  t.after(async () => {
-    server.child.kill('SIGTERM');
-    await server.exited;
-  });
+  stopAfter(t, server);
   const pid = server.child.pid!;
   const heldMiB = async () => {
     await writeFile(report, '');

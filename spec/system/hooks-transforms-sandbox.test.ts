@@ -9,7 +9,7 @@ import { createTransformChildPool, type TransformChildPool } from '../../lib/hoo
 import type { TransformChildPoolOptions } from '../../lib/hooks/transforms/pool-options.ts';
 import { readEvents } from '../../lib/store/read.ts';
 import { CHILD_RUNTIMES, DENO_PATH } from '../_children.ts';
-import { cliCommand, IS_DENO, listening, ROOT } from '../_cli.ts';
+import { cliCommand, IS_DENO, listening, ROOT, stopAfter } from '../_cli.ts';
 import { fake } from '../_fake-server.ts';
 import { post } from '../_http.ts';
 import { until } from '../_until.ts';
@@ -240,10 +240,7 @@ for (const { name, runtime } of CHILD_RUNTIMES) {
     const [cmd, argv] = cliCommand(['serve', '--config', join(dir, 'config.json'), '--port', '0', '--state-dir', join(dir, 'state')]);
     const server = await listening(spawn(cmd, argv, { cwd: ROOT, env: process.env, stdio }));
     closeSync(held);
-    t.after(async () => {
-      server.child.kill('SIGTERM');
-      await server.exited;
-    });
+    stopAfter(t, server);
 
     const reply = await post(server.url, '/hooks/reach', { headers: { authorization: `Bearer ${token}` }, body: {} });
     assert.equal(reply.status, 200, reply.text);
