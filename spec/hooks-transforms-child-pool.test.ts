@@ -11,6 +11,7 @@ import type { TransformChildPool } from '../lib/hooks/transforms/child-pool.ts';
 import type { TransformChildPoolOptions } from '../lib/hooks/transforms/pool-options.ts';
 import { CHILD_RUNTIMES } from './_children.ts';
 import { fileDir } from './_dir.ts';
+import { until } from './_until.ts';
 
 const fixtures: Record<string, string> = {
   'default.js': 'export default ({ payload }) => ({ doubled: payload.n * 2 });',
@@ -35,7 +36,8 @@ const fixtures: Record<string, string> = {
   // How many calls this child ran at once, at most (each waits a little, so calls sent together overlap).
   'overlap.js': 'let now = 0; let most = 0;\nexport default async () => { most = Math.max(most, ++now); await new Promise((r) => setTimeout(r, 20)); now--; return most; };',
   // One module whose calls behave as their payload says: stuck, exiting, or answering n.
-  'switch.js': 'export default async ({ payload }) => { if (payload.stuck) for (;;) {} if (payload.exit) process.exit(3); return payload.n; };',
+  // A stuck call says so on stderr before it spins, so a spec can tell when it is under way.
+  'switch.js': 'export default async ({ payload }) => { if (payload.stuck) { console.error("stuck"); for (;;) {} } if (payload.exit) process.exit(3); return payload.n; };',
   // Console output as fast as the pipe takes it, each write awaited (so the child itself holds nothing).
   'floods.js': 'export default async () => { const chunk = ("x".repeat(200) + "\\n").repeat(300); for (;;) await new Promise((r) => process.stderr.write(chunk, r)); };',
   'data.json': '{}',
@@ -251,9 +253,14 @@ function suite(runtime: Runtime): void {
 
   test('runner.run() runs a call again, within its own budget, when the child it shared is killed for another call that overran its time', async () => {
     const children = counted();
-    await withRunner({ timeoutMs: STUCK_MS, poolSize: 1, start: children.start }, async (runner) => {
+    const output: string[] = [];
+    await withRunner({ timeoutMs: STUCK_MS, poolSize: 1, start: children.start, onOutput: (_, line) => void output.push(line) }, async (runner) => {
       const stuck = runner.run({ module: join(root, 'switch.js') }, { ...input, payload: { stuck: true } });
-      // Sent once the stuck call is under way: it shares that child, and has budget left when the child is killed.
+      // Sent half the budget after the stuck call is under way in its child, so it shares that child
+      // and has budget left when the child is killed. Timed from the call reaching the child, not
+      // from run(): how long the child took to start (seconds, on a loaded machine) counts in
+      // neither call's budget, and timed from run() it left the second none.
+      await until('the stuck call to be under way', () => output.includes('stuck'));
       await new Promise((resolve) => setTimeout(resolve, STUCK_MS / 2));
       const innocent = runner.run({ module: join(root, 'switch.js') }, { ...input, payload: { n: 7 } });
       assert.deepEqual(await stuck, { ok: false, reason: 'timeout', detail: `no answer within ${STUCK_MS} ms` });
