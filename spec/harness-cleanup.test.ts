@@ -46,8 +46,9 @@ test('a child writing into a test directory is stopped before the directory goes
 
 test('specs register cleanups through defer() only, so they run in one order and all of them run', async () => {
   const offenders: string[] = [];
-  for (const folder of ['spec', 'spec/system']) {
-    const names = existsSync(join(ROOT, folder)) ? await readdir(join(ROOT, folder)) : [];
+  const folders = ['spec', ...(await readdir(join(ROOT, 'spec'), { withFileTypes: true })).filter((d) => d.isDirectory()).map((d) => `spec/${d.name}`)];
+  for (const folder of folders) {
+    const names = await readdir(join(ROOT, folder));
     for (const name of names.filter((n) => n.endsWith('.ts') && n !== '_cleanup.ts')) {
       const text = await readFile(join(ROOT, folder, name), 'utf8');
       if (/\bt\.after\(|\bafterEach\(/.test(text)) offenders.push(`${folder}/${name}`);
