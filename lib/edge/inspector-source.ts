@@ -2,6 +2,7 @@ import type { LedgerEntry } from '../store/ledger-entry.ts';
 import { entryMatches, failed, type EntryFilter, type LedgerTail } from '../store/ledger-read.ts';
 import type { Store } from '../store/store.ts';
 import type { InspectorFilter, InspectorSource } from './inspector.ts';
+import { rowFacts } from './inspector-row.ts';
 
 // What the inspector page reads: the ledger (followed from its files, so an open page costs a read
 // of what was appended, not of the whole ledger), and for one entry what it became, from the store.
@@ -22,11 +23,11 @@ export function ledgerSource(options: LedgerSourceOptions): InspectorSource {
   return {
     async list(filter) {
       const keep = _keep(filter);
-      if (filter.more !== true) return { entries: (await tail.newest(filter.limit, keep)).map(_summary) };
+      if (filter.more !== true) return { entries: await Promise.all((await tail.newest(filter.limit, keep)).map(_summary)) };
       // Read to the end, taking the first `limit` that pass and counting the rest.
       let passed = 0;
       const entries = await tail.newest(Number.POSITIVE_INFINITY, (entry) => keep(entry) && ++passed <= filter.limit);
-      return { entries: entries.map(_summary), more: passed - entries.length };
+      return { entries: await Promise.all(entries.map(_summary)), more: passed - entries.length };
     },
     async show(id) {
       const found = await tail.find(id);
@@ -50,10 +51,10 @@ function _keep(filter: InspectorFilter): (entry: LedgerEntry) => boolean {
   return (entry) => entryMatches(entry, by) && (text === undefined || entry.path.includes(text));
 }
 
-// The list shows a line per entry: never the headers or the body.
-function _summary(entry: LedgerEntry): Record<string, unknown> {
+// The list shows a line per entry: never the headers or the body, only what a row says of them.
+async function _summary(entry: LedgerEntry): Promise<Record<string, unknown>> {
   const { headers: _headers, body: _body, ...rest } = entry;
-  return { ...rest, failed: failed(entry), replayable: entry.body !== undefined };
+  return { ...rest, ...(await rowFacts(entry)), failed: failed(entry), replayable: entry.body !== undefined };
 }
 
 // What the entry became, looked up now: the run's state, the events' text, the outbox entry's state.

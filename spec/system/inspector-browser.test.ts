@@ -73,7 +73,7 @@ async function openPage(t: TestContext): Promise<Page> {
 async function githubDelivery(url: string, secret: string, id: string): Promise<number> {
   const body = JSON.stringify({ ref: 'refs/heads/main', after: 'abc123' });
   const headers = await SIGNERS['github']!({ secret, body, nowSeconds: Math.floor(Date.now() / 1000), id });
-  return (await post(url, '/hooks/github', { headers: { ...headers, 'content-type': 'application/json' }, body })).status;
+  return (await post(url, '/hooks/github', { headers: { ...headers, 'content-type': 'application/json', 'x-github-event': 'push' }, body })).status;
 }
 
 test('the inspector in a browser: one-time login, the live list, a refused GitHub delivery in detail', { skip: SKIP }, async (t) => {
@@ -98,6 +98,14 @@ test('the inspector in a browser: one-time login, the live list, a refused GitHu
   // Live: a request sent now shows up without a reload.
   assert.equal((await post(server.url, '/hooks/notes', { headers: { authorization: `Bearer ${TOKEN}` }, body: { title: 'live one' } })).status, 200);
   await page.locator('#list li', { hasText: '/hooks/notes' }).waitFor({ timeout: 15_000 });
+
+  // A row says what a person scans for: the event type, the delivery id, the outcome in words.
+  const refused = await page.locator('#list li', { hasText: '/hooks/github' }).innerText();
+  assert.match(refused, /push POST \/hooks\/github/);
+  assert.match(refused, /refused: bad signature/);
+  assert.match(refused, /gh-1/);
+  assert.equal(await page.locator('#list li', { hasText: '/hooks/github' }).locator('.delivery').getAttribute('title'), 'gh-1');
+  assert.match(await page.locator('#list li', { hasText: '/hooks/notes' }).innerText(), /accepted/);
 
   // The refused delivery in detail: the verdict, the kept signature headers, the body as JSON.
   await page.locator('#list li', { hasText: '/hooks/github' }).locator('button').click();

@@ -54,6 +54,15 @@ function statusClass(status) {
   return `status s${String(status ?? '')[0] ?? ''}`;
 }
 
+// A delivery id as a row shows it: long ones cut to their start (the whole id is the title).
+function shortId(id) {
+  return id.length > 14 ? `${id.slice(0, 12)}…` : id;
+}
+
+function outcomeClass(text) {
+  return `o-${String(text ?? '').split(/[ :]/)[0]}`;
+}
+
 function when(time) {
   const date = new Date(time);
   return Number.isNaN(date.getTime()) ? String(time ?? '') : date.toLocaleTimeString();
@@ -82,11 +91,13 @@ async function refresh() {
     // A new list replaces the rows: the keyboard's place in it stays on the request it was on.
     const focused = list.contains(document.activeElement) ? document.activeElement.dataset.id : null;
     list.replaceChildren(...entries.map((entry) => {
+      // The provider's event and delivery id first, as senders' own pages show them; the outcome in words.
+      const delivery = entry.delivery ? el('span', { class: 'delivery', title: entry.delivery }, shortId(entry.delivery)) : '';
       const button = el('button', { type: 'button', 'data-id': entry.id },
         el('span', { class: statusClass(entry.status) }, entry.status ?? '—'),
-        el('span', { class: 'path' }, `${entry.method ?? ''} ${entry.path ?? ''}`),
+        el('span', { class: 'path' }, entry.event ? el('span', { class: 'event' }, entry.event) : '', entry.event ? ' ' : '', `${entry.method ?? ''} ${entry.path ?? ''}`),
         el('span', { class: 'when' }, when(entry.time)),
-        el('span', { class: 'sub' }, summary(entry)));
+        el('span', { class: 'sub' }, el('span', { class: `tag outcome ${outcomeClass(entry.outcome)}` }, entry.outcome ?? ''), ' ', delivery, delivery ? ' · ' : '', summary(entry)));
       if (entry.id === state.selected) button.setAttribute('aria-current', 'true');
       button.addEventListener('click', () => select(entry.id));
       return el('li', {}, button);

@@ -79,3 +79,10 @@ export function signRequest(signature: Signature, body: Buffer, nowMs: number, i
 export function describeRefusal(verdict: Verdict & { ok: false }): string {
   return `invalid signature: ${verdict.header} ${verdict.reason}`;
 }
+
+/** The delivery id a sender gave a request as scheme `name` reads it (loading the scheme), or `null` for an unknown scheme or none given. */
+export async function senderDelivery(name: string, request: SignedRequest, payload: Record<string, unknown>): Promise<DeliveryId | null> {
+  if (!Object.hasOwn(IMPORTS, name)) return null;
+  await loadSchemes([name as SchemeName]);
+  return _scheme(name as SchemeName).delivery(request, payload);
+}
