@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { keptHeaders } from '../lib/edge/ledger-note.ts';
+import { keptHeaders, keptQuery } from '../lib/edge/ledger-note.ts';
 
 test('keptHeaders() redacts bearer credentials and keeps a header named __proto__ as data, never as the prototype', () => {
   const headers = JSON.parse('{"__proto__":"p","authorization":"Bearer t","x-hub-signature-256":"sha256=ab","x-gitlab-token":"g"}') as Record<string, string>;
@@ -18,4 +18,15 @@ test('keptHeaders() redacts every credential header by the one rule, and keeps t
   for (const name of redacted) assert.equal(out[name], '[redacted]', name);
   for (const name of kept) assert.equal(out[name], `value of ${name}`, name);
   assert.equal(keptHeaders({ 'x-my-hmac': 'abc' }, 'x-my-hmac')['x-my-hmac'], 'abc', "an hmac path's configured header");
+});
+
+test('keptQuery() redacts the values of credential-like names by the header rule (_ read as -), and keeps the others and their order', () => {
+  const raw = 'a=1&secret=s1&api_key=k1&client_secret=c1&password=p1&key=k2&auth=a1&access_token=t1&hub.verify_token=v1&X-Authorization=b1&page=2&idempotency_key=i1';
+  const kept = new URLSearchParams(keptQuery(new URLSearchParams(raw), raw));
+  const redacted = ['secret', 'api_key', 'client_secret', 'password', 'key', 'auth', 'access_token', 'hub.verify_token', 'X-Authorization'];
+  for (const name of redacted) assert.equal(kept.get(name), '[redacted]', name);
+  assert.deepEqual([kept.get('a'), kept.get('page'), kept.get('idempotency_key')], ['1', '2', 'i1']);
+  assert.deepEqual([...kept.keys()], [...new URLSearchParams(raw).keys()]);
+  assert.equal(keptQuery(new URLSearchParams('a=1&page=2'), 'a=1&page=2'), 'a=1&page=2', 'a query without one is kept as it came');
+  assert.equal(keptQuery(new URLSearchParams(''), ''), undefined);
 });

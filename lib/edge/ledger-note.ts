@@ -67,17 +67,22 @@ function _redacted(name: string): boolean {
 }
 
 // Query parameters that carry credentials: a token sent in the URL (refused, but kept out of the
-// ledger all the same), and Meta's subscription verify token.
+// ledger all the same), Meta's subscription verify token, and any name the credential-header rule
+// names once `_` reads as `-` (secret, api_key, client_secret, password, key, auth, ...).
 const _SECRET_QUERY = /^(?:.*token.*|hub\.verify_token)$/i;
 
-/** The query as kept: values of credential-like names redacted; `undefined` when empty. */
+function _secretQuery(name: string): boolean {
+  return _SECRET_QUERY.test(name) || isCredentialHeader(name.replaceAll('_', '-'));
+}
+
+/** The query as kept: values of credential-like names (by the header rule too) redacted; `undefined` when empty. */
 export function keptQuery(query: URLSearchParams, raw: string): string | undefined {
   if (raw === '') return undefined;
   let secret = false;
-  for (const name of query.keys()) if (_SECRET_QUERY.test(name)) secret = true;
+  for (const name of query.keys()) if (_secretQuery(name)) secret = true;
   if (!secret) return raw;
   const out = new URLSearchParams();
-  for (const [name, value] of query) out.append(name, _SECRET_QUERY.test(name) ? REDACTED : value);
+  for (const [name, value] of query) out.append(name, _secretQuery(name) ? REDACTED : value);
   return out.toString();
 }
 
