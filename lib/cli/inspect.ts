@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, rm, rmdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { COMMON, type Command } from './command.ts';
@@ -76,9 +76,9 @@ async function _open(url: string, until: number, io: Io): Promise<number> {
   } catch (error) {
     return _fail(io, `${prefix}: cannot make a private directory in ${parent} to hand the link over: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
   }
+  const page = join(dir, 'login.html');
   try {
     await chmod(dir, 0o700);
-    const page = join(dir, 'login.html');
     await writeFile(page, _redirect(url), { mode: 0o600, flag: 'wx' });
     const opener = io.env['BROWSER'] || 'xdg-open';
     const started = await new Promise<boolean>((resolve) => {
@@ -95,7 +95,11 @@ async function _open(url: string, until: number, io: Io): Promise<number> {
     await _waitUntil(until, io.signal);
     return 0;
   } finally {
-    await rm(dir, { recursive: true, force: true });
+    // Only what was made here goes, never a walk of the folder: run as root with $TMPDIR or
+    // $XDG_RUNTIME_DIR in a folder another user owns, a recursive removal could be steered into
+    // other folders by a link swapped in while it walks. A folder someone filled stays.
+    await rm(page, { force: true });
+    await rmdir(dir).catch(() => {});
   }
 }
 

@@ -3,7 +3,7 @@
 // other's paths; `--open` hands the link over in a private file and opens nothing but a local
 // login link.
 import assert from 'node:assert/strict';
-import { readFile, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { isLoginLink } from '../../lib/cli/inspect.ts';
@@ -93,6 +93,24 @@ test('inspect --open hands the link to the browser in a private file, never on i
   // The link the page sends the browser to still logs in: the browser never used it.
   assert.equal((await send(`http://127.0.0.1:${new URL(link[1]!).port}`, new URL(link[1]!).pathname + new URL(link[1]!).search)).status, 303);
   assert.equal(server.stderr().includes(link[2]!), false);
+});
+
+test('inspect --open removes only its page and its folder, never what another put in the folder (no recursive removal)', async (t) => {
+  const { state } = await serve(t, { inspector: { port: 0 } });
+  const browser = await fakeBrowser(t);
+  const runtime = await tempDir(t, 'cli-inspect-runtime-');
+  const stop = new AbortController();
+  const { io, out } = captureIo({ BROWSER: browser.script, XDG_RUNTIME_DIR: runtime }, { signal: stop.signal });
+  const running = main(['inspect', '--state-dir', state, '--open'], io);
+  const recorded = await until('the browser was run', async () => (await readFile(browser.record, 'utf8').catch(() => null)) ?? undefined);
+  const file = recorded.split('\n').find((l) => l.startsWith('arg '))!.slice(4);
+  // What a swap would put in the walk's way: a folder with a file, made after the page.
+  await mkdir(join(dirname(file), 'other'));
+  await writeFile(join(dirname(file), 'other', 'kept'), 'not yours');
+  stop.abort();
+  assert.equal(await running, 0, out.stderr);
+  await assert.rejects(stat(file), { code: 'ENOENT' }, 'the page is removed');
+  assert.equal(await readFile(join(dirname(file), 'other', 'kept'), 'utf8'), 'not yours');
 });
 
 test('inspect --open opens only a login link to a loopback inspector, whatever the answer says; the link is checked, not its port', async (t) => {
