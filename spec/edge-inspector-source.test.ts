@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { ledgerSource } from '../lib/edge/inspector-source.ts';
 import type { LedgerEntry } from '../lib/store/ledger-entry.ts';
+import { lookupEntry } from '../lib/store/ledger-find.ts';
 import { LedgerTail } from '../lib/store/ledger-read.ts';
 import { tempDir } from './_dir.ts';
 
@@ -19,7 +20,7 @@ async function source(t: TestContext, entries: LedgerEntry[]) {
   await mkdir(join(dir, 'ledger'));
   await writeFile(join(dir, 'ledger', 'a-1.jsonl'), entries.map((e) => `${JSON.stringify(e)}\n`).join(''));
   const store = { run: () => null, events: () => [], outboxEntry: () => null };
-  return ledgerSource({ tail: new LedgerTail(dir), store, replay: async () => ({}) });
+  return ledgerSource({ tail: new LedgerTail(dir), find: (id) => lookupEntry(dir, id), store, replay: async () => ({}) });
 }
 
 test('list() takes the newest entries that pass, without headers or body; asked, it counts the older ones that pass too', async (t) => {

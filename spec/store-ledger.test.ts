@@ -7,6 +7,7 @@ import { test, type TestContext } from 'node:test';
 import type { LedgerConfig } from '../lib/store/ledger-config.ts';
 import { Ledger } from '../lib/store/ledger.ts';
 import type { LedgerEntry } from '../lib/store/ledger-entry.ts';
+import { lookupEntry } from '../lib/store/ledger-find.ts';
 import { bodyBytes, filterEntries, findEntry, LedgerTail, parseStatus, parseTime, readLedger } from '../lib/store/ledger-read.ts';
 import { defer } from './_cleanup.ts';
 import { tempDir } from './_dir.ts';
@@ -315,21 +316,22 @@ test('LedgerTail follows the files: newest() merges the lanes newest first with 
   assert.deepEqual((await tail.entries()).map((e) => e.id), ['a1', 'a2', 'a3']);
 });
 
-test('LedgerTail parses a line only when it is needed: the newest entries do not read a damaged older line, the whole ledger does (once)', async (t) => {
+test('LedgerTail parses a line only when it is needed: the newest entries do not read a damaged older line, the whole ledger does (once); lookupEntry parses the lines naming the id', async (t) => {
   const dir = await tempDir(t, 'store-ledger-tail-');
   await mkdir(join(dir, 'ledger'));
   const lines = ['{"not":"an entry"}', JSON.stringify(entry({ id: 'old' })), JSON.stringify(entry({ id: 'new', requestId: 'shared' }))];
   await writeFile(join(dir, 'ledger', 'a-1.jsonl'), `${lines.join('\n')}\n`);
   const damaged: number[] = [];
-  const tail = new LedgerTail(dir, (d) => void damaged.push(d.line));
+  const report = (d: { line: number }) => void damaged.push(d.line);
+  const tail = new LedgerTail(dir, report);
   assert.deepEqual((await tail.newest(1, () => true)).map((e) => e.id), ['new']);
   assert.deepEqual(damaged, []);
-  const found = await tail.find('shared');
+  const found = await lookupEntry(dir, 'shared', report);
   assert.equal(found.ok && found.entry.id, 'new');
   assert.deepEqual(damaged, [], 'find parses the lines that name the id only');
   assert.deepEqual((await tail.entries()).map((e) => e.id), ['old', 'new']);
   await tail.entries();
   assert.deepEqual(damaged, [1]);
-  const none = await tail.find('nobody');
+  const none = await lookupEntry(dir, 'nobody');
   assert.equal(none.ok, false);
 });

@@ -3,7 +3,8 @@ import type { ReplayOutcome } from '../edge/replay.ts';
 import type { App } from '../edge/server.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
 import type { Ledger } from '../store/ledger.ts';
-import { filterEntries, findEntry, readLedger } from '../store/ledger-read.ts';
+import { findEntries } from '../store/ledger-find.ts';
+import { filterEntries, findEntry } from '../store/ledger-read.ts';
 import type { LedgerEntry } from '../store/ledger-entry.ts';
 import type { Flags } from './command.ts';
 import { callServer, printResult } from './control.ts';
@@ -52,18 +53,15 @@ export function replayOperation(parts: ReplayParts): (args: unknown) => Promise<
     const args = _args(raw);
     // What was answered a moment ago must be on disk to be found.
     await parts.ledger?.flush();
-    const entries = await readLedger(parts.stateDir);
-    const succeeded = new Set(entries.filter((e) => e.replayOf !== undefined && _succeeded(e)).map((e) => e.replayOf!));
+    const { named, succeeded } = await _lookUp(parts.stateDir, args.ids);
     const results: ReplayResult[] = [];
     for (const id of args.ids) {
-      const found = findEntry(entries, id);
+      const found = named(id);
       if (!found.ok) {
         results.push({ id, ok: false, code: ErrorCode.NotFound, error: found.error });
         continue;
       }
-      // A replay of a replay runs the original's bytes again: the chain stays one level deep.
-      const named = found.entry;
-      const entry = (named.replayOf === undefined ? undefined : entries.find((e) => e.id === named.replayOf)) ?? named;
+      const { entry } = found;
       if (args.dryRun === true) {
         try {
           results.push({ id, ok: true, preview: await parts.app.preview(entry) });
@@ -96,6 +94,33 @@ export function replayOperation(parts: ReplayParts): (args: unknown) => Promise<
     }
     return { results };
   };
+}
+
+/**
+ * The entries the ids name, each as it is replayed (a replay of a replay runs the original's bytes
+ * again: the chain stays one level deep), and the entries a replay of which succeeded. Only the
+ * lines naming them are parsed (findEntries): the server answers requests meanwhile.
+ */
+async function _lookUp(stateDir: string, ids: readonly string[]): Promise<{ named: (id: string) => ReturnType<typeof findEntry>; succeeded: Set<string> }> {
+  // Named by entry id, an entry's replays are found in the same reading.
+  const first = await findEntries(stateDir, { ids, replaysOf: ids });
+  const originals = new Map<string, string>();
+  for (const id of ids) {
+    const found = findEntry(first, id);
+    if (found.ok) originals.set(id, found.entry.replayOf ?? found.entry.id);
+  }
+  // Named by request id, or through a replay: the original and its replays take a second reading.
+  const asked = new Set(ids);
+  const more = [...new Set(originals.values())].filter((original) => !asked.has(original) || !first.some((e) => e.id === original));
+  const entries = more.length === 0 ? first : [...first, ...(await findEntries(stateDir, { ids: more, replaysOf: more }))];
+  const succeeded = new Set(entries.filter((e) => e.replayOf !== undefined && _succeeded(e)).map((e) => e.replayOf!));
+  const named = (id: string): ReturnType<typeof findEntry> => {
+    const found = findEntry(first, id);
+    if (!found.ok) return found;
+    const original = originals.get(id)!;
+    return { ok: true, entry: entries.find((e) => e.id === original) ?? found.entry };
+  };
+  return { named, succeeded };
 }
 
 function _args(raw: unknown): ReplayArgs {

@@ -4,7 +4,8 @@ import { ledgerSource } from '../edge/inspector-source.ts';
 import { listen, type Running } from '../edge/listen.ts';
 import { inheritedInspectorFd } from '../edge/systemd.ts';
 import type { Logger } from '../log.ts';
-import { LedgerTail } from '../store/ledger-read.ts';
+import { lookupEntry } from '../store/ledger-find.ts';
+import { LedgerTail, type DamagedLine } from '../store/ledger-read.ts';
 import type { Store } from '../store/store.ts';
 import type { Env } from '../config/types.ts';
 import type { InspectLogin } from './inspect.ts';
@@ -31,9 +32,11 @@ export interface InspectorParts {
 /** Starts the inspector's listener; throws when it cannot listen. */
 export async function startInspector(parts: InspectorParts): Promise<RunningInspector> {
   const { config, log } = parts;
-  const tail = new LedgerTail(parts.stateDir, (damaged) => log.warn('ledger line skipped', { file: damaged.file, line: damaged.line, problem: damaged.problem }));
+  const damaged = (damaged: DamagedLine) => log.warn('ledger line skipped', { file: damaged.file, line: damaged.line, problem: damaged.problem });
+  const tail = new LedgerTail(parts.stateDir, damaged);
+  const find = (id: string) => lookupEntry(parts.stateDir, id, damaged);
   const inspector = createInspector({
-    source: ledgerSource({ tail, store: parts.store, replay: parts.replay }),
+    source: ledgerSource({ tail, find, store: parts.store, replay: parts.replay }),
     log,
     idleMs: config.idleMinutes * 60_000,
     maxAgeMs: config.maxSessionHours * 3_600_000,

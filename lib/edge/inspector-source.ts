@@ -1,14 +1,18 @@
 import type { LedgerEntry } from '../store/ledger-entry.ts';
+import type { lookupEntry } from '../store/ledger-find.ts';
 import { entryMatches, failed, type EntryFilter, type LedgerTail } from '../store/ledger-read.ts';
 import type { Store } from '../store/store.ts';
 import type { InspectorFilter, InspectorSource } from './inspector.ts';
 import { rowFacts } from './inspector-row.ts';
 
 // What the inspector page reads: the ledger (followed from its files, so an open page costs a read
-// of what was appended, not of the whole ledger), and for one entry what it became, from the store.
+// of what was appended, not of the whole ledger; one entry looked up in the files by its ids,
+// without parsing the rest), and for one entry what it became, from the store.
 
 export interface LedgerSourceOptions {
   tail: LedgerTail;
+  /** One entry by its entry id or request id, as {@link lookupEntry} finds it. */
+  find: (id: string) => ReturnType<typeof lookupEntry>;
   store: Pick<Store, 'run' | 'events' | 'outboxEntry'>;
   /** Replays entries, as `requests replay` does over the control channel. */
   replay: InspectorSource['replay'];
@@ -30,7 +34,7 @@ export function ledgerSource(options: LedgerSourceOptions): InspectorSource {
       return { entries: await Promise.all(entries.map(_summary)), more: passed - entries.length };
     },
     async show(id) {
-      const found = await tail.find(id);
+      const found = await options.find(id);
       if (!found.ok) return null;
       const { entry } = found;
       return { ...entry, replayable: entry.body !== undefined, became: entry.became === undefined ? undefined : _became(entry, store) };

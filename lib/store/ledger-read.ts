@@ -1,5 +1,7 @@
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { ErrorCode } from '../errors.ts';
 import { checkLedgerLine, LEDGER_DIR, openSegment, SEGMENT, type CheckedLedgerLine, type CountLine, type LedgerEntry, type StoredBody } from './ledger-entry.ts';
 
@@ -73,7 +75,7 @@ export class LedgerTail {
     for (const segment of this.#ordered()) {
       for (let i = 0; i < segment.lines.length; i++) {
         const line = this.#line(segment, i);
-        if (line?.kind === 'count') _keepCount(counts, line.count);
+        if (line?.kind === 'count') keepCount(counts, line.count);
         else if (line?.kind === 'entry' && !seen.has(line.entry.id)) {
           seen.add(line.entry.id);
           entries.push(line.entry);
@@ -81,7 +83,7 @@ export class LedgerTail {
       }
     }
     // Two lanes, each in order: merged by time, stable within a lane.
-    return entries.map((e) => _counted(e, counts)).sort((a, b) => (a.time < b.time ? -1 : a.time > b.time ? 1 : 0));
+    return entries.map((e) => withCount(e, counts)).sort((a, b) => (a.time < b.time ? -1 : a.time > b.time ? 1 : 0));
   }
 
   /** The newest `limit` entries that `keep` takes, newest first, parsing no more lines than it must. */
@@ -94,7 +96,8 @@ export class LedgerTail {
     });
     const counts = new Map<string, CountLine>();
     const seen = new Set<string>();
-    const advance = (lane: (typeof lanes)[number]): LedgerEntry | null => {
+    const pause = _pauses();
+    const advance = async (lane: (typeof lanes)[number]): Promise<LedgerEntry | null> => {
       while (lane.at < lane.segments.length) {
         const segment = lane.segments[lane.at]!;
         if (lane.index < 0) {
@@ -102,54 +105,28 @@ export class LedgerTail {
           lane.index = (lane.segments[lane.at]?.lines.length ?? 0) - 1;
           continue;
         }
+        const paused = pause();
+        if (paused !== null) await paused;
         const line = this.#line(segment, lane.index--);
-        if (line?.kind === 'count') _keepCount(counts, line.count);
+        if (line?.kind === 'count') keepCount(counts, line.count);
         else if (line?.kind === 'entry') return line.entry;
       }
       return null;
     };
-    for (const lane of lanes) lane.head = advance(lane);
+    for (const lane of lanes) lane.head = await advance(lane);
     const out: LedgerEntry[] = [];
     while (out.length < limit) {
       let next: (typeof lanes)[number] | undefined;
       for (const lane of lanes) if (lane.head !== null && (next === undefined || lane.head.time > next.head!.time)) next = lane;
       if (next === undefined) break;
       const entry = next.head!;
-      next.head = advance(next);
+      next.head = await advance(next);
       if (seen.has(entry.id)) continue;
       seen.add(entry.id);
-      const counted = _counted(entry, counts);
+      const counted = withCount(entry, counts);
       if (keep(counted)) out.push(counted);
     }
     return out;
-  }
-
-  /** The entry an entry id names, or the one entry a request id names (see {@link findEntry}); only lines that name it are parsed. */
-  async find(id: string): Promise<{ ok: true; entry: LedgerEntry } | { ok: false; error: string }> {
-    await this.#refresh();
-    const named = [`"id":${JSON.stringify(id)}`, `"requestId":${JSON.stringify(id)}`];
-    const entries: LedgerEntry[] = [];
-    const counts = new Map<string, CountLine>();
-    for (const segment of this.#ordered()) {
-      segment.lines.forEach((text, i) => {
-        if (!named.some((n) => text.includes(n))) return;
-        const line = this.#line(segment, i);
-        if (line?.kind === 'entry') entries.push(line.entry);
-        else if (line?.kind === 'count') _keepCount(counts, line.count);
-      });
-    }
-    const found = findEntry(entries, id);
-    if (!found.ok) return found;
-    // Its later counts name it by its entry id.
-    const own = `"id":${JSON.stringify(found.entry.id)}`;
-    for (const segment of this.#ordered()) {
-      segment.lines.forEach((text, i) => {
-        if (!text.includes('"t":"count"') || !text.includes(own)) return;
-        const line = this.#line(segment, i);
-        if (line?.kind === 'count') _keepCount(counts, line.count);
-      });
-    }
-    return { ok: true, entry: _counted(found.entry, counts) };
   }
 
   // Reads what the files gained; calls made while a read is under way share it.
@@ -223,27 +200,58 @@ export class LedgerTail {
         segment = { file, ...at, offset: 0, lines: [], checked: [] };
         this.#segments.set(name, segment);
       }
-      if (size === segment.offset) return;
-      const buffer = Buffer.alloc(size - segment.offset);
-      const { bytesRead } = await handle.read(buffer, 0, buffer.length, segment.offset);
-      const end = buffer.lastIndexOf(0x0a, bytesRead - 1);
-      // No whole line yet: the writer is in the middle of one.
-      if (end === -1) return;
-      segment.offset += end + 1;
-      for (const line of buffer.toString('utf8', 0, end).split('\n')) segment.lines.push(line);
+      // Read in pieces, each cut at its last line break: what is decoded and split in one turn of
+      // the event loop is a piece, never a whole segment of tens of MiB.
+      const piece = Buffer.allocUnsafe(Math.min(_PIECE_BYTES, size - segment.offset));
+      let want = piece.length;
+      while (segment.offset < size) {
+        const length = Math.min(want, size - segment.offset);
+        const buffer = length <= piece.length ? piece : Buffer.allocUnsafe(length);
+        const { bytesRead } = await handle.read(buffer, 0, length, segment.offset);
+        if (bytesRead === 0) return;
+        const end = buffer.lastIndexOf(0x0a, bytesRead - 1);
+        if (end === -1) {
+          // No whole line yet: the writer is in the middle of one.
+          if (segment.offset + bytesRead >= size) return;
+          // A line longer than a piece (a large body): read again, twice as much.
+          want *= 2;
+          continue;
+        }
+        for (const line of buffer.toString('utf8', 0, end).split('\n')) segment.lines.push(line);
+        segment.offset += end + 1;
+        want = piece.length;
+      }
     } finally {
       await handle.close();
     }
   }
 }
 
-function _keepCount(counts: Map<string, CountLine>, count: CountLine): void {
+// The most of a segment read, decoded and split at once.
+const _PIECE_BYTES = 262_144;
+
+// The longest the list of a large ledger parses in one turn of the event loop: filtered down to a
+// few entries, it may parse much of the ledger, beside the requests the server answers.
+const _SLICE_MS = 5;
+
+// A pause to call between two pieces of work: once a slice is used up, a turn of the event loop
+// to wait for (else null, so that most calls cost no turn of the microtask queue either).
+function _pauses(): () => Promise<void> | null {
+  let since = performance.now();
+  return () => {
+    if (performance.now() - since < _SLICE_MS) return null;
+    return nextTurn().then(() => void (since = performance.now()));
+  };
+}
+
+/** Keeps a count line when it is the latest of its entry's. */
+export function keepCount(counts: Map<string, CountLine>, count: CountLine): void {
   const known = counts.get(count.id);
   if (known === undefined || count.count > known.count) counts.set(count.id, count);
 }
 
-// An entry with the latest count of its coalesced refusals, as a copy: parsed lines stay as read.
-function _counted(entry: LedgerEntry, counts: ReadonlyMap<string, CountLine>): LedgerEntry {
+/** An entry with the latest count of its coalesced refusals, as a copy (parsed lines stay as read). */
+export function withCount(entry: LedgerEntry, counts: ReadonlyMap<string, CountLine>): LedgerEntry {
   const count = counts.get(entry.id);
   return count === undefined || count.count <= (entry.count ?? 1) ? entry : { ...entry, count: count.count, lastTime: count.lastTime };
 }
