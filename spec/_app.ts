@@ -7,7 +7,7 @@ import type { Config } from '../lib/config/types.ts';
 import { listen } from '../lib/edge/listen.ts';
 import { createApp, type App, type AppOptions } from '../lib/edge/server.ts';
 import { createLogger, type Logger } from '../lib/log.ts';
-import { Store } from '../lib/store/store.ts';
+import { Store } from '../lib/store/journal/store.ts';
 import { defer } from './_cleanup.ts';
 import { tempDir } from './_dir.ts';
 

@@ -6,7 +6,7 @@ import type { ConfiguredChannel } from '../lib/delivery/channels.ts';
 import { createDeliver } from '../lib/delivery/deliver.ts';
 import { createTelegramAdapter } from '../lib/delivery/telegram.ts';
 import type { Attempt } from '../lib/retry.ts';
-import type { Route } from '../lib/store/records.ts';
+import type { Route } from '../lib/store/journal/records.ts';
 import { fake, json } from './_fake-server.ts';
 
 const TOKEN = '123456789:AAHdeliver-spec_token0123456789abcdef';

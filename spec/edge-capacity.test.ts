@@ -5,8 +5,8 @@ import { buildConfig } from '../lib/config/load.ts';
 import type { Config } from '../lib/config/types.ts';
 import { admitEvents, reserveRuns, unavailable, type RunQueue } from '../lib/edge/capacity.ts';
 import { HttpError } from '../lib/errors.ts';
-import { Store } from '../lib/store/store.ts';
-import { JournalReplacedError } from '../lib/store/journal.ts';
+import { Store } from '../lib/store/journal/store.ts';
+import { JournalReplacedError } from '../lib/store/journal/journal.ts';
 import { tempDir } from './_dir.ts';
 import { defer } from './_cleanup.ts';
 

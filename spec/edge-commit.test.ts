@@ -9,8 +9,8 @@ import { createPlanner, plan, type HookRequest } from '../lib/edge/plan.ts';
 import { previewOf } from '../lib/edge/preview.ts';
 import { silentLogger, specConfig } from './_app.ts';
 import { defer } from './_cleanup.ts';
-import { Store } from '../lib/store/store.ts';
-import type { RunRecord } from '../lib/store/records.ts';
+import { Store } from '../lib/store/journal/store.ts';
+import type { RunRecord } from '../lib/store/journal/records.ts';
 import { tempDir } from './_dir.ts';
 
 async function setup(t: TestContext, raw: Record<string, unknown> = {}, depth = 0) {

@@ -3,9 +3,9 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { ledgerSource } from '../lib/edge/inspector-source.ts';
-import type { LedgerEntry } from '../lib/store/ledger-entry.ts';
-import { lookupEntry } from '../lib/store/ledger-find.ts';
-import { LedgerTail } from '../lib/store/ledger-read.ts';
+import type { LedgerEntry } from '../lib/store/ledger/entry.ts';
+import { lookupEntry } from '../lib/store/ledger/find.ts';
+import { LedgerTail } from '../lib/store/ledger/read.ts';
 import { tempDir } from './_dir.ts';
 
 // What the inspector page reads from a state directory's ledger: the list (and how many older

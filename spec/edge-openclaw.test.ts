@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
-import { readRuns } from '../lib/store/read.ts';
+import { readRuns } from '../lib/store/journal/read.ts';
 import { post } from './_http.ts';
 import { startApp, type AppHarness } from './_app.ts';
 

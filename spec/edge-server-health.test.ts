@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import { unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { Store } from '../lib/store/store.ts';
-import { JOURNAL_FILE } from '../lib/store/journal-lines.ts';
+import { Store } from '../lib/store/journal/store.ts';
+import { JOURNAL_FILE } from '../lib/store/journal/lines.ts';
 import { post, send, JSON_TYPE } from './_http.ts';
 import { startApp, type AppHarness } from './_app.ts';
 

@@ -4,7 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { createTelemetry } from '../lib/edge/telemetry.ts';
-import { JOURNAL_FILE } from '../lib/store/journal-lines.ts';
+import { JOURNAL_FILE } from '../lib/store/journal/lines.ts';
 import { post, send, type Reply } from './_http.ts';
 import { githubExample, SIGNERS, WHSEC, WHSEC_2 } from './_signers.ts';
 import { startApp, type AppHarness } from './_app.ts';

@@ -172,6 +172,11 @@ test('store/ imports nothing from hooks, runtime, edge or delivery, and delivery
   assert.deepEqual(offenders, []);
 });
 
+test('store/ holds at most 6 files directly: the rest is in its components\' sub-folders', async () => {
+  const flat = (await sources('lib')).filter((file) => /^lib\/store\/[^/]+$/.test(file));
+  assert.ok(flat.length <= 6, `${flat.length} files directly in lib/store/: ${flat.join(', ')}`);
+});
+
 test('store/\'s components (its sub-folders: the journal, the ledger, the state files) import nothing of one another', async () => {
   const component = (file: string) => /^lib\/store\/([\w-]+)\//.exec(file)?.[1];
   const offenders: string[] = [];
@@ -249,7 +254,7 @@ test('lib/cli/main.ts imports each command when it runs: --version loads no comm
 });
 
 // The state directory's writers: a command that reads it loads its readers only.
-const STATE_WRITERS = /^lib\/store\/(?:journal|store|ledger)\.ts$/;
+const STATE_WRITERS = /^lib\/store\/(?:journal\/(?:journal|store)|ledger\/ledger)\.ts$/;
 
 test('a command that only reads the state directory (NEEDS: state) loads no server code, no config validation and no writer of the state directory', async () => {
   const graph = await libGraph();

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { OutboxEntry } from '../lib/store/outbox.ts';
+import type { OutboxEntry } from '../lib/store/journal/outbox.ts';
 import { HEARTBEAT_WINDOW_MS, WakeWindows } from '../lib/runtime/forward-window.ts';
 import { wakeSession } from '../lib/runtime/forward-merge.ts';
 

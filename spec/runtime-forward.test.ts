@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
-import { retryOutbox } from '../lib/store/outbox-retry.ts';
+import { retryOutbox } from '../lib/store/journal/outbox-retry.ts';
 import { Forwarder } from '../lib/runtime/forward.ts';
 import { createTelemetry } from '../lib/edge/telemetry.ts';
-import { Store } from '../lib/store/store.ts';
+import { Store } from '../lib/store/journal/store.ts';
 import { defer } from './_cleanup.ts';
 import { freePort, startFakeGateway, unframe, type FakeGateway, type FakeGatewayOptions } from './_fake-openclaw.ts';
 import { post } from './_http.ts';

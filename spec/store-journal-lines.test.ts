@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { readJournal } from '../lib/store/journal-lines.ts';
+import { readJournal } from '../lib/store/journal/lines.ts';
 import { withDir } from './_dir.ts';
 
 test('readJournal() applies the torn-line rule without writing and reads a missing file as empty', async () => {

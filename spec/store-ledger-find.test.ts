@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import { appendFile, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import type { LedgerConfig } from '../lib/store/ledger-config.ts';
-import { Ledger } from '../lib/store/ledger.ts';
-import type { LedgerEntry } from '../lib/store/ledger-entry.ts';
-import { findEntries, lookupEntry, PIECE_BYTES } from '../lib/store/ledger-find.ts';
-import { LedgerUnreadableError, type DamagedLine } from '../lib/store/ledger-read.ts';
+import type { LedgerConfig } from '../lib/store/ledger/config.ts';
+import { Ledger } from '../lib/store/ledger/ledger.ts';
+import type { LedgerEntry } from '../lib/store/ledger/entry.ts';
+import { findEntries, lookupEntry, PIECE_BYTES } from '../lib/store/ledger/find.ts';
+import { LedgerUnreadableError, type DamagedLine } from '../lib/store/ledger/read.ts';
 import { tempDir } from './_dir.ts';
 import { loopHeld } from './_loop.ts';
 

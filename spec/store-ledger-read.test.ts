@@ -4,10 +4,10 @@
 // is measured in CPU time (spec/_loop.ts), which a machine busy elsewhere does not inflate.
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
-import type { LedgerConfig } from '../lib/store/ledger-config.ts';
-import { Ledger } from '../lib/store/ledger.ts';
-import type { LedgerEntry } from '../lib/store/ledger-entry.ts';
-import { LedgerTail } from '../lib/store/ledger-read.ts';
+import type { LedgerConfig } from '../lib/store/ledger/config.ts';
+import { Ledger } from '../lib/store/ledger/ledger.ts';
+import type { LedgerEntry } from '../lib/store/ledger/entry.ts';
+import { LedgerTail } from '../lib/store/ledger/read.ts';
 import { tempDir } from './_dir.ts';
 import { loopHeld } from './_loop.ts';
 

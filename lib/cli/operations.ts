@@ -1,8 +1,8 @@
 import type { ControlHandler, ControlHandlers } from '../edge/control.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
-import type { OutboxState } from '../store/outbox.ts';
-import type { Store } from '../store/store.ts';
-import type { RetryOutcome, RetryRequest } from '../store/outbox-retry.ts';
+import type { OutboxState } from '../store/journal/outbox.ts';
+import type { Store } from '../store/journal/store.ts';
+import type { RetryOutcome, RetryRequest } from '../store/journal/outbox-retry.ts';
 import type { ReloadState, ReloadVerdict } from './reloads.ts';
 
 // What the running server answers on the control channel (lib/edge/control.ts), one handler per

@@ -1,9 +1,9 @@
 import { sleep } from '../retry.ts';
-import type { OutboxEntry, OutboxState } from '../store/outbox.ts';
-import { readOutbox } from '../store/read.ts';
+import type { OutboxEntry, OutboxState } from '../store/journal/outbox.ts';
+import { readOutbox } from '../store/journal/read.ts';
 import { COMMON, type Command, type Flags } from './command.ts';
 import { callServer, printResult } from './control.ts';
-import { retryOutbox, type RetryOutcome, type RetryRequest } from '../store/outbox-retry.ts';
+import { retryOutbox, type RetryOutcome, type RetryRequest } from '../store/journal/outbox-retry.ts';
 import { escapeControls } from './event-text.ts';
 import { exists, FAILURE, USAGE, type Io } from './io.ts';
 import { stateDirFor, usedStateDir } from './state-dir.ts';
@@ -119,7 +119,7 @@ async function _retry(flags: OutboxFlags, ids: string[], io: Io): Promise<number
   }
   try {
     // The writer only here, so that listing the outbox loads the readers alone.
-    const { Store } = await import('../store/store.ts');
+    const { Store } = await import('../store/journal/store.ts');
     const { store } = await Store.open(dir, { idempotencyTtlMs: 60_000 });
     try {
       return _retried(await retryOutbox(store, request), 'sent when the server starts', io);

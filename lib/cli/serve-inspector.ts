@@ -4,9 +4,9 @@ import { ledgerSource } from '../edge/inspector-source.ts';
 import { listen, type Running } from '../edge/listen.ts';
 import { inheritedInspectorFd } from '../edge/systemd.ts';
 import type { Logger } from '../log.ts';
-import { lookupEntry } from '../store/ledger-find.ts';
-import { LedgerTail, type DamagedLine } from '../store/ledger-read.ts';
-import type { Store } from '../store/store.ts';
+import { lookupEntry } from '../store/ledger/find.ts';
+import { LedgerTail, type DamagedLine } from '../store/ledger/read.ts';
+import type { Store } from '../store/journal/store.ts';
 import type { Env } from '../config/types.ts';
 import type { InspectLogin } from './inspect.ts';
 

@@ -10,12 +10,12 @@ import { providerRegistry } from '../runtime/providers/registry.ts';
 import { Runner } from '../runtime/runner.ts';
 import { createCompletions } from '../runtime/completion.ts';
 import type { ForwardMode } from '../runtime/forward.ts';
-import type { RetryOutcome, RetryRequest } from '../store/outbox-retry.ts';
+import type { RetryOutcome, RetryRequest } from '../store/journal/outbox-retry.ts';
 import { serviceTransforms } from './transforms.ts';
-import type { Route } from '../store/records.ts';
-import { Ledger } from '../store/ledger.ts';
-import { Store } from '../store/store.ts';
-import { Transcripts } from '../store/transcripts.ts';
+import type { Route } from '../store/journal/records.ts';
+import { Ledger } from '../store/ledger/ledger.ts';
+import { Store } from '../store/journal/store.ts';
+import { Transcripts } from '../store/journal/transcripts.ts';
 
 // The composition root: the config is plain data; the parts that act on it (adapters, providers,
 // the store, the runtime, the HTTP app) are built here and handed what each needs.

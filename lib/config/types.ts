@@ -5,7 +5,7 @@ import type { Cidr } from '../guard/address.ts';
 import type { ChannelsConfig } from '../delivery/channels.ts';
 import type { Mapping } from '../hooks/mappings.ts';
 import type { FileConfig, PROVIDER_APIS } from './file-schema.ts';
-import type { LedgerConfig } from '../store/ledger-config.ts';
+import type { LedgerConfig } from '../store/ledger/config.ts';
 
 /** The environment, as a plain map (injected so tests do not touch `process.env`). */
 export type Env = Readonly<Record<string, string | undefined>>;

@@ -1,7 +1,7 @@
-import type { LedgerEntry } from '../store/ledger-entry.ts';
-import type { lookupEntry } from '../store/ledger-find.ts';
-import { entryMatches, failed, type EntryFilter, type LedgerTail } from '../store/ledger-read.ts';
-import type { Store } from '../store/store.ts';
+import type { LedgerEntry } from '../store/ledger/entry.ts';
+import type { lookupEntry } from '../store/ledger/find.ts';
+import { entryMatches, failed, type EntryFilter, type LedgerTail } from '../store/ledger/read.ts';
+import type { Store } from '../store/journal/store.ts';
 import type { InspectorFilter, InspectorSource } from './inspector.ts';
 import { rowFacts } from './inspector-row.ts';
 

@@ -5,8 +5,8 @@ import type { Config } from '../config/types.ts';
 import { ErrorCode } from '../errors.ts';
 import type { CallTransform } from '../hooks/mappings.ts';
 import type { WakeTarget } from '../policy/admit.ts';
-import type { SignatureVerdict } from '../store/ledger-entry.ts';
-import type { Route } from '../store/records.ts';
+import type { SignatureVerdict } from '../store/ledger/entry.ts';
+import type { Route } from '../store/journal/records.ts';
 import { createPlanner, plan, type HookRequest, type Judged, type Plan } from './plan.ts';
 import type { PlannedAction, Said, TransformCall } from './trace.ts';
 

@@ -1,5 +1,5 @@
 import { CONTENT_TYPE, Metrics } from './metrics.ts';
-import type { Store } from '../store/store.ts';
+import type { Store } from '../store/journal/store.ts';
 
 /** What the server, the runtime and delivery report; rendered for `GET /metrics`. */
 export interface Telemetry {

@@ -4,11 +4,11 @@ import type { AgentConfig, Config } from '../config/types.ts';
 import type { Deliver } from '../delivery/adapter.ts';
 import type { Logger } from '../log.ts';
 import type { RetryOptions } from '../retry.ts';
-import type { Store } from '../store/store.ts';
+import type { Store } from '../store/journal/store.ts';
 import { clipLine } from '../text.ts';
 import { wrapUntrusted } from '../untrusted/wrap.ts';
 import type { RunSpec } from '../actions.ts';
-import type { Transcripts } from '../store/transcripts.ts';
+import type { Transcripts } from '../store/journal/transcripts.ts';
 import type { Provider } from './providers/provider.ts';
 
 export interface RunnerOptions {

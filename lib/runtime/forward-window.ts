@@ -1,4 +1,4 @@
-import type { OutboxEntry } from '../store/outbox.ts';
+import type { OutboxEntry } from '../store/journal/outbox.ts';
 import { wakeSession } from './forward-merge.ts';
 
 /**

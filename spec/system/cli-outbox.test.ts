@@ -5,7 +5,7 @@ import { mkdir, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { formatEntry } from '../../lib/cli/outbox.ts';
-import type { OutboxEntry } from '../../lib/store/outbox.ts';
+import type { OutboxEntry } from '../../lib/store/journal/outbox.ts';
 import { defer } from '../_cleanup.ts';
 import { configFile, runCli, type Spawned, spawnServer } from '../_cli.ts';
 import { freePort, startFakeGateway, unframe, type FakeGateway } from '../_fake-openclaw.ts';

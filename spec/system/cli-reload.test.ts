@@ -8,7 +8,7 @@ import { access, mkdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/p
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { readEvents } from '../../lib/store/read.ts';
+import { readEvents } from '../../lib/store/journal/read.ts';
 import { defer } from '../_cleanup.ts';
 import { post } from '../_http.ts';
 import { captureIo } from '../_io.ts';

@@ -4,8 +4,8 @@
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import { main } from '../../lib/cli/main.ts';
-import { readLedger } from '../../lib/store/ledger-read.ts';
-import { readEvents, readRuns } from '../../lib/store/read.ts';
+import { readLedger } from '../../lib/store/ledger/read.ts';
+import { readEvents, readRuns } from '../../lib/store/journal/read.ts';
 import { configFile, serveState as serve, type Spawned } from '../_cli.ts';
 import { post } from '../_http.ts';
 import { captureIo } from '../_io.ts';

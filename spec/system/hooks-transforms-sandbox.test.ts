@@ -7,7 +7,7 @@ import { before, describe, test } from 'node:test';
 import { childCommand, rootProblem, type Runtime } from '../../lib/hooks/transforms/child.ts';
 import { createTransformChildPool, type TransformChildPool } from '../../lib/hooks/transforms/child-pool.ts';
 import type { TransformChildPoolOptions } from '../../lib/hooks/transforms/pool-options.ts';
-import { readEvents } from '../../lib/store/read.ts';
+import { readEvents } from '../../lib/store/journal/read.ts';
 import { CHILD_RUNTIMES, DENO_PATH } from '../_children.ts';
 import { cliCommand, IS_DENO, listening, ROOT, stopAfter } from '../_cli.ts';
 import { fake } from '../_fake-server.ts';

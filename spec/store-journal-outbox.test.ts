@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { applyOutbox, headOf, newEntries, retryUpdates, type OutboxEntry } from '../lib/store/outbox.ts';
+import { applyOutbox, headOf, newEntries, retryUpdates, type OutboxEntry } from '../lib/store/journal/outbox.ts';
 
 const T0 = '2026-01-01T00:00:00.000Z';
 const NOW = '2026-01-01T01:00:00.000Z';

@@ -4,8 +4,8 @@ import type { FileHandle } from 'node:fs/promises';
 import { platform } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { Journal, SNAPSHOT_PART_CHARS } from '../lib/store/journal.ts';
-import { readJournal } from '../lib/store/journal-lines.ts';
+import { Journal, SNAPSHOT_PART_CHARS } from '../lib/store/journal/journal.ts';
+import { readJournal } from '../lib/store/journal/lines.ts';
 import { withDir } from './_dir.ts';
 
 const windows = platform() === 'win32';

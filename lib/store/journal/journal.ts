@@ -2,8 +2,8 @@ import { constants, fstatSync, statSync } from 'node:fs';
 import { mkdir, open as fsOpen, rename, rm } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { ErrorCode } from '../errors.ts';
-import { encodeLine, parseLines, type JournalContents } from './journal-lines.ts';
+import { ErrorCode } from '../../errors.ts';
+import { encodeLine, parseLines, type JournalContents } from './lines.ts';
 
 
 /** Options of {@link Journal.open}. */

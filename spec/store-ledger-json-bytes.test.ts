@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
-import { JsonBytes } from '../lib/store/json-bytes.ts';
+import { JsonBytes } from '../lib/store/ledger/json-bytes.ts';
 
 // The ledger's lines are read back with JSON.parse and by people: what JsonBytes writes must be
 // JSON.stringify's text, byte for byte, for every value an entry can hold.

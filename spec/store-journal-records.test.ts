@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { checkLine, MAX_SEQ } from '../lib/store/records.ts';
+import { checkLine, MAX_SEQ } from '../lib/store/journal/records.ts';
 
 const time = '2026-01-01T00:00:00.000Z';
 const event = { seq: 1, time, kind: 'system', text: 'hi', source: 'wake', mode: 'now' };

@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import type { RunSpec } from '../lib/actions.ts';
-import { readEvents } from '../lib/store/read.ts';
-import { Store } from '../lib/store/store.ts';
+import { readEvents } from '../lib/store/journal/read.ts';
+import { Store } from '../lib/store/journal/store.ts';
 import { withDir } from './_dir.ts';
 
 const RUN: RunSpec = { runId: 'r1', hook: 'agent', name: 'Hook', message: 'run r1', sessionKey: 'hook:s', agentId: 'main', wakeMode: 'now', deliver: true, channel: 'last' };

@@ -4,11 +4,11 @@ import { constants } from 'node:fs';
 import { appendFile, mkdir, open as openFile, readdir, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import type { LedgerConfig } from '../lib/store/ledger-config.ts';
-import { Ledger } from '../lib/store/ledger.ts';
-import type { LedgerEntry } from '../lib/store/ledger-entry.ts';
-import { lookupEntry } from '../lib/store/ledger-find.ts';
-import { bodyBytes, filterEntries, findEntry, LedgerTail, parseStatus, parseTime, readLedger } from '../lib/store/ledger-read.ts';
+import type { LedgerConfig } from '../lib/store/ledger/config.ts';
+import { Ledger } from '../lib/store/ledger/ledger.ts';
+import type { LedgerEntry } from '../lib/store/ledger/entry.ts';
+import { lookupEntry } from '../lib/store/ledger/find.ts';
+import { bodyBytes, filterEntries, findEntry, LedgerTail, parseStatus, parseTime, readLedger } from '../lib/store/ledger/read.ts';
 import { defer } from './_cleanup.ts';
 import { tempDir } from './_dir.ts';
 

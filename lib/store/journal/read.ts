@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { JOURNAL_FILE, readJournal } from './journal-lines.ts';
+import { JOURNAL_FILE, readJournal } from './lines.ts';
 import { applyOutbox, type OutboxEntry } from './outbox.ts';
 import { checkedLines, replayRuns, type JournalLine, type Rejected, type Route, type RunRecord, type SessionEvent } from './records.ts';
 

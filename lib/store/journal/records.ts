@@ -1,8 +1,8 @@
-import { CHANNELS, SESSION_MODES, THINKING_LEVELS, WAKE_MODES } from '../actions.ts';
-import { array, boolean, check, formatIssue, literal, number, object, optional, string, typeName, type Report, type Schema } from '../schema.ts';
-import type { RunSpec, WakeMode } from '../actions.ts';
+import { CHANNELS, SESSION_MODES, THINKING_LEVELS, WAKE_MODES } from '../../actions.ts';
+import { array, boolean, check, formatIssue, literal, number, object, optional, string, typeName, type Report, type Schema } from '../../schema.ts';
+import type { RunSpec, WakeMode } from '../../actions.ts';
 import type { OutboxEntry, OutboxUpdate } from './outbox.ts';
-import type { JournalContents } from './journal-lines.ts';
+import type { JournalContents } from './lines.ts';
 
 // What the journal holds, and the checks that every line read back from disk passes before the
 // store believes it: a line is input like any request body (a hand edit, a disk that returned

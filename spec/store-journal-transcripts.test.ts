@@ -3,7 +3,7 @@ import { readdir, readFile,  stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import type { ChatMessage } from '../lib/runtime/providers/provider.ts';
-import { Transcripts } from '../lib/store/transcripts.ts';
+import { Transcripts } from '../lib/store/journal/transcripts.ts';
 import { withDir } from './_dir.ts';
 
 const user = (content: string): ChatMessage => ({ role: 'user', content });

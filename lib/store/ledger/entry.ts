@@ -1,7 +1,7 @@
 import { constants, type Stats } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
-import { ErrorCode } from '../errors.ts';
-import { array, boolean, check, formatIssue, literal, number, object, optional, record, string, typeName, type Schema } from '../schema.ts';
+import { ErrorCode } from '../../errors.ts';
+import { array, boolean, check, formatIssue, literal, number, object, optional, record, string, typeName, type Schema } from '../../schema.ts';
 
 // What one request ledger entry holds, and the check every line read back passes before the
 // reader believes it (a ledger file is input like any other: a hand edit, a torn write).

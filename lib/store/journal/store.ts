@@ -1,9 +1,9 @@
 import { constants } from 'node:fs';
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { RunSpec } from '../actions.ts';
+import type { RunSpec } from '../../actions.ts';
 import { Journal, JournalReplacedError } from './journal.ts';
-import { JOURNAL_FILE } from './journal-lines.ts';
+import { JOURNAL_FILE } from './lines.ts';
 import { applyOutbox, countOutbox, headOf, newEntries, trimOutbox, type OutboxEntry, type OutboxSpec, type OutboxState, type OutboxUpdate } from './outbox.ts';
 import { IdempotencyKeys } from './idempotency-keys.ts';
 import { checkedLines, replayRuns, targetOf, type ConsumedSession, type IdempotencyWrite, type Rejected, type JournalLine, type Route, type RunRecord, type RunUpdate, type SessionEvent, type StoredAnswer } from './records.ts';
