@@ -5,7 +5,7 @@ import { formatRun } from '../lib/cli/listing.ts';
 import { main } from '../lib/cli/main.ts';
 import { wrapUntrusted } from '../lib/untrusted/wrap.ts';
 import { Store } from '../lib/store/journal/store.ts';
-import type { RunRecord, SessionEvent } from '../lib/store/journal/records.ts';
+import type { RunRecord, SessionEvent } from '../lib/model/records.ts';
 import { withDir } from './_dir.ts';
 import { captureIo } from './_io.ts';
 

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
-import type { Channel } from '../lib/actions.ts';
+import type { Channel } from '../lib/model/actions.ts';
 import type { Adapter } from '../lib/delivery/adapter.ts';
 import type { ConfiguredChannel } from '../lib/delivery/channels.ts';
 import { createDeliver } from '../lib/delivery/deliver.ts';
 import { createTelegramAdapter } from '../lib/delivery/telegram.ts';
 import type { Attempt } from '../lib/retry.ts';
-import type { Route } from '../lib/store/journal/records.ts';
+import type { Route } from '../lib/model/records.ts';
 import { fake, json } from './_fake-server.ts';
 
 const TOKEN = '123456789:AAHdeliver-spec_token0123456789abcdef';

@@ -7,7 +7,7 @@ import { test, type TestContext } from 'node:test';
 import { markWrapped } from '../lib/cli/event-text.ts';
 import { main } from '../lib/cli/main.ts';
 import { readEvents, readRuns } from '../lib/store/journal/read.ts';
-import type { RunRecord } from '../lib/store/journal/records.ts';
+import type { RunRecord } from '../lib/model/records.ts';
 import { defer } from './_cleanup.ts';
 import { tempDir } from './_dir.ts';
 import { fake, json } from './_fake-server.ts';

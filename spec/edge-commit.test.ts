@@ -10,7 +10,7 @@ import { previewOf } from '../lib/edge/preview.ts';
 import { silentLogger, specConfig } from './_app.ts';
 import { defer } from './_cleanup.ts';
 import { Store } from '../lib/store/journal/store.ts';
-import type { RunRecord } from '../lib/store/journal/records.ts';
+import type { RunRecord } from '../lib/model/records.ts';
 import { tempDir } from './_dir.ts';
 
 async function setup(t: TestContext, raw: Record<string, unknown> = {}, depth = 0) {

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { eventType, outcome, rowFacts } from '../lib/edge/inspector-row.ts';
-import type { LedgerEntry } from '../lib/store/ledger/entry.ts';
+import type { LedgerEntry } from '../lib/model/ledger-entry.ts';
 
 function entry(over: Partial<LedgerEntry>): LedgerEntry {
   return { id: 'e1', requestId: 'r1', time: '2026-11-27T12:00:00.000Z', method: 'POST', path: '/hooks/x', client: '127.0.0.1', lane: 'authenticated', auth: 'token', headers: {}, status: 200, durationMs: 1, ...over };

@@ -3,7 +3,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { ledgerSource } from '../lib/edge/inspector-source.ts';
-import type { LedgerEntry } from '../lib/store/ledger/entry.ts';
+import type { LedgerEntry } from '../lib/model/ledger-entry.ts';
 import { lookupEntry } from '../lib/store/ledger/find.ts';
 import { LedgerTail } from '../lib/store/ledger/read.ts';
 import { tempDir } from './_dir.ts';

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { Ledger } from '../lib/store/ledger/ledger.ts';
 import { readLedger } from '../lib/store/ledger/read.ts';
-import type { LedgerEntry } from '../lib/store/ledger/entry.ts';
+import type { LedgerEntry } from '../lib/model/ledger-entry.ts';
 import { defer } from './_cleanup.ts';
 import { tempDir } from './_dir.ts';
 import { specConfig, startApp, withHooks, type AppHarness, type StartAppOptions } from './_app.ts';

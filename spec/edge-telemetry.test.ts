@@ -7,7 +7,7 @@ import { test, type TestContext } from 'node:test';
 import { specConfig, startApp, type AppHarness } from './_app.ts';
 import { FailureLimiter } from '../lib/guard/rate-limit.ts';
 import { JOURNAL_FILE } from '../lib/store/journal/lines.ts';
-import type { RunRecord } from '../lib/store/journal/records.ts';
+import type { RunRecord } from '../lib/model/records.ts';
 import { createTelemetry, type TelemetrySources } from '../lib/edge/telemetry.ts';
 import { parseExposition, valueOf, type Exposition } from './_exposition.ts';
 import { post, send, type Reply } from './_http.ts';

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CHANNELS, THINKING_LEVELS, type AgentAction } from '../lib/actions.ts';
+import { CHANNELS, THINKING_LEVELS, type AgentAction } from '../lib/model/actions.ts';
 import { parseAgent } from '../lib/hooks/agent.ts';
 import { MARKER_END } from '../lib/untrusted/wrap.ts';
 import { testTable } from './_cases.ts';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { AgentAction, WakeAction } from '../lib/actions.ts';
+import type { AgentAction, WakeAction } from '../lib/model/actions.ts';
 import {
   applyMappings,
   findMapping,

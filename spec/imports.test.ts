@@ -79,19 +79,22 @@ function layerOf(file: string): string {
 // outbox bodies only (below). The edge and
 // the runtime read the validated config (config/types.ts); policy, hooks and store declare what they
 // read of it, and config builds that.
+// The domain's words (model/: actions, runs and events, ledger entries) import nothing but the root;
+// the layers that speak them import them, so policy and delivery need nothing of the store.
 const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   '': [''],
+  model: ['', 'model'],
   untrusted: ['', 'untrusted'],
   guard: ['', 'guard'],
-  hooks: ['', 'hooks', 'hooks/transforms', 'guard', 'untrusted'],
+  hooks: ['', 'hooks', 'hooks/transforms', 'guard', 'untrusted', 'model'],
   'hooks/transforms': ['', 'hooks/transforms', 'guard'],
-  policy: ['', 'policy', 'store'],
-  store: ['', 'store'],
-  delivery: ['', 'delivery', 'policy', 'store'],
-  runtime: ['', 'runtime', 'store', 'policy', 'delivery', 'untrusted', 'config'],
-  edge: ['', 'edge', 'guard', 'hooks', 'policy', 'store', 'untrusted', 'runtime', 'config'],
-  config: ['', 'config', 'guard', 'hooks', 'hooks/transforms', 'policy', 'store', 'delivery', 'runtime'],
-  cli: ['', 'cli', 'config', 'guard', 'hooks', 'hooks/transforms', 'policy', 'store', 'delivery', 'runtime', 'edge', 'untrusted'],
+  policy: ['', 'policy', 'model'],
+  store: ['', 'store', 'model'],
+  delivery: ['', 'delivery', 'policy', 'model'],
+  runtime: ['', 'runtime', 'store', 'policy', 'delivery', 'untrusted', 'config', 'model'],
+  edge: ['', 'edge', 'guard', 'hooks', 'policy', 'store', 'untrusted', 'runtime', 'config', 'model'],
+  config: ['', 'config', 'guard', 'hooks', 'hooks/transforms', 'policy', 'store', 'delivery', 'runtime', 'model'],
+  cli: ['', 'cli', 'config', 'guard', 'hooks', 'hooks/transforms', 'policy', 'store', 'delivery', 'runtime', 'edge', 'untrusted', 'model'],
 };
 
 /** The files of `graph` that import nothing from lib/: such a leaf may be imported from any layer. */

@@ -5,7 +5,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { test } from 'node:test';
-import { CHANNELS, THINKING_LEVELS, WAKE_MODES } from '../lib/actions.ts';
+import { CHANNELS, THINKING_LEVELS, WAKE_MODES } from '../lib/model/actions.ts';
 import type { Io } from '../lib/cli/io.ts';
 import { main } from '../lib/cli/main.ts';
 import { PRESETS, PROVIDER_APIS } from '../lib/config/file-schema.ts';

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { AgentAction } from '../lib/actions.ts';
+import type { AgentAction } from '../lib/model/actions.ts';
 import { buildConfig } from '../lib/config/load.ts';
 import type { AgentConfig, Config } from '../lib/config/types.ts';
 import { admitRun, admitWake, resolveAgentId } from '../lib/policy/admit.ts';

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Channel } from '../lib/actions.ts';
+import type { Channel } from '../lib/model/actions.ts';
 import { checkRoute, resolveRoute, routesOf, type Routes } from '../lib/policy/route.ts';
-import type { Route } from '../lib/store/journal/records.ts';
+import type { Route } from '../lib/model/records.ts';
 
 // Channels that take digit-only recipients, so each rule is visible in the test.
 function routes(entries: [Channel, string | undefined][]): Routes {

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { RequestedKey } from '../lib/actions.ts';
+import type { RequestedKey } from '../lib/model/actions.ts';
 import { admitsEveryAgentSession, canonicalAgentId, hasPrefix, isGeneratedKey, rescopeSessionKey, resolveSessionKey, scopeSessionKey, stripAgentNamespace, type SessionKeyRules } from '../lib/policy/session-key.ts';
 import { testTable } from './_cases.ts';
 import { error, value } from './_decision.ts';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { completionOf, createCompletions, isSettled } from '../lib/runtime/completion.ts';
-import type { RunRecord } from '../lib/store/journal/records.ts';
+import type { RunRecord } from '../lib/model/records.ts';
 
 const OPTIONS = { ackMaxChars: 300, allowReply: false };
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { AgentAction, RunSpec } from '../lib/actions.ts';
+import type { AgentAction, RunSpec } from '../lib/model/actions.ts';
 import { forwardDestination, upstreamAgent, upstreamWake } from '../lib/runtime/forward-body.ts';
 import { refusedField } from '../lib/runtime/forward.ts';
 import { testTable } from './_cases.ts';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Heartbeat, realSchedule } from '../lib/runtime/heartbeat.ts';
 import type { HeartbeatOptions, Schedule } from '../lib/runtime/heartbeat.ts';
-import type { SessionEvent } from '../lib/store/journal/records.ts';
+import type { SessionEvent } from '../lib/model/records.ts';
 
 interface _Timer {
   run: () => void;

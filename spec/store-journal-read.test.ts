@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import type { RunSpec } from '../lib/actions.ts';
+import type { RunSpec } from '../lib/model/actions.ts';
 import { readEvents } from '../lib/store/journal/read.ts';
 import { Store } from '../lib/store/journal/store.ts';
 import { withDir } from './_dir.ts';

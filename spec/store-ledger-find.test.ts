@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import type { LedgerConfig } from '../lib/store/ledger/config.ts';
 import { Ledger } from '../lib/store/ledger/ledger.ts';
-import type { LedgerEntry } from '../lib/store/ledger/entry.ts';
+import type { LedgerEntry } from '../lib/model/ledger-entry.ts';
 import { findEntries, lookupEntry, PIECE_BYTES } from '../lib/store/ledger/find.ts';
 import { LedgerUnreadableError, type DamagedLine } from '../lib/store/ledger/read.ts';
 import { tempDir } from './_dir.ts';

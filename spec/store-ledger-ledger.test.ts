@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import type { LedgerConfig } from '../lib/store/ledger/config.ts';
 import { Ledger } from '../lib/store/ledger/ledger.ts';
-import type { LedgerEntry } from '../lib/store/ledger/entry.ts';
+import type { LedgerEntry } from '../lib/model/ledger-entry.ts';
 import { lookupEntry } from '../lib/store/ledger/find.ts';
 import { bodyBytes, filterEntries, findEntry, LedgerTail, parseStatus, parseTime, readLedger } from '../lib/store/ledger/read.ts';
 import { defer } from './_cleanup.ts';

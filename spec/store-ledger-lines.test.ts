@@ -3,7 +3,7 @@ import { mkdir, stat, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import test from 'node:test';
 import { JsonBytes } from '../lib/store/ledger/json-bytes.ts';
-import type { LedgerEntry } from '../lib/store/ledger/entry.ts';
+import type { LedgerEntry } from '../lib/model/ledger-entry.ts';
 import { keepBody, scanSegment, writeEntryLine } from '../lib/store/ledger/lines.ts';
 import { tempDir } from './_dir.ts';
 

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import type { LedgerConfig } from '../lib/store/ledger/config.ts';
 import { Ledger } from '../lib/store/ledger/ledger.ts';
-import type { LedgerEntry } from '../lib/store/ledger/entry.ts';
+import type { LedgerEntry } from '../lib/model/ledger-entry.ts';
 import { LedgerTail } from '../lib/store/ledger/read.ts';
 import { tempDir } from './_dir.ts';
 import { loopHeld } from './_loop.ts';

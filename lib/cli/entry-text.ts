@@ -1,8 +1,8 @@
 // How `hooks-ingress requests` shows a ledger entry on a terminal. Everything that came with the
 // request (hook name, headers, body, error text) is the sender's: control characters are escaped.
 import { bodyBytes, failed } from '../store/ledger/read.ts';
-import type { LedgerEntry } from '../store/ledger/entry.ts';
-import type { RunRecord, SessionEvent } from '../store/journal/records.ts';
+import type { LedgerEntry } from '../model/ledger-entry.ts';
+import type { RunRecord, SessionEvent } from '../model/records.ts';
 import { escapeControls, formatEvent } from './event-text.ts';
 import { formatRun } from './listing.ts';
 

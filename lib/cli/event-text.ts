@@ -2,7 +2,7 @@
 // nothing in them may act on the terminal: control characters, line and paragraph separators and
 // bidirectional overrides are shown as escapes, and only "\n" breaks a line.
 import { SOURCE_MAX, wrapUntrusted } from '../untrusted/wrap.ts';
-import type { SessionEvent } from '../store/journal/records.ts';
+import type { SessionEvent } from '../model/records.ts';
 
 const INDENT = '    ';
 

@@ -1,5 +1,5 @@
 import { LedgerUnreadableError, parseStatus, parseTime, readLedger, type DamagedLine, type EntryFilter } from '../store/ledger/read.ts';
-import type { LedgerEntry } from '../store/ledger/entry.ts';
+import type { LedgerEntry } from '../model/ledger-entry.ts';
 import type { Flags } from './command.ts';
 import { escapeControls } from './event-text.ts';
 import { messagePrefix, type Io } from './io.ts';

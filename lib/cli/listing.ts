@@ -1,6 +1,6 @@
 import { readEvents, readRuns } from '../store/journal/read.ts';
 import type { Rejected } from '../store/journal/records.ts';
-import type { RunRecord, SessionEvent } from '../store/journal/records.ts';
+import type { RunRecord, SessionEvent } from '../model/records.ts';
 import { sleep } from '../retry.ts';
 import { clipLine } from '../text.ts';
 import { COMMON, type Command, type Flags } from './command.ts';

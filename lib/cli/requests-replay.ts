@@ -5,7 +5,7 @@ import { ErrorCode, HttpError } from '../errors.ts';
 import type { Ledger } from '../store/ledger/ledger.ts';
 import { findEntries } from '../store/ledger/find.ts';
 import { filterEntries, findEntry } from '../store/ledger/read.ts';
-import type { LedgerEntry } from '../store/ledger/entry.ts';
+import type { LedgerEntry } from '../model/ledger-entry.ts';
 import type { Flags } from './command.ts';
 import { callServer, printResult } from './control.ts';
 import { escapeControls, jsonLine } from './event-text.ts';

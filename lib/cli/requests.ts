@@ -1,7 +1,7 @@
 import { filterEntries, findEntry } from '../store/ledger/read.ts';
-import type { LedgerEntry } from '../store/ledger/entry.ts';
+import type { LedgerEntry } from '../model/ledger-entry.ts';
 import { readEvents, readRuns } from '../store/journal/read.ts';
-import type { RunRecord, SessionEvent } from '../store/journal/records.ts';
+import type { RunRecord, SessionEvent } from '../model/records.ts';
 import { sleep } from '../retry.ts';
 import { COMMON, type Command, type Flags } from './command.ts';
 import { formatEntry, formatEntryLine } from './entry-text.ts';

@@ -1,4 +1,4 @@
-import { CHANNELS, type Channel } from '../actions.ts';
+import { CHANNELS, type Channel } from '../model/actions.ts';
 import type { Config } from '../config/types.ts';
 import { COMMON, type Command } from './command.ts';
 import { FAILURE, messagePrefix, USAGE } from './io.ts';

@@ -12,7 +12,7 @@ import { createCompletions } from '../runtime/completion.ts';
 import type { ForwardMode } from '../runtime/forward.ts';
 import type { RetryOutcome, RetryRequest } from '../store/journal/outbox-retry.ts';
 import { serviceTransforms } from './transforms.ts';
-import type { Route } from '../store/journal/records.ts';
+import type { Route } from '../model/records.ts';
 import { Ledger } from '../store/ledger/ledger.ts';
 import { Store } from '../store/journal/store.ts';
 import { Transcripts } from '../store/journal/transcripts.ts';

@@ -1,4 +1,4 @@
-import { THINKING_LEVELS } from '../actions.ts';
+import { THINKING_LEVELS } from '../model/actions.ts';
 import { channel as channelName } from '../hooks/channel-names.ts';
 import { parseCidr, type Cidr } from '../guard/address.ts';
 import { channelsSchema } from '../delivery/channels.ts';

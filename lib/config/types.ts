@@ -1,6 +1,6 @@
 // The shape of the configuration every layer reads. Types only (every import here is erased), so
 // reading it ties no layer to the code that loads the config.
-import type { Channel } from '../actions.ts';
+import type { Channel } from '../model/actions.ts';
 import type { Cidr } from '../guard/address.ts';
 import type { ChannelsConfig } from '../delivery/channels.ts';
 import type { Mapping } from '../hooks/mappings.ts';

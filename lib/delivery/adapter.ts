@@ -1,5 +1,5 @@
-import type { Channel } from '../actions.ts';
-import type { DeliveryOutcome } from '../store/journal/records.ts';
+import type { Channel } from '../model/actions.ts';
+import type { DeliveryOutcome } from '../model/records.ts';
 import type { Attempt } from '../retry.ts';
 
 /** What a successful send returns: the platform's ids for the message(s) it created. */

@@ -1,4 +1,4 @@
-import type { Channel } from '../actions.ts';
+import type { Channel } from '../model/actions.ts';
 import { literal, number, object, optional, string, type Issue } from '../schema.ts';
 import type { Adapter } from './adapter.ts';
 

@@ -1,7 +1,7 @@
-import type { Channel } from '../actions.ts';
+import type { Channel } from '../model/actions.ts';
 import { resolveRoute, type Routes } from '../policy/route.ts';
 import { retry, type RetryOptions } from '../retry.ts';
-import type { DeliveryOutcome, Route } from '../store/journal/records.ts';
+import type { DeliveryOutcome, Route } from '../model/records.ts';
 import type { DeliveryRequest } from './adapter.ts';
 import type { ConfiguredChannel } from './channels.ts';
 import { chunkText } from './chunk.ts';

@@ -1,10 +1,10 @@
-import type { AgentAction, RunSpec, WakeAction } from '../actions.ts';
+import type { AgentAction, RunSpec, WakeAction } from '../model/actions.ts';
 import type { Config } from '../config/types.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
 import { admitRun, admitWake, type AgentRules, type UnknownAgent, type WakeTarget } from '../policy/admit.ts';
 import { checkRoute, routesOf, type Routes } from '../policy/route.ts';
 import { forwardDestination } from '../runtime/forward-body.ts';
-import type { Route } from '../store/journal/records.ts';
+import type { Route } from '../model/records.ts';
 
 // Where a plan's actions may go, chosen once per (re)load (this server's agents and channels, or
 // forward mode's upstream), and the one admission of a run or a wake against it: part of plan.

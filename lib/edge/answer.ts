@@ -2,7 +2,7 @@ import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:
 import type { Socket } from 'node:net';
 import { ErrorCode, HttpError } from '../errors.ts';
 import type { Logger } from '../log.ts';
-import type { StoredAnswer } from '../store/journal/records.ts';
+import type { StoredAnswer } from '../model/records.ts';
 import type { Trace } from './trace.ts';
 
 // An answer on its way out: the one step from an HttpError to what the client is told, and writing

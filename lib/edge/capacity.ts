@@ -1,7 +1,7 @@
 import type { Config } from '../config/types.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
 import type { Store } from '../store/journal/store.ts';
-import type { RunRecord } from '../store/journal/records.ts';
+import type { RunRecord } from '../model/records.ts';
 import { JournalReplacedError } from '../store/journal/journal.ts';
 
 // The edge's capacity, what a request may add before it is recorded: bounds checked at the door,

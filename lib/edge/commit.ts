@@ -1,15 +1,15 @@
-import type { AgentAction, RunSpec, WakeAction } from '../actions.ts';
+import type { AgentAction, RunSpec, WakeAction } from '../model/actions.ts';
 import type { Config } from '../config/types.ts';
 import { HttpError } from '../errors.ts';
 import type { Auth } from '../guard/auth.ts';
 import type { Logger } from '../log.ts';
 import { upstreamAgent, upstreamWake } from '../runtime/forward-body.ts';
 import type { WakeTarget } from '../policy/admit.ts';
-import type { Became } from '../store/ledger/entry.ts';
+import type { Became } from '../model/ledger-entry.ts';
 import type { EventOutcome } from '../store/journal/session-events.ts';
 import type { OutboxSpec } from '../store/journal/outbox.ts';
 import type { Effects, Store } from '../store/journal/store.ts';
-import type { IdempotencyWrite, StoredAnswer } from '../store/journal/records.ts';
+import type { IdempotencyWrite, StoredAnswer } from '../model/records.ts';
 import { errorAnswer, type Answer } from './answer.ts';
 import { admitEvents, reserveRuns, unavailable, type RunQueue } from './capacity.ts';
 import type { IdempotencyKey } from './idempotency.ts';

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Store } from '../store/journal/store.ts';
-import type { IdempotencyWrite } from '../store/journal/records.ts';
+import type { IdempotencyWrite } from '../model/records.ts';
 import type { DeliveryId } from '../guard/signatures/scheme.ts';
 import type { Answer } from './answer.ts';
 import type { Trace } from './trace.ts';

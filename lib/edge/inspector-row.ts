@@ -5,7 +5,7 @@
  */
 import { senderDelivery } from '../guard/signatures/verify.ts';
 import { headerDelivery } from '../guard/signatures/scheme.ts';
-import type { LedgerEntry } from '../store/ledger/entry.ts';
+import type { LedgerEntry } from '../model/ledger-entry.ts';
 import { clipLine } from '../text.ts';
 
 /** A row's words: `event` and `delivery` when the request carries them. */

@@ -1,4 +1,4 @@
-import type { LedgerEntry } from '../store/ledger/entry.ts';
+import type { LedgerEntry } from '../model/ledger-entry.ts';
 import type { lookupEntry } from '../store/ledger/find.ts';
 import { entryMatches, failed, type EntryFilter, type LedgerTail } from '../store/ledger/read.ts';
 import type { Store } from '../store/journal/store.ts';

@@ -8,7 +8,7 @@ import type { Signature } from '../guard/signatures/config.ts';
 import { isoTime } from '../log.ts';
 import { randomHex } from '../random.ts';
 import type { Ledger } from '../store/ledger/ledger.ts';
-import type { LedgerEntry, SignatureVerdict } from '../store/ledger/entry.ts';
+import type { LedgerEntry, SignatureVerdict } from '../model/ledger-entry.ts';
 import type { Answer } from './answer.ts';
 import { refusalKey } from './refused-alike.ts';
 import type { Trace } from './trace.ts';

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { RunSpec, WakeAction } from '../actions.ts';
+import type { RunSpec, WakeAction } from '../model/actions.ts';
 import type { Config } from '../config/types.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
 import type { Client } from '../guard/address.ts';
@@ -11,7 +11,7 @@ import { parseAgent } from '../hooks/agent.ts';
 import { applyMappings, type CallTransform } from '../hooks/mappings.ts';
 import { parseWake } from '../hooks/wake.ts';
 import type { LogFields } from '../log.ts';
-import type { Route } from '../store/journal/records.ts';
+import type { Route } from '../model/records.ts';
 import { detectInjection, nameLine, requestName, wrapUntrusted } from '../untrusted/wrap.ts';
 import { admitAgent, admitWakeTarget, createAdmission, type Admission } from './admission.ts';
 import type { Answer } from './answer.ts';

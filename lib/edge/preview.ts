@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import type { RunSpec, WakeMode } from '../actions.ts';
+import type { RunSpec, WakeMode } from '../model/actions.ts';
 import type { Config } from '../config/types.ts';
 import { ErrorCode } from '../errors.ts';
 import type { CallTransform } from '../hooks/mappings.ts';
 import type { WakeTarget } from '../policy/admit.ts';
-import type { SignatureVerdict } from '../store/ledger/entry.ts';
-import type { Route } from '../store/journal/records.ts';
+import type { SignatureVerdict } from '../model/ledger-entry.ts';
+import type { Route } from '../model/records.ts';
 import { createPlanner, plan, type HookRequest, type Judged, type Plan } from './plan.ts';
 import type { PlannedAction, Said, TransformCall } from './trace.ts';
 

@@ -3,7 +3,7 @@ import type { Config } from '../config/types.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { bodyBytes } from '../store/ledger/read.ts';
-import type { LedgerEntry } from '../store/ledger/entry.ts';
+import type { LedgerEntry } from '../model/ledger-entry.ts';
 import type { HooksPath } from './hooks-route.ts';
 import { REDACTED, type Recorder } from './ledger-note.ts';
 import type { HookRequest, Judged } from './plan.ts';

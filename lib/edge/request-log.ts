@@ -4,7 +4,7 @@
 // number of lines, and every request is still accounted for in a line, a summary or a left-out count.
 import type { Client } from '../guard/address.ts';
 import type { LogFields, Logger } from '../log.ts';
-import type { SignatureVerdict } from '../store/ledger/entry.ts';
+import type { SignatureVerdict } from '../model/ledger-entry.ts';
 import { refusalKey } from './refused-alike.ts';
 
 /** Which requests get a request line: every one, only refusals (status 400 and above), or none. */

@@ -1,7 +1,7 @@
-import type { AgentAction, RunSpec, WakeAction } from '../actions.ts';
+import type { AgentAction, RunSpec, WakeAction } from '../model/actions.ts';
 import type { LogFields } from '../log.ts';
 import type { WakeTarget } from '../policy/admit.ts';
-import type { Became, SignatureVerdict } from '../store/ledger/entry.ts';
+import type { Became, SignatureVerdict } from '../model/ledger-entry.ts';
 
 // What was decided about one request to the hooks path, and why: a value the door, plan and
 // commit each extend (a new object, never an edit) and hand on with the answer. The ledger records

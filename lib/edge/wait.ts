@@ -1,6 +1,6 @@
 import type { Config } from '../config/types.ts';
 import type { Store } from '../store/journal/store.ts';
-import type { StoredAnswer } from '../store/journal/records.ts';
+import type { StoredAnswer } from '../model/records.ts';
 
 /** What shapes a completion: the ack bound and whether the reply text may be returned. */
 export interface CompletionOptions {

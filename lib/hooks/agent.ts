@@ -1,4 +1,4 @@
-import { SESSION_MODES, THINKING_LEVELS, WAKE_MODES, type AgentAction } from '../actions.ts';
+import { SESSION_MODES, THINKING_LEVELS, WAKE_MODES, type AgentAction } from '../model/actions.ts';
 import { channel as channelName } from './channel-names.ts';
 import { boolean, check, formatIssue, literal, number, object, optional, string } from '../schema.ts';
 import { plainLabel } from '../untrusted/label.ts';

@@ -1,4 +1,4 @@
-import { CHANNELS, type Channel } from '../actions.ts';
+import { CHANNELS, type Channel } from '../model/actions.ts';
 import type { Schema } from '../schema.ts';
 
 /**

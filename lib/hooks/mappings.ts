@@ -1,4 +1,4 @@
-import { SESSION_MODES, THINKING_LEVELS, WAKE_MODES, type Action, type AgentAction, type Channel, type SessionMode, type Thinking, type WakeAction, type WakeMode } from '../actions.ts';
+import { SESSION_MODES, THINKING_LEVELS, WAKE_MODES, type Action, type AgentAction, type Channel, type SessionMode, type Thinking, type WakeAction, type WakeMode } from '../model/actions.ts';
 import { checkAccount } from './agent.ts';
 import { SESSION_KEY_NEEDS_NOW } from './wake.ts';
 import { channel as channelName } from './channel-names.ts';

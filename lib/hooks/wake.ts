@@ -1,4 +1,4 @@
-import { WAKE_MODES, type WakeAction } from '../actions.ts';
+import { WAKE_MODES, type WakeAction } from '../model/actions.ts';
 import { check, formatIssue, literal, object, optional, string } from '../schema.ts';
 
 const SHAPE = {

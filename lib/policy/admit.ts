@@ -1,4 +1,4 @@
-import type { AgentAction, RunSpec, WakeAction } from '../actions.ts';
+import type { AgentAction, RunSpec, WakeAction } from '../model/actions.ts';
 import { echo, type Decision } from './decision.ts';
 import { allowModel, type Models } from './models.ts';
 import { resolveSessionKey, scopeSessionKey, type SessionKeyRules } from './session-key.ts';

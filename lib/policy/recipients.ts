@@ -1,4 +1,4 @@
-import type { Channel } from '../actions.ts';
+import type { Channel } from '../model/actions.ts';
 import { show } from '../text.ts';
 
 // Who each platform can reach, as pure checks: the request path refuses an unreachable `to` with

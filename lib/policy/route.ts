@@ -1,5 +1,5 @@
-import type { Channel } from '../actions.ts';
-import type { Route } from '../store/journal/records.ts';
+import type { Channel } from '../model/actions.ts';
+import type { Route } from '../model/records.ts';
 import { RECIPIENT_RULES, type NamedChannel } from './recipients.ts';
 
 /** What routing needs to know of a configured channel: who it can reach, and whom it reaches by default. */

@@ -1,4 +1,4 @@
-import type { RequestedKey } from '../actions.ts';
+import type { RequestedKey } from '../model/actions.ts';
 import { echo, type Decision } from './decision.ts';
 
 /** The generated session keys start with this; prefix allowlists must admit it when no default key is set. */

@@ -1,5 +1,5 @@
 import type { Store } from '../store/journal/store.ts';
-import type { RunRecord } from '../store/journal/records.ts';
+import type { RunRecord } from '../model/records.ts';
 import { isAck } from './ack.ts';
 
 /** A finished run as OpenClaw's `waitForCompletion` answers it. */

@@ -7,7 +7,7 @@ import type { RetryOptions } from '../retry.ts';
 import type { Store } from '../store/journal/store.ts';
 import { clipLine } from '../text.ts';
 import { wrapUntrusted } from '../untrusted/wrap.ts';
-import type { RunSpec } from '../actions.ts';
+import type { RunSpec } from '../model/actions.ts';
 import type { Transcripts } from '../store/journal/transcripts.ts';
 import type { Provider } from './providers/provider.ts';
 

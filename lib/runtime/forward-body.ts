@@ -1,4 +1,4 @@
-import type { AgentAction, RunSpec, WakeAction } from '../actions.ts';
+import type { AgentAction, RunSpec, WakeAction } from '../model/actions.ts';
 
 // Forward mode's outbox bodies: what forward.ts sends upstream. Commit (edge/commit.ts) writes them into the
 // outbox when it accepts a request, so they stand apart from forward.ts, which serve loads only

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { targetOf, type SessionEvent } from '../store/journal/records.ts';
+import { targetOf, type SessionEvent } from '../model/records.ts';
 import { isAck } from './ack.ts';
 import { agentOf, summarise, workspaceOf, type RuntimeContext } from './context.ts';
 import { routeOf } from './reply.ts';

@@ -1,5 +1,5 @@
 import type { Store } from '../store/journal/store.ts';
-import type { SessionEvent } from '../store/journal/records.ts';
+import type { SessionEvent } from '../model/records.ts';
 
 /** Schedules a callback; returns a function that cancels it. Injected so tests control time. */
 export type Schedule = (run: () => void, ms: number) => () => void;

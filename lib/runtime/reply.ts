@@ -1,4 +1,4 @@
-import type { DeliveryOutcome, RunRecord } from '../store/journal/records.ts';
+import type { DeliveryOutcome, RunRecord } from '../model/records.ts';
 import { isAck } from './ack.ts';
 import { hookLine, summarise, type RuntimeContext } from './context.ts';
 

@@ -1,5 +1,5 @@
 import { isGeneratedKey } from '../policy/session-key.ts';
-import type { RunRecord } from '../store/journal/records.ts';
+import type { RunRecord } from '../model/records.ts';
 import { agentOf, hookLine, isoNow, summarise, type RuntimeContext } from './context.ts';
 import { takeTurn, type TurnOutcome } from './turn.ts';
 

@@ -1,4 +1,4 @@
-import type { RunRecord } from '../store/journal/records.ts';
+import type { RunRecord } from '../model/records.ts';
 import { readText, type RunnerOptions, type RuntimeContext } from './context.ts';
 import { heartbeatTurn } from './heartbeat-turn.ts';
 import { deliverReply } from './reply.ts';

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import type { AgentConfig } from '../config/types.ts';
 import { resolveModel } from '../policy/models.ts';
 import { retry } from '../retry.ts';
-import type { RunRecord } from '../store/journal/records.ts';
+import type { RunRecord } from '../model/records.ts';
 import { workspaceOf, type RuntimeContext } from './context.ts';
 import type { ChatMessage } from './providers/provider.ts';
 

@@ -29,7 +29,7 @@ import { main } from '../../lib/cli/main.ts';
 import { randomHex } from '../../lib/random.ts';
 import { Ledger } from '../../lib/store/ledger/ledger.ts';
 import type { LedgerConfig } from '../../lib/store/ledger/config.ts';
-import type { LedgerEntry } from '../../lib/store/ledger/entry.ts';
+import type { LedgerEntry } from '../../lib/model/ledger-entry.ts';
 import { readEvents } from '../../lib/store/journal/read.ts';
 import { configFile, IS_DENO, spawnServer, stopAfter } from '../_cli.ts';
 import { captureIo } from '../_io.ts';

@@ -3,7 +3,7 @@ import { writeFile } from 'node:fs/promises';
 import type { ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import type { RunRecord, SessionEvent } from '../../lib/store/journal/records.ts';
+import type { RunRecord, SessionEvent } from '../../lib/model/records.ts';
 import { assertCleanStop, runCli, spawnServer, type Spawned } from '../_cli.ts';
 import { fake } from '../_fake-server.ts';
 import { post } from '../_http.ts';

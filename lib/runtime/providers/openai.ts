@@ -1,4 +1,4 @@
-import type { Thinking } from '../../actions.ts';
+import type { Thinking } from '../../model/actions.ts';
 import { failure, retryAfterMs, type Received } from '../../delivery/http-call.ts';
 import { asObject } from '../../object.ts';
 import type { Attempt } from '../../retry.ts';

@@ -1,4 +1,4 @@
-import type { Thinking } from '../../actions.ts';
+import type { Thinking } from '../../model/actions.ts';
 import type { Attempt } from '../../retry.ts';
 
 /** One earlier turn of a session's transcript. */

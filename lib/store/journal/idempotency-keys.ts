@@ -1,4 +1,5 @@
-import type { IdemRecord, StoredAnswer } from './records.ts';
+import type { StoredAnswer } from '../../model/records.ts';
+import type { IdemRecord } from './records.ts';
 
 /**
  * The idempotency keys the store remembers, each with the first answer given under it: until it

@@ -1,7 +1,8 @@
 import { join } from 'node:path';
+import type { Route, RunRecord, SessionEvent } from '../../model/records.ts';
 import { JOURNAL_FILE, readJournal } from './lines.ts';
 import { applyOutbox, type OutboxEntry } from './outbox.ts';
-import { checkedLines, replayRuns, type JournalLine, type Rejected, type Route, type RunRecord, type SessionEvent } from './records.ts';
+import { checkedLines, replayRuns, type JournalLine, type Rejected } from './records.ts';
 
 // The state directory read without opening it for writing: what the CLI's listings show while the
 // server, the one writer (store.ts), may be running.

@@ -1,4 +1,4 @@
-import { targetOf, type ConsumedSession, type SessionEvent } from './records.ts';
+import { targetOf, type ConsumedSession, type SessionEvent } from '../../model/records.ts';
 
 /**
  * The session events in memory, oldest first: the main session's, and the wakes addressed to

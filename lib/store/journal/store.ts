@@ -1,12 +1,13 @@
 import { constants } from 'node:fs';
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { RunSpec } from '../../actions.ts';
+import type { RunSpec } from '../../model/actions.ts';
+import { targetOf, type ConsumedSession, type IdempotencyWrite, type Route, type RunRecord, type RunUpdate, type SessionEvent, type StoredAnswer } from '../../model/records.ts';
 import { Journal, JournalReplacedError } from './journal.ts';
 import { JOURNAL_FILE } from './lines.ts';
 import { applyOutbox, countOutbox, headOf, newEntries, trimOutbox, type OutboxEntry, type OutboxSpec, type OutboxState, type OutboxUpdate } from './outbox.ts';
 import { IdempotencyKeys } from './idempotency-keys.ts';
-import { checkedLines, replayRuns, targetOf, type ConsumedSession, type IdempotencyWrite, type Rejected, type JournalLine, type Route, type RunRecord, type RunUpdate, type SessionEvent, type StoredAnswer } from './records.ts';
+import { checkedLines, replayRuns, type Rejected, type JournalLine } from './records.ts';
 import { planEvents, SessionEvents, type EventOutcome, type NewEvent } from './session-events.ts';
 
 

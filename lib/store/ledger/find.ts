@@ -1,7 +1,8 @@
 import { readdir, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ErrorCode } from '../../errors.ts';
-import { checkLedgerLine, LEDGER_DIR, openSegment, SEGMENT, type CheckedLedgerLine, type CountLine, type LedgerEntry } from './entry.ts';
+import type { LedgerEntry } from '../../model/ledger-entry.ts';
+import { checkLedgerLine, LEDGER_DIR, openSegment, SEGMENT, type CheckedLedgerLine, type CountLine } from './entry.ts';
 import { findEntry, keepCount, LedgerUnreadableError, withCount, type DamagedLine } from './read.ts';
 
 // Finding a few entries of the request ledger by their ids, for what runs in the server beside

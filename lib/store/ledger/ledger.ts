@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto';
 import { mkdir, open, readdir, rm, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { Lane, LedgerEntry } from '../../model/ledger-entry.ts';
 import type { LedgerConfig, LedgerLane } from './config.ts';
 import { JsonBytes } from './json-bytes.ts';
 import { capHeaders, keepBody, REFUSAL_HEADER_BYTES, scanSegment, writeEntryLine, type KeptBody } from './lines.ts';
-import { LEDGER_DIR, SEGMENT, SEGMENT_NEW, type Lane, type LedgerEntry } from './entry.ts';
+import { LEDGER_DIR, SEGMENT, SEGMENT_NEW } from './entry.ts';
 
 // The request ledger's writer. Diagnostic, never on an acknowledgement's path: entries are queued
 // in memory and written in batches (one write per lane per batch, no fsync on the way), so a

@@ -1,6 +1,7 @@
 import { isUtf8 } from 'node:buffer';
+import type { LedgerEntry } from '../../model/ledger-entry.ts';
 import type { JsonBytes } from './json-bytes.ts';
-import { openSegment, type LedgerEntry } from './entry.ts';
+import { openSegment } from './entry.ts';
 
 // The request ledger's lines: what of a request's body is kept and how (text or base64), an
 // entry written as one line of a segment, and a segment's lines counted back when a later

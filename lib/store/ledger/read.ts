@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { ErrorCode } from '../../errors.ts';
-import { checkLedgerLine, LEDGER_DIR, openSegment, SEGMENT, type CheckedLedgerLine, type CountLine, type LedgerEntry, type StoredBody } from './entry.ts';
+import type { LedgerEntry, StoredBody } from '../../model/ledger-entry.ts';
+import { checkLedgerLine, LEDGER_DIR, openSegment, SEGMENT, type CheckedLedgerLine, type CountLine } from './entry.ts';
 
 // Reading the request ledger without opening it for writing: for `hooks-ingress requests`, the
 // inspector and the server's replay. The reader needs no config and no secret, only the files.

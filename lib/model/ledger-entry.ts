@@ -1,0 +1,90 @@
+// What one request is, as the request ledger keeps it: the entry, what the request became, its
+// body and signature verdict, and their constant lists. The ledger writes and reads these
+// (store/ledger/entry.ts checks each line read back); the edge makes them, the CLI and the
+// inspector show them.
+
+/** Why a signature did not verify, as the ledger keeps it: the kind, the header at fault, the measured skew of a stale timestamp. */
+export interface SignatureVerdict {
+  scheme: string;
+  ok: boolean;
+  /** `missing-header`, `bad-signature`, `stale-timestamp`, `no-secret`. */
+  why?: SignatureWhy;
+  header?: string;
+  /** Seconds the signed timestamp was from the server's clock (positive: in the past). */
+  skewSeconds?: number;
+  /** The refusal as the client read it (header and rule, never a value). */
+  reason?: string;
+}
+
+export const SIGNATURE_WHY = ['missing-header', 'bad-signature', 'stale-timestamp', 'no-secret'] as const;
+export type SignatureWhy = (typeof SIGNATURE_WHY)[number];
+
+/** A stored body: the bytes kept (UTF-8 text, else base64), how many arrived, whether the rest was cut. */
+export interface StoredBody {
+  encoding: 'utf8' | 'base64';
+  data: string;
+  /** Bytes that arrived. */
+  bytes: number;
+  truncated: boolean;
+}
+
+/** Why no body is kept. */
+export const BODY_OMITTED = ['metadata-only', 'opted-out', 'not-read', 'ledger-cap'] as const;
+export type BodyOmitted = (typeof BODY_OMITTED)[number];
+
+/** What a request became. */
+export interface Became {
+  /** Main-session events (their seq). */
+  events?: number[];
+  runs?: string[];
+  /** Forward mode's outbox entries. */
+  outbox?: string[];
+  /** A retry answered from the first request's record: that request's id, when known. */
+  duplicateOf?: string;
+  /** Filtered out (200 ignored), or the transform skipped it (204). */
+  ignored?: boolean;
+  skipped?: boolean;
+  /** A provider's set-up handshake (Meta's subscription check, Slack's URL verification). */
+  handshake?: string;
+}
+
+/** The lanes of the ledger: each has its own budget. */
+export type Lane = 'authenticated' | 'unauthenticated';
+
+/** One request as the ledger keeps it. */
+export interface LedgerEntry {
+  /** The entry's own id: random, assigned by the server. */
+  id: string;
+  /** The request id (`X-Request-Id`, the log's `id`): the client may choose it, so it need not be unique. */
+  requestId: string;
+  time: string;
+  method: string;
+  path: string;
+  /** The query as received, with credential-like values redacted; absent when empty. */
+  query?: string;
+  /** The hook name after `hooks.path` (`''` for the base path); absent outside a hook. */
+  hook?: string;
+  mapping?: string;
+  client: string;
+  lane: Lane;
+  /** How the request authenticated, if it did: `token` (hook or gmail token), `signature`, or `none`. */
+  auth: 'token' | 'signature' | 'none';
+  headers: Record<string, string | string[]>;
+  /** Headers were left out: a coalesced refusal keeps at most 2 KiB of them. */
+  headersTruncated?: boolean;
+  body?: StoredBody;
+  bodyOmitted?: BodyOmitted;
+  signature?: SignatureVerdict;
+  status: number;
+  /** The stable error code of a failure. */
+  code?: string;
+  /** The error message the client got. */
+  error?: string;
+  became?: Became;
+  durationMs: number;
+  /** The entry this one replays. */
+  replayOf?: string;
+  /** Refusals of one client coalesced into this entry within the window: how many, and the last one's time. */
+  count?: number;
+  lastTime?: string;
+}
