@@ -1,4 +1,5 @@
-// Text helpers for messages: what a log line, an error or a summary quotes stays on one line and short.
+// Text helpers for messages: what a log line, an error or a summary quotes stays on one line and short;
+// what a terminal is shown of text others chose has its control characters escaped.
 
 /** `text` on one line: each run of whitespace one space, none at either end. */
 export function collapseSpace(text: string): string {
@@ -70,4 +71,29 @@ export function trimTrailingSlashes(path: string): string {
 /** Quotes an argument for a POSIX shell when it holds anything but plain characters. */
 export function shellWord(arg: string): string {
   return /^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`;
+}
+
+// C0 and C1 controls with DEL, the Unicode line and paragraph separators, and the bidirectional
+// embeddings, overrides and isolates that can reorder what a line appears to say.
+const _UNSAFE = /[\u0000-\u001F\u007F-\u009F\u2028\u2029\u202A-\u202E\u2066-\u2069]/g;
+const _NAMED: Readonly<Record<string, string>> = { '\n': '\\n', '\t': '\\t', '\r': '\\r', '\v': '\\v', '\f': '\\f', '\b': '\\b', '\0': '\\0' };
+
+/** `text` with every unsafe character as an escape (`\r`, `\x1b`, `\u2028`); "\n" too unless kept. */
+export function escapeControls(text: string, keepNewlines: boolean): string {
+  return text.replace(_UNSAFE, (char) => {
+    if (char === '\n' && keepNewlines) return char;
+    const named = _NAMED[char];
+    if (named !== undefined) return named;
+    const code = char.charCodeAt(0);
+    return code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`;
+  });
+}
+
+/**
+ * `value` as one line of JSON in which every unsafe character is a `\u` escape: JSON.stringify
+ * escapes the C0 controls but leaves DEL, the C1 controls, the line separators and the
+ * bidirectional controls as they are. The same value for a JSON reader; nothing for a terminal.
+ */
+export function jsonLine(value: unknown): string {
+  return `${(JSON.stringify(value) ?? 'null').replace(_UNSAFE, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`)}\n`;
 }

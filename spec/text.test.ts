@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { clip, clipLine, collapseSpace, detail, hideUrlCredentials, plainText, shellWord, show } from '../lib/text.ts';
-
+import { clip, clipLine, collapseSpace, detail, escapeControls, hideUrlCredentials, plainText, shellWord, show } from '../lib/text.ts';
 test('collapseSpace() joins lines and runs of whitespace with one space, trimmed', () => {
   assert.equal(collapseSpace('  first\r\n\tsecond   third \n'), 'first second third');
 });
@@ -60,4 +59,11 @@ test('shellWord() leaves plain words alone and single-quotes the rest', () => {
   assert.equal(shellWord('http://127.0.0.1:8789/hooks/gmail'), 'http://127.0.0.1:8789/hooks/gmail');
   assert.equal(shellWord("o'brien @x"), `'o'\\''brien @x'`);
   assert.equal(shellWord('$(reboot)'), `'$(reboot)'`);
+});
+
+test('escapeControls() escapes \\n too unless it is kept, and leaves other text alone', () => {
+  assert.equal(escapeControls('a\nb', false), 'a\\nb');
+  assert.equal(escapeControls('a\nb', true), 'a\nb');
+  assert.equal(escapeControls('Grüße 🙂 \\x1b', true), 'Grüße 🙂 \\x1b');
+  assert.equal(escapeControls('\u202eevil\u2066', true), '\\u202eevil\\u2066');
 });

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { CONTROL_LINE_MAX, CONTROL_SOCKET, socketPathProblem } from '../edge/control.ts';
 import { ErrorCode } from '../errors.ts';
 import { openControlFiles } from './control-files.ts';
-import { escapeControls } from './event-text.ts';
+import { escapeControls } from '../text.ts';
 import { FAILURE, type Io } from './io.ts';
 
 // The CLI's side of the control channel (lib/edge/control.ts): one request line with the secret

@@ -3,7 +3,8 @@
 import { bodyBytes, failed } from '../store/ledger/read.ts';
 import type { LedgerEntry } from '../model/ledger-entry.ts';
 import type { RunRecord, SessionEvent } from '../model/records.ts';
-import { escapeControls, formatEvent } from './event-text.ts';
+import { formatEvent } from './event-text.ts';
+import { escapeControls } from '../text.ts';
 import { formatRun } from './listing.ts';
 
 /** One entry as a line of the list: time, status, code, hook, ids, client, count, what it became. */

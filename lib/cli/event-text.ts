@@ -1,35 +1,11 @@
 // How `hooks-ingress events` shows an event on a terminal. Event texts carry what senders wrote, so
 // nothing in them may act on the terminal: control characters, line and paragraph separators and
 // bidirectional overrides are shown as escapes, and only "\n" breaks a line.
+import { escapeControls } from '../text.ts';
 import { SOURCE_MAX, wrapUntrusted } from '../untrusted/wrap.ts';
 import type { SessionEvent } from '../model/records.ts';
 
 const INDENT = '    ';
-
-// C0 and C1 controls with DEL, the Unicode line and paragraph separators, and the bidirectional
-// embeddings, overrides and isolates that can reorder what a line appears to say.
-const _UNSAFE = /[\u0000-\u001F\u007F-\u009F\u2028\u2029\u202A-\u202E\u2066-\u2069]/g;
-const _NAMED: Readonly<Record<string, string>> = { '\n': '\\n', '\t': '\\t', '\r': '\\r', '\v': '\\v', '\f': '\\f', '\b': '\\b', '\0': '\\0' };
-
-/** `text` with every unsafe character as an escape (`\r`, `\x1b`, `\u2028`); "\n" too unless kept. */
-export function escapeControls(text: string, keepNewlines: boolean): string {
-  return text.replace(_UNSAFE, (char) => {
-    if (char === '\n' && keepNewlines) return char;
-    const named = _NAMED[char];
-    if (named !== undefined) return named;
-    const code = char.charCodeAt(0);
-    return code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`;
-  });
-}
-
-/**
- * `value` as one line of JSON in which every unsafe character is a `\u` escape: JSON.stringify
- * escapes the C0 controls but leaves DEL, the C1 controls, the line separators and the
- * bidirectional controls as they are. The same value for a JSON reader; nothing for a terminal.
- */
-export function jsonLine(value: unknown): string {
-  return `${(JSON.stringify(value) ?? 'null').replace(_UNSAFE, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`)}\n`;
-}
 
 // The shape of a wrapped block, taken from the wrapper itself so the two cannot drift apart: a
 // wrap of placeholder values, each placeholder a named group at its first place and a

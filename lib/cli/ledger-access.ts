@@ -1,7 +1,7 @@
 import { LedgerUnreadableError, parseStatus, parseTime, readLedger, type DamagedLine, type EntryFilter } from '../store/ledger/read.ts';
 import type { LedgerEntry } from '../model/ledger-entry.ts';
 import type { Flags } from './command.ts';
-import { escapeControls } from './event-text.ts';
+import { escapeControls } from '../text.ts';
 import { messagePrefix, type Io } from './io.ts';
 import { usedStateDir } from './state-dir.ts';
 

@@ -4,7 +4,7 @@ import { readOutbox } from '../store/journal/read.ts';
 import { COMMON, type Command, type Flags } from './command.ts';
 import { callServer, printResult } from './control.ts';
 import { retryOutbox, type RetryOutcome, type RetryRequest } from '../store/journal/outbox-retry.ts';
-import { escapeControls } from './event-text.ts';
+import { escapeControls } from '../text.ts';
 import { exists, FAILURE, USAGE, type Io } from './io.ts';
 import { stateDirFor, usedStateDir } from './state-dir.ts';
 import { unknownCommand, usageLine } from './usage.ts';

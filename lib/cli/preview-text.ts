@@ -1,6 +1,5 @@
 import type { Preview } from '../edge/preview.ts';
-import { clipLine } from '../text.ts';
-import { escapeControls } from './event-text.ts';
+import { clipLine, escapeControls } from '../text.ts';
 
 // How `try` and `requests replay --dry-run` show what a request would become.
 

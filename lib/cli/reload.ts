@@ -1,6 +1,6 @@
 import { COMMON, type Command } from './command.ts';
 import { callServer, printResult } from './control.ts';
-import { escapeControls } from './event-text.ts';
+import { escapeControls } from '../text.ts';
 import { FAILURE, USAGE, type Io } from './io.ts';
 import { stateDirFor } from './state-dir.ts';
 import { RELOAD_PLAN_OP } from './operations.ts';

@@ -8,7 +8,7 @@ import { filterEntries, findEntry } from '../store/ledger/read.ts';
 import type { LedgerEntry } from '../model/ledger-entry.ts';
 import type { Flags } from './command.ts';
 import { callServer, printResult } from './control.ts';
-import { escapeControls, jsonLine } from './event-text.ts';
+import { escapeControls, jsonLine } from '../text.ts';
 import { FAILURE, messagePrefix, USAGE, type Io } from './io.ts';
 import { describeBecame, formatEntryLine } from './entry-text.ts';
 import { filterFrom, ledgerOf } from './ledger-access.ts';

@@ -5,7 +5,7 @@ import type { RunRecord, SessionEvent } from '../model/records.ts';
 import { sleep } from '../retry.ts';
 import { COMMON, type Command, type Flags } from './command.ts';
 import { formatEntry, formatEntryLine } from './entry-text.ts';
-import { escapeControls } from './event-text.ts';
+import { escapeControls } from '../text.ts';
 import { FAILURE, messagePrefix, USAGE, type Io } from './io.ts';
 import { FILTER_OPTIONS, filterFrom, ledgerOf } from './ledger-access.ts';
 import { replayCommand } from './requests-replay.ts';

@@ -1,6 +1,6 @@
 import { COMMON, type Command } from './command.ts';
 import { callServer, printResult } from './control.ts';
-import { escapeControls, jsonLine } from './event-text.ts';
+import { escapeControls, jsonLine } from '../text.ts';
 import { FAILURE } from './io.ts';
 import { stateDirFor } from './state-dir.ts';
 import type { ServerStatus } from './operations.ts';

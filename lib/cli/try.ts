@@ -12,7 +12,7 @@ import { readLastRoute } from '../store/journal/read.ts';
 import { clipLine } from '../text.ts';
 import { COMMON, type Command, type Flags } from './command.ts';
 import { callServer, printResult } from './control.ts';
-import { escapeControls, jsonLine } from './event-text.ts';
+import { escapeControls, jsonLine } from '../text.ts';
 import { formatPreview } from './preview-text.ts';
 import { FAILURE, messagePrefix, USAGE, type Io } from './io.ts';
 import { ledgerOf } from './ledger-access.ts';
