@@ -21,7 +21,7 @@ export const ErrorCode = {
   // A stored request the ledger cannot run again (metadata only, its body cut, a credential not kept).
   NotReplayable: 'ERR_NOT_REPLAYABLE',
   Internal: 'ERR_INTERNAL',
-  // The control channel's refusals (lib/edge/control.ts): never HTTP answers, lines on the owner's socket.
+  // The control channel's refusals (lib/control/server.ts): never HTTP answers, lines on the owner's socket.
   ControlAuth: 'ERR_CONTROL_AUTH',
   ControlUnknownOp: 'ERR_CONTROL_UNKNOWN_OP',
   ControlTooLarge: 'ERR_CONTROL_TOO_LARGE',

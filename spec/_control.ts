@@ -5,7 +5,7 @@ import { chmod, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { type TestContext } from 'node:test';
-import { CONTROL_SECRET, CONTROL_SOCKET, startControl, type ControlHandlers, type ControlServer } from '../lib/edge/control.ts';
+import { CONTROL_SECRET, CONTROL_SOCKET, startControl, type ControlHandlers, type ControlServer } from '../lib/control/server.ts';
 import { captureLog } from './_app.ts';
 import { defer } from './_cleanup.ts';
 import { tempDir } from './_dir.ts';

@@ -3,7 +3,7 @@ import { chmod, mkdtemp, rm, rmdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { COMMON, type Command } from './command.ts';
-import { callServer } from './control.ts';
+import { callServer } from '../control/client.ts';
 import { FAILURE, messagePrefix, type Io } from './io.ts';
 import { stateDirFor } from './state-dir.ts';
 

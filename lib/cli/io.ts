@@ -48,3 +48,17 @@ export async function exists(path: string): Promise<boolean> {
     return false;
   }
 }
+
+/**
+ * Runs `print` over an answer's result and returns its exit code. The answer came from whatever
+ * listens on the socket: one of another shape is said in a line (exit 1), not a crash.
+ */
+export function printResult(io: Pick<Io, 'stderr'>, prefix: string, print: () => number): number {
+  try {
+    return print();
+  } catch (error) {
+    if (!(error instanceof TypeError)) throw error;
+    io.stderr(`${prefix}: the server's answer is not one this command reads\n`);
+    return FAILURE;
+  }
+}

@@ -1,11 +1,11 @@
-import type { ControlHandler, ControlHandlers } from '../edge/control.ts';
+import type { ControlHandler, ControlHandlers } from '../control/server.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
 import type { OutboxState } from '../store/journal/outbox.ts';
 import type { Store } from '../store/journal/store.ts';
 import type { RetryOutcome, RetryRequest } from '../store/journal/outbox-retry.ts';
 import type { ReloadState, ReloadVerdict } from './reloads.ts';
 
-// What the running server answers on the control channel (lib/edge/control.ts), one handler per
+// What the running server answers on the control channel (lib/control/server.ts), one handler per
 // operation. serve builds the parts; a new operation is one more entry in `serverOperations`, and
 // a new piece of the status one more field in `ServerStatus` (null when unknown).
 

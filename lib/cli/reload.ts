@@ -1,7 +1,7 @@
 import { COMMON, type Command } from './command.ts';
-import { callServer, printResult } from './control.ts';
+import { callServer } from '../control/client.ts';
 import { escapeControls } from '../text.ts';
-import { FAILURE, USAGE, type Io } from './io.ts';
+import { FAILURE, printResult, USAGE, type Io } from './io.ts';
 import { stateDirFor } from './state-dir.ts';
 import { RELOAD_PLAN_OP } from './operations.ts';
 import type { DryRunVerdict } from './reload-plan.ts';

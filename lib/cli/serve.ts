@@ -2,7 +2,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { locateConfig, locateStateDir } from '../config/locate.ts';
 import type { Config } from '../config/types.ts';
-import { socketPathProblem, startControl, type ControlHandler, type ControlServer } from '../edge/control.ts';
+import { socketPathProblem, startControl, type ControlHandler, type ControlServer } from '../control/server.ts';
 import { listen, type Running } from '../edge/listen.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
 import { inheritedListenFd, unsetListenEnv } from '../edge/systemd.ts';

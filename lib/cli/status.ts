@@ -1,7 +1,7 @@
 import { COMMON, type Command } from './command.ts';
-import { callServer, printResult } from './control.ts';
+import { callServer } from '../control/client.ts';
 import { escapeControls, jsonLine } from '../text.ts';
-import { FAILURE } from './io.ts';
+import { FAILURE, printResult } from './io.ts';
 import { stateDirFor } from './state-dir.ts';
 import type { ServerStatus } from './operations.ts';
 import { changeLines } from './reload.ts';

@@ -1,13 +1,12 @@
 import { connect } from 'node:net';
 import { join } from 'node:path';
-import { CONTROL_LINE_MAX, CONTROL_SOCKET, socketPathProblem } from '../edge/control.ts';
+import { CONTROL_LINE_MAX, CONTROL_SOCKET, socketPathProblem } from './server.ts';
 import { ErrorCode } from '../errors.ts';
-import { openControlFiles } from './control-files.ts';
+import { openControlFiles } from './files.ts';
 import { escapeControls } from '../text.ts';
-import { FAILURE, type Io } from './io.ts';
 
-// The CLI's side of the control channel (lib/edge/control.ts): one request line with the secret
-// read from the state directory (its files checked first, lib/cli/control-files.ts), one answer
+// The CLI's side of the control channel (lib/control/server.ts): one request line with the secret
+// read from the state directory (its files checked first, lib/control/files.ts), one answer
 // line. Whatever listens on the socket wrote the answer: a command prints it escaped.
 
 /** What the server said, or why it said nothing. */
@@ -92,18 +91,4 @@ function _parse(bytes: Buffer): ControlAnswer {
     // not JSON: below
   }
   return { kind: 'error', code: ErrorCode.ControlAnswer, message: 'the server sent an answer that is not a control answer' };
-}
-
-/**
- * Runs `print` over an answer's result and returns its exit code. The answer came from whatever
- * listens on the socket: one of another shape is said in a line (exit 1), not a crash.
- */
-export function printResult(io: Pick<Io, 'stderr'>, prefix: string, print: () => number): number {
-  try {
-    return print();
-  } catch (error) {
-    if (!(error instanceof TypeError)) throw error;
-    io.stderr(`${prefix}: the server's answer is not one this command reads\n`);
-    return FAILURE;
-  }
 }

@@ -13,7 +13,7 @@ import { constants } from 'node:fs';
 import { type FileHandle, lstat, open, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ErrorCode } from '../errors.ts';
-import { CONTROL_SECRET, CONTROL_SOCKET } from '../edge/control.ts';
+import { CONTROL_SECRET, CONTROL_SOCKET } from './server.ts';
 
 /** The checked files: the secret read, the path to connect to, and `close` for what they hold open. */
 export interface ControlFiles {

@@ -1,4 +1,4 @@
-// What the control client trusts in a state directory (lib/cli/control-files.ts): only a socket and
+// What the control client trusts in a state directory (lib/control/files.ts): only a socket and
 // a secret such as the server makes, checked before a byte is sent. The attacks are those of a
 // process running as the directory's owner (the service's user) against root's `status`: as root,
 // with a throwaway user made for the test; the rest with files this process makes itself.
@@ -9,9 +9,9 @@ import { chmod, chown, mkdir, readFile, rm, symlink, writeFile } from 'node:fs/p
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { callServer } from '../lib/cli/control.ts';
+import { callServer } from '../lib/control/client.ts';
 import { main } from '../lib/cli/main.ts';
-import { CONTROL_SECRET, CONTROL_SOCKET } from '../lib/edge/control.ts';
+import { CONTROL_SECRET, CONTROL_SOCKET } from '../lib/control/server.ts';
 import { defer } from './_cleanup.ts';
 import { IS_DENO } from './_cli.ts';
 import { startImpostor } from './_control.ts';
