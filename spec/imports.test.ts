@@ -94,8 +94,9 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   runtime: ['', 'runtime', 'store', 'policy', 'delivery', 'untrusted', 'config', 'model'],
   edge: ['', 'edge', 'guard', 'hooks', 'policy', 'store', 'untrusted', 'runtime', 'config', 'model'],
   control: ['', 'control', 'guard'],
+  inspector: ['', 'inspector', 'edge', 'guard', 'store', 'model', 'config'],
   config: ['', 'config', 'guard', 'hooks', 'hooks/transforms', 'policy', 'store', 'delivery', 'runtime', 'model'],
-  cli: ['', 'cli', 'control', 'config', 'guard', 'hooks', 'hooks/transforms', 'policy', 'store', 'delivery', 'runtime', 'edge', 'untrusted', 'model'],
+  cli: ['', 'cli', 'control', 'inspector', 'config', 'guard', 'hooks', 'hooks/transforms', 'policy', 'store', 'delivery', 'runtime', 'edge', 'untrusted', 'model'],
 };
 
 /** The files of `graph` that import nothing from lib/: such a leaf may be imported from any layer. */

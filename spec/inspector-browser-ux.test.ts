@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import type { Page } from 'playwright-core';
-import { createInspector, type InspectorSource } from '../lib/edge/inspector.ts';
+import { createInspector, type InspectorSource } from '../lib/inspector/listener.ts';
 import { listen } from '../lib/edge/listen.ts';
 import { browserSkip, launch } from './_browser.ts';
 import { silentLogger } from './_app.ts';

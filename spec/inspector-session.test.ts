@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { test, type TestContext } from 'node:test';
 import type { BrowserContext, Page } from 'playwright-core';
-import { createInspector, type InspectorSource } from '../lib/edge/inspector.ts';
+import { createInspector, type InspectorSource } from '../lib/inspector/listener.ts';
 import { listen } from '../lib/edge/listen.ts';
 import { silentLogger } from './_app.ts';
 import { browserSkip, launch } from './_browser.ts';

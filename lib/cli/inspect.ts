@@ -5,13 +5,8 @@ import { join } from 'node:path';
 import { COMMON, type Command } from './command.ts';
 import { callServer } from '../control/client.ts';
 import { FAILURE, messagePrefix, type Io } from './io.ts';
+import type { InspectLogin } from '../inspector/serve.ts';
 import { stateDirFor } from './state-dir.ts';
-
-/** What the server's `inspect.login` operation answers. */
-export interface InspectLogin {
-  url: string;
-  expiresAt: string;
-}
 
 /** How long, at most, `inspect --open` keeps the file that hands the link to the browser. */
 export const HANDOVER_KEEP_MS = 20_000;

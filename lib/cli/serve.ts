@@ -19,7 +19,7 @@ import { ignoreDebuggerSignal } from './debugger-signal.ts';
 import { exists, FAILURE, messagePrefix, USAGE, type Io } from './io.ts';
 import { loadConfigFor } from './load-config.ts';
 import { builtOnFirstCall, RELOAD_PLAN_OP, REPLAY_OP, serverOperations, TRY_OP } from './operations.ts';
-import type { RunningInspector } from './serve-inspector.ts';
+import type { RunningInspector } from '../inspector/serve.ts';
 import { reloader, type Reloader } from './reload-plan.ts';
 import type { Reloads } from './reloads.ts';
 import { startService, type Service } from './service.ts';
@@ -259,7 +259,7 @@ async function _inspector(config: Config, stateDir: string, io: Io, log: Logger,
   try {
     const replayIds = (ids: readonly string[], options: { dryRun: boolean; force: boolean }) => replay({ ids, ...options });
     // Loaded only when the config turns the page on, like every other optional part.
-    const { startInspector } = await import('./serve-inspector.ts');
+    const { startInspector } = await import('../inspector/serve.ts');
     return await startInspector({ config: config.inspector, stateDir, env: io.env, log, store: service.store, replay: replayIds });
   } catch (error) {
     io.stderr(`${messagePrefix(io)}: cannot listen for the inspector: ${(error as Error).message}\n`);

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import type { Page } from 'playwright-core';
 import { main } from '../../lib/cli/main.ts';
-import { createInspector, type InspectorSource } from '../../lib/edge/inspector.ts';
+import { createInspector, type InspectorSource } from '../../lib/inspector/listener.ts';
 import { listen } from '../../lib/edge/listen.ts';
 import { browserSkip, launch } from '../_browser.ts';
 import { configFile, serveState } from '../_cli.ts';

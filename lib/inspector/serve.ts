@@ -1,6 +1,6 @@
 import type { Config } from '../config/types.ts';
-import { createInspector, type InspectorSource } from '../edge/inspector.ts';
-import { ledgerSource } from '../edge/inspector-source.ts';
+import { createInspector, type InspectorSource } from './listener.ts';
+import { ledgerSource } from './source.ts';
 import { listen, type Running } from '../edge/listen.ts';
 import { inheritedInspectorFd } from '../edge/systemd.ts';
 import type { Logger } from '../log.ts';
@@ -8,10 +8,15 @@ import { lookupEntry } from '../store/ledger/find.ts';
 import { LedgerTail, type DamagedLine } from '../store/ledger/read.ts';
 import type { Store } from '../store/journal/store.ts';
 import type { Env } from '../config/types.ts';
-import type { InspectLogin } from './inspect.ts';
 
 // serve's part for the inspector page: its listener (or the socket systemd named for it), the
 // page over the ledger, and the control channel's `inspect.login`.
+
+/** What the server's `inspect.login` operation answers. */
+export interface InspectLogin {
+  url: string;
+  expiresAt: string;
+}
 
 /** A running inspector: its address, a login link when asked, and its stop. */
 export interface RunningInspector {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
-import { createInspector, INSPECTOR_PREFIX, KEY_HEADER, loadPage, type InspectorSource } from '../lib/edge/inspector.ts';
+import { createInspector, INSPECTOR_PREFIX, KEY_HEADER, loadPage, type InspectorSource } from '../lib/inspector/listener.ts';
 import { listen } from '../lib/edge/listen.ts';
 import { captureLog } from './_app.ts';
 import { defer } from './_cleanup.ts';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { ledgerSource } from '../lib/edge/inspector-source.ts';
+import { ledgerSource } from '../lib/inspector/source.ts';
 import type { LedgerEntry } from '../lib/model/ledger-entry.ts';
 import { lookupEntry } from '../lib/store/ledger/find.ts';
 import { LedgerTail } from '../lib/store/ledger/read.ts';

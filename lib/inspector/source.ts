@@ -2,8 +2,8 @@ import type { LedgerEntry } from '../model/ledger-entry.ts';
 import type { lookupEntry } from '../store/ledger/find.ts';
 import { entryMatches, failed, type EntryFilter, type LedgerTail } from '../store/ledger/read.ts';
 import type { Store } from '../store/journal/store.ts';
-import type { InspectorFilter, InspectorSource } from './inspector.ts';
-import { rowFacts } from './inspector-row.ts';
+import type { InspectorFilter, InspectorSource } from './listener.ts';
+import { rowFacts } from './row.ts';
 
 // What the inspector page reads: the ledger (followed from its files, so an open page costs a read
 // of what was appended, not of the whole ledger; one entry looked up in the files by its ids,

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
-import { startInspector } from '../lib/cli/serve-inspector.ts';
+import { startInspector } from '../lib/inspector/serve.ts';
 import type { Config } from '../lib/config/types.ts';
-import { KEY_HEADER } from '../lib/edge/inspector.ts';
+import { KEY_HEADER } from '../lib/inspector/listener.ts';
 import { silentLogger } from './_app.ts';
 import { defer } from './_cleanup.ts';
 import { tempDir } from './_dir.ts';

@@ -3,15 +3,15 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ErrorCode, HttpError } from '../errors.ts';
 import { parseJsonObject, readBody } from '../guard/body.ts';
 import type { Logger } from '../log.ts';
-import { errorAnswer } from './answer.ts';
-import { InspectorSessions } from './inspector-sessions.ts';
-import { splitTarget } from './router.ts';
+import { errorAnswer } from '../edge/answer.ts';
+import { InspectorSessions } from './sessions.ts';
+import { splitTarget } from '../edge/router.ts';
 
 // The inspector: a page over the request ledger, on a listener of its own. Everything it shows
 // came from strangers (bodies, headers, paths), so the page renders text only and runs under a
 // CSP that allows nothing but its own two files; every request must name this listener in `Host`
 // (DNS rebinding) and carry the session cookie a one-time code set; every API call also carries
-// the tab's key (see inspector-sessions.ts: the cookie reaches every port of the host, the key
+// the tab's key (see sessions.ts: the cookie reaches every port of the host, the key
 // only this page), and, to change anything, comes from this origin.
 
 /** Where the inspector's paths live: the cookie is scoped to it, so no other listener of ours ever sees it. */
@@ -203,7 +203,7 @@ export function createInspector(options: InspectorOptions): Inspector {
 
 /** The page's files, read once: from lib/ next to this module, or from lib/ beside dist/ after the build. */
 export function loadPage(): Record<string, string> {
-  const candidates = [new URL('./inspector-page/', import.meta.url), new URL('../../lib/edge/inspector-page/', import.meta.url)];
+  const candidates = [new URL('./page/', import.meta.url), new URL('../../lib/inspector/page/', import.meta.url)];
   for (const dir of candidates) {
     try {
       return Object.fromEntries(_PAGE.map((name) => [name, readFileSync(new URL(name, dir), 'utf8')]));
@@ -211,7 +211,7 @@ export function loadPage(): Record<string, string> {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
     }
   }
-  throw new Error('Cannot find the inspector page: lib/edge/inspector-page/ is missing from the installation');
+  throw new Error('Cannot find the inspector page: lib/inspector/page/ is missing from the installation');
 }
 
 function _filter(query: URLSearchParams): InspectorFilter {

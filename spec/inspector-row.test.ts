@@ -1,7 +1,7 @@
-// lib/edge/inspector-row.ts: what a row of the inspector's list says of a ledger entry.
+// lib/inspector/row.ts: what a row of the inspector's list says of a ledger entry.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { eventType, outcome, rowFacts } from '../lib/edge/inspector-row.ts';
+import { eventType, outcome, rowFacts } from '../lib/inspector/row.ts';
 import type { LedgerEntry } from '../lib/model/ledger-entry.ts';
 
 function entry(over: Partial<LedgerEntry>): LedgerEntry {
