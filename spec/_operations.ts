@@ -1,6 +1,6 @@
 // Test helper: the parts the control channel's operations read, as plain values, for the
 // operations' spec and for formatStatus()'s, and a reload that changed nothing.
-import type { OperationParts } from '../lib/cli/operations.ts';
+import type { OperationParts } from '../lib/control/operations.ts';
 
 /** A reload's changes when it changed nothing. */
 export const NO_CHANGES = { hooks: { added: [], removed: [] }, mappings: { added: [], removed: [], changed: [] }, transforms: { added: [], removed: [], changed: [] }, secrets: { added: [], removed: [], changed: [] } };

@@ -13,7 +13,7 @@ import { specConfig, startApp, withHooks, type AppHarness, type StartAppOptions 
 import { post, send } from './_http.ts';
 import { SIGNERS } from './_signers.ts';
 import { until } from './_until.ts';
-import { replayOperation } from '../lib/cli/requests-replay.ts';
+import { replayOperation } from '../lib/server/replay.ts';
 
 const TOKEN = 'ledger-hook-token-0123456789';
 const AUTH = { authorization: `Bearer ${TOKEN}` };

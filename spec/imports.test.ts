@@ -93,10 +93,11 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   delivery: ['', 'delivery', 'policy', 'model'],
   runtime: ['', 'runtime', 'store', 'policy', 'delivery', 'untrusted', 'config', 'model'],
   edge: ['', 'edge', 'guard', 'hooks', 'policy', 'store', 'untrusted', 'runtime', 'config', 'model'],
-  control: ['', 'control', 'guard'],
+  control: ['', 'control', 'guard', 'store', 'server'],
   inspector: ['', 'inspector', 'edge', 'guard', 'store', 'model', 'config'],
+  server: ['', 'server', 'config', 'guard', 'hooks', 'hooks/transforms', 'policy', 'store', 'delivery', 'runtime', 'edge', 'untrusted', 'model'],
   config: ['', 'config', 'guard', 'hooks', 'hooks/transforms', 'policy', 'store', 'delivery', 'runtime', 'model'],
-  cli: ['', 'cli', 'control', 'inspector', 'config', 'guard', 'hooks', 'hooks/transforms', 'policy', 'store', 'delivery', 'runtime', 'edge', 'untrusted', 'model'],
+  cli: ['', 'cli', 'server', 'control', 'inspector', 'config', 'guard', 'hooks', 'hooks/transforms', 'policy', 'store', 'delivery', 'runtime', 'edge', 'untrusted', 'model'],
 };
 
 /** The files of `graph` that import nothing from lib/: such a leaf may be imported from any layer. */
@@ -250,7 +251,7 @@ function loadedBy(graph: ReadonlyMap<string, readonly Edge[]>, entry: string): S
 
 // What serves, not what reads: the HTTP app, the runtime and its providers, the adapters, the
 // transform runner, the signature schemes, the config's validation, the server's composition.
-const SERVER_CODE = /^lib\/(?:edge\/|runtime\/|delivery\/|hooks\/transforms\/|guard\/signatures?[/.]|cli\/(?:serve|service|transforms)\.ts|config\/(?:load|file-schema|checks)\.ts)/;
+const SERVER_CODE = /^lib\/(?:edge\/|runtime\/|delivery\/|hooks\/transforms\/|guard\/signatures?[/.]|cli\/serve\.ts|server\/|config\/(?:load|file-schema|checks)\.ts)/;
 
 test('lib/cli/main.ts imports each command when it runs: --version loads no command and nothing below the CLI', async () => {
   const loaded = [...loadedBy(await libGraph(), 'lib/cli/main.ts')];
@@ -283,8 +284,40 @@ test('a command that only reads the state directory (NEEDS: state) loads no serv
 test('serve loads no chat adapter, model provider, signature scheme or transform runner until its config names one, and no try or replay until asked', async () => {
   const loaded = [...loadedBy(await libGraph(), 'lib/cli/serve.ts')];
   assert.ok(loaded.includes('lib/edge/server.ts'));
-  const parts = /^lib\/(?:delivery\/(?!channels|deliver|chunk|adapter|_platform)|runtime\/providers\/(?!registry|provider)|guard\/signatures\/(?!config|verify|paths)|hooks\/transforms\/|cli\/gmail-companion\.ts|runtime\/gmail-companion\.ts|runtime\/forward\.ts|cli\/(?:try|requests-replay)\.ts|edge\/(?:preview|replay)\.ts)/;
+  const parts = /^lib\/(?:delivery\/(?!channels|deliver|chunk|adapter|_platform)|runtime\/providers\/(?!registry|provider)|guard\/signatures\/(?!config|verify|paths)|hooks\/transforms\/|cli\/gmail-companion\.ts|runtime\/gmail-companion\.ts|runtime\/forward\.ts|server\/(?:try|replay)\.ts|cli\/(?:try|requests-replay)\.ts|edge\/(?:preview|replay)\.ts)/;
   assert.deepEqual(loaded.filter((f) => parts.test(f)), []);
+});
+
+/** Every lib/ file loading `entry` may load: its imports followed, `import()` included, `import type` left out. */
+function reachedFrom(graph: ReadonlyMap<string, readonly Edge[]>, entry: string): Set<string> {
+  const reached = new Set<string>();
+  const visit = (file: string) => {
+    if (reached.has(file)) return;
+    reached.add(file);
+    for (const edge of graph.get(file) ?? []) if (edge.target !== null && !edge.typeOnly) visit(edge.target);
+  };
+  visit(entry);
+  return reached;
+}
+
+test('nothing outside lib/cli/ imports lib/cli/, type imports counted: the commands are the top', async () => {
+  const offenders: string[] = [];
+  for (const [file, edges] of await libGraph()) {
+    if (file.startsWith('lib/cli/')) continue;
+    for (const { target } of edges) if (target?.startsWith('lib/cli/')) offenders.push(`${file} → ${target}`);
+  }
+  assert.deepEqual(offenders, []);
+});
+
+// The serve command's own plumbing in lib/cli/: its options and help, the io, usage errors, the
+// config loaded for a command, the log's text form, SIGUSR1 ignored. The Gmail companion is the
+// gmail command's, which serve also starts beside it when the preset is set up.
+const SERVE_COMMAND = /^lib\/cli\/(?:serve|command|io|usage|load-config|log-text|debugger-signal|gmail-companion)\.ts$/;
+
+test('what serve runs does not live in lib/cli/: of lib/cli/ it loads its command\'s plumbing only, the server it composes and runs comes from lib/server/ and the folders below', async () => {
+  const reached = reachedFrom(await libGraph(), 'lib/cli/serve.ts');
+  assert.ok(reached.has('lib/server/service.ts') && reached.has('lib/server/try.ts') && reached.has('lib/inspector/serve.ts'));
+  assert.deepEqual([...reached].filter((file) => file.startsWith('lib/cli/') && !SERVE_COMMAND.test(file)), []);
 });
 
 test('package.json declares no runtime dependencies', async () => {

@@ -7,7 +7,7 @@ import { COMMON, type Command, type Flags } from './command.ts';
 import { ignoreDebuggerSignal } from './debugger-signal.ts';
 import { FAILURE, messagePrefix, type Io } from './io.ts';
 import { printInvalid, readConfig } from './load-config.ts';
-import { checkTransformsOf } from './transforms.ts';
+import { checkTransformsOf } from '../server/transforms.ts';
 
 /** `hooks-ingress check`: validates the config and loads its transforms. */
 export const check: Command = {

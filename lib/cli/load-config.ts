@@ -2,7 +2,7 @@ import { loadConfig } from '../config/load.ts';
 import { locateConfig } from '../config/locate.ts';
 import type { Config, ConfigResult } from '../config/types.ts';
 import { messagePrefix, type Io } from './io.ts';
-import { checkTransformsOf } from './transforms.ts';
+import { checkTransformsOf } from '../server/transforms.ts';
 
 /** What the commands that read the config take from the command line. */
 export interface ConfigFlags {

@@ -3,9 +3,9 @@ import { callServer } from '../control/client.ts';
 import { escapeControls } from '../text.ts';
 import { FAILURE, printResult, USAGE, type Io } from './io.ts';
 import { stateDirFor } from './state-dir.ts';
-import { RELOAD_PLAN_OP } from './operations.ts';
-import type { DryRunVerdict } from './reload-plan.ts';
-import type { ReloadChanges, ReloadVerdict } from './reloads.ts';
+import { RELOAD_PLAN_OP } from '../control/operations.ts';
+import type { DryRunVerdict } from '../server/reload-plan.ts';
+import type { ReloadChanges, ReloadVerdict } from '../server/reloads.ts';
 import { usageLine } from './usage.ts';
 
 /** Said with every verdict: a `${NAME}` in the file is read from the server's environment. */

@@ -1,151 +1,19 @@
-import type { Preview } from '../edge/preview.ts';
-import type { ReplayOutcome } from '../edge/replay.ts';
-import type { App } from '../edge/server.ts';
-import { ErrorCode, HttpError } from '../errors.ts';
-import type { Ledger } from '../store/ledger/ledger.ts';
-import { findEntries } from '../store/ledger/find.ts';
-import { filterEntries, findEntry } from '../store/ledger/read.ts';
 import type { LedgerEntry } from '../model/ledger-entry.ts';
+import { filterEntries } from '../store/ledger/read.ts';
 import type { Flags } from './command.ts';
 import { callServer } from '../control/client.ts';
 import { escapeControls, jsonLine } from '../text.ts';
 import { FAILURE, messagePrefix, printResult, USAGE, type Io } from './io.ts';
 import { describeBecame, formatEntryLine } from './entry-text.ts';
 import { filterFrom, ledgerOf } from './ledger-access.ts';
-import { REPLAY_OP } from './operations.ts';
+import { REPLAY_OP } from '../control/operations.ts';
+import type { ReplayArgs, ReplayResult } from '../server/replay.ts';
 import { formatPreview } from './preview-text.ts';
 import { usageLine } from './usage.ts';
 
 // `hooks-ingress requests replay`: the CLI asks the running server (the one writer of the state
 // directory) over the control channel, and the server runs each stored request again through its
-// configuration of now. Both halves live here: the command, and the operation the server answers
-// (its name, REPLAY_OP, is in operations.ts, so that serve imports this file only when first asked).
-
-/** What the CLI sends. */
-export interface ReplayArgs {
-  ids: string[];
-  force?: boolean;
-  dryRun?: boolean;
-}
-
-/** What the server answers, one result per id, in order. */
-export type ReplayResult =
-  | { id: string; ok: true; outcome: ReplayOutcome }
-  /** A dry run: what the replay would become now. */
-  | { id: string; ok: true; preview: Preview }
-  | { id: string; ok: false; code: string; error: string };
-
-/** What the operation works with in the server. */
-export interface ReplayParts {
-  stateDir: string;
-  ledger: Pick<Ledger, 'flush'> | null;
-  app: Pick<App, 'replay' | 'preview'>;
-}
-
-/**
- * The server's side: each id (an entry id, or a request id naming one entry) is replayed once, in
- * order. An entry that already succeeded, or whose earlier replay succeeded, needs `force`; a
- * replay of the same entry still running refuses another, so two callers cannot both run it.
- */
-export function replayOperation(parts: ReplayParts): (args: unknown) => Promise<{ results: ReplayResult[] }> {
-  const running = new Set<string>();
-  return async (raw) => {
-    const args = _args(raw);
-    // What was answered a moment ago must be on disk to be found.
-    await parts.ledger?.flush();
-    const { named, succeeded } = await _lookUp(parts.stateDir, args.ids);
-    const results: ReplayResult[] = [];
-    for (const id of args.ids) {
-      const found = named(id);
-      if (!found.ok) {
-        results.push({ id, ok: false, code: ErrorCode.NotFound, error: found.error });
-        continue;
-      }
-      const { entry } = found;
-      if (args.dryRun === true) {
-        try {
-          results.push({ id, ok: true, preview: await parts.app.preview(entry) });
-        } catch (error) {
-          if (!(error instanceof HttpError)) throw error;
-          results.push({ id, ok: false, code: error.code, error: error.message });
-        }
-        continue;
-      }
-      const refusal = args.force === true ? null : _alreadyDone(entry, succeeded);
-      if (refusal !== null) {
-        results.push({ id, ok: false, code: ErrorCode.NotReplayable, error: refusal });
-        continue;
-      }
-      if (running.has(entry.id)) {
-        results.push({ id, ok: false, code: ErrorCode.NotReplayable, error: `a replay of entry ${entry.id} is running now` });
-        continue;
-      }
-      running.add(entry.id);
-      try {
-        const outcome = await parts.app.replay(entry);
-        if (outcome.status < 400) succeeded.add(entry.id);
-        results.push({ id, ok: true, outcome });
-      } catch (error) {
-        if (!(error instanceof HttpError)) throw error;
-        results.push({ id, ok: false, code: error.code, error: error.message });
-      } finally {
-        running.delete(entry.id);
-      }
-    }
-    return { results };
-  };
-}
-
-/**
- * The entries the ids name, each as it is replayed (a replay of a replay runs the original's bytes
- * again: the chain stays one level deep), and the entries a replay of which succeeded. Only the
- * lines naming them are parsed (findEntries): the server answers requests meanwhile.
- */
-async function _lookUp(stateDir: string, ids: readonly string[]): Promise<{ named: (id: string) => ReturnType<typeof findEntry>; succeeded: Set<string> }> {
-  // Named by entry id, an entry's replays are found in the same reading.
-  const first = await findEntries(stateDir, { ids, replaysOf: ids });
-  const originals = new Map<string, string>();
-  for (const id of ids) {
-    const found = findEntry(first, id);
-    if (found.ok) originals.set(id, found.entry.replayOf ?? found.entry.id);
-  }
-  // Named by request id, or through a replay: the original and its replays take a second reading.
-  const asked = new Set(ids);
-  const more = [...new Set(originals.values())].filter((original) => !asked.has(original) || !first.some((e) => e.id === original));
-  const entries = more.length === 0 ? first : [...first, ...(await findEntries(stateDir, { ids: more, replaysOf: more }))];
-  const succeeded = new Set(entries.filter((e) => e.replayOf !== undefined && _succeeded(e)).map((e) => e.replayOf!));
-  const named = (id: string): ReturnType<typeof findEntry> => {
-    const found = findEntry(first, id);
-    if (!found.ok) return found;
-    const original = originals.get(id)!;
-    return { ok: true, entry: entries.find((e) => e.id === original) ?? found.entry };
-  };
-  return { named, succeeded };
-}
-
-function _args(raw: unknown): ReplayArgs {
-  const value = raw as Partial<ReplayArgs> | null;
-  if (typeof value !== 'object' || value === null || !Array.isArray(value.ids) || !value.ids.every((id) => typeof id === 'string') || value.ids.length === 0) {
-    throw new HttpError(400, ErrorCode.InvalidPayload, 'ids: must be a non-empty list of entry ids');
-  }
-  return { ids: value.ids, force: value.force === true, dryRun: value.dryRun === true };
-}
-
-function _succeeded(entry: LedgerEntry): boolean {
-  return entry.status < 400;
-}
-
-function _alreadyDone(entry: LedgerEntry, succeeded: ReadonlySet<string>): string | null {
-  if (_succeeded(entry)) return `entry ${entry.id} succeeded (${entry.status}); replay it again with --force`;
-  if (succeeded.has(entry.id)) return `a replay of entry ${entry.id} succeeded; replay it again with --force`;
-  // A replay does not hold the timestamp against the clock again. A delivery that was already too
-  // old when it arrived is what anyone holding one captured delivery can send at any time, so a
-  // bulk replay of what failed does not run it unasked.
-  if (entry.signature?.why === 'stale-timestamp') {
-    return `entry ${entry.id} was refused for a signed timestamp too far from the clock when it arrived (a captured delivery sent again looks the same); replay it with --force if it is genuine`;
-  }
-  return null;
-}
+// configuration of now (lib/server/replay.ts, the operation it answers).
 
 /** `requests replay ID…`, or `requests replay` with the list's filters (and `--yes`). */
 export async function replayCommand(flags: Flags, ids: string[], io: Io): Promise<number> {

@@ -3,7 +3,7 @@ import type { Config } from '../config/types.ts';
 import { COMMON, type Command } from './command.ts';
 import { FAILURE, messagePrefix, USAGE } from './io.ts';
 import { loadConfigFor } from './load-config.ts';
-import { buildDeliver } from './service.ts';
+import { buildDeliver } from '../server/service.ts';
 import { usageLine } from './usage.ts';
 
 /** After this long without an answer, `send` says what it is waiting for. */

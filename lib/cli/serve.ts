@@ -18,11 +18,11 @@ import { COMMON, type Command, type Flags } from './command.ts';
 import { ignoreDebuggerSignal } from './debugger-signal.ts';
 import { exists, FAILURE, messagePrefix, USAGE, type Io } from './io.ts';
 import { loadConfigFor } from './load-config.ts';
-import { builtOnFirstCall, RELOAD_PLAN_OP, REPLAY_OP, serverOperations, TRY_OP } from './operations.ts';
+import { builtOnFirstCall, RELOAD_PLAN_OP, REPLAY_OP, serverOperations, TRY_OP } from '../control/operations.ts';
 import type { RunningInspector } from '../inspector/serve.ts';
-import { reloader, type Reloader } from './reload-plan.ts';
-import type { Reloads } from './reloads.ts';
-import { startService, type Service } from './service.ts';
+import { reloader, type Reloader } from '../server/reload-plan.ts';
+import type { Reloads } from '../server/reloads.ts';
+import { startService, type Service } from '../server/service.ts';
 import { usageLine } from './usage.ts';
 
 // The server process's lifecycle: config, service, listener, signals, pid file, companion, stop.
@@ -112,7 +112,7 @@ async function _serve(flags: Flags, io: Io): Promise<number> {
   const stopRequest = _stopSignal(io.signal);
   const running = await _listen(flags, port, config, io, service);
   // One replay for both ways in: `requests replay` over the control channel and the inspector's button.
-  const replay = builtOnFirstCall(async () => (await import('./requests-replay.ts')).replayOperation({ stateDir, ledger: service.ledger, app: service.app }));
+  const replay = builtOnFirstCall(async () => (await import('../server/replay.ts')).replayOperation({ stateDir, ledger: service.ledger, app: service.app }));
   const inspector = running === null ? null : await _inspector(config, stateDir, io, log, service, replay);
   const control = running === null || inspector === false ? null : await _control(stateDir, io, log, service, reloads.reloads, startedAt, running.server.url, { replay, inspector, reloader: reloads.reloader });
   if (running === null || inspector === false || control === null) {
@@ -208,7 +208,7 @@ async function _firstRun(path: string, io: Io): Promise<void> {
 }
 
 // SIGHUP and `hooks-ingress reload` re-read the config: a valid one takes over for new requests,
-// an invalid one is logged and ignored (reload-plan.ts; coalesced by reloads.ts). The SIGHUP
+// an invalid one is logged and ignored (lib/server/reload-plan.ts; coalesced by lib/server/reloads.ts). The SIGHUP
 // listener is installed before the server says it is ready, so an early signal is never fatal.
 async function _reloadOnHangup(flags: Flags, io: Io, log: Logger, service: Service, config: Config, stateDir: string): Promise<{ reloader: Reloader; reloads: Reloads; release: () => void }> {
   const planned = await reloader({ file: locateConfig(flags.config, io.env).path, env: io.env, started: config, stateDir, log, apply: (next) => service.reload(next) });
@@ -238,7 +238,7 @@ async function _control(stateDir: string, io: Io, log: Logger, service: Service,
     }),
     [REPLAY_OP]: more.replay,
     [RELOAD_PLAN_OP]: () => more.reloader.dryRun(),
-    [TRY_OP]: builtOnFirstCall(async () => (await import('./try.ts')).tryOperation({ app: service.app, reloader: more.reloader, lastRoute: () => service.store.lastRoute() })),
+    [TRY_OP]: builtOnFirstCall(async () => (await import('../server/try.ts')).tryOperation({ app: service.app, reloader: more.reloader, lastRoute: () => service.store.lastRoute() })),
     'inspect.login': () => {
       if (more.inspector === null) throw new HttpError(404, ErrorCode.NotFound, 'the inspector is off: set inspector.port in the config and restart the server');
       return Promise.resolve(more.inspector.login());

@@ -3,7 +3,7 @@ import { callServer } from '../control/client.ts';
 import { escapeControls, jsonLine } from '../text.ts';
 import { FAILURE, printResult } from './io.ts';
 import { stateDirFor } from './state-dir.ts';
-import type { ServerStatus } from './operations.ts';
+import type { ServerStatus } from '../control/operations.ts';
 import { changeLines } from './reload.ts';
 
 /** How long `status` waits for the server's answer. */

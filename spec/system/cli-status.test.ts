@@ -3,8 +3,8 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { serverStatus } from '../../lib/cli/operations.ts';
-import type { ReloadVerdict } from '../../lib/cli/reloads.ts';
+import { serverStatus } from '../../lib/control/operations.ts';
+import type { ReloadVerdict } from '../../lib/server/reloads.ts';
 import { formatStatus } from '../../lib/cli/status.ts';
 import { configFile, runCli, spawnServer, stopAfter } from '../_cli.ts';
 import { tempDir } from '../_dir.ts';

@@ -2,8 +2,8 @@
 // and cli-status.test.ts).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { builtOnFirstCall, serverOperations, serverStatus } from '../lib/cli/operations.ts';
-import type { ReloadVerdict } from '../lib/cli/reloads.ts';
+import { builtOnFirstCall, serverOperations, serverStatus } from '../lib/control/operations.ts';
+import type { ReloadVerdict } from '../lib/server/reloads.ts';
 import { ErrorCode, HttpError } from '../lib/errors.ts';
 import { operationParts as parts } from './_operations.ts';
 

@@ -1,7 +1,7 @@
 // Reloads in-process: the coalescing coordinator (the real processes are in cli-reload.test.ts).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { coalescedReloads, type ReloadVerdict } from '../lib/cli/reloads.ts';
+import { coalescedReloads, type ReloadVerdict } from '../lib/server/reloads.ts';
 import { NO_CHANGES } from './_operations.ts';
 
 /** A reload run that waits until the test lets it finish, counting its starts. */

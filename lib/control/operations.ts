@@ -1,9 +1,9 @@
-import type { ControlHandler, ControlHandlers } from '../control/server.ts';
+import type { ControlHandler, ControlHandlers } from './server.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
 import type { OutboxState } from '../store/journal/outbox.ts';
 import type { Store } from '../store/journal/store.ts';
 import type { RetryOutcome, RetryRequest } from '../store/journal/outbox-retry.ts';
-import type { ReloadState, ReloadVerdict } from './reloads.ts';
+import type { ReloadState, ReloadVerdict } from '../server/reloads.ts';
 
 // What the running server answers on the control channel (lib/control/server.ts), one handler per
 // operation. serve builds the parts; a new operation is one more entry in `serverOperations`, and
@@ -51,17 +51,17 @@ export interface OperationParts {
   settled?: () => Promise<void>;
 }
 
-/** The operation of `hooks-ingress requests replay` (its server side is in requests-replay.ts). */
+/** The operation of `hooks-ingress requests replay` (its server side is lib/server/replay.ts). */
 export const REPLAY_OP = 'requests.replay';
-/** The operation of `hooks-ingress reload --dry-run` (its server side is in reload-plan.ts). */
+/** The operation of `hooks-ingress reload --dry-run` (its server side is lib/server/reload-plan.ts). */
 export const RELOAD_PLAN_OP = 'reload.plan';
-/** The operation of `hooks-ingress try` (its server side is in try.ts). */
+/** The operation of `hooks-ingress try` (its server side is lib/server/try.ts). */
 export const TRY_OP = 'try';
 
 /**
- * A handler built at its first call, and the same one for every later call: an operation that
- * lives with its command (try, requests replay) is imported when a server is first asked it, so
- * a server nobody asks never loads that command's code. A build that failed (its files could not
+ * A handler built at its first call, and the same one for every later call: an operation whose
+ * code is apart (try, requests replay) is imported when a server is first asked it, so a server
+ * nobody asks never loads that code. A build that failed (its files could not
  * be read at that moment: too many open files, say) is tried again at the next call, as a model
  * provider's is, rather than answering every later call with that one error until a restart.
  */

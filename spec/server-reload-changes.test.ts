@@ -3,7 +3,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { changeLines } from '../lib/cli/reload.ts';
-import { loaded, mappingChanges, needsRestart, reloadChanges, RESTART_KEYS, sameConfig, secretDigests } from '../lib/cli/reload-changes.ts';
+import { loaded, mappingChanges, needsRestart, reloadChanges, RESTART_KEYS, sameConfig, secretDigests } from '../lib/server/reload-changes.ts';
 import { specConfig } from './_app.ts';
 import { ROOT } from './_cli.ts';
 import { tempDir } from './_dir.ts';
