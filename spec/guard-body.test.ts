@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import { MAX_DEPTH, parseForm, parseJsonObject, readBody } from '../lib/guard/body.ts';
 import type { BodyLimits } from '../lib/guard/body.ts';
 import { HttpError } from '../lib/errors.ts';
+import { sendAnswer } from '../lib/edge/answer.ts';
 
 const CAP = 4_096;
 
@@ -17,8 +18,10 @@ interface _Answer {
   body?: unknown;
 }
 
-// A server whose handler reads and parses the body, then answers as the edge would: the parsed
-// object with 200, or the HttpError's status (closing the connection when the error asks for it).
+// A server whose handler reads and parses the body, then answers through the edge's own sendAnswer:
+// the parsed object with 200, or the HttpError's status (ending the connection when the error asks
+// for it, after the answer is out, as the server does: a reset at once could wipe the answer from a
+// client still sending).
 // `answered` resolves with each answer as the handler gives it, for requests whose client is gone.
 async function withServer(limits: BodyLimits, fn: (port: number, answered: () => Promise<_Answer>) => Promise<void>): Promise<void> {
   const waiting: ((answer: _Answer) => void)[] = [];
@@ -35,13 +38,12 @@ async function withServer(limits: BodyLimits, fn: (port: number, answered: () =>
         (body) => ({ status: 200, body }),
         (error: unknown) => {
           if (!(error instanceof HttpError)) return { status: 500, code: String(error) };
-          if (error.close) res.setHeader('connection', 'close');
-          return { status: error.status, code: error.code };
+          return { status: error.status, code: error.code, close: error.close };
         },
       )
-      .then((answer: _Answer) => {
+      .then(({ close, ...answer }: _Answer & { close?: boolean }) => {
         record(answer);
-        res.writeHead(answer.status, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify(answer));
+        sendAnswer(req, res, { status: answer.status, body: answer, ...(close === true ? { close } : {}) }, 'spec', limits.maxBytes);
       });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
