@@ -284,7 +284,7 @@ test('a command that only reads the state directory (NEEDS: state) loads no serv
 test('serve loads no chat adapter, model provider, signature scheme or transform runner until its config names one, and no try or replay until asked', async () => {
   const loaded = [...loadedBy(await libGraph(), 'lib/cli/serve.ts')];
   assert.ok(loaded.includes('lib/edge/server.ts'));
-  const parts = /^lib\/(?:delivery\/(?!channels|deliver|chunk|adapter|_platform)|runtime\/providers\/(?!registry|provider)|guard\/signatures\/(?!config|verify|paths)|hooks\/transforms\/|cli\/gmail-companion\.ts|runtime\/gmail-companion\.ts|runtime\/forward\.ts|server\/(?:try|replay)\.ts|cli\/(?:try|requests-replay)\.ts|edge\/(?:preview|replay)\.ts)/;
+  const parts = /^lib\/(?:delivery\/(?!channels|deliver|chunk|adapter|_platform)|runtime\/providers\/(?!registry|provider)|guard\/signatures\/(?!config|verify|paths)|hooks\/transforms\/|(?:cli|server)\/gmail-companion\.ts|runtime\/gmail-companion\.ts|runtime\/forward\.ts|server\/(?:try|replay)\.ts|cli\/(?:try|requests-replay)\.ts|edge\/(?:preview|replay)\.ts)/;
   assert.deepEqual(loaded.filter((f) => parts.test(f)), []);
 });
 
@@ -310,13 +310,12 @@ test('nothing outside lib/cli/ imports lib/cli/, type imports counted: the comma
 });
 
 // The serve command's own plumbing in lib/cli/: its options and help, the io, usage errors, the
-// config loaded for a command, the log's text form, SIGUSR1 ignored. The Gmail companion is the
-// gmail command's, which serve also starts beside it when the preset is set up.
-const SERVE_COMMAND = /^lib\/cli\/(?:serve|command|io|usage|load-config|log-text|debugger-signal|gmail-companion)\.ts$/;
+// config loaded for a command, the log's text form, SIGUSR1 ignored.
+const SERVE_COMMAND = /^lib\/cli\/(?:serve|command|io|usage|load-config|log-text|debugger-signal)\.ts$/;
 
 test('what serve runs does not live in lib/cli/: of lib/cli/ it loads its command\'s plumbing only, the server it composes and runs comes from lib/server/ and the folders below', async () => {
   const reached = reachedFrom(await libGraph(), 'lib/cli/serve.ts');
-  assert.ok(reached.has('lib/server/service.ts') && reached.has('lib/server/try.ts') && reached.has('lib/inspector/serve.ts'));
+  assert.ok(reached.has('lib/server/service.ts') && reached.has('lib/server/try.ts') && reached.has('lib/inspector/serve.ts') && reached.has('lib/server/gmail-companion.ts'));
   assert.deepEqual([...reached].filter((file) => file.startsWith('lib/cli/') && !SERVE_COMMAND.test(file)), []);
 });
 

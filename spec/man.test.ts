@@ -11,7 +11,7 @@ import { main } from '../lib/cli/main.ts';
 import { PRESETS, PROVIDER_APIS } from '../lib/config/file-schema.ts';
 import { buildConfig } from '../lib/config/load.ts';
 import { DEFAULT_HEARTBEAT_PROMPT, DEFAULT_PATHS, DEFAULTS } from '../lib/config/normalise.ts';
-import { GMAIL_DEFAULTS } from '../lib/cli/gmail-companion.ts';
+import { GMAIL_DEFAULTS } from '../lib/server/gmail-companion.ts';
 import { MAX_FOR_EACH } from '../lib/hooks/mappings.ts';
 import { parseJsonc } from '../lib/config/jsonc.ts';
 import { ROOT } from './_cli.ts';

@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import type { GmailDeps } from '../lib/cli/gmail-companion.ts';
+import type { GmailDeps } from '../lib/server/gmail-companion.ts';
 import { gmailCommand } from '../lib/cli/gmail.ts';
 import { BACKOFF, companionEnv, STOP_GRACE_MS } from '../lib/runtime/gmail-companion.ts';
 import { RELAY_LIMITS } from '../lib/runtime/relay.ts';

@@ -13,7 +13,7 @@ import { GENERATED_KEY_PREFIX } from '../policy/session-key.ts';
 import { isObject } from '../object.ts';
 import { formatIssue } from '../schema.ts';
 import { hideUrlCredentials, shellWord } from '../text.ts';
-import { companionArgs, GMAIL_DEFAULTS, hookUrl } from './gmail-companion.ts';
+import { companionArgs, GMAIL_DEFAULTS, hookUrl } from '../server/gmail-companion.ts';
 import { FAILURE, USAGE, type Io } from './io.ts';
 import { parseCommand, usageLine } from './usage.ts';
 

@@ -1,4 +1,5 @@
-import { RUN_OPTIONS, runCompanion, type GmailDeps } from './gmail-companion.ts';
+import { RUN_OPTIONS, runCompanion } from './gmail-companion.ts';
+import type { GmailDeps } from '../server/gmail-companion.ts';
 import { runSetup, SETUP_OPTIONS } from './gmail-setup.ts';
 import { runGroup } from './group.ts';
 import type { Io } from './io.ts';

@@ -285,7 +285,7 @@ async function _listen(flags: Flags, port: number | undefined, config: Config, i
 // (its module is imported only for a config with the gmail preset).
 async function _withCompanion(config: Config, io: Io, log: Logger, stopped: Promise<string>): Promise<string> {
   const companionStop = new AbortController();
-  const companion = config.hooks.presets.includes('gmail') ? await (await import('./gmail-companion.ts')).serveCompanion(config, { ...io, signal: companionStop.signal }) : null;
+  const companion = config.hooks.presets.includes('gmail') ? await (await import('../server/gmail-companion.ts')).serveCompanion(config, { ...io, signal: companionStop.signal }) : null;
   if (companion !== null && 'skip' in companion) log.warn('gmail watcher not started', { reason: companion.skip });
   const watching = companion !== null && 'run' in companion ? companion.run() : Promise.resolve();
   const signal = await stopped;
