@@ -62,9 +62,7 @@ describe('companionArgs() and helpers', () => {
     assert.equal(await findOnPath('gog', { PATH: [a, b].join(':') }), null);
     assert.equal(await findOnPath('gog', {}), null);
   });
-});
 
-describe('serveCompanion()', () => {
   test('serveCompanion() is null without the preset, skips with a reason when gog is missing or opted out, and runs gog until stopped', async () => {
     const { dir, file, bin } = await setupRun();
     const load = async (path: string) => {
