@@ -59,3 +59,14 @@ test('LedgerTail reads a line longer than its piece whole, between shorter ones'
   assert.deepEqual(entries.map((e) => e.id), [a.id, b.id, c.id]);
   assert.equal(entries[1]!.body!.data.length, large.length + 11);
 });
+
+test('LedgerTail reads an entry\'s cause back, and counts a line whose cause is of no known kind as damaged', async (t) => {
+  const cause = { kind: 'transform' as const, text: 'threw: boom', at: 'ci.mjs:4' };
+  const [a, b] = [entry({ status: 500, cause }), entry({ cause: { kind: 'whim' as 'policy', text: 'x' } })];
+  const dir = await written(t, [[a], [b]]);
+  const damaged: string[] = [];
+  const entries = await new LedgerTail(dir, (d) => damaged.push(d.problem)).entries();
+  assert.deepEqual(entries.map((e) => [e.id, e.cause]), [[a.id, cause]]);
+  assert.equal(damaged.length, 1);
+  assert.match(damaged[0]!, /cause\.kind/);
+});

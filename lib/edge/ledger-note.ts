@@ -171,6 +171,7 @@ function _entry(a: Answered, code: string | undefined, authenticated: boolean, h
   if (code !== undefined) entry.code = code;
   if (answer.status >= 400 && typeof answer.body['error'] === 'string') entry.error = answer.body['error'];
   if (trace.became !== undefined) entry.became = trace.became;
+  if (trace.cause !== undefined) entry.cause = trace.cause;
   if (trace.replayOf !== undefined) entry.replayOf = trace.replayOf;
   return entry;
 }

@@ -2,6 +2,7 @@ import type { AgentAction, RunSpec, WakeAction } from '../model/actions.ts';
 import type { LogFields } from '../log.ts';
 import type { WakeTarget } from '../policy/admit.ts';
 import type { Became, SignatureVerdict } from '../model/ledger-entry.ts';
+import type { Cause } from '../model/cause.ts';
 
 // What was decided about one request to the hooks path, and why: a value the door, plan and
 // commit each extend (a new object, never an edit) and hand on with the answer. The ledger records
@@ -55,6 +56,8 @@ export interface Trace {
   readonly refusal?: Refusal;
   /** What it became: events, runs, outbox entries, the duplicate it was, a handshake. */
   readonly became?: Became;
+  /** Why it came to that, as the ledger keeps it: a transform's exception, hollow placeholders, a filter, a policy, a duplicate. */
+  readonly cause?: Cause;
   /** The ledger entry a replay replays. */
   readonly replayOf?: string;
 }

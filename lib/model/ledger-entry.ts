@@ -2,6 +2,7 @@
 // body and signature verdict, and their constant lists. The ledger writes and reads these
 // (store/ledger/entry.ts checks each line read back); the edge makes them, the CLI and the
 // inspector show them.
+import type { Cause } from './cause.ts';
 
 /** Why a signature did not verify, as the ledger keeps it: the kind, the header at fault, the measured skew of a stale timestamp. */
 export interface SignatureVerdict {
@@ -81,6 +82,8 @@ export interface LedgerEntry {
   /** The error message the client got. */
   error?: string;
   became?: Became;
+  /** Why it came out as it did (lib/model/cause.ts): a transform's exception, hollow placeholders, a filter, a policy, a duplicate. */
+  cause?: Cause;
   durationMs: number;
   /** The entry this one replays. */
   replayOf?: string;

@@ -1,6 +1,7 @@
 import { constants, type Stats } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { ErrorCode } from '../../errors.ts';
+import { CAUSE_KINDS } from '../../model/cause.ts';
 import { BODY_OMITTED, SIGNATURE_WHY, type LedgerEntry, type Lane } from '../../model/ledger-entry.ts';
 import { array, boolean, check, formatIssue, literal, number, object, optional, record, string, typeName, type Schema } from '../../schema.ts';
 
@@ -61,6 +62,7 @@ const entryShape = object({
   code: optional(text),
   error: optional(text),
   became: optional(became),
+  cause: optional(object({ kind: literal(...CAUSE_KINDS), text, at: optional(text) })),
   durationMs: number({ min: 0 }),
   replayOf: optional(text),
   count: optional(number({ integer: true, min: 1 })),
