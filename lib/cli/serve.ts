@@ -10,7 +10,7 @@ import { generateToken } from '../guard/token.ts';
 import { fileModeWarnings } from '../config/file-modes.ts';
 import { partialWalk, stateExposure } from '../config/state-exposure.ts';
 import { readinessWarnings } from '../config/readiness.ts';
-import { boundWarnings, bufferLines, createLogger, flushOnExit, type Logger } from '../log.ts';
+import { boundWarnings, bufferLines, createLogger, flushOnExit, type BoundedLogger, type Logger } from '../log.ts';
 import { chooseLogFormat, jsonLinesToText, LOG_FORMATS, type LogFormat } from './log-text.ts';
 import { secureStateDir } from '../store/state/access.ts';
 import { lockStateDir, type StateLock } from '../store/state/lock.ts';
@@ -70,39 +70,11 @@ export async function serve(flags: Flags, io: Io): Promise<number> {
 }
 
 async function _serve(flags: Flags, io: Io): Promise<number> {
-  const port = flags.port === undefined ? undefined : Number(flags.port);
-  if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port <= 65535)) {
-    io.stderr(usageLine('serve', `--port must be an integer from 0 to 65535, got "${flags.port}"`));
-    return USAGE;
-  }
-  const asked = flags['log-format'];
-  if (asked !== undefined && !(LOG_FORMATS as readonly string[]).includes(asked)) {
-    io.stderr(usageLine('serve', `--log-format must be json or text, got "${asked}"`));
-    return USAGE;
-  }
-  const located = locateConfig(flags.config, io.env);
-  if (located.implicit && !(await exists(located.path))) await _firstRun(located.path, io);
-  const config = await loadConfigFor(flags, io, { transforms: true });
-  if (config === null) return FAILURE;
-  for (const warning of [...readinessWarnings(config), ...(await fileModeWarnings(config))]) io.stderr(`${messagePrefix(io)}: warning: ${warning}\n`);
-
-  // Warnings and errors bounded per message: a flood of one cannot bury the others (lib/log.ts).
-  const log = boundWarnings(createLogger(logWriter(chooseLogFormat(asked as LogFormat | undefined, io.stderrIsTerminal === true), io.stderr)));
-  const stateDir = locateStateDir(flags['state-dir'], config, io.env);
-  // Found before anything starts: a server whose control channel cannot exist is not started.
-  const tooLong = socketPathProblem(stateDir);
-  if (tooLong !== null) {
-    io.stderr(`${messagePrefix(io)}: cannot use state directory ${stateDir}: ${tooLong}\n`);
-    return FAILURE;
-  }
-  // A transform child may read the transforms directory: the state (journal, control secret) must
-  // lie outside it, and outside what its links lead to.
-  const exposure = await stateExposure(stateDir, config.hooks.transformsDir);
-  if (exposure.problem !== null) {
-    io.stderr(`${messagePrefix(io)}: cannot use state directory ${stateDir}: ${exposure.problem}\n`);
-    return FAILURE;
-  }
-  if (exposure.partial) io.stderr(`${messagePrefix(io)}: warning: ${partialWalk(config.hooks.transformsDir)}\n`);
+  const asked = _checkFlags(flags, io);
+  if (asked === null) return USAGE;
+  const prepared = await _prepare(flags, io, asked.format);
+  if (prepared === null) return FAILURE;
+  const { config, log, stateDir } = prepared;
   const startedAt = Date.now();
   const lock = await _lockState(stateDir, io);
   if (lock === null) return FAILURE;
@@ -110,20 +82,14 @@ async function _serve(flags: Flags, io: Io): Promise<number> {
   if (service === null) return FAILURE;
   const reloads = await _reloadOnHangup(flags, io, log, service, config, stateDir);
   const stopRequest = _stopSignal(io.signal);
-  const running = await _listen(flags, port, config, io, service);
+  const running = await _listen(flags, asked.port, config, io, service);
   // One replay for both ways in: `requests replay` over the control channel and the inspector's button.
   const replay = builtOnFirstCall(async () => (await import('../server/replay.ts')).replayOperation({ stateDir, ledger: service.ledger, app: service.app }));
   const inspector = running === null ? null : await _inspector(config, stateDir, io, log, service, replay);
   const control = running === null || inspector === false ? null : await _control(stateDir, io, log, service, reloads.reloads, startedAt, running.server.url, { replay, inspector, reloader: reloads.reloader });
+  const started: _Started = { lock, service, log, reloads, stopRequest, inspector };
   if (running === null || inspector === false || control === null) {
-    reloads.reloads.stop();
-    reloads.release();
-    stopRequest.release();
-    if (inspector) await inspector.close();
-    await running?.server.close(0);
-    await service.stop();
-    log.flush();
-    await lock.release();
+    await _abandon(started, running);
     return FAILURE;
   }
   io.stdout(`listening on ${running.server.url}\n`);
@@ -131,20 +97,92 @@ async function _serve(flags: Flags, io: Io): Promise<number> {
   if (inspector) log.info('inspector listening', { url: inspector.url });
 
   const signal = await _withCompanion(config, io, log, stopRequest.stopped);
-  // A stop never waits behind reloads: the waiting one is dropped, the running one aborted (nothing
-  // of it is applied). No new control request is taken; one in flight gets no answer.
-  reloads.reloads.stop();
+  await _stop(started, control, running, signal);
+  return 0;
+}
+
+// The flags checked before anything is read: the port, and the log format asked for.
+function _checkFlags(flags: Flags, io: Io): { port: number | undefined; format: LogFormat | undefined } | null {
+  const port = flags.port === undefined ? undefined : Number(flags.port);
+  if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port <= 65535)) {
+    io.stderr(usageLine('serve', `--port must be an integer from 0 to 65535, got "${flags.port}"`));
+    return null;
+  }
+  const asked = flags['log-format'];
+  if (asked !== undefined && !(LOG_FORMATS as readonly string[]).includes(asked)) {
+    io.stderr(usageLine('serve', `--log-format must be json or text, got "${asked}"`));
+    return null;
+  }
+  return { port, format: asked as LogFormat | undefined };
+}
+
+// The config (written on a first run), its warnings, the logger and a state directory the server
+// can use, all before anything starts; `null` once the reason is said.
+async function _prepare(flags: Flags, io: Io, format: LogFormat | undefined): Promise<{ config: Config; log: BoundedLogger; stateDir: string } | null> {
+  const located = locateConfig(flags.config, io.env);
+  if (located.implicit && !(await exists(located.path))) await _firstRun(located.path, io);
+  const config = await loadConfigFor(flags, io, { transforms: true });
+  if (config === null) return null;
+  for (const warning of [...readinessWarnings(config), ...(await fileModeWarnings(config))]) io.stderr(`${messagePrefix(io)}: warning: ${warning}\n`);
+
+  // Warnings and errors bounded per message: a flood of one cannot bury the others (lib/log.ts).
+  const log = boundWarnings(createLogger(logWriter(chooseLogFormat(format, io.stderrIsTerminal === true), io.stderr)));
+  const stateDir = locateStateDir(flags['state-dir'], config, io.env);
+  // Found before anything starts: a server whose control channel cannot exist is not started.
+  const tooLong = socketPathProblem(stateDir);
+  if (tooLong !== null) {
+    io.stderr(`${messagePrefix(io)}: cannot use state directory ${stateDir}: ${tooLong}\n`);
+    return null;
+  }
+  // A transform child may read the transforms directory: the state (journal, control secret) must
+  // lie outside it, and outside what its links lead to.
+  const exposure = await stateExposure(stateDir, config.hooks.transformsDir);
+  if (exposure.problem !== null) {
+    io.stderr(`${messagePrefix(io)}: cannot use state directory ${stateDir}: ${exposure.problem}\n`);
+    return null;
+  }
+  if (exposure.partial) io.stderr(`${messagePrefix(io)}: warning: ${partialWalk(config.hooks.transformsDir)}\n`);
+  return { config, log, stateDir };
+}
+
+/** What a start has made before the server listens, for the stop (or the start given up) to undo. */
+interface _Started {
+  lock: StateLock;
+  service: Service;
+  log: BoundedLogger;
+  reloads: { reloads: Reloads; release: () => void };
+  stopRequest: { release: () => void };
+  inspector: RunningInspector | null | false;
+}
+
+// A start given up half-way (the listener, the inspector or the control channel could not start):
+// what started stops at once, in the reverse order.
+async function _abandon(started: _Started, running: { server: Running } | null): Promise<void> {
+  started.reloads.reloads.stop();
+  started.reloads.release();
+  started.stopRequest.release();
+  if (started.inspector) await started.inspector.close();
+  await running?.server.close(0);
+  await started.service.stop();
+  started.log.flush();
+  await started.lock.release();
+}
+
+// A stop never waits behind reloads: the waiting one is dropped, the running one aborted (nothing
+// of it is applied). No new control request is taken; one in flight gets no answer.
+async function _stop(started: _Started, control: ControlServer, running: { server: Running }, signal: string): Promise<void> {
+  const { log } = started;
+  started.reloads.reloads.stop();
   await control.close();
   log.info('stopping', { signal });
-  if (inspector) await inspector.close();
+  if (started.inspector) await started.inspector.close();
   await running.server.close(DRAIN_MS);
-  await service.stop();
+  await started.service.stop();
   log.flush();
-  await lock.release();
+  await started.lock.release();
   // Until here a SIGHUP is taken and ignored; without a listener it would end the process.
-  reloads.release();
+  started.reloads.release();
   log.info('stopped', {});
-  return 0;
 }
 
 // One server per state directory: a second one (a second `serve`, a socket-activated instance
