@@ -66,25 +66,56 @@ function _run(spawn: Spawn, program: string, args: readonly string[], request: T
   const { signal, run } = request;
   const env = _env(request);
   return new Promise((resolve) => {
-    let settled = false;
-    let exited = false;
-    let stopped: Attempt<string> | undefined;
-    let killTimer: ReturnType<typeof setTimeout> | undefined;
-
     // Its own process group, so a stop reaches whatever the command started too.
     const child = _spawn(spawn, program, args, { cwd: run.workspace, env, stdio: ['pipe', 'pipe', 'pipe'], detached: process.platform !== 'win32' });
     if ('ok' in child) return resolve(child);
-
-    const settle = (result: Attempt<string>) => {
-      if (settled) return;
-      settled = true;
+    const ending = _ending(child, graceMs, (result) => {
       signal.removeEventListener('abort', onAbort);
       resolve(result);
-    };
+    });
+    const onAbort = () => ending.stop(_ABORTED);
+    signal.addEventListener('abort', onAbort, { once: true });
 
+    const output = _capture(child, maxOutputBytes, () => ending.stop(_failure(`Output exceeds ${maxOutputBytes} bytes`)));
+    // A command that exits without reading all of stdin makes the write fail with EPIPE; its exit says what happened.
+    child.stdin?.on('error', () => {});
+    child.stdin?.end(formatInput(request));
+    _awaitExit(child, program, ending, output);
+  });
+}
+
+/** How a turn's child comes to an end: the one result it settles with, and the stop that may come first. */
+interface _Ending {
+  /** Settles the turn with `result`, the first time only. */
+  settle(result: Attempt<string>): void;
+  /** Stops the child, the turn ending with `result`. */
+  stop(result: Attempt<string>): void;
+  /** The result of a stop asked for, which wins over what the child's exit says. */
+  stopped(): Attempt<string> | undefined;
+  /** Notes the exit: a stop asked for settles then. */
+  exited(): void;
+  /** Clears the timers of the stop and of the pipes' drain. */
+  clear(): void;
+  /** Reads the pipes a moment longer after the exit before `finish`. */
+  drain(finish: () => void): void;
+}
+
+function _ending(child: ChildProcess, graceMs: number, done: (result: Attempt<string>) => void): _Ending {
+  let settled = false;
+  let exited = false;
+  let stopped: Attempt<string> | undefined;
+  let killTimer: ReturnType<typeof setTimeout> | undefined;
+  let drainTimer: ReturnType<typeof setTimeout> | undefined;
+  const settle = (result: Attempt<string>) => {
+    if (settled) return;
+    settled = true;
+    done(result);
+  };
+  return {
+    settle,
     // SIGTERM now, SIGKILL after the grace. The turn ends at the kill even if a grandchild still
     // holds stdout open, so the promise never waits on a process that will not go.
-    const stop = (result: Attempt<string>) => {
+    stop: (result) => {
       if (stopped !== undefined) return;
       stopped = result;
       _signal(child, 'SIGTERM');
@@ -93,40 +124,46 @@ function _run(spawn: Spawn, program: string, args: readonly string[], request: T
         settle(result);
       }, graceMs);
       if (exited) settle(result);
-    };
-    const onAbort = () => stop(_ABORTED);
-    signal.addEventListener('abort', onAbort, { once: true });
-
-    const output = _capture(child, maxOutputBytes, () => stop(_failure(`Output exceeds ${maxOutputBytes} bytes`)));
-    // A command that exits without reading all of stdin makes the write fail with EPIPE; its exit says what happened.
-    child.stdin?.on('error', () => {});
-    child.stdin?.end(formatInput(request));
-
-    child.on('error', (error) => settle(_failure(`Cannot run ${program}: ${_reason(error)}`)));
-    // The turn ends when the program exits, with what it wrote. What it wrote last may still be in
-    // the pipes: they are read until they close, or for a moment after the exit when a process it
-    // left running in the background holds them open (that process is not waited for, nor stopped).
-    const finish = (code: number | null, killedBy: NodeJS.Signals | null) => {
+    },
+    stopped: () => stopped,
+    exited: () => {
+      exited = true;
+    },
+    clear: () => {
       if (killTimer !== undefined) clearTimeout(killTimer);
       if (drainTimer !== undefined) clearTimeout(drainTimer);
-      child.stdout?.destroy();
-      child.stderr?.destroy();
-      if (stopped !== undefined) return settle(stopped);
-      if (code === 0) return settle({ ok: true, value: output.stdout().trim() });
-      const last = output.stderr().split('\n').map((line) => line.trim()).filter((line) => line !== '').at(-1);
-      const how = code === null ? `killed by ${killedBy ?? 'a signal'}` : `exit ${code}`;
-      settle(_failure(last === undefined ? how : `${how}: ${last}`));
-    };
-    let drainTimer: ReturnType<typeof setTimeout> | undefined;
-    child.on('exit', (code: number | null, killedBy: NodeJS.Signals | null) => {
-      exited = true;
-      if (stopped !== undefined) return settle(stopped);
+    },
+    drain: (finish) => {
       // One more turn of the loop after the moment, so bytes already in the pipes are read first.
-      drainTimer = setTimeout(() => setImmediate(() => finish(code, killedBy)), EXIT_DRAIN_MS);
-    });
-    // 'close' comes after the exit and the end of every stdio stream: the whole reply is in.
-    child.on('close', (code: number | null, killedBy: NodeJS.Signals | null) => finish(code, killedBy));
+      drainTimer = setTimeout(() => setImmediate(finish), EXIT_DRAIN_MS);
+    },
+  };
+}
+
+// The turn ends when the program exits, with what it wrote. What it wrote last may still be in
+// the pipes: they are read until they close, or for a moment after the exit when a process it
+// left running in the background holds them open (that process is not waited for, nor stopped).
+function _awaitExit(child: ChildProcess, program: string, ending: _Ending, output: { stdout: () => string; stderr: () => string }): void {
+  child.on('error', (error) => ending.settle(_failure(`Cannot run ${program}: ${_reason(error)}`)));
+  const finish = (code: number | null, killedBy: NodeJS.Signals | null) => {
+    ending.clear();
+    child.stdout?.destroy();
+    child.stderr?.destroy();
+    const stopped = ending.stopped();
+    if (stopped !== undefined) return ending.settle(stopped);
+    if (code === 0) return ending.settle({ ok: true, value: output.stdout().trim() });
+    const last = output.stderr().split('\n').map((line) => line.trim()).filter((line) => line !== '').at(-1);
+    const how = code === null ? `killed by ${killedBy ?? 'a signal'}` : `exit ${code}`;
+    ending.settle(_failure(last === undefined ? how : `${how}: ${last}`));
+  };
+  child.on('exit', (code: number | null, killedBy: NodeJS.Signals | null) => {
+    ending.exited();
+    const stopped = ending.stopped();
+    if (stopped !== undefined) return ending.settle(stopped);
+    ending.drain(() => finish(code, killedBy));
   });
+  // 'close' comes after the exit and the end of every stdio stream: the whole reply is in.
+  child.on('close', (code: number | null, killedBy: NodeJS.Signals | null) => finish(code, killedBy));
 }
 
 /** How long the pipes are still read after the program exited, when something else holds them open. */
