@@ -197,10 +197,7 @@ interface Serving {
 // connection without the secret gets to have held. Returns what ends the connection, answered
 // ERR_CONTROL_BUSY, while its head is not in yet (to make room for another).
 function _serve(socket: Socket, serving: Serving): () => void {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  let done = false;
-  let head: Buffer | null = Buffer.alloc(0);
+  const connection: _Connection = { chunks: [], size: 0, done: false, head: Buffer.alloc(0) };
   // A deadline for the whole line, not an idle timer: a client that sends a byte now and then
   // would otherwise hold its connection and up to a line's worth of memory for ever.
   const deadline = setTimeout(() => socket.destroy(), serving.idleMs);
@@ -211,53 +208,77 @@ function _serve(socket: Socket, serving: Serving): () => void {
     socket.end(line, () => socket.destroy());
   };
   socket.on('data', (data: Buffer) => {
-    if (done) return;
-    let chunk = data;
-    if (head !== null) {
-      const wanted = serving.head.length - head.length;
-      const newline = chunk.subarray(0, wanted).indexOf(0x0a);
-      head = Buffer.concat([head, chunk.subarray(0, newline === -1 ? wanted : newline)]);
-      if (newline === -1 && head.length < serving.head.length) return;
-      serving.headed();
-      if (head.length < serving.head.length || !timingSafeEqual(head, serving.head)) {
-        done = true;
-        head = null;
-        serving.refused();
-        answer(_error(ErrorCode.ControlAuth, 'not authorised'));
-        return;
-      }
-      chunks.push(head);
-      size = head.length;
-      head = null;
-      chunk = chunk.subarray(wanted);
-    }
-    const newline = chunk.indexOf(0x0a);
-    const take = newline === -1 ? chunk : chunk.subarray(0, newline);
-    size += take.length;
-    if (size > serving.maxLineBytes) {
-      done = true;
-      chunks.length = 0;
-      // The rest of the line is read and dropped until the client stops (or the idle time passes),
-      // so a client still writing reads this answer instead of failing with EPIPE.
-      socket.end(_error(ErrorCode.ControlTooLarge, `the request line is over ${serving.maxLineBytes} bytes`));
-      setTimeout(() => socket.destroy(), serving.idleMs).unref();
-      return;
-    }
-    chunks.push(take);
-    if (newline === -1) return;
-    done = true;
-    // The deadline stops here: a handler (a reload) may take longer than a client takes to send.
-    clearTimeout(deadline);
-    void _answer(Buffer.concat(chunks).toString('utf8'), serving).then((line) => {
-      if (!socket.destroyed) answer(line);
-    });
+    if (connection.done) return;
+    const rest = connection.head === null ? data : _readHead(connection, data, serving, answer);
+    if (rest === null) return;
+    if (_readLine(connection, rest, serving, socket)) _answerLine(connection, serving, socket, deadline, answer);
   });
   return () => {
-    if (done) return;
-    done = true;
-    head = null;
+    if (connection.done) return;
+    connection.done = true;
+    connection.head = null;
     answer(_error(ErrorCode.ControlBusy, serving.full));
   };
+}
+
+/** One connection's request line as it comes in. */
+interface _Connection {
+  chunks: Buffer[];
+  size: number;
+  /** Answered, or answering: what the client sends now is dropped. */
+  done: boolean;
+  /** The frame's head as far as it came in; `null` once it was judged. */
+  head: Buffer | null;
+}
+
+// The frame's head, gathered until all its bytes are in (or the line ends before) and compared
+// then: what comes after it, or `null` while it is not all in or when it is refused (answered).
+function _readHead(connection: _Connection, chunk: Buffer, serving: Serving, answer: (line: string) => void): Buffer | null {
+  const head = connection.head ?? Buffer.alloc(0);
+  const wanted = serving.head.length - head.length;
+  const newline = chunk.subarray(0, wanted).indexOf(0x0a);
+  const gathered = Buffer.concat([head, chunk.subarray(0, newline === -1 ? wanted : newline)]);
+  connection.head = gathered;
+  if (newline === -1 && gathered.length < serving.head.length) return null;
+  serving.headed();
+  connection.head = null;
+  if (gathered.length < serving.head.length || !timingSafeEqual(gathered, serving.head)) {
+    connection.done = true;
+    serving.refused();
+    answer(_error(ErrorCode.ControlAuth, 'not authorised'));
+    return null;
+  }
+  connection.chunks.push(gathered);
+  connection.size = gathered.length;
+  return chunk.subarray(wanted);
+}
+
+// The rest of the request line: whether it ended in `chunk`. A line over the cap is answered here.
+function _readLine(connection: _Connection, chunk: Buffer, serving: Serving, socket: Socket): boolean {
+  const newline = chunk.indexOf(0x0a);
+  const take = newline === -1 ? chunk : chunk.subarray(0, newline);
+  connection.size += take.length;
+  if (connection.size > serving.maxLineBytes) {
+    connection.done = true;
+    connection.chunks.length = 0;
+    // The rest of the line is read and dropped until the client stops (or the idle time passes),
+    // so a client still writing reads this answer instead of failing with EPIPE.
+    socket.end(_error(ErrorCode.ControlTooLarge, `the request line is over ${serving.maxLineBytes} bytes`));
+    setTimeout(() => socket.destroy(), serving.idleMs).unref();
+    return false;
+  }
+  connection.chunks.push(take);
+  return newline !== -1;
+}
+
+// A whole line in: the deadline stops here, since a handler (a reload) may take longer than a
+// client takes to send, and the answer goes out unless the client has gone.
+function _answerLine(connection: _Connection, serving: Serving, socket: Socket, deadline: ReturnType<typeof setTimeout>, answer: (line: string) => void): void {
+  connection.done = true;
+  clearTimeout(deadline);
+  void _answer(Buffer.concat(connection.chunks).toString('utf8'), serving).then((line) => {
+    if (!socket.destroyed) answer(line);
+  });
 }
 
 // The answer line to one request line. The secret is checked before anything else is looked at,
