@@ -1,4 +1,4 @@
-import { SESSION_MODES, THINKING_LEVELS, WAKE_MODES, type Action, type AgentAction, type Channel, type SessionMode, type Thinking, type WakeAction, type WakeMode } from '../model/actions.ts';
+import { SESSION_MODES, THINKING_LEVELS, WAKE_MODES, type Action, type AgentAction, type Channel, type SessionMode, type RequestedKey, type Thinking, type WakeAction, type WakeMode } from '../model/actions.ts';
 import { checkAccount } from './agent.ts';
 import { SESSION_KEY_NEEDS_NOW } from './wake.ts';
 import { channel as channelName } from './channel-names.ts';
@@ -286,14 +286,46 @@ function _expand(mapping: Mapping, payload: Record<string, unknown>): unknown[] 
 }
 
 function _build(mapping: Mapping, override: Override, context: TemplateContext & { path: string }): MappedAction | string {
+  const rendering = _rendering(context);
+  const common = _common(mapping, override, rendering);
+  if (typeof common === 'string') return common;
+  if (common.kind === 'wake') return _wake(common, rendering.unresolved());
+  return _agent(mapping, override, rendering, common, context.path);
+}
+
+/** A mapping's templates rendered for one request; `unresolved()`: the body's placeholders that rendered nothing. */
+interface _Rendering {
+  /** The template rendered and trimmed; `undefined` when there is none or it renders empty. */
+  text(template: Template | undefined, body?: boolean): string | undefined;
+  unresolved(): string[];
+}
+
+function _rendering(context: TemplateContext): _Rendering {
   let unresolved: string[] = [];
-  const text = (t: Template | undefined, body = false) => {
-    if (t === undefined) return undefined;
-    const rendered = render(t, context);
-    if (body) unresolved = rendered.unresolved;
-    const trimmed = rendered.text.trim();
-    return trimmed === '' ? undefined : trimmed;
+  return {
+    text: (t, body = false) => {
+      if (t === undefined) return undefined;
+      const rendered = render(t, context);
+      if (body) unresolved = rendered.unresolved;
+      const trimmed = rendered.text.trim();
+      return trimmed === '' ? undefined : trimmed;
+    },
+    unresolved: () => unresolved,
   };
+}
+
+/** What a wake and an agent action share: the body (wrapped unless unsafe content is allowed), its injections, the mode, the agent and the session key. */
+interface _Common {
+  kind: 'wake' | 'agent';
+  unsafe: boolean | undefined;
+  injections: string[];
+  content: string;
+  wakeMode: WakeMode;
+  agentId: string | undefined;
+  key: RequestedKey | undefined;
+}
+
+function _common(mapping: Mapping, override: Override, { text }: _Rendering): _Common | string {
   const kind = override.kind ?? mapping.action;
   const unsafe = override.allowUnsafeExternalContent ?? mapping.allowUnsafeExternalContent;
   const body = kind === 'wake' ? (override.text ?? text(mapping.textTemplate, true)) : (override.message ?? text(mapping.messageTemplate, true));
@@ -306,19 +338,24 @@ function _build(mapping: Mapping, override: Override, context: TemplateContext &
   if (sessionKey && sessionKey.length > MAX_SESSION_KEY) return `sessionKey: must be at most ${MAX_SESSION_KEY} characters`;
   // A key the operator wrote is trusted; one a transform returned or a template rendered is the payload's.
   const key = sessionKey ? { value: sessionKey, trusted: !override.sessionKey && !payloadControlsKey(mapping) } : undefined;
-  if (kind === 'wake') {
-    if (key !== undefined && wakeMode !== 'now') return SESSION_KEY_NEEDS_NOW;
-    const wake: WakeAction = { kind: 'wake', text: content, mode: wakeMode };
-    if (agentId) wake.agentId = agentId;
-    if (key !== undefined) wake.sessionKey = key;
-    return { action: wake, injections, unresolved };
-  }
+  return { kind, unsafe, injections, content, wakeMode, agentId, key };
+}
 
+function _wake({ content, wakeMode, agentId, key, injections }: _Common, unresolved: string[]): MappedAction | string {
+  if (key !== undefined && wakeMode !== 'now') return SESSION_KEY_NEEDS_NOW;
+  const wake: WakeAction = { kind: 'wake', text: content, mode: wakeMode };
+  if (agentId) wake.agentId = agentId;
+  if (key !== undefined) wake.sessionKey = key;
+  return { action: wake, injections, unresolved };
+}
+
+function _agent(mapping: Mapping, override: Override, { text, unresolved }: _Rendering, common: _Common, path: string): MappedAction | string {
+  const { content, wakeMode, agentId, key, injections, unsafe } = common;
   const thinking = override.thinking ?? text(mapping.thinking);
   if (thinking !== undefined && !(THINKING_LEVELS as readonly string[]).includes(thinking)) {
     return `thinking: must be one of ${THINKING_LEVELS.map((l) => JSON.stringify(l)).join(', ')}`;
   }
-  const named = _name(mapping, override.name, text(mapping.name), context.path);
+  const named = _name(mapping, override.name, text(mapping.name), path);
   const action: AgentAction = {
     kind: 'agent',
     message: content,
@@ -344,11 +381,11 @@ function _build(mapping: Mapping, override: Override, context: TemplateContext &
   if (thinking !== undefined) action.thinking = thinking as Thinking;
   const timeoutSeconds = override.timeoutSeconds ?? mapping.timeoutSeconds;
   if (timeoutSeconds !== undefined) action.timeoutSeconds = timeoutSeconds;
-  if (!named.fromRequest) return { action, injections, unresolved };
+  if (!named.fromRequest) return { action, injections, unresolved: unresolved() };
   // Request text as much as the message: scanned like it, and wrapped where a model reads it unless
   // it is a plain label or the mapping allows unsafe content.
   if (!unsafe && !named.plain) action.untrustedName = true;
-  return { action, injections: [...new Set([...injections, ...detectInjection(named.name)])], unresolved };
+  return { action, injections: [...new Set([...injections, ...detectInjection(named.name)])], unresolved: unresolved() };
 }
 
 // A run's name is the operator's when the mapping writes it without placeholders or it is the path
