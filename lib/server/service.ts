@@ -7,6 +7,7 @@ import { createTelemetry } from '../edge/telemetry.ts';
 import type { Logger } from '../log.ts';
 import { Heartbeat } from '../runtime/heartbeat.ts';
 import { providerRegistry } from '../runtime/providers/registry.ts';
+import type { RunnerOptions } from '../runtime/context.ts';
 import { Runner } from '../runtime/runner.ts';
 import { createCompletions } from '../runtime/completion.ts';
 import type { ForwardMode } from '../runtime/forward.ts';
@@ -63,23 +64,8 @@ export async function openLedger(config: Config, stateDir: string, log: Logger):
 
 /** Opens the state directory and starts the runtime and the HTTP app on `config`. */
 export async function startService(config: Config, stateDir: string, log: Logger): Promise<Service> {
-  const { store, tornBytes, rejected } = await Store.open(stateDir, { idempotencyTtlMs: config.hooks.idempotencyTtlSeconds * 1000 });
-  // One warning per line left out (the first 20, then a count), so a damaged journal is noticed and found.
-  for (const { line, problem } of rejected.slice(0, 20)) log.warn('journal line skipped', { line, problem });
-  if (rejected.length > 0 || tornBytes > 0) log.warn('journal had unreadable lines', { skipped: rejected.length, tornBytes });
-  const heartbeat = new Heartbeat({
-    store,
-    everyMs: config.agents.heartbeatEveryMs,
-    onBeat: () => void runner.heartbeatTurn(),
-    onError: (error) => log.error('heartbeat not recorded', { error: String(error) }),
-  });
-  const runtimeParts = async (c: Config) => ({ config: c, providerFor: providerRegistry(c.providers), deliver: await buildDeliver(c, () => store.lastRoute()) });
-  const runner = new Runner({ ...(await runtimeParts(config)), store, transcripts: new Transcripts(stateDir), heartbeat, log });
-  runner.start();
-  // A `now` wake acknowledged just before a crash still gets its heartbeat.
-  if (store.heartbeatOwed()) heartbeat.request('recovery');
-  heartbeat.start();
-
+  const store = await _openStore(config, stateDir, log);
+  const { heartbeat, runner, runtimeParts } = await _startRuntime(config, store, stateDir, log);
   const transforms = serviceTransforms(log);
   await transforms.configure(config);
   const completions = createCompletions(store);
@@ -94,6 +80,52 @@ export async function startService(config: Config, stateDir: string, log: Logger
     ...(forward === null ? {} : { forwarded: forward.kick }),
     ...(ledger === null ? {} : { ledger }),
   });
+  return _service({ config, log, store, heartbeat, runner, runtimeParts, transforms, forward, ledger, app });
+}
+
+async function _openStore(config: Config, stateDir: string, log: Logger): Promise<Store> {
+  const { store, tornBytes, rejected } = await Store.open(stateDir, { idempotencyTtlMs: config.hooks.idempotencyTtlSeconds * 1000 });
+  // One warning per line left out (the first 20, then a count), so a damaged journal is noticed and found.
+  for (const { line, problem } of rejected.slice(0, 20)) log.warn('journal line skipped', { line, problem });
+  if (rejected.length > 0 || tornBytes > 0) log.warn('journal had unreadable lines', { skipped: rejected.length, tornBytes });
+  return store;
+}
+
+/** What the runner is built with from a config, again at each reload. */
+type _RuntimeParts = (config: Config) => Promise<Pick<RunnerOptions, 'config' | 'providerFor' | 'deliver'>>;
+
+// The heartbeat and the run queue, started: runs left unfinished resume, and a heartbeat owed is asked for.
+async function _startRuntime(config: Config, store: Store, stateDir: string, log: Logger): Promise<{ heartbeat: Heartbeat; runner: Runner; runtimeParts: _RuntimeParts }> {
+  const heartbeat = new Heartbeat({
+    store,
+    everyMs: config.agents.heartbeatEveryMs,
+    onBeat: () => void runner.heartbeatTurn(),
+    onError: (error) => log.error('heartbeat not recorded', { error: String(error) }),
+  });
+  const runtimeParts: _RuntimeParts = async (c) => ({ config: c, providerFor: providerRegistry(c.providers), deliver: await buildDeliver(c, () => store.lastRoute()) });
+  const runner = new Runner({ ...(await runtimeParts(config)), store, transcripts: new Transcripts(stateDir), heartbeat, log });
+  runner.start();
+  // A `now` wake acknowledged just before a crash still gets its heartbeat.
+  if (store.heartbeatOwed()) heartbeat.request('recovery');
+  heartbeat.start();
+  return { heartbeat, runner, runtimeParts };
+}
+
+/** The parts a service is made of, for its reload and its stop. */
+interface _Parts {
+  config: Config;
+  log: Logger;
+  store: Store;
+  heartbeat: Heartbeat;
+  runner: Runner;
+  runtimeParts: _RuntimeParts;
+  transforms: ReturnType<typeof serviceTransforms>;
+  forward: ForwardMode | null;
+  ledger: Ledger | null;
+  app: App;
+}
+
+function _service({ config, log, store, heartbeat, runner, runtimeParts, transforms, forward, ledger, app }: _Parts): Service {
   return {
     app,
     store,
