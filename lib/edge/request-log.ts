@@ -69,67 +69,20 @@ interface _Group {
 export function createRequestLog(options: RequestLogOptions): RequestLog {
   const { log } = options;
   const now = options.now ?? performance.now.bind(performance);
-  const windowMs = options.windowMs ?? FOLD_WINDOW_MS;
   let { requests, maxLinesPerSecond } = options.settings;
   const groups = new Map<string, _Group>();
-  // Left out by status and code ("503 ERR_UNAVAILABLE"): a handful of kinds, whatever the traffic.
-  const leftOut = new Map<string, { status: number; code: string | undefined; count: number }>();
-  let leftSince = 0;
-  let slotEnd = Number.NEGATIVE_INFINITY;
-  let used = 0;
-  let timer: ReturnType<typeof setTimeout> | null = null;
-
-  // One line's room in this second's budget.
-  const room = (t: number): boolean => {
-    if (t >= slotEnd) {
-      slotEnd = t + 1000;
-      used = 0;
-    }
-    if (used >= maxLinesPerSecond) return false;
-    used++;
-    return true;
-  };
-  const leave = (status: number, code: string | undefined, count: number, t: number) => {
-    const kind = `${status} ${code ?? ''}`;
-    const held = leftOut.get(kind);
-    if (held !== undefined) held.count += count;
-    else {
-      if (leftOut.size === 0) leftSince = t;
-      leftOut.set(kind, { status, code, count });
-    }
-  };
-  const tick = () => {
-    timer = null;
-    write(false);
-    if (groups.size > 0 || leftOut.size > 0) arm();
-  };
-  const arm = () => {
-    if (timer !== null) return;
-    timer = setTimeout(tick, windowMs);
-    timer.unref?.();
-  };
-  // The window's end: a summary for each group that folded anything (a group that folded nothing
-  // goes, so the next such refusal gets a line of its own), then one line per kind left out.
+  const room = _budget(() => maxLinesPerSecond);
+  const leftOut = _leftOut(log);
+  // The window's end: a summary for each group that folded anything, then one line per kind left out.
   const write = (all: boolean) => {
     const t = now();
-    for (const [key, group] of groups) {
-      if (group.count === 0) {
-        groups.delete(key);
-        continue;
-      }
-      if (room(t)) log.info(REFUSED_ALIKE, _summary(group, t));
-      else leave(group.status, group.code, group.count, t);
-      group.count = 0;
-      group.since = t;
-      if (all) groups.delete(key);
-    }
-    for (const { status, code, count } of leftOut.values()) {
-      const fields: LogFields = { status, count, seconds: _seconds(t - leftSince) };
-      if (code !== undefined) fields['code'] = code;
-      log.info(LINES_LEFT_OUT, fields);
-    }
-    leftOut.clear();
+    _summarise(groups, { log, t, all, room, leftOut });
+    leftOut.write(t);
   };
+  const windows = _window(options.windowMs ?? FOLD_WINDOW_MS, () => {
+    write(false);
+    return groups.size > 0 || leftOut.held();
+  });
 
   return {
     admit(status, code, hook, client, signature) {
@@ -147,23 +100,109 @@ export function createRequestLog(options: RequestLogOptions): RequestLog {
         }
         if (groups.size < MAX_GROUPS) {
           groups.set(key, { status, code: shown, hook, client: client.address, reason: signature?.reason, count: 0, since: t });
-          arm();
+          windows.arm();
         }
       }
       if (room(t)) return true;
-      leave(status, shown, 1, t);
-      arm();
+      leftOut.add(status, shown, 1, t);
+      windows.arm();
       return false;
     },
     configure(settings) {
       ({ requests, maxLinesPerSecond } = settings);
     },
     flush() {
-      if (timer !== null) clearTimeout(timer);
-      timer = null;
+      windows.cancel();
       write(true);
     },
   };
+}
+
+// One line's room in this second's budget of `max()` lines: `room(t)` takes it when there is one.
+function _budget(max: () => number): (t: number) => boolean {
+  let slotEnd = Number.NEGATIVE_INFINITY;
+  let used = 0;
+  return (t) => {
+    if (t >= slotEnd) {
+      slotEnd = t + 1000;
+      used = 0;
+    }
+    if (used >= max()) return false;
+    used++;
+    return true;
+  };
+}
+
+/** The lines the per-second budget left out, counted by status and code until the window's end. */
+interface _LeftOut {
+  add(status: number, code: string | undefined, count: number, t: number): void;
+  held(): boolean;
+  /** One line per kind left out, and the counts start again. */
+  write(t: number): void;
+}
+
+function _leftOut(log: Logger): _LeftOut {
+  // By status and code ("503 ERR_UNAVAILABLE"): a handful of kinds, whatever the traffic.
+  const kinds = new Map<string, { status: number; code: string | undefined; count: number }>();
+  let since = 0;
+  return {
+    add(status, code, count, t) {
+      const kind = `${status} ${code ?? ''}`;
+      const held = kinds.get(kind);
+      if (held !== undefined) held.count += count;
+      else {
+        if (kinds.size === 0) since = t;
+        kinds.set(kind, { status, code, count });
+      }
+    },
+    held: () => kinds.size > 0,
+    write(t) {
+      for (const { status, code, count } of kinds.values()) {
+        const fields: LogFields = { status, count, seconds: _seconds(t - since) };
+        if (code !== undefined) fields['code'] = code;
+        log.info(LINES_LEFT_OUT, fields);
+      }
+      kinds.clear();
+    },
+  };
+}
+
+// The window's timer: armed while something is held (unref'd), it calls `end`, and again a window
+// later while `end` says something is still held.
+function _window(ms: number, end: () => boolean): { arm(): void; cancel(): void } {
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  const tick = () => {
+    timer = null;
+    if (end()) arm();
+  };
+  const arm = () => {
+    if (timer !== null) return;
+    timer = setTimeout(tick, ms);
+    timer.unref?.();
+  };
+  return {
+    arm,
+    cancel: () => {
+      if (timer !== null) clearTimeout(timer);
+      timer = null;
+    },
+  };
+}
+
+// A summary for each group that folded anything, in this second's budget (else counted as left
+// out); a group that folded nothing goes, so the next such refusal gets a line of its own.
+function _summarise(groups: Map<string, _Group>, { log, t, all, room, leftOut }: { log: Logger; t: number; all: boolean; room: (t: number) => boolean; leftOut: _LeftOut }): void {
+  for (const [key, group] of groups) {
+    if (group.count === 0) {
+      groups.delete(key);
+      continue;
+    }
+    if (room(t)) log.info(REFUSED_ALIKE, _summary(group, t));
+    else leftOut.add(group.status, group.code, group.count, t);
+    group.count = 0;
+    group.since = t;
+    if (all) groups.delete(key);
+  }
 }
 
 function _summary(group: _Group, t: number): LogFields {
