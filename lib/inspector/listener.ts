@@ -4,7 +4,7 @@ import { ErrorCode, HttpError } from '../errors.ts';
 import { parseJsonObject, readBody } from '../guard/body.ts';
 import type { Logger } from '../log.ts';
 import { errorAnswer } from '../edge/answer.ts';
-import { InspectorSessions } from './sessions.ts';
+import { InspectorSessions, type InspectorSession } from './sessions.ts';
 import { splitTarget } from '../edge/router.ts';
 
 // The inspector: a page over the request ledger, on a listener of its own. Everything it shows
@@ -102,103 +102,128 @@ const _TYPES: Readonly<Record<string, string>> = {
 
 /** Builds the inspector's listener over `source`. */
 export function createInspector(options: InspectorOptions): Inspector {
-  const { source, log } = options;
+  const { log } = options;
   const now = options.now ?? Date.now;
-  const sessions = new InspectorSessions({ idleMs: options.idleMs, maxAgeMs: options.maxAgeMs, now });
-  const files = loadPage();
-  let hosts = new Set<string>();
-  // Named after the port, so inspectors of two servers on one host keep a cookie each.
-  let cookieName = 'hooks_inspector';
-
-  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const { pathname, query } = splitTarget(req.url ?? '/');
-    if (!hosts.has((req.headers.host ?? '').toLowerCase())) throw new HttpError(421, ErrorCode.Misdirected, 'Host does not name this inspector');
-    const icon = pathname === '/favicon.ico' || pathname === `${INSPECTOR_PREFIX}/${_ICON}`;
-    if (icon && (req.method === 'GET' || req.method === 'HEAD')) return _sendText(res, 200, files[_ICON]!, _TYPES['svg']!, req.method === 'HEAD');
-    if (pathname !== INSPECTOR_PREFIX && !pathname.startsWith(`${INSPECTOR_PREFIX}/`)) throw _NOT_FOUND;
-    const path = pathname === INSPECTOR_PREFIX ? '/' : pathname.slice(INSPECTOR_PREFIX.length);
-    const signIn = (): void => _sendText(res, 401, files[_SIGN_IN]!, _TYPES['html']!, req.method === 'HEAD');
-
-    const cookies = _cookies(req.headers.cookie, cookieName);
-    if (path === '/login') {
-      if (req.method !== 'GET') throw new HttpError(405, ErrorCode.MethodNotAllowed, 'use GET', { headers: { allow: 'GET' } });
-      const opened = sessions.redeem(query.get('code') ?? '', cookies);
-      if (opened === null && _wantsHtml(req)) return signIn();
-      if (opened === null) throw new HttpError(401, ErrorCode.NoSession, 'this login link is unknown, used or expired: run "hooks-ingress inspect" for a new one');
-      // The code leaves the address bar at once; the tab's key rides in the fragment, which the
-      // browser keeps to itself and the page moves into the tab's storage before anything else.
-      return _send(res, 303, null, { location: `${INSPECTOR_PREFIX}/#login=${opened.key}`, 'set-cookie': `${cookieName}=${opened.cookie}; Path=${INSPECTOR_PREFIX}/; HttpOnly; SameSite=Strict` });
-    }
-
-    const file = _FILES[path];
-    if (file !== undefined) {
-      // The page's own files hold no data: the cookie alone fetches them.
-      if (!sessions.known(cookies)) {
-        if (path === '/' && _wantsHtml(req)) return signIn();
-        throw _NO_SESSION;
-      }
-      if (req.method !== 'GET' && req.method !== 'HEAD') throw new HttpError(405, ErrorCode.MethodNotAllowed, 'use GET', { headers: { allow: 'GET, HEAD' } });
-      const ext = file.slice(file.lastIndexOf('.') + 1);
-      return _sendText(res, 200, files[file]!, _TYPES[ext]!, req.method === 'HEAD');
-    }
-
-    const key = req.headers[KEY_HEADER];
-    const session = typeof key === 'string' ? sessions.find(cookies, key) : null;
-    if (session === null || typeof key !== 'string') throw _NO_SESSION;
-
-    if (req.method === 'GET') {
-      if (path === '/api/session') return _send(res, 200, { endsAt: new Date(session.endsAt).toISOString() });
-      if (path === '/api/requests') return _send(res, 200, await source.list(_filter(query)));
-      if (path.startsWith('/api/requests/')) {
-        const entry = await source.show(_decode(path.slice('/api/requests/'.length)));
-        if (entry === null) throw new HttpError(404, ErrorCode.NotFound, 'no ledger entry has that id');
-        return _send(res, 200, entry);
-      }
-      throw _NOT_FOUND;
-    }
-    if (req.method !== 'POST') throw new HttpError(405, ErrorCode.MethodNotAllowed, 'use GET or POST', { headers: { allow: 'GET, POST' } });
-
-    // A state change: only from this page (same origin, not a form posted from elsewhere, which
-    // could not send the key's header either).
-    if (!_sameOrigin(req)) throw new HttpError(403, ErrorCode.NotAllowed, 'Origin must be this inspector');
-    if (path === '/api/logout') {
-      sessions.end(key);
-      return _send(res, 200, { ok: true });
-    }
-    if (path === '/api/replay') {
-      // The page posts small JSON documents: capped and timed like any body, refused as any bad one.
-      const body = parseJsonObject(await readBody(req, { maxBytes: 64 * 1024, timeoutMs: 10_000 }));
-      const ids = body['ids'];
-      if (!Array.isArray(ids) || ids.length === 0 || ids.length > 1000 || !ids.every((x) => typeof x === 'string' && x.length <= 200)) {
-        throw new HttpError(400, ErrorCode.InvalidPayload, 'ids must be a list of 1 to 1000 entry ids');
-      }
-      return _send(res, 200, await source.replay(ids as string[], { dryRun: body['dryRun'] === true, force: body['force'] === true }));
-    }
-    throw _NOT_FOUND;
+  const context: _Context = {
+    source: options.source,
+    sessions: new InspectorSessions({ idleMs: options.idleMs, maxAgeMs: options.maxAgeMs, now }),
+    files: loadPage(),
+    hosts: new Set<string>(),
+    cookieName: 'hooks_inspector',
   };
-
   const listener = ((req: IncomingMessage, res: ServerResponse) => {
     for (const [name, value] of Object.entries(_SECURITY_HEADERS)) res.setHeader(name, value);
-    handle(req, res).catch((error: unknown) => {
-      if (res.headersSent) return void res.destroy();
-      if (error instanceof HttpError) {
-        const answer = errorAnswer(error);
-        return _send(res, answer.status, answer.body, answer.headers);
-      }
-      // Never the URL: a login code may be in it.
-      log.error('inspector request failed', { method: req.method ?? '', error: error instanceof Error ? error.message : String(error) });
-      _send(res, 500, { ok: false, error: 'internal error', code: ErrorCode.Internal });
-    });
+    _handle(req, res, context).catch((error: unknown) => _failed(req, res, error, log));
   }) as Inspector;
   listener.bound = (port) => {
-    hosts = new Set(['127.0.0.1', 'localhost', '[::1]', ...(options.extraHosts ?? []).map(_bracketed)].map((host) => `${host.toLowerCase()}:${port}`));
-    cookieName = `hooks_inspector_${port}`;
+    context.hosts = new Set(['127.0.0.1', 'localhost', '[::1]', ...(options.extraHosts ?? []).map(_bracketed)].map((host) => `${host.toLowerCase()}:${port}`));
+    context.cookieName = `hooks_inspector_${port}`;
   };
   listener.login = () => {
-    const { code, expiresAt } = sessions.issue();
+    const { code, expiresAt } = context.sessions.issue();
     return { path: `${INSPECTOR_PREFIX}/login?code=${code}`, expiresAt };
   };
   return listener;
+}
+
+/** What the listener's requests are answered with. */
+interface _Context {
+  source: InspectorSource;
+  sessions: InspectorSessions;
+  files: Record<string, string>;
+  /** The `Host` values that name this listener (none until it is bound). */
+  hosts: Set<string>;
+  /** Named after the port once bound, so inspectors of two servers on one host keep a cookie each. */
+  cookieName: string;
+}
+
+async function _handle(req: IncomingMessage, res: ServerResponse, context: _Context): Promise<void> {
+  const { pathname, query } = splitTarget(req.url ?? '/');
+  if (!context.hosts.has((req.headers.host ?? '').toLowerCase())) throw new HttpError(421, ErrorCode.Misdirected, 'Host does not name this inspector');
+  const icon = pathname === '/favicon.ico' || pathname === `${INSPECTOR_PREFIX}/${_ICON}`;
+  if (icon && (req.method === 'GET' || req.method === 'HEAD')) return _sendText(res, 200, context.files[_ICON]!, _TYPES['svg']!, req.method === 'HEAD');
+  if (pathname !== INSPECTOR_PREFIX && !pathname.startsWith(`${INSPECTOR_PREFIX}/`)) throw _NOT_FOUND;
+  const path = pathname === INSPECTOR_PREFIX ? '/' : pathname.slice(INSPECTOR_PREFIX.length);
+  const cookies = _cookies(req.headers.cookie, context.cookieName);
+  if (path === '/login') return _login(req, res, context, query, cookies);
+  const file = _FILES[path];
+  if (file !== undefined) return _pageFile(req, res, context, { path, file }, cookies);
+
+  const key = req.headers[KEY_HEADER];
+  const session = typeof key === 'string' ? context.sessions.find(cookies, key) : null;
+  if (session === null || typeof key !== 'string') throw _NO_SESSION;
+  if (req.method === 'GET') return _read(res, context, { path, query }, session);
+  if (req.method !== 'POST') throw new HttpError(405, ErrorCode.MethodNotAllowed, 'use GET or POST', { headers: { allow: 'GET, POST' } });
+  // A state change: only from this page (same origin, not a form posted from elsewhere, which
+  // could not send the key's header either).
+  if (!_sameOrigin(req)) throw new HttpError(403, ErrorCode.NotAllowed, 'Origin must be this inspector');
+  return _change(req, res, context, path, key);
+}
+
+// The page that says to run `hooks-ingress inspect` again, for a browser with no session.
+function _signIn(req: IncomingMessage, res: ServerResponse, context: _Context): void {
+  _sendText(res, 401, context.files[_SIGN_IN]!, _TYPES['html']!, req.method === 'HEAD');
+}
+
+function _login(req: IncomingMessage, res: ServerResponse, context: _Context, query: URLSearchParams, cookies: string[]): void {
+  if (req.method !== 'GET') throw new HttpError(405, ErrorCode.MethodNotAllowed, 'use GET', { headers: { allow: 'GET' } });
+  const opened = context.sessions.redeem(query.get('code') ?? '', cookies);
+  if (opened === null && _wantsHtml(req)) return _signIn(req, res, context);
+  if (opened === null) throw new HttpError(401, ErrorCode.NoSession, 'this login link is unknown, used or expired: run "hooks-ingress inspect" for a new one');
+  // The code leaves the address bar at once; the tab's key rides in the fragment, which the
+  // browser keeps to itself and the page moves into the tab's storage before anything else.
+  return _send(res, 303, null, { location: `${INSPECTOR_PREFIX}/#login=${opened.key}`, 'set-cookie': `${context.cookieName}=${opened.cookie}; Path=${INSPECTOR_PREFIX}/; HttpOnly; SameSite=Strict` });
+}
+
+// The page's own files hold no data: the cookie alone fetches them.
+function _pageFile(req: IncomingMessage, res: ServerResponse, context: _Context, { path, file }: { path: string; file: string }, cookies: string[]): void {
+  if (!context.sessions.known(cookies)) {
+    if (path === '/' && _wantsHtml(req)) return _signIn(req, res, context);
+    throw _NO_SESSION;
+  }
+  if (req.method !== 'GET' && req.method !== 'HEAD') throw new HttpError(405, ErrorCode.MethodNotAllowed, 'use GET', { headers: { allow: 'GET, HEAD' } });
+  const ext = file.slice(file.lastIndexOf('.') + 1);
+  return _sendText(res, 200, context.files[file]!, _TYPES[ext]!, req.method === 'HEAD');
+}
+
+async function _read(res: ServerResponse, { source }: _Context, { path, query }: { path: string; query: URLSearchParams }, session: InspectorSession): Promise<void> {
+  if (path === '/api/session') return _send(res, 200, { endsAt: new Date(session.endsAt).toISOString() });
+  if (path === '/api/requests') return _send(res, 200, await source.list(_filter(query)));
+  if (path.startsWith('/api/requests/')) {
+    const entry = await source.show(_decode(path.slice('/api/requests/'.length)));
+    if (entry === null) throw new HttpError(404, ErrorCode.NotFound, 'no ledger entry has that id');
+    return _send(res, 200, entry);
+  }
+  throw _NOT_FOUND;
+}
+
+async function _change(req: IncomingMessage, res: ServerResponse, { sessions, source }: _Context, path: string, key: string): Promise<void> {
+  if (path === '/api/logout') {
+    sessions.end(key);
+    return _send(res, 200, { ok: true });
+  }
+  if (path === '/api/replay') {
+    // The page posts small JSON documents: capped and timed like any body, refused as any bad one.
+    const body = parseJsonObject(await readBody(req, { maxBytes: 64 * 1024, timeoutMs: 10_000 }));
+    const ids = body['ids'];
+    if (!Array.isArray(ids) || ids.length === 0 || ids.length > 1000 || !ids.every((x) => typeof x === 'string' && x.length <= 200)) {
+      throw new HttpError(400, ErrorCode.InvalidPayload, 'ids must be a list of 1 to 1000 entry ids');
+    }
+    return _send(res, 200, await source.replay(ids as string[], { dryRun: body['dryRun'] === true, force: body['force'] === true }));
+  }
+  throw _NOT_FOUND;
+}
+
+// An error becomes its answer; anything unexpected a bare 500, logged without the URL (a login
+// code may be in it). An answer already on its way is cut off.
+function _failed(req: IncomingMessage, res: ServerResponse, error: unknown, log: Logger): void {
+  if (res.headersSent) return void res.destroy();
+  if (error instanceof HttpError) {
+    const answer = errorAnswer(error);
+    return _send(res, answer.status, answer.body, answer.headers);
+  }
+  log.error('inspector request failed', { method: req.method ?? '', error: error instanceof Error ? error.message : String(error) });
+  _send(res, 500, { ok: false, error: 'internal error', code: ErrorCode.Internal });
 }
 
 /** The page's files, read once: from lib/ next to this module, or from lib/ beside dist/ after the build. */
