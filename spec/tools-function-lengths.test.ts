@@ -3,7 +3,9 @@
 // could mislead a scanner (braces in strings, templates, regular expressions and comments).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { functionSpans } from '../tools/function-lengths.ts';
+import { join } from 'node:path';
+import { functionSpans, longFunctions } from '../tools/function-lengths.ts';
+import { ROOT } from './_cli.ts';
 
 const spans = (source: string): string[] => functionSpans(source).map((s) => `${s.name}@${s.line}:${s.lines}`);
 
@@ -82,4 +84,8 @@ test('functionSpans() is not misled by braces in strings, templates, regular exp
     '}',
   ].join('\n');
   assert.deepEqual(spans(source), ['f@1:8']);
+});
+
+test('no function in lib/ is over 60 lines: a longer one reads as a few named steps', async () => {
+  assert.deepEqual(await longFunctions([join(ROOT, 'lib')], 60), []);
 });
