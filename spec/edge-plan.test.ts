@@ -89,3 +89,28 @@ test('read() stops at the idempotency gate with the request\'s key; a request no
   const broken = p.read(request('wake', '{not json'));
   assert.deepEqual([broken.kind, broken.kind === 'refused' && broken.refusal.code, broken.trace.body?.toString()], ['refused', 'ERR_INVALID_JSON', '{not json']);
 });
+
+test('plan() puts the cause of its outcome on the trace: a transform\'s failure and where, hollow placeholders, the filter, the policy\'s rule', async (t) => {
+  const p = await planner(
+    t,
+    [
+      { id: 'tx', match: { path: 'tx' }, action: 'wake', textTemplate: 'x', transform: { module: 'x.js' } },
+      { id: 'ci', match: { path: 'ci' }, action: 'wake', textTemplate: 'build {{builds[0].status}} {{builds[0].branch}} {{builds[0].sha}}', forEach: 'builds' },
+      { id: 'push', match: { path: 'gh' }, action: 'wake', textTemplate: 'x', filter: { headers: { 'x-github-event': 'push' } } },
+      { id: 'ops', match: { path: 'ops' }, action: 'agent', messageTemplate: 'x', agentId: 'ops' },
+    ],
+    [{ ok: false, reason: 'threw', detail: 'boom\n  more', at: 'ci.mjs:4' }],
+  );
+  const failed = await plan(p, request('tx', {}));
+  assert.deepEqual(failed.trace.cause, { kind: 'transform', text: 'threw: boom', at: 'ci.mjs:4' });
+  const hollow = await plan(p, request('ci', { builds: [{ status: 'green' }, { status: 'red', sha: 'abc' }] }));
+  assert.deepEqual([hollow.kind, hollow.trace.cause], ['accepted', { kind: 'placeholders', text: 'builds[0].branch, builds[0].sha' }]);
+  const whole = await plan(p, request('ci', { builds: [{ status: 'green', branch: 'main', sha: 'abc' }] }));
+  assert.equal(whole.trace.cause, undefined);
+  const ignored = await plan(p, request('gh', {}, { 'x-github-event': 'issues' }));
+  assert.deepEqual(ignored.trace.cause, { kind: 'filter', text: 'header x-github-event is not "push"', at: 'push' });
+  const refused = await plan(p, request('agent', { message: 'hi', sessionKey: 'hook:mine' }));
+  assert.deepEqual(refused.trace.cause, { kind: 'policy', text: 'sessionKey: may not be chosen by the request while hooks.allowRequestSessionKey is false' });
+  const invalid = await plan(p, request('agent', {}));
+  assert.equal(invalid.trace.cause, undefined, 'a payload the schema refuses has its error, no cause');
+});

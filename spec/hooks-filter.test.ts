@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { filterHolds, filterSchema } from '../lib/hooks/filter.ts';
+import { filterHolds, filterMiss, filterSchema } from '../lib/hooks/filter.ts';
 import { applyMappings, mappingSchema, toMapping, type HookRequest } from '../lib/hooks/mappings.ts';
 import { check } from '../lib/schema.ts';
 import { githubExample } from './_signers.ts';
@@ -73,6 +73,27 @@ test('applyMappings() passes over a mapping whose filter does not hold, to the n
 
 test('applyMappings() answers ignored when match selected mappings but every filter passed the request over', async () => {
   const mappings = [mapping({ match: { path: 'github' }, filter: { headers: { 'x-github-event': 'push' } }, action: 'wake', textTemplate: 'x' })];
-  assert.deepEqual(await applyMappings(mappings, request('github', githubExample('issues'), { 'x-github-event': 'issues' }), noTransform), { kind: 'ignored' });
+  assert.deepEqual(await applyMappings(mappings, request('github', githubExample('issues'), { 'x-github-event': 'issues' }), noTransform), { kind: 'ignored', filteredBy: 'mapping-1', why: 'header x-github-event is not "push"' });
   assert.deepEqual(await applyMappings(mappings, request('gitlab', {}, { 'x-github-event': 'push' }), noTransform), { kind: 'unmatched' });
+});
+
+test('filterMiss() names the first condition a request fails and the values allowed, never the value found', () => {
+  const f = filter({ headers: { 'X-GitHub-Event': ['push', 'pull_request'] }, payload: { 'data.items[0].state': 'open', action: [1, 2, 3, 4, 5, 6] } });
+  const headers = { 'x-github-event': 'push' };
+  assert.equal(filterMiss(f, { headers: {}, payload: {} }), 'header x-github-event is missing');
+  assert.equal(filterMiss(f, { headers: { 'x-github-event': 'issues\u001b' }, payload: {} }), 'header x-github-event is not one of "push", "pull_request"');
+  assert.equal(filterMiss(f, { headers, payload: {} }), 'payload data.items[0].state is missing');
+  assert.equal(filterMiss(f, { headers, payload: { data: { items: [{ state: 'secret text' }] } } }), 'payload data.items[0].state is not "open"');
+  assert.equal(filterMiss(f, { headers, payload: { data: { items: [{ state: 'open' }] }, action: 7 } }), 'payload action is not one of 1, 2, 3, 4, 5, …');
+  assert.equal(filterMiss(f, { headers, payload: { data: { items: [{ state: 'open' }] }, action: 6 } }), null);
+});
+
+test('applyMappings() names the first mapping whose filter passed the request over, and counts the others', async () => {
+  const mappings = [
+    mapping({ id: 'pushes', match: { path: 'github' }, filter: { headers: { 'x-github-event': 'push' } }, action: 'wake', textTemplate: 'x' }),
+    mapping({ id: 'prs', match: { path: 'github' }, filter: { payload: { action: 'opened' } }, action: 'wake', textTemplate: 'x' }, 1),
+    mapping({ id: 'elsewhere', match: { path: 'gitlab' }, action: 'wake', textTemplate: 'x' }, 2),
+  ];
+  const outcome = await applyMappings(mappings, request('github', {}, { 'x-github-event': 'issues' }), noTransform);
+  assert.deepEqual(outcome, { kind: 'ignored', filteredBy: 'pushes', why: 'header x-github-event is not "push" (and the filter of 1 more mapping)' });
 });

@@ -21,6 +21,9 @@ const fixtures: Record<string, string> = {
   'skip.js': 'export default () => null;',
   'throws.js': 'export default () => { throw new Error("bad payload"); };',
   'rejects.js': 'export default async () => { throw "plain string"; };',
+  'calls-helper.js': 'import { check } from "./dir/helper.mjs";\nexport default ({ payload }) => check(payload);',
+  'forges.js': 'export default () => { throw new Error("no\\n    at evil (file:///etc/evil.mjs:9:9)"); };',
+  'renamed.js': 'class Custom extends Error { name = "Custom"; }\nexport default () => { throw new Custom("odd"); };',
   'loop.js': 'export default () => { for (;;) {} };',
   'hog.js': 'export default () => { const kept = []; for (;;) kept.push({ at: Math.random(), text: "x".repeat(64) + Math.random() }); };',
   'exits.js': 'export default () => process.exit(3);',
@@ -53,6 +56,7 @@ before(async () => {
   await mkdir(join(base, 'outside'));
   for (const [name, source] of Object.entries(fixtures)) await writeFile(join(root, name), source + '\n');
   await writeFile(join(root, 'dir', 'nested.js'), 'export default () => "inside";\n');
+  await writeFile(join(root, 'dir', 'helper.mjs'), 'export const check = (payload) => {\n  if (payload.n !== 0) throw new TypeError("n is " + payload.n);\n};\n');
   await writeFile(join(base, 'outside', 'nested.js'), 'export default () => "outside";\n');
   await symlink(join(root, 'default.js'), join(root, 'alias.js'));
 });
@@ -92,9 +96,16 @@ function suite(runtime: Runtime): void {
     'runner.run() loads a module through a symlink that stays inside the root': [
       [{ module: 'alias.js' }, { ok: true, value: { doubled: 42 } }],
     ],
-    'runner.run() answers threw with the message of a thrown error': [
-      [{ module: 'throws.js' }, { ok: false, reason: 'threw', detail: 'bad payload' }],
+    'runner.run() answers threw with the message of a thrown error, and where it was raised when its stack says': [
+      [{ module: 'throws.js' }, { ok: false, reason: 'threw', detail: 'bad payload', at: 'throws.js:1' }],
       [{ module: 'rejects.js' }, { ok: false, reason: 'threw', detail: 'plain string' }],
+      [{ module: 'renamed.js' }, { ok: false, reason: 'threw', detail: 'odd', at: 'renamed.js:2' }],
+    ],
+    'runner.run() names where an error was raised by its path in the root, in a module the transform imports too': [
+      [{ module: 'calls-helper.js' }, { ok: false, reason: 'threw', detail: 'n is 21', at: 'dir/helper.mjs:2' }],
+    ],
+    'runner.run() reads where an error was raised past its message, which may hold text that looks like a frame': [
+      [{ module: 'forges.js' }, { ok: false, reason: 'threw', detail: 'no\n    at evil (file:///etc/evil.mjs:9:9)', at: 'forges.js:1' }],
     ],
     'runner.run() answers not-a-function for a value export or a missing export': [
       [{ module: 'number.js' }, { ok: false, reason: 'not-a-function', detail: 'neither a default nor a "transform" export is not a function (found number)' }],

@@ -46,3 +46,16 @@ test('rowFacts() takes the delivery id by the signature scheme, else from the us
   const deep = `{"a":${'['.repeat(100_000)}${']'.repeat(100_000)}}`;
   assert.deepEqual(await rowFacts(entry({ body: { encoding: 'utf8', data: deep, bytes: deep.length, truncated: false } })), { outcome: 'accepted' });
 });
+
+test('rowFacts() says the entry\'s cause on one bounded line without control or bidi characters, and outcome() names the filter from it', async () => {
+  const cause = { kind: 'transform' as const, text: `threw: a\u001b[2J\u202eb ${'x'.repeat(500)}`, at: 'ci.mjs:3' };
+  const failed = await rowFacts(entry({ status: 500, code: 'ERR_MAPPING_FAILED', mapping: 'ci', cause }));
+  assert.equal(failed.outcome, 'failed: mapping failed');
+  assert.ok(failed.why !== undefined && failed.why.length <= 120 && !/[\u0000-\u001f\u202e]/.test(failed.why), failed.why);
+  assert.match(failed.why, /^transform ci\.mjs:3 threw: a \[2J b x+…$/);
+  const hollow = await rowFacts(entry({ cause: { kind: 'placeholders', text: 'title, author' } }));
+  assert.deepEqual(hollow, { outcome: 'accepted', why: 'placeholders resolved to nothing: title, author' });
+  const filtered = await rowFacts(entry({ became: { ignored: true }, cause: { kind: 'filter', text: 'header x-github-event is not "push"', at: 'pushes' } }));
+  assert.deepEqual(filtered, { outcome: "ignored by pushes's filter", why: 'ignored by pushes\'s filter: header x-github-event is not "push"' });
+  assert.deepEqual(await rowFacts(entry({ became: { duplicateOf: 'r0' }, cause: { kind: 'duplicate', text: 'r0' } })), { outcome: 'duplicate of r0' });
+});

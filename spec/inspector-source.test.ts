@@ -46,3 +46,13 @@ test('show() answers one entry with what it became, or null', async (t) => {
   assert.deepEqual(shown['became'], { runs: [{ runId: 'run-1', state: 'no longer kept' }] });
   assert.equal(shown['replayable'], false);
 });
+
+test('list() and show() hand the page each entry\'s cause, and why in words', async (t) => {
+  const cause = { kind: 'transform' as const, text: 'threw: boom\u202e', at: 'ci.mjs:3' };
+  const s = await source(t, [entry(1, { status: 500, code: 'ERR_MAPPING_FAILED', cause }), entry(2)]);
+  const [second, first] = (await s.list({ limit: 10 })).entries as Record<string, unknown>[];
+  assert.deepEqual([first!['cause'], first!['why']], [cause, 'transform ci.mjs:3 threw: boom']);
+  assert.deepEqual([second!['cause'], second!['why']], [undefined, undefined]);
+  const shown = (await s.show('e1')) as Record<string, unknown>;
+  assert.deepEqual([shown['cause'], shown['why']], [cause, 'transform ci.mjs:3 threw: boom']);
+});

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { CAUSE_AT_MAX, CAUSE_TEXT_MAX, describeCause, firstLine, makeCause } from '../lib/model/cause.ts';
+import { CAUSE_AT_MAX, CAUSE_TEXT_MAX, describeCause, firstLine, isCause, makeCause } from '../lib/model/cause.ts';
 
 test('makeCause() keeps the first line of the text, trimmed, whatever line break ends it', () => {
   assert.deepEqual(makeCause('transform', 'threw: boom\n    at x (file:///a.mjs:1:2)', 'ci.mjs:4'), { kind: 'transform', text: 'threw: boom', at: 'ci.mjs:4' });
@@ -33,4 +33,9 @@ test('describeCause() says each kind in words', () => {
   assert.equal(describeCause(makeCause('policy', 'agentId: agent "ops" is not in hooks.allowedAgentIds')), 'refused by policy: agentId: agent "ops" is not in hooks.allowedAgentIds');
   assert.equal(describeCause(makeCause('duplicate', 'req-1')), 'duplicate of request req-1');
   assert.equal(describeCause(makeCause('duplicate', '')), 'duplicate of an earlier request');
+});
+
+test('isCause() takes a cause of a known kind and nothing else', () => {
+  assert.equal(isCause(makeCause('policy', 'rule')), true);
+  for (const value of [undefined, null, 'policy: rule', { kind: 'whim', text: 'x' }, { kind: 'policy' }, { kind: 'policy', text: 1 }]) assert.equal(isCause(value), false, JSON.stringify(value));
 });

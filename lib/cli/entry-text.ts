@@ -4,7 +4,8 @@ import { bodyBytes, failed } from '../store/ledger/read.ts';
 import type { LedgerEntry } from '../model/ledger-entry.ts';
 import type { RunRecord, SessionEvent } from '../model/records.ts';
 import { formatEvent } from './event-text.ts';
-import { escapeControls } from '../text.ts';
+import { clip, escapeControls } from '../text.ts';
+import { describeCause } from '../model/cause.ts';
 import { formatRun } from './listing.ts';
 
 /** One entry as a line of the list: time, status, code, hook, ids, client, count, what it became. */
@@ -22,6 +23,8 @@ export function formatEntryLine(entry: LedgerEntry): string {
   if (entry.signature !== undefined && !entry.signature.ok) parts.push(`signature ${entry.signature.why ?? 'refused'}`);
   const became = describeBecame(entry);
   if (became !== '') parts.push(became);
+  const cause = _cause(entry);
+  if (cause !== null) parts.push(clip(cause, _CAUSE_IN_LINE));
   if (entry.replayOf !== undefined) parts.push(`replay of ${entry.replayOf}`);
   return `${escapeControls(parts.join('  '), false)}\n`;
 }
@@ -35,7 +38,7 @@ export function describeBecame(entry: LedgerEntry): string {
   if (b.runs !== undefined) out.push(`run${b.runs.length > 1 ? 's' : ''} ${b.runs.join(',')}`);
   if (b.outbox !== undefined) out.push(`outbox ${b.outbox.join(',')}`);
   if (b.duplicateOf !== undefined) out.push(`duplicate of ${b.duplicateOf === '' ? 'an earlier request' : `request ${b.duplicateOf}`}`);
-  if (b.ignored === true) out.push('ignored by filter');
+  if (b.ignored === true) out.push(entry.cause?.kind === 'filter' ? describeCause(entry.cause) : 'ignored by filter');
   if (b.skipped === true) out.push('skipped by transform');
   if (b.handshake !== undefined) out.push(`${b.handshake} handshake`);
   return out.join('; ');
@@ -59,6 +62,8 @@ export function formatEntry(entry: LedgerEntry, produced: { runs: readonly RunRe
   lines.push(['status', `${entry.status}${entry.code === undefined ? '' : ` ${entry.code}`}${entry.error === undefined ? '' : `: ${entry.error}`}`]);
   const became = describeBecame(entry);
   if (became !== '') lines.push(['became', became]);
+  const cause = _cause(entry);
+  if (cause !== null) lines.push(['cause', cause]);
   if (entry.replayOf !== undefined) lines.push(['replay of', entry.replayOf]);
   for (const replay of produced.replays ?? []) lines.push(['replayed', `${replay.id} at ${replay.time}: ${replay.status}`]);
   lines.push(['took', `${entry.durationMs} ms`]);
@@ -72,6 +77,15 @@ export function formatEntry(entry: LedgerEntry, produced: { runs: readonly RunRe
   if (produced.runs.length > 0) out += `runs:\n${produced.runs.map((r) => _indent(formatRun(r))).join('')}`;
   if (produced.events.length > 0) out += `events:\n${produced.events.map((e) => _indent(formatEvent(e))).join('')}`;
   return out;
+}
+
+// The most of a cause the list's line shows; `show` has all of it.
+const _CAUSE_IN_LINE = 160;
+
+// The cause in words, unless what it became says it already (a filter, a duplicate).
+function _cause(entry: Pick<LedgerEntry, 'cause'>): string | null {
+  const { cause } = entry;
+  return cause === undefined || cause.kind === 'filter' || cause.kind === 'duplicate' ? null : describeCause(cause);
 }
 
 function _body(entry: LedgerEntry): string {

@@ -5,6 +5,7 @@ import { admitRun, admitWake, type AgentRules, type UnknownAgent, type WakeTarge
 import { checkRoute, routesOf, type Routes } from '../policy/route.ts';
 import { forwardDestination } from '../runtime/forward-body.ts';
 import type { Route } from '../model/records.ts';
+import { makeCause } from '../model/cause.ts';
 
 // Where a plan's actions may go, chosen once per (re)load (this server's agents and channels, or
 // forward mode's upstream), and the one admission of a run or a wake against it: part of plan.
@@ -39,18 +40,23 @@ export function createAdmission(config: Config, lastRoute: () => Route | null, n
  */
 export function admitAgent(ctx: Admission, hook: string, requestId: string, action: AgentAction, label: string): RunSpec {
   const admitted = admitRun(action, hook, ctx.agents, ctx.newId, ctx.unknownAgent(hook));
-  if (!admitted.ok) throw new HttpError(400, ErrorCode.NotAllowed, `${label}${admitted.error}`);
+  if (!admitted.ok) throw _refused(ErrorCode.NotAllowed, label, admitted.error);
   const run = admitted.value;
   const unroutable = ctx.routes === null ? ctx.unsendable(run) : run.deliver ? checkRoute(ctx.routes, ctx.lastRoute(), run.channel, run.to) : null;
-  if (unroutable !== null) throw new HttpError(400, ErrorCode.InvalidPayload, `${label}${unroutable}`);
+  if (unroutable !== null) throw _refused(ErrorCode.InvalidPayload, label, unroutable);
   return { ...run, requestId };
 }
 
 /** A wake's agent and session under the rules of an agent run, among the destination's agents. */
 export function admitWakeTarget(ctx: Admission, hook: string, action: WakeAction, label: string): WakeTarget {
   const admitted = admitWake(action, ctx.agents, ctx.unknownAgent(hook));
-  if (!admitted.ok) throw new HttpError(400, ErrorCode.NotAllowed, `${label}${admitted.error}`);
+  if (!admitted.ok) throw _refused(ErrorCode.NotAllowed, label, admitted.error);
   return admitted.value;
+}
+
+// A policy's refusal: the rule, as the policy says it, is its cause (the ledger keeps it).
+function _refused(code: ErrorCode, label: string, rule: string): HttpError {
+  return new HttpError(400, code, `${label}${rule}`, { cause: makeCause('policy', rule) });
 }
 
 /**

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Store } from '../store/journal/store.ts';
 import type { IdempotencyWrite } from '../model/records.ts';
+import { makeCause } from '../model/cause.ts';
 import type { DeliveryId } from '../guard/signatures/scheme.ts';
 import type { Answer } from './answer.ts';
 import type { Trace } from './trace.ts';
@@ -58,7 +59,7 @@ export function createIdempotency(
       const { waitFor } = prior;
       const answer = waitFor !== undefined && wait !== undefined ? await wait({ ...prior, waitFor }, gone) : prior;
       const duplicate: Answer = { status: answer.status, body: answer.body, headers: { 'idempotent-replayed': 'true' } };
-      if (trace !== undefined) duplicate.trace = { ...trace, became: { duplicateOf: prior.requestId ?? '' } };
+      if (trace !== undefined) duplicate.trace = { ...trace, became: { duplicateOf: prior.requestId ?? '' }, cause: makeCause('duplicate', prior.requestId ?? '') };
       return duplicate;
     }
     const pending = work({ scope: name, key, ...(ttlMs === undefined ? {} : { ttlMs }) });

@@ -12,6 +12,7 @@ import { applyMappings, type CallTransform } from '../hooks/mappings.ts';
 import { parseWake } from '../hooks/wake.ts';
 import type { LogFields } from '../log.ts';
 import type { Route } from '../model/records.ts';
+import { isCause, makeCause, type Cause } from '../model/cause.ts';
 import { detectInjection, nameLine, requestName, wrapUntrusted } from '../untrusted/wrap.ts';
 import { admitAgent, admitWakeTarget, createAdmission, type Admission } from './admission.ts';
 import type { Answer } from './answer.ts';
@@ -182,6 +183,7 @@ interface _Seen {
   mapping?: string;
   filter?: 'matched' | 'ignored' | 'unmatched';
   transforms?: TransformCall[];
+  cause?: Cause;
 }
 
 // A decision: the answer, and what the request was accepted for (none when nothing is recorded).
@@ -201,6 +203,8 @@ async function _decide(ctx: _Context, parsed: Parsed): Promise<Plan> {
     return decided.accepted === undefined ? { kind: 'answered', trace, answer: decided.answer } : { kind: 'accepted', trace, answer: decided.answer, accepted: decided.accepted };
   } catch (error) {
     if (!(error instanceof HttpError)) throw error;
+    // A policy's refusal carries the rule that refused it.
+    if (isCause(error.cause)) seen.cause = error.cause;
     return { kind: 'refused', trace: _traced(parsed.trace, seen, null), refusal: error };
   }
 }
@@ -211,6 +215,7 @@ function _traced(trace: Trace, seen: _Seen, decided: _Decision | null): Trace {
   if (seen.filter !== undefined) out.filter = seen.filter;
   if (seen.transforms !== undefined) out.transforms = seen.transforms;
   if (seen.said !== null) out.said = seen.said;
+  if (seen.cause !== undefined) out.cause = seen.cause;
   if (decided?.accepted !== undefined) out.actions = decided.accepted.actions;
   if (decided?.became !== undefined) out.became = decided.became;
   return out;
@@ -251,7 +256,8 @@ async function _mapped(ctx: _Context, { request, body }: Parsed, seen: _Seen): P
     case 'unmatched':
       throw new HttpError(404, ErrorCode.NotFound, 'no hook with this name');
     case 'ignored':
-      // Senders post every event type; one the operator filtered out is acknowledged, not failed (the ledger notes it).
+      // Senders post every event type; one the operator filtered out is acknowledged, not failed (the ledger notes it, and which filter).
+      seen.cause = makeCause('filter', outcome.why, outcome.filteredBy);
       return { answer: { status: 200, body: { ok: true, ignored: true } }, became: { ignored: true } };
     case 'skip':
       return { answer: { status: 204, body: {} }, became: { skipped: true } };
@@ -259,6 +265,7 @@ async function _mapped(ctx: _Context, { request, body }: Parsed, seen: _Seen): P
       throw new HttpError(400, ErrorCode.InvalidPayload, outcome.error);
     case 'failed':
       _say(seen, 'error', 'hook mapping failed', { id: request.id, mapping: outcome.mappingId, detail: outcome.detail });
+      seen.cause = makeCause('transform', outcome.detail, outcome.at);
       throw new HttpError(500, ErrorCode.MappingFailed, 'hook mapping failed', { cause: outcome.detail });
   }
   const hook = nameLine(name);
@@ -280,6 +287,8 @@ async function _mapped(ctx: _Context, { request, body }: Parsed, seen: _Seen): P
     actions.push({ kind: 'agent', action, run, unresolved });
     if (unresolved.length > 0) recorded.push(_hollow({ ...fields, runId: run.runId, placeholders: unresolved.join(',') }));
   }
+  const hollow = [...new Set(actions.flatMap((a) => a.unresolved))];
+  if (hollow.length > 0) seen.cause = makeCause('placeholders', hollow.join(', '));
   const firstWake = actions.find((a) => a.kind === 'wake');
   const answer = _mappedAnswer(outcome.forEach, runs, wakes, firstWake?.action.mode);
   const field = (i: number) => `mapping ${outcome.mappingId}: wake text${wakes > 1 ? ` [${i}]` : ''}`;

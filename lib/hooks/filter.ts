@@ -1,4 +1,5 @@
 import { join, typeName, type Schema } from '../schema.ts';
+import { clip } from '../text.ts';
 import { parsePath, valueAt, type PathSegment } from './template.ts';
 
 /** A mapping's `filter`: every listed header and payload value must be one of those allowed. */
@@ -37,17 +38,45 @@ export const filterSchema: Schema<Filter> = (value, at, report) => {
   return report.issues.length === before ? filter : undefined;
 };
 
+/** What a filter reads of a request: its headers (credential headers hidden) and its payload. */
+export interface Filtered {
+  headers: Readonly<Record<string, string>>;
+  payload: unknown;
+}
+
 /** Whether a request passes the filter: each header and payload value listed is one of those allowed. */
-export function filterHolds(filter: Filter, request: { headers: Readonly<Record<string, string>>; payload: unknown }): boolean {
+export function filterHolds(filter: Filter, request: Filtered): boolean {
+  return _miss(filter, request) === null;
+}
+
+/**
+ * Why a request does not pass the filter, in words naming the first condition it fails and the
+ * values allowed (the operator's), never the value found (the request's); `null` when it passes.
+ */
+export function filterMiss(filter: Filter, request: Filtered): string | null {
+  const miss = _miss(filter, request);
+  if (miss === null) return null;
+  const what = miss.kind === 'header' ? `header ${miss.name}` : `payload ${miss.path.map((s) => (typeof s === 'number' ? `[${s}]` : s)).join('.').replaceAll('.[', '[')}`;
+  if (!miss.found) return `${what} is missing`;
+  const allowed = miss.values.slice(0, _NAMED_VALUES).map((v) => clip(JSON.stringify(v) ?? String(v), 64));
+  return `${what} is not ${miss.values.length === 1 ? allowed[0] : `one of ${allowed.join(', ')}${miss.values.length > _NAMED_VALUES ? ', …' : ''}`}`;
+}
+
+// Allowed values named in a miss: the rest are in the config.
+const _NAMED_VALUES = 5;
+
+type _Miss = { kind: 'header'; name: string; values: readonly unknown[]; found: boolean } | { kind: 'payload'; path: readonly PathSegment[]; values: readonly unknown[]; found: boolean };
+
+function _miss(filter: Filter, request: Filtered): _Miss | null {
   for (const { name, values } of filter.headers) {
     const found = request.headers[name];
-    if (found === undefined || !values.includes(found)) return false;
+    if (found === undefined || !values.includes(found)) return { kind: 'header', name, values, found: found !== undefined };
   }
   for (const { path, values } of filter.payload) {
     const found = valueAt(request.payload, path);
-    if (found === undefined || !values.some((v) => _jsonEqual(v, found))) return false;
+    if (found === undefined || !values.some((v) => _jsonEqual(v, found))) return { kind: 'payload', path, values, found: found !== undefined };
   }
-  return true;
+  return null;
 }
 
 

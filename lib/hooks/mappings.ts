@@ -17,7 +17,7 @@ import {
 } from '../schema.ts';
 import { allowableHeader, visibleHeaders } from '../guard/credentials.ts';
 import type { Signature } from '../guard/signatures/config.ts';
-import { filterHolds, filterSchema, type Filter } from './filter.ts';
+import { filterHolds, filterMiss, filterSchema, type Filter } from './filter.ts';
 import { signatureSchema } from '../guard/signatures/config.ts';
 import { compileTemplate, isTemplated, parsePath, render, valueAt, type PathSegment, type Template, type TemplateContext } from './template.ts';
 import type { TransformInput, TransformRef, TransformResult } from './transforms/protocol.ts';
@@ -187,10 +187,11 @@ export interface MappedAction {
 
 export type MapOutcome =
   | { kind: 'unmatched' }
-  /** `match` selected mappings, but each one's `filter` passed the request over. */
-  | { kind: 'ignored' }
+  /** `match` selected mappings, but each one's `filter` passed the request over: the first such mapping, and why (bounded by the filter's own text). */
+  | { kind: 'ignored'; filteredBy: string; why: string }
   | { kind: 'skip'; mappingId: string }
-  | { kind: 'failed'; mappingId: string; detail: string }
+  /** `detail` is the failure and the transform's message; `at` where it was raised (`ci.mjs:4`), when known. */
+  | { kind: 'failed'; mappingId: string; detail: string; at?: string }
   | { kind: 'invalid'; mappingId: string; error: string }
   | { kind: 'actions'; mappingId: string; actions: MappedAction[]; forEach: boolean; waitForCompletion: boolean };
 
@@ -236,10 +237,7 @@ export function findMapping(mappings: readonly Mapping[], request: Pick<HookRequ
 /** Turns a mapped request into actions: first matching mapping, `forEach`, transform, templates, wrapper. */
 export async function applyMappings(mappings: readonly Mapping[], request: HookRequest, callTransform: CallTransform): Promise<MapOutcome> {
   const mapping = findMapping(mappings, request);
-  if (mapping === null) {
-    const name = trimSlashes(request.name);
-    return mappings.some((m) => _selects(m, name, request.payload, request.pathOnly)) ? { kind: 'ignored' } : { kind: 'unmatched' };
-  }
+  if (mapping === null) return _unmatched(mappings, request);
   const mappingId = mapping.id;
   // Made when a transform or a template first reads them: most mappings never do.
   let visible: Record<string, string> | undefined;
@@ -251,7 +249,7 @@ export async function applyMappings(mappings: readonly Mapping[], request: HookR
     let override: Override = {};
     if (mapping.transform !== undefined) {
       const result = await callTransform(mapping.transform, { payload, headers: headers(), query: request.query, path: request.name });
-      if (!result.ok) return { kind: 'failed', mappingId, detail: `${result.reason}: ${result.detail}` };
+      if (!result.ok) return { kind: 'failed', mappingId, detail: `${result.reason}: ${result.detail}`, ...(result.at === undefined ? {} : { at: result.at }) };
       if (result.value === null || result.value === undefined) continue;
       const checked = check(overrideSchema, result.value);
       if (!checked.ok) {
@@ -273,6 +271,18 @@ export async function applyMappings(mappings: readonly Mapping[], request: HookR
   }
   if (actions.length === 0) return { kind: 'skip', mappingId };
   return { kind: 'actions', mappingId, actions, forEach: mapping.forEach !== undefined, waitForCompletion: mapping.waitForCompletion === true };
+}
+
+// No mapping took the request: none selected it, or the filters of those that did passed it over
+// (the first of them named, with the condition it failed; the others counted).
+function _unmatched(mappings: readonly Mapping[], request: HookRequest): MapOutcome {
+  const name = trimSlashes(request.name);
+  const selecting = mappings.filter((m) => _selects(m, name, request.payload, request.pathOnly));
+  const first = selecting[0];
+  if (first === undefined) return { kind: 'unmatched' };
+  const why = first.filter === undefined ? 'no condition' : (filterMiss(first.filter, { headers: visibleHeaders(request.headers), payload: request.payload }) ?? 'no condition');
+  const others = selecting.length - 1;
+  return { kind: 'ignored', filteredBy: first.id, why: others === 0 ? why : `${why} (and the filter${others === 1 ? '' : 's'} of ${others} more mapping${others === 1 ? '' : 's'})` };
 }
 
 // One payload per element of the forEach array, each with that element standing in for the array.

@@ -6,13 +6,16 @@
 import { senderDelivery } from '../guard/signatures/verify.ts';
 import { headerDelivery } from '../guard/signatures/scheme.ts';
 import type { LedgerEntry } from '../model/ledger-entry.ts';
+import { describeCause } from '../model/cause.ts';
 import { clipLine } from '../text.ts';
 
-/** A row's words: `event` and `delivery` when the request carries them. */
+/** A row's words: `event` and `delivery` when the request carries them, `why` when the entry has a cause its outcome does not say. */
 export interface RowFacts {
   event?: string;
   delivery?: string;
   outcome: string;
+  /** The entry's cause in words (a transform's exception and where, hollow placeholders, the filter's condition, the policy's rule). */
+  why?: string;
 }
 
 const _MAX = 120;
@@ -25,6 +28,8 @@ const _HEADER_EVENTS = ['x-github-event', 'x-gitlab-event', 'x-shopify-topic'];
 /** The event type, delivery id and outcome of `entry`, for its row. */
 export async function rowFacts(entry: LedgerEntry): Promise<RowFacts> {
   const facts: RowFacts = { outcome: outcome(entry) };
+  const said = why(entry);
+  if (said !== undefined) facts.why = said;
   const payload = _payload(entry);
   const event = eventType(entry.headers, payload.json ?? payload.form ?? {});
   if (event !== null) facts.event = _line(event);
@@ -57,11 +62,18 @@ export function eventType(headers: LedgerEntry['headers'], body: Record<string, 
   return null;
 }
 
+/** The entry's cause in words, one bounded line without control characters; none for a duplicate, which its outcome says. */
+export function why(entry: Pick<LedgerEntry, 'cause'>): string | undefined {
+  const { cause } = entry;
+  return cause === undefined || cause.kind === 'duplicate' ? undefined : _line(describeCause(cause));
+}
+
 /** One outcome in words: accepted, ignored, duplicate of …, refused (why), failed (why), skipped, handshake. */
 export function outcome(entry: LedgerEntry): string {
   const became = entry.became ?? {};
   if (became.duplicateOf !== undefined) return `duplicate of ${_line(became.duplicateOf).slice(0, 12)}`;
-  if (became.ignored === true) return entry.mapping === undefined ? 'ignored by a filter' : `ignored by ${_line(entry.mapping)}'s filter`;
+  const filter = entry.mapping ?? (entry.cause?.kind === 'filter' ? entry.cause.at : undefined);
+  if (became.ignored === true) return filter === undefined ? 'ignored by a filter' : `ignored by ${_line(filter)}'s filter`;
   if (became.skipped === true) return 'skipped by its transform';
   if (became.handshake !== undefined) return `handshake: ${_line(became.handshake)}`;
   if (entry.status < 400) return 'accepted';

@@ -3,7 +3,7 @@ import type { lookupEntry } from '../store/ledger/find.ts';
 import { entryMatches, failed, type EntryFilter, type LedgerTail } from '../store/ledger/read.ts';
 import type { Store } from '../store/journal/store.ts';
 import type { InspectorFilter, InspectorSource } from './listener.ts';
-import { rowFacts } from './row.ts';
+import { rowFacts, why } from './row.ts';
 
 // What the inspector page reads: the ledger (followed from its files, so an open page costs a read
 // of what was appended, not of the whole ledger; one entry looked up in the files by its ids,
@@ -37,7 +37,8 @@ export function ledgerSource(options: LedgerSourceOptions): InspectorSource {
       const found = await options.find(id);
       if (!found.ok) return null;
       const { entry } = found;
-      return { ...entry, replayable: entry.body !== undefined, became: entry.became === undefined ? undefined : _became(entry, store) };
+      const said = why(entry);
+      return { ...entry, ...(said === undefined ? {} : { why: said }), replayable: entry.body !== undefined, became: entry.became === undefined ? undefined : _became(entry, store) };
     },
     replay: options.replay,
   };

@@ -42,6 +42,13 @@ export function makeCause(kind: CauseKind, text: string, at?: string): Cause {
   return cause;
 }
 
+/** Whether `value` is a cause (an error's `cause` may be anything). */
+export function isCause(value: unknown): value is Cause {
+  if (typeof value !== 'object' || value === null) return false;
+  const { kind, text } = value as { kind?: unknown; text?: unknown };
+  return (CAUSE_KINDS as readonly unknown[]).includes(kind) && typeof text === 'string';
+}
+
 /** The first line of `text`, trimmed and cut to at most `max` characters. */
 export function firstLine(text: string, max: number): string {
   return clip((text.split(_BREAK, 1)[0] ?? '').trim(), max);

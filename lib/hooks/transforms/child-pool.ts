@@ -1,5 +1,6 @@
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { Buffer } from 'node:buffer';
+import { realpath } from 'node:fs/promises';
 import { pathToFileURL } from 'node:url';
 import { setImmediate } from 'node:timers';
 import { resolveModule } from '../../guard/contain.ts';
@@ -7,7 +8,7 @@ import { holdChild, pacedReader, residentBytes, startChild, type ChildLimits } f
 import { EarliestDeadline } from './earliest-deadline.ts';
 import { loadRefusal } from './loadable.ts';
 import { poolSettings, type PoolSettings, type TransformChildPoolOptions } from './pool-options.ts';
-import { encodeCall, encodeInput, parseAnswer, type TransformFailure, type TransformInput, type TransformRef, type TransformResult } from './protocol.ts';
+import { encodeCall, encodeInput, frameAt, parseAnswer, type TransformFailure, type TransformInput, type TransformRef, type TransformResult } from './protocol.ts';
 
 // The pool's state machine, one concern at some 400 lines: its slots, the queue, the calls in flight
 // and a child's exit change each other's state, so they stay in one class. What stands alone lives
@@ -104,6 +105,8 @@ class _Pool implements TransformChildPool {
   // Slots with lines to write at the end of this turn.
   readonly #unwritten = new Set<Slot>();
   #lastId = 0;
+  // The transforms root as a real path, once a child was started.
+  #realRoot: string | undefined;
   #closed = false;
   #watch: ReturnType<typeof setInterval> | undefined;
   #ticks = 0;
@@ -214,6 +217,8 @@ class _Pool implements TransformChildPool {
     slot.calls.set(job.id, { job, deadline: Infinity, late: '', then: job.done });
     const found = await resolveModule(this.#settings.root, job.module);
     const { root, runtime } = this.#settings;
+    // The child imports real paths: where its errors were raised is named from the real root.
+    this.#realRoot ??= await realpath(root).catch(() => root);
     const refused = this.#closed ? _closed : loadRefusal(found, root, runtime);
     if (refused !== null || !found.ok) {
       this.#drop(slot);
@@ -306,7 +311,8 @@ class _Pool implements TransformChildPool {
       slot.pending = slot.pending.slice(end + 1);
       const message = parseAnswer(line);
       if (message === null) return this.#kill(slot, _fail('crashed', 'the transform wrote to the protocol channel (stdout); use console instead'));
-      this.#answered(slot, message.id, message.result);
+      const { result, where } = message;
+      this.#answered(slot, message.id, where === undefined || result.ok ? result : { ...result, at: frameAt(where, this.#realRoot ?? this.#settings.root) });
     }
     // The cap holds for what arrives, not only for what the child says it sends.
     if (Buffer.byteLength(slot.pending) > maxResultBytes + 1024) this.#kill(slot, _fail('too-large', `the result is larger than ${maxResultBytes} bytes`));

@@ -42,6 +42,24 @@ const describe = (error) => {
   }
 };
 
+// Where a thrown error was raised: the first frame in a file (the transform's module or one it
+// imports), read past the message, since a message may hold text that looks like a frame.
+const FRAME = /^\\s+at (?:.*?\\()?(file:\\/\\/[^\\s()]+):(\\d+):\\d+\\)?$/;
+const frame = (error) => {
+  try {
+    const stack = error instanceof Error ? error.stack : undefined;
+    if (typeof stack !== 'string') return undefined;
+    const message = String(error.message);
+    const from = message === '' ? 0 : stack.indexOf(message);
+    if (from === -1) return undefined;
+    for (const line of stack.slice(from + message.length).split('\\n')) {
+      const found = FRAME.exec(line);
+      if (found !== null) return { url: found[1], line: Number(found[2]) };
+    }
+  } catch {}
+  return undefined;
+};
+
 const freeze = (value) => {
   if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
     Object.freeze(value);
@@ -90,7 +108,8 @@ const serve = async ({ id, url, name, input, probe, max }) => {
     const value = await fn(freeze(input));
     reply(id, value === undefined ? { ok: true } : { ok: true, value }, max);
   } catch (error) {
-    reply(id, { ok: false, reason: 'threw', detail: describe(error) }, max);
+    const where = frame(error);
+    reply(id, { ok: false, reason: 'threw', detail: describe(error), ...(where === undefined ? {} : { where }) }, max);
   }
 };
 
