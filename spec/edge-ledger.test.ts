@@ -368,7 +368,7 @@ test('replayOperation: a second replay of an entry while the first runs is refus
   let release!: () => void;
   const gate = new Promise<void>((resolve) => (release = resolve));
   let runs = 0;
-  const op = replayOperation({ stateDir: h.state, ledger: h.ledger, app: { preview: () => Promise.reject(new Error('not used')), replay: async (entry) => { runs++; await gate; return { replayOf: entry.id, requestId: 'r', status: 200 }; } } });
+  const op = replayOperation({ stateDir: h.state, ledger: h.ledger, app: { preview: () => Promise.reject(new Error('not used')), taken: async () => null, replay: async (entry) => { runs++; await gate; return { replayOf: entry.id, requestId: 'r', status: 200 }; } } });
   const first = op({ ids: ['once'] });
   await until('the first replay to start', () => runs === 1);
   const second = await op({ ids: ['once'] });

@@ -879,13 +879,19 @@ test('a replay survives closing and reopening the store', async (t) => {
   assert.equal(pendingRuns(after.store).length, 1);
 });
 
-test('an idempotency key is forgotten after hooks.idempotencyTtlSeconds', async (t) => {
+test('an idempotency key\'s answer is kept for hooks.idempotencyTtlSeconds, the key stays taken until hooks.ledger.maxAgeSeconds, then it is forgotten', async (t) => {
   let clock = Date.parse('2030-01-01T00:00:00Z');
-  const h = await start(t, { hooks: { idempotencyTtlSeconds: 60 } }, { now: () => clock });
+  const h = await start(t, { hooks: { idempotencyTtlSeconds: 60, ledger: { maxAgeSeconds: 120 } } }, { now: () => clock });
   const first = await agent(h, { message: 'x' }, { 'idempotency-key': 'ttl' });
   clock += 59_000;
   assert.equal((await agent(h, { message: 'x' }, { 'idempotency-key': 'ttl' })).headers['idempotent-replayed'], 'true');
   clock += 2_000;
+  const taken = await agent(h, { message: 'x' }, { 'idempotency-key': 'ttl' });
+  assert.equal(taken.status, 200);
+  assert.equal(taken.headers['idempotent-replayed'], 'true');
+  assert.equal(taken.body['duplicate'], true);
+  assert.equal(pendingRuns(h.store).length, 1);
+  clock += 60_000;
   const later = await agent(h, { message: 'x' }, { 'idempotency-key': 'ttl' });
   assert.equal(later.status, 202);
   assert.equal(later.headers['idempotent-replayed'], undefined);

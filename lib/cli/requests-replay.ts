@@ -75,7 +75,10 @@ export async function replayCommand(flags: Flags, ids: string[], io: Io): Promis
 /** One replay's result as a line. */
 export function formatReplay(result: ReplayResult): string {
   if (!result.ok) return `${escapeControls(`not replayed ${result.id}: ${result.error}`, false)}\n`;
-  if ('preview' in result) return `${escapeControls(`dry run of ${result.id}: nothing replayed`, false)}\n${formatPreview(result.preview)}`;
+  if ('preview' in result) {
+    const skip = result.skip === undefined ? '' : ` (a replay is skipped without --force: ${result.skip})`;
+    return `${escapeControls(`dry run of ${result.id}: nothing replayed${skip}`, false)}\n${formatPreview(result.preview)}`;
+  }
   const { outcome } = result;
   const became = describeBecame({ became: outcome.became } as LedgerEntry);
   const parts = [`replayed ${outcome.replayOf}`, outcome.entry === undefined ? `request=${outcome.requestId}` : `as ${outcome.entry} request=${outcome.requestId}`, String(outcome.status)];

@@ -144,8 +144,9 @@ export type HooksPath = (request: HookRequest) => Promise<Answer>;
 /**
  * Plan and commit, with the idempotency gate between plan's reading and its decisions: a copy of a
  * request answered (or in flight) is answered from the record before anything is decided for it
- * again, so a retry gets the first answer even under a changed configuration. A request not keyed
- * (a replay) goes straight through. Every answer carries the trace.
+ * again, so a retry gets the first answer even under a changed configuration. A replay passes the
+ * same gate by the same key, so a delivery takes effect once whichever way it arrives. Every answer
+ * carries the trace.
  */
 export function hooksPath(planner: Planner, commit: Commit, idempotent: Idempotent, log: Logger): HooksPath {
   return async (request) => {

@@ -3,7 +3,9 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Store } from '../store/journal/store.ts';
 import type { IdempotencyWrite } from '../model/records.ts';
 import { makeCause } from '../model/cause.ts';
+import type { Signature } from '../guard/signatures/config.ts';
 import type { DeliveryId } from '../guard/signatures/scheme.ts';
+import { deliveryId } from '../guard/signatures/verify.ts';
 import type { Answer } from './answer.ts';
 import type { Trace } from './trace.ts';
 import { CLIENT_GONE, type Gone, type Waiter } from './wait.ts';
@@ -11,12 +13,14 @@ import { CLIENT_GONE, type Gone, type Waiter } from './wait.ts';
 const MAX_IDEMPOTENCY_KEY = 256;
 
 /** The hook path and key a request is made idempotent by (and how long, when not the default). */
-export type IdempotencyKey = Pick<IdempotencyWrite, 'scope' | 'key' | 'ttlMs'>;
+export type IdempotencyKey = Pick<IdempotencyWrite, 'scope' | 'key' | 'ttlMs' | 'keepMs'>;
 
 /** A request's idempotency key, and how long its answer is kept when not `hooks.idempotencyTtlSeconds`. */
 export interface RequestKey {
   key: string;
   ttlMs?: number;
+  /** A replay run with `--force`: it runs even when the key is taken (after any copy in flight), and takes it. */
+  again?: boolean;
 }
 
 /**
@@ -34,17 +38,19 @@ export interface Behind {
  * A retry with a key already answered gets that answer again; one arriving while the first is
  * still being handled waits for it, so two copies can never both take effect. `inflight` outlives
  * a reload; `wait` holds a replayed answer whose first request waited for its runs. A copy whose
- * client goes away while it waits is let go at once (`gone`), holding nothing.
+ * client goes away while it waits is let go at once (`gone`), holding nothing. A key taken with
+ * the default answer window stays taken for `keepMs` when that is longer (the ledger's retention).
  */
 export function createIdempotency(
   store: Pick<Store, 'replay'>,
   inflight: Map<string, Promise<Answer>>,
   wait?: Waiter,
   behind: Behind = { count: 0 },
+  keepMs?: number,
 ): Idempotent {
   // Without a key there is nothing to hold: the work's own promise is the answer, not one wrapped in another.
   return (name, key, work, trace, gone) => (key === null ? work(null) : keyed(name, key, work, trace, gone));
-  async function keyed(name: string, { key, ttlMs }: RequestKey, work: (idem: IdempotencyKey | null) => Promise<Answer>, trace?: Trace, gone?: Gone): Promise<Answer> {
+  async function keyed(name: string, { key, ttlMs, again }: RequestKey, work: (idem: IdempotencyKey | null) => Promise<Answer>, trace?: Trace, gone?: Gone): Promise<Answer> {
     const id = `${name}\n${key}`;
     // Wait while any copy is in flight; from the last check to the `set` below nothing awaits,
     // so exactly one copy goes ahead when the one before it failed.
@@ -53,7 +59,7 @@ export function createIdempotency(
       const left = await _settledOrGone(running, gone).finally(() => behind.count--);
       if (left) return trace === undefined ? LEFT : { ...LEFT, trace };
     }
-    const prior = store.replay(name, key);
+    const prior = again === true ? null : store.replay(name, key);
     if (prior !== null) {
       // A first request that waited for its runs: the retry waits for the same ones (or has them at once).
       const { waitFor } = prior;
@@ -62,7 +68,8 @@ export function createIdempotency(
       if (trace !== undefined) duplicate.trace = { ...trace, became: { duplicateOf: prior.requestId ?? '' }, cause: makeCause('duplicate', prior.requestId ?? '') };
       return duplicate;
     }
-    const pending = work({ scope: name, key, ...(ttlMs === undefined ? {} : { ttlMs }) });
+    // A window of the scheme's own (a body's hash) is the whole of its memory.
+    const pending = work({ scope: name, key, ...(ttlMs === undefined ? (keepMs === undefined ? {} : { keepMs }) : { ttlMs }) });
     inflight.set(id, pending);
     try {
       return await pending;
@@ -91,6 +98,17 @@ export function idempotencyKey(headers: IncomingHttpHeaders, body: Record<string
     if (key !== '' && key.length <= MAX_IDEMPOTENCY_KEY) return { key };
   }
   return null;
+}
+
+/**
+ * The idempotency key of a hook request as its hook reads it: the delivery id a signed path's scheme
+ * finds (`signature` is the path's, whether or not the request verifies), else {@link idempotencyKey}'s
+ * headers; `/wake` and `/agent` also read the body's `idempotencyKey`, as OpenClaw's gateway does.
+ */
+export function hookKey(request: { name: string; headers: IncomingHttpHeaders; bytes: Buffer; rawQuery: string }, body: Record<string, unknown>, signature: Signature | undefined): RequestKey | null {
+  const { name, headers } = request;
+  const delivery = signature === undefined ? null : deliveryId(signature, { headers, body: request.bytes, query: request.rawQuery }, body);
+  return idempotencyKey(headers, name === 'agent' || name === 'wake' ? body : {}, delivery);
 }
 
 /** What a copy whose client went away ends with: logged and counted, never sent. */

@@ -6,7 +6,6 @@ import type { Client } from '../guard/address.ts';
 import { parseForm, parseJsonObject } from '../guard/body.ts';
 import type { Signature } from '../guard/signatures/config.ts';
 import { formAsSigned, signedPaths, slackChallenge } from '../guard/signatures/paths.ts';
-import { deliveryId } from '../guard/signatures/verify.ts';
 import { parseAgent } from '../hooks/agent.ts';
 import { applyMappings, type CallTransform } from '../hooks/mappings.ts';
 import { parseWake } from '../hooks/wake.ts';
@@ -16,7 +15,7 @@ import { isCause, makeCause, type Cause } from '../model/cause.ts';
 import { detectInjection, nameLine, requestName, wrapUntrusted } from '../untrusted/wrap.ts';
 import { admitAgent, admitWakeTarget, createAdmission, type Admission } from './admission.ts';
 import type { Answer } from './answer.ts';
-import { idempotencyKey, type RequestKey } from './idempotency.ts';
+import { hookKey, type RequestKey } from './idempotency.ts';
 import { signatureVerdict } from './ledger-note.ts';
 import type { PlannedAction, Said, Trace, TransformCall } from './trace.ts';
 import type { Gone } from './wait.ts';
@@ -33,8 +32,10 @@ export interface Judged {
   fresh: boolean;
   /** A shared-token signature (`gitlab`, `token`) passed when the request arrived: its verdict is on record, the token is not kept. */
   verified?: boolean;
-  /** Idempotent by its key (a deliberate replay or a dry run is never a duplicate). */
+  /** Idempotent by its key: a copy of a request whose key is taken is a duplicate (a dry run is never one). */
   keyed: boolean;
+  /** A replay run with `--force`: it runs even when its key is taken, and takes it. */
+  again?: boolean;
   /** A refused signature counts against the client in the failure limiter. */
   counted: boolean;
   /** Every step is planned: a failed signature does not end the plan, a handshake is taken as any request (a dry run). */
@@ -159,9 +160,8 @@ function _read(ctx: _Context, request: HookRequest): Parsed | Plan {
   const challenge = judged.whole === true ? null : slackChallenge(signature, body);
   if (challenge !== null) return { kind: 'answered', trace: { ...trace, became: { handshake: 'slack' } }, answer: { status: 200, body: { challenge } } };
   if (!judged.keyed) return { kind: 'parsed', request, trace, body, key: null };
-  const delivery = signature === undefined ? null : deliveryId(signature, { headers, body: bytes, query: request.rawQuery }, body);
-  // /wake and /agent may carry the key in the body, as OpenClaw's gateway reads it there for every hook.
-  return { kind: 'parsed', request, trace, body, key: idempotencyKey(headers, name === 'agent' || name === 'wake' ? body : {}, delivery) };
+  const key = hookKey(request, body, signature);
+  return { kind: 'parsed', request, trace, body, key: key !== null && judged.again === true ? { ...key, again: true } : key };
 }
 
 /** The body as a hook reads it: a form from a form-posting sender on a mapped hook, else a JSON object (an HttpError when it is neither). */

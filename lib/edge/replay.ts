@@ -54,17 +54,18 @@ export function replayProblem(entry: LedgerEntry, config: Config): string | null
  * The request a replay makes of an entry: its headers, query and body as kept, a new request id,
  * a trace that marks it a replay and carries its recorded authentication; judged as a stored
  * request (the signature verified with today's secrets but not against the tolerance, a shared
- * token's verdict taken from the record, nothing counted against the client, and no idempotency
- * key: a deliberate replay is never a duplicate).
+ * token's verdict taken from the record, nothing counted against the client) that is idempotent
+ * by the same key as a live copy of it: it waits for a copy in flight, is a duplicate of a
+ * delivery already taken (unless `force`), and takes its delivery id when it succeeds.
  */
-export function replayInput(entry: LedgerEntry, id: string, config: Config): HookRequest {
+export function replayInput(entry: LedgerEntry, id: string, config: Config, force = false): HookRequest {
   const headers: IncomingHttpHeaders = {};
   for (const [name, value] of Object.entries(entry.headers)) if (value !== REDACTED) headers[name] = value;
   const rawQuery = entry.query ?? '';
   // A request that passed a token check replays on the strength of that verdict.
   const trace: Trace = { hook: entry.hook ?? '', auth: entry.auth, replayOf: entry.id };
   const signature = signedPaths(config).get(entry.hook ?? '');
-  const judged: Judged = { fresh: false, keyed: false, counted: false };
+  const judged: Judged = { fresh: false, keyed: true, counted: false, ...(force ? { again: true } : {}) };
   if (signature !== undefined && _SHARED_TOKEN.has(signature.scheme)) judged.verified = true;
   // The entry does not say which token opened the gmail hook: a replay reaches what gog's token
   // reaches (mappings on the path "gmail"), never more than the request could have reached live.
@@ -100,17 +101,23 @@ export interface ReplayParts {
   now: () => number;
 }
 
+/** How one replay runs. */
+export interface ReplayOptions {
+  /** Run even when its delivery id is already taken (it then takes it). */
+  force?: boolean;
+}
+
 /**
  * Runs a stored request again (plan and commit) through the current configuration and records it
  * as a new entry marked as a replay; a request that cannot be replayed is an HttpError (409, ERR_NOT_REPLAYABLE).
  */
-export async function replayEntry(parts: ReplayParts, entry: LedgerEntry): Promise<ReplayOutcome> {
+export async function replayEntry(parts: ReplayParts, entry: LedgerEntry, options: ReplayOptions = {}): Promise<ReplayOutcome> {
   const { config } = parts;
   const problem = replayProblem(entry, config);
   if (problem !== null) throw new HttpError(409, ErrorCode.NotReplayable, `entry ${entry.id} cannot be replayed: ${problem}`);
   const started = parts.now();
   const id = parts.newId();
-  const input = replayInput(entry, id, config);
+  const input = replayInput(entry, id, config, options.force === true);
   const answer = await parts.path(input);
   const trace = answer.trace ?? input.trace;
   const durationMs = Math.round((parts.now() - started) * 10) / 10;

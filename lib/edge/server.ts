@@ -24,7 +24,8 @@ import { createPlanner } from './plan.ts';
 import type { Trace } from './trace.ts';
 import { createRequestLog, type RequestLog } from './request-log.ts';
 import type { Preview, PreviewInput } from './preview.ts';
-import type { ReplayOutcome } from './replay.ts';
+import type { ReplayOptions, ReplayOutcome } from './replay.ts';
+import type { DeliveryTaken } from './taken.ts';
 import { Router, splitTarget } from './router.ts';
 import { createWaiter, type Completions } from './wait.ts';
 import { signedPaths } from '../guard/signatures/paths.ts';
@@ -71,6 +72,7 @@ const _PLAIN_NAME = /^[\w.:@/+=-]{0,200}$/;
 const _operatorParts = {
   preview: () => import('./preview.ts'),
   replay: () => import('./replay.ts'),
+  taken: () => import('./taken.ts'),
 };
 
 // Without a transform runner a transform mapping fails.
@@ -91,7 +93,9 @@ export interface App {
    * Runs a stored request again through the current configuration and records it as a new entry
    * marked as a replay; a request that cannot be replayed is an HttpError (409, ERR_NOT_REPLAYABLE).
    */
-  replay(entry: LedgerEntry): Promise<ReplayOutcome>;
+  replay(entry: LedgerEntry, options?: ReplayOptions): Promise<ReplayOutcome>;
+  /** A stored request's delivery id and the request that took it, or `null` when the request names none. */
+  taken(entry: LedgerEntry): Promise<DeliveryTaken | null>;
   /** What a request (or a stored one, replayed) would become under the current configuration, with nothing committed. */
   preview(input: PreviewInput | LedgerEntry): Promise<Preview>;
 }
@@ -121,7 +125,8 @@ export function createApp(options: AppOptions): App {
   app.flushLog = () => shared.requestLog.flush();
   app.held = () => shared.behind.count;
   app.preview = (input) => _preview(options, serving.compiled.config, input);
-  app.replay = async (entry) => (await _operatorParts.replay()).replayEntry({ ...serving.compiled, log: options.log, newId: ids, now }, entry);
+  app.replay = async (entry, replay) => (await _operatorParts.replay()).replayEntry({ ...serving.compiled, log: options.log, newId: ids, now }, entry, replay);
+  app.taken = async (entry) => (await _operatorParts.taken()).deliveryTaken(entry, serving.compiled.config, options.store);
   app.reload = (config) => {
     const limits = JSON.stringify(config.hooks.authRateLimit);
     if (limits !== shared.limits && options.limiter === undefined) Object.assign(shared, { limiter: _limiter(config), limits });
@@ -273,7 +278,9 @@ function _compile(options: AppOptions, config: Config, shared: Shared): _Compile
     ...(wait === undefined ? {} : { wait }),
     ...(options.forwarded === undefined ? {} : { forwarded: options.forwarded }),
   });
-  const path = hooksPath(planner, commit, createIdempotency(store, shared.inflight, wait, shared.behind), options.log);
+  // A delivery id stays taken as long as the ledger keeps the entries that could be replayed.
+  const keepMs = Math.max(config.hooks.ledger.maxAgeSeconds, config.hooks.idempotencyTtlSeconds) * 1000;
+  const path = hooksPath(planner, commit, createIdempotency(store, shared.inflight, wait, shared.behind, keepMs), options.log);
   const hooks = hooksRoute({ config, auth, path, bodyTimeoutMs: options.bodyTimeoutMs ?? 30_000, received: shared.received, clock, log: options.log });
   const router = new Router<Handler>().add(['GET', 'HEAD'], '/healthz', async () =>
     (await store.writable()) ? { status: 200, body: { ok: true } } : { status: 503, body: { ok: false, error: 'the journal is not writable' } },

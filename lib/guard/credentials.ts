@@ -17,8 +17,9 @@ const _NAMED: ReadonlySet<string> = new Set([...TOKEN_HEADERS, 'proxy-authorizat
 // carry a bearer token as Authorization does.
 const _PATTERN = /(?:^|-)(?:token|secret|signature|key|apikey|password|passwd|passphrase|hmac|auth|authorization|credentials?)(?:-(?:sha)?\d+)?$|cookie/;
 
-// Ends in -key, but names a delivery for deduplication, not a credential.
-const _NOT_CREDENTIALS: ReadonlySet<string> = new Set(['idempotency-key']);
+// End in -key, but name a delivery for deduplication, not a credential: the ledger keeps them, so a
+// replay is known by the same key as a live copy.
+const _NOT_CREDENTIALS: ReadonlySet<string> = new Set(['idempotency-key', 'x-openclaw-idempotency-key']);
 
 /** Whether a header (any case) carries a credential and so is hidden from templates and transforms. */
 export function isCredentialHeader(name: string): boolean {

@@ -67,6 +67,8 @@ export interface IdempotencyWrite extends StoredAnswer {
   key: string;
   /** How long the answer is kept, when not the store's `idempotencyTtlMs` (never written to the journal). */
   ttlMs?: number;
+  /** How long the key stays taken, when longer than its answer is kept: a retry then is a duplicate without the first answer (never written to the journal). */
+  keepMs?: number;
 }
 
 export type RunStatus = 'pending' | 'running' | 'ok' | 'error' | 'timeout';

@@ -6,6 +6,7 @@ import type { LedgerEntry } from '../model/ledger-entry.ts';
 import type { Ledger } from '../store/ledger/ledger.ts';
 import { findEntries } from '../store/ledger/find.ts';
 import { findEntry } from '../store/ledger/read.ts';
+import { takenCheck } from '../edge/taken.ts';
 
 // The server's side of `hooks-ingress requests replay` and of the inspector's replay button: each
 // stored request run again through the configuration of now (the command is
@@ -23,14 +24,14 @@ export interface ReplayArgs {
 export type ReplayResult =
   | { id: string; ok: true; outcome: ReplayOutcome }
   /** A dry run: what the replay would become now. */
-  | { id: string; ok: true; preview: Preview }
+  | { id: string; ok: true; preview: Preview; skip?: string }
   | { id: string; ok: false; code: string; error: string };
 
 /** What the operation works with in the server. */
 export interface ReplayParts {
   stateDir: string;
   ledger: Pick<Ledger, 'flush'> | null;
-  app: Pick<App, 'replay' | 'preview'>;
+  app: Pick<App, 'replay' | 'preview' | 'taken'>;
 }
 
 /**
@@ -46,6 +47,7 @@ export function replayOperation(parts: ReplayParts): (args: unknown) => Promise<
     await parts.ledger?.flush();
     const { named, succeeded } = await _lookUp(parts.stateDir, args.ids);
     const results: ReplayResult[] = [];
+    const taken = takenCheck(parts.app.taken);
     for (const id of args.ids) {
       const found = named(id);
       if (!found.ok) {
@@ -55,14 +57,19 @@ export function replayOperation(parts: ReplayParts): (args: unknown) => Promise<
       const { entry } = found;
       if (args.dryRun === true) {
         try {
-          results.push({ id, ok: true, preview: await parts.app.preview(entry) });
+          const skip = args.force === true ? null : await taken.why(entry);
+          const preview = await parts.app.preview(entry);
+          if (skip === null && preview.status < 400 && preview.actions.length > 0) taken.wouldTake(entry);
+          results.push({ id, ok: true, preview, ...(skip === null ? {} : { skip }) });
         } catch (error) {
           if (!(error instanceof HttpError)) throw error;
           results.push({ id, ok: false, code: error.code, error: error.message });
         }
         continue;
       }
-      const refusal = args.force === true ? null : _alreadyDone(entry, succeeded);
+      // Whether its delivery id is taken is asked first: nothing awaits between the other checks and the run.
+      const skip = args.force === true ? null : await taken.why(entry);
+      const refusal = args.force === true ? null : (_alreadyDone(entry, succeeded) ?? skip);
       if (refusal !== null) {
         results.push({ id, ok: false, code: ErrorCode.NotReplayable, error: refusal });
         continue;
@@ -73,7 +80,7 @@ export function replayOperation(parts: ReplayParts): (args: unknown) => Promise<
       }
       running.add(entry.id);
       try {
-        const outcome = await parts.app.replay(entry);
+        const outcome = await parts.app.replay(entry, { force: args.force === true });
         if (outcome.status < 400) succeeded.add(entry.id);
         results.push({ id, ok: true, outcome });
       } catch (error) {

@@ -9,7 +9,7 @@ import type { JournalContents } from './lines.ts';
 // request body (a hand edit, a disk that returned garbage that happens to parse, a file from
 // another program).
 
-/** One journal line is one commit; `idem` lines appear only in a compacted journal. */
+/** One journal line is one commit; `idem` and `taken` lines appear only in a compacted journal. */
 export type JournalLine =
   | {
       t: 'commit';
@@ -27,11 +27,24 @@ export type JournalLine =
       outboxUpdates?: OutboxUpdate[];
       idem?: IdemRecord;
     }
-  | ({ t: 'idem'; seq: number } & IdemRecord);
+  | ({ t: 'idem'; seq: number } & IdemRecord)
+  | ({ t: 'taken'; seq: number } & TakenRecord);
 
 /** An idempotency key with its first answer, as stored. */
-export interface IdemRecord extends IdempotencyWrite {
+export interface IdemRecord extends Omit<IdempotencyWrite, 'ttlMs' | 'keepMs'> {
+  /** Until when (epoch ms) the first answer is given again. */
   expiresAt: number;
+  /** Until when the key stays taken once its answer is no longer kept, when later than `expiresAt`. */
+  takenUntil?: number;
+}
+
+/** A key that stays taken after its answer is no longer kept: who took it, and until when. */
+export interface TakenRecord {
+  scope: string;
+  key: string;
+  takenUntil: number;
+  /** The request that took it. */
+  requestId?: string;
 }
 
 /**
@@ -111,6 +124,7 @@ const idemFields = {
   status: number({ integer: true, min: 100, max: 599 }),
   body: anyObject,
   expiresAt: number(),
+  takenUntil: optional(number()),
   waitFor: optional(array(string({ nonEmpty: true }))),
   requestId: optional(text),
 };
@@ -157,6 +171,7 @@ const commitShape = object({
   idem: optional(idemShape),
 });
 const idemLine = object({ t: literal('idem'), seq, ...idemFields });
+const takenLine = object({ t: literal('taken'), seq, scope: text, key: text, takenUntil: number(), requestId: optional(text) });
 
 function _list(value: unknown, at: string, report: Report): unknown[] | undefined {
   if (Array.isArray(value)) return value;
@@ -177,9 +192,9 @@ export interface CheckedLine {
  */
 export function checkLine(record: unknown): CheckedLine {
   const kind = (record as { t?: unknown } | null)?.t;
-  if (kind === 'idem') {
-    const idem = check(idemLine, record);
-    return idem.ok ? { line: record as JournalLine, problems: [] } : { line: null, problems: idem.issues.map(formatIssue) };
+  if (kind === 'idem' || kind === 'taken') {
+    const checked = kind === 'idem' ? check(idemLine, record) : check(takenLine, record);
+    return checked.ok ? { line: record as JournalLine, problems: [] } : { line: null, problems: checked.issues.map(formatIssue) };
   }
   const checked = check(commitShape, record);
   if (!checked.ok) return { line: null, problems: checked.issues.map(formatIssue) };

@@ -14,8 +14,10 @@ import { planEvents, SessionEvents, type EventOutcome, type NewEvent } from './s
 export interface StoreOptions {
   now?: () => number;
   idempotencyTtlMs: number;
-  /** How many idempotency keys are kept at most; the oldest go first. */
+  /** How many idempotency keys are kept at most with their answer; the oldest go first. */
   maxIdempotencyKeys?: number;
+  /** How many keys are kept at most as taken once their answer is no longer kept (100,000); the oldest go first. */
+  maxTakenKeys?: number;
   /** Past this size the journal is rewritten with only what is still live. */
   compactBytes?: number;
   /** How many consumed main-session events survive a compaction (unconsumed ones always do). */
@@ -83,7 +85,7 @@ export class Store {
     this.#journal = journal;
     this.#now = options.now ?? Date.now;
     this.#ttlMs = options.idempotencyTtlMs;
-    this.#keys = new IdempotencyKeys(this.#now, options.maxIdempotencyKeys ?? 10_000);
+    this.#keys = new IdempotencyKeys(this.#now, options.maxIdempotencyKeys ?? 10_000, options.maxTakenKeys ?? 100_000);
     this.#compactBytes = options.compactBytes ?? 8 * 1024 * 1024;
     this.#compactAt = this.#compactBytes;
     this.#session = new SessionEvents(options.retainEvents ?? 2_000, options.retainEventBytes ?? 16 * 1024 * 1024);
@@ -134,8 +136,10 @@ export class Store {
     if (effects.outbox !== undefined && effects.outbox.length > 0) line.outbox = newEntries(effects.outbox, time);
     if (effects.outboxUpdates !== undefined && effects.outboxUpdates.length > 0) line.outboxUpdates = effects.outboxUpdates;
     if (idem !== undefined) {
-      const { ttlMs, ...answer } = typeof idem === 'function' ? idem(planned.outcomes) : idem;
-      line.idem = { ...answer, expiresAt: this.#now() + (ttlMs ?? this.#ttlMs) };
+      const { ttlMs, keepMs, ...answer } = typeof idem === 'function' ? idem(planned.outcomes) : idem;
+      const expiresAt = this.#now() + (ttlMs ?? this.#ttlMs);
+      const takenUntil = keepMs === undefined ? expiresAt : this.#now() + keepMs;
+      line.idem = { ...answer, expiresAt, ...(takenUntil > expiresAt ? { takenUntil } : {}) };
     }
     // Every wake coalesced into an event already on disk, and there is nothing else to keep.
     if (Object.keys(line).length === 3 && (effects.events?.length ?? 0) > 0) return { events, runs, outcomes: planned.outcomes };
@@ -349,6 +353,7 @@ export class Store {
       }
       this.#trimRuns();
     }
+    if (line.t === 'taken') return this.#keys.take(line);
     const idem = line.t === 'idem' ? line : line.idem;
     if (idem !== undefined) this.#keys.remember(idem);
   }
@@ -384,6 +389,7 @@ export class Store {
     lines.push({ t: 'commit', seq: 0, time: new Date(now).toISOString(), consumedThrough: this.#session.consumedThrough, ...(this.#session.consumedSessions().length === 0 ? {} : { consumedSessions: this.#session.consumedSessions() }), ...(this.#lastRoute === null ? {} : { lastRoute: this.#lastRoute }) });
     for (const entry of this.#outbox.values()) lines.push({ t: 'commit', seq: 0, time: entry.acceptedAt, outbox: [entry] });
     for (const idem of this.#keys.live(now)) lines.push({ t: 'idem', seq: 0, ...idem });
+    for (const taken of this.#keys.takenOnly(now)) lines.push({ t: 'taken', seq: 0, ...taken });
     return lines;
   }
 }
