@@ -2,15 +2,18 @@
 // copy; and it stays taken past the idempotency window for as long as the ledger keeps entries.
 // In process, with a real ledger and store; the store's clock is moved, nothing sleeps.
 import assert from 'node:assert/strict';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { Ledger } from '../lib/store/ledger/ledger.ts';
 import { readLedger } from '../lib/store/ledger/read.ts';
 import type { LedgerEntry } from '../lib/model/ledger-entry.ts';
+import type { CallTransform } from '../lib/hooks/mappings.ts';
 import { defer } from './_cleanup.ts';
 import { tempDir } from './_dir.ts';
 import { specConfig, startApp, withHooks, type AppHarness } from './_app.ts';
 import { post } from './_http.ts';
+import { until } from './_until.ts';
 import { githubExample, SIGNERS } from './_signers.ts';
 import { takenCheck, type DeliveryTaken } from '../lib/edge/taken.ts';
 
@@ -35,19 +38,23 @@ const raw = (secret: string, extra: Record<string, unknown> = {}) => ({
     ledger: { maxAgeSeconds: 3600 },
     mappings: [
       { match: { path: 'github' }, signature: { scheme: 'github', secret }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'push to {{repository.name}}' },
+      { match: { path: 'held' }, signature: { scheme: 'github', secret }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'push to {{repository.name}}', transform: { module: 'hold.mjs' } },
       { match: { path: 'sms' }, signature: { scheme: 'twilio', secret: 'twilio-auth-token-0123', url: 'https://hooks.example.test/hooks/sms' }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'sms {{Body}}' },
     ],
     ...extra,
   },
 });
 
-async function start(t: TestContext, secret: string): Promise<Harness> {
+async function start(t: TestContext, secret: string, transforms?: CallTransform): Promise<Harness> {
   const dir = await tempDir(t, 'edge-taken-spec-');
+  // The module the `held` mapping names; its calls are answered by `transforms`.
+  await mkdir(join(dir, 'hooks', 'transforms'), { recursive: true });
+  await writeFile(join(dir, 'hooks', 'transforms', 'hold.mjs'), 'export default () => ({});\n');
   const config = await specConfig(withHooks(raw(secret), TOKEN), dir);
   const ledger = await Ledger.open(join(dir, 'state'), { config: config.hooks.ledger });
   defer(t, () => ledger.close());
   const clock = { t: T0 };
-  const h = await startApp(t, { raw: raw(secret), token: TOKEN, dir, now: () => clock.t, with: () => ({ ledger }) });
+  const h = await startApp(t, { raw: raw(secret), token: TOKEN, dir, now: () => clock.t, with: () => ({ ledger, ...(transforms === undefined ? {} : { transforms }) }) });
   return {
     ...h,
     clock,
@@ -63,9 +70,9 @@ async function start(t: TestContext, secret: string): Promise<Harness> {
 const BODY = JSON.stringify(githubExample('push'));
 
 // GitHub's delivery as its own library signs it; a redelivery sends the same X-GitHub-Delivery.
-async function deliver(h: Harness, secret: string, requestId: string, id = 'delivery-1'): Promise<Awaited<ReturnType<typeof post>>> {
+async function deliver(h: Harness, secret: string, requestId: string, id = 'delivery-1', path = '/hooks/github'): Promise<Awaited<ReturnType<typeof post>>> {
   const headers = await SIGNERS['github']!({ secret, body: BODY, nowSeconds: 0, id });
-  return post(h.url, '/hooks/github', { headers: { ...headers, 'content-type': 'application/json', 'x-request-id': requestId }, body: BODY });
+  return post(h.url, path, { headers: { ...headers, 'content-type': 'application/json', 'x-request-id': requestId }, body: BODY });
 }
 
 async function entryOf(h: Harness, requestId: string): Promise<LedgerEntry> {
@@ -122,6 +129,30 @@ test('a replay of a delivery already taken is a duplicate of the request that to
   assert.ok(forced.became?.events !== undefined, JSON.stringify(forced));
   assert.equal(h.pushes(), 2);
   assert.deepEqual((await h.app.taken(entry))?.by, { requestId: forced.requestId });
+});
+
+test('a replay that arrives while the provider\'s retry of the same delivery is being handled waits for it, and is then a duplicate: one event', async (t) => {
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  let calls = 0;
+  const h = await start(t, WRONG, async () => {
+    calls++;
+    await gate;
+    return { ok: true, value: {} };
+  });
+  assert.equal((await deliver(h, RIGHT, 'held-refused', 'delivery-9', '/hooks/held')).status, 401);
+  const refused = await entryOf(h, 'held-refused');
+  await h.fix(RIGHT);
+  const retry = deliver(h, RIGHT, 'held-retry', 'delivery-9', '/hooks/held');
+  await until('the retry in its transform', () => calls === 1);
+  const replay = h.app.replay(refused);
+  // Behind the retry (or, were it not keyed, in a transform call of its own).
+  await until('the replay waiting behind it', () => h.app.held() === 1 || calls === 2);
+  release();
+  assert.equal((await retry).status, 200);
+  assert.deepEqual((await replay).became, { duplicateOf: 'held-retry' });
+  assert.equal(calls, 1);
+  assert.equal(h.pushes(), 1);
 });
 
 test('Twilio\'s delivery id (I-Twilio-Idempotency-Token) is redacted in the ledger, so a stored Twilio request names none', async (t) => {
