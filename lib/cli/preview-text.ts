@@ -1,5 +1,6 @@
 import type { Preview } from '../edge/preview.ts';
 import { clipLine, escapeControls } from '../text.ts';
+import { describeCause } from '../model/cause.ts';
 
 // How `try` and `requests replay --dry-run` show what a request would become.
 
@@ -13,9 +14,9 @@ export function formatPreview(p: Preview): string {
     row('signature', s.ok ? `${s.scheme}: ok` : `${s.scheme}: refused, ${s.why ?? 'invalid'}${s.reason === undefined ? '' : `: ${s.reason}`}`);
   }
   if (p.filter === 'unmatched') row('mapping', 'none matches this hook');
-  else if (p.filter === 'ignored') row('mapping', "none: the filters of this path's mappings leave it out (answered 200 ignored)");
+  else if (p.filter === 'ignored') row('mapping', `none: ${p.cause?.kind === 'filter' ? describeCause(p.cause) : "the filters of this path's mappings leave it out"} (answered 200 ignored)`);
   else if (p.filter !== undefined) row('mapping', `${p.mapping ?? '-'} (matched)`);
-  p.transforms.forEach((t, i) => row(`transform${p.transforms.length > 1 ? ` ${i + 1}` : ''}`, t.ok ? `returned ${clipLine(JSON.stringify(t.value) ?? 'undefined', 200)}` : `failed: ${t.error}`));
+  p.transforms.forEach((t, i) => row(`transform${p.transforms.length > 1 ? ` ${i + 1}` : ''}`, t.ok ? `returned ${clipLine(JSON.stringify(t.value) ?? 'undefined', 200)}` : `failed: ${t.error}${t.at === undefined ? '' : ` (at ${t.at})`}`));
   row('would get', `${p.status}${p.code === undefined ? '' : ` ${p.code}`}${p.error === undefined ? '' : `: ${p.error}`}`);
   p.actions.forEach((a, i) => {
     lines.push(`${a.kind === 'wake' ? 'wake' : 'agent run'}${p.actions.length > 1 ? ` ${i + 1}` : ''}:`);

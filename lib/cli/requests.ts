@@ -5,7 +5,7 @@ import type { RunRecord, SessionEvent } from '../model/records.ts';
 import { sleep } from '../retry.ts';
 import { COMMON, type Command, type Flags } from './command.ts';
 import { formatEntry, formatEntryLine } from './entry-text.ts';
-import { escapeControls } from '../text.ts';
+import { escapeControls, jsonLine } from '../text.ts';
 import { FAILURE, messagePrefix, USAGE, type Io } from './io.ts';
 import { FILTER_OPTIONS, filterFrom, ledgerOf } from './ledger-access.ts';
 import { replayCommand } from './requests-replay.ts';
@@ -97,7 +97,7 @@ async function _list(flags: Flags, io: Io): Promise<number> {
   }
   const ledger = await ledgerOf(flags, io);
   if (ledger === null) return FAILURE;
-  const print = (entry: LedgerEntry) => io.stdout(flags.json ? `${JSON.stringify(entry)}\n` : formatEntryLine(entry));
+  const print = (entry: LedgerEntry) => io.stdout(flags.json ? jsonLine(entry) : formatEntryLine(entry));
   let entries = await ledger.read();
   if (entries === null) return FAILURE;
   // A coalesced entry is printed again when its count grew.
@@ -132,7 +132,7 @@ async function _show(flags: Flags, id: string, io: Io): Promise<number> {
   const { runs, events } = await _produced(ledger.dir, entry);
   const replays = entries.filter((e) => e.replayOf === entry.id);
   if (flags.json) {
-    io.stdout(`${JSON.stringify({ entry, runs, events, replays: replays.map((e) => ({ id: e.id, time: e.time, status: e.status })) })}\n`);
+    io.stdout(jsonLine({ entry, runs, events, replays: replays.map((e) => ({ id: e.id, time: e.time, status: e.status })) }));
     return 0;
   }
   io.stdout(formatEntry(entry, { runs, events, replays }));

@@ -313,7 +313,7 @@ function _mappedAnswer(forEach: boolean, runs: readonly RunSpec[], wakes: number
 function _watched(call: CallTransform, seen: _Seen): CallTransform {
   return async (ref, input) => {
     const result = await call(ref, input);
-    (seen.transforms ??= []).push(result.ok ? { ok: true, value: result.value } : { ok: false, error: `${result.reason}: ${result.detail}` });
+    (seen.transforms ??= []).push(result.ok ? { ok: true, value: result.value } : { ok: false, error: `${result.reason}: ${result.detail}`, ...(result.at === undefined ? {} : { at: result.at }) });
     return result;
   };
 }

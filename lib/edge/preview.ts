@@ -6,6 +6,7 @@ import { ErrorCode } from '../errors.ts';
 import type { CallTransform } from '../hooks/mappings.ts';
 import type { WakeTarget } from '../policy/admit.ts';
 import type { SignatureVerdict } from '../model/ledger-entry.ts';
+import type { Cause } from '../model/cause.ts';
 import type { Route } from '../model/records.ts';
 import { createPlanner, plan, type HookRequest, type Judged, type Plan } from './plan.ts';
 import type { PlannedAction, Said, TransformCall } from './trace.ts';
@@ -55,6 +56,8 @@ export interface Preview {
   mapping?: string;
   /** Whether a mapping's `match` and `filter` took the request (`ignored`: filtered out; `unmatched`: no mapping). */
   filter?: 'matched' | 'ignored' | 'unmatched';
+  /** Why it would come out so, as its ledger entry would say (lib/model/cause.ts). */
+  cause?: Cause;
 }
 
 /** What a dry run works with. */
@@ -96,6 +99,7 @@ export function previewOf(hook: string, planned: Plan): Preview {
   else preview.status = planned.answer.status;
   if (trace.mapping !== undefined) preview.mapping = trace.mapping;
   if (trace.filter !== undefined) preview.filter = trace.filter;
+  if (trace.cause !== undefined) preview.cause = trace.cause;
   if (preview.signature?.ok === false) Object.assign(preview, { status: 401, code: ErrorCode.Unauthorized, error: preview.signature.reason ?? 'invalid signature' });
   return preview;
 }

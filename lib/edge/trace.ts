@@ -17,8 +17,8 @@ export interface Refusal {
   readonly cause?: unknown;
 }
 
-/** One transform call and what it returned (or why it failed). */
-export type TransformCall = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: string };
+/** One transform call and what it returned (or why it failed, and where a thrown error was raised when its stack said: `ci.mjs:3`). */
+export type TransformCall = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: string; readonly at?: string };
 
 /** One action the request was planned to take: a wake's event (for its agent and session) or an admitted run, with the placeholders that found nothing. */
 export type PlannedAction =

@@ -54,7 +54,10 @@ test('requests, show and --json carry each entry\'s cause: a transform\'s except
   assert.match(lines[5]!, /  200  -  POST wake  .*  duplicate of request first-1$/);
   assert.doesNotMatch(listed.stdout, /[\u001b\u202e\u202c]|second line/);
 
-  const json = new Map((await cli(s, '--json')).stdout.trim().split('\n').map((l) => JSON.parse(l) as Entry).map((e) => [e.requestId, e.cause]));
+  const jsonOut = (await cli(s, '--json')).stdout;
+  // JSON escapes the C0 controls itself; the bidirectional ones are escaped too, so a terminal shows them as text.
+  assert.doesNotMatch(jsonOut, /[\u001b\u202e\u202c]/);
+  const json = new Map(jsonOut.trim().split('\n').map((l) => JSON.parse(l) as Entry).map((e) => [e.requestId, e.cause]));
   assert.deepEqual(json.get('tx-1'), { kind: 'transform', text: 'threw: bad build red \u001b[31mALERT\u001b[0m \u202eevil\u202c', at: 'ci.mjs:3' });
   assert.deepEqual(json.get('hollow-1'), { kind: 'placeholders', text: 'author' });
   assert.deepEqual(json.get('filtered-1'), { kind: 'filter', text: 'header x-github-event is not "push"', at: 'pushes' });
@@ -66,7 +69,9 @@ test('requests, show and --json carry each entry\'s cause: a transform\'s except
   assert.equal(shown.code, 0, shown.stderr);
   assert.match(shown.stdout, /^cause +transform ci\.mjs:3 threw: bad build red \\x1b\[31mALERT\\x1b\[0m \\u202eevil\\u202c$/m);
   assert.doesNotMatch(shown.stdout, /[\u001b\u202e\u202c]/);
-  const shownJson = JSON.parse((await cli(s, 'show', 'tx-1', '--json')).stdout) as { entry: Entry };
+  const shownJsonOut = (await cli(s, 'show', 'tx-1', '--json')).stdout;
+  assert.doesNotMatch(shownJsonOut, /[\u001b\u202e\u202c]/);
+  const shownJson = JSON.parse(shownJsonOut) as { entry: Entry };
   assert.deepEqual(shownJson.entry.cause, json.get('tx-1'));
   assert.match((await cli(s, 'show', 'hollow-1')).stdout, /^cause +placeholders resolved to nothing: author$/m);
   assert.match((await cli(s, 'show', 'filtered-1')).stdout, /^became +ignored by pushes's filter: header x-github-event is not "push"$/m);

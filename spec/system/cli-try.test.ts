@@ -64,14 +64,14 @@ test('try asks the running server: the mapping and filter, the message with its 
 
   const other = join(s.dir, 'other.json');
   await writeFile(other, JSON.stringify({ ...PUSH, kind: 'issue' }));
-  assert.match((await cli(s, 'try', 'gh', '--body', other)).stdout, /^mapping {5}none: the filters of this path's mappings leave it out \(answered 200 ignored\)$/m);
+  assert.match((await cli(s, 'try', 'gh', '--body', other)).stdout, /^mapping {5}none: ignored by mapping-1's filter: payload kind is not "push" \(answered 200 ignored\)$/m);
   const refused = await cli(s, 'try', 'picky', '--body', s.body);
   assert.equal(refused.code, 1);
   assert.match(refused.stdout, /^would get {3}400 ERR_NOT_ALLOWED: mapping mapping-4: sessionKey/m);
   assert.match((await cli(s, 'try', 'loud', '--body', s.body)).stdout, /^transform {3}returned \{"kind":"wake","text":"LOUD hello"\}$/m);
   const boom = await cli(s, 'try', 'boom', '--body', s.body);
   assert.equal(boom.code, 1);
-  assert.match(boom.stdout, /^transform {3}failed: .*transform blew up/m);
+  assert.match(boom.stdout, /^transform {3}failed: threw: transform blew up \(at boom\.mjs:1\)$/m);
   assert.match(boom.stdout, /^would get {3}500 ERR_MAPPING_FAILED/m);
 
   assert.deepEqual(await readRuns(s.state), []);
