@@ -17,6 +17,11 @@ const PROVIDER_MODEL = { regex: /^[^/\s]+\/\S+$/, rule: 'must be written "provid
 
 /** Rules that span several keys; each problem names the key to change. */
 export function checkConfig(config: Config): Issue[] {
+  return [..._hookKeys(config), ..._agents(config), ..._providers(config), ..._heartbeatRoute(config), ..._mappings(config), ..._inspector(config)];
+}
+
+// The hook token and the session keys hooks may choose.
+function _hookKeys(config: Config): Issue[] {
   const issues: Issue[] = [];
   const { hooks } = config;
   if (hooks.enabled && hooks.token === null) {
@@ -35,6 +40,12 @@ export function checkConfig(config: Config): Issue[] {
       message: `must admit "${GENERATED_KEY_PREFIX}" when hooks.defaultSessionKey is not set (generated session keys start with it)`,
     });
   }
+  return issues;
+}
+
+// One default agent at most, ids once each, model keys written provider/model.
+function _agents(config: Config): Issue[] {
+  const issues: Issue[] = [];
   const defaults = config.agents.list.filter((a) => a.default);
   if (defaults.length > 1) issues.push({ path: 'agents.list', message: 'may mark at most one agent as default' });
   const seen = new Set<string>();
@@ -45,6 +56,12 @@ export function checkConfig(config: Config): Issue[] {
   for (const key of Object.keys(config.agents.models)) {
     if (!PROVIDER_MODEL.regex.test(key)) issues.push({ path: join('agents.defaults.models', key), message: 'must be keyed "provider/model"' });
   }
+  return issues;
+}
+
+// What each provider's api needs: a command to run, or a base URL.
+function _providers(config: Config): Issue[] {
+  const issues: Issue[] = [];
   for (const [id, provider] of Object.entries(config.providers)) {
     const at = join('models.providers', id);
     if (provider.api === 'command' && (provider.command === undefined || provider.command.length === 0)) {
@@ -54,17 +71,28 @@ export function checkConfig(config: Config): Issue[] {
       issues.push({ path: `${at}.baseUrl`, message: `is required for api "${provider.api}"` });
     }
   }
+  return issues;
+}
+
+// The heartbeat's target and recipient, against the configured channels.
+function _heartbeatRoute(config: Config): Issue[] {
   const { target, to } = config.agents.heartbeat;
   const route = checkRoute(routesOf(config.channels), null, target, to);
-  if (route !== null) {
-    issues.push({ path: route.startsWith('to:') ? 'agents.defaults.heartbeat.to' : 'agents.defaults.heartbeat.target', message: route.replace(/^(to|channel): /, '') });
-  }
-  const explicit = config.hooks.mappings.length - config.hooks.presets.length;
-  config.hooks.mappings.forEach((mapping, i) => {
-    const at = i < explicit ? `hooks.mappings[${i}]` : `hooks.presets[${i - explicit}]`;
-    issues.push(...checkMapping(mapping, at, hooks));
-  });
-  issues.push(...checkSignatures(config.hooks.mappings, (i) => (i < explicit ? `hooks.mappings[${i}]` : `hooks.presets[${i - explicit}]`), hooks.token));
+  if (route === null) return [];
+  return [{ path: route.startsWith('to:') ? 'agents.defaults.heartbeat.to' : 'agents.defaults.heartbeat.target', message: route.replace(/^(to|channel): /, '') }];
+}
+
+// Each mapping (written, or a preset's), and the signatures they name.
+function _mappings(config: Config): Issue[] {
+  const { hooks } = config;
+  const explicit = hooks.mappings.length - hooks.presets.length;
+  const at = (i: number) => (i < explicit ? `hooks.mappings[${i}]` : `hooks.presets[${i - explicit}]`);
+  return [...hooks.mappings.flatMap((mapping, i) => checkMapping(mapping, at(i), hooks)), ...checkSignatures(hooks.mappings, at, hooks.token)];
+}
+
+// The inspector's own listener: on loopback unless allowed otherwise, and not on the hooks port.
+function _inspector(config: Config): Issue[] {
+  const issues: Issue[] = [];
   const { inspector } = config;
   if (inspector !== null && !inspector.allowNonLoopback && !isLoopbackHost(inspector.bind)) {
     issues.push({ path: 'inspector.bind', message: 'must be a loopback address (127.x.x.x, ::1 or localhost) unless inspector.allowNonLoopback is true' });
