@@ -8,7 +8,7 @@ import { findEntry } from '../store/ledger/read.ts';
 import type { LedgerEntry } from '../model/ledger-entry.ts';
 import { readLastRoute } from '../store/journal/read.ts';
 import { COMMON, type Command, type Flags } from './command.ts';
-import { callServer } from '../control/client.ts';
+import { callServer, type ControlAnswer } from '../control/client.ts';
 import { clipLine, escapeControls, jsonLine } from '../text.ts';
 import { formatPreview } from './preview-text.ts';
 import { FAILURE, messagePrefix, printResult, USAGE, type Io } from './io.ts';
@@ -68,53 +68,70 @@ Options:
 async function _try(flags: Flags, positionals: string[], io: Io): Promise<number> {
   const request = await _request(flags, positionals, io);
   if (typeof request === 'number') return request;
-  const { dir } = request;
-  const prefix = messagePrefix(io);
-  let preview: (Preview & { configFile?: TriedConfig }) | undefined;
-  let where: 'server' | 'local' = 'server';
-  const config = 'entry' in request || dir === null ? null : await _configText(flags, io);
+  const config = 'entry' in request || request.dir === null ? null : await _configText(flags, io);
   // A stored request is tried as its replay would run (`requests replay --dry-run`), so the two agree.
-  const answer =
-    dir === null
-      ? ({ kind: 'no-server', why: '' } as const)
+  const answer: ControlAnswer =
+    request.dir === null
+      ? { kind: 'no-server', why: '' }
       : 'entry' in request
-        ? await callServer(dir, REPLAY_OP, { ids: [request.entry.id], dryRun: true })
-        : await callServer(dir, TRY_OP, { ..._args(request.input), ...(config === null ? {} : { config: config.text }) });
+        ? await callServer(request.dir, REPLAY_OP, { ids: [request.entry.id], dryRun: true })
+        : await callServer(request.dir, TRY_OP, { ..._args(request.input), ...(config === null ? {} : { config: config.text }) });
+  const tried = await _tried(flags, io, request, answer, config);
+  if (typeof tried === 'number') return tried;
+  const { preview, where } = tried;
+  return printResult(io, messagePrefix(io), () => {
+    if (flags.json) io.stdout(jsonLine({ ...preview, triedBy: where }));
+    else io.stdout(`${where === 'local' ? 'no server is running: tried here, with the config file and the same transform sandbox\n' : _triedBy(preview.configFile, config?.path ?? null)}${formatPreview(preview)}`);
+    return preview.status >= 400 ? FAILURE : 0;
+  });
+}
+
+type _Shown = Preview & { configFile?: TriedConfig };
+
+// The preview the server's answer holds, or one made here when no server runs; an exit code once
+// the reason there is none is said.
+async function _tried(flags: Flags, io: Io, request: _Request, answer: ControlAnswer, config: { text: string } | null): Promise<{ preview: _Shown; where: 'server' | 'local' } | number> {
+  const prefix = messagePrefix(io);
   if (answer.kind === 'result') {
+    let preview: _Shown | undefined;
     const found = printResult(io, prefix, () => {
-      const refused = 'entry' in request ? undefined : (answer.result as { configRefused?: { file: string; problems: string[] } }).configRefused;
-      if (refused !== undefined) {
-        io.stderr(`${prefix}: ${escapeControls(refused.file, false)} has problems; the server tried nothing (a reload would refuse it):\n${refused.problems.map((p) => `  ${escapeControls(p, false)}\n`).join('')}`);
-        return FAILURE;
-      }
-      const result = 'entry' in request ? (answer.result as { results: ReplayResult[] }).results[0] : { id: '', ok: true as const, preview: answer.result as Preview };
-      if (result === undefined || !result.ok || !('preview' in result)) {
-        io.stderr(`${prefix}: ${escapeControls(result !== undefined && !result.ok ? String(result.error) : 'the server gave no preview', false)}\n`);
-        return FAILURE;
-      }
-      preview = result.preview;
+      const shown = _serverPreview(io, request, answer.result);
+      if ('exit' in shown) return shown.exit;
+      preview = shown.preview;
       return 0;
     });
     if (found !== 0) return found;
-  } else if (answer.kind === 'no-server') {
+    const shown: _Shown | undefined = preview;
+    return shown === undefined ? FAILURE : { preview: shown, where: 'server' };
+  }
+  if (answer.kind === 'no-server') {
     const local = await _local(flags, io, request);
-    if (local === null) return FAILURE;
-    preview = local;
-    where = 'local';
-  } else if (answer.kind === 'error' && answer.code === ErrorCode.ControlTooLarge) {
+    return local === null ? FAILURE : { preview: local, where: 'local' };
+  }
+  if (answer.kind === 'error' && answer.code === ErrorCode.ControlTooLarge) {
     io.stderr(`${prefix}: the config file (${config?.text.length ?? 0} characters) and the body together are over the ${CONTROL_LINE_MAX} bytes the control channel takes; nothing was sent\n`);
     return FAILURE;
-  } else {
-    io.stderr(`${prefix}: ${answer.kind === 'timeout' ? 'the server did not answer in time' : escapeControls(answer.message, false)}\n`);
-    return FAILURE;
   }
-  const shown = preview;
-  if (shown === undefined) return FAILURE;
-  return printResult(io, prefix, () => {
-    if (flags.json) io.stdout(jsonLine({ ...shown, triedBy: where }));
-    else io.stdout(`${where === 'local' ? 'no server is running: tried here, with the config file and the same transform sandbox\n' : _triedBy(shown.configFile, config?.path ?? null)}${formatPreview(shown)}`);
-    return shown.status >= 400 ? FAILURE : 0;
-  });
+  io.stderr(`${prefix}: ${answer.kind === 'timeout' ? 'the server did not answer in time' : escapeControls(answer.message, false)}\n`);
+  return FAILURE;
+}
+
+// The preview in the server's result: a try's, or a stored request's dry-run replay; an exit code
+// once a refused config file or a failed replay is said. (What the server sent is not trusted to
+// be a preview: printing it says so when it is not.)
+function _serverPreview(io: Io, request: _Request, result: unknown): { preview: _Shown } | { exit: number } {
+  const prefix = messagePrefix(io);
+  const refused = 'entry' in request ? undefined : (result as { configRefused?: { file: string; problems: string[] } }).configRefused;
+  if (refused !== undefined) {
+    io.stderr(`${prefix}: ${escapeControls(refused.file, false)} has problems; the server tried nothing (a reload would refuse it):\n${refused.problems.map((p) => `  ${escapeControls(p, false)}\n`).join('')}`);
+    return { exit: FAILURE };
+  }
+  const replayed = 'entry' in request ? (result as { results: ReplayResult[] }).results[0] : { id: '', ok: true as const, preview: result as Preview };
+  if (replayed === undefined || !replayed.ok || !('preview' in replayed)) {
+    io.stderr(`${prefix}: ${escapeControls(replayed !== undefined && !replayed.ok ? String(replayed.error) : 'the server gave no preview', false)}\n`);
+    return { exit: FAILURE };
+  }
+  return { preview: replayed.preview };
 }
 
 // The config file's text, sent for the server to try; `null` (said on stderr unless there is no
