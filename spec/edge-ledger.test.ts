@@ -378,3 +378,23 @@ test('replayOperation: a second replay of an entry while the first runs is refus
   assert.equal(runs, 1);
   await assert.rejects(op({ ids: [] }), /ids: must be a non-empty list/);
 });
+
+test('replayOperation: the dry run and the refusal name why an entry runs only when forced, and force runs just the ids it is given', async (t) => {
+  const h = await start(t);
+  for (const id of ['done', 'open']) assert.equal((await post(h.url, '/hooks/wake', { headers: { ...AUTH, 'x-request-id': id }, body: id === 'done' ? { text: 'x' } : {} })).status, id === 'done' ? 200 : 400);
+  await h.ledger.flush();
+  const ran: string[] = [];
+  const op = replayOperation({
+    stateDir: h.state,
+    ledger: h.ledger,
+    app: { preview: async () => ({ hook: 'wake', status: 200, transforms: [], actions: [], warnings: [] }), replay: async (entry) => (ran.push(entry.requestId), { replayOf: entry.id, requestId: 'r', status: 200 }), taken: async () => null },
+  });
+  const plan = await op({ ids: ['done', 'open'], dryRun: true });
+  assert.deepEqual(plan.results.map((r) => (r.ok && 'preview' in r ? r.needsForce ?? 'runs' : 'refused')), ['succeeded', 'runs']);
+  const refused = await op({ ids: ['done'] });
+  assert.deepEqual(refused.results.map((r) => (r.ok ? 'ran' : r.needsForce)), ['succeeded']);
+  assert.deepEqual(ran, []);
+  await op({ ids: ['open'] });
+  await op({ ids: ['done'], force: true });
+  assert.deepEqual(ran, ['open', 'done']);
+});

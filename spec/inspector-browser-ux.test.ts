@@ -92,7 +92,7 @@ test('the list and the replay dialog work by keyboard: arrows move and open, Esc
   assert.equal(await page.evaluate('document.activeElement.id'), 'replay');
   assert.deepEqual(replays.filter((r) => (r as { dryRun: boolean }).dryRun === false), []);
   // Every control in the dialog has a name a screen reader reads.
-  for (const id of ['force', 'confirm-no', 'confirm-yes']) {
+  for (const id of ['confirm-no', 'confirm-yes']) {
     const name = await page.evaluate(`(document.getElementById('${id}').labels?.[0] ?? document.getElementById('${id}')).textContent`);
     assert.ok(String(name).trim().length > 0, id);
   }

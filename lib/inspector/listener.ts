@@ -67,7 +67,7 @@ export interface Inspector {
   login(): { path: string; expiresAt: number };
 }
 
-// The page allows its own script and style only: no inline code, no other origin, no frames.
+// The page allows its own scripts and style only: no inline code, no other origin, no frames.
 const _SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'content-security-policy':
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'",
@@ -82,6 +82,9 @@ const _SECURITY_HEADERS: Readonly<Record<string, string>> = {
 const _FILES: Readonly<Record<string, string>> = {
   '/': 'index.html',
   '/app.js': 'app.js',
+  '/dom.js': 'dom.js',
+  '/words.js': 'words.js',
+  '/replay.js': 'replay.js',
   '/app.css': 'app.css',
 };
 

@@ -3,7 +3,7 @@ import type { lookupEntry } from '../store/ledger/find.ts';
 import { entryMatches, failed, type EntryFilter, type LedgerTail } from '../store/ledger/read.ts';
 import type { Store } from '../store/journal/store.ts';
 import type { InspectorFilter, InspectorSource } from './listener.ts';
-import { rowFacts, why } from './row.ts';
+import { rowFacts } from './row.ts';
 
 // What the inspector page reads: the ledger (followed from its files, so an open page costs a read
 // of what was appended, not of the whole ledger; one entry looked up in the files by its ids,
@@ -18,8 +18,8 @@ export interface LedgerSourceOptions {
   replay: InspectorSource['replay'];
 }
 
-// A run's reply as the page previews it: enough to recognise, not the whole text.
-const _REPLY_PREVIEW = 2000;
+// A run's message and reply as the page previews them: enough to recognise, not the whole text.
+const _PREVIEW = 2000;
 
 /** The inspector's view over a state directory's ledger and store. */
 export function ledgerSource(options: LedgerSourceOptions): InspectorSource {
@@ -37,8 +37,7 @@ export function ledgerSource(options: LedgerSourceOptions): InspectorSource {
       const found = await options.find(id);
       if (!found.ok) return null;
       const { entry } = found;
-      const said = why(entry);
-      return { ...entry, ...(said === undefined ? {} : { why: said }), replayable: entry.body !== undefined, became: entry.became === undefined ? undefined : _became(entry, store) };
+      return { ...entry, ...(await rowFacts(entry)), replayable: entry.body !== undefined, became: entry.became === undefined ? undefined : _became(entry, store) };
     },
     replay: options.replay,
   };
@@ -62,6 +61,10 @@ async function _summary(entry: LedgerEntry): Promise<Record<string, unknown>> {
   return { ...rest, ...(await rowFacts(entry)), failed: failed(entry), replayable: entry.body !== undefined };
 }
 
+function _clip(text: string): string {
+  return text.length > _PREVIEW ? `${text.slice(0, _PREVIEW)}…` : text;
+}
+
 // What the entry became, looked up now: the run's state, the events' text, the outbox entry's state.
 function _became(entry: LedgerEntry, store: LedgerSourceOptions['store']): Record<string, unknown> {
   const became = entry.became!;
@@ -70,9 +73,9 @@ function _became(entry: LedgerEntry, store: LedgerSourceOptions['store']): Recor
     out['runs'] = became.runs.map((id) => {
       const run = store.run(id);
       if (run === null) return { runId: id, state: 'no longer kept' };
-      const { message: _message, ...shown } = run as unknown as Record<string, unknown>;
-      const reply = typeof shown['reply'] === 'string' ? (shown['reply'] as string) : undefined;
-      return { ...shown, ...(reply === undefined ? {} : { reply: reply.length > _REPLY_PREVIEW ? `${reply.slice(0, _REPLY_PREVIEW)}…` : reply }) };
+      const shown: Record<string, unknown> = { ...run };
+      for (const key of ['message', 'reply'] as const) if (typeof run[key] === 'string') shown[key] = _clip(run[key]);
+      return shown;
     });
   }
   if (became.events !== undefined) {

@@ -20,12 +20,19 @@ export interface ReplayArgs {
   dryRun?: boolean;
 }
 
+/**
+ * Why an entry is replayed only when forced: it succeeded, a replay of it did, it was refused for
+ * a signed timestamp already stale on arrival, or its delivery id was taken already. A dry run names it, and so does the refusal, so a
+ * caller can offer the choice for that entry alone.
+ */
+export type NeedsForce = 'succeeded' | 'replayed' | 'stale-timestamp' | 'taken';
+
 /** What the server answers, one result per id, in order. */
 export type ReplayResult =
   | { id: string; ok: true; outcome: ReplayOutcome }
-  /** A dry run: what the replay would become now. */
-  | { id: string; ok: true; preview: Preview; skip?: string }
-  | { id: string; ok: false; code: string; error: string };
+  /** A dry run: what the replay would become now, why it would not run unforced, and (`skip`) the delivery id's words when that is why. */
+  | { id: string; ok: true; preview: Preview; skip?: string; needsForce?: NeedsForce }
+  | { id: string; ok: false; code: string; error: string; needsForce?: NeedsForce };
 
 /** What the operation works with in the server. */
 export interface ReplayParts {
@@ -60,7 +67,8 @@ export function replayOperation(parts: ReplayParts): (args: unknown) => Promise<
           const skip = args.force === true ? null : await taken.why(entry);
           const preview = await parts.app.preview(entry);
           if (skip === null && preview.status < 400 && preview.actions.length > 0) taken.wouldTake(entry);
-          results.push({ id, ok: true, preview, ...(skip === null ? {} : { skip }) });
+          const needsForce = args.force === true ? undefined : (_alreadyDone(entry, succeeded)?.why ?? (skip === null ? undefined : 'taken'));
+          results.push({ id, ok: true, preview, ...(skip === null ? {} : { skip }), ...(needsForce === undefined ? {} : { needsForce }) });
         } catch (error) {
           if (!(error instanceof HttpError)) throw error;
           results.push({ id, ok: false, code: error.code, error: error.message });
@@ -69,9 +77,9 @@ export function replayOperation(parts: ReplayParts): (args: unknown) => Promise<
       }
       // Whether its delivery id is taken is asked first: nothing awaits between the other checks and the run.
       const skip = args.force === true ? null : await taken.why(entry);
-      const refusal = args.force === true ? null : (_alreadyDone(entry, succeeded) ?? skip);
+      const refusal = args.force === true ? null : (_alreadyDone(entry, succeeded) ?? (skip === null ? null : { why: 'taken' as const, error: skip }));
       if (refusal !== null) {
-        results.push({ id, ok: false, code: ErrorCode.NotReplayable, error: refusal });
+        results.push({ id, ok: false, code: ErrorCode.NotReplayable, error: refusal.error, needsForce: refusal.why });
         continue;
       }
       if (running.has(entry.id)) {
@@ -133,14 +141,17 @@ function _succeeded(entry: LedgerEntry): boolean {
   return entry.status < 400;
 }
 
-function _alreadyDone(entry: LedgerEntry, succeeded: ReadonlySet<string>): string | null {
-  if (_succeeded(entry)) return `entry ${entry.id} succeeded (${entry.status}); replay it again with --force`;
-  if (succeeded.has(entry.id)) return `a replay of entry ${entry.id} succeeded; replay it again with --force`;
+function _alreadyDone(entry: LedgerEntry, succeeded: ReadonlySet<string>): { why: NeedsForce; error: string } | null {
+  if (_succeeded(entry)) return { why: 'succeeded', error: `entry ${entry.id} succeeded (${entry.status}); replay it again with --force` };
+  if (succeeded.has(entry.id)) return { why: 'replayed', error: `a replay of entry ${entry.id} succeeded; replay it again with --force` };
   // A replay does not hold the timestamp against the clock again. A delivery that was already too
   // old when it arrived is what anyone holding one captured delivery can send at any time, so a
   // bulk replay of what failed does not run it unasked.
   if (entry.signature?.why === 'stale-timestamp') {
-    return `entry ${entry.id} was refused for a signed timestamp too far from the clock when it arrived (a captured delivery sent again looks the same); replay it with --force if it is genuine`;
+    return {
+      why: 'stale-timestamp',
+      error: `entry ${entry.id} was refused for a signed timestamp too far from the clock when it arrived (a captured delivery sent again looks the same); replay it with --force if it is genuine`,
+    };
   }
   return null;
 }

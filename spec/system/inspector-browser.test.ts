@@ -141,11 +141,13 @@ test('Replay in the browser: the bulk count first, then after a reload with the 
   await page.locator('#list li', { hasText: '/hooks/github' }).first().locator('button').click();
   await page.locator('#replay').click();
   // The dry run is shown before anything happens: nothing is replayed yet.
-  await page.locator('#confirm-body', { hasText: "Today's config would make" }).waitFor();
+  await page.locator('#confirm-body', { hasText: "Today's config: It would be accepted (200) and wake the main session at the next heartbeat with:" }).waitFor();
+  assert.match(await page.locator('#confirm-body').innerText(), /push to refs\/heads\/main/);
   const pushes = async () => (await cli(s, 'events', '--json')).stdout.split('\n').filter((line) => line.includes('"source":"hook:github"'));
   assert.deepEqual(await pushes(), [], 'the preview made no event');
   await page.locator('#confirm-yes').click();
-  await page.locator('#confirm-body', { hasText: 'Done' }).waitFor();
+  await page.locator('#confirm-summary', { hasText: 'Done' }).waitFor();
+  assert.match(await page.locator('#confirm-body').innerText(), /Ran\s+1\s+1 accepted/);
   await page.locator('#confirm-no').click();
 
   const events = await until('the replayed event', async () => {

@@ -1,0 +1,176 @@
+// The replay dialog. It always asks the server first what each request would become now (a dry
+// run), says how many it will run and how many it will skip and why, then runs only those. A
+// request the server replays only on purpose (it succeeded, a replay of it did, or its signed
+// timestamp was stale on arrival) gets a box of its own: "force" is sent for the ids ticked,
+// never for the others, and a request that ran is never sent again from the same dialog.
+import { $, api, count, el, plain, shortId } from './dom.js';
+import { forceWhy, outcomeWords, previewView, previewWords } from './words.js';
+
+// Each request in the dialog: { id, label, state, why, preview, outcome, box }, where state is
+// 'run' (will run), 'offer' (skipped unless its box is ticked), 'skip' (cannot run: why),
+// 'ran' (outcome) or 'failed' (the server refused it as it ran: why).
+const dialog = { rows: [], opener: null, after: null, busy: false, done: false };
+
+/** Opens the dialog for `items` ({ id, label }), asks for the dry run, and lets the person choose; `after` runs once something was replayed. */
+export async function openReplay(items, title, after) {
+  dialog.rows = items.map((item) => ({ ...item, state: 'skip', why: 'not asked yet', reason: 'not asked yet' }));
+  dialog.done = false;
+  dialog.after = after;
+  dialog.opener = document.activeElement;
+  $('confirm-title').textContent = title;
+  $('confirm-summary').textContent = 'Asking the server what this would become now…';
+  $('confirm-body').replaceChildren();
+  $('confirm-no').textContent = 'Cancel';
+  setYes(false, 'Replay');
+  $('confirm').showModal();
+  $('confirm-no').focus();
+  let results;
+  try {
+    ({ results } = await api('api/replay', { ids: items.map((i) => i.id), dryRun: true }));
+  } catch (error) {
+    $('confirm-summary').textContent = `The preview failed: ${error.message}`;
+    return;
+  }
+  results.forEach((result, at) => {
+    const row = dialog.rows[at];
+    if (!row) return;
+    if (!result.ok) Object.assign(row, { state: 'skip', ...reasons(result.error) });
+    else if (!result.needsForce) Object.assign(row, { preview: result.preview, state: 'run', why: '' });
+    else Object.assign(row, { preview: result.preview, state: 'offer', ...reasons(result.skip, result.needsForce) });
+  });
+  render(false);
+}
+
+/** Wires the dialog's buttons (once, at start). */
+export function wireReplay() {
+  $('confirm-yes').addEventListener('click', run);
+  $('confirm-no').addEventListener('click', () => $('confirm').close());
+  // Closed by Cancel or Escape: nothing is pending, and focus goes back where it was.
+  $('confirm').addEventListener('close', () => {
+    dialog.rows = [];
+    if (dialog.opener && dialog.opener.isConnected) dialog.opener.focus();
+  });
+}
+
+function setYes(enabled, label) {
+  $('confirm-yes').disabled = !enabled;
+  $('confirm-yes').textContent = label;
+}
+
+const ticked = () => dialog.rows.filter((r) => r.state === 'offer' && r.box?.checked);
+
+// What pressing Replay would send now, and the button saying so.
+function updateYes(done) {
+  const runs = done ? 0 : dialog.rows.filter((r) => r.state === 'run').length;
+  const n = runs + ticked().length;
+  const offered = dialog.rows.some((r) => r.state === 'offer');
+  $('confirm-yes').hidden = done && !offered;
+  setYes(n > 0 && !dialog.busy, n > 0 ? `Replay ${n}` : 'Replay');
+  $('confirm-no').textContent = done ? 'Close' : 'Cancel';
+}
+
+async function run() {
+  const runs = dialog.rows.filter((r) => r.state === 'run');
+  const forced = ticked();
+  if (dialog.busy || runs.length + forced.length === 0) return;
+  dialog.busy = true;
+  // From here on nothing is planned to run: what ran is done, what did not waits for a box.
+  for (const row of runs) row.state = 'sent';
+  for (const row of forced) row.state = 'sent';
+  updateYes(true);
+  $('confirm-summary').textContent = 'Replaying…';
+  try {
+    for (const [rows, force] of [[runs, false], [forced, true]]) {
+      if (rows.length === 0) continue;
+      const { results } = await api('api/replay', { ids: rows.map((r) => r.id), dryRun: false, force });
+      rows.forEach((row, at) => settle(row, results[at]));
+    }
+  } catch (error) {
+    for (const row of dialog.rows) if (row.state === 'sent') Object.assign(row, { state: 'failed', ...reasons(`not known: ${error.message}`) });
+  } finally {
+    dialog.busy = false;
+  }
+  render(true);
+  dialog.after?.();
+}
+
+// A row after the server answered for it; one it refused for a reason a choice overrides is offered again.
+function settle(row, result) {
+  if (!result) return Object.assign(row, { state: 'failed', why: 'no answer for it', reason: 'no answer for it' });
+  if (result.ok) return Object.assign(row, { state: 'ran', outcome: result.outcome });
+  if (result.needsForce) return Object.assign(row, { state: 'offer', box: null, ...reasons(result.error, result.needsForce) });
+  return Object.assign(row, { state: 'failed', ...reasons(result.error) });
+}
+
+// Why a request waits or cannot run: for its row (the server's words, an entry's own ids in them),
+// and for the tally (the reason's name, so alike requests count together).
+function reasons(said, needsForce) {
+  const text = plain(said);
+  if (needsForce && (needsForce !== 'taken' || !text)) return { why: forceWhy(needsForce), reason: forceWhy(needsForce) };
+  return { why: text, reason: needsForce ? forceWhy(needsForce) : text.replace(/^(a replay of )?entry [\w-]+('s)? ?/, '') };
+}
+
+// How many rows there are for each reason.
+function grouped(rows) {
+  const n = new Map();
+  for (const row of rows) n.set(row.reason, (n.get(row.reason) ?? 0) + 1);
+  return n;
+}
+
+// How many rows are in each state, and why those skipped were: the table that heads the dialog.
+function tally(done) {
+  const rows = [];
+  const by = (state) => dialog.rows.filter((r) => r.state === state);
+  if (done) {
+    const ran = by('ran');
+    const accepted = ran.filter((r) => r.outcome.status < 400).length;
+    rows.push(['Ran', ran.length, ran.length === 0 ? '' : `${accepted} accepted, ${ran.length - accepted} refused or failed again`]);
+    for (const [reason, n] of grouped(by('failed'))) rows.push(['Not run', n, reason]);
+  } else {
+    const runs = by('run');
+    const refused = runs.filter((r) => r.preview?.status >= 400).length;
+    rows.push(['Will run', runs.length, refused === 0 ? '' : `${runs.length - refused} would be accepted, ${refused} refused again`]);
+  }
+  for (const [reason, n] of grouped([...by('offer'), ...by('skip')])) rows.push([done ? 'Skipped' : 'Will skip', n, reason]);
+  return el('table', { class: 'tally' },
+    el('thead', {}, el('tr', {}, el('th', { scope: 'col' }, ''), el('th', { scope: 'col' }, 'Requests'), el('th', { scope: 'col' }, 'Why'))),
+    el('tbody', {}, rows.map(([what, n, why]) => el('tr', {}, el('th', { scope: 'row' }, what), el('td', { class: 'n' }, String(n)), el('td', {}, why)))));
+}
+
+// A request's cell: what it is, as the list shows it.
+function who(row) {
+  return el('span', { title: row.id }, row.label ? `${row.label} ` : '', el('span', { class: 'delivery' }, shortId(row.id)));
+}
+
+function box(row) {
+  const was = row.box?.checked === true;
+  row.box = el('input', { type: 'checkbox', id: `force-${dialog.rows.indexOf(row)}` });
+  row.box.checked = was;
+  row.box.addEventListener('change', () => updateYes(dialog.done));
+  return el('label', { class: 'choice', for: row.box.id }, row.box, ' Replay anyway');
+}
+
+function cell(row, done) {
+  if (row.state === 'ran') return outcomeWords(row.outcome);
+  if (row.state === 'run') return previewWords(row.preview, true);
+  return `${done ? 'Skipped' : 'Will skip'}: ${row.why}`;
+}
+
+// The dialog's body: the tally, the requests that need a choice, and each request (folded when many).
+function render(done) {
+  const rows = dialog.rows;
+  const single = rows.length === 1 ? rows[0] : null;
+  dialog.done = done;
+  $('confirm-summary').textContent = done ? 'Done.' : `${count(rows.length, 'request')}; nothing has been replayed yet.`;
+  const parts = [tally(done)];
+  if (single && !done && single.preview) parts.push(...previewView(single.preview));
+  const offers = rows.filter((r) => r.state === 'offer');
+  if (offers.length > 0) {
+    parts.push(el('p', {}, `${count(offers.length, 'request')} ${offers.length === 1 ? 'is' : 'are'} replayed only if you choose to, one by one:`));
+    parts.push(el('ul', { class: 'offers' }, offers.map((row) => el('li', {}, who(row), ` ${row.why}. `, box(row)))));
+  }
+  const list = el('table', { class: 'each' }, el('tbody', {}, rows.map((row) => el('tr', {}, el('td', {}, who(row)), el('td', {}, cell(row, done))))));
+  if (!single || done) parts.push(rows.length > 12 ? el('details', {}, el('summary', {}, `Each request (${rows.length})`), list) : list);
+  $('confirm-body').replaceChildren(...parts);
+  updateYes(done);
+}

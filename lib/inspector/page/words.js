@@ -1,0 +1,111 @@
+// What the server's records say, in sentences and small tables: what a request became, what a
+// replay would make of it now, and what a replay did. The raw JSON stays one click away.
+import { count, el, plain, quoted, rawJson, shortId, table } from './dom.js';
+
+/** Why a replay waits for a deliberate choice, as the server names it (lib/server/replay.ts NeedsForce). */
+export const FORCE_WHY = {
+  succeeded: 'it succeeded before',
+  replayed: 'already replayed',
+  'stale-timestamp': 'its signed timestamp was stale when it arrived (a captured delivery sent again looks the same)',
+  taken: 'its delivery was accepted already',
+};
+
+/** The reason a replay needs a choice, in words; an unknown one is named as it is. */
+export function forceWhy(why) {
+  return FORCE_WHY[why] ?? String(why);
+}
+
+// The first line of a text, cut for a table cell; the wrapper's notice is not what a person looks for.
+function gist(text) {
+  const inner = /\nSource: [^\n]*\n\n([\s\S]*?)\n<<<END_EXTERNAL_UNTRUSTED_CONTENT/.exec(String(text ?? ''));
+  const line = String(inner ? inner[1] : text ?? '').split('\n').find((l) => l.trim() !== '') ?? '';
+  return line.length > 80 ? `${line.slice(0, 79)}…` : line;
+}
+
+function where(action) {
+  const target = action.target ?? {};
+  const agent = action.run?.agentId ?? target.agentId;
+  const session = action.run?.sessionKey ?? target.sessionKey;
+  return `${agent ? ` for agent ${agent}` : ''}${session ? ` in session ${session}` : ''}`;
+}
+
+function actionWords(action) {
+  if (action.kind === 'agent') return `start an agent run${where(action)}`;
+  const when = action.mode === 'now' ? 'now' : 'at the next heartbeat';
+  return `wake ${action.target && Object.keys(action.target).length > 0 ? `a session${where(action)}` : 'the main session'} ${when}`;
+}
+
+/** What a dry run says the request would become now: one sentence (`short`: with the text's first line, for a table). */
+export function previewWords(preview, short = false) {
+  const p = preview ?? {};
+  if (p.signature && p.signature.ok === false) return `It would be refused (${p.status}): the signature does not verify with today's secret (${p.signature.why ?? 'bad signature'}).`;
+  if (p.status >= 400) return `It would be refused (${p.status}${p.code ? ` ${p.code}` : ''}): ${plain(p.error ?? 'no reason given')}.`;
+  if (p.filter === 'ignored') return `${p.mapping ? `${p.mapping}'s` : 'A'} filter would ignore it (${p.status}): nothing would be done.`;
+  if (p.status === 204) return `Its transform would skip it (${p.status}): nothing would be done.`;
+  const actions = p.actions ?? [];
+  if (actions.length === 0) return `It would be answered ${p.status} and do nothing more.`;
+  const said = actions.map((a) => `${actionWords(a)}${short ? ` with “${gist(a.text)}”` : ''}`).join(', and ');
+  return `It would be accepted (${p.status}) and ${said}${short ? '.' : ' with:'}`;
+}
+
+/** A dry run in full, for one request: the sentence, each action's text, what would be left unfilled or logged, and the raw answer. */
+export function previewView(preview) {
+  const p = preview ?? {};
+  const unresolved = (p.actions ?? []).flatMap((a) => a.unresolved ?? []);
+  return [
+    el('p', { class: 'now' }, `Today's config: ${previewWords(p)}`),
+    ...(p.status < 400 ? (p.actions ?? []).map((a) => quoted(a.text)) : []),
+    unresolved.length > 0 ? el('p', { class: 'warn' }, `Placeholders that would find nothing: ${unresolved.join(', ')}`) : '',
+    (p.warnings ?? []).length > 0 ? el('p', { class: 'hint' }, `It would log: ${p.warnings.join('; ')}`) : '',
+    rawJson(p),
+  ];
+}
+
+/** What a replay did, in one sentence. */
+export function outcomeWords(outcome) {
+  const o = outcome ?? {};
+  const verdict = o.status < 400 ? 'accepted' : o.status >= 500 ? 'failed' : 'refused';
+  const became = o.became ?? {};
+  const made = [
+    became.events?.length ? count(became.events.length, 'event') : '',
+    became.runs?.length ? count(became.runs.length, 'run') : '',
+    became.outbox?.length ? count(became.outbox.length, 'message forwarded', 'messages forwarded') : '',
+    became.ignored ? 'ignored by the filter' : '',
+    became.skipped ? 'skipped by its transform' : '',
+  ].filter(Boolean).join(', ');
+  const why = o.status >= 400 ? `: ${plain(o.error ?? o.code ?? '')}` : made ? `: ${made}` : '';
+  return `${o.status} ${verdict}${why}${o.entry ? ` (entry ${shortId(o.entry)})` : ''}`;
+}
+
+function deliveryWords(d) {
+  if (d.status === 'delivered') return `to ${d.channel} ${d.to}`;
+  return `${d.status === 'skipped' ? 'not sent' : `failed (${d.channel})`}: ${d.reason}`;
+}
+
+// A run as a person checks it: its state, where it ran, how it ended.
+function runView(run) {
+  const ended = run.status === 'ok' ? 'finished' : run.status === 'error' ? 'failed' : run.status === 'timeout' ? 'timed out' : run.status;
+  return el('div', { class: 'run' },
+    el('p', {}, `Agent run ${run.runId ?? ''}: ${ended ?? 'no longer kept'}`),
+    table([['agent', run.agentId], ['session', run.sessionKey], ['model', run.model], ['attempts', run.attempts], ['started', run.startedAt], ['finished', run.finishedAt], ['error', run.error], ['reply sent', run.delivery ? deliveryWords(run.delivery) : undefined]]),
+    run.message ? el('p', { class: 'label' }, 'Its message:') : '', run.message ? quoted(run.message) : '',
+    run.reply ? el('p', { class: 'label' }, 'Its reply:') : '', run.reply ? quoted(run.reply) : '');
+}
+
+/** What a request became, in words: the events' text, each run's message and outcome, the forwarded messages; the raw JSON folded below. */
+export function becameView(became) {
+  const b = became ?? {};
+  const parts = [];
+  if (b.duplicateOf) parts.push(el('p', {}, `A retry of request ${b.duplicateOf}: answered from that request's record, nothing done again.`));
+  if (b.ignored) parts.push(el('p', {}, 'The filter ignored it: nothing was done.'));
+  if (b.skipped) parts.push(el('p', {}, 'Its transform skipped it: nothing was done.'));
+  if (b.handshake) parts.push(el('p', {}, `A set-up handshake (${b.handshake}), answered.`));
+  for (const event of b.events ?? []) {
+    const target = event.agentId || event.sessionKey ? `session ${event.sessionKey ?? ''} of agent ${event.agentId ?? 'default'}` : 'the main session';
+    parts.push(el('p', {}, `Event ${event.seq} in ${target}${event.mode ? ` (${event.mode === 'now' ? 'wake now' : 'next heartbeat'})` : ''}:`), quoted(event.text));
+  }
+  for (const run of b.runs ?? []) parts.push(runView(run));
+  for (const sent of b.outbox ?? []) parts.push(el('p', {}, `Forwarded upstream as ${sent.id ?? ''}: ${sent.state ?? ''}${sent.lastError ? ` (${plain(sent.lastError)})` : ''}${sent.refusedField ? `, refused for ${sent.refusedField}` : ''}`));
+  if (parts.length === 0) parts.push(el('p', { class: 'hint' }, 'Nothing is recorded of what it became.'));
+  return [...parts, rawJson(b)];
+}
