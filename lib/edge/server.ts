@@ -258,14 +258,31 @@ interface _Compiled {
 }
 
 function _compile(options: AppOptions, config: Config, shared: Shared): _Compiled {
-  const { store } = options;
   const { maxFailures, windowSeconds, lockoutSeconds } = config.hooks.authRateLimit;
   const auth = createAuth(shared.limiter, (client) =>
     options.log.warn('client locked out', { client: client.address, failures: maxFailures, windowSeconds, lockoutSeconds }),
   );
+  const clock = options.clock ?? Date.now;
+  const path = _hooksPath(options, config, shared, auth, clock);
+  const hooks = hooksRoute({ config, auth, path, bodyTimeoutMs: options.bodyTimeoutMs ?? 30_000, received: shared.received, clock, log: options.log });
+  const router = _router(options, config, auth, hooks);
+  const record = options.ledger === undefined || !config.hooks.ledger.enabled ? null : createRecorder(config, options.ledger, clock);
+  return {
+    config,
+    route: (req, target, client, id, invite) => _route(router, req, target, client, id, invite),
+    hookLabel: _hookLabels(config),
+    hookName: _hookName(config),
+    record,
+    path,
+  };
+}
+
+// The hooks path for a configuration, once a request's bytes are read: the planner, the commit
+// (with the wait for runs), and the idempotency gate between them.
+function _hooksPath(options: AppOptions, config: Config, shared: Shared, auth: Auth, clock: () => number): HooksPath {
+  const { store } = options;
   const wait = options.completions === undefined ? undefined : createWaiter(config, store, options.completions);
   const newId = options.newId ?? randomUUID;
-  const clock = options.clock ?? Date.now;
   const planner = createPlanner({ config, transforms: options.transforms ?? _NO_TRANSFORMS, lastRoute: () => store.lastRoute(), newId, clock });
   const commit = createCommit({
     config,
@@ -280,8 +297,13 @@ function _compile(options: AppOptions, config: Config, shared: Shared): _Compile
   });
   // A delivery id stays taken as long as the ledger keeps the entries that could be replayed.
   const keepMs = Math.max(config.hooks.ledger.maxAgeSeconds, config.hooks.idempotencyTtlSeconds) * 1000;
-  const path = hooksPath(planner, commit, createIdempotency(store, shared.inflight, wait, shared.behind, keepMs), options.log);
-  const hooks = hooksRoute({ config, auth, path, bodyTimeoutMs: options.bodyTimeoutMs ?? 30_000, received: shared.received, clock, log: options.log });
+  return hooksPath(planner, commit, createIdempotency(store, shared.inflight, wait, shared.behind, keepMs), options.log);
+}
+
+// The routes: /healthz, /metrics when there is a gateway token, and the hooks path when hooks are on
+// (GET too when a Meta path needs its handshake).
+function _router(options: AppOptions, config: Config, auth: Auth, hooks: Handler): Router<Handler> {
+  const { store } = options;
   const router = new Router<Handler>().add(['GET', 'HEAD'], '/healthz', async () =>
     (await store.writable()) ? { status: 200, body: { ok: true } } : { status: 503, body: { ok: false, error: 'the journal is not writable' } },
   );
@@ -289,18 +311,13 @@ function _compile(options: AppOptions, config: Config, shared: Shared): _Compile
   if (telemetry !== undefined && config.gateway.authToken !== null) router.add(['GET'], '/metrics', _metrics(telemetry, tokenDigest(config.gateway.authToken), auth));
   const handshakes = [...signedPaths(config).values()].some((s) => s.scheme === 'meta');
   if (config.hooks.enabled) router.add(handshakes ? ['POST', 'GET'] : ['POST'], `${config.hooks.path}/*`, hooks);
+  return router;
+}
+
+// The hook a path names (`''` for the base path), or `null` outside the hooks path.
+function _hookName(config: Config): (path: string) => string | null {
   const base = config.hooks.path;
-  const hookName = (path: string): string | null =>
-    !config.hooks.enabled ? null : path === base ? '' : path.startsWith(`${base}/`) ? trimSlashes(path.slice(base.length + 1)) : null;
-  const record = options.ledger === undefined || !config.hooks.ledger.enabled ? null : createRecorder(config, options.ledger, clock);
-  return {
-    config,
-    route: (req, target, client, id, invite) => _route(router, req, target, client, id, invite),
-    hookLabel: _hookLabels(config),
-    hookName,
-    record,
-    path,
-  };
+  return (path) => (!config.hooks.enabled ? null : path === base ? '' : path.startsWith(`${base}/`) ? trimSlashes(path.slice(base.length + 1)) : null);
 }
 
 // `GET /metrics`, behind the gateway token (Bearer only: the x-*-token headers carry hook tokens).
