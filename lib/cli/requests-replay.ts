@@ -17,36 +17,12 @@ import { usageLine } from './usage.ts';
 
 /** `requests replay ID…`, or `requests replay` with the list's filters (and `--yes`). */
 export async function replayCommand(flags: Flags, ids: string[], io: Io): Promise<number> {
-  const filtered = ids.length === 0;
-  const filter = filterFrom(flags, Date.now());
-  if (typeof filter === 'string') {
-    io.stderr(usageLine('requests', filter));
-    return USAGE;
-  }
-  if (filtered && Object.keys(filter).length === 0) {
-    io.stderr(usageLine('requests', 'replay needs entry ids, or filters (--hook, --status, --code, --since, --until, --failed) to pick entries'));
-    return USAGE;
-  }
-  if (!filtered && Object.keys(filter).length > 0) {
-    io.stderr(usageLine('requests', 'replay takes entry ids or filters, not both'));
-    return USAGE;
-  }
+  const filter = _filter(flags, ids, io);
+  if (typeof filter === 'number') return filter;
   const ledger = await ledgerOf(flags, io);
   if (ledger === null) return FAILURE;
-  let chosen = ids;
-  if (filtered) {
-    const entries = await ledger.read();
-    if (entries === null) return FAILURE;
-    const matching = filterEntries(entries, filter);
-    io.stdout(`${matching.length} request${matching.length === 1 ? '' : 's'} match${matching.length === 1 ? 'es' : ''}:\n`);
-    for (const entry of matching) io.stdout(formatEntryLine(entry));
-    if (matching.length === 0) return 0;
-    if (flags.yes !== true && flags['dry-run'] !== true) {
-      io.stderr(`${messagePrefix(io)}: nothing replayed; add --yes to replay ${matching.length === 1 ? 'it' : `these ${matching.length}`}\n`);
-      return 0;
-    }
-    chosen = matching.map((e) => e.id);
-  }
+  const chosen = filter === null ? ids : await _chosen(flags, io, ledger, filter);
+  if (typeof chosen === 'number') return chosen;
   const args: ReplayArgs = { ids: chosen, ...(flags.force === true ? { force: true } : {}), ...(flags['dry-run'] === true ? { dryRun: true } : {}) };
   const answer = await callServer(ledger.dir, REPLAY_OP, args, { timeoutMs: Math.min(600_000, 30_000 + 10_000 * chosen.length) });
   switch (answer.kind) {
@@ -70,6 +46,44 @@ export async function replayCommand(flags: Flags, ids: string[], io: Io): Promis
     }
     return failed ? FAILURE : 0;
   });
+}
+
+type _Filter = Exclude<ReturnType<typeof filterFrom>, string>;
+
+// The list's filters when no id is given (`null` with ids), or the usage error's exit code: ids or
+// filters, one of them, never both.
+function _filter(flags: Flags, ids: string[], io: Io): _Filter | null | number {
+  const filtered = ids.length === 0;
+  const filter = filterFrom(flags, Date.now());
+  if (typeof filter === 'string') {
+    io.stderr(usageLine('requests', filter));
+    return USAGE;
+  }
+  if (filtered && Object.keys(filter).length === 0) {
+    io.stderr(usageLine('requests', 'replay needs entry ids, or filters (--hook, --status, --code, --since, --until, --failed) to pick entries'));
+    return USAGE;
+  }
+  if (!filtered && Object.keys(filter).length > 0) {
+    io.stderr(usageLine('requests', 'replay takes entry ids or filters, not both'));
+    return USAGE;
+  }
+  return filtered ? filter : null;
+}
+
+// The entries the filters pick, listed; their ids with --yes (or --dry-run), else the exit code
+// once the list and what to add are said.
+async function _chosen(flags: Flags, io: Io, ledger: { read(): Promise<LedgerEntry[] | null> }, filter: _Filter): Promise<string[] | number> {
+  const entries = await ledger.read();
+  if (entries === null) return FAILURE;
+  const matching = filterEntries(entries, filter);
+  io.stdout(`${matching.length} request${matching.length === 1 ? '' : 's'} match${matching.length === 1 ? 'es' : ''}:\n`);
+  for (const entry of matching) io.stdout(formatEntryLine(entry));
+  if (matching.length === 0) return 0;
+  if (flags.yes !== true && flags['dry-run'] !== true) {
+    io.stderr(`${messagePrefix(io)}: nothing replayed; add --yes to replay ${matching.length === 1 ? 'it' : `these ${matching.length}`}\n`);
+    return 0;
+  }
+  return matching.map((e) => e.id);
 }
 
 /** One replay's result as a line. */
