@@ -47,42 +47,13 @@ export interface ReloaderParts {
 
 /** The reloads of a server started on `parts.started`. */
 export async function reloader(parts: ReloaderParts): Promise<Reloader> {
-  const { file, env, started, log } = parts;
+  const { file } = parts;
   const now = parts.now ?? Date.now;
   const at = () => new Date(now()).toISOString();
-  let current = await loaded(started);
-  const plan = async (text: string | null, signal?: AbortSignal): Promise<Plan> => {
-    const read: ConfigResult = text === null ? await loadConfig(file, env) : await loadConfigText(text, file, env);
-    if (!read.ok) return read;
-    const problems = await checkTransformsOf(read.config, signal);
-    if (problems.length > 0) return { ok: false, problems };
-    // Judged again as at the start: a link made in the transforms directory since may lead there.
-    const exposed = (await stateExposure(parts.stateDir, read.config.hooks.transformsDir)).problem;
-    if (exposed !== null) return { ok: false, problems: [`state directory ${parts.stateDir}: ${exposed}`] };
-    const next = await loaded(read.config);
-    return { ok: true, next, changes: reloadChanges(current, next), needsRestart: needsRestart(started, read.config), differs: !sameConfig(current, next) };
-  };
-  const reloads = coalescedReloads(async (signal) => {
-    const stopped = (): ReloadVerdict => ({ outcome: 'failed', at: at(), file, problems: ['the server is stopping'] });
-    const planned = await plan(null, signal);
-    if (signal.aborted) return stopped();
-    if (!planned.ok) {
-      log.error('reload refused: the config has problems; the old one stays', { problems: planned.problems.join('; ') });
-      return { outcome: 'refused', at: at(), file, problems: planned.problems };
-    }
-    try {
-      await parts.apply(planned.next.config);
-    } catch (error) {
-      log.error('reload failed; the old config stays where it was not yet replaced', { error: String(error) });
-      return { outcome: 'failed', at: at(), file, problems: ['the reload failed part way; the server log has the error'] };
-    }
-    // Keys a running server cannot take, against what it started with: said with every verdict
-    // until a restart, not reported as applied in silence.
-    const restart = planned.needsRestart;
-    current = planned.next;
-    log.info('reloaded', { file: planned.next.config.file, ...changeFields(planned.changes), ...(restart.length === 0 ? {} : { needsRestart: restart.join(' ') }) });
-    return { outcome: 'applied', at: at(), file, changes: planned.changes, ...(restart.length === 0 ? {} : { needsRestart: restart }) };
-  }, now);
+  // What the server runs: what a plan is judged against, replaced by each reload applied.
+  const running = { current: await loaded(parts.started) };
+  const plan = (text: string | null, signal?: AbortSignal) => _plan(parts, running.current, text, signal);
+  const reloads = coalescedReloads((signal) => _reload(parts, plan, running, at, signal), now);
   return {
     reloads,
     plan,
@@ -94,6 +65,45 @@ export async function reloader(parts: ReloaderParts): Promise<Reloader> {
       return { outcome: 'would-apply', at: at(), file, changes: planned.changes, ...(restart.length === 0 ? {} : { needsRestart: restart }) };
     },
   };
+}
+
+// The config read (the file, or `text` as the file's), its transforms checked and its state
+// exposure judged again, and what it would change against `current`.
+async function _plan({ file, env, started, stateDir }: ReloaderParts, current: Loaded, text: string | null, signal?: AbortSignal): Promise<Plan> {
+  const read: ConfigResult = text === null ? await loadConfig(file, env) : await loadConfigText(text, file, env);
+  if (!read.ok) return read;
+  const problems = await checkTransformsOf(read.config, signal);
+  if (problems.length > 0) return { ok: false, problems };
+  // Judged again as at the start: a link made in the transforms directory since may lead there.
+  const exposed = (await stateExposure(stateDir, read.config.hooks.transformsDir)).problem;
+  if (exposed !== null) return { ok: false, problems: [`state directory ${stateDir}: ${exposed}`] };
+  const next = await loaded(read.config);
+  return { ok: true, next, changes: reloadChanges(current, next), needsRestart: needsRestart(started, read.config), differs: !sameConfig(current, next) };
+}
+
+// One reload: the file planned, then applied (unless refused, or the server is stopping), logged,
+// and what the server runs replaced.
+async function _reload(parts: ReloaderParts, plan: Reloader['plan'], running: { current: Loaded }, at: () => string, signal: AbortSignal): Promise<ReloadVerdict> {
+  const { file, log } = parts;
+  const stopped = (): ReloadVerdict => ({ outcome: 'failed', at: at(), file, problems: ['the server is stopping'] });
+  const planned = await plan(null, signal);
+  if (signal.aborted) return stopped();
+  if (!planned.ok) {
+    log.error('reload refused: the config has problems; the old one stays', { problems: planned.problems.join('; ') });
+    return { outcome: 'refused', at: at(), file, problems: planned.problems };
+  }
+  try {
+    await parts.apply(planned.next.config);
+  } catch (error) {
+    log.error('reload failed; the old config stays where it was not yet replaced', { error: String(error) });
+    return { outcome: 'failed', at: at(), file, problems: ['the reload failed part way; the server log has the error'] };
+  }
+  // Keys a running server cannot take, against what it started with: said with every verdict
+  // until a restart, not reported as applied in silence.
+  const restart = planned.needsRestart;
+  running.current = planned.next;
+  log.info('reloaded', { file: planned.next.config.file, ...changeFields(planned.changes), ...(restart.length === 0 ? {} : { needsRestart: restart.join(' ') }) });
+  return { outcome: 'applied', at: at(), file, changes: planned.changes, ...(restart.length === 0 ? {} : { needsRestart: restart }) };
 }
 
 /** A reload's changes as log fields: one per kind that changed, names joined (never a secret's value). */
