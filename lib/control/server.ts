@@ -95,38 +95,21 @@ export async function startControl(options: ControlOptions): Promise<ControlServ
   const files = controlFiles(stateDir);
   const secret = randomHex(32);
   await _writePrivate(files.secret, `${secret}\n`);
-  const digest = tokenDigest(secret);
-  const head = Buffer.from(`{"secret":"${secret}",`);
-  const refused = _refusalLog(log, now, 'control request refused: wrong secret');
+  const serving = {
+    digest: tokenDigest(secret),
+    head: Buffer.from(`{"secret":"${secret}",`),
+    handlers,
+    log,
+    maxLineBytes,
+    idleMs,
+    refused: _refusalLog(log, now, 'control request refused: wrong secret'),
+    full: `more than ${maxConnections} connections are open; try again`,
+  };
   const busy = _refusalLog(log, now, 'control connection refused: too many open');
   await rm(files.socket, { force: true });
 
   const open = new Set<Socket>();
-  // The connections that have not sent the frame's head yet, oldest first, each with what ends it.
-  // When every slot is taken the oldest of them makes room: connections held open without the
-  // secret cannot keep the owner's command out; only connections that sent it fill the slots.
-  const waiting = new Map<Socket, () => void>();
-  const full = `more than ${maxConnections} connections are open; try again`;
-  const server = createServer((socket) => {
-    if (open.size >= maxConnections) {
-      busy();
-      const oldest = waiting.entries().next().value;
-      if (oldest === undefined) {
-        socket.on('error', () => {});
-        socket.end(_error(ErrorCode.ControlBusy, full), () => socket.destroy());
-        return;
-      }
-      waiting.delete(oldest[0]);
-      open.delete(oldest[0]);
-      oldest[1]();
-    }
-    open.add(socket);
-    socket.once('close', () => {
-      open.delete(socket);
-      waiting.delete(socket);
-    });
-    waiting.set(socket, _serve(socket, { digest, head, handlers, log, maxLineBytes, idleMs, refused, headed: () => waiting.delete(socket), full }));
-  });
+  const server = createServer(_admit(open, maxConnections, busy, serving));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(files.socket, () => {
@@ -141,6 +124,34 @@ export async function startControl(options: ControlOptions): Promise<ControlServ
   return {
     socketPath: files.socket,
     close: () => _close(server, open, files),
+  };
+}
+
+// Each new connection, served within `maxConnections` open at once. The connections that have not
+// sent the frame's head yet are kept oldest first, each with what ends it: when every slot is taken
+// the oldest of them makes room, so connections held open without the secret cannot keep the
+// owner's command out; only connections that sent it fill the slots.
+function _admit(open: Set<Socket>, maxConnections: number, busy: () => void, serving: Omit<Serving, 'headed'>): (socket: Socket) => void {
+  const waiting = new Map<Socket, () => void>();
+  return (socket) => {
+    if (open.size >= maxConnections) {
+      busy();
+      const oldest = waiting.entries().next().value;
+      if (oldest === undefined) {
+        socket.on('error', () => {});
+        socket.end(_error(ErrorCode.ControlBusy, serving.full), () => socket.destroy());
+        return;
+      }
+      waiting.delete(oldest[0]);
+      open.delete(oldest[0]);
+      oldest[1]();
+    }
+    open.add(socket);
+    socket.once('close', () => {
+      open.delete(socket);
+      waiting.delete(socket);
+    });
+    waiting.set(socket, _serve(socket, { ...serving, headed: () => waiting.delete(socket) }));
   };
 }
 
