@@ -7,7 +7,7 @@ import { parseForm, parseJsonObject } from '../guard/body.ts';
 import type { Signature } from '../guard/signatures/config.ts';
 import { formAsSigned, signedPaths, slackChallenge } from '../guard/signatures/paths.ts';
 import { parseAgent } from '../hooks/agent.ts';
-import { applyMappings, type CallTransform } from '../hooks/mappings.ts';
+import { applyMappings, type CallTransform, type MapOutcome } from '../hooks/mappings.ts';
 import { parseWake } from '../hooks/wake.ts';
 import type { LogFields } from '../log.ts';
 import type { Route } from '../model/records.ts';
@@ -252,6 +252,20 @@ async function _mapped(ctx: _Context, { request, body }: Parsed, seen: _Seen): P
   const outcome = await applyMappings(ctx.config.hooks.mappings, hookRequest, _watched(ctx.transforms, seen));
   if ('mappingId' in outcome) seen.mapping = outcome.mappingId;
   seen.filter = outcome.kind === 'unmatched' || outcome.kind === 'ignored' ? outcome.kind : 'matched';
+  if (outcome.kind !== 'actions') return _noActions(request, seen, outcome);
+  const hook = nameLine(name);
+  const { actions, runs, recorded, wakes } = _admitMapped(ctx, request, seen, outcome);
+  const hollow = [...new Set(actions.flatMap((a) => a.unresolved))];
+  if (hollow.length > 0) seen.cause = makeCause('placeholders', hollow.join(', '));
+  const firstWake = actions.find((a) => a.kind === 'wake');
+  const answer = _mappedAnswer(outcome.forEach, runs, wakes, firstWake?.action.mode);
+  const field = (i: number) => `mapping ${outcome.mappingId}: wake text${wakes > 1 ? ` [${i}]` : ''}`;
+  const accepted: Accepted = { actions, source: `hook:${hook}`, wait: outcome.waitForCompletion, field, defaultAgentId: ctx.admission.agents.agents.defaultAgentId, ...(recorded.length > 0 ? { recorded } : {}) };
+  return { answer, accepted };
+}
+
+// A mapping outcome with no action: answered (ignored by a filter, skipped) or refused.
+function _noActions(request: HookRequest, seen: _Seen, outcome: Exclude<MapOutcome, { kind: 'actions' }>): _Decision {
   switch (outcome.kind) {
     case 'unmatched':
       throw new HttpError(404, ErrorCode.NotFound, 'no hook with this name');
@@ -268,7 +282,12 @@ async function _mapped(ctx: _Context, { request, body }: Parsed, seen: _Seen): P
       seen.cause = makeCause('transform', outcome.detail, outcome.at);
       throw new HttpError(500, ErrorCode.MappingFailed, 'hook mapping failed', { cause: outcome.detail });
   }
-  const hook = nameLine(name);
+}
+
+// Each action a mapping built, admitted through policy: a wake to its target, an agent action as a
+// run; the lines to write with them (injections said now, placeholders that found nothing recorded).
+function _admitMapped(ctx: _Context, request: HookRequest, seen: _Seen, outcome: Extract<MapOutcome, { kind: 'actions' }>): { actions: PlannedAction[]; runs: RunSpec[]; recorded: Said[]; wakes: number } {
+  const hook = nameLine(request.name);
   const actions: PlannedAction[] = [];
   const runs: RunSpec[] = [];
   const recorded: Said[] = [];
@@ -287,13 +306,7 @@ async function _mapped(ctx: _Context, { request, body }: Parsed, seen: _Seen): P
     actions.push({ kind: 'agent', action, run, unresolved });
     if (unresolved.length > 0) recorded.push(_hollow({ ...fields, runId: run.runId, placeholders: unresolved.join(',') }));
   }
-  const hollow = [...new Set(actions.flatMap((a) => a.unresolved))];
-  if (hollow.length > 0) seen.cause = makeCause('placeholders', hollow.join(', '));
-  const firstWake = actions.find((a) => a.kind === 'wake');
-  const answer = _mappedAnswer(outcome.forEach, runs, wakes, firstWake?.action.mode);
-  const field = (i: number) => `mapping ${outcome.mappingId}: wake text${wakes > 1 ? ` [${i}]` : ''}`;
-  const accepted: Accepted = { actions, source: `hook:${hook}`, wait: outcome.waitForCompletion, field, defaultAgentId: ctx.admission.agents.agents.defaultAgentId, ...(recorded.length > 0 ? { recorded } : {}) };
-  return { answer, accepted };
+  return { actions, runs, recorded, wakes };
 }
 
 function _hollow(fields: LogFields): Said {
