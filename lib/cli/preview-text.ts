@@ -18,25 +18,30 @@ export function formatPreview(p: Preview): string {
   else if (p.filter !== undefined) row('mapping', `${p.mapping ?? '-'} (matched)`);
   p.transforms.forEach((t, i) => row(`transform${p.transforms.length > 1 ? ` ${i + 1}` : ''}`, t.ok ? `returned ${clipLine(JSON.stringify(t.value) ?? 'undefined', 200)}` : `failed: ${t.error}${t.at === undefined ? '' : ` (at ${t.at})`}`));
   row('would get', `${p.status}${p.code === undefined ? '' : ` ${p.code}`}${p.error === undefined ? '' : `: ${p.error}`}`);
-  p.actions.forEach((a, i) => {
-    lines.push(`${a.kind === 'wake' ? 'wake' : 'agent run'}${p.actions.length > 1 ? ` ${i + 1}` : ''}:`);
-    if (a.run !== undefined) {
-      const r = a.run;
-      lines.push(`  agent       ${escapeControls(r.agentId, false)}`);
-      lines.push(`  session key ${escapeControls(r.sessionKey, false)}${r.sessionMode === undefined ? '' : ` (${r.sessionMode})`}`);
-      lines.push(`  model       ${escapeControls(r.model ?? '(the agent\'s default)', false)}`);
-      lines.push(`  channel     ${escapeControls(`${r.channel}${r.to === undefined ? '' : ` to ${r.to}`}${r.accountId === undefined ? '' : ` from account ${r.accountId}`}${r.deliver ? '' : ' (not delivered)'}`, false)}`);
-      lines.push(`  name        ${escapeControls(r.name, false)}`);
-    } else if (a.mode !== undefined) {
-      lines.push(`  mode        ${a.mode}`);
-      if (a.target?.agentId !== undefined) lines.push(`  agent       ${escapeControls(a.target.agentId, false)}`);
-      if (a.target?.sessionKey !== undefined) lines.push(`  session key ${escapeControls(a.target.sessionKey, false)}`);
-    }
-    lines.push(`  ${a.kind === 'wake' ? 'text' : 'message'}:`);
-    lines.push(escapeControls(a.text, true).replace(/^/gm, '    '));
-    for (const placeholder of a.unresolved) lines.push(`  warning: {{${escapeControls(placeholder, false)}}} resolved to nothing`);
-  });
+  p.actions.forEach((a, i) => lines.push(..._actionLines(a, p.actions.length > 1 ? ` ${i + 1}` : '')));
   for (const warning of p.warnings) lines.push(`warning: ${escapeControls(warning, false)}`);
   // Escaping an escaped text changes nothing; this catches what the rows above did not (a mode, a status).
   return `${escapeControls(lines.join('\n'), true)}\n`;
+}
+
+// One action of a dry run: what a run would be (agent, session key, model, channel, name) or where a
+// wake goes, its text, and the placeholders that found nothing. `number` tells it from the others.
+function _actionLines(a: Preview['actions'][number], number: string): string[] {
+  const lines = [`${a.kind === 'wake' ? 'wake' : 'agent run'}${number}:`];
+  if (a.run !== undefined) {
+    const r = a.run;
+    lines.push(`  agent       ${escapeControls(r.agentId, false)}`);
+    lines.push(`  session key ${escapeControls(r.sessionKey, false)}${r.sessionMode === undefined ? '' : ` (${r.sessionMode})`}`);
+    lines.push(`  model       ${escapeControls(r.model ?? '(the agent\'s default)', false)}`);
+    lines.push(`  channel     ${escapeControls(`${r.channel}${r.to === undefined ? '' : ` to ${r.to}`}${r.accountId === undefined ? '' : ` from account ${r.accountId}`}${r.deliver ? '' : ' (not delivered)'}`, false)}`);
+    lines.push(`  name        ${escapeControls(r.name, false)}`);
+  } else if (a.mode !== undefined) {
+    lines.push(`  mode        ${a.mode}`);
+    if (a.target?.agentId !== undefined) lines.push(`  agent       ${escapeControls(a.target.agentId, false)}`);
+    if (a.target?.sessionKey !== undefined) lines.push(`  session key ${escapeControls(a.target.sessionKey, false)}`);
+  }
+  lines.push(`  ${a.kind === 'wake' ? 'text' : 'message'}:`);
+  lines.push(escapeControls(a.text, true).replace(/^/gm, '    '));
+  for (const placeholder of a.unresolved) lines.push(`  warning: {{${escapeControls(placeholder, false)}}} resolved to nothing`);
+  return lines;
 }
