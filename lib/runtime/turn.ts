@@ -4,7 +4,7 @@ import { resolveModel } from '../policy/models.ts';
 import { retry } from '../retry.ts';
 import type { RunRecord } from '../model/records.ts';
 import { workspaceOf, type RuntimeContext } from './context.ts';
-import type { ChatMessage } from './providers/provider.ts';
+import type { ChatMessage, Provider } from './providers/provider.ts';
 
 /** One model turn to take: who answers, with what, within how long. */
 export interface Turn {
@@ -25,11 +25,9 @@ export type TurnOutcome =
 
 /** Calls the model for one turn, retrying retryable failures within the turn's time bound. */
 export async function takeTurn(ctx: RuntimeContext, turn: Turn): Promise<TurnOutcome> {
-  if (turn.model === undefined) return { status: 'error', error: 'no model is configured (set agents.defaults.model or the agent\'s model)', calls: 0 };
-  const resolved = resolveModel(turn.model, ctx.config.agents.models);
-  if (resolved === null) return { status: 'error', error: `model "${turn.model}" is neither "provider/model" nor a known alias`, calls: 0 };
-  const provider = await ctx.providerFor(resolved.provider);
-  if (provider === null) return { status: 'error', error: `provider "${resolved.provider}" is not configured (models.providers)`, calls: 0, model: resolved.key };
+  const found = await _provider(ctx, turn);
+  if ('status' in found) return found;
+  const { resolved, provider } = found;
   const workspace = workspaceOf(ctx.config, turn.agent);
   const agentsMd = workspace === undefined ? null : await ctx.readText(join(workspace, 'AGENTS.md'));
   const system = [turn.agent.systemPrompt, agentsMd].filter((s): s is string => typeof s === 'string' && s.trim() !== '').join('\n\n');
@@ -63,4 +61,15 @@ export async function takeTurn(ctx: RuntimeContext, turn: Turn): Promise<TurnOut
   } finally {
     clearTimeout(timer);
   }
+}
+
+// The turn's model resolved (an alias to provider/model) and its provider, or the outcome that says
+// which is missing.
+async function _provider(ctx: RuntimeContext, turn: Turn): Promise<{ resolved: NonNullable<ReturnType<typeof resolveModel>>; provider: Provider } | TurnOutcome> {
+  if (turn.model === undefined) return { status: 'error', error: 'no model is configured (set agents.defaults.model or the agent\'s model)', calls: 0 };
+  const resolved = resolveModel(turn.model, ctx.config.agents.models);
+  if (resolved === null) return { status: 'error', error: `model "${turn.model}" is neither "provider/model" nor a known alias`, calls: 0 };
+  const provider = await ctx.providerFor(resolved.provider);
+  if (provider === null) return { status: 'error', error: `provider "${resolved.provider}" is not configured (models.providers)`, calls: 0, model: resolved.key };
+  return { resolved, provider };
 }
