@@ -19,7 +19,7 @@ async function source(t: TestContext, entries: LedgerEntry[]) {
   const dir = await tempDir(t, 'inspector-source-');
   await mkdir(join(dir, 'ledger'));
   await writeFile(join(dir, 'ledger', 'a-1.jsonl'), entries.map((e) => `${JSON.stringify(e)}\n`).join(''));
-  const store = { run: () => null, events: () => [], outboxEntry: () => null };
+  const store = { run: () => null, events: () => [], outboxEntry: () => null, notice: () => null };
   return ledgerSource({ tail: new LedgerTail(dir), find: (id) => lookupEntry(dir, id), store, replay: async () => ({}) });
 }
 

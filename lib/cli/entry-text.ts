@@ -36,6 +36,7 @@ export function describeBecame(entry: LedgerEntry): string {
   const out: string[] = [];
   if (b.events !== undefined) out.push(`event${b.events.length > 1 ? 's' : ''} ${b.events.join(',')}`);
   if (b.runs !== undefined) out.push(`run${b.runs.length > 1 ? 's' : ''} ${b.runs.join(',')}`);
+  if (b.deliveries !== undefined) out.push(`notify deliver${b.deliveries.length > 1 ? 'ies' : 'y'} ${b.deliveries.join(',')}`);
   if (b.outbox !== undefined) out.push(`outbox ${b.outbox.join(',')}`);
   if (b.duplicateOf !== undefined) out.push(`duplicate of ${b.duplicateOf === '' ? 'an earlier request' : `request ${b.duplicateOf}`}`);
   if (b.ignored === true) out.push(entry.cause?.kind === 'filter' ? describeCause(entry.cause) : 'ignored by filter');

@@ -1,6 +1,6 @@
-import { readEvents, readRuns } from '../store/journal/read.ts';
+import { readEvents, readNotices, readRuns } from '../store/journal/read.ts';
 import type { Rejected } from '../store/journal/records.ts';
-import type { RunRecord, SessionEvent } from '../model/records.ts';
+import type { NoticeRecord, RunRecord, SessionEvent } from '../model/records.ts';
 import { sleep } from '../retry.ts';
 import { clipLine, escapeControls } from '../text.ts';
 import { COMMON, type Command, type Flags } from './command.ts';
@@ -44,29 +44,39 @@ Options:
   },
 };
 
-/** `hooks-ingress runs`: the agent runs and their outcomes. */
+/** `hooks-ingress runs`: the agent runs and notify deliveries, and their outcomes. */
 export const runs: Command = {
   options: LISTING,
   help: `Usage: hooks-ingress runs [options]
 
 List agent runs, oldest first: id, hook name, agent, session key, model, status
 (pending, running, ok, error, timeout), timings, attempts, reply preview and delivery.
-Works while the server runs.
+Deliveries of notify mappings (no model call) are listed among them as "notify"
+records: id, hook, channel and recipient, status (pending, delivered, failed,
+skipped), attempts and the outcome. Works while the server runs.
 
 Options:
   -c, --config PATH     config file (for state.dir)
       --state-dir DIR   state directory
-      --json            one JSON object per line (the whole run record)
+      --json            one JSON object per line (the whole record; a notify
+                        delivery's has "kind":"notify")
   -f, --follow          keep printing runs as they change
-  -n, --limit N         only the last N runs
+  -n, --limit N         only the last N runs and deliveries
   -h, --help            show this help
 `,
   run(flags, _positionals, io) {
-    const print = (run: RunRecord) => io.stdout(flags.json ? `${JSON.stringify(run)}\n` : formatRun(run));
+    const print = (item: RunRecord | NoticeRecord) => io.stdout(flags.json ? `${JSON.stringify(item)}\n` : 'kind' in item ? formatNotice(item) : formatRun(item));
     const rejected = _rejectedOnce(io);
-    return _list(flags, io, (dir) => readRuns(dir, rejected), (r) => JSON.stringify(r), print);
+    return _list(flags, io, (dir) => _runsAndNotices(dir, rejected), (r) => JSON.stringify(r), print);
   },
 };
+
+// Runs and notify deliveries in the order they were accepted (a stable sort keeps the journal's order within one time).
+async function _runsAndNotices(dir: string, rejected: (rejected: Rejected) => void): Promise<(RunRecord | NoticeRecord)[]> {
+  const [runs, notices] = await Promise.all([readRuns(dir, rejected), readNotices(dir, rejected)]);
+  if (notices.length === 0) return runs;
+  return [...runs, ...notices].sort((a, b) => (a.acceptedAt < b.acceptedAt ? -1 : a.acceptedAt > b.acceptedAt ? 1 : 0));
+}
 
 /**
  * Prints the last `--limit` items of a state directory's journal; with `--follow`, polls and
@@ -111,6 +121,22 @@ export function formatRun(run: RunRecord): string {
   return escapeControls(_runLines(run), true);
 }
 
+/** One notify delivery as a human reads it: a header line, then its outcome (control characters escaped). */
+export function formatNotice(notice: NoticeRecord): string {
+  const took = notice.finishedAt === undefined ? '' : ` ${((Date.parse(notice.finishedAt) - Date.parse(notice.acceptedAt)) / 1000).toFixed(1)}s`;
+  const lines = [
+    `${notice.acceptedAt}  notify ${notice.status}${took}  ${notice.deliveryId}  hook=${notice.hook} name=${JSON.stringify(notice.name)} channel=${notice.channel}` +
+      `${notice.to === undefined ? '' : ` to=${notice.to}`} attempts=${notice.attempts}${notice.attempts > 1 ? ' (resumed)' : ''}`,
+    `    text: ${clipLine(notice.text, 120)}`,
+  ];
+  if (notice.delivery !== undefined) lines.push(`    delivery: ${_delivery(notice.delivery)}`);
+  return escapeControls(`${lines.join('\n')}\n`, true);
+}
+
+function _delivery(d: NonNullable<RunRecord['delivery']>): string {
+  return d.status === 'delivered' ? `delivered to ${d.channel} ${d.to}${d.messageIds.length > 0 ? ` (${d.messageIds.join(', ')})` : ''}` : `${d.status}: ${d.reason}`;
+}
+
 function _runLines(run: RunRecord): string {
   const took = run.startedAt && run.finishedAt ? ` ${((Date.parse(run.finishedAt) - Date.parse(run.startedAt)) / 1000).toFixed(1)}s` : '';
   const lines = [
@@ -120,9 +146,6 @@ function _runLines(run: RunRecord): string {
   ];
   const text = run.reply ?? run.error;
   if (text !== undefined) lines.push(`    ${run.reply !== undefined ? 'reply' : 'error'}: ${clipLine(text, 120)}`);
-  if (run.delivery !== undefined) {
-    const d = run.delivery;
-    lines.push(`    delivery: ${d.status === 'delivered' ? `delivered to ${d.channel} ${d.to}${d.messageIds.length > 0 ? ` (${d.messageIds.join(', ')})` : ''}` : `${d.status}: ${d.reason}`}`);
-  }
+  if (run.delivery !== undefined) lines.push(`    delivery: ${_delivery(run.delivery)}`);
   return `${lines.join('\n')}\n`;
 }

@@ -27,8 +27,11 @@ export function formatPreview(p: Preview): string {
 // One action of a dry run: what a run would be (agent, session key, model, channel, name) or where a
 // wake goes, its text, and the placeholders that found nothing. `number` tells it from the others.
 function _actionLines(a: Preview['actions'][number], number: string): string[] {
-  const lines = [`${a.kind === 'wake' ? 'wake' : 'agent run'}${number}:`];
-  if (a.run !== undefined) {
+  const lines = [`${a.kind === 'wake' ? 'wake' : a.kind === 'notify' ? 'notify' : 'agent run'}${number}:`];
+  if (a.notice !== undefined) {
+    lines.push(`  channel     ${escapeControls(`${a.notice.channel} to ${a.notice.to ?? '(its defaultTo)'}`, false)}`);
+    lines.push(`  name        ${escapeControls(a.notice.name, false)}`);
+  } else if (a.run !== undefined) {
     const r = a.run;
     lines.push(`  agent       ${escapeControls(r.agentId, false)}`);
     lines.push(`  session key ${escapeControls(r.sessionKey, false)}${r.sessionMode === undefined ? '' : ` (${r.sessionMode})`}`);
@@ -40,7 +43,7 @@ function _actionLines(a: Preview['actions'][number], number: string): string[] {
     if (a.target?.agentId !== undefined) lines.push(`  agent       ${escapeControls(a.target.agentId, false)}`);
     if (a.target?.sessionKey !== undefined) lines.push(`  session key ${escapeControls(a.target.sessionKey, false)}`);
   }
-  lines.push(`  ${a.kind === 'wake' ? 'text' : 'message'}:`);
+  lines.push(`  ${a.kind === 'agent' ? 'message' : 'text'}:`);
   lines.push(escapeControls(a.text, true).replace(/^/gm, '    '));
   for (const placeholder of a.unresolved) lines.push(`  warning: {{${escapeControls(placeholder, false)}}} resolved to nothing`);
   return lines;

@@ -5,7 +5,7 @@ import { payloadControlsKey, type Mapping } from '../hooks/mappings.ts';
 import { checkSignatures } from '../guard/signatures/config.ts';
 import { join, type Issue } from '../schema.ts';
 import { isCredentialHeader } from '../guard/credentials.ts';
-import type { Template } from '../hooks/template.ts';
+import { isTemplated, type Template } from '../hooks/template.ts';
 import type { Config } from './types.ts';
 
 // The rules that span several keys, checked on the normalised config; each problem names the key to change.
@@ -87,7 +87,7 @@ function _mappings(config: Config): Issue[] {
   const { hooks } = config;
   const explicit = hooks.mappings.length - hooks.presets.length;
   const at = (i: number) => (i < explicit ? `hooks.mappings[${i}]` : `hooks.presets[${i - explicit}]`);
-  return [...hooks.mappings.flatMap((mapping, i) => checkMapping(mapping, at(i), hooks)), ...checkSignatures(hooks.mappings, at, hooks.token)];
+  return [...hooks.mappings.flatMap((mapping, i) => [...checkMapping(mapping, at(i), hooks), ...checkNotify(mapping, at(i), config)]), ...checkSignatures(hooks.mappings, at, hooks.token)];
 }
 
 // The inspector's own listener: on loopback unless allowed otherwise, and not on the hooks port.
@@ -206,6 +206,30 @@ export function templateWarnings(config: Config): Issue[] {
       }
     }
   });
+  return issues;
+}
+
+/**
+ * A notify mapping's destination is the configuration's, fixed when it loads: a concrete channel
+ * of this server (forward mode has none: the upstream delivers), and a recipient written out (or
+ * the channel's `defaultTo`), never rendered from the payload.
+ */
+function checkNotify(mapping: Mapping, at: string, config: Config): Issue[] {
+  if (mapping.action !== 'notify') return [];
+  if (config.hooks.forward !== null) {
+    return [{ path: `${at}.action`, message: '"notify" needs a channel of this server, and in forward mode (hooks.forward) the upstream gateway delivers' }];
+  }
+  if (mapping.channel === 'last') return [{ path: `${at}.channel`, message: 'is required for a notify mapping, and must name a configured channel (not "last")' }];
+  const issues: Issue[] = [];
+  const to = mapping.to?.source.trim();
+  if (mapping.to !== undefined && isTemplated(mapping.to.source)) {
+    issues.push({ path: `${at}.to`, message: 'must be written without placeholders for a notify mapping: its recipient is the configuration\'s, never the payload\'s' });
+  }
+  const route = checkRoute(routesOf(config.channels), null, mapping.channel, issues.length > 0 ? undefined : to);
+  if (route !== null) issues.push({ path: route.startsWith('to:') ? `${at}.to` : `${at}.channel`, message: route.replace(/^(to|channel): /, '') });
+  else if (to === undefined && config.channels[mapping.channel]?.defaultTo === undefined) {
+    issues.push({ path: `${at}.to`, message: `is required for a notify mapping unless channels.${mapping.channel}.defaultTo is set` });
+  }
   return issues;
 }
 

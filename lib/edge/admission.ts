@@ -1,4 +1,4 @@
-import type { AgentAction, RunSpec, WakeAction } from '../model/actions.ts';
+import type { AgentAction, NoticeSpec, NotifyAction, RunSpec, WakeAction } from '../model/actions.ts';
 import type { Config } from '../config/types.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
 import { admitRun, admitWake, type AgentRules, type UnknownAgent, type WakeTarget } from '../policy/admit.ts';
@@ -45,6 +45,21 @@ export function admitAgent(ctx: Admission, hook: string, requestId: string, acti
   const unroutable = ctx.routes === null ? ctx.unsendable(run) : run.deliver ? checkRoute(ctx.routes, ctx.lastRoute(), run.channel, run.to) : null;
   if (unroutable !== null) throw _refused(ErrorCode.InvalidPayload, label, unroutable);
   return { ...run, requestId };
+}
+
+/**
+ * The admission of a notify action: its channel must be one of this server's (forward mode has
+ * none: the upstream delivers) and its recipient one the platform takes, or the channel's `defaultTo`.
+ */
+export function admitNotice(ctx: Admission, hook: string, requestId: string, action: NotifyAction, label: string): NoticeSpec {
+  if (ctx.routes === null) throw new HttpError(400, ErrorCode.NotAllowed, `${label}notify needs a channel of this server, and forward mode delivers upstream`);
+  const unroutable = checkRoute(ctx.routes, null, action.channel, action.to);
+  if (unroutable !== null) throw new HttpError(400, ErrorCode.InvalidPayload, `${label}${unroutable}`);
+  if (action.to === undefined && ctx.routes.get(action.channel)?.defaultTo === undefined) {
+    throw new HttpError(400, ErrorCode.InvalidPayload, `${label}to: is required, or channels.${action.channel}.defaultTo`);
+  }
+  const { kind, text, name, channel, to } = action;
+  return { kind, deliveryId: ctx.newId(), hook, name, channel, ...(to === undefined ? {} : { to }), text, requestId };
 }
 
 /** A wake's agent and session under the rules of an agent run, among the destination's agents. */

@@ -1,7 +1,7 @@
 import type { Config } from '../config/types.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
 import type { Store } from '../store/journal/store.ts';
-import type { RunRecord } from '../model/records.ts';
+import type { NoticeRecord, RunRecord } from '../model/records.ts';
 import { JournalReplacedError } from '../store/journal/journal.ts';
 
 // The edge's capacity, what a request may add before it is recorded: bounds checked at the door,
@@ -10,6 +10,8 @@ import { JournalReplacedError } from '../store/journal/journal.ts';
 /** The agent runtime's queue as admission sees it. */
 export interface RunQueue {
   enqueue(run: RunRecord): void;
+  /** Sends a notify mapping's delivery beside the queue (it takes no run slot). */
+  notify?(notice: NoticeRecord): void;
   /** Runs waiting plus runs executing. */
   readonly depth: number;
 }

@@ -93,10 +93,11 @@ const _local: _Destination = async (ctx, request, accepted, idem, answer) => {
     a.kind === 'wake' ? [{ kind: 'system' as const, text: a.action.text, source, mode: a.action.mode, requestId: request.id, ...a.target, coalesce: true }] : [],
   );
   const runs = accepted.actions.flatMap((a) => (a.kind === 'agent' ? [a.run] : []));
+  const notices = accepted.actions.flatMap((a) => (a.kind === 'notify' ? [a.notice] : []));
   const waitFor = accepted.wait && runs.length > 0 && ctx.wait !== undefined ? runs.map((r) => r.runId) : undefined;
   const told = (outcomes: readonly EventOutcome[]) => _withOutcome(answer, outcomes);
   const idemFor = idem === null ? undefined : (outcomes: readonly EventOutcome[]) => _remember(idem, request.id, told(outcomes), waitFor)!;
-  const { became, outcomes } = await _commit(ctx, { events, runs }, idemFor, accepted.field);
+  const { became, outcomes } = await _commit(ctx, { events, runs, notices }, idemFor, accepted.field);
   if (accepted.recorded !== undefined) _write(ctx.log, accepted.recorded);
   if (events.some((e) => e.mode === 'now')) ctx.heartbeat.request(source);
   return { answer: waitFor === undefined ? told(outcomes) : await ctx.wait!({ ...told(outcomes), waitFor }, request.gone), became };
@@ -104,7 +105,10 @@ const _local: _Destination = async (ctx, request, accepted, idem, answer) => {
 
 // Forward mode: the actions as the upstream gateway's /wake and /agent take them, into the outbox.
 const _forward: _Destination = async (ctx, request, accepted, idem, answer) => {
-  const outbox = accepted.actions.map((a) => (a.kind === 'wake' ? _outboxWake(ctx, a.action, a.target, accepted.defaultAgentId, request) : _outboxAgent(ctx, a.action, a.run, request)));
+  // A notify action never gets here: the plan refuses it in forward mode, which has no channel of its own.
+  const outbox = accepted.actions.flatMap((a) =>
+    a.kind === 'wake' ? [_outboxWake(ctx, a.action, a.target, accepted.defaultAgentId, request)] : a.kind === 'agent' ? [_outboxAgent(ctx, a.action, a.run, request)] : [],
+  );
   // Queued for the upstream, which decides on its own whether it coalesces.
   const told = _withOutcome(answer, accepted.actions.flatMap((a) => (a.kind === 'wake' ? ['queued' as const] : [])));
   await ctx.store.commit({ outbox }, _remember(idem, request.id, told)).catch((error: unknown) => {
@@ -130,7 +134,8 @@ async function _commit(
   try {
     const committed = await ctx.store.commit(effects, idem);
     for (const run of committed.runs) ctx.runs?.enqueue(run);
-    return { became: _became(committed.events.map((e) => e.seq), committed.runs.map((r) => r.runId)), outcomes: committed.outcomes };
+    for (const notice of committed.notices) ctx.runs?.notify?.(notice);
+    return { became: _became(committed.events.map((e) => e.seq), committed.runs.map((r) => r.runId), committed.notices.map((n) => n.deliveryId)), outcomes: committed.outcomes };
   } catch (error) {
     throw unavailable(error);
   } finally {
@@ -159,10 +164,11 @@ function _withOutcome(answer: Answer, outcomes: readonly EventOutcome[]): Answer
 }
 
 // What a commit made, for the ledger: only the kinds it made.
-function _became(events: number[], runs: string[]): Became {
+function _became(events: number[], runs: string[], deliveries: string[]): Became {
   const became: Became = {};
   if (events.length > 0) became.events = events;
   if (runs.length > 0) became.runs = runs;
+  if (deliveries.length > 0) became.deliveries = deliveries;
   return became;
 }
 

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { RunSpec, WakeAction } from '../model/actions.ts';
+import type { NoticeSpec, RunSpec, WakeAction } from '../model/actions.ts';
 import type { Config } from '../config/types.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
 import type { Client } from '../guard/address.ts';
@@ -13,7 +13,7 @@ import type { LogFields } from '../log.ts';
 import type { Route } from '../model/records.ts';
 import { isCause, makeCause, type Cause } from '../model/cause.ts';
 import { detectInjection, nameLine, requestName, wrapUntrusted } from '../untrusted/wrap.ts';
-import { admitAgent, admitWakeTarget, createAdmission, type Admission } from './admission.ts';
+import { admitAgent, admitNotice, admitWakeTarget, createAdmission, type Admission } from './admission.ts';
 import type { Answer } from './answer.ts';
 import { hookKey, type RequestKey } from './idempotency.ts';
 import { signatureVerdict } from './ledger-note.ts';
@@ -254,11 +254,11 @@ async function _mapped(ctx: _Context, { request, body }: Parsed, seen: _Seen): P
   seen.filter = outcome.kind === 'unmatched' || outcome.kind === 'ignored' ? outcome.kind : 'matched';
   if (outcome.kind !== 'actions') return _noActions(request, seen, outcome);
   const hook = nameLine(name);
-  const { actions, runs, recorded, wakes } = _admitMapped(ctx, request, seen, outcome);
+  const { actions, runs, notices, recorded, wakes } = _admitMapped(ctx, request, seen, outcome);
   const hollow = [...new Set(actions.flatMap((a) => a.unresolved))];
   if (hollow.length > 0) seen.cause = makeCause('placeholders', hollow.join(', '));
   const firstWake = actions.find((a) => a.kind === 'wake');
-  const answer = _mappedAnswer(outcome.forEach, runs, wakes, firstWake?.action.mode);
+  const answer = _withNotices(_mappedAnswer(outcome.forEach, runs, wakes, firstWake?.action.mode), outcome.forEach, notices);
   const field = (i: number) => `mapping ${outcome.mappingId}: wake text${wakes > 1 ? ` [${i}]` : ''}`;
   const accepted: Accepted = { actions, source: `hook:${hook}`, wait: outcome.waitForCompletion, field, defaultAgentId: ctx.admission.agents.agents.defaultAgentId, ...(recorded.length > 0 ? { recorded } : {}) };
   return { answer, accepted };
@@ -285,11 +285,18 @@ function _noActions(request: HookRequest, seen: _Seen, outcome: Exclude<MapOutco
 }
 
 // Each action a mapping built, admitted through policy: a wake to its target, an agent action as a
-// run; the lines to write with them (injections said now, placeholders that found nothing recorded).
-function _admitMapped(ctx: _Context, request: HookRequest, seen: _Seen, outcome: Extract<MapOutcome, { kind: 'actions' }>): { actions: PlannedAction[]; runs: RunSpec[]; recorded: Said[]; wakes: number } {
+// run, a notify action as a delivery; the lines to write with them (injections said now,
+// placeholders that found nothing recorded).
+function _admitMapped(
+  ctx: _Context,
+  request: HookRequest,
+  seen: _Seen,
+  outcome: Extract<MapOutcome, { kind: 'actions' }>,
+): { actions: PlannedAction[]; runs: RunSpec[]; notices: NoticeSpec[]; recorded: Said[]; wakes: number } {
   const hook = nameLine(request.name);
   const actions: PlannedAction[] = [];
   const runs: RunSpec[] = [];
+  const notices: NoticeSpec[] = [];
   const recorded: Said[] = [];
   let wakes = 0;
   for (const { action, injections, unresolved } of outcome.actions) {
@@ -301,12 +308,19 @@ function _admitMapped(ctx: _Context, request: HookRequest, seen: _Seen, outcome:
       if (unresolved.length > 0) recorded.push(_hollow({ ...fields, placeholders: unresolved.join(',') }));
       continue;
     }
+    if (action.kind === 'notify') {
+      const notice = admitNotice(ctx.admission, request.name, request.id, action, `mapping ${outcome.mappingId}: `);
+      notices.push(notice);
+      actions.push({ kind: 'notify', action, notice, unresolved });
+      if (unresolved.length > 0) recorded.push(_hollow({ ...fields, deliveryId: notice.deliveryId, placeholders: unresolved.join(',') }));
+      continue;
+    }
     const run = admitAgent(ctx.admission, request.name, request.id, action, `mapping ${outcome.mappingId}: `);
     runs.push(run);
     actions.push({ kind: 'agent', action, run, unresolved });
     if (unresolved.length > 0) recorded.push(_hollow({ ...fields, runId: run.runId, placeholders: unresolved.join(',') }));
   }
-  return { actions, runs, recorded, wakes };
+  return { actions, runs, notices, recorded, wakes };
 }
 
 function _hollow(fields: LogFields): Said {
@@ -320,6 +334,14 @@ function _mappedAnswer(forEach: boolean, runs: readonly RunSpec[], wakes: number
     return runs.length > 0 ? { status: 202, body: { ok: true, runIds: runs.map((r) => r.runId), ...(wakes > 0 ? { events: wakes } : {}) } } : { status: 200, body: { ok: true, mode, events: wakes } };
   }
   return first !== undefined ? { status: 202, body: { ok: true, runId: first.runId, sessionKey: first.sessionKey, agentId: first.agentId, channel: first.channel } } : { status: 200, body: { ok: true, mode } };
+}
+
+// A notify delivery is answered 202 with its id (a forEach batch: `deliveryIds`, beside its runs and wakes).
+function _withNotices(answer: Answer, forEach: boolean, notices: readonly NoticeSpec[]): Answer {
+  if (notices.length === 0) return answer;
+  if (!forEach) return { status: 202, body: { ok: true, deliveryId: notices[0]!.deliveryId } };
+  const { mode: _mode, events, ...rest } = answer.body;
+  return { status: 202, body: { ...rest, ...(typeof events === 'number' && events > 0 ? { events } : {}), deliveryIds: notices.map((n) => n.deliveryId) } };
 }
 
 // A transform caller that also keeps what each call returned, for the trace.

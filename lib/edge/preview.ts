@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import type { RunSpec, WakeMode } from '../model/actions.ts';
+import type { NoticeSpec, RunSpec, WakeMode } from '../model/actions.ts';
 import type { Config } from '../config/types.ts';
 import { ErrorCode } from '../errors.ts';
 import type { CallTransform } from '../hooks/mappings.ts';
@@ -30,13 +30,15 @@ export interface PreviewInput {
 
 /** One action a dry run would take: the text as the agent would read it, the placeholders that found nothing, and the run's policy decisions. */
 export interface PreviewAction {
-  kind: 'wake' | 'agent';
+  kind: 'wake' | 'agent' | 'notify';
   text: string;
   unresolved: string[];
   mode?: WakeMode;
   /** A wake's agent and session, when not the default agent's main session. */
   target?: WakeTarget;
   run?: Pick<RunSpec, 'name' | 'agentId' | 'sessionKey' | 'sessionMode' | 'model' | 'thinking' | 'channel' | 'to' | 'accountId' | 'deliver' | 'timeoutSeconds'>;
+  /** A notify delivery's channel and recipient (absent: the channel's `defaultTo`). */
+  notice?: Pick<NoticeSpec, 'name' | 'channel' | 'to'>;
 }
 
 /** What a request would become. */
@@ -109,6 +111,10 @@ function _action(planned: PlannedAction): PreviewAction {
   if (planned.kind === 'wake') {
     const { target } = planned;
     return { kind: 'wake', text: planned.action.text, unresolved, mode: planned.action.mode, ...(Object.keys(target).length === 0 ? {} : { target }) };
+  }
+  if (planned.kind === 'notify') {
+    const { name, channel, to } = planned.notice;
+    return { kind: 'notify', text: planned.notice.text, unresolved, notice: { name, channel, ...(to === undefined ? {} : { to }) } };
   }
   return { kind: 'agent', text: planned.run.message, unresolved, mode: planned.run.wakeMode, run: _decisions(planned.run) };
 }

@@ -1,4 +1,4 @@
-import { SESSION_MODES, THINKING_LEVELS, WAKE_MODES, type Action, type AgentAction, type Channel, type SessionMode, type RequestedKey, type Thinking, type WakeAction, type WakeMode } from '../model/actions.ts';
+import { SESSION_MODES, THINKING_LEVELS, WAKE_MODES, type Action, type AgentAction, type Channel, type NotifyAction, type SessionMode, type RequestedKey, type Thinking, type WakeAction, type WakeMode } from '../model/actions.ts';
 import { checkAccount } from './agent.ts';
 import { SESSION_KEY_NEEDS_NOW } from './wake.ts';
 import { channel as channelName } from './channel-names.ts';
@@ -52,7 +52,7 @@ const payloadPath = refine(string({ trim: true, nonEmpty: true }), (path) => {
 export const mappingSchema = object({
   id: optional(string({ trim: true, nonEmpty: true })),
   match: optional(object({ path: optional(string({ trim: true })), source: optional(string({ nonEmpty: true })) })),
-  action: optional(literal('wake', 'agent')),
+  action: optional(literal('wake', 'agent', 'notify')),
   wakeMode: optional(literal(...WAKE_MODES)),
   name: optional(template),
   textTemplate: optional(template),
@@ -83,7 +83,8 @@ export type RawMapping = NonNullable<ReturnType<typeof mappingSchema>>;
 export interface Mapping {
   id: string;
   match: { path?: string; source?: string };
-  action: 'wake' | 'agent';
+  /** `notify`: `messageTemplate` rendered and sent to `channel`/`to` as it is, with no model call. */
+  action: 'wake' | 'agent' | 'notify';
   wakeMode: WakeMode;
   name?: Template;
   textTemplate?: Template;
@@ -297,6 +298,7 @@ function _expand(mapping: Mapping, payload: Record<string, unknown>): unknown[] 
 
 function _build(mapping: Mapping, override: Override, context: TemplateContext & { path: string }): MappedAction | string {
   const rendering = _rendering(context);
+  if ((override.kind ?? mapping.action) === 'notify') return _notify(mapping, override, rendering, context.path);
   const common = _common(mapping, override, rendering);
   if (typeof common === 'string') return common;
   if (common.kind === 'wake') return _wake(common, rendering.unresolved());
@@ -326,7 +328,7 @@ function _rendering(context: TemplateContext): _Rendering {
 
 /** What a wake and an agent action share: the body (wrapped unless unsafe content is allowed), its injections, the mode, the agent and the session key. */
 interface _Common {
-  kind: 'wake' | 'agent';
+  kind: 'wake' | 'agent' | 'notify';
   unsafe: boolean | undefined;
   injections: string[];
   content: string;
@@ -396,6 +398,22 @@ function _agent(mapping: Mapping, override: Override, { text, unresolved }: _Ren
   // it is a plain label or the mapping allows unsafe content.
   if (!unsafe && !named.plain) action.untrustedName = true;
   return { action, injections: [...new Set([...injections, ...detectInjection(named.name)])], unresolved: unresolved() };
+}
+
+// A notify message goes to the operator's channel and recipient as rendered: no model reads it, so
+// it is neither wrapped nor scanned for injection phrasing (the channel's own escaping applies), and
+// a transform may change its text but not where it goes.
+function _notify(mapping: Mapping, override: Override, { text, unresolved }: _Rendering, path: string): MappedAction | string {
+  const body = override.message ?? text(mapping.messageTemplate, true);
+  if (body === undefined || body === '') return 'message: must be a non-empty string';
+  if (override.channel !== undefined || override.to !== undefined || override.accountId !== undefined) {
+    return 'transform result: channel, to and accountId are the configuration\'s for a notify mapping';
+  }
+  const { channel } = mapping;
+  if (channel === 'last') return 'channel: must be a concrete channel for a notify mapping, not "last"';
+  const action: NotifyAction = { kind: 'notify', text: body, name: nameLine(override.name || text(mapping.name) || path) || 'Hook', channel };
+  if (mapping.to !== undefined) action.to = mapping.to.source.trim();
+  return { action, injections: [], unresolved: unresolved() };
 }
 
 // A run's name is the operator's when the mapping writes it without placeholders or it is the path

@@ -30,7 +30,7 @@ export interface InspectorParts {
   stateDir: string;
   env: Env;
   log: Logger;
-  store: Pick<Store, 'run' | 'events' | 'outboxEntry'>;
+  store: Pick<Store, 'run' | 'events' | 'outboxEntry' | 'notice'>;
   replay: InspectorSource['replay'];
 }
 

@@ -13,7 +13,7 @@ export interface LedgerSourceOptions {
   tail: LedgerTail;
   /** One entry by its entry id or request id, as {@link lookupEntry} finds it. */
   find: (id: string) => ReturnType<typeof lookupEntry>;
-  store: Pick<Store, 'run' | 'events' | 'outboxEntry'>;
+  store: Pick<Store, 'run' | 'events' | 'outboxEntry' | 'notice'>;
   /** Replays entries, as `requests replay` does over the control channel. */
   replay: InspectorSource['replay'];
 }
@@ -81,6 +81,13 @@ function _became(entry: LedgerEntry, store: LedgerSourceOptions['store']): Recor
   if (became.events !== undefined) {
     const wanted = new Set(became.events);
     out['events'] = store.events().filter((e) => wanted.has(e.seq));
+  }
+  if (became.deliveries !== undefined) {
+    out['deliveries'] = became.deliveries.map((id) => {
+      const notice = store.notice(id);
+      if (notice === null) return { deliveryId: id, status: 'no longer kept' };
+      return { ...notice, text: _clip(notice.text) };
+    });
   }
   if (became.outbox !== undefined) out['outbox'] = became.outbox.map((id) => store.outboxEntry(id) ?? { id, state: 'no longer kept' });
   return out;

@@ -68,7 +68,37 @@ export interface AgentAction extends _RunFields {
   waitForCompletion?: boolean;
 }
 
-export type Action = WakeAction | AgentAction;
+/**
+ * Send a rendered message straight to a configured channel and recipient (`action: "notify"`): no
+ * model reads it, so it is not wrapped as untrusted content; the channel's own escaping applies.
+ */
+export interface NotifyAction {
+  kind: 'notify';
+  text: string;
+  /** A label for listings: the mapping's `name`, else the hook name. */
+  name: string;
+  /** A concrete channel, never `last`. */
+  channel: Exclude<Channel, 'last'>;
+  /** The operator's recipient; absent: the channel's `defaultTo`. */
+  to?: string;
+}
+
+export type Action = WakeAction | AgentAction | NotifyAction;
+
+/** A notify action that passed policy: what the store records as a pending delivery. */
+export interface NoticeSpec {
+  kind: 'notify';
+  /** The delivery's id, given in the 202 answer. */
+  deliveryId: string;
+  /** The hook name the request came in on. */
+  hook: string;
+  name: string;
+  channel: Exclude<Channel, 'last'>;
+  to?: string;
+  text: string;
+  /** The id of the request that was answered with this delivery. */
+  requestId?: string;
+}
 
 /** An agent run that passed policy: what the store records as pending and the runtime executes. */
 export interface RunSpec extends _RunFields {

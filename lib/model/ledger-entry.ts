@@ -40,6 +40,8 @@ export interface Became {
   runs?: string[];
   /** Forward mode's outbox entries. */
   outbox?: string[];
+  /** Notify mappings' deliveries (their delivery ids). */
+  deliveries?: string[];
   /** A retry answered from the first request's record: that request's id, when known. */
   duplicateOf?: string;
   /** Filtered out (200 ignored), or the transform skipped it (204). */

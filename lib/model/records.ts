@@ -1,4 +1,4 @@
-import type { RunSpec, WakeMode } from './actions.ts';
+import type { NoticeSpec, RunSpec, WakeMode } from './actions.ts';
 
 // The records the domain speaks in: the main session's events, runs, where a reply went, and the
 // first answer a retry is given. The journal keeps them (store/journal/records.ts checks each line
@@ -93,3 +93,18 @@ export interface RunRecord extends RunSpec {
 
 /** A change to a recorded run. */
 export type RunUpdate = Partial<Omit<RunRecord, 'runId'>> & { runId: string };
+
+export type NoticeStatus = 'pending' | 'delivered' | 'failed' | 'skipped';
+
+/** A notify mapping's delivery as the store keeps it: no model call, only the send and its outcome. */
+export interface NoticeRecord extends NoticeSpec {
+  status: NoticeStatus;
+  acceptedAt: string;
+  /** Sends begun (one resumed after a crash has more than one). */
+  attempts: number;
+  finishedAt?: string;
+  delivery?: DeliveryOutcome;
+}
+
+/** A change to a recorded delivery. */
+export type NoticeUpdate = Partial<Omit<NoticeRecord, 'deliveryId' | 'kind'>> & { deliveryId: string };

@@ -1,6 +1,7 @@
-import type { RunRecord } from '../model/records.ts';
+import type { NoticeRecord, RunRecord } from '../model/records.ts';
 import { readText, type RunnerOptions, type RuntimeContext } from './context.ts';
 import { heartbeatTurn } from './heartbeat-turn.ts';
+import { deliverNotice } from './notice.ts';
 import { deliverReply } from './reply.ts';
 import { executeRun, failRun } from './run.ts';
 
@@ -44,12 +45,19 @@ export class Runner {
       if (run.status === 'pending' || run.status === 'running') this.enqueue(run);
       else if (run.status === 'ok' && run.deliver && run.delivery === undefined && run.reply !== undefined) this.#deliverLater(run, run.reply);
     }
+    for (const notice of this.#o.store.notices()) if (notice.status === 'pending') this.notify(notice);
   }
 
   /** Queues an accepted run. */
   enqueue(run: RunRecord): void {
     this.#queue.push(run);
     this.#pump();
+  }
+
+  /** Sends a notify mapping's delivery beside the queue: it takes no run slot and makes no model call. */
+  notify(notice: NoticeRecord): void {
+    if (this.#stopping.signal.aborted) return;
+    this.#beside(deliverNotice(this.#context(), notice), { deliveryId: notice.deliveryId });
   }
 
   /** Stops: runs in progress are abandoned as they are and resume after a restart. */
@@ -104,8 +112,13 @@ export class Runner {
   }
 
   #deliverLater(run: RunRecord, reply: string): void {
-    const work: Promise<void> = deliverReply(this.#context(), run, reply)
-      .catch((error: unknown) => this.#o.log.error('delivery failed unexpectedly', { runId: run.runId, error: String(error) }))
+    this.#beside(deliverReply(this.#context(), run, reply), { runId: run.runId });
+  }
+
+  // A delivery under way beside the queue, which stop() waits for.
+  #beside(delivery: Promise<void>, ids: Record<string, string>): void {
+    const work: Promise<void> = delivery
+      .catch((error: unknown) => this.#o.log.error('delivery failed unexpectedly', { ...ids, error: String(error) }))
       .finally(() => this.#deliveries.delete(work));
     this.#deliveries.add(work);
   }

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
-import type { Route, RunRecord, SessionEvent } from '../../model/records.ts';
+import type { NoticeRecord, Route, RunRecord, SessionEvent } from '../../model/records.ts';
 import { JOURNAL_FILE, readJournal } from './lines.ts';
+import { applyNotices } from './notices.ts';
 import { applyOutbox, type OutboxEntry } from './outbox.ts';
 import { checkedLines, replayRuns, type JournalLine, type Rejected } from './records.ts';
 
@@ -28,6 +29,13 @@ export async function readRuns(dir: string, onRejected?: (rejected: Rejected) =>
     if (record.t === 'commit') replayRuns(record, (id) => runs.get(id), (id, run) => void runs.set(id, run));
   }
   return [...runs.values()];
+}
+
+/** Reads notify mappings' deliveries recorded in a state directory without opening it for writing. */
+export async function readNotices(dir: string, onRejected?: (rejected: Rejected) => void): Promise<NoticeRecord[]> {
+  const notices = new Map<string, NoticeRecord>();
+  for (const record of await _read(dir, onRejected)) if (record.t === 'commit') applyNotices(notices, record.notices, record.noticeUpdates);
+  return [...notices.values()];
 }
 
 /** The route of the last successful delivery recorded in a state directory, read without opening it for writing. */

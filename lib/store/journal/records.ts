@@ -1,6 +1,6 @@
 import { CHANNELS, SESSION_MODES, THINKING_LEVELS, WAKE_MODES } from '../../model/actions.ts';
 import { array, boolean, check, formatIssue, literal, number, object, optional, string, typeName, type Report, type Schema } from '../../schema.ts';
-import type { ConsumedSession, IdempotencyWrite, Route, RunRecord, RunUpdate, SessionEvent } from '../../model/records.ts';
+import type { ConsumedSession, IdempotencyWrite, NoticeRecord, NoticeUpdate, Route, RunRecord, RunUpdate, SessionEvent } from '../../model/records.ts';
 import type { OutboxEntry, OutboxUpdate } from './outbox.ts';
 import type { JournalContents } from './lines.ts';
 
@@ -25,6 +25,9 @@ export type JournalLine =
       /** Forward mode: actions for the upstream gateway, and changes to earlier ones. */
       outbox?: OutboxEntry[];
       outboxUpdates?: OutboxUpdate[];
+      /** Notify mappings' deliveries, and their outcomes. */
+      notices?: NoticeRecord[];
+      noticeUpdates?: NoticeUpdate[];
       idem?: IdemRecord;
     }
   | ({ t: 'idem'; seq: number } & IdemRecord)
@@ -154,6 +157,29 @@ const outboxShape = object({
   acceptedAt: text,
   attempts: number({ integer: true, min: 0 }),
 });
+// Every field of a notify delivery that changes once it was accepted.
+const noticeChanges = {
+  status: optional(literal('pending', 'delivered', 'failed', 'skipped')),
+  acceptedAt: optional(text),
+  attempts: optional(number({ integer: true, min: 0 })),
+  finishedAt: optional(text),
+  delivery: optional(delivery),
+};
+const noticeShape = object({
+  kind: literal('notify'),
+  deliveryId: string({ nonEmpty: true }),
+  hook: text,
+  name: text,
+  channel: literal(...CHANNELS.filter((c) => c !== 'last')),
+  to: optional(text),
+  text,
+  requestId: optional(text),
+  ...noticeChanges,
+  status: literal('pending', 'delivered', 'failed', 'skipped'),
+  acceptedAt: text,
+  attempts: number({ integer: true, min: 0 }),
+});
+const noticeUpdateShape = object({ deliveryId: string({ nonEmpty: true }), ...noticeChanges });
 const outboxUpdateShape = object({ id: string({ nonEmpty: true }), ...outboxChanges });
 const idemShape = object(idemFields);
 const commitShape = object({
@@ -168,6 +194,8 @@ const commitShape = object({
   lastRoute: optional(object({ channel: text, to: text })),
   outbox: optional(_list),
   outboxUpdates: optional(_list),
+  notices: optional(_list),
+  noticeUpdates: optional(_list),
   idem: optional(idemShape),
 });
 const idemLine = object({ t: literal('idem'), seq, ...idemFields });
@@ -201,7 +229,7 @@ export function checkLine(record: unknown): CheckedLine {
   // The checked copy holds exactly the known keys; the entries are checked one by one below.
   const line = checked.value as JournalLine & { t: 'commit' };
   const problems: string[] = [];
-  const keep = (name: 'events' | 'runs' | 'runUpdates' | 'outbox' | 'outboxUpdates', shape: Schema<unknown>): void => {
+  const keep = (name: 'events' | 'runs' | 'runUpdates' | 'outbox' | 'outboxUpdates' | 'notices' | 'noticeUpdates', shape: Schema<unknown>): void => {
     const entries = line[name] as unknown[] | undefined;
     if (entries === undefined) return;
     const good = entries.filter((entry, i) => {
@@ -216,6 +244,8 @@ export function checkLine(record: unknown): CheckedLine {
   keep('runUpdates', updateShape);
   keep('outbox', outboxShape);
   keep('outboxUpdates', outboxUpdateShape);
+  keep('notices', noticeShape);
+  keep('noticeUpdates', noticeUpdateShape);
   return { line, problems };
 }
 

@@ -1,12 +1,13 @@
 import { constants } from 'node:fs';
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { RunSpec } from '../../model/actions.ts';
-import { targetOf, type ConsumedSession, type IdempotencyWrite, type Route, type RunRecord, type RunUpdate, type SessionEvent, type StoredAnswer } from '../../model/records.ts';
+import type { NoticeSpec, RunSpec } from '../../model/actions.ts';
+import { targetOf, type ConsumedSession, type IdempotencyWrite, type NoticeRecord, type NoticeUpdate, type Route, type RunRecord, type RunUpdate, type SessionEvent, type StoredAnswer } from '../../model/records.ts';
 import { Journal, JournalReplacedError } from './journal.ts';
 import { JOURNAL_FILE } from './lines.ts';
 import { applyOutbox, countOutbox, headOf, newEntries, trimOutbox, type OutboxEntry, type OutboxSpec, type OutboxState, type OutboxUpdate } from './outbox.ts';
 import { IdempotencyKeys } from './idempotency-keys.ts';
+import { applyNotices, newNotices, trimNotices } from './notices.ts';
 import { checkedLines, replayRuns, type Rejected, type JournalLine } from './records.ts';
 import { planEvents, SessionEvents, type EventOutcome, type NewEvent } from './session-events.ts';
 
@@ -42,6 +43,9 @@ export interface Effects {
   /** Forward mode: actions for the upstream gateway, and changes to earlier ones. */
   outbox?: OutboxSpec[];
   outboxUpdates?: OutboxUpdate[];
+  /** Notify mappings' deliveries to send, and their outcomes. */
+  notices?: NoticeSpec[];
+  noticeUpdates?: NoticeUpdate[];
 }
 
 // One journal line is one commit: all of a request's effects and its idempotency key, durable
@@ -68,6 +72,7 @@ export class Store {
   // into one of those events is answered only once that event is on disk.
   #inflight = new Map<number, Promise<void>>();
   #outbox = new Map<string, OutboxEntry>();
+  #notices = new Map<string, NoticeRecord>();
   #compacting: Promise<void> | null = null;
   #compactAt: number;
   #lastWriteFailed = false;
@@ -113,7 +118,7 @@ export class Store {
   async commit(
     effects: Effects,
     idem?: IdempotencyWrite | ((outcomes: readonly EventOutcome[]) => IdempotencyWrite),
-  ): Promise<{ events: SessionEvent[]; runs: RunRecord[]; outcomes: EventOutcome[] }> {
+  ): Promise<{ events: SessionEvent[]; runs: RunRecord[]; notices: NoticeRecord[]; outcomes: EventOutcome[] }> {
     // A wake equal to an event whose line is still being written waits for that line: if it fails,
     // the event is gone and the wake is queued after all, never answered "coalesced" into nothing.
     for (;;) {
@@ -126,6 +131,7 @@ export class Store {
     const time = new Date(this.#now()).toISOString();
     const events = planned.added.map((e) => ({ seq: ++this.#seq, time, ...e }));
     const runs = (effects.runs ?? []).map((spec): RunRecord => ({ ...spec, status: 'pending', acceptedAt: time, attempts: 0 }));
+    const notices = newNotices(effects.notices ?? [], time);
     const line: _Line = { t: 'commit', seq: events.at(-1)?.seq ?? ++this.#seq, time };
     if (events.length > 0) line.events = events;
     if (runs.length > 0) line.runs = runs;
@@ -135,6 +141,8 @@ export class Store {
     if (effects.lastRoute !== undefined) line.lastRoute = effects.lastRoute;
     if (effects.outbox !== undefined && effects.outbox.length > 0) line.outbox = newEntries(effects.outbox, time);
     if (effects.outboxUpdates !== undefined && effects.outboxUpdates.length > 0) line.outboxUpdates = effects.outboxUpdates;
+    if (notices.length > 0) line.notices = notices;
+    if (effects.noticeUpdates !== undefined && effects.noticeUpdates.length > 0) line.noticeUpdates = effects.noticeUpdates;
     if (idem !== undefined) {
       const { ttlMs, keepMs, ...answer } = typeof idem === 'function' ? idem(planned.outcomes) : idem;
       const expiresAt = this.#now() + (ttlMs ?? this.#ttlMs);
@@ -142,13 +150,13 @@ export class Store {
       line.idem = { ...answer, expiresAt, ...(takenUntil > expiresAt ? { takenUntil } : {}) };
     }
     // Every wake coalesced into an event already on disk, and there is nothing else to keep.
-    if (Object.keys(line).length === 3 && (effects.events?.length ?? 0) > 0) return { events, runs, outcomes: planned.outcomes };
+    if (Object.keys(line).length === 3 && (effects.events?.length ?? 0) > 0) return { events, runs, notices, outcomes: planned.outcomes };
     // Tracked as a whole: #write settles after a failed line is taken back out of memory.
     const writing = this.#write(line);
     if (events.length > 0) this.#track(events, writing);
     await writing;
     if (line.runUpdates !== undefined && this.#runWatchers.size > 0) this.#notify(line.runUpdates);
-    return { events, runs, outcomes: planned.outcomes };
+    return { events, runs, notices, outcomes: planned.outcomes };
   }
 
   /** Calls `listener` with a run each time a change to it is on disk; returns the function that stops it. */
@@ -201,6 +209,16 @@ export class Store {
   /** Every retained run, oldest first. */
   runs(): RunRecord[] {
     return [...this.#runs.values()];
+  }
+
+  /** Notify mappings' retained deliveries, oldest first: every pending one, and the newest finished ones. */
+  notices(): NoticeRecord[] {
+    return [...this.#notices.values()];
+  }
+
+  /** One delivery of a notify mapping, if it is retained. */
+  notice(deliveryId: string): NoticeRecord | null {
+    return this.#notices.get(deliveryId) ?? null;
   }
 
   /** One run, if it is retained. */
@@ -335,6 +353,7 @@ export class Store {
     this.#session.forget(new Set(line.events?.map((e) => e.seq)));
     for (const run of line.runs ?? []) if (this.#runs.get(run.runId) === run) this.#setRun(run.runId, undefined);
     for (const entry of line.outbox ?? []) if (this.#outbox.get(entry.id) === entry) this.#outbox.delete(entry.id);
+    for (const notice of line.notices ?? []) if (this.#notices.get(notice.deliveryId) === notice) this.#notices.delete(notice.deliveryId);
     if (line.idem !== undefined) this.#keys.forget(line.idem);
   }
 
@@ -350,6 +369,10 @@ export class Store {
       if (line.outbox !== undefined || line.outboxUpdates !== undefined) {
         applyOutbox(this.#outbox, line.outbox, line.outboxUpdates);
         trimOutbox(this.#outbox, this.#retainRuns);
+      }
+      if (line.notices !== undefined || line.noticeUpdates !== undefined) {
+        applyNotices(this.#notices, line.notices, line.noticeUpdates);
+        trimNotices(this.#notices, this.#retainRuns);
       }
       this.#trimRuns();
     }
@@ -388,6 +411,7 @@ export class Store {
     for (const run of this.#runs.values()) lines.push({ t: 'commit', seq: 0, time: run.acceptedAt, runs: [run] });
     lines.push({ t: 'commit', seq: 0, time: new Date(now).toISOString(), consumedThrough: this.#session.consumedThrough, ...(this.#session.consumedSessions().length === 0 ? {} : { consumedSessions: this.#session.consumedSessions() }), ...(this.#lastRoute === null ? {} : { lastRoute: this.#lastRoute }) });
     for (const entry of this.#outbox.values()) lines.push({ t: 'commit', seq: 0, time: entry.acceptedAt, outbox: [entry] });
+    for (const notice of this.#notices.values()) lines.push({ t: 'commit', seq: 0, time: notice.acceptedAt, notices: [notice] });
     for (const idem of this.#keys.live(now)) lines.push({ t: 'idem', seq: 0, ...idem });
     for (const taken of this.#keys.takenOnly(now)) lines.push({ t: 'taken', seq: 0, ...taken });
     return lines;

@@ -22,6 +22,7 @@ const became = object({
   events: optional(array(number({ integer: true, min: 0 }))),
   runs: optional(array(text)),
   outbox: optional(array(text)),
+  deliveries: optional(array(text)),
   duplicateOf: optional(text),
   ignored: optional(boolean),
   skipped: optional(boolean),
