@@ -93,7 +93,30 @@ export function applyGmailSetup(raw: unknown, options: SetupOptions, env: Env, n
   if (problems.length > 0) return { ok: false, problems };
   const notes: string[] = [];
   const hooks = _ensureObject(root, 'hooks');
+  _setupHooks(hooks, notes, newToken);
 
+  const gmail = _ensureObject(hooks, 'gmail');
+  if (gmail['hookToken'] === undefined) {
+    gmail['hookToken'] = newToken();
+    notes.push('generated hooks.gmail.hookToken, the credential gog posts with: it opens the gmail hook and nothing else');
+  }
+  gmail['account'] = options.account;
+  gmail['label'] = options.label ?? gmail['label'] ?? GMAIL_DEFAULTS.label;
+  gmail['topic'] = options.topic ?? gmail['topic'] ?? GMAIL_DEFAULTS.topic;
+  gmail['subscription'] = options.subscription ?? gmail['subscription'] ?? GMAIL_DEFAULTS.subscription;
+  const url = _setupHookUrl(root, hooks, options.port, env);
+  if (!url.ok) return { ok: false, problems: [url.problem] };
+  const before = gmail['hookUrl'];
+  if (typeof before === 'string' && before !== url.value) notes.push(hideUrlCredentials(`hooks.gmail.hookUrl was ${before}; it is now ${url.value}`));
+  gmail['hookUrl'] = url.value;
+  gmail['includeBody'] = options.includeBody ?? gmail['includeBody'] ?? GMAIL_DEFAULTS.includeBody;
+  gmail['maxBytes'] = options.maxBytes ?? gmail['maxBytes'] ?? GMAIL_DEFAULTS.maxBytes;
+  return { ok: true, value: root, notes };
+}
+
+// What the preset needs of `hooks`: on, a token, the preset, session keys from the request and a
+// prefix that admits them; each change that undoes a setting of the owner's noted.
+function _setupHooks(hooks: Record<string, unknown>, notes: string[], newToken: () => string): void {
   if (hooks['enabled'] === false) notes.push('hooks.enabled was false; it is now true');
   hooks['enabled'] = true;
   if (hooks['token'] === undefined && hooks['tokenFile'] === undefined) {
@@ -113,24 +136,6 @@ export function applyGmailSetup(raw: unknown, options: SetupOptions, env: Env, n
   // The preset's key starts with the same prefix as the generated keys; a prefix that admits one admits the other.
   const admitted = prefixes.some((p) => typeof p === 'string' && GENERATED_KEY_PREFIX.startsWith(p.trim().toLowerCase()));
   if (!admitted) prefixes.push(GENERATED_KEY_PREFIX);
-
-  const gmail = _ensureObject(hooks, 'gmail');
-  if (gmail['hookToken'] === undefined) {
-    gmail['hookToken'] = newToken();
-    notes.push('generated hooks.gmail.hookToken, the credential gog posts with: it opens the gmail hook and nothing else');
-  }
-  gmail['account'] = options.account;
-  gmail['label'] = options.label ?? gmail['label'] ?? GMAIL_DEFAULTS.label;
-  gmail['topic'] = options.topic ?? gmail['topic'] ?? GMAIL_DEFAULTS.topic;
-  gmail['subscription'] = options.subscription ?? gmail['subscription'] ?? GMAIL_DEFAULTS.subscription;
-  const url = _setupHookUrl(root, hooks, options.port, env);
-  if (!url.ok) return { ok: false, problems: [url.problem] };
-  const before = gmail['hookUrl'];
-  if (typeof before === 'string' && before !== url.value) notes.push(hideUrlCredentials(`hooks.gmail.hookUrl was ${before}; it is now ${url.value}`));
-  gmail['hookUrl'] = url.value;
-  gmail['includeBody'] = options.includeBody ?? gmail['includeBody'] ?? GMAIL_DEFAULTS.includeBody;
-  gmail['maxBytes'] = options.maxBytes ?? gmail['maxBytes'] ?? GMAIL_DEFAULTS.maxBytes;
-  return { ok: true, value: root, notes };
 }
 
 /** Runs `hooks-ingress gmail setup ARGV`. */
