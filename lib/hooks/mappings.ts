@@ -247,17 +247,10 @@ export async function applyMappings(mappings: readonly Mapping[], request: HookR
   if (typeof payloads === 'string') return { kind: 'invalid', mappingId, error: `mapping ${mappingId}: ${payloads}` };
   const actions: MappedAction[] = [];
   for (const payload of payloads) {
-    let override: Override = {};
-    if (mapping.transform !== undefined) {
-      const result = await callTransform(mapping.transform, { payload, headers: headers(), query: request.query, path: request.name });
-      if (!result.ok) return { kind: 'failed', mappingId, detail: `${result.reason}: ${result.detail}`, ...(result.at === undefined ? {} : { at: result.at }) };
-      if (result.value === null || result.value === undefined) continue;
-      const checked = check(overrideSchema, result.value);
-      if (!checked.ok) {
-        return { kind: 'invalid', mappingId, error: `mapping ${mappingId}: transform result ${checked.issues.map(formatIssue).join('; ')}` };
-      }
-      override = checked.value;
-    }
+    const transformed = mapping.transform === undefined ? { override: {} } : await _transformed(mapping, mapping.transform, payload, request, headers, callTransform);
+    if ('outcome' in transformed) return transformed.outcome;
+    if ('skip' in transformed) continue;
+    const { override } = transformed;
     const built = _build(mapping, override, {
       payload,
       get headers() {
@@ -272,6 +265,27 @@ export async function applyMappings(mappings: readonly Mapping[], request: HookR
   }
   if (actions.length === 0) return { kind: 'skip', mappingId };
   return { kind: 'actions', mappingId, actions, forEach: mapping.forEach !== undefined, waitForCompletion: mapping.waitForCompletion === true };
+}
+
+// What the mapping's transform returned for one payload, checked: what it overrides, nothing to do
+// (it returned null), or the outcome a failed call or an invalid result comes to.
+async function _transformed(
+  mapping: Mapping,
+  transform: TransformRef,
+  payload: unknown,
+  request: HookRequest,
+  headers: () => Record<string, string>,
+  callTransform: CallTransform,
+): Promise<{ override: Override } | { skip: true } | { outcome: MapOutcome }> {
+  const mappingId = mapping.id;
+  const result = await callTransform(transform, { payload, headers: headers(), query: request.query, path: request.name });
+  if (!result.ok) return { outcome: { kind: 'failed', mappingId, detail: `${result.reason}: ${result.detail}`, ...(result.at === undefined ? {} : { at: result.at }) } };
+  if (result.value === null || result.value === undefined) return { skip: true };
+  const checked = check(overrideSchema, result.value);
+  if (!checked.ok) {
+    return { outcome: { kind: 'invalid', mappingId, error: `mapping ${mappingId}: transform result ${checked.issues.map(formatIssue).join('; ')}` } };
+  }
+  return { override: checked.value };
 }
 
 // No mapping took the request: none selected it, or the filters of those that did passed it over
