@@ -17,8 +17,9 @@ import type { AddressInfo } from 'node:net';
  * without one is refused when it has several agents and no default (system) agent. A wake is a
  * system event of its session: at most 20 are kept pending per session, the oldest dropped past
  * that (still answered 200), and one equal to the session's newest is coalesced. They are read
- * by a heartbeat; `mode: "now"` asks for one, and at most 5 start per agent in 60 s (its flood
- * guard). Heartbeats run when the spec says time for them has come (`runHeartbeats`), on the
+ * by a heartbeat of that session only; `mode: "now"` asks for one, and at most 5 start per agent
+ * in 60 s whichever sessions they read (its flood guard: one asked for past that waits, still
+ * asked). Heartbeats run when the spec says time for them has come (`runHeartbeats`), on the
  * fake's clock.
  */
 export interface FakeGateway {
@@ -34,9 +35,14 @@ export interface FakeGateway {
   beforeAnswer: (() => Promise<void>) | null;
   /** Wake texts dropped from a full session queue, oldest first. */
   dropped: string[];
-  /** What each heartbeat read: its agent, and each session's pending texts in order. */
+  /** What each heartbeat read: its agent, and its session's pending texts in order. */
   turns: { agentId: string; session: string; texts: string[] }[];
-  /** Runs the heartbeats asked for (or, with `all`, every agent's) that the flood guard lets start now; answers how many ran. */
+  /** Heartbeats asked for that the flood guard did not let start when their time came (each time counted). */
+  deferred: { agentId: string; session: string }[];
+  /**
+   * Runs the heartbeats asked for (with `all`, also each agent's main session's, as its periodic
+   * heartbeat) that the flood guard lets start now, each reading its own session; answers how many ran.
+   */
   runHeartbeats(all?: boolean): number;
   close(): Promise<void>;
 }
@@ -60,7 +66,8 @@ interface _State {
   defaultAgent: string | undefined;
   now: () => number;
   queues: Map<string, { agentId: string; texts: string[] }>;
-  asked: Set<string>;
+  /** Sessions whose heartbeat was asked for, oldest first, and their agents. */
+  asked: Map<string, string>;
   runStarts: Map<string, number[]>;
 }
 
@@ -74,7 +81,7 @@ export async function startFakeGateway(token: string, port = 0, options: FakeGat
     defaultAgent: options.defaultAgent ?? (agents.length === 1 ? agents[0] : undefined),
     now: options.now ?? Date.now,
     queues: new Map(),
-    asked: new Set(),
+    asked: new Map(),
     runStarts: new Map(),
   };
   const gateway: FakeGateway = {
@@ -86,6 +93,7 @@ export async function startFakeGateway(token: string, port = 0, options: FakeGat
     beforeAnswer: null,
     dropped: [],
     turns: [],
+    deferred: [],
     runHeartbeats: (all = false) => _runHeartbeats(gateway, state, all),
     close: () =>
       new Promise((resolve) => {
@@ -126,9 +134,11 @@ async function _handle(gateway: FakeGateway, state: _State, cache: Map<string, s
     const mode = body['mode'] === 'next-heartbeat' ? 'next-heartbeat' : 'now';
     const agent = _agent(state, body['agentId']);
     if (!agent.ok) return _json(res, 400, { ok: false, error: agent.error });
-    const sessionKey = typeof body['sessionKey'] === 'string' ? body['sessionKey'] : 'main';
-    const queued = _enqueue(gateway, state, agent.id, `agent:${agent.id}:${sessionKey}`, body['text'].trim());
-    if (mode === 'now') state.asked.add(agent.id);
+    // Re-scoped to the target agent, as the gateway does.
+    const sessionKey = typeof body['sessionKey'] === 'string' ? body['sessionKey'].trim().toLowerCase().replace(/^agent:[^:]*:/, '') : 'main';
+    const session = `agent:${agent.id}:${sessionKey}`;
+    const queued = _enqueue(gateway, state, agent.id, session, body['text'].trim());
+    if (mode === 'now' && !state.asked.has(session)) state.asked.set(session, agent.id);
     gateway.accepted.push({ path, key, body });
     await gateway.beforeAnswer?.();
     return _json(res, 200, { ok: true, mode, eventOutcome: queued ? 'queued' : 'coalesced' });
@@ -181,21 +191,26 @@ function _enqueue(gateway: FakeGateway, state: _State, agentId: string, session:
   return true;
 }
 
+// Each heartbeat reads its own session's events; the flood guard counts an agent's starts, whichever session.
 function _runHeartbeats(gateway: FakeGateway, state: _State, all: boolean): number {
   let ran = 0;
   const now = state.now();
-  for (const agentId of all ? state.agents : [...state.asked]) {
+  const due = new Map(state.asked);
+  if (all) for (const agentId of state.agents) if (!due.has(`agent:${agentId}:main`)) due.set(`agent:${agentId}:main`, agentId);
+  for (const [session, agentId] of due) {
     const starts = (state.runStarts.get(agentId) ?? []).filter((t) => now - t < FLOOD_WINDOW_MS);
     state.runStarts.set(agentId, starts);
-    if (starts.length >= FLOOD_RUNS) continue;
-    starts.push(now);
-    state.asked.delete(agentId);
-    ran++;
-    for (const [session, queue] of state.queues) {
-      if (queue.agentId !== agentId || queue.texts.length === 0) continue;
-      gateway.turns.push({ agentId, session, texts: queue.texts });
-      state.queues.delete(session);
+    if (starts.length >= FLOOD_RUNS) {
+      gateway.deferred.push({ agentId, session });
+      continue;
     }
+    starts.push(now);
+    state.asked.delete(session);
+    ran++;
+    const queue = state.queues.get(session);
+    if (queue === undefined || queue.texts.length === 0) continue;
+    gateway.turns.push({ agentId, session, texts: queue.texts });
+    state.queues.delete(session);
   }
   return ran;
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { escapeFrameLines, MAX_MERGED_BYTES, mergeable, mergeTexts, wakeSession } from '../lib/runtime/forward-merge.ts';
+import { escapeFrameLines, MAX_MERGED_BYTES, mergeable, mergeTexts } from '../lib/runtime/forward-merge.ts';
 import { unframe } from './_fake-openclaw.ts';
 
 // The merged wake's frame, read back by a strict reader that knows only what the header says.
@@ -42,11 +42,4 @@ test('mergeable() keeps the merged body under 256 KiB, escaping counted, and tak
   const count = mergeable(many, 40, 24);
   const merged = Buffer.byteLength(JSON.stringify({ text: mergeTexts(many.slice(0, count), 'y'.repeat(24)), mode: 'now' }));
   assert.ok(count > 2000 && count < 5000 && merged <= MAX_MERGED_BYTES && merged > MAX_MERGED_BYTES * 0.95, `${count} texts, ${merged} bytes`);
-});
-
-test('wakeSession() is the agent and session key a wake body names, without case; none is the upstream\'s default', () => {
-  assert.equal(wakeSession({ text: 't' }), wakeSession({ text: 'u', mode: 'now' }));
-  assert.equal(wakeSession({ agentId: 'Ops' }), wakeSession({ agentId: 'ops' }));
-  assert.notEqual(wakeSession({ agentId: 'ops' }), wakeSession({}));
-  assert.notEqual(wakeSession({ sessionKey: 'hook:a' }), wakeSession({ sessionKey: 'hook:b' }));
 });

@@ -1,51 +1,13 @@
 import assert from 'node:assert/strict';
-import { test, type TestContext } from 'node:test';
+import { test } from 'node:test';
 import { retryOutbox } from '../lib/store/journal/outbox-retry.ts';
-import { Forwarder } from '../lib/runtime/forward.ts';
 import { createTelemetry } from '../lib/edge/telemetry.ts';
-import { Store } from '../lib/store/journal/store.ts';
-import { defer } from './_cleanup.ts';
-import { freePort, startFakeGateway, unframe, type FakeGateway, type FakeGatewayOptions } from './_fake-openclaw.ts';
+import { freePort } from './_fake-openclaw.ts';
+import { AUTH, gateway, start, UPSTREAM_TOKEN } from './_forwarder.ts';
 import { post } from './_http.ts';
 import { until } from './_until.ts';
-import { startApp } from './_app.ts';
 
 // Forward mode in one process: real sockets, a real journal, a fake OpenClaw gateway (issue #14, part 3).
-
-const TOKEN = 'forward-spec-hook-token-0123456789';
-const UPSTREAM_TOKEN = 'upstream-openclaw-token-abcdef';
-const AUTH = { authorization: `Bearer ${TOKEN}` };
-
-interface Harness {
-  url: string;
-  store: Store;
-  forwarder: Forwarder;
-  lines: Record<string, unknown>[];
-  dir: string;
-}
-
-async function start(t: TestContext, port: number, extra: { now?: () => number; hooks?: Record<string, unknown>; forward?: Record<string, unknown> } = {}): Promise<Harness> {
-  let forwarder: Forwarder | undefined;
-  const h = await startApp(t, {
-    raw: { hooks: { forward: { url: `http://127.0.0.1:${port}/hooks/`, token: UPSTREAM_TOKEN, ...extra.forward }, ...extra.hooks } },
-    token: TOKEN,
-    idempotencyTtlMs: 60_000,
-    ...(extra.now === undefined ? {} : { now: extra.now }),
-    with: ({ config, store, log }) => {
-      const started = new Forwarder({ store, target: config.hooks.forward!, log, baseDelayMs: 20, maxDelayMs: 200, random: () => 1, ...(extra.now === undefined ? {} : { now: extra.now }) });
-      defer(t, () => started.stop());
-      forwarder = started;
-      return { heartbeat: { request: () => assert.fail('forward mode asks for no local heartbeat') }, forwarded: () => started.kick() };
-    },
-  });
-  return { url: h.url, store: h.store, forwarder: forwarder!, lines: h.lines, dir: h.state };
-}
-
-async function gateway(t: TestContext, port = 0, options: FakeGatewayOptions = {}): Promise<FakeGateway> {
-  const fake = await startFakeGateway(UPSTREAM_TOKEN, port, options);
-  defer(t, () => fake.close());
-  return fake;
-}
 
 test('forward mode: actions accepted while the upstream is down are each delivered once when it comes up; the callers\' answers are unchanged', async (t) => {
   const port = await freePort();
@@ -320,62 +282,4 @@ test('forward mode: hooks.forward.agentId names the upstream agent wakes go to; 
   const [dead] = unnamed.store.outbox();
   assert.equal(dead!.lastError, 'upstream answered 400: agentId is required when multiple agents are configured');
   assert.equal(dead!.refusedField, 'agentId', 'the entry names the field the upstream refused');
-});
-
-test('forward mode: 200 wakes at line rate all reach a heartbeat: at most 20 go to the session per window, the last merging the rest oldest first', { timeout: 120_000 }, async (t) => {
-  let skew = 0;
-  const now = () => Date.now() + skew;
-  const fake = await gateway(t, 0, { now });
-  const h = await start(t, fake.port, { now });
-  const texts = Array.from({ length: 200 }, (_, i) => `build ${i + 1} finished`);
-  for (const text of texts) assert.equal((await post(h.url, '/hooks/wake', { headers: AUTH, body: { text } })).status, 200);
-  assert.deepEqual(fake.dropped, [], 'the upstream\'s queue never held more than 20 of them');
-  // Each window: the upstream's heartbeat reads what is pending, then a window's time passes.
-  let windows = 0;
-  await until('every wake sent', async () => {
-    await until('the forwarder to wait for a window or finish', () => (h.store.outbox().every((e) => e.state === 'sent') || fake.received.length >= 20 * (windows + 1) ? true : undefined));
-    assert.deepEqual(fake.dropped, [], `nothing dropped in window ${windows + 1}`);
-    fake.runHeartbeats();
-    if (h.store.outbox().every((e) => e.state === 'sent')) return true;
-    windows++;
-    skew += 12_000;
-    h.forwarder.kick();
-    return false;
-  });
-  const read = fake.turns.flatMap((turn) => turn.texts.flatMap((text) => (text.startsWith('<<<') || /^\d+ wake events/.test(text) ? unframe(text) : [text])));
-  assert.deepEqual(read, texts, 'every wake read once, in order');
-  assert.ok(fake.received.length < 200 && fake.received.some((r) => /^\d+ wake events/.test(String(r.body['text']))), 'the rest went merged');
-  assert.ok(fake.received.every((r) => r.body['agentId'] === undefined));
-  const merged = h.store.outbox().filter((e) => e.batch !== undefined);
-  assert.ok(merged.length > 0 && merged.every((e) => h.store.outbox().some((head) => head.id === e.batch)), 'merged entries name the entry whose wake carried them');
-});
-
-test('forward mode: next-heartbeat wakes of a window that never filled still count when the next window opens, so the upstream never holds more than 20 unread', { timeout: 120_000 }, async (t) => {
-  let skew = 0;
-  const now = () => Date.now() + skew;
-  const fake = await gateway(t, 0, { now });
-  const h = await start(t, fake.port, { now });
-  const texts = Array.from({ length: 25 }, (_, i) => `nightly ${i + 1} finished`);
-  // Five wakes that ask for no heartbeat: the window takes them and never fills, so none goes as "now".
-  for (const text of texts.slice(0, 5)) assert.equal((await post(h.url, '/hooks/wake', { headers: AUTH, body: { text, mode: 'next-heartbeat' } })).status, 200);
-  await until('the five sent', () => h.store.outbox().every((e) => e.state === 'sent'));
-  assert.equal(fake.runHeartbeats(), 0, 'no heartbeat was asked for: the five stay unread upstream');
-  // The window closes; twenty more come at line rate.
-  skew += 12_000;
-  for (const text of texts.slice(5)) assert.equal((await post(h.url, '/hooks/wake', { headers: AUTH, body: { text, mode: 'next-heartbeat' } })).status, 200);
-  await until('the window full or everything sent', () => (h.store.outbox().every((e) => e.state === 'sent') || fake.received.length >= 20 ? true : undefined));
-  assert.deepEqual(fake.dropped, [], 'the upstream never held more than 20 unread');
-  await until('every wake sent', async () => {
-    fake.runHeartbeats();
-    if (h.store.outbox().every((e) => e.state === 'sent')) return true;
-    skew += 12_000;
-    h.forwarder.kick();
-    return false;
-  });
-  // The periodic heartbeat reads what asked for none.
-  skew += 60_000;
-  fake.runHeartbeats(true);
-  assert.deepEqual(fake.dropped, []);
-  const read = fake.turns.flatMap((turn) => turn.texts.flatMap((text) => (/^\d+ wake events/.test(text) ? unframe(text) : [text])));
-  assert.deepEqual(read, texts, 'every wake read once, in order');
 });

@@ -118,7 +118,7 @@ export interface ForwardConfig {
   agents: readonly string[] | null;
   /** The upstream agent wakes go to; `null`: the upstream's own choice (refused there when it has several agents and no system agent). */
   agentId: string | null;
-  /** At most this many wakes go to one upstream session in a heartbeat window; more are merged into one. */
+  /** At most this many wakes go to one upstream agent in a heartbeat window; more are merged into one per session. */
   maxPendingWakes: number;
 }
 

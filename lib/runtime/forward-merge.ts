@@ -22,12 +22,6 @@ export function escapeFrameLines(text: string): string {
   return text.replace(_FRAME_LIKE, '$1\\$2');
 }
 
-/** The upstream session a wake body goes to: its agent and session key (absent: the upstream's default). */
-export function wakeSession(body: Readonly<Record<string, unknown>>): string {
-  const part = (value: unknown) => (typeof value === 'string' ? value.toLowerCase() : '');
-  return `${part(body['agentId'])}\u0000${part(body['sessionKey'])}`;
-}
-
 function _header(n: number, id: string): string {
   return `${n} wake events, oldest first, held back and sent as one so that none is dropped. ` +
     `Event K's text lies between the line "<<<event K of ${n} ${id}>>>" and the line "<<<end K of ${n} ${id}>>>"; ` +

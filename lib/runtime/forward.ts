@@ -7,8 +7,8 @@ import type { Store } from '../store/journal/store.ts';
 import type { Config } from '../config/types.ts';
 import { retryOutbox, type RetryOutcome, type RetryRequest } from '../store/journal/outbox-retry.ts';
 import { randomHex } from '../random.ts';
-import { mergeable, mergeTexts, wakeSession } from './forward-merge.ts';
-import { WakeWindows } from './forward-window.ts';
+import { mergeable, mergeTexts } from './forward-merge.ts';
+import { wakeTarget, WakeWindows, type WakeTarget } from './forward-window.ts';
 
 // Forward mode's running part, in one place: the loop that sends the outbox upstream in acceptance
 // order (the Forwarder, the outbox's client) and what `serve` starts, reconfigures and stops.
@@ -18,8 +18,10 @@ export interface ForwardTarget {
   url: string;
   token: string;
   maxAgeSeconds: number;
-  /** At most this many wakes go to one upstream session in a heartbeat window (forward-window.ts). */
+  /** At most this many wakes go to one upstream agent in a heartbeat window (forward-window.ts). */
   maxPendingWakes: number;
+  /** The upstream's agents, its default first (hooks.forward.agents): a wake naming none goes to the first. */
+  agents?: readonly string[] | null;
 }
 
 export interface ForwarderOptions {
@@ -58,15 +60,17 @@ const MAX_ERROR = 300;
  * Sends forward mode's outbox to the upstream gateway in acceptance order, one at a time, /wake
  * and /agent alike: wakes are events in a session, so none may overtake another. The oldest
  * pending entry goes first; while it waits for a retry the ones behind it wait too, until it is
- * sent or dead (at most `maxAgeSeconds`). Each entry carries `Idempotency-Key: <entry id>`, so a
- * repeat after a crash is dropped upstream. Every outcome is committed before the next entry
- * goes, so retries, backoff and give-ups survive restarts.
+ * sent or dead (at most `maxAgeSeconds`). Each entry carries `Idempotency-Key: <entry id>`: the
+ * upstream answers a repeated /agent with the first runId and starts nothing (for a few minutes
+ * after that run ends, in memory); it does not key /wake, so a wake sent again after a crash is a
+ * second event there. Every outcome is committed before the next entry goes, so retries, backoff
+ * and give-ups survive restarts.
  *
- * Wakes to one upstream session go at most `maxPendingWakes` per heartbeat window
- * (forward-window.ts): the last of a window carries the wakes queued right behind it for the same
- * session, merged (forward-merge.ts), and a wake past it waits, with the queue, for the next
- * window. Merged entries stay pending until the merged wake is accepted, and are then recorded
- * sent together.
+ * Wakes to one upstream agent go at most `maxPendingWakes` per heartbeat window, its heartbeat
+ * asked for one of its sessions (forward-window.ts): a session's last wake of a window carries
+ * the wakes queued right behind it for that session, merged (forward-merge.ts), and a wake the
+ * window cannot take waits, with the queue, for the next window. Merged entries stay pending until
+ * the merged wake is accepted, and are then recorded sent together.
  */
 export class Forwarder {
   #o: ForwarderOptions;
@@ -81,7 +85,7 @@ export class Forwarder {
     this.#o = options;
     this.#now = options.now ?? Date.now;
     this.#windows = new WakeWindows(options.target.maxPendingWakes, options.windowMs);
-    this.#windows.seed(options.store.outbox(), this.#now());
+    this.#windows.seed(options.store.outbox(), this.#now(), (body) => this.#target(body));
   }
 
   /** Takes a reloaded `hooks.forward`: the next attempt uses it. */
@@ -108,6 +112,12 @@ export class Forwarder {
     });
   }
 
+  /** When the head of the queue may go (`null`: nothing pending): later than now while it waits for a retry or a window. */
+  dueAt(): number | null {
+    const head = this.#o.store.outboxHead();
+    return head === null ? null : this.#due(head);
+  }
+
   /** Stops: a POST in flight is abandoned (the entry stays pending and goes again after a restart). */
   async stop(): Promise<void> {
     this.#stopping.abort();
@@ -125,13 +135,18 @@ export class Forwarder {
     }
   }
 
-  // When the head may go: its retry time, and for a wake its session's window.
+  // Where a wake goes upstream: its agent (named, else the upstream's default) and session.
+  #target(body: Readonly<Record<string, unknown>>): WakeTarget {
+    return wakeTarget(body, this.#o.target.agents?.[0] ?? null);
+  }
+
+  // When the head may go: its retry time, and for a wake its agent's window.
   #due(head: OutboxEntry): number {
     const due = _due(head);
     if (head.target !== 'wake') return due;
-    const session = wakeSession(head.body);
+    const target = this.#target(head.body);
     const now = this.#now();
-    return this.#windows.room(session, now) > 0 ? due : Math.max(due, this.#windows.reopensAt(session, now));
+    return this.#windows.admit(target, _asks(head.body), now) !== 'wait' ? due : Math.max(due, this.#windows.reopensAt(target.agent, now));
   }
 
   async #attempt(entry: OutboxEntry): Promise<void> {
@@ -150,25 +165,26 @@ export class Forwarder {
       log.warn('forward will retry', { outbox: entry.id, target: entry.target, attempts, error: outcome.error });
       return;
     }
-    if (outcome.kind === 'sent' && entry.target === 'wake') this.#windows.sent(wakeSession(entry.body), this.#now(), post.body['mode'] !== 'next-heartbeat');
+    if (outcome.kind === 'sent' && entry.target === 'wake') this.#windows.sent(this.#target(entry.body), this.#now(), _asks(post.body));
     return this.#record(post.entries, outcome, attempts);
   }
 
   /**
    * What the head's POST carries: the head as accepted, or, when it is the last wake its session's
    * window takes, the wakes queued right behind it for the same session merged with it (under
-   * 256 KiB), asking for a heartbeat now. The queue's order holds: only consecutive wakes merge.
+   * 256 KiB), asking for a heartbeat now. The queue's order holds: only consecutive wakes merge,
+   * so each session's texts go in a wake of that session.
    */
   #post(head: OutboxEntry): _Post {
     if (head.target !== 'wake') return { entries: [head], body: head.body };
-    const session = wakeSession(head.body);
-    if (this.#windows.room(session, this.#now()) !== 1) return { entries: [head], body: head.body };
+    const target = this.#target(head.body);
+    if (this.#windows.admit(target, _asks(head.body), this.#now()) !== 'last') return { entries: [head], body: head.body };
     const run: OutboxEntry[] = [];
     let reached = false;
     for (const entry of this.#o.store.outbox()) {
       if (entry.id === head.id) reached = true;
       if (!reached || entry.state !== 'pending') continue;
-      if (entry.target !== 'wake' || wakeSession(entry.body) !== session || typeof entry.body['text'] !== 'string') break;
+      if (entry.target !== 'wake' || this.#target(entry.body).session !== target.session || typeof entry.body['text'] !== 'string') break;
       run.push(entry);
     }
     const texts = run.map((e) => e.body['text'] as string);
@@ -257,6 +273,11 @@ export function refusedField(said: string): string | undefined {
   const words = said.trim().split(/[^A-Za-z]+/);
   const first = words[0] === 'unknown' ? words[1] : words[0];
   return first !== undefined && _FIELDS.has(first) ? first : undefined;
+}
+
+// A wake sent with mode "now" asks the upstream for a heartbeat at once.
+function _asks(body: Readonly<Record<string, unknown>>): boolean {
+  return body['mode'] !== 'next-heartbeat';
 }
 
 function _due(entry: OutboxEntry): number {
