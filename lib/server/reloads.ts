@@ -50,17 +50,17 @@ export interface Reloads {
 /** Reloads coalesced as described above, each carried out by `run`. */
 export function coalescedReloads(run: ReloadRun, now: () => number = Date.now): Reloads {
   let running: AbortController | null = null;
-  let pending: { promise: Promise<ReloadVerdict>; resolve: (verdict: ReloadVerdict) => void } | null = null;
+  let pending: _Deferred | null = null;
   let last: ReloadVerdict | null = null;
   let stopped = false;
   let requests = 0;
-  const stopping = (): ReloadVerdict => ({ outcome: 'failed', at: new Date(now()).toISOString(), file: null, problems: ['the server is stopping; the reload was not carried out'] });
+  const stopping = () => _failed(now, 'the server is stopping; the reload was not carried out');
 
   const start = (resolve: (verdict: ReloadVerdict) => void) => {
     const controller = new AbortController();
     running = controller;
     void run(controller.signal)
-      .catch((error: unknown): ReloadVerdict => ({ outcome: 'failed', at: new Date(now()).toISOString(), file: null, problems: [String(error)] }))
+      .catch((error: unknown) => _failed(now, String(error)))
       .then((verdict) => {
         running = null;
         if (controller.signal.aborted) return resolve(stopping());
@@ -83,11 +83,7 @@ export function coalescedReloads(run: ReloadRun, now: () => number = Date.now): 
       };
       if (running === null) return new Promise<ReloadVerdict>((resolve) => start(resolve)).then(settled);
       // One already runs: it may have read the file before this request, so this one waits for the next.
-      if (pending === null) {
-        let resolve!: (verdict: ReloadVerdict) => void;
-        const promise = new Promise<ReloadVerdict>((r) => (resolve = r));
-        pending = { promise, resolve };
-      }
+      pending ??= _deferred();
       return pending.promise.then(settled);
     },
     last: () => last,
@@ -99,4 +95,21 @@ export function coalescedReloads(run: ReloadRun, now: () => number = Date.now): 
       running?.abort();
     },
   };
+}
+
+/** A verdict to come, and what settles it. */
+interface _Deferred {
+  promise: Promise<ReloadVerdict>;
+  resolve: (verdict: ReloadVerdict) => void;
+}
+
+function _deferred(): _Deferred {
+  let resolve!: (verdict: ReloadVerdict) => void;
+  const promise = new Promise<ReloadVerdict>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+// A reload that was not carried out, and why.
+function _failed(now: () => number, problem: string): ReloadVerdict {
+  return { outcome: 'failed', at: new Date(now()).toISOString(), file: null, problems: [problem] };
 }
