@@ -50,15 +50,10 @@ export async function stateExposure(stateDir: string, transformsDir: string): Pr
       const path = join(dir.path, entry.name);
       let real = join(dir.real, entry.name);
       if (entry.isSymbolicLink()) {
-        // A dangling link is judged by where it will lead: to the state directory once it is made, say.
-        const target = await realpath(path).catch(() => readlink(path).then((to) => intendedRealpath(resolve(dirname(path), to)), () => null));
-        if (target === null) continue;
-        if (_overlap(state, target)) {
-          const how = target === state ? 'it' : _inside(state, target) ? `${target}, which holds it` : `${target}, inside it`;
-          return { problem: `the transforms directory ${transformsDir} holds a symbolic link ${path} to ${how}: transforms may read it through the link; remove the link or use another state directory`, partial: false };
-        }
-        if (!(await stat(target).then((s) => s.isDirectory(), () => false))) continue;
-        real = target;
+        const followed = await _followLink(path, state, transformsDir);
+        if ('problem' in followed) return { problem: followed.problem, partial: false };
+        if (followed.dir === null) continue;
+        real = followed.dir;
       } else if (!entry.isDirectory()) {
         continue;
       }
@@ -72,6 +67,19 @@ export async function stateExposure(stateDir: string, transformsDir: string): Pr
     }
   }
   return { problem: null, partial };
+}
+
+// A link in the transforms directory: a problem when it leads to the state directory, to a folder
+// that holds it or into it; else the folder it leads to, to walk on (`null`: not a folder).
+async function _followLink(path: string, state: string, transformsDir: string): Promise<{ problem: string } | { dir: string | null }> {
+  // A dangling link is judged by where it will lead: to the state directory once it is made, say.
+  const target = await realpath(path).catch(() => readlink(path).then((to) => intendedRealpath(resolve(dirname(path), to)), () => null));
+  if (target === null) return { dir: null };
+  if (_overlap(state, target)) {
+    const how = target === state ? 'it' : _inside(state, target) ? `${target}, which holds it` : `${target}, inside it`;
+    return { problem: `the transforms directory ${transformsDir} holds a symbolic link ${path} to ${how}: transforms may read it through the link; remove the link or use another state directory` };
+  }
+  return (await stat(target).then((s) => s.isDirectory(), () => false)) ? { dir: target } : { dir: null };
 }
 
 /** The real path `path` has, or will have once made: the real path of its nearest existing ancestor and the rest. */
