@@ -54,7 +54,7 @@ export function replayOperation(parts: ReplayParts): (args: unknown) => Promise<
     await parts.ledger?.flush();
     const { named, succeeded } = await _lookUp(parts.stateDir, args.ids);
     const results: ReplayResult[] = [];
-    const taken = takenCheck(parts.app.taken);
+    const judging: _Judging = { taken: takenCheck(parts.app.taken), succeeded, running };
     for (const id of args.ids) {
       const found = named(id);
       if (!found.ok) {
@@ -62,44 +62,53 @@ export function replayOperation(parts: ReplayParts): (args: unknown) => Promise<
         continue;
       }
       const { entry } = found;
-      if (args.dryRun === true) {
-        try {
-          const skip = args.force === true ? null : await taken.why(entry);
-          const preview = await parts.app.preview(entry);
-          if (skip === null && preview.status < 400 && preview.actions.length > 0) taken.wouldTake(entry);
-          const needsForce = args.force === true ? undefined : (_alreadyDone(entry, succeeded)?.why ?? (skip === null ? undefined : 'taken'));
-          results.push({ id, ok: true, preview, ...(skip === null ? {} : { skip }), ...(needsForce === undefined ? {} : { needsForce }) });
-        } catch (error) {
-          if (!(error instanceof HttpError)) throw error;
-          results.push({ id, ok: false, code: error.code, error: error.message });
-        }
-        continue;
-      }
-      // Whether its delivery id is taken is asked first: nothing awaits between the other checks and the run.
-      const skip = args.force === true ? null : await taken.why(entry);
-      const refusal = args.force === true ? null : (_alreadyDone(entry, succeeded) ?? (skip === null ? null : { why: 'taken' as const, error: skip }));
-      if (refusal !== null) {
-        results.push({ id, ok: false, code: ErrorCode.NotReplayable, error: refusal.error, needsForce: refusal.why });
-        continue;
-      }
-      if (running.has(entry.id)) {
-        results.push({ id, ok: false, code: ErrorCode.NotReplayable, error: `a replay of entry ${entry.id} is running now` });
-        continue;
-      }
-      running.add(entry.id);
-      try {
-        const outcome = await parts.app.replay(entry, { force: args.force === true });
-        if (outcome.status < 400) succeeded.add(entry.id);
-        results.push({ id, ok: true, outcome });
-      } catch (error) {
-        if (!(error instanceof HttpError)) throw error;
-        results.push({ id, ok: false, code: error.code, error: error.message });
-      } finally {
-        running.delete(entry.id);
-      }
+      results.push(await (args.dryRun === true ? _dryRun : _replayOne)(id, entry, args, parts, judging));
     }
     return { results };
   };
+}
+
+/** What a replay is judged against: delivery ids taken, the entries replayed with success, the replays running now. */
+interface _Judging {
+  taken: ReturnType<typeof takenCheck>;
+  succeeded: Set<string>;
+  running: Set<string>;
+}
+
+// What a replay of `entry` would become now, why it would not run unforced (and the delivery id's
+// words when that is why), or the error that stops it.
+async function _dryRun(id: string, entry: LedgerEntry, args: ReplayArgs, parts: ReplayParts, { taken, succeeded }: _Judging): Promise<ReplayResult> {
+  try {
+    const skip = args.force === true ? null : await taken.why(entry);
+    const preview = await parts.app.preview(entry);
+    if (skip === null && preview.status < 400 && preview.actions.length > 0) taken.wouldTake(entry);
+    const needsForce = args.force === true ? undefined : (_alreadyDone(entry, succeeded)?.why ?? (skip === null ? undefined : 'taken'));
+    return { id, ok: true, preview, ...(skip === null ? {} : { skip }), ...(needsForce === undefined ? {} : { needsForce }) };
+  } catch (error) {
+    if (!(error instanceof HttpError)) throw error;
+    return { id, ok: false, code: error.code, error: error.message };
+  }
+}
+
+// `entry` replayed, unless it needs force (done already, its delivery id taken) or a replay of it
+// runs now.
+async function _replayOne(id: string, entry: LedgerEntry, args: ReplayArgs, parts: ReplayParts, { taken, succeeded, running }: _Judging): Promise<ReplayResult> {
+  // Whether its delivery id is taken is asked first: nothing awaits between the other checks and the run.
+  const skip = args.force === true ? null : await taken.why(entry);
+  const refusal = args.force === true ? null : (_alreadyDone(entry, succeeded) ?? (skip === null ? null : { why: 'taken' as const, error: skip }));
+  if (refusal !== null) return { id, ok: false, code: ErrorCode.NotReplayable, error: refusal.error, needsForce: refusal.why };
+  if (running.has(entry.id)) return { id, ok: false, code: ErrorCode.NotReplayable, error: `a replay of entry ${entry.id} is running now` };
+  running.add(entry.id);
+  try {
+    const outcome = await parts.app.replay(entry, { force: args.force === true });
+    if (outcome.status < 400) succeeded.add(entry.id);
+    return { id, ok: true, outcome };
+  } catch (error) {
+    if (!(error instanceof HttpError)) throw error;
+    return { id, ok: false, code: error.code, error: error.message };
+  } finally {
+    running.delete(entry.id);
+  }
 }
 
 /**
