@@ -10,16 +10,17 @@ import { browserSkip, launch } from './_browser.ts';
 import { silentLogger } from './_app.ts';
 import { defer } from './_cleanup.ts';
 import { send } from './_http.ts';
+import { wrapUntrusted } from '../lib/untrusted/wrap.ts';
 
 const SKIP = browserSkip();
 
 const ENTRIES = ['e-1', 'e-2', 'e-3'].map((id, i) => ({ id, time: '2026-11-27T12:00:00.000Z', method: 'POST', path: `/hooks/n${i + 1}`, hook: `n${i + 1}`, status: 200 }));
 
-async function start(t: TestContext): Promise<{ url: string; page: Page; replays: unknown[] }> {
+async function start(t: TestContext, entries: readonly { id: string }[] = ENTRIES): Promise<{ url: string; page: Page; replays: unknown[] }> {
   const replays: unknown[] = [];
   const source: InspectorSource = {
-    list: async () => ({ entries: ENTRIES }),
-    show: async (id) => ENTRIES.find((e) => e.id === id) ?? null,
+    list: async () => ({ entries: [...entries] }),
+    show: async (id) => entries.find((e) => e.id === id) ?? null,
     replay: async (ids, options) => {
       replays.push({ ids, ...options });
       return { results: ids.map((id) => ({ id, ok: true })) };
@@ -96,4 +97,50 @@ test('the list and the replay dialog work by keyboard: arrows move and open, Esc
     const name = await page.evaluate(`(document.getElementById('${id}').labels?.[0] ?? document.getElementById('${id}')).textContent`);
     assert.ok(String(name).trim().length > 0, id);
   }
+});
+
+// What the server's source says of two requests: one that became an event and an agent run (their
+// text wrapped as the server wraps what a model reads), and one whose transform threw.
+const HOSTILE = '<img src=x onerror="window.__xss=1">';
+const BECAME = [
+  {
+    id: 'ok-1', time: '2026-11-27T12:00:00.000Z', method: 'POST', path: '/hooks/github', hook: 'github', status: 200, event: 'push', delivery: 'gh-77', outcome: 'accepted',
+    became: {
+      events: [{ seq: 7, time: '2026-11-27T12:00:00.000Z', kind: 'system', text: `Hook github: ${wrapUntrusted(`push to me/notes ${HOSTILE}`, { source: 'Webhook' })}`, source: 'hook:github', mode: 'now' }],
+      runs: [{ runId: 'run-9', status: 'ok', agentId: 'main', sessionKey: 'hook:github:1', attempts: 1, model: 'm-1', message: wrapUntrusted('Summarise the push', { source: 'Webhook' }), reply: 'Done: one commit.' }],
+    },
+  },
+  { id: 'bad-1', time: '2026-11-27T12:00:01.000Z', method: 'POST', path: '/hooks/ci', hook: 'ci', status: 500, code: 'ERR_MAPPING_FAILED', outcome: 'failed: mapping failed', why: 'transform ci.mjs:3 threw: bad build' },
+];
+
+test('what a request became reads as text: the event and the run in words, the safety wrapper one folded line, the raw JSON a click away', { skip: SKIP }, async (t) => {
+  const { url, page } = await start(t, BECAME);
+  await page.goto(url);
+  // A failure's tag carries the cause the ledger kept.
+  await page.locator('#list li', { hasText: '/hooks/ci' }).waitFor();
+  assert.match(await page.locator('#list li', { hasText: '/hooks/ci' }).locator('.outcome').innerText(), /^failed: transform ci\.mjs:3 threw: bad build$/);
+  await page.locator('#list li', { hasText: '/hooks/github' }).locator('button').click();
+  const became = page.locator('#detail .became');
+  await became.waitFor();
+  const text = await became.innerText();
+  assert.match(text, /Event 7 in the main session \(wake now\):/);
+  assert.ok(text.includes(`push to me/notes ${HOSTILE}`), 'the event text, markup as text');
+  assert.match(text, /Agent run run-9: finished/);
+  assert.match(text, /Summarise the push/);
+  assert.match(text, /Done: one commit\./);
+  // The wrapper: one labelled line per text, folded; its notice is there on a click, never as an escaped string.
+  assert.equal(await became.locator('details.wrapper').count(), 2);
+  assert.match(await became.locator('details.wrapper summary').first().innerText(), /^Marked as untrusted content from Webhook for the model$/);
+  assert.doesNotMatch(text, /SECURITY NOTICE|EXTERNAL_UNTRUSTED_CONTENT|\\n|\{…|\[…/);
+  assert.equal(await became.locator('.json').count(), 0, 'no JSON tree');
+  await became.locator('details.wrapper summary').first().click();
+  assert.match(await became.innerText(), /SECURITY NOTICE/);
+  // The raw JSON, one click away.
+  await became.locator('details.raw summary', { hasText: 'Raw JSON' }).click();
+  assert.match(await became.locator('details.raw pre').innerText(), /"runId": "run-9"/);
+  assert.equal(await page.evaluate('window.__xss'), undefined);
+  assert.equal(await page.locator('#detail img').count(), 0);
+  // The detail says the cause too.
+  await page.locator('#list li', { hasText: '/hooks/ci' }).locator('button').click();
+  await page.locator('#detail', { hasText: 'transform ci.mjs:3 threw: bad build' }).waitFor();
 });

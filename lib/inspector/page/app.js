@@ -38,9 +38,14 @@ function summary(entry) {
   return parts.join(' · ');
 }
 
-/** The outcome in words, as a tag: its colour is never the only signal. */
+/** The outcome in words, as a tag (its colour is never the only signal), with the cause the ledger kept: a failure's in its tag, an accepted request's beside it. */
 function outcomeTag(entry) {
-  return el('span', { class: `tag outcome ${outcomeClass(entry.outcome)}` }, entry.outcome ?? '');
+  const outcome = String(entry.outcome ?? '');
+  const verdict = outcome.split(':')[0];
+  const why = entry.why ? String(entry.why) : '';
+  const merged = !why ? outcome : entry.status >= 400 ? `${verdict}: ${why}` : why.startsWith(verdict) ? why : null;
+  const tag = el('span', { class: `tag outcome ${outcomeClass(outcome)}`, title: merged ?? outcome }, merged ?? outcome);
+  return merged !== null ? tag : el('span', {}, tag, ' ', el('span', { class: 'why', title: why }, why));
 }
 
 // What a row or a dialog names a request by: the provider's event and the request line.
@@ -124,7 +129,7 @@ function signatureView(sig) {
   return table([['verdict', verdict], ['header', sig.header], ['clock skew', sig.skewSeconds === undefined ? undefined : `${sig.skewSeconds} s`], ['reason', sig.reason]]);
 }
 
-const SHOWN = new Set(['id', 'requestId', 'time', 'method', 'path', 'query', 'hook', 'mapping', 'client', 'lane', 'auth', 'status', 'code', 'error', 'durationMs', 'headers', 'body', 'bodyOmitted', 'signature', 'became', 'replayOf', 'count', 'lastTime', 'replayable', 'failed', 'event', 'delivery', 'outcome']);
+const SHOWN = new Set(['id', 'requestId', 'time', 'method', 'path', 'query', 'hook', 'mapping', 'client', 'lane', 'auth', 'status', 'code', 'error', 'durationMs', 'headers', 'body', 'bodyOmitted', 'signature', 'became', 'replayOf', 'count', 'lastTime', 'replayable', 'failed', 'event', 'delivery', 'outcome', 'cause', 'why']);
 
 async function select(id) {
   state.selected = id;
@@ -149,7 +154,7 @@ async function select(id) {
     el('h2', {}, 'Signature'),
     signatureView(entry.signature),
     el('h2', {}, 'Outcome'),
-    table([['status', entry.status], ['code', entry.code], ['error', entry.error], ['took', entry.durationMs === undefined ? undefined : `${entry.durationMs} ms`], ['authenticated by', entry.auth], ['times', entry.count > 1 ? `${entry.count}, the last at ${entry.lastTime}` : undefined]]),
+    table([['status', entry.status], ['code', entry.code], ['error', entry.error], ['cause', entry.why], ['took', entry.durationMs === undefined ? undefined : `${entry.durationMs} ms`], ['authenticated by', entry.auth], ['times', entry.count > 1 ? `${entry.count}, the last at ${entry.lastTime}` : undefined]]),
     ...(entry.became ? [el('h2', {}, 'What it became'), el('div', { class: 'became' }, becameView(entry.became))] : []),
     el('h2', {}, 'Headers'),
     entry.headers ? table(Object.entries(entry.headers)) : el('p', { class: 'hint' }, 'None kept.'),

@@ -124,7 +124,8 @@ function tally(done) {
   if (done) {
     const ran = by('ran');
     const accepted = ran.filter((r) => r.outcome.status < 400).length;
-    rows.push(['Ran', ran.length, ran.length === 0 ? '' : `${accepted} accepted, ${ran.length - accepted} refused or failed again`]);
+    const again = ran.length - accepted;
+    rows.push(['Ran', ran.length, [accepted > 0 ? `${accepted} accepted` : '', again > 0 ? `${again} refused or failed again` : ''].filter(Boolean).join(', ')]);
     for (const [reason, n] of grouped(by('failed'))) rows.push(['Not run', n, reason]);
   } else {
     const runs = by('run');
@@ -166,7 +167,7 @@ function render(done) {
   if (single && !done && single.preview) parts.push(...previewView(single.preview));
   const offers = rows.filter((r) => r.state === 'offer');
   if (offers.length > 0) {
-    parts.push(el('p', {}, `${count(offers.length, 'request')} ${offers.length === 1 ? 'is' : 'are'} replayed only if you choose to, one by one:`));
+    parts.push(el('p', {}, single ? 'This request is replayed only if you choose to:' : `${count(offers.length, 'request')} ${offers.length === 1 ? 'is' : 'are'} replayed only if you choose to, one by one:`));
     parts.push(el('ul', { class: 'offers' }, offers.map((row) => el('li', {}, who(row), ` ${row.why}. `, box(row)))));
   }
   const list = el('table', { class: 'each' }, el('tbody', {}, rows.map((row) => el('tr', {}, el('td', {}, who(row)), el('td', {}, cell(row, done))))));
