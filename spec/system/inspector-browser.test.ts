@@ -95,9 +95,12 @@ test('the inspector in a browser: one-time login, the live list, a refused GitHu
   assert.equal(again?.status(), 401);
   assert.match(await spent.locator('body').innerText(), /This link does not open the inspector[\s\S]*Run hooks-ingress inspect again/);
 
-  // Live: a request sent now shows up without a reload.
-  assert.equal((await post(server.url, '/hooks/notes', { headers: { authorization: `Bearer ${TOKEN}` }, body: { title: 'live one' } })).status, 200);
+  // Live: a request sent now shows up without a reload; its retry (the same Idempotency-Key) too.
+  const keyed = { authorization: `Bearer ${TOKEN}`, 'idempotency-key': 'note-k1' };
+  assert.equal((await post(server.url, '/hooks/notes', { headers: keyed, body: { title: 'live one' } })).status, 200);
   await page.locator('#list li', { hasText: '/hooks/notes' }).waitFor({ timeout: 15_000 });
+  assert.equal((await post(server.url, '/hooks/notes', { headers: keyed, body: { title: 'live one' } })).status, 200);
+  await page.locator('#list li', { hasText: 'duplicate of' }).waitFor({ timeout: 15_000 });
 
   // A row says what a person scans for: the event type, the delivery id, the outcome in words.
   const refused = await page.locator('#list li', { hasText: '/hooks/github' }).innerText();
@@ -105,7 +108,8 @@ test('the inspector in a browser: one-time login, the live list, a refused GitHu
   assert.match(refused, /refused: bad signature/);
   assert.match(refused, /gh-1/);
   assert.equal(await page.locator('#list li', { hasText: '/hooks/github' }).locator('.delivery').getAttribute('title'), 'gh-1');
-  assert.match(await page.locator('#list li', { hasText: '/hooks/notes' }).innerText(), /accepted/);
+  assert.match(await page.locator('#list li', { hasText: '/hooks/notes' }).nth(1).locator('.outcome').innerText(), /^accepted$/);
+  assert.match(await page.locator('#list li', { hasText: '/hooks/notes' }).first().locator('.outcome').innerText(), /^duplicate of \S+/);
 
   // The refused delivery in detail: the verdict, the kept signature headers, the body as JSON.
   await page.locator('#list li', { hasText: '/hooks/github' }).locator('button').click();
