@@ -9,11 +9,12 @@ import { readLedger } from '../lib/store/ledger/read.ts';
 import type { LedgerEntry } from '../lib/model/ledger-entry.ts';
 import { defer } from './_cleanup.ts';
 import { tempDir } from './_dir.ts';
-import { specConfig, startApp, withHooks, type AppHarness, type StartAppOptions } from './_app.ts';
+import { silentLogger, specConfig, startApp, withHooks, type AppHarness, type StartAppOptions } from './_app.ts';
 import { post, send } from './_http.ts';
 import { SIGNERS } from './_signers.ts';
 import { until } from './_until.ts';
 import { replayOperation } from '../lib/server/replay.ts';
+import { Claims } from '../lib/server/claims.ts';
 
 const TOKEN = 'ledger-hook-token-0123456789';
 const AUTH = { authorization: `Bearer ${TOKEN}` };
@@ -368,7 +369,7 @@ test('replayOperation: a second replay of an entry while the first runs is refus
   let release!: () => void;
   const gate = new Promise<void>((resolve) => (release = resolve));
   let runs = 0;
-  const op = replayOperation({ stateDir: h.state, ledger: h.ledger, app: { preview: () => Promise.reject(new Error('not used')), taken: async () => null, replay: async (entry) => { runs++; await gate; return { replayOf: entry.id, requestId: 'r', status: 200 }; } } });
+  const op = replayOperation({ stateDir: h.state, ledger: h.ledger, store: h.store, claims: new Claims(), log: silentLogger, app: { preview: () => Promise.reject(new Error('not used')), taken: async () => null, replay: async (entry) => { runs++; await gate; return { replayOf: entry.id, requestId: 'r', status: 200 }; } } });
   const first = op({ ids: ['once'] });
   await until('the first replay to start', () => runs === 1);
   const second = await op({ ids: ['once'] });
@@ -387,6 +388,9 @@ test('replayOperation: the dry run and the refusal name why an entry runs only w
   const op = replayOperation({
     stateDir: h.state,
     ledger: h.ledger,
+    store: h.store,
+    claims: new Claims(),
+    log: silentLogger,
     app: { preview: async () => ({ hook: 'wake', status: 200, transforms: [], actions: [], warnings: [] }), replay: async (entry) => (ran.push(entry.requestId), { replayOf: entry.id, requestId: 'r', status: 200 }), taken: async () => null },
   });
   const plan = await op({ ids: ['done', 'open'], dryRun: true });

@@ -29,6 +29,10 @@ async function start(t: TestContext, extra: { extraHosts?: string[]; maxAgeMs?: 
       replays.push({ ids, options });
       return { replayed: ids.length };
     },
+    resolve: async (ids) => {
+      replays.push({ resolve: ids });
+      return { resolved: ids.length };
+    },
   };
   const inspector = createInspector({ source, log, idleMs: 60_000, maxAgeMs: 3_600_000, now: () => clock.now, ...extra });
   const running = await listen(inspector, { host: '127.0.0.1', port: 0 });
@@ -196,6 +200,23 @@ test('a state change needs this origin and the tab\'s key; a GET never changes a
   const raw = await send(s.url, `${INSPECTOR_PREFIX}/api/replay`, { method: 'POST', headers, body: 'not json' });
   assertError(raw, 400, /body: must be valid JSON/);
   assertError(await postAs(s, '/api/replay', headers, { ids: ['x'.repeat(70_000)] }), 413);
+});
+
+test('/api/resolve is a state change like /api/replay (this page\'s Origin, the tab\'s key, 1 to 1000 ids); /api/replay forces every id or only those listed', async (t) => {
+  const s = await start(t);
+  const { cookie, key } = await loggedIn(s);
+  const origin = `http://127.0.0.1:${s.port}`;
+  assertError(await postAs(s, '/api/resolve', { cookie, [KEY_HEADER]: key }, { ids: ['e1'] }), 403, /Origin/);
+  assertError(await postAs(s, '/api/resolve', { cookie, origin }, { ids: ['e1'] }), 401);
+  const headers = { cookie, origin, [KEY_HEADER]: key };
+  assertError(await postAs(s, '/api/resolve', headers, { ids: [] }), 400, /ids must be a list/);
+  const resolved = await postAs(s, '/api/resolve', headers, { ids: ['e1', 'e2'] });
+  assert.equal(resolved.status, 200, resolved.text);
+  assert.deepEqual(JSON.parse(resolved.text), { resolved: 2 });
+  assert.equal((await postAs(s, '/api/replay', headers, { ids: ['e1', 'e2'], force: ['e2'] })).status, 200);
+  assert.equal((await postAs(s, '/api/replay', headers, { ids: ['e1'], force: true })).status, 200);
+  assertError(await postAs(s, '/api/replay', headers, { ids: ['e1'], force: [7] }), 400, /force must be a list/);
+  assert.deepEqual(s.replays, [{ resolve: ['e1', 'e2'] }, { ids: ['e1', 'e2'], options: { dryRun: false, force: ['e2'] } }, { ids: ['e1'], options: { dryRun: false, force: true } }]);
 });
 
 test('logout ends the tab\'s session', async (t) => {

@@ -19,7 +19,7 @@ async function started(t: TestContext, config: Partial<InspectorConfig>) {
     stateDir,
     env: {},
     log: silentLogger,
-    store: { run: () => null, events: () => [], outboxEntry: () => null, notice: () => null },
+    store: { run: () => null, events: () => [], outboxEntry: () => null, notice: () => null, root: () => null },
     replay: async () => ({}),
   });
   defer(t, () => running.close());

@@ -7,6 +7,7 @@ import type { LedgerEntry } from '../lib/model/ledger-entry.ts';
 import { lookupEntry } from '../lib/store/ledger/find.ts';
 import { LedgerTail } from '../lib/store/ledger/read.ts';
 import { tempDir } from './_dir.ts';
+import type { RootRecord } from '../lib/model/replays.ts';
 
 // What the inspector page reads from a state directory's ledger: the list (and how many older
 // entries a cut list leaves out), one entry, and what it became.
@@ -15,11 +16,11 @@ function entry(n: number, fields: Partial<LedgerEntry> = {}): LedgerEntry {
   return { id: `e${n}`, requestId: `r${n}`, time: new Date(1_800_000_000_000 + n).toISOString(), method: 'POST', path: '/hooks/wake', client: '127.0.0.1', lane: 'authenticated', auth: 'token', headers: { 'x-a': 'b' }, status: 200, durationMs: 1, ...fields };
 }
 
-async function source(t: TestContext, entries: LedgerEntry[]) {
+async function source(t: TestContext, entries: LedgerEntry[], roots: RootRecord[] = []) {
   const dir = await tempDir(t, 'inspector-source-');
   await mkdir(join(dir, 'ledger'));
   await writeFile(join(dir, 'ledger', 'a-1.jsonl'), entries.map((e) => `${JSON.stringify(e)}\n`).join(''));
-  const store = { run: () => null, events: () => [], outboxEntry: () => null, notice: () => null };
+  const store = { run: () => null, events: () => [], outboxEntry: () => null, notice: () => null, root: (id: string) => roots.find((r) => r.root === id) ?? null };
   return ledgerSource({ tail: new LedgerTail(dir), find: (id) => lookupEntry(dir, id), store, replay: async () => ({}) });
 }
 
@@ -55,4 +56,20 @@ test('list() and show() hand the page each entry\'s cause, and why in words', as
   assert.deepEqual([second!['cause'], second!['why']], [undefined, undefined]);
   const shown = (await s.show('e1')) as Record<string, unknown>;
   assert.deepEqual([shown['cause'], shown['why']], [cause, 'transform ci.mjs:3 threw: boom']);
+});
+
+test('each entry of a root that was replayed or resolved carries its resolution; the failed filter leaves resolved roots out, failed-all keeps them', async (t) => {
+  const replay = { entry: 'e3', requestId: 'r3', status: 200, time: 't3' };
+  const roots: RootRecord[] = [
+    { root: 'e1', state: 'succeeded', replays: [{ entry: 'e2', requestId: 'r2', status: 401, time: 't2' }, replay], time: 't3' },
+    { root: 'e4', state: 'resolved', replays: [], resolvedAt: 't5', time: 't5' },
+  ];
+  const s = await source(t, [entry(1, { status: 401 }), entry(2, { status: 401, replayOf: 'e1' }), entry(3, { replayOf: 'e1' }), entry(4, { status: 500 }), entry(5, { status: 500 })], roots);
+  const listed = (await s.list({ limit: 10 })).entries as Record<string, unknown>[];
+  assert.deepEqual(listed.map((e) => (e['resolution'] as { state?: string } | undefined)?.state ?? '-'), ['-', 'resolved', 'succeeded', 'succeeded', 'succeeded']);
+  assert.deepEqual(listed.at(-1)!['resolution'], { root: 'e1', state: 'succeeded', by: replay, replays: roots[0]!.replays });
+  assert.deepEqual((await s.list({ status: 'failed', limit: 10 })).entries.map((e) => (e as LedgerEntry).id), ['e5']);
+  assert.deepEqual((await s.list({ status: 'failed-all', limit: 10 })).entries.map((e) => (e as LedgerEntry).id), ['e5', 'e4', 'e2', 'e1']);
+  assert.deepEqual(((await s.show('e2')) as Record<string, unknown>)['resolution'], { root: 'e1', state: 'succeeded', by: replay, replays: roots[0]!.replays });
+  assert.equal(((await s.show('e5')) as Record<string, unknown>)['resolution'], undefined);
 });

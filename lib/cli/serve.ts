@@ -18,7 +18,8 @@ import { COMMON, type Command, type Flags } from './command.ts';
 import { ignoreDebuggerSignal } from './debugger-signal.ts';
 import { exists, FAILURE, messagePrefix, USAGE, type Io } from './io.ts';
 import { loadConfigFor } from './load-config.ts';
-import { builtOnFirstCall, RELOAD_PLAN_OP, REPLAY_OP, serverOperations, TRY_OP } from '../control/operations.ts';
+import { builtOnFirstCall, RELOAD_PLAN_OP, REPLAY_OP, RESOLVE_OP, serverOperations, TRY_OP } from '../control/operations.ts';
+import { Claims } from '../server/claims.ts';
 import type { RunningInspector } from '../inspector/serve.ts';
 import { reloader, type Reloader } from '../server/reload-plan.ts';
 import type { Reloads } from '../server/reloads.ts';
@@ -83,10 +84,9 @@ async function _serve(flags: Flags, io: Io): Promise<number> {
   const reloads = await _reloadOnHangup(flags, io, log, service, config, stateDir);
   const stopRequest = _stopSignal(io.signal);
   const running = await _listen(flags, asked.port, config, io, service);
-  // One replay for both ways in: `requests replay` over the control channel and the inspector's button.
-  const replay = builtOnFirstCall(async () => (await import('../server/replay.ts')).replayOperation({ stateDir, ledger: service.ledger, app: service.app }));
-  const inspector = running === null ? null : await _inspector(config, stateDir, io, log, service, replay);
-  const control = running === null || inspector === false ? null : await _control(stateDir, io, log, service, reloads.reloads, startedAt, running.server.url, { replay, inspector, reloader: reloads.reloader });
+  const { replay, resolve } = _replays(stateDir, service, log);
+  const inspector = running === null ? null : await _inspector(config, stateDir, io, log, service, { replay, resolve });
+  const control = running === null || inspector === false ? null : await _control(stateDir, io, log, service, reloads.reloads, startedAt, running.server.url, { replay, resolve, inspector, reloader: reloads.reloader });
   const started: _Started = { lock, service, log, reloads, stopRequest, inspector };
   if (running === null || inspector === false || control === null) {
     await _abandon(started, running);
@@ -99,6 +99,17 @@ async function _serve(flags: Flags, io: Io): Promise<number> {
   const signal = await _withCompanion(config, io, log, stopRequest.stopped);
   await _stop(started, control, running, signal);
   return 0;
+}
+
+// One replay and one resolve for both ways in: `requests replay`/`resolve` over the control
+// channel and the inspector's buttons, sharing the claims of the replays running now; each
+// operation's code is imported at its first call.
+function _replays(stateDir: string, service: Service, log: Logger): { replay: ControlHandler; resolve: ControlHandler } {
+  const claims = new Claims();
+  return {
+    replay: builtOnFirstCall(async () => (await import('../server/replay.ts')).replayOperation({ stateDir, ledger: service.ledger, app: service.app, store: service.store, claims, log })),
+    resolve: builtOnFirstCall(async () => (await import('../server/resolve.ts')).resolveOperation({ stateDir, ledger: service.ledger, store: service.store, claims })),
+  };
 }
 
 // The flags checked before anything is read: the port, and the log format asked for.
@@ -258,7 +269,7 @@ async function _reloadOnHangup(flags: Flags, io: Io, log: Logger, service: Servi
 // The owner-only control channel the CLI talks to (reload, outbox retry, status, the inspector's
 // login; try and requests replay, whose code is imported at their first call), up before the server
 // says it listens, so a command run after "listening on" always finds it.
-async function _control(stateDir: string, io: Io, log: Logger, service: Service, reloads: Reloads, startedAt: number, url: string, more: { replay: ControlHandler; inspector: RunningInspector | null; reloader: Reloader }): Promise<ControlServer | null> {
+async function _control(stateDir: string, io: Io, log: Logger, service: Service, reloads: Reloads, startedAt: number, url: string, more: { replay: ControlHandler; resolve: ControlHandler; inspector: RunningInspector | null; reloader: Reloader }): Promise<ControlServer | null> {
   const handlers = {
     ...serverOperations({
       pid: process.pid,
@@ -275,6 +286,7 @@ async function _control(stateDir: string, io: Io, log: Logger, service: Service,
       settled: () => service.ledger?.counted() ?? Promise.resolve(),
     }),
     [REPLAY_OP]: more.replay,
+    [RESOLVE_OP]: more.resolve,
     [RELOAD_PLAN_OP]: () => more.reloader.dryRun(),
     [TRY_OP]: builtOnFirstCall(async () => (await import('../server/try.ts')).tryOperation({ app: service.app, reloader: more.reloader, lastRoute: () => service.store.lastRoute() })),
     'inspect.login': () => {
@@ -292,13 +304,14 @@ async function _control(stateDir: string, io: Io, log: Logger, service: Service,
 
 // The inspector page's listener when the config turns it on; `false` when it cannot listen (the
 // server does not start half-way: the operator asked for the page).
-async function _inspector(config: Config, stateDir: string, io: Io, log: Logger, service: Service, replay: ControlHandler): Promise<RunningInspector | null | false> {
+async function _inspector(config: Config, stateDir: string, io: Io, log: Logger, service: Service, ops: { replay: ControlHandler; resolve: ControlHandler }): Promise<RunningInspector | null | false> {
   if (config.inspector === null) return null;
   try {
-    const replayIds = (ids: readonly string[], options: { dryRun: boolean; force: boolean }) => replay({ ids, ...options });
+    const replayIds = (ids: readonly string[], options: { dryRun: boolean; force: boolean | readonly string[] }) => ops.replay({ ids, ...options });
+    const resolveIds = (ids: readonly string[]) => ops.resolve({ ids });
     // Loaded only when the config turns the page on, like every other optional part.
     const { startInspector } = await import('../inspector/serve.ts');
-    return await startInspector({ config: config.inspector, stateDir, env: io.env, log, store: service.store, replay: replayIds });
+    return await startInspector({ config: config.inspector, stateDir, env: io.env, log, store: service.store, replay: replayIds, resolve: resolveIds });
   } catch (error) {
     io.stderr(`${messagePrefix(io)}: cannot listen for the inspector: ${(error as Error).message}\n`);
     return false;

@@ -53,6 +53,8 @@ export interface OperationParts {
 
 /** The operation of `hooks-ingress requests replay` (its server side is lib/server/replay.ts). */
 export const REPLAY_OP = 'requests.replay';
+/** The operation of `hooks-ingress requests resolve` (its server side is lib/server/resolve.ts). */
+export const RESOLVE_OP = 'requests.resolve';
 /** The operation of `hooks-ingress reload --dry-run` (its server side is lib/server/reload-plan.ts). */
 export const RELOAD_PLAN_OP = 'reload.plan';
 /** The operation of `hooks-ingress try` (its server side is lib/server/try.ts). */

@@ -42,10 +42,10 @@ export interface CommitOptions {
 }
 
 /** Carries out a plan; `idem` is the key the answer is remembered under. The answer carries the trace, with what the request became. */
-export type Commit = (plan: Plan, request: Pick<HookRequest, 'id' | 'client' | 'name' | 'gone'>, idem: IdempotencyKey | null) => Answer | Promise<Answer>;
+export type Commit = (plan: Plan, request: Pick<HookRequest, 'id' | 'client' | 'name' | 'gone' | 'settle'>, idem: IdempotencyKey | null) => Answer | Promise<Answer>;
 
 // Where accepted actions go, chosen once when the committer is built.
-type _Destination = (ctx: CommitOptions, request: Pick<HookRequest, 'id' | 'name' | 'gone'>, accepted: Accepted, idem: IdempotencyKey | null, answer: Answer) => Promise<{ answer: Answer; became: Became }>;
+type _Destination = (ctx: CommitOptions, request: Pick<HookRequest, 'id' | 'name' | 'gone' | 'settle'>, accepted: Accepted, idem: IdempotencyKey | null, answer: Answer) => Promise<{ answer: Answer; became: Became }>;
 
 /** Builds the committer of one (re)load: into this process's journal and runtime, or in forward mode into the outbox bound upstream. */
 export function createCommit(options: CommitOptions): Commit {
@@ -70,7 +70,7 @@ export function refused(trace: Trace, refusal: HttpError): Answer {
   return { ...errorAnswer(refusal), trace: { ...trace, refusal } };
 }
 
-async function _accept(options: CommitOptions, destination: _Destination, plan: Plan & { kind: 'accepted' }, request: Pick<HookRequest, 'id' | 'name' | 'gone'>, idem: IdempotencyKey | null): Promise<Answer> {
+async function _accept(options: CommitOptions, destination: _Destination, plan: Plan & { kind: 'accepted' }, request: Pick<HookRequest, 'id' | 'name' | 'gone' | 'settle'>, idem: IdempotencyKey | null): Promise<Answer> {
   let made: { answer: Answer; became: Became };
   try {
     made = await destination(options, request, plan.accepted, idem, plan.answer);
@@ -97,7 +97,8 @@ const _local: _Destination = async (ctx, request, accepted, idem, answer) => {
   const waitFor = accepted.wait && runs.length > 0 && ctx.wait !== undefined ? runs.map((r) => r.runId) : undefined;
   const told = (outcomes: readonly EventOutcome[]) => _withOutcome(answer, outcomes);
   const idemFor = idem === null ? undefined : (outcomes: readonly EventOutcome[]) => _remember(idem, request.id, told(outcomes), waitFor)!;
-  const { became, outcomes } = await _commit(ctx, { events, runs, notices }, idemFor, accepted.field);
+  // A replay's record rides on the same line: a crash leaves both or neither.
+  const { became, outcomes } = await _commit(ctx, { ...request.settle?.(answer.status), events, runs, notices }, idemFor, accepted.field);
   if (accepted.recorded !== undefined) _write(ctx.log, accepted.recorded);
   if (events.some((e) => e.mode === 'now')) ctx.heartbeat.request(source);
   return { answer: waitFor === undefined ? told(outcomes) : await ctx.wait!({ ...told(outcomes), waitFor }, request.gone), became };
@@ -111,7 +112,7 @@ const _forward: _Destination = async (ctx, request, accepted, idem, answer) => {
   );
   // Queued for the upstream, which decides on its own whether it coalesces.
   const told = _withOutcome(answer, accepted.actions.flatMap((a) => (a.kind === 'wake' ? ['queued' as const] : [])));
-  await ctx.store.commit({ outbox }, _remember(idem, request.id, told)).catch((error: unknown) => {
+  await ctx.store.commit({ ...request.settle?.(told.status), outbox }, _remember(idem, request.id, told)).catch((error: unknown) => {
     throw unavailable(error);
   });
   ctx.forwarded?.();

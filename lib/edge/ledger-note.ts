@@ -99,6 +99,8 @@ export interface Answered {
   /** What was decided about it (the answer's own, or the hook alone when it was refused before its route). */
   trace: Trace;
   durationMs: number;
+  /** The entry's id, chosen beforehand (a replay names its entry in its journal line); a new one when absent. */
+  entryId?: string;
 }
 
 /** Records answered requests of the hooks path in the ledger; returns the entry's id. */
@@ -151,7 +153,7 @@ export function createRecorder(config: Config, ledger: Ledger, clock: () => numb
 function _entry(a: Answered, code: string | undefined, authenticated: boolean, hmacHeaders: ReadonlyMap<string, string>, clock: () => number): LedgerEntry {
   const { trace, answer } = a;
   const entry: LedgerEntry = {
-    id: randomHex(12),
+    id: a.entryId ?? randomHex(12),
     requestId: a.requestId,
     time: isoTime(clock() - Math.round(a.durationMs)),
     method: a.method,

@@ -19,6 +19,7 @@ import { hookKey, type RequestKey } from './idempotency.ts';
 import { signatureVerdict } from './ledger-note.ts';
 import type { PlannedAction, Said, Trace, TransformCall } from './trace.ts';
 import type { Gone } from './wait.ts';
+import type { Effects } from '../store/journal/store.ts';
 
 // Everything that decides what a request to the hooks path comes to, and nothing that acts on it:
 // the signature over the raw bytes, the body parsed, the idempotency key, then the hook's actions
@@ -63,6 +64,8 @@ export interface HookRequest {
   pathOnly?: boolean;
   /** Tells a waiting request that its client left (a live request only). */
   gone?: Gone;
+  /** A replay: what its journal commit also writes (its root's record), given the status it is answered with. */
+  settle?: (status: number) => Effects;
 }
 
 /** What a request was accepted for: its actions in order, and how to say so. */

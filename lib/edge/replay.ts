@@ -10,13 +10,16 @@ import type { HookRequest, Judged } from './plan.ts';
 import type { PreviewInput } from './preview.ts';
 import type { Trace } from './trace.ts';
 import { signedPaths } from '../guard/signatures/paths.ts';
+import { randomHex } from '../random.ts';
+import type { ReplayAttempt } from '../model/replays.ts';
+import type { Effects } from '../store/journal/store.ts';
 
 // Running a stored request again through today's configuration: which entries can be, and the
 // request they make. The running server does it (it is the one writer of the state directory).
 
 /** What a replay (or a dry run of one) came to. */
 export interface ReplayOutcome {
-  /** The entry replayed, and the new entry the replay made (absent with the ledger off, or in a dry run). */
+  /** The root replayed (the original request, whichever of its entries was named), and the new entry the replay made (absent with the ledger off, or in a dry run). */
   replayOf: string;
   entry?: string;
   requestId: string;
@@ -58,12 +61,12 @@ export function replayProblem(entry: LedgerEntry, config: Config): string | null
  * by the same key as a live copy of it: it waits for a copy in flight, is a duplicate of a
  * delivery already taken (unless `force`), and takes its delivery id when it succeeds.
  */
-export function replayInput(entry: LedgerEntry, id: string, config: Config, force = false): HookRequest {
+export function replayInput(entry: LedgerEntry, id: string, config: Config, force = false, root = entry.replayOf ?? entry.id): HookRequest {
   const headers: IncomingHttpHeaders = {};
   for (const [name, value] of Object.entries(entry.headers)) if (value !== REDACTED) headers[name] = value;
   const rawQuery = entry.query ?? '';
   // A request that passed a token check replays on the strength of that verdict.
-  const trace: Trace = { hook: entry.hook ?? '', auth: entry.auth, replayOf: entry.id };
+  const trace: Trace = { hook: entry.hook ?? '', auth: entry.auth, replayOf: root };
   const signature = signedPaths(config).get(entry.hook ?? '');
   const judged: Judged = { fresh: false, keyed: true, counted: false, ...(force ? { again: true } : {}) };
   if (signature !== undefined && _SHARED_TOKEN.has(signature.scheme)) judged.verified = true;
@@ -105,11 +108,16 @@ export interface ReplayParts {
 export interface ReplayOptions {
   /** Run even when its delivery id is already taken (it then takes it). */
   force?: boolean;
+  /** The original request (a replay of a replay is a replay of it); the entry's own root when absent. */
+  root?: string;
+  /** What the replay's journal commit also writes, given what the replay came to (its root's record). */
+  settle?: (attempt: ReplayAttempt) => Effects;
 }
 
 /**
  * Runs a stored request again (plan and commit) through the current configuration and records it
- * as a new entry marked as a replay; a request that cannot be replayed is an HttpError (409, ERR_NOT_REPLAYABLE).
+ * as a new entry marked as a replay of its root; a request that cannot be replayed is an HttpError
+ * (409, ERR_NOT_REPLAYABLE). The options' `settle` rides on the replay's journal commit, if it makes one.
  */
 export async function replayEntry(parts: ReplayParts, entry: LedgerEntry, options: ReplayOptions = {}): Promise<ReplayOutcome> {
   const { config } = parts;
@@ -117,14 +125,19 @@ export async function replayEntry(parts: ReplayParts, entry: LedgerEntry, option
   if (problem !== null) throw new HttpError(409, ErrorCode.NotReplayable, `entry ${entry.id} cannot be replayed: ${problem}`);
   const started = parts.now();
   const id = parts.newId();
-  const input = replayInput(entry, id, config, options.force === true);
+  const input = replayInput(entry, id, config, options.force === true, options.root);
+  // The entry's id is chosen now: the journal line of the replay's effects names it.
+  const entryId = parts.record === null ? undefined : randomHex(12);
+  const { settle } = options;
+  if (settle !== undefined) input.settle = (status) => settle({ ...(entryId === undefined ? {} : { entry: entryId }), requestId: id, status, time: new Date().toISOString() });
   const answer = await parts.path(input);
   const trace = answer.trace ?? input.trace;
   const durationMs = Math.round((parts.now() - started) * 10) / 10;
   const code = typeof answer.body['code'] === 'string' ? answer.body['code'] : undefined;
-  const made = parts.record?.({ requestId: id, method: 'POST', path: entry.path, query: input.query, rawQuery: input.rawQuery, headers: input.headers, client: input.client, answer, trace, durationMs });
-  parts.log.info('replay', { id, replayOf: entry.id, hook: entry.hook, status: answer.status, ...(code === undefined ? {} : { code }), ...(made === undefined ? {} : { entry: made }) });
-  const outcome: ReplayOutcome = { replayOf: entry.id, requestId: id, status: answer.status };
+  const made = parts.record?.({ requestId: id, method: 'POST', path: entry.path, query: input.query, rawQuery: input.rawQuery, headers: input.headers, client: input.client, answer, trace, durationMs, ...(entryId === undefined ? {} : { entryId }) });
+  const root = trace.replayOf ?? entry.id;
+  parts.log.info('replay', { id, replayOf: root, hook: entry.hook, status: answer.status, ...(code === undefined ? {} : { code }), ...(made === undefined ? {} : { entry: made }) });
+  const outcome: ReplayOutcome = { replayOf: root, requestId: id, status: answer.status };
   if (made !== undefined) outcome.entry = made;
   if (code !== undefined) outcome.code = code;
   if (answer.status >= 400 && typeof answer.body['error'] === 'string') outcome.error = answer.body['error'];

@@ -30,13 +30,15 @@ export interface InspectorSource {
   /** One entry with what it became, or `null` when no entry has that id. */
   show(id: string): Promise<unknown>;
   /** Replays entries (or only says what each would become, with `dryRun`). */
-  replay(ids: readonly string[], options: { dryRun: boolean; force: boolean }): Promise<unknown>;
+  replay(ids: readonly string[], options: { dryRun: boolean; force: boolean | readonly string[] }): Promise<unknown>;
+  /** Marks the roots of entries resolved by hand, without replaying them (`requests resolve`); absent where nothing can be resolved. */
+  resolve?(ids: readonly string[]): Promise<unknown>;
 }
 
 /** The list's filters, as the page sends them; each is optional. */
 export interface InspectorFilter {
   hook?: string;
-  /** `"2xx"`, `"4xx"`, `"5xx"`, or `"failed"` (anything but 2xx). */
+  /** `"2xx"`, `"4xx"`, `"5xx"`, `"failed"` (failures whose request is not resolved: `requests --failed`), or `"failed-all"` (every failure). */
   status?: string;
   code?: string;
   /** Text that must occur in the request's path. */
@@ -205,16 +207,27 @@ async function _change(req: IncomingMessage, res: ServerResponse, { sessions, so
     sessions.end(key);
     return _send(res, 200, { ok: true });
   }
-  if (path === '/api/replay') {
+  if (path === '/api/replay' || path === '/api/resolve') {
     // The page posts small JSON documents: capped and timed like any body, refused as any bad one.
     const body = parseJsonObject(await readBody(req, { maxBytes: 64 * 1024, timeoutMs: 10_000 }));
-    const ids = body['ids'];
-    if (!Array.isArray(ids) || ids.length === 0 || ids.length > 1000 || !ids.every((x) => typeof x === 'string' && x.length <= 200)) {
-      throw new HttpError(400, ErrorCode.InvalidPayload, 'ids must be a list of 1 to 1000 entry ids');
+    const ids = _ids(body['ids'], 'ids');
+    if (path === '/api/resolve') {
+      if (source.resolve === undefined) throw _NOT_FOUND;
+      return _send(res, 200, await source.resolve(ids));
     }
-    return _send(res, 200, await source.replay(ids as string[], { dryRun: body['dryRun'] === true, force: body['force'] === true }));
+    // `force` is true (every id) or the ids to force: the ones the page offered forcing for.
+    const force = body['force'] === true || (Array.isArray(body['force']) && body['force'].length > 0 && _ids(body['force'], 'force'));
+    return _send(res, 200, await source.replay(ids, { dryRun: body['dryRun'] === true, force }));
   }
   throw _NOT_FOUND;
+}
+
+// A list of 1 to 1000 entry ids from a posted body, or the body's problem.
+function _ids(value: unknown, name: string): string[] {
+  if (!Array.isArray(value) || value.length === 0 || value.length > 1000 || !value.every((x) => typeof x === 'string' && x.length <= 200)) {
+    throw new HttpError(400, ErrorCode.InvalidPayload, `${name} must be a list of 1 to 1000 entry ids`);
+  }
+  return value as string[];
 }
 
 // An error becomes its answer; anything unexpected a bare 500, logged without the URL (a login

@@ -30,8 +30,9 @@ export interface InspectorParts {
   stateDir: string;
   env: Env;
   log: Logger;
-  store: Pick<Store, 'run' | 'events' | 'outboxEntry' | 'notice'>;
+  store: Pick<Store, 'run' | 'events' | 'outboxEntry' | 'notice' | 'root'>;
   replay: InspectorSource['replay'];
+  resolve?: InspectorSource['resolve'];
 }
 
 /** Starts the inspector's listener; throws when it cannot listen. */
@@ -41,7 +42,7 @@ export async function startInspector(parts: InspectorParts): Promise<RunningInsp
   const tail = new LedgerTail(parts.stateDir, damaged);
   const find = (id: string) => lookupEntry(parts.stateDir, id, damaged);
   const inspector = createInspector({
-    source: ledgerSource({ tail, find, store: parts.store, replay: parts.replay }),
+    source: ledgerSource({ tail, find, store: parts.store, replay: parts.replay, ...(parts.resolve === undefined ? {} : { resolve: parts.resolve }) }),
     log,
     idleMs: config.idleMinutes * 60_000,
     maxAgeMs: config.maxSessionHours * 3_600_000,

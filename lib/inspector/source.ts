@@ -2,6 +2,7 @@ import type { LedgerEntry } from '../model/ledger-entry.ts';
 import type { lookupEntry } from '../store/ledger/find.ts';
 import { entryMatches, failed, type EntryFilter, type LedgerTail } from '../store/ledger/read.ts';
 import type { Store } from '../store/journal/store.ts';
+import { resolutionOf, resolved, rootOf, type Resolution } from '../model/replays.ts';
 import type { InspectorFilter, InspectorSource } from './listener.ts';
 import { rowFacts } from './row.ts';
 
@@ -13,9 +14,11 @@ export interface LedgerSourceOptions {
   tail: LedgerTail;
   /** One entry by its entry id or request id, as {@link lookupEntry} finds it. */
   find: (id: string) => ReturnType<typeof lookupEntry>;
-  store: Pick<Store, 'run' | 'events' | 'outboxEntry' | 'notice'>;
+  store: Pick<Store, 'run' | 'events' | 'outboxEntry' | 'notice' | 'root'>;
   /** Replays entries, as `requests replay` does over the control channel. */
   replay: InspectorSource['replay'];
+  /** Marks entries' roots resolved by hand, as `requests resolve` does. */
+  resolve?: InspectorSource['resolve'];
 }
 
 // A run's message and reply as the page previews them: enough to recognise, not the whole text.
@@ -26,39 +29,50 @@ export function ledgerSource(options: LedgerSourceOptions): InspectorSource {
   const { tail, store } = options;
   return {
     async list(filter) {
-      const keep = _keep(filter);
-      if (filter.more !== true) return { entries: await Promise.all((await tail.newest(filter.limit, keep)).map(_summary)) };
+      const keep = _keep(filter, store);
+      const summary = _summarize(store);
+      if (filter.more !== true) return { entries: await Promise.all((await tail.newest(filter.limit, keep)).map(summary)) };
       // Read to the end, taking the first `limit` that pass and counting the rest.
       let passed = 0;
       const entries = await tail.newest(Number.POSITIVE_INFINITY, (entry) => keep(entry) && ++passed <= filter.limit);
-      return { entries: await Promise.all(entries.map(_summary)), more: passed - entries.length };
+      return { entries: await Promise.all(entries.map(summary)), more: passed - entries.length };
     },
     async show(id) {
       const found = await options.find(id);
       if (!found.ok) return null;
       const { entry } = found;
-      return { ...entry, ...(await rowFacts(entry)), replayable: entry.body !== undefined, became: entry.became === undefined ? undefined : _became(entry, store) };
+      return { ...entry, ...(await rowFacts(entry)), replayable: entry.body !== undefined, became: entry.became === undefined ? undefined : _became(entry, store), ...resolutionFor(entry, store) };
     },
     replay: options.replay,
+    ...(options.resolve === undefined ? {} : { resolve: options.resolve }),
   };
 }
 
 // The page's filters as one test of an entry, the same rules as `requests`' filters.
-function _keep(filter: InspectorFilter): (entry: LedgerEntry) => boolean {
+function _keep(filter: InspectorFilter, store: LedgerSourceOptions['store']): (entry: LedgerEntry) => boolean {
   const by: EntryFilter = {};
   if (filter.hook !== undefined) by.hook = filter.hook;
   if (filter.code !== undefined) by.code = filter.code;
   const klass = filter.status === undefined ? null : /^([1-5])xx$/i.exec(filter.status);
   if (klass !== null) by.status = { class: Number(klass[1]) };
-  if (filter.status === 'failed') by.failed = true;
+  if (filter.status === 'failed' || filter.status === 'failed-all') by.failed = true;
+  const open = filter.status === 'failed';
   const text = filter.text;
-  return (entry) => entryMatches(entry, by) && (text === undefined || entry.path.includes(text));
+  return (entry) => entryMatches(entry, by) && (text === undefined || entry.path.includes(text)) && (!open || !resolved(store.root(rootOf(entry))));
+}
+
+/** `{ resolution }` when the entry's root (itself, or the request it replays) was replayed or resolved by hand; `{}` when not. */
+export function resolutionFor(entry: LedgerEntry, store: Pick<Store, 'root'>): { resolution?: Resolution } {
+  const record = store.root(rootOf(entry));
+  return record === null ? {} : { resolution: resolutionOf(record) };
 }
 
 // The list shows a line per entry: never the headers or the body, only what a row says of them.
-async function _summary(entry: LedgerEntry): Promise<Record<string, unknown>> {
-  const { headers: _headers, body: _body, ...rest } = entry;
-  return { ...rest, ...(await rowFacts(entry)), failed: failed(entry), replayable: entry.body !== undefined };
+function _summarize(store: LedgerSourceOptions['store']): (entry: LedgerEntry) => Promise<Record<string, unknown>> {
+  return async (entry) => {
+    const { headers: _headers, body: _body, ...rest } = entry;
+    return { ...rest, ...(await rowFacts(entry)), failed: failed(entry), replayable: entry.body !== undefined, ...resolutionFor(entry, store) };
+  };
 }
 
 function _clip(text: string): string {

@@ -2,30 +2,42 @@ import type { Preview } from '../edge/preview.ts';
 import type { ReplayOutcome } from '../edge/replay.ts';
 import type { App } from '../edge/server.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
+import type { Logger } from '../log.ts';
 import type { LedgerEntry } from '../model/ledger-entry.ts';
+import { replayedChange, succeeded, type ReplayAttempt, type RootRecord } from '../model/replays.ts';
+import type { Store } from '../store/journal/store.ts';
 import type { Ledger } from '../store/ledger/ledger.ts';
 import { findEntries } from '../store/ledger/find.ts';
 import { findEntry } from '../store/ledger/read.ts';
 import { takenCheck } from '../edge/taken.ts';
+import type { Claims } from './claims.ts';
 
 // The server's side of `hooks-ingress requests replay` and of the inspector's replay button: each
 // stored request run again through the configuration of now (the command is
 // lib/cli/requests-replay.ts). Its name, REPLAY_OP, is in lib/control/operations.ts, so that serve
 // imports this file only when first asked.
+//
+// What is replayed is a root: the original request, whichever of its entries (it, or a replay of
+// it) was named. A replay claims its root at the moment it runs: the root's record is read from the
+// journal in memory and the claim taken with no await between, and what the replay came to is
+// written in the journal line of its effects (or a line of its own when it made none), so one
+// that succeeded is never run again unless forced, whoever asks and however many ask at once.
 
 /** What the CLI sends. */
 export interface ReplayArgs {
   ids: string[];
-  force?: boolean;
+  /** Run a root even when it succeeded, was resolved or its delivery id is taken: for every id (`true`), or only for these. */
+  force?: boolean | string[];
   dryRun?: boolean;
 }
 
 /**
- * Why an entry is replayed only when forced: it succeeded, a replay of it did, it was refused for
- * a signed timestamp already stale on arrival, or its delivery id was taken already. A dry run names it, and so does the refusal, so a
- * caller can offer the choice for that entry alone.
+ * Why an entry is replayed only when forced: it succeeded, a replay of it did, it was resolved by
+ * hand, it was refused for a signed timestamp already stale on arrival, or its delivery id was
+ * taken already. A dry run names it, and so does the refusal, so a caller can offer the choice
+ * for that entry alone.
  */
-export type NeedsForce = 'succeeded' | 'replayed' | 'stale-timestamp' | 'taken';
+export type NeedsForce = 'succeeded' | 'replayed' | 'resolved' | 'stale-timestamp' | 'taken';
 
 /** What the server answers, one result per id, in order. */
 export type ReplayResult =
@@ -39,50 +51,55 @@ export interface ReplayParts {
   stateDir: string;
   ledger: Pick<Ledger, 'flush'> | null;
   app: Pick<App, 'replay' | 'preview' | 'taken'>;
+  /** The journal: the roots' records, and the line a replay's outcome is written in when its commit made none. */
+  store: Pick<Store, 'root' | 'commit'>;
+  /** The roots a replay runs now (shared with `requests resolve`). */
+  claims: Claims;
+  log: Pick<Logger, 'error'>;
 }
 
 /**
- * The server's side: each id (an entry id, or a request id naming one entry) is replayed once, in
- * order. An entry that already succeeded, or whose earlier replay succeeded, needs `force`; a
- * replay of the same entry still running refuses another, so two callers cannot both run it.
+ * The server's side: each id (an entry id, or a request id naming one entry) has its root replayed
+ * once, in order. A root that succeeded (its own request, or a replay of it), was resolved by hand,
+ * or whose delivery id is taken needs `force` for that id; a root claimed by a replay running now
+ * is refused; a root two ids of one call name runs once.
  */
 export function replayOperation(parts: ReplayParts): (args: unknown) => Promise<{ results: ReplayResult[] }> {
-  const running = new Set<string>();
   return async (raw) => {
     const args = _args(raw);
     // What was answered a moment ago must be on disk to be found.
     await parts.ledger?.flush();
-    const { named, succeeded } = await _lookUp(parts.stateDir, args.ids);
+    const { named, succeededBefore } = await lookUp(parts.stateDir, args.ids);
     const results: ReplayResult[] = [];
-    const judging: _Judging = { taken: takenCheck(parts.app.taken), succeeded, running };
+    const judging: _Judging = { taken: takenCheck(parts.app.taken), succeededBefore, ran: new Map() };
     for (const id of args.ids) {
       const found = named(id);
       if (!found.ok) {
         results.push({ id, ok: false, code: ErrorCode.NotFound, error: found.error });
         continue;
       }
-      const { entry } = found;
-      results.push(await (args.dryRun === true ? _dryRun : _replayOne)(id, entry, args, parts, judging));
+      const forced = args.force === true || (Array.isArray(args.force) && args.force.includes(id));
+      results.push(await (args.dryRun === true ? _dryRun : _replayOne)(id, found, forced, parts, judging));
     }
     return { results };
   };
 }
 
-/** What a replay is judged against: delivery ids taken, the entries replayed with success, the replays running now. */
+/** What a replay is judged against: delivery ids taken, the roots a replay of which succeeded by the ledger, the roots this call ran (and as which replay). */
 interface _Judging {
   taken: ReturnType<typeof takenCheck>;
-  succeeded: Set<string>;
-  running: Set<string>;
+  succeededBefore: ReadonlySet<string>;
+  ran: Map<string, string>;
 }
 
-// What a replay of `entry` would become now, why it would not run unforced (and the delivery id's
-// words when that is why), or the error that stops it.
-async function _dryRun(id: string, entry: LedgerEntry, args: ReplayArgs, parts: ReplayParts, { taken, succeeded }: _Judging): Promise<ReplayResult> {
+// What a replay of the root would become now, why it would not run unforced (and the delivery
+// id's words when that is why), or the error that stops it.
+async function _dryRun(id: string, { entry, root }: Found, forced: boolean, parts: ReplayParts, { taken, succeededBefore }: _Judging): Promise<ReplayResult> {
   try {
-    const skip = args.force === true ? null : await taken.why(entry);
+    const skip = forced ? null : await taken.why(entry);
     const preview = await parts.app.preview(entry);
     if (skip === null && preview.status < 400 && preview.actions.length > 0) taken.wouldTake(entry);
-    const needsForce = args.force === true ? undefined : (_alreadyDone(entry, succeeded)?.why ?? (skip === null ? undefined : 'taken'));
+    const needsForce = forced ? undefined : (_alreadyDone(entry, root, parts.store.root(root), succeededBefore)?.why ?? (skip === null ? undefined : 'taken'));
     return { id, ok: true, preview, ...(skip === null ? {} : { skip }), ...(needsForce === undefined ? {} : { needsForce }) };
   } catch (error) {
     if (!(error instanceof HttpError)) throw error;
@@ -90,52 +107,79 @@ async function _dryRun(id: string, entry: LedgerEntry, args: ReplayArgs, parts: 
   }
 }
 
-// `entry` replayed, unless it needs force (done already, its delivery id taken) or a replay of it
-// runs now.
-async function _replayOne(id: string, entry: LedgerEntry, args: ReplayArgs, parts: ReplayParts, { taken, succeeded, running }: _Judging): Promise<ReplayResult> {
-  // Whether its delivery id is taken is asked first: nothing awaits between the other checks and the run.
-  const skip = args.force === true ? null : await taken.why(entry);
-  const refusal = args.force === true ? null : (_alreadyDone(entry, succeeded) ?? (skip === null ? null : { why: 'taken' as const, error: skip }));
+// The root replayed, unless this call ran it already, it needs force (done already, resolved, its
+// delivery id taken) or a replay of it runs now: its claim is taken with no await after its record is read.
+async function _replayOne(id: string, { entry, root }: Found, forced: boolean, parts: ReplayParts, { taken, succeededBefore, ran }: _Judging): Promise<ReplayResult> {
+  const earlier = ran.get(root);
+  if (earlier !== undefined) return { id, ok: false, code: ErrorCode.NotReplayable, error: `entry ${root} was replayed a moment ago in this run (${earlier})` };
+  // Whether its delivery id is taken is asked first: from the record's reading to the claim, no await.
+  const skip = forced ? null : await taken.why(entry);
+  const refusal = forced ? null : (_alreadyDone(entry, root, parts.store.root(root), succeededBefore) ?? (skip === null ? null : { why: 'taken' as const, error: skip }));
   if (refusal !== null) return { id, ok: false, code: ErrorCode.NotReplayable, error: refusal.error, needsForce: refusal.why };
-  if (running.has(entry.id)) return { id, ok: false, code: ErrorCode.NotReplayable, error: `a replay of entry ${entry.id} is running now` };
-  running.add(entry.id);
+  if (!parts.claims.take(root)) return { id, ok: false, code: ErrorCode.NotReplayable, error: `a replay of entry ${root} is running now` };
   try {
-    const outcome = await parts.app.replay(entry, { force: args.force === true });
-    if (outcome.status < 400) succeeded.add(entry.id);
+    const outcome = await _run(parts, entry, root, forced);
+    ran.set(root, outcome.entry === undefined ? `request ${outcome.requestId}` : `as ${outcome.entry}`);
     return { id, ok: true, outcome };
   } catch (error) {
     if (!(error instanceof HttpError)) throw error;
     return { id, ok: false, code: error.code, error: error.message };
   } finally {
-    running.delete(entry.id);
+    parts.claims.release(root);
   }
 }
 
+// One claimed root run: the outcome rides on the replay's journal commit; a replay that made none
+// (ignored, skipped, refused, or its commit failed) gets a line of its own before the claim goes.
+async function _run(parts: ReplayParts, entry: LedgerEntry, root: string, force: boolean): Promise<ReplayOutcome> {
+  let carried: ReplayAttempt | null = null;
+  const change = (attempt: ReplayAttempt) => replayedChange(root, parts.store.root(root), attempt);
+  const settle = (attempt: ReplayAttempt) => {
+    carried = attempt;
+    return { roots: [change(attempt)] };
+  };
+  const outcome = await parts.app.replay(entry, { force, root, settle });
+  if (carried !== null && succeeded(outcome.status)) return outcome;
+  const attempt: ReplayAttempt = { ...(outcome.entry === undefined ? {} : { entry: outcome.entry }), requestId: outcome.requestId, status: outcome.status, time: new Date().toISOString() };
+  try {
+    await parts.store.commit({ roots: [change(attempt)] });
+  } catch (error) {
+    // Nothing of the replay took effect (it made no commit, or its commit failed): the root stays as it was.
+    parts.log.error('replay outcome not written', { root, error: (error as NodeJS.ErrnoException).code ?? String(error) });
+  }
+  return outcome;
+}
+
+/** An id looked up: the entry whose bytes a replay runs (the root's own, or a replay of it once the root left the ledger) and the root. */
+export type Named = Found | { ok: false; error: string };
+type Found = { ok: true; entry: LedgerEntry; root: string };
+
 /**
- * The entries the ids name, each as it is replayed (a replay of a replay runs the original's bytes
- * again: the chain stays one level deep), and the entries a replay of which succeeded. Only the
- * lines naming them are parsed (findEntries): the server answers requests meanwhile.
+ * The entries the ids name, each with its root (a replay of a replay runs the root's bytes again:
+ * the chain stays one level deep), and the roots a replay of which succeeded by the ledger (what a
+ * state directory from before the journal kept roots tells). Only the lines naming them are parsed
+ * (findEntries): the server answers requests meanwhile.
  */
-async function _lookUp(stateDir: string, ids: readonly string[]): Promise<{ named: (id: string) => ReturnType<typeof findEntry>; succeeded: Set<string> }> {
+export async function lookUp(stateDir: string, ids: readonly string[]): Promise<{ named: (id: string) => Named; succeededBefore: Set<string> }> {
   // Named by entry id, an entry's replays are found in the same reading.
   const first = await findEntries(stateDir, { ids, replaysOf: ids });
-  const originals = new Map<string, string>();
+  const roots = new Map<string, string>();
   for (const id of ids) {
     const found = findEntry(first, id);
-    if (found.ok) originals.set(id, found.entry.replayOf ?? found.entry.id);
+    if (found.ok) roots.set(id, found.entry.replayOf ?? found.entry.id);
   }
-  // Named by request id, or through a replay: the original and its replays take a second reading.
+  // Named by request id, or through a replay: the root and its replays take a second reading.
   const asked = new Set(ids);
-  const more = [...new Set(originals.values())].filter((original) => !asked.has(original) || !first.some((e) => e.id === original));
+  const more = [...new Set(roots.values())].filter((root) => !asked.has(root) || !first.some((e) => e.id === root));
   const entries = more.length === 0 ? first : [...first, ...(await findEntries(stateDir, { ids: more, replaysOf: more }))];
-  const succeeded = new Set(entries.filter((e) => e.replayOf !== undefined && _succeeded(e)).map((e) => e.replayOf!));
-  const named = (id: string): ReturnType<typeof findEntry> => {
+  const succeededBefore = new Set(entries.filter((e) => e.replayOf !== undefined && succeeded(e.status)).map((e) => e.replayOf!));
+  const named = (id: string): Named => {
     const found = findEntry(first, id);
     if (!found.ok) return found;
-    const original = originals.get(id)!;
-    return { ok: true, entry: entries.find((e) => e.id === original) ?? found.entry };
+    const root = roots.get(id)!;
+    return { ok: true, entry: entries.find((e) => e.id === root) ?? found.entry, root };
   };
-  return { named, succeeded };
+  return { named, succeededBefore };
 }
 
 function _args(raw: unknown): ReplayArgs {
@@ -143,16 +187,23 @@ function _args(raw: unknown): ReplayArgs {
   if (typeof value !== 'object' || value === null || !Array.isArray(value.ids) || !value.ids.every((id) => typeof id === 'string') || value.ids.length === 0) {
     throw new HttpError(400, ErrorCode.InvalidPayload, 'ids: must be a non-empty list of entry ids');
   }
-  return { ids: value.ids, force: value.force === true, dryRun: value.dryRun === true };
+  const force = value.force;
+  if (force !== undefined && typeof force !== 'boolean' && !(Array.isArray(force) && force.every((id) => typeof id === 'string'))) {
+    throw new HttpError(400, ErrorCode.InvalidPayload, 'force: must be true, false or a list of the ids to force');
+  }
+  return { ids: value.ids, force: force ?? false, dryRun: value.dryRun === true };
 }
 
-function _succeeded(entry: LedgerEntry): boolean {
-  return entry.status < 400;
-}
-
-function _alreadyDone(entry: LedgerEntry, succeeded: ReadonlySet<string>): { why: NeedsForce; error: string } | null {
-  if (_succeeded(entry)) return { why: 'succeeded', error: `entry ${entry.id} succeeded (${entry.status}); replay it again with --force` };
-  if (succeeded.has(entry.id)) return { why: 'replayed', error: `a replay of entry ${entry.id} succeeded; replay it again with --force` };
+// Why a root is not run unless forced, or `null`. `entry` is what would run: the root's own entry,
+// or (once the root left the ledger) the replay of it that was named.
+function _alreadyDone(entry: LedgerEntry, root: string, record: RootRecord | null, succeededBefore: ReadonlySet<string>): { why: NeedsForce; error: string } | null {
+  if (record?.state === 'succeeded') {
+    const by = record.replays.find((r) => succeeded(r.status));
+    return { why: 'replayed', error: `a replay of entry ${root} succeeded${by === undefined ? '' : ` (replay ${by.entry ?? `request ${by.requestId}`}, ${by.status})`}; replay it again with --force` };
+  }
+  if (record?.state === 'resolved') return { why: 'resolved', error: `entry ${root} was marked resolved at ${record.resolvedAt ?? record.time}; replay it with --force` };
+  if (entry.id === root && succeeded(entry.status)) return { why: 'succeeded', error: `entry ${entry.id} succeeded (${entry.status}); replay it again with --force` };
+  if (succeededBefore.has(root) || (entry.id !== root && succeeded(entry.status))) return { why: 'replayed', error: `a replay of entry ${root} succeeded; replay it again with --force` };
   // A replay does not hold the timestamp against the clock again. A delivery that was already too
   // old when it arrived is what anyone holding one captured delivery can send at any time, so a
   // bulk replay of what failed does not run it unasked.

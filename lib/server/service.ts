@@ -84,7 +84,7 @@ export async function startService(config: Config, stateDir: string, log: Logger
 }
 
 async function _openStore(config: Config, stateDir: string, log: Logger): Promise<Store> {
-  const { store, tornBytes, rejected } = await Store.open(stateDir, { idempotencyTtlMs: config.hooks.idempotencyTtlSeconds * 1000 });
+  const { store, tornBytes, rejected } = await Store.open(stateDir, { idempotencyTtlMs: config.hooks.idempotencyTtlSeconds * 1000, retainRootsMs: config.hooks.ledger.maxAgeSeconds * 1000 });
   // One warning per line left out (the first 20, then a count), so a damaged journal is noticed and found.
   for (const { line, problem } of rejected.slice(0, 20)) log.warn('journal line skipped', { line, problem });
   if (rejected.length > 0 || tornBytes > 0) log.warn('journal had unreadable lines', { skipped: rejected.length, tornBytes });

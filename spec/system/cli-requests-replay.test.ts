@@ -70,7 +70,7 @@ test('a GitHub delivery signed under the wrong secret is refused and listed; aft
 
   const again = await cli(s, 'replay', id);
   assert.equal(again.code, 1);
-  assert.match(again.stdout, new RegExp(`^not replayed ${id}: a replay of entry ${id} succeeded; replay it again with --force\\n$`));
+  assert.match(again.stdout, new RegExp(`^not replayed ${id}: a replay of entry ${id} succeeded \\(replay [0-9a-f]{24}, 200\\); replay it again with --force\\n$`));
   assert.equal((await readEvents(s.state)).filter((e) => e.text.includes('push to')).length, 1, 'exactly once');
 
   const entries = await readLedger(s.state);

@@ -4,6 +4,8 @@ import { JOURNAL_FILE, readJournal } from './lines.ts';
 import { applyNotices } from './notices.ts';
 import { applyOutbox, type OutboxEntry } from './outbox.ts';
 import { checkedLines, replayRuns, type JournalLine, type Rejected } from './records.ts';
+import type { RootRecord } from '../../model/replays.ts';
+import { rootsOf } from './replays.ts';
 
 // The state directory read without opening it for writing: what the CLI's listings show while the
 // server, the one writer (store.ts), may be running.
@@ -36,6 +38,11 @@ export async function readNotices(dir: string, onRejected?: (rejected: Rejected)
   const notices = new Map<string, NoticeRecord>();
   for (const record of await _read(dir, onRejected)) if (record.t === 'commit') applyNotices(notices, record.notices, record.noticeUpdates);
   return [...notices.values()];
+}
+
+/** Reads the records of replayed and resolved requests (by root) without opening the journal for writing. */
+export async function readRoots(dir: string, onRejected?: (rejected: Rejected) => void): Promise<Map<string, RootRecord>> {
+  return new Map(rootsOf(await _read(dir, onRejected)).list().map((r) => [r.root, r]));
 }
 
 /** The route of the last successful delivery recorded in a state directory, read without opening it for writing. */

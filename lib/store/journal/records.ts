@@ -1,6 +1,7 @@
 import { CHANNELS, SESSION_MODES, THINKING_LEVELS, WAKE_MODES } from '../../model/actions.ts';
 import { array, boolean, check, formatIssue, literal, number, object, optional, string, typeName, type Report, type Schema } from '../../schema.ts';
 import type { ConsumedSession, IdempotencyWrite, NoticeRecord, NoticeUpdate, Route, RunRecord, RunUpdate, SessionEvent } from '../../model/records.ts';
+import { ROOT_STATES, type RootChange } from '../../model/replays.ts';
 import type { OutboxEntry, OutboxUpdate } from './outbox.ts';
 import type { JournalContents } from './lines.ts';
 
@@ -29,6 +30,8 @@ export type JournalLine =
       notices?: NoticeRecord[];
       noticeUpdates?: NoticeUpdate[];
       idem?: IdemRecord;
+      /** Replayed or resolved requests: a replay's outcome rides on the line of its effects. */
+      roots?: RootChange[];
     }
   | ({ t: 'idem'; seq: number } & IdemRecord)
   | ({ t: 'taken'; seq: number } & TakenRecord);
@@ -182,6 +185,8 @@ const noticeShape = object({
 const noticeUpdateShape = object({ deliveryId: string({ nonEmpty: true }), ...noticeChanges });
 const outboxUpdateShape = object({ id: string({ nonEmpty: true }), ...outboxChanges });
 const idemShape = object(idemFields);
+const attemptShape = object({ entry: optional(string({ nonEmpty: true })), requestId: text, status: number({ integer: true, min: 100, max: 599 }), time: text });
+const rootShape = object({ root: string({ nonEmpty: true }), state: literal(...ROOT_STATES), replays: optional(array(attemptShape)), resolvedAt: optional(text), time: text });
 const commitShape = object({
   t: literal('commit'),
   seq,
@@ -197,6 +202,7 @@ const commitShape = object({
   notices: optional(_list),
   noticeUpdates: optional(_list),
   idem: optional(idemShape),
+  roots: optional(_list),
 });
 const idemLine = object({ t: literal('idem'), seq, ...idemFields });
 const takenLine = object({ t: literal('taken'), seq, scope: text, key: text, takenUntil: number(), requestId: optional(text) });
@@ -229,7 +235,7 @@ export function checkLine(record: unknown): CheckedLine {
   // The checked copy holds exactly the known keys; the entries are checked one by one below.
   const line = checked.value as JournalLine & { t: 'commit' };
   const problems: string[] = [];
-  const keep = (name: 'events' | 'runs' | 'runUpdates' | 'outbox' | 'outboxUpdates' | 'notices' | 'noticeUpdates', shape: Schema<unknown>): void => {
+  const keep = (name: 'events' | 'runs' | 'runUpdates' | 'outbox' | 'outboxUpdates' | 'notices' | 'noticeUpdates' | 'roots', shape: Schema<unknown>): void => {
     const entries = line[name] as unknown[] | undefined;
     if (entries === undefined) return;
     const good = entries.filter((entry, i) => {
@@ -246,6 +252,7 @@ export function checkLine(record: unknown): CheckedLine {
   keep('outboxUpdates', outboxUpdateShape);
   keep('notices', noticeShape);
   keep('noticeUpdates', noticeUpdateShape);
+  keep('roots', rootShape);
   return { line, problems };
 }
 

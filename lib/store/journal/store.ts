@@ -8,6 +8,8 @@ import { JOURNAL_FILE } from './lines.ts';
 import { applyOutbox, countOutbox, headOf, newEntries, trimOutbox, type OutboxEntry, type OutboxSpec, type OutboxState, type OutboxUpdate } from './outbox.ts';
 import { IdempotencyKeys } from './idempotency-keys.ts';
 import { applyNotices, newNotices, trimNotices } from './notices.ts';
+import type { RootChange, RootRecord } from '../../model/replays.ts';
+import { Roots } from './replays.ts';
 import { checkedLines, replayRuns, type Rejected, type JournalLine } from './records.ts';
 import { planEvents, SessionEvents, type EventOutcome, type NewEvent } from './session-events.ts';
 
@@ -27,6 +29,8 @@ export interface StoreOptions {
   retainEventBytes?: number;
   /** How many finished runs are kept for `hooks-ingress runs`. */
   retainRuns?: number;
+  /** How long a replayed root's record outlives its last change (the ledger's age bound: then no entry of it is left). */
+  retainRootsMs?: number;
 }
 
 /** What one request (or one heartbeat) adds: session events and runs to execute. */
@@ -46,6 +50,8 @@ export interface Effects {
   /** Notify mappings' deliveries to send, and their outcomes. */
   notices?: NoticeSpec[];
   noticeUpdates?: NoticeUpdate[];
+  /** A replay's outcome for its root (or roots resolved by hand), durable with the replay's effects. */
+  roots?: RootChange[];
 }
 
 // One journal line is one commit: all of a request's effects and its idempotency key, durable
@@ -73,6 +79,8 @@ export class Store {
   #inflight = new Map<number, Promise<void>>();
   #outbox = new Map<string, OutboxEntry>();
   #notices = new Map<string, NoticeRecord>();
+  readonly #roots = new Roots();
+  readonly #retainRootsMs: number;
   #compacting: Promise<void> | null = null;
   #compactAt: number;
   #lastWriteFailed = false;
@@ -95,6 +103,7 @@ export class Store {
     this.#compactAt = this.#compactBytes;
     this.#session = new SessionEvents(options.retainEvents ?? 2_000, options.retainEventBytes ?? 16 * 1024 * 1024);
     this.#retainRuns = options.retainRuns ?? 1_000;
+    this.#retainRootsMs = options.retainRootsMs ?? Number.POSITIVE_INFINITY;
   }
 
   /** Opens (or creates, mode 0700) the state directory and replays its journal. */
@@ -143,6 +152,7 @@ export class Store {
     if (effects.outboxUpdates !== undefined && effects.outboxUpdates.length > 0) line.outboxUpdates = effects.outboxUpdates;
     if (notices.length > 0) line.notices = notices;
     if (effects.noticeUpdates !== undefined && effects.noticeUpdates.length > 0) line.noticeUpdates = effects.noticeUpdates;
+    if (effects.roots !== undefined && effects.roots.length > 0) line.roots = effects.roots;
     if (idem !== undefined) {
       const { ttlMs, keepMs, ...answer } = typeof idem === 'function' ? idem(planned.outcomes) : idem;
       const expiresAt = this.#now() + (ttlMs ?? this.#ttlMs);
@@ -181,6 +191,16 @@ export class Store {
   /** The first answer to an earlier request with this key, while it is remembered. */
   replay(scope: string, key: string): StoredAnswer | null {
     return this.#keys.replay(scope, key);
+  }
+
+  /** A replayed (or resolved) root's record: what a replay claims it against. */
+  root(root: string): RootRecord | null {
+    return this.#roots.get(root);
+  }
+
+  /** Every kept root's record, the one changed longest ago first. */
+  roots(): RootRecord[] {
+    return this.#roots.list();
   }
 
   /** The main session's retained events, oldest first. */
@@ -290,6 +310,7 @@ export class Store {
   // Memory is updated before the line is queued, so a compaction snapshot taken at any time
   // holds every line queued ahead of it: the journal writes those first, then the snapshot.
   async #write(line: _Line): Promise<void> {
+    const roots = line.t === 'commit' ? this.#roots.before(line.roots) : null;
     this.#apply(line);
     const written = this.#journal.append(line);
     if (this.#journal.size > this.#compactAt && this.#compacting === null) this.#compactSoon();
@@ -300,6 +321,7 @@ export class Store {
       this.#lastWriteFailed = true;
       // The line never reached the disk, so nothing may vouch for it: a retry must run again, not replay.
       this.#forget(line);
+      if (roots !== null) this.#roots.restore(roots);
       // A compaction queued behind it took its snapshot with the line in it: write a fresh one after.
       if (this.#compacting !== null) this.#compactSoon();
       if (error instanceof JournalReplacedError) this.#recover();
@@ -375,6 +397,7 @@ export class Store {
         trimNotices(this.#notices, this.#retainRuns);
       }
       this.#trimRuns();
+      this.#roots.apply(line.roots);
     }
     if (line.t === 'taken') return this.#keys.take(line);
     const idem = line.t === 'idem' ? line : line.idem;
@@ -404,7 +427,7 @@ export class Store {
     if (!_unfinished(run)) this.#finished++;
   }
 
-  // What a compacted journal holds: retained events, unfinished runs, live idempotency keys.
+  // What a compacted journal holds: retained events, unfinished runs, live idempotency keys, the roots' records.
   #snapshot(): _Line[] {
     const now = this.#now();
     const lines: _Line[] = this.#session.retained().map((e) => ({ t: 'commit', seq: e.seq, time: e.time, events: [e] }));
@@ -414,6 +437,8 @@ export class Store {
     for (const notice of this.#notices.values()) lines.push({ t: 'commit', seq: 0, time: notice.acceptedAt, notices: [notice] });
     for (const idem of this.#keys.live(now)) lines.push({ t: 'idem', seq: 0, ...idem });
     for (const taken of this.#keys.takenOnly(now)) lines.push({ t: 'taken', seq: 0, ...taken });
+    this.#roots.trim(now - this.#retainRootsMs);
+    for (const root of this.#roots.changes()) lines.push({ t: 'commit', seq: 0, time: root.time, roots: [root] });
     return lines;
   }
 }

@@ -1,0 +1,118 @@
+import type { LedgerEntry } from '../model/ledger-entry.ts';
+import { resolutionOf, resolved, rootOf, type Resolution, type RootRecord } from '../model/replays.ts';
+import { failed } from '../store/ledger/read.ts';
+
+// Which failures are still open, counted by root (the original request: its replays stand for it),
+// from the ledger and the journal's records of replayed roots: what `requests --failed` lists, and
+// what a bulk `requests replay` runs and skips, and why.
+
+/** The journal's records of replayed and resolved roots, by root. */
+export type RootRecords = ReadonlyMap<string, RootRecord>;
+
+/** What the requests commands read: the ledger's entries and the roots' records. */
+export interface Failures {
+  entries: readonly LedgerEntry[];
+  roots: RootRecords;
+}
+
+/** What an entry's root has come to, when it was replayed or resolved; `undefined` when not. */
+export function resolutionFor(entry: LedgerEntry, roots: RootRecords): Resolution | undefined {
+  const record = roots.get(rootOf(entry));
+  return record === undefined ? undefined : resolutionOf(record);
+}
+
+/**
+ * Whether an entry's root needs nothing more: a replay of it succeeded, it was resolved by hand, or
+ * its own request (still in the ledger) did not fail.
+ */
+export function rootResolved(entry: LedgerEntry, state: Failures, byId = _byId(state.entries)): boolean {
+  const root = rootOf(entry);
+  if (resolved(state.roots.get(root))) return true;
+  const own = byId.get(root);
+  return own !== undefined && !failed(own);
+}
+
+/**
+ * The failures `--failed` lists among `matching` (entries that passed the filters, failed ones):
+ * one line per root still open, the root's own entry when it matched, else its newest replay that
+ * did; with `all`, every failure, resolved or not.
+ */
+export function openFailures(matching: readonly LedgerEntry[], state: Failures, all = false): LedgerEntry[] {
+  if (all) return [...matching];
+  const byId = _byId(state.entries);
+  const chosen = new Map<string, LedgerEntry>();
+  for (const entry of matching) {
+    if (rootResolved(entry, state, byId)) continue;
+    const root = rootOf(entry);
+    const held = chosen.get(root);
+    if (held === undefined || held.id !== root) chosen.set(root, entry);
+  }
+  const keep = new Set(chosen.values());
+  return matching.filter((e) => keep.has(e));
+}
+
+/** Why a bulk replay leaves an entry: its root resolved, it succeeded, another entry of its root is run, its timestamp was stale on arrival, its body was not kept. */
+export type SkipWhy = 'resolved' | 'succeeded' | 'again' | 'stale' | 'not-kept';
+
+/** A bulk replay's plan: one entry per root to run (those among them forced), and what it skips. */
+export interface ReplayPlan {
+  run: LedgerEntry[];
+  /** The ids of `run` that need `--force` (there only when it was given). */
+  forced: string[];
+  skipped: { entry: LedgerEntry; why: SkipWhy }[];
+}
+
+/**
+ * What a bulk replay of `picked` does: each root once (by the first of its entries picked), left
+ * when it needs `--force` (resolved, succeeded, a signed timestamp stale on arrival) and `force` is
+ * not given, or when its body was not kept.
+ */
+export function planReplay(picked: readonly LedgerEntry[], state: Failures, force: boolean): ReplayPlan {
+  const byId = _byId(state.entries);
+  const plan: ReplayPlan = { run: [], forced: [], skipped: [] };
+  const seen = new Set<string>();
+  for (const entry of picked) {
+    const root = rootOf(entry);
+    if (seen.has(root)) {
+      plan.skipped.push({ entry, why: 'again' });
+      continue;
+    }
+    seen.add(root);
+    // What the server runs: the root's own bytes while the ledger has them.
+    const runs = byId.get(root) ?? entry;
+    if (runs.body === undefined || runs.body.truncated) {
+      plan.skipped.push({ entry, why: 'not-kept' });
+      continue;
+    }
+    const needs: SkipWhy | null = resolved(state.roots.get(root)) ? 'resolved' : !failed(runs) ? 'succeeded' : runs.signature?.why === 'stale-timestamp' ? 'stale' : null;
+    if (needs !== null && !force) {
+      plan.skipped.push({ entry, why: needs });
+      continue;
+    }
+    plan.run.push(entry);
+    if (needs !== null) plan.forced.push(entry.id);
+  }
+  return plan;
+}
+
+const _WHY: Record<SkipWhy, [string, string]> = {
+  resolved: ['resolved already (a replay succeeded, or by hand)', '--force replays'],
+  succeeded: ['succeeded', '--force replays'],
+  again: ['another entry of a root counted once', ''],
+  stale: ['signed with a timestamp too far from the clock when it arrived', '--force replays, if genuine'],
+  'not-kept': ['whose body was not kept', 'cannot be replayed'],
+};
+
+/** The plan in one line: how many it runs, how many it skips and why. */
+export function describePlan(plan: ReplayPlan): string {
+  const runs = `will replay ${plan.run.length} request${plan.run.length === 1 ? '' : 's'}${plan.forced.length === 0 ? '' : ` (${plan.forced.length} forced)`}`;
+  if (plan.skipped.length === 0) return runs;
+  const counts = new Map<SkipWhy, number>();
+  for (const { why } of plan.skipped) counts.set(why, (counts.get(why) ?? 0) + 1);
+  const reasons = [...counts].map(([why, n]) => `${n} ${_WHY[why][0]}${_WHY[why][1] === '' ? '' : ` (${_WHY[why][1]})`}`);
+  return `${runs}, skip ${plan.skipped.length}: ${reasons.join('; ')}`;
+}
+
+function _byId(entries: readonly LedgerEntry[]): Map<string, LedgerEntry> {
+  return new Map(entries.map((e) => [e.id, e]));
+}

@@ -1,0 +1,91 @@
+import { MAX_ATTEMPTS, succeeded, type ReplayAttempt, type RootChange, type RootRecord } from '../../model/replays.ts';
+
+// The roots the journal knows: per original request that was replayed or resolved by hand, its
+// state and replays (lib/model/replays.ts), rebuilt from the journal's `roots` lines at open and
+// by the CLI's reader alike, and bounded as the rest of the journal is.
+
+/** How many roots are kept at most; the one changed longest ago goes first. */
+export const MAX_ROOTS = 10_000;
+
+/** The roots' records, kept in the order of their last change (the oldest first). */
+export class Roots {
+  readonly #records = new Map<string, RootRecord>();
+  readonly #max: number;
+
+  constructor(max = MAX_ROOTS) {
+    this.#max = max;
+  }
+
+  get size(): number {
+    return this.#records.size;
+  }
+
+  /** One root's record, if it is kept. */
+  get(root: string): RootRecord | null {
+    return this.#records.get(root) ?? null;
+  }
+
+  /** Every kept record, the one changed longest ago first. */
+  list(): RootRecord[] {
+    return [...this.#records.values()];
+  }
+
+  /** Applies a line's changes; each changed record becomes the newest. */
+  apply(changes: readonly RootChange[] | undefined): void {
+    for (const change of changes ?? []) {
+      const old = this.#records.get(change.root);
+      this.#records.delete(change.root);
+      this.#records.set(change.root, applyChange(old, change));
+      if (this.#records.size > this.#max) this.#records.delete(this.#records.keys().next().value!);
+    }
+  }
+
+  /** The records `changes` would touch, as they are now: what {@link restore} puts back. */
+  before(changes: readonly RootChange[] | undefined): Map<string, RootRecord | undefined> {
+    return new Map((changes ?? []).map((c) => [c.root, this.#records.get(c.root)]));
+  }
+
+  /** Puts records back as {@link before} saw them (their line never reached the disk). */
+  restore(saved: ReadonlyMap<string, RootRecord | undefined>): void {
+    for (const [root, record] of saved) {
+      if (record === undefined) this.#records.delete(root);
+      else this.#records.set(root, record);
+    }
+  }
+
+  /** Drops the records last changed before `cutoff` (epoch ms): no entry of theirs is left to replay. */
+  trim(cutoff: number): void {
+    for (const [root, record] of this.#records) {
+      if (Date.parse(record.time) >= cutoff) break;
+      this.#records.delete(root);
+    }
+  }
+
+  /** Each record as the change that makes it again: what a compacted journal holds. */
+  changes(): RootChange[] {
+    return this.list().map(({ root, state, replays, resolvedAt, time }) => ({ root, state, ...(replays.length === 0 ? {} : { replays }), ...(resolvedAt === undefined ? {} : { resolvedAt }), time }));
+  }
+}
+
+/** A record after a change: the state the change carries, its replays added (bounded), its resolution by hand. */
+export function applyChange(old: RootRecord | undefined, change: RootChange): RootRecord {
+  const replays = _bounded([...(old?.replays ?? []), ...(change.replays ?? [])]);
+  const resolvedAt = change.resolvedAt ?? old?.resolvedAt;
+  return { root: change.root, state: change.state, replays, ...(resolvedAt === undefined ? {} : { resolvedAt }), time: change.time };
+}
+
+/** The roots of a journal's lines, as the CLI reads them without opening the journal for writing. */
+export function rootsOf(lines: Iterable<{ t: string; roots?: RootChange[] }>): Roots {
+  const roots = new Roots();
+  for (const line of lines) if (line.t === 'commit') roots.apply(line.roots);
+  return roots;
+}
+
+// The newest MAX_ATTEMPTS, the first success always among them: it is what resolved the root.
+function _bounded(replays: ReplayAttempt[]): ReplayAttempt[] {
+  if (replays.length <= MAX_ATTEMPTS) return replays;
+  const first = replays.find((r) => succeeded(r.status));
+  const newest = replays.slice(-MAX_ATTEMPTS);
+  if (first === undefined || newest.includes(first)) return newest;
+  return [first, ...newest.slice(1)];
+}
