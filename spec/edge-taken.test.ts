@@ -11,7 +11,9 @@ import type { LedgerEntry } from '../lib/model/ledger-entry.ts';
 import type { CallTransform } from '../lib/hooks/mappings.ts';
 import { defer } from './_cleanup.ts';
 import { tempDir } from './_dir.ts';
-import { specConfig, startApp, withHooks, type AppHarness } from './_app.ts';
+import { silentLogger, specConfig, startApp, withHooks, type AppHarness } from './_app.ts';
+import { Claims } from '../lib/server/claims.ts';
+import { replayOperation } from '../lib/server/replay.ts';
 import { post } from './_http.ts';
 import { until } from './_until.ts';
 import { githubExample, SIGNERS } from './_signers.ts';
@@ -192,4 +194,25 @@ test('takenCheck(): in a dry run, an entry whose delivery id an entry before it 
   assert.equal(await check.why(entry('d')), "entry d's delivery id was already accepted; replay it again with --force");
   assert.equal(await check.why(entry('e')), null);
   check.wouldTake(entry('e'));
+});
+
+test('replayOperation check: a bulk plan learns, without running anything, which ids would be skipped for a taken delivery id, the second copy of one delivery included', async (t) => {
+  const h = await start(t, WRONG);
+  assert.equal((await deliver(h, RIGHT, 'copy-1', 'delivery-5')).status, 401);
+  assert.equal((await deliver(h, RIGHT, 'copy-2', 'delivery-5')).status, 401);
+  assert.equal((await deliver(h, RIGHT, 'other-1', 'delivery-6')).status, 401);
+  await h.fix(RIGHT);
+  assert.equal((await deliver(h, RIGHT, 'other-retry', 'delivery-6')).status, 200);
+  const [one, two, other] = [await entryOf(h, 'copy-1'), await entryOf(h, 'copy-2'), await entryOf(h, 'other-1')];
+  const op = replayOperation({ stateDir: h.state, ledger: null, app: h.app, store: h.store, claims: new Claims(), log: silentLogger });
+  const answer = await op({ ids: [one.id, two.id, other.id, 'nope'], check: true });
+  assert.deepEqual(answer.results, []);
+  assert.deepEqual(answer.checks, [
+    { id: one.id },
+    { id: two.id, needsForce: 'taken', skip: `entry ${two.id}'s delivery id would already be accepted by the replay of entry ${one.id} before it; replay it again with --force` },
+    { id: other.id, needsForce: 'taken', skip: `entry ${other.id}'s delivery id was already accepted as request other-retry; replay it again with --force` },
+    { id: 'nope', error: 'no request ledger entry has the id "nope" (an entry id or a request id; it may have been trimmed)' },
+  ]);
+  assert.deepEqual((await op({ ids: [other.id], check: true, force: [other.id] })).checks, [{ id: other.id }]);
+  assert.equal(h.pushes(), 1, 'nothing ran');
 });

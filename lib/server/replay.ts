@@ -29,6 +29,16 @@ export interface ReplayArgs {
   /** Run a root even when it succeeded, was resolved or its delivery id is taken: for every id (`true`), or only for these. */
   force?: boolean | string[];
   dryRun?: boolean;
+  /** Only judge each id (no preview, nothing run): the answer's `checks` say which would not run unforced, and why. */
+  check?: boolean;
+}
+
+/** One id judged for a bulk replay's plan: why its replay would not run unforced (`skip`: the delivery id's words), or that it was not found. */
+export interface ReplayCheck {
+  id: string;
+  needsForce?: NeedsForce;
+  skip?: string;
+  error?: string;
 }
 
 /**
@@ -64,7 +74,7 @@ export interface ReplayParts {
  * or whose delivery id is taken needs `force` for that id; a root claimed by a replay running now
  * is refused; a root two ids of one call name runs once.
  */
-export function replayOperation(parts: ReplayParts): (args: unknown) => Promise<{ results: ReplayResult[] }> {
+export function replayOperation(parts: ReplayParts): (args: unknown) => Promise<{ results: ReplayResult[]; checks?: ReplayCheck[] }> {
   return async (raw) => {
     const args = _args(raw);
     // What was answered a moment ago must be on disk to be found.
@@ -72,6 +82,7 @@ export function replayOperation(parts: ReplayParts): (args: unknown) => Promise<
     const { named, succeededBefore } = await lookUp(parts.stateDir, args.ids);
     const results: ReplayResult[] = [];
     const judging: _Judging = { taken: takenCheck(parts.app.taken), succeededBefore, ran: new Map() };
+    if (args.check === true) return { results, checks: await _checks(args, named, parts, judging) };
     for (const id of args.ids) {
       const found = named(id);
       if (!found.ok) {
@@ -105,6 +116,25 @@ async function _dryRun(id: string, { entry, root }: Found, forced: boolean, part
     if (!(error instanceof HttpError)) throw error;
     return { id, ok: false, code: error.code, error: error.message };
   }
+}
+
+// Why each id's replay would not run unforced, judged as if each id before it in the call ran and
+// succeeded (so a second copy of one delivery is named): what a bulk replay's plan counts.
+async function _checks(args: ReplayArgs, named: (id: string) => Named, parts: ReplayParts, { taken, succeededBefore }: _Judging): Promise<ReplayCheck[]> {
+  const checks: ReplayCheck[] = [];
+  for (const id of args.ids) {
+    const found = named(id);
+    if (!found.ok) {
+      checks.push({ id, error: found.error });
+      continue;
+    }
+    const forced = args.force === true || (Array.isArray(args.force) && args.force.includes(id));
+    const skip = forced ? null : await taken.why(found.entry);
+    const needsForce = forced ? undefined : (_alreadyDone(found.entry, found.root, parts.store.root(found.root), succeededBefore)?.why ?? (skip === null ? undefined : 'taken'));
+    if (needsForce === undefined) taken.wouldTake(found.entry);
+    checks.push({ id, ...(needsForce === undefined ? {} : { needsForce }), ...(skip === null ? {} : { skip }) });
+  }
+  return checks;
 }
 
 // The root replayed, unless this call ran it already, it needs force (done already, resolved, its
@@ -191,7 +221,7 @@ function _args(raw: unknown): ReplayArgs {
   if (force !== undefined && typeof force !== 'boolean' && !(Array.isArray(force) && force.every((id) => typeof id === 'string'))) {
     throw new HttpError(400, ErrorCode.InvalidPayload, 'force: must be true, false or a list of the ids to force');
   }
-  return { ids: value.ids, force: force ?? false, dryRun: value.dryRun === true };
+  return { ids: value.ids, force: force ?? false, dryRun: value.dryRun === true, check: value.check === true };
 }
 
 // Why a root is not run unless forced, or `null`. `entry` is what would run: the root's own entry,
