@@ -1,8 +1,8 @@
 // The inspector page: the live list of requests, one request in detail, and the replay dialog
 // (replay.js). What it shows is built from elements and text nodes only (dom.js).
 import { $, api, dropKey, el, rawJson, shortId, statusClass, table, takeKey, tree } from './dom.js';
-import { openReplay, wireReplay } from './replay.js';
-import { becameView } from './words.js';
+import { openReplay, openResolve, wireReplay } from './replay.js';
+import { becameView, replaysView, resolutionWords } from './words.js';
 
 takeKey();
 
@@ -48,6 +48,14 @@ function outcomeTag(entry) {
   return merged !== null ? tag : el('span', {}, tag, ' ', el('span', { class: 'why', title: why }, why));
 }
 
+// What was done about a failure since: a tag of its own beside the outcome's (a request that did not fail has none).
+function resolutionTag(entry) {
+  const r = entry.resolution;
+  if (!r || entry.status < 400) return '';
+  const done = r.state === 'succeeded' || r.state === 'resolved';
+  return el('span', {}, ' ', el('span', { class: `tag outcome ${done ? 'o-resolved' : 'o-replayed'}` }, resolutionWords(r)));
+}
+
 // What a row or a dialog names a request by: the provider's event and the request line.
 function label(entry) {
   return `${entry.event ? `${entry.event} ` : ''}${entry.method ?? ''} ${entry.path ?? ''}`;
@@ -60,7 +68,7 @@ function row(entry) {
     el('span', { class: statusClass(entry.status) }, entry.status ?? '—'),
     el('span', { class: 'path' }, entry.event ? el('span', { class: 'event' }, entry.event) : '', entry.event ? ' ' : '', `${entry.method ?? ''} ${entry.path ?? ''}`),
     el('span', { class: 'when' }, when(entry.time)),
-    el('span', { class: 'sub' }, outcomeTag(entry), ' ', delivery, delivery ? ' · ' : '', summary(entry)));
+    el('span', { class: 'sub' }, outcomeTag(entry), resolutionTag(entry), ' ', delivery, delivery ? ' · ' : '', summary(entry)));
   if (entry.id === state.selected) button.setAttribute('aria-current', 'true');
   button.addEventListener('click', () => select(entry.id));
   return el('li', {}, button);
@@ -129,7 +137,7 @@ function signatureView(sig) {
   return table([['verdict', verdict], ['header', sig.header], ['clock skew', sig.skewSeconds === undefined ? undefined : `${sig.skewSeconds} s`], ['reason', sig.reason]]);
 }
 
-const SHOWN = new Set(['id', 'requestId', 'time', 'method', 'path', 'query', 'hook', 'mapping', 'client', 'lane', 'auth', 'status', 'code', 'error', 'durationMs', 'headers', 'body', 'bodyOmitted', 'signature', 'became', 'replayOf', 'count', 'lastTime', 'replayable', 'failed', 'event', 'delivery', 'outcome', 'cause', 'why']);
+const SHOWN = new Set(['id', 'requestId', 'time', 'method', 'path', 'query', 'hook', 'mapping', 'client', 'lane', 'auth', 'status', 'code', 'error', 'durationMs', 'headers', 'body', 'bodyOmitted', 'signature', 'became', 'replayOf', 'count', 'lastTime', 'replayable', 'failed', 'event', 'delivery', 'outcome', 'cause', 'why', 'resolution']);
 
 async function select(id) {
   state.selected = id;
@@ -144,17 +152,24 @@ async function select(id) {
     return;
   }
   if (state.selected !== id) return;
-  const replay = el('button', { type: 'button', id: 'replay', class: 'primary' }, 'Replay…');
-  replay.addEventListener('click', () => openReplay([{ id, label: label(entry) }], `Replay request ${id}?`, reload));
+  const item = { id, label: label(entry), resolution: entry.resolution };
+  const resolved = ['succeeded', 'resolved'].includes(entry.resolution?.state);
+  const replay = el('button', { type: 'button', id: 'replay', class: 'primary' }, resolved ? 'Replay again…' : 'Replay…');
+  replay.addEventListener('click', () => openReplay([item], `Replay request ${id}?`, reload));
+  // A failure not resolved yet can be marked resolved without a replay, after a question.
+  const open = entry.status >= 400 && !resolved;
+  const resolve = open ? el('button', { type: 'button', id: 'resolve' }, 'Mark resolved…') : '';
+  if (open) resolve.addEventListener('click', () => openResolve(item, reload));
   const rest = Object.entries(entry).filter(([k]) => !SHOWN.has(k));
   pane.replaceChildren(
     el('p', { class: 'reqline' }, entry.event ? el('span', { class: 'event' }, entry.event) : '', entry.event ? ' ' : '', `${entry.method ?? ''} ${entry.path ?? ''}`),
-    el('p', {}, el('span', { class: statusClass(entry.status) }, entry.status ?? '—'), ' ', entry.outcome ? outcomeTag(entry) : '', ' ', entry.replayable === false ? el('span', { class: 'hint' }, 'Not replayable: its body was not kept.') : replay),
+    el('p', { class: 'actions-line' }, el('span', { class: statusClass(entry.status) }, entry.status ?? '—'), ' ', entry.outcome ? outcomeTag(entry) : '', resolutionTag(entry), ' ', entry.replayable === false ? el('span', { class: 'hint' }, 'Not replayable: its body was not kept.') : replay, ' ', resolve),
     table([['time', entry.time], ['delivery id', entry.delivery], ['entry id', entry.id], ['request id', entry.requestId], ['query', entry.query], ['hook', entry.hook], ['mapping', entry.mapping], ['client', entry.client], ['replay of', entry.replayOf]]),
     el('h2', {}, 'Signature'),
     signatureView(entry.signature),
     el('h2', {}, 'Outcome'),
     table([['status', entry.status], ['code', entry.code], ['error', entry.error], ['cause', entry.why], ['took', entry.durationMs === undefined ? undefined : `${entry.durationMs} ms`], ['authenticated by', entry.auth], ['times', entry.count > 1 ? `${entry.count}, the last at ${entry.lastTime}` : undefined]]),
+    ...(entry.resolution ? [el('h2', {}, entry.replayOf ? 'Its request\'s replays' : 'Replays'), el('div', { class: 'history' }, replaysView(entry.resolution))] : []),
     ...(entry.became ? [el('h2', {}, 'What it became'), el('div', { class: 'became' }, becameView(entry.became))] : []),
     el('h2', {}, 'Headers'),
     entry.headers ? table(Object.entries(entry.headers)) : el('p', { class: 'hint' }, 'None kept.'),
@@ -174,12 +189,13 @@ async function reload() {
 
 async function bulk() {
   const query = filters();
-  query.set('status', 'failed');
+  // The failures not resolved, unless the filter asks for the resolved ones too (each then needs its own choice).
+  if (query.get('status') !== 'failed-all') query.set('status', 'failed');
   query.set('limit', '1000');
   query.set('more', 'count');
   try {
     const { entries, more } = await api(`api/requests?${query}`);
-    const items = entries.filter((e) => e.replayable !== false).map((e) => ({ id: e.id, label: label(e) }));
+    const items = entries.filter((e) => e.replayable !== false).map((e) => ({ id: e.id, label: label(e), resolution: e.resolution }));
     if (items.length === 0) {
       $('live').textContent = 'no failed requests to replay under these filters';
       return;

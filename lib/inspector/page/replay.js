@@ -6,24 +6,38 @@
 import { $, api, count, el, plain, shortId } from './dom.js';
 import { forceWhy, outcomeWords, previewView, previewWords } from './words.js';
 
-// Each request in the dialog: { id, label, state, why, preview, outcome, box }, where state is
-// 'run' (will run), 'offer' (skipped unless its box is ticked), 'skip' (cannot run: why),
-// 'ran' (outcome) or 'failed' (the server refused it as it ran: why).
-const dialog = { rows: [], opener: null, after: null, busy: false, done: false };
+// Each request in the dialog: { id, label, resolution, state, why, preview, outcome, box }, where
+// state is 'run' (will run), 'offer' (skipped unless its box is ticked), 'skip' (cannot run: why),
+// 'ran' (outcome) or 'failed' (the server refused it as it ran: why). `action` is what the dialog's
+// main button does: a replay, or marking a request resolved.
+const dialog = { rows: [], opener: null, after: null, busy: false, done: false, action: null };
 
-/** Opens the dialog for `items` ({ id, label }), asks for the dry run, and lets the person choose; `after` runs once something was replayed. */
-export async function openReplay(items, title, after) {
-  dialog.rows = items.map((item) => ({ ...item, state: 'skip', why: 'not asked yet', reason: 'not asked yet' }));
+// The dialog opened with a title, a line under it, and its main button off until there is something to do.
+function open(title, summary, action, after) {
   dialog.done = false;
+  dialog.action = action;
   dialog.after = after;
   dialog.opener = document.activeElement;
   $('confirm-title').textContent = title;
-  $('confirm-summary').textContent = 'Asking the server what this would become now…';
+  $('confirm-summary').textContent = summary;
   $('confirm-body').replaceChildren();
   $('confirm-no').textContent = 'Cancel';
+  $('confirm-yes').hidden = false;
   setYes(false, 'Replay');
   $('confirm').showModal();
   $('confirm-no').focus();
+}
+
+// A request already resolved is replayed again only on purpose, whether or not the server's dry run says so.
+function implied(row) {
+  const state = row.resolution?.state;
+  return state === 'succeeded' ? 'replayed' : state === 'resolved' ? 'resolved' : undefined;
+}
+
+/** Opens the dialog for `items` ({ id, label, resolution }), asks for the dry run, and lets the person choose; `after` runs once something was replayed. */
+export async function openReplay(items, title, after) {
+  dialog.rows = items.map((item) => ({ ...item, state: 'skip', why: 'not asked yet', reason: 'not asked yet' }));
+  open(title, 'Asking the server what this would become now…', run, after);
   let results;
   try {
     ({ results } = await api('api/replay', { ids: items.map((i) => i.id), dryRun: true }));
@@ -35,15 +49,44 @@ export async function openReplay(items, title, after) {
     const row = dialog.rows[at];
     if (!row) return;
     if (!result.ok) Object.assign(row, { state: 'skip', ...reasons(result.error) });
-    else if (!result.needsForce) Object.assign(row, { preview: result.preview, state: 'run', why: '' });
-    else Object.assign(row, { preview: result.preview, state: 'offer', ...reasons(result.skip, result.needsForce) });
+    else if (!result.needsForce && !implied(row)) Object.assign(row, { preview: result.preview, state: 'run', why: '' });
+    else Object.assign(row, { preview: result.preview, state: 'offer', ...reasons(result.skip, result.needsForce ?? implied(row)) });
   });
   render(false);
 }
 
+/** Asks before marking one failed request resolved without replaying it; `after` runs once it is. */
+export function openResolve(item, after) {
+  dialog.rows = [];
+  open(`Mark request ${item.id} resolved?`, 'Nothing is replayed.', () => resolve(item), after);
+  $('confirm-body').replaceChildren(
+    el('p', {}, `${item.label} leaves the list of failures as it is, without a replay: for a failure that can never be fixed, or one dealt with some other way.`),
+    el('p', {}, 'It can still be replayed later, on purpose.'));
+  setYes(true, 'Mark resolved');
+}
+
+async function resolve(item) {
+  if (dialog.busy) return;
+  dialog.busy = true;
+  setYes(false, 'Mark resolved');
+  try {
+    const { results } = await api('api/resolve', { ids: [item.id] });
+    const result = results?.[0];
+    $('confirm-summary').textContent = result?.ok ? 'Marked resolved.' : `Not marked: ${plain(result?.error ?? 'no answer for it')}`;
+  } catch (error) {
+    $('confirm-summary').textContent = `Not marked: ${error.message}`;
+  } finally {
+    dialog.busy = false;
+  }
+  $('confirm-body').replaceChildren();
+  $('confirm-yes').hidden = true;
+  $('confirm-no').textContent = 'Close';
+  dialog.after?.();
+}
+
 /** Wires the dialog's buttons (once, at start). */
 export function wireReplay() {
-  $('confirm-yes').addEventListener('click', run);
+  $('confirm-yes').addEventListener('click', () => dialog.action?.());
   $('confirm-no').addEventListener('click', () => $('confirm').close());
   // Closed by Cancel or Escape: nothing is pending, and focus goes back where it was.
   $('confirm').addEventListener('close', () => {

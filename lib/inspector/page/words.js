@@ -8,6 +8,7 @@ export const FORCE_WHY = {
   replayed: 'already replayed',
   'stale-timestamp': 'its signed timestamp was stale when it arrived (a captured delivery sent again looks the same)',
   taken: 'its delivery was accepted already',
+  resolved: 'it was marked resolved',
 };
 
 /** The reason a replay needs a choice, in words; an unknown one is named as it is. */
@@ -108,4 +109,27 @@ export function becameView(became) {
   for (const sent of b.outbox ?? []) parts.push(el('p', {}, `Forwarded upstream as ${sent.id ?? ''}: ${sent.state ?? ''}${sent.lastError ? ` (${plain(sent.lastError)})` : ''}${sent.refusedField ? `, refused for ${sent.refusedField}` : ''}`));
   if (parts.length === 0) parts.push(el('p', { class: 'hint' }, 'Nothing is recorded of what it became.'));
   return [...parts, rawJson(b)];
+}
+
+/** What was done about a failed request, in a few words: "resolved by replay X (200)", "resolved by hand", "replayed 2×, not resolved". */
+export function resolutionWords(resolution) {
+  const r = resolution ?? {};
+  const replays = r.replays ?? [];
+  if (r.state === 'succeeded') return r.by ? `resolved by replay ${shortId(r.by.entry ?? `request ${r.by.requestId}`)} (${r.by.status})` : 'resolved by a replay';
+  if (r.state === 'resolved') return 'resolved by hand';
+  return `replayed ${replays.length}×, not resolved`;
+}
+
+/** A request's replays, oldest first: each a link to its own entry, its answer and when. */
+export function replaysView(resolution) {
+  const r = resolution ?? {};
+  const replays = r.replays ?? [];
+  const said = r.state === 'resolved' ? `Marked resolved by hand${r.resolvedAt ? ` at ${r.resolvedAt}` : ''}.` : `${resolutionWords(r).replace(/^./, (c) => c.toUpperCase())}.`;
+  const rows = replays.map((a) => el('tr', {},
+    el('td', {}, a.time ?? ''),
+    el('td', {}, a.entry ? el('a', { href: `#${encodeURIComponent(a.entry)}` }, a.entry) : `request ${a.requestId ?? ''}`),
+    el('td', {}, `${a.status} ${a.status < 400 ? 'accepted' : a.status >= 500 ? 'failed' : 'refused'}`)));
+  return [el('p', {}, said), replays.length === 0 ? '' : el('table', { class: 'replays' },
+    el('thead', {}, el('tr', {}, el('th', { scope: 'col' }, 'When'), el('th', { scope: 'col' }, 'Replay'), el('th', { scope: 'col' }, 'Answer'))),
+    el('tbody', {}, rows))];
 }
