@@ -153,6 +153,7 @@ test('buildConfig() applies every default to an empty config', async () => {
     gateway: { bind: '127.0.0.1', port: 8789, trustedProxies: [], authToken: null },
     stateDir: null,
     channels: {},
+    alerts: null,
     log: { requests: 'all', maxLinesPerSecond: 200 },
     inspector: null,
   });
@@ -707,4 +708,27 @@ test('buildConfig() takes log.requests and log.maxLinesPerSecond, and names eith
   assert.equal(problemsOf.length, 2, problemsOf.join('\n'));
   assert.match(problemsOf[0]!, /^log\.requests: /);
   assert.match(problemsOf[1]!, /^log\.maxLinesPerSecond: /);
+});
+
+// --- alerts --------------------------------------------------------------------------------
+
+test('buildConfig() takes alerts to a configured channel with every kind by default, and refuses budget, last, an unknown channel and a missing recipient', async () => {
+  const channels = { telegram: { botToken: '1:abc' } };
+  const on = await config({ channels: { telegram: { botToken: '1:abc', defaultTo: '42' } }, alerts: { channel: 'telegram' } });
+  assert.deepEqual(on.alerts, {
+    channel: 'telegram', to: null, on: ['signature-failures', 'run-failures', 'delivery-failures', 'outbox-dead', 'storage', 'backlog'], throttleSeconds: 900, signatureFailures: { count: 10, minutes: 5 },
+  });
+  assert.equal((await config({})).alerts, null);
+  assert.deepEqual((await config({ channels, alerts: { channel: 'telegram', to: '42', on: ['storage', 'storage'], throttleSeconds: 60, signatureFailures: { count: 3, minutes: 0.5 } } })).alerts, {
+    channel: 'telegram', to: '42', on: ['storage'], throttleSeconds: 60, signatureFailures: { count: 3, minutes: 0.5 },
+  });
+  assert.deepEqual(await problems({ channels, alerts: { channel: 'telegram', to: '42', on: ['budget', 'disk'] } }), [
+    'alerts.on[0]: may not be "budget": this server has no work budgets, so it could never fire',
+    'alerts.on[1]: must be one of "signature-failures", "run-failures", "delivery-failures", "outbox-dead", "storage", "backlog"',
+  ]);
+  assert.deepEqual(await problems({ channels, alerts: { channel: 'last' } }), ['alerts.channel: must name a configured channel (not "last")']);
+  assert.deepEqual(await problems({ channels, alerts: { channel: 'slack', to: 'C1' } }), ['alerts.channel: slack is not configured (channels.slack)']);
+  assert.deepEqual(await problems({ channels, alerts: { channel: 'telegram' } }), ['alerts.to: is required unless channels.telegram.defaultTo is set']);
+  assert.deepEqual(await problems({ channels, alerts: { channel: 'telegram', to: 'nobody' } }), ['alerts.to: Invalid Telegram recipient: expected a numeric chat id or @channelusername, got "nobody"']);
+  assert.deepEqual(await problems({ channels, alerts: { to: '42' } }), ['alerts.channel: is required']);
 });

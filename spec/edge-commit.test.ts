@@ -12,15 +12,23 @@ import { defer } from './_cleanup.ts';
 import { Store } from '../lib/store/journal/store.ts';
 import type { RunRecord } from '../lib/model/records.ts';
 import { tempDir } from './_dir.ts';
+import type { AlertNote } from '../lib/model/alerts.ts';
+import { HttpError } from '../lib/errors.ts';
 
-async function setup(t: TestContext, raw: Record<string, unknown> = {}, depth = 0) {
+async function setup(t: TestContext, raw: Record<string, unknown> = {}, depth = 0, failing = false) {
   const dir = await tempDir(t, 'dispatch-');
   // A transform module for the mappings that name one; the spec's fake runner never loads it.
   await mkdir(join(dir, 'hooks', 'transforms'), { recursive: true });
   await writeFile(join(dir, 'hooks', 'transforms', 'skip.js'), 'export default () => null;');
   const config = await specConfig({ hooks: { enabled: true, token: 'dispatch-token-0123456789', ...raw } }, dir);
-  const { store } = await Store.open(join(dir, 'state'), { idempotencyTtlMs: 60_000 });
-  defer(t, () => store.close());
+  const { store: opened } = await Store.open(join(dir, 'state'), { idempotencyTtlMs: 60_000 });
+  defer(t, () => opened.close());
+  // A journal that refuses every line, as a full disk does.
+  const full = async () => {
+    throw Object.assign(new Error('no space left on device'), { code: 'ENOSPC' });
+  };
+  const store = failing ? { commit: full, backlog: () => opened.backlog(), lastRoute: () => opened.lastRoute() } as unknown as Store : opened;
+  const noted: AlertNote[] = [];
   const beats: string[] = [];
   const queued: RunRecord[] = [];
   let ids = 0;
@@ -32,7 +40,8 @@ async function setup(t: TestContext, raw: Record<string, unknown> = {}, depth = 
     heartbeat: { request: (reason: string) => void beats.push(reason) },
     log: silentLogger,
     newId,
-    auth: { refuse: () => assert.fail('nothing is counted') },
+    auth: { refuse: (_client, reason) => new HttpError(401, 'ERR_UNAUTHORIZED', reason) },
+    alerts: { note: (note) => void noted.push(note) },
     runs: { enqueue: (run: RunRecord) => void queued.push(run), get depth() { return depth + queued.length; } },
   });
   // Plan and commit, the answer without its trace.
@@ -40,7 +49,7 @@ async function setup(t: TestContext, raw: Record<string, unknown> = {}, depth = 
     const { trace: _trace, ...answer } = await commit(await plan(planner, request), request, idem);
     return answer;
   };
-  return { dispatch, planner, store, beats, queued };
+  return { dispatch, planner, store, beats, queued, noted };
 }
 
 const call = (name: string, body: Record<string, unknown>): HookRequest => ({
@@ -95,4 +104,30 @@ test('plan() alone (a dry run) shows a wake\'s agent and session, records nothin
   assert.equal(store.events().length, 0);
   const printed = formatPreview(preview);
   assert.match(printed, /\n  mode        now\n  session key hook:ci\n/);
+});
+
+test('commit() tells the alerts of a counted signature refusal, a request refused at a bound and a journal that cannot be written; nothing else', async (t) => {
+  const signed = await setup(t, { mappings: [{ match: { path: 'gh' }, signature: { scheme: 'github', secret: 'the-secret' }, action: 'wake', textTemplate: 'x' }] });
+  const refused = await signed.dispatch({ ...call('gh', {}), headers: { 'x-hub-signature-256': 'sha256=00' } }, null);
+  assert.equal(refused.status, 401);
+  await signed.dispatch({ ...call('gh', {}), judged: { fresh: false, keyed: false, counted: false } }, null);
+  assert.deepEqual(signed.noted, [{ kind: 'signature-failures', hook: 'gh', code: 'bad-signature' }], 'a replay (not counted) is not trouble');
+  await signed.dispatch(call('wake', { text: 'fine' }), null);
+  assert.equal(signed.noted.length, 1);
+
+  const full = await setup(t, { maxQueuedRuns: 1 }, 1);
+  assert.equal((await full.dispatch(call('agent', { message: 'm' }), null)).status, 503);
+  const backlog = await setup(t, { maxBacklogEvents: 1 });
+  await backlog.dispatch(call('wake', { text: 'one' }), null);
+  assert.equal((await backlog.dispatch(call('wake', { text: 'two' }), null)).status, 503);
+  const tooLarge = await setup(t, { maxEventBytes: 2 });
+  assert.equal((await tooLarge.dispatch(call('wake', { text: 'three' }), null)).status, 413);
+  assert.deepEqual([...full.noted, ...backlog.noted, ...tooLarge.noted], [
+    { kind: 'backlog', hook: 'agent', code: 'hooks.maxQueuedRuns' },
+    { kind: 'backlog', hook: 'wake', code: 'hooks.maxBacklogEvents' },
+  ]);
+
+  const broken = await setup(t, {}, 0, true);
+  await assert.rejects(broken.dispatch(call('wake', { text: 'lost' }), null), /no space left/);
+  assert.deepEqual(broken.noted, [{ kind: 'storage', hook: 'wake', code: 'journal ENOSPC' }]);
 });

@@ -228,7 +228,7 @@ function _configKeys(): string[] {
   const keys = _section(configSource.split('\n'), 'CONFIGURATION KEYS').flatMap((line) => /^\.It Cm ([\w.[\]<>]+)/.exec(line)?.[1] ?? []);
   assert.ok(keys.length > 50, 'the page documents the configuration keys');
   // The Templates list in the same section names expressions (`payload.`, `now`), not keys.
-  return keys.filter((key) => /^(hooks|agents|models|channels|gateway|state|inspector|log)\.\w/.test(key));
+  return keys.filter((key) => /^(hooks|agents|models|channels|gateway|state|inspector|log|alerts)\.\w/.test(key));
 }
 
 /** The source lines of one key's item in hooks-ingress.json.5. */

@@ -4,6 +4,7 @@ import { test, type TestContext } from 'node:test';
 import type { DeliveryRequest } from '../lib/delivery/adapter.ts';
 import type { NoticeSpec } from '../lib/model/actions.ts';
 import type { DeliveryOutcome, NoticeRecord } from '../lib/model/records.ts';
+import type { AlertNote } from '../lib/model/alerts.ts';
 import { Runner } from '../lib/runtime/runner.ts';
 import { Store } from '../lib/store/journal/store.ts';
 import { Transcripts } from '../lib/store/journal/transcripts.ts';
@@ -24,6 +25,7 @@ interface World {
   asked: Omit<DeliveryRequest, 'signal'>[];
   lines: Record<string, unknown>[];
   beats: string[];
+  noted: AlertNote[];
   /** Records deliveries as the edge's commit does, and hands them to the runner. */
   accept(...specs: NoticeSpec[]): Promise<NoticeRecord[]>;
   settled(id: string): Promise<NoticeRecord>;
@@ -35,9 +37,10 @@ async function world(t: TestContext, deliver: ((request: DeliveryRequest) => Pro
   const { store } = await Store.open(dir, { idempotencyTtlMs: 60_000 });
   const asked: Omit<DeliveryRequest, 'signal'>[] = [];
   const beats: string[] = [];
+  const noted: AlertNote[] = [];
   const { log, lines } = captureLog();
   const runner = new Runner({
-    store, config, log, transcripts: new Transcripts(dir), heartbeat: { request: (reason) => void beats.push(reason) },
+    store, config, log, alerts: { note: (n) => void noted.push(n) }, transcripts: new Transcripts(dir), heartbeat: { request: (reason) => void beats.push(reason) },
     providerFor: () => {
       throw new Error('No model call expected');
     },
@@ -52,7 +55,7 @@ async function world(t: TestContext, deliver: ((request: DeliveryRequest) => Pro
     await store.close();
   });
   return {
-    store, runner, asked, lines, beats,
+    store, runner, asked, lines, beats, noted,
     async accept(...specs) {
       const { notices } = await store.commit({ notices: specs });
       for (const notice of notices) runner.notify(notice);
@@ -90,12 +93,14 @@ test('Runner.notify() records a failed delivery and logs it at warn, still with 
   assert.deepEqual(w.store.events(), []);
   const [line] = w.lines.filter((l) => l['msg'] === 'notify delivery');
   assert.deepEqual([line?.['level'], line?.['error']], ['warn', 'Telegram 403: Forbidden: bot was blocked by the user']);
+  assert.deepEqual(w.noted, [{ kind: 'delivery-failures', hook: 'deploy', code: 'Telegram 403' }], 'the owner\'s alerts hear of it by its code');
 });
 
 test('Runner.notify() without delivery configured records the delivery skipped', async (t) => {
   const w = await world(t, null);
   await w.accept(spec('a'));
   assert.deepEqual((await w.settled('a')).delivery, { status: 'skipped', reason: 'no delivery is configured' });
+  assert.deepEqual(w.noted, [], 'skipped is not a failure');
 });
 
 test('Runner.start() sends the deliveries a previous process left pending, counting the send it had begun', async (t) => {

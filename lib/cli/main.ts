@@ -25,6 +25,7 @@ const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
 const GROUPS: Readonly<Record<string, (argv: readonly string[], io: Io) => Promise<number>>> = {
   gmail: async (argv, io) => (await import('./gmail.ts')).gmailCommand(argv, io),
   config: async (argv, io) => (await import('./config-get.ts')).configCommand(argv, io),
+  alerts: async (argv, io) => (await import('./alerts.ts')).alertsCommand(argv, io),
 };
 
 const HELP = `Usage: hooks-ingress [command] [options]
@@ -43,6 +44,7 @@ Commands:
   reload    make the running server re-read its config and print its verdict
   status    whether the server runs, and how it is doing
   send      send a test message through a channel
+  alerts    send a test alert to the owner (see "alerts --help")
   outbox    forward mode: list the outbox, send dead entries again
   gmail     set up and run the Gmail watcher (see "gmail --help")
   inspect   print a one-time login link to the inspector page

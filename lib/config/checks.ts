@@ -17,7 +17,7 @@ const PROVIDER_MODEL = { regex: /^[^/\s]+\/\S+$/, rule: 'must be written "provid
 
 /** Rules that span several keys; each problem names the key to change. */
 export function checkConfig(config: Config): Issue[] {
-  return [..._hookKeys(config), ..._agents(config), ..._providers(config), ..._heartbeatRoute(config), ..._mappings(config), ..._inspector(config)];
+  return [..._hookKeys(config), ..._agents(config), ..._providers(config), ..._heartbeatRoute(config), ..._mappings(config), ..._inspector(config), ..._alerts(config)];
 }
 
 // The hook token and the session keys hooks may choose.
@@ -207,6 +207,19 @@ export function templateWarnings(config: Config): Issue[] {
     }
   });
   return issues;
+}
+
+/** The alerts' destination: a configured channel, and a recipient written out or the channel's `defaultTo`. */
+function _alerts(config: Config): Issue[] {
+  const { alerts } = config;
+  if (alerts === null) return [];
+  if ((alerts.channel as string) === 'last') return [{ path: 'alerts.channel', message: 'must name a configured channel (not "last")' }];
+  const route = checkRoute(routesOf(config.channels), null, alerts.channel, alerts.to ?? undefined);
+  if (route !== null) return [{ path: route.startsWith('to:') ? 'alerts.to' : 'alerts.channel', message: route.replace(/^(to|channel): /, '') }];
+  if (alerts.to === null && config.channels[alerts.channel]?.defaultTo === undefined) {
+    return [{ path: 'alerts.to', message: `is required unless channels.${alerts.channel}.defaultTo is set` }];
+  }
+  return [];
 }
 
 /**

@@ -1,4 +1,5 @@
 import { THINKING_LEVELS } from '../model/actions.ts';
+import { ALERT_KINDS, type AlertKind } from '../model/alerts.ts';
 import { channel as channelName } from '../hooks/channel-names.ts';
 import { parseCidr, type Cidr } from '../guard/address.ts';
 import { channelsSchema } from '../delivery/channels.ts';
@@ -44,6 +45,16 @@ const hooksPath = refine(string({ trim: true }), (value) => {
   if (path === '/') return 'may not be "/"';
   return /^\/[\w\-./~]*$/.test(path) ? null : 'may contain only letters, digits and "-._~/"';
 });
+
+// A kind an alert can be sent for; `budget` is named apart, since no bound of that kind exists here to reach.
+const alertKind: Schema<AlertKind> = (value, at, report) => {
+  if ((ALERT_KINDS as readonly unknown[]).includes(value)) return value as AlertKind;
+  const message = value === 'budget'
+    ? 'may not be "budget": this server has no work budgets, so it could never fire'
+    : `must be one of ${ALERT_KINDS.map((k) => JSON.stringify(k)).join(', ')}`;
+  report.issues.push({ path: at, message });
+  return undefined;
+};
 
 /** The config file as written: `check(fileSchema, value)` validates it. */
 export const fileSchema = object({
@@ -196,6 +207,15 @@ export const fileSchema = object({
     object({
       requests: optional(literal('all', 'refusals', 'none')),
       maxLinesPerSecond: optional(number({ integer: true, min: 1 })),
+    }),
+  ),
+  alerts: optional(
+    object({
+      channel: channelName,
+      to: optional(string({ trim: true, nonEmpty: true })),
+      on: optional(array(alertKind)),
+      throttleSeconds: optional(seconds),
+      signatureFailures: optional(object({ count: optional(number({ integer: true, min: 1, max: 10_000 })), minutes: optional(number({ above: 0, max: 1440 })) })),
     }),
   ),
   inspector: optional(

@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { presetMappings, toMapping } from '../hooks/mappings.ts';
+import { ALERT_KINDS } from '../model/alerts.ts';
 import { normaliseHooksPath, type FileConfig } from './file-schema.ts';
 import type { Config } from './types.ts';
 import { trimTrailingSlashes } from '../text.ts';
@@ -45,6 +46,9 @@ export const DEFAULTS = {
   logRequests: 'all',
   logMaxLinesPerSecond: 200,
   inspectorMaxSessionHours: 12,
+  alertsThrottleSeconds: 900,
+  alertsSignatureFailures: 10,
+  alertsSignatureMinutes: 5,
 } as const;
 
 /**
@@ -86,6 +90,9 @@ export const DEFAULT_PATHS: { readonly [K in keyof typeof DEFAULTS]: string } = 
   logRequests: 'log.requests',
   logMaxLinesPerSecond: 'log.maxLinesPerSecond',
   inspectorMaxSessionHours: 'inspector.maxSessionHours',
+  alertsThrottleSeconds: 'alerts.throttleSeconds',
+  alertsSignatureFailures: 'alerts.signatureFailures.count',
+  alertsSignatureMinutes: 'alerts.signatureFailures.minutes',
 };
 
 /** Transforms live below this folder of the config directory, and nowhere else. */
@@ -114,6 +121,7 @@ export function normalise(file: FileConfig, where: _Where): Config {
     stateDir: file.state?.dir === undefined ? null : resolve(where.dir, file.state.dir),
     channels: file.channels ?? {},
     log: { requests: file.log?.requests ?? DEFAULTS.logRequests, maxLinesPerSecond: file.log?.maxLinesPerSecond ?? DEFAULTS.logMaxLinesPerSecond },
+    alerts: file.alerts === undefined ? null : _alerts(file.alerts),
     inspector:
       file.inspector?.port === undefined
         ? null
@@ -124,6 +132,20 @@ export function normalise(file: FileConfig, where: _Where): Config {
             idleMinutes: file.inspector.idleMinutes ?? DEFAULTS.inspectorIdleMinutes,
             maxSessionHours: file.inspector.maxSessionHours ?? DEFAULTS.inspectorMaxSessionHours,
           },
+  };
+}
+
+function _alerts(alerts: NonNullable<FileConfig['alerts']>): NonNullable<Config['alerts']> {
+  // A channel of `last` is refused by the config check; it is kept here as written until then.
+  return {
+    channel: alerts.channel as NonNullable<Config['alerts']>['channel'],
+    to: alerts.to ?? null,
+    on: [...new Set(alerts.on ?? ALERT_KINDS)],
+    throttleSeconds: alerts.throttleSeconds ?? DEFAULTS.alertsThrottleSeconds,
+    signatureFailures: {
+      count: alerts.signatureFailures?.count ?? DEFAULTS.alertsSignatureFailures,
+      minutes: alerts.signatureFailures?.minutes ?? DEFAULTS.alertsSignatureMinutes,
+    },
   };
 }
 

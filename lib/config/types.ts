@@ -3,6 +3,7 @@
 import type { Channel } from '../model/actions.ts';
 import type { Cidr } from '../guard/address.ts';
 import type { ChannelsConfig } from '../delivery/channels.ts';
+import type { AlertsConfig } from '../model/alerts.ts';
 import type { Mapping } from '../hooks/mappings.ts';
 import type { FileConfig, PROVIDER_APIS } from './file-schema.ts';
 import type { LedgerConfig } from '../store/ledger/config.ts';
@@ -101,6 +102,8 @@ export interface Config {
   channels: ChannelsConfig;
   /** The request lines of the server's log: which requests get one, and how many a second at most. */
   log: { requests: 'all' | 'refusals' | 'none'; maxLinesPerSecond: number };
+  /** The owner's alerts (`alerts`); `null` when off. */
+  alerts: AlertsConfig | null;
   /** The inspector page's listener; `null` when off (no `inspector.port`). */
   inspector: { port: number; bind: string; allowNonLoopback: boolean; idleMinutes: number; maxSessionHours: number } | null;
 }

@@ -10,6 +10,7 @@ import type { EventOutcome } from '../store/journal/session-events.ts';
 import type { OutboxSpec } from '../store/journal/outbox.ts';
 import type { Effects, Store } from '../store/journal/store.ts';
 import type { IdempotencyWrite, StoredAnswer } from '../model/records.ts';
+import type { Alerts } from '../model/alerts.ts';
 import { errorAnswer, type Answer } from './answer.ts';
 import { admitEvents, reserveRuns, unavailable, type RunQueue } from './capacity.ts';
 import type { IdempotencyKey } from './idempotency.ts';
@@ -39,6 +40,8 @@ export interface CommitOptions {
   wait?: Waiter;
   /** Forward mode: told when new outbox entries are on disk, so it sends them at once. */
   forwarded?: () => void;
+  /** Told of a refused signature, a request refused at a bound and a journal that could not be written (the owner's alerts). */
+  alerts?: Alerts;
 }
 
 /** Carries out a plan; `idem` is the key the answer is remembered under. The answer carries the trace, with what the request became. */
@@ -54,6 +57,7 @@ export function createCommit(options: CommitOptions): Commit {
     if (plan.trace.said !== undefined) _write(options.log, plan.trace.said);
     switch (plan.kind) {
       case 'refused': {
+        if (plan.count !== undefined) options.alerts?.note({ kind: 'signature-failures', hook: request.name, code: plan.trace.signature?.why ?? 'bad-signature' });
         const refusal = plan.count === undefined ? plan.refusal : options.auth.refuse(request.client, plan.count);
         return refused(plan.trace, refusal);
       }
@@ -98,7 +102,7 @@ const _local: _Destination = async (ctx, request, accepted, idem, answer) => {
   const told = (outcomes: readonly EventOutcome[]) => _withOutcome(answer, outcomes);
   const idemFor = idem === null ? undefined : (outcomes: readonly EventOutcome[]) => _remember(idem, request.id, told(outcomes), waitFor)!;
   // A replay's record rides on the same line: a crash leaves both or neither.
-  const { became, outcomes } = await _commit(ctx, { ...request.settle?.(answer.status), events, runs, notices }, idemFor, accepted.field);
+  const { became, outcomes } = await _commit(ctx, request.name, { ...request.settle?.(answer.status), events, runs, notices }, idemFor, accepted.field);
   if (accepted.recorded !== undefined) _write(ctx.log, accepted.recorded);
   if (events.some((e) => e.mode === 'now')) ctx.heartbeat.request(source);
   return { answer: waitFor === undefined ? told(outcomes) : await ctx.wait!({ ...told(outcomes), waitFor }, request.gone), became };
@@ -113,6 +117,7 @@ const _forward: _Destination = async (ctx, request, accepted, idem, answer) => {
   // Queued for the upstream, which decides on its own whether it coalesces.
   const told = _withOutcome(answer, accepted.actions.flatMap((a) => (a.kind === 'wake' ? ['queued' as const] : [])));
   await ctx.store.commit({ ...request.settle?.(told.status), outbox }, _remember(idem, request.id, told)).catch((error: unknown) => {
+    _unwritten(ctx, request.name, error);
     throw unavailable(error);
   });
   ctx.forwarded?.();
@@ -125,23 +130,41 @@ const _forward: _Destination = async (ctx, request, accepted, idem, answer) => {
 // `field` names a wake text that is too long.
 async function _commit(
   ctx: CommitOptions,
+  hook: string,
   effects: Effects,
   idem: ((outcomes: readonly EventOutcome[]) => IdempotencyWrite) | undefined,
   field: (i: number) => string,
 ): Promise<{ became: Became; outcomes: EventOutcome[] }> {
   const events = effects.events ?? [];
-  admitEvents(ctx.store, ctx.config, events.filter((e) => e.kind === 'system').map((e) => e.text), field);
-  const release = reserveRuns(ctx.runs, effects.runs?.length ?? 0, ctx.config);
+  _bounded(ctx, hook, 'hooks.maxBacklogEvents', () => admitEvents(ctx.store, ctx.config, events.filter((e) => e.kind === 'system').map((e) => e.text), field));
+  const release = _bounded(ctx, hook, 'hooks.maxQueuedRuns', () => reserveRuns(ctx.runs, effects.runs?.length ?? 0, ctx.config));
   try {
     const committed = await ctx.store.commit(effects, idem);
     for (const run of committed.runs) ctx.runs?.enqueue(run);
     for (const notice of committed.notices) ctx.runs?.notify?.(notice);
     return { became: _became(committed.events.map((e) => e.seq), committed.runs.map((r) => r.runId), committed.notices.map((n) => n.deliveryId)), outcomes: committed.outcomes };
   } catch (error) {
+    _unwritten(ctx, hook, error);
     throw unavailable(error);
   } finally {
     release();
   }
+}
+
+// A bound reached (503) is told to the owner's alerts under the bound's key; a text too large (413) is the sender's.
+function _bounded<T>(ctx: CommitOptions, hook: string, bound: string, check: () => T): T {
+  try {
+    return check();
+  } catch (error) {
+    if (error instanceof HttpError && error.status === 503) ctx.alerts?.note({ kind: 'backlog', hook, code: bound });
+    throw error;
+  }
+}
+
+// The journal could not take the line: the owner hears of it by the error's code, never its text.
+function _unwritten(ctx: CommitOptions, hook: string, error: unknown): void {
+  const code = (error as NodeJS.ErrnoException | null)?.code;
+  ctx.alerts?.note({ kind: 'storage', hook, code: `journal ${typeof code === 'string' && /^[A-Z_]{2,32}$/.test(code) ? code : 'write failed'}` });
 }
 
 // The outbox entries of forward mode: what the upstream gateway's /wake and /agent take.

@@ -17,6 +17,7 @@ import type { RunRecord } from '../model/records.ts';
 import { trimSlashes } from '../text.ts';
 import { answerError, endedConnection, errorAnswer, sendAnswer, type Answer } from './answer.ts';
 import { createCommit } from './commit.ts';
+import type { Alerts } from '../model/alerts.ts';
 import { expectsContinue, hooksPath, hooksRoute, type Handler, type HooksPath } from './hooks-route.ts';
 import { createIdempotency, type Behind } from './idempotency.ts';
 import { createRecorder, type Recorder } from './ledger-note.ts';
@@ -58,6 +59,8 @@ export interface AppOptions {
   clock?: () => number;
   /** The request ledger: every request to the hooks path gets an entry (unless `hooks.ledger.enabled` is off). */
   ledger?: Ledger;
+  /** The owner's alerts, told of refused signatures, bounds reached and journal writes that failed. */
+  alerts?: Alerts;
 }
 
 /** A request target split once per request: the path routes and is logged, the query is checked. */
@@ -294,6 +297,7 @@ function _hooksPath(options: AppOptions, config: Config, shared: Shared, auth: A
     ...(options.runs === undefined ? {} : { runs: options.runs }),
     ...(wait === undefined ? {} : { wait }),
     ...(options.forwarded === undefined ? {} : { forwarded: options.forwarded }),
+    ...(options.alerts === undefined ? {} : { alerts: options.alerts }),
   });
   // A delivery id stays taken as long as the ledger keeps the entries that could be replayed.
   const keepMs = Math.max(config.hooks.ledger.maxAgeSeconds, config.hooks.idempotencyTtlSeconds) * 1000;

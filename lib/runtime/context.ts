@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import type { AgentConfig, Config } from '../config/types.ts';
 import type { Deliver } from '../delivery/adapter.ts';
 import type { Logger } from '../log.ts';
+import type { Alerts } from '../model/alerts.ts';
 import type { RetryOptions } from '../retry.ts';
 import type { Store } from '../store/journal/store.ts';
 import { clipLine } from '../text.ts';
@@ -24,6 +25,8 @@ export interface RunnerOptions {
   now?: () => number;
   /** Reads a workspace file (AGENTS.md, HEARTBEAT.md); `null` when it is absent. */
   readText?: (path: string) => Promise<string | null>;
+  /** The owner's alerts, told of failed runs and failed deliveries. */
+  alerts?: Alerts;
   /** Backoff settings for model calls; tests shorten them. */
   retry?: Partial<Pick<RetryOptions, 'baseDelayMs' | 'maxDelayMs' | 'maxAttempts' | 'sleep' | 'random'>>;
 }

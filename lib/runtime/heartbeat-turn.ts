@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { failureCode } from '../model/alerts.ts';
 import { targetOf, type SessionEvent } from '../model/records.ts';
 import { isAck } from './ack.ts';
 import { agentOf, summarise, workspaceOf, type RuntimeContext } from './context.ts';
@@ -93,6 +94,7 @@ async function _deliver(ctx: RuntimeContext, reply: string, where: Pick<SessionE
   const delivery = await ctx.deliver({ channel: target, ...(to === undefined ? {} : { to }), text: reply, signal: ctx.stopping });
   if (delivery.status === 'delivered') await ctx.store.commit({ lastRoute: routeOf(delivery) });
   if (delivery.status === 'failed') {
+    ctx.alerts?.note({ kind: 'delivery-failures', hook: 'heartbeat', code: failureCode(delivery.reason, `${delivery.channel} failed`) });
     await ctx.store.commit({ events: [{ kind: 'system', text: `Heartbeat reply: delivery to ${delivery.channel} failed: ${summarise(delivery.reason)}`, source: 'heartbeat', ...where }] });
   }
 }

@@ -1,4 +1,5 @@
 import type { DeliveryOutcome, NoticeRecord } from '../model/records.ts';
+import { failureCode } from '../model/alerts.ts';
 import { isoNow, summarise, type RuntimeContext } from './context.ts';
 
 /**
@@ -22,4 +23,5 @@ export async function deliverNotice(ctx: RuntimeContext, notice: NoticeRecord): 
   const fields = { deliveryId, requestId, hook: notice.hook, status: delivery.status, channel: notice.channel };
   if (delivery.status === 'delivered') ctx.log.info('notify delivery', fields);
   else ctx.log.warn('notify delivery', { ...fields, error: summarise(delivery.reason) });
+  if (delivery.status === 'failed') ctx.alerts?.note({ kind: 'delivery-failures', hook: notice.hook, code: failureCode(delivery.reason, `${delivery.channel} failed`) });
 }

@@ -1,4 +1,5 @@
 import type { DeliveryOutcome, RunRecord } from '../model/records.ts';
+import { failureCode } from '../model/alerts.ts';
 import { isAck } from './ack.ts';
 import { hookLine, summarise, type RuntimeContext } from './context.ts';
 
@@ -35,6 +36,9 @@ export async function deliverReply(ctx: RuntimeContext, run: RunRecord, reply: s
   await ctx.store.commit({ events, runUpdates: [{ runId: run.runId, delivery }], ...(delivery.status === 'delivered' && movesLastRoute(run) ? { lastRoute: routeOf(delivery) } : {}) });
   const fields = { runId: run.runId, requestId: run.requestId, status: delivery.status, ...('channel' in delivery ? { channel: delivery.channel } : {}) };
   // A reply that did not arrive is, like a failed run, what an operator looks for.
-  if (delivery.status === 'failed') ctx.log.warn('run delivery', { ...fields, error: summarise(delivery.reason) });
+  if (delivery.status === 'failed') {
+    ctx.log.warn('run delivery', { ...fields, error: summarise(delivery.reason) });
+    ctx.alerts?.note({ kind: 'delivery-failures', hook: run.hook, code: failureCode(delivery.reason, `${delivery.channel} failed`) });
+  }
   else ctx.log.info('run delivery', fields);
 }

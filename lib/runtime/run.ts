@@ -1,5 +1,6 @@
 import { isGeneratedKey } from '../policy/session-key.ts';
 import type { RunRecord } from '../model/records.ts';
+import { failureCode } from '../model/alerts.ts';
 import { agentOf, hookLine, isoNow, summarise, type RuntimeContext } from './context.ts';
 import { takeTurn, type TurnOutcome } from './turn.ts';
 
@@ -38,7 +39,10 @@ export async function executeRun(ctx: RuntimeContext, run: RunRecord): Promise<s
   const fields = { runId: run.runId, requestId: run.requestId, status: outcome.status, calls: outcome.calls };
   // A failure is what an operator looks for: at warn, with what the model call came to.
   if (outcome.status === 'ok') ctx.log.info('run finished', fields);
-  else ctx.log.warn('run finished', { ...fields, error: summarise(outcome.error) });
+  else {
+    ctx.log.warn('run finished', { ...fields, error: summarise(outcome.error) });
+    ctx.alerts?.note({ kind: 'run-failures', hook: run.hook, code: outcome.status === 'timeout' ? 'timeout' : failureCode(outcome.error, 'error') });
+  }
   if (run.wakeMode === 'now') ctx.heartbeat.request(`hook:${run.name}`);
   return outcome.status === 'ok' && run.deliver ? outcome.reply : null;
 }
@@ -69,6 +73,7 @@ async function _record(ctx: RuntimeContext, run: RunRecord, outcome: Exclude<Tur
 export async function failRun(ctx: RuntimeContext, run: RunRecord, error: unknown): Promise<void> {
   ctx.log.error('run failed unexpectedly', { runId: run.runId, error: error instanceof Error ? (error.stack ?? error.message) : String(error) });
   if (ctx.stopping.aborted) return;
+  ctx.alerts?.note({ kind: 'run-failures', hook: run.hook, code: 'internal error' });
   const reason = `internal error: ${error instanceof Error ? error.message : String(error)}`;
   await ctx.store
     .commit({

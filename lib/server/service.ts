@@ -9,6 +9,9 @@ import { Heartbeat } from '../runtime/heartbeat.ts';
 import { providerRegistry } from '../runtime/providers/registry.ts';
 import type { RunnerOptions } from '../runtime/context.ts';
 import { Runner } from '../runtime/runner.ts';
+import { Alerter } from '../runtime/alerts.ts';
+import { watchStore } from '../runtime/alert-watch.ts';
+import type { Alerts } from '../model/alerts.ts';
 import { createCompletions } from '../runtime/completion.ts';
 import type { ForwardMode } from '../runtime/forward.ts';
 import type { RetryOutcome, RetryRequest } from '../store/journal/outbox-retry.ts';
@@ -47,9 +50,11 @@ export async function buildDeliver(config: Config, lastRoute: () => Route | null
  * Opens the request ledger. It is diagnostic: a ledger that cannot be opened is logged and the
  * server serves without it; a write that fails later is logged (at most once a minute) and skipped.
  */
-export async function openLedger(config: Config, stateDir: string, log: Logger): Promise<Ledger | null> {
+export async function openLedger(config: Config, stateDir: string, log: Logger, alerts?: Alerts): Promise<Ledger | null> {
   let said = 0;
   const onError = (error: unknown) => {
+    const code = (error as NodeJS.ErrnoException).code;
+    alerts?.note({ kind: 'storage', hook: '', code: `ledger ${typeof code === 'string' && /^[A-Z_]{2,32}$/.test(code) ? code : 'write failed'}` });
     if (Date.now() - said < 60_000) return;
     said = Date.now();
     log.error('request ledger not written', { error: (error as NodeJS.ErrnoException).code ?? String(error) });
@@ -65,7 +70,10 @@ export async function openLedger(config: Config, stateDir: string, log: Logger):
 /** Opens the state directory and starts the runtime and the HTTP app on `config`. */
 export async function startService(config: Config, stateDir: string, log: Logger): Promise<Service> {
   const store = await _openStore(config, stateDir, log);
-  const { heartbeat, runner, runtimeParts } = await _startRuntime(config, store, stateDir, log);
+  // The owner's alerts go through a delivery of their own; the store is looked at for what nobody tells them.
+  const alerts = new Alerter({ config: config.alerts, deliver: await buildDeliver(config, () => store.lastRoute()), log });
+  const unwatch = watchStore(alerts, store);
+  const { heartbeat, runner, runtimeParts } = await _startRuntime(config, store, stateDir, log, alerts);
   const transforms = serviceTransforms(log);
   await transforms.configure(config);
   const completions = createCompletions(store);
@@ -74,13 +82,13 @@ export async function startService(config: Config, stateDir: string, log: Logger
   // Forward mode: accepted actions leave through the outbox to the upstream gateway.
   // Its sender is imported only in forward mode.
   const forward: ForwardMode | null = config.hooks.forward === null ? null : (await import('../runtime/forward.ts')).startForward(config, store, log);
-  const ledger = await openLedger(config, stateDir, log);
+  const ledger = await openLedger(config, stateDir, log, alerts);
   const app = createApp({
-    ...{ config, store, heartbeat, log, runs: runner, transforms: transforms.call, telemetry, completions },
+    ...{ config, store, heartbeat, log, runs: runner, transforms: transforms.call, telemetry, completions, alerts },
     ...(forward === null ? {} : { forwarded: forward.kick }),
     ...(ledger === null ? {} : { ledger }),
   });
-  return _service({ config, log, store, heartbeat, runner, runtimeParts, transforms, forward, ledger, app });
+  return _service({ config, log, store, heartbeat, runner, runtimeParts, transforms, forward, ledger, app, alerts, unwatch });
 }
 
 async function _openStore(config: Config, stateDir: string, log: Logger): Promise<Store> {
@@ -95,7 +103,7 @@ async function _openStore(config: Config, stateDir: string, log: Logger): Promis
 type _RuntimeParts = (config: Config) => Promise<Pick<RunnerOptions, 'config' | 'providerFor' | 'deliver'>>;
 
 // The heartbeat and the run queue, started: runs left unfinished resume, and a heartbeat owed is asked for.
-async function _startRuntime(config: Config, store: Store, stateDir: string, log: Logger): Promise<{ heartbeat: Heartbeat; runner: Runner; runtimeParts: _RuntimeParts }> {
+async function _startRuntime(config: Config, store: Store, stateDir: string, log: Logger, alerts: Alerts): Promise<{ heartbeat: Heartbeat; runner: Runner; runtimeParts: _RuntimeParts }> {
   const heartbeat = new Heartbeat({
     store,
     everyMs: config.agents.heartbeatEveryMs,
@@ -103,7 +111,7 @@ async function _startRuntime(config: Config, store: Store, stateDir: string, log
     onError: (error) => log.error('heartbeat not recorded', { error: String(error) }),
   });
   const runtimeParts: _RuntimeParts = async (c) => ({ config: c, providerFor: providerRegistry(c.providers), deliver: await buildDeliver(c, () => store.lastRoute()) });
-  const runner = new Runner({ ...(await runtimeParts(config)), store, transcripts: new Transcripts(stateDir), heartbeat, log });
+  const runner = new Runner({ ...(await runtimeParts(config)), store, transcripts: new Transcripts(stateDir), heartbeat, log, alerts });
   runner.start();
   // A `now` wake acknowledged just before a crash still gets its heartbeat.
   if (store.heartbeatOwed()) heartbeat.request('recovery');
@@ -123,9 +131,12 @@ interface _Parts {
   forward: ForwardMode | null;
   ledger: Ledger | null;
   app: App;
+  alerts: Alerter;
+  /** Stops looking at the store for the alerts. */
+  unwatch: () => void;
 }
 
-function _service({ config, log, store, heartbeat, runner, runtimeParts, transforms, forward, ledger, app }: _Parts): Service {
+function _service({ config, log, store, heartbeat, runner, runtimeParts, transforms, forward, ledger, app, alerts, unwatch }: _Parts): Service {
   return {
     app,
     store,
@@ -139,6 +150,7 @@ function _service({ config, log, store, heartbeat, runner, runtimeParts, transfo
       const parts = await runtimeParts(next);
       await transforms.configure(next);
       runner.reconfigure(parts);
+      alerts.reconfigure(next.alerts, parts.deliver!);
       forward?.reconfigure(next);
       ledger?.reconfigure(next.hooks.ledger);
       app.reload(next);
@@ -148,6 +160,8 @@ function _service({ config, log, store, heartbeat, runner, runtimeParts, transfo
       app.flushLog();
       await forward?.stop();
       await runner.stop();
+      unwatch();
+      await alerts.stop();
       await heartbeat.stop();
       await transforms.close();
       // After the runtime: writing the ledger's last batch must not hold a stop up.
