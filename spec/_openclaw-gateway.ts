@@ -5,12 +5,14 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { openSync, closeSync, readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { defer } from './_cleanup.ts';
 import { tempDir } from './_dir.ts';
 import { send } from './_http.ts';
 import { installGateway } from './_openclaw-install.ts';
+import { startStandinModel, type StandinModel } from './_standin-model.ts';
 import { until } from './_until.ts';
 
 type Raw = Record<string, unknown>;
@@ -44,6 +46,13 @@ export interface Gateway {
   output(): string;
 }
 
+/** A stand-in model for `t` and a gateway (not started) that calls it, with `config` merged in. */
+export async function gatewayCase(t: TestContext, config: Raw = {}): Promise<{ model: StandinModel; gateway: Gateway }> {
+  const model = await startStandinModel(t);
+  const gateway = await prepareGateway(t, { modelUrl: model.baseUrl, config });
+  return { model, gateway };
+}
+
 /** The hook token every gateway of the specs uses. */
 export const GATEWAY_HOOK_TOKEN = 'spec-openclaw-gateway-hook-token-0123456789';
 const AUTH_TOKEN = 'spec-openclaw-gateway-auth-token-0123456789';
@@ -57,6 +66,7 @@ export async function prepareGateway(t: TestContext, options: GatewayOptions): P
   const home = join(dir, 'home');
   await mkdir(join(home, '.openclaw'), { recursive: true });
   await writeFile(join(home, '.openclaw', 'openclaw.json'), JSON.stringify(_config(port, dir, options), null, 2), { mode: 0o600 });
+
   const env: Record<string, string> = {
     PATH: `${join(install.node, '..')}:/usr/bin:/bin`,
     HOME: home,
@@ -104,6 +114,7 @@ export async function prepareGateway(t: TestContext, options: GatewayOptions): P
     rssMiB: () => (running() ? _rssMiB(child!.pid!) : 0),
     start: async () => {
       if (running()) throw new Error('the gateway is already running');
+      const started = Date.now();
       const out = openSync(outFile, 'a');
       // Its own process group, so stop() ends everything it started and nothing else.
       child = spawn(install.node, [install.entry, 'gateway', '--port', String(port)], { cwd: dir, env, detached: true, stdio: ['ignore', out, out] });
@@ -119,9 +130,10 @@ export async function prepareGateway(t: TestContext, options: GatewayOptions): P
           if (!ready) await new Promise((resolve) => setTimeout(resolve, 250));
           return ready;
         },
-        // 7-15 s on an idle machine; a loaded one is far slower.
-        { timeoutMs: 120_000, detail: output },
+        // 7-15 s on an idle machine; a loaded one is far slower (108 s was seen at a load average of 31 on 2 cores).
+        { timeoutMs: 240_000, detail: output },
       );
+      t.diagnostic(`gateway on port ${port} ready in ${((Date.now() - started) / 1000).toFixed(1)} s, ${_cpuSeconds(current.pid!).toFixed(1)} s of CPU (load ${loadavg()[0]!.toFixed(1)})`);
     },
   };
   defer(t, stop);
@@ -185,6 +197,16 @@ function _rssMiB(pid: number): number {
   try {
     const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
     return match === null ? 0 : Math.round(Number(match[1]) / 1024);
+  } catch {
+    return 0;
+  }
+}
+
+// The CPU time a process has used (user and system), from /proc; 0 when it cannot be read.
+function _cpuSeconds(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
   } catch {
     return 0;
   }

@@ -1,7 +1,10 @@
 // docs/openclaw.md's table of differences, row by row, measured against the released OpenClaw
 // gateway: the same request sent to the gateway's hooks and to hooks-ingress in front of it.
+// Durability takes a restart of the gateway: openclaw-forward.test.ts checks that row.
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { test, type TestContext } from 'node:test';
+import { configFile, serveState } from '../_cli.ts';
 import { assertError, post, type Reply, type SendOptions } from '../_http.ts';
 import { INGRESS_TOKEN, startForwardIngress } from '../_forward-ingress.ts';
 import { prepareGateway, type Gateway } from '../_openclaw-gateway.ts';
@@ -65,6 +68,34 @@ async function _admitted(send: () => Promise<Reply>): Promise<Reply> {
 
 test(`the table of differences in docs/openclaw.md holds against openclaw@${OPENCLAW_VERSION}`, { skip }, async (t) => {
   const { gateway, model, both } = await _pair(t);
+
+  // First, while the gateway runs nothing else: waitForCompletion waits for the runs ahead too.
+  await t.test('/agent without sessionMode: a stable key gets a fresh session there (isolated); here the key\'s session continues', async (t) => {
+    const run = randomBytes(4).toString('hex');
+    const [first, second] = [`default mode first ${run}`, `default mode second ${run}`];
+    const body = (message: string) => ({ message, deliver: false, sessionKey: 'hook:spec-default-mode', waitForCompletion: true });
+    const auth = { authorization: `Bearer ${gateway.hookToken}` };
+    for (const message of [first, second]) {
+      const reply = await _admitted(() => post(gateway.origin, '/hooks/agent', { headers: auth, body: body(message) }));
+      assert.equal(reply.status, 200, reply.text);
+    }
+    const there = await until('the second run\'s prompt there', () => model.prompts.find((prompt) => prompt.includes(second)));
+    assert.equal(there.includes(first), false, 'the second run there did not read the first');
+    // Here the runs are hooks-ingress's own (forward mode hands them to the gateway), on the same stand-in model.
+    const files = await configFile(t, {
+      hooks: { enabled: true, token: INGRESS_TOKEN, allowRequestSessionKey: true, allowedSessionKeyPrefixes: ['hook:'] },
+      models: { providers: { standin: { api: 'openai-completions', baseUrl: model.baseUrl, apiKey: 'spec-standin-model-key' } } },
+      agents: { defaults: { model: 'standin/echo' } },
+    }, 'gateway-local-');
+    const local = await serveState(t, files);
+    const [firstHere, secondHere] = [`here first ${run}`, `here second ${run}`];
+    for (const message of [firstHere, secondHere]) {
+      const reply = await post(local.url, '/hooks/agent', { headers: { authorization: `Bearer ${INGRESS_TOKEN}` }, body: body(message) });
+      assert.equal(reply.status, 200, reply.text);
+    }
+    const here = await until('the second run\'s prompt here', () => model.prompts.find((prompt) => prompt.includes(secondHere)));
+    assert.equal(here.includes(firstHere), true, 'the second run here read the first');
+  });
 
   await t.test('/agent accepted: 200 {ok, runId} there; 202 with the session, agent and channel here', async () => {
     const { there, here } = await both('/agent', { body: { message: 'Summarise the inbox', deliver: false } });
@@ -166,10 +197,11 @@ test(`the table of differences in docs/openclaw.md holds against openclaw@${OPEN
       const { there } = await both('/agent', { body: { message: `${forged} ${n}`, deliver: false } });
       assert.equal(there.status, 200, there.text);
     }
+    // Behind the runs the cases before started: on a busy machine the gateway takes minutes for them.
     const prompts = await until('both messages at the model', () => {
       const found = model.prompts.filter((prompt) => prompt.includes('wrapper probe'));
       return found.length >= 2 && found;
-    });
+    }, { timeoutMs: 300_000, detail: gateway.output });
     const ids = prompts.map((prompt) => /<<<EXTERNAL_UNTRUSTED_CONTENT id=\\"([0-9a-f]{16})\\">>>/.exec(prompt)?.[1]);
     assert.equal(ids.every((id) => id !== undefined), true, prompts.join('\n'));
     assert.notEqual(ids[0], ids[1]);
