@@ -51,6 +51,17 @@ test('the config refuses a notify mapping without a concrete, configured channel
   );
 });
 
+test('the config warns of the keys a notify mapping sets and never reads', async (t) => {
+  const built = await buildConfig(withHooks({ hooks: { mappings: [{ ...NOTIFY, model: 'openai/gpt', deliver: false, sessionKey: 'hook:x' }, NOTIFY] }, channels: TELEGRAM }, TOKEN), { file: null, env: {}, dir: await tempDir(t, 'notify-config-') });
+  assert.ok(built.ok);
+  const notRead = 'is not read by a notify mapping, which sends its message with no model call, session or run';
+  assert.deepEqual(built.warnings.filter((w) => w.includes('notify')), [
+    `hooks.mappings[0].sessionKey: ${notRead}`,
+    `hooks.mappings[0].deliver: ${notRead}`,
+    `hooks.mappings[0].model: ${notRead}`,
+  ]);
+});
+
 test('the config refuses a notify mapping in forward mode, where the upstream gateway delivers', async (t) => {
   const forward = { url: 'http://127.0.0.1:9/hooks', token: 'upstream-token-0123456789' };
   assert.deepEqual(await problems(t, { hooks: { forward, mappings: [NOTIFY] }, channels: TELEGRAM }), [

@@ -181,6 +181,20 @@ const _TEMPLATED = ['name', 'textTemplate', 'messageTemplate', 'sessionKey', 'to
 // Names a template path may hold but never resolves through (templates read own data properties only).
 const _NEVER = new Set(['__proto__', 'prototype', 'constructor']);
 
+// The keys of a mapping that only an agent run or a wake reads.
+const _NOT_FOR_NOTIFY = ['textTemplate', 'sessionKey', 'sessionMode', 'agentId', 'deliver', 'accountId', 'model', 'thinking', 'timeoutSeconds', 'waitForCompletion'] as const;
+
+/** Keys a notify mapping sets that it never reads (no model call, no session, no run to wait for): a sign it was meant as an agent mapping. */
+export function notifyWarnings(config: Config): Issue[] {
+  return config.hooks.mappings.flatMap((mapping, i) => {
+    if (mapping.action !== 'notify') return [];
+    return _NOT_FOR_NOTIFY.filter((key) => mapping[key] !== undefined).map((key) => ({
+      path: `hooks.mappings[${i}].${key}`,
+      message: 'is not read by a notify mapping, which sends its message with no model call, session or run',
+    }));
+  });
+}
+
 /**
  * Template placeholders that can never resolve, whatever arrives: a credential header the mapping
  * does not allow (templates never see those), `query.token` (a token in the URL is refused before

@@ -4,7 +4,7 @@ import { buildChannels } from '../delivery/channels.ts';
 import { resolveInside, resolveModule } from '../guard/contain.ts';
 import { loadSchemes } from '../guard/signatures/verify.ts';
 import { check, formatIssue, type Issue } from '../schema.ts';
-import { checkConfig, gmailShadowWarnings, modelWarnings, sessionKeyWarnings, templateWarnings } from './checks.ts';
+import { checkConfig, gmailShadowWarnings, modelWarnings, notifyWarnings, sessionKeyWarnings, templateWarnings } from './checks.ts';
 import { resolveEnv, within, type EnvScope } from './env.ts';
 import { fileSchema, type FileConfig } from './file-schema.ts';
 import { forwardUnused } from './forward-unused.ts';
@@ -68,7 +68,7 @@ export async function buildConfig(raw: unknown, where: { file: string | null; en
   // A config is used to verify requests as soon as it is built: the schemes it names are imported now.
   await loadSchemes(config.hooks.mappings.flatMap((m) => (m.signature === undefined ? [] : [m.signature.scheme])));
   // In forward mode the models are the upstream's: what matters is which keys go unused here.
-  const warnings = [...sessionKeyWarnings(config), ...(config.hooks.forward === null ? modelWarnings(config) : [...forwardUnused(config), ...forwardWarnings(config)]), ...gmailShadowWarnings(config), ...templateWarnings(config)];
+  const warnings = [...sessionKeyWarnings(config), ...(config.hooks.forward === null ? modelWarnings(config) : [...forwardUnused(config), ...forwardWarnings(config)]), ...gmailShadowWarnings(config), ...templateWarnings(config), ...notifyWarnings(config)];
   return { ok: true, config, ignored: checked.ignored, warnings: warnings.map(formatIssue) };
 }
 
