@@ -1,7 +1,8 @@
 /**
- * Makes the inspector's pictures in docs/: starts a real server with the inspector on, sends it a
- * few deliveries (GitHub pushes signed with the right and with an old secret, a Stripe event signed
- * an hour ago, an alert, a wake without its text), logs in with the one-time link and takes
+ * Makes the inspector's pictures in docs/: starts a real server with the inspector on and a GitHub
+ * secret that is not GitHub's, sends it a few deliveries (GitHub pushes, refused; a Stripe event
+ * signed an hour ago, an alert, a wake without its text), fixes the secret and reloads, sends one
+ * more push (accepted) and replays one refused push, logs in with the one-time link and takes
  * screenshots in headless Chromium (Debian's, driven by playwright-core): the list
  * (inspector-list.png), a refused delivery (inspector.png), an accepted one (inspector-accepted.png)
  * and the bulk replay dialog (inspector-bulk.png).
@@ -23,7 +24,7 @@ const TOKEN = 'screenshot-token-0123456789abcdef';
 const GITHUB = 'the-secret-github-has';
 const STRIPE = 'whsec_the_secret_stripe_has';
 
-async function run(args: string[]): Promise<string> {
+async function run(...args: string[]): Promise<string> {
   const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d));
@@ -58,22 +59,20 @@ async function shoot(page: Page, name: string): Promise<void> {
 const dir = await mkdtemp(join(tmpdir(), 'hooks-ingress-screenshot-'));
 const config = join(dir, 'config.json');
 const state = join(dir, 'state');
-await writeFile(
-  config,
+const configWith = (github: string) =>
   JSON.stringify({
     hooks: {
       enabled: true,
       token: TOKEN,
       mappings: [
-        { match: { path: 'github' }, signature: { scheme: 'github', secret: GITHUB }, action: 'wake', textTemplate: 'push to {{repository.full_name}}: {{head_commit.message}}' },
+        { match: { path: 'github' }, signature: { scheme: 'github', secret: github }, action: 'wake', textTemplate: 'push to {{repository.full_name}}: {{head_commit.message}}' },
         { match: { path: 'stripe' }, signature: { scheme: 'stripe', secret: STRIPE }, action: 'wake', textTemplate: 'Stripe {{type}} for {{data.object.customer_email}}' },
         { match: { path: 'alerts' }, action: 'wake', textTemplate: 'alert: {{title}}' },
       ],
     },
     inspector: { port: 0 },
-  }),
-  { mode: 0o600 },
-);
+  });
+await writeFile(config, configWith('an-old-secret'), { mode: 0o600 });
 const server = spawn(process.execPath, [BIN, 'serve', '-c', config, '--port', '0', '--state-dir', state], { stdio: ['ignore', 'pipe', 'ignore'] });
 try {
   const url = await new Promise<string>((resolve, reject) => {
@@ -86,14 +85,20 @@ try {
     server.once('close', () => reject(new Error('the server stopped before it listened')));
   });
   const auth = { authorization: `Bearer ${TOKEN}` };
-  await push(url, 'an-old-secret', '3a9e1c40-5a3b-11ef-8d4a-1f2e3d4c5b6a', 'Add the nightly export');
+  await push(url, GITHUB, '3a9e1c40-5a3b-11ef-8d4a-1f2e3d4c5b6a', 'Add the nightly export');
   await stripe(url, 3_600);
   await post(url, '/hooks/alerts', auth, JSON.stringify({ title: 'disk 91% full on nas', host: 'nas', level: 'warning' }));
   await post(url, '/hooks/wake', auth, JSON.stringify({ mode: 'now' }));
   await post(url, '/hooks/wake', { authorization: 'Bearer not-the-token' }, '{}');
-  await push(url, GITHUB, '5c2d7e10-5a3b-11ef-9c1b-0e2f3a4b5c6d', 'Fix the parser');
-  await push(url, 'an-old-secret', '7f1c2e80-5a3b-11ef-8d4a-1f2e3d4c5b6a', 'Fix the parser');
-  const link = /^(http\S+)$/m.exec(await run(['inspect', '--state-dir', state]))?.[1];
+  await push(url, GITHUB, '7f1c2e80-5a3b-11ef-8d4a-1f2e3d4c5b6a', 'Fix the parser');
+  // The secret fixed: a new push is accepted, and the first refused one is replayed.
+  await writeFile(config, configWith(GITHUB), { mode: 0o600 });
+  await run('reload', '-c', config, '--state-dir', state);
+  await push(url, GITHUB, '5c2d7e10-5a3b-11ef-9c1b-0e2f3a4b5c6d', 'Tidy the README');
+  const first = /^\S+\s+401\s+\S+\s+POST github\s+(\S+)/m.exec(await run('requests', '--failed', '--state-dir', state))?.[1];
+  if (first === undefined) throw new Error('requests --failed listed no refused push');
+  await run('requests', 'replay', first, '--state-dir', state);
+  const link = /^(http\S+)$/m.exec(await run('inspect', '--state-dir', state))?.[1];
   if (link === undefined) throw new Error('inspect printed no link');
 
   const browser = await chromium.launch({
@@ -103,12 +108,13 @@ try {
   try {
     const page = await browser.newPage({ viewport: { width: 1280, height: 760 }, colorScheme: 'light' });
     await page.goto(link);
-    await page.locator('#list li').nth(6).waitFor();
+    await page.locator('#list li').nth(7).waitFor();
+    await page.locator('#list li .o-resolved').first().waitFor();
     await shoot(page, 'inspector-list.png');
-    await page.locator('#list li', { hasText: '/hooks/github' }).first().locator('button').click();
+    await page.locator('#list li', { hasText: 'refused: bad signature' }).filter({ hasNotText: 'resolved' }).locator('button').click();
     await page.locator('#detail', { hasText: 'bad-signature' }).waitFor();
     await shoot(page, 'inspector.png');
-    await page.locator('#list li', { hasText: 'accepted' }).filter({ hasText: '/hooks/github' }).locator('button').click();
+    await page.locator('#list li', { hasText: 'accepted' }).filter({ hasText: '/hooks/github' }).filter({ hasNotText: 'replay' }).locator('button').click();
     await page.locator('#detail', { hasText: 'What it became' }).waitFor();
     await shoot(page, 'inspector-accepted.png');
     await page.locator('#bulk').click();
