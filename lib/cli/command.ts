@@ -24,6 +24,7 @@ export interface Flags {
   since?: string;
   until?: string;
   failed?: boolean;
+  all?: boolean;
   yes?: boolean;
   'dry-run'?: boolean;
   force?: boolean;

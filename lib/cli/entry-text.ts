@@ -6,10 +6,11 @@ import type { RunRecord, SessionEvent } from '../model/records.ts';
 import { formatEvent } from './event-text.ts';
 import { clip, escapeControls } from '../text.ts';
 import { describeCause } from '../model/cause.ts';
+import { describeResolution, type Resolution } from '../model/replays.ts';
 import { formatRun } from './listing.ts';
 
-/** One entry as a line of the list: time, status, code, hook, ids, client, count, what it became. */
-export function formatEntryLine(entry: LedgerEntry): string {
+/** One entry as a line of the list: time, status, code, hook, ids, client, count, what it became, what its root came to. */
+export function formatEntryLine(entry: LedgerEntry, resolution?: Resolution): string {
   const parts = [
     entry.time,
     String(entry.status),
@@ -26,6 +27,7 @@ export function formatEntryLine(entry: LedgerEntry): string {
   const cause = _cause(entry);
   if (cause !== null) parts.push(clip(cause, _CAUSE_IN_LINE));
   if (entry.replayOf !== undefined) parts.push(`replay of ${entry.replayOf}`);
+  if (resolution !== undefined) parts.push(describeResolution(resolution));
   return `${escapeControls(parts.join('  '), false)}\n`;
 }
 
@@ -46,7 +48,7 @@ export function describeBecame(entry: LedgerEntry): string {
 }
 
 /** One entry in full, safe for a terminal: every text from the request has its control characters escaped. */
-export function formatEntry(entry: LedgerEntry, produced: { runs: readonly RunRecord[]; events: readonly SessionEvent[]; replays?: readonly LedgerEntry[] }): string {
+export function formatEntry(entry: LedgerEntry, produced: { runs: readonly RunRecord[]; events: readonly SessionEvent[]; replays?: readonly LedgerEntry[]; resolution?: Resolution }): string {
   const lines: [string, string][] = [
     ['entry', entry.id],
     ['request id', entry.requestId],
@@ -66,9 +68,11 @@ export function formatEntry(entry: LedgerEntry, produced: { runs: readonly RunRe
   const cause = _cause(entry);
   if (cause !== null) lines.push(['cause', cause]);
   if (entry.replayOf !== undefined) lines.push(['replay of', entry.replayOf]);
-  for (const replay of produced.replays ?? []) lines.push(['replayed', `${replay.id} at ${replay.time}: ${replay.status}`]);
+  lines.push(..._history(produced));
   lines.push(['took', `${entry.durationMs} ms`]);
-  if (failed(entry) && entry.body !== undefined) lines.push(['replay', `hooks-ingress requests replay ${entry.id}`]);
+  if (failed(entry) && entry.body !== undefined && (produced.resolution === undefined || produced.resolution.state === 'failed')) {
+    lines.push(['replay', `hooks-ingress requests replay ${entry.id}`], ['or resolve', `hooks-ingress requests resolve ${entry.id}`]);
+  }
   let out = lines.map(([k, v]) => `${k.padEnd(11)} ${escapeControls(v, false)}\n`).join('');
   out += entry.headersTruncated === true ? 'headers (those past 2 KiB left out):\n' : 'headers:\n';
   for (const [name, value] of Object.entries(entry.headers)) {
@@ -87,6 +91,16 @@ const _CAUSE_IN_LINE = 160;
 function _cause(entry: Pick<LedgerEntry, 'cause'>): string | null {
   const { cause } = entry;
   return cause === undefined || cause.kind === 'filter' || cause.kind === 'duplicate' ? null : describeCause(cause);
+}
+
+// What the root came to, and its replays: from the journal's record, or (a record older than it)
+// the replays the ledger still holds.
+function _history(produced: { replays?: readonly LedgerEntry[]; resolution?: Resolution }): [string, string][] {
+  const { resolution } = produced;
+  if (resolution === undefined) return (produced.replays ?? []).map((r) => ['replayed', `${r.id} at ${r.time}: ${r.status}`]);
+  const lines: [string, string][] = [['resolution', `${describeResolution(resolution)}${resolution.resolvedAt === undefined ? '' : ` at ${resolution.resolvedAt}`}`]];
+  for (const r of resolution.replays) lines.push(['replayed', `${r.entry ?? `request ${r.requestId}`} at ${r.time}: ${r.status}`]);
+  return lines;
 }
 
 function _body(entry: LedgerEntry): string {

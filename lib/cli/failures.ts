@@ -95,12 +95,12 @@ export function planReplay(picked: readonly LedgerEntry[], state: Failures, forc
   return plan;
 }
 
-const _WHY: Record<SkipWhy, [string, string]> = {
-  resolved: ['resolved already (a replay succeeded, or by hand)', '--force replays'],
-  succeeded: ['succeeded', '--force replays'],
-  again: ['another entry of a root counted once', ''],
-  stale: ['signed with a timestamp too far from the clock when it arrived', '--force replays, if genuine'],
-  'not-kept': ['whose body was not kept', 'cannot be replayed'],
+const _WHY: Record<SkipWhy, string> = {
+  resolved: 'resolved already, by a replay or by hand (--force replays)',
+  succeeded: 'that succeeded (--force replays)',
+  again: 'already counted with their original',
+  stale: 'signed too far from the clock when they arrived (--force replays, if genuine)',
+  'not-kept': 'with no body kept (cannot be replayed)',
 };
 
 /** The plan in one line: how many it runs, how many it skips and why. */
@@ -109,7 +109,7 @@ export function describePlan(plan: ReplayPlan): string {
   if (plan.skipped.length === 0) return runs;
   const counts = new Map<SkipWhy, number>();
   for (const { why } of plan.skipped) counts.set(why, (counts.get(why) ?? 0) + 1);
-  const reasons = [...counts].map(([why, n]) => `${n} ${_WHY[why][0]}${_WHY[why][1] === '' ? '' : ` (${_WHY[why][1]})`}`);
+  const reasons = [...counts].map(([why, n]) => `${n} ${_WHY[why]}`);
   return `${runs}, skip ${plan.skipped.length}: ${reasons.join('; ')}`;
 }
 

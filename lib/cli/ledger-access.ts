@@ -4,6 +4,8 @@ import type { Flags } from './command.ts';
 import { escapeControls } from '../text.ts';
 import { messagePrefix, type Io } from './io.ts';
 import { usedStateDir } from './state-dir.ts';
+import { readRoots } from '../store/journal/read.ts';
+import type { RootRecords } from './failures.ts';
 
 // What every `requests` subcommand shares: the filters its flags name, and the ledger it reads.
 
@@ -41,8 +43,16 @@ export function filterFrom(flags: Flags, now: number): EntryFilter | string {
   return filter;
 }
 
+/** The ledger of a state directory, and the journal's records of the requests replayed or resolved. */
+export interface LedgerAccess {
+  dir: string;
+  read: () => Promise<LedgerEntry[] | null>;
+  /** Read from the journal, as the CLI reads it: without the server, and while it runs. */
+  roots: () => Promise<RootRecords>;
+}
+
 /** Reads the ledger of the state directory the flags name; `null` after saying why not (stderr). */
-export async function ledgerOf(flags: Flags, io: Io): Promise<{ dir: string; read: () => Promise<LedgerEntry[] | null> } | null> {
+export async function ledgerOf(flags: Flags, io: Io): Promise<LedgerAccess | null> {
   const dir = await usedStateDir(flags, io);
   if (dir === null) return null;
   const said = new Set<string>();
@@ -61,6 +71,6 @@ export async function ledgerOf(flags: Flags, io: Io): Promise<{ dir: string; rea
       return null;
     }
   };
-  return { dir, read };
+  return { dir, read, roots: () => readRoots(dir) };
 }
 

@@ -5,7 +5,8 @@ import { callServer } from '../control/client.ts';
 import { escapeControls, jsonLine } from '../text.ts';
 import { FAILURE, messagePrefix, printResult, USAGE, type Io } from './io.ts';
 import { describeBecame, formatEntryLine } from './entry-text.ts';
-import { filterFrom, ledgerOf } from './ledger-access.ts';
+import { filterFrom, ledgerOf, type LedgerAccess } from './ledger-access.ts';
+import { describePlan, planReplay, resolutionFor } from './failures.ts';
 import { REPLAY_OP } from '../control/operations.ts';
 import type { ReplayArgs, ReplayResult } from '../server/replay.ts';
 import { formatPreview } from './preview-text.ts';
@@ -21,10 +22,10 @@ export async function replayCommand(flags: Flags, ids: string[], io: Io): Promis
   if (typeof filter === 'number') return filter;
   const ledger = await ledgerOf(flags, io);
   if (ledger === null) return FAILURE;
-  const chosen = filter === null ? ids : await _chosen(flags, io, ledger, filter);
+  const chosen = filter === null ? { ids, ...(flags.force === true ? { force: true } : {}) } : await _chosen(flags, io, ledger, filter);
   if (typeof chosen === 'number') return chosen;
-  const args: ReplayArgs = { ids: chosen, ...(flags.force === true ? { force: true } : {}), ...(flags['dry-run'] === true ? { dryRun: true } : {}) };
-  const answer = await callServer(ledger.dir, REPLAY_OP, args, { timeoutMs: Math.min(600_000, 30_000 + 10_000 * chosen.length) });
+  const args: ReplayArgs = { ...chosen, ...(flags['dry-run'] === true ? { dryRun: true } : {}) };
+  const answer = await callServer(ledger.dir, REPLAY_OP, args, { timeoutMs: Math.min(600_000, 30_000 + 10_000 * chosen.ids.length) });
   switch (answer.kind) {
     case 'no-server':
       io.stderr(`${messagePrefix(io)}: ${answer.why}; replay is done by the running server (start it, then replay)\n`);
@@ -70,20 +71,24 @@ function _filter(flags: Flags, ids: string[], io: Io): _Filter | null | number {
   return filtered ? filter : null;
 }
 
-// The entries the filters pick, listed; their ids with --yes (or --dry-run), else the exit code
-// once the list and what to add are said.
-async function _chosen(flags: Flags, io: Io, ledger: { read(): Promise<LedgerEntry[] | null> }, filter: _Filter): Promise<string[] | number> {
+// The plan for the entries the filters pick: each original once, what it skips and why, and the
+// entries it runs listed; their ids with --yes (or --dry-run), forced only where --force was needed
+// and given, else the exit code once the plan and what to add are said.
+async function _chosen(flags: Flags, io: Io, ledger: LedgerAccess, filter: _Filter): Promise<Pick<ReplayArgs, 'ids' | 'force'> | number> {
   const entries = await ledger.read();
   if (entries === null) return FAILURE;
+  const roots = await ledger.roots();
   const matching = filterEntries(entries, filter);
-  io.stdout(`${matching.length} request${matching.length === 1 ? '' : 's'} match${matching.length === 1 ? 'es' : ''}:\n`);
-  for (const entry of matching) io.stdout(formatEntryLine(entry));
-  if (matching.length === 0) return 0;
+  const plan = planReplay(matching, { entries, roots }, flags.force === true);
+  const counted = `${matching.length} request${matching.length === 1 ? '' : 's'} match${matching.length === 1 ? 'es' : ''}`;
+  io.stdout(matching.length === 0 ? `${counted}\n` : `${counted}; ${describePlan(plan)}${plan.run.length === 0 ? '' : ':'}\n`);
+  for (const entry of plan.run) io.stdout(formatEntryLine(entry, resolutionFor(entry, roots)));
+  if (plan.run.length === 0) return 0;
   if (flags.yes !== true && flags['dry-run'] !== true) {
-    io.stderr(`${messagePrefix(io)}: nothing replayed; add --yes to replay ${matching.length === 1 ? 'it' : `these ${matching.length}`}\n`);
+    io.stderr(`${messagePrefix(io)}: nothing replayed; add --yes to replay ${plan.run.length === 1 ? 'it' : `these ${plan.run.length}`}\n`);
     return 0;
   }
-  return matching.map((e) => e.id);
+  return { ids: plan.run.map((e) => e.id), ...(plan.forced.length === 0 ? {} : { force: plan.forced }) };
 }
 
 /** One replay's result as a line. */

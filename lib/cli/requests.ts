@@ -1,4 +1,4 @@
-import { filterEntries, findEntry } from '../store/ledger/read.ts';
+import { filterEntries, findEntry, type EntryFilter } from '../store/ledger/read.ts';
 import type { LedgerEntry } from '../model/ledger-entry.ts';
 import { readEvents, readRuns } from '../store/journal/read.ts';
 import type { RunRecord, SessionEvent } from '../model/records.ts';
@@ -9,6 +9,8 @@ import { escapeControls, jsonLine } from '../text.ts';
 import { FAILURE, messagePrefix, USAGE, type Io } from './io.ts';
 import { FILTER_OPTIONS, filterFrom, ledgerOf } from './ledger-access.ts';
 import { replayCommand } from './requests-replay.ts';
+import { resolveCommand } from './requests-resolve.ts';
+import { openFailures, resolutionFor, type RootRecords } from './failures.ts';
 import { usageLine } from './usage.ts';
 
 // `hooks-ingress requests`: the request ledger, read from the state directory (it works while
@@ -26,6 +28,7 @@ export const requests: Command = {
     yes: { type: 'boolean', short: 'y' },
     force: { type: 'boolean' },
     'dry-run': { type: 'boolean' },
+    all: { type: 'boolean' },
   },
   positionals: true,
   help: `Usage: hooks-ingress requests [options]
@@ -33,6 +36,7 @@ export const requests: Command = {
        hooks-ingress requests replay ID... [--force]
        hooks-ingress requests replay FILTERS... [--yes] [--force]
        hooks-ingress requests replay ID... --dry-run
+       hooks-ingress requests resolve ID...
 
 List what arrived on the hooks path, oldest first (the newest last): time, status and
 error code, hook, entry id, request id, client, and what each request became. Refusals
@@ -41,14 +45,22 @@ server runs, and needs no secret.
 
 "show ID" prints one entry in full: headers (credentials redacted), the body (control
 characters escaped), the signature's verdict, the outcome, and the runs and events it
-produced. ID is an entry id, or a request id (X-Request-Id) that names one entry.
+produced, and what became of its replays. ID is an entry id, or a request id
+(X-Request-Id) that names one entry.
 
 "replay" asks the running server to run stored requests again through its config
 of now (the signature checked with today's secrets, but not its timestamp's age)
-and to record each as a new entry marked as a replay. With filters instead of ids
-it first prints how many match and what they are, and replays them only with
---yes. A request that succeeded, or whose replay succeeded, needs --force, and so
-does one refused for a signed timestamp that was too old or new when it arrived.
+and to record each as a new entry marked as a replay of the original. A replay of
+a replay runs the original: each original runs once per call, and never while
+another replay of it runs. With filters instead of ids it first prints how many
+match, how many it will replay and how many it skips and why, and replays them
+only with --yes. An original that a replay resolved, or that was resolved by
+hand, needs --force, and so do one that succeeded and one refused for a signed
+timestamp that was too old or new when it arrived.
+
+"resolve" asks the running server to mark failures resolved without replaying
+them, for what can never be fixed: --failed lists them no more, and a replay of
+them needs --force.
 
 Options:
   -c, --config PATH     config file (for state.dir)
@@ -59,12 +71,15 @@ Options:
       --since T         only from T: an ISO time, or a time back from now (15m, 2h, 7d)
       --until T         only up to T (same forms)
       --failed          only failures (status 400 and above, or a refused signature)
+                        not yet resolved, one line per original request
+      --all             with --failed: every failure, resolved ones and replays too
       --json            one JSON object per line (the whole entry); show: the entry,
                         its runs and events as one object
   -f, --follow          keep printing new entries as they arrive
   -n, --limit N         only the last N entries
   -y, --yes             replay: go ahead with the entries the filters picked
-      --force           replay: also a request that succeeded, or was replayed with success
+      --force           replay: also a request that succeeded or was resolved (only
+                        those the ids or filters name)
       --dry-run         replay: only show what each request would become now
   -h, --help            show this help
 `,
@@ -79,7 +94,8 @@ Options:
       return _show(flags, ids[0]!, io);
     }
     if (sub === 'replay') return replayCommand(flags, ids, io);
-    io.stderr(usageLine('requests', `unknown subcommand "${sub}" (known: show, replay)`));
+    if (sub === 'resolve') return resolveCommand(flags, ids, io);
+    io.stderr(usageLine('requests', `unknown subcommand "${sub}" (known: show, replay, resolve)`));
     return USAGE;
   },
 };
@@ -95,21 +111,30 @@ async function _list(flags: Flags, io: Io): Promise<number> {
     io.stderr(usageLine('requests', filter));
     return USAGE;
   }
+  if (flags.all === true && filter.failed !== true) {
+    io.stderr(usageLine('requests', '--all widens --failed: use it with --failed'));
+    return USAGE;
+  }
   const ledger = await ledgerOf(flags, io);
   if (ledger === null) return FAILURE;
-  const print = (entry: LedgerEntry) => io.stdout(flags.json ? jsonLine(entry) : formatEntryLine(entry));
+  let roots = await ledger.roots();
+  const print = (entry: LedgerEntry) => {
+    const resolution = resolutionFor(entry, roots);
+    io.stdout(flags.json ? jsonLine(resolution === undefined ? entry : { ...entry, resolution }) : formatEntryLine(entry, resolution));
+  };
   let entries = await ledger.read();
   if (entries === null) return FAILURE;
   // A coalesced entry is printed again when its count grew.
   const shown = new Map<string, number>();
-  const matching = filterEntries(entries, filter);
+  const matching = _matching(entries, roots, filter, flags.all === true);
   for (const e of matching) shown.set(e.id, e.count ?? 1);
   matching.slice(Math.max(0, matching.length - limit)).forEach(print);
   while (flags.follow && !io.signal?.aborted) {
     await sleep(250, io.signal);
     entries = await ledger.read();
     if (entries === null) return FAILURE;
-    for (const entry of filterEntries(entries, filter)) {
+    roots = await ledger.roots();
+    for (const entry of _matching(entries, roots, filter, flags.all === true)) {
       if (shown.get(entry.id) === (entry.count ?? 1)) continue;
       shown.set(entry.id, entry.count ?? 1);
       print(entry);
@@ -131,12 +156,19 @@ async function _show(flags: Flags, id: string, io: Io): Promise<number> {
   const { entry } = found;
   const { runs, events } = await _produced(ledger.dir, entry);
   const replays = entries.filter((e) => e.replayOf === entry.id);
+  const resolution = resolutionFor(entry, await ledger.roots());
   if (flags.json) {
-    io.stdout(jsonLine({ entry, runs, events, replays: replays.map((e) => ({ id: e.id, time: e.time, status: e.status })) }));
+    io.stdout(jsonLine({ entry, runs, events, replays: replays.map((e) => ({ id: e.id, time: e.time, status: e.status })), ...(resolution === undefined ? {} : { resolution }) }));
     return 0;
   }
-  io.stdout(formatEntry(entry, { runs, events, replays }));
+  io.stdout(formatEntry(entry, { runs, events, replays, ...(resolution === undefined ? {} : { resolution }) }));
   return 0;
+}
+
+// The entries the filters pick; with --failed, one per original still unresolved (every failure with --all).
+function _matching(entries: LedgerEntry[], roots: RootRecords, filter: EntryFilter, all: boolean): LedgerEntry[] {
+  const matching = filterEntries(entries, filter);
+  return filter.failed === true ? openFailures(matching, { entries, roots }, all) : matching;
 }
 
 // The runs and events an entry's request made, as the journal holds them now.
