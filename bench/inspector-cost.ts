@@ -65,6 +65,9 @@ async function subscribe(server: Server): Promise<{ stop(): Promise<{ polls: num
   if (link === undefined) throw new Error(`inspect printed no link: ${inspect.stderr}`);
   const login = await fetch(link, { redirect: 'manual' });
   const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0]!;
+  // The tab's key rides in the redirect's fragment; every API call sends it beside the cookie.
+  const key = /#login=([\w-]+)$/.exec(login.headers.get('location') ?? '')?.[1];
+  if (key === undefined) throw new Error('the login redirect carried no key');
   const base = new URL(link).origin;
   let polls = 0;
   let failed = 0;
@@ -74,7 +77,7 @@ async function subscribe(server: Server): Promise<{ stop(): Promise<{ polls: num
       // As the page does: a poll that fails (a kept-alive connection closed under load) is tried
       // again at the next tick; a refusal is a broken bench.
       try {
-        const res = await fetch(`${base}/inspector/api/requests?limit=200`, { headers: { cookie } });
+        const res = await fetch(`${base}/inspector/api/requests?limit=200`, { headers: { cookie, 'x-inspector-key': key } });
         if (res.status !== 200) throw new RangeError(`the page's poll answered ${res.status}`);
         await res.arrayBuffer();
         polls++;
