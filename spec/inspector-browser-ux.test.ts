@@ -23,7 +23,8 @@ async function start(t: TestContext, entries: readonly { id: string }[] = ENTRIE
     show: async (id) => entries.find((e) => e.id === id) ?? null,
     replay: async (ids, options) => {
       replays.push({ ids, ...options });
-      return { results: ids.map((id) => ({ id, ok: true })) };
+      // e-1 succeeded before: its dry run says it runs only when forced.
+      return { results: ids.map((id) => ({ id, ok: true, ...(options.dryRun && id === 'e-1' ? { needsForce: 'succeeded' } : {}) })) };
     },
   };
   const inspector = createInspector({ source, log: silentLogger, idleMs: 60_000, maxAgeMs: 3_600_000 });
@@ -143,4 +144,37 @@ test('what a request became reads as text: the event and the run in words, the s
   // The detail says the cause too.
   await page.locator('#list li', { hasText: '/hooks/ci' }).locator('button').click();
   await page.locator('#detail', { hasText: 'transform ci.mjs:3 threw: bad build' }).waitFor();
+});
+
+test('a dry run answered after its dialog was closed does not fill the dialog opened since for another request', { skip: SKIP }, async (t) => {
+  const { url, page } = await start(t);
+  await page.goto(url);
+  await page.locator('#list li').nth(2).waitFor();
+  // The first dry run is held until the second dialog shows its own.
+  let release = (): void => {};
+  const held = new Promise<void>((resolve) => { release = resolve; });
+  let first = true;
+  await page.route('**/api/replay', async (route) => {
+    const hold = first;
+    first = false;
+    if (hold) await held;
+    await route.continue();
+  });
+  await page.locator('#list li').nth(0).locator('button').click();
+  await page.locator('#detail .reqline', { hasText: '/hooks/n1' }).waitFor();
+  await page.locator('#replay').click();
+  await page.keyboard.press('Escape');
+  await page.locator('#list li').nth(1).locator('button').click();
+  await page.locator('#detail .reqline', { hasText: '/hooks/n2' }).waitFor();
+  await page.locator('#replay').click();
+  await page.locator('#confirm-summary', { hasText: 'nothing has been replayed yet' }).waitFor();
+  assert.equal(await page.locator('#confirm-yes').innerText(), 'Replay 1');
+  const late = page.waitForResponse((answer) => answer.url().endsWith('/api/replay'));
+  release();
+  await late;
+  // The page has read the late answer (a few turns of its loop after the response).
+  await page.evaluate('new Promise((resolve) => setTimeout(() => requestAnimationFrame(() => setTimeout(resolve, 0)), 0))');
+  // It was e-1's (which needs a choice): the open dialog is still e-2's, which runs as it is.
+  assert.doesNotMatch(await page.locator('#confirm').innerText(), /replayed only if you choose/);
+  assert.equal(await page.locator('#confirm-yes').innerText(), 'Replay 1');
 });

@@ -10,10 +10,13 @@ import { forceWhy, outcomeWords, previewView, previewWords } from './words.js';
 // state is 'run' (will run), 'offer' (skipped unless its box is ticked), 'skip' (cannot run: why),
 // 'ran' (outcome) or 'failed' (the server refused it as it ran: why). `action` is what the dialog's
 // main button does: a replay, or marking a request resolved.
-const dialog = { rows: [], opener: null, after: null, busy: false, done: false, action: null };
+// `opened` counts the openings: an answer that arrives for a dialog since closed is dropped.
+const dialog = { rows: [], opener: null, after: null, busy: false, done: false, action: null, opened: 0 };
 
 // The dialog opened with a title, a line under it, and its main button off until there is something to do.
 function open(title, summary, action, after) {
+  dialog.opened++;
+  dialog.busy = false;
   dialog.done = false;
   dialog.action = action;
   dialog.after = after;
@@ -38,13 +41,15 @@ function implied(row) {
 export async function openReplay(items, title, after) {
   dialog.rows = items.map((item) => ({ ...item, state: 'skip', why: 'not asked yet', reason: 'not asked yet' }));
   open(title, 'Asking the server what this would become now…', run, after);
+  const opened = dialog.opened;
   let results;
   try {
     ({ results } = await api('api/replay', { ids: items.map((i) => i.id), dryRun: true }));
   } catch (error) {
-    $('confirm-summary').textContent = `The preview failed: ${error.message}`;
+    if (opened === dialog.opened) $('confirm-summary').textContent = `The preview failed: ${error.message}`;
     return;
   }
+  if (opened !== dialog.opened) return;
   results.forEach((result, at) => {
     const row = dialog.rows[at];
     if (!row) return;
@@ -68,20 +73,23 @@ export function openResolve(item, after) {
 async function resolve(item) {
   if (dialog.busy) return;
   dialog.busy = true;
+  const opened = dialog.opened;
   setYes(false, 'Mark resolved');
+  let said;
   try {
     const { results } = await api('api/resolve', { ids: [item.id] });
     const result = results?.[0];
-    $('confirm-summary').textContent = result?.ok ? 'Marked resolved.' : `Not marked: ${plain(result?.error ?? 'no answer for it')}`;
+    said = result?.ok ? 'Marked resolved.' : `Not marked: ${plain(result?.error ?? 'no answer for it')}`;
   } catch (error) {
-    $('confirm-summary').textContent = `Not marked: ${error.message}`;
-  } finally {
-    dialog.busy = false;
+    said = `Not marked: ${error.message}`;
   }
+  dialog.after?.();
+  if (opened !== dialog.opened) return;
+  dialog.busy = false;
+  $('confirm-summary').textContent = said;
   $('confirm-body').replaceChildren();
   $('confirm-yes').hidden = true;
   $('confirm-no').textContent = 'Close';
-  dialog.after?.();
 }
 
 /** Wires the dialog's buttons (once, at start). */
@@ -117,6 +125,7 @@ async function run() {
   const forced = ticked();
   if (dialog.busy || runs.length + forced.length === 0) return;
   dialog.busy = true;
+  const opened = dialog.opened;
   // From here on nothing is planned to run: what ran is done, what did not waits for a box.
   for (const row of runs) row.state = 'sent';
   for (const row of forced) row.state = 'sent';
@@ -129,11 +138,13 @@ async function run() {
       rows.forEach((row, at) => settle(row, results[at]));
     }
   } catch (error) {
-    for (const row of dialog.rows) if (row.state === 'sent') Object.assign(row, { state: 'failed', ...reasons(`not known: ${error.message}`) });
-  } finally {
-    dialog.busy = false;
+    for (const row of [...runs, ...forced]) if (row.state === 'sent') Object.assign(row, { state: 'failed', ...reasons(`not known: ${error.message}`) });
   }
-  render(true);
+  // The dialog opened again for other requests meanwhile: it is not this one's; the list still learns of what ran.
+  if (opened === dialog.opened) {
+    dialog.busy = false;
+    render(true);
+  }
   dialog.after?.();
 }
 
