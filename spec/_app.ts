@@ -1,13 +1,16 @@
 // Test helpers for an in-process app: a config from a spec's raw value, and the app listening on
 // 127.0.0.1 port 0 with a real store in a temp dir; everything closed when the test ends.
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { buildConfig } from '../lib/config/load.ts';
 import type { Config } from '../lib/config/types.ts';
 import { listen } from '../lib/edge/listen.ts';
 import { createApp, type App, type AppOptions } from '../lib/edge/server.ts';
+import { fingerprints, type Fingerprints } from '../lib/guard/fingerprint.ts';
 import { createLogger, type Logger } from '../lib/log.ts';
 import { Store } from '../lib/store/journal/store.ts';
+import { openCredentialKey } from '../lib/store/state/credential-key.ts';
 import { defer } from './_cleanup.ts';
 import { tempDir } from './_dir.ts';
 
@@ -47,6 +50,8 @@ export interface StartAppOptions {
   idempotencyTtlMs?: number;
   /** More app options (limiter, runs, telemetry, transforms, clock, ...); `app()` is the app once built, `log` the one whose lines the harness keeps. */
   with?: (parts: { config: Config; store: Store; app: () => App; log: Logger }) => Partial<AppOptions>;
+  /** Serve without the state directory's credential key (serve makes one): entries keep no fingerprint of their token. */
+  noCredentialKey?: boolean;
 }
 
 /** A listening in-process app. */
@@ -83,10 +88,19 @@ export async function startApp(t: TestContext, options: StartAppOptions = {}): P
   const { log, lines } = captureLog();
   let app: App | undefined;
   const extra = options.with?.({ config, store, app: () => app!, log }) ?? {};
-  app = createApp({ config, store, heartbeat: { request: (reason) => void beats.push(reason) }, log, ...extra });
+  const prints = options.noCredentialKey === true || extra.fingerprints !== undefined ? {} : { fingerprints: await stateFingerprints(state) };
+  app = createApp({ config, store, heartbeat: { request: (reason) => void beats.push(reason) }, log, ...prints, ...extra });
   const running = await listen(app, { host: '127.0.0.1', port: 0 });
   let stopped: Promise<void> | undefined;
   const stop = () => (stopped ??= running.close(200));
   defer(t, stop);
   return { url: running.url, dir, state, config, store, app, beats, lines, stop };
+}
+
+/** The fingerprints under a state directory's credential key, made as serve makes it. */
+export async function stateFingerprints(state: string): Promise<Fingerprints> {
+  await mkdir(state, { recursive: true, mode: 0o700 });
+  const key = await openCredentialKey(state, { make: true });
+  if (!key.ok) throw new Error(`Cannot use the spec's credential key ${key.file}: ${key.problem}`);
+  return fingerprints(key.key);
 }

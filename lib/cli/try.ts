@@ -6,6 +6,7 @@ import type { Preview, PreviewInput } from '../edge/preview.ts';
 import { ErrorCode } from '../errors.ts';
 import { findEntry } from '../store/ledger/read.ts';
 import type { LedgerEntry } from '../model/ledger-entry.ts';
+import type { Fingerprints } from '../guard/fingerprint.ts';
 import { readLastRoute } from '../store/journal/read.ts';
 import { COMMON, type Command, type Flags } from './command.ts';
 import { callServer, type ControlAnswer } from '../control/client.ts';
@@ -226,12 +227,14 @@ async function _local(flags: Flags, io: Io, request: _Request): Promise<Preview 
   if (config === null) return null;
   let input: PreviewInput;
   if ('entry' in request) {
-    const problem = replayProblem(request.entry, config);
+    // The token it came with is checked as a replay checks it, by the state directory's key (read, never made here).
+    const credentials = { fingerprints: await _fingerprints(request.dir) };
+    const problem = replayProblem(request.entry, config, credentials);
     if (problem !== null) {
       io.stderr(`${messagePrefix(io)}: entry ${request.entry.id} cannot be tried: ${escapeControls(problem, false)}\n`);
       return null;
     }
-    input = replayPreview(request.entry, config);
+    input = replayPreview(request.entry, config, credentials);
   } else {
     input = request.input;
   }
@@ -243,4 +246,11 @@ async function _local(flags: Flags, io: Io, request: _Request): Promise<Preview 
   } finally {
     await transforms.close();
   }
+}
+
+// The state directory's fingerprints, or `null` when its key cannot be read (the replay's reason says so).
+async function _fingerprints(dir: string): Promise<Fingerprints | null> {
+  const [{ openCredentialKey }, { fingerprints }] = await Promise.all([import('../store/state/credential-key.ts'), import('../guard/fingerprint.ts')]);
+  const key = await openCredentialKey(dir, { make: false });
+  return key.ok ? fingerprints(key.key) : null;
 }

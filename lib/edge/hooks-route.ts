@@ -4,6 +4,7 @@ import { ErrorCode, HttpError } from '../errors.ts';
 import type { Client } from '../guard/address.ts';
 import type { Auth } from '../guard/auth.ts';
 import { readBody } from '../guard/body.ts';
+import type { Fingerprints } from '../guard/fingerprint.ts';
 import { extractToken, tokenDigest, tokenMatches } from '../guard/token.ts';
 import type { Logger } from '../log.ts';
 import { answerError, refusedAnswer, type Answer } from './answer.ts';
@@ -52,6 +53,8 @@ export interface HooksRouteOptions {
   /** The wall clock in epoch milliseconds, that signed timestamps are held against. */
   clock: () => number;
   log: Logger;
+  /** Fingerprints the token a request came with, for the ledger; without it none is made. */
+  fingerprints?: Fingerprints;
 }
 
 /**
@@ -65,6 +68,11 @@ export function hooksRoute(options: HooksRouteOptions): Handler {
   const hookTokens = [config.hooks.token === null ? null : tokenDigest(config.hooks.token)];
   const gmailTokens = config.hooks.gmail.hookToken === undefined ? hookTokens : [...hookTokens, tokenDigest(config.hooks.gmail.hookToken)];
   const accept = _acceptor(options);
+  // The fingerprints of the tokens that open the hooks, made once per (re)load: a request that
+  // passes carries the one of the token it matched.
+  const { fingerprints } = options;
+  const hookPrint = fingerprints === undefined || config.hooks.token === null ? undefined : fingerprints.of(config.hooks.token);
+  const gmailPrint = fingerprints === undefined || config.hooks.gmail.hookToken === undefined ? undefined : fingerprints.of(config.hooks.gmail.hookToken);
   // A path whose mappings carry a signature is opened by that signature alone, never by the hook token.
   // A valid signature does not clear the client's failure count: a captured delivery of a scheme without
   // a timestamp verifies again and again, and must not reset the count of someone guessing the hook token.
@@ -89,7 +97,8 @@ export function hooksRoute(options: HooksRouteOptions): Handler {
       if (refusal !== null) return refusedAnswer(refusal, { hook: name, auth: 'none', refusal });
       // Whether the request holds a credential that opens this path alone: its mappings must name the path.
       const pathOnly = gmail && !(hookTokens[0] != null && tokenMatches(presented!, hookTokens[0]));
-      return _named(ctx, { hook: name, auth: 'token' }, pathOnly, accept);
+      const credential = pathOnly ? gmailPrint : hookPrint;
+      return _named(ctx, credential === undefined ? { hook: name, auth: 'token' } : { hook: name, auth: 'token', credential }, pathOnly, accept);
     }
     if (expectsContinue(req)) {
       // Only what can be checked before the body: a request without the scheme's headers is refused now.

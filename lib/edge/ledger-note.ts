@@ -175,5 +175,6 @@ function _entry(a: Answered, code: string | undefined, authenticated: boolean, h
   if (trace.became !== undefined) entry.became = trace.became;
   if (trace.cause !== undefined) entry.cause = trace.cause;
   if (trace.replayOf !== undefined) entry.replayOf = trace.replayOf;
+  if (trace.credential !== undefined) entry.credential = trace.credential;
   return entry;
 }

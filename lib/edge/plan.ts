@@ -6,6 +6,8 @@ import type { Client } from '../guard/address.ts';
 import { parseForm, parseJsonObject } from '../guard/body.ts';
 import type { Signature } from '../guard/signatures/config.ts';
 import { formAsSigned, signedPaths, slackChallenge } from '../guard/signatures/paths.ts';
+import { presentedSecret } from '../guard/signatures/verify.ts';
+import type { Fingerprints } from '../guard/fingerprint.ts';
 import { parseAgent } from '../hooks/agent.ts';
 import { applyMappings, type CallTransform, type MapOutcome } from '../hooks/mappings.ts';
 import { parseWake } from '../hooks/wake.ts';
@@ -106,6 +108,8 @@ export interface PlanOptions {
   newId: () => string;
   /** The wall clock in epoch milliseconds, that signed timestamps are held against. */
   clock: () => number;
+  /** Fingerprints a shared token (`gitlab`, `token`) that passed, for the ledger; without it none is made. */
+  fingerprints?: Fingerprints;
 }
 
 /** The two halves of planning: reading (up to the idempotency gate, synchronous) and deciding. */
@@ -136,6 +140,12 @@ export function createPlanner(options: PlanOptions): Planner {
   return { read: (request) => _read(ctx, request), decide: (parsed) => _decide(ctx, parsed) };
 }
 
+// The fingerprint of a shared token that passed (the secret itself, which the ledger never keeps).
+function _credential(ctx: _Context, signature: Signature, headers: IncomingHttpHeaders): { credential?: string } {
+  const presented = ctx.fingerprints === undefined ? null : presentedSecret(signature, { headers });
+  return presented === null ? {} : { credential: ctx.fingerprints!.of(presented) };
+}
+
 // The signature over the raw bytes (after the cap, before any parsing), the body, a handshake, the key.
 function _read(ctx: _Context, request: HookRequest): Parsed | Plan {
   const { name, headers, bytes, judged } = request;
@@ -146,7 +156,7 @@ function _read(ctx: _Context, request: HookRequest): Parsed | Plan {
   } else if (signature !== undefined) {
     const signed = { headers, body: bytes, query: request.rawQuery };
     const verdict = signatureVerdict(judged.fresh ? signature : { ...signature, toleranceSeconds: Number.MAX_SAFE_INTEGER }, signed, ctx.clock());
-    trace = verdict.ok ? { ...trace, signature: verdict, auth: 'signature' } : { ...trace, signature: verdict };
+    trace = verdict.ok ? { ...trace, signature: verdict, auth: 'signature', ..._credential(ctx, signature, headers) } : { ...trace, signature: verdict };
     if (!verdict.ok && judged.whole !== true) {
       const reason = verdict.reason ?? 'invalid signature';
       return { kind: 'refused', trace, refusal: new HttpError(401, ErrorCode.Unauthorized, reason), ...(judged.counted ? { count: reason } : {}) };

@@ -5,6 +5,7 @@ import { ErrorCode, HttpError } from '../errors.ts';
 import { requestClient, type Client } from '../guard/address.ts';
 import { createAuth, type Auth } from '../guard/auth.ts';
 import { FailureLimiter, type LimiterStats } from '../guard/rate-limit.ts';
+import type { Fingerprints } from '../guard/fingerprint.ts';
 import { extractToken, tokenDigest } from '../guard/token.ts';
 import type { CallTransform } from '../hooks/mappings.ts';
 import { nameLine } from '../untrusted/wrap.ts';
@@ -61,6 +62,8 @@ export interface AppOptions {
   ledger?: Ledger;
   /** The owner's alerts, told of refused signatures, bounds reached and journal writes that failed. */
   alerts?: Alerts;
+  /** The state directory's credential fingerprints: an entry keeps the one of its token, a replay checks it. */
+  fingerprints?: Fingerprints;
 }
 
 /** A request target split once per request: the path routes and is logged, the query is checked. */
@@ -95,12 +98,13 @@ export interface App {
   /**
    * Runs a stored request again through the current configuration and records it as a new entry
    * marked as a replay; a request that cannot be replayed is an HttpError (409, ERR_NOT_REPLAYABLE).
+   * `force`: also one whose delivery id is taken, or whose token cannot be checked (recorded without its fingerprint).
    */
   replay(entry: LedgerEntry, options?: ReplayOptions): Promise<ReplayOutcome>;
   /** A stored request's delivery id and the request that took it, or `null` when the request names none. */
   taken(entry: LedgerEntry): Promise<DeliveryTaken | null>;
   /** What a request (or a stored one, replayed) would become under the current configuration, with nothing committed. */
-  preview(input: PreviewInput | LedgerEntry): Promise<Preview>;
+  preview(input: PreviewInput | LedgerEntry, options?: ReplayOptions): Promise<Preview>;
 }
 
 // What outlives a reload: the idempotency work in flight, and the limiter while its settings hold.
@@ -127,8 +131,8 @@ export function createApp(options: AppOptions): App {
   app.limiterStats = () => shared.limiter.stats();
   app.flushLog = () => shared.requestLog.flush();
   app.held = () => shared.behind.count;
-  app.preview = (input) => _preview(options, serving.compiled.config, input);
-  app.replay = async (entry, replay) => (await _operatorParts.replay()).replayEntry({ ...serving.compiled, log: options.log, newId: ids, now }, entry, replay);
+  app.preview = (input, asked) => _preview(options, serving.compiled.config, input, asked);
+  app.replay = async (entry, replay) => (await _operatorParts.replay()).replayEntry({ ...serving.compiled, log: options.log, newId: ids, now, fingerprints: options.fingerprints ?? null }, entry, replay);
   app.taken = async (entry) => (await _operatorParts.taken()).deliveryTaken(entry, serving.compiled.config, options.store);
   app.reload = (config) => {
     const limits = JSON.stringify(config.hooks.authRateLimit);
@@ -218,13 +222,14 @@ function _record(record: Recorder, r: _Request, answer: Answer, trace: Trace, du
 }
 
 // A dry run of a request, or of a stored one, under the current configuration.
-async function _preview(options: AppOptions, config: Config, input: PreviewInput | LedgerEntry): Promise<Preview> {
+async function _preview(options: AppOptions, config: Config, input: PreviewInput | LedgerEntry, asked: ReplayOptions = {}): Promise<Preview> {
   const [{ previewHook }, { replayPreview, replayProblem }] = await Promise.all([_operatorParts.preview(), _operatorParts.replay()]);
   let request: PreviewInput;
   if ('id' in input) {
-    const problem = replayProblem(input, config);
+    const credentials = { fingerprints: options.fingerprints ?? null, ...asked };
+    const problem = replayProblem(input, config, credentials);
     if (problem !== null) throw new HttpError(409, ErrorCode.NotReplayable, `entry ${input.id} cannot be replayed: ${problem}`);
-    request = replayPreview(input, config);
+    request = replayPreview(input, config, credentials);
   } else {
     request = input;
   }
@@ -267,7 +272,8 @@ function _compile(options: AppOptions, config: Config, shared: Shared): _Compile
   );
   const clock = options.clock ?? Date.now;
   const path = _hooksPath(options, config, shared, auth, clock);
-  const hooks = hooksRoute({ config, auth, path, bodyTimeoutMs: options.bodyTimeoutMs ?? 30_000, received: shared.received, clock, log: options.log });
+  const { fingerprints } = options;
+  const hooks = hooksRoute({ config, auth, path, bodyTimeoutMs: options.bodyTimeoutMs ?? 30_000, received: shared.received, clock, log: options.log, ...(fingerprints === undefined ? {} : { fingerprints }) });
   const router = _router(options, config, auth, hooks);
   const record = options.ledger === undefined || !config.hooks.ledger.enabled ? null : createRecorder(config, options.ledger, clock);
   return {
@@ -286,7 +292,8 @@ function _hooksPath(options: AppOptions, config: Config, shared: Shared, auth: A
   const { store } = options;
   const wait = options.completions === undefined ? undefined : createWaiter(config, store, options.completions);
   const newId = options.newId ?? randomUUID;
-  const planner = createPlanner({ config, transforms: options.transforms ?? _NO_TRANSFORMS, lastRoute: () => store.lastRoute(), newId, clock });
+  const { fingerprints } = options;
+  const planner = createPlanner({ config, transforms: options.transforms ?? _NO_TRANSFORMS, lastRoute: () => store.lastRoute(), newId, clock, ...(fingerprints === undefined ? {} : { fingerprints }) });
   const commit = createCommit({
     config,
     store,

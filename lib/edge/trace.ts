@@ -39,6 +39,8 @@ export interface Trace {
   readonly hook?: string;
   /** How it authenticated: the hook token, a signature over its body, or not at all. */
   readonly auth: 'token' | 'signature' | 'none';
+  /** The fingerprint of the token it authenticated with (guard/fingerprint.ts), when one was made. */
+  readonly credential?: string;
   /** A signed path's verdict (the kind of failure, the header, the skew). */
   readonly signature?: SignatureVerdict;
   /** The body as read (not copied): how much of it the ledger keeps is the ledger's to decide. */

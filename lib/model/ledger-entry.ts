@@ -89,6 +89,11 @@ export interface LedgerEntry {
   durationMs: number;
   /** The entry this one replays. */
   replayOf?: string;
+  /**
+   * A keyed fingerprint of the token it authenticated with (the hook token, the gmail hook's, a
+   * `token` or `gitlab` path's secret), never the token: a replay is refused once it is no longer configured.
+   */
+  credential?: string;
   /** Refusals of one client coalesced into this entry within the window: how many, and the last one's time. */
   count?: number;
   lastTime?: string;

@@ -108,7 +108,7 @@ interface _Judging {
 async function _dryRun(id: string, { entry, root }: Found, forced: boolean, parts: ReplayParts, { taken, succeededBefore }: _Judging): Promise<ReplayResult> {
   try {
     const skip = forced ? null : await taken.why(entry);
-    const preview = await parts.app.preview(entry);
+    const preview = await parts.app.preview(entry, { force: forced });
     if (skip === null && preview.status < 400 && preview.actions.length > 0) taken.wouldTake(entry);
     const needsForce = forced ? undefined : (_alreadyDone(entry, root, parts.store.root(root), succeededBefore)?.why ?? (skip === null ? undefined : 'taken'));
     return { id, ok: true, preview, ...(skip === null ? {} : { skip }), ...(needsForce === undefined ? {} : { needsForce }) };

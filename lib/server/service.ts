@@ -18,6 +18,8 @@ import type { RetryOutcome, RetryRequest } from '../store/journal/outbox-retry.t
 import { serviceTransforms } from './transforms.ts';
 import type { Route } from '../model/records.ts';
 import { Ledger } from '../store/ledger/ledger.ts';
+import { fingerprints, type Fingerprints } from '../guard/fingerprint.ts';
+import { openCredentialKey } from '../store/state/credential-key.ts';
 import { Store } from '../store/journal/store.ts';
 import { Transcripts } from '../store/journal/transcripts.ts';
 
@@ -67,6 +69,26 @@ export async function openLedger(config: Config, stateDir: string, log: Logger, 
   }
 }
 
+/**
+ * The fingerprints the ledger keeps of the tokens requests came with, under the state directory's
+ * key (made at the first start). Like the ledger it is diagnostic: without a usable key the reason
+ * is logged and no fingerprint is made, so a replay of a token-authenticated request needs --force.
+ */
+export async function openFingerprints(stateDir: string, log: Logger): Promise<Fingerprints | null> {
+  try {
+    const key = await openCredentialKey(stateDir, { make: true });
+    if (!key.ok) {
+      log.error('credential key not usable; requests are recorded without their token\'s fingerprint', { file: key.file, problem: key.problem });
+      return null;
+    }
+    if (key.tightened !== null) log.warn('credential key was open to group or others; made 0600', { file: key.file, mode: `0${key.tightened.toString(8)}` });
+    return fingerprints(key.key);
+  } catch (error) {
+    log.error('credential key not made; requests are recorded without their token\'s fingerprint', { error: (error as NodeJS.ErrnoException).code ?? String(error) });
+    return null;
+  }
+}
+
 /** Opens the state directory and starts the runtime and the HTTP app on `config`. */
 export async function startService(config: Config, stateDir: string, log: Logger): Promise<Service> {
   const store = await _openStore(config, stateDir, log);
@@ -83,10 +105,12 @@ export async function startService(config: Config, stateDir: string, log: Logger
   // Its sender is imported only in forward mode.
   const forward: ForwardMode | null = config.hooks.forward === null ? null : (await import('../runtime/forward.ts')).startForward(config, store, log);
   const ledger = await openLedger(config, stateDir, log, alerts);
+  const prints = await openFingerprints(stateDir, log);
   const app = createApp({
     ...{ config, store, heartbeat, log, runs: runner, transforms: transforms.call, telemetry, completions, alerts },
     ...(forward === null ? {} : { forwarded: forward.kick }),
     ...(ledger === null ? {} : { ledger }),
+    ...(prints === null ? {} : { fingerprints: prints }),
   });
   return _service({ config, log, store, heartbeat, runner, runtimeParts, transforms, forward, ledger, app, alerts, unwatch });
 }

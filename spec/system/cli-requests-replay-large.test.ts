@@ -31,6 +31,8 @@ import { Ledger } from '../../lib/store/ledger/ledger.ts';
 import type { LedgerConfig } from '../../lib/store/ledger/config.ts';
 import type { LedgerEntry } from '../../lib/model/ledger-entry.ts';
 import { readEvents } from '../../lib/store/journal/read.ts';
+import { fingerprints } from '../../lib/guard/fingerprint.ts';
+import { openCredentialKey } from '../../lib/store/state/credential-key.ts';
 import { configFile, IS_DENO, spawnServer, stopAfter } from '../_cli.ts';
 import { captureIo } from '../_io.ts';
 import { until } from '../_until.ts';
@@ -54,8 +56,9 @@ const CONFIG: LedgerConfig = {
   unauthenticated: { maxEntries: 2_000, maxBytes: 4_194_304, maxBodyBytes: 16_384 },
 };
 
-// Deliveries as the server records them: a wake with a JSON body of 5-9 KiB and a few headers.
-function delivery(i: number, now: number, fields: Partial<LedgerEntry> = {}): LedgerEntry {
+// Deliveries as the server records them: a wake with a JSON body of 5-9 KiB, a few headers and
+// the fingerprint of the hook token it came with (under the state directory's key).
+function delivery(i: number, now: number, credential: string, fields: Partial<LedgerEntry> = {}): LedgerEntry {
   return {
     id: randomHex(12),
     requestId: `delivery-${i}`,
@@ -69,6 +72,7 @@ function delivery(i: number, now: number, fields: Partial<LedgerEntry> = {}): Le
     headers: { 'content-type': 'application/json', 'user-agent': 'spec/1.0', 'x-request-id': `delivery-${i}`, authorization: '[redacted]' },
     status: 202,
     durationMs: 1.5,
+    credential,
     ...fields,
   };
 }
@@ -83,12 +87,15 @@ function body(i: number): Buffer {
 async function writeLedger(state: string, bytes: number): Promise<{ target: string; entries: number }> {
   const now = Date.now();
   const ledger = await Ledger.open(state, { config: CONFIG });
-  const target = delivery(0, now, { status: 503, code: 'ERR_UNAVAILABLE', error: 'the queue is full' });
+  const key = await openCredentialKey(state, { make: true });
+  assert.ok(key.ok, key.ok ? '' : key.problem);
+  const credential = fingerprints(key.key).of(TOKEN);
+  const target = delivery(0, now, credential, { status: 503, code: 'ERR_UNAVAILABLE', error: 'the queue is full' });
   ledger.record(target, Buffer.from(JSON.stringify({ text: 'replayed from a large ledger', mode: 'now' })), CONFIG.maxBodyBytes);
   let i = 1;
   // In batches that never take it past its bound (an entry's line is at most 10 KiB), which would trim the oldest segment.
   for (let left = bytes; left > 64 * 1024; left = bytes - ledger.size().bytes) {
-    for (let n = Math.max(1, Math.min(500, Math.floor(left / 10_240))); n > 0; n--, i++) ledger.record(delivery(i, now), body(i), CONFIG.maxBodyBytes);
+    for (let n = Math.max(1, Math.min(500, Math.floor(left / 10_240))); n > 0; n--, i++) ledger.record(delivery(i, now, credential), body(i), CONFIG.maxBodyBytes);
     await ledger.flush();
   }
   await ledger.close();

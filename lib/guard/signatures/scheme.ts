@@ -36,6 +36,8 @@ export interface Scheme {
   sign(signature: Signature, body: Buffer, nowSeconds: number, id: string): Record<string, string>;
   /** The delivery's id in a verified request (`payload` is its parsed body), or `null` when the sender gives none. */
   delivery(request: SignedRequest, payload: Record<string, unknown>): DeliveryId | null;
+  /** The secret itself, as presented, for a scheme that sends it (a shared token): what its fingerprint is made of. */
+  presented?(headers: SignedRequest['headers']): string | null;
 }
 
 /** The id a provider puts in the first of `names` present, which its signature does not cover. */

@@ -21,6 +21,7 @@ export const gitlab: Scheme = {
   },
   sign: (signature, _body, _now, id) => ({ 'x-gitlab-token': signature.secrets[0]!, 'x-gitlab-event-uuid': id, 'idempotency-key': id }),
   delivery: headerDelivery('idempotency-key', 'x-gitlab-event-uuid'),
+  presented: (headers) => header(headers, GITLAB),
 };
 
 /** A token of this path's own, in the usual token headers; the hook token does not open the path. */
@@ -32,4 +33,5 @@ export const pathToken: Scheme = {
   },
   sign: (signature) => ({ authorization: `Bearer ${signature.secrets[0]!}` }),
   delivery: NO_DELIVERY,
+  presented: (headers) => extractToken(headers),
 };

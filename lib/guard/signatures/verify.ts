@@ -59,6 +59,11 @@ export function verifySignature(signature: Signature, request: SignedRequest, no
   return _scheme(signature.scheme).verify(signature, request, Math.floor(nowMs / 1000));
 }
 
+/** The secret a request presents on a path whose scheme sends the secret itself (`gitlab`, `token`); `null` for any other scheme. */
+export function presentedSecret(signature: Signature, request: Pick<SignedRequest, 'headers'>): string | null {
+  return _scheme(signature.scheme).presented?.(request.headers) ?? null;
+}
+
 /**
  * The identity of a verified delivery, the same on each of its retries: the id its signature covers;
  * else, with `dedupeBodySeconds`, the body's hash for that long (the body is signed, the id header

@@ -66,6 +66,7 @@ const entryShape = object({
   cause: optional(object({ kind: literal(...CAUSE_KINDS), text, at: optional(text) })),
   durationMs: number({ min: 0 }),
   replayOf: optional(text),
+  credential: optional(text),
   count: optional(number({ integer: true, min: 1 })),
   lastTime: optional(text),
 });
