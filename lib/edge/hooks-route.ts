@@ -67,49 +67,82 @@ export function hooksRoute(options: HooksRouteOptions): Handler {
   // The configured tokens' digests, made once per (re)load: a request hashes only what it presents.
   const hookTokens = [config.hooks.token === null ? null : tokenDigest(config.hooks.token)];
   const gmailTokens = config.hooks.gmail.hookToken === undefined ? hookTokens : [...hookTokens, tokenDigest(config.hooks.gmail.hookToken)];
-  const accept = _acceptor(options);
   // The fingerprints of the tokens that open the hooks, made once per (re)load: a request that
   // passes carries the one of the token it matched.
   const { fingerprints } = options;
-  const hookPrint = fingerprints === undefined || config.hooks.token === null ? undefined : fingerprints.of(config.hooks.token);
-  const gmailPrint = fingerprints === undefined || config.hooks.gmail.hookToken === undefined ? undefined : fingerprints.of(config.hooks.gmail.hookToken);
+  const door: _Door = {
+    auth,
+    hookTokens,
+    gmailTokens,
+    hookPrint: fingerprints === undefined || config.hooks.token === null ? undefined : fingerprints.of(config.hooks.token),
+    gmailPrint: fingerprints === undefined || config.hooks.gmail.hookToken === undefined ? undefined : fingerprints.of(config.hooks.gmail.hookToken),
+    accept: _acceptor(options),
+    clock: options.clock,
+  };
   // A path whose mappings carry a signature is opened by that signature alone, never by the hook token.
   // A valid signature does not clear the client's failure count: a captured delivery of a scheme without
   // a timestamp verifies again and again, and must not reset the count of someone guessing the hook token.
   return (ctx) => {
-    const { req, name } = ctx;
-    const signature = signatures.get(name);
-    if (req.method === 'GET') {
-      const handshake = metaHandshake(signature, ctx.query);
-      if (!handshake.ok) {
-        const refusal = auth.refuse(ctx.client, handshake.refusal, 403);
-        return refusedAnswer(refusal, { hook: name, auth: 'none', refusal });
-      }
-      const trace: Trace = { hook: name, auth: 'token', became: { handshake: 'meta' } };
-      return { status: 200, body: {}, text: handshake.challenge, contentType: 'text/plain; charset=utf-8', trace };
-    }
-    if (signature === undefined) {
-      const presented = extractToken(req.headers);
-      // The gmail hook also opens to the credential gog posts with, which opens nothing else: not
-      // even a mapping that would take any path (one without a path, or matched by source alone).
-      const gmail = name === 'gmail' && gmailTokens !== hookTokens;
-      const refusal = auth.authenticate(presented, gmail ? gmailTokens : hookTokens, ctx.client, presented === null ? 'missing hook token' : 'invalid hook token');
-      if (refusal !== null) return refusedAnswer(refusal, { hook: name, auth: 'none', refusal });
-      // Whether the request holds a credential that opens this path alone: its mappings must name the path.
-      const pathOnly = gmail && !(hookTokens[0] != null && tokenMatches(presented!, hookTokens[0]));
-      const credential = pathOnly ? gmailPrint : hookPrint;
-      return _named(ctx, credential === undefined ? { hook: name, auth: 'token' } : { hook: name, auth: 'token', credential }, pathOnly, accept);
-    }
-    if (expectsContinue(req)) {
-      // Only what can be checked before the body: a request without the scheme's headers is refused now.
-      const missing = missingSignature(signature, req, options.clock());
-      if (missing !== null) {
-        const refusal = auth.refuse(ctx.client, missing);
-        return refusedAnswer(refusal, { hook: name, auth: 'none', signature: { scheme: signature.scheme, ok: false, why: 'missing-header', reason: missing }, refusal });
-      }
-    }
-    return _named(ctx, { hook: name, auth: 'none' }, false, accept);
+    const signature = signatures.get(ctx.name);
+    if (ctx.req.method === 'GET') return _handshake(ctx, signature, auth);
+    if (signature === undefined) return _byToken(ctx, door);
+    return _bySignature(ctx, signature, door);
   };
+}
+
+/** What the door of the hooks path holds for a (re)load: the tokens' digests and fingerprints, and the way on. */
+interface _Door {
+  auth: Auth;
+  hookTokens: (Buffer | null)[];
+  /** The tokens that open the gmail hook: the hook token's, and the credential gog posts with. */
+  gmailTokens: (Buffer | null)[];
+  hookPrint: string | undefined;
+  gmailPrint: string | undefined;
+  accept: _Accept;
+  clock: () => number;
+}
+
+type _Signature = NonNullable<ReturnType<ReturnType<typeof signedPaths>['get']>>;
+
+// A GET on a signed path: Meta's set-up handshake, answered with its challenge, or refused.
+function _handshake(ctx: Context, signature: _Signature | undefined, auth: Auth): Answer {
+  const handshake = metaHandshake(signature, ctx.query);
+  if (!handshake.ok) {
+    const refusal = auth.refuse(ctx.client, handshake.refusal, 403);
+    return refusedAnswer(refusal, { hook: ctx.name, auth: 'none', refusal });
+  }
+  const trace: Trace = { hook: ctx.name, auth: 'token', became: { handshake: 'meta' } };
+  return { status: 200, body: {}, text: handshake.challenge, contentType: 'text/plain; charset=utf-8', trace };
+}
+
+// A path opened by a token: the hook token, or for the gmail hook also the credential gog posts with.
+function _byToken(ctx: Context, door: _Door): Answer | Promise<Answer> {
+  const { req, name } = ctx;
+  const { hookTokens, gmailTokens } = door;
+  const presented = extractToken(req.headers);
+  // The gmail hook also opens to the credential gog posts with, which opens nothing else: not
+  // even a mapping that would take any path (one without a path, or matched by source alone).
+  const gmail = name === 'gmail' && gmailTokens !== hookTokens;
+  const refusal = door.auth.authenticate(presented, gmail ? gmailTokens : hookTokens, ctx.client, presented === null ? 'missing hook token' : 'invalid hook token');
+  if (refusal !== null) return refusedAnswer(refusal, { hook: name, auth: 'none', refusal });
+  // Whether the request holds a credential that opens this path alone: its mappings must name the path.
+  const pathOnly = gmail && !(hookTokens[0] != null && tokenMatches(presented!, hookTokens[0]));
+  const credential = pathOnly ? door.gmailPrint : door.hookPrint;
+  return _named(ctx, credential === undefined ? { hook: name, auth: 'token' } : { hook: name, auth: 'token', credential }, pathOnly, door.accept);
+}
+
+// A signed path: checked once its body is read, but a request without the scheme's headers is
+// refused before the body is invited.
+function _bySignature(ctx: Context, signature: _Signature, door: _Door): Answer | Promise<Answer> {
+  if (expectsContinue(ctx.req)) {
+    // Only what can be checked before the body: a request without the scheme's headers is refused now.
+    const missing = missingSignature(signature, ctx.req, door.clock());
+    if (missing !== null) {
+      const refusal = door.auth.refuse(ctx.client, missing);
+      return refusedAnswer(refusal, { hook: ctx.name, auth: 'none', signature: { scheme: signature.scheme, ok: false, why: 'missing-header', reason: missing }, refusal });
+    }
+  }
+  return _named(ctx, { hook: ctx.name, auth: 'none' }, false, door.accept);
 }
 
 // Step 5, the hook name, then the body is invited and read.
