@@ -48,7 +48,24 @@ export function describeBecame(entry: LedgerEntry): string {
 }
 
 /** One entry in full, safe for a terminal: every text from the request has its control characters escaped. */
-export function formatEntry(entry: LedgerEntry, produced: { runs: readonly RunRecord[]; events: readonly SessionEvent[]; replays?: readonly LedgerEntry[]; resolution?: Resolution }): string {
+export function formatEntry(entry: LedgerEntry, produced: _Produced): string {
+  let out = _rows(entry, produced).map(([k, v]) => `${k.padEnd(11)} ${escapeControls(v, false)}\n`).join('');
+  out += entry.headersTruncated === true ? 'headers (those past 2 KiB left out):\n' : 'headers:\n';
+  for (const [name, value] of Object.entries(entry.headers)) {
+    for (const one of Array.isArray(value) ? value : [value]) out += `  ${escapeControls(name, false)}: ${escapeControls(one, false)}\n`;
+  }
+  out += _body(entry);
+  if (produced.runs.length > 0) out += `runs:\n${produced.runs.map((r) => _indent(formatRun(r))).join('')}`;
+  if (produced.events.length > 0) out += `events:\n${produced.events.map((e) => _indent(formatEvent(e))).join('')}`;
+  return out;
+}
+
+/** What a request produced: its runs and events, its replays, and its root's resolution. */
+type _Produced = { runs: readonly RunRecord[]; events: readonly SessionEvent[]; replays?: readonly LedgerEntry[]; resolution?: Resolution };
+
+// The entry's `name value` rows, before its headers: the request, its verdicts, what it became and
+// why, its history, and the commands that replay or resolve a failed one.
+function _rows(entry: LedgerEntry, produced: _Produced): [string, string][] {
   const lines: [string, string][] = [
     ['entry', entry.id],
     ['request id', entry.requestId],
@@ -73,15 +90,7 @@ export function formatEntry(entry: LedgerEntry, produced: { runs: readonly RunRe
   if (failed(entry) && entry.body !== undefined && (produced.resolution === undefined || produced.resolution.state === 'failed')) {
     lines.push(['replay', `hooks-ingress requests replay ${entry.id}`], ['or resolve', `hooks-ingress requests resolve ${entry.id}`]);
   }
-  let out = lines.map(([k, v]) => `${k.padEnd(11)} ${escapeControls(v, false)}\n`).join('');
-  out += entry.headersTruncated === true ? 'headers (those past 2 KiB left out):\n' : 'headers:\n';
-  for (const [name, value] of Object.entries(entry.headers)) {
-    for (const one of Array.isArray(value) ? value : [value]) out += `  ${escapeControls(name, false)}: ${escapeControls(one, false)}\n`;
-  }
-  out += _body(entry);
-  if (produced.runs.length > 0) out += `runs:\n${produced.runs.map((r) => _indent(formatRun(r))).join('')}`;
-  if (produced.events.length > 0) out += `events:\n${produced.events.map((e) => _indent(formatEvent(e))).join('')}`;
-  return out;
+  return lines;
 }
 
 // The most of a cause the list's line shows; `show` has all of it.
