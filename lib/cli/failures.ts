@@ -51,15 +51,20 @@ export function openFailures(matching: readonly LedgerEntry[], state: Failures, 
   return matching.filter((e) => keep.has(e));
 }
 
-/** Why a bulk replay leaves an entry: its root resolved, it succeeded, another entry of its root is run, its timestamp was stale on arrival, its body was not kept. */
-export type SkipWhy = 'resolved' | 'succeeded' | 'again' | 'stale' | 'not-kept';
+/**
+ * Why a bulk replay leaves an entry: its root resolved, it succeeded, another entry of its root is
+ * run, its timestamp was stale on arrival, its body was not kept, its delivery id was accepted already
+ * (the running server says so: replay-checks.ts).
+ */
+export type SkipWhy = 'resolved' | 'succeeded' | 'again' | 'stale' | 'not-kept' | 'taken';
 
 /** A bulk replay's plan: one entry per root to run (those among them forced), and what it skips. */
 export interface ReplayPlan {
   run: LedgerEntry[];
   /** The ids of `run` that need `--force` (there only when it was given). */
   forced: string[];
-  skipped: { entry: LedgerEntry; why: SkipWhy }[];
+  /** `detail`: the words of the one who judged it, when they say more (the request that took its delivery id). */
+  skipped: { entry: LedgerEntry; why: SkipWhy; detail?: string }[];
 }
 
 /**
@@ -101,6 +106,7 @@ const _WHY: Record<SkipWhy, string> = {
   again: 'already counted with their original',
   stale: 'signed too far from the clock when they arrived (--force replays, if genuine)',
   'not-kept': 'with no body kept (cannot be replayed)',
+  taken: 'whose delivery id was already accepted, live or by a replay before them (--force replays)',
 };
 
 /** The plan in one line: how many it runs, how many it skips and why. */

@@ -7,6 +7,7 @@ import { FAILURE, messagePrefix, printResult, USAGE, type Io } from './io.ts';
 import { describeBecame, formatEntryLine } from './entry-text.ts';
 import { filterFrom, ledgerOf, type LedgerAccess } from './ledger-access.ts';
 import { describePlan, planReplay, resolutionFor } from './failures.ts';
+import { serverChecks, skipLines, withTaken } from './replay-checks.ts';
 import { REPLAY_OP } from '../control/operations.ts';
 import type { ReplayArgs, ReplayResult } from '../server/replay.ts';
 import { formatPreview } from './preview-text.ts';
@@ -79,10 +80,13 @@ async function _chosen(flags: Flags, io: Io, ledger: LedgerAccess, filter: _Filt
   if (entries === null) return FAILURE;
   const roots = await ledger.roots();
   const matching = filterEntries(entries, filter);
-  const plan = planReplay(matching, { entries, roots }, flags.force === true);
+  const read = planReplay(matching, { entries, roots }, flags.force === true);
+  // Delivery ids taken are known to the running server alone.
+  const plan = withTaken(read, await serverChecks(ledger.dir, read.run.map((e) => e.id)), flags.force === true);
   const counted = `${matching.length} request${matching.length === 1 ? '' : 's'} match${matching.length === 1 ? 'es' : ''}`;
   io.stdout(matching.length === 0 ? `${counted}\n` : `${counted}; ${describePlan(plan)}${plan.run.length === 0 ? '' : ':'}\n`);
   for (const entry of plan.run) io.stdout(formatEntryLine(entry, resolutionFor(entry, roots)));
+  for (const line of skipLines(plan)) io.stdout(`${escapeControls(line, false)}\n`);
   if (plan.run.length === 0) return 0;
   if (flags.yes !== true && flags['dry-run'] !== true) {
     io.stderr(`${messagePrefix(io)}: nothing replayed; add --yes to replay ${plan.run.length === 1 ? 'it' : `these ${plan.run.length}`}\n`);

@@ -87,11 +87,19 @@ test('GitHub: the provider\'s retry accepted after the fix makes the refused cop
   const id = await entryOf(s, 'gh-refused');
   await reload(s, server, [github('the-real-secret')]);
   assert.equal((await github_(server, 'the-real-secret', 'gh-retry')).status, 200);
-  const dry = await cli(s, 'replay', '--failed', '--dry-run');
-  assert.equal(dry.code, 0, dry.stderr + dry.stdout);
-  assert.match(dry.stdout, new RegExp(`dry run of ${id}: nothing replayed \\(a replay is skipped without --force: entry ${id}'s delivery id was already accepted as request gh-retry; replay it again with --force\\)`));
-  const bulk = await cli(s, 'replay', '--failed', '--yes');
-  assert.match(bulk.stdout, new RegExp(`not replayed ${id}: entry ${id}'s delivery id was already accepted as request gh-retry; replay it again with --force\\n$`));
+  // The plan of a bulk replay asks the server, and skips it, naming the request that took its id.
+  const plan = `1 request matches; will replay 0 requests, skip 1: 1 whose delivery id was already accepted, live or by a replay before them \\(--force replays\\)\n` + `skipped ${id}: entry ${id}'s delivery id was already accepted as request gh-retry; replay it again with --force\n`;
+  for (const flag of ['--dry-run', '--yes']) {
+    const bulk = await cli(s, 'replay', '--failed', flag);
+    assert.equal(bulk.code, 0, bulk.stderr + bulk.stdout);
+    assert.match(bulk.stdout, new RegExp(`^${plan}$`));
+  }
+  // Named, a dry run says the same.
+  const dry = await cli(s, 'replay', id, '--dry-run');
+  assert.match(dry.stdout, new RegExp(`^dry run of ${id}: nothing replayed \\(a replay is skipped without --force: entry ${id}'s delivery id was already accepted as request gh-retry; replay it again with --force\\)`));
+  const one = await cli(s, 'replay', id);
+  assert.equal(one.code, 1);
+  assert.match(one.stdout, new RegExp(`^not replayed ${id}: entry ${id}'s delivery id was already accepted as request gh-retry; replay it again with --force\\n$`));
   assert.equal(await events(s, 'push to'), 1);
   assert.equal((await readLedger(s.state)).filter((e) => e.replayOf === id).length, 0, 'nothing ran');
 });
@@ -128,12 +136,17 @@ test('Standard Webhooks: two refused copies of one message, replayed in one bulk
   const [first, second] = [await entryOf(s, 'sw-1'), await entryOf(s, 'sw-2')];
   await reload(s, server, [standard(WHSEC)]);
   const dry = await cli(s, 'replay', '--failed', '--dry-run');
-  assert.match(dry.stdout, new RegExp(`dry run of ${first}: nothing replayed\\n`));
-  assert.match(dry.stdout, new RegExp(`dry run of ${second}: nothing replayed \\(a replay is skipped without --force: entry ${second}'s delivery id would already be accepted by the replay of entry ${first} before it; replay it again with --force\\)`));
+  assert.match(dry.stdout, /^2 requests match; will replay 1 request, skip 1: 1 whose delivery id was already accepted, live or by a replay before them \(--force replays\):\n/);
+  assert.match(dry.stdout, new RegExp(`\\nskipped ${second}: entry ${second}'s delivery id would already be accepted by the replay of entry ${first} before it; replay it again with --force\\n`));
+  assert.match(dry.stdout, new RegExp(`\\ndry run of ${first}: nothing replayed\\n`));
+  assert.ok(!dry.stdout.includes(`dry run of ${second}`), dry.stdout);
   const bulk = await cli(s, 'replay', '--failed', '--yes');
   const replayRequest = new RegExp(`replayed ${first}  as \\S+ request=(\\S+)  200`).exec(bulk.stdout)?.[1];
   assert.ok(replayRequest !== undefined, bulk.stdout);
-  assert.match(bulk.stdout, new RegExp(`not replayed ${second}: entry ${second}'s delivery id was already accepted as request ${replayRequest}; replay it again with --force\\n`));
+  assert.ok(!bulk.stdout.includes(`replayed ${second}`), bulk.stdout);
+  // Asked again, the second copy is skipped for the replay that took its id.
+  const again = await cli(s, 'replay', '--failed', '--yes');
+  assert.match(again.stdout, new RegExp(`\\nskipped ${second}: entry ${second}'s delivery id was already accepted as request ${replayRequest}; replay it again with --force\\n$`));
   const retried = await send('sw-retry');
   assert.equal(retried.status, 200);
   assert.equal(retried.headers['idempotent-replayed'], 'true');

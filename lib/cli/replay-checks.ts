@@ -1,0 +1,40 @@
+import { callServer } from '../control/client.ts';
+import { REPLAY_OP } from '../control/operations.ts';
+import type { ReplayCheck } from '../server/replay.ts';
+import type { ReplayPlan } from './failures.ts';
+
+// A bulk replay's plan, read from the state directory, asks the running server (the one that holds
+// the delivery ids taken, and reads the config the ids are read by) which of the requests it would
+// run have a delivery id already accepted: those are skipped, and the plan says so before anything
+// runs. With no server answering, the plan stands as read; the replay itself is the server's anyway.
+
+/** The server's checks of `ids` (none run), or `null` when no server answers. */
+export async function serverChecks(stateDir: string, ids: readonly string[]): Promise<ReplayCheck[] | null> {
+  if (ids.length === 0) return [];
+  const answer = await callServer(stateDir, REPLAY_OP, { ids, check: true }, { timeoutMs: Math.min(120_000, 10_000 + 100 * ids.length) });
+  if (answer.kind !== 'result') return null;
+  const checks = (answer.result as { checks?: unknown }).checks;
+  // A server from before checks answers with none: nothing is known.
+  return Array.isArray(checks) && checks.every((c) => typeof c === 'object' && c !== null && typeof (c as ReplayCheck).id === 'string') ? (checks as ReplayCheck[]) : null;
+}
+
+/**
+ * The plan with the requests whose delivery id is taken (by a request on record, or by one the plan
+ * runs before them) moved to what it skips; with `force`, run all the same and counted as forced.
+ */
+export function withTaken(plan: ReplayPlan, checks: readonly ReplayCheck[] | null, force: boolean): ReplayPlan {
+  if (checks === null) return plan;
+  const taken = new Map(checks.filter((c) => c.needsForce === 'taken').map((c) => [c.id, c.skip]));
+  if (taken.size === 0) return plan;
+  if (force) return { ...plan, forced: [...new Set([...plan.forced, ...plan.run.filter((e) => taken.has(e.id)).map((e) => e.id)])] };
+  const skipped = plan.run.filter((e) => taken.has(e.id)).map((entry) => {
+    const detail = taken.get(entry.id);
+    return { entry, why: 'taken' as const, ...(detail === undefined ? {} : { detail }) };
+  });
+  return { run: plan.run.filter((e) => !taken.has(e.id)), forced: plan.forced, skipped: [...plan.skipped, ...skipped] };
+}
+
+/** The plan's skipped requests whose judge said more, one line each (`skipped ID: why`). */
+export function skipLines(plan: ReplayPlan): string[] {
+  return plan.skipped.flatMap((s) => (s.detail === undefined ? [] : [`skipped ${s.entry.id}: ${s.detail}`]));
+}
