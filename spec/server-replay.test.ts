@@ -5,7 +5,9 @@ import { readEvents, readRoots } from '../lib/store/journal/read.ts';
 import { Ledger } from '../lib/store/ledger/ledger.ts';
 import { readLedger } from '../lib/store/ledger/read.ts';
 import { Claims } from '../lib/server/claims.ts';
-import { replayOperation, type ReplayResult } from '../lib/server/replay.ts';
+import { lookUp, replayOperation, type ReplayResult } from '../lib/server/replay.ts';
+import type { LedgerEntry } from '../lib/model/ledger-entry.ts';
+import { loopHeld } from './_loop.ts';
 import { defer } from './_cleanup.ts';
 import { tempDir } from './_dir.ts';
 import { silentLogger, specConfig, startApp, withHooks, type AppHarness } from './_app.ts';
@@ -87,4 +89,26 @@ test('replayOperation: a root claimed by a running replay is refused to a second
   assert.deepEqual(said(await h.replay({ ids: ['c'], dryRun: true })), ['preview']);
   await assert.rejects(h.replay({ ids: ['c'], force: 'yes' }), /force: must be true, false or a list/);
   await assert.rejects(h.replay({ ids: [] }), /ids: must be a non-empty list/);
+});
+
+test('lookUp: a bulk replay of 10,000 ids (half of them replays) is looked up without holding the event loop 250 ms', async (t) => {
+  const dir = await tempDir(t, 'server-replay-bulk-');
+  const ledger = await Ledger.open(dir, { config: { enabled: true, maxEntries: 100_000, maxBytes: 64 * 1024 * 1024, maxAgeSeconds: 3600, maxBodyBytes: 1024, coalesceSeconds: 60, unauthenticated: { maxEntries: 10, maxBytes: 65_536, maxBodyBytes: 256 } } });
+  const at = Date.now() - 60_000;
+  const entry = (n: number, replayOf?: string): LedgerEntry => ({
+    id: `e${n}`, requestId: `r${n}`, time: new Date(at + n).toISOString(), method: 'POST', path: '/hooks/wake', client: '127.0.0.1', lane: 'authenticated', auth: 'token', headers: {}, status: 500, durationMs: 1, ...(replayOf === undefined ? {} : { replayOf }),
+  });
+  for (let n = 0; n < 5_000; n++) ledger.record(entry(n), Buffer.from('{}'), 1024);
+  for (let n = 5_000; n < 10_000; n++) ledger.record(entry(n, `e${n - 5_000}`), Buffer.from('{}'), 1024);
+  await ledger.close();
+  // Named by request id, as a list the CLI picked could be; each id looked up as a bulk call does, one after another.
+  const ids = Array.from({ length: 10_000 }, (_, n) => `r${n}`);
+  const { value, heldMs, ticks } = await loopHeld(async () => {
+    const { named } = await lookUp(dir, ids);
+    return ids.map((id) => named(id));
+  });
+  assert.deepEqual(value.slice(4_999, 5_001).map((n) => (n.ok ? [n.entry.id, n.root] : n.error)), [['e4999', 'e4999'], ['e0', 'e0']], 'a replay is looked up as its root');
+  assert.equal(value.filter((n) => n.ok).length, 10_000);
+  t.diagnostic(`held at most ${heldMs.toFixed(1)} ms of CPU, ${ticks} ticks`);
+  assert.ok(heldMs < 250, `the event loop was held ${heldMs.toFixed(1)} ms`);
 });
