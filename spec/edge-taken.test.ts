@@ -190,7 +190,9 @@ test('takenCheck(): in a dry run, an entry whose delivery id an entry before it 
   assert.equal(await check.why(entry('a')), null);
   check.wouldTake(entry('a'));
   assert.equal(await check.why(entry('b')), "entry b's delivery id would already be accepted by the replay of entry a before it; replay it again with --force");
+  assert.equal(check.inRun(entry('b')), 'a', 'the entry before it in the call that takes its id');
   assert.equal(await check.why(entry('c')), "entry c's delivery id was already accepted as request req-9; replay it again with --force");
+  assert.equal(check.inRun(entry('c')), null, 'taken on record, not in the call');
   assert.equal(await check.why(entry('d')), "entry d's delivery id was already accepted; replay it again with --force");
   assert.equal(await check.why(entry('e')), null);
   check.wouldTake(entry('e'));
@@ -209,7 +211,7 @@ test('replayOperation check: a bulk plan learns, without running anything, which
   assert.deepEqual(answer.results, []);
   assert.deepEqual(answer.checks, [
     { id: one.id },
-    { id: two.id, needsForce: 'taken', skip: `entry ${two.id}'s delivery id would already be accepted by the replay of entry ${one.id} before it; replay it again with --force` },
+    { id: two.id, needsForce: 'taken', skip: `entry ${two.id}'s delivery id would already be accepted by the replay of entry ${one.id} before it; replay it again with --force`, takenInRun: one.id },
     { id: other.id, needsForce: 'taken', skip: `entry ${other.id}'s delivery id was already accepted as request other-retry; replay it again with --force` },
     { id: 'nope', error: 'no request ledger entry has the id "nope" (an entry id or a request id; it may have been trimmed)' },
   ]);

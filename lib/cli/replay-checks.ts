@@ -1,3 +1,4 @@
+import type { LedgerEntry } from '../model/ledger-entry.ts';
 import { callServer } from '../control/client.ts';
 import { REPLAY_OP } from '../control/operations.ts';
 import type { ReplayCheck } from '../server/replay.ts';
@@ -20,18 +21,22 @@ export async function serverChecks(stateDir: string, ids: readonly string[]): Pr
 
 /**
  * The plan with the requests whose delivery id is taken (by a request on record, or by one the plan
- * runs before them) moved to what it skips; with `force`, run all the same and counted as forced.
+ * runs before them) moved to what it skips; with `force`, those taken on record run all the same,
+ * counted as forced, and those taken by one the plan runs before them are still skipped.
  */
 export function withTaken(plan: ReplayPlan, checks: readonly ReplayCheck[] | null, force: boolean): ReplayPlan {
   if (checks === null) return plan;
   const taken = new Map(checks.filter((c) => c.needsForce === 'taken').map((c) => [c.id, c.skip]));
+  const inRun = new Set(checks.filter((c) => c.needsForce === 'taken' && typeof c.takenInRun === 'string').map((c) => c.id));
   if (taken.size === 0) return plan;
-  if (force) return { ...plan, forced: [...new Set([...plan.forced, ...plan.run.filter((e) => taken.has(e.id)).map((e) => e.id)])] };
-  const skipped = plan.run.filter((e) => taken.has(e.id)).map((entry) => {
+  // Forced, a second copy of a delivery the plan runs a copy of before it would run twice: it is skipped all the same.
+  const skips = (e: LedgerEntry) => taken.has(e.id) && (!force || inRun.has(e.id));
+  const forced = force ? plan.run.filter((e) => taken.has(e.id) && !inRun.has(e.id)).map((e) => e.id) : [];
+  const skipped = plan.run.filter(skips).map((entry) => {
     const detail = taken.get(entry.id);
     return { entry, why: 'taken' as const, ...(detail === undefined ? {} : { detail }) };
   });
-  return { run: plan.run.filter((e) => !taken.has(e.id)), forced: plan.forced, skipped: [...plan.skipped, ...skipped] };
+  return { run: plan.run.filter((e) => !skips(e)), forced: [...new Set([...plan.forced, ...forced])], skipped: [...plan.skipped, ...skipped] };
 }
 
 /** The plan's skipped requests whose judge said more, one line each (`skipped ID: why`). */

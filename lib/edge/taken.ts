@@ -56,11 +56,14 @@ export function takenInRun(entry: Pick<LedgerEntry, 'id'>, first: string): strin
 /**
  * Says, entry by entry through one replay call, why a replay is skipped for its delivery id: taken
  * by a request on record, or in a dry run by an entry before it in the same call whose replay
- * would take it (a real run finds that one on record, as each replay is committed before the next).
+ * would take it (a real run finds that one on record, as each replay is committed before the next);
+ * `inRun` says which entry before it that is.
  */
-export function takenCheck(taken: (entry: LedgerEntry) => Promise<DeliveryTaken | null>): { why(entry: LedgerEntry): Promise<string | null>; wouldTake(entry: LedgerEntry): void } {
+export function takenCheck(taken: (entry: LedgerEntry) => Promise<DeliveryTaken | null>): { why(entry: LedgerEntry): Promise<string | null>; wouldTake(entry: LedgerEntry): void; inRun(entry: LedgerEntry): string | null } {
   const keys = new Map<string, string>();
   const planned = new Map<string, string>();
+  // The entries `why` found taken by an entry before them in the call, and by which.
+  const inRun = new Map<string, string>();
   return {
     async why(entry) {
       const found = await taken(entry);
@@ -69,7 +72,11 @@ export function takenCheck(taken: (entry: LedgerEntry) => Promise<DeliveryTaken 
       keys.set(entry.id, id);
       if (found.by !== null) return takenReason(entry, found.by.requestId);
       const first = planned.get(id);
+      if (first !== undefined) inRun.set(entry.id, first);
       return first === undefined ? null : takenInRun(entry, first);
+    },
+    inRun(entry) {
+      return inRun.get(entry.id) ?? null;
     },
     wouldTake(entry) {
       const id = keys.get(entry.id);

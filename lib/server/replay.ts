@@ -38,6 +38,8 @@ export interface ReplayCheck {
   id: string;
   needsForce?: NeedsForce;
   skip?: string;
+  /** The entry before it in the call whose replay would take its delivery id: a second copy of one delivery, which forcing would run twice. */
+  takenInRun?: string;
   error?: string;
 }
 
@@ -132,7 +134,8 @@ async function _checks(args: ReplayArgs, named: (id: string) => Named, parts: Re
     const skip = forced ? null : await taken.why(found.entry);
     const needsForce = forced ? undefined : (_alreadyDone(found.entry, found.root, parts.store.root(found.root), succeededBefore)?.why ?? (skip === null ? undefined : 'taken'));
     if (needsForce === undefined) taken.wouldTake(found.entry);
-    checks.push({ id, ...(needsForce === undefined ? {} : { needsForce }), ...(skip === null ? {} : { skip }) });
+    const inRun = skip === null ? null : taken.inRun(found.entry);
+    checks.push({ id, ...(needsForce === undefined ? {} : { needsForce }), ...(skip === null ? {} : { skip }), ...(inRun === null ? {} : { takenInRun: inRun }) });
   }
   return checks;
 }

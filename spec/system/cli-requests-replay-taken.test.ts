@@ -152,3 +152,22 @@ test('Standard Webhooks: two refused copies of one message, replayed in one bulk
   assert.equal(retried.headers['idempotent-replayed'], 'true');
   assert.equal(await events(s, 'order o-17'), 1);
 });
+
+test('Standard Webhooks: two refused copies of one message, replayed in one bulk run with --force: the second copy is still skipped for the first one in the run (one event), not forced with it', async (t) => {
+  const s = await setup(t, [standard(WHSEC_2)]);
+  const server = await serve(t, s);
+  const body = JSON.stringify({ type: 'order.paid', data: { order: 'o-18' } });
+  const send = async (requestId: string) => {
+    const headers = await SIGNERS['standard-webhooks']!({ secret: WHSEC, body, nowSeconds: Math.floor(Date.now() / 1000), id: 'msg_2KWPBgLlAfxdpx2AI54pPJ85f4X' });
+    return post(server.url, '/hooks/sw', { headers: { ...headers, 'content-type': 'application/json', 'x-request-id': requestId }, body });
+  };
+  assert.equal((await send('sw-1')).status, 401);
+  assert.equal((await send('sw-2')).status, 401);
+  const [first, second] = [await entryOf(s, 'sw-1'), await entryOf(s, 'sw-2')];
+  await reload(s, server, [standard(WHSEC)]);
+  const bulk = await cli(s, 'replay', '--failed', '--yes', '--force');
+  assert.match(bulk.stdout, /^2 requests match; will replay 1 request, skip 1: 1 whose delivery id was already accepted, live or by a replay before them \(--force replays\):\n/);
+  assert.match(bulk.stdout, new RegExp(`\\nskipped ${second}: entry ${second}'s delivery id would already be accepted by the replay of entry ${first} before it; replay it again with --force\\n`));
+  assert.ok(!bulk.stdout.includes(`replayed ${second}`), bulk.stdout);
+  assert.equal(await events(s, 'order o-18'), 1, bulk.stdout);
+});
