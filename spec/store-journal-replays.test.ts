@@ -7,7 +7,8 @@ import { Journal } from '../lib/store/journal/journal.ts';
 import { JOURNAL_FILE } from '../lib/store/journal/lines.ts';
 import { readEvents, readRoots } from '../lib/store/journal/read.ts';
 import { checkLine } from '../lib/store/journal/records.ts';
-import { applyChange, Roots } from '../lib/store/journal/replays.ts';
+import { applyChange, MAX_ROOTS, rootBound, Roots } from '../lib/store/journal/replays.ts';
+import { ledgerCapacity } from '../lib/store/ledger/config.ts';
 import { Store } from '../lib/store/journal/store.ts';
 import { withDir } from './_dir.ts';
 
@@ -109,5 +110,29 @@ test('Store: a line whose write failed leaves its root as it was; records past t
     await store.close();
     assert.deepEqual([...(await readRoots(dir)).keys()], ['new']);
     assert.equal((await readEvents(dir)).some((e) => e.text === 'lost'), false);
+  });
+});
+
+test('Store: as many roots are kept as the ledger holds entries (both lanes), so one resolved by hand is not forgotten while an entry of it is listed', async () => {
+  const ledger = { enabled: true, maxAgeSeconds: 604_800, coalesceSeconds: 60, maxEntries: 10_000, maxBytes: 1 << 26, maxBodyBytes: 65_536, unauthenticated: { maxEntries: 2_000, maxBytes: 1 << 24, maxBodyBytes: 8_192 } };
+  const capacity = ledgerCapacity(ledger);
+  assert.equal(capacity, 12_000);
+  assert.equal(rootBound(capacity), 12_000);
+  assert.equal(rootBound(5), MAX_ROOTS, 'never fewer than MAX_ROOTS');
+  await withDir(async (dir) => {
+    const time = '2026-01-01T00:00:00.000Z';
+    const store = (await Store.open(dir, { idempotencyTtlMs: 60_000, ledgerEntries: capacity })).store;
+    // The oldest root resolved by hand, then one root per entry the rest of the ledger can hold.
+    await store.commit({ roots: [resolvedChange('first', time)] });
+    await store.commit({ roots: Array.from({ length: capacity - 1 }, (_, n) => resolvedChange(`r${n}`, time)) });
+    assert.equal(store.root('first')?.state, 'resolved');
+    assert.equal(store.roots().length, capacity);
+    await store.commit({ roots: [resolvedChange('one-more', time)] });
+    assert.equal(store.root('first'), null, 'bounded: past the ledger\'s capacity the oldest goes');
+    await store.close();
+    const reopened = (await Store.open(dir, { idempotencyTtlMs: 60_000, ledgerEntries: capacity })).store;
+    assert.equal(reopened.root('r0')?.state, 'resolved');
+    assert.equal(reopened.roots().length, capacity);
+    await reopened.close();
   });
 });

@@ -18,6 +18,7 @@ import type { RetryOutcome, RetryRequest } from '../store/journal/outbox-retry.t
 import { serviceTransforms } from './transforms.ts';
 import type { Route } from '../model/records.ts';
 import { Ledger } from '../store/ledger/ledger.ts';
+import { ledgerCapacity } from '../store/ledger/config.ts';
 import { fingerprints, type Fingerprints } from '../guard/fingerprint.ts';
 import { openCredentialKey } from '../store/state/credential-key.ts';
 import { Store } from '../store/journal/store.ts';
@@ -116,7 +117,7 @@ export async function startService(config: Config, stateDir: string, log: Logger
 }
 
 async function _openStore(config: Config, stateDir: string, log: Logger): Promise<Store> {
-  const { store, tornBytes, rejected } = await Store.open(stateDir, { idempotencyTtlMs: config.hooks.idempotencyTtlSeconds * 1000, retainRootsMs: config.hooks.ledger.maxAgeSeconds * 1000 });
+  const { store, tornBytes, rejected } = await Store.open(stateDir, { idempotencyTtlMs: config.hooks.idempotencyTtlSeconds * 1000, retainRootsMs: config.hooks.ledger.maxAgeSeconds * 1000, ledgerEntries: ledgerCapacity(config.hooks.ledger) });
   // One warning per line left out (the first 20, then a count), so a damaged journal is noticed and found.
   for (const { line, problem } of rejected.slice(0, 20)) log.warn('journal line skipped', { line, problem });
   if (rejected.length > 0 || tornBytes > 0) log.warn('journal had unreadable lines', { skipped: rejected.length, tornBytes });

@@ -4,8 +4,17 @@ import { MAX_ATTEMPTS, succeeded, type ReplayAttempt, type RootChange, type Root
 // state and replays (lib/model/replays.ts), rebuilt from the journal's `roots` lines at open and
 // by the CLI's reader alike, and bounded as the rest of the journal is.
 
-/** How many roots are kept at most; the one changed longest ago goes first. */
+/** How many roots are kept at least; the one changed longest ago goes first. */
 export const MAX_ROOTS = 10_000;
+
+/**
+ * How many roots are kept when the ledger holds at most `ledgerEntries` entries: never fewer, so
+ * a root resolved by hand is not forgotten (and listed as failed again) while an entry of it is
+ * still in the ledger; each kept root has an entry there, so memory stays bounded as the ledger is.
+ */
+export function rootBound(ledgerEntries: number): number {
+  return Math.max(MAX_ROOTS, ledgerEntries);
+}
 
 /** The roots' records, kept in the order of their last change (the oldest first). */
 export class Roots {
@@ -74,9 +83,13 @@ export function applyChange(old: RootRecord | undefined, change: RootChange): Ro
   return { root: change.root, state: change.state, replays, ...(resolvedAt === undefined ? {} : { resolvedAt }), time: change.time };
 }
 
-/** The roots of a journal's lines, as the CLI reads them without opening the journal for writing. */
+/**
+ * The roots of a journal's lines, as the CLI reads them without opening the journal for writing.
+ * It does not know the ledger's bound, so it keeps every root the lines name: they are in memory
+ * already, and the server's compaction writes back only the ones it kept.
+ */
 export function rootsOf(lines: Iterable<{ t: string; roots?: RootChange[] }>): Roots {
-  const roots = new Roots();
+  const roots = new Roots(Number.POSITIVE_INFINITY);
   for (const line of lines) if (line.t === 'commit') roots.apply(line.roots);
   return roots;
 }

@@ -9,7 +9,7 @@ import { applyOutbox, countOutbox, headOf, newEntries, trimOutbox, type OutboxEn
 import { IdempotencyKeys } from './idempotency-keys.ts';
 import { applyNotices, newNotices, trimNotices } from './notices.ts';
 import type { RootChange, RootRecord } from '../../model/replays.ts';
-import { Roots } from './replays.ts';
+import { rootBound, Roots } from './replays.ts';
 import { checkedLines, replayRuns, type Rejected, type JournalLine } from './records.ts';
 import { planEvents, SessionEvents, type EventOutcome, type NewEvent } from './session-events.ts';
 
@@ -31,6 +31,8 @@ export interface StoreOptions {
   retainRuns?: number;
   /** How long a replayed root's record outlives its last change (the ledger's age bound: then no entry of it is left). */
   retainRootsMs?: number;
+  /** How many entries the request ledger holds at most: at least that many roots' records are kept. */
+  ledgerEntries?: number;
 }
 
 /** What one request (or one heartbeat) adds: session events and runs to execute. */
@@ -79,7 +81,7 @@ export class Store {
   #inflight = new Map<number, Promise<void>>();
   #outbox = new Map<string, OutboxEntry>();
   #notices = new Map<string, NoticeRecord>();
-  readonly #roots = new Roots();
+  readonly #roots: Roots;
   readonly #retainRootsMs: number;
   #compacting: Promise<void> | null = null;
   #compactAt: number;
@@ -104,6 +106,7 @@ export class Store {
     this.#session = new SessionEvents(options.retainEvents ?? 2_000, options.retainEventBytes ?? 16 * 1024 * 1024);
     this.#retainRuns = options.retainRuns ?? 1_000;
     this.#retainRootsMs = options.retainRootsMs ?? Number.POSITIVE_INFINITY;
+    this.#roots = new Roots(rootBound(options.ledgerEntries ?? 0));
   }
 
   /** Opens (or creates, mode 0700) the state directory and replays its journal. */

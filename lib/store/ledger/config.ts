@@ -18,3 +18,8 @@ export interface LedgerConfig extends LedgerLane {
   coalesceSeconds: number;
   unauthenticated: LedgerLane;
 }
+
+/** How many entries the ledger holds at most: both lanes full. */
+export function ledgerCapacity(config: LedgerConfig): number {
+  return config.maxEntries + config.unauthenticated.maxEntries;
+}
