@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { describePlan, openFailures, planReplay, resolutionFor, rootResolved, type RootRecords } from '../lib/cli/failures.ts';
+import { describePlan, openFailures, planReplay, resolutionFor, rootResolved, type RootRecords, type TakenIds } from '../lib/cli/failures.ts';
 import type { LedgerEntry } from '../lib/model/ledger-entry.ts';
-import type { RootRecord } from '../lib/model/replays.ts';
+import { describeResolution, type RootRecord } from '../lib/model/replays.ts';
 
 const body = { encoding: 'utf8' as const, data: '{}', bytes: 2, truncated: false };
 
@@ -21,6 +21,20 @@ test('openFailures(): one line per original still open (its own entry, else its 
   assert.deepEqual([rootResolved(entries[7]!, { entries, roots }), rootResolved(entries[2]!, { entries, roots })], [true, false]);
   assert.equal(resolutionFor(entries[4]!, roots)?.state, 'succeeded');
   assert.equal(resolutionFor(entries[0]!, roots), undefined);
+});
+
+test('a failure whose delivery id another request took (accepted live, or by a replay) is resolved by it: left out of --failed with its replays, named in its resolution; a root resolved already keeps its own', () => {
+  const entries = [entry('a'), entry('a1', { replayOf: 'a', status: 500 }), entry('b'), entry('c'), entry('live', { status: 200, requestId: 'r-live' })];
+  const roots: RootRecords = new Map([['a', { ...record('a', 'failed'), replays: [{ entry: 'a1', requestId: 'r-a1', status: 500, time: 't' }] }], ['c', record('c', 'resolved')]]);
+  const taken: TakenIds = new Map([['a', { requestId: 'r-live', entry: 'live', live: true }], ['b', { requestId: 'r-x', live: false }], ['c', { requestId: 'r-live', entry: 'live', live: true }]]);
+  const failures = entries.filter((e) => e.status >= 400);
+  assert.deepEqual(openFailures(failures, { entries, roots, taken }).map((e) => e.id), []);
+  assert.deepEqual(openFailures(failures, { entries, roots }).map((e) => e.id), ['a', 'b']);
+  const a = resolutionFor(entries[1]!, roots, taken)!;
+  assert.deepEqual(a, { root: 'a', state: 'resolved', delivery: { requestId: 'r-live', entry: 'live', live: true }, replays: roots.get('a')!.replays });
+  assert.equal(describeResolution(a), 'resolved by delivery live (accepted live)');
+  assert.equal(describeResolution(resolutionFor(entries[2]!, roots, taken)!), 'resolved by delivery request r-x (accepted by a replay)');
+  assert.equal(describeResolution(resolutionFor(entries[3]!, roots, taken)!), 'resolved by hand');
 });
 
 test('planReplay() and describePlan(): each original once; resolved, succeeded and stale ones need --force, a body not kept never runs; the line counts each reason', () => {

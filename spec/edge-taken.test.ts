@@ -212,7 +212,7 @@ test('replayOperation check: a bulk plan learns, without running anything, which
   assert.deepEqual(answer.checks, [
     { id: one.id },
     { id: two.id, needsForce: 'taken', skip: `entry ${two.id}'s delivery id would already be accepted by the replay of entry ${one.id} before it; replay it again with --force`, takenInRun: one.id },
-    { id: other.id, needsForce: 'taken', skip: `entry ${other.id}'s delivery id was already accepted as request other-retry; replay it again with --force` },
+    { id: other.id, needsForce: 'taken', skip: `entry ${other.id}'s delivery id was already accepted as request other-retry; replay it again with --force`, takenBy: 'other-retry' },
     { id: 'nope', error: 'no request ledger entry has the id "nope" (an entry id or a request id; it may have been trimmed)' },
   ]);
   assert.deepEqual((await op({ ids: [other.id], check: true, force: [other.id] })).checks, [{ id: other.id }]);

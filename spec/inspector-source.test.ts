@@ -8,6 +8,7 @@ import { lookupEntry } from '../lib/store/ledger/find.ts';
 import { LedgerTail } from '../lib/store/ledger/read.ts';
 import { tempDir } from './_dir.ts';
 import type { RootRecord } from '../lib/model/replays.ts';
+import type { DeliveryTaken } from '../lib/edge/taken.ts';
 
 // What the inspector page reads from a state directory's ledger: the list (and how many older
 // entries a cut list leaves out), one entry, and what it became.
@@ -16,12 +17,12 @@ function entry(n: number, fields: Partial<LedgerEntry> = {}): LedgerEntry {
   return { id: `e${n}`, requestId: `r${n}`, time: new Date(1_800_000_000_000 + n).toISOString(), method: 'POST', path: '/hooks/wake', client: '127.0.0.1', lane: 'authenticated', auth: 'token', headers: { 'x-a': 'b' }, status: 200, durationMs: 1, ...fields };
 }
 
-async function source(t: TestContext, entries: LedgerEntry[], roots: RootRecord[] = []) {
+async function source(t: TestContext, entries: LedgerEntry[], roots: RootRecord[] = [], takenJudge?: () => Promise<(entry: LedgerEntry) => DeliveryTaken | null>) {
   const dir = await tempDir(t, 'inspector-source-');
   await mkdir(join(dir, 'ledger'));
   await writeFile(join(dir, 'ledger', 'a-1.jsonl'), entries.map((e) => `${JSON.stringify(e)}\n`).join(''));
   const store = { run: () => null, events: () => [], outboxEntry: () => null, notice: () => null, root: (id: string) => roots.find((r) => r.root === id) ?? null };
-  return ledgerSource({ tail: new LedgerTail(dir), find: (id) => lookupEntry(dir, id), store, replay: async () => ({}) });
+  return ledgerSource({ tail: new LedgerTail(dir), find: (id) => lookupEntry(dir, id), store, replay: async () => ({}), ...(takenJudge === undefined ? {} : { takenJudge }) });
 }
 
 test('list() takes the newest entries that pass, without headers or body; asked, it counts the older ones that pass too', async (t) => {
@@ -72,4 +73,22 @@ test('each entry of a root that was replayed or resolved carries its resolution;
   assert.deepEqual((await s.list({ status: 'failed-all', limit: 10 })).entries.map((e) => (e as LedgerEntry).id), ['e5', 'e4', 'e2', 'e1']);
   assert.deepEqual(((await s.show('e2')) as Record<string, unknown>)['resolution'], { root: 'e1', state: 'succeeded', by: replay, replays: roots[0]!.replays });
   assert.equal(((await s.show('e5')) as Record<string, unknown>)['resolution'], undefined);
+});
+
+test('a failure whose delivery id another request took (the provider\'s retry accepted live) is resolved by that delivery: left out of the failed filter, kept in failed-all, its resolution names it', async (t) => {
+  const refused = entry(1, { status: 401, code: 'ERR_UNAUTHORIZED', requestId: 'gh-refused', hook: 'github' });
+  const retry = entry(2, { requestId: 'gh-retry', hook: 'github' });
+  const other = entry(3, { status: 401, code: 'ERR_UNAUTHORIZED', requestId: 'gh-other', hook: 'github' });
+  // The server's judge: e1's and e2's delivery id taken by gh-retry; e3's by nobody.
+  const judge = (e: LedgerEntry): DeliveryTaken | null => (e.id === 'e3' ? { scope: 'github', key: 'd-3', by: null } : { scope: 'github', key: 'd-1', by: { requestId: 'gh-retry' } });
+  const s = await source(t, [refused, retry, other], [], async () => judge);
+  const listed = async (status: string) => (await s.list({ limit: 10, status })).entries as Record<string, unknown>[];
+  const ids = async (status: string) => (await listed(status)).map((e) => e['id']);
+  assert.deepEqual(await ids('failed'), ['e3']);
+  assert.deepEqual(await ids('failed-all'), ['e3', 'e1']);
+  const delivered = { root: 'e1', state: 'resolved', delivery: { requestId: 'gh-retry', entry: 'e2', live: true }, replays: [] };
+  assert.deepEqual((await listed('failed-all'))[1]!['resolution'], delivered);
+  assert.deepEqual(((await s.show('e1')) as Record<string, unknown>)['resolution'], delivered);
+  assert.equal(((await s.show('e2')) as Record<string, unknown>)['resolution'], undefined, 'the request that took it did not fail');
+  assert.equal(((await s.show('e3')) as Record<string, unknown>)['resolution'], undefined);
 });

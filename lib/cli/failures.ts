@@ -1,5 +1,5 @@
 import type { LedgerEntry } from '../model/ledger-entry.ts';
-import { resolutionOf, resolved, rootOf, type Resolution, type RootRecord } from '../model/replays.ts';
+import { deliveredResolution, resolutionOf, resolved, rootOf, type Resolution, type RootRecord, type TakenBy } from '../model/replays.ts';
 import { failed } from '../store/ledger/read.ts';
 
 // Which failures are still open, counted by root (the original request: its replays stand for it),
@@ -9,25 +9,38 @@ import { failed } from '../store/ledger/read.ts';
 /** The journal's records of replayed and resolved roots, by root. */
 export type RootRecords = ReadonlyMap<string, RootRecord>;
 
-/** What the requests commands read: the ledger's entries and the roots' records. */
+/** Failed entries (by entry id) whose delivery id another request took and was accepted with, as the running server judges it. */
+export type TakenIds = ReadonlyMap<string, TakenBy>;
+
+/** What the requests commands read: the ledger's entries, the roots' records, and the delivery ids taken. */
 export interface Failures {
   entries: readonly LedgerEntry[];
   roots: RootRecords;
+  taken?: TakenIds;
 }
 
-/** What an entry's root has come to, when it was replayed or resolved; `undefined` when not. */
-export function resolutionFor(entry: LedgerEntry, roots: RootRecords): Resolution | undefined {
-  const record = roots.get(rootOf(entry));
+/**
+ * What an entry's root has come to, when it was replayed or resolved, or its delivery id was
+ * taken by another request accepted since; `undefined` when none of these.
+ */
+export function resolutionFor(entry: LedgerEntry, roots: RootRecords, taken?: TakenIds): Resolution | undefined {
+  const root = rootOf(entry);
+  const record = roots.get(root);
+  if (resolved(record)) return resolutionOf(record!);
+  const by = taken?.get(entry.id) ?? taken?.get(root);
+  if (by !== undefined) return deliveredResolution(root, by, record);
   return record === undefined ? undefined : resolutionOf(record);
 }
 
 /**
- * Whether an entry's root needs nothing more: a replay of it succeeded, it was resolved by hand, or
- * its own request (still in the ledger) did not fail.
+ * Whether an entry's root needs nothing more: a replay of it succeeded, it was resolved by hand,
+ * its delivery id was taken by another request accepted since, or its own request (still in the
+ * ledger) did not fail.
  */
 export function rootResolved(entry: LedgerEntry, state: Failures, byId = _byId(state.entries)): boolean {
   const root = rootOf(entry);
   if (resolved(state.roots.get(root))) return true;
+  if (state.taken !== undefined && (state.taken.has(entry.id) || state.taken.has(root))) return true;
   const own = byId.get(root);
   return own !== undefined && !failed(own);
 }

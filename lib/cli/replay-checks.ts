@@ -2,7 +2,8 @@ import type { LedgerEntry } from '../model/ledger-entry.ts';
 import { callServer } from '../control/client.ts';
 import { REPLAY_OP } from '../control/operations.ts';
 import type { ReplayCheck } from '../server/replay.ts';
-import type { ReplayPlan } from './failures.ts';
+import type { TakenBy } from '../model/replays.ts';
+import type { ReplayPlan, TakenIds } from './failures.ts';
 
 // A bulk replay's plan, read from the state directory, asks the running server (the one that holds
 // the delivery ids taken, and reads the config the ids are read by) which of the requests it would
@@ -42,4 +43,25 @@ export function withTaken(plan: ReplayPlan, checks: readonly ReplayCheck[] | nul
 /** The plan's skipped requests whose judge said more, one line each (`skipped ID: why`). */
 export function skipLines(plan: ReplayPlan): string[] {
   return plan.skipped.flatMap((s) => (s.detail === undefined ? [] : [`skipped ${s.entry.id}: ${s.detail}`]));
+}
+
+/**
+ * The failed entries among `failures` whose delivery id another request took and was accepted with
+ * (the provider's retry accepted live, or a replay of another copy), as the running server judges
+ * them; empty when no server answers, and the failures stand as read. `entries` name the taker's entry.
+ */
+export async function takenByOthers(stateDir: string, failures: readonly LedgerEntry[], entries: readonly LedgerEntry[]): Promise<TakenIds> {
+  const taken = new Map<string, TakenBy>();
+  if (failures.length === 0) return taken;
+  const checks = await serverChecks(stateDir, failures.map((e) => e.id));
+  if (checks === null) return taken;
+  const byRequest = new Map(entries.map((e) => [e.requestId, e]));
+  const own = new Map(failures.map((e) => [e.id, e.requestId]));
+  for (const check of checks) {
+    const requestId = check.takenBy;
+    if (typeof requestId !== 'string' || requestId === own.get(check.id) || check.takenInRun !== undefined) continue;
+    const taker = byRequest.get(requestId);
+    taken.set(check.id, { requestId, ...(taker === undefined ? {} : { entry: taker.id }), live: taker?.replayOf === undefined });
+  }
+  return taken;
 }

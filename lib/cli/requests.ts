@@ -1,4 +1,4 @@
-import { filterEntries, findEntry, type EntryFilter } from '../store/ledger/read.ts';
+import { failed, filterEntries, findEntry, type EntryFilter } from '../store/ledger/read.ts';
 import type { LedgerEntry } from '../model/ledger-entry.ts';
 import { readEvents, readRuns } from '../store/journal/read.ts';
 import type { RunRecord, SessionEvent } from '../model/records.ts';
@@ -10,7 +10,8 @@ import { FAILURE, messagePrefix, USAGE, type Io } from './io.ts';
 import { FILTER_OPTIONS, filterFrom, ledgerOf } from './ledger-access.ts';
 import { replayCommand } from './requests-replay.ts';
 import { resolveCommand } from './requests-resolve.ts';
-import { openFailures, resolutionFor, type RootRecords } from './failures.ts';
+import { openFailures, resolutionFor, rootResolved, type RootRecords, type TakenIds } from './failures.ts';
+import { takenByOthers } from './replay-checks.ts';
 import { usageLine } from './usage.ts';
 
 // `hooks-ingress requests`: the request ledger, read from the state directory (it works while
@@ -118,15 +119,17 @@ async function _list(flags: Flags, io: Io): Promise<number> {
   const ledger = await ledgerOf(flags, io);
   if (ledger === null) return FAILURE;
   let roots = await ledger.roots();
+  let taken: TakenIds = new Map();
   const print = (entry: LedgerEntry) => {
-    const resolution = resolutionFor(entry, roots);
+    const resolution = resolutionFor(entry, roots, taken);
     io.stdout(flags.json ? jsonLine(resolution === undefined ? entry : { ...entry, resolution }) : formatEntryLine(entry, resolution));
   };
   let entries = await ledger.read();
   if (entries === null) return FAILURE;
   // A coalesced entry is printed again when its count grew.
   const shown = new Map<string, number>();
-  const matching = _matching(entries, roots, filter, flags.all === true);
+  if (filter.failed === true) taken = await _taken(ledger.dir, entries, roots, taken);
+  const matching = _matching(entries, roots, taken, filter, flags.all === true);
   for (const e of matching) shown.set(e.id, e.count ?? 1);
   matching.slice(Math.max(0, matching.length - limit)).forEach(print);
   while (flags.follow && !io.signal?.aborted) {
@@ -134,7 +137,8 @@ async function _list(flags: Flags, io: Io): Promise<number> {
     entries = await ledger.read();
     if (entries === null) return FAILURE;
     roots = await ledger.roots();
-    for (const entry of _matching(entries, roots, filter, flags.all === true)) {
+    if (filter.failed === true) taken = await _taken(ledger.dir, entries, roots, taken);
+    for (const entry of _matching(entries, roots, taken, filter, flags.all === true)) {
       if (shown.get(entry.id) === (entry.count ?? 1)) continue;
       shown.set(entry.id, entry.count ?? 1);
       print(entry);
@@ -156,7 +160,9 @@ async function _show(flags: Flags, id: string, io: Io): Promise<number> {
   const { entry } = found;
   const { runs, events } = await _produced(ledger.dir, entry);
   const replays = entries.filter((e) => e.replayOf === entry.id);
-  const resolution = resolutionFor(entry, await ledger.roots());
+  const roots = await ledger.roots();
+  const taken = failed(entry) ? await takenByOthers(ledger.dir, [entry], entries) : new Map();
+  const resolution = resolutionFor(entry, roots, taken);
   if (flags.json) {
     io.stdout(jsonLine({ entry, runs, events, replays: replays.map((e) => ({ id: e.id, time: e.time, status: e.status })), ...(resolution === undefined ? {} : { resolution }) }));
     return 0;
@@ -166,9 +172,18 @@ async function _show(flags: Flags, id: string, io: Io): Promise<number> {
 }
 
 // The entries the filters pick; with --failed, one per original still unresolved (every failure with --all).
-function _matching(entries: LedgerEntry[], roots: RootRecords, filter: EntryFilter, all: boolean): LedgerEntry[] {
+function _matching(entries: LedgerEntry[], roots: RootRecords, taken: TakenIds, filter: EntryFilter, all: boolean): LedgerEntry[] {
   const matching = filterEntries(entries, filter);
-  return filter.failed === true ? openFailures(matching, { entries, roots }, all) : matching;
+  return filter.failed === true ? openFailures(matching, { entries, roots, taken }, all) : matching;
+}
+
+// The failures whose delivery id another request took, asked of the running server for those not
+// asked about before (a followed list asks for the new ones only); without a server, none.
+async function _taken(dir: string, entries: LedgerEntry[], roots: RootRecords, known: TakenIds): Promise<TakenIds> {
+  const asked = new Set(known.keys());
+  const open = entries.filter((e) => failed(e) && !asked.has(e.id) && !rootResolved(e, { entries, roots }));
+  if (open.length === 0) return known;
+  return new Map([...known, ...(await takenByOthers(dir, open, entries))]);
 }
 
 // The runs and events an entry's request made, as the journal holds them now.

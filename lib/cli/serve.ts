@@ -311,7 +311,7 @@ async function _inspector(config: Config, stateDir: string, io: Io, log: Logger,
     const resolveIds = (ids: readonly string[]) => ops.resolve({ ids });
     // Loaded only when the config turns the page on, like every other optional part.
     const { startInspector } = await import('../inspector/serve.ts');
-    return await startInspector({ config: config.inspector, stateDir, env: io.env, log, store: service.store, replay: replayIds, resolve: resolveIds });
+    return await startInspector({ config: config.inspector, stateDir, env: io.env, log, store: service.store, replay: replayIds, resolve: resolveIds, takenJudge: () => service.app.takenJudge() });
   } catch (error) {
     io.stderr(`${messagePrefix(io)}: cannot listen for the inspector: ${(error as Error).message}\n`);
     return false;

@@ -103,6 +103,8 @@ export interface App {
   replay(entry: LedgerEntry, options?: ReplayOptions): Promise<ReplayOutcome>;
   /** A stored request's delivery id and the request that took it, or `null` when the request names none. */
   taken(entry: LedgerEntry): Promise<DeliveryTaken | null>;
+  /** {@link App.taken} as a judge that answers at once (under the configuration current when it is called), for a list's filter. */
+  takenJudge(): Promise<(entry: LedgerEntry) => DeliveryTaken | null>;
   /** What a request (or a stored one, replayed) would become under the current configuration, with nothing committed. */
   preview(input: PreviewInput | LedgerEntry, options?: ReplayOptions): Promise<Preview>;
 }
@@ -134,6 +136,10 @@ export function createApp(options: AppOptions): App {
   app.preview = (input, asked) => _preview(options, serving.compiled.config, input, asked);
   app.replay = async (entry, replay) => (await _operatorParts.replay()).replayEntry({ ...serving.compiled, log: options.log, newId: ids, now, fingerprints: options.fingerprints ?? null }, entry, replay);
   app.taken = async (entry) => (await _operatorParts.taken()).deliveryTaken(entry, serving.compiled.config, options.store);
+  app.takenJudge = async () => {
+    const { deliveryTaken } = await _operatorParts.taken();
+    return (entry) => deliveryTaken(entry, serving.compiled.config, options.store);
+  };
   app.reload = (config) => {
     const limits = JSON.stringify(config.hooks.authRateLimit);
     if (limits !== shared.limits && options.limiter === undefined) Object.assign(shared, { limiter: _limiter(config), limits });

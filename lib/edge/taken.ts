@@ -57,10 +57,12 @@ export function takenInRun(entry: Pick<LedgerEntry, 'id'>, first: string): strin
  * Says, entry by entry through one replay call, why a replay is skipped for its delivery id: taken
  * by a request on record, or in a dry run by an entry before it in the same call whose replay
  * would take it (a real run finds that one on record, as each replay is committed before the next);
- * `inRun` says which entry before it that is.
+ * `inRun` says which entry before it that is, `by` which request took it on record.
  */
-export function takenCheck(taken: (entry: LedgerEntry) => Promise<DeliveryTaken | null>): { why(entry: LedgerEntry): Promise<string | null>; wouldTake(entry: LedgerEntry): void; inRun(entry: LedgerEntry): string | null } {
+export function takenCheck(taken: (entry: LedgerEntry) => Promise<DeliveryTaken | null>): { why(entry: LedgerEntry): Promise<string | null>; wouldTake(entry: LedgerEntry): void; inRun(entry: LedgerEntry): string | null; by(entry: LedgerEntry): string | null } {
   const keys = new Map<string, string>();
+  // The entries `why` found taken on record, and the request that took each.
+  const byRecord = new Map<string, string>();
   const planned = new Map<string, string>();
   // The entries `why` found taken by an entry before them in the call, and by which.
   const inRun = new Map<string, string>();
@@ -70,13 +72,19 @@ export function takenCheck(taken: (entry: LedgerEntry) => Promise<DeliveryTaken 
       if (found === null) return null;
       const id = `${found.scope}\n${found.key}`;
       keys.set(entry.id, id);
-      if (found.by !== null) return takenReason(entry, found.by.requestId);
+      if (found.by !== null) {
+        if (found.by.requestId !== undefined) byRecord.set(entry.id, found.by.requestId);
+        return takenReason(entry, found.by.requestId);
+      }
       const first = planned.get(id);
       if (first !== undefined) inRun.set(entry.id, first);
       return first === undefined ? null : takenInRun(entry, first);
     },
     inRun(entry) {
       return inRun.get(entry.id) ?? null;
+    },
+    by(entry) {
+      return byRecord.get(entry.id) ?? null;
     },
     wouldTake(entry) {
       const id = keys.get(entry.id);

@@ -1,6 +1,6 @@
 import type { Config } from '../config/types.ts';
 import { createInspector, type InspectorSource } from './listener.ts';
-import { ledgerSource } from './source.ts';
+import { ledgerSource, type LedgerSourceOptions } from './source.ts';
 import { listen, type Running } from '../edge/listen.ts';
 import { inheritedInspectorFd } from '../edge/systemd.ts';
 import type { Logger } from '../log.ts';
@@ -33,6 +33,8 @@ export interface InspectorParts {
   store: Pick<Store, 'run' | 'events' | 'outboxEntry' | 'notice' | 'root'>;
   replay: InspectorSource['replay'];
   resolve?: InspectorSource['resolve'];
+  /** Which request took a failed entry's delivery id (App.takenJudge). */
+  takenJudge?: LedgerSourceOptions['takenJudge'];
 }
 
 /** Starts the inspector's listener; throws when it cannot listen. */
@@ -42,7 +44,7 @@ export async function startInspector(parts: InspectorParts): Promise<RunningInsp
   const tail = new LedgerTail(parts.stateDir, damaged);
   const find = (id: string) => lookupEntry(parts.stateDir, id, damaged);
   const inspector = createInspector({
-    source: ledgerSource({ tail, find, store: parts.store, replay: parts.replay, ...(parts.resolve === undefined ? {} : { resolve: parts.resolve }) }),
+    source: ledgerSource({ tail, find, store: parts.store, replay: parts.replay, ...(parts.resolve === undefined ? {} : { resolve: parts.resolve }), ...(parts.takenJudge === undefined ? {} : { takenJudge: parts.takenJudge }) }),
     log,
     idleMs: config.idleMinutes * 60_000,
     maxAgeMs: config.maxSessionHours * 3_600_000,

@@ -61,6 +61,26 @@ export interface Resolution {
   by?: ReplayAttempt;
   resolvedAt?: string;
   replays: ReplayAttempt[];
+  /** The request that took its delivery id, when that is what resolved it. */
+  delivery?: TakenBy;
+}
+
+/**
+ * Another request that took a failed request's delivery id (the key live dedupe reads) and was
+ * accepted: the provider's retry accepted live, or a replay of another copy of the delivery. The
+ * failure needs nothing more: replaying it would be refused as a duplicate (or run twice, forced).
+ */
+export interface TakenBy {
+  requestId: string;
+  /** Its ledger entry, while the ledger has it. */
+  entry?: string;
+  /** It came from the sender, not from a replay. */
+  live: boolean;
+}
+
+/** The resolution of a failed entry whose delivery id `by` took: resolved by that delivery, the root's replays (if any) kept. */
+export function deliveredResolution(root: string, by: TakenBy, record?: RootRecord | null): Resolution {
+  return { root, state: 'resolved', delivery: by, replays: record?.replays ?? [] };
 }
 
 /** The resolution a record gives an entry of its root. */
@@ -85,15 +105,21 @@ export function resolved(record: Pick<RootRecord, 'state'> | null | undefined): 
   return record !== null && record !== undefined && record.state !== 'failed';
 }
 
-/** "resolved by replay X (200)", "resolved by hand", "replayed 2x, not resolved": what a line says of a root's record. */
+/** "resolved by replay X (200)", "resolved by delivery Y (accepted live)", "resolved by hand", "replayed 2x, not resolved": what a line says of an entry's root. */
 export function describeResolution(resolution: Resolution): string {
   const count = resolution.replays.length;
   if (resolution.state === 'succeeded') {
     const by = resolution.by;
     return by === undefined ? 'resolved by a replay' : `resolved by replay ${by.entry ?? `request ${by.requestId}`} (${by.status})`;
   }
+  if (resolution.delivery !== undefined) return `resolved by delivery ${describeTaker(resolution.delivery)}`;
   if (resolution.state === 'resolved') return 'resolved by hand';
   return `replayed ${count}x, not resolved (last ${resolution.replays.at(-1)?.status ?? '-'})`;
+}
+
+/** "Y (accepted live)", "request Y (accepted by a replay)": the request that took a delivery id. */
+export function describeTaker(by: TakenBy): string {
+  return `${by.entry ?? `request ${by.requestId}`} (accepted ${by.live ? 'live' : 'by a replay'})`;
 }
 
 /**

@@ -40,6 +40,8 @@ export interface ReplayCheck {
   skip?: string;
   /** The entry before it in the call whose replay would take its delivery id: a second copy of one delivery, which forcing would run twice. */
   takenInRun?: string;
+  /** The request that took its delivery id, on record (not in this call): what `requests --failed` reads as resolved by that delivery. */
+  takenBy?: string;
   error?: string;
 }
 
@@ -135,7 +137,8 @@ async function _checks(args: ReplayArgs, named: (id: string) => Named, parts: Re
     const needsForce = forced ? undefined : (_alreadyDone(found.entry, found.root, parts.store.root(found.root), succeededBefore)?.why ?? (skip === null ? undefined : 'taken'));
     if (needsForce === undefined) taken.wouldTake(found.entry);
     const inRun = skip === null ? null : taken.inRun(found.entry);
-    checks.push({ id, ...(needsForce === undefined ? {} : { needsForce }), ...(skip === null ? {} : { skip }), ...(inRun === null ? {} : { takenInRun: inRun }) });
+    const by = skip === null ? null : taken.by(found.entry);
+    checks.push({ id, ...(needsForce === undefined ? {} : { needsForce }), ...(skip === null ? {} : { skip }), ...(inRun === null ? {} : { takenInRun: inRun }), ...(by === null ? {} : { takenBy: by }) });
   }
   return checks;
 }

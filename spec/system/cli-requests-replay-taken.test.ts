@@ -171,3 +171,29 @@ test('Standard Webhooks: two refused copies of one message, replayed in one bulk
   assert.ok(!bulk.stdout.includes(`replayed ${second}`), bulk.stdout);
   assert.equal(await events(s, 'order o-18'), 1, bulk.stdout);
 });
+
+test('GitHub: a refused copy whose redelivery was accepted live after the fix reads as resolved by that delivery: left out of requests --failed, shown resolved with --all and in show', async (t) => {
+  const s = await setup(t, [github('the-old-wrong-secret')]);
+  const server = await serve(t, s);
+  assert.equal((await github_(server, 'the-real-secret', 'gh-refused')).status, 401);
+  const id = await entryOf(s, 'gh-refused');
+  const before = await cli(s, '--failed');
+  assert.equal(before.code, 0, before.stderr);
+  assert.match(before.stdout, new RegExp(`^\\S+  401 .* ${id} .*request=gh-refused`), 'the refusal is listed while nothing took its delivery id');
+  await reload(s, server, [github('the-real-secret')]);
+  assert.equal((await github_(server, 'the-real-secret', 'gh-retry')).status, 200);
+  const retry = await entryOf(s, 'gh-retry');
+  const open = await cli(s, '--failed');
+  assert.equal(open.code, 0, open.stderr);
+  assert.equal(open.stdout, '', 'nothing is left to deal with');
+  const all = await cli(s, '--failed', '--all');
+  assert.equal(all.code, 0, all.stderr);
+  assert.match(all.stdout, new RegExp(`^\\S+  401 .* ${id} .*resolved by delivery ${retry} \\(accepted live\\)\\n$`));
+  const json = await cli(s, '--failed', '--all', '--json');
+  assert.deepEqual(JSON.parse(json.stdout).resolution, { root: id, state: 'resolved', delivery: { requestId: 'gh-retry', entry: retry, live: true }, replays: [] });
+  const show = await cli(s, 'show', id);
+  assert.equal(show.code, 0, show.stderr);
+  assert.match(show.stdout, new RegExp(`resolution +resolved by delivery ${retry} \\(accepted live\\)`));
+  assert.doesNotMatch(show.stdout, /requests replay|requests resolve/, 'nothing is offered for it');
+  assert.equal(await events(s, 'push to'), 1);
+});

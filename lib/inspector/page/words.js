@@ -111,11 +111,12 @@ export function becameView(became) {
   return [...parts, rawJson(b)];
 }
 
-/** What was done about a failed request, in a few words: "resolved by replay X (200)", "resolved by hand", "replayed 2×, not resolved". */
+/** What was done about a failed request, in a few words: "resolved by replay X (200)", "resolved by delivery Y (accepted live)", "resolved by hand", "replayed 2×, not resolved". */
 export function resolutionWords(resolution) {
   const r = resolution ?? {};
   const replays = r.replays ?? [];
   if (r.state === 'succeeded') return r.by ? `resolved by replay ${shortId(r.by.entry ?? `request ${r.by.requestId}`)} (${r.by.status})` : 'resolved by a replay';
+  if (r.delivery) return `resolved by delivery ${shortId(r.delivery.entry ?? `request ${r.delivery.requestId}`)} (accepted ${r.delivery.live ? 'live' : 'by a replay'})`;
   if (r.state === 'resolved') return 'resolved by hand';
   return `replayed ${replays.length}×, not resolved`;
 }
@@ -124,7 +125,7 @@ export function resolutionWords(resolution) {
 export function replaysView(resolution) {
   const r = resolution ?? {};
   const replays = r.replays ?? [];
-  const said = r.state === 'resolved' ? `Marked resolved by hand${r.resolvedAt ? ` at ${r.resolvedAt}` : ''}.` : `${resolutionWords(r).replace(/^./, (c) => c.toUpperCase())}.`;
+  const said = r.state === 'resolved' && !r.delivery ? `Marked resolved by hand${r.resolvedAt ? ` at ${r.resolvedAt}` : ''}.` : `${resolutionWords(r).replace(/^./, (c) => c.toUpperCase())}.`;
   const rows = replays.map((a) => el('tr', {},
     el('td', {}, a.time ?? ''),
     el('td', {}, a.entry ? el('a', { href: `#${encodeURIComponent(a.entry)}` }, a.entry) : `request ${a.requestId ?? ''}`),
