@@ -91,7 +91,7 @@ test('replayOperation: a root claimed by a running replay is refused to a second
   await assert.rejects(h.replay({ ids: [] }), /ids: must be a non-empty list/);
 });
 
-test('lookUp: a bulk replay of 10,000 ids (half of them replays) is looked up without holding the event loop 250 ms', async (t) => {
+test('lookUp: a bulk replay of 10,000 ids (half of them replays) is looked up without holding the event loop 750 ms', async (t) => {
   const dir = await tempDir(t, 'server-replay-bulk-');
   const ledger = await Ledger.open(dir, { config: { enabled: true, maxEntries: 100_000, maxBytes: 64 * 1024 * 1024, maxAgeSeconds: 3600, maxBodyBytes: 1024, coalesceSeconds: 60, unauthenticated: { maxEntries: 10, maxBytes: 65_536, maxBodyBytes: 256 } } });
   const at = Date.now() - 60_000;
@@ -110,5 +110,7 @@ test('lookUp: a bulk replay of 10,000 ids (half of them replays) is looked up wi
   assert.deepEqual(value.slice(4_999, 5_001).map((n) => (n.ok ? [n.entry.id, n.root] : n.error)), [['e4999', 'e4999'], ['e0', 'e0']], 'a replay is looked up as its root');
   assert.equal(value.filter((n) => n.ok).length, 10_000);
   t.diagnostic(`held at most ${heldMs.toFixed(1)} ms of CPU, ${ticks} ticks`);
-  assert.ok(heldMs < 250, `the event loop was held ${heldMs.toFixed(1)} ms`);
+  // The old lookup held it about 1.8 s on a quiet machine (it grew with the square of the ids); 39 ms now. The bound
+  // is wide because a loaded CI box stretches both, and one run under Deno at load 20 passed 250 ms.
+  assert.ok(heldMs < 750, `the event loop was held ${heldMs.toFixed(1)} ms`);
 });
