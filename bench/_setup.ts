@@ -108,7 +108,7 @@ export async function setUp(o: Options, webhook: string | null): Promise<Setup> 
   }
 
   const lua = {
-    good: luaScript(join(tmp, 'good.lua'), token, WAKE_BODY),
+    good: luaScript(join(tmp, 'good.lua'), token, WAKE_BODY, {}, true),
     wrong: luaScript(join(tmp, 'wrong.lua'), wrong, WAKE_BODY),
     replay: luaScript(join(tmp, 'replay.lua'), token, WAKE_BODY, { 'Idempotency-Key': 'bench-replay' }),
     agent: luaScript(join(tmp, 'agent.lua'), token, AGENT_BODY),

@@ -39,12 +39,21 @@ export interface Measured {
   status: number;
 }
 
-/** Writes a wrk script that POSTs `body` with the bearer `token` (and `extra` headers); returns its path. */
-export function luaScript(file: string, token: string, body: string, extra: Record<string, string> = {}): string {
+/**
+ * Writes a wrk script that POSTs `body` with the bearer `token` (and `extra` headers); returns its path.
+ * With `numbered`, each request's body has a number of its own after the first `"text":"…` value's
+ * text: a wake equal to the session's latest pending one is coalesced (nothing journaled), so
+ * identical wakes would measure that shortcut instead of a durable wake.
+ */
+export function luaScript(file: string, token: string, body: string, extra: Record<string, string> = {}, numbered = false): string {
   const headers = { 'Content-Type': 'application/json', Authorization: `Bearer ${token}`, ...extra };
+  const at = body.indexOf('","');
+  const send = numbered && at !== -1
+    ? `local n = 0\nrequest = function()\n  n = n + 1\n  return wrk.format(nil, nil, nil, '${body.slice(0, at)} ' .. n .. '${body.slice(at)}')\nend\n`
+    : `wrk.body = '${body}'\n`;
   writeFileSync(
     file,
-    `wrk.method = "POST"\nwrk.body = '${body}'\n${Object.entries(headers)
+    `wrk.method = "POST"\n${send}${Object.entries(headers)
       .map(([k, v]) => `wrk.headers["${k}"] = "${v}"\n`)
       .join('')}`,
   );
