@@ -1,3 +1,5 @@
+// HttpError (status, stable code, headers) and the list of error codes.
+
 /**
  * Every error code this product defines (Node's own, such as `ERR_PARSE_ARGS_*`, are not here): the
  * codes a client of the HTTP listeners sees, the control channel's, and the errors the store names.

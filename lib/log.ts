@@ -1,3 +1,6 @@
+// The JSON-lines logger, its line format, the per-turn line buffer serve writes stderr through, and warnings
+// and errors bounded per message (ten a second, the rest counted).
+
 import { setImmediate } from 'node:timers';
 
 /** Fields of a log line; values must never carry a token or a request body. */

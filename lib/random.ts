@@ -1,3 +1,5 @@
+// Random hex ids from a pooled CSPRNG buffer (the id of a wrapped payload).
+
 import { randomBytes, randomFillSync } from 'node:crypto';
 
 // Filled 4 KiB at a time: one getrandom call per 512 ids of 8 bytes instead of one per id.

@@ -1,3 +1,5 @@
+// Retries with exponential backoff, full jitter, Retry-After and a deadline.
+
 /** What one attempt at an outside call came to. */
 export type Attempt<T> =
   | { ok: true; value: T }

@@ -1,9 +1,10 @@
-import { isPlainObject } from './object.ts';
 /**
  * A tiny schema checker: each schema checks one value, reports every problem with its
  * key path, and returns the checked value (or `undefined` when it is invalid). Used for
  * the configuration at load and for every request payload.
  */
+
+import { isPlainObject } from './object.ts';
 
 /** One problem found in a value, at a key path such as `hooks.path` or `agents.list[0].id`. */
 export interface Issue {

@@ -1,3 +1,5 @@
+// The check command: the config validated and its transforms loaded, what it leaves off on purpose said.
+
 import { fileModeWarnings } from '../config/file-modes.ts';
 import { locateConfig, locateStateDir } from '../config/locate.ts';
 import { readinessWarnings } from '../config/readiness.ts';

@@ -1,3 +1,5 @@
+// What a command is: options, help text, run.
+
 import type { ParseArgsConfig } from 'node:util';
 import type { Io } from './io.ts';
 

@@ -1,11 +1,13 @@
-import process from 'node:process';
-import type { Logger } from '../log.ts';
-
+// SIGUSR1 ignored on Node (it would open Node's debugger, its inspector), for serve and check.
+//
 // On Node, SIGUSR1 opens Node's debugger (its "inspector", not this program's page) on 127.0.0.1:9229, and whoever connects to it runs code in
 // the server. Any process of the server's user can send that signal, a transform child on Node
 // among them (its permission model does not cover signals, nor the socket it would then connect
 // to). A listener of our own replaces Node's handler, so the signal opens nothing;
 // `--disable-sigusr1` would do the same, but exists only from Node 22.14.
+
+import process from 'node:process';
+import type { Logger } from '../log.ts';
 
 /** How often, at most, an ignored SIGUSR1 is logged: a flood of them must not flood the log. */
 export const SIGUSR1_LOG_EVERY_MS = 60_000;

@@ -1,10 +1,10 @@
-import type { LedgerEntry } from '../model/ledger-entry.ts';
-import { deliveredResolution, resolutionOf, resolved, rootOf, type Resolution, type RootRecord, type TakenBy } from '../model/replays.ts';
-import { failed } from '../store/ledger/read.ts';
-
 // Which failures are still open, counted by root (the original request: its replays stand for it),
 // from the ledger and the journal's records of replayed roots: what `requests --failed` lists, and
 // what a bulk `requests replay` runs and skips, and why.
+
+import type { LedgerEntry } from '../model/ledger-entry.ts';
+import { deliveredResolution, resolutionOf, resolved, rootOf, type Resolution, type RootRecord, type TakenBy } from '../model/replays.ts';
+import { failed } from '../store/ledger/read.ts';
 
 /** The journal's records of replayed and resolved roots, by root. */
 export type RootRecords = ReadonlyMap<string, RootRecord>;

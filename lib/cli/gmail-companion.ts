@@ -1,15 +1,13 @@
+// `hooks-ingress gmail run`: the Gmail companion (`gog gmail watch serve`) in the foreground. Its
+// arguments, and what serve runs beside itself, are lib/server/gmail-companion.ts; the supervisor
+// that keeps it running is runtime/gmail-companion.ts.
+
 import { loadConfig } from '../config/load.ts';
 import { locateConfig } from '../config/locate.ts';
 import { superviseCompanion } from '../runtime/gmail-companion.ts';
 import { companionArgs, findOnPath, INSTALL_HINT, type GmailDeps } from '../server/gmail-companion.ts';
 import { FAILURE, type Io } from './io.ts';
 import { parseCommand } from './usage.ts';
-
-// `hooks-ingress gmail run`: the Gmail companion (`gog gmail watch serve`) in the foreground. Its
-// arguments, and what serve runs beside itself, are lib/server/gmail-companion.ts; the supervisor
-// that keeps it running is runtime/gmail-companion.ts.
-
-
 
 const RUN_HELP = `Usage: hooks-ingress gmail run [options]
 

@@ -1,3 +1,5 @@
+// `hooks-ingress gmail setup`: rewrites the config file for the gmail preset, keeping everything else.
+
 import { randomBytes } from 'node:crypto';
 import { mkdir, open, readFile, realpath, rename, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
@@ -16,8 +18,6 @@ import { hideUrlCredentials, shellWord } from '../text.ts';
 import { companionArgs, GMAIL_DEFAULTS, hookUrl } from '../server/gmail-companion.ts';
 import { FAILURE, USAGE, type Io } from './io.ts';
 import { parseCommand, usageLine } from './usage.ts';
-
-// `hooks-ingress gmail setup`: rewrites the config file for the gmail preset, keeping everything else.
 
 const SETUP_HELP = `Usage: hooks-ingress gmail setup --account ADDRESS [options]
 

@@ -1,3 +1,6 @@
+// The gmail command; gmail-setup.ts writes the config, gmail-companion.ts runs gog in the foreground (gmail
+// run) under the supervisor in runtime/gmail-companion.ts.
+
 import { RUN_OPTIONS, runCompanion } from './gmail-companion.ts';
 import type { GmailDeps } from '../server/gmail-companion.ts';
 import { runSetup, SETUP_OPTIONS } from './gmail-setup.ts';

@@ -1,3 +1,5 @@
+// The inspect command: a one-time login link to the running server's inspector.
+
 import { spawn } from 'node:child_process';
 import { chmod, mkdtemp, rm, rmdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

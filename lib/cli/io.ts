@@ -1,3 +1,5 @@
+// The injectable stdout/stderr/environment, exit codes; printResult() for a control answer of another shape.
+
 import { access } from 'node:fs/promises';
 import type { Env } from '../config/types.ts';
 

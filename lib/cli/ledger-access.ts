@@ -1,3 +1,5 @@
+// What every `requests` subcommand shares: the filters its flags name, and the ledger it reads.
+
 import { LedgerUnreadableError, parseStatus, parseTime, readLedger, type DamagedLine, type EntryFilter } from '../store/ledger/read.ts';
 import type { LedgerEntry } from '../model/ledger-entry.ts';
 import type { Flags } from './command.ts';
@@ -6,8 +8,6 @@ import { messagePrefix, type Io } from './io.ts';
 import { usedStateDir } from './state-dir.ts';
 import { readRoots } from '../store/journal/read.ts';
 import type { RootRecords } from './failures.ts';
-
-// What every `requests` subcommand shares: the filters its flags name, and the ledger it reads.
 
 /** The options every `requests` subcommand takes to pick entries. */
 export const FILTER_OPTIONS = {

@@ -1,3 +1,6 @@
+// The events and runs commands: the journal's last items read from the state directory, and followed with
+// --follow.
+
 import { readEvents, readNotices, readRuns } from '../store/journal/read.ts';
 import type { Rejected } from '../store/journal/records.ts';
 import type { NoticeRecord, RunRecord, SessionEvent } from '../model/records.ts';

@@ -1,3 +1,5 @@
+// What each command needs of the config (NEEDS), loading it so, with its problems and warnings on stderr.
+
 import { loadConfig } from '../config/load.ts';
 import { locateConfig } from '../config/locate.ts';
 import type { Config, ConfigResult } from '../config/types.ts';

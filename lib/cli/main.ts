@@ -1,10 +1,10 @@
+// Parses the command line and runs the command it names; each command, with its help, is in its own
+// file, imported only when it runs: `--version` loads this file alone, and `events` no server code.
+
 import { readFileSync } from 'node:fs';
 import type { Command, Flags } from './command.ts';
 import { FAILURE, messagePrefix, processIo, USAGE, type Io } from './io.ts';
 import { parseCommand, unknownCommand, usageLine } from './usage.ts';
-
-// Parses the command line and runs the command it names; each command, with its help, is in its own
-// file, imported only when it runs: `--version` loads this file alone, and `events` no server code.
 
 const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   serve: async () => (await import('./serve.ts')).serveCommand,

@@ -1,3 +1,6 @@
+// The outbox command (forward mode): listing, and retry over the control channel (or in the journal when no
+// server runs).
+
 import { sleep } from '../retry.ts';
 import type { OutboxEntry, OutboxState } from '../store/journal/outbox.ts';
 import { readOutbox } from '../store/journal/read.ts';

@@ -1,8 +1,8 @@
+// How `try` and `requests replay --dry-run` show what a request would become.
+
 import type { Preview } from '../edge/preview.ts';
 import { clipLine, escapeControls } from '../text.ts';
 import { describeCause } from '../model/cause.ts';
-
-// How `try` and `requests replay --dry-run` show what a request would become.
 
 /** A dry run's result as a person reads it, its control characters escaped (the request's, the transforms', and the server's that answered). */
 export function formatPreview(p: Preview): string {

@@ -1,3 +1,6 @@
+// The reload command: the running server asked to read its config again (or, with --dry-run, what it would
+// change), its verdict printed.
+
 import { COMMON, type Command } from './command.ts';
 import { callServer } from '../control/client.ts';
 import { escapeControls } from '../text.ts';

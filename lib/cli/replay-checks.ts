@@ -1,14 +1,14 @@
+// A bulk replay's plan, read from the state directory, asks the running server (the one that holds
+// the delivery ids taken, and reads the config the ids are read by) which of the requests it would
+// run have a delivery id already accepted: those are skipped, and the plan says so before anything
+// runs. With no server answering, the plan stands as read; the replay itself is the server's anyway.
+
 import type { LedgerEntry } from '../model/ledger-entry.ts';
 import { callServer } from '../control/client.ts';
 import { REPLAY_OP } from '../control/operations.ts';
 import type { ReplayCheck } from '../server/replay.ts';
 import type { TakenBy } from '../model/replays.ts';
 import type { ReplayPlan, TakenIds } from './failures.ts';
-
-// A bulk replay's plan, read from the state directory, asks the running server (the one that holds
-// the delivery ids taken, and reads the config the ids are read by) which of the requests it would
-// run have a delivery id already accepted: those are skipped, and the plan says so before anything
-// runs. With no server answering, the plan stands as read; the replay itself is the server's anyway.
 
 /** The server's checks of `ids` (none run), or `null` when no server answers. */
 export async function serverChecks(stateDir: string, ids: readonly string[]): Promise<ReplayCheck[] | null> {

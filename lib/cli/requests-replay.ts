@@ -1,3 +1,7 @@
+// `hooks-ingress requests replay`: the CLI asks the running server (the one writer of the state
+// directory) over the control channel, and the server runs each stored request again through its
+// configuration of now (lib/server/replay.ts, the operation it answers).
+
 import type { LedgerEntry } from '../model/ledger-entry.ts';
 import { filterEntries } from '../store/ledger/read.ts';
 import type { Flags } from './command.ts';
@@ -12,10 +16,6 @@ import { REPLAY_OP } from '../control/operations.ts';
 import type { ReplayArgs, ReplayResult } from '../server/replay.ts';
 import { formatPreview } from './preview-text.ts';
 import { usageLine } from './usage.ts';
-
-// `hooks-ingress requests replay`: the CLI asks the running server (the one writer of the state
-// directory) over the control channel, and the server runs each stored request again through its
-// configuration of now (lib/server/replay.ts, the operation it answers).
 
 /** `requests replay ID…`, or `requests replay` with the list's filters (and `--yes`). */
 export async function replayCommand(flags: Flags, ids: string[], io: Io): Promise<number> {

@@ -1,3 +1,7 @@
+// `hooks-ingress requests resolve ID…`: failures marked resolved without replaying them, for what
+// can never be fixed. The running server writes it to its journal (lib/server/resolve.ts), beside
+// the replays' outcomes, so a replay running now and a resolution never cross.
+
 import { callServer } from '../control/client.ts';
 import { RESOLVE_OP } from '../control/operations.ts';
 import type { ResolveResult } from '../server/resolve.ts';
@@ -6,10 +10,6 @@ import type { Flags } from './command.ts';
 import { FAILURE, messagePrefix, printResult, USAGE, type Io } from './io.ts';
 import { ledgerOf } from './ledger-access.ts';
 import { usageLine } from './usage.ts';
-
-// `hooks-ingress requests resolve ID…`: failures marked resolved without replaying them, for what
-// can never be fixed. The running server writes it to its journal (lib/server/resolve.ts), beside
-// the replays' outcomes, so a replay running now and a resolution never cross.
 
 /** `requests resolve ID…`: each id's original marked resolved by hand; exit 1 when any was not. */
 export async function resolveCommand(flags: Flags, ids: string[], io: Io): Promise<number> {

@@ -1,3 +1,6 @@
+// `hooks-ingress requests`: the request ledger, read from the state directory (it works while
+// the server runs, and needs no secret): the list with its filters, and one entry in full.
+
 import { failed, filterEntries, findEntry, type EntryFilter } from '../store/ledger/read.ts';
 import type { LedgerEntry } from '../model/ledger-entry.ts';
 import { readEvents, readRuns } from '../store/journal/read.ts';
@@ -13,9 +16,6 @@ import { resolveCommand } from './requests-resolve.ts';
 import { openFailures, resolutionFor, rootResolved, type RootRecords, type TakenIds } from './failures.ts';
 import { takenByOthers } from './replay-checks.ts';
 import { usageLine } from './usage.ts';
-
-// `hooks-ingress requests`: the request ledger, read from the state directory (it works while
-// the server runs, and needs no secret): the list with its filters, and one entry in full.
 
 /** `hooks-ingress requests [show ID]`. */
 export const requests: Command = {

@@ -1,3 +1,5 @@
+// The send command: one test message through a configured channel.
+
 import { CHANNELS, type Channel } from '../model/actions.ts';
 import type { Config } from '../config/types.ts';
 import { COMMON, type Command } from './command.ts';

@@ -1,3 +1,5 @@
+// The server process's lifecycle: config, service, listener, signals, pid file, companion, stop.
+
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { locateConfig, locateStateDir } from '../config/locate.ts';
@@ -25,8 +27,6 @@ import { reloader, type Reloader } from '../server/reload-plan.ts';
 import type { Reloads } from '../server/reloads.ts';
 import { startService, type Service } from '../server/service.ts';
 import { usageLine } from './usage.ts';
-
-// The server process's lifecycle: config, service, listener, signals, pid file, companion, stop.
 
 /** How long a stopping server lets requests in flight finish. */
 export const DRAIN_MS = 10_000;

@@ -1,3 +1,5 @@
+// The sign command: what a provider would send for a signed hook, printed as curl or sent.
+
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type { Config } from '../config/types.ts';

@@ -1,12 +1,12 @@
-import { locateConfig, locateStateDir } from '../config/locate.ts';
-import { readStateDir } from '../config/state-dir.ts';
-import type { ConfigFlags } from './load-config.ts';
-import { exists, messagePrefix, type Io } from './io.ts';
-
 // The commands that only read the state directory (NEEDS' `state` in load-config.ts) find it here,
 // apart from the config's loading and validation, which they neither need nor import. A config
 // file that cannot be parsed (an edit in progress) must not blind them while the server, which
 // keeps the config it loaded, goes on serving: they read the default place instead, and say so.
+
+import { locateConfig, locateStateDir } from '../config/locate.ts';
+import { readStateDir } from '../config/state-dir.ts';
+import type { ConfigFlags } from './load-config.ts';
+import { exists, messagePrefix, type Io } from './io.ts';
 
 /** How {@link stateDirFor} treats a config file it cannot parse. */
 export interface StateDirOptions {

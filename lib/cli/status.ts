@@ -1,3 +1,5 @@
+// The status command: whether a server runs on the state directory, and how it is doing.
+
 import { COMMON, type Command } from './command.ts';
 import { callServer } from '../control/client.ts';
 import { escapeControls, jsonLine } from '../text.ts';

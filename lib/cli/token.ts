@@ -1,3 +1,5 @@
+// The token command: a new random hook token.
+
 import { generateToken } from '../guard/token.ts';
 import { COMMON, type Command } from './command.ts';
 

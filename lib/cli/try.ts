@@ -1,3 +1,9 @@
+// `hooks-ingress try`: what a request would become — the mapping and its filter, the transform's
+// result, the rendered text (with the placeholders that found nothing), the policy decisions —
+// with nothing enqueued. The running server answers it with the config file as it is on disk (the
+// CLI sends its text: an edit is tried before it is reloaded), read as a reload would read it, with
+// the server's environment and transform sandbox; with none running it is tried here, and says so.
+
 import { readFile } from 'node:fs/promises';
 import type { IncomingHttpHeaders } from 'node:http';
 import { locateConfig } from '../config/locate.ts';
@@ -20,12 +26,6 @@ import { changeLines, VARIABLES_LINE } from './reload.ts';
 import type { ReplayResult } from '../server/replay.ts';
 import type { TriedConfig, TryArgs } from '../server/try.ts';
 import { usageLine } from './usage.ts';
-
-// `hooks-ingress try`: what a request would become — the mapping and its filter, the transform's
-// result, the rendered text (with the placeholders that found nothing), the policy decisions —
-// with nothing enqueued. The running server answers it with the config file as it is on disk (the
-// CLI sends its text: an edit is tried before it is reloaded), read as a reload would read it, with
-// the server's environment and transform sandbox; with none running it is tried here, and says so.
 
 /** `hooks-ingress try`. */
 export const tryCommand: Command = {

@@ -1,3 +1,5 @@
+// The rules that span several keys, checked on the normalised config; each problem names the key to change.
+
 import { checkRoute, routesOf } from '../policy/route.ts';
 import { resolveModel } from '../policy/models.ts';
 import { admitsEveryAgentSession, GENERATED_KEY_PREFIX, hasPrefix } from '../policy/session-key.ts';
@@ -7,8 +9,6 @@ import { join, type Issue } from '../schema.ts';
 import { isCredentialHeader } from '../guard/credentials.ts';
 import { isTemplated, type Template } from '../hooks/template.ts';
 import type { Config } from './types.ts';
-
-// The rules that span several keys, checked on the normalised config; each problem names the key to change.
 
 /** The hook names the server answers itself, never through a mapping. */
 export const BUILT_IN_HOOKS = ['wake', 'agent'] as const;

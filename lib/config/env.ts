@@ -1,7 +1,7 @@
+// `${NAME}` in the config file's strings: the one place variables are read.
+
 import { join, Unjudged, type Issue } from '../schema.ts';
 import type { Env } from './types.ts';
-
-// `${NAME}` in the config file's strings: the one place variables are read.
 
 const VARIABLE = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
 

@@ -1,3 +1,5 @@
+// The config file's schema: every key, its type and its own rule. Rules that span keys are in checks.ts.
+
 import { THINKING_LEVELS } from '../model/actions.ts';
 import { ALERT_KINDS, type AlertKind } from '../model/alerts.ts';
 import { channel as channelName } from '../hooks/channel-names.ts';
@@ -7,8 +9,6 @@ import { mappingSchema } from '../hooks/mappings.ts';
 import { array, boolean, literal, number, object, optional, record, refine, string, type Schema } from '../schema.ts';
 import { trimTrailingSlashes } from '../text.ts';
 import { stateSchema } from './state-schema.ts';
-
-// The config file's schema: every key, its type and its own rule. Rules that span keys are in checks.ts.
 
 /** Keys of OpenClaw's `hooks` section that this service does not act on: they load, and are reported. */
 export const IGNORED_HOOK_KEYS = ['internal'] as const;

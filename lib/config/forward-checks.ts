@@ -1,8 +1,8 @@
-import type { Issue } from '../schema.ts';
-import type { Config } from './types.ts';
-
 // Forward mode's own rules, checked without contacting the upstream gateway (check never does):
 // what the config says of the upstream's agents, and what the upstream would refuse because of it.
+
+import type { Issue } from '../schema.ts';
+import type { Config } from './types.ts';
 
 /** Problems with `hooks.forward`'s list of the upstream's agents and the agent wakes go to. */
 export function checkForward(config: Config): Issue[] {

@@ -1,3 +1,5 @@
+// The keys forward mode leaves unused (warnings).
+
 import type { Issue } from '../schema.ts';
 import type { Config } from './types.ts';
 

@@ -1,3 +1,5 @@
+// The JSONC reader (comments, trailing commas, line and column in errors).
+
 /** The outcome of reading a JSONC text: the value, or one error naming its 1-based line and column. */
 export type JsoncResult = { ok: true; value: unknown } | { ok: false; error: string };
 

@@ -1,3 +1,5 @@
+// Validating, tokenFile, transforms containment; buildConfig(), scoped to one key's variables for config get.
+
 import { readFile } from 'node:fs/promises';
 import { dirname, join as joinPath, resolve } from 'node:path';
 import { buildChannels } from '../delivery/channels.ts';

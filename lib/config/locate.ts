@@ -1,3 +1,5 @@
+// Where the config file, the state directory and the deno binary for transforms are.
+
 import { constants } from 'node:fs';
 import { access } from 'node:fs/promises';
 import { homedir } from 'node:os';

@@ -1,3 +1,5 @@
+// The defaults, applied as plain data.
+
 import { resolve } from 'node:path';
 import { presetMappings, toMapping } from '../hooks/mappings.ts';
 import { ALERT_KINDS } from '../model/alerts.ts';

@@ -1,3 +1,5 @@
+// Reading and parsing the file (JSONC).
+
 import { readFile } from 'node:fs/promises';
 import { parseJsonc } from './jsonc.ts';
 import { formatIssue, join, type Issue } from '../schema.ts';

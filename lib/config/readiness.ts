@@ -1,3 +1,6 @@
+// What a valid config leaves unable to work (no model, no channel) or open (transforms on Node), for check
+// and serve.
+//
 // A config can be valid and still leave the runtime unable to do its work: `/agent` accepts a run
 // with 202 that then fails with "no model is configured". `check` and `serve` say so up front,
 // one line per gap, naming the key that closes it.

@@ -1,3 +1,8 @@
+// state.dir alone, for the commands that only read the state directory.
+//
+// A command that only reads the state directory reads only `state` of the config file: its other
+// keys, and the variables they name, are the business of the commands that use them.
+
 import { dirname, resolve } from 'node:path';
 import { isPlainObject } from '../object.ts';
 import { check, formatIssue } from '../schema.ts';
@@ -5,9 +10,6 @@ import { resolveEnv } from './env.ts';
 import { readConfigFile } from './read.ts';
 import { stateSchema } from './state-schema.ts';
 import type { Env } from './types.ts';
-
-// A command that only reads the state directory reads only `state` of the config file: its other
-// keys, and the variables they name, are the business of the commands that use them.
 
 /** `state.dir` of a config file (absolute, `null` when not set), with only its own `${NAME}`s resolved. */
 export async function readStateDir(file: string, env: Env): Promise<{ ok: true; dir: string | null } | { ok: false; problems: string[]; unparsable?: true }> {

@@ -1,7 +1,9 @@
-import { join, type Issue } from '../schema.ts';
-
+// The URLs of the config that carry a user or password (refused).
+//
 // A user:password written into a URL of the config: a fetch sends it to any host a redirect names,
 // and every message that quotes the URL shows it. Each credential has a key of its own instead.
+
+import { join, type Issue } from '../schema.ts';
 
 /** A problem for every string in `value` that is a URL with a user or password in it, at its key path. */
 export function urlCredentials(value: unknown): Issue[] {

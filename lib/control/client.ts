@@ -1,13 +1,13 @@
+// The CLI's side of the control channel (lib/control/server.ts): one request line with the secret
+// read from the state directory (its files checked first, lib/control/files.ts), one answer
+// line. Whatever listens on the socket wrote the answer: a command prints it escaped.
+
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { CONTROL_LINE_MAX, CONTROL_SOCKET, socketPathProblem } from './server.ts';
 import { ErrorCode } from '../errors.ts';
 import { openControlFiles } from './files.ts';
 import { escapeControls } from '../text.ts';
-
-// The CLI's side of the control channel (lib/control/server.ts): one request line with the secret
-// read from the state directory (its files checked first, lib/control/files.ts), one answer
-// line. Whatever listens on the socket wrote the answer: a command prints it escaped.
 
 /** What the server said, or why it said nothing. */
 export type ControlAnswer =

@@ -1,13 +1,13 @@
+// What the running server answers on the control channel (lib/control/server.ts), one handler per
+// operation. serve builds the parts; a new operation is one more entry in `serverOperations`, and
+// a new piece of the status one more field in `ServerStatus` (null when unknown).
+
 import type { ControlHandler, ControlHandlers } from './server.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
 import type { OutboxState } from '../store/journal/outbox.ts';
 import type { Store } from '../store/journal/store.ts';
 import type { RetryOutcome, RetryRequest } from '../store/journal/outbox-retry.ts';
 import type { ReloadState, ReloadVerdict } from '../server/reloads.ts';
-
-// What the running server answers on the control channel (lib/control/server.ts), one handler per
-// operation. serve builds the parts; a new operation is one more entry in `serverOperations`, and
-// a new piece of the status one more field in `ServerStatus` (null when unknown).
 
 /** A running server's status, as `hooks-ingress status --json` prints it. */
 export interface ServerStatus {

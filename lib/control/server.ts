@@ -1,12 +1,3 @@
-import { chmod, rename, rm, writeFile } from 'node:fs/promises';
-import { timingSafeEqual } from 'node:crypto';
-import { createServer, type Server, type Socket } from 'node:net';
-import { join } from 'node:path';
-import { ErrorCode, HttpError } from '../errors.ts';
-import { tokenDigest, tokenMatches } from '../guard/token.ts';
-import type { Logger } from '../log.ts';
-import { randomHex } from '../random.ts';
-
 // The owner-only control channel: the CLI asks the running server to do something (reload, retry,
 // report its status) over a unix socket in the state directory. A socket's file mode is not enough:
 // a transform child on Node runs as the same user and can connect to anything that user can. So
@@ -18,6 +9,15 @@ import { randomHex } from '../random.ts';
 // as they are in, so a connection without the secret is answered and closed holding at most them,
 // not a mebibyte; and at most `maxConnections` connections are served at once, those that have not
 // sent the secret yet giving way to a new one.
+
+import { chmod, rename, rm, writeFile } from 'node:fs/promises';
+import { timingSafeEqual } from 'node:crypto';
+import { createServer, type Server, type Socket } from 'node:net';
+import { join } from 'node:path';
+import { ErrorCode, HttpError } from '../errors.ts';
+import { tokenDigest, tokenMatches } from '../guard/token.ts';
+import type { Logger } from '../log.ts';
+import { randomHex } from '../random.ts';
 
 /** One operation of the channel: its arguments as the client sent them, its result as JSON. */
 export type ControlHandler = (args: unknown) => Promise<unknown>;

@@ -1,11 +1,11 @@
+// The skeleton every chat adapter shares: check the text, check the recipient, post, map the
+// answer. A platform's own file says only what differs: the endpoint and body shape (`post`), the
+// answer's meaning (`answer`), or, where a send is more than one call, the whole of it (`deliver`).
+
 import { failure, invalidOption, MESSAGE_MAX, teller, unanswered, type CallResult, type Received } from './http-call.ts';
 import type { Attempt } from '../retry.ts';
 import type { Adapter, Sent } from './adapter.ts';
 import { RECIPIENT_RULES, type NamedChannel } from '../policy/recipients.ts';
-
-// The skeleton every chat adapter shares: check the text, check the recipient, post, map the
-// answer. A platform's own file says only what differs: the endpoint and body shape (`post`), the
-// answer's meaning (`answer`), or, where a send is more than one call, the whole of it (`deliver`).
 
 /** What every platform says about itself. */
 interface _Common {

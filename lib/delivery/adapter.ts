@@ -1,3 +1,5 @@
+// The interface of a chat channel, and of a delivery request.
+
 import type { Channel } from '../model/actions.ts';
 import type { DeliveryOutcome } from '../model/records.ts';
 import type { Attempt } from '../retry.ts';

@@ -1,3 +1,6 @@
+// The channels schema and building the configured adapters (each adapter's file imported when the config
+// names it).
+
 import type { Channel } from '../model/actions.ts';
 import { literal, number, object, optional, string, type Issue } from '../schema.ts';
 import type { Adapter } from './adapter.ts';

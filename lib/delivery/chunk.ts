@@ -1,3 +1,5 @@
+// Splitting a reply at paragraph, line and word boundaries.
+
 // Boundaries in order of preference (paragraph, line, word); a chunk is cut at the last one of the best kind that fits.
 const _SEPARATORS = [['\n\n'], ['\n'], [' ', '\t']] as const;
 

@@ -1,3 +1,5 @@
+// Sending a reply: the route (policy/route.ts), chunks, retries.
+
 import type { Channel } from '../model/actions.ts';
 import { resolveRoute, type Routes } from '../policy/route.ts';
 import { retry, type RetryOptions } from '../retry.ts';

@@ -1,3 +1,5 @@
+// Discord REST Create Message.
+
 import type { Adapter, Sent } from './adapter.ts';
 import { checkUrl, failure, postJson, retryAfterMs, type Received } from './http-call.ts';
 import { asObject } from '../object.ts';

@@ -1,3 +1,6 @@
+// The outgoing HTTP call shared by adapters and providers: answers as values, read up to 8 MiB, redirects
+// never followed, Retry-After, secret scrubbing, the failure teller, unanswered calls and their message size.
+
 import { Buffer } from 'node:buffer';
 import { parseRetryAfter, type Attempt } from '../retry.ts';
 import { clipLine, hideUrlCredentials, show, trimTrailingSlashes } from '../text.ts';

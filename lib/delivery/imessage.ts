@@ -1,3 +1,5 @@
+// iMessage through BlueBubbles or the imsg CLI.
+
 import { spawn as nodeSpawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { checkUrl, failure, invalidOption, MESSAGE_MAX, parseJson, postJson, retryAfterMs } from './http-call.ts';

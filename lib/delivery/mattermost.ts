@@ -1,3 +1,5 @@
+// Mattermost REST v4 posts.
+
 import type { Adapter, Sent } from './adapter.ts';
 import { checkUrl, failure, postJson, retryAfterMs, type Received } from './http-call.ts';
 import { asObject } from '../object.ts';

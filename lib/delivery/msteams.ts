@@ -1,3 +1,5 @@
+// Microsoft Teams through the Bot Framework (token cache, send to conversation).
+
 import { checkUrl, failure, invalidOption, post, postJson, retryAfterMs, unanswered, type Received } from './http-call.ts';
 import { asObject } from '../object.ts';
 import { detail, show } from '../text.ts';

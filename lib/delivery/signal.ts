@@ -1,3 +1,5 @@
+// signal-cli daemon JSON-RPC send.
+
 import { randomUUID } from 'node:crypto';
 import { checkUrl, failure, invalidOption, postJson, retryAfterMs, unanswered, type Received } from './http-call.ts';
 import { asObject } from '../object.ts';

@@ -1,3 +1,5 @@
+// Slack chat.postMessage.
+
 import type { Adapter, Sent } from './adapter.ts';
 import { checkUrl, failure, postJson, retryAfterMs, type Received } from './http-call.ts';
 import { asObject } from '../object.ts';

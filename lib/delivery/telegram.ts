@@ -1,3 +1,5 @@
+// Telegram Bot API sendMessage.
+
 import type { Adapter, Sent } from './adapter.ts';
 import { checkUrl, failure, invalidOption, postJson, retryAfterMs, type Received } from './http-call.ts';
 import { asObject } from '../object.ts';

@@ -1,3 +1,5 @@
+// WhatsApp Business Cloud API text messages.
+
 import { checkUrl, failure, invalidOption, postJson, retryAfterMs, type Received } from './http-call.ts';
 import { asObject } from '../object.ts';
 import { detail, show } from '../text.ts';

@@ -1,3 +1,6 @@
+// Where a plan's actions may go, chosen once per (re)load (this server's agents and channels, or
+// forward mode's upstream), and the one admission of a run or a wake against it: part of plan.
+
 import type { AgentAction, NoticeSpec, NotifyAction, RunSpec, WakeAction } from '../model/actions.ts';
 import type { Config } from '../config/types.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
@@ -6,9 +9,6 @@ import { checkRoute, routesOf, type Routes } from '../policy/route.ts';
 import { forwardDestination } from '../runtime/forward-body.ts';
 import type { Route } from '../model/records.ts';
 import { makeCause } from '../model/cause.ts';
-
-// Where a plan's actions may go, chosen once per (re)load (this server's agents and channels, or
-// forward mode's upstream), and the one admission of a run or a wake against it: part of plan.
 
 /** The rules an action is admitted by. */
 export interface Admission {

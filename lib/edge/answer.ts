@@ -1,12 +1,12 @@
+// An answer on its way out: the one step from an HttpError to what the client is told, and writing
+// an answer with its headers, ending its connection when the request body was left unread.
+
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { ErrorCode, HttpError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { StoredAnswer } from '../model/records.ts';
 import type { Trace } from './trace.ts';
-
-// An answer on its way out: the one step from an HttpError to what the client is told, and writing
-// an answer with its headers, ending its connection when the request body was left unread.
 
 /** An answer on its way out: status, JSON body and extra headers. */
 export interface Answer extends StoredAnswer {

@@ -1,11 +1,11 @@
+// The edge's capacity, what a request may add before it is recorded: bounds checked at the door,
+// so that nothing acknowledged ever has to be dropped later to stay within them.
+
 import type { Config } from '../config/types.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
 import type { Store } from '../store/journal/store.ts';
 import type { NoticeRecord, RunRecord } from '../model/records.ts';
 import { JournalReplacedError } from '../store/journal/journal.ts';
-
-// The edge's capacity, what a request may add before it is recorded: bounds checked at the door,
-// so that nothing acknowledged ever has to be dropped later to stay within them.
 
 /** The agent runtime's queue as admission sees it. */
 export interface RunQueue {

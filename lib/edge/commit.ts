@@ -1,3 +1,10 @@
+// Every effect of a planned request, and nothing that decides what it comes to: the plan's log
+// lines, a refusal counted against the client, then for an accepted request its events and runs
+// (or forward mode's outbox entries) and its idempotency key in one journal commit, the runs
+// queued, a heartbeat asked for, the outbox woken, the wait for the runs. The capacity bounds are
+// checked here, with no await before the journal's commit, because holding a queue slot is itself
+// an effect and requests arriving together must be counted together; a refusal there is traced.
+
 import type { AgentAction, RunSpec, WakeAction } from '../model/actions.ts';
 import type { Config } from '../config/types.ts';
 import { HttpError } from '../errors.ts';
@@ -17,13 +24,6 @@ import type { IdempotencyKey } from './idempotency.ts';
 import type { Accepted, HookRequest, Plan } from './plan.ts';
 import type { Said, Trace } from './trace.ts';
 import type { Waiter } from './wait.ts';
-
-// Every effect of a planned request, and nothing that decides what it comes to: the plan's log
-// lines, a refusal counted against the client, then for an accepted request its events and runs
-// (or forward mode's outbox entries) and its idempotency key in one journal commit, the runs
-// queued, a heartbeat asked for, the outbox woken, the wait for the runs. The capacity bounds are
-// checked here, with no await before the journal's commit, because holding a queue slot is itself
-// an effect and requests arriving together must be counted together; a refusal there is traced.
 
 /** What committing writes to and tells. */
 export interface CommitOptions {

@@ -1,3 +1,12 @@
+// The hooks path (docs/http-api.md's request-handling order): the router has found the route,
+// refused a token in the URL and a method the route does not take (server.ts). Here, at the door,
+// the credential (step 4, which counts a failure against the client: the one effect before the
+// body, and an explicit one), the hook name (5) and the body within its cap (6, read from the
+// socket); then `hooksPath` runs the rest: plan's reading (the signature over the raw bytes, the
+// body parsed: plan.ts), the idempotency gate (7, idempotency.ts), plan's decisions (8: mappings,
+// transforms, policy) and commit (the capacity bounds, the journal, the runs: commit.ts). Every
+// answer carries the trace of what was decided.
+
 import type { IncomingMessage } from 'node:http';
 import type { Config } from '../config/types.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
@@ -14,15 +23,6 @@ import { LIVE, type HookRequest, type Planner } from './plan.ts';
 import type { Trace } from './trace.ts';
 import { metaHandshake, missingSignature, signedPaths } from '../guard/signatures/paths.ts';
 import type { Gone } from './wait.ts';
-
-// The hooks path (docs/http-api.md's request-handling order): the router has found the route,
-// refused a token in the URL and a method the route does not take (server.ts). Here, at the door,
-// the credential (step 4, which counts a failure against the client: the one effect before the
-// body, and an explicit one), the hook name (5) and the body within its cap (6, read from the
-// socket); then `hooksPath` runs the rest: plan's reading (the signature over the raw bytes, the
-// body parsed: plan.ts), the idempotency gate (7, idempotency.ts), plan's decisions (8: mappings,
-// transforms, policy) and commit (the capacity bounds, the journal, the runs: commit.ts). Every
-// answer carries the trace of what was decided.
 
 /** One routed request: its id, the request, the query, the hook name and the client. */
 export interface Context {

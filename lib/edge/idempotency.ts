@@ -1,3 +1,6 @@
+// The idempotency key of a request (hookKey: as its hook reads it, live or stored), and the first answer
+// replayed to a retry (also while the first is in flight).
+
 import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Store } from '../store/journal/store.ts';

@@ -1,3 +1,7 @@
+// How a request to the hooks path becomes a ledger entry, from the answer and the trace it carries:
+// which lane, which headers are redacted, how much body is kept, which refusals are coalesced; and
+// the signature's verdict in the shape the ledger keeps.
+
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Config } from '../config/types.ts';
 import { ErrorCode } from '../errors.ts';
@@ -12,10 +16,6 @@ import type { LedgerEntry, SignatureVerdict } from '../model/ledger-entry.ts';
 import type { Answer } from './answer.ts';
 import { refusalKey } from './refused-alike.ts';
 import type { Trace } from './trace.ts';
-
-// How a request to the hooks path becomes a ledger entry, from the answer and the trace it carries:
-// which lane, which headers are redacted, how much body is kept, which refusals are coalesced; and
-// the signature's verdict in the shape the ledger keeps.
 
 /** The signature's verdict as the ledger keeps it (the kind of failure, the header, the skew), over `body`. */
 export function signatureVerdict(signature: Signature, request: { headers: IncomingHttpHeaders; body: Buffer; query: string }, nowMs: number): SignatureVerdict {

@@ -1,8 +1,8 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-
 // The listening socket of the hooks port (and of the inspector's): an address or a socket inherited
 // from systemd, and its close, which lets requests in flight finish within a grace time.
+
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 
 /** A started server and how to stop it. */
 export interface Running {

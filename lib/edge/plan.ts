@@ -1,3 +1,9 @@
+// Everything that decides what a request to the hooks path comes to, and nothing that acts on it:
+// the signature over the raw bytes, the body parsed, the idempotency key, then the hook's actions
+// through the mappings (transforms called) and policy. No journal write, no run queued, no log line
+// (lines to write are part of the plan), no count in the failure limiter (a refusal to count is).
+// What sets a live request apart from a stored one or a dry run is an input (`Judged`), not a mode.
+
 import type { IncomingHttpHeaders } from 'node:http';
 import type { NoticeSpec, RunSpec, WakeAction } from '../model/actions.ts';
 import type { Config } from '../config/types.ts';
@@ -22,12 +28,6 @@ import { signatureVerdict } from './ledger-note.ts';
 import type { PlannedAction, Said, Trace, TransformCall } from './trace.ts';
 import type { Gone } from './wait.ts';
 import type { Effects } from '../store/journal/store.ts';
-
-// Everything that decides what a request to the hooks path comes to, and nothing that acts on it:
-// the signature over the raw bytes, the body parsed, the idempotency key, then the hook's actions
-// through the mappings (transforms called) and policy. No journal write, no run queued, no log line
-// (lines to write are part of the plan), no count in the failure limiter (a refusal to count is).
-// What sets a live request apart from a stored one or a dry run is an input (`Judged`), not a mode.
 
 /** How a request is judged: a live one, a stored one sent again, a dry run differ only here. */
 export interface Judged {

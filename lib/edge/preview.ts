@@ -1,3 +1,8 @@
+// A dry run of a hook request: its plan alone, under a configuration — the mapping and its
+// filter, each transform's result, the rendered text with the placeholders that found nothing, and
+// the policy decisions — with nothing committed, queued or logged. `try` and
+// `requests replay --dry-run` both run it; the server runs it with its own config and transforms.
+
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { NoticeSpec, RunSpec, WakeMode } from '../model/actions.ts';
@@ -10,11 +15,6 @@ import type { Cause } from '../model/cause.ts';
 import type { Route } from '../model/records.ts';
 import { createPlanner, plan, type HookRequest, type Judged, type Plan } from './plan.ts';
 import type { PlannedAction, Said, TransformCall } from './trace.ts';
-
-// A dry run of a hook request: its plan alone, under a configuration — the mapping and its
-// filter, each transform's result, the rendered text with the placeholders that found nothing, and
-// the policy decisions — with nothing committed, queued or logged. `try` and
-// `requests replay --dry-run` both run it; the server runs it with its own config and transforms.
 
 /** A request to try: the hook, its headers, its query as received and its body bytes. */
 export interface PreviewInput {

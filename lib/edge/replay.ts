@@ -1,3 +1,6 @@
+// Running a stored request again through today's configuration: which entries can be, and the
+// request they make. The running server does it (it is the one writer of the state directory).
+
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Config } from '../config/types.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
@@ -15,9 +18,6 @@ import type { ReplayAttempt } from '../model/replays.ts';
 import type { Effects } from '../store/journal/store.ts';
 import type { Fingerprints } from '../guard/fingerprint.ts';
 import { CREDENTIAL_KEY } from '../store/state/credential-key.ts';
-
-// Running a stored request again through today's configuration: which entries can be, and the
-// request they make. The running server does it (it is the one writer of the state directory).
 
 /** What a replay (or a dry run of one) came to. */
 export interface ReplayOutcome {

@@ -1,3 +1,5 @@
+// Exact and prefix path matching, splitting a target into path and query.
+
 import { trimSlashes } from '../text.ts';
 
 /** A route: the methods it answers and what handles it. */

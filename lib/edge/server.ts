@@ -1,3 +1,6 @@
+// The request listener: routing (steps 1–3 of the request-handling order in http-api.md), /healthz and
+// /metrics, the answer sent, counted, recorded in the ledger with its trace and logged, reload.
+
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Config } from '../config/types.ts';

@@ -1,3 +1,8 @@
+// Whether a stored request's delivery id (its idempotency key, read as live dedupe reads it) is
+// already taken, and by which request: a replay of it would then be a second delivery of the same
+// event. A replay that succeeds takes the id in the same journal line as its effects, so the
+// provider's own retry of the delivery is answered as a duplicate afterwards, and the other way round.
+
 import type { Config } from '../config/types.ts';
 import { HttpError } from '../errors.ts';
 import { signedPaths } from '../guard/signatures/paths.ts';
@@ -6,11 +11,6 @@ import type { Store } from '../store/journal/store.ts';
 import { hookKey } from './idempotency.ts';
 import { parseHookBody } from './plan.ts';
 import { replayInput } from './replay.ts';
-
-// Whether a stored request's delivery id (its idempotency key, read as live dedupe reads it) is
-// already taken, and by which request: a replay of it would then be a second delivery of the same
-// event. A replay that succeeds takes the id in the same journal line as its effects, so the
-// provider's own retry of the delivery is answered as a duplicate afterwards, and the other way round.
 
 /** A stored request's delivery id as its hook reads it, and the request that took it (`null`: not taken). */
 export interface DeliveryTaken {

@@ -1,3 +1,5 @@
+// The service's metrics: request counters and the gauges read from the store and limiter.
+
 import { CONTENT_TYPE, Metrics } from './metrics.ts';
 import type { Store } from '../store/journal/store.ts';
 

@@ -1,12 +1,12 @@
+// What was decided about one request to the hooks path, and why: a value the door, plan and
+// commit each extend (a new object, never an edit) and hand on with the answer. The ledger records
+// it, a dry run shows it, the request log reads the signature's verdict from it.
+
 import type { AgentAction, NoticeSpec, NotifyAction, RunSpec, WakeAction } from '../model/actions.ts';
 import type { LogFields } from '../log.ts';
 import type { WakeTarget } from '../policy/admit.ts';
 import type { Became, SignatureVerdict } from '../model/ledger-entry.ts';
 import type { Cause } from '../model/cause.ts';
-
-// What was decided about one request to the hooks path, and why: a value the door, plan and
-// commit each extend (a new object, never an edit) and hand on with the answer. The ledger records
-// it, a dry run shows it, the request log reads the signature's verdict from it.
 
 /** The refusal that decided the answer: an HttpError is one (status, stable code, message, cause). */
 export interface Refusal {

@@ -1,3 +1,5 @@
+// waitForCompletion: the 202 held until the runs settled, answered with their completions.
+
 import type { Config } from '../config/types.ts';
 import type { Store } from '../store/journal/store.ts';
 import type { StoredAnswer } from '../model/records.ts';

@@ -1,3 +1,5 @@
+// IP and CIDR parsing, the client address behind trusted proxies, the limiter key (/64 for IPv6).
+
 /** An IP address: 4 bytes for family 4, 16 bytes for family 6. */
 export interface Ip {
   readonly family: 4 | 6;

@@ -1,3 +1,6 @@
+// Authentication over the failure limiter: the refusal (401, 403 or 429) returned as a value, each text made
+// once.
+
 import { ErrorCode, HttpError } from '../errors.ts';
 import type { Client } from './address.ts';
 import type { FailureLimiter } from './rate-limit.ts';

@@ -1,3 +1,5 @@
+// The streaming body reader (byte cap, 30 s timeout), the JSON-object and form parsers.
+
 import type { IncomingMessage } from 'node:http';
 import { ErrorCode, HttpError } from '../errors.ts';
 import { Deadlines } from './deadline.ts';

@@ -1,3 +1,5 @@
+// real-path containment of the transforms directory and modules.
+
 import { lstat, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve, sep } from 'node:path';
 

@@ -1,3 +1,5 @@
+// Deadlines of one length served by one timer (the body timeout).
+
 import { setTimeout } from 'node:timers';
 
 /** A pending deadline; hand it back to `cancel`. */

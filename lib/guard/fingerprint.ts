@@ -1,11 +1,11 @@
-import { createHmac } from 'node:crypto';
-
 // A credential's fingerprint: what the request ledger keeps of the token a request came with, so
 // that a replay can tell whether that token is still configured. Keyed (HMAC-SHA256 under a random
 // key of the state directory's, never a plain hash: a hook token may be a short word, and a plain
 // hash of it is found by trying words), cut to 64 bits (enough to tell configured tokens apart,
 // never enough to carry the token), and prefixed with the key's own short id, so a fingerprint
 // made under a key since replaced is told apart from a token since rotated.
+
+import { createHmac } from 'node:crypto';
 
 /** Makes and reads fingerprints under one key. */
 export interface Fingerprints {

@@ -1,3 +1,5 @@
+// The failure limiter (sliding window, lockout, at most 10,000 keys).
+
 /** Options of a {@link FailureLimiter}; durations are in milliseconds. */
 export interface FailureLimiterOptions {
   /** Failures within `windowMs` that lock a client. */

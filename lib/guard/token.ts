@@ -1,3 +1,6 @@
+// Reading the token from headers (and the header names that carry one), constant-time comparison, token
+// generation.
+
 import * as crypto from 'node:crypto';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';

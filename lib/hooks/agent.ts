@@ -1,3 +1,5 @@
+// Checks an /agent payload and turns it into an agent action.
+
 import { SESSION_MODES, THINKING_LEVELS, WAKE_MODES, type AgentAction } from '../model/actions.ts';
 import { channel as channelName } from './channel-names.ts';
 import { boolean, check, formatIssue, literal, number, object, optional, string } from '../schema.ts';

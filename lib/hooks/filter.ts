@@ -1,3 +1,5 @@
+// A mapping's filter on headers and payload values.
+
 import { join, typeName, type Schema } from '../schema.ts';
 import { clip } from '../text.ts';
 import { parsePath, valueAt, type PathSegment } from './template.ts';

@@ -1,3 +1,5 @@
+// The mapping schema, the Gmail preset, matching, forEach, and building actions from a mapping.
+
 import { SESSION_MODES, THINKING_LEVELS, WAKE_MODES, type Action, type AgentAction, type Channel, type NotifyAction, type SessionMode, type RequestedKey, type Thinking, type WakeAction, type WakeMode } from '../model/actions.ts';
 import { checkAccount } from './agent.ts';
 import { SESSION_KEY_NEEDS_NOW } from './wake.ts';

@@ -1,3 +1,5 @@
+// {{ }} templates and payload paths, reading own properties only.
+
 /** A step in a path: a string names an own property, a number indexes a real array. */
 export type PathSegment = string | number;
 

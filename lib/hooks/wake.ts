@@ -1,3 +1,5 @@
+// Checks a /wake payload (text, mode, agentId, sessionKey) and turns it into a wake action.
+
 import { WAKE_MODES, type WakeAction } from '../model/actions.ts';
 import { check, formatIssue, literal, object, optional, string } from '../schema.ts';
 

@@ -1,3 +1,10 @@
+// The inspector: a page over the request ledger, on a listener of its own. Everything it shows
+// came from strangers (bodies, headers, paths), so the page renders text only and runs under a
+// CSP that allows nothing but its own two files; every request must name this listener in `Host`
+// (DNS rebinding) and carry the session cookie a one-time code set; every API call also carries
+// the tab's key (see sessions.ts: the cookie reaches every port of the host, the key
+// only this page), and, to change anything, comes from this origin.
+
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ErrorCode, HttpError } from '../errors.ts';
@@ -6,13 +13,6 @@ import type { Logger } from '../log.ts';
 import { errorAnswer } from '../edge/answer.ts';
 import { InspectorSessions, type InspectorSession } from './sessions.ts';
 import { splitTarget } from '../edge/router.ts';
-
-// The inspector: a page over the request ledger, on a listener of its own. Everything it shows
-// came from strangers (bodies, headers, paths), so the page renders text only and runs under a
-// CSP that allows nothing but its own two files; every request must name this listener in `Host`
-// (DNS rebinding) and carry the session cookie a one-time code set; every API call also carries
-// the tab's key (see sessions.ts: the cookie reaches every port of the host, the key
-// only this page), and, to change anything, comes from this origin.
 
 /** Where the inspector's paths live: the cookie is scoped to it, so no other listener of ours ever sees it. */
 export const INSPECTOR_PREFIX = '/inspector';

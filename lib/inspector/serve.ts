@@ -1,3 +1,6 @@
+// serve's part for the inspector page: its listener (or the socket systemd named for it), the
+// page over the ledger, and the control channel's `inspect.login`.
+
 import type { Config } from '../config/types.ts';
 import { createInspector, type InspectorSource } from './listener.ts';
 import { ledgerSource, type LedgerSourceOptions } from './source.ts';
@@ -8,9 +11,6 @@ import { lookupEntry } from '../store/ledger/find.ts';
 import { LedgerTail, type DamagedLine } from '../store/ledger/read.ts';
 import type { Store } from '../store/journal/store.ts';
 import type { Env } from '../config/types.ts';
-
-// serve's part for the inspector page: its listener (or the socket systemd named for it), the
-// page over the ledger, and the control channel's `inspect.login`.
 
 /** What the server's `inspect.login` operation answers. */
 export interface InspectLogin {

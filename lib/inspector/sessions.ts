@@ -1,5 +1,3 @@
-import { generateToken, tokenDigest } from '../guard/token.ts';
-
 // The inspector's logins: one-time codes the CLI asks for over the control channel, and the
 // sessions a code turns into. Both live in memory only, so a restart ends every session.
 //
@@ -9,6 +7,8 @@ import { generateToken, tokenDigest } from '../guard/token.ts';
 // redirect (never sent to a server), kept by the page in its tab's sessionStorage, and sent by the
 // page in a header on every API call. No answer ever carries it again, so whoever holds the cookie
 // alone holds nothing.
+
+import { generateToken, tokenDigest } from '../guard/token.ts';
 
 /** How long a login code may wait to be used, at most. */
 export const LOGIN_CODE_TTL_MS = 60_000;

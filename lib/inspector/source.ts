@@ -1,3 +1,7 @@
+// What the inspector page reads: the ledger (followed from its files, so an open page costs a read
+// of what was appended, not of the whole ledger; one entry looked up in the files by its ids,
+// without parsing the rest), and for one entry what it became, from the store.
+
 import type { LedgerEntry } from '../model/ledger-entry.ts';
 import type { lookupEntry } from '../store/ledger/find.ts';
 import { entryMatches, failed, type EntryFilter, type LedgerTail } from '../store/ledger/read.ts';
@@ -6,10 +10,6 @@ import { deliveredResolution, resolutionOf, resolved, rootOf, type Resolution } 
 import type { DeliveryTaken } from '../edge/taken.ts';
 import type { InspectorFilter, InspectorSource } from './listener.ts';
 import { rowFacts } from './row.ts';
-
-// What the inspector page reads: the ledger (followed from its files, so an open page costs a read
-// of what was appended, not of the whole ledger; one entry looked up in the files by its ids,
-// without parsing the rest), and for one entry what it became, from the store.
 
 export interface LedgerSourceOptions {
   tail: LedgerTail;

@@ -1,8 +1,8 @@
-import type { Channel } from './actions.ts';
-
 // What the owner is alerted about: the kinds of trouble, one noted occurrence of one, and the sink
 // the edge and the runtime note them in. The alerter (runtime/alerts.ts) counts, throttles and
 // sends; the parts that see trouble only say what happened, where, and under which code.
+
+import type { Channel } from './actions.ts';
 
 /** The kinds of trouble an alert is sent for (`alerts.on`). */
 export const ALERT_KINDS = ['signature-failures', 'run-failures', 'delivery-failures', 'outbox-dead', 'storage', 'backlog'] as const;

@@ -1,8 +1,8 @@
-import type { NoticeSpec, RunSpec, WakeMode } from './actions.ts';
-
 // The records the domain speaks in: the main session's events, runs, where a reply went, and the
 // first answer a retry is given. The journal keeps them (store/journal/records.ts checks each line
 // read back); the edge, the runtime, delivery and the CLI read and write them as plain values.
+
+import type { NoticeSpec, RunSpec, WakeMode } from './actions.ts';
 
 /**
  * One entry of the main session: a system event (a wake, a run's summary, a delivery failure),

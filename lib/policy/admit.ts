@@ -1,3 +1,6 @@
+// The agent decision, admitRun(): every rule over an agent action, and admitWake(): the agent and session a
+// wake goes to.
+
 import type { AgentAction, RunSpec, WakeAction } from '../model/actions.ts';
 import { echo, type Decision } from './decision.ts';
 import { allowModel, type Models } from './models.ts';

@@ -1,3 +1,5 @@
+// A decision as a value, and how a refused request value is quoted.
+
 import { clip } from '../text.ts';
 
 /** A policy decision: the checked value, or the reason (naming the field and the rule) it was refused. */

@@ -1,3 +1,5 @@
+// The one reading of a model name (alias → provider/model) and the model allowlist.
+
 import { echo, type Decision } from './decision.ts';
 
 /** `agents.defaults.models`: the allowlist of `provider/model` keys, each with an optional alias. */

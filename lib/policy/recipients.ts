@@ -1,8 +1,8 @@
-import type { Channel } from '../model/actions.ts';
-import { show } from '../text.ts';
-
 // Who each platform can reach, as pure checks: the request path refuses an unreachable `to` with
 // them before anything is recorded, and each adapter checks again before it sends.
+
+import type { Channel } from '../model/actions.ts';
+import { show } from '../text.ts';
 
 /** A named channel (every channel but `last`). */
 export type NamedChannel = Exclude<Channel, 'last'>;

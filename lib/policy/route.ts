@@ -1,3 +1,5 @@
+// Where a reply goes: the `last` rule, defaultTo, the request-time route check.
+
 import type { Channel } from '../model/actions.ts';
 import type { Route } from '../model/records.ts';
 import { RECIPIENT_RULES, type NamedChannel } from './recipients.ts';

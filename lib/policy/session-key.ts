@@ -1,3 +1,5 @@
+// The session key decision, hook: keys, prefixes, OpenClaw's agent:<agentId>: namespace.
+
 import type { RequestedKey } from '../model/actions.ts';
 import { echo, type Decision } from './decision.ts';
 

@@ -1,3 +1,5 @@
+// The HEARTBEAT_OK acknowledgment rule.
+
 /** The token a main agent answers with when a heartbeat needs nothing from the user. */
 export const HEARTBEAT_OK = 'HEARTBEAT_OK';
 

@@ -1,10 +1,10 @@
-import type { Alerts } from '../model/alerts.ts';
-import { failureCode } from '../model/alerts.ts';
-import type { Store } from '../store/journal/store.ts';
-
 // What the owner's alerts learn by looking rather than being told: forward mode's outbox entries
 // that went dead (their sender notes nothing itself), and a journal that cannot be written while no
 // request tries to (a full disk, permissions changed under the server). Looked at every `everyMs`.
+
+import type { Alerts } from '../model/alerts.ts';
+import { failureCode } from '../model/alerts.ts';
+import type { Store } from '../store/journal/store.ts';
 
 /** How often the store is looked at. */
 export const ALERT_WATCH_MS = 10_000;

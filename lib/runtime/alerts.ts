@@ -1,11 +1,3 @@
-import type { Deliver } from '../delivery/adapter.ts';
-import type { Logger } from '../log.ts';
-import type { AlertKind, AlertNote, Alerts, AlertsConfig } from '../model/alerts.ts';
-import type { DeliveryOutcome } from '../model/records.ts';
-import { clipLine } from '../text.ts';
-import { plainLabel } from '../untrusted/label.ts';
-import { summarise } from './context.ts';
-
 // The owner's alerts: trouble the edge and the runtime note is counted per kind and hook, and a
 // short message goes to the configured channel when a kind starts (signature failures: when
 // `count` arrive within `minutes`), at most one per throttle window while it goes on (counting what
@@ -14,6 +6,14 @@ import { summarise } from './context.ts';
 // count, the codes and the first and last time, never request text. Nothing is journaled: an
 // alert is a message about now, and a restart starts counting afresh. Alerts never alert: a
 // message that cannot be sent is logged and nothing else.
+
+import type { Deliver } from '../delivery/adapter.ts';
+import type { Logger } from '../log.ts';
+import type { AlertKind, AlertNote, Alerts, AlertsConfig } from '../model/alerts.ts';
+import type { DeliveryOutcome } from '../model/records.ts';
+import { clipLine } from '../text.ts';
+import { plainLabel } from '../untrusted/label.ts';
+import { summarise } from './context.ts';
 
 /** What an alerter is built with. */
 export interface AlerterOptions {

@@ -1,3 +1,5 @@
+// Waiting for runs to settle; OpenClaw's completion shape.
+
 import type { Store } from '../store/journal/store.ts';
 import type { RunRecord } from '../model/records.ts';
 import { isAck } from './ack.ts';

@@ -1,3 +1,5 @@
+// What a run, turn or delivery works with (options, clock, stop signal); summaries, agent and workspace.
+
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { AgentConfig, Config } from '../config/types.ts';

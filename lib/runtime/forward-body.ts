@@ -1,9 +1,9 @@
-import type { AgentAction, RunSpec, WakeAction } from '../model/actions.ts';
-
 // Forward mode's outbox bodies: what forward.ts sends upstream. Commit (edge/commit.ts) writes them into the
 // outbox when it accepts a request, so they stand apart from forward.ts, which serve loads only
 // when hooks.forward is set. What the released gateway refuses is refused here first
 // (forwardDestination), so nothing acknowledged here is refused there for its destination.
+
+import type { AgentAction, RunSpec, WakeAction } from '../model/actions.ts';
 
 /**
  * The body OpenClaw's `POST /hooks/wake` takes: the agent and session key as the request or

@@ -1,3 +1,6 @@
+// Forward mode's heartbeat windows: how many wakes one upstream session has been sent lately, so that none
+// goes past what its gateway keeps.
+
 import type { OutboxEntry } from '../store/journal/outbox.ts';
 
 /**

@@ -1,3 +1,6 @@
+// Forward mode's running part, in one place: the loop that sends the outbox upstream in acceptance
+// order (the Forwarder, the outbox's client) and what `serve` starts, reconfigures and stops.
+
 import { parseJson, post, retryAfterMs } from '../delivery/http-call.ts';
 import { asObject } from '../object.ts';
 import { clipLine, hideUrlCredentials } from '../text.ts';
@@ -9,9 +12,6 @@ import { retryOutbox, type RetryOutcome, type RetryRequest } from '../store/jour
 import { randomHex } from '../random.ts';
 import { mergeable, mergeTexts } from './forward-merge.ts';
 import { wakeTarget, WakeWindows, type WakeTarget } from './forward-window.ts';
-
-// Forward mode's running part, in one place: the loop that sends the outbox upstream in acceptance
-// order (the Forwarder, the outbox's client) and what `serve` starts, reconfigures and stops.
 
 /** Where forward mode sends: `hooks.forward`. */
 export interface ForwardTarget {

@@ -1,11 +1,11 @@
+// The Gmail companion's running part: the supervisor that keeps `gog gmail watch serve` running
+// (for `gmail run`, and beside `serve`), the environment it gets, and its output passed on.
+
 import { spawn as spawnChild, type ChildProcess } from 'node:child_process';
 import type { Env } from '../config/types.ts';
 import { sleep } from '../retry.ts';
 import { hideUrlCredentials, shellWord } from '../text.ts';
 import { relayLines } from './relay.ts';
-
-// The Gmail companion's running part: the supervisor that keeps `gog gmail watch serve` running
-// (for `gmail run`, and beside `serve`), the environment it gets, and its output passed on.
 
 /** How `gmail run` restarts the companion: 1 s doubling to 60 s, back to 1 s after a run of 60 s. */
 export const BACKOFF = { firstMs: 1_000, maxMs: 60_000, resetAfterMs: 60_000 } as const;

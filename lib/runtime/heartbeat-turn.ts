@@ -1,3 +1,6 @@
+// The heartbeat turn over the main session's new events and HEARTBEAT.md, then one turn per other agent and
+// session with unread events.
+
 import { join } from 'node:path';
 import { failureCode } from '../model/alerts.ts';
 import { targetOf, type SessionEvent } from '../model/records.ts';

@@ -1,3 +1,5 @@
+// Requested (coalesced) and periodic heartbeats, recorded in the main session.
+
 import type { Store } from '../store/journal/store.ts';
 import type { SessionEvent } from '../model/records.ts';
 

@@ -1,3 +1,5 @@
+// Sending a notify mapping's delivery (no model call, nothing in the main session) and recording the outcome.
+
 import type { DeliveryOutcome, NoticeRecord } from '../model/records.ts';
 import { failureCode } from '../model/alerts.ts';
 import { isoNow, summarise, type RuntimeContext } from './context.ts';

@@ -1,8 +1,8 @@
-import type { Readable } from 'node:stream';
-import { StringDecoder } from 'node:string_decoder';
-
 // A child's output passed on to our own at a bounded pace: a child that writes without pause
 // (`yes`) is made to wait on its own writes, and never fills this process's memory.
+
+import type { Readable } from 'node:stream';
+import { StringDecoder } from 'node:string_decoder';
 
 /** How fast a relayed stream is read, and how long one of its lines may be. */
 export interface RelayLimits {

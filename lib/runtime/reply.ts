@@ -1,3 +1,5 @@
+// Delivering a run's reply and recording the outcome.
+
 import type { DeliveryOutcome, RunRecord } from '../model/records.ts';
 import { failureCode } from '../model/alerts.ts';
 import { isAck } from './ack.ts';

@@ -1,3 +1,5 @@
+// One run: marked running, the model turn on the session's history, the outcome and its summary in one line.
+
 import { isGeneratedKey } from '../policy/session-key.ts';
 import type { RunRecord } from '../model/records.ts';
 import { failureCode } from '../model/alerts.ts';

@@ -1,3 +1,6 @@
+// The run queue: concurrency, one run at a time per session key, heartbeat turns one at a time, deliveries
+// beside the queue.
+
 import type { NoticeRecord, RunRecord } from '../model/records.ts';
 import { readText, type RunnerOptions, type RuntimeContext } from './context.ts';
 import { heartbeatTurn } from './heartbeat-turn.ts';

@@ -1,3 +1,5 @@
+// One model turn: model resolution (policy/models.ts), AGENTS.md, the time bound, retries.
+
 import { join } from 'node:path';
 import type { AgentConfig } from '../config/types.ts';
 import { resolveModel } from '../policy/models.ts';

@@ -1,13 +1,13 @@
+// The Gmail companion (`gog gmail watch serve`): its arguments, finding gog, and what serve runs
+// beside itself. `gmail run` (lib/cli/gmail-companion.ts) runs it in the foreground; the supervisor
+// that keeps it running is runtime/gmail-companion.ts.
+
 import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import { delimiter, isAbsolute, join } from 'node:path';
 import { normaliseHooksPath } from '../config/file-schema.ts';
 import type { Config, Env } from '../config/types.ts';
 import { superviseCompanion, type CompanionIo, type SuperviseDeps } from '../runtime/gmail-companion.ts';
-
-// The Gmail companion (`gog gmail watch serve`): its arguments, finding gog, and what serve runs
-// beside itself. `gmail run` (lib/cli/gmail-companion.ts) runs it in the foreground; the supervisor
-// that keeps it running is runtime/gmail-companion.ts.
 
 /** What `gmail setup` writes to `hooks.gmail` when neither a flag nor the file names a value. */
 export const GMAIL_DEFAULTS = {

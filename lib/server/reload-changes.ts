@@ -1,14 +1,14 @@
+// What a reload changed, told without a secret: which endpoints and mappings came, went or changed
+// (and which of a mapping's keys), which transform modules' files changed (by content digest), where
+// secrets were added, removed or replaced (by digest, named by key path), and which new values wait
+// for the next start.
+
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { relative } from 'node:path';
 import type { Config } from '../config/types.ts';
 import { isSecretKey } from '../guard/credentials.ts';
 import type { ReloadChanges } from './reloads.ts';
-
-// What a reload changed, told without a secret: which endpoints and mappings came, went or changed
-// (and which of a mapping's keys), which transform modules' files changed (by content digest), where
-// secrets were added, removed or replaced (by digest, named by key path), and which new values wait
-// for the next start.
 
 /** A config as a reload compares it: the config, and a content digest of each transform module it names. */
 export interface Loaded {

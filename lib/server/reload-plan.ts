@@ -1,3 +1,8 @@
+// A running server's reloads, planned before they are applied: the config read (the file on disk,
+// or a text `try` sent as that file's) with the server's own environment and transforms directory,
+// its transforms loaded and checked, and what it would change against what the server runs. A
+// reload applies the plan; `reload --dry-run` and `try` stop at the plan, so the three agree.
+
 import { loadConfig, loadConfigText } from '../config/load.ts';
 import { stateExposure } from '../config/state-exposure.ts';
 import type { Config, ConfigResult, Env } from '../config/types.ts';
@@ -5,11 +10,6 @@ import type { Logger, LogFields } from '../log.ts';
 import { loaded, needsRestart, reloadChanges, sameConfig, type Loaded } from './reload-changes.ts';
 import { coalescedReloads, type ReloadChanges, type ReloadVerdict, type Reloads } from './reloads.ts';
 import { checkTransformsOf } from './transforms.ts';
-
-// A running server's reloads, planned before they are applied: the config read (the file on disk,
-// or a text `try` sent as that file's) with the server's own environment and transforms directory,
-// its transforms loaded and checked, and what it would change against what the server runs. A
-// reload applies the plan; `reload --dry-run` and `try` stop at the plan, so the three agree.
 
 /** What reading a config would do: its changes, or why it would be refused. */
 export type Plan =

@@ -1,3 +1,14 @@
+// The server's side of `hooks-ingress requests replay` and of the inspector's replay button: each
+// stored request run again through the configuration of now (the command is
+// lib/cli/requests-replay.ts). Its name, REPLAY_OP, is in lib/control/operations.ts, so that serve
+// imports this file only when first asked.
+//
+// What is replayed is a root: the original request, whichever of its entries (it, or a replay of
+// it) was named. A replay claims its root at the moment it runs: the root's record is read from the
+// journal in memory and the claim taken with no await between, and what the replay came to is
+// written in the journal line of its effects (or a line of its own when it made none), so one
+// that succeeded is never run again unless forced, whoever asks and however many ask at once.
+
 import type { Preview } from '../edge/preview.ts';
 import type { ReplayOutcome } from '../edge/replay.ts';
 import type { App } from '../edge/server.ts';
@@ -11,17 +22,6 @@ import { findEntries } from '../store/ledger/find.ts';
 import { findEntry } from '../store/ledger/read.ts';
 import { takenCheck } from '../edge/taken.ts';
 import type { Claims } from './claims.ts';
-
-// The server's side of `hooks-ingress requests replay` and of the inspector's replay button: each
-// stored request run again through the configuration of now (the command is
-// lib/cli/requests-replay.ts). Its name, REPLAY_OP, is in lib/control/operations.ts, so that serve
-// imports this file only when first asked.
-//
-// What is replayed is a root: the original request, whichever of its entries (it, or a replay of
-// it) was named. A replay claims its root at the moment it runs: the root's record is read from the
-// journal in memory and the claim taken with no await between, and what the replay came to is
-// written in the journal line of its effects (or a line of its own when it made none), so one
-// that succeeded is never run again unless forced, whoever asks and however many ask at once.
 
 /** What the CLI sends. */
 export interface ReplayArgs {

@@ -1,3 +1,7 @@
+// The server's side of `hooks-ingress requests resolve` and of the inspector's Resolve button: a
+// failure marked resolved without replaying it (what can never be fixed), in the journal beside
+// the replays' outcomes. Its name, RESOLVE_OP, is in lib/control/operations.ts.
+
 import { ErrorCode, HttpError } from '../errors.ts';
 import { resolvedChange, succeeded, type RootChange } from '../model/replays.ts';
 import type { Store } from '../store/journal/store.ts';
@@ -5,10 +9,6 @@ import type { Ledger } from '../store/ledger/ledger.ts';
 import { failed } from '../store/ledger/read.ts';
 import type { Claims } from './claims.ts';
 import { lookUp } from './replay.ts';
-
-// The server's side of `hooks-ingress requests resolve` and of the inspector's Resolve button: a
-// failure marked resolved without replaying it (what can never be fixed), in the journal beside
-// the replays' outcomes. Its name, RESOLVE_OP, is in lib/control/operations.ts.
 
 /** What the CLI sends. */
 export interface ResolveArgs {

@@ -1,3 +1,6 @@
+// The composition root: the config is plain data; the parts that act on it (adapters, providers,
+// the store, the runtime, the HTTP app) are built here and handed what each needs.
+
 import type { Config } from '../config/types.ts';
 import type { Deliver } from '../delivery/adapter.ts';
 import { buildChannels } from '../delivery/channels.ts';
@@ -23,9 +26,6 @@ import { fingerprints, type Fingerprints } from '../guard/fingerprint.ts';
 import { openCredentialKey } from '../store/state/credential-key.ts';
 import { Store } from '../store/journal/store.ts';
 import { Transcripts } from '../store/journal/transcripts.ts';
-
-// The composition root: the config is plain data; the parts that act on it (adapters, providers,
-// the store, the runtime, the HTTP app) are built here and handed what each needs.
 
 /** The running parts of a server, without its listener. */
 export interface Service {

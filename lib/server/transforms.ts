@@ -1,10 +1,12 @@
+// The transform runner as serve and check use it: imported when a config first names a transform.
+//
+// The transform machinery (the child pool and what holds it across reloads) is imported when a
+// config first names a transform: a service without one never loads it, and a reload that adds one does.
+
 import type { Config } from '../config/types.ts';
 import type { CallTransform } from '../hooks/mappings.ts';
 import type { TransformReloader } from '../hooks/transforms/reloader.ts';
 import type { Logger } from '../log.ts';
-
-// The transform machinery (the child pool and what holds it across reloads) is imported when a
-// config first names a transform: a service without one never loads it, and a reload that adds one does.
 
 const _machinery = () => import('../hooks/transforms/reloader.ts');
 

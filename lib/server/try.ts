@@ -1,3 +1,7 @@
+// The server's side of `hooks-ingress try` (the command is lib/cli/try.ts): a preview of a request,
+// with the config file's text the CLI sent tried as a reload would read it, in the server's
+// environment and transform sandbox. serve imports this file at the first `try`.
+
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Preview, PreviewInput } from '../edge/preview.ts';
 import type { App } from '../edge/server.ts';
@@ -5,10 +9,6 @@ import { ErrorCode, HttpError } from '../errors.ts';
 import type { Route } from '../model/records.ts';
 import type { Reloader } from './reload-plan.ts';
 import type { ReloadChanges } from './reloads.ts';
-
-// The server's side of `hooks-ingress try` (the command is lib/cli/try.ts): a preview of a request,
-// with the config file's text the CLI sent tried as a reload would read it, in the server's
-// environment and transform sandbox. serve imports this file at the first `try`.
 
 /** What the CLI sends: the body as base64, so any bytes pass through JSON unchanged; `config`: the config file's text. */
 export interface TryArgs {

@@ -1,9 +1,9 @@
-import { randomHex } from '../random.ts';
-import { MARKER_CONFUSABLES } from './confusables.ts';
-
 // Request text a model reads, made safe to read: wrapped in a notice and id-stamped markers, marker
 // look-alikes inside it defused, names cut to one line, and known injection phrasings named for the
 // log (the text is wrapped all the same).
+
+import { randomHex } from '../random.ts';
+import { MARKER_CONFUSABLES } from './confusables.ts';
 
 /** Name carried by the line that opens a block of untrusted content. */
 export const MARKER_BEGIN = 'EXTERNAL_UNTRUSTED_CONTENT';

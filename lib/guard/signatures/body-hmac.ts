@@ -1,3 +1,6 @@
+// The body-HMAC schemes: an HMAC of the raw body in a header (GitHub, the generic layout the config
+// describes, and the providers that sign the same way).
+
 import type { Algorithm, Encoding } from './config.ts';
 import { header, hmac, safeEqual } from './crypto.ts';
 import { metaDelivery } from './meta-delivery.ts';

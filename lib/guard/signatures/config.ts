@@ -1,8 +1,8 @@
-import { join, literal, number, object, optional, string, typeName, type Issue, type Schema } from '../../schema.ts';
-
 // The config of a signed hook: the schemes a mapping's `signature` may name, the settings a
 // verifier reads, and the schema that checks them (hooks' mapping schema and guard's verifiers
 // both read this file).
+
+import { join, literal, number, object, optional, string, typeName, type Issue, type Schema } from '../../schema.ts';
 
 /** The signing schemes a mapping's `signature` may name. */
 export const SCHEMES = ['standard-webhooks', 'github', 'meta', 'stripe', 'slack', 'shopify', 'twilio', 'gitlab', 'hmac', 'token'] as const;

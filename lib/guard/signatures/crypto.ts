@@ -1,3 +1,6 @@
+// What the schemes share: the HMAC of a signature's parts, constant-time comparison, a header's value, a
+// timestamp in epoch seconds.
+
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 

@@ -1,11 +1,13 @@
-import { createHash } from 'node:crypto';
-import type { DeliveryId, SignedRequest } from './scheme.ts';
-
+// A Meta delivery told apart from another by what its signed payload reports (Meta sends no delivery id).
+//
 // Meta sends no delivery id and signs no timestamp, so a captured delivery verifies for ever. What
 // its signed payload reports is what tells one delivery from another: each entry's id and time, and
 // in it the ids of the messages (WhatsApp `messages[].id`, Messenger `message.mid`) and of the
 // status changes (id, status and time). An item that carries none of them is known by all of its
 // text, so two different events never share a key; a payload of another shape, by its bytes.
+
+import { createHash } from 'node:crypto';
+import type { DeliveryId, SignedRequest } from './scheme.ts';
 
 function _object(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);

@@ -1,12 +1,12 @@
+// The parts of a request on a signed path that are not the signature's arithmetic: which paths are
+// signed, what is checked before the body, and the providers' set-up handshakes (the verdict over
+// the body, and the delivery's identity, are taken in hooks-route.ts and ledger-note.ts).
+
 import type { IncomingMessage } from 'node:http';
 import { ErrorCode, HttpError } from '../../errors.ts';
 import { describeRefusal, verifySignature } from './verify.ts';
 import type { Signature } from './config.ts';
 import { tokensMatch } from '../token.ts';
-
-// The parts of a request on a signed path that are not the signature's arithmetic: which paths are
-// signed, what is checked before the body, and the providers' set-up handshakes (the verdict over
-// the body, and the delivery's identity, are taken in hooks-route.ts and ledger-note.ts).
 
 /** What {@link signedPaths} reads of a mapping. */
 export interface SignedMapping {

@@ -1,7 +1,9 @@
+// What a scheme is; one file per scheme family beside it (body-hmac, standard-webhooks, stripe, slack,
+// twilio, shared-token).
+
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Signature } from './config.ts';
 import { header } from './crypto.ts';
-
 
 /** What verification reads: the headers, the raw body bytes (never parsed), the raw query string. */
 export interface SignedRequest {

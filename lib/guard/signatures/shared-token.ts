@@ -1,3 +1,6 @@
+// The shared-token schemes: a header that carries the secret itself (GitLab's X-Gitlab-Token, a path's own
+// token).
+
 import { extractToken } from '../token.ts';
 import { header, safeEqual } from './crypto.ts';
 import { headerDelivery, NO_DELIVERY, PASS, refuse, type Scheme, type SignedRequest, type Verdict } from './scheme.ts';

@@ -1,3 +1,5 @@
+// Slack's scheme: X-Slack-Signature over the version, timestamp and body.
+
 import { epochSeconds, header, hmac, safeEqual } from './crypto.ts';
 import { fresh, PASS, refuse, type Scheme, type SignedRequest, type Verdict } from './scheme.ts';
 import type { Signature } from './config.ts';

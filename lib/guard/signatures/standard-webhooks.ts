@@ -1,3 +1,6 @@
+// The Standard Webhooks scheme (and Svix's names for its headers): HMAC-SHA256 over id, timestamp and body,
+// keyed by the whsec_ secret.
+
 import { STANDARD_SECRET_PREFIX as SECRET_PREFIX } from './config.ts';
 import { epochSeconds, header, hmac, safeEqual } from './crypto.ts';
 import { fresh, PASS, refuse, type Scheme, type SignedRequest, type Verdict } from './scheme.ts';

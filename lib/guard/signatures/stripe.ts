@@ -1,3 +1,5 @@
+// Stripe's scheme: Stripe-Signature's timestamp and signatures over the timestamp and body.
+
 import { epochSeconds, header, hmac, safeEqual } from './crypto.ts';
 import { fresh, PASS, refuse, type Scheme, type SignedRequest, type Verdict } from './scheme.ts';
 import type { Signature } from './config.ts';

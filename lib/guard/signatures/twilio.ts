@@ -1,3 +1,5 @@
+// Twilio's scheme: X-Twilio-Signature over the URL it called and the form parameters in its order.
+
 import { createHash } from 'node:crypto';
 import { header, hmac, safeEqual } from './crypto.ts';
 import { headerDelivery, PASS, refuse, type Scheme, type SignedRequest, type Verdict } from './scheme.ts';

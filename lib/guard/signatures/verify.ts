@@ -1,7 +1,9 @@
+// Verifying a request over the raw body, its delivery id, signing one (`hooks-ingress sign`), the refusal's
+// text; loads each scheme's file when a loaded config names it.
+
 import { createHash } from 'node:crypto';
 import type { SchemeName, Signature } from './config.ts';
 import type { DeliveryId, Scheme, SignedRequest, Verdict } from './scheme.ts';
-
 
 // Each scheme's module, imported when a config first names the scheme (loading a config does it:
 // see loadSchemes), so a server without signed paths loads none of them.

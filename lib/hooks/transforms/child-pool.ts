@@ -1,3 +1,11 @@
+// The pool of child processes that runs transforms (its state machine): one module per child, time budget,
+// memory watch, result cap.
+//
+// The pool's state machine, one concern at some 400 lines: its slots, the queue, the calls in flight
+// and a child's exit change each other's state, so they stay in one class. What stands alone lives
+// beside it: the wire (protocol.ts), the checks before a child starts (loadable.ts), the child
+// process (child.ts), the options (pool-options.ts) and the deadline timer (earliest-deadline.ts).
+
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { Buffer } from 'node:buffer';
 import { realpath } from 'node:fs/promises';
@@ -9,11 +17,6 @@ import { EarliestDeadline } from './earliest-deadline.ts';
 import { loadRefusal } from './loadable.ts';
 import { poolSettings, type PoolSettings, type TransformChildPoolOptions } from './pool-options.ts';
 import { encodeCall, encodeInput, frameAt, parseAnswer, type TransformFailure, type TransformInput, type TransformRef, type TransformResult } from './protocol.ts';
-
-// The pool's state machine, one concern at some 400 lines: its slots, the queue, the calls in flight
-// and a child's exit change each other's state, so they stay in one class. What stands alone lives
-// beside it: the wire (protocol.ts), the checks before a child starts (loadable.ts), the child
-// process (child.ts), the options (pool-options.ts) and the deadline timer (earliest-deadline.ts).
 
 /** Runs operator transforms in sandboxed child processes; never throws for a failing transform. */
 export interface TransformChildPool {

@@ -1,3 +1,5 @@
+// The program a child runs (a string: node -e / a data: URL), and its line protocol.
+
 /**
  * The program a transform child runs: an ES module kept as a string, because the child starts
  * from it directly (`node -e` on Node, a `data:` URL on Deno) and so needs no file the permission

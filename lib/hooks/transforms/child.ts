@@ -1,12 +1,12 @@
+// One transform child process: its command line (Node's or Deno's permission flags), its start with
+// no inherited descriptor, its resident memory, its console read at a bounded pace, and whether its
+// handles hold the event loop open.
+
 import { spawn, type ChildProcessWithoutNullStreams, type StdioOptions } from 'node:child_process';
 import { closeSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import process from 'node:process';
 import { setTimeout } from 'node:timers';
 import { CHILD_SOURCE } from './child-source.ts';
-
-// One transform child process: its command line (Node's or Deno's permission flags), its start with
-// no inherited descriptor, its resident memory, its console read at a bounded pace, and whether its
-// handles hold the event loop open.
 
 /** What a transform child may use: the one folder it reads, and its memory. */
 export interface ChildLimits {

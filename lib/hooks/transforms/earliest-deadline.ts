@@ -1,3 +1,5 @@
+// One timer for the deadlines of the calls in flight, armed for the earliest.
+
 import { clearTimeout, setTimeout } from 'node:timers';
 
 /**

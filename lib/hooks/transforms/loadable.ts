@@ -1,11 +1,11 @@
+// What is checked before a child is started for a module: a module no child could load is
+// answered at once, as the call's result, and costs no child.
+
 import { extname } from 'node:path';
 import process from 'node:process';
 import type { Containment } from '../../guard/contain.ts';
 import { rootProblem, type Runtime } from './child.ts';
 import type { TransformResult } from './protocol.ts';
-
-// What is checked before a child is started for a module: a module no child could load is
-// answered at once, as the call's result, and costs no child.
 
 /**
  * Why a child on `runtime` cannot load the module `found` names, or `null` when it can: the

@@ -1,8 +1,8 @@
-import type { ChildProcessWithoutNullStreams } from 'node:child_process';
-import { currentRuntime, type ChildLimits, type Runtime } from './child.ts';
-
 // What a transform child pool is built with: each option checked once, when the pool is made,
 // then defaulted.
+
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
+import { currentRuntime, type ChildLimits, type Runtime } from './child.ts';
 
 /** Where transforms live and what each call may spend. */
 export interface TransformChildPoolOptions {

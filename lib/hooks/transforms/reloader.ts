@@ -1,3 +1,6 @@
+// Holds the child pool across reloads: modules loaded afresh, pool replaced when its settings change;
+// checkTransforms at load.
+
 import type { Logger } from '../../log.ts';
 import { createTransformChildPool, type TransformChildPool } from './child-pool.ts';
 import type { TransformChildPoolOptions } from './pool-options.ts';

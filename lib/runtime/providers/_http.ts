@@ -1,11 +1,11 @@
+// The skeleton the HTTP providers share: build the headers once, post the turn, read the answer.
+// A provider's own file says only what differs: the path, its headers, the body shape, and what
+// an answer and a failure status mean.
+
 import { failure, httpBase, MESSAGE_MAX, postJson, SCRUB_PREFIX, teller, unanswered, type Received } from '../../delivery/http-call.ts';
 import { asObject } from '../../object.ts';
 import type { Attempt } from '../../retry.ts';
 import type { Provider, TurnRequest } from './provider.ts';
-
-// The skeleton the HTTP providers share: build the headers once, post the turn, read the answer.
-// A provider's own file says only what differs: the path, its headers, the body shape, and what
-// an answer and a failure status mean.
 
 /** What an HTTP model API is, beside the skeleton. */
 export interface HttpApi {

@@ -1,3 +1,5 @@
+// The anthropic-messages provider.
+
 import type { Thinking } from '../../model/actions.ts';
 import { failure, retryAfterMs, type Received } from '../../delivery/http-call.ts';
 import { asObject } from '../../object.ts';

@@ -1,3 +1,5 @@
+// The command provider (stdin/stdout, process group, kill at the bound).
+
 import { spawn as nodeSpawn } from 'node:child_process';
 import type { ChildProcess, SpawnOptions } from 'node:child_process';
 import type { Attempt } from '../../retry.ts';

@@ -1,3 +1,5 @@
+// The interface of a model provider.
+
 import type { Thinking } from '../../model/actions.ts';
 import type { Attempt } from '../../retry.ts';
 

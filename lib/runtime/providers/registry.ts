@@ -1,3 +1,5 @@
+// Builds the provider a models.providers entry describes, once per id (its file imported on first use).
+
 import type { ProviderConfig } from '../../config/types.ts';
 import type { Provider } from './provider.ts';
 

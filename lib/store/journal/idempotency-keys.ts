@@ -1,3 +1,6 @@
+// The idempotency keys remembered with their first answers until they expire, then as taken alone until the
+// ledger's retention, the oldest going first past each cap.
+
 import type { StoredAnswer } from '../../model/records.ts';
 import type { IdemRecord, TakenRecord } from './records.ts';
 

@@ -1,10 +1,11 @@
+// The append-only JSON-lines journal's writer: group commit, torn-tail recovery at open, compaction.
+
 import { constants, fstatSync, statSync } from 'node:fs';
 import { mkdir, open as fsOpen, rename, rm } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { ErrorCode } from '../../errors.ts';
 import { encodeLine, parseLines, type JournalContents } from './lines.ts';
-
 
 /** Options of {@link Journal.open}. */
 export interface JournalOptions {

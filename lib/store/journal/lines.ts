@@ -1,8 +1,8 @@
-import type { Buffer } from 'node:buffer';
-import { open as fsOpen, type FileHandle } from 'node:fs/promises';
-
 // The journal's lines, for its writer (journal.ts) and for readers alike: one JSON record a line,
 // a torn last line told apart from damage in the middle, and a read that writes nothing.
+
+import type { Buffer } from 'node:buffer';
+import { open as fsOpen, type FileHandle } from 'node:fs/promises';
 
 /** The journal's file name inside the state directory. */
 export const JOURNAL_FILE = 'journal.jsonl';

@@ -1,9 +1,9 @@
-import type { NoticeSpec } from '../../model/actions.ts';
-import type { NoticeRecord, NoticeUpdate } from '../../model/records.ts';
-
 // The deliveries of notify mappings as the journal keeps them: recorded pending with the request
 // that made them, then updated once with their outcome. Pending ones are always kept (the next
 // process sends them); finished ones are history, trimmed to the newest like finished runs.
+
+import type { NoticeSpec } from '../../model/actions.ts';
+import type { NoticeRecord, NoticeUpdate } from '../../model/records.ts';
 
 /** A delivery as first recorded: pending, no send begun. */
 export function newNotices(specs: readonly NoticeSpec[], time: string): NoticeRecord[] {

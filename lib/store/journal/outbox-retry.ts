@@ -1,8 +1,8 @@
-import { retryUpdates } from './outbox.ts';
-import type { Store } from './store.ts';
-
 // `outbox retry`: dead entries sent again, pending ones now, as the store's retryUpdates decides.
 // The server runs it over the control channel while it runs, so it stays the journal's only writer.
+
+import { retryUpdates } from './outbox.ts';
+import type { Store } from './store.ts';
 
 /** What `outbox retry` asks for: the entry ids to send again (dead) or now (pending), or every dead entry. */
 export type RetryRequest = { ids: string[] } | { dead: true };

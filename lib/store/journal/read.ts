@@ -1,3 +1,6 @@
+// The state directory read without opening it for writing: what the CLI's listings show while the
+// server, the one writer (store.ts), may be running.
+
 import { join } from 'node:path';
 import type { NoticeRecord, Route, RunRecord, SessionEvent } from '../../model/records.ts';
 import { JOURNAL_FILE, readJournal } from './lines.ts';
@@ -6,9 +9,6 @@ import { applyOutbox, type OutboxEntry } from './outbox.ts';
 import { checkedLines, replayRuns, type JournalLine, type Rejected } from './records.ts';
 import type { RootRecord } from '../../model/replays.ts';
 import { rootsOf } from './replays.ts';
-
-// The state directory read without opening it for writing: what the CLI's listings show while the
-// server, the one writer (store.ts), may be running.
 
 /** Reads the main session's events from a state directory without opening it for writing. */
 export async function readEvents(dir: string, onRejected?: (rejected: Rejected) => void): Promise<SessionEvent[]> {

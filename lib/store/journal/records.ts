@@ -1,14 +1,14 @@
+// What the journal holds (its lines, over the records of lib/model/records.ts), and the checks that
+// every line read back from disk passes before the store believes it: a line is input like any
+// request body (a hand edit, a disk that returned garbage that happens to parse, a file from
+// another program).
+
 import { CHANNELS, SESSION_MODES, THINKING_LEVELS, WAKE_MODES } from '../../model/actions.ts';
 import { array, boolean, check, formatIssue, literal, number, object, optional, string, typeName, type Report, type Schema } from '../../schema.ts';
 import type { ConsumedSession, IdempotencyWrite, NoticeRecord, NoticeUpdate, Route, RunRecord, RunUpdate, SessionEvent } from '../../model/records.ts';
 import { ROOT_STATES, type RootChange } from '../../model/replays.ts';
 import type { OutboxEntry, OutboxUpdate } from './outbox.ts';
 import type { JournalContents } from './lines.ts';
-
-// What the journal holds (its lines, over the records of lib/model/records.ts), and the checks that
-// every line read back from disk passes before the store believes it: a line is input like any
-// request body (a hand edit, a disk that returned garbage that happens to parse, a file from
-// another program).
 
 /** One journal line is one commit; `idem` and `taken` lines appear only in a compacted journal. */
 export type JournalLine =

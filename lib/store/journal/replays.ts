@@ -1,8 +1,8 @@
-import { MAX_ATTEMPTS, succeeded, type ReplayAttempt, type RootChange, type RootRecord } from '../../model/replays.ts';
-
 // The roots the journal knows: per original request that was replayed or resolved by hand, its
 // state and replays (lib/model/replays.ts), rebuilt from the journal's `roots` lines at open and
 // by the CLI's reader alike, and bounded as the rest of the journal is.
+
+import { MAX_ATTEMPTS, succeeded, type ReplayAttempt, type RootChange, type RootRecord } from '../../model/replays.ts';
 
 /** How many roots are kept at least; the one changed longest ago goes first. */
 export const MAX_ROOTS = 10_000;

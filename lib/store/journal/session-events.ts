@@ -1,3 +1,7 @@
+// The session events in memory (the main session's, and those a wake addressed to another agent or session):
+// the backlog counted, what each session's heartbeat read, consumed events kept within their bounds, which
+// wakes coalesce.
+
 import { targetOf, type ConsumedSession, type SessionEvent } from '../../model/records.ts';
 
 /**

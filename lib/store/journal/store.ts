@@ -1,3 +1,6 @@
+// The writer: events, run records, idempotency keys, heartbeat progress and the last route over the journal,
+// one line per commit; compaction.
+
 import { constants } from 'node:fs';
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -12,7 +15,6 @@ import type { RootChange, RootRecord } from '../../model/replays.ts';
 import { rootBound, Roots } from './replays.ts';
 import { checkedLines, replayRuns, type Rejected, type JournalLine } from './records.ts';
 import { planEvents, SessionEvents, type EventOutcome, type NewEvent } from './session-events.ts';
-
 
 export interface StoreOptions {
   now?: () => number;

@@ -1,3 +1,5 @@
+// One transcript per session key, bounded in size.
+
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { Journal } from './journal.ts';

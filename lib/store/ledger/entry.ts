@@ -1,13 +1,13 @@
+// The check every ledger line read back passes before the reader believes it (a ledger file is
+// input like any other: a hand edit, a torn write), over the entry of lib/model/ledger-entry.ts;
+// the ledger's folder and its segments' names.
+
 import { constants, type Stats } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { ErrorCode } from '../../errors.ts';
 import { CAUSE_KINDS } from '../../model/cause.ts';
 import { BODY_OMITTED, SIGNATURE_WHY, type LedgerEntry, type Lane } from '../../model/ledger-entry.ts';
 import { array, boolean, check, formatIssue, literal, number, object, optional, record, string, typeName, type Schema } from '../../schema.ts';
-
-// The check every ledger line read back passes before the reader believes it (a ledger file is
-// input like any other: a hand edit, a torn write), over the entry of lib/model/ledger-entry.ts;
-// the ledger's folder and its segments' names.
 
 /** A later count of a coalesced entry. */
 export interface CountLine {

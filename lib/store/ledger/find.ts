@@ -1,10 +1,3 @@
-import { readdir, type FileHandle } from 'node:fs/promises';
-import { join } from 'node:path';
-import { ErrorCode } from '../../errors.ts';
-import type { LedgerEntry } from '../../model/ledger-entry.ts';
-import { checkLedgerLine, LEDGER_DIR, openSegment, SEGMENT, type CheckedLedgerLine, type CountLine } from './entry.ts';
-import { findEntry, keepCount, LedgerUnreadableError, withCount, type DamagedLine } from './read.ts';
-
 // Finding a few entries of the request ledger by their ids, for what runs in the server beside
 // the requests it answers: a replay, the inspector's view of one entry. A ledger at its bounds is
 // tens of MiB; read and parsed whole it held the event loop for hundreds of milliseconds. Here
@@ -13,6 +6,13 @@ import { findEntry, keepCount, LedgerUnreadableError, withCount, type DamagedLin
 // first is looked at: the entry's id and request id, and when asked the entry it replays. Only
 // the lines that name what is looked for are parsed. Nothing is kept between two calls: a lookup
 // costs a read of the files, which the page cache usually holds, and no memory in between.
+
+import { readdir, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ErrorCode } from '../../errors.ts';
+import type { LedgerEntry } from '../../model/ledger-entry.ts';
+import { checkLedgerLine, LEDGER_DIR, openSegment, SEGMENT, type CheckedLedgerLine, type CountLine } from './entry.ts';
+import { findEntry, keepCount, LedgerUnreadableError, withCount, type DamagedLine } from './read.ts';
 
 /** What {@link findEntries} looks for. */
 export interface EntryQuery {

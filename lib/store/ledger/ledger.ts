@@ -1,12 +1,3 @@
-import { createHash } from 'node:crypto';
-import { mkdir, open, readdir, rm, type FileHandle } from 'node:fs/promises';
-import { join } from 'node:path';
-import type { Lane, LedgerEntry } from '../../model/ledger-entry.ts';
-import type { LedgerConfig, LedgerLane } from './config.ts';
-import { JsonBytes } from './json-bytes.ts';
-import { capHeaders, keepBody, REFUSAL_HEADER_BYTES, scanSegment, writeEntryLine, type KeptBody } from './lines.ts';
-import { LEDGER_DIR, SEGMENT, SEGMENT_NEW } from './entry.ts';
-
 // The request ledger's writer. Diagnostic, never on an acknowledgement's path: entries are queued
 // in memory and written in batches (one write per lane per batch, no fsync on the way), so a
 // request pays for its line made into the batch's buffer, never for a file operation. What the
@@ -17,6 +8,15 @@ import { LEDGER_DIR, SEGMENT, SEGMENT_NEW } from './entry.ts';
 // ledger-lines.ts; this file is the state machine of the lanes, their batches, segments and bounds
 // (a write decides which segment a line goes to, which segments go, and when to sync), kept whole
 // past ~350 lines so that one reading shows every way its state changes.
+
+import { createHash } from 'node:crypto';
+import { mkdir, open, readdir, rm, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Lane, LedgerEntry } from '../../model/ledger-entry.ts';
+import type { LedgerConfig, LedgerLane } from './config.ts';
+import { JsonBytes } from './json-bytes.ts';
+import { capHeaders, keepBody, REFUSAL_HEADER_BYTES, scanSegment, writeEntryLine, type KeptBody } from './lines.ts';
+import { LEDGER_DIR, SEGMENT, SEGMENT_NEW } from './entry.ts';
 
 /** Options of {@link Ledger.open}. */
 export interface LedgerOptions {

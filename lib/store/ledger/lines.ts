@@ -1,11 +1,11 @@
+// The request ledger's lines: what of a request's body is kept and how (text or base64), an
+// entry written as one line of a segment, and a segment's lines counted back when a later
+// process opens the ledger.
+
 import { isUtf8 } from 'node:buffer';
 import type { LedgerEntry } from '../../model/ledger-entry.ts';
 import type { JsonBytes } from './json-bytes.ts';
 import { openSegment } from './entry.ts';
-
-// The request ledger's lines: what of a request's body is kept and how (text or base64), an
-// entry written as one line of a segment, and a segment's lines counted back when a later
-// process opens the ledger.
 
 /** A body as it will be stored: the bytes kept, as text or not, and how many arrived. */
 export interface KeptBody {

@@ -1,3 +1,6 @@
+// Reading the request ledger without opening it for writing: for `hooks-ingress requests`, the
+// inspector and the server's replay. The reader needs no config and no secret, only the files.
+
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -5,10 +8,6 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { ErrorCode } from '../../errors.ts';
 import type { LedgerEntry, StoredBody } from '../../model/ledger-entry.ts';
 import { checkLedgerLine, LEDGER_DIR, openSegment, SEGMENT, type CheckedLedgerLine, type CountLine } from './entry.ts';
-
-// Reading the request ledger without opening it for writing: for `hooks-ingress requests`, the
-// inspector and the server's replay. The reader needs no config and no secret, only the files.
-
 
 /** A line of a ledger file left out, and why. */
 export interface DamagedLine {

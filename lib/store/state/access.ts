@@ -1,3 +1,6 @@
+// The state directory made the server's own: created 0700, write access taken from others, a shared one
+// refused.
+
 import { chmod, mkdir, stat } from 'node:fs/promises';
 
 /** What {@link secureStateDir} did: nothing, tightened the mode, or refused the directory. */

@@ -1,14 +1,14 @@
-import { randomBytes } from 'node:crypto';
-import { constants } from 'node:fs';
-import { link, open, rm, stat, writeFile, type FileHandle } from 'node:fs/promises';
-import { join } from 'node:path';
-
 // The key the request ledger's credential fingerprints are made under (guard/fingerprint.ts): 32
 // random bytes, hex, in a file of the state directory's own. The server makes it the first time it
 // starts on a directory and keeps it for good: a new key makes every fingerprint kept so far
 // unreadable. Whoever holds it can test guesses of a token against the ledger's fingerprints, so it
 // is checked as the control secret is: a regular file, not reached through a link, owned by the
 // directory's owner, closed to group and others.
+
+import { randomBytes } from 'node:crypto';
+import { constants } from 'node:fs';
+import { link, open, rm, stat, writeFile, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
 
 /** The key file's name in the state directory. */
 export const CREDENTIAL_KEY = 'credential.key';

@@ -1,3 +1,6 @@
+// Taking the state directory for one process: the pid file made atomically, a stale one (its process gone)
+// taken over.
+
 import { link, mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PID_FILE } from './pid-file.ts';
