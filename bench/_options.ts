@@ -59,7 +59,19 @@ Options:
 `;
 
 /** The scenarios run under wrk, in the order of the report. */
-export const SCENARIOS = ['echo', 'webhook', 'floor', '401', '401-off', 'wake', 'wake-off', 'replay', 'agent', 'template', 'transform'] as const;
+export const SCENARIOS = [
+  'echo',
+  'webhook',
+  'floor',
+  '401',
+  '401-off',
+  'wake',
+  'wake-off',
+  'replay',
+  'agent',
+  'template',
+  'transform',
+] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
 /** A hooks-ingress build under test: a checkout with dist/ built, and the name the report gives it. */
@@ -114,17 +126,23 @@ export function parseOptions(argv: string[]): Options | null {
   }
   const whole = (name: string, raw: string | undefined, fallback: number, max: number) => {
     const n = raw === undefined ? fallback : Number(raw);
-    if (!Number.isInteger(n) || n < 1 || n > max) throw new RangeError(`Invalid option --${name}: expected a whole number from 1 to ${max}`);
+    if (!Number.isInteger(n) || n < 1 || n > max) {
+      throw new RangeError(`Invalid option --${name}: expected a whole number from 1 to ${max}`);
+    }
     return n;
   };
   const all = [...SCENARIOS, 'coldstart'];
   const picked = (values.scenarios ?? all.join(',')).split(',').map((s) => s.trim()).filter((s) => s !== '');
   const unknown = picked.filter((s) => !all.includes(s));
-  if (unknown.length > 0) throw new RangeError(`Invalid option --scenarios: unknown ${unknown.join(', ')} (known: ${all.join(', ')})`);
+  if (unknown.length > 0) {
+    throw new RangeError(`Invalid option --scenarios: unknown ${unknown.join(', ')} (known: ${all.join(', ')})`);
+  }
   const underWrk = picked.filter((s) => s !== 'coldstart') as ScenarioName[];
   const compare = (values.compare ?? []).map((dir) => resolvePath(dir));
   for (const dir of compare) {
-    if (!existsSync(join(dir, 'dist', 'cli', 'main.js'))) throw new RangeError(`Invalid option --compare: ${dir} has no dist/cli/main.js (run "npm run build" there)`);
+    if (!existsSync(join(dir, 'dist', 'cli', 'main.js'))) {
+      throw new RangeError(`Invalid option --compare: ${dir} has no dist/cli/main.js (run "npm run build" there)`);
+    }
   }
   return {
     duration: whole('duration', values.duration, 5, 60),
@@ -137,7 +155,10 @@ export function parseOptions(argv: string[]): Options | null {
     starts: whole('starts', values.starts, 5, 51),
     compare,
     // One build compared is "before" and this one "after"; several are named after their directories.
-    builds: [...compare.map((dir) => ({ name: compare.length === 1 ? 'before' : basename(dir), dir })), { name: compare.length === 0 ? 'hooks-ingress' : 'after', dir: ROOT }],
+    builds: [...compare.map((dir) => ({ name: compare.length === 1 ? 'before' : basename(dir), dir })), {
+      name: compare.length === 0 ? 'hooks-ingress' : 'after',
+      dir: ROOT,
+    }],
     upload: values['no-upload'] !== true,
     tmp: values.tmp ?? tmpdir(),
     json: values.json === true,

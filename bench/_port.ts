@@ -1,5 +1,5 @@
 // A free loopback port, for a server that cannot be told to take port 0 and say which.
-import { createServer, type AddressInfo } from 'node:net';
+import { type AddressInfo, createServer } from 'node:net';
 
 /** A port that was free on 127.0.0.1 a moment ago. */
 export async function freePort(): Promise<number> {

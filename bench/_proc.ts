@@ -1,6 +1,15 @@
 // What the bench reads from the OS: a process tree's CPU time, what an fdatasync costs, the filesystem.
 import { spawnSync } from 'node:child_process';
-import { closeSync, fdatasyncSync, openSync, readFileSync, readdirSync, realpathSync, rmSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  fdatasyncSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeSync,
+} from 'node:fs';
 import { join } from 'node:path';
 
 let _ticksPerSecond: number | null = null;
@@ -30,7 +39,7 @@ function _children(pid: number): number[] {
   try {
     for (const tid of readdirSync(`/proc/${pid}/task`)) {
       const text = readFileSync(join('/proc', String(pid), 'task', tid, 'children'), 'utf8').trim();
-      if (text !== '') for (const child of text.split(' ')) found.push(Number(child));
+      if (text !== '') { for (const child of text.split(' ')) found.push(Number(child)); }
     }
   } catch {
     // Gone, or no /proc: nothing to add.

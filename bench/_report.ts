@@ -7,7 +7,7 @@ import type { Options, ScenarioName } from './_options.ts';
 import type { fsyncProbe } from './_proc.ts';
 import { say } from './_say.ts';
 import type { Case, Target } from './_setup.ts';
-import { figures, type Figures } from './_stats.ts';
+import { type Figures, figures } from './_stats.ts';
 import { UPLOAD_BYTES, type UploadResult } from './_upload.ts';
 import type { Run } from './_wrk.ts';
 
@@ -22,7 +22,8 @@ const UPLOAD_RSS_TARGET_MIB = 16;
 
 const _n = (x: number) => Math.round(x).toLocaleString('en-US');
 const _ms = (x: number) => (Number.isNaN(x) ? 'n/a' : x < 1 ? `${(x * 1000).toFixed(0)}us` : `${x.toFixed(2)}ms`);
-const _pad = (cells: string[], widths: number[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+const _pad = (cells: string[], widths: number[]) =>
+  cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
 
 /** The machine the figures were taken on. */
 export interface Machine {
@@ -35,9 +36,17 @@ export interface Machine {
 /** What runs, on what, and which server is where. */
 export function header(o: Options, machine: Machine, targets: Target[]): void {
   const { cpu, fs, fsync } = machine;
-  say(`hooks-ingress benchmark: wrk -t${o.threads} -c${o.connections}, ${o.rounds} interleaved round(s) of ${o.duration} s per case, loopback 127.0.0.1`);
-  say(`node ${process.version}, ${cpu.length} x ${cpu[0]?.model ?? 'unknown CPU'}, state directories on ${fs}, fdatasync p50 ${_ms(fsync.p50Ms)} p99 ${_ms(fsync.p99Ms)}`);
-  say('every hooks-ingress logs one JSON line per request to stderr (a pipe read by this script, as journald would); the echo logs nothing');
+  say(
+    `hooks-ingress benchmark: wrk -t${o.threads} -c${o.connections}, ${o.rounds} interleaved round(s) of ${o.duration} s per case, loopback 127.0.0.1`,
+  );
+  say(
+    `node ${process.version}, ${cpu.length} x ${
+      cpu[0]?.model ?? 'unknown CPU'
+    }, state directories on ${fs}, fdatasync p50 ${_ms(fsync.p50Ms)} p99 ${_ms(fsync.p99Ms)}`,
+  );
+  say(
+    'every hooks-ingress logs one JSON line per request to stderr (a pipe read by this script, as journald would); the echo logs nothing',
+  );
   for (const t of targets) say(`  ${t.name.padEnd(13)} ${(t.serves ?? '').padEnd(9)} ${t.url} (pid ${t.pid})`);
 }
 
@@ -45,7 +54,9 @@ export function header(o: Options, machine: Machine, targets: Target[]): void {
 export function roundLine(round: number, c: Case, run: Run): void {
   const cpu = run.cpuUs === null ? 'n/a' : `${run.cpuUs.toFixed(1)} us/req`;
   say(
-    `  round ${round} ${c.scenario.padEnd(9)} ${c.target.name.padEnd(13)} ${_n(run.rps).padStart(8)} req/s  p50 ${_ms(run.p50Ms)}  p99 ${_ms(run.p99Ms)}  cpu ${cpu}` +
+    `  round ${round} ${c.scenario.padEnd(9)} ${c.target.name.padEnd(13)} ${_n(run.rps).padStart(8)} req/s  p50 ${
+      _ms(run.p50Ms)
+    }  p99 ${_ms(run.p99Ms)}  cpu ${cpu}` +
       (run.problems.length > 0 ? `  INVALID: ${run.problems.join('; ')}` : ''),
   );
 }
@@ -68,7 +79,16 @@ export function rows(cases: Case[]): Row[] {
   return cases.map((c) => {
     const f = figures(c.runs);
     const target = c.target.current ? (CPU_TARGETS[c.scenario] ?? null) : null;
-    return { scenario: c.scenario, server: c.target.name, figures: f, rpsRatio: f.rps / echo.rps, cpuRatio: f.cpuUs / echo.cpuUs, cpuTarget: target, current: c.target.current, runs: c.runs };
+    return {
+      scenario: c.scenario,
+      server: c.target.name,
+      figures: f,
+      rpsRatio: f.rps / echo.rps,
+      cpuRatio: f.cpuUs / echo.cpuUs,
+      cpuTarget: target,
+      current: c.target.current,
+      runs: c.runs,
+    };
   });
 }
 
@@ -84,8 +104,22 @@ export function report(rows: Row[], o: Options): { invalid: boolean; outside: st
     invalid ||= !f.valid;
     const cpu = Number.isNaN(f.cpuUs) ? 'n/a' : f.cpuUs.toFixed(1);
     const reference = r.cpuTarget === null ? '' : `<=${r.cpuTarget.toFixed(1)}x`;
-    if (r.cpuTarget !== null && !(r.cpuRatio <= r.cpuTarget)) outside.push(`${r.scenario}: cpu ${r.cpuRatio.toFixed(2)}x the echo (reference <= ${r.cpuTarget}x)`);
-    say(_pad([r.scenario, r.server, _n(f.rps), _ms(f.p50Ms), _ms(f.p99Ms), cpu, `${r.rpsRatio.toFixed(2)}x`, Number.isNaN(r.cpuRatio) ? 'n/a' : `${r.cpuRatio.toFixed(2)}x`, reference + (f.valid ? '' : ' INVALID')], widths));
+    if (r.cpuTarget !== null && !(r.cpuRatio <= r.cpuTarget)) {
+      outside.push(`${r.scenario}: cpu ${r.cpuRatio.toFixed(2)}x the echo (reference <= ${r.cpuTarget}x)`);
+    }
+    say(
+      _pad([
+        r.scenario,
+        r.server,
+        _n(f.rps),
+        _ms(f.p50Ms),
+        _ms(f.p99Ms),
+        cpu,
+        `${r.rpsRatio.toFixed(2)}x`,
+        Number.isNaN(r.cpuRatio) ? 'n/a' : `${r.cpuRatio.toFixed(2)}x`,
+        reference + (f.valid ? '' : ' INVALID'),
+      ], widths),
+    );
   }
   say(`(median of ${o.rounds} interleaved round(s) of ${o.duration} s each; every round is listed above)`);
   const peer = rows.find((r) => r.scenario === 'webhook');
@@ -97,12 +131,18 @@ export function report(rows: Row[], o: Options): { invalid: boolean; outside: st
   }
   const floor = rows.find((r) => r.scenario === 'floor');
   if (floor !== undefined && unauthorized !== undefined) {
-    say(`401 floor (bench/floor.mjs): cpu ${floor.cpuRatio.toFixed(2)}x the echo${peer === undefined ? '' : `, ${(floor.figures.rps / peer.figures.rps).toFixed(2)}x adnanh/webhook's rate`}; hooks-ingress's 401: ${(unauthorized.figures.cpuUs / floor.figures.cpuUs).toFixed(2)}x the floor's cpu`);
+    say(
+      `401 floor (bench/floor.mjs): cpu ${floor.cpuRatio.toFixed(2)}x the echo${
+        peer === undefined ? '' : `, ${(floor.figures.rps / peer.figures.rps).toFixed(2)}x adnanh/webhook's rate`
+      }; hooks-ingress's 401: ${(unauthorized.figures.cpuUs / floor.figures.cpuUs).toFixed(2)}x the floor's cpu`,
+    );
   }
   const wake = rows.find((r) => r.scenario === 'wake' && r.current);
   if (wake !== undefined) {
     say(`durable wake throughput / echo: ${wake.rpsRatio.toFixed(2)}x (reference >= 0.5x)`);
-    if (!(wake.rpsRatio >= 0.5)) outside.push(`wake: ${wake.rpsRatio.toFixed(2)}x the echo's throughput (reference >= 0.5x)`);
+    if (!(wake.rpsRatio >= 0.5)) {
+      outside.push(`wake: ${wake.rpsRatio.toFixed(2)}x the echo's throughput (reference >= 0.5x)`);
+    }
   }
   for (const scenario of ['401', 'wake'] as const) {
     for (const build of new Set(rows.filter((r) => r.scenario === scenario).map((r) => r.server))) {
@@ -111,8 +151,16 @@ export function report(rows: Row[], o: Options): { invalid: boolean; outside: st
       if (on === undefined || off === undefined) continue;
       const cost = on.figures.cpuUs / off.figures.cpuUs - 1;
       const limit = LEDGER_TARGETS[scenario];
-      say(`request ledger on ${scenario} (${build}): ${on.figures.cpuUs.toFixed(1)} vs ${off.figures.cpuUs.toFixed(1)} us/req off, ${cost >= 0 ? '+' : ''}${(cost * 100).toFixed(1)}% cpu (reference <= ${limit * 100}%)`);
-      if (on.current && !(cost <= limit)) outside.push(`${scenario}: the request ledger costs ${(cost * 100).toFixed(1)}% cpu (reference <= ${limit * 100}%)`);
+      say(
+        `request ledger on ${scenario} (${build}): ${on.figures.cpuUs.toFixed(1)} vs ${
+          off.figures.cpuUs.toFixed(1)
+        } us/req off, ${cost >= 0 ? '+' : ''}${(cost * 100).toFixed(1)}% cpu (reference <= ${limit * 100}%)`,
+      );
+      if (on.current && !(cost <= limit)) {
+        outside.push(
+          `${scenario}: the request ledger costs ${(cost * 100).toFixed(1)}% cpu (reference <= ${limit * 100}%)`,
+        );
+      }
     }
   }
   if (o.compare.length > 0) _compareTable(rows);
@@ -121,12 +169,18 @@ export function report(rows: Row[], o: Options): { invalid: boolean; outside: st
 
 // Each build against the one before it: CPU per request, then req/s, with the change in percent.
 function _compareTable(rows: Row[]): void {
-  const builds = [...new Set(rows.filter((r) => r.server !== 'echo' && r.server !== 'webhook' && r.server !== 'floor').map((r) => r.server))];
+  const builds = [
+    ...new Set(
+      rows.filter((r) => r.server !== 'echo' && r.server !== 'webhook' && r.server !== 'floor').map((r) => r.server),
+    ),
+  ];
   const pct = (a: number, b: number) => `${b >= a ? '+' : ''}${(((b - a) / a) * 100).toFixed(0)}%`;
-  for (const [title, figure, format] of [
-    ['cpu us/req', (f: Figures) => f.cpuUs, (x: number) => x.toFixed(1)],
-    ['req/s', (f: Figures) => f.rps, _n],
-  ] as const) {
+  for (
+    const [title, figure, format] of [
+      ['cpu us/req', (f: Figures) => f.cpuUs, (x: number) => x.toFixed(1)],
+      ['req/s', (f: Figures) => f.rps, _n],
+    ] as const
+  ) {
     say();
     const widths = [10, ...builds.map((b) => Math.max(b.length, 16))];
     say(_pad([title, ...builds], widths));
@@ -147,7 +201,9 @@ function _compareTable(rows: Row[]): void {
 export function uploadReport(uploads: UploadRow[]): boolean {
   say();
   const uw = [14, 26, 7, 10, 12, 7, 11, 11];
-  say(_pad(['server', '64 MiB upload', 'status', 'to answer', 'sent before', 'closed', 'RSS before', 'RSS growth'], uw));
+  say(
+    _pad(['server', '64 MiB upload', 'status', 'to answer', 'sent before', 'closed', 'RSS before', 'RSS growth'], uw),
+  );
   let ok = true;
   for (const { server, result: u } of uploads) {
     ok &&= u.status === 413 && (u.rssGrowthMiB ?? 0) < UPLOAD_RSS_TARGET_MIB;
@@ -168,7 +224,9 @@ export function uploadReport(uploads: UploadRow[]): boolean {
     );
   }
   say(`reference: 413, RSS growth < ${UPLOAD_RSS_TARGET_MIB} MiB; peak RSS: ${uploads[0]?.result.peakSource ?? 'n/a'}`);
-  say('"to answer" is from the first byte sent to the status line; "sent before" counts the bytes written by then (most sit in socket buffers)');
+  say(
+    '"to answer" is from the first byte sent to the status line; "sent before" counts the bytes written by then (most sit in socket buffers)',
+  );
   return ok;
 }
 
@@ -179,7 +237,11 @@ export interface UploadRow {
 }
 
 /** Everything measured, as the JSON `--json` prints. */
-export function summary(o: Options, m: Machine, r: { rows: Row[]; uploads: UploadRow[]; coldstart: ColdFigures | null; outside: string[]; valid: boolean }): object {
+export function summary(
+  o: Options,
+  m: Machine,
+  r: { rows: Row[]; uploads: UploadRow[]; coldstart: ColdFigures | null; outside: string[]; valid: boolean },
+): object {
   return {
     date: new Date().toISOString(),
     node: process.version,

@@ -2,15 +2,20 @@
 // where it listens, adnanh/webhook with one token rule, and a model API that never answers.
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { request, type IncomingHttpHeaders } from 'node:http';
-import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
+import { type IncomingHttpHeaders, request } from 'node:http';
+import { type AddressInfo, createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { track } from './_children.ts';
 import type { LogTap } from './_log-tap.ts';
 import { freePort } from './_port.ts';
 
 /** Spawns a node process in `cwd` and waits for its `listening on URL` line; its stderr goes to `tap`. */
-export function startNode(name: string, args: string[], tap: LogTap | null, cwd: string): Promise<{ url: string; pid: number }> {
+export function startNode(
+  name: string,
+  args: string[],
+  tap: LogTap | null,
+  cwd: string,
+): Promise<{ url: string; pid: number }> {
   const child = track(spawn(process.execPath, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] }));
   const stderrTail: string[] = [];
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
@@ -47,7 +52,9 @@ export async function startWebhook(binary: string, dir: string, token: string): 
       'execute-command': '/bin/true',
       'response-message': 'ok',
       'trigger-rule-mismatch-http-response-code': 401,
-      'trigger-rule': { match: { type: 'value', value: `Bearer ${token}`, parameter: { source: 'header', name: 'Authorization' } } },
+      'trigger-rule': {
+        match: { type: 'value', value: `Bearer ${token}`, parameter: { source: 'header', name: 'Authorization' } },
+      },
     },
   ];
   const file = join(dir, 'webhook-hooks.json');
@@ -94,7 +101,12 @@ interface Probe {
 /** One request on a connection of its own; rejects on a network error or after 5 s. */
 export function probe(url: string, headers: Record<string, string>, body: string, method = 'POST'): Promise<Probe> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { method, headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) }, agent: false, timeout: 5_000 }, (res) => {
+    const req = request(url, {
+      method,
+      headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
+      agent: false,
+      timeout: 5_000,
+    }, (res) => {
       res.resume();
       res.once('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers }));
     });

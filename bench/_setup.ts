@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LogTap } from './_log-tap.ts';
-import { ROOT, SCENARIOS, type Options, type ScenarioName } from './_options.ts';
+import { type Options, ROOT, type ScenarioName, SCENARIOS } from './_options.ts';
 import { probe, silentModel, startNode, startWebhook } from './_servers.ts';
 import { luaScript, type Run } from './_wrk.ts';
 
@@ -82,7 +82,10 @@ export async function setUp(o: Options, webhook: string | null): Promise<Setup> 
   writeFileSync(join(tmp, 'config-ledger-off.json'), JSON.stringify(_config(token, model.url, false)), { mode: 0o600 });
   const transforms = join(tmp, 'hooks', 'transforms');
   mkdirSync(transforms, { recursive: true });
-  writeFileSync(join(transforms, 'trivial.js'), "export default ({ payload }) => ({ kind: 'wake', text: String(payload.text) });\n");
+  writeFileSync(
+    join(transforms, 'trivial.js'),
+    "export default ({ payload }) => ({ kind: 'wake', text: String(payload.text) });\n",
+  );
 
   const targets: Target[] = [];
   const echo = await startNode('echo', [join(ROOT, 'bench', 'baseline.mjs')], null, ROOT);
@@ -90,18 +93,46 @@ export async function setUp(o: Options, webhook: string | null): Promise<Setup> 
   if (o.scenarios.has('floor')) {
     // It logs as hooks-ingress does, so its log is read (and its statuses counted) the same way.
     const tap = new LogTap();
-    targets.push({ name: 'floor', kind: 'floor', ...(await startNode('floor', [join(ROOT, 'bench', 'floor.mjs'), join(tmp, 'config.json')], tap, ROOT)), tap, current: false });
+    targets.push({
+      name: 'floor',
+      kind: 'floor',
+      ...(await startNode('floor', [join(ROOT, 'bench', 'floor.mjs'), join(tmp, 'config.json')], tap, ROOT)),
+      tap,
+      current: false,
+    });
   }
-  if (webhook !== null && o.scenarios.has('webhook')) targets.push({ name: 'webhook', kind: 'webhook', ...(await startWebhook(webhook, tmp, token)), tap: null, current: false });
+  if (webhook !== null && o.scenarios.has('webhook')) {
+    targets.push({
+      name: 'webhook',
+      kind: 'webhook',
+      ...(await startWebhook(webhook, tmp, token)),
+      tap: null,
+      current: false,
+    });
+  }
   // One process per scenario, each on its own state directory: no scenario pays for what another
   // left behind (the agent scenario leaves every run it accepted queued, the wakes an unread backlog).
-  const purposes = [...SCENARIOS.filter((name) => o.scenarios.has(name) && name !== 'echo' && name !== 'webhook' && name !== 'floor'), ...(o.upload ? (['upload'] as const) : [])];
+  const purposes = [
+    ...SCENARIOS.filter((name) => o.scenarios.has(name) && name !== 'echo' && name !== 'webhook' && name !== 'floor'),
+    ...(o.upload ? (['upload'] as const) : []),
+  ];
   for (const { name, dir } of o.builds) {
     for (const serves of purposes) {
       const tap = new LogTap();
       const state = join(tmp, `state-${name}-${serves}`);
       const config = join(tmp, serves.endsWith('-off') ? 'config-ledger-off.json' : 'config.json');
-      const args = [join(dir, 'bin', 'hooks-ingress'), 'serve', '--config', config, '--state-dir', state, '--host', '127.0.0.1', '--port', '0'];
+      const args = [
+        join(dir, 'bin', 'hooks-ingress'),
+        'serve',
+        '--config',
+        config,
+        '--state-dir',
+        state,
+        '--host',
+        '127.0.0.1',
+        '--port',
+        '0',
+      ];
       const started = await startNode(`hooks-ingress (${name}, ${serves})`, args, tap, ROOT);
       targets.push({ name, kind: 'ingress', ...started, tap, current: dir === ROOT, serves });
     }
@@ -130,7 +161,11 @@ export async function setUp(o: Options, webhook: string | null): Promise<Setup> 
   for (const scenario of SCENARIOS) {
     if (!o.scenarios.has(scenario)) continue;
     const shape = shapes[scenario];
-    for (const target of targets) if (target.kind === shape.kind && (target.serves === undefined || target.serves === scenario)) cases.push({ scenario, target, path: shape.path, lua: shape.lua, status: shape.status, runs: [] });
+    for (const target of targets) {
+      if (target.kind === shape.kind && (target.serves === undefined || target.serves === scenario)) {
+        cases.push({ scenario, target, path: shape.path, lua: shape.lua, status: shape.status, runs: [] });
+      }
+    }
   }
   return { tmp, token, wrong, targets, cases, closeModel: model.close };
 }
@@ -140,11 +175,19 @@ export async function probeAll(s: Setup): Promise<void> {
   const problems: string[] = [];
   for (const c of s.cases) {
     const good = c.scenario !== '401' && c.scenario !== '401-off' && c.scenario !== 'webhook' && c.scenario !== 'floor';
-    const headers: Record<string, string> = { authorization: `Bearer ${good ? s.token : s.wrong}`, 'content-type': 'application/json' };
+    const headers: Record<string, string> = {
+      authorization: `Bearer ${good ? s.token : s.wrong}`,
+      'content-type': 'application/json',
+    };
     if (c.scenario === 'replay') headers['idempotency-key'] = 'bench-replay';
-    const reply = await probe(`${c.target.url}${c.path}`, headers, c.scenario === 'agent' ? AGENT_BODY : WAKE_BODY).catch((error: Error) => ({ status: error.message }));
-    if (reply.status !== c.status) problems.push(`${c.scenario} on ${c.target.name} answered ${reply.status}, expected ${c.status}`);
+    const reply = await probe(`${c.target.url}${c.path}`, headers, c.scenario === 'agent' ? AGENT_BODY : WAKE_BODY)
+      .catch((error: Error) => ({ status: error.message }));
+    if (reply.status !== c.status) {
+      problems.push(`${c.scenario} on ${c.target.name} answered ${reply.status}, expected ${c.status}`);
+    }
   }
   const tails = s.targets.map((t) => t.tap?.tail().trimEnd() ?? '').filter((t) => t !== '');
-  if (problems.length > 0) throw new Error(`probe requests failed:\n  ${problems.join('\n  ')}\n--- server stderr ---\n${tails.join('\n')}`);
+  if (problems.length > 0) {
+    throw new Error(`probe requests failed:\n  ${problems.join('\n  ')}\n--- server stderr ---\n${tails.join('\n')}`);
+  }
 }

@@ -65,7 +65,13 @@ export function ensureBuild(root: string): boolean {
     return true;
   }
   const newer = _newerThan(root, join(root, 'lib'), statSync(cli).mtimeMs);
-  if (newer.length > 0) say(`warning: dist/ is older than ${newer.slice(0, 3).join(', ')}${newer.length > 3 ? ', ...' : ''}: run "npm run build" to bench them`);
+  if (newer.length > 0) {
+    say(
+      `warning: dist/ is older than ${newer.slice(0, 3).join(', ')}${
+        newer.length > 3 ? ', ...' : ''
+      }: run "npm run build" to bench them`,
+    );
+  }
   return true;
 }
 

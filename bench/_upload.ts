@@ -29,7 +29,9 @@ function* _uploadBody(total: number, chunked: boolean): Generator<Buffer> {
   // Valid JSON from end to end, so only the size can be the reason for a refusal.
   const head = Buffer.from('{"text":"');
   const tail = Buffer.from('"}');
-  const frame = (data: Buffer) => (chunked ? Buffer.concat([Buffer.from(`${data.length.toString(16)}\r\n`), data, Buffer.from('\r\n')]) : data);
+  const frame = (
+    data: Buffer,
+  ) => (chunked ? Buffer.concat([Buffer.from(`${data.length.toString(16)}\r\n`), data, Buffer.from('\r\n')]) : data);
   // One framed filler chunk, reused: the client holds 64 KiB, never the whole body.
   const filler = frame(Buffer.alloc(UPLOAD_CHUNK, 'a'));
   let left = total - head.length - tail.length;
@@ -126,7 +128,13 @@ function _send64MiB(url: string, token: string, mode: UploadResult['mode']): Pro
 }
 
 /** Streams 64 MiB to /hooks/wake and times the answer while sampling the server's RSS. */
-export async function upload(url: string, token: string, pid: number, mode: UploadResult['mode'], tap: LogTap): Promise<UploadResult> {
+export async function upload(
+  url: string,
+  token: string,
+  pid: number,
+  mode: UploadResult['mode'],
+  tap: LogTap,
+): Promise<UploadResult> {
   tap.take();
   const before = rssKiB(pid, 'VmRSS');
   let peak = before ?? 0;
@@ -165,4 +173,3 @@ export async function upload(url: string, token: string, pid: number, mode: Uplo
     peakSource: before === null ? 'unavailable (no /proc)' : peakSource,
   };
 }
-

@@ -45,17 +45,27 @@ export interface Measured {
  * text: a wake equal to the session's latest pending one is coalesced (nothing journaled), so
  * identical wakes would measure that shortcut instead of a durable wake.
  */
-export function luaScript(file: string, token: string, body: string, extra: Record<string, string> = {}, numbered = false): string {
+export function luaScript(
+  file: string,
+  token: string,
+  body: string,
+  extra: Record<string, string> = {},
+  numbered = false,
+): string {
   const headers = { 'Content-Type': 'application/json', Authorization: `Bearer ${token}`, ...extra };
   const at = body.indexOf('","');
   const send = numbered && at !== -1
-    ? `local n = 0\nrequest = function()\n  n = n + 1\n  return wrk.format(nil, nil, nil, '${body.slice(0, at)} ' .. n .. '${body.slice(at)}')\nend\n`
+    ? `local n = 0\nrequest = function()\n  n = n + 1\n  return wrk.format(nil, nil, nil, '${
+      body.slice(0, at)
+    } ' .. n .. '${body.slice(at)}')\nend\n`
     : `wrk.body = '${body}'\n`;
   writeFileSync(
     file,
-    `wrk.method = "POST"\n${send}${Object.entries(headers)
-      .map(([k, v]) => `wrk.headers["${k}"] = "${v}"\n`)
-      .join('')}`,
+    `wrk.method = "POST"\n${send}${
+      Object.entries(headers)
+        .map(([k, v]) => `wrk.headers["${k}"] = "${v}"\n`)
+        .join('')
+    }`,
   );
   return file;
 }
@@ -90,7 +100,17 @@ function _parseWrk(text: string): WrkRun {
 
 /** One wrk run of `seconds` against `url` with `script`. */
 export function wrkRun(wrk: string, url: string, script: string, seconds: number, load: Load): Promise<WrkRun> {
-  const args = [`-t${load.threads}`, `-c${load.connections}`, `-d${seconds}s`, '--latency', '--timeout', '5s', '-s', script, url];
+  const args = [
+    `-t${load.threads}`,
+    `-c${load.connections}`,
+    `-d${seconds}s`,
+    '--latency',
+    '--timeout',
+    '5s',
+    '-s',
+    script,
+    url,
+  ];
   return new Promise((resolve, reject) => {
     const child = track(spawn(wrk, args, { stdio: ['ignore', 'pipe', 'pipe'] }));
     let out = '';
@@ -115,12 +135,18 @@ function _problems(run: WrkRun, expected: number, statuses: Record<string, numbe
   const problems: string[] = [];
   if (run.requests === 0) problems.push('no requests completed');
   const { connect, read, write, timeout } = run.socketErrors;
-  if (connect + read + write + timeout > 0) problems.push(`socket errors: connect ${connect}, read ${read}, write ${write}, timeout ${timeout}`);
+  if (connect + read + write + timeout > 0) {
+    problems.push(`socket errors: connect ${connect}, read ${read}, write ${write}, timeout ${timeout}`);
+  }
   if (expected < 300 && run.non2xx > 0) problems.push(`${run.non2xx} non-2xx responses`);
-  if (expected >= 300 && run.non2xx !== run.requests) problems.push(`${run.requests - run.non2xx} responses were 2xx/3xx, expected all ${expected}`);
+  if (expected >= 300 && run.non2xx !== run.requests) {
+    problems.push(`${run.requests - run.non2xx} responses were 2xx/3xx, expected all ${expected}`);
+  }
   if (statuses !== null) {
     const other = Object.entries(statuses).filter(([status]) => status !== String(expected));
-    if (other.length > 0) problems.push(`server logged other statuses: ${other.map(([s, n]) => `${s} x${n}`).join(', ')}`);
+    if (other.length > 0) {
+      problems.push(`server logged other statuses: ${other.map(([s, n]) => `${s} x${n}`).join(', ')}`);
+    }
   }
   return problems;
 }
@@ -134,6 +160,8 @@ export async function measure(wrk: string, c: Measured, load: Load): Promise<Run
   await new Promise((resolve) => setTimeout(resolve, 100));
   const after = cpuSeconds(c.target.pid);
   const statuses = c.target.tap?.take() ?? null;
-  const cpuUs = before === null || after === null || run.requests === 0 ? null : ((after - before) * 1e6) / run.requests;
+  const cpuUs = before === null || after === null || run.requests === 0
+    ? null
+    : ((after - before) * 1e6) / run.requests;
   return { ...run, cpuUs, problems: _problems(run, c.status, statuses) };
 }

@@ -16,7 +16,10 @@ const server = createServer((req, res) => {
     } catch {
       reply = BAD;
     }
-    res.writeHead(reply === OK ? 200 : 400, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(reply) });
+    res.writeHead(reply === OK ? 200 : 400, {
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(reply),
+    });
     res.end(reply);
   });
 });

@@ -11,7 +11,9 @@ import { listenOnLoopback } from './_listen.mjs';
 import { setImmediate } from 'node:timers';
 
 // The one-shot hash where there is one (Node >= 20.12), as the service uses.
-const digest = typeof crypto.hash === 'function' ? (text) => crypto.hash('sha256', text, 'buffer') : (text) => crypto.createHash('sha256').update(text).digest();
+const digest = typeof crypto.hash === 'function'
+  ? (text) => crypto.hash('sha256', text, 'buffer')
+  : (text) => crypto.createHash('sha256').update(text).digest();
 const { hooks } = JSON.parse(readFileSync(process.argv[2], 'utf8'));
 const expected = digest(hooks.token);
 const BODY = JSON.stringify({ ok: false, error: 'invalid hook token', code: 'ERR_UNAUTHORIZED' });
@@ -40,7 +42,7 @@ const server = createServer((req, res) => {
   if (!ok) {
     const now = Date.now();
     let log = failures.get(client);
-    if (log === undefined) failures.set(client, (log = { times: [], head: 0 }));
+    if (log === undefined) failures.set(client, log = { times: [], head: 0 });
     log.times.push(now);
     while (now - log.times[log.head] >= WINDOW_MS) log.head++;
     if (log.head >= 64 && log.head * 2 >= log.times.length) {
@@ -50,7 +52,12 @@ const server = createServer((req, res) => {
   }
   const status = ok ? 200 : 401;
   const body = ok ? '{"ok":true}' : BODY;
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store', 'x-request-id': id });
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+    'cache-control': 'no-store',
+    'x-request-id': id,
+  });
   res.end(body);
   if (held === '') setImmediate(flush);
   const ms = Date.now();
@@ -58,7 +65,19 @@ const server = createServer((req, res) => {
     lastMs = ms;
     lastIso = new Date(ms).toISOString();
   }
-  held += `${JSON.stringify({ time: lastIso, level: 'info', msg: 'request', id, method: req.method, path: req.url, status, duration: Math.round((performance.now() - started) * 10) / 10, client })}\n`;
+  held += `${
+    JSON.stringify({
+      time: lastIso,
+      level: 'info',
+      msg: 'request',
+      id,
+      method: req.method,
+      path: req.url,
+      status,
+      duration: Math.round((performance.now() - started) * 10) / 10,
+      client,
+    })
+  }\n`;
 });
 
 listenOnLoopback(server);

@@ -19,7 +19,9 @@ const BIN = join(ROOT, 'bin', 'hooks-ingress');
 const WAKE_BODY = '{"text":"bench","mode":"next-heartbeat"}';
 const POLL_MS = 1500;
 
-const { values } = parseArgs({ options: { rounds: { type: 'string' }, duration: { type: 'string' }, connections: { type: 'string' } } });
+const { values } = parseArgs({
+  options: { rounds: { type: 'string' }, duration: { type: 'string' }, connections: { type: 'string' } },
+});
 const rounds = Number(values.rounds ?? 5);
 const duration = Number(values.duration ?? 5);
 const connections = Number(values.connections ?? 32);
@@ -35,8 +37,17 @@ interface Server {
 async function start(name: string, dir: string, token: string): Promise<Server> {
   const config = join(dir, `${name}.json`);
   const state = join(dir, `${name}-state`);
-  writeFileSync(config, JSON.stringify({ hooks: { enabled: true, token, maxBacklogEvents: 1e9, maxBacklogBytes: 2 ** 40 }, inspector: { port: 0 } }), { mode: 0o600 });
-  const child = spawn(process.execPath, [BIN, 'serve', '-c', config, '--port', '0', '--state-dir', state], { stdio: ['ignore', 'pipe', 'ignore'] });
+  writeFileSync(
+    config,
+    JSON.stringify({
+      hooks: { enabled: true, token, maxBacklogEvents: 1e9, maxBacklogBytes: 2 ** 40 },
+      inspector: { port: 0 },
+    }),
+    { mode: 0o600 },
+  );
+  const child = spawn(process.execPath, [BIN, 'serve', '-c', config, '--port', '0', '--state-dir', state], {
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
   const url = await new Promise<string>((resolve, reject) => {
     let out = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
@@ -77,7 +88,9 @@ async function subscribe(server: Server): Promise<{ stop(): Promise<{ polls: num
       // As the page does: a poll that fails (a kept-alive connection closed under load) is tried
       // again at the next tick; a refusal is a broken bench.
       try {
-        const res = await fetch(`${base}/inspector/api/requests?limit=200`, { headers: { cookie, 'x-inspector-key': key } });
+        const res = await fetch(`${base}/inspector/api/requests?limit=200`, {
+          headers: { cookie, 'x-inspector-key': key },
+        });
         if (res.status !== 200) throw new RangeError(`the page's poll answered ${res.status}`);
         await res.arrayBuffer();
         polls++;
@@ -99,7 +112,9 @@ async function subscribe(server: Server): Promise<{ stop(): Promise<{ polls: num
 
 // Spawned, not run synchronously: the page's polls run in this process while wrk does.
 async function wrk(url: string, script: string): Promise<{ requests: number; non2xx: number }> {
-  const child = spawn('wrk', ['-t1', `-c${connections}`, `-d${duration}s`, '-s', script, url], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn('wrk', ['-t1', `-c${connections}`, `-d${duration}s`, '-s', script, url], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
@@ -124,7 +139,10 @@ if (spawnSync('wrk', ['--version']).error !== undefined) {
 const dir = mkdtempSync(join(tmpdir(), 'hooks-ingress-inspector-bench-'));
 const token = randomBytes(32).toString('base64url');
 const script = join(dir, 'wake.lua');
-writeFileSync(script, `wrk.method = "POST"\nwrk.body = '${WAKE_BODY}'\nwrk.headers["Content-Type"] = "application/json"\nwrk.headers["Authorization"] = "Bearer ${token}"\n`);
+writeFileSync(
+  script,
+  `wrk.method = "POST"\nwrk.body = '${WAKE_BODY}'\nwrk.headers["Content-Type"] = "application/json"\nwrk.headers["Authorization"] = "Bearer ${token}"\n`,
+);
 const plain = await start('without-page', dir, token);
 const watched = await start('with-page', dir, token);
 const page = await subscribe(watched);
@@ -138,7 +156,9 @@ try {
       const us = ((cpuSeconds(server.pid)! - before) * 1e6) / run.requests;
       if (run.non2xx > 0) throw new Error(`${server.name}: ${run.non2xx} non-2xx answers`);
       cpu[server.name]!.push(us);
-      process.stdout.write(`round ${round} ${server.name.padEnd(12)} ${run.requests} requests  ${us.toFixed(1)} CPU µs/req\n`);
+      process.stdout.write(
+        `round ${round} ${server.name.padEnd(12)} ${run.requests} requests  ${us.toFixed(1)} CPU µs/req\n`,
+      );
     }
   }
 } finally {
@@ -150,4 +170,8 @@ try {
 }
 const without = median(cpu[plain.name]!);
 const withPage = median(cpu[watched.name]!);
-process.stdout.write(`\nwake CPU µs/req, median of ${rounds}: without a page ${without.toFixed(1)}, with a page ${withPage.toFixed(1)} (${(withPage / without).toFixed(3)}×)\n`);
+process.stdout.write(
+  `\nwake CPU µs/req, median of ${rounds}: without a page ${without.toFixed(1)}, with a page ${withPage.toFixed(1)} (${
+    (withPage / without).toFixed(3)
+  }×)\n`,
+);

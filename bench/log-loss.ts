@@ -23,7 +23,18 @@ interface Outcome {
 
 async function killOnce(dir: string, tmp: string): Promise<Outcome> {
   const state = mkdtempSync(join(tmp, 'state-'));
-  const child = spawn(process.execPath, [join(dir, 'bin', 'hooks-ingress'), 'serve', '--config', join(tmp, 'config.json'), '--state-dir', state, '--host', '127.0.0.1', '--port', '0'], {
+  const child = spawn(process.execPath, [
+    join(dir, 'bin', 'hooks-ingress'),
+    'serve',
+    '--config',
+    join(tmp, 'config.json'),
+    '--state-dir',
+    state,
+    '--host',
+    '127.0.0.1',
+    '--port',
+    '0',
+  ], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';
@@ -43,7 +54,11 @@ async function killOnce(dir: string, tmp: string): Promise<Outcome> {
   const client = async () => {
     while (running) {
       const ok = await new Promise<boolean>((done) => {
-        const req = request(`${url}/hooks/wake`, { method: 'POST', agent, headers: { authorization: 'Bearer wrong', 'content-type': 'application/json' } }, (res) => {
+        const req = request(`${url}/hooks/wake`, {
+          method: 'POST',
+          agent,
+          headers: { authorization: 'Bearer wrong', 'content-type': 'application/json' },
+        }, (res) => {
           res.resume();
           res.once('end', () => done(res.statusCode === 401));
           res.once('error', () => done(false));
@@ -69,7 +84,17 @@ async function killOnce(dir: string, tmp: string): Promise<Outcome> {
 
 const tmp = mkdtempSync(join(tmpdir(), 'hooks-ingress-log-loss-'));
 try {
-  writeFileSync(join(tmp, 'config.json'), JSON.stringify({ hooks: { enabled: true, token: randomBytes(32).toString('base64url'), authRateLimit: { maxFailures: 1_000_000_000 } } }), { mode: 0o600 });
+  writeFileSync(
+    join(tmp, 'config.json'),
+    JSON.stringify({
+      hooks: {
+        enabled: true,
+        token: randomBytes(32).toString('base64url'),
+        authRateLimit: { maxFailures: 1_000_000_000 },
+      },
+    }),
+    { mode: 0o600 },
+  );
   for (const dir of builds) {
     const lost: number[] = [];
     let answered = 0;
@@ -79,7 +104,11 @@ try {
       answered += o.answered;
     }
     const name = dir === ROOT ? 'this checkout' : basename(dir);
-    console.log(`${name}: ${kills} SIGKILLs under load (${answered} answered 401s): lines lost per kill ${lost.join(', ')}; max ${Math.max(...lost)}`);
+    console.log(
+      `${name}: ${kills} SIGKILLs under load (${answered} answered 401s): lines lost per kill ${lost.join(', ')}; max ${
+        Math.max(...lost)
+      }`,
+    );
   }
 } finally {
   rmSync(tmp, { recursive: true, force: true });

@@ -38,14 +38,33 @@ try {
   const files = staticGraph(serve).size;
   const chain = emptyModules(join(tmp, 'empty'), files);
   const config = join(tmp, 'config.json');
-  writeFileSync(config, JSON.stringify({ hooks: { enabled: true, token: 'memory-floor-bench-token-0123456789abcdef' } }), { mode: 0o600 });
+  writeFileSync(
+    config,
+    JSON.stringify({ hooks: { enabled: true, token: 'memory-floor-bench-token-0123456789abcdef' } }),
+    { mode: 0o600 },
+  );
   const hold = 'setTimeout(() => {}, 3_600_000)';
   const processes: [string, string[]][] = [
     ['node, idle', ['-e', hold]],
     ['bare node:http', [join(ROOT, 'bench', 'baseline.mjs')]],
     [`${files} empty ES modules`, ['--input-type=module', '-e', `await import(${JSON.stringify(chain)}); ${hold}`]],
-    [`serve's ${files} modules, loaded`, ['--input-type=module', '-e', `await import(${JSON.stringify(serve)}); ${hold}`]],
-    ['serve, started', [join(ROOT, 'bin', 'hooks-ingress'), 'serve', '--config', config, '--state-dir', join(tmp, 'state'), '--host', '127.0.0.1', '--port', '0']],
+    [`serve's ${files} modules, loaded`, [
+      '--input-type=module',
+      '-e',
+      `await import(${JSON.stringify(serve)}); ${hold}`,
+    ]],
+    ['serve, started', [
+      join(ROOT, 'bin', 'hooks-ingress'),
+      'serve',
+      '--config',
+      config,
+      '--state-dir',
+      join(tmp, 'state'),
+      '--host',
+      '127.0.0.1',
+      '--port',
+      '0',
+    ]],
   ];
   const seen = new Map<string, Figures[]>();
   for (let round = 0; round < ROUNDS; round++) {
@@ -53,7 +72,10 @@ try {
       for (const [name, args] of processes) {
         const out = join(tmp, 'figures.json');
         rmSync(out, { force: true });
-        const child = spawn(process.execPath, ['--import', report, ...args], { stdio: 'ignore', env: { ...process.env, MEM_OUT: out, MEM_AT: String(at * 1000), BENCH_PORT: '0' } });
+        const child = spawn(process.execPath, ['--import', report, ...args], {
+          stdio: 'ignore',
+          env: { ...process.env, MEM_OUT: out, MEM_AT: String(at * 1000), BENCH_PORT: '0' },
+        });
         let figures: Figures | null = null;
         for (let waited = 0; figures === null && waited < at * 1000 + 30_000; waited += 50) {
           await new Promise((r) => setTimeout(r, 50));
@@ -79,10 +101,16 @@ try {
     for (const [name] of processes) {
       const list = seen.get(`${at}\t${name}`)!;
       const m = (key: keyof Figures) => mib(median(list.map((f) => f[key])));
-      console.log(`${name.padEnd(30)} ${m('rss')} ${m('anon')} ${m('file')} | ${m('heap')} ${m('newSpace')} ${m('oldSpace')} ${m('code')} | ${m('malloced')}`);
+      console.log(
+        `${name.padEnd(30)} ${m('rss')} ${m('anon')} ${m('file')} | ${m('heap')} ${m('newSpace')} ${m('oldSpace')} ${
+          m('code')
+        } | ${m('malloced')}`,
+      );
     }
   }
-  console.log('\n(RSS = anon + file: anon is the process\'s own memory, file the pages of the node binary and other mapped files it has touched, shared with every process that maps them)');
+  console.log(
+    "\n(RSS = anon + file: anon is the process's own memory, file the pages of the node binary and other mapped files it has touched, shared with every process that maps them)",
+  );
 } finally {
   rmSync(tmp, { recursive: true, force: true });
 }

@@ -13,16 +13,16 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { stopChildren } from './_children.ts';
-import { parseOptions, ROOT, type Options } from './_options.ts';
+import { type Options, parseOptions, ROOT } from './_options.ts';
 import { filesystem, fsyncProbe } from './_proc.ts';
-import { header, report, roundLine, rows, summary, uploadReport, type Machine, type UploadRow } from './_report.ts';
+import { header, type Machine, report, roundLine, rows, summary, uploadReport, type UploadRow } from './_report.ts';
 import { say, sayOnStderr } from './_say.ts';
 import { probe } from './_servers.ts';
-import { probeAll, setUp, type Setup } from './_setup.ts';
+import { probeAll, type Setup, setUp } from './_setup.ts';
 import { ensureBuild, ensureTool, which } from './_tools.ts';
 import { upload } from './_upload.ts';
 import { measure, wrkRun } from './_wrk.ts';
-import { coldstart, type ColdFigures } from './coldstart.ts';
+import { type ColdFigures, coldstart } from './coldstart.ts';
 
 async function main(argv: string[]): Promise<number> {
   let o: Options | null;
@@ -44,7 +44,11 @@ async function main(argv: string[]): Promise<number> {
     cold = await _coldstart(o, webhook);
     if (cold === null) return 1;
     if (o.scenarios.size === 0) {
-      if (o.json) process.stdout.write(`${JSON.stringify({ date: new Date().toISOString(), node: process.version, coldstart: cold }, null, 2)}\n`);
+      if (o.json) {
+        process.stdout.write(
+          `${JSON.stringify({ date: new Date().toISOString(), node: process.version, coldstart: cold }, null, 2)}\n`,
+        );
+      }
       return 0;
     }
     say();
@@ -82,7 +86,17 @@ async function main(argv: string[]): Promise<number> {
     }
     for (const line of outside) say(`outside the reference value: ${line}`);
 
-    if (o.json) process.stdout.write(`${JSON.stringify(summary(o, machine, { rows: table, uploads, coldstart: cold, outside, valid: !invalid }), null, 2)}\n`);
+    if (o.json) {
+      process.stdout.write(
+        `${
+          JSON.stringify(
+            summary(o, machine, { rows: table, uploads, coldstart: cold, outside, valid: !invalid }),
+            null,
+            2,
+          )
+        }\n`,
+      );
+    }
     if (invalid) {
       process.stderr.write('bench: some runs were INVALID (see above): their figures do not measure what they claim\n');
       exitCode = 1;
@@ -104,7 +118,15 @@ async function main(argv: string[]): Promise<number> {
 async function _coldstart(o: Options, webhook: string | null): Promise<ColdFigures | null> {
   const tmp = mkdtempSync(join(o.tmp, 'hooks-ingress-coldstart-'));
   try {
-    return await coldstart({ tmp, builds: o.builds, root: ROOT, starts: o.starts, webhook, socketActivate: which('systemd-socket-activate'), say });
+    return await coldstart({
+      tmp,
+      builds: o.builds,
+      root: ROOT,
+      starts: o.starts,
+      webhook,
+      socketActivate: which('systemd-socket-activate'),
+      say,
+    });
   } catch (error) {
     process.stderr.write(`bench: coldstart: ${(error as Error).message}\n`);
     return null;
@@ -136,7 +158,9 @@ async function _uploads(setup: Setup, uploads: UploadRow[]): Promise<boolean> {
   say();
   say('uploading 64 MiB to /hooks/wake with a valid token (streamed; the client never holds it)...');
   for (const t of setup.targets.filter((x) => x.serves === 'upload')) {
-    for (const mode of ['chunked', 'content-length'] as const) uploads.push({ server: t.name, result: await upload(t.url, setup.token, t.pid, mode, t.tap!) });
+    for (const mode of ['chunked', 'content-length'] as const) {
+      uploads.push({ server: t.name, result: await upload(t.url, setup.token, t.pid, mode, t.tap!) });
+    }
     const health = await probe(`${t.url}/healthz`, {}, '', 'GET').catch(() => ({ status: 0 }));
     if (health.status !== 200) {
       healthy = false;

@@ -26,12 +26,19 @@ process.stdin.on('data', (chunk) => {
 });
 process.stdin.on('end', () => process.exit(0));
 `;
-const INPUT = JSON.stringify({ payload: { text: 'bench' }, headers: { 'content-type': 'application/json' }, query: {}, path: 't' });
+const INPUT = JSON.stringify({
+  payload: { text: 'bench' },
+  headers: { 'content-type': 'application/json' },
+  query: {},
+  path: 't',
+});
 
 // CPU time of a process's threads so far, in µs, from the scheduler's nanosecond counters.
 function cpuUs(pid) {
   let ns = 0;
-  for (const task of readdirSync(`/proc/${pid}/task`)) ns += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'utf8').split(' ')[0]);
+  for (const task of readdirSync(`/proc/${pid}/task`)) {
+    ns += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'utf8').split(' ')[0]);
+  }
   return ns / 1e3;
 }
 
@@ -67,7 +74,9 @@ const call = () =>
 
 async function callers(count, total) {
   let left = total;
-  await Promise.all(Array.from({ length: count }, async () => { while (left-- > 0) await call(); }));
+  await Promise.all(Array.from({ length: count }, async () => {
+    while (left-- > 0) await call();
+  }));
 }
 
 const self = () => {
@@ -83,7 +92,11 @@ for (let round = 1; round <= 3; round++) {
     await callers(count, total);
     const p = (self() - parent) / total;
     const c = (cpuUs(child.pid) - kid) / total;
-    console.log(`round ${round} ${label.padEnd(13)} parent ${p.toFixed(1)} µs/call, child ${c.toFixed(1)}, total ${(p + c).toFixed(1)}`);
+    console.log(
+      `round ${round} ${label.padEnd(13)} parent ${p.toFixed(1)} µs/call, child ${c.toFixed(1)}, total ${
+        (p + c).toFixed(1)
+      }`,
+    );
   }
 }
 child.stdin.end();

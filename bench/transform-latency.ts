@@ -53,7 +53,11 @@ async function measure(dir: string): Promise<void> {
       }
     }));
     const perSecond = Math.round(many.length / ((performance.now() - started) / 1000));
-    console.log(`${dir}: one at a time p50 ${ms(at(one, 0.5))} p99 ${ms(at(one, 0.99))}; ${CALLERS} at once p50 ${ms(at(many, 0.5))} p99 ${ms(at(many, 0.99))}, ${perSecond} calls/s`);
+    console.log(
+      `${dir}: one at a time p50 ${ms(at(one, 0.5))} p99 ${ms(at(one, 0.99))}; ${CALLERS} at once p50 ${
+        ms(at(many, 0.5))
+      } p99 ${ms(at(many, 0.99))}, ${perSecond} calls/s`,
+    );
   } finally {
     await runner.close();
   }

@@ -42,7 +42,11 @@ export const formatJson: LogFormat = (time, level, message, fields) => {
 };
 
 /** A logger writing one line per record through `write`, stamped by `now`, shaped by `format`. */
-export function createLogger(write: (line: string) => void, now: () => number = Date.now, format: LogFormat = formatJson): Logger {
+export function createLogger(
+  write: (line: string) => void,
+  now: () => number = Date.now,
+  format: LogFormat = formatJson,
+): Logger {
   const emit = (level: string, message: string, fields: LogFields = {}) => write(format(now(), level, message, fields));
   return {
     info: (message, fields) => emit('info', message, fields),
@@ -50,7 +54,6 @@ export function createLogger(write: (line: string) => void, now: () => number = 
     error: (message, fields) => emit('error', message, fields),
   };
 }
-
 
 /** Lines held for one write; see {@link bufferLines}. */
 export interface LineBuffer {
@@ -166,7 +169,11 @@ export function boundWarnings(log: Logger, options: BoundOptions = {}): BoundedL
     const t = now();
     for (const held of messages.values()) {
       if (held.leftOut === 0) continue;
-      const fields: LogFields = { message: held.message, count: held.leftOut, seconds: Math.max(1, Math.round((t - held.since) / 1000)) };
+      const fields: LogFields = {
+        message: held.message,
+        count: held.leftOut,
+        seconds: Math.max(1, Math.round((t - held.since) / 1000)),
+      };
       log[held.level](LEFT_OUT, fields);
       held.leftOut = 0;
     }

@@ -11,7 +11,9 @@ let _at = _POOL.length;
  * byte is handed out once, so ids drawn from it are as unpredictable as separate draws would be.
  */
 export function randomHex(bytes: number): string {
-  if (!Number.isInteger(bytes) || bytes < 1) throw new RangeError(`Cannot draw random bytes: expected a positive whole number, got ${bytes}`);
+  if (!Number.isInteger(bytes) || bytes < 1) {
+    throw new RangeError(`Cannot draw random bytes: expected a positive whole number, got ${bytes}`);
+  }
   if (bytes > _POOL.length) return randomBytes(bytes).toString('hex');
   if (_at + bytes > _POOL.length) {
     randomFillSync(_POOL);
@@ -38,7 +40,7 @@ export function idSequence(): () => string {
     // Two 32-bit halves: exact far past 2^53 ids, and plain integer work per id.
     low = (low + 1) >>> 0;
     if (low === 0) high = (high + 1) >>> 0;
-    const hex = (high.toString(16).padStart(8, '0') + low.toString(16).padStart(8, '0'));
+    const hex = high.toString(16).padStart(8, '0') + low.toString(16).padStart(8, '0');
     return `${prefix}${hex.slice(0, 4)}-${hex.slice(4)}`;
   };
 }

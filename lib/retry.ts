@@ -28,13 +28,18 @@ export type Retried<T> = Attempt<T> & { attempts: number };
  * Calls `attempt` until it succeeds, fails permanently, or the attempts or the deadline run out.
  * Waits honour a `Retry-After` the other side gave, else back off exponentially with full jitter.
  */
-export async function retry<T>(attempt: (n: number) => Promise<Attempt<T>>, options: RetryOptions): Promise<Retried<T>> {
+export async function retry<T>(
+  attempt: (n: number) => Promise<Attempt<T>>,
+  options: RetryOptions,
+): Promise<Retried<T>> {
   const now = options.now ?? Date.now;
   const wait = options.sleep ?? sleep;
   const random = options.random ?? Math.random;
-  for (let n = 1; ; n++) {
+  for (let n = 1;; n++) {
     const result = await attempt(n);
-    if (result.ok || !result.retryable || n >= options.maxAttempts || options.signal?.aborted) return { ...result, attempts: n };
+    if (result.ok || !result.retryable || n >= options.maxAttempts || options.signal?.aborted) {
+      return { ...result, attempts: n };
+    }
     const backoff = Math.min(options.maxDelayMs, options.baseDelayMs * 2 ** (n - 1)) * random();
     const pause = result.retryAfterMs ?? backoff;
     if (options.deadline !== undefined && now() + pause >= options.deadline) return { ...result, attempts: n };

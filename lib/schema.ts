@@ -40,7 +40,9 @@ export type Checked<T> = { ok: true; value: T; ignored: string[] } | { ok: false
 export function check<T>(schema: Schema<T>, value: unknown, at = ''): Checked<T> {
   const report: Report = { issues: [], ignored: [] };
   const result = schema(value, at, report);
-  if (report.issues.length > 0 || result === undefined) return { ok: false, issues: report.issues, ignored: report.ignored };
+  if (report.issues.length > 0 || result === undefined) {
+    return { ok: false, issues: report.issues, ignored: report.ignored };
+  }
   return { ok: true, value: result, ignored: report.ignored };
 }
 
@@ -140,7 +142,9 @@ export function number(rules: NumberRules = {}): Schema<number> {
       return _fail(report, at, `must be a number, got ${typeName(value)}`);
     }
     if (rules.integer && !Number.isInteger(value)) return _fail(report, at, 'must be an integer');
-    if (rules.above !== undefined && !(value > rules.above)) return _fail(report, at, `must be greater than ${rules.above}`);
+    if (rules.above !== undefined && !(value > rules.above)) {
+      return _fail(report, at, `must be greater than ${rules.above}`);
+    }
     if (rules.min !== undefined && value < rules.min) return _fail(report, at, `must be at least ${rules.min}`);
     if (rules.max !== undefined && value > rules.max) return _fail(report, at, `must be at most ${rules.max}`);
     return value;

@@ -76,7 +76,15 @@ export function shellWord(arg: string): string {
 // C0 and C1 controls with DEL, the Unicode line and paragraph separators, and the bidirectional
 // embeddings, overrides and isolates that can reorder what a line appears to say.
 const _UNSAFE = /[\u0000-\u001F\u007F-\u009F\u2028\u2029\u202A-\u202E\u2066-\u2069]/g;
-const _NAMED: Readonly<Record<string, string>> = { '\n': '\\n', '\t': '\\t', '\r': '\\r', '\v': '\\v', '\f': '\\f', '\b': '\\b', '\0': '\\0' };
+const _NAMED: Readonly<Record<string, string>> = {
+  '\n': '\\n',
+  '\t': '\\t',
+  '\r': '\\r',
+  '\v': '\\v',
+  '\f': '\\f',
+  '\b': '\\b',
+  '\0': '\\0',
+};
 
 /** `text` with every unsafe character as an escape (`\r`, `\x1b`, `\u2028`); "\n" too unless kept. */
 export function escapeControls(text: string, keepNewlines: boolean): string {
@@ -95,5 +103,10 @@ export function escapeControls(text: string, keepNewlines: boolean): string {
  * bidirectional controls as they are. The same value for a JSON reader; nothing for a terminal.
  */
 export function jsonLine(value: unknown): string {
-  return `${(JSON.stringify(value) ?? 'null').replace(_UNSAFE, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`)}\n`;
+  return `${
+    (JSON.stringify(value) ?? 'null').replace(
+      _UNSAFE,
+      (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`,
+    )
+  }\n`;
 }

@@ -44,13 +44,20 @@ export function addAdapterTests(label: string, c: AdapterCase): void {
     const { adapter } = await c.rig(t);
     for (const good of c.recipients.good) assert.equal(adapter.checkRecipient(good), null, good);
     const refusal = (got: string) => `Invalid ${c.name} recipient: expected ${c.recipients.expected}, got ${got}`;
-    for (const wrong of c.recipients.bad) assert.equal(adapter.checkRecipient(wrong), refusal(JSON.stringify(wrong)), wrong);
+    for (const wrong of c.recipients.bad) {
+      assert.equal(adapter.checkRecipient(wrong), refusal(JSON.stringify(wrong)), wrong);
+    }
     assert.equal(adapter.checkRecipient('x'.repeat(500)), refusal(`"${'x'.repeat(63)}…`));
   });
 
   test(`${label}.send() throws a RangeError for empty text or text over its limit (the caller chunks), before it calls anything`, async (t) => {
     const rig = await c.rig(t);
-    for (const empty of ['', '  ', ' \n ']) await assert.rejects(rig.adapter.send(to, empty), { name: 'RangeError', message: 'Cannot send text: it is empty' });
+    for (const empty of ['', '  ', ' \n ']) {
+      await assert.rejects(rig.adapter.send(to, empty), {
+        name: 'RangeError',
+        message: 'Cannot send text: it is empty',
+      });
+    }
     await assert.rejects(rig.adapter.send(to, 'x'.repeat(c.maxLength + 1)), {
       name: 'RangeError',
       message: `Cannot send text: ${c.maxLength + 1} characters exceed the ${c.name} limit of ${c.maxLength}`,
@@ -60,7 +67,11 @@ export function addAdapterTests(label: string, c: AdapterCase): void {
 
   test(`${label}.send() refuses a malformed recipient without calling anything, and does not retry`, async (t) => {
     const rig = await c.rig(t);
-    assert.deepEqual(await rig.adapter.send(bad, 'hi'), { ok: false, retryable: false, message: rig.adapter.checkRecipient(bad) });
+    assert.deepEqual(await rig.adapter.send(bad, 'hi'), {
+      ok: false,
+      retryable: false,
+      message: rig.adapter.checkRecipient(bad),
+    });
     assert.equal(await rig.calls(), 0);
   });
 
@@ -72,7 +83,11 @@ export function addAdapterTests(label: string, c: AdapterCase): void {
     await arrived;
     controller.abort();
     assert.deepEqual(await pending, { ok: false, retryable: false, message: c.aborted });
-    assert.deepEqual(await rig.adapter.send(to, 'hi', AbortSignal.abort()), { ok: false, retryable: false, message: c.aborted });
+    assert.deepEqual(await rig.adapter.send(to, 'hi', AbortSignal.abort()), {
+      ok: false,
+      retryable: false,
+      message: c.aborted,
+    });
   });
 }
 
@@ -122,20 +137,35 @@ export function addHttpAdapterTests(label: string, c: HttpAdapterCase): void {
       (script ?? platform)(req, res);
     });
     const hang = () => new Promise<void>((arrived) => scripted.push(() => arrived()));
-    return { url: server.url, seen: server.seen, adapter: c.make(`${server.url}${c.path ?? ''}`), calls: () => server.seen.length, hang, next: (answer) => scripted.push(answer) };
+    return {
+      url: server.url,
+      seen: server.seen,
+      adapter: c.make(`${server.url}${c.path ?? ''}`),
+      calls: () => server.seen.length,
+      hang,
+      next: (answer) => scripted.push(answer),
+    };
   };
   addAdapterTests(label, { ...c, aborted: `${service} request aborted`, rig });
   // A message made of what a platform said holds no secret: not as it is, URL-encoded, nor its first or last eight characters.
   const assertMasked = (message: string) => {
     if (secret === undefined) return;
-    for (const form of [secret.value, encodeURIComponent(secret.value), secret.value.slice(0, 8), secret.value.slice(-8)]) assert.ok(!message.includes(form), message);
+    for (
+      const form of [secret.value, encodeURIComponent(secret.value), secret.value.slice(0, 8), secret.value.slice(-8)]
+    ) assert.ok(!message.includes(form), message);
   };
 
   test(`${label}: a fetch that is not a function and a ${c.url.option} that is not an http(s) URL are refused, naming the option`, () => {
-    assert.throws(() => c.make('http://127.0.0.1:9', 'fetch' as unknown as typeof fetch), { name: 'TypeError', message: 'Invalid option fetch: must be a function' });
+    assert.throws(() => c.make('http://127.0.0.1:9', 'fetch' as unknown as typeof fetch), {
+      name: 'TypeError',
+      message: 'Invalid option fetch: must be a function',
+    });
     assert.throws(() => c.make('not a url'), (error: Error) => {
       assert.ok(error instanceof TypeError);
-      assert.equal(error.message, `Invalid option ${c.url.option}: ${c.url.rule ?? 'must be an http(s) URL'}, got "not a url"`);
+      assert.equal(
+        error.message,
+        `Invalid option ${c.url.option}: ${c.url.rule ?? 'must be an http(s) URL'}, got "not a url"`,
+      );
       return true;
     });
   });
@@ -150,11 +180,14 @@ export function addHttpAdapterTests(label: string, c: HttpAdapterCase): void {
 
   test(`${label}.send() refuses an answer larger than the cap without reading it, and does not retry`, async (t) => {
     const { adapter, next } = await rig(t);
-    next((_req, res) => void res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(1024 ** 3) }).write('{'));
+    next((_req, res) =>
+      void res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(1024 ** 3) }).write('{')
+    );
     assert.deepEqual(await adapter.send(to, 'hi'), {
       ok: false,
       retryable: false,
-      message: `${service} answer refused: the answer (HTTP 200) is larger than 8388608 bytes; it was not read past them`,
+      message:
+        `${service} answer refused: the answer (HTTP 200) is larger than 8388608 bytes; it was not read past them`,
     });
   });
 
@@ -163,9 +196,22 @@ export function addHttpAdapterTests(label: string, c: HttpAdapterCase): void {
     next((_req, res) => c.refuse(res, 400, 'Bad Request: the text is odd'));
     next((_req, res) => c.refuse(res, 503, 'Down for maintenance'));
     next((_req, res) => c.refuse(res, 429, 'Too many requests', { 'retry-after': '2' }));
-    assert.deepEqual(await adapter.send(to, 'a'), { ok: false, retryable: false, message: c.says(400, 'Bad Request: the text is odd') });
-    assert.deepEqual(await adapter.send(to, 'b'), { ok: false, retryable: true, message: c.says(503, 'Down for maintenance') });
-    assert.deepEqual(await adapter.send(to, 'c'), { ok: false, retryable: true, message: c.says(429, 'Too many requests'), retryAfterMs: 2000 });
+    assert.deepEqual(await adapter.send(to, 'a'), {
+      ok: false,
+      retryable: false,
+      message: c.says(400, 'Bad Request: the text is odd'),
+    });
+    assert.deepEqual(await adapter.send(to, 'b'), {
+      ok: false,
+      retryable: true,
+      message: c.says(503, 'Down for maintenance'),
+    });
+    assert.deepEqual(await adapter.send(to, 'c'), {
+      ok: false,
+      retryable: true,
+      message: c.says(429, 'Too many requests'),
+      retryAfterMs: 2000,
+    });
   });
 
   test(`${label}.send() puts a long answer on one line and clips it after masking the secret, never leaving part of it`, async (t) => {
@@ -183,7 +229,11 @@ export function addHttpAdapterTests(label: string, c: HttpAdapterCase): void {
     test(`${label}.send() masks the secret in an answer that echoes it, as it is or URL-encoded`, async (t) => {
       const { adapter, next } = await rig(t);
       next((_req, res) => c.refuse(res, 403, `refused ${secret.value}, encoded ${encodeURIComponent(secret.value)}`));
-      assert.deepEqual(await adapter.send(to, 'hi'), { ok: false, retryable: false, message: c.says(403, `refused ${secret.mask}, encoded ${secret.mask}`) });
+      assert.deepEqual(await adapter.send(to, 'hi'), {
+        ok: false,
+        retryable: false,
+        message: c.says(403, `refused ${secret.mask}, encoded ${secret.mask}`),
+      });
     });
   }
 
@@ -193,13 +243,23 @@ export function addHttpAdapterTests(label: string, c: HttpAdapterCase): void {
     assertMasked(refused.message);
     // A fetch error that quotes the whole request: where it went, its headers and its body.
     const quoting = c.make('http://127.0.0.1:9', async (input, init) => {
-      throw new TypeError(`error sending request for url (${String(input)})`, { cause: new Error(`headers ${JSON.stringify(init?.headers)}, body ${String(init?.body)}`) });
+      throw new TypeError(`error sending request for url (${String(input)})`, {
+        cause: new Error(`headers ${JSON.stringify(init?.headers)}, body ${String(init?.body)}`),
+      });
     });
     const quoted = await quoting.send(to, 'hi');
-    assert.ok(!quoted.ok && quoted.retryable && quoted.message.startsWith(`${c.unreachable}error sending request for url (http://127.0.0.1:9`), JSON.stringify(quoted));
+    assert.ok(
+      !quoted.ok && quoted.retryable &&
+        quoted.message.startsWith(`${c.unreachable}error sending request for url (http://127.0.0.1:9`),
+      JSON.stringify(quoted),
+    );
     assertMasked(quoted.message);
     if (secret !== undefined) assert.ok(quoted.message.includes(secret.mask), quoted.message);
     const odd = c.make('http://127.0.0.1:9', () => Promise.reject('socket hang up'));
-    assert.deepEqual(await odd.send(to, 'hi'), { ok: false, retryable: true, message: `${c.unreachable}socket hang up` });
+    assert.deepEqual(await odd.send(to, 'hi'), {
+      ok: false,
+      retryable: true,
+      message: `${c.unreachable}socket hang up`,
+    });
   });
 }

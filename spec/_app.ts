@@ -6,8 +6,8 @@ import type { TestContext } from 'node:test';
 import { buildConfig } from '../lib/config/load.ts';
 import type { Config } from '../lib/config/types.ts';
 import { listen } from '../lib/edge/listen.ts';
-import { createApp, type App, type AppOptions } from '../lib/edge/server.ts';
-import { fingerprints, type Fingerprints } from '../lib/guard/fingerprint.ts';
+import { type App, type AppOptions, createApp } from '../lib/edge/server.ts';
+import { type Fingerprints, fingerprints } from '../lib/guard/fingerprint.ts';
 import { createLogger, type Logger } from '../lib/log.ts';
 import { Store } from '../lib/store/journal/store.ts';
 import { openCredentialKey } from '../lib/store/state/credential-key.ts';
@@ -80,7 +80,9 @@ export async function startApp(t: TestContext, options: StartAppOptions = {}): P
   let store = options.store;
   if (store === undefined) {
     const ttl = options.idempotencyTtlMs ?? config.hooks.idempotencyTtlSeconds * 1000;
-    const opened = (await Store.open(state, { idempotencyTtlMs: ttl, ...(options.now === undefined ? {} : { now: options.now }) })).store;
+    const opened =
+      (await Store.open(state, { idempotencyTtlMs: ttl, ...(options.now === undefined ? {} : { now: options.now }) }))
+        .store;
     defer(t, () => opened.close());
     store = opened;
   }
@@ -88,8 +90,17 @@ export async function startApp(t: TestContext, options: StartAppOptions = {}): P
   const { log, lines } = captureLog();
   let app: App | undefined;
   const extra = options.with?.({ config, store, app: () => app!, log }) ?? {};
-  const prints = options.noCredentialKey === true || extra.fingerprints !== undefined ? {} : { fingerprints: await stateFingerprints(state) };
-  app = createApp({ config, store, heartbeat: { request: (reason) => void beats.push(reason) }, log, ...prints, ...extra });
+  const prints = options.noCredentialKey === true || extra.fingerprints !== undefined
+    ? {}
+    : { fingerprints: await stateFingerprints(state) };
+  app = createApp({
+    config,
+    store,
+    heartbeat: { request: (reason) => void beats.push(reason) },
+    log,
+    ...prints,
+    ...extra,
+  });
   const running = await listen(app, { host: '127.0.0.1', port: 0 });
   let stopped: Promise<void> | undefined;
   const stop = () => (stopped ??= running.close(200));

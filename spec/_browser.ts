@@ -10,13 +10,18 @@ export const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
 
 /** Why the browser specs cannot run here, or `false` when they can; throws under CI when the browser is missing. */
 export function browserSkip(): string | false {
-  if ('Deno' in globalThis) return 'the browser specs drive Chromium through playwright-core, which runs under Node only';
+  if ('Deno' in globalThis) {
+    return 'the browser specs drive Chromium through playwright-core, which runs under Node only';
+  }
   try {
     accessSync(CHROMIUM, constants.X_OK);
     return false;
   } catch {
-    const reason = `no Chromium at ${CHROMIUM}: install the Debian package "chromium" (apt-get install -y chromium) or set CHROMIUM_PATH`;
-    if (process.env['CI'] !== undefined && process.env['CI'] !== '') throw new Error(`The browser specs must run under CI: ${reason}`);
+    const reason =
+      `no Chromium at ${CHROMIUM}: install the Debian package "chromium" (apt-get install -y chromium) or set CHROMIUM_PATH`;
+    if (process.env['CI'] !== undefined && process.env['CI'] !== '') {
+      throw new Error(`The browser specs must run under CI: ${reason}`);
+    }
     process.stderr.write(`# skipping the browser specs: ${reason}\n`);
     return reason;
   }
@@ -29,7 +34,15 @@ export async function launch(t: TestContext): Promise<import('playwright-core').
     executablePath: CHROMIUM,
     headless: true,
     // As root, Chromium needs --no-sandbox; the rest keep it off the network this machine does not have.
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
   defer(t, () => browser.close());
   return browser;

@@ -7,10 +7,9 @@ import { currentRuntime, type Runtime } from '../lib/hooks/transforms/child.ts';
 export const DENO_PATH = fileURLToPath(new URL('../node_modules/.bin/deno', import.meta.url));
 
 /** Each runtime a transform child can run on from this test process, by name. */
-export const CHILD_RUNTIMES: readonly { name: string; runtime: Runtime }[] =
-  currentRuntime().kind === 'deno'
-    ? [{ name: 'deno', runtime: currentRuntime() }]
-    : [
-        { name: 'node', runtime: currentRuntime() },
-        { name: 'deno', runtime: { kind: 'deno', execPath: DENO_PATH } },
-      ];
+export const CHILD_RUNTIMES: readonly { name: string; runtime: Runtime }[] = currentRuntime().kind === 'deno'
+  ? [{ name: 'deno', runtime: currentRuntime() }]
+  : [
+    { name: 'node', runtime: currentRuntime() },
+    { name: 'deno', runtime: { kind: 'deno', execPath: DENO_PATH } },
+  ];

@@ -1,5 +1,5 @@
 // Test helpers: run the CLI as a real process (the built bin under Node, lib/cli/main.ts under Deno).
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { accessSync, constants } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
@@ -14,7 +14,9 @@ export const IS_DENO = 'Deno' in globalThis;
 
 /** The command line that runs `hooks-ingress ARGS` in this runtime. */
 export function cliCommand(args: readonly string[]): [string, string[]] {
-  return IS_DENO ? [process.execPath, ['run', '-A', 'lib/cli/main.ts', ...args]] : [process.execPath, ['bin/hooks-ingress', ...args]];
+  return IS_DENO
+    ? [process.execPath, ['run', '-A', 'lib/cli/main.ts', ...args]]
+    : [process.execPath, ['bin/hooks-ingress', ...args]];
 }
 
 /** A config file for the CLI: `config.json` in a fresh directory, with the state directory beside it. */
@@ -30,13 +32,17 @@ export interface ConfigFile {
 export async function configFile(t: TestContext, raw: unknown, prefix = 'cli-spec-'): Promise<ConfigFile> {
   const dir = await tempDir(t, prefix);
   const config = join(dir, 'config.json');
-  const write = (value: unknown) => writeFile(config, typeof value === 'string' ? value : JSON.stringify(value, null, 2), { mode: 0o600 });
+  const write = (value: unknown) =>
+    writeFile(config, typeof value === 'string' ? value : JSON.stringify(value, null, 2), { mode: 0o600 });
   await write(raw);
   return { dir, config, state: join(dir, 'state'), write };
 }
 
 /** Runs the CLI to completion. */
-export async function runCli(args: readonly string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export async function runCli(
+  args: readonly string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const [cmd, argv] = cliCommand(args);
   const child = spawn(cmd, argv, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
@@ -77,12 +83,19 @@ const _STOP_GRACE_MS = 30_000;
  * `signal`, waits for the exit, and SIGKILLs a child still there after a grace period. It goes
  * through `defer`, so the child is gone before the directories registered before it are removed.
  */
-export function stopAfter(t: TestContext, server: { child: ChildProcess; exited: Promise<unknown> }, signal: NodeJS.Signals = 'SIGTERM'): void {
+export function stopAfter(
+  t: TestContext,
+  server: { child: ChildProcess; exited: Promise<unknown> },
+  signal: NodeJS.Signals = 'SIGTERM',
+): void {
   defer(t, () => stopChild(server, signal));
 }
 
 /** Sends `signal` to a child that is still running and waits for it to exit (SIGKILL after a grace period). */
-export async function stopChild(server: { child: ChildProcess; exited: Promise<unknown> }, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+export async function stopChild(
+  server: { child: ChildProcess; exited: Promise<unknown> },
+  signal: NodeJS.Signals = 'SIGTERM',
+): Promise<void> {
   const { child } = server;
   if (child.exitCode !== null || child.signalCode !== null) return;
   child.kill(signal);
@@ -134,5 +147,7 @@ export function onPath(tool: string): boolean {
 export async function assertCleanStop(server: Spawned): Promise<void> {
   const code = await server.exited;
   if (!IS_DENO && code !== 0) throw new Error(`server exited with ${code}: ${server.stderr()}`);
-  if (!server.stderr().includes('"msg":"stopped"')) throw new Error(`server did not log a clean stop: ${server.stderr()}`);
+  if (!server.stderr().includes('"msg":"stopped"')) {
+    throw new Error(`server did not log a clean stop: ${server.stderr()}`);
+  }
 }

@@ -5,7 +5,13 @@ import { chmod, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { type TestContext } from 'node:test';
-import { CONTROL_SECRET, CONTROL_SOCKET, startControl, type ControlHandlers, type ControlServer } from '../lib/control/server.ts';
+import {
+  CONTROL_SECRET,
+  CONTROL_SOCKET,
+  type ControlHandlers,
+  type ControlServer,
+  startControl,
+} from '../lib/control/server.ts';
 import { captureLog } from './_app.ts';
 import { defer } from './_cleanup.ts';
 import { tempDir } from './_dir.ts';
@@ -18,7 +24,11 @@ export interface Started {
 }
 
 /** Starts the channel for test `t`, closed when it ends; `calls` holds what `echo` was asked, `lines` the log. */
-export async function startEcho(t: TestContext, handlers: ControlHandlers = {}, options: { maxLineBytes?: number; dir?: string; idleMs?: number; maxConnections?: number; now?: () => number } = {}): Promise<Started> {
+export async function startEcho(
+  t: TestContext,
+  handlers: ControlHandlers = {},
+  options: { maxLineBytes?: number; dir?: string; idleMs?: number; maxConnections?: number; now?: () => number } = {},
+): Promise<Started> {
   const dir = options.dir ?? (await tempDir(t, 'ctl-'));
   const calls: unknown[] = [];
   const { log, lines } = captureLog();
@@ -29,7 +39,15 @@ export async function startEcho(t: TestContext, handlers: ControlHandlers = {}, 
     },
     ...handlers,
   };
-  const control = await startControl({ stateDir: dir, handlers: echo, log, ...(options.maxLineBytes === undefined ? {} : { maxLineBytes: options.maxLineBytes }), ...(options.idleMs === undefined ? {} : { idleMs: options.idleMs }), ...(options.maxConnections === undefined ? {} : { maxConnections: options.maxConnections }), ...(options.now === undefined ? {} : { now: options.now }) });
+  const control = await startControl({
+    stateDir: dir,
+    handlers: echo,
+    log,
+    ...(options.maxLineBytes === undefined ? {} : { maxLineBytes: options.maxLineBytes }),
+    ...(options.idleMs === undefined ? {} : { idleMs: options.idleMs }),
+    ...(options.maxConnections === undefined ? {} : { maxConnections: options.maxConnections }),
+    ...(options.now === undefined ? {} : { now: options.now }),
+  });
   defer(t, () => control.close());
   return { dir, control, calls, lines };
 }
@@ -47,7 +65,11 @@ export interface Impostor {
  * secret of hex digits, owned by the directory's owner), so the client's checks pass, and it
  * answers each request line with `answer(request)` as it is (a JSON value, written as one line).
  */
-export async function startImpostor(t: TestContext, answer: (request: Record<string, unknown>) => unknown, dir?: string): Promise<Impostor> {
+export async function startImpostor(
+  t: TestContext,
+  answer: (request: Record<string, unknown>) => unknown,
+  dir?: string,
+): Promise<Impostor> {
   const state = dir ?? (await tempDir(t, 'ctl-impostor-'));
   await writeFile(join(state, CONTROL_SECRET), `${'ab'.repeat(32)}\n`, { mode: 0o600 });
   const requests: Record<string, unknown>[] = [];

@@ -21,7 +21,7 @@ const _TRANSIENT = new Set(['ENOTEMPTY', 'EBUSY', 'EPERM']);
  * process that wrote into it a moment ago left the walk behind; anything else fails at once.
  */
 export async function removeDir(dir: string): Promise<void> {
-  for (let attempt = 1; ; attempt++) {
+  for (let attempt = 1;; attempt++) {
     try {
       return await rm(dir, { recursive: true, force: true });
     } catch (error) {

@@ -30,7 +30,12 @@ export interface FakeGateway {
   /** What the gateway dispatched: one entry per wake or agent run it started. */
   accepted: { path: string; key: string | undefined; body: Record<string, unknown>; runId?: string }[];
   /** Overrides the next answers: each call (with the hook and the request's body) returns one (status, body, headers), or null to answer normally. */
-  override: ((path: string, body: Record<string, unknown>) => { status: number; body: unknown; headers?: Record<string, string> } | null) | null;
+  override:
+    | ((
+      path: string,
+      body: Record<string, unknown>,
+    ) => { status: number; body: unknown; headers?: Record<string, string> } | null)
+    | null;
   /** Called when a request has been dispatched, before it is answered; may delay the answer. */
   beforeAnswer: (() => Promise<void>) | null;
   /** Wake texts dropped from a full session queue, oldest first. */
@@ -72,7 +77,11 @@ interface _State {
 }
 
 /** Starts the fake on `port` (0: a free one). */
-export async function startFakeGateway(token: string, port = 0, options: FakeGatewayOptions = {}): Promise<FakeGateway> {
+export async function startFakeGateway(
+  token: string,
+  port = 0,
+  options: FakeGatewayOptions = {},
+): Promise<FakeGateway> {
   const cache = new Map<string, string>();
   let server: Server;
   const agents = options.agents ?? ['main'];
@@ -111,11 +120,20 @@ export async function startFakeGateway(token: string, port = 0, options: FakeGat
   return gateway;
 }
 
-async function _handle(gateway: FakeGateway, state: _State, cache: Map<string, string>, token: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function _handle(
+  gateway: FakeGateway,
+  state: _State,
+  cache: Map<string, string>,
+  token: string,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
   const auth = req.headers.authorization ?? '';
-  const presented = auth.toLowerCase().startsWith('bearer ') ? auth.slice(7).trim() : String(req.headers['x-openclaw-token'] ?? '').trim();
+  const presented = auth.toLowerCase().startsWith('bearer ')
+    ? auth.slice(7).trim()
+    : String(req.headers['x-openclaw-token'] ?? '').trim();
   if (presented !== token) return _text(res, 401, 'Unauthorized');
   const path = (req.url ?? '').replace(/^\/hooks\/?/, '');
   let body: Record<string, unknown>;
@@ -124,18 +142,25 @@ async function _handle(gateway: FakeGateway, state: _State, cache: Map<string, s
   } catch {
     return _json(res, 400, { ok: false, error: 'invalid JSON' });
   }
-  const header = (name: string) => (typeof req.headers[name] === 'string' ? (req.headers[name] as string).trim() || undefined : undefined);
-  const key = header('idempotency-key') ?? header('x-openclaw-idempotency-key') ?? (typeof body['idempotencyKey'] === 'string' ? body['idempotencyKey'] : undefined);
+  const header = (
+    name: string,
+  ) => (typeof req.headers[name] === 'string' ? (req.headers[name] as string).trim() || undefined : undefined);
+  const key = header('idempotency-key') ?? header('x-openclaw-idempotency-key') ??
+    (typeof body['idempotencyKey'] === 'string' ? body['idempotencyKey'] : undefined);
   gateway.received.push({ path, key, body });
   const forced = gateway.override?.(path, body) ?? null;
   if (forced !== null) return _json(res, forced.status, forced.body, forced.headers);
   if (path === 'wake') {
-    if (typeof body['text'] !== 'string' || body['text'].trim() === '') return _json(res, 400, { ok: false, error: 'text required' });
+    if (typeof body['text'] !== 'string' || body['text'].trim() === '') {
+      return _json(res, 400, { ok: false, error: 'text required' });
+    }
     const mode = body['mode'] === 'next-heartbeat' ? 'next-heartbeat' : 'now';
     const agent = _agent(state, body['agentId']);
     if (!agent.ok) return _json(res, 400, { ok: false, error: agent.error });
     // Re-scoped to the target agent, as the gateway does.
-    const sessionKey = typeof body['sessionKey'] === 'string' ? body['sessionKey'].trim().toLowerCase().replace(/^agent:[^:]*:/, '') : 'main';
+    const sessionKey = typeof body['sessionKey'] === 'string'
+      ? body['sessionKey'].trim().toLowerCase().replace(/^agent:[^:]*:/, '')
+      : 'main';
     const session = `agent:${agent.id}:${sessionKey}`;
     const queued = _enqueue(gateway, state, agent.id, session, body['text'].trim());
     if (mode === 'now' && !state.asked.has(session)) state.asked.set(session, agent.id);
@@ -144,7 +169,9 @@ async function _handle(gateway: FakeGateway, state: _State, cache: Map<string, s
     return _json(res, 200, { ok: true, mode, eventOutcome: queued ? 'queued' : 'coalesced' });
   }
   if (path === 'agent') {
-    if (typeof body['message'] !== 'string' || body['message'].trim() === '') return _json(res, 400, { ok: false, error: 'message required' });
+    if (typeof body['message'] !== 'string' || body['message'].trim() === '') {
+      return _json(res, 400, { ok: false, error: 'message required' });
+    }
     const refused = _delivery(body);
     if (refused !== null) return _json(res, 400, { ok: false, error: refused });
     const agent = _agent(state, body['agentId']);
@@ -165,7 +192,9 @@ function _delivery(body: Record<string, unknown>): string | null {
   if (body['deliver'] === false) return null;
   const has = (field: string) => body[field] !== undefined;
   if (!has('channel') && !has('to') && !has('accountId')) return null;
-  if (has('to') && (typeof body['to'] !== 'string' || body['to'].trim() === '')) return 'to must be a non-empty string for hook delivery';
+  if (has('to') && (typeof body['to'] !== 'string' || body['to'].trim() === '')) {
+    return 'to must be a non-empty string for hook delivery';
+  }
   if (has('accountId') && (!has('channel') || !has('to'))) return 'accountId requires channel and to for hook delivery';
   if (!has('channel') || !has('to')) return 'channel and to must be set together for hook delivery';
   if (body['channel'] === 'last') return 'channel must name a concrete channel for hook delivery';
@@ -175,7 +204,9 @@ function _delivery(body: Record<string, unknown>): string | null {
 // A request's agent: one of the gateway's, or its default when none is named.
 function _agent(state: _State, requested: unknown): { ok: true; id: string } | { ok: false; error: string } {
   if (requested === undefined) {
-    return state.defaultAgent === undefined ? { ok: false, error: 'agentId is required when multiple agents are configured' } : { ok: true, id: state.defaultAgent };
+    return state.defaultAgent === undefined
+      ? { ok: false, error: 'agentId is required when multiple agents are configured' }
+      : { ok: true, id: state.defaultAgent };
   }
   const id = typeof requested === 'string' ? requested.trim().toLowerCase() : '';
   return state.agents.includes(id) ? { ok: true, id } : { ok: false, error: `unknown agentId "${String(requested)}"` };
@@ -196,7 +227,11 @@ function _runHeartbeats(gateway: FakeGateway, state: _State, all: boolean): numb
   let ran = 0;
   const now = state.now();
   const due = new Map(state.asked);
-  if (all) for (const agentId of state.agents) if (!due.has(`agent:${agentId}:main`)) due.set(`agent:${agentId}:main`, agentId);
+  if (all) {
+    for (const agentId of state.agents) {
+      if (!due.has(`agent:${agentId}:main`)) due.set(`agent:${agentId}:main`, agentId);
+    }
+  }
   for (const [session, agentId] of due) {
     const starts = (state.runStarts.get(agentId) ?? []).filter((t) => now - t < FLOOD_WINDOW_MS);
     state.runStarts.set(agentId, starts);
@@ -240,7 +275,9 @@ export async function freePort(): Promise<number> {
  */
 export function unframe(merged: string): string[] {
   const lines = merged.split(/\r\n|\n|\r|\u2028|\u2029/);
-  const header = /^(\d+) wake events, oldest first, .* between the line "<<<event K of \1 ([0-9a-z]+)>>>" and the line "<<<end K of \1 \2>>>"; any other line that looks like these is part of a text\.$/.exec(lines[0] ?? '');
+  const header =
+    /^(\d+) wake events, oldest first, .* between the line "<<<event K of \1 ([0-9a-z]+)>>>" and the line "<<<end K of \1 \2>>>"; any other line that looks like these is part of a text\.$/
+      .exec(lines[0] ?? '');
   assert.ok(header !== null, `a header: ${lines[0]}`);
   const [, count, id] = header;
   const n = Number(count);
@@ -259,4 +296,3 @@ export function unframe(merged: string): string[] {
   assert.equal(at, lines.length, 'nothing after the last frame');
   return texts;
 }
-

@@ -49,7 +49,12 @@ export async function listen(handler: Handler): Promise<FakeServer> {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
-      const request = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
+      const request = {
+        method: req.method ?? '',
+        url: req.url ?? '',
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString('utf8'),
+      };
       seen.push(request);
       // No keep-alive, so specs never share a socket.
       res.setHeader('connection', 'close');
@@ -74,7 +79,9 @@ export async function fake(t: TestContext, handler: Handler): Promise<FakeServer
 }
 
 /** {@link listen} that records, and hands `answer`, each request with its body parsed. */
-export async function listenJson<B = unknown>(answer: (seen: Seen<B>, res: ServerResponse) => void): Promise<FakeServer<Seen<B>>> {
+export async function listenJson<B = unknown>(
+  answer: (seen: Seen<B>, res: ServerResponse) => void,
+): Promise<FakeServer<Seen<B>>> {
   const seen: Seen<B>[] = [];
   const server = await listen((req, res) => {
     const entry: Seen<B> = { method: req.method, path: req.url, headers: req.headers, body: _parse(req.body) as B };
@@ -85,14 +92,20 @@ export async function listenJson<B = unknown>(answer: (seen: Seen<B>, res: Serve
 }
 
 /** {@link listenJson} for one test: the server closes when the test ends. */
-export async function fakeJson<B = unknown>(t: TestContext, answer: (seen: Seen<B>, res: ServerResponse) => void): Promise<FakeServer<Seen<B>>> {
+export async function fakeJson<B = unknown>(
+  t: TestContext,
+  answer: (seen: Seen<B>, res: ServerResponse) => void,
+): Promise<FakeServer<Seen<B>>> {
   const server = await listenJson(answer);
   defer(t, server.close);
   return server;
 }
 
 /** Runs `run` against a {@link QueuedFake} that behaves as `behave` says once its queue is empty. */
-export async function withQueue(behave: (seen: Seen) => Answer, run: (fake: QueuedFake) => Promise<void>): Promise<void> {
+export async function withQueue(
+  behave: (seen: Seen) => Answer,
+  run: (fake: QueuedFake) => Promise<void>,
+): Promise<void> {
   const queue: Answer[] = [];
   const seen: Seen[] = [];
   const server = await listen(answering((request) => (seen.push(request), queue.shift() ?? behave(request))));
@@ -114,7 +127,12 @@ export function answering(behave: (seen: Seen) => Answer): Handler {
 
 /** A request as a spec compares it whole: its method, path, the headers named in `headers`, and its body. */
 export function picked(seen: Seen, headers: readonly string[]): Seen {
-  return { method: seen.method, path: seen.path, headers: Object.fromEntries(headers.map((name) => [name, seen.headers[name]])), body: seen.body };
+  return {
+    method: seen.method,
+    path: seen.path,
+    headers: Object.fromEntries(headers.map((name) => [name, seen.headers[name]])),
+    body: seen.body,
+  };
 }
 
 /** Answers `body` as JSON. */

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import type { TestContext } from 'node:test';
-import { configFile, runCli, serveState, type ConfigFile, type Spawned } from './_cli.ts';
+import { type ConfigFile, configFile, runCli, serveState, type Spawned } from './_cli.ts';
 import { post, type Reply } from './_http.ts';
 import type { StandinModel } from './_standin-model.ts';
 import { until } from './_until.ts';
@@ -25,14 +25,29 @@ export interface ForwardIngress extends Spawned {
 type Raw = Record<string, unknown>;
 
 /** Starts `hooks-ingress serve` forwarding to `upstream` (its hooks URL and token); `raw` adds config (its `hooks` merged). */
-export async function startForwardIngress(t: TestContext, upstream: { hooksUrl: string; hookToken: string }, raw: Raw = {}): Promise<ForwardIngress> {
-  const hooks = { enabled: true, token: INGRESS_TOKEN, ...(raw['hooks'] as Raw | undefined), forward: { url: upstream.hooksUrl, token: upstream.hookToken, ...((raw['hooks'] as Raw | undefined)?.['forward'] as Raw | undefined) } };
+export async function startForwardIngress(
+  t: TestContext,
+  upstream: { hooksUrl: string; hookToken: string },
+  raw: Raw = {},
+): Promise<ForwardIngress> {
+  const hooks = {
+    enabled: true,
+    token: INGRESS_TOKEN,
+    ...(raw['hooks'] as Raw | undefined),
+    forward: {
+      url: upstream.hooksUrl,
+      token: upstream.hookToken,
+      ...((raw['hooks'] as Raw | undefined)?.['forward'] as Raw | undefined),
+    },
+  };
   const files = await configFile(t, { ...raw, hooks }, 'gateway-ingress-');
   const server = await serveState(t, files);
   const outbox = async () => {
     const listed = await runCli(['outbox', '--json', '--config', files.config, '--state-dir', files.state]);
     if (listed.code !== 0) throw new Error(`outbox --json exited ${listed.code}: ${listed.stderr}`);
-    return listed.stdout.split('\n').filter((line) => line.trim() !== '').map((line) => JSON.parse(line) as Record<string, unknown>);
+    return listed.stdout.split('\n').filter((line) => line.trim() !== '').map((line) =>
+      JSON.parse(line) as Record<string, unknown>
+    );
   };
   return { ...server, files, outbox };
 }
@@ -50,10 +65,18 @@ export function markers(label: string, count: number): string[] {
 }
 
 /** Waits until every one of `texts` is in a prompt at the stand-in model (failing with both processes' output). */
-export async function reachedModel(model: StandinModel, texts: readonly string[], ingress: ForwardIngress, gateway: { output(): string }): Promise<void> {
+export async function reachedModel(
+  model: StandinModel,
+  texts: readonly string[],
+  ingress: ForwardIngress,
+  gateway: { output(): string },
+): Promise<void> {
   await until(`${texts.length} texts at the stand-in model`, () => model.reached(texts).length === texts.length, {
     timeoutMs: TURN_MS,
-    detail: () => `${model.reached(texts).length} of ${texts.length} reached it\nhooks-ingress:\n${ingress.stderr().slice(-3000)}\ngateway:\n${gateway.output()}`,
+    detail: () =>
+      `${model.reached(texts).length} of ${texts.length} reached it\nhooks-ingress:\n${
+        ingress.stderr().slice(-3000)
+      }\ngateway:\n${gateway.output()}`,
   });
 }
 
@@ -76,7 +99,9 @@ export async function sendWakes(ingress: ForwardIngress, texts: readonly string[
 export async function allSent(ingress: ForwardIngress): Promise<Record<string, unknown>[]> {
   const entries = await ingress.outbox();
   assert.deepEqual(
-    entries.filter((entry) => entry['state'] !== 'sent').map((entry) => [entry['id'], entry['state'], entry['lastError']]),
+    entries.filter((entry) => entry['state'] !== 'sent').map((
+      entry,
+    ) => [entry['id'], entry['state'], entry['lastError']]),
     [],
   );
   return entries;

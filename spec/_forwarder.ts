@@ -6,7 +6,7 @@ import { Forwarder } from '../lib/runtime/forward.ts';
 import type { Store } from '../lib/store/journal/store.ts';
 import { startApp } from './_app.ts';
 import { defer } from './_cleanup.ts';
-import { startFakeGateway, type FakeGateway, type FakeGatewayOptions } from './_fake-openclaw.ts';
+import { type FakeGateway, type FakeGatewayOptions, startFakeGateway } from './_fake-openclaw.ts';
 
 /** hooks-ingress's hook token in these specs. */
 export const TOKEN = 'forward-spec-hook-token-0123456789';
@@ -25,18 +25,38 @@ export interface ForwardHarness {
 }
 
 /** Starts hooks-ingress forwarding to 127.0.0.1:`port`, with quick retries; `extra` adds a clock and config. */
-export async function start(t: TestContext, port: number, extra: { now?: () => number; hooks?: Record<string, unknown>; forward?: Record<string, unknown> } = {}): Promise<ForwardHarness> {
+export async function start(
+  t: TestContext,
+  port: number,
+  extra: { now?: () => number; hooks?: Record<string, unknown>; forward?: Record<string, unknown> } = {},
+): Promise<ForwardHarness> {
   let forwarder: Forwarder | undefined;
   const h = await startApp(t, {
-    raw: { hooks: { forward: { url: `http://127.0.0.1:${port}/hooks/`, token: UPSTREAM_TOKEN, ...extra.forward }, ...extra.hooks } },
+    raw: {
+      hooks: {
+        forward: { url: `http://127.0.0.1:${port}/hooks/`, token: UPSTREAM_TOKEN, ...extra.forward },
+        ...extra.hooks,
+      },
+    },
     token: TOKEN,
     idempotencyTtlMs: 60_000,
     ...(extra.now === undefined ? {} : { now: extra.now }),
     with: ({ config, store, log }) => {
-      const started = new Forwarder({ store, target: config.hooks.forward!, log, baseDelayMs: 20, maxDelayMs: 200, random: () => 1, ...(extra.now === undefined ? {} : { now: extra.now }) });
+      const started = new Forwarder({
+        store,
+        target: config.hooks.forward!,
+        log,
+        baseDelayMs: 20,
+        maxDelayMs: 200,
+        random: () => 1,
+        ...(extra.now === undefined ? {} : { now: extra.now }),
+      });
       defer(t, () => started.stop());
       forwarder = started;
-      return { heartbeat: { request: () => assert.fail('forward mode asks for no local heartbeat') }, forwarded: () => started.kick() };
+      return {
+        heartbeat: { request: () => assert.fail('forward mode asks for no local heartbeat') },
+        forwarded: () => started.kick(),
+      };
     },
   });
   return { url: h.url, store: h.store, forwarder: forwarder!, lines: h.lines, dir: h.state };

@@ -30,7 +30,10 @@ export async function gmailFiles() {
 
   /** An Io that collects output; `onStdout` sees everything written so far. */
   function capture(env: Record<string, string> = {}, signal?: AbortSignal, onStdout?: (all: string) => void) {
-    return captureIo({ HOME: tmp, PATH: process.env['PATH'] ?? '', ...env }, { ...(signal === undefined ? {} : { signal }), ...(onStdout === undefined ? {} : { onStdout }) });
+    return captureIo({ HOME: tmp, PATH: process.env['PATH'] ?? '', ...env }, {
+      ...(signal === undefined ? {} : { signal }),
+      ...(onStdout === undefined ? {} : { onStdout }),
+    });
   }
 
   /** A config with the gmail preset set up, and a bin directory for a fake `gog`. */
@@ -48,7 +51,13 @@ export async function gmailFiles() {
           presets: ['gmail'],
           allowRequestSessionKey: true,
           allowedSessionKeyPrefixes: ['hook:'],
-          gmail: { account: ACCOUNT, hookToken: 'gmail-run-token-0123456789', hookUrl: 'http://127.0.0.1:8789/hooks/gmail', includeBody: true, maxBytes: 20000 },
+          gmail: {
+            account: ACCOUNT,
+            hookToken: 'gmail-run-token-0123456789',
+            hookUrl: 'http://127.0.0.1:8789/hooks/gmail',
+            includeBody: true,
+            maxBytes: 20000,
+          },
           ...hooks,
         },
       }),

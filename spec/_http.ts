@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { request, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
+import { type IncomingHttpHeaders, type OutgoingHttpHeaders, request } from 'node:http';
 import { connect } from 'node:net';
 
 /** A response as a spec sees it; `body` is the parsed JSON object, or `{}` when the text is not one. */
@@ -21,7 +21,10 @@ export interface SendOptions {
 export function send(url: string, path: string, options: SendOptions = {}): Promise<Reply> {
   const { method = 'GET', headers = {}, body } = options;
   const payload = body === undefined || typeof body === 'string' || Buffer.isBuffer(body) ? body : JSON.stringify(body);
-  const all: OutgoingHttpHeaders = { ...(typeof body === 'object' && !Buffer.isBuffer(body) ? { 'content-type': 'application/json' } : {}), ...headers };
+  const all: OutgoingHttpHeaders = {
+    ...(typeof body === 'object' && !Buffer.isBuffer(body) ? { 'content-type': 'application/json' } : {}),
+    ...headers,
+  };
   return new Promise((resolve, reject) => {
     const req = request(new URL(path, url), { method, headers: all, agent: false }, (res) => {
       const chunks: Buffer[] = [];
@@ -45,7 +48,9 @@ export function post(url: string, path: string, options: Omit<SendOptions, 'meth
 function _object(text: string): Record<string, unknown> {
   try {
     const value: unknown = JSON.parse(text);
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : {};
   } catch {
     return {};
   }
@@ -69,7 +74,13 @@ export function assertError(reply: Reply, status: number, pattern?: RegExp): voi
  * a flood looks like, and many times faster than a client that waits for each answer. Resolves
  * with the answers' statuses tallied, once every request is answered.
  */
-export async function flood(url: string, count: number, request: (i: number) => string, sockets = 8, depth = 32): Promise<Map<number, number>> {
+export async function flood(
+  url: string,
+  count: number,
+  request: (i: number) => string,
+  sockets = 8,
+  depth = 32,
+): Promise<Map<number, number>> {
   const { port } = new URL(url);
   const statuses = new Map<number, number>();
   await Promise.all(
@@ -97,8 +108,18 @@ export async function flood(url: string, count: number, request: (i: number) => 
           if (more > sent) socket.write(mine.slice(sent, more).join(''));
           sent = Math.max(sent, more);
         });
-        socket.on('error', (error) => (got === mine.length ? resolve() : reject(new Error(`socket ${s}: ${got} of ${mine.length} answered: ${String(error)}`))));
-        socket.on('close', () => (got === mine.length ? resolve() : reject(new Error(`socket ${s}: ${got} of ${mine.length} answered`))));
+        socket.on(
+          'error',
+          (
+            error,
+          ) => (got === mine.length
+            ? resolve()
+            : reject(new Error(`socket ${s}: ${got} of ${mine.length} answered: ${String(error)}`))),
+        );
+        socket.on(
+          'close',
+          () => (got === mine.length ? resolve() : reject(new Error(`socket ${s}: ${got} of ${mine.length} answered`))),
+        );
         socket.write(mine.slice(0, sent).join(''));
       });
     }),

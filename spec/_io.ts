@@ -10,7 +10,12 @@ export interface Output {
 /** An Io that collects what is written; `onStdout` and `onStderr` see everything written so far to their stream. */
 export function captureIo(
   env: Record<string, string | undefined>,
-  options: { signal?: AbortSignal; onStdout?: (all: string) => void; onStderr?: (all: string) => void; stderrIsTerminal?: boolean } = {},
+  options: {
+    signal?: AbortSignal;
+    onStdout?: (all: string) => void;
+    onStderr?: (all: string) => void;
+    stderrIsTerminal?: boolean;
+  } = {},
 ): { io: Io; out: Output } {
   const out: Output = { stdout: '', stderr: '' };
   const io: Io = {

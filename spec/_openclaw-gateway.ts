@@ -1,8 +1,8 @@
 // Test helper: one released OpenClaw gateway per case, on loopback, with a fresh HOME and a config
 // that keeps it off every network but this machine's loopback: no Tailscale, mDNS, update check,
 // remote model catalog or channels, and its one model the local stand-in (spec/_standin-model.ts).
-import { spawn, type ChildProcess } from 'node:child_process';
-import { openSync, closeSync, readFileSync } from 'node:fs';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { closeSync, openSync, readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { loadavg } from 'node:os';
@@ -12,7 +12,7 @@ import { defer } from './_cleanup.ts';
 import { tempDir } from './_dir.ts';
 import { send } from './_http.ts';
 import { installGateway } from './_openclaw-install.ts';
-import { startStandinModel, type StandinModel } from './_standin-model.ts';
+import { type StandinModel, startStandinModel } from './_standin-model.ts';
 import { until } from './_until.ts';
 
 type Raw = Record<string, unknown>;
@@ -47,7 +47,10 @@ export interface Gateway {
 }
 
 /** A stand-in model for `t` and a gateway (not started) that calls it, with `config` merged in. */
-export async function gatewayCase(t: TestContext, config: Raw = {}): Promise<{ model: StandinModel; gateway: Gateway }> {
+export async function gatewayCase(
+  t: TestContext,
+  config: Raw = {},
+): Promise<{ model: StandinModel; gateway: Gateway }> {
   const model = await startStandinModel(t);
   const gateway = await prepareGateway(t, { modelUrl: model.baseUrl, config });
   return { model, gateway };
@@ -65,7 +68,9 @@ export async function prepareGateway(t: TestContext, options: GatewayOptions): P
   const port = await gatewayPort();
   const home = join(dir, 'home');
   await mkdir(join(home, '.openclaw'), { recursive: true });
-  await writeFile(join(home, '.openclaw', 'openclaw.json'), JSON.stringify(_config(port, dir, options), null, 2), { mode: 0o600 });
+  await writeFile(join(home, '.openclaw', 'openclaw.json'), JSON.stringify(_config(port, dir, options), null, 2), {
+    mode: 0o600,
+  });
 
   const env: Record<string, string> = {
     PATH: `${join(install.node, '..')}:/usr/bin:/bin`,
@@ -117,7 +122,12 @@ export async function prepareGateway(t: TestContext, options: GatewayOptions): P
       const started = Date.now();
       const out = openSync(outFile, 'a');
       // Its own process group, so stop() ends everything it started and nothing else.
-      child = spawn(install.node, [install.entry, 'gateway', '--port', String(port)], { cwd: dir, env, detached: true, stdio: ['ignore', out, out] });
+      child = spawn(install.node, [install.entry, 'gateway', '--port', String(port)], {
+        cwd: dir,
+        env,
+        detached: true,
+        stdio: ['ignore', out, out],
+      });
       closeSync(out);
       _live.add(child.pid!);
       const current = child;
@@ -125,7 +135,13 @@ export async function prepareGateway(t: TestContext, options: GatewayOptions): P
       await until(
         `the OpenClaw gateway on port ${port} to be ready (GET /readyz)`,
         async () => {
-          if (!running()) throw new Error(`the OpenClaw gateway exited (${current.exitCode ?? current.signalCode}) before it was ready:\n${output()}`);
+          if (!running()) {
+            throw new Error(
+              `the OpenClaw gateway exited (${
+                current.exitCode ?? current.signalCode
+              }) before it was ready:\n${output()}`,
+            );
+          }
           const ready = await send(origin, '/readyz').then((reply) => reply.status === 200, () => false);
           if (!ready) await new Promise((resolve) => setTimeout(resolve, 250));
           return ready;
@@ -133,7 +149,11 @@ export async function prepareGateway(t: TestContext, options: GatewayOptions): P
         // 7-15 s on an idle machine; a loaded one is far slower (108 s was seen at a load average of 31 on 2 cores).
         { timeoutMs: 240_000, detail: output },
       );
-      t.diagnostic(`gateway on port ${port} ready in ${((Date.now() - started) / 1000).toFixed(1)} s, ${_cpuSeconds(current.pid!).toFixed(1)} s of CPU (load ${loadavg()[0]!.toFixed(1)})`);
+      t.diagnostic(
+        `gateway on port ${port} ready in ${((Date.now() - started) / 1000).toFixed(1)} s, ${
+          _cpuSeconds(current.pid!).toFixed(1)
+        } s of CPU (load ${loadavg()[0]!.toFixed(1)})`,
+      );
     },
   };
   defer(t, stop);
@@ -143,7 +163,14 @@ export async function prepareGateway(t: TestContext, options: GatewayOptions): P
 function _config(port: number, dir: string, options: GatewayOptions): Raw {
   const extra = options.config ?? {};
   const base: Raw = {
-    gateway: { mode: 'local', port, bind: 'custom', customBindHost: '127.0.0.1', auth: { mode: 'token', token: AUTH_TOKEN }, tailscale: { mode: 'off' } },
+    gateway: {
+      mode: 'local',
+      port,
+      bind: 'custom',
+      customBindHost: '127.0.0.1',
+      auth: { mode: 'token', token: AUTH_TOKEN },
+      tailscale: { mode: 'off' },
+    },
     update: { checkOnStart: false },
     discovery: { mdns: { mode: 'off' } },
     logging: { file: join(dir, 'gateway.log') },
@@ -158,14 +185,25 @@ function _config(port: number, dir: string, options: GatewayOptions): Raw {
           baseUrl: options.modelUrl,
           apiKey: 'spec-standin-model-key',
           api: 'openai-completions',
-          models: [{ id: 'echo', name: 'Stand-in', reasoning: false, input: ['text'], cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, contextWindow: 128_000, maxTokens: 4_096 }],
+          models: [{
+            id: 'echo',
+            name: 'Stand-in',
+            reasoning: false,
+            input: ['text'],
+            cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+            contextWindow: 128_000,
+            maxTokens: 4_096,
+          }],
         },
       },
     },
   };
   for (const [key, value] of Object.entries(extra)) {
     const current = base[key];
-    base[key] = typeof current === 'object' && current !== null && typeof value === 'object' && value !== null && !Array.isArray(value) ? { ...current, ...(value as Raw) } : value;
+    base[key] = typeof current === 'object' && current !== null && typeof value === 'object' && value !== null &&
+        !Array.isArray(value)
+      ? { ...current, ...(value as Raw) }
+      : value;
   }
   return base;
 }
@@ -179,7 +217,9 @@ export async function gatewayPort(): Promise<number> {
   for (let attempt = 0; attempt < 200; attempt++) {
     const port = 20_000 + Math.floor(Math.random() * 12_000);
     let free = true;
-    for (const offset of [0, 1, 2]) for (const host of ['127.0.0.1', '::1']) if (free) free = await _free(port + offset, host);
+    for (const offset of [0, 1, 2]) {
+      for (const host of ['127.0.0.1', '::1']) if (free) free = await _free(port + offset, host);
+    }
     if (free) return port;
   }
   throw new Error('No port P with P, P+1 and P+2 free on 127.0.0.1 and [::1] in 200 tries');
@@ -188,7 +228,10 @@ export async function gatewayPort(): Promise<number> {
 function _free(port: number, host: string): Promise<boolean> {
   return new Promise((resolve) => {
     const probe = createServer();
-    probe.once('error', (error: NodeJS.ErrnoException) => resolve(error.code === 'EADDRNOTAVAIL' || error.code === 'EAFNOSUPPORT'));
+    probe.once(
+      'error',
+      (error: NodeJS.ErrnoException) => resolve(error.code === 'EADDRNOTAVAIL' || error.code === 'EAFNOSUPPORT'),
+    );
     probe.listen({ port, host, exclusive: true }, () => probe.close(() => resolve(true)));
   });
 }

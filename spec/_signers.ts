@@ -40,11 +40,19 @@ export const SIGNERS: Record<string, Signer> = {
     const signature = new SvixWebhook(secret).sign(id, new Date(nowSeconds * 1000), body);
     return { 'svix-id': id, 'svix-timestamp': String(nowSeconds), 'svix-signature': signature };
   },
-  github: async ({ secret, body, id }) => ({ 'x-hub-signature-256': await githubSign(secret, body), 'x-github-delivery': id, 'x-github-event': 'push' }),
+  github: async ({ secret, body, id }) => ({
+    'x-hub-signature-256': await githubSign(secret, body),
+    'x-github-delivery': id,
+    'x-github-event': 'push',
+  }),
   // Meta: "sha256=" and the hex HMAC-SHA256 of the payload, keyed by the app secret.
   meta: async ({ secret, body }) => ({ 'x-hub-signature-256': `sha256=${_hex('sha256', secret, body)}` }),
   stripe: async ({ secret, body, nowSeconds }) => ({
-    'stripe-signature': await stripeClient.webhooks.generateTestHeaderStringAsync({ payload: body, secret, timestamp: nowSeconds }),
+    'stripe-signature': await stripeClient.webhooks.generateTestHeaderStringAsync({
+      payload: body,
+      secret,
+      timestamp: nowSeconds,
+    }),
   }),
   // Slack: "v0=" and the hex HMAC-SHA256 of "v0:<timestamp>:<body>", keyed by the signing secret.
   slack: async ({ secret, body, nowSeconds }) => ({
@@ -69,7 +77,11 @@ export const SIGNERS: Record<string, Signer> = {
       'i-twilio-idempotency-token': id,
     };
   },
-  gitlab: async ({ secret, id }) => ({ 'x-gitlab-token': secret, 'x-gitlab-event-uuid': id, 'x-gitlab-event': 'Push Hook' }),
+  gitlab: async ({ secret, id }) => ({
+    'x-gitlab-token': secret,
+    'x-gitlab-event-uuid': id,
+    'x-gitlab-event': 'Push Hook',
+  }),
   // The generic scheme as the specs configure it: X-Signature, sha512, hex, prefix "sha512=".
   hmac: async ({ secret, body }) => ({ 'x-signature': `sha512=${_hex('sha512', secret, body)}` }),
   token: async ({ secret }) => ({ authorization: `Bearer ${secret}` }),

@@ -25,13 +25,24 @@ export async function startStandinModel(t: TestContext): Promise<StandinModel> {
   const prompts: string[] = [];
   const server = await fake(t, (req, res) => {
     const path = req.url.split('?')[0] ?? '';
-    if (req.method === 'GET' && path === '/v1/models') return json(res, 200, { object: 'list', data: [{ id: 'echo', object: 'model', created: 0, owned_by: 'standin' }] });
-    if (req.method !== 'POST' || path !== '/v1/chat/completions') return json(res, 404, { error: { message: `Unknown request ${req.method} ${path}`, type: 'invalid_request_error' } });
+    if (req.method === 'GET' && path === '/v1/models') {
+      return json(res, 200, {
+        object: 'list',
+        data: [{ id: 'echo', object: 'model', created: 0, owned_by: 'standin' }],
+      });
+    }
+    if (req.method !== 'POST' || path !== '/v1/chat/completions') {
+      return json(res, 404, {
+        error: { message: `Unknown request ${req.method} ${path}`, type: 'invalid_request_error' },
+      });
+    }
     let body: { messages?: unknown; stream?: unknown; model?: unknown };
     try {
       body = JSON.parse(req.body) as typeof body;
     } catch {
-      return json(res, 400, { error: { message: 'We could not parse the JSON body of your request.', type: 'invalid_request_error' } });
+      return json(res, 400, {
+        error: { message: 'We could not parse the JSON body of your request.', type: 'invalid_request_error' },
+      });
     }
     prompts.push(JSON.stringify(body.messages ?? null));
     if (body.stream === true) return _stream(res, String(body.model));
@@ -52,7 +63,16 @@ function _inJson(text: string): string {
 function _stream(res: ServerResponse, model: string): void {
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
   const chunk = (delta: Record<string, unknown>, finish: string | null, usage?: unknown) =>
-    `data: ${JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1_700_000_000, model, choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }], ...(usage === undefined ? {} : { usage }) })}\n\n`;
+    `data: ${
+      JSON.stringify({
+        id: 'chatcmpl-1',
+        object: 'chat.completion.chunk',
+        created: 1_700_000_000,
+        model,
+        choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }],
+        ...(usage === undefined ? {} : { usage }),
+      })
+    }\n\n`;
   res.write(chunk({ role: 'assistant', content: STANDIN_REPLY }, null));
   res.write(chunk({}, 'stop', { prompt_tokens: 10, completion_tokens: 2, total_tokens: 12 }));
   res.end('data: [DONE]\n\n');

@@ -21,7 +21,12 @@ export function openAiCompletion(content: unknown): unknown {
     object: 'chat.completion',
     created: 1_700_000_000,
     model: 'gpt-test',
-    choices: [{ index: 0, message: { role: 'assistant', content, refusal: null }, finish_reason: 'stop', logprobs: null }],
+    choices: [{
+      index: 0,
+      message: { role: 'assistant', content, refusal: null },
+      finish_reason: 'stop',
+      logprobs: null,
+    }],
     usage: { prompt_tokens: 10, completion_tokens: 2, total_tokens: 12 },
   };
 }

@@ -22,7 +22,9 @@ const _SHAPE = new Set(['kind', 'outcome', 'filter']);
 function poisoned(value: unknown): unknown {
   if (typeof value === 'string') return `${value}${X}`;
   if (Array.isArray(value)) return value.map(poisoned);
-  if (typeof value === 'object' && value !== null) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, _SHAPE.has(k) ? v : poisoned(v)]));
+  if (typeof value === 'object' && value !== null) {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, _SHAPE.has(k) ? v : poisoned(v)]));
+  }
   return value;
 }
 
@@ -35,13 +37,21 @@ const PREVIEW = {
   mapping: 'm1',
   transforms: [{ ok: true, value: { t: 'v' } }, { ok: false, error: 'e' }],
   actions: [
-    { kind: 'agent', text: 'line one\nline two', unresolved: ['p'], run: { name: 'n', agentId: 'a', sessionKey: 's', model: 'm', channel: 'c', to: 't', deliver: true } },
+    {
+      kind: 'agent',
+      text: 'line one\nline two',
+      unresolved: ['p'],
+      run: { name: 'n', agentId: 'a', sessionKey: 's', model: 'm', channel: 'c', to: 't', deliver: true },
+    },
     { kind: 'wake', text: 'w', unresolved: [], mode: 'now' },
   ],
   warnings: ['w'],
 };
 // Its keys are printed too.
-const CHANGES = { hooks: { added: ['/hooks/a'], removed: [], changed: [] }, [`mappings${X}`]: { [`added${X}`]: ['m'] } };
+const CHANGES = {
+  hooks: { added: ['/hooks/a'], removed: [], changed: [] },
+  [`mappings${X}`]: { [`added${X}`]: ['m'] },
+};
 const STATUS = {
   pid: 1,
   startedAt: '2026-01-01T00:00:00.000Z',
@@ -52,7 +62,13 @@ const STATUS = {
   outbox: { pending: 1, sent: 2, dead: 3 },
   journalBytes: 4,
   ledger: { entries: 5, bytes: 6 },
-  lastReload: { outcome: 'applied', at: '2026-01-01T00:00:01.000Z', file: '/etc/hooks.json', changes: CHANGES, needsRestart: ['gateway.port'] },
+  lastReload: {
+    outcome: 'applied',
+    at: '2026-01-01T00:00:01.000Z',
+    file: '/etc/hooks.json',
+    changes: CHANGES,
+    needsRestart: ['gateway.port'],
+  },
   reloading: { running: true, pending: true, requests: 1 },
 };
 
@@ -65,9 +81,21 @@ interface Case {
 const CASES: Case[] = [
   { name: 'status', args: ['status'], result: STATUS },
   { name: 'status --json', args: ['status', '--json'], result: STATUS },
-  { name: 'status, a refused reload', args: ['status'], result: { ...STATUS, lastReload: { outcome: 'refused', at: 'a', file: null, problems: ['p1', 'p2'] } } },
-  { name: 'reload, applied', args: ['reload'], result: { outcome: 'applied', at: 'a', file: '/etc/hooks.json', changes: CHANGES, needsRestart: ['gateway.port'] } },
-  { name: 'reload, refused', args: ['reload'], result: { outcome: 'refused', at: 'a', file: '/etc/hooks.json', problems: ['p1'] } },
+  {
+    name: 'status, a refused reload',
+    args: ['status'],
+    result: { ...STATUS, lastReload: { outcome: 'refused', at: 'a', file: null, problems: ['p1', 'p2'] } },
+  },
+  {
+    name: 'reload, applied',
+    args: ['reload'],
+    result: { outcome: 'applied', at: 'a', file: '/etc/hooks.json', changes: CHANGES, needsRestart: ['gateway.port'] },
+  },
+  {
+    name: 'reload, refused',
+    args: ['reload'],
+    result: { outcome: 'refused', at: 'a', file: '/etc/hooks.json', problems: ['p1'] },
+  },
   { name: 'outbox retry', args: ['outbox', 'retry', 'id1'], result: { retried: [], notRetryable: ['id1'] } },
   {
     name: 'requests replay',
@@ -75,21 +103,66 @@ const CASES: Case[] = [
     result: {
       results: [
         { id: 'e1', ok: false, code: 'ERR_NOT_REPLAYABLE', error: 'no body' },
-        { id: 'e2', ok: true, outcome: { replayOf: 'e2', entry: 'e3', requestId: 'r', status: 500, code: 'ERR_X', error: 'x', became: { events: ['ev'], runs: ['ru'] } } },
+        {
+          id: 'e2',
+          ok: true,
+          outcome: {
+            replayOf: 'e2',
+            entry: 'e3',
+            requestId: 'r',
+            status: 500,
+            code: 'ERR_X',
+            error: 'x',
+            became: { events: ['ev'], runs: ['ru'] },
+          },
+        },
         { id: 'e4', ok: true, preview: PREVIEW },
       ],
     },
   },
-  { name: 'requests replay --json', args: ['requests', 'replay', 'e1', '--json'], result: { results: [{ id: 'e1', ok: false, code: 'ERR_NOT_REPLAYABLE', error: 'no body' }] } },
+  {
+    name: 'requests replay --json',
+    args: ['requests', 'replay', 'e1', '--json'],
+    result: { results: [{ id: 'e1', ok: false, code: 'ERR_NOT_REPLAYABLE', error: 'no body' }] },
+  },
   { name: 'try', args: ['try', 'github', '--body', 'BODY'], result: PREVIEW },
   { name: 'try --json', args: ['try', 'github', '--body', 'BODY', '--json'], result: PREVIEW },
-  { name: 'try, a config file that differs', args: ['try', 'github', '--body', 'BODY'], result: { ...PREVIEW, configFile: { file: '/etc/hooks.json', differs: true, changes: CHANGES, needsRestart: ['inspector.port'] } } },
-  { name: 'try, a config file with problems', args: ['try', 'github', '--body', 'BODY'], result: { configRefused: { file: '/etc/hooks.json', problems: ['p1'] } } },
-  { name: 'reload --dry-run', args: ['reload', '--dry-run'], result: { outcome: 'would-apply', at: 'a', file: '/etc/hooks.json', changes: CHANGES, needsRestart: ['gateway.port'] } },
-  { name: 'inspect', args: ['inspect'], result: { url: 'http://127.0.0.1:9/inspector/login?code=abcdefabcdefabcdef', expiresAt: 'x' } },
+  {
+    name: 'try, a config file that differs',
+    args: ['try', 'github', '--body', 'BODY'],
+    result: {
+      ...PREVIEW,
+      configFile: { file: '/etc/hooks.json', differs: true, changes: CHANGES, needsRestart: ['inspector.port'] },
+    },
+  },
+  {
+    name: 'try, a config file with problems',
+    args: ['try', 'github', '--body', 'BODY'],
+    result: { configRefused: { file: '/etc/hooks.json', problems: ['p1'] } },
+  },
+  {
+    name: 'reload --dry-run',
+    args: ['reload', '--dry-run'],
+    result: {
+      outcome: 'would-apply',
+      at: 'a',
+      file: '/etc/hooks.json',
+      changes: CHANGES,
+      needsRestart: ['gateway.port'],
+    },
+  },
+  {
+    name: 'inspect',
+    args: ['inspect'],
+    result: { url: 'http://127.0.0.1:9/inspector/login?code=abcdefabcdefabcdef', expiresAt: 'x' },
+  },
 ];
 
-async function run(t: TestContext, args: string[], answer: unknown): Promise<{ code: number; stdout: string; stderr: string; heard: number }> {
+async function run(
+  t: TestContext,
+  args: string[],
+  answer: unknown,
+): Promise<{ code: number; stdout: string; stderr: string; heard: number }> {
   const impostor = await startImpostor(t, () => answer);
   const body = join(impostor.dir, 'body.json');
   await writeFile(body, '{}');
@@ -101,7 +174,13 @@ async function run(t: TestContext, args: string[], answer: unknown): Promise<{ c
 function assertSafe(got: { stdout: string; stderr: string }, what: string): void {
   for (const stream of ['stdout', 'stderr'] as const) {
     const found = UNSAFE.exec(got[stream]);
-    assert.equal(found, null, `${what}: ${stream} holds U+${found?.[0].charCodeAt(0).toString(16).padStart(4, '0')}: ${JSON.stringify(got[stream])}`);
+    assert.equal(
+      found,
+      null,
+      `${what}: ${stream} holds U+${found?.[0].charCodeAt(0).toString(16).padStart(4, '0')}: ${
+        JSON.stringify(got[stream])
+      }`,
+    );
   }
 }
 
@@ -111,11 +190,27 @@ for (const c of CASES) {
     assert.equal(got.heard, 1);
     assertSafe(got, c.name);
     assert.ok(got.stdout.length + got.stderr.length > 0);
-    if (c.name !== 'inspect') assert.match(got.stdout + got.stderr, /\\(?:x1b|u001b)\]8;;http:\/\/attacker\.example\/\\(?:x07|u0007)/, `${c.name}: shown escaped: ${got.stdout}${got.stderr}`);
+    if (c.name !== 'inspect') {
+      assert.match(
+        got.stdout + got.stderr,
+        /\\(?:x1b|u001b)\]8;;http:\/\/attacker\.example\/\\(?:x07|u0007)/,
+        `${c.name}: shown escaped: ${got.stdout}${got.stderr}`,
+      );
+    }
   });
 }
 
-for (const command of [['status'], ['status', '--json'], ['reload'], ['outbox', 'retry', 'id1'], ['requests', 'replay', 'e1'], ['try', 'github', '--body', 'BODY'], ['inspect']]) {
+for (
+  const command of [
+    ['status'],
+    ['status', '--json'],
+    ['reload'],
+    ['outbox', 'retry', 'id1'],
+    ['requests', 'replay', 'e1'],
+    ['try', 'github', '--body', 'BODY'],
+    ['inspect'],
+  ]
+) {
   test(`${command.join(' ')} shows an error answer's code and message escaped, and exits 1`, async (t) => {
     const got = await run(t, command, { ok: false, error: { code: `ERR_X${X}`, message: `refused${X}` } });
     assert.equal(got.code, 1);
@@ -128,7 +223,11 @@ for (const command of [['status'], ['status', '--json'], ['reload'], ['outbox', 
       const got = await run(t, command, { ok: true, result });
       assert.equal(got.code, 1, `${JSON.stringify(result)}: ${got.stdout}${got.stderr}`);
       assertSafe(got, command.join(' '));
-      assert.match(got.stderr, /^hooks-ingress [a-z ]+: the server's answer is not (?:one this command reads|a login link to an inspector on a loopback address; nothing opened)\n$/m, JSON.stringify(result));
+      assert.match(
+        got.stderr,
+        /^hooks-ingress [a-z ]+: the server's answer is not (?:one this command reads|a login link to an inspector on a loopback address; nothing opened)\n$/m,
+        JSON.stringify(result),
+      );
     }
   });
 }

@@ -16,7 +16,10 @@ describe('gmail run', () => {
     await writeFile(join(bin, 'gog'), 'not executable', { mode: 0o644 });
     const { io, out } = capture({ PATH: bin });
     assert.equal(await gmailCommand(['run', '-c', file], io), 1);
-    assert.match(out.stderr, /gog is not on PATH: install gogcli \(brew install steipete\/tap\/gogcli, or see https:\/\/gogcli\.sh\)/);
+    assert.match(
+      out.stderr,
+      /gog is not on PATH: install gogcli \(brew install steipete\/tap\/gogcli, or see https:\/\/gogcli\.sh\)/,
+    );
     assert.match(out.stderr, /warning: .*hooks\.presets lacks "gmail"/);
   });
 
@@ -31,9 +34,15 @@ describe('gmail run', () => {
     await writeFile(bare, JSON.stringify({ hooks: { enabled: true, token: 'tok-0123456789abcdef' } }));
     const second = capture();
     assert.equal(await gmailCommand(['run', '-c', bare], second.io), 1);
-    assert.match(second.out.stderr, /hooks\.gmail\.account is not set: run "hooks-ingress gmail setup --account <address>" first/);
+    assert.match(
+      second.out.stderr,
+      /hooks\.gmail\.account is not set: run "hooks-ingress gmail setup --account <address>" first/,
+    );
     const tokenless = join(dir, 'tokenless.json');
-    await writeFile(tokenless, JSON.stringify({ hooks: { token: 'tok-0123456789abcdef', gmail: { account: ACCOUNT } } }));
+    await writeFile(
+      tokenless,
+      JSON.stringify({ hooks: { token: 'tok-0123456789abcdef', gmail: { account: ACCOUNT } } }),
+    );
     const third = capture();
     assert.equal(await gmailCommand(['run', '-c', tokenless], third.io), 1);
     assert.match(third.out.stderr, /hooks\.gmail\.hookToken is not set/);

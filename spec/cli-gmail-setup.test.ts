@@ -66,7 +66,10 @@ describe('gmail setup', () => {
     assert.match(out.stderr, /generated a new hook token/);
     assert.match(out.stderr, /generated hooks\.gmail\.hookToken/);
     assert.match(out.stderr, /opens the gmail hook and nothing else/);
-    assert.match(out.stderr, /gog gmail watch start --account me@example\.com --topic 'projects\/<project-id>\/topics\/gog-gmail-watch' --label INBOX/);
+    assert.match(
+      out.stderr,
+      /gog gmail watch start --account me@example\.com --topic 'projects\/<project-id>\/topics\/gog-gmail-watch' --label INBOX/,
+    );
     const loaded = await loadConfig(file, {});
     assert.ok(loaded.ok);
     assert.ok(loaded.config.hooks.mappings.some((m) => m.id === 'preset:gmail'));
@@ -118,7 +121,10 @@ describe('gmail setup', () => {
   test('gmailCommand() setup does not report comments for a file whose strings merely hold slashes', async () => {
     const dir = await fresh();
     const file = join(dir, 'config.json');
-    await writeFile(file, JSON.stringify({ hooks: { mappings: [{ match: { path: 'x' }, messageTemplate: 'see http://a//b /* no */' }] } }));
+    await writeFile(
+      file,
+      JSON.stringify({ hooks: { mappings: [{ match: { path: 'x' }, messageTemplate: 'see http://a//b /* no */' }] } }),
+    );
     const { io, out } = capture();
     assert.equal(await gmailCommand(['setup', '--account', ACCOUNT, '-c', file], io), 0, out.stderr);
     assert.doesNotMatch(out.stderr, /comments/);
@@ -145,11 +151,20 @@ describe('gmail setup', () => {
   test('gmailCommand() setup replaces a hook URL with user:password in it and does not print the password', async () => {
     const dir = await fresh();
     const file = join(dir, 'config.json');
-    await writeFile(file, JSON.stringify({ gateway: { port: 9000 }, hooks: { gmail: { hookUrl: 'http://bob:pw-old-url@127.0.0.1:9000/hooks/gmail' } } }));
+    await writeFile(
+      file,
+      JSON.stringify({
+        gateway: { port: 9000 },
+        hooks: { gmail: { hookUrl: 'http://bob:pw-old-url@127.0.0.1:9000/hooks/gmail' } },
+      }),
+    );
     const { io, out } = capture();
     assert.equal(await gmailCommand(['setup', '--account', ACCOUNT, '-c', file], io), 0, out.stderr);
     assert.equal((await readJson(file))['hooks'].gmail.hookUrl, 'http://127.0.0.1:9000/hooks/gmail');
-    assert.match(out.stderr, /hooks\.gmail\.hookUrl was http:\/\/\[redacted\]@127\.0\.0\.1:9000\/hooks\/gmail; it is now http:\/\/127\.0\.0\.1:9000\/hooks\/gmail/);
+    assert.match(
+      out.stderr,
+      /hooks\.gmail\.hookUrl was http:\/\/\[redacted\]@127\.0\.0\.1:9000\/hooks\/gmail; it is now http:\/\/127\.0\.0\.1:9000\/hooks\/gmail/,
+    );
     assert.ok(!`${out.stdout}${out.stderr}`.includes('pw-old-url'));
   });
 
@@ -162,21 +177,47 @@ describe('gmail setup', () => {
     assert.equal((await readJson(file))['hooks'].gmail.hookUrl, 'http://127.0.0.1:9000/ingress/gmail');
     assert.equal((await readJson(file))['hooks'].path, '${HOOKS_PATH}');
     const second = capture({ HOOKS_PATH: 'ingress/' });
-    assert.equal(await gmailCommand(['setup', '--account', ACCOUNT, '-c', file, '--port', '9100'], second.io), 0, second.out.stderr);
+    assert.equal(
+      await gmailCommand(['setup', '--account', ACCOUNT, '-c', file, '--port', '9100'], second.io),
+      0,
+      second.out.stderr,
+    );
     assert.equal((await readJson(file))['hooks'].gmail.hookUrl, 'http://127.0.0.1:9100/ingress/gmail');
-    assert.match(second.out.stderr, /hooks\.gmail\.hookUrl was http:\/\/127\.0\.0\.1:9000\/ingress\/gmail; it is now http:\/\/127\.0\.0\.1:9100\/ingress\/gmail/);
+    assert.match(
+      second.out.stderr,
+      /hooks\.gmail\.hookUrl was http:\/\/127\.0\.0\.1:9000\/ingress\/gmail; it is now http:\/\/127\.0\.0\.1:9100\/ingress\/gmail/,
+    );
     assert.match(second.out.stdout, /--hook-url http:\/\/127\.0\.0\.1:9100\/ingress\/gmail /);
   });
 
   test('gmailCommand() setup takes label, topic, subscription, body and size flags, and keeps them when later runs omit them', async () => {
     const dir = await fresh();
     const file = join(dir, 'config.json');
-    const args = ['setup', '--account', ACCOUNT, '-c', file, '--label', 'Work', '--topic', 'projects/p1/topics/mail', '--subscription', 'mail-push'];
+    const args = [
+      'setup',
+      '--account',
+      ACCOUNT,
+      '-c',
+      file,
+      '--label',
+      'Work',
+      '--topic',
+      'projects/p1/topics/mail',
+      '--subscription',
+      'mail-push',
+    ];
     const first = capture();
-    assert.equal(await gmailCommand([...args, '--no-include-body', '--max-bytes', '4096'], first.io), 0, first.out.stderr);
+    assert.equal(
+      await gmailCommand([...args, '--no-include-body', '--max-bytes', '4096'], first.io),
+      0,
+      first.out.stderr,
+    );
     assert.doesNotMatch(first.out.stdout, /--include-body/);
     assert.match(first.out.stdout, /--max-bytes 4096\n$/);
-    assert.match(first.out.stderr, /gog gmail watch start --account me@example\.com --topic projects\/p1\/topics\/mail --label Work\n/);
+    assert.match(
+      first.out.stderr,
+      /gog gmail watch start --account me@example\.com --topic projects\/p1\/topics\/mail --label Work\n/,
+    );
     const gmailToken = (await readJson(file))['hooks'].gmail.hookToken as string;
     const second = capture();
     assert.equal(await gmailCommand(['setup', '--account', ACCOUNT, '-c', file], second.io), 0, second.out.stderr);
@@ -223,8 +264,14 @@ describe('gmail setup', () => {
     assert.equal(await readFile(file, 'utf8'), original);
     assert.equal(await exists(`${file}.bak`), false);
     assert.match(out.stderr, /the result would be invalid, so .* was not changed/);
-    assert.match(out.stderr, /^ {2}hooks\.defaultSessionKey: must start with one of hooks\.allowedSessionKeyPrefixes$/m);
-    assert.match(out.stderr, /^ {2}hooks\.mappings\[0\]\.sessionKey: must start with one of hooks\.allowedSessionKeyPrefixes$/m);
+    assert.match(
+      out.stderr,
+      /^ {2}hooks\.defaultSessionKey: must start with one of hooks\.allowedSessionKeyPrefixes$/m,
+    );
+    assert.match(
+      out.stderr,
+      /^ {2}hooks\.mappings\[0\]\.sessionKey: must start with one of hooks\.allowedSessionKeyPrefixes$/m,
+    );
     assert.equal(out.stdout, '');
   });
 
@@ -234,9 +281,15 @@ describe('gmail setup', () => {
       ['{ "hooks": ', /cannot parse .*: line 1/],
       ['[1, 2]', /the file must hold a JSON object/],
       ['{ "hooks": true }', /hooks: must be an object/],
-      ['{ "hooks": { "gmail": [], "presets": "gmail", "allowedSessionKeyPrefixes": {} } }', /hooks\.gmail: must be an object\n.*hooks\.presets: must be an array\n.*hooks\.allowedSessionKeyPrefixes: must be an array/],
+      [
+        '{ "hooks": { "gmail": [], "presets": "gmail", "allowedSessionKeyPrefixes": {} } }',
+        /hooks\.gmail: must be an object\n.*hooks\.presets: must be an array\n.*hooks\.allowedSessionKeyPrefixes: must be an array/,
+      ],
       ['{ "gateway": { "port": 0 } }', /gateway\.port is 0 .* pass --port/],
-      [`{ "x": ${'['.repeat(10_000)}${']'.repeat(10_000)} }`, /^ {2}x(\[0\]){63}: may nest objects and arrays at most 64 levels deep$/m],
+      [
+        `{ "x": ${'['.repeat(10_000)}${']'.repeat(10_000)} }`,
+        /^ {2}x(\[0\]){63}: may nest objects and arrays at most 64 levels deep$/m,
+      ],
     ];
     for (const [i, [text, expected]] of cases.entries()) {
       const file = join(dir, `c${i}.json`);
@@ -293,7 +346,10 @@ describe('gmail setup', () => {
       [['--account', ACCOUNT, '--port', '80x'], /--port must be an integer from 1 to 65535/],
       [['--account', ACCOUNT, '--port', '0'], /--port must be an integer/],
       [['--account', ACCOUNT, '--max-bytes', '0'], /--max-bytes must be a whole number/],
-      [['--account', ACCOUNT, '--include-body', '--no-include-body'], /Cannot set both --include-body and --no-include-body/],
+      [
+        ['--account', ACCOUNT, '--include-body', '--no-include-body'],
+        /Cannot set both --include-body and --no-include-body/,
+      ],
       [['--account', ACCOUNT, '--bogus'], /unknown option "--bogus"/],
       [['--account', ACCOUNT, 'extra'], /extra/],
     ];
@@ -310,7 +366,12 @@ describe('gmail setup', () => {
 describe('applyGmailSetup()', () => {
   test('applyGmailSetup() adds "hook:" only when no prefix admits it, and notes what it turned on', () => {
     const env = {};
-    const narrow = applyGmailSetup({ hooks: { allowedSessionKeyPrefixes: ['custom:'], allowRequestSessionKey: false, enabled: false } }, { account: ACCOUNT }, env, () => 't');
+    const narrow = applyGmailSetup(
+      { hooks: { allowedSessionKeyPrefixes: ['custom:'], allowRequestSessionKey: false, enabled: false } },
+      { account: ACCOUNT },
+      env,
+      () => 't',
+    );
     assert.ok(narrow.ok);
     const hooks = narrow.value['hooks'] as Record<string, unknown>;
     assert.deepEqual(hooks['allowedSessionKeyPrefixes'], ['custom:', 'hook:']);
@@ -318,7 +379,12 @@ describe('applyGmailSetup()', () => {
     assert.match(narrow.notes.join('\n'), /hooks\.allowRequestSessionKey was false/);
     assert.match(narrow.notes.join('\n'), /hooks\.enabled was false/);
     assert.doesNotMatch(narrow.notes.join('\n'), /allowedSessionKeyPrefixes was not set/);
-    const wide = applyGmailSetup({ hooks: { allowedSessionKeyPrefixes: ['HOOK'] } }, { account: ACCOUNT }, env, () => 't');
+    const wide = applyGmailSetup(
+      { hooks: { allowedSessionKeyPrefixes: ['HOOK'] } },
+      { account: ACCOUNT },
+      env,
+      () => 't',
+    );
     assert.ok(wide.ok);
     assert.deepEqual((wide.value['hooks'] as Record<string, unknown>)['allowedSessionKeyPrefixes'], ['HOOK']);
   });

@@ -10,9 +10,13 @@ import type { OptionSpec } from '../lib/cli/usage.ts';
 import { fileDir } from './_dir.ts';
 import { captureIo } from './_io.ts';
 
-const OPTIONS: Record<string, OptionSpec> = { config: { type: 'string', short: 'c' }, json: { type: 'boolean', short: 'j' }, help: { type: 'boolean', short: 'h' } };
+const OPTIONS: Record<string, OptionSpec> = {
+  config: { type: 'string', short: 'c' },
+  json: { type: 'boolean', short: 'j' },
+  help: { type: 'boolean', short: 'h' },
+};
 
-test('splitCommand() takes the first argument that is neither an option nor a string option\'s value, and keeps the others in order', () => {
+test("splitCommand() takes the first argument that is neither an option nor a string option's value, and keeps the others in order", () => {
   const cases: ReadonlyArray<readonly [string[], string | undefined, string[]]> = [
     [['get', 'K'], 'get', ['K']],
     [['--config', 'F', 'get', 'K'], 'get', ['--config', 'F', 'K']],
@@ -32,14 +36,23 @@ test('splitCommand() takes the first argument that is neither an option nor a st
   for (const [argv, name, rest] of cases) assert.deepEqual(splitCommand(argv, OPTIONS), { name, rest }, argv.join(' '));
 });
 
-test('runGroup() prints the group\'s help for help or --help before any command, and names a missing or unknown command with options on either side', async () => {
+test("runGroup() prints the group's help for help or --help before any command, and names a missing or unknown command with options on either side", async () => {
   const ran: string[][] = [];
-  const group = { name: 'demo', help: 'Usage: demo\n', commands: { get: { options: OPTIONS, run: async (argv: readonly string[]) => (ran.push([...argv]), 0) } } };
+  const group = {
+    name: 'demo',
+    help: 'Usage: demo\n',
+    commands: { get: { options: OPTIONS, run: async (argv: readonly string[]) => (ran.push([...argv]), 0) } },
+  };
   const cases: ReadonlyArray<readonly [string[], number, string, string]> = [
     [['--config', 'F', '--help'], 0, 'Usage: demo\n', ''],
     [['help'], 0, 'Usage: demo\n', ''],
     [['--config', 'F'], 2, '', 'hooks-ingress demo: missing command (get); see hooks-ingress demo --help\n'],
-    [['-c', 'F', 'gte'], 2, '', 'hooks-ingress demo: unknown command "gte" (did you mean "get"?); see hooks-ingress demo --help\n'],
+    [
+      ['-c', 'F', 'gte'],
+      2,
+      '',
+      'hooks-ingress demo: unknown command "gte" (did you mean "get"?); see hooks-ingress demo --help\n',
+    ],
   ];
   for (const [argv, code, stdout, stderr] of cases) {
     const { io, out } = captureIo({});
@@ -48,12 +61,22 @@ test('runGroup() prints the group\'s help for help or --help before any command,
   }
   const { io } = captureIo({});
   assert.equal(await runGroup(group, ['-c', 'F', 'get', '--help'], io), 0);
-  assert.deepEqual(ran, [['-c', 'F', '--help']], 'a command\'s --help is the command\'s');
+  assert.deepEqual(ran, [['-c', 'F', '--help']], "a command's --help is the command's");
 });
 
 test('runGroup() refuses a group whose commands declare one option two ways', async () => {
-  const two = { name: 'demo', help: '', commands: { a: { options: { port: { type: 'string' } }, run: async () => 0 }, b: { options: { port: { type: 'boolean' } }, run: async () => 0 } } } as const;
-  await assert.rejects(async () => runGroup(two, ['a'], captureIo({}).io), /Cannot read the demo commands' options: --port is declared two ways/);
+  const two = {
+    name: 'demo',
+    help: '',
+    commands: {
+      a: { options: { port: { type: 'string' } }, run: async () => 0 },
+      b: { options: { port: { type: 'boolean' } }, run: async () => 0 },
+    },
+  } as const;
+  await assert.rejects(
+    async () => runGroup(two, ['a'], captureIo({}).io),
+    /Cannot read the demo commands' options: --port is declared two ways/,
+  );
 });
 
 // Every group of the CLI, as the executable parses it: its options before its command, around
@@ -98,11 +121,13 @@ for (const [group, argvs, outcome] of GROUPS) {
 }
 
 test('hooks-ingress gmail setup takes its options before or after the command', async () => {
-  for (const [n, argv] of [
-    (file: string) => ['gmail', '--config', file, '--account', 'me@example.com', 'setup'],
-    (file: string) => ['gmail', '--account', 'me@example.com', 'setup', '-c', file],
-    (file: string) => ['gmail', 'setup', '--account', 'me@example.com', '--config', file],
-  ].entries()) {
+  for (
+    const [n, argv] of [
+      (file: string) => ['gmail', '--config', file, '--account', 'me@example.com', 'setup'],
+      (file: string) => ['gmail', '--account', 'me@example.com', 'setup', '-c', file],
+      (file: string) => ['gmail', 'setup', '--account', 'me@example.com', '--config', file],
+    ].entries()
+  ) {
     const file = join(dir, `setup-${n}.json`);
     const { io, out } = captureIo({ HOME: dir });
     assert.equal(await main(argv(file), io), 0, out.stderr);

@@ -8,14 +8,28 @@ import type { LedgerEntry } from '../lib/model/ledger-entry.ts';
 // accepted already are skipped and counted, or run when forced.
 
 const entry = (id: string) => ({ id }) as LedgerEntry;
-const plan = (): ReplayPlan => ({ run: [entry('a'), entry('b'), entry('c')], forced: [], skipped: [{ entry: entry('d'), why: 'resolved' }] });
-const checks = [{ id: 'a' }, { id: 'b', needsForce: 'taken' as const, skip: 'entry b was taken' }, { id: 'c', needsForce: 'succeeded' as const }];
+const plan = (): ReplayPlan => ({
+  run: [entry('a'), entry('b'), entry('c')],
+  forced: [],
+  skipped: [{ entry: entry('d'), why: 'resolved' }],
+});
+const checks = [{ id: 'a' }, { id: 'b', needsForce: 'taken' as const, skip: 'entry b was taken' }, {
+  id: 'c',
+  needsForce: 'succeeded' as const,
+}];
 
 test('withTaken() moves what the server says is taken to what the plan skips, and the plan says so', () => {
   const taken = withTaken(plan(), checks, false);
   assert.deepEqual(taken.run.map((e) => e.id), ['a', 'c']);
-  assert.deepEqual(taken.skipped.map((s) => [s.entry.id, s.why, s.detail]), [['d', 'resolved', undefined], ['b', 'taken', 'entry b was taken']]);
-  assert.equal(describePlan(taken), 'will replay 2 requests, skip 2: 1 resolved already, by a replay or by hand (--force replays); 1 whose delivery id was already accepted, live or by a replay before them (--force replays)');
+  assert.deepEqual(taken.skipped.map((s) => [s.entry.id, s.why, s.detail]), [['d', 'resolved', undefined], [
+    'b',
+    'taken',
+    'entry b was taken',
+  ]]);
+  assert.equal(
+    describePlan(taken),
+    'will replay 2 requests, skip 2: 1 resolved already, by a replay or by hand (--force replays); 1 whose delivery id was already accepted, live or by a replay before them (--force replays)',
+  );
   assert.deepEqual(skipLines(taken), ['skipped b: entry b was taken']);
 });
 

@@ -10,8 +10,13 @@ test('send says what it is waiting for when the platform has not answered after 
   let heard: () => void = () => {};
   const noticed = new Promise<void>((resolve) => (heard = resolve));
   // The stand-in Telegram holds the request until the notice is out, then answers: no clock in the test.
-  const telegram = await fake(t, (_req, res) => void noticed.then(() => json(res, 200, { ok: true, result: { message_id: 7 } })));
-  const { dir, config: path } = await configFile(t, { channels: { telegram: { botToken: '123:abc', apiBase: telegram.url, defaultTo: '42' } } }, 'hooks-send-');
+  const telegram = await fake(
+    t,
+    (_req, res) => void noticed.then(() => json(res, 200, { ok: true, result: { message_id: 7 } })),
+  );
+  const { dir, config: path } = await configFile(t, {
+    channels: { telegram: { botToken: '123:abc', apiBase: telegram.url, defaultTo: '42' } },
+  }, 'hooks-send-');
   const { io, out } = captureIo(
     { HOME: dir },
     {
@@ -21,20 +26,34 @@ test('send says what it is waiting for when the platform has not answered after 
     },
   );
   assert.equal(await main(['send', '-c', path, '--channel', 'telegram', 'hello'], io), 0);
-  assert.equal(out.stderr, `hooks-ingress send: waiting for telegram at ${telegram.url} to answer (up to 3 attempts; Ctrl-C stops)\n`);
+  assert.equal(
+    out.stderr,
+    `hooks-ingress send: waiting for telegram at ${telegram.url} to answer (up to 3 attempts; Ctrl-C stops)\n`,
+  );
   assert.equal(out.stdout, 'delivered to telegram 42 (7)\n');
 });
 
 test('a send that is answered at once prints no waiting notice', async (t) => {
   const telegram = await fake(t, (_req, res) => json(res, 200, { ok: true, result: { message_id: 8 } }));
-  const { dir, config: path } = await configFile(t, { channels: { telegram: { botToken: '123:abc', apiBase: telegram.url } } }, 'hooks-send-');
+  const { dir, config: path } = await configFile(t, {
+    channels: { telegram: { botToken: '123:abc', apiBase: telegram.url } },
+  }, 'hooks-send-');
   const { io, out } = captureIo({ HOME: dir });
   assert.equal(await main(['send', '-c', path, '--channel', 'telegram', '--to', '5', 'hi'], io), 0);
   assert.equal(out.stderr, '');
 });
 
 test('waitingFor() names the address each platform was given, or only the platform', () => {
-  assert.equal(waitingFor({ channels: { signal: { url: 'http://127.0.0.1:8080', account: '+15550000000' } } }, 'signal'), 'waiting for signal at http://127.0.0.1:8080 to answer (up to 3 attempts; Ctrl-C stops)');
-  assert.equal(waitingFor({ channels: { slack: { botToken: 'xoxb-1' } } }, 'slack'), 'waiting for slack to answer (up to 3 attempts; Ctrl-C stops)');
-  assert.equal(waitingFor({ channels: { imessage: { command: 'imsg' } } }, 'imessage'), 'waiting for imessage (imsg) to answer (up to 3 attempts; Ctrl-C stops)');
+  assert.equal(
+    waitingFor({ channels: { signal: { url: 'http://127.0.0.1:8080', account: '+15550000000' } } }, 'signal'),
+    'waiting for signal at http://127.0.0.1:8080 to answer (up to 3 attempts; Ctrl-C stops)',
+  );
+  assert.equal(
+    waitingFor({ channels: { slack: { botToken: 'xoxb-1' } } }, 'slack'),
+    'waiting for slack to answer (up to 3 attempts; Ctrl-C stops)',
+  );
+  assert.equal(
+    waitingFor({ channels: { imessage: { command: 'imsg' } } }, 'imessage'),
+    'waiting for imessage (imsg) to answer (up to 3 attempts; Ctrl-C stops)',
+  );
 });

@@ -2,10 +2,14 @@ import assert from 'node:assert/strict';
 import { parseArgs } from 'node:util';
 import { test } from 'node:test';
 import { main } from '../lib/cli/main.ts';
-import { parseArgsProblem, unknownCommand, usageLine, type OptionSpec } from '../lib/cli/usage.ts';
+import { type OptionSpec, parseArgsProblem, unknownCommand, usageLine } from '../lib/cli/usage.ts';
 import { captureIo } from './_io.ts';
 
-const OPTIONS: Record<string, OptionSpec> = { config: { type: 'string', short: 'c' }, json: { type: 'boolean' }, limit: { type: 'string', short: 'n' } };
+const OPTIONS: Record<string, OptionSpec> = {
+  config: { type: 'string', short: 'c' },
+  json: { type: 'boolean' },
+  limit: { type: 'string', short: 'n' },
+};
 
 function problemFor(args: string[]): string {
   try {
@@ -17,8 +21,14 @@ function problemFor(args: string[]): string {
 }
 
 test('usageLine() is one line naming the command, the problem and where the help is', () => {
-  assert.equal(usageLine('events', 'unknown option "--x"'), 'hooks-ingress events: unknown option "--x"; see hooks-ingress events --help\n');
-  assert.equal(usageLine(null, 'unknown command "x"'), 'hooks-ingress: unknown command "x"; see hooks-ingress --help\n');
+  assert.equal(
+    usageLine('events', 'unknown option "--x"'),
+    'hooks-ingress events: unknown option "--x"; see hooks-ingress events --help\n',
+  );
+  assert.equal(
+    usageLine(null, 'unknown command "x"'),
+    'hooks-ingress: unknown command "x"; see hooks-ingress --help\n',
+  );
 });
 
 test('unknownCommand() guesses the command a typo was meant to be, and only then', () => {
@@ -28,7 +38,7 @@ test('unknownCommand() guesses the command a typo was meant to be, and only then
   assert.equal(unknownCommand('deploy', commands), 'unknown command "deploy"');
 });
 
-test('parseArgsProblem() says each parseArgs failure in one line, without Node\'s wording', () => {
+test("parseArgsProblem() says each parseArgs failure in one line, without Node's wording", () => {
   const cases: [string[], string][] = [
     [['--jsn'], 'unknown option "--jsn" (did you mean "--json"?)'],
     [['--lim', '3'], 'unknown option "--lim" (did you mean "--limit"?)'],
@@ -61,25 +71,67 @@ test('a usage error is one line naming the command and its help, never the help 
   const cases: [string[], string][] = [
     [['srve'], 'hooks-ingress: unknown command "srve" (did you mean "serve"?); see hooks-ingress --help\n'],
     [['confg', 'get'], 'hooks-ingress: unknown command "confg" (did you mean "config"?); see hooks-ingress --help\n'],
-    [['events', '--jsn'], 'hooks-ingress events: unknown option "--jsn" (did you mean "--json"?); see hooks-ingress events --help\n'],
+    [
+      ['events', '--jsn'],
+      'hooks-ingress events: unknown option "--jsn" (did you mean "--json"?); see hooks-ingress events --help\n',
+    ],
     [['events', '-c'], 'hooks-ingress events: option --config needs a value; see hooks-ingress events --help\n'],
-    [['events', '--limit', '-3'], 'hooks-ingress events: option --limit needs a value (to give one that starts with "-", write --limit=VALUE); see hooks-ingress events --help\n'],
-    [['events', '--limit', 'x', '--state-dir', '/nonexistent'], 'hooks-ingress events: --limit must be a whole number, got "x"; see hooks-ingress events --help\n'],
-    [['runs', '--limit=1.5', '--state-dir', '/nonexistent'], 'hooks-ingress runs: --limit must be a whole number, got "1.5"; see hooks-ingress runs --help\n'],
+    [
+      ['events', '--limit', '-3'],
+      'hooks-ingress events: option --limit needs a value (to give one that starts with "-", write --limit=VALUE); see hooks-ingress events --help\n',
+    ],
+    [
+      ['events', '--limit', 'x', '--state-dir', '/nonexistent'],
+      'hooks-ingress events: --limit must be a whole number, got "x"; see hooks-ingress events --help\n',
+    ],
+    [
+      ['runs', '--limit=1.5', '--state-dir', '/nonexistent'],
+      'hooks-ingress runs: --limit must be a whole number, got "1.5"; see hooks-ingress runs --help\n',
+    ],
     [['check', 'extra'], 'hooks-ingress check: unexpected argument "extra"; see hooks-ingress check --help\n'],
-    [['check', 'config.json'], 'hooks-ingress check: unexpected argument "config.json" (did you mean "-c config.json"?); see hooks-ingress check --help\n'],
-    [['events', '/etc/hooks-ingress/config.jsonc'], 'hooks-ingress events: unexpected argument "/etc/hooks-ingress/config.jsonc" (did you mean "-c /etc/hooks-ingress/config.jsonc"?); see hooks-ingress events --help\n'],
+    [
+      ['check', 'config.json'],
+      'hooks-ingress check: unexpected argument "config.json" (did you mean "-c config.json"?); see hooks-ingress check --help\n',
+    ],
+    [
+      ['events', '/etc/hooks-ingress/config.jsonc'],
+      'hooks-ingress events: unexpected argument "/etc/hooks-ingress/config.jsonc" (did you mean "-c /etc/hooks-ingress/config.jsonc"?); see hooks-ingress events --help\n',
+    ],
     [['token', 'x.json'], 'hooks-ingress token: unexpected argument "x.json"; see hooks-ingress token --help\n'],
-    [['check', '-V'], 'hooks-ingress check: unknown option "-V" (the version is "hooks-ingress --version"); see hooks-ingress check --help\n'],
+    [
+      ['check', '-V'],
+      'hooks-ingress check: unknown option "-V" (the version is "hooks-ingress --version"); see hooks-ingress check --help\n',
+    ],
     [['help', 'srve'], 'hooks-ingress: unknown command "srve" (did you mean "serve"?); see hooks-ingress --help\n'],
-    [['help', 'serve', 'now'], 'hooks-ingress: "help serve" takes no further argument, got "now"; see hooks-ingress --help\n'],
+    [
+      ['help', 'serve', 'now'],
+      'hooks-ingress: "help serve" takes no further argument, got "now"; see hooks-ingress --help\n',
+    ],
     [['token', '--json'], 'hooks-ingress token: unknown option "--json"; see hooks-ingress token --help\n'],
-    [['outbox', 'retyr'], 'hooks-ingress outbox: unknown command "retyr" (did you mean "retry"?); see hooks-ingress outbox --help\n'],
-    [['serve', '--port', 'eighty'], 'hooks-ingress serve: --port must be an integer from 0 to 65535, got "eighty"; see hooks-ingress serve --help\n'],
-    [['--port', '99999'], 'hooks-ingress serve: --port must be an integer from 0 to 65535, got "99999"; see hooks-ingress serve --help\n'],
-    [['serve', '--log-format', 'xml'], 'hooks-ingress serve: --log-format must be json or text, got "xml"; see hooks-ingress serve --help\n'],
-    [['send', 'hello'], 'hooks-ingress send: give --channel (one of whatsapp, telegram, discord, slack, mattermost, signal, imessage, msteams); see hooks-ingress send --help\n'],
-    [['send', '--channel', 'fax', 'hello'], 'hooks-ingress send: --channel must be one of whatsapp, telegram, discord, slack, mattermost, signal, imessage, msteams, got "fax"; see hooks-ingress send --help\n'],
+    [
+      ['outbox', 'retyr'],
+      'hooks-ingress outbox: unknown command "retyr" (did you mean "retry"?); see hooks-ingress outbox --help\n',
+    ],
+    [
+      ['serve', '--port', 'eighty'],
+      'hooks-ingress serve: --port must be an integer from 0 to 65535, got "eighty"; see hooks-ingress serve --help\n',
+    ],
+    [
+      ['--port', '99999'],
+      'hooks-ingress serve: --port must be an integer from 0 to 65535, got "99999"; see hooks-ingress serve --help\n',
+    ],
+    [
+      ['serve', '--log-format', 'xml'],
+      'hooks-ingress serve: --log-format must be json or text, got "xml"; see hooks-ingress serve --help\n',
+    ],
+    [
+      ['send', 'hello'],
+      'hooks-ingress send: give --channel (one of whatsapp, telegram, discord, slack, mattermost, signal, imessage, msteams); see hooks-ingress send --help\n',
+    ],
+    [
+      ['send', '--channel', 'fax', 'hello'],
+      'hooks-ingress send: --channel must be one of whatsapp, telegram, discord, slack, mattermost, signal, imessage, msteams, got "fax"; see hooks-ingress send --help\n',
+    ],
     [['send', '--channel', 'telegram'], 'hooks-ingress send: give the TEXT to send; see hooks-ingress send --help\n'],
   ];
   for (const [argv, expected] of cases) {
@@ -93,7 +145,10 @@ test('a usage error is one line naming the command and its help, never the help 
 test('every error of a command names the command, config problems included', async () => {
   const missing = await run(['check', '-c', '/nonexistent/config.json']);
   assert.equal(missing.code, 1);
-  assert.match(missing.stderr, /^hooks-ingress check: invalid config \/nonexistent\/config\.json:\n {2}cannot read \/nonexistent\/config\.json: no such file\n$/);
+  assert.match(
+    missing.stderr,
+    /^hooks-ingress check: invalid config \/nonexistent\/config\.json:\n {2}cannot read \/nonexistent\/config\.json: no such file\n$/,
+  );
   const events = await run(['events', '-c', '/nonexistent/config.json']);
   assert.match(events.stderr, /^hooks-ingress events: invalid config /);
   const reload = await run(['reload', '--state-dir', '/nonexistent']);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { resolveEnv, substituteEnv, within } from '../lib/config/env.ts';
-import { Unjudged, type Issue } from '../lib/schema.ts';
+import { type Issue, Unjudged } from '../lib/schema.ts';
 
 test('resolveEnv() for every key reports each missing variable once per key, and empties it', () => {
   const resolved = resolveEnv({ a: '${X}-${X}', b: ['${Y}'], c: 'plain' }, {});
@@ -14,7 +14,10 @@ test('resolveEnv() for every key reports each missing variable once per key, and
 });
 
 test('resolveEnv() scoped to a key needs only the variables inside it; the others stay as written, unjudged', () => {
-  const resolved = resolveEnv({ hooks: { token: '${T}', mappings: [{ secret: '${S}' }] }, set: '${SET}' }, { T: 'tok', SET: 'yes' }, { key: 'hooks.token' });
+  const resolved = resolveEnv({ hooks: { token: '${T}', mappings: [{ secret: '${S}' }] }, set: '${SET}' }, {
+    T: 'tok',
+    SET: 'yes',
+  }, { key: 'hooks.token' });
   assert.deepEqual(resolved.missing, []);
   assert.deepEqual(resolved.unresolved, ['hooks.mappings[0].secret']);
   const value = resolved.value as { hooks: { token: string; mappings: [{ secret: unknown }] }; set: string };
@@ -22,7 +25,10 @@ test('resolveEnv() scoped to a key needs only the variables inside it; the other
   assert.equal(value.set, 'yes', 'a variable that is set is used everywhere');
   assert.ok(value.hooks.mappings[0].secret instanceof Unjudged);
   assert.equal((value.hooks.mappings[0].secret as Unjudged).value, '${S}');
-  assert.deepEqual(resolveEnv({ hooks: { token: '${T}' } }, {}, { key: 'hooks' }).missing, [{ path: 'hooks.token', message: 'environment variable T is not set' }]);
+  assert.deepEqual(resolveEnv({ hooks: { token: '${T}' } }, {}, { key: 'hooks' }).missing, [{
+    path: 'hooks.token',
+    message: 'environment variable T is not set',
+  }]);
 });
 
 test('within() is the key itself and what lies under it, not a key that only starts alike', () => {

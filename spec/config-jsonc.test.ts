@@ -27,7 +27,8 @@ test('parseJsonc() returns non-object top-level values as they are', () => {
 });
 
 test('parseJsonc() ignores line comments in every position', () => {
-  const text = '// head\n{ // open\n  "a" // key\n  : // colon\n  1 // value\n  , "b": [ // arr\n 2 // el\n ] // close\n} // tail';
+  const text =
+    '// head\n{ // open\n  "a" // key\n  : // colon\n  1 // value\n  , "b": [ // arr\n 2 // el\n ] // close\n} // tail';
   assert.deepEqual(value(text), { a: 1, b: [2] });
 });
 
@@ -55,13 +56,56 @@ test('parseJsonc() drops trailing commas, nested and with comments before the br
 
 /** Each case: inputs parseJsonc() refuses, with the error (a string: exactly; a pattern: matching). */
 const refusals: { name: string; errors: [text: string, error: string | RegExp][] }[] = [
-  { name: 'rejects commas that are not trailing', errors: [['[,]', /^line 1, column 2: /], ['{,}', /^line 1, column 2: /], ['[1,,]', /^line 1, column 4: /], ['{"a":,}', /^line 1, column 6: /], [',', /^line 1, column 1: /]] },
-  { name: 'reports an unterminated block comment where it opens', errors: [['{\n  "a": 1,\n  "b": /* the rest\n  is lost', 'line 3, column 8: unterminated comment'], ['{"a": 1} /*', 'line 1, column 10: unterminated comment']] },
-  { name: 'reports a JSON error that comes before an unterminated comment', errors: [['{"a" 1 /* x', /^line 1, column 6: /]] },
-  { name: 'names line and column of a JSON error with a position', errors: [['{\n  "a": 1\n  "b": 2\n}', /^line 3, column 3: \S/], ['{\r\n  "a": 01\r\n}', /^line 2, column 9: /], ['/* é */ {"é": 1} x', /^line 1, column 18: /]] },
-  { name: 'locates the errors V8 reports without a position', errors: [['{\n  "a": True\n}', "line 2, column 8: unexpected token 'T'"], ['{"a": tru}', /^line 1, column 10: /], ['[tx]', /^line 1, column 3: /], ['[1, 2,, 3]', /^line 1, column 7: /], ["{\"a\": 'b'}", /^line 1, column 7: /], ['{"a": [], "b": {"c": [null, undefined]}}', /^line 1, column 29: /]] },
-  { name: 'reports running out of input after the last token', errors: [['', /^line 1, column 1: /], ['// only a comment\n', /^line 1, column 1: /], ['\n  nul\n\n', /^line 2, column 6: /]] },
-  { name: 'rejects a lone slash', errors: [['/', /^line 1, column 1: /], ['{"a": 1 / 2}', /^line 1, column 9: /], ['{"a": 1}\n/', /^line 2, column 1: /]] },
+  {
+    name: 'rejects commas that are not trailing',
+    errors: [['[,]', /^line 1, column 2: /], ['{,}', /^line 1, column 2: /], ['[1,,]', /^line 1, column 4: /], [
+      '{"a":,}',
+      /^line 1, column 6: /,
+    ], [',', /^line 1, column 1: /]],
+  },
+  {
+    name: 'reports an unterminated block comment where it opens',
+    errors: [['{\n  "a": 1,\n  "b": /* the rest\n  is lost', 'line 3, column 8: unterminated comment'], [
+      '{"a": 1} /*',
+      'line 1, column 10: unterminated comment',
+    ]],
+  },
+  {
+    name: 'reports a JSON error that comes before an unterminated comment',
+    errors: [['{"a" 1 /* x', /^line 1, column 6: /]],
+  },
+  {
+    name: 'names line and column of a JSON error with a position',
+    errors: [['{\n  "a": 1\n  "b": 2\n}', /^line 3, column 3: \S/], ['{\r\n  "a": 01\r\n}', /^line 2, column 9: /], [
+      '/* é */ {"é": 1} x',
+      /^line 1, column 18: /,
+    ]],
+  },
+  {
+    name: 'locates the errors V8 reports without a position',
+    errors: [
+      ['{\n  "a": True\n}', "line 2, column 8: unexpected token 'T'"],
+      ['{"a": tru}', /^line 1, column 10: /],
+      ['[tx]', /^line 1, column 3: /],
+      ['[1, 2,, 3]', /^line 1, column 7: /],
+      ['{"a": \'b\'}', /^line 1, column 7: /],
+      ['{"a": [], "b": {"c": [null, undefined]}}', /^line 1, column 29: /],
+    ],
+  },
+  {
+    name: 'reports running out of input after the last token',
+    errors: [['', /^line 1, column 1: /], ['// only a comment\n', /^line 1, column 1: /], [
+      '\n  nul\n\n',
+      /^line 2, column 6: /,
+    ]],
+  },
+  {
+    name: 'rejects a lone slash',
+    errors: [['/', /^line 1, column 1: /], ['{"a": 1 / 2}', /^line 1, column 9: /], [
+      '{"a": 1}\n/',
+      /^line 2, column 1: /,
+    ]],
+  },
 ];
 
 for (const c of refusals) {

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdir,  rm, writeFile } from 'node:fs/promises';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { buildConfig, loadConfig } from '../lib/config/load.ts';
 import { DEFAULT_HEARTBEAT_PROMPT } from '../lib/config/normalise.ts';
@@ -194,11 +194,20 @@ test('buildConfig() keeps every value the file sets', async () => {
   assert.equal(built.hooks.allowRequestSessionKey, true);
   assert.deepEqual(built.hooks.allowedSessionKeyPrefixes, ['hook:']);
   assert.deepEqual(built.hooks.presets, ['gmail']);
-  assert.deepEqual(built.hooks.mappings.map((m) => [m.id, m.action, m.match.path]), [['mapping-1', 'wake', 'x'], ['preset:gmail', 'agent', 'gmail']]);
+  assert.deepEqual(built.hooks.mappings.map((m) => [m.id, m.action, m.match.path]), [['mapping-1', 'wake', 'x'], [
+    'preset:gmail',
+    'agent',
+    'gmail',
+  ]]);
   assert.equal(built.hooks.idempotencyTtlSeconds, 60);
   assert.deepEqual(built.agents.models, { 'anthropic/claude': { alias: 'claude' } });
   assert.equal(built.agents.model, 'anthropic/claude');
-  assert.deepEqual(built.agents.list, [{ id: 'ops', default: false, workspace: '/srv/ops', model: 'anthropic/claude' }]);
+  assert.deepEqual(built.agents.list, [{
+    id: 'ops',
+    default: false,
+    workspace: '/srv/ops',
+    model: 'anthropic/claude',
+  }]);
   assert.equal(built.gateway.bind, '0.0.0.0');
   assert.equal(built.gateway.port, 0);
   assert.equal(built.gateway.authToken, 'gateway-secret');
@@ -206,9 +215,15 @@ test('buildConfig() keeps every value the file sets', async () => {
 });
 
 test('buildConfig() picks the agent marked default, else the first, else "main"', async () => {
-  assert.equal((await config({ agents: { list: [{ id: 'a' }, { id: 'b', default: true }] } })).agents.defaultAgentId, 'b');
+  assert.equal(
+    (await config({ agents: { list: [{ id: 'a' }, { id: 'b', default: true }] } })).agents.defaultAgentId,
+    'b',
+  );
   assert.equal((await config({ agents: { list: [{ id: 'a' }, { id: 'b' }] } })).agents.defaultAgentId, 'a');
-  assert.equal((await config({ agents: { list: [{ id: 'a', default: false }, { id: 'b' }] } })).agents.defaultAgentId, 'a');
+  assert.equal(
+    (await config({ agents: { list: [{ id: 'a', default: false }, { id: 'b' }] } })).agents.defaultAgentId,
+    'a',
+  );
   assert.equal((await config({ agents: { list: [] } })).agents.defaultAgentId, 'main');
   assert.equal((await config({ agents: {} })).agents.defaultAgentId, 'main');
 });
@@ -251,8 +266,12 @@ test('buildConfig() replaces ${NAME} in string values, nested and in arrays', as
 });
 
 test('buildConfig() reports a missing variable once, with the key path that uses it, and not the rule its emptied value breaks', async () => {
-  assert.deepEqual(await problems({ hooks: { token: '${HOOK_TOKEN}' } }), ['hooks.token: environment variable HOOK_TOKEN is not set']);
-  assert.deepEqual(await problems({ hooks: { token: '${A}${A}' } }), ['hooks.token: environment variable A is not set']);
+  assert.deepEqual(await problems({ hooks: { token: '${HOOK_TOKEN}' } }), [
+    'hooks.token: environment variable HOOK_TOKEN is not set',
+  ]);
+  assert.deepEqual(await problems({ hooks: { token: '${A}${A}' } }), [
+    'hooks.token: environment variable A is not set',
+  ]);
   assert.deepEqual(await problems({ gateway: { trustedProxies: ['10.0.0.1/32', '10.0.0.${LAST}'] } }), [
     'gateway.trustedProxies[1]: environment variable LAST is not set',
   ]);
@@ -276,19 +295,45 @@ test('buildConfig() reports missing variables together with schema problems', as
 
 test('buildConfig() scoped to one key needs only the variables inside it; the others keep their ${NAME} text unjudged', async () => {
   const raw = {
-    hooks: { enabled: true, token: '${HOOK_TOKEN}', mappings: [{ match: { path: 'gh' }, action: 'wake', textTemplate: 'x', signature: { scheme: 'github', secret: '${GITHUB_WEBHOOK_SECRET}' } }] },
+    hooks: {
+      enabled: true,
+      token: '${HOOK_TOKEN}',
+      mappings: [{
+        match: { path: 'gh' },
+        action: 'wake',
+        textTemplate: 'x',
+        signature: { scheme: 'github', secret: '${GITHUB_WEBHOOK_SECRET}' },
+      }],
+    },
     gateway: { trustedProxies: ['10.0.0.${LAST}'] },
   };
-  const scoped = accepted(await buildConfig(raw, { file: null, env: { HOOK_TOKEN: 'hook-token-0123456789abcdef' }, dir: '/etc/hooks-ingress', scope: { key: 'hooks.token' } }));
+  const scoped = accepted(
+    await buildConfig(raw, {
+      file: null,
+      env: { HOOK_TOKEN: 'hook-token-0123456789abcdef' },
+      dir: '/etc/hooks-ingress',
+      scope: { key: 'hooks.token' },
+    }),
+  );
   assert.equal(scoped.hooks.token, 'hook-token-0123456789abcdef');
   // Inside the key its variables are needed as ever; other keys are still checked.
   assert.deepEqual(refused(await buildConfig(raw, { file: null, env: {}, dir: '/', scope: { key: 'hooks' } })), [
     'hooks.token: environment variable HOOK_TOKEN is not set',
     'hooks.mappings[0].signature.secret: environment variable GITHUB_WEBHOOK_SECRET is not set',
   ]);
-  assert.deepEqual(refused(await buildConfig({ ...raw, gateway: { port: 'x' } }, { file: null, env: { HOOK_TOKEN: 't' }, dir: '/', scope: { key: 'hooks.token' } })), [
-    'gateway.port: must be a number, got string',
-  ]);
+  assert.deepEqual(
+    refused(
+      await buildConfig({ ...raw, gateway: { port: 'x' } }, {
+        file: null,
+        env: { HOOK_TOKEN: 't' },
+        dir: '/',
+        scope: { key: 'hooks.token' },
+      }),
+    ),
+    [
+      'gateway.port: must be a number, got string',
+    ],
+  );
   // Unscoped, the same file needs every variable.
   assert.deepEqual(refused(await buildConfig(raw, { file: null, env: { HOOK_TOKEN: 't' }, dir: '/' })), [
     'hooks.mappings[0].signature.secret: environment variable GITHUB_WEBHOOK_SECRET is not set',
@@ -313,7 +358,9 @@ test('buildConfig() reads hooks.tokenFile relative to the config directory, trim
 test('buildConfig() reads an absolute hooks.tokenFile as it is', async () => {
   await withDir(async (dir) => {
     await writeFile(join(dir, 'tok'), 'abs-secret');
-    const built = accepted(await buildConfig({ hooks: { tokenFile: join(dir, 'tok') } }, { file: null, env: {}, dir: '/nowhere' }));
+    const built = accepted(
+      await buildConfig({ hooks: { tokenFile: join(dir, 'tok') } }, { file: null, env: {}, dir: '/nowhere' }),
+    );
     assert.equal(built.hooks.token, 'abs-secret');
   });
 });
@@ -332,7 +379,9 @@ test('buildConfig() reports an unreadable or empty hooks.tokenFile', async () =>
 });
 
 test('buildConfig() refuses hooks.token and hooks.tokenFile together', async () => {
-  assert.deepEqual(await problems({ hooks: { token: 'a', tokenFile: 'b' } }), ['hooks.tokenFile: cannot be set together with hooks.token']);
+  assert.deepEqual(await problems({ hooks: { token: 'a', tokenFile: 'b' } }), [
+    'hooks.tokenFile: cannot be set together with hooks.token',
+  ]);
 });
 
 test('buildConfig() uses $CREDENTIALS_DIRECTORY/hooks-token when neither token key is set', async () => {
@@ -380,13 +429,21 @@ test('buildConfig() normalises hooks.path', async () => {
 
 test('buildConfig() refuses a hooks.path that is "/" once normalised', async () => {
   for (const path of ['/', '', '///', ' / ']) {
-    assert.deepEqual(await problems({ hooks: { path } }), ['hooks.path: may not be "/"'], `path ${JSON.stringify(path)}`);
+    assert.deepEqual(
+      await problems({ hooks: { path } }),
+      ['hooks.path: may not be "/"'],
+      `path ${JSON.stringify(path)}`,
+    );
   }
 });
 
 test('buildConfig() refuses a hooks.path with characters a route cannot hold', async () => {
   for (const path of ['/a b', '/in?x=1', '/in#x', '/%41']) {
-    assert.deepEqual(await problems({ hooks: { path } }), ['hooks.path: may contain only letters, digits and "-._~/"'], path);
+    assert.deepEqual(
+      await problems({ hooks: { path } }),
+      ['hooks.path: may contain only letters, digits and "-._~/"'],
+      path,
+    );
   }
 });
 
@@ -415,7 +472,9 @@ test('buildConfig() compares a token read from hooks.tokenFile with gateway.auth
       { hooks: { tokenFile: 'tok' }, gateway: { auth: { token: 'shared' } } },
       { file: join(dir, 'config.json'), env: {} },
     );
-    assert.deepEqual(refused(result), ['hooks.token: must differ from gateway.auth.token (the hook token must be dedicated)']);
+    assert.deepEqual(refused(result), [
+      'hooks.token: must differ from gateway.auth.token (the hook token must be dedicated)',
+    ]);
   });
 });
 
@@ -423,12 +482,18 @@ test('buildConfig() requires hooks.defaultSessionKey to match hooks.allowedSessi
   assert.deepEqual(await problems({ hooks: { defaultSessionKey: 'main', allowedSessionKeyPrefixes: ['hook:'] } }), [
     'hooks.defaultSessionKey: must start with one of hooks.allowedSessionKeyPrefixes',
   ]);
-  const matched = await config({ hooks: { defaultSessionKey: 'HOOK:Inbox', allowedSessionKeyPrefixes: ['agent:', 'hook:'] } });
+  const matched = await config({
+    hooks: { defaultSessionKey: 'HOOK:Inbox', allowedSessionKeyPrefixes: ['agent:', 'hook:'] },
+  });
   assert.equal(matched.hooks.defaultSessionKey, 'HOOK:Inbox');
   // With a default key the generated prefix need not be admitted.
-  assert.deepEqual((await config({ hooks: { defaultSessionKey: 'agent:x', allowedSessionKeyPrefixes: ['agent:'] } })).hooks.allowedSessionKeyPrefixes, [
-    'agent:',
-  ]);
+  assert.deepEqual(
+    (await config({ hooks: { defaultSessionKey: 'agent:x', allowedSessionKeyPrefixes: ['agent:'] } })).hooks
+      .allowedSessionKeyPrefixes,
+    [
+      'agent:',
+    ],
+  );
   assert.equal((await config({ hooks: { defaultSessionKey: 'anything' } })).hooks.defaultSessionKey, 'anything');
 });
 
@@ -439,7 +504,10 @@ test('buildConfig() requires prefixes without a default key to admit "hook:"', a
   assert.deepEqual(await problems({ hooks: { allowedSessionKeyPrefixes: ['hook:inbox:'] } }), [message]);
   assert.deepEqual(await problems({ hooks: { allowedSessionKeyPrefixes: [] } }), [message]);
   for (const prefixes of [['hook:'], ['agent:', 'HOOK:'], ['hook'], ['h']]) {
-    assert.deepEqual((await config({ hooks: { allowedSessionKeyPrefixes: prefixes } })).hooks.allowedSessionKeyPrefixes, prefixes);
+    assert.deepEqual(
+      (await config({ hooks: { allowedSessionKeyPrefixes: prefixes } })).hooks.allowedSessionKeyPrefixes,
+      prefixes,
+    );
   }
 });
 
@@ -483,7 +551,12 @@ test('buildConfig() refuses unknown keys at every level with a did-you-mean sugg
 
 test('buildConfig() loads hooks.internal and reports it as ignored, while hooks.gmail is read', async () => {
   const result = await build({
-    hooks: { enabled: true, token: 't', internal: { enabled: true, entries: { 'session-memory': {} } }, gmail: { account: 'x' } },
+    hooks: {
+      enabled: true,
+      token: 't',
+      internal: { enabled: true, entries: { 'session-memory': {} } },
+      gmail: { account: 'x' },
+    },
   });
   assert.ok(result.ok, result.ok ? '' : result.problems.join('\n'));
   assert.deepEqual(result.ignored, ['hooks.internal']);
@@ -498,7 +571,9 @@ test('buildConfig() does not ignore hooks-section keys elsewhere', async () => {
 // --- value rules ---------------------------------------------------------------------------
 
 test('buildConfig() parses gateway.trustedProxies as addresses and CIDR ranges', async () => {
-  const proxies = (await config({ gateway: { trustedProxies: ['127.0.0.1', '10.1.2.3/8', ' ::1 ', 'fd00::/8'] } })).gateway.trustedProxies;
+  const proxies =
+    (await config({ gateway: { trustedProxies: ['127.0.0.1', '10.1.2.3/8', ' ::1 ', 'fd00::/8'] } })).gateway
+      .trustedProxies;
   assert.deepEqual(
     proxies.map((c) => [c.family, c.prefix, [...c.bytes].slice(0, 4)]),
     [
@@ -516,11 +591,14 @@ test('buildConfig() names each trustedProxies entry that is not an address or CI
     'gateway.trustedProxies[2]: must be an IP address or CIDR range',
     'gateway.trustedProxies[3]: must be an IP address or CIDR range',
   ]);
-  assert.deepEqual(await problems({ gateway: { trustedProxies: '10.0.0.0/8' } }), ['gateway.trustedProxies: must be an array, got string']);
+  assert.deepEqual(await problems({ gateway: { trustedProxies: '10.0.0.0/8' } }), [
+    'gateway.trustedProxies: must be an array, got string',
+  ]);
 });
 
 test('buildConfig() reads agents.defaults.heartbeat.every as a duration, "0" meaning off', async () => {
-  const every = async (value: unknown) => (await config({ agents: { defaults: { heartbeat: { every: value } } } })).agents.heartbeatEveryMs;
+  const every = async (value: unknown) =>
+    (await config({ agents: { defaults: { heartbeat: { every: value } } } })).agents.heartbeatEveryMs;
   assert.equal(await every('30m'), 1_800_000);
   assert.equal(await every('1h'), 3_600_000);
   assert.equal(await every('0'), 0);
@@ -539,10 +617,13 @@ test('buildConfig() refuses a heartbeat.every that is not a duration', async () 
 });
 
 test('buildConfig() requires agents.defaults.models keys written provider/model, naming odd keys in brackets', async () => {
-  assert.deepEqual(await problems({ agents: { defaults: { models: { 'bad key': {}, 'openai/gpt-5': {}, 'x/': {} } } } }), [
-    'agents.defaults.models["bad key"]: must be keyed "provider/model"',
-    'agents.defaults.models["x/"]: must be keyed "provider/model"',
-  ]);
+  assert.deepEqual(
+    await problems({ agents: { defaults: { models: { 'bad key': {}, 'openai/gpt-5': {}, 'x/': {} } } } }),
+    [
+      'agents.defaults.models["bad key"]: must be keyed "provider/model"',
+      'agents.defaults.models["x/"]: must be keyed "provider/model"',
+    ],
+  );
   assert.deepEqual(await problems({ agents: { defaults: { models: { 'openai/gpt-5': { alias: 1, name: 'x' } } } } }), [
     'agents.defaults.models["openai/gpt-5"].name: unknown key',
     'agents.defaults.models["openai/gpt-5"].alias: must be a string, got number',
@@ -552,7 +633,11 @@ test('buildConfig() requires agents.defaults.models keys written provider/model,
 test('buildConfig() bounds numbers: port 0..65535, sizes and seconds whole and positive', async () => {
   assert.deepEqual(
     await problems({
-      hooks: { maxBodyBytes: 1.5, idempotencyTtlSeconds: 0, authRateLimit: { maxFailures: 0, windowSeconds: -1, lockoutSeconds: 'x' } },
+      hooks: {
+        maxBodyBytes: 1.5,
+        idempotencyTtlSeconds: 0,
+        authRateLimit: { maxFailures: 0, windowSeconds: -1, lockoutSeconds: 'x' },
+      },
       gateway: { port: -1 },
     }),
     [
@@ -596,23 +681,46 @@ test('buildConfig() checks types of the hooks keys', async () => {
 test('a missing transforms root is reported at the mapping that needs it when hooks.transformsDir is not set', async () => {
   await withDir(async (dir) => {
     const mapping = { id: 'gh', match: { path: 'github' }, transform: { module: 'github.mjs' } };
-    const problems = refused(await buildConfig({ hooks: { enabled: true, token: 't', mappings: [{ id: 'a', match: { path: 'a' }, action: 'wake', textTemplate: 'x' }, mapping] } }, { file: null, env: {}, dir }));
+    const problems = refused(
+      await buildConfig({
+        hooks: {
+          enabled: true,
+          token: 't',
+          mappings: [{ id: 'a', match: { path: 'a' }, action: 'wake', textTemplate: 'x' }, mapping],
+        },
+      }, { file: null, env: {}, dir }),
+    );
     const root = join(dir, 'hooks', 'transforms');
-    assert.deepEqual(problems, [`hooks.mappings[1].transform.module: "github.mjs" is looked for in the transforms root ${root}, which does not exist`]);
+    assert.deepEqual(problems, [
+      `hooks.mappings[1].transform.module: "github.mjs" is looked for in the transforms root ${root}, which does not exist`,
+    ]);
     // With the key set, the key is what to fix.
-    const named = refused(await buildConfig({ hooks: { enabled: true, token: 't', transformsDir: 'gh', mappings: [mapping] } }, { file: null, env: {}, dir }));
-    assert.deepEqual(named, [`hooks.transformsDir: the transforms root does not exist (the transforms root is ${root})`]);
+    const named = refused(
+      await buildConfig({ hooks: { enabled: true, token: 't', transformsDir: 'gh', mappings: [mapping] } }, {
+        file: null,
+        env: {},
+        dir,
+      }),
+    );
+    assert.deepEqual(named, [
+      `hooks.transformsDir: the transforms root does not exist (the transforms root is ${root})`,
+    ]);
   });
 });
 
 test('buildConfig() warns of a session-key prefix that admits every agent session, naming what it admits', async () => {
-  const built = await build({ hooks: { allowRequestSessionKey: true, allowedSessionKeyPrefixes: ['hook:', 'agent:', 'agent:hooks:slack:', 'agent:ops:'] } });
+  const built = await build({
+    hooks: {
+      allowRequestSessionKey: true,
+      allowedSessionKeyPrefixes: ['hook:', 'agent:', 'agent:hooks:slack:', 'agent:ops:'],
+    },
+  });
   assert.ok(built.ok);
   assert.deepEqual(built.warnings, [
     'hooks.allowedSessionKeyPrefixes[1]: "agent:" admits every session of every agent a run may go to, the main session included: ' +
-      'a key is checked as sent and as re-scoped to its agent, so "agent:<id>:main" passes, and runs as "main" once its "agent:<id>:" is dropped; list "agent:<id>:<rest>" prefixes instead',
+    'a key is checked as sent and as re-scoped to its agent, so "agent:<id>:main" passes, and runs as "main" once its "agent:<id>:" is dropped; list "agent:<id>:<rest>" prefixes instead',
     'hooks.allowedSessionKeyPrefixes[3]: "agent:ops:" admits every session of agent "ops", its main session included: ' +
-      '"agent:ops:main" passes both checks and runs as "main" once its "agent:ops:" is dropped; list "agent:ops:<rest>" prefixes instead',
+    '"agent:ops:main" passes both checks and runs as "main" once its "agent:ops:" is dropped; list "agent:ops:<rest>" prefixes instead',
   ]);
 });
 
@@ -627,7 +735,9 @@ test('hooks.transformRuntime "deno" takes the deno binary at hooks.transformDeno
     const named = await config({ hooks: { transformRuntime: 'deno', transformDenoPath: deno } });
     assert.deepEqual([named.hooks.transformRuntime, named.hooks.transformDenoPath], ['deno', deno]);
     if ('Deno' in globalThis) return; // on Deno, no path named means Deno itself
-    const found = await config({ hooks: { transformRuntime: 'deno' } }, { PATH: `relative/bin:${join(dir, 'nothing')}:${bin}` });
+    const found = await config({ hooks: { transformRuntime: 'deno' } }, {
+      PATH: `relative/bin:${join(dir, 'nothing')}:${bin}`,
+    });
     assert.equal(found.hooks.transformDenoPath, deno);
   });
 });
@@ -636,11 +746,17 @@ test('hooks.transformRuntime "deno" without a deno binary, a transformDenoPath t
   await withDir(async (dir) => {
     const plain = join(dir, 'deno');
     await writeFile(plain, 'not executable\n', { mode: 0o644 });
-    assert.deepEqual(await problems({ hooks: { transformRuntime: 'deno', transformDenoPath: plain } }), [`hooks.transformDenoPath: ${plain} is not an executable file`]);
+    assert.deepEqual(await problems({ hooks: { transformRuntime: 'deno', transformDenoPath: plain } }), [
+      `hooks.transformDenoPath: ${plain} is not an executable file`,
+    ]);
     if (!('Deno' in globalThis)) {
-      assert.deepEqual(await problems({ hooks: { transformRuntime: 'deno' } }, { PATH: dir }), ['hooks.transformRuntime: "deno" needs the deno binary: none is on PATH (set hooks.transformDenoPath)']);
+      assert.deepEqual(await problems({ hooks: { transformRuntime: 'deno' } }, { PATH: dir }), [
+        'hooks.transformRuntime: "deno" needs the deno binary: none is on PATH (set hooks.transformDenoPath)',
+      ]);
     }
-    assert.deepEqual(await problems({ hooks: { transformDenoPath: plain } }), ['hooks.transformDenoPath: is used only with hooks.transformRuntime "deno"']);
+    assert.deepEqual(await problems({ hooks: { transformDenoPath: plain } }), [
+      'hooks.transformDenoPath: is used only with hooks.transformRuntime "deno"',
+    ]);
     const wrong = await problems({ hooks: { transformRuntime: 'bun' } });
     assert.equal(wrong.length, 1);
     assert.match(wrong[0]!, /^hooks\.transformRuntime: .*"server".*"deno"/);
@@ -650,15 +766,35 @@ test('hooks.transformRuntime "deno" without a deno binary, a transformDenoPath t
 test('a relative hooks.transformDenoPath is read from the config directory', async () => {
   await withDir(async (dir) => {
     await writeFile(join(dir, 'deno'), '#!/bin/sh\n', { mode: 0o755 });
-    const built = accepted(await buildConfig({ hooks: { transformRuntime: 'deno', transformDenoPath: './deno' } }, { file: null, env: {}, dir }));
+    const built = accepted(
+      await buildConfig({ hooks: { transformRuntime: 'deno', transformDenoPath: './deno' } }, {
+        file: null,
+        env: {},
+        dir,
+      }),
+    );
     assert.equal(built.hooks.transformDenoPath, join(dir, 'deno'));
   });
 });
 
 test('a mapping whose match.path is a built-in endpoint (wake, agent) is refused', async () => {
-  const raw = (path: string) => ({ hooks: { enabled: true, token: 'built-in-token', mappings: [{ match: { path: 'ok' }, action: 'wake', textTemplate: 'x' }, { match: { path }, action: 'wake', textTemplate: 'never applied' }] } });
-  assert.deepEqual(await problems(raw('wake')), ['hooks.mappings[1].match.path: may not be "wake": /hooks/wake is the built-in endpoint']);
-  assert.deepEqual(await problems(raw('/agent/')), ['hooks.mappings[1].match.path: may not be "agent": /hooks/agent is the built-in endpoint']);
+  const raw = (path: string) => ({
+    hooks: {
+      enabled: true,
+      token: 'built-in-token',
+      mappings: [{ match: { path: 'ok' }, action: 'wake', textTemplate: 'x' }, {
+        match: { path },
+        action: 'wake',
+        textTemplate: 'never applied',
+      }],
+    },
+  });
+  assert.deepEqual(await problems(raw('wake')), [
+    'hooks.mappings[1].match.path: may not be "wake": /hooks/wake is the built-in endpoint',
+  ]);
+  assert.deepEqual(await problems(raw('/agent/')), [
+    'hooks.mappings[1].match.path: may not be "agent": /hooks/agent is the built-in endpoint',
+  ]);
   assert.equal((await config(raw('wakeup'))).hooks.mappings.length, 2);
 });
 
@@ -669,8 +805,18 @@ test('buildConfig() warns about template placeholders that can never resolve: a 
         enabled: true,
         token: 'template-warning-token-0123456789',
         mappings: [
-          { match: { path: 'a' }, action: 'wake', textTemplate: 'by {{headers.Authorization}} {{headers.x-github-event}} {{query.token}} {{payload.__proto__.x}}' },
-          { match: { path: 'b' }, action: 'wake', allowCredentialHeaders: ['X-Api-Key'], textTemplate: '{{headers.x-api-key}} {{query.page}}' },
+          {
+            match: { path: 'a' },
+            action: 'wake',
+            textTemplate:
+              'by {{headers.Authorization}} {{headers.x-github-event}} {{query.token}} {{payload.__proto__.x}}',
+          },
+          {
+            match: { path: 'b' },
+            action: 'wake',
+            allowCredentialHeaders: ['X-Api-Key'],
+            textTemplate: '{{headers.x-api-key}} {{query.page}}',
+          },
         ],
       },
     },
@@ -688,18 +834,35 @@ test('buildConfig() warns about template placeholders that can never resolve: a 
 
 test('inspector is off without inspector.port, and on with its defaults when the port is set', async () => {
   assert.equal((await config({})).inspector, null);
-  assert.deepEqual((await config({ inspector: { port: 8790 } })).inspector, { port: 8790, bind: '127.0.0.1', allowNonLoopback: false, idleMinutes: 30, maxSessionHours: 12 });
+  assert.deepEqual((await config({ inspector: { port: 8790 } })).inspector, {
+    port: 8790,
+    bind: '127.0.0.1',
+    allowNonLoopback: false,
+    idleMinutes: 30,
+    maxSessionHours: 12,
+  });
   assert.equal((await config({ inspector: { port: 0, bind: 'localhost' } })).inspector?.bind, 'localhost');
   assert.equal((await config({ inspector: { port: 0, bind: '::1' } })).inspector?.bind, '::1');
 });
 
 test('inspector.bind off loopback is refused unless inspector.allowNonLoopback says so; the port may not be the gateway port', async () => {
   for (const bind of ['0.0.0.0', '192.168.1.5', '::', 'example.org']) {
-    assert.deepEqual(await problems({ inspector: { port: 8790, bind } }), ['inspector.bind: must be a loopback address (127.x.x.x, ::1 or localhost) unless inspector.allowNonLoopback is true'], bind);
+    assert.deepEqual(await problems({ inspector: { port: 8790, bind } }), [
+      'inspector.bind: must be a loopback address (127.x.x.x, ::1 or localhost) unless inspector.allowNonLoopback is true',
+    ], bind);
   }
-  assert.equal((await config({ inspector: { port: 8790, bind: '0.0.0.0', allowNonLoopback: true } })).inspector?.bind, '0.0.0.0');
-  assert.deepEqual(await problems({ inspector: { port: 8789 } }), ['inspector.port: must differ from gateway.port (the inspector has a listener of its own)']);
-  assert.deepEqual(await problems({ inspector: { port: 70000, idleMinutes: 0, maxSessionHours: 0 } }), ['inspector.port: must be at most 65535', 'inspector.idleMinutes: must be at least 1', 'inspector.maxSessionHours: must be at least 1']);
+  assert.equal(
+    (await config({ inspector: { port: 8790, bind: '0.0.0.0', allowNonLoopback: true } })).inspector?.bind,
+    '0.0.0.0',
+  );
+  assert.deepEqual(await problems({ inspector: { port: 8789 } }), [
+    'inspector.port: must differ from gateway.port (the inspector has a listener of its own)',
+  ]);
+  assert.deepEqual(await problems({ inspector: { port: 70000, idleMinutes: 0, maxSessionHours: 0 } }), [
+    'inspector.port: must be at most 65535',
+    'inspector.idleMinutes: must be at least 1',
+    'inspector.maxSessionHours: must be at least 1',
+  ]);
   assert.equal((await config({ inspector: { port: 8790, maxSessionHours: 2 } })).inspector?.maxSessionHours, 2);
 });
 
@@ -714,21 +877,52 @@ test('buildConfig() takes log.requests and log.maxLinesPerSecond, and names eith
 
 test('buildConfig() takes alerts to a configured channel with every kind by default, and refuses budget, last, an unknown channel and a missing recipient', async () => {
   const channels = { telegram: { botToken: '1:abc' } };
-  const on = await config({ channels: { telegram: { botToken: '1:abc', defaultTo: '42' } }, alerts: { channel: 'telegram' } });
+  const on = await config({
+    channels: { telegram: { botToken: '1:abc', defaultTo: '42' } },
+    alerts: { channel: 'telegram' },
+  });
   assert.deepEqual(on.alerts, {
-    channel: 'telegram', to: null, on: ['signature-failures', 'run-failures', 'delivery-failures', 'outbox-dead', 'storage', 'backlog'], throttleSeconds: 900, signatureFailures: { count: 10, minutes: 5 },
+    channel: 'telegram',
+    to: null,
+    on: ['signature-failures', 'run-failures', 'delivery-failures', 'outbox-dead', 'storage', 'backlog'],
+    throttleSeconds: 900,
+    signatureFailures: { count: 10, minutes: 5 },
   });
   assert.equal((await config({})).alerts, null);
-  assert.deepEqual((await config({ channels, alerts: { channel: 'telegram', to: '42', on: ['storage', 'storage'], throttleSeconds: 60, signatureFailures: { count: 3, minutes: 0.5 } } })).alerts, {
-    channel: 'telegram', to: '42', on: ['storage'], throttleSeconds: 60, signatureFailures: { count: 3, minutes: 0.5 },
-  });
+  assert.deepEqual(
+    (await config({
+      channels,
+      alerts: {
+        channel: 'telegram',
+        to: '42',
+        on: ['storage', 'storage'],
+        throttleSeconds: 60,
+        signatureFailures: { count: 3, minutes: 0.5 },
+      },
+    })).alerts,
+    {
+      channel: 'telegram',
+      to: '42',
+      on: ['storage'],
+      throttleSeconds: 60,
+      signatureFailures: { count: 3, minutes: 0.5 },
+    },
+  );
   assert.deepEqual(await problems({ channels, alerts: { channel: 'telegram', to: '42', on: ['budget', 'disk'] } }), [
     'alerts.on[0]: may not be "budget": this server has no work budgets, so it could never fire',
     'alerts.on[1]: must be one of "signature-failures", "run-failures", "delivery-failures", "outbox-dead", "storage", "backlog"',
   ]);
-  assert.deepEqual(await problems({ channels, alerts: { channel: 'last' } }), ['alerts.channel: must name a configured channel (not "last")']);
-  assert.deepEqual(await problems({ channels, alerts: { channel: 'slack', to: 'C1' } }), ['alerts.channel: slack is not configured (channels.slack)']);
-  assert.deepEqual(await problems({ channels, alerts: { channel: 'telegram' } }), ['alerts.to: is required unless channels.telegram.defaultTo is set']);
-  assert.deepEqual(await problems({ channels, alerts: { channel: 'telegram', to: 'nobody' } }), ['alerts.to: Invalid Telegram recipient: expected a numeric chat id or @channelusername, got "nobody"']);
+  assert.deepEqual(await problems({ channels, alerts: { channel: 'last' } }), [
+    'alerts.channel: must name a configured channel (not "last")',
+  ]);
+  assert.deepEqual(await problems({ channels, alerts: { channel: 'slack', to: 'C1' } }), [
+    'alerts.channel: slack is not configured (channels.slack)',
+  ]);
+  assert.deepEqual(await problems({ channels, alerts: { channel: 'telegram' } }), [
+    'alerts.to: is required unless channels.telegram.defaultTo is set',
+  ]);
+  assert.deepEqual(await problems({ channels, alerts: { channel: 'telegram', to: 'nobody' } }), [
+    'alerts.to: Invalid Telegram recipient: expected a numeric chat id or @channelusername, got "nobody"',
+  ]);
   assert.deepEqual(await problems({ channels, alerts: { to: '42' } }), ['alerts.channel: is required']);
 });

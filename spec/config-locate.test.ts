@@ -12,17 +12,26 @@ test('locateConfig() prefers --config, then $HOOKS_INGRESS_CONFIG, then $XDG_CON
     path: '/xdg/hooks-ingress/config.json',
     implicit: true,
   });
-  assert.deepEqual(locateConfig(undefined, { HOME: '/home/u' }), { path: '/home/u/.config/hooks-ingress/config.json', implicit: true });
+  assert.deepEqual(locateConfig(undefined, { HOME: '/home/u' }), {
+    path: '/home/u/.config/hooks-ingress/config.json',
+    implicit: true,
+  });
 });
 
 test('locateConfig() resolves relative paths against the working directory and skips empty variables', () => {
   assert.deepEqual(locateConfig('conf.json', {}), { path: resolve('conf.json'), implicit: false });
-  assert.deepEqual(locateConfig(undefined, { HOOKS_INGRESS_CONFIG: 'rel.json' }), { path: resolve('rel.json'), implicit: false });
+  assert.deepEqual(locateConfig(undefined, { HOOKS_INGRESS_CONFIG: 'rel.json' }), {
+    path: resolve('rel.json'),
+    implicit: false,
+  });
   assert.deepEqual(locateConfig(undefined, { HOOKS_INGRESS_CONFIG: '', XDG_CONFIG_HOME: '', HOME: '/h' }), {
     path: '/h/.config/hooks-ingress/config.json',
     implicit: true,
   });
-  assert.deepEqual(locateConfig(undefined, {}), { path: join(homedir(), '.config', 'hooks-ingress', 'config.json'), implicit: true });
+  assert.deepEqual(locateConfig(undefined, {}), {
+    path: join(homedir(), '.config', 'hooks-ingress', 'config.json'),
+    implicit: true,
+  });
 });
 
 test('locateStateDir() prefers --state-dir, then state.dir, then $STATE_DIRECTORY, then $XDG_STATE_HOME, then ~/.local/state', () => {
@@ -41,5 +50,8 @@ test('locateStateDir() prefers --state-dir, then state.dir, then $STATE_DIRECTOR
 
 test('locateStateDir() takes the first of several systemd state directories', () => {
   assert.equal(locateStateDir(undefined, { stateDir: null }, { STATE_DIRECTORY: '/a:/b' }), '/a');
-  assert.equal(locateStateDir(undefined, { stateDir: null }, { STATE_DIRECTORY: '', HOME: '/h' }), '/h/.local/state/hooks-ingress');
+  assert.equal(
+    locateStateDir(undefined, { stateDir: null }, { STATE_DIRECTORY: '', HOME: '/h' }),
+    '/h/.local/state/hooks-ingress',
+  );
 });

@@ -9,7 +9,10 @@ test('deeperThan() names the first object or array nested past the limit, walkin
     return value;
   };
   assert.equal(deeperThan({ a: nest(MAX_CONFIG_DEPTH - 1) }), null);
-  assert.deepEqual(deeperThan({ a: [1, { 'odd key': nest(3) }] }, 4), { path: 'a[1]["odd key"][0]', message: 'may nest objects and arrays at most 4 levels deep' });
+  assert.deepEqual(deeperThan({ a: [1, { 'odd key': nest(3) }] }, 4), {
+    path: 'a[1]["odd key"][0]',
+    message: 'may nest objects and arrays at most 4 levels deep',
+  });
   assert.equal(deeperThan({ a: nest(1_000_000) })?.path.startsWith('a.k[0].k[0]'), true);
   assert.equal(deeperThan('text', 0), null);
 });

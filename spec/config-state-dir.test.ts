@@ -8,9 +8,15 @@ import { tempDir } from './_dir.ts';
 test('readStateDir() reads state.dir alone, relative to the config file, its own variables resolved', async (t) => {
   const dir = await tempDir(t);
   const file = join(dir, 'config.json');
-  await writeFile(file, '{ // JSONC\n "hooks": { "token": "${UNSET_SECRET}", "tokn": 1 }, "state": { "dir": "${BASE}/state" }, }');
+  await writeFile(
+    file,
+    '{ // JSONC\n "hooks": { "token": "${UNSET_SECRET}", "tokn": 1 }, "state": { "dir": "${BASE}/state" }, }',
+  );
   assert.deepEqual(await readStateDir(file, { BASE: 'var' }), { ok: true, dir: join(dir, 'var/state') });
-  assert.deepEqual(await readStateDir(file, {}), { ok: false, problems: ['state.dir: environment variable BASE is not set'] });
+  assert.deepEqual(await readStateDir(file, {}), {
+    ok: false,
+    problems: ['state.dir: environment variable BASE is not set'],
+  });
 });
 
 test('readStateDir() is null without state.dir, and names what is wrong with the file or the section', async (t) => {
@@ -19,7 +25,10 @@ test('readStateDir() is null without state.dir, and names what is wrong with the
   await writeFile(file, '{ "hooks": {} }');
   assert.deepEqual(await readStateDir(file, {}), { ok: true, dir: null });
   await writeFile(file, '{ "state": { "dir": "", "path": "x" } }');
-  assert.deepEqual(await readStateDir(file, {}), { ok: false, problems: ['state.path: unknown key', 'state.dir: must be a non-empty string'] });
+  assert.deepEqual(await readStateDir(file, {}), {
+    ok: false,
+    problems: ['state.path: unknown key', 'state.dir: must be a non-empty string'],
+  });
   await writeFile(file, '[]');
   assert.deepEqual(await readStateDir(file, {}), { ok: false, problems: [`${file}: must be an object`] });
   assert.equal((await readStateDir(join(dir, 'missing.json'), {})).ok, false);
@@ -30,5 +39,9 @@ test('readStateDir() answers a state value nested 10,000 arrays deep with its ke
   const file = join(dir, 'config.json');
   await writeFile(file, `{"state":{"dir":${'['.repeat(10_000)}"\${X}"${']'.repeat(10_000)}}}`);
   const read = await readStateDir(file, {});
-  assert.deepEqual(read, { ok: false, problems: [`${file}: state.dir${'[0]'.repeat(62)}: may nest objects and arrays at most 64 levels deep`], unparsable: true });
+  assert.deepEqual(read, {
+    ok: false,
+    problems: [`${file}: state.dir${'[0]'.repeat(62)}: may nest objects and arrays at most 64 levels deep`],
+    unparsable: true,
+  });
 });

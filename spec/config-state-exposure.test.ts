@@ -25,15 +25,37 @@ test('stateExposure() passes a state directory beside the transforms directory, 
   await symlink(transforms, join(transforms, 'lib', 'loop'));
   assert.deepEqual(await stateExposure(state, transforms), { problem: null, partial: false });
   assert.deepEqual(await stateExposure(state, join(dir, 'no-such-dir')), { problem: null, partial: false });
-  assert.match((await stateExposure(join(dir, 'no-such-dir', 'state'), join(dir, 'no-such-dir'))).problem ?? '', /^it lies inside the transforms directory /, 'a transforms directory not made yet');
+  assert.match(
+    (await stateExposure(join(dir, 'no-such-dir', 'state'), join(dir, 'no-such-dir'))).problem ?? '',
+    /^it lies inside the transforms directory /,
+    'a transforms directory not made yet',
+  );
 });
 
 test('stateExposure() refuses a link to a folder holding the state directory, to it, or into it, at any depth and through linked folders, made yet or not', async (t) => {
   const cases: [string, (d: { dir: string; transforms: string; state: string }) => Promise<string>, RegExp][] = [
-    ['a link to a folder that holds it', async ({ dir, transforms }) => (await symlink(join(dir, 'srv'), join(transforms, 'shared')), 'shared'), /holds a symbolic link \S+\/transforms\/shared to \S+\/srv, which holds it: /],
-    ['a link to it', async ({ state, transforms }) => (await symlink(state, join(transforms, 'lib', 'state')), 'lib/state'), /holds a symbolic link \S+\/transforms\/lib\/state to it: /],
-    ['a link into it', async ({ state, transforms }) => (await symlink(join(state, 'control.secret'), join(transforms, 'secret')), 'secret'), /holds a symbolic link \S+\/transforms\/secret to \S+\/srv\/state\/control\.secret, inside it: /],
-    ['a link to / deep down', async ({ transforms }) => (await symlink('/', join(transforms, 'lib', 'root')), 'lib/root'), /holds a symbolic link \S+\/transforms\/lib\/root to \/, which holds it: /],
+    [
+      'a link to a folder that holds it',
+      async ({ dir, transforms }) => (await symlink(join(dir, 'srv'), join(transforms, 'shared')), 'shared'),
+      /holds a symbolic link \S+\/transforms\/shared to \S+\/srv, which holds it: /,
+    ],
+    [
+      'a link to it',
+      async ({ state, transforms }) => (await symlink(state, join(transforms, 'lib', 'state')), 'lib/state'),
+      /holds a symbolic link \S+\/transforms\/lib\/state to it: /,
+    ],
+    [
+      'a link into it',
+      async (
+        { state, transforms },
+      ) => (await symlink(join(state, 'control.secret'), join(transforms, 'secret')), 'secret'),
+      /holds a symbolic link \S+\/transforms\/secret to \S+\/srv\/state\/control\.secret, inside it: /,
+    ],
+    [
+      'a link to / deep down',
+      async ({ transforms }) => (await symlink('/', join(transforms, 'lib', 'root')), 'lib/root'),
+      /holds a symbolic link \S+\/transforms\/lib\/root to \/, which holds it: /,
+    ],
     [
       'a link inside a linked folder',
       async ({ dir, transforms }) => {
@@ -53,19 +75,28 @@ test('stateExposure() refuses a link to a folder holding the state directory, to
       await plant(d);
       const { problem } = await stateExposure(d.state, d.transforms);
       assert.match(problem ?? 'passed', expected, `${name}, state directory ${made ? 'made' : 'not made yet'}`);
-      assert.match(problem ?? '', /transforms may read it through the link; remove the link or use another state directory$/);
+      assert.match(
+        problem ?? '',
+        /transforms may read it through the link; remove the link or use another state directory$/,
+      );
     }
   }
 });
 
 test('stateExposure() refuses a state directory inside the transforms directory, the same, or holding it', async (t) => {
   const { dir, transforms } = await layout(t);
-  assert.match((await stateExposure(join(transforms, 'state'), transforms)).problem ?? '', /^it lies inside the transforms directory /);
+  assert.match(
+    (await stateExposure(join(transforms, 'state'), transforms)).problem ?? '',
+    /^it lies inside the transforms directory /,
+  );
   assert.match((await stateExposure(transforms, transforms)).problem ?? '', /^it is the transforms directory /);
   assert.match((await stateExposure(dir, transforms)).problem ?? '', /^it holds the transforms directory /);
   // Through a link on the state directory's own path: real paths are compared.
   await symlink(transforms, join(dir, 'alias'));
-  assert.match((await stateExposure(join(dir, 'alias', 'new', 'state'), transforms)).problem ?? '', /^it lies inside the transforms directory /);
+  assert.match(
+    (await stateExposure(join(dir, 'alias', 'new', 'state'), transforms)).problem ?? '',
+    /^it lies inside the transforms directory /,
+  );
 });
 
 test('intendedRealpath() is the real path of the nearest existing ancestor and the rest', async (t) => {

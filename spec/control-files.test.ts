@@ -20,7 +20,8 @@ import { captureIo } from './_io.ts';
 import { until } from './_until.ts';
 
 const AS_ROOT = process.getuid?.() === 0;
-const NEEDS_ROOT = 'needs root: it makes a throwaway user to own the state directory, as the service user does (CI runs as root)';
+const NEEDS_ROOT =
+  'needs root: it makes a throwaway user to own the state directory, as the service user does (CI runs as root)';
 const OSC = '\x1b]8;;http://attacker.example/\x07click\x1b]8;;\x07';
 
 interface User {
@@ -51,8 +52,18 @@ async function userState(t: TestContext, user: User): Promise<{ base: string; st
 }
 
 // Runs `script` (CommonJS, on Node) as `user`, with `args` in process.argv from index 1.
-function runAs(t: TestContext, user: User, script: string, args: string[]): { lines: () => string[]; exited: Promise<unknown> } {
-  const child = spawn(IS_DENO ? 'node' : process.execPath, ['-e', script, ...args], { uid: user.uid, gid: user.gid, env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: '/' }, stdio: ['ignore', 'pipe', 'inherit'] });
+function runAs(
+  t: TestContext,
+  user: User,
+  script: string,
+  args: string[],
+): { lines: () => string[]; exited: Promise<unknown> } {
+  const child = spawn(IS_DENO ? 'node' : process.execPath, ['-e', script, ...args], {
+    uid: user.uid,
+    gid: user.gid,
+    env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: '/' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d));
   const exited = new Promise((resolve) => child.once('exit', resolve));
@@ -69,7 +80,9 @@ const IMPOSTOR = `
 const fs = require('node:fs'), net = require('node:net'), path = require('node:path');
 const [state, target] = process.argv.slice(1);
 if (target !== '') fs.symlinkSync(target, path.join(state, ${JSON.stringify(CONTROL_SECRET)}));
-const status = { pid: 1, startedAt: 'x', uptimeSeconds: 1, url: ${JSON.stringify(OSC)}, stateDir: state, backlog: { events: 0, bytes: 0 }, outbox: null, journalBytes: 0, ledger: null, lastReload: null, reloading: { running: false, pending: false, waiting: 0 } };
+const status = { pid: 1, startedAt: 'x', uptimeSeconds: 1, url: ${
+  JSON.stringify(OSC)
+}, stateDir: state, backlog: { events: 0, bytes: 0 }, outbox: null, journalBytes: 0, ledger: null, lastReload: null, reloading: { running: false, pending: false, waiting: 0 } };
 const server = net.createServer((socket) => {
   process.stdout.write('connected\\n');
   socket.on('error', () => {});
@@ -97,12 +110,17 @@ test("as root, status refuses a secret that is a link to a root-only file, and n
   const code = await main(['status', '--state-dir', state], io);
   assert.equal(code, 1);
   assert.equal(out.stdout, '');
-  assert.equal(out.stderr, `hooks-ingress status: refusing to use the control channel: ${join(state, CONTROL_SECRET)} is a symbolic link; the server writes a regular file there\n`);
+  assert.equal(
+    out.stderr,
+    `hooks-ingress status: refusing to use the control channel: ${
+      join(state, CONTROL_SECRET)
+    } is a symbolic link; the server writes a regular file there\n`,
+  );
   assert.deepEqual(impostor.lines(), ['ready'], 'no connection was made');
   await assert.rejects(readFile(join(state, 'received')), { code: 'ENOENT' }, 'nothing was sent');
 });
 
-test("as root, status refuses a control.sock that links to a root-only socket, and never connects to that socket", async (t) => {
+test('as root, status refuses a control.sock that links to a root-only socket, and never connects to that socket', async (t) => {
   if (!AS_ROOT) return t.skip(NEEDS_ROOT);
   const user = throwawayUser(t);
   const { base, state } = await userState(t, user);
@@ -119,16 +137,27 @@ test("as root, status refuses a control.sock that links to a root-only socket, a
   let connections = 0;
   rootSocket.on('connection', () => connections++);
   // What the service's user plants: a secret of its own, and the link.
-  const planted = runAs(t, user, `
+  const planted = runAs(
+    t,
+    user,
+    `
     const fs = require('node:fs'), path = require('node:path');
     const [state, target] = process.argv.slice(1);
     fs.writeFileSync(path.join(state, ${JSON.stringify(CONTROL_SECRET)}), 'ab'.repeat(32) + '\\n', { mode: 0o600 });
     fs.symlinkSync(target, path.join(state, ${JSON.stringify(CONTROL_SOCKET)}));
-  `, [state, join(rootDir, 'admin.sock')]);
+  `,
+    [state, join(rootDir, 'admin.sock')],
+  );
   assert.equal(await planted.exited, 0);
 
   const answer = await callServer(state, 'status', null);
-  assert.deepEqual(answer, { kind: 'error', code: 'ERR_CONTROL_UNSAFE', message: `refusing to use the control channel: ${join(state, CONTROL_SOCKET)} is a symbolic link; the server makes a socket there` });
+  assert.deepEqual(answer, {
+    kind: 'error',
+    code: 'ERR_CONTROL_UNSAFE',
+    message: `refusing to use the control channel: ${
+      join(state, CONTROL_SOCKET)
+    } is a symbolic link; the server makes a socket there`,
+  });
   assert.equal(connections, 0);
   assert.deepEqual(heard, []);
 });
@@ -140,11 +169,16 @@ test('as root, a socket or a secret owned by another uid than the state director
   assert.deepEqual(await callServer(impostor.dir, 'echo', null), {
     kind: 'error',
     code: 'ERR_CONTROL_UNSAFE',
-    message: `refusing to use the control channel: ${join(impostor.dir, CONTROL_SOCKET)} is owned by uid 65534, not by the state directory's owner (uid 0)`,
+    message: `refusing to use the control channel: ${
+      join(impostor.dir, CONTROL_SOCKET)
+    } is owned by uid 65534, not by the state directory's owner (uid 0)`,
   });
   await chown(join(impostor.dir, CONTROL_SOCKET), 0, 0);
   await chown(join(impostor.dir, CONTROL_SECRET), 65534, 65534);
-  assert.match(JSON.stringify(await callServer(impostor.dir, 'echo', null)), /control\.secret is owned by uid 65534, not by the state directory's owner \(uid 0\)/);
+  assert.match(
+    JSON.stringify(await callServer(impostor.dir, 'echo', null)),
+    /control\.secret is owned by uid 65534, not by the state directory's owner \(uid 0\)/,
+  );
   assert.deepEqual(impostor.requests, []);
   // Given back, the same files are used: the refusals were for the owner alone.
   await chown(join(impostor.dir, CONTROL_SECRET), 0, 0);
@@ -160,7 +194,13 @@ test('a FIFO at control.secret is refused at once instead of waiting for a write
   const bound = new Promise((resolve) => (timer = setTimeout(resolve, 10_000, 'still waiting after 10 s')));
   const answer = await Promise.race([callServer(impostor.dir, 'echo', null), bound]);
   clearTimeout(timer);
-  assert.deepEqual(answer, { kind: 'error', code: 'ERR_CONTROL_UNSAFE', message: `refusing to use the control channel: ${join(impostor.dir, CONTROL_SECRET)} is not a regular file; the server writes one there` });
+  assert.deepEqual(answer, {
+    kind: 'error',
+    code: 'ERR_CONTROL_UNSAFE',
+    message: `refusing to use the control channel: ${
+      join(impostor.dir, CONTROL_SECRET)
+    } is not a regular file; the server writes one there`,
+  });
   assert.deepEqual(impostor.requests, []);
 });
 
@@ -168,7 +208,12 @@ test('files that group or others can reach, a secret that is not hex digits, a d
   const impostor = await startImpostor(t, () => ({ ok: true, result: 'heard' }));
   const socket = join(impostor.dir, CONTROL_SOCKET);
   const secret = join(impostor.dir, CONTROL_SECRET);
-  const refused = async (why: string) => assert.deepEqual(await callServer(impostor.dir, 'echo', null), { kind: 'error', code: 'ERR_CONTROL_UNSAFE', message: `refusing to use the control channel: ${why}` });
+  const refused = async (why: string) =>
+    assert.deepEqual(await callServer(impostor.dir, 'echo', null), {
+      kind: 'error',
+      code: 'ERR_CONTROL_UNSAFE',
+      message: `refusing to use the control channel: ${why}`,
+    });
 
   await chmod(socket, 0o666);
   await refused(`${socket} has mode 0666: group or others can reach it; the server makes it 0600`);
@@ -190,7 +235,10 @@ test('files that group or others can reach, a secret that is not hex digits, a d
 });
 
 test("a listener in the server's place whose files pass the checks is sent the line, and its error answer comes back escaped", async (t) => {
-  const impostor = await startImpostor(t, () => ({ ok: false, error: { code: `ERR_X${OSC}`, message: `bad ${OSC}\u009b2J` } }));
+  const impostor = await startImpostor(
+    t,
+    () => ({ ok: false, error: { code: `ERR_X${OSC}`, message: `bad ${OSC}\u009b2J` } }),
+  );
   const answer = await callServer(impostor.dir, 'echo', { n: 1 });
   assert.deepEqual(impostor.requests, [{ secret: 'ab'.repeat(32), op: 'echo', args: { n: 1 } }]);
   assert.equal(answer.kind, 'error');

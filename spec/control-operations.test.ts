@@ -27,17 +27,25 @@ test('serverStatus() reports pid, uptime, address, state, backlog, outbox (null 
 
 test('serverOperations(): reload answers the verdict; outbox.retry checks its args and needs forward mode', async () => {
   const asked: unknown[] = [];
-  const ops = serverOperations(parts({ retryOutbox: (request) => (asked.push(request), Promise.resolve({ retried: ['a'], notRetryable: [] })) }));
+  const ops = serverOperations(
+    parts({ retryOutbox: (request) => (asked.push(request), Promise.resolve({ retried: ['a'], notRetryable: [] })) }),
+  );
   assert.deepEqual(Object.keys(ops).sort(), ['outbox.retry', 'reload', 'status']);
   assert.equal(((await ops['reload']!(null)) as ReloadVerdict).outcome, 'applied');
   assert.deepEqual(await ops['outbox.retry']!({ ids: ['a'] }), { retried: ['a'], notRetryable: [] });
   await ops['outbox.retry']!({ dead: true });
   assert.deepEqual(asked, [{ ids: ['a'] }, { dead: true }]);
   for (const bad of [null, {}, { ids: [] }, { ids: [1] }, { ids: [''] }, { dead: false }, { dead: true, ids: ['a'] }]) {
-    await assert.rejects(async () => ops['outbox.retry']!(bad), (error: unknown) => error instanceof HttpError && error.code === ErrorCode.ControlBadRequest, JSON.stringify(bad));
+    await assert.rejects(
+      async () => ops['outbox.retry']!(bad),
+      (error: unknown) => error instanceof HttpError && error.code === ErrorCode.ControlBadRequest,
+      JSON.stringify(bad),
+    );
   }
   const off = serverOperations(parts());
-  await assert.rejects(async () => off['outbox.retry']!({ dead: true }), { message: 'the server does not run in forward mode (hooks.forward is not set)' });
+  await assert.rejects(async () => off['outbox.retry']!({ dead: true }), {
+    message: 'the server does not run in forward mode (hooks.forward is not set)',
+  });
 });
 
 test('builtOnFirstCall(): the handler is built at the first call, once, and serves every call after it', async () => {

@@ -7,7 +7,13 @@ import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { callServer } from '../lib/control/client.ts';
-import { CONTROL_SECRET, CONTROL_SOCKET, SOCKET_PATH_MAX, socketPathProblem, startControl } from '../lib/control/server.ts';
+import {
+  CONTROL_SECRET,
+  CONTROL_SOCKET,
+  SOCKET_PATH_MAX,
+  socketPathProblem,
+  startControl,
+} from '../lib/control/server.ts';
 import { ErrorCode, HttpError } from '../lib/errors.ts';
 import { silentLogger } from './_app.ts';
 import { defer } from './_cleanup.ts';
@@ -65,7 +71,17 @@ test('a request with a wrong secret is refused with ERR_CONTROL_AUTH, logged, an
 test('a process that can connect but has no secret gets nothing: not a result, not even which operations exist', async (t) => {
   const { dir, calls } = await start(t);
   const refused = { ok: false, error: { code: 'ERR_CONTROL_AUTH', message: 'not authorised' } };
-  for (const line of [{ op: 'echo', args: 1 }, { op: 'no-such-op' }, { secret: '', op: 'echo' }, { secret: 42, op: 'echo' }, ['echo'], null, 'echo']) {
+  for (
+    const line of [
+      { op: 'echo', args: 1 },
+      { op: 'no-such-op' },
+      { secret: '', op: 'echo' },
+      { secret: 42, op: 'echo' },
+      ['echo'],
+      null,
+      'echo',
+    ]
+  ) {
     assert.deepEqual(parsed(await raw(dir, `${JSON.stringify(line)}\n`)), refused, JSON.stringify(line));
   }
   assert.deepEqual(parsed(await raw(dir, 'not json at all\n')), refused);
@@ -87,7 +103,10 @@ test('a request line over the cap is refused with ERR_CONTROL_TOO_LARGE before i
   const secret = (await readFile(join(dir, CONTROL_SECRET), 'utf8')).trim();
   const line = `${JSON.stringify({ secret, op: 'echo', args: 'x'.repeat(5000) })}\n`;
   const answer = parsed(await raw(dir, line));
-  assert.deepEqual(answer, { ok: false, error: { code: 'ERR_CONTROL_TOO_LARGE', message: 'the request line is over 1000 bytes' } });
+  assert.deepEqual(answer, {
+    ok: false,
+    error: { code: 'ERR_CONTROL_TOO_LARGE', message: 'the request line is over 1000 bytes' },
+  });
   assert.deepEqual(calls, []);
   // A line of exactly the cap still runs.
   const fits = `${JSON.stringify({ secret, op: 'echo', args: '' })}`;
@@ -99,7 +118,11 @@ test('a request line over the cap is refused with ERR_CONTROL_TOO_LARGE before i
 test('the default cap takes a 900 KiB request and refuses one of 2 MiB that never sends a newline; callServer() refuses such a request without sending it', async (t) => {
   const { dir, calls } = await start(t);
   assert.equal((await callServer(dir, 'echo', 'b'.repeat(900 * 1024))).kind, 'result');
-  assert.deepEqual(await callServer(dir, 'echo', 'b'.repeat(1024 * 1024)), { kind: 'error', code: 'ERR_CONTROL_TOO_LARGE', message: 'the request is over 1048576 bytes' });
+  assert.deepEqual(await callServer(dir, 'echo', 'b'.repeat(1024 * 1024)), {
+    kind: 'error',
+    code: 'ERR_CONTROL_TOO_LARGE',
+    message: 'the request is over 1048576 bytes',
+  });
   const secret = (await readFile(join(dir, CONTROL_SECRET), 'utf8')).trim();
   const answer = parsed(await raw(dir, `{"secret":"${secret}","op":"echo","args":"${'x'.repeat(2 * 1024 * 1024)}`));
   assert.equal((answer as { error: { code: string } }).error.code, 'ERR_CONTROL_TOO_LARGE');
@@ -111,8 +134,16 @@ test('a handler that throws an HttpError answers its code and message; any other
     refuse: () => Promise.reject(new HttpError(400, ErrorCode.InvalidPayload, 'args.id must be a string')),
     crash: () => Promise.reject(new Error('disk on fire at /secret/path')),
   });
-  assert.deepEqual(await callServer(dir, 'refuse', {}), { kind: 'error', code: 'ERR_INVALID_PAYLOAD', message: 'args.id must be a string' });
-  assert.deepEqual(await callServer(dir, 'crash', {}), { kind: 'error', code: 'ERR_INTERNAL', message: 'internal error' });
+  assert.deepEqual(await callServer(dir, 'refuse', {}), {
+    kind: 'error',
+    code: 'ERR_INVALID_PAYLOAD',
+    message: 'args.id must be a string',
+  });
+  assert.deepEqual(await callServer(dir, 'crash', {}), {
+    kind: 'error',
+    code: 'ERR_INTERNAL',
+    message: 'internal error',
+  });
   const logged = lines.find((l) => l['msg'] === 'control operation failed');
   assert.equal(logged?.['op'], 'crash');
   assert.match(String(logged?.['error']), /disk on fire/);
@@ -145,7 +176,9 @@ test('a state directory whose socket path would pass the unix limit is refused b
   assert.equal(Buffer.byteLength(join(long, CONTROL_SOCKET)), SOCKET_PATH_MAX + 1);
   const problem = socketPathProblem(long);
   assert.match(problem ?? '', new RegExp(`is ${SOCKET_PATH_MAX + 1} bytes long, more than the ${SOCKET_PATH_MAX}`));
-  await assert.rejects(startControl({ stateDir: long, handlers: {}, log: silentLogger }), { message: `Cannot start the control channel: ${problem}` });
+  await assert.rejects(startControl({ stateDir: long, handlers: {}, log: silentLogger }), {
+    message: `Cannot start the control channel: ${problem}`,
+  });
   assert.deepEqual(await callServer(long, 'echo', null), { kind: 'error', code: 'ERR_CONTROL_PATH', message: problem });
   // One byte shorter fits.
   assert.equal(socketPathProblem(long.slice(0, -1)), null);
@@ -195,7 +228,14 @@ async function written(dir: string, bytes: Buffer): Promise<{ answer: string; wr
   socket.on('error', () => {});
   socket.once('close', () => (closed = true));
   await once(socket, 'connect');
-  socket.write(bytes, (error) => (writeError = error === undefined || error === null ? null : ((error as NodeJS.ErrnoException).code ?? String(error))));
+  socket.write(
+    bytes,
+    (
+      error,
+    ) => (writeError = error === undefined || error === null
+      ? null
+      : ((error as NodeJS.ErrnoException).code ?? String(error))),
+  );
   try {
     // No deadline of the server's can end it (idleMs is long): only the check of the first bytes.
     await until('the server closed the connection', () => closed);
@@ -223,7 +263,9 @@ test('a mebibyte of garbage is refused from its first bytes: the connection is c
   const got = await written(dir, Buffer.alloc(1024 * 1024, 0x61));
   assert.notEqual(got.writeError, null, 'the mebibyte was not all taken');
   // The refusal is sent before the close, but a client whose write failed may not read it (Deno's drops it).
-  if (got.answer !== '') assert.deepEqual(parsed(got.answer), { ok: false, error: { code: 'ERR_CONTROL_AUTH', message: 'not authorised' } });
+  if (got.answer !== '') {
+    assert.deepEqual(parsed(got.answer), { ok: false, error: { code: 'ERR_CONTROL_AUTH', message: 'not authorised' } });
+  }
   assert.deepEqual(calls, []);
   // The secret's own line still runs, its head split over writes.
   const secret = (await readFile(join(dir, CONTROL_SECRET), 'utf8')).trim();
@@ -261,9 +303,19 @@ test('past maxConnections open at once that sent the secret, a connection is ans
   defer(t, () => held.forEach((s) => s.destroy()));
   await until('the three are served', () => hung === 3);
   const busy = await written(dir, Buffer.from('{'));
-  assert.deepEqual(parsed(busy.answer), { ok: false, error: { code: 'ERR_CONTROL_BUSY', message: 'more than 3 connections are open; try again' } });
-  assert.deepEqual(await callServer(dir, 'echo', 1), { kind: 'error', code: 'ERR_CONTROL_BUSY', message: 'more than 3 connections are open; try again' });
-  assert.deepEqual(lines.filter((l) => l['msg'] === 'control connection refused: too many open').map((l) => l['refused']), [1]);
+  assert.deepEqual(parsed(busy.answer), {
+    ok: false,
+    error: { code: 'ERR_CONTROL_BUSY', message: 'more than 3 connections are open; try again' },
+  });
+  assert.deepEqual(await callServer(dir, 'echo', 1), {
+    kind: 'error',
+    code: 'ERR_CONTROL_BUSY',
+    message: 'more than 3 connections are open; try again',
+  });
+  assert.deepEqual(
+    lines.filter((l) => l['msg'] === 'control connection refused: too many open').map((l) => l['refused']),
+    [1],
+  );
   held.pop()!.destroy();
   await until('a connection is served again', async () => (await callServer(dir, 'echo', 2)).kind === 'result');
 });
@@ -284,9 +336,19 @@ test('connections that have not sent the secret do not keep the owner out: at ma
   defer(t, () => held.forEach((h) => h.socket.destroy()));
   assert.deepEqual(await callServer(dir, 'echo', 1), { kind: 'result', result: { echoed: 1 } });
   await until('the oldest held connection was ended', () => held[0]!.closed);
-  assert.deepEqual(parsed(held[0]!.answer), { ok: false, error: { code: 'ERR_CONTROL_BUSY', message: 'more than 3 connections are open; try again' } });
-  assert.deepEqual([held[1]!.closed, held[2]!.closed, held[1]!.answer + held[2]!.answer], [false, false, ''], 'the others wait on');
+  assert.deepEqual(parsed(held[0]!.answer), {
+    ok: false,
+    error: { code: 'ERR_CONTROL_BUSY', message: 'more than 3 connections are open; try again' },
+  });
+  assert.deepEqual(
+    [held[1]!.closed, held[2]!.closed, held[1]!.answer + held[2]!.answer],
+    [false, false, ''],
+    'the others wait on',
+  );
   // The owner's call is over and its slot free: the next one takes it, and no other is ended.
   assert.deepEqual(await callServer(dir, 'echo', 2), { kind: 'result', result: { echoed: 2 } });
-  assert.deepEqual(lines.filter((l) => l['msg'] === 'control connection refused: too many open').map((l) => l['refused']), [1]);
+  assert.deepEqual(
+    lines.filter((l) => l['msg'] === 'control connection refused: too many open').map((l) => l['refused']),
+    [1],
+  );
 });

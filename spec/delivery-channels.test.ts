@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { buildConfig } from '../lib/config/load.ts';
-import { buildChannels, channelsSchema, type ChannelsConfig } from '../lib/delivery/channels.ts';
+import { buildChannels, type ChannelsConfig, channelsSchema } from '../lib/delivery/channels.ts';
 import { check, formatIssue, type Issue } from '../lib/schema.ts';
 
 // A working section for every platform, each pointed at its own local base URL.
@@ -9,10 +9,25 @@ const FULL = {
   telegram: { botToken: '123456:tg-token', apiBase: 'http://127.0.0.1:9/tg', defaultTo: '12345' },
   discord: { botToken: 'discord-token', apiBase: 'http://127.0.0.1:9/discord', defaultTo: '123456789012345678' },
   slack: { botToken: 'xoxb-slack-token', apiBase: 'http://127.0.0.1:9/slack', defaultTo: 'C0123456789' },
-  mattermost: { serverUrl: 'http://127.0.0.1:9/mm', token: 'mm-token', maxLength: 4000, defaultTo: 'abcdefghijklmnopqrstuvwxyz' },
+  mattermost: {
+    serverUrl: 'http://127.0.0.1:9/mm',
+    token: 'mm-token',
+    maxLength: 4000,
+    defaultTo: 'abcdefghijklmnopqrstuvwxyz',
+  },
   signal: { url: 'http://127.0.0.1:9/signal', account: '+15550001111', defaultTo: '+15552223333' },
-  whatsapp: { phoneNumberId: '1234567890', accessToken: 'wa-token', apiBase: 'http://127.0.0.1:9/wa', defaultTo: '+15554445555' },
-  imessage: { serverUrl: 'http://127.0.0.1:9/bb', password: 'bb-password', method: 'private-api', defaultTo: 'friend@example.com' },
+  whatsapp: {
+    phoneNumberId: '1234567890',
+    accessToken: 'wa-token',
+    apiBase: 'http://127.0.0.1:9/wa',
+    defaultTo: '+15554445555',
+  },
+  imessage: {
+    serverUrl: 'http://127.0.0.1:9/bb',
+    password: 'bb-password',
+    method: 'private-api',
+    defaultTo: 'friend@example.com',
+  },
   msteams: {
     appId: 'app-id',
     appPassword: 'app-password',
@@ -63,18 +78,30 @@ test('channelsSchema names each required key of each platform', () => {
 
 test('channelsSchema refuses unknown keys and unknown platforms, suggesting the name meant', () => {
   assert.deepEqual(problems({ telegram: { botToken: 't', chatId: '1' } }), ['channels.telegram.chatId: unknown key']);
-  assert.deepEqual(problems({ telegram: { botToken: 't', defaultT: '1' } }), ['channels.telegram.defaultT: unknown key (did you mean "defaultTo"?)']);
-  assert.deepEqual(problems({ telegrm: { botToken: 't' } }), ['channels.telegrm: unknown key (did you mean "telegram"?)']);
+  assert.deepEqual(problems({ telegram: { botToken: 't', defaultT: '1' } }), [
+    'channels.telegram.defaultT: unknown key (did you mean "defaultTo"?)',
+  ]);
+  assert.deepEqual(problems({ telegrm: { botToken: 't' } }), [
+    'channels.telegrm: unknown key (did you mean "telegram"?)',
+  ]);
   // `last` is a route, not a platform one can configure.
   assert.equal(problems({ last: {} }).length, 1);
 });
 
 test('channelsSchema checks URLs, numbers, methods and empty strings', () => {
-  assert.deepEqual(problems({ telegram: { botToken: 't', apiBase: 'ftp://example.com' } }), ['channels.telegram.apiBase: must be an http:// or https:// URL']);
+  assert.deepEqual(problems({ telegram: { botToken: 't', apiBase: 'ftp://example.com' } }), [
+    'channels.telegram.apiBase: must be an http:// or https:// URL',
+  ]);
   assert.equal(problems({ telegram: { botToken: '   ' } }).length, 1);
-  assert.match(problems({ mattermost: { serverUrl: 'https://chat.example.com', token: 't', maxLength: 1 } })[0]!, /^channels\.mattermost\.maxLength: /);
+  assert.match(
+    problems({ mattermost: { serverUrl: 'https://chat.example.com', token: 't', maxLength: 1 } })[0]!,
+    /^channels\.mattermost\.maxLength: /,
+  );
   assert.match(problems({ imessage: { method: 'sms' } })[0]!, /^channels\.imessage\.method: /);
-  assert.match(problems({ signal: { url: 'localhost:8080', account: '+15550001111' } })[0]!, /^channels\.signal\.url: /);
+  assert.match(
+    problems({ signal: { url: 'localhost:8080', account: '+15550001111' } })[0]!,
+    /^channels\.signal\.url: /,
+  );
   assert.match(problems({ telegram: { botToken: 't', defaultTo: '' } })[0]!, /^channels\.telegram\.defaultTo: /);
 });
 
@@ -82,7 +109,16 @@ test('buildChannels() builds one adapter per configured platform, with its limit
   const issues: Issue[] = [];
   const built = await buildChannels(parsed(FULL), issues);
   assert.deepEqual(issues, []);
-  assert.deepEqual([...built.keys()], ['telegram', 'discord', 'slack', 'mattermost', 'signal', 'whatsapp', 'imessage', 'msteams']);
+  assert.deepEqual([...built.keys()], [
+    'telegram',
+    'discord',
+    'slack',
+    'mattermost',
+    'signal',
+    'whatsapp',
+    'imessage',
+    'msteams',
+  ]);
   for (const [name, configured] of built) {
     assert.equal(configured.adapter.channel, name);
     assert.equal(configured.defaultTo, FULL[name as keyof typeof FULL].defaultTo);
@@ -102,7 +138,10 @@ test('buildChannels() hands each adapter its configured base URL and the injecte
   const urls: string[] = [];
   const fetchStub = (async (input: string | URL | Request) => {
     urls.push(String(input instanceof Request ? input.url : input));
-    return new Response(JSON.stringify({ error: 'fake' }), { status: 400, headers: { 'content-type': 'application/json' } });
+    return new Response(JSON.stringify({ error: 'fake' }), {
+      status: 400,
+      headers: { 'content-type': 'application/json' },
+    });
   }) as typeof fetch;
   const built = await buildChannels(parsed(FULL), [], fetchStub);
   for (const [name, configured] of built) {
@@ -134,7 +173,10 @@ test('buildChannels() picks the imsg CLI for imessage without serverUrl, with th
 test('buildChannels() reports imessage with serverUrl but no password at channels.imessage', async () => {
   const issues: Issue[] = [];
   const built = await buildChannels(parsed({ imessage: { serverUrl: 'http://127.0.0.1:1234' } }), issues);
-  assert.deepEqual(issues, [{ path: 'channels.imessage', message: 'Invalid option password: required with serverUrl (BlueBubbles)' }]);
+  assert.deepEqual(issues, [{
+    path: 'channels.imessage',
+    message: 'Invalid option password: required with serverUrl (BlueBubbles)',
+  }]);
   assert.equal(built.has('imessage'), false);
 });
 
@@ -187,7 +229,12 @@ test('buildConfig() reports channel problems with their full key paths', async (
   assert.equal(result.ok, false);
   assert.deepEqual(!result.ok && result.problems, ['channels.telegram.chatId: unknown key']);
   const second = await buildConfig(
-    { channels: { telegram: { botToken: '123456:tg-token', defaultTo: 'nobody' }, imessage: { serverUrl: 'http://127.0.0.1:1234' } } },
+    {
+      channels: {
+        telegram: { botToken: '123456:tg-token', defaultTo: 'nobody' },
+        imessage: { serverUrl: 'http://127.0.0.1:1234' },
+      },
+    },
     { file: null, env: {}, dir: '/tmp' },
   );
   assert.equal(second.ok, false);
@@ -198,7 +245,11 @@ test('buildConfig() reports channel problems with their full key paths', async (
 });
 
 test('buildConfig() keeps the channels section as plain data (adapters are built by the composition root)', async () => {
-  const result = await buildConfig({ channels: { telegram: { botToken: '123456:tg-token', defaultTo: '@news_channel' } } }, { file: null, env: {}, dir: '/tmp' });
+  const result = await buildConfig({
+    channels: { telegram: { botToken: '123456:tg-token', defaultTo: '@news_channel' } },
+  }, { file: null, env: {}, dir: '/tmp' });
   assert.equal(result.ok, true);
-  assert.deepEqual(result.ok && result.config.channels, { telegram: { botToken: '123456:tg-token', defaultTo: '@news_channel' } });
+  assert.deepEqual(result.ok && result.config.channels, {
+    telegram: { botToken: '123456:tg-token', defaultTo: '@news_channel' },
+  });
 });

@@ -108,8 +108,14 @@ test('chunkText() loses no character but whitespace when words are longer than m
 });
 
 test('chunkText() rejects a maxLength below 2 or not an integer, and text that is not a string', () => {
-  assert.throws(() => chunkText('abc', 1), { name: 'RangeError', message: 'Invalid maxLength: must be an integer of at least 2, got 1' });
+  assert.throws(() => chunkText('abc', 1), {
+    name: 'RangeError',
+    message: 'Invalid maxLength: must be an integer of at least 2, got 1',
+  });
   assert.throws(() => chunkText('abc', 2.5), RangeError);
   assert.throws(() => chunkText('abc', Number.NaN), RangeError);
-  assert.throws(() => chunkText(42 as unknown as string, 10), { name: 'TypeError', message: 'Invalid text: must be a string' });
+  assert.throws(() => chunkText(42 as unknown as string, 10), {
+    name: 'TypeError',
+    message: 'Invalid text: must be a string',
+  });
 });

@@ -16,7 +16,9 @@ function digitsAdapter(channel: string, sent: { to: string; text: string }[] = [
   return {
     channel,
     maxLength: 100,
-    checkRecipient: (to) => (/^[0-9]+$/.test(to) ? null : `Invalid ${channel} recipient: expected digits, got ${JSON.stringify(to)}`),
+    checkRecipient: (
+      to,
+    ) => (/^[0-9]+$/.test(to) ? null : `Invalid ${channel} recipient: expected digits, got ${JSON.stringify(to)}`),
     send: async (to, text): Promise<Attempt<{ messageIds: string[] }>> => {
       sent.push({ to, text });
       return { ok: true, value: { messageIds: [`${channel}-${sent.length}`] } };
@@ -31,7 +33,10 @@ test('createDeliver() turns each unresolvable route into skipped or failed, and 
     ['discord', { adapter: digitsAdapter('discord', sent) }],
   ]);
   const deliver = createDeliver({ channels: map, lastRoute: () => null });
-  assert.deepEqual(await deliver({ channel: 'last', text: 'hi' }), { status: 'skipped', reason: 'no last route yet and more than one channel is configured' });
+  assert.deepEqual(await deliver({ channel: 'last', text: 'hi' }), {
+    status: 'skipped',
+    reason: 'no last route yet and more than one channel is configured',
+  });
   assert.deepEqual(await deliver({ channel: 'telegram', text: 'hi' }), {
     status: 'skipped',
     reason: 'no recipient: the run names none and channels.telegram.defaultTo is not set',
@@ -59,7 +64,12 @@ test('createDeliver() reads the last route at each delivery, not once', async ()
   const deliver = createDeliver({ channels: map, lastRoute: () => last });
   assert.equal((await deliver({ channel: 'last', text: 'first' })).status, 'skipped');
   last = { channel: 'telegram', to: '31' };
-  assert.deepEqual(await deliver({ channel: 'last', text: 'second' }), { status: 'delivered', channel: 'telegram', to: '31', messageIds: ['telegram-1'] });
+  assert.deepEqual(await deliver({ channel: 'last', text: 'second' }), {
+    status: 'delivered',
+    channel: 'telegram',
+    to: '31',
+    messageIds: ['telegram-1'],
+  });
   assert.deepEqual(sent, [{ to: '31', text: 'second' }]);
 });
 
@@ -73,13 +83,21 @@ interface TelegramCall {
 type Answer = { status: number; body: unknown } | null;
 
 // A Bot API `sendMessage` on 127.0.0.1 for test `t`; `script` may answer a call itself (by its 1-based number).
-async function telegram(t: TestContext, script: (n: number, call: TelegramCall) => Answer): Promise<{ url: string; calls: TelegramCall[] }> {
+async function telegram(
+  t: TestContext,
+  script: (n: number, call: TelegramCall) => Answer,
+): Promise<{ url: string; calls: TelegramCall[] }> {
   const calls: TelegramCall[] = [];
   let nextId = 100;
   const server = await fake(t, (req, res) => {
     const call: TelegramCall = { path: req.url, body: JSON.parse(req.body) as TelegramCall['body'] };
     calls.push(call);
-    const sent = () => ({ message_id: ++nextId, date: 1_790_000_000, chat: { id: call.body.chat_id, type: 'private' }, text: call.body.text });
+    const sent = () => ({
+      message_id: ++nextId,
+      date: 1_790_000_000,
+      chat: { id: call.body.chat_id, type: 'private' },
+      text: call.body.text,
+    });
     const answer = script(calls.length, call) ?? { status: 200, body: { ok: true, result: sent() } };
     json(res, answer.status, answer.body);
   });
@@ -87,22 +105,32 @@ async function telegram(t: TestContext, script: (n: number, call: TelegramCall) 
 }
 
 function telegramAt(url: string): Map<Channel, ConfiguredChannel> {
-  return new Map<Channel, ConfiguredChannel>([['telegram', { adapter: createTelegramAdapter({ botToken: TOKEN, apiBase: url }) }]]);
+  return new Map<Channel, ConfiguredChannel>([['telegram', {
+    adapter: createTelegramAdapter({ botToken: TOKEN, apiBase: url }),
+  }]]);
 }
 
 // A deliver with only the Telegram channel at `url`, no last route, and the given retry options.
-function telegramDeliver(url: string, retry?: Parameters<typeof createDeliver>[0]['retry']): ReturnType<typeof createDeliver> {
+function telegramDeliver(
+  url: string,
+  retry?: Parameters<typeof createDeliver>[0]['retry'],
+): ReturnType<typeof createDeliver> {
   return createDeliver({ channels: telegramAt(url), lastRoute: () => null, ...(retry === undefined ? {} : { retry }) });
 }
 
 // Three paragraphs of 3000 characters each: no two fit one 4096-character message.
 const PARAGRAPHS = ['a', 'b', 'c'].map((letter) => `${letter.repeat(2999)}.`);
 
-test('createDeliver() splits a long reply at the adapter\'s maxLength and sends the parts in order, collecting the ids', async (t) => {
+test("createDeliver() splits a long reply at the adapter's maxLength and sends the parts in order, collecting the ids", async (t) => {
   const fake = await telegram(t, () => null);
   const deliver = telegramDeliver(fake.url);
   const outcome = await deliver({ channel: 'telegram', to: '12345', text: PARAGRAPHS.join('\n\n') });
-  assert.deepEqual(outcome, { status: 'delivered', channel: 'telegram', to: '12345', messageIds: ['101', '102', '103'] });
+  assert.deepEqual(outcome, {
+    status: 'delivered',
+    channel: 'telegram',
+    to: '12345',
+    messageIds: ['101', '102', '103'],
+  });
   assert.deepEqual(
     fake.calls.map((c) => c.body),
     PARAGRAPHS.map((text) => ({ chat_id: 12345, text })),
@@ -112,22 +140,46 @@ test('createDeliver() splits a long reply at the adapter\'s maxLength and sends 
 
 test('createDeliver() waits the retry_after a 429 names, then sends the part again', async (t) => {
   const waits: number[] = [];
-  const tooMany = { status: 429, body: { ok: false, error_code: 429, description: 'Too Many Requests: retry after 7', parameters: { retry_after: 7 } } };
+  const tooMany = {
+    status: 429,
+    body: {
+      ok: false,
+      error_code: 429,
+      description: 'Too Many Requests: retry after 7',
+      parameters: { retry_after: 7 },
+    },
+  };
   const fake = await telegram(t, (n) => (n === 1 ? tooMany : null));
   const deliver = telegramDeliver(fake.url, { sleep: async (ms) => void waits.push(ms) });
-  assert.deepEqual(await deliver({ channel: 'telegram', to: '12345', text: 'hello' }), { status: 'delivered', channel: 'telegram', to: '12345', messageIds: ['101'] });
+  assert.deepEqual(await deliver({ channel: 'telegram', to: '12345', text: 'hello' }), {
+    status: 'delivered',
+    channel: 'telegram',
+    to: '12345',
+    messageIds: ['101'],
+  });
   assert.deepEqual(waits, [7_000]);
   assert.equal(fake.calls.length, 2);
   assert.deepEqual(fake.calls[1]!.body, { chat_id: 12345, text: 'hello' });
 });
 
-test('createDeliver() fails with the platform\'s message once 5xx answers exhaust the attempts, noting the parts already delivered', async (t) => {
+test("createDeliver() fails with the platform's message once 5xx answers exhaust the attempts, noting the parts already delivered", async (t) => {
   const waits: number[] = [];
   const badGateway = { status: 502, body: { ok: false, error_code: 502, description: 'Bad Gateway' } };
   const fake = await telegram(t, (n) => (n === 1 ? null : badGateway));
-  const deliver = telegramDeliver(fake.url, { maxAttempts: 3, baseDelayMs: 100, maxDelayMs: 1_000, sleep: async (ms) => void waits.push(ms), random: () => 1 });
+  const deliver = telegramDeliver(fake.url, {
+    maxAttempts: 3,
+    baseDelayMs: 100,
+    maxDelayMs: 1_000,
+    sleep: async (ms) => void waits.push(ms),
+    random: () => 1,
+  });
   const outcome = await deliver({ channel: 'telegram', to: '12345', text: PARAGRAPHS.join('\n\n') });
-  assert.deepEqual(outcome, { status: 'failed', channel: 'telegram', to: '12345', reason: 'Telegram 502: Bad Gateway (after 1 part(s) were delivered)' });
+  assert.deepEqual(outcome, {
+    status: 'failed',
+    channel: 'telegram',
+    to: '12345',
+    reason: 'Telegram 502: Bad Gateway (after 1 part(s) were delivered)',
+  });
   // One call for the first part, three for the second; the third part is never tried.
   assert.equal(fake.calls.length, 4);
   assert.deepEqual(waits, [100, 200]);
@@ -136,7 +188,10 @@ test('createDeliver() fails with the platform\'s message once 5xx answers exhaus
 
 test('createDeliver() fails at once on a permanent 4xx, without a partial note when nothing arrived', async (t) => {
   const waits: number[] = [];
-  const blocked = { status: 403, body: { ok: false, error_code: 403, description: 'Forbidden: bot was blocked by the user' } };
+  const blocked = {
+    status: 403,
+    body: { ok: false, error_code: 403, description: 'Forbidden: bot was blocked by the user' },
+  };
   const fake = await telegram(t, () => blocked);
   const deliver = telegramDeliver(fake.url, { sleep: async (ms) => void waits.push(ms) });
   assert.deepEqual(await deliver({ channel: 'telegram', to: '12345', text: 'hello' }), {
@@ -148,4 +203,3 @@ test('createDeliver() fails at once on a permanent 4xx, without a partial note w
   assert.equal(fake.calls.length, 1);
   assert.deepEqual(waits, []);
 });
-

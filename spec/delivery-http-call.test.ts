@@ -2,13 +2,27 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { closedUrl, fake, json } from './_fake-server.ts';
 import { until } from './_until.ts';
-import { checkUrl, failure, httpBase, invalidOption, MAX_ANSWER_BYTES, parseJson, post, postJson, retryAfterMs, scrub } from '../lib/delivery/http-call.ts';
+import {
+  checkUrl,
+  failure,
+  httpBase,
+  invalidOption,
+  MAX_ANSWER_BYTES,
+  parseJson,
+  post,
+  postJson,
+  retryAfterMs,
+  scrub,
+} from '../lib/delivery/http-call.ts';
 
 const NOW = Date.parse('2026-11-22T10:00:00Z');
 
 test('post() sends the body as given and answers status, headers, text and parsed JSON', async (t) => {
   const server = await fake(t, (_req, res) => json(res, 201, { id: 'm1' }, { 'x-request-id': 'r1' }));
-  const reply = await post(`${server.url}/send`, 'a=1', { fetch, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+  const reply = await post(`${server.url}/send`, 'a=1', {
+    fetch,
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+  });
   assert.equal(reply.ok, true);
   if (!reply.ok) return;
   assert.equal(reply.status, 201);
@@ -23,7 +37,10 @@ test('post() sends the body as given and answers status, headers, text and parse
 });
 
 test('post() answers any status as an answer, and json undefined for a body that is not JSON', async (t) => {
-  const server = await fake(t, (_req, res) => res.writeHead(502, { 'content-type': 'text/html' }).end('<html>Bad gateway</html>'));
+  const server = await fake(
+    t,
+    (_req, res) => res.writeHead(502, { 'content-type': 'text/html' }).end('<html>Bad gateway</html>'),
+  );
   const reply = await post(server.url, '', { fetch });
   assert.equal(reply.ok && reply.status, 502);
   assert.equal(reply.ok && reply.text, '<html>Bad gateway</html>');
@@ -58,7 +75,11 @@ function counting(): { fetch: typeof fetch; read: () => number } {
   let read = 0;
   const counted: typeof fetch = async (url, init) => {
     const response = await fetch(url, init);
-    const body = response.body?.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({ transform: (chunk, out) => ((read += chunk.byteLength), out.enqueue(chunk)) }));
+    const body = response.body?.pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform: (chunk, out) => ((read += chunk.byteLength), out.enqueue(chunk)),
+      }),
+    );
     return new Response(body, { status: response.status, headers: response.headers });
   };
   return { fetch: counted, read: () => read };
@@ -89,7 +110,11 @@ test('post() reads an answer up to the cap and no further: a 64 MiB answer fails
     const server = await fake(t, sender.handler);
     const reader = counting();
     const reply = await post(server.url, '', { fetch: reader.fetch });
-    assert.deepEqual(reply, { ok: false, kind: 'too-large', message: `the answer (HTTP 200) is larger than ${MAX_ANSWER_BYTES} bytes; it was not read past them` });
+    assert.deepEqual(reply, {
+      ok: false,
+      kind: 'too-large',
+      message: `the answer (HTTP 200) is larger than ${MAX_ANSWER_BYTES} bytes; it was not read past them`,
+    });
     // One chunk past the cap at most; a declared length past it is refused before any of it is read.
     assert.ok(reader.read() <= MAX_ANSWER_BYTES + 1024 * 1024, `read ${reader.read()} bytes`);
     if (declared) assert.equal(reader.read(), 0);
@@ -115,13 +140,27 @@ test('post() answers a refused connection as a network failure that says why', a
 test('post() words a thrown error with its cause, and a thrown value or a bare Error as they print', async () => {
   const thrown = (value: unknown) => post('http://127.0.0.1:9', '', { fetch: () => Promise.reject(value) });
   const refused = new TypeError('fetch failed', { cause: new Error('connect ECONNREFUSED 127.0.0.1:9') });
-  assert.deepEqual(await thrown(refused), { ok: false, kind: 'network', message: 'fetch failed: connect ECONNREFUSED 127.0.0.1:9' });
-  assert.deepEqual(await thrown(new Error('socket hang up', { cause: 'not an Error' })), { ok: false, kind: 'network', message: 'socket hang up' });
+  assert.deepEqual(await thrown(refused), {
+    ok: false,
+    kind: 'network',
+    message: 'fetch failed: connect ECONNREFUSED 127.0.0.1:9',
+  });
+  assert.deepEqual(await thrown(new Error('socket hang up', { cause: 'not an Error' })), {
+    ok: false,
+    kind: 'network',
+    message: 'socket hang up',
+  });
   assert.deepEqual(await thrown('boom'), { ok: false, kind: 'network', message: 'boom' });
   assert.deepEqual(await thrown(new Error('')), { ok: false, kind: 'network', message: 'Error' });
   // Node's fetch quotes the URL it refuses; the user:password in it is not repeated.
-  const quoted = new TypeError('Request cannot be constructed from a URL that includes credentials: https://bob:pw@h.test/x');
-  assert.deepEqual(await thrown(quoted), { ok: false, kind: 'network', message: 'Request cannot be constructed from a URL that includes credentials: https://[redacted]@h.test/x' });
+  const quoted = new TypeError(
+    'Request cannot be constructed from a URL that includes credentials: https://bob:pw@h.test/x',
+  );
+  assert.deepEqual(await thrown(quoted), {
+    ok: false,
+    kind: 'network',
+    message: 'Request cannot be constructed from a URL that includes credentials: https://[redacted]@h.test/x',
+  });
 });
 
 test('post() answers aborted when the signal has fired, and passes the signal on', async (t) => {
@@ -151,7 +190,9 @@ test('retryAfterMs() prefers seconds from the body, rounded up, over any header'
 
 test('retryAfterMs() ignores a body hint that is not a finite non-negative number', () => {
   const headers = new Headers({ 'retry-after': '9' });
-  for (const hint of [-1, Number.POSITIVE_INFINITY, Number.NaN, '5', null, undefined]) assert.equal(retryAfterMs(headers, NOW, hint), 9000, String(hint));
+  for (const hint of [-1, Number.POSITIVE_INFINITY, Number.NaN, '5', null, undefined]) {
+    assert.equal(retryAfterMs(headers, NOW, hint), 9000, String(hint));
+  }
 });
 
 test('retryAfterMs() reads retry-after-ms before Retry-After, and skips one it cannot use', () => {
@@ -175,7 +216,9 @@ test('failure() leaves retryAfterMs out when there is none', () => {
 
 test('scrub() masks each secret as it is, URL-encoded and form-encoded', () => {
   const secret = 'p@ss word/+';
-  const text = `raw ${secret} path ${encodeURIComponent(secret)} query ?password=${new URLSearchParams({ p: secret }).toString().slice(2)}`;
+  const text = `raw ${secret} path ${encodeURIComponent(secret)} query ?password=${
+    new URLSearchParams({ p: secret }).toString().slice(2)
+  }`;
   assert.equal(scrub(text, [secret]), 'raw [redacted] path [redacted] query ?password=[redacted]');
 });
 
@@ -198,7 +241,10 @@ test('httpBase() says why anything else is not a base', () => {
 
 test('checkUrl() answers the base, or throws the option TypeError with its rule and the value', () => {
   assert.equal(checkUrl('apiBase', 'https://slack.com/api/'), 'https://slack.com/api');
-  assert.throws(() => checkUrl('apiBase', 'slack.com/api'), { name: 'TypeError', message: 'Invalid option apiBase: must be an http(s) URL, got "slack.com/api"' });
+  assert.throws(() => checkUrl('apiBase', 'slack.com/api'), {
+    name: 'TypeError',
+    message: 'Invalid option apiBase: must be an http(s) URL, got "slack.com/api"',
+  });
   assert.throws(() => checkUrl('url', 'file:///tmp/sock', 'must be the http(s) URL of the daemon'), {
     name: 'TypeError',
     message: 'Invalid option url: must be the http(s) URL of the daemon, got "file:///tmp/sock"',
@@ -215,10 +261,16 @@ test('scrub() masks a secret in base64 (at any byte offset, base64url too) and h
   const secret = 'sk-live-0123456789abcdef';
   const basic = Buffer.from(`user:${secret}`).toString('base64');
   for (const skip of ['', 'a', 'ab']) {
-    const text = `got ${Buffer.from(skip + secret).toString('base64')} and ${Buffer.from(skip + secret).toString('base64url')}`;
+    const text = `got ${Buffer.from(skip + secret).toString('base64')} and ${
+      Buffer.from(skip + secret).toString('base64url')
+    }`;
     const masked = scrub(text, [secret]);
     assert.match(masked, /\[redacted\]/);
-    assert.equal(masked.includes(Buffer.from(skip + secret).toString('base64').slice(4, 20)), false, `base64 behind ${skip.length} bytes`);
+    assert.equal(
+      masked.includes(Buffer.from(skip + secret).toString('base64').slice(4, 20)),
+      false,
+      `base64 behind ${skip.length} bytes`,
+    );
   }
   assert.equal(scrub(`Basic ${basic}`, [secret]).includes(basic.slice(8, 24)), false);
   const hex = Buffer.from(secret).toString('hex');

@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { chmod, readFile, writeFile } from 'node:fs/promises';
-import { STATUS_CODES, type ServerResponse } from 'node:http';
+import { type ServerResponse, STATUS_CODES } from 'node:http';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { fake, json, type Handler } from './_fake-server.ts';
+import { fake, type Handler, json } from './_fake-server.ts';
 import { createBlueBubblesAdapter, createImsgAdapter } from '../lib/delivery/imessage.ts';
 import { addAdapterTests, addHttpAdapterTests } from './_adapter-contract.ts';
 import { tempDir } from './_dir.ts';
@@ -24,29 +24,64 @@ function bbError(res: ServerResponse, status: number, message: string, type: str
 // BlueBubbles server: password in the query, messageValidator's rules, its success and error shapes.
 const blueBubbles: Handler = (req, res) => {
   const url = new URL(req.url, 'http://x');
-  if (req.method !== 'POST' || url.pathname !== '/api/v1/message/text') return bbError(res, 404, 'Not Found', 'Not Found', 'Route not found');
+  if (req.method !== 'POST' || url.pathname !== '/api/v1/message/text') {
+    return bbError(res, 404, 'Not Found', 'Not Found', 'Route not found');
+  }
   const password = url.searchParams.get('password') ?? url.searchParams.get('guid') ?? url.searchParams.get('token');
   if (password === null) return bbError(res, 401, 'Unauthorized', 'Authentication Error', 'Missing server password!');
   if (password !== PASSWORD) return bbError(res, 401, 'Unauthorized', 'Authentication Error', 'Invalid password!');
   const body = JSON.parse(req.body) as Record<string, unknown>;
   const chatGuid = body['chatGuid'];
-  if (typeof chatGuid !== 'string' || !chatGuid.includes(';')) return bbError(res, 400, 'Bad Request', 'Validation Error', 'The chatGuid field is required.');
-  if (typeof body['message'] !== 'string') return bbError(res, 400, 'Bad Request', 'Validation Error', 'The message field is required.');
+  if (typeof chatGuid !== 'string' || !chatGuid.includes(';')) {
+    return bbError(res, 400, 'Bad Request', 'Validation Error', 'The chatGuid field is required.');
+  }
+  if (typeof body['message'] !== 'string') {
+    return bbError(res, 400, 'Bad Request', 'Validation Error', 'The message field is required.');
+  }
   const method = body['method'] ?? 'apple-script';
-  if (method !== 'apple-script' && method !== 'private-api') return bbError(res, 400, 'Bad Request', 'Validation Error', 'The selected method is invalid.');
-  if (method === 'apple-script' && typeof body['tempGuid'] !== 'string') return bbError(res, 400, 'Bad Request', 'Validation Error', 'A tempGuid is required when sending via AppleScript.');
-  if (chatGuid === `iMessage;-;${BROKEN}`) return bbError(res, 500, 'Message Send Error', 'iMessage Error', 'Message failed to send!');
+  if (method !== 'apple-script' && method !== 'private-api') {
+    return bbError(res, 400, 'Bad Request', 'Validation Error', 'The selected method is invalid.');
+  }
+  if (method === 'apple-script' && typeof body['tempGuid'] !== 'string') {
+    return bbError(res, 400, 'Bad Request', 'Validation Error', 'A tempGuid is required when sending via AppleScript.');
+  }
+  if (chatGuid === `iMessage;-;${BROKEN}`) {
+    return bbError(res, 500, 'Message Send Error', 'iMessage Error', 'Message failed to send!');
+  }
   json(res, 200, {
     status: 200,
     message: 'Message sent!',
-    data: { guid: MESSAGE_GUID, tempGuid: body['tempGuid'], text: body['message'], dateCreated: 1_700_000_000_000, isFromMe: true, error: 0 },
+    data: {
+      guid: MESSAGE_GUID,
+      tempGuid: body['tempGuid'],
+      text: body['message'],
+      dateCreated: 1_700_000_000_000,
+      isFromMe: true,
+      error: 0,
+    },
   });
 };
 
 // Both ways to Messages.app reach the same people.
 const RECIPIENTS = {
-  good: [FRIEND, 'jane@example.com', GROUP_GUID, 'iMessage;-;+15551234567', 'SMS;-;+15551234567', 'any;-;jane@example.com'],
-  bad: ['jane', '5551234567', '(555) 123-4567', 'jane@localhost', 'iMessage;+;', 'Telegram;-;+15551234567', 'iMessage;-;a b', ''],
+  good: [
+    FRIEND,
+    'jane@example.com',
+    GROUP_GUID,
+    'iMessage;-;+15551234567',
+    'SMS;-;+15551234567',
+    'any;-;jane@example.com',
+  ],
+  bad: [
+    'jane',
+    '5551234567',
+    '(555) 123-4567',
+    'jane@localhost',
+    'iMessage;+;',
+    'Telegram;-;+15551234567',
+    'iMessage;-;a b',
+    '',
+  ],
   expected: 'a phone number in E.164, an email address or a chat guid such as iMessage;+;chat123456789',
 };
 
@@ -56,34 +91,53 @@ addHttpAdapterTests('blueBubblesAdapter', {
   channel: 'imessage',
   maxLength: 4000,
   recipients: RECIPIENTS,
-  make: (serverUrl, fetch) => createBlueBubblesAdapter({ serverUrl, password: PASSWORD, ...(fetch === undefined ? {} : { fetch }) }),
+  make: (serverUrl, fetch) =>
+    createBlueBubblesAdapter({ serverUrl, password: PASSWORD, ...(fetch === undefined ? {} : { fetch }) }),
   url: { option: 'serverUrl', rule: 'must be the http(s) URL of the BlueBubbles server' },
   platform: () => blueBubbles,
-  refuse: (res, status, text, headers) => json(res, status, { status, message: STATUS_CODES[status], error: { type: 'Error', message: text } }, headers),
+  refuse: (res, status, text, headers) =>
+    json(res, status, { status, message: STATUS_CODES[status], error: { type: 'Error', message: text } }, headers),
   says: (status, text) => `BlueBubbles answered ${status} Error: ${STATUS_CODES[status]}: ${text}`,
   unreachable: 'Cannot reach the BlueBubbles server: ',
   secret: { value: PASSWORD, mask: '[redacted]' },
 });
 
 test('createBlueBubblesAdapter() refuses a serverUrl without its scheme, an empty password and an unknown method, without echoing the password', () => {
-  assert.throws(() => createBlueBubblesAdapter({ serverUrl: 'bluebubbles.local:1234', password: PASSWORD }), (error: Error) => {
-    assert.ok(error instanceof TypeError);
-    assert.match(error.message, /^Invalid option serverUrl: /);
-    assert.ok(!error.message.includes(PASSWORD));
-    return true;
-  });
-  assert.throws(() => createBlueBubblesAdapter({ serverUrl: 'http://127.0.0.1:1234', password: '' }), { name: 'TypeError', message: /^Invalid option password: / });
-  assert.throws(() => createBlueBubblesAdapter({ serverUrl: 'http://127.0.0.1:1234', password: PASSWORD, method: 'shortcut' as 'apple-script' }), {
+  assert.throws(
+    () => createBlueBubblesAdapter({ serverUrl: 'bluebubbles.local:1234', password: PASSWORD }),
+    (error: Error) => {
+      assert.ok(error instanceof TypeError);
+      assert.match(error.message, /^Invalid option serverUrl: /);
+      assert.ok(!error.message.includes(PASSWORD));
+      return true;
+    },
+  );
+  assert.throws(() => createBlueBubblesAdapter({ serverUrl: 'http://127.0.0.1:1234', password: '' }), {
     name: 'TypeError',
-    message: 'Invalid option method: must be apple-script or private-api, got "shortcut"',
+    message: /^Invalid option password: /,
   });
+  assert.throws(
+    () =>
+      createBlueBubblesAdapter({
+        serverUrl: 'http://127.0.0.1:1234',
+        password: PASSWORD,
+        method: 'shortcut' as 'apple-script',
+      }),
+    {
+      name: 'TypeError',
+      message: 'Invalid option method: must be apple-script or private-api, got "shortcut"',
+    },
+  );
 });
 
 test('blueBubblesAdapter.send() posts chatGuid, tempGuid, message and method with the password in the query, and returns data.guid', async (t) => {
   const server = await fake(t, blueBubbles);
   const adapter = createBlueBubblesAdapter({ serverUrl: `${server.url}/`, password: PASSWORD });
   assert.deepEqual(await adapter.send(FRIEND, 'Dinner at 8?'), { ok: true, value: { messageIds: [MESSAGE_GUID] } });
-  assert.deepEqual(await adapter.send('jane@example.com', 'and you'), { ok: true, value: { messageIds: [MESSAGE_GUID] } });
+  assert.deepEqual(await adapter.send('jane@example.com', 'and you'), {
+    ok: true,
+    value: { messageIds: [MESSAGE_GUID] },
+  });
   assert.deepEqual(await adapter.send(GROUP_GUID, 'all of you'), { ok: true, value: { messageIds: [MESSAGE_GUID] } });
   const [phone, email, group] = server.seen;
   assert.equal(phone?.method, 'POST');
@@ -93,7 +147,12 @@ test('blueBubblesAdapter.send() posts chatGuid, tempGuid, message and method wit
   assert.equal(phone?.headers['content-type'], 'application/json');
   const body = JSON.parse(phone?.body ?? '') as Record<string, unknown>;
   assert.match(String(body['tempGuid']), /^temp-[0-9a-f-]{36}$/);
-  assert.deepEqual({ ...body, tempGuid: 't' }, { chatGuid: `iMessage;-;${FRIEND}`, tempGuid: 't', message: 'Dinner at 8?', method: 'apple-script' });
+  assert.deepEqual({ ...body, tempGuid: 't' }, {
+    chatGuid: `iMessage;-;${FRIEND}`,
+    tempGuid: 't',
+    message: 'Dinner at 8?',
+    method: 'apple-script',
+  });
   assert.equal(JSON.parse(email?.body ?? '').chatGuid, 'iMessage;-;jane@example.com');
   assert.equal(JSON.parse(group?.body ?? '').chatGuid, GROUP_GUID);
   assert.notEqual(JSON.parse(email?.body ?? '').tempGuid, body['tempGuid']);
@@ -109,15 +168,27 @@ test('blueBubblesAdapter.send() uses the configured private-api method and succe
 test('blueBubblesAdapter.send() retries a 500 send error and fails permanently on a wrong password, without the password in the message', async (t) => {
   const server = await fake(t, blueBubbles);
   const adapter = createBlueBubblesAdapter({ serverUrl: server.url, password: PASSWORD });
-  assert.deepEqual(await adapter.send(BROKEN, 'hi'), { ok: false, retryable: true, message: 'BlueBubbles answered 500 iMessage Error: Message Send Error: Message failed to send!' });
+  assert.deepEqual(await adapter.send(BROKEN, 'hi'), {
+    ok: false,
+    retryable: true,
+    message: 'BlueBubbles answered 500 iMessage Error: Message Send Error: Message failed to send!',
+  });
   const wrong = createBlueBubblesAdapter({ serverUrl: server.url, password: 'guess' });
-  assert.deepEqual(await wrong.send(FRIEND, 'hi'), { ok: false, retryable: false, message: 'BlueBubbles answered 401 Authentication Error: Unauthorized: Invalid password!' });
+  assert.deepEqual(await wrong.send(FRIEND, 'hi'), {
+    ok: false,
+    retryable: false,
+    message: 'BlueBubbles answered 401 Authentication Error: Unauthorized: Invalid password!',
+  });
 });
 
 test('blueBubblesAdapter.send() scrubs the password from any echo of the request URL, raw or encoded', async (t) => {
   let mode: 'echo' | 'sparse' | 'limited' = 'echo';
   const server = await fake(t, (req, res) => {
-    if (mode === 'echo') return void res.writeHead(404, { 'content-type': 'text/html' }).end(`Cannot POST ${req.url} (password ${PASSWORD})`);
+    if (mode === 'echo') {
+      return void res.writeHead(404, { 'content-type': 'text/html' }).end(
+        `Cannot POST ${req.url} (password ${PASSWORD})`,
+      );
+    }
     if (mode === 'sparse') return json(res, 400, { status: 400, error: { error: 'The message field is required.' } });
     json(res, 429, { status: 429, message: 'Too Many Requests' }, { 'retry-after': '2' });
   });
@@ -125,12 +196,26 @@ test('blueBubblesAdapter.send() scrubs the password from any echo of the request
   const echoed = await adapter.send(FRIEND, 'hi');
   assert.equal(!echoed.ok && echoed.retryable, false);
   const message = !echoed.ok ? echoed.message : '';
-  for (const form of [PASSWORD, encodeURIComponent(PASSWORD), new URLSearchParams({ p: PASSWORD }).toString().slice(2)]) assert.ok(!message.includes(form), message);
-  assert.equal(message, 'BlueBubbles answered HTTP 404: Cannot POST /bb/api/v1/message/text?password=[redacted] (password [redacted])');
+  for (
+    const form of [PASSWORD, encodeURIComponent(PASSWORD), new URLSearchParams({ p: PASSWORD }).toString().slice(2)]
+  ) assert.ok(!message.includes(form), message);
+  assert.equal(
+    message,
+    'BlueBubbles answered HTTP 404: Cannot POST /bb/api/v1/message/text?password=[redacted] (password [redacted])',
+  );
   mode = 'sparse';
-  assert.deepEqual(await adapter.send(FRIEND, 'hi'), { ok: false, retryable: false, message: 'BlueBubbles answered 400 Error: The message field is required.' });
+  assert.deepEqual(await adapter.send(FRIEND, 'hi'), {
+    ok: false,
+    retryable: false,
+    message: 'BlueBubbles answered 400 Error: The message field is required.',
+  });
   mode = 'limited';
-  assert.deepEqual(await adapter.send(FRIEND, 'hi'), { ok: false, retryable: true, message: 'BlueBubbles answered 429 Too Many Requests', retryAfterMs: 2000 });
+  assert.deepEqual(await adapter.send(FRIEND, 'hi'), {
+    ok: false,
+    retryable: true,
+    message: 'BlueBubbles answered 429 Too Many Requests',
+    retryAfterMs: 2000,
+  });
 });
 
 // A stand-in for steipete/imsg: the same flag grammar (values attached with `=` or as the next
@@ -166,7 +251,9 @@ if (options.text === 'ODD') { process.stdout.write('{"status":"queued"}\\n'); pr
 process.stdout.write(flags.has('json') ? '{"status":"sent"}\\n' : 'sent\\n');
 `;
 
-async function fakeImsg(t: TestContext): Promise<{ command: string; calls: () => Promise<string[][]>; hang: () => void }> {
+async function fakeImsg(
+  t: TestContext,
+): Promise<{ command: string; calls: () => Promise<string[][]>; hang: () => void }> {
   const dir = await tempDir(t, 'hooks-imsg-');
   const command = join(dir, 'imsg');
   // CommonJS so `require` and `__dirname` work whatever the nearest package.json says.
@@ -190,7 +277,8 @@ addAdapterTests('imsgAdapter', {
   async rig(t) {
     const imsg = await fakeImsg(t);
     let runs = 0;
-    const counting = ((command: string, args: string[], options: object) => (runs++, spawn(command, args, options))) as typeof spawn;
+    const counting =
+      ((command: string, args: string[], options: object) => (runs++, spawn(command, args, options))) as typeof spawn;
     const hang = () => {
       imsg.hang();
       return until('imsg to start', async () => (await imsg.calls()).length > 0).then(() => undefined);
@@ -200,14 +288,24 @@ addAdapterTests('imsgAdapter', {
 });
 
 test('createImsgAdapter() refuses an empty command and a spawn that is not a function', () => {
-  assert.throws(() => createImsgAdapter({ command: '' }), { name: 'TypeError', message: 'Invalid option command: must be a non-empty string' });
-  assert.throws(() => createImsgAdapter({ spawn: 'bash' as unknown as typeof spawn }), { name: 'TypeError', message: 'Invalid option spawn: must be a function' });
+  assert.throws(() => createImsgAdapter({ command: '' }), {
+    name: 'TypeError',
+    message: 'Invalid option command: must be a non-empty string',
+  });
+  assert.throws(() => createImsgAdapter({ spawn: 'bash' as unknown as typeof spawn }), {
+    name: 'TypeError',
+    message: 'Invalid option spawn: must be a function',
+  });
 });
 
 test('imsgAdapter.send() runs `imsg send --to=… --text=… --json` through the spawn it was given, and succeeds, without ids, when imsg reports sent', async (t) => {
   const imsg = await fakeImsg(t);
   const started: string[][] = [];
-  const spawning = ((command: string, args: string[], options: object) => (started.push(args), spawn(command, args, options))) as typeof spawn;
+  const spawning = ((
+    command: string,
+    args: string[],
+    options: object,
+  ) => (started.push(args), spawn(command, args, options))) as typeof spawn;
   const adapter = createImsgAdapter({ command: imsg.command, spawn: spawning });
   assert.deepEqual(await adapter.send(FRIEND, 'Dinner at 8?'), { ok: true, value: { messageIds: [] } });
   assert.deepEqual(await adapter.send(GROUP_GUID, 'all of you'), { ok: true, value: { messageIds: [] } });
@@ -222,7 +320,10 @@ test('imsgAdapter.send() runs `imsg send --to=… --text=… --json` through the
 test('imsgAdapter.send() keeps a text that starts with a dash or holds = and newlines as the value of --text', async (t) => {
   const imsg = await fakeImsg(t);
   const text = '- first item\n- second = 2\n--json';
-  assert.deepEqual(await createImsgAdapter({ command: imsg.command }).send('jane@example.com', text), { ok: true, value: { messageIds: [] } });
+  assert.deepEqual(await createImsgAdapter({ command: imsg.command }).send('jane@example.com', text), {
+    ok: true,
+    value: { messageIds: [] },
+  });
   assert.deepEqual(await imsg.calls(), [['send', '--to=jane@example.com', `--text=${text}`, '--json']]);
 });
 
@@ -240,12 +341,24 @@ test('imsgAdapter.send() reads a run that ended of itself before the caller stop
   assert.equal(stop.signal.aborted, true);
 });
 
-test('imsgAdapter.send() fails permanently with imsg\'s trimmed stderr on a non-zero exit, or names the exit code when it said nothing', async (t) => {
+test("imsgAdapter.send() fails permanently with imsg's trimmed stderr on a non-zero exit, or names the exit code when it said nothing", async (t) => {
   const imsg = await fakeImsg(t);
   const adapter = createImsgAdapter({ command: imsg.command });
-  assert.deepEqual(await adapter.send(BROKEN, 'FAIL'), { ok: false, retryable: false, message: 'Error: Messages.app: Can’t get buddy id "+15550000500".' });
-  assert.deepEqual(await adapter.send(FRIEND, 'QUIET'), { ok: false, retryable: false, message: `${imsg.command} send exited with 3` });
-  assert.deepEqual(await adapter.send(FRIEND, 'ODD'), { ok: false, retryable: false, message: `${imsg.command} send did not report the message sent: {"status":"queued"}` });
+  assert.deepEqual(await adapter.send(BROKEN, 'FAIL'), {
+    ok: false,
+    retryable: false,
+    message: 'Error: Messages.app: Can’t get buddy id "+15550000500".',
+  });
+  assert.deepEqual(await adapter.send(FRIEND, 'QUIET'), {
+    ok: false,
+    retryable: false,
+    message: `${imsg.command} send exited with 3`,
+  });
+  assert.deepEqual(await adapter.send(FRIEND, 'ODD'), {
+    ok: false,
+    retryable: false,
+    message: `${imsg.command} send did not report the message sent: {"status":"queued"}`,
+  });
 });
 
 test('imsgAdapter.send() fails permanently when imsg cannot be started', async (t) => {
@@ -262,4 +375,3 @@ test('imsgAdapter.send() fails permanently when imsg cannot be started', async (
   assert.deepEqual(throwing, { ok: false, retryable: false, message: 'Cannot run imsg: spawn EACCES' });
   assert.deepEqual(await imsg.calls(), []);
 });
-

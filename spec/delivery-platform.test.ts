@@ -15,5 +15,13 @@ test('tellFor() masks secrets before it puts the message on one line and clips i
 });
 
 test('retryableStatus() is true for 429 and 5xx only', () => {
-  assert.deepEqual([200, 400, 404, 409, 429, 500, 503].map(retryableStatus), [false, false, false, false, true, true, true]);
+  assert.deepEqual([200, 400, 404, 409, 429, 500, 503].map(retryableStatus), [
+    false,
+    false,
+    false,
+    false,
+    true,
+    true,
+    true,
+  ]);
 });

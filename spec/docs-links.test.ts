@@ -9,8 +9,19 @@ import { ROOT } from './_cli.ts';
 const DOCS = join(ROOT, 'docs');
 // The topic files other documents and issues point at by name.
 const TOPICS = [
-  'configuration', 'http-api', 'mapped-hooks', 'signed-senders', 'runtime', 'channels',
-  'journal', 'operations', 'security', 'benchmark', 'development', 'openclaw', 'walkthrough',
+  'configuration',
+  'http-api',
+  'mapped-hooks',
+  'signed-senders',
+  'runtime',
+  'channels',
+  'journal',
+  'operations',
+  'security',
+  'benchmark',
+  'development',
+  'openclaw',
+  'walkthrough',
 ];
 
 function markdownFiles(): string[] {
@@ -88,6 +99,13 @@ test('every relative link in README.md and docs/ resolves, #anchors included', (
 });
 
 test('the link checker sees broken files and anchors, and ignores code', () => {
-  assert.deepEqual(relativeLinks('[a](x.md#b) [c](https://e.org) `[d](e.md)`\n```\n[f](g.md)\n```\n[h](#i)'), ['x.md#b', '#i']);
-  assert.deepEqual([...anchorsOf('# A b\n## `POST {path}/agent` → 202\n```\n# not a heading\n```\n## A b')], ['a-b', 'post-pathagent--202', 'a-b-1']);
+  assert.deepEqual(relativeLinks('[a](x.md#b) [c](https://e.org) `[d](e.md)`\n```\n[f](g.md)\n```\n[h](#i)'), [
+    'x.md#b',
+    '#i',
+  ]);
+  assert.deepEqual([...anchorsOf('# A b\n## `POST {path}/agent` → 202\n```\n# not a heading\n```\n## A b')], [
+    'a-b',
+    'post-pathagent--202',
+    'a-b-1',
+  ]);
 });

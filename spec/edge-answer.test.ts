@@ -1,15 +1,18 @@
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
-import { connect, type AddressInfo, type Socket } from 'node:net';
+import { type AddressInfo, connect, type Socket } from 'node:net';
 import { errorAnswer, sendAnswer } from '../lib/edge/answer.ts';
 import { ErrorCode, HttpError } from '../lib/errors.ts';
-import { startApp, type AppHarness } from './_app.ts';
+import { type AppHarness, startApp } from './_app.ts';
 import { defer } from './_cleanup.ts';
 import { until } from './_until.ts';
 
 test('errorAnswer() tells the client the status, message, stable code and headers, and whether the connection ends', () => {
-  const error = new HttpError(413, ErrorCode.BodyTooLarge, 'body: must be at most 10 bytes', { headers: { 'retry-after': '1' }, close: true });
+  const error = new HttpError(413, ErrorCode.BodyTooLarge, 'body: must be at most 10 bytes', {
+    headers: { 'retry-after': '1' },
+    close: true,
+  });
   assert.deepEqual(errorAnswer(error), {
     status: 413,
     body: { ok: false, error: 'body: must be at most 10 bytes', code: 'ERR_BODY_TOO_LARGE' },
@@ -70,7 +73,8 @@ function _head(block: string): { status: number; headers: Record<string, string>
   return { status: Number(/^HTTP\/1\.1 (\d{3}) /.exec(statusLine ?? '')?.[1]), headers };
 }
 
-const head = (token: string, framing: string) => `POST /hooks/wake HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\n${framing}\r\n`;
+const head = (token: string, framing: string) =>
+  `POST /hooks/wake HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\n${framing}\r\n`;
 const chunk = (text: string) => `${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n`;
 
 function app(t: TestContext): Promise<AppHarness> {
@@ -115,7 +119,7 @@ test('an early answer to a large or unbounded body it did not read says Connecti
   await assertClosing(unbounded, 401);
 });
 
-test('a body cut off by the client\'s end gets an answer that says Connection: close, if any, and the connection ends', async (t) => {
+test("a body cut off by the client's end gets an answer that says Connection: close, if any, and the connection ends", async (t) => {
   const c = await raw(t, (await app(t)).url);
   c.socket.end(`${head(TOKEN, 'Content-Length: 100\r\n')}{"text":"`);
   const answer = await c.answer;
@@ -127,7 +131,17 @@ test('a body cut off by the client\'s end gets an answer that says Connection: c
 test('sendAnswer() says Connection: close for an HttpError that ends the connection (a body cut short), and the connection ends', async (t) => {
   const server = createServer((req, res) => {
     req.resume();
-    req.once('end', () => sendAnswer(req, res, errorAnswer(new HttpError(400, ErrorCode.InvalidPayload, 'request body was cut short', { close: true })), 'id-1', MAX));
+    req.once(
+      'end',
+      () =>
+        sendAnswer(
+          req,
+          res,
+          errorAnswer(new HttpError(400, ErrorCode.InvalidPayload, 'request body was cut short', { close: true })),
+          'id-1',
+          MAX,
+        ),
+    );
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   defer(t, () => new Promise<void>((resolve) => server.close(() => resolve())));

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { test, type TestContext } from 'node:test';
 import { buildConfig } from '../lib/config/load.ts';
 import type { Config } from '../lib/config/types.ts';
-import { admitEvents, reserveRuns, unavailable, type RunQueue } from '../lib/edge/capacity.ts';
+import { admitEvents, reserveRuns, type RunQueue, unavailable } from '../lib/edge/capacity.ts';
 import { HttpError } from '../lib/errors.ts';
 import { Store } from '../lib/store/journal/store.ts';
 import { JournalReplacedError } from '../lib/store/journal/journal.ts';
@@ -11,7 +11,11 @@ import { tempDir } from './_dir.ts';
 import { defer } from './_cleanup.ts';
 
 async function config(hooks: Record<string, unknown>): Promise<Config> {
-  const built = await buildConfig({ hooks: { enabled: true, token: 'admission-token-0123456789', ...hooks } }, { file: null, env: {}, dir: tmpdir() });
+  const built = await buildConfig({ hooks: { enabled: true, token: 'admission-token-0123456789', ...hooks } }, {
+    file: null,
+    env: {},
+    dir: tmpdir(),
+  });
   assert.ok(built.ok);
   return built.config;
 }
@@ -27,7 +31,10 @@ test('reserveRuns() holds slots until released, counts them with the queue depth
   const c = await config({ maxQueuedRuns: 3 });
   const queue: RunQueue = { enqueue: () => {}, depth: 1 };
   const first = reserveRuns(queue, 2, c);
-  assert.throws(() => reserveRuns(queue, 1, c), (e: unknown) => e instanceof HttpError && e.status === 503 && e.headers['retry-after'] === '30');
+  assert.throws(
+    () => reserveRuns(queue, 1, c),
+    (e: unknown) => e instanceof HttpError && e.status === 503 && e.headers['retry-after'] === '30',
+  );
   first();
   reserveRuns(queue, 2, c)();
   assert.throws(() => reserveRuns(queue, 3, c), HttpError, 'a batch counts all its runs');
@@ -41,7 +48,9 @@ test('admitEvents() answers 413 naming the field past hooks.maxEventBytes, count
   assert.doesNotThrow(() => admitEvents(s, c, ['abcd'], () => 'text'));
   assert.throws(
     () => admitEvents(s, c, ['ok', 'ééé'], (i) => `mapping m: wake text [${i}]`),
-    (e: unknown) => e instanceof HttpError && e.status === 413 && e.code === 'ERR_FIELD_TOO_LARGE' && e.message === 'mapping m: wake text [1]: is 6 bytes; the limit is 4 (hooks.maxEventBytes)',
+    (e: unknown) =>
+      e instanceof HttpError && e.status === 413 && e.code === 'ERR_FIELD_TOO_LARGE' &&
+      e.message === 'mapping m: wake text [1]: is 6 bytes; the limit is 4 (hooks.maxEventBytes)',
   );
   assert.doesNotThrow(() => admitEvents(s, c, [], () => 'text'));
 });
@@ -52,7 +61,10 @@ test('admitEvents() answers 503 with Retry-After once the unconsumed backlog wou
   await s.addEvent({ kind: 'heartbeat', text: 'not counted', source: 'schedule' });
   const byCount = await config({ maxBacklogEvents: 2 });
   admitEvents(s, byCount, ['two'], () => 'text');
-  assert.throws(() => admitEvents(s, byCount, ['two', 'three'], () => 'text'), (e: unknown) => e instanceof HttpError && e.status === 503 && e.headers['retry-after'] === '30');
+  assert.throws(
+    () => admitEvents(s, byCount, ['two', 'three'], () => 'text'),
+    (e: unknown) => e instanceof HttpError && e.status === 503 && e.headers['retry-after'] === '30',
+  );
   const byBytes = await config({ maxBacklogBytes: 5 });
   admitEvents(s, byBytes, ['tw'], () => 'text');
   assert.throws(() => admitEvents(s, byBytes, ['two'], () => 'text'), HttpError);

@@ -5,7 +5,7 @@ import { test, type TestContext } from 'node:test';
 import { formatPreview } from '../lib/cli/preview-text.ts';
 import { createCommit } from '../lib/edge/commit.ts';
 import type { IdempotencyKey } from '../lib/edge/idempotency.ts';
-import { createPlanner, plan, type HookRequest } from '../lib/edge/plan.ts';
+import { createPlanner, type HookRequest, plan } from '../lib/edge/plan.ts';
 import { previewOf } from '../lib/edge/preview.ts';
 import { silentLogger, specConfig } from './_app.ts';
 import { defer } from './_cleanup.ts';
@@ -27,13 +27,21 @@ async function setup(t: TestContext, raw: Record<string, unknown> = {}, depth = 
   const full = async () => {
     throw Object.assign(new Error('no space left on device'), { code: 'ENOSPC' });
   };
-  const store = failing ? { commit: full, backlog: () => opened.backlog(), lastRoute: () => opened.lastRoute() } as unknown as Store : opened;
+  const store = failing
+    ? { commit: full, backlog: () => opened.backlog(), lastRoute: () => opened.lastRoute() } as unknown as Store
+    : opened;
   const noted: AlertNote[] = [];
   const beats: string[] = [];
   const queued: RunRecord[] = [];
   let ids = 0;
   const newId = () => `00000000-0000-4000-8000-${String(++ids).padStart(12, '0')}`;
-  const planner = createPlanner({ config, transforms: async () => ({ ok: true, value: null }), lastRoute: () => store.lastRoute(), newId, clock: Date.now });
+  const planner = createPlanner({
+    config,
+    transforms: async () => ({ ok: true, value: null }),
+    lastRoute: () => store.lastRoute(),
+    newId,
+    clock: Date.now,
+  });
   const commit = createCommit({
     config,
     store,
@@ -42,7 +50,12 @@ async function setup(t: TestContext, raw: Record<string, unknown> = {}, depth = 
     newId,
     auth: { refuse: (_client, reason) => new HttpError(401, 'ERR_UNAUTHORIZED', reason) },
     alerts: { note: (note) => void noted.push(note) },
-    runs: { enqueue: (run: RunRecord) => void queued.push(run), get depth() { return depth + queued.length; } },
+    runs: {
+      enqueue: (run: RunRecord) => void queued.push(run),
+      get depth() {
+        return depth + queued.length;
+      },
+    },
   });
   // Plan and commit, the answer without its trace.
   const dispatch = async (request: HookRequest, idem: IdempotencyKey | null) => {
@@ -66,8 +79,14 @@ const call = (name: string, body: Record<string, unknown>): HookRequest => ({
 
 test('commit() records a wake and asks for a heartbeat only when its mode is now', async (t) => {
   const { dispatch, store, beats } = await setup(t);
-  assert.deepEqual(await dispatch(call('wake', { text: ' Disk full ' }), null), { status: 200, body: { ok: true, mode: 'now', eventOutcome: 'queued' } });
-  assert.deepEqual(await dispatch(call('wake', { text: 'later', mode: 'next-heartbeat' }), null), { status: 200, body: { ok: true, mode: 'next-heartbeat', eventOutcome: 'queued' } });
+  assert.deepEqual(await dispatch(call('wake', { text: ' Disk full ' }), null), {
+    status: 200,
+    body: { ok: true, mode: 'now', eventOutcome: 'queued' },
+  });
+  assert.deepEqual(await dispatch(call('wake', { text: 'later', mode: 'next-heartbeat' }), null), {
+    status: 200,
+    body: { ok: true, mode: 'next-heartbeat', eventOutcome: 'queued' },
+  });
   assert.deepEqual(store.events().map((e) => [e.text, e.mode]), [['Disk full', 'now'], ['later', 'next-heartbeat']]);
   assert.deepEqual(beats, ['wake']);
 });
@@ -84,34 +103,60 @@ test('commit() hands an accepted run to the runtime with the request id on it', 
 test('commit() refuses a run with 503 and Retry-After when the queue is full, recording nothing', async (t) => {
   const { dispatch, store } = await setup(t, { maxQueuedRuns: 2 }, 2);
   const answer = await dispatch(call('agent', { message: 'one too many' }), null);
-  assert.deepEqual([answer.status, answer.body['code'], answer.headers?.['retry-after']], [503, 'ERR_UNAVAILABLE', '30']);
+  assert.deepEqual([answer.status, answer.body['code'], answer.headers?.['retry-after']], [
+    503,
+    'ERR_UNAVAILABLE',
+    '30',
+  ]);
   assert.deepEqual(store.runs(), []);
 });
 
 test('commit() answers 404 for a name no mapping matches, and 204 when a transform skips', async (t) => {
-  const { dispatch, store } = await setup(t, { mappings: [{ match: { path: 'skipper' }, action: 'wake', transform: { module: 'skip.js' } }] });
+  const { dispatch, store } = await setup(t, {
+    mappings: [{ match: { path: 'skipper' }, action: 'wake', transform: { module: 'skip.js' } }],
+  });
   assert.equal((await dispatch(call('nobody', {}), null)).status, 404);
   assert.deepEqual(await dispatch(call('skipper', { text: 'x' }), null), { status: 204, body: {} });
   assert.deepEqual(store.events(), []);
 });
 
-test('plan() alone (a dry run) shows a wake\'s agent and session, records nothing, and try prints them', async (t) => {
+test("plan() alone (a dry run) shows a wake's agent and session, records nothing, and try prints them", async (t) => {
   const { planner, store } = await setup(t, { allowRequestSessionKey: true }, 0);
-  const planned = await plan(planner, { ...call('wake', { text: 'Deploy failed', sessionKey: 'agent:main:hook:ci' }), judged: { fresh: false, keyed: false, counted: false, whole: true } });
+  const planned = await plan(planner, {
+    ...call('wake', { text: 'Deploy failed', sessionKey: 'agent:main:hook:ci' }),
+    judged: { fresh: false, keyed: false, counted: false, whole: true },
+  });
   const preview = previewOf('wake', planned);
   assert.equal(preview.status, 200);
-  assert.deepEqual(preview.actions, [{ kind: 'wake', text: 'Deploy failed', unresolved: [], mode: 'now', target: { sessionKey: 'hook:ci' } }]);
+  assert.deepEqual(preview.actions, [{
+    kind: 'wake',
+    text: 'Deploy failed',
+    unresolved: [],
+    mode: 'now',
+    target: { sessionKey: 'hook:ci' },
+  }]);
   assert.equal(store.events().length, 0);
   const printed = formatPreview(preview);
   assert.match(printed, /\n  mode        now\n  session key hook:ci\n/);
 });
 
 test('commit() tells the alerts of a counted signature refusal, a request refused at a bound and a journal that cannot be written; nothing else', async (t) => {
-  const signed = await setup(t, { mappings: [{ match: { path: 'gh' }, signature: { scheme: 'github', secret: 'the-secret' }, action: 'wake', textTemplate: 'x' }] });
+  const signed = await setup(t, {
+    mappings: [{
+      match: { path: 'gh' },
+      signature: { scheme: 'github', secret: 'the-secret' },
+      action: 'wake',
+      textTemplate: 'x',
+    }],
+  });
   const refused = await signed.dispatch({ ...call('gh', {}), headers: { 'x-hub-signature-256': 'sha256=00' } }, null);
   assert.equal(refused.status, 401);
   await signed.dispatch({ ...call('gh', {}), judged: { fresh: false, keyed: false, counted: false } }, null);
-  assert.deepEqual(signed.noted, [{ kind: 'signature-failures', hook: 'gh', code: 'bad-signature' }], 'a replay (not counted) is not trouble');
+  assert.deepEqual(
+    signed.noted,
+    [{ kind: 'signature-failures', hook: 'gh', code: 'bad-signature' }],
+    'a replay (not counted) is not trouble',
+  );
   await signed.dispatch(call('wake', { text: 'fine' }), null);
   assert.equal(signed.noted.length, 1);
 

@@ -64,7 +64,7 @@ test('HELP text escapes backslash and newline and leaves quotes alone', () => {
   assert.equal(parseExposition(text).help.get('g'), 'Says "hi"\\now\nand then.');
 });
 
-test('gauge values +Inf, -Inf and NaN render in the format\'s spelling', () => {
+test("gauge values +Inf, -Inf and NaN render in the format's spelling", () => {
   const m = new Metrics();
   m.gauge('g', 'G.', ['k'], () => [
     [{ k: 'a' }, Infinity],
@@ -96,35 +96,56 @@ test('gauge() with a labelled callback shows exactly the label sets it reports n
     [{ state: 'running' }, 1],
   ];
   m.gauge('runs', 'Runs by state.', ['state'], () => states);
-  assert.deepEqual(parseExposition(m.render()).samples.map((s) => [s.labels['state'], s.value]), [['queued', 2], ['running', 1]]);
+  assert.deepEqual(parseExposition(m.render()).samples.map((s) => [s.labels['state'], s.value]), [['queued', 2], [
+    'running',
+    1,
+  ]]);
   states = [[{ state: 'running' }, 4]];
   assert.deepEqual(parseExposition(m.render()).samples.map((s) => [s.labels['state'], s.value]), [['running', 4]]);
 });
 
 test('counter.inc() rejects negative and non-finite amounts', () => {
   const c = new Metrics().counter('c_total', 'C.');
-  assert.throws(() => c.inc(-1), { name: 'RangeError', message: 'Cannot increase counter c_total: -1 is not a finite non-negative number' });
+  assert.throws(() => c.inc(-1), {
+    name: 'RangeError',
+    message: 'Cannot increase counter c_total: -1 is not a finite non-negative number',
+  });
   assert.throws(() => c.inc(Infinity), RangeError);
   assert.throws(() => c.inc(Number.NaN), RangeError);
 });
 
 test('recording with missing or unknown labels is a TypeError', () => {
   const c = new Metrics().counter('c_total', 'C.', ['hook', 'status']);
-  assert.throws(() => c.inc({ hook: 'wake' }), { name: 'TypeError', message: 'Cannot record c_total: expected labels {hook, status}, got {hook}' });
+  assert.throws(() => c.inc({ hook: 'wake' }), {
+    name: 'TypeError',
+    message: 'Cannot record c_total: expected labels {hook, status}, got {hook}',
+  });
   assert.throws(() => c.inc({ hook: 'wake', status: '200', extra: 'x' }), TypeError);
 });
 
 test('Metrics rejects invalid metric and label names', () => {
   const m = new Metrics();
-  assert.throws(() => m.counter('9lives', 'X.'), { name: 'TypeError', message: 'Cannot create metric: invalid name "9lives"' });
+  assert.throws(() => m.counter('9lives', 'X.'), {
+    name: 'TypeError',
+    message: 'Cannot create metric: invalid name "9lives"',
+  });
   assert.throws(() => m.counter('a-b', 'X.'), TypeError);
-  assert.throws(() => m.counter('ok_total', 'X.', ['bad-label']), { name: 'TypeError', message: 'Cannot create metric ok_total: invalid label name "bad-label"' });
+  assert.throws(() => m.counter('ok_total', 'X.', ['bad-label']), {
+    name: 'TypeError',
+    message: 'Cannot create metric ok_total: invalid label name "bad-label"',
+  });
   assert.throws(() => m.counter('ok_total', 'X.', ['__reserved']), TypeError);
-  assert.throws(() => m.counter('ok_total', 'X.', ['a', 'a']), { name: 'TypeError', message: 'Cannot create metric ok_total: a label name is repeated' });
+  assert.throws(() => m.counter('ok_total', 'X.', ['a', 'a']), {
+    name: 'TypeError',
+    message: 'Cannot create metric ok_total: a label name is repeated',
+  });
 });
 
 test('Metrics rejects a name already taken', () => {
   const m = new Metrics();
   m.counter('x_total', 'X.');
-  assert.throws(() => m.gauge('x_total', 'Again.', [], () => 1), { name: 'TypeError', message: 'Cannot register metric x_total: the name clashes with x_total' });
+  assert.throws(() => m.gauge('x_total', 'Again.', [], () => 1), {
+    name: 'TypeError',
+    message: 'Cannot register metric x_total: the name clashes with x_total',
+  });
 });

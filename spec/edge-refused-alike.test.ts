@@ -11,5 +11,8 @@ test('refusalKey() is the same for refusals alike and differs when the client, s
   assert.notEqual(refusalKey('127.0.0.1', 401, 'ERR_UNAUTHORIZED', 'agent', undefined), key);
   assert.notEqual(refusalKey('127.0.0.1', 401, 'ERR_UNAUTHORIZED', 'wake', 'bad-signature'), key);
   // No hook and the base path's empty name are one key: neither names a hook.
-  assert.equal(refusalKey('::1', 404, undefined, null, undefined), refusalKey('::1', 404, undefined, undefined, undefined));
+  assert.equal(
+    refusalKey('::1', 404, undefined, null, undefined),
+    refusalKey('::1', 404, undefined, undefined, undefined),
+  );
 });

@@ -3,7 +3,13 @@ import { test } from 'node:test';
 import { createTelemetry } from '../lib/edge/telemetry.ts';
 import { boundWarnings, LEFT_OUT, MAX_ALIKE_PER_SECOND } from '../lib/log.ts';
 import type { Client } from '../lib/guard/address.ts';
-import { createRequestLog, LINES_LEFT_OUT, MAX_GROUPS, REFUSED_ALIKE, type RequestLogSettings } from '../lib/edge/request-log.ts';
+import {
+  createRequestLog,
+  LINES_LEFT_OUT,
+  MAX_GROUPS,
+  REFUSED_ALIKE,
+  type RequestLogSettings,
+} from '../lib/edge/request-log.ts';
 import { captureLog, specConfig, startApp, withHooks } from './_app.ts';
 import { flood, post, send } from './_http.ts';
 import { until } from './_until.ts';
@@ -15,7 +21,12 @@ const ALL: RequestLogSettings = { requests: 'all', maxLinesPerSecond: 200 };
 function setup(settings: RequestLogSettings = ALL, windowMs?: number) {
   const { log, lines } = captureLog();
   const clock = { t: 0 };
-  const requestLog = createRequestLog({ log, settings, now: () => clock.t, ...(windowMs === undefined ? {} : { windowMs }) });
+  const requestLog = createRequestLog({
+    log,
+    settings,
+    now: () => clock.t,
+    ...(windowMs === undefined ? {} : { windowMs }),
+  });
   return { requestLog, lines, clock };
 }
 
@@ -30,7 +41,16 @@ test('createRequestLog() admits the first of alike refusals and counts the rest 
   clock.t = 4_200;
   requestLog.flush();
   assert.deepEqual(lines.map(({ time, ...rest }) => rest), [
-    { level: 'info', msg: REFUSED_ALIKE, status: 503, code: 'ERR_UNAVAILABLE', hook: 'wake', client: '127.0.0.1', count: 999, seconds: 4 },
+    {
+      level: 'info',
+      msg: REFUSED_ALIKE,
+      status: 503,
+      code: 'ERR_UNAVAILABLE',
+      hook: 'wake',
+      client: '127.0.0.1',
+      count: 999,
+      seconds: 4,
+    },
   ]);
 });
 
@@ -41,11 +61,25 @@ test('createRequestLog() folds only refusals alike: another client, status, code
   assert.equal(requestLog.admit(429, 'ERR_UNAUTHORIZED', 'wake', ONE), true);
   assert.equal(requestLog.admit(401, 'ERR_TOO_MANY_FAILURES', 'wake', ONE), true);
   assert.equal(requestLog.admit(401, 'ERR_UNAUTHORIZED', 'agent', ONE), true);
-  assert.equal(requestLog.admit(401, 'ERR_UNAUTHORIZED', 'wake', ONE, { scheme: 'github', ok: false, why: 'bad-signature', reason: 'x' }), true);
+  assert.equal(
+    requestLog.admit(401, 'ERR_UNAUTHORIZED', 'wake', ONE, {
+      scheme: 'github',
+      ok: false,
+      why: 'bad-signature',
+      reason: 'x',
+    }),
+    true,
+  );
   assert.equal(requestLog.admit(401, 'ERR_UNAUTHORIZED', 'wake', ONE), false);
   // An IPv6 /64 is one client, as the limiter and the ledger count it.
-  assert.equal(requestLog.admit(401, 'ERR_UNAUTHORIZED', 'wake', { address: '2001:db8::1', key: '2001:db8::/64' }), true);
-  assert.equal(requestLog.admit(401, 'ERR_UNAUTHORIZED', 'wake', { address: '2001:db8::2', key: '2001:db8::/64' }), false);
+  assert.equal(
+    requestLog.admit(401, 'ERR_UNAUTHORIZED', 'wake', { address: '2001:db8::1', key: '2001:db8::/64' }),
+    true,
+  );
+  assert.equal(
+    requestLog.admit(401, 'ERR_UNAUTHORIZED', 'wake', { address: '2001:db8::2', key: '2001:db8::/64' }),
+    false,
+  );
 });
 
 test('createRequestLog() keeps a line for every accepted request, alike or not', () => {
@@ -133,7 +167,9 @@ test('createRequestLog() applies new settings on configure() and keeps what it c
 test('createRequestLog() holds at most MAX_GROUPS groups: past them a refusal is not folded, only bounded, and still counted', () => {
   const { requestLog, lines } = setup({ requests: 'all', maxLinesPerSecond: 100_000 });
   let admitted = 0;
-  for (let i = 0; i < MAX_GROUPS + 10; i++) if (requestLog.admit(401, 'ERR_UNAUTHORIZED', 'wake', client(`c${i}`))) admitted++;
+  for (let i = 0; i < MAX_GROUPS + 10; i++) {
+    if (requestLog.admit(401, 'ERR_UNAUTHORIZED', 'wake', client(`c${i}`))) admitted++;
+  }
   assert.equal(admitted, MAX_GROUPS + 10);
   // The ten beyond the table are not folded: each gets its line.
   const extra = client(`c${MAX_GROUPS + 1}`);
@@ -148,17 +184,27 @@ test('createRequestLog() holds at most MAX_GROUPS groups: past them a refusal is
 });
 
 const TOKEN = 'spec-hook-token-0123456789abcdef';
-const wrongToken = (extra = '') => `POST /hooks/wake HTTP/1.1\r\nHost: spec\r\nAuthorization: Bearer wrong-token-0123456789abcdef\r\nContent-Length: 0\r\n${extra}\r\n`;
+const wrongToken = (extra = '') =>
+  `POST /hooks/wake HTTP/1.1\r\nHost: spec\r\nAuthorization: Bearer wrong-token-0123456789abcdef\r\nContent-Length: 0\r\n${extra}\r\n`;
 
 // Request lines, the counts of alike refusals and of lines left out: every request is in one of them.
 function accounted(lines: Record<string, unknown>[]): { requestLines: number; total: number } {
   const requestLines = lines.filter((l) => l['msg'] === 'request').length;
-  const counted = lines.filter((l) => l['msg'] === REFUSED_ALIKE || l['msg'] === LINES_LEFT_OUT).reduce((sum, l) => sum + Number(l['count']), 0);
+  const counted = lines.filter((l) => l['msg'] === REFUSED_ALIKE || l['msg'] === LINES_LEFT_OUT).reduce(
+    (sum, l) => sum + Number(l['count']),
+    0,
+  );
   return { requestLines, total: requestLines + counted };
 }
 
 test('a flood of 50,000 refusals from one client leaves a handful of lines whose counts add up to 50,000, and the metrics count every request', async (t) => {
-  const h = await startApp(t, { token: TOKEN, raw: { gateway: { auth: { token: 'metrics-token-0123456789' } } }, with: ({ store, app }) => ({ telemetry: createTelemetry({ store, limiter: () => app().limiterStats(), queueDepth: () => 0 }) }) });
+  const h = await startApp(t, {
+    token: TOKEN,
+    raw: { gateway: { auth: { token: 'metrics-token-0123456789' } } },
+    with: ({ store, app }) => ({
+      telemetry: createTelemetry({ store, limiter: () => app().limiterStats(), queueDepth: () => 0 }),
+    }),
+  });
   const statuses = await flood(h.url, 50_000, () => wrongToken());
   // The default limiter: 20 failures answered 401, then the lockout's 429s.
   assert.deepEqual([...statuses].sort(), [
@@ -181,8 +227,16 @@ test('a flood of 50,000 refusals from 1,000 addresses behind a trusted proxy wri
   // A clock that stands still: the whole flood falls in one second, so the bound is exact whatever the machine's speed.
   const frozen = () => 0;
   const bounded = boundWarnings(log, { now: frozen });
-  const h = await startApp(t, { token: TOKEN, raw: { gateway: { trustedProxies: ['127.0.0.1'] } }, with: () => ({ log: bounded, now: frozen }) });
-  const statuses = await flood(h.url, 50_000, (i) => wrongToken(`X-Forwarded-For: 10.0.${i % 1000 >> 8}.${i % 1000 & 255}\r\n`));
+  const h = await startApp(t, {
+    token: TOKEN,
+    raw: { gateway: { trustedProxies: ['127.0.0.1'] } },
+    with: () => ({ log: bounded, now: frozen }),
+  });
+  const statuses = await flood(
+    h.url,
+    50_000,
+    (i) => wrongToken(`X-Forwarded-For: 10.0.${i % 1000 >> 8}.${i % 1000 & 255}\r\n`),
+  );
   assert.deepEqual([...statuses].sort(), [
     [401, 20_000],
     [429, 30_000],
@@ -204,7 +258,11 @@ test('a flood of 50,000 refusals from 1,000 addresses behind a trusted proxy wri
 
 test('a reload applies log.requests: "refusals" drops the lines of accepted requests, "none" every request line', async (t) => {
   const h = await startApp(t, { token: TOKEN });
-  const wake = (token: string) => post(h.url, '/hooks/wake', { headers: { authorization: `Bearer ${token}` }, body: { text: 'x', mode: 'next-heartbeat' } });
+  const wake = (token: string) =>
+    post(h.url, '/hooks/wake', {
+      headers: { authorization: `Bearer ${token}` },
+      body: { text: 'x', mode: 'next-heartbeat' },
+    });
   const requestLines = () => h.lines.filter((l) => l['msg'] === 'request').map((l) => l['status']);
   assert.equal((await wake(TOKEN)).status, 200);
   assert.deepEqual(requestLines(), [200]);

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Router, splitTarget, type Match } from '../lib/edge/router.ts';
+import { type Match, Router, splitTarget } from '../lib/edge/router.ts';
 
 function hooksRouter(): Router<string> {
   return new Router<string>().add(['GET'], '/healthz', 'health').add(['POST'], '/hooks/*', 'hooks');
@@ -24,13 +24,19 @@ const findCases: { name: string; targets: [target: string, found: { handler: str
   },
   {
     name: 'matches a wildcard route below its base',
-    targets: [['/hooks/wake', { handler: 'hooks', rest: 'wake' }], ['/hooks/github/push', { handler: 'hooks', rest: 'github/push' }]],
+    targets: [['/hooks/wake', { handler: 'hooks', rest: 'wake' }], ['/hooks/github/push', {
+      handler: 'hooks',
+      rest: 'github/push',
+    }]],
   },
   {
     name: 'matches a wildcard route at its base, with or without trailing slashes',
     targets: ['/hooks', '/hooks/', '/hooks///'].map((t) => [t, { handler: 'hooks', rest: '' }]),
   },
-  { name: 'drops trailing slashes from the rest', targets: ['/hooks/wake/', '/hooks/wake//'].map((t) => [t, { handler: 'hooks', rest: 'wake' }]) },
+  {
+    name: 'drops trailing slashes from the rest',
+    targets: ['/hooks/wake/', '/hooks/wake//'].map((t) => [t, { handler: 'hooks', rest: 'wake' }]),
+  },
   {
     name: 'does not match a path that merely starts with the base',
     targets: [['/hooksx', null], ['/hook', null], ['/', null], ['/other/hooks/wake', null]],

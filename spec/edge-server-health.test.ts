@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { Store } from '../lib/store/journal/store.ts';
 import { JOURNAL_FILE } from '../lib/store/journal/lines.ts';
-import { post, send, JSON_TYPE } from './_http.ts';
-import { startApp, type AppHarness } from './_app.ts';
+import { JSON_TYPE, post, send } from './_http.ts';
+import { type AppHarness, startApp } from './_app.ts';
 
 const TOKEN = 'health-hook-token-0123456789abcdef';
 
@@ -65,7 +65,10 @@ test('GET /healthz answers 503 after a journal append failed (the journal was cl
   assert.equal((await send(h.url, '/healthz')).status, 200);
   await h.store.close();
   // The append fails, so the wake is refused with a bare 500 (never acknowledged) and logged.
-  const wake = await post(h.url, '/hooks/wake', { headers: { authorization: `Bearer ${TOKEN}` }, body: { text: 'lost?' } });
+  const wake = await post(h.url, '/hooks/wake', {
+    headers: { authorization: `Bearer ${TOKEN}` },
+    body: { text: 'lost?' },
+  });
   assert.equal(wake.status, 500);
   assert.deepEqual(wake.body, { ok: false, error: 'internal error', code: 'ERR_INTERNAL' });
   assert.ok(h.lines.some((l) => l['msg'] === 'unexpected error' && l['id'] === wake.headers['x-request-id']));
@@ -76,7 +79,13 @@ test('GET /healthz answers 503 after a journal append failed (the journal was cl
 
 test('GET /healthz answers 503 when the journal file has been removed from the state directory', async (t) => {
   const h = await start(t);
-  assert.equal((await post(h.url, '/hooks/wake', { headers: { authorization: `Bearer ${TOKEN}` }, body: { text: 'x', mode: 'next-heartbeat' } })).status, 200);
+  assert.equal(
+    (await post(h.url, '/hooks/wake', {
+      headers: { authorization: `Bearer ${TOKEN}` },
+      body: { text: 'x', mode: 'next-heartbeat' },
+    })).status,
+    200,
+  );
   await unlink(join(h.state, JOURNAL_FILE));
   const reply = await send(h.url, '/healthz');
   assert.equal(reply.status, 503);

@@ -5,9 +5,9 @@ import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { createTelemetry } from '../lib/edge/telemetry.ts';
 import { JOURNAL_FILE } from '../lib/store/journal/lines.ts';
-import { post, send, type Reply } from './_http.ts';
+import { post, type Reply, send } from './_http.ts';
 import { githubExample, SIGNERS, WHSEC, WHSEC_2 } from './_signers.ts';
-import { startApp, type AppHarness } from './_app.ts';
+import { type AppHarness, startApp } from './_app.ts';
 import twilio from 'twilio';
 import { tempDir } from './_dir.ts';
 
@@ -29,24 +29,124 @@ interface Scheme {
   delivery: boolean;
 }
 
-const EVENT = JSON.stringify({ id: 'evt_1Q2w3E4r', object: 'event', type: 'invoice.paid', data: { object: { status: 'paid' } } });
+const EVENT = JSON.stringify({
+  id: 'evt_1Q2w3E4r',
+  object: 'event',
+  type: 'invoice.paid',
+  data: { object: { status: 'paid' } },
+});
 const SCHEMES: Scheme[] = [
-  { path: 'standard-webhooks', signature: { scheme: 'standard-webhooks', secret: WHSEC, toleranceSeconds: 300 }, secret: WHSEC, other: WHSEC_2, body: EVENT, header: 'webhook-signature', delivery: true },
-  { path: 'svix', signature: { scheme: 'standard-webhooks', secret: WHSEC }, secret: WHSEC, other: WHSEC_2, body: EVENT, header: 'svix-signature', delivery: true },
-  { path: 'github', signature: { scheme: 'github', secret: 'gh-secret' }, secret: 'gh-secret', other: 'gh-wrong', body: JSON.stringify(githubExample('push')), header: 'X-Hub-Signature-256', delivery: true },
-  { path: 'meta', signature: { scheme: 'meta', secret: 'app-secret', verifyToken: 'meta-verify-1' }, secret: 'app-secret', other: 'app-wrong', body: EVENT, header: 'X-Hub-Signature-256', delivery: false },
-  { path: 'stripe', signature: { scheme: 'stripe', secret: 'whsec_stripe' }, secret: 'whsec_stripe', other: 'whsec_wrong', body: EVENT, header: 'Stripe-Signature', delivery: true },
-  { path: 'slack', signature: { scheme: 'slack', secret: 'slack-secret' }, secret: 'slack-secret', other: 'slack-wrong', body: EVENT, header: 'X-Slack-Signature', delivery: false },
-  { path: 'shopify', signature: { scheme: 'shopify', secret: 'shpss' }, secret: 'shpss', other: 'shpss-wrong', body: EVENT, header: 'X-Shopify-Hmac-Sha256', delivery: true },
-  { path: 'twilio', signature: { scheme: 'twilio', secret: 'tw-token', url: TWILIO_URL }, secret: 'tw-token', other: 'tw-wrong', body: 'MessageSid=SM1&From=%2B15551234567&Body=Hello', header: 'X-Twilio-Signature', delivery: true },
-  { path: 'gitlab', signature: { scheme: 'gitlab', secret: 'gl-token' }, secret: 'gl-token', other: 'gl-wrong', body: EVENT, header: 'X-Gitlab-Token', delivery: true },
-  { path: 'hmac', signature: { scheme: 'hmac', secret: 'generic', header: 'X-Signature', algorithm: 'sha512', prefix: 'sha512=' }, secret: 'generic', other: 'generic-wrong', body: EVENT, header: 'X-Signature', delivery: false },
-  { path: 'token', signature: { scheme: 'token', secret: 'path-token' }, secret: 'path-token', other: 'path-wrong', body: EVENT, header: 'Authorization', delivery: false },
+  {
+    path: 'standard-webhooks',
+    signature: { scheme: 'standard-webhooks', secret: WHSEC, toleranceSeconds: 300 },
+    secret: WHSEC,
+    other: WHSEC_2,
+    body: EVENT,
+    header: 'webhook-signature',
+    delivery: true,
+  },
+  {
+    path: 'svix',
+    signature: { scheme: 'standard-webhooks', secret: WHSEC },
+    secret: WHSEC,
+    other: WHSEC_2,
+    body: EVENT,
+    header: 'svix-signature',
+    delivery: true,
+  },
+  {
+    path: 'github',
+    signature: { scheme: 'github', secret: 'gh-secret' },
+    secret: 'gh-secret',
+    other: 'gh-wrong',
+    body: JSON.stringify(githubExample('push')),
+    header: 'X-Hub-Signature-256',
+    delivery: true,
+  },
+  {
+    path: 'meta',
+    signature: { scheme: 'meta', secret: 'app-secret', verifyToken: 'meta-verify-1' },
+    secret: 'app-secret',
+    other: 'app-wrong',
+    body: EVENT,
+    header: 'X-Hub-Signature-256',
+    delivery: false,
+  },
+  {
+    path: 'stripe',
+    signature: { scheme: 'stripe', secret: 'whsec_stripe' },
+    secret: 'whsec_stripe',
+    other: 'whsec_wrong',
+    body: EVENT,
+    header: 'Stripe-Signature',
+    delivery: true,
+  },
+  {
+    path: 'slack',
+    signature: { scheme: 'slack', secret: 'slack-secret' },
+    secret: 'slack-secret',
+    other: 'slack-wrong',
+    body: EVENT,
+    header: 'X-Slack-Signature',
+    delivery: false,
+  },
+  {
+    path: 'shopify',
+    signature: { scheme: 'shopify', secret: 'shpss' },
+    secret: 'shpss',
+    other: 'shpss-wrong',
+    body: EVENT,
+    header: 'X-Shopify-Hmac-Sha256',
+    delivery: true,
+  },
+  {
+    path: 'twilio',
+    signature: { scheme: 'twilio', secret: 'tw-token', url: TWILIO_URL },
+    secret: 'tw-token',
+    other: 'tw-wrong',
+    body: 'MessageSid=SM1&From=%2B15551234567&Body=Hello',
+    header: 'X-Twilio-Signature',
+    delivery: true,
+  },
+  {
+    path: 'gitlab',
+    signature: { scheme: 'gitlab', secret: 'gl-token' },
+    secret: 'gl-token',
+    other: 'gl-wrong',
+    body: EVENT,
+    header: 'X-Gitlab-Token',
+    delivery: true,
+  },
+  {
+    path: 'hmac',
+    signature: { scheme: 'hmac', secret: 'generic', header: 'X-Signature', algorithm: 'sha512', prefix: 'sha512=' },
+    secret: 'generic',
+    other: 'generic-wrong',
+    body: EVENT,
+    header: 'X-Signature',
+    delivery: false,
+  },
+  {
+    path: 'token',
+    signature: { scheme: 'token', secret: 'path-token' },
+    secret: 'path-token',
+    other: 'path-wrong',
+    body: EVENT,
+    header: 'Authorization',
+    delivery: false,
+  },
 ];
 
 function mappings(): Record<string, unknown>[] {
   return [
-    ...SCHEMES.map((s) => ({ id: s.path, match: { path: s.path }, signature: { ...s.signature }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: `signed ${s.path}` })),
+    ...SCHEMES.map((s) => ({
+      id: s.path,
+      match: { path: s.path },
+      signature: { ...s.signature },
+      action: 'wake',
+      wakeMode: 'next-heartbeat',
+      textTemplate: `signed ${s.path}`,
+    })),
     // Two mappings on one filtered path: pushes and pull requests are taken, anything else is ignored.
     ...['push', 'pull_request'].map((event) => ({
       match: { path: 'filtered' },
@@ -56,7 +156,13 @@ function mappings(): Record<string, unknown>[] {
       wakeMode: 'next-heartbeat',
       textTemplate: `${event} {{repository.full_name}}`,
     })),
-    { match: { path: 'plain' }, filter: { payload: { kind: 'wanted' } }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'plain' },
+    {
+      match: { path: 'plain' },
+      filter: { payload: { kind: 'wanted' } },
+      action: 'wake',
+      wakeMode: 'next-heartbeat',
+      textTemplate: 'plain',
+    },
   ];
 }
 
@@ -69,7 +175,12 @@ function stateDir(t: TestContext): Promise<string> {
   return tempDir(t, 'server-signed-spec-');
 }
 
-async function start(t: TestContext, dir: string, extra: Record<string, unknown> = {}, now?: () => number): Promise<Harness> {
+async function start(
+  t: TestContext,
+  dir: string,
+  extra: Record<string, unknown> = {},
+  now?: () => number,
+): Promise<Harness> {
   const h = await startApp(t, {
     raw: { hooks: { mappings: mappings(), ...extra }, gateway: { auth: { token: GATEWAY } } },
     token: TOKEN,
@@ -85,10 +196,30 @@ async function start(t: TestContext, dir: string, extra: Record<string, unknown>
   return { ...h, close: () => (closed ??= h.stop().then(() => h.store.close())) };
 }
 
-async function deliver(h: Harness, s: Scheme, options: { secret?: string; id?: string; at?: number; body?: string; path?: string; headers?: Record<string, string> } = {}): Promise<Reply> {
+async function deliver(
+  h: Harness,
+  s: Scheme,
+  options: {
+    secret?: string;
+    id?: string;
+    at?: number;
+    body?: string;
+    path?: string;
+    headers?: Record<string, string>;
+  } = {},
+): Promise<Reply> {
   const body = options.body ?? s.body;
-  const headers = await SIGNERS[s.path]!({ secret: options.secret ?? s.secret, body, nowSeconds: options.at ?? NOW_S, id: options.id ?? 'delivery-1', url: TWILIO_URL });
-  return post(h.url, `/hooks/${options.path ?? s.path}`, { headers: { 'content-type': 'application/json', ...headers, ...options.headers }, body });
+  const headers = await SIGNERS[s.path]!({
+    secret: options.secret ?? s.secret,
+    body,
+    nowSeconds: options.at ?? NOW_S,
+    id: options.id ?? 'delivery-1',
+    url: TWILIO_URL,
+  });
+  return post(h.url, `/hooks/${options.path ?? s.path}`, {
+    headers: { 'content-type': 'application/json', ...headers, ...options.headers },
+    body,
+  });
 }
 
 function recorded(h: Harness): number {
@@ -116,7 +247,10 @@ for (const s of SCHEMES) {
 
   test(`POST ${s.path}: the hook token alone does not open the signed path`, async (t) => {
     const h = await start(t, await stateDir(t));
-    const reply = await post(h.url, `/hooks/${s.path}`, { headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: s.body });
+    const reply = await post(h.url, `/hooks/${s.path}`, {
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      body: s.body,
+    });
     assert.equal(reply.status, 401, reply.text);
     assert.match(String(reply.body['error']), /^invalid signature: /);
     assert.equal(recorded(h), 0);
@@ -140,7 +274,10 @@ for (const s of SCHEMES) {
       assert.deepEqual(c.body, a.body);
       assert.equal(recorded(second), 1);
       // Another delivery of the same content is a new event.
-      const d = await deliver(second, s, { id: 'retry-2', ...(s.path === 'stripe' ? { body: s.body.replace('evt_1Q2w3E4r', 'evt_other') } : {}) });
+      const d = await deliver(second, s, {
+        id: 'retry-2',
+        ...(s.path === 'stripe' ? { body: s.body.replace('evt_1Q2w3E4r', 'evt_other') } : {}),
+      });
       assert.equal(d.status, 200, d.text);
       assert.equal(d.headers['idempotent-replayed'], undefined);
       assert.equal(recorded(second), 2);
@@ -151,17 +288,24 @@ for (const s of SCHEMES) {
 test('POST a signed path: an old or a future timestamp is 401 naming the timestamp header (the clock is injected)', async (t) => {
   const h = await start(t, await stateDir(t));
   const slack = SCHEMES.find((s) => s.path === 'slack')!;
-  for (const at of [NOW_S - 301, NOW_S + 301]) unauthorized(await deliver(h, slack, { at }), 'X-Slack-Request-Timestamp');
+  for (const at of [NOW_S - 301, NOW_S + 301]) {
+    unauthorized(await deliver(h, slack, { at }), 'X-Slack-Request-Timestamp');
+  }
   const standard = SCHEMES[0]!;
   for (const at of [NOW_S - 301, NOW_S + 301]) unauthorized(await deliver(h, standard, { at }), 'webhook-timestamp');
   assert.equal(recorded(h), 0);
 });
 
 test('POST a signed path: a missing signature is 401 naming the header, counted by the failure limiter (429 + Retry-After once locked)', async (t) => {
-  const h = await start(t, await stateDir(t), { authRateLimit: { maxFailures: 3, windowSeconds: 60, lockoutSeconds: 60 } });
+  const h = await start(t, await stateDir(t), {
+    authRateLimit: { maxFailures: 3, windowSeconds: 60, lockoutSeconds: 60 },
+  });
   const github = SCHEMES.find((s) => s.path === 'github')!;
   for (let i = 0; i < 3; i++) {
-    const reply = await post(h.url, '/hooks/github', { headers: { 'content-type': 'application/json' }, body: github.body });
+    const reply = await post(h.url, '/hooks/github', {
+      headers: { 'content-type': 'application/json' },
+      body: github.body,
+    });
     unauthorized(reply, 'X-Hub-Signature-256');
     assert.match(String(reply.body['error']), /X-Hub-Signature-256 is missing/);
   }
@@ -181,16 +325,34 @@ test('POST a filtered path: an event no mapping wants is 200 ignored, records no
   const h = await start(t, await stateDir(t));
   const github = SCHEMES.find((s) => s.path === 'github')!;
   const issues = JSON.stringify(githubExample('issues'));
-  const ignored = await deliver(h, github, { path: 'filtered', body: issues, headers: { 'x-github-event': 'issues' }, id: 'ign-1' });
+  const ignored = await deliver(h, github, {
+    path: 'filtered',
+    body: issues,
+    headers: { 'x-github-event': 'issues' },
+    id: 'ign-1',
+  });
   assert.equal(ignored.status, 200, ignored.text);
   assert.deepEqual(ignored.body, { ok: true, ignored: true });
   assert.equal(recorded(h), 0);
   assert.equal(h.store.stats().idempotencyKeys, 0);
-  const pr = await deliver(h, github, { path: 'filtered', body: JSON.stringify(githubExample('pull_request')), headers: { 'x-github-event': 'pull_request' }, id: 'pr-1' });
+  const pr = await deliver(h, github, {
+    path: 'filtered',
+    body: JSON.stringify(githubExample('pull_request')),
+    headers: { 'x-github-event': 'pull_request' },
+    id: 'pr-1',
+  });
   assert.equal(pr.status, 200, pr.text);
   assert.match(h.store.events()[0]!.text, /pull_request /);
   // The signature still comes first: an unwanted event with a bad signature is 401, not 200.
-  unauthorized(await deliver(h, github, { path: 'filtered', secret: github.other, body: issues, headers: { 'x-github-event': 'issues' } }), 'X-Hub-Signature-256');
+  unauthorized(
+    await deliver(h, github, {
+      path: 'filtered',
+      secret: github.other,
+      body: issues,
+      headers: { 'x-github-event': 'issues' },
+    }),
+    'X-Hub-Signature-256',
+  );
   const metrics = await send(h.url, '/metrics', { headers: { authorization: `Bearer ${GATEWAY}` } });
   assert.match(metrics.text, /^hooks_ignored_total\{hook="filtered"\} 1$/m);
 });
@@ -211,16 +373,25 @@ test('POST a token path with a filter: the hook token opens it, and an unwanted 
 test('POST slack: url_verification is answered with its challenge after the signature verified, and records nothing', async (t) => {
   const h = await start(t, await stateDir(t));
   const slack = SCHEMES.find((s) => s.path === 'slack')!;
-  const body = JSON.stringify({ token: 'legacy', challenge: '3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P', type: 'url_verification' });
+  const body = JSON.stringify({
+    token: 'legacy',
+    challenge: '3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P',
+    type: 'url_verification',
+  });
   const reply = await deliver(h, slack, { body });
-  assert.deepEqual([reply.status, reply.body], [200, { challenge: '3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P' }]);
+  assert.deepEqual([reply.status, reply.body], [200, {
+    challenge: '3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P',
+  }]);
   unauthorized(await deliver(h, slack, { body, secret: slack.other }), 'X-Slack-Signature');
   assert.equal(recorded(h), 0);
 });
 
 test('GET meta: the subscription handshake echoes hub.challenge as text for the right verify token, else 403', async (t) => {
   const h = await start(t, await stateDir(t));
-  const ok = await send(h.url, '/hooks/meta?hub.mode=subscribe&hub.verify_token=meta-verify-1&hub.challenge=1158201444');
+  const ok = await send(
+    h.url,
+    '/hooks/meta?hub.mode=subscribe&hub.verify_token=meta-verify-1&hub.challenge=1158201444',
+  );
   assert.equal(ok.status, 200, ok.text);
   assert.equal(ok.text, '1158201444');
   assert.match(String(ok.headers['content-type']), /^text\/plain/);
@@ -232,22 +403,37 @@ test('GET meta: the subscription handshake echoes hub.challenge as text for the 
   const noChallenge = await send(h.url, '/hooks/meta?hub.mode=subscribe&hub.verify_token=meta-verify-1');
   assert.equal(noChallenge.status, 400);
   // Only the meta path answers a GET; the token-in-URL rule still holds.
-  assert.equal((await send(h.url, '/hooks/github?hub.mode=subscribe&hub.verify_token=meta-verify-1&hub.challenge=1')).status, 405);
+  assert.equal(
+    (await send(h.url, '/hooks/github?hub.mode=subscribe&hub.verify_token=meta-verify-1&hub.challenge=1')).status,
+    405,
+  );
   assert.equal((await send(h.url, '/hooks/meta?token=x')).status, 400);
   assert.equal(recorded(h), 0);
 });
 
 test('GET a hook path without any meta mapping is 405 as before', async (t) => {
-  const h = await startApp(t, { raw: { hooks: { mappings: [{ match: { path: 'x' }, action: 'wake', textTemplate: 'x' }] } }, token: TOKEN });
+  const h = await startApp(t, {
+    raw: { hooks: { mappings: [{ match: { path: 'x' }, action: 'wake', textTemplate: 'x' }] } },
+    token: TOKEN,
+  });
   const reply = await send(h.url, '/hooks/x?hub.mode=subscribe');
   assert.equal(reply.status, 405);
   assert.equal(reply.headers['allow'], 'POST');
 });
 
 test('POST gitlab: the X-Gitlab-Token secret is not shown to templates', async (t) => {
-  const mappings = [{ match: { path: 'gl' }, signature: { scheme: 'gitlab', secret: 'gl-secret-77' }, action: 'wake', textTemplate: 'token={{headers.x-gitlab-token}} event={{headers.x-gitlab-event}}', allowUnsafeExternalContent: true }];
+  const mappings = [{
+    match: { path: 'gl' },
+    signature: { scheme: 'gitlab', secret: 'gl-secret-77' },
+    action: 'wake',
+    textTemplate: 'token={{headers.x-gitlab-token}} event={{headers.x-gitlab-event}}',
+    allowUnsafeExternalContent: true,
+  }];
   const h = await startApp(t, { raw: { hooks: { mappings } }, token: TOKEN });
-  const reply = await post(h.url, '/hooks/gl', { headers: { 'x-gitlab-token': 'gl-secret-77', 'x-gitlab-event': 'Push Hook' }, body: { object_kind: 'push' } });
+  const reply = await post(h.url, '/hooks/gl', {
+    headers: { 'x-gitlab-token': 'gl-secret-77', 'x-gitlab-event': 'Push Hook' },
+    body: { object_kind: 'push' },
+  });
   assert.equal(reply.status, 200, reply.text);
   assert.equal(h.store.events()[0]!.text, 'token= event=Push Hook');
 });
@@ -264,9 +450,21 @@ test('POST standard-webhooks: one delivery replayed with fresh Idempotency-Key h
   const h = await start(t, await stateDir(t));
   const s = SCHEMES.find((x) => x.path === 'standard-webhooks')!;
   // Signed once by the standardwebhooks package, then sent five times with different keys.
-  const headers = await SIGNERS['standard-webhooks']!({ secret: s.secret, body: s.body, nowSeconds: NOW_S, id: 'msg_2mjRLiWUaVbhJgkhoy6B8sgpyjS' });
+  const headers = await SIGNERS['standard-webhooks']!({
+    secret: s.secret,
+    body: s.body,
+    nowSeconds: NOW_S,
+    id: 'msg_2mjRLiWUaVbhJgkhoy6B8sgpyjS',
+  });
   const replies: Reply[] = [];
-  for (const extra of [{}, ...FRESH_KEYS]) replies.push(await post(h.url, '/hooks/standard-webhooks', { headers: { 'content-type': 'application/json', ...headers, ...extra }, body: s.body }));
+  for (const extra of [{}, ...FRESH_KEYS]) {
+    replies.push(
+      await post(h.url, '/hooks/standard-webhooks', {
+        headers: { 'content-type': 'application/json', ...headers, ...extra },
+        body: s.body,
+      }),
+    );
+  }
   assert.deepEqual(replies.map((r) => r.status), [200, 200, 200, 200, 200]);
   assert.deepEqual(replies.map((r) => r.headers['idempotent-replayed']), [undefined, 'true', 'true', 'true', 'true']);
   assert.equal(recorded(h), 1);
@@ -283,10 +481,28 @@ test('POST stripe: one event replayed with fresh Idempotency-Key headers takes e
 test('POST slack: an event_callback retried by Slack (re-signed, X-Slack-Retry-Num: 1) takes effect once, keyed by its signed event_id', async (t) => {
   const h = await start(t, await stateDir(t));
   const s = SCHEMES.find((x) => x.path === 'slack')!;
-  const event = (id: string) => JSON.stringify({ token: 'legacy', team_id: 'T123ABC456', api_app_id: 'A123ABC456', type: 'event_callback', event_id: id, event_time: NOW_S - 70, event: { type: 'app_mention', user: 'U123', text: '<@U0LAN0Z89> is it everything a river should be?', ts: '1515449522.000016', channel: 'C123ABC456' } });
+  const event = (id: string) =>
+    JSON.stringify({
+      token: 'legacy',
+      team_id: 'T123ABC456',
+      api_app_id: 'A123ABC456',
+      type: 'event_callback',
+      event_id: id,
+      event_time: NOW_S - 70,
+      event: {
+        type: 'app_mention',
+        user: 'U123',
+        text: '<@U0LAN0Z89> is it everything a river should be?',
+        ts: '1515449522.000016',
+        channel: 'C123ABC456',
+      },
+    });
   const first = await deliver(h, s, { body: event('Ev08MFMKH6'), at: NOW_S - 65 });
   assert.equal(first.status, 200, first.text);
-  const retry = await deliver(h, s, { body: event('Ev08MFMKH6'), headers: { 'x-slack-retry-num': '1', 'x-slack-retry-reason': 'http_timeout', 'idempotency-key': 'other' } });
+  const retry = await deliver(h, s, {
+    body: event('Ev08MFMKH6'),
+    headers: { 'x-slack-retry-num': '1', 'x-slack-retry-reason': 'http_timeout', 'idempotency-key': 'other' },
+  });
   assert.equal(retry.status, 200, retry.text);
   assert.equal(retry.headers['idempotent-replayed'], 'true');
   assert.equal(recorded(h), 1);
@@ -298,8 +514,22 @@ test('POST meta: a captured delivery replayed with fresh Idempotency-Key headers
   const h = await start(t, await stateDir(t));
   const s = SCHEMES.find((x) => x.path === 'meta')!;
   const message = (id: string) =>
-    JSON.stringify({ object: 'whatsapp_business_account', entry: [{ id: '102290129340398', changes: [{ field: 'messages', value: { messaging_product: 'whatsapp', messages: [{ from: '16505551234', id, timestamp: '1749416383', type: 'text', text: { body: 'hi' } }] } }] }] });
-  for (const extra of [{}, ...FRESH_KEYS]) assert.equal((await deliver(h, s, { body: message('wamid.A'), headers: extra })).status, 200);
+    JSON.stringify({
+      object: 'whatsapp_business_account',
+      entry: [{
+        id: '102290129340398',
+        changes: [{
+          field: 'messages',
+          value: {
+            messaging_product: 'whatsapp',
+            messages: [{ from: '16505551234', id, timestamp: '1749416383', type: 'text', text: { body: 'hi' } }],
+          },
+        }],
+      }],
+    });
+  for (const extra of [{}, ...FRESH_KEYS]) {
+    assert.equal((await deliver(h, s, { body: message('wamid.A'), headers: extra })).status, 200);
+  }
   assert.equal(recorded(h), 1);
   assert.equal((await deliver(h, s, { body: message('wamid.B') })).status, 200);
   assert.equal(recorded(h), 2);
@@ -314,18 +544,37 @@ test('POST github: without signature.dedupeBodySeconds a captured delivery repla
 
   let now = NOW_S * 1000;
   const dir = await stateDir(t);
-  const raw = { hooks: { mappings: [{ match: { path: 'github' }, signature: { scheme: 'github', secret: s.secret, dedupeBodySeconds: 600 }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'push' }] } };
+  const raw = {
+    hooks: {
+      mappings: [{
+        match: { path: 'github' },
+        signature: { scheme: 'github', secret: s.secret, dedupeBodySeconds: 600 },
+        action: 'wake',
+        wakeMode: 'next-heartbeat',
+        textTemplate: 'push',
+      }],
+    },
+  };
   const h = await startApp(t, { raw, token: TOKEN, dir, now: () => now, with: () => ({ clock: () => NOW_S * 1000 }) });
   const replies: Reply[] = [];
-  for (const [id, extra] of [['d-1', {}], ['d-2', { 'idempotency-key': 'k-2' }], ['d-3', {}]] as const) replies.push(await deliver(h as Harness, s, { id, headers: extra }));
-  assert.deepEqual(replies.map((r) => [r.status, r.headers['idempotent-replayed']]), [[200, undefined], [200, 'true'], [200, 'true']]);
+  for (const [id, extra] of [['d-1', {}], ['d-2', { 'idempotency-key': 'k-2' }], ['d-3', {}]] as const) {
+    replies.push(await deliver(h as Harness, s, { id, headers: extra }));
+  }
+  assert.deepEqual(replies.map((r) => [r.status, r.headers['idempotent-replayed']]), [[200, undefined], [200, 'true'], [
+    200,
+    'true',
+  ]]);
   assert.equal(h.store.events().length, 1);
   // The journal holds the key's expiry, not the window it came from.
   const journal = await readFile(join(h.state, JOURNAL_FILE), 'utf8');
   assert.match(journal, new RegExp(`"expiresAt":${NOW_S * 1000 + 600_000}\\b`));
   assert.doesNotMatch(journal, /ttlMs/);
   // Another body is another delivery.
-  assert.equal((await deliver(h as Harness, s, { id: 'd-4', body: JSON.stringify(githubExample('push', 1)) })).headers['idempotent-replayed'], undefined);
+  assert.equal(
+    (await deliver(h as Harness, s, { id: 'd-4', body: JSON.stringify(githubExample('push', 1)) }))
+      .headers['idempotent-replayed'],
+    undefined,
+  );
   assert.equal(h.store.events().length, 2);
   // Past the window the same body is taken again (identical bodies can be legitimate).
   now += 601_000;
@@ -339,17 +588,34 @@ test('POST twilio: a JSON body without bodySHA256 in the URL is 401 (no signatur
   const body = JSON.stringify({ MessageSid: 'SM1', Body: 'forged' });
   const urlOnly = twilio.getExpectedTwilioSignature(s.secret, TWILIO_URL, {});
   for (const type of ['application/json', 'text/plain']) {
-    const reply = await post(h.url, '/hooks/twilio', { headers: { 'content-type': type, 'x-twilio-signature': urlOnly }, body });
+    const reply = await post(h.url, '/hooks/twilio', {
+      headers: { 'content-type': type, 'x-twilio-signature': urlOnly },
+      body,
+    });
     unauthorized(reply, 'X-Twilio-Signature');
     assert.match(String(reply.body['error']), /bodySHA256/);
   }
   assert.equal(recorded(h), 0);
   const hashed = `${TWILIO_URL}?bodySHA256=${createHash('sha256').update(body).digest('hex')}`;
   const dir = await stateDir(t);
-  const raw = { hooks: { mappings: [{ match: { path: 'twilio' }, signature: { scheme: 'twilio', secret: s.secret, url: TWILIO_URL }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'sms {{Body}}', allowUnsafeExternalContent: true }] } };
+  const raw = {
+    hooks: {
+      mappings: [{
+        match: { path: 'twilio' },
+        signature: { scheme: 'twilio', secret: s.secret, url: TWILIO_URL },
+        action: 'wake',
+        wakeMode: 'next-heartbeat',
+        textTemplate: 'sms {{Body}}',
+        allowUnsafeExternalContent: true,
+      }],
+    },
+  };
   const json = await startApp(t, { raw, token: TOKEN, dir, with: () => ({ clock: () => NOW_S * 1000 }) });
   const taken = await post(json.url, `/hooks/twilio?bodySHA256=${createHash('sha256').update(body).digest('hex')}`, {
-    headers: { 'content-type': 'application/json', 'x-twilio-signature': twilio.getExpectedTwilioSignature(s.secret, hashed, {}) },
+    headers: {
+      'content-type': 'application/json',
+      'x-twilio-signature': twilio.getExpectedTwilioSignature(s.secret, hashed, {}),
+    },
     body,
   });
   assert.equal(taken.status, 200, taken.text);
@@ -359,11 +625,25 @@ test('POST twilio: a JSON body without bodySHA256 in the URL is 401 (no signatur
 test('POST twilio: a form-labelled body is read as the form its signature covers, even when it looks like JSON', async (t) => {
   const s = SCHEMES.find((x) => x.path === 'twilio')!;
   const dir = await stateDir(t);
-  const raw = { hooks: { mappings: [{ match: { path: 'twilio' }, signature: { scheme: 'twilio', secret: s.secret, url: TWILIO_URL }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'sms [{{Body}}]', allowUnsafeExternalContent: true }] } };
+  const raw = {
+    hooks: {
+      mappings: [{
+        match: { path: 'twilio' },
+        signature: { scheme: 'twilio', secret: s.secret, url: TWILIO_URL },
+        action: 'wake',
+        wakeMode: 'next-heartbeat',
+        textTemplate: 'sms [{{Body}}]',
+        allowUnsafeExternalContent: true,
+      }],
+    },
+  };
   const h = await startApp(t, { raw, token: TOKEN, dir, with: () => ({ clock: () => NOW_S * 1000 }) });
   // Twilio's signature reads `{"Body":"a+b"}` and `{"Body":"a b"}` alike (a form decodes `+`), so neither may be taken as JSON.
   const body = '{"Body":"a+b"}';
-  const reply = await post(h.url, '/hooks/twilio', { headers: await SIGNERS['twilio']!({ secret: s.secret, body, nowSeconds: NOW_S, id: 'tw-json', url: TWILIO_URL }), body });
+  const reply = await post(h.url, '/hooks/twilio', {
+    headers: await SIGNERS['twilio']!({ secret: s.secret, body, nowSeconds: NOW_S, id: 'tw-json', url: TWILIO_URL }),
+    body,
+  });
   assert.equal(reply.status, 200, reply.text);
   assert.equal(h.store.events()[0]!.text, 'sms []');
 });

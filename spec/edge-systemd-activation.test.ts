@@ -1,11 +1,11 @@
 // Socket activation end to end: a child process is handed a listening socket as fd 3 with
 // LISTEN_FDS/LISTEN_PID set, and serves HTTP on it without binding anything itself.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { writeFile } from 'node:fs/promises';
 import { get } from 'node:http';
-import { createServer, type AddressInfo } from 'node:net';
+import { type AddressInfo, createServer } from 'node:net';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { test } from 'node:test';
@@ -38,7 +38,11 @@ test(
     // Deno's node:net gives a listening server no file descriptor (server._handle.fd is undefined) and
     // its child_process refuses a handle in stdio, so a Deno parent cannot hand its socket to a child.
     // Deno as the child does work: the systemd-socket-activate test below runs it.
-    skip: IS_DENO ? "a Deno parent cannot pass a listening socket's fd to a child" : process.platform === 'win32' ? 'no /bin/sh or fd passing on Windows' : false,
+    skip: IS_DENO
+      ? "a Deno parent cannot pass a listening socket's fd to a child"
+      : process.platform === 'win32'
+      ? 'no /bin/sh or fd passing on Windows'
+      : false,
   },
   async (t) => {
     const dir = await tempDir(t, 'hooks-ingress-activation-');
@@ -89,7 +93,10 @@ test(
       const [cmd, args] = _runtime(script);
       // systemd's own implementation of the protocol: it binds, waits for the first connection,
       // then execs the server with fd 3, LISTEN_FDS=1 and LISTEN_PID set to the server's pid.
-      const activate = spawn('systemd-socket-activate', ['--listen', socketPath, cmd, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+      const activate = spawn('systemd-socket-activate', ['--listen', socketPath, cmd, ...args], {
+        cwd: ROOT,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       child = activate;
       await _line(activate, activate.stderr, /^Listening on /m);
 
@@ -122,7 +129,10 @@ function _line(child: ChildProcess, stream: Readable, pattern: RegExp): Promise<
       seen += d;
       if (pattern.test(seen)) resolve();
     });
-    child.once('exit', (code, signal) => reject(new Error(`the child exited (${code ?? signal}) before printing ${pattern}: ${stderr}`)));
+    child.once(
+      'exit',
+      (code, signal) => reject(new Error(`the child exited (${code ?? signal}) before printing ${pattern}: ${stderr}`)),
+    );
   });
 }
 

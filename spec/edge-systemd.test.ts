@@ -17,8 +17,11 @@ const MAX_EXPOSURE = 2.0;
 // `security --offline` arrived in systemd 250; an older systemd-analyze would score this
 // machine's running systemd instead of the file, so it is skipped rather than trusted.
 const ANALYZE = _analyzeVersion();
-const ANALYZE_SKIP =
-  ANALYZE === null ? 'systemd-analyze is not installed' : ANALYZE < 250 ? `systemd-analyze ${ANALYZE} has no --offline (needs 250 or later)` : false;
+const ANALYZE_SKIP = ANALYZE === null
+  ? 'systemd-analyze is not installed'
+  : ANALYZE < 250
+  ? `systemd-analyze ${ANALYZE} has no --offline (needs 250 or later)`
+  : false;
 
 test('inheritedListenFd() answers 3 when LISTEN_PID is this process and LISTEN_FDS is at least 1', () => {
   assert.equal(inheritedListenFd({ LISTEN_PID: '4242', LISTEN_FDS: '1' }, 4242), 3);
@@ -39,14 +42,27 @@ test('inheritedListenFd() answers null when no socket was passed', () => {
 
 test('inheritedListenFd() reads only plain decimal numbers, as sd_listen_fds does', () => {
   for (const bad of ['', ' 1', '1 ', '+1', '-1', '0x1', '1.0', '1e0', '12345678901']) {
-    assert.equal(inheritedListenFd({ LISTEN_PID: '4242', LISTEN_FDS: bad }, 4242), null, `LISTEN_FDS=${JSON.stringify(bad)}`);
-    assert.equal(inheritedListenFd({ LISTEN_PID: bad, LISTEN_FDS: '1' }, Number(bad) || 4242), null, `LISTEN_PID=${JSON.stringify(bad)}`);
+    assert.equal(
+      inheritedListenFd({ LISTEN_PID: '4242', LISTEN_FDS: bad }, 4242),
+      null,
+      `LISTEN_FDS=${JSON.stringify(bad)}`,
+    );
+    assert.equal(
+      inheritedListenFd({ LISTEN_PID: bad, LISTEN_FDS: '1' }, Number(bad) || 4242),
+      null,
+      `LISTEN_PID=${JSON.stringify(bad)}`,
+    );
   }
   assert.equal(inheritedListenFd({ LISTEN_PID: '04242', LISTEN_FDS: '01' }, 4242), 3);
 });
 
 test('unsetListenEnv() removes LISTEN_PID, LISTEN_FDS and LISTEN_FDNAMES and nothing else', () => {
-  const env: Record<string, string | undefined> = { LISTEN_PID: '1', LISTEN_FDS: '1', LISTEN_FDNAMES: 'http', PATH: '/usr/bin' };
+  const env: Record<string, string | undefined> = {
+    LISTEN_PID: '1',
+    LISTEN_FDS: '1',
+    LISTEN_FDNAMES: 'http',
+    PATH: '/usr/bin',
+  };
   unsetListenEnv(env);
   assert.deepEqual(env, { PATH: '/usr/bin' });
 });
@@ -61,7 +77,7 @@ test('hooks-ingress.service gives the drain bound time before systemd escalates 
   assert.ok(Number(stop) * 1000 > DRAIN_MS, `TimeoutStopSec=${stop} exceeds the ${DRAIN_MS} ms drain`);
 });
 
-test('hooks-ingress.service leaves MemoryDenyWriteExecute off, which Node\'s JIT needs', () => {
+test("hooks-ingress.service leaves MemoryDenyWriteExecute off, which Node's JIT needs", () => {
   assert.deepEqual(_values(SERVICE, 'MemoryDenyWriteExecute'), ['no']);
 });
 
@@ -69,7 +85,10 @@ test(
   `systemd-analyze security --offline=true scores hooks-ingress.service ${MAX_EXPOSURE.toFixed(1)} or lower`,
   { skip: ANALYZE_SKIP },
   () => {
-    const run = spawnSync('systemd-analyze', ['security', '--offline=true', '--no-pager', SERVICE], { cwd: ROOT, encoding: 'utf8' });
+    const run = spawnSync('systemd-analyze', ['security', '--offline=true', '--no-pager', SERVICE], {
+      cwd: ROOT,
+      encoding: 'utf8',
+    });
     assert.equal(run.error, undefined, 'systemd-analyze did not run');
     const output = `${run.stdout}${run.stderr}`;
     const score = /Overall exposure level for [^:]+: (\d+(?:\.\d+)?)/.exec(output);
@@ -85,7 +104,9 @@ test('systemd-analyze verify finds no problem in the service and socket units', 
   const root = await tempDir(t, 'hooks-ingress-verify-');
   const units = join(root, 'etc/systemd/system');
   await mkdir(units, { recursive: true });
-  for (const unit of [SERVICE, SOCKET]) await copyFile(join(ROOT, unit), join(units, unit.slice(unit.lastIndexOf('/') + 1)));
+  for (const unit of [SERVICE, SOCKET]) {
+    await copyFile(join(ROOT, unit), join(units, unit.slice(unit.lastIndexOf('/') + 1)));
+  }
   await writeFile(join(units, 'sysinit.target'), '[Unit]\nDescription=stub\n');
   const commands = [..._values(SERVICE, 'ExecStart'), ..._values(SERVICE, 'ExecReload')];
   assert.ok(commands.length > 0);
@@ -95,7 +116,13 @@ test('systemd-analyze verify finds no problem in the service and socket units', 
     await writeFile(binary, '#!/bin/sh\n');
     await chmod(binary, 0o755);
   }
-  const run = spawnSync('systemd-analyze', ['verify', '--man=no', `--root=${root}`, 'hooks-ingress.service', 'hooks-ingress.socket'], {
+  const run = spawnSync('systemd-analyze', [
+    'verify',
+    '--man=no',
+    `--root=${root}`,
+    'hooks-ingress.service',
+    'hooks-ingress.socket',
+  ], {
     cwd: ROOT,
     encoding: 'utf8',
   });

@@ -11,13 +11,13 @@ import type { LedgerEntry } from '../lib/model/ledger-entry.ts';
 import type { CallTransform } from '../lib/hooks/mappings.ts';
 import { defer } from './_cleanup.ts';
 import { tempDir } from './_dir.ts';
-import { silentLogger, specConfig, startApp, withHooks, type AppHarness } from './_app.ts';
+import { type AppHarness, silentLogger, specConfig, startApp, withHooks } from './_app.ts';
 import { Claims } from '../lib/server/claims.ts';
 import { replayOperation } from '../lib/server/replay.ts';
 import { post } from './_http.ts';
 import { until } from './_until.ts';
 import { githubExample, SIGNERS } from './_signers.ts';
-import { takenCheck, type DeliveryTaken } from '../lib/edge/taken.ts';
+import { type DeliveryTaken, takenCheck } from '../lib/edge/taken.ts';
 
 const TOKEN = 'taken-hook-token-0123456789';
 const T0 = Date.UTC(2026, 0, 1);
@@ -39,9 +39,28 @@ const raw = (secret: string, extra: Record<string, unknown> = {}) => ({
     idempotencyTtlSeconds: 60,
     ledger: { maxAgeSeconds: 3600 },
     mappings: [
-      { match: { path: 'github' }, signature: { scheme: 'github', secret }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'push to {{repository.name}}' },
-      { match: { path: 'held' }, signature: { scheme: 'github', secret }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'push to {{repository.name}}', transform: { module: 'hold.mjs' } },
-      { match: { path: 'sms' }, signature: { scheme: 'twilio', secret: 'twilio-auth-token-0123', url: 'https://hooks.example.test/hooks/sms' }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'sms {{Body}}' },
+      {
+        match: { path: 'github' },
+        signature: { scheme: 'github', secret },
+        action: 'wake',
+        wakeMode: 'next-heartbeat',
+        textTemplate: 'push to {{repository.name}}',
+      },
+      {
+        match: { path: 'held' },
+        signature: { scheme: 'github', secret },
+        action: 'wake',
+        wakeMode: 'next-heartbeat',
+        textTemplate: 'push to {{repository.name}}',
+        transform: { module: 'hold.mjs' },
+      },
+      {
+        match: { path: 'sms' },
+        signature: { scheme: 'twilio', secret: 'twilio-auth-token-0123', url: 'https://hooks.example.test/hooks/sms' },
+        action: 'wake',
+        wakeMode: 'next-heartbeat',
+        textTemplate: 'sms {{Body}}',
+      },
     ],
     ...extra,
   },
@@ -56,7 +75,13 @@ async function start(t: TestContext, secret: string, transforms?: CallTransform)
   const ledger = await Ledger.open(join(dir, 'state'), { config: config.hooks.ledger });
   defer(t, () => ledger.close());
   const clock = { t: T0 };
-  const h = await startApp(t, { raw: raw(secret), token: TOKEN, dir, now: () => clock.t, with: () => ({ ledger, ...(transforms === undefined ? {} : { transforms }) }) });
+  const h = await startApp(t, {
+    raw: raw(secret),
+    token: TOKEN,
+    dir,
+    now: () => clock.t,
+    with: () => ({ ledger, ...(transforms === undefined ? {} : { transforms }) }),
+  });
   return {
     ...h,
     clock,
@@ -72,9 +97,18 @@ async function start(t: TestContext, secret: string, transforms?: CallTransform)
 const BODY = JSON.stringify(githubExample('push'));
 
 // GitHub's delivery as its own library signs it; a redelivery sends the same X-GitHub-Delivery.
-async function deliver(h: Harness, secret: string, requestId: string, id = 'delivery-1', path = '/hooks/github'): Promise<Awaited<ReturnType<typeof post>>> {
+async function deliver(
+  h: Harness,
+  secret: string,
+  requestId: string,
+  id = 'delivery-1',
+  path = '/hooks/github',
+): Promise<Awaited<ReturnType<typeof post>>> {
   const headers = await SIGNERS['github']!({ secret, body: BODY, nowSeconds: 0, id });
-  return post(h.url, path, { headers: { ...headers, 'content-type': 'application/json', 'x-request-id': requestId }, body: BODY });
+  return post(h.url, path, {
+    headers: { ...headers, 'content-type': 'application/json', 'x-request-id': requestId },
+    body: BODY,
+  });
 }
 
 async function entryOf(h: Harness, requestId: string): Promise<LedgerEntry> {
@@ -99,7 +133,7 @@ test('a delivery id stays taken past the idempotency window while the ledger kee
   assert.equal(h.pushes(), 2);
 });
 
-test('a replay that succeeds takes the delivery id in its commit: the provider\'s redelivery afterwards is a duplicate of the replay, also past the idempotency window', async (t) => {
+test("a replay that succeeds takes the delivery id in its commit: the provider's redelivery afterwards is a duplicate of the replay, also past the idempotency window", async (t) => {
   const h = await start(t, WRONG);
   assert.equal((await deliver(h, RIGHT, 'gh-refused')).status, 401);
   const refused = await entryOf(h, 'gh-refused');
@@ -108,7 +142,11 @@ test('a replay that succeeds takes the delivery id in its commit: the provider\'
   const replayed = await h.app.replay(refused);
   assert.equal(replayed.status, 200);
   assert.equal(h.pushes(), 1);
-  assert.deepEqual(await h.app.taken(refused), { scope: 'github', key: 'delivery-1', by: { requestId: replayed.requestId } });
+  assert.deepEqual(await h.app.taken(refused), {
+    scope: 'github',
+    key: 'delivery-1',
+    by: { requestId: replayed.requestId },
+  });
   const redelivered = await deliver(h, RIGHT, 'gh-redeliver');
   assert.equal(redelivered.status, 200);
   assert.equal(redelivered.headers['idempotent-replayed'], 'true');
@@ -133,7 +171,7 @@ test('a replay of a delivery already taken is a duplicate of the request that to
   assert.deepEqual((await h.app.taken(entry))?.by, { requestId: forced.requestId });
 });
 
-test('a replay that arrives while the provider\'s retry of the same delivery is being handled waits for it, and is then a duplicate: one event', async (t) => {
+test("a replay that arrives while the provider's retry of the same delivery is being handled waits for it, and is then a duplicate: one event", async (t) => {
   let release!: () => void;
   const gate = new Promise<void>((resolve) => (release = resolve));
   let calls = 0;
@@ -157,11 +195,20 @@ test('a replay that arrives while the provider\'s retry of the same delivery is 
   assert.equal(h.pushes(), 1);
 });
 
-test('Twilio\'s delivery id (I-Twilio-Idempotency-Token) is redacted in the ledger, so a stored Twilio request names none', async (t) => {
+test("Twilio's delivery id (I-Twilio-Idempotency-Token) is redacted in the ledger, so a stored Twilio request names none", async (t) => {
   const h = await start(t, RIGHT);
   const body = 'Body=hello&From=%2B15550001';
-  const headers = await SIGNERS['twilio']!({ secret: 'twilio-auth-token-0123', body, nowSeconds: 0, id: 'tw-delivery-1', url: 'https://hooks.example.test/hooks/sms' });
-  const sent = await post(h.url, '/hooks/sms', { headers: { ...headers, 'content-type': 'application/x-www-form-urlencoded', 'x-request-id': 'sms-1' }, body });
+  const headers = await SIGNERS['twilio']!({
+    secret: 'twilio-auth-token-0123',
+    body,
+    nowSeconds: 0,
+    id: 'tw-delivery-1',
+    url: 'https://hooks.example.test/hooks/sms',
+  });
+  const sent = await post(h.url, '/hooks/sms', {
+    headers: { ...headers, 'content-type': 'application/x-www-form-urlencoded', 'x-request-id': 'sms-1' },
+    body,
+  });
   assert.equal(sent.status, 200, sent.text);
   const entry = await entryOf(h, 'sms-1');
   assert.equal(entry.headers['i-twilio-idempotency-token'], '[redacted]');
@@ -170,7 +217,10 @@ test('Twilio\'s delivery id (I-Twilio-Idempotency-Token) is redacted in the ledg
 
 test('X-OpenClaw-Idempotency-Key is kept in the ledger (it names a delivery, not a credential), so a stored /wake is known by it', async (t) => {
   const h = await start(t, RIGHT);
-  const sent = await post(h.url, '/hooks/wake', { headers: { authorization: `Bearer ${TOKEN}`, 'x-openclaw-idempotency-key': 'oc-wake-1', 'x-request-id': 'wake-1' }, body: { text: 'deployed', mode: 'next-heartbeat' } });
+  const sent = await post(h.url, '/hooks/wake', {
+    headers: { authorization: `Bearer ${TOKEN}`, 'x-openclaw-idempotency-key': 'oc-wake-1', 'x-request-id': 'wake-1' },
+    body: { text: 'deployed', mode: 'next-heartbeat' },
+  });
   assert.equal(sent.status, 200);
   const entry = await entryOf(h, 'wake-1');
   assert.equal(entry.headers['x-openclaw-idempotency-key'], 'oc-wake-1');
@@ -189,9 +239,15 @@ test('takenCheck(): in a dry run, an entry whose delivery id an entry before it 
   const entry = (id: string) => ({ id }) as LedgerEntry;
   assert.equal(await check.why(entry('a')), null);
   check.wouldTake(entry('a'));
-  assert.equal(await check.why(entry('b')), "entry b's delivery id would already be accepted by the replay of entry a before it; replay it again with --force");
+  assert.equal(
+    await check.why(entry('b')),
+    "entry b's delivery id would already be accepted by the replay of entry a before it; replay it again with --force",
+  );
   assert.equal(check.inRun(entry('b')), 'a', 'the entry before it in the call that takes its id');
-  assert.equal(await check.why(entry('c')), "entry c's delivery id was already accepted as request req-9; replay it again with --force");
+  assert.equal(
+    await check.why(entry('c')),
+    "entry c's delivery id was already accepted as request req-9; replay it again with --force",
+  );
   assert.equal(check.inRun(entry('c')), null, 'taken on record, not in the call');
   assert.equal(await check.why(entry('d')), "entry d's delivery id was already accepted; replay it again with --force");
   assert.equal(await check.why(entry('e')), null);
@@ -206,14 +262,35 @@ test('replayOperation check: a bulk plan learns, without running anything, which
   await h.fix(RIGHT);
   assert.equal((await deliver(h, RIGHT, 'other-retry', 'delivery-6')).status, 200);
   const [one, two, other] = [await entryOf(h, 'copy-1'), await entryOf(h, 'copy-2'), await entryOf(h, 'other-1')];
-  const op = replayOperation({ stateDir: h.state, ledger: null, app: h.app, store: h.store, claims: new Claims(), log: silentLogger });
+  const op = replayOperation({
+    stateDir: h.state,
+    ledger: null,
+    app: h.app,
+    store: h.store,
+    claims: new Claims(),
+    log: silentLogger,
+  });
   const answer = await op({ ids: [one.id, two.id, other.id, 'nope'], check: true });
   assert.deepEqual(answer.results, []);
   assert.deepEqual(answer.checks, [
     { id: one.id },
-    { id: two.id, needsForce: 'taken', skip: `entry ${two.id}'s delivery id would already be accepted by the replay of entry ${one.id} before it; replay it again with --force`, takenInRun: one.id },
-    { id: other.id, needsForce: 'taken', skip: `entry ${other.id}'s delivery id was already accepted as request other-retry; replay it again with --force`, takenBy: 'other-retry' },
-    { id: 'nope', error: 'no request ledger entry has the id "nope" (an entry id or a request id; it may have been trimmed)' },
+    {
+      id: two.id,
+      needsForce: 'taken',
+      skip:
+        `entry ${two.id}'s delivery id would already be accepted by the replay of entry ${one.id} before it; replay it again with --force`,
+      takenInRun: one.id,
+    },
+    {
+      id: other.id,
+      needsForce: 'taken',
+      skip: `entry ${other.id}'s delivery id was already accepted as request other-retry; replay it again with --force`,
+      takenBy: 'other-retry',
+    },
+    {
+      id: 'nope',
+      error: 'no request ledger entry has the id "nope" (an entry id or a request id; it may have been trimmed)',
+    },
   ]);
   assert.deepEqual((await op({ ids: [other.id], check: true, force: [other.id] })).checks, [{ id: other.id }]);
   assert.equal(h.pushes(), 1, 'nothing ran');

@@ -4,13 +4,13 @@ import { readFileSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { specConfig, startApp, type AppHarness } from './_app.ts';
+import { type AppHarness, specConfig, startApp } from './_app.ts';
 import { FailureLimiter } from '../lib/guard/rate-limit.ts';
 import { JOURNAL_FILE } from '../lib/store/journal/lines.ts';
 import type { RunRecord } from '../lib/model/records.ts';
 import { createTelemetry, type TelemetrySources } from '../lib/edge/telemetry.ts';
-import { parseExposition, valueOf, type Exposition } from './_exposition.ts';
-import { post, send, type Reply } from './_http.ts';
+import { type Exposition, parseExposition, valueOf } from './_exposition.ts';
+import { post, type Reply, send } from './_http.ts';
 import { ROOT } from './_cli.ts';
 
 const HOOK_TOKEN = 'telemetry-hook-token-0123456789abcdef';
@@ -31,14 +31,28 @@ interface Harness extends AppHarness {
 
 // Hooks and the gateway token on; `raw` adds to (and may override) both.
 function withTokens(raw: Raw): Raw {
-  return { ...raw, hooks: { enabled: true, token: HOOK_TOKEN, ...raw['hooks'] }, gateway: { auth: { token: GATEWAY_TOKEN }, ...raw['gateway'] } };
+  return {
+    ...raw,
+    hooks: { enabled: true, token: HOOK_TOKEN, ...raw['hooks'] },
+    gateway: { auth: { token: GATEWAY_TOKEN }, ...raw['gateway'] },
+  };
 }
 
-const GITHUB = { match: { path: 'github' }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'push to {{repo}}' };
+const GITHUB = {
+  match: { path: 'github' },
+  action: 'wake',
+  wakeMode: 'next-heartbeat',
+  textTemplate: 'push to {{repo}}',
+};
 
 async function start(t: TestContext, raw: Raw = {}): Promise<Harness> {
   const queued: RunRecord[] = [];
-  const runs = { enqueue: (run: RunRecord) => void queued.push(run), get depth() { return queued.length; } };
+  const runs = {
+    enqueue: (run: RunRecord) => void queued.push(run),
+    get depth() {
+      return queued.length;
+    },
+  };
   const h = await startApp(t, {
     raw: withTokens({ ...raw, hooks: { mappings: [GITHUB], ...raw['hooks'] } }),
     idempotencyTtlMs: 60_000,
@@ -77,7 +91,9 @@ test('GET /metrics answers 401 without a token and with a wrong one', async (t) 
 test('GET /metrics counts wrong gateway tokens against the client and answers 429 once it is locked', async (t) => {
   const h = await start(t);
   const statuses = [];
-  for (let i = 0; i < 4; i++) statuses.push((await send(h.url, '/metrics', { headers: { authorization: 'Bearer guess' } })).status);
+  for (let i = 0; i < 4; i++) {
+    statuses.push((await send(h.url, '/metrics', { headers: { authorization: 'Bearer guess' } })).status);
+  }
   assert.deepEqual(statuses, [401, 401, 401, 429]);
   // The right gateway token still opens the page, and does not unlock the client for hook tokens.
   const page = await h.scrape();
@@ -86,7 +102,10 @@ test('GET /metrics counts wrong gateway tokens against the client and answers 42
 
 test('hooks_request_body_bytes_total does not count a body that was refused unread', async (t) => {
   const h = await start(t);
-  const refused = await post(h.url, '/hooks/wake', { headers: { authorization: 'Bearer wrong', 'content-length': '5' }, body: 'hello' });
+  const refused = await post(h.url, '/hooks/wake', {
+    headers: { authorization: 'Bearer wrong', 'content-length': '5' },
+    body: 'hello',
+  });
   assert.equal(refused.status, 401);
   assert.equal(valueOf(await h.scrape(), 'hooks_request_body_bytes_total'), 0);
 });
@@ -94,7 +113,11 @@ test('hooks_request_body_bytes_total does not count a body that was refused unre
 test('GET /metrics refuses the hook token: only gateway.auth.token opens it', async (t) => {
   const h = await start(t);
   assert.equal((await send(h.url, '/metrics', { headers: HOOK })).status, 401);
-  assert.equal((await send(h.url, '/metrics', { headers: { 'x-gateway-token': GATEWAY_TOKEN } })).status, 401, 'only the Authorization header is read');
+  assert.equal(
+    (await send(h.url, '/metrics', { headers: { 'x-gateway-token': GATEWAY_TOKEN } })).status,
+    401,
+    'only the Authorization header is read',
+  );
 });
 
 test('GET /metrics with gateway.auth.token as Bearer answers 200 in the text format 0.0.4', async (t) => {
@@ -134,7 +157,9 @@ test('GET /metrics with gateway.auth.token as Bearer answers 200 in the text for
 test('GET /metrics is absent (404) when gateway.auth.token is not set, whatever token is sent', async (t) => {
   const h = await startApp(t, {
     token: HOOK_TOKEN,
-    with: ({ store, app }) => ({ telemetry: createTelemetry({ store, limiter: () => app().limiterStats(), queueDepth: () => 0 }) }),
+    with: ({ store, app }) => ({
+      telemetry: createTelemetry({ store, limiter: () => app().limiterStats(), queueDepth: () => 0 }),
+    }),
   });
   for (const headers of [{}, HOOK, GATEWAY]) {
     const reply = await send(h.url, '/metrics', { headers });
@@ -166,7 +191,9 @@ test('hooks_requests_total counts answers by hook and status, 401s included', as
 
 test('hooks_requests_total collapses unknown hook names to hook="mapped" and other paths to "other"', async (t) => {
   const h = await start(t);
-  for (const name of ['a1', 'b2', 'c3/d4', 'x%20y']) assert.equal((await post(h.url, `/hooks/${name}`, { headers: HOOK, body: {} })).status, 404);
+  for (const name of ['a1', 'b2', 'c3/d4', 'x%20y']) {
+    assert.equal((await post(h.url, `/hooks/${name}`, { headers: HOOK, body: {} })).status, 404);
+  }
   assert.equal((await post(h.url, '/hooks/github', { headers: HOOK, body: { repo: 'r' } })).status, 200);
   assert.equal((await send(h.url, '/no/such/path')).status, 404);
   assert.equal((await send(h.url, '/hooks/anything')).status, 405);
@@ -175,14 +202,23 @@ test('hooks_requests_total collapses unknown hook names to hook="mapped" and oth
   assert.deepEqual([...hooks].sort(), ['github', 'mapped', 'other']);
   assert.equal(valueOf(page, 'hooks_requests_total', { hook: 'mapped', status: '404' }), 4);
   assert.equal(valueOf(page, 'hooks_requests_total', { hook: 'mapped', status: '405' }), 1);
-  assert.equal(valueOf(page, 'hooks_requests_total', { hook: 'github', status: '200' }), 1, 'a configured mapping keeps its own label');
+  assert.equal(
+    valueOf(page, 'hooks_requests_total', { hook: 'github', status: '200' }),
+    1,
+    'a configured mapping keeps its own label',
+  );
   assert.equal(valueOf(page, 'hooks_requests_total', { hook: 'other', status: '404' }), 1);
 });
 
 test('hooks_request_body_bytes_total adds the body bytes read for each request', async (t) => {
   const h = await start(t);
   const bodies = ['{"text":"abc","mode":"next-heartbeat"}', '{"text":"defgh","mode":"next-heartbeat"}'];
-  for (const body of bodies) assert.equal((await post(h.url, '/hooks/wake', { headers: { ...HOOK, 'content-type': 'application/json' }, body })).status, 200);
+  for (const body of bodies) {
+    assert.equal(
+      (await post(h.url, '/hooks/wake', { headers: { ...HOOK, 'content-type': 'application/json' }, body })).status,
+      200,
+    );
+  }
   const page = await h.scrape();
   assert.equal(valueOf(page, 'hooks_request_body_bytes_total'), bodies.reduce((n, b) => n + Buffer.byteLength(b), 0));
 });
@@ -198,7 +234,11 @@ test('hooks_idempotent_replays_total counts retries answered from the idempotenc
   assert.equal(third.headers['idempotent-replayed'], 'true');
   const page = await h.scrape();
   assert.equal(valueOf(page, 'hooks_idempotent_replays_total'), 2);
-  assert.equal(valueOf(page, 'hooks_requests_total', { hook: 'wake', status: '200' }), 3, 'a replay is still an answered request');
+  assert.equal(
+    valueOf(page, 'hooks_requests_total', { hook: 'wake', status: '200' }),
+    3,
+    'a replay is still an answered request',
+  );
   assert.equal(h.store.events().length, 1);
 });
 
@@ -254,7 +294,13 @@ test('hooks_runs, hooks_deliveries and hooks_run_duration_seconds_sum read the r
         finishedAt: '2026-01-01T00:00:01.500Z',
         delivery: { status: 'delivered', channel: 'telegram', to: '42', messageIds: ['m1'] },
       },
-      { runId: b, status: 'error', startedAt: '2026-01-01T00:00:00.000Z', finishedAt: '2026-01-01T00:00:02.000Z', delivery: { status: 'failed', channel: 'slack', reason: 'down' } },
+      {
+        runId: b,
+        status: 'error',
+        startedAt: '2026-01-01T00:00:00.000Z',
+        finishedAt: '2026-01-01T00:00:02.000Z',
+        delivery: { status: 'failed', channel: 'slack', reason: 'down' },
+      },
       { runId: c, status: 'running', startedAt: '2026-01-01T00:00:00.000Z' },
     ],
   });
@@ -285,22 +331,43 @@ test('hooks_journal_* gauges report the journal file size and the last fsync tim
 test('App.reload() swaps the gateway token for /metrics and keeps the counters', async (t) => {
   const h = await start(t);
   assert.equal((await wake(h, { text: 'before', mode: 'next-heartbeat' })).status, 200);
-  const next = await specConfig(withTokens({ gateway: { auth: { token: 'rotated-gateway-token-0123456789' } }, hooks: { mappings: [GITHUB] } }), h.dir);
+  const next = await specConfig(
+    withTokens({ gateway: { auth: { token: 'rotated-gateway-token-0123456789' } }, hooks: { mappings: [GITHUB] } }),
+    h.dir,
+  );
   h.app.reload(next);
   assert.equal((await send(h.url, '/metrics', { headers: GATEWAY })).status, 401);
-  const reply = await send(h.url, '/metrics', { headers: { authorization: 'Bearer rotated-gateway-token-0123456789' } });
+  const reply = await send(h.url, '/metrics', {
+    headers: { authorization: 'Bearer rotated-gateway-token-0123456789' },
+  });
   assert.equal(reply.status, 200);
   assert.equal(valueOf(parseExposition(reply.text), 'hooks_requests_total', { hook: 'wake', status: '200' }), 1);
 
   h.app.reload(await specConfig({ hooks: { enabled: true, token: HOOK_TOKEN } }, h.dir));
-  assert.equal((await send(h.url, '/metrics', { headers: GATEWAY })).status, 404, 'a reload that drops gateway.auth.token drops /metrics');
+  assert.equal(
+    (await send(h.url, '/metrics', { headers: GATEWAY })).status,
+    404,
+    'a reload that drops gateway.auth.token drops /metrics',
+  );
 });
 
 // --- createTelemetry on its own --------------------------------------------------------------
 
 function sources(over: Partial<TelemetrySources> = {}): TelemetrySources {
   return {
-    store: { stats: () => ({ idempotencyKeys: 0, runs: 0, events: 0, journalBytes: 0, fsyncMs: 0, flushes: 0, compactionFailures: 0 }), runs: () => [], outboxCounts: () => ({ pending: 0, sent: 0, dead: 0 }) },
+    store: {
+      stats: () => ({
+        idempotencyKeys: 0,
+        runs: 0,
+        events: 0,
+        journalBytes: 0,
+        fsyncMs: 0,
+        flushes: 0,
+        compactionFailures: 0,
+      }),
+      runs: () => [],
+      outboxCounts: () => ({ pending: 0, sent: 0, dead: 0 }),
+    },
     limiter: () => ({ keys: 0, locked: 0, lockouts: 0 }),
     queueDepth: () => 0,
     ...over,
@@ -353,15 +420,29 @@ test('createTelemetry().render() reads its sources at every render', () => {
   assert.equal(valueOf(second, 'hooks_auth_limiter_keys'), 0);
 });
 
-test('docs/operations.md\'s metrics table lists every metric /metrics exports, with its type and labels, and nothing else', () => {
+test("docs/operations.md's metrics table lists every metric /metrics exports, with its type and labels, and nothing else", () => {
   // Every source holds something, so each labelled family has a sample that shows its labels.
-  const run = { runId: 'r', status: 'ok', startedAt: '2026-01-01T00:00:00Z', finishedAt: '2026-01-01T00:00:01Z', delivery: { status: 'delivered', channel: 'telegram', to: '1', messageIds: [] } } as unknown as RunRecord;
-  const telemetry = createTelemetry(sources({ store: { ...sources().store, runs: () => [run], outboxCounts: () => ({ pending: 1, sent: 0, dead: 0 }) } }));
+  const run = {
+    runId: 'r',
+    status: 'ok',
+    startedAt: '2026-01-01T00:00:00Z',
+    finishedAt: '2026-01-01T00:00:01Z',
+    delivery: { status: 'delivered', channel: 'telegram', to: '1', messageIds: [] },
+  } as unknown as RunRecord;
+  const telemetry = createTelemetry(
+    sources({
+      store: { ...sources().store, runs: () => [run], outboxCounts: () => ({ pending: 1, sent: 0, dead: 0 }) },
+    }),
+  );
   telemetry.request('wake', 200, 1, true);
   telemetry.ignored('github');
   const page = parseExposition(telemetry.render());
   const exported = [...page.types].map(([name, type]) => {
-    const labels = new Set(page.samples.filter((s) => s.name === name || s.name.startsWith(`${name}_`)).flatMap((s) => Object.keys(s.labels)));
+    const labels = new Set(
+      page.samples.filter((s) => s.name === name || s.name.startsWith(`${name}_`)).flatMap((s) =>
+        Object.keys(s.labels)
+      ),
+    );
     return `${name} ${type} ${[...labels].sort().join(',') || '—'}`;
   });
 
@@ -375,12 +456,18 @@ test('docs/operations.md\'s metrics table lists every metric /metrics exports, w
 });
 
 test('createTelemetry() labels a delivery that was skipped with an empty channel', () => {
-  const run = { runId: 'r', status: 'ok', delivery: { status: 'skipped', reason: 'deliver is false' } } as unknown as RunRecord;
-  const page = parseExposition(createTelemetry(sources({ store: { ...sources().store, runs: () => [run, run] } })).render());
+  const run = {
+    runId: 'r',
+    status: 'ok',
+    delivery: { status: 'skipped', reason: 'deliver is false' },
+  } as unknown as RunRecord;
+  const page = parseExposition(
+    createTelemetry(sources({ store: { ...sources().store, runs: () => [run, run] } })).render(),
+  );
   assert.equal(valueOf(page, 'hooks_deliveries', { outcome: 'skipped', channel: '' }), 2);
 });
 
-test('parseExposition() (the spec\'s parser) refuses what Prometheus would refuse', () => {
+test("parseExposition() (the spec's parser) refuses what Prometheus would refuse", () => {
   assert.throws(() => parseExposition('# TYPE a counter\na 1'), /newline/);
   assert.throws(() => parseExposition('a 1\n'), /TYPE/);
   assert.throws(() => parseExposition('# TYPE a counter\na{x="1" 1\n'), /label pair|sample line/);

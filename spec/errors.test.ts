@@ -8,12 +8,23 @@ import { ROOT } from './_cli.ts';
 test('HttpError carries its status, stable code, message and defaults', () => {
   const error = new HttpError(404, ErrorCode.NotFound, 'no hook with this name');
   assert.ok(error instanceof Error);
-  assert.deepEqual([error.name, error.status, error.code, error.message, error.headers, error.close], ['HttpError', 404, 'ERR_NOT_FOUND', 'no hook with this name', {}, false]);
+  assert.deepEqual([error.name, error.status, error.code, error.message, error.headers, error.close], [
+    'HttpError',
+    404,
+    'ERR_NOT_FOUND',
+    'no hook with this name',
+    {},
+    false,
+  ]);
 });
 
 test('HttpError keeps the headers, close flag and cause it is given', () => {
   const cause = new Error('socket hang up');
-  const error = new HttpError(429, ErrorCode.TooManyFailures, 'retry later', { headers: { 'retry-after': '7' }, close: true, cause });
+  const error = new HttpError(429, ErrorCode.TooManyFailures, 'retry later', {
+    headers: { 'retry-after': '7' },
+    close: true,
+    cause,
+  });
   assert.deepEqual(error.headers, { 'retry-after': '7' });
   assert.equal(error.close, true);
   assert.equal(error.cause, cause);
@@ -42,9 +53,10 @@ async function libFiles(): Promise<{ file: string; text: string }[]> {
 
 // A code in quotes or backticks, comments left out: what a file defines or compares against.
 const CODE_LITERAL = /['"`](ERR_[A-Z0-9_]+)['"`]/g;
-const codeLiterals = (text: string) => [...text.replace(/\/\*[\s\S]*?\*\/|^\s*\/\/.*$/gm, '').matchAll(CODE_LITERAL)].map((m) => m[1]!);
+const codeLiterals = (text: string) =>
+  [...text.replace(/\/\*[\s\S]*?\*\/|^\s*\/\/.*$/gm, '').matchAll(CODE_LITERAL)].map((m) => m[1]!);
 
-test('no ERR_ code is written as a string in lib/ outside lib/errors.ts, but Node\'s own (ERR_PARSE_ARGS_*): each is ErrorCode\'s', async () => {
+test("no ERR_ code is written as a string in lib/ outside lib/errors.ts, but Node's own (ERR_PARSE_ARGS_*): each is ErrorCode's", async () => {
   const offenders: string[] = [];
   for (const { file, text } of await libFiles()) {
     if (file === 'lib/errors.ts' || !file.endsWith('.ts')) continue;
@@ -57,7 +69,12 @@ test('the inspector page (served as it is, it cannot import ErrorCode) compares 
   const page = (await libFiles()).filter(({ file }) => !file.endsWith('.ts'));
   assert.ok(page.some(({ file }) => file.endsWith('.js')));
   const known = new Set<string>(Object.values(ErrorCode));
-  assert.deepEqual(page.flatMap(({ file, text }) => codeLiterals(text).filter((code) => !known.has(code)).map((code) => `${file}: ${code}`)), []);
+  assert.deepEqual(
+    page.flatMap(({ file, text }) =>
+      codeLiterals(text).filter((code) => !known.has(code)).map((code) => `${file}: ${code}`)
+    ),
+    [],
+  );
 });
 
 test('docs/http-api.md lists every code of ErrorCode, and only those', async () => {

@@ -1,6 +1,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { clientAddress, clientKey, formatIp, inAny, matchCidr, parseCidr, parseIp, requestClient } from '../lib/guard/address.ts';
+import {
+  clientAddress,
+  clientKey,
+  formatIp,
+  inAny,
+  matchCidr,
+  parseCidr,
+  parseIp,
+  requestClient,
+} from '../lib/guard/address.ts';
 import type { Cidr, Ip } from '../lib/guard/address.ts';
 import { testTable } from './_cases.ts';
 
@@ -35,63 +44,63 @@ test('parseIp() reads an IPv4 dotted quad into four bytes', () => {
 /** Text that is no IP address, by the rule it breaks. */
 const NOT_IPS: Record<string, string[]> = {
   'parseIp() rejects IPv4 that is not four plain decimal parts 0-255': [
-      '',
-      '1.2.3',
-      '1.2.3.4.5',
-      '1.2.3.4.',
-      '.1.2.3.4',
-      '1..2.3',
-      '256.0.0.1',
-      '1.2.3.999',
-      '1.2.3.1000',
-      '01.2.3.4',
-      '1.2.3.00',
-      '0x7f.0.0.1',
-      '127.1',
-      '2130706433',
-      '+1.2.3.4',
-      '-1.2.3.4',
-      '1.2.3.4 ',
-      ' 1.2.3.4',
-      '1.2.3.4/32',
-      '1.2.3.4:80',
-      '[1.2.3.4]',
-      '1.2.3.4%eth0',
-      '１.2.3.4',
-      'localhost',
-      'unknown',
+    '',
+    '1.2.3',
+    '1.2.3.4.5',
+    '1.2.3.4.',
+    '.1.2.3.4',
+    '1..2.3',
+    '256.0.0.1',
+    '1.2.3.999',
+    '1.2.3.1000',
+    '01.2.3.4',
+    '1.2.3.00',
+    '0x7f.0.0.1',
+    '127.1',
+    '2130706433',
+    '+1.2.3.4',
+    '-1.2.3.4',
+    '1.2.3.4 ',
+    ' 1.2.3.4',
+    '1.2.3.4/32',
+    '1.2.3.4:80',
+    '[1.2.3.4]',
+    '1.2.3.4%eth0',
+    '１.2.3.4',
+    'localhost',
+    'unknown',
   ],
   'parseIp() rejects malformed IPv6': [
-      ':',
-      ':::',
-      '1:2:3:4:5:6:7',
-      '1:2:3:4:5:6:7:8:9',
-      '1:2:3:4:5:6:7:8::',
-      '::1:2:3:4:5:6:7:8',
-      '1::2::3',
-      '1:::2',
-      ':1::2',
-      '1::2:',
-      '1:2:3:4:5:6:7:',
-      '12345::',
-      '00000::1',
-      'g::1',
-      '::1.2.3',
-      '::1.2.3.256',
-      '::01.2.3.4',
-      '::1.2.3.4:5',
-      '1.2.3.4::',
-      '1:2:3:4:5:6:7:1.2.3.4',
-      '1:2:3:4:5:1.2.3.4',
-      'fe80::1%',
-      'fe80::1%eth 0',
-      'fe80::1%eth0%1',
-      '[::1',
-      '::1]',
-      '[]',
-      '[::1]:8080',
-      '::1/128',
-      ' ::1',
+    ':',
+    ':::',
+    '1:2:3:4:5:6:7',
+    '1:2:3:4:5:6:7:8:9',
+    '1:2:3:4:5:6:7:8::',
+    '::1:2:3:4:5:6:7:8',
+    '1::2::3',
+    '1:::2',
+    ':1::2',
+    '1::2:',
+    '1:2:3:4:5:6:7:',
+    '12345::',
+    '00000::1',
+    'g::1',
+    '::1.2.3',
+    '::1.2.3.256',
+    '::01.2.3.4',
+    '::1.2.3.4:5',
+    '1.2.3.4::',
+    '1:2:3:4:5:6:7:1.2.3.4',
+    '1:2:3:4:5:1.2.3.4',
+    'fe80::1%',
+    'fe80::1%eth 0',
+    'fe80::1%eth0%1',
+    '[::1',
+    '::1]',
+    '[]',
+    '[::1]:8080',
+    '::1/128',
+    ' ::1',
   ],
 };
 
@@ -152,7 +161,6 @@ const CANONICAL: Record<string, [written: string, canonical: string][]> = {
 
 testTable(CANONICAL, ([written, canonical]) => assert.equal(canon(written), canonical, written));
 
-
 test('parseIp() folds IPv4-mapped IPv6 to family 4', () => {
   assert.deepEqual(parseIp('::ffff:1.2.3.4'), { family: 4, bytes: new Uint8Array([1, 2, 3, 4]) });
   assert.deepEqual(parseIp('::FFFF:7f00:1'), { family: 4, bytes: new Uint8Array([127, 0, 0, 1]) });
@@ -161,7 +169,9 @@ test('parseIp() folds IPv4-mapped IPv6 to family 4', () => {
 });
 
 test('parseIp() does not fold IPv4-compatible, NAT64 or near-mapped addresses', () => {
-  for (const text of ['::1.2.3.4', '64:ff9b::1.2.3.4', '::fffe:1.2.3.4', '1::ffff:1.2.3.4', '::ffff:0:1.2.3.4']) assert.equal(ip(text).family, 6, text);
+  for (const text of ['::1.2.3.4', '64:ff9b::1.2.3.4', '::fffe:1.2.3.4', '1::ffff:1.2.3.4', '::ffff:0:1.2.3.4']) {
+    assert.equal(ip(text).family, 6, text);
+  }
 });
 
 test('formatIp() writes IPv4 dotted', () => {
@@ -192,20 +202,22 @@ test('parseCidr() clears the host bits', () => {
 });
 
 test('parseCidr() rejects prefixes out of range or not plain decimal', () => {
-  for (const bad of [
-    '10.0.0.0/33',
-    '10.0.0.0/-1',
-    '::/129',
-    '10.0.0.0/',
-    '10.0.0.0/08',
-    '10.0.0.0/8/8',
-    '10.0.0.0/ 8',
-    '10.0.0.0/8 ',
-    '10.0.0.0/x',
-    '/8',
-    '10.0.0/8',
-    'example.com/8',
-  ]) {
+  for (
+    const bad of [
+      '10.0.0.0/33',
+      '10.0.0.0/-1',
+      '::/129',
+      '10.0.0.0/',
+      '10.0.0.0/08',
+      '10.0.0.0/8/8',
+      '10.0.0.0/ 8',
+      '10.0.0.0/8 ',
+      '10.0.0.0/x',
+      '/8',
+      '10.0.0/8',
+      'example.com/8',
+    ]
+  ) {
     assert.equal(parseCidr(bad), null, bad);
   }
 });
@@ -219,7 +231,10 @@ test('parseCidr() folds an IPv4-mapped network, counting its prefix from bit 96'
 });
 
 /** Addresses and the networks that hold them, and ones that do not, by the rule they show. */
-const MATCHES: Record<string, { inside: [address: string, network: string][]; outside: [address: string, network: string][] }> = {
+const MATCHES: Record<
+  string,
+  { inside: [address: string, network: string][]; outside: [address: string, network: string][] }
+> = {
   'matchCidr() matches IPv4 networks on whole and partial bytes': {
     inside: [
       ['10.255.1.2', '10.0.0.0/8'],
@@ -265,8 +280,12 @@ const MATCHES: Record<string, { inside: [address: string, network: string][]; ou
 
 for (const [title, { inside, outside }] of Object.entries(MATCHES)) {
   test(title, () => {
-    for (const [address, network] of inside) assert.equal(matchCidr(ip(address), cidr(network)), true, `${address} in ${network}`);
-    for (const [address, network] of outside) assert.equal(matchCidr(ip(address), cidr(network)), false, `${address} not in ${network}`);
+    for (const [address, network] of inside) {
+      assert.equal(matchCidr(ip(address), cidr(network)), true, `${address} in ${network}`);
+    }
+    for (const [address, network] of outside) {
+      assert.equal(matchCidr(ip(address), cidr(network)), false, `${address} not in ${network}`);
+    }
   });
 }
 
@@ -286,7 +305,10 @@ test('inAny() is true when any network contains the address and false for none',
 const proxies = [cidr('10.0.0.0/8'), cidr('127.0.0.1'), cidr('fd00::/8')];
 
 /** The peer, its X-Forwarded-For, and the client address, by the rule they show; a fourth element replaces the trusted proxies. */
-const CLIENTS: Record<string, [peer: string | undefined, forwarded: string | string[] | undefined, client: string, trusted?: Cidr[]][]> = {
+const CLIENTS: Record<
+  string,
+  [peer: string | undefined, forwarded: string | string[] | undefined, client: string, trusted?: Cidr[]][]
+> = {
   'clientAddress() answers "unknown" for an absent or unparseable peer': [
     [undefined, '203.0.113.7', 'unknown'],
     ['', '203.0.113.7', 'unknown'],
@@ -322,7 +344,11 @@ const CLIENTS: Record<string, [peer: string | undefined, forwarded: string | str
   ],
 };
 
-testTable(CLIENTS, ([peer, forwarded, client, trusted = proxies]) => assert.equal(clientAddress(peer, forwarded, trusted), client, `${peer} / ${JSON.stringify(forwarded)}`));
+testTable(
+  CLIENTS,
+  ([peer, forwarded, client, trusted = proxies]) =>
+    assert.equal(clientAddress(peer, forwarded, trusted), client, `${peer} / ${JSON.stringify(forwarded)}`),
+);
 
 /** X-Forwarded-For behind the trusted proxy 10.0.0.1, and the client address, by the rule they show. */
 const FORWARDED: Record<string, [forwarded: string | string[], client: string][]> = {
@@ -353,7 +379,11 @@ const FORWARDED: Record<string, [forwarded: string | string[], client: string][]
   ],
 };
 
-testTable(FORWARDED, ([forwarded, client]) => assert.equal(clientAddress('10.0.0.1', forwarded, proxies), client, JSON.stringify(forwarded)));
+testTable(
+  FORWARDED,
+  ([forwarded, client]) =>
+    assert.equal(clientAddress('10.0.0.1', forwarded, proxies), client, JSON.stringify(forwarded)),
+);
 
 test('clientKey() gives every address in one /64 the same key and neighbouring /64s different keys', () => {
   const a = clientKey('2001:db8:1:2::1');
@@ -394,7 +424,10 @@ test('clientKey() composes with clientAddress()', () => {
 test('requestClient() gives the address clientAddress() gives and the key clientKey() gives', () => {
   const trusted = [cidr('10.0.0.0/8'), cidr('fd00::/8')];
   const peers = [undefined, '10.0.0.1', '::ffff:10.0.0.2', '192.0.2.7', '2001:db8:1:2:3:4:5:6', 'fd00::1', 'not an ip'];
-  const forwarded = [undefined, '198.51.100.9', '2001:db8:aaaa:bbbb::1, 10.0.0.3', 'garbage, 10.0.0.4', ['203.0.113.5', '10.9.9.9'], ''];
+  const forwarded = [undefined, '198.51.100.9', '2001:db8:aaaa:bbbb::1, 10.0.0.3', 'garbage, 10.0.0.4', [
+    '203.0.113.5',
+    '10.9.9.9',
+  ], ''];
   for (const peer of peers) {
     for (const xff of forwarded) {
       const address = clientAddress(peer, xff, trusted);
@@ -404,7 +437,7 @@ test('requestClient() gives the address clientAddress() gives and the key client
   }
 });
 
-test('requestClient() parses a connection\'s peer address once for all its requests', () => {
+test("requestClient() parses a connection's peer address once for all its requests", () => {
   let reads = 0;
   const socket = {
     get remoteAddress() {

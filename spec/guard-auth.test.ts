@@ -60,7 +60,9 @@ test('auth.refuse() answers 401, 403 when named, and 429 with Retry-After once t
   const second = auth.refuse(client, 'subscription token does not match', 403);
   assert.deepEqual([second.status, second.code], [403, ErrorCode.NotAllowed]);
   const locked = auth.refuse(client, 'bad signature');
-  assert.deepEqual([locked.status, locked.code, locked.headers], [429, ErrorCode.TooManyFailures, { 'retry-after': '30' }]);
+  assert.deepEqual([locked.status, locked.code, locked.headers], [429, ErrorCode.TooManyFailures, {
+    'retry-after': '30',
+  }]);
   // A correct token still passes while its client is locked: an attacker cannot lock the operator out.
   assert.equal(auth.authenticate('right', [tokenDigest('right')], client, 'invalid hook token'), null);
 });
@@ -71,5 +73,9 @@ test('auth.refuse() makes each refusal once: the same text and status give the s
   assert.equal(auth.refuse(client, 'invalid hook token'), first);
   assert.notEqual(auth.refuse(client, 'invalid hook token', 403), first);
   assert.notEqual(auth.refuse(client, 'missing hook token'), first);
-  assert.throws(() => Object.assign(first, { status: 200 }), TypeError, 'a shared refusal cannot be changed by whoever holds it');
+  assert.throws(
+    () => Object.assign(first, { status: 200 }),
+    TypeError,
+    'a shared refusal cannot be changed by whoever holds it',
+  );
 });

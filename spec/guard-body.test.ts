@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { createServer, request } from 'node:http';
 import type { ClientRequest, IncomingMessage, OutgoingHttpHeaders, Server } from 'node:http';
-import { connect, type AddressInfo } from 'node:net';
+import { type AddressInfo, connect } from 'node:net';
 import { once } from 'node:events';
 import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
@@ -23,7 +23,10 @@ interface _Answer {
 // for it, after the answer is out, as the server does: a reset at once could wipe the answer from a
 // client still sending).
 // `answered` resolves with each answer as the handler gives it, for requests whose client is gone.
-async function withServer(limits: BodyLimits, fn: (port: number, answered: () => Promise<_Answer>) => Promise<void>): Promise<void> {
+async function withServer(
+  limits: BodyLimits,
+  fn: (port: number, answered: () => Promise<_Answer>) => Promise<void>,
+): Promise<void> {
   const waiting: ((answer: _Answer) => void)[] = [];
   const given: _Answer[] = [];
   const record = (answer: _Answer) => {
@@ -43,7 +46,13 @@ async function withServer(limits: BodyLimits, fn: (port: number, answered: () =>
       )
       .then(({ close, ...answer }: _Answer & { close?: boolean }) => {
         record(answer);
-        sendAnswer(req, res, { status: answer.status, body: answer, ...(close === true ? { close } : {}) }, 'spec', limits.maxBytes);
+        sendAnswer(
+          req,
+          res,
+          { status: answer.status, body: answer, ...(close === true ? { close } : {}) },
+          'spec',
+          limits.maxBytes,
+        );
       });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -188,22 +197,36 @@ test('parseJsonObject() returns the object of a valid UTF-8 JSON body', () => {
 });
 
 test('parseJsonObject() names the rule in its message', () => {
-  assert.throws(() => parseJsonObject(Buffer.from('[]')), { name: 'HttpError', status: 400, message: 'body: must be a JSON object' });
-  assert.throws(() => parseJsonObject(Buffer.from('{')), { name: 'HttpError', status: 400, message: 'body: must be valid JSON (UTF-8)' });
+  assert.throws(() => parseJsonObject(Buffer.from('[]')), {
+    name: 'HttpError',
+    status: 400,
+    message: 'body: must be a JSON object',
+  });
+  assert.throws(() => parseJsonObject(Buffer.from('{')), {
+    name: 'HttpError',
+    status: 400,
+    message: 'body: must be valid JSON (UTF-8)',
+  });
 });
 
 test('parseJsonObject() accepts nesting up to MAX_DEPTH and answers 400 naming the limit past it', () => {
   const nest = (levels: number) => '{"a":'.repeat(levels - 1) + '{}' + '}'.repeat(levels - 1);
   assert.equal(MAX_DEPTH, 64);
   assert.doesNotThrow(() => parseJsonObject(Buffer.from(nest(MAX_DEPTH))));
-  const refused = { name: 'HttpError', status: 400, message: 'body: may nest objects and arrays at most 64 levels deep' };
+  const refused = {
+    name: 'HttpError',
+    status: 400,
+    message: 'body: may nest objects and arrays at most 64 levels deep',
+  };
   assert.throws(() => parseJsonObject(Buffer.from(nest(MAX_DEPTH + 1))), refused);
   assert.throws(() => parseJsonObject(Buffer.from(`{"a":${'['.repeat(100_000)}${']'.repeat(100_000)}}`)), refused);
   // The tightest body one level too deep (short bodies are not walked, so this pins the bound).
   const tightest = `{"":${'['.repeat(MAX_DEPTH)}${']'.repeat(MAX_DEPTH)}}`;
   assert.equal(tightest.length, 2 * (MAX_DEPTH + 1) + 3);
   assert.throws(() => parseJsonObject(Buffer.from(tightest)), refused);
-  assert.doesNotThrow(() => parseJsonObject(Buffer.from(`{"":${'['.repeat(MAX_DEPTH - 1)}${']'.repeat(MAX_DEPTH - 1)}}`)));
+  assert.doesNotThrow(() =>
+    parseJsonObject(Buffer.from(`{"":${'['.repeat(MAX_DEPTH - 1)}${']'.repeat(MAX_DEPTH - 1)}}`))
+  );
 });
 
 test('parseJsonObject() and parseForm() decode each body on its own: a body cut inside a character does not spill into the next', () => {

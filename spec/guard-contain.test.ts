@@ -78,10 +78,34 @@ test('resolveInside() judges a missing path by its nearest existing ancestor', a
 
 /** Refusals with their full answer; root and path are functions because the temp dirs exist only once before() ran. */
 const refusals: { name: string; root: () => string; path: string; code: string; reason: string }[] = [
-  { name: 'rejects a path that climbs out with ..', root: () => root, path: '../outside/evil.js', code: 'outside', reason: 'resolves outside the transforms root' },
-  { name: 'rejects a broken symlink, which could later point anywhere', root: () => root, path: 'dangling.js', code: 'missing', reason: 'is a broken symbolic link' },
-  { name: 'reports a symlink loop as unresolvable', root: () => root, path: 'loop-a', code: 'unresolvable', reason: 'cannot be resolved: ELOOP' },
-  { name: 'reports a missing root', root: () => join(base, 'no-root'), path: 'a.js', code: 'missing', reason: 'the transforms root does not exist' },
+  {
+    name: 'rejects a path that climbs out with ..',
+    root: () => root,
+    path: '../outside/evil.js',
+    code: 'outside',
+    reason: 'resolves outside the transforms root',
+  },
+  {
+    name: 'rejects a broken symlink, which could later point anywhere',
+    root: () => root,
+    path: 'dangling.js',
+    code: 'missing',
+    reason: 'is a broken symbolic link',
+  },
+  {
+    name: 'reports a symlink loop as unresolvable',
+    root: () => root,
+    path: 'loop-a',
+    code: 'unresolvable',
+    reason: 'cannot be resolved: ELOOP',
+  },
+  {
+    name: 'reports a missing root',
+    root: () => join(base, 'no-root'),
+    path: 'a.js',
+    code: 'missing',
+    reason: 'the transforms root does not exist',
+  },
 ];
 
 for (const c of refusals) {
@@ -99,7 +123,11 @@ test('resolveModule() rejects a module that does not exist', async () => {
 });
 
 test('resolveModule() rejects a directory', async () => {
-  assert.deepEqual(await resolveModule(root, 'lib'), { ok: false, code: 'not-a-file', reason: 'is not a regular file' });
+  assert.deepEqual(await resolveModule(root, 'lib'), {
+    ok: false,
+    code: 'not-a-file',
+    reason: 'is not a regular file',
+  });
 });
 
 test('resolveModule() still rejects a path outside the root first', async () => {

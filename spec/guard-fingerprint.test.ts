@@ -29,11 +29,19 @@ test('fingerprints(): keyed, not a plain hash, and nothing of the credential in 
   assert.equal(a.of('secret'), fingerprints(Buffer.alloc(32, 1)).of('secret'));
   assert.notEqual(a.of('secret'), fingerprints(Buffer.alloc(32, 2)).of('secret'));
   assert.ok(!a.of('abcdef').includes('abcdef'));
-  for (const plain of [createHash('sha256').update('secret').digest('hex'), createHash('sha256').update('credential\0secret').digest('hex')]) {
+  for (
+    const plain of [
+      createHash('sha256').update('secret').digest('hex'),
+      createHash('sha256').update('credential\0secret').digest('hex'),
+    ]
+  ) {
     assert.ok(!plain.startsWith(a.of('secret').slice(7)), 'a plain SHA-256 of the credential');
   }
 });
 
 test('fingerprints() refuses a key shorter than 32 bytes', () => {
-  assert.throws(() => fingerprints(Buffer.alloc(16)), /^RangeError: Cannot make fingerprints: the key must be at least 32 bytes, got 16$/);
+  assert.throws(
+    () => fingerprints(Buffer.alloc(16)),
+    /^RangeError: Cannot make fingerprints: the key must be at least 32 bytes, got 16$/,
+  );
 });

@@ -88,6 +88,10 @@ test('tokenMatches() compares a presented token with a digest made once, for tok
   for (const wrong of ['', 's3cret-toke', 's3cret-token ', 'S3cret-token', 'x'.repeat(10_000)]) {
     assert.equal(tokenMatches(wrong, expected), false, JSON.stringify(wrong.slice(0, 20)));
   }
-  assert.equal(expected.length, 32, 'a digest is 32 bytes whatever the token length, so timingSafeEqual never sees lengths differ');
+  assert.equal(
+    expected.length,
+    32,
+    'a digest is 32 bytes whatever the token length, so timingSafeEqual never sees lengths differ',
+  );
   assert.equal(tokenDigest('a').length, tokenDigest('a'.repeat(1000)).length);
 });

@@ -23,7 +23,11 @@ test('runCleanups() runs every cleanup, last registered first, and throws what f
   assert.deepEqual(ran, ['store', 'server', 'directory']);
 
   const two = [() => Promise.reject(new Error('first')), () => Promise.reject(new Error('second'))];
-  await assert.rejects(runCleanups(two), (error: unknown) => error instanceof AggregateError && error.errors.map((e: Error) => e.message).join() === 'second,first');
+  await assert.rejects(
+    runCleanups(two),
+    (error: unknown) =>
+      error instanceof AggregateError && error.errors.map((e: Error) => e.message).join() === 'second,first',
+  );
 });
 
 test('a child writing into a test directory is stopped before the directory goes, however busy it is', async (t) => {
@@ -32,7 +36,8 @@ test('a child writing into a test directory is stopped before the directory goes
   await t.test('a child writing files as fast as it can', async (inner) => {
     dir = await tempDir(inner, 'harness-cleanup-');
     // A new file at every turn: a removal running beside it meets ENOTEMPTY at once.
-    const code = "import { writeFileSync } from 'node:fs'; import process from 'node:process'; let i = 0; for (;;) writeFileSync(`${process.env.DIR}/${i++ % 500}`, 'x');";
+    const code =
+      "import { writeFileSync } from 'node:fs'; import process from 'node:process'; let i = 0; for (;;) writeFileSync(`${process.env.DIR}/${i++ % 500}`, 'x');";
     const args = IS_DENO ? ['eval', code] : ['--input-type=module', '-e', code];
     const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, DIR: dir }, stdio: 'ignore' });
     exited = once(child, 'close');
@@ -46,7 +51,12 @@ test('a child writing into a test directory is stopped before the directory goes
 
 test('specs register cleanups through defer() only, so they run in one order and all of them run', async () => {
   const offenders: string[] = [];
-  const folders = ['spec', ...(await readdir(join(ROOT, 'spec'), { withFileTypes: true })).filter((d) => d.isDirectory()).map((d) => `spec/${d.name}`)];
+  const folders = [
+    'spec',
+    ...(await readdir(join(ROOT, 'spec'), { withFileTypes: true })).filter((d) => d.isDirectory()).map((d) =>
+      `spec/${d.name}`
+    ),
+  ];
   for (const folder of folders) {
     const names = await readdir(join(ROOT, folder));
     for (const name of names.filter((n) => n.endsWith('.ts') && n !== '_cleanup.ts')) {

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CHANNELS, THINKING_LEVELS, type AgentAction } from '../lib/model/actions.ts';
+import { type AgentAction, CHANNELS, THINKING_LEVELS } from '../lib/model/actions.ts';
 import { parseAgent } from '../lib/hooks/agent.ts';
 import { MARKER_END } from '../lib/untrusted/wrap.ts';
 import { testTable } from './_cases.ts';
@@ -20,7 +20,14 @@ function error(body: Record<string, unknown>): string {
 test('parseAgent() applies the defaults: name "Hook", wakeMode "now", deliver true, channel "last"', () => {
   assert.deepEqual(parseAgent({ message: 'Summarise the build' }), {
     ok: true,
-    action: { kind: 'agent', message: 'Summarise the build', name: 'Hook', wakeMode: 'now', deliver: true, channel: 'last' },
+    action: {
+      kind: 'agent',
+      message: 'Summarise the build',
+      name: 'Hook',
+      wakeMode: 'now',
+      deliver: true,
+      channel: 'last',
+    },
     ignored: [],
   });
 });
@@ -91,7 +98,14 @@ test('parseAgent() marks a payload sessionKey as untrusted', () => {
 });
 
 test('parseAgent() trims the string fields it keeps', () => {
-  const parsed = action({ message: ' hi ', name: ' CI ', agentId: ' ops ', sessionKey: ' hook:x ', to: ' @a ', model: ' a/b ' });
+  const parsed = action({
+    message: ' hi ',
+    name: ' CI ',
+    agentId: ' ops ',
+    sessionKey: ' hook:x ',
+    to: ' @a ',
+    model: ' a/b ',
+  });
   assert.equal(parsed.message, 'hi');
   assert.equal(parsed.name, 'CI');
   assert.equal(parsed.agentId, 'ops');
@@ -124,7 +138,7 @@ test('parseAgent() refuses wrong types, naming the field and the type', () => {
   assert.equal(error({ message: 'x', idempotencyKey: 7 }), 'idempotencyKey: must be a string, got number');
 });
 
-test('parseAgent() takes OpenClaw\'s channel aliases and any case, and keeps the canonical name', () => {
+test("parseAgent() takes OpenClaw's channel aliases and any case, and keeps the canonical name", () => {
   assert.equal(action({ message: 'x', channel: 'imsg' }).channel, 'imessage');
   assert.equal(action({ message: 'x', channel: 'teams' }).channel, 'msteams');
   assert.equal(action({ message: 'x', channel: ' Telegram ' }).channel, 'telegram');
@@ -141,7 +155,10 @@ test('parseAgent() accepts every channel and refuses others', () => {
 
 test('parseAgent() accepts every thinking level and refuses others', () => {
   for (const thinking of THINKING_LEVELS) assert.equal(action({ message: 'x', thinking }).thinking, thinking);
-  assert.equal(error({ message: 'x', thinking: 'max' }), 'thinking: must be one of "off", "minimal", "low", "medium", "high", "xhigh"');
+  assert.equal(
+    error({ message: 'x', thinking: 'max' }),
+    'thinking: must be one of "off", "minimal", "low", "medium", "high", "xhigh"',
+  );
 });
 
 test('parseAgent() accepts both wake modes and refuses others', () => {
@@ -154,13 +171,19 @@ test('parseAgent() requires timeoutSeconds to be a finite number above 0', () =>
   assert.equal(action({ message: 'x', timeoutSeconds: 0.5 }).timeoutSeconds, 0.5);
   assert.equal(error({ message: 'x', timeoutSeconds: 0 }), 'timeoutSeconds: must be greater than 0');
   assert.equal(error({ message: 'x', timeoutSeconds: -1 }), 'timeoutSeconds: must be greater than 0');
-  assert.equal(error({ message: 'x', timeoutSeconds: Number.POSITIVE_INFINITY }), 'timeoutSeconds: must be a number, got number');
+  assert.equal(
+    error({ message: 'x', timeoutSeconds: Number.POSITIVE_INFINITY }),
+    'timeoutSeconds: must be a number, got number',
+  );
 });
 
 test('parseAgent() bounds name and sessionKey lengths', () => {
   assert.equal(action({ message: 'x', name: 'n'.repeat(200) }).name, 'n'.repeat(200));
   assert.equal(error({ message: 'x', name: 'n'.repeat(201) }), 'name: must be at most 200 characters');
-  assert.equal(error({ message: 'x', sessionKey: `hook:${'k'.repeat(508)}` }), 'sessionKey: must be at most 512 characters');
+  assert.equal(
+    error({ message: 'x', sessionKey: `hook:${'k'.repeat(508)}` }),
+    'sessionKey: must be at most 512 characters',
+  );
 });
 
 test('parseAgent() accepts idempotencyKey but leaves it to the idempotency table', () => {
@@ -181,8 +204,14 @@ test('parseAgent() takes accountId with a concrete channel and a to, as the gate
   assert.equal(error({ message: 'x', accountId: 'work' }), 'accountId: requires channel and to');
   assert.equal(error({ message: 'x', channel: 'telegram', accountId: 'work' }), 'accountId: requires channel and to');
   assert.equal(error({ message: 'x', to: '42', accountId: 'work' }), 'accountId: requires channel and to');
-  assert.equal(error({ message: 'x', channel: 'last', to: '42', accountId: 'work' }), 'accountId: requires a concrete channel, not "last"');
-  assert.equal(error({ message: 'x', channel: 'telegram', to: '42', accountId: ' ' }), 'accountId: must be a non-empty string');
+  assert.equal(
+    error({ message: 'x', channel: 'last', to: '42', accountId: 'work' }),
+    'accountId: requires a concrete channel, not "last"',
+  );
+  assert.equal(
+    error({ message: 'x', channel: 'telegram', to: '42', accountId: ' ' }),
+    'accountId: must be a non-empty string',
+  );
   assert.ok(!('accountId' in action({ message: 'x', deliver: false, accountId: 'work' })));
 });
 

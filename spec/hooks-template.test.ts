@@ -132,40 +132,40 @@ const NOTHING: Record<string, string[]> = {
     'query.nope',
   ],
   'render() resolves prototype-chain names to nothing at every depth': [
-      'toString',
-      'hasOwnProperty',
-      '__proto__',
-      'constructor',
-      'constructor.name',
-      'payload.constructor',
-      'payload.__proto__',
-      'payload.__proto__.polluted',
-      'meta.constructor.name',
-      'meta.__proto__',
-      'meta.toString',
-      'messages[0].constructor.prototype',
-      'messages[0].subject.constructor',
-      'tags.constructor',
-      'tags.map',
-      'tags.__proto__',
-      'from.length',
-      'from.constructor',
-      'payload["constructor"]',
-      'payload["__proto__"]',
-      'meta["prototype"]',
+    'toString',
+    'hasOwnProperty',
+    '__proto__',
+    'constructor',
+    'constructor.name',
+    'payload.constructor',
+    'payload.__proto__',
+    'payload.__proto__.polluted',
+    'meta.constructor.name',
+    'meta.__proto__',
+    'meta.toString',
+    'messages[0].constructor.prototype',
+    'messages[0].subject.constructor',
+    'tags.constructor',
+    'tags.map',
+    'tags.__proto__',
+    'from.length',
+    'from.constructor',
+    'payload["constructor"]',
+    'payload["__proto__"]',
+    'meta["prototype"]',
   ],
   'render() resolves prototype-chain names in headers and query to nothing': [
-      'headers.__proto__',
-      'headers.constructor',
-      'headers.__PROTO__',
-      'headers.Constructor',
-      'headers.toString',
-      'headers.hasOwnProperty',
-      'headers["__proto__"]',
-      'query.__proto__',
-      'query.constructor',
-      'query.prototype',
-      'query.valueOf',
+    'headers.__proto__',
+    'headers.constructor',
+    'headers.__PROTO__',
+    'headers.Constructor',
+    'headers.toString',
+    'headers.hasOwnProperty',
+    'headers["__proto__"]',
+    'query.__proto__',
+    'query.constructor',
+    'query.prototype',
+    'query.valueOf',
   ],
 };
 
@@ -178,13 +178,18 @@ test('render() renders a payload that is missing, or a key that holds undefined,
 
 test('render() names each placeholder that resolved to nothing, as written, once and in order', () => {
   assert.deepEqual(unresolved('{{ from }} {{ count }}'), []);
-  assert.deepEqual(unresolved('[{{ nope }}|{{ none }}|{{  messages[5].subject }}|{{ nope }}|{{ headers.x-missing }}|{{ query.nope }}]'), [
-    'nope',
-    'none',
-    'messages[5].subject',
-    'headers.x-missing',
-    'query.nope',
-  ]);
+  assert.deepEqual(
+    unresolved(
+      '[{{ nope }}|{{ none }}|{{  messages[5].subject }}|{{ nope }}|{{ headers.x-missing }}|{{ query.nope }}]',
+    ),
+    [
+      'nope',
+      'none',
+      'messages[5].subject',
+      'headers.x-missing',
+      'query.nope',
+    ],
+  );
   // Not data is nothing too; an empty string, zero and false are values.
   const payload = { fn: () => 'leak', odd: { toJSON: () => undefined }, empty: '', zero: 0, no: false };
   assert.deepEqual(unresolved('{{ fn }}{{ odd }}{{ empty }}{{ zero }}{{ no }}', context({ payload })), ['fn', 'odd']);
@@ -216,8 +221,13 @@ test('render() copies literal text verbatim around several expressions', () => {
 });
 
 test('render() never resolves __proto__, prototype or constructor even as own keys', () => {
-  const payload = JSON.parse('{"__proto__": {"x": 1}, "constructor": "c", "prototype": "p", "a": {"constructor": "d"}}');
-  assert.equal(run('[{{ __proto__ }}{{ __proto__.x }}{{ constructor }}{{ prototype }}{{ a.constructor }}]', context({ payload })), '[]');
+  const payload = JSON.parse(
+    '{"__proto__": {"x": 1}, "constructor": "c", "prototype": "p", "a": {"constructor": "d"}}',
+  );
+  assert.equal(
+    run('[{{ __proto__ }}{{ __proto__.x }}{{ constructor }}{{ prototype }}{{ a.constructor }}]', context({ payload })),
+    '[]',
+  );
 });
 
 test('render() does not read inherited properties from the objects it is given', () => {
@@ -286,25 +296,27 @@ testTable(COMPILE_ERRORS, ([source, error]) => assert.equal(compileError(source)
 
 test('compileTemplate() reports a malformed expression with its text and offset', () => {
   assert.equal(compileError('x {{ foo.. }}'), 'invalid expression "foo.." at offset 2');
-  for (const bad of [
-    'a b',
-    'a .b',
-    '.a',
-    '[0]',
-    'a[x]',
-    'a[-1]',
-    'a[01]',
-    'a[1.5]',
-    'a[]',
-    'a["x]',
-    "a['x']",
-    'a["\\x"]',
-    'a.',
-    'a || b',
-    '{ a',
-    'a + 1',
-    'a()',
-  ]) {
+  for (
+    const bad of [
+      'a b',
+      'a .b',
+      '.a',
+      '[0]',
+      'a[x]',
+      'a[-1]',
+      'a[01]',
+      'a[1.5]',
+      'a[]',
+      'a["x]',
+      "a['x']",
+      'a["\\x"]',
+      'a.',
+      'a || b',
+      '{ a',
+      'a + 1',
+      'a()',
+    ]
+  ) {
     assert.equal(compileError(`{{ ${bad} }}`), `invalid expression ${JSON.stringify(bad)} at offset 0`, bad);
   }
 });

@@ -5,7 +5,7 @@ import { before, describe, test } from 'node:test';
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { PassThrough } from 'node:stream';
-import { OUTPUT_BYTES_PER_SECOND, startChild, type Runtime } from '../lib/hooks/transforms/child.ts';
+import { OUTPUT_BYTES_PER_SECOND, type Runtime, startChild } from '../lib/hooks/transforms/child.ts';
 import { createTransformChildPool } from '../lib/hooks/transforms/child-pool.ts';
 import type { TransformChildPool } from '../lib/hooks/transforms/child-pool.ts';
 import type { TransformChildPoolOptions } from '../lib/hooks/transforms/pool-options.ts';
@@ -15,9 +15,11 @@ import { until } from './_until.ts';
 
 const fixtures: Record<string, string> = {
   'default.js': 'export default ({ payload }) => ({ doubled: payload.n * 2 });',
-  'named.mjs': 'export const pick = ({ headers, query, path }) => [headers["x-a"], query.q, path];\nexport default () => "default";',
+  'named.mjs':
+    'export const pick = ({ headers, query, path }) => [headers["x-a"], query.q, path];\nexport default () => "default";',
   'fallback.js': 'export function transform({ payload }) { return payload.n + 100; }',
-  'async.js': 'export default async ({ payload }) => { await new Promise((r) => setTimeout(r, 1)); return payload.n + 1; };',
+  'async.js':
+    'export default async ({ payload }) => { await new Promise((r) => setTimeout(r, 1)); return payload.n + 1; };',
   'skip.js': 'export default () => null;',
   'throws.js': 'export default () => { throw new Error("bad payload"); };',
   'rejects.js': 'export default async () => { throw "plain string"; };',
@@ -25,11 +27,13 @@ const fixtures: Record<string, string> = {
   'forges.js': 'export default () => { throw new Error("no\\n    at evil (file:///etc/evil.mjs:9:9)"); };',
   'renamed.js': 'class Custom extends Error { name = "Custom"; }\nexport default () => { throw new Custom("odd"); };',
   'loop.js': 'export default () => { for (;;) {} };',
-  'hog.js': 'export default () => { const kept = []; for (;;) kept.push({ at: Math.random(), text: "x".repeat(64) + Math.random() }); };',
+  'hog.js':
+    'export default () => { const kept = []; for (;;) kept.push({ at: Math.random(), text: "x".repeat(64) + Math.random() }); };',
   'exits.js': 'export default () => process.exit(3);',
   'exits-on-load.js': 'process.exit(4);\nexport default () => 1;',
   'loops-on-load.js': 'for (;;) {}\nexport default () => 1;',
-  'throws-later.js': 'export default () => { setTimeout(() => { throw new Error("late"); }); return new Promise(() => {}); };',
+  'throws-later.js':
+    'export default () => { setTimeout(() => { throw new Error("late"); }); return new Promise(() => {}); };',
   'number.js': 'export default 42;',
   'mutates.js': 'export default (input) => { input.payload.n = 0; return input; };',
   'unclonable.js': 'export default () => () => 1;',
@@ -37,12 +41,15 @@ const fixtures: Record<string, string> = {
   'env.js': 'export default () => Object.keys(process.env);',
   'slow.js': 'export default async () => { await new Promise((r) => setTimeout(r, 100)); return "slow"; };',
   // How many calls this child ran at once, at most (each waits a little, so calls sent together overlap).
-  'overlap.js': 'let now = 0; let most = 0;\nexport default async () => { most = Math.max(most, ++now); await new Promise((r) => setTimeout(r, 20)); now--; return most; };',
+  'overlap.js':
+    'let now = 0; let most = 0;\nexport default async () => { most = Math.max(most, ++now); await new Promise((r) => setTimeout(r, 20)); now--; return most; };',
   // One module whose calls behave as their payload says: stuck, exiting, or answering n.
   // A stuck call says so on stderr before it spins, so a spec can tell when it is under way.
-  'switch.js': 'export default async ({ payload }) => { if (payload.stuck) { console.error("stuck"); for (;;) {} } if (payload.exit) process.exit(3); return payload.n; };',
+  'switch.js':
+    'export default async ({ payload }) => { if (payload.stuck) { console.error("stuck"); for (;;) {} } if (payload.exit) process.exit(3); return payload.n; };',
   // Console output as fast as the pipe takes it, each write awaited (so the child itself holds nothing).
-  'floods.js': 'export default async () => { const chunk = ("x".repeat(200) + "\\n").repeat(300); for (;;) await new Promise((r) => process.stderr.write(chunk, r)); };',
+  'floods.js':
+    'export default async () => { const chunk = ("x".repeat(200) + "\\n").repeat(300); for (;;) await new Promise((r) => process.stderr.write(chunk, r)); };',
   'data.json': '{}',
   'typed.ts': 'export default (input: { payload: { n: number } }): number => input.payload.n + 1;',
 };
@@ -56,12 +63,18 @@ before(async () => {
   await mkdir(join(base, 'outside'));
   for (const [name, source] of Object.entries(fixtures)) await writeFile(join(root, name), source + '\n');
   await writeFile(join(root, 'dir', 'nested.js'), 'export default () => "inside";\n');
-  await writeFile(join(root, 'dir', 'helper.mjs'), 'export const check = (payload) => {\n  if (payload.n !== 0) throw new TypeError("n is " + payload.n);\n};\n');
+  await writeFile(
+    join(root, 'dir', 'helper.mjs'),
+    'export const check = (payload) => {\n  if (payload.n !== 0) throw new TypeError("n is " + payload.n);\n};\n',
+  );
   await writeFile(join(base, 'outside', 'nested.js'), 'export default () => "outside";\n');
   await symlink(join(root, 'default.js'), join(root, 'alias.js'));
 });
 
-async function withPool(options: Partial<TransformChildPoolOptions>, body: (runner: TransformChildPool) => Promise<void>): Promise<void> {
+async function withPool(
+  options: Partial<TransformChildPoolOptions>,
+  body: (runner: TransformChildPool) => Promise<void>,
+): Promise<void> {
   const runner = createTransformChildPool({ root, ...options });
   try {
     await body(runner);
@@ -72,7 +85,10 @@ async function withPool(options: Partial<TransformChildPoolOptions>, body: (runn
 
 /** The specs that start real children, run once per runtime a child can run on (see _children.ts). */
 function suite(runtime: Runtime): void {
-  const withRunner = (options: Partial<TransformChildPoolOptions>, body: (runner: TransformChildPool) => Promise<void>) => withPool({ runtime, ...options }, body);
+  const withRunner = (
+    options: Partial<TransformChildPoolOptions>,
+    body: (runner: TransformChildPool) => Promise<void>,
+  ) => withPool({ runtime, ...options }, body);
   const isDeno = runtime.kind === 'deno';
   const canStripTypes = isDeno || Boolean((process.features as { typescript?: unknown }).typescript);
 
@@ -105,33 +121,51 @@ function suite(runtime: Runtime): void {
       [{ module: 'calls-helper.js' }, { ok: false, reason: 'threw', detail: 'n is 21', at: 'dir/helper.mjs:2' }],
     ],
     'runner.run() reads where an error was raised past its message, which may hold text that looks like a frame': [
-      [{ module: 'forges.js' }, { ok: false, reason: 'threw', detail: 'no\n    at evil (file:///etc/evil.mjs:9:9)', at: 'forges.js:1' }],
+      [{ module: 'forges.js' }, {
+        ok: false,
+        reason: 'threw',
+        detail: 'no\n    at evil (file:///etc/evil.mjs:9:9)',
+        at: 'forges.js:1',
+      }],
     ],
     'runner.run() answers not-a-function for a value export or a missing export': [
-      [{ module: 'number.js' }, { ok: false, reason: 'not-a-function', detail: 'neither a default nor a "transform" export is not a function (found number)' }],
-      [{ module: 'named.mjs', export: 'nope' }, { ok: false, reason: 'not-a-function', detail: 'export "nope" is not a function (found undefined)' }],
+      [{ module: 'number.js' }, {
+        ok: false,
+        reason: 'not-a-function',
+        detail: 'neither a default nor a "transform" export is not a function (found number)',
+      }],
+      [{ module: 'named.mjs', export: 'nope' }, {
+        ok: false,
+        reason: 'not-a-function',
+        detail: 'export "nope" is not a function (found undefined)',
+      }],
     ],
   };
 
   for (const [title, cases] of Object.entries(answers)) {
     test(title, async () => {
       await withRunner({}, async (runner) => {
-        for (const [ref, answer] of cases) assert.deepEqual(await runner.run({ ...ref, module: join(root, ref.module) }, input), answer, ref.module);
+        for (const [ref, answer] of cases) {
+          assert.deepEqual(await runner.run({ ...ref, module: join(root, ref.module) }, input), answer, ref.module);
+        }
       });
     });
   }
 
-  test('runner.run() reads a transform\'s console output at a bounded pace: one that writes without pause waits on its writes until its time is up', async () => {
+  test("runner.run() reads a transform's console output at a bounded pace: one that writes without pause waits on its writes until its time is up", async () => {
     let bytes = 0;
     const started = performance.now();
-    await withRunner({ timeoutMs: 1500, onOutput: (_module, line) => void (bytes += line.length + 1) }, async (runner) => {
-      const result = await runner.run({ module: join(root, 'floods.js') }, input);
-      const seconds = (performance.now() - started) / 1000;
-      assert.equal(result.ok ? 'ok' : result.reason, 'timeout');
-      // Per second begun, a second's worth and the one read (up to a pipe's 64 KiB) that crossed it; unpaced, it writes tens of MiB a second.
-      const bound = (Math.ceil(seconds) + 1) * (OUTPUT_BYTES_PER_SECOND + 64 * 1024);
-      assert.ok(bytes > 0 && bytes <= bound, `logged ${bytes} bytes in ${seconds.toFixed(1)} s, bound ${bound}`);
-    });
+    await withRunner(
+      { timeoutMs: 1500, onOutput: (_module, line) => void (bytes += line.length + 1) },
+      async (runner) => {
+        const result = await runner.run({ module: join(root, 'floods.js') }, input);
+        const seconds = (performance.now() - started) / 1000;
+        assert.equal(result.ok ? 'ok' : result.reason, 'timeout');
+        // Per second begun, a second's worth and the one read (up to a pipe's 64 KiB) that crossed it; unpaced, it writes tens of MiB a second.
+        const bound = (Math.ceil(seconds) + 1) * (OUTPUT_BYTES_PER_SECOND + 64 * 1024);
+        assert.ok(bytes > 0 && bytes <= bound, `logged ${bytes} bytes in ${seconds.toFixed(1)} s, bound ${bound}`);
+      },
+    );
   });
 
   test('runner.run() hands the transform a frozen input, so a mutation throws', async () => {
@@ -192,24 +226,45 @@ function suite(runtime: Runtime): void {
       // (Which call reaches the queue first depends on its containment check, so the order is not fixed.)
       const results = await Promise.all([1, 2, 3].map(() => runner.run({ module: join(root, 'loop.js') }, input)));
       for (const result of results) {
-        assert.ok(!result.ok && result.reason === 'timeout' && result.detail.replace(/answer|child was free/, 'X') === `no X within ${STUCK_MS} ms`, JSON.stringify(result));
+        assert.ok(
+          !result.ok && result.reason === 'timeout' &&
+            result.detail.replace(/answer|child was free/, 'X') === `no X within ${STUCK_MS} ms`,
+          JSON.stringify(result),
+        );
       }
-      assert.ok(results.some((r) => !r.ok && r.detail === `no answer within ${STUCK_MS} ms`), 'the call that ran timed out in the child');
+      assert.ok(
+        results.some((r) => !r.ok && r.detail === `no answer within ${STUCK_MS} ms`),
+        'the call that ran timed out in the child',
+      );
       assert.deepEqual(await runner.run({ module: join(root, 'skip.js') }, input), { ok: true, value: null });
     });
   });
 
   /** Each case: how a call ends its child, the pool's options, and the answer; after it, the next call works. */
   const crashes: { what: string; module: string; options: Partial<TransformChildPoolOptions>; detail: string }[] = [
-    { what: 'a transform exhausts its heap', module: 'hog.js', options: { heapMb: 16, timeoutMs: 30_000 }, detail: 'ran out of memory (heap limit 16 MiB)' },
+    {
+      what: 'a transform exhausts its heap',
+      module: 'hog.js',
+      options: { heapMb: 16, timeoutMs: 30_000 },
+      detail: 'ran out of memory (heap limit 16 MiB)',
+    },
     { what: 'the child exits', module: 'exits.js', options: {}, detail: 'the child exited with code 3' },
-    { what: 'a stray error ends the child mid-call', module: 'throws-later.js', options: {}, detail: 'the child exited with code 1' },
+    {
+      what: 'a stray error ends the child mid-call',
+      module: 'throws-later.js',
+      options: {},
+      detail: 'the child exited with code 1',
+    },
   ];
 
   for (const { what, module, options, detail } of crashes) {
     test(`runner.run() answers crashed when ${what}, and the next call works`, async () => {
       await withRunner({ poolSize: 1, ...options }, async (runner) => {
-        assert.deepEqual(await runner.run({ module: join(root, module) }, input), { ok: false, reason: 'crashed', detail });
+        assert.deepEqual(await runner.run({ module: join(root, module) }, input), {
+          ok: false,
+          reason: 'crashed',
+          detail,
+        });
         assert.deepEqual(await runner.run({ module: join(root, 'skip.js') }, input), { ok: true, value: null });
       });
     });
@@ -219,12 +274,20 @@ function suite(runtime: Runtime): void {
     const children = counted();
     // Only the stuck load gets the short start bound: a loaded machine (and Deno) may take longer than it to start a child at all.
     await withRunner({ poolSize: 1, start: children.start }, async (runner) => {
-      assert.deepEqual(await runner.run({ module: join(root, 'exits-on-load.js') }, input), { ok: false, reason: 'crashed', detail: 'the child exited with code 4' });
+      assert.deepEqual(await runner.run({ module: join(root, 'exits-on-load.js') }, input), {
+        ok: false,
+        reason: 'crashed',
+        detail: 'the child exited with code 4',
+      });
       assert.equal(children.started(), 1);
       assert.deepEqual(await runner.run({ module: join(root, 'skip.js') }, input), { ok: true, value: null });
     });
     await withRunner({ poolSize: 1, startTimeoutMs: 1_000, start: children.start }, async (runner) => {
-      assert.deepEqual(await runner.run({ module: join(root, 'loops-on-load.js') }, input), { ok: false, reason: 'timeout', detail: 'the module did not load within 1000 ms' });
+      assert.deepEqual(await runner.run({ module: join(root, 'loops-on-load.js') }, input), {
+        ok: false,
+        reason: 'timeout',
+        detail: 'the module did not load within 1000 ms',
+      });
       assert.equal(children.started(), 3);
     });
   });
@@ -255,17 +318,27 @@ function suite(runtime: Runtime): void {
   test('runner.run() lets calls share a busy child: they reach it together and run side by side', async () => {
     const children = counted();
     await withRunner({ poolSize: 1, start: children.start }, async (runner) => {
-      const results = await Promise.all([1, 2, 3, 4].map(() => runner.run({ module: join(root, 'overlap.js') }, input)));
+      const results = await Promise.all(
+        [1, 2, 3, 4].map(() => runner.run({ module: join(root, 'overlap.js') }, input)),
+      );
       assert.equal(children.started(), 1);
       assert.ok(results.every((r) => r.ok), JSON.stringify(results));
-      assert.ok(Math.max(...results.map((r) => (r.ok ? Number(r.value) : 0))) > 1, `calls overlapped in the child: ${JSON.stringify(results)}`);
+      assert.ok(
+        Math.max(...results.map((r) => (r.ok ? Number(r.value) : 0))) > 1,
+        `calls overlapped in the child: ${JSON.stringify(results)}`,
+      );
     });
   });
 
   test('runner.run() runs a call again, within its own budget, when the child it shared is killed for another call that overran its time', async () => {
     const children = counted();
     const output: string[] = [];
-    await withRunner({ timeoutMs: STUCK_MS, poolSize: 1, start: children.start, onOutput: (_, line) => void output.push(line) }, async (runner) => {
+    await withRunner({
+      timeoutMs: STUCK_MS,
+      poolSize: 1,
+      start: children.start,
+      onOutput: (_, line) => void output.push(line),
+    }, async (runner) => {
       const stuck = runner.run({ module: join(root, 'switch.js') }, { ...input, payload: { stuck: true } });
       // Sent half the budget after the stuck call is under way in its child, so it shares that child
       // and has budget left when the child is killed. Timed from the call reaching the child, not
@@ -297,8 +370,14 @@ function suite(runtime: Runtime): void {
   test('runner.probe() of a module whose child is up loads the export there without calling it', async () => {
     await withRunner({ poolSize: 1 }, async (runner) => {
       assert.deepEqual(await runner.probe({ module: join(root, 'named.mjs') }), { ok: true, value: null });
-      assert.deepEqual(await runner.probe({ module: join(root, 'named.mjs'), export: 'pick' }), { ok: true, value: null });
-      assert.deepEqual(await runner.run({ module: join(root, 'named.mjs'), export: 'pick' }, input), { ok: true, value: ['b', 'c', '/hooks/github'] });
+      assert.deepEqual(await runner.probe({ module: join(root, 'named.mjs'), export: 'pick' }), {
+        ok: true,
+        value: null,
+      });
+      assert.deepEqual(await runner.run({ module: join(root, 'named.mjs'), export: 'pick' }, input), {
+        ok: true,
+        value: ['b', 'c', '/hooks/github'],
+      });
     });
   });
 
@@ -306,8 +385,9 @@ function suite(runtime: Runtime): void {
     await withRunner({}, async (runner) => {
       const result = await runner.run({ module: join(root, 'env.js') }, input);
       // Node hands the child the empty environment it was started with; Deno refuses to read it at all.
-      if (isDeno) assert.ok(!result.ok && result.reason === 'threw' && /env/.test(result.detail), JSON.stringify(result));
-      // Node copies NODE_V8_COVERAGE into every child it starts (c8 measures through it); nothing else.
+      if (isDeno) {
+        assert.ok(!result.ok && result.reason === 'threw' && /env/.test(result.detail), JSON.stringify(result));
+      } // Node copies NODE_V8_COVERAGE into every child it starts (c8 measures through it); nothing else.
       else assert.deepEqual(result.ok && (result.value as string[]).filter((k) => k !== 'NODE_V8_COVERAGE'), []);
     });
   });
@@ -373,7 +453,10 @@ function suite(runtime: Runtime): void {
 
   test('runner.close() answers calls in flight and later calls as crashed', async () => {
     const runner = createTransformChildPool({ root, poolSize: 1, runtime });
-    const pending = [runner.run({ module: join(root, 'loop.js') }, input), runner.run({ module: join(root, 'skip.js') }, input)];
+    const pending = [
+      runner.run({ module: join(root, 'loop.js') }, input),
+      runner.run({ module: join(root, 'skip.js') }, input),
+    ];
     await new Promise((resolve) => setTimeout(resolve, 20));
     await runner.close();
     const closed = { ok: false, reason: 'crashed', detail: 'the transform runner is closed' };
@@ -421,11 +504,16 @@ function standIn(hold: boolean): ChildProcessWithoutNullStreams {
   const [stdin, stdout, stderr] = [new PassThrough(), new PassThrough(), new PassThrough()];
   const held: number[] = [];
   let pending = '';
-  const answer = (id: number, value: unknown) => stdout.write(`${JSON.stringify({ id, result: { ok: true, value } })}\n`);
+  const answer = (id: number, value: unknown) =>
+    stdout.write(`${JSON.stringify({ id, result: { ok: true, value } })}\n`);
   stdin.setEncoding('utf8').on('data', (chunk: string) => {
     pending += chunk;
     for (let end = pending.indexOf('\n'); end !== -1; end = pending.indexOf('\n')) {
-      const message = JSON.parse(pending.slice(0, end)) as { id: number; probe: boolean; input: { payload: { n: number } } };
+      const message = JSON.parse(pending.slice(0, end)) as {
+        id: number;
+        probe: boolean;
+        input: { payload: { n: number } };
+      };
       pending = pending.slice(end + 1);
       if (message.probe) setImmediate(() => answer(message.id, null));
       else if (hold) held.push(message.id);
@@ -437,7 +525,16 @@ function standIn(hold: boolean): ChildProcessWithoutNullStreams {
     setTimeout(() => child.emit('exit', null, 'SIGKILL'), 5);
     return true;
   };
-  return Object.assign(child, { stdin, stdout, stderr, pid: undefined, exitCode: null, kill, ref: () => {}, unref: () => {} }) as unknown as ChildProcessWithoutNullStreams;
+  return Object.assign(child, {
+    stdin,
+    stdout,
+    stderr,
+    pid: undefined,
+    exitCode: null,
+    kill,
+    ref: () => {},
+    unref: () => {},
+  }) as unknown as ChildProcessWithoutNullStreams;
 }
 
 test('runner.run() answers a call that shared a killed child on its own, even when the call the kill was about answered first', async () => {

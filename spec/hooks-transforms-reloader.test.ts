@@ -17,13 +17,20 @@ async function configWith(t: TestContext, modules: Record<string, string>, mappi
   const dir = await tempDir(t, 'transform-pool-');
   await mkdir(join(dir, 'hooks', 'transforms'), { recursive: true });
   for (const [name, source] of Object.entries(modules)) await writeFile(join(dir, 'hooks', 'transforms', name), source);
-  const built = await buildConfig({ hooks: { enabled: true, token: 'pool-token-0123456789', mappings } }, { file: null, env: {}, dir });
+  const built = await buildConfig({ hooks: { enabled: true, token: 'pool-token-0123456789', mappings } }, {
+    file: null,
+    env: {},
+    dir,
+  });
   assert.ok(built.ok, built.ok ? '' : built.problems.join('\n'));
   return built.config;
 }
 
 test('checkTransforms() finds nothing wrong with modules whose exports are functions', async (t) => {
-  const config = await configWith(t, { 'a.js': 'export default () => null;', 'b.mjs': 'export const pick = () => null;' }, [
+  const config = await configWith(t, {
+    'a.js': 'export default () => null;',
+    'b.mjs': 'export const pick = () => null;',
+  }, [
     { match: { path: 'a' }, transform: { module: 'a.js' } },
     { match: { path: 'b' }, transform: { module: 'b.mjs', export: 'pick' } },
     { match: { path: 'c' }, action: 'wake', textTemplate: 'no transform here' },
@@ -45,8 +52,13 @@ test('checkTransforms() names the mapping whose export is not a function or whos
 
 test('checkTransforms() loads a transform without calling it', async (t) => {
   const marker = join(tmpdir(), `transform-pool-called-${process.pid}-${Date.now()}`);
-  const source = `import { writeFileSync } from 'node:fs';\nexport default () => { writeFileSync(${JSON.stringify(marker)}, 'called'); return null; };`;
-  const config = await configWith(t, { 'side.js': source }, [{ match: { path: 'side' }, transform: { module: 'side.js' } }]);
+  const source = `import { writeFileSync } from 'node:fs';\nexport default () => { writeFileSync(${
+    JSON.stringify(marker)
+  }, 'called'); return null; };`;
+  const config = await configWith(t, { 'side.js': source }, [{
+    match: { path: 'side' },
+    transform: { module: 'side.js' },
+  }]);
   assert.deepEqual(await checkTransforms(config), []);
   await assert.rejects(access(marker), { code: 'ENOENT' });
 });
@@ -70,7 +82,9 @@ export default async ({ payload }) => {
   );
   const configure = async (timeoutMs: number): Promise<Config> => {
     const mapping = { match: { path: 'wait' }, action: 'wake', transform: { module: 'wait.mjs' } };
-    const built = await buildConfig({ hooks: { enabled: true, token: TOKEN, transformTimeoutMs: timeoutMs, mappings: [mapping] } }, { file: null, env: {}, dir });
+    const built = await buildConfig({
+      hooks: { enabled: true, token: TOKEN, transformTimeoutMs: timeoutMs, mappings: [mapping] },
+    }, { file: null, env: {}, dir });
     if (!built.ok) throw new Error(built.problems.join('; '));
     return built.config;
   };
@@ -78,14 +92,20 @@ export default async ({ payload }) => {
   const after = await configure(119_000);
   const ref = before.hooks.mappings[0]!.transform!;
   const output: string[] = [];
-  const pool = new TransformReloader({ ...silentLogger, warn: (message, fields) => void output.push(`${message}: ${String(fields?.['line'])}`) });
+  const pool = new TransformReloader({
+    ...silentLogger,
+    warn: (message, fields) => void output.push(`${message}: ${String(fields?.['line'])}`),
+  });
   defer(t, () => pool.close());
   pool.configure(before);
   // The flags lie inside the transforms root, the one place the child may read.
   const input = (flag: string) => ({ payload: { flag: join(root, flag) }, headers: {}, query: {}, path: 'wait' });
 
   const inFlight = pool.call(ref, input('first'));
-  await until('the transform to start', async () => output.includes(`transform output: started ${join(root, 'first')}`));
+  await until(
+    'the transform to start',
+    async () => output.includes(`transform output: started ${join(root, 'first')}`),
+  );
   pool.configure(after);
   await writeFile(join(root, 'first'), '');
   assert.deepEqual(await inFlight, { ok: true, value: { text: 'finished' } });

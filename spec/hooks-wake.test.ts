@@ -9,11 +9,19 @@ function error(body: Record<string, unknown>): string {
 }
 
 test('parseWake() defaults mode to "now"', () => {
-  assert.deepEqual(parseWake({ text: 'New mail from Ada' }), { ok: true, action: { kind: 'wake', text: 'New mail from Ada', mode: 'now' }, ignored: [] });
+  assert.deepEqual(parseWake({ text: 'New mail from Ada' }), {
+    ok: true,
+    action: { kind: 'wake', text: 'New mail from Ada', mode: 'now' },
+    ignored: [],
+  });
 });
 
 test('parseWake() accepts both modes', () => {
-  assert.deepEqual(parseWake({ text: 'x', mode: 'now' }), { ok: true, action: { kind: 'wake', text: 'x', mode: 'now' }, ignored: [] });
+  assert.deepEqual(parseWake({ text: 'x', mode: 'now' }), {
+    ok: true,
+    action: { kind: 'wake', text: 'x', mode: 'now' },
+    ignored: [],
+  });
   assert.deepEqual(parseWake({ text: 'x', mode: 'next-heartbeat' }), {
     ok: true,
     action: { kind: 'wake', text: 'x', mode: 'next-heartbeat' },
@@ -62,15 +70,25 @@ test('parseWake() refuses any other field, naming it', () => {
 });
 
 test('parseWake() with acceptUnknown accepts other fields and names them, and still refuses a bad known one', () => {
-  assert.deepEqual(parseWake({ text: 'x', source: 'ci', 'odd key': 1 }, true), { ok: true, action: { kind: 'wake', text: 'x', mode: 'now' }, ignored: ['source', '["odd key"]'] });
-  assert.deepEqual(parseWake({ text: 'x', mode: 'later', source: 'ci' }, true), { ok: false, error: 'mode: must be one of "now", "next-heartbeat"' });
+  assert.deepEqual(parseWake({ text: 'x', source: 'ci', 'odd key': 1 }, true), {
+    ok: true,
+    action: { kind: 'wake', text: 'x', mode: 'now' },
+    ignored: ['source', '["odd key"]'],
+  });
+  assert.deepEqual(parseWake({ text: 'x', mode: 'later', source: 'ci' }, true), {
+    ok: false,
+    error: 'mode: must be one of "now", "next-heartbeat"',
+  });
 });
 
 test('parseWake() reports every problem, joined with "; "', () => {
-  assert.equal(error({ mode: 'soon', priority: 'x' }), 'priority: unknown key; text: is required; mode: must be one of "now", "next-heartbeat"');
+  assert.equal(
+    error({ mode: 'soon', priority: 'x' }),
+    'priority: unknown key; text: is required; mode: must be one of "now", "next-heartbeat"',
+  );
 });
 
-test('parseWake() takes the released gateway\'s agentId and sessionKey, the key as the request\'s choice', () => {
+test("parseWake() takes the released gateway's agentId and sessionKey, the key as the request's choice", () => {
   assert.deepEqual(parseWake({ text: 'x', agentId: ' ops ', sessionKey: ' hook:ci ' }), {
     ok: true,
     action: { kind: 'wake', text: 'x', mode: 'now', agentId: 'ops', sessionKey: { value: 'hook:ci', trusted: false } },
@@ -78,7 +96,10 @@ test('parseWake() takes the released gateway\'s agentId and sessionKey, the key 
   });
   assert.equal(error({ text: 'x', agentId: '' }), 'agentId: must be a non-empty string');
   assert.equal(error({ text: 'x', sessionKey: 7 }), 'sessionKey: must be a string, got number');
-  assert.equal(error({ text: 'x', sessionKey: `hook:${'k'.repeat(508)}` }), 'sessionKey: must be at most 512 characters');
+  assert.equal(
+    error({ text: 'x', sessionKey: `hook:${'k'.repeat(508)}` }),
+    'sessionKey: must be at most 512 characters',
+  );
 });
 
 test('parseWake() refuses a sessionKey with mode "next-heartbeat", as the gateway does', () => {

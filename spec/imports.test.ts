@@ -10,7 +10,8 @@ async function sources(dir: string): Promise<string[]> {
 }
 
 // Static `import`/`export ... from`, side-effect imports, and dynamic import() of a literal.
-const SPECIFIER = /(?:^|[\s;])(?:import|export)\s[^'"`]*?from\s*['"]([^'"]+)['"]|(?:^|[\s;])import\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/gm;
+const SPECIFIER =
+  /(?:^|[\s;])(?:import|export)\s[^'"`]*?from\s*['"]([^'"]+)['"]|(?:^|[\s;])import\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/gm;
 
 /** One import of a file: what it names, where that resolves to (relative ones), whether it is `import type`, and whether an `import()` (made when used). */
 interface Edge {
@@ -27,7 +28,12 @@ async function importsOf(file: string): Promise<Edge[]> {
   for (const match of text.matchAll(SPECIFIER)) {
     const specifier = match[1] ?? match[2] ?? match[3]!;
     const target = specifier.startsWith('.') ? normalize(join(dirname(file), specifier)) : null;
-    edges.push({ specifier, target, typeOnly: /^\s*(?:[;\s])?(?:import|export)\s+type\s/.test(match[0]), dynamic: match[3] !== undefined });
+    edges.push({
+      specifier,
+      target,
+      typeOnly: /^\s*(?:[;\s])?(?:import|export)\s+type\s/.test(match[0]),
+      dynamic: match[3] !== undefined,
+    });
   }
   return edges;
 }
@@ -95,9 +101,40 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   edge: ['', 'edge', 'guard', 'hooks', 'policy', 'store', 'untrusted', 'runtime', 'config', 'model'],
   control: ['', 'control', 'guard', 'store', 'server'],
   inspector: ['', 'inspector', 'edge', 'guard', 'store', 'model', 'config'],
-  server: ['', 'server', 'config', 'guard', 'hooks', 'hooks/transforms', 'policy', 'store', 'delivery', 'runtime', 'edge', 'untrusted', 'model'],
+  server: [
+    '',
+    'server',
+    'config',
+    'guard',
+    'hooks',
+    'hooks/transforms',
+    'policy',
+    'store',
+    'delivery',
+    'runtime',
+    'edge',
+    'untrusted',
+    'model',
+  ],
   config: ['', 'config', 'guard', 'hooks', 'hooks/transforms', 'policy', 'store', 'delivery', 'runtime', 'model'],
-  cli: ['', 'cli', 'server', 'control', 'inspector', 'config', 'guard', 'hooks', 'hooks/transforms', 'policy', 'store', 'delivery', 'runtime', 'edge', 'untrusted', 'model'],
+  cli: [
+    '',
+    'cli',
+    'server',
+    'control',
+    'inspector',
+    'config',
+    'guard',
+    'hooks',
+    'hooks/transforms',
+    'policy',
+    'store',
+    'delivery',
+    'runtime',
+    'edge',
+    'untrusted',
+    'model',
+  ],
 };
 
 /** The files of `graph` that import nothing from lib/: such a leaf may be imported from any layer. */
@@ -121,7 +158,15 @@ function layerGraph(graph: ReadonlyMap<string, readonly Edge[]>): Map<string, { 
 }
 
 // Disk, network and processes: hooks and policy turn requests into decisions without them.
-const IO_MODULES = new Set(['node:fs', 'node:fs/promises', 'node:net', 'node:http', 'node:https', 'node:child_process', 'node:worker_threads']);
+const IO_MODULES = new Set([
+  'node:fs',
+  'node:fs/promises',
+  'node:net',
+  'node:http',
+  'node:https',
+  'node:child_process',
+  'node:worker_threads',
+]);
 
 test('lib/ and bin/ import only node: built-ins and relative files (zero runtime dependencies)', async () => {
   const files = [...(await sources('lib')), ...(await sources('bin'))];
@@ -131,7 +176,8 @@ test('lib/ and bin/ import only node: built-ins and relative files (zero runtime
     for (const { specifier } of await importsOf(file)) {
       // The inspector page's scripts run in the browser, served as they are: they import one another only.
       const page = file.startsWith('lib/inspector/page/') && /^\.\/[\w-]+\.js$/.test(specifier);
-      const allowed = page || specifier.startsWith('node:') || (file.startsWith('lib/') ? /^\.\.?\/.*\.ts$/.test(specifier) : specifier.startsWith('../'));
+      const allowed = page || specifier.startsWith('node:') ||
+        (file.startsWith('lib/') ? /^\.\.?\/.*\.ts$/.test(specifier) : specifier.startsWith('../'));
       if (!allowed) offenders.push(`${file}: ${specifier}`);
     }
   }
@@ -145,7 +191,12 @@ test('lib/ holds at most 8 files at its root: the shared leaves', async () => {
 
 test('findCycle() finds a cycle through type imports and none in a tree', () => {
   const edge = (target: string) => ({ target });
-  assert.deepEqual(findCycle(new Map([['a', [edge('b')]], ['b', [edge('c')]], ['c', [edge('a')]]])), ['a', 'b', 'c', 'a']);
+  assert.deepEqual(findCycle(new Map([['a', [edge('b')]], ['b', [edge('c')]], ['c', [edge('a')]]])), [
+    'a',
+    'b',
+    'c',
+    'a',
+  ]);
   assert.equal(findCycle(new Map([['a', [edge('b'), edge('c')]], ['b', [edge('c')]], ['c', []]])), null);
 });
 
@@ -174,18 +225,26 @@ test('each layer of lib/ imports only the layers below it (cli → config → th
 test('store/ imports nothing from hooks, runtime, edge or delivery, and delivery/ nothing from edge or runtime', async () => {
   const offenders: string[] = [];
   for (const [file, edges] of await libGraph()) {
-    const forbidden = file.startsWith('lib/store/') ? ['hooks', 'runtime', 'edge', 'delivery'] : file.startsWith('lib/delivery/') ? ['edge', 'runtime'] : [];
-    for (const { target } of edges) if (target !== null && forbidden.includes(layerOf(target).split('/')[0]!)) offenders.push(`${file} → ${target}`);
+    const forbidden = file.startsWith('lib/store/')
+      ? ['hooks', 'runtime', 'edge', 'delivery']
+      : file.startsWith('lib/delivery/')
+      ? ['edge', 'runtime']
+      : [];
+    for (const { target } of edges) {
+      if (target !== null && forbidden.includes(layerOf(target).split('/')[0]!)) {
+        offenders.push(`${file} → ${target}`);
+      }
+    }
   }
   assert.deepEqual(offenders, []);
 });
 
-test('store/ holds at most 6 files directly: the rest is in its components\' sub-folders', async () => {
+test("store/ holds at most 6 files directly: the rest is in its components' sub-folders", async () => {
   const flat = (await sources('lib')).filter((file) => /^lib\/store\/[^/]+$/.test(file));
   assert.ok(flat.length <= 6, `${flat.length} files directly in lib/store/: ${flat.join(', ')}`);
 });
 
-test('store/\'s components (its sub-folders: the journal, the ledger, the state files) import nothing of one another', async () => {
+test("store/'s components (its sub-folders: the journal, the ledger, the state files) import nothing of one another", async () => {
   const component = (file: string) => /^lib\/store\/([\w-]+)\//.exec(file)?.[1];
   const offenders: string[] = [];
   for (const [file, edges] of await libGraph()) {
@@ -199,11 +258,15 @@ test('store/\'s components (its sub-folders: the journal, the ledger, the state 
   assert.deepEqual(offenders, []);
 });
 
-test('the edge imports nothing of the runtime but forward mode\'s outbox bodies (runtime/forward-body.ts)', async () => {
+test("the edge imports nothing of the runtime but forward mode's outbox bodies (runtime/forward-body.ts)", async () => {
   const offenders: string[] = [];
   for (const [file, edges] of await libGraph()) {
     if (!file.startsWith('lib/edge/')) continue;
-    for (const { target } of edges) if (target !== null && layerOf(target) === 'runtime' && target !== 'lib/runtime/forward-body.ts') offenders.push(`${file} → ${target}`);
+    for (const { target } of edges) {
+      if (target !== null && layerOf(target) === 'runtime' && target !== 'lib/runtime/forward-body.ts') {
+        offenders.push(`${file} → ${target}`);
+      }
+    }
   }
   assert.deepEqual(offenders, []);
 });
@@ -216,7 +279,9 @@ test('hooks/ and policy/ touch neither disk, network nor processes; hooks/transf
     for (const { specifier, target, typeOnly } of edges) {
       if (IO_MODULES.has(specifier) || target === 'lib/delivery/http-call.ts') offenders.push(`${file}: ${specifier}`);
       // The rest of hooks may name the runner's types, never load it.
-      if (target !== null && layerOf(target) === 'hooks/transforms' && !typeOnly) offenders.push(`${file}: ${specifier} (not import type)`);
+      if (target !== null && layerOf(target) === 'hooks/transforms' && !typeOnly) {
+        offenders.push(`${file}: ${specifier} (not import type)`);
+      }
     }
   }
   assert.deepEqual(offenders, []);
@@ -245,7 +310,9 @@ function loadedBy(graph: ReadonlyMap<string, readonly Edge[]>, entry: string): S
   const visit = (file: string) => {
     if (loaded.has(file)) return;
     loaded.add(file);
-    for (const edge of graph.get(file) ?? []) if (edge.target !== null && !edge.typeOnly && !edge.dynamic) visit(edge.target);
+    for (const edge of graph.get(file) ?? []) {
+      if (edge.target !== null && !edge.typeOnly && !edge.dynamic) visit(edge.target);
+    }
   };
   visit(entry);
   return loaded;
@@ -253,7 +320,8 @@ function loadedBy(graph: ReadonlyMap<string, readonly Edge[]>, entry: string): S
 
 // What serves, not what reads: the HTTP app, the runtime and its providers, the adapters, the
 // transform runner, the signature schemes, the config's validation, the server's composition.
-const SERVER_CODE = /^lib\/(?:edge\/|runtime\/|delivery\/|hooks\/transforms\/|guard\/signatures?[/.]|cli\/serve\.ts|server\/|config\/(?:load|file-schema|checks)\.ts)/;
+const SERVER_CODE =
+  /^lib\/(?:edge\/|runtime\/|delivery\/|hooks\/transforms\/|guard\/signatures?[/.]|cli\/serve\.ts|server\/|config\/(?:load|file-schema|checks)\.ts)/;
 
 test('lib/cli/main.ts imports each command when it runs: --version loads no command and nothing below the CLI', async () => {
   const loaded = [...loadedBy(await libGraph(), 'lib/cli/main.ts')];
@@ -272,13 +340,19 @@ test('a command that only reads the state directory (NEEDS: state) loads no serv
   assert.ok(readers.includes('events') && readers.includes('outbox'));
   const offenders: string[] = [];
   for (const name of readers) {
-    const file = new RegExp(`^\\s+${name}: async \\(\\) => \\(await import\\('\\./([\\w-]+\\.ts)'\\)\\)`, 'm').exec(main)?.[1];
+    const file = new RegExp(`^\\s+${name}: async \\(\\) => \\(await import\\('\\./([\\w-]+\\.ts)'\\)\\)`, 'm').exec(
+      main,
+    )?.[1];
     // A command NEEDS names before it exists (the table is shared) is nothing to check yet; one main.ts runs is in its table of imports.
     if (file === undefined) {
       assert.doesNotMatch(main, new RegExp(`\\b${name}\\b`), `${name} is not imported through main.ts's table`);
       continue;
     }
-    for (const loaded of loadedBy(graph, `lib/cli/${file}`)) if (SERVER_CODE.test(loaded) || STATE_WRITERS.test(loaded)) offenders.push(`${name} (lib/cli/${file}) → ${loaded}`);
+    for (const loaded of loadedBy(graph, `lib/cli/${file}`)) {
+      if (SERVER_CODE.test(loaded) || STATE_WRITERS.test(loaded)) {
+        offenders.push(`${name} (lib/cli/${file}) → ${loaded}`);
+      }
+    }
   }
   assert.deepEqual(offenders, []);
 });
@@ -286,7 +360,8 @@ test('a command that only reads the state directory (NEEDS: state) loads no serv
 test('serve loads no chat adapter, model provider, signature scheme or transform runner until its config names one, and no try or replay until asked', async () => {
   const loaded = [...loadedBy(await libGraph(), 'lib/cli/serve.ts')];
   assert.ok(loaded.includes('lib/edge/server.ts'));
-  const parts = /^lib\/(?:delivery\/(?!channels|deliver|chunk|adapter|_platform)|runtime\/providers\/(?!registry|provider)|guard\/signatures\/(?!config|verify|paths)|hooks\/transforms\/|(?:cli|server)\/gmail-companion\.ts|runtime\/gmail-companion\.ts|runtime\/forward\.ts|server\/(?:try|replay)\.ts|cli\/(?:try|requests-replay)\.ts|edge\/(?:preview|replay)\.ts)/;
+  const parts =
+    /^lib\/(?:delivery\/(?!channels|deliver|chunk|adapter|_platform)|runtime\/providers\/(?!registry|provider)|guard\/signatures\/(?!config|verify|paths)|hooks\/transforms\/|(?:cli|server)\/gmail-companion\.ts|runtime\/gmail-companion\.ts|runtime\/forward\.ts|server\/(?:try|replay)\.ts|cli\/(?:try|requests-replay)\.ts|edge\/(?:preview|replay)\.ts)/;
   assert.deepEqual(loaded.filter((f) => parts.test(f)), []);
 });
 
@@ -315,9 +390,12 @@ test('nothing outside lib/cli/ imports lib/cli/, type imports counted: the comma
 // config loaded for a command, the log's text form, SIGUSR1 ignored.
 const SERVE_COMMAND = /^lib\/cli\/(?:serve|command|io|usage|load-config|log-text|debugger-signal)\.ts$/;
 
-test('what serve runs does not live in lib/cli/: of lib/cli/ it loads its command\'s plumbing only, the server it composes and runs comes from lib/server/ and the folders below', async () => {
+test("what serve runs does not live in lib/cli/: of lib/cli/ it loads its command's plumbing only, the server it composes and runs comes from lib/server/ and the folders below", async () => {
   const reached = reachedFrom(await libGraph(), 'lib/cli/serve.ts');
-  assert.ok(reached.has('lib/server/service.ts') && reached.has('lib/server/try.ts') && reached.has('lib/inspector/serve.ts') && reached.has('lib/server/gmail-companion.ts'));
+  assert.ok(
+    reached.has('lib/server/service.ts') && reached.has('lib/server/try.ts') && reached.has('lib/inspector/serve.ts') &&
+      reached.has('lib/server/gmail-companion.ts'),
+  );
   assert.deepEqual([...reached].filter((file) => file.startsWith('lib/cli/') && !SERVE_COMMAND.test(file)), []);
 });
 

@@ -14,9 +14,19 @@ import { wrapUntrusted } from '../lib/untrusted/wrap.ts';
 
 const SKIP = browserSkip();
 
-const ENTRIES = ['e-1', 'e-2', 'e-3'].map((id, i) => ({ id, time: '2026-11-27T12:00:00.000Z', method: 'POST', path: `/hooks/n${i + 1}`, hook: `n${i + 1}`, status: 200 }));
+const ENTRIES = ['e-1', 'e-2', 'e-3'].map((id, i) => ({
+  id,
+  time: '2026-11-27T12:00:00.000Z',
+  method: 'POST',
+  path: `/hooks/n${i + 1}`,
+  hook: `n${i + 1}`,
+  status: 200,
+}));
 
-async function start(t: TestContext, entries: readonly { id: string }[] = ENTRIES): Promise<{ url: string; page: Page; replays: unknown[] }> {
+async function start(
+  t: TestContext,
+  entries: readonly { id: string }[] = ENTRIES,
+): Promise<{ url: string; page: Page; replays: unknown[] }> {
   const replays: unknown[] = [];
   const source: InspectorSource = {
     list: async () => ({ entries: [...entries] }),
@@ -24,7 +34,13 @@ async function start(t: TestContext, entries: readonly { id: string }[] = ENTRIE
     replay: async (ids, options) => {
       replays.push({ ids, ...options });
       // e-1 succeeded before: its dry run says it runs only when forced.
-      return { results: ids.map((id) => ({ id, ok: true, ...(options.dryRun && id === 'e-1' ? { needsForce: 'succeeded' } : {}) })) };
+      return {
+        results: ids.map((id) => ({
+          id,
+          ok: true,
+          ...(options.dryRun && id === 'e-1' ? { needsForce: 'succeeded' } : {}),
+        })),
+      };
     },
   };
   const inspector = createInspector({ source, log: silentLogger, idleMs: 60_000, maxAgeMs: 3_600_000 });
@@ -40,7 +56,9 @@ test('the page says it is loading until the first list arrives', { skip: SKIP },
   const { url, page } = await start(t);
   // Hold the first list back: what the page shows meanwhile is what a slow first answer shows.
   let release = (): void => {};
-  const held = new Promise<void>((resolve) => { release = resolve; });
+  const held = new Promise<void>((resolve) => {
+    release = resolve;
+  });
   await page.route('**/api/requests?*', async (route) => {
     await held;
     await route.continue();
@@ -53,23 +71,29 @@ test('the page says it is loading until the first list arrives', { skip: SKIP },
   assert.equal(await page.locator('#loading').isVisible(), false);
 });
 
-test('the icon comes from the page\'s own files: its link and /favicon.ico answer 200, with no session', { skip: SKIP }, async (t) => {
-  const { url, page } = await start(t);
-  await page.goto(url);
-  await page.locator('#list li').first().waitFor();
-  const href = new URL(String(await page.locator('link[rel="icon"]').getAttribute('href')), page.url()).href;
-  const origin = new URL(url).origin;
-  for (const target of [href, `${origin}/favicon.ico`]) {
-    const answer = await page.request.get(target);
-    assert.equal(answer.status(), 200, target);
-    assert.match(String(answer.headers()['content-type']), /^image\/svg\+xml/, target);
-    // Without the cookie too: the browser asks for /favicon.ico outside the cookie's path.
-    const bare = await send(origin, new URL(target).pathname);
-    assert.equal(bare.status, 200, target);
-  }
-});
+test(
+  "the icon comes from the page's own files: its link and /favicon.ico answer 200, with no session",
+  { skip: SKIP },
+  async (t) => {
+    const { url, page } = await start(t);
+    await page.goto(url);
+    await page.locator('#list li').first().waitFor();
+    const href = new URL(String(await page.locator('link[rel="icon"]').getAttribute('href')), page.url()).href;
+    const origin = new URL(url).origin;
+    for (const target of [href, `${origin}/favicon.ico`]) {
+      const answer = await page.request.get(target);
+      assert.equal(answer.status(), 200, target);
+      assert.match(String(answer.headers()['content-type']), /^image\/svg\+xml/, target);
+      // Without the cookie too: the browser asks for /favicon.ico outside the cookie's path.
+      const bare = await send(origin, new URL(target).pathname);
+      assert.equal(bare.status, 200, target);
+    }
+  },
+);
 
-test('the list and the replay dialog work by keyboard: arrows move and open, Escape cancels and gives focus back', { skip: SKIP }, async (t) => {
+test('the list and the replay dialog work by keyboard: arrows move and open, Escape cancels and gives focus back', {
+  skip: SKIP,
+}, async (t) => {
   const { url, page, replays } = await start(t);
   await page.goto(url);
   await page.locator('#list li').nth(2).waitFor();
@@ -95,7 +119,9 @@ test('the list and the replay dialog work by keyboard: arrows move and open, Esc
   assert.deepEqual(replays.filter((r) => (r as { dryRun: boolean }).dryRun === false), []);
   // Every control in the dialog has a name a screen reader reads.
   for (const id of ['confirm-no', 'confirm-yes']) {
-    const name = await page.evaluate(`(document.getElementById('${id}').labels?.[0] ?? document.getElementById('${id}')).textContent`);
+    const name = await page.evaluate(
+      `(document.getElementById('${id}').labels?.[0] ?? document.getElementById('${id}')).textContent`,
+    );
     assert.ok(String(name).trim().length > 0, id);
   }
 });
@@ -105,54 +131,102 @@ test('the list and the replay dialog work by keyboard: arrows move and open, Esc
 const HOSTILE = '<img src=x onerror="window.__xss=1">';
 const BECAME = [
   {
-    id: 'ok-1', time: '2026-11-27T12:00:00.000Z', method: 'POST', path: '/hooks/github', hook: 'github', status: 200, event: 'push', delivery: 'gh-77', outcome: 'accepted',
+    id: 'ok-1',
+    time: '2026-11-27T12:00:00.000Z',
+    method: 'POST',
+    path: '/hooks/github',
+    hook: 'github',
+    status: 200,
+    event: 'push',
+    delivery: 'gh-77',
+    outcome: 'accepted',
     became: {
-      events: [{ seq: 7, time: '2026-11-27T12:00:00.000Z', kind: 'system', text: `Hook github: ${wrapUntrusted(`push to me/notes ${HOSTILE}`, { source: 'Webhook' })}`, source: 'hook:github', mode: 'now' }],
-      runs: [{ runId: 'run-9', status: 'ok', agentId: 'main', sessionKey: 'hook:github:1', attempts: 1, model: 'm-1', message: wrapUntrusted('Summarise the push', { source: 'Webhook' }), reply: 'Done: one commit.' }],
+      events: [{
+        seq: 7,
+        time: '2026-11-27T12:00:00.000Z',
+        kind: 'system',
+        text: `Hook github: ${wrapUntrusted(`push to me/notes ${HOSTILE}`, { source: 'Webhook' })}`,
+        source: 'hook:github',
+        mode: 'now',
+      }],
+      runs: [{
+        runId: 'run-9',
+        status: 'ok',
+        agentId: 'main',
+        sessionKey: 'hook:github:1',
+        attempts: 1,
+        model: 'm-1',
+        message: wrapUntrusted('Summarise the push', { source: 'Webhook' }),
+        reply: 'Done: one commit.',
+      }],
     },
   },
-  { id: 'bad-1', time: '2026-11-27T12:00:01.000Z', method: 'POST', path: '/hooks/ci', hook: 'ci', status: 500, code: 'ERR_MAPPING_FAILED', outcome: 'failed: mapping failed', why: 'transform ci.mjs:3 threw: bad build' },
+  {
+    id: 'bad-1',
+    time: '2026-11-27T12:00:01.000Z',
+    method: 'POST',
+    path: '/hooks/ci',
+    hook: 'ci',
+    status: 500,
+    code: 'ERR_MAPPING_FAILED',
+    outcome: 'failed: mapping failed',
+    why: 'transform ci.mjs:3 threw: bad build',
+  },
 ];
 
-test('what a request became reads as text: the event and the run in words, the safety wrapper one folded line, the raw JSON a click away', { skip: SKIP }, async (t) => {
-  const { url, page } = await start(t, BECAME);
-  await page.goto(url);
-  // A failure's tag carries the cause the ledger kept.
-  await page.locator('#list li', { hasText: '/hooks/ci' }).waitFor();
-  assert.match(await page.locator('#list li', { hasText: '/hooks/ci' }).locator('.outcome').innerText(), /^failed: transform ci\.mjs:3 threw: bad build$/);
-  await page.locator('#list li', { hasText: '/hooks/github' }).locator('button').click();
-  const became = page.locator('#detail .became');
-  await became.waitFor();
-  const text = await became.innerText();
-  assert.match(text, /Event 7 in the main session \(wake now\):/);
-  assert.ok(text.includes(`push to me/notes ${HOSTILE}`), 'the event text, markup as text');
-  assert.match(text, /Agent run run-9: finished/);
-  assert.match(text, /Summarise the push/);
-  assert.match(text, /Done: one commit\./);
-  // The wrapper: one labelled line per text, folded; its notice is there on a click, never as an escaped string.
-  assert.equal(await became.locator('details.wrapper').count(), 2);
-  assert.match(await became.locator('details.wrapper summary').first().innerText(), /^Marked as untrusted content from Webhook for the model$/);
-  assert.doesNotMatch(text, /SECURITY NOTICE|EXTERNAL_UNTRUSTED_CONTENT|\\n|\{…|\[…/);
-  assert.equal(await became.locator('.json').count(), 0, 'no JSON tree');
-  await became.locator('details.wrapper summary').first().click();
-  assert.match(await became.innerText(), /SECURITY NOTICE/);
-  // The raw JSON, one click away.
-  await became.locator('details.raw summary', { hasText: 'Raw JSON' }).click();
-  assert.match(await became.locator('details.raw pre').innerText(), /"runId": "run-9"/);
-  assert.equal(await page.evaluate('window.__xss'), undefined);
-  assert.equal(await page.locator('#detail img').count(), 0);
-  // The detail says the cause too.
-  await page.locator('#list li', { hasText: '/hooks/ci' }).locator('button').click();
-  await page.locator('#detail', { hasText: 'transform ci.mjs:3 threw: bad build' }).waitFor();
-});
+test(
+  'what a request became reads as text: the event and the run in words, the safety wrapper one folded line, the raw JSON a click away',
+  { skip: SKIP },
+  async (t) => {
+    const { url, page } = await start(t, BECAME);
+    await page.goto(url);
+    // A failure's tag carries the cause the ledger kept.
+    await page.locator('#list li', { hasText: '/hooks/ci' }).waitFor();
+    assert.match(
+      await page.locator('#list li', { hasText: '/hooks/ci' }).locator('.outcome').innerText(),
+      /^failed: transform ci\.mjs:3 threw: bad build$/,
+    );
+    await page.locator('#list li', { hasText: '/hooks/github' }).locator('button').click();
+    const became = page.locator('#detail .became');
+    await became.waitFor();
+    const text = await became.innerText();
+    assert.match(text, /Event 7 in the main session \(wake now\):/);
+    assert.ok(text.includes(`push to me/notes ${HOSTILE}`), 'the event text, markup as text');
+    assert.match(text, /Agent run run-9: finished/);
+    assert.match(text, /Summarise the push/);
+    assert.match(text, /Done: one commit\./);
+    // The wrapper: one labelled line per text, folded; its notice is there on a click, never as an escaped string.
+    assert.equal(await became.locator('details.wrapper').count(), 2);
+    assert.match(
+      await became.locator('details.wrapper summary').first().innerText(),
+      /^Marked as untrusted content from Webhook for the model$/,
+    );
+    assert.doesNotMatch(text, /SECURITY NOTICE|EXTERNAL_UNTRUSTED_CONTENT|\\n|\{…|\[…/);
+    assert.equal(await became.locator('.json').count(), 0, 'no JSON tree');
+    await became.locator('details.wrapper summary').first().click();
+    assert.match(await became.innerText(), /SECURITY NOTICE/);
+    // The raw JSON, one click away.
+    await became.locator('details.raw summary', { hasText: 'Raw JSON' }).click();
+    assert.match(await became.locator('details.raw pre').innerText(), /"runId": "run-9"/);
+    assert.equal(await page.evaluate('window.__xss'), undefined);
+    assert.equal(await page.locator('#detail img').count(), 0);
+    // The detail says the cause too.
+    await page.locator('#list li', { hasText: '/hooks/ci' }).locator('button').click();
+    await page.locator('#detail', { hasText: 'transform ci.mjs:3 threw: bad build' }).waitFor();
+  },
+);
 
-test('a dry run answered after its dialog was closed does not fill the dialog opened since for another request', { skip: SKIP }, async (t) => {
+test('a dry run answered after its dialog was closed does not fill the dialog opened since for another request', {
+  skip: SKIP,
+}, async (t) => {
   const { url, page } = await start(t);
   await page.goto(url);
   await page.locator('#list li').nth(2).waitFor();
   // The first dry run is held until the second dialog shows its own.
   let release = (): void => {};
-  const held = new Promise<void>((resolve) => { release = resolve; });
+  const held = new Promise<void>((resolve) => {
+    release = resolve;
+  });
   let first = true;
   await page.route('**/api/replay', async (route) => {
     const hold = first;
@@ -173,7 +247,9 @@ test('a dry run answered after its dialog was closed does not fill the dialog op
   release();
   await late;
   // The page has read the late answer (a few turns of its loop after the response).
-  await page.evaluate('new Promise((resolve) => setTimeout(() => requestAnimationFrame(() => setTimeout(resolve, 0)), 0))');
+  await page.evaluate(
+    'new Promise((resolve) => setTimeout(() => requestAnimationFrame(() => setTimeout(resolve, 0)), 0))',
+  );
   // It was e-1's (which needs a choice): the open dialog is still e-2's, which runs as it is.
   assert.doesNotMatch(await page.locator('#confirm').innerText(), /replayed only if you choose/);
   assert.equal(await page.locator('#confirm-yes').innerText(), 'Replay 1');

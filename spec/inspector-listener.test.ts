@@ -1,10 +1,16 @@
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
-import { createInspector, INSPECTOR_PREFIX, KEY_HEADER, loadPage, type InspectorSource } from '../lib/inspector/listener.ts';
+import {
+  createInspector,
+  INSPECTOR_PREFIX,
+  type InspectorSource,
+  KEY_HEADER,
+  loadPage,
+} from '../lib/inspector/listener.ts';
 import { listen } from '../lib/edge/listen.ts';
 import { captureLog } from './_app.ts';
 import { defer } from './_cleanup.ts';
-import { assertError, send, type Reply, type SendOptions } from './_http.ts';
+import { assertError, type Reply, send, type SendOptions } from './_http.ts';
 
 // The inspector's HTTP rules, without a browser: Host, login codes, the cookie and the tab's key,
 // Origin, the sessions' lifetimes.
@@ -34,7 +40,14 @@ async function start(t: TestContext, extra: { extraHosts?: string[]; maxAgeMs?: 
       return { resolved: ids.length };
     },
   };
-  const inspector = createInspector({ source, log, idleMs: 60_000, maxAgeMs: 3_600_000, now: () => clock.now, ...extra });
+  const inspector = createInspector({
+    source,
+    log,
+    idleMs: 60_000,
+    maxAgeMs: 3_600_000,
+    now: () => clock.now,
+    ...extra,
+  });
   const running = await listen(inspector, { host: '127.0.0.1', port: 0 });
   defer(t, () => running.close(100));
   const port = Number(new URL(running.url).port);
@@ -64,7 +77,12 @@ async function loggedIn(s: Started, cookie?: string): Promise<Login> {
   return { cookie: set, key, headers };
 }
 
-function postAs(s: Started, path: string, headers: Record<string, string>, body: object = { ids: ['e1'] }): Promise<Reply> {
+function postAs(
+  s: Started,
+  path: string,
+  headers: Record<string, string>,
+  body: object = { ids: ['e1'] },
+): Promise<Reply> {
   const options: SendOptions = { method: 'POST', headers, body };
   return send(s.url, `${INSPECTOR_PREFIX}${path}`, options);
 }
@@ -77,7 +95,10 @@ test('a login link opens a session once: the cookie is HttpOnly, SameSite=Strict
   assert.equal(first.status, 303);
   assert.match(String(first.headers.location), /^\/inspector\/#login=[\w-]{43}$/);
   const cookie = String(first.headers['set-cookie']?.[0]);
-  assert.match(cookie, new RegExp(`^hooks_inspector_${s.port}=[\\w-]{43}; Path=/inspector/; HttpOnly; SameSite=Strict$`));
+  assert.match(
+    cookie,
+    new RegExp(`^hooks_inspector_${s.port}=[\\w-]{43}; Path=/inspector/; HttpOnly; SameSite=Strict$`),
+  );
   assert.equal(first.text, '');
   assertError(await send(s.url, path), 401, /unknown, used or expired/);
   const page = await send(s.url, '/inspector/', { headers: { cookie: cookie.split(';')[0]! } });
@@ -95,9 +116,22 @@ test('the cookie alone opens the page files but no API path, and no answer to it
     assert.equal(reply.text.includes(key), false);
   }
   const origin = `http://127.0.0.1:${s.port}`;
-  for (const [method, path] of [['GET', '/api/session'], ['GET', '/api/requests'], ['GET', '/api/requests/e1'], ['POST', '/api/replay'], ['POST', '/api/logout']] as const) {
-    for (const headers of [{ cookie }, { cookie, [KEY_HEADER]: '' }, { cookie, [KEY_HEADER]: `${key}x` }, { [KEY_HEADER]: key }, { cookie: 'hooks_inspector=x', [KEY_HEADER]: key }]) {
-      const reply = await send(s.url, `${INSPECTOR_PREFIX}${path}`, { method, headers: { ...headers, origin }, ...(method === 'POST' ? { body: { ids: ['e1'] } } : {}) });
+  for (
+    const [method, path] of [['GET', '/api/session'], ['GET', '/api/requests'], ['GET', '/api/requests/e1'], [
+      'POST',
+      '/api/replay',
+    ], ['POST', '/api/logout']] as const
+  ) {
+    for (
+      const headers of [{ cookie }, { cookie, [KEY_HEADER]: '' }, { cookie, [KEY_HEADER]: `${key}x` }, {
+        [KEY_HEADER]: key,
+      }, { cookie: 'hooks_inspector=x', [KEY_HEADER]: key }]
+    ) {
+      const reply = await send(s.url, `${INSPECTOR_PREFIX}${path}`, {
+        method,
+        headers: { ...headers, origin },
+        ...(method === 'POST' ? { body: { ids: ['e1'] } } : {}),
+      });
       assertError(reply, 401, /no inspector session/);
       assert.equal(reply.text.includes(key), false);
     }
@@ -107,23 +141,32 @@ test('the cookie alone opens the page files but no API path, and no answer to it
   assert.equal((await send(s.url, '/inspector/api/requests', { headers: { cookie, [KEY_HEADER]: key } })).status, 200);
 });
 
-test('a same-named cookie planted beside the owner\'s, before or after it, does not log the owner out', async (t) => {
+test("a same-named cookie planted beside the owner's, before or after it, does not log the owner out", async (t) => {
   const s = await start(t);
   const { cookie, key } = await loggedIn(s);
   const name = cookie.split('=')[0]!;
   for (const header of [`${name}=planted; ${cookie}`, `${cookie}; ${name}=planted`, `${name}=; ${name}; ${cookie}`]) {
-    assert.equal((await send(s.url, '/inspector/api/requests', { headers: { cookie: header, [KEY_HEADER]: key } })).status, 200, header);
+    assert.equal(
+      (await send(s.url, '/inspector/api/requests', { headers: { cookie: header, [KEY_HEADER]: key } })).status,
+      200,
+      header,
+    );
     assert.equal((await send(s.url, '/inspector/app.js', { headers: { cookie: header } })).status, 200, header);
   }
   // A second login from the same browser keeps its cookie, so the first tab stays logged in.
   const second = await loggedIn(s, `${name}=planted; ${cookie}`);
   assert.equal(second.cookie, cookie);
   assert.notEqual(second.key, key);
-  for (const k of [key, second.key]) assert.equal((await send(s.url, '/inspector/api/requests', { headers: { cookie, [KEY_HEADER]: k } })).status, 200);
+  for (const k of [key, second.key]) {
+    assert.equal((await send(s.url, '/inspector/api/requests', { headers: { cookie, [KEY_HEADER]: k } })).status, 200);
+  }
   // Another browser's cookie does not open this tab's session.
   const other = await loggedIn(s);
   assert.notEqual(other.cookie, cookie);
-  assertError(await send(s.url, '/inspector/api/requests', { headers: { cookie: other.cookie, [KEY_HEADER]: key } }), 401);
+  assertError(
+    await send(s.url, '/inspector/api/requests', { headers: { cookie: other.cookie, [KEY_HEADER]: key } }),
+    401,
+  );
 });
 
 test('a login code expires after a minute, a session after its idle time, and any session after its lifetime, however busy', async (t) => {
@@ -135,7 +178,11 @@ test('a login code expires after a minute, a session after its idle time, and an
   s.clock.now += 59_000;
   assert.equal((await send(s.url, '/inspector/api/requests', { headers })).status, 200);
   s.clock.now += 59_000;
-  assert.equal((await send(s.url, '/inspector/api/requests', { headers })).status, 200, 'each use keeps the session alive');
+  assert.equal(
+    (await send(s.url, '/inspector/api/requests', { headers })).status,
+    200,
+    'each use keeps the session alive',
+  );
   s.clock.now += 60_001;
   assertError(await send(s.url, '/inspector/api/requests', { headers }), 401, /no inspector session/);
 
@@ -156,40 +203,82 @@ test('a login code expires after a minute, a session after its idle time, and an
 
 test('without a session every inspector path answers 401 and shows nothing', async (t) => {
   const s = await start(t);
-  for (const path of ['/inspector', '/inspector/', '/inspector/app.js', '/inspector/api/requests', '/inspector/api/requests/e1', '/inspector/api/session']) {
+  for (
+    const path of [
+      '/inspector',
+      '/inspector/',
+      '/inspector/app.js',
+      '/inspector/api/requests',
+      '/inspector/api/requests/e1',
+      '/inspector/api/session',
+    ]
+  ) {
     const reply = await send(s.url, path);
     assertError(reply, 401);
     assert.doesNotMatch(reply.text, /e1|endsAt/);
   }
-  assertError(await send(s.url, '/inspector/api/requests', { headers: { cookie: `hooks_inspector_${s.port}=forged`, [KEY_HEADER]: 'forged' } }), 401);
+  assertError(
+    await send(s.url, '/inspector/api/requests', {
+      headers: { cookie: `hooks_inspector_${s.port}=forged`, [KEY_HEADER]: 'forged' },
+    }),
+    401,
+  );
 });
 
 test('Host must name this listener by a loopback name and its port: anything else is 421 (DNS rebinding)', async (t) => {
   const s = await start(t);
   const path = s.login();
-  for (const host of ['evil.example', `evil.example:${s.port}`, `127.0.0.1:${s.port + 1}`, '127.0.0.1', `10.0.0.1:${s.port}`, `127.0.0.2:${s.port}`]) {
+  for (
+    const host of [
+      'evil.example',
+      `evil.example:${s.port}`,
+      `127.0.0.1:${s.port + 1}`,
+      '127.0.0.1',
+      `10.0.0.1:${s.port}`,
+      `127.0.0.2:${s.port}`,
+    ]
+  ) {
     assertError(await send(s.url, path, { headers: { host } }), 421, /Host/);
   }
   // The refused requests did not use the code up.
   assert.equal((await send(s.url, path, { headers: { host: `localhost:${s.port}` } })).status, 303);
   const again = await start(t, { extraHosts: ['inspector.lan', '127.0.0.2', '::1'] });
   for (const host of ['inspector.lan', '127.0.0.2', '[::1]']) {
-    assert.equal((await send(again.url, again.login(), { headers: { host: `${host}:${again.port}` } })).status, 303, host);
+    assert.equal(
+      (await send(again.url, again.login(), { headers: { host: `${host}:${again.port}` } })).status,
+      303,
+      host,
+    );
   }
 });
 
-test('a state change needs this origin and the tab\'s key; a GET never changes anything', async (t) => {
+test("a state change needs this origin and the tab's key; a GET never changes anything", async (t) => {
   const s = await start(t);
   const { cookie, key } = await loggedIn(s);
   const origin = `http://127.0.0.1:${s.port}`;
   assertError(await postAs(s, '/api/replay', { cookie, [KEY_HEADER]: key }), 403, /Origin/);
-  assertError(await postAs(s, '/api/replay', { cookie, [KEY_HEADER]: key, origin: 'http://evil.example' }), 403, /Origin/);
-  assertError(await postAs(s, '/api/replay', { cookie, [KEY_HEADER]: key, origin: `http://127.0.0.1:${s.port + 1}` }), 403, /Origin/);
-  assertError(await postAs(s, '/api/replay', { cookie, [KEY_HEADER]: key, origin: `http://localhost:${s.port}` }), 403, /Origin/);
+  assertError(
+    await postAs(s, '/api/replay', { cookie, [KEY_HEADER]: key, origin: 'http://evil.example' }),
+    403,
+    /Origin/,
+  );
+  assertError(
+    await postAs(s, '/api/replay', { cookie, [KEY_HEADER]: key, origin: `http://127.0.0.1:${s.port + 1}` }),
+    403,
+    /Origin/,
+  );
+  assertError(
+    await postAs(s, '/api/replay', { cookie, [KEY_HEADER]: key, origin: `http://localhost:${s.port}` }),
+    403,
+    /Origin/,
+  );
   assertError(await postAs(s, '/api/replay', { cookie, origin }), 401);
   assertError(await postAs(s, '/api/replay', { cookie, origin, [KEY_HEADER]: `${key}x` }), 401);
   assertError(await postAs(s, '/api/replay', { origin, [KEY_HEADER]: key }), 401);
-  assert.equal((await send(s.url, '/inspector/api/replay?ids=e1', { headers: { cookie, [KEY_HEADER]: key } })).status, 404);
+  assert.equal(
+    (await send(s.url, '/inspector/api/replay?ids=e1', { headers: { cookie, [KEY_HEADER]: key } })).status,
+    404,
+  );
   assert.deepEqual(s.replays, []);
   const headers = { cookie, origin, [KEY_HEADER]: key };
   const done = await postAs(s, '/api/replay', headers, { ids: ['e1'], dryRun: true });
@@ -202,7 +291,7 @@ test('a state change needs this origin and the tab\'s key; a GET never changes a
   assertError(await postAs(s, '/api/replay', headers, { ids: ['x'.repeat(70_000)] }), 413);
 });
 
-test('/api/resolve is a state change like /api/replay (this page\'s Origin, the tab\'s key, 1 to 1000 ids); /api/replay forces every id or only those listed', async (t) => {
+test("/api/resolve is a state change like /api/replay (this page's Origin, the tab's key, 1 to 1000 ids); /api/replay forces every id or only those listed", async (t) => {
   const s = await start(t);
   const { cookie, key } = await loggedIn(s);
   const origin = `http://127.0.0.1:${s.port}`;
@@ -216,10 +305,13 @@ test('/api/resolve is a state change like /api/replay (this page\'s Origin, the 
   assert.equal((await postAs(s, '/api/replay', headers, { ids: ['e1', 'e2'], force: ['e2'] })).status, 200);
   assert.equal((await postAs(s, '/api/replay', headers, { ids: ['e1'], force: true })).status, 200);
   assertError(await postAs(s, '/api/replay', headers, { ids: ['e1'], force: [7] }), 400, /force must be a list/);
-  assert.deepEqual(s.replays, [{ resolve: ['e1', 'e2'] }, { ids: ['e1', 'e2'], options: { dryRun: false, force: ['e2'] } }, { ids: ['e1'], options: { dryRun: false, force: true } }]);
+  assert.deepEqual(s.replays, [{ resolve: ['e1', 'e2'] }, {
+    ids: ['e1', 'e2'],
+    options: { dryRun: false, force: ['e2'] },
+  }, { ids: ['e1'], options: { dryRun: false, force: true } }]);
 });
 
-test('logout ends the tab\'s session', async (t) => {
+test("logout ends the tab's session", async (t) => {
   const s = await start(t);
   const { headers } = await loggedIn(s);
   const out = await postAs(s, '/api/logout', { ...headers, origin: `http://127.0.0.1:${s.port}` }, {});
@@ -231,7 +323,17 @@ test('logout ends the tab\'s session', async (t) => {
 test('every answer carries the strict CSP, nosniff and no framing; the inspector answers no hook path', async (t) => {
   const s = await start(t);
   const { headers } = await loggedIn(s);
-  for (const [path, status] of [['/inspector/', 200], ['/inspector/app.js', 200], ['/inspector/api/requests/none', 404], ['/inspector/api/requests/%E0%A4%A', 404], ['/hooks/wake', 404], ['/', 404], ['/healthz', 404]] as const) {
+  for (
+    const [path, status] of [
+      ['/inspector/', 200],
+      ['/inspector/app.js', 200],
+      ['/inspector/api/requests/none', 404],
+      ['/inspector/api/requests/%E0%A4%A', 404],
+      ['/hooks/wake', 404],
+      ['/', 404],
+      ['/healthz', 404],
+    ] as const
+  ) {
     const reply = await send(s.url, path, { headers });
     assert.equal(reply.status, status, path);
     const csp = String(reply.headers['content-security-policy']);
@@ -249,10 +351,24 @@ test('every answer carries the strict CSP, nosniff and no framing; the inspector
 test('the list passes the page filters to the source, bounded; more=count asks for the count past the limit', async (t) => {
   const s = await start(t);
   const { headers } = await loggedIn(s);
-  const reply = await send(s.url, '/inspector/api/requests?hook=github&status=4xx&code=ERR_UNAUTHORIZED&text=%2Fgit&limit=999999&other=1', { headers });
-  assert.deepEqual((reply.body['entries'] as { filter: unknown }[])[0]?.filter, { limit: 1000, hook: 'github', status: '4xx', code: 'ERR_UNAUTHORIZED', text: '/git' });
+  const reply = await send(
+    s.url,
+    '/inspector/api/requests?hook=github&status=4xx&code=ERR_UNAUTHORIZED&text=%2Fgit&limit=999999&other=1',
+    { headers },
+  );
+  assert.deepEqual((reply.body['entries'] as { filter: unknown }[])[0]?.filter, {
+    limit: 1000,
+    hook: 'github',
+    status: '4xx',
+    code: 'ERR_UNAUTHORIZED',
+    text: '/git',
+  });
   const counted = await send(s.url, '/inspector/api/requests?status=failed&limit=1000&more=count', { headers });
-  assert.deepEqual((counted.body['entries'] as { filter: unknown }[])[0]?.filter, { limit: 1000, status: 'failed', more: true });
+  assert.deepEqual((counted.body['entries'] as { filter: unknown }[])[0]?.filter, {
+    limit: 1000,
+    status: 'failed',
+    more: true,
+  });
 });
 
 test('a login code never reaches the log, even when the source fails', async (t) => {
@@ -267,12 +383,18 @@ test('the page is small, ours, and builds what it shows from text nodes only', (
   const size = Object.values(page).reduce((sum, text) => sum + Buffer.byteLength(text), 0);
   assert.ok(size < 80 * 1024, `the page is ${size} bytes`);
   // The page speaks to a person with a browser: no command-line option in anything it says.
-  for (const [name, text] of Object.entries(page)) if (!name.endsWith('.css')) assert.doesNotMatch(text, /(^|[\s"'`(])--[a-z]/m, `a command-line option in ${name}`);
+  for (const [name, text] of Object.entries(page)) {
+    if (!name.endsWith('.css')) assert.doesNotMatch(text, /(^|[\s"'`(])--[a-z]/m, `a command-line option in ${name}`);
+  }
   // Every module the page imports is one the listener serves.
-  for (const text of Object.values(page)) for (const [, file] of text.matchAll(/from '\.\/([\w-]+\.js)'/g)) assert.ok(file! in page, file);
+  for (const text of Object.values(page)) {
+    for (const [, file] of text.matchAll(/from '\.\/([\w-]+\.js)'/g)) assert.ok(file! in page, file);
+  }
   const all = Object.values(page).join('\n');
   assert.doesNotMatch(all, /innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function/);
   assert.doesNotMatch(all, /https?:\/\/(?!www\.w3\.org)/, 'nothing from another origin');
-  for (const html of ['index.html', 'signin.html']) assert.doesNotMatch(page[html]!, /<script>|<style>|\sstyle=|\son\w+=/, `no inline script or style in ${html}`);
+  for (const html of ['index.html', 'signin.html']) {
+    assert.doesNotMatch(page[html]!, /<script>|<style>|\sstyle=|\son\w+=/, `no inline script or style in ${html}`);
+  }
   assert.doesNotMatch(page['signin.html']!, /<script/, 'the sign-in page runs nothing');
 });

@@ -32,7 +32,13 @@ interface Inspector {
 
 // The inspector's listener over a list the test adds to; each answer is recorded.
 async function inspector(t: TestContext): Promise<Inspector> {
-  const entries: Record<string, unknown>[] = [{ id: 'e1', status: 401, method: 'POST', path: '/hooks/first', time: new Date().toISOString() }];
+  const entries: Record<string, unknown>[] = [{
+    id: 'e1',
+    status: 401,
+    method: 'POST',
+    path: '/hooks/first',
+    time: new Date().toISOString(),
+  }];
   const replays: unknown[] = [];
   const source: InspectorSource = {
     list: async () => ({ entries: [...entries].reverse() }),
@@ -55,7 +61,10 @@ async function inspector(t: TestContext): Promise<Inspector> {
 
 // Another program on 127.0.0.1, on a port of its own: it serves `page` and records the Cookie
 // header of every request that reaches it.
-async function neighbour(t: TestContext, page: (req: IncomingMessage, res: ServerResponse) => void): Promise<{ origin: string; cookies: string[] }> {
+async function neighbour(
+  t: TestContext,
+  page: (req: IncomingMessage, res: ServerResponse) => void,
+): Promise<{ origin: string; cookies: string[] }> {
   const cookies: string[] = [];
   const server = createServer((req, res) => {
     if (req.headers.cookie !== undefined) cookies.push(req.headers.cookie);
@@ -88,7 +97,9 @@ async function polled(s: Inspector, page: Page, path: string): Promise<void> {
   await page.locator('#list li', { hasText: path }).waitFor({ timeout: 15_000 });
 }
 
-test('the cookie alone, as another program on 127.0.0.1 gets it from the owner\'s browser, reads and replays nothing', { skip: SKIP }, async (t) => {
+test("the cookie alone, as another program on 127.0.0.1 gets it from the owner's browser, reads and replays nothing", {
+  skip: SKIP,
+}, async (t) => {
   const s = await inspector(t);
   const { context } = await loggedIn(t, s);
   const target = `${s.origin}/inspector/`;
@@ -96,12 +107,19 @@ test('the cookie alone, as another program on 127.0.0.1 gets it from the owner\'
     if (req.url !== '/') return void res.writeHead(204).end();
     // Its page asks its own server for a path under /inspector/ (the browser adds the inspector's
     // cookie: cookies ignore ports), then asks the inspector's API with the browser's credentials.
-    html(res, `(async () => {
+    html(
+      res,
+      `(async () => {
       await fetch('/inspector/grab', { credentials: 'include' });
-      for (const path of ['api/session', 'api/requests', 'api/requests/e1']) await fetch(${JSON.stringify(target)} + path, { credentials: 'include' }).catch(() => null);
-      await fetch(${JSON.stringify(target)} + 'api/replay', { method: 'POST', mode: 'no-cors', credentials: 'include', body: '{"ids":["e1"]}' }).catch(() => null);
+      for (const path of ['api/session', 'api/requests', 'api/requests/e1']) await fetch(${
+        JSON.stringify(target)
+      } + path, { credentials: 'include' }).catch(() => null);
+      await fetch(${
+        JSON.stringify(target)
+      } + 'api/replay', { method: 'POST', mode: 'no-cors', credentials: 'include', body: '{"ids":["e1"]}' }).catch(() => null);
       window.__done = true;
-    })();`);
+    })();`,
+    );
   });
   const visit = await context.newPage();
   await visit.goto(`${other.origin}/`);
@@ -109,66 +127,87 @@ test('the cookie alone, as another program on 127.0.0.1 gets it from the owner\'
 
   // The browser's own requests from the other origin: every one refused.
   const fromThere = s.seen.filter((r) => r.origin === other.origin);
-  assert.deepEqual(fromThere.map((r) => [r.path, r.status]), [['/inspector/api/session', 401], ['/inspector/api/requests', 401], ['/inspector/api/requests/e1', 401], ['/inspector/api/replay', 401]]);
+  assert.deepEqual(fromThere.map((r) => [r.path, r.status]), [
+    ['/inspector/api/session', 401],
+    ['/inspector/api/requests', 401],
+    ['/inspector/api/requests/e1', 401],
+    ['/inspector/api/replay', 401],
+  ]);
 
   // The neighbour did receive the cookie; presented alone, over plain HTTP, it opens nothing.
   const cookie = other.cookies.find((c) => c.includes('hooks_inspector'));
-  assert.ok(cookie !== undefined, `the browser sent the inspector's cookie to the other port: ${other.cookies.join(' | ')}`);
+  assert.ok(
+    cookie !== undefined,
+    `the browser sent the inspector's cookie to the other port: ${other.cookies.join(' | ')}`,
+  );
   for (const path of ['api/session', 'api/requests', 'api/requests/e1']) {
     const reply = await send(s.origin, `/inspector/${path}`, { headers: { cookie } });
     assert.equal(reply.status, 401, `${path}: ${reply.text}`);
   }
-  const replay = await send(s.origin, '/inspector/api/replay', { method: 'POST', headers: { cookie, origin: s.origin, 'x-csrf-token': 'x' }, body: { ids: ['e1'] } });
+  const replay = await send(s.origin, '/inspector/api/replay', {
+    method: 'POST',
+    headers: { cookie, origin: s.origin, 'x-csrf-token': 'x' },
+    body: { ids: ['e1'] },
+  });
   assert.equal(replay.status, 401, replay.text);
   assert.deepEqual(s.replays, []);
 });
 
-test('a cookie of the same name planted by another program on 127.0.0.1 does not log the owner out', { skip: SKIP }, async (t) => {
-  const s = await inspector(t);
-  const { context, page } = await loggedIn(t, s);
-  const name = (await context.cookies()).find((c) => c.name.startsWith('hooks_inspector'))?.name;
-  assert.ok(name !== undefined);
-  // Planted from its page's script and from its server's answer, on longer paths, so a browser
-  // sends them before the owner's (and, on the owner's own path, by script: Chromium keeps the HttpOnly one).
-  const other = await neighbour(t, (_req, res) =>
-    html(
-      res,
-      `for (const path of ['/inspector/', '/inspector/api', '/inspector/api/requests']) document.cookie = ${JSON.stringify(name)} + '=planted; Path=' + path;
+test(
+  'a cookie of the same name planted by another program on 127.0.0.1 does not log the owner out',
+  { skip: SKIP },
+  async (t) => {
+    const s = await inspector(t);
+    const { context, page } = await loggedIn(t, s);
+    const name = (await context.cookies()).find((c) => c.name.startsWith('hooks_inspector'))?.name;
+    assert.ok(name !== undefined);
+    // Planted from its page's script and from its server's answer, on longer paths, so a browser
+    // sends them before the owner's (and, on the owner's own path, by script: Chromium keeps the HttpOnly one).
+    const other = await neighbour(t, (_req, res) =>
+      html(
+        res,
+        `for (const path of ['/inspector/', '/inspector/api', '/inspector/api/requests']) document.cookie = ${
+          JSON.stringify(name)
+        } + '=planted; Path=' + path;
        window.__done = true;`,
-      { 'set-cookie': `${name}=planted-too; Path=/inspector/api/; HttpOnly` },
-    ),
-  );
-  const visit = await context.newPage();
-  await visit.goto(`${other.origin}/`);
-  await visit.waitForFunction('window.__done === true');
-  const planted = (await context.cookies()).filter((c) => c.name === name);
-  const jar = JSON.stringify(planted.map((c) => [c.path, c.value.slice(0, 12)]));
-  t.diagnostic(`the browser's cookies of that name: ${jar}`);
-  assert.ok(planted.length >= 3, `planted beside the owner's: ${jar}`);
+        { 'set-cookie': `${name}=planted-too; Path=/inspector/api/; HttpOnly` },
+      ));
+    const visit = await context.newPage();
+    await visit.goto(`${other.origin}/`);
+    await visit.waitForFunction('window.__done === true');
+    const planted = (await context.cookies()).filter((c) => c.name === name);
+    const jar = JSON.stringify(planted.map((c) => [c.path, c.value.slice(0, 12)]));
+    t.diagnostic(`the browser's cookies of that name: ${jar}`);
+    assert.ok(planted.length >= 3, `planted beside the owner's: ${jar}`);
 
-  await polled(s, page, '/hooks/after-planting');
-  await page.locator('#list li', { hasText: '/hooks/first' }).locator('button').click();
-  await page.locator('#detail .reqline', { hasText: '/hooks/first' }).waitFor();
-});
+    await polled(s, page, '/hooks/after-planting');
+    await page.locator('#list li', { hasText: '/hooks/first' }).locator('button').click();
+    await page.locator('#detail .reqline', { hasText: '/hooks/first' }).waitFor();
+  },
+);
 
-test('a link to an entry opens it in a logged-in tab; a new tab has no session until a new login', { skip: SKIP }, async (t) => {
-  const s = await inspector(t);
-  const { context, page } = await loggedIn(t, s);
-  await polled(s, page, '/hooks/second');
-  await page.goto(`${s.origin}/inspector/#e2`);
-  await page.locator('#detail .reqline', { hasText: '/hooks/second' }).waitFor();
-  await page.reload();
-  await page.locator('#detail .reqline', { hasText: '/hooks/second' }).waitFor();
+test(
+  'a link to an entry opens it in a logged-in tab; a new tab has no session until a new login',
+  { skip: SKIP },
+  async (t) => {
+    const s = await inspector(t);
+    const { context, page } = await loggedIn(t, s);
+    await polled(s, page, '/hooks/second');
+    await page.goto(`${s.origin}/inspector/#e2`);
+    await page.locator('#detail .reqline', { hasText: '/hooks/second' }).waitFor();
+    await page.reload();
+    await page.locator('#detail .reqline', { hasText: '/hooks/second' }).waitFor();
 
-  const fresh = await context.newPage();
-  await fresh.goto(`${s.origin}/inspector/#e2`);
-  await fresh.locator('body', { hasText: 'no inspector session in this tab' }).waitFor();
-  await fresh.goto(s.login());
-  await fresh.locator('#list li', { hasText: '/hooks/second' }).waitFor();
-  // Both tabs stay logged in.
-  await polled(s, page, '/hooks/third');
-  await fresh.locator('#list li', { hasText: '/hooks/third' }).waitFor({ timeout: 15_000 });
-});
+    const fresh = await context.newPage();
+    await fresh.goto(`${s.origin}/inspector/#e2`);
+    await fresh.locator('body', { hasText: 'no inspector session in this tab' }).waitFor();
+    await fresh.goto(s.login());
+    await fresh.locator('#list li', { hasText: '/hooks/second' }).waitFor();
+    // Both tabs stay logged in.
+    await polled(s, page, '/hooks/third');
+    await fresh.locator('#list li', { hasText: '/hooks/third' }).waitFor({ timeout: 15_000 });
+  },
+);
 
 test('a fragment that does not decode says so and the list keeps updating', { skip: SKIP }, async (t) => {
   const s = await inspector(t);

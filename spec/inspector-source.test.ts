@@ -14,19 +14,56 @@ import type { DeliveryTaken } from '../lib/edge/taken.ts';
 // entries a cut list leaves out), one entry, and what it became.
 
 function entry(n: number, fields: Partial<LedgerEntry> = {}): LedgerEntry {
-  return { id: `e${n}`, requestId: `r${n}`, time: new Date(1_800_000_000_000 + n).toISOString(), method: 'POST', path: '/hooks/wake', client: '127.0.0.1', lane: 'authenticated', auth: 'token', headers: { 'x-a': 'b' }, status: 200, durationMs: 1, ...fields };
+  return {
+    id: `e${n}`,
+    requestId: `r${n}`,
+    time: new Date(1_800_000_000_000 + n).toISOString(),
+    method: 'POST',
+    path: '/hooks/wake',
+    client: '127.0.0.1',
+    lane: 'authenticated',
+    auth: 'token',
+    headers: { 'x-a': 'b' },
+    status: 200,
+    durationMs: 1,
+    ...fields,
+  };
 }
 
-async function source(t: TestContext, entries: LedgerEntry[], roots: RootRecord[] = [], takenJudge?: () => Promise<(entry: LedgerEntry) => DeliveryTaken | null>) {
+async function source(
+  t: TestContext,
+  entries: LedgerEntry[],
+  roots: RootRecord[] = [],
+  takenJudge?: () => Promise<(entry: LedgerEntry) => DeliveryTaken | null>,
+) {
   const dir = await tempDir(t, 'inspector-source-');
   await mkdir(join(dir, 'ledger'));
   await writeFile(join(dir, 'ledger', 'a-1.jsonl'), entries.map((e) => `${JSON.stringify(e)}\n`).join(''));
-  const store = { run: () => null, events: () => [], outboxEntry: () => null, notice: () => null, root: (id: string) => roots.find((r) => r.root === id) ?? null };
-  return ledgerSource({ tail: new LedgerTail(dir), find: (id) => lookupEntry(dir, id), store, replay: async () => ({}), ...(takenJudge === undefined ? {} : { takenJudge }) });
+  const store = {
+    run: () => null,
+    events: () => [],
+    outboxEntry: () => null,
+    notice: () => null,
+    root: (id: string) => roots.find((r) => r.root === id) ?? null,
+  };
+  return ledgerSource({
+    tail: new LedgerTail(dir),
+    find: (id) => lookupEntry(dir, id),
+    store,
+    replay: async () => ({}),
+    ...(takenJudge === undefined ? {} : { takenJudge }),
+  });
 }
 
 test('list() takes the newest entries that pass, without headers or body; asked, it counts the older ones that pass too', async (t) => {
-  const all = Array.from({ length: 12 }, (_, i) => entry(i + 1, { status: i % 3 === 0 ? 500 : 200, body: { encoding: 'utf8', data: '{}', bytes: 2, truncated: false } }));
+  const all = Array.from(
+    { length: 12 },
+    (_, i) =>
+      entry(i + 1, {
+        status: i % 3 === 0 ? 500 : 200,
+        body: { encoding: 'utf8', data: '{}', bytes: 2, truncated: false },
+      }),
+  );
   const s = await source(t, all);
   const failed = await s.list({ status: 'failed', limit: 2 });
   assert.deepEqual(failed.entries.map((e) => (e as LedgerEntry).id), ['e10', 'e7']);
@@ -36,9 +73,18 @@ test('list() takes the newest entries that pass, without headers or body; asked,
   assert.equal(first['body'], undefined);
   assert.equal(first['failed'], true);
   assert.equal(first['replayable'], true);
-  assert.deepEqual(await s.list({ status: 'failed', limit: 2, more: true }).then((r) => [r.entries.length, r.more]), [2, 2]);
-  assert.deepEqual(await s.list({ status: 'failed', limit: 10, more: true }).then((r) => [r.entries.length, r.more]), [4, 0]);
-  assert.deepEqual(await s.list({ text: 'nothing', limit: 10, more: true }).then((r) => [r.entries.length, r.more]), [0, 0]);
+  assert.deepEqual(await s.list({ status: 'failed', limit: 2, more: true }).then((r) => [r.entries.length, r.more]), [
+    2,
+    2,
+  ]);
+  assert.deepEqual(await s.list({ status: 'failed', limit: 10, more: true }).then((r) => [r.entries.length, r.more]), [
+    4,
+    0,
+  ]);
+  assert.deepEqual(await s.list({ text: 'nothing', limit: 10, more: true }).then((r) => [r.entries.length, r.more]), [
+    0,
+    0,
+  ]);
 });
 
 test('show() answers one entry with what it became, or null', async (t) => {
@@ -49,7 +95,7 @@ test('show() answers one entry with what it became, or null', async (t) => {
   assert.equal(shown['replayable'], false);
 });
 
-test('list() and show() hand the page each entry\'s cause, and why in words', async (t) => {
+test("list() and show() hand the page each entry's cause, and why in words", async (t) => {
   const cause = { kind: 'transform' as const, text: 'threw: boom\u202e', at: 'ci.mjs:3' };
   const s = await source(t, [entry(1, { status: 500, code: 'ERR_MAPPING_FAILED', cause }), entry(2)]);
   const [second, first] = (await s.list({ limit: 10 })).entries as Record<string, unknown>[];
@@ -62,33 +108,80 @@ test('list() and show() hand the page each entry\'s cause, and why in words', as
 test('each entry of a root that was replayed or resolved carries its resolution; the failed filter leaves resolved roots out, failed-all keeps them', async (t) => {
   const replay = { entry: 'e3', requestId: 'r3', status: 200, time: 't3' };
   const roots: RootRecord[] = [
-    { root: 'e1', state: 'succeeded', replays: [{ entry: 'e2', requestId: 'r2', status: 401, time: 't2' }, replay], time: 't3' },
+    {
+      root: 'e1',
+      state: 'succeeded',
+      replays: [{ entry: 'e2', requestId: 'r2', status: 401, time: 't2' }, replay],
+      time: 't3',
+    },
     { root: 'e4', state: 'resolved', replays: [], resolvedAt: 't5', time: 't5' },
   ];
-  const s = await source(t, [entry(1, { status: 401 }), entry(2, { status: 401, replayOf: 'e1' }), entry(3, { replayOf: 'e1' }), entry(4, { status: 500 }), entry(5, { status: 500 })], roots);
+  const s = await source(t, [
+    entry(1, { status: 401 }),
+    entry(2, { status: 401, replayOf: 'e1' }),
+    entry(3, { replayOf: 'e1' }),
+    entry(4, { status: 500 }),
+    entry(5, { status: 500 }),
+  ], roots);
   const listed = (await s.list({ limit: 10 })).entries as Record<string, unknown>[];
-  assert.deepEqual(listed.map((e) => (e['resolution'] as { state?: string } | undefined)?.state ?? '-'), ['-', 'resolved', 'succeeded', 'succeeded', 'succeeded']);
-  assert.deepEqual(listed.at(-1)!['resolution'], { root: 'e1', state: 'succeeded', by: replay, replays: roots[0]!.replays });
+  assert.deepEqual(listed.map((e) => (e['resolution'] as { state?: string } | undefined)?.state ?? '-'), [
+    '-',
+    'resolved',
+    'succeeded',
+    'succeeded',
+    'succeeded',
+  ]);
+  assert.deepEqual(listed.at(-1)!['resolution'], {
+    root: 'e1',
+    state: 'succeeded',
+    by: replay,
+    replays: roots[0]!.replays,
+  });
   assert.deepEqual((await s.list({ status: 'failed', limit: 10 })).entries.map((e) => (e as LedgerEntry).id), ['e5']);
-  assert.deepEqual((await s.list({ status: 'failed-all', limit: 10 })).entries.map((e) => (e as LedgerEntry).id), ['e5', 'e4', 'e2', 'e1']);
-  assert.deepEqual(((await s.show('e2')) as Record<string, unknown>)['resolution'], { root: 'e1', state: 'succeeded', by: replay, replays: roots[0]!.replays });
+  assert.deepEqual((await s.list({ status: 'failed-all', limit: 10 })).entries.map((e) => (e as LedgerEntry).id), [
+    'e5',
+    'e4',
+    'e2',
+    'e1',
+  ]);
+  assert.deepEqual(((await s.show('e2')) as Record<string, unknown>)['resolution'], {
+    root: 'e1',
+    state: 'succeeded',
+    by: replay,
+    replays: roots[0]!.replays,
+  });
   assert.equal(((await s.show('e5')) as Record<string, unknown>)['resolution'], undefined);
 });
 
-test('a failure whose delivery id another request took (the provider\'s retry accepted live) is resolved by that delivery: left out of the failed filter, kept in failed-all, its resolution names it', async (t) => {
+test("a failure whose delivery id another request took (the provider's retry accepted live) is resolved by that delivery: left out of the failed filter, kept in failed-all, its resolution names it", async (t) => {
   const refused = entry(1, { status: 401, code: 'ERR_UNAUTHORIZED', requestId: 'gh-refused', hook: 'github' });
   const retry = entry(2, { requestId: 'gh-retry', hook: 'github' });
   const other = entry(3, { status: 401, code: 'ERR_UNAUTHORIZED', requestId: 'gh-other', hook: 'github' });
   // The server's judge: e1's and e2's delivery id taken by gh-retry; e3's by nobody.
-  const judge = (e: LedgerEntry): DeliveryTaken | null => (e.id === 'e3' ? { scope: 'github', key: 'd-3', by: null } : { scope: 'github', key: 'd-1', by: { requestId: 'gh-retry' } });
+  const judge = (
+    e: LedgerEntry,
+  ):
+    | DeliveryTaken
+    | null => (e.id === 'e3'
+      ? { scope: 'github', key: 'd-3', by: null }
+      : { scope: 'github', key: 'd-1', by: { requestId: 'gh-retry' } });
   const s = await source(t, [refused, retry, other], [], async () => judge);
   const listed = async (status: string) => (await s.list({ limit: 10, status })).entries as Record<string, unknown>[];
   const ids = async (status: string) => (await listed(status)).map((e) => e['id']);
   assert.deepEqual(await ids('failed'), ['e3']);
   assert.deepEqual(await ids('failed-all'), ['e3', 'e1']);
-  const delivered = { root: 'e1', state: 'resolved', delivery: { requestId: 'gh-retry', entry: 'e2', live: true }, replays: [] };
+  const delivered = {
+    root: 'e1',
+    state: 'resolved',
+    delivery: { requestId: 'gh-retry', entry: 'e2', live: true },
+    replays: [],
+  };
   assert.deepEqual((await listed('failed-all'))[1]!['resolution'], delivered);
   assert.deepEqual(((await s.show('e1')) as Record<string, unknown>)['resolution'], delivered);
-  assert.equal(((await s.show('e2')) as Record<string, unknown>)['resolution'], undefined, 'the request that took it did not fail');
+  assert.equal(
+    ((await s.show('e2')) as Record<string, unknown>)['resolution'],
+    undefined,
+    'the request that took it did not fail',
+  );
   assert.equal(((await s.show('e3')) as Record<string, unknown>)['resolution'], undefined);
 });

@@ -9,7 +9,9 @@ import { ROOT } from './_cli.ts';
 
 async function specFiles(): Promise<string[]> {
   const entries = await readdir(join(ROOT, 'spec'), { withFileTypes: true, recursive: true });
-  return entries.filter((e) => e.isFile() && e.name.endsWith('.test.ts')).map((e) => relative(ROOT, join(e.parentPath ?? e.path, e.name)));
+  return entries.filter((e) => e.isFile() && e.name.endsWith('.test.ts')).map((e) =>
+    relative(ROOT, join(e.parentPath ?? e.path, e.name))
+  );
 }
 
 // hooks-ingress as a process: a command or serve through spec/_cli.ts, the shim bin/hooks-ingress,
@@ -28,7 +30,7 @@ test('runsTheProduct() tells a spec that runs hooks-ingress as a process from on
   assert.equal(runsTheProduct("const BIN = join(ROOT, 'bin/hooks-ingress');"), true);
   assert.equal(runsTheProduct("npm(['pack', '--pack-destination', dir], ROOT);"), true);
   assert.equal(runsTheProduct("const child = spawn('sh', args);\n// not runCli: a child of its own"), false);
-  assert.equal(runsTheProduct("const app = await startApp(t, { config });"), false);
+  assert.equal(runsTheProduct('const app = await startApp(t, { config });'), false);
 });
 
 test('a spec that runs hooks-ingress as a process lives in spec/system/, and every spec in spec/system/ does', async () => {
@@ -43,11 +45,15 @@ test('a spec that runs hooks-ingress as a process lives in spec/system/, and eve
 });
 
 test('every spec file is in a folder an npm script runs: spec/ and spec/system/ (test:node, test:deno), spec/gateway/ (test:gateway, on its own)', async () => {
-  const { scripts } = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+  const { scripts } = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as {
+    scripts: Record<string, string>;
+  };
   assert.match(scripts['test:node']!, / spec\/\*\.test\.ts spec\/system\/\*\.test\.ts$/);
   assert.match(scripts['test:gateway']!, / spec\/gateway\/\*\.test\.ts$/);
   // Deno walks spec/ down, spec/gateway/ included: those specs skip themselves there, saying why.
   assert.match(scripts['test:deno']!, / spec\/$/);
-  const elsewhere = (await specFiles()).filter((file) => !/^spec\/(?:(?:system|gateway)\/)?[\w.-]+\.test\.ts$/.test(file));
+  const elsewhere = (await specFiles()).filter((file) =>
+    !/^spec\/(?:(?:system|gateway)\/)?[\w.-]+\.test\.ts$/.test(file)
+  );
   assert.deepEqual(elsewhere, []);
 });

@@ -4,7 +4,17 @@ import { EventEmitter, once } from 'node:events';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { boundWarnings, bufferLines, createLogger, flushOnExit, formatJson, isoTime, LEFT_OUT, MAX_ALIKE_PER_SECOND, type LogFields } from '../lib/log.ts';
+import {
+  boundWarnings,
+  bufferLines,
+  createLogger,
+  flushOnExit,
+  formatJson,
+  isoTime,
+  LEFT_OUT,
+  type LogFields,
+  MAX_ALIKE_PER_SECOND,
+} from '../lib/log.ts';
 import { IS_DENO } from './_cli.ts';
 import { tempDir } from './_dir.ts';
 import { until } from './_until.ts';
@@ -32,21 +42,32 @@ test('createLogger() keeps a field text with a newline on its one line', () => {
 
 test('formatJson() writes the same line as stringifying the merged record, also when a field reuses a fixed key', () => {
   const time = Date.UTC(2026, 10, 23, 9, 30, 0, 5);
-  const cases: LogFields[] = [{}, { id: 'r1', status: 401, duration: 0.4, client: '127.0.0.1', gone: undefined, none: null, ok: true }, { msg: 'override', level: 'x' }, { quote: 'a"b\\c\n\u2028' }];
+  const cases: LogFields[] = [
+    {},
+    { id: 'r1', status: 401, duration: 0.4, client: '127.0.0.1', gone: undefined, none: null, ok: true },
+    { msg: 'override', level: 'x' },
+    { quote: 'a"b\\c\n\u2028' },
+  ];
   for (const fields of cases) {
-    const expected = `${JSON.stringify({ time: new Date(time).toISOString(), level: 'warn', msg: 'm "q"', ...fields })}\n`;
+    const expected = `${
+      JSON.stringify({ time: new Date(time).toISOString(), level: 'warn', msg: 'm "q"', ...fields })
+    }\n`;
     assert.equal(formatJson(time, 'warn', 'm "q"', fields), expected);
   }
 });
 
 test('createLogger() shapes lines with the format it is given', () => {
   const lines: string[] = [];
-  const log = createLogger((line) => void lines.push(line), () => 0, (time, level, message, fields) => `${time} ${level} ${message} ${Object.keys(fields).join(',')}\n`);
+  const log = createLogger(
+    (line) => void lines.push(line),
+    () => 0,
+    (time, level, message, fields) => `${time} ${level} ${message} ${Object.keys(fields).join(',')}\n`,
+  );
   log.warn('slow', { ms: 1, id: 'x' });
   assert.deepEqual(lines, ['0 warn slow ms,id\n']);
 });
 
-test('bufferLines() writes a turn\'s lines as one chunk, in order, after the turn', async () => {
+test("bufferLines() writes a turn's lines as one chunk, in order, after the turn", async () => {
   const chunks: string[] = [];
   const buffer = bufferLines((text) => void chunks.push(text));
   buffer.write('a\n');
@@ -89,9 +110,14 @@ test('flushOnExit() flushes on exit and before an uncaught error is reported, an
 });
 
 // A real process: what reaches its stderr when it exits, dies of an uncaught error, or is killed.
-async function _logThenEnd(t: TestContext, end: 'exit' | 'throw' | 'reject' | 'kill'): Promise<{ stderr: string; code: number | null; signal: string | null }> {
+async function _logThenEnd(
+  t: TestContext,
+  end: 'exit' | 'throw' | 'reject' | 'kill',
+): Promise<{ stderr: string; code: number | null; signal: string | null }> {
   const dir = await tempDir(t, 'log-test-');
-  const module = IS_DENO ? new URL('../lib/log.ts', import.meta.url).href : new URL('../dist/log.js', import.meta.url).href;
+  const module = IS_DENO
+    ? new URL('../lib/log.ts', import.meta.url).href
+    : new URL('../dist/log.js', import.meta.url).href;
   const script = join(dir, 'child.mjs');
   await writeFile(
     script,
@@ -169,7 +195,13 @@ test('boundWarnings() writes at most MAX_ALIKE_PER_SECOND lines of one warning a
   assert.equal(lines.length, MAX_ALIKE_PER_SECOND + 1);
   clock.t = 3_000;
   bounded.flush();
-  assert.deepEqual(short(lines).at(-1), { level: 'warn', msg: LEFT_OUT, message: 'client locked out', count: 1000 - MAX_ALIKE_PER_SECOND, seconds: 3 });
+  assert.deepEqual(short(lines).at(-1), {
+    level: 'warn',
+    msg: LEFT_OUT,
+    message: 'client locked out',
+    count: 1000 - MAX_ALIKE_PER_SECOND,
+    seconds: 3,
+  });
 });
 
 test('boundWarnings() bounds each message and level on its own: one flooding message leaves the others their lines', () => {

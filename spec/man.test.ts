@@ -30,7 +30,9 @@ const LINTERS = [
 ].filter((linter) => _onPath(linter.tool));
 
 for (const page of [PAGE, CONFIG_PAGE]) {
-  test(`${page} is clean under mandoc -T lint and groff -w all`, { skip: LINTERS.length === 0 ? 'neither mandoc nor groff is installed' : false }, () => {
+  test(`${page} is clean under mandoc -T lint and groff -w all`, {
+    skip: LINTERS.length === 0 ? 'neither mandoc nor groff is installed' : false,
+  }, () => {
     for (const { tool, args } of LINTERS) {
       const run = spawnSync(tool, [...args, page], { cwd: ROOT, encoding: 'utf8' });
       assert.equal(run.error, undefined, `${tool} did not run`);
@@ -81,12 +83,28 @@ test('every command and option in --help appears in hooks-ingress.1, subcommands
 
 test('hooks-ingress.json.5 documents every key of the config, mapping and channel schemas', () => {
   const documented = _configKeys();
-  const segments = (prefix: string) => new Set(documented.filter((k) => k.startsWith(prefix)).flatMap((k) => k.slice(prefix.length).split('.')));
+  const segments = (prefix: string) =>
+    new Set(documented.filter((k) => k.startsWith(prefix)).flatMap((k) => k.slice(prefix.length).split('.')));
   const missing: string[] = [];
   const schemas = [
-    { file: 'lib/config/file-schema.ts', from: 'export const fileSchema = object(', to: 'export type FileConfig', prefix: '' },
-    { file: 'lib/hooks/mappings.ts', from: 'export const mappingSchema = object(', to: 'export type RawMapping', prefix: 'hooks.mappings[].' },
-    { file: 'lib/delivery/channels.ts', from: 'export const channelsSchema = object(', to: 'export type ChannelsConfig', prefix: 'channels.' },
+    {
+      file: 'lib/config/file-schema.ts',
+      from: 'export const fileSchema = object(',
+      to: 'export type FileConfig',
+      prefix: '',
+    },
+    {
+      file: 'lib/hooks/mappings.ts',
+      from: 'export const mappingSchema = object(',
+      to: 'export type RawMapping',
+      prefix: 'hooks.mappings[].',
+    },
+    {
+      file: 'lib/delivery/channels.ts',
+      from: 'export const channelsSchema = object(',
+      to: 'export type ChannelsConfig',
+      prefix: 'channels.',
+    },
   ];
   for (const { file, from, to, prefix } of schemas) {
     const names = _schemaKeys(readFileSync(join(ROOT, file), 'utf8'), from, to);
@@ -114,21 +132,30 @@ test('hooks-ingress.json.5 states the defaults and value sets of the code', () =
   const wrong: string[] = [];
   const expect = (key: string, value: string | number | boolean, inDefault = true) => {
     const text = inDefault ? _defaultOf(key) : _text(_configEntry(key));
-    if (!new RegExp(`(^|[\\s"(])${_escape(String(value))}($|[\\s".,;)])`).test(text)) wrong.push(`${key}: ${JSON.stringify(value)} not in "${text}"`);
+    if (!new RegExp(`(^|[\\s"(])${_escape(String(value))}($|[\\s".,;)])`).test(text)) {
+      wrong.push(`${key}: ${JSON.stringify(value)} not in "${text}"`);
+    }
   };
   for (const [name, key] of Object.entries(where)) expect(key, DEFAULTS[name as keyof typeof DEFAULTS]);
   expect('hooks.gmail.includeBody', GMAIL_DEFAULTS.includeBody);
   expect('hooks.gmail.maxBytes', GMAIL_DEFAULTS.maxBytes);
-  for (const key of ['label', 'topic', 'subscription'] as const) expect(`hooks.gmail.${key}`, GMAIL_DEFAULTS[key], false);
+  for (const key of ['label', 'topic', 'subscription'] as const) {
+    expect(`hooks.gmail.${key}`, GMAIL_DEFAULTS[key], false);
+  }
   expect('hooks.mappings[].forEach', MAX_FOR_EACH, false);
   for (const api of PROVIDER_APIS) expect('models.providers.<id>.api', api, false);
   for (const preset of PRESETS) expect('hooks.presets', preset, false);
   for (const mode of WAKE_MODES) expect('hooks.mappings[].wakeMode', mode, false);
   assert.deepEqual(wrong, []);
 
-  assert.ok(_text(_configEntry('agents.defaults.heartbeat.prompt')).includes(DEFAULT_HEARTBEAT_PROMPT), 'the default heartbeat prompt is quoted in full');
+  assert.ok(
+    _text(_configEntry('agents.defaults.heartbeat.prompt')).includes(DEFAULT_HEARTBEAT_PROMPT),
+    'the default heartbeat prompt is quoted in full',
+  );
   const page = _text(configSource.split('\n'));
-  for (const value of [...CHANNELS, ...THINKING_LEVELS]) assert.ok(page.includes(`"${value}"`), `the page names ${JSON.stringify(value)}`);
+  for (const value of [...CHANNELS, ...THINKING_LEVELS]) {
+    assert.ok(page.includes(`"${value}"`), `the page names ${JSON.stringify(value)}`);
+  }
 });
 
 test('the configuration files in EXAMPLES of hooks-ingress.json.5 validate, using documented keys only', async (t) => {
@@ -169,7 +196,9 @@ async function _help(argv: string[]): Promise<string> {
 
 /** The names a help text lists under `Commands:`. */
 function _commands(help: string): string[] {
-  return [...(/^Commands:\n((?: {2}\S.*\n)+)/m.exec(help)?.[1] ?? '').matchAll(/^ {2}([a-z][\w-]*)/gm)].map((m) => m[1]!);
+  return [...(/^Commands:\n((?: {2}\S.*\n)+)/m.exec(help)?.[1] ?? '').matchAll(/^ {2}([a-z][\w-]*)/gm)].map((m) =>
+    m[1]!
+  );
 }
 
 /** Every `--long` option named anywhere in a help text, and the `-x` short forms of its option lines. */
@@ -225,7 +254,9 @@ function _flags(lines: string[]): Set<string> {
 
 /** The keys hooks-ingress.json.5 documents: each `.It Cm KEY` of its CONFIGURATION KEYS section. */
 function _configKeys(): string[] {
-  const keys = _section(configSource.split('\n'), 'CONFIGURATION KEYS').flatMap((line) => /^\.It Cm ([\w.[\]<>]+)/.exec(line)?.[1] ?? []);
+  const keys = _section(configSource.split('\n'), 'CONFIGURATION KEYS').flatMap((line) =>
+    /^\.It Cm ([\w.[\]<>]+)/.exec(line)?.[1] ?? []
+  );
   assert.ok(keys.length > 50, 'the page documents the configuration keys');
   // The Templates list in the same section names expressions (`payload.`, `now`), not keys.
   return keys.filter((key) => /^(hooks|agents|models|channels|gateway|state|inspector|log|alerts)\.\w/.test(key));
@@ -253,11 +284,11 @@ function _text(lines: string[]): string {
     .map((line) =>
       line.startsWith('.')
         ? line
-            .slice(1)
-            .replace(/\bQq (\S+)/g, '"$1"')
-            .replace(/\bQo (\S+) Qc/g, '"$1"')
-            .replace(/\b(?:It|Cm|Ar|Li|Ql|Pa|Ev|Fl|Pq|Po|Pc|Ns|No|Sx|Xr|Ic|Em|Dv|Sy)\b ?/g, '')
-        : line,
+          .slice(1)
+          .replace(/\bQq (\S+)/g, '"$1"')
+          .replace(/\bQo (\S+) Qc/g, '"$1"')
+          .replace(/\b(?:It|Cm|Ar|Li|Ql|Pa|Ev|Fl|Pq|Po|Pc|Ns|No|Sx|Xr|Ic|Em|Dv|Sy)\b ?/g, '')
+        : line
     )
     .join(' ')
     .replace(/\\\(dq/g, '"')
@@ -318,7 +349,8 @@ function _schemaKeys(text: string, from: string, to: string): Set<string> {
     .slice(start + from.length, end)
     .replace(/^\s*\/\/.*$/gm, '')
     .replace(/'(?:[^'\\]|\\.)*'/g, "''");
-  const schema = /\b(\w+): (?=optional\(|object\(|array\(|string\(|number\(|boolean\b|literal\(|record\(|refine\(|[a-z]\w*Schema\b|hooksPath\b|duration\b|cidr\b|seconds\b|template\b|payloadPath\b|text\b|url\b)/g;
+  const schema =
+    /\b(\w+): (?=optional\(|object\(|array\(|string\(|number\(|boolean\b|literal\(|record\(|refine\(|[a-z]\w*Schema\b|hooksPath\b|duration\b|cidr\b|seconds\b|template\b|payloadPath\b|text\b|url\b)/g;
   const names = new Set([...body.matchAll(schema)].map((m) => m[1]!));
   for (const m of body.matchAll(/[{,]\s*([a-z]\w*)\s*(?=[,}])/g)) names.add(m[1]!);
   return names;

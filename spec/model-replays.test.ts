@@ -1,6 +1,15 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { describeResolution, replayedChange, resolutionOf, resolved, resolvedChange, rootOf, succeeded, type RootRecord } from '../lib/model/replays.ts';
+import {
+  describeResolution,
+  replayedChange,
+  resolutionOf,
+  resolved,
+  resolvedChange,
+  rootOf,
+  type RootRecord,
+  succeeded,
+} from '../lib/model/replays.ts';
 
 const failedOnce = { entry: 'r1', requestId: 'q1', status: 401, time: 't1' };
 const fixed = { entry: 'r2', requestId: 'q2', status: 200, time: 't2' };
@@ -14,7 +23,12 @@ test('rootOf(): the entry a replay replays, else the entry itself', () => {
 });
 
 test('replayedChange() and resolvedChange(): the state after a replay or a resolution by hand', () => {
-  assert.deepEqual(replayedChange('a', null, failedOnce), { root: 'a', state: 'failed', replays: [failedOnce], time: 't1' });
+  assert.deepEqual(replayedChange('a', null, failedOnce), {
+    root: 'a',
+    state: 'failed',
+    replays: [failedOnce],
+    time: 't1',
+  });
   assert.equal(replayedChange('a', { state: 'failed' }, fixed).state, 'succeeded');
   assert.equal(replayedChange('a', { state: 'succeeded' }, failedOnce).state, 'succeeded');
   assert.equal(replayedChange('a', { state: 'resolved' }, failedOnce).state, 'resolved');
@@ -26,8 +40,24 @@ test('resolutionOf() and describeResolution(): what a list line and show say of 
   const record: RootRecord = { root: 'a', state: 'succeeded', replays: [failedOnce, fixed], time: 't2' };
   assert.deepEqual(resolutionOf(record), { root: 'a', state: 'succeeded', by: fixed, replays: [failedOnce, fixed] });
   assert.equal(describeResolution(resolutionOf(record)), 'resolved by replay r2 (200)');
-  assert.equal(describeResolution(resolutionOf({ ...record, replays: [{ requestId: 'q3', status: 202, time: 't3' }] })), 'resolved by replay request q3 (202)');
-  assert.equal(describeResolution(resolutionOf({ root: 'a', state: 'resolved', replays: [failedOnce], resolvedAt: 't5', time: 't5' })), 'resolved by hand');
-  assert.equal(describeResolution(resolutionOf({ root: 'a', state: 'failed', replays: [failedOnce, failedOnce], time: 't1' })), 'replayed 2x, not resolved (last 401)');
-  assert.deepEqual([resolved(null), resolved({ state: 'failed' }), resolved({ state: 'succeeded' }), resolved({ state: 'resolved' })], [false, false, true, true]);
+  assert.equal(
+    describeResolution(resolutionOf({ ...record, replays: [{ requestId: 'q3', status: 202, time: 't3' }] })),
+    'resolved by replay request q3 (202)',
+  );
+  assert.equal(
+    describeResolution(
+      resolutionOf({ root: 'a', state: 'resolved', replays: [failedOnce], resolvedAt: 't5', time: 't5' }),
+    ),
+    'resolved by hand',
+  );
+  assert.equal(
+    describeResolution(resolutionOf({ root: 'a', state: 'failed', replays: [failedOnce, failedOnce], time: 't1' })),
+    'replayed 2x, not resolved (last 401)',
+  );
+  assert.deepEqual([
+    resolved(null),
+    resolved({ state: 'failed' }),
+    resolved({ state: 'succeeded' }),
+    resolved({ state: 'resolved' }),
+  ], [false, false, true, true]);
 });

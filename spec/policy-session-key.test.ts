@@ -1,7 +1,17 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { RequestedKey } from '../lib/model/actions.ts';
-import { admitsEveryAgentSession, canonicalAgentId, hasPrefix, isGeneratedKey, rescopeSessionKey, resolveSessionKey, scopeSessionKey, stripAgentNamespace, type SessionKeyRules } from '../lib/policy/session-key.ts';
+import {
+  admitsEveryAgentSession,
+  canonicalAgentId,
+  hasPrefix,
+  isGeneratedKey,
+  rescopeSessionKey,
+  resolveSessionKey,
+  scopeSessionKey,
+  type SessionKeyRules,
+  stripAgentNamespace,
+} from '../lib/policy/session-key.ts';
 import { testTable } from './_cases.ts';
 import { error, value } from './_decision.ts';
 
@@ -30,12 +40,17 @@ test('resolveSessionKey() generates a fresh uuid-based key each time with crypto
   assert.match(first, /^hook:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
   assert.notEqual(first, second);
   assert.equal(isGeneratedKey(first), true);
-  for (const key of ['hook:inbox', `agent:main:hook:${UUID}`, `HOOK:${UUID}`, `hook:${UUID}x`]) assert.equal(isGeneratedKey(key), false, key);
+  for (const key of ['hook:inbox', `agent:main:hook:${UUID}`, `HOOK:${UUID}`, `hook:${UUID}x`]) {
+    assert.equal(isGeneratedKey(key), false, key);
+  }
 });
 
 test('resolveSessionKey() uses hooks.defaultSessionKey when no key is requested, as written', () => {
   assert.equal(value(resolveSessionKey(undefined, rules({ defaultSessionKey: 'hook:inbox' }), noId)), 'hook:inbox');
-  assert.equal(value(resolveSessionKey(undefined, rules({ defaultSessionKey: 'agent:ops:inbox' }), noId)), 'agent:ops:inbox');
+  assert.equal(
+    value(resolveSessionKey(undefined, rules({ defaultSessionKey: 'agent:ops:inbox' }), noId)),
+    'agent:ops:inbox',
+  );
 });
 
 test('resolveSessionKey() refuses a request key while hooks.allowRequestSessionKey is false, naming that key', () => {
@@ -44,28 +59,45 @@ test('resolveSessionKey() refuses a request key while hooks.allowRequestSessionK
 });
 
 test('resolveSessionKey() accepts a request key when allowed and no prefixes are set', () => {
-  assert.equal(value(resolveSessionKey(request('anything:at-all'), rules({ allowRequestSessionKey: true }), noId)), 'anything:at-all');
+  assert.equal(
+    value(resolveSessionKey(request('anything:at-all'), rules({ allowRequestSessionKey: true }), noId)),
+    'anything:at-all',
+  );
 });
 
 test('resolveSessionKey() requires a request key to start with a configured prefix, judged as sent', () => {
   const prefixed = rules({ allowRequestSessionKey: true, allowedSessionKeyPrefixes: ['hook:', 'agent:ops:'] });
   assert.equal(value(resolveSessionKey(request('agent:ops:42'), prefixed, noId)), 'agent:ops:42');
-  for (const key of ['main', 'agent:dev:1']) assert.equal(error(resolveSessionKey(request(key), prefixed, noId)), 'sessionKey: must start with one of "hook:", "agent:ops:"', key);
+  for (const key of ['main', 'agent:dev:1']) {
+    assert.equal(
+      error(resolveSessionKey(request(key), prefixed, noId)),
+      'sessionKey: must start with one of "hook:", "agent:ops:"',
+      key,
+    );
+  }
   // The stripped key is not what the rules judge: "slack:" alone does not admit agent:hooks:slack:….
   const slack = rules({ allowRequestSessionKey: true, allowedSessionKeyPrefixes: ['slack:', 'hook:'] });
-  assert.equal(error(resolveSessionKey(request('agent:hooks:slack:channel:c123'), slack, noId)), 'sessionKey: must start with one of "slack:", "hook:"');
+  assert.equal(
+    error(resolveSessionKey(request('agent:hooks:slack:channel:c123'), slack, noId)),
+    'sessionKey: must start with one of "slack:", "hook:"',
+  );
 });
 
 test('resolveSessionKey() compares prefixes case-insensitively and keeps the key as written', () => {
   const prefixed = rules({ allowRequestSessionKey: true, allowedSessionKeyPrefixes: ['Hook:'] });
-  for (const key of ['HOOK:Mail', 'hook:mail']) assert.equal(value(resolveSessionKey(request(key), prefixed, noId)), key);
+  for (const key of ['HOOK:Mail', 'hook:mail']) {
+    assert.equal(value(resolveSessionKey(request(key), prefixed, noId)), key);
+  }
 });
 
 test('resolveSessionKey() lets a trusted key skip hooks.allowRequestSessionKey but not the prefixes', () => {
   assert.equal(value(resolveSessionKey(mapped('mapped:inbox'), rules(), noId)), 'mapped:inbox');
   const prefixed = rules({ allowedSessionKeyPrefixes: ['hook:'] });
   assert.equal(value(resolveSessionKey(mapped('hook:mapped'), prefixed, noId)), 'hook:mapped');
-  assert.equal(error(resolveSessionKey(mapped('mapped:inbox'), prefixed, noId)), 'sessionKey: must start with one of "hook:"');
+  assert.equal(
+    error(resolveSessionKey(mapped('mapped:inbox'), prefixed, noId)),
+    'sessionKey: must start with one of "hook:"',
+  );
 });
 
 test('resolveSessionKey() with an empty prefix list admits no requested key', () => {
@@ -73,23 +105,30 @@ test('resolveSessionKey() with an empty prefix list admits no requested key', ()
   assert.match(error(resolveSessionKey(mapped('hook:x'), none, noId)), /^sessionKey: must start with one of/);
 });
 
-test('scopeSessionKey() judges the key again re-scoped to the run\'s agent, as the released gateway does, then drops agent:<id>:', () => {
+test("scopeSessionKey() judges the key again re-scoped to the run's agent, as the released gateway does, then drops agent:<id>:", () => {
   const prefixed = rules({ allowedSessionKeyPrefixes: ['hook:', 'agent:main:'] });
   // Admitted as sent, refused once re-scoped: 400 on OpenClaw 2026.9.6, and here now.
   for (const key of ['agent:main:slack:channel:c123', 'agent:main:main']) {
     const rescoped = key.replace('agent:main:', 'agent:hooks:');
-    assert.equal(error(scopeSessionKey(key, 'hooks', prefixed)), `sessionKey: must start with one of "hook:", "agent:main:" (checked again as "${rescoped}", the key re-scoped to agent "hooks")`, key);
+    assert.equal(
+      error(scopeSessionKey(key, 'hooks', prefixed)),
+      `sessionKey: must start with one of "hook:", "agent:main:" (checked again as "${rescoped}", the key re-scoped to agent "hooks")`,
+      key,
+    );
     assert.equal(value(scopeSessionKey(key, 'main', prefixed)), key.slice('agent:main:'.length), key);
   }
   // A key outside the namespace is judged as it is, and keeps its whole name.
   assert.equal(value(scopeSessionKey('hook:mail', 'hooks', prefixed)), 'hook:mail');
-  assert.equal(value(scopeSessionKey('agent:hooks:x', 'Hooks', rules({ allowedSessionKeyPrefixes: ['agent:hooks:'] }))), 'x');
+  assert.equal(
+    value(scopeSessionKey('agent:hooks:x', 'Hooks', rules({ allowedSessionKeyPrefixes: ['agent:hooks:'] }))),
+    'x',
+  );
   assert.equal(value(scopeSessionKey('agent:main:x', 'hooks', rules())), 'x');
 });
 
 /** Keys re-scoped to an agent, as the gateway's normalizeHookDispatchSessionKey does, by the rule they show. */
 const RESCOPED: Record<string, [key: string, agentId: string, scoped: string][]> = {
-  'rescopeSessionKey() puts the run\'s agent, canonical, in place of any agent the key names': [
+  "rescopeSessionKey() puts the run's agent, canonical, in place of any agent the key names": [
     ['agent:main:slack:channel:c123', 'hooks', 'agent:hooks:slack:channel:c123'],
     ['AGENT:Main:x', 'Ops', 'agent:ops:x'],
     ['agent:main:main', 'research.eu', 'agent:research-eu:main'],
@@ -103,9 +142,12 @@ const RESCOPED: Record<string, [key: string, agentId: string, scoped: string][]>
   ],
 };
 
-testTable(RESCOPED, ([key, agentId, scoped]) => assert.equal(rescopeSessionKey(key, agentId), scoped, `${key} for ${agentId}`));
+testTable(
+  RESCOPED,
+  ([key, agentId, scoped]) => assert.equal(rescopeSessionKey(key, agentId), scoped, `${key} for ${agentId}`),
+);
 
-test('canonicalAgentId() writes an id as OpenClaw\'s normalizeAgentId does', () => {
+test("canonicalAgentId() writes an id as OpenClaw's normalizeAgentId does", () => {
   const cases: [id: string, canonical: string][] = [
     ['ops', 'ops'],
     [' Ops ', 'ops'],
@@ -124,12 +166,18 @@ test('hasPrefix() compares case-insensitively, and an empty list admits nothing'
     ['main', ['hook:'], false],
     ['hook:x', [], false],
   ];
-  for (const [key, prefixes, admitted] of cases) assert.equal(hasPrefix(key, prefixes), admitted, `${key} ${JSON.stringify(prefixes)}`);
+  for (const [key, prefixes, admitted] of cases) {
+    assert.equal(hasPrefix(key, prefixes), admitted, `${key} ${JSON.stringify(prefixes)}`);
+  }
 });
 
 test('admitsEveryAgentSession() is true of the prefixes that let agent:<id>:main through', () => {
-  for (const prefix of ['agent:', 'Agent:', 'agent', 'a', 'agent:hooks:', 'agent:ho']) assert.equal(admitsEveryAgentSession(prefix), true, prefix);
-  for (const prefix of ['hook:', 'agent:hooks:slack:', 'agent:hooks:s', 'agents:']) assert.equal(admitsEveryAgentSession(prefix), false, prefix);
+  for (const prefix of ['agent:', 'Agent:', 'agent', 'a', 'agent:hooks:', 'agent:ho']) {
+    assert.equal(admitsEveryAgentSession(prefix), true, prefix);
+  }
+  for (const prefix of ['hook:', 'agent:hooks:slack:', 'agent:hooks:s', 'agents:']) {
+    assert.equal(admitsEveryAgentSession(prefix), false, prefix);
+  }
 });
 
 /** Keys and what stripAgentNamespace() leaves of them, by the rule they show. */

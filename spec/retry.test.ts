@@ -6,7 +6,9 @@ import type { Attempt, RetryOptions } from '../lib/retry.ts';
 const BUSY: Attempt<string> = { ok: false, retryable: true, message: 'HTTP 503' };
 
 // Answers the scripted attempts in order (the last one repeats), recording each attempt number.
-function scripted(...answers: Attempt<string>[]): { attempt: (n: number) => Promise<Attempt<string>>; calls: number[] } {
+function scripted(
+  ...answers: Attempt<string>[]
+): { attempt: (n: number) => Promise<Attempt<string>>; calls: number[] } {
   const calls: number[] = [];
   return {
     calls,
@@ -34,7 +36,13 @@ function fakeTime(start = 0): { sleeps: number[]; now: () => number; sleep: NonN
 test('retry() returns the first success with the number of attempts made', async () => {
   const { attempt, calls } = scripted(BUSY, BUSY, { ok: true, value: 'done' });
   const time = fakeTime();
-  const result = await retry(attempt, { maxAttempts: 5, baseDelayMs: 100, maxDelayMs: 10_000, random: () => 1, ...time });
+  const result = await retry(attempt, {
+    maxAttempts: 5,
+    baseDelayMs: 100,
+    maxDelayMs: 10_000,
+    random: () => 1,
+    ...time,
+  });
   assert.deepEqual(result, { ok: true, value: 'done', attempts: 3 });
   assert.deepEqual(calls, [1, 2, 3]);
   assert.deepEqual(time.sleeps, [100, 200]);
@@ -52,7 +60,13 @@ test('retry() stops at a permanent failure, making no further attempt', async ()
 test('retry() doubles the backoff up to maxDelayMs with full jitter, and returns the last failure at maxAttempts', async () => {
   const { attempt } = scripted(BUSY);
   const time = fakeTime();
-  const result = await retry(attempt, { maxAttempts: 6, baseDelayMs: 100, maxDelayMs: 500, random: () => 0.5, ...time });
+  const result = await retry(attempt, {
+    maxAttempts: 6,
+    baseDelayMs: 100,
+    maxDelayMs: 500,
+    random: () => 0.5,
+    ...time,
+  });
   assert.deepEqual(result, { ...BUSY, attempts: 6 });
   assert.deepEqual(time.sleeps, [50, 100, 200, 250, 250]);
 });
@@ -68,7 +82,14 @@ test('retry() waits what Retry-After said instead of the backoff', async () => {
 test('retry() starts no wait that would reach the deadline', async () => {
   const { attempt, calls } = scripted(BUSY);
   const time = fakeTime(1000);
-  const result = await retry(attempt, { maxAttempts: 10, baseDelayMs: 100, maxDelayMs: 10_000, deadline: 1000 + 100 + 200 + 400, random: () => 1, ...time });
+  const result = await retry(attempt, {
+    maxAttempts: 10,
+    baseDelayMs: 100,
+    maxDelayMs: 10_000,
+    deadline: 1000 + 100 + 200 + 400,
+    random: () => 1,
+    ...time,
+  });
   // Waits of 100 and 200 fit; the third (400) would end exactly at the deadline.
   assert.deepEqual(time.sleeps, [100, 200]);
   assert.deepEqual(calls, [1, 2, 3]);
@@ -89,13 +110,23 @@ test('retry() stops when the signal aborts during a wait or before the next atte
   assert.deepEqual(calls, [1]);
 
   const aborted = scripted(BUSY);
-  const again = await retry(aborted.attempt, { maxAttempts: 5, baseDelayMs: 100, maxDelayMs: 1000, signal: AbortSignal.abort(), sleep: () => assert.fail('no wait') });
+  const again = await retry(aborted.attempt, {
+    maxAttempts: 5,
+    baseDelayMs: 100,
+    maxDelayMs: 1000,
+    signal: AbortSignal.abort(),
+    sleep: () => assert.fail('no wait'),
+  });
   assert.deepEqual(again, { ...BUSY, attempts: 1 });
 });
 
 test('retry() sleeps on real timers by default, and the default sleep ends early on abort', async () => {
   const quick = scripted(BUSY, { ok: true, value: 'done' });
-  assert.deepEqual(await retry(quick.attempt, { maxAttempts: 2, baseDelayMs: 1, maxDelayMs: 1, random: () => 0 }), { ok: true, value: 'done', attempts: 2 });
+  assert.deepEqual(await retry(quick.attempt, { maxAttempts: 2, baseDelayMs: 1, maxDelayMs: 1, random: () => 0 }), {
+    ok: true,
+    value: 'done',
+    attempts: 2,
+  });
 
   // A 60 s Retry-After that the abort cuts short: the test finishes at once or not at all.
   const controller = new AbortController();

@@ -14,9 +14,16 @@ test('watchStore() notes each outbox entry that went dead once (not those dead b
   let writable = true;
   const noted: AlertNote[] = [];
   let looks = 0;
-  const stop = watchStore({ note: (n) => void noted.push(n) }, { outbox: () => outbox, writable: async () => (looks++, writable) }, 5);
+  const stop = watchStore({ note: (n) => void noted.push(n) }, {
+    outbox: () => outbox,
+    writable: async () => (looks++, writable),
+  }, 5);
   try {
-    outbox = [entry('old', 'dead'), entry('a', 'dead', { lastError: 'HTTP 400: agentId is required when multiple agents are configured' }), entry('b', 'dead', { hook: 'gh' })];
+    outbox = [
+      entry('old', 'dead'),
+      entry('a', 'dead', { lastError: 'HTTP 400: agentId is required when multiple agents are configured' }),
+      entry('b', 'dead', { hook: 'gh' }),
+    ];
     await until('both new dead entries noted', () => (noted.length >= 2 ? true : undefined));
     const seen = looks;
     await until('two more looks', () => (looks >= seen + 2 ? true : undefined));
@@ -26,7 +33,11 @@ test('watchStore() notes each outbox entry that went dead once (not those dead b
     ]);
     writable = false;
     await until('the journal noted', () => (noted.some((n) => n.kind === 'storage') ? true : undefined));
-    assert.deepEqual(noted.find((n) => n.kind === 'storage'), { kind: 'storage', hook: '', code: 'journal not writable' });
+    assert.deepEqual(noted.find((n) => n.kind === 'storage'), {
+      kind: 'storage',
+      hook: '',
+      code: 'journal not writable',
+    });
   } finally {
     stop();
   }

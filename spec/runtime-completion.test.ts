@@ -6,7 +6,21 @@ import type { RunRecord } from '../lib/model/records.ts';
 const OPTIONS = { ackMaxChars: 300, allowReply: false };
 
 function run(change: Partial<RunRecord> = {}): RunRecord {
-  return { runId: 'r1', hook: 'agent', name: 'Hook', message: 'm', sessionKey: 'hook:s', agentId: 'main', wakeMode: 'now', deliver: true, channel: 'last', status: 'pending', acceptedAt: '', attempts: 0, ...change };
+  return {
+    runId: 'r1',
+    hook: 'agent',
+    name: 'Hook',
+    message: 'm',
+    sessionKey: 'hook:s',
+    agentId: 'main',
+    wakeMode: 'now',
+    deliver: true,
+    channel: 'last',
+    status: 'pending',
+    acceptedAt: '',
+    attempts: 0,
+    ...change,
+  };
 }
 
 test('isSettled() waits for the delivery a finished run still owes', () => {
@@ -18,20 +32,50 @@ test('isSettled() waits for the delivery a finished run still owes', () => {
 });
 
 test('completionOf() reports delivery, its failure and the reply disposition; the reply only when allowed', () => {
-  const delivered = run({ status: 'ok', reply: 'Hello', delivery: { status: 'delivered', channel: 'slack', to: 'C1', messageIds: ['1'] } });
-  assert.deepEqual(completionOf(delivered, OPTIONS), { status: 'ok', replyDisposition: 'visible', delivered: true, deliveryAttempted: true });
+  const delivered = run({
+    status: 'ok',
+    reply: 'Hello',
+    delivery: { status: 'delivered', channel: 'slack', to: 'C1', messageIds: ['1'] },
+  });
+  assert.deepEqual(completionOf(delivered, OPTIONS), {
+    status: 'ok',
+    replyDisposition: 'visible',
+    delivered: true,
+    deliveryAttempted: true,
+  });
   assert.deepEqual(completionOf(delivered, { ...OPTIONS, allowReply: true }).reply, 'Hello');
-  const failed = run({ status: 'ok', reply: 'Hello', delivery: { status: 'failed', channel: 'slack', reason: 'channel_not_found' } });
-  assert.deepEqual(completionOf(failed, OPTIONS), { status: 'ok', replyDisposition: 'visible', delivered: false, deliveryAttempted: true, deliveryError: 'channel_not_found' });
-  assert.equal(completionOf(run({ status: 'ok', reply: '' , deliver: false }), OPTIONS).replyDisposition, 'empty');
-  assert.equal(completionOf(run({ status: 'ok', reply: 'HEARTBEAT_OK', deliver: false }), OPTIONS).replyDisposition, 'silent');
-  assert.deepEqual(completionOf(run({ status: 'error', error: 'no model' }), { ...OPTIONS, allowReply: true }), { status: 'error', replyDisposition: 'empty', delivered: false, deliveryAttempted: false });
+  const failed = run({
+    status: 'ok',
+    reply: 'Hello',
+    delivery: { status: 'failed', channel: 'slack', reason: 'channel_not_found' },
+  });
+  assert.deepEqual(completionOf(failed, OPTIONS), {
+    status: 'ok',
+    replyDisposition: 'visible',
+    delivered: false,
+    deliveryAttempted: true,
+    deliveryError: 'channel_not_found',
+  });
+  assert.equal(completionOf(run({ status: 'ok', reply: '', deliver: false }), OPTIONS).replyDisposition, 'empty');
+  assert.equal(
+    completionOf(run({ status: 'ok', reply: 'HEARTBEAT_OK', deliver: false }), OPTIONS).replyDisposition,
+    'silent',
+  );
+  assert.deepEqual(completionOf(run({ status: 'error', error: 'no model' }), { ...OPTIONS, allowReply: true }), {
+    status: 'error',
+    replyDisposition: 'empty',
+    delivered: false,
+    deliveryAttempted: false,
+  });
   assert.equal(completionOf(run({ status: 'running' }), OPTIONS).status, 'timeout');
   assert.equal(completionOf(null, OPTIONS).status, 'error');
 });
 
 test('createCompletions() answers at once for settled runs, on the change that settles the rest, and at the bound otherwise', async () => {
-  const runs = new Map<string, RunRecord>([['a', run({ runId: 'a', status: 'timeout' })], ['b', run({ runId: 'b', status: 'running' })]]);
+  const runs = new Map<string, RunRecord>([['a', run({ runId: 'a', status: 'timeout' })], [
+    'b',
+    run({ runId: 'b', status: 'running' }),
+  ]]);
   const listeners = new Set<(r: RunRecord) => void>();
   const store = {
     run: (id: string) => runs.get(id) ?? null,
@@ -56,7 +100,10 @@ test('createCompletions() answers at once for settled runs, on the change that s
 test('createCompletions() ends a wait as soon as its client is gone: nothing watched, no timer, not counted as held', async () => {
   const runs = new Map<string, RunRecord>([['r', run({ runId: 'r', status: 'running' })]]);
   const listeners = new Set<(r: RunRecord) => void>();
-  const store = { run: (id: string) => runs.get(id) ?? null, watchRuns: (listener: (r: RunRecord) => void) => (listeners.add(listener), () => listeners.delete(listener)) };
+  const store = {
+    run: (id: string) => runs.get(id) ?? null,
+    watchRuns: (listener: (r: RunRecord) => void) => (listeners.add(listener), () => listeners.delete(listener)),
+  };
   const completions = createCompletions(store);
   const departures = new Set<() => void>();
   const gone = (listener: () => void) => (departures.add(listener), () => void departures.delete(listener));
@@ -76,6 +123,9 @@ test('createCompletions() ends a wait as soon as its client is gone: nothing wat
   assert.equal((await settled)[0]!.status, 'ok');
   assert.equal(departures.size, 0);
   runs.set('q', run({ runId: 'q', status: 'running' }));
-  assert.equal((await completions.wait(['q'], 3_600_000, OPTIONS, (listener) => (listener(), () => undefined)))[0]!.status, 'timeout');
+  assert.equal(
+    (await completions.wait(['q'], 3_600_000, OPTIONS, (listener) => (listener(), () => undefined)))[0]!.status,
+    'timeout',
+  );
   assert.equal(completions.held(), 0);
 });

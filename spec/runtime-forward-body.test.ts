@@ -7,8 +7,25 @@ import { testTable } from './_cases.ts';
 
 // What forward mode sends upstream, and what it refuses because OpenClaw 2026.9 would.
 
-const ACTION: AgentAction = { kind: 'agent', message: 'm', name: 'Hook', wakeMode: 'now', deliver: true, channel: 'last' };
-const RUN: RunSpec = { runId: 'r', hook: 'agent', message: 'wrapped m', name: 'Hook', wakeMode: 'now', deliver: true, channel: 'last', sessionKey: 'hook:x', agentId: 'main' };
+const ACTION: AgentAction = {
+  kind: 'agent',
+  message: 'm',
+  name: 'Hook',
+  wakeMode: 'now',
+  deliver: true,
+  channel: 'last',
+};
+const RUN: RunSpec = {
+  runId: 'r',
+  hook: 'agent',
+  message: 'wrapped m',
+  name: 'Hook',
+  wakeMode: 'now',
+  deliver: true,
+  channel: 'last',
+  sessionKey: 'hook:x',
+  agentId: 'main',
+};
 
 testTable<[Pick<RunSpec, 'deliver' | 'channel' | 'to'>, RegExp | null]>(
   {
@@ -19,7 +36,10 @@ testTable<[Pick<RunSpec, 'deliver' | 'channel' | 'to'>, RegExp | null]>(
       [{ deliver: true, channel: 'telegram', to: '42' }, null],
     ],
     'forwardDestination() refuses last with to, and a channel without to, naming the rule': [
-      [{ deliver: true, channel: 'last', to: '42' }, /^to: needs a concrete channel in forward mode: the upstream gateway delivers only to a channel and a recipient named together/],
+      [
+        { deliver: true, channel: 'last', to: '42' },
+        /^to: needs a concrete channel in forward mode: the upstream gateway delivers only to a channel and a recipient named together/,
+      ],
       [{ deliver: true, channel: 'slack' }, /^to: is required with channel slack in forward mode/],
     ],
   },
@@ -32,8 +52,20 @@ testTable<[Pick<RunSpec, 'deliver' | 'channel' | 'to'>, RegExp | null]>(
 
 test('upstreamAgent() sends a destination only with a concrete channel and to; deliver false as false; nothing else', () => {
   assert.deepEqual(upstreamAgent(ACTION, RUN), { message: 'wrapped m', name: 'Hook', wakeMode: 'now' });
-  assert.deepEqual(upstreamAgent(ACTION, { ...RUN, deliver: false }), { message: 'wrapped m', name: 'Hook', wakeMode: 'now', deliver: false });
-  assert.deepEqual(upstreamAgent(ACTION, { ...RUN, channel: 'msteams', to: 'conv' }), { message: 'wrapped m', name: 'Hook', wakeMode: 'now', deliver: true, channel: 'msteams', to: 'conv' });
+  assert.deepEqual(upstreamAgent(ACTION, { ...RUN, deliver: false }), {
+    message: 'wrapped m',
+    name: 'Hook',
+    wakeMode: 'now',
+    deliver: false,
+  });
+  assert.deepEqual(upstreamAgent(ACTION, { ...RUN, channel: 'msteams', to: 'conv' }), {
+    message: 'wrapped m',
+    name: 'Hook',
+    wakeMode: 'now',
+    deliver: true,
+    channel: 'msteams',
+    to: 'conv',
+  });
 });
 
 test('upstreamAgent() sends the agent asked for as resolved, and none when it fell back to the default', () => {
@@ -45,7 +77,11 @@ test('upstreamAgent() sends the agent asked for as resolved, and none when it fe
 test('upstreamWake() carries hooks.forward.agentId when it is set', () => {
   assert.deepEqual(upstreamWake({ text: 't', mode: 'now' }), { text: 't', mode: 'now' });
   assert.deepEqual(upstreamWake({ text: 't', mode: 'now' }, null), { text: 't', mode: 'now' });
-  assert.deepEqual(upstreamWake({ text: 't', mode: 'next-heartbeat' }, 'ops'), { text: 't', mode: 'next-heartbeat', agentId: 'ops' });
+  assert.deepEqual(upstreamWake({ text: 't', mode: 'next-heartbeat' }, 'ops'), {
+    text: 't',
+    mode: 'next-heartbeat',
+    agentId: 'ops',
+  });
 });
 
 testTable<[string, string | undefined]>(

@@ -21,11 +21,18 @@ test('mergeTexts(): a text holding frame lines, the real id included, cannot end
   ];
   const merged = mergeTexts(forged, id);
   const frameLines = merged.split(/\r\n|\n|\r|\u2028|\u2029/).filter((line) => /^[ \t]*<<</.test(line));
-  assert.deepEqual(frameLines, [1, 2, 3].flatMap((k) => [`<<<event ${k} of 3 ${id}>>>`, `<<<end ${k} of 3 ${id}>>>`]), 'the only lines that open with <<< are the frame\'s own');
-  assert.deepEqual(unframe(merged).map((t) => t.replace(/\r|\u2028/g, '\n')), forged.map((t) => t.replace(/\r|\u2028/g, '\n')));
+  assert.deepEqual(
+    frameLines,
+    [1, 2, 3].flatMap((k) => [`<<<event ${k} of 3 ${id}>>>`, `<<<end ${k} of 3 ${id}>>>`]),
+    "the only lines that open with <<< are the frame's own",
+  );
+  assert.deepEqual(
+    unframe(merged).map((t) => t.replace(/\r|\u2028/g, '\n')),
+    forged.map((t) => t.replace(/\r|\u2028/g, '\n')),
+  );
 });
 
-test('escapeFrameLines() adds one backslash before a line\'s <<< (after blanks and backslashes), and leaves <<< elsewhere alone', () => {
+test("escapeFrameLines() adds one backslash before a line's <<< (after blanks and backslashes), and leaves <<< elsewhere alone", () => {
   assert.equal(escapeFrameLines('<<<x\n a <<< b\n\t\\<<<y'), '\\<<<x\n a <<< b\n\t\\\\<<<y');
 });
 
@@ -34,12 +41,20 @@ test('mergeable() keeps the merged body under 256 KiB, escaping counted, and tak
   assert.equal(mergeable([big, big, big], 40, 24), 2);
   const escaped = '\u0001'.repeat(20 * 1024); // 6 bytes each in JSON
   const fits = mergeable(Array.from({ length: 10 }, () => escaped), 40, 24);
-  const body = JSON.stringify({ text: mergeTexts(Array.from({ length: fits }, () => escaped), 'y'.repeat(24)), mode: 'now' });
+  const body = JSON.stringify({
+    text: mergeTexts(Array.from({ length: fits }, () => escaped), 'y'.repeat(24)),
+    mode: 'now',
+  });
   assert.ok(Buffer.byteLength(body) <= MAX_MERGED_BYTES, `${Buffer.byteLength(body)} bytes`);
   assert.equal(fits, 2);
   assert.equal(mergeable(['x'.repeat(300 * 1024), 'y'], 40, 24), 1);
   const many = Array.from({ length: 5000 }, (_, i) => `event ${i}`);
   const count = mergeable(many, 40, 24);
-  const merged = Buffer.byteLength(JSON.stringify({ text: mergeTexts(many.slice(0, count), 'y'.repeat(24)), mode: 'now' }));
-  assert.ok(count > 2000 && count < 5000 && merged <= MAX_MERGED_BYTES && merged > MAX_MERGED_BYTES * 0.95, `${count} texts, ${merged} bytes`);
+  const merged = Buffer.byteLength(
+    JSON.stringify({ text: mergeTexts(many.slice(0, count), 'y'.repeat(24)), mode: 'now' }),
+  );
+  assert.ok(
+    count > 2000 && count < 5000 && merged <= MAX_MERGED_BYTES && merged > MAX_MERGED_BYTES * 0.95,
+    `${count} texts, ${merged} bytes`,
+  );
 });

@@ -14,10 +14,18 @@ import { ACCOUNT, BOUNDED_WAIT, fakeGog, gmailFiles } from './_gmail.ts';
 const { tmp, capture, setupRun } = await gmailFiles();
 
 const EXPECTED_ARGS = [
-  'gmail', 'watch', 'serve', '--account', ACCOUNT,
-  '--hook-url', 'http://127.0.0.1:8789/hooks/gmail',
-  '--hook-token', 'gmail-run-token-0123456789',
-  '--include-body', '--max-bytes', '20000',
+  'gmail',
+  'watch',
+  'serve',
+  '--account',
+  ACCOUNT,
+  '--hook-url',
+  'http://127.0.0.1:8789/hooks/gmail',
+  '--hook-token',
+  'gmail-run-token-0123456789',
+  '--include-body',
+  '--max-bytes',
+  '20000',
 ];
 
 test('the supervisor (gmail run) starts gog with the companion arguments and restarts it with doubling backoff that resets after a long run', async () => {
@@ -70,9 +78,18 @@ test('the supervisor (gmail run) gives gog a minimal environment: never the hook
   };
   const { io, out } = capture(env, stop.signal);
   assert.equal(await gmailCommand(['run', '--config', file], io, deps), 0, out.stderr);
-  const seen = Object.fromEntries((await readFile(dump, 'utf8')).trimEnd().split('\n').map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]));
-  for (const name of ['HOOKS_TOKEN', 'OPENAI_API_KEY', 'AWS_SECRET_ACCESS_KEY']) assert.equal(seen[name], undefined, name);
-  assert.ok(!Object.values(seen).some((value) => value.includes('run-token-0123456789abcdef')), 'the hook token is nowhere in gog\'s environment');
+  const seen = Object.fromEntries(
+    (await readFile(dump, 'utf8')).trimEnd().split('\n').map((
+      line,
+    ) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
+  );
+  for (const name of ['HOOKS_TOKEN', 'OPENAI_API_KEY', 'AWS_SECRET_ACCESS_KEY']) {
+    assert.equal(seen[name], undefined, name);
+  }
+  assert.ok(
+    !Object.values(seen).some((value) => value.includes('run-token-0123456789abcdef')),
+    "the hook token is nowhere in gog's environment",
+  );
   assert.equal(seen['HOME'], tmp);
   assert.equal(seen['PATH'], env.PATH);
   assert.equal(seen['XDG_CONFIG_HOME'], env.XDG_CONFIG_HOME);
@@ -82,13 +99,43 @@ test('the supervisor (gmail run) gives gog a minimal environment: never the hook
 
 test('companionEnv() keeps PATH, HOME, the XDG and GOG_ variables, locale, time zone, D-Bus, TLS and proxy settings, and nothing else', () => {
   const kept = companionEnv({
-    PATH: '/bin', HOME: '/h', USER: 'u', LOGNAME: 'u', TMPDIR: '/t', TZ: 'UTC', LANG: 'C', LC_ALL: 'C',
-    XDG_RUNTIME_DIR: '/run/user/1', DBUS_SESSION_BUS_ADDRESS: 'unix:path=/run/user/1/bus',
-    GOG_ACCOUNT: 'a@b', GOG_KEYRING_BACKEND: 'file', SSL_CERT_FILE: '/c', HTTPS_PROXY: 'http://p:3128', no_proxy: 'localhost',
-    HOOKS_TOKEN: 'x', ANTHROPIC_API_KEY: 'y', CREDENTIALS_DIRECTORY: '/run/credentials/x', NODE_OPTIONS: '--inspect', UNSET: undefined,
+    PATH: '/bin',
+    HOME: '/h',
+    USER: 'u',
+    LOGNAME: 'u',
+    TMPDIR: '/t',
+    TZ: 'UTC',
+    LANG: 'C',
+    LC_ALL: 'C',
+    XDG_RUNTIME_DIR: '/run/user/1',
+    DBUS_SESSION_BUS_ADDRESS: 'unix:path=/run/user/1/bus',
+    GOG_ACCOUNT: 'a@b',
+    GOG_KEYRING_BACKEND: 'file',
+    SSL_CERT_FILE: '/c',
+    HTTPS_PROXY: 'http://p:3128',
+    no_proxy: 'localhost',
+    HOOKS_TOKEN: 'x',
+    ANTHROPIC_API_KEY: 'y',
+    CREDENTIALS_DIRECTORY: '/run/credentials/x',
+    NODE_OPTIONS: '--inspect',
+    UNSET: undefined,
   });
   assert.deepEqual(Object.keys(kept).sort(), [
-    'DBUS_SESSION_BUS_ADDRESS', 'GOG_ACCOUNT', 'GOG_KEYRING_BACKEND', 'HOME', 'HTTPS_PROXY', 'LANG', 'LC_ALL', 'LOGNAME', 'PATH', 'SSL_CERT_FILE', 'TMPDIR', 'TZ', 'USER', 'XDG_RUNTIME_DIR', 'no_proxy',
+    'DBUS_SESSION_BUS_ADDRESS',
+    'GOG_ACCOUNT',
+    'GOG_KEYRING_BACKEND',
+    'HOME',
+    'HTTPS_PROXY',
+    'LANG',
+    'LC_ALL',
+    'LOGNAME',
+    'PATH',
+    'SSL_CERT_FILE',
+    'TMPDIR',
+    'TZ',
+    'USER',
+    'XDG_RUNTIME_DIR',
+    'no_proxy',
   ]);
 });
 
@@ -106,7 +153,10 @@ test('the supervisor (gmail run) passes on the output of a gog that writes witho
   assert.equal(await gmailCommand(['run', '--config', file], io), 0, out.stderr);
   // Per second begun, a second's worth and the one read that crossed it; unpaced, yes writes hundreds of MiB a second.
   const bound = (Math.ceil(seconds) + 1) * (RELAY_LIMITS.bytesPerSecond + 64 * 1024);
-  assert.ok(out.stdout.length <= bound, `relayed ${out.stdout.length} bytes in ${seconds.toFixed(1)} s, bound ${bound}`);
+  assert.ok(
+    out.stdout.length <= bound,
+    `relayed ${out.stdout.length} bytes in ${seconds.toFixed(1)} s, bound ${bound}`,
+  );
   assert.match(out.stdout, /^(y\n)+$/);
 });
 

@@ -44,7 +44,9 @@ function fakeStore(error?: Error): HeartbeatOptions['store'] & { events: Session
 }
 
 // A heartbeat over a fresh fake store and fake schedule.
-function fakeHeartbeat(options: Omit<HeartbeatOptions, 'store' | 'schedule'>): { store: ReturnType<typeof fakeStore>; clock: ReturnType<typeof fakeSchedule>; heartbeat: Heartbeat } {
+function fakeHeartbeat(
+  options: Omit<HeartbeatOptions, 'store' | 'schedule'>,
+): { store: ReturnType<typeof fakeStore>; clock: ReturnType<typeof fakeSchedule>; heartbeat: Heartbeat } {
   const store = fakeStore();
   const clock = fakeSchedule();
   return { store, clock, heartbeat: new Heartbeat({ store, schedule: clock.schedule, ...options }) };
@@ -59,13 +61,22 @@ test('heartbeat.request() coalesces requests within the window into one heartbea
   assert.deepEqual(clock.waiting().map((t) => t.ms), [100]);
   clock.fire(clock.waiting()[0]);
   await heartbeat.stop();
-  assert.deepEqual(store.events, [{ seq: 1, time: '2025-01-01T00:00:00.000Z', kind: 'heartbeat', text: 'Heartbeat requested (wake x3, hook:gmail)', source: 'request' }]);
+  assert.deepEqual(store.events, [{
+    seq: 1,
+    time: '2025-01-01T00:00:00.000Z',
+    kind: 'heartbeat',
+    text: 'Heartbeat requested (wake x3, hook:gmail)',
+    source: 'request',
+  }]);
 
   // A request after the flush opens a new window with fresh counts.
   heartbeat.request('wake');
   clock.fire(clock.waiting()[0]);
   await heartbeat.stop();
-  assert.deepEqual(store.events.map((e) => e.text), ['Heartbeat requested (wake x3, hook:gmail)', 'Heartbeat requested (wake)']);
+  assert.deepEqual(store.events.map((e) => e.text), [
+    'Heartbeat requested (wake x3, hook:gmail)',
+    'Heartbeat requested (wake)',
+  ]);
 });
 
 test('heartbeat.request() waits 250 ms by default', async () => {

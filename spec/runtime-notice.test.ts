@@ -14,7 +14,16 @@ import { tempDir } from './_dir.ts';
 import { until } from './_until.ts';
 
 function spec(deliveryId: string, over: { to?: string | undefined } = {}): NoticeSpec {
-  const notice: NoticeSpec = { kind: 'notify', deliveryId, hook: 'deploy', name: 'Deploys', channel: 'telegram', to: '12345', text: `Deploy ${deliveryId}`, requestId: `req-${deliveryId}` };
+  const notice: NoticeSpec = {
+    kind: 'notify',
+    deliveryId,
+    hook: 'deploy',
+    name: 'Deploys',
+    channel: 'telegram',
+    to: '12345',
+    text: `Deploy ${deliveryId}`,
+    requestId: `req-${deliveryId}`,
+  };
   if ('to' in over && over.to === undefined) delete notice.to;
   return notice;
 }
@@ -31,7 +40,11 @@ interface World {
   settled(id: string): Promise<NoticeRecord>;
 }
 
-async function world(t: TestContext, deliver: ((request: DeliveryRequest) => Promise<DeliveryOutcome>) | null, state?: string): Promise<World> {
+async function world(
+  t: TestContext,
+  deliver: ((request: DeliveryRequest) => Promise<DeliveryOutcome>) | null,
+  state?: string,
+): Promise<World> {
   const dir = state ?? join(await tempDir(t, 'notice-'), 'state');
   const config = await specConfig({}, dir);
   const { store } = await Store.open(dir, { idempotencyTtlMs: 60_000 });
@@ -40,22 +53,34 @@ async function world(t: TestContext, deliver: ((request: DeliveryRequest) => Pro
   const noted: AlertNote[] = [];
   const { log, lines } = captureLog();
   const runner = new Runner({
-    store, config, log, alerts: { note: (n) => void noted.push(n) }, transcripts: new Transcripts(dir), heartbeat: { request: (reason) => void beats.push(reason) },
+    store,
+    config,
+    log,
+    alerts: { note: (n) => void noted.push(n) },
+    transcripts: new Transcripts(dir),
+    heartbeat: { request: (reason) => void beats.push(reason) },
     providerFor: () => {
       throw new Error('No model call expected');
     },
-    ...(deliver === null ? {} : { deliver: (request: DeliveryRequest) => {
-      const { signal: _signal, ...rest } = request;
-      asked.push(rest);
-      return deliver(request);
-    } }),
+    ...(deliver === null ? {} : {
+      deliver: (request: DeliveryRequest) => {
+        const { signal: _signal, ...rest } = request;
+        asked.push(rest);
+        return deliver(request);
+      },
+    }),
   });
   defer(t, async () => {
     await runner.stop();
     await store.close();
   });
   return {
-    store, runner, asked, lines, beats, noted,
+    store,
+    runner,
+    asked,
+    lines,
+    beats,
+    noted,
     async accept(...specs) {
       const { notices } = await store.commit({ notices: specs });
       for (const notice of notices) runner.notify(notice);
@@ -63,7 +88,12 @@ async function world(t: TestContext, deliver: ((request: DeliveryRequest) => Pro
     },
     async settled(id) {
       // Settled: its outcome on the record and said in the log (which follows the commit).
-      await until(`delivery ${id} to settle`, () => store.notice(id)?.status !== 'pending' && lines.some((l) => l['msg'] === 'notify delivery' && l['deliveryId'] === id));
+      await until(
+        `delivery ${id} to settle`,
+        () =>
+          store.notice(id)?.status !== 'pending' &&
+          lines.some((l) => l['msg'] === 'notify delivery' && l['deliveryId'] === id),
+      );
       return store.notice(id)!;
     },
   };
@@ -81,19 +111,39 @@ test('Runner.notify() sends the text to the recorded channel and recipient and r
   assert.deepEqual(w.store.events(), []);
   assert.deepEqual(w.beats, []);
   assert.equal(w.store.lastRoute(), null, 'a notify delivery never moves the last route');
-  assert.deepEqual(w.lines.filter((l) => l['msg'] === 'notify delivery').map((l) => [l['level'], l['deliveryId'], l['requestId'], l['status']]), [['info', 'a', 'req-a', 'delivered']]);
+  assert.deepEqual(
+    w.lines.filter((l) => l['msg'] === 'notify delivery').map((
+      l,
+    ) => [l['level'], l['deliveryId'], l['requestId'], l['status']]),
+    [['info', 'a', 'req-a', 'delivered']],
+  );
 });
 
 test('Runner.notify() records a failed delivery and logs it at warn, still with nothing in the main session', async (t) => {
-  const w = await world(t, async () => ({ status: 'failed', channel: 'telegram', to: '12345', reason: 'Telegram 403: Forbidden: bot was blocked by the user' }));
+  const w = await world(
+    t,
+    async () => ({
+      status: 'failed',
+      channel: 'telegram',
+      to: '12345',
+      reason: 'Telegram 403: Forbidden: bot was blocked by the user',
+    }),
+  );
   await w.accept(spec('a', { to: undefined }));
   const done = await w.settled('a');
   assert.equal(done.status, 'failed');
-  assert.deepEqual(w.asked, [{ channel: 'telegram', text: 'Deploy a' }], 'no `to`: the channel\'s defaultTo decides');
+  assert.deepEqual(w.asked, [{ channel: 'telegram', text: 'Deploy a' }], "no `to`: the channel's defaultTo decides");
   assert.deepEqual(w.store.events(), []);
   const [line] = w.lines.filter((l) => l['msg'] === 'notify delivery');
-  assert.deepEqual([line?.['level'], line?.['error']], ['warn', 'Telegram 403: Forbidden: bot was blocked by the user']);
-  assert.deepEqual(w.noted, [{ kind: 'delivery-failures', hook: 'deploy', code: 'Telegram 403' }], 'the owner\'s alerts hear of it by its code');
+  assert.deepEqual([line?.['level'], line?.['error']], [
+    'warn',
+    'Telegram 403: Forbidden: bot was blocked by the user',
+  ]);
+  assert.deepEqual(
+    w.noted,
+    [{ kind: 'delivery-failures', hook: 'deploy', code: 'Telegram 403' }],
+    "the owner's alerts hear of it by its code",
+  );
 });
 
 test('Runner.notify() without delivery configured records the delivery skipped', async (t) => {
@@ -107,7 +157,9 @@ test('Runner.start() sends the deliveries a previous process left pending, count
   const state = join(await tempDir(t, 'notice-resume-'), 'state');
   const before = await Store.open(state, { idempotencyTtlMs: 60_000 });
   await before.store.commit({ notices: [spec('a'), spec('b')] });
-  await before.store.commit({ noticeUpdates: [{ deliveryId: 'a', attempts: 1 }, { deliveryId: 'b', status: 'delivered', delivery: DELIVERED }] });
+  await before.store.commit({
+    noticeUpdates: [{ deliveryId: 'a', attempts: 1 }, { deliveryId: 'b', status: 'delivered', delivery: DELIVERED }],
+  });
   await before.store.close();
   const w = await world(t, async () => DELIVERED, state);
   w.runner.start();

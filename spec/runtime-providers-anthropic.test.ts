@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import type { ServerResponse } from 'node:http';
 import { test, type TestContext } from 'node:test';
-import { fakeJson, json as sendJson, type FakeServer, type Seen as JsonSeen } from './_fake-server.ts';
-import { THINKING_BUDGETS, createAnthropicProvider } from '../lib/runtime/providers/anthropic.ts';
+import { fakeJson, type FakeServer, json as sendJson, type Seen as JsonSeen } from './_fake-server.ts';
+import { createAnthropicProvider, THINKING_BUDGETS } from '../lib/runtime/providers/anthropic.ts';
 import type { TurnRequest } from '../lib/runtime/providers/provider.ts';
 import { anthropicMessage as message, turnRequest } from './_turn.ts';
 import { addHttpProviderTests } from './_provider-contract.ts';
@@ -28,17 +28,27 @@ function apiError(type: string, text: string): unknown {
 // Answers like the real API: 401 without the key, 400 for a missing field or a thinking budget out of range.
 function strict(reply: (seen: Seen, res: ServerResponse) => void) {
   return (seen: Seen, res: ServerResponse) => {
-    if (seen.method !== 'POST' || seen.path !== '/v1/messages') return json(res, 404, apiError('not_found_error', 'Not found'));
+    if (seen.method !== 'POST' || seen.path !== '/v1/messages') {
+      return json(res, 404, apiError('not_found_error', 'Not found'));
+    }
     if (seen.headers['x-api-key'] !== KEY) return json(res, 401, apiError('authentication_error', 'invalid x-api-key'));
-    if (seen.headers['anthropic-version'] === undefined) return json(res, 400, apiError('invalid_request_error', 'anthropic-version: header is required'));
+    if (seen.headers['anthropic-version'] === undefined) {
+      return json(res, 400, apiError('invalid_request_error', 'anthropic-version: header is required'));
+    }
     const { model, max_tokens, messages, thinking } = seen.body;
-    if (typeof model !== 'string' || typeof max_tokens !== 'number' || !Array.isArray(messages) || messages.length === 0) {
+    if (
+      typeof model !== 'string' || typeof max_tokens !== 'number' || !Array.isArray(messages) || messages.length === 0
+    ) {
       return json(res, 400, apiError('invalid_request_error', 'model, max_tokens and messages are required'));
     }
     if (thinking !== undefined) {
       const budget = (thinking as { budget_tokens?: unknown }).budget_tokens;
       if (typeof budget !== 'number' || budget < 1024 || budget >= max_tokens) {
-        return json(res, 400, apiError('invalid_request_error', 'thinking.budget_tokens: must be >= 1024 and less than max_tokens'));
+        return json(
+          res,
+          400,
+          apiError('invalid_request_error', 'thinking.budget_tokens: must be >= 1024 and less than max_tokens'),
+        );
       }
     }
     reply(seen, res);
@@ -58,7 +68,9 @@ async function completeEach(url: string, count: number): Promise<unknown[]> {
 }
 
 // The API's error types for the statuses the contract asks about.
-const errorType = (status: number) => (status >= 500 ? 'api_error' : status === 401 ? 'authentication_error' : 'invalid_request_error');
+const errorType = (
+  status: number,
+) => (status >= 500 ? 'api_error' : status === 401 ? 'authentication_error' : 'invalid_request_error');
 
 addHttpProviderTests('createAnthropicProvider()', {
   make: (options) => createAnthropicProvider(options),
@@ -68,8 +80,15 @@ addHttpProviderTests('createAnthropicProvider()', {
 });
 
 test('createAnthropicProvider() posts model, max_tokens, system and messages with x-api-key and anthropic-version', async (t) => {
-  const fake = await fakeAnthropic(t, strict((_seen, res) => json(res, 200, message([{ type: 'text', text: 'Hi there' }]))));
-  const provider = createAnthropicProvider({ baseUrl: fake.url, apiKey: KEY, headers: { 'anthropic-beta': 'test-beta' } });
+  const fake = await fakeAnthropic(
+    t,
+    strict((_seen, res) => json(res, 200, message([{ type: 'text', text: 'Hi there' }]))),
+  );
+  const provider = createAnthropicProvider({
+    baseUrl: fake.url,
+    apiKey: KEY,
+    headers: { 'anthropic-beta': 'test-beta' },
+  });
   const history = [
     { role: 'user' as const, content: 'Earlier question' },
     { role: 'assistant' as const, content: 'Earlier answer' },
@@ -125,7 +144,11 @@ test('createAnthropicProvider() takes the text blocks after thinking blocks, joi
 
 test('createAnthropicProvider() omits an empty system, sends no key when none is set, and uses the given version', async (t) => {
   const fake = await fakeAnthropic(t, (_seen, res) => json(res, 200, message([{ type: 'text', text: 'local' }])));
-  const provider = createAnthropicProvider({ baseUrl: `${fake.url}/`, version: '2024-01-01', fetch: (...args) => globalThis.fetch(...args) });
+  const provider = createAnthropicProvider({
+    baseUrl: `${fake.url}/`,
+    version: '2024-01-01',
+    fetch: (...args) => globalThis.fetch(...args),
+  });
   assert.deepEqual(await provider.complete(turn({ system: '' })), { ok: true, value: 'local' });
   const [seen] = fake.seen;
   assert.equal(seen?.path, '/v1/messages');
@@ -135,8 +158,17 @@ test('createAnthropicProvider() omits an empty system, sends no key when none is
 });
 
 test('createAnthropicProvider() fails permanently when the reply has no text block or is not JSON', async (t) => {
-  const bodies = [JSON.stringify(message([{ type: 'thinking', thinking: 'hmm', signature: 's' }], 'max_tokens')), JSON.stringify({ content: [] }), 'not json'];
-  const fake = await fakeAnthropic(t, strict((_seen, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(bodies[fake.seen.length - 1])));
+  const bodies = [
+    JSON.stringify(message([{ type: 'thinking', thinking: 'hmm', signature: 's' }], 'max_tokens')),
+    JSON.stringify({ content: [] }),
+    'not json',
+  ];
+  const fake = await fakeAnthropic(
+    t,
+    strict((_seen, res) =>
+      res.writeHead(200, { 'content-type': 'application/json' }).end(bodies[fake.seen.length - 1])
+    ),
+  );
   assert.deepEqual(await completeEach(fake.url, bodies.length), [
     { ok: false, retryable: false, message: 'Malformed response: no text block (stop_reason max_tokens)' },
     { ok: false, retryable: false, message: 'Malformed response: no text block' },
@@ -145,7 +177,14 @@ test('createAnthropicProvider() fails permanently when the reply has no text blo
 });
 
 test('createAnthropicProvider() makes a 429 with retry-after retryable and honours the wait', async (t) => {
-  const fake = await fakeAnthropic(t, strict((_seen, res) => json(res, 429, apiError('rate_limit_error', 'Number of request tokens has exceeded your per-minute rate limit'), { 'retry-after': '3' })));
+  const fake = await fakeAnthropic(
+    t,
+    strict((_seen, res) =>
+      json(res, 429, apiError('rate_limit_error', 'Number of request tokens has exceeded your per-minute rate limit'), {
+        'retry-after': '3',
+      })
+    ),
+  );
   const result = await createAnthropicProvider({ baseUrl: fake.url, apiKey: KEY }).complete(turn());
   assert.deepEqual(result, {
     ok: false,
@@ -156,15 +195,34 @@ test('createAnthropicProvider() makes a 429 with retry-after retryable and honou
 });
 
 test('createAnthropicProvider() does not retry a 429 without retry-after (the spend cap)', async (t) => {
-  const fake = await fakeAnthropic(t, strict((_seen, res) => json(res, 429, apiError('rate_limit_error', 'You have reached your specified API usage limits'))));
+  const fake = await fakeAnthropic(
+    t,
+    strict((_seen, res) =>
+      json(res, 429, apiError('rate_limit_error', 'You have reached your specified API usage limits'))
+    ),
+  );
   const result = await createAnthropicProvider({ baseUrl: fake.url, apiKey: KEY }).complete(turn());
-  assert.deepEqual(result, { ok: false, retryable: false, message: 'HTTP 429 rate_limit_error: You have reached your specified API usage limits' });
+  assert.deepEqual(result, {
+    ok: false,
+    retryable: false,
+    message: 'HTTP 429 rate_limit_error: You have reached your specified API usage limits',
+  });
 });
 
 test('createAnthropicProvider() makes 529 overloaded retryable', async (t) => {
-  const fake = await fakeAnthropic(t, strict((_seen, res) => json(res, 529, apiError('overloaded_error', 'Overloaded'))));
-  assert.deepEqual(await completeEach(fake.url, 1), [{ ok: false, retryable: true, message: 'HTTP 529 overloaded_error: Overloaded' }]);
+  const fake = await fakeAnthropic(
+    t,
+    strict((_seen, res) => json(res, 529, apiError('overloaded_error', 'Overloaded'))),
+  );
+  assert.deepEqual(await completeEach(fake.url, 1), [{
+    ok: false,
+    retryable: true,
+    message: 'HTTP 529 overloaded_error: Overloaded',
+  }]);
 });
 test('createAnthropicProvider() rejects a maxTokens that is not a positive integer', () => {
-  assert.throws(() => createAnthropicProvider({ baseUrl: 'http://127.0.0.1', maxTokens: 0 }), { name: 'RangeError', message: 'Cannot use maxTokens: 0 is not a positive integer' });
+  assert.throws(() => createAnthropicProvider({ baseUrl: 'http://127.0.0.1', maxTokens: 0 }), {
+    name: 'RangeError',
+    message: 'Cannot use maxTokens: 0 is not a positive integer',
+  });
 });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { ServerResponse } from 'node:http';
 import { test, type TestContext } from 'node:test';
-import { fakeJson, json, type FakeServer, type Seen as JsonSeen } from './_fake-server.ts';
+import { fakeJson, type FakeServer, json, type Seen as JsonSeen } from './_fake-server.ts';
 import { createOpenAiProvider } from '../lib/runtime/providers/openai.ts';
 import type { TurnRequest } from '../lib/runtime/providers/provider.ts';
 import { openAiCompletion as completion, turnRequest } from './_turn.ts';
@@ -12,7 +12,10 @@ const KEY = 'sk-test-0123456789abcdef';
 type Seen = JsonSeen<Record<string, unknown>>;
 
 // A real OpenAI-compatible server on 127.0.0.1 for test `t`: it records each request, then lets `answer` reply.
-async function fakeOpenAi(t: TestContext, answer: (seen: Seen, res: ServerResponse) => void): Promise<FakeServer<Seen>> {
+async function fakeOpenAi(
+  t: TestContext,
+  answer: (seen: Seen, res: ServerResponse) => void,
+): Promise<FakeServer<Seen>> {
   const server = await fakeJson(t, answer);
   return { ...server, url: `${server.url}/v1` };
 }
@@ -24,8 +27,12 @@ function apiError(message: string, type: string, code: string | null = null): un
 // Answers like the real API: 401 without the right Bearer key, 400 without model or messages.
 function strict(reply: (seen: Seen, res: ServerResponse) => void) {
   return (seen: Seen, res: ServerResponse) => {
-    if (seen.method !== 'POST' || seen.path !== '/v1/chat/completions') return json(res, 404, apiError('Unknown path', 'invalid_request_error'));
-    if (seen.headers.authorization !== `Bearer ${KEY}`) return json(res, 401, apiError('Incorrect API key provided', 'invalid_request_error', 'invalid_api_key'));
+    if (seen.method !== 'POST' || seen.path !== '/v1/chat/completions') {
+      return json(res, 404, apiError('Unknown path', 'invalid_request_error'));
+    }
+    if (seen.headers.authorization !== `Bearer ${KEY}`) {
+      return json(res, 401, apiError('Incorrect API key provided', 'invalid_request_error', 'invalid_api_key'));
+    }
     if (typeof seen.body.model !== 'string' || !Array.isArray(seen.body.messages) || seen.body.messages.length === 0) {
       return json(res, 400, apiError('model and messages are required', 'invalid_request_error'));
     }
@@ -102,17 +109,28 @@ test('createOpenAiProvider() joins the text parts of array content', async (t) =
     { type: 'text', text: 'world' },
   ];
   const fake = await fakeOpenAi(t, strict((_seen, res) => json(res, 200, completion(parts))));
-  assert.deepEqual(await createOpenAiProvider({ baseUrl: fake.url, apiKey: KEY }).complete(turn()), { ok: true, value: 'Hello, world' });
+  assert.deepEqual(await createOpenAiProvider({ baseUrl: fake.url, apiKey: KEY }).complete(turn()), {
+    ok: true,
+    value: 'Hello, world',
+  });
 });
 
 test('createOpenAiProvider() fails permanently on a refusal, a reply without content, and a body that is not JSON', async (t) => {
   const bodies = [
-    JSON.stringify({ ...(completion(null) as object), choices: [{ index: 0, message: { role: 'assistant', content: null, refusal: 'I cannot help with that' } }] }),
+    JSON.stringify({
+      ...(completion(null) as object),
+      choices: [{ index: 0, message: { role: 'assistant', content: null, refusal: 'I cannot help with that' } }],
+    }),
     JSON.stringify({ object: 'chat.completion', choices: [] }),
     JSON.stringify({ error: { message: 'upstream model crashed' } }),
     '<html>gateway</html>',
   ];
-  const fake = await fakeOpenAi(t, strict((_seen, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(bodies[fake.seen.length - 1])));
+  const fake = await fakeOpenAi(
+    t,
+    strict((_seen, res) =>
+      res.writeHead(200, { 'content-type': 'application/json' }).end(bodies[fake.seen.length - 1])
+    ),
+  );
   const provider = createOpenAiProvider({ baseUrl: fake.url, apiKey: KEY });
   const messages = [];
   for (let i = 0; i < bodies.length; i++) {
@@ -132,15 +150,34 @@ test('createOpenAiProvider() fails permanently on a refusal, a reply without con
 });
 
 test('createOpenAiProvider() makes a 429 with Retry-After retryable and honours the wait', async (t) => {
-  const fake = await fakeOpenAi(t, 
-    strict((_seen, res) => json(res, 429, apiError('Rate limit reached for requests', 'requests', 'rate_limit_exceeded'), { 'retry-after': '2' })),
+  const fake = await fakeOpenAi(
+    t,
+    strict((_seen, res) =>
+      json(res, 429, apiError('Rate limit reached for requests', 'requests', 'rate_limit_exceeded'), {
+        'retry-after': '2',
+      })
+    ),
   );
   const result = await createOpenAiProvider({ baseUrl: fake.url, apiKey: KEY }).complete(turn());
-  assert.deepEqual(result, { ok: false, retryable: true, message: 'HTTP 429 rate_limit_exceeded: Rate limit reached for requests', retryAfterMs: 2000 });
+  assert.deepEqual(result, {
+    ok: false,
+    retryable: true,
+    message: 'HTTP 429 rate_limit_exceeded: Rate limit reached for requests',
+    retryAfterMs: 2000,
+  });
 });
 
 test('createOpenAiProvider() does not retry a 429 for an exhausted quota', async (t) => {
-  const fake = await fakeOpenAi(t, strict((_seen, res) => json(res, 429, apiError('You exceeded your current quota', 'insufficient_quota', 'insufficient_quota'))));
+  const fake = await fakeOpenAi(
+    t,
+    strict((_seen, res) =>
+      json(res, 429, apiError('You exceeded your current quota', 'insufficient_quota', 'insufficient_quota'))
+    ),
+  );
   const provider = createOpenAiProvider({ baseUrl: fake.url, apiKey: KEY });
-  assert.deepEqual(await provider.complete(turn()), { ok: false, retryable: false, message: 'HTTP 429 insufficient_quota: You exceeded your current quota' });
+  assert.deepEqual(await provider.complete(turn()), {
+    ok: false,
+    retryable: false,
+    message: 'HTTP 429 insufficient_quota: You exceeded your current quota',
+  });
 });

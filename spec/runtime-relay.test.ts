@@ -5,7 +5,7 @@ import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
 import { RELAY_LIMITS, relayLines } from '../lib/runtime/relay.ts';
 
-test('relayLines() passes whole lines on, a chunk\'s lines in one call, and the last line at the end even without its newline', async () => {
+test("relayLines() passes whole lines on, a chunk's lines in one call, and the last line at the end even without its newline", async () => {
   const stream = new PassThrough();
   const written: string[] = [];
   relayLines(stream, (text) => written.push(text));
@@ -32,7 +32,10 @@ test('relayLines() reads a child that writes without pause (yes) at most bytesPe
   for (const args of [['-c', 'exec yes'], ['-c', 'exec yes >&2']]) {
     const child = spawn('sh', args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let relayed = 0;
-    relayLines(args[1]!.includes('>&2') ? child.stderr : child.stdout, (text) => void (relayed += Buffer.byteLength(text)));
+    relayLines(
+      args[1]!.includes('>&2') ? child.stderr : child.stdout,
+      (text) => void (relayed += Buffer.byteLength(text)),
+    );
     const started = performance.now();
     await new Promise((resolve) => setTimeout(resolve, 1500));
     const seconds = (performance.now() - started) / 1000;

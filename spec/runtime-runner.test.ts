@@ -9,7 +9,7 @@ import { markWrapped } from '../lib/cli/event-text.ts';
 import { buildConfig } from '../lib/config/load.ts';
 import type { Config } from '../lib/config/types.ts';
 import type { DeliveryRequest } from '../lib/delivery/adapter.ts';
-import { SUMMARY_MAX, type RunnerOptions } from '../lib/runtime/context.ts';
+import { type RunnerOptions, SUMMARY_MAX } from '../lib/runtime/context.ts';
 import { MAIN_SESSION } from '../lib/runtime/heartbeat-turn.ts';
 import { Runner } from '../lib/runtime/runner.ts';
 import { providerRegistry } from '../lib/runtime/providers/registry.ts';
@@ -98,13 +98,18 @@ async function fakeApi(t: TestContext, wire: Wire, answer: (seen: Seen, fake: Fa
     fake.seen.push(seen);
     answer(seen, fake);
   });
-  const fake: Fake = { url: server.url, seen: [], inflight: () => open.size, maxInflight: 0, maxByTag: new Map(), close: server.close };
+  const fake: Fake = {
+    url: server.url,
+    seen: [],
+    inflight: () => open.size,
+    maxInflight: 0,
+    maxByTag: new Map(),
+    close: server.close,
+  };
   // Closed after the runtime stops (cleanups run last-registered first), so no call of its is cut off.
   defer(t, fake.close);
   return fake;
 }
-
-
 
 // ---------------------------------------------------------------------------------------------
 // A runtime over a real Store and Transcripts in a temp dir, with config built like the CLI's.
@@ -165,16 +170,14 @@ async function runtime(t: TestContext, raw: Record<string, unknown>, options: Ru
       sleep: async (ms) => void slept.push(ms),
       random: () => 0.5,
     },
-    ...(deliver === undefined
-      ? {}
-      : {
-          deliver: (request: DeliveryRequest) => {
-            // The stop signal is the runner's own; the specs check what is delivered, and where.
-            const { signal: _signal, ...asked } = request;
-            delivered.push(asked);
-            return deliver(request);
-          },
-        }),
+    ...(deliver === undefined ? {} : {
+      deliver: (request: DeliveryRequest) => {
+        // The stop signal is the runner's own; the specs check what is delivered, and where.
+        const { signal: _signal, ...asked } = request;
+        delivered.push(asked);
+        return deliver(request);
+      },
+    }),
     ...options.runner,
   });
   let closing: Promise<void> | undefined;
@@ -193,16 +196,23 @@ async function runtime(t: TestContext, raw: Record<string, unknown>, options: Ru
       return record;
     },
     async finished(runId) {
-      await until(`run ${runId} to finish`, () => !['pending', 'running'].includes(store.run(runId)?.status ?? 'pending'));
+      await until(
+        `run ${runId} to finish`,
+        () => !['pending', 'running'].includes(store.run(runId)?.status ?? 'pending'),
+      );
       return store.run(runId)!;
     },
     // Idle: nothing queued or running, and every reply that asked for delivery has its outcome recorded.
-    idle: async () => void (await until('the runner to be idle', () => runner.depth === 0 && store.runs().every((r) => r.status !== 'ok' || !r.deliver || r.delivery !== undefined))),
-    close: () =>
-      (closing ??= (async () => {
-        await runner.stop();
-        await store.close();
-      })()),
+    idle: async () =>
+      void (await until(
+        'the runner to be idle',
+        () =>
+          runner.depth === 0 && store.runs().every((r) => r.status !== 'ok' || !r.deliver || r.delivery !== undefined),
+      )),
+    close: () => (closing ??= (async () => {
+      await runner.stop();
+      await store.close();
+    })()),
   };
   defer(t, rt.close);
   return rt;
@@ -226,20 +236,20 @@ function runSpec(over: Partial<RunSpec> = {}): RunSpec {
 // The config every test starts from: one OpenAI-compatible provider `fake`.
 function openAiConfig(
   fake: Fake,
-  extra: { agents?: Record<string, unknown>; providers?: Record<string, unknown>; channels?: Record<string, unknown> } = {},
+  extra: { agents?: Record<string, unknown>; providers?: Record<string, unknown>; channels?: Record<string, unknown> } =
+    {},
 ): Record<string, unknown> {
   return {
     agents: { defaults: { model: 'fake/gpt-test' }, ...extra.agents },
-    models: { providers: { fake: { api: 'openai-completions', baseUrl: `${fake.url}/v1`, apiKey: KEY }, ...extra.providers } },
+    models: {
+      providers: { fake: { api: 'openai-completions', baseUrl: `${fake.url}/v1`, apiKey: KEY }, ...extra.providers },
+    },
     ...(extra.channels === undefined ? {} : { channels: extra.channels }),
   };
 }
 
 // Cleanups run in reverse order whatever the test's outcome, so runners stop and servers close.
-const answerWith =
-  (text: string) =>
-  (seen: Seen): void =>
-    seen.reply(text);
+const answerWith = (text: string) => (seen: Seen): void => seen.reply(text);
 
 function summaries(store: Store, runId: string): { text: string; mode: string | undefined }[] {
   return store
@@ -253,10 +263,26 @@ function summaries(store: Store, runId: string): { text: string; mode: string | 
 
 test('Runner sends an OpenAI request: model after provider/, system prompt with AGENTS.md, history, reasoning_effort, Bearer key', async (t) => {
   const fake = await fakeApi(t, 'openai', (seen) => seen.reply(`re: ${seen.prompt}`));
-  const rt = await runtime(t, 
+  const rt = await runtime(
+    t,
     openAiConfig(fake, {
-      agents: { list: [{ id: 'helper', default: true, workspace: 'ws', systemPrompt: 'You are Helper.', model: 'fake/gpt-agent' }] },
-      providers: { fake: { api: 'openai-completions', baseUrl: `${fake.url}/v1`, apiKey: KEY, headers: { 'X-Title': 'hooks-ingress' } } },
+      agents: {
+        list: [{
+          id: 'helper',
+          default: true,
+          workspace: 'ws',
+          systemPrompt: 'You are Helper.',
+          model: 'fake/gpt-agent',
+        }],
+      },
+      providers: {
+        fake: {
+          api: 'openai-completions',
+          baseUrl: `${fake.url}/v1`,
+          apiKey: KEY,
+          headers: { 'X-Title': 'hooks-ingress' },
+        },
+      },
     }),
     { files: { 'ws/AGENTS.md': '# Rules\nBe brief.\n' } },
   );
@@ -292,7 +318,7 @@ test('Runner omits reasoning_effort for thinking off, and sends no system messag
   assert.deepEqual(fake.seen[0]!.body['messages'], [{ role: 'user', content: 'hello' }]);
 });
 
-test('Runner runs a different session key without the other key\'s history', async (t) => {
+test("Runner runs a different session key without the other key's history", async (t) => {
   const fake = await fakeApi(t, 'openai', answerWith('ok'));
   const rt = await runtime(t, openAiConfig(fake));
   await rt.finished((await rt.run({ sessionKey: 'hook:a', message: 'for a' })).runId);
@@ -305,7 +331,9 @@ test('Runner reads and keeps no history for a sessionMode "isolated" run, even o
   const rt = await runtime(t, openAiConfig(fake));
   await rt.finished((await rt.run({ sessionKey: 'hook:inbox', message: 'first' })).runId);
   await rt.finished((await rt.run({ sessionKey: 'hook:inbox', message: 'isolated', sessionMode: 'isolated' })).runId);
-  await rt.finished((await rt.run({ sessionKey: 'hook:inbox', message: 'persistent', sessionMode: 'persistent' })).runId);
+  await rt.finished(
+    (await rt.run({ sessionKey: 'hook:inbox', message: 'persistent', sessionMode: 'persistent' })).runId,
+  );
   assert.deepEqual(fake.seen[1]!.body['messages'], [{ role: 'user', content: 'isolated' }]);
   // The isolated turn was not kept: the next run of the key reads only the first one.
   assert.deepEqual(fake.seen[2]!.body['messages'], [
@@ -317,9 +345,12 @@ test('Runner reads and keeps no history for a sessionMode "isolated" run, even o
 
 test('Runner falls back to the default agent for an unknown agent id', async (t) => {
   const fake = await fakeApi(t, 'openai', answerWith('ok'));
-  const rt = await runtime(t, 
+  const rt = await runtime(
+    t,
     openAiConfig(fake, {
-      agents: { list: [{ id: 'other', systemPrompt: 'Other.' }, { id: 'main-agent', default: true, systemPrompt: 'Default.' }] },
+      agents: {
+        list: [{ id: 'other', systemPrompt: 'Other.' }, { id: 'main-agent', default: true, systemPrompt: 'Default.' }],
+      },
     }),
   );
   await rt.finished((await rt.run({ agentId: 'ghost' })).runId);
@@ -328,13 +359,13 @@ test('Runner falls back to the default agent for an unknown agent id', async (t)
 
 test('Runner sends an Anthropic request: x-api-key, anthropic-version, system, history and a thinking budget', async (t) => {
   const fake = await fakeApi(t, 'anthropic', (seen) => seen.reply(`claude: ${seen.prompt}`));
-  const rt = await runtime(t, 
-    {
-      agents: { defaults: { model: 'claude/claude-test' }, list: [{ id: 'main', workspace: 'ws', systemPrompt: 'You are Claude here.' }] },
-      models: { providers: { claude: { api: 'anthropic-messages', baseUrl: fake.url, apiKey: ANTHROPIC_KEY } } },
+  const rt = await runtime(t, {
+    agents: {
+      defaults: { model: 'claude/claude-test' },
+      list: [{ id: 'main', workspace: 'ws', systemPrompt: 'You are Claude here.' }],
     },
-    { files: { 'ws/AGENTS.md': 'Workspace notes.' } },
-  );
+    models: { providers: { claude: { api: 'anthropic-messages', baseUrl: fake.url, apiKey: ANTHROPIC_KEY } } },
+  }, { files: { 'ws/AGENTS.md': 'Workspace notes.' } });
   await rt.finished((await rt.run({ sessionKey: 'hook:c', message: 'one' })).runId);
   const second = await rt.finished((await rt.run({ sessionKey: 'hook:c', message: 'two', thinking: 'low' })).runId);
   assert.equal(second.reply, 'claude: two');
@@ -364,17 +395,20 @@ test('Runner runs a command provider in the agent workspace with the prompt on s
     `#!/bin/sh\ncat > '${stdin}'\nprintf 'model=%s key=%s agent=%s run=%s thinking=%s cwd=%s' "$HOOKS_INGRESS_MODEL" "$HOOKS_INGRESS_SESSION_KEY" "$HOOKS_INGRESS_AGENT_ID" "$HOOKS_INGRESS_RUN_ID" "$HOOKS_INGRESS_THINKING" "$(pwd -P)"\n`,
   );
   await chmod(script, 0o755);
-  const rt = await runtime(t, 
-    {
-      agents: { defaults: { model: 'local/my-agent' }, list: [{ id: 'main', workspace: 'ws', systemPrompt: 'System text.' }] },
-      models: { providers: { local: { api: 'command', command: [script] } } },
+  const rt = await runtime(t, {
+    agents: {
+      defaults: { model: 'local/my-agent' },
+      list: [{ id: 'main', workspace: 'ws', systemPrompt: 'System text.' }],
     },
-    { dir, files: { 'ws/AGENTS.md': 'Agents file.' } },
-  );
+    models: { providers: { local: { api: 'command', command: [script] } } },
+  }, { dir, files: { 'ws/AGENTS.md': 'Agents file.' } });
   const run = await rt.run({ sessionKey: 'hook:cmd', message: 'do the thing', thinking: 'medium' });
   const done = await rt.finished(run.runId);
   assert.equal(done.status, 'ok', done.error);
-  assert.equal(done.reply, `model=my-agent key=hook:cmd agent=main run=${run.runId} thinking=medium cwd=${await realpath(join(dir, 'ws'))}`);
+  assert.equal(
+    done.reply,
+    `model=my-agent key=hook:cmd agent=main run=${run.runId} thinking=medium cwd=${await realpath(join(dir, 'ws'))}`,
+  );
   assert.equal(await readFile(stdin, 'utf8'), '<system>\nSystem text.\n\nAgents file.\n</system>\n\ndo the thing');
 });
 
@@ -383,7 +417,8 @@ test('Runner runs a command provider in the agent workspace with the prompt on s
 
 test('Runner picks the run model, else the agent model, else agents.defaults.model, resolving aliases', async (t) => {
   const fake = await fakeApi(t, 'openai', answerWith('ok'));
-  const rt = await runtime(t, 
+  const rt = await runtime(
+    t,
     openAiConfig(fake, {
       agents: {
         defaults: { model: 'fake/default-model', models: { 'fake/aliased-model': { alias: 'quick' } } },
@@ -417,7 +452,10 @@ test('Runner fails a run whose model is neither provider/model nor an alias, nam
   assert.equal(done.status, 'error');
   assert.equal(done.error, 'model "nonsense" is neither "provider/model" nor a known alias');
   assert.equal(done.calls, 0);
-  assert.deepEqual(summaries(rt.store, done.runId), [{ text: 'Hook Odd (error): model "nonsense" is neither "provider/model" nor a known alias', mode: 'now' }]);
+  assert.deepEqual(summaries(rt.store, done.runId), [{
+    text: 'Hook Odd (error): model "nonsense" is neither "provider/model" nor a known alias',
+    mode: 'now',
+  }]);
   assert.equal(fake.seen.length, 0);
 });
 
@@ -425,7 +463,11 @@ test('Runner fails a run whose provider is not configured, naming the provider',
   const fake = await fakeApi(t, 'openai', answerWith('ok'));
   const rt = await runtime(t, openAiConfig(fake));
   const done = await rt.finished((await rt.run({ model: 'ghost/some-model' })).runId);
-  assert.deepEqual([done.status, done.error, done.model], ['error', 'provider "ghost" is not configured (models.providers)', 'ghost/some-model']);
+  assert.deepEqual([done.status, done.error, done.model], [
+    'error',
+    'provider "ghost" is not configured (models.providers)',
+    'ghost/some-model',
+  ]);
   assert.equal(fake.seen.length, 0);
 });
 
@@ -444,30 +486,42 @@ test('Runner ends a run timeout at its timeoutSeconds when the provider never an
   const rt = await runtime(t, openAiConfig(fake));
   const done = await rt.finished((await rt.run({ name: 'Slow', timeoutSeconds: 0.3, wakeMode: 'now' })).runId);
   assert.deepEqual([done.status, done.error, done.calls], ['timeout', 'no reply within 0.3 s', 1]);
-  assert.deepEqual(summaries(rt.store, done.runId), [{ text: 'Hook Slow (timeout): no reply within 0.3 s', mode: 'now' }]);
+  assert.deepEqual(summaries(rt.store, done.runId), [{
+    text: 'Hook Slow (timeout): no reply within 0.3 s',
+    mode: 'now',
+  }]);
   // The call was aborted, not left hanging.
   await until('the fake to see the client go', () => fake.inflight() === 0);
 });
 
 test('Runner bounds a run by agents.defaults.timeoutSeconds when the run names none', async (t) => {
   const fake = await fakeApi(t, 'openai', () => {});
-  const rt = await runtime(t, openAiConfig(fake, { agents: { defaults: { model: 'fake/gpt-test', timeoutSeconds: 0.2 } } }));
+  const rt = await runtime(
+    t,
+    openAiConfig(fake, { agents: { defaults: { model: 'fake/gpt-test', timeoutSeconds: 0.2 } } }),
+  );
   const done = await rt.finished((await rt.run()).runId);
   assert.deepEqual([done.status, done.error], ['timeout', 'no reply within 0.2 s']);
 });
 
 /** Each case: the first answer, a failure the runner retries, and the waits before the second call, which succeeds. */
-const retried: { title: string; status: number; error: unknown; headers?: Record<string, string>; slept: number[] }[] = [
-  {
-    title: 'Runner retries a 429 after its Retry-After and succeeds with calls 2',
-    status: 429,
-    error: { error: { message: 'Rate limit reached', type: 'requests', code: 'rate_limit_exceeded' } },
-    headers: { 'retry-after': '2' },
-    slept: [2000],
-  },
-  // Full jitter: the first backoff (1 s) times random() (0.5).
-  { title: 'Runner retries a 500 with backoff and succeeds', status: 500, error: { error: { message: 'The server had an error', type: 'server_error' } }, slept: [500] },
-];
+const retried: { title: string; status: number; error: unknown; headers?: Record<string, string>; slept: number[] }[] =
+  [
+    {
+      title: 'Runner retries a 429 after its Retry-After and succeeds with calls 2',
+      status: 429,
+      error: { error: { message: 'Rate limit reached', type: 'requests', code: 'rate_limit_exceeded' } },
+      headers: { 'retry-after': '2' },
+      slept: [2000],
+    },
+    // Full jitter: the first backoff (1 s) times random() (0.5).
+    {
+      title: 'Runner retries a 500 with backoff and succeeds',
+      status: 500,
+      error: { error: { message: 'The server had an error', type: 'server_error' } },
+      slept: [500],
+    },
+  ];
 
 for (const { title, status, error, headers, slept } of retried) {
   test(title, async (t) => {
@@ -483,33 +537,55 @@ for (const { title, status, error, headers, slept } of retried) {
 }
 
 test('Runner gives up after the configured attempts and fails with the last message', async (t) => {
-  const fake = await fakeApi(t, 'openai', (seen) => seen.json(503, { error: { message: 'Overloaded', type: 'server_error' } }));
-  const rt = await runtime(t, openAiConfig(fake), { runner: { retry: { maxAttempts: 3, sleep: async () => {}, random: () => 0 } } });
+  const fake = await fakeApi(
+    t,
+    'openai',
+    (seen) => seen.json(503, { error: { message: 'Overloaded', type: 'server_error' } }),
+  );
+  const rt = await runtime(t, openAiConfig(fake), {
+    runner: { retry: { maxAttempts: 3, sleep: async () => {}, random: () => 0 } },
+  });
   const done = await rt.finished((await rt.run()).runId);
   assert.deepEqual([done.status, done.error, done.calls], ['error', 'HTTP 503 server_error: Overloaded', 3]);
 });
 
-test('Runner fails a run on a 400 with the provider\'s message and no retry', async (t) => {
-  const fake = await fakeApi(t, 'openai', (seen) =>
-    seen.json(400, { error: { message: "Unrecognized request argument supplied: foo", type: 'invalid_request_error', param: null, code: null } }),
+test("Runner fails a run on a 400 with the provider's message and no retry", async (t) => {
+  const fake = await fakeApi(
+    t,
+    'openai',
+    (seen) =>
+      seen.json(400, {
+        error: {
+          message: 'Unrecognized request argument supplied: foo',
+          type: 'invalid_request_error',
+          param: null,
+          code: null,
+        },
+      }),
   );
   const rt = await runtime(t, openAiConfig(fake));
   const done = await rt.finished((await rt.run({ name: 'Bad' })).runId);
   assert.deepEqual([done.status, done.calls], ['error', 1]);
   assert.equal(done.error, 'HTTP 400 invalid_request_error: Unrecognized request argument supplied: foo');
   assert.deepEqual(summaries(rt.store, done.runId), [
-    { text: 'Hook Bad (error): HTTP 400 invalid_request_error: Unrecognized request argument supplied: foo', mode: 'next-heartbeat' },
+    {
+      text: 'Hook Bad (error): HTTP 400 invalid_request_error: Unrecognized request argument supplied: foo',
+      mode: 'next-heartbeat',
+    },
   ]);
   assert.deepEqual(rt.slept, []);
 });
 
-test('Runner kills a hung command at the run\'s bound and ends the run timeout', async (t) => {
+test("Runner kills a hung command at the run's bound and ends the run timeout", async (t) => {
   const dir = await tempDir(t, 'runner-hung-');
   const script = join(dir, 'hang.sh');
   const pidFile = join(dir, 'pid');
   await writeFile(script, `#!/bin/sh\necho $$ > '${pidFile}'\nexec sleep 30\n`);
   await chmod(script, 0o755);
-  const rt = await runtime(t, { agents: { defaults: { model: 'local/hang' } }, models: { providers: { local: { api: 'command', command: [script] } } } }, { dir });
+  const rt = await runtime(t, {
+    agents: { defaults: { model: 'local/hang' } },
+    models: { providers: { local: { api: 'command', command: [script] } } },
+  }, { dir });
   const done = await rt.finished((await rt.run({ timeoutSeconds: 0.3 })).runId);
   assert.deepEqual([done.status, done.error], ['timeout', 'no reply within 0.3 s']);
   const pid = Number((await readFile(pidFile, 'utf8')).trim());
@@ -521,7 +597,10 @@ test('Runner fails a run whose command exits non-zero, with its last stderr line
   const script = join(dir, 'fail.sh');
   await writeFile(script, `#!/bin/sh\ncat > /dev/null\necho 'model not pulled' >&2\nexit 3\n`);
   await chmod(script, 0o755);
-  const rt = await runtime(t, { agents: { defaults: { model: 'local/x' } }, models: { providers: { local: { api: 'command', command: [script] } } } }, { dir });
+  const rt = await runtime(t, {
+    agents: { defaults: { model: 'local/x' } },
+    models: { providers: { local: { api: 'command', command: [script] } } },
+  }, { dir });
   const done = await rt.finished((await rt.run()).runId);
   assert.deepEqual([done.status, done.error], ['error', 'exit 3: model not pulled']);
 });
@@ -534,11 +613,16 @@ test('Runner never runs two runs of one session key at once, and runs them in ac
   // Holds requests until two are waiting (or all five came), so overlap would show if it could happen.
   const fake = await fakeApi(t, 'openai', (seen, f) => {
     held.push(seen);
-    if (held.length === 2 || f.seen.length === 5) for (const s of held.splice(0)) s.reply(`done ${s.prompt}`);
+    if (held.length === 2 || f.seen.length === 5) { for (const s of held.splice(0)) s.reply(`done ${s.prompt}`); }
   });
-  const rt = await runtime(t, openAiConfig(fake, { agents: { defaults: { model: 'fake/gpt-test', maxConcurrent: 4 } } }));
+  const rt = await runtime(
+    t,
+    openAiConfig(fake, { agents: { defaults: { model: 'fake/gpt-test', maxConcurrent: 4 } } }),
+  );
   const runs = [];
-  for (const message of ['A|1', 'A|2', 'A|3', 'B|1', 'B|2']) runs.push(await rt.run({ sessionKey: `hook:${message[0]}`, message }));
+  for (const message of ['A|1', 'A|2', 'A|3', 'B|1', 'B|2']) {
+    runs.push(await rt.run({ sessionKey: `hook:${message[0]}`, message }));
+  }
   for (const run of runs) assert.equal((await rt.finished(run.runId)).status, 'ok');
   assert.deepEqual(Object.fromEntries(fake.maxByTag), { A: 1, B: 1 });
   assert.equal(fake.maxInflight, 2, 'the two keys ran side by side');
@@ -558,9 +642,12 @@ test('Runner runs at most agents.defaults.maxConcurrent runs at once', async (t)
   const held: Seen[] = [];
   const fake = await fakeApi(t, 'openai', (seen, f) => {
     held.push(seen);
-    if (held.length === 2 || f.seen.length === 5) for (const s of held.splice(0)) s.reply('ok');
+    if (held.length === 2 || f.seen.length === 5) { for (const s of held.splice(0)) s.reply('ok'); }
   });
-  const rt = await runtime(t, openAiConfig(fake, { agents: { defaults: { model: 'fake/gpt-test', maxConcurrent: 2 } } }));
+  const rt = await runtime(
+    t,
+    openAiConfig(fake, { agents: { defaults: { model: 'fake/gpt-test', maxConcurrent: 2 } } }),
+  );
   const runs = [];
   for (let i = 0; i < 5; i++) runs.push(await rt.run({ message: `K${i}|x` }));
   for (const run of runs) assert.equal((await rt.finished(run.runId)).status, 'ok');
@@ -570,7 +657,10 @@ test('Runner runs at most agents.defaults.maxConcurrent runs at once', async (t)
 
 test('Runner.depth counts queued and running runs until they finish', async (t) => {
   const fake = await fakeApi(t, 'openai', () => {});
-  const rt = await runtime(t, openAiConfig(fake, { agents: { defaults: { model: 'fake/gpt-test', maxConcurrent: 1 } } }));
+  const rt = await runtime(
+    t,
+    openAiConfig(fake, { agents: { defaults: { model: 'fake/gpt-test', maxConcurrent: 1 } } }),
+  );
   assert.equal(rt.runner.depth, 0);
   const runs = [await rt.run(), await rt.run(), await rt.run()];
   assert.equal(rt.runner.depth, 3);
@@ -595,14 +685,20 @@ test('Runner posts "Hook <name>: <reply>" with the run\'s wakeMode, and requests
   const rt = await runtime(t, openAiConfig(fake));
   const now = await rt.finished((await rt.run({ name: 'Gmail', wakeMode: 'now' })).runId);
   assert.equal(now.reply, 'Three new mails,\n\none from   your bank.');
-  assert.deepEqual(summaries(rt.store, now.runId), [{ text: 'Hook Gmail: Three new mails, one from your bank.', mode: 'now' }]);
+  assert.deepEqual(summaries(rt.store, now.runId), [{
+    text: 'Hook Gmail: Three new mails, one from your bank.',
+    mode: 'now',
+  }]);
   const event = rt.store.events().find((e) => e.source === `run:${now.runId}`)!;
   assert.equal(event.kind, 'system');
   await rt.idle();
   assert.deepEqual(rt.beats, ['hook:Gmail']);
 
   const later = await rt.finished((await rt.run({ name: 'Quiet', wakeMode: 'next-heartbeat' })).runId);
-  assert.deepEqual(summaries(rt.store, later.runId), [{ text: 'Hook Quiet: Three new mails, one from your bank.', mode: 'next-heartbeat' }]);
+  assert.deepEqual(summaries(rt.store, later.runId), [{
+    text: 'Hook Quiet: Three new mails, one from your bank.',
+    mode: 'next-heartbeat',
+  }]);
   await rt.idle();
   assert.deepEqual(rt.beats, ['hook:Gmail'], 'no heartbeat for next-heartbeat');
 });
@@ -620,10 +716,13 @@ test('Runner keeps a name the request chose out of the summary line: it follows 
   const done = await rt.finished((await rt.run({ name, untrustedName: true })).runId);
   check(summaries(rt.store, done.runId)[0]?.text, 'Hook (named by the request, below): Build green.');
   const failed = await rt.finished((await rt.run({ name, untrustedName: true, model: 'nonsense' })).runId);
-  check(summaries(rt.store, failed.runId)[0]?.text, 'Hook (named by the request, below) (error): model "nonsense" is neither "provider/model" nor a known alias');
+  check(
+    summaries(rt.store, failed.runId)[0]?.text,
+    'Hook (named by the request, below) (error): model "nonsense" is neither "provider/model" nor a known alias',
+  );
 });
 
-test('Runner cuts a long reply\'s summary to SUMMARY_MAX characters on one line', async (t) => {
+test("Runner cuts a long reply's summary to SUMMARY_MAX characters on one line", async (t) => {
   const long = `${'word '.repeat(100)}\n${'more '.repeat(100)}`;
   const fake = await fakeApi(t, 'openai', answerWith(long));
   const rt = await runtime(t, openAiConfig(fake));
@@ -651,7 +750,11 @@ test('Runner.start() runs again a run left running (retry, attempts + 1), runs p
 
   // The state a killed process leaves behind.
   const { store: before } = await Store.open(join(dir, 'state'), { idempotencyTtlMs: TTL });
-  const [interrupted, waiting, done] = [runSpec({ message: 'interrupted' }), runSpec({ message: 'waiting' }), runSpec({ message: 'done' })];
+  const [interrupted, waiting, done] = [
+    runSpec({ message: 'interrupted' }),
+    runSpec({ message: 'waiting' }),
+    runSpec({ message: 'done' }),
+  ];
   await before.commit({ runs: [interrupted, waiting, done] });
   await before.commit({
     runUpdates: [
@@ -668,7 +771,14 @@ test('Runner.start() runs again a run left running (retry, attempts + 1), runs p
   await rt.idle();
   assert.deepEqual([again.status, again.reply, again.retry, again.attempts], ['ok', 'again interrupted', true, 2]);
   assert.deepEqual([first.status, first.retry, first.attempts], ['ok', undefined, 1]);
-  assert.deepEqual(rt.store.run(done.runId), { ...done, status: 'ok', acceptedAt: rt.store.run(done.runId)!.acceptedAt, attempts: 1, reply: 'old reply', finishedAt: '2025-01-01T00:00:01.000Z' });
+  assert.deepEqual(rt.store.run(done.runId), {
+    ...done,
+    status: 'ok',
+    acceptedAt: rt.store.run(done.runId)!.acceptedAt,
+    attempts: 1,
+    reply: 'old reply',
+    finishedAt: '2025-01-01T00:00:01.000Z',
+  });
   assert.deepEqual(fake.seen.map((s) => s.prompt).sort(), ['interrupted', 'waiting']);
   assert.equal(summaries(rt.store, interrupted.runId).length, 1);
   assert.equal(summaries(rt.store, done.runId).length, 0);
@@ -711,10 +821,23 @@ test('Runner.enqueue() after stop() does not start the run', async (t) => {
 // ---------------------------------------------------------------------------------------------
 // Delivery of run replies
 
-const delivered = (request: DeliveryRequest): DeliveryOutcome => ({ status: 'delivered', channel: request.channel, to: request.to ?? '0', messageIds: ['m1'] });
+const delivered = (request: DeliveryRequest): DeliveryOutcome => ({
+  status: 'delivered',
+  channel: request.channel,
+  to: request.to ?? '0',
+  messageIds: ['m1'],
+});
 
 test('Runner logs a failed run at warn with its error, and a finished one at info', async (t) => {
-  const fake = await fakeApi(t, 'openai', (seen) => (seen.prompt === 'fail' ? seen.json(400, { error: { message: 'Unknown model gpt-test', type: 'invalid_request_error' } }) : seen.reply('fine')));
+  const fake = await fakeApi(
+    t,
+    'openai',
+    (
+      seen,
+    ) => (seen.prompt === 'fail'
+      ? seen.json(400, { error: { message: 'Unknown model gpt-test', type: 'invalid_request_error' } })
+      : seen.reply('fine')),
+  );
   const rt = await runtime(t, openAiConfig(fake));
   const failed = await rt.finished((await rt.run({ message: 'fail', requestId: 'req-1' })).runId);
   const ok = await rt.finished((await rt.run({ message: 'fine' })).runId);
@@ -736,7 +859,12 @@ test('Runner hands an ok reply with deliver:true to deliver with channel, to and
   const run = await rt.run({ deliver: true, channel: 'telegram', to: '42' });
   await rt.idle();
   assert.deepEqual(rt.delivered, [{ channel: 'telegram', to: '42', text: 'Your parcel is at the door.' }]);
-  assert.deepEqual(rt.store.run(run.runId)!.delivery, { status: 'delivered', channel: 'telegram', to: '42', messageIds: ['m1'] });
+  assert.deepEqual(rt.store.run(run.runId)!.delivery, {
+    status: 'delivered',
+    channel: 'telegram',
+    to: '42',
+    messageIds: ['m1'],
+  });
   // The request chose 42: that reply went there, and later ones do not follow.
   assert.equal(rt.store.lastRoute(), null);
 });
@@ -762,20 +890,37 @@ test('Runner skips delivering a reply that is only an acknowledgment', async (t)
   const run = await rt.run({ deliver: true, channel: 'telegram', to: '42' });
   await rt.idle();
   assert.deepEqual(rt.delivered, []);
-  assert.deepEqual(rt.store.run(run.runId)!.delivery, { status: 'skipped', reason: 'the reply is only an acknowledgment' });
+  assert.deepEqual(rt.store.run(run.runId)!.delivery, {
+    status: 'skipped',
+    reason: 'the reply is only an acknowledgment',
+  });
 });
 
 test('Runner records a failed delivery on the run and notes it in the main session', async (t) => {
   const fake = await fakeApi(t, 'openai', answerWith('Hello'));
-  const rt = await runtime(t, openAiConfig(fake), { deliver: async () => ({ status: 'failed', channel: 'telegram', to: '42', reason: 'Bad Request: chat not found' }) });
+  const rt = await runtime(t, openAiConfig(fake), {
+    deliver: async () => ({ status: 'failed', channel: 'telegram', to: '42', reason: 'Bad Request: chat not found' }),
+  });
   const run = await rt.run({ name: 'Mail', deliver: true, channel: 'telegram', to: '42' });
   await rt.idle();
-  assert.deepEqual(rt.store.run(run.runId)!.delivery, { status: 'failed', channel: 'telegram', to: '42', reason: 'Bad Request: chat not found' });
-  assert.deepEqual(summaries(rt.store, run.runId).map((s) => s.text), ['Hook Mail: Hello', 'Hook Mail: delivery to telegram failed: Bad Request: chat not found']);
+  assert.deepEqual(rt.store.run(run.runId)!.delivery, {
+    status: 'failed',
+    channel: 'telegram',
+    to: '42',
+    reason: 'Bad Request: chat not found',
+  });
+  assert.deepEqual(summaries(rt.store, run.runId).map((s) => s.text), [
+    'Hook Mail: Hello',
+    'Hook Mail: delivery to telegram failed: Bad Request: chat not found',
+  ]);
   assert.equal(rt.store.lastRoute(), null);
   // The line follows the record.
   const line = await until('the delivery line', () => rt.logs.find((l) => l['msg'] === 'run delivery'));
-  assert.deepEqual([line?.['level'], line?.['status'], line?.['error']], ['warn', 'failed', 'Bad Request: chat not found']);
+  assert.deepEqual([line?.['level'], line?.['status'], line?.['error']], [
+    'warn',
+    'failed',
+    'Bad Request: chat not found',
+  ]);
 });
 
 test('Runner records delivery skipped when no delivery is configured', async (t) => {
@@ -787,7 +932,11 @@ test('Runner records delivery skipped when no delivery is configured', async (t)
 });
 
 test('Runner delivers nothing for deliver:false or a failed run', async (t) => {
-  const fake = await fakeApi(t, 'openai', (seen) => (seen.prompt === 'fail' ? seen.json(400, { error: { message: 'no' } }) : seen.reply('fine')));
+  const fake = await fakeApi(
+    t,
+    'openai',
+    (seen) => (seen.prompt === 'fail' ? seen.json(400, { error: { message: 'no' } }) : seen.reply('fine')),
+  );
   const rt = await runtime(t, openAiConfig(fake), { deliver: async (request) => delivered(request) });
   const quiet = await rt.run({ deliver: false });
   const failed = await rt.run({ deliver: true, message: 'fail' });
@@ -802,7 +951,9 @@ test('Runner.start() delivers an ok reply whose delivery was never recorded, and
   const { store: before } = await Store.open(join(dir, 'state'), { idempotencyTtlMs: TTL });
   const run = runSpec({ deliver: true, channel: 'slack', to: 'C123' });
   await before.commit({ runs: [run] });
-  await before.commit({ runUpdates: [{ runId: run.runId, status: 'ok', attempts: 1, reply: 'Sent before the crash?' }] });
+  await before.commit({
+    runUpdates: [{ runId: run.runId, status: 'ok', attempts: 1, reply: 'Sent before the crash?' }],
+  });
   await before.close();
 
   let release = () => {};
@@ -844,7 +995,12 @@ function heartbeatConfig(fake: Fake, workspace = true): Record<string, unknown> 
   return openAiConfig(fake, {
     agents: {
       defaults: { model: 'fake/gpt-test', heartbeat: { prompt: HB_PROMPT, target: 'telegram', to: '12345' } },
-      list: [{ id: 'main', default: true, systemPrompt: 'Main agent.', ...(workspace ? { workspace: 'main-ws' } : {}) }],
+      list: [{
+        id: 'main',
+        default: true,
+        systemPrompt: 'Main agent.',
+        ...(workspace ? { workspace: 'main-ws' } : {}),
+      }],
     },
     // The heartbeat target must be a configured channel; the spec's fake deliver stands in for it.
     channels: { telegram: { botToken: '123:abc', apiBase: 'http://127.0.0.1:9' } },
@@ -894,14 +1050,25 @@ test('Runner.heartbeatTurn() delivers a reply that is not an ack to the heartbea
   assert.equal(MAIN_SESSION, 'main');
 });
 
-test('Runner.heartbeatTurn() gives a wake for another agent and session a turn of its own: that agent, that session\'s history, only its events', async (t) => {
-  const fake = await fakeApi(t, 'openai', (seen) => seen.reply(seen.prompt.includes('Deploy failed') ? 'Rolled back.' : 'HEARTBEAT_OK'));
+test("Runner.heartbeatTurn() gives a wake for another agent and session a turn of its own: that agent, that session's history, only its events", async (t) => {
+  const fake = await fakeApi(
+    t,
+    'openai',
+    (seen) => seen.reply(seen.prompt.includes('Deploy failed') ? 'Rolled back.' : 'HEARTBEAT_OK'),
+  );
   const config = heartbeatConfig(fake);
   const agents = config['agents'] as { list: Record<string, unknown>[] };
   agents.list.push({ id: 'ops', systemPrompt: 'Ops agent.' });
   const rt = await runtime(t, config, { deliver: async (request) => delivered(request) });
   await rt.store.addEvent({ kind: 'system', text: 'Mail arrived', source: 'wake', mode: 'now' });
-  const ops = await rt.store.addEvent({ kind: 'system', text: 'Deploy failed', source: 'wake', mode: 'now', agentId: 'ops', sessionKey: 'ci' });
+  const ops = await rt.store.addEvent({
+    kind: 'system',
+    text: 'Deploy failed',
+    source: 'wake',
+    mode: 'now',
+    agentId: 'ops',
+    sessionKey: 'ci',
+  });
   await rt.runner.heartbeatTurn();
   assert.equal(fake.seen.length, 2, 'one turn for the main session, one for ops in ci');
   const [main, other] = fake.seen;
@@ -914,7 +1081,14 @@ test('Runner.heartbeatTurn() gives a wake for another agent and session a turn o
   assert.deepEqual(rt.delivered, [{ channel: 'telegram', to: '12345', text: 'Rolled back.' }]);
 
   // The session continues on its own transcript; the main session's is not in it.
-  await rt.store.addEvent({ kind: 'system', text: 'Deploy failed again', source: 'wake', mode: 'now', agentId: 'ops', sessionKey: 'ci' });
+  await rt.store.addEvent({
+    kind: 'system',
+    text: 'Deploy failed again',
+    source: 'wake',
+    mode: 'now',
+    agentId: 'ops',
+    sessionKey: 'ci',
+  });
   await rt.runner.heartbeatTurn();
   assert.equal(fake.seen.length, 3, 'nothing new in the main session: no turn there');
   const messages = fake.seen[2]!.body['messages'] as { role: string; content: string }[];
@@ -924,11 +1098,17 @@ test('Runner.heartbeatTurn() gives a wake for another agent and session a turn o
 
 test('Runner.heartbeatTurn() notes a failed heartbeat delivery in the main session', async (t) => {
   const fake = await fakeApi(t, 'openai', answerWith('Please call the bank.'));
-  const rt = await runtime(t, heartbeatConfig(fake), { deliver: async () => ({ status: 'failed', channel: 'telegram', reason: 'Forbidden: bot was blocked' }) });
+  const rt = await runtime(t, heartbeatConfig(fake), {
+    deliver: async () => ({ status: 'failed', channel: 'telegram', reason: 'Forbidden: bot was blocked' }),
+  });
   await rt.store.addEvent({ kind: 'system', text: 'Bank called', source: 'wake', mode: 'now' });
   await rt.runner.heartbeatTurn();
   const last = rt.store.events().at(-1)!;
-  assert.deepEqual([last.kind, last.source, last.text], ['system', 'heartbeat', 'Heartbeat reply: delivery to telegram failed: Forbidden: bot was blocked']);
+  assert.deepEqual([last.kind, last.source, last.text], [
+    'system',
+    'heartbeat',
+    'Heartbeat reply: delivery to telegram failed: Forbidden: bot was blocked',
+  ]);
 });
 
 test('Runner.heartbeatTurn() with no pending event and no HEARTBEAT.md makes no model call', async (t) => {
@@ -950,17 +1130,28 @@ test('Runner.heartbeatTurn() runs the HEARTBEAT.md checklist even with nothing p
   const rt = await runtime(t, heartbeatConfig(fake), { files: { 'main-ws/HEARTBEAT.md': '- water the plants\n' } });
   await rt.runner.heartbeatTurn();
   assert.equal(fake.seen.length, 1);
-  assert.equal(fake.seen[0]!.prompt, `${HB_PROMPT}\n\nChecklist (HEARTBEAT.md):\n- water the plants\n\nNo new system events.`);
+  assert.equal(
+    fake.seen[0]!.prompt,
+    `${HB_PROMPT}\n\nChecklist (HEARTBEAT.md):\n- water the plants\n\nNo new system events.`,
+  );
 });
 
 test('Runner.heartbeatTurn() leaves the events unconsumed when the turn fails, and says so', async (t) => {
-  const fake = await fakeApi(t, 'openai', (seen) => seen.json(400, { error: { message: 'context too long', type: 'invalid_request_error' } }));
+  const fake = await fakeApi(
+    t,
+    'openai',
+    (seen) => seen.json(400, { error: { message: 'context too long', type: 'invalid_request_error' } }),
+  );
   const rt = await runtime(t, heartbeatConfig(fake));
   await rt.store.addEvent({ kind: 'system', text: 'Something', source: 'wake', mode: 'now' });
   await rt.runner.heartbeatTurn();
   assert.equal(rt.store.consumedThrough(), 0);
   const last = rt.store.events().at(-1)!;
-  assert.deepEqual([last.kind, last.source, last.text], ['system', 'heartbeat', 'Heartbeat (error): HTTP 400 invalid_request_error: context too long']);
+  assert.deepEqual([last.kind, last.source, last.text], [
+    'system',
+    'heartbeat',
+    'Heartbeat (error): HTTP 400 invalid_request_error: context too long',
+  ]);
 });
 
 test('Runner.heartbeatTurn() called many times during a turn makes at most one more turn', async (t) => {
@@ -978,7 +1169,10 @@ test('Runner.heartbeatTurn() called many times during a turn makes at most one m
   assert.equal(fake.seen.length, 2);
   assert.ok(fake.seen[1]!.prompt.includes('second') && !fake.seen[1]!.prompt.includes('first'), fake.seen[1]!.prompt);
   const second = rt.store.events().find((e) => e.text === 'second')!;
-  assert.ok(rt.store.consumedThrough() >= second.seq, 'the event that arrived during the first turn is consumed by the second');
+  assert.ok(
+    rt.store.consumedThrough() >= second.seq,
+    'the event that arrived during the first turn is consumed by the second',
+  );
 });
 
 test('Runner.heartbeatTurn() after stop() does nothing', async (t) => {
@@ -998,7 +1192,9 @@ test('Runner.heartbeatTurn() does not consume an event that arrived after the pr
   const rt = await runtime(t, heartbeatConfig(fake), {
     runner: {
       readText: async (path) => {
-        if (path.endsWith('HEARTBEAT.md') && fake.seen.length === 0) await store!.addEvent({ kind: 'system', text: 'arrived during the read', source: 'wake', mode: 'now' });
+        if (path.endsWith('HEARTBEAT.md') && fake.seen.length === 0) {
+          await store!.addEvent({ kind: 'system', text: 'arrived during the read', source: 'wake', mode: 'now' });
+        }
         return null;
       },
     },
@@ -1024,9 +1220,17 @@ test('Runner.reconfigure() applies a new config and providers to runs that start
   const fake = await fakeApi(t, 'openai', answerWith('ok'));
   const rt = await runtime(t, openAiConfig(fake));
   await rt.finished((await rt.run()).runId);
-  const built = await buildConfig(openAiConfig(fake, { agents: { defaults: { model: 'fake/new-model' } } }), { file: null, env: {}, dir: rt.dir });
+  const built = await buildConfig(openAiConfig(fake, { agents: { defaults: { model: 'fake/new-model' } } }), {
+    file: null,
+    env: {},
+    dir: rt.dir,
+  });
   assert.ok(built.ok);
-  rt.runner.reconfigure({ config: built.config, providerFor: providerRegistry(built.config.providers), deliver: async (request) => delivered(request) });
+  rt.runner.reconfigure({
+    config: built.config,
+    providerFor: providerRegistry(built.config.providers),
+    deliver: async (request) => delivered(request),
+  });
   const run = await rt.run({ deliver: true, channel: 'discord', to: '99' });
   await rt.idle();
   assert.equal(fake.seen[1]!.body['model'], 'new-model');

@@ -5,6 +5,7 @@ import {
   boolean,
   check,
   formatIssue,
+  type Issue,
   join,
   literal,
   number,
@@ -12,11 +13,10 @@ import {
   optional,
   record,
   refine,
+  type Schema,
   string,
   suggest,
   typeName,
-  type Issue,
-  type Schema,
 } from '../lib/schema.ts';
 
 function issues<T>(schema: Schema<T>, value: unknown, at = ''): Issue[] {
@@ -36,7 +36,10 @@ test('check() returns the value and the ignored keys when there is no problem', 
 });
 
 test('check() starts paths at the given root', () => {
-  assert.deepEqual(issues(object({ a: number() }), { a: 'x' }, 'body'), [{ path: 'body.a', message: 'must be a number, got string' }]);
+  assert.deepEqual(issues(object({ a: number() }), { a: 'x' }, 'body'), [{
+    path: 'body.a',
+    message: 'must be a number, got string',
+  }]);
 });
 
 test('check() refuses a value a schema returns undefined for, even without an issue', () => {
@@ -85,7 +88,10 @@ test('string() keeps white space unless trim is set', () => {
 test('string({ nonEmpty }) refuses an empty text, after trimming when trim is set', () => {
   assert.deepEqual(issues(string({ nonEmpty: true }), ''), [{ path: '', message: 'must be a non-empty string' }]);
   assert.equal(value(string({ nonEmpty: true }), ' '), ' ');
-  assert.deepEqual(issues(string({ trim: true, nonEmpty: true }), ' \n\t '), [{ path: '', message: 'must be a non-empty string' }]);
+  assert.deepEqual(issues(string({ trim: true, nonEmpty: true }), ' \n\t '), [{
+    path: '',
+    message: 'must be a non-empty string',
+  }]);
 });
 
 test('string({ maxLength }) bounds the (trimmed) length', () => {

@@ -17,7 +17,16 @@ describe('companionArgs() and helpers', () => {
     await writeFile(
       file,
       JSON.stringify({
-        hooks: { enabled: true, token: 'tok-0123456789abcdef', gmail: { account: ACCOUNT, hookToken: 'gmail-only-0123456789', pushToken: 'push-secret', serve: { bind: '0.0.0.0', port: 8788, path: '/gmail-pubsub', other: true } } },
+        hooks: {
+          enabled: true,
+          token: 'tok-0123456789abcdef',
+          gmail: {
+            account: ACCOUNT,
+            hookToken: 'gmail-only-0123456789',
+            pushToken: 'push-secret',
+            serve: { bind: '0.0.0.0', port: 8788, path: '/gmail-pubsub', other: true },
+          },
+        },
       }),
     );
     const loaded = await loadConfig(file, {});
@@ -25,28 +34,49 @@ describe('companionArgs() and helpers', () => {
     const built = companionArgs(loaded.config);
     assert.ok(built.ok);
     assert.deepEqual(built.args, [
-      'gmail', 'watch', 'serve', '--account', ACCOUNT,
-      '--bind', '0.0.0.0', '--port', '8788', '--path', '/gmail-pubsub',
-      '--token', 'push-secret',
-      '--hook-url', 'http://127.0.0.1:8789/hooks/gmail',
-      '--hook-token', 'gmail-only-0123456789',
-      '--include-body', '--max-bytes', '20000',
+      'gmail',
+      'watch',
+      'serve',
+      '--account',
+      ACCOUNT,
+      '--bind',
+      '0.0.0.0',
+      '--port',
+      '8788',
+      '--path',
+      '/gmail-pubsub',
+      '--token',
+      'push-secret',
+      '--hook-url',
+      'http://127.0.0.1:8789/hooks/gmail',
+      '--hook-token',
+      'gmail-only-0123456789',
+      '--include-body',
+      '--max-bytes',
+      '20000',
     ]);
     const shown = companionArgs(loaded.config, true);
     assert.ok(shown.ok);
-    assert.deepEqual(shown.args.filter((a) => a.startsWith('<')), ['<hooks.gmail.pushToken>', '<hooks.gmail.hookToken>']);
+    assert.deepEqual(shown.args.filter((a) => a.startsWith('<')), [
+      '<hooks.gmail.pushToken>',
+      '<hooks.gmail.hookToken>',
+    ]);
     assert.ok(!shown.args.includes('push-secret') && !shown.args.includes('gmail-only-0123456789'));
   });
 
   test('companionArgs() never hands gog the hook token: without hooks.gmail.hookToken it names the fix', async () => {
     const dir = await fresh();
     const file = join(dir, 'config.json');
-    await writeFile(file, JSON.stringify({ hooks: { enabled: true, token: 'tok-0123456789abcdef', gmail: { account: ACCOUNT } } }));
+    await writeFile(
+      file,
+      JSON.stringify({ hooks: { enabled: true, token: 'tok-0123456789abcdef', gmail: { account: ACCOUNT } } }),
+    );
     const loaded = await loadConfig(file, {});
     assert.ok(loaded.ok);
     assert.deepEqual(companionArgs(loaded.config), {
       ok: false,
-      problem: 'hooks.gmail.hookToken is not set: run "hooks-ingress gmail setup --account <address>" again to create it',
+      problem:
+        'hooks.gmail.hookToken is not set: run "hooks-ingress gmail setup --account <address>" again to create it',
     });
   });
 
@@ -74,8 +104,12 @@ describe('companionArgs() and helpers', () => {
     const plain = join(dir, 'plain.json');
     await writeFile(plain, JSON.stringify({ hooks: { enabled: true, token: 'plain-token-0123456789' } }));
     assert.equal(await serveCompanion(await load(plain), capture().io), null);
-    assert.deepEqual(await serveCompanion(config, capture({ PATH: join(dir, 'empty') }).io), { skip: `gog is not on PATH (${INSTALL_HINT})` });
-    assert.deepEqual(await serveCompanion(config, capture({ PATH: bin, HOOKS_INGRESS_SKIP_GMAIL_WATCHER: '1' }).io), { skip: 'HOOKS_INGRESS_SKIP_GMAIL_WATCHER=1' });
+    assert.deepEqual(await serveCompanion(config, capture({ PATH: join(dir, 'empty') }).io), {
+      skip: `gog is not on PATH (${INSTALL_HINT})`,
+    });
+    assert.deepEqual(await serveCompanion(config, capture({ PATH: bin, HOOKS_INGRESS_SKIP_GMAIL_WATCHER: '1' }).io), {
+      skip: 'HOOKS_INGRESS_SKIP_GMAIL_WATCHER=1',
+    });
 
     const log = join(dir, 'companion.log');
     await fakeGog(bin, `trap 'echo stopped >> "${log}"; exit 0' TERM\necho ready\n${BOUNDED_WAIT}`);

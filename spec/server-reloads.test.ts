@@ -10,7 +10,11 @@ function gatedRun() {
   const run = (signal: AbortSignal) =>
     new Promise<ReloadVerdict>((resolve) => {
       const n = gates.length + 1;
-      gates.push({ signal, finish: (v = {}) => resolve({ outcome: 'applied', at: `run ${n}`, file: null, changes: NO_CHANGES, ...v } as ReloadVerdict) });
+      gates.push({
+        signal,
+        finish: (v = {}) =>
+          resolve({ outcome: 'applied', at: `run ${n}`, file: null, changes: NO_CHANGES, ...v } as ReloadVerdict),
+      });
     });
   return { run, gates };
 }
@@ -60,7 +64,9 @@ test('coalescedReloads().stop() drops the waiting reload at once, aborts the run
   reloads.stop();
   const dropped = await waiting;
   assert.equal(dropped.outcome, 'failed');
-  assert.deepEqual(dropped.outcome === 'failed' && dropped.problems, ['the server is stopping; the reload was not carried out']);
+  assert.deepEqual(dropped.outcome === 'failed' && dropped.problems, [
+    'the server is stopping; the reload was not carried out',
+  ]);
   assert.equal(gates[0]!.signal.aborted, true);
   gates[0]!.finish();
   assert.equal((await running).outcome, 'failed', 'what an aborted reload came to is not its verdict');
@@ -71,7 +77,12 @@ test('coalescedReloads().stop() drops the waiting reload at once, aborts the run
 
 test('coalescedReloads() turns a reload that throws into a failed verdict and goes on', async () => {
   let calls = 0;
-  const reloads = coalescedReloads(() => (++calls === 1 ? Promise.reject(new Error('boom')) : Promise.resolve({ outcome: 'applied', at: 'x', file: null, changes: NO_CHANGES })), () => 0);
+  const reloads = coalescedReloads(
+    () => (++calls === 1
+      ? Promise.reject(new Error('boom'))
+      : Promise.resolve({ outcome: 'applied', at: 'x', file: null, changes: NO_CHANGES })),
+    () => 0,
+  );
   const failed = await reloads.request();
   assert.deepEqual(failed, { outcome: 'failed', at: new Date(0).toISOString(), file: null, problems: ['Error: boom'] });
   assert.equal((await reloads.request()).outcome, 'applied');

@@ -37,11 +37,17 @@ async function start(t: TestContext) {
   return { ...h, claims, entry, replay, resolve: async (ids: unknown) => (await resolve(ids)).results };
 }
 
-const said = (results: ResolveResult[]) => results.map((r) => (r.ok ? `resolved ${r.root} at ${r.resolvedAt}` : r.error));
+const said = (results: ResolveResult[]) =>
+  results.map((r) => (r.ok ? `resolved ${r.root} at ${r.resolvedAt}` : r.error));
 
 test('resolveOperation: failures (named by entry id, request id or a replay) are marked resolved by hand in one journal line; a replay then needs --force', async (t) => {
   const h = await start(t);
-  for (const id of ['bad-1', 'bad-2']) assert.equal((await post(h.url, '/hooks/wake', { headers: { ...AUTH, 'x-request-id': id }, body: '{"text":' })).status, 400);
+  for (const id of ['bad-1', 'bad-2']) {
+    assert.equal(
+      (await post(h.url, '/hooks/wake', { headers: { ...AUTH, 'x-request-id': id }, body: '{"text":' })).status,
+      400,
+    );
+  }
   const one = await h.entry('bad-1');
   const two = await h.entry('bad-2');
   // A failed replay of bad-2 names its root.
@@ -49,19 +55,38 @@ test('resolveOperation: failures (named by entry id, request id or a replay) are
   await h.entry('bad-2');
   const replayOfTwo = (await readLedger(h.state)).find((e) => e.replayOf === two)!.id;
   const before = (await readFile(join(h.state, JOURNAL_FILE), 'utf8')).split('\n').length;
-  assert.deepEqual(said(await h.resolve({ ids: ['bad-1', replayOfTwo, two] })), [`resolved ${one} at 2026-05-01T12:00:00.000Z`, `resolved ${two} at 2026-05-01T12:00:00.000Z`, `resolved ${two} at 2026-05-01T12:00:00.000Z`]);
+  assert.deepEqual(said(await h.resolve({ ids: ['bad-1', replayOfTwo, two] })), [
+    `resolved ${one} at 2026-05-01T12:00:00.000Z`,
+    `resolved ${two} at 2026-05-01T12:00:00.000Z`,
+    `resolved ${two} at 2026-05-01T12:00:00.000Z`,
+  ]);
   assert.equal((await readFile(join(h.state, JOURNAL_FILE), 'utf8')).split('\n').length, before + 1, 'one line');
   const roots = await readRoots(h.state);
-  assert.deepEqual([roots.get(one)?.state, roots.get(two)?.state, roots.get(two)?.replays.length], ['resolved', 'resolved', 1]);
-  assert.deepEqual(said(await h.resolve({ ids: [one] })), [`entry ${one} was marked resolved already, at 2026-05-01T12:00:00.000Z`]);
+  assert.deepEqual([roots.get(one)?.state, roots.get(two)?.state, roots.get(two)?.replays.length], [
+    'resolved',
+    'resolved',
+    1,
+  ]);
+  assert.deepEqual(said(await h.resolve({ ids: [one] })), [
+    `entry ${one} was marked resolved already, at 2026-05-01T12:00:00.000Z`,
+  ]);
   const refused = (await h.replay({ ids: [one] })).results[0]!;
-  assert.equal(refused.ok ? '' : refused.error, `entry ${one} was marked resolved at 2026-05-01T12:00:00.000Z; replay it with --force`);
+  assert.equal(
+    refused.ok ? '' : refused.error,
+    `entry ${one} was marked resolved at 2026-05-01T12:00:00.000Z; replay it with --force`,
+  );
 });
 
 test('resolveOperation: a success, a root a replay of which succeeded, one a replay runs now and an unknown id are left as they are, each saying why', async (t) => {
   const h = await start(t);
-  assert.equal((await post(h.url, '/hooks/wake', { headers: { ...AUTH, 'x-request-id': 'fine' }, body: { text: 'fine' } })).status, 200);
-  assert.equal((await post(h.url, '/hooks/wake', { headers: { ...AUTH, 'x-request-id': 'busy' }, body: '{"text":' })).status, 400);
+  assert.equal(
+    (await post(h.url, '/hooks/wake', { headers: { ...AUTH, 'x-request-id': 'fine' }, body: { text: 'fine' } })).status,
+    200,
+  );
+  assert.equal(
+    (await post(h.url, '/hooks/wake', { headers: { ...AUTH, 'x-request-id': 'busy' }, body: '{"text":' })).status,
+    400,
+  );
   const fine = await h.entry('fine');
   const busy = await h.entry('busy');
   await h.replay({ ids: [fine], force: true });
@@ -78,7 +103,10 @@ test('resolveOperation: a success, a root a replay of which succeeded, one a rep
 
 test('resolveOperation: an entry that did not fail has nothing to resolve', async (t) => {
   const h = await start(t);
-  assert.equal((await post(h.url, '/hooks/wake', { headers: { ...AUTH, 'x-request-id': 'ok' }, body: { text: 'ok' } })).status, 200);
+  assert.equal(
+    (await post(h.url, '/hooks/wake', { headers: { ...AUTH, 'x-request-id': 'ok' }, body: { text: 'ok' } })).status,
+    200,
+  );
   const ok = await h.entry('ok');
   assert.deepEqual(said(await h.resolve({ ids: [ok] })), [`entry ${ok} did not fail: there is nothing to resolve`]);
   assert.equal((await readRoots(h.state)).size, 0);

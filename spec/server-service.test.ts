@@ -7,7 +7,7 @@ import { CREDENTIAL_KEY } from '../lib/store/state/credential-key.ts';
 import { captureLog } from './_app.ts';
 import { tempDir } from './_dir.ts';
 
-test('openFingerprints() makes the state directory\'s key at the first start, and the same fingerprints at the next', async (t) => {
+test("openFingerprints() makes the state directory's key at the first start, and the same fingerprints at the next", async (t) => {
   const state = await tempDir(t, 'service-prints-');
   const { log, lines } = captureLog();
   const first = await openFingerprints(state, log);
@@ -24,7 +24,11 @@ test('openFingerprints() makes a key open to others 0600 and says so', async (t)
   await openFingerprints(state, log);
   await chmod(join(state, CREDENTIAL_KEY), 0o640);
   assert.notEqual(await openFingerprints(state, log), null);
-  assert.deepEqual(lines.map((l) => [l['level'], l['msg'], l['mode']]), [['warn', 'credential key was open to group or others; made 0600', '0640']]);
+  assert.deepEqual(lines.map((l) => [l['level'], l['msg'], l['mode']]), [[
+    'warn',
+    'credential key was open to group or others; made 0600',
+    '0640',
+  ]]);
 });
 
 test('openFingerprints() serves without fingerprints, saying why, when the key is a link or cannot be made', async (t) => {
@@ -35,7 +39,11 @@ test('openFingerprints() serves without fingerprints, saying why, when the key i
   assert.equal(await openFingerprints(state, log), null);
   assert.equal(await openFingerprints(join(state, 'missing', 'deeper'), log), null);
   assert.deepEqual(lines.map((l) => [l['level'], l['msg'], l['problem'] ?? l['error']]), [
-    ['error', 'credential key not usable; requests are recorded without their token\'s fingerprint', 'it is a symbolic link; the server writes a regular file there'],
-    ['error', 'credential key not made; requests are recorded without their token\'s fingerprint', 'ENOENT'],
+    [
+      'error',
+      "credential key not usable; requests are recorded without their token's fingerprint",
+      'it is a symbolic link; the server writes a regular file there',
+    ],
+    ['error', "credential key not made; requests are recorded without their token's fingerprint", 'ENOENT'],
   ]);
 });

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { open, readFile,  stat, writeFile, readdir } from 'node:fs/promises';
+import { open, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { platform } from 'node:os';
 import { join } from 'node:path';
@@ -13,7 +13,11 @@ const windows = platform() === 'win32';
 type Method = (...args: unknown[]) => Promise<unknown>;
 
 // A real handle whose named method goes through `wrap`, which gets the real method and the arguments.
-function intercept(handle: FileHandle, method: string, wrap: (real: Method, args: unknown[]) => Promise<unknown>): FileHandle {
+function intercept(
+  handle: FileHandle,
+  method: string,
+  wrap: (real: Method, args: unknown[]) => Promise<unknown>,
+): FileHandle {
   return new Proxy(handle, {
     get(target, key) {
       const value: unknown = Reflect.get(target, key);
@@ -30,7 +34,10 @@ function failing(handle: FileHandle, method: string, error: Error, fail: () => b
 
 // The `open` of a journal whose temp file's writes go through `wrap` (see intercept).
 function onTempWrites(wrap: (real: Method, args: unknown[]) => Promise<unknown>): typeof open {
-  return (async (path: Parameters<typeof open>[0], ...rest: [Parameters<typeof open>[1]?, Parameters<typeof open>[2]?]) => {
+  return (async (
+    path: Parameters<typeof open>[0],
+    ...rest: [Parameters<typeof open>[1]?, Parameters<typeof open>[2]?]
+  ) => {
     const handle = await open(path, ...rest);
     return String(path).endsWith('.tmp') ? intercept(handle, 'write', wrap) : handle;
   }) as typeof open;
@@ -206,7 +213,9 @@ test('journal.compact() does not hold appends up while it writes its snapshot: t
     // The temp file's first write waits until the test lets it go: a slow disk under a large snapshot.
     let release = () => {};
     const held = new Promise<void>((resolve) => (release = resolve));
-    const { journal } = await Journal.open(file, { open: onTempWrites(async (real, args) => (await held, real(...args))) });
+    const { journal } = await Journal.open(file, {
+      open: onTempWrites(async (real, args) => (await held, real(...args))),
+    });
     await journal.append({ n: 1 });
     let compacted = false;
     const compaction = journal.compact([{ snapshot: 1 }]).then(() => (compacted = true));
@@ -230,7 +239,10 @@ test('journal.compact() serialises and writes a large snapshot a part at a time,
     let writes = 0;
     const { journal } = await Journal.open(file, { open: onTempWrites((real, args) => (writes++, real(...args))) });
     // Three and a half parts' worth of records, each line about 1 KiB.
-    const records = Array.from({ length: Math.ceil((3.5 * SNAPSHOT_PART_CHARS) / 1024) }, (_, n) => ({ n, pad: 'x'.repeat(1000) }));
+    const records = Array.from(
+      { length: Math.ceil((3.5 * SNAPSHOT_PART_CHARS) / 1024) },
+      (_, n) => ({ n, pad: 'x'.repeat(1000) }),
+    );
     await journal.compact(records);
     await journal.append({ after: true });
     await journal.close();
@@ -247,7 +259,8 @@ test('journal.compact() leaves the old file in use when writing the temp file fa
     const file = join(dir, 'journal.jsonl');
     const error = new Error('no space');
     const { journal } = await Journal.open(file, {
-      open: async (path, ...rest) => failing(await open(path, ...rest), 'write', error, () => String(path).endsWith('.tmp')),
+      open: async (path, ...rest) =>
+        failing(await open(path, ...rest), 'write', error, () => String(path).endsWith('.tmp')),
     });
     await journal.append({ n: 1 });
     await assert.rejects(journal.compact([{ snapshot: 1 }]), error);

@@ -10,9 +10,19 @@ test('readJournal() applies the torn-line rule without writing and reads a missi
     const file = join(dir, 'journal.jsonl');
     const text = '{"n":1}\nbad\n{"n":2}\n{"n"';
     await writeFile(file, text);
-    assert.deepEqual(await readJournal(file), { records: [{ n: 1 }, { n: 2 }], lines: [1, 3], skipped: 1, unreadable: [2] });
+    assert.deepEqual(await readJournal(file), {
+      records: [{ n: 1 }, { n: 2 }],
+      lines: [1, 3],
+      skipped: 1,
+      unreadable: [2],
+    });
     assert.equal(await readFile(file, 'utf8'), text);
-    assert.deepEqual(await readJournal(join(dir, 'missing.jsonl')), { records: [], lines: [], skipped: 0, unreadable: [] });
+    assert.deepEqual(await readJournal(join(dir, 'missing.jsonl')), {
+      records: [],
+      lines: [],
+      skipped: 0,
+      unreadable: [],
+    });
     await assert.rejects(readJournal(dir));
     await assert.rejects(readJournal(join(file, 'below-a-file')), { code: 'ENOTDIR' });
   });

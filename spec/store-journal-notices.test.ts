@@ -11,7 +11,15 @@ import { Store } from '../lib/store/journal/store.ts';
 import { withDir } from './_dir.ts';
 
 function spec(deliveryId: string): NoticeSpec {
-  return { kind: 'notify', deliveryId, hook: 'deploy', name: 'Deploys', channel: 'telegram', to: '12345', text: `text ${deliveryId}` };
+  return {
+    kind: 'notify',
+    deliveryId,
+    hook: 'deploy',
+    name: 'Deploys',
+    channel: 'telegram',
+    to: '12345',
+    text: `text ${deliveryId}`,
+  };
 }
 
 async function open(dir: string, options: { compactBytes?: number; retainRuns?: number } = {}) {
@@ -24,7 +32,10 @@ test('newNotices() records a delivery pending with no send begun', () => {
 
 test('applyNotices() adds deliveries and applies changes, dropping a change to one not kept', () => {
   const map = new Map<string, NoticeRecord>();
-  applyNotices(map, newNotices([spec('a')], 'T'), [{ deliveryId: 'a', attempts: 1 }, { deliveryId: 'gone', status: 'delivered' }]);
+  applyNotices(map, newNotices([spec('a')], 'T'), [{ deliveryId: 'a', attempts: 1 }, {
+    deliveryId: 'gone',
+    status: 'delivered',
+  }]);
   assert.deepEqual([...map.values()].map((n) => [n.deliveryId, n.attempts]), [['a', 1]]);
 });
 
@@ -45,14 +56,27 @@ test('Store keeps deliveries across a reopen and a compaction: pending ones alwa
     const first = (await open(dir, { compactBytes: 1_000 })).store;
     const committed = await first.commit({ notices: [spec('a'), spec('b')] });
     assert.deepEqual(committed.notices.map((n) => [n.deliveryId, n.status]), [['a', 'pending'], ['b', 'pending']]);
-    await first.commit({ noticeUpdates: [{ deliveryId: 'a', status: 'delivered', attempts: 1, delivery: { status: 'delivered', channel: 'telegram', to: '12345', messageIds: ['9'] } }] });
+    await first.commit({
+      noticeUpdates: [{
+        deliveryId: 'a',
+        status: 'delivered',
+        attempts: 1,
+        delivery: { status: 'delivered', channel: 'telegram', to: '12345', messageIds: ['9'] },
+      }],
+    });
     // Enough lines to pass compactBytes: the compaction writes the deliveries from memory.
-    for (let i = 0; i < 20; i++) await first.commit({ events: [{ kind: 'system', text: `filler ${i}`, source: 'wake' }] });
+    for (let i = 0; i < 20; i++) {
+      await first.commit({ events: [{ kind: 'system', text: `filler ${i}`, source: 'wake' }] });
+    }
     await first.close();
     assert.doesNotMatch(await readFile(join(dir, JOURNAL_FILE), 'utf8'), /noticeUpdates/, 'compacted');
     const { store, rejected } = await open(dir);
     assert.deepEqual(rejected, []);
-    assert.deepEqual(store.notices().map((n) => [n.deliveryId, n.status, n.attempts]), [['a', 'delivered', 1], ['b', 'pending', 0]]);
+    assert.deepEqual(store.notices().map((n) => [n.deliveryId, n.status, n.attempts]), [['a', 'delivered', 1], [
+      'b',
+      'pending',
+      0,
+    ]]);
     assert.equal(store.notice('a')?.delivery?.status, 'delivered');
     assert.equal(store.notice('nope'), null);
     assert.deepEqual((await readNotices(dir)).map((n) => n.deliveryId), ['a', 'b']);
@@ -64,7 +88,17 @@ test('a journal line with a damaged delivery keeps the rest of the line and name
   await withDir(async (dir) => {
     const { store } = await open(dir);
     await store.close();
-    const bad = { t: 'commit', seq: 1, time: 'T', notices: [{ ...spec('x'), channel: 'last', status: 'pending', acceptedAt: 'T', attempts: 0 }, { ...spec('y'), status: 'pending', acceptedAt: 'T', attempts: 0 }] };
+    const bad = {
+      t: 'commit',
+      seq: 1,
+      time: 'T',
+      notices: [{ ...spec('x'), channel: 'last', status: 'pending', acceptedAt: 'T', attempts: 0 }, {
+        ...spec('y'),
+        status: 'pending',
+        acceptedAt: 'T',
+        attempts: 0,
+      }],
+    };
     await appendFile(join(dir, JOURNAL_FILE), `${JSON.stringify(bad)}\n`);
     const reopened = await open(dir);
     assert.deepEqual(reopened.store.notices().map((n) => n.deliveryId), ['y']);

@@ -1,14 +1,30 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { applyOutbox, headOf, newEntries, retryUpdates, type OutboxEntry } from '../lib/store/journal/outbox.ts';
+import { applyOutbox, headOf, newEntries, type OutboxEntry, retryUpdates } from '../lib/store/journal/outbox.ts';
 
 const T0 = '2026-01-01T00:00:00.000Z';
 const NOW = '2026-01-01T01:00:00.000Z';
 
 function outbox(...states: OutboxEntry['state'][]): Map<string, OutboxEntry> {
   const map = new Map<string, OutboxEntry>();
-  applyOutbox(map, newEntries(states.map((_, i) => ({ id: `e${i + 1}`, target: 'wake', body: { text: `t${i + 1}` }, hook: 'wake' })), T0));
-  applyOutbox(map, [], states.map((state, i) => ({ id: `e${i + 1}`, state, attempts: 1, lastError: 'no answer', nextAttemptAt: '2026-01-01T00:10:00.000Z' })));
+  applyOutbox(
+    map,
+    newEntries(
+      states.map((_, i) => ({ id: `e${i + 1}`, target: 'wake', body: { text: `t${i + 1}` }, hook: 'wake' })),
+      T0,
+    ),
+  );
+  applyOutbox(
+    map,
+    [],
+    states.map((state, i) => ({
+      id: `e${i + 1}`,
+      state,
+      attempts: 1,
+      lastError: 'no answer',
+      nextAttemptAt: '2026-01-01T00:10:00.000Z',
+    })),
+  );
   return map;
 }
 

@@ -7,12 +7,27 @@ import { readEvents } from '../lib/store/journal/read.ts';
 import { Store } from '../lib/store/journal/store.ts';
 import { withDir } from './_dir.ts';
 
-const RUN: RunSpec = { runId: 'r1', hook: 'agent', name: 'Hook', message: 'run r1', sessionKey: 'hook:s', agentId: 'main', wakeMode: 'now', deliver: true, channel: 'last' };
+const RUN: RunSpec = {
+  runId: 'r1',
+  hook: 'agent',
+  name: 'Hook',
+  message: 'run r1',
+  sessionKey: 'hook:s',
+  agentId: 'main',
+  wakeMode: 'now',
+  deliver: true,
+  channel: 'last',
+};
 
 test('readEvents() reads the events of a store that is open, without runs or keys', async () => {
   await withDir(async (dir) => {
     const { store } = await Store.open(dir, { idempotencyTtlMs: 60_000 });
-    const e1 = await store.addEvent({ kind: 'system', text: 'one', source: 'wake', mode: 'now' }, { scope: '/hooks/wake', key: 'k', status: 200, body: { ok: true, key: 'k' } });
+    const e1 = await store.addEvent({ kind: 'system', text: 'one', source: 'wake', mode: 'now' }, {
+      scope: '/hooks/wake',
+      key: 'k',
+      status: 200,
+      body: { ok: true, key: 'k' },
+    });
     await store.commit({ runs: [RUN] });
     const e2 = await store.addEvent({ kind: 'heartbeat', text: 'two', source: 'request' });
     assert.deepEqual(await readEvents(dir), [e1, e2]);

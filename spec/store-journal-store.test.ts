@@ -33,7 +33,17 @@ async function open(dir: string, options: Partial<StoreOptions> = {}): Promise<S
 }
 
 function spec(runId: string): RunSpec {
-  return { runId, hook: 'agent', name: 'Hook', message: `run ${runId}`, sessionKey: 'hook:s', agentId: 'main', wakeMode: 'now', deliver: true, channel: 'last' };
+  return {
+    runId,
+    hook: 'agent',
+    name: 'Hook',
+    message: `run ${runId}`,
+    sessionKey: 'hook:s',
+    agentId: 'main',
+    wakeMode: 'now',
+    deliver: true,
+    channel: 'last',
+  };
 }
 
 function idem(key: string, scope = '/hooks/wake'): IdempotencyWrite {
@@ -46,7 +56,11 @@ function addWake(store: Store, text: string): ReturnType<Store['addEvent']> {
   return store.addEvent({ kind: 'system', text, source: 'wake' }, idem(text));
 }
 
-async function withJournalMethod(name: 'append' | 'compact', impl: (...args: never[]) => Promise<void>, fn: () => Promise<void>): Promise<void> {
+async function withJournalMethod(
+  name: 'append' | 'compact',
+  impl: (...args: never[]) => Promise<void>,
+  fn: () => Promise<void>,
+): Promise<void> {
   const original = Journal.prototype[name];
   Object.defineProperty(Journal.prototype, name, { value: impl, configurable: true, writable: true });
   try {
@@ -73,7 +87,14 @@ test('Store.addEvent() and a committed run come back after close and reopen, and
     const e1 = await first.addEvent({ kind: 'system', text: 'one', source: 'wake', mode: 'next-heartbeat' });
     const r1 = await addRun(first, spec('r1'));
     const e2 = await first.addEvent({ kind: 'system', text: 'two', source: 'hook:ci' });
-    assert.deepEqual(e1, { seq: 1, time: new Date(c.t).toISOString(), kind: 'system', text: 'one', source: 'wake', mode: 'next-heartbeat' });
+    assert.deepEqual(e1, {
+      seq: 1,
+      time: new Date(c.t).toISOString(),
+      kind: 'system',
+      text: 'one',
+      source: 'wake',
+      mode: 'next-heartbeat',
+    });
     assert.equal(e2.seq, 3);
     assert.deepEqual(r1, { ...spec('r1'), status: 'pending', acceptedAt: new Date(c.t).toISOString(), attempts: 0 });
     await first.close();
@@ -146,7 +167,9 @@ test('Store.replay() forgets a key once its TTL has passed, in memory and on reo
 test('Store maxIdempotencyKeys evicts the oldest key first, also on reopen', async () => {
   await withDir(async (dir) => {
     const first = await open(dir, { maxIdempotencyKeys: 3 });
-    for (const key of ['a', 'b', 'c', 'd']) await first.addEvent({ kind: 'system', text: key, source: 'wake' }, idem(key));
+    for (const key of ['a', 'b', 'c', 'd']) {
+      await first.addEvent({ kind: 'system', text: key, source: 'wake' }, idem(key));
+    }
     assert.equal(first.stats().idempotencyKeys, 3);
     assert.equal(first.replay('/hooks/wake', 'a'), null);
     assert.deepEqual(['b', 'c', 'd'].map((k) => first.replay('/hooks/wake', k)?.status), [200, 200, 200]);
@@ -177,7 +200,10 @@ test('Store.heartbeatOwed() is true after a now wake until a finished heartbeat 
     // A heartbeat that was requested but whose turn never finished does not settle the debt.
     const beat = await second.addEvent({ kind: 'heartbeat', text: 'Heartbeat requested (wake)', source: 'request' });
     assert.equal(second.heartbeatOwed(), true);
-    await second.commit({ events: [{ kind: 'reply', text: 'HEARTBEAT_OK', source: 'heartbeat', ack: true }], consumedThrough: beat.seq });
+    await second.commit({
+      events: [{ kind: 'reply', text: 'HEARTBEAT_OK', source: 'heartbeat', ack: true }],
+      consumedThrough: beat.seq,
+    });
     assert.equal(second.heartbeatOwed(), false);
     await second.close();
 
@@ -299,7 +325,10 @@ test('Store.addEvent() and a committed run leave no trace when the journal write
     const store = await open(dir);
     await addWake(store, 'kept');
     await withJournalMethod('append', () => Promise.reject(new Error('disk full')), async () => {
-      await assert.rejects(store.addEvent({ kind: 'system', text: 'lost', source: 'wake', mode: 'now' }, idem('lost')), /disk full/);
+      await assert.rejects(
+        store.addEvent({ kind: 'system', text: 'lost', source: 'wake', mode: 'now' }, idem('lost')),
+        /disk full/,
+      );
       await assert.rejects(addRun(store, spec('lost-run'), idem('lost-run', '/hooks/agent')), /disk full/);
     });
     // A retry must not be answered with a reply whose effect never reached the disk.
@@ -321,7 +350,8 @@ test('Store.open() and readEvents() skip a torn last line', async () => {
   await withDir(async (dir) => {
     const file = join(dir, JOURNAL_FILE);
     const time = '2025-01-01T00:00:00.000Z';
-    const line = (seq: number, text: string) => JSON.stringify({ t: 'commit', seq, time, events: [{ seq, time, kind: 'system', text, source: 'wake' }] });
+    const line = (seq: number, text: string) =>
+      JSON.stringify({ t: 'commit', seq, time, events: [{ seq, time, kind: 'system', text, source: 'wake' }] });
     const torn = '{"t":"commit","seq":3,"ev';
     await writeFile(file, `${line(1, 'one')}\n${line(2, 'two')}\n${torn}`);
     assert.deepEqual((await readEvents(dir)).map((e) => e.text), ['one', 'two']);
@@ -340,7 +370,10 @@ test('Store.open() and readEvents() skip a torn last line', async () => {
 test('Store.stats() counts flushes and journal bytes', async () => {
   await withDir(async (dir) => {
     const store = await open(dir);
-    await Promise.all([store.addEvent({ kind: 'system', text: 'a', source: 'wake' }), store.addEvent({ kind: 'system', text: 'b', source: 'wake' })]);
+    await Promise.all([
+      store.addEvent({ kind: 'system', text: 'a', source: 'wake' }),
+      store.addEvent({ kind: 'system', text: 'b', source: 'wake' }),
+    ]);
     const stats = store.stats();
     assert.equal(stats.flushes, 1, 'concurrent appends share one flush');
     assert.equal(stats.journalBytes, (await stat(join(dir, JOURNAL_FILE))).size);
@@ -352,9 +385,22 @@ test('Store.stats() counts flushes and journal bytes', async () => {
 test('Store.commit() writes several events and runs with their key as one journal line', async () => {
   await withDir(async (dir) => {
     const store = await open(dir);
-    const spec = (runId: string) => ({ runId, hook: 'gmail', name: 'Gmail', message: 'm', sessionKey: `hook:${runId}`, agentId: 'main', wakeMode: 'now' as const, deliver: true, channel: 'last' as const });
+    const spec = (runId: string) => ({
+      runId,
+      hook: 'gmail',
+      name: 'Gmail',
+      message: 'm',
+      sessionKey: `hook:${runId}`,
+      agentId: 'main',
+      wakeMode: 'now' as const,
+      deliver: true,
+      channel: 'last' as const,
+    });
     const { events, runs } = await store.commit(
-      { events: [{ kind: 'system', text: 'a', source: 'hook:x' }, { kind: 'system', text: 'b', source: 'hook:x' }], runs: [spec('r1'), spec('r2')] },
+      {
+        events: [{ kind: 'system', text: 'a', source: 'hook:x' }, { kind: 'system', text: 'b', source: 'hook:x' }],
+        runs: [spec('r1'), spec('r2')],
+      },
       { scope: 'gmail', key: 'k', status: 202, body: { ok: true, runIds: ['r1', 'r2'] } },
     );
     assert.deepEqual(events.map((e) => e.seq), [1, 2]);
@@ -372,7 +418,9 @@ test('Store: a line whose write failed does not come back through a compaction q
   await withDir(async (dir) => {
     // Filled past compactBytes by a store that never compacts, so the failing line's own write starts a compaction.
     const filling = await open(dir, { compactBytes: 1_000_000 });
-    for (let n = 0; n < 5; n++) await filling.addEvent({ kind: 'system', text: `filler ${n} ${'y'.repeat(500)}`, source: 'wake' });
+    for (let n = 0; n < 5; n++) {
+      await filling.addEvent({ kind: 'system', text: `filler ${n} ${'y'.repeat(500)}`, source: 'wake' });
+    }
     await filling.close();
     const options = { compactBytes: 2_000, retainEvents: 100 };
     const store = await open(dir, options);
@@ -381,7 +429,9 @@ test('Store: a line whose write failed does not come back through a compaction q
     await withJournalMethod(
       'append',
       function (this: Journal, record: { events?: { text: string }[] }) {
-        if (record.events?.some((e) => e.text === 'lost')) return Promise.reject(Object.assign(new Error('no space left'), { code: 'ENOSPC' }));
+        if (record.events?.some((e) => e.text === 'lost')) {
+          return Promise.reject(Object.assign(new Error('no space left'), { code: 'ENOSPC' }));
+        }
         return append.call(this, record);
       } as never,
       async () => {
@@ -402,7 +452,9 @@ test('Store does not rewrite the journal on every append once what it keeps outg
     const options = { compactBytes: 4_000, retainEvents: 100 };
     const store = await open(dir, options);
     // Thirty events of 1 KB are kept whole by a compaction, so a compacted journal is still over compactBytes.
-    for (let n = 0; n < 30; n++) await store.addEvent({ kind: 'system', text: `big ${n} ${'z'.repeat(1_000)}`, source: 'wake' });
+    for (let n = 0; n < 30; n++) {
+      await store.addEvent({ kind: 'system', text: `big ${n} ${'z'.repeat(1_000)}`, source: 'wake' });
+    }
     const counted = { n: 0 };
     const compact = Journal.prototype.compact;
     await withJournalMethod(
@@ -425,7 +477,11 @@ test('Store keeps at most retainEventBytes of event text, newest first, in memor
     const options = { compactBytes: 20_000, retainEvents: 1_000, retainEventBytes: 3_000 };
     const store = await open(dir, options);
     for (let n = 0; n < 20; n++) {
-      const event = await store.addEvent({ kind: 'system', text: `${String(n).padStart(2, '0')} ${'e'.repeat(997)}`, source: 'wake' });
+      const event = await store.addEvent({
+        kind: 'system',
+        text: `${String(n).padStart(2, '0')} ${'e'.repeat(997)}`,
+        source: 'wake',
+      });
       await store.commit({ consumedThrough: event.seq });
     }
     const kept = store.events().map((e) => e.text.slice(0, 2));
@@ -478,9 +534,14 @@ test('Store never trims unconsumed system events, in memory or by compaction; co
   await withDir(async (dir) => {
     const options = { compactBytes: 2_000, retainEvents: 2, retainEventBytes: 1_000 };
     const store = await open(dir, options);
-    for (let n = 0; n < 30; n++) await store.addEvent({ kind: 'system', text: `unread ${n} ${'u'.repeat(200)}`, source: 'wake' });
+    for (let n = 0; n < 30; n++) {
+      await store.addEvent({ kind: 'system', text: `unread ${n} ${'u'.repeat(200)}`, source: 'wake' });
+    }
     assert.equal(store.events().length, 30);
-    assert.deepEqual(store.backlog(), { events: 30, bytes: store.events().reduce((sum, e) => sum + Buffer.byteLength(e.text), 0) });
+    assert.deepEqual(store.backlog(), {
+      events: 30,
+      bytes: store.events().reduce((sum, e) => sum + Buffer.byteLength(e.text), 0),
+    });
     await store.commit({ consumedThrough: store.events().at(-1)!.seq });
     assert.deepEqual(store.backlog(), { events: 0, bytes: 0 });
     for (let n = 0; n < 10; n++) await store.addEvent({ kind: 'system', text: `later ${n}`, source: 'wake' });
@@ -533,7 +594,12 @@ test('Store keeps the newest retainRuns finished runs however many runs are queu
   assert.deepEqual(finished, ['r4', 'r6', 'r8', 'r10'], 'the newest four finished runs, the oldest dropped');
   await store.close();
   const reopened = await Store.open(dir, { idempotencyTtlMs: 60_000, retainRuns: 4 });
-  assert.deepEqual(reopened.store.runs().map((r) => r.runId).filter((id) => !unfinished.includes(id)), ['r4', 'r6', 'r8', 'r10']);
+  assert.deepEqual(reopened.store.runs().map((r) => r.runId).filter((id) => !unfinished.includes(id)), [
+    'r4',
+    'r6',
+    'r8',
+    'r10',
+  ]);
   await reopened.store.close();
 });
 
@@ -543,14 +609,17 @@ function wakeOf(text: string, target: { agentId?: string; sessionKey?: string } 
   return { kind: 'system' as const, text, source: 'wake', mode: 'now' as const, ...target, coalesce: true };
 }
 
-test('Store.commit() coalesces a wake equal to its session\'s newest unread event, per session, and queues it again once read or after another event', async (t) => {
+test("Store.commit() coalesces a wake equal to its session's newest unread event, per session, and queues it again once read or after another event", async (t) => {
   const dir = await tempDir(t);
   const store = await open(dir);
   const outcomes = async (...events: ReturnType<typeof wakeOf>[]) => (await store.commit({ events })).outcomes;
   assert.deepEqual(await outcomes(wakeOf('deploy done')), ['queued']);
   assert.deepEqual(await outcomes(wakeOf('deploy done')), ['coalesced']);
   // Another session's newest event is its own; the same text there is queued.
-  assert.deepEqual(await outcomes(wakeOf('deploy done', { sessionKey: 'ci' }), wakeOf('deploy done', { sessionKey: 'ci' })), ['queued', 'coalesced']);
+  assert.deepEqual(
+    await outcomes(wakeOf('deploy done', { sessionKey: 'ci' }), wakeOf('deploy done', { sessionKey: 'ci' })),
+    ['queued', 'coalesced'],
+  );
   assert.deepEqual(await outcomes(wakeOf('deploy done', { agentId: 'ops' })), ['queued']);
   // Only the newest unread event counts: after another, the text is queued again.
   assert.deepEqual(await outcomes(wakeOf('other'), wakeOf('deploy done')), ['queued', 'queued']);
@@ -558,14 +627,21 @@ test('Store.commit() coalesces a wake equal to its session\'s newest unread even
   assert.deepEqual(await outcomes(wakeOf('deploy done')), ['queued'], 'read by a heartbeat: a new event');
   // A note that is not a wake is always added.
   await store.commit({ events: [{ kind: 'system', text: 'deploy done', source: 'heartbeat' }] });
-  assert.deepEqual(store.events().filter((e) => e.text === 'deploy done' && e.sessionKey === undefined && e.agentId === undefined).length, 4);
+  assert.deepEqual(
+    store.events().filter((e) => e.text === 'deploy done' && e.sessionKey === undefined && e.agentId === undefined)
+      .length,
+    4,
+  );
   await store.close();
 });
 
 test('Store.commit() lets one of two equal wakes at once be queued, the other coalesced, and the decision survives a restart', async (t) => {
   const dir = await tempDir(t);
   const store = await open(dir);
-  const [a, b] = await Promise.all([store.commit({ events: [wakeOf('same')] }, idem('a')), store.commit({ events: [wakeOf('same')] }, (o) => ({ ...idem('b'), body: { eventOutcome: o[0] } }))]);
+  const [a, b] = await Promise.all([
+    store.commit({ events: [wakeOf('same')] }, idem('a')),
+    store.commit({ events: [wakeOf('same')] }, (o) => ({ ...idem('b'), body: { eventOutcome: o[0] } })),
+  ]);
   assert.deepEqual([a.outcomes, b.outcomes], [['queued'], ['coalesced']]);
   assert.equal(store.events().length, 1);
   await store.close();
@@ -602,7 +678,7 @@ test('Store.commit() queues a wake whose equal event never reached the disk inst
   await store.close();
 });
 
-test('Store keeps what each other session\'s heartbeat read across a restart and a compaction', async (t) => {
+test("Store keeps what each other session's heartbeat read across a restart and a compaction", async (t) => {
   const dir = await tempDir(t);
   const store = await open(dir, { compactBytes: 1 });
   await store.commit({ events: [wakeOf('for ci', { sessionKey: 'ci' }), wakeOf('for main')] });

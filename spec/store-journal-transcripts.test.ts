@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readdir, readFile,  stat, writeFile } from 'node:fs/promises';
+import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import type { ChatMessage } from '../lib/runtime/providers/provider.ts';
@@ -33,7 +33,11 @@ test('Transcripts.append() then history() returns the turns in order, as role an
     // Each turn is stored with the time it was written.
     const [file] = await sessionFiles(dir);
     const lines = (await readFile(join(dir, 'sessions', file!), 'utf8')).trim().split('\n');
-    assert.deepEqual(JSON.parse(lines[0]!), { role: 'user', content: 'What is on today?', time: '2025-01-02T00:00:00.000Z' });
+    assert.deepEqual(JSON.parse(lines[0]!), {
+      role: 'user',
+      content: 'What is on today?',
+      time: '2025-01-02T00:00:00.000Z',
+    });
   });
 });
 
@@ -47,7 +51,12 @@ test('Transcripts.history() survives a new instance: the transcript is on disk',
 test('Transcripts.history() keeps the newest turns whose text fits in maxChars', async () => {
   await withDir(async (dir) => {
     const transcripts = new Transcripts(dir);
-    await transcripts.append('k', [user('u1-xxxxxxx'), assistant('a1-xxxxxxx'), user('u2-xxxxxxx'), assistant('a2-xxxxxxx')]);
+    await transcripts.append('k', [
+      user('u1-xxxxxxx'),
+      assistant('a1-xxxxxxx'),
+      user('u2-xxxxxxx'),
+      assistant('a2-xxxxxxx'),
+    ]);
     assert.deepEqual(await transcripts.history('k', 20), [user('u2-xxxxxxx'), assistant('a2-xxxxxxx')]);
     assert.deepEqual(await transcripts.history('k', 29), [user('u2-xxxxxxx'), assistant('a2-xxxxxxx')]);
     assert.deepEqual((await transcripts.history('k', 40)).length, 4);
@@ -60,7 +69,12 @@ test('Transcripts.history() keeps the newest turns whose text fits in maxChars',
 test('Transcripts.history() never starts with an assistant turn', async () => {
   await withDir(async (dir) => {
     const transcripts = new Transcripts(dir);
-    await transcripts.append('k', [user('u1-xxxxxxx'), assistant('a1-xxxxxxx'), user('u2-xxxxxxx'), assistant('a2-xxxxxxx')]);
+    await transcripts.append('k', [
+      user('u1-xxxxxxx'),
+      assistant('a1-xxxxxxx'),
+      user('u2-xxxxxxx'),
+      assistant('a2-xxxxxxx'),
+    ]);
     // 30 characters fit a1, u2 and a2: a1 lost its question, so it goes too.
     assert.deepEqual(await transcripts.history('k', 30), [user('u2-xxxxxxx'), assistant('a2-xxxxxxx')]);
     assert.deepEqual(await transcripts.history('k', 10), []);
@@ -92,7 +106,12 @@ test('Transcripts.append() compacts a session past maxBytes to its newest turns'
   await withDir(async (dir) => {
     const maxBytes = 2000;
     const transcripts = new Transcripts(dir, { maxBytes });
-    for (let i = 0; i < 60; i++) await transcripts.append('k', [user(`question ${i} ${'.'.repeat(20)}`), assistant(`answer ${i} ${'.'.repeat(20)}`)]);
+    for (let i = 0; i < 60; i++) {
+      await transcripts.append('k', [
+        user(`question ${i} ${'.'.repeat(20)}`),
+        assistant(`answer ${i} ${'.'.repeat(20)}`),
+      ]);
+    }
     const [file] = await sessionFiles(dir);
     // Never much past the bound: at most one append beyond it before the rewrite.
     assert.ok((await stat(join(dir, 'sessions', file!))).size <= maxBytes, 'the file stays within maxBytes');
@@ -118,7 +137,9 @@ test('Transcripts.history() tolerates a torn last line, and append() continues a
 test('Transcripts.append() calls on one key take effect in call order, never interleaved', async () => {
   await withDir(async (dir) => {
     const transcripts = new Transcripts(dir);
-    await Promise.all(Array.from({ length: 8 }, (_, i) => transcripts.append('k', [user(`q${i}`), assistant(`a${i}`)])));
+    await Promise.all(
+      Array.from({ length: 8 }, (_, i) => transcripts.append('k', [user(`q${i}`), assistant(`a${i}`)])),
+    );
     const expected = Array.from({ length: 8 }, (_, i) => [user(`q${i}`), assistant(`a${i}`)]).flat();
     assert.deepEqual(await transcripts.history('k', 1000), expected);
   });

@@ -6,7 +6,7 @@ import type { LedgerConfig } from '../lib/store/ledger/config.ts';
 import { Ledger } from '../lib/store/ledger/ledger.ts';
 import type { LedgerEntry } from '../lib/model/ledger-entry.ts';
 import { findEntries, lookupEntry, PIECE_BYTES } from '../lib/store/ledger/find.ts';
-import { LedgerUnreadableError, type DamagedLine } from '../lib/store/ledger/read.ts';
+import { type DamagedLine, LedgerUnreadableError } from '../lib/store/ledger/read.ts';
 import { tempDir } from './_dir.ts';
 import { loopHeld } from './_loop.ts';
 
@@ -23,11 +23,28 @@ const CONFIG: LedgerConfig = {
 let _n = 0;
 function entry(fields: Partial<LedgerEntry> = {}): LedgerEntry {
   _n++;
-  return { id: `e${_n}`, requestId: `r${_n}`, time: new Date(Date.now() - 60_000 + _n).toISOString(), method: 'POST', path: '/hooks/wake', client: '127.0.0.1', lane: 'authenticated', auth: 'token', headers: { 'content-type': 'application/json' }, status: 200, durationMs: 1, ...fields };
+  return {
+    id: `e${_n}`,
+    requestId: `r${_n}`,
+    time: new Date(Date.now() - 60_000 + _n).toISOString(),
+    method: 'POST',
+    path: '/hooks/wake',
+    client: '127.0.0.1',
+    lane: 'authenticated',
+    auth: 'token',
+    headers: { 'content-type': 'application/json' },
+    status: 200,
+    durationMs: 1,
+    ...fields,
+  };
 }
 
 // A ledger written by its own writer: each entry with its body, in the order given.
-async function written(t: TestContext, entries: [LedgerEntry, string?][], config: Partial<LedgerConfig> = {}): Promise<string> {
+async function written(
+  t: TestContext,
+  entries: [LedgerEntry, string?][],
+  config: Partial<LedgerConfig> = {},
+): Promise<string> {
   const dir = await tempDir(t, 'store-ledger-find-');
   const ledger = await Ledger.open(dir, { config: { ...CONFIG, ...config } });
   for (const [e, body] of entries) ledger.record(e, body === undefined ? undefined : Buffer.from(body), 1024 * 1024);
@@ -55,11 +72,16 @@ test('findEntries finds entries by entry id, by request id and by the entry they
   const replay = entry({ replayOf: original.id, status: 202 });
   const other = entry({ requestId: 'shared' });
   const twin = entry({ requestId: 'shared' });
-  const dir = await written(t, [[original, '{"text":"hi"}'], [entry(), '{}'], [replay, '{"text":"hi"}'], [other], [twin]]);
+  const dir = await written(t, [[original, '{"text":"hi"}'], [entry(), '{}'], [replay, '{"text":"hi"}'], [other], [
+    twin,
+  ]]);
   assert.deepEqual((await findEntries(dir, { ids: [original.id] })).map((e) => e.id), [original.id]);
   assert.deepEqual((await findEntries(dir, { ids: [original.requestId] })).map((e) => e.id), [original.id]);
   assert.deepEqual((await findEntries(dir, { replaysOf: [original.id] })).map((e) => e.id), [replay.id]);
-  assert.deepEqual((await findEntries(dir, { ids: [original.id], replaysOf: [original.id] })).map((e) => e.id), [original.id, replay.id]);
+  assert.deepEqual((await findEntries(dir, { ids: [original.id], replaysOf: [original.id] })).map((e) => e.id), [
+    original.id,
+    replay.id,
+  ]);
   assert.deepEqual((await findEntries(dir, { ids: ['shared'] })).map((e) => e.id), [other.id, twin.id]);
   assert.deepEqual(await findEntries(dir, { ids: ['nobody'], replaysOf: ['nobody'] }), []);
   assert.deepEqual(await findEntries(dir, {}), []);
@@ -96,8 +118,16 @@ test('findEntries applies the count lines of a coalesced entry found by its requ
 test('findEntries hands JSON.parse only the lines that name what it looks for', async (t) => {
   const target = entry({ status: 503 });
   const replay = entry({ replayOf: target.id, status: 202 });
-  const fill = Array.from({ length: 2000 }, (_, i): [LedgerEntry, string] => [entry(), JSON.stringify({ text: `filler ${i}`, pad: 'x'.repeat(500) })]);
-  const dir = await written(t, [[target, '{"text":"target"}'], ...fill.slice(0, 1000), [replay, '{"text":"target"}'], ...fill.slice(1000)]);
+  const fill = Array.from(
+    { length: 2000 },
+    (_, i): [LedgerEntry, string] => [entry(), JSON.stringify({ text: `filler ${i}`, pad: 'x'.repeat(500) })],
+  );
+  const dir = await written(t, [
+    [target, '{"text":"target"}'],
+    ...fill.slice(0, 1000),
+    [replay, '{"text":"target"}'],
+    ...fill.slice(1000),
+  ]);
   const { value, parsed } = await parsedDuring(() => findEntries(dir, { ids: [target.id], replaysOf: [target.id] }));
   assert.deepEqual(value.map((e) => e.id), [target.id, replay.id]);
   // The two lines, and nothing else of the 1.1 MB.
@@ -126,23 +156,38 @@ test('findEntries compares ids as the writer spells them: a request id with quot
 test('findEntries is not fooled by a body or a header that holds what looks like an id or a replayOf', async (t) => {
   const target = entry();
   const mimic = entry({ headers: { 'x-note': `,"replayOf":"${target.id}"` } });
-  const dir = await written(t, [[target], [mimic, `{"id":"${target.id}","requestId":"${target.id}",\n"replayOf":"${target.id}"}`]]);
-  assert.deepEqual((await findEntries(dir, { ids: [target.id], replaysOf: [target.id] })).map((e) => e.id), [target.id]);
+  const dir = await written(t, [[target], [
+    mimic,
+    `{"id":"${target.id}","requestId":"${target.id}",\n"replayOf":"${target.id}"}`,
+  ]]);
+  assert.deepEqual((await findEntries(dir, { ids: [target.id], replaysOf: [target.id] })).map((e) => e.id), [
+    target.id,
+  ]);
 });
 
-test('findEntries reads a line in another order than the writer\'s (a hand edit) by parsing it; a damaged line that names the id is reported, a stray one is not', async (t) => {
+test("findEntries reads a line in another order than the writer's (a hand edit) by parsing it; a damaged line that names the id is reported, a stray one is not", async (t) => {
   const dir = await tempDir(t, 'store-ledger-find-');
   await mkdir(join(dir, 'ledger'));
   const { id: _id, requestId: _r, ...rest } = entry();
   const reordered = { ...rest, requestId: 'by-hand', id: 'hand' };
-  const lines = ['{"not":"an entry"}', JSON.stringify(reordered), '{"id":"broken","requestId":"x","time":', '', `{"id":"wrong","requestId":"x","time":"t","status":"no"}`];
+  const lines = [
+    '{"not":"an entry"}',
+    JSON.stringify(reordered),
+    '{"id":"broken","requestId":"x","time":',
+    '',
+    `{"id":"wrong","requestId":"x","time":"t","status":"no"}`,
+  ];
   await writeFile(join(dir, 'ledger', 'a-1.jsonl'), `${lines.join('\n')}\n`);
   const damaged: DamagedLine[] = [];
   const report = (d: DamagedLine) => void damaged.push(d);
   assert.deepEqual((await findEntries(dir, { ids: ['by-hand'] }, report)).map((e) => e.id), ['hand']);
   assert.equal(damaged.length, 0);
   assert.deepEqual(await findEntries(dir, { ids: ['broken', 'wrong'] }, report), []);
-  assert.deepEqual(damaged.map((d) => [d.file.endsWith('a-1.jsonl'), d.line, d.problem]), [[true, 3, 'not JSON'], [true, 5, 'method: is required; path: is required; client: is required']]);
+  assert.deepEqual(damaged.map((d) => [d.file.endsWith('a-1.jsonl'), d.line, d.problem]), [[true, 3, 'not JSON'], [
+    true,
+    5,
+    'method: is required; path: is required; client: is required',
+  ]]);
 });
 
 test('findEntries leaves out a last line still being written, a segment gone since the listing, and reads no ledger as none', async (t) => {
@@ -162,14 +207,23 @@ test('findEntries refuses a segment name that is a symbolic link, and an unreada
   await mkdir(join(dir, 'ledger'));
   await writeFile(join(dir, 'elsewhere.jsonl'), `${JSON.stringify(entry({ requestId: 'linked' }))}\n`);
   await symlink(join(dir, 'elsewhere.jsonl'), join(dir, 'ledger', 'a-1.jsonl'));
-  await assert.rejects(findEntries(dir, { ids: ['linked'] }), (error: unknown) => error instanceof LedgerUnreadableError && /a-1\.jsonl: not a regular file/.test(error.message));
+  await assert.rejects(
+    findEntries(dir, { ids: ['linked'] }),
+    (error: unknown) => error instanceof LedgerUnreadableError && /a-1\.jsonl: not a regular file/.test(error.message),
+  );
   const file = await tempDir(t, 'store-ledger-find-');
   await writeFile(join(file, 'ledger'), 'not a folder');
-  await assert.rejects(findEntries(file, { ids: ['x'] }), (error: unknown) => error instanceof LedgerUnreadableError && /ENOTDIR/.test(error.message));
+  await assert.rejects(
+    findEntries(file, { ids: ['x'] }),
+    (error: unknown) => error instanceof LedgerUnreadableError && /ENOTDIR/.test(error.message),
+  );
 });
 
 test('findEntries gives the event loop a turn between the pieces it reads: a 16 MiB ledger is looked up without holding the loop 50 ms', async (t) => {
-  const fill = Array.from({ length: 16 * 1024 }, (_, i): [LedgerEntry, string] => [entry(), JSON.stringify({ text: `filler ${i}`, pad: 'z'.repeat(900) })]);
+  const fill = Array.from(
+    { length: 16 * 1024 },
+    (_, i): [LedgerEntry, string] => [entry(), JSON.stringify({ text: `filler ${i}`, pad: 'z'.repeat(900) })],
+  );
   const target = entry();
   const dir = await written(t, [...fill, [target, '{}']]);
   const { value, heldMs, ticks } = await loopHeld(() => findEntries(dir, { ids: [target.id], replaysOf: [target.id] }));

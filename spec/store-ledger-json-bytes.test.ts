@@ -26,36 +26,78 @@ const STRINGS = [
 ];
 
 test('JsonBytes writes strings as JSON.stringify does: escapes, control characters, non-ASCII, lone surrogates', () => {
-  for (const text of STRINGS) assert.equal(written((out) => out.string(text)), JSON.stringify(text), JSON.stringify(text.slice(0, 40)));
+  for (const text of STRINGS) {
+    assert.equal(written((out) => out.string(text)), JSON.stringify(text), JSON.stringify(text.slice(0, 40)));
+  }
 });
 
 test('JsonBytes writes numbers, booleans and what JSON cannot hold as JSON.stringify does', () => {
-  const values = [0, -0, 1, -1, 200, 1.3, 0.1 + 0.2, 1e21, 5e-7, -123.456, Number.MAX_SAFE_INTEGER, NaN, Infinity, -Infinity, true, false, null];
+  const values = [
+    0,
+    -0,
+    1,
+    -1,
+    200,
+    1.3,
+    0.1 + 0.2,
+    1e21,
+    5e-7,
+    -123.456,
+    Number.MAX_SAFE_INTEGER,
+    NaN,
+    Infinity,
+    -Infinity,
+    true,
+    false,
+    null,
+  ];
   for (const value of values) assert.equal(written((out) => out.value(value)), JSON.stringify(value), String(value));
-  assert.equal(written((out) => out.value([undefined, () => 1, Symbol('s')])), JSON.stringify([undefined, () => 1, Symbol('s')]), 'in an array: null');
+  assert.equal(
+    written((out) => out.value([undefined, () => 1, Symbol('s')])),
+    JSON.stringify([undefined, () => 1, Symbol('s')]),
+    'in an array: null',
+  );
 });
 
 test('JsonBytes writes objects and arrays as JSON.stringify does: key order, left-out members, nesting, an own __proto__', () => {
-  const headers: Record<string, unknown> = { host: '127.0.0.1:8080', 'x-multi': ['a', 'b'], authorization: '[redacted]' };
+  const headers: Record<string, unknown> = {
+    host: '127.0.0.1:8080',
+    'x-multi': ['a', 'b'],
+    authorization: '[redacted]',
+  };
   Object.defineProperty(headers, '__proto__', { value: 'own', enumerable: true, writable: true, configurable: true });
   const values: unknown[] = [
     {},
     [],
     { b: 1, a: 2, 10: 'ten', 2: 'two', 'k"ey': 'v' },
     { skipped: undefined, fn: () => 1, sym: Symbol('x'), kept: 'yes' },
-    { id: 'a1', headers, became: { events: [1, 2, 3], runs: ['r1'] }, status: 200, durationMs: 1.3, ok: true, nested: [[], {}, [{ deep: ['é'] }]] },
-    Object.create({ inherited: 'not own' }, { own: { value: 1, enumerable: true }, hidden: { value: 2, enumerable: false } }),
+    {
+      id: 'a1',
+      headers,
+      became: { events: [1, 2, 3], runs: ['r1'] },
+      status: 200,
+      durationMs: 1.3,
+      ok: true,
+      nested: [[], {}, [{ deep: ['é'] }]],
+    },
+    Object.create({ inherited: 'not own' }, {
+      own: { value: 1, enumerable: true },
+      hidden: { value: 2, enumerable: false },
+    }),
   ];
   for (const value of values) assert.equal(written((out) => out.value(value)), JSON.stringify(value));
 });
 
 test('JsonBytes.members writes an object without its braces, so a caller can add members after them', () => {
-  assert.equal(written((out) => {
-    out.byte(0x7b);
-    const any = out.members({ a: 1, gone: undefined }, false);
-    out.ascii(any ? ',"b":2' : '"b":2');
-    out.byte(0x7d);
-  }), JSON.stringify({ a: 1, b: 2 }));
+  assert.equal(
+    written((out) => {
+      out.byte(0x7b);
+      const any = out.members({ a: 1, gone: undefined }, false);
+      out.ascii(any ? ',"b":2' : '"b":2');
+      out.byte(0x7d);
+    }),
+    JSON.stringify({ a: 1, b: 2 }),
+  );
   assert.equal(written((out) => out.members({ gone: undefined }, false)), '', 'nothing written');
   assert.equal(written((out) => assert.equal(out.members({}, true), true)), '', 'a member before stays counted');
 });
@@ -63,7 +105,11 @@ test('JsonBytes.members writes an object without its braces, so a caller can add
 test('JsonBytes.text writes UTF-8 bytes as the JSON string of their text, without decoding them', () => {
   // Valid UTF-8 holds no lone surrogate: those strings go without theirs.
   for (const text of STRINGS.map((s) => s.replace('lone \ud800 high, lone \udc00 low, ', ''))) {
-    assert.equal(written((out) => out.text(Buffer.from(text, 'utf8'))), JSON.stringify(text), JSON.stringify(text.slice(0, 40)));
+    assert.equal(
+      written((out) => out.text(Buffer.from(text, 'utf8'))),
+      JSON.stringify(text),
+      JSON.stringify(text.slice(0, 40)),
+    );
   }
 });
 

@@ -8,7 +8,15 @@ import type { LedgerConfig } from '../lib/store/ledger/config.ts';
 import { Ledger } from '../lib/store/ledger/ledger.ts';
 import type { LedgerEntry } from '../lib/model/ledger-entry.ts';
 import { lookupEntry } from '../lib/store/ledger/find.ts';
-import { bodyBytes, filterEntries, findEntry, LedgerTail, parseStatus, parseTime, readLedger } from '../lib/store/ledger/read.ts';
+import {
+  bodyBytes,
+  filterEntries,
+  findEntry,
+  LedgerTail,
+  parseStatus,
+  parseTime,
+  readLedger,
+} from '../lib/store/ledger/read.ts';
 import { defer } from './_cleanup.ts';
 import { tempDir } from './_dir.ts';
 
@@ -25,10 +33,27 @@ const CONFIG: LedgerConfig = {
 let _n = 0;
 function entry(fields: Partial<LedgerEntry> = {}): LedgerEntry {
   _n++;
-  return { id: `e${_n}`, requestId: `r${_n}`, time: new Date(1_800_000_000_000 + _n).toISOString(), method: 'POST', path: '/hooks/wake', client: '127.0.0.1', lane: 'authenticated', auth: 'token', headers: {}, status: 200, durationMs: 1, ...fields };
+  return {
+    id: `e${_n}`,
+    requestId: `r${_n}`,
+    time: new Date(1_800_000_000_000 + _n).toISOString(),
+    method: 'POST',
+    path: '/hooks/wake',
+    client: '127.0.0.1',
+    lane: 'authenticated',
+    auth: 'token',
+    headers: {},
+    status: 200,
+    durationMs: 1,
+    ...fields,
+  };
 }
 
-async function open(t: TestContext, config: Partial<LedgerConfig> = {}, now: () => number = Date.now): Promise<{ dir: string; ledger: Ledger }> {
+async function open(
+  t: TestContext,
+  config: Partial<LedgerConfig> = {},
+  now: () => number = Date.now,
+): Promise<{ dir: string; ledger: Ledger }> {
   const dir = await tempDir(t, 'store-ledger-spec-');
   const ledger = await Ledger.open(dir, { config: { ...CONFIG, ...config }, now });
   defer(t, () => ledger.close());
@@ -51,7 +76,9 @@ test('Ledger writes entries in batches to 0600 files in a 0700 folder; a body is
   assert.equal(entries.find((e) => e.id === 'binary')!.body!.encoding, 'base64');
   assert.equal(entries.find((e) => e.id === 'open')!.body!.data.length, 256, "the unauthenticated lane's own cap");
   assert.equal((await stat(join(dir, 'ledger'))).mode & 0o777, 0o700);
-  for (const name of await readdir(join(dir, 'ledger'))) assert.equal((await stat(join(dir, 'ledger', name))).mode & 0o777, 0o600);
+  for (const name of await readdir(join(dir, 'ledger'))) {
+    assert.equal((await stat(join(dir, 'ledger', name))).mode & 0o777, 0o600);
+  }
 });
 
 test('Ledger keeps a body that starts with a byte order mark byte for byte, so a replay sends what came', async (t) => {
@@ -64,7 +91,7 @@ test('Ledger keeps a body that starts with a byte order mark byte for byte, so a
   assert.deepEqual(bodyBytes(body), sent);
 });
 
-test('Ledger reuses a written batch\'s buffer, but keeps none that a burst grew large once it is written', async (t) => {
+test("Ledger reuses a written batch's buffer, but keeps none that a burst grew large once it is written", async (t) => {
   const { dir, ledger } = await open(t, { maxBodyBytes: 1_048_576, maxBytes: 256 * 1_048_576, maxEntries: 100_000 });
   ledger.record(entry({ id: 'small' }), Buffer.from('x'.repeat(100)), 1024);
   await ledger.flush();
@@ -120,13 +147,22 @@ test('Ledger.count and hold count refusals of one key within the window into one
   assert.equal((await readLedger(dir)).length, 2);
 });
 
-test('Ledger.hold keeps at most 2 KiB of a refusal\'s headers, in order, marked; a long key (a long hook name) is held as its digest and still coalesces', async (t) => {
+test("Ledger.hold keeps at most 2 KiB of a refusal's headers, in order, marked; a long key (a long hook name) is held as its digest and still coalesces", async (t) => {
   const { dir, ledger } = await open(t);
-  const headers = { 'x-small': 'a', 'x-big': 'b'.repeat(12 * 1024), 'x-after': 'c'.repeat(100), 'x-more': 'd'.repeat(1950) };
+  const headers = {
+    'x-small': 'a',
+    'x-big': 'b'.repeat(12 * 1024),
+    'x-after': 'c'.repeat(100),
+    'x-more': 'd'.repeat(1950),
+  };
   const long = `client 401 ERR_UNAUTHORIZED ${'h'.repeat(4000)}`;
   const id = coalesce(ledger, long, () => entry({ lane: 'unauthenticated', auth: 'none', status: 401, headers }));
   assert.equal(coalesce(ledger, long, () => entry({ lane: 'unauthenticated', auth: 'none', status: 401 })), id);
-  const small = coalesce(ledger, 'other', () => entry({ lane: 'unauthenticated', auth: 'none', status: 401, headers: { 'x-small': 'a' } }));
+  const small = coalesce(
+    ledger,
+    'other',
+    () => entry({ lane: 'unauthenticated', auth: 'none', status: 401, headers: { 'x-small': 'a' } }),
+  );
   await ledger.flush();
   const read = await readLedger(dir);
   const big = read.find((e) => e.id === id)!;
@@ -159,7 +195,11 @@ test('Ledger drops segments older than maxAgeSeconds; a new process begins its o
   now += 31_000;
   ledger.record(entry({ id: 'newer' }));
   await ledger.flush();
-  assert.deepEqual((await readLedger(dir)).map((e) => e.id), ['new', 'newer'], 'a segment spans an eighth of the bound at most');
+  assert.deepEqual(
+    (await readLedger(dir)).map((e) => e.id),
+    ['new', 'newer'],
+    'a segment spans an eighth of the bound at most',
+  );
   await ledger.close();
   const again = await Ledger.open(dir, { config: CONFIG, now: () => now });
   defer(t, () => again.close());
@@ -180,13 +220,21 @@ test('Ledger.open reads no segment an earlier process wrote: they are counted at
   const ledger = await Ledger.open(dir, { config: CONFIG, onError: (error) => told.push(error) });
   defer(t, () => ledger.close());
   const { segments, entries, bytes } = ledger.stats().authenticated;
-  assert.deepEqual([{ segments, entries, bytes }, told], [{ segments: 0, entries: 0, bytes: 0 }, []], 'nothing read yet');
+  assert.deepEqual(
+    [{ segments, entries, bytes }, told],
+    [{ segments: 0, entries: 0, bytes: 0 }, []],
+    'nothing read yet',
+  );
   await ledger.counted();
   assert.deepEqual(told.map((e) => (e as NodeJS.ErrnoException).code), ['ERR_NOT_A_SEGMENT']);
   assert.deepEqual([ledger.stats().authenticated.segments, ledger.stats().authenticated.entries], [1, 3]);
   ledger.record(entry({ id: 'new' }));
   await ledger.flush();
-  assert.deepEqual([ledger.stats().authenticated.segments, ledger.stats().authenticated.entries], [2, 4], 'a new segment after them (a-8)');
+  assert.deepEqual(
+    [ledger.stats().authenticated.segments, ledger.stats().authenticated.entries],
+    [2, 4],
+    'a new segment after them (a-8)',
+  );
   assert.deepEqual((await readdir(join(dir, 'ledger'))).sort(), ['a-1.jsonl', 'a-7.jsonl', 'a-8.jsonl']);
 });
 
@@ -211,10 +259,16 @@ test('Ledger and its readers open segments without following links or waiting on
   });
   // A guard against a hang, not a time limit: the count reads a few small files.
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const counted = await Promise.race([ledger.counted().then(() => 'counted'), new Promise((resolve) => (timer = setTimeout(resolve, 10_000, 'still waiting')))]);
+  const counted = await Promise.race([
+    ledger.counted().then(() => 'counted'),
+    new Promise((resolve) => (timer = setTimeout(resolve, 10_000, 'still waiting'))),
+  ]);
   clearTimeout(timer);
   assert.equal(counted, 'counted');
-  assert.deepEqual(told.map((e) => (e as NodeJS.ErrnoException).code).sort(), ['ERR_NOT_A_SEGMENT', 'ERR_NOT_A_SEGMENT']);
+  assert.deepEqual(told.map((e) => (e as NodeJS.ErrnoException).code).sort(), [
+    'ERR_NOT_A_SEGMENT',
+    'ERR_NOT_A_SEGMENT',
+  ]);
   assert.deepEqual([ledger.stats().authenticated.entries, ledger.stats().unauthenticated.entries], [1, 0]);
   await assert.rejects(readLedger(dir), /cannot read the request ledger file \S+\/a-5\.jsonl: not a regular file/);
   await rm(join(dir, 'ledger', 'a-5.jsonl'));
@@ -239,7 +293,10 @@ test('Ledger and its readers take only the segment names the writer makes: a-01.
   }
   assert.deepEqual((await readLedger(dir)).map((e) => e.id).includes('stray'), false, 'the readers skip it too');
   const names = await readdir(join(dir, 'ledger'));
-  assert.ok(names.includes('a-01.jsonl') && names.includes('a-0.jsonl'), 'trimming never deletes what it did not write');
+  assert.ok(
+    names.includes('a-01.jsonl') && names.includes('a-0.jsonl'),
+    'trimming never deletes what it did not write',
+  );
 });
 
 test('Ledger.counted() waits for the count of what an earlier process wrote, not for the writes queued behind it', async (t) => {
@@ -301,9 +358,15 @@ test('LedgerTail follows the files: newest() merges the lanes newest first with 
   const a2 = entry({ id: 'a2' });
   const line = (value: object) => `${JSON.stringify(value)}\n`;
   await writeFile(join(dir, 'ledger', 'a-1.jsonl'), line(a1) + line(a2));
-  await writeFile(join(dir, 'ledger', 'u-2.jsonl'), line(u1) + line({ t: 'count', id: 'u1', count: 7, lastTime: a2.time }));
+  await writeFile(
+    join(dir, 'ledger', 'u-2.jsonl'),
+    line(u1) + line({ t: 'count', id: 'u1', count: 7, lastTime: a2.time }),
+  );
   const tail = new LedgerTail(dir);
-  assert.deepEqual((await tail.newest(10, () => true)).map((e) => [e.id, e.count]), [['a2', undefined], ['u1', 7], ['a1', undefined]]);
+  assert.deepEqual((await tail.newest(10, () => true)).map((e) => [e.id, e.count]), [['a2', undefined], ['u1', 7], [
+    'a1',
+    undefined,
+  ]]);
   assert.deepEqual((await tail.newest(1, (e) => e.status === 401)).map((e) => e.id), ['u1']);
   // A line being written is taken once it is whole.
   const a3 = entry({ id: 'a3' });
@@ -319,7 +382,11 @@ test('LedgerTail follows the files: newest() merges the lanes newest first with 
 test('LedgerTail parses a line only when it is needed: the newest entries do not read a damaged older line, the whole ledger does (once); lookupEntry parses the lines naming the id', async (t) => {
   const dir = await tempDir(t, 'store-ledger-tail-');
   await mkdir(join(dir, 'ledger'));
-  const lines = ['{"not":"an entry"}', JSON.stringify(entry({ id: 'old' })), JSON.stringify(entry({ id: 'new', requestId: 'shared' }))];
+  const lines = [
+    '{"not":"an entry"}',
+    JSON.stringify(entry({ id: 'old' })),
+    JSON.stringify(entry({ id: 'new', requestId: 'shared' })),
+  ];
   await writeFile(join(dir, 'ledger', 'a-1.jsonl'), `${lines.join('\n')}\n`);
   const damaged: number[] = [];
   const report = (d: { line: number }) => void damaged.push(d.line);

@@ -24,7 +24,21 @@ const CONFIG: LedgerConfig = {
 let _n = 0;
 function entry(fields: Partial<LedgerEntry> = {}): LedgerEntry {
   _n++;
-  return { id: `e${_n}`, requestId: `r${_n}`, time: new Date(Date.now() - 60_000 + _n).toISOString(), method: 'POST', path: '/hooks/wake', hook: 'wake', client: '127.0.0.1', lane: 'authenticated', auth: 'token', headers: { 'content-type': 'application/json' }, status: 202, durationMs: 1, ...fields };
+  return {
+    id: `e${_n}`,
+    requestId: `r${_n}`,
+    time: new Date(Date.now() - 60_000 + _n).toISOString(),
+    method: 'POST',
+    path: '/hooks/wake',
+    hook: 'wake',
+    client: '127.0.0.1',
+    lane: 'authenticated',
+    auth: 'token',
+    headers: { 'content-type': 'application/json' },
+    status: 202,
+    durationMs: 1,
+    ...fields,
+  };
 }
 
 async function written(t: TestContext, entries: [LedgerEntry, string?][]): Promise<string> {
@@ -37,7 +51,10 @@ async function written(t: TestContext, entries: [LedgerEntry, string?][]): Promi
 
 test('LedgerTail.newest() over a 16 MiB ledger, filtered down to its oldest entry, never holds the event loop 50 ms', async (t) => {
   const oldest = entry({ status: 500, hook: 'rare' });
-  const fill = Array.from({ length: 16 * 1024 }, (_, i): [LedgerEntry, string] => [entry(), JSON.stringify({ text: `filler ${i}`, pad: 'z'.repeat(900) })]);
+  const fill = Array.from(
+    { length: 16 * 1024 },
+    (_, i): [LedgerEntry, string] => [entry(), JSON.stringify({ text: `filler ${i}`, pad: 'z'.repeat(900) })],
+  );
   const dir = await written(t, [[oldest, '{}'], ...fill]);
   const tail = new LedgerTail(dir);
   const { value, heldMs, ticks } = await loopHeld(() => tail.newest(50, (e) => e.hook === 'rare'));
@@ -60,7 +77,7 @@ test('LedgerTail reads a line longer than its piece whole, between shorter ones'
   assert.equal(entries[1]!.body!.data.length, large.length + 11);
 });
 
-test('LedgerTail reads an entry\'s cause back, and counts a line whose cause is of no known kind as damaged', async (t) => {
+test("LedgerTail reads an entry's cause back, and counts a line whose cause is of no known kind as damaged", async (t) => {
   const cause = { kind: 'transform' as const, text: 'threw: boom', at: 'ci.mjs:4' };
   const [a, b] = [entry({ status: 500, cause }), entry({ cause: { kind: 'whim' as 'policy', text: 'x' } })];
   const dir = await written(t, [[a], [b]]);

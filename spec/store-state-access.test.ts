@@ -35,6 +35,9 @@ test('secureStateDir() refuses a shared directory (the sticky bit) and changes n
   const dir = join(await tempDir(t, 'state-access-'), 'state');
   await mkdir(dir);
   await chmod(dir, 0o1777);
-  assert.deepEqual(await secureStateDir(dir), { ok: false, reason: 'it is shared (mode 01777, the sticky bit): give the server a directory of its own' });
+  assert.deepEqual(await secureStateDir(dir), {
+    ok: false,
+    reason: 'it is shared (mode 01777, the sticky bit): give the server a directory of its own',
+  });
   assert.equal(await modeOf(dir), 0o1777);
 });

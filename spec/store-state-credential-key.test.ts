@@ -27,8 +27,11 @@ test('openCredentialKey() makes the key 0600 on first need, and the same key (an
   assert.equal(fingerprints(again.key).of('hook-token'), fingerprints(first.key).of('hook-token'));
 });
 
-test('openCredentialKey(): two state directories have two keys, so a token\'s fingerprint differs between them', async (t) => {
-  const [a, b] = await Promise.all([openCredentialKey(await tempDir(t, 'credential-key-'), { make: true }), openCredentialKey(await tempDir(t, 'credential-key-'), { make: true })]);
+test("openCredentialKey(): two state directories have two keys, so a token's fingerprint differs between them", async (t) => {
+  const [a, b] = await Promise.all([
+    openCredentialKey(await tempDir(t, 'credential-key-'), { make: true }),
+    openCredentialKey(await tempDir(t, 'credential-key-'), { make: true }),
+  ]);
   assert.ok(a.ok && b.ok);
   assert.notEqual(fingerprints(a.key).of('hook-token'), fingerprints(b.key).of('hook-token'));
 });
@@ -44,7 +47,12 @@ test('openCredentialKey(): starters racing on a new directory agree on one key',
 test('openCredentialKey() without make reports a missing key and makes nothing', async (t) => {
   const state = await tempDir(t, 'credential-key-');
   const found = await openCredentialKey(state, { make: false });
-  assert.deepEqual(found, { ok: false, file: join(state, CREDENTIAL_KEY), missing: true, problem: 'it does not exist (the server makes it when it starts)' });
+  assert.deepEqual(found, {
+    ok: false,
+    file: join(state, CREDENTIAL_KEY),
+    missing: true,
+    problem: 'it does not exist (the server makes it when it starts)',
+  });
   await assert.rejects(stat(join(state, CREDENTIAL_KEY)), { code: 'ENOENT' });
 });
 
@@ -54,7 +62,12 @@ test('openCredentialKey(): a key open to group or others is made 0600 by the ser
   await openCredentialKey(state, { make: true });
   await chmod(file, 0o644);
   const read = await openCredentialKey(state, { make: false });
-  assert.deepEqual(read, { ok: false, file, missing: false, problem: 'it has mode 0644: group or others can reach it; the server makes it 0600' });
+  assert.deepEqual(read, {
+    ok: false,
+    file,
+    missing: false,
+    problem: 'it has mode 0644: group or others can reach it; the server makes it 0600',
+  });
   const served = await openCredentialKey(state, { make: true });
   assert.ok(served.ok);
   assert.equal(served.tightened, 0o644);
@@ -70,7 +83,11 @@ test('openCredentialKey() refuses a symbolic link, a FIFO, a folder and a file t
     }, /^it is a symbolic link; the server writes a regular file there$/],
     ['fifo', async (file) => void execFileSync('mkfifo', ['-m', '600', file]), /^it is not a regular file$/],
     ['folder', (file) => mkdir(file), /^it is not a regular file$/],
-    ['garbage', (file) => writeFile(file, 'not a key\n', { mode: 0o600 }), /^it does not hold a credential key \(64 hex digits, as the server writes\)$/],
+    [
+      'garbage',
+      (file) => writeFile(file, 'not a key\n', { mode: 0o600 }),
+      /^it does not hold a credential key \(64 hex digits, as the server writes\)$/,
+    ],
   ];
   for (const [name, make, problem] of cases) {
     const state = join(dir, name);
@@ -87,13 +104,20 @@ test('openCredentialKey() refuses a symbolic link, a FIFO, a folder and a file t
 // Only root can give a file to another user.
 const asRoot = process.getuid?.() === 0;
 
-test('openCredentialKey() refuses a key another user owns', { skip: asRoot ? false : 'needs root to give the file to another user' }, async (t) => {
+test('openCredentialKey() refuses a key another user owns', {
+  skip: asRoot ? false : 'needs root to give the file to another user',
+}, async (t) => {
   const state = await tempDir(t, 'credential-key-');
   await openCredentialKey(state, { make: true });
   const file = join(state, CREDENTIAL_KEY);
   await chown(file, 4242, 4242);
   const owner = (await stat(state)).uid;
   for (const make of [true, false]) {
-    assert.deepEqual(await openCredentialKey(state, { make }), { ok: false, file, missing: false, problem: `it is owned by uid 4242, not by the state directory's owner (uid ${owner})` });
+    assert.deepEqual(await openCredentialKey(state, { make }), {
+      ok: false,
+      file,
+      missing: false,
+      problem: `it is owned by uid 4242, not by the state directory's owner (uid ${owner})`,
+    });
   }
 });

@@ -3,7 +3,7 @@ import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { PID_FILE } from '../lib/store/state/pid-file.ts';
-import { linuxStartMs, lockStateDir, processProbe, type LockProbe } from '../lib/store/state/lock.ts';
+import { linuxStartMs, type LockProbe, lockStateDir, processProbe } from '../lib/store/state/lock.ts';
 import { fileDir } from './_dir.ts';
 
 const tmp = await fileDir('state-lock-');
@@ -57,7 +57,11 @@ test('release() leaves a lock file that is no longer this one in place', async (
 });
 
 test('processProbe.holds() tells a live pid from a dead one, and (on Linux) from one that started after the lock', async () => {
-  assert.equal(await processProbe.holds(process.pid, Date.now()), false, 'this process never holds a lock it did not take');
+  assert.equal(
+    await processProbe.holds(process.pid, Date.now()),
+    false,
+    'this process never holds a lock it did not take',
+  );
   assert.equal(await processProbe.holds(2 ** 22 + 12345, Date.now()), false);
   const parent = process.ppid;
   assert.equal(await processProbe.holds(parent, Date.now()), true);

@@ -15,9 +15,24 @@ const USER_UNIT = 'contrib/systemd/user/hooks-ingress.service';
 // Settings of the system unit that a user manager cannot apply (it has no privileges to give away
 // or to firewall with), or that the user unit replaces; the unit's header says why for each.
 const SYSTEM_ONLY = new Set([
-  'DynamicUser', 'StateDirectory', 'StateDirectoryMode', 'ConfigurationDirectory', 'LoadCredential',
-  'CapabilityBoundingSet', 'AmbientCapabilities', 'DevicePolicy', 'ProtectClock', 'ProtectProc',
-  'ProcSubset', 'RemoveIPC', 'Environment', 'ExecStart', 'ExecReload', 'After', 'WantedBy', 'Description',
+  'DynamicUser',
+  'StateDirectory',
+  'StateDirectoryMode',
+  'ConfigurationDirectory',
+  'LoadCredential',
+  'CapabilityBoundingSet',
+  'AmbientCapabilities',
+  'DevicePolicy',
+  'ProtectClock',
+  'ProtectProc',
+  'ProcSubset',
+  'RemoveIPC',
+  'Environment',
+  'ExecStart',
+  'ExecReload',
+  'After',
+  'WantedBy',
+  'Description',
 ]);
 // The user unit keeps home readable (its config lives there) where the system unit hides it.
 const DIFFERENT = new Map([['ProtectHome', 'read-only']]);
@@ -26,8 +41,11 @@ const DIFFERENT = new Map([['ProtectHome', 'read-only']]);
 const MAX_EXPOSURE = 4.0;
 
 const ANALYZE = _analyzeVersion();
-const ANALYZE_SKIP =
-  ANALYZE === null ? 'systemd-analyze is not installed' : ANALYZE < 250 ? `systemd-analyze ${ANALYZE} has no --offline (needs 250 or later)` : false;
+const ANALYZE_SKIP = ANALYZE === null
+  ? 'systemd-analyze is not installed'
+  : ANALYZE < 250
+  ? `systemd-analyze ${ANALYZE} has no --offline (needs 250 or later)`
+  : false;
 
 test('the user unit has every hardening setting of the system unit that applies to a user service', () => {
   const system = _settings(SYSTEM_UNIT);
@@ -42,7 +60,7 @@ test('the user unit has every hardening setting of the system unit that applies 
   assert.ok(Number(user.get('TimeoutStopSec')?.[0]) * 1000 > DRAIN_MS, 'TimeoutStopSec exceeds the drain');
 });
 
-test('the user unit runs the bin a user-prefix npm install makes, with the quick start\'s state directory writable', () => {
+test("the user unit runs the bin a user-prefix npm install makes, with the quick start's state directory writable", () => {
   const user = _settings(USER_UNIT);
   assert.deepEqual(user.get('ExecStart'), ['%h/.local/bin/hooks-ingress serve']);
   assert.deepEqual(user.get('ExecReload'), ['%h/.local/bin/hooks-ingress reload']);
@@ -61,12 +79,20 @@ test('systemd-analyze --user verify finds no problem in the user unit', { skip: 
   await writeFile(bin, '#!/bin/sh\n');
   await chmod(bin, 0o755);
   const env = { ...process.env, HOME: home, XDG_RUNTIME_DIR: runtime };
-  const verify = spawnSync('systemd-analyze', ['--user', 'verify', '--man=no', USER_UNIT], { cwd: ROOT, env, encoding: 'utf8' });
+  const verify = spawnSync('systemd-analyze', ['--user', 'verify', '--man=no', USER_UNIT], {
+    cwd: ROOT,
+    env,
+    encoding: 'utf8',
+  });
   assert.equal(verify.error, undefined, 'systemd-analyze did not run');
   assert.equal(`${verify.stdout}${verify.stderr}`.trim(), '', 'systemd-analyze --user verify reported problems');
   assert.equal(verify.status, 0);
 
-  const security = spawnSync('systemd-analyze', ['--user', 'security', '--offline=true', '--no-pager', USER_UNIT], { cwd: ROOT, env, encoding: 'utf8' });
+  const security = spawnSync('systemd-analyze', ['--user', 'security', '--offline=true', '--no-pager', USER_UNIT], {
+    cwd: ROOT,
+    env,
+    encoding: 'utf8',
+  });
   const output = `${security.stdout}${security.stderr}`;
   const score = /Overall exposure level for [^:]+: (\d+(?:\.\d+)?)/.exec(output);
   assert.ok(score, `no overall exposure level in:\n${output}`);
@@ -79,7 +105,9 @@ test('the user unit leaves LoadCredential= out: its ${NAME} secrets come from an
   assert.deepEqual(_dropIn(), ['[Service]', 'EnvironmentFile=%h/.config/hooks-ingress/env']);
 });
 
-test('the systemd-analyze --user verify command the docs give works as written, with the documented drop-in', { skip: ANALYZE_SKIP }, async (t) => {
+test('the systemd-analyze --user verify command the docs give works as written, with the documented drop-in', {
+  skip: ANALYZE_SKIP,
+}, async (t) => {
   // Installed as the docs say, in a scratch home; man has no hooks-ingress pages on its path there.
   const home = await tempDir(t, 'hooks-ingress-user-docs-');
   const runtime = join(home, 'run');

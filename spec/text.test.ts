@@ -1,6 +1,16 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { clip, clipLine, collapseSpace, detail, escapeControls, hideUrlCredentials, plainText, shellWord, show } from '../lib/text.ts';
+import {
+  clip,
+  clipLine,
+  collapseSpace,
+  detail,
+  escapeControls,
+  hideUrlCredentials,
+  plainText,
+  shellWord,
+  show,
+} from '../lib/text.ts';
 test('collapseSpace() joins lines and runs of whitespace with one space, trimmed', () => {
   assert.equal(collapseSpace('  first\r\n\tsecond   third \n'), 'first second third');
 });
@@ -40,16 +50,27 @@ test('clipLine() puts a text on one line, then clips it', () => {
 });
 
 test('hideUrlCredentials() hides the user:password (or user) of every URL in a text, and leaves the rest as it was', () => {
-  assert.equal(hideUrlCredentials('cannot reach https://bob:s3cret@example.test:8443/hooks?x=1'), 'cannot reach https://[redacted]@example.test:8443/hooks?x=1');
-  assert.equal(hideUrlCredentials('a http://tok@h/ and "ws://u:p@q@h2#f"'), 'a http://[redacted]@h/ and "ws://[redacted]@h2#f"');
-  assert.equal(hideUrlCredentials('mail bob@example.test, see https://example.test/a@b'), 'mail bob@example.test, see https://example.test/a@b');
+  assert.equal(
+    hideUrlCredentials('cannot reach https://bob:s3cret@example.test:8443/hooks?x=1'),
+    'cannot reach https://[redacted]@example.test:8443/hooks?x=1',
+  );
+  assert.equal(
+    hideUrlCredentials('a http://tok@h/ and "ws://u:p@q@h2#f"'),
+    'a http://[redacted]@h/ and "ws://[redacted]@h2#f"',
+  );
+  assert.equal(
+    hideUrlCredentials('mail bob@example.test, see https://example.test/a@b'),
+    'mail bob@example.test, see https://example.test/a@b',
+  );
   const plain = 'no URL here';
   assert.equal(hideUrlCredentials(plain), plain);
 });
 
 test('hideUrlCredentials() takes linear time on text made to make a scan backtrack', () => {
   const started = performance.now();
-  for (const text of ['a'.repeat(250_000), 'a://'.repeat(62_500), `${'x'.repeat(250_000)}://${'@'.repeat(250_000)}`]) hideUrlCredentials(text);
+  for (const text of ['a'.repeat(250_000), 'a://'.repeat(62_500), `${'x'.repeat(250_000)}://${'@'.repeat(250_000)}`]) {
+    hideUrlCredentials(text);
+  }
   // A quadratic scan of 250 KB takes tens of seconds; a linear one, milliseconds.
   assert.ok(performance.now() - started < 2000);
 });

@@ -10,7 +10,15 @@ import { ROOT } from './_cli.ts';
 const spans = (source: string): string[] => functionSpans(source).map((s) => `${s.name}@${s.line}:${s.lines}`);
 
 test('functionSpans() counts a declaration from its signature to its closing brace, nested functions included', () => {
-  const source = ['export async function load(', '  path: string,', '): Promise<void> {', '  const read = () => {', '    return 1;', '  };', '}'].join('\n');
+  const source = [
+    'export async function load(',
+    '  path: string,',
+    '): Promise<void> {',
+    '  const read = () => {',
+    '    return 1;',
+    '  };',
+    '}',
+  ].join('\n');
   assert.deepEqual(spans(source), ['load@1:7', 'read@4:3']);
 });
 
@@ -75,7 +83,7 @@ test('functionSpans() counts no block, object literal, interface, class or expre
 test('functionSpans() is not misled by braces in strings, templates, regular expressions and comments', () => {
   const source = [
     'function f() {',
-    "  const s = '}' + \"{\";",
+    '  const s = \'}\' + "{";',
     '  const t = `}${ { a: 1 }.a }{`;',
     '  const r = /[}{]\\}/g;',
     '  // }',

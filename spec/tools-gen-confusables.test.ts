@@ -40,8 +40,15 @@ describe('tools/gen-confusables', () => {
   it('render() writes a module whose table reads back as the folds, with the data file named in its header', async () => {
     const text = render(pickFolds(SAMPLE), { version: '17.0.0', date: '2025-07-22', sha256: 'ab'.repeat(32) });
     assert.match(text, /confusables\.txt \(UTS #39\),\n\/\/ version 17\.0\.0, dated 2025-07-22, SHA-256 (ab){32}/);
-    const module = (await import(`data:text/javascript,${encodeURIComponent(text.replace(/: Readonly<[^>]+>>|: ReadonlyMap<string, string>|: \[string, string\]/g, ''))}`)) as { MARKER_CONFUSABLES: Map<string, string> };
-    assert.deepEqual([...module.MARKER_CONFUSABLES], [['\u0415', 'E'], ['\u1D07', 'e'], ['\uAB7C', 'e'], ['\u0406', 'l'], ['\uA731', 's']]);
+    const module = (await import(
+      `data:text/javascript,${
+        encodeURIComponent(text.replace(/: Readonly<[^>]+>>|: ReadonlyMap<string, string>|: \[string, string\]/g, ''))
+      }`
+    )) as { MARKER_CONFUSABLES: Map<string, string> };
+    assert.deepEqual([...module.MARKER_CONFUSABLES], [['\u0415', 'E'], ['\u1D07', 'e'], ['\uAB7C', 'e'], [
+      '\u0406',
+      'l',
+    ], ['\uA731', 's']]);
   });
 
   it('the committed table covers the look-alikes the issue names and maps only to marker letters', () => {

@@ -22,7 +22,23 @@ const _END = '<!-- /lib-map -->';
 const _COLUMN = 30;
 // The folders in the order of the layer map at the top of docs/development.md: shared leaves and
 // vocabulary first, the commands last. A folder not named here comes after them.
-const _ORDER = ['', 'model', 'untrusted', 'guard', 'hooks', 'policy', 'store', 'delivery', 'runtime', 'edge', 'control', 'inspector', 'config', 'server', 'cli'];
+const _ORDER = [
+  '',
+  'model',
+  'untrusted',
+  'guard',
+  'hooks',
+  'policy',
+  'store',
+  'delivery',
+  'runtime',
+  'edge',
+  'control',
+  'inspector',
+  'config',
+  'server',
+  'cli',
+];
 
 /** The comment a file's text opens with (its markers taken off), or `null` when its first line is not a comment. */
 export function openingComment(text: string): string | null {
@@ -104,7 +120,15 @@ export function libMap(root: string = ROOT): string {
   const rank = (name: string) => (_ORDER.includes(name) ? _ORDER.indexOf(name) : _ORDER.length);
   const folders = [...lib.folders].sort((a, b) => rank(_name(a)) - rank(_name(b)) || (a.path < b.path ? -1 : 1));
   const sections = [
-    ['shared leaves', ...lib.files.filter((name) => name.endsWith('.ts')).map((name) => _line(`lib/${name}`, firstSentence(openingComment(readFileSync(join(root, 'lib', name), 'utf8')) ?? '(no opening comment)')))],
+    [
+      'shared leaves',
+      ...lib.files.filter((name) => name.endsWith('.ts')).map((name) =>
+        _line(
+          `lib/${name}`,
+          firstSentence(openingComment(readFileSync(join(root, 'lib', name), 'utf8')) ?? '(no opening comment)'),
+        )
+      ),
+    ],
     ...folders.map((folder) => [_name(folder), ..._lines(root, folder)]),
   ];
   return [_BEGIN, '```', sections.map((section) => section.join('\n')).join('\n\n'), '```', _END].join('\n');
@@ -118,7 +142,9 @@ function _name(folder: _Folder): string {
 export function withMap(doc: string, root: string = ROOT): string {
   const begin = doc.indexOf(_BEGIN);
   const end = doc.indexOf(_END);
-  if (begin === -1 || end < begin) throw new Error(`Cannot find the map in docs/development.md: expected the lines ${_BEGIN} and ${_END}`);
+  if (begin === -1 || end < begin) {
+    throw new Error(`Cannot find the map in docs/development.md: expected the lines ${_BEGIN} and ${_END}`);
+  }
   return doc.slice(0, begin) + libMap(root) + doc.slice(end + _END.length);
 }
 
@@ -127,7 +153,9 @@ if (argv[1] !== undefined && import.meta.url === pathToFileURL(argv[1]).href) {
   const doc = readFileSync(path, 'utf8');
   const next = withMap(doc);
   const bare = filesWithoutComment();
-  if (bare.length > 0) stderr.write(`docs-map: these files do not open with a comment saying what they are:\n  ${bare.join('\n  ')}\n`);
+  if (bare.length > 0) {
+    stderr.write(`docs-map: these files do not open with a comment saying what they are:\n  ${bare.join('\n  ')}\n`);
+  }
   if (argv.includes('--check')) {
     if (next !== doc) stderr.write('docs-map: the map of lib/ in docs/development.md is stale: run npm run docs:map\n');
     process.exitCode = next !== doc || bare.length > 0 ? 1 : 0;

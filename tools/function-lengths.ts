@@ -29,7 +29,41 @@ interface Token {
 // Keywords after which a `(...)` is a condition or a clause, never a parameter list.
 const _CLAUSES = new Set(['if', 'for', 'while', 'switch', 'catch', 'with']);
 // Tokens after which a `/` starts a regular expression rather than a division.
-const _BEFORE_REGEX = new Set(['(', ',', '=', ':', '[', '!', '&', '|', '?', '{', '}', ';', '+', '-', '*', '%', '<', '>', '~', '^', '=>', '&&', '||', '??', 'return', 'typeof', 'case', 'of', 'in', 'yield', 'await', 'void', 'delete']);
+const _BEFORE_REGEX = new Set([
+  '(',
+  ',',
+  '=',
+  ':',
+  '[',
+  '!',
+  '&',
+  '|',
+  '?',
+  '{',
+  '}',
+  ';',
+  '+',
+  '-',
+  '*',
+  '%',
+  '<',
+  '>',
+  '~',
+  '^',
+  '=>',
+  '&&',
+  '||',
+  '??',
+  'return',
+  'typeof',
+  'case',
+  'of',
+  'in',
+  'yield',
+  'await',
+  'void',
+  'delete',
+]);
 const _PUNCTUATION = ['=>', '...', '?.', '&&', '||', '??', '==', '!=', '<=', '>='];
 
 /** The tokens of `source` that matter to finding functions: words and punctuation, with comments, strings, templates' text and regular expressions left out. */
@@ -140,7 +174,23 @@ function _tokens(source: string): Token[] {
 
 const _BEFORE_TYPE_LITERAL = new Set([':', '|', '&', '<', ',', '?']);
 // Tokens a return type cannot hold: reaching one while walking back from a brace means the brace follows no signature.
-const _NOT_A_TYPE = new Set([';', '{', '(', '[', '=', ',', 'interface', 'class', 'extends', 'implements', 'namespace', 'declare', 'type', 'enum', 'return']);
+const _NOT_A_TYPE = new Set([
+  ';',
+  '{',
+  '(',
+  '[',
+  '=',
+  ',',
+  'interface',
+  'class',
+  'extends',
+  'implements',
+  'namespace',
+  'declare',
+  'type',
+  'enum',
+  'return',
+]);
 
 const _OPEN: ReadonlyMap<string, string> = new Map([[')', '('], [']', '['], ['}', '{']]);
 
@@ -168,7 +218,11 @@ export function functionSpans(source: string): FunctionSpan[] {
     if (start === null) return;
     const close = partner.get(index);
     if (close === undefined) return;
-    spans.push({ name: _name(tokens, start), line: tokens[start]!.line, lines: tokens[close]!.line - tokens[start]!.line + 1 });
+    spans.push({
+      name: _name(tokens, start),
+      line: tokens[start]!.line,
+      lines: tokens[close]!.line - tokens[start]!.line + 1,
+    });
   });
   return spans;
 }
@@ -241,7 +295,10 @@ function _name(tokens: readonly Token[], start: number): string {
   for (let i = start - 1; i >= Math.max(0, start - 4); i--) {
     const text = tokens[i]!.text;
     if (/^[\w$#]+$/.test(text) && !_NOT_A_NAME.includes(text)) {
-      if (tokens[i + 1]?.text === '=' || tokens[i + 1]?.text === ':' || tokens[i + 1]?.text === '(' || tokens[i + 1]?.text === '<') return text;
+      if (
+        tokens[i + 1]?.text === '=' || tokens[i + 1]?.text === ':' || tokens[i + 1]?.text === '(' ||
+        tokens[i + 1]?.text === '<'
+      ) return text;
       if (i + 1 === start) return text;
     }
     if (text === '(' || text === ',' || text === ';' || text === '{') break;
@@ -249,7 +306,28 @@ function _name(tokens: readonly Token[], start: number): string {
   return '<anonymous>';
 }
 
-const _NOT_A_NAME = ['function', 'async', 'get', 'set', 'static', 'private', 'public', 'protected', 'readonly', 'new', 'return', 'await', 'yield', 'typeof', 'case', 'export', 'default', 'const', 'let', 'var'];
+const _NOT_A_NAME = [
+  'function',
+  'async',
+  'get',
+  'set',
+  'static',
+  'private',
+  'public',
+  'protected',
+  'readonly',
+  'new',
+  'return',
+  'await',
+  'yield',
+  'typeof',
+  'case',
+  'export',
+  'default',
+  'const',
+  'let',
+  'var',
+];
 
 async function _files(paths: readonly string[]): Promise<string[]> {
   const files: string[] = [];
@@ -259,7 +337,9 @@ async function _files(paths: readonly string[]): Promise<string[]> {
       continue;
     }
     const entries = await readdir(path, { withFileTypes: true, recursive: true });
-    for (const entry of entries) if (entry.isFile() && entry.name.endsWith('.ts')) files.push(relative('.', join(entry.parentPath, entry.name)));
+    for (const entry of entries) {
+      if (entry.isFile() && entry.name.endsWith('.ts')) files.push(relative('.', join(entry.parentPath, entry.name)));
+    }
   }
   return files.sort();
 }
@@ -269,7 +349,9 @@ export async function longFunctions(paths: readonly string[], max: number): Prom
   const found: { where: string; lines: number }[] = [];
   for (const file of await _files(paths)) {
     for (const span of functionSpans(await readFile(file, 'utf8'))) {
-      if (span.lines > max) found.push({ where: `${file}:${span.line} ${span.name} (${span.lines} lines)`, lines: span.lines });
+      if (span.lines > max) {
+        found.push({ where: `${file}:${span.line} ${span.name} (${span.lines} lines)`, lines: span.lines });
+      }
     }
   }
   return found.sort((a, b) => b.lines - a.lines).map((f) => f.where);

@@ -38,14 +38,27 @@ async function post(url: string, path: string, headers: Record<string, string>, 
 
 // A GitHub push as GitHub signs it, with `secret`.
 async function push(url: string, secret: string, delivery: string, message: string): Promise<void> {
-  const body = JSON.stringify({ ref: 'refs/heads/main', repository: { full_name: 'me/notes' }, pusher: { name: 'me' }, head_commit: { message } });
+  const body = JSON.stringify({
+    ref: 'refs/heads/main',
+    repository: { full_name: 'me/notes' },
+    pusher: { name: 'me' },
+    head_commit: { message },
+  });
   const signature = `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
-  await post(url, '/hooks/github', { 'x-hub-signature-256': signature, 'x-github-event': 'push', 'x-github-delivery': delivery }, body);
+  await post(url, '/hooks/github', {
+    'x-hub-signature-256': signature,
+    'x-github-event': 'push',
+    'x-github-delivery': delivery,
+  }, body);
 }
 
 // A Stripe event signed `age` seconds ago, as Stripe signs it.
 async function stripe(url: string, age: number): Promise<void> {
-  const body = JSON.stringify({ id: 'evt_1QkTr2Lz', type: 'invoice.payment_failed', data: { object: { customer_email: 'ana@example.com', amount_due: 1200 } } });
+  const body = JSON.stringify({
+    id: 'evt_1QkTr2Lz',
+    type: 'invoice.payment_failed',
+    data: { object: { customer_email: 'ana@example.com', amount_due: 1200 } },
+  });
   const t = Math.floor(Date.now() / 1000) - age;
   const v1 = createHmac('sha256', STRIPE).update(`${t}.${body}`).digest('hex');
   await post(url, '/hooks/stripe', { 'stripe-signature': `t=${t},v1=${v1}` }, body);
@@ -65,15 +78,27 @@ const configWith = (github: string) =>
       enabled: true,
       token: TOKEN,
       mappings: [
-        { match: { path: 'github' }, signature: { scheme: 'github', secret: github }, action: 'wake', textTemplate: 'push to {{repository.full_name}}: {{head_commit.message}}' },
-        { match: { path: 'stripe' }, signature: { scheme: 'stripe', secret: STRIPE }, action: 'wake', textTemplate: 'Stripe {{type}} for {{data.object.customer_email}}' },
+        {
+          match: { path: 'github' },
+          signature: { scheme: 'github', secret: github },
+          action: 'wake',
+          textTemplate: 'push to {{repository.full_name}}: {{head_commit.message}}',
+        },
+        {
+          match: { path: 'stripe' },
+          signature: { scheme: 'stripe', secret: STRIPE },
+          action: 'wake',
+          textTemplate: 'Stripe {{type}} for {{data.object.customer_email}}',
+        },
         { match: { path: 'alerts' }, action: 'wake', textTemplate: 'alert: {{title}}' },
       ],
     },
     inspector: { port: 0 },
   });
 await writeFile(config, configWith('an-old-secret'), { mode: 0o600 });
-const server = spawn(process.execPath, [BIN, 'serve', '-c', config, '--port', '0', '--state-dir', state], { stdio: ['ignore', 'pipe', 'ignore'] });
+const server = spawn(process.execPath, [BIN, 'serve', '-c', config, '--port', '0', '--state-dir', state], {
+  stdio: ['ignore', 'pipe', 'ignore'],
+});
 try {
   const url = await new Promise<string>((resolve, reject) => {
     let out = '';
@@ -87,7 +112,12 @@ try {
   const auth = { authorization: `Bearer ${TOKEN}` };
   await push(url, GITHUB, '3a9e1c40-5a3b-11ef-8d4a-1f2e3d4c5b6a', 'Add the nightly export');
   await stripe(url, 3_600);
-  await post(url, '/hooks/alerts', auth, JSON.stringify({ title: 'disk 91% full on nas', host: 'nas', level: 'warning' }));
+  await post(
+    url,
+    '/hooks/alerts',
+    auth,
+    JSON.stringify({ title: 'disk 91% full on nas', host: 'nas', level: 'warning' }),
+  );
   await post(url, '/hooks/wake', auth, JSON.stringify({ mode: 'now' }));
   await post(url, '/hooks/wake', { authorization: 'Bearer not-the-token' }, '{}');
   await push(url, GITHUB, '7f1c2e80-5a3b-11ef-8d4a-1f2e3d4c5b6a', 'Fix the parser');
@@ -95,7 +125,8 @@ try {
   await writeFile(config, configWith(GITHUB), { mode: 0o600 });
   await run('reload', '-c', config, '--state-dir', state);
   await push(url, GITHUB, '5c2d7e10-5a3b-11ef-9c1b-0e2f3a4b5c6d', 'Tidy the README');
-  const first = /^\S+\s+401\s+\S+\s+POST github\s+(\S+)/m.exec(await run('requests', '--failed', '--state-dir', state))?.[1];
+  const first = /^\S+\s+401\s+\S+\s+POST github\s+(\S+)/m.exec(await run('requests', '--failed', '--state-dir', state))
+    ?.[1];
   if (first === undefined) throw new Error('requests --failed listed no refused push');
   await run('requests', 'replay', first, '--state-dir', state);
   const link = /^(http\S+)$/m.exec(await run('inspect', '--state-dir', state))?.[1];
@@ -103,7 +134,13 @@ try {
 
   const browser = await chromium.launch({
     executablePath: process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium',
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--no-first-run',
+    ],
   });
   try {
     const page = await browser.newPage({ viewport: { width: 1280, height: 760 }, colorScheme: 'light' });
@@ -111,10 +148,14 @@ try {
     await page.locator('#list li').nth(7).waitFor();
     await page.locator('#list li .o-resolved').first().waitFor();
     await shoot(page, 'inspector-list.png');
-    await page.locator('#list li', { hasText: 'refused: bad signature' }).filter({ hasNotText: 'resolved' }).locator('button').click();
+    await page.locator('#list li', { hasText: 'refused: bad signature' }).filter({ hasNotText: 'resolved' }).locator(
+      'button',
+    ).click();
     await page.locator('#detail', { hasText: 'bad-signature' }).waitFor();
     await shoot(page, 'inspector.png');
-    await page.locator('#list li', { hasText: 'accepted' }).filter({ hasText: '/hooks/github' }).filter({ hasNotText: 'replay' }).locator('button').click();
+    await page.locator('#list li', { hasText: 'accepted' }).filter({ hasText: '/hooks/github' }).filter({
+      hasNotText: 'replay',
+    }).locator('button').click();
     await page.locator('#detail', { hasText: 'What it became' }).waitFor();
     await shoot(page, 'inspector-accepted.png');
     await page.locator('#bulk').click();

@@ -4,7 +4,7 @@ import type { Logger } from '../log.ts';
 import { Alerter } from '../runtime/alerts.ts';
 import { buildDeliver } from '../server/service.ts';
 import { runGroup } from './group.ts';
-import { FAILURE, messagePrefix, type Io } from './io.ts';
+import { FAILURE, type Io, messagePrefix } from './io.ts';
 import { loadConfigFor } from './load-config.ts';
 import { parseCommand } from './usage.ts';
 
@@ -37,7 +37,11 @@ const _RETRY = { maxAttempts: 3, baseDelayMs: 1_000, maxDelayMs: 10_000 };
 
 /** `hooks-ingress alerts COMMAND`; resolves to the exit code. */
 export function alertsCommand(argv: readonly string[], io: Io): Promise<number> {
-  return runGroup({ name: 'alerts', help: ALERTS_HELP, commands: { test: { options: TEST_OPTIONS, run: _test } } }, argv, io);
+  return runGroup(
+    { name: 'alerts', help: ALERTS_HELP, commands: { test: { options: TEST_OPTIONS, run: _test } } },
+    argv,
+    io,
+  );
 }
 
 async function _test(argv: readonly string[], io: Io): Promise<number> {
@@ -54,7 +58,11 @@ async function _test(argv: readonly string[], io: Io): Promise<number> {
   const outcome = await alerter.test();
   await alerter.stop();
   if (outcome.status === 'delivered') {
-    io.stdout(`delivered to ${outcome.channel} ${outcome.to}${outcome.messageIds.length > 0 ? ` (${outcome.messageIds.join(', ')})` : ''}\n`);
+    io.stdout(
+      `delivered to ${outcome.channel} ${outcome.to}${
+        outcome.messageIds.length > 0 ? ` (${outcome.messageIds.join(', ')})` : ''
+      }\n`,
+    );
     return 0;
   }
   io.stderr(`${messagePrefix(io)}: ${outcome.status}: ${outcome.reason}\n`);

@@ -5,9 +5,9 @@ import { locateConfig, locateStateDir } from '../config/locate.ts';
 import { readinessWarnings } from '../config/readiness.ts';
 import { partialWalk, stateExposure } from '../config/state-exposure.ts';
 import type { Config } from '../config/types.ts';
-import { COMMON, type Command, type Flags } from './command.ts';
+import { type Command, COMMON, type Flags } from './command.ts';
 import { ignoreDebuggerSignal } from './debugger-signal.ts';
-import { FAILURE, messagePrefix, type Io } from './io.ts';
+import { FAILURE, type Io, messagePrefix } from './io.ts';
 import { printInvalid, readConfig } from './load-config.ts';
 import { checkTransformsOf } from '../server/transforms.ts';
 
@@ -34,7 +34,11 @@ Options:
 `,
   async run(flags, _positionals, io) {
     // Loading the transforms runs their code, in children that can signal this process on Node.
-    const releaseDebugger = ignoreDebuggerSignal({ info() {}, error() {}, warn: (message) => io.stderr(`${messagePrefix(io)}: warning: ${message}\n`) });
+    const releaseDebugger = ignoreDebuggerSignal({
+      info() {},
+      error() {},
+      warn: (message) => io.stderr(`${messagePrefix(io)}: warning: ${message}\n`),
+    });
     try {
       return await _check(flags, io);
     } finally {
@@ -62,7 +66,9 @@ async function _check(flags: Flags, io: Io): Promise<number> {
   if (exposure.problem !== null) io.stderr(`${name}: cannot use state directory ${stateDir}: ${exposure.problem}\n`);
   if (exposure.partial) io.stderr(`${name}: warning: ${partialWalk(config.hooks.transformsDir)}\n`);
   for (const key of result.ignored) io.stderr(`${name}: ${key} is not used by hooks-ingress (ignored)\n`);
-  for (const warning of [...result.warnings, ...readinessWarnings(config), ...(await fileModeWarnings(config))]) io.stderr(`${name}: warning: ${warning}\n`);
+  for (const warning of [...result.warnings, ...readinessWarnings(config), ...(await fileModeWarnings(config))]) {
+    io.stderr(`${name}: warning: ${warning}\n`);
+  }
   for (const note of notes(config)) io.stderr(`${name}: note: ${note}\n`);
   if (problems.length > 0 || exposure.problem !== null) return FAILURE;
   io.stdout(`${config.file}: ok\n`);
@@ -73,7 +79,9 @@ async function _check(flags: Flags, io: Io): Promise<number> {
 export function notes(config: Config): string[] {
   const notes: string[] = [];
   if (config.gateway.authToken === null) {
-    notes.push('GET /metrics is off (it answers 404): set gateway.auth.token to turn it on; scrape it with that token as Bearer');
+    notes.push(
+      'GET /metrics is off (it answers 404): set gateway.auth.token to turn it on; scrape it with that token as Bearer',
+    );
   }
   return notes;
 }

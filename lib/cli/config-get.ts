@@ -7,8 +7,8 @@ import { locateConfig, locateStateDir } from '../config/locate.ts';
 import { DEFAULT_HEARTBEAT_PROMPT, DEFAULT_PATHS, DEFAULTS } from '../config/normalise.ts';
 import type { Config } from '../config/types.ts';
 import { parseJsonc } from '../config/jsonc.ts';
-import { join, type Issue } from '../schema.ts';
-import { FAILURE, USAGE, type Io } from './io.ts';
+import { type Issue, join } from '../schema.ts';
+import { FAILURE, type Io, USAGE } from './io.ts';
 import { loadConfigFor } from './load-config.ts';
 import { runGroup } from './group.ts';
 import { parseCommand, usageLine } from './usage.ts';
@@ -39,10 +39,11 @@ Options:
 
 const GET_OPTIONS = { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' } } as const;
 
-
 // Keys whose value comes from a default when the file does not set them.
 const DEFAULT_VALUES: Readonly<Record<string, unknown>> = {
-  ...Object.fromEntries(Object.entries(DEFAULT_PATHS).map(([name, path]) => [path, DEFAULTS[name as keyof typeof DEFAULTS]])),
+  ...Object.fromEntries(
+    Object.entries(DEFAULT_PATHS).map(([name, path]) => [path, DEFAULTS[name as keyof typeof DEFAULTS]]),
+  ),
   'hooks.enabled': false,
   'hooks.allowRequestSessionKey': false,
   'hooks.unknownPayloadFields': 'refuse',
@@ -52,7 +53,11 @@ const DEFAULT_VALUES: Readonly<Record<string, unknown>> = {
 
 /** `hooks-ingress config COMMAND`; resolves to the exit code. */
 export function configCommand(argv: readonly string[], io: Io): Promise<number> {
-  return runGroup({ name: 'config', help: CONFIG_HELP, commands: { get: { options: GET_OPTIONS, run: _get } } }, argv, io);
+  return runGroup(
+    { name: 'config', help: CONFIG_HELP, commands: { get: { options: GET_OPTIONS, run: _get } } },
+    argv,
+    io,
+  );
 }
 
 async function _get(argv: readonly string[], io: Io): Promise<number> {
@@ -61,7 +66,11 @@ async function _get(argv: readonly string[], io: Io): Promise<number> {
   const [key, ...extra] = parsed.positionals;
   const path = key === undefined ? null : parseKeyPath(key);
   if (key === undefined || extra.length > 0 || path === null) {
-    const problem = key === undefined ? 'give the KEY to print' : extra.length > 0 ? `one KEY only, got ${parsed.positionals.length}` : `"${key}" is not a key path`;
+    const problem = key === undefined
+      ? 'give the KEY to print'
+      : extra.length > 0
+      ? `one KEY only, got ${parsed.positionals.length}`
+      : `"${key}" is not a key path`;
     io.stderr(usageLine('config get', problem));
     return USAGE;
   }
@@ -115,7 +124,8 @@ export async function unknownKey(path: readonly (string | number)[], dir: string
   const asked = keyName(path.map((s) => (typeof s === 'number' ? 0 : s)));
   const problem = result.ok ? undefined : result.problems.find((p) => {
     const [where = ''] = p.split(': unknown key');
-    return p.includes(': unknown key') && (asked === where || asked.startsWith(`${where}.`) || asked.startsWith(`${where}[`));
+    return p.includes(': unknown key') &&
+      (asked === where || asked.startsWith(`${where}.`) || asked.startsWith(`${where}[`));
   });
   return problem ?? null;
 }
@@ -132,7 +142,9 @@ async function _effective(path: readonly (string | number)[], config: Config, io
   const issues: Issue[] = [];
   let value: unknown = parsed.ok ? substituteEnv(parsed.value, '', io.env, issues) : undefined;
   for (const segment of path) {
-    value = typeof value === 'object' && value !== null && Object.hasOwn(value, segment) ? (value as Record<string, unknown>)[segment] : undefined;
+    value = typeof value === 'object' && value !== null && Object.hasOwn(value, segment)
+      ? (value as Record<string, unknown>)[segment]
+      : undefined;
   }
   return value ?? DEFAULT_VALUES[name];
 }

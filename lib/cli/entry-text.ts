@@ -38,9 +38,13 @@ export function describeBecame(entry: LedgerEntry): string {
   const out: string[] = [];
   if (b.events !== undefined) out.push(`event${b.events.length > 1 ? 's' : ''} ${b.events.join(',')}`);
   if (b.runs !== undefined) out.push(`run${b.runs.length > 1 ? 's' : ''} ${b.runs.join(',')}`);
-  if (b.deliveries !== undefined) out.push(`notify deliver${b.deliveries.length > 1 ? 'ies' : 'y'} ${b.deliveries.join(',')}`);
+  if (b.deliveries !== undefined) {
+    out.push(`notify deliver${b.deliveries.length > 1 ? 'ies' : 'y'} ${b.deliveries.join(',')}`);
+  }
   if (b.outbox !== undefined) out.push(`outbox ${b.outbox.join(',')}`);
-  if (b.duplicateOf !== undefined) out.push(`duplicate of ${b.duplicateOf === '' ? 'an earlier request' : `request ${b.duplicateOf}`}`);
+  if (b.duplicateOf !== undefined) {
+    out.push(`duplicate of ${b.duplicateOf === '' ? 'an earlier request' : `request ${b.duplicateOf}`}`);
+  }
   if (b.ignored === true) out.push(entry.cause?.kind === 'filter' ? describeCause(entry.cause) : 'ignored by filter');
   if (b.skipped === true) out.push('skipped by transform');
   if (b.handshake !== undefined) out.push(`${b.handshake} handshake`);
@@ -52,7 +56,9 @@ export function formatEntry(entry: LedgerEntry, produced: _Produced): string {
   let out = _rows(entry, produced).map(([k, v]) => `${k.padEnd(11)} ${escapeControls(v, false)}\n`).join('');
   out += entry.headersTruncated === true ? 'headers (those past 2 KiB left out):\n' : 'headers:\n';
   for (const [name, value] of Object.entries(entry.headers)) {
-    for (const one of Array.isArray(value) ? value : [value]) out += `  ${escapeControls(name, false)}: ${escapeControls(one, false)}\n`;
+    for (const one of Array.isArray(value) ? value : [value]) {
+      out += `  ${escapeControls(name, false)}: ${escapeControls(one, false)}\n`;
+    }
   }
   out += _body(entry);
   if (produced.runs.length > 0) out += `runs:\n${produced.runs.map((r) => _indent(formatRun(r))).join('')}`;
@@ -61,7 +67,12 @@ export function formatEntry(entry: LedgerEntry, produced: _Produced): string {
 }
 
 /** What a request produced: its runs and events, its replays, and its root's resolution. */
-type _Produced = { runs: readonly RunRecord[]; events: readonly SessionEvent[]; replays?: readonly LedgerEntry[]; resolution?: Resolution };
+type _Produced = {
+  runs: readonly RunRecord[];
+  events: readonly SessionEvent[];
+  replays?: readonly LedgerEntry[];
+  resolution?: Resolution;
+};
 
 // The entry's `name value` rows, before its headers: the request, its verdicts, what it became and
 // why, its history, and the commands that replay or resolve a failed one.
@@ -69,7 +80,10 @@ function _rows(entry: LedgerEntry, produced: _Produced): [string, string][] {
   const lines: [string, string][] = [
     ['entry', entry.id],
     ['request id', entry.requestId],
-    ['time', `${entry.time}${(entry.count ?? 1) > 1 ? ` (x${entry.count}, the last at ${entry.lastTime ?? entry.time})` : ''}`],
+    [
+      'time',
+      `${entry.time}${(entry.count ?? 1) > 1 ? ` (x${entry.count}, the last at ${entry.lastTime ?? entry.time})` : ''}`,
+    ],
     ['request', `${entry.method} ${entry.path}${entry.query === undefined ? '' : `?${entry.query}`}`],
     ['hook', `${entry.hook ?? '-'}${entry.mapping === undefined ? '' : ` (mapping ${entry.mapping})`}`],
     ['client', entry.client],
@@ -77,9 +91,23 @@ function _rows(entry: LedgerEntry, produced: _Produced): [string, string][] {
   ];
   const sig = entry.signature;
   if (sig !== undefined) {
-    lines.push(['signature', sig.ok ? `${sig.scheme}: ok` : `${sig.scheme}: refused, ${sig.why ?? 'invalid'}${sig.skewSeconds === undefined ? '' : ` (timestamp ${Math.abs(sig.skewSeconds)} s ${sig.skewSeconds >= 0 ? 'in the past' : 'in the future'})`}${sig.reason === undefined ? '' : `: ${sig.reason}`}`]);
+    lines.push([
+      'signature',
+      sig.ok
+        ? `${sig.scheme}: ok`
+        : `${sig.scheme}: refused, ${sig.why ?? 'invalid'}${
+          sig.skewSeconds === undefined
+            ? ''
+            : ` (timestamp ${Math.abs(sig.skewSeconds)} s ${sig.skewSeconds >= 0 ? 'in the past' : 'in the future'})`
+        }${sig.reason === undefined ? '' : `: ${sig.reason}`}`,
+    ]);
   }
-  lines.push(['status', `${entry.status}${entry.code === undefined ? '' : ` ${entry.code}`}${entry.error === undefined ? '' : `: ${entry.error}`}`]);
+  lines.push([
+    'status',
+    `${entry.status}${entry.code === undefined ? '' : ` ${entry.code}`}${
+      entry.error === undefined ? '' : `: ${entry.error}`
+    }`,
+  ]);
   const became = describeBecame(entry);
   if (became !== '') lines.push(['became', became]);
   const cause = _cause(entry);
@@ -87,8 +115,14 @@ function _rows(entry: LedgerEntry, produced: _Produced): [string, string][] {
   if (entry.replayOf !== undefined) lines.push(['replay of', entry.replayOf]);
   lines.push(..._history(produced));
   lines.push(['took', `${entry.durationMs} ms`]);
-  if (failed(entry) && entry.body !== undefined && (produced.resolution === undefined || produced.resolution.state === 'failed')) {
-    lines.push(['replay', `hooks-ingress requests replay ${entry.id}`], ['or resolve', `hooks-ingress requests resolve ${entry.id}`]);
+  if (
+    failed(entry) && entry.body !== undefined &&
+    (produced.resolution === undefined || produced.resolution.state === 'failed')
+  ) {
+    lines.push(['replay', `hooks-ingress requests replay ${entry.id}`], [
+      'or resolve',
+      `hooks-ingress requests resolve ${entry.id}`,
+    ]);
   }
   return lines;
 }
@@ -106,9 +140,16 @@ function _cause(entry: Pick<LedgerEntry, 'cause'>): string | null {
 // the replays the ledger still holds.
 function _history(produced: { replays?: readonly LedgerEntry[]; resolution?: Resolution }): [string, string][] {
   const { resolution } = produced;
-  if (resolution === undefined) return (produced.replays ?? []).map((r) => ['replayed', `${r.id} at ${r.time}: ${r.status}`]);
-  const lines: [string, string][] = [['resolution', `${describeResolution(resolution)}${resolution.resolvedAt === undefined ? '' : ` at ${resolution.resolvedAt}`}`]];
-  for (const r of resolution.replays) lines.push(['replayed', `${r.entry ?? `request ${r.requestId}`} at ${r.time}: ${r.status}`]);
+  if (resolution === undefined) {
+    return (produced.replays ?? []).map((r) => ['replayed', `${r.id} at ${r.time}: ${r.status}`]);
+  }
+  const lines: [string, string][] = [[
+    'resolution',
+    `${describeResolution(resolution)}${resolution.resolvedAt === undefined ? '' : ` at ${resolution.resolvedAt}`}`,
+  ]];
+  for (const r of resolution.replays) {
+    lines.push(['replayed', `${r.entry ?? `request ${r.requestId}`} at ${r.time}: ${r.status}`]);
+  }
   return lines;
 }
 
@@ -117,7 +158,9 @@ function _body(entry: LedgerEntry): string {
   if (body === undefined) return `body: not kept (${_omitted(entry.bodyOmitted)})\n`;
   const kept = bodyBytes(body);
   const head = `body: ${body.bytes} bytes${body.truncated ? `, the first ${kept.length} kept (truncated)` : ''}`;
-  if (body.encoding === 'base64') return `${head}, not text; base64:\n${_indent(`${body.data.replace(/(.{76})/g, '$1\n')}\n`)}`;
+  if (body.encoding === 'base64') {
+    return `${head}, not text; base64:\n${_indent(`${body.data.replace(/(.{76})/g, '$1\n')}\n`)}`;
+  }
   return `${head}:\n${_indent(`${escapeControls(_pretty(body.data, body.truncated), true)}\n`)}`;
 }
 

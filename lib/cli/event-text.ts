@@ -13,8 +13,16 @@ const INDENT = '    ';
 const _WRAPPED = (() => {
   // The source is bounded as the wrapper bounds it: `[^\n]*` read the rest of the line again from
   // every copy of the notice's first words on it (quadratic in a line of them).
-  const groups: Record<string, string> = { SOURCEPLACEHOLDER: `[^\\n]{0,${SOURCE_MAX}}`, IDPLACEHOLDER: '[\\w-]{1,64}', CONTENTPLACEHOLDER: '[\\s\\S]*?' };
-  const names: Record<string, string> = { SOURCEPLACEHOLDER: 'source', IDPLACEHOLDER: 'id', CONTENTPLACEHOLDER: 'content' };
+  const groups: Record<string, string> = {
+    SOURCEPLACEHOLDER: `[^\\n]{0,${SOURCE_MAX}}`,
+    IDPLACEHOLDER: '[\\w-]{1,64}',
+    CONTENTPLACEHOLDER: '[\\s\\S]*?',
+  };
+  const names: Record<string, string> = {
+    SOURCEPLACEHOLDER: 'source',
+    IDPLACEHOLDER: 'id',
+    CONTENTPLACEHOLDER: 'content',
+  };
   const sample = wrapUntrusted('CONTENTPLACEHOLDER', { source: 'SOURCEPLACEHOLDER', id: 'IDPLACEHOLDER' });
   const seen = new Set<string>();
   const pattern = sample
@@ -44,6 +52,11 @@ export function formatEvent(event: SessionEvent, options: { raw?: boolean } = {}
   const shown = options.raw === true ? event.text : markWrapped(event.text);
   const text = escapeControls(shown, true).replace(/\n/g, `\n${INDENT}`);
   // A wake for another agent or session says which; the main session's events say nothing more.
-  const target = [event.agentId === undefined ? '' : ` agent=${event.agentId}`, event.sessionKey === undefined ? '' : ` session=${event.sessionKey}`].join('');
-  return `${event.time}  ${escapeControls(event.kind, false)}  [${escapeControls(event.source + target, false)}]  ${text}\n`;
+  const target = [
+    event.agentId === undefined ? '' : ` agent=${event.agentId}`,
+    event.sessionKey === undefined ? '' : ` session=${event.sessionKey}`,
+  ].join('');
+  return `${event.time}  ${escapeControls(event.kind, false)}  [${
+    escapeControls(event.source + target, false)
+  }]  ${text}\n`;
 }

@@ -3,7 +3,15 @@
 // what a bulk `requests replay` runs and skips, and why.
 
 import type { LedgerEntry } from '../model/ledger-entry.ts';
-import { deliveredResolution, resolutionOf, resolved, rootOf, type Resolution, type RootRecord, type TakenBy } from '../model/replays.ts';
+import {
+  deliveredResolution,
+  type Resolution,
+  resolutionOf,
+  resolved,
+  rootOf,
+  type RootRecord,
+  type TakenBy,
+} from '../model/replays.ts';
 import { failed } from '../store/ledger/read.ts';
 
 /** The journal's records of replayed and resolved roots, by root. */
@@ -102,7 +110,13 @@ export function planReplay(picked: readonly LedgerEntry[], state: Failures, forc
       plan.skipped.push({ entry, why: 'not-kept' });
       continue;
     }
-    const needs: SkipWhy | null = resolved(state.roots.get(root)) ? 'resolved' : !failed(runs) ? 'succeeded' : runs.signature?.why === 'stale-timestamp' ? 'stale' : null;
+    const needs: SkipWhy | null = resolved(state.roots.get(root))
+      ? 'resolved'
+      : !failed(runs)
+      ? 'succeeded'
+      : runs.signature?.why === 'stale-timestamp'
+      ? 'stale'
+      : null;
     if (needs !== null && !force) {
       plan.skipped.push({ entry, why: needs });
       continue;
@@ -124,7 +138,9 @@ const _WHY: Record<SkipWhy, string> = {
 
 /** The plan in one line: how many it runs, how many it skips and why. */
 export function describePlan(plan: ReplayPlan): string {
-  const runs = `will replay ${plan.run.length} request${plan.run.length === 1 ? '' : 's'}${plan.forced.length === 0 ? '' : ` (${plan.forced.length} forced)`}`;
+  const runs = `will replay ${plan.run.length} request${plan.run.length === 1 ? '' : 's'}${
+    plan.forced.length === 0 ? '' : ` (${plan.forced.length} forced)`
+  }`;
   if (plan.skipped.length === 0) return runs;
   const counts = new Map<SkipWhy, number>();
   for (const { why } of plan.skipped) counts.set(why, (counts.get(why) ?? 0) + 1);

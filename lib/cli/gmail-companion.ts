@@ -5,7 +5,7 @@
 import { loadConfig } from '../config/load.ts';
 import { locateConfig } from '../config/locate.ts';
 import { superviseCompanion } from '../runtime/gmail-companion.ts';
-import { companionArgs, findOnPath, INSTALL_HINT, type GmailDeps } from '../server/gmail-companion.ts';
+import { companionArgs, findOnPath, type GmailDeps, INSTALL_HINT } from '../server/gmail-companion.ts';
 import { FAILURE, type Io } from './io.ts';
 import { parseCommand } from './usage.ts';
 
@@ -47,7 +47,9 @@ export async function runCompanion(argv: readonly string[], io: Io, deps: GmailD
     return FAILURE;
   }
   if (!config.hooks.enabled || !config.hooks.presets.includes('gmail')) {
-    io.stderr(`${name}: warning: hooks.enabled is not true or hooks.presets lacks "gmail", so the server will not accept the companion's posts\n`);
+    io.stderr(
+      `${name}: warning: hooks.enabled is not true or hooks.presets lacks "gmail", so the server will not accept the companion's posts\n`,
+    );
   }
   const gog = await (deps.which ?? findOnPath)('gog', io.env);
   if (gog === null) {

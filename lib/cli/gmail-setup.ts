@@ -16,7 +16,7 @@ import { isObject } from '../object.ts';
 import { formatIssue } from '../schema.ts';
 import { hideUrlCredentials, shellWord } from '../text.ts';
 import { companionArgs, GMAIL_DEFAULTS, hookUrl } from '../server/gmail-companion.ts';
-import { FAILURE, USAGE, type Io } from './io.ts';
+import { FAILURE, type Io, USAGE } from './io.ts';
 import { parseCommand, usageLine } from './usage.ts';
 
 const SETUP_HELP = `Usage: hooks-ingress gmail setup --account ADDRESS [options]
@@ -77,13 +77,21 @@ export interface SetupOptions {
 }
 
 /** The new file content, with notes on changes the operator should know of; or why there is none. */
-export type SetupResult = { ok: true; value: Record<string, unknown>; notes: string[] } | { ok: false; problems: string[] };
+export type SetupResult = { ok: true; value: Record<string, unknown>; notes: string[] } | {
+  ok: false;
+  problems: string[];
+};
 
 /**
  * Applies `gmail setup` to a parsed config file without touching anything it does not own.
  * Works on a copy; `env` resolves `${NAME}` in hooks.path for the hook URL.
  */
-export function applyGmailSetup(raw: unknown, options: SetupOptions, env: Env, newToken: () => string = generateToken): SetupResult {
+export function applyGmailSetup(
+  raw: unknown,
+  options: SetupOptions,
+  env: Env,
+  newToken: () => string = generateToken,
+): SetupResult {
   if (!isObject(raw)) return { ok: false, problems: ['the file must hold a JSON object'] };
   // structuredClone recurses: a value nested too deep would overflow the stack.
   const tooDeep = deeperThan(raw);
@@ -98,7 +106,9 @@ export function applyGmailSetup(raw: unknown, options: SetupOptions, env: Env, n
   const gmail = _ensureObject(hooks, 'gmail');
   if (gmail['hookToken'] === undefined) {
     gmail['hookToken'] = newToken();
-    notes.push('generated hooks.gmail.hookToken, the credential gog posts with: it opens the gmail hook and nothing else');
+    notes.push(
+      'generated hooks.gmail.hookToken, the credential gog posts with: it opens the gmail hook and nothing else',
+    );
   }
   gmail['account'] = options.account;
   gmail['label'] = options.label ?? gmail['label'] ?? GMAIL_DEFAULTS.label;
@@ -107,7 +117,9 @@ export function applyGmailSetup(raw: unknown, options: SetupOptions, env: Env, n
   const url = _setupHookUrl(root, hooks, options.port, env);
   if (!url.ok) return { ok: false, problems: [url.problem] };
   const before = gmail['hookUrl'];
-  if (typeof before === 'string' && before !== url.value) notes.push(hideUrlCredentials(`hooks.gmail.hookUrl was ${before}; it is now ${url.value}`));
+  if (typeof before === 'string' && before !== url.value) {
+    notes.push(hideUrlCredentials(`hooks.gmail.hookUrl was ${before}; it is now ${url.value}`));
+  }
   gmail['hookUrl'] = url.value;
   gmail['includeBody'] = options.includeBody ?? gmail['includeBody'] ?? GMAIL_DEFAULTS.includeBody;
   gmail['maxBytes'] = options.maxBytes ?? gmail['maxBytes'] ?? GMAIL_DEFAULTS.maxBytes;
@@ -126,15 +138,21 @@ function _setupHooks(hooks: Record<string, unknown>, notes: string[], newToken: 
   const presets = _ensureArray(hooks, 'presets');
   if (!presets.includes('gmail')) presets.push('gmail');
   if (hooks['allowRequestSessionKey'] === false) {
-    notes.push('hooks.allowRequestSessionKey was false; it is now true, because the gmail preset takes its session key from the payload');
+    notes.push(
+      'hooks.allowRequestSessionKey was false; it is now true, because the gmail preset takes its session key from the payload',
+    );
   }
   hooks['allowRequestSessionKey'] = true;
   if (hooks['allowedSessionKeyPrefixes'] === undefined) {
-    notes.push(`hooks.allowedSessionKeyPrefixes was not set; it is now ["${GENERATED_KEY_PREFIX}"], so session keys chosen by a request must start with it`);
+    notes.push(
+      `hooks.allowedSessionKeyPrefixes was not set; it is now ["${GENERATED_KEY_PREFIX}"], so session keys chosen by a request must start with it`,
+    );
   }
   const prefixes = _ensureArray(hooks, 'allowedSessionKeyPrefixes');
   // The preset's key starts with the same prefix as the generated keys; a prefix that admits one admits the other.
-  const admitted = prefixes.some((p) => typeof p === 'string' && GENERATED_KEY_PREFIX.startsWith(p.trim().toLowerCase()));
+  const admitted = prefixes.some((p) =>
+    typeof p === 'string' && GENERATED_KEY_PREFIX.startsWith(p.trim().toLowerCase())
+  );
   if (!admitted) prefixes.push(GENERATED_KEY_PREFIX);
 }
 
@@ -162,7 +180,9 @@ export async function runSetup(argv: readonly string[], io: Io): Promise<number>
     return FAILURE;
   }
   const refuse = (problems: readonly string[]) => {
-    io.stderr(`${name}: the result would be invalid, so ${path} was not changed:\n${problems.map((p) => `  ${p}\n`).join('')}`);
+    io.stderr(
+      `${name}: the result would be invalid, so ${path} was not changed:\n${problems.map((p) => `  ${p}\n`).join('')}`,
+    );
     return FAILURE;
   };
   const applied = applyGmailSetup(parsed.value, options.value, io.env);
@@ -181,7 +201,12 @@ export async function runSetup(argv: readonly string[], io: Io): Promise<number>
 }
 
 // Writes the new text (the original kept as FILE.bak first); `false` once the failure is reported.
-async function _write(name: string, original: { target: string; text: string | null }, text: string, io: Io): Promise<boolean> {
+async function _write(
+  name: string,
+  original: { target: string; text: string | null },
+  text: string,
+  io: Io,
+): Promise<boolean> {
   if (text === original.text) {
     io.stderr(`${name}: ${original.target} already holds this configuration; not rewritten\n`);
     return true;
@@ -194,12 +219,18 @@ async function _write(name: string, original: { target: string; text: string | n
     writing = original.target;
     await _writeAtomic(original.target, text);
   } catch (error) {
-    io.stderr(`${name}: cannot write ${writing}: ${(error as NodeJS.ErrnoException).code ?? String(error)}; ${original.target} was not changed\n`);
+    io.stderr(
+      `${name}: cannot write ${writing}: ${
+        (error as NodeJS.ErrnoException).code ?? String(error)
+      }; ${original.target} was not changed\n`,
+    );
     return false;
   }
   io.stderr(`${name}: wrote ${original.target}${original.text === null ? '' : ` (the original is in ${backup})`}\n`);
   if (original.text !== null && _hasComments(original.text)) {
-    io.stderr(`${name}: the comments in ${original.target} were not kept (it was rewritten as JSON); ${backup} still has them\n`);
+    io.stderr(
+      `${name}: the comments in ${original.target} were not kept (it was rewritten as JSON); ${backup} still has them\n`,
+    );
   }
   return true;
 }
@@ -210,10 +241,24 @@ function _printWatchStart(name: string, config: Config, account: string, io: Io)
   const topic = gmail.topic ?? GMAIL_DEFAULTS.topic;
   // Gmail wants the full topic name; a bare name cannot say which Google Cloud project it lives in.
   const fullTopic = topic.startsWith('projects/') ? topic : `projects/<project-id>/topics/${topic}`;
-  const start = ['gmail', 'watch', 'start', '--account', account, '--topic', fullTopic, '--label', gmail.label ?? GMAIL_DEFAULTS.label];
+  const start = [
+    'gmail',
+    'watch',
+    'start',
+    '--account',
+    account,
+    '--topic',
+    fullTopic,
+    '--label',
+    gmail.label ?? GMAIL_DEFAULTS.label,
+  ];
   io.stderr(
     `${name}: register the watch once with the command below` +
-      `${fullTopic === topic ? '' : ' (put your Google Cloud project id in the topic, or pass --topic projects/<id>/topics/<name>)'};` +
+      `${
+        fullTopic === topic
+          ? ''
+          : ' (put your Google Cloud project id in the topic, or pass --topic projects/<id>/topics/<name>)'
+      };` +
       ` Gmail ends a watch after 7 days, so renew it with "gog gmail watch renew --account ${shellWord(account)}":\n` +
       `  gog ${start.map(shellWord).join(' ')}\n`,
   );
@@ -245,15 +290,21 @@ function _setupOptions(values: {
   }
   if (values.port !== undefined) {
     const port = Number(values.port);
-    if (!(Number.isInteger(port) && port >= 1 && port <= 65535)) return { ok: false, error: '--port must be an integer from 1 to 65535' };
+    if (!(Number.isInteger(port) && port >= 1 && port <= 65535)) {
+      return { ok: false, error: '--port must be an integer from 1 to 65535' };
+    }
     value.port = port;
   }
   if (values['max-bytes'] !== undefined) {
     const max = Number(values['max-bytes']);
-    if (!(Number.isInteger(max) && max >= 1)) return { ok: false, error: '--max-bytes must be a whole number of at least 1' };
+    if (!(Number.isInteger(max) && max >= 1)) {
+      return { ok: false, error: '--max-bytes must be a whole number of at least 1' };
+    }
     value.maxBytes = max;
   }
-  if (values['include-body'] && values['no-include-body']) return { ok: false, error: 'Cannot set both --include-body and --no-include-body' };
+  if (values['include-body'] && values['no-include-body']) {
+    return { ok: false, error: 'Cannot set both --include-body and --no-include-body' };
+  }
   if (values['include-body']) value.includeBody = true;
   if (values['no-include-body']) value.includeBody = false;
   return { ok: true, value };
@@ -269,7 +320,11 @@ function _setupHookUrl(
   const configured = isObject(gateway) && typeof gateway['port'] === 'number' ? gateway['port'] : undefined;
   const port = flag ?? configured ?? DEFAULTS.port;
   if (port === 0) {
-    return { ok: false, problem: 'hooks.gmail.hookUrl: gateway.port is 0 (any free port), so pass --port with the port the server listens on' };
+    return {
+      ok: false,
+      problem:
+        'hooks.gmail.hookUrl: gateway.port is 0 (any free port), so pass --port with the port the server listens on',
+    };
   }
   // An invalid hooks.path is reported by the validation that follows; the URL only needs a best guess.
   const raw = typeof hooks['path'] === 'string' ? substituteEnv(hooks['path'], 'hooks.path', env, []) : DEFAULTS.path;
@@ -277,7 +332,9 @@ function _setupHookUrl(
 }
 
 /** The file's text (`null` when it does not exist) and the real path to write, so a symlink stays one. */
-async function _readOriginal(path: string): Promise<{ ok: true; target: string; text: string | null } | { ok: false; error: string }> {
+async function _readOriginal(
+  path: string,
+): Promise<{ ok: true; target: string; text: string | null } | { ok: false; error: string }> {
   try {
     const target = await realpath(path);
     return { ok: true, target, text: await readFile(target, 'utf8') };

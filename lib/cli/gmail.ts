@@ -36,4 +36,3 @@ export function gmailCommand(argv: readonly string[], io: Io, deps: GmailDeps = 
     io,
   );
 }
-

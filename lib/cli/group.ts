@@ -2,8 +2,8 @@
 // command is the first argument that is neither an option nor an option's value, so options may
 // stand before or after its name (`config --config F get KEY` as `config get KEY --config F`), as
 // they do around `requests show` and `outbox retry`, whose commands are positionals.
-import { USAGE, type Io } from './io.ts';
-import { unknownCommand, usageLine, type OptionSpec } from './usage.ts';
+import { type Io, USAGE } from './io.ts';
+import { type OptionSpec, unknownCommand, usageLine } from './usage.ts';
 
 /** One command of a group: the options it takes, and what it runs with the other arguments. */
 export interface GroupCommand {
@@ -43,7 +43,10 @@ export function runGroup(group: Group, argv: readonly string[], io: Io): Promise
  * that is neither an option nor the value of one `options` declares as a string (`--config F`,
  * `-c F`; not `--config=F` or `-cF`). After `--`, the next argument is the command.
  */
-export function splitCommand(argv: readonly string[], options: Readonly<Record<string, OptionSpec>>): { name: string | undefined; rest: string[] } {
+export function splitCommand(
+  argv: readonly string[],
+  options: Readonly<Record<string, OptionSpec>>,
+): { name: string | undefined; rest: string[] } {
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     if (arg === '--') return _without(argv, i + 1);

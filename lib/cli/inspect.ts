@@ -4,9 +4,9 @@ import { spawn } from 'node:child_process';
 import { chmod, mkdtemp, rm, rmdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { COMMON, type Command } from './command.ts';
+import { type Command, COMMON } from './command.ts';
 import { callServer } from '../control/client.ts';
-import { FAILURE, messagePrefix, type Io } from './io.ts';
+import { FAILURE, type Io, messagePrefix } from './io.ts';
 import type { InspectLogin } from '../inspector/serve.ts';
 import { stateDirFor } from './state-dir.ts';
 
@@ -16,7 +16,8 @@ export const HANDOVER_KEEP_MS = 20_000;
 // A login link of an inspector on this machine: http, a loopback host and a port, the login path
 // and one code. Under socket activation the client cannot know the inspector's real port, so the
 // link's shape is checked, not its port.
-const _LOGIN_LINK = /^http:\/\/(?:127(?:\.(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}|localhost|\[::1\]):([1-9]\d{0,4})\/inspector\/login\?code=[A-Za-z0-9_-]{16,128}$/;
+const _LOGIN_LINK =
+  /^http:\/\/(?:127(?:\.(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}|localhost|\[::1\]):([1-9]\d{0,4})\/inspector\/login\?code=[A-Za-z0-9_-]{16,128}$/;
 
 /** Whether `url` is a login link to an inspector on a loopback address (what `inspect` prints and opens). */
 export function isLoginLink(url: unknown): url is string {
@@ -51,10 +52,18 @@ Options:
     if (answer.kind === 'error') return _fail(io, `${prefix}: ${answer.message}`);
     const { url, expiresAt } = (answer.result ?? {}) as Partial<InspectLogin>;
     // Whatever listens on the socket wrote the answer: nothing but a local login link is printed or opened.
-    if (!isLoginLink(url)) return _fail(io, `${prefix}: the server's answer is not a login link to an inspector on a loopback address; nothing opened`);
+    if (!isLoginLink(url)) {
+      return _fail(
+        io,
+        `${prefix}: the server's answer is not a login link to an inspector on a loopback address; nothing opened`,
+      );
+    }
     io.stdout(`Open this link within a minute; it works once:\n${url}\n`);
     if (flags.open !== true) return 0;
-    const until = Math.min(Date.now() + HANDOVER_KEEP_MS, typeof expiresAt === 'string' && Number.isFinite(Date.parse(expiresAt)) ? Date.parse(expiresAt) : Infinity);
+    const until = Math.min(
+      Date.now() + HANDOVER_KEEP_MS,
+      typeof expiresAt === 'string' && Number.isFinite(Date.parse(expiresAt)) ? Date.parse(expiresAt) : Infinity,
+    );
     return _open(url, until, io);
   },
 };
@@ -71,7 +80,12 @@ async function _open(url: string, until: number, io: Io): Promise<number> {
   try {
     dir = await mkdtemp(join(parent, 'hooks-ingress-inspect-'));
   } catch (error) {
-    return _fail(io, `${prefix}: cannot make a private directory in ${parent} to hand the link over: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+    return _fail(
+      io,
+      `${prefix}: cannot make a private directory in ${parent} to hand the link over: ${
+        (error as NodeJS.ErrnoException).code ?? String(error)
+      }`,
+    );
   }
   const page = join(dir, 'login.html');
   try {
@@ -88,7 +102,11 @@ async function _open(url: string, until: number, io: Io): Promise<number> {
       child.unref();
     });
     if (!started) return FAILURE;
-    io.stderr(`${prefix}: opened with ${opener}; its page is removed in ${Math.max(0, Math.ceil((until - Date.now()) / 1000))} s (Ctrl-C removes it now)\n`);
+    io.stderr(
+      `${prefix}: opened with ${opener}; its page is removed in ${
+        Math.max(0, Math.ceil((until - Date.now()) / 1000))
+      } s (Ctrl-C removes it now)\n`,
+    );
     await _waitUntil(until, io.signal);
     return 0;
   } finally {

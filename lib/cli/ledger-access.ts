@@ -1,10 +1,17 @@
 // What every `requests` subcommand shares: the filters its flags name, and the ledger it reads.
 
-import { LedgerUnreadableError, parseStatus, parseTime, readLedger, type DamagedLine, type EntryFilter } from '../store/ledger/read.ts';
+import {
+  type DamagedLine,
+  type EntryFilter,
+  LedgerUnreadableError,
+  parseStatus,
+  parseTime,
+  readLedger,
+} from '../store/ledger/read.ts';
 import type { LedgerEntry } from '../model/ledger-entry.ts';
 import type { Flags } from './command.ts';
 import { escapeControls } from '../text.ts';
-import { messagePrefix, type Io } from './io.ts';
+import { type Io, messagePrefix } from './io.ts';
 import { usedStateDir } from './state-dir.ts';
 import { readRoots } from '../store/journal/read.ts';
 import type { RootRecords } from './failures.ts';
@@ -24,7 +31,9 @@ export function filterFrom(flags: Flags, now: number): EntryFilter | string {
   const filter: EntryFilter = {};
   if (flags.hook !== undefined) filter.hook = flags.hook;
   if (flags.code !== undefined) {
-    if (!/^ERR_[A-Z_]+$/.test(flags.code)) return `--code must be an error code such as ERR_UNAUTHORIZED, got "${flags.code}"`;
+    if (!/^ERR_[A-Z_]+$/.test(flags.code)) {
+      return `--code must be an error code such as ERR_UNAUTHORIZED, got "${flags.code}"`;
+    }
     filter.code = flags.code;
   }
   if (flags.status !== undefined) {
@@ -36,7 +45,9 @@ export function filterFrom(flags: Flags, now: number): EntryFilter | string {
     const text = flags[key];
     if (text === undefined) continue;
     const time = parseTime(text, now);
-    if (time === null) return `--${key} must be an ISO time (2026-11-26T10:00Z) or a time back from now (15m, 2h, 7d), got "${text}"`;
+    if (time === null) {
+      return `--${key} must be an ISO time (2026-11-26T10:00Z) or a time back from now (15m, 2h, 7d), got "${text}"`;
+    }
     filter[key] = time;
   }
   if (flags.failed === true) filter.failed = true;
@@ -73,4 +84,3 @@ export async function ledgerOf(flags: Flags, io: Io): Promise<LedgerAccess | nul
   };
   return { dir, read, roots: () => readRoots(dir) };
 }
-

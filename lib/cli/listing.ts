@@ -6,9 +6,9 @@ import type { Rejected } from '../store/journal/records.ts';
 import type { NoticeRecord, RunRecord, SessionEvent } from '../model/records.ts';
 import { sleep } from '../retry.ts';
 import { clipLine, escapeControls } from '../text.ts';
-import { COMMON, type Command, type Flags } from './command.ts';
+import { type Command, COMMON, type Flags } from './command.ts';
 import { formatEvent } from './event-text.ts';
-import { FAILURE, messagePrefix, USAGE, type Io } from './io.ts';
+import { FAILURE, type Io, messagePrefix, USAGE } from './io.ts';
 import { usedStateDir } from './state-dir.ts';
 import { usageLine } from './usage.ts';
 
@@ -41,7 +41,8 @@ Options:
   -h, --help            show this help
 `,
   run(flags, _positionals, io) {
-    const print = (event: SessionEvent) => io.stdout(flags.json ? `${JSON.stringify(event)}\n` : formatEvent(event, { raw: flags.raw === true }));
+    const print = (event: SessionEvent) =>
+      io.stdout(flags.json ? `${JSON.stringify(event)}\n` : formatEvent(event, { raw: flags.raw === true }));
     const rejected = _rejectedOnce(io);
     return _list(flags, io, (dir) => readEvents(dir, rejected), (e) => String(e.seq), print);
   },
@@ -68,14 +69,18 @@ Options:
   -h, --help            show this help
 `,
   run(flags, _positionals, io) {
-    const print = (item: RunRecord | NoticeRecord) => io.stdout(flags.json ? `${JSON.stringify(item)}\n` : 'kind' in item ? formatNotice(item) : formatRun(item));
+    const print = (item: RunRecord | NoticeRecord) =>
+      io.stdout(flags.json ? `${JSON.stringify(item)}\n` : 'kind' in item ? formatNotice(item) : formatRun(item));
     const rejected = _rejectedOnce(io);
     return _list(flags, io, (dir) => _runsAndNotices(dir, rejected), (r) => JSON.stringify(r), print);
   },
 };
 
 // Runs and notify deliveries in the order they were accepted (a stable sort keeps the journal's order within one time).
-async function _runsAndNotices(dir: string, rejected: (rejected: Rejected) => void): Promise<(RunRecord | NoticeRecord)[]> {
+async function _runsAndNotices(
+  dir: string,
+  rejected: (rejected: Rejected) => void,
+): Promise<(RunRecord | NoticeRecord)[]> {
   const [runs, notices] = await Promise.all([readRuns(dir, rejected), readNotices(dir, rejected)]);
   if (notices.length === 0) return runs;
   return [...runs, ...notices].sort((a, b) => (a.acceptedAt < b.acceptedAt ? -1 : a.acceptedAt > b.acceptedAt ? 1 : 0));
@@ -85,7 +90,13 @@ async function _runsAndNotices(dir: string, rejected: (rejected: Rejected) => vo
  * Prints the last `--limit` items of a state directory's journal; with `--follow`, polls and
  * prints each item whose `identity` it has not printed yet (a new event, or a run that changed).
  */
-async function _list<T>(flags: Flags, io: Io, read: (dir: string) => Promise<T[]>, identity: (item: T) => string, print: (item: T) => void): Promise<number> {
+async function _list<T>(
+  flags: Flags,
+  io: Io,
+  read: (dir: string) => Promise<T[]>,
+  identity: (item: T) => string,
+  print: (item: T) => void,
+): Promise<number> {
   const limit = flags.limit === undefined ? Infinity : Number(flags.limit);
   if (!(Number.isInteger(limit) && limit >= 0) && limit !== Infinity) {
     io.stderr(usageLine(io.command ?? 'events', `--limit must be a whole number, got "${flags.limit}"`));
@@ -126,10 +137,16 @@ export function formatRun(run: RunRecord): string {
 
 /** One notify delivery as a human reads it: a header line, then its outcome (control characters escaped). */
 export function formatNotice(notice: NoticeRecord): string {
-  const took = notice.finishedAt === undefined ? '' : ` ${((Date.parse(notice.finishedAt) - Date.parse(notice.acceptedAt)) / 1000).toFixed(1)}s`;
+  const took = notice.finishedAt === undefined
+    ? ''
+    : ` ${((Date.parse(notice.finishedAt) - Date.parse(notice.acceptedAt)) / 1000).toFixed(1)}s`;
   const lines = [
-    `${notice.acceptedAt}  notify ${notice.status}${took}  ${notice.deliveryId}  hook=${notice.hook} name=${JSON.stringify(notice.name)} channel=${notice.channel}` +
-      `${notice.to === undefined ? '' : ` to=${notice.to}`} attempts=${notice.attempts}${notice.attempts > 1 ? ' (resumed)' : ''}`,
+    `${notice.acceptedAt}  notify ${notice.status}${took}  ${notice.deliveryId}  hook=${notice.hook} name=${
+      JSON.stringify(notice.name)
+    } channel=${notice.channel}` +
+    `${notice.to === undefined ? '' : ` to=${notice.to}`} attempts=${notice.attempts}${
+      notice.attempts > 1 ? ' (resumed)' : ''
+    }`,
     `    text: ${clipLine(notice.text, 120)}`,
   ];
   if (notice.delivery !== undefined) lines.push(`    delivery: ${_delivery(notice.delivery)}`);
@@ -137,15 +154,21 @@ export function formatNotice(notice: NoticeRecord): string {
 }
 
 function _delivery(d: NonNullable<RunRecord['delivery']>): string {
-  return d.status === 'delivered' ? `delivered to ${d.channel} ${d.to}${d.messageIds.length > 0 ? ` (${d.messageIds.join(', ')})` : ''}` : `${d.status}: ${d.reason}`;
+  return d.status === 'delivered'
+    ? `delivered to ${d.channel} ${d.to}${d.messageIds.length > 0 ? ` (${d.messageIds.join(', ')})` : ''}`
+    : `${d.status}: ${d.reason}`;
 }
 
 function _runLines(run: RunRecord): string {
-  const took = run.startedAt && run.finishedAt ? ` ${((Date.parse(run.finishedAt) - Date.parse(run.startedAt)) / 1000).toFixed(1)}s` : '';
+  const took = run.startedAt && run.finishedAt
+    ? ` ${((Date.parse(run.finishedAt) - Date.parse(run.startedAt)) / 1000).toFixed(1)}s`
+    : '';
   const lines = [
-    `${run.acceptedAt}  ${run.status}${took}  ${run.runId}  hook=${run.hook} name=${JSON.stringify(run.name)} agent=${run.agentId} session=${run.sessionKey}` +
-      `${run.sessionMode ? ` sessionMode=${run.sessionMode}` : ''}${run.accountId ? ` account=${run.accountId}` : ''}` +
-      `${run.model ? ` model=${run.model}` : ''} attempts=${run.attempts}${run.retry ? ' (resumed)' : ''}`,
+    `${run.acceptedAt}  ${run.status}${took}  ${run.runId}  hook=${run.hook} name=${
+      JSON.stringify(run.name)
+    } agent=${run.agentId} session=${run.sessionKey}` +
+    `${run.sessionMode ? ` sessionMode=${run.sessionMode}` : ''}${run.accountId ? ` account=${run.accountId}` : ''}` +
+    `${run.model ? ` model=${run.model}` : ''} attempts=${run.attempts}${run.retry ? ' (resumed)' : ''}`,
   ];
   const text = run.reply ?? run.error;
   if (text !== undefined) lines.push(`    ${run.reply !== undefined ? 'reply' : 'error'}: ${clipLine(text, 120)}`);

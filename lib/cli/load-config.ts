@@ -3,7 +3,7 @@
 import { loadConfig } from '../config/load.ts';
 import { locateConfig } from '../config/locate.ts';
 import type { Config, ConfigResult } from '../config/types.ts';
-import { messagePrefix, type Io } from './io.ts';
+import { type Io, messagePrefix } from './io.ts';
 import { checkTransformsOf } from '../server/transforms.ts';
 
 /** What the commands that read the config take from the command line. */
@@ -40,14 +40,19 @@ export const NEEDS: Readonly<Record<string, Need>> = {
 
 /** The need of the command `io` runs. */
 export function needOf(io: Pick<Io, 'command'>): Need {
-  return (io.command !== undefined && Object.hasOwn(NEEDS, io.command) ? NEEDS[io.command] : undefined) ?? { of: 'all', warnings: false };
+  return (io.command !== undefined && Object.hasOwn(NEEDS, io.command) ? NEEDS[io.command] : undefined) ??
+    { of: 'all', warnings: false };
 }
 
 /**
  * Loads the config the flags and environment name, as the running command needs it (`key`: the
  * key path `config get` reads); prints every problem once on stderr, and warnings where the command shows them.
  */
-export async function loadConfigFor(flags: ConfigFlags, io: Io, options: { transforms?: boolean; key?: string } = {}): Promise<Config | null> {
+export async function loadConfigFor(
+  flags: ConfigFlags,
+  io: Io,
+  options: { transforms?: boolean; key?: string } = {},
+): Promise<Config | null> {
   const { path } = locateConfig(flags.config, io.env);
   const need = needOf(io);
   const scope = need.of === 'key' && options.key !== undefined ? { key: options.key } : 'all';
@@ -70,7 +75,13 @@ export function printInvalid(io: Io, path: string, problems: readonly string[]):
 }
 
 /** Loads the config, and (for the commands that will run them) loads its transforms too; `signal` stops that check. */
-export async function readConfig(flags: ConfigFlags, io: Io, transforms = true, scope: 'all' | { key: string } = 'all', signal?: AbortSignal): Promise<ConfigResult> {
+export async function readConfig(
+  flags: ConfigFlags,
+  io: Io,
+  transforms = true,
+  scope: 'all' | { key: string } = 'all',
+  signal?: AbortSignal,
+): Promise<ConfigResult> {
   const result = await loadConfig(locateConfig(flags.config, io.env).path, io.env, scope);
   if (!result.ok || !transforms) return result;
   const problems = await checkTransformsOf(result.config, signal);

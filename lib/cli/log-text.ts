@@ -23,7 +23,9 @@ export function jsonLinesToText(chunk: string): string {
     } catch {
       return line;
     }
-    return typeof record === 'object' && record !== null && !Array.isArray(record) ? formatRecord(record as Record<string, unknown>) : line;
+    return typeof record === 'object' && record !== null && !Array.isArray(record)
+      ? formatRecord(record as Record<string, unknown>)
+      : line;
   });
 }
 
@@ -66,5 +68,8 @@ function _text(value: unknown): string {
 // Messages and keys come from the code, but a stack or an error text may carry anything.
 const _NAMED: Readonly<Record<string, string>> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
 function _safe(text: string): string {
-  return text.replace(/[\u0000-\u001F\u007F-\u009F\u2028\u2029]/g, (char) => _NAMED[char] ?? `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return text.replace(
+    /[\u0000-\u001F\u007F-\u009F\u2028\u2029]/g,
+    (char) => _NAMED[char] ?? `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
 }

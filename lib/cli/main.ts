@@ -3,7 +3,7 @@
 
 import { readFileSync } from 'node:fs';
 import type { Command, Flags } from './command.ts';
-import { FAILURE, messagePrefix, processIo, USAGE, type Io } from './io.ts';
+import { FAILURE, type Io, messagePrefix, processIo, USAGE } from './io.ts';
 import { parseCommand, unknownCommand, usageLine } from './usage.ts';
 
 const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
@@ -73,7 +73,9 @@ export async function main(argv: readonly string[], io: Io = processIo()): Promi
     io.stdout(HELP);
     return 0;
   }
-  if (first !== undefined && Object.hasOwn(GROUPS, first)) return _answered({ ...io, command: first }, (named) => GROUPS[first]!(rest, named));
+  if (first !== undefined && Object.hasOwn(GROUPS, first)) {
+    return _answered({ ...io, command: first }, (named) => GROUPS[first]!(rest, named));
+  }
   const named = first !== undefined && !first.startsWith('-');
   const name = named ? first : 'serve';
   const load = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
@@ -97,8 +99,12 @@ async function _answered(io: Io, run: (io: Io) => Promise<number>): Promise<numb
     if (typeof failed?.code !== 'string' || typeof failed.syscall !== 'string') throw error;
     // Loaded only here: `--version` and the commands that succeed never pay for it.
     const { unreadable } = await import('../config/read.ts');
-    const why = failed.syscall === 'mkdir' && failed.code === 'EEXIST' ? 'it exists and is not a directory' : unreadable(failed);
-    io.stderr(`${messagePrefix(io)}: cannot ${failed.syscall}${failed.path === undefined ? '' : ` ${failed.path}`}: ${why}\n`);
+    const why = failed.syscall === 'mkdir' && failed.code === 'EEXIST'
+      ? 'it exists and is not a directory'
+      : unreadable(failed);
+    io.stderr(
+      `${messagePrefix(io)}: cannot ${failed.syscall}${failed.path === undefined ? '' : ` ${failed.path}`}: ${why}\n`,
+    );
     return FAILURE;
   }
 }

@@ -4,11 +4,11 @@
 import { sleep } from '../retry.ts';
 import type { OutboxEntry, OutboxState } from '../store/journal/outbox.ts';
 import { readOutbox } from '../store/journal/read.ts';
-import { COMMON, type Command, type Flags } from './command.ts';
+import { type Command, COMMON, type Flags } from './command.ts';
 import { callServer } from '../control/client.ts';
 import { retryOutbox, type RetryOutcome, type RetryRequest } from '../store/journal/outbox-retry.ts';
 import { escapeControls } from '../text.ts';
-import { exists, FAILURE, printResult, USAGE, type Io } from './io.ts';
+import { exists, FAILURE, type Io, printResult, USAGE } from './io.ts';
 import { stateDirFor, usedStateDir } from './state-dir.ts';
 import { unknownCommand, usageLine } from './usage.ts';
 import { lockStateDir } from '../store/state/lock.ts';
@@ -71,7 +71,10 @@ export const outbox: Command = {
 async function _list(flags: OutboxFlags, io: Io): Promise<number> {
   const limit = flags.limit === undefined ? Infinity : Number(flags.limit);
   const state = flags.state;
-  if ((flags.limit !== undefined && !(Number.isInteger(limit) && limit >= 0)) || (state !== undefined && !STATES.includes(state as OutboxState))) {
+  if (
+    (flags.limit !== undefined && !(Number.isInteger(limit) && limit >= 0)) ||
+    (state !== undefined && !STATES.includes(state as OutboxState))
+  ) {
     io.stderr(usageLine('outbox', `--limit must be a whole number and --state one of ${STATES.join(', ')}`));
     return USAGE;
   }
@@ -104,7 +107,13 @@ async function _retry(flags: OutboxFlags, ids: string[], io: Io): Promise<number
   if (dir === null) return FAILURE;
   const request: RetryRequest = flags.dead === true ? { dead: true } : { ids };
   const answer = await callServer(dir, 'outbox.retry', request);
-  if (answer.kind === 'result') return printResult(io, 'hooks-ingress outbox retry', () => _retried(answer.result as RetryOutcome, 'the server is sending them', io));
+  if (answer.kind === 'result') {
+    return printResult(
+      io,
+      'hooks-ingress outbox retry',
+      () => _retried(answer.result as RetryOutcome, 'the server is sending them', io),
+    );
+  }
   if (answer.kind === 'error') io.stderr(`hooks-ingress outbox retry: ${answer.message}\n`);
   if (answer.kind === 'timeout') io.stderr(`hooks-ingress outbox retry: the server at ${dir} did not answer in time\n`);
   if (answer.kind !== 'no-server') return FAILURE;
@@ -117,7 +126,9 @@ async function _retry(flags: OutboxFlags, ids: string[], io: Io): Promise<number
   // journal itself; the next start sends the entries.
   const locked = await lockStateDir(dir);
   if (!locked.ok) {
-    io.stderr(`hooks-ingress outbox retry: the server with pid ${locked.pid} holds ${dir} but does not answer on its control channel\n`);
+    io.stderr(
+      `hooks-ingress outbox retry: the server with pid ${locked.pid} holds ${dir} but does not answer on its control channel\n`,
+    );
     return FAILURE;
   }
   try {
@@ -136,7 +147,11 @@ async function _retry(flags: OutboxFlags, ids: string[], io: Io): Promise<number
 
 function _retried(outcome: RetryOutcome, then: string, io: Io): number {
   if (outcome.notRetryable.length > 0) {
-    io.stderr(`hooks-ingress outbox retry: not a dead or pending entry: ${escapeControls(outcome.notRetryable.join(', '), false)}\n`);
+    io.stderr(
+      `hooks-ingress outbox retry: not a dead or pending entry: ${
+        escapeControls(outcome.notRetryable.join(', '), false)
+      }\n`,
+    );
     return FAILURE;
   }
   const n = outcome.retried.length;
@@ -151,10 +166,15 @@ function _retried(outcome: RetryOutcome, then: string, io: Io): number {
  */
 export function formatEntry(entry: OutboxEntry): string {
   const when = entry.sentAt ?? entry.deadAt ?? entry.nextAttemptAt;
-  const head = `${entry.acceptedAt}  ${entry.state}  ${entry.id}  /${entry.target} hook=${entry.hook} attempts=${entry.attempts}` +
-    `${entry.runId ? ` runId=${entry.runId}` : ''}${entry.upstreamRunId ? ` upstreamRunId=${entry.upstreamRunId}` : ''}${entry.batch ? ` batch=${entry.batch}` : ''}` +
+  const head =
+    `${entry.acceptedAt}  ${entry.state}  ${entry.id}  /${entry.target} hook=${entry.hook} attempts=${entry.attempts}` +
+    `${entry.runId ? ` runId=${entry.runId}` : ''}${
+      entry.upstreamRunId ? ` upstreamRunId=${entry.upstreamRunId}` : ''
+    }${entry.batch ? ` batch=${entry.batch}` : ''}` +
     `${when ? ` ${entry.state === 'pending' ? 'next' : 'at'}=${when}` : ''}`;
   const error = entry.lastError ? `    last error: ${escapeControls(entry.lastError, false)}\n` : '';
-  const refused = entry.refusedField ? `    refused field: ${escapeControls(entry.refusedField, false)} (accepted here, refused upstream)\n` : '';
+  const refused = entry.refusedField
+    ? `    refused field: ${escapeControls(entry.refusedField, false)} (accepted here, refused upstream)\n`
+    : '';
   return `${escapeControls(head, false)}\n${error}${refused}`;
 }

@@ -11,13 +11,34 @@ export function formatPreview(p: Preview): string {
   row('hook', p.hook);
   if (p.signature !== undefined) {
     const s = p.signature;
-    row('signature', s.ok ? `${s.scheme}: ok` : `${s.scheme}: refused, ${s.why ?? 'invalid'}${s.reason === undefined ? '' : `: ${s.reason}`}`);
+    row(
+      'signature',
+      s.ok
+        ? `${s.scheme}: ok`
+        : `${s.scheme}: refused, ${s.why ?? 'invalid'}${s.reason === undefined ? '' : `: ${s.reason}`}`,
+    );
   }
   if (p.filter === 'unmatched') row('mapping', 'none matches this hook');
-  else if (p.filter === 'ignored') row('mapping', `none: ${p.cause?.kind === 'filter' ? describeCause(p.cause) : "the filters of this path's mappings leave it out"} (answered 200 ignored)`);
-  else if (p.filter !== undefined) row('mapping', `${p.mapping ?? '-'} (matched)`);
-  p.transforms.forEach((t, i) => row(`transform${p.transforms.length > 1 ? ` ${i + 1}` : ''}`, t.ok ? `returned ${clipLine(JSON.stringify(t.value) ?? 'undefined', 200)}` : `failed: ${t.error}${t.at === undefined ? '' : ` (at ${t.at})`}`));
-  row('would get', `${p.status}${p.code === undefined ? '' : ` ${p.code}`}${p.error === undefined ? '' : `: ${p.error}`}`);
+  else if (p.filter === 'ignored') {
+    row(
+      'mapping',
+      `none: ${
+        p.cause?.kind === 'filter' ? describeCause(p.cause) : "the filters of this path's mappings leave it out"
+      } (answered 200 ignored)`,
+    );
+  } else if (p.filter !== undefined) row('mapping', `${p.mapping ?? '-'} (matched)`);
+  p.transforms.forEach((t, i) =>
+    row(
+      `transform${p.transforms.length > 1 ? ` ${i + 1}` : ''}`,
+      t.ok
+        ? `returned ${clipLine(JSON.stringify(t.value) ?? 'undefined', 200)}`
+        : `failed: ${t.error}${t.at === undefined ? '' : ` (at ${t.at})`}`,
+    )
+  );
+  row(
+    'would get',
+    `${p.status}${p.code === undefined ? '' : ` ${p.code}`}${p.error === undefined ? '' : `: ${p.error}`}`,
+  );
   p.actions.forEach((a, i) => lines.push(..._actionLines(a, p.actions.length > 1 ? ` ${i + 1}` : '')));
   for (const warning of p.warnings) lines.push(`warning: ${escapeControls(warning, false)}`);
   // Escaping an escaped text changes nothing; this catches what the rows above did not (a mode, a status).
@@ -34,9 +55,20 @@ function _actionLines(a: Preview['actions'][number], number: string): string[] {
   } else if (a.run !== undefined) {
     const r = a.run;
     lines.push(`  agent       ${escapeControls(r.agentId, false)}`);
-    lines.push(`  session key ${escapeControls(r.sessionKey, false)}${r.sessionMode === undefined ? '' : ` (${r.sessionMode})`}`);
-    lines.push(`  model       ${escapeControls(r.model ?? '(the agent\'s default)', false)}`);
-    lines.push(`  channel     ${escapeControls(`${r.channel}${r.to === undefined ? '' : ` to ${r.to}`}${r.accountId === undefined ? '' : ` from account ${r.accountId}`}${r.deliver ? '' : ' (not delivered)'}`, false)}`);
+    lines.push(
+      `  session key ${escapeControls(r.sessionKey, false)}${r.sessionMode === undefined ? '' : ` (${r.sessionMode})`}`,
+    );
+    lines.push(`  model       ${escapeControls(r.model ?? "(the agent's default)", false)}`);
+    lines.push(
+      `  channel     ${
+        escapeControls(
+          `${r.channel}${r.to === undefined ? '' : ` to ${r.to}`}${
+            r.accountId === undefined ? '' : ` from account ${r.accountId}`
+          }${r.deliver ? '' : ' (not delivered)'}`,
+          false,
+        )
+      }`,
+    );
     lines.push(`  name        ${escapeControls(r.name, false)}`);
   } else if (a.mode !== undefined) {
     lines.push(`  mode        ${a.mode}`);
@@ -45,6 +77,8 @@ function _actionLines(a: Preview['actions'][number], number: string): string[] {
   }
   lines.push(`  ${a.kind === 'agent' ? 'message' : 'text'}:`);
   lines.push(escapeControls(a.text, true).replace(/^/gm, '    '));
-  for (const placeholder of a.unresolved) lines.push(`  warning: {{${escapeControls(placeholder, false)}}} resolved to nothing`);
+  for (const placeholder of a.unresolved) {
+    lines.push(`  warning: {{${escapeControls(placeholder, false)}}} resolved to nothing`);
+  }
   return lines;
 }

@@ -1,10 +1,10 @@
 // The reload command: the running server asked to read its config again (or, with --dry-run, what it would
 // change), its verdict printed.
 
-import { COMMON, type Command } from './command.ts';
+import { type Command, COMMON } from './command.ts';
 import { callServer } from '../control/client.ts';
 import { escapeControls } from '../text.ts';
-import { FAILURE, printResult, USAGE, type Io } from './io.ts';
+import { FAILURE, type Io, printResult, USAGE } from './io.ts';
 import { stateDirFor } from './state-dir.ts';
 import { RELOAD_PLAN_OP } from '../control/operations.ts';
 import type { DryRunVerdict } from '../server/reload-plan.ts';
@@ -41,13 +41,17 @@ Options:
     const raw = flags.timeout;
     const seconds = raw === undefined ? RELOAD_TIMEOUT_SECONDS : Number(raw);
     if (!(Number.isFinite(seconds) && seconds > 0 && seconds <= 3600)) {
-      io.stderr(usageLine('reload', `--timeout must be a number of seconds more than 0 and at most 3600, got "${raw}"`));
+      io.stderr(
+        usageLine('reload', `--timeout must be a number of seconds more than 0 and at most 3600, got "${raw}"`),
+      );
       return USAGE;
     }
     // A file it cannot parse names no state directory: the default one may hold another server.
     const dir = await stateDirFor(flags, io, { unparsable: false });
     if (dir === null) {
-      io.stderr('hooks-ingress reload: the server was not contacted: without a readable config file its state directory is not known (--state-dir names it; the server reads its config file itself)\n');
+      io.stderr(
+        'hooks-ingress reload: the server was not contacted: without a readable config file its state directory is not known (--state-dir names it; the server reads its config file itself)\n',
+      );
       return FAILURE;
     }
     const dryRun = flags['dry-run'] === true;
@@ -55,12 +59,18 @@ Options:
     const answer = await callServer(dir, dryRun ? RELOAD_PLAN_OP : 'reload', null, { timeoutMs: seconds * 1000 });
     switch (answer.kind) {
       case 'result':
-        return printResult(io, 'hooks-ingress reload', () => printVerdict(answer.result as ReloadVerdict | DryRunVerdict, io));
+        return printResult(
+          io,
+          'hooks-ingress reload',
+          () => printVerdict(answer.result as ReloadVerdict | DryRunVerdict, io),
+        );
       case 'no-server':
         io.stderr(`hooks-ingress reload: ${answer.why}\n`);
         return FAILURE;
       case 'timeout':
-        io.stderr(`hooks-ingress reload: no verdict from the server within ${seconds} s; it may still apply the config (see its log)\n`);
+        io.stderr(
+          `hooks-ingress reload: no verdict from the server within ${seconds} s; it may still apply the config (see its log)\n`,
+        );
         return FAILURE;
       case 'error':
         io.stderr(`hooks-ingress reload: ${answer.message}\n`);
@@ -76,15 +86,23 @@ export function printVerdict(verdict: ReloadVerdict | DryRunVerdict, io: Pick<Io
     const lines = changeLines(verdict.changes);
     const restart = (verdict.needsRestart ?? []).map((key) => escapeControls(key, false));
     io.stdout(
-      (verdict.outcome === 'applied' ? `applied: the server reloaded ${file}\n` : `dry run: nothing applied; a reload of ${file} would change\n`) +
-        (lines.length === 0 ? '  no hook, mapping, transform or secret added, removed or changed\n' : lines.map((l) => `  ${l}\n`).join('')) +
+      (verdict.outcome === 'applied'
+        ? `applied: the server reloaded ${file}\n`
+        : `dry run: nothing applied; a reload of ${file} would change\n`) +
+        (lines.length === 0
+          ? '  no hook, mapping, transform or secret added, removed or changed\n'
+          : lines.map((l) => `  ${l}\n`).join('')) +
         (restart.length === 0 ? '' : `  not applied until the next start: ${restart.join(', ')}\n`) +
         `  ${VARIABLES_LINE}\n`,
     );
     return 0;
   }
-  const head = verdict.outcome === 'refused' ? `refused: ${file} has problems; the server keeps its config` : 'failed: the server could not finish the reload';
-  io.stderr(`hooks-ingress reload: ${head}\n${verdict.problems.map((p) => `  ${escapeControls(p, false)}\n`).join('')}`);
+  const head = verdict.outcome === 'refused'
+    ? `refused: ${file} has problems; the server keeps its config`
+    : 'failed: the server could not finish the reload';
+  io.stderr(
+    `hooks-ingress reload: ${head}\n${verdict.problems.map((p) => `  ${escapeControls(p, false)}\n`).join('')}`,
+  );
   return FAILURE;
 }
 
@@ -92,7 +110,9 @@ export function printVerdict(verdict: ReloadVerdict | DryRunVerdict, io: Pick<Io
 export function changeLines(changes: ReloadChanges): string[] {
   const lines: string[] = [];
   for (const [kind, lists] of Object.entries(changes) as [string, Record<string, string[]>][]) {
-    for (const [how, names] of Object.entries(lists)) if (names.length > 0) lines.push(escapeControls(`${kind} ${how}: ${names.join(', ')}`, false));
+    for (const [how, names] of Object.entries(lists)) {
+      if (names.length > 0) lines.push(escapeControls(`${kind} ${how}: ${names.join(', ')}`, false));
+    }
   }
   return lines;
 }

@@ -13,11 +13,16 @@ import type { ReplayPlan, TakenIds } from './failures.ts';
 /** The server's checks of `ids` (none run), or `null` when no server answers. */
 export async function serverChecks(stateDir: string, ids: readonly string[]): Promise<ReplayCheck[] | null> {
   if (ids.length === 0) return [];
-  const answer = await callServer(stateDir, REPLAY_OP, { ids, check: true }, { timeoutMs: Math.min(120_000, 10_000 + 100 * ids.length) });
+  const answer = await callServer(stateDir, REPLAY_OP, { ids, check: true }, {
+    timeoutMs: Math.min(120_000, 10_000 + 100 * ids.length),
+  });
   if (answer.kind !== 'result') return null;
   const checks = (answer.result as { checks?: unknown }).checks;
   // A server from before checks answers with none: nothing is known.
-  return Array.isArray(checks) && checks.every((c) => typeof c === 'object' && c !== null && typeof (c as ReplayCheck).id === 'string') ? (checks as ReplayCheck[]) : null;
+  return Array.isArray(checks) &&
+      checks.every((c) => typeof c === 'object' && c !== null && typeof (c as ReplayCheck).id === 'string')
+    ? (checks as ReplayCheck[])
+    : null;
 }
 
 /**
@@ -28,7 +33,9 @@ export async function serverChecks(stateDir: string, ids: readonly string[]): Pr
 export function withTaken(plan: ReplayPlan, checks: readonly ReplayCheck[] | null, force: boolean): ReplayPlan {
   if (checks === null) return plan;
   const taken = new Map(checks.filter((c) => c.needsForce === 'taken').map((c) => [c.id, c.skip]));
-  const inRun = new Set(checks.filter((c) => c.needsForce === 'taken' && typeof c.takenInRun === 'string').map((c) => c.id));
+  const inRun = new Set(
+    checks.filter((c) => c.needsForce === 'taken' && typeof c.takenInRun === 'string').map((c) => c.id),
+  );
   if (taken.size === 0) return plan;
   // Forced, a second copy of a delivery the plan runs a copy of before it would run twice: it is skipped all the same.
   const skips = (e: LedgerEntry) => taken.has(e.id) && (!force || inRun.has(e.id));
@@ -37,7 +44,11 @@ export function withTaken(plan: ReplayPlan, checks: readonly ReplayCheck[] | nul
     const detail = taken.get(entry.id);
     return { entry, why: 'taken' as const, ...(detail === undefined ? {} : { detail }) };
   });
-  return { run: plan.run.filter((e) => !skips(e)), forced: [...new Set([...plan.forced, ...forced])], skipped: [...plan.skipped, ...skipped] };
+  return {
+    run: plan.run.filter((e) => !skips(e)),
+    forced: [...new Set([...plan.forced, ...forced])],
+    skipped: [...plan.skipped, ...skipped],
+  };
 }
 
 /** The plan's skipped requests whose judge said more, one line each (`skipped ID: why`). */
@@ -50,7 +61,11 @@ export function skipLines(plan: ReplayPlan): string[] {
  * (the provider's retry accepted live, or a replay of another copy), as the running server judges
  * them; empty when no server answers, and the failures stand as read. `entries` name the taker's entry.
  */
-export async function takenByOthers(stateDir: string, failures: readonly LedgerEntry[], entries: readonly LedgerEntry[]): Promise<TakenIds> {
+export async function takenByOthers(
+  stateDir: string,
+  failures: readonly LedgerEntry[],
+  entries: readonly LedgerEntry[],
+): Promise<TakenIds> {
   const taken = new Map<string, TakenBy>();
   if (failures.length === 0) return taken;
   const checks = await serverChecks(stateDir, failures.map((e) => e.id));
@@ -61,7 +76,11 @@ export async function takenByOthers(stateDir: string, failures: readonly LedgerE
     const requestId = check.takenBy;
     if (typeof requestId !== 'string' || requestId === own.get(check.id) || check.takenInRun !== undefined) continue;
     const taker = byRequest.get(requestId);
-    taken.set(check.id, { requestId, ...(taker === undefined ? {} : { entry: taker.id }), live: taker?.replayOf === undefined });
+    taken.set(check.id, {
+      requestId,
+      ...(taker === undefined ? {} : { entry: taker.id }),
+      live: taker?.replayOf === undefined,
+    });
   }
   return taken;
 }

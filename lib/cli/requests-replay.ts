@@ -7,9 +7,9 @@ import { filterEntries } from '../store/ledger/read.ts';
 import type { Flags } from './command.ts';
 import { callServer } from '../control/client.ts';
 import { escapeControls, jsonLine } from '../text.ts';
-import { FAILURE, messagePrefix, printResult, USAGE, type Io } from './io.ts';
+import { FAILURE, type Io, messagePrefix, printResult, USAGE } from './io.ts';
 import { describeBecame, formatEntryLine } from './entry-text.ts';
-import { filterFrom, ledgerOf, type LedgerAccess } from './ledger-access.ts';
+import { filterFrom, type LedgerAccess, ledgerOf } from './ledger-access.ts';
 import { describePlan, planReplay, resolutionFor } from './failures.ts';
 import { serverChecks, skipLines, withTaken } from './replay-checks.ts';
 import { REPLAY_OP } from '../control/operations.ts';
@@ -23,16 +23,24 @@ export async function replayCommand(flags: Flags, ids: string[], io: Io): Promis
   if (typeof filter === 'number') return filter;
   const ledger = await ledgerOf(flags, io);
   if (ledger === null) return FAILURE;
-  const chosen = filter === null ? { ids, ...(flags.force === true ? { force: true } : {}) } : await _chosen(flags, io, ledger, filter);
+  const chosen = filter === null
+    ? { ids, ...(flags.force === true ? { force: true } : {}) }
+    : await _chosen(flags, io, ledger, filter);
   if (typeof chosen === 'number') return chosen;
   const args: ReplayArgs = { ...chosen, ...(flags['dry-run'] === true ? { dryRun: true } : {}) };
-  const answer = await callServer(ledger.dir, REPLAY_OP, args, { timeoutMs: Math.min(600_000, 30_000 + 10_000 * chosen.ids.length) });
+  const answer = await callServer(ledger.dir, REPLAY_OP, args, {
+    timeoutMs: Math.min(600_000, 30_000 + 10_000 * chosen.ids.length),
+  });
   switch (answer.kind) {
     case 'no-server':
       io.stderr(`${messagePrefix(io)}: ${answer.why}; replay is done by the running server (start it, then replay)\n`);
       return FAILURE;
     case 'timeout':
-      io.stderr(`${messagePrefix(io)}: the server did not answer in time; see its log and hooks-ingress requests for what was replayed\n`);
+      io.stderr(
+        `${
+          messagePrefix(io)
+        }: the server did not answer in time; see its log and hooks-ingress requests for what was replayed\n`,
+      );
       return FAILURE;
     case 'error':
       io.stderr(`${messagePrefix(io)}: ${escapeControls(answer.message, false)}\n`);
@@ -40,7 +48,9 @@ export async function replayCommand(flags: Flags, ids: string[], io: Io): Promis
   }
   return printResult(io, messagePrefix(io), () => {
     const { results } = answer.result as { results: ReplayResult[] };
-    if (!Array.isArray(results) || results.some((r) => typeof r !== 'object' || r === null)) throw new TypeError('Cannot read the answer: results is not a list of results');
+    if (!Array.isArray(results) || results.some((r) => typeof r !== 'object' || r === null)) {
+      throw new TypeError('Cannot read the answer: results is not a list of results');
+    }
     let failed = false;
     for (const result of results) {
       io.stdout(flags.json ? jsonLine(result) : formatReplay(result));
@@ -62,7 +72,12 @@ function _filter(flags: Flags, ids: string[], io: Io): _Filter | null | number {
     return USAGE;
   }
   if (filtered && Object.keys(filter).length === 0) {
-    io.stderr(usageLine('requests', 'replay needs entry ids, or filters (--hook, --status, --code, --since, --until, --failed) to pick entries'));
+    io.stderr(
+      usageLine(
+        'requests',
+        'replay needs entry ids, or filters (--hook, --status, --code, --since, --until, --failed) to pick entries',
+      ),
+    );
     return USAGE;
   }
   if (!filtered && Object.keys(filter).length > 0) {
@@ -75,7 +90,12 @@ function _filter(flags: Flags, ids: string[], io: Io): _Filter | null | number {
 // The plan for the entries the filters pick: each original once, what it skips and why, and the
 // entries it runs listed; their ids with --yes (or --dry-run), forced only where --force was needed
 // and given, else the exit code once the plan and what to add are said.
-async function _chosen(flags: Flags, io: Io, ledger: LedgerAccess, filter: _Filter): Promise<Pick<ReplayArgs, 'ids' | 'force'> | number> {
+async function _chosen(
+  flags: Flags,
+  io: Io,
+  ledger: LedgerAccess,
+  filter: _Filter,
+): Promise<Pick<ReplayArgs, 'ids' | 'force'> | number> {
   const entries = await ledger.read();
   if (entries === null) return FAILURE;
   const roots = await ledger.roots();
@@ -83,13 +103,21 @@ async function _chosen(flags: Flags, io: Io, ledger: LedgerAccess, filter: _Filt
   const read = planReplay(matching, { entries, roots }, flags.force === true);
   // Delivery ids taken are known to the running server alone.
   const plan = withTaken(read, await serverChecks(ledger.dir, read.run.map((e) => e.id)), flags.force === true);
-  const counted = `${matching.length} request${matching.length === 1 ? '' : 's'} match${matching.length === 1 ? 'es' : ''}`;
-  io.stdout(matching.length === 0 ? `${counted}\n` : `${counted}; ${describePlan(plan)}${plan.run.length === 0 ? '' : ':'}\n`);
+  const counted = `${matching.length} request${matching.length === 1 ? '' : 's'} match${
+    matching.length === 1 ? 'es' : ''
+  }`;
+  io.stdout(
+    matching.length === 0 ? `${counted}\n` : `${counted}; ${describePlan(plan)}${plan.run.length === 0 ? '' : ':'}\n`,
+  );
   for (const entry of plan.run) io.stdout(formatEntryLine(entry, resolutionFor(entry, roots)));
   for (const line of skipLines(plan)) io.stdout(`${escapeControls(line, false)}\n`);
   if (plan.run.length === 0) return 0;
   if (flags.yes !== true && flags['dry-run'] !== true) {
-    io.stderr(`${messagePrefix(io)}: nothing replayed; add --yes to replay ${plan.run.length === 1 ? 'it' : `these ${plan.run.length}`}\n`);
+    io.stderr(
+      `${messagePrefix(io)}: nothing replayed; add --yes to replay ${
+        plan.run.length === 1 ? 'it' : `these ${plan.run.length}`
+      }\n`,
+    );
     return 0;
   }
   return { ids: plan.run.map((e) => e.id), ...(plan.forced.length === 0 ? {} : { force: plan.forced }) };
@@ -100,11 +128,17 @@ export function formatReplay(result: ReplayResult): string {
   if (!result.ok) return `${escapeControls(`not replayed ${result.id}: ${result.error}`, false)}\n`;
   if ('preview' in result) {
     const skip = result.skip === undefined ? '' : ` (a replay is skipped without --force: ${result.skip})`;
-    return `${escapeControls(`dry run of ${result.id}: nothing replayed${skip}`, false)}\n${formatPreview(result.preview)}`;
+    return `${escapeControls(`dry run of ${result.id}: nothing replayed${skip}`, false)}\n${
+      formatPreview(result.preview)
+    }`;
   }
   const { outcome } = result;
   const became = describeBecame({ became: outcome.became } as LedgerEntry);
-  const parts = [`replayed ${outcome.replayOf}`, outcome.entry === undefined ? `request=${outcome.requestId}` : `as ${outcome.entry} request=${outcome.requestId}`, String(outcome.status)];
+  const parts = [
+    `replayed ${outcome.replayOf}`,
+    outcome.entry === undefined ? `request=${outcome.requestId}` : `as ${outcome.entry} request=${outcome.requestId}`,
+    String(outcome.status),
+  ];
   if (outcome.code !== undefined) parts.push(outcome.code);
   if (outcome.error !== undefined) parts.push(outcome.error);
   if (became !== '') parts.push(became);

@@ -7,7 +7,7 @@ import { RESOLVE_OP } from '../control/operations.ts';
 import type { ResolveResult } from '../server/resolve.ts';
 import { escapeControls, jsonLine } from '../text.ts';
 import type { Flags } from './command.ts';
-import { FAILURE, messagePrefix, printResult, USAGE, type Io } from './io.ts';
+import { FAILURE, type Io, messagePrefix, printResult, USAGE } from './io.ts';
 import { ledgerOf } from './ledger-access.ts';
 import { usageLine } from './usage.ts';
 
@@ -22,10 +22,16 @@ export async function resolveCommand(flags: Flags, ids: string[], io: Io): Promi
   const answer = await callServer(ledger.dir, RESOLVE_OP, { ids });
   switch (answer.kind) {
     case 'no-server':
-      io.stderr(`${messagePrefix(io)}: ${answer.why}; resolve is done by the running server (start it, then resolve)\n`);
+      io.stderr(
+        `${messagePrefix(io)}: ${answer.why}; resolve is done by the running server (start it, then resolve)\n`,
+      );
       return FAILURE;
     case 'timeout':
-      io.stderr(`${messagePrefix(io)}: the server did not answer in time; see hooks-ingress requests --failed for what is resolved\n`);
+      io.stderr(
+        `${
+          messagePrefix(io)
+        }: the server did not answer in time; see hooks-ingress requests --failed for what is resolved\n`,
+      );
       return FAILURE;
     case 'error':
       io.stderr(`${messagePrefix(io)}: ${escapeControls(answer.message, false)}\n`);
@@ -33,7 +39,9 @@ export async function resolveCommand(flags: Flags, ids: string[], io: Io): Promi
   }
   return printResult(io, messagePrefix(io), () => {
     const { results } = answer.result as { results: ResolveResult[] };
-    if (!Array.isArray(results) || results.some((r) => typeof r !== 'object' || r === null)) throw new TypeError('Cannot read the answer: results is not a list of results');
+    if (!Array.isArray(results) || results.some((r) => typeof r !== 'object' || r === null)) {
+      throw new TypeError('Cannot read the answer: results is not a list of results');
+    }
     let failed = false;
     for (const result of results) {
       io.stdout(flags.json ? jsonLine(result) : formatResolved(result));
@@ -45,6 +53,8 @@ export async function resolveCommand(flags: Flags, ids: string[], io: Io): Promi
 
 /** One resolution's result as a line. */
 export function formatResolved(result: ResolveResult): string {
-  const line = result.ok ? `resolved ${result.root} by hand${result.root === result.id ? '' : ` (named as ${result.id})`}` : `not resolved ${result.id}: ${result.error}`;
+  const line = result.ok
+    ? `resolved ${result.root} by hand${result.root === result.id ? '' : ` (named as ${result.id})`}`
+    : `not resolved ${result.id}: ${result.error}`;
   return `${escapeControls(line, false)}\n`;
 }

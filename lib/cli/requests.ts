@@ -1,19 +1,19 @@
 // `hooks-ingress requests`: the request ledger, read from the state directory (it works while
 // the server runs, and needs no secret): the list with its filters, and one entry in full.
 
-import { failed, filterEntries, findEntry, type EntryFilter } from '../store/ledger/read.ts';
+import { type EntryFilter, failed, filterEntries, findEntry } from '../store/ledger/read.ts';
 import type { LedgerEntry } from '../model/ledger-entry.ts';
 import { readEvents, readRuns } from '../store/journal/read.ts';
 import type { RunRecord, SessionEvent } from '../model/records.ts';
 import { sleep } from '../retry.ts';
-import { COMMON, type Command, type Flags } from './command.ts';
+import { type Command, COMMON, type Flags } from './command.ts';
 import { formatEntry, formatEntryLine } from './entry-text.ts';
 import { escapeControls, jsonLine } from '../text.ts';
-import { FAILURE, messagePrefix, USAGE, type Io } from './io.ts';
+import { FAILURE, type Io, messagePrefix, USAGE } from './io.ts';
 import { FILTER_OPTIONS, filterFrom, ledgerOf } from './ledger-access.ts';
 import { replayCommand } from './requests-replay.ts';
 import { resolveCommand } from './requests-resolve.ts';
-import { openFailures, resolutionFor, rootResolved, type RootRecords, type TakenIds } from './failures.ts';
+import { openFailures, resolutionFor, type RootRecords, rootResolved, type TakenIds } from './failures.ts';
 import { takenByOthers } from './replay-checks.ts';
 import { usageLine } from './usage.ts';
 
@@ -89,7 +89,9 @@ Options:
     if (sub === undefined) return _list(flags, io);
     if (sub === 'show') {
       if (ids.length !== 1) {
-        io.stderr(usageLine('requests', ids.length === 0 ? 'show needs an entry id or a request id' : 'show takes one id'));
+        io.stderr(
+          usageLine('requests', ids.length === 0 ? 'show needs an entry id or a request id' : 'show takes one id'),
+        );
         return USAGE;
       }
       return _show(flags, ids[0]!, io);
@@ -122,7 +124,11 @@ async function _list(flags: Flags, io: Io): Promise<number> {
   let taken: TakenIds = new Map();
   const print = (entry: LedgerEntry) => {
     const resolution = resolutionFor(entry, roots, taken);
-    io.stdout(flags.json ? jsonLine(resolution === undefined ? entry : { ...entry, resolution }) : formatEntryLine(entry, resolution));
+    io.stdout(
+      flags.json
+        ? jsonLine(resolution === undefined ? entry : { ...entry, resolution })
+        : formatEntryLine(entry, resolution),
+    );
   };
   let entries = await ledger.read();
   if (entries === null) return FAILURE;
@@ -164,7 +170,15 @@ async function _show(flags: Flags, id: string, io: Io): Promise<number> {
   const taken = failed(entry) ? await takenByOthers(ledger.dir, [entry], entries) : new Map();
   const resolution = resolutionFor(entry, roots, taken);
   if (flags.json) {
-    io.stdout(jsonLine({ entry, runs, events, replays: replays.map((e) => ({ id: e.id, time: e.time, status: e.status })), ...(resolution === undefined ? {} : { resolution }) }));
+    io.stdout(
+      jsonLine({
+        entry,
+        runs,
+        events,
+        replays: replays.map((e) => ({ id: e.id, time: e.time, status: e.status })),
+        ...(resolution === undefined ? {} : { resolution }),
+      }),
+    );
     return 0;
   }
   io.stdout(formatEntry(entry, { runs, events, replays, ...(resolution === undefined ? {} : { resolution }) }));
@@ -172,7 +186,13 @@ async function _show(flags: Flags, id: string, io: Io): Promise<number> {
 }
 
 // The entries the filters pick; with --failed, one per original still unresolved (every failure with --all).
-function _matching(entries: LedgerEntry[], roots: RootRecords, taken: TakenIds, filter: EntryFilter, all: boolean): LedgerEntry[] {
+function _matching(
+  entries: LedgerEntry[],
+  roots: RootRecords,
+  taken: TakenIds,
+  filter: EntryFilter,
+  all: boolean,
+): LedgerEntry[] {
   const matching = filterEntries(entries, filter);
   return filter.failed === true ? openFailures(matching, { entries, roots, taken }, all) : matching;
 }
@@ -191,7 +211,9 @@ async function _produced(dir: string, entry: LedgerEntry): Promise<{ runs: RunRe
   const runIds = new Set(entry.became?.runs ?? []);
   const seqs = new Set(entry.became?.events ?? []);
   if (runIds.size === 0 && seqs.size === 0) return { runs: [], events: [] };
-  const [runs, events] = await Promise.all([runIds.size === 0 ? [] : readRuns(dir), seqs.size === 0 ? [] : readEvents(dir)]);
+  const [runs, events] = await Promise.all([
+    runIds.size === 0 ? [] : readRuns(dir),
+    seqs.size === 0 ? [] : readEvents(dir),
+  ]);
   return { runs: runs.filter((r) => runIds.has(r.runId)), events: events.filter((e) => seqs.has(e.seq)) };
 }
-

@@ -1,8 +1,8 @@
 // The send command: one test message through a configured channel.
 
-import { CHANNELS, type Channel } from '../model/actions.ts';
+import { type Channel, CHANNELS } from '../model/actions.ts';
 import type { Config } from '../config/types.ts';
-import { COMMON, type Command } from './command.ts';
+import { type Command, COMMON } from './command.ts';
 import { FAILURE, messagePrefix, USAGE } from './io.ts';
 import { loadConfigFor } from './load-config.ts';
 import { buildDeliver } from '../server/service.ts';
@@ -35,10 +35,12 @@ export const send: Command = {
     const channel = flags.channel;
     const text = positionals.join(' ').trim();
     const named = CHANNELS.filter((c) => c !== 'last');
-    const problem =
-      channel === undefined ? `give --channel (one of ${named.join(', ')})`
-      : !(named as readonly string[]).includes(channel) ? `--channel must be one of ${named.join(', ')}, got "${channel}"`
-      : text === '' ? 'give the TEXT to send'
+    const problem = channel === undefined
+      ? `give --channel (one of ${named.join(', ')})`
+      : !(named as readonly string[]).includes(channel)
+      ? `--channel must be one of ${named.join(', ')}, got "${channel}"`
+      : text === ''
+      ? 'give the TEXT to send'
       : null;
     if (problem !== null) {
       io.stderr(usageLine('send', problem));
@@ -46,17 +48,32 @@ export const send: Command = {
     }
     const config = await loadConfigFor(flags, io);
     if (config === null) return FAILURE;
-    const deliver = await buildDeliver(config, () => null, { maxAttempts: ATTEMPTS, baseDelayMs: 1_000, maxDelayMs: 10_000 });
+    const deliver = await buildDeliver(config, () => null, {
+      maxAttempts: ATTEMPTS,
+      baseDelayMs: 1_000,
+      maxDelayMs: 10_000,
+    });
     // An unreachable platform can take a while to fail; a silent terminal looks hung.
-    const notice = setTimeout(() => io.stderr(`${messagePrefix(io)}: ${waitingFor(config, channel as Channel)}\n`), WAIT_NOTICE_MS);
+    const notice = setTimeout(
+      () => io.stderr(`${messagePrefix(io)}: ${waitingFor(config, channel as Channel)}\n`),
+      WAIT_NOTICE_MS,
+    );
     let outcome;
     try {
-      outcome = await deliver({ channel: channel as Channel, ...(flags.to === undefined ? {} : { to: flags.to }), text });
+      outcome = await deliver({
+        channel: channel as Channel,
+        ...(flags.to === undefined ? {} : { to: flags.to }),
+        text,
+      });
     } finally {
       clearTimeout(notice);
     }
     if (outcome.status === 'delivered') {
-      io.stdout(`delivered to ${outcome.channel} ${outcome.to}${outcome.messageIds.length > 0 ? ` (${outcome.messageIds.join(', ')})` : ''}\n`);
+      io.stdout(
+        `delivered to ${outcome.channel} ${outcome.to}${
+          outcome.messageIds.length > 0 ? ` (${outcome.messageIds.join(', ')})` : ''
+        }\n`,
+      );
       return 0;
     }
     io.stderr(`${messagePrefix(io)}: ${outcome.status}: ${outcome.reason}\n`);
@@ -67,7 +84,13 @@ export const send: Command = {
 /** What `send` is waiting for: the platform, and the address it was given for it when there is one. */
 export function waitingFor(config: Pick<Config, 'channels'>, channel: Channel): string {
   const section = (config.channels as Record<string, Record<string, unknown> | undefined>)[channel] ?? {};
-  const address = ['apiBase', 'serverUrl', 'url', 'serviceUrl'].map((key) => section[key]).find((value) => typeof value === 'string');
-  const where = typeof address === 'string' ? ` at ${address}` : section['command'] !== undefined ? ` (${String(section['command'])})` : '';
+  const address = ['apiBase', 'serverUrl', 'url', 'serviceUrl'].map((key) => section[key]).find((value) =>
+    typeof value === 'string'
+  );
+  const where = typeof address === 'string'
+    ? ` at ${address}`
+    : section['command'] !== undefined
+    ? ` (${String(section['command'])})`
+    : '';
   return `waiting for ${channel}${where} to answer (up to ${ATTEMPTS} attempts; Ctrl-C stops)`;
 }

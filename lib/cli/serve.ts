@@ -4,7 +4,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { locateConfig, locateStateDir } from '../config/locate.ts';
 import type { Config } from '../config/types.ts';
-import { socketPathProblem, startControl, type ControlHandler, type ControlServer } from '../control/server.ts';
+import { type ControlHandler, type ControlServer, socketPathProblem, startControl } from '../control/server.ts';
 import { listen, type Running } from '../edge/listen.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
 import { inheritedListenFd, unsetListenEnv } from '../edge/systemd.ts';
@@ -12,20 +12,27 @@ import { generateToken } from '../guard/token.ts';
 import { fileModeWarnings } from '../config/file-modes.ts';
 import { partialWalk, stateExposure } from '../config/state-exposure.ts';
 import { readinessWarnings } from '../config/readiness.ts';
-import { boundWarnings, bufferLines, createLogger, flushOnExit, type BoundedLogger, type Logger } from '../log.ts';
+import { type BoundedLogger, boundWarnings, bufferLines, createLogger, flushOnExit, type Logger } from '../log.ts';
 import { chooseLogFormat, jsonLinesToText, LOG_FORMATS, type LogFormat } from './log-text.ts';
 import { secureStateDir } from '../store/state/access.ts';
 import { lockStateDir, type StateLock } from '../store/state/lock.ts';
-import { COMMON, type Command, type Flags } from './command.ts';
+import { type Command, COMMON, type Flags } from './command.ts';
 import { ignoreDebuggerSignal } from './debugger-signal.ts';
-import { exists, FAILURE, messagePrefix, USAGE, type Io } from './io.ts';
+import { exists, FAILURE, type Io, messagePrefix, USAGE } from './io.ts';
 import { loadConfigFor } from './load-config.ts';
-import { builtOnFirstCall, RELOAD_PLAN_OP, REPLAY_OP, RESOLVE_OP, serverOperations, TRY_OP } from '../control/operations.ts';
+import {
+  builtOnFirstCall,
+  RELOAD_PLAN_OP,
+  REPLAY_OP,
+  RESOLVE_OP,
+  serverOperations,
+  TRY_OP,
+} from '../control/operations.ts';
 import { Claims } from '../server/claims.ts';
 import type { RunningInspector } from '../inspector/serve.ts';
-import { reloader, type Reloader } from '../server/reload-plan.ts';
+import { type Reloader, reloader } from '../server/reload-plan.ts';
 import type { Reloads } from '../server/reloads.ts';
-import { startService, type Service } from '../server/service.ts';
+import { type Service, startService } from '../server/service.ts';
 import { usageLine } from './usage.ts';
 
 /** How long a stopping server lets requests in flight finish. */
@@ -33,7 +40,13 @@ export const DRAIN_MS = 10_000;
 
 /** `hooks-ingress serve` (the default command). */
 export const serveCommand: Command = {
-  options: { ...COMMON, host: { type: 'string' }, port: { type: 'string', short: 'p' }, 'state-dir': { type: 'string' }, 'log-format': { type: 'string' } },
+  options: {
+    ...COMMON,
+    host: { type: 'string' },
+    port: { type: 'string', short: 'p' },
+    'state-dir': { type: 'string' },
+    'log-format': { type: 'string' },
+  },
   help: `Usage: hooks-ingress serve [options]
 
 Serve the webhook endpoints until SIGTERM or SIGINT. Prints "listening on URL" once
@@ -86,14 +99,26 @@ async function _serve(flags: Flags, io: Io): Promise<number> {
   const running = await _listen(flags, asked.port, config, io, service);
   const { replay, resolve } = _replays(stateDir, service, log);
   const inspector = running === null ? null : await _inspector(config, stateDir, io, log, service, { replay, resolve });
-  const control = running === null || inspector === false ? null : await _control(stateDir, io, log, service, reloads.reloads, startedAt, running.server.url, { replay, resolve, inspector, reloader: reloads.reloader });
+  const control = running === null || inspector === false
+    ? null
+    : await _control(stateDir, io, log, service, reloads.reloads, startedAt, running.server.url, {
+      replay,
+      resolve,
+      inspector,
+      reloader: reloads.reloader,
+    });
   const started: _Started = { lock, service, log, reloads, stopRequest, inspector };
   if (running === null || inspector === false || control === null) {
     await _abandon(started, running);
     return FAILURE;
   }
   io.stdout(`listening on ${running.server.url}\n`);
-  log.info('started', { url: running.server.url, stateDir, hooks: config.hooks.enabled ? config.hooks.path : 'disabled', activated: running.activated });
+  log.info('started', {
+    url: running.server.url,
+    stateDir,
+    hooks: config.hooks.enabled ? config.hooks.path : 'disabled',
+    activated: running.activated,
+  });
   if (inspector) log.info('inspector listening', { url: inspector.url });
 
   const signal = await _withCompanion(config, io, log, stopRequest.stopped);
@@ -104,11 +129,31 @@ async function _serve(flags: Flags, io: Io): Promise<number> {
 // One replay and one resolve for both ways in: `requests replay`/`resolve` over the control
 // channel and the inspector's buttons, sharing the claims of the replays running now; each
 // operation's code is imported at its first call.
-function _replays(stateDir: string, service: Service, log: Logger): { replay: ControlHandler; resolve: ControlHandler } {
+function _replays(
+  stateDir: string,
+  service: Service,
+  log: Logger,
+): { replay: ControlHandler; resolve: ControlHandler } {
   const claims = new Claims();
   return {
-    replay: builtOnFirstCall(async () => (await import('../server/replay.ts')).replayOperation({ stateDir, ledger: service.ledger, app: service.app, store: service.store, claims, log })),
-    resolve: builtOnFirstCall(async () => (await import('../server/resolve.ts')).resolveOperation({ stateDir, ledger: service.ledger, store: service.store, claims })),
+    replay: builtOnFirstCall(async () =>
+      (await import('../server/replay.ts')).replayOperation({
+        stateDir,
+        ledger: service.ledger,
+        app: service.app,
+        store: service.store,
+        claims,
+        log,
+      })
+    ),
+    resolve: builtOnFirstCall(async () =>
+      (await import('../server/resolve.ts')).resolveOperation({
+        stateDir,
+        ledger: service.ledger,
+        store: service.store,
+        claims,
+      })
+    ),
   };
 }
 
@@ -129,12 +174,18 @@ function _checkFlags(flags: Flags, io: Io): { port: number | undefined; format: 
 
 // The config (written on a first run), its warnings, the logger and a state directory the server
 // can use, all before anything starts; `null` once the reason is said.
-async function _prepare(flags: Flags, io: Io, format: LogFormat | undefined): Promise<{ config: Config; log: BoundedLogger; stateDir: string } | null> {
+async function _prepare(
+  flags: Flags,
+  io: Io,
+  format: LogFormat | undefined,
+): Promise<{ config: Config; log: BoundedLogger; stateDir: string } | null> {
   const located = locateConfig(flags.config, io.env);
   if (located.implicit && !(await exists(located.path))) await _firstRun(located.path, io);
   const config = await loadConfigFor(flags, io, { transforms: true });
   if (config === null) return null;
-  for (const warning of [...readinessWarnings(config), ...(await fileModeWarnings(config))]) io.stderr(`${messagePrefix(io)}: warning: ${warning}\n`);
+  for (const warning of [...readinessWarnings(config), ...(await fileModeWarnings(config))]) {
+    io.stderr(`${messagePrefix(io)}: warning: ${warning}\n`);
+  }
 
   // Warnings and errors bounded per message: a flood of one cannot bury the others (lib/log.ts).
   const log = boundWarnings(createLogger(logWriter(chooseLogFormat(format, io.stderrIsTerminal === true), io.stderr)));
@@ -181,7 +232,12 @@ async function _abandon(started: _Started, running: { server: Running } | null):
 
 // A stop never waits behind reloads: the waiting one is dropped, the running one aborted (nothing
 // of it is applied). No new control request is taken; one in flight gets no answer.
-async function _stop(started: _Started, control: ControlServer, running: { server: Running }, signal: string): Promise<void> {
+async function _stop(
+  started: _Started,
+  control: ControlServer,
+  running: { server: Running },
+  signal: string,
+): Promise<void> {
   const { log } = started;
   started.reloads.reloads.stop();
   await control.close();
@@ -206,10 +262,20 @@ async function _lockState(dir: string, io: Io): Promise<StateLock | null> {
       return null;
     }
     const { tightened } = secured;
-    if (tightened !== null) io.stderr(`${messagePrefix(io)}: warning: state directory ${dir} was writable by others (mode 0${tightened.from.toString(8)}): now 0${tightened.to.toString(8)}\n`);
+    if (tightened !== null) {
+      io.stderr(
+        `${messagePrefix(io)}: warning: state directory ${dir} was writable by others (mode 0${
+          tightened.from.toString(8)
+        }): now 0${tightened.to.toString(8)}\n`,
+      );
+    }
     const outcome = await lockStateDir(dir);
     if (outcome.ok) return outcome.lock;
-    io.stderr(`${messagePrefix(io)}: state directory ${dir} is in use by the server with pid ${outcome.pid}; stop it first or give another --state-dir\n`);
+    io.stderr(
+      `${
+        messagePrefix(io)
+      }: state directory ${dir} is in use by the server with pid ${outcome.pid}; stop it first or give another --state-dir\n`,
+    );
   } catch (error) {
     if (!_isSystemError(error)) throw error;
     io.stderr(`${messagePrefix(io)}: cannot use state directory ${dir}: ${_reason(error)}\n`);
@@ -230,7 +296,8 @@ async function _start(config: Config, dir: string, log: Logger, io: Io, lock: St
 }
 
 function _isSystemError(error: unknown): error is NodeJS.ErrnoException {
-  return typeof (error as NodeJS.ErrnoException | null)?.code === 'string' && typeof (error as NodeJS.ErrnoException).syscall === 'string';
+  return typeof (error as NodeJS.ErrnoException | null)?.code === 'string' &&
+    typeof (error as NodeJS.ErrnoException).syscall === 'string';
 }
 
 // A filesystem error as one line: its code and what the OS said, without the stack.
@@ -259,8 +326,22 @@ async function _firstRun(path: string, io: Io): Promise<void> {
 // SIGHUP and `hooks-ingress reload` re-read the config: a valid one takes over for new requests,
 // an invalid one is logged and ignored (lib/server/reload-plan.ts; coalesced by lib/server/reloads.ts). The SIGHUP
 // listener is installed before the server says it is ready, so an early signal is never fatal.
-async function _reloadOnHangup(flags: Flags, io: Io, log: Logger, service: Service, config: Config, stateDir: string): Promise<{ reloader: Reloader; reloads: Reloads; release: () => void }> {
-  const planned = await reloader({ file: locateConfig(flags.config, io.env).path, env: io.env, started: config, stateDir, log, apply: (next) => service.reload(next) });
+async function _reloadOnHangup(
+  flags: Flags,
+  io: Io,
+  log: Logger,
+  service: Service,
+  config: Config,
+  stateDir: string,
+): Promise<{ reloader: Reloader; reloads: Reloads; release: () => void }> {
+  const planned = await reloader({
+    file: locateConfig(flags.config, io.env).path,
+    env: io.env,
+    started: config,
+    stateDir,
+    log,
+    apply: (next) => service.reload(next),
+  });
   const onHangup = () => void planned.reloads.request();
   process.on('SIGHUP', onHangup);
   return { reloader: planned, reloads: planned.reloads, release: () => void process.off('SIGHUP', onHangup) };
@@ -269,7 +350,16 @@ async function _reloadOnHangup(flags: Flags, io: Io, log: Logger, service: Servi
 // The owner-only control channel the CLI talks to (reload, outbox retry, status, the inspector's
 // login; try and requests replay, whose code is imported at their first call), up before the server
 // says it listens, so a command run after "listening on" always finds it.
-async function _control(stateDir: string, io: Io, log: Logger, service: Service, reloads: Reloads, startedAt: number, url: string, more: { replay: ControlHandler; resolve: ControlHandler; inspector: RunningInspector | null; reloader: Reloader }): Promise<ControlServer | null> {
+async function _control(
+  stateDir: string,
+  io: Io,
+  log: Logger,
+  service: Service,
+  reloads: Reloads,
+  startedAt: number,
+  url: string,
+  more: { replay: ControlHandler; resolve: ControlHandler; inspector: RunningInspector | null; reloader: Reloader },
+): Promise<ControlServer | null> {
   const handlers = {
     ...serverOperations({
       pid: process.pid,
@@ -288,30 +378,63 @@ async function _control(stateDir: string, io: Io, log: Logger, service: Service,
     [REPLAY_OP]: more.replay,
     [RESOLVE_OP]: more.resolve,
     [RELOAD_PLAN_OP]: () => more.reloader.dryRun(),
-    [TRY_OP]: builtOnFirstCall(async () => (await import('../server/try.ts')).tryOperation({ app: service.app, reloader: more.reloader, lastRoute: () => service.store.lastRoute() })),
+    [TRY_OP]: builtOnFirstCall(async () =>
+      (await import('../server/try.ts')).tryOperation({
+        app: service.app,
+        reloader: more.reloader,
+        lastRoute: () => service.store.lastRoute(),
+      })
+    ),
     'inspect.login': () => {
-      if (more.inspector === null) throw new HttpError(404, ErrorCode.NotFound, 'the inspector is off: set inspector.port in the config and restart the server');
+      if (more.inspector === null) {
+        throw new HttpError(
+          404,
+          ErrorCode.NotFound,
+          'the inspector is off: set inspector.port in the config and restart the server',
+        );
+      }
       return Promise.resolve(more.inspector.login());
     },
   };
   try {
     return await startControl({ stateDir, handlers, log });
   } catch (error) {
-    io.stderr(`${messagePrefix(io)}: cannot start the control channel in ${stateDir}: ${_isSystemError(error) ? _reason(error) : (error as Error).message}\n`);
+    io.stderr(
+      `${messagePrefix(io)}: cannot start the control channel in ${stateDir}: ${
+        _isSystemError(error) ? _reason(error) : (error as Error).message
+      }\n`,
+    );
     return null;
   }
 }
 
 // The inspector page's listener when the config turns it on; `false` when it cannot listen (the
 // server does not start half-way: the operator asked for the page).
-async function _inspector(config: Config, stateDir: string, io: Io, log: Logger, service: Service, ops: { replay: ControlHandler; resolve: ControlHandler }): Promise<RunningInspector | null | false> {
+async function _inspector(
+  config: Config,
+  stateDir: string,
+  io: Io,
+  log: Logger,
+  service: Service,
+  ops: { replay: ControlHandler; resolve: ControlHandler },
+): Promise<RunningInspector | null | false> {
   if (config.inspector === null) return null;
   try {
-    const replayIds = (ids: readonly string[], options: { dryRun: boolean; force: boolean | readonly string[] }) => ops.replay({ ids, ...options });
+    const replayIds = (ids: readonly string[], options: { dryRun: boolean; force: boolean | readonly string[] }) =>
+      ops.replay({ ids, ...options });
     const resolveIds = (ids: readonly string[]) => ops.resolve({ ids });
     // Loaded only when the config turns the page on, like every other optional part.
     const { startInspector } = await import('../inspector/serve.ts');
-    return await startInspector({ config: config.inspector, stateDir, env: io.env, log, store: service.store, replay: replayIds, resolve: resolveIds, takenJudge: () => service.app.takenJudge() });
+    return await startInspector({
+      config: config.inspector,
+      stateDir,
+      env: io.env,
+      log,
+      store: service.store,
+      replay: replayIds,
+      resolve: resolveIds,
+      takenJudge: () => service.app.takenJudge(),
+    });
   } catch (error) {
     io.stderr(`${messagePrefix(io)}: cannot listen for the inspector: ${(error as Error).message}\n`);
     return false;
@@ -319,12 +442,21 @@ async function _inspector(config: Config, stateDir: string, io: Io, log: Logger,
 }
 
 // Listens on the systemd-inherited socket when there is one, else on the configured address.
-async function _listen(flags: Flags, port: number | undefined, config: Config, io: Io, service: Service): Promise<{ server: Running; activated: boolean } | null> {
+async function _listen(
+  flags: Flags,
+  port: number | undefined,
+  config: Config,
+  io: Io,
+  service: Service,
+): Promise<{ server: Running; activated: boolean } | null> {
   const fd = inheritedListenFd(io.env, process.pid);
   // The socket is ours alone: children (command providers, transforms) must not think it is theirs.
   if (fd !== null && io.env === process.env) unsetListenEnv(process.env);
   try {
-    const server = await listen(service.app, fd !== null ? { fd } : { host: flags.host ?? config.gateway.bind, port: port ?? config.gateway.port });
+    const server = await listen(
+      service.app,
+      fd !== null ? { fd } : { host: flags.host ?? config.gateway.bind, port: port ?? config.gateway.port },
+    );
     return { server, activated: fd !== null };
   } catch (error) {
     io.stderr(`${messagePrefix(io)}: cannot listen: ${(error as Error).message}\n`);
@@ -336,7 +468,12 @@ async function _listen(flags: Flags, port: number | undefined, config: Config, i
 // (its module is imported only for a config with the gmail preset).
 async function _withCompanion(config: Config, io: Io, log: Logger, stopped: Promise<string>): Promise<string> {
   const companionStop = new AbortController();
-  const companion = config.hooks.presets.includes('gmail') ? await (await import('../server/gmail-companion.ts')).serveCompanion(config, { ...io, signal: companionStop.signal }) : null;
+  const companion = config.hooks.presets.includes('gmail')
+    ? await (await import('../server/gmail-companion.ts')).serveCompanion(config, {
+      ...io,
+      signal: companionStop.signal,
+    })
+    : null;
   if (companion !== null && 'skip' in companion) log.warn('gmail watcher not started', { reason: companion.skip });
   const watching = companion !== null && 'run' in companion ? companion.run() : Promise.resolve();
   const signal = await stopped;

@@ -7,8 +7,8 @@ import { signRequest } from '../guard/signatures/verify.ts';
 import type { Signature } from '../guard/signatures/config.ts';
 import { post } from '../delivery/http-call.ts';
 import { hideUrlCredentials } from '../text.ts';
-import { COMMON, type Command } from './command.ts';
-import { FAILURE, USAGE, type Io } from './io.ts';
+import { type Command, COMMON } from './command.ts';
+import { FAILURE, type Io, USAGE } from './io.ts';
 import { loadConfigFor } from './load-config.ts';
 import { usageLine } from './usage.ts';
 
@@ -61,7 +61,11 @@ export const sign: Command = {
 };
 
 /** What `sign` does, with the clock and standard input injectable. */
-export async function signCommand(flags: SignFlags, io: Io & { stdin?: () => Promise<Buffer> }, clock: () => number = Date.now): Promise<number> {
+export async function signCommand(
+  flags: SignFlags,
+  io: Io & { stdin?: () => Promise<Buffer> },
+  clock: () => number = Date.now,
+): Promise<number> {
   if (flags.hook === undefined || flags.hook.trim() === '') {
     io.stderr(usageLine('sign', 'give --hook NAME'));
     return USAGE;
@@ -78,7 +82,10 @@ export async function signCommand(flags: SignFlags, io: Io & { stdin?: () => Pro
   if (body === null) return FAILURE;
   const extra = _headers(flags.header ?? [], io);
   if (extra === null) return USAGE;
-  const headers = { ...signRequest(signature, body, clock(), flags.id ?? `msg_${randomUUID().replaceAll('-', '')}`), ...extra };
+  const headers = {
+    ...signRequest(signature, body, clock(), flags.id ?? `msg_${randomUUID().replaceAll('-', '')}`),
+    ...extra,
+  };
   const url = _url(config, hook, flags.send);
   if (flags.send === undefined) {
     io.stdout(`${_curl(url, headers, flags.body, body, io)}\n`);
@@ -96,7 +103,11 @@ export async function signCommand(flags: SignFlags, io: Io & { stdin?: () => Pro
   return answer.status >= 200 && answer.status < 300 ? 0 : FAILURE;
 }
 
-async function _body(source: string | undefined, signature: Signature, io: Io & { stdin?: () => Promise<Buffer> }): Promise<Buffer | null> {
+async function _body(
+  source: string | undefined,
+  signature: Signature,
+  io: Io & { stdin?: () => Promise<Buffer> },
+): Promise<Buffer | null> {
   if (source === undefined) return Buffer.from(signature.scheme === 'twilio' ? '' : '{}');
   try {
     if (source === '-') return io.stdin === undefined ? await _readStdin() : await io.stdin();
@@ -129,7 +140,10 @@ function _headers(lines: readonly string[], io: Io): Record<string, string> | nu
 
 // A bare server address gets the hook's path; a URL with a path is used as given.
 function _url(config: Config, hook: string, send: string | undefined): string {
-  const base = send ?? `http://${config.gateway.bind.includes(':') ? `[${config.gateway.bind}]` : config.gateway.bind}:${config.gateway.port}`;
+  const base = send ??
+    `http://${
+      config.gateway.bind.includes(':') ? `[${config.gateway.bind}]` : config.gateway.bind
+    }:${config.gateway.port}`;
   const url = new URL(base);
   if (url.pathname === '/' || url.pathname === '') url.pathname = `${config.hooks.path}/${hook}`;
   return url.href;
@@ -138,11 +152,16 @@ function _url(config: Config, hook: string, send: string | undefined): string {
 function _curl(url: string, headers: Record<string, string>, source: string | undefined, body: Buffer, io: Io): string {
   const parts = ['curl', '-sS', '-X', 'POST', _quote(url)];
   for (const [name, value] of Object.entries(headers)) {
-    if (SECRET_BEARING.has(name)) io.stderr(`hooks-ingress sign: ${name} carries the secret itself, so it is not printed; use --send\n`);
+    if (SECRET_BEARING.has(name)) {
+      io.stderr(`hooks-ingress sign: ${name} carries the secret itself, so it is not printed; use --send\n`);
+    }
     parts.push('-H', _quote(`${name}: ${SECRET_BEARING.has(name) ? '<secret>' : value}`));
   }
   // The exact bytes were signed: a file is sent as it is, anything else inline.
-  parts.push('--data-binary', source !== undefined && source !== '-' ? _quote(`@${source}`) : _quote(body.toString('utf8')));
+  parts.push(
+    '--data-binary',
+    source !== undefined && source !== '-' ? _quote(`@${source}`) : _quote(body.toString('utf8')),
+  );
   return parts.join(' ');
 }
 

@@ -6,7 +6,7 @@
 import { locateConfig, locateStateDir } from '../config/locate.ts';
 import { readStateDir } from '../config/state-dir.ts';
 import type { ConfigFlags } from './load-config.ts';
-import { exists, messagePrefix, type Io } from './io.ts';
+import { exists, type Io, messagePrefix } from './io.ts';
 
 /** How {@link stateDirFor} treats a config file it cannot parse. */
 export interface StateDirOptions {
@@ -37,7 +37,9 @@ export async function stateDirFor(flags: ConfigFlags, io: Io, options: StateDirO
     return dir;
   }
   if (!read.ok) {
-    io.stderr(`${messagePrefix(io)}: invalid config ${located.path}:\n${read.problems.map((p) => `  ${p}\n`).join('')}`);
+    io.stderr(
+      `${messagePrefix(io)}: invalid config ${located.path}:\n${read.problems.map((p) => `  ${p}\n`).join('')}`,
+    );
     return null;
   }
   return locateStateDir(undefined, { stateDir: read.dir }, io.env);

@@ -1,6 +1,6 @@
 // The status command: whether a server runs on the state directory, and how it is doing.
 
-import { COMMON, type Command } from './command.ts';
+import { type Command, COMMON } from './command.ts';
 import { callServer } from '../control/client.ts';
 import { escapeControls, jsonLine } from '../text.ts';
 import { FAILURE, printResult } from './io.ts';
@@ -34,13 +34,19 @@ Options:
     if (answer.kind === 'result') {
       return printResult(io, 'hooks-ingress status', () => {
         const s = answer.result as ServerStatus;
-        if (typeof s !== 'object' || s === null || typeof s.pid !== 'number') throw new TypeError('Cannot read the answer: not a status');
+        if (typeof s !== 'object' || s === null || typeof s.pid !== 'number') {
+          throw new TypeError('Cannot read the answer: not a status');
+        }
         // `running` first, as in the answer printed when no server runs: one field tells the two apart.
         io.stdout(flags.json ? jsonLine({ running: true, ...s }) : formatStatus(s));
         return 0;
       });
     }
-    const why = answer.kind === 'no-server' ? answer.why : answer.kind === 'timeout' ? `the server at ${dir} did not answer within ${STATUS_TIMEOUT_MS / 1000} s` : answer.message;
+    const why = answer.kind === 'no-server'
+      ? answer.why
+      : answer.kind === 'timeout'
+      ? `the server at ${dir} did not answer within ${STATUS_TIMEOUT_MS / 1000} s`
+      : answer.message;
     if (flags.json) io.stdout(jsonLine({ running: false, stateDir: dir, why }));
     io.stderr(`hooks-ingress status: ${why}\n`);
     return FAILURE;
@@ -49,13 +55,20 @@ Options:
 
 /** A status as a person reads it, one `name: value` line each; every value escaped (whatever listens on the socket wrote it). */
 export function formatStatus(s: ServerStatus): string {
-  const outbox = s.outbox === null ? 'off (not in forward mode)' : `${s.outbox.pending} pending, ${s.outbox.sent} sent, ${s.outbox.dead} dead`;
+  const outbox = s.outbox === null
+    ? 'off (not in forward mode)'
+    : `${s.outbox.pending} pending, ${s.outbox.sent} sent, ${s.outbox.dead} dead`;
   const ledger = s.ledger === null ? 'none' : `${s.ledger.entries} entries, ${s.ledger.bytes} bytes`;
   const rows: [string, string][] = [
     ['running', `pid ${s.pid}, up ${_duration(s.uptimeSeconds)} (since ${s.startedAt})`],
     ['listening', s.url ?? 'unknown'],
     ['state', s.stateDir],
-    ['backlog', `${s.backlog.events} event${s.backlog.events === 1 ? '' : 's'} not yet read by a heartbeat, ${s.backlog.bytes} bytes`],
+    [
+      'backlog',
+      `${s.backlog.events} event${
+        s.backlog.events === 1 ? '' : 's'
+      } not yet read by a heartbeat, ${s.backlog.bytes} bytes`,
+    ],
     ['outbox', outbox],
     ['journal', `${s.journalBytes} bytes`],
     ['ledger', ledger],
@@ -74,8 +87,12 @@ function _verdict(s: ServerStatus): string {
   if (last === null) return 'none since the start';
   if (last.outcome === 'applied') {
     const lines = changeLines(last.changes);
-    const restart = last.needsRestart === undefined || last.needsRestart.length === 0 ? '' : `; not applied until the next start: ${last.needsRestart.join(', ')}`;
-    return `applied at ${last.at}${lines.length === 0 ? ' (no hook, mapping or secret changed)' : `: ${lines.join('; ')}`}${restart}`;
+    const restart = last.needsRestart === undefined || last.needsRestart.length === 0
+      ? ''
+      : `; not applied until the next start: ${last.needsRestart.join(', ')}`;
+    return `applied at ${last.at}${
+      lines.length === 0 ? ' (no hook, mapping or secret changed)' : `: ${lines.join('; ')}`
+    }${restart}`;
   }
   return `${last.outcome} at ${last.at}: ${last.problems.join('; ')}`;
 }

@@ -1,7 +1,7 @@
 // The token command: a new random hook token.
 
 import { generateToken } from '../guard/token.ts';
-import { COMMON, type Command } from './command.ts';
+import { type Command, COMMON } from './command.ts';
 
 /** `hooks-ingress token`: prints a new random hook token. */
 export const token: Command = {

@@ -14,11 +14,11 @@ import { findEntry } from '../store/ledger/read.ts';
 import type { LedgerEntry } from '../model/ledger-entry.ts';
 import type { Fingerprints } from '../guard/fingerprint.ts';
 import { readLastRoute } from '../store/journal/read.ts';
-import { COMMON, type Command, type Flags } from './command.ts';
+import { type Command, COMMON, type Flags } from './command.ts';
 import { callServer, type ControlAnswer } from '../control/client.ts';
 import { clipLine, escapeControls, jsonLine } from '../text.ts';
 import { formatPreview } from './preview-text.ts';
-import { FAILURE, messagePrefix, printResult, USAGE, type Io } from './io.ts';
+import { FAILURE, type Io, messagePrefix, printResult, USAGE } from './io.ts';
 import { ledgerOf } from './ledger-access.ts';
 import { stateDirFor } from './state-dir.ts';
 import { REPLAY_OP, TRY_OP } from '../control/operations.ts';
@@ -71,18 +71,24 @@ async function _try(flags: Flags, positionals: string[], io: Io): Promise<number
   if (typeof request === 'number') return request;
   const config = 'entry' in request || request.dir === null ? null : await _configText(flags, io);
   // A stored request is tried as its replay would run (`requests replay --dry-run`), so the two agree.
-  const answer: ControlAnswer =
-    request.dir === null
-      ? { kind: 'no-server', why: '' }
-      : 'entry' in request
-        ? await callServer(request.dir, REPLAY_OP, { ids: [request.entry.id], dryRun: true })
-        : await callServer(request.dir, TRY_OP, { ..._args(request.input), ...(config === null ? {} : { config: config.text }) });
+  const answer: ControlAnswer = request.dir === null
+    ? { kind: 'no-server', why: '' }
+    : 'entry' in request
+    ? await callServer(request.dir, REPLAY_OP, { ids: [request.entry.id], dryRun: true })
+    : await callServer(request.dir, TRY_OP, {
+      ..._args(request.input),
+      ...(config === null ? {} : { config: config.text }),
+    });
   const tried = await _tried(flags, io, request, answer, config);
   if (typeof tried === 'number') return tried;
   const { preview, where } = tried;
   return printResult(io, messagePrefix(io), () => {
     if (flags.json) io.stdout(jsonLine({ ...preview, triedBy: where }));
-    else io.stdout(`${where === 'local' ? 'no server is running: tried here, with the config file and the same transform sandbox\n' : _triedBy(preview.configFile, config?.path ?? null)}${formatPreview(preview)}`);
+    else {io.stdout(`${
+        where === 'local'
+          ? 'no server is running: tried here, with the config file and the same transform sandbox\n'
+          : _triedBy(preview.configFile, config?.path ?? null)
+      }${formatPreview(preview)}`);}
     return preview.status >= 400 ? FAILURE : 0;
   });
 }
@@ -91,7 +97,13 @@ type _Shown = Preview & { configFile?: TriedConfig };
 
 // The preview the server's answer holds, or one made here when no server runs; an exit code once
 // the reason there is none is said.
-async function _tried(flags: Flags, io: Io, request: _Request, answer: ControlAnswer, config: { text: string } | null): Promise<{ preview: _Shown; where: 'server' | 'local' } | number> {
+async function _tried(
+  flags: Flags,
+  io: Io,
+  request: _Request,
+  answer: ControlAnswer,
+  config: { text: string } | null,
+): Promise<{ preview: _Shown; where: 'server' | 'local' } | number> {
   const prefix = messagePrefix(io);
   if (answer.kind === 'result') {
     let preview: _Shown | undefined;
@@ -110,10 +122,18 @@ async function _tried(flags: Flags, io: Io, request: _Request, answer: ControlAn
     return local === null ? FAILURE : { preview: local, where: 'local' };
   }
   if (answer.kind === 'error' && answer.code === ErrorCode.ControlTooLarge) {
-    io.stderr(`${prefix}: the config file (${config?.text.length ?? 0} characters) and the body together are over the ${CONTROL_LINE_MAX} bytes the control channel takes; nothing was sent\n`);
+    io.stderr(
+      `${prefix}: the config file (${
+        config?.text.length ?? 0
+      } characters) and the body together are over the ${CONTROL_LINE_MAX} bytes the control channel takes; nothing was sent\n`,
+    );
     return FAILURE;
   }
-  io.stderr(`${prefix}: ${answer.kind === 'timeout' ? 'the server did not answer in time' : escapeControls(answer.message, false)}\n`);
+  io.stderr(
+    `${prefix}: ${
+      answer.kind === 'timeout' ? 'the server did not answer in time' : escapeControls(answer.message, false)
+    }\n`,
+  );
   return FAILURE;
 }
 
@@ -122,14 +142,31 @@ async function _tried(flags: Flags, io: Io, request: _Request, answer: ControlAn
 // be a preview: printing it says so when it is not.)
 function _serverPreview(io: Io, request: _Request, result: unknown): { preview: _Shown } | { exit: number } {
   const prefix = messagePrefix(io);
-  const refused = 'entry' in request ? undefined : (result as { configRefused?: { file: string; problems: string[] } }).configRefused;
+  const refused = 'entry' in request
+    ? undefined
+    : (result as { configRefused?: { file: string; problems: string[] } }).configRefused;
   if (refused !== undefined) {
-    io.stderr(`${prefix}: ${escapeControls(refused.file, false)} has problems; the server tried nothing (a reload would refuse it):\n${refused.problems.map((p) => `  ${escapeControls(p, false)}\n`).join('')}`);
+    io.stderr(
+      `${prefix}: ${
+        escapeControls(refused.file, false)
+      } has problems; the server tried nothing (a reload would refuse it):\n${
+        refused.problems.map((p) => `  ${escapeControls(p, false)}\n`).join('')
+      }`,
+    );
     return { exit: FAILURE };
   }
-  const replayed = 'entry' in request ? (result as { results: ReplayResult[] }).results[0] : { id: '', ok: true as const, preview: result as Preview };
+  const replayed = 'entry' in request
+    ? (result as { results: ReplayResult[] }).results[0]
+    : { id: '', ok: true as const, preview: result as Preview };
   if (replayed === undefined || !replayed.ok || !('preview' in replayed)) {
-    io.stderr(`${prefix}: ${escapeControls(replayed !== undefined && !replayed.ok ? String(replayed.error) : 'the server gave no preview', false)}\n`);
+    io.stderr(
+      `${prefix}: ${
+        escapeControls(
+          replayed !== undefined && !replayed.ok ? String(replayed.error) : 'the server gave no preview',
+          false,
+        )
+      }\n`,
+    );
     return { exit: FAILURE };
   }
   return { preview: replayed.preview };
@@ -143,7 +180,13 @@ async function _configText(flags: Flags, io: Io): Promise<{ path: string; text: 
     return { path, text: await readFile(path, 'utf8') };
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (!(implicit && code === 'ENOENT')) io.stderr(`${messagePrefix(io)}: warning: cannot read config ${path} (${code ?? String(error)}): tried with the config the server runs\n`);
+    if (!(implicit && code === 'ENOENT')) {
+      io.stderr(
+        `${messagePrefix(io)}: warning: cannot read config ${path} (${
+          code ?? String(error)
+        }): tried with the config the server runs\n`,
+      );
+    }
     return null;
   }
 }
@@ -155,9 +198,17 @@ function _triedBy(tried: TriedConfig | undefined, sent: string | null): string {
   const lines = changeLines(tried.changes);
   return (
     'tried by the running server, with the config file as it is on disk\n' +
-    (sent !== null && sent !== tried.file ? `  the text of ${escapeControls(sent, false)}, read as the server's config file ${file}\n` : '') +
-    (!tried.differs ? '  the same config the server runs\n' : `  it differs from what the server runs (not applied; "hooks-ingress reload" applies it)${lines.length === 0 ? ' in keys other than hooks, mappings, transforms and secrets' : ':'}\n${lines.map((l) => `    ${l}\n`).join('')}`) +
-    (tried.needsRestart.length === 0 ? '' : `  not applied until the next start: ${tried.needsRestart.map((k) => escapeControls(k, false)).join(', ')}\n`) +
+    (sent !== null && sent !== tried.file
+      ? `  the text of ${escapeControls(sent, false)}, read as the server's config file ${file}\n`
+      : '') +
+    (!tried.differs
+      ? '  the same config the server runs\n'
+      : `  it differs from what the server runs (not applied; "hooks-ingress reload" applies it)${
+        lines.length === 0 ? ' in keys other than hooks, mappings, transforms and secrets' : ':'
+      }\n${lines.map((l) => `    ${l}\n`).join('')}`) +
+    (tried.needsRestart.length === 0
+      ? ''
+      : `  not applied until the next start: ${tried.needsRestart.map((k) => escapeControls(k, false)).join(', ')}\n`) +
     `  ${VARIABLES_LINE}\n`
   );
 }
@@ -166,7 +217,12 @@ function _triedBy(tried: TriedConfig | undefined, sent: string | null): string {
 type _Request = { input: PreviewInput; dir: string | null } | { entry: LedgerEntry; dir: string };
 
 function _args(input: PreviewInput): TryArgs {
-  return { hook: input.name, headers: input.headers as Record<string, string | string[]>, query: input.rawQuery, body: input.bytes.toString('base64') };
+  return {
+    hook: input.name,
+    headers: input.headers as Record<string, string | string[]>,
+    query: input.rawQuery,
+    body: input.bytes.toString('base64'),
+  };
 }
 
 // The request to try: HOOK, --body and --header, or a stored one (--request).
@@ -189,7 +245,16 @@ async function _request(flags: Flags, positionals: string[], io: Io): Promise<_R
   }
   const [hook, ...rest] = positionals;
   if (hook === undefined || rest.length > 0 || flags.body === undefined) {
-    io.stderr(usageLine('try', hook === undefined ? 'name the HOOK to try (or give --request ID)' : rest.length > 0 ? `unexpected argument "${rest[0]}"` : '--body FILE is required'));
+    io.stderr(
+      usageLine(
+        'try',
+        hook === undefined
+          ? 'name the HOOK to try (or give --request ID)'
+          : rest.length > 0
+          ? `unexpected argument "${rest[0]}"`
+          : '--body FILE is required',
+      ),
+    );
     return USAGE;
   }
   const headers: IncomingHttpHeaders = { 'content-type': 'application/json' };
@@ -206,7 +271,11 @@ async function _request(flags: Flags, positionals: string[], io: Io): Promise<_R
   try {
     bytes = await readFile(flags.body);
   } catch (error) {
-    io.stderr(`${messagePrefix(io)}: cannot read --body ${flags.body}: ${(error as NodeJS.ErrnoException).code ?? String(error)}\n`);
+    io.stderr(
+      `${messagePrefix(io)}: cannot read --body ${flags.body}: ${
+        (error as NodeJS.ErrnoException).code ?? String(error)
+      }\n`,
+    );
     return FAILURE;
   }
   const dir = await stateDirFor(flags, io);
@@ -217,12 +286,13 @@ async function _request(flags: Flags, positionals: string[], io: Io): Promise<_R
 // No server: the config loaded here, its transforms in the same sandbox, the last route from the
 // journal. Loaded only on this path: with a server running, try reads the state directory alone.
 async function _local(flags: Flags, io: Io, request: _Request): Promise<Preview | null> {
-  const [{ loadConfigFor }, { replayPreview, replayProblem }, { previewHook }, { TransformReloader }] = await Promise.all([
-    import('./load-config.ts'),
-    import('../edge/replay.ts'),
-    import('../edge/preview.ts'),
-    import('../hooks/transforms/reloader.ts'),
-  ]);
+  const [{ loadConfigFor }, { replayPreview, replayProblem }, { previewHook }, { TransformReloader }] = await Promise
+    .all([
+      import('./load-config.ts'),
+      import('../edge/replay.ts'),
+      import('../edge/preview.ts'),
+      import('../hooks/transforms/reloader.ts'),
+    ]);
   const config = await loadConfigFor(flags, io, { transforms: true });
   if (config === null) return null;
   let input: PreviewInput;
@@ -250,7 +320,10 @@ async function _local(flags: Flags, io: Io, request: _Request): Promise<Preview 
 
 // The state directory's fingerprints, or `null` when its key cannot be read (the replay's reason says so).
 async function _fingerprints(dir: string): Promise<Fingerprints | null> {
-  const [{ openCredentialKey }, { fingerprints }] = await Promise.all([import('../store/state/credential-key.ts'), import('../guard/fingerprint.ts')]);
+  const [{ openCredentialKey }, { fingerprints }] = await Promise.all([
+    import('../store/state/credential-key.ts'),
+    import('../guard/fingerprint.ts'),
+  ]);
   const key = await openCredentialKey(dir, { make: false });
   return key.ok ? fingerprints(key.key) : null;
 }

@@ -3,7 +3,7 @@
 // "argument is ambiguous", advice about "--") never reaches the terminal.
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { suggest } from '../schema.ts';
-import { USAGE, type Io } from './io.ts';
+import { type Io, USAGE } from './io.ts';
 
 /** An option as parseArgs declares it. */
 export interface OptionSpec {
@@ -20,17 +20,29 @@ export function usageLine(command: string | null, problem: string): string {
 type Options = NonNullable<ParseArgsConfig['options']>;
 
 /** What `parseCommand` hands back: parseArgs' values and positionals for these options. */
-export type Parsed<T extends Options> = ReturnType<typeof parseArgs<{ options: T; strict: true; allowPositionals: boolean }>>;
+export type Parsed<T extends Options> = ReturnType<
+  typeof parseArgs<{ options: T; strict: true; allowPositionals: boolean }>
+>;
 
 /**
  * Parses a command's arguments the way every command does: a usage error is one line on stderr
  * and exit code USAGE, `--help` prints the help and 0 (both returned as the exit code); otherwise
  * the parsed values and positionals.
  */
-export function parseCommand<T extends Options>(name: string, argv: readonly string[], spec: { options: T; help: string; positionals?: boolean }, io: Io): Parsed<T> | number {
+export function parseCommand<T extends Options>(
+  name: string,
+  argv: readonly string[],
+  spec: { options: T; help: string; positionals?: boolean },
+  io: Io,
+): Parsed<T> | number {
   let parsed: Parsed<T>;
   try {
-    parsed = parseArgs({ args: [...argv], options: spec.options, strict: true, allowPositionals: spec.positionals === true });
+    parsed = parseArgs({
+      args: [...argv],
+      options: spec.options,
+      strict: true,
+      allowPositionals: spec.positionals === true,
+    });
   } catch (error) {
     io.stderr(usageLine(name, parseArgsProblem(error, spec.options)));
     return USAGE;
@@ -56,7 +68,9 @@ export function parseArgsProblem(error: unknown, options: Readonly<Record<string
   switch (code) {
     case 'ERR_PARSE_ARGS_UNKNOWN_OPTION': {
       // The version belongs to the program, not to a command.
-      if (['-v', '-V', '--version'].includes(quoted)) return `unknown option "${quoted}" (the version is "hooks-ingress --version")`;
+      if (['-v', '-V', '--version'].includes(quoted)) {
+        return `unknown option "${quoted}" (the version is "hooks-ingress --version")`;
+      }
       const long = quoted.startsWith('--') ? quoted.slice(2).split('=')[0]! : null;
       const guess = long === null ? null : suggest(long, Object.keys(options));
       return `unknown option "${quoted}"${guess === null ? '' : ` (did you mean "--${guess}"?)`}`;
@@ -84,6 +98,8 @@ function _invalidValue(message: string, options: Readonly<Record<string, OptionS
   const named = /--([\w-]+)/.exec(message)?.[1] ?? '';
   const flag = Object.hasOwn(options, named) ? `--${named}` : `--${named || '?'}`;
   if (/does not take an argument/.test(message)) return `option ${flag} takes no value`;
-  if (/ambiguous/.test(message)) return `option ${flag} needs a value (to give one that starts with "-", write ${flag}=VALUE)`;
+  if (/ambiguous/.test(message)) {
+    return `option ${flag} needs a value (to give one that starts with "-", write ${flag}=VALUE)`;
+  }
   return `option ${flag} needs a value`;
 }

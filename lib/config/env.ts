@@ -1,6 +1,6 @@
 // `${NAME}` in the config file's strings: the one place variables are read.
 
-import { join, Unjudged, type Issue } from '../schema.ts';
+import { type Issue, join, Unjudged } from '../schema.ts';
 import type { Env } from './types.ts';
 
 const VARIABLE = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;

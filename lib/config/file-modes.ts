@@ -19,7 +19,11 @@ export async function fileModeWarnings(config: Config): Promise<string[]> {
   if (config.file !== null) {
     const mode = await _mode(config.file);
     if (mode !== null && (mode & 0o022) !== 0) {
-      warnings.push(`${config.file} is ${_writable(mode)} (mode ${_octal(mode)}): whoever can write it decides the token and runs transforms and commands as this server; chmod go-w it`);
+      warnings.push(
+        `${config.file} is ${_writable(mode)} (mode ${
+          _octal(mode)
+        }): whoever can write it decides the token and runs transforms and commands as this server; chmod go-w it`,
+      );
     }
     if (mode !== null && (mode & 0o004) !== 0) {
       const keys = await literalSecrets(config.file);
@@ -36,20 +40,36 @@ export async function fileModeWarnings(config: Config): Promise<string[]> {
   const deno = config.hooks.transformRuntime === 'deno' ? config.hooks.transformDenoPath : null;
   const denoMode = deno === null ? null : await _mode(deno);
   if (denoMode !== null && (denoMode & 0o022) !== 0) {
-    warnings.push(`${deno} (the deno binary of hooks.transformRuntime "deno") is ${_writable(denoMode)} (mode ${_octal(denoMode)}): whoever can write it runs native code as this server, outside the transform sandbox; chmod go-w it`);
+    warnings.push(
+      `${deno} (the deno binary of hooks.transformRuntime "deno") is ${_writable(denoMode)} (mode ${
+        _octal(denoMode)
+      }): whoever can write it runs native code as this server, outside the transform sandbox; chmod go-w it`,
+    );
   }
   if (!config.hooks.mappings.some((m) => m.transform !== undefined)) return warnings;
   const root = config.hooks.transformsDir;
   const mode = await _mode(root);
   if (mode !== null && (mode & 0o022) !== 0) {
-    warnings.push(`${root} is ${_writable(mode)} (mode ${_octal(mode)}): whoever can write it runs code in every transform call; chmod go-w it`);
+    warnings.push(
+      `${root} is ${_writable(mode)} (mode ${
+        _octal(mode)
+      }): whoever can write it runs code in every transform call; chmod go-w it`,
+    );
   }
-  for (const module of new Set(config.hooks.mappings.flatMap((m) => (m.transform === undefined ? [] : [m.transform.module])))) {
+  for (
+    const module of new Set(
+      config.hooks.mappings.flatMap((m) => (m.transform === undefined ? [] : [m.transform.module])),
+    )
+  ) {
     const moduleMode = await _mode(module);
-    if (moduleMode !== null && (moduleMode & 0o022) !== 0) warnings.push(`${module} is ${_writable(moduleMode)} (mode ${_octal(moduleMode)}): chmod go-w it`);
+    if (moduleMode !== null && (moduleMode & 0o022) !== 0) {
+      warnings.push(`${module} is ${_writable(moduleMode)} (mode ${_octal(moduleMode)}): chmod go-w it`);
+    }
   }
   for (const [link, target] of await linksOutside(root)) {
-    warnings.push(`${link} is a symbolic link to ${target}, outside the transforms directory: every transform can read it through the link`);
+    warnings.push(
+      `${link} is a symbolic link to ${target}, outside the transforms directory: every transform can read it through the link`,
+    );
   }
   return warnings;
 }
@@ -72,7 +92,13 @@ export async function literalSecrets(file: string): Promise<string[]> {
       value.forEach((item, i) => walk(item, `${at}[${i}]`, secret));
     } else if (typeof value === 'object' && value !== null) {
       const headers = at.endsWith('.headers');
-      for (const [key, item] of Object.entries(value)) walk(item, at === '' ? key : `${at}.${key}`, secret || isSecretKey(key) || (headers && isCredentialHeader(key)));
+      for (const [key, item] of Object.entries(value)) {
+        walk(
+          item,
+          at === '' ? key : `${at}.${key}`,
+          secret || isSecretKey(key) || (headers && isCredentialHeader(key)),
+        );
+      }
     }
   };
   walk(parsed.value, '', false);

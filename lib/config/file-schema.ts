@@ -3,10 +3,10 @@
 import { THINKING_LEVELS } from '../model/actions.ts';
 import { ALERT_KINDS, type AlertKind } from '../model/alerts.ts';
 import { channel as channelName } from '../hooks/channel-names.ts';
-import { parseCidr, type Cidr } from '../guard/address.ts';
+import { type Cidr, parseCidr } from '../guard/address.ts';
 import { channelsSchema } from '../delivery/channels.ts';
 import { mappingSchema } from '../hooks/mappings.ts';
-import { array, boolean, literal, number, object, optional, record, refine, string, type Schema } from '../schema.ts';
+import { array, boolean, literal, number, object, optional, record, refine, type Schema, string } from '../schema.ts';
 import { trimTrailingSlashes } from '../text.ts';
 import { stateSchema } from './state-schema.ts';
 
@@ -95,7 +95,9 @@ export const fileSchema = object({
             renewEveryMinutes: optional(number({ integer: true, min: 1 })),
             allowUnsafeExternalContent: optional(boolean),
             // A literal model id: braces would make it a template the payload could steer.
-            model: optional(string({ trim: true, nonEmpty: true, pattern: { regex: /^[^{}]*$/, rule: 'may not contain braces' } })),
+            model: optional(
+              string({ trim: true, nonEmpty: true, pattern: { regex: /^[^{}]*$/, rule: 'may not contain braces' } }),
+            ),
             thinking: optional(literal(...THINKING_LEVELS)),
             // Settings of the companion watcher's own server; passed through to it, not read here.
             serve: optional(record((v) => v)),
@@ -131,7 +133,10 @@ export const fileSchema = object({
         ),
         forward: optional(
           object({
-            url: string({ trim: true, pattern: { regex: /^https?:\/\/\S+$/, rule: 'must be an http:// or https:// URL' } }),
+            url: string({
+              trim: true,
+              pattern: { regex: /^https?:\/\/\S+$/, rule: 'must be an http:// or https:// URL' },
+            }),
             token: string({ trim: true, nonEmpty: true }),
             maxAgeSeconds: optional(seconds),
             agents: optional(array(string({ trim: true, nonEmpty: true }))),
@@ -168,7 +173,11 @@ export const fileSchema = object({
       list: optional(
         array(
           object({
-            id: string({ trim: true, nonEmpty: true, pattern: { regex: /^[\w.-]+$/, rule: 'may contain only letters, digits, ".", "_" and "-"' } }),
+            id: string({
+              trim: true,
+              nonEmpty: true,
+              pattern: { regex: /^[\w.-]+$/, rule: 'may contain only letters, digits, ".", "_" and "-"' },
+            }),
             default: optional(boolean),
             workspace: optional(string({ nonEmpty: true })),
             model: optional(string({ trim: true, nonEmpty: true })),
@@ -184,7 +193,12 @@ export const fileSchema = object({
         record(
           object({
             api: literal(...PROVIDER_APIS),
-            baseUrl: optional(string({ trim: true, pattern: { regex: /^https?:\/\/\S+$/, rule: 'must be an http:// or https:// URL' } })),
+            baseUrl: optional(
+              string({
+                trim: true,
+                pattern: { regex: /^https?:\/\/\S+$/, rule: 'must be an http:// or https:// URL' },
+              }),
+            ),
             apiKey: optional(string({ trim: true, nonEmpty: true })),
             headers: optional(record(string())),
             command: optional(array(string({ nonEmpty: true }))),
@@ -215,7 +229,12 @@ export const fileSchema = object({
       to: optional(string({ trim: true, nonEmpty: true })),
       on: optional(array(alertKind)),
       throttleSeconds: optional(seconds),
-      signatureFailures: optional(object({ count: optional(number({ integer: true, min: 1, max: 10_000 })), minutes: optional(number({ above: 0, max: 1440 })) })),
+      signatureFailures: optional(
+        object({
+          count: optional(number({ integer: true, min: 1, max: 10_000 })),
+          minutes: optional(number({ above: 0, max: 1440 })),
+        }),
+      ),
     }),
   ),
   inspector: optional(

@@ -9,14 +9,21 @@ import type { Config } from './types.ts';
  * Agent ids, session-key rules and the model allowlist still apply: they are our policy.
  */
 export function forwardUnused(config: Config): Issue[] {
-  const unused = (path: string): Issue => ({ path, message: 'is not used in forward mode (hooks.forward): the upstream gateway runs the agents and delivers' });
+  const unused = (path: string): Issue => ({
+    path,
+    message: 'is not used in forward mode (hooks.forward): the upstream gateway runs the agents and delivers',
+  });
   const issues: Issue[] = [];
   for (const id of Object.keys(config.providers)) issues.push(unused(`models.providers.${id}`));
-  for (const [name, section] of Object.entries(config.channels)) if (section !== undefined) issues.push(unused(`channels.${name}`));
+  for (const [name, section] of Object.entries(config.channels)) {
+    if (section !== undefined) issues.push(unused(`channels.${name}`));
+  }
   if (config.agents.model !== null) issues.push(unused('agents.defaults.model'));
   if (config.agents.heartbeatEveryMs > 0) issues.push(unused('agents.defaults.heartbeat.every'));
   config.agents.list.forEach((agent, i) => {
-    for (const key of ['workspace', 'model', 'systemPrompt'] as const) if (agent[key] !== undefined) issues.push(unused(`agents.list[${i}].${key}`));
+    for (const key of ['workspace', 'model', 'systemPrompt'] as const) {
+      if (agent[key] !== undefined) issues.push(unused(`agents.list[${i}].${key}`));
+    }
   });
   if (config.hooks.allowCompletionReply) issues.push(unused('hooks.allowCompletionReply'));
   config.hooks.mappings.forEach((m, i) => {

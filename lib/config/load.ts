@@ -6,9 +6,16 @@ import { buildChannels } from '../delivery/channels.ts';
 import { resolveInside, resolveModule } from '../guard/contain.ts';
 import { loadSchemes } from '../guard/signatures/verify.ts';
 import { check, formatIssue, type Issue } from '../schema.ts';
-import { checkConfig, gmailShadowWarnings, modelWarnings, notifyWarnings, sessionKeyWarnings, templateWarnings } from './checks.ts';
-import { resolveEnv, within, type EnvScope } from './env.ts';
-import { fileSchema, type FileConfig } from './file-schema.ts';
+import {
+  checkConfig,
+  gmailShadowWarnings,
+  modelWarnings,
+  notifyWarnings,
+  sessionKeyWarnings,
+  templateWarnings,
+} from './checks.ts';
+import { type EnvScope, resolveEnv, within } from './env.ts';
+import { type FileConfig, fileSchema } from './file-schema.ts';
 import { forwardUnused } from './forward-unused.ts';
 import { checkForward, forwardWarnings } from './forward-checks.ts';
 import { locateDeno } from './locate.ts';
@@ -36,7 +43,10 @@ export async function loadConfigText(text: string, file: string, env: Env): Prom
  * With a `scope` of one key, a variable that is not set elsewhere is no problem: the keys naming it keep their
  * `${NAME}` text and are not judged (a config built so serves to read that key, never to run).
  */
-export async function buildConfig(raw: unknown, where: { file: string | null; env: Env; dir?: string; scope?: EnvScope }): Promise<ConfigResult> {
+export async function buildConfig(
+  raw: unknown,
+  where: { file: string | null; env: Env; dir?: string; scope?: EnvScope },
+): Promise<ConfigResult> {
   const dir = where.dir ?? (where.file === null ? process.cwd() : dirname(where.file));
   const tooDeep = deeperThan(raw);
   if (tooDeep !== null) return { ok: false, problems: [formatIssue(tooDeep)] };
@@ -46,11 +56,14 @@ export async function buildConfig(raw: unknown, where: { file: string | null; en
   // together). The schema's own problems with a section (an unknown key) stand: no value inside causes them.
   const unjudged = [...resolved.missing.map((issue) => issue.path), ...resolved.unresolved];
   const valueJudged = (issue: Issue) => !unjudged.some((path) => within(issue.path, path));
-  const judged = (issue: Issue) => valueJudged(issue) && !unjudged.some((path) => issue.path !== '' && within(path, issue.path));
+  const judged = (issue: Issue) =>
+    valueJudged(issue) && !unjudged.some((path) => issue.path !== '' && within(path, issue.path));
   const issues: Issue[] = [...resolved.missing];
   const checked = check(fileSchema, resolved.value);
   if (!checked.ok) issues.push(...checked.issues.filter(valueJudged));
-  if (!checked.ok || issues.length > 0) return { ok: false, problems: (issues.length > 0 ? issues : _unresolved(resolved.unresolved)).map(formatIssue) };
+  if (!checked.ok || issues.length > 0) {
+    return { ok: false, problems: (issues.length > 0 ? issues : _unresolved(resolved.unresolved)).map(formatIssue) };
+  }
   const file: FileConfig = checked.value;
   issues.push(...urlCredentials(file));
 
@@ -63,14 +76,21 @@ export async function buildConfig(raw: unknown, where: { file: string | null; en
   // Where deno is depends on the PATH of the process that reads the config, as a variable does: a
   // reader of one key looks for it only when that key is a transform setting (the server has its own PATH).
   const scope = where.scope ?? 'all';
-  const denoNeeded = scope === 'all' || ['hooks.transformRuntime', 'hooks.transformDenoPath'].some((path) => within(path, scope.key));
+  const denoNeeded = scope === 'all' ||
+    ['hooks.transformRuntime', 'hooks.transformDenoPath'].some((path) => within(path, scope.key));
   const config = denoNeeded ? await _transformRuntime(contained, where.env, issues) : contained;
   const problems = issues.filter(judged);
   if (problems.length > 0) return { ok: false, problems: problems.map(formatIssue) };
   // A config is used to verify requests as soon as it is built: the schemes it names are imported now.
   await loadSchemes(config.hooks.mappings.flatMap((m) => (m.signature === undefined ? [] : [m.signature.scheme])));
   // In forward mode the models are the upstream's: what matters is which keys go unused here.
-  const warnings = [...sessionKeyWarnings(config), ...(config.hooks.forward === null ? modelWarnings(config) : [...forwardUnused(config), ...forwardWarnings(config)]), ...gmailShadowWarnings(config), ...templateWarnings(config), ...notifyWarnings(config)];
+  const warnings = [
+    ...sessionKeyWarnings(config),
+    ...(config.hooks.forward === null ? modelWarnings(config) : [...forwardUnused(config), ...forwardWarnings(config)]),
+    ...gmailShadowWarnings(config),
+    ...templateWarnings(config),
+    ...notifyWarnings(config),
+  ];
   return { ok: true, config, ignored: checked.ignored, warnings: warnings.map(formatIssue) };
 }
 
@@ -86,12 +106,11 @@ async function _readToken(file: FileConfig, dir: string, env: Env, issues: Issue
     return null;
   }
   if (hooks?.token !== undefined) return hooks.token;
-  const [source, at] =
-    hooks?.tokenFile !== undefined
-      ? [resolve(dir, hooks.tokenFile), 'hooks.tokenFile']
-      : env['CREDENTIALS_DIRECTORY']
-        ? [joinPath(env['CREDENTIALS_DIRECTORY'], 'hooks-token'), '']
-        : [null, ''];
+  const [source, at] = hooks?.tokenFile !== undefined
+    ? [resolve(dir, hooks.tokenFile), 'hooks.tokenFile']
+    : env['CREDENTIALS_DIRECTORY']
+    ? [joinPath(env['CREDENTIALS_DIRECTORY'], 'hooks-token'), '']
+    : [null, ''];
   if (source === null) return null;
   try {
     const token = (await readFile(source, 'utf8')).trim();
@@ -114,8 +133,9 @@ async function containTransforms(config: Config, transformsDir: string | undefin
   const dir = await resolveInside(root, transformsDir ?? '.');
   if (!dir.ok) {
     // Without hooks.transformsDir the problem is the mapping's module, which needs the root.
-    if (transformsDir !== undefined) issues.push({ path: 'hooks.transformsDir', message: `${dir.reason} (the transforms root is ${root})` });
-    else for (const [mapping, i] of users) issues.push(_rootless(mapping.transform!.module, i, root, dir.reason));
+    if (transformsDir !== undefined) {
+      issues.push({ path: 'hooks.transformsDir', message: `${dir.reason} (the transforms root is ${root})` });
+    } else for (const [mapping, i] of users) issues.push(_rootless(mapping.transform!.module, i, root, dir.reason));
     return config;
   }
   const mappings = [...config.hooks.mappings];
@@ -131,14 +151,19 @@ async function containTransforms(config: Config, transformsDir: string | undefin
 async function _transformRuntime(config: Config, env: Env, issues: Issue[]): Promise<Config> {
   const { transformRuntime, transformDenoPath } = config.hooks;
   if (transformRuntime !== 'deno') {
-    if (transformDenoPath !== null) issues.push({ path: 'hooks.transformDenoPath', message: 'is used only with hooks.transformRuntime "deno"' });
+    if (transformDenoPath !== null) {
+      issues.push({ path: 'hooks.transformDenoPath', message: 'is used only with hooks.transformRuntime "deno"' });
+    }
     return config;
   }
   const found = await locateDeno(transformDenoPath, env);
   if (found === null) {
     issues.push(
       transformDenoPath === null
-        ? { path: 'hooks.transformRuntime', message: '"deno" needs the deno binary: none is on PATH (set hooks.transformDenoPath)' }
+        ? {
+          path: 'hooks.transformRuntime',
+          message: '"deno" needs the deno binary: none is on PATH (set hooks.transformDenoPath)',
+        }
         : { path: 'hooks.transformDenoPath', message: `${transformDenoPath} is not an executable file` },
     );
     return config;
@@ -149,5 +174,8 @@ async function _transformRuntime(config: Config, env: Env, issues: Issue[]): Pro
 // A transform module, with no hooks.transformsDir set, whose root cannot be used.
 function _rootless(module: string, index: number, root: string, reason: string): Issue {
   const why = reason === 'the transforms root does not exist' ? 'which does not exist' : `which ${reason}`;
-  return { path: `hooks.mappings[${index}].transform.module`, message: `"${module}" is looked for in the transforms root ${root}, ${why}` };
+  return {
+    path: `hooks.mappings[${index}].transform.module`,
+    message: `"${module}" is looked for in the transforms root ${root}, ${why}`,
+  };
 }

@@ -3,7 +3,7 @@
 import { resolve } from 'node:path';
 import { presetMappings, toMapping } from '../hooks/mappings.ts';
 import { ALERT_KINDS } from '../model/alerts.ts';
-import { normaliseHooksPath, type FileConfig } from './file-schema.ts';
+import { type FileConfig, normaliseHooksPath } from './file-schema.ts';
 import type { Config } from './types.ts';
 import { trimTrailingSlashes } from '../text.ts';
 
@@ -122,18 +122,18 @@ export function normalise(file: FileConfig, where: _Where): Config {
     },
     stateDir: file.state?.dir === undefined ? null : resolve(where.dir, file.state.dir),
     channels: file.channels ?? {},
-    log: { requests: file.log?.requests ?? DEFAULTS.logRequests, maxLinesPerSecond: file.log?.maxLinesPerSecond ?? DEFAULTS.logMaxLinesPerSecond },
+    log: {
+      requests: file.log?.requests ?? DEFAULTS.logRequests,
+      maxLinesPerSecond: file.log?.maxLinesPerSecond ?? DEFAULTS.logMaxLinesPerSecond,
+    },
     alerts: file.alerts === undefined ? null : _alerts(file.alerts),
-    inspector:
-      file.inspector?.port === undefined
-        ? null
-        : {
-            port: file.inspector.port,
-            bind: file.inspector.bind ?? DEFAULTS.inspectorBind,
-            allowNonLoopback: file.inspector.allowNonLoopback ?? false,
-            idleMinutes: file.inspector.idleMinutes ?? DEFAULTS.inspectorIdleMinutes,
-            maxSessionHours: file.inspector.maxSessionHours ?? DEFAULTS.inspectorMaxSessionHours,
-          },
+    inspector: file.inspector?.port === undefined ? null : {
+      port: file.inspector.port,
+      bind: file.inspector.bind ?? DEFAULTS.inspectorBind,
+      allowNonLoopback: file.inspector.allowNonLoopback ?? false,
+      idleMinutes: file.inspector.idleMinutes ?? DEFAULTS.inspectorIdleMinutes,
+      maxSessionHours: file.inspector.maxSessionHours ?? DEFAULTS.inspectorMaxSessionHours,
+    },
   };
 }
 
@@ -191,7 +191,9 @@ function _hooks(hooks: NonNullable<FileConfig['hooks']>, where: _Where): Config[
   };
 }
 
-function _forward(forward: NonNullable<NonNullable<FileConfig['hooks']>['forward']>): NonNullable<Config['hooks']['forward']> {
+function _forward(
+  forward: NonNullable<NonNullable<FileConfig['hooks']>['forward']>,
+): NonNullable<Config['hooks']['forward']> {
   return {
     url: trimTrailingSlashes(forward.url),
     token: forward.token,

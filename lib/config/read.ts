@@ -2,7 +2,7 @@
 
 import { readFile } from 'node:fs/promises';
 import { parseJsonc } from './jsonc.ts';
-import { formatIssue, join, type Issue } from '../schema.ts';
+import { formatIssue, type Issue, join } from '../schema.ts';
 
 /**
  * A config file read and parsed (JSONC), or the one problem that stopped it; `unparsable` when the
@@ -44,7 +44,9 @@ export function deeperThan(root: unknown, max = MAX_CONFIG_DEPTH): Issue | null 
     if (typeof value !== 'object' || value === null) continue;
     if (depth > max) return { path: at, message: `may nest objects and arrays at most ${max} levels deep` };
     const entries = Array.isArray(value) ? value.map((v, i) => [i, v] as const) : Object.entries(value);
-    for (let i = entries.length - 1; i >= 0; i--) stack.push({ value: entries[i]![1], at: join(at, entries[i]![0]), depth: depth + 1 });
+    for (let i = entries.length - 1; i >= 0; i--) {
+      stack.push({ value: entries[i]![1], at: join(at, entries[i]![0]), depth: depth + 1 });
+    }
   }
   return null;
 }
@@ -53,11 +55,16 @@ export function deeperThan(root: unknown, max = MAX_CONFIG_DEPTH): Issue | null 
 export function unreadable(error: unknown): string {
   const code = (error as NodeJS.ErrnoException).code;
   switch (code) {
-    case 'ENOENT': return 'no such file';
+    case 'ENOENT':
+      return 'no such file';
     case 'EACCES':
-    case 'EPERM': return 'permission denied';
-    case 'EISDIR': return 'is a directory';
-    case 'ENOTDIR': return 'a part of the path is not a directory';
-    default: return code ?? (error instanceof Error ? error.message : String(error));
+    case 'EPERM':
+      return 'permission denied';
+    case 'EISDIR':
+      return 'is a directory';
+    case 'ENOTDIR':
+      return 'a part of the path is not a directory';
+    default:
+      return code ?? (error instanceof Error ? error.message : String(error));
   }
 }

@@ -15,7 +15,9 @@ export function readinessWarnings(config: Config, onDeno = 'Deno' in globalThis)
   const warnings = transformWarnings(config, onDeno);
   const { inspector } = config;
   if (inspector !== null && inspector.allowNonLoopback && !isLoopbackHost(inspector.bind)) {
-    warnings.push(`inspector.bind is ${inspector.bind}, not loopback (inspector.allowNonLoopback): the inspector page, with every stored request, is reachable from other machines`);
+    warnings.push(
+      `inspector.bind is ${inspector.bind}, not loopback (inspector.allowNonLoopback): the inspector page, with every stored request, is reachable from other machines`,
+    );
   }
   // In forward mode the upstream gateway runs the agents and delivers; nothing here needs a model.
   if (config.hooks.forward !== null) return warnings;
@@ -28,7 +30,9 @@ export function readinessWarnings(config: Config, onDeno = 'Deno' in globalThis)
     warnings.push(`${who} has no model and agents.defaults.model is not set: ${what} will fail`);
   });
   if (Object.values(config.channels).every((channel) => channel === undefined)) {
-    warnings.push('no channel is configured (channels): run replies (deliver defaults to true) and heartbeat replies will not be delivered');
+    warnings.push(
+      'no channel is configured (channels): run replies (deliver defaults to true) and heartbeat replies will not be delivered',
+    );
   }
   return warnings;
 }
@@ -38,9 +42,11 @@ export function readinessWarnings(config: Config, onDeno = 'Deno' in globalThis)
  * sockets nor signals: said once, with the setting that closes both.
  */
 export function transformWarnings(config: Config, onDeno: boolean): string[] {
-  if (onDeno || config.hooks.transformRuntime === 'deno' || !config.hooks.mappings.some((m) => m.transform !== undefined)) return [];
+  if (
+    onDeno || config.hooks.transformRuntime === 'deno' || !config.hooks.mappings.some((m) => m.transform !== undefined)
+  ) return [];
   return [
     'transforms run on Node, whose permission model leaves the network and signals open: a transform can connect to any address ' +
-      '(loopback services included) and stop, reload or restart the server with a signal; set hooks.transformRuntime to "deno" to close both',
+    '(loopback services included) and stop, reload or restart the server with a signal; set hooks.transformRuntime to "deno" to close both',
   ];
 }

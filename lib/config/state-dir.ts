@@ -12,7 +12,10 @@ import { stateSchema } from './state-schema.ts';
 import type { Env } from './types.ts';
 
 /** `state.dir` of a config file (absolute, `null` when not set), with only its own `${NAME}`s resolved. */
-export async function readStateDir(file: string, env: Env): Promise<{ ok: true; dir: string | null } | { ok: false; problems: string[]; unparsable?: true }> {
+export async function readStateDir(
+  file: string,
+  env: Env,
+): Promise<{ ok: true; dir: string | null } | { ok: false; problems: string[]; unparsable?: true }> {
   const read = await readConfigFile(file);
   if (!read.ok) return read;
   if (!isPlainObject(read.value)) return { ok: false, problems: [`${file}: must be an object`] };

@@ -31,7 +31,10 @@ export async function stateExposure(stateDir: string, transformsDir: string): Pr
   const root = await intendedRealpath(transformsDir);
   if (_overlap(state, root)) {
     const where = state === root ? 'it is' : _inside(state, root) ? 'it lies inside' : 'it holds';
-    return { problem: `${where} the transforms directory ${transformsDir}, which transforms may read; use another`, partial: false };
+    return {
+      problem: `${where} the transforms directory ${transformsDir}, which transforms may read; use another`,
+      partial: false,
+    };
   }
   const pending: { path: string; real: string; depth: number }[] = [{ path: transformsDir, real: root, depth: 0 }];
   const walked = new Set<string>([root]);
@@ -71,13 +74,22 @@ export async function stateExposure(stateDir: string, transformsDir: string): Pr
 
 // A link in the transforms directory: a problem when it leads to the state directory, to a folder
 // that holds it or into it; else the folder it leads to, to walk on (`null`: not a folder).
-async function _followLink(path: string, state: string, transformsDir: string): Promise<{ problem: string } | { dir: string | null }> {
+async function _followLink(
+  path: string,
+  state: string,
+  transformsDir: string,
+): Promise<{ problem: string } | { dir: string | null }> {
   // A dangling link is judged by where it will lead: to the state directory once it is made, say.
-  const target = await realpath(path).catch(() => readlink(path).then((to) => intendedRealpath(resolve(dirname(path), to)), () => null));
+  const target = await realpath(path).catch(() =>
+    readlink(path).then((to) => intendedRealpath(resolve(dirname(path), to)), () => null)
+  );
   if (target === null) return { dir: null };
   if (_overlap(state, target)) {
     const how = target === state ? 'it' : _inside(state, target) ? `${target}, which holds it` : `${target}, inside it`;
-    return { problem: `the transforms directory ${transformsDir} holds a symbolic link ${path} to ${how}: transforms may read it through the link; remove the link or use another state directory` };
+    return {
+      problem:
+        `the transforms directory ${transformsDir} holds a symbolic link ${path} to ${how}: transforms may read it through the link; remove the link or use another state directory`,
+    };
   }
   return (await stat(target).then((s) => s.isDirectory(), () => false)) ? { dir: target } : { dir: null };
 }

@@ -105,7 +105,9 @@ export interface Config {
   /** The owner's alerts (`alerts`); `null` when off. */
   alerts: AlertsConfig | null;
   /** The inspector page's listener; `null` when off (no `inspector.port`). */
-  inspector: { port: number; bind: string; allowNonLoopback: boolean; idleMinutes: number; maxSessionHours: number } | null;
+  inspector:
+    | { port: number; bind: string; allowNonLoopback: boolean; idleMinutes: number; maxSessionHours: number }
+    | null;
 }
 
 /**
@@ -125,4 +127,7 @@ export interface ForwardConfig {
   maxPendingWakes: number;
 }
 
-export type ConfigResult = { ok: true; config: Config; ignored: string[]; warnings: string[] } | { ok: false; problems: string[] };
+export type ConfigResult = { ok: true; config: Config; ignored: string[]; warnings: string[] } | {
+  ok: false;
+  problems: string[];
+};

@@ -3,7 +3,7 @@
 // A user:password written into a URL of the config: a fetch sends it to any host a redirect names,
 // and every message that quotes the URL shows it. Each credential has a key of its own instead.
 
-import { join, type Issue } from '../schema.ts';
+import { type Issue, join } from '../schema.ts';
 
 /** A problem for every string in `value` that is a URL with a user or password in it, at its key path. */
 export function urlCredentials(value: unknown): Issue[] {
@@ -13,7 +13,13 @@ export function urlCredentials(value: unknown): Issue[] {
   for (let next = todo.pop(); next !== undefined; next = todo.pop()) {
     const [item, at] = next;
     if (typeof item === 'string') {
-      if (_hasUserinfo(item)) issues.push({ path: at, message: 'must not hold a user or password in the URL (user:password@host); put the credential in the key meant for it' });
+      if (_hasUserinfo(item)) {
+        issues.push({
+          path: at,
+          message:
+            'must not hold a user or password in the URL (user:password@host); put the credential in the key meant for it',
+        });
+      }
     } else if (Array.isArray(item)) {
       for (let i = item.length - 1; i >= 0; i--) todo.push([item[i], join(at, i)]);
     } else if (typeof item === 'object' && item !== null) {

@@ -57,7 +57,13 @@ export async function openControlFiles(stateDir: string): Promise<ControlFiles |
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'ENOTDIR') return { kind: 'no-server' };
     const path = (error as NodeJS.ErrnoException).path ?? stateDir;
-    return { kind: 'error', code: ErrorCode.ControlAccess, message: `cannot read ${_shown(path, stateDir)}: ${code ?? String(error)} (run this as the user the server runs as, or as root)` };
+    return {
+      kind: 'error',
+      code: ErrorCode.ControlAccess,
+      message: `cannot read ${_shown(path, stateDir)}: ${
+        code ?? String(error)
+      } (run this as the user the server runs as, or as root)`,
+    };
   }
 }
 
@@ -95,10 +101,15 @@ async function _open(stateDir: string, held: FileHandle[]): Promise<Omit<Control
   let secretFile: FileHandle;
   try {
     // O_NONBLOCK: a FIFO put there opens at once (and is refused below) instead of waiting for a writer.
-    secretFile = await open(join(base, CONTROL_SECRET), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    secretFile = await open(
+      join(base, CONTROL_SECRET),
+      constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK,
+    );
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ELOOP' || code === 'EMLINK') return _unsafe(`${secretPath} is a symbolic link; the server writes a regular file there`);
+    if (code === 'ELOOP' || code === 'EMLINK') {
+      return _unsafe(`${secretPath} is a symbolic link; the server writes a regular file there`);
+    }
     throw Object.assign(error as NodeJS.ErrnoException, { path: secretPath });
   }
   held.push(secretFile);
@@ -109,15 +120,21 @@ async function _open(stateDir: string, held: FileHandle[]): Promise<Omit<Control
   const buffer = Buffer.alloc(_SECRET_READ + 1);
   const { bytesRead } = await secretFile.read(buffer, 0, buffer.length, 0);
   const secret = buffer.subarray(0, bytesRead).toString('latin1').trim();
-  if (!_SECRET.test(secret)) return _unsafe(`${secretPath} does not hold a control secret (hex digits, as the server writes)`);
+  if (!_SECRET.test(secret)) {
+    return _unsafe(`${secretPath} does not hold a control secret (hex digits, as the server writes)`);
+  }
   return { secret, connectPath };
 }
 
 // What the server makes: owned by the state directory's owner (the server's user) and 0600.
 function _ownProblem(path: string, info: { uid: number; mode: number }, owner: number): string | null {
-  if (info.uid !== owner) return `${path} is owned by uid ${info.uid}, not by the state directory's owner (uid ${owner})`;
+  if (info.uid !== owner) {
+    return `${path} is owned by uid ${info.uid}, not by the state directory's owner (uid ${owner})`;
+  }
   const mode = info.mode & 0o777;
-  if ((mode & 0o077) !== 0) return `${path} has mode 0${mode.toString(8)}: group or others can reach it; the server makes it 0600`;
+  if ((mode & 0o077) !== 0) {
+    return `${path} has mode 0${mode.toString(8)}: group or others can reach it; the server makes it 0600`;
+  }
   return null;
 }
 

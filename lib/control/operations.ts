@@ -89,7 +89,13 @@ export function serverOperations(parts: OperationParts): ControlHandlers {
     },
     reload: () => parts.reload(),
     'outbox.retry': (args) => {
-      if (parts.retryOutbox === null) throw new HttpError(400, ErrorCode.ControlBadRequest, 'the server does not run in forward mode (hooks.forward is not set)');
+      if (parts.retryOutbox === null) {
+        throw new HttpError(
+          400,
+          ErrorCode.ControlBadRequest,
+          'the server does not run in forward mode (hooks.forward is not set)',
+        );
+      }
       return parts.retryOutbox(_retryRequest(args));
     },
   };
@@ -118,6 +124,9 @@ function _retryRequest(args: unknown): RetryRequest {
   const fields = typeof args === 'object' && args !== null ? (args as Record<string, unknown>) : {};
   if (fields['dead'] === true && fields['ids'] === undefined) return { dead: true };
   const ids = fields['ids'];
-  if (fields['dead'] === undefined && Array.isArray(ids) && ids.length > 0 && ids.every((id) => typeof id === 'string' && id !== '')) return { ids: ids as string[] };
+  if (
+    fields['dead'] === undefined && Array.isArray(ids) && ids.length > 0 &&
+    ids.every((id) => typeof id === 'string' && id !== '')
+  ) return { ids: ids as string[] };
   throw new HttpError(400, ErrorCode.ControlBadRequest, 'args must be {"ids": [entry ids]} or {"dead": true}');
 }

@@ -89,7 +89,15 @@ export function socketPathProblem(stateDir: string): string | null {
  * socket with an old secret. Throws when the socket path is too long or the directory unusable.
  */
 export async function startControl(options: ControlOptions): Promise<ControlServer> {
-  const { stateDir, handlers, log, maxLineBytes = CONTROL_LINE_MAX, idleMs = 10_000, maxConnections = CONTROL_CONNECTIONS_MAX, now = Date.now } = options;
+  const {
+    stateDir,
+    handlers,
+    log,
+    maxLineBytes = CONTROL_LINE_MAX,
+    idleMs = 10_000,
+    maxConnections = CONTROL_CONNECTIONS_MAX,
+    now = Date.now,
+  } = options;
   const problem = socketPathProblem(stateDir);
   if (problem !== null) throw new Error(`Cannot start the control channel: ${problem}`);
   const files = controlFiles(stateDir);
@@ -131,7 +139,12 @@ export async function startControl(options: ControlOptions): Promise<ControlServ
 // sent the frame's head yet are kept oldest first, each with what ends it: when every slot is taken
 // the oldest of them makes room, so connections held open without the secret cannot keep the
 // owner's command out; only connections that sent it fill the slots.
-function _admit(open: Set<Socket>, maxConnections: number, busy: () => void, serving: Omit<Serving, 'headed'>): (socket: Socket) => void {
+function _admit(
+  open: Set<Socket>,
+  maxConnections: number,
+  busy: () => void,
+  serving: Omit<Serving, 'headed'>,
+): (socket: Socket) => void {
   const waiting = new Map<Socket, () => void>();
   return (socket) => {
     if (open.size >= maxConnections) {
@@ -244,7 +257,12 @@ interface _Connection {
 
 // The frame's head, gathered until all its bytes are in (or the line ends before) and compared
 // then: what comes after it, or `null` while it is not all in or when it is refused (answered).
-function _readHead(connection: _Connection, chunk: Buffer, serving: Serving, answer: (line: string) => void): Buffer | null {
+function _readHead(
+  connection: _Connection,
+  chunk: Buffer,
+  serving: Serving,
+  answer: (line: string) => void,
+): Buffer | null {
   const head = connection.head ?? Buffer.alloc(0);
   const wanted = serving.head.length - head.length;
   const newline = chunk.subarray(0, wanted).indexOf(0x0a);
@@ -284,7 +302,13 @@ function _readLine(connection: _Connection, chunk: Buffer, serving: Serving, soc
 
 // A whole line in: the deadline stops here, since a handler (a reload) may take longer than a
 // client takes to send, and the answer goes out unless the client has gone.
-function _answerLine(connection: _Connection, serving: Serving, socket: Socket, deadline: ReturnType<typeof setTimeout>, answer: (line: string) => void): void {
+function _answerLine(
+  connection: _Connection,
+  serving: Serving,
+  socket: Socket,
+  deadline: ReturnType<typeof setTimeout>,
+  answer: (line: string) => void,
+): void {
   connection.done = true;
   clearTimeout(deadline);
   void _answer(Buffer.concat(connection.chunks).toString('utf8'), serving).then((line) => {
@@ -301,7 +325,9 @@ async function _answer(line: string, { digest, handlers, log, refused }: Serving
   } catch {
     return _error(ErrorCode.ControlAuth, 'not authorised');
   }
-  const fields = typeof request === 'object' && request !== null && !Array.isArray(request) ? (request as Record<string, unknown>) : {};
+  const fields = typeof request === 'object' && request !== null && !Array.isArray(request)
+    ? (request as Record<string, unknown>)
+    : {};
   const secret = fields['secret'];
   if (typeof secret !== 'string' || !tokenMatches(secret, digest)) {
     refused();
@@ -309,7 +335,12 @@ async function _answer(line: string, { digest, handlers, log, refused }: Serving
   }
   const op = fields['op'];
   const handler = typeof op === 'string' && Object.hasOwn(handlers, op) ? handlers[op] : undefined;
-  if (handler === undefined) return _error(ErrorCode.ControlUnknownOp, `unknown operation ${JSON.stringify(String(op)).slice(0, 80)}; known: ${Object.keys(handlers).sort().join(', ')}`);
+  if (handler === undefined) {
+    return _error(
+      ErrorCode.ControlUnknownOp,
+      `unknown operation ${JSON.stringify(String(op)).slice(0, 80)}; known: ${Object.keys(handlers).sort().join(', ')}`,
+    );
+  }
   try {
     const result = await handler(fields['args'] ?? null);
     return `${JSON.stringify({ ok: true, result: result ?? null })}\n`;

@@ -2,10 +2,18 @@
 // answer. A platform's own file says only what differs: the endpoint and body shape (`post`), the
 // answer's meaning (`answer`), or, where a send is more than one call, the whole of it (`deliver`).
 
-import { failure, invalidOption, MESSAGE_MAX, teller, unanswered, type CallResult, type Received } from './http-call.ts';
+import {
+  type CallResult,
+  failure,
+  invalidOption,
+  MESSAGE_MAX,
+  type Received,
+  teller,
+  unanswered,
+} from './http-call.ts';
 import type { Attempt } from '../retry.ts';
 import type { Adapter, Sent } from './adapter.ts';
-import { RECIPIENT_RULES, type NamedChannel } from '../policy/recipients.ts';
+import { type NamedChannel, RECIPIENT_RULES } from '../policy/recipients.ts';
 
 /** What every platform says about itself. */
 interface _Common {
@@ -47,7 +55,9 @@ export function platformAdapter(platform: Posting | Delivering): Adapter {
     if (problem !== null) return failure(tell(problem), false);
     if ('deliver' in platform) return platform.deliver(to, text, signal);
     const reply = await platform.post(to, text, signal);
-    if (!reply.ok) return unanswered(reply, wordsFor(service, platform.unreachable ?? `${service} request failed`), tell);
+    if (!reply.ok) {
+      return unanswered(reply, wordsFor(service, platform.unreachable ?? `${service} request failed`), tell);
+    }
     return platform.answer(reply);
   };
   return { channel, maxLength, checkRecipient, send };
@@ -59,7 +69,10 @@ export function tellFor(secrets: readonly (string | undefined)[], mask?: string)
 }
 
 /** How a platform's unanswered call is worded. */
-export function wordsFor(service: string, unreachable: string): { refused: string; aborted: string; unreachable: string } {
+export function wordsFor(
+  service: string,
+  unreachable: string,
+): { refused: string; aborted: string; unreachable: string } {
   return { refused: `${service} answer refused`, aborted: `${service} request aborted`, unreachable };
 }
 
@@ -71,12 +84,16 @@ export function sent(id: unknown): Attempt<Sent> {
 /** Refuses text the caller should never have passed: empty, or longer than the platform takes (the caller chunks). */
 export function checkText(platform: string, text: string, maxLength: number): void {
   if (typeof text !== 'string' || text.trim() === '') throw new RangeError('Cannot send text: it is empty');
-  if (text.length > maxLength) throw new RangeError(`Cannot send text: ${text.length} characters exceed the ${platform} limit of ${maxLength}`);
+  if (text.length > maxLength) {
+    throw new RangeError(`Cannot send text: ${text.length} characters exceed the ${platform} limit of ${maxLength}`);
+  }
 }
 
 /** Option `name` as a token sent in a header: a header value cannot hold line breaks, and a token with spaces is not a token. */
 export function checkHeaderToken(name: string, value: unknown): string {
-  if (typeof value !== 'string' || !/^[\x21-\x7e]+$/.test(value)) throw invalidOption(name, 'must be a non-empty string of visible ASCII characters');
+  if (typeof value !== 'string' || !/^[\x21-\x7e]+$/.test(value)) {
+    throw invalidOption(name, 'must be a non-empty string of visible ASCII characters');
+  }
   return value;
 }
 

@@ -2,7 +2,7 @@
 // names it).
 
 import type { Channel } from '../model/actions.ts';
-import { literal, number, object, optional, string, type Issue } from '../schema.ts';
+import { type Issue, literal, number, object, optional, string } from '../schema.ts';
 import type { Adapter } from './adapter.ts';
 
 const text = string({ trim: true, nonEmpty: true });
@@ -13,9 +13,18 @@ export const channelsSchema = object({
   telegram: optional(object({ botToken: text, apiBase: optional(url), defaultTo: optional(text) })),
   discord: optional(object({ botToken: text, apiBase: optional(url), defaultTo: optional(text) })),
   slack: optional(object({ botToken: text, apiBase: optional(url), defaultTo: optional(text) })),
-  mattermost: optional(object({ serverUrl: url, token: text, maxLength: optional(number({ integer: true, min: 2 })), defaultTo: optional(text) })),
+  mattermost: optional(
+    object({
+      serverUrl: url,
+      token: text,
+      maxLength: optional(number({ integer: true, min: 2 })),
+      defaultTo: optional(text),
+    }),
+  ),
   signal: optional(object({ url, account: text, defaultTo: optional(text) })),
-  whatsapp: optional(object({ phoneNumberId: text, accessToken: text, apiBase: optional(url), defaultTo: optional(text) })),
+  whatsapp: optional(
+    object({ phoneNumberId: text, accessToken: text, apiBase: optional(url), defaultTo: optional(text) }),
+  ),
   imessage: optional(
     object({
       // BlueBubbles when serverUrl is set; otherwise the `imsg` CLI on this Mac.
@@ -47,7 +56,10 @@ export interface ConfiguredChannel {
 }
 
 type Sections = Required<ChannelsConfig>;
-type Make<K extends keyof Sections> = (section: NonNullable<Sections[K]>, fetchImpl: { fetch?: typeof fetch }) => Adapter;
+type Make<K extends keyof Sections> = (
+  section: NonNullable<Sections[K]>,
+  fetchImpl: { fetch?: typeof fetch },
+) => Adapter;
 
 // Each platform's adapter, imported when a config first names that platform: a service that
 // replies on Telegram alone never loads the other seven.
@@ -74,25 +86,49 @@ const ADAPTERS: { readonly [K in keyof Sections]: () => Promise<Make<K>> } = {
   },
   whatsapp: async () => {
     const { createWhatsAppAdapter } = await import('./whatsapp.ts');
-    return (c, f) => createWhatsAppAdapter({ phoneNumberId: c.phoneNumberId, accessToken: c.accessToken, ...(c.apiBase ? { apiBase: c.apiBase } : {}), ...f });
+    return (c, f) =>
+      createWhatsAppAdapter({
+        phoneNumberId: c.phoneNumberId,
+        accessToken: c.accessToken,
+        ...(c.apiBase ? { apiBase: c.apiBase } : {}),
+        ...f,
+      });
   },
   imessage: async () => {
     const { createBlueBubblesAdapter, createImsgAdapter } = await import('./imessage.ts');
     return (c, f) => {
       if (c.serverUrl === undefined) return createImsgAdapter(c.command === undefined ? {} : { command: c.command });
-      if (c.password === undefined) throw new TypeError('Invalid option password: required with serverUrl (BlueBubbles)');
-      return createBlueBubblesAdapter({ serverUrl: c.serverUrl, password: c.password, ...(c.method ? { method: c.method } : {}), ...f });
+      if (c.password === undefined) {
+        throw new TypeError('Invalid option password: required with serverUrl (BlueBubbles)');
+      }
+      return createBlueBubblesAdapter({
+        serverUrl: c.serverUrl,
+        password: c.password,
+        ...(c.method ? { method: c.method } : {}),
+        ...f,
+      });
     };
   },
   msteams: async () => {
     const { createTeamsAdapter } = await import('./msteams.ts');
     return ({ appId, appPassword, tenantId, serviceUrl, tokenUrl }, f) =>
-      createTeamsAdapter({ appId, appPassword, serviceUrl, ...(tenantId ? { tenantId } : {}), ...(tokenUrl ? { tokenUrl } : {}), ...f });
+      createTeamsAdapter({
+        appId,
+        appPassword,
+        serviceUrl,
+        ...(tenantId ? { tenantId } : {}),
+        ...(tokenUrl ? { tokenUrl } : {}),
+        ...f,
+      });
   },
 };
 
 /** Builds the adapters the config names (importing only theirs); an option an adapter refuses is reported at its key path. */
-export async function buildChannels(config: ChannelsConfig, issues: Issue[], fetchImpl?: typeof fetch): Promise<Map<Channel, ConfiguredChannel>> {
+export async function buildChannels(
+  config: ChannelsConfig,
+  issues: Issue[],
+  fetchImpl?: typeof fetch,
+): Promise<Map<Channel, ConfiguredChannel>> {
   const built = new Map<Channel, ConfiguredChannel>();
   const f = fetchImpl === undefined ? {} : { fetch: fetchImpl };
   for (const channel of Object.keys(ADAPTERS) as (keyof Sections)[]) {

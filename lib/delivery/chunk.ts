@@ -34,7 +34,10 @@ function _cut(text: string, maxLength: number): [string, string] {
       // Trailing whitespace carries nothing; leading line breaks (or, at a word cut, blanks) would
       // open the next message with a blank. Indentation after a line break is kept.
       const tail = text.slice(at + kind[0].length);
-      return [text.slice(0, at).trimEnd(), kind[0] === ' ' ? tail.replace(/^[ \t]+/, '') : tail.replace(/^[\r\n]+/, '')];
+      return [
+        text.slice(0, at).trimEnd(),
+        kind[0] === ' ' ? tail.replace(/^[ \t]+/, '') : tail.replace(/^[\r\n]+/, ''),
+      ];
     }
   }
   const code = text.charCodeAt(maxLength - 1);

@@ -21,12 +21,19 @@ export const DELIVERY_BOUND_MS = 10 * 60_000;
 /** Sends replies: resolves the route, splits the text to the platform's limit, retries each part. */
 export function createDeliver(options: DeliveryOptions): (request: DeliveryRequest) => Promise<DeliveryOutcome> {
   const routes: Routes = new Map(
-    [...options.channels].map(([name, c]) => [name, { checkRecipient: c.adapter.checkRecipient, ...(c.defaultTo === undefined ? {} : { defaultTo: c.defaultTo }) }]),
+    [...options.channels].map((
+      [name, c],
+    ) => [name, {
+      checkRecipient: c.adapter.checkRecipient,
+      ...(c.defaultTo === undefined ? {} : { defaultTo: c.defaultTo }),
+    }]),
   );
   return async (request) => {
     const resolved = resolveRoute(routes, options.lastRoute(), request.channel, request.to);
     if (!resolved.ok) {
-      return resolved.skipped ? { status: 'skipped', reason: resolved.reason } : { status: 'failed', channel: request.channel, reason: resolved.reason };
+      return resolved.skipped
+        ? { status: 'skipped', reason: resolved.reason }
+        : { status: 'failed', channel: request.channel, reason: resolved.reason };
     }
     const { route } = resolved;
     const adapter = options.channels.get(route.channel)!.adapter;

@@ -1,11 +1,19 @@
 // Discord REST Create Message.
 
 import type { Adapter, Sent } from './adapter.ts';
-import { checkUrl, failure, postJson, retryAfterMs, type Received } from './http-call.ts';
+import { checkUrl, failure, postJson, type Received, retryAfterMs } from './http-call.ts';
 import { asObject } from '../object.ts';
 import { plainText } from '../text.ts';
-import { parseRetryAfter, type Attempt } from '../retry.ts';
-import { checkFetch, checkHeaderToken, platformAdapter, retryableStatus, sent, tellFor, type BotOptions } from './_platform.ts';
+import { type Attempt, parseRetryAfter } from '../retry.ts';
+import {
+  type BotOptions,
+  checkFetch,
+  checkHeaderToken,
+  platformAdapter,
+  retryableStatus,
+  sent,
+  tellFor,
+} from './_platform.ts';
 
 /** Options of {@link createDiscordAdapter}. */
 export type DiscordOptions = BotOptions;
@@ -27,8 +35,16 @@ export function createDiscordAdapter(options: DiscordOptions): Adapter {
   const headers = { authorization: `Bot ${botToken}`, 'user-agent': _USER_AGENT };
   const tell = tellFor([botToken], '<token>');
   return platformAdapter({
-    channel: 'discord', name: 'Discord', maxLength: 2000, tell,
-    post: (to, text, signal) => postJson(`${base}/channels/${to}/messages`, { content: text, allowed_mentions: { parse: [] } }, { fetch, headers, signal }),
+    channel: 'discord',
+    name: 'Discord',
+    maxLength: 2000,
+    tell,
+    post: (to, text, signal) =>
+      postJson(`${base}/channels/${to}/messages`, { content: text, allowed_mentions: { parse: [] } }, {
+        fetch,
+        headers,
+        signal,
+      }),
     answer: (reply) => _outcome(reply, tell),
   });
 }
@@ -40,7 +56,8 @@ function _outcome(reply: Received, tell: (message: string) => string): Attempt<S
   const message = tell(`Discord ${status}: ${_detail(body, reply.text)}`);
   if (!retryableStatus(status)) return failure(message, false);
   // The body's retry_after is a float in seconds; the Retry-After header only whole seconds.
-  const wait = retryAfterMs(reply.headers, Date.now(), body?.['retry_after']) ?? parseRetryAfter(reply.headers.get('x-ratelimit-reset-after'));
+  const wait = retryAfterMs(reply.headers, Date.now(), body?.['retry_after']) ??
+    parseRetryAfter(reply.headers.get('x-ratelimit-reset-after'));
   return failure(message, true, wait);
 }
 
@@ -51,7 +68,11 @@ function _detail(body: Record<string, unknown> | null, text: string): string {
   const code = body?.['code'];
   const fields: string[] = [];
   _fieldErrors(body?.['errors'], '', fields);
-  const parts = [message, ...(typeof code === 'number' && code !== 0 ? [`(code ${code})`] : []), ...(fields.length > 0 ? [`- ${fields.join('; ')}`] : [])];
+  const parts = [
+    message,
+    ...(typeof code === 'number' && code !== 0 ? [`(code ${code})`] : []),
+    ...(fields.length > 0 ? [`- ${fields.join('; ')}`] : []),
+  ];
   return parts.join(' ');
 }
 

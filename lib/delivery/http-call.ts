@@ -2,7 +2,7 @@
 // never followed, Retry-After, secret scrubbing, the failure teller, unanswered calls and their message size.
 
 import { Buffer } from 'node:buffer';
-import { parseRetryAfter, type Attempt } from '../retry.ts';
+import { type Attempt, parseRetryAfter } from '../retry.ts';
 import { clipLine, hideUrlCredentials, show, trimTrailingSlashes } from '../text.ts';
 
 /** What one call came to: the whole answer, or why there is none. */
@@ -41,10 +41,30 @@ export const MAX_ANSWER_BYTES = 8 * 1024 * 1024;
 export async function post(url: string | URL, body: string | Uint8Array, options: CallOptions): Promise<CallResult> {
   const { fetch: doFetch, headers = {}, signal, maxAnswerBytes = MAX_ANSWER_BYTES } = options;
   try {
-    const response = await doFetch(url, { method: 'POST', headers, body, redirect: 'manual', ...(signal === undefined ? {} : { signal }) });
+    const response = await doFetch(url, {
+      method: 'POST',
+      headers,
+      body,
+      redirect: 'manual',
+      ...(signal === undefined ? {} : { signal }),
+    });
     const text = await _readText(response, maxAnswerBytes);
-    if (text === null) return { ok: false, kind: 'too-large', message: `the answer (HTTP ${response.status}) is larger than ${maxAnswerBytes} bytes; it was not read past them` };
-    return { ok: true, status: response.status, statusText: response.statusText, headers: response.headers, text, json: parseJson(text) };
+    if (text === null) {
+      return {
+        ok: false,
+        kind: 'too-large',
+        message:
+          `the answer (HTTP ${response.status}) is larger than ${maxAnswerBytes} bytes; it was not read past them`,
+      };
+    }
+    return {
+      ok: true,
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+      text,
+      json: parseJson(text),
+    };
   } catch (error) {
     return { ok: false, kind: signal?.aborted === true ? 'aborted' : 'network', message: _reason(error) };
   }
@@ -78,7 +98,10 @@ async function _readText(response: Response, max: number): Promise<string | null
 
 /** POSTs `payload` as JSON; see {@link post}. */
 export function postJson(url: string | URL, payload: unknown, options: CallOptions): Promise<CallResult> {
-  return post(url, JSON.stringify(payload), { ...options, headers: { 'content-type': 'application/json', ...options.headers } });
+  return post(url, JSON.stringify(payload), {
+    ...options,
+    headers: { 'content-type': 'application/json', ...options.headers },
+  });
 }
 
 /** `text` parsed as JSON, or `undefined` when it is not JSON. */
@@ -95,7 +118,9 @@ export function parseJson(text: string): unknown {
  * `retry-after-ms` (OpenAI, Azure), then `Retry-After` (seconds, or an HTTP date read against `now`).
  */
 export function retryAfterMs(headers: Headers, now: number, bodySeconds?: unknown): number | undefined {
-  if (typeof bodySeconds === 'number' && Number.isFinite(bodySeconds) && bodySeconds >= 0) return Math.ceil(bodySeconds * 1000);
+  if (typeof bodySeconds === 'number' && Number.isFinite(bodySeconds) && bodySeconds >= 0) {
+    return Math.ceil(bodySeconds * 1000);
+  }
   const ms = headers.get('retry-after-ms');
   if (ms !== null && Number.isFinite(Number(ms)) && Number(ms) >= 0) return Number(ms);
   return parseRetryAfter(headers.get('retry-after'), now);
@@ -103,7 +128,9 @@ export function retryAfterMs(headers: Headers, now: number, bodySeconds?: unknow
 
 /** A failed attempt; `retryAfterMs` is left out when there is none. */
 export function failure(message: string, retryable: boolean, retryAfterMs?: number): Failure {
-  return retryAfterMs === undefined ? { ok: false, retryable, message } : { ok: false, retryable, message, retryAfterMs };
+  return retryAfterMs === undefined
+    ? { ok: false, retryable, message }
+    : { ok: false, retryable, message, retryAfterMs };
 }
 
 /**
@@ -113,7 +140,11 @@ export function failure(message: string, retryable: boolean, retryAfterMs?: numb
 export const MESSAGE_MAX = { provider: 300, delivery: 401 } as const;
 
 /** Makes a message safe to record: every secret (and a URL's user:password) masked first, then on one line and clipped to `max`, so a cut never leaves half a secret. */
-export function teller(secrets: readonly (string | undefined)[], max: number, mask?: string): (message: string) => string {
+export function teller(
+  secrets: readonly (string | undefined)[],
+  max: number,
+  mask?: string,
+): (message: string) => string {
   return (message) => clipLine(hideUrlCredentials(scrub(message, secrets, mask)), max);
 }
 
@@ -131,9 +162,15 @@ export interface Unanswered {
  * A call that got no answer. An abort is the caller's own stop and is never retried, nor an answer
  * past the cap (it would come again); a network failure is.
  */
-export function unanswered(reply: Extract<CallResult, { ok: false }>, words: Unanswered, tell: (message: string) => string): Failure {
+export function unanswered(
+  reply: Extract<CallResult, { ok: false }>,
+  words: Unanswered,
+  tell: (message: string) => string,
+): Failure {
   if (reply.kind === 'too-large') return failure(tell(`${words.refused}: ${reply.message}`), false);
-  return reply.kind === 'aborted' ? failure(words.aborted, false) : failure(tell(`${words.unreachable}: ${reply.message}`), true);
+  return reply.kind === 'aborted'
+    ? failure(words.aborted, false)
+    : failure(tell(`${words.unreachable}: ${reply.message}`), true);
 }
 
 /**
@@ -168,7 +205,13 @@ export const SCRUB_PREFIX = 8;
 function _forms(secret: string): Set<string> {
   const bytes = Buffer.from(secret, 'utf8');
   const hex = bytes.toString('hex');
-  const forms = new Set([secret, encodeURIComponent(secret), new URLSearchParams({ s: secret }).toString().slice(2), hex, hex.toUpperCase()]);
+  const forms = new Set([
+    secret,
+    encodeURIComponent(secret),
+    new URLSearchParams({ s: secret }).toString().slice(2),
+    hex,
+    hex.toUpperCase(),
+  ]);
   if (secret.length < SCRUB_PREFIX) return forms.add(bytes.toString('base64'));
   // Base64 of the secret behind 0, 1 or 2 other bytes: the characters made of its bits alone.
   for (let skip = 0; skip < 3; skip++) {
@@ -182,7 +225,7 @@ function _forms(secret: string): Set<string> {
 // Adds where `form`, or a leading part of it at least SCRUB_PREFIX long, appears in `text`.
 function _find(text: string, form: string, spans: [number, number][]): void {
   const head = form.slice(0, Math.min(SCRUB_PREFIX, form.length));
-  for (let at = text.indexOf(head); at !== -1; ) {
+  for (let at = text.indexOf(head); at !== -1;) {
     let end = at + head.length;
     while (end - at < form.length && text[end] === form[end - at]) end++;
     spans.push([at, end]);
@@ -192,7 +235,9 @@ function _find(text: string, form: string, spans: [number, number][]): void {
 
 /** `value` as an API base: an http(s) URL without trailing slashes, or why it cannot be one. */
 export function httpBase(value: unknown): { ok: true; base: string } | { ok: false; reason: string } {
-  if (typeof value !== 'string' || !URL.canParse(value)) return { ok: false, reason: `${JSON.stringify(value)} is not a URL` };
+  if (typeof value !== 'string' || !URL.canParse(value)) {
+    return { ok: false, reason: `${JSON.stringify(value)} is not a URL` };
+  }
   const { protocol } = new URL(value);
   if (protocol !== 'http:' && protocol !== 'https:') return { ok: false, reason: `${protocol} is not http: or https:` };
   return { ok: true, base: trimTrailingSlashes(value) };

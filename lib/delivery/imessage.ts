@@ -30,7 +30,6 @@ const _IMESSAGE = { channel: 'imessage', name: 'iMessage', maxLength: 4000 } as 
 // What a failed `imsg` may print that we keep: enough for its error line, not a flood.
 const _MAX_OUTPUT = 64 * 1024;
 
-
 /**
  * iMessage through a BlueBubbles server's REST API. A phone or email becomes the 1:1 chat guid
  * `iMessage;-;<address>`; a chat guid is used as it is. The message id is BlueBubbles' message guid.
@@ -39,7 +38,9 @@ export function createBlueBubblesAdapter(options: BlueBubblesOptions): Adapter {
   const { serverUrl, password, method = 'apple-script', fetch = globalThis.fetch } = options;
   const base = checkUrl('serverUrl', serverUrl, 'must be the http(s) URL of the BlueBubbles server');
   if (typeof password !== 'string' || password === '') throw invalidOption('password', 'must be a non-empty string');
-  if (method !== 'apple-script' && method !== 'private-api') throw invalidOption('method', `must be apple-script or private-api, got ${show(method)}`);
+  if (method !== 'apple-script' && method !== 'private-api') {
+    throw invalidOption('method', `must be apple-script or private-api, got ${show(method)}`);
+  }
   checkFetch(fetch);
   const endpoint = new URL(`${base}/api/v1/message/text`);
   endpoint.searchParams.set('password', password);
@@ -59,7 +60,9 @@ export function createBlueBubblesAdapter(options: BlueBubblesOptions): Adapter {
       const { status } = reply;
       const body = asObject(reply.json);
       if (status >= 200 && status < 300) return sent(asObject(body?.['data'])?.['guid']);
-      const message = body === null ? `BlueBubbles answered HTTP ${status}${detail(reply.text)}` : _describe(status, body);
+      const message = body === null
+        ? `BlueBubbles answered HTTP ${status}${detail(reply.text)}`
+        : _describe(status, body);
       return failure(tell(message), retryableStatus(status), retryAfterMs(reply.headers, Date.now()));
     },
   });
@@ -109,7 +112,12 @@ interface _Run {
   aborted: boolean;
 }
 
-function _run(spawn: typeof nodeSpawn, command: string, args: string[], signal: AbortSignal | undefined): Promise<_Run> {
+function _run(
+  spawn: typeof nodeSpawn,
+  command: string,
+  args: string[],
+  signal: AbortSignal | undefined,
+): Promise<_Run> {
   return new Promise((resolve) => {
     const out: Buffer[] = [];
     const err: Buffer[] = [];
@@ -119,11 +127,20 @@ function _run(spawn: typeof nodeSpawn, command: string, args: string[], signal: 
     const finish = (run: Omit<_Run, 'stdout' | 'stderr' | 'aborted'>) => {
       if (settled) return;
       settled = true;
-      resolve({ ...run, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8'), aborted: signal?.aborted === true });
+      resolve({
+        ...run,
+        stdout: Buffer.concat(out).toString('utf8'),
+        stderr: Buffer.concat(err).toString('utf8'),
+        aborted: signal?.aborted === true,
+      });
     };
     let child: ReturnType<typeof nodeSpawn>;
     try {
-      child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], windowsHide: true, ...(signal === undefined ? {} : { signal }) });
+      child = spawn(command, args, {
+        stdio: ['ignore', 'pipe', 'pipe'],
+        windowsHide: true,
+        ...(signal === undefined ? {} : { signal }),
+      });
     } catch (error) {
       return finish({ code: null, signal: null, error: error instanceof Error ? error : new Error(String(error)) });
     }
@@ -143,10 +160,17 @@ function _run(spawn: typeof nodeSpawn, command: string, args: string[], signal: 
 // BlueBubbles errors: {status, message, error: {type, message}}; the inner message is the useful one.
 function _describe(status: number, reply: Record<string, unknown>): string {
   const error = asObject(reply['error']);
-  const type = typeof error?.['type'] === 'string' ? error['type'] : typeof reply['message'] === 'string' ? reply['message'] : 'Error';
-  const inner = typeof error?.['message'] === 'string' ? error['message'] : typeof error?.['error'] === 'string' ? error['error'] : undefined;
+  const type = typeof error?.['type'] === 'string'
+    ? error['type']
+    : typeof reply['message'] === 'string'
+    ? reply['message']
+    : 'Error';
+  const inner = typeof error?.['message'] === 'string'
+    ? error['message']
+    : typeof error?.['error'] === 'string'
+    ? error['error']
+    : undefined;
   const outer = typeof reply['message'] === 'string' && reply['message'] !== type ? reply['message'] : undefined;
   const said = [outer, inner].filter((part) => part !== undefined && part !== '').join(': ');
   return `BlueBubbles answered ${status} ${type}${said === '' ? '' : `: ${said}`}`;
 }
-

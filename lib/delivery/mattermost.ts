@@ -1,7 +1,7 @@
 // Mattermost REST v4 posts.
 
 import type { Adapter, Sent } from './adapter.ts';
-import { checkUrl, failure, postJson, retryAfterMs, type Received } from './http-call.ts';
+import { checkUrl, failure, postJson, type Received, retryAfterMs } from './http-call.ts';
 import { asObject } from '../object.ts';
 import { plainText } from '../text.ts';
 import type { Attempt } from '../retry.ts';
@@ -46,7 +46,9 @@ function _outcome(reply: Received, tell: (message: string) => string): Attempt<S
   // An AppError: `{id, message, detailed_error, request_id, status_code}`. The rate limiter answers plain text.
   const text = body?.['message'];
   const id = body?.['id'];
-  const detail = typeof text === 'string' ? (typeof id === 'string' && id !== '' ? `${text} (${id})` : text) : plainText(reply.text);
+  const detail = typeof text === 'string'
+    ? (typeof id === 'string' && id !== '' ? `${text} (${id})` : text)
+    : plainText(reply.text);
   const message = tell(`Mattermost ${status}: ${detail}`);
   if (status !== 429 && status < 500) return failure(message, false);
   return failure(message, true, retryAfterMs(reply.headers, Date.now()));

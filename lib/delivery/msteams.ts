@@ -1,6 +1,15 @@
 // Microsoft Teams through the Bot Framework (token cache, send to conversation).
 
-import { checkUrl, failure, invalidOption, post, postJson, retryAfterMs, unanswered, type Received } from './http-call.ts';
+import {
+  checkUrl,
+  failure,
+  invalidOption,
+  post,
+  postJson,
+  type Received,
+  retryAfterMs,
+  unanswered,
+} from './http-call.ts';
 import { asObject } from '../object.ts';
 import { detail, show } from '../text.ts';
 import type { Attempt } from '../retry.ts';
@@ -39,14 +48,17 @@ interface _Token {
 export function createTeamsAdapter(options: TeamsOptions): Adapter {
   const { appId, appPassword, tenantId, serviceUrl, fetch = globalThis.fetch, now = Date.now } = options;
   if (typeof appId !== 'string' || appId.trim() === '') throw invalidOption('appId', 'must be a non-empty string');
-  if (typeof appPassword !== 'string' || appPassword === '') throw invalidOption('appPassword', 'must be a non-empty string');
+  if (typeof appPassword !== 'string' || appPassword === '') {
+    throw invalidOption('appPassword', 'must be a non-empty string');
+  }
   if (tenantId !== undefined && (typeof tenantId !== 'string' || !/^[\w.-]+$/.test(tenantId))) {
     throw invalidOption('tenantId', `must be a tenant id or domain, got ${show(tenantId)}`);
   }
   const base = checkUrl('serviceUrl', serviceUrl);
   checkFetch(fetch);
   if (typeof now !== 'function') throw invalidOption('now', 'must be a function');
-  const tokenUrl = options.tokenUrl ?? `https://login.microsoftonline.com/${tenantId ?? 'botframework.com'}/oauth2/v2.0/token`;
+  const tokenUrl = options.tokenUrl ??
+    `https://login.microsoftonline.com/${tenantId ?? 'botframework.com'}/oauth2/v2.0/token`;
   // Checked, then used exactly as given: a token endpoint is a full URL, not a base to extend.
   checkUrl('tokenUrl', tokenUrl);
 
@@ -67,8 +79,14 @@ export function createTeamsAdapter(options: TeamsOptions): Adapter {
         const issued = await tokens.get(signal);
         if (!issued.ok) return issued;
         bearer = issued.value.value;
-        const answer = await postJson(url, { type: 'message', text }, { fetch, headers: { authorization: `Bearer ${bearer}`, accept: 'application/json' }, signal });
-        if (!answer.ok) return unanswered(answer, wordsFor('Teams', 'Cannot reach the Bot Connector'), tellWith(bearer));
+        const answer = await postJson(url, { type: 'message', text }, {
+          fetch,
+          headers: { authorization: `Bearer ${bearer}`, accept: 'application/json' },
+          signal,
+        });
+        if (!answer.ok) {
+          return unanswered(answer, wordsFor('Teams', 'Cannot reach the Bot Connector'), tellWith(bearer));
+        }
         reply = answer;
         if (reply.status !== 401) break;
         // Dropped unless another send already did, and asked for once more.
@@ -129,7 +147,12 @@ async function _fetchToken(
   now: () => number,
   signal: AbortSignal | undefined,
 ): Promise<Attempt<_Token>> {
-  const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: appId, client_secret: appPassword, scope: _SCOPE });
+  const form = new URLSearchParams({
+    grant_type: 'client_credentials',
+    client_id: appId,
+    client_secret: appPassword,
+    scope: _SCOPE,
+  });
   const headers = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' };
   const reply = await post(url, form.toString(), { fetch, headers, signal });
   if (!reply.ok) return unanswered(reply, wordsFor('Teams', 'Cannot reach the Bot Framework token endpoint'), (m) => m);
@@ -139,13 +162,19 @@ async function _fetchToken(
   if (status === 200 && typeof token === 'string' && token !== '') {
     const lifetimeMs = Number(body?.['expires_in']) * 1000;
     // A short-lived (or unstated) lifetime still gets half of itself before a refresh.
-    const refreshAt = Number.isFinite(lifetimeMs) && lifetimeMs > 0 ? now() + lifetimeMs - Math.min(_MARGIN_MS, lifetimeMs / 2) : now();
+    const refreshAt = Number.isFinite(lifetimeMs) && lifetimeMs > 0
+      ? now() + lifetimeMs - Math.min(_MARGIN_MS, lifetimeMs / 2)
+      : now();
     return { ok: true, value: { value: token, refreshAt } };
   }
   // AADSTS descriptions continue with trace and correlation ids on later lines; the first says what is wrong.
-  const description = typeof body?.['error_description'] === 'string' ? body['error_description'].split(/\r?\n/)[0] : undefined;
+  const description = typeof body?.['error_description'] === 'string'
+    ? body['error_description'].split(/\r?\n/)[0]
+    : undefined;
   const error = typeof body?.['error'] === 'string' ? body['error'] : undefined;
   const said = [error, description].filter((part) => part !== undefined && part !== '').join(': ');
-  const message = `Bot Framework token request failed with HTTP ${status}${said === '' ? (status === 200 ? ': no access_token' : detail(reply.text)) : `: ${said}`}`;
+  const message = `Bot Framework token request failed with HTTP ${status}${
+    said === '' ? (status === 200 ? ': no access_token' : detail(reply.text)) : `: ${said}`
+  }`;
   return failure(message, retryableStatus(status), retryAfterMs(reply.headers, now()));
 }

@@ -1,7 +1,7 @@
 // signal-cli daemon JSON-RPC send.
 
 import { randomUUID } from 'node:crypto';
-import { checkUrl, failure, invalidOption, postJson, retryAfterMs, unanswered, type Received } from './http-call.ts';
+import { checkUrl, failure, invalidOption, postJson, type Received, retryAfterMs, unanswered } from './http-call.ts';
 import { asObject } from '../object.ts';
 import { clipLine, detail, show } from '../text.ts';
 import type { Attempt } from '../retry.ts';
@@ -32,19 +32,28 @@ const _MAX_LENGTH = 2000;
 export function createSignalAdapter(options: SignalOptions): Adapter {
   const { url, account, fetch = globalThis.fetch } = options;
   const endpoint = `${checkUrl('url', url, 'must be the http(s) URL of the signal-cli daemon')}/api/v1/rpc`;
-  if (typeof account !== 'string' || !E164.test(account)) throw invalidOption('account', `must be an E.164 number such as +15551234567, got ${show(account)}`);
+  if (typeof account !== 'string' || !E164.test(account)) {
+    throw invalidOption('account', `must be an E.164 number such as +15551234567, got ${show(account)}`);
+  }
   checkFetch(fetch);
   // No secret rides in a Signal message: a message is only put on one line and clipped.
   const tell = tellFor([]);
   return platformAdapter({
-    channel: 'signal', name: 'Signal', maxLength: _MAX_LENGTH, tell,
+    channel: 'signal',
+    name: 'Signal',
+    maxLength: _MAX_LENGTH,
+    tell,
     // The answer names the request's id, so the call and its answer are read together.
     async deliver(to, text, signal) {
       const id = randomUUID();
       const params = to.startsWith(SIGNAL_GROUP)
         ? { account, groupId: to.slice(SIGNAL_GROUP.length), message: text }
         : { account, recipient: [to], message: text };
-      const reply = await postJson(endpoint, { jsonrpc: '2.0', method: 'send', params, id }, { fetch, headers: { accept: 'application/json' }, signal });
+      const reply = await postJson(endpoint, { jsonrpc: '2.0', method: 'send', params, id }, {
+        fetch,
+        headers: { accept: 'application/json' },
+        signal,
+      });
       if (!reply.ok) return unanswered(reply, wordsFor('Signal', 'Cannot reach signal-cli'), tell);
       return _outcome(reply, id);
     },
@@ -54,7 +63,9 @@ export function createSignalAdapter(options: SignalOptions): Adapter {
 function _outcome(reply: Received, id: string): Attempt<Sent> {
   const { status, text: body } = reply;
   // signal-cli itself never answers 429; a proxy in front of it may.
-  if (retryableStatus(status)) return failure(`signal-cli answered HTTP ${status}${_detail(body)}`, true, retryAfterMs(reply.headers, Date.now()));
+  if (retryableStatus(status)) {
+    return failure(`signal-cli answered HTTP ${status}${_detail(body)}`, true, retryAfterMs(reply.headers, Date.now()));
+  }
   // 405/415/421 are misconfiguration (wrong path, proxy, Host pinning); 201 only follows an id-less request.
   if (status !== 200) return failure(`signal-cli answered HTTP ${status}${_detail(body)}`, false);
   const rpc = asObject(reply.json);
@@ -87,7 +98,9 @@ function _retryAfterSeconds(error: Record<string, unknown>): number | undefined 
   let longest: number | undefined;
   for (const entry of results) {
     const seconds = asObject(entry)?.['retryAfterSeconds'];
-    if (typeof seconds === 'number' && Number.isFinite(seconds) && seconds >= 0) longest = Math.max(longest ?? 0, seconds);
+    if (typeof seconds === 'number' && Number.isFinite(seconds) && seconds >= 0) {
+      longest = Math.max(longest ?? 0, seconds);
+    }
   }
   return longest;
 }

@@ -1,11 +1,11 @@
 // Slack chat.postMessage.
 
 import type { Adapter, Sent } from './adapter.ts';
-import { checkUrl, failure, postJson, retryAfterMs, type Received } from './http-call.ts';
+import { checkUrl, failure, postJson, type Received, retryAfterMs } from './http-call.ts';
 import { asObject } from '../object.ts';
 import { plainText } from '../text.ts';
 import type { Attempt } from '../retry.ts';
-import { checkFetch, checkHeaderToken, platformAdapter, sent, tellFor, type BotOptions } from './_platform.ts';
+import { type BotOptions, checkFetch, checkHeaderToken, platformAdapter, sent, tellFor } from './_platform.ts';
 
 /** Options of {@link createSlackAdapter}. */
 export type SlackOptions = BotOptions;

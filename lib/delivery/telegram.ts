@@ -1,11 +1,11 @@
 // Telegram Bot API sendMessage.
 
 import type { Adapter, Sent } from './adapter.ts';
-import { checkUrl, failure, invalidOption, postJson, retryAfterMs, type Received } from './http-call.ts';
+import { checkUrl, failure, invalidOption, postJson, type Received, retryAfterMs } from './http-call.ts';
 import { asObject } from '../object.ts';
 import { plainText } from '../text.ts';
 import type { Attempt } from '../retry.ts';
-import { checkFetch, platformAdapter, retryableStatus, tellFor, type BotOptions } from './_platform.ts';
+import { type BotOptions, checkFetch, platformAdapter, retryableStatus, tellFor } from './_platform.ts';
 
 /** Options of {@link createTelegramAdapter}. */
 export type TelegramOptions = BotOptions;
@@ -24,10 +24,14 @@ export function createTelegramAdapter(options: TelegramOptions): Adapter {
   }
   checkFetch(fetch);
   const url = `${checkUrl('apiBase', apiBase)}/bot${botToken}/sendMessage`;
-  const call = (chatId: number | string, text: string, signal: AbortSignal | undefined) => postJson(url, { chat_id: chatId, text }, { fetch, signal });
+  const call = (chatId: number | string, text: string, signal: AbortSignal | undefined) =>
+    postJson(url, { chat_id: chatId, text }, { fetch, signal });
   const tell = tellFor([botToken], '<token>');
   return platformAdapter({
-    channel: 'telegram', name: 'Telegram', maxLength: 4096, tell,
+    channel: 'telegram',
+    name: 'Telegram',
+    maxLength: 4096,
+    tell,
     async post(to, text, signal) {
       const reply = await call(to.startsWith('@') ? to : Number(to), text, signal);
       // A group upgraded to a supergroup lives on under a new id; the old one answers with where it went.
@@ -50,5 +54,9 @@ function _outcome(reply: Received, tell: (message: string) => string): Attempt<S
   const description = body?.['description'];
   const message = tell(`Telegram ${status}: ${typeof description === 'string' ? description : plainText(reply.text)}`);
   if (!retryableStatus(status)) return failure(message, false);
-  return failure(message, true, retryAfterMs(reply.headers, Date.now(), asObject(body?.['parameters'])?.['retry_after']));
+  return failure(
+    message,
+    true,
+    retryAfterMs(reply.headers, Date.now(), asObject(body?.['parameters'])?.['retry_after']),
+  );
 }

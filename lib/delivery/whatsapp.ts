@@ -1,6 +1,6 @@
 // WhatsApp Business Cloud API text messages.
 
-import { checkUrl, failure, invalidOption, postJson, retryAfterMs, type Received } from './http-call.ts';
+import { checkUrl, failure, invalidOption, postJson, type Received, retryAfterMs } from './http-call.ts';
 import { asObject } from '../object.ts';
 import { detail, show } from '../text.ts';
 import type { Attempt } from '../retry.ts';
@@ -26,11 +26,17 @@ const _RETRYABLE_CODES: ReadonlySet<number> = new Set([1, 2, 4, 80007, 130429, 1
  * E.164, with or without `+`; digits only are sent, the form the API reports back as `wa_id`.
  */
 export function createWhatsAppAdapter(options: WhatsAppOptions): Adapter {
-  const { phoneNumberId, accessToken, apiBase = 'https://graph.facebook.com/v21.0', fetch = globalThis.fetch } = options;
+  const { phoneNumberId, accessToken, apiBase = 'https://graph.facebook.com/v21.0', fetch = globalThis.fetch } =
+    options;
   if (typeof phoneNumberId !== 'string' || !/^\d+$/.test(phoneNumberId)) {
-    throw invalidOption('phoneNumberId', `must be the digits of the business phone-number id, got ${show(phoneNumberId)}`);
+    throw invalidOption(
+      'phoneNumberId',
+      `must be the digits of the business phone-number id, got ${show(phoneNumberId)}`,
+    );
   }
-  if (typeof accessToken !== 'string' || accessToken.trim() === '') throw invalidOption('accessToken', 'must be a non-empty string');
+  if (typeof accessToken !== 'string' || accessToken.trim() === '') {
+    throw invalidOption('accessToken', 'must be a non-empty string');
+  }
   const endpoint = `${checkUrl('apiBase', apiBase)}/${phoneNumberId}/messages`;
   checkFetch(fetch);
   const headers = { authorization: `Bearer ${accessToken}`, accept: 'application/json' };
@@ -62,14 +68,19 @@ function _outcome(reply: Received, tell: (message: string) => string): Attempt<S
   if (status >= 200 && status < 300) {
     // 200 means accepted; a reply without ids must not become a retry that sends the text twice.
     const messages = body?.['messages'];
-    const ids = Array.isArray(messages) ? messages.map((m) => asObject(m)?.['id']).filter((id): id is string => typeof id === 'string') : [];
+    const ids = Array.isArray(messages)
+      ? messages.map((m) => asObject(m)?.['id']).filter((id): id is string => typeof id === 'string')
+      : [];
     return { ok: true, value: { messageIds: ids } };
   }
   const wait = retryAfterMs(reply.headers, Date.now());
   const error = asObject(body?.['error']);
-  if (error === null) return failure(tell(`WhatsApp answered HTTP ${status}${detail(reply.text)}`), retryableStatus(status), wait);
+  if (error === null) {
+    return failure(tell(`WhatsApp answered HTTP ${status}${detail(reply.text)}`), retryableStatus(status), wait);
+  }
   const code = error['code'];
-  const retryable = retryableStatus(status) || error['is_transient'] === true || (typeof code === 'number' && _RETRYABLE_CODES.has(code));
+  const retryable = retryableStatus(status) || error['is_transient'] === true ||
+    (typeof code === 'number' && _RETRYABLE_CODES.has(code));
   return failure(tell(_describe(status, error)), retryable, wait);
 }
 

@@ -5,7 +5,7 @@ import type { AgentAction, NoticeSpec, NotifyAction, RunSpec, WakeAction } from 
 import type { Config } from '../config/types.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
 import { admitRun, admitWake, type AgentRules, type UnknownAgent, type WakeTarget } from '../policy/admit.ts';
-import { checkRoute, routesOf, type Routes } from '../policy/route.ts';
+import { checkRoute, type Routes, routesOf } from '../policy/route.ts';
 import { forwardDestination } from '../runtime/forward-body.ts';
 import type { Route } from '../model/records.ts';
 import { makeCause } from '../model/cause.ts';
@@ -28,7 +28,16 @@ export interface Admission {
 export function createAdmission(config: Config, lastRoute: () => Route | null, newId: () => string): Admission {
   const { forward } = config.hooks;
   // A /wake naming an agent this server does not have is refused, as the gateway refuses it; a run's falls back to the default.
-  if (forward === null) return { routes: routesOf(config.channels), unsendable: () => null, agents: config, unknownAgent: (hook) => (hook === 'wake' ? 'refuse' : 'default'), lastRoute, newId };
+  if (forward === null) {
+    return {
+      routes: routesOf(config.channels),
+      unsendable: () => null,
+      agents: config,
+      unknownAgent: (hook) => (hook === 'wake' ? 'refuse' : 'default'),
+      lastRoute,
+      newId,
+    };
+  }
   return { routes: null, unsendable: forwardDestination, ..._upstreamAgents(config, forward.agents), lastRoute, newId };
 }
 
@@ -38,11 +47,21 @@ export function createAdmission(config: Config, lastRoute: () => Route | null, n
  * still fix it (in forward mode the upstream delivers: its channels, not ours, decide what is
  * routable, and a destination it cannot express is refused here). `label` starts the message (which mapping refused it).
  */
-export function admitAgent(ctx: Admission, hook: string, requestId: string, action: AgentAction, label: string): RunSpec {
+export function admitAgent(
+  ctx: Admission,
+  hook: string,
+  requestId: string,
+  action: AgentAction,
+  label: string,
+): RunSpec {
   const admitted = admitRun(action, hook, ctx.agents, ctx.newId, ctx.unknownAgent(hook));
   if (!admitted.ok) throw _refused(ErrorCode.NotAllowed, label, admitted.error);
   const run = admitted.value;
-  const unroutable = ctx.routes === null ? ctx.unsendable(run) : run.deliver ? checkRoute(ctx.routes, ctx.lastRoute(), run.channel, run.to) : null;
+  const unroutable = ctx.routes === null
+    ? ctx.unsendable(run)
+    : run.deliver
+    ? checkRoute(ctx.routes, ctx.lastRoute(), run.channel, run.to)
+    : null;
   if (unroutable !== null) throw _refused(ErrorCode.InvalidPayload, label, unroutable);
   return { ...run, requestId };
 }
@@ -51,12 +70,28 @@ export function admitAgent(ctx: Admission, hook: string, requestId: string, acti
  * The admission of a notify action: its channel must be one of this server's (forward mode has
  * none: the upstream delivers) and its recipient one the platform takes, or the channel's `defaultTo`.
  */
-export function admitNotice(ctx: Admission, hook: string, requestId: string, action: NotifyAction, label: string): NoticeSpec {
-  if (ctx.routes === null) throw new HttpError(400, ErrorCode.NotAllowed, `${label}notify needs a channel of this server, and forward mode delivers upstream`);
+export function admitNotice(
+  ctx: Admission,
+  hook: string,
+  requestId: string,
+  action: NotifyAction,
+  label: string,
+): NoticeSpec {
+  if (ctx.routes === null) {
+    throw new HttpError(
+      400,
+      ErrorCode.NotAllowed,
+      `${label}notify needs a channel of this server, and forward mode delivers upstream`,
+    );
+  }
   const unroutable = checkRoute(ctx.routes, null, action.channel, action.to);
   if (unroutable !== null) throw new HttpError(400, ErrorCode.InvalidPayload, `${label}${unroutable}`);
   if (action.to === undefined && ctx.routes.get(action.channel)?.defaultTo === undefined) {
-    throw new HttpError(400, ErrorCode.InvalidPayload, `${label}to: is required, or channels.${action.channel}.defaultTo`);
+    throw new HttpError(
+      400,
+      ErrorCode.InvalidPayload,
+      `${label}to: is required, or channels.${action.channel}.defaultTo`,
+    );
   }
   const { kind, text, name, channel, to } = action;
   return { kind, deliveryId: ctx.newId(), hook, name, channel, ...(to === undefined ? {} : { to }), text, requestId };
@@ -81,7 +116,13 @@ function _refused(code: ErrorCode, label: string, rule: string): HttpError {
  */
 function _upstreamAgents(config: Config, listed: readonly string[] | null): Pick<Admission, 'agents' | 'unknownAgent'> {
   if (listed === null) return { agents: config, unknownAgent: () => 'keep' };
-  const agents = { ...config.agents, list: listed.map((id) => ({ id })), defaultAgentId: listed[0] ?? config.agents.defaultAgentId };
-  return { agents: { ...config, agents }, unknownAgent: (hook) => (hook === 'agent' || hook === 'wake' ? 'refuse' : 'default') };
+  const agents = {
+    ...config.agents,
+    list: listed.map((id) => ({ id })),
+    defaultAgentId: listed[0] ?? config.agents.defaultAgentId,
+  };
+  return {
+    agents: { ...config, agents },
+    unknownAgent: (hook) => (hook === 'agent' || hook === 'wake' ? 'refuse' : 'default'),
+  };
 }
-

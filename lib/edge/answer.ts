@@ -26,12 +26,23 @@ export interface Answer extends StoredAnswer {
  * server uses it for every HttpError thrown on the way.
  */
 export function errorAnswer(error: HttpError): Answer {
-  return { status: error.status, body: { ok: false, error: error.message, code: error.code }, headers: error.headers, close: error.close };
+  return {
+    status: error.status,
+    body: { ok: false, error: error.message, code: error.code },
+    headers: error.headers,
+    close: error.close,
+  };
 }
 
 /** A refusal's answer carrying `trace` (which holds the refusal): one object, as a flood of refusals makes one each. */
 export function refusedAnswer(error: HttpError, trace: Trace): Answer {
-  return { status: error.status, body: { ok: false, error: error.message, code: error.code }, headers: error.headers, close: error.close, trace };
+  return {
+    status: error.status,
+    body: { ok: false, error: error.message, code: error.code },
+    headers: error.headers,
+    close: error.close,
+    trace,
+  };
 }
 
 /**
@@ -50,7 +61,13 @@ export function answerError(error: unknown, id: string, log: Pick<Logger, 'error
  * whose body was not read to its end (a large or unbounded one) gets its connection ended once the
  * answer is out; this is where that is decided, and the answer's `Connection` header follows it.
  */
-export function sendAnswer(req: IncomingMessage, res: ServerResponse, answer: Answer, id: string, maxBodyBytes: number): void {
+export function sendAnswer(
+  req: IncomingMessage,
+  res: ServerResponse,
+  answer: Answer,
+  id: string,
+  maxBodyBytes: number,
+): void {
   if (res.headersSent || res.destroyed) return;
   const text = answer.status === 204 ? '' : (answer.text ?? JSON.stringify(answer.body));
   // A small unread body (an early 401, 404, ...) is drained by node:http and the connection kept;
@@ -59,7 +76,9 @@ export function sendAnswer(req: IncomingMessage, res: ServerResponse, answer: An
   const close = answer.close === true || (!req.complete && !(declared <= maxBodyBytes));
   // Built key by key (the answer's own headers first): no spread copies per response.
   const headers: OutgoingHttpHeaders = {};
-  if (answer.headers !== undefined) for (const name of Object.keys(answer.headers)) headers[name] = answer.headers[name];
+  if (answer.headers !== undefined) {
+    for (const name of Object.keys(answer.headers)) headers[name] = answer.headers[name];
+  }
   if (answer.status !== 204) {
     headers['content-type'] = answer.contentType ?? 'application/json; charset=utf-8';
     headers['content-length'] = Buffer.byteLength(text);

@@ -30,7 +30,9 @@ export function reserveRuns(queue: RunQueue | undefined, count: number, config: 
   if (queue === undefined || count === 0) return () => {};
   const held = _reserved.get(queue) ?? 0;
   if (queue.depth + held + count > config.hooks.maxQueuedRuns) {
-    throw new HttpError(503, ErrorCode.Unavailable, 'too many runs queued (hooks.maxQueuedRuns); retry later', { headers: { 'retry-after': '30' } });
+    throw new HttpError(503, ErrorCode.Unavailable, 'too many runs queued (hooks.maxQueuedRuns); retry later', {
+      headers: { 'retry-after': '30' },
+    });
   }
   _reserved.set(queue, held + count);
   return () => void _reserved.set(queue, (_reserved.get(queue) ?? count) - count);
@@ -41,27 +43,46 @@ export function reserveRuns(queue: RunQueue | undefined, count: number, config: 
  * the unconsumed backlog is at `hooks.maxBacklogEvents` or `hooks.maxBacklogBytes` (503 with
  * Retry-After): backpressure instead of dropping events nobody has read yet.
  */
-export function admitEvents(store: Pick<Store, 'backlog'>, config: Config, texts: readonly string[], field: (index: number) => string): void {
+export function admitEvents(
+  store: Pick<Store, 'backlog'>,
+  config: Config,
+  texts: readonly string[],
+  field: (index: number) => string,
+): void {
   if (texts.length === 0) return;
   const { maxEventBytes, maxBacklogEvents, maxBacklogBytes } = config.hooks;
   let bytes = 0;
   texts.forEach((text, i) => {
     const size = Buffer.byteLength(text);
     if (size > maxEventBytes) {
-      throw new HttpError(413, ErrorCode.FieldTooLarge, `${field(i)}: is ${size} bytes; the limit is ${maxEventBytes} (hooks.maxEventBytes)`);
+      throw new HttpError(
+        413,
+        ErrorCode.FieldTooLarge,
+        `${field(i)}: is ${size} bytes; the limit is ${maxEventBytes} (hooks.maxEventBytes)`,
+      );
     }
     bytes += size;
   });
   const backlog = store.backlog();
   if (backlog.events + texts.length > maxBacklogEvents || backlog.bytes + bytes > maxBacklogBytes) {
-    throw new HttpError(503, ErrorCode.Unavailable, 'too many events not yet read by a heartbeat (hooks.maxBacklogEvents, hooks.maxBacklogBytes); retry later', {
-      headers: { 'retry-after': '30' },
-    });
+    throw new HttpError(
+      503,
+      ErrorCode.Unavailable,
+      'too many events not yet read by a heartbeat (hooks.maxBacklogEvents, hooks.maxBacklogBytes); retry later',
+      {
+        headers: { 'retry-after': '30' },
+      },
+    );
   }
 }
 
 /** A commit refused because the journal was gone or replaced: 503, to be retried once it is rewritten. */
 export function unavailable(error: unknown): unknown {
   if (!(error instanceof JournalReplacedError)) return error;
-  return new HttpError(503, ErrorCode.Unavailable, 'the journal is being rewritten; nothing was recorded, retry shortly', { headers: { 'retry-after': '1' }, cause: error });
+  return new HttpError(
+    503,
+    ErrorCode.Unavailable,
+    'the journal is being rewritten; nothing was recorded, retry shortly',
+    { headers: { 'retry-after': '1' }, cause: error },
+  );
 }

@@ -18,8 +18,8 @@ import type { OutboxSpec } from '../store/journal/outbox.ts';
 import type { Effects, Store } from '../store/journal/store.ts';
 import type { IdempotencyWrite, StoredAnswer } from '../model/records.ts';
 import type { Alerts } from '../model/alerts.ts';
-import { errorAnswer, type Answer } from './answer.ts';
-import { admitEvents, reserveRuns, unavailable, type RunQueue } from './capacity.ts';
+import { type Answer, errorAnswer } from './answer.ts';
+import { admitEvents, reserveRuns, type RunQueue, unavailable } from './capacity.ts';
 import type { IdempotencyKey } from './idempotency.ts';
 import type { Accepted, HookRequest, Plan } from './plan.ts';
 import type { Said, Trace } from './trace.ts';
@@ -45,10 +45,20 @@ export interface CommitOptions {
 }
 
 /** Carries out a plan; `idem` is the key the answer is remembered under. The answer carries the trace, with what the request became. */
-export type Commit = (plan: Plan, request: Pick<HookRequest, 'id' | 'client' | 'name' | 'gone' | 'settle'>, idem: IdempotencyKey | null) => Answer | Promise<Answer>;
+export type Commit = (
+  plan: Plan,
+  request: Pick<HookRequest, 'id' | 'client' | 'name' | 'gone' | 'settle'>,
+  idem: IdempotencyKey | null,
+) => Answer | Promise<Answer>;
 
 // Where accepted actions go, chosen once when the committer is built.
-type _Destination = (ctx: CommitOptions, request: Pick<HookRequest, 'id' | 'name' | 'gone' | 'settle'>, accepted: Accepted, idem: IdempotencyKey | null, answer: Answer) => Promise<{ answer: Answer; became: Became }>;
+type _Destination = (
+  ctx: CommitOptions,
+  request: Pick<HookRequest, 'id' | 'name' | 'gone' | 'settle'>,
+  accepted: Accepted,
+  idem: IdempotencyKey | null,
+  answer: Answer,
+) => Promise<{ answer: Answer; became: Became }>;
 
 /** Builds the committer of one (re)load: into this process's journal and runtime, or in forward mode into the outbox bound upstream. */
 export function createCommit(options: CommitOptions): Commit {
@@ -57,7 +67,13 @@ export function createCommit(options: CommitOptions): Commit {
     if (plan.trace.said !== undefined) _write(options.log, plan.trace.said);
     switch (plan.kind) {
       case 'refused': {
-        if (plan.count !== undefined) options.alerts?.note({ kind: 'signature-failures', hook: request.name, code: plan.trace.signature?.why ?? 'bad-signature' });
+        if (plan.count !== undefined) {
+          options.alerts?.note({
+            kind: 'signature-failures',
+            hook: request.name,
+            code: plan.trace.signature?.why ?? 'bad-signature',
+          });
+        }
         const refusal = plan.count === undefined ? plan.refusal : options.auth.refuse(request.client, plan.count);
         return refused(plan.trace, refusal);
       }
@@ -74,7 +90,13 @@ export function refused(trace: Trace, refusal: HttpError): Answer {
   return { ...errorAnswer(refusal), trace: { ...trace, refusal } };
 }
 
-async function _accept(options: CommitOptions, destination: _Destination, plan: Plan & { kind: 'accepted' }, request: Pick<HookRequest, 'id' | 'name' | 'gone' | 'settle'>, idem: IdempotencyKey | null): Promise<Answer> {
+async function _accept(
+  options: CommitOptions,
+  destination: _Destination,
+  plan: Plan & { kind: 'accepted' },
+  request: Pick<HookRequest, 'id' | 'name' | 'gone' | 'settle'>,
+  idem: IdempotencyKey | null,
+): Promise<Answer> {
   let made: { answer: Answer; became: Became };
   try {
     made = await destination(options, request, plan.accepted, idem, plan.answer);
@@ -94,32 +116,59 @@ const _local: _Destination = async (ctx, request, accepted, idem, answer) => {
   const { source } = accepted;
   // A wake is a system event of its target's session; one equal to that session's newest unread event coalesces into it.
   const events = accepted.actions.flatMap((a) =>
-    a.kind === 'wake' ? [{ kind: 'system' as const, text: a.action.text, source, mode: a.action.mode, requestId: request.id, ...a.target, coalesce: true }] : [],
+    a.kind === 'wake'
+      ? [{
+        kind: 'system' as const,
+        text: a.action.text,
+        source,
+        mode: a.action.mode,
+        requestId: request.id,
+        ...a.target,
+        coalesce: true,
+      }]
+      : []
   );
   const runs = accepted.actions.flatMap((a) => (a.kind === 'agent' ? [a.run] : []));
   const notices = accepted.actions.flatMap((a) => (a.kind === 'notify' ? [a.notice] : []));
   const waitFor = accepted.wait && runs.length > 0 && ctx.wait !== undefined ? runs.map((r) => r.runId) : undefined;
   const told = (outcomes: readonly EventOutcome[]) => _withOutcome(answer, outcomes);
-  const idemFor = idem === null ? undefined : (outcomes: readonly EventOutcome[]) => _remember(idem, request.id, told(outcomes), waitFor)!;
+  const idemFor = idem === null
+    ? undefined
+    : (outcomes: readonly EventOutcome[]) => _remember(idem, request.id, told(outcomes), waitFor)!;
   // A replay's record rides on the same line: a crash leaves both or neither.
-  const { became, outcomes } = await _commit(ctx, request.name, { ...request.settle?.(answer.status), events, runs, notices }, idemFor, accepted.field);
+  const { became, outcomes } = await _commit(
+    ctx,
+    request.name,
+    { ...request.settle?.(answer.status), events, runs, notices },
+    idemFor,
+    accepted.field,
+  );
   if (accepted.recorded !== undefined) _write(ctx.log, accepted.recorded);
   if (events.some((e) => e.mode === 'now')) ctx.heartbeat.request(source);
-  return { answer: waitFor === undefined ? told(outcomes) : await ctx.wait!({ ...told(outcomes), waitFor }, request.gone), became };
+  return {
+    answer: waitFor === undefined ? told(outcomes) : await ctx.wait!({ ...told(outcomes), waitFor }, request.gone),
+    became,
+  };
 };
 
 // Forward mode: the actions as the upstream gateway's /wake and /agent take them, into the outbox.
 const _forward: _Destination = async (ctx, request, accepted, idem, answer) => {
   // A notify action never gets here: the plan refuses it in forward mode, which has no channel of its own.
   const outbox = accepted.actions.flatMap((a) =>
-    a.kind === 'wake' ? [_outboxWake(ctx, a.action, a.target, accepted.defaultAgentId, request)] : a.kind === 'agent' ? [_outboxAgent(ctx, a.action, a.run, request)] : [],
+    a.kind === 'wake'
+      ? [_outboxWake(ctx, a.action, a.target, accepted.defaultAgentId, request)]
+      : a.kind === 'agent'
+      ? [_outboxAgent(ctx, a.action, a.run, request)]
+      : []
   );
   // Queued for the upstream, which decides on its own whether it coalesces.
   const told = _withOutcome(answer, accepted.actions.flatMap((a) => (a.kind === 'wake' ? ['queued' as const] : [])));
-  await ctx.store.commit({ ...request.settle?.(told.status), outbox }, _remember(idem, request.id, told)).catch((error: unknown) => {
-    _unwritten(ctx, request.name, error);
-    throw unavailable(error);
-  });
+  await ctx.store.commit({ ...request.settle?.(told.status), outbox }, _remember(idem, request.id, told)).catch(
+    (error: unknown) => {
+      _unwritten(ctx, request.name, error);
+      throw unavailable(error);
+    },
+  );
   ctx.forwarded?.();
   if (accepted.recorded !== undefined) _write(ctx.log, accepted.recorded);
   return { answer: told, became: { outbox: outbox.map((o) => o.id) } };
@@ -136,13 +185,30 @@ async function _commit(
   field: (i: number) => string,
 ): Promise<{ became: Became; outcomes: EventOutcome[] }> {
   const events = effects.events ?? [];
-  _bounded(ctx, hook, 'hooks.maxBacklogEvents', () => admitEvents(ctx.store, ctx.config, events.filter((e) => e.kind === 'system').map((e) => e.text), field));
-  const release = _bounded(ctx, hook, 'hooks.maxQueuedRuns', () => reserveRuns(ctx.runs, effects.runs?.length ?? 0, ctx.config));
+  _bounded(
+    ctx,
+    hook,
+    'hooks.maxBacklogEvents',
+    () => admitEvents(ctx.store, ctx.config, events.filter((e) => e.kind === 'system').map((e) => e.text), field),
+  );
+  const release = _bounded(
+    ctx,
+    hook,
+    'hooks.maxQueuedRuns',
+    () => reserveRuns(ctx.runs, effects.runs?.length ?? 0, ctx.config),
+  );
   try {
     const committed = await ctx.store.commit(effects, idem);
     for (const run of committed.runs) ctx.runs?.enqueue(run);
     for (const notice of committed.notices) ctx.runs?.notify?.(notice);
-    return { became: _became(committed.events.map((e) => e.seq), committed.runs.map((r) => r.runId), committed.notices.map((n) => n.deliveryId)), outcomes: committed.outcomes };
+    return {
+      became: _became(
+        committed.events.map((e) => e.seq),
+        committed.runs.map((r) => r.runId),
+        committed.notices.map((n) => n.deliveryId),
+      ),
+      outcomes: committed.outcomes,
+    };
   } catch (error) {
     _unwritten(ctx, hook, error);
     throw unavailable(error);
@@ -164,20 +230,48 @@ function _bounded<T>(ctx: CommitOptions, hook: string, bound: string, check: () 
 // The journal could not take the line: the owner hears of it by the error's code, never its text.
 function _unwritten(ctx: CommitOptions, hook: string, error: unknown): void {
   const code = (error as NodeJS.ErrnoException | null)?.code;
-  ctx.alerts?.note({ kind: 'storage', hook, code: `journal ${typeof code === 'string' && /^[A-Z_]{2,32}$/.test(code) ? code : 'write failed'}` });
+  ctx.alerts?.note({
+    kind: 'storage',
+    hook,
+    code: `journal ${typeof code === 'string' && /^[A-Z_]{2,32}$/.test(code) ? code : 'write failed'}`,
+  });
 }
 
 // The outbox entries of forward mode: what the upstream gateway's /wake and /agent take.
-function _outboxWake(ctx: CommitOptions, action: WakeAction, target: WakeTarget, defaultAgentId: string, request: Pick<HookRequest, 'id' | 'name'>): OutboxSpec {
+function _outboxWake(
+  ctx: CommitOptions,
+  action: WakeAction,
+  target: WakeTarget,
+  defaultAgentId: string,
+  request: Pick<HookRequest, 'id' | 'name'>,
+): OutboxSpec {
   // The agent as the request or mapping named it, unless it fell back to the default (then the upstream's own choice, hooks.forward.agentId).
   const resolved = (target.agentId ?? defaultAgentId).toLowerCase();
   const { agentId, ...rest } = action;
   const sent = agentId !== undefined && agentId.toLowerCase() === resolved ? { ...rest, agentId } : rest;
-  return { id: ctx.newId(), target: 'wake', body: upstreamWake(sent, ctx.config.hooks.forward?.agentId), hook: request.name, requestId: request.id };
+  return {
+    id: ctx.newId(),
+    target: 'wake',
+    body: upstreamWake(sent, ctx.config.hooks.forward?.agentId),
+    hook: request.name,
+    requestId: request.id,
+  };
 }
 
-function _outboxAgent(ctx: CommitOptions, action: AgentAction, run: RunSpec, request: Pick<HookRequest, 'id' | 'name'>): OutboxSpec {
-  return { id: ctx.newId(), target: 'agent', body: upstreamAgent(action, run), hook: request.name, requestId: request.id, runId: run.runId };
+function _outboxAgent(
+  ctx: CommitOptions,
+  action: AgentAction,
+  run: RunSpec,
+  request: Pick<HookRequest, 'id' | 'name'>,
+): OutboxSpec {
+  return {
+    id: ctx.newId(),
+    target: 'agent',
+    body: upstreamAgent(action, run),
+    hook: request.name,
+    requestId: request.id,
+    runId: run.runId,
+  };
 }
 
 // The answer to a request that added wakes says what became of them, as OpenClaw's does:
@@ -197,7 +291,18 @@ function _became(events: number[], runs: string[], deliveries: string[]): Became
 }
 
 // A request that waits is remembered with its runs, so a retry waits for the same ones.
-function _remember(idem: IdempotencyKey | null, requestId: string, answer: StoredAnswer, waitFor?: readonly string[]): IdempotencyWrite | undefined {
+function _remember(
+  idem: IdempotencyKey | null,
+  requestId: string,
+  answer: StoredAnswer,
+  waitFor?: readonly string[],
+): IdempotencyWrite | undefined {
   if (idem === null) return undefined;
-  return { ...idem, status: answer.status, body: answer.body, requestId, ...(waitFor === undefined ? {} : { waitFor }) };
+  return {
+    ...idem,
+    status: answer.status,
+    body: answer.body,
+    requestId,
+    ...(waitFor === undefined ? {} : { waitFor }),
+  };
 }

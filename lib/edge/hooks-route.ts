@@ -16,10 +16,10 @@ import { readBody } from '../guard/body.ts';
 import type { Fingerprints } from '../guard/fingerprint.ts';
 import { extractToken, tokenDigest, tokenMatches } from '../guard/token.ts';
 import type { Logger } from '../log.ts';
-import { answerError, refusedAnswer, type Answer } from './answer.ts';
+import { type Answer, answerError, refusedAnswer } from './answer.ts';
 import type { Commit } from './commit.ts';
 import type { Idempotent } from './idempotency.ts';
-import { LIVE, type HookRequest, type Planner } from './plan.ts';
+import { type HookRequest, LIVE, type Planner } from './plan.ts';
 import type { Trace } from './trace.ts';
 import { metaHandshake, missingSignature, signedPaths } from '../guard/signatures/paths.ts';
 import type { Gone } from './wait.ts';
@@ -66,7 +66,9 @@ export function hooksRoute(options: HooksRouteOptions): Handler {
   const signatures = signedPaths(config);
   // The configured tokens' digests, made once per (re)load: a request hashes only what it presents.
   const hookTokens = [config.hooks.token === null ? null : tokenDigest(config.hooks.token)];
-  const gmailTokens = config.hooks.gmail.hookToken === undefined ? hookTokens : [...hookTokens, tokenDigest(config.hooks.gmail.hookToken)];
+  const gmailTokens = config.hooks.gmail.hookToken === undefined
+    ? hookTokens
+    : [...hookTokens, tokenDigest(config.hooks.gmail.hookToken)];
   // The fingerprints of the tokens that open the hooks, made once per (re)load: a request that
   // passes carries the one of the token it matched.
   const { fingerprints } = options;
@@ -74,8 +76,12 @@ export function hooksRoute(options: HooksRouteOptions): Handler {
     auth,
     hookTokens,
     gmailTokens,
-    hookPrint: fingerprints === undefined || config.hooks.token === null ? undefined : fingerprints.of(config.hooks.token),
-    gmailPrint: fingerprints === undefined || config.hooks.gmail.hookToken === undefined ? undefined : fingerprints.of(config.hooks.gmail.hookToken),
+    hookPrint: fingerprints === undefined || config.hooks.token === null
+      ? undefined
+      : fingerprints.of(config.hooks.token),
+    gmailPrint: fingerprints === undefined || config.hooks.gmail.hookToken === undefined
+      ? undefined
+      : fingerprints.of(config.hooks.gmail.hookToken),
     accept: _acceptor(options),
     clock: options.clock,
   };
@@ -123,12 +129,22 @@ function _byToken(ctx: Context, door: _Door): Answer | Promise<Answer> {
   // The gmail hook also opens to the credential gog posts with, which opens nothing else: not
   // even a mapping that would take any path (one without a path, or matched by source alone).
   const gmail = name === 'gmail' && gmailTokens !== hookTokens;
-  const refusal = door.auth.authenticate(presented, gmail ? gmailTokens : hookTokens, ctx.client, presented === null ? 'missing hook token' : 'invalid hook token');
+  const refusal = door.auth.authenticate(
+    presented,
+    gmail ? gmailTokens : hookTokens,
+    ctx.client,
+    presented === null ? 'missing hook token' : 'invalid hook token',
+  );
   if (refusal !== null) return refusedAnswer(refusal, { hook: name, auth: 'none', refusal });
   // Whether the request holds a credential that opens this path alone: its mappings must name the path.
   const pathOnly = gmail && !(hookTokens[0] != null && tokenMatches(presented!, hookTokens[0]));
   const credential = pathOnly ? door.gmailPrint : door.hookPrint;
-  return _named(ctx, credential === undefined ? { hook: name, auth: 'token' } : { hook: name, auth: 'token', credential }, pathOnly, door.accept);
+  return _named(
+    ctx,
+    credential === undefined ? { hook: name, auth: 'token' } : { hook: name, auth: 'token', credential },
+    pathOnly,
+    door.accept,
+  );
 }
 
 // A signed path: checked once its body is read, but a request without the scheme's headers is
@@ -139,7 +155,12 @@ function _bySignature(ctx: Context, signature: _Signature, door: _Door): Answer 
     const missing = missingSignature(signature, ctx.req, door.clock());
     if (missing !== null) {
       const refusal = door.auth.refuse(ctx.client, missing);
-      return refusedAnswer(refusal, { hook: ctx.name, auth: 'none', signature: { scheme: signature.scheme, ok: false, why: 'missing-header', reason: missing }, refusal });
+      return refusedAnswer(refusal, {
+        hook: ctx.name,
+        auth: 'none',
+        signature: { scheme: signature.scheme, ok: false, why: 'missing-header', reason: missing },
+        refusal,
+      });
     }
   }
   return _named(ctx, { hook: ctx.name, auth: 'none' }, false, door.accept);
@@ -169,12 +190,25 @@ function _acceptor(options: HooksRouteOptions): _Accept {
     try {
       bytes = await readBody(req, { maxBytes: config.hooks.maxBodyBytes, timeoutMs: bodyTimeoutMs });
     } catch (error) {
-      return error instanceof HttpError ? refusedAnswer(error, { ...trace, refusal: error }) : { ...answerError(error, ctx.id, options.log), trace };
+      return error instanceof HttpError
+        ? refusedAnswer(error, { ...trace, refusal: error })
+        : { ...answerError(error, ctx.id, options.log), trace };
     }
     received.set(req, bytes.length);
     const target = req.url ?? '';
     const rawQuery = target.includes('?') ? target.slice(target.indexOf('?') + 1) : '';
-    const request: HookRequest = { id: ctx.id, name, headers: req.headers, query: ctx.query, rawQuery, bytes, client: ctx.client, trace, judged: LIVE, gone: _gone(req) };
+    const request: HookRequest = {
+      id: ctx.id,
+      name,
+      headers: req.headers,
+      query: ctx.query,
+      rawQuery,
+      bytes,
+      client: ctx.client,
+      trace,
+      judged: LIVE,
+      gone: _gone(req),
+    };
     if (pathOnly) request.pathOnly = true;
     return path(request);
   };
@@ -196,7 +230,13 @@ export function hooksPath(planner: Planner, commit: Commit, idempotent: Idempote
       const read = planner.read(request);
       if (read.kind !== 'parsed') return await commit(read, request, null);
       if (read.key === null) return await commit(await planner.decide(read), request, null);
-      return await idempotent(request.name, read.key, async (idem) => commit(await planner.decide(read), request, idem), read.trace, request.gone);
+      return await idempotent(
+        request.name,
+        read.key,
+        async (idem) => commit(await planner.decide(read), request, idem),
+        read.trace,
+        request.gone,
+      );
     } catch (error) {
       // Unexpected (an HttpError is a refusal in the plan): a bare 500, the trace as far as the door.
       return { ...answerError(error, request.id, log), trace: { ...request.trace, body: request.bytes } };

@@ -30,7 +30,13 @@ export interface RequestKey {
  * Runs `work` at most once per hook and key (a retry answered from the record carries `trace`
  * marked as a duplicate); see {@link createIdempotency}. `gone` ends a copy's wait when its client leaves.
  */
-export type Idempotent = (name: string, key: RequestKey | null, work: (idem: IdempotencyKey | null) => Promise<Answer>, trace?: Trace, gone?: Gone) => Promise<Answer>;
+export type Idempotent = (
+  name: string,
+  key: RequestKey | null,
+  work: (idem: IdempotencyKey | null) => Promise<Answer>,
+  trace?: Trace,
+  gone?: Gone,
+) => Promise<Answer>;
 
 /** Requests waiting behind the first copy of their key, counted for metrics. */
 export interface Behind {
@@ -53,7 +59,13 @@ export function createIdempotency(
 ): Idempotent {
   // Without a key there is nothing to hold: the work's own promise is the answer, not one wrapped in another.
   return (name, key, work, trace, gone) => (key === null ? work(null) : keyed(name, key, work, trace, gone));
-  async function keyed(name: string, { key, ttlMs, again }: RequestKey, work: (idem: IdempotencyKey | null) => Promise<Answer>, trace?: Trace, gone?: Gone): Promise<Answer> {
+  async function keyed(
+    name: string,
+    { key, ttlMs, again }: RequestKey,
+    work: (idem: IdempotencyKey | null) => Promise<Answer>,
+    trace?: Trace,
+    gone?: Gone,
+  ): Promise<Answer> {
     const id = `${name}\n${key}`;
     // Wait while any copy is in flight; from the last check to the `set` below nothing awaits,
     // so exactly one copy goes ahead when the one before it failed.
@@ -67,12 +79,26 @@ export function createIdempotency(
       // A first request that waited for its runs: the retry waits for the same ones (or has them at once).
       const { waitFor } = prior;
       const answer = waitFor !== undefined && wait !== undefined ? await wait({ ...prior, waitFor }, gone) : prior;
-      const duplicate: Answer = { status: answer.status, body: answer.body, headers: { 'idempotent-replayed': 'true' } };
-      if (trace !== undefined) duplicate.trace = { ...trace, became: { duplicateOf: prior.requestId ?? '' }, cause: makeCause('duplicate', prior.requestId ?? '') };
+      const duplicate: Answer = {
+        status: answer.status,
+        body: answer.body,
+        headers: { 'idempotent-replayed': 'true' },
+      };
+      if (trace !== undefined) {
+        duplicate.trace = {
+          ...trace,
+          became: { duplicateOf: prior.requestId ?? '' },
+          cause: makeCause('duplicate', prior.requestId ?? ''),
+        };
+      }
       return duplicate;
     }
     // A window of the scheme's own (a body's hash) is the whole of its memory.
-    const pending = work({ scope: name, key, ...(ttlMs === undefined ? (keepMs === undefined ? {} : { keepMs }) : { ttlMs }) });
+    const pending = work({
+      scope: name,
+      key,
+      ...(ttlMs === undefined ? (keepMs === undefined ? {} : { keepMs }) : { ttlMs }),
+    });
     inflight.set(id, pending);
     try {
       return await pending;
@@ -88,13 +114,27 @@ export function createIdempotency(
  * delivery. Otherwise `Idempotency-Key`, else `X-OpenClaw-Idempotency-Key` (what OpenClaw's own
  * clients send), else the sender's delivery id, else `webhook-id`, else the body's `idempotencyKey`.
  */
-export function idempotencyKey(headers: IncomingHttpHeaders, body: Record<string, unknown>, delivery: DeliveryId | null = null): RequestKey | null {
+export function idempotencyKey(
+  headers: IncomingHttpHeaders,
+  body: Record<string, unknown>,
+  delivery: DeliveryId | null = null,
+): RequestKey | null {
   if (delivery?.signed === true) {
     // Signed ids are short; an over-long one is kept by its hash, since ignoring it would let its replays through.
-    const key = delivery.id.length <= MAX_IDEMPOTENCY_KEY ? delivery.id : `id-sha256:${createHash('sha256').update(delivery.id).digest('hex')}`;
+    const key = delivery.id.length <= MAX_IDEMPOTENCY_KEY
+      ? delivery.id
+      : `id-sha256:${createHash('sha256').update(delivery.id).digest('hex')}`;
     return { key, ...(delivery.windowSeconds === undefined ? {} : { ttlMs: delivery.windowSeconds * 1000 }) };
   }
-  for (const candidate of [headers['idempotency-key'], headers['x-openclaw-idempotency-key'], delivery?.id, headers['webhook-id'], body['idempotencyKey']]) {
+  for (
+    const candidate of [
+      headers['idempotency-key'],
+      headers['x-openclaw-idempotency-key'],
+      delivery?.id,
+      headers['webhook-id'],
+      body['idempotencyKey'],
+    ]
+  ) {
     if (typeof candidate !== 'string') continue;
     const key = candidate.trim();
     // Over-long keys are ignored rather than refused: the request still works, just without dedupe.
@@ -108,14 +148,23 @@ export function idempotencyKey(headers: IncomingHttpHeaders, body: Record<string
  * finds (`signature` is the path's, whether or not the request verifies), else {@link idempotencyKey}'s
  * headers; `/wake` and `/agent` also read the body's `idempotencyKey`, as OpenClaw's gateway does.
  */
-export function hookKey(request: { name: string; headers: IncomingHttpHeaders; bytes: Buffer; rawQuery: string }, body: Record<string, unknown>, signature: Signature | undefined): RequestKey | null {
+export function hookKey(
+  request: { name: string; headers: IncomingHttpHeaders; bytes: Buffer; rawQuery: string },
+  body: Record<string, unknown>,
+  signature: Signature | undefined,
+): RequestKey | null {
   const { name, headers } = request;
-  const delivery = signature === undefined ? null : deliveryId(signature, { headers, body: request.bytes, query: request.rawQuery }, body);
+  const delivery = signature === undefined
+    ? null
+    : deliveryId(signature, { headers, body: request.bytes, query: request.rawQuery }, body);
   return idempotencyKey(headers, name === 'agent' || name === 'wake' ? body : {}, delivery);
 }
 
 /** What a copy whose client went away ends with: logged and counted, never sent. */
-const LEFT: Answer = Object.freeze({ status: CLIENT_GONE, body: { ok: false, error: 'the client went away while an earlier copy of the request was handled' } });
+const LEFT: Answer = Object.freeze({
+  status: CLIENT_GONE,
+  body: { ok: false, error: 'the client went away while an earlier copy of the request was handled' },
+});
 
 // Whether the client went away before `running` settled. `running` keeps a callback until the first
 // copy is done; after a departure it reaches only an emptied watch, never the request (a closure

@@ -18,8 +18,19 @@ import { refusalKey } from './refused-alike.ts';
 import type { Trace } from './trace.ts';
 
 /** The signature's verdict as the ledger keeps it (the kind of failure, the header, the skew), over `body`. */
-export function signatureVerdict(signature: Signature, request: { headers: IncomingHttpHeaders; body: Buffer; query: string }, nowMs: number): SignatureVerdict {
-  if (signature.secrets.length === 0) return { scheme: signature.scheme, ok: false, why: 'no-secret', reason: 'invalid signature: no secret is configured' };
+export function signatureVerdict(
+  signature: Signature,
+  request: { headers: IncomingHttpHeaders; body: Buffer; query: string },
+  nowMs: number,
+): SignatureVerdict {
+  if (signature.secrets.length === 0) {
+    return {
+      scheme: signature.scheme,
+      ok: false,
+      why: 'no-secret',
+      reason: 'invalid signature: no secret is configured',
+    };
+  }
   const verdict = verifySignature(signature, request, nowMs);
   if (verdict.ok) return { scheme: signature.scheme, ok: true };
   const reason = describeRefusal(verdict);
@@ -46,8 +57,9 @@ export function keptHeaders(headers: IncomingHttpHeaders, hmacHeader?: string): 
     const value = headers[name];
     if (value === undefined) continue;
     const kept = name !== hmacHeader && _redacted(name) ? REDACTED : value;
-    if (name === '__proto__') Object.defineProperty(out, name, { value: kept, enumerable: true, writable: true, configurable: true });
-    else out[name] = kept;
+    if (name === '__proto__') {
+      Object.defineProperty(out, name, { value: kept, enumerable: true, writable: true, configurable: true });
+    } else out[name] = kept;
   }
   return out;
 }
@@ -130,7 +142,11 @@ export function createRecorder(config: Config, ledger: Ledger, clock: () => numb
     // Metadata only, coalesced: a refusal before any body was worth keeping.
     if (!authenticated && !(signedRefused && trace.body !== undefined)) {
       const key = refusalKey(a.client.key, answer.status, code, trace.hook, trace.signature?.why);
-      return ledger.count(key) ?? ledger.hold(key, { ..._entry(a, code, authenticated, hmacHeaders, clock), bodyOmitted: trace.body === undefined ? 'not-read' : 'metadata-only' });
+      return ledger.count(key) ??
+        ledger.hold(key, {
+          ..._entry(a, code, authenticated, hmacHeaders, clock),
+          bodyOmitted: trace.body === undefined ? 'not-read' : 'metadata-only',
+        });
     }
     const entry = _entry(a, code, authenticated, hmacHeaders, clock);
     const hook = trace.hook ?? '';
@@ -150,7 +166,13 @@ export function createRecorder(config: Config, ledger: Ledger, clock: () => numb
 }
 
 // An answered request's entry, without its body (a function of its own, not a closure made per request).
-function _entry(a: Answered, code: string | undefined, authenticated: boolean, hmacHeaders: ReadonlyMap<string, string>, clock: () => number): LedgerEntry {
+function _entry(
+  a: Answered,
+  code: string | undefined,
+  authenticated: boolean,
+  hmacHeaders: ReadonlyMap<string, string>,
+  clock: () => number,
+): LedgerEntry {
   const { trace, answer } = a;
   const entry: LedgerEntry = {
     id: a.entryId ?? randomHex(12),

@@ -16,7 +16,10 @@ export interface Running {
 export type ListenTarget = { host: string; port: number } | { fd: number };
 
 /** Listens with the given request listener. */
-export async function listen(app: (req: IncomingMessage, res: ServerResponse) => void, target: ListenTarget): Promise<Running> {
+export async function listen(
+  app: (req: IncomingMessage, res: ServerResponse) => void,
+  target: ListenTarget,
+): Promise<Running> {
   const server = createServer(app);
   // Handled by the app, which invites the body only once the request passed authentication.
   server.on('checkContinue', app);
@@ -32,7 +35,9 @@ export async function listen(app: (req: IncomingMessage, res: ServerResponse) =>
   const address = server.address() as AddressInfo | string | null;
   let url: string;
   if (address === null || typeof address === 'string') url = `http://unix:${address ?? 'inherited socket'}`;
-  else url = `http://${address.family === 'IPv6' || address.address.includes(':') ? `[${address.address}]` : address.address}:${address.port}`;
+  else {url = `http://${
+      address.family === 'IPv6' || address.address.includes(':') ? `[${address.address}]` : address.address
+    }:${address.port}`;}
   return {
     server,
     url,

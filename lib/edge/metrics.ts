@@ -38,14 +38,20 @@ export class Metrics {
   render(): string {
     const out: string[] = [];
     for (const family of this.#families.values()) {
-      out.push(`# HELP ${family.name} ${_escapeHelp(family.help)}`, `# TYPE ${family.name} ${family.type}`, ...family.lines());
+      out.push(
+        `# HELP ${family.name} ${_escapeHelp(family.help)}`,
+        `# TYPE ${family.name} ${family.type}`,
+        ...family.lines(),
+      );
     }
     return out.length === 0 ? '' : `${out.join('\n')}\n`;
   }
 
   #add<T extends _Family>(family: T): T {
     const taken = this.#families.get(family.name);
-    if (taken !== undefined) throw new TypeError(`Cannot register metric ${family.name}: the name clashes with ${taken.name}`);
+    if (taken !== undefined) {
+      throw new TypeError(`Cannot register metric ${family.name}: the name clashes with ${taken.name}`);
+    }
     this.#families.set(family.name, family);
     return family;
   }
@@ -67,7 +73,9 @@ export class Counter implements _Family {
   /** Adds `by` (default 1) to the series with these labels. */
   inc(labels?: Labels | number, by?: number): void {
     const [set, value = 1] = _args(labels, by);
-    if (!Number.isFinite(value) || value < 0) throw new RangeError(`Cannot increase counter ${this.name}: ${value} is not a finite non-negative number`);
+    if (!Number.isFinite(value) || value < 0) {
+      throw new RangeError(`Cannot increase counter ${this.name}: ${value} is not a finite non-negative number`);
+    }
     this.#series.update(set, (old) => old + value);
   }
 
@@ -116,9 +124,13 @@ class _Series<T> {
 
   constructor(name: string, labelNames: readonly string[], initial: () => T) {
     for (const label of labelNames) {
-      if (!LABEL_NAME.test(label) || label.startsWith('__')) throw new TypeError(`Cannot create metric ${name}: invalid label name ${JSON.stringify(label)}`);
+      if (!LABEL_NAME.test(label) || label.startsWith('__')) {
+        throw new TypeError(`Cannot create metric ${name}: invalid label name ${JSON.stringify(label)}`);
+      }
     }
-    if (new Set(labelNames).size !== labelNames.length) throw new TypeError(`Cannot create metric ${name}: a label name is repeated`);
+    if (new Set(labelNames).size !== labelNames.length) {
+      throw new TypeError(`Cannot create metric ${name}: a label name is repeated`);
+    }
     this.#name = name;
     this.#labelNames = labelNames;
     this.#initial = initial;
@@ -134,7 +146,10 @@ class _Series<T> {
     const key = this.#key(labels);
     const entry = this.#values.get(key);
     if (entry !== undefined) entry.value = change(entry.value);
-    else this.#values.set(key, { pairs: this.#labelNames.map((label) => [label, labels[label]!]), value: change(this.#initial()) });
+    else {this.#values.set(key, {
+        pairs: this.#labelNames.map((label) => [label, labels[label]!]),
+        value: change(this.#initial()),
+      });}
   }
 
   clear(): void {
@@ -160,10 +175,13 @@ class _Series<T> {
   }
 
   #refuse(labels: Labels): never {
-    throw new TypeError(`Cannot record ${this.#name}: expected labels {${this.#labelNames.join(', ')}}, got {${Object.keys(labels).join(', ')}}`);
+    throw new TypeError(
+      `Cannot record ${this.#name}: expected labels {${this.#labelNames.join(', ')}}, got {${
+        Object.keys(labels).join(', ')
+      }}`,
+    );
   }
 }
-
 
 function _checkName(name: string): string {
   if (!METRIC_NAME.test(name)) throw new TypeError(`Cannot create metric: invalid name ${JSON.stringify(name)}`);

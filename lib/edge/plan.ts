@@ -19,9 +19,9 @@ import { applyMappings, type CallTransform, type MapOutcome } from '../hooks/map
 import { parseWake } from '../hooks/wake.ts';
 import type { LogFields } from '../log.ts';
 import type { Route } from '../model/records.ts';
-import { isCause, makeCause, type Cause } from '../model/cause.ts';
+import { type Cause, isCause, makeCause } from '../model/cause.ts';
 import { detectInjection, nameLine, requestName, wrapUntrusted } from '../untrusted/wrap.ts';
-import { admitAgent, admitNotice, admitWakeTarget, createAdmission, type Admission } from './admission.ts';
+import { type Admission, admitAgent, admitNotice, admitWakeTarget, createAdmission } from './admission.ts';
 import type { Answer } from './answer.ts';
 import { hookKey, type RequestKey } from './idempotency.ts';
 import { signatureVerdict } from './ledger-note.ts';
@@ -136,7 +136,12 @@ interface _Context extends PlanOptions {
 export function createPlanner(options: PlanOptions): Planner {
   const { config } = options;
   const admission = createAdmission(config, options.lastRoute, options.newId);
-  const ctx: _Context = { ...options, admission, acceptUnknown: config.hooks.unknownPayloadFields === 'log', signatures: signedPaths(config) };
+  const ctx: _Context = {
+    ...options,
+    admission,
+    acceptUnknown: config.hooks.unknownPayloadFields === 'log',
+    signatures: signedPaths(config),
+  };
   return { read: (request) => _read(ctx, request), decide: (parsed) => _decide(ctx, parsed) };
 }
 
@@ -155,14 +160,31 @@ function _read(ctx: _Context, request: HookRequest): Parsed | Plan {
     trace = { ...trace, signature: { scheme: signature.scheme, ok: true }, auth: 'signature' };
   } else if (signature !== undefined) {
     const signed = { headers, body: bytes, query: request.rawQuery };
-    const verdict = signatureVerdict(judged.fresh ? signature : { ...signature, toleranceSeconds: Number.MAX_SAFE_INTEGER }, signed, ctx.clock());
-    trace = verdict.ok ? { ...trace, signature: verdict, auth: 'signature', ..._credential(ctx, signature, headers) } : { ...trace, signature: verdict };
+    const verdict = signatureVerdict(
+      judged.fresh ? signature : { ...signature, toleranceSeconds: Number.MAX_SAFE_INTEGER },
+      signed,
+      ctx.clock(),
+    );
+    trace = verdict.ok
+      ? { ...trace, signature: verdict, auth: 'signature', ..._credential(ctx, signature, headers) }
+      : { ...trace, signature: verdict };
     if (!verdict.ok && judged.whole !== true) {
       const reason = verdict.reason ?? 'invalid signature';
-      return { kind: 'refused', trace, refusal: new HttpError(401, ErrorCode.Unauthorized, reason), ...(judged.counted ? { count: reason } : {}) };
+      return {
+        kind: 'refused',
+        trace,
+        refusal: new HttpError(401, ErrorCode.Unauthorized, reason),
+        ...(judged.counted ? { count: reason } : {}),
+      };
     }
   }
-  if (name === '') return { kind: 'refused', trace, refusal: new HttpError(404, ErrorCode.NotFound, 'hook name missing: POST to a path such as /wake or /agent') };
+  if (name === '') {
+    return {
+      kind: 'refused',
+      trace,
+      refusal: new HttpError(404, ErrorCode.NotFound, 'hook name missing: POST to a path such as /wake or /agent'),
+    };
+  }
   let body: Record<string, unknown>;
   try {
     body = parseHookBody(name, headers, bytes, signature);
@@ -171,19 +193,39 @@ function _read(ctx: _Context, request: HookRequest): Parsed | Plan {
     return { kind: 'refused', trace, refusal: error };
   }
   const challenge = judged.whole === true ? null : slackChallenge(signature, body);
-  if (challenge !== null) return { kind: 'answered', trace: { ...trace, became: { handshake: 'slack' } }, answer: { status: 200, body: { challenge } } };
+  if (challenge !== null) {
+    return {
+      kind: 'answered',
+      trace: { ...trace, became: { handshake: 'slack' } },
+      answer: { status: 200, body: { challenge } },
+    };
+  }
   if (!judged.keyed) return { kind: 'parsed', request, trace, body, key: null };
   const key = hookKey(request, body, signature);
-  return { kind: 'parsed', request, trace, body, key: key !== null && judged.again === true ? { ...key, again: true } : key };
+  return {
+    kind: 'parsed',
+    request,
+    trace,
+    body,
+    key: key !== null && judged.again === true ? { ...key, again: true } : key,
+  };
 }
 
 /** The body as a hook reads it: a form from a form-posting sender on a mapped hook, else a JSON object (an HttpError when it is neither). */
-export function parseHookBody(name: string, headers: IncomingHttpHeaders, bytes: Buffer, signature: Signature | undefined): Record<string, unknown> {
+export function parseHookBody(
+  name: string,
+  headers: IncomingHttpHeaders,
+  bytes: Buffer,
+  signature: Signature | undefined,
+): Record<string, unknown> {
   // Form-posting senders (Slack commands, Twilio, ...) reach mapped hooks only; /wake and /agent take JSON.
-  const form = name !== 'wake' && name !== 'agent' && /^application\/x-www-form-urlencoded\b/i.test(_one(headers['content-type']));
+  const form = name !== 'wake' && name !== 'agent' &&
+    /^application\/x-www-form-urlencoded\b/i.test(_one(headers['content-type']));
   // `curl -d` labels JSON as a form: a body that is a JSON object is read as JSON whatever the label
   // says, unless the signature covers it as a form.
-  return form && (formAsSigned(signature) || !/^\s*\{/.test(bytes.subarray(0, 64).toString('latin1'))) ? parseForm(bytes) : parseJsonObject(bytes);
+  return form && (formAsSigned(signature) || !/^\s*\{/.test(bytes.subarray(0, 64).toString('latin1')))
+    ? parseForm(bytes)
+    : parseJsonObject(bytes);
 }
 
 function _one(value: string | string[] | undefined): string {
@@ -211,9 +253,15 @@ async function _decide(ctx: _Context, parsed: Parsed): Promise<Plan> {
   const { request } = parsed;
   const seen: _Seen = { said: null };
   try {
-    const decided = request.name === 'wake' ? _wake(ctx, parsed, seen) : request.name === 'agent' ? _agent(ctx, parsed, seen) : await _mapped(ctx, parsed, seen);
+    const decided = request.name === 'wake'
+      ? _wake(ctx, parsed, seen)
+      : request.name === 'agent'
+      ? _agent(ctx, parsed, seen)
+      : await _mapped(ctx, parsed, seen);
     const trace = _traced(parsed.trace, seen, decided);
-    return decided.accepted === undefined ? { kind: 'answered', trace, answer: decided.answer } : { kind: 'accepted', trace, answer: decided.answer, accepted: decided.accepted };
+    return decided.accepted === undefined
+      ? { kind: 'answered', trace, answer: decided.answer }
+      : { kind: 'accepted', trace, answer: decided.answer, accepted: decided.accepted };
   } catch (error) {
     if (!(error instanceof HttpError)) throw error;
     // A policy's refusal carries the rule that refused it.
@@ -240,7 +288,13 @@ function _wake(ctx: _Context, { request, body }: Parsed, seen: _Seen): _Decision
   _sayUnknown(request, seen, parsed.ignored);
   const target = admitWakeTarget(ctx.admission, request.name, parsed.action, '');
   const action: PlannedAction = { kind: 'wake', action: parsed.action, target, unresolved: [] };
-  const accepted: Accepted = { actions: [action], source: 'wake', wait: false, field: () => 'text', defaultAgentId: ctx.admission.agents.agents.defaultAgentId };
+  const accepted: Accepted = {
+    actions: [action],
+    source: 'wake',
+    wait: false,
+    field: () => 'text',
+    defaultAgentId: ctx.admission.agents.agents.defaultAgentId,
+  };
   return { answer: { status: 200, body: { ok: true, mode: parsed.action.mode } }, accepted };
 }
 
@@ -250,18 +304,42 @@ function _agent(ctx: _Context, { request, body }: Parsed, seen: _Seen): _Decisio
   _sayUnknown(request, seen, parsed.ignored);
   const { message, name, untrustedName } = parsed.action;
   // A name the request gave is request text as much as the message is.
-  _sayInjection(request, seen, request.name, untrustedName === true ? _union(detectInjection(message), detectInjection(name)) : detectInjection(message));
+  _sayInjection(
+    request,
+    seen,
+    request.name,
+    untrustedName === true ? _union(detectInjection(message), detectInjection(name)) : detectInjection(message),
+  );
   parsed.action.message = wrapUntrusted(message, { source: 'Webhook' });
   parsed.action.name = (untrustedName === true ? requestName(name) : nameLine(name)) || 'Hook';
   const run = admitAgent(ctx.admission, request.name, request.id, parsed.action, '');
-  const answer: Answer = { status: 202, body: { ok: true, runId: run.runId, sessionKey: run.sessionKey, agentId: run.agentId, channel: run.channel } };
+  const answer: Answer = {
+    status: 202,
+    body: { ok: true, runId: run.runId, sessionKey: run.sessionKey, agentId: run.agentId, channel: run.channel },
+  };
   const actions: PlannedAction[] = [{ kind: 'agent', action: parsed.action, run, unresolved: [] }];
-  return { answer, accepted: { actions, source: 'agent', wait: parsed.action.waitForCompletion === true, field: () => 'message', defaultAgentId: ctx.admission.agents.agents.defaultAgentId } };
+  return {
+    answer,
+    accepted: {
+      actions,
+      source: 'agent',
+      wait: parsed.action.waitForCompletion === true,
+      field: () => 'message',
+      defaultAgentId: ctx.admission.agents.agents.defaultAgentId,
+    },
+  };
 }
 
 async function _mapped(ctx: _Context, { request, body }: Parsed, seen: _Seen): Promise<_Decision> {
   const { name } = request;
-  const hookRequest = { name, payload: body, headers: request.headers, query: Object.fromEntries(request.query), now: new Date(), pathOnly: request.pathOnly === true };
+  const hookRequest = {
+    name,
+    payload: body,
+    headers: request.headers,
+    query: Object.fromEntries(request.query),
+    now: new Date(),
+    pathOnly: request.pathOnly === true,
+  };
   const outcome = await applyMappings(ctx.config.hooks.mappings, hookRequest, _watched(ctx.transforms, seen));
   if ('mappingId' in outcome) seen.mapping = outcome.mappingId;
   seen.filter = outcome.kind === 'unmatched' || outcome.kind === 'ignored' ? outcome.kind : 'matched';
@@ -271,9 +349,20 @@ async function _mapped(ctx: _Context, { request, body }: Parsed, seen: _Seen): P
   const hollow = [...new Set(actions.flatMap((a) => a.unresolved))];
   if (hollow.length > 0) seen.cause = makeCause('placeholders', hollow.join(', '));
   const firstWake = actions.find((a) => a.kind === 'wake');
-  const answer = _withNotices(_mappedAnswer(outcome.forEach, runs, wakes, firstWake?.action.mode), outcome.forEach, notices);
+  const answer = _withNotices(
+    _mappedAnswer(outcome.forEach, runs, wakes, firstWake?.action.mode),
+    outcome.forEach,
+    notices,
+  );
   const field = (i: number) => `mapping ${outcome.mappingId}: wake text${wakes > 1 ? ` [${i}]` : ''}`;
-  const accepted: Accepted = { actions, source: `hook:${hook}`, wait: outcome.waitForCompletion, field, defaultAgentId: ctx.admission.agents.agents.defaultAgentId, ...(recorded.length > 0 ? { recorded } : {}) };
+  const accepted: Accepted = {
+    actions,
+    source: `hook:${hook}`,
+    wait: outcome.waitForCompletion,
+    field,
+    defaultAgentId: ctx.admission.agents.agents.defaultAgentId,
+    ...(recorded.length > 0 ? { recorded } : {}),
+  };
   return { answer, accepted };
 }
 
@@ -291,7 +380,11 @@ function _noActions(request: HookRequest, seen: _Seen, outcome: Exclude<MapOutco
     case 'invalid':
       throw new HttpError(400, ErrorCode.InvalidPayload, outcome.error);
     case 'failed':
-      _say(seen, 'error', 'hook mapping failed', { id: request.id, mapping: outcome.mappingId, detail: outcome.detail });
+      _say(seen, 'error', 'hook mapping failed', {
+        id: request.id,
+        mapping: outcome.mappingId,
+        detail: outcome.detail,
+      });
       seen.cause = makeCause('transform', outcome.detail, outcome.at);
       throw new HttpError(500, ErrorCode.MappingFailed, 'hook mapping failed', { cause: outcome.detail });
   }
@@ -316,7 +409,12 @@ function _admitMapped(
     _sayInjection(request, seen, hook, injections);
     const fields: LogFields = { id: request.id, hook, mapping: outcome.mappingId };
     if (action.kind === 'wake') {
-      actions.push({ kind: 'wake', action, target: admitWakeTarget(ctx.admission, request.name, action, `mapping ${outcome.mappingId}: `), unresolved });
+      actions.push({
+        kind: 'wake',
+        action,
+        target: admitWakeTarget(ctx.admission, request.name, action, `mapping ${outcome.mappingId}: `),
+        unresolved,
+      });
       wakes++;
       if (unresolved.length > 0) recorded.push(_hollow({ ...fields, placeholders: unresolved.join(',') }));
       continue;
@@ -325,13 +423,17 @@ function _admitMapped(
       const notice = admitNotice(ctx.admission, request.name, request.id, action, `mapping ${outcome.mappingId}: `);
       notices.push(notice);
       actions.push({ kind: 'notify', action, notice, unresolved });
-      if (unresolved.length > 0) recorded.push(_hollow({ ...fields, deliveryId: notice.deliveryId, placeholders: unresolved.join(',') }));
+      if (unresolved.length > 0) {
+        recorded.push(_hollow({ ...fields, deliveryId: notice.deliveryId, placeholders: unresolved.join(',') }));
+      }
       continue;
     }
     const run = admitAgent(ctx.admission, request.name, request.id, action, `mapping ${outcome.mappingId}: `);
     runs.push(run);
     actions.push({ kind: 'agent', action, run, unresolved });
-    if (unresolved.length > 0) recorded.push(_hollow({ ...fields, runId: run.runId, placeholders: unresolved.join(',') }));
+    if (unresolved.length > 0) {
+      recorded.push(_hollow({ ...fields, runId: run.runId, placeholders: unresolved.join(',') }));
+    }
   }
   return { actions, runs, notices, recorded, wakes };
 }
@@ -341,12 +443,30 @@ function _hollow(fields: LogFields): Said {
 }
 
 // What a mapped request answers: its run (or runs, for forEach), else the wake's mode.
-function _mappedAnswer(forEach: boolean, runs: readonly RunSpec[], wakes: number, mode: WakeAction['mode'] | undefined): Answer {
+function _mappedAnswer(
+  forEach: boolean,
+  runs: readonly RunSpec[],
+  wakes: number,
+  mode: WakeAction['mode'] | undefined,
+): Answer {
   const first = runs[0];
   if (forEach) {
-    return runs.length > 0 ? { status: 202, body: { ok: true, runIds: runs.map((r) => r.runId), ...(wakes > 0 ? { events: wakes } : {}) } } : { status: 200, body: { ok: true, mode, events: wakes } };
+    return runs.length > 0
+      ? { status: 202, body: { ok: true, runIds: runs.map((r) => r.runId), ...(wakes > 0 ? { events: wakes } : {}) } }
+      : { status: 200, body: { ok: true, mode, events: wakes } };
   }
-  return first !== undefined ? { status: 202, body: { ok: true, runId: first.runId, sessionKey: first.sessionKey, agentId: first.agentId, channel: first.channel } } : { status: 200, body: { ok: true, mode } };
+  return first !== undefined
+    ? {
+      status: 202,
+      body: {
+        ok: true,
+        runId: first.runId,
+        sessionKey: first.sessionKey,
+        agentId: first.agentId,
+        channel: first.channel,
+      },
+    }
+    : { status: 200, body: { ok: true, mode } };
 }
 
 // A notify delivery is answered 202 with its id (a forEach batch: `deliveryIds`, beside its runs and wakes).
@@ -354,14 +474,27 @@ function _withNotices(answer: Answer, forEach: boolean, notices: readonly Notice
   if (notices.length === 0) return answer;
   if (!forEach) return { status: 202, body: { ok: true, deliveryId: notices[0]!.deliveryId } };
   const { mode: _mode, events, ...rest } = answer.body;
-  return { status: 202, body: { ...rest, ...(typeof events === 'number' && events > 0 ? { events } : {}), deliveryIds: notices.map((n) => n.deliveryId) } };
+  return {
+    status: 202,
+    body: {
+      ...rest,
+      ...(typeof events === 'number' && events > 0 ? { events } : {}),
+      deliveryIds: notices.map((n) => n.deliveryId),
+    },
+  };
 }
 
 // A transform caller that also keeps what each call returned, for the trace.
 function _watched(call: CallTransform, seen: _Seen): CallTransform {
   return async (ref, input) => {
     const result = await call(ref, input);
-    (seen.transforms ??= []).push(result.ok ? { ok: true, value: result.value } : { ok: false, error: `${result.reason}: ${result.detail}`, ...(result.at === undefined ? {} : { at: result.at }) });
+    (seen.transforms ??= []).push(
+      result.ok ? { ok: true, value: result.value } : {
+        ok: false,
+        error: `${result.reason}: ${result.detail}`,
+        ...(result.at === undefined ? {} : { at: result.at }),
+      },
+    );
     return result;
   };
 }
@@ -375,7 +508,9 @@ function _say(seen: _Seen, level: Said['level'], message: string, fields: LogFie
 }
 
 function _sayInjection(request: HookRequest, seen: _Seen, hook: string, kinds: readonly string[]): void {
-  if (kinds.length > 0) _say(seen, 'warn', 'possible prompt injection (content wrapped)', { id: request.id, hook, kinds: kinds.join(',') });
+  if (kinds.length > 0) {
+    _say(seen, 'warn', 'possible prompt injection (content wrapped)', { id: request.id, hook, kinds: kinds.join(',') });
+  }
 }
 
 // Field names are the caller's text: a few of them, each made one short line.

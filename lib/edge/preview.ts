@@ -13,7 +13,7 @@ import type { WakeTarget } from '../policy/admit.ts';
 import type { SignatureVerdict } from '../model/ledger-entry.ts';
 import type { Cause } from '../model/cause.ts';
 import type { Route } from '../model/records.ts';
-import { createPlanner, plan, type HookRequest, type Judged, type Plan } from './plan.ts';
+import { createPlanner, type HookRequest, type Judged, type Plan, plan } from './plan.ts';
 import type { PlannedAction, Said, TransformCall } from './trace.ts';
 
 /** A request to try: the hook, its headers, its query as received and its body bytes. */
@@ -36,7 +36,20 @@ export interface PreviewAction {
   mode?: WakeMode;
   /** A wake's agent and session, when not the default agent's main session. */
   target?: WakeTarget;
-  run?: Pick<RunSpec, 'name' | 'agentId' | 'sessionKey' | 'sessionMode' | 'model' | 'thinking' | 'channel' | 'to' | 'accountId' | 'deliver' | 'timeoutSeconds'>;
+  run?: Pick<
+    RunSpec,
+    | 'name'
+    | 'agentId'
+    | 'sessionKey'
+    | 'sessionMode'
+    | 'model'
+    | 'thinking'
+    | 'channel'
+    | 'to'
+    | 'accountId'
+    | 'deliver'
+    | 'timeoutSeconds'
+  >;
   /** A notify delivery's channel and recipient (absent: the channel's `defaultTo`). */
   notice?: Pick<NoticeSpec, 'name' | 'channel' | 'to'>;
 }
@@ -73,7 +86,13 @@ export interface PreviewOptions {
 
 /** Plans a request under `options.config` without committing anything; every refusal is part of the answer. */
 export async function previewHook(options: PreviewOptions, input: PreviewInput): Promise<Preview> {
-  const planner = createPlanner({ config: options.config, transforms: options.transforms, lastRoute: options.lastRoute, newId: randomUUID, clock: options.clock ?? Date.now });
+  const planner = createPlanner({
+    config: options.config,
+    transforms: options.transforms,
+    lastRoute: options.lastRoute,
+    newId: randomUUID,
+    clock: options.clock ?? Date.now,
+  });
   // A dry run: a failed signature is reported and the rest planned as if it had verified, so one try shows every problem.
   const judged: Judged = { fresh: false, keyed: false, counted: false, whole: true };
   if (input.verified === true) judged.verified = true;
@@ -95,14 +114,31 @@ export async function previewHook(options: PreviewOptions, input: PreviewInput):
 /** A plan as a dry run shows it. */
 export function previewOf(hook: string, planned: Plan): Preview {
   const { trace } = planned;
-  const preview: Preview = { hook, status: 0, transforms: [...(trace.transforms ?? [])], actions: (trace.actions ?? []).map(_action), warnings: (trace.said ?? []).map(_warning) };
+  const preview: Preview = {
+    hook,
+    status: 0,
+    transforms: [...(trace.transforms ?? [])],
+    actions: (trace.actions ?? []).map(_action),
+    warnings: (trace.said ?? []).map(_warning),
+  };
   if (trace.signature !== undefined) preview.signature = trace.signature;
-  if (planned.kind === 'refused') Object.assign(preview, { status: planned.refusal.status, code: planned.refusal.code, error: planned.refusal.message });
-  else preview.status = planned.answer.status;
+  if (planned.kind === 'refused') {
+    Object.assign(preview, {
+      status: planned.refusal.status,
+      code: planned.refusal.code,
+      error: planned.refusal.message,
+    });
+  } else preview.status = planned.answer.status;
   if (trace.mapping !== undefined) preview.mapping = trace.mapping;
   if (trace.filter !== undefined) preview.filter = trace.filter;
   if (trace.cause !== undefined) preview.cause = trace.cause;
-  if (preview.signature?.ok === false) Object.assign(preview, { status: 401, code: ErrorCode.Unauthorized, error: preview.signature.reason ?? 'invalid signature' });
+  if (preview.signature?.ok === false) {
+    Object.assign(preview, {
+      status: 401,
+      code: ErrorCode.Unauthorized,
+      error: preview.signature.reason ?? 'invalid signature',
+    });
+  }
   return preview;
 }
 
@@ -110,13 +146,30 @@ function _action(planned: PlannedAction): PreviewAction {
   const unresolved = [...planned.unresolved];
   if (planned.kind === 'wake') {
     const { target } = planned;
-    return { kind: 'wake', text: planned.action.text, unresolved, mode: planned.action.mode, ...(Object.keys(target).length === 0 ? {} : { target }) };
+    return {
+      kind: 'wake',
+      text: planned.action.text,
+      unresolved,
+      mode: planned.action.mode,
+      ...(Object.keys(target).length === 0 ? {} : { target }),
+    };
   }
   if (planned.kind === 'notify') {
     const { name, channel, to } = planned.notice;
-    return { kind: 'notify', text: planned.notice.text, unresolved, notice: { name, channel, ...(to === undefined ? {} : { to }) } };
+    return {
+      kind: 'notify',
+      text: planned.notice.text,
+      unresolved,
+      notice: { name, channel, ...(to === undefined ? {} : { to }) },
+    };
   }
-  return { kind: 'agent', text: planned.run.message, unresolved, mode: planned.run.wakeMode, run: _decisions(planned.run) };
+  return {
+    kind: 'agent',
+    text: planned.run.message,
+    unresolved,
+    mode: planned.run.wakeMode,
+    run: _decisions(planned.run),
+  };
 }
 
 // A log line, as a dry run's warning (it is not this server's request to log).
@@ -128,7 +181,15 @@ function _warning({ message, fields }: Said): string {
 
 // The policy decisions of an admitted run, as a dry run shows them.
 function _decisions(run: RunSpec): NonNullable<PreviewAction['run']> {
-  const { name, agentId, sessionKey, sessionMode, model, thinking, channel, to, accountId, deliver, timeoutSeconds } = run;
+  const { name, agentId, sessionKey, sessionMode, model, thinking, channel, to, accountId, deliver, timeoutSeconds } =
+    run;
   const optional = { sessionMode, model, thinking, to, accountId, timeoutSeconds };
-  return { name, agentId, sessionKey, channel, deliver, ...Object.fromEntries(Object.entries(optional).filter(([, v]) => v !== undefined)) };
+  return {
+    name,
+    agentId,
+    sessionKey,
+    channel,
+    deliver,
+    ...Object.fromEntries(Object.entries(optional).filter(([, v]) => v !== undefined)),
+  };
 }

@@ -5,6 +5,12 @@
  * The key of a refusal: the client's limiter key (an IPv6 /64 is one client), the status, the
  * error code, the hook and, for a signed hook, the kind of signature failure. Alike refusals share it.
  */
-export function refusalKey(clientKey: string, status: number, code: string | undefined, hook: string | null | undefined, why: string | undefined): string {
+export function refusalKey(
+  clientKey: string,
+  status: number,
+  code: string | undefined,
+  hook: string | null | undefined,
+  why: string | undefined,
+): string {
   return `${clientKey} ${status} ${code ?? ''} ${hook ?? ''} ${why ?? ''}`;
 }

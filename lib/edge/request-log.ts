@@ -99,7 +99,15 @@ export function createRequestLog(options: RequestLogOptions): RequestLog {
           return false;
         }
         if (groups.size < MAX_GROUPS) {
-          groups.set(key, { status, code: shown, hook, client: client.address, reason: signature?.reason, count: 0, since: t });
+          groups.set(key, {
+            status,
+            code: shown,
+            hook,
+            client: client.address,
+            reason: signature?.reason,
+            count: 0,
+            since: t,
+          });
           windows.arm();
         }
       }
@@ -191,7 +199,16 @@ function _window(ms: number, end: () => boolean): { arm(): void; cancel(): void 
 
 // A summary for each group that folded anything, in this second's budget (else counted as left
 // out); a group that folded nothing goes, so the next such refusal gets a line of its own.
-function _summarise(groups: Map<string, _Group>, { log, t, all, room, leftOut }: { log: Logger; t: number; all: boolean; room: (t: number) => boolean; leftOut: _LeftOut }): void {
+function _summarise(
+  groups: Map<string, _Group>,
+  { log, t, all, room, leftOut }: {
+    log: Logger;
+    t: number;
+    all: boolean;
+    room: (t: number) => boolean;
+    leftOut: _LeftOut;
+  },
+): void {
   for (const [key, group] of groups) {
     if (group.count === 0) {
       groups.delete(key);

@@ -5,8 +5,8 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Config } from '../config/types.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
-import { requestClient, type Client } from '../guard/address.ts';
-import { createAuth, type Auth } from '../guard/auth.ts';
+import { type Client, requestClient } from '../guard/address.ts';
+import { type Auth, createAuth } from '../guard/auth.ts';
 import { FailureLimiter, type LimiterStats } from '../guard/rate-limit.ts';
 import type { Fingerprints } from '../guard/fingerprint.ts';
 import { extractToken, tokenDigest } from '../guard/token.ts';
@@ -19,11 +19,11 @@ import type { LedgerEntry } from '../model/ledger-entry.ts';
 import type { Store } from '../store/journal/store.ts';
 import type { RunRecord } from '../model/records.ts';
 import { trimSlashes } from '../text.ts';
-import { answerError, endedConnection, errorAnswer, sendAnswer, type Answer } from './answer.ts';
+import { type Answer, answerError, endedConnection, errorAnswer, sendAnswer } from './answer.ts';
 import { createCommit } from './commit.ts';
 import type { Alerts } from '../model/alerts.ts';
-import { expectsContinue, hooksPath, hooksRoute, type Handler, type HooksPath } from './hooks-route.ts';
-import { createIdempotency, type Behind } from './idempotency.ts';
+import { expectsContinue, type Handler, type HooksPath, hooksPath, hooksRoute } from './hooks-route.ts';
+import { type Behind, createIdempotency } from './idempotency.ts';
 import { createRecorder, type Recorder } from './ledger-note.ts';
 import { createPlanner } from './plan.ts';
 import type { Trace } from './trace.ts';
@@ -32,7 +32,7 @@ import type { Preview, PreviewInput } from './preview.ts';
 import type { ReplayOptions, ReplayOutcome } from './replay.ts';
 import type { DeliveryTaken } from './taken.ts';
 import { Router, splitTarget } from './router.ts';
-import { createWaiter, type Completions } from './wait.ts';
+import { type Completions, createWaiter } from './wait.ts';
 import { signedPaths } from '../guard/signatures/paths.ts';
 import type { Telemetry } from './telemetry.ts';
 
@@ -85,7 +85,11 @@ const _operatorParts = {
 };
 
 // Without a transform runner a transform mapping fails.
-const _NO_TRANSFORMS: CallTransform = async () => ({ ok: false, reason: 'load-failed', detail: 'no transform runner is configured' });
+const _NO_TRANSFORMS: CallTransform = async () => ({
+  ok: false,
+  reason: 'load-failed',
+  detail: 'no transform runner is configured',
+});
 
 /** The request listener, which can swap in a new configuration between requests. */
 export interface App {
@@ -129,7 +133,14 @@ export function createApp(options: AppOptions): App {
   // Request ids label and correlate, nothing more (see idSequence): no random draw per request.
   const ids = options.newId ?? idSequence();
   const now = options.now ?? performance.now.bind(performance);
-  const shared: Shared = { inflight: new Map(), behind: { count: 0 }, received: new WeakMap(), limiter: options.limiter ?? _limiter(options.config), limits: JSON.stringify(options.config.hooks.authRateLimit), requestLog: createRequestLog({ log: options.log, settings: options.config.log, now }) };
+  const shared: Shared = {
+    inflight: new Map(),
+    behind: { count: 0 },
+    received: new WeakMap(),
+    limiter: options.limiter ?? _limiter(options.config),
+    limits: JSON.stringify(options.config.hooks.authRateLimit),
+    requestLog: createRequestLog({ log: options.log, settings: options.config.log, now }),
+  };
   // One for the app; a reload replaces `compiled`, which each request reads once as it starts.
   const serving: _Serving = { options, shared, compiled: _compile(options, options.config, shared), ids, now };
   const app = ((req: IncomingMessage, res: ServerResponse) => _request(serving, req, res)) as App;
@@ -137,15 +148,23 @@ export function createApp(options: AppOptions): App {
   app.flushLog = () => shared.requestLog.flush();
   app.held = () => shared.behind.count;
   app.preview = (input, asked) => _preview(options, serving.compiled.config, input, asked);
-  app.replay = async (entry, replay) => (await _operatorParts.replay()).replayEntry({ ...serving.compiled, log: options.log, newId: ids, now, fingerprints: options.fingerprints ?? null }, entry, replay);
-  app.taken = async (entry) => (await _operatorParts.taken()).deliveryTaken(entry, serving.compiled.config, options.store);
+  app.replay = async (entry, replay) =>
+    (await _operatorParts.replay()).replayEntry(
+      { ...serving.compiled, log: options.log, newId: ids, now, fingerprints: options.fingerprints ?? null },
+      entry,
+      replay,
+    );
+  app.taken = async (entry) =>
+    (await _operatorParts.taken()).deliveryTaken(entry, serving.compiled.config, options.store);
   app.takenJudge = async () => {
     const { deliveryTaken } = await _operatorParts.taken();
     return (entry) => deliveryTaken(entry, serving.compiled.config, options.store);
   };
   app.reload = (config) => {
     const limits = JSON.stringify(config.hooks.authRateLimit);
-    if (limits !== shared.limits && options.limiter === undefined) Object.assign(shared, { limiter: _limiter(config), limits });
+    if (limits !== shared.limits && options.limiter === undefined) {
+      Object.assign(shared, { limiter: _limiter(config), limits });
+    }
     shared.requestLog.configure(config.log);
     serving.compiled = _compile(options, config, shared);
   };
@@ -189,8 +208,12 @@ function _request(serving: _Serving, req: IncomingMessage, res: ServerResponse):
     answer = answerError(error, id, options.log);
   }
   // One settle step serves both outcomes of the rest.
-  if (answer instanceof Promise) answer.then((a) => _answered(serving, r, a), (error: unknown) => _answered(serving, r, answerError(error, id, options.log)));
-  else _answered(serving, r, answer);
+  if (answer instanceof Promise) {
+    answer.then(
+      (a) => _answered(serving, r, a),
+      (error: unknown) => _answered(serving, r, answerError(error, id, options.log)),
+    );
+  } else _answered(serving, r, answer);
 }
 
 // The answer sent and counted, then the request recorded in the ledger with its trace, then its log line.
@@ -200,12 +223,19 @@ function _answered(serving: _Serving, r: _Request, answer: Answer): void {
   sendAnswer(req, r.res, answer, id, compiled.config.hooks.maxBodyBytes);
   const path = r.target.pathname;
   const label = compiled.hookLabel(path);
-  options.telemetry?.request(label, answer.status, shared.received.get(req) ?? 0, answer.headers?.['idempotent-replayed'] === 'true');
+  options.telemetry?.request(
+    label,
+    answer.status,
+    shared.received.get(req) ?? 0,
+    answer.headers?.['idempotent-replayed'] === 'true',
+  );
   if (answer.body['ignored'] === true) options.telemetry?.ignored(label);
   const duration = Math.round((serving.now() - r.started) * 10) / 10;
   const { trace } = answer;
   const hook = trace?.hook ?? compiled.hookName(path);
-  const entry = hook === null || compiled.record === null ? undefined : _record(compiled.record, r, answer, trace ?? { hook, auth: 'none' }, duration);
+  const entry = hook === null || compiled.record === null
+    ? undefined
+    : _record(compiled.record, r, answer, trace ?? { hook, auth: 'none' }, duration);
   // On one line, as the event source shows it: a name's own line breaks cannot add a log line.
   const shown = hook === null || _PLAIN_NAME.test(hook) ? hook : nameLine(hook);
   const code = answer.body['code'];
@@ -227,22 +257,48 @@ function _record(record: Recorder, r: _Request, answer: Answer, trace: Trace, du
   const { req } = r;
   const url = req.url ?? '';
   const rawQuery = url.includes('?') ? url.slice(url.indexOf('?') + 1) : '';
-  return record({ requestId: r.id, method: req.method ?? 'GET', path: r.target.pathname, query: r.target.query, rawQuery, headers: req.headers, client: r.client, answer, trace, durationMs });
+  return record({
+    requestId: r.id,
+    method: req.method ?? 'GET',
+    path: r.target.pathname,
+    query: r.target.query,
+    rawQuery,
+    headers: req.headers,
+    client: r.client,
+    answer,
+    trace,
+    durationMs,
+  });
 }
 
 // A dry run of a request, or of a stored one, under the current configuration.
-async function _preview(options: AppOptions, config: Config, input: PreviewInput | LedgerEntry, asked: ReplayOptions = {}): Promise<Preview> {
-  const [{ previewHook }, { replayPreview, replayProblem }] = await Promise.all([_operatorParts.preview(), _operatorParts.replay()]);
+async function _preview(
+  options: AppOptions,
+  config: Config,
+  input: PreviewInput | LedgerEntry,
+  asked: ReplayOptions = {},
+): Promise<Preview> {
+  const [{ previewHook }, { replayPreview, replayProblem }] = await Promise.all([
+    _operatorParts.preview(),
+    _operatorParts.replay(),
+  ]);
   let request: PreviewInput;
   if ('id' in input) {
     const credentials = { fingerprints: options.fingerprints ?? null, ...asked };
     const problem = replayProblem(input, config, credentials);
-    if (problem !== null) throw new HttpError(409, ErrorCode.NotReplayable, `entry ${input.id} cannot be replayed: ${problem}`);
+    if (problem !== null) {
+      throw new HttpError(409, ErrorCode.NotReplayable, `entry ${input.id} cannot be replayed: ${problem}`);
+    }
     request = replayPreview(input, config, credentials);
   } else {
     request = input;
   }
-  return previewHook({ config, transforms: options.transforms ?? _NO_TRANSFORMS, lastRoute: () => options.store.lastRoute(), ...(options.clock === undefined ? {} : { clock: options.clock }) }, request);
+  return previewHook({
+    config,
+    transforms: options.transforms ?? _NO_TRANSFORMS,
+    lastRoute: () => options.store.lastRoute(),
+    ...(options.clock === undefined ? {} : { clock: options.clock }),
+  }, request);
 }
 
 function _limiter(config: Config): FailureLimiter {
@@ -264,7 +320,13 @@ function _inviter(req: IncomingMessage, res: ServerResponse): () => void {
 // Everything that depends on the configuration, built once per (re)load.
 interface _Compiled {
   config: Config;
-  route: (req: IncomingMessage, target: Target, client: Client, id: string, invite: () => void) => Answer | Promise<Answer>;
+  route: (
+    req: IncomingMessage,
+    target: Target,
+    client: Client,
+    id: string,
+    invite: () => void,
+  ) => Answer | Promise<Answer>;
   hookLabel: (path: string) => string;
   /** The hook a path names (`''` for the base path), or `null` outside the hooks path. */
   hookName: (path: string) => string | null;
@@ -276,15 +338,33 @@ interface _Compiled {
 
 function _compile(options: AppOptions, config: Config, shared: Shared): _Compiled {
   const { maxFailures, windowSeconds, lockoutSeconds } = config.hooks.authRateLimit;
-  const auth = createAuth(shared.limiter, (client) =>
-    options.log.warn('client locked out', { client: client.address, failures: maxFailures, windowSeconds, lockoutSeconds }),
+  const auth = createAuth(
+    shared.limiter,
+    (client) =>
+      options.log.warn('client locked out', {
+        client: client.address,
+        failures: maxFailures,
+        windowSeconds,
+        lockoutSeconds,
+      }),
   );
   const clock = options.clock ?? Date.now;
   const path = _hooksPath(options, config, shared, auth, clock);
   const { fingerprints } = options;
-  const hooks = hooksRoute({ config, auth, path, bodyTimeoutMs: options.bodyTimeoutMs ?? 30_000, received: shared.received, clock, log: options.log, ...(fingerprints === undefined ? {} : { fingerprints }) });
+  const hooks = hooksRoute({
+    config,
+    auth,
+    path,
+    bodyTimeoutMs: options.bodyTimeoutMs ?? 30_000,
+    received: shared.received,
+    clock,
+    log: options.log,
+    ...(fingerprints === undefined ? {} : { fingerprints }),
+  });
   const router = _router(options, config, auth, hooks);
-  const record = options.ledger === undefined || !config.hooks.ledger.enabled ? null : createRecorder(config, options.ledger, clock);
+  const record = options.ledger === undefined || !config.hooks.ledger.enabled
+    ? null
+    : createRecorder(config, options.ledger, clock);
   return {
     config,
     route: (req, target, client, id, invite) => _route(router, req, target, client, id, invite),
@@ -302,7 +382,14 @@ function _hooksPath(options: AppOptions, config: Config, shared: Shared, auth: A
   const wait = options.completions === undefined ? undefined : createWaiter(config, store, options.completions);
   const newId = options.newId ?? randomUUID;
   const { fingerprints } = options;
-  const planner = createPlanner({ config, transforms: options.transforms ?? _NO_TRANSFORMS, lastRoute: () => store.lastRoute(), newId, clock, ...(fingerprints === undefined ? {} : { fingerprints }) });
+  const planner = createPlanner({
+    config,
+    transforms: options.transforms ?? _NO_TRANSFORMS,
+    lastRoute: () => store.lastRoute(),
+    newId,
+    clock,
+    ...(fingerprints === undefined ? {} : { fingerprints }),
+  });
   const commit = createCommit({
     config,
     store,
@@ -317,18 +404,30 @@ function _hooksPath(options: AppOptions, config: Config, shared: Shared, auth: A
   });
   // A delivery id stays taken as long as the ledger keeps the entries that could be replayed.
   const keepMs = Math.max(config.hooks.ledger.maxAgeSeconds, config.hooks.idempotencyTtlSeconds) * 1000;
-  return hooksPath(planner, commit, createIdempotency(store, shared.inflight, wait, shared.behind, keepMs), options.log);
+  return hooksPath(
+    planner,
+    commit,
+    createIdempotency(store, shared.inflight, wait, shared.behind, keepMs),
+    options.log,
+  );
 }
 
 // The routes: /healthz, /metrics when there is a gateway token, and the hooks path when hooks are on
 // (GET too when a Meta path needs its handshake).
 function _router(options: AppOptions, config: Config, auth: Auth, hooks: Handler): Router<Handler> {
   const { store } = options;
-  const router = new Router<Handler>().add(['GET', 'HEAD'], '/healthz', async () =>
-    (await store.writable()) ? { status: 200, body: { ok: true } } : { status: 503, body: { ok: false, error: 'the journal is not writable' } },
+  const router = new Router<Handler>().add(
+    ['GET', 'HEAD'],
+    '/healthz',
+    async () =>
+      (await store.writable())
+        ? { status: 200, body: { ok: true } }
+        : { status: 503, body: { ok: false, error: 'the journal is not writable' } },
   );
   const telemetry = options.telemetry;
-  if (telemetry !== undefined && config.gateway.authToken !== null) router.add(['GET'], '/metrics', _metrics(telemetry, tokenDigest(config.gateway.authToken), auth));
+  if (telemetry !== undefined && config.gateway.authToken !== null) {
+    router.add(['GET'], '/metrics', _metrics(telemetry, tokenDigest(config.gateway.authToken), auth));
+  }
   const handshakes = [...signedPaths(config).values()].some((s) => s.scheme === 'meta');
   if (config.hooks.enabled) router.add(handshakes ? ['POST', 'GET'] : ['POST'], `${config.hooks.path}/*`, hooks);
   return router;
@@ -337,14 +436,27 @@ function _router(options: AppOptions, config: Config, auth: Auth, hooks: Handler
 // The hook a path names (`''` for the base path), or `null` outside the hooks path.
 function _hookName(config: Config): (path: string) => string | null {
   const base = config.hooks.path;
-  return (path) => (!config.hooks.enabled ? null : path === base ? '' : path.startsWith(`${base}/`) ? trimSlashes(path.slice(base.length + 1)) : null);
+  return (
+    path,
+  ) => (!config.hooks.enabled
+    ? null
+    : path === base
+    ? ''
+    : path.startsWith(`${base}/`)
+    ? trimSlashes(path.slice(base.length + 1))
+    : null);
 }
 
 // `GET /metrics`, behind the gateway token (Bearer only: the x-*-token headers carry hook tokens).
 function _metrics(telemetry: Telemetry, token: Buffer, auth: Auth): Handler {
   return ({ req, client }) => {
     const presented = extractToken({ authorization: req.headers.authorization });
-    const refused = auth.authenticate(presented, [token], client, 'metrics need the gateway token (Authorization: Bearer)');
+    const refused = auth.authenticate(
+      presented,
+      [token],
+      client,
+      'metrics need the gateway token (Authorization: Bearer)',
+    );
     if (refused !== null) return errorAnswer(refused);
     return { status: 200, body: {}, text: telemetry.render(), contentType: telemetry.contentType };
   };
@@ -352,14 +464,27 @@ function _metrics(telemetry: Telemetry, token: Buffer, auth: Auth): Handler {
 
 // Finds the route, refuses a token in the URL and a method the route does not take, and runs it.
 // Synchronous up to the handler: what it throws on the way is caught by the caller in the same turn.
-function _route(router: Router<Handler>, req: IncomingMessage, target: Target, client: Client, id: string, invite: () => void): Answer | Promise<Answer> {
+function _route(
+  router: Router<Handler>,
+  req: IncomingMessage,
+  target: Target,
+  client: Client,
+  id: string,
+  invite: () => void,
+): Answer | Promise<Answer> {
   const { pathname, query } = target;
   const match = router.find(pathname);
   if (match === null) throw new HttpError(404, ErrorCode.NotFound, 'not found');
   // `size` first: most targets carry no query, and iterating even an empty one costs.
-  if (query.size > 0) for (const k of query.keys()) {
-    if (k.toLowerCase() !== 'token') continue;
-    throw new HttpError(400, ErrorCode.TokenInUrl, 'token: may not be sent in the URL (it leaks into logs); use the Authorization header');
+  if (query.size > 0) {
+    for (const k of query.keys()) {
+      if (k.toLowerCase() !== 'token') continue;
+      throw new HttpError(
+        400,
+        ErrorCode.TokenInUrl,
+        'token: may not be sent in the URL (it leaks into logs); use the Authorization header',
+      );
+    }
   }
   const method = req.method ?? 'GET';
   if (!match.route.methods.includes(method)) {

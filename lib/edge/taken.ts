@@ -40,12 +40,18 @@ export function deliveryTaken(entry: LedgerEntry, config: Config, store: Pick<St
   const key = hookKey(request, body, signature);
   if (key === null) return null;
   const prior = store.replay(request.name, key.key);
-  return { scope: request.name, key: key.key, by: prior === null ? null : prior.requestId === undefined ? {} : { requestId: prior.requestId } };
+  return {
+    scope: request.name,
+    key: key.key,
+    by: prior === null ? null : prior.requestId === undefined ? {} : { requestId: prior.requestId },
+  };
 }
 
 /** Why a replay of `entry` is skipped: its delivery id was already taken by `requestId` (unknown in an old record). */
 export function takenReason(entry: Pick<LedgerEntry, 'id'>, requestId: string | undefined): string {
-  return `entry ${entry.id}'s delivery id was already accepted${requestId === undefined || requestId === '' ? '' : ` as request ${requestId}`}; replay it again with --force`;
+  return `entry ${entry.id}'s delivery id was already accepted${
+    requestId === undefined || requestId === '' ? '' : ` as request ${requestId}`
+  }; replay it again with --force`;
 }
 
 /** Why a replay of `entry` would be skipped in a run that replays `first` before it, with the same delivery id. */
@@ -59,7 +65,14 @@ export function takenInRun(entry: Pick<LedgerEntry, 'id'>, first: string): strin
  * would take it (a real run finds that one on record, as each replay is committed before the next);
  * `inRun` says which entry before it that is, `by` which request took it on record.
  */
-export function takenCheck(taken: (entry: LedgerEntry) => Promise<DeliveryTaken | null>): { why(entry: LedgerEntry): Promise<string | null>; wouldTake(entry: LedgerEntry): void; inRun(entry: LedgerEntry): string | null; by(entry: LedgerEntry): string | null } {
+export function takenCheck(
+  taken: (entry: LedgerEntry) => Promise<DeliveryTaken | null>,
+): {
+  why(entry: LedgerEntry): Promise<string | null>;
+  wouldTake(entry: LedgerEntry): void;
+  inRun(entry: LedgerEntry): string | null;
+  by(entry: LedgerEntry): string | null;
+} {
   const keys = new Map<string, string>();
   // The entries `why` found taken on record, and the request that took each.
   const byRecord = new Map<string, string>();

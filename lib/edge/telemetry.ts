@@ -27,7 +27,11 @@ export interface TelemetrySources {
 export function createTelemetry(sources: TelemetrySources): Telemetry {
   const m = new Metrics();
   const requests = _requestCounters(m);
-  const ignored = m.counter('hooks_ignored_total', 'Requests acknowledged and ignored because every selected mapping filtered them out, by hook.', ['hook']);
+  const ignored = m.counter(
+    'hooks_ignored_total',
+    'Requests acknowledged and ignored because every selected mapping filtered them out, by hook.',
+    ['hook'],
+  );
   _limiterGauges(m, sources);
   _runGauges(m, sources);
   _storeGauges(m, sources);
@@ -54,13 +58,15 @@ function _requestCounters(m: Metrics): { request: Telemetry['request']; fold: ()
   return {
     request(hook, status, bodyBytes, wasReplayed) {
       let byStatus = tally.get(hook);
-      if (byStatus === undefined) tally.set(hook, (byStatus = new Map()));
+      if (byStatus === undefined) tally.set(hook, byStatus = new Map());
       byStatus.set(status, (byStatus.get(status) ?? 0) + 1);
       received += bodyBytes;
       if (wasReplayed) replayed++;
     },
     fold() {
-      for (const [hook, byStatus] of tally) for (const [status, n] of byStatus) requests.inc({ hook, status: String(status) }, n);
+      for (const [hook, byStatus] of tally) {
+        for (const [status, n] of byStatus) requests.inc({ hook, status: String(status) }, n);
+      }
       tally.clear();
       if (received > 0) bytes.inc(received);
       if (replayed > 0) replays.inc(replayed);
@@ -70,39 +76,85 @@ function _requestCounters(m: Metrics): { request: Telemetry['request']; fold: ()
 }
 
 function _limiterGauges(m: Metrics, sources: TelemetrySources): void {
-  m.gauge('hooks_auth_failures_locked_clients', 'Clients currently locked out after repeated auth failures.', [], () => sources.limiter().locked);
+  m.gauge(
+    'hooks_auth_failures_locked_clients',
+    'Clients currently locked out after repeated auth failures.',
+    [],
+    () => sources.limiter().locked,
+  );
   m.gauge('hooks_auth_limiter_keys', 'Clients held in the auth-failure table.', [], () => sources.limiter().keys);
-  m.gauge('hooks_auth_lockouts', 'Lockouts since start (a gauge: it restarts with the process).', [], () => sources.limiter().lockouts);
+  m.gauge(
+    'hooks_auth_lockouts',
+    'Lockouts since start (a gauge: it restarts with the process).',
+    [],
+    () => sources.limiter().lockouts,
+  );
 }
 
 function _runGauges(m: Metrics, sources: TelemetrySources): void {
-  m.gauge('hooks_runs', 'Retained runs by state.', ['state'], () => _tally(sources.store.runs().map((r) => r.status), (state) => ({ state })));
+  m.gauge(
+    'hooks_runs',
+    'Retained runs by state.',
+    ['state'],
+    () => _tally(sources.store.runs().map((r) => r.status), (state) => ({ state })),
+  );
   m.gauge('hooks_run_queue_depth', 'Runs waiting or executing.', [], () => sources.queueDepth());
-  m.gauge('hooks_held_requests', 'Requests held open: waiting for their runs (waitForCompletion), or behind the first copy of their idempotency key.', [], () => sources.waiters?.() ?? 0);
+  m.gauge(
+    'hooks_held_requests',
+    'Requests held open: waiting for their runs (waitForCompletion), or behind the first copy of their idempotency key.',
+    [],
+    () => sources.waiters?.() ?? 0,
+  );
   m.gauge('hooks_deliveries', 'Retained runs by delivery outcome and channel.', ['outcome', 'channel'], () =>
     _tally(
-      sources.store.runs().flatMap((r) => (r.delivery === undefined ? [] : [`${r.delivery.status}\n${'channel' in r.delivery ? r.delivery.channel : ''}`])),
+      sources.store.runs().flatMap((r) => (r.delivery === undefined
+        ? []
+        : [`${r.delivery.status}\n${'channel' in r.delivery ? r.delivery.channel : ''}`])
+      ),
       (key) => {
         const [outcome = '', channel = ''] = key.split('\n');
         return { outcome, channel };
       },
-    ),
-  );
-  m.gauge('hooks_run_duration_seconds_sum', 'Total duration of the retained finished runs.', [], () =>
-    sources.store.runs().reduce((sum, r) => (r.startedAt && r.finishedAt ? sum + (Date.parse(r.finishedAt) - Date.parse(r.startedAt)) / 1000 : sum), 0),
+    ));
+  m.gauge(
+    'hooks_run_duration_seconds_sum',
+    'Total duration of the retained finished runs.',
+    [],
+    () =>
+      sources.store.runs().reduce(
+        (
+          sum,
+          r,
+        ) => (r.startedAt && r.finishedAt ? sum + (Date.parse(r.finishedAt) - Date.parse(r.startedAt)) / 1000 : sum),
+        0,
+      ),
   );
 }
 
 function _storeGauges(m: Metrics, sources: TelemetrySources): void {
-  m.gauge('hooks_journal_fsync_seconds', 'Duration of the last journal fsync.', [], () => sources.store.stats().fsyncMs / 1000);
+  m.gauge(
+    'hooks_journal_fsync_seconds',
+    'Duration of the last journal fsync.',
+    [],
+    () => sources.store.stats().fsyncMs / 1000,
+  );
   m.gauge('hooks_journal_bytes', 'Size of the journal file.', [], () => sources.store.stats().journalBytes);
-  m.gauge('hooks_outbox_entries', 'Forward mode: retained outbox entries by state (pending, sent, dead).', ['state'], () =>
-    Object.entries(sources.store.outboxCounts()).map(([state, n]): [Record<string, string>, number] => [{ state }, n]),
+  m.gauge(
+    'hooks_outbox_entries',
+    'Forward mode: retained outbox entries by state (pending, sent, dead).',
+    ['state'],
+    () =>
+      Object.entries(sources.store.outboxCounts()).map((
+        [state, n],
+      ): [Record<string, string>, number] => [{ state }, n]),
   );
 }
 
 // Counts equal values; each distinct value becomes one labelled sample.
-function _tally(values: readonly string[], labels: (value: string) => Record<string, string>): [Record<string, string>, number][] {
+function _tally(
+  values: readonly string[],
+  labels: (value: string) => Record<string, string>,
+): [Record<string, string>, number][] {
   const counts = new Map<string, number>();
   for (const v of values) counts.set(v, (counts.get(v) ?? 0) + 1);
   return [...counts].map(([value, n]) => [labels(value), n]);

@@ -18,13 +18,32 @@ export interface Refusal {
 }
 
 /** One transform call and what it returned (or why it failed, and where a thrown error was raised when its stack said: `ci.mjs:3`). */
-export type TransformCall = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: string; readonly at?: string };
+export type TransformCall = { readonly ok: true; readonly value: unknown } | {
+  readonly ok: false;
+  readonly error: string;
+  readonly at?: string;
+};
 
 /** One action the request was planned to take: a wake's event (for its agent and session), an admitted run or a notify delivery, with the placeholders that found nothing. */
 export type PlannedAction =
-  | { readonly kind: 'wake'; readonly action: WakeAction; readonly target: WakeTarget; readonly unresolved: readonly string[] }
-  | { readonly kind: 'agent'; readonly action: AgentAction; readonly run: RunSpec; readonly unresolved: readonly string[] }
-  | { readonly kind: 'notify'; readonly action: NotifyAction; readonly notice: NoticeSpec; readonly unresolved: readonly string[] };
+  | {
+    readonly kind: 'wake';
+    readonly action: WakeAction;
+    readonly target: WakeTarget;
+    readonly unresolved: readonly string[];
+  }
+  | {
+    readonly kind: 'agent';
+    readonly action: AgentAction;
+    readonly run: RunSpec;
+    readonly unresolved: readonly string[];
+  }
+  | {
+    readonly kind: 'notify';
+    readonly action: NotifyAction;
+    readonly notice: NoticeSpec;
+    readonly unresolved: readonly string[];
+  };
 
 /** A log line the plan asks commit to write (a dry run shows it as a warning instead). */
 export interface Said {

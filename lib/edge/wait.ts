@@ -50,9 +50,13 @@ export function createWaiter(config: Config, store: Pick<Store, 'run'>, completi
     const watched: Gone | undefined = gone && ((listener) => gone(() => ((left = true), listener())));
     const done = await completions.wait(reply.waitFor, timeoutMs, options, watched);
     // Never sent (the connection is gone): what the request log and the metrics record for it.
-    if (left) return { status: CLIENT_GONE, body: { ok: false, error: 'the client went away before the runs settled' } };
+    if (left) {
+      return { status: CLIENT_GONE, body: { ok: false, error: 'the client went away before the runs settled' } };
+    }
     const { runIds: _ids, ...rest } = reply.body;
-    const body = 'runIds' in reply.body ? { ...rest, runIds: reply.waitFor, completions: done.map((c, i) => ({ runId: reply.waitFor[i], ...c })) } : { ...reply.body, completion: done[0] };
+    const body = 'runIds' in reply.body
+      ? { ...rest, runIds: reply.waitFor, completions: done.map((c, i) => ({ runId: reply.waitFor[i], ...c })) }
+      : { ...reply.body, completion: done[0] };
     return { status: 200, body };
   };
 }

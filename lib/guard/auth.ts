@@ -15,7 +15,12 @@ export interface Auth {
   /** Counts a failure for the client and returns its answer: `status` (401 unless 403 is named), or 429 once the client is locked. */
   refuse(client: Client, refusal: string, status?: 401 | 403): HttpError;
   /** `null` for a presented token that matches one of the expected digests, else the refusal (`refuse` with `refusal`). */
-  authenticate(presented: string | null, expected: readonly (Buffer | null)[], client: Client, refusal: string): HttpError | null;
+  authenticate(
+    presented: string | null,
+    expected: readonly (Buffer | null)[],
+    client: Client,
+    refusal: string,
+  ): HttpError | null;
 }
 
 /** How many distinct refusals are kept made. */
@@ -36,7 +41,9 @@ export function createAuth(limiter: FailureLimiter, onLockout: (client: Client) 
     const key = `${status} ${refusal}`;
     let error = made.get(key);
     if (error === undefined) {
-      error = new HttpError(status, status === 403 ? ErrorCode.NotAllowed : ErrorCode.Unauthorized, refusal, { headers: Object.freeze({}) });
+      error = new HttpError(status, status === 403 ? ErrorCode.NotAllowed : ErrorCode.Unauthorized, refusal, {
+        headers: Object.freeze({}),
+      });
       // Shared by every request refused alike: nobody who holds one may change it for the rest.
       Object.freeze(error);
       // Refusal texts come from the code and the config, never from a request; the bound is a backstop.
@@ -60,7 +67,9 @@ export function createAuth(limiter: FailureLimiter, onLockout: (client: Client) 
     authenticate(presented, expected, client, refusal) {
       // Every candidate is compared, so the time taken does not say which one matched.
       let matched = false;
-      for (const digest of expected) if (presented !== null && digest !== null && tokenMatches(presented, digest)) matched = true;
+      for (const digest of expected) {
+        if (presented !== null && digest !== null && tokenMatches(presented, digest)) matched = true;
+      }
       return matched ? null : refuse(client, refusal);
     },
   };

@@ -38,10 +38,18 @@ export function readBody(req: IncomingMessage, limits: BodyLimits): Promise<Buff
     const onEnd = () => finish(null);
     const onError = (cause: Error) =>
       finish(new HttpError(400, ErrorCode.InvalidPayload, 'request body could not be read', { close: true, cause }));
-    const onAborted = () => finish(new HttpError(400, ErrorCode.InvalidPayload, 'request body was cut short', { close: true }));
+    const onAborted = () =>
+      finish(new HttpError(400, ErrorCode.InvalidPayload, 'request body was cut short', { close: true }));
     const deadlines = _deadlines(limits.timeoutMs);
     const deadline = deadlines.set(() =>
-      finish(new HttpError(408, ErrorCode.BodyTimeout, `request body did not arrive within ${Math.round(limits.timeoutMs / 1000)} s`, { close: true })),
+      finish(
+        new HttpError(
+          408,
+          ErrorCode.BodyTimeout,
+          `request body did not arrive within ${Math.round(limits.timeoutMs / 1000)} s`,
+          { close: true },
+        ),
+      )
     );
     req.on('data', onData).on('end', onEnd).on('error', onError).on('aborted', onAborted);
   });
@@ -52,7 +60,7 @@ const _queues = new Map<number, Deadlines>();
 
 function _deadlines(ms: number): Deadlines {
   let queue = _queues.get(ms);
-  if (queue === undefined) _queues.set(ms, (queue = new Deadlines(ms)));
+  if (queue === undefined) _queues.set(ms, queue = new Deadlines(ms));
   return queue;
 }
 
@@ -72,7 +80,11 @@ export function parseJsonObject(body: Buffer): Record<string, unknown> {
   }
   // Nesting deeper than MAX_DEPTH takes at least 2 (MAX_DEPTH + 1) bytes of brackets: a shorter body is not walked.
   if (body.length >= 2 * (MAX_DEPTH + 1) && !_within(value, MAX_DEPTH)) {
-    throw new HttpError(400, ErrorCode.InvalidJson, `body: may nest objects and arrays at most ${MAX_DEPTH} levels deep`);
+    throw new HttpError(
+      400,
+      ErrorCode.InvalidJson,
+      `body: may nest objects and arrays at most ${MAX_DEPTH} levels deep`,
+    );
   }
   return value as Record<string, unknown>;
 }
@@ -106,10 +118,14 @@ export function parseForm(body: Buffer): Record<string, unknown> {
     throw new HttpError(400, ErrorCode.InvalidPayload, 'body: must be valid UTF-8');
   }
   const out: Record<string, unknown> = {};
-  for (const [key, value] of new URLSearchParams(text)) Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
+  for (const [key, value] of new URLSearchParams(text)) {
+    Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
+  }
   return out;
 }
 
 function _tooLarge(max: number): HttpError {
-  return new HttpError(413, ErrorCode.BodyTooLarge, `body: must be at most ${max} bytes (hooks.maxBodyBytes)`, { close: true });
+  return new HttpError(413, ErrorCode.BodyTooLarge, `body: must be at most ${max} bytes (hooks.maxBodyBytes)`, {
+    close: true,
+  });
 }

@@ -3,7 +3,7 @@
  * from TOKEN_HEADERS; templates and transforms never see any credential header unless a mapping
  * names it in `allowCredentialHeaders`, and never see the token headers at all.
  */
-import { refine, string, type Schema } from '../schema.ts';
+import { refine, type Schema, string } from '../schema.ts';
 
 /** Where the hook token may come from, in the order it is looked for (never the URL). */
 export const TOKEN_HEADERS = ['authorization', 'x-gateway-token', 'x-openclaw-token'] as const;
@@ -15,7 +15,8 @@ const _NAMED: ReadonlySet<string> = new Set([...TOKEN_HEADERS, 'proxy-authorizat
 // version after it: X-Hub-Signature-256, X-Shopify-Hmac-Sha256), anything cookie-like, and
 // *-Authorization, *-Credential(s), *-Passphrase: X-Authorization and X-Serverless-Authorization
 // carry a bearer token as Authorization does.
-const _PATTERN = /(?:^|-)(?:token|secret|signature|key|apikey|password|passwd|passphrase|hmac|auth|authorization|credentials?)(?:-(?:sha)?\d+)?$|cookie/;
+const _PATTERN =
+  /(?:^|-)(?:token|secret|signature|key|apikey|password|passwd|passphrase|hmac|auth|authorization|credentials?)(?:-(?:sha)?\d+)?$|cookie/;
 
 // End in -key, but name a delivery for deduplication, not a credential: the ledger keeps them, so a
 // replay is known by the same key as a live copy.
@@ -35,8 +36,12 @@ export function isTokenHeader(name: string): boolean {
 const _TOKEN: ReadonlySet<string> = new Set(TOKEN_HEADERS);
 
 /** A name in a mapping's `allowCredentialHeaders`: any header but those the hook token is read from. */
-export const allowableHeader: Schema<string> = refine(string({ trim: true, nonEmpty: true }), (name) =>
-  isTokenHeader(name) ? `may not name ${name}: the hook token is read from it, and templates and transforms never see it` : null,
+export const allowableHeader: Schema<string> = refine(
+  string({ trim: true, nonEmpty: true }),
+  (name) =>
+    isTokenHeader(name)
+      ? `may not name ${name}: the hook token is read from it, and templates and transforms never see it`
+      : null,
 );
 
 /**
@@ -44,10 +49,15 @@ export const allowableHeader: Schema<string> = refine(string({ trim: true, nonEm
  * credential headers the mapping does not name in `allow` (lowercase names), and except the
  * token headers whatever `allow` says: they carry the hook token itself.
  */
-export function visibleHeaders(headers: Readonly<Record<string, string | readonly string[] | undefined>>, allow: ReadonlySet<string> = _NONE): Record<string, string> {
+export function visibleHeaders(
+  headers: Readonly<Record<string, string | readonly string[] | undefined>>,
+  allow: ReadonlySet<string> = _NONE,
+): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || (isCredentialHeader(name) && (!allow.has(name.toLowerCase()) || isTokenHeader(name)))) continue;
+    if (value === undefined || (isCredentialHeader(name) && (!allow.has(name.toLowerCase()) || isTokenHeader(name)))) {
+      continue;
+    }
     out[name.toLowerCase()] = typeof value === 'string' ? value : value.join(', ');
   }
   return out;

@@ -23,7 +23,9 @@ export class Deadlines {
   #held = false;
 
   constructor(ms: number, now: () => number = () => performance.now()) {
-    if (!(ms >= 0) || !Number.isFinite(ms)) throw new RangeError(`Invalid deadline: must be a finite number of ms >= 0, got ${ms}`);
+    if (!(ms >= 0) || !Number.isFinite(ms)) {
+      throw new RangeError(`Invalid deadline: must be a finite number of ms >= 0, got ${ms}`);
+    }
     this.ms = ms;
     this.#now = now;
   }

@@ -22,7 +22,9 @@ export const FINGERPRINT = /^[0-9a-f]{6}:[0-9a-f]{16}$/;
 
 /** The fingerprints under `key` (at least 32 bytes). */
 export function fingerprints(key: Buffer): Fingerprints {
-  if (key.length < 32) throw new RangeError(`Cannot make fingerprints: the key must be at least 32 bytes, got ${key.length}`);
+  if (key.length < 32) {
+    throw new RangeError(`Cannot make fingerprints: the key must be at least 32 bytes, got ${key.length}`);
+  }
   // Each input names what it is, so a credential never hashes to the key's id.
   const keyId = _hmac(key, 'key-id\0').slice(0, 6);
   const prefix = `${keyId}:`;

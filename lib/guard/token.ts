@@ -47,8 +47,9 @@ export function tokenMatches(presented: string, expected: Buffer): boolean {
 
 // The one-shot `hash` (Node >= 20.12, Deno) skips the Hash object; older Node 20 has only createHash.
 const _oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'buffer') => Buffer }).hash;
-const _sha256: (text: string) => Buffer =
-  typeof _oneShot === 'function' ? (text) => _oneShot('sha256', text, 'buffer') : (text) => crypto.createHash('sha256').update(text).digest();
+const _sha256: (text: string) => Buffer = typeof _oneShot === 'function'
+  ? (text) => _oneShot('sha256', text, 'buffer')
+  : (text) => crypto.createHash('sha256').update(text).digest();
 
 /** A new random token: 32 bytes of entropy, base64url (43 characters). */
 export function generateToken(): string {

@@ -1,6 +1,6 @@
 // Checks an /agent payload and turns it into an agent action.
 
-import { SESSION_MODES, THINKING_LEVELS, WAKE_MODES, type AgentAction } from '../model/actions.ts';
+import { type AgentAction, SESSION_MODES, THINKING_LEVELS, WAKE_MODES } from '../model/actions.ts';
 import { channel as channelName } from './channel-names.ts';
 import { boolean, check, formatIssue, literal, number, object, optional, string } from '../schema.ts';
 import { plainLabel } from '../untrusted/label.ts';
@@ -29,12 +29,32 @@ const lenient = object(SHAPE, { unknown: 'ignore' });
  * Checks an `/agent` payload field by field; the session key it carries is payload-controlled.
  * With `acceptUnknown`, fields it does not know are accepted and named in `ignored`.
  */
-export function parseAgent(body: Record<string, unknown>, acceptUnknown = false): { ok: true; action: AgentAction; ignored: string[] } | { ok: false; error: string } {
+export function parseAgent(
+  body: Record<string, unknown>,
+  acceptUnknown = false,
+): { ok: true; action: AgentAction; ignored: string[] } | { ok: false; error: string } {
   const checked = check(acceptUnknown ? lenient : strict, body);
   if (!checked.ok) return { ok: false, error: checked.issues.map(formatIssue).join('; ') };
-  const { message, name, agentId, sessionKey, sessionMode, wakeMode, deliver, channel, to, accountId, model, thinking, timeoutSeconds, waitForCompletion } = checked.value;
+  const {
+    message,
+    name,
+    agentId,
+    sessionKey,
+    sessionMode,
+    wakeMode,
+    deliver,
+    channel,
+    to,
+    accountId,
+    model,
+    thinking,
+    timeoutSeconds,
+    waitForCompletion,
+  } = checked.value;
   // OpenClaw's rule for a direct request: a persistent session is one the caller names.
-  if (sessionMode === 'persistent' && sessionKey === undefined) return { ok: false, error: 'sessionMode: "persistent" requires a sessionKey' };
+  if (sessionMode === 'persistent' && sessionKey === undefined) {
+    return { ok: false, error: 'sessionMode: "persistent" requires a sessionKey' };
+  }
   const account = checkAccount(deliver ?? true, accountId, channel, to);
   if (account !== null) return { ok: false, error: account };
   const action: AgentAction = {
@@ -64,7 +84,12 @@ export function parseAgent(body: Record<string, unknown>, acceptUnknown = false)
  * comes with a concrete `channel` and a `to`; with `deliver: false` it is not read at all.
  * Returns why it is refused, or `null`.
  */
-export function checkAccount(deliver: boolean, accountId: string | undefined, channel: string | undefined, to: string | undefined): string | null {
+export function checkAccount(
+  deliver: boolean,
+  accountId: string | undefined,
+  channel: string | undefined,
+  to: string | undefined,
+): string | null {
   if (!deliver || accountId === undefined) return null;
   if (channel === undefined || to === undefined) return 'accountId: requires channel and to';
   return channel === 'last' ? 'accountId: requires a concrete channel, not "last"' : null;

@@ -1,6 +1,6 @@
 // Channel names as requests may write them: any case, OpenClaw's aliases (imsg, teams).
 
-import { CHANNELS, type Channel } from '../model/actions.ts';
+import { type Channel, CHANNELS } from '../model/actions.ts';
 import type { Schema } from '../schema.ts';
 
 /**

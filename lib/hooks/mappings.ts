@@ -1,6 +1,19 @@
 // The mapping schema, the Gmail preset, matching, forEach, and building actions from a mapping.
 
-import { SESSION_MODES, THINKING_LEVELS, WAKE_MODES, type Action, type AgentAction, type Channel, type NotifyAction, type SessionMode, type RequestedKey, type Thinking, type WakeAction, type WakeMode } from '../model/actions.ts';
+import {
+  type Action,
+  type AgentAction,
+  type Channel,
+  type NotifyAction,
+  type RequestedKey,
+  SESSION_MODES,
+  type SessionMode,
+  type Thinking,
+  THINKING_LEVELS,
+  WAKE_MODES,
+  type WakeAction,
+  type WakeMode,
+} from '../model/actions.ts';
 import { checkAccount } from './agent.ts';
 import { SESSION_KEY_NEEDS_NOW } from './wake.ts';
 import { channel as channelName } from './channel-names.ts';
@@ -14,14 +27,23 @@ import {
   object,
   optional,
   refine,
-  string,
   type Schema,
+  string,
 } from '../schema.ts';
 import { allowableHeader, visibleHeaders } from '../guard/credentials.ts';
 import type { Signature } from '../guard/signatures/config.ts';
-import { filterHolds, filterMiss, filterSchema, type Filter } from './filter.ts';
+import { type Filter, filterHolds, filterMiss, filterSchema } from './filter.ts';
 import { signatureSchema } from '../guard/signatures/config.ts';
-import { compileTemplate, isTemplated, parsePath, render, valueAt, type PathSegment, type Template, type TemplateContext } from './template.ts';
+import {
+  compileTemplate,
+  isTemplated,
+  parsePath,
+  type PathSegment,
+  render,
+  type Template,
+  type TemplateContext,
+  valueAt,
+} from './template.ts';
 import type { TransformInput, TransformRef, TransformResult } from './transforms/protocol.ts';
 import { plainLabel } from '../untrusted/label.ts';
 import { detectInjection, nameLine, requestName, wrapUntrusted } from '../untrusted/wrap.ts';
@@ -47,7 +69,9 @@ const payloadPath = refine(string({ trim: true, nonEmpty: true }), (path) => {
   const segments = parsePath(path.replace(/^payload\./, ''));
   if (segments === null) return 'must be a payload path such as "messages" or "data.items"';
   // The copy made per element writes along this path, so it must never name the prototype.
-  return segments.some((s) => s === '__proto__' || s === 'prototype' || s === 'constructor') ? 'may not name __proto__, prototype or constructor' : null;
+  return segments.some((s) => s === '__proto__' || s === 'prototype' || s === 'constructor')
+    ? 'may not name __proto__, prototype or constructor'
+    : null;
 });
 
 /** One entry of `hooks.mappings`, as the config file writes it (templates compiled). */
@@ -121,7 +145,18 @@ export interface Mapping {
 
 /** Applies a mapping's defaults; `transform.module` is still as written (the config resolves it). */
 export function toMapping(raw: RawMapping, index: number, source: Mapping['source'] = 'Webhook'): Mapping {
-  const { id, match, action, wakeMode, channel, allowUnsafeExternalContent, forEach, transform, allowCredentialHeaders, ...rest } = raw;
+  const {
+    id,
+    match,
+    action,
+    wakeMode,
+    channel,
+    allowUnsafeExternalContent,
+    forEach,
+    transform,
+    allowCredentialHeaders,
+    ...rest
+  } = raw;
   const mapping: Mapping = {
     ...rest,
     id: id ?? `mapping-${index + 1}`,
@@ -139,7 +174,10 @@ export function toMapping(raw: RawMapping, index: number, source: Mapping['sourc
 }
 
 /** The built-in presets, by the name `hooks.presets` uses. */
-export function presetMappings(name: 'gmail', options: { allowUnsafeExternalContent?: boolean; model?: string; thinking?: Thinking }): Mapping {
+export function presetMappings(
+  name: 'gmail',
+  options: { allowUnsafeExternalContent?: boolean; model?: string; thinking?: Thinking },
+): Mapping {
   const compile = (source: string) => (compileTemplate(source) as { ok: true; template: Template }).template;
   const mapping: Mapping = {
     id: `preset:${name}`,
@@ -225,20 +263,31 @@ type Override = NonNullable<ReturnType<typeof overrideSchema>>;
 
 /** Whether a mapping's `match` selects a request (its `filter` aside). */
 function _selects(m: Mapping, name: string, payload: Record<string, unknown>, pathOnly = false): boolean {
-  return (m.match.path === undefined ? !pathOnly : m.match.path === name) && (m.match.source === undefined || payload['source'] === m.match.source);
+  return (m.match.path === undefined ? !pathOnly : m.match.path === name) &&
+    (m.match.source === undefined || payload['source'] === m.match.source);
 }
 
 /** The first mapping, in order, whose `match` selects the request and whose `filter` holds for it. */
-export function findMapping(mappings: readonly Mapping[], request: Pick<HookRequest, 'name' | 'payload' | 'pathOnly'> & { headers?: HookRequest['headers'] }): Mapping | null {
+export function findMapping(
+  mappings: readonly Mapping[],
+  request: Pick<HookRequest, 'name' | 'payload' | 'pathOnly'> & { headers?: HookRequest['headers'] },
+): Mapping | null {
   const name = trimSlashes(request.name);
   // A filter reads headers as templates do (credential headers hidden), made only when one asks.
   let context: { headers: Record<string, string>; payload: unknown } | undefined;
-  const holds = (filter: Filter) => filterHolds(filter, (context ??= { headers: visibleHeaders(request.headers ?? {}), payload: request.payload }));
-  return mappings.find((m) => _selects(m, name, request.payload, request.pathOnly) && (m.filter === undefined || holds(m.filter))) ?? null;
+  const holds = (filter: Filter) =>
+    filterHolds(filter, context ??= { headers: visibleHeaders(request.headers ?? {}), payload: request.payload });
+  return mappings.find((m) =>
+    _selects(m, name, request.payload, request.pathOnly) && (m.filter === undefined || holds(m.filter))
+  ) ?? null;
 }
 
 /** Turns a mapped request into actions: first matching mapping, `forEach`, transform, templates, wrapper. */
-export async function applyMappings(mappings: readonly Mapping[], request: HookRequest, callTransform: CallTransform): Promise<MapOutcome> {
+export async function applyMappings(
+  mappings: readonly Mapping[],
+  request: HookRequest,
+  callTransform: CallTransform,
+): Promise<MapOutcome> {
   const mapping = findMapping(mappings, request);
   if (mapping === null) return _unmatched(mappings, request);
   const mappingId = mapping.id;
@@ -249,7 +298,9 @@ export async function applyMappings(mappings: readonly Mapping[], request: HookR
   if (typeof payloads === 'string') return { kind: 'invalid', mappingId, error: `mapping ${mappingId}: ${payloads}` };
   const actions: MappedAction[] = [];
   for (const payload of payloads) {
-    const transformed = mapping.transform === undefined ? { override: {} } : await _transformed(mapping, mapping.transform, payload, request, headers, callTransform);
+    const transformed = mapping.transform === undefined
+      ? { override: {} }
+      : await _transformed(mapping, mapping.transform, payload, request, headers, callTransform);
     if ('outcome' in transformed) return transformed.outcome;
     if ('skip' in transformed) continue;
     const { override } = transformed;
@@ -266,7 +317,13 @@ export async function applyMappings(mappings: readonly Mapping[], request: HookR
     actions.push(built);
   }
   if (actions.length === 0) return { kind: 'skip', mappingId };
-  return { kind: 'actions', mappingId, actions, forEach: mapping.forEach !== undefined, waitForCompletion: mapping.waitForCompletion === true };
+  return {
+    kind: 'actions',
+    mappingId,
+    actions,
+    forEach: mapping.forEach !== undefined,
+    waitForCompletion: mapping.waitForCompletion === true,
+  };
 }
 
 // What the mapping's transform returned for one payload, checked: what it overrides, nothing to do
@@ -280,12 +337,32 @@ async function _transformed(
   callTransform: CallTransform,
 ): Promise<{ override: Override } | { skip: true } | { outcome: MapOutcome }> {
   const mappingId = mapping.id;
-  const result = await callTransform(transform, { payload, headers: headers(), query: request.query, path: request.name });
-  if (!result.ok) return { outcome: { kind: 'failed', mappingId, detail: `${result.reason}: ${result.detail}`, ...(result.at === undefined ? {} : { at: result.at }) } };
+  const result = await callTransform(transform, {
+    payload,
+    headers: headers(),
+    query: request.query,
+    path: request.name,
+  });
+  if (!result.ok) {
+    return {
+      outcome: {
+        kind: 'failed',
+        mappingId,
+        detail: `${result.reason}: ${result.detail}`,
+        ...(result.at === undefined ? {} : { at: result.at }),
+      },
+    };
+  }
   if (result.value === null || result.value === undefined) return { skip: true };
   const checked = check(overrideSchema, result.value);
   if (!checked.ok) {
-    return { outcome: { kind: 'invalid', mappingId, error: `mapping ${mappingId}: transform result ${checked.issues.map(formatIssue).join('; ')}` } };
+    return {
+      outcome: {
+        kind: 'invalid',
+        mappingId,
+        error: `mapping ${mappingId}: transform result ${checked.issues.map(formatIssue).join('; ')}`,
+      },
+    };
   }
   return { override: checked.value };
 }
@@ -297,9 +374,18 @@ function _unmatched(mappings: readonly Mapping[], request: HookRequest): MapOutc
   const selecting = mappings.filter((m) => _selects(m, name, request.payload, request.pathOnly));
   const first = selecting[0];
   if (first === undefined) return { kind: 'unmatched' };
-  const why = first.filter === undefined ? 'no condition' : (filterMiss(first.filter, { headers: visibleHeaders(request.headers), payload: request.payload }) ?? 'no condition');
+  const why = first.filter === undefined
+    ? 'no condition'
+    : (filterMiss(first.filter, { headers: visibleHeaders(request.headers), payload: request.payload }) ??
+      'no condition');
   const others = selecting.length - 1;
-  return { kind: 'ignored', filteredBy: first.id, why: others === 0 ? why : `${why} (and the filter${others === 1 ? '' : 's'} of ${others} more mapping${others === 1 ? '' : 's'})` };
+  return {
+    kind: 'ignored',
+    filteredBy: first.id,
+    why: others === 0
+      ? why
+      : `${why} (and the filter${others === 1 ? '' : 's'} of ${others} more mapping${others === 1 ? '' : 's'})`,
+  };
 }
 
 // One payload per element of the forEach array, each with that element standing in for the array.
@@ -312,7 +398,11 @@ function _expand(mapping: Mapping, payload: Record<string, unknown>): unknown[] 
   return list.map((item) => _replaceAt(payload, mapping.forEach!, [item]));
 }
 
-function _build(mapping: Mapping, override: Override, context: TemplateContext & { path: string }): MappedAction | string {
+function _build(
+  mapping: Mapping,
+  override: Override,
+  context: TemplateContext & { path: string },
+): MappedAction | string {
   const rendering = _rendering(context);
   if ((override.kind ?? mapping.action) === 'notify') return _notify(mapping, override, rendering, context.path);
   const common = _common(mapping, override, rendering);
@@ -356,16 +446,24 @@ interface _Common {
 function _common(mapping: Mapping, override: Override, { text }: _Rendering): _Common | string {
   const kind = override.kind ?? mapping.action;
   const unsafe = override.allowUnsafeExternalContent ?? mapping.allowUnsafeExternalContent;
-  const body = kind === 'wake' ? (override.text ?? text(mapping.textTemplate, true)) : (override.message ?? text(mapping.messageTemplate, true));
-  if (body === undefined || body === '') return kind === 'wake' ? 'text: must be a non-empty string' : 'message: must be a non-empty string';
+  const body = kind === 'wake'
+    ? (override.text ?? text(mapping.textTemplate, true))
+    : (override.message ?? text(mapping.messageTemplate, true));
+  if (body === undefined || body === '') {
+    return kind === 'wake' ? 'text: must be a non-empty string' : 'message: must be a non-empty string';
+  }
   const injections = detectInjection(body);
   const content = unsafe ? body : wrapUntrusted(body, { source: mapping.source });
   const wakeMode = override.wakeMode ?? override.mode ?? mapping.wakeMode;
   const agentId = override.agentId || mapping.agentId;
   const sessionKey = override.sessionKey || text(mapping.sessionKey);
-  if (sessionKey && sessionKey.length > MAX_SESSION_KEY) return `sessionKey: must be at most ${MAX_SESSION_KEY} characters`;
+  if (sessionKey && sessionKey.length > MAX_SESSION_KEY) {
+    return `sessionKey: must be at most ${MAX_SESSION_KEY} characters`;
+  }
   // A key the operator wrote is trusted; one a transform returned or a template rendered is the payload's.
-  const key = sessionKey ? { value: sessionKey, trusted: !override.sessionKey && !payloadControlsKey(mapping) } : undefined;
+  const key = sessionKey
+    ? { value: sessionKey, trusted: !override.sessionKey && !payloadControlsKey(mapping) }
+    : undefined;
   return { kind, unsafe, injections, content, wakeMode, agentId, key };
 }
 
@@ -377,7 +475,13 @@ function _wake({ content, wakeMode, agentId, key, injections }: _Common, unresol
   return { action: wake, injections, unresolved };
 }
 
-function _agent(mapping: Mapping, override: Override, { text, unresolved }: _Rendering, common: _Common, path: string): MappedAction | string {
+function _agent(
+  mapping: Mapping,
+  override: Override,
+  { text, unresolved }: _Rendering,
+  common: _Common,
+  path: string,
+): MappedAction | string {
   const { content, wakeMode, agentId, key, injections, unsafe } = common;
   const thinking = override.thinking ?? text(mapping.thinking);
   if (thinking !== undefined && !(THINKING_LEVELS as readonly string[]).includes(thinking)) {
@@ -413,21 +517,35 @@ function _agent(mapping: Mapping, override: Override, { text, unresolved }: _Ren
   // Request text as much as the message: scanned like it, and wrapped where a model reads it unless
   // it is a plain label or the mapping allows unsafe content.
   if (!unsafe && !named.plain) action.untrustedName = true;
-  return { action, injections: [...new Set([...injections, ...detectInjection(named.name)])], unresolved: unresolved() };
+  return {
+    action,
+    injections: [...new Set([...injections, ...detectInjection(named.name)])],
+    unresolved: unresolved(),
+  };
 }
 
 // A notify message goes to the operator's channel and recipient as rendered: no model reads it, so
 // it is neither wrapped nor scanned for injection phrasing (the channel's own escaping applies), and
 // a transform may change its text but not where it goes.
-function _notify(mapping: Mapping, override: Override, { text, unresolved }: _Rendering, path: string): MappedAction | string {
+function _notify(
+  mapping: Mapping,
+  override: Override,
+  { text, unresolved }: _Rendering,
+  path: string,
+): MappedAction | string {
   const body = override.message ?? text(mapping.messageTemplate, true);
   if (body === undefined || body === '') return 'message: must be a non-empty string';
   if (override.channel !== undefined || override.to !== undefined || override.accountId !== undefined) {
-    return 'transform result: channel, to and accountId are the configuration\'s for a notify mapping';
+    return "transform result: channel, to and accountId are the configuration's for a notify mapping";
   }
   const { channel } = mapping;
   if (channel === 'last') return 'channel: must be a concrete channel for a notify mapping, not "last"';
-  const action: NotifyAction = { kind: 'notify', text: body, name: nameLine(override.name || text(mapping.name) || path) || 'Hook', channel };
+  const action: NotifyAction = {
+    kind: 'notify',
+    text: body,
+    name: nameLine(override.name || text(mapping.name) || path) || 'Hook',
+    channel,
+  };
   if (mapping.to !== undefined) action.to = mapping.to.source.trim();
   return { action, injections: [], unresolved: unresolved() };
 }
@@ -435,13 +553,21 @@ function _notify(mapping: Mapping, override: Override, { text, unresolved }: _Re
 // A run's name is the operator's when the mapping writes it without placeholders or it is the path
 // the mapping matches; a transform's, a rendered one, or a path no mapping names is the request's.
 // `plain`: the request's name, as it came (before it is cut to one line), is a plain label.
-function _name(mapping: Mapping, returned: string | undefined, rendered: string | undefined, path: string): { name: string; fromRequest: boolean; plain: boolean } {
-  const fromRequest = returned ? true : rendered !== undefined ? isTemplated(mapping.name!.source) : mapping.match.path === undefined;
+function _name(
+  mapping: Mapping,
+  returned: string | undefined,
+  rendered: string | undefined,
+  path: string,
+): { name: string; fromRequest: boolean; plain: boolean } {
+  const fromRequest = returned
+    ? true
+    : rendered !== undefined
+    ? isTemplated(mapping.name!.source)
+    : mapping.match.path === undefined;
   const raw = returned || rendered || path;
   const name = (fromRequest ? requestName : nameLine)(raw);
   return { name: name || 'Hook', fromRequest: fromRequest && name !== '', plain: plainLabel(raw) };
 }
-
 
 // A copy of `root` with the value at `path` replaced; only the objects along the path are copied.
 function _replaceAt(root: unknown, path: readonly PathSegment[], value: unknown): unknown {

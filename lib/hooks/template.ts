@@ -4,11 +4,13 @@
 export type PathSegment = string | number;
 
 /** One compiled `{{ }}` expression; `text` is the expression as written (trimmed), for reports. */
-export type TemplateExpr = { readonly text: string } & (
-  | { readonly root: 'payload'; readonly path: readonly PathSegment[] }
-  | { readonly root: 'headers' | 'query'; readonly name: string }
-  | { readonly root: 'path' | 'now' }
-);
+export type TemplateExpr =
+  & { readonly text: string }
+  & (
+    | { readonly root: 'payload'; readonly path: readonly PathSegment[] }
+    | { readonly root: 'headers' | 'query'; readonly name: string }
+    | { readonly root: 'path' | 'now' }
+  );
 
 /** A template compiled once at config load; render it any number of times. */
 export interface Template {
@@ -102,7 +104,9 @@ function _parseExpr(text: string): TemplateExpr | string {
   }
   if (head === 'headers' || head === 'query') {
     const [name] = rest;
-    return rest.length === 1 && typeof name === 'string' ? { text, root: head, name } : `"${head}" takes exactly one name`;
+    return rest.length === 1 && typeof name === 'string'
+      ? { text, root: head, name }
+      : `"${head}" takes exactly one name`;
   }
   return { text, root: 'payload', path: head === 'payload' ? rest : path };
 }
@@ -123,11 +127,16 @@ export function parsePath(text: string): PathSegment[] | null {
 
 function _evaluate(expr: TemplateExpr, context: TemplateContext): unknown {
   switch (expr.root) {
-    case 'payload': return valueAt(context.payload, expr.path);
-    case 'headers': return _own(context.headers, expr.name.toLowerCase());
-    case 'query': return _own(context.query, expr.name);
-    case 'path': return context.path;
-    case 'now': return context.now.toISOString();
+    case 'payload':
+      return valueAt(context.payload, expr.path);
+    case 'headers':
+      return _own(context.headers, expr.name.toLowerCase());
+    case 'query':
+      return _own(context.query, expr.name);
+    case 'path':
+      return context.path;
+    case 'now':
+      return context.now.toISOString();
   }
 }
 

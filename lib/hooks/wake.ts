@@ -22,7 +22,10 @@ export const SESSION_KEY_NEEDS_NOW = 'sessionKey: requires mode "now"';
  * `acceptUnknown`, other fields are accepted and named in `ignored` (as OpenClaw ignores them).
  * The session key is the request's choice (untrusted).
  */
-export function parseWake(body: Record<string, unknown>, acceptUnknown = false): { ok: true; action: WakeAction; ignored: string[] } | { ok: false; error: string } {
+export function parseWake(
+  body: Record<string, unknown>,
+  acceptUnknown = false,
+): { ok: true; action: WakeAction; ignored: string[] } | { ok: false; error: string } {
   const checked = check(acceptUnknown ? lenient : strict, body);
   if (!checked.ok) return { ok: false, error: checked.issues.map(formatIssue).join('; ') };
   const { text, mode = 'now', agentId, sessionKey } = checked.value;

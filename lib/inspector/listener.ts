@@ -11,7 +11,7 @@ import { ErrorCode, HttpError } from '../errors.ts';
 import { parseJsonObject, readBody } from '../guard/body.ts';
 import type { Logger } from '../log.ts';
 import { errorAnswer } from '../edge/answer.ts';
-import { InspectorSessions, type InspectorSession } from './sessions.ts';
+import { type InspectorSession, InspectorSessions } from './sessions.ts';
 import { splitTarget } from '../edge/router.ts';
 
 /** Where the inspector's paths live: the cookie is scoped to it, so no other listener of ours ever sees it. */
@@ -21,7 +21,11 @@ export const INSPECTOR_PREFIX = '/inspector';
 export const KEY_HEADER = 'x-inspector-key';
 
 const _NOT_FOUND = new HttpError(404, ErrorCode.NotFound, 'not an inspector path');
-const _NO_SESSION = new HttpError(401, ErrorCode.NoSession, 'no inspector session in this tab: run "hooks-ingress inspect" for a login link');
+const _NO_SESSION = new HttpError(
+  401,
+  ErrorCode.NoSession,
+  'no inspector session in this tab: run "hooks-ingress inspect" for a login link',
+);
 
 /** What the page reads and asks for; the server builds it over the ledger and the replay. */
 export interface InspectorSource {
@@ -121,7 +125,11 @@ export function createInspector(options: InspectorOptions): Inspector {
     _handle(req, res, context).catch((error: unknown) => _failed(req, res, error, log));
   }) as Inspector;
   listener.bound = (port) => {
-    context.hosts = new Set(['127.0.0.1', 'localhost', '[::1]', ...(options.extraHosts ?? []).map(_bracketed)].map((host) => `${host.toLowerCase()}:${port}`));
+    context.hosts = new Set(
+      ['127.0.0.1', 'localhost', '[::1]', ...(options.extraHosts ?? []).map(_bracketed)].map((host) =>
+        `${host.toLowerCase()}:${port}`
+      ),
+    );
     context.cookieName = `hooks_inspector_${port}`;
   };
   listener.login = () => {
@@ -144,9 +152,13 @@ interface _Context {
 
 async function _handle(req: IncomingMessage, res: ServerResponse, context: _Context): Promise<void> {
   const { pathname, query } = splitTarget(req.url ?? '/');
-  if (!context.hosts.has((req.headers.host ?? '').toLowerCase())) throw new HttpError(421, ErrorCode.Misdirected, 'Host does not name this inspector');
+  if (!context.hosts.has((req.headers.host ?? '').toLowerCase())) {
+    throw new HttpError(421, ErrorCode.Misdirected, 'Host does not name this inspector');
+  }
   const icon = pathname === '/favicon.ico' || pathname === `${INSPECTOR_PREFIX}/${_ICON}`;
-  if (icon && (req.method === 'GET' || req.method === 'HEAD')) return _sendText(res, 200, context.files[_ICON]!, _TYPES['svg']!, req.method === 'HEAD');
+  if (icon && (req.method === 'GET' || req.method === 'HEAD')) {
+    return _sendText(res, 200, context.files[_ICON]!, _TYPES['svg']!, req.method === 'HEAD');
+  }
   if (pathname !== INSPECTOR_PREFIX && !pathname.startsWith(`${INSPECTOR_PREFIX}/`)) throw _NOT_FOUND;
   const path = pathname === INSPECTOR_PREFIX ? '/' : pathname.slice(INSPECTOR_PREFIX.length);
   const cookies = _cookies(req.headers.cookie, context.cookieName);
@@ -158,7 +170,9 @@ async function _handle(req: IncomingMessage, res: ServerResponse, context: _Cont
   const session = typeof key === 'string' ? context.sessions.find(cookies, key) : null;
   if (session === null || typeof key !== 'string') throw _NO_SESSION;
   if (req.method === 'GET') return _read(res, context, { path, query }, session);
-  if (req.method !== 'POST') throw new HttpError(405, ErrorCode.MethodNotAllowed, 'use GET or POST', { headers: { allow: 'GET, POST' } });
+  if (req.method !== 'POST') {
+    throw new HttpError(405, ErrorCode.MethodNotAllowed, 'use GET or POST', { headers: { allow: 'GET, POST' } });
+  }
   // A state change: only from this page (same origin, not a form posted from elsewhere, which
   // could not send the key's header either).
   if (!_sameOrigin(req)) throw new HttpError(403, ErrorCode.NotAllowed, 'Origin must be this inspector');
@@ -170,28 +184,58 @@ function _signIn(req: IncomingMessage, res: ServerResponse, context: _Context): 
   _sendText(res, 401, context.files[_SIGN_IN]!, _TYPES['html']!, req.method === 'HEAD');
 }
 
-function _login(req: IncomingMessage, res: ServerResponse, context: _Context, query: URLSearchParams, cookies: string[]): void {
-  if (req.method !== 'GET') throw new HttpError(405, ErrorCode.MethodNotAllowed, 'use GET', { headers: { allow: 'GET' } });
+function _login(
+  req: IncomingMessage,
+  res: ServerResponse,
+  context: _Context,
+  query: URLSearchParams,
+  cookies: string[],
+): void {
+  if (req.method !== 'GET') {
+    throw new HttpError(405, ErrorCode.MethodNotAllowed, 'use GET', { headers: { allow: 'GET' } });
+  }
   const opened = context.sessions.redeem(query.get('code') ?? '', cookies);
   if (opened === null && _wantsHtml(req)) return _signIn(req, res, context);
-  if (opened === null) throw new HttpError(401, ErrorCode.NoSession, 'this login link is unknown, used or expired: run "hooks-ingress inspect" for a new one');
+  if (opened === null) {
+    throw new HttpError(
+      401,
+      ErrorCode.NoSession,
+      'this login link is unknown, used or expired: run "hooks-ingress inspect" for a new one',
+    );
+  }
   // The code leaves the address bar at once; the tab's key rides in the fragment, which the
   // browser keeps to itself and the page moves into the tab's storage before anything else.
-  return _send(res, 303, null, { location: `${INSPECTOR_PREFIX}/#login=${opened.key}`, 'set-cookie': `${context.cookieName}=${opened.cookie}; Path=${INSPECTOR_PREFIX}/; HttpOnly; SameSite=Strict` });
+  return _send(res, 303, null, {
+    location: `${INSPECTOR_PREFIX}/#login=${opened.key}`,
+    'set-cookie': `${context.cookieName}=${opened.cookie}; Path=${INSPECTOR_PREFIX}/; HttpOnly; SameSite=Strict`,
+  });
 }
 
 // The page's own files hold no data: the cookie alone fetches them.
-function _pageFile(req: IncomingMessage, res: ServerResponse, context: _Context, { path, file }: { path: string; file: string }, cookies: string[]): void {
+function _pageFile(
+  req: IncomingMessage,
+  res: ServerResponse,
+  context: _Context,
+  { path, file }: { path: string; file: string },
+  cookies: string[],
+): void {
   if (!context.sessions.known(cookies)) {
     if (path === '/' && _wantsHtml(req)) return _signIn(req, res, context);
     throw _NO_SESSION;
   }
-  if (req.method !== 'GET' && req.method !== 'HEAD') throw new HttpError(405, ErrorCode.MethodNotAllowed, 'use GET', { headers: { allow: 'GET, HEAD' } });
+  if (req.method !== 'GET' && req.method !== 'HEAD') {
+    throw new HttpError(405, ErrorCode.MethodNotAllowed, 'use GET', { headers: { allow: 'GET, HEAD' } });
+  }
   const ext = file.slice(file.lastIndexOf('.') + 1);
   return _sendText(res, 200, context.files[file]!, _TYPES[ext]!, req.method === 'HEAD');
 }
 
-async function _read(res: ServerResponse, { source }: _Context, { path, query }: { path: string; query: URLSearchParams }, session: InspectorSession): Promise<void> {
+async function _read(
+  res: ServerResponse,
+  { source }: _Context,
+  { path, query }: { path: string; query: URLSearchParams },
+  session: InspectorSession,
+): Promise<void> {
   if (path === '/api/session') return _send(res, 200, { endsAt: new Date(session.endsAt).toISOString() });
   if (path === '/api/requests') return _send(res, 200, await source.list(_filter(query)));
   if (path.startsWith('/api/requests/')) {
@@ -202,7 +246,13 @@ async function _read(res: ServerResponse, { source }: _Context, { path, query }:
   throw _NOT_FOUND;
 }
 
-async function _change(req: IncomingMessage, res: ServerResponse, { sessions, source }: _Context, path: string, key: string): Promise<void> {
+async function _change(
+  req: IncomingMessage,
+  res: ServerResponse,
+  { sessions, source }: _Context,
+  path: string,
+  key: string,
+): Promise<void> {
   if (path === '/api/logout') {
     sessions.end(key);
     return _send(res, 200, { ok: true });
@@ -216,7 +266,8 @@ async function _change(req: IncomingMessage, res: ServerResponse, { sessions, so
       return _send(res, 200, await source.resolve(ids));
     }
     // `force` is true (every id) or the ids to force: the ones the page offered forcing for.
-    const force = body['force'] === true || (Array.isArray(body['force']) && body['force'].length > 0 && _ids(body['force'], 'force'));
+    const force = body['force'] === true ||
+      (Array.isArray(body['force']) && body['force'].length > 0 && _ids(body['force'], 'force'));
     return _send(res, 200, await source.replay(ids, { dryRun: body['dryRun'] === true, force }));
   }
   throw _NOT_FOUND;
@@ -224,7 +275,10 @@ async function _change(req: IncomingMessage, res: ServerResponse, { sessions, so
 
 // A list of 1 to 1000 entry ids from a posted body, or the body's problem.
 function _ids(value: unknown, name: string): string[] {
-  if (!Array.isArray(value) || value.length === 0 || value.length > 1000 || !value.every((x) => typeof x === 'string' && x.length <= 200)) {
+  if (
+    !Array.isArray(value) || value.length === 0 || value.length > 1000 ||
+    !value.every((x) => typeof x === 'string' && x.length <= 200)
+  ) {
     throw new HttpError(400, ErrorCode.InvalidPayload, `${name} must be a list of 1 to 1000 entry ids`);
   }
   return value as string[];
@@ -238,7 +292,10 @@ function _failed(req: IncomingMessage, res: ServerResponse, error: unknown, log:
     const answer = errorAnswer(error);
     return _send(res, answer.status, answer.body, answer.headers);
   }
-  log.error('inspector request failed', { method: req.method ?? '', error: error instanceof Error ? error.message : String(error) });
+  log.error('inspector request failed', {
+    method: req.method ?? '',
+    error: error instanceof Error ? error.message : String(error),
+  });
   _send(res, 500, { ok: false, error: 'internal error', code: ErrorCode.Internal });
 }
 
@@ -304,7 +361,11 @@ function _bracketed(host: string): string {
 
 function _send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const text = body === null ? '' : JSON.stringify(body);
-  res.writeHead(status, { ...headers, ...(body === null ? {} : { 'content-type': 'application/json; charset=utf-8' }), 'content-length': Buffer.byteLength(text) });
+  res.writeHead(status, {
+    ...headers,
+    ...(body === null ? {} : { 'content-type': 'application/json; charset=utf-8' }),
+    'content-length': Buffer.byteLength(text),
+  });
   res.end(text);
 }
 

@@ -22,7 +22,14 @@ const _MAX = 120;
 // Bodies past this are not parsed for a row: the list is polled, and the type sits near the top anyway.
 const _MAX_PARSED = 256 * 1024;
 // The ids senders put in headers, for an entry on a path without a signature scheme.
-const _HEADER_IDS = headerDelivery('x-github-delivery', 'x-gitlab-event-uuid', 'x-shopify-webhook-id', 'webhook-id', 'svix-id', 'i-twilio-idempotency-token');
+const _HEADER_IDS = headerDelivery(
+  'x-github-delivery',
+  'x-gitlab-event-uuid',
+  'x-shopify-webhook-id',
+  'webhook-id',
+  'svix-id',
+  'i-twilio-idempotency-token',
+);
 const _HEADER_EVENTS = ['x-github-event', 'x-gitlab-event', 'x-shopify-topic'];
 
 /** The event type, delivery id and outcome of `entry`, for its row. */
@@ -34,7 +41,10 @@ export async function rowFacts(entry: LedgerEntry): Promise<RowFacts> {
   const event = eventType(entry.headers, payload.json ?? payload.form ?? {});
   if (event !== null) facts.event = _line(event);
   const request = { headers: entry.headers, body: Buffer.from(payload.text, 'utf8'), query: entry.query ?? '' };
-  const given = (entry.signature === undefined ? null : await senderDelivery(entry.signature.scheme, request, payload.json ?? {})) ?? _HEADER_IDS(request, {});
+  const given =
+    (entry.signature === undefined
+      ? null
+      : await senderDelivery(entry.signature.scheme, request, payload.json ?? {})) ?? _HEADER_IDS(request, {});
   if (given !== null) facts.delivery = _line(given.id);
   return facts;
 }
@@ -53,11 +63,15 @@ export function eventType(headers: LedgerEntry['headers'], body: Record<string, 
   if (typeof body['object'] === 'string' && Array.isArray(body['entry'])) {
     const first = body['entry'][0];
     const change = _object(first) && Array.isArray(first['changes']) ? first['changes'][0] : undefined;
-    return _object(change) && typeof change['field'] === 'string' ? `${body['object']} ${change['field']}` : body['object'];
+    return _object(change) && typeof change['field'] === 'string'
+      ? `${body['object']} ${change['field']}`
+      : body['object'];
   }
   // Stripe, Standard Webhooks, Slack's own (url_verification); Twilio's form posts.
   for (const key of ['type', 'EventType', 'MessageStatus', 'SmsStatus', 'CallStatus']) {
-    if (typeof body[key] === 'string' && body[key] !== '') return key.endsWith('Status') ? `${key.slice(0, -6).toLowerCase()} ${body[key]}` : (body[key] as string);
+    if (typeof body[key] === 'string' && body[key] !== '') {
+      return key.endsWith('Status') ? `${key.slice(0, -6).toLowerCase()} ${body[key]}` : (body[key] as string);
+    }
   }
   return null;
 }
@@ -73,18 +87,26 @@ export function outcome(entry: LedgerEntry): string {
   const became = entry.became ?? {};
   if (became.duplicateOf !== undefined) return `duplicate of ${_line(became.duplicateOf).slice(0, 12)}`;
   const filter = entry.mapping ?? (entry.cause?.kind === 'filter' ? entry.cause.at : undefined);
-  if (became.ignored === true) return filter === undefined ? 'ignored by a filter' : `ignored by ${_line(filter)}'s filter`;
+  if (became.ignored === true) {
+    return filter === undefined ? 'ignored by a filter' : `ignored by ${_line(filter)}'s filter`;
+  }
   if (became.skipped === true) return 'skipped by its transform';
   if (became.handshake !== undefined) return `handshake: ${_line(became.handshake)}`;
   if (entry.status < 400) return 'accepted';
-  const why = entry.signature?.ok === false && entry.signature.why !== undefined ? entry.signature.why.replace(/-/g, ' ') : (entry.code ?? `status ${entry.status}`).replace(/^ERR_/, '').replace(/_/g, ' ').toLowerCase();
+  const why = entry.signature?.ok === false && entry.signature.why !== undefined
+    ? entry.signature.why.replace(/-/g, ' ')
+    : (entry.code ?? `status ${entry.status}`).replace(/^ERR_/, '').replace(/_/g, ' ').toLowerCase();
   return `${entry.status >= 500 ? 'failed' : 'refused'}: ${why}`;
 }
 
 // The body as text, and parsed: JSON to an object, a form to its fields; neither when cut or large.
-function _payload(entry: LedgerEntry): { text: string; json?: Record<string, unknown>; form?: Record<string, unknown> } {
+function _payload(
+  entry: LedgerEntry,
+): { text: string; json?: Record<string, unknown>; form?: Record<string, unknown> } {
   const body = entry.body;
-  if (body === undefined || body.encoding !== 'utf8' || body.truncated || body.data.length > _MAX_PARSED) return { text: '' };
+  if (body === undefined || body.encoding !== 'utf8' || body.truncated || body.data.length > _MAX_PARSED) {
+    return { text: '' };
+  }
   const text = body.data;
   if (/^\s*\{/.test(text)) {
     try {

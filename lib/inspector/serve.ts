@@ -8,7 +8,7 @@ import { listen, type Running } from '../edge/listen.ts';
 import { inheritedInspectorFd } from '../edge/systemd.ts';
 import type { Logger } from '../log.ts';
 import { lookupEntry } from '../store/ledger/find.ts';
-import { LedgerTail, type DamagedLine } from '../store/ledger/read.ts';
+import { type DamagedLine, LedgerTail } from '../store/ledger/read.ts';
 import type { Store } from '../store/journal/store.ts';
 import type { Env } from '../config/types.ts';
 
@@ -40,11 +40,19 @@ export interface InspectorParts {
 /** Starts the inspector's listener; throws when it cannot listen. */
 export async function startInspector(parts: InspectorParts): Promise<RunningInspector> {
   const { config, log } = parts;
-  const damaged = (damaged: DamagedLine) => log.warn('ledger line skipped', { file: damaged.file, line: damaged.line, problem: damaged.problem });
+  const damaged = (damaged: DamagedLine) =>
+    log.warn('ledger line skipped', { file: damaged.file, line: damaged.line, problem: damaged.problem });
   const tail = new LedgerTail(parts.stateDir, damaged);
   const find = (id: string) => lookupEntry(parts.stateDir, id, damaged);
   const inspector = createInspector({
-    source: ledgerSource({ tail, find, store: parts.store, replay: parts.replay, ...(parts.resolve === undefined ? {} : { resolve: parts.resolve }), ...(parts.takenJudge === undefined ? {} : { takenJudge: parts.takenJudge }) }),
+    source: ledgerSource({
+      tail,
+      find,
+      store: parts.store,
+      replay: parts.replay,
+      ...(parts.resolve === undefined ? {} : { resolve: parts.resolve }),
+      ...(parts.takenJudge === undefined ? {} : { takenJudge: parts.takenJudge }),
+    }),
     log,
     idleMs: config.idleMinutes * 60_000,
     maxAgeMs: config.maxSessionHours * 3_600_000,

@@ -4,9 +4,9 @@
 
 import type { LedgerEntry } from '../model/ledger-entry.ts';
 import type { lookupEntry } from '../store/ledger/find.ts';
-import { entryMatches, failed, type EntryFilter, type LedgerTail } from '../store/ledger/read.ts';
+import { type EntryFilter, entryMatches, failed, type LedgerTail } from '../store/ledger/read.ts';
 import type { Store } from '../store/journal/store.ts';
-import { deliveredResolution, resolutionOf, resolved, rootOf, type Resolution } from '../model/replays.ts';
+import { deliveredResolution, type Resolution, resolutionOf, resolved, rootOf } from '../model/replays.ts';
 import type { DeliveryTaken } from '../edge/taken.ts';
 import type { InspectorFilter, InspectorSource } from './listener.ts';
 import { rowFacts } from './row.ts';
@@ -29,7 +29,6 @@ export interface LedgerSourceOptions {
 
 type _Judge = (entry: LedgerEntry) => DeliveryTaken | null;
 
-
 // A run's message and reply as the page previews them: enough to recognise, not the whole text.
 const _PREVIEW = 2000;
 
@@ -41,7 +40,9 @@ export function ledgerSource(options: LedgerSourceOptions): InspectorSource {
       const takenBy = await _takenBy(options);
       const keep = _keep(filter, store, takenBy);
       const summary = _summarize(store, takenBy, options.find);
-      if (filter.more !== true) return { entries: await Promise.all((await tail.newest(filter.limit, keep)).map(summary)) };
+      if (filter.more !== true) {
+        return { entries: await Promise.all((await tail.newest(filter.limit, keep)).map(summary)) };
+      }
       // Read to the end, taking the first `limit` that pass and counting the rest.
       let passed = 0;
       const entries = await tail.newest(Number.POSITIVE_INFINITY, (entry) => keep(entry) && ++passed <= filter.limit);
@@ -52,7 +53,13 @@ export function ledgerSource(options: LedgerSourceOptions): InspectorSource {
       if (!found.ok) return null;
       const { entry } = found;
       const takenBy = await _takenBy(options);
-      return { ...entry, ...(await rowFacts(entry)), replayable: entry.body !== undefined, became: entry.became === undefined ? undefined : _became(entry, store), ...(await _resolution(entry, store, takenBy, options.find)) };
+      return {
+        ...entry,
+        ...(await rowFacts(entry)),
+        replayable: entry.body !== undefined,
+        became: entry.became === undefined ? undefined : _became(entry, store),
+        ...(await _resolution(entry, store, takenBy, options.find)),
+      };
     },
     replay: options.replay,
     ...(options.resolve === undefined ? {} : { resolve: options.resolve }),
@@ -60,7 +67,11 @@ export function ledgerSource(options: LedgerSourceOptions): InspectorSource {
 }
 
 // The page's filters as one test of an entry, the same rules as `requests`' filters.
-function _keep(filter: InspectorFilter, store: LedgerSourceOptions['store'], takenBy: _TakenBy): (entry: LedgerEntry) => boolean {
+function _keep(
+  filter: InspectorFilter,
+  store: LedgerSourceOptions['store'],
+  takenBy: _TakenBy,
+): (entry: LedgerEntry) => boolean {
   const by: EntryFilter = {};
   if (filter.hook !== undefined) by.hook = filter.hook;
   if (filter.code !== undefined) by.code = filter.code;
@@ -69,7 +80,9 @@ function _keep(filter: InspectorFilter, store: LedgerSourceOptions['store'], tak
   if (filter.status === 'failed' || filter.status === 'failed-all') by.failed = true;
   const open = filter.status === 'failed';
   const text = filter.text;
-  return (entry) => entryMatches(entry, by) && (text === undefined || entry.path.includes(text)) && (!open || (!resolved(store.root(rootOf(entry))) && takenBy(entry) === null));
+  return (entry) =>
+    entryMatches(entry, by) && (text === undefined || entry.path.includes(text)) &&
+    (!open || (!resolved(store.root(rootOf(entry))) && takenBy(entry) === null));
 }
 
 // The request id of another request that took a failed entry's delivery id, or `null`.
@@ -86,14 +99,25 @@ async function _takenBy(options: LedgerSourceOptions): Promise<_TakenBy> {
 }
 
 // The entry's resolution, by its root's record or, failing that, by the request that took its delivery id.
-async function _resolution(entry: LedgerEntry, store: Pick<Store, 'root'>, takenBy: _TakenBy, find: LedgerSourceOptions['find']): Promise<{ resolution?: Resolution }> {
+async function _resolution(
+  entry: LedgerEntry,
+  store: Pick<Store, 'root'>,
+  takenBy: _TakenBy,
+  find: LedgerSourceOptions['find'],
+): Promise<{ resolution?: Resolution }> {
   const record = store.root(rootOf(entry));
   if (resolved(record)) return resolutionFor(entry, store);
   const requestId = takenBy(entry);
   if (requestId === null) return resolutionFor(entry, store);
   const found = await find(requestId);
   const taker = found.ok ? found.entry : undefined;
-  return { resolution: deliveredResolution(rootOf(entry), { requestId, ...(taker === undefined ? {} : { entry: taker.id }), live: taker?.replayOf === undefined }, record) };
+  return {
+    resolution: deliveredResolution(rootOf(entry), {
+      requestId,
+      ...(taker === undefined ? {} : { entry: taker.id }),
+      live: taker?.replayOf === undefined,
+    }, record),
+  };
 }
 
 /** `{ resolution }` when the entry's root (itself, or the request it replays) was replayed or resolved by hand; `{}` when not. */
@@ -103,10 +127,20 @@ export function resolutionFor(entry: LedgerEntry, store: Pick<Store, 'root'>): {
 }
 
 // The list shows a line per entry: never the headers or the body, only what a row says of them.
-function _summarize(store: LedgerSourceOptions['store'], takenBy: _TakenBy, find: LedgerSourceOptions['find']): (entry: LedgerEntry) => Promise<Record<string, unknown>> {
+function _summarize(
+  store: LedgerSourceOptions['store'],
+  takenBy: _TakenBy,
+  find: LedgerSourceOptions['find'],
+): (entry: LedgerEntry) => Promise<Record<string, unknown>> {
   return async (entry) => {
     const { headers: _headers, body: _body, ...rest } = entry;
-    return { ...rest, ...(await rowFacts(entry)), failed: failed(entry), replayable: entry.body !== undefined, ...(await _resolution(entry, store, takenBy, find)) };
+    return {
+      ...rest,
+      ...(await rowFacts(entry)),
+      failed: failed(entry),
+      replayable: entry.body !== undefined,
+      ...(await _resolution(entry, store, takenBy, find)),
+    };
   };
 }
 
@@ -138,6 +172,8 @@ function _became(entry: LedgerEntry, store: LedgerSourceOptions['store']): Recor
       return { ...notice, text: _clip(notice.text) };
     });
   }
-  if (became.outbox !== undefined) out['outbox'] = became.outbox.map((id) => store.outboxEntry(id) ?? { id, state: 'no longer kept' });
+  if (became.outbox !== undefined) {
+    out['outbox'] = became.outbox.map((id) => store.outboxEntry(id) ?? { id, state: 'no longer kept' });
+  }
   return out;
 }

@@ -6,7 +6,17 @@
 export const WAKE_MODES = ['now', 'next-heartbeat'] as const;
 export type WakeMode = (typeof WAKE_MODES)[number];
 
-export const CHANNELS = ['last', 'whatsapp', 'telegram', 'discord', 'slack', 'mattermost', 'signal', 'imessage', 'msteams'] as const;
+export const CHANNELS = [
+  'last',
+  'whatsapp',
+  'telegram',
+  'discord',
+  'slack',
+  'mattermost',
+  'signal',
+  'imessage',
+  'msteams',
+] as const;
 export type Channel = (typeof CHANNELS)[number];
 
 /** OpenClaw's `sessionMode`: `isolated` runs with no history, `persistent` continues the key's session. */

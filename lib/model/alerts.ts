@@ -5,7 +5,14 @@
 import type { Channel } from './actions.ts';
 
 /** The kinds of trouble an alert is sent for (`alerts.on`). */
-export const ALERT_KINDS = ['signature-failures', 'run-failures', 'delivery-failures', 'outbox-dead', 'storage', 'backlog'] as const;
+export const ALERT_KINDS = [
+  'signature-failures',
+  'run-failures',
+  'delivery-failures',
+  'outbox-dead',
+  'storage',
+  'backlog',
+] as const;
 export type AlertKind = (typeof ALERT_KINDS)[number];
 
 /**

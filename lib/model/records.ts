@@ -29,7 +29,9 @@ export interface SessionEvent {
 
 /** Which heartbeat turn reads an event: `''` for the default agent's main session, else its agent and session. */
 export function targetOf(event: Pick<SessionEvent, 'agentId' | 'sessionKey'>): string {
-  return event.agentId === undefined && event.sessionKey === undefined ? '' : `${event.agentId ?? ''}\n${event.sessionKey ?? ''}`;
+  return event.agentId === undefined && event.sessionKey === undefined
+    ? ''
+    : `${event.agentId ?? ''}\n${event.sessionKey ?? ''}`;
 }
 
 /** A heartbeat turn outside the main session read that session's events up to `through`. */

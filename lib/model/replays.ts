@@ -110,7 +110,9 @@ export function describeResolution(resolution: Resolution): string {
   const count = resolution.replays.length;
   if (resolution.state === 'succeeded') {
     const by = resolution.by;
-    return by === undefined ? 'resolved by a replay' : `resolved by replay ${by.entry ?? `request ${by.requestId}`} (${by.status})`;
+    return by === undefined
+      ? 'resolved by a replay'
+      : `resolved by replay ${by.entry ?? `request ${by.requestId}`} (${by.status})`;
   }
   if (resolution.delivery !== undefined) return `resolved by delivery ${describeTaker(resolution.delivery)}`;
   if (resolution.state === 'resolved') return 'resolved by hand';
@@ -126,7 +128,11 @@ export function describeTaker(by: TakenBy): string {
  * The change a replay makes to its root's record: a replay that succeeded makes it `succeeded`; one
  * that failed leaves a root resolved as it was, and makes any other `failed`.
  */
-export function replayedChange(root: string, record: Pick<RootRecord, 'state'> | null, attempt: ReplayAttempt): RootChange {
+export function replayedChange(
+  root: string,
+  record: Pick<RootRecord, 'state'> | null,
+  attempt: ReplayAttempt,
+): RootChange {
   const state: RootState = succeeded(attempt.status) ? 'succeeded' : (record?.state ?? 'failed');
   return { root, state, replays: [attempt], time: attempt.time };
 }

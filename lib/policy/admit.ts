@@ -2,7 +2,7 @@
 // wake goes to.
 
 import type { AgentAction, RunSpec, WakeAction } from '../model/actions.ts';
-import { echo, type Decision } from './decision.ts';
+import { type Decision, echo } from './decision.ts';
 import { allowModel, type Models } from './models.ts';
 import { resolveSessionKey, scopeSessionKey, type SessionKeyRules } from './session-key.ts';
 
@@ -24,7 +24,11 @@ export interface AgentRules {
 export type UnknownAgent = 'default' | 'refuse' | 'keep';
 
 /** Picks the agent: a known requested one, else what `unknown` says; the result must pass `hooks.allowedAgentIds`. */
-export function resolveAgentId(requested: string | undefined, config: AgentRules, unknown: UnknownAgent = 'default'): Decision<string> {
+export function resolveAgentId(
+  requested: string | undefined,
+  config: AgentRules,
+  unknown: UnknownAgent = 'default',
+): Decision<string> {
   const allowed = config.hooks.allowedAgentIds;
   if (requested !== undefined && allowed !== null && allowed.length === 0) {
     return { ok: false, error: 'agentId: may not be chosen (hooks.allowedAgentIds is empty)' };
@@ -32,17 +36,31 @@ export function resolveAgentId(requested: string | undefined, config: AgentRules
   const wanted = requested?.toLowerCase();
   const known = config.agents.list.find((a) => a.id.toLowerCase() === wanted)?.id;
   if (requested !== undefined && known === undefined && unknown === 'refuse') {
-    return { ok: false, error: `agentId: unknown agent "${echo(requested)}" (the upstream gateway's agents are listed in hooks.forward.agents)` };
+    return {
+      ok: false,
+      error: `agentId: unknown agent "${
+        echo(requested)
+      }" (the upstream gateway's agents are listed in hooks.forward.agents)`,
+    };
   }
   const agentId = known ?? (requested !== undefined && unknown === 'keep' ? requested : config.agents.defaultAgentId);
-  if (allowed !== null && allowed.length > 0 && !allowed.includes('*') && !allowed.some((id) => id.toLowerCase() === agentId.toLowerCase())) {
+  if (
+    allowed !== null && allowed.length > 0 && !allowed.includes('*') &&
+    !allowed.some((id) => id.toLowerCase() === agentId.toLowerCase())
+  ) {
     return { ok: false, error: `agentId: agent "${echo(agentId)}" is not in hooks.allowedAgentIds` };
   }
   return { ok: true, value: agentId };
 }
 
 /** Turns an agent action into a run that every rule admits. */
-export function admitRun(action: AgentAction, hook: string, config: AgentRules, newId: () => string, unknown: UnknownAgent = 'default'): Decision<RunSpec> {
+export function admitRun(
+  action: AgentAction,
+  hook: string,
+  config: AgentRules,
+  newId: () => string,
+  unknown: UnknownAgent = 'default',
+): Decision<RunSpec> {
   // A key refused as written is reported before a refused agent; as re-scoped to the agent, after.
   const written = resolveSessionKey(action.sessionKey, config.hooks, newId);
   if (!written.ok) return written;
@@ -82,7 +100,9 @@ export function admitRun(action: AgentAction, hook: string, config: AgentRules, 
  * mapping `hooks.defaultSessionKey`), and, when the request chose the key, prefixes that bound it.
  */
 export function checkPersistent(action: Pick<AgentAction, 'sessionKey'>, hooks: AgentRules['hooks']): string | null {
-  if (action.sessionKey === undefined && hooks.defaultSessionKey === null) return 'sessionMode: "persistent" requires a sessionKey or hooks.defaultSessionKey';
+  if (action.sessionKey === undefined && hooks.defaultSessionKey === null) {
+    return 'sessionMode: "persistent" requires a sessionKey or hooks.defaultSessionKey';
+  }
   if (action.sessionKey?.trusted === false && (hooks.allowedSessionKeyPrefixes ?? []).length === 0) {
     return 'sessionMode: "persistent" with a session key the request chose requires hooks.allowedSessionKeyPrefixes';
   }
@@ -104,13 +124,20 @@ export interface WakeTarget {
  * its `agent:<id>:` leaves (`main` is the agent's main session). Without a key the event goes to
  * the agent's main session (no default or generated key).
  */
-export function admitWake(action: Pick<WakeAction, 'agentId' | 'sessionKey'>, config: AgentRules, unknown: UnknownAgent): Decision<WakeTarget> {
+export function admitWake(
+  action: Pick<WakeAction, 'agentId' | 'sessionKey'>,
+  config: AgentRules,
+  unknown: UnknownAgent,
+): Decision<WakeTarget> {
   const { list, defaultAgentId } = config.agents;
   const written = action.sessionKey === undefined ? null : resolveSessionKey(action.sessionKey, config.hooks, () => '');
   if (written !== null && !written.ok) return written;
   const named = action.agentId?.toLowerCase();
   // The default agent is known even when agents.list is empty.
-  if (unknown === 'refuse' && named !== undefined && named !== defaultAgentId.toLowerCase() && !list.some((a) => a.id.toLowerCase() === named)) {
+  if (
+    unknown === 'refuse' && named !== undefined && named !== defaultAgentId.toLowerCase() &&
+    !list.some((a) => a.id.toLowerCase() === named)
+  ) {
     return { ok: false, error: `agentId: unknown agent "${echo(action.agentId!)}"` };
   }
   const agentId = resolveAgentId(action.agentId, config, unknown === 'refuse' ? 'default' : unknown);

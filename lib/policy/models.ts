@@ -1,6 +1,6 @@
 // The one reading of a model name (alias → provider/model) and the model allowlist.
 
-import { echo, type Decision } from './decision.ts';
+import { type Decision, echo } from './decision.ts';
 
 /** `agents.defaults.models`: the allowlist of `provider/model` keys, each with an optional alias. */
 export type Models = Readonly<Record<string, { alias?: string }>>;

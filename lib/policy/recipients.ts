@@ -34,7 +34,8 @@ const _CONVERSATION = /^[0-9a-z]+:\S+$/i;
 /** Why `to` cannot be a recipient on a platform, or `null` when it can. */
 export const RECIPIENT_RULES: Readonly<Record<NamedChannel, (to: string) => string | null>> = {
   telegram: (to) =>
-    typeof to === 'string' && ((_TELEGRAM_CHAT_ID.test(to) && Number.isSafeInteger(Number(to))) || _TELEGRAM_USERNAME.test(to))
+    typeof to === 'string' &&
+      ((_TELEGRAM_CHAT_ID.test(to) && Number.isSafeInteger(Number(to))) || _TELEGRAM_USERNAME.test(to))
       ? null
       : `Invalid Telegram recipient: expected a numeric chat id or @channelusername, got ${show(to)}`,
   discord: (to) =>
@@ -42,21 +43,39 @@ export const RECIPIENT_RULES: Readonly<Record<NamedChannel, (to: string) => stri
       ? null
       : `Invalid Discord recipient: expected a numeric channel id (a snowflake of 17 to 20 digits), got ${show(to)}`,
   slack: (to) =>
-    typeof to === 'string' && _SLACK_CHANNEL.test(to) ? null : `Invalid Slack recipient: expected a channel id (C…, G…, D…) or a user id (U…, W…), got ${show(to)}`,
+    typeof to === 'string' && _SLACK_CHANNEL.test(to)
+      ? null
+      : `Invalid Slack recipient: expected a channel id (C…, G…, D…) or a user id (U…, W…), got ${show(to)}`,
   mattermost: (to) =>
-    typeof to === 'string' && _MATTERMOST_CHANNEL.test(to) ? null : `Invalid Mattermost recipient: expected a channel id of 26 lowercase letters and digits, got ${show(to)}`,
+    typeof to === 'string' && _MATTERMOST_CHANNEL.test(to)
+      ? null
+      : `Invalid Mattermost recipient: expected a channel id of 26 lowercase letters and digits, got ${show(to)}`,
   signal: (to) => {
     const group = typeof to === 'string' && to.startsWith(SIGNAL_GROUP) ? to.slice(SIGNAL_GROUP.length) : undefined;
-    const valid = group === undefined ? typeof to === 'string' && E164.test(to) : _BASE64.test(group) && Buffer.from(group, 'base64').length === 32;
+    const valid = group === undefined
+      ? typeof to === 'string' && E164.test(to)
+      : _BASE64.test(group) && Buffer.from(group, 'base64').length === 32;
     if (valid) return null;
-    return `Invalid Signal recipient: expected a phone number in E.164 (+ and 7 to 15 digits) or group:<base64 id of 32 bytes> as signal-cli listGroups prints it, got ${show(to)}`;
+    return `Invalid Signal recipient: expected a phone number in E.164 (+ and 7 to 15 digits) or group:<base64 id of 32 bytes> as signal-cli listGroups prints it, got ${
+      show(to)
+    }`;
   },
   whatsapp: (to) =>
-    _WHATSAPP_PHONE.test(to) ? null : `Invalid WhatsApp recipient: expected a phone number in E.164 (7 to 15 digits, with or without +), got ${show(to)}`,
+    _WHATSAPP_PHONE.test(to)
+      ? null
+      : `Invalid WhatsApp recipient: expected a phone number in E.164 (7 to 15 digits, with or without +), got ${
+        show(to)
+      }`,
   // Both ways to Messages.app take the same recipients: an E.164 phone, an email, or a chat guid.
   imessage: (to) =>
     E164.test(to) || _EMAIL.test(to) || CHAT_GUID.test(to)
       ? null
-      : `Invalid iMessage recipient: expected a phone number in E.164, an email address or a chat guid such as iMessage;+;chat123456789, got ${show(to)}`,
-  msteams: (to) => (_CONVERSATION.test(to) ? null : `Invalid Teams recipient: expected a conversation id such as a:1pL6… or 19:…@thread.tacv2, got ${show(to)}`),
+      : `Invalid iMessage recipient: expected a phone number in E.164, an email address or a chat guid such as iMessage;+;chat123456789, got ${
+        show(to)
+      }`,
+  msteams: (
+    to,
+  ) => (_CONVERSATION.test(to)
+    ? null
+    : `Invalid Teams recipient: expected a conversation id such as a:1pL6… or 19:…@thread.tacv2, got ${show(to)}`),
 };

@@ -2,7 +2,7 @@
 
 import type { Channel } from '../model/actions.ts';
 import type { Route } from '../model/records.ts';
-import { RECIPIENT_RULES, type NamedChannel } from './recipients.ts';
+import { type NamedChannel, RECIPIENT_RULES } from './recipients.ts';
 
 /** What routing needs to know of a configured channel: who it can reach, and whom it reaches by default. */
 export interface Reachable {
@@ -14,14 +14,23 @@ export interface Reachable {
 export type Routes = ReadonlyMap<Channel, Reachable>;
 
 /** A route decided, or the reason there is none (`skipped`: nothing to send to, not a failure). */
-export type Resolved = { ok: true; route: Route & { channel: Channel } } | { ok: false; skipped: boolean; reason: string };
+export type Resolved = { ok: true; route: Route & { channel: Channel } } | {
+  ok: false;
+  skipped: boolean;
+  reason: string;
+};
 
 /** The configured channels of a config, with the platforms' recipient rules. */
-export function routesOf(channels: Readonly<Partial<Record<NamedChannel, { defaultTo?: string | undefined }>>>): Routes {
+export function routesOf(
+  channels: Readonly<Partial<Record<NamedChannel, { defaultTo?: string | undefined }>>>,
+): Routes {
   const routes = new Map<Channel, Reachable>();
   for (const [name, section] of Object.entries(channels) as [NamedChannel, { defaultTo?: string } | undefined][]) {
     if (section === undefined) continue;
-    routes.set(name, { checkRecipient: RECIPIENT_RULES[name], ...(section.defaultTo === undefined ? {} : { defaultTo: section.defaultTo }) });
+    routes.set(name, {
+      checkRecipient: RECIPIENT_RULES[name],
+      ...(section.defaultTo === undefined ? {} : { defaultTo: section.defaultTo }),
+    });
   }
   return routes;
 }
@@ -41,19 +50,38 @@ function _channel(routes: Routes, last: Route | null, channel: Channel): Channel
 export function resolveRoute(routes: Routes, last: Route | null, channel: Channel, to: string | undefined): Resolved {
   const name = _channel(routes, last, channel);
   if (name === undefined) {
-    return { ok: false, skipped: true, reason: routes.size === 0 ? 'no channel is configured' : 'no last route yet and more than one channel is configured' };
+    return {
+      ok: false,
+      skipped: true,
+      reason: routes.size === 0
+        ? 'no channel is configured'
+        : 'no last route yet and more than one channel is configured',
+    };
   }
   const configured = routes.get(name);
-  if (configured === undefined) return { ok: false, skipped: false, reason: `channel ${name} is not configured (channels.${name})` };
+  if (configured === undefined) {
+    return { ok: false, skipped: false, reason: `channel ${name} is not configured (channels.${name})` };
+  }
   const recipient = to ?? (last !== null && last.channel === name ? last.to : undefined) ?? configured.defaultTo;
-  if (recipient === undefined) return { ok: false, skipped: true, reason: `no recipient: the run names none and channels.${name}.defaultTo is not set` };
+  if (recipient === undefined) {
+    return {
+      ok: false,
+      skipped: true,
+      reason: `no recipient: the run names none and channels.${name}.defaultTo is not set`,
+    };
+  }
   const problem = configured.checkRecipient(recipient);
   if (problem !== null) return { ok: false, skipped: false, reason: problem };
   return { ok: true, route: { channel: name, to: recipient } };
 }
 
 /** The request-time check: a named channel must be configured and `to` well formed for it. */
-export function checkRoute(routes: Routes, last: Route | null, channel: Channel, to: string | undefined): string | null {
+export function checkRoute(
+  routes: Routes,
+  last: Route | null,
+  channel: Channel,
+  to: string | undefined,
+): string | null {
   if (channel === 'last' && to === undefined) return null; // decided at delivery time
   const name = _channel(routes, last, channel);
   if (name === undefined) return null;

@@ -1,7 +1,7 @@
 // The session key decision, hook: keys, prefixes, OpenClaw's agent:<agentId>: namespace.
 
 import type { RequestedKey } from '../model/actions.ts';
-import { echo, type Decision } from './decision.ts';
+import { type Decision, echo } from './decision.ts';
 
 /** The generated session keys start with this; prefix allowlists must admit it when no default key is set. */
 export const GENERATED_KEY_PREFIX = 'hook:';
@@ -33,12 +33,19 @@ export interface SessionKeyRules {
  * key as it was written (by the request, the mapping or the config); `scopeSessionKey` then
  * re-scopes it to the run's agent and judges it again.
  */
-export function resolveSessionKey(requested: RequestedKey | undefined, hooks: SessionKeyRules, newId: () => string): Decision<string> {
+export function resolveSessionKey(
+  requested: RequestedKey | undefined,
+  hooks: SessionKeyRules,
+  newId: () => string,
+): Decision<string> {
   if (requested === undefined) {
     return { ok: true, value: hooks.defaultSessionKey ?? `${GENERATED_KEY_PREFIX}${newId()}` };
   }
   if (!requested.trusted && !hooks.allowRequestSessionKey) {
-    return { ok: false, error: 'sessionKey: may not be chosen by the request while hooks.allowRequestSessionKey is false' };
+    return {
+      ok: false,
+      error: 'sessionKey: may not be chosen by the request while hooks.allowRequestSessionKey is false',
+    };
   }
   const prefixes = hooks.allowedSessionKeyPrefixes;
   if (prefixes !== null && !hasPrefix(requested.value, prefixes)) {
@@ -54,11 +61,20 @@ export function resolveSessionKey(requested: RequestedKey | undefined, hooks: Se
  * `hooks` must also pass as `agent:hooks:x`. What is left once the namespace is dropped is the
  * session the run uses here.
  */
-export function scopeSessionKey(key: string, agentId: string, hooks: Pick<SessionKeyRules, 'allowedSessionKeyPrefixes'>): Decision<string> {
+export function scopeSessionKey(
+  key: string,
+  agentId: string,
+  hooks: Pick<SessionKeyRules, 'allowedSessionKeyPrefixes'>,
+): Decision<string> {
   const scoped = rescopeSessionKey(key, agentId);
   const prefixes = hooks.allowedSessionKeyPrefixes;
   if (prefixes !== null && !hasPrefix(scoped, prefixes)) {
-    return { ok: false, error: `sessionKey: must start with one of ${_list(prefixes)} (checked again as ${JSON.stringify(echo(scoped))}, the key re-scoped to agent ${JSON.stringify(echo(agentId))})` };
+    return {
+      ok: false,
+      error: `sessionKey: must start with one of ${_list(prefixes)} (checked again as ${
+        JSON.stringify(echo(scoped))
+      }, the key re-scoped to agent ${JSON.stringify(echo(agentId))})`,
+    };
   }
   return { ok: true, value: stripAgentNamespace(key) };
 }

@@ -4,7 +4,8 @@
 export const HEARTBEAT_OK = 'HEARTBEAT_OK';
 
 // The token with the light markup models wrap it in: **x**, __x__, `x`, <b>x</b>, <strong>x</strong>.
-const _TOKEN = String.raw`(?:\*\*|__|\*|_|\x60)?(?:<(?:b|strong|code)>)?HEARTBEAT_OK(?:<\/(?:b|strong|code)>)?(?:\*\*|__|\*|_|\x60)?[.!]?`;
+const _TOKEN = String
+  .raw`(?:\*\*|__|\*|_|\x60)?(?:<(?:b|strong|code)>)?HEARTBEAT_OK(?:<\/(?:b|strong|code)>)?(?:\*\*|__|\*|_|\x60)?[.!]?`;
 // Bounded by non-word characters, so `HEARTBEAT_OKAY` or `NOT_HEARTBEAT_OK` is not the token.
 const _LEADING = new RegExp(String.raw`^\s*${_TOKEN}(?!\w)`);
 const _TRAILING = new RegExp(String.raw`(?<!\w)${_TOKEN}\s*$`);

@@ -10,7 +10,11 @@ import type { Store } from '../store/journal/store.ts';
 export const ALERT_WATCH_MS = 10_000;
 
 /** Starts looking; returns what stops it. Entries dead before the start are not news. */
-export function watchStore(alerts: Alerts, store: Pick<Store, 'outbox' | 'writable'>, everyMs = ALERT_WATCH_MS): () => void {
+export function watchStore(
+  alerts: Alerts,
+  store: Pick<Store, 'outbox' | 'writable'>,
+  everyMs = ALERT_WATCH_MS,
+): () => void {
   const seen = new Set(store.outbox().flatMap((e) => (e.state === 'dead' ? [e.id] : [])));
   let busy = false;
   const look = async () => {
@@ -20,7 +24,11 @@ export function watchStore(alerts: Alerts, store: Pick<Store, 'outbox' | 'writab
       for (const entry of store.outbox()) {
         if (entry.state !== 'dead' || seen.has(entry.id)) continue;
         seen.add(entry.id);
-        alerts.note({ kind: 'outbox-dead', hook: entry.hook, code: failureCode(entry.lastError ?? '', entry.refusedField === undefined ? 'dead' : 'refused') });
+        alerts.note({
+          kind: 'outbox-dead',
+          hook: entry.hook,
+          code: failureCode(entry.lastError ?? '', entry.refusedField === undefined ? 'dead' : 'refused'),
+        });
       }
       // Ids that are neither dead nor kept any more need no remembering.
       const dead = new Set(store.outbox().flatMap((e) => (e.state === 'dead' ? [e.id] : [])));

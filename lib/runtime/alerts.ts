@@ -136,8 +136,7 @@ export class Alerter implements Alerts {
 
   #alert(key: string, followed: _Followed, now: number): void {
     const first = followed.times[0] ?? now;
-    const text =
-      `hooks-ingress alert: ${ALERT_WORDS[followed.kind]} on ${_where(followed.hook)}: ${followed.count}` +
+    const text = `hooks-ingress alert: ${ALERT_WORDS[followed.kind]} on ${_where(followed.hook)}: ${followed.count}` +
       ` (${followed.codes.join(', ')}), first ${_iso(first)}, last ${_iso(followed.last)}`;
     this.#send(followed, text, followed.count);
     followed.times = [];
@@ -154,7 +153,13 @@ export class Alerter implements Alerts {
     if (followed.count === 0) {
       this.#followed.delete(key);
       const quiet = this.#config().throttleSeconds;
-      this.#send(followed, `hooks-ingress recovered: no ${ALERT_WORDS[followed.kind]} on ${_where(followed.hook)} for ${quiet} s (last ${_iso(followed.last)})`, 0);
+      this.#send(
+        followed,
+        `hooks-ingress recovered: no ${ALERT_WORDS[followed.kind]} on ${_where(followed.hook)} for ${quiet} s (last ${
+          _iso(followed.last)
+        })`,
+        0,
+      );
       return;
     }
     // Still going on (signature failures: at their threshold's rate now): said, and another window.
@@ -171,7 +176,11 @@ export class Alerter implements Alerts {
     const work: Promise<void> = this.#deliver(text)
       .then((outcome) => {
         if (outcome.status === 'delivered') this.#o.log.info('alert sent', fields);
-        else this.#o.log.warn('alert not delivered', { ...fields, status: outcome.status, error: summarise(outcome.reason) });
+        else {this.#o.log.warn('alert not delivered', {
+            ...fields,
+            status: outcome.status,
+            error: summarise(outcome.reason),
+          });}
       })
       .catch((error: unknown) => this.#o.log.error('alert not delivered', { ...fields, error: String(error) }))
       .finally(() => this.#sending.delete(work));

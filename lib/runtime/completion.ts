@@ -41,7 +41,15 @@ export function isSettled(run: RunRecord): boolean {
 
 /** The completion answer for a run; a run still unsettled (the wait ran out) counts as a timeout. */
 export function completionOf(run: RunRecord | null, options: CompletionOptions): Completion {
-  if (run === null) return { status: 'error', replyDisposition: 'empty', delivered: false, deliveryAttempted: false, deliveryError: 'the run is no longer on record' };
+  if (run === null) {
+    return {
+      status: 'error',
+      replyDisposition: 'empty',
+      delivered: false,
+      deliveryAttempted: false,
+      deliveryError: 'the run is no longer on record',
+    };
+  }
   const ended = run.status === 'ok' || run.status === 'error' || run.status === 'timeout';
   const status = ended ? (run.status as Completion['status']) : 'timeout';
   const reply = run.status === 'ok' ? (run.reply ?? '') : '';

@@ -62,7 +62,8 @@ export function summarise(text: string): string {
 /** The configured agent, else the default one, else a bare agent of that id. */
 export function agentOf(config: Config, agentId: string): AgentConfig {
   const { list, defaultAgentId } = config.agents;
-  return list.find((a) => a.id === agentId) ?? list.find((a) => a.id === defaultAgentId) ?? { id: agentId, default: true };
+  return list.find((a) => a.id === agentId) ?? list.find((a) => a.id === defaultAgentId) ??
+    { id: agentId, default: true };
 }
 
 /** The agent's workspace, resolved against the config directory. */

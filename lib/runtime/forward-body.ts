@@ -9,7 +9,10 @@ import type { AgentAction, RunSpec, WakeAction } from '../model/actions.ts';
  * The body OpenClaw's `POST /hooks/wake` takes: the agent and session key as the request or
  * mapping gave them; with no agent, `hooks.forward.agentId` (the upstream agent wakes go to).
  */
-export function upstreamWake(action: Pick<WakeAction, 'text' | 'mode' | 'agentId' | 'sessionKey'>, agentId?: string | null): Record<string, unknown> {
+export function upstreamWake(
+  action: Pick<WakeAction, 'text' | 'mode' | 'agentId' | 'sessionKey'>,
+  agentId?: string | null,
+): Record<string, unknown> {
   const body: Record<string, unknown> = { text: action.text, mode: action.mode };
   const agent = action.agentId ?? agentId;
   if (agent !== undefined && agent !== null) body['agentId'] = agent;
@@ -27,9 +30,13 @@ export function upstreamWake(action: Pick<WakeAction, 'text' | 'mode' | 'agentId
 export function forwardDestination(run: Pick<RunSpec, 'deliver' | 'channel' | 'to'>): string | null {
   if (!run.deliver) return null;
   if (run.channel === 'last') {
-    return run.to === undefined ? null : 'to: needs a concrete channel in forward mode: the upstream gateway delivers only to a channel and a recipient named together, never to "last" with a recipient';
+    return run.to === undefined
+      ? null
+      : 'to: needs a concrete channel in forward mode: the upstream gateway delivers only to a channel and a recipient named together, never to "last" with a recipient';
   }
-  return run.to === undefined ? `to: is required with channel ${run.channel} in forward mode: the upstream gateway delivers only to a channel and a recipient named together` : null;
+  return run.to === undefined
+    ? `to: is required with channel ${run.channel} in forward mode: the upstream gateway delivers only to a channel and a recipient named together`
+    : null;
 }
 
 /**
@@ -48,7 +55,9 @@ export function upstreamAgent(action: AgentAction, run: RunSpec): Record<string,
     if (run.accountId !== undefined) body['accountId'] = run.accountId;
   }
   // The agent asked for, as the policy resolved it; one that resolved to the default is the upstream's default too.
-  if (action.agentId !== undefined && action.agentId.toLowerCase() === run.agentId.toLowerCase()) body['agentId'] = run.agentId;
+  if (action.agentId !== undefined && action.agentId.toLowerCase() === run.agentId.toLowerCase()) {
+    body['agentId'] = run.agentId;
+  }
   if (action.sessionKey !== undefined) body['sessionKey'] = action.sessionKey.value;
   if (action.sessionMode !== undefined) body['sessionMode'] = action.sessionMode;
   if (action.model !== undefined) body['model'] = action.model;

@@ -116,12 +116,20 @@ export class WakeWindows {
    * the last window's time, a merged one counted once, so a restart does not send an agent
    * another window's worth at once. `targetOf` says where a body went.
    */
-  seed(outbox: readonly OutboxEntry[], now: number, targetOf: (body: Readonly<Record<string, unknown>>) => WakeTarget): void {
+  seed(
+    outbox: readonly OutboxEntry[],
+    now: number,
+    targetOf: (body: Readonly<Record<string, unknown>>) => WakeTarget,
+  ): void {
     const posts = new Map<string, { target: WakeTarget; at: number; asks: boolean }>();
     for (const entry of outbox) {
       if (entry.target !== 'wake' || entry.state !== 'sent' || entry.sentAt === undefined) continue;
       // A merged wake went as mode now; a single one as its body says.
-      posts.set(entry.batch ?? entry.id, { target: targetOf(entry.body), at: Date.parse(entry.sentAt), asks: entry.batch !== undefined || entry.body['mode'] !== 'next-heartbeat' });
+      posts.set(entry.batch ?? entry.id, {
+        target: targetOf(entry.body),
+        at: Date.parse(entry.sentAt),
+        asks: entry.batch !== undefined || entry.body['mode'] !== 'next-heartbeat',
+      });
     }
     for (const { target, at, asks } of [...posts.values()].sort((a, b) => a.at - b.at)) this.sent(target, at, asks);
     for (const agent of [...this.#open.keys()]) this.#current(agent, now);

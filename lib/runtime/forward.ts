@@ -11,7 +11,7 @@ import type { Config } from '../config/types.ts';
 import { retryOutbox, type RetryOutcome, type RetryRequest } from '../store/journal/outbox-retry.ts';
 import { randomHex } from '../random.ts';
 import { mergeable, mergeTexts } from './forward-merge.ts';
-import { wakeTarget, WakeWindows, type WakeTarget } from './forward-window.ts';
+import { type WakeTarget, wakeTarget, WakeWindows } from './forward-window.ts';
 
 /** Where forward mode sends: `hooks.forward`. */
 export interface ForwardTarget {
@@ -104,7 +104,9 @@ export class Forwarder {
     this.#running = (async () => {
       do {
         this.#again = false;
-        await this.#drain().catch((error: unknown) => this.#o.log.error('forward failed unexpectedly', { error: String(error) }));
+        await this.#drain().catch((error: unknown) =>
+          this.#o.log.error('forward failed unexpectedly', { error: String(error) })
+        );
       } while (this.#again && !this.#stopping.signal.aborted);
     })().finally(() => {
       this.#running = null;
@@ -146,26 +148,43 @@ export class Forwarder {
     if (head.target !== 'wake') return due;
     const target = this.#target(head.body);
     const now = this.#now();
-    return this.#windows.admit(target, _asks(head.body), now) !== 'wait' ? due : Math.max(due, this.#windows.reopensAt(target.agent, now));
+    return this.#windows.admit(target, _asks(head.body), now) !== 'wait'
+      ? due
+      : Math.max(due, this.#windows.reopensAt(target.agent, now));
   }
 
   async #attempt(entry: OutboxEntry): Promise<void> {
     const { store, log, target } = this.#o;
     const deadline = Date.parse(entry.retriedAt ?? entry.acceptedAt) + target.maxAgeSeconds * 1000;
-    if (this.#now() >= deadline) return this.#record([entry], { kind: 'dead', error: `not accepted upstream within ${target.maxAgeSeconds} s${entry.lastError ? ` (last: ${entry.lastError})` : ''}` }, entry.attempts);
+    if (this.#now() >= deadline) {
+      return this.#record([entry], {
+        kind: 'dead',
+        error: `not accepted upstream within ${target.maxAgeSeconds} s${
+          entry.lastError ? ` (last: ${entry.lastError})` : ''
+        }`,
+      }, entry.attempts);
+    }
     const attempts = entry.attempts + 1;
     const post = this.#post(entry);
     const outcome = await this.#send(entry, post.body);
     if (this.#stopping.signal.aborted && outcome.kind !== 'sent') return;
     if (outcome.kind === 'retry') {
-      const backoff = Math.min(this.#o.maxDelayMs ?? 300_000, (this.#o.baseDelayMs ?? 1_000) * 2 ** (attempts - 1)) * (this.#o.random ?? Math.random)();
+      const backoff = Math.min(this.#o.maxDelayMs ?? 300_000, (this.#o.baseDelayMs ?? 1_000) * 2 ** (attempts - 1)) *
+        (this.#o.random ?? Math.random)();
       const next = Math.min(deadline, this.#now() + (outcome.retryAfterMs ?? backoff));
-      const update: OutboxUpdate = { id: entry.id, attempts, lastError: outcome.error, nextAttemptAt: new Date(next).toISOString() };
+      const update: OutboxUpdate = {
+        id: entry.id,
+        attempts,
+        lastError: outcome.error,
+        nextAttemptAt: new Date(next).toISOString(),
+      };
       await store.commit({ outboxUpdates: [update] });
       log.warn('forward will retry', { outbox: entry.id, target: entry.target, attempts, error: outcome.error });
       return;
     }
-    if (outcome.kind === 'sent' && entry.target === 'wake') this.#windows.sent(this.#target(entry.body), this.#now(), _asks(post.body));
+    if (outcome.kind === 'sent' && entry.target === 'wake') {
+      this.#windows.sent(this.#target(entry.body), this.#now(), _asks(post.body));
+    }
     return this.#record(post.entries, outcome, attempts);
   }
 
@@ -178,35 +197,80 @@ export class Forwarder {
   #post(head: OutboxEntry): _Post {
     if (head.target !== 'wake') return { entries: [head], body: head.body };
     const target = this.#target(head.body);
-    if (this.#windows.admit(target, _asks(head.body), this.#now()) !== 'last') return { entries: [head], body: head.body };
+    if (this.#windows.admit(target, _asks(head.body), this.#now()) !== 'last') {
+      return { entries: [head], body: head.body };
+    }
     const run: OutboxEntry[] = [];
     let reached = false;
     for (const entry of this.#o.store.outbox()) {
       if (entry.id === head.id) reached = true;
       if (!reached || entry.state !== 'pending') continue;
-      if (entry.target !== 'wake' || this.#target(entry.body).session !== target.session || typeof entry.body['text'] !== 'string') break;
+      if (
+        entry.target !== 'wake' || this.#target(entry.body).session !== target.session ||
+        typeof entry.body['text'] !== 'string'
+      ) break;
       run.push(entry);
     }
     const texts = run.map((e) => e.body['text'] as string);
     const id = (this.#o.frameId ?? (() => randomHex(12)))();
-    const fits = run.length < 2 ? 1 : mergeable(texts, Buffer.byteLength(JSON.stringify({ ...head.body, text: '', mode: 'now' })), id.length);
+    const fits = run.length < 2
+      ? 1
+      : mergeable(texts, Buffer.byteLength(JSON.stringify({ ...head.body, text: '', mode: 'now' })), id.length);
     if (fits < 2) return { entries: [head], body: { ...head.body, mode: 'now' } };
-    return { entries: run.slice(0, fits), body: { ...head.body, text: mergeTexts(texts.slice(0, fits), id), mode: 'now' } };
+    return {
+      entries: run.slice(0, fits),
+      body: { ...head.body, text: mergeTexts(texts.slice(0, fits), id), mode: 'now' },
+    };
   }
 
-  async #record(entries: readonly OutboxEntry[], outcome: Exclude<Outcome, { kind: 'retry' }>, attempts: number): Promise<void> {
+  async #record(
+    entries: readonly OutboxEntry[],
+    outcome: Exclude<Outcome, { kind: 'retry' }>,
+    attempts: number,
+  ): Promise<void> {
     const at = new Date(this.#now()).toISOString();
     const [head] = entries as [OutboxEntry];
     const batch = entries.length > 1 ? { batch: head.id } : {};
     const updates = entries.map((entry): OutboxUpdate => {
       const tried = entry === head ? attempts : entry.attempts + 1;
-      if (outcome.kind === 'sent') return { id: entry.id, attempts: tried, state: 'sent', sentAt: at, ...batch, ...(outcome.upstreamRunId === undefined ? {} : { upstreamRunId: outcome.upstreamRunId }) };
-      return { id: entry.id, attempts: tried, state: 'dead', deadAt: at, lastError: outcome.error, ...batch, ...(outcome.refusedField === undefined ? {} : { refusedField: outcome.refusedField }) };
+      if (outcome.kind === 'sent') {
+        return {
+          id: entry.id,
+          attempts: tried,
+          state: 'sent',
+          sentAt: at,
+          ...batch,
+          ...(outcome.upstreamRunId === undefined ? {} : { upstreamRunId: outcome.upstreamRunId }),
+        };
+      }
+      return {
+        id: entry.id,
+        attempts: tried,
+        state: 'dead',
+        deadAt: at,
+        lastError: outcome.error,
+        ...batch,
+        ...(outcome.refusedField === undefined ? {} : { refusedField: outcome.refusedField }),
+      };
     });
     await this.#o.store.commit({ outboxUpdates: updates });
     const merged = entries.length > 1 ? { merged: entries.length } : {};
-    if (outcome.kind === 'sent') this.#o.log.info('forward sent', { outbox: head.id, target: head.target, attempts, ...merged, ...(outcome.upstreamRunId === undefined ? {} : { upstreamRunId: outcome.upstreamRunId }) });
-    else this.#o.log.error('forward dead', { outbox: head.id, target: head.target, attempts, ...merged, error: outcome.error, ...(outcome.refusedField === undefined ? {} : { refusedField: outcome.refusedField }) });
+    if (outcome.kind === 'sent') {
+      this.#o.log.info('forward sent', {
+        outbox: head.id,
+        target: head.target,
+        attempts,
+        ...merged,
+        ...(outcome.upstreamRunId === undefined ? {} : { upstreamRunId: outcome.upstreamRunId }),
+      });
+    } else {this.#o.log.error('forward dead', {
+        outbox: head.id,
+        target: head.target,
+        attempts,
+        ...merged,
+        error: outcome.error,
+        ...(outcome.refusedField === undefined ? {} : { refusedField: outcome.refusedField }),
+      });}
   }
 
   async #send(entry: OutboxEntry, sent: Record<string, unknown>): Promise<Outcome> {
@@ -214,24 +278,39 @@ export class Forwarder {
     const signal = AbortSignal.any([this.#stopping.signal, AbortSignal.timeout(this.#o.timeoutMs ?? 30_000)]);
     const reply = await post(`${target.url}/${entry.target}`, JSON.stringify(sent), {
       fetch: this.#o.fetch ?? fetch,
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${target.token}`, 'idempotency-key': entry.id },
+      headers: {
+        'content-type': 'application/json',
+        authorization: `Bearer ${target.token}`,
+        'idempotency-key': entry.id,
+      },
       signal,
     });
     if (!reply.ok) return { kind: 'retry', error: `no answer: ${clipLine(reply.message, MAX_ERROR)}` };
     const body = asObject(reply.json ?? parseJson(reply.text));
     if (reply.status >= 200 && reply.status < 300) {
       const runId = body?.['runId'];
-      return typeof runId === 'string' && runId !== '' ? { kind: 'sent', upstreamRunId: clipLine(runId, 200) } : { kind: 'sent' };
+      return typeof runId === 'string' && runId !== ''
+        ? { kind: 'sent', upstreamRunId: clipLine(runId, 200) }
+        : { kind: 'sent' };
     }
     // Never followed (the message and the token would go to another address); not retried either:
     // the same URL will redirect again, and `outbox retry` sends it once hooks.forward.url is fixed.
     if (reply.status >= 300 && reply.status < 400) {
       const to = reply.headers.get('location');
-      return { kind: 'dead', error: `upstream answered ${reply.status}, a redirect${to === null ? '' : ` to ${clipLine(_place(to, target.url), MAX_ERROR)}`}, which is not followed: set hooks.forward.url to the address that answers` };
+      return {
+        kind: 'dead',
+        error: `upstream answered ${reply.status}, a redirect${
+          to === null ? '' : ` to ${clipLine(_place(to, target.url), MAX_ERROR)}`
+        }, which is not followed: set hooks.forward.url to the address that answers`,
+      };
     }
     // The upstream's own words (its JSON `error`, else its text), never our token.
     const said = typeof body?.['error'] === 'string' ? (body['error'] as string) : reply.text;
-    const error = `upstream answered ${reply.status}${said.trim() === '' ? '' : `: ${clipLine(hideUrlCredentials(said.split(target.token).join('[redacted]')), MAX_ERROR)}`}`;
+    const error = `upstream answered ${reply.status}${
+      said.trim() === ''
+        ? ''
+        : `: ${clipLine(hideUrlCredentials(said.split(target.token).join('[redacted]')), MAX_ERROR)}`
+    }`;
     if (reply.status === 429 || reply.status >= 500) {
       const wait = retryAfterMs(reply.headers, this.#now());
       return wait === undefined ? { kind: 'retry', error } : { kind: 'retry', error, retryAfterMs: wait };
@@ -262,7 +341,24 @@ function _place(location: string, base: string): string {
 }
 
 // The payload fields OpenClaw's /wake and /agent take, as its refusals name them.
-const _FIELDS = new Set(['text', 'mode', 'agentId', 'sessionKey', 'message', 'name', 'wakeMode', 'sessionMode', 'deliver', 'channel', 'to', 'accountId', 'model', 'thinking', 'timeoutSeconds', 'idempotencyKey']);
+const _FIELDS = new Set([
+  'text',
+  'mode',
+  'agentId',
+  'sessionKey',
+  'message',
+  'name',
+  'wakeMode',
+  'sessionMode',
+  'deliver',
+  'channel',
+  'to',
+  'accountId',
+  'model',
+  'thinking',
+  'timeoutSeconds',
+  'idempotencyKey',
+]);
 
 /**
  * The payload field an upstream refusal names: OpenClaw's 400s begin with it ("channel and to must

@@ -1,7 +1,7 @@
 // The Gmail companion's running part: the supervisor that keeps `gog gmail watch serve` running
 // (for `gmail run`, and beside `serve`), the environment it gets, and its output passed on.
 
-import { spawn as spawnChild, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn as spawnChild } from 'node:child_process';
 import type { Env } from '../config/types.ts';
 import { sleep } from '../retry.ts';
 import { hideUrlCredentials, shellWord } from '../text.ts';
@@ -30,7 +30,12 @@ export interface SuperviseDeps {
 }
 
 /** Keeps the companion running until SIGTERM, SIGINT or `io.signal`; passes the signal on and waits for it. */
-export async function superviseCompanion(file: string, args: readonly string[], io: CompanionIo, deps: SuperviseDeps): Promise<void> {
+export async function superviseCompanion(
+  file: string,
+  args: readonly string[],
+  io: CompanionIo,
+  deps: SuperviseDeps,
+): Promise<void> {
   const name = 'hooks-ingress gmail run';
   const spawn = deps.spawn ?? _spawn;
   const now = deps.now ?? Date.now;
@@ -62,7 +67,11 @@ export async function superviseCompanion(file: string, args: readonly string[], 
         return;
       }
       if (now() - started >= BACKOFF.resetAfterMs) delay = BACKOFF.firstMs;
-      io.stderr(`${name}: gog ${outcome} after ${((now() - started) / 1000).toFixed(1)} s; starting it again in ${delay / 1000} s\n`);
+      io.stderr(
+        `${name}: gog ${outcome} after ${((now() - started) / 1000).toFixed(1)} s; starting it again in ${
+          delay / 1000
+        } s\n`,
+      );
       await pause(delay, stopping.signal);
       delay = Math.min(delay * 2, BACKOFF.maxMs);
     }
@@ -72,7 +81,12 @@ export async function superviseCompanion(file: string, args: readonly string[], 
   }
 }
 
-function _start(spawn: NonNullable<SuperviseDeps['spawn']>, file: string, args: readonly string[], io: CompanionIo): ChildProcess {
+function _start(
+  spawn: NonNullable<SuperviseDeps['spawn']>,
+  file: string,
+  args: readonly string[],
+  io: CompanionIo,
+): ChildProcess {
   const child = spawn(file, args, companionEnv(io.env));
   // At a bounded pace: gog writing without pause waits on its own writes instead of filling our memory.
   if (child.stdout) relayLines(child.stdout, (text) => io.stdout(text));
@@ -96,23 +110,42 @@ export function companionEnv(env: Env): Env {
 }
 
 const _COMPANION_ENV = new Set([
-  'PATH', 'HOME', 'USER', 'LOGNAME', 'TMPDIR', 'TZ', 'LANG',
+  'PATH',
+  'HOME',
+  'USER',
+  'LOGNAME',
+  'TMPDIR',
+  'TZ',
+  'LANG',
   'DBUS_SESSION_BUS_ADDRESS',
-  'SSL_CERT_FILE', 'SSL_CERT_DIR',
-  'HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy', 'NO_PROXY', 'no_proxy',
+  'SSL_CERT_FILE',
+  'SSL_CERT_DIR',
+  'HTTPS_PROXY',
+  'https_proxy',
+  'HTTP_PROXY',
+  'http_proxy',
+  'NO_PROXY',
+  'no_proxy',
 ]);
 
 /** Resolves with how the child ended, once its output is closed (or it could not start). */
 function _ended(child: ChildProcess): Promise<string> {
   return new Promise((resolve) => {
-    child.once('close', (code: number | null, signal: NodeJS.Signals | null) =>
-      resolve(code === null ? `was ended by ${signal ?? 'a signal'}` : `exited with code ${code}`),
+    child.once(
+      'close',
+      (code: number | null, signal: NodeJS.Signals | null) =>
+        resolve(code === null ? `was ended by ${signal ?? 'a signal'}` : `exited with code ${code}`),
     );
     child.once('error', (error) => resolve(`could not run: ${error.message}`));
   });
 }
 
-async function _stop(child: ChildProcess, ended: Promise<string>, signal: NodeJS.Signals, sleep: NonNullable<SuperviseDeps['sleep']>): Promise<void> {
+async function _stop(
+  child: ChildProcess,
+  ended: Promise<string>,
+  signal: NodeJS.Signals,
+  sleep: NonNullable<SuperviseDeps['sleep']>,
+): Promise<void> {
   _signal(child, signal);
   const done = new AbortController();
   const grace = sleep(STOP_GRACE_MS, done.signal).then(() => {

@@ -3,9 +3,9 @@
 
 import { join } from 'node:path';
 import { failureCode } from '../model/alerts.ts';
-import { targetOf, type SessionEvent } from '../model/records.ts';
+import { type SessionEvent, targetOf } from '../model/records.ts';
 import { isAck } from './ack.ts';
-import { agentOf, summarise, workspaceOf, type RuntimeContext } from './context.ts';
+import { agentOf, type RuntimeContext, summarise, workspaceOf } from './context.ts';
 import { routeOf } from './reply.ts';
 import { takeTurn } from './turn.ts';
 
@@ -34,7 +34,11 @@ export async function heartbeatTurn(ctx: RuntimeContext): Promise<void> {
   for (const e of ctx.store.events()) {
     const target = targetOf(e);
     if (target === '' || others.has(target) || !_unread(ctx, e)) continue;
-    others.set(target, { target, ...(e.agentId === undefined ? {} : { agentId: e.agentId }), ...(e.sessionKey === undefined ? {} : { sessionKey: e.sessionKey }) });
+    others.set(target, {
+      target,
+      ...(e.agentId === undefined ? {} : { agentId: e.agentId }),
+      ...(e.sessionKey === undefined ? {} : { sessionKey: e.sessionKey }),
+    });
   }
   let n = 0;
   for (const target of others.values()) {
@@ -74,10 +78,20 @@ async function _turn(ctx: RuntimeContext, at: _Target, n: number): Promise<void>
     ids: { runId: main ? `heartbeat-${through}` : `heartbeat-${through}-${n}`, sessionKey: session, agentId: agent.id },
   });
   if (outcome.status === 'stopped') return;
-  const where = { ...(at.agentId === undefined ? {} : { agentId: at.agentId }), ...(at.sessionKey === undefined ? {} : { sessionKey: at.sessionKey }) };
+  const where = {
+    ...(at.agentId === undefined ? {} : { agentId: at.agentId }),
+    ...(at.sessionKey === undefined ? {} : { sessionKey: at.sessionKey }),
+  };
   if (outcome.status !== 'ok') {
     // The events stay unconsumed, so the next heartbeat reads them again.
-    await store.commit({ events: [{ kind: 'system', text: `Heartbeat (${outcome.status}): ${summarise(outcome.error)}`, source: 'heartbeat', ...where }] });
+    await store.commit({
+      events: [{
+        kind: 'system',
+        text: `Heartbeat (${outcome.status}): ${summarise(outcome.error)}`,
+        source: 'heartbeat',
+        ...where,
+      }],
+    });
     return;
   }
   const ack = isAck(outcome.reply, config.agents.heartbeat.ackMaxChars);
@@ -86,18 +100,41 @@ async function _turn(ctx: RuntimeContext, at: _Target, n: number): Promise<void>
     { role: 'assistant', content: outcome.reply },
   ]);
   const consumed = main ? { consumedThrough: through } : { consumedSessions: [{ ...where, through }] };
-  await store.commit({ events: [{ kind: 'reply', text: outcome.reply, source: 'heartbeat', ack, ...where }], ...consumed });
+  await store.commit({
+    events: [{ kind: 'reply', text: outcome.reply, source: 'heartbeat', ack, ...where }],
+    ...consumed,
+  });
   if (!ack) await _deliver(ctx, outcome.reply, where);
 }
 
 // The heartbeat's reply goes to agents.defaults.heartbeat's target; a failure is noted in the session it came from.
-async function _deliver(ctx: RuntimeContext, reply: string, where: Pick<SessionEvent, 'agentId' | 'sessionKey'>): Promise<void> {
+async function _deliver(
+  ctx: RuntimeContext,
+  reply: string,
+  where: Pick<SessionEvent, 'agentId' | 'sessionKey'>,
+): Promise<void> {
   if (ctx.deliver === undefined) return;
   const { target, to } = ctx.config.agents.heartbeat;
-  const delivery = await ctx.deliver({ channel: target, ...(to === undefined ? {} : { to }), text: reply, signal: ctx.stopping });
+  const delivery = await ctx.deliver({
+    channel: target,
+    ...(to === undefined ? {} : { to }),
+    text: reply,
+    signal: ctx.stopping,
+  });
   if (delivery.status === 'delivered') await ctx.store.commit({ lastRoute: routeOf(delivery) });
   if (delivery.status === 'failed') {
-    ctx.alerts?.note({ kind: 'delivery-failures', hook: 'heartbeat', code: failureCode(delivery.reason, `${delivery.channel} failed`) });
-    await ctx.store.commit({ events: [{ kind: 'system', text: `Heartbeat reply: delivery to ${delivery.channel} failed: ${summarise(delivery.reason)}`, source: 'heartbeat', ...where }] });
+    ctx.alerts?.note({
+      kind: 'delivery-failures',
+      hook: 'heartbeat',
+      code: failureCode(delivery.reason, `${delivery.channel} failed`),
+    });
+    await ctx.store.commit({
+      events: [{
+        kind: 'system',
+        text: `Heartbeat reply: delivery to ${delivery.channel} failed: ${summarise(delivery.reason)}`,
+        source: 'heartbeat',
+        ...where,
+      }],
+    });
   }
 }

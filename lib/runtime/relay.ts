@@ -21,7 +21,12 @@ export const RELAY_LIMITS: RelayLimits = Object.freeze({ bytesPerSecond: 64 * 10
  * paused for the rest of the second, so the kernel pipe fills and the writer blocks. The last line
  * is passed on when the stream ends, even without its newline.
  */
-export function relayLines(stream: Readable, write: (text: string) => void, limits: RelayLimits = RELAY_LIMITS, now: () => number = Date.now): void {
+export function relayLines(
+  stream: Readable,
+  write: (text: string) => void,
+  limits: RelayLimits = RELAY_LIMITS,
+  now: () => number = Date.now,
+): void {
   const decoder = new StringDecoder('utf8');
   let line = '';
   let cut = false;

@@ -3,7 +3,7 @@
 import { isGeneratedKey } from '../policy/session-key.ts';
 import type { RunRecord } from '../model/records.ts';
 import { failureCode } from '../model/alerts.ts';
-import { agentOf, hookLine, isoNow, summarise, type RuntimeContext } from './context.ts';
+import { agentOf, hookLine, isoNow, type RuntimeContext, summarise } from './context.ts';
 import { takeTurn, type TurnOutcome } from './turn.ts';
 
 /**
@@ -15,7 +15,13 @@ export async function executeRun(ctx: RuntimeContext, run: RunRecord): Promise<s
   const { store, config } = ctx;
   const resumed = run.status === 'running' || run.attempts > 0;
   await store.commit({
-    runUpdates: [{ runId: run.runId, status: 'running', attempts: run.attempts + 1, startedAt: isoNow(ctx), ...(resumed ? { retry: true } : {}) }],
+    runUpdates: [{
+      runId: run.runId,
+      status: 'running',
+      attempts: run.attempts + 1,
+      startedAt: isoNow(ctx),
+      ...(resumed ? { retry: true } : {}),
+    }],
   });
   const agent = agentOf(config, run.agentId);
   // A generated key is never used again, and an isolated run asked for no session: turns neither read nor kept.
@@ -43,16 +49,25 @@ export async function executeRun(ctx: RuntimeContext, run: RunRecord): Promise<s
   if (outcome.status === 'ok') ctx.log.info('run finished', fields);
   else {
     ctx.log.warn('run finished', { ...fields, error: summarise(outcome.error) });
-    ctx.alerts?.note({ kind: 'run-failures', hook: run.hook, code: outcome.status === 'timeout' ? 'timeout' : failureCode(outcome.error, 'error') });
+    ctx.alerts?.note({
+      kind: 'run-failures',
+      hook: run.hook,
+      code: outcome.status === 'timeout' ? 'timeout' : failureCode(outcome.error, 'error'),
+    });
   }
   if (run.wakeMode === 'now') ctx.heartbeat.request(`hook:${run.name}`);
   return outcome.status === 'ok' && run.deliver ? outcome.reply : null;
 }
 
 // The outcome and its summary in the main session, in one line: no run is summarised (or run) twice.
-async function _record(ctx: RuntimeContext, run: RunRecord, outcome: Exclude<TurnOutcome, { status: 'stopped' }>): Promise<void> {
-  const summary =
-    outcome.status === 'ok' ? hookLine(run, `: ${summarise(outcome.reply)}`) : hookLine(run, ` (${outcome.status}): ${summarise(outcome.error)}`);
+async function _record(
+  ctx: RuntimeContext,
+  run: RunRecord,
+  outcome: Exclude<TurnOutcome, { status: 'stopped' }>,
+): Promise<void> {
+  const summary = outcome.status === 'ok'
+    ? hookLine(run, `: ${summarise(outcome.reply)}`)
+    : hookLine(run, ` (${outcome.status}): ${summarise(outcome.error)}`);
   await ctx.store.commit({
     events: [{ kind: 'system', text: summary, source: `run:${run.runId}`, mode: run.wakeMode }],
     runUpdates: [
@@ -73,13 +88,21 @@ async function _record(ctx: RuntimeContext, run: RunRecord, outcome: Exclude<Tur
  * run ends `error` with a summary rather than staying `running` to fail again after a restart.
  */
 export async function failRun(ctx: RuntimeContext, run: RunRecord, error: unknown): Promise<void> {
-  ctx.log.error('run failed unexpectedly', { runId: run.runId, error: error instanceof Error ? (error.stack ?? error.message) : String(error) });
+  ctx.log.error('run failed unexpectedly', {
+    runId: run.runId,
+    error: error instanceof Error ? (error.stack ?? error.message) : String(error),
+  });
   if (ctx.stopping.aborted) return;
   ctx.alerts?.note({ kind: 'run-failures', hook: run.hook, code: 'internal error' });
   const reason = `internal error: ${error instanceof Error ? error.message : String(error)}`;
   await ctx.store
     .commit({
-      events: [{ kind: 'system', text: hookLine(run, ` (error): ${summarise(reason)}`), source: `run:${run.runId}`, mode: run.wakeMode }],
+      events: [{
+        kind: 'system',
+        text: hookLine(run, ` (error): ${summarise(reason)}`),
+        source: `run:${run.runId}`,
+        mode: run.wakeMode,
+      }],
       runUpdates: [{ runId: run.runId, status: 'error', finishedAt: isoNow(ctx), error: reason }],
     })
     .catch((e: unknown) => ctx.log.error('run outcome not recorded', { runId: run.runId, error: String(e) }));

@@ -46,7 +46,9 @@ export class Runner {
   start(): void {
     for (const run of this.#o.store.runs()) {
       if (run.status === 'pending' || run.status === 'running') this.enqueue(run);
-      else if (run.status === 'ok' && run.deliver && run.delivery === undefined && run.reply !== undefined) this.#deliverLater(run, run.reply);
+      else if (run.status === 'ok' && run.deliver && run.delivery === undefined && run.reply !== undefined) {
+        this.#deliverLater(run, run.reply);
+      }
     }
     for (const notice of this.#o.store.notices()) if (notice.status === 'pending') this.notify(notice);
   }
@@ -80,7 +82,9 @@ export class Runner {
     this.#beat = (async () => {
       do {
         this.#beatAgain = false;
-        await heartbeatTurn(this.#context()).catch((error: unknown) => this.#o.log.error('heartbeat turn failed', { error: String(error) }));
+        await heartbeatTurn(this.#context()).catch((error: unknown) =>
+          this.#o.log.error('heartbeat turn failed', { error: String(error) })
+        );
       } while (this.#beatAgain && !this.#stopping.signal.aborted);
     })().finally(() => {
       this.#beat = null;

@@ -7,7 +7,7 @@ import { access, stat } from 'node:fs/promises';
 import { delimiter, isAbsolute, join } from 'node:path';
 import { normaliseHooksPath } from '../config/file-schema.ts';
 import type { Config, Env } from '../config/types.ts';
-import { superviseCompanion, type CompanionIo, type SuperviseDeps } from '../runtime/gmail-companion.ts';
+import { type CompanionIo, superviseCompanion, type SuperviseDeps } from '../runtime/gmail-companion.ts';
 
 /** What `gmail setup` writes to `hooks.gmail` when neither a flag nor the file names a value. */
 export const GMAIL_DEFAULTS = {
@@ -31,13 +31,23 @@ export interface GmailDeps extends SuperviseDeps {
  * its hook token from the command line only, so it gets hooks.gmail.hookToken, which opens the
  * gmail hook alone, never the hook token. `shown` puts placeholders where the credentials go.
  */
-export function companionArgs(config: Config, shown = false): { ok: true; args: string[] } | { ok: false; problem: string } {
+export function companionArgs(
+  config: Config,
+  shown = false,
+): { ok: true; args: string[] } | { ok: false; problem: string } {
   const gmail = config.hooks.gmail;
   if (gmail.account === undefined) {
-    return { ok: false, problem: 'hooks.gmail.account is not set: run "hooks-ingress gmail setup --account <address>" first' };
+    return {
+      ok: false,
+      problem: 'hooks.gmail.account is not set: run "hooks-ingress gmail setup --account <address>" first',
+    };
   }
   if (gmail.hookToken === undefined) {
-    return { ok: false, problem: 'hooks.gmail.hookToken is not set: run "hooks-ingress gmail setup --account <address>" again to create it' };
+    return {
+      ok: false,
+      problem:
+        'hooks.gmail.hookToken is not set: run "hooks-ingress gmail setup --account <address>" again to create it',
+    };
   }
   const args = ['gmail', 'watch', 'serve', '--account', gmail.account];
   // hooks.gmail.serve configures gog's own push endpoint; gog's defaults apply to what it leaves out.
@@ -79,8 +89,14 @@ export async function findOnPath(name: string, env: Env): Promise<string | null>
  * The companion `serve` runs beside itself (and stops with itself) when the Gmail preset is set up:
  * `null` when it is not, `skip` with the reason when it is but the companion cannot run.
  */
-export async function serveCompanion(config: Config, io: CompanionIo, deps: GmailDeps = {}): Promise<{ run: () => Promise<void> } | { skip: string } | null> {
-  if (config.hooks.gmail.account === undefined || !config.hooks.enabled || !config.hooks.presets.includes('gmail')) return null;
+export async function serveCompanion(
+  config: Config,
+  io: CompanionIo,
+  deps: GmailDeps = {},
+): Promise<{ run: () => Promise<void> } | { skip: string } | null> {
+  if (config.hooks.gmail.account === undefined || !config.hooks.enabled || !config.hooks.presets.includes('gmail')) {
+    return null;
+  }
   if (io.env['HOOKS_INGRESS_SKIP_GMAIL_WATCHER'] === '1') return { skip: 'HOOKS_INGRESS_SKIP_GMAIL_WATCHER=1' };
   const built = companionArgs(config);
   if (!built.ok) return { skip: built.problem };

@@ -19,8 +19,12 @@ export interface Loaded {
 
 /** Digests the transform modules `config` names (their files as they are now), for {@link reloadChanges}. */
 export async function loaded(config: Config): Promise<Loaded> {
-  const modules = [...new Set(config.hooks.mappings.flatMap((m) => (m.transform === undefined ? [] : [m.transform.module])))];
-  const digests = await Promise.all(modules.map(async (module) => [relative(config.hooks.transformsDir, module), await _digestOf(module)] as const));
+  const modules = [
+    ...new Set(config.hooks.mappings.flatMap((m) => (m.transform === undefined ? [] : [m.transform.module]))),
+  ];
+  const digests = await Promise.all(
+    modules.map(async (module) => [relative(config.hooks.transformsDir, module), await _digestOf(module)] as const),
+  );
   return { config, transforms: new Map(digests) };
 }
 
@@ -33,8 +37,14 @@ export function reloadChanges(before: Loaded, after: Loaded): ReloadChanges {
   return {
     hooks: _diff(hookPaths(before.config), hookPaths(after.config)),
     mappings: { ..._diff(mappingsBefore, mappingsAfter), changed: mappingChanges(before.config, after.config) },
-    transforms: { ..._diff([...before.transforms.keys()], [...after.transforms.keys()]), changed: _changed(before.transforms, after.transforms) },
-    secrets: { ..._diff([...secretsBefore.keys()], [...secretsAfter.keys()]), changed: _changed(secretsBefore, secretsAfter) },
+    transforms: {
+      ..._diff([...before.transforms.keys()], [...after.transforms.keys()]),
+      changed: _changed(before.transforms, after.transforms),
+    },
+    secrets: {
+      ..._diff([...secretsBefore.keys()], [...secretsAfter.keys()]),
+      changed: _changed(secretsBefore, secretsAfter),
+    },
   };
 }
 
@@ -52,7 +62,9 @@ export function mappingChanges(before: Config, after: Config): string[] {
     const old = was.get(mapping.id);
     if (old === undefined) continue;
     const now = mapping as unknown as Record<string, unknown>;
-    const keys = [...new Set([...Object.keys(old), ...Object.keys(now)])].sort().filter((key) => _canonical(old[key], 0) !== _canonical(now[key], 0));
+    const keys = [...new Set([...Object.keys(old), ...Object.keys(now)])].sort().filter((key) =>
+      _canonical(old[key], 0) !== _canonical(now[key], 0)
+    );
     if (keys.length > 0) changed.push(`${mapping.id} (${keys.join(', ')})`);
   }
   return changed;
@@ -62,7 +74,11 @@ export function mappingChanges(before: Config, after: Config): string[] {
 export function hookPaths(config: Config): string[] {
   if (!config.hooks.enabled) return [];
   const base = config.hooks.path.replace(/\/+$/, '');
-  const names = ['wake', 'agent', ...config.hooks.mappings.flatMap((m) => (m.match.path === undefined ? [] : [m.match.path]))];
+  const names = [
+    'wake',
+    'agent',
+    ...config.hooks.mappings.flatMap((m) => (m.match.path === undefined ? [] : [m.match.path])),
+  ];
   return [...new Set(names)].map((name) => `${base}/${name}`);
 }
 
@@ -81,7 +97,9 @@ export function secretDigests(config: Config): Map<string, string> {
     }
     // Plain records only: templates, sets and compiled patterns hold no configured secret.
     if (typeof value !== 'object' || value === null || Object.getPrototypeOf(value) !== Object.prototype) return;
-    for (const [key, child] of Object.entries(value)) visit(child, path === '' ? key : `${path}.${key}`, secret || isSecretKey(key), depth + 1);
+    for (const [key, child] of Object.entries(value)) {
+      visit(child, path === '' ? key : `${path}.${key}`, secret || isSecretKey(key), depth + 1);
+    }
   };
   visit({ ...config.hooks, mappings: undefined }, 'hooks', false, 0);
   for (const mapping of config.hooks.mappings) visit(mapping, `hooks.mappings[${mapping.id}]`, false, 0);
@@ -96,7 +114,11 @@ export function secretDigests(config: Config): Map<string, string> {
  * a reload reports a change to one of them and does not apply it. The one list: reload's verdict,
  * hooks-ingress(1), hooks-ingress.json(5) and docs/operations.md name these keys (a spec holds them to it).
  */
-export const RESTART_KEYS: readonly { key: string; of: (config: Config) => unknown; when?: (config: Config) => boolean }[] = [
+export const RESTART_KEYS: readonly {
+  key: string;
+  of: (config: Config) => unknown;
+  when?: (config: Config) => boolean;
+}[] = [
   { key: 'gateway.bind', of: (c) => c.gateway.bind },
   { key: 'gateway.port', of: (c) => c.gateway.port },
   { key: 'state.dir', of: (c) => c.stateDir },
@@ -110,12 +132,16 @@ export const RESTART_KEYS: readonly { key: string; of: (config: Config) => unkno
   { key: 'inspector.allowNonLoopback', of: (c) => c.inspector?.allowNonLoopback, when: (c) => c.inspector !== null },
   { key: 'inspector.idleMinutes', of: (c) => c.inspector?.idleMinutes, when: (c) => c.inspector !== null },
   // The Gmail watcher is started with its arguments once: its settings, and whether it runs.
-  { key: 'hooks.gmail', of: (c) => _canonical([c.hooks.gmail, c.hooks.enabled && c.hooks.presets.includes('gmail')], 0) },
+  {
+    key: 'hooks.gmail',
+    of: (c) => _canonical([c.hooks.gmail, c.hooks.enabled && c.hooks.presets.includes('gmail')], 0),
+  },
 ];
 
 /** The keys of {@link RESTART_KEYS} whose values differ between the config a server started with and `after`. */
 export function needsRestart(started: Config, after: Config): string[] {
-  const differs = ({ of, when }: (typeof RESTART_KEYS)[number]) => (when === undefined || (when(started) && when(after))) && _canonical(of(started), 0) !== _canonical(of(after), 0);
+  const differs = ({ of, when }: (typeof RESTART_KEYS)[number]) =>
+    (when === undefined || (when(started) && when(after))) && _canonical(of(started), 0) !== _canonical(of(after), 0);
   return RESTART_KEYS.filter(differs).map(({ key }) => key);
 }
 
@@ -149,7 +175,13 @@ function _canonical(value: unknown, depth: number): string {
   if (value instanceof RegExp) return String(value);
   if (Array.isArray(value)) return `[${value.map((v) => _canonical(v, depth + 1)).join(',')}]`;
   if (value instanceof Set) return `set[${[...value].map((v) => _canonical(v, depth + 1)).sort().join(',')}]`;
-  if (value instanceof Map) return `map{${[...value].map(([k, v]) => `${_canonical(k, depth + 1)}:${_canonical(v, depth + 1)}`).sort().join(',')}}`;
+  if (value instanceof Map) {
+    return `map{${
+      [...value].map(([k, v]) => `${_canonical(k, depth + 1)}:${_canonical(v, depth + 1)}`).sort().join(',')
+    }}`;
+  }
   const keys = Object.keys(value).sort();
-  return `{${keys.map((k) => `${JSON.stringify(k)}:${_canonical((value as Record<string, unknown>)[k], depth + 1)}`).join(',')}}`;
+  return `{${
+    keys.map((k) => `${JSON.stringify(k)}:${_canonical((value as Record<string, unknown>)[k], depth + 1)}`).join(',')
+  }}`;
 }

@@ -6,9 +6,9 @@
 import { loadConfig, loadConfigText } from '../config/load.ts';
 import { stateExposure } from '../config/state-exposure.ts';
 import type { Config, ConfigResult, Env } from '../config/types.ts';
-import type { Logger, LogFields } from '../log.ts';
-import { loaded, needsRestart, reloadChanges, sameConfig, type Loaded } from './reload-changes.ts';
-import { coalescedReloads, type ReloadChanges, type ReloadVerdict, type Reloads } from './reloads.ts';
+import type { LogFields, Logger } from '../log.ts';
+import { type Loaded, loaded, needsRestart, reloadChanges, sameConfig } from './reload-changes.ts';
+import { coalescedReloads, type ReloadChanges, type Reloads, type ReloadVerdict } from './reloads.ts';
 import { checkTransformsOf } from './transforms.ts';
 
 /** What reading a config would do: its changes, or why it would be refused. */
@@ -62,14 +62,25 @@ export async function reloader(parts: ReloaderParts): Promise<Reloader> {
       const planned = await plan(null);
       if (!planned.ok) return { outcome: 'refused', at: at(), file, problems: planned.problems };
       const restart = planned.needsRestart;
-      return { outcome: 'would-apply', at: at(), file, changes: planned.changes, ...(restart.length === 0 ? {} : { needsRestart: restart }) };
+      return {
+        outcome: 'would-apply',
+        at: at(),
+        file,
+        changes: planned.changes,
+        ...(restart.length === 0 ? {} : { needsRestart: restart }),
+      };
     },
   };
 }
 
 // The config read (the file, or `text` as the file's), its transforms checked and its state
 // exposure judged again, and what it would change against `current`.
-async function _plan({ file, env, started, stateDir }: ReloaderParts, current: Loaded, text: string | null, signal?: AbortSignal): Promise<Plan> {
+async function _plan(
+  { file, env, started, stateDir }: ReloaderParts,
+  current: Loaded,
+  text: string | null,
+  signal?: AbortSignal,
+): Promise<Plan> {
   const read: ConfigResult = text === null ? await loadConfig(file, env) : await loadConfigText(text, file, env);
   if (!read.ok) return read;
   const problems = await checkTransformsOf(read.config, signal);
@@ -78,12 +89,24 @@ async function _plan({ file, env, started, stateDir }: ReloaderParts, current: L
   const exposed = (await stateExposure(stateDir, read.config.hooks.transformsDir)).problem;
   if (exposed !== null) return { ok: false, problems: [`state directory ${stateDir}: ${exposed}`] };
   const next = await loaded(read.config);
-  return { ok: true, next, changes: reloadChanges(current, next), needsRestart: needsRestart(started, read.config), differs: !sameConfig(current, next) };
+  return {
+    ok: true,
+    next,
+    changes: reloadChanges(current, next),
+    needsRestart: needsRestart(started, read.config),
+    differs: !sameConfig(current, next),
+  };
 }
 
 // One reload: the file planned, then applied (unless refused, or the server is stopping), logged,
 // and what the server runs replaced.
-async function _reload(parts: ReloaderParts, plan: Reloader['plan'], running: { current: Loaded }, at: () => string, signal: AbortSignal): Promise<ReloadVerdict> {
+async function _reload(
+  parts: ReloaderParts,
+  plan: Reloader['plan'],
+  running: { current: Loaded },
+  at: () => string,
+  signal: AbortSignal,
+): Promise<ReloadVerdict> {
   const { file, log } = parts;
   const stopped = (): ReloadVerdict => ({ outcome: 'failed', at: at(), file, problems: ['the server is stopping'] });
   const planned = await plan(null, signal);
@@ -96,21 +119,38 @@ async function _reload(parts: ReloaderParts, plan: Reloader['plan'], running: { 
     await parts.apply(planned.next.config);
   } catch (error) {
     log.error('reload failed; the old config stays where it was not yet replaced', { error: String(error) });
-    return { outcome: 'failed', at: at(), file, problems: ['the reload failed part way; the server log has the error'] };
+    return {
+      outcome: 'failed',
+      at: at(),
+      file,
+      problems: ['the reload failed part way; the server log has the error'],
+    };
   }
   // Keys a running server cannot take, against what it started with: said with every verdict
   // until a restart, not reported as applied in silence.
   const restart = planned.needsRestart;
   running.current = planned.next;
-  log.info('reloaded', { file: planned.next.config.file, ...changeFields(planned.changes), ...(restart.length === 0 ? {} : { needsRestart: restart.join(' ') }) });
-  return { outcome: 'applied', at: at(), file, changes: planned.changes, ...(restart.length === 0 ? {} : { needsRestart: restart }) };
+  log.info('reloaded', {
+    file: planned.next.config.file,
+    ...changeFields(planned.changes),
+    ...(restart.length === 0 ? {} : { needsRestart: restart.join(' ') }),
+  });
+  return {
+    outcome: 'applied',
+    at: at(),
+    file,
+    changes: planned.changes,
+    ...(restart.length === 0 ? {} : { needsRestart: restart }),
+  };
 }
 
 /** A reload's changes as log fields: one per kind that changed, names joined (never a secret's value). */
 export function changeFields(changes: ReloadChanges): LogFields {
   const fields: LogFields = {};
   for (const [kind, lists] of Object.entries(changes) as [string, Record<string, string[]>][]) {
-    for (const [how, names] of Object.entries(lists)) if (names.length > 0) fields[`${kind}${how[0]!.toUpperCase()}${how.slice(1)}`] = names.join(' ');
+    for (const [how, names] of Object.entries(lists)) {
+      if (names.length > 0) fields[`${kind}${how[0]!.toUpperCase()}${how.slice(1)}`] = names.join(' ');
+    }
   }
   return fields;
 }

@@ -15,7 +15,7 @@ import type { App } from '../edge/server.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { LedgerEntry } from '../model/ledger-entry.ts';
-import { replayedChange, succeeded, type ReplayAttempt, type RootRecord } from '../model/replays.ts';
+import { type ReplayAttempt, replayedChange, type RootRecord, succeeded } from '../model/replays.ts';
 import type { Store } from '../store/journal/store.ts';
 import type { Ledger } from '../store/ledger/ledger.ts';
 import { findEntries } from '../store/ledger/find.ts';
@@ -78,7 +78,9 @@ export interface ReplayParts {
  * or whose delivery id is taken needs `force` for that id; a root claimed by a replay running now
  * is refused; a root two ids of one call name runs once.
  */
-export function replayOperation(parts: ReplayParts): (args: unknown) => Promise<{ results: ReplayResult[]; checks?: ReplayCheck[] }> {
+export function replayOperation(
+  parts: ReplayParts,
+): (args: unknown) => Promise<{ results: ReplayResult[]; checks?: ReplayCheck[] }> {
   return async (raw) => {
     const args = _args(raw);
     // What was answered a moment ago must be on disk to be found.
@@ -109,13 +111,26 @@ interface _Judging {
 
 // What a replay of the root would become now, why it would not run unforced (and the delivery
 // id's words when that is why), or the error that stops it.
-async function _dryRun(id: string, { entry, root }: Found, forced: boolean, parts: ReplayParts, { taken, succeededBefore }: _Judging): Promise<ReplayResult> {
+async function _dryRun(
+  id: string,
+  { entry, root }: Found,
+  forced: boolean,
+  parts: ReplayParts,
+  { taken, succeededBefore }: _Judging,
+): Promise<ReplayResult> {
   try {
     const skip = forced ? null : await taken.why(entry);
     const preview = await parts.app.preview(entry, { force: forced });
     if (skip === null && preview.status < 400 && preview.actions.length > 0) taken.wouldTake(entry);
-    const needsForce = forced ? undefined : (_alreadyDone(entry, root, parts.store.root(root), succeededBefore)?.why ?? (skip === null ? undefined : 'taken'));
-    return { id, ok: true, preview, ...(skip === null ? {} : { skip }), ...(needsForce === undefined ? {} : { needsForce }) };
+    const needsForce = forced ? undefined : (_alreadyDone(entry, root, parts.store.root(root), succeededBefore)?.why ??
+      (skip === null ? undefined : 'taken'));
+    return {
+      id,
+      ok: true,
+      preview,
+      ...(skip === null ? {} : { skip }),
+      ...(needsForce === undefined ? {} : { needsForce }),
+    };
   } catch (error) {
     if (!(error instanceof HttpError)) throw error;
     return { id, ok: false, code: error.code, error: error.message };
@@ -124,7 +139,12 @@ async function _dryRun(id: string, { entry, root }: Found, forced: boolean, part
 
 // Why each id's replay would not run unforced, judged as if each id before it in the call ran and
 // succeeded (so a second copy of one delivery is named): what a bulk replay's plan counts.
-async function _checks(args: ReplayArgs, named: (id: string) => Named, parts: ReplayParts, { taken, succeededBefore }: _Judging): Promise<ReplayCheck[]> {
+async function _checks(
+  args: ReplayArgs,
+  named: (id: string) => Named,
+  parts: ReplayParts,
+  { taken, succeededBefore }: _Judging,
+): Promise<ReplayCheck[]> {
   const checks: ReplayCheck[] = [];
   for (const id of args.ids) {
     const found = named(id);
@@ -134,25 +154,52 @@ async function _checks(args: ReplayArgs, named: (id: string) => Named, parts: Re
     }
     const forced = args.force === true || (Array.isArray(args.force) && args.force.includes(id));
     const skip = forced ? null : await taken.why(found.entry);
-    const needsForce = forced ? undefined : (_alreadyDone(found.entry, found.root, parts.store.root(found.root), succeededBefore)?.why ?? (skip === null ? undefined : 'taken'));
+    const needsForce = forced
+      ? undefined
+      : (_alreadyDone(found.entry, found.root, parts.store.root(found.root), succeededBefore)?.why ??
+        (skip === null ? undefined : 'taken'));
     if (needsForce === undefined) taken.wouldTake(found.entry);
     const inRun = skip === null ? null : taken.inRun(found.entry);
     const by = skip === null ? null : taken.by(found.entry);
-    checks.push({ id, ...(needsForce === undefined ? {} : { needsForce }), ...(skip === null ? {} : { skip }), ...(inRun === null ? {} : { takenInRun: inRun }), ...(by === null ? {} : { takenBy: by }) });
+    checks.push({
+      id,
+      ...(needsForce === undefined ? {} : { needsForce }),
+      ...(skip === null ? {} : { skip }),
+      ...(inRun === null ? {} : { takenInRun: inRun }),
+      ...(by === null ? {} : { takenBy: by }),
+    });
   }
   return checks;
 }
 
 // The root replayed, unless this call ran it already, it needs force (done already, resolved, its
 // delivery id taken) or a replay of it runs now: its claim is taken with no await after its record is read.
-async function _replayOne(id: string, { entry, root }: Found, forced: boolean, parts: ReplayParts, { taken, succeededBefore, ran }: _Judging): Promise<ReplayResult> {
+async function _replayOne(
+  id: string,
+  { entry, root }: Found,
+  forced: boolean,
+  parts: ReplayParts,
+  { taken, succeededBefore, ran }: _Judging,
+): Promise<ReplayResult> {
   const earlier = ran.get(root);
-  if (earlier !== undefined) return { id, ok: false, code: ErrorCode.NotReplayable, error: `entry ${root} was replayed a moment ago in this run (${earlier})` };
+  if (earlier !== undefined) {
+    return {
+      id,
+      ok: false,
+      code: ErrorCode.NotReplayable,
+      error: `entry ${root} was replayed a moment ago in this run (${earlier})`,
+    };
+  }
   // Whether its delivery id is taken is asked first: from the record's reading to the claim, no await.
   const skip = forced ? null : await taken.why(entry);
-  const refusal = forced ? null : (_alreadyDone(entry, root, parts.store.root(root), succeededBefore) ?? (skip === null ? null : { why: 'taken' as const, error: skip }));
-  if (refusal !== null) return { id, ok: false, code: ErrorCode.NotReplayable, error: refusal.error, needsForce: refusal.why };
-  if (!parts.claims.take(root)) return { id, ok: false, code: ErrorCode.NotReplayable, error: `a replay of entry ${root} is running now` };
+  const refusal = forced ? null : (_alreadyDone(entry, root, parts.store.root(root), succeededBefore) ??
+    (skip === null ? null : { why: 'taken' as const, error: skip }));
+  if (refusal !== null) {
+    return { id, ok: false, code: ErrorCode.NotReplayable, error: refusal.error, needsForce: refusal.why };
+  }
+  if (!parts.claims.take(root)) {
+    return { id, ok: false, code: ErrorCode.NotReplayable, error: `a replay of entry ${root} is running now` };
+  }
   try {
     const outcome = await _run(parts, entry, root, forced);
     ran.set(root, outcome.entry === undefined ? `request ${outcome.requestId}` : `as ${outcome.entry}`);
@@ -176,12 +223,20 @@ async function _run(parts: ReplayParts, entry: LedgerEntry, root: string, force:
   };
   const outcome = await parts.app.replay(entry, { force, root, settle });
   if (carried !== null && succeeded(outcome.status)) return outcome;
-  const attempt: ReplayAttempt = { ...(outcome.entry === undefined ? {} : { entry: outcome.entry }), requestId: outcome.requestId, status: outcome.status, time: new Date().toISOString() };
+  const attempt: ReplayAttempt = {
+    ...(outcome.entry === undefined ? {} : { entry: outcome.entry }),
+    requestId: outcome.requestId,
+    status: outcome.status,
+    time: new Date().toISOString(),
+  };
   try {
     await parts.store.commit({ roots: [change(attempt)] });
   } catch (error) {
     // Nothing of the replay took effect (it made no commit, or its commit failed): the root stays as it was.
-    parts.log.error('replay outcome not written', { root, error: (error as NodeJS.ErrnoException).code ?? String(error) });
+    parts.log.error('replay outcome not written', {
+      root,
+      error: (error as NodeJS.ErrnoException).code ?? String(error),
+    });
   }
   return outcome;
 }
@@ -196,7 +251,10 @@ type Found = { ok: true; entry: LedgerEntry; root: string };
  * state directory from before the journal kept roots tells). Only the lines naming them are parsed
  * (findEntries): the server answers requests meanwhile.
  */
-export async function lookUp(stateDir: string, ids: readonly string[]): Promise<{ named: (id: string) => Named; succeededBefore: Set<string> }> {
+export async function lookUp(
+  stateDir: string,
+  ids: readonly string[],
+): Promise<{ named: (id: string) => Named; succeededBefore: Set<string> }> {
   // Named by entry id, an entry's replays are found in the same reading.
   const first = await findEntries(stateDir, { ids, replaysOf: ids });
   // Looked up through an index: a bulk replay names thousands of ids, and a scan of the entries
@@ -211,10 +269,14 @@ export async function lookUp(stateDir: string, ids: readonly string[]): Promise<
   const asked = new Set(ids);
   const read = new Set(first.map((e) => e.id));
   const more = [...new Set(roots.values())].filter((root) => !asked.has(root) || !read.has(root));
-  const entries = more.length === 0 ? first : [...first, ...(await findEntries(stateDir, { ids: more, replaysOf: more }))];
+  const entries = more.length === 0
+    ? first
+    : [...first, ...(await findEntries(stateDir, { ids: more, replaysOf: more }))];
   const byId = new Map<string, LedgerEntry>();
   for (const e of entries) if (!byId.has(e.id)) byId.set(e.id, e);
-  const succeededBefore = new Set(entries.filter((e) => e.replayOf !== undefined && succeeded(e.status)).map((e) => e.replayOf!));
+  const succeededBefore = new Set(
+    entries.filter((e) => e.replayOf !== undefined && succeeded(e.status)).map((e) => e.replayOf!),
+  );
   const named = (id: string): Named => {
     const found = find(id);
     if (!found.ok) return found;
@@ -244,11 +306,17 @@ function _finder(entries: readonly LedgerEntry[]): (id: string) => ReturnType<ty
 
 function _args(raw: unknown): ReplayArgs {
   const value = raw as Partial<ReplayArgs> | null;
-  if (typeof value !== 'object' || value === null || !Array.isArray(value.ids) || !value.ids.every((id) => typeof id === 'string') || value.ids.length === 0) {
+  if (
+    typeof value !== 'object' || value === null || !Array.isArray(value.ids) ||
+    !value.ids.every((id) => typeof id === 'string') || value.ids.length === 0
+  ) {
     throw new HttpError(400, ErrorCode.InvalidPayload, 'ids: must be a non-empty list of entry ids');
   }
   const force = value.force;
-  if (force !== undefined && typeof force !== 'boolean' && !(Array.isArray(force) && force.every((id) => typeof id === 'string'))) {
+  if (
+    force !== undefined && typeof force !== 'boolean' &&
+    !(Array.isArray(force) && force.every((id) => typeof id === 'string'))
+  ) {
     throw new HttpError(400, ErrorCode.InvalidPayload, 'force: must be true, false or a list of the ids to force');
   }
   return { ids: value.ids, force: force ?? false, dryRun: value.dryRun === true, check: value.check === true };
@@ -256,21 +324,41 @@ function _args(raw: unknown): ReplayArgs {
 
 // Why a root is not run unless forced, or `null`. `entry` is what would run: the root's own entry,
 // or (once the root left the ledger) the replay of it that was named.
-function _alreadyDone(entry: LedgerEntry, root: string, record: RootRecord | null, succeededBefore: ReadonlySet<string>): { why: NeedsForce; error: string } | null {
+function _alreadyDone(
+  entry: LedgerEntry,
+  root: string,
+  record: RootRecord | null,
+  succeededBefore: ReadonlySet<string>,
+): { why: NeedsForce; error: string } | null {
   if (record?.state === 'succeeded') {
     const by = record.replays.find((r) => succeeded(r.status));
-    return { why: 'replayed', error: `a replay of entry ${root} succeeded${by === undefined ? '' : ` (replay ${by.entry ?? `request ${by.requestId}`}, ${by.status})`}; replay it again with --force` };
+    return {
+      why: 'replayed',
+      error: `a replay of entry ${root} succeeded${
+        by === undefined ? '' : ` (replay ${by.entry ?? `request ${by.requestId}`}, ${by.status})`
+      }; replay it again with --force`,
+    };
   }
-  if (record?.state === 'resolved') return { why: 'resolved', error: `entry ${root} was marked resolved at ${record.resolvedAt ?? record.time}; replay it with --force` };
-  if (entry.id === root && succeeded(entry.status)) return { why: 'succeeded', error: `entry ${entry.id} succeeded (${entry.status}); replay it again with --force` };
-  if (succeededBefore.has(root) || (entry.id !== root && succeeded(entry.status))) return { why: 'replayed', error: `a replay of entry ${root} succeeded; replay it again with --force` };
+  if (record?.state === 'resolved') {
+    return {
+      why: 'resolved',
+      error: `entry ${root} was marked resolved at ${record.resolvedAt ?? record.time}; replay it with --force`,
+    };
+  }
+  if (entry.id === root && succeeded(entry.status)) {
+    return { why: 'succeeded', error: `entry ${entry.id} succeeded (${entry.status}); replay it again with --force` };
+  }
+  if (succeededBefore.has(root) || (entry.id !== root && succeeded(entry.status))) {
+    return { why: 'replayed', error: `a replay of entry ${root} succeeded; replay it again with --force` };
+  }
   // A replay does not hold the timestamp against the clock again. A delivery that was already too
   // old when it arrived is what anyone holding one captured delivery can send at any time, so a
   // bulk replay of what failed does not run it unasked.
   if (entry.signature?.why === 'stale-timestamp') {
     return {
       why: 'stale-timestamp',
-      error: `entry ${entry.id} was refused for a signed timestamp too far from the clock when it arrived (a captured delivery sent again looks the same); replay it with --force if it is genuine`,
+      error:
+        `entry ${entry.id} was refused for a signed timestamp too far from the clock when it arrived (a captured delivery sent again looks the same); replay it with --force if it is genuine`,
     };
   }
   return null;

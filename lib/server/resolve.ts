@@ -3,7 +3,7 @@
 // the replays' outcomes. Its name, RESOLVE_OP, is in lib/control/operations.ts.
 
 import { ErrorCode, HttpError } from '../errors.ts';
-import { resolvedChange, succeeded, type RootChange } from '../model/replays.ts';
+import { resolvedChange, type RootChange, succeeded } from '../model/replays.ts';
 import type { Store } from '../store/journal/store.ts';
 import type { Ledger } from '../store/ledger/ledger.ts';
 import { failed } from '../store/ledger/read.ts';
@@ -16,7 +16,12 @@ export interface ResolveArgs {
 }
 
 /** One result per id, in order: the root marked resolved, or why not. */
-export type ResolveResult = { id: string; ok: true; root: string; resolvedAt: string } | { id: string; ok: false; code: string; error: string };
+export type ResolveResult = { id: string; ok: true; root: string; resolvedAt: string } | {
+  id: string;
+  ok: false;
+  code: string;
+  error: string;
+};
 
 /** What the operation works with in the server. */
 export interface ResolveParts {
@@ -54,11 +59,14 @@ export function resolveOperation(parts: ResolveParts): (args: unknown) => Promis
         continue;
       }
       const record = parts.store.root(root);
-      const why =
-        parts.claims.held(root) ? `a replay of entry ${root} is running now`
-        : record?.state === 'succeeded' ? `entry ${root} is resolved already: a replay of it succeeded`
-        : record?.state === 'resolved' ? `entry ${root} was marked resolved already, at ${record.resolvedAt ?? record.time}`
-        : entry.id === root && !failed(entry) && succeeded(entry.status) ? `entry ${root} did not fail: there is nothing to resolve`
+      const why = parts.claims.held(root)
+        ? `a replay of entry ${root} is running now`
+        : record?.state === 'succeeded'
+        ? `entry ${root} is resolved already: a replay of it succeeded`
+        : record?.state === 'resolved'
+        ? `entry ${root} was marked resolved already, at ${record.resolvedAt ?? record.time}`
+        : entry.id === root && !failed(entry) && succeeded(entry.status)
+        ? `entry ${root} did not fail: there is nothing to resolve`
         : null;
       if (why !== null) {
         results.push({ id, ok: false, code: ErrorCode.NotReplayable, error: why });

@@ -5,7 +5,7 @@ import type { Config } from '../config/types.ts';
 import type { Deliver } from '../delivery/adapter.ts';
 import { buildChannels } from '../delivery/channels.ts';
 import { createDeliver, type DeliveryOptions } from '../delivery/deliver.ts';
-import { createApp, type App } from '../edge/server.ts';
+import { type App, createApp } from '../edge/server.ts';
 import { createTelemetry } from '../edge/telemetry.ts';
 import type { Logger } from '../log.ts';
 import { Heartbeat } from '../runtime/heartbeat.ts';
@@ -22,7 +22,7 @@ import { serviceTransforms } from './transforms.ts';
 import type { Route } from '../model/records.ts';
 import { Ledger } from '../store/ledger/ledger.ts';
 import { ledgerCapacity } from '../store/ledger/config.ts';
-import { fingerprints, type Fingerprints } from '../guard/fingerprint.ts';
+import { type Fingerprints, fingerprints } from '../guard/fingerprint.ts';
 import { openCredentialKey } from '../store/state/credential-key.ts';
 import { Store } from '../store/journal/store.ts';
 import { Transcripts } from '../store/journal/transcripts.ts';
@@ -43,7 +43,11 @@ export interface Service {
 }
 
 /** Builds the chat adapters a config names and a delivery over them. */
-export async function buildDeliver(config: Config, lastRoute: () => Route | null, retry?: DeliveryOptions['retry']): Promise<Deliver> {
+export async function buildDeliver(
+  config: Config,
+  lastRoute: () => Route | null,
+  retry?: DeliveryOptions['retry'],
+): Promise<Deliver> {
   // The config check already built each adapter once, so building them again reports nothing new.
   const channels = await buildChannels(config.channels, []);
   return createDeliver({ channels, lastRoute, ...(retry === undefined ? {} : { retry }) });
@@ -53,11 +57,20 @@ export async function buildDeliver(config: Config, lastRoute: () => Route | null
  * Opens the request ledger. It is diagnostic: a ledger that cannot be opened is logged and the
  * server serves without it; a write that fails later is logged (at most once a minute) and skipped.
  */
-export async function openLedger(config: Config, stateDir: string, log: Logger, alerts?: Alerts): Promise<Ledger | null> {
+export async function openLedger(
+  config: Config,
+  stateDir: string,
+  log: Logger,
+  alerts?: Alerts,
+): Promise<Ledger | null> {
   let said = 0;
   const onError = (error: unknown) => {
     const code = (error as NodeJS.ErrnoException).code;
-    alerts?.note({ kind: 'storage', hook: '', code: `ledger ${typeof code === 'string' && /^[A-Z_]{2,32}$/.test(code) ? code : 'write failed'}` });
+    alerts?.note({
+      kind: 'storage',
+      hook: '',
+      code: `ledger ${typeof code === 'string' && /^[A-Z_]{2,32}$/.test(code) ? code : 'write failed'}`,
+    });
     if (Date.now() - said < 60_000) return;
     said = Date.now();
     log.error('request ledger not written', { error: (error as NodeJS.ErrnoException).code ?? String(error) });
@@ -65,7 +78,9 @@ export async function openLedger(config: Config, stateDir: string, log: Logger, 
   try {
     return await Ledger.open(stateDir, { config: config.hooks.ledger, onError });
   } catch (error) {
-    log.error('request ledger not opened; serving without it', { error: (error as NodeJS.ErrnoException).code ?? String(error) });
+    log.error('request ledger not opened; serving without it', {
+      error: (error as NodeJS.ErrnoException).code ?? String(error),
+    });
     return null;
   }
 }
@@ -79,13 +94,23 @@ export async function openFingerprints(stateDir: string, log: Logger): Promise<F
   try {
     const key = await openCredentialKey(stateDir, { make: true });
     if (!key.ok) {
-      log.error('credential key not usable; requests are recorded without their token\'s fingerprint', { file: key.file, problem: key.problem });
+      log.error("credential key not usable; requests are recorded without their token's fingerprint", {
+        file: key.file,
+        problem: key.problem,
+      });
       return null;
     }
-    if (key.tightened !== null) log.warn('credential key was open to group or others; made 0600', { file: key.file, mode: `0${key.tightened.toString(8)}` });
+    if (key.tightened !== null) {
+      log.warn('credential key was open to group or others; made 0600', {
+        file: key.file,
+        mode: `0${key.tightened.toString(8)}`,
+      });
+    }
     return fingerprints(key.key);
   } catch (error) {
-    log.error('credential key not made; requests are recorded without their token\'s fingerprint', { error: (error as NodeJS.ErrnoException).code ?? String(error) });
+    log.error("credential key not made; requests are recorded without their token's fingerprint", {
+      error: (error as NodeJS.ErrnoException).code ?? String(error),
+    });
     return null;
   }
 }
@@ -94,17 +119,28 @@ export async function openFingerprints(stateDir: string, log: Logger): Promise<F
 export async function startService(config: Config, stateDir: string, log: Logger): Promise<Service> {
   const store = await _openStore(config, stateDir, log);
   // The owner's alerts go through a delivery of their own; the store is looked at for what nobody tells them.
-  const alerts = new Alerter({ config: config.alerts, deliver: await buildDeliver(config, () => store.lastRoute()), log });
+  const alerts = new Alerter({
+    config: config.alerts,
+    deliver: await buildDeliver(config, () => store.lastRoute()),
+    log,
+  });
   const unwatch = watchStore(alerts, store);
   const { heartbeat, runner, runtimeParts } = await _startRuntime(config, store, stateDir, log, alerts);
   const transforms = serviceTransforms(log);
   await transforms.configure(config);
   const completions = createCompletions(store);
   // The limiter lives in the app (a reload may replace it); the metrics page reads it when rendered.
-  const telemetry = createTelemetry({ store, limiter: () => app.limiterStats(), queueDepth: () => runner.depth, waiters: () => completions.held() + app.held() });
+  const telemetry = createTelemetry({
+    store,
+    limiter: () => app.limiterStats(),
+    queueDepth: () => runner.depth,
+    waiters: () => completions.held() + app.held(),
+  });
   // Forward mode: accepted actions leave through the outbox to the upstream gateway.
   // Its sender is imported only in forward mode.
-  const forward: ForwardMode | null = config.hooks.forward === null ? null : (await import('../runtime/forward.ts')).startForward(config, store, log);
+  const forward: ForwardMode | null = config.hooks.forward === null
+    ? null
+    : (await import('../runtime/forward.ts')).startForward(config, store, log);
   const ledger = await openLedger(config, stateDir, log, alerts);
   const prints = await openFingerprints(stateDir, log);
   const app = createApp({
@@ -113,14 +149,33 @@ export async function startService(config: Config, stateDir: string, log: Logger
     ...(ledger === null ? {} : { ledger }),
     ...(prints === null ? {} : { fingerprints: prints }),
   });
-  return _service({ config, log, store, heartbeat, runner, runtimeParts, transforms, forward, ledger, app, alerts, unwatch });
+  return _service({
+    config,
+    log,
+    store,
+    heartbeat,
+    runner,
+    runtimeParts,
+    transforms,
+    forward,
+    ledger,
+    app,
+    alerts,
+    unwatch,
+  });
 }
 
 async function _openStore(config: Config, stateDir: string, log: Logger): Promise<Store> {
-  const { store, tornBytes, rejected } = await Store.open(stateDir, { idempotencyTtlMs: config.hooks.idempotencyTtlSeconds * 1000, retainRootsMs: config.hooks.ledger.maxAgeSeconds * 1000, ledgerEntries: ledgerCapacity(config.hooks.ledger) });
+  const { store, tornBytes, rejected } = await Store.open(stateDir, {
+    idempotencyTtlMs: config.hooks.idempotencyTtlSeconds * 1000,
+    retainRootsMs: config.hooks.ledger.maxAgeSeconds * 1000,
+    ledgerEntries: ledgerCapacity(config.hooks.ledger),
+  });
   // One warning per line left out (the first 20, then a count), so a damaged journal is noticed and found.
   for (const { line, problem } of rejected.slice(0, 20)) log.warn('journal line skipped', { line, problem });
-  if (rejected.length > 0 || tornBytes > 0) log.warn('journal had unreadable lines', { skipped: rejected.length, tornBytes });
+  if (rejected.length > 0 || tornBytes > 0) {
+    log.warn('journal had unreadable lines', { skipped: rejected.length, tornBytes });
+  }
   return store;
 }
 
@@ -128,15 +183,32 @@ async function _openStore(config: Config, stateDir: string, log: Logger): Promis
 type _RuntimeParts = (config: Config) => Promise<Pick<RunnerOptions, 'config' | 'providerFor' | 'deliver'>>;
 
 // The heartbeat and the run queue, started: runs left unfinished resume, and a heartbeat owed is asked for.
-async function _startRuntime(config: Config, store: Store, stateDir: string, log: Logger, alerts: Alerts): Promise<{ heartbeat: Heartbeat; runner: Runner; runtimeParts: _RuntimeParts }> {
+async function _startRuntime(
+  config: Config,
+  store: Store,
+  stateDir: string,
+  log: Logger,
+  alerts: Alerts,
+): Promise<{ heartbeat: Heartbeat; runner: Runner; runtimeParts: _RuntimeParts }> {
   const heartbeat = new Heartbeat({
     store,
     everyMs: config.agents.heartbeatEveryMs,
     onBeat: () => void runner.heartbeatTurn(),
     onError: (error) => log.error('heartbeat not recorded', { error: String(error) }),
   });
-  const runtimeParts: _RuntimeParts = async (c) => ({ config: c, providerFor: providerRegistry(c.providers), deliver: await buildDeliver(c, () => store.lastRoute()) });
-  const runner = new Runner({ ...(await runtimeParts(config)), store, transcripts: new Transcripts(stateDir), heartbeat, log, alerts });
+  const runtimeParts: _RuntimeParts = async (c) => ({
+    config: c,
+    providerFor: providerRegistry(c.providers),
+    deliver: await buildDeliver(c, () => store.lastRoute()),
+  });
+  const runner = new Runner({
+    ...(await runtimeParts(config)),
+    store,
+    transcripts: new Transcripts(stateDir),
+    heartbeat,
+    log,
+    alerts,
+  });
   runner.start();
   // A `now` wake acknowledged just before a crash still gets its heartbeat.
   if (store.heartbeatOwed()) heartbeat.request('recovery');
@@ -161,7 +233,9 @@ interface _Parts {
   unwatch: () => void;
 }
 
-function _service({ config, log, store, heartbeat, runner, runtimeParts, transforms, forward, ledger, app, alerts, unwatch }: _Parts): Service {
+function _service(
+  { config, log, store, heartbeat, runner, runtimeParts, transforms, forward, ledger, app, alerts, unwatch }: _Parts,
+): Service {
   return {
     app,
     store,
@@ -170,7 +244,9 @@ function _service({ config, log, store, heartbeat, runner, runtimeParts, transfo
     async reload(reloaded) {
       // Forward mode is on or off for the life of the process: its sender starts with it.
       const forwardNow = forward === null ? null : (reloaded.hooks.forward ?? config.hooks.forward);
-      if ((forwardNow === null) !== (reloaded.hooks.forward === null)) log.warn('hooks.forward turned on or off takes effect at the next start', {});
+      if ((forwardNow === null) !== (reloaded.hooks.forward === null)) {
+        log.warn('hooks.forward turned on or off takes effect at the next start', {});
+      }
       const next = { ...reloaded, hooks: { ...reloaded.hooks, forward: forwardNow } };
       const parts = await runtimeParts(next);
       await transforms.configure(next);

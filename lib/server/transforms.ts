@@ -32,7 +32,9 @@ export function serviceTransforms(log: Logger): Transforms {
   let reloader: TransformReloader | null = null;
   return {
     // The same answer the reloader gives without a pool: the edge asks only for mapped transforms.
-    call: (ref, input) => reloader?.call(ref, input) ?? Promise.resolve({ ok: false, reason: 'load-failed', detail: 'no transform is configured' }),
+    call: (ref, input) =>
+      reloader?.call(ref, input) ??
+        Promise.resolve({ ok: false, reason: 'load-failed', detail: 'no transform is configured' }),
     async configure(config) {
       if (reloader === null && !usesTransforms(config)) return;
       reloader ??= new (await _machinery()).TransformReloader(log);

@@ -29,7 +29,9 @@ export interface TriedConfig {
 }
 
 /** The server's answer to `try`: a preview (with what it tried as the config file), or the file's problems. */
-export type TryAnswer = (Preview & { configFile?: TriedConfig }) | { configRefused: { file: string; problems: string[] } };
+export type TryAnswer = (Preview & { configFile?: TriedConfig }) | {
+  configRefused: { file: string; problems: string[] };
+};
 
 /** What the server's side of `try` works with. */
 export interface TryParts {
@@ -42,23 +44,45 @@ export interface TryParts {
 export function tryOperation(parts: TryParts): (args: unknown) => Promise<TryAnswer> {
   return async (raw) => {
     const args = raw as Partial<TryArgs> | null;
-    if (typeof args !== 'object' || args === null || typeof args.hook !== 'string' || typeof args.body !== 'string' || typeof args.query !== 'string' || typeof args.headers !== 'object' || args.headers === null) {
+    if (
+      typeof args !== 'object' || args === null || typeof args.hook !== 'string' || typeof args.body !== 'string' ||
+      typeof args.query !== 'string' || typeof args.headers !== 'object' || args.headers === null
+    ) {
       throw new HttpError(400, ErrorCode.InvalidPayload, 'try: hook, headers, query and body are required');
     }
-    const input: PreviewInput = { name: args.hook, headers: args.headers as IncomingHttpHeaders, rawQuery: args.query, bytes: Buffer.from(args.body, 'base64') };
+    const input: PreviewInput = {
+      name: args.hook,
+      headers: args.headers as IncomingHttpHeaders,
+      rawQuery: args.query,
+      bytes: Buffer.from(args.body, 'base64'),
+    };
     if (typeof args.config !== 'string') return parts.app.preview(input);
     const { file } = parts.reloader;
     const plan = await parts.reloader.plan(args.config);
     if (!plan.ok) return { configRefused: { file, problems: plan.problems } };
-    const configFile: TriedConfig = { file, differs: plan.differs, changes: plan.changes, needsRestart: plan.needsRestart };
+    const configFile: TriedConfig = {
+      file,
+      differs: plan.differs,
+      changes: plan.changes,
+      needsRestart: plan.needsRestart,
+    };
     // Loaded here, not with the command: a CLI that only reads loads no server code.
-    const [{ serviceTransforms, usesTransforms }, { previewHook }] = await Promise.all([import('./transforms.ts'), import('../edge/preview.ts')]);
+    const [{ serviceTransforms, usesTransforms }, { previewHook }] = await Promise.all([
+      import('./transforms.ts'),
+      import('../edge/preview.ts'),
+    ]);
     // The same as what runs: tried on it. Not with transforms: a file a module imports is not compared.
     if (!plan.differs && !usesTransforms(plan.next.config)) return { ...(await parts.app.preview(input)), configFile };
     const transforms = serviceTransforms({ info() {}, warn() {}, error() {} });
     await transforms.configure(plan.next.config);
     try {
-      return { ...(await previewHook({ config: plan.next.config, transforms: transforms.call, lastRoute: parts.lastRoute }, input)), configFile };
+      return {
+        ...(await previewHook(
+          { config: plan.next.config, transforms: transforms.call, lastRoute: parts.lastRoute },
+          input,
+        )),
+        configFile,
+      };
     } finally {
       await transforms.close();
     }

@@ -50,7 +50,8 @@ const _ID = /^[\w-]{1,64}$/;
 const _NOT_NEGATED = String.raw`(?<!(?:\bnever|\bnot|n['’]t)\b[^.!?\n]{0,40})`;
 // `pattern` unless negated. The negation is looked for only where one of the words `pattern` can
 // start with (`starts`) begins: looked for before every position, it cost some 40 steps at each.
-const _unlessNegated = (starts: string, pattern: string): RegExp => new RegExp(String.raw`\b(?=${starts})${_NOT_NEGATED}(?:${pattern})`, 'i');
+const _unlessNegated = (starts: string, pattern: string): RegExp =>
+  new RegExp(String.raw`\b(?=${starts})${_NOT_NEGATED}(?:${pattern})`, 'i');
 
 // These are backtracking regular expressions run over whole payloads, so each must take time linear
 // in the text: an unbounded run may be read from a start that no other start's run overlaps (a
@@ -84,20 +85,39 @@ const _PATTERNS: ReadonlyArray<readonly [InjectionKind, readonly RegExp[]]> = [
   ]],
   // Requests that the assistant's own tools wipe, delete or give away everything of a kind.
   [InjectionKind.DestructiveRequest, [
-    _unlessNegated('delete|erase|remove|purge|trash|destroy', String.raw`(?:delete|erase|remove|purge|trash|destroy)\s+(?:all|every|each)\s+(?:of\s+)?(?:(?:my|your|the|their|our|his|her)\s+)?(?:e-?mails?|inbox|messages?|files?|documents?|contacts?|photos?|data|backups?|repos(?:itories)?|calendar(?:\s+events?)?|events?|records?|accounts?|chats?|conversations?|notes?|folders?)\b`),
-    _unlessNegated('wipe', String.raw`wipe\s+(?:out\s+)?(?:(?:all|the|my|your|our|of)\s+)*(?:disks?|drives?|database|db|servers?|inbox|mailbox|data|device|phone|computer|laptop|accounts?|everything|files|memory|history|backups?)\b`),
-    _unlessNegated('transfer|send|wire|move|withdraw|empty', String.raw`(?:transfer|send|wire|move|withdraw|empty)\s+(?:all|everything|the\s+(?:entire|whole|full))\s+(?:of\s+)?(?:(?:my|your|the|our)\s+)?(?:funds|money|balance|savings|crypto|bitcoin|btc|eth|tokens|assets|bank\s+account|wallet|account)\b`),
-    _unlessNegated('drop|factory|format', String.raw`(?:drop\s+(?:the\s+)?(?:database|table|schema)|factory[\s-]+reset|format\s+(?:the\s+|my\s+|your\s+)?(?:hard\s+)?(?:drive|disk))\b`),
+    _unlessNegated(
+      'delete|erase|remove|purge|trash|destroy',
+      String
+        .raw`(?:delete|erase|remove|purge|trash|destroy)\s+(?:all|every|each)\s+(?:of\s+)?(?:(?:my|your|the|their|our|his|her)\s+)?(?:e-?mails?|inbox|messages?|files?|documents?|contacts?|photos?|data|backups?|repos(?:itories)?|calendar(?:\s+events?)?|events?|records?|accounts?|chats?|conversations?|notes?|folders?)\b`,
+    ),
+    _unlessNegated(
+      'wipe',
+      String
+        .raw`wipe\s+(?:out\s+)?(?:(?:all|the|my|your|our|of)\s+)*(?:disks?|drives?|database|db|servers?|inbox|mailbox|data|device|phone|computer|laptop|accounts?|everything|files|memory|history|backups?)\b`,
+    ),
+    _unlessNegated(
+      'transfer|send|wire|move|withdraw|empty',
+      String
+        .raw`(?:transfer|send|wire|move|withdraw|empty)\s+(?:all|everything|the\s+(?:entire|whole|full))\s+(?:of\s+)?(?:(?:my|your|the|our)\s+)?(?:funds|money|balance|savings|crypto|bitcoin|btc|eth|tokens|assets|bank\s+account|wallet|account)\b`,
+    ),
+    _unlessNegated(
+      'drop|factory|format',
+      String
+        .raw`(?:drop\s+(?:the\s+)?(?:database|table|schema)|factory[\s-]+reset|format\s+(?:the\s+|my\s+|your\s+)?(?:hard\s+)?(?:drive|disk))\b`,
+    ),
   ]],
   [InjectionKind.SecretExfiltration, [
-    _unlessNegated('reveal|show|print|output|repeat|leak|disclose|send|share|give|tell|paste', String.raw`(?:reveal|show|print|output|repeat|leak|disclose|send|share|give|tell|paste)\s+(?:me\s+|us\s+)?(?:(?:all|any)\s+(?:of\s+)?)?(?:(?:your|the)\s+(?:system\s+prompt|(?:hidden|initial|original)\s+(?:prompt|instructions)|api[\s_-]*keys?|(?:secret|access|auth|bearer)\s+tokens?|secrets)|your\s+(?:tokens?|passwords?|credentials|keys|env(?:ironment)?(?:\s+variables)?))\b`),
+    _unlessNegated(
+      'reveal|show|print|output|repeat|leak|disclose|send|share|give|tell|paste',
+      String
+        .raw`(?:reveal|show|print|output|repeat|leak|disclose|send|share|give|tell|paste)\s+(?:me\s+|us\s+)?(?:(?:all|any)\s+(?:of\s+)?)?(?:(?:your|the)\s+(?:system\s+prompt|(?:hidden|initial|original)\s+(?:prompt|instructions)|api[\s_-]*keys?|(?:secret|access|auth|bearer)\s+tokens?|secrets)|your\s+(?:tokens?|passwords?|credentials|keys|env(?:ironment)?(?:\s+variables)?))\b`,
+    ),
   ]],
 ];
 
 /** Every phrasing `detectInjection()` looks for, with the kind it reports, in the order it tries them. */
-export const INJECTION_PATTERNS: ReadonlyArray<{ readonly kind: InjectionKind; readonly pattern: RegExp }> = _PATTERNS.flatMap(([kind, patterns]) =>
-  patterns.map((pattern) => ({ kind, pattern })),
-);
+export const INJECTION_PATTERNS: ReadonlyArray<{ readonly kind: InjectionKind; readonly pattern: RegExp }> = _PATTERNS
+  .flatMap(([kind, patterns]) => patterns.map((pattern) => ({ kind, pattern })));
 
 // ASCII folds to itself: it holds no look-alike, no invisible, and NFKC leaves it as it is.
 const _ASCII = /^[\x00-\x7f]*$/;
@@ -117,7 +137,13 @@ function _fold(text: string): { folded: string; from: number[] | null; to: numbe
   for (const cp of text) {
     const next = at + cp.length;
     if (!_IGNORED.test(cp)) {
-      const piece = cp < '\u0080' ? cp : _OPEN.includes(cp) ? '<' : _CLOSE.includes(cp) ? '>' : (MARKER_CONFUSABLES.get(cp) ?? cp.normalize('NFKC'));
+      const piece = cp < '\u0080'
+        ? cp
+        : _OPEN.includes(cp)
+        ? '<'
+        : _CLOSE.includes(cp)
+        ? '>'
+        : (MARKER_CONFUSABLES.get(cp) ?? cp.normalize('NFKC'));
       folded += piece;
       for (let i = 0; i < piece.length; i++) {
         from.push(at);
@@ -171,7 +197,11 @@ export const SOURCE_MAX = 100;
 export function wrapUntrusted(content: string, options: WrapOptions): string {
   const id = options.id ?? randomHex(8);
   if (!_ID.test(id)) {
-    throw new TypeError(`Cannot wrap untrusted content: id must be 1 to 64 letters, digits, "_" or "-", got ${JSON.stringify(id.slice(0, 80))}`);
+    throw new TypeError(
+      `Cannot wrap untrusted content: id must be 1 to 64 letters, digits, "_" or "-", got ${
+        JSON.stringify(id.slice(0, 80))
+      }`,
+    );
   }
   const source = nameLine(neutralise(options.source), SOURCE_MAX);
   return [

@@ -8,13 +8,20 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { assertError, post } from '../_http.ts';
 import { stopChild } from '../_cli.ts';
-import { allSent, FORWARD_AUTH as AUTH, markers, reachedModel, restartForwardIngress, sendWakes, startForwardIngress } from '../_forward-ingress.ts';
+import {
+  allSent,
+  FORWARD_AUTH as AUTH,
+  markers,
+  reachedModel,
+  restartForwardIngress,
+  sendWakes,
+  startForwardIngress,
+} from '../_forward-ingress.ts';
 import { gatewayCase } from '../_openclaw-gateway.ts';
 import { gatewaySkip } from '../_openclaw-install.ts';
 import { until } from '../_until.ts';
 
 const skip = gatewaySkip();
-
 
 test('forward mode in front of a gateway with the default agent only', { skip }, async (t) => {
   const { model, gateway } = await gatewayCase(t);
@@ -35,22 +42,34 @@ test('forward mode in front of a gateway with the default agent only', { skip },
   });
 
   await t.test('an agentId the upstream does not know is refused here when its agents are listed, and named as the refused field when not', async (t) => {
-    const refusedThere = await post(gateway.origin, '/hooks/agent', { headers: direct, body: { message: 'x', agentId: 'ghost' } });
+    const refusedThere = await post(gateway.origin, '/hooks/agent', {
+      headers: direct,
+      body: { message: 'x', agentId: 'ghost' },
+    });
     assert.equal(refusedThere.status, 400, refusedThere.text);
     assert.match(refusedThere.text, /unknown agentId/);
 
     const listed = await startForwardIngress(t, gateway, { hooks: { forward: { agents: ['main'] } } });
-    const refused = await post(listed.url, '/hooks/agent', { headers: AUTH, body: { message: 'for a ghost', agentId: 'ghost' } });
+    const refused = await post(listed.url, '/hooks/agent', {
+      headers: AUTH,
+      body: { message: 'for a ghost', agentId: 'ghost' },
+    });
     assertError(refused, 400, /agentId/);
     const [known] = markers('known agent run', 1);
-    const accepted = await post(listed.url, '/hooks/agent', { headers: AUTH, body: { message: known, agentId: 'main' } });
+    const accepted = await post(listed.url, '/hooks/agent', {
+      headers: AUTH,
+      body: { message: known, agentId: 'main' },
+    });
     assert.equal(accepted.status, 202, accepted.text);
     await reachedModel(model, [known!], listed, gateway);
     await allSent(listed);
 
     // Without the list the id is the upstream's to judge: acknowledged, refused there, and the entry says which field.
     const unlisted = await startForwardIngress(t, gateway);
-    const acknowledged = await post(unlisted.url, '/hooks/agent', { headers: AUTH, body: { message: 'for a ghost', agentId: 'ghost' } });
+    const acknowledged = await post(unlisted.url, '/hooks/agent', {
+      headers: AUTH,
+      body: { message: 'for a ghost', agentId: 'ghost' },
+    });
     assert.equal(acknowledged.status, 202, acknowledged.text);
     const [dead] = await until('the entry to go dead', async () => {
       const entries = await unlisted.outbox();
@@ -75,7 +94,10 @@ test('forward mode in front of a gateway with the default agent only', { skip },
     // At most 10 a window, so a wake the gateway kept across its restart would still be among its 20 pending.
     const ingress = await startForwardIngress(t, gateway, { hooks: { forward: { maxPendingWakes: 10 } } });
     const [pending] = markers('pending at the gateway restart', 1);
-    const queued = await post(gateway.origin, '/hooks/wake', { headers: direct, body: { text: pending, mode: 'next-heartbeat' } });
+    const queued = await post(gateway.origin, '/hooks/wake', {
+      headers: direct,
+      body: { text: pending, mode: 'next-heartbeat' },
+    });
     assert.deepEqual([queued.status, queued.body['eventOutcome']], [200, 'queued'], queued.text);
     await gateway.stop();
     const texts = markers('outage wake', 50);
@@ -87,7 +109,11 @@ test('forward mode in front of a gateway with the default agent only', { skip },
     await reachedModel(model, texts, again, gateway);
     await until('every entry sent', async () => (await again.outbox()).every((entry) => entry['state'] === 'sent'));
     await allSent(again);
-    assert.deepEqual(model.reached([pending!]), [], 'the heartbeats that read the 50 found nothing left from before the restart');
+    assert.deepEqual(
+      model.reached([pending!]),
+      [],
+      'the heartbeats that read the 50 found nothing left from before the restart',
+    );
   });
   t.diagnostic(`gateway RSS ${gateway.rssMiB()} MiB`);
 });

@@ -18,7 +18,9 @@ function runAs(version: string, args: string[]) {
   return spawnSync('node', ['--import', fake, BIN, ...args], { cwd: ROOT, encoding: 'utf8' });
 }
 
-test('on Node 18 the shim prints one line naming the Node it needs and the one it found, and exits 1', { skip: DENO_SKIP }, () => {
+test('on Node 18 the shim prints one line naming the Node it needs and the one it found, and exits 1', {
+  skip: DENO_SKIP,
+}, () => {
   const run = runAs('18.19.1', ['--version']);
   assert.equal(run.status, 1);
   assert.equal(run.stdout, '');
@@ -45,7 +47,9 @@ test('the shim keeps to syntax an old Node parses: no static import, no top-leve
   assert.doesNotMatch(code, /\?\.|\?\?|\bconst\b|\blet\b|=>/);
 });
 
-test('a real old Node gets the one line too', { skip: DENO_SKIP || (OLD_NODE === undefined ? 'set HOOKS_INGRESS_OLD_NODE to an old node binary' : false) }, () => {
+test('a real old Node gets the one line too', {
+  skip: DENO_SKIP || (OLD_NODE === undefined ? 'set HOOKS_INGRESS_OLD_NODE to an old node binary' : false),
+}, () => {
   const run = spawnSync(OLD_NODE!, [BIN, '--version'], { cwd: ROOT, encoding: 'utf8' });
   assert.equal(run.status, 1, run.stderr);
   assert.match(run.stderr, /^hooks-ingress: needs Node 20 or later, found \d+\.\d+\.\d+ at .*\n$/);

@@ -1,12 +1,23 @@
 // `hooks-ingress serve` under socket activation, as a real process: it is handed a listening socket
 // as fd 3 with LISTEN_FDS/LISTEN_PID, serves on it, and binds nothing of its own.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
+import { type ChildProcess, spawn, type StdioOptions } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer, type AddressInfo, type Server } from 'node:net';
+import { type AddressInfo, createServer, type Server } from 'node:net';
 import { test, type TestContext } from 'node:test';
 import { post, send } from '../_http.ts';
-import { assertCleanStop, cliCommand, configFile, IS_DENO, listening, onPath, ROOT, type Spawned, spawnServer, stopAfter } from '../_cli.ts';
+import {
+  assertCleanStop,
+  cliCommand,
+  configFile,
+  IS_DENO,
+  listening,
+  onPath,
+  ROOT,
+  type Spawned,
+  spawnServer,
+  stopAfter,
+} from '../_cli.ts';
 import { defer } from '../_cleanup.ts';
 import { until } from '../_until.ts';
 
@@ -24,7 +35,10 @@ async function fixture(t: TestContext): Promise<Fixture> {
   const held = await _listen();
   defer(t, () => _close(held));
   const configPort = (held.address() as AddressInfo).port;
-  const { config, state } = await configFile(t, { hooks: { enabled: true, token: TOKEN }, gateway: { bind: '127.0.0.1', port: configPort } }, 'ops-activation-');
+  const { config, state } = await configFile(t, {
+    hooks: { enabled: true, token: TOKEN },
+    gateway: { bind: '127.0.0.1', port: configPort },
+  }, 'ops-activation-');
   return { config, state, configPort };
 }
 
@@ -41,7 +55,11 @@ async function started(t: TestContext, child: ChildProcess): Promise<Spawned> {
 // The "started" log line goes to stderr just after "listening on" goes to stdout; the two pipes
 // deliver in either order, so this waits for it. The deadline only turns a hang into a failure.
 async function startedLine(server: Spawned): Promise<Record<string, unknown>> {
-  const line = await until('the "started" log line', () => server.stderr().split('\n').find((l) => l.includes('"msg":"started"')), { detail: server.stderr });
+  const line = await until(
+    'the "started" log line',
+    () => server.stderr().split('\n').find((l) => l.includes('"msg":"started"')),
+    { detail: server.stderr },
+  );
   return JSON.parse(line) as Record<string, unknown>;
 }
 
@@ -51,7 +69,10 @@ async function assertServesOn(server: Spawned, port: number): Promise<void> {
   const health = await send(server.url, '/healthz');
   assert.equal(health.status, 200);
   assert.deepEqual(health.body, { ok: true });
-  const wake = await post(server.url, '/hooks/wake', { headers: { authorization: `Bearer ${TOKEN}` }, body: { text: 'activated', mode: 'next-heartbeat' } });
+  const wake = await post(server.url, '/hooks/wake', {
+    headers: { authorization: `Bearer ${TOKEN}` },
+    body: { text: 'activated', mode: 'next-heartbeat' },
+  });
   assert.equal(wake.status, 200, wake.text);
   const line = await startedLine(server);
   assert.equal(line['activated'], true);
@@ -69,7 +90,10 @@ test(
     let port = 0;
     for (let attempt = 0; activate === undefined; attempt++) {
       port = await _freePort();
-      const child = spawn('systemd-socket-activate', ['--listen', `127.0.0.1:${port}`, cmd, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn('systemd-socket-activate', ['--listen', `127.0.0.1:${port}`, cmd, ...args], {
+        cwd: ROOT,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       // It binds, says so on stderr, and execs the server when the first connection arrives.
       const bound = await _bound(child);
       if (bound) activate = child;
@@ -79,7 +103,7 @@ test(
     const first = send(`http://127.0.0.1:${port}`, '/healthz');
     const server = await started(t, activate);
     assert.equal((await first).status, 200);
-    assert.equal(server.child.pid, activate.pid, 'systemd-socket-activate exec\'d the server in its own process');
+    assert.equal(server.child.pid, activate.pid, "systemd-socket-activate exec'd the server in its own process");
     await assertServesOn(server, port);
     server.child.kill('SIGTERM');
     await assertCleanStop(server);
@@ -91,7 +115,11 @@ test(
   {
     // Deno's node:net gives a listening server no file descriptor and its child_process refuses a
     // handle in stdio, so a Deno parent cannot hand a socket to a child (the test above covers Deno as the child).
-    skip: IS_DENO ? "a Deno parent cannot pass a listening socket's fd to a child" : process.platform === 'win32' ? 'no /bin/sh or fd passing on Windows' : false,
+    skip: IS_DENO
+      ? "a Deno parent cannot pass a listening socket's fd to a child"
+      : process.platform === 'win32'
+      ? 'no /bin/sh or fd passing on Windows'
+      : false,
   },
   async (t) => {
     const f = await fixture(t);
@@ -105,7 +133,11 @@ test(
     const [cmd, args] = cliCommand(['serve', '--config', f.config, '--state-dir', f.state]);
     // LISTEN_PID must be the server's own pid: the shell learns its pid ($$) and exec keeps it.
     const stdio: StdioOptions = ['ignore', 'pipe', 'pipe', fd];
-    const shell = spawn('/bin/sh', ['-c', 'LISTEN_PID=$$; export LISTEN_PID; exec "$0" "$@"', cmd, ...args], { cwd: ROOT, env, stdio });
+    const shell = spawn('/bin/sh', ['-c', 'LISTEN_PID=$$; export LISTEN_PID; exec "$0" "$@"', cmd, ...args], {
+      cwd: ROOT,
+      env,
+      stdio,
+    });
     // The child holds its own copy now; this process stops accepting, so every connection reaches the child.
     await _close(listener);
     const server = await started(t, shell);
@@ -117,7 +149,10 @@ test(
 
 test('serve ignores LISTEN_FDS meant for another process (LISTEN_PID is not its pid) and binds its own port', async (t) => {
   const f = await fixture(t);
-  const server = await spawnServer(['--config', f.config, '--state-dir', f.state, '--port', '0'], { LISTEN_FDS: '1', LISTEN_PID: '1' });
+  const server = await spawnServer(['--config', f.config, '--state-dir', f.state, '--port', '0'], {
+    LISTEN_FDS: '1',
+    LISTEN_PID: '1',
+  });
   stopAfter(t, server);
   const line = await startedLine(server);
   assert.equal(line['activated'], false);

@@ -41,13 +41,25 @@ test('config get prints the token read from hooks.tokenFile, out of a JSONC file
 });
 
 test('config get prints ${NAME} values substituted, defaults for unset keys, and non-strings as JSON', async () => {
-  await assertPrints([['models.providers.local.baseUrl', 'http://127.0.0.1:11434/v1\n'], ['gateway.port', '8789\n'], ['hooks.path', '/hooks\n'], ['agents.list[0].id', 'main\n'], ['hooks.enabled', 'true\n']]);
+  await assertPrints([
+    ['models.providers.local.baseUrl', 'http://127.0.0.1:11434/v1\n'],
+    ['gateway.port', '8789\n'],
+    ['hooks.path', '/hooks\n'],
+    ['agents.list[0].id', 'main\n'],
+    ['hooks.enabled', 'true\n'],
+  ]);
   assert.deepEqual(JSON.parse((await get(['agents.list'])).stdout), [{ id: 'main', workspace: 'ws' }]);
   assert.equal((await get(['state.dir'])).stdout, `${join(dir, '.local', 'state', 'hooks-ingress')}\n`);
 });
 
 test('config get prints the default of every key the loader defaults, the newer limits included', async () => {
-  await assertPrints([['hooks.transformMaxResultBytes', '1048576\n'], ['hooks.maxEventBytes', '262144\n'], ['hooks.maxBacklogEvents', '100000\n'], ['hooks.maxBacklogBytes', '67108864\n'], ['agents.defaults.heartbeat.ackMaxChars', '300\n']]);
+  await assertPrints([
+    ['hooks.transformMaxResultBytes', '1048576\n'],
+    ['hooks.maxEventBytes', '262144\n'],
+    ['hooks.maxBacklogEvents', '100000\n'],
+    ['hooks.maxBacklogBytes', '67108864\n'],
+    ['agents.defaults.heartbeat.ackMaxChars', '300\n'],
+  ]);
 });
 
 test('config get exits 1 naming an unknown key, with the key it was probably meant to be', async () => {
@@ -60,7 +72,11 @@ test('config get exits 1 naming an unknown key, with the key it was probably mea
 
 test('config get exits 1 for a known key without a value', async () => {
   const unset = await get(['hooks.defaultSessionKey']);
-  assert.deepEqual(unset, { code: 1, stdout: '', stderr: 'hooks-ingress config get: hooks.defaultSessionKey is not set\n' });
+  assert.deepEqual(unset, {
+    code: 1,
+    stdout: '',
+    stderr: 'hooks-ingress config get: hooks.defaultSessionKey is not set\n',
+  });
 });
 
 test('config get answers a missing or malformed KEY with one usage line', async () => {
@@ -84,7 +100,10 @@ test('config --help lists get, and an unknown config command gets a guess', asyn
   assert.equal(await main(['config', '--help'], io), 0);
   assert.match(out.stdout, /^ {2}get /m);
   assert.equal(await main(['config', 'gte'], io), 2);
-  assert.equal(out.stderr, 'hooks-ingress config: unknown command "gte" (did you mean "get"?); see hooks-ingress config --help\n');
+  assert.equal(
+    out.stderr,
+    'hooks-ingress config: unknown command "gte" (did you mean "get"?); see hooks-ingress config --help\n',
+  );
 });
 
 test('parseKeyPath() reads dotted names, [n] indexes and ["quoted"] names, and keyName() writes them back', () => {
@@ -94,7 +113,9 @@ test('parseKeyPath() reads dotted names, [n] indexes and ["quoted"] names, and k
 });
 
 test('the executable prints a configured value for a shell variable', async () => {
-  const { code, stdout } = await runCli(['config', 'get', '-c', join(dir, 'config.json'), 'hooks.token'], { LLM_URL: 'http://127.0.0.1:1/v1' });
+  const { code, stdout } = await runCli(['config', 'get', '-c', join(dir, 'config.json'), 'hooks.token'], {
+    LLM_URL: 'http://127.0.0.1:1/v1',
+  });
   assert.equal(code, 0);
   assert.equal(stdout, 'token-from-the-file\n');
 });

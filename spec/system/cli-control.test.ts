@@ -8,7 +8,15 @@ import { test, type TestContext } from 'node:test';
 import { callServer } from '../../lib/control/client.ts';
 import { CONTROL_SECRET, CONTROL_SOCKET, SOCKET_PATH_MAX } from '../../lib/control/server.ts';
 import { startEcho } from '../_control.ts';
-import { assertCleanStop, configFile, type ConfigFile, ROOT, runCli, serveState as serve, spawnServer } from '../_cli.ts';
+import {
+  assertCleanStop,
+  type ConfigFile,
+  configFile,
+  ROOT,
+  runCli,
+  serveState as serve,
+  spawnServer,
+} from '../_cli.ts';
 import { tempDir } from '../_dir.ts';
 
 const TOKEN = 'control-spec-token-0123456789abcdef';
@@ -27,7 +35,10 @@ test('callServer() answers no-server when no server ever ran, and when a killed 
   const dir = await tempDir(t, 'ctl-');
   const none = { kind: 'no-server', why: `no running server found for state directory ${dir}` };
   assert.deepEqual(await callServer(dir, 'echo', null), none);
-  assert.deepEqual(await callServer(join(dir, 'missing'), 'echo', null), { kind: 'no-server', why: `no running server found for state directory ${join(dir, 'missing')}` });
+  assert.deepEqual(await callServer(join(dir, 'missing'), 'echo', null), {
+    kind: 'no-server',
+    why: `no running server found for state directory ${join(dir, 'missing')}`,
+  });
   // A secret without a socket, then a secret with a socket file nobody listens on.
   await writeFile(join(dir, CONTROL_SECRET), 'f'.repeat(64));
   assert.deepEqual(await callServer(dir, 'echo', null), none);
@@ -66,7 +77,10 @@ test('after a kill -9 the stale socket and secret answer no-server, and the next
   process.kill(first.child.pid!, 'SIGKILL');
   await first.exited;
   assert.ok((await stat(join(s.state, CONTROL_SOCKET))).isSocket(), 'the killed server left its socket file');
-  assert.deepEqual(await callServer(s.state, 'status', null), { kind: 'no-server', why: `no running server found for state directory ${s.state}` });
+  assert.deepEqual(await callServer(s.state, 'status', null), {
+    kind: 'no-server',
+    why: `no running server found for state directory ${s.state}`,
+  });
 
   const second = await serve(t, s);
   assert.notEqual(await readFile(join(s.state, CONTROL_SECRET), 'utf8'), oldSecret);
@@ -78,7 +92,11 @@ for (const command of ['reload', 'status']) {
   test(`hooks-ingress ${command} with no server running exits 1 and names the state directory it looked in`, async (t) => {
     const dir = await tempDir(t, 'ctl-none-');
     const result = await runCli([command, '--state-dir', dir]);
-    assert.deepEqual(result, { code: 1, stdout: '', stderr: `hooks-ingress ${command}: no running server found for state directory ${dir}\n` });
+    assert.deepEqual(result, {
+      code: 1,
+      stdout: '',
+      stderr: `hooks-ingress ${command}: no running server found for state directory ${dir}\n`,
+    });
   });
 }
 
@@ -88,7 +106,14 @@ test('serve refuses a state directory whose control socket path would be too lon
   const result = await runCli(['serve', '--config', s.config, '--port', '0', '--state-dir', long]);
   assert.equal(result.code, 1);
   assert.equal(result.stdout, '');
-  assert.match(result.stderr, new RegExp(`(?:^|\n)hooks-ingress serve: cannot use state directory ${long}: the control socket ${join(long, CONTROL_SOCKET)} is \\d+ bytes long, more than the ${SOCKET_PATH_MAX} a unix socket path may have; use a state directory with a shorter path\\n$`));
+  assert.match(
+    result.stderr,
+    new RegExp(
+      `(?:^|\n)hooks-ingress serve: cannot use state directory ${long}: the control socket ${
+        join(long, CONTROL_SOCKET)
+      } is \\d+ bytes long, more than the ${SOCKET_PATH_MAX} a unix socket path may have; use a state directory with a shorter path\\n$`,
+    ),
+  );
   await assert.rejects(stat(long), { code: 'ENOENT' }, 'nothing was created');
 });
 
@@ -97,7 +122,10 @@ test('serve refuses a state directory inside the transforms directory, which tra
   const inside = join(s.config, '..', 'hooks', 'transforms', 'state');
   const result = await runCli(['serve', '--config', s.config, '--port', '0', '--state-dir', inside]);
   assert.equal(result.code, 1);
-  assert.match(result.stderr, /cannot use state directory \S+\/hooks\/transforms\/state: it lies inside the transforms directory \S+\/hooks\/transforms, which transforms may read; use another\n$/);
+  assert.match(
+    result.stderr,
+    /cannot use state directory \S+\/hooks\/transforms\/state: it lies inside the transforms directory \S+\/hooks\/transforms, which transforms may read; use another\n$/,
+  );
   await assert.rejects(stat(inside), { code: 'ENOENT' }, 'nothing was created');
 });
 
@@ -116,7 +144,12 @@ test('serve refuses a state directory that a link in the transforms directory le
       await server.exited;
       return server;
     });
-    await assert.rejects(started, new RegExp(`exited with 1 before listening: [^]*cannot use state directory ${state}: the transforms directory \\S+ holds a symbolic link \\S+/hooks/transforms/shared to \\S+/var, which holds it: transforms may read it through the link; remove the link or use another state directory\n$`));
+    await assert.rejects(
+      started,
+      new RegExp(
+        `exited with 1 before listening: [^]*cannot use state directory ${state}: the transforms directory \\S+ holds a symbolic link \\S+/hooks/transforms/shared to \\S+/var, which holds it: transforms may read it through the link; remove the link or use another state directory\n$`,
+      ),
+    );
     if (!made) await assert.rejects(stat(state), { code: 'ENOENT' }, 'nothing was created');
     else await assert.rejects(stat(join(state, CONTROL_SECRET)), { code: 'ENOENT' }, 'no secret was made');
   }

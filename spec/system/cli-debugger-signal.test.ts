@@ -25,9 +25,13 @@ function listened(port: number): Promise<boolean> {
 }
 
 test('serve on Node ignores SIGUSR1: no inspector opens, and the server still serves', {
-  skip: IS_DENO ? 'the inspector SIGUSR1 opens is Node\'s; this spec runs the server on the runtime it runs on' : false,
+  skip: IS_DENO ? "the inspector SIGUSR1 opens is Node's; this spec runs the server on the runtime it runs on" : false,
 }, async (t) => {
-  const { dir, config } = await configFile(t, { hooks: { enabled: true, token: 'usr1-token-0123456789abcdef' } }, 'hooks-usr1-');
+  const { dir, config } = await configFile(
+    t,
+    { hooks: { enabled: true, token: 'usr1-token-0123456789abcdef' } },
+    'hooks-usr1-',
+  );
   // No --inspect anywhere: the operator did not ask for an inspector.
   const env = { NODE_OPTIONS: '' };
   const server = await spawnServer(['--config', config, '--port', '0', '--state-dir', join(dir, 'state')], env);
@@ -39,7 +43,11 @@ test('serve on Node ignores SIGUSR1: no inspector opens, and the server still se
 
   server.child.kill('SIGUSR1');
   // Either our line, or Node's "Debugger listening on ws://…" (or its failure to listen): whichever comes.
-  const said = await until('the server to react to SIGUSR1', () => /SIGUSR1 ignored|Debugger listening|Starting inspector/.exec(server.stderr())?.[0], { detail: server.stderr });
+  const said = await until(
+    'the server to react to SIGUSR1',
+    () => /SIGUSR1 ignored|Debugger listening|Starting inspector/.exec(server.stderr())?.[0],
+    { detail: server.stderr },
+  );
 
   assert.equal(said, 'SIGUSR1 ignored', server.stderr());
   assert.doesNotMatch(server.stderr(), /Debugger listening|Starting inspector/);
@@ -51,7 +59,11 @@ test('serve on Node ignores SIGUSR1: no inspector opens, and the server still se
 /** A logger that keeps its warnings. */
 function keeping(): { log: Logger; warned: { msg: string; fields: unknown }[] } {
   const warned: { msg: string; fields: unknown }[] = [];
-  const log: Logger = { info() {}, error() {}, warn: (msg: string, fields?: unknown) => void warned.push({ msg, fields }) } as Logger;
+  const log: Logger = {
+    info() {},
+    error() {},
+    warn: (msg: string, fields?: unknown) => void warned.push({ msg, fields }),
+  } as Logger;
   return { log, warned };
 }
 
@@ -83,7 +95,10 @@ test('ignoreDebuggerSignal() leaves SIGUSR1 to Node when the node command line a
     const before = process.listenerCount('SIGUSR1');
     ignoreDebuggerSignal(log, { isNode: true, nodeFlags: [flag] })();
     assert.equal(process.listenerCount('SIGUSR1'), before, flag);
-    assert.deepEqual(warned, [{ msg: 'SIGUSR1 opens the inspector: the node command line asks for it', fields: { flag: flag.replace(/=.*/, '') } }]);
+    assert.deepEqual(warned, [{
+      msg: 'SIGUSR1 opens the inspector: the node command line asks for it',
+      fields: { flag: flag.replace(/=.*/, '') },
+    }]);
   }
 });
 
@@ -101,11 +116,17 @@ test('check on Node ignores a SIGUSR1 that a transform sends it while it loads: 
   const { dir, config, write } = await configFile(t, '', 'hooks-usr1-check-');
   await mkdir(join(dir, 'hooks', 'transforms'), { recursive: true });
   // Sent while the module loads, that is while check waits for the child's answer.
-  await writeFile(join(dir, 'hooks', 'transforms', 'usr1.js'), 'import process from "node:process";\nprocess.kill(process.ppid, "SIGUSR1");\nexport default () => null;\n');
+  await writeFile(
+    join(dir, 'hooks', 'transforms', 'usr1.js'),
+    'import process from "node:process";\nprocess.kill(process.ppid, "SIGUSR1");\nexport default () => null;\n',
+  );
   const mapping = { match: { path: 'usr1' }, transform: { module: 'usr1.js' } };
   await write({ hooks: { enabled: true, token: 'usr1-token-0123456789abcdef', mappings: [mapping] } });
   const result = await runCli(['check', '--config', config], { NODE_OPTIONS: '' });
   assert.equal(result.code, 0, result.stderr);
   assert.doesNotMatch(result.stderr, /Debugger listening|Starting inspector/);
-  assert.match(result.stderr, /hooks-ingress check: warning: SIGUSR1 ignored: the inspector is not opened by a signal\n/);
+  assert.match(
+    result.stderr,
+    /hooks-ingress check: warning: SIGUSR1 ignored: the inspector is not opened by a signal\n/,
+  );
 });

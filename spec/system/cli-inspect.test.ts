@@ -41,7 +41,10 @@ test('inspect prints a one-time link to the running server inspector, and the lo
   // The hooks listener has no inspector paths, and the inspector no hook paths.
   assertError(await send(server.url, '/inspector/'), 404);
   assertError(await send(server.url, '/inspector/login'), 404);
-  assertError(await post(inspector, '/hooks/wake', { headers: { authorization: `Bearer ${TOKEN}` }, body: { text: 'x' } }), 404);
+  assertError(
+    await post(inspector, '/hooks/wake', { headers: { authorization: `Bearer ${TOKEN}` }, body: { text: 'x' } }),
+    404,
+  );
   assertError(await send(inspector, '/healthz'), 404);
   assert.equal(server.stderr().includes(link[3]!), false, 'the code is not in the log');
 });
@@ -51,7 +54,10 @@ test('inspect says in one line that the inspector is off, or that no server runs
   const off = await inspect(state);
   assert.equal(off.code, 1);
   assert.equal(off.stdout, '');
-  assert.match(off.stderr, /^hooks-ingress inspect: the inspector is off: set inspector\.port in the config and restart the server\n$/);
+  assert.match(
+    off.stderr,
+    /^hooks-ingress inspect: the inspector is off: set inspector\.port in the config and restart the server\n$/,
+  );
   const dir = await tempDir(t, 'cli-inspect-none-');
   const none = await inspect(dir);
   assert.equal(none.code, 1);
@@ -63,7 +69,11 @@ async function fakeBrowser(t: TestContext): Promise<{ script: string; record: st
   const dir = await tempDir(t, 'cli-inspect-browser-');
   const record = join(dir, 'record');
   const script = join(dir, 'browser');
-  await writeFile(script, `#!/bin/sh\n{ printf 'arg %s\\n' "$@"; stat -c 'mode %a' "$1" "$(dirname "$1")"; cat "$1"; } > '${record}.tmp' && mv '${record}.tmp' '${record}'\n`, { mode: 0o755 });
+  await writeFile(
+    script,
+    `#!/bin/sh\n{ printf 'arg %s\\n' "$@"; stat -c 'mode %a' "$1" "$(dirname "$1")"; cat "$1"; } > '${record}.tmp' && mv '${record}.tmp' '${record}'\n`,
+    { mode: 0o755 },
+  );
   return { script, record };
 }
 
@@ -74,14 +84,25 @@ test('inspect --open hands the link to the browser in a private file, never on i
   const stop = new AbortController();
   const { io, out } = captureIo({ BROWSER: browser.script, XDG_RUNTIME_DIR: runtime }, { signal: stop.signal });
   const running = main(['inspect', '--state-dir', state, '--open'], io);
-  const recorded = await until('the browser was run', async () => (await readFile(browser.record, 'utf8').catch(() => null)) ?? undefined);
+  const recorded = await until(
+    'the browser was run',
+    async () => (await readFile(browser.record, 'utf8').catch(() => null)) ?? undefined,
+  );
   const link = /^(http:\/\/127\.0\.0\.1:\d+\/inspector\/login\?code=([\w-]+))$/m.exec(out.stdout);
   assert.ok(link !== null, out.stdout);
-  const [args, modes, page] = [recorded.split('\n').filter((l) => l.startsWith('arg ')), recorded.split('\n').filter((l) => l.startsWith('mode ')), recorded];
+  const [args, modes, page] = [
+    recorded.split('\n').filter((l) => l.startsWith('arg ')),
+    recorded.split('\n').filter((l) => l.startsWith('mode ')),
+    recorded,
+  ];
   assert.equal(args.length, 1, recorded);
   const file = args[0]!.slice(4);
   assert.equal(file.startsWith(`${runtime}/hooks-ingress-inspect-`), true, file);
-  assert.equal(recorded.split('\n').filter((l) => l.startsWith('arg ')).join('\n').includes(link[2]!), false, 'the code is not on the command line');
+  assert.equal(
+    recorded.split('\n').filter((l) => l.startsWith('arg ')).join('\n').includes(link[2]!),
+    false,
+    'the code is not on the command line',
+  );
   assert.deepEqual(modes, ['mode 600', 'mode 700']);
   assert.ok(page.includes(`<meta http-equiv="refresh" content="0; url=${link[1]}">`), page);
   assert.ok(page.includes('<meta name="referrer" content="no-referrer">'));
@@ -89,9 +110,16 @@ test('inspect --open hands the link to the browser in a private file, never on i
   stop.abort();
   assert.equal(await running, 0, out.stderr);
   await assert.rejects(stat(dirname(file)), { code: 'ENOENT' });
-  assert.match(out.stderr, /^hooks-ingress inspect: opened with \S+\/browser; its page is removed in \d+ s \(Ctrl-C removes it now\)\n$/);
+  assert.match(
+    out.stderr,
+    /^hooks-ingress inspect: opened with \S+\/browser; its page is removed in \d+ s \(Ctrl-C removes it now\)\n$/,
+  );
   // The link the page sends the browser to still logs in: the browser never used it.
-  assert.equal((await send(`http://127.0.0.1:${new URL(link[1]!).port}`, new URL(link[1]!).pathname + new URL(link[1]!).search)).status, 303);
+  assert.equal(
+    (await send(`http://127.0.0.1:${new URL(link[1]!).port}`, new URL(link[1]!).pathname + new URL(link[1]!).search))
+      .status,
+    303,
+  );
   assert.equal(server.stderr().includes(link[2]!), false);
 });
 
@@ -102,7 +130,10 @@ test('inspect --open removes only its page and its folder, never what another pu
   const stop = new AbortController();
   const { io, out } = captureIo({ BROWSER: browser.script, XDG_RUNTIME_DIR: runtime }, { signal: stop.signal });
   const running = main(['inspect', '--state-dir', state, '--open'], io);
-  const recorded = await until('the browser was run', async () => (await readFile(browser.record, 'utf8').catch(() => null)) ?? undefined);
+  const recorded = await until(
+    'the browser was run',
+    async () => (await readFile(browser.record, 'utf8').catch(() => null)) ?? undefined,
+  );
   const file = recorded.split('\n').find((l) => l.startsWith('arg '))!.slice(4);
   // What a swap would put in the walk's way: a folder with a file, made after the page.
   await mkdir(join(dirname(file), 'other'));
@@ -115,7 +146,12 @@ test('inspect --open removes only its page and its folder, never what another pu
 
 test('inspect --open opens only a login link to a loopback inspector, whatever the answer says; the link is checked, not its port', async (t) => {
   const code = 'Zm9vYmFyYmF6cXV4MDEyMzQ1Njc4OWFiY2RlZg';
-  const good = [`http://127.0.0.1:1/inspector/login?code=${code}`, `http://localhost:65535/inspector/login?code=${code}`, `http://[::1]:8790/inspector/login?code=${code}`, `http://127.0.0.2:8790/inspector/login?code=${code}`];
+  const good = [
+    `http://127.0.0.1:1/inspector/login?code=${code}`,
+    `http://localhost:65535/inspector/login?code=${code}`,
+    `http://[::1]:8790/inspector/login?code=${code}`,
+    `http://127.0.0.2:8790/inspector/login?code=${code}`,
+  ];
   const bad = [
     `http://attacker.example:8790/inspector/login?code=${code}`,
     `https://127.0.0.1:8790/inspector/login?code=${code}`,
@@ -138,11 +174,17 @@ test('inspect --open opens only a login link to a loopback inspector, whatever t
 
   const browser = await fakeBrowser(t);
   for (const url of [bad[0], bad[7]]) {
-    const impostor = await startImpostor(t, () => ({ ok: true, result: { url, expiresAt: new Date(Date.now() + 60_000).toISOString() } }));
+    const impostor = await startImpostor(
+      t,
+      () => ({ ok: true, result: { url, expiresAt: new Date(Date.now() + 60_000).toISOString() } }),
+    );
     const { io, out } = captureIo({ BROWSER: browser.script, XDG_RUNTIME_DIR: impostor.dir });
     assert.equal(await main(['inspect', '--state-dir', impostor.dir, '--open'], io), 1);
     assert.equal(out.stdout, '');
-    assert.equal(out.stderr, "hooks-ingress inspect: the server's answer is not a login link to an inspector on a loopback address; nothing opened\n");
+    assert.equal(
+      out.stderr,
+      "hooks-ingress inspect: the server's answer is not a login link to an inspector on a loopback address; nothing opened\n",
+    );
   }
   await assert.rejects(stat(browser.record), { code: 'ENOENT' }, 'the browser was never run');
 });

@@ -14,7 +14,18 @@ import { post } from '../_http.ts';
 import { captureIo } from '../_io.ts';
 import { main } from '../../lib/cli/main.ts';
 import { SIGNERS } from '../_signers.ts';
-import { assertCleanStop, cliCommand, configFile, type ConfigFile, ROOT, runCli, serveState, type Spawned, spawnServer, stopAfter } from '../_cli.ts';
+import {
+  assertCleanStop,
+  cliCommand,
+  type ConfigFile,
+  configFile,
+  ROOT,
+  runCli,
+  serveState,
+  type Spawned,
+  spawnServer,
+  stopAfter,
+} from '../_cli.ts';
 import { until } from '../_until.ts';
 import { tempDir } from '../_dir.ts';
 
@@ -62,20 +73,30 @@ function count(server: Spawned, message: RegExp): number {
 }
 
 /** Signals a reload (through the CLI or a direct SIGHUP) and waits for the server's verdict line. */
-async function reload(server: Spawned, s: ConfigFile, how: 'command' | 'sighup', verdict: RegExp = /^reloaded$/): Promise<void> {
+async function reload(
+  server: Spawned,
+  s: ConfigFile,
+  how: 'command' | 'sighup',
+  verdict: RegExp = /^reloaded$/,
+): Promise<void> {
   const before = count(server, verdict);
   if (how === 'command') {
     const result = await runCli(['reload', '--state-dir', s.state]);
     const applied = verdict.test('reloaded');
     assert.equal(result.code, applied ? 0 : 1, result.stderr);
     if (applied) assert.match(result.stdout, new RegExp(`^applied: the server reloaded ${s.config}\n`));
-    else assert.match(result.stderr, new RegExp(`^hooks-ingress reload: refused: ${s.config} has problems; the server keeps its config\n`));
+    else {assert.match(
+        result.stderr,
+        new RegExp(`^hooks-ingress reload: refused: ${s.config} has problems; the server keeps its config\n`),
+      );}
   } else {
     // process.kill, not child.kill: Deno's ChildProcess takes any signal it sent for the child's death
     // and refuses to send another, so the SIGTERM that stops the server would never go out.
     process.kill(server.child.pid!, 'SIGHUP');
   }
-  await until(`a log line matching ${verdict}`, () => count(server, verdict) > before, { detail: () => server.stderr() });
+  await until(`a log line matching ${verdict}`, () => count(server, verdict) > before, {
+    detail: () => server.stderr(),
+  });
 }
 
 // --- the token --------------------------------------------------------------------------------
@@ -115,7 +136,13 @@ test('a mapping added to the config file answers after SIGHUP', async (t) => {
   const server = await serve(t, s);
   assert.equal((await wake(server.url, OLD_TOKEN, '/hooks/github', { repo: 'r' })).status, 404);
 
-  const mapping = { id: 'gh', match: { path: 'github' }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'push to {{repo}}' };
+  const mapping = {
+    id: 'gh',
+    match: { path: 'github' },
+    action: 'wake',
+    wakeMode: 'next-heartbeat',
+    textTemplate: 'push to {{repo}}',
+  };
   await s.write(hooks(OLD_TOKEN, { mappings: [mapping] }));
   await reload(server, s, 'sighup');
   const reply = await wake(server.url, OLD_TOKEN, '/hooks/github', { repo: 'hooks-ingress' });
@@ -129,12 +156,28 @@ test('a server started with no transform and no signed path runs both once a rel
   const s = await setup(t, hooks(OLD_TOKEN));
   const root = join(s.dir, 'hooks', 'transforms');
   await mkdir(root, { recursive: true });
-  await writeFile(join(root, 'shout.mjs'), 'export default (input) => ({ text: String(input.payload.word).toUpperCase() });\n');
+  await writeFile(
+    join(root, 'shout.mjs'),
+    'export default (input) => ({ text: String(input.payload.word).toUpperCase() });\n',
+  );
   const server = await serve(t, s);
   const secret = 'reload-github-secret';
   const mappings = [
-    { id: 'shout', match: { path: 'shout' }, action: 'wake', wakeMode: 'next-heartbeat', transform: { module: 'shout.mjs' } },
-    { id: 'gh', match: { path: 'github' }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'push', signature: { scheme: 'github', secret } },
+    {
+      id: 'shout',
+      match: { path: 'shout' },
+      action: 'wake',
+      wakeMode: 'next-heartbeat',
+      transform: { module: 'shout.mjs' },
+    },
+    {
+      id: 'gh',
+      match: { path: 'github' },
+      action: 'wake',
+      wakeMode: 'next-heartbeat',
+      textTemplate: 'push',
+      signature: { scheme: 'github', secret },
+    },
   ];
   await s.write(hooks(OLD_TOKEN, { mappings }));
   await reload(server, s, 'sighup');
@@ -143,19 +186,39 @@ test('a server started with no transform and no signed path runs both once a rel
   assert.equal(shouted.status, 200, shouted.text);
   assert.match((await readEvents(s.state)).at(-1)?.text ?? '', /\nLOUD\n/);
   const body = JSON.stringify({ ref: 'main' });
-  const signed = await post(server.url, '/hooks/github', { headers: await SIGNERS['github']!({ secret, body, id: 'delivery-1', nowSeconds: Math.floor(Date.now() / 1000) }), body });
+  const signed = await post(server.url, '/hooks/github', {
+    headers: await SIGNERS['github']!({ secret, body, id: 'delivery-1', nowSeconds: Math.floor(Date.now() / 1000) }),
+    body,
+  });
   assert.equal(signed.status, 200, signed.text);
-  const forged = await post(server.url, '/hooks/github', { headers: await SIGNERS['github']!({ secret: 'not-the-secret', body, id: 'delivery-2', nowSeconds: Math.floor(Date.now() / 1000) }), body });
+  const forged = await post(server.url, '/hooks/github', {
+    headers: await SIGNERS['github']!({
+      secret: 'not-the-secret',
+      body,
+      id: 'delivery-2',
+      nowSeconds: Math.floor(Date.now() / 1000),
+    }),
+    body,
+  });
   assert.equal(forged.status, 401, forged.text);
 });
 
 test('a transform edited on disk is re-imported after a reload, not before (the module cache is cleared)', async (t) => {
-  const mapping = { id: 'stamp', match: { path: 'stamp' }, action: 'wake', wakeMode: 'next-heartbeat', transform: { module: 'stamp.mjs' } };
+  const mapping = {
+    id: 'stamp',
+    match: { path: 'stamp' },
+    action: 'wake',
+    wakeMode: 'next-heartbeat',
+    transform: { module: 'stamp.mjs' },
+  };
   const s = await setup(t, hooks(OLD_TOKEN, { mappings: [mapping] }));
   const root = join(s.dir, 'hooks', 'transforms');
   await mkdir(root, { recursive: true });
   // The edit lands in a module the transform imports, so the whole import graph must be fresh.
-  await writeFile(join(root, 'stamp.mjs'), 'import { version } from "./version.mjs";\nexport default () => ({ text: `stamp ${version}` });\n');
+  await writeFile(
+    join(root, 'stamp.mjs'),
+    'import { version } from "./version.mjs";\nexport default () => ({ text: `stamp ${version}` });\n',
+  );
   const version = (n: number) => writeFile(join(root, 'version.mjs'), `export const version = 'v${n}';\n`);
   await version(1);
   const server = await serve(t, s);
@@ -177,13 +240,17 @@ test('a transform edited on disk is re-imported after a reload, not before (the 
 test('an invalid config is refused on reload: every problem is logged and the old config keeps serving', async (t) => {
   const s = await setup(t, hooks(OLD_TOKEN));
   const server = await serve(t, s);
-  await s.write({ hooks: { enabled: true, token: NEW_TOKEN, maxBodyBytes: -1, path: '/', mappings: [{ action: 'fly' }] } });
+  await s.write({
+    hooks: { enabled: true, token: NEW_TOKEN, maxBodyBytes: -1, path: '/', mappings: [{ action: 'fly' }] },
+  });
   await reload(server, s, 'command', /^reload refused/);
 
   const refused = logLines(server).find((l) => String(l['msg']).startsWith('reload refused'));
   assert.equal(refused?.['level'], 'error');
   const problems = String(refused?.['problems']);
-  for (const key of ['hooks.maxBodyBytes', 'hooks.path', 'hooks.mappings[0].action']) assert.ok(problems.includes(key), `${key} is reported: ${problems}`);
+  for (const key of ['hooks.maxBodyBytes', 'hooks.path', 'hooks.mappings[0].action']) {
+    assert.ok(problems.includes(key), `${key} is reported: ${problems}`);
+  }
   assert.equal(count(server, /^reloaded$/), 0);
   assert.equal((await wake(server.url, OLD_TOKEN)).status, 200, 'the old token still works');
   assert.equal((await wake(server.url, NEW_TOKEN)).status, 401, 'nothing of the refused file was taken');
@@ -206,7 +273,12 @@ test('a reload is refused when a link made in the transforms directory since the
   await s.write(hooks(NEW_TOKEN));
   const result = await runCli(['reload', '--state-dir', s.state]);
   assert.equal(result.code, 1, result.stderr);
-  assert.match(result.stderr, new RegExp(`^hooks-ingress reload: refused: ${s.config} has problems; the server keeps its config\n  state directory ${s.state}: the transforms directory \\S+ holds a symbolic link \\S+/shared to it: transforms may read it through the link`));
+  assert.match(
+    result.stderr,
+    new RegExp(
+      `^hooks-ingress reload: refused: ${s.config} has problems; the server keeps its config\n  state directory ${s.state}: the transforms directory \\S+ holds a symbolic link \\S+/shared to it: transforms may read it through the link`,
+    ),
+  );
   const refused = logLines(server).find((l) => String(l['msg']).startsWith('reload refused'));
   assert.equal(refused?.['level'], 'error');
   assert.match(String(refused?.['problems']), /holds a symbolic link \S+\/shared to it/);
@@ -227,7 +299,12 @@ test('a request in flight during a reload completes on the config it started wit
     method: 'POST',
     agent: false,
     // 100-continue is the evidence that the server has the headers and is handling the request.
-    headers: { authorization: `Bearer ${OLD_TOKEN}`, 'content-type': 'application/json', 'content-length': body.length, expect: '100-continue' },
+    headers: {
+      authorization: `Bearer ${OLD_TOKEN}`,
+      'content-type': 'application/json',
+      'content-length': body.length,
+      expect: '100-continue',
+    },
   });
   const answer = new Promise<{ status: number; text: string }>((resolve, reject) => {
     req.on('error', reject);
@@ -352,43 +429,83 @@ test('hooks-ingress reload prints what the reload changed: hooks, mappings and s
   // The same file again: nothing changed, and it says so.
   const again = await runCli(['reload', '--state-dir', s.state]);
   assert.equal(again.code, 0, again.stderr);
-  assert.equal(again.stdout, `applied: the server reloaded ${s.config}\n  no hook, mapping, transform or secret added, removed or changed\n  ${VARIABLES}\n`);
+  assert.equal(
+    again.stdout,
+    `applied: the server reloaded ${s.config}\n  no hook, mapping, transform or secret added, removed or changed\n  ${VARIABLES}\n`,
+  );
 });
 
 test('hooks-ingress reload says which new values wait for the next start (gateway.port, state.dir, ...), on every verdict until a restart', async (t) => {
   const s = await setup(t, hooks(OLD_TOKEN));
   const server = await serve(t, s);
   const port = Number(new URL(server.url).port);
-  await s.write({ ...hooks(OLD_TOKEN, { idempotencyTtlSeconds: 60 }), gateway: { port: port === 65535 ? port - 1 : port + 1 } });
+  await s.write({
+    ...hooks(OLD_TOKEN, { idempotencyTtlSeconds: 60 }),
+    gateway: { port: port === 65535 ? port - 1 : port + 1 },
+  });
   for (let i = 0; i < 2; i++) {
     const result = await runCli(['reload', '--state-dir', s.state]);
     assert.equal(result.code, 0, result.stderr);
-    assert.equal(result.stdout, `applied: the server reloaded ${s.config}\n  no hook, mapping, transform or secret added, removed or changed\n  not applied until the next start: gateway.port, hooks.idempotencyTtlSeconds\n  ${VARIABLES}\n`);
+    assert.equal(
+      result.stdout,
+      `applied: the server reloaded ${s.config}\n  no hook, mapping, transform or secret added, removed or changed\n  not applied until the next start: gateway.port, hooks.idempotencyTtlSeconds\n  ${VARIABLES}\n`,
+    );
   }
-  assert.equal(logLines(server).find((l) => l['msg'] === 'reloaded')?.['needsRestart'], 'gateway.port hooks.idempotencyTtlSeconds');
+  assert.equal(
+    logLines(server).find((l) => l['msg'] === 'reloaded')?.['needsRestart'],
+    'gateway.port hooks.idempotencyTtlSeconds',
+  );
   // The server still answers where it started.
-  assert.equal((await post(server.url, '/hooks/wake', { headers: { authorization: `Bearer ${OLD_TOKEN}` }, body: { text: 'still here', mode: 'next-heartbeat' } })).status, 200);
+  assert.equal(
+    (await post(server.url, '/hooks/wake', {
+      headers: { authorization: `Bearer ${OLD_TOKEN}` },
+      body: { text: 'still here', mode: 'next-heartbeat' },
+    })).status,
+    200,
+  );
 });
 
 test('hooks-ingress reload names each mapping whose keys changed (which keys) and each transform module whose file changed', async (t) => {
-  const gh = { id: 'gh', match: { path: 'github' }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'push {{ref}}' };
-  const ci = { id: 'ci', match: { path: 'ci' }, action: 'wake', wakeMode: 'next-heartbeat', transform: { module: 'ci.mjs' } };
+  const gh = {
+    id: 'gh',
+    match: { path: 'github' },
+    action: 'wake',
+    wakeMode: 'next-heartbeat',
+    textTemplate: 'push {{ref}}',
+  };
+  const ci = {
+    id: 'ci',
+    match: { path: 'ci' },
+    action: 'wake',
+    wakeMode: 'next-heartbeat',
+    transform: { module: 'ci.mjs' },
+  };
   const s = await setup(t, hooks(OLD_TOKEN, { mappings: [gh, ci] }));
   await mkdir(join(s.dir, 'hooks', 'transforms'), { recursive: true });
-  const transform = (text: string) => writeFile(join(s.dir, 'hooks', 'transforms', 'ci.mjs'), `export default () => ({ text: ${JSON.stringify(text)} });\n`);
+  const transform = (text: string) =>
+    writeFile(
+      join(s.dir, 'hooks', 'transforms', 'ci.mjs'),
+      `export default () => ({ text: ${JSON.stringify(text)} });\n`,
+    );
   await transform('build');
   const server = await serve(t, s);
   await s.write(hooks(OLD_TOKEN, { mappings: [{ ...gh, textTemplate: 'pushed {{ref}}', wakeMode: 'now' }, ci] }));
   await transform('build finished');
   const result = await runCli(['reload', '--state-dir', s.state]);
   assert.equal(result.code, 0, result.stderr);
-  assert.equal(result.stdout, `applied: the server reloaded ${s.config}\n  mappings changed: gh (textTemplate, wakeMode)\n  transforms changed: ci.mjs\n  ${VARIABLES}\n`);
+  assert.equal(
+    result.stdout,
+    `applied: the server reloaded ${s.config}\n  mappings changed: gh (textTemplate, wakeMode)\n  transforms changed: ci.mjs\n  ${VARIABLES}\n`,
+  );
   const line = logLines(server).find((l) => l['msg'] === 'reloaded');
   assert.equal(line?.['mappingsChanged'], 'gh (textTemplate, wakeMode)');
   assert.equal(line?.['transformsChanged'], 'ci.mjs');
   // Only the module's content counts: the same file again is no change.
   const again = await runCli(['reload', '--state-dir', s.state]);
-  assert.equal(again.stdout, `applied: the server reloaded ${s.config}\n  no hook, mapping, transform or secret added, removed or changed\n  ${VARIABLES}\n`);
+  assert.equal(
+    again.stdout,
+    `applied: the server reloaded ${s.config}\n  no hook, mapping, transform or secret added, removed or changed\n  ${VARIABLES}\n`,
+  );
 });
 
 test('hooks-ingress reload says that inspector.port waits for the next start (the page stays where it was)', async (t) => {
@@ -397,7 +514,10 @@ test('hooks-ingress reload says that inspector.port waits for the next start (th
   await s.write({ ...hooks(OLD_TOKEN), inspector: { port: 0 } });
   const result = await runCli(['reload', '--state-dir', s.state]);
   assert.equal(result.code, 0, result.stderr);
-  assert.equal(result.stdout, `applied: the server reloaded ${s.config}\n  no hook, mapping, transform or secret added, removed or changed\n  not applied until the next start: inspector.port\n  ${VARIABLES}\n`);
+  assert.equal(
+    result.stdout,
+    `applied: the server reloaded ${s.config}\n  no hook, mapping, transform or secret added, removed or changed\n  not applied until the next start: inspector.port\n  ${VARIABLES}\n`,
+  );
   const inspect = await runCli(['inspect', '--state-dir', s.state]);
   assert.equal(inspect.code, 1, 'no inspector was started by the reload');
 });
@@ -407,7 +527,10 @@ test('hooks-ingress reload --dry-run prints what a reload would change and appli
   const s = await setup(t, hooks(OLD_TOKEN, { mappings: [gh] }));
   const server = await serve(t, s);
   const port = Number(new URL(server.url).port);
-  await s.write({ ...hooks(NEW_TOKEN, { mappings: [{ ...gh, textTemplate: 'pushed' }] }), gateway: { port: port === 65535 ? port - 1 : port + 1 } });
+  await s.write({
+    ...hooks(NEW_TOKEN, { mappings: [{ ...gh, textTemplate: 'pushed' }] }),
+    gateway: { port: port === 65535 ? port - 1 : port + 1 },
+  });
   const dry = await runCli(['reload', '--dry-run', '--state-dir', s.state]);
   assert.equal(dry.code, 0, dry.stderr);
   assert.equal(
@@ -416,18 +539,25 @@ test('hooks-ingress reload --dry-run prints what a reload would change and appli
   );
   assert.equal((await wake(server.url, OLD_TOKEN)).status, 200, 'the old token still opens the hooks');
   assert.equal((await wake(server.url, NEW_TOKEN)).status, 401);
-  const status = JSON.parse((await runCli(['status', '--json', '--state-dir', s.state])).stdout) as { lastReload: unknown };
+  const status = JSON.parse((await runCli(['status', '--json', '--state-dir', s.state])).stdout) as {
+    lastReload: unknown;
+  };
   assert.equal(status.lastReload, null, 'no reload happened');
   assert.equal(count(server, /^reloaded$/), 0);
   // A file with problems: the dry run says what a reload would say, and the server keeps its config.
   await s.write('{ "hooks": { "enabled": true, "token": 5 } }');
   const refused = await runCli(['reload', '--dry-run', '--state-dir', s.state]);
   assert.equal(refused.code, 1);
-  assert.match(refused.stderr, new RegExp(`^hooks-ingress reload: refused: ${s.config} has problems; the server keeps its config\n  hooks.token: `));
+  assert.match(
+    refused.stderr,
+    new RegExp(
+      `^hooks-ingress reload: refused: ${s.config} has problems; the server keeps its config\n  hooks.token: `,
+    ),
+  );
   assert.equal(count(server, /^reload refused/), 0, 'a dry run logs no refusal');
 });
 
-test('reload is refused when a ${VAR} is set in the shell but not in the server\'s environment: exit 1, the reason names the variable, never a value', async (t) => {
+test("reload is refused when a ${VAR} is set in the shell but not in the server's environment: exit 1, the reason names the variable, never a value", async (t) => {
   const s = await setup(t, hooks(OLD_TOKEN));
   const server = await serve(t, s);
   await s.write({ ...hooks(NEW_TOKEN), gateway: { auth: { token: '${METRICS_TOKEN}' } } });
@@ -436,16 +566,29 @@ test('reload is refused when a ${VAR} is set in the shell but not in the server\
   const result = await runCli(['reload', '--state-dir', s.state], { METRICS_TOKEN: shellValue });
   assert.equal(result.code, 1);
   assert.equal(result.stdout, '');
-  assert.equal(result.stderr, `hooks-ingress reload: refused: ${s.config} has problems; the server keeps its config\n  gateway.auth.token: environment variable METRICS_TOKEN is not set\n`);
-  for (const secret of [shellValue, NEW_TOKEN, OLD_TOKEN]) assert.ok(!result.stderr.includes(secret) && !server.stderr().includes(secret));
+  assert.equal(
+    result.stderr,
+    `hooks-ingress reload: refused: ${s.config} has problems; the server keeps its config\n  gateway.auth.token: environment variable METRICS_TOKEN is not set\n`,
+  );
+  for (const secret of [shellValue, NEW_TOKEN, OLD_TOKEN]) {
+    assert.ok(!result.stderr.includes(secret) && !server.stderr().includes(secret));
+  }
   assert.equal((await wake(server.url, OLD_TOKEN)).status, 200, 'the old config stays');
   assert.equal((await wake(server.url, NEW_TOKEN)).status, 401);
 });
 
 // A transform module whose import waits until the file `gate` exists in the transforms directory
 // (the one place a child may read): a reload's check of it stays running while the gate is shut.
-async function gated(t: TestContext): Promise<{ s: ConfigFile; server: Spawned; open: () => Promise<void>; shut: () => Promise<void> }> {
-  const mapping = { id: 'gated', match: { path: 'gated' }, action: 'wake', wakeMode: 'next-heartbeat', transform: { module: 'gated.mjs' } };
+async function gated(
+  t: TestContext,
+): Promise<{ s: ConfigFile; server: Spawned; open: () => Promise<void>; shut: () => Promise<void> }> {
+  const mapping = {
+    id: 'gated',
+    match: { path: 'gated' },
+    action: 'wake',
+    wakeMode: 'next-heartbeat',
+    transform: { module: 'gated.mjs' },
+  };
   const s = await setup(t, hooks(OLD_TOKEN, { mappings: [mapping], transformTimeoutMs: 600_000 }));
   const root = join(s.dir, 'hooks', 'transforms');
   await mkdir(root, { recursive: true });
@@ -484,7 +627,11 @@ test('hooks-ingress reload refuses a --timeout that is not more than 0 and at mo
   for (const given of ['0', '-1', '3601', 'soon']) {
     const { io, out } = captureIo({});
     assert.equal(await main(['reload', `--timeout=${given}`], io), 2, given);
-    assert.match(out.stderr, new RegExp(`--timeout must be a number of seconds more than 0 and at most 3600, got "${given}"`), given);
+    assert.match(
+      out.stderr,
+      new RegExp(`--timeout must be a number of seconds more than 0 and at most 3600, got "${given}"`),
+      given,
+    );
   }
 });
 
@@ -493,7 +640,10 @@ test('hooks-ingress reload exits 1 when no verdict comes within --timeout', asyn
   await shut();
   const result = await runCli(['reload', '--timeout', '0.5', '--state-dir', s.state]);
   assert.equal(result.code, 1);
-  assert.equal(result.stderr, 'hooks-ingress reload: no verdict from the server within 0.5 s; it may still apply the config (see its log)\n');
+  assert.equal(
+    result.stderr,
+    'hooks-ingress reload: no verdict from the server within 0.5 s; it may still apply the config (see its log)\n',
+  );
   await open();
 });
 
@@ -505,8 +655,14 @@ test('a storm of SIGHUPs and reload commands runs at most one reload and one wai
   await hangups(server, s, 50);
   const before = (await status(s))['reloading'] as { running: boolean; pending: boolean; requests: number };
   assert.equal(before.running && before.pending, true);
-  const commands = [runCli(['reload', '--timeout', '600', '--state-dir', s.state]), runCli(['reload', '--timeout', '600', '--state-dir', s.state])];
-  await until('both commands to wait for a verdict', async () => ((await status(s))['reloading'] as { requests: number }).requests === before.requests + 2);
+  const commands = [
+    runCli(['reload', '--timeout', '600', '--state-dir', s.state]),
+    runCli(['reload', '--timeout', '600', '--state-dir', s.state]),
+  ];
+  await until(
+    'both commands to wait for a verdict',
+    async () => ((await status(s))['reloading'] as { requests: number }).requests === before.requests + 2,
+  );
   assert.equal(count(server, /^reloaded$/), 0);
 
   await open();
@@ -528,7 +684,10 @@ test('SIGTERM during a reload storm stops the server at once: the waiting reload
   await hangups(server, s, 50);
   const before = ((await status(s))['reloading'] as { requests: number }).requests;
   const waiting = runCli(['reload', '--timeout', '600', '--state-dir', s.state]);
-  await until('the reload command to wait', async () => ((await status(s))['reloading'] as { requests: number }).requests === before + 1);
+  await until(
+    'the reload command to wait',
+    async () => ((await status(s))['reloading'] as { requests: number }).requests === before + 1,
+  );
   // The gate stays shut: a stop that waited for the running reload would never come.
   process.kill(server.child.pid!, 'SIGTERM');
   await assertCleanStop(server);
@@ -571,6 +730,9 @@ for (const unit of ['contrib/systemd/hooks-ingress.service', 'contrib/systemd/us
     await s.write({ hooks: { enabled: true, token: NEW_TOKEN, path: '/' } });
     const refused = await reloadNow();
     assert.equal(refused.code, 1);
-    assert.match(refused.stderr, /^hooks-ingress reload: refused: .* has problems; the server keeps its config\n {2}hooks\.path: /);
+    assert.match(
+      refused.stderr,
+      /^hooks-ingress reload: refused: .* has problems; the server keeps its config\n {2}hooks\.path: /,
+    );
   });
 }

@@ -9,7 +9,7 @@ import { test, type TestContext } from 'node:test';
 import { main } from '../../lib/cli/main.ts';
 import { readLedger } from '../../lib/store/ledger/read.ts';
 import { readEvents, readRoots } from '../../lib/store/journal/read.ts';
-import { configFile, serveState as serve, spawnServer, stopAfter, type Spawned } from '../_cli.ts';
+import { configFile, serveState as serve, type Spawned, spawnServer, stopAfter } from '../_cli.ts';
 import { fake } from '../_fake-server.ts';
 import { post } from '../_http.ts';
 import { captureIo } from '../_io.ts';
@@ -25,7 +25,13 @@ interface Setup {
   write(raw: unknown): Promise<void>;
 }
 
-const wake = (path: string, secret: string) => ({ match: { path }, signature: { scheme: 'github', secret }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: `${path}: push to {{repository.name}}` });
+const wake = (path: string, secret: string) => ({
+  match: { path },
+  signature: { scheme: 'github', secret },
+  action: 'wake',
+  wakeMode: 'next-heartbeat',
+  textTemplate: `${path}: push to {{repository.name}}`,
+});
 
 async function reload(s: Setup, server: Spawned, raw: unknown): Promise<void> {
   await s.write(raw);
@@ -44,13 +50,24 @@ async function cli(s: Setup, ...args: string[]): Promise<{ code: number; stdout:
 /** A GitHub push signed with the real secret, sent as request `requestId` (with no delivery id when `anonymous`); answers the status. */
 async function push(server: Spawned, path: string, requestId: string, anonymous = false): Promise<number> {
   const body = JSON.stringify(githubExample('push'));
-  const { 'x-github-delivery': delivery, ...signed } = await SIGNERS['github']!({ secret: SECRET, body, nowSeconds: 0, id: `delivery-${requestId}` });
+  const { 'x-github-delivery': delivery, ...signed } = await SIGNERS['github']!({
+    secret: SECRET,
+    body,
+    nowSeconds: 0,
+    id: `delivery-${requestId}`,
+  });
   const headers = anonymous ? signed : { ...signed, 'x-github-delivery': delivery! };
-  return (await post(server.url, `/hooks/${path}`, { headers: { ...headers, 'content-type': 'application/json', 'x-request-id': requestId }, body })).status;
+  return (await post(server.url, `/hooks/${path}`, {
+    headers: { ...headers, 'content-type': 'application/json', 'x-request-id': requestId },
+    body,
+  })).status;
 }
 
 async function entryOf(s: Setup, requestId: string): Promise<string> {
-  return until(`the entry of ${requestId}`, async () => (await readLedger(s.state)).find((e) => e.requestId === requestId)?.id);
+  return until(
+    `the entry of ${requestId}`,
+    async () => (await readLedger(s.state)).find((e) => e.requestId === requestId)?.id,
+  );
 }
 
 async function pushes(s: Setup, path: string): Promise<number> {
@@ -63,7 +80,15 @@ async function heldModel(t: TestContext): Promise<{ url: string; calls: () => nu
   let released = false;
   const answer = (res: ServerResponse) => {
     res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ id: 'c', object: 'chat.completion', created: 1_700_000_000, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'done' }, finish_reason: 'stop' }] }));
+    res.end(
+      JSON.stringify({
+        id: 'c',
+        object: 'chat.completion',
+        created: 1_700_000_000,
+        model: 'm',
+        choices: [{ index: 0, message: { role: 'assistant', content: 'done' }, finish_reason: 'stop' }],
+      }),
+    );
   };
   const server = await fake(t, (_req, res) => (released ? answer(res) : held.push(res)));
   return {
@@ -79,9 +104,21 @@ async function heldModel(t: TestContext): Promise<{ url: string; calls: () => nu
 test('a single replay racing a bulk one: the root runs once (one event), and the bulk replay says a replay of it succeeded', async (t) => {
   const model = await heldModel(t);
   // The bulk replay runs `slow` first: an agent run it waits for (waitForCompletion), held at the model.
-  const slow = { match: { path: 'slow' }, signature: { scheme: 'github', secret: 'wrong' }, action: 'agent', messageTemplate: 'slow', wakeMode: 'next-heartbeat', deliver: false, waitForCompletion: true };
+  const slow = {
+    match: { path: 'slow' },
+    signature: { scheme: 'github', secret: 'wrong' },
+    action: 'agent',
+    messageTemplate: 'slow',
+    wakeMode: 'next-heartbeat',
+    deliver: false,
+    waitForCompletion: true,
+  };
   const raw = (secret: string) => ({
-    hooks: { enabled: true, token: TOKEN, mappings: [{ ...slow, signature: { scheme: 'github', secret } }, wake('gh', secret)] },
+    hooks: {
+      enabled: true,
+      token: TOKEN,
+      mappings: [{ ...slow, signature: { scheme: 'github', secret } }, wake('gh', secret)],
+    },
     agents: { defaults: { model: 'fake/m', timeoutSeconds: 120 } },
     models: { providers: { fake: { api: 'openai-completions', baseUrl: model.url } } },
   });
@@ -100,11 +137,18 @@ test('a single replay racing a bulk one: the root runs once (one event), and the
   model.release();
   const done = await bulk;
   assert.equal(await pushes(s, 'gh'), 1, `one event; the bulk replay said:\n${done.stdout}`);
-  assert.match(done.stdout, new RegExp(`not replayed ${id}: a replay of entry ${id} succeeded \\(replay [0-9a-f]{24}, 200\\); replay it again with --force\\n`));
+  assert.match(
+    done.stdout,
+    new RegExp(
+      `not replayed ${id}: a replay of entry ${id} succeeded \\(replay [0-9a-f]{24}, 200\\); replay it again with --force\\n`,
+    ),
+  );
 });
 
 test('with the ledger off, a replay that succeeded needs --force to run again, and forces only then', async (t) => {
-  const raw = (secret: string, ledger: boolean) => ({ hooks: { enabled: true, token: TOKEN, ledger: { enabled: ledger }, mappings: [wake('gh', secret)] } });
+  const raw = (secret: string, ledger: boolean) => ({
+    hooks: { enabled: true, token: TOKEN, ledger: { enabled: ledger }, mappings: [wake('gh', secret)] },
+  });
   const s = await configFile(t, raw('wrong', true), 'cli-claim-off-');
   const server = await serve(t, s);
   assert.equal(await push(server, 'gh', 'off-1', true), 401);
@@ -113,10 +157,19 @@ test('with the ledger off, a replay that succeeded needs --force to run again, a
 
   const first = await cli(s, 'replay', id);
   assert.equal(first.code, 0, first.stdout + first.stderr);
-  assert.match(first.stdout, new RegExp(`^replayed ${id}  request=\\S+  200  event \\d+\\n$`), 'no entry: the ledger is off');
+  assert.match(
+    first.stdout,
+    new RegExp(`^replayed ${id}  request=\\S+  200  event \\d+\\n$`),
+    'no entry: the ledger is off',
+  );
   const again = await cli(s, 'replay', id);
   assert.equal(again.code, 1, again.stdout);
-  assert.match(again.stdout, new RegExp(`^not replayed ${id}: a replay of entry ${id} succeeded \\(replay request \\S+, 200\\); replay it again with --force\\n$`));
+  assert.match(
+    again.stdout,
+    new RegExp(
+      `^not replayed ${id}: a replay of entry ${id} succeeded \\(replay request \\S+, 200\\); replay it again with --force\\n$`,
+    ),
+  );
   assert.equal(await pushes(s, 'gh'), 1);
   assert.equal((await readLedger(s.state)).length, 1, 'nothing recorded with the ledger off');
 
@@ -158,7 +211,10 @@ test('an original trimmed out of the ledger: its two failed replays stand for it
       token: TOKEN,
       authRateLimit: { maxFailures: 10_000 },
       ledger: { unauthenticated: { maxEntries: 3, maxBytes: 262_144 } },
-      mappings: [{ ...wake('gh', secret), ...(broken ? { textTemplate: '{{nothing}}' } : {}) }, wake('noise', 'never-this')],
+      mappings: [
+        { ...wake('gh', secret), ...(broken ? { textTemplate: '{{nothing}}' } : {}) },
+        wake('noise', 'never-this'),
+      ],
     },
   });
   const s = await configFile(t, raw('wrong', true), 'cli-claim-trim-');
@@ -176,17 +232,26 @@ test('an original trimmed out of the ledger: its two failed replays stand for it
   // Anyone can push a refused delivery out of its lane: refused deliveries of their own.
   const noise = JSON.stringify({ pad: 'x'.repeat(4000) });
   await until('the original trimmed', async () => {
-    await post(server.url, '/hooks/noise', { headers: { 'content-type': 'application/json', 'x-hub-signature-256': `sha256=${'0'.repeat(64)}` }, body: noise });
+    await post(server.url, '/hooks/noise', {
+      headers: { 'content-type': 'application/json', 'x-hub-signature-256': `sha256=${'0'.repeat(64)}` },
+      body: noise,
+    });
     return !(await readLedger(s.state)).some((e) => e.id === id);
   });
   await reload(s, server, raw(SECRET));
 
   const listed = await cli(s, '--failed', '--hook', 'gh');
   assert.equal(listed.stdout.split('\n').filter(Boolean).length, 1, listed.stdout);
-  assert.match(listed.stdout, new RegExp(`${replays[1]!.id} .*replay of ${id}  replayed 2x, not resolved \\(last 400\\)\\n$`));
+  assert.match(
+    listed.stdout,
+    new RegExp(`${replays[1]!.id} .*replay of ${id}  replayed 2x, not resolved \\(last 400\\)\\n$`),
+  );
   const bulk = await cli(s, 'replay', '--failed', '--hook', 'gh', '--yes');
   assert.equal(await pushes(s, 'gh'), 1, `one event; the bulk replay said:\n${bulk.stdout}`);
-  assert.match(bulk.stdout, /^2 requests match; will replay 1 request, skip 1: 1 already counted with their original:\n/);
+  assert.match(
+    bulk.stdout,
+    /^2 requests match; will replay 1 request, skip 1: 1 already counted with their original:\n/,
+  );
   assert.match(bulk.stdout, new RegExp(`^replayed ${id}  as [0-9a-f]{24} request=\\S+  200  event \\d+$`, 'm'));
   assert.equal((await cli(s, '--failed', '--hook', 'gh')).stdout, '');
 });
@@ -198,18 +263,29 @@ test('a chain of two failed replays, then the fix: the bulk plan counts the orig
   assert.equal(await push(server, 'gh', 'chain-1'), 401);
   const id = await entryOf(s, 'chain-1');
   assert.equal((await cli(s, 'replay', id)).code, 1);
-  const first = await until('the first replay', async () => (await readLedger(s.state)).find((e) => e.replayOf === id)?.id);
+  const first = await until(
+    'the first replay',
+    async () => (await readLedger(s.state)).find((e) => e.replayOf === id)?.id,
+  );
   // Named through the replay, it is the original that runs again: the chain does not grow.
   assert.equal((await cli(s, 'replay', first)).code, 1);
   await until('the second replay', async () => (await readLedger(s.state)).length === 3);
   assert.deepEqual((await readLedger(s.state)).map((e) => e.replayOf ?? '-'), ['-', id, id]);
   const listed = await cli(s, '--failed');
-  assert.match(listed.stdout, new RegExp(`^\\S+  401  ERR_UNAUTHORIZED  POST gh  ${id}  .*replayed 2x, not resolved \\(last 401\\)\\n$`));
+  assert.match(
+    listed.stdout,
+    new RegExp(`^\\S+  401  ERR_UNAUTHORIZED  POST gh  ${id}  .*replayed 2x, not resolved \\(last 401\\)\\n$`),
+  );
   await reload(s, server, raw(SECRET));
 
   const plan = await cli(s, 'replay', '--failed');
   assert.equal(plan.code, 0);
-  assert.match(plan.stdout, new RegExp(`^3 requests match; will replay 1 request, skip 2: 2 already counted with their original:\\n\\S+  401  ERR_UNAUTHORIZED  POST gh  ${id}  `));
+  assert.match(
+    plan.stdout,
+    new RegExp(
+      `^3 requests match; will replay 1 request, skip 2: 2 already counted with their original:\\n\\S+  401  ERR_UNAUTHORIZED  POST gh  ${id}  `,
+    ),
+  );
   assert.match(plan.stderr, /nothing replayed; add --yes to replay it/);
   const bulk = await cli(s, 'replay', '--failed', '--yes');
   assert.equal(bulk.code, 0, bulk.stdout);
@@ -220,11 +296,18 @@ test('a chain of two failed replays, then the fix: the bulk plan counts the orig
   for (const line of all) assert.match(line, /resolved by replay [0-9a-f]{24} \(200\)$/);
   const shown = await cli(s, 'show', id);
   assert.match(shown.stdout, /^resolution {2}resolved by replay [0-9a-f]{24} \(200\)$/m);
-  assert.deepEqual([...shown.stdout.matchAll(/^replayed {4}\S+ at \S+: (\d+)$/gm)].map((m) => m[1]), ['401', '401', '200']);
+  assert.deepEqual([...shown.stdout.matchAll(/^replayed {4}\S+ at \S+: (\d+)$/gm)].map((m) => m[1]), [
+    '401',
+    '401',
+    '200',
+  ]);
   assert.doesNotMatch(shown.stdout, /^replay {6}/m, 'no replay offered for what is resolved');
   // A second bulk pass has nothing to run.
   const again = await cli(s, 'replay', '--failed', '--all', '--yes');
-  assert.match(again.stdout, /^3 requests match; will replay 0 requests, skip 3: 1 resolved already, by a replay or by hand \(--force replays\); 2 already counted with their original\n$/);
+  assert.match(
+    again.stdout,
+    /^3 requests match; will replay 0 requests, skip 3: 1 resolved already, by a replay or by hand \(--force replays\); 2 already counted with their original\n$/,
+  );
   assert.equal(await pushes(s, 'gh'), 1);
 });
 
@@ -241,11 +324,22 @@ test('requests resolve: a failure that can never be fixed is marked resolved by 
   assert.equal(done.stdout, `resolved ${lost} by hand (named as lost-1)\n`);
   const twice = await cli(s, 'resolve', lost, 'nobody');
   assert.equal(twice.code, 1);
-  assert.match(twice.stdout, new RegExp(`^not resolved ${lost}: entry ${lost} was marked resolved already, at \\S+\\nnot resolved nobody: no request ledger entry has the id "nobody"`));
+  assert.match(
+    twice.stdout,
+    new RegExp(
+      `^not resolved ${lost}: entry ${lost} was marked resolved already, at \\S+\\nnot resolved nobody: no request ledger entry has the id "nobody"`,
+    ),
+  );
   const refused = await cli(s, 'replay', lost);
-  assert.match(refused.stdout, new RegExp(`^not replayed ${lost}: entry ${lost} was marked resolved at \\S+; replay it with --force\\n$`));
+  assert.match(
+    refused.stdout,
+    new RegExp(`^not replayed ${lost}: entry ${lost} was marked resolved at \\S+; replay it with --force\\n$`),
+  );
   const plan = await cli(s, 'replay', '--failed', '--all');
-  assert.match(plan.stdout, /^2 requests match; will replay 1 request, skip 1: 1 resolved already, by a replay or by hand \(--force replays\):\n/);
+  assert.match(
+    plan.stdout,
+    /^2 requests match; will replay 1 request, skip 1: 1 resolved already, by a replay or by hand \(--force replays\):\n/,
+  );
   assert.equal((await cli(s, 'resolve')).code, 2);
 
   server.child.kill('SIGTERM');

@@ -23,7 +23,13 @@ interface Setup {
 }
 
 // A wake mapping whose template may have a typo: `{{mesage}}` alone renders nothing, and the request is refused (400).
-const hooks = (token: string, template: string) => ({ hooks: { enabled: true, token, mappings: [{ match: { path: 'notes' }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: template }] } });
+const hooks = (token: string, template: string) => ({
+  hooks: {
+    enabled: true,
+    token,
+    mappings: [{ match: { path: 'notes' }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: template }],
+  },
+});
 
 async function setup(t: TestContext): Promise<Setup> {
   const { config, state, write } = await configFile(t, hooks(LEAKED, '{{mesage}}'), 'cli-replay-cred-');
@@ -45,9 +51,15 @@ async function cli(s: Setup, ...args: string[]): Promise<{ code: number; stdout:
 
 // A request with the leaked token whose template had a typo: refused, in the ledger.
 async function sendFailed(s: Setup, server: Spawned, requestId: string): Promise<string> {
-  const sent = await post(server.url, '/hooks/notes', { headers: { authorization: `Bearer ${LEAKED}`, 'x-request-id': requestId }, body: { message: 'attacker text' } });
+  const sent = await post(server.url, '/hooks/notes', {
+    headers: { authorization: `Bearer ${LEAKED}`, 'x-request-id': requestId },
+    body: { message: 'attacker text' },
+  });
   assert.equal(sent.status, 400, sent.text);
-  return until(`the entry of ${requestId}`, async () => (await readLedger(s.state)).find((e) => e.requestId === requestId)?.id);
+  return until(
+    `the entry of ${requestId}`,
+    async () => (await readLedger(s.state)).find((e) => e.requestId === requestId)?.id,
+  );
 }
 
 const attackerEvents = async (s: Setup) => (await readEvents(s.state)).filter((e) => e.text.includes('attacker text'));
@@ -83,11 +95,17 @@ test('a request sent with a hook token since rotated is not replayed: the templa
   await server.exited;
   const local = await cli(s, 'try', '--request', id);
   assert.equal(local.code, 1, local.stdout + local.stderr);
-  assert.ok(local.stderr.includes(`entry ${id} cannot be tried: its token is no longer configured (rotated since)`), local.stderr);
+  assert.ok(
+    local.stderr.includes(`entry ${id} cannot be tried: its token is no longer configured (rotated since)`),
+    local.stderr,
+  );
 
   // The entry keeps a short opaque fingerprint; neither token is anywhere in the state directory's ledger.
   const shown = await cli(s, 'requests', 'show', id, '--json');
-  assert.match((JSON.parse(shown.stdout) as { entry: { credential?: string } }).entry.credential ?? '', /^[0-9a-f]{6}:[0-9a-f]{16}$/);
+  assert.match(
+    (JSON.parse(shown.stdout) as { entry: { credential?: string } }).entry.credential ?? '',
+    /^[0-9a-f]{6}:[0-9a-f]{16}$/,
+  );
   const ledgerDir = join(s.state, 'ledger');
   for (const name of await readdir(ledgerDir)) {
     const text = await readFile(join(ledgerDir, name), 'utf8');

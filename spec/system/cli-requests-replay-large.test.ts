@@ -69,7 +69,12 @@ function delivery(i: number, now: number, credential: string, fields: Partial<Le
     client: '127.0.0.1',
     lane: 'authenticated',
     auth: 'token',
-    headers: { 'content-type': 'application/json', 'user-agent': 'spec/1.0', 'x-request-id': `delivery-${i}`, authorization: '[redacted]' },
+    headers: {
+      'content-type': 'application/json',
+      'user-agent': 'spec/1.0',
+      'x-request-id': `delivery-${i}`,
+      authorization: '[redacted]',
+    },
     status: 202,
     durationMs: 1.5,
     credential,
@@ -78,7 +83,10 @@ function delivery(i: number, now: number, credential: string, fields: Partial<Le
 }
 
 function body(i: number): Buffer {
-  const items = Array.from({ length: 40 + (i % 30) }, (_, k) => ({ k, name: `item ${i}-${k}`, note: 'lorem ipsum dolor sit amet, '.repeat(3), done: k % 2 === 0 }));
+  const items = Array.from(
+    { length: 40 + (i % 30) },
+    (_, k) => ({ k, name: `item ${i}-${k}`, note: 'lorem ipsum dolor sit amet, '.repeat(3), done: k % 2 === 0 }),
+  );
   return Buffer.from(JSON.stringify({ text: `delivery ${i}`, mode: 'next-heartbeat', items }));
 }
 
@@ -91,11 +99,17 @@ async function writeLedger(state: string, bytes: number): Promise<{ target: stri
   assert.ok(key.ok, key.ok ? '' : key.problem);
   const credential = fingerprints(key.key).of(TOKEN);
   const target = delivery(0, now, credential, { status: 503, code: 'ERR_UNAVAILABLE', error: 'the queue is full' });
-  ledger.record(target, Buffer.from(JSON.stringify({ text: 'replayed from a large ledger', mode: 'now' })), CONFIG.maxBodyBytes);
+  ledger.record(
+    target,
+    Buffer.from(JSON.stringify({ text: 'replayed from a large ledger', mode: 'now' })),
+    CONFIG.maxBodyBytes,
+  );
   let i = 1;
   // In batches that never take it past its bound (an entry's line is at most 10 KiB), which would trim the oldest segment.
   for (let left = bytes; left > 64 * 1024; left = bytes - ledger.size().bytes) {
-    for (let n = Math.max(1, Math.min(500, Math.floor(left / 10_240))); n > 0; n--, i++) ledger.record(delivery(i, now, credential), body(i), CONFIG.maxBodyBytes);
+    for (let n = Math.max(1, Math.min(500, Math.floor(left / 10_240))); n > 0; n--, i++) {
+      ledger.record(delivery(i, now, credential), body(i), CONFIG.maxBodyBytes);
+    }
     await ledger.flush();
   }
   await ledger.close();
@@ -172,51 +186,97 @@ interface Probed {
   parsed: number;
 }
 
-test(`/healthz answers within ${HEALTHZ_MS} ms while the server replays an entry of a 64 MiB ledger, and the lookup parses only the lines that name it`, { timeout: 300_000 }, async (t) => {
-  const s = await configFile(t, { hooks: { enabled: true, token: TOKEN } }, 'replay-large-');
-  const written = await writeLedger(s.state, LEDGER_BYTES);
-  const probe = join(s.dir, 'probe.cjs');
-  const report = join(s.dir, 'probe.json');
-  await writeFile(probe, PROBE);
-  // Under Deno the server runs on Deno, which takes no --require: /healthz is measured, the probe not.
-  const env: Record<string, string> = IS_DENO ? {} : { NODE_OPTIONS: `--require ${probe}`, PROBE_FILE: report };
-  const server = await spawnServer(['--config', s.config, '--port', '0', '--state-dir', s.state], env);
-  stopAfter(t, server);
-  const probed = async (): Promise<Probed | null> => {
-    if (IS_DENO) return null;
-    await writeFile(report, '');
-    process.kill(server.child.pid!, 'SIGUSR2');
-    return JSON.parse(await until('the probe', async () => (await readFile(report, 'utf8')) || null)) as Probed;
-  };
-  // What the server counts of the ledger at its start is done before the replay: status waits for it.
-  const { io: statusIo, out: statusOut } = captureIo({ HOOKS_INGRESS_CONFIG: s.config });
-  assert.equal(await main(['status', '--state-dir', s.state], statusIo), 0, statusOut.stderr);
-  assert.match(statusOut.stdout, new RegExp(`ledger: +${written.entries} entries, \\d+ bytes`), statusOut.stdout);
+test(
+  `/healthz answers within ${HEALTHZ_MS} ms while the server replays an entry of a 64 MiB ledger, and the lookup parses only the lines that name it`,
+  { timeout: 300_000 },
+  async (t) => {
+    const s = await configFile(t, { hooks: { enabled: true, token: TOKEN } }, 'replay-large-');
+    const written = await writeLedger(s.state, LEDGER_BYTES);
+    const probe = join(s.dir, 'probe.cjs');
+    const report = join(s.dir, 'probe.json');
+    await writeFile(probe, PROBE);
+    // Under Deno the server runs on Deno, which takes no --require: /healthz is measured, the probe not.
+    const env: Record<string, string> = IS_DENO ? {} : { NODE_OPTIONS: `--require ${probe}`, PROBE_FILE: report };
+    const server = await spawnServer(['--config', s.config, '--port', '0', '--state-dir', s.state], env);
+    stopAfter(t, server);
+    const probed = async (): Promise<Probed | null> => {
+      if (IS_DENO) return null;
+      await writeFile(report, '');
+      process.kill(server.child.pid!, 'SIGUSR2');
+      return JSON.parse(await until('the probe', async () => (await readFile(report, 'utf8')) || null)) as Probed;
+    };
+    // What the server counts of the ledger at its start is done before the replay: status waits for it.
+    const { io: statusIo, out: statusOut } = captureIo({ HOOKS_INGRESS_CONFIG: s.config });
+    assert.equal(await main(['status', '--state-dir', s.state], statusIo), 0, statusOut.stderr);
+    assert.match(statusOut.stdout, new RegExp(`ledger: +${written.entries} entries, \\d+ bytes`), statusOut.stdout);
 
-  // Up to three replays, until one's slowest /healthz answer is within the bound (see the header).
-  const slowest: number[] = [];
-  const loaded = loadavg()[0]! >= availableParallelism();
-  for (let attempt = 0; attempt < ATTEMPTS && !slowest.some((ms) => ms < HEALTHZ_MS); attempt++) {
-    await pollHealth(server.url, Promise.resolve());
-    await probed();
-    const { io, out } = captureIo({ HOOKS_INGRESS_CONFIG: s.config });
-    // The first replay succeeds; running it again needs --force.
-    const replay = main(['requests', 'replay', written.target, ...(attempt === 0 ? [] : ['--force']), '--state-dir', s.state], io);
-    const times = await pollHealth(server.url, replay);
-    const code = await replay;
-    const inside = await probed();
-    slowest.push(Math.max(...times));
-    t.diagnostic(`replay ${attempt + 1}: /healthz answered ${times.length} times, slowest ${slowest.at(-1)!.toFixed(1)} ms${inside === null ? '' : `; in the server the event loop was held at most ${inside.heldMs.toFixed(1)} ms of CPU (${inside.delayMs.toFixed(1)} ms of delay), JSON.parse was handed ${inside.parsed} bytes`}`);
-    assert.equal(code, 0, out.stderr);
-    // Run again while its event is unread, the wake is that event again (coalesced), and says no event of its own.
-    assert.match(out.stdout, new RegExp(`^replayed ${written.target}  as [0-9a-f]{24} request=\\S+  200${attempt === 0 ? '  event \\d+' : '(  event \\d+)?'}\\n$`));
-    if (attempt === 0) assert.equal((await readEvents(s.state)).filter((e) => e.text === 'replayed from a large ledger').length, 1);
-    if (inside !== null) {
-      assert.ok(inside.parsed < PARSED_BYTES, `JSON.parse was handed ${inside.parsed} bytes during the replay: the lookup parses the lines that name the entry, not the ledger`);
-      assert.ok(inside.heldMs < LOOP_MS, `the server's event loop was held ${inside.heldMs.toFixed(1)} ms during the replay`);
+    // Up to three replays, until one's slowest /healthz answer is within the bound (see the header).
+    const slowest: number[] = [];
+    const loaded = loadavg()[0]! >= availableParallelism();
+    for (let attempt = 0; attempt < ATTEMPTS && !slowest.some((ms) => ms < HEALTHZ_MS); attempt++) {
+      await pollHealth(server.url, Promise.resolve());
+      await probed();
+      const { io, out } = captureIo({ HOOKS_INGRESS_CONFIG: s.config });
+      // The first replay succeeds; running it again needs --force.
+      const replay = main([
+        'requests',
+        'replay',
+        written.target,
+        ...(attempt === 0 ? [] : ['--force']),
+        '--state-dir',
+        s.state,
+      ], io);
+      const times = await pollHealth(server.url, replay);
+      const code = await replay;
+      const inside = await probed();
+      slowest.push(Math.max(...times));
+      t.diagnostic(
+        `replay ${attempt + 1}: /healthz answered ${times.length} times, slowest ${slowest.at(-1)!.toFixed(1)} ms${
+          inside === null
+            ? ''
+            : `; in the server the event loop was held at most ${inside.heldMs.toFixed(1)} ms of CPU (${
+              inside.delayMs.toFixed(1)
+            } ms of delay), JSON.parse was handed ${inside.parsed} bytes`
+        }`,
+      );
+      assert.equal(code, 0, out.stderr);
+      // Run again while its event is unread, the wake is that event again (coalesced), and says no event of its own.
+      assert.match(
+        out.stdout,
+        new RegExp(
+          `^replayed ${written.target}  as [0-9a-f]{24} request=\\S+  200${
+            attempt === 0 ? '  event \\d+' : '(  event \\d+)?'
+          }\\n$`,
+        ),
+      );
+      if (attempt === 0) {
+        assert.equal(
+          (await readEvents(s.state)).filter((e) => e.text === 'replayed from a large ledger').length,
+          1,
+        );
+      }
+      if (inside !== null) {
+        assert.ok(
+          inside.parsed < PARSED_BYTES,
+          `JSON.parse was handed ${inside.parsed} bytes during the replay: the lookup parses the lines that name the entry, not the ledger`,
+        );
+        assert.ok(
+          inside.heldMs < LOOP_MS,
+          `the server's event loop was held ${inside.heldMs.toFixed(1)} ms during the replay`,
+        );
+      }
     }
-  }
-  const bound = loaded ? BUSY_HEALTHZ_MS : HEALTHZ_MS;
-  if (loaded) t.diagnostic(`the machine is busy (load average ${loadavg()[0]!.toFixed(1)} on ${availableParallelism()} cores): /healthz is held to ${BUSY_HEALTHZ_MS} ms, not ${HEALTHZ_MS}`);
-  assert.ok(Math.min(...slowest) < bound, `/healthz took ${slowest.map((ms) => ms.toFixed(1)).join(', ')} ms at its slowest during each replay`);
-});
+    const bound = loaded ? BUSY_HEALTHZ_MS : HEALTHZ_MS;
+    if (loaded) {
+      t.diagnostic(
+        `the machine is busy (load average ${
+          loadavg()[0]!.toFixed(1)
+        } on ${availableParallelism()} cores): /healthz is held to ${BUSY_HEALTHZ_MS} ms, not ${HEALTHZ_MS}`,
+      );
+    }
+    assert.ok(
+      Math.min(...slowest) < bound,
+      `/healthz took ${slowest.map((ms) => ms.toFixed(1)).join(', ')} ms at its slowest during each replay`,
+    );
+  },
+);

@@ -43,14 +43,23 @@ async function cli(s: Setup, ...args: string[]): Promise<{ code: number; stdout:
 }
 
 async function entryOf(s: Setup, requestId: string): Promise<string> {
-  return until(`the entry of ${requestId}`, async () => (await readLedger(s.state)).find((e) => e.requestId === requestId)?.id);
+  return until(
+    `the entry of ${requestId}`,
+    async () => (await readLedger(s.state)).find((e) => e.requestId === requestId)?.id,
+  );
 }
 
 async function events(s: Setup, text: string): Promise<number> {
   return (await readEvents(s.state)).filter((e) => e.text.includes(text)).length;
 }
 
-const wake = (path: string, signature: Record<string, unknown>, template: string) => ({ match: { path }, signature, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: template });
+const wake = (path: string, signature: Record<string, unknown>, template: string) => ({
+  match: { path },
+  signature,
+  action: 'wake',
+  wakeMode: 'next-heartbeat',
+  textTemplate: template,
+});
 const github = (secret: string) => wake('github', { scheme: 'github', secret }, 'push to {{repository.name}}');
 const stripe = (secret: string) => wake('stripe', { scheme: 'stripe', secret }, 'paid {{id}}');
 const standard = (secret: string) => wake('sw', { scheme: 'standard-webhooks', secret }, 'order {{data.order}}');
@@ -59,11 +68,19 @@ const GITHUB_BODY = JSON.stringify(githubExample('push'));
 
 // GitHub sends a delivery, and its redelivery, with the same X-GitHub-Delivery.
 async function github_(server: Spawned, secret: string, requestId: string): Promise<Reply> {
-  const headers = await SIGNERS['github']!({ secret, body: GITHUB_BODY, nowSeconds: 0, id: '72d3162e-cc78-11e3-81ab-4c9367dc0958' });
-  return post(server.url, '/hooks/github', { headers: { ...headers, 'content-type': 'application/json', 'x-request-id': requestId }, body: GITHUB_BODY });
+  const headers = await SIGNERS['github']!({
+    secret,
+    body: GITHUB_BODY,
+    nowSeconds: 0,
+    id: '72d3162e-cc78-11e3-81ab-4c9367dc0958',
+  });
+  return post(server.url, '/hooks/github', {
+    headers: { ...headers, 'content-type': 'application/json', 'x-request-id': requestId },
+    body: GITHUB_BODY,
+  });
 }
 
-test('GitHub: a delivery refused for a wrong secret and replayed after the fix makes the provider\'s redelivery (same X-GitHub-Delivery) a duplicate: one event', async (t) => {
+test("GitHub: a delivery refused for a wrong secret and replayed after the fix makes the provider's redelivery (same X-GitHub-Delivery) a duplicate: one event", async (t) => {
   const s = await setup(t, [github('the-old-wrong-secret')]);
   const server = await serve(t, s);
   assert.equal((await github_(server, 'the-real-secret', 'gh-refused')).status, 401);
@@ -76,11 +93,14 @@ test('GitHub: a delivery refused for a wrong secret and replayed after the fix m
   assert.equal(redelivered.status, 200, redelivered.text);
   assert.equal(redelivered.headers['idempotent-replayed'], 'true');
   assert.equal(await events(s, 'push to'), 1);
-  const entry = await until('the redelivery\'s entry', async () => (await readLedger(s.state)).find((e) => e.requestId === 'gh-redeliver'));
+  const entry = await until(
+    "the redelivery's entry",
+    async () => (await readLedger(s.state)).find((e) => e.requestId === 'gh-redeliver'),
+  );
   assert.deepEqual(entry.became, { duplicateOf: replayRequest });
 });
 
-test('GitHub: the provider\'s retry accepted after the fix makes the refused copy a skip in a bulk replay; the dry run says it was already accepted', async (t) => {
+test("GitHub: the provider's retry accepted after the fix makes the refused copy a skip in a bulk replay; the dry run says it was already accepted", async (t) => {
   const s = await setup(t, [github('the-old-wrong-secret')]);
   const server = await serve(t, s);
   assert.equal((await github_(server, 'the-real-secret', 'gh-refused')).status, 401);
@@ -88,7 +108,9 @@ test('GitHub: the provider\'s retry accepted after the fix makes the refused cop
   await reload(s, server, [github('the-real-secret')]);
   assert.equal((await github_(server, 'the-real-secret', 'gh-retry')).status, 200);
   // The plan of a bulk replay asks the server, and skips it, naming the request that took its id.
-  const plan = `1 request matches; will replay 0 requests, skip 1: 1 whose delivery id was already accepted, live or by a replay before them \\(--force replays\\)\n` + `skipped ${id}: entry ${id}'s delivery id was already accepted as request gh-retry; replay it again with --force\n`;
+  const plan =
+    `1 request matches; will replay 0 requests, skip 1: 1 whose delivery id was already accepted, live or by a replay before them \\(--force replays\\)\n` +
+    `skipped ${id}: entry ${id}'s delivery id was already accepted as request gh-retry; replay it again with --force\n`;
   for (const flag of ['--dry-run', '--yes']) {
     const bulk = await cli(s, 'replay', '--failed', flag);
     assert.equal(bulk.code, 0, bulk.stderr + bulk.stdout);
@@ -96,21 +118,39 @@ test('GitHub: the provider\'s retry accepted after the fix makes the refused cop
   }
   // Named, a dry run says the same.
   const dry = await cli(s, 'replay', id, '--dry-run');
-  assert.match(dry.stdout, new RegExp(`^dry run of ${id}: nothing replayed \\(a replay is skipped without --force: entry ${id}'s delivery id was already accepted as request gh-retry; replay it again with --force\\)`));
+  assert.match(
+    dry.stdout,
+    new RegExp(
+      `^dry run of ${id}: nothing replayed \\(a replay is skipped without --force: entry ${id}'s delivery id was already accepted as request gh-retry; replay it again with --force\\)`,
+    ),
+  );
   const one = await cli(s, 'replay', id);
   assert.equal(one.code, 1);
-  assert.match(one.stdout, new RegExp(`^not replayed ${id}: entry ${id}'s delivery id was already accepted as request gh-retry; replay it again with --force\\n$`));
+  assert.match(
+    one.stdout,
+    new RegExp(
+      `^not replayed ${id}: entry ${id}'s delivery id was already accepted as request gh-retry; replay it again with --force\\n$`,
+    ),
+  );
   assert.equal(await events(s, 'push to'), 1);
   assert.equal((await readLedger(s.state)).filter((e) => e.replayOf === id).length, 0, 'nothing ran');
 });
 
-test('Stripe: an event refused for a wrong secret and replayed after the fix makes Stripe\'s retry of the event (same id, a new signature) a duplicate: one event', async (t) => {
+test("Stripe: an event refused for a wrong secret and replayed after the fix makes Stripe's retry of the event (same id, a new signature) a duplicate: one event", async (t) => {
   const s = await setup(t, [stripe('whsec_the_old_wrong_one')]);
   const server = await serve(t, s);
   const body = JSON.stringify({ id: 'evt_taken_1', object: 'event', type: 'invoice.paid' });
   const send = async (requestId: string) => {
-    const headers = await SIGNERS['stripe']!({ secret: 'whsec_the_real_one', body, nowSeconds: Math.floor(Date.now() / 1000), id: '' });
-    return post(server.url, '/hooks/stripe', { headers: { ...headers, 'content-type': 'application/json', 'x-request-id': requestId }, body });
+    const headers = await SIGNERS['stripe']!({
+      secret: 'whsec_the_real_one',
+      body,
+      nowSeconds: Math.floor(Date.now() / 1000),
+      id: '',
+    });
+    return post(server.url, '/hooks/stripe', {
+      headers: { ...headers, 'content-type': 'application/json', 'x-request-id': requestId },
+      body,
+    });
   };
   assert.equal((await send('stripe-refused')).status, 401);
   const id = await entryOf(s, 'stripe-refused');
@@ -123,21 +163,37 @@ test('Stripe: an event refused for a wrong secret and replayed after the fix mak
   assert.equal(await events(s, 'paid evt_taken_1'), 1);
 });
 
-test('Standard Webhooks: two refused copies of one message, replayed in one bulk run after the fix: the first runs, the second is skipped (the dry run says so), and the sender\'s retry is a duplicate', async (t) => {
+test("Standard Webhooks: two refused copies of one message, replayed in one bulk run after the fix: the first runs, the second is skipped (the dry run says so), and the sender's retry is a duplicate", async (t) => {
   const s = await setup(t, [standard(WHSEC_2)]);
   const server = await serve(t, s);
   const body = JSON.stringify({ type: 'order.paid', data: { order: 'o-17' } });
   const send = async (requestId: string) => {
-    const headers = await SIGNERS['standard-webhooks']!({ secret: WHSEC, body, nowSeconds: Math.floor(Date.now() / 1000), id: 'msg_2KWPBgLlAfxdpx2AI54pPJ85f4W' });
-    return post(server.url, '/hooks/sw', { headers: { ...headers, 'content-type': 'application/json', 'x-request-id': requestId }, body });
+    const headers = await SIGNERS['standard-webhooks']!({
+      secret: WHSEC,
+      body,
+      nowSeconds: Math.floor(Date.now() / 1000),
+      id: 'msg_2KWPBgLlAfxdpx2AI54pPJ85f4W',
+    });
+    return post(server.url, '/hooks/sw', {
+      headers: { ...headers, 'content-type': 'application/json', 'x-request-id': requestId },
+      body,
+    });
   };
   assert.equal((await send('sw-1')).status, 401);
   assert.equal((await send('sw-2')).status, 401);
   const [first, second] = [await entryOf(s, 'sw-1'), await entryOf(s, 'sw-2')];
   await reload(s, server, [standard(WHSEC)]);
   const dry = await cli(s, 'replay', '--failed', '--dry-run');
-  assert.match(dry.stdout, /^2 requests match; will replay 1 request, skip 1: 1 whose delivery id was already accepted, live or by a replay before them \(--force replays\):\n/);
-  assert.match(dry.stdout, new RegExp(`\\nskipped ${second}: entry ${second}'s delivery id would already be accepted by the replay of entry ${first} before it; replay it again with --force\\n`));
+  assert.match(
+    dry.stdout,
+    /^2 requests match; will replay 1 request, skip 1: 1 whose delivery id was already accepted, live or by a replay before them \(--force replays\):\n/,
+  );
+  assert.match(
+    dry.stdout,
+    new RegExp(
+      `\\nskipped ${second}: entry ${second}'s delivery id would already be accepted by the replay of entry ${first} before it; replay it again with --force\\n`,
+    ),
+  );
   assert.match(dry.stdout, new RegExp(`\\ndry run of ${first}: nothing replayed\\n`));
   assert.ok(!dry.stdout.includes(`dry run of ${second}`), dry.stdout);
   const bulk = await cli(s, 'replay', '--failed', '--yes');
@@ -146,7 +202,12 @@ test('Standard Webhooks: two refused copies of one message, replayed in one bulk
   assert.ok(!bulk.stdout.includes(`replayed ${second}`), bulk.stdout);
   // Asked again, the second copy is skipped for the replay that took its id.
   const again = await cli(s, 'replay', '--failed', '--yes');
-  assert.match(again.stdout, new RegExp(`\\nskipped ${second}: entry ${second}'s delivery id was already accepted as request ${replayRequest}; replay it again with --force\\n$`));
+  assert.match(
+    again.stdout,
+    new RegExp(
+      `\\nskipped ${second}: entry ${second}'s delivery id was already accepted as request ${replayRequest}; replay it again with --force\\n$`,
+    ),
+  );
   const retried = await send('sw-retry');
   assert.equal(retried.status, 200);
   assert.equal(retried.headers['idempotent-replayed'], 'true');
@@ -158,16 +219,32 @@ test('Standard Webhooks: two refused copies of one message, replayed in one bulk
   const server = await serve(t, s);
   const body = JSON.stringify({ type: 'order.paid', data: { order: 'o-18' } });
   const send = async (requestId: string) => {
-    const headers = await SIGNERS['standard-webhooks']!({ secret: WHSEC, body, nowSeconds: Math.floor(Date.now() / 1000), id: 'msg_2KWPBgLlAfxdpx2AI54pPJ85f4X' });
-    return post(server.url, '/hooks/sw', { headers: { ...headers, 'content-type': 'application/json', 'x-request-id': requestId }, body });
+    const headers = await SIGNERS['standard-webhooks']!({
+      secret: WHSEC,
+      body,
+      nowSeconds: Math.floor(Date.now() / 1000),
+      id: 'msg_2KWPBgLlAfxdpx2AI54pPJ85f4X',
+    });
+    return post(server.url, '/hooks/sw', {
+      headers: { ...headers, 'content-type': 'application/json', 'x-request-id': requestId },
+      body,
+    });
   };
   assert.equal((await send('sw-1')).status, 401);
   assert.equal((await send('sw-2')).status, 401);
   const [first, second] = [await entryOf(s, 'sw-1'), await entryOf(s, 'sw-2')];
   await reload(s, server, [standard(WHSEC)]);
   const bulk = await cli(s, 'replay', '--failed', '--yes', '--force');
-  assert.match(bulk.stdout, /^2 requests match; will replay 1 request, skip 1: 1 whose delivery id was already accepted, live or by a replay before them \(--force replays\):\n/);
-  assert.match(bulk.stdout, new RegExp(`\\nskipped ${second}: entry ${second}'s delivery id would already be accepted by the replay of entry ${first} before it; replay it again with --force\\n`));
+  assert.match(
+    bulk.stdout,
+    /^2 requests match; will replay 1 request, skip 1: 1 whose delivery id was already accepted, live or by a replay before them \(--force replays\):\n/,
+  );
+  assert.match(
+    bulk.stdout,
+    new RegExp(
+      `\\nskipped ${second}: entry ${second}'s delivery id would already be accepted by the replay of entry ${first} before it; replay it again with --force\\n`,
+    ),
+  );
   assert.ok(!bulk.stdout.includes(`replayed ${second}`), bulk.stdout);
   assert.equal(await events(s, 'order o-18'), 1, bulk.stdout);
 });
@@ -179,7 +256,11 @@ test('GitHub: a refused copy whose redelivery was accepted live after the fix re
   const id = await entryOf(s, 'gh-refused');
   const before = await cli(s, '--failed');
   assert.equal(before.code, 0, before.stderr);
-  assert.match(before.stdout, new RegExp(`^\\S+  401 .* ${id} .*request=gh-refused`), 'the refusal is listed while nothing took its delivery id');
+  assert.match(
+    before.stdout,
+    new RegExp(`^\\S+  401 .* ${id} .*request=gh-refused`),
+    'the refusal is listed while nothing took its delivery id',
+  );
   await reload(s, server, [github('the-real-secret')]);
   assert.equal((await github_(server, 'the-real-secret', 'gh-retry')).status, 200);
   const retry = await entryOf(s, 'gh-retry');
@@ -190,7 +271,12 @@ test('GitHub: a refused copy whose redelivery was accepted live after the fix re
   assert.equal(all.code, 0, all.stderr);
   assert.match(all.stdout, new RegExp(`^\\S+  401 .* ${id} .*resolved by delivery ${retry} \\(accepted live\\)\\n$`));
   const json = await cli(s, '--failed', '--all', '--json');
-  assert.deepEqual(JSON.parse(json.stdout).resolution, { root: id, state: 'resolved', delivery: { requestId: 'gh-retry', entry: retry, live: true }, replays: [] });
+  assert.deepEqual(JSON.parse(json.stdout).resolution, {
+    root: id,
+    state: 'resolved',
+    delivery: { requestId: 'gh-retry', entry: retry, live: true },
+    replays: [],
+  });
   const show = await cli(s, 'show', id);
   assert.equal(show.code, 0, show.stderr);
   assert.match(show.stdout, new RegExp(`resolution +resolved by delivery ${retry} \\(accepted live\\)`));

@@ -42,24 +42,42 @@ async function cli(s: Setup, ...args: string[]): Promise<{ code: number; stdout:
 }
 
 async function entryOf(s: Setup, requestId: string): Promise<string> {
-  return until(`the entry of ${requestId}`, async () => (await readLedger(s.state)).find((e) => e.requestId === requestId)?.id);
+  return until(
+    `the entry of ${requestId}`,
+    async () => (await readLedger(s.state)).find((e) => e.requestId === requestId)?.id,
+  );
 }
 
-const github = (secret: string) => ({ match: { path: 'github' }, signature: { scheme: 'github', secret }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'push to {{repository.name}}' });
+const github = (secret: string) => ({
+  match: { path: 'github' },
+  signature: { scheme: 'github', secret },
+  action: 'wake',
+  wakeMode: 'next-heartbeat',
+  textTemplate: 'push to {{repository.name}}',
+});
 
 test('a GitHub delivery signed under the wrong secret is refused and listed; after the secret is fixed and reloaded, replay runs it exactly once', async (t) => {
   const s = await setup(t, [github('the-old-wrong-secret')]);
   const server = await serve(t, s);
   const body = JSON.stringify(githubExample('push'));
   const headers = await SIGNERS['github']!({ secret: 'the-real-secret', body, nowSeconds: 0, id: 'delivery-77' });
-  const refused = await post(server.url, '/hooks/github', { headers: { ...headers, 'content-type': 'application/json', 'x-request-id': 'gh-push-1' }, body });
+  const refused = await post(server.url, '/hooks/github', {
+    headers: { ...headers, 'content-type': 'application/json', 'x-request-id': 'gh-push-1' },
+    body,
+  });
   assert.equal(refused.status, 401);
   const id = await entryOf(s, 'gh-push-1');
-  assert.match((await cli(s, '--failed')).stdout, new RegExp(`401  ERR_UNAUTHORIZED  POST github  ${id}  request=gh-push-1 .*signature bad-signature`));
+  assert.match(
+    (await cli(s, '--failed')).stdout,
+    new RegExp(`401  ERR_UNAUTHORIZED  POST github  ${id}  request=gh-push-1 .*signature bad-signature`),
+  );
 
   const early = await cli(s, 'replay', id);
   assert.equal(early.code, 1, 'still the wrong secret: the replay is refused again');
-  assert.match(early.stdout, /^replayed .* 401  ERR_UNAUTHORIZED  invalid signature: X-Hub-Signature-256 does not match the body\n$/);
+  assert.match(
+    early.stdout,
+    /^replayed .* 401  ERR_UNAUTHORIZED  invalid signature: X-Hub-Signature-256 does not match the body\n$/,
+  );
 
   await reload(s, server, [github('the-real-secret')]);
   const replayed = await cli(s, 'replay', 'gh-push-1');
@@ -70,7 +88,12 @@ test('a GitHub delivery signed under the wrong secret is refused and listed; aft
 
   const again = await cli(s, 'replay', id);
   assert.equal(again.code, 1);
-  assert.match(again.stdout, new RegExp(`^not replayed ${id}: a replay of entry ${id} succeeded \\(replay [0-9a-f]{24}, 200\\); replay it again with --force\\n$`));
+  assert.match(
+    again.stdout,
+    new RegExp(
+      `^not replayed ${id}: a replay of entry ${id} succeeded \\(replay [0-9a-f]{24}, 200\\); replay it again with --force\\n$`,
+    ),
+  );
   assert.equal((await readEvents(s.state)).filter((e) => e.text.includes('push to')).length, 1, 'exactly once');
 
   const entries = await readLedger(s.state);
@@ -80,15 +103,26 @@ test('a GitHub delivery signed under the wrong secret is refused and listed; aft
   assert.equal(events[0]!.requestId, replays[1]!.requestId);
   const shown = await cli(s, 'show', id);
   assert.match(shown.stdout, new RegExp(`^replayed {4}${replays[1]!.id} at \\S+: 200$`, 'm'));
-  for (const secret of ['the-real-secret', 'the-old-wrong-secret', TOKEN]) assert.ok(!(server.stderr() + shown.stdout).includes(secret), secret);
+  for (const secret of ['the-real-secret', 'the-old-wrong-secret', TOKEN]) {
+    assert.ok(!(server.stderr() + shown.stdout).includes(secret), secret);
+  }
 });
 
 test('a template typo fixed: the replayed run gets the corrected message (a request that succeeded needs --force)', async (t) => {
-  const mapping = (template: string) => ({ match: { path: 'gh' }, action: 'agent', messageTemplate: template, name: 'GitHub', deliver: false });
+  const mapping = (template: string) => ({
+    match: { path: 'gh' },
+    action: 'agent',
+    messageTemplate: template,
+    name: 'GitHub',
+    deliver: false,
+  });
   const s = await setup(t, [mapping('Push by {{pusher.nam}} to {{repository.name}}')]);
   const server = await serve(t, s);
   const payload = githubExample('push');
-  const reply = await post(server.url, '/hooks/gh', { headers: { authorization: `Bearer ${TOKEN}`, 'x-request-id': 'typo-1' }, body: payload });
+  const reply = await post(server.url, '/hooks/gh', {
+    headers: { authorization: `Bearer ${TOKEN}`, 'x-request-id': 'typo-1' },
+    body: payload,
+  });
   assert.equal(reply.status, 202, reply.text);
   const first = await until('the first run', async () => (await readRuns(s.state))[0]);
   const pusher = (payload['pusher'] as { name: string }).name;
@@ -105,18 +139,38 @@ test('a template typo fixed: the replayed run gets the corrected message (a requ
 });
 
 test('a Stripe event older than the tolerance is refused; a bulk replay of what failed leaves it, and it replays by id with --force (the timestamp is not held against the clock again)', async (t) => {
-  const s = await setup(t, [{ match: { path: 'stripe' }, signature: { scheme: 'stripe', secret: 'whsec_replay_stripe', toleranceSeconds: 300 }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'paid {{id}}' }]);
+  const s = await setup(t, [{
+    match: { path: 'stripe' },
+    signature: { scheme: 'stripe', secret: 'whsec_replay_stripe', toleranceSeconds: 300 },
+    action: 'wake',
+    wakeMode: 'next-heartbeat',
+    textTemplate: 'paid {{id}}',
+  }]);
   const server = await serve(t, s);
   const body = JSON.stringify({ id: 'evt_old_1', type: 'invoice.paid' });
-  const headers = await SIGNERS['stripe']!({ secret: 'whsec_replay_stripe', body, nowSeconds: Math.floor(Date.now() / 1000) - 7200, id: '' });
-  assert.equal((await post(server.url, '/hooks/stripe', { headers: { ...headers, 'content-type': 'application/json', 'x-request-id': 'stripe-old' }, body })).status, 401);
+  const headers = await SIGNERS['stripe']!({
+    secret: 'whsec_replay_stripe',
+    body,
+    nowSeconds: Math.floor(Date.now() / 1000) - 7200,
+    id: '',
+  });
+  assert.equal(
+    (await post(server.url, '/hooks/stripe', {
+      headers: { ...headers, 'content-type': 'application/json', 'x-request-id': 'stripe-old' },
+      body,
+    })).status,
+    401,
+  );
   const id = await entryOf(s, 'stripe-old');
   const shown = await cli(s, 'show', id);
   assert.match(shown.stdout, /signature {3}stripe: refused, stale-timestamp \(timestamp 7\d{3} s in the past\)/);
   // Anyone with one captured delivery can send it again at any time: not run unasked.
   const bulk = await cli(s, 'replay', '--failed', '--yes');
   assert.equal(bulk.code, 0, bulk.stdout);
-  assert.equal(bulk.stdout, '1 request matches; will replay 0 requests, skip 1: 1 signed too far from the clock when they arrived (--force replays, if genuine)\n');
+  assert.equal(
+    bulk.stdout,
+    '1 request matches; will replay 0 requests, skip 1: 1 signed too far from the clock when they arrived (--force replays, if genuine)\n',
+  );
   const plain = await cli(s, 'replay', id);
   assert.equal(plain.code, 1, plain.stdout);
   assert.equal((await readEvents(s.state)).filter((e) => e.text.includes('paid evt_old_1')).length, 0);
@@ -126,13 +180,33 @@ test('a Stripe event older than the tolerance is refused; a bulk replay of what 
 });
 
 test('replay: a metadata-only entry says why not; filters list what matches and replay only with --yes; no server is one line', async (t) => {
-  const s = await setup(t, [{ match: { path: 'notes' }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'note {{n}}' }]);
+  const s = await setup(t, [{
+    match: { path: 'notes' },
+    action: 'wake',
+    wakeMode: 'next-heartbeat',
+    textTemplate: 'note {{n}}',
+  }]);
   const server = await serve(t, s);
-  assert.equal((await post(server.url, '/hooks/wake', { headers: { authorization: 'Bearer wrong-wrong-wrong-wrong', 'x-request-id': 'bad-token' }, body: {} })).status, 401);
-  assert.equal((await post(server.url, '/hooks/notes', { headers: { authorization: `Bearer ${TOKEN}`, 'x-request-id': 'bad-body' }, body: '{"n": 1,}' })).status, 400);
+  assert.equal(
+    (await post(server.url, '/hooks/wake', {
+      headers: { authorization: 'Bearer wrong-wrong-wrong-wrong', 'x-request-id': 'bad-token' },
+      body: {},
+    })).status,
+    401,
+  );
+  assert.equal(
+    (await post(server.url, '/hooks/notes', {
+      headers: { authorization: `Bearer ${TOKEN}`, 'x-request-id': 'bad-body' },
+      body: '{"n": 1,}',
+    })).status,
+    400,
+  );
   const metadata = await cli(s, 'replay', await entryOf(s, 'bad-token'));
   assert.equal(metadata.code, 1);
-  assert.match(metadata.stdout, /cannot be replayed: its body was not kept \(not-read\): only its metadata is in the ledger/);
+  assert.match(
+    metadata.stdout,
+    /cannot be replayed: its body was not kept \(not-read\): only its metadata is in the ledger/,
+  );
   await entryOf(s, 'bad-body');
 
   const asked = await cli(s, 'replay', '--status', '400');
@@ -142,7 +216,11 @@ test('replay: a metadata-only entry says why not; filters list what matches and 
   const done = await cli(s, 'replay', '--status', '400', '--yes');
   assert.equal(done.code, 1, 'the body is still not JSON: replayed, and failed again');
   assert.match(done.stdout, /replayed .* 400  ERR_INVALID_JSON/);
-  assert.equal((await cli(s, 'replay', '--status', '400', '--yes')).code, 1, 'a replay that failed again can be replayed again');
+  assert.equal(
+    (await cli(s, 'replay', '--status', '400', '--yes')).code,
+    1,
+    'a replay that failed again can be replayed again',
+  );
   assert.equal((await cli(s, 'replay')).code, 2);
   assert.equal((await cli(s, 'replay', 'x', '--hook', 'notes')).code, 2);
 
@@ -150,5 +228,8 @@ test('replay: a metadata-only entry says why not; filters list what matches and 
   await server.exited;
   const none = await cli(s, 'replay', 'bad-body');
   assert.equal(none.code, 1);
-  assert.match(none.stderr, /^hooks-ingress requests: no running server found for state directory .*; replay is done by the running server/);
+  assert.match(
+    none.stderr,
+    /^hooks-ingress requests: no running server found for state directory .*; replay is done by the running server/,
+  );
 });

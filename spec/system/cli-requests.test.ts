@@ -5,7 +5,7 @@ import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { main } from '../../lib/cli/main.ts';
-import { configFile, type ConfigFile, serveState as serve } from '../_cli.ts';
+import { type ConfigFile, configFile, serveState as serve } from '../_cli.ts';
 import { post } from '../_http.ts';
 import { captureIo } from '../_io.ts';
 import { SIGNERS } from '../_signers.ts';
@@ -16,8 +16,20 @@ const GH_SECRET = 'requests-cli-github-secret';
 
 function setup(t: TestContext, extra: Record<string, unknown> = {}): Promise<ConfigFile> {
   const mappings = [
-    { match: { path: 'notes' }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'note {{title}}', allowUnsafeExternalContent: true },
-    { match: { path: 'github' }, signature: { scheme: 'github', secret: GH_SECRET }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'push' },
+    {
+      match: { path: 'notes' },
+      action: 'wake',
+      wakeMode: 'next-heartbeat',
+      textTemplate: 'note {{title}}',
+      allowUnsafeExternalContent: true,
+    },
+    {
+      match: { path: 'github' },
+      signature: { scheme: 'github', secret: GH_SECRET },
+      action: 'wake',
+      wakeMode: 'next-heartbeat',
+      textTemplate: 'push',
+    },
   ];
   return configFile(t, { hooks: { enabled: true, token: TOKEN, mappings, ...extra } }, 'cli-requests-');
 }
@@ -33,11 +45,24 @@ test('requests lists what arrived, newest last, within half a second of the answ
   const server = await serve(t, s);
   const auth = { authorization: `Bearer ${TOKEN}` };
   const nasty = { title: 'red \u001b[31mALERT\u001b[0m \u001b]0;pwned\u0007 done', when: 'now' };
-  assert.equal((await post(server.url, '/hooks/notes', { headers: { ...auth, 'x-request-id': 'note-1' }, body: nasty })).status, 200);
-  assert.equal((await post(server.url, '/hooks/wake', { headers: { authorization: 'Bearer wrong-wrong-wrong-wrong' }, body: {} })).status, 401);
+  assert.equal(
+    (await post(server.url, '/hooks/notes', { headers: { ...auth, 'x-request-id': 'note-1' }, body: nasty })).status,
+    200,
+  );
+  assert.equal(
+    (await post(server.url, '/hooks/wake', { headers: { authorization: 'Bearer wrong-wrong-wrong-wrong' }, body: {} }))
+      .status,
+    401,
+  );
   const body = '{"ref":"refs/heads/main"}';
   const signed = await SIGNERS['github']!({ secret: 'not-the-secret', body, nowSeconds: 0, id: 'gh-delivery-1' });
-  assert.equal((await post(server.url, '/hooks/github', { headers: { ...signed, 'content-type': 'application/json', 'x-request-id': 'gh-1' }, body })).status, 401);
+  assert.equal(
+    (await post(server.url, '/hooks/github', {
+      headers: { ...signed, 'content-type': 'application/json', 'x-request-id': 'gh-1' },
+      body,
+    })).status,
+    401,
+  );
 
   const listed = await until('three entries', async () => {
     const out = await cli(s);
@@ -67,38 +92,72 @@ test('requests lists what arrived, newest last, within half a second of the answ
   assert.match(shown.stdout, /^events:\n {2}.*\[hook:notes\]  note red/m);
   assert.match(shown.stdout, /^body: \d+ bytes:\n {2}\{\n {4}"title"/m);
   const gh = await cli(s, 'show', 'gh-1');
-  assert.match(gh.stdout, /^signature {3}github: refused, bad-signature: invalid signature: X-Hub-Signature-256 does not match the body$/m);
+  assert.match(
+    gh.stdout,
+    /^signature {3}github: refused, bad-signature: invalid signature: X-Hub-Signature-256 does not match the body$/m,
+  );
   assert.match(gh.stdout, /^ {2}x-github-delivery: gh-delivery-1$/m);
   assert.match(gh.stdout, /^replay {6}hooks-ingress requests replay [0-9a-f]{24}$/m);
   const shownJson = JSON.parse((await cli(s, 'show', 'gh-1', '--json')).stdout) as { entry: { id: string } };
   assert.equal((await cli(s, 'show', shownJson.entry.id)).code, 0);
 
   const everything = (await cli(s, '--json')).stdout + shown.stdout + gh.stdout + server.stderr();
-  for (const secret of [TOKEN, GH_SECRET, 'not-the-secret', 'wrong-wrong-wrong-wrong']) assert.ok(!everything.includes(secret), secret);
+  for (const secret of [TOKEN, GH_SECRET, 'not-the-secret', 'wrong-wrong-wrong-wrong']) {
+    assert.ok(!everything.includes(secret), secret);
+  }
 });
 
 test('requests: bad input is one short line: a malformed filter (exit 2), an unknown id, an ambiguous request id, an unreadable ledger (exit 1)', async (t) => {
   const s = await setup(t);
-  for (const [args, problem] of [
-    [['--status', '4x'], /--status must be a status such as 401 or a class such as 4xx, got "4x"/],
-    [['--since', 'yesterday'], /--since must be an ISO time/],
-    [['--code', 'unauthorized'], /--code must be an error code/],
-    [['--limit', 'many'], /--limit must be a whole number/],
-    [['show'], /show needs an entry id or a request id/],
-    [['frobnicate'], /unknown subcommand "frobnicate"/],
-  ] as const) {
+  for (
+    const [args, problem] of [
+      [['--status', '4x'], /--status must be a status such as 401 or a class such as 4xx, got "4x"/],
+      [['--since', 'yesterday'], /--since must be an ISO time/],
+      [['--code', 'unauthorized'], /--code must be an error code/],
+      [['--limit', 'many'], /--limit must be a whole number/],
+      [['show'], /show needs an entry id or a request id/],
+      [['frobnicate'], /unknown subcommand "frobnicate"/],
+    ] as const
+  ) {
     const out = await cli(s, ...args);
     assert.equal(out.code, 2, `${args.join(' ')}: ${out.stderr}`);
     assert.match(out.stderr, problem);
     assert.equal(out.stderr.split('\n').length, 2, out.stderr);
   }
   await mkdir(join(s.state, 'ledger'), { recursive: true });
-  await writeFile(join(s.state, 'ledger', 'a-1.jsonl'), [
-    JSON.stringify({ id: 'e1', requestId: 'same', time: '2026-01-01T00:00:00.000Z', method: 'POST', path: '/hooks/wake', client: '::1', lane: 'authenticated', auth: 'token', headers: {}, status: 200, durationMs: 1 }),
-    JSON.stringify({ id: 'e2', requestId: 'same', time: '2026-01-01T00:00:01.000Z', method: 'POST', path: '/hooks/wake', client: '::1', lane: 'authenticated', auth: 'token', headers: {}, status: 200, durationMs: 1 }),
-    '{"torn":',
-    '',
-  ].join('\n'));
+  await writeFile(
+    join(s.state, 'ledger', 'a-1.jsonl'),
+    [
+      JSON.stringify({
+        id: 'e1',
+        requestId: 'same',
+        time: '2026-01-01T00:00:00.000Z',
+        method: 'POST',
+        path: '/hooks/wake',
+        client: '::1',
+        lane: 'authenticated',
+        auth: 'token',
+        headers: {},
+        status: 200,
+        durationMs: 1,
+      }),
+      JSON.stringify({
+        id: 'e2',
+        requestId: 'same',
+        time: '2026-01-01T00:00:01.000Z',
+        method: 'POST',
+        path: '/hooks/wake',
+        client: '::1',
+        lane: 'authenticated',
+        auth: 'token',
+        headers: {},
+        status: 200,
+        durationMs: 1,
+      }),
+      '{"torn":',
+      '',
+    ].join('\n'),
+  );
   const unknown = await cli(s, 'show', 'no-such-id');
   assert.equal(unknown.code, 1);
   assert.match(unknown.stderr, /no request ledger entry has the id "no-such-id"/);
@@ -121,7 +180,13 @@ test('a server whose ledger cannot be opened says so once and serves all the sam
   await mkdir(s.state, { recursive: true });
   await writeFile(join(s.state, 'ledger'), 'not a folder');
   const server = await serve(t, s);
-  assert.equal((await post(server.url, '/hooks/wake', { headers: { authorization: `Bearer ${TOKEN}` }, body: { text: 'x', mode: 'next-heartbeat' } })).status, 200);
+  assert.equal(
+    (await post(server.url, '/hooks/wake', {
+      headers: { authorization: `Bearer ${TOKEN}` },
+      body: { text: 'x', mode: 'next-heartbeat' },
+    })).status,
+    200,
+  );
   await until('the log line', () => server.stderr().includes('request ledger not opened; serving without it'));
   assert.deepEqual((await readdir(s.state)).includes('ledger'), true);
 });

@@ -14,15 +14,38 @@ import { githubExample } from '../_signers.ts';
 const TOKEN = 'spec-sign-token-0a1b2c3d4e5f67890';
 
 const MAPPINGS = [
-  { match: { path: 'github' }, signature: { scheme: 'github', secret: '${GH_SECRET}' }, filter: { headers: { 'x-github-event': 'push' } }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'push to {{repository.full_name}}' },
-  { match: { path: 'gitlab' }, signature: { scheme: 'gitlab', secret: 'gl-secret-4411' }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'gitlab' },
-  { match: { path: 'sms' }, signature: { scheme: 'twilio', secret: 'tw-token', url: 'https://hooks.example.com/hooks/sms' }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'sms {{Body}}' },
+  {
+    match: { path: 'github' },
+    signature: { scheme: 'github', secret: '${GH_SECRET}' },
+    filter: { headers: { 'x-github-event': 'push' } },
+    action: 'wake',
+    wakeMode: 'next-heartbeat',
+    textTemplate: 'push to {{repository.full_name}}',
+  },
+  {
+    match: { path: 'gitlab' },
+    signature: { scheme: 'gitlab', secret: 'gl-secret-4411' },
+    action: 'wake',
+    wakeMode: 'next-heartbeat',
+    textTemplate: 'gitlab',
+  },
+  {
+    match: { path: 'sms' },
+    signature: { scheme: 'twilio', secret: 'tw-token', url: 'https://hooks.example.com/hooks/sms' },
+    action: 'wake',
+    wakeMode: 'next-heartbeat',
+    textTemplate: 'sms {{Body}}',
+  },
   { match: { path: 'plain' }, action: 'wake', textTemplate: 'plain' },
 ];
 
 async function setup(t: TestContext): Promise<{ dir: string; config: string; body: string }> {
   const { dir, config, state, write } = await configFile(t, '', 'cli-sign-spec-');
-  await write({ hooks: { enabled: true, token: TOKEN, mappings: MAPPINGS }, state: { dir: state }, gateway: { port: 0 } });
+  await write({
+    hooks: { enabled: true, token: TOKEN, mappings: MAPPINGS },
+    state: { dir: state },
+    gateway: { port: 0 },
+  });
   const body = join(dir, 'push.json');
   await writeFile(body, JSON.stringify(githubExample('push')));
   return { dir, config, body };
@@ -42,7 +65,19 @@ function words(line: string): string[] {
 test('hooks-ingress sign prints a curl line whose headers verify for the body file', async (t) => {
   const { config, body } = await setup(t);
   const io = capture();
-  const code = await main(['sign', '--config', config, '--hook', 'github', '--body', body, '--header', 'X-GitHub-Event: push', '--id', 'd-1'], io);
+  const code = await main([
+    'sign',
+    '--config',
+    config,
+    '--hook',
+    'github',
+    '--body',
+    body,
+    '--header',
+    'X-GitHub-Event: push',
+    '--id',
+    'd-1',
+  ], io);
   assert.equal(code, 0, io.err.join(''));
   const argv = words(io.out.join('').trim());
   assert.deepEqual(argv.slice(0, 5), ['curl', '-sS', '-X', 'POST', 'http://127.0.0.1:0/hooks/github']);
@@ -56,7 +91,11 @@ test('hooks-ingress sign prints a curl line whose headers verify for the body fi
   assert.equal(headers['x-github-delivery'], 'd-1');
   assert.equal(argv.at(-1), `@${body}`);
   const { readFile } = await import('node:fs/promises');
-  const verdict = verifySignature({ scheme: 'github', secrets: ['gh-secret-77'], toleranceSeconds: 300 }, { headers, body: await readFile(body), query: '' }, Date.now());
+  const verdict = verifySignature({ scheme: 'github', secrets: ['gh-secret-77'], toleranceSeconds: 300 }, {
+    headers,
+    body: await readFile(body),
+    query: '',
+  }, Date.now());
   assert.deepEqual(verdict, { ok: true });
   assert.ok(!io.out.join('').includes('gh-secret-77'));
 });
@@ -89,7 +128,10 @@ test('hooks-ingress sign refuses a missing hook, an unsigned hook and a malforme
   assert.equal(await main(['sign', '--config', config, '--hook', 'github', '--send', 'http://127.0.0.1:9/'], io), 1);
   assert.match(io.err.join(''), /cannot reach http:\/\/127.0.0.1:9\/hooks\/github/);
   io = capture();
-  assert.equal(await main(['sign', '--config', config, '--hook', 'github', '--send', 'http://bob:pw-in-url@127.0.0.1:9/'], io), 1);
+  assert.equal(
+    await main(['sign', '--config', config, '--hook', 'github', '--send', 'http://bob:pw-in-url@127.0.0.1:9/'], io),
+    1,
+  );
   assert.match(io.err.join(''), /cannot reach http:\/\/\[redacted\]@127.0.0.1:9\/hooks\/github/);
   assert.ok(!io.err.join('').includes('pw-in-url'), io.err.join(''));
 });
@@ -99,7 +141,10 @@ test('hooks-ingress sign --send does not follow a redirect: it prints the 3xx an
   const elsewhere = await fake(t, (_req, res) => res.writeHead(200).end('took it'));
   const moving = await fake(t, (_req, res) => res.writeHead(307, { location: `${elsewhere.url}/hooks/github` }).end());
   const io = capture();
-  assert.equal(await main(['sign', '--config', config, '--hook', 'github', '--send', `${moving.url}/hooks/github`], io), 1);
+  assert.equal(
+    await main(['sign', '--config', config, '--hook', 'github', '--send', `${moving.url}/hooks/github`], io),
+    1,
+  );
   assert.equal(io.out.join(''), '307 \n');
   assert.deepEqual(elsewhere.seen, []);
   assert.equal(moving.seen.length, 1);
@@ -125,7 +170,8 @@ test('hooks-ingress sign --send posts to a running server (real processes): acce
       await assertCleanStop(server);
     }
   });
-  const send = (extra: string[]) => runCli(['sign', '--config', config, '--hook', 'github', '--body', body, '--send', server.url, ...extra], env);
+  const send = (extra: string[]) =>
+    runCli(['sign', '--config', config, '--hook', 'github', '--body', body, '--send', server.url, ...extra], env);
   const accepted = await send(['--header', 'X-GitHub-Event: push', '--id', 'delivery-7']);
   assert.equal(accepted.code, 0, accepted.stderr);
   assert.equal(accepted.stdout, '200 {"ok":true,"mode":"next-heartbeat","eventOutcome":"queued"}\n');
@@ -138,9 +184,33 @@ test('hooks-ingress sign --send posts to a running server (real processes): acce
   // The bytes signed are the bytes sent: a body that is not UTF-8 passes the signature and is refused as JSON.
   const latin1 = join(dir, 'latin1.json');
   await writeFile(latin1, Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xe9, 0x22, 0x7d]));
-  const raw = await runCli(['sign', '--config', config, '--hook', 'github', '--body', latin1, '--send', server.url, '--header', 'X-GitHub-Event: push'], env);
+  const raw = await runCli([
+    'sign',
+    '--config',
+    config,
+    '--hook',
+    'github',
+    '--body',
+    latin1,
+    '--send',
+    server.url,
+    '--header',
+    'X-GitHub-Event: push',
+  ], env);
   assert.match(raw.stdout, /^400 .*ERR_INVALID_JSON/);
-  const unsigned = await runCli(['sign', '--config', config, '--hook', 'github', '--body', body, '--send', `${server.url}/hooks/github`, '--header', 'x-hub-signature-256: sha256=00'], env);
+  const unsigned = await runCli([
+    'sign',
+    '--config',
+    config,
+    '--hook',
+    'github',
+    '--body',
+    body,
+    '--send',
+    `${server.url}/hooks/github`,
+    '--header',
+    'x-hub-signature-256: sha256=00',
+  ], env);
   assert.equal(unsigned.code, 1);
   assert.match(unsigned.stdout, /^401 .*invalid signature: X-Hub-Signature-256 does not match the body/);
 });
@@ -148,7 +218,21 @@ test('hooks-ingress sign --send posts to a running server (real processes): acce
 test('hooks-ingress check reports a signature problem with its key path', async (t) => {
   const { dir } = await setup(t);
   const config = join(dir, 'bad.json');
-  await writeFile(config, JSON.stringify({ hooks: { enabled: true, token: TOKEN, mappings: [{ match: { path: 'sms' }, signature: { scheme: 'twilio', secret: 'x' }, action: 'wake', textTemplate: 'x' }] } }));
+  await writeFile(
+    config,
+    JSON.stringify({
+      hooks: {
+        enabled: true,
+        token: TOKEN,
+        mappings: [{
+          match: { path: 'sms' },
+          signature: { scheme: 'twilio', secret: 'x' },
+          action: 'wake',
+          textTemplate: 'x',
+        }],
+      },
+    }),
+  );
   const io = capture();
   assert.equal(await main(['check', '--config', config], io), 1);
   assert.match(io.err.join(''), /hooks\.mappings\[0\]\.signature\.url: is required for scheme "twilio"/);

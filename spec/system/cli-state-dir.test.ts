@@ -18,7 +18,10 @@ test('the reading commands keep working with a config file that cannot be parsed
   const xdg = join(f.dir, 'xdg');
   const state = join(xdg, 'hooks-ingress');
   const server = await serveState(t, { config: f.config, state });
-  const wake = await post(server.url, '/hooks/wake', { headers: { authorization: `Bearer ${TOKEN}` }, body: { text: 'hello', mode: 'next-heartbeat' } });
+  const wake = await post(server.url, '/hooks/wake', {
+    headers: { authorization: `Bearer ${TOKEN}` },
+    body: { text: 'hello', mode: 'next-heartbeat' },
+  });
   assert.equal(wake.status, 200, wake.text);
   const env = { HOME: f.dir, XDG_STATE_HOME: xdg, HOOKS_INGRESS_CONFIG: f.config };
   const run = async (argv: string[]) => {

@@ -19,7 +19,11 @@ test('hooks-ingress status --json with no server running exits 1 and says so', a
   const dir = await tempDir(t, 'status-');
   const json = await runCli(['status', '--json', '--state-dir', dir]);
   assert.equal(json.code, 1);
-  assert.deepEqual(JSON.parse(json.stdout), { running: false, stateDir: dir, why: `no running server found for state directory ${dir}` });
+  assert.deepEqual(JSON.parse(json.stdout), {
+    running: false,
+    stateDir: dir,
+    why: `no running server found for state directory ${dir}`,
+  });
 });
 
 test('hooks-ingress status shows the running server: pid, uptime, address, state, backlog, outbox, ledger and the last reload', async (t) => {
@@ -40,7 +44,10 @@ test('hooks-ingress status shows the running server: pid, uptime, address, state
   assert.deepEqual(status['ledger'], { entries: 0, bytes: 0 }, 'the request ledger, empty');
   assert.equal(status['lastReload'], null);
 
-  const wake = await post(server.url, '/hooks/wake', { headers: { authorization: `Bearer ${TOKEN}` }, body: { text: 'hello', mode: 'next-heartbeat' } });
+  const wake = await post(server.url, '/hooks/wake', {
+    headers: { authorization: `Bearer ${TOKEN}` },
+    body: { text: 'hello', mode: 'next-heartbeat' },
+  });
   assert.equal(wake.status, 200, wake.text);
   process.kill(server.child.pid!, 'SIGHUP');
   const after = await until('the reload verdict in the status', async () => {
@@ -53,13 +60,32 @@ test('hooks-ingress status shows the running server: pid, uptime, address, state
   const text = await runCli(['status', '--state-dir', state]);
   assert.equal(text.code, 0, text.stderr);
   assert.match(text.stdout, new RegExp(`^running: {5}pid ${server.child.pid}, up \\d+s \\(since [0-9T:.Z-]+\\)\\n`));
-  assert.match(text.stdout, new RegExp(`\\nlistening: {3}${server.url}\\nstate: {7}${state}\\nbacklog: {5}1 event not yet read by a heartbeat, 5 bytes\\noutbox: {6}off \\(not in forward mode\\)\\n`));
-  assert.match(text.stdout, /\nledger: {6}\d+ entries, \d+ bytes\nlast reload: applied at \S+ \(no hook, mapping or secret changed\)\n$/);
+  assert.match(
+    text.stdout,
+    new RegExp(
+      `\\nlistening: {3}${server.url}\\nstate: {7}${state}\\nbacklog: {5}1 event not yet read by a heartbeat, 5 bytes\\noutbox: {6}off \\(not in forward mode\\)\\n`,
+    ),
+  );
+  assert.match(
+    text.stdout,
+    /\nledger: {6}\d+ entries, \d+ bytes\nlast reload: applied at \S+ \(no hook, mapping or secret changed\)\n$/,
+  );
 });
 
 test('formatStatus() prints one line per item for a person', () => {
-  const refused: ReloadVerdict = { outcome: 'refused', at: '2026-01-01T01:00:00.000Z', file: '/etc/c.json', problems: ['gateway.auth.token: environment variable X is not set'] };
-  const text = formatStatus(serverStatus(parts({ lastReload: () => refused, reloading: () => ({ running: true, pending: true, requests: 3 }), retryOutbox: () => Promise.resolve({ retried: [], notRetryable: [] }) })));
+  const refused: ReloadVerdict = {
+    outcome: 'refused',
+    at: '2026-01-01T01:00:00.000Z',
+    file: '/etc/c.json',
+    problems: ['gateway.auth.token: environment variable X is not set'],
+  };
+  const text = formatStatus(
+    serverStatus(parts({
+      lastReload: () => refused,
+      reloading: () => ({ running: true, pending: true, requests: 3 }),
+      retryOutbox: () => Promise.resolve({ retried: [], notRetryable: [] }),
+    })),
+  );
   assert.equal(
     text,
     'running:     pid 4242, up 1h 2m (since 2026-01-01T00:00:00.000Z)\n' +
@@ -71,10 +97,26 @@ test('formatStatus() prints one line per item for a person', () => {
       'ledger:      none\n' +
       'last reload: refused at 2026-01-01T01:00:00.000Z: gateway.auth.token: environment variable X is not set (one running now, another waiting)\n',
   );
-  const applied: ReloadVerdict = { outcome: 'applied', at: 'T', file: null, changes: { ...NO_CHANGES, mappings: { added: ['ci'], removed: [], changed: [] } } };
-  const fresh = formatStatus(serverStatus(parts({ now: () => Date.parse('2026-01-03T05:00:09Z'), lastReload: () => applied })));
+  const applied: ReloadVerdict = {
+    outcome: 'applied',
+    at: 'T',
+    file: null,
+    changes: { ...NO_CHANGES, mappings: { added: ['ci'], removed: [], changed: [] } },
+  };
+  const fresh = formatStatus(
+    serverStatus(parts({ now: () => Date.parse('2026-01-03T05:00:09Z'), lastReload: () => applied })),
+  );
   assert.match(fresh, /^running: {5}pid 4242, up 2d 5h /);
   assert.match(fresh, /\nledger: {6}none\nlast reload: applied at T: mappings added: ci\n$/);
-  assert.match(formatStatus(serverStatus(parts({ now: () => Date.parse('2026-01-01T00:04:10Z') }))), /up 4m 10s .*\n[\s\S]*last reload: none since the start\n$/);
-  assert.match(formatStatus(serverStatus(parts({ now: () => Date.parse('2026-01-01T00:00:12Z'), lastReload: () => ({ ...applied, changes: NO_CHANGES }) }))), /up 12s [\s\S]*applied at T \(no hook, mapping or secret changed\)\n$/);
+  assert.match(
+    formatStatus(serverStatus(parts({ now: () => Date.parse('2026-01-01T00:04:10Z') }))),
+    /up 4m 10s .*\n[\s\S]*last reload: none since the start\n$/,
+  );
+  assert.match(
+    formatStatus(serverStatus(parts({
+      now: () => Date.parse('2026-01-01T00:00:12Z'),
+      lastReload: () => ({ ...applied, changes: NO_CHANGES }),
+    }))),
+    /up 12s [\s\S]*applied at T \(no hook, mapping or secret changed\)\n$/,
+  );
 });

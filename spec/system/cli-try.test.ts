@@ -25,15 +25,37 @@ interface Setup {
 async function setup(t: TestContext): Promise<Setup> {
   const { dir, config, state, write } = await configFile(t, '', 'cli-try-');
   await mkdir(join(dir, 'hooks', 'transforms'), { recursive: true });
-  await writeFile(join(dir, 'hooks', 'transforms', 'shout.mjs'), 'export default ({ payload }) => ({ kind: "wake", text: `LOUD ${payload.repository.name}` });\n');
-  await writeFile(join(dir, 'hooks', 'transforms', 'boom.mjs'), 'export default () => { throw new Error("transform blew up"); };\n');
+  await writeFile(
+    join(dir, 'hooks', 'transforms', 'shout.mjs'),
+    'export default ({ payload }) => ({ kind: "wake", text: `LOUD ${payload.repository.name}` });\n',
+  );
+  await writeFile(
+    join(dir, 'hooks', 'transforms', 'boom.mjs'),
+    'export default () => { throw new Error("transform blew up"); };\n',
+  );
   const mappings = [
-    { match: { path: 'gh' }, action: 'agent', name: 'GitHub', messageTemplate: 'Push by {{pusher.nam}} to {{repository.name}}', sessionKey: 'hook:gh', deliver: false, filter: { payload: { kind: 'push' } } },
+    {
+      match: { path: 'gh' },
+      action: 'agent',
+      name: 'GitHub',
+      messageTemplate: 'Push by {{pusher.nam}} to {{repository.name}}',
+      sessionKey: 'hook:gh',
+      deliver: false,
+      filter: { payload: { kind: 'push' } },
+    },
     { match: { path: 'loud' }, action: 'wake', transform: { module: 'shout.mjs' } },
     { match: { path: 'boom' }, action: 'wake', transform: { module: 'boom.mjs' } },
     { match: { path: 'picky' }, action: 'agent', sessionKey: 'other:{{kind}}', messageTemplate: 'x' },
   ];
-  await write({ hooks: { enabled: true, token: TOKEN, allowedSessionKeyPrefixes: ['hook:'], allowRequestSessionKey: true, mappings } });
+  await write({
+    hooks: {
+      enabled: true,
+      token: TOKEN,
+      allowedSessionKeyPrefixes: ['hook:'],
+      allowRequestSessionKey: true,
+      mappings,
+    },
+  });
   const body = join(dir, 'push.json');
   await writeFile(body, JSON.stringify(PUSH));
   return { dir, config, state, body };
@@ -50,7 +72,10 @@ test('try asks the running server: the mapping and filter, the message with its 
   const server = await serveState(t, s);
   const out = await cli(s, 'try', 'gh', '--body', s.body);
   assert.equal(out.code, 0, out.stderr);
-  assert.match(out.stdout, /^tried by the running server, with the config file as it is on disk\n {2}the same config the server runs\n {2}\$\{VAR\} values come from the server's environment, not this shell's\n/);
+  assert.match(
+    out.stdout,
+    /^tried by the running server, with the config file as it is on disk\n {2}the same config the server runs\n {2}\$\{VAR\} values come from the server's environment, not this shell's\n/,
+  );
   assert.match(out.stdout, /^mapping {5}mapping-1 \(matched\)$/m);
   assert.match(out.stdout, /^would get {3}202$/m);
   assert.match(out.stdout, /^ {2}agent {7}main$/m);
@@ -64,11 +89,17 @@ test('try asks the running server: the mapping and filter, the message with its 
 
   const other = join(s.dir, 'other.json');
   await writeFile(other, JSON.stringify({ ...PUSH, kind: 'issue' }));
-  assert.match((await cli(s, 'try', 'gh', '--body', other)).stdout, /^mapping {5}none: ignored by mapping-1's filter: payload kind is not "push" \(answered 200 ignored\)$/m);
+  assert.match(
+    (await cli(s, 'try', 'gh', '--body', other)).stdout,
+    /^mapping {5}none: ignored by mapping-1's filter: payload kind is not "push" \(answered 200 ignored\)$/m,
+  );
   const refused = await cli(s, 'try', 'picky', '--body', s.body);
   assert.equal(refused.code, 1);
   assert.match(refused.stdout, /^would get {3}400 ERR_NOT_ALLOWED: mapping mapping-4: sessionKey/m);
-  assert.match((await cli(s, 'try', 'loud', '--body', s.body)).stdout, /^transform {3}returned \{"kind":"wake","text":"LOUD hello"\}$/m);
+  assert.match(
+    (await cli(s, 'try', 'loud', '--body', s.body)).stdout,
+    /^transform {3}returned \{"kind":"wake","text":"LOUD hello"\}$/m,
+  );
   const boom = await cli(s, 'try', 'boom', '--body', s.body);
   assert.equal(boom.code, 1);
   assert.match(boom.stdout, /^transform {3}failed: threw: transform blew up \(at boom\.mjs:1\)$/m);
@@ -84,17 +115,42 @@ test('try runs the config file as it is on disk, before a reload: an edited temp
   const s = await setup(t);
   const server = await serveState(t, s);
   const loud = async () => {
-    assert.equal((await post(server.url, '/hooks/loud', { headers: { authorization: `Bearer ${TOKEN}` }, body: PUSH })).status, 200);
+    assert.equal(
+      (await post(server.url, '/hooks/loud', { headers: { authorization: `Bearer ${TOKEN}` }, body: PUSH })).status,
+      200,
+    );
     return (await readEvents(s.state)).at(-1)?.text ?? '';
   };
   // The server loads its module (a transform is imported at its first call).
   assert.match(await loud(), /LOUD hello/);
   const mappings = [
-    { match: { path: 'gh' }, action: 'agent', name: 'GitHub', messageTemplate: 'Push by {{pusher.name}} to {{repository.name}}', sessionKey: 'hook:gh', deliver: false, filter: { payload: { kind: 'push' } } },
+    {
+      match: { path: 'gh' },
+      action: 'agent',
+      name: 'GitHub',
+      messageTemplate: 'Push by {{pusher.name}} to {{repository.name}}',
+      sessionKey: 'hook:gh',
+      deliver: false,
+      filter: { payload: { kind: 'push' } },
+    },
     { match: { path: 'loud' }, action: 'wake', transform: { module: 'shout.mjs' } },
   ];
-  await writeFile(s.config, JSON.stringify({ hooks: { enabled: true, token: TOKEN, allowedSessionKeyPrefixes: ['hook:'], allowRequestSessionKey: true, mappings } }));
-  await writeFile(join(s.dir, 'hooks', 'transforms', 'shout.mjs'), 'export default ({ payload }) => ({ kind: "wake", text: `QUIET ${payload.repository.name}` });\n');
+  await writeFile(
+    s.config,
+    JSON.stringify({
+      hooks: {
+        enabled: true,
+        token: TOKEN,
+        allowedSessionKeyPrefixes: ['hook:'],
+        allowRequestSessionKey: true,
+        mappings,
+      },
+    }),
+  );
+  await writeFile(
+    join(s.dir, 'hooks', 'transforms', 'shout.mjs'),
+    'export default ({ payload }) => ({ kind: "wake", text: `QUIET ${payload.repository.name}` });\n',
+  );
   const out = await cli(s, 'try', 'gh', '--body', s.body);
   assert.equal(out.code, 0, out.stderr);
   assert.match(out.stdout, /^ {4}Push by octocat to hello$/m, 'the edited template');
@@ -112,8 +168,14 @@ test('try runs the config file as it is on disk, before a reload: an edited temp
     ),
     out.stdout,
   );
-  assert.match((await cli(s, 'try', 'loud', '--body', s.body)).stdout, /^transform {3}returned \{"kind":"wake","text":"QUIET hello"\}$/m, 'the edited transform');
-  const json = JSON.parse((await cli(s, 'try', 'loud', '--body', s.body, '--json')).stdout) as { configFile: { file: string; differs: boolean } };
+  assert.match(
+    (await cli(s, 'try', 'loud', '--body', s.body)).stdout,
+    /^transform {3}returned \{"kind":"wake","text":"QUIET hello"\}$/m,
+    'the edited transform',
+  );
+  const json = JSON.parse((await cli(s, 'try', 'loud', '--body', s.body, '--json')).stdout) as {
+    configFile: { file: string; differs: boolean };
+  };
   assert.deepEqual([json.configFile.file, json.configFile.differs], [s.config, true]);
 
   // Nothing was applied: the server still runs what it loaded.
@@ -126,7 +188,12 @@ test('try runs the config file as it is on disk, before a reload: an edited temp
   const refused = await cli(s, 'try', 'gh', '--body', s.body);
   assert.equal(refused.code, 1);
   assert.equal(refused.stdout, '');
-  assert.match(refused.stderr, new RegExp(`^hooks-ingress try: ${s.config} has problems; the server tried nothing \\(a reload would refuse it\\):\n  hooks.token: `));
+  assert.match(
+    refused.stderr,
+    new RegExp(
+      `^hooks-ingress try: ${s.config} has problems; the server tried nothing \\(a reload would refuse it\\):\n  hooks.token: `,
+    ),
+  );
 });
 
 test('try with no server runs here, with the same sandbox, and says so', async (t) => {
@@ -136,13 +203,22 @@ test('try with no server runs here, with the same sandbox, and says so', async (
   assert.match(out.stdout, /^no server is running: tried here/);
   assert.match(out.stdout, /^transform {3}returned \{"kind":"wake","text":"LOUD hello"\}$/m);
   assert.match(out.stdout, /^ {4}.*LOUD hello/m);
-  assert.match((await cli(s, 'try', 'gh', '--body', s.body)).stdout, /warning: \{\{pusher\.nam\}\} resolved to nothing/);
+  assert.match(
+    (await cli(s, 'try', 'gh', '--body', s.body)).stdout,
+    /warning: \{\{pusher\.nam\}\} resolved to nothing/,
+  );
 });
 
 test('try --request and requests replay --dry-run show what a stored request would become now, and replay nothing', async (t) => {
   const s = await setup(t);
   const server = await serveState(t, s);
-  assert.equal((await post(server.url, '/hooks/gh', { headers: { authorization: `Bearer ${TOKEN}`, 'x-request-id': 'stored-1' }, body: PUSH })).status, 202);
+  assert.equal(
+    (await post(server.url, '/hooks/gh', {
+      headers: { authorization: `Bearer ${TOKEN}`, 'x-request-id': 'stored-1' },
+      body: PUSH,
+    })).status,
+    202,
+  );
   await until('the entry', async () => (await readLedger(s.state)).length === 1);
   const tried = await cli(s, 'try', '--request', 'stored-1');
   assert.equal(tried.code, 0, tried.stderr);
@@ -164,14 +240,16 @@ test('try --request and requests replay --dry-run show what a stored request wou
 
 test('try: bad input is one line', async (t) => {
   const s = await setup(t);
-  for (const [args, problem, code] of [
-    [['try', '--body', s.body], /name the HOOK to try/, 2],
-    [['try', 'gh'], /--body FILE is required/, 2],
-    [['try', 'gh', '--body', s.body, '--header', 'no-colon'], /--header must be NAME:VALUE/, 2],
-    [['try', 'gh', '--request', 'x'], /--request takes no HOOK/, 2],
-    [['try', 'gh', '--body', join(s.dir, 'missing.json')], /cannot read --body .*: ENOENT/, 1],
-    [['try', '--request', 'nope'], /no request ledger entry has the id "nope"|state directory .* does not exist/, 1],
-  ] as const) {
+  for (
+    const [args, problem, code] of [
+      [['try', '--body', s.body], /name the HOOK to try/, 2],
+      [['try', 'gh'], /--body FILE is required/, 2],
+      [['try', 'gh', '--body', s.body, '--header', 'no-colon'], /--header must be NAME:VALUE/, 2],
+      [['try', 'gh', '--request', 'x'], /--request takes no HOOK/, 2],
+      [['try', 'gh', '--body', join(s.dir, 'missing.json')], /cannot read --body .*: ENOENT/, 1],
+      [['try', '--request', 'nope'], /no request ledger entry has the id "nope"|state directory .* does not exist/, 1],
+    ] as const
+  ) {
     const out = await cli(s, ...args);
     assert.equal(out.code, code, `${args.join(' ')}: ${out.stderr}`);
     assert.match(out.stderr, problem);

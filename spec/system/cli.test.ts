@@ -24,7 +24,11 @@ async function writeConfig(name: string, value: unknown): Promise<string> {
 }
 
 function post(url: string, path: string, body: unknown, token = TOKEN): Promise<Response> {
-  return fetch(`${url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: JSON.stringify(body) });
+  return fetch(`${url}${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}` },
+    body: JSON.stringify(body),
+  });
 }
 
 describe('main() in-process', () => {
@@ -60,7 +64,23 @@ describe('main() in-process', () => {
   test('main() --help lists every command, and each command has its own --help', async () => {
     const { io, out } = capture();
     assert.equal(await main(['--help'], io), 0);
-    for (const command of ['serve', 'check', 'events', 'runs', 'requests', 'try', 'reload', 'status', 'send', 'outbox', 'inspect', 'sign', 'token']) {
+    for (
+      const command of [
+        'serve',
+        'check',
+        'events',
+        'runs',
+        'requests',
+        'try',
+        'reload',
+        'status',
+        'send',
+        'outbox',
+        'inspect',
+        'sign',
+        'token',
+      ]
+    ) {
       assert.match(out.stdout, new RegExp(`^  ${command} `, 'm'));
       const one = capture();
       assert.equal(await main([command, '--help'], one.io), 0);
@@ -93,12 +113,18 @@ describe('main() in-process', () => {
   });
 
   test('main() check exits 0 for a valid config and 1 listing every problem of an invalid one', async () => {
-    const good = await writeConfig('good.json', `{ // a comment\n "hooks": { "enabled": true, "token": "${TOKEN}", } }`);
+    const good = await writeConfig(
+      'good.json',
+      `{ // a comment\n "hooks": { "enabled": true, "token": "${TOKEN}", } }`,
+    );
     const ok = capture();
     assert.equal(await main(['check', '--config', good], ok.io), 0);
     assert.match(ok.out.stdout, /: ok/);
 
-    const bad = await writeConfig('bad.json', { hooks: { enabled: true, path: '/', tokn: 'x' }, gateway: { port: 99999 } });
+    const bad = await writeConfig('bad.json', {
+      hooks: { enabled: true, path: '/', tokn: 'x' },
+      gateway: { port: 99999 },
+    });
     const ko = capture();
     assert.equal(await main(['check', '--config', bad], ko.io), 1);
     assert.match(ko.out.stderr, /hooks\.tokn: unknown key \(did you mean "token"\?\)/);
@@ -106,7 +132,9 @@ describe('main() in-process', () => {
   });
 
   test('main() check reports keys of a pasted OpenClaw hooks section it ignores', async () => {
-    const path = await writeConfig('ignored.json', { hooks: { enabled: true, token: TOKEN, internal: { enabled: true } } });
+    const path = await writeConfig('ignored.json', {
+      hooks: { enabled: true, token: TOKEN, internal: { enabled: true } },
+    });
     const { io, out } = capture();
     assert.equal(await main(['check', '--config', path], io), 0);
     assert.match(out.stderr, /hooks\.internal is not used by hooks-ingress \(ignored\)/);
@@ -122,7 +150,10 @@ describe('main() in-process', () => {
   test('main() serve with no config writes a first config with a token, mode 0600, and names the file, not the token', async () => {
     const home = join(tmp, 'first-run');
     const controller = new AbortController();
-    const { io, out } = capture({ XDG_CONFIG_HOME: join(home, 'config'), XDG_STATE_HOME: join(home, 'state') }, controller.signal);
+    const { io, out } = capture(
+      { XDG_CONFIG_HOME: join(home, 'config'), XDG_STATE_HOME: join(home, 'state') },
+      controller.signal,
+    );
     const done = main(['serve', '--port', '0'], io);
     await until('serve to listen', () => out.stdout.includes('listening on'));
     const file = join(home, 'config', 'hooks-ingress', 'config.json');
@@ -136,17 +167,22 @@ describe('main() in-process', () => {
     assert.equal((await post(url, '/hooks/wake', { text: 'first run' }, config.hooks.token)).status, 200);
     controller.abort();
     assert.equal(await done, 0);
-    assert.equal(((await stat(join(home, 'state', 'hooks-ingress'))).mode & 0o777), 0o700);
+    assert.equal((await stat(join(home, 'state', 'hooks-ingress'))).mode & 0o777, 0o700);
 
     const events = capture({ XDG_CONFIG_HOME: join(home, 'config'), XDG_STATE_HOME: join(home, 'state') });
     assert.equal(await main(['events', '--json'], events.io), 0);
-    const lines = events.out.stdout.trim().split('\n').map((l) => JSON.parse(l) as { kind: string; text: string; time: string; source?: string });
+    const lines = events.out.stdout.trim().split('\n').map((l) =>
+      JSON.parse(l) as { kind: string; text: string; time: string; source?: string }
+    );
     // The wake and the heartbeat it asked for, kept in the default state directory. Whether the
     // heartbeat's turn ran before the stop depends on the machine's pace; with no model configured
     // it notes its failure (a system event from 'heartbeat'), which is the turn's, not the first run's.
     const turnNotes = lines.filter((e) => e.kind === 'system' && e.source === 'heartbeat');
     assert.ok(turnNotes.every((e) => e.text.startsWith('Heartbeat (')), JSON.stringify(turnNotes));
-    assert.deepEqual(lines.filter((e) => !turnNotes.includes(e)).map((e) => [e.kind, e.text]), [['system', 'first run'], ['heartbeat', 'Heartbeat requested (wake)']]);
+    assert.deepEqual(lines.filter((e) => !turnNotes.includes(e)).map((e) => [e.kind, e.text]), [
+      ['system', 'first run'],
+      ['heartbeat', 'Heartbeat requested (wake)'],
+    ]);
     assert.ok(lines.every((e) => !Number.isNaN(Date.parse(e.time))));
   });
 
@@ -165,14 +201,20 @@ describe('main() in-process', () => {
     await until('the first serve to listen', () => first.out.stdout.includes('listening on'));
     const port = /:(\d+)\n/.exec(first.out.stdout)![1]!;
     const second = capture();
-    assert.equal(await main(['serve', '--config', path, '--port', port, '--state-dir', join(tmp, 'busy-b')], second.io), 1);
+    assert.equal(
+      await main(['serve', '--config', path, '--port', port, '--state-dir', join(tmp, 'busy-b')], second.io),
+      1,
+    );
     assert.match(second.out.stderr, /cannot listen/);
     controller.abort();
     assert.equal(await running, 0);
   });
 
   test('main() events --limit prints only the last N, and --follow prints new events until stopped', async () => {
-    const path = await writeConfig('events.json', { hooks: { enabled: true, token: TOKEN }, state: { dir: 'events-state' } });
+    const path = await writeConfig('events.json', {
+      hooks: { enabled: true, token: TOKEN },
+      state: { dir: 'events-state' },
+    });
     const controller = new AbortController();
     const server = capture({}, controller.signal);
     const running = main(['serve', '--config', path, '--port', '0'], server.io);
@@ -197,7 +239,6 @@ describe('main() in-process', () => {
     controller.abort();
     assert.equal(await running, 0);
   });
-
 });
 
 describe('hooks-ingress as a process', () => {
@@ -251,7 +292,9 @@ describe('hooks-ingress as a process', () => {
     const { code, stdout } = await runCli(['events', '--json', '--state-dir', state]);
     assert.equal(code, 0);
     const texts = stdout.trim().split('\n').map((l) => (JSON.parse(l) as { text: string }).text);
-    for (const text of acknowledged) assert.equal(texts.filter((t) => t === text).length, 1, `${text} present exactly once`);
+    for (const text of acknowledged) {
+      assert.equal(texts.filter((t) => t === text).length, 1, `${text} present exactly once`);
+    }
     assert.equal(texts.at(-1), 'after restart');
   });
 });

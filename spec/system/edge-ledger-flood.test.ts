@@ -31,7 +31,11 @@ async function rssMiB(pid: number): Promise<number> {
 }
 
 // `total` requests, `parallel` at a time over keep-alive connections; each answered before the next on its connection.
-async function flood(url: string, total: number, make: (i: number) => { path: string; headers: Record<string, string> }): Promise<Map<number, number>> {
+async function flood(
+  url: string,
+  total: number,
+  make: (i: number) => { path: string; headers: Record<string, string> },
+): Promise<Map<number, number>> {
   const agent = new Agent({ keepAlive: true, maxSockets: 8 });
   const statuses = new Map<number, number>();
   let next = 0;
@@ -39,7 +43,11 @@ async function flood(url: string, total: number, make: (i: number) => { path: st
     while (next < total) {
       const { path, headers } = make(next++);
       const status = await new Promise<number>((resolve, reject) => {
-        const req = request(new URL(path, url), { method: 'POST', agent, headers: { 'content-length': '0', ...headers } }, (res) => {
+        const req = request(new URL(path, url), {
+          method: 'POST',
+          agent,
+          headers: { 'content-length': '0', ...headers },
+        }, (res) => {
           res.resume();
           res.on('end', () => resolve(res.statusCode ?? 0));
         });
@@ -71,7 +79,10 @@ async function measured(t: TestContext, raw: Record<string, unknown>, warm: numb
   const probe = join(s.dir, 'probe.cjs');
   const report = join(s.dir, 'heap.json');
   await writeFile(probe, PROBE);
-  const server = await spawnServer(['--config', s.config, '--port', '0', '--state-dir', s.state], { NODE_OPTIONS: `--expose-gc --require ${probe}`, HEAP_PROBE_FILE: report });
+  const server = await spawnServer(['--config', s.config, '--port', '0', '--state-dir', s.state], {
+    NODE_OPTIONS: `--expose-gc --require ${probe}`,
+    HEAP_PROBE_FILE: report,
+  });
   stopAfter(t, server);
   const pid = server.child.pid!;
   const heldMiB = async () => {
@@ -88,26 +99,54 @@ async function measured(t: TestContext, raw: Record<string, unknown>, warm: numb
   await new Promise((resolve) => setTimeout(resolve, 500));
   const after = { held: await heldMiB(), rss: await rssMiB(pid) };
   const grew = { held: after.held - before.held, rss: after.rss - before.rss };
-  t.diagnostic(`held heap ${before.held.toFixed(1)} -> ${after.held.toFixed(1)} MiB (+${grew.held.toFixed(1)}); RSS ${before.rss.toFixed(1)} -> ${after.rss.toFixed(1)} MiB (+${grew.rss.toFixed(1)})`);
+  t.diagnostic(
+    `held heap ${before.held.toFixed(1)} -> ${after.held.toFixed(1)} MiB (+${grew.held.toFixed(1)}); RSS ${
+      before.rss.toFixed(1)
+    } -> ${after.rss.toFixed(1)} MiB (+${grew.rss.toFixed(1)})`,
+  );
   return { grew, statuses };
 }
 
-const skip = !LINUX ? 'reads /proc/<pid>/status (Linux only)' : IS_DENO ? 'the heap probe is loaded into a Node server through NODE_OPTIONS; under Deno the spec would spawn a Deno server, which has no --require (the Node run measures the same code)' : false;
+const skip = !LINUX
+  ? 'reads /proc/<pid>/status (Linux only)'
+  : IS_DENO
+  ? 'the heap probe is loaded into a Node server through NODE_OPTIONS; under Deno the spec would spawn a Deno server, which has no --require (the Node run measures the same code)'
+  : false;
 
-test(`8,000 refusals with 12 KiB of headers and a new hook name each leave the server holding less than ${HELD_MIB} MiB more (RSS under +${RSS_MIB} MiB)`, { skip }, async (t) => {
-  const filler = 'x'.repeat(12 * 1024);
-  const { grew, statuses } = await measured(t, { hooks: { enabled: true, token: TOKEN } }, 1000, 8000, (i) => ({ path: `/hooks/flood-${i}-${'n'.repeat(64)}`, headers: { 'x-filler': filler } }));
-  // Refused: 401, then 429 once the client is locked out.
-  assert.equal((statuses.get(401) ?? 0) + (statuses.get(429) ?? 0), 8000, JSON.stringify([...statuses]));
-  assert.ok(grew.held < HELD_MIB, `the held heap grew ${grew.held.toFixed(1)} MiB`);
-  assert.ok(grew.rss < RSS_MIB, `RSS grew ${grew.rss.toFixed(1)} MiB`);
-});
+test(
+  `8,000 refusals with 12 KiB of headers and a new hook name each leave the server holding less than ${HELD_MIB} MiB more (RSS under +${RSS_MIB} MiB)`,
+  { skip },
+  async (t) => {
+    const filler = 'x'.repeat(12 * 1024);
+    const { grew, statuses } = await measured(
+      t,
+      { hooks: { enabled: true, token: TOKEN } },
+      1000,
+      8000,
+      (i) => ({ path: `/hooks/flood-${i}-${'n'.repeat(64)}`, headers: { 'x-filler': filler } }),
+    );
+    // Refused: 401, then 429 once the client is locked out.
+    assert.equal((statuses.get(401) ?? 0) + (statuses.get(429) ?? 0), 8000, JSON.stringify([...statuses]));
+    assert.ok(grew.held < HELD_MIB, `the held heap grew ${grew.held.toFixed(1)} MiB`);
+    assert.ok(grew.rss < RSS_MIB, `RSS grew ${grew.rss.toFixed(1)} MiB`);
+  },
+);
 
-test(`20,000 wrong tokens from distinct forwarded addresses leave the server holding less than ${HELD_MIB} MiB more (RSS under +${RSS_MIB} MiB)`, { skip }, async (t) => {
-  const raw = { gateway: { trustedProxies: ['127.0.0.1/32'] }, hooks: { enabled: true, token: TOKEN } };
-  const address = (i: number) => `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
-  const { grew, statuses } = await measured(t, raw, 2000, 20_000, (i) => ({ path: '/hooks/wake', headers: { authorization: 'Bearer wrong-token', 'x-forwarded-for': address(i) } }));
-  assert.equal(statuses.get(401), 20_000, JSON.stringify([...statuses]));
-  assert.ok(grew.held < HELD_MIB, `the held heap grew ${grew.held.toFixed(1)} MiB`);
-  assert.ok(grew.rss < RSS_MIB, `RSS grew ${grew.rss.toFixed(1)} MiB`);
-});
+test(
+  `20,000 wrong tokens from distinct forwarded addresses leave the server holding less than ${HELD_MIB} MiB more (RSS under +${RSS_MIB} MiB)`,
+  { skip },
+  async (t) => {
+    const raw = { gateway: { trustedProxies: ['127.0.0.1/32'] }, hooks: { enabled: true, token: TOKEN } };
+    const address = (i: number) => `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
+    const { grew, statuses } = await measured(
+      t,
+      raw,
+      2000,
+      20_000,
+      (i) => ({ path: '/hooks/wake', headers: { authorization: 'Bearer wrong-token', 'x-forwarded-for': address(i) } }),
+    );
+    assert.equal(statuses.get(401), 20_000, JSON.stringify([...statuses]));
+    assert.ok(grew.held < HELD_MIB, `the held heap grew ${grew.held.toFixed(1)} MiB`);
+    assert.ok(grew.rss < RSS_MIB, `RSS grew ${grew.rss.toFixed(1)} MiB`);
+  },
+);

@@ -34,7 +34,13 @@ const hooks = (secret: string) => ({
     enabled: true,
     token: TOKEN,
     mappings: [
-      { match: { path: 'github' }, signature: { scheme: 'github', secret }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'push to {{ref}}' },
+      {
+        match: { path: 'github' },
+        signature: { scheme: 'github', secret },
+        action: 'wake',
+        wakeMode: 'next-heartbeat',
+        textTemplate: 'push to {{ref}}',
+      },
       { match: { path: 'notes' }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'note {{title}}' },
     ],
   },
@@ -65,7 +71,8 @@ async function openPage(t: TestContext): Promise<Page> {
   const browser = await launch(t);
   const context = await browser.newContext();
   await context.addInitScript({
-    content: "window.__violations = []; document.addEventListener('securitypolicyviolation', (e) => window.__violations.push(e.violatedDirective + ' ' + e.blockedURI));",
+    content:
+      "window.__violations = []; document.addEventListener('securitypolicyviolation', (e) => window.__violations.push(e.violatedDirective + ' ' + e.blockedURI));",
   });
   return context.newPage();
 }
@@ -73,96 +80,128 @@ async function openPage(t: TestContext): Promise<Page> {
 async function githubDelivery(url: string, secret: string, id: string): Promise<number> {
   const body = JSON.stringify({ ref: 'refs/heads/main', after: 'abc123' });
   const headers = await SIGNERS['github']!({ secret, body, nowSeconds: Math.floor(Date.now() / 1000), id });
-  return (await post(url, '/hooks/github', { headers: { ...headers, 'content-type': 'application/json', 'x-github-event': 'push' }, body })).status;
+  return (await post(url, '/hooks/github', {
+    headers: { ...headers, 'content-type': 'application/json', 'x-github-event': 'push' },
+    body,
+  })).status;
 }
 
-test('the inspector in a browser: one-time login, the live list, a refused GitHub delivery in detail', { skip: SKIP }, async (t) => {
-  const s = await setup(t);
-  const server = await serveState(t, s);
-  assert.equal(await githubDelivery(server.url, RIGHT, 'gh-1'), 401);
-  const link = await loginLink(s);
-  const page = await openPage(t);
-  const landed = await page.goto(link);
-  assert.equal(landed?.status(), 200);
-  assert.equal(new URL(page.url()).search, '', 'the code left the address bar');
-  await page.locator('#list li').first().waitFor();
-  assert.equal(new URL(page.url()).hash, '', 'the key left the address bar');
-  assert.match(await page.locator('#list').innerText(), /401[\s\S]*POST \/hooks\/github/);
+test(
+  'the inspector in a browser: one-time login, the live list, a refused GitHub delivery in detail',
+  { skip: SKIP },
+  async (t) => {
+    const s = await setup(t);
+    const server = await serveState(t, s);
+    assert.equal(await githubDelivery(server.url, RIGHT, 'gh-1'), 401);
+    const link = await loginLink(s);
+    const page = await openPage(t);
+    const landed = await page.goto(link);
+    assert.equal(landed?.status(), 200);
+    assert.equal(new URL(page.url()).search, '', 'the code left the address bar');
+    await page.locator('#list li').first().waitFor();
+    assert.equal(new URL(page.url()).hash, '', 'the key left the address bar');
+    assert.match(await page.locator('#list').innerText(), /401[\s\S]*POST \/hooks\/github/);
 
-  // The link worked once.
-  const spent = await openPage(t);
-  const again = await spent.goto(link);
-  assert.equal(again?.status(), 401);
-  assert.match(await spent.locator('body').innerText(), /This link does not open the inspector[\s\S]*Run hooks-ingress inspect again/);
+    // The link worked once.
+    const spent = await openPage(t);
+    const again = await spent.goto(link);
+    assert.equal(again?.status(), 401);
+    assert.match(
+      await spent.locator('body').innerText(),
+      /This link does not open the inspector[\s\S]*Run hooks-ingress inspect again/,
+    );
 
-  // Live: a request sent now shows up without a reload; its retry (the same Idempotency-Key) too.
-  const keyed = { authorization: `Bearer ${TOKEN}`, 'idempotency-key': 'note-k1' };
-  assert.equal((await post(server.url, '/hooks/notes', { headers: keyed, body: { title: 'live one' } })).status, 200);
-  await page.locator('#list li', { hasText: '/hooks/notes' }).waitFor({ timeout: 15_000 });
-  assert.equal((await post(server.url, '/hooks/notes', { headers: keyed, body: { title: 'live one' } })).status, 200);
-  await page.locator('#list li', { hasText: 'duplicate of' }).waitFor({ timeout: 15_000 });
+    // Live: a request sent now shows up without a reload; its retry (the same Idempotency-Key) too.
+    const keyed = { authorization: `Bearer ${TOKEN}`, 'idempotency-key': 'note-k1' };
+    assert.equal((await post(server.url, '/hooks/notes', { headers: keyed, body: { title: 'live one' } })).status, 200);
+    await page.locator('#list li', { hasText: '/hooks/notes' }).waitFor({ timeout: 15_000 });
+    assert.equal((await post(server.url, '/hooks/notes', { headers: keyed, body: { title: 'live one' } })).status, 200);
+    await page.locator('#list li', { hasText: 'duplicate of' }).waitFor({ timeout: 15_000 });
 
-  // A row says what a person scans for: the event type, the delivery id, the outcome in words.
-  const refused = await page.locator('#list li', { hasText: '/hooks/github' }).innerText();
-  assert.match(refused, /push POST \/hooks\/github/);
-  assert.match(refused, /refused: bad signature/);
-  assert.match(refused, /gh-1/);
-  assert.equal(await page.locator('#list li', { hasText: '/hooks/github' }).locator('.delivery').getAttribute('title'), 'gh-1');
-  assert.match(await page.locator('#list li', { hasText: '/hooks/notes' }).nth(1).locator('.outcome').innerText(), /^accepted$/);
-  assert.match(await page.locator('#list li', { hasText: '/hooks/notes' }).first().locator('.outcome').innerText(), /^duplicate of \S+/);
+    // A row says what a person scans for: the event type, the delivery id, the outcome in words.
+    const refused = await page.locator('#list li', { hasText: '/hooks/github' }).innerText();
+    assert.match(refused, /push POST \/hooks\/github/);
+    assert.match(refused, /refused: bad signature/);
+    assert.match(refused, /gh-1/);
+    assert.equal(
+      await page.locator('#list li', { hasText: '/hooks/github' }).locator('.delivery').getAttribute('title'),
+      'gh-1',
+    );
+    assert.match(
+      await page.locator('#list li', { hasText: '/hooks/notes' }).nth(1).locator('.outcome').innerText(),
+      /^accepted$/,
+    );
+    assert.match(
+      await page.locator('#list li', { hasText: '/hooks/notes' }).first().locator('.outcome').innerText(),
+      /^duplicate of \S+/,
+    );
 
-  // The refused delivery in detail: the verdict, the kept signature headers, the body as JSON.
-  await page.locator('#list li', { hasText: '/hooks/github' }).locator('button').click();
-  await page.locator('#detail .reqline', { hasText: 'POST /hooks/github' }).waitFor();
-  const detail = await page.locator('#detail').innerText();
-  assert.match(detail, /bad-signature/);
-  assert.match(detail, /x-hub-signature-256/);
-  assert.match(detail, /x-github-delivery\s+gh-1/);
-  assert.match(detail, /ref: "refs\/heads\/main"/);
-  assert.doesNotMatch(detail, new RegExp(TOKEN));
-  assert.deepEqual(await page.evaluate('window.__violations'), []);
-});
+    // The refused delivery in detail: the verdict, the kept signature headers, the body as JSON.
+    await page.locator('#list li', { hasText: '/hooks/github' }).locator('button').click();
+    await page.locator('#detail .reqline', { hasText: 'POST /hooks/github' }).waitFor();
+    const detail = await page.locator('#detail').innerText();
+    assert.match(detail, /bad-signature/);
+    assert.match(detail, /x-hub-signature-256/);
+    assert.match(detail, /x-github-delivery\s+gh-1/);
+    assert.match(detail, /ref: "refs\/heads\/main"/);
+    assert.doesNotMatch(detail, new RegExp(TOKEN));
+    assert.deepEqual(await page.evaluate('window.__violations'), []);
+  },
+);
 
-test('Replay in the browser: the bulk count first, then after a reload with the fixed secret one replay makes exactly one event', { skip: SKIP }, async (t) => {
-  const s = await setup(t);
-  const server = await serveState(t, s);
-  for (const id of ['gh-a', 'gh-b', 'gh-c']) assert.equal(await githubDelivery(server.url, RIGHT, id), 401);
-  assert.equal((await post(server.url, '/hooks/notes', { headers: { authorization: `Bearer ${TOKEN}` }, body: { title: 'fine' } })).status, 200);
-  const page = await openPage(t);
-  await page.goto(await loginLink(s));
-  await page.locator('#list li').nth(3).waitFor();
+test(
+  'Replay in the browser: the bulk count first, then after a reload with the fixed secret one replay makes exactly one event',
+  { skip: SKIP },
+  async (t) => {
+    const s = await setup(t);
+    const server = await serveState(t, s);
+    for (const id of ['gh-a', 'gh-b', 'gh-c']) assert.equal(await githubDelivery(server.url, RIGHT, id), 401);
+    assert.equal(
+      (await post(server.url, '/hooks/notes', {
+        headers: { authorization: `Bearer ${TOKEN}` },
+        body: { title: 'fine' },
+      })).status,
+      200,
+    );
+    const page = await openPage(t);
+    await page.goto(await loginLink(s));
+    await page.locator('#list li').nth(3).waitFor();
 
-  // Bulk: the count of the filtered failures comes first, and Cancel replays nothing.
-  await page.locator('#f-hook').fill('github');
-  await page.locator('#bulk').click();
-  await page.locator('#confirm-title', { hasText: 'Replay 3 failed requests?' }).waitFor();
-  await page.locator('#confirm-no').click();
+    // Bulk: the count of the filtered failures comes first, and Cancel replays nothing.
+    await page.locator('#f-hook').fill('github');
+    await page.locator('#bulk').click();
+    await page.locator('#confirm-title', { hasText: 'Replay 3 failed requests?' }).waitFor();
+    await page.locator('#confirm-no').click();
 
-  s.write(RIGHT);
-  const reloaded = await cli(s, 'reload');
-  assert.equal(reloaded.code, 0, reloaded.stderr);
+    s.write(RIGHT);
+    const reloaded = await cli(s, 'reload');
+    assert.equal(reloaded.code, 0, reloaded.stderr);
 
-  await page.locator('#list li', { hasText: '/hooks/github' }).first().locator('button').click();
-  await page.locator('#replay').click();
-  // The dry run is shown before anything happens: nothing is replayed yet.
-  await page.locator('#confirm-body', { hasText: "Today's config: It would be accepted (200) and wake the main session at the next heartbeat with:" }).waitFor();
-  assert.match(await page.locator('#confirm-body').innerText(), /push to refs\/heads\/main/);
-  const pushes = async () => (await cli(s, 'events', '--json')).stdout.split('\n').filter((line) => line.includes('"source":"hook:github"'));
-  assert.deepEqual(await pushes(), [], 'the preview made no event');
-  await page.locator('#confirm-yes').click();
-  await page.locator('#confirm-summary', { hasText: 'Done' }).waitFor();
-  assert.match(await page.locator('#confirm-body').innerText(), /Ran\s+1\s+1 accepted/);
-  await page.locator('#confirm-no').click();
+    await page.locator('#list li', { hasText: '/hooks/github' }).first().locator('button').click();
+    await page.locator('#replay').click();
+    // The dry run is shown before anything happens: nothing is replayed yet.
+    await page.locator('#confirm-body', {
+      hasText: "Today's config: It would be accepted (200) and wake the main session at the next heartbeat with:",
+    }).waitFor();
+    assert.match(await page.locator('#confirm-body').innerText(), /push to refs\/heads\/main/);
+    const pushes = async () =>
+      (await cli(s, 'events', '--json')).stdout.split('\n').filter((line) => line.includes('"source":"hook:github"'));
+    assert.deepEqual(await pushes(), [], 'the preview made no event');
+    await page.locator('#confirm-yes').click();
+    await page.locator('#confirm-summary', { hasText: 'Done' }).waitFor();
+    assert.match(await page.locator('#confirm-body').innerText(), /Ran\s+1\s+1 accepted/);
+    await page.locator('#confirm-no').click();
 
-  const events = await until('the replayed event', async () => {
-    const lines = await pushes();
-    return lines.length > 0 ? lines : null;
-  });
-  assert.equal(events.length, 1, events.join('\n'));
-  assert.match(events[0]!, /push to refs\/heads\/main/);
-  // The replay is a new entry in the list, marked as one.
-  await page.locator('#list li', { hasText: 'replay' }).first().waitFor({ timeout: 15_000 });
-});
+    const events = await until('the replayed event', async () => {
+      const lines = await pushes();
+      return lines.length > 0 ? lines : null;
+    });
+    assert.equal(events.length, 1, events.join('\n'));
+    assert.match(events[0]!, /push to refs\/heads\/main/);
+    // The replay is a new entry in the list, marked as one.
+    await page.locator('#list li', { hasText: 'replay' }).first().waitFor({ timeout: 15_000 });
+  },
+);
 
 test('hostile content in the body, the headers and the path stays text in the browser', { skip: SKIP }, async (t) => {
   const s = await setup(t);
@@ -196,10 +235,22 @@ test('hostile content in the body, the headers and the path stays text in the br
   assert.deepEqual(await page.evaluate('window.__violations'), [], 'our own page breaks no CSP rule');
 });
 
-test('an expired or malformed login link opens nothing in the browser and shows a page saying to run inspect again', { skip: SKIP }, async (t) => {
+test('an expired or malformed login link opens nothing in the browser and shows a page saying to run inspect again', {
+  skip: SKIP,
+}, async (t) => {
   const clock = { now: 5_000_000 };
-  const source: InspectorSource = { list: async () => ({ entries: [] }), show: async () => null, replay: async () => ({}) };
-  const inspector = createInspector({ source, log: silentLogger, idleMs: 60_000, maxAgeMs: 3_600_000, now: () => clock.now });
+  const source: InspectorSource = {
+    list: async () => ({ entries: [] }),
+    show: async () => null,
+    replay: async () => ({}),
+  };
+  const inspector = createInspector({
+    source,
+    log: silentLogger,
+    idleMs: 60_000,
+    maxAgeMs: 3_600_000,
+    now: () => clock.now,
+  });
   const running = await listen(inspector, { host: '127.0.0.1', port: 0 });
   defer(t, () => running.close(100));
   inspector.bound(Number(new URL(running.url).port));
@@ -223,10 +274,18 @@ test('an expired or malformed login link opens nothing in the browser and shows 
 // A body of `depth` nested arrays, sent with no signature to the signed path (whose refused bodies are kept).
 async function nested(url: string, depth: number): Promise<void> {
   const body = `${'['.repeat(depth)}${']'.repeat(depth)}`;
-  assert.equal((await post(url, '/hooks/github', { headers: { 'content-type': 'application/json', 'x-github-delivery': `deep-${depth}` }, body })).status, 401);
+  assert.equal(
+    (await post(url, '/hooks/github', {
+      headers: { 'content-type': 'application/json', 'x-github-delivery': `deep-${depth}` },
+      body,
+    })).status,
+    401,
+  );
 }
 
-test('a body nested thousands of levels deep opens in the page, quickly, and so does its link after a reload', { skip: SKIP }, async (t) => {
+test('a body nested thousands of levels deep opens in the page, quickly, and so does its link after a reload', {
+  skip: SKIP,
+}, async (t) => {
   const s = await setup(t);
   const server = await serveState(t, s);
   for (const depth of [1_000, 3_000, 8_000]) await nested(server.url, depth);
@@ -258,12 +317,19 @@ test('bulk replay past 1,000 failures says how many older ones it leaves out', {
   // Authenticated requests refused for their body: each is an entry of its own, with its body kept.
   const headers = { authorization: `Bearer ${TOKEN}` };
   for (let i = 0; i < 1_003; i += 17) {
-    await Promise.all(Array.from({ length: Math.min(17, 1_003 - i) }, async () => assert.equal((await post(server.url, '/hooks/wake', { headers, body: {} })).status, 400)));
+    await Promise.all(
+      Array.from(
+        { length: Math.min(17, 1_003 - i) },
+        async () => assert.equal((await post(server.url, '/hooks/wake', { headers, body: {} })).status, 400),
+      ),
+    );
   }
   const page = await openPage(t);
   await page.goto(await loginLink(s));
   await page.locator('#list li').first().waitFor();
   await page.locator('#bulk').click();
-  await page.locator('#confirm-title', { hasText: 'Replay 1000 failed requests? (the newest 1000; 3 older failed requests not included)' }).waitFor({ timeout: 15_000 });
+  await page.locator('#confirm-title', {
+    hasText: 'Replay 1000 failed requests? (the newest 1000; 3 older failed requests not included)',
+  }).waitFor({ timeout: 15_000 });
   await page.locator('#confirm-no').click();
 });

@@ -23,7 +23,9 @@ function npm(args: string[], cwd: string) {
   return run;
 }
 
-test('npm install -g of the packed tarball puts hooks-ingress on PATH and the man pages under share/man', { skip: SKIP }, async (t) => {
+test('npm install -g of the packed tarball puts hooks-ingress on PATH and the man pages under share/man', {
+  skip: SKIP,
+}, async (t) => {
   const dir = await tempDir(t, 'hooks-ingress-pack-');
   // The suite has built dist/ already, so the pack skips the prepare script's second build.
   npm(['pack', '--pack-destination', dir], ROOT);
@@ -33,13 +35,26 @@ test('npm install -g of the packed tarball puts hooks-ingress on PATH and the ma
   npm(['install', '--global', '--prefix', prefix, tarball], dir);
 
   const installed = join(prefix, 'lib/node_modules/hooks-ingress');
-  for (const file of ['contrib/systemd/hooks-ingress.service', 'contrib/systemd/hooks-ingress.socket', 'contrib/systemd/user/hooks-ingress.service', 'LICENSE', 'README.md', 'docs/configuration.md', 'dist/cli/main.js']) {
+  for (
+    const file of [
+      'contrib/systemd/hooks-ingress.service',
+      'contrib/systemd/hooks-ingress.socket',
+      'contrib/systemd/user/hooks-ingress.service',
+      'LICENSE',
+      'README.md',
+      'docs/configuration.md',
+      'dist/cli/main.js',
+    ]
+  ) {
     assert.ok(existsSync(join(installed, file)), `${file} is not in the package`);
   }
   assert.ok(existsSync(join(prefix, 'share/man/man1/hooks-ingress.1')));
   assert.ok(existsSync(join(prefix, 'share/man/man5/hooks-ingress.json.5')));
 
-  const version = spawnSync('hooks-ingress', ['--version'], { env: { ...process.env, PATH: `${join(prefix, 'bin')}${delimiter}${process.env['PATH']}` }, encoding: 'utf8' });
+  const version = spawnSync('hooks-ingress', ['--version'], {
+    env: { ...process.env, PATH: `${join(prefix, 'bin')}${delimiter}${process.env['PATH']}` },
+    encoding: 'utf8',
+  });
   assert.equal(version.error, undefined, 'hooks-ingress is not on PATH');
   assert.equal(version.stdout.trim(), PKG.version);
 });
@@ -62,7 +77,9 @@ test('a plain npm install is told which install scripts to run (deno and esbuild
   // npm 11 warns about every dependency install script that package.json's allowScripts does not
   // name; both of these only unpack the platform binary the dev tools need.
   assert.deepEqual(PKG.allowScripts, { deno: true, esbuild: true });
-  const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { hasInstallScript?: boolean }> };
+  const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as {
+    packages: Record<string, { hasInstallScript?: boolean }>;
+  };
   const withScripts = Object.entries(lock.packages)
     .filter(([, entry]) => entry.hasInstallScript === true)
     .map(([path]) => path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length));
@@ -71,7 +88,14 @@ test('a plain npm install is told which install scripts to run (deno and esbuild
 
 test('git ignores the tarball npm pack leaves in the checkout', () => {
   const tarball = `hooks-ingress-${PKG.version}.tgz`;
-  const patterns = readFileSync(join(ROOT, '.gitignore'), 'utf8').split('\n').map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#'));
-  const glob = (pattern: string) => new RegExp(`^${pattern.replace(/^\//, '').replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*').replace(/\?/g, '[^/]')}$`);
+  const patterns = readFileSync(join(ROOT, '.gitignore'), 'utf8').split('\n').map((l) => l.trim()).filter((l) =>
+    l !== '' && !l.startsWith('#')
+  );
+  const glob = (pattern: string) =>
+    new RegExp(
+      `^${
+        pattern.replace(/^\//, '').replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*').replace(/\?/g, '[^/]')
+      }$`,
+    );
   assert.ok(patterns.some((p) => glob(p).test(tarball)), `.gitignore has no pattern for ${tarball}`);
 });

@@ -22,8 +22,15 @@ function _change(item: unknown): string[] {
   const value = _object(item) ? item['value'] : undefined;
   if (!_object(value)) return [JSON.stringify(item)];
   const marks = [
-    ..._list(value['messages']).map((m) => (_object(m) && typeof m['id'] === 'string' ? `m:${m['id']}` : JSON.stringify(m))),
-    ..._list(value['statuses']).map((s) => (_object(s) && typeof s['id'] === 'string' ? `s:${s['id']}:${String(s['status'])}:${String(s['timestamp'])}` : JSON.stringify(s))),
+    ..._list(value['messages']).map((
+      m,
+    ) => (_object(m) && typeof m['id'] === 'string' ? `m:${m['id']}` : JSON.stringify(m))),
+    ..._list(value['statuses']).map((
+      s,
+    ) => (_object(s) && typeof s['id'] === 'string'
+      ? `s:${s['id']}:${String(s['status'])}:${String(s['timestamp'])}`
+      : JSON.stringify(s))
+    ),
   ];
   return marks.length > 0 ? marks : [JSON.stringify(item)];
 }

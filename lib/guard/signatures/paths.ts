@@ -17,7 +17,9 @@ export interface SignedMapping {
 /** The signature of each signed hook path, by the path's name. */
 export function signedPaths(config: { hooks: { mappings: readonly SignedMapping[] } }): Map<string, Signature> {
   const out = new Map<string, Signature>();
-  for (const m of config.hooks.mappings) if (m.signature !== undefined && m.match.path !== undefined) out.set(m.match.path, m.signature);
+  for (const m of config.hooks.mappings) {
+    if (m.signature !== undefined && m.match.path !== undefined) out.set(m.match.path, m.signature);
+  }
   return out;
 }
 
@@ -44,10 +46,17 @@ export function missingSignature(signature: Signature, req: IncomingMessage, now
  * Meta's subscription check, the one GET a hook path answers (and only on a path signed by `meta`):
  * the challenge to answer as text when `hub.verify_token` is right, else a refusal for the failure limiter.
  */
-export function metaHandshake(signature: Signature | undefined, query: URLSearchParams): { ok: true; challenge: string } | { ok: false; refusal: string } {
-  if (signature?.scheme !== 'meta') throw new HttpError(405, ErrorCode.MethodNotAllowed, 'method GET not allowed', { headers: { allow: 'POST' } });
+export function metaHandshake(
+  signature: Signature | undefined,
+  query: URLSearchParams,
+): { ok: true; challenge: string } | { ok: false; refusal: string } {
+  if (signature?.scheme !== 'meta') {
+    throw new HttpError(405, ErrorCode.MethodNotAllowed, 'method GET not allowed', { headers: { allow: 'POST' } });
+  }
   const presented = query.get('hub.verify_token');
-  if (query.get('hub.mode') !== 'subscribe' || presented === null || !tokensMatch(presented, signature.verifyToken ?? '')) {
+  if (
+    query.get('hub.mode') !== 'subscribe' || presented === null || !tokensMatch(presented, signature.verifyToken ?? '')
+  ) {
     return { ok: false, refusal: "hub.verify_token does not match this path's signature.verifyToken" };
   }
   const challenge = query.get('hub.challenge');
@@ -57,6 +66,8 @@ export function metaHandshake(signature: Signature | undefined, query: URLSearch
 
 /** Slack's `url_verification` (sent when the Request URL is entered): its challenge, answered after the signature verified. */
 export function slackChallenge(signature: Signature | undefined, body: Record<string, unknown>): string | null {
-  if (signature?.scheme !== 'slack' || body['type'] !== 'url_verification' || typeof body['challenge'] !== 'string') return null;
+  if (signature?.scheme !== 'slack' || body['type'] !== 'url_verification' || typeof body['challenge'] !== 'string') {
+    return null;
+  }
   return body['challenge'];
 }

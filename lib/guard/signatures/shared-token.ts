@@ -22,7 +22,11 @@ export const gitlab: Scheme = {
     if (presented === null) return refuse(GITLAB, 'is missing');
     return _any(signature, presented) ? PASS : refuse(GITLAB, 'does not match');
   },
-  sign: (signature, _body, _now, id) => ({ 'x-gitlab-token': signature.secrets[0]!, 'x-gitlab-event-uuid': id, 'idempotency-key': id }),
+  sign: (signature, _body, _now, id) => ({
+    'x-gitlab-token': signature.secrets[0]!,
+    'x-gitlab-event-uuid': id,
+    'idempotency-key': id,
+  }),
   delivery: headerDelivery('idempotency-key', 'x-gitlab-event-uuid'),
   presented: (headers) => header(headers, GITLAB),
 };
@@ -32,7 +36,7 @@ export const pathToken: Scheme = {
   verify(signature: Signature, request: SignedRequest): Verdict {
     const presented = extractToken(request.headers);
     if (presented === null) return refuse('Authorization', 'is missing');
-    return _any(signature, presented) ? PASS : refuse('Authorization', 'does not carry this path\'s token');
+    return _any(signature, presented) ? PASS : refuse('Authorization', "does not carry this path's token");
   },
   sign: (signature) => ({ authorization: `Bearer ${signature.secrets[0]!}` }),
   delivery: NO_DELIVERY,

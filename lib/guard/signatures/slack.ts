@@ -18,15 +18,26 @@ function verify(signature: Signature, request: SignedRequest, nowSeconds: number
   if (presented === null) return refuse(SIGNATURE, 'is missing');
   const seconds = epochSeconds(timestamp);
   if (seconds === null) return refuse(TIMESTAMP, 'must be whole seconds since the epoch');
-  if (!fresh(seconds, nowSeconds, signature.toleranceSeconds)) return refuse(TIMESTAMP, `is more than ${signature.toleranceSeconds} s from the server's clock`, nowSeconds - seconds);
+  if (!fresh(seconds, nowSeconds, signature.toleranceSeconds)) {
+    return refuse(
+      TIMESTAMP,
+      `is more than ${signature.toleranceSeconds} s from the server's clock`,
+      nowSeconds - seconds,
+    );
+  }
   const candidate = presented.toLowerCase();
-  for (const secret of signature.secrets) if (safeEqual(candidate, _signature(secret, timestamp, request.body))) return PASS;
+  for (const secret of signature.secrets) {
+    if (safeEqual(candidate, _signature(secret, timestamp, request.body))) return PASS;
+  }
   return refuse(SIGNATURE, 'does not match the body');
 }
 
 function sign(signature: Signature, body: Buffer, nowSeconds: number): Record<string, string> {
   const timestamp = String(nowSeconds);
-  return { 'x-slack-request-timestamp': timestamp, 'x-slack-signature': _signature(signature.secrets[0]!, timestamp, body) };
+  return {
+    'x-slack-request-timestamp': timestamp,
+    'x-slack-signature': _signature(signature.secrets[0]!, timestamp, body),
+  };
 }
 
 /**
@@ -38,5 +49,7 @@ export const slack: Scheme = {
   verify,
   sign,
   delivery: (_request, payload) =>
-    payload['type'] === 'event_callback' && typeof payload['event_id'] === 'string' && payload['event_id'] !== '' ? { id: payload['event_id'], signed: true } : null,
+    payload['type'] === 'event_callback' && typeof payload['event_id'] === 'string' && payload['event_id'] !== ''
+      ? { id: payload['event_id'], signed: true }
+      : null,
 };

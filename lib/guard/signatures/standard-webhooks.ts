@@ -36,7 +36,13 @@ function verify(signature: Signature, request: SignedRequest, nowSeconds: number
   if (presented === null) return refuse(signatureName, 'is missing');
   const seconds = epochSeconds(timestamp);
   if (seconds === null) return refuse(timestampName, 'must be whole seconds since the epoch');
-  if (!fresh(seconds, nowSeconds, signature.toleranceSeconds)) return refuse(timestampName, `is more than ${signature.toleranceSeconds} s from the server's clock`, nowSeconds - seconds);
+  if (!fresh(seconds, nowSeconds, signature.toleranceSeconds)) {
+    return refuse(
+      timestampName,
+      `is more than ${signature.toleranceSeconds} s from the server's clock`,
+      nowSeconds - seconds,
+    );
+  }
   // A space-separated list of `version,signature`; only v1 (HMAC-SHA256) is symmetric.
   const offered = presented.split(' ').flatMap((entry) => (entry.startsWith('v1,') ? [entry.slice(3)] : []));
   if (offered.length === 0) return refuse(signatureName, 'holds no v1 signature');
@@ -49,7 +55,11 @@ function verify(signature: Signature, request: SignedRequest, nowSeconds: number
 
 function sign(signature: Signature, body: Buffer, nowSeconds: number, id: string): Record<string, string> {
   const timestamp = String(nowSeconds);
-  return { 'webhook-id': id, 'webhook-timestamp': timestamp, 'webhook-signature': `v1,${_signature(secretKey(signature.secrets[0]!), id, timestamp, body)}` };
+  return {
+    'webhook-id': id,
+    'webhook-timestamp': timestamp,
+    'webhook-signature': `v1,${_signature(secretKey(signature.secrets[0]!), id, timestamp, body)}`,
+  };
 }
 
 /** Standard Webhooks (and Svix): HMAC-SHA256 over `id.timestamp.body`, base64, keyed by the decoded `whsec_` secret. */

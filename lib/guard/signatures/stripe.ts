@@ -30,7 +30,13 @@ function verify(signature: Signature, request: SignedRequest, nowSeconds: number
   const seconds = timestamp === null ? null : epochSeconds(timestamp);
   if (timestamp === null || seconds === null) return refuse(HEADER, 'has no timestamp (t=)');
   if (v1.length === 0) return refuse(HEADER, 'has no v1 signature');
-  if (!fresh(seconds, nowSeconds, signature.toleranceSeconds)) return refuse(HEADER, `has a timestamp more than ${signature.toleranceSeconds} s from the server's clock`, nowSeconds - seconds);
+  if (!fresh(seconds, nowSeconds, signature.toleranceSeconds)) {
+    return refuse(
+      HEADER,
+      `has a timestamp more than ${signature.toleranceSeconds} s from the server's clock`,
+      nowSeconds - seconds,
+    );
+  }
   for (const secret of signature.secrets) {
     const expected = _signature(secret, timestamp, request.body);
     if (v1.some((candidate) => safeEqual(candidate, expected))) return PASS;
@@ -48,5 +54,8 @@ export const stripe: Scheme = {
   verify,
   sign,
   // The event's id is in the signed body: Stripe sends the same one on each retry.
-  delivery: (_request, payload) => (typeof payload['id'] === 'string' && payload['id'] !== '' ? { id: payload['id'], signed: true } : null),
+  delivery: (
+    _request,
+    payload,
+  ) => (typeof payload['id'] === 'string' && payload['id'] !== '' ? { id: payload['id'], signed: true } : null),
 };

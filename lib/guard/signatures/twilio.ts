@@ -51,13 +51,20 @@ function verify(signature: Signature, request: SignedRequest): Verdict {
   if (presented === null) return refuse(HEADER, 'is missing');
   const url = signedUrl(signature.url ?? '', request.query);
   const content = _content(url, request);
-  if (content === null) return refuse(HEADER, 'does not cover this body: a body that is not form-encoded needs bodySHA256 in the URL');
-  if ('bodyHash' in content && !safeEqual(content.bodyHash.toLowerCase(), createHash('sha256').update(request.body).digest('hex'))) {
+  if (content === null) {
+    return refuse(HEADER, 'does not cover this body: a body that is not form-encoded needs bodySHA256 in the URL');
+  }
+  if (
+    'bodyHash' in content &&
+    !safeEqual(content.bodyHash.toLowerCase(), createHash('sha256').update(request.body).digest('hex'))
+  ) {
     return refuse(HEADER, 'does not match the body (bodySHA256)');
   }
   const parameters = 'parameters' in content ? content.parameters : '';
   for (const secret of signature.secrets) {
-    for (const candidate of _portVariants(url)) if (safeEqual(presented, _signature(secret, candidate, parameters))) return PASS;
+    for (const candidate of _portVariants(url)) {
+      if (safeEqual(presented, _signature(secret, candidate, parameters))) return PASS;
+    }
   }
   return refuse(HEADER, `does not match the body and URL (signature.url is ${JSON.stringify(signature.url ?? '')})`);
 }

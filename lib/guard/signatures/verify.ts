@@ -71,15 +71,26 @@ export function presentedSecret(signature: Signature, request: Pick<SignedReques
  * else, with `dedupeBodySeconds`, the body's hash for that long (the body is signed, the id header
  * is not); else the id the sender puts in a header; `null` when there is none.
  */
-export function deliveryId(signature: Signature, request: SignedRequest, payload: Record<string, unknown>): DeliveryId | null {
+export function deliveryId(
+  signature: Signature,
+  request: SignedRequest,
+  payload: Record<string, unknown>,
+): DeliveryId | null {
   const given = _scheme(signature.scheme).delivery(request, payload);
   if (given?.signed === true || signature.dedupeBodySeconds === undefined) return given;
-  return { id: `sha256:${createHash('sha256').update(request.body).digest('hex')}`, signed: true, windowSeconds: signature.dedupeBodySeconds };
+  return {
+    id: `sha256:${createHash('sha256').update(request.body).digest('hex')}`,
+    signed: true,
+    windowSeconds: signature.dedupeBodySeconds,
+  };
 }
 
 /** The headers a real sender of this scheme would add to `body`, signed with the first secret. */
 export function signRequest(signature: Signature, body: Buffer, nowMs: number, id: string): Record<string, string> {
-  return { 'content-type': 'application/json', ..._scheme(signature.scheme).sign(signature, body, Math.floor(nowMs / 1000), id) };
+  return {
+    'content-type': 'application/json',
+    ..._scheme(signature.scheme).sign(signature, body, Math.floor(nowMs / 1000), id),
+  };
 }
 
 /** A refusal as the client reads it: the header at fault and why, never the expected value. */
@@ -88,7 +99,11 @@ export function describeRefusal(verdict: Verdict & { ok: false }): string {
 }
 
 /** The delivery id a sender gave a request as scheme `name` reads it (loading the scheme), or `null` for an unknown scheme or none given. */
-export async function senderDelivery(name: string, request: SignedRequest, payload: Record<string, unknown>): Promise<DeliveryId | null> {
+export async function senderDelivery(
+  name: string,
+  request: SignedRequest,
+  payload: Record<string, unknown>,
+): Promise<DeliveryId | null> {
   if (!Object.hasOwn(IMPORTS, name)) return null;
   await loadSchemes([name as SchemeName]);
   return _scheme(name as SchemeName).delivery(request, payload);

@@ -12,11 +12,20 @@ import { realpath } from 'node:fs/promises';
 import { pathToFileURL } from 'node:url';
 import { setImmediate } from 'node:timers';
 import { resolveModule } from '../../guard/contain.ts';
-import { holdChild, pacedReader, residentBytes, startChild, type ChildLimits } from './child.ts';
+import { type ChildLimits, holdChild, pacedReader, residentBytes, startChild } from './child.ts';
 import { EarliestDeadline } from './earliest-deadline.ts';
 import { loadRefusal } from './loadable.ts';
-import { poolSettings, type PoolSettings, type TransformChildPoolOptions } from './pool-options.ts';
-import { encodeCall, encodeInput, frameAt, parseAnswer, type TransformFailure, type TransformInput, type TransformRef, type TransformResult } from './protocol.ts';
+import { type PoolSettings, poolSettings, type TransformChildPoolOptions } from './pool-options.ts';
+import {
+  encodeCall,
+  encodeInput,
+  frameAt,
+  parseAnswer,
+  type TransformFailure,
+  type TransformInput,
+  type TransformRef,
+  type TransformResult,
+} from './protocol.ts';
 
 /** Runs operator transforms in sandboxed child processes; never throws for a failing transform. */
 export interface TransformChildPool {
@@ -80,7 +89,11 @@ const MiB = 1024 * 1024;
  * and its answers come back together, instead of a round trip between two processes per call.
  */
 export const CALLS_PER_CHILD = 8;
-const _closed: TransformResult = Object.freeze({ ok: false, reason: 'crashed', detail: 'the transform runner is closed' });
+const _closed: TransformResult = Object.freeze({
+  ok: false,
+  reason: 'crashed',
+  detail: 'the transform runner is closed',
+});
 const _OUTPUT_LINE_MAX = 500;
 
 /**
@@ -141,7 +154,9 @@ class _Pool implements TransformChildPool {
     for (const job of this.#queue.splice(0)) job.done(_closed);
     const exits = this.#slots.map((slot) => {
       const child = slot.child;
-      return child === null || child.exitCode !== null ? Promise.resolve() : new Promise<void>((resolve) => child.once('exit', () => resolve()));
+      return child === null || child.exitCode !== null
+        ? Promise.resolve()
+        : new Promise<void>((resolve) => child.once('exit', () => resolve()));
     });
     for (const slot of [...this.#slots]) {
       const calls = [...slot.calls.values()];
@@ -162,7 +177,15 @@ class _Pool implements TransformChildPool {
       return Promise.reject(error);
     }
     return new Promise((done) => {
-      this.#queue.push({ id: ++this.#lastId, module: ref.module, name: ref.export ?? null, input: json, queuedAt: performance.now(), done, alone: false });
+      this.#queue.push({
+        id: ++this.#lastId,
+        module: ref.module,
+        name: ref.export ?? null,
+        input: json,
+        queuedAt: performance.now(),
+        done,
+        alone: false,
+      });
       this.#pump();
     });
   }
@@ -209,7 +232,20 @@ class _Pool implements TransformChildPool {
       if (idle === undefined) return null;
       this.#retire(idle);
     }
-    const slot: Slot = { module, url: '', child: null, ready: false, calls: new Map(), out: '', pending: '', killed: null, culprit: null, stderr: '', stale: false, held: true };
+    const slot: Slot = {
+      module,
+      url: '',
+      child: null,
+      ready: false,
+      calls: new Map(),
+      out: '',
+      pending: '',
+      killed: null,
+      culprit: null,
+      stderr: '',
+      stale: false,
+      held: true,
+    };
     this.#slots.push(slot);
     return slot;
   }
@@ -233,19 +269,26 @@ class _Pool implements TransformChildPool {
     this.#spawn(slot);
     const waited = performance.now() - job.queuedAt;
     const { startTimeoutMs } = this.#settings;
-    this.#send(slot, job, { probe: true }, startTimeoutMs, `the module did not load within ${startTimeoutMs} ms`, (result) => {
-      if (!result.ok) {
-        job.done(result);
-        return this.#retire(slot);
-      }
-      // Made stale while it started (a reload), and so retired: a fresh child takes the call.
-      if (slot.stale) return void this.#queue.unshift(job);
-      slot.ready = true;
-      if (job.input === null) return job.done(result);
-      // The call gets the budget it had left when the child began to start.
-      job.queuedAt = performance.now() - waited;
-      this.#call(slot, job);
-    });
+    this.#send(
+      slot,
+      job,
+      { probe: true },
+      startTimeoutMs,
+      `the module did not load within ${startTimeoutMs} ms`,
+      (result) => {
+        if (!result.ok) {
+          job.done(result);
+          return this.#retire(slot);
+        }
+        // Made stale while it started (a reload), and so retired: a fresh child takes the call.
+        if (slot.stale) return void this.#queue.unshift(job);
+        slot.ready = true;
+        if (job.input === null) return job.done(result);
+        // The call gets the budget it had left when the child began to start.
+        job.queuedAt = performance.now() - waited;
+        this.#call(slot, job);
+      },
+    );
   }
 
   #call(slot: Slot, job: Job): void {
@@ -255,12 +298,26 @@ class _Pool implements TransformChildPool {
     this.#send(slot, job, { probe: job.input === null }, left, `no answer within ${timeoutMs} ms`, job.done);
   }
 
-  #send(slot: Slot, job: Job, { probe }: { probe: boolean }, budget: number, late: string, then: (result: TransformResult) => void): void {
+  #send(
+    slot: Slot,
+    job: Job,
+    { probe }: { probe: boolean },
+    budget: number,
+    late: string,
+    then: (result: TransformResult) => void,
+  ): void {
     const deadline = performance.now() + budget;
     slot.calls.set(job.id, { job, deadline, late, then });
     this.#deadlines.add(deadline);
     _hold(slot, true);
-    slot.out += encodeCall({ id: job.id, url: slot.url, name: job.name, probe, max: this.#settings.maxResultBytes, input: job.input });
+    slot.out += encodeCall({
+      id: job.id,
+      url: slot.url,
+      name: job.name,
+      probe,
+      max: this.#settings.maxResultBytes,
+      input: job.input,
+    });
     if (this.#unwritten.size === 0) setImmediate(this.#write);
     this.#unwritten.add(slot);
   }
@@ -301,7 +358,11 @@ class _Pool implements TransformChildPool {
     child.stderr.setEncoding('utf8');
     child.stderr.on('data', pacedReader(child.stderr, (chunk: string) => this.#output(slot, chunk)));
     child.on('error', (error) => this.#exited(slot, `the child could not run: ${error.message}`));
-    child.on('exit', (code, signal) => this.#exited(slot, signal === null ? `the child exited with code ${code}` : `the child was ended by ${signal}`));
+    child.on(
+      'exit',
+      (code, signal) =>
+        this.#exited(slot, signal === null ? `the child exited with code ${code}` : `the child was ended by ${signal}`),
+    );
     this.#watch ??= setInterval(() => this.#measure(), 25);
     this.#watch.unref?.();
   }
@@ -313,24 +374,40 @@ class _Pool implements TransformChildPool {
       const line = slot.pending.slice(0, end);
       slot.pending = slot.pending.slice(end + 1);
       const message = parseAnswer(line);
-      if (message === null) return this.#kill(slot, _fail('crashed', 'the transform wrote to the protocol channel (stdout); use console instead'));
+      if (message === null) {
+        return this.#kill(
+          slot,
+          _fail('crashed', 'the transform wrote to the protocol channel (stdout); use console instead'),
+        );
+      }
       const { result, where } = message;
-      this.#answered(slot, message.id, where === undefined || result.ok ? result : { ...result, at: frameAt(where, this.#realRoot ?? this.#settings.root) });
+      this.#answered(
+        slot,
+        message.id,
+        where === undefined || result.ok
+          ? result
+          : { ...result, at: frameAt(where, this.#realRoot ?? this.#settings.root) },
+      );
     }
     // The cap holds for what arrives, not only for what the child says it sends.
-    if (Buffer.byteLength(slot.pending) > maxResultBytes + 1024) this.#kill(slot, _fail('too-large', `the result is larger than ${maxResultBytes} bytes`));
+    if (Buffer.byteLength(slot.pending) > maxResultBytes + 1024) {
+      this.#kill(slot, _fail('too-large', `the result is larger than ${maxResultBytes} bytes`));
+    }
   }
 
   #output(slot: Slot, chunk: string): void {
     slot.stderr = (slot.stderr + chunk).slice(-4096);
     if (this.#onOutput === undefined) return;
-    for (const line of chunk.split('\n')) if (line.trim() !== '') this.#onOutput(slot.module, line.slice(0, _OUTPUT_LINE_MAX));
+    for (const line of chunk.split('\n')) {
+      if (line.trim() !== '') this.#onOutput(slot.module, line.slice(0, _OUTPUT_LINE_MAX));
+    }
   }
 
   #exited(slot: Slot, how: string): void {
     if (!this.#drop(slot)) return; // retired on purpose
     const oom = /out of memory|Array buffer allocation failed/i.test(slot.stderr);
-    const result = slot.killed ?? _fail('crashed', oom ? `ran out of memory (heap limit ${this.#settings.heapMb} MiB)` : how);
+    const result = slot.killed ??
+      _fail('crashed', oom ? `ran out of memory (heap limit ${this.#settings.heapMb} MiB)` : how);
     const calls = [...slot.calls.values()];
     slot.calls.clear();
     // One call in flight, or the one that overran its time, gets the answer. The others did not end
@@ -407,7 +484,9 @@ class _Pool implements TransformChildPool {
       const pid = slot.child?.pid;
       if (pid === undefined || (slot.calls.size === 0 && this.#ticks % 10 !== 0)) continue;
       const bytes = residentBytes(pid);
-      if (bytes !== null && bytes > memoryMb * MiB) this.#kill(slot, _fail('crashed', `ran out of memory (resident memory over ${memoryMb} MiB)`));
+      if (bytes !== null && bytes > memoryMb * MiB) {
+        this.#kill(slot, _fail('crashed', `ran out of memory (resident memory over ${memoryMb} MiB)`));
+      }
     }
   }
 }

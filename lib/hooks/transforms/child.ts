@@ -2,7 +2,7 @@
 // no inherited descriptor, its resident memory, its console read at a bounded pace, and whether its
 // handles hold the event loop open.
 
-import { spawn, type ChildProcessWithoutNullStreams, type StdioOptions } from 'node:child_process';
+import { type ChildProcessWithoutNullStreams, spawn, type StdioOptions } from 'node:child_process';
 import { closeSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import process from 'node:process';
 import { setTimeout } from 'node:timers';
@@ -38,13 +38,27 @@ export function childCommand(limits: ChildLimits): ChildCommand {
   const { runtime } = limits;
   if (runtime.kind === 'deno') {
     const runner = `data:text/javascript;base64,${Buffer.from(CHILD_SOURCE).toString('base64')}`;
-    const args = ['run', '--no-prompt', '--no-config', '--no-lock', '--no-npm', '--no-remote', `--allow-read=${limits.root}`];
+    const args = [
+      'run',
+      '--no-prompt',
+      '--no-config',
+      '--no-lock',
+      '--no-npm',
+      '--no-remote',
+      `--allow-read=${limits.root}`,
+    ];
     return { file: runtime.execPath, args: [...args, `--v8-flags=--max-old-space-size=${limits.heapMb}`, runner] };
   }
   const flags = runtime.nodeFlags;
   const permission = flags.has('--permission') ? '--permission' : '--experimental-permission';
   const quiet = flags.has('--disable-warning') ? '--disable-warning=ExperimentalWarning' : '--no-warnings';
-  const args = [permission, `--allow-fs-read=${limits.root}`, '--no-addons', quiet, `--max-old-space-size=${limits.heapMb}`];
+  const args = [
+    permission,
+    `--allow-fs-read=${limits.root}`,
+    '--no-addons',
+    quiet,
+    `--max-old-space-size=${limits.heapMb}`,
+  ];
   return { file: runtime.execPath, args: [...args, '--input-type=module', '-e', CHILD_SOURCE] };
 }
 
@@ -55,13 +69,19 @@ export function childCommand(limits: ChildLimits): ChildCommand {
  */
 export function rootProblem(root: string, runtime: Runtime = currentRuntime()): string | null {
   if (runtime.kind === 'node' && root.includes(',')) {
-    return `the transforms directory ${JSON.stringify(root)} may not contain a comma: some Node versions read a comma in --allow-fs-read as a separator between paths`;
+    return `the transforms directory ${
+      JSON.stringify(root)
+    } may not contain a comma: some Node versions read a comma in --allow-fs-read as a separator between paths`;
   }
   return null;
 }
 
 /** Which runtime we are, as far as starting a child goes. */
-export type Runtime = { kind: 'deno'; execPath: string } | { kind: 'node'; execPath: string; nodeFlags: ReadonlySet<string> };
+export type Runtime = { kind: 'deno'; execPath: string } | {
+  kind: 'node';
+  execPath: string;
+  nodeFlags: ReadonlySet<string>;
+};
 
 /** The runtime this process runs on. */
 export function currentRuntime(): Runtime {
@@ -80,7 +100,9 @@ export function startChild(limits: ChildLimits): ChildProcessWithoutNullStreams 
   // On Deno, node:fs hands out resource ids, not descriptors a child's stdio can name; and there the
   // children are Deno's, whose APIs reach no descriptor they did not open.
   const leaked = 'Deno' in globalThis ? [] : (_leaked ??= inheritableFds());
-  if (leaked.length === 0) return spawn(file, args, { env: {}, cwd: limits.root, stdio: ['pipe', 'pipe', 'pipe'], windowsHide: true });
+  if (leaked.length === 0) {
+    return spawn(file, args, { env: {}, cwd: limits.root, stdio: ['pipe', 'pipe', 'pipe'], windowsHide: true });
+  }
   // A child inherits every descriptor not marked close-on-exec, and spawn() closes none of them; the
   // permission model does not cover reading or accepting on a descriptor one already holds. What
   // the child finds at those numbers instead is /dev/null.
@@ -151,7 +173,10 @@ export const OUTPUT_BYTES_PER_SECOND = 64 * 1024;
  * child writing without pause waits on its own writes (and runs into its time limit) instead of
  * filling the log and this process's memory.
  */
-export function pacedReader(stream: { pause(): unknown; resume(): unknown }, take: (chunk: string) => void): (chunk: string) => void {
+export function pacedReader(
+  stream: { pause(): unknown; resume(): unknown },
+  take: (chunk: string) => void,
+): (chunk: string) => void {
   let windowStart = Date.now();
   let spent = 0;
   let paused = false;

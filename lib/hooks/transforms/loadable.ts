@@ -13,7 +13,9 @@ import type { TransformResult } from './protocol.ts';
  * strips types, and the root must be one the child's permission flags can name exactly.
  */
 export function loadRefusal(found: Containment, root: string, runtime: Runtime): TransformResult | null {
-  if (!found.ok) return { ok: false, reason: found.code === 'outside' ? 'escaped' : 'load-failed', detail: found.reason };
+  if (!found.ok) {
+    return { ok: false, reason: found.code === 'outside' ? 'escaped' : 'load-failed', detail: found.reason };
+  }
   return _unsupported(found.path, runtime) ?? _rootRefused(root, runtime);
 }
 
@@ -22,8 +24,8 @@ function _unsupported(path: string, runtime: Runtime): TransformResult | null {
   if (extension === '.js' || extension === '.mjs') return null;
   if (extension === '.ts' || extension === '.mts') {
     if (runtime.kind === 'deno' || _canStripTypes()) return null;
-    const detail = `this runtime cannot load TypeScript (Node ${process.versions.node}): `
-      + 'precompile the transform to .js, run on Node >= 22.18 or Deno, or set hooks.transformRuntime to "deno"';
+    const detail = `this runtime cannot load TypeScript (Node ${process.versions.node}): ` +
+      'precompile the transform to .js, run on Node >= 22.18 or Deno, or set hooks.transformRuntime to "deno"';
     return { ok: false, reason: 'unsupported-ts', detail };
   }
   const detail = `only .js, .mjs and .ts modules can be transforms, not ${extension || 'a file without extension'}`;

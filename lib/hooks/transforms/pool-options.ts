@@ -2,7 +2,7 @@
 // then defaulted.
 
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
-import { currentRuntime, type ChildLimits, type Runtime } from './child.ts';
+import { type ChildLimits, currentRuntime, type Runtime } from './child.ts';
 
 /** Where transforms live and what each call may spend. */
 export interface TransformChildPoolOptions {
@@ -34,12 +34,22 @@ const _MiB = 1024 * 1024;
 
 /** Checks the options a pool is built with (a TypeError or RangeError names the one that is wrong) and applies the defaults. */
 export function poolSettings(options: TransformChildPoolOptions) {
-  const { root, timeoutMs = 5000, heapMb = 64, memoryMb = 256, maxResultBytes = _MiB, poolSize = 4, runtime = currentRuntime() } = options;
+  const {
+    root,
+    timeoutMs = 5000,
+    heapMb = 64,
+    memoryMb = 256,
+    maxResultBytes = _MiB,
+    poolSize = 4,
+    runtime = currentRuntime(),
+  } = options;
   const startTimeoutMs = options.startTimeoutMs ?? Math.max(timeoutMs, 10_000);
   if (typeof root !== 'string' || root === '') {
     throw new TypeError(`Invalid transforms root: expected a non-empty string, got ${String(root)}`);
   }
-  for (const [name, value] of Object.entries({ timeoutMs, startTimeoutMs, heapMb, memoryMb, maxResultBytes, poolSize })) _requirePositive(name, value);
+  for (
+    const [name, value] of Object.entries({ timeoutMs, startTimeoutMs, heapMb, memoryMb, maxResultBytes, poolSize })
+  ) _requirePositive(name, value);
   if (!Number.isInteger(poolSize)) {
     throw new RangeError(`Invalid transform runner option poolSize: expected an integer, got ${poolSize}`);
   }

@@ -48,7 +48,9 @@ export function frameAt(frame: Frame, root: string): string {
     return `a module:${frame.line}`;
   }
   const inside = relative(root, path);
-  const name = inside === '' || inside.startsWith('..') || isAbsolute(inside) ? basename(path) : inside.split(sep).join('/');
+  const name = inside === '' || inside.startsWith('..') || isAbsolute(inside)
+    ? basename(path)
+    : inside.split(sep).join('/');
   return `${name}:${frame.line}`;
 }
 
@@ -72,19 +74,34 @@ export interface CallMessage {
 
 /** A call as the line a child reads. The input is JSON already: spliced in, not parsed and written again. */
 export function encodeCall({ id, url, name, probe, max, input }: CallMessage): string {
-  return `{"id":${id},"url":${JSON.stringify(url)},"name":${JSON.stringify(name)},"probe":${probe},"max":${max},"input":${probe ? 'null' : (input ?? 'null')}}\n`;
+  return `{"id":${id},"url":${JSON.stringify(url)},"name":${
+    JSON.stringify(name)
+  },"probe":${probe},"max":${max},"input":${probe ? 'null' : (input ?? 'null')}}\n`;
 }
 
 /** A child's answer line: the call it answers, its result and where a thrown error was raised, or `null` when the line is not an answer. */
 export function parseAnswer(line: string): { id: number; result: TransformResult; where?: Frame } | null {
   try {
-    const message = JSON.parse(line) as { id?: unknown; result?: { ok?: unknown; value?: unknown; reason?: unknown; detail?: unknown; where?: { url?: unknown; line?: unknown } } };
+    const message = JSON.parse(line) as {
+      id?: unknown;
+      result?: {
+        ok?: unknown;
+        value?: unknown;
+        reason?: unknown;
+        detail?: unknown;
+        where?: { url?: unknown; line?: unknown };
+      };
+    };
     const result = message.result;
     if (typeof message.id !== 'number' || typeof result !== 'object' || result === null) return null;
     if (result.ok === true) return { id: message.id, result: { ok: true, value: result.value } };
-    const failed = { id: message.id, result: { ok: false as const, reason: result.reason as TransformFailure, detail: String(result.detail) } };
+    const failed = {
+      id: message.id,
+      result: { ok: false as const, reason: result.reason as TransformFailure, detail: String(result.detail) },
+    };
     const where = result.where;
-    const fair = typeof where?.url === 'string' && where.url.startsWith('file:') && Number.isSafeInteger(where.line) && (where.line as number) > 0;
+    const fair = typeof where?.url === 'string' && where.url.startsWith('file:') && Number.isSafeInteger(where.line) &&
+      (where.line as number) > 0;
     return fair ? { ...failed, where: { url: where.url as string, line: where.line as number } } : failed;
   } catch {
     return null;

@@ -41,7 +41,9 @@ export class TransformReloader {
   /** Calls a transform on the current child pool (what mappings know as their CallTransform). */
   readonly call = (ref: TransformRef, input: TransformInput): Promise<TransformResult> => {
     const pool = this.#pool;
-    if (pool === null) return Promise.resolve({ ok: false, reason: 'load-failed', detail: 'no transform is configured' });
+    if (pool === null) {
+      return Promise.resolve({ ok: false, reason: 'load-failed', detail: 'no transform is configured' });
+    }
     this.#busy.set(pool, (this.#busy.get(pool) ?? 0) + 1);
     // Every call settles: the child pool bounds each one by its time budget and answers them all on close.
     return pool.run(ref, input).finally(() => {
@@ -60,8 +62,15 @@ export class TransformReloader {
   /** Applies a (re)loaded configuration. */
   configure(config: TransformsConfig): void {
     const needed = config.hooks.mappings.some((m) => m.transform !== undefined);
-    const { transformsDir, transformTimeoutMs, transformMaxResultBytes, transformRuntime, transformDenoPath } = config.hooks;
-    const settings = JSON.stringify([transformsDir, transformTimeoutMs, transformMaxResultBytes, transformRuntime, transformDenoPath]);
+    const { transformsDir, transformTimeoutMs, transformMaxResultBytes, transformRuntime, transformDenoPath } =
+      config.hooks;
+    const settings = JSON.stringify([
+      transformsDir,
+      transformTimeoutMs,
+      transformMaxResultBytes,
+      transformRuntime,
+      transformDenoPath,
+    ]);
     if (this.#pool !== null && needed && settings === this.#settings) {
       this.#pool.clearCache();
       return;
@@ -86,7 +95,9 @@ export class TransformReloader {
 
   #closeRetired(pool: TransformChildPool): void {
     this.#retiring.delete(pool);
-    pool.close().catch((error: unknown) => this.#log.error('closing a retired transform pool failed', { error: String(error) }));
+    pool.close().catch((error: unknown) =>
+      this.#log.error('closing a retired transform pool failed', { error: String(error) })
+    );
   }
 }
 
@@ -124,5 +135,7 @@ function _options(config: TransformsConfig): TransformChildPoolOptions {
 export function transformRuntime(config: TransformsConfig): Runtime {
   const { transformRuntime: kind, transformDenoPath } = config.hooks;
   // Loading the config found the binary (config/load.ts): a 'deno' config without one does not load.
-  return kind === 'deno' && transformDenoPath !== null ? { kind: 'deno', execPath: transformDenoPath } : currentRuntime();
+  return kind === 'deno' && transformDenoPath !== null
+    ? { kind: 'deno', execPath: transformDenoPath }
+    : currentRuntime();
 }

@@ -44,7 +44,11 @@ function outcomeTag(entry) {
   const verdict = outcome.split(':')[0];
   const why = entry.why ? String(entry.why) : '';
   const merged = !why ? outcome : entry.status >= 400 ? `${verdict}: ${why}` : why.startsWith(verdict) ? why : null;
-  const tag = el('span', { class: `tag outcome ${outcomeClass(outcome)}`, title: merged ?? outcome }, merged ?? outcome);
+  const tag = el(
+    'span',
+    { class: `tag outcome ${outcomeClass(outcome)}`, title: merged ?? outcome },
+    merged ?? outcome,
+  );
   return merged !== null ? tag : el('span', {}, tag, ' ', el('span', { class: 'why', title: why }, why));
 }
 
@@ -53,7 +57,12 @@ function resolutionTag(entry) {
   const r = entry.resolution;
   if (!r || entry.status < 400) return '';
   const done = r.state === 'succeeded' || r.state === 'resolved';
-  return el('span', {}, ' ', el('span', { class: `tag outcome ${done ? 'o-resolved' : 'o-replayed'}` }, resolutionWords(r)));
+  return el(
+    'span',
+    {},
+    ' ',
+    el('span', { class: `tag outcome ${done ? 'o-resolved' : 'o-replayed'}` }, resolutionWords(r)),
+  );
 }
 
 // What a row or a dialog names a request by: the provider's event and the request line.
@@ -63,12 +72,32 @@ function label(entry) {
 
 function row(entry) {
   // The provider's event and delivery id first, as senders' own pages show them; the outcome in words.
-  const delivery = entry.delivery ? el('span', { class: 'delivery', title: entry.delivery }, shortId(entry.delivery)) : '';
-  const button = el('button', { type: 'button', 'data-id': entry.id },
+  const delivery = entry.delivery
+    ? el('span', { class: 'delivery', title: entry.delivery }, shortId(entry.delivery))
+    : '';
+  const button = el(
+    'button',
+    { type: 'button', 'data-id': entry.id },
     el('span', { class: statusClass(entry.status) }, entry.status ?? '—'),
-    el('span', { class: 'path' }, entry.event ? el('span', { class: 'event' }, entry.event) : '', entry.event ? ' ' : '', `${entry.method ?? ''} ${entry.path ?? ''}`),
+    el(
+      'span',
+      { class: 'path' },
+      entry.event ? el('span', { class: 'event' }, entry.event) : '',
+      entry.event ? ' ' : '',
+      `${entry.method ?? ''} ${entry.path ?? ''}`,
+    ),
     el('span', { class: 'when' }, when(entry.time)),
-    el('span', { class: 'sub' }, outcomeTag(entry), resolutionTag(entry), ' ', delivery, delivery ? ' · ' : '', summary(entry)));
+    el(
+      'span',
+      { class: 'sub' },
+      outcomeTag(entry),
+      resolutionTag(entry),
+      ' ',
+      delivery,
+      delivery ? ' · ' : '',
+      summary(entry),
+    ),
+  );
   if (entry.id === state.selected) button.setAttribute('aria-current', 'true');
   button.addEventListener('click', () => select(entry.id));
   return el('li', {}, button);
@@ -117,10 +146,22 @@ function schedule() {
 // The ledger keeps a body as UTF-8 text or, when it is not, as base64.
 function bodyView(entry) {
   const body = entry.body;
-  if (!body) return el('p', { class: 'hint' }, `No body was kept${entry.bodyOmitted ? ` (${entry.bodyOmitted})` : ''}.`);
-  const kept = body.encoding === 'utf8' ? new TextEncoder().encode(body.data).length : Math.floor(body.data.length * 3 / 4);
+  if (!body) {
+    return el('p', { class: 'hint' }, `No body was kept${entry.bodyOmitted ? ` (${entry.bodyOmitted})` : ''}.`);
+  }
+  const kept = body.encoding === 'utf8'
+    ? new TextEncoder().encode(body.data).length
+    : Math.floor(body.data.length * 3 / 4);
   const note = body.truncated ? el('p', { class: 'hint' }, `Cut: ${kept} of ${body.bytes} bytes kept.`) : '';
-  if (body.encoding !== 'utf8') return el('div', {}, note, el('p', { class: 'hint' }, 'Not UTF-8 text; shown as base64:'), el('pre', {}, body.data));
+  if (body.encoding !== 'utf8') {
+    return el(
+      'div',
+      {},
+      note,
+      el('p', { class: 'hint' }, 'Not UTF-8 text; shown as base64:'),
+      el('pre', {}, body.data),
+    );
+  }
   if (!body.truncated) {
     try {
       const parsed = JSON.parse(body.data);
@@ -134,14 +175,51 @@ function bodyView(entry) {
 function signatureView(sig) {
   if (!sig) return el('p', { class: 'hint' }, 'Not a signed hook.');
   const verdict = sig.ok ? `verified (${sig.scheme})` : `not verified (${sig.scheme}): ${sig.why ?? 'invalid'}`;
-  return table([['verdict', verdict], ['header', sig.header], ['clock skew', sig.skewSeconds === undefined ? undefined : `${sig.skewSeconds} s`], ['reason', sig.reason]]);
+  return table([['verdict', verdict], ['header', sig.header], [
+    'clock skew',
+    sig.skewSeconds === undefined ? undefined : `${sig.skewSeconds} s`,
+  ], ['reason', sig.reason]]);
 }
 
-const SHOWN = new Set(['id', 'requestId', 'time', 'method', 'path', 'query', 'hook', 'mapping', 'client', 'lane', 'auth', 'status', 'code', 'error', 'durationMs', 'headers', 'body', 'bodyOmitted', 'signature', 'became', 'replayOf', 'count', 'lastTime', 'replayable', 'failed', 'event', 'delivery', 'outcome', 'cause', 'why', 'resolution']);
+const SHOWN = new Set([
+  'id',
+  'requestId',
+  'time',
+  'method',
+  'path',
+  'query',
+  'hook',
+  'mapping',
+  'client',
+  'lane',
+  'auth',
+  'status',
+  'code',
+  'error',
+  'durationMs',
+  'headers',
+  'body',
+  'bodyOmitted',
+  'signature',
+  'became',
+  'replayOf',
+  'count',
+  'lastTime',
+  'replayable',
+  'failed',
+  'event',
+  'delivery',
+  'outcome',
+  'cause',
+  'why',
+  'resolution',
+]);
 
 async function select(id) {
   state.selected = id;
-  for (const b of document.querySelectorAll('#list button')) b.setAttribute('aria-current', String(b.dataset.id === id));
+  for (const b of document.querySelectorAll('#list button')) {
+    b.setAttribute('aria-current', String(b.dataset.id === id));
+  }
   if (entryIn(location.hash) !== id) history.replaceState(null, '', `#${encodeURIComponent(id)}`);
   const pane = $('detail');
   let entry;
@@ -154,7 +232,11 @@ async function select(id) {
   if (state.selected !== id) return;
   const item = { id, label: label(entry), resolution: entry.resolution };
   const resolved = ['succeeded', 'resolved'].includes(entry.resolution?.state);
-  const replay = el('button', { type: 'button', id: 'replay', class: 'primary' }, resolved ? 'Replay again…' : 'Replay…');
+  const replay = el(
+    'button',
+    { type: 'button', id: 'replay', class: 'primary' },
+    resolved ? 'Replay again…' : 'Replay…',
+  );
   replay.addEventListener('click', () => openReplay([item], `Replay request ${id}?`, reload));
   // A failure not resolved yet can be marked resolved without a replay, after a question.
   const open = entry.status >= 400 && !resolved;
@@ -162,14 +244,54 @@ async function select(id) {
   if (open) resolve.addEventListener('click', () => openResolve(item, reload));
   const rest = Object.entries(entry).filter(([k]) => !SHOWN.has(k));
   pane.replaceChildren(
-    el('p', { class: 'reqline' }, entry.event ? el('span', { class: 'event' }, entry.event) : '', entry.event ? ' ' : '', `${entry.method ?? ''} ${entry.path ?? ''}`),
-    el('p', { class: 'actions-line' }, el('span', { class: statusClass(entry.status) }, entry.status ?? '—'), ' ', entry.outcome ? outcomeTag(entry) : '', resolutionTag(entry), ' ', entry.replayable === false ? el('span', { class: 'hint' }, 'Not replayable: its body was not kept.') : replay, ' ', resolve),
-    table([['time', entry.time], ['delivery id', entry.delivery], ['entry id', entry.id], ['request id', entry.requestId], ['query', entry.query], ['hook', entry.hook], ['mapping', entry.mapping], ['client', entry.client], ['replay of', entry.replayOf]]),
+    el(
+      'p',
+      { class: 'reqline' },
+      entry.event ? el('span', { class: 'event' }, entry.event) : '',
+      entry.event ? ' ' : '',
+      `${entry.method ?? ''} ${entry.path ?? ''}`,
+    ),
+    el(
+      'p',
+      { class: 'actions-line' },
+      el('span', { class: statusClass(entry.status) }, entry.status ?? '—'),
+      ' ',
+      entry.outcome ? outcomeTag(entry) : '',
+      resolutionTag(entry),
+      ' ',
+      entry.replayable === false ? el('span', { class: 'hint' }, 'Not replayable: its body was not kept.') : replay,
+      ' ',
+      resolve,
+    ),
+    table([
+      ['time', entry.time],
+      ['delivery id', entry.delivery],
+      ['entry id', entry.id],
+      ['request id', entry.requestId],
+      ['query', entry.query],
+      ['hook', entry.hook],
+      ['mapping', entry.mapping],
+      ['client', entry.client],
+      ['replay of', entry.replayOf],
+    ]),
     el('h2', {}, 'Signature'),
     signatureView(entry.signature),
     el('h2', {}, 'Outcome'),
-    table([['status', entry.status], ['code', entry.code], ['error', entry.error], ['cause', entry.why], ['took', entry.durationMs === undefined ? undefined : `${entry.durationMs} ms`], ['authenticated by', entry.auth], ['times', entry.count > 1 ? `${entry.count}, the last at ${entry.lastTime}` : undefined]]),
-    ...(entry.resolution ? [el('h2', {}, entry.replayOf ? 'Its request\'s replays' : 'Replays'), el('div', { class: 'history' }, replaysView(entry.resolution))] : []),
+    table([
+      ['status', entry.status],
+      ['code', entry.code],
+      ['error', entry.error],
+      ['cause', entry.why],
+      ['took', entry.durationMs === undefined ? undefined : `${entry.durationMs} ms`],
+      ['authenticated by', entry.auth],
+      ['times', entry.count > 1 ? `${entry.count}, the last at ${entry.lastTime}` : undefined],
+    ]),
+    ...(entry.resolution
+      ? [
+        el('h2', {}, entry.replayOf ? "Its request's replays" : 'Replays'),
+        el('div', { class: 'history' }, replaysView(entry.resolution)),
+      ]
+      : []),
     ...(entry.became ? [el('h2', {}, 'What it became'), el('div', { class: 'became' }, becameView(entry.became))] : []),
     el('h2', {}, 'Headers'),
     entry.headers ? table(Object.entries(entry.headers)) : el('p', { class: 'hint' }, 'None kept.'),
@@ -195,13 +317,19 @@ async function bulk() {
   query.set('more', 'count');
   try {
     const { entries, more } = await api(`api/requests?${query}`);
-    const items = entries.filter((e) => e.replayable !== false).map((e) => ({ id: e.id, label: label(e), resolution: e.resolution }));
+    const items = entries.filter((e) => e.replayable !== false).map((e) => ({
+      id: e.id,
+      label: label(e),
+      resolution: e.resolution,
+    }));
     if (items.length === 0) {
       $('live').textContent = 'no failed requests to replay under these filters';
       return;
     }
     // One replay takes the newest 1,000 failures at most: the older ones are named, not dropped in silence.
-    const older = more > 0 ? ` (the newest ${entries.length}; ${more} older failed request${more === 1 ? '' : 's'} not included)` : '';
+    const older = more > 0
+      ? ` (the newest ${entries.length}; ${more} older failed request${more === 1 ? '' : 's'} not included)`
+      : '';
     await openReplay(items, `Replay ${items.length} failed request${items.length === 1 ? '' : 's'}?${older}`, reload);
   } catch (error) {
     $('live').textContent = error.message;
@@ -220,7 +348,9 @@ function entryIn(hash) {
 
 async function openLinked(hash) {
   const id = entryIn(hash);
-  if (hash.length > 1 && id === null) $('detail').replaceChildren(el('p', { class: 'hint' }, 'The address names no entry.'));
+  if (hash.length > 1 && id === null) {
+    $('detail').replaceChildren(el('p', { class: 'hint' }, 'The address names no entry.'));
+  }
   if (id !== null && id !== state.selected) await select(id);
 }
 
@@ -231,7 +361,10 @@ async function start() {
     document.body.replaceChildren(el('p', {}, `${error.message}`));
     return;
   }
-  $('filters').addEventListener('input', () => { state.shown = ''; refresh(); });
+  $('filters').addEventListener('input', () => {
+    state.shown = '';
+    refresh();
+  });
   $('filters').addEventListener('submit', (event) => event.preventDefault());
   $('bulk').addEventListener('click', bulk);
   $('list').addEventListener('keydown', listKeys);

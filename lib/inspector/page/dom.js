@@ -41,7 +41,9 @@ export async function api(path, body) {
   };
   const res = await fetch(path, init);
   const data = await res.json().catch(() => null);
-  if (!res.ok) throw new Error(data && data.error ? `${res.status} ${data.code}: ${plain(data.error)}` : `HTTP ${res.status}`);
+  if (!res.ok) {
+    throw new Error(data && data.error ? `${res.status} ${data.code}: ${plain(data.error)}` : `HTTP ${res.status}`);
+  }
   return data;
 }
 
@@ -68,8 +70,18 @@ export function count(n, one, many = `${one}s`) {
 
 /** A table of name and value rows; empty values are left out, an object value is shown as its JSON. */
 export function table(rows) {
-  return el('table', {}, ...rows.filter(([, v]) => v !== undefined && v !== null && v !== '').map(([k, v]) =>
-    el('tr', {}, el('th', { scope: 'row' }, k), el('td', {}, v instanceof Node ? v : typeof v === 'object' ? json(v) : String(v)))));
+  return el(
+    'table',
+    {},
+    ...rows.filter(([, v]) => v !== undefined && v !== null && v !== '').map(([k, v]) =>
+      el(
+        'tr',
+        {},
+        el('th', { scope: 'row' }, k),
+        el('td', {}, v instanceof Node ? v : typeof v === 'object' ? json(v) : String(v)),
+      )
+    ),
+  );
 }
 
 // JSON.stringify throws a RangeError for a value nested too deeply.
@@ -100,8 +112,16 @@ export function tree(value, label, depth = 0) {
   }
   const entries = Array.isArray(value) ? value.map((v, i) => [i, v]) : Object.entries(value);
   const open = Array.isArray(value) ? '[' : '{';
-  const node = el('details', { open: '' },
-    el('summary', {}, label === undefined ? '' : el('span', { class: 'k' }, `${label}: `), `${open}${entries.length === 0 ? '' : '…'} ${entries.length} ${Array.isArray(value) ? 'items' : 'keys'}`));
+  const node = el(
+    'details',
+    { open: '' },
+    el(
+      'summary',
+      {},
+      label === undefined ? '' : el('span', { class: 'k' }, `${label}: `),
+      `${open}${entries.length === 0 ? '' : '…'} ${entries.length} ${Array.isArray(value) ? 'items' : 'keys'}`,
+    ),
+  );
   for (const [k, v] of entries) node.append(tree(v, k, depth + 1));
   return node;
 }
@@ -111,7 +131,8 @@ export function tree(value, label, depth = 0) {
 // line, the text, and the closing marker with the same id. Marker look-alikes inside the text were
 // defused when it was wrapped, so the first closing marker with the id ends it (or the end of a
 // text the server cut, which it ends with an ellipsis).
-const WRAPPED = /SECURITY NOTICE: [^\n]*\n(?:[^\n]*\n){3}<<<EXTERNAL_UNTRUSTED_CONTENT id=([\w-]{1,64})>>>\nSource: ([^\n]*)\n\n([\s\S]*?)(\n<<<END_EXTERNAL_UNTRUSTED_CONTENT id=\1>>>|…$)/g;
+const WRAPPED =
+  /SECURITY NOTICE: [^\n]*\n(?:[^\n]*\n){3}<<<EXTERNAL_UNTRUSTED_CONTENT id=([\w-]{1,64})>>>\nSource: ([^\n]*)\n\n([\s\S]*?)(\n<<<END_EXTERNAL_UNTRUSTED_CONTENT id=\1>>>|…$)/g;
 
 /** Text a model reads, as a person reads it: each safety wrapper folded into one labelled line above the text it wraps. */
 export function quoted(text) {
@@ -122,8 +143,14 @@ export function quoted(text) {
     if (match.index > at) node.append(el('pre', {}, source.slice(at, match.index)));
     const notice = match[0].slice(0, match[0].length - match[3].length - match[4].length);
     node.append(
-      el('details', { class: 'wrapper' }, el('summary', {}, `Marked as untrusted content from ${match[2]} for the model`), el('pre', {}, notice)),
-      el('pre', {}, match[4] === '…' ? `${match[3]}…` : match[3]));
+      el(
+        'details',
+        { class: 'wrapper' },
+        el('summary', {}, `Marked as untrusted content from ${match[2]} for the model`),
+        el('pre', {}, notice),
+      ),
+      el('pre', {}, match[4] === '…' ? `${match[3]}…` : match[3]),
+    );
     at = match.index + match[0].length;
   }
   if (at < source.length || at === 0) node.append(el('pre', {}, source.slice(at)));

@@ -54,8 +54,13 @@ export async function openReplay(items, title, after) {
     const row = dialog.rows[at];
     if (!row) return;
     if (!result.ok) Object.assign(row, { state: 'skip', ...reasons(result.error) });
-    else if (!result.needsForce && !implied(row)) Object.assign(row, { preview: result.preview, state: 'run', why: '' });
-    else Object.assign(row, { preview: result.preview, state: 'offer', ...reasons(result.skip, result.needsForce ?? implied(row)) });
+    else if (!result.needsForce && !implied(row)) {
+      Object.assign(row, { preview: result.preview, state: 'run', why: '' });
+    } else {Object.assign(row, {
+        preview: result.preview,
+        state: 'offer',
+        ...reasons(result.skip, result.needsForce ?? implied(row)),
+      });}
   });
   render(false);
 }
@@ -65,8 +70,13 @@ export function openResolve(item, after) {
   dialog.rows = [];
   open(`Mark request ${item.id} resolved?`, 'Nothing is replayed.', () => resolve(item), after);
   $('confirm-body').replaceChildren(
-    el('p', {}, `${item.label} leaves the list of failures as it is, without a replay: for a failure that can never be fixed, or one dealt with some other way.`),
-    el('p', {}, 'It can still be replayed later, on purpose.'));
+    el(
+      'p',
+      {},
+      `${item.label} leaves the list of failures as it is, without a replay: for a failure that can never be fixed, or one dealt with some other way.`,
+    ),
+    el('p', {}, 'It can still be replayed later, on purpose.'),
+  );
   setYes(true, 'Mark resolved');
 }
 
@@ -138,7 +148,9 @@ async function run() {
       rows.forEach((row, at) => settle(row, results[at]));
     }
   } catch (error) {
-    for (const row of [...runs, ...forced]) if (row.state === 'sent') Object.assign(row, { state: 'failed', ...reasons(`not known: ${error.message}`) });
+    for (const row of [...runs, ...forced]) {
+      if (row.state === 'sent') Object.assign(row, { state: 'failed', ...reasons(`not known: ${error.message}`) });
+    }
   }
   // The dialog opened again for other requests meanwhile: it is not this one's; the list still learns of what ran.
   if (opened === dialog.opened) {
@@ -152,7 +164,9 @@ async function run() {
 function settle(row, result) {
   if (!result) return Object.assign(row, { state: 'failed', why: 'no answer for it', reason: 'no answer for it' });
   if (result.ok) return Object.assign(row, { state: 'ran', outcome: result.outcome });
-  if (result.needsForce) return Object.assign(row, { state: 'offer', box: null, ...reasons(result.error, result.needsForce) });
+  if (result.needsForce) {
+    return Object.assign(row, { state: 'offer', box: null, ...reasons(result.error, result.needsForce) });
+  }
   return Object.assign(row, { state: 'failed', ...reasons(result.error) });
 }
 
@@ -160,8 +174,13 @@ function settle(row, result) {
 // and for the tally (the reason's name, so alike requests count together).
 function reasons(said, needsForce) {
   const text = plain(said);
-  if (needsForce && (needsForce !== 'taken' || !text)) return { why: forceWhy(needsForce), reason: forceWhy(needsForce) };
-  return { why: text, reason: needsForce ? forceWhy(needsForce) : text.replace(/^(a replay of )?entry [\w-]+('s)? ?/, '') };
+  if (needsForce && (needsForce !== 'taken' || !text)) {
+    return { why: forceWhy(needsForce), reason: forceWhy(needsForce) };
+  }
+  return {
+    why: text,
+    reason: needsForce ? forceWhy(needsForce) : text.replace(/^(a replay of )?entry [\w-]+('s)? ?/, ''),
+  };
 }
 
 // How many rows there are for each reason.
@@ -179,22 +198,57 @@ function tally(done) {
     const ran = by('ran');
     const accepted = ran.filter((r) => r.outcome.status < 400).length;
     const again = ran.length - accepted;
-    rows.push(['Ran', ran.length, [accepted > 0 ? `${accepted} accepted` : '', again > 0 ? `${again} refused or failed again` : ''].filter(Boolean).join(', ')]);
+    rows.push([
+      'Ran',
+      ran.length,
+      [accepted > 0 ? `${accepted} accepted` : '', again > 0 ? `${again} refused or failed again` : ''].filter(Boolean)
+        .join(', '),
+    ]);
     for (const [reason, n] of grouped(by('failed'))) rows.push(['Not run', n, reason]);
   } else {
     const runs = by('run');
     const refused = runs.filter((r) => r.preview?.status >= 400).length;
-    rows.push(['Will run', runs.length, refused === 0 ? '' : `${runs.length - refused} would be accepted, ${refused} refused again`]);
+    rows.push([
+      'Will run',
+      runs.length,
+      refused === 0 ? '' : `${runs.length - refused} would be accepted, ${refused} refused again`,
+    ]);
   }
-  for (const [reason, n] of grouped([...by('offer'), ...by('skip')])) rows.push([done ? 'Skipped' : 'Will skip', n, reason]);
-  return el('table', { class: 'tally' },
-    el('thead', {}, el('tr', {}, el('th', { scope: 'col' }, ''), el('th', { scope: 'col' }, 'Requests'), el('th', { scope: 'col' }, 'Why'))),
-    el('tbody', {}, rows.map(([what, n, why]) => el('tr', {}, el('th', { scope: 'row' }, what), el('td', { class: 'n' }, String(n)), el('td', {}, why)))));
+  for (const [reason, n] of grouped([...by('offer'), ...by('skip')])) {
+    rows.push([done ? 'Skipped' : 'Will skip', n, reason]);
+  }
+  return el(
+    'table',
+    { class: 'tally' },
+    el(
+      'thead',
+      {},
+      el(
+        'tr',
+        {},
+        el('th', { scope: 'col' }, ''),
+        el('th', { scope: 'col' }, 'Requests'),
+        el('th', { scope: 'col' }, 'Why'),
+      ),
+    ),
+    el(
+      'tbody',
+      {},
+      rows.map(([what, n, why]) =>
+        el('tr', {}, el('th', { scope: 'row' }, what), el('td', { class: 'n' }, String(n)), el('td', {}, why))
+      ),
+    ),
+  );
 }
 
 // A request's cell: what it is, as the list shows it.
 function who(row) {
-  return el('span', { title: row.id }, row.label ? `${row.label} ` : '', el('span', { class: 'delivery' }, shortId(row.id)));
+  return el(
+    'span',
+    { title: row.id },
+    row.label ? `${row.label} ` : '',
+    el('span', { class: 'delivery' }, shortId(row.id)),
+  );
 }
 
 function box(row) {
@@ -216,16 +270,34 @@ function render(done) {
   const rows = dialog.rows;
   const single = rows.length === 1 ? rows[0] : null;
   dialog.done = done;
-  $('confirm-summary').textContent = done ? 'Done.' : `${count(rows.length, 'request')}; nothing has been replayed yet.`;
+  $('confirm-summary').textContent = done
+    ? 'Done.'
+    : `${count(rows.length, 'request')}; nothing has been replayed yet.`;
   const parts = [tally(done)];
   if (single && !done && single.preview) parts.push(...previewView(single.preview));
   const offers = rows.filter((r) => r.state === 'offer');
   if (offers.length > 0) {
-    parts.push(el('p', {}, single ? 'This request is replayed only if you choose to:' : `${count(offers.length, 'request')} ${offers.length === 1 ? 'is' : 'are'} replayed only if you choose to, one by one:`));
+    parts.push(
+      el(
+        'p',
+        {},
+        single
+          ? 'This request is replayed only if you choose to:'
+          : `${count(offers.length, 'request')} ${
+            offers.length === 1 ? 'is' : 'are'
+          } replayed only if you choose to, one by one:`,
+      ),
+    );
     parts.push(el('ul', { class: 'offers' }, offers.map((row) => el('li', {}, who(row), ` ${row.why}. `, box(row)))));
   }
-  const list = el('table', { class: 'each' }, el('tbody', {}, rows.map((row) => el('tr', {}, el('td', {}, who(row)), el('td', {}, cell(row, done))))));
-  if (!single || done) parts.push(rows.length > 12 ? el('details', {}, el('summary', {}, `Each request (${rows.length})`), list) : list);
+  const list = el(
+    'table',
+    { class: 'each' },
+    el('tbody', {}, rows.map((row) => el('tr', {}, el('td', {}, who(row)), el('td', {}, cell(row, done))))),
+  );
+  if (!single || done) {
+    parts.push(rows.length > 12 ? el('details', {}, el('summary', {}, `Each request (${rows.length})`), list) : list);
+  }
   $('confirm-body').replaceChildren(...parts);
   updateYes(done);
 }

@@ -33,15 +33,25 @@ function where(action) {
 function actionWords(action) {
   if (action.kind === 'agent') return `start an agent run${where(action)}`;
   const when = action.mode === 'now' ? 'now' : 'at the next heartbeat';
-  return `wake ${action.target && Object.keys(action.target).length > 0 ? `a session${where(action)}` : 'the main session'} ${when}`;
+  return `wake ${
+    action.target && Object.keys(action.target).length > 0 ? `a session${where(action)}` : 'the main session'
+  } ${when}`;
 }
 
 /** What a dry run says the request would become now: one sentence (`short`: with the text's first line, for a table). */
 export function previewWords(preview, short = false) {
   const p = preview ?? {};
-  if (p.signature && p.signature.ok === false) return `It would be refused (${p.status}): the signature does not verify with today's secret (${p.signature.why ?? 'bad signature'}).`;
-  if (p.status >= 400) return `It would be refused (${p.status}${p.code ? ` ${p.code}` : ''}): ${plain(p.error ?? 'no reason given')}.`;
-  if (p.filter === 'ignored') return `${p.mapping ? `${p.mapping}'s` : 'A'} filter would ignore it (${p.status}): nothing would be done.`;
+  if (p.signature && p.signature.ok === false) {
+    return `It would be refused (${p.status}): the signature does not verify with today's secret (${
+      p.signature.why ?? 'bad signature'
+    }).`;
+  }
+  if (p.status >= 400) {
+    return `It would be refused (${p.status}${p.code ? ` ${p.code}` : ''}): ${plain(p.error ?? 'no reason given')}.`;
+  }
+  if (p.filter === 'ignored') {
+    return `${p.mapping ? `${p.mapping}'s` : 'A'} filter would ignore it (${p.status}): nothing would be done.`;
+  }
   if (p.status === 204) return `Its transform would skip it (${p.status}): nothing would be done.`;
   const actions = p.actions ?? [];
   if (actions.length === 0) return `It would be answered ${p.status} and do nothing more.`;
@@ -56,7 +66,9 @@ export function previewView(preview) {
   return [
     el('p', { class: 'now' }, `Today's config: ${previewWords(p)}`),
     ...(p.status < 400 ? (p.actions ?? []).map((a) => quoted(a.text)) : []),
-    unresolved.length > 0 ? el('p', { class: 'warn' }, `Placeholders that would find nothing: ${unresolved.join(', ')}`) : '',
+    unresolved.length > 0
+      ? el('p', { class: 'warn' }, `Placeholders that would find nothing: ${unresolved.join(', ')}`)
+      : '',
     (p.warnings ?? []).length > 0 ? el('p', { class: 'hint' }, `It would log: ${p.warnings.join('; ')}`) : '',
     rawJson(p),
   ];
@@ -85,28 +97,73 @@ function deliveryWords(d) {
 
 // A run as a person checks it: its state, where it ran, how it ended.
 function runView(run) {
-  const ended = run.status === 'ok' ? 'finished' : run.status === 'error' ? 'failed' : run.status === 'timeout' ? 'timed out' : run.status;
-  return el('div', { class: 'run' },
+  const ended = run.status === 'ok'
+    ? 'finished'
+    : run.status === 'error'
+    ? 'failed'
+    : run.status === 'timeout'
+    ? 'timed out'
+    : run.status;
+  return el(
+    'div',
+    { class: 'run' },
     el('p', {}, `Agent run ${run.runId ?? ''}: ${ended ?? 'no longer kept'}`),
-    table([['agent', run.agentId], ['session', run.sessionKey], ['model', run.model], ['attempts', run.attempts], ['started', run.startedAt], ['finished', run.finishedAt], ['error', run.error], ['reply sent', run.delivery ? deliveryWords(run.delivery) : undefined]]),
-    run.message ? el('p', { class: 'label' }, 'Its message:') : '', run.message ? quoted(run.message) : '',
-    run.reply ? el('p', { class: 'label' }, 'Its reply:') : '', run.reply ? quoted(run.reply) : '');
+    table([
+      ['agent', run.agentId],
+      ['session', run.sessionKey],
+      ['model', run.model],
+      ['attempts', run.attempts],
+      ['started', run.startedAt],
+      ['finished', run.finishedAt],
+      ['error', run.error],
+      ['reply sent', run.delivery ? deliveryWords(run.delivery) : undefined],
+    ]),
+    run.message ? el('p', { class: 'label' }, 'Its message:') : '',
+    run.message ? quoted(run.message) : '',
+    run.reply ? el('p', { class: 'label' }, 'Its reply:') : '',
+    run.reply ? quoted(run.reply) : '',
+  );
 }
 
 /** What a request became, in words: the events' text, each run's message and outcome, the forwarded messages; the raw JSON folded below. */
 export function becameView(became) {
   const b = became ?? {};
   const parts = [];
-  if (b.duplicateOf) parts.push(el('p', {}, `A retry of request ${b.duplicateOf}: answered from that request's record, nothing done again.`));
+  if (b.duplicateOf) {
+    parts.push(
+      el('p', {}, `A retry of request ${b.duplicateOf}: answered from that request's record, nothing done again.`),
+    );
+  }
   if (b.ignored) parts.push(el('p', {}, 'The filter ignored it: nothing was done.'));
   if (b.skipped) parts.push(el('p', {}, 'Its transform skipped it: nothing was done.'));
   if (b.handshake) parts.push(el('p', {}, `A set-up handshake (${b.handshake}), answered.`));
   for (const event of b.events ?? []) {
-    const target = event.agentId || event.sessionKey ? `session ${event.sessionKey ?? ''} of agent ${event.agentId ?? 'default'}` : 'the main session';
-    parts.push(el('p', {}, `Event ${event.seq} in ${target}${event.mode ? ` (${event.mode === 'now' ? 'wake now' : 'next heartbeat'})` : ''}:`), quoted(event.text));
+    const target = event.agentId || event.sessionKey
+      ? `session ${event.sessionKey ?? ''} of agent ${event.agentId ?? 'default'}`
+      : 'the main session';
+    parts.push(
+      el(
+        'p',
+        {},
+        `Event ${event.seq} in ${target}${
+          event.mode ? ` (${event.mode === 'now' ? 'wake now' : 'next heartbeat'})` : ''
+        }:`,
+      ),
+      quoted(event.text),
+    );
   }
   for (const run of b.runs ?? []) parts.push(runView(run));
-  for (const sent of b.outbox ?? []) parts.push(el('p', {}, `Forwarded upstream as ${sent.id ?? ''}: ${sent.state ?? ''}${sent.lastError ? ` (${plain(sent.lastError)})` : ''}${sent.refusedField ? `, refused for ${sent.refusedField}` : ''}`));
+  for (const sent of b.outbox ?? []) {
+    parts.push(
+      el(
+        'p',
+        {},
+        `Forwarded upstream as ${sent.id ?? ''}: ${sent.state ?? ''}${
+          sent.lastError ? ` (${plain(sent.lastError)})` : ''
+        }${sent.refusedField ? `, refused for ${sent.refusedField}` : ''}`,
+      ),
+    );
+  }
   if (parts.length === 0) parts.push(el('p', { class: 'hint' }, 'Nothing is recorded of what it became.'));
   return [...parts, rawJson(b)];
 }
@@ -115,8 +172,16 @@ export function becameView(became) {
 export function resolutionWords(resolution) {
   const r = resolution ?? {};
   const replays = r.replays ?? [];
-  if (r.state === 'succeeded') return r.by ? `resolved by replay ${shortId(r.by.entry ?? `request ${r.by.requestId}`)} (${r.by.status})` : 'resolved by a replay';
-  if (r.delivery) return `resolved by delivery ${shortId(r.delivery.entry ?? `request ${r.delivery.requestId}`)} (accepted ${r.delivery.live ? 'live' : 'by a replay'})`;
+  if (r.state === 'succeeded') {
+    return r.by
+      ? `resolved by replay ${shortId(r.by.entry ?? `request ${r.by.requestId}`)} (${r.by.status})`
+      : 'resolved by a replay';
+  }
+  if (r.delivery) {
+    return `resolved by delivery ${shortId(r.delivery.entry ?? `request ${r.delivery.requestId}`)} (accepted ${
+      r.delivery.live ? 'live' : 'by a replay'
+    })`;
+  }
   if (r.state === 'resolved') return 'resolved by hand';
   return `replayed ${replays.length}×, not resolved`;
 }
@@ -125,12 +190,39 @@ export function resolutionWords(resolution) {
 export function replaysView(resolution) {
   const r = resolution ?? {};
   const replays = r.replays ?? [];
-  const said = r.state === 'resolved' && !r.delivery ? `Marked resolved by hand${r.resolvedAt ? ` at ${r.resolvedAt}` : ''}.` : `${resolutionWords(r).replace(/^./, (c) => c.toUpperCase())}.`;
-  const rows = replays.map((a) => el('tr', {},
-    el('td', {}, a.time ?? ''),
-    el('td', {}, a.entry ? el('a', { href: `#${encodeURIComponent(a.entry)}` }, a.entry) : `request ${a.requestId ?? ''}`),
-    el('td', {}, `${a.status} ${a.status < 400 ? 'accepted' : a.status >= 500 ? 'failed' : 'refused'}`)));
-  return [el('p', {}, said), replays.length === 0 ? '' : el('table', { class: 'replays' },
-    el('thead', {}, el('tr', {}, el('th', { scope: 'col' }, 'When'), el('th', { scope: 'col' }, 'Replay'), el('th', { scope: 'col' }, 'Answer'))),
-    el('tbody', {}, rows))];
+  const said = r.state === 'resolved' && !r.delivery
+    ? `Marked resolved by hand${r.resolvedAt ? ` at ${r.resolvedAt}` : ''}.`
+    : `${resolutionWords(r).replace(/^./, (c) => c.toUpperCase())}.`;
+  const rows = replays.map((a) =>
+    el(
+      'tr',
+      {},
+      el('td', {}, a.time ?? ''),
+      el(
+        'td',
+        {},
+        a.entry ? el('a', { href: `#${encodeURIComponent(a.entry)}` }, a.entry) : `request ${a.requestId ?? ''}`,
+      ),
+      el('td', {}, `${a.status} ${a.status < 400 ? 'accepted' : a.status >= 500 ? 'failed' : 'refused'}`),
+    )
+  );
+  return [
+    el('p', {}, said),
+    replays.length === 0 ? '' : el(
+      'table',
+      { class: 'replays' },
+      el(
+        'thead',
+        {},
+        el(
+          'tr',
+          {},
+          el('th', { scope: 'col' }, 'When'),
+          el('th', { scope: 'col' }, 'Replay'),
+          el('th', { scope: 'col' }, 'Answer'),
+        ),
+      ),
+      el('tbody', {}, rows),
+    ),
+  ];
 }

@@ -2,7 +2,16 @@
 // A provider's own file says only what differs: the path, its headers, the body shape, and what
 // an answer and a failure status mean.
 
-import { failure, httpBase, MESSAGE_MAX, postJson, SCRUB_PREFIX, teller, unanswered, type Received } from '../../delivery/http-call.ts';
+import {
+  failure,
+  httpBase,
+  MESSAGE_MAX,
+  postJson,
+  type Received,
+  SCRUB_PREFIX,
+  teller,
+  unanswered,
+} from '../../delivery/http-call.ts';
 import { asObject } from '../../object.ts';
 import type { Attempt } from '../../retry.ts';
 import type { Provider, TurnRequest } from './provider.ts';
@@ -38,14 +47,21 @@ export function httpProvider(api: HttpApi): Provider {
   // A message on one line, without any secret (a URL's user:password, the API key however short, and
   // header values long enough to be one: short ones such as `1` or `true` are not, and masking them
   // would shred messages), and bounded.
-  const tell = teller([apiKey, ...Object.values(headers).filter((s) => s.length >= SCRUB_PREFIX)], MESSAGE_MAX.provider);
+  const tell = teller(
+    [apiKey, ...Object.values(headers).filter((s) => s.length >= SCRUB_PREFIX)],
+    MESSAGE_MAX.provider,
+  );
   return {
     async complete(request: TurnRequest): Promise<Attempt<string>> {
       if (request.signal.aborted) return failure('aborted', false);
       const sent = new Headers(api.defaults);
       if (apiKey !== undefined && apiKey !== '') sent.set(...api.auth(apiKey));
       for (const [name, value] of Object.entries(headers)) sent.set(name, value);
-      const reply = await postJson(url, api.body(request), { fetch, headers: Object.fromEntries(sent), signal: request.signal });
+      const reply = await postJson(url, api.body(request), {
+        fetch,
+        headers: Object.fromEntries(sent),
+        signal: request.signal,
+      });
       if (!reply.ok) return unanswered(reply, _WORDS, tell);
       return reply.status >= 200 && reply.status < 300 ? api.reply(reply, tell) : api.failure(reply, tell, now());
     },

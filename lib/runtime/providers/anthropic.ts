@@ -1,7 +1,7 @@
 // The anthropic-messages provider.
 
 import type { Thinking } from '../../model/actions.ts';
-import { failure, retryAfterMs, type Received } from '../../delivery/http-call.ts';
+import { failure, type Received, retryAfterMs } from '../../delivery/http-call.ts';
 import { asObject } from '../../object.ts';
 import type { Attempt } from '../../retry.ts';
 import type { Provider } from './provider.ts';
@@ -38,8 +38,18 @@ export const THINKING_BUDGETS: Readonly<Record<Exclude<Thinking, 'off'>, number>
 
 /** A provider for `POST {baseUrl}/v1/messages` (Anthropic's Messages API). */
 export function createAnthropicProvider(options: AnthropicProviderOptions): Provider {
-  const { baseUrl, apiKey, headers = {}, fetch = globalThis.fetch, version = '2023-06-01', maxTokens = 4096, now = Date.now } = options;
-  if (!Number.isInteger(maxTokens) || maxTokens < 1) throw new RangeError(`Cannot use maxTokens: ${maxTokens} is not a positive integer`);
+  const {
+    baseUrl,
+    apiKey,
+    headers = {},
+    fetch = globalThis.fetch,
+    version = '2023-06-01',
+    maxTokens = 4096,
+    now = Date.now,
+  } = options;
+  if (!Number.isInteger(maxTokens) || maxTokens < 1) {
+    throw new RangeError(`Cannot use maxTokens: ${maxTokens} is not a positive integer`);
+  }
   return httpProvider({
     baseUrl,
     path: '/v1/messages',
@@ -50,13 +60,18 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Prov
     fetch,
     now,
     body(request) {
-      const budget = request.thinking === undefined || request.thinking === 'off' ? undefined : THINKING_BUDGETS[request.thinking];
+      const budget = request.thinking === undefined || request.thinking === 'off'
+        ? undefined
+        : THINKING_BUDGETS[request.thinking];
       return {
         model: request.model,
         max_tokens: maxTokens + (budget ?? 0),
         // The API rejects an empty system text, and omitting it means the same.
         ...(request.system === '' ? {} : { system: request.system }),
-        messages: [...request.history.map((m) => ({ role: m.role, content: m.content })), { role: 'user', content: request.prompt }],
+        messages: [...request.history.map((m) => ({ role: m.role, content: m.content })), {
+          role: 'user',
+          content: request.prompt,
+        }],
         ...(budget === undefined ? {} : { thinking: { type: 'enabled', budget_tokens: budget } }),
       };
     },
@@ -69,10 +84,14 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Prov
 function _reply(reply: Received, tell: (message: string) => string): Attempt<string> {
   const json = asObject(reply.json);
   const content = json?.['content'];
-  const texts = Array.isArray(content) ? content.filter((b) => asObject(b)?.['type'] === 'text').map((b) => asObject(b)?.['text']) : [];
+  const texts = Array.isArray(content)
+    ? content.filter((b) => asObject(b)?.['type'] === 'text').map((b) => asObject(b)?.['text'])
+    : [];
   if (texts.length > 0 && texts.every((t) => typeof t === 'string')) return { ok: true, value: texts.join('') };
   const stop = json?.['stop_reason'];
-  const said = typeof stop === 'string' ? `no text block (stop_reason ${stop})` : (errorText(reply.json) ?? (reply.json === undefined ? reply.text : 'no text block'));
+  const said = typeof stop === 'string'
+    ? `no text block (stop_reason ${stop})`
+    : (errorText(reply.json) ?? (reply.json === undefined ? reply.text : 'no text block'));
   return failure(tell(`Malformed response: ${said}`), false);
 }
 
@@ -84,6 +103,7 @@ function _httpFailure(reply: Received, tell: (message: string) => string, now: n
   const wait = retryAfterMs(headers, now);
   // A 429 from the monthly spend cap comes without `retry-after` and does not clear by waiting;
   // 529 is `overloaded_error`, covered by >= 500.
-  const retryable = (status >= 500 || (status === 429 && wait !== undefined)) && headers.get('x-should-retry') !== 'false';
+  const retryable = (status >= 500 || (status === 429 && wait !== undefined)) &&
+    headers.get('x-should-retry') !== 'false';
   return retryable ? failure(message, true, wait) : failure(message, false);
 }

@@ -35,8 +35,12 @@ export function createCommandProvider(options: CommandProviderOptions): Provider
   if (program === undefined || program === '' || !command.every((a) => typeof a === 'string')) {
     throw new TypeError(`Cannot use command: expected a non-empty array of strings, got ${JSON.stringify(command)}`);
   }
-  if (!Number.isFinite(graceMs) || graceMs < 0) throw new RangeError(`Cannot use graceMs: ${graceMs} is not a duration`);
-  if (!Number.isInteger(maxOutputBytes) || maxOutputBytes < 1) throw new RangeError(`Cannot use maxOutputBytes: ${maxOutputBytes} is not a positive integer`);
+  if (!Number.isFinite(graceMs) || graceMs < 0) {
+    throw new RangeError(`Cannot use graceMs: ${graceMs} is not a duration`);
+  }
+  if (!Number.isInteger(maxOutputBytes) || maxOutputBytes < 1) {
+    throw new RangeError(`Cannot use maxOutputBytes: ${maxOutputBytes} is not a positive integer`);
+  }
   return {
     complete(request: TurnRequest): Promise<Attempt<string>> {
       if (request.signal.aborted) return Promise.resolve(_ABORTED);
@@ -64,12 +68,24 @@ export function formatInput(request: Pick<TurnRequest, 'system' | 'history' | 'p
 
 const _ABORTED: Attempt<string> = { ok: false, retryable: false, message: 'aborted' };
 
-function _run(spawn: Spawn, program: string, args: readonly string[], request: TurnRequest, graceMs: number, maxOutputBytes: number): Promise<Attempt<string>> {
+function _run(
+  spawn: Spawn,
+  program: string,
+  args: readonly string[],
+  request: TurnRequest,
+  graceMs: number,
+  maxOutputBytes: number,
+): Promise<Attempt<string>> {
   const { signal, run } = request;
   const env = _env(request);
   return new Promise((resolve) => {
     // Its own process group, so a stop reaches whatever the command started too.
-    const child = _spawn(spawn, program, args, { cwd: run.workspace, env, stdio: ['pipe', 'pipe', 'pipe'], detached: process.platform !== 'win32' });
+    const child = _spawn(spawn, program, args, {
+      cwd: run.workspace,
+      env,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      detached: process.platform !== 'win32',
+    });
     if ('ok' in child) return resolve(child);
     const ending = _ending(child, graceMs, (result) => {
       signal.removeEventListener('abort', onAbort);
@@ -78,7 +94,11 @@ function _run(spawn: Spawn, program: string, args: readonly string[], request: T
     const onAbort = () => ending.stop(_ABORTED);
     signal.addEventListener('abort', onAbort, { once: true });
 
-    const output = _capture(child, maxOutputBytes, () => ending.stop(_failure(`Output exceeds ${maxOutputBytes} bytes`)));
+    const output = _capture(
+      child,
+      maxOutputBytes,
+      () => ending.stop(_failure(`Output exceeds ${maxOutputBytes} bytes`)),
+    );
     // A command that exits without reading all of stdin makes the write fail with EPIPE; its exit says what happened.
     child.stdin?.on('error', () => {});
     child.stdin?.end(formatInput(request));
@@ -145,7 +165,12 @@ function _ending(child: ChildProcess, graceMs: number, done: (result: Attempt<st
 // The turn ends when the program exits, with what it wrote. What it wrote last may still be in
 // the pipes: they are read until they close, or for a moment after the exit when a process it
 // left running in the background holds them open (that process is not waited for, nor stopped).
-function _awaitExit(child: ChildProcess, program: string, ending: _Ending, output: { stdout: () => string; stderr: () => string }): void {
+function _awaitExit(
+  child: ChildProcess,
+  program: string,
+  ending: _Ending,
+  output: { stdout: () => string; stderr: () => string },
+): void {
   child.on('error', (error) => ending.settle(_failure(`Cannot run ${program}: ${_reason(error)}`)));
   const finish = (code: number | null, killedBy: NodeJS.Signals | null) => {
     ending.clear();
@@ -172,7 +197,12 @@ function _awaitExit(child: ChildProcess, program: string, ending: _Ending, outpu
 export const EXIT_DRAIN_MS = 100;
 
 // A child, or the failure of a spawn that threw.
-function _spawn(spawn: Spawn, program: string, args: readonly string[], options: Parameters<Spawn>[2]): ChildProcess | Attempt<string> {
+function _spawn(
+  spawn: Spawn,
+  program: string,
+  args: readonly string[],
+  options: Parameters<Spawn>[2],
+): ChildProcess | Attempt<string> {
   try {
     return spawn(program, args, options);
   } catch (error) {
@@ -195,7 +225,11 @@ function _env(request: TurnRequest): NodeJS.ProcessEnv {
 }
 
 // Collects stdout up to `maxBytes` (past it, `overflow` is called and the rest dropped) and the tail of stderr.
-function _capture(child: ChildProcess, maxBytes: number, overflow: () => void): { stdout: () => string; stderr: () => string } {
+function _capture(
+  child: ChildProcess,
+  maxBytes: number,
+  overflow: () => void,
+): { stdout: () => string; stderr: () => string } {
   const stdout: Buffer[] = [];
   let stdoutBytes = 0;
   let stderr = '';

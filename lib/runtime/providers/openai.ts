@@ -1,7 +1,7 @@
 // The openai-completions provider.
 
 import type { Thinking } from '../../model/actions.ts';
-import { failure, retryAfterMs, type Received } from '../../delivery/http-call.ts';
+import { failure, type Received, retryAfterMs } from '../../delivery/http-call.ts';
 import { asObject } from '../../object.ts';
 import type { Attempt } from '../../retry.ts';
 import type { Provider } from './provider.ts';
@@ -81,6 +81,7 @@ function _httpFailure(reply: Received, tell: (message: string) => string, now: n
   const said = errorText(reply.json) ?? (reply.text.trim() || reply.statusText);
   const message = tell(`HTTP ${status}${typeof label === 'string' ? ` ${label}` : ''}: ${said}`);
   // A 429 for an exhausted quota does not clear by waiting; `x-should-retry: false` is the server saying so.
-  const retryable = (status === 429 || status >= 500) && code !== 'insufficient_quota' && type !== 'insufficient_quota' && headers.get('x-should-retry') !== 'false';
+  const retryable = (status === 429 || status >= 500) && code !== 'insufficient_quota' &&
+    type !== 'insufficient_quota' && headers.get('x-should-retry') !== 'false';
   return retryable ? failure(message, true, retryAfterMs(headers, now)) : failure(message, false);
 }

@@ -23,7 +23,11 @@ const PROVIDERS: Readonly<Record<Api, () => Promise<(config: ProviderConfig) => 
 };
 
 function _common(config: ProviderConfig): { baseUrl: string; apiKey?: string; headers?: Record<string, string> } {
-  return { baseUrl: config.baseUrl ?? '', ...(config.apiKey === undefined ? {} : { apiKey: config.apiKey }), ...(config.headers === undefined ? {} : { headers: config.headers }) };
+  return {
+    baseUrl: config.baseUrl ?? '',
+    ...(config.apiKey === undefined ? {} : { apiKey: config.apiKey }),
+    ...(config.headers === undefined ? {} : { headers: config.headers }),
+  };
 }
 
 /** Builds the provider a `models.providers` entry describes (the config check made sure it is complete). */
@@ -32,14 +36,16 @@ export async function createProvider(config: ProviderConfig): Promise<Provider> 
 }
 
 /** One provider per configured id, built (and its module imported) on first use. */
-export function providerRegistry(providers: Readonly<Record<string, ProviderConfig>>): (id: string) => Promise<Provider | null> {
+export function providerRegistry(
+  providers: Readonly<Record<string, ProviderConfig>>,
+): (id: string) => Promise<Provider | null> {
   const built = new Map<string, Promise<Provider>>();
   return async (id) => {
     const config = Object.hasOwn(providers, id) ? providers[id] : undefined;
     if (config === undefined) return null;
     let provider = built.get(id);
     if (provider === undefined) {
-      built.set(id, (provider = createProvider(config)));
+      built.set(id, provider = createProvider(config));
       // A provider that failed to build is tried again on the next use, as before it was cached.
       provider.catch(() => built.delete(id));
     }

@@ -42,7 +42,12 @@ export class IdempotencyKeys {
     const now = this.#now();
     const found = this.#keys.get(id);
     if (found !== undefined && found.expiresAt > now) {
-      return { status: found.status, body: found.body, ...(found.waitFor === undefined ? {} : { waitFor: found.waitFor }), ...(found.requestId === undefined ? {} : { requestId: found.requestId }) };
+      return {
+        status: found.status,
+        body: found.body,
+        ...(found.waitFor === undefined ? {} : { waitFor: found.waitFor }),
+        ...(found.requestId === undefined ? {} : { requestId: found.requestId }),
+      };
     }
     if (found !== undefined) this.#keys.delete(id);
     const taken = this.#taken.get(id);
@@ -51,7 +56,11 @@ export class IdempotencyKeys {
       this.#taken.delete(id);
       return null;
     }
-    return { status: 200, body: { ok: true, duplicate: true, ...(taken.requestId === undefined ? {} : { duplicateOf: taken.requestId }) }, ...(taken.requestId === undefined ? {} : { requestId: taken.requestId }) };
+    return {
+      status: 200,
+      body: { ok: true, duplicate: true, ...(taken.requestId === undefined ? {} : { duplicateOf: taken.requestId }) },
+      ...(taken.requestId === undefined ? {} : { requestId: taken.requestId }),
+    };
   }
 
   /** Remembers a key written (or replayed from the journal), as far as it has not expired; it becomes the newest. */
@@ -59,10 +68,21 @@ export class IdempotencyKeys {
     const now = this.#now();
     const id = _idemId(idem.scope, idem.key);
     const { scope, key, status, body, expiresAt, waitFor, requestId, takenUntil } = idem;
-    if (takenUntil !== undefined && takenUntil > expiresAt) this.take({ scope, key, takenUntil, ...(requestId === undefined ? {} : { requestId }) });
+    if (takenUntil !== undefined && takenUntil > expiresAt) {
+      this.take({ scope, key, takenUntil, ...(requestId === undefined ? {} : { requestId }) });
+    }
     if (expiresAt <= now) return;
     this.#keys.delete(id);
-    this.#keys.set(id, { scope, key, status, body, expiresAt, ...(waitFor === undefined ? {} : { waitFor }), ...(requestId === undefined ? {} : { requestId }), ...(takenUntil === undefined ? {} : { takenUntil }) });
+    this.#keys.set(id, {
+      scope,
+      key,
+      status,
+      body,
+      expiresAt,
+      ...(waitFor === undefined ? {} : { waitFor }),
+      ...(requestId === undefined ? {} : { requestId }),
+      ...(takenUntil === undefined ? {} : { takenUntil }),
+    });
     if (this.#keys.size > this.#maxKeys) this.#keys.delete(this.#keys.keys().next().value!);
   }
 
@@ -82,7 +102,9 @@ export class IdempotencyKeys {
     // Only this line's record: the body object is shared with it, a later one for the same key is not.
     if (this.#keys.get(id)?.body === idem.body) this.#keys.delete(id);
     const taken = this.#taken.get(id);
-    if (taken !== undefined && taken.takenUntil === idem.takenUntil && taken.requestId === idem.requestId) this.#taken.delete(id);
+    if (taken !== undefined && taken.takenUntil === idem.takenUntil && taken.requestId === idem.requestId) {
+      this.#taken.delete(id);
+    }
   }
 
   /** The keys whose answer has not expired at `now`, oldest first. */
@@ -97,7 +119,9 @@ export class IdempotencyKeys {
       const idem = this.#keys.get(id);
       return idem !== undefined && idem.expiresAt > now && idem.takenUntil === taken.takenUntil;
     };
-    return [...this.#taken.entries()].filter(([id, taken]) => taken.takenUntil > now && !withAnswer(id, taken)).map(([, taken]) => taken);
+    return [...this.#taken.entries()].filter(([id, taken]) => taken.takenUntil > now && !withAnswer(id, taken)).map((
+      [, taken],
+    ) => taken);
   }
 }
 

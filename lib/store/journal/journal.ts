@@ -5,7 +5,7 @@ import { mkdir, open as fsOpen, rename, rm } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { ErrorCode } from '../../errors.ts';
-import { encodeLine, parseLines, type JournalContents } from './lines.ts';
+import { encodeLine, type JournalContents, parseLines } from './lines.ts';
 
 /** Options of {@link Journal.open}. */
 export interface JournalOptions {
@@ -101,7 +101,14 @@ export class Journal {
   /** `O_DSYNC` when the journal files are opened with it, else 0. */
   readonly #dsync: number;
 
-  private constructor(file: string, handle: FileHandle, size: number, now: () => number, open: typeof fsOpen, dsync: number) {
+  private constructor(
+    file: string,
+    handle: FileHandle,
+    size: number,
+    now: () => number,
+    open: typeof fsOpen,
+    dsync: number,
+  ) {
     this.file = file;
     this.#handle = handle;
     this.#identity = _identity(handle);
@@ -126,7 +133,14 @@ export class Journal {
       const { records, lines, skipped, unreadable, end } = parseLines(buf);
       // Cut now so the next append cannot glue onto the garbage; making that append durable makes the cut durable.
       if (end < buf.length) await handle.truncate(end);
-      return { journal: new Journal(file, handle, end, now, open, dsync), records, lines, skipped, unreadable, tornBytes: buf.length - end };
+      return {
+        journal: new Journal(file, handle, end, now, open, dsync),
+        records,
+        lines,
+        skipped,
+        unreadable,
+        tornBytes: buf.length - end,
+      };
     } catch (err) {
       await handle.close();
       throw err;
@@ -210,7 +224,7 @@ export class Journal {
       // One rewrite at a time: a second compaction waits for the first one's switch.
       if (head.kind === 'compact' && this.#rewrite !== null) break;
       let n = 1;
-      if (head.kind === 'append') while (this.#queue[n]?.kind === 'append') n++;
+      if (head.kind === 'append') { while (this.#queue[n]?.kind === 'append') n++; }
       const batch = this.#queue.splice(0, n);
       if (head.kind === 'compact') {
         this.#rewrite = this.#begin(head);
@@ -230,7 +244,15 @@ export class Journal {
   // goes to the front of the queue, so it runs between two batches of appends.
   #begin(op: _Op): _Rewrite {
     let over = () => {};
-    const rewrite: _Rewrite = { tmp: `${this.file}.tmp`, handle: null, size: 0, tail: [], failed: null, op, over: new Promise<void>((resolve) => (over = resolve)) };
+    const rewrite: _Rewrite = {
+      tmp: `${this.file}.tmp`,
+      handle: null,
+      size: 0,
+      tail: [],
+      failed: null,
+      op,
+      over: new Promise<void>((resolve) => (over = resolve)),
+    };
     void this.#writeSnapshot(rewrite, op.records ?? []).then(() => {
       this.#queue.unshift({ kind: 'switch', text: '', count: 0, resolve: over, reject: over });
       this.#pump ??= this.#drain();
@@ -247,9 +269,13 @@ export class Journal {
       // A temp file left by a crash may carry another mode; start from a fresh 0o600 one.
       await rm(rewrite.tmp, { force: true });
       // Flagged as the journal was: this handle takes the appends after the rename.
-      rewrite.handle = await this.#open(rewrite.tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | this.#dsync, 0o600);
+      rewrite.handle = await this.#open(
+        rewrite.tmp,
+        constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | this.#dsync,
+        0o600,
+      );
       let size = 0;
-      for (let i = 0; i < records.length; ) {
+      for (let i = 0; i < records.length;) {
         let text = '';
         while (i < records.length && text.length < SNAPSHOT_PART_CHARS) text += encodeLine(records[i++]!);
         const bytes = Buffer.from(text);
@@ -345,7 +371,7 @@ function _identity(handle: FileHandle): { dev: number; ino: number } {
 }
 
 async function _writeAll(handle: FileHandle, bytes: Buffer, position: number): Promise<void> {
-  for (let done = 0; done < bytes.length; ) {
+  for (let done = 0; done < bytes.length;) {
     const { bytesWritten } = await handle.write(bytes, done, bytes.length - done, position + done);
     done += bytesWritten;
   }

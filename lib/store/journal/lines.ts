@@ -2,7 +2,7 @@
 // a torn last line told apart from damage in the middle, and a read that writes nothing.
 
 import type { Buffer } from 'node:buffer';
-import { open as fsOpen, type FileHandle } from 'node:fs/promises';
+import { type FileHandle, open as fsOpen } from 'node:fs/promises';
 
 /** The journal's file name inside the state directory. */
 export const JOURNAL_FILE = 'journal.jsonl';

@@ -11,7 +11,11 @@ export function newNotices(specs: readonly NoticeSpec[], time: string): NoticeRe
 }
 
 /** Applies a commit's new deliveries and changes to earlier ones; a change to one no longer kept is dropped. */
-export function applyNotices(notices: Map<string, NoticeRecord>, added: readonly NoticeRecord[] | undefined, updates: readonly NoticeUpdate[] | undefined): void {
+export function applyNotices(
+  notices: Map<string, NoticeRecord>,
+  added: readonly NoticeRecord[] | undefined,
+  updates: readonly NoticeUpdate[] | undefined,
+): void {
   for (const notice of added ?? []) notices.set(notice.deliveryId, notice);
   for (const { deliveryId, ...change } of updates ?? []) {
     const notice = notices.get(deliveryId);

@@ -17,7 +17,11 @@ export interface RetryOutcome {
  * Makes the asked entries (or every dead one) pending and due now, as the store's retryUpdates
  * decides; when an asked id is neither dead nor pending nothing is changed and the outcome names it.
  */
-export async function retryOutbox(store: Pick<Store, 'outbox' | 'commit'>, request: RetryRequest, time = new Date().toISOString()): Promise<RetryOutcome> {
+export async function retryOutbox(
+  store: Pick<Store, 'outbox' | 'commit'>,
+  request: RetryRequest,
+  time = new Date().toISOString(),
+): Promise<RetryOutcome> {
   const { updates, unknown } = retryUpdates(store.outbox(), request, time);
   if (unknown.length > 0) return { retried: [], notRetryable: unknown };
   if (updates.length > 0) await store.commit({ outboxUpdates: updates });

@@ -55,7 +55,11 @@ export function newEntries(specs: readonly OutboxSpec[], time: string): OutboxEn
  * order) through its updates; once sent it carries no last error, refused field nor next attempt
  * time, which were about the attempts before.
  */
-export function applyOutbox(outbox: Map<string, OutboxEntry>, entries: readonly OutboxEntry[] = [], updates: readonly OutboxUpdate[] = []): void {
+export function applyOutbox(
+  outbox: Map<string, OutboxEntry>,
+  entries: readonly OutboxEntry[] = [],
+  updates: readonly OutboxUpdate[] = [],
+): void {
   for (const entry of entries) outbox.set(entry.id, entry);
   for (const { id, ...change } of updates) {
     const entry = outbox.get(id);
@@ -101,12 +105,21 @@ export function retryable(entry: OutboxEntry): boolean {
  * (their age still counts from before).
  * Also names the ids that are neither dead nor pending entries.
  */
-export function retryUpdates(outbox: readonly OutboxEntry[], which: { ids: readonly string[] } | { dead: true }, time: string): { updates: OutboxUpdate[]; unknown: string[] } {
+export function retryUpdates(
+  outbox: readonly OutboxEntry[],
+  which: { ids: readonly string[] } | { dead: true },
+  time: string,
+): { updates: OutboxUpdate[]; unknown: string[] } {
   const named = (e: OutboxEntry) => ('dead' in which ? e.state === 'dead' : which.ids.includes(e.id) && retryable(e));
   const last = outbox.findLastIndex((e) => named(e) && e.state === 'pending');
   const chosen = outbox.filter((e, i) => named(e) || (i < last && e.state === 'pending'));
   const unknown = 'dead' in which ? [] : which.ids.filter((id) => !chosen.some((e) => e.id === id && named(e)));
-  const updates = chosen.map((e): OutboxUpdate => (named(e) ? { id: e.id, state: 'pending', retriedAt: time, nextAttemptAt: time } : { id: e.id, nextAttemptAt: time }));
+  const updates = chosen.map((
+    e,
+  ): OutboxUpdate => (named(e)
+    ? { id: e.id, state: 'pending', retriedAt: time, nextAttemptAt: time }
+    : { id: e.id, nextAttemptAt: time })
+  );
   return { updates, unknown };
 }
 

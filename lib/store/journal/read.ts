@@ -6,21 +6,25 @@ import type { NoticeRecord, Route, RunRecord, SessionEvent } from '../../model/r
 import { JOURNAL_FILE, readJournal } from './lines.ts';
 import { applyNotices } from './notices.ts';
 import { applyOutbox, type OutboxEntry } from './outbox.ts';
-import { checkedLines, replayRuns, type JournalLine, type Rejected } from './records.ts';
+import { checkedLines, type JournalLine, type Rejected, replayRuns } from './records.ts';
 import type { RootRecord } from '../../model/replays.ts';
 import { rootsOf } from './replays.ts';
 
 /** Reads the main session's events from a state directory without opening it for writing. */
 export async function readEvents(dir: string, onRejected?: (rejected: Rejected) => void): Promise<SessionEvent[]> {
   const events: SessionEvent[] = [];
-  for (const record of await _read(dir, onRejected)) if (record.t === 'commit' && record.events !== undefined) events.push(...record.events);
+  for (const record of await _read(dir, onRejected)) {
+    if (record.t === 'commit' && record.events !== undefined) events.push(...record.events);
+  }
   return events;
 }
 
 /** Reads forward mode's outbox from a state directory without opening it for writing. */
 export async function readOutbox(dir: string, onRejected?: (rejected: Rejected) => void): Promise<OutboxEntry[]> {
   const outbox = new Map<string, OutboxEntry>();
-  for (const record of await _read(dir, onRejected)) if (record.t === 'commit') applyOutbox(outbox, record.outbox, record.outboxUpdates);
+  for (const record of await _read(dir, onRejected)) {
+    if (record.t === 'commit') applyOutbox(outbox, record.outbox, record.outboxUpdates);
+  }
   return [...outbox.values()];
 }
 
@@ -36,19 +40,26 @@ export async function readRuns(dir: string, onRejected?: (rejected: Rejected) =>
 /** Reads notify mappings' deliveries recorded in a state directory without opening it for writing. */
 export async function readNotices(dir: string, onRejected?: (rejected: Rejected) => void): Promise<NoticeRecord[]> {
   const notices = new Map<string, NoticeRecord>();
-  for (const record of await _read(dir, onRejected)) if (record.t === 'commit') applyNotices(notices, record.notices, record.noticeUpdates);
+  for (const record of await _read(dir, onRejected)) {
+    if (record.t === 'commit') applyNotices(notices, record.notices, record.noticeUpdates);
+  }
   return [...notices.values()];
 }
 
 /** Reads the records of replayed and resolved requests (by root) without opening the journal for writing. */
-export async function readRoots(dir: string, onRejected?: (rejected: Rejected) => void): Promise<Map<string, RootRecord>> {
+export async function readRoots(
+  dir: string,
+  onRejected?: (rejected: Rejected) => void,
+): Promise<Map<string, RootRecord>> {
   return new Map(rootsOf(await _read(dir, onRejected)).list().map((r) => [r.root, r]));
 }
 
 /** The route of the last successful delivery recorded in a state directory, read without opening it for writing. */
 export async function readLastRoute(dir: string): Promise<Route | null> {
   let route: Route | null = null;
-  for (const record of await _read(dir)) if (record.t === 'commit' && record.lastRoute !== undefined) route = record.lastRoute;
+  for (const record of await _read(dir)) {
+    if (record.t === 'commit' && record.lastRoute !== undefined) route = record.lastRoute;
+  }
   return route;
 }
 

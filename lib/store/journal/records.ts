@@ -4,8 +4,30 @@
 // another program).
 
 import { CHANNELS, SESSION_MODES, THINKING_LEVELS, WAKE_MODES } from '../../model/actions.ts';
-import { array, boolean, check, formatIssue, literal, number, object, optional, string, typeName, type Report, type Schema } from '../../schema.ts';
-import type { ConsumedSession, IdempotencyWrite, NoticeRecord, NoticeUpdate, Route, RunRecord, RunUpdate, SessionEvent } from '../../model/records.ts';
+import {
+  array,
+  boolean,
+  check,
+  formatIssue,
+  literal,
+  number,
+  object,
+  optional,
+  type Report,
+  type Schema,
+  string,
+  typeName,
+} from '../../schema.ts';
+import type {
+  ConsumedSession,
+  IdempotencyWrite,
+  NoticeRecord,
+  NoticeUpdate,
+  Route,
+  RunRecord,
+  RunUpdate,
+  SessionEvent,
+} from '../../model/records.ts';
 import { ROOT_STATES, type RootChange } from '../../model/replays.ts';
 import type { OutboxEntry, OutboxUpdate } from './outbox.ts';
 import type { JournalContents } from './lines.ts';
@@ -13,26 +35,26 @@ import type { JournalContents } from './lines.ts';
 /** One journal line is one commit; `idem` and `taken` lines appear only in a compacted journal. */
 export type JournalLine =
   | {
-      t: 'commit';
-      seq: number;
-      time: string;
-      events?: SessionEvent[];
-      runs?: RunRecord[];
-      runUpdates?: RunUpdate[];
-      consumedThrough?: number;
-      /** Other sessions' heartbeat turns: what each read (the main session's is `consumedThrough`). */
-      consumedSessions?: ConsumedSession[];
-      lastRoute?: Route;
-      /** Forward mode: actions for the upstream gateway, and changes to earlier ones. */
-      outbox?: OutboxEntry[];
-      outboxUpdates?: OutboxUpdate[];
-      /** Notify mappings' deliveries, and their outcomes. */
-      notices?: NoticeRecord[];
-      noticeUpdates?: NoticeUpdate[];
-      idem?: IdemRecord;
-      /** Replayed or resolved requests: a replay's outcome rides on the line of its effects. */
-      roots?: RootChange[];
-    }
+    t: 'commit';
+    seq: number;
+    time: string;
+    events?: SessionEvent[];
+    runs?: RunRecord[];
+    runUpdates?: RunUpdate[];
+    consumedThrough?: number;
+    /** Other sessions' heartbeat turns: what each read (the main session's is `consumedThrough`). */
+    consumedSessions?: ConsumedSession[];
+    lastRoute?: Route;
+    /** Forward mode: actions for the upstream gateway, and changes to earlier ones. */
+    outbox?: OutboxEntry[];
+    outboxUpdates?: OutboxUpdate[];
+    /** Notify mappings' deliveries, and their outcomes. */
+    notices?: NoticeRecord[];
+    noticeUpdates?: NoticeUpdate[];
+    idem?: IdemRecord;
+    /** Replayed or resolved requests: a replay's outcome rides on the line of its effects. */
+    roots?: RootChange[];
+  }
   | ({ t: 'idem'; seq: number } & IdemRecord)
   | ({ t: 'taken'; seq: number } & TakenRecord);
 
@@ -81,7 +103,11 @@ const eventShape = object({
   agentId: optional(string({ nonEmpty: true })),
   sessionKey: optional(string({ nonEmpty: true })),
 });
-const consumedShape = object({ agentId: optional(string({ nonEmpty: true })), sessionKey: optional(string({ nonEmpty: true })), through: seq });
+const consumedShape = object({
+  agentId: optional(string({ nonEmpty: true })),
+  sessionKey: optional(string({ nonEmpty: true })),
+  through: seq,
+});
 
 // Every field a run may change after it was accepted.
 const runChanges = {
@@ -116,7 +142,13 @@ const runSpec = {
   timeoutSeconds: optional(number({ above: 0 })),
   requestId: optional(text),
 };
-const runShape = object({ ...runSpec, ...runChanges, status: runStatus, acceptedAt: text, attempts: number({ integer: true, min: 0 }) });
+const runShape = object({
+  ...runSpec,
+  ...runChanges,
+  status: runStatus,
+  acceptedAt: text,
+  attempts: number({ integer: true, min: 0 }),
+});
 const updateShape = object({ runId: string({ nonEmpty: true }), ...runChanges });
 // The body of a stored answer is any JSON object: only its being an object is checked.
 const anyObject: Schema<Record<string, unknown>> = (value, at, report) => {
@@ -185,8 +217,19 @@ const noticeShape = object({
 const noticeUpdateShape = object({ deliveryId: string({ nonEmpty: true }), ...noticeChanges });
 const outboxUpdateShape = object({ id: string({ nonEmpty: true }), ...outboxChanges });
 const idemShape = object(idemFields);
-const attemptShape = object({ entry: optional(string({ nonEmpty: true })), requestId: text, status: number({ integer: true, min: 100, max: 599 }), time: text });
-const rootShape = object({ root: string({ nonEmpty: true }), state: literal(...ROOT_STATES), replays: optional(array(attemptShape)), resolvedAt: optional(text), time: text });
+const attemptShape = object({
+  entry: optional(string({ nonEmpty: true })),
+  requestId: text,
+  status: number({ integer: true, min: 100, max: 599 }),
+  time: text,
+});
+const rootShape = object({
+  root: string({ nonEmpty: true }),
+  state: literal(...ROOT_STATES),
+  replays: optional(array(attemptShape)),
+  resolvedAt: optional(text),
+  time: text,
+});
 const commitShape = object({
   t: literal('commit'),
   seq,
@@ -205,7 +248,14 @@ const commitShape = object({
   roots: optional(_list),
 });
 const idemLine = object({ t: literal('idem'), seq, ...idemFields });
-const takenLine = object({ t: literal('taken'), seq, scope: text, key: text, takenUntil: number(), requestId: optional(text) });
+const takenLine = object({
+  t: literal('taken'),
+  seq,
+  scope: text,
+  key: text,
+  takenUntil: number(),
+  requestId: optional(text),
+});
 
 function _list(value: unknown, at: string, report: Report): unknown[] | undefined {
   if (Array.isArray(value)) return value;
@@ -228,14 +278,19 @@ export function checkLine(record: unknown): CheckedLine {
   const kind = (record as { t?: unknown } | null)?.t;
   if (kind === 'idem' || kind === 'taken') {
     const checked = kind === 'idem' ? check(idemLine, record) : check(takenLine, record);
-    return checked.ok ? { line: record as JournalLine, problems: [] } : { line: null, problems: checked.issues.map(formatIssue) };
+    return checked.ok
+      ? { line: record as JournalLine, problems: [] }
+      : { line: null, problems: checked.issues.map(formatIssue) };
   }
   const checked = check(commitShape, record);
   if (!checked.ok) return { line: null, problems: checked.issues.map(formatIssue) };
   // The checked copy holds exactly the known keys; the entries are checked one by one below.
   const line = checked.value as JournalLine & { t: 'commit' };
   const problems: string[] = [];
-  const keep = (name: 'events' | 'runs' | 'runUpdates' | 'outbox' | 'outboxUpdates' | 'notices' | 'noticeUpdates' | 'roots', shape: Schema<unknown>): void => {
+  const keep = (
+    name: 'events' | 'runs' | 'runUpdates' | 'outbox' | 'outboxUpdates' | 'notices' | 'noticeUpdates' | 'roots',
+    shape: Schema<unknown>,
+  ): void => {
     const entries = line[name] as unknown[] | undefined;
     if (entries === undefined) return;
     const good = entries.filter((entry, i) => {
@@ -270,7 +325,12 @@ export function checkedLines(contents: JournalContents): { lines: JournalLine[];
     const { line, problems } = checkLine(record);
     const number = contents.lines[i]!;
     if (line !== null) lines.push(line);
-    if (problems.length > 0) rejected.push({ line: number, problem: `${line === null ? '' : 'entry left out: '}${problems.slice(0, 3).join('; ')}` });
+    if (problems.length > 0) {
+      rejected.push({
+        line: number,
+        problem: `${line === null ? '' : 'entry left out: '}${problems.slice(0, 3).join('; ')}`,
+      });
+    }
   });
   return { lines, rejected: rejected.sort((a, b) => a.line - b.line) };
 }

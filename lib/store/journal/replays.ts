@@ -2,7 +2,7 @@
 // state and replays (lib/model/replays.ts), rebuilt from the journal's `roots` lines at open and
 // by the CLI's reader alike, and bounded as the rest of the journal is.
 
-import { MAX_ATTEMPTS, succeeded, type ReplayAttempt, type RootChange, type RootRecord } from '../../model/replays.ts';
+import { MAX_ATTEMPTS, type ReplayAttempt, type RootChange, type RootRecord, succeeded } from '../../model/replays.ts';
 
 /** How many roots are kept at least; the one changed longest ago goes first. */
 export const MAX_ROOTS = 10_000;
@@ -72,7 +72,13 @@ export class Roots {
 
   /** Each record as the change that makes it again: what a compacted journal holds. */
   changes(): RootChange[] {
-    return this.list().map(({ root, state, replays, resolvedAt, time }) => ({ root, state, ...(replays.length === 0 ? {} : { replays }), ...(resolvedAt === undefined ? {} : { resolvedAt }), time }));
+    return this.list().map(({ root, state, replays, resolvedAt, time }) => ({
+      root,
+      state,
+      ...(replays.length === 0 ? {} : { replays }),
+      ...(resolvedAt === undefined ? {} : { resolvedAt }),
+      time,
+    }));
   }
 }
 
@@ -80,7 +86,13 @@ export class Roots {
 export function applyChange(old: RootRecord | undefined, change: RootChange): RootRecord {
   const replays = _bounded([...(old?.replays ?? []), ...(change.replays ?? [])]);
   const resolvedAt = change.resolvedAt ?? old?.resolvedAt;
-  return { root: change.root, state: change.state, replays, ...(resolvedAt === undefined ? {} : { resolvedAt }), time: change.time };
+  return {
+    root: change.root,
+    state: change.state,
+    replays,
+    ...(resolvedAt === undefined ? {} : { resolvedAt }),
+    time: change.time,
+  };
 }
 
 /**

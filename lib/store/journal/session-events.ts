@@ -2,7 +2,7 @@
 // the backlog counted, what each session's heartbeat read, consumed events kept within their bounds, which
 // wakes coalesce.
 
-import { targetOf, type ConsumedSession, type SessionEvent } from '../../model/records.ts';
+import { type ConsumedSession, type SessionEvent, targetOf } from '../../model/records.ts';
 
 /**
  * The session events in memory, oldest first: the main session's, and the wakes addressed to
@@ -101,7 +101,10 @@ export class SessionEvents {
    * only they can go.
    */
   trim(): void {
-    if (this.#events.length - this.#backlogEvents > this.#retainEvents * 2 || this.#eventBytes - this.#backlogBytes > this.#retainEventBytes * 2) this.#keepRetained();
+    if (
+      this.#events.length - this.#backlogEvents > this.#retainEvents * 2 ||
+      this.#eventBytes - this.#backlogBytes > this.#retainEventBytes * 2
+    ) this.#keepRetained();
   }
 
   /** Takes back the events with these seqs (their line never reached the disk). */
@@ -181,7 +184,10 @@ export type NewEvent = Omit<SessionEvent, 'seq' | 'time'> & { coalesce?: boolean
  * with the newest unread system event of the same session and the same text, the commit's own
  * earlier events included). `matched` holds the existing events some coalesced into.
  */
-export function planEvents(session: SessionEvents, events: readonly NewEvent[]): { added: Omit<SessionEvent, 'seq' | 'time'>[]; outcomes: EventOutcome[]; matched: SessionEvent[] } {
+export function planEvents(
+  session: SessionEvents,
+  events: readonly NewEvent[],
+): { added: Omit<SessionEvent, 'seq' | 'time'>[]; outcomes: EventOutcome[]; matched: SessionEvent[] } {
   const added: Omit<SessionEvent, 'seq' | 'time'>[] = [];
   const outcomes: EventOutcome[] = [];
   const matched: SessionEvent[] = [];

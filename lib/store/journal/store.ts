@@ -5,16 +5,37 @@ import { constants } from 'node:fs';
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { NoticeSpec, RunSpec } from '../../model/actions.ts';
-import { targetOf, type ConsumedSession, type IdempotencyWrite, type NoticeRecord, type NoticeUpdate, type Route, type RunRecord, type RunUpdate, type SessionEvent, type StoredAnswer } from '../../model/records.ts';
+import {
+  type ConsumedSession,
+  type IdempotencyWrite,
+  type NoticeRecord,
+  type NoticeUpdate,
+  type Route,
+  type RunRecord,
+  type RunUpdate,
+  type SessionEvent,
+  type StoredAnswer,
+  targetOf,
+} from '../../model/records.ts';
 import { Journal, JournalReplacedError } from './journal.ts';
 import { JOURNAL_FILE } from './lines.ts';
-import { applyOutbox, countOutbox, headOf, newEntries, trimOutbox, type OutboxEntry, type OutboxSpec, type OutboxState, type OutboxUpdate } from './outbox.ts';
+import {
+  applyOutbox,
+  countOutbox,
+  headOf,
+  newEntries,
+  type OutboxEntry,
+  type OutboxSpec,
+  type OutboxState,
+  type OutboxUpdate,
+  trimOutbox,
+} from './outbox.ts';
 import { IdempotencyKeys } from './idempotency-keys.ts';
 import { applyNotices, newNotices, trimNotices } from './notices.ts';
 import type { RootChange, RootRecord } from '../../model/replays.ts';
 import { rootBound, Roots } from './replays.ts';
-import { checkedLines, replayRuns, type Rejected, type JournalLine } from './records.ts';
-import { planEvents, SessionEvents, type EventOutcome, type NewEvent } from './session-events.ts';
+import { checkedLines, type JournalLine, type Rejected, replayRuns } from './records.ts';
+import { type EventOutcome, type NewEvent, planEvents, SessionEvents } from './session-events.ts';
 
 export interface StoreOptions {
   now?: () => number;
@@ -61,7 +82,6 @@ export interface Effects {
 // One journal line is one commit: all of a request's effects and its idempotency key, durable
 // together or not at all (the line's shape and its checks live in records.ts).
 type _Line = JournalLine;
-
 
 /**
  * The state directory's one writer. Every acknowledged effect is one journal line, written
@@ -112,7 +132,10 @@ export class Store {
   }
 
   /** Opens (or creates, mode 0700) the state directory and replays its journal. */
-  static async open(dir: string, options: StoreOptions): Promise<{ store: Store; skipped: number; tornBytes: number; rejected: Rejected[] }> {
+  static async open(
+    dir: string,
+    options: StoreOptions,
+  ): Promise<{ store: Store; skipped: number; tornBytes: number; rejected: Rejected[] }> {
     const opened = await Journal.open(join(dir, JOURNAL_FILE));
     const store = new Store(opened.journal, options);
     const { lines, rejected } = checkedLines(opened);
@@ -144,19 +167,30 @@ export class Store {
     const planned = planEvents(this.#session, effects.events ?? []);
     const time = new Date(this.#now()).toISOString();
     const events = planned.added.map((e) => ({ seq: ++this.#seq, time, ...e }));
-    const runs = (effects.runs ?? []).map((spec): RunRecord => ({ ...spec, status: 'pending', acceptedAt: time, attempts: 0 }));
+    const runs = (effects.runs ?? []).map((spec): RunRecord => ({
+      ...spec,
+      status: 'pending',
+      acceptedAt: time,
+      attempts: 0,
+    }));
     const notices = newNotices(effects.notices ?? [], time);
     const line: _Line = { t: 'commit', seq: events.at(-1)?.seq ?? ++this.#seq, time };
     if (events.length > 0) line.events = events;
     if (runs.length > 0) line.runs = runs;
     if (effects.runUpdates !== undefined && effects.runUpdates.length > 0) line.runUpdates = effects.runUpdates;
     if (effects.consumedThrough !== undefined) line.consumedThrough = effects.consumedThrough;
-    if (effects.consumedSessions !== undefined && effects.consumedSessions.length > 0) line.consumedSessions = effects.consumedSessions;
+    if (effects.consumedSessions !== undefined && effects.consumedSessions.length > 0) {
+      line.consumedSessions = effects.consumedSessions;
+    }
     if (effects.lastRoute !== undefined) line.lastRoute = effects.lastRoute;
     if (effects.outbox !== undefined && effects.outbox.length > 0) line.outbox = newEntries(effects.outbox, time);
-    if (effects.outboxUpdates !== undefined && effects.outboxUpdates.length > 0) line.outboxUpdates = effects.outboxUpdates;
+    if (effects.outboxUpdates !== undefined && effects.outboxUpdates.length > 0) {
+      line.outboxUpdates = effects.outboxUpdates;
+    }
     if (notices.length > 0) line.notices = notices;
-    if (effects.noticeUpdates !== undefined && effects.noticeUpdates.length > 0) line.noticeUpdates = effects.noticeUpdates;
+    if (effects.noticeUpdates !== undefined && effects.noticeUpdates.length > 0) {
+      line.noticeUpdates = effects.noticeUpdates;
+    }
     if (effects.roots !== undefined && effects.roots.length > 0) line.roots = effects.roots;
     if (idem !== undefined) {
       const { ttlMs, keepMs, ...answer } = typeof idem === 'function' ? idem(planned.outcomes) : idem;
@@ -165,7 +199,9 @@ export class Store {
       line.idem = { ...answer, expiresAt, ...(takenUntil > expiresAt ? { takenUntil } : {}) };
     }
     // Every wake coalesced into an event already on disk, and there is nothing else to keep.
-    if (Object.keys(line).length === 3 && (effects.events?.length ?? 0) > 0) return { events, runs, notices, outcomes: planned.outcomes };
+    if (Object.keys(line).length === 3 && (effects.events?.length ?? 0) > 0) {
+      return { events, runs, notices, outcomes: planned.outcomes };
+    }
     // Tracked as a whole: #write settles after a failed line is taken back out of memory.
     const writing = this.#write(line);
     if (events.length > 0) this.#track(events, writing);
@@ -183,7 +219,7 @@ export class Store {
   #notify(updates: readonly RunUpdate[]): void {
     for (const { runId } of updates) {
       const run = this.#runs.get(runId);
-      if (run !== undefined) for (const listener of [...this.#runWatchers]) listener(run);
+      if (run !== undefined) { for (const listener of [...this.#runWatchers]) listener(run); }
     }
   }
 
@@ -293,7 +329,15 @@ export class Store {
   }
 
   /** Counters for metrics and tests. */
-  stats(): { idempotencyKeys: number; runs: number; events: number; journalBytes: number; fsyncMs: number; flushes: number; compactionFailures: number } {
+  stats(): {
+    idempotencyKeys: number;
+    runs: number;
+    events: number;
+    journalBytes: number;
+    fsyncMs: number;
+    flushes: number;
+    compactionFailures: number;
+  } {
     const journal = this.#journal.stats();
     return {
       idempotencyKeys: this.#keys.size,
@@ -380,7 +424,9 @@ export class Store {
     this.#session.forget(new Set(line.events?.map((e) => e.seq)));
     for (const run of line.runs ?? []) if (this.#runs.get(run.runId) === run) this.#setRun(run.runId, undefined);
     for (const entry of line.outbox ?? []) if (this.#outbox.get(entry.id) === entry) this.#outbox.delete(entry.id);
-    for (const notice of line.notices ?? []) if (this.#notices.get(notice.deliveryId) === notice) this.#notices.delete(notice.deliveryId);
+    for (const notice of line.notices ?? []) {
+      if (this.#notices.get(notice.deliveryId) === notice) this.#notices.delete(notice.deliveryId);
+    }
     if (line.idem !== undefined) this.#keys.forget(line.idem);
   }
 
@@ -435,11 +481,27 @@ export class Store {
   // What a compacted journal holds: retained events, unfinished runs, live idempotency keys, the roots' records.
   #snapshot(): _Line[] {
     const now = this.#now();
-    const lines: _Line[] = this.#session.retained().map((e) => ({ t: 'commit', seq: e.seq, time: e.time, events: [e] }));
+    const lines: _Line[] = this.#session.retained().map((e) => ({
+      t: 'commit',
+      seq: e.seq,
+      time: e.time,
+      events: [e],
+    }));
     for (const run of this.#runs.values()) lines.push({ t: 'commit', seq: 0, time: run.acceptedAt, runs: [run] });
-    lines.push({ t: 'commit', seq: 0, time: new Date(now).toISOString(), consumedThrough: this.#session.consumedThrough, ...(this.#session.consumedSessions().length === 0 ? {} : { consumedSessions: this.#session.consumedSessions() }), ...(this.#lastRoute === null ? {} : { lastRoute: this.#lastRoute }) });
-    for (const entry of this.#outbox.values()) lines.push({ t: 'commit', seq: 0, time: entry.acceptedAt, outbox: [entry] });
-    for (const notice of this.#notices.values()) lines.push({ t: 'commit', seq: 0, time: notice.acceptedAt, notices: [notice] });
+    lines.push({
+      t: 'commit',
+      seq: 0,
+      time: new Date(now).toISOString(),
+      consumedThrough: this.#session.consumedThrough,
+      ...(this.#session.consumedSessions().length === 0 ? {} : { consumedSessions: this.#session.consumedSessions() }),
+      ...(this.#lastRoute === null ? {} : { lastRoute: this.#lastRoute }),
+    });
+    for (const entry of this.#outbox.values()) {
+      lines.push({ t: 'commit', seq: 0, time: entry.acceptedAt, outbox: [entry] });
+    }
+    for (const notice of this.#notices.values()) {
+      lines.push({ t: 'commit', seq: 0, time: notice.acceptedAt, notices: [notice] });
+    }
     for (const idem of this.#keys.live(now)) lines.push({ t: 'idem', seq: 0, ...idem });
     for (const taken of this.#keys.takenOnly(now)) lines.push({ t: 'taken', seq: 0, ...taken });
     this.#roots.trim(now - this.#retainRootsMs);
@@ -451,4 +513,3 @@ export class Store {
 function _unfinished(run: RunRecord): boolean {
   return run.status === 'pending' || run.status === 'running';
 }
-

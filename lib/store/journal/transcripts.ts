@@ -53,7 +53,9 @@ export class Transcripts {
         const time = new Date(this.#now()).toISOString();
         const added = turns.map((t) => ({ role: t.role, content: t.content, time }));
         await journal.appendMany(added);
-        if (journal.size > this.#maxBytes) await journal.compact(_newest([...(records as _Turn[]), ...added], this.#maxBytes / 4));
+        if (journal.size > this.#maxBytes) {
+          await journal.compact(_newest([...(records as _Turn[]), ...added], this.#maxBytes / 4));
+        }
       } finally {
         await journal.close();
       }

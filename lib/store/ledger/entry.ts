@@ -3,11 +3,24 @@
 // the ledger's folder and its segments' names.
 
 import { constants, type Stats } from 'node:fs';
-import { open, type FileHandle } from 'node:fs/promises';
+import { type FileHandle, open } from 'node:fs/promises';
 import { ErrorCode } from '../../errors.ts';
 import { CAUSE_KINDS } from '../../model/cause.ts';
-import { BODY_OMITTED, SIGNATURE_WHY, type LedgerEntry, type Lane } from '../../model/ledger-entry.ts';
-import { array, boolean, check, formatIssue, literal, number, object, optional, record, string, typeName, type Schema } from '../../schema.ts';
+import { BODY_OMITTED, type Lane, type LedgerEntry, SIGNATURE_WHY } from '../../model/ledger-entry.ts';
+import {
+  array,
+  boolean,
+  check,
+  formatIssue,
+  literal,
+  number,
+  object,
+  optional,
+  record,
+  type Schema,
+  string,
+  typeName,
+} from '../../schema.ts';
 
 /** A later count of a coalesced entry. */
 export interface CountLine {
@@ -29,7 +42,9 @@ const became = object({
   handshake: optional(text),
 });
 const headerValue: Schema<string | string[]> = (value, at, report) => {
-  if (typeof value === 'string' || (Array.isArray(value) && value.every((v) => typeof v === 'string'))) return value as string | string[];
+  if (typeof value === 'string' || (Array.isArray(value) && value.every((v) => typeof v === 'string'))) {
+    return value as string | string[];
+  }
   report.issues.push({ path: at, message: `must be a string or a list of strings, got ${typeName(value)}` });
   return undefined;
 };
@@ -47,7 +62,14 @@ const entryShape = object({
   auth: literal('token', 'signature', 'none'),
   headers: record(headerValue),
   headersTruncated: optional(boolean),
-  body: optional(object({ encoding: literal('utf8', 'base64'), data: text, bytes: number({ integer: true, min: 0 }), truncated: boolean })),
+  body: optional(
+    object({
+      encoding: literal('utf8', 'base64'),
+      data: text,
+      bytes: number({ integer: true, min: 0 }),
+      truncated: boolean,
+    }),
+  ),
   bodyOmitted: optional(literal(...BODY_OMITTED)),
   signature: optional(
     object({
@@ -70,19 +92,31 @@ const entryShape = object({
   count: optional(number({ integer: true, min: 1 })),
   lastTime: optional(text),
 });
-const countShape = object({ t: literal('count'), id: string({ nonEmpty: true }), count: number({ integer: true, min: 1 }), lastTime: text });
+const countShape = object({
+  t: literal('count'),
+  id: string({ nonEmpty: true }),
+  count: number({ integer: true, min: 1 }),
+  lastTime: text,
+});
 
 /** A ledger line read back: an entry, a count, or what was wrong with it. */
-export type CheckedLedgerLine = { kind: 'entry'; entry: LedgerEntry } | { kind: 'count'; count: CountLine } | { kind: 'bad'; problem: string };
+export type CheckedLedgerLine = { kind: 'entry'; entry: LedgerEntry } | { kind: 'count'; count: CountLine } | {
+  kind: 'bad';
+  problem: string;
+};
 
 /** Checks one parsed line of a ledger file. */
 export function checkLedgerLine(value: unknown): CheckedLedgerLine {
   if ((value as { t?: unknown } | null)?.t === 'count') {
     const counted = check(countShape, value);
-    return counted.ok ? { kind: 'count', count: counted.value as CountLine } : { kind: 'bad', problem: counted.issues.map(formatIssue).slice(0, 3).join('; ') };
+    return counted.ok
+      ? { kind: 'count', count: counted.value as CountLine }
+      : { kind: 'bad', problem: counted.issues.map(formatIssue).slice(0, 3).join('; ') };
   }
   const checked = check(entryShape, value);
-  return checked.ok ? { kind: 'entry', entry: checked.value as LedgerEntry } : { kind: 'bad', problem: checked.issues.map(formatIssue).slice(0, 3).join('; ') };
+  return checked.ok
+    ? { kind: 'entry', entry: checked.value as LedgerEntry }
+    : { kind: 'bad', problem: checked.issues.map(formatIssue).slice(0, 3).join('; ') };
 }
 
 /** The ledger's folder inside the state directory. */
@@ -99,9 +133,11 @@ export const SEGMENT = /^([au])-([1-9]\d{0,14})\.jsonl$/;
  * regular file is refused with {@link notASegment}'s error.
  */
 export async function openSegment(file: string): Promise<{ handle: FileHandle; info: Stats }> {
-  const handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch((error: NodeJS.ErrnoException) => {
-    throw error.code === 'ELOOP' ? notASegment(file, error) : error;
-  });
+  const handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(
+    (error: NodeJS.ErrnoException) => {
+      throw error.code === 'ELOOP' ? notASegment(file, error) : error;
+    },
+  );
   const info = await handle.stat().catch(async (error: unknown) => {
     await handle.close();
     throw error;
@@ -112,11 +148,18 @@ export async function openSegment(file: string): Promise<{ handle: FileHandle; i
 }
 
 /** How a new segment is made: created here and now (never one already there, nor through a link), appended to. */
-export const SEGMENT_NEW = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
+export const SEGMENT_NEW = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_EXCL |
+  constants.O_NOFOLLOW;
 
 /** The error of a file named like a segment that is not a regular file (a link, a FIFO, a folder): it is no segment. */
 export function notASegment(file: string, cause?: unknown): Error {
-  return Object.assign(new Error(`Cannot read ledger segment ${file}: it is not a regular file (a symbolic link, a FIFO or a folder); it is left alone`, cause === undefined ? {} : { cause }), { code: ErrorCode.NotASegment });
+  return Object.assign(
+    new Error(
+      `Cannot read ledger segment ${file}: it is not a regular file (a symbolic link, a FIFO or a folder); it is left alone`,
+      cause === undefined ? {} : { cause },
+    ),
+    { code: ErrorCode.NotASegment },
+  );
 }
 
 /** The file-name initial of a lane. */

@@ -7,12 +7,12 @@
 // the lines that name what is looked for are parsed. Nothing is kept between two calls: a lookup
 // costs a read of the files, which the page cache usually holds, and no memory in between.
 
-import { readdir, type FileHandle } from 'node:fs/promises';
+import { type FileHandle, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ErrorCode } from '../../errors.ts';
 import type { LedgerEntry } from '../../model/ledger-entry.ts';
-import { checkLedgerLine, LEDGER_DIR, openSegment, SEGMENT, type CheckedLedgerLine, type CountLine } from './entry.ts';
-import { findEntry, keepCount, LedgerUnreadableError, withCount, type DamagedLine } from './read.ts';
+import { type CheckedLedgerLine, checkLedgerLine, type CountLine, LEDGER_DIR, openSegment, SEGMENT } from './entry.ts';
+import { type DamagedLine, findEntry, keepCount, LedgerUnreadableError, withCount } from './read.ts';
 
 /** What {@link findEntries} looks for. */
 export interface EntryQuery {
@@ -40,7 +40,11 @@ const _REPLAY_OF = Buffer.from(',"replayOf":"');
  * a {@link LedgerUnreadableError}. A line's ids are looked for in its first {@link PIECE_BYTES}
  * bytes, where the writer puts them.
  */
-export async function findEntries(stateDir: string, query: EntryQuery, onDamaged?: (damaged: DamagedLine) => void): Promise<LedgerEntry[]> {
+export async function findEntries(
+  stateDir: string,
+  query: EntryQuery,
+  onDamaged?: (damaged: DamagedLine) => void,
+): Promise<LedgerEntry[]> {
   const scan = new _Scan(query, onDamaged);
   const dir = join(stateDir, LEDGER_DIR);
   for (const name of await _segments(dir)) await scan.file(join(dir, name));
@@ -48,7 +52,11 @@ export async function findEntries(stateDir: string, query: EntryQuery, onDamaged
 }
 
 /** The entry an entry id names, or the one entry a request id names, with its count (see {@link findEntry}). */
-export async function lookupEntry(stateDir: string, id: string, onDamaged?: (damaged: DamagedLine) => void): Promise<{ ok: true; entry: LedgerEntry } | { ok: false; error: string }> {
+export async function lookupEntry(
+  stateDir: string,
+  id: string,
+  onDamaged?: (damaged: DamagedLine) => void,
+): Promise<{ ok: true; entry: LedgerEntry } | { ok: false; error: string }> {
   return findEntry(await findEntries(stateDir, { ids: [id] }, onDamaged), id);
 }
 
@@ -126,7 +134,9 @@ class _Scan {
       let replay = this.#replaysOf.size === 0 ? -1 : piece.indexOf(_REPLAY_OF);
       for (let end = piece.indexOf(10); end !== -1; end = piece.indexOf(10, at)) {
         let replays = false;
-        for (; replay !== -1 && replay < end; replay = piece.indexOf(_REPLAY_OF, replay + 1)) replays ||= this.#replaying(piece, replay, end);
+        for (; replay !== -1 && replay < end; replay = piece.indexOf(_REPLAY_OF, replay + 1)) {
+          replays ||= this.#replaying(piece, replay, end);
+        }
         const wanted = this.#wanted(piece, at, end, replays);
         if (wanted !== 'no') this.#take(piece.toString('utf8', at, end), wanted === 'named', file, line);
         at = end + 1;
@@ -140,7 +150,9 @@ class _Scan {
       // the buffer (a large body), judged by its start and read whole only when it is wanted.
       if (pos + bytesRead >= size) return;
       let replays = false;
-      for (; replay !== -1; replay = piece.indexOf(_REPLAY_OF, replay + 1)) replays ||= this.#replaying(piece, replay, piece.length);
+      for (; replay !== -1; replay = piece.indexOf(_REPLAY_OF, replay + 1)) {
+        replays ||= this.#replaying(piece, replay, piece.length);
+      }
       const wanted = this.#wanted(piece, 0, piece.length, replays);
       const end = await _lineEnd(handle, buf, pos + bytesRead, size);
       if (end === -1) return;
@@ -163,7 +175,8 @@ class _Scan {
         const id = piece.toString('latin1', from, to);
         const requestFrom = to + 1 + _REQUEST.length;
         const requestTo = _stringEnd(piece, requestFrom, end);
-        const named = replays || this.#ids.has(id) || (requestTo !== -1 && this.#ids.has(piece.toString('latin1', requestFrom, requestTo)));
+        const named = replays || this.#ids.has(id) ||
+          (requestTo !== -1 && this.#ids.has(piece.toString('latin1', requestFrom, requestTo)));
         return named ? 'named' : 'no';
       }
     } else if (_startsWith(piece, start, end, _COUNT)) {
@@ -196,7 +209,8 @@ class _Scan {
       if (this.#entries.has(checked.count.id)) keepCount(this.#counts, checked.count);
     } else {
       const { entry } = checked;
-      const wanted = this.#ids.has(_spelled(entry.id)) || this.#ids.has(_spelled(entry.requestId)) || (entry.replayOf !== undefined && this.#replaysOf.has(_spelled(entry.replayOf)));
+      const wanted = this.#ids.has(_spelled(entry.id)) || this.#ids.has(_spelled(entry.requestId)) ||
+        (entry.replayOf !== undefined && this.#replaysOf.has(_spelled(entry.replayOf)));
       if (!wanted || this.#entries.has(entry.id)) return;
       this.#entries.set(entry.id, entry);
       this.#own.add(_spelled(entry.id));
@@ -227,7 +241,7 @@ function _stringEnd(piece: Buffer, from: number, end: number): number {
 
 // Where the line that goes on at `from` ends (its line break), read on through `buf`; -1 if not before `size`.
 async function _lineEnd(handle: FileHandle, buf: Buffer, from: number, size: number): Promise<number> {
-  for (let pos = from; pos < size; ) {
+  for (let pos = from; pos < size;) {
     const { bytesRead } = await handle.read(buf, 0, Math.min(buf.length, size - pos), pos);
     if (bytesRead === 0) return -1;
     const at = buf.subarray(0, bytesRead).indexOf(10);

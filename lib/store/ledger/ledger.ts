@@ -10,12 +10,12 @@
 // past ~350 lines so that one reading shows every way its state changes.
 
 import { createHash } from 'node:crypto';
-import { mkdir, open, readdir, rm, type FileHandle } from 'node:fs/promises';
+import { type FileHandle, mkdir, open, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Lane, LedgerEntry } from '../../model/ledger-entry.ts';
 import type { LedgerConfig, LedgerLane } from './config.ts';
 import { JsonBytes } from './json-bytes.ts';
-import { capHeaders, keepBody, REFUSAL_HEADER_BYTES, scanSegment, writeEntryLine, type KeptBody } from './lines.ts';
+import { capHeaders, keepBody, type KeptBody, REFUSAL_HEADER_BYTES, scanSegment, writeEntryLine } from './lines.ts';
 import { LEDGER_DIR, SEGMENT, SEGMENT_NEW } from './entry.ts';
 
 /** Options of {@link Ledger.open}. */
@@ -122,7 +122,16 @@ export class Ledger {
     this.#now = options.now ?? Date.now;
     this.#onError = options.onError ?? (() => {});
     this.#flushMs = Math.min(options.flushMs ?? 100, 500);
-    const lane = (initial: 'a' | 'u'): _Lane => ({ initial, segments: [], handle: null, open: null, batch: null, spare: null, counts: new Set(), dirty: false });
+    const lane = (initial: 'a' | 'u'): _Lane => ({
+      initial,
+      segments: [],
+      handle: null,
+      open: null,
+      batch: null,
+      spare: null,
+      counts: new Set(),
+      dirty: false,
+    });
     this.#lanes = { authenticated: lane('a'), unauthenticated: lane('u') };
     this.#next = next;
     this.#found = found.length > 0 ? found : null;
@@ -170,7 +179,9 @@ export class Ledger {
     // Made into its line now: bytes in the batch's buffer (off the heap) cost the garbage collector
     // nothing, where the entry's objects (and the request's body and headers) would be kept alive until then.
     const limits = entry.lane === 'authenticated' ? this.#config : this.#config.unauthenticated;
-    const kept = body === undefined ? undefined : keepBody(entry, body, Math.min(bodyCap, limits.maxBodyBytes, Math.floor(limits.maxBytes / 16)));
+    const kept = body === undefined
+      ? undefined
+      : keepBody(entry, body, Math.min(bodyCap, limits.maxBodyBytes, Math.floor(limits.maxBytes / 16)));
     _putEntry(this.#lanes[entry.lane], entry, kept, _segmentBytes(limits));
     this.#soon();
   }
@@ -209,8 +220,19 @@ export class Ledger {
     // the batch would outlive the collector's nursery and swell the old heap); later refusals of
     // the window follow as count lines.
     const lane = this.#lanes[entry.lane];
-    _putEntry(lane, entry, undefined, _segmentBytes(entry.lane === 'authenticated' ? this.#config : this.#config.unauthenticated));
-    const coalesced: _Coalesced = { id: entry.id, count: 1, lane, until: now + this.#config.coalesceSeconds * 1000, lastMs: now };
+    _putEntry(
+      lane,
+      entry,
+      undefined,
+      _segmentBytes(entry.lane === 'authenticated' ? this.#config : this.#config.unauthenticated),
+    );
+    const coalesced: _Coalesced = {
+      id: entry.id,
+      count: 1,
+      lane,
+      until: now + this.#config.coalesceSeconds * 1000,
+      lastMs: now,
+    };
     // A window that was there, expired, goes now: the map keeps the newest window last, which the
     // oldest-first sweep in #forgetExpired relies on.
     this.#coalesced.delete(compact);
@@ -249,7 +271,12 @@ export class Ledger {
 
   /** Segment counts and bytes per lane, and the bytes its batch buffers hold in memory, for tests and metrics. */
   stats(): Record<Lane, { segments: number; entries: number; bytes: number; buffered: number }> {
-    const of = (lane: _Lane) => ({ segments: lane.segments.length, entries: _sum(lane.segments, 'count'), bytes: _sum(lane.segments, 'bytes'), buffered: (lane.batch?.out.buf.length ?? 0) + (lane.spare?.length ?? 0) });
+    const of = (lane: _Lane) => ({
+      segments: lane.segments.length,
+      entries: _sum(lane.segments, 'count'),
+      bytes: _sum(lane.segments, 'bytes'),
+      buffered: (lane.batch?.out.buf.length ?? 0) + (lane.spare?.length ?? 0),
+    });
     return { authenticated: of(this.#lanes.authenticated), unauthenticated: of(this.#lanes.unauthenticated) };
   }
 
@@ -283,7 +310,12 @@ export class Ledger {
       for (const { name, initial, n } of found) {
         try {
           const { bytes, count, firstMs } = await scanSegment(join(this.dir, name));
-          (initial === 'a' ? this.#lanes.authenticated : this.#lanes.unauthenticated).segments.push({ n, bytes, count, firstMs });
+          (initial === 'a' ? this.#lanes.authenticated : this.#lanes.unauthenticated).segments.push({
+            n,
+            bytes,
+            count,
+            firstMs,
+          });
         } catch (error) {
           this.#onError(error);
         }
@@ -339,12 +371,15 @@ export class Ledger {
     for (const mark of batch.ends) {
       const end = Math.abs(mark);
       const bytes = end - start;
-      if (current === undefined || current.bytes + bytes > room || current.count + 1 > roomCount || now - current.firstMs > span) {
+      if (
+        current === undefined || current.bytes + bytes > room || current.count + 1 > roomCount ||
+        now - current.firstMs > span
+      ) {
         current = { n: this.#next++, bytes: 0, count: 0, firstMs: now };
         lane.segments.push(current);
         chunk = undefined;
       }
-      if (chunk === undefined || chunk.segment !== current) chunks.push((chunk = { segment: current, start, end }));
+      if (chunk === undefined || chunk.segment !== current) chunks.push(chunk = { segment: current, start, end });
       chunk.end = end;
       current.bytes += bytes;
       current.count += mark > 0 ? 1 : 0;
@@ -353,7 +388,10 @@ export class Ledger {
     // Over budget with the new lines counted: the oldest segments go (a batch larger than the
     // whole budget loses its own oldest part, which is then never written).
     const dropped = new Set<_Segment>();
-    while (lane.segments.length > 1 && (_sum(lane.segments, 'bytes') > limits.maxBytes || _sum(lane.segments, 'count') > limits.maxEntries)) {
+    while (
+      lane.segments.length > 1 &&
+      (_sum(lane.segments, 'bytes') > limits.maxBytes || _sum(lane.segments, 'count') > limits.maxEntries)
+    ) {
       const oldest = lane.segments.shift()!;
       dropped.add(oldest);
       await this.#remove(lane, oldest);
@@ -388,7 +426,9 @@ export class Ledger {
   async #expire(): Promise<void> {
     const oldest = this.#now() - this.#config.maxAgeSeconds * 1000;
     for (const lane of Object.values(this.#lanes)) {
-      while (lane.segments.length > 0 && lane.segments[0]!.firstMs < oldest) await this.#remove(lane, lane.segments.shift()!);
+      while (lane.segments.length > 0 && lane.segments[0]!.firstMs < oldest) {
+        await this.#remove(lane, lane.segments.shift()!);
+      }
     }
   }
 

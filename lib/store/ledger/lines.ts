@@ -30,7 +30,11 @@ export function keepBody(entry: LedgerEntry, body: Buffer, cap: number): KeptBod
   const truncated = cut.length < body.length;
   let kept = cut;
   // A cut body may end inside a character, which is then left off.
-  if (truncated) for (let drop = 1; drop <= 3 && !isUtf8(kept) && drop <= cut.length; drop++) kept = cut.subarray(0, cut.length - drop);
+  if (truncated) {
+    for (let drop = 1; drop <= 3 && !isUtf8(kept) && drop <= cut.length; drop++) {
+      kept = cut.subarray(0, cut.length - drop);
+    }
+  }
   const text = isUtf8(kept) && !_controls(kept);
   return { bytes: text ? kept : cut, text, size: body.length, truncated };
 }
@@ -62,8 +66,9 @@ export function capHeaders(entry: LedgerEntry, max: number): void {
       continue;
     }
     used += size;
-    if (name === '__proto__') Object.defineProperty(kept, name, { value, enumerable: true, writable: true, configurable: true });
-    else kept[name] = value;
+    if (name === '__proto__') {
+      Object.defineProperty(kept, name, { value, enumerable: true, writable: true, configurable: true });
+    } else kept[name] = value;
   }
   if (!cut) return;
   entry.headers = kept;
@@ -78,7 +83,9 @@ const _TIME = /^\{"id":"[^"\\]*","requestId":"[^"\\]*","time":"([^"\\]*)"/;
 // segment that is one line of many MiB, is never held whole).
 function _firstTime(line: Buffer, whole: boolean): number | null {
   try {
-    const time = whole ? (JSON.parse(line.toString('utf8')) as { time?: unknown }).time : _TIME.exec(line.toString('latin1', 0, 1024))?.[1];
+    const time = whole
+      ? (JSON.parse(line.toString('utf8')) as { time?: unknown }).time
+      : _TIME.exec(line.toString('latin1', 0, 1024))?.[1];
     const ms = typeof time === 'string' ? Date.parse(time) : Number.NaN;
     return Number.isNaN(ms) ? null : ms;
   } catch {
@@ -99,7 +106,11 @@ export async function scanSegment(file: string): Promise<{ bytes: number; count:
     let firstBytes = 0;
     let firstDone = false;
     let count = 0;
-    for (let read = await handle.read(buf, 0, buf.length, null); read.bytesRead > 0; read = await handle.read(buf, 0, buf.length, null)) {
+    for (
+      let read = await handle.read(buf, 0, buf.length, null);
+      read.bytesRead > 0;
+      read = await handle.read(buf, 0, buf.length, null)
+    ) {
       const chunk = buf.subarray(0, read.bytesRead);
       let at = chunk.indexOf(10);
       if (!firstDone) {
@@ -110,7 +121,11 @@ export async function scanSegment(file: string): Promise<{ bytes: number; count:
       }
       for (; at !== -1; at = chunk.indexOf(10, at + 1)) count++;
     }
-    return { bytes: info.size, count, firstMs: _firstTime(Buffer.concat(first), firstBytes <= buf.length) ?? info.mtimeMs };
+    return {
+      bytes: info.size,
+      count,
+      firstMs: _firstTime(Buffer.concat(first), firstBytes <= buf.length) ?? info.mtimeMs,
+    };
   } finally {
     await handle.close();
   }

@@ -7,7 +7,7 @@ import { performance } from 'node:perf_hooks';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { ErrorCode } from '../../errors.ts';
 import type { LedgerEntry, StoredBody } from '../../model/ledger-entry.ts';
-import { checkLedgerLine, LEDGER_DIR, openSegment, SEGMENT, type CheckedLedgerLine, type CountLine } from './entry.ts';
+import { type CheckedLedgerLine, checkLedgerLine, type CountLine, LEDGER_DIR, openSegment, SEGMENT } from './entry.ts';
 
 /** A line of a ledger file left out, and why. */
 export interface DamagedLine {
@@ -117,7 +117,9 @@ export class LedgerTail {
     const out: LedgerEntry[] = [];
     while (out.length < limit) {
       let next: (typeof lanes)[number] | undefined;
-      for (const lane of lanes) if (lane.head !== null && (next === undefined || lane.head.time > next.head!.time)) next = lane;
+      for (const lane of lanes) {
+        if (lane.head !== null && (next === undefined || lane.head.time > next.head!.time)) next = lane;
+      }
       if (next === undefined) break;
       const entry = next.head!;
       next.head = await advance(next);
@@ -165,7 +167,11 @@ export class LedgerTail {
     try {
       names = await readdir(this.#dir);
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw new LedgerUnreadableError(`cannot read the request ledger ${this.#dir}: ${_code(error)}`, { cause: error });
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
+        throw new LedgerUnreadableError(`cannot read the request ledger ${this.#dir}: ${_code(error)}`, {
+          cause: error,
+        });
+      }
       names = [];
     }
     const present = new Map(names.flatMap((name) => {
@@ -253,17 +259,34 @@ export function keepCount(counts: Map<string, CountLine>, count: CountLine): voi
 /** An entry with the latest count of its coalesced refusals, as a copy (parsed lines stay as read). */
 export function withCount(entry: LedgerEntry, counts: ReadonlyMap<string, CountLine>): LedgerEntry {
   const count = counts.get(entry.id);
-  return count === undefined || count.count <= (entry.count ?? 1) ? entry : { ...entry, count: count.count, lastTime: count.lastTime };
+  return count === undefined || count.count <= (entry.count ?? 1)
+    ? entry
+    : { ...entry, count: count.count, lastTime: count.lastTime };
 }
 
 /** The entry an entry id names, or the one entry a request id names; else why not. */
-export function findEntry(entries: readonly LedgerEntry[], id: string): { ok: true; entry: LedgerEntry } | { ok: false; error: string } {
+export function findEntry(
+  entries: readonly LedgerEntry[],
+  id: string,
+): { ok: true; entry: LedgerEntry } | { ok: false; error: string } {
   const own = entries.find((e) => e.id === id);
   if (own !== undefined) return { ok: true, entry: own };
   const named = entries.filter((e) => e.requestId === id);
   if (named.length === 1) return { ok: true, entry: named[0]! };
-  if (named.length > 1) return { ok: false, error: `request id ${JSON.stringify(id)} names ${named.length} entries; use an entry id (${named.map((e) => e.id).slice(0, 3).join(', ')}${named.length > 3 ? ', ...' : ''})` };
-  return { ok: false, error: `no request ledger entry has the id ${JSON.stringify(id)} (an entry id or a request id; it may have been trimmed)` };
+  if (named.length > 1) {
+    return {
+      ok: false,
+      error: `request id ${JSON.stringify(id)} names ${named.length} entries; use an entry id (${
+        named.map((e) => e.id).slice(0, 3).join(', ')
+      }${named.length > 3 ? ', ...' : ''})`,
+    };
+  }
+  return {
+    ok: false,
+    error: `no request ledger entry has the id ${
+      JSON.stringify(id)
+    } (an entry id or a request id; it may have been trimmed)`,
+  };
 }
 
 /** What `requests` filters by; every field given must hold. */
@@ -290,7 +313,9 @@ export function parseStatus(text: string): NonNullable<EntryFilter['status']> | 
 /** Parses a time filter: an ISO date or date-time, or a duration back from `now` (`90s`, `15m`, `2h`, `7d`); `null` when neither. */
 export function parseTime(text: string, now: number): number | null {
   const ago = /^(\d+)(s|m|h|d)$/.exec(text);
-  if (ago !== null) return now - Number(ago[1]) * { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[ago[2] as 's' | 'm' | 'h' | 'd'];
+  if (ago !== null) {
+    return now - Number(ago[1]) * { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[ago[2] as 's' | 'm' | 'h' | 'd'];
+  }
   if (!/^\d{4}-\d{2}-\d{2}/.test(text)) return null;
   const ms = Date.parse(text);
   return Number.isNaN(ms) ? null : ms;
@@ -310,7 +335,10 @@ export function filterEntries(entries: readonly LedgerEntry[], filter: EntryFilt
 export function entryMatches(e: LedgerEntry, filter: EntryFilter): boolean {
   const { hook, status, code, since, until } = filter;
   if (hook !== undefined && e.hook !== hook) return false;
-  if (status !== undefined && ('exact' in status ? e.status !== status.exact : Math.floor(e.status / 100) !== status.class)) return false;
+  if (
+    status !== undefined &&
+    ('exact' in status ? e.status !== status.exact : Math.floor(e.status / 100) !== status.class)
+  ) return false;
   if (code !== undefined && e.code !== code) return false;
   if (filter.failed === true && !failed(e)) return false;
   if (since === undefined && until === undefined) return true;

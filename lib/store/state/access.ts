@@ -19,12 +19,22 @@ export async function secureStateDir(dir: string): Promise<StateDirOutcome> {
   const mode = (await stat(dir)).mode & 0o7777;
   if ((mode & 0o022) === 0) return { ok: true, tightened: null };
   const shown = `0${mode.toString(8)}`;
-  if ((mode & 0o1000) !== 0) return { ok: false, reason: `it is shared (mode ${shown}, the sticky bit): give the server a directory of its own` };
+  if ((mode & 0o1000) !== 0) {
+    return {
+      ok: false,
+      reason: `it is shared (mode ${shown}, the sticky bit): give the server a directory of its own`,
+    };
+  }
   const to = mode & ~0o022;
   try {
     await chmod(dir, to);
   } catch (error) {
-    return { ok: false, reason: `it is writable by others (mode ${shown}) and its mode cannot be changed: ${(error as NodeJS.ErrnoException).code ?? String(error)}` };
+    return {
+      ok: false,
+      reason: `it is writable by others (mode ${shown}) and its mode cannot be changed: ${
+        (error as NodeJS.ErrnoException).code ?? String(error)
+      }`,
+    };
   }
   return { ok: true, tightened: { from: mode, to } };
 }

@@ -7,7 +7,7 @@
 
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { link, open, rm, stat, writeFile, type FileHandle } from 'node:fs/promises';
+import { type FileHandle, link, open, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 /** The key file's name in the state directory. */
@@ -47,12 +47,20 @@ export async function openCredentialKey(stateDir: string, options: { make: boole
   }
 }
 
-async function _read(handle: FileHandle, file: string, stateDir: string, make: boolean, made: boolean): Promise<KeyOutcome> {
+async function _read(
+  handle: FileHandle,
+  file: string,
+  stateDir: string,
+  make: boolean,
+  made: boolean,
+): Promise<KeyOutcome> {
   const fail = (problem: string): KeyOutcome => ({ ok: false, file, missing: false, problem });
   const info = await handle.stat();
   if (!info.isFile()) return fail('it is not a regular file');
   const owner = (await stat(stateDir)).uid;
-  if (info.uid !== owner) return fail(`it is owned by uid ${info.uid}, not by the state directory's owner (uid ${owner})`);
+  if (info.uid !== owner) {
+    return fail(`it is owned by uid ${info.uid}, not by the state directory's owner (uid ${owner})`);
+  }
   const mode = info.mode & 0o777;
   let tightened: number | null = null;
   if ((mode & 0o077) !== 0) {

@@ -74,7 +74,9 @@ async function _takeOver(file: string, stale: { ino: number; text: string }): Pr
   await rm(aside, { force: true });
 }
 
-async function _holder(file: string): Promise<{ pid: number | null; text: string; ino: number; mtimeMs: number } | null> {
+async function _holder(
+  file: string,
+): Promise<{ pid: number | null; text: string; ino: number; mtimeMs: number } | null> {
   try {
     const [text, info] = await Promise.all([readFile(file, 'utf8'), stat(file)]);
     const pid = Number(text.trim());
