@@ -57,3 +57,33 @@ test('waitingFor() names the address each platform was given, or only the platfo
     'waiting for imessage (imsg) to answer (up to 3 attempts; Ctrl-C stops)',
   );
 });
+
+test('send escapes the control characters of what the platform answered, failed or delivered', async (t) => {
+  // A platform's error text and ids reach the terminal: an escape sequence in them must not act there.
+  const telegram = await fake(
+    t,
+    (req, res) =>
+      req.url?.includes('/sendMessage') && req.headers['x-fail'] === undefined
+        ? json(res, 400, {
+          ok: false,
+          error_code: 400,
+          description: 'Bad Request: \x1b[2J\x1b]0;owned\x07 chat not found',
+        })
+        : json(res, 200, { ok: true }),
+  );
+  const { dir, config: path } = await configFile(t, {
+    channels: { telegram: { botToken: '123:abc', apiBase: telegram.url } },
+  }, 'hooks-send-');
+  const { io, out } = captureIo({ HOME: dir });
+  assert.equal(await main(['send', '-c', path, '--channel', 'telegram', '--to', '5', 'hi'], io), 1);
+  assert.ok(!/[\x00-\x08\x0b-\x1f\x7f]/.test(out.stderr), JSON.stringify(out.stderr));
+  assert.match(out.stderr, /Bad Request: \\x1b\[2J\\x1b\]0;owned\\x07 chat not found\n$/);
+
+  const ids = await fake(t, (_req, res) => json(res, 200, { ok: true, result: { message_id: '7\x1b[31m' } }));
+  const second = await configFile(t, {
+    channels: { telegram: { botToken: '123:abc', apiBase: ids.url } },
+  }, 'hooks-send-');
+  const delivered = captureIo({ HOME: second.dir });
+  assert.equal(await main(['send', '-c', second.config, '--channel', 'telegram', '--to', '5', 'hi'], delivered.io), 0);
+  assert.equal(delivered.out.stdout, 'delivered to telegram 5 (7\\x1b[31m)\n');
+});

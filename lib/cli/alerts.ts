@@ -6,6 +6,7 @@ import { buildDeliver } from '../server/service.ts';
 import { runGroup } from './group.ts';
 import { FAILURE, type Io, messagePrefix } from './io.ts';
 import { loadConfigFor } from './load-config.ts';
+import { printDelivery } from './delivery-text.ts';
 import { parseCommand } from './usage.ts';
 
 /** Help for `hooks-ingress alerts`. */
@@ -57,14 +58,5 @@ async function _test(argv: readonly string[], io: Io): Promise<number> {
   const alerter = new Alerter({ config: config.alerts, deliver: await buildDeliver(config, () => null, _RETRY), log });
   const outcome = await alerter.test();
   await alerter.stop();
-  if (outcome.status === 'delivered') {
-    io.stdout(
-      `delivered to ${outcome.channel} ${outcome.to}${
-        outcome.messageIds.length > 0 ? ` (${outcome.messageIds.join(', ')})` : ''
-      }\n`,
-    );
-    return 0;
-  }
-  io.stderr(`${messagePrefix(io)}: ${outcome.status}: ${outcome.reason}\n`);
-  return FAILURE;
+  return printDelivery(io, outcome);
 }

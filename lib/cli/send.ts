@@ -5,6 +5,7 @@ import type { Config } from '../config/types.ts';
 import { type Command, COMMON } from './command.ts';
 import { FAILURE, messagePrefix, USAGE } from './io.ts';
 import { loadConfigFor } from './load-config.ts';
+import { printDelivery } from './delivery-text.ts';
 import { buildDeliver } from '../server/service.ts';
 import { usageLine } from './usage.ts';
 
@@ -68,16 +69,7 @@ export const send: Command = {
     } finally {
       clearTimeout(notice);
     }
-    if (outcome.status === 'delivered') {
-      io.stdout(
-        `delivered to ${outcome.channel} ${outcome.to}${
-          outcome.messageIds.length > 0 ? ` (${outcome.messageIds.join(', ')})` : ''
-        }\n`,
-      );
-      return 0;
-    }
-    io.stderr(`${messagePrefix(io)}: ${outcome.status}: ${outcome.reason}\n`);
-    return FAILURE;
+    return printDelivery(io, outcome);
   },
 };
 
