@@ -19,6 +19,8 @@ export const ErrorCode = {
   // subscription check whose token does not match (403).
   NotAllowed: 'ERR_NOT_ALLOWED',
   Unavailable: 'ERR_UNAVAILABLE',
+  // One hook's own backlog bound (its `maxQueued`) reached: 503, while other hooks' requests are still taken.
+  HookBacklog: 'ERR_HOOK_BACKLOG',
   MappingFailed: 'ERR_MAPPING_FAILED',
   // A stored request the ledger cannot run again (metadata only, its body cut, a credential not kept).
   NotReplayable: 'ERR_NOT_REPLAYABLE',

@@ -9,7 +9,8 @@ test('buildConfig() in forward mode warns of every key the upstream makes unused
       token: 'forward-unused-token-0123456789',
       forward: { url: 'http://127.0.0.1:18789/hooks/', token: '${T}' },
       allowCompletionReply: true,
-      mappings: [{ match: { path: 'x' }, messageTemplate: 'x', waitForCompletion: true }],
+      agent: { concurrency: 2, maxQueued: 10 },
+      mappings: [{ match: { path: 'x' }, messageTemplate: 'x', waitForCompletion: true, concurrency: 1, maxQueued: 5 }],
     },
     agents: {
       defaults: { model: 'nowhere/m', heartbeat: { every: '30m' } },
@@ -36,7 +37,11 @@ test('buildConfig() in forward mode warns of every key the upstream makes unused
     'agents.list[0].workspace',
     'agents.list[0].systemPrompt',
     'hooks.allowCompletionReply',
+    'hooks.agent.concurrency',
+    'hooks.agent.maxQueued',
     'hooks.mappings[0].waitForCompletion',
+    'hooks.mappings[0].concurrency',
+    'hooks.mappings[0].maxQueued',
   ];
   assert.deepEqual(built.warnings.map((w) => w.split(':')[0]), [...unused, 'hooks.forward.agentId', 'agents.list']);
   assert.ok(

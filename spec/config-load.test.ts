@@ -134,6 +134,7 @@ test('buildConfig() applies every default to an empty config', async () => {
       },
       forward: null,
       maxQueuedRuns: 1000,
+      agent: {},
       maxEventBytes: 262144,
       maxBacklogEvents: 100000,
       maxBacklogBytes: 67108864,

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { test, type TestContext } from 'node:test';
 import { buildConfig } from '../lib/config/load.ts';
 import type { Config } from '../lib/config/types.ts';
-import { admitEvents, reserveRuns, type RunQueue, unavailable } from '../lib/edge/capacity.ts';
+import { admitEvents, reserveHookRuns, reserveRuns, type RunQueue, unavailable } from '../lib/edge/capacity.ts';
+import type { RunSpec } from '../lib/model/actions.ts';
 import { HttpError } from '../lib/errors.ts';
 import { Store } from '../lib/store/journal/store.ts';
 import { JournalReplacedError } from '../lib/store/journal/journal.ts';
@@ -40,6 +41,41 @@ test('reserveRuns() holds slots until released, counts them with the queue depth
   assert.throws(() => reserveRuns(queue, 3, c), HttpError, 'a batch counts all its runs');
   assert.doesNotThrow(() => reserveRuns(undefined, 99, c)());
   assert.doesNotThrow(() => reserveRuns(queue, 0, c)());
+});
+
+test("reserveHookRuns() holds each hook's slots against its own maxQueued, answering 503 ERR_HOOK_BACKLOG for that hook only", async () => {
+  const c = await config({
+    agent: { maxQueued: 1 },
+    mappings: [{ id: 'ci', match: { path: 'ci' }, messageTemplate: 'x', maxQueued: 3 }, {
+      id: 'free',
+      match: { path: 'free' },
+      messageTemplate: 'x',
+    }],
+  });
+  const depths: Record<string, number> = { ci: 1 };
+  const queue: RunQueue = { enqueue: () => {}, depth: 1, depthOf: (hook) => depths[hook] ?? 0 };
+  const runs = (mapping: string | undefined, n: number) =>
+    Array.from({ length: n }, () => ({ ...(mapping === undefined ? {} : { mapping }) }) as RunSpec);
+  const refusedFor = (hook: string) => (e: unknown) =>
+    e instanceof HttpError && e.status === 503 && e.code === 'ERR_HOOK_BACKLOG' &&
+    e.headers['retry-after'] === '30' && e.message.includes(JSON.stringify(hook));
+  const held = reserveHookRuns(queue, runs('ci', 2), c);
+  assert.throws(() => reserveHookRuns(queue, runs('ci', 1), c), refusedFor('ci'), 'queued 1 + held 2 + 1 > 3');
+  assert.doesNotThrow(() => reserveHookRuns(queue, runs('free', 500), c)(), 'a hook with no maxQueued');
+  const agent = reserveHookRuns(queue, runs(undefined, 1), c);
+  assert.throws(() => reserveHookRuns(queue, runs(undefined, 1), c), refusedFor('agent'));
+  assert.throws(
+    () => reserveHookRuns(queue, [...runs('free', 1), ...runs(undefined, 1)], c),
+    refusedFor('agent'),
+    'a batch is refused whole',
+  );
+  held();
+  agent();
+  reserveHookRuns(queue, runs('ci', 2), c)();
+  assert.throws(() => reserveHookRuns(queue, runs('ci', 3), c), refusedFor('ci'), 'a batch counts all its runs');
+  const none = await config({});
+  assert.doesNotThrow(() => reserveHookRuns(queue, runs('ci', 99), none)(), 'nothing counted with no maxQueued set');
+  assert.doesNotThrow(() => reserveHookRuns(undefined, runs('ci', 99), c)());
 });
 
 test('admitEvents() answers 413 naming the field past hooks.maxEventBytes, counted in UTF-8 bytes', async (t) => {

@@ -78,6 +78,12 @@ export const fileSchema = object({
         transformRuntime: optional(literal(...TRANSFORM_RUNTIMES)),
         transformDenoPath: optional(string({ nonEmpty: true })),
         maxQueuedRuns: optional(number({ integer: true, min: 1 })),
+        agent: optional(
+          object({
+            concurrency: optional(number({ integer: true, min: 1 })),
+            maxQueued: optional(number({ integer: true, min: 1 })),
+          }),
+        ),
         maxEventBytes: optional(number({ integer: true, min: 1 })),
         maxBacklogEvents: optional(number({ integer: true, min: 1 })),
         maxBacklogBytes: optional(number({ integer: true, min: 1 })),

@@ -26,8 +26,15 @@ export function forwardUnused(config: Config): Issue[] {
     }
   });
   if (config.hooks.allowCompletionReply) issues.push(unused('hooks.allowCompletionReply'));
+  // A lane bounds the runs executing here; in forward mode they run upstream, as the global run queue bound does.
+  for (const key of ['concurrency', 'maxQueued'] as const) {
+    if (config.hooks.agent[key] !== undefined) issues.push(unused(`hooks.agent.${key}`));
+  }
   config.hooks.mappings.forEach((m, i) => {
     if (m.waitForCompletion === true) issues.push(unused(`hooks.mappings[${i}].waitForCompletion`));
+    for (const key of ['concurrency', 'maxQueued'] as const) {
+      if (m[key] !== undefined) issues.push(unused(`hooks.mappings[${i}].${key}`));
+    }
   });
   return issues;
 }

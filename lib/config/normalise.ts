@@ -174,6 +174,7 @@ function _hooks(hooks: NonNullable<FileConfig['hooks']>, where: _Where): Config[
     // Lexical here; load.ts puts the binary it found (or the one on PATH) in its place.
     transformDenoPath: hooks.transformDenoPath === undefined ? null : resolve(where.dir, hooks.transformDenoPath),
     maxQueuedRuns: hooks.maxQueuedRuns ?? DEFAULTS.maxQueuedRuns,
+    agent: hooks.agent ?? {},
     maxEventBytes: hooks.maxEventBytes ?? DEFAULTS.maxEventBytes,
     maxBacklogEvents: hooks.maxBacklogEvents ?? DEFAULTS.maxBacklogEvents,
     maxBacklogBytes: hooks.maxBacklogBytes ?? DEFAULTS.maxBacklogBytes,

@@ -7,6 +7,7 @@ import type { AlertsConfig } from '../model/alerts.ts';
 import type { Mapping } from '../hooks/mappings.ts';
 import type { FileConfig, PROVIDER_APIS } from './file-schema.ts';
 import type { LedgerConfig } from '../store/ledger/config.ts';
+import type { WorkControl } from '../model/work-hook.ts';
 
 /** The environment, as a plain map (injected so tests do not touch `process.env`). */
 export type Env = Readonly<Record<string, string | undefined>>;
@@ -60,6 +61,8 @@ export interface Config {
     transformDenoPath: string | null;
     /** Accepted runs waiting or running; past it `/agent` answers 503. */
     maxQueuedRuns: number;
+    /** Work control of `/agent`'s runs (`hooks.agent`); a mapping's are on the mapping. */
+    agent: WorkControl;
     /** The longest wake text (UTF-8 bytes) a request or mapping may add; past it, 413. */
     maxEventBytes: number;
     /** Unconsumed system events (count, and UTF-8 bytes of text) past which new wakes get 503. */

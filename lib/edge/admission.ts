@@ -45,7 +45,8 @@ export function createAdmission(config: Config, lastRoute: () => Route | null, n
  * The one admission of an agent action, for `/agent` and mapped hooks alike: every policy rule,
  * then the route, since a reply that could never be delivered is refused now, while the sender can
  * still fix it (in forward mode the upstream delivers: its channels, not ours, decide what is
- * routable, and a destination it cannot express is refused here). `label` starts the message (which mapping refused it).
+ * routable, and a destination it cannot express is refused here). `label` starts the message (which mapping refused it);
+ * `mapping` is the id of the mapping that made the action (absent for `/agent`).
  */
 export function admitAgent(
   ctx: Admission,
@@ -53,6 +54,7 @@ export function admitAgent(
   requestId: string,
   action: AgentAction,
   label: string,
+  mapping?: string,
 ): RunSpec {
   const admitted = admitRun(action, hook, ctx.agents, ctx.newId, ctx.unknownAgent(hook));
   if (!admitted.ok) throw _refused(ErrorCode.NotAllowed, label, admitted.error);
@@ -63,7 +65,7 @@ export function admitAgent(
     ? checkRoute(ctx.routes, ctx.lastRoute(), run.channel, run.to)
     : null;
   if (unroutable !== null) throw _refused(ErrorCode.InvalidPayload, label, unroutable);
-  return { ...run, requestId };
+  return { ...run, ...(mapping === undefined ? {} : { mapping }), requestId };
 }
 
 /**

@@ -6,6 +6,8 @@ import { ErrorCode, HttpError } from '../errors.ts';
 import type { Store } from '../store/journal/store.ts';
 import type { NoticeRecord, RunRecord } from '../model/records.ts';
 import { JournalReplacedError } from '../store/journal/journal.ts';
+import type { RunSpec } from '../model/actions.ts';
+import { workControls, workHook } from '../model/work-hook.ts';
 
 /** The agent runtime's queue as admission sees it. */
 export interface RunQueue {
@@ -14,6 +16,8 @@ export interface RunQueue {
   notify?(notice: NoticeRecord): void;
   /** Runs waiting plus runs executing. */
   readonly depth: number;
+  /** Runs of one work hook (lib/model/work-hook.ts) waiting plus executing. */
+  depthOf?(hook: string): number;
 }
 
 // Slots held for runs whose commit is still being written, per queue (so they outlive a reload,
@@ -36,6 +40,46 @@ export function reserveRuns(queue: RunQueue | undefined, count: number, config: 
   }
   _reserved.set(queue, held + count);
   return () => void _reserved.set(queue, (_reserved.get(queue) ?? count) - count);
+}
+
+// Slots held per work hook, as `_reserved` holds them for the whole queue.
+const _reservedByHook = new WeakMap<RunQueue, Map<string, number>>();
+
+/**
+ * Holds slots of each hook's own backlog for the runs a request is about to commit, or answers 503
+ * (`ERR_HOOK_BACKLOG`) when a hook's runs waiting, executing and held would pass its `maxQueued`;
+ * other hooks are unaffected. Nothing is counted when no hook sets a `maxQueued`.
+ */
+export function reserveHookRuns(queue: RunQueue | undefined, runs: readonly RunSpec[], config: Config): () => void {
+  const controls = workControls(config.hooks);
+  if (queue?.depthOf === undefined || runs.length === 0 || controls.size === 0) return () => {};
+  const wanted = new Map<string, number>();
+  for (const run of runs) {
+    const hook = workHook(run, 'agent');
+    if (controls.get(hook)?.maxQueued !== undefined) wanted.set(hook, (wanted.get(hook) ?? 0) + 1);
+  }
+  if (wanted.size === 0) return () => {};
+  const held = _reservedByHook.get(queue) ?? new Map<string, number>();
+  _reservedByHook.set(queue, held);
+  for (const [hook, count] of wanted) {
+    const max = controls.get(hook)!.maxQueued!;
+    if (queue.depthOf(hook) + (held.get(hook) ?? 0) + count > max) {
+      throw new HttpError(
+        503,
+        ErrorCode.HookBacklog,
+        `too many runs of hook ${JSON.stringify(hook)} queued (its maxQueued, ${max}); retry later`,
+        { headers: { 'retry-after': '30' } },
+      );
+    }
+  }
+  for (const [hook, count] of wanted) held.set(hook, (held.get(hook) ?? 0) + count);
+  return () => {
+    for (const [hook, count] of wanted) {
+      const left = (held.get(hook) ?? count) - count;
+      if (left > 0) held.set(hook, left);
+      else held.delete(hook);
+    }
+  };
 }
 
 /**

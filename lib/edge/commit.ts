@@ -19,7 +19,7 @@ import type { Effects, Store } from '../store/journal/store.ts';
 import type { IdempotencyWrite, StoredAnswer } from '../model/records.ts';
 import type { Alerts } from '../model/alerts.ts';
 import { type Answer, errorAnswer } from './answer.ts';
-import { admitEvents, reserveRuns, type RunQueue, unavailable } from './capacity.ts';
+import { admitEvents, reserveHookRuns, reserveRuns, type RunQueue, unavailable } from './capacity.ts';
 import type { IdempotencyKey } from './idempotency.ts';
 import type { Accepted, HookRequest, Plan } from './plan.ts';
 import type { Said, Trace } from './trace.ts';
@@ -191,12 +191,7 @@ async function _commit(
     'hooks.maxBacklogEvents',
     () => admitEvents(ctx.store, ctx.config, events.filter((e) => e.kind === 'system').map((e) => e.text), field),
   );
-  const release = _bounded(
-    ctx,
-    hook,
-    'hooks.maxQueuedRuns',
-    () => reserveRuns(ctx.runs, effects.runs?.length ?? 0, ctx.config),
-  );
+  const release = _reserve(ctx, hook, effects.runs ?? []);
   try {
     const committed = await ctx.store.commit(effects, idem);
     for (const run of committed.runs) ctx.runs?.enqueue(run);
@@ -214,6 +209,21 @@ async function _commit(
     throw unavailable(error);
   } finally {
     release();
+  }
+}
+
+// The hook's own backlog bound, then the global one; the slots the first held go back when the second refuses.
+function _reserve(ctx: CommitOptions, hook: string, runs: readonly RunSpec[]): () => void {
+  const own = _bounded(ctx, hook, 'maxQueued', () => reserveHookRuns(ctx.runs, runs, ctx.config));
+  try {
+    const all = _bounded(ctx, hook, 'hooks.maxQueuedRuns', () => reserveRuns(ctx.runs, runs.length, ctx.config));
+    return () => {
+      all();
+      own();
+    };
+  } catch (error) {
+    own();
+    throw error;
   }
 }
 

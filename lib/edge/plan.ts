@@ -428,7 +428,8 @@ function _admitMapped(
       }
       continue;
     }
-    const run = admitAgent(ctx.admission, request.name, request.id, action, `mapping ${outcome.mappingId}: `);
+    const label = `mapping ${outcome.mappingId}: `;
+    const run = admitAgent(ctx.admission, request.name, request.id, action, label, outcome.mappingId);
     runs.push(run);
     actions.push({ kind: 'agent', action, run, unresolved });
     if (unresolved.length > 0) {

@@ -17,7 +17,7 @@ import { idSequence } from '../random.ts';
 import type { Ledger } from '../store/ledger/ledger.ts';
 import type { LedgerEntry } from '../model/ledger-entry.ts';
 import type { Store } from '../store/journal/store.ts';
-import type { RunRecord } from '../model/records.ts';
+import type { RunQueue } from './capacity.ts';
 import { trimSlashes } from '../text.ts';
 import { type Answer, answerError, endedConnection, errorAnswer, sendAnswer } from './answer.ts';
 import { createCommit } from './commit.ts';
@@ -48,7 +48,7 @@ export interface AppOptions {
   newId?: () => string;
   now?: () => number;
   /** The agent runtime's queue: accepted runs go there; a full queue answers 503. */
-  runs?: { enqueue(run: RunRecord): void; readonly depth: number };
+  runs?: RunQueue;
   /** Runs mapping transforms off the request thread; without it a transform mapping fails. */
   transforms?: CallTransform;
   /** Counts requests and renders `GET /metrics` (behind `gateway.auth.token`). */

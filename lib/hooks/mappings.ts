@@ -101,6 +101,8 @@ export const mappingSchema = object({
   signature: optional(signatureSchema),
   filter: optional(filterSchema),
   ledgerBody: optional(boolean),
+  concurrency: optional(number({ integer: true, min: 1 })),
+  maxQueued: optional(number({ integer: true, min: 1 })),
 });
 
 export type RawMapping = NonNullable<ReturnType<typeof mappingSchema>>;
@@ -141,6 +143,10 @@ export interface Mapping {
   filter?: Filter;
   /** `false`: the request ledger keeps no body of this mapping's path (a sensitive sender). */
   ledgerBody?: boolean;
+  /** Runs of this mapping in flight at once (work control; lib/model/work-hook.ts); absent: no limit of its own. */
+  concurrency?: number;
+  /** Runs of this mapping waiting or executing; past it its requests are answered 503. */
+  maxQueued?: number;
 }
 
 /** Applies a mapping's defaults; `transform.module` is still as written (the config resolves it). */

@@ -115,6 +115,8 @@ export interface RunSpec extends _RunFields {
   runId: string;
   /** The hook name the request came in on (`agent`, or a mapped name). */
   hook: string;
+  /** The id of the mapping that made the run; absent for `/agent`. Work control names the run's hook by it (work-hook.ts). */
+  mapping?: string;
   sessionKey: string;
   agentId: string;
   /** The id of the request that was answered with this run, so logs lead from one to the other. */

@@ -11,6 +11,7 @@ import type { Store } from '../store/journal/store.ts';
 import { clipLine } from '../text.ts';
 import { wrapUntrusted } from '../untrusted/wrap.ts';
 import type { RunSpec } from '../model/actions.ts';
+import type { StartRule } from './can-start.ts';
 import type { Transcripts } from '../store/journal/transcripts.ts';
 import type { Provider } from './providers/provider.ts';
 
@@ -29,6 +30,8 @@ export interface RunnerOptions {
   readText?: (path: string) => Promise<string | null>;
   /** The owner's alerts, told of failed runs and failed deliveries. */
   alerts?: Alerts;
+  /** Rules a waiting run must pass to start, after its session's and its hook's lane (can-start.ts). */
+  rules?: readonly StartRule[];
   /** Backoff settings for model calls; tests shorten them. */
   retry?: Partial<Pick<RetryOptions, 'baseDelayMs' | 'maxDelayMs' | 'maxAttempts' | 'sleep' | 'random'>>;
 }

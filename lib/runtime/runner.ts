@@ -7,6 +7,10 @@ import { heartbeatTurn } from './heartbeat-turn.ts';
 import { deliverNotice } from './notice.ts';
 import { deliverReply } from './reply.ts';
 import { executeRun, failRun } from './run.ts';
+import { canStart, type QueueView, sessionFree, type StartRule } from './can-start.ts';
+import { laneFree } from './lane.ts';
+import { type HookLoad, HookLoads } from './hook-load.ts';
+import { workHook } from '../model/work-hook.ts';
 
 /**
  * The run queue: at most `maxConcurrent` runs at once, the runs of one session key one after
@@ -20,6 +24,12 @@ export class Runner {
   #queue: RunRecord[] = [];
   #busySessions = new Set<string>();
   #active = new Map<string, Promise<void>>();
+  #loads = new HookLoads();
+  // What a waiting run must pass to start: its session free, its hook's lane not full, then the rules handed in.
+  readonly #rules: readonly StartRule[];
+  // The one timer that asks the queue again when the earliest timed wait (a rule's `until`) ends.
+  #timer: ReturnType<typeof setTimeout> | null = null;
+  #timerAt = Infinity;
   #stopping = new AbortController();
   #beat: Promise<void> | null = null;
   #beatAgain = false;
@@ -30,6 +40,7 @@ export class Runner {
     this.#o = options;
     this.#now = options.now ?? Date.now;
     this.#readText = options.readText ?? readText;
+    this.#rules = [sessionFree, laneFree, ...(options.rules ?? [])];
   }
 
   /** Takes a reloaded configuration: runs that start from now on use it. */
@@ -40,6 +51,21 @@ export class Runner {
   /** Runs waiting plus runs executing: what the queue bound counts. */
   get depth(): number {
     return this.#queue.length + this.#active.size;
+  }
+
+  /** Runs of one work hook waiting plus executing: what its `maxQueued` counts. */
+  depthOf(hook: string): number {
+    return this.#loads.depthOf(hook);
+  }
+
+  /** Every work hook with runs waiting or executing, and how many of each. */
+  hookLoads(): Map<string, HookLoad> {
+    return this.#loads.snapshot();
+  }
+
+  /** Asks the queue again whether a waiting run may start (a rule's state changed: a hook resumed, say). */
+  recheck(): void {
+    this.#pump();
   }
 
   /** Picks up the runs a previous process accepted and did not finish, and replies it did not deliver. */
@@ -56,6 +82,7 @@ export class Runner {
   /** Queues an accepted run. */
   enqueue(run: RunRecord): void {
     this.#queue.push(run);
+    this.#loads.queued(workHook(run, 'agent'));
     this.#pump();
   }
 
@@ -69,6 +96,9 @@ export class Runner {
   async stop(): Promise<void> {
     this.#stopping.abort();
     this.#queue = [];
+    this.#loads.dropQueued();
+    if (this.#timer !== null) clearTimeout(this.#timer);
+    this.#timer = null;
     await Promise.allSettled([...this.#active.values(), ...this.#deliveries, this.#beat]);
   }
 
@@ -97,25 +127,66 @@ export class Runner {
     return { ...this.#o, now: this.#now, readText: this.#readText, stopping: this.#stopping.signal };
   }
 
+  // Starts waiting runs, oldest first, while slots are free: a run a rule holds is passed over, so
+  // one hook's full lane never holds back another hook's runs behind it (and since a lane holds all
+  // of its hook's runs alike, each hook's runs still start in order).
   #pump(): void {
     while (this.#active.size < this.#o.config.agents.maxConcurrent && !this.#stopping.signal.aborted) {
-      const i = this.#queue.findIndex((r) => !this.#busySessions.has(r.sessionKey));
+      const i = this.#next();
       if (i === -1) return;
       const [run] = this.#queue.splice(i, 1) as [RunRecord];
-      this.#busySessions.add(run.sessionKey);
-      const ctx = this.#context();
-      const work = executeRun(ctx, run)
-        .then((reply) => {
-          if (reply !== null) this.#deliverLater(run, reply);
-        })
-        .catch((error: unknown) => failRun(ctx, run, error))
-        .finally(() => {
-          this.#active.delete(run.runId);
-          this.#busySessions.delete(run.sessionKey);
-          this.#pump();
-        });
-      this.#active.set(run.runId, work);
+      this.#begin(run);
     }
+  }
+
+  // The first waiting run every rule lets start, else -1 (with the timer armed for the earliest timed wait).
+  #next(): number {
+    const view: QueueView = {
+      config: this.#o.config,
+      now: this.#now(),
+      busySessions: this.#busySessions,
+      running: this.#loads.running,
+    };
+    let earliest = Infinity;
+    for (let i = 0; i < this.#queue.length; i++) {
+      const run = this.#queue[i]!;
+      const wait = canStart(this.#rules, run, workHook(run, 'agent'), view);
+      if (wait === null) return i;
+      if (wait.until !== undefined && wait.until < earliest) earliest = wait.until;
+    }
+    this.#arm(earliest);
+    return -1;
+  }
+
+  #arm(at: number): void {
+    if (at === Infinity || (this.#timer !== null && this.#timerAt <= at)) return;
+    if (this.#timer !== null) clearTimeout(this.#timer);
+    this.#timerAt = at;
+    this.#timer = setTimeout(() => {
+      this.#timer = null;
+      this.#timerAt = Infinity;
+      this.#pump();
+    }, Math.max(0, at - this.#now()));
+    this.#timer.unref?.();
+  }
+
+  #begin(run: RunRecord): void {
+    const hook = workHook(run, 'agent');
+    this.#busySessions.add(run.sessionKey);
+    this.#loads.started(hook);
+    const ctx = this.#context();
+    const work = executeRun(ctx, run)
+      .then((reply) => {
+        if (reply !== null) this.#deliverLater(run, reply);
+      })
+      .catch((error: unknown) => failRun(ctx, run, error))
+      .finally(() => {
+        this.#active.delete(run.runId);
+        this.#busySessions.delete(run.sessionKey);
+        this.#loads.finished(hook);
+        this.#pump();
+      });
+    this.#active.set(run.runId, work);
   }
 
   #deliverLater(run: RunRecord, reply: string): void {

@@ -126,6 +126,7 @@ const runChanges = {
 const runSpec = {
   runId: string({ nonEmpty: true }),
   hook: text,
+  mapping: optional(text),
   name: text,
   untrustedName: optional(boolean),
   message: text,
