@@ -44,6 +44,7 @@ export function reserveRuns(queue: RunQueue | undefined, count: number, config: 
 
 // Slots held per work hook, as `_reserved` holds them for the whole queue.
 const _reservedByHook = new WeakMap<RunQueue, Map<string, number>>();
+const _NOTHING_HELD = () => {};
 
 /**
  * Holds slots of each hook's own backlog for the runs a request is about to commit, or answers 503
@@ -51,14 +52,15 @@ const _reservedByHook = new WeakMap<RunQueue, Map<string, number>>();
  * other hooks are unaffected. Nothing is counted when no hook sets a `maxQueued`.
  */
 export function reserveHookRuns(queue: RunQueue | undefined, runs: readonly RunSpec[], config: Config): () => void {
+  if (runs.length === 0 || queue?.depthOf === undefined) return _NOTHING_HELD;
   const controls = workControls(config.hooks);
-  if (queue?.depthOf === undefined || runs.length === 0 || controls.size === 0) return () => {};
+  if (controls.size === 0) return _NOTHING_HELD;
   const wanted = new Map<string, number>();
   for (const run of runs) {
     const hook = workHook(run, 'agent');
     if (controls.get(hook)?.maxQueued !== undefined) wanted.set(hook, (wanted.get(hook) ?? 0) + 1);
   }
-  if (wanted.size === 0) return () => {};
+  if (wanted.size === 0) return _NOTHING_HELD;
   const held = _reservedByHook.get(queue) ?? new Map<string, number>();
   _reservedByHook.set(queue, held);
   for (const [hook, count] of wanted) {
