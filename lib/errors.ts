@@ -22,6 +22,8 @@ export const ErrorCode = {
   // One hook's own backlog bound (its `maxQueued`) reached: 503, while other hooks' requests are still taken.
   HookBacklog: 'ERR_HOOK_BACKLOG',
   MappingFailed: 'ERR_MAPPING_FAILED',
+  // An /agent request's `callbackUrl` whose origin is not one of hooks.callbackOrigins (400).
+  CallbackOrigin: 'ERR_CALLBACK_ORIGIN',
   // A stored request the ledger cannot run again (metadata only, its body cut, a credential not kept).
   NotReplayable: 'ERR_NOT_REPLAYABLE',
   Internal: 'ERR_INTERNAL',

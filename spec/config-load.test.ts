@@ -122,6 +122,8 @@ test('buildConfig() applies every default to an empty config', async () => {
       authRateLimit: { maxFailures: 20, windowSeconds: 60, lockoutSeconds: 60 },
       idempotencyTtlSeconds: 86_400,
       allowCompletionReply: false,
+      onComplete: null,
+      callbackOrigins: [],
       unknownPayloadFields: 'refuse',
       ledger: {
         enabled: true,

@@ -1,9 +1,10 @@
-// The outbox command (forward mode): listing, and retry over the control channel (or in the journal when no
-// server runs).
+// The outbox command (forward mode's outbox and the completion callbacks): listing, and retry over the
+// control channel (or in the journal when no server runs).
 
 import { sleep } from '../retry.ts';
 import type { OutboxEntry, OutboxState } from '../store/journal/outbox.ts';
-import { readOutbox } from '../store/journal/read.ts';
+import { readCallbacks, readOutbox } from '../store/journal/read.ts';
+import type { CallbackEntry } from '../store/journal/callbacks.ts';
 import { type Command, COMMON, type Flags } from './command.ts';
 import { callServer } from '../control/client.ts';
 import { retryOutbox, type RetryOutcome, type RetryRequest } from '../store/journal/outbox-retry.ts';
@@ -22,12 +23,14 @@ export const OUTBOX_HELP = `Usage: hooks-ingress outbox [options]
 Forward mode's outbox: each accepted action bound for the upstream gateway, oldest
 first, with its state (pending, sent, dead), attempts, last error, the field the
 upstream refused (a dead entry it answered 4xx), the entry whose merged wake carried
-it (batch=) and the upstream's runId. Works while the server runs. Entries go
-upstream one at a time in the order they were accepted (a session's wakes past its
-heartbeat window merged into one). "retry" sends dead entries again, or pending ones
-now (with the pending ones ahead of them, which go first): the running server is
-asked over its control channel; with no server running, the entries are marked
-pending and the next start sends them.
+it (batch=) and the upstream's runId; then the completion callbacks (onComplete),
+each with its receiver's origin, run, attempts, the receiver's last status and last
+error. Works while the server runs. Entries go upstream one at a time in the order
+they were accepted (a session's wakes past its heartbeat window merged into one);
+callbacks go one at a time per receiver origin, in the order their runs ended.
+"retry" sends dead entries again, or pending ones now (with the pending ones ahead
+of them, which go first): the running server is asked over its control channel;
+with no server running, the entries are marked pending and the next start sends them.
 
 Options:
   -c, --config PATH     config file (for state.dir)
@@ -80,8 +83,12 @@ async function _list(flags: OutboxFlags, io: Io): Promise<number> {
   }
   const dir = await usedStateDir(flags, io);
   if (dir === null) return FAILURE;
-  const print = (entry: OutboxEntry) => io.stdout(flags.json ? `${JSON.stringify(entry)}\n` : formatEntry(entry));
-  const read = async () => (await readOutbox(dir)).filter((e) => state === undefined || e.state === state);
+  const print = (entry: OutboxEntry | CallbackEntry) =>
+    io.stdout(
+      flags.json ? `${JSON.stringify(entry)}\n` : 'origin' in entry ? formatCallback(entry) : formatEntry(entry),
+    );
+  const read = async () =>
+    [...(await readOutbox(dir)), ...(await readCallbacks(dir))].filter((e) => state === undefined || e.state === state);
   let entries = await read();
   const seen = new Set(entries.map((e) => JSON.stringify(e)));
   entries.slice(Math.max(0, entries.length - limit)).forEach(print);
@@ -177,4 +184,18 @@ export function formatEntry(entry: OutboxEntry): string {
     ? `    refused field: ${escapeControls(entry.refusedField, false)} (accepted here, refused upstream)\n`
     : '';
   return `${escapeControls(head, false)}\n${error}${refused}`;
+}
+
+/**
+ * One completion callback as a human reads it on a terminal: its receiver's origin (never the URL,
+ * whose query may hold a token), the run, the receiver's last status and the last error, control
+ * characters shown as escapes (the error quotes what the receiver answered).
+ */
+export function formatCallback(entry: CallbackEntry): string {
+  const when = entry.sentAt ?? entry.deadAt ?? entry.nextAttemptAt;
+  const head = `${entry.acceptedAt}  ${entry.state}  ${entry.id}  callback ${entry.origin} hook=${entry.hook}` +
+    ` runId=${entry.runId} attempts=${entry.attempts}${entry.status === undefined ? '' : ` status=${entry.status}`}` +
+    `${when ? ` ${entry.state === 'pending' ? 'next' : 'at'}=${when}` : ''}`;
+  const error = entry.lastError ? `    last error: ${escapeControls(entry.lastError, false)}\n` : '';
+  return `${escapeControls(head, false)}\n${error}`;
 }

@@ -372,6 +372,7 @@ async function _control(
       lastReload: () => reloads.last(),
       reloading: () => reloads.state(),
       retryOutbox: service.retryOutbox,
+      forwarding: service.forwarding,
       ledger: () => service.ledger?.size() ?? null,
       settled: () => service.ledger?.counted() ?? Promise.resolve(),
     }),

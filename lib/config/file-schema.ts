@@ -6,6 +6,7 @@ import { channel as channelName } from '../hooks/channel-names.ts';
 import { type Cidr, parseCidr } from '../guard/address.ts';
 import { channelsSchema } from '../delivery/channels.ts';
 import { mappingSchema } from '../hooks/mappings.ts';
+import { onCompleteSchema } from '../hooks/on-complete.ts';
 import { array, boolean, literal, number, object, optional, record, refine, type Schema, string } from '../schema.ts';
 import { trimTrailingSlashes } from '../text.ts';
 import { stateSchema } from './state-schema.ts';
@@ -44,6 +45,16 @@ const hooksPath = refine(string({ trim: true }), (value) => {
   const path = normaliseHooksPath(value);
   if (path === '/') return 'may not be "/"';
   return /^\/[\w\-./~]*$/.test(path) ? null : 'may contain only letters, digits and "-._~/"';
+});
+
+// An origin exactly (scheme://host[:port], as URL writes it: no path, query, user or default port), so
+// that a request's callbackUrl is compared with it as a whole and never by prefix.
+const callbackOriginSchema = refine(string({ trim: true, nonEmpty: true }), (value) => {
+  const rule = 'must be an origin such as "https://ci.example.com" or "http://127.0.0.1:8080" (no path)';
+  if (!URL.canParse(value)) return rule;
+  const url = new URL(value);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return rule;
+  return url.origin === value.replace(/\/$/, '') ? null : `${rule}; as an origin it is "${url.origin}"`;
 });
 
 // A kind an alert can be sent for; `budget` is named apart, since no bound of that kind exists here to reach.
@@ -119,6 +130,8 @@ export const fileSchema = object({
         ),
         idempotencyTtlSeconds: optional(seconds),
         allowCompletionReply: optional(boolean),
+        onComplete: optional(onCompleteSchema),
+        callbackOrigins: optional(array(callbackOriginSchema)),
         unknownPayloadFields: optional(literal('refuse', 'log')),
         ledger: optional(
           object({

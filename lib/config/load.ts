@@ -18,6 +18,7 @@ import { type EnvScope, resolveEnv, within } from './env.ts';
 import { type FileConfig, fileSchema } from './file-schema.ts';
 import { forwardUnused } from './forward-unused.ts';
 import { checkForward, forwardWarnings } from './forward-checks.ts';
+import { checkCallbacks } from './callback-checks.ts';
 import { locateDeno } from './locate.ts';
 import { normalise, TRANSFORMS_ROOT } from './normalise.ts';
 import { deeperThan, parseConfigText, readConfigFile, unreadable } from './read.ts';
@@ -71,7 +72,7 @@ export async function buildConfig(
   // The adapters are built only to check their options here; the composition root builds the ones it uses.
   await buildChannels(file.channels ?? {}, issues);
   const lexical = normalise(file, { file: where.file, dir, token });
-  issues.push(...checkConfig(lexical), ...checkForward(lexical));
+  issues.push(...checkConfig(lexical), ...checkForward(lexical), ...checkCallbacks(lexical));
   const contained = await containTransforms(lexical, file.hooks?.transformsDir, issues);
   // Where deno is depends on the PATH of the process that reads the config, as a variable does: a
   // reader of one key looks for it only when that key is a transform setting (the server has its own PATH).

@@ -2,6 +2,7 @@
 
 import { resolve } from 'node:path';
 import { presetMappings, toMapping } from '../hooks/mappings.ts';
+import { CALLBACK_MAX_AGE_SECONDS } from '../hooks/on-complete.ts';
 import { ALERT_KINDS } from '../model/alerts.ts';
 import { type FileConfig, normaliseHooksPath } from './file-schema.ts';
 import type { Config } from './types.ts';
@@ -51,6 +52,7 @@ export const DEFAULTS = {
   alertsThrottleSeconds: 900,
   alertsSignatureFailures: 10,
   alertsSignatureMinutes: 5,
+  callbackMaxAgeSeconds: CALLBACK_MAX_AGE_SECONDS,
 } as const;
 
 /**
@@ -95,6 +97,7 @@ export const DEFAULT_PATHS: { readonly [K in keyof typeof DEFAULTS]: string } = 
   alertsThrottleSeconds: 'alerts.throttleSeconds',
   alertsSignatureFailures: 'alerts.signatureFailures.count',
   alertsSignatureMinutes: 'alerts.signatureFailures.minutes',
+  callbackMaxAgeSeconds: 'hooks.onComplete.maxAgeSeconds',
 };
 
 /** Transforms live below this folder of the config directory, and nowhere else. */
@@ -186,6 +189,8 @@ function _hooks(hooks: NonNullable<FileConfig['hooks']>, where: _Where): Config[
     },
     idempotencyTtlSeconds: hooks.idempotencyTtlSeconds ?? DEFAULTS.idempotencyTtlSeconds,
     allowCompletionReply: hooks.allowCompletionReply ?? false,
+    onComplete: hooks.onComplete ?? null,
+    callbackOrigins: (hooks.callbackOrigins ?? []).map((origin) => new URL(origin).origin),
     unknownPayloadFields: hooks.unknownPayloadFields ?? 'refuse',
     ledger: _ledger(hooks.ledger ?? {}),
     forward: hooks.forward === undefined ? null : _forward(hooks.forward),

@@ -5,6 +5,7 @@ import type { Cidr } from '../guard/address.ts';
 import type { ChannelsConfig } from '../delivery/channels.ts';
 import type { AlertsConfig } from '../model/alerts.ts';
 import type { Mapping } from '../hooks/mappings.ts';
+import type { OnComplete } from '../hooks/on-complete.ts';
 import type { FileConfig, PROVIDER_APIS } from './file-schema.ts';
 import type { LedgerConfig } from '../store/ledger/config.ts';
 import type { WorkControl } from '../model/work-hook.ts';
@@ -73,6 +74,10 @@ export interface Config {
     idempotencyTtlSeconds: number;
     /** Whether a `waitForCompletion` answer may carry the model's reply text. */
     allowCompletionReply: boolean;
+    /** Where /agent runs' completions are POSTed, signed (and whose secret signs a request's own `callbackUrl`); `null`: none. */
+    onComplete: OnComplete | null;
+    /** The origins an /agent request's `callbackUrl` may name, exactly (`scheme://host[:port]`). */
+    callbackOrigins: readonly string[];
     /** `refuse`: a /wake or /agent field not in the contract is a 400; `log`: accepted, ignored and logged (OpenClaw ignores them). */
     unknownPayloadFields: 'refuse' | 'log';
     /** The request ledger: what arrived on the hooks path and what became of it, within these bounds. */

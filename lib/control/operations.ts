@@ -43,8 +43,10 @@ export interface OperationParts {
   reload: () => Promise<ReloadVerdict>;
   lastReload: () => ReloadVerdict | null;
   reloading: () => ReloadState;
-  /** Forward mode's `outbox retry`; `null` when forward mode is off. */
+  /** `outbox retry` (forward mode's outbox and the completion callbacks); `null` when the server has neither. */
   retryOutbox: ((request: RetryRequest) => Promise<RetryOutcome>) | null;
+  /** Whether forward mode runs, so the status counts its outbox; absent: whether `retryOutbox` is set. */
+  forwarding?: boolean;
   /** The request ledger's entries and bytes, `null` when there is none. */
   ledger?: () => { entries: number; bytes: number } | null;
   /** Resolves once what status reads is current (the ledger counts an earlier process's files at its first file operation). */
@@ -111,7 +113,7 @@ export function serverStatus(parts: OperationParts): ServerStatus {
     url: parts.url(),
     stateDir: parts.stateDir,
     backlog: parts.store.backlog(),
-    outbox: parts.retryOutbox !== null ? parts.store.outboxCounts() : null,
+    outbox: (parts.forwarding ?? parts.retryOutbox !== null) ? parts.store.outboxCounts() : null,
     journalBytes: parts.store.stats().journalBytes,
     ledger: parts.ledger?.() ?? null,
     lastReload: parts.lastReload(),

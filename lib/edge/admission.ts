@@ -1,7 +1,7 @@
 // Where a plan's actions may go, chosen once per (re)load (this server's agents and channels, or
 // forward mode's upstream), and the one admission of a run or a wake against it: part of plan.
 
-import type { AgentAction, NoticeSpec, NotifyAction, RunSpec, WakeAction } from '../model/actions.ts';
+import type { AgentAction, CallbackSpec, NoticeSpec, NotifyAction, RunSpec, WakeAction } from '../model/actions.ts';
 import type { Config } from '../config/types.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
 import { admitRun, admitWake, type AgentRules, type UnknownAgent, type WakeTarget } from '../policy/admit.ts';
@@ -47,6 +47,7 @@ export function createAdmission(config: Config, lastRoute: () => Route | null, n
  * still fix it (in forward mode the upstream delivers: its channels, not ours, decide what is
  * routable, and a destination it cannot express is refused here). `label` starts the message (which mapping refused it);
  * `mapping` is the id of the mapping that made the action (absent for `/agent`).
+ * `callback`, where the run's completion is POSTed, rides on the run.
  */
 export function admitAgent(
   ctx: Admission,
@@ -55,6 +56,7 @@ export function admitAgent(
   action: AgentAction,
   label: string,
   mapping?: string,
+  callback?: CallbackSpec,
 ): RunSpec {
   const admitted = admitRun(action, hook, ctx.agents, ctx.newId, ctx.unknownAgent(hook));
   if (!admitted.ok) throw _refused(ErrorCode.NotAllowed, label, admitted.error);
@@ -65,7 +67,12 @@ export function admitAgent(
     ? checkRoute(ctx.routes, ctx.lastRoute(), run.channel, run.to)
     : null;
   if (unroutable !== null) throw _refused(ErrorCode.InvalidPayload, label, unroutable);
-  return { ...run, ...(mapping === undefined ? {} : { mapping }), requestId };
+  return {
+    ...run,
+    ...(mapping === undefined ? {} : { mapping }),
+    requestId,
+    ...(callback === undefined ? {} : { callback }),
+  };
 }
 
 /**

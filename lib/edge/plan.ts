@@ -23,6 +23,7 @@ import { type Cause, isCause, makeCause } from '../model/cause.ts';
 import { detectInjection, nameLine, requestName, wrapUntrusted } from '../untrusted/wrap.ts';
 import { type Admission, admitAgent, admitNotice, admitWakeTarget, createAdmission } from './admission.ts';
 import type { Answer } from './answer.ts';
+import { callbackFor } from './callback-target.ts';
 import { hookKey, type RequestKey } from './idempotency.ts';
 import { signatureVerdict } from './ledger-note.ts';
 import type { PlannedAction, Said, Trace, TransformCall } from './trace.ts';
@@ -312,7 +313,8 @@ function _agent(ctx: _Context, { request, body }: Parsed, seen: _Seen): _Decisio
   );
   parsed.action.message = wrapUntrusted(message, { source: 'Webhook' });
   parsed.action.name = (untrustedName === true ? requestName(name) : nameLine(name)) || 'Hook';
-  const run = admitAgent(ctx.admission, request.name, request.id, parsed.action, '');
+  const callback = callbackFor(ctx.config, null, parsed.action.callbackUrl);
+  const run = admitAgent(ctx.admission, request.name, request.id, parsed.action, '', undefined, callback);
   const answer: Answer = {
     status: 202,
     body: { ok: true, runId: run.runId, sessionKey: run.sessionKey, agentId: run.agentId, channel: run.channel },
@@ -429,7 +431,15 @@ function _admitMapped(
       continue;
     }
     const label = `mapping ${outcome.mappingId}: `;
-    const run = admitAgent(ctx.admission, request.name, request.id, action, label, outcome.mappingId);
+    const run = admitAgent(
+      ctx.admission,
+      request.name,
+      request.id,
+      action,
+      label,
+      outcome.mappingId,
+      callbackFor(ctx.config, outcome.mappingId),
+    );
     runs.push(run);
     actions.push({ kind: 'agent', action, run, unresolved });
     if (unresolved.length > 0) {

@@ -21,6 +21,8 @@ const SHAPE = {
   timeoutSeconds: optional(number({ above: 0 })),
   idempotencyKey: optional(string()),
   waitForCompletion: optional(boolean),
+  // Checked against hooks.callbackOrigins by the edge, which knows the config.
+  callbackUrl: optional(string({ trim: true, nonEmpty: true, maxLength: 2048 })),
 };
 const strict = object(SHAPE);
 const lenient = object(SHAPE, { unknown: 'ignore' });
@@ -50,6 +52,7 @@ export function parseAgent(
     thinking,
     timeoutSeconds,
     waitForCompletion,
+    callbackUrl,
   } = checked.value;
   // OpenClaw's rule for a direct request: a persistent session is one the caller names.
   if (sessionMode === 'persistent' && sessionKey === undefined) {
@@ -76,6 +79,7 @@ export function parseAgent(
   if (thinking !== undefined) action.thinking = thinking;
   if (timeoutSeconds !== undefined) action.timeoutSeconds = timeoutSeconds;
   if (waitForCompletion === true) action.waitForCompletion = true;
+  if (callbackUrl !== undefined) action.callbackUrl = callbackUrl;
   return { ok: true, action, ignored: checked.ignored };
 }
 

@@ -46,6 +46,7 @@ import {
 } from './template.ts';
 import type { TransformInput, TransformRef, TransformResult } from './transforms/protocol.ts';
 import { plainLabel } from '../untrusted/label.ts';
+import { type OnComplete, onCompleteSchema } from './on-complete.ts';
 import { detectInjection, nameLine, requestName, wrapUntrusted } from '../untrusted/wrap.ts';
 import { trimSlashes } from '../text.ts';
 
@@ -103,6 +104,7 @@ export const mappingSchema = object({
   ledgerBody: optional(boolean),
   concurrency: optional(number({ integer: true, min: 1 })),
   maxQueued: optional(number({ integer: true, min: 1 })),
+  onComplete: optional(onCompleteSchema),
 });
 
 export type RawMapping = NonNullable<ReturnType<typeof mappingSchema>>;
@@ -147,6 +149,8 @@ export interface Mapping {
   concurrency?: number;
   /** Runs of this mapping waiting or executing; past it its requests are answered 503. */
   maxQueued?: number;
+  /** Where each run's completion is POSTed, signed, when the run ends (agent mappings only). */
+  onComplete?: OnComplete;
 }
 
 /** Applies a mapping's defaults; `transform.module` is still as written (the config resolves it). */

@@ -76,6 +76,8 @@ export interface AgentAction extends _RunFields {
   sessionKey?: RequestedKey;
   /** Hold the answer until the run finished and answer its completion (OpenClaw's `waitForCompletion`). */
   waitForCompletion?: boolean;
+  /** `/agent`'s `callbackUrl`: where the run's completion is POSTed, when its origin is in `hooks.callbackOrigins`. */
+  callbackUrl?: string;
 }
 
 /**
@@ -110,6 +112,20 @@ export interface NoticeSpec {
   requestId?: string;
 }
 
+/**
+ * Where a run's completion is POSTed when the run ends (`onComplete`), as the run carries it: never
+ * the secret, which stays in the config and is read when each attempt is signed.
+ */
+export interface CallbackSpec {
+  url: string;
+  /** The mapping whose `onComplete` secret signs it; absent: `hooks.onComplete`'s. */
+  mapping?: string;
+  /** Whether the model's reply text goes in the completion. */
+  includeReply: boolean;
+  /** How long after the run ended it is tried before it is given up on (dead). */
+  maxAgeSeconds: number;
+}
+
 /** An agent run that passed policy: what the store records as pending and the runtime executes. */
 export interface RunSpec extends _RunFields {
   runId: string;
@@ -121,4 +137,6 @@ export interface RunSpec extends _RunFields {
   agentId: string;
   /** The id of the request that was answered with this run, so logs lead from one to the other. */
   requestId?: string;
+  /** Where its completion is POSTed when it ends (`onComplete`, or `/agent`'s `callbackUrl`). */
+  callback?: CallbackSpec;
 }

@@ -32,6 +32,8 @@ export interface RunnerOptions {
   alerts?: Alerts;
   /** Rules a waiting run must pass to start, after its session's and its hook's lane (can-start.ts). */
   rules?: readonly StartRule[];
+  /** The completion callbacks' sender, told when a run's end wrote one to the journal. */
+  callbacks?: { kick(): void };
   /** Backoff settings for model calls; tests shorten them. */
   retry?: Partial<Pick<RetryOptions, 'baseDelayMs' | 'maxDelayMs' | 'maxAttempts' | 'sleep' | 'random'>>;
 }

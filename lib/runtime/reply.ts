@@ -3,7 +3,8 @@
 import type { DeliveryOutcome, RunRecord } from '../model/records.ts';
 import { failureCode } from '../model/alerts.ts';
 import { isAck } from './ack.ts';
-import { hookLine, type RuntimeContext, summarise } from './context.ts';
+import { hookLine, isoNow, type RuntimeContext, summarise } from './context.ts';
+import { settledCallback } from './callback-event.ts';
 
 /** The route a delivered reply took: the main session's new last route. */
 export function routeOf(delivered: { channel: string; to: string }): { channel: string; to: string } {
@@ -44,11 +45,15 @@ export async function deliverReply(ctx: RuntimeContext, run: RunRecord, reply: s
       source: `run:${run.runId}`,
     }]
     : [];
+  // The run settles with its delivery's outcome: a callback it owes is written in the same line.
+  const settled = { ...(ctx.store.run(run.runId) ?? run), delivery };
   await ctx.store.commit({
     events,
     runUpdates: [{ runId: run.runId, delivery }],
     ...(delivery.status === 'delivered' && movesLastRoute(run) ? { lastRoute: routeOf(delivery) } : {}),
+    callbacks: settledCallback(ctx.config, settled, isoNow(ctx)),
   });
+  if (run.callback !== undefined) ctx.callbacks?.kick();
   const fields = {
     runId: run.runId,
     requestId: run.requestId,

@@ -1,7 +1,8 @@
 // One run: marked running, the model turn on the session's history, the outcome and its summary in one line.
 
 import { isGeneratedKey } from '../policy/session-key.ts';
-import type { RunRecord } from '../model/records.ts';
+import type { RunRecord, RunUpdate } from '../model/records.ts';
+import { settledCallback } from './callback-event.ts';
 import { failureCode } from '../model/alerts.ts';
 import { agentOf, hookLine, isoNow, type RuntimeContext, summarise } from './context.ts';
 import { takeTurn, type TurnOutcome } from './turn.ts';
@@ -68,19 +69,21 @@ async function _record(
   const summary = outcome.status === 'ok'
     ? hookLine(run, `: ${summarise(outcome.reply)}`)
     : hookLine(run, ` (${outcome.status}): ${summarise(outcome.error)}`);
+  const update: RunUpdate = {
+    runId: run.runId,
+    status: outcome.status,
+    finishedAt: isoNow(ctx),
+    calls: outcome.calls,
+    ...(outcome.model === undefined ? {} : { model: outcome.model }),
+    ...(outcome.status === 'ok' ? { reply: outcome.reply } : { error: outcome.error }),
+  };
   await ctx.store.commit({
     events: [{ kind: 'system', text: summary, source: `run:${run.runId}`, mode: run.wakeMode }],
-    runUpdates: [
-      {
-        runId: run.runId,
-        status: outcome.status,
-        finishedAt: isoNow(ctx),
-        calls: outcome.calls,
-        ...(outcome.model === undefined ? {} : { model: outcome.model }),
-        ...(outcome.status === 'ok' ? { reply: outcome.reply } : { error: outcome.error }),
-      },
-    ],
+    runUpdates: [update],
+    // A run that owes no delivery settles here: its callback is durable with its end, or neither is.
+    callbacks: settledCallback(ctx.config, { ...run, ...update }, update.finishedAt!),
   });
+  if (run.callback !== undefined) ctx.callbacks?.kick();
 }
 
 /**
@@ -95,6 +98,7 @@ export async function failRun(ctx: RuntimeContext, run: RunRecord, error: unknow
   if (ctx.stopping.aborted) return;
   ctx.alerts?.note({ kind: 'run-failures', hook: run.hook, code: 'internal error' });
   const reason = `internal error: ${error instanceof Error ? error.message : String(error)}`;
+  const update: RunUpdate = { runId: run.runId, status: 'error', finishedAt: isoNow(ctx), error: reason };
   await ctx.store
     .commit({
       events: [{
@@ -103,7 +107,9 @@ export async function failRun(ctx: RuntimeContext, run: RunRecord, error: unknow
         source: `run:${run.runId}`,
         mode: run.wakeMode,
       }],
-      runUpdates: [{ runId: run.runId, status: 'error', finishedAt: isoNow(ctx), error: reason }],
+      runUpdates: [update],
+      callbacks: settledCallback(ctx.config, { ...run, ...update }, update.finishedAt!),
     })
+    .then(() => run.callback !== undefined && ctx.callbacks?.kick())
     .catch((e: unknown) => ctx.log.error('run outcome not recorded', { runId: run.runId, error: String(e) }));
 }

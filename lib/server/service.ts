@@ -17,7 +17,8 @@ import { watchStore } from '../runtime/alert-watch.ts';
 import type { Alerts } from '../model/alerts.ts';
 import { createCompletions } from '../runtime/completion.ts';
 import type { ForwardMode } from '../runtime/forward.ts';
-import type { RetryOutcome, RetryRequest } from '../store/journal/outbox-retry.ts';
+import { retryOutbox, type RetryOutcome, type RetryRequest } from '../store/journal/outbox-retry.ts';
+import { CallbackSender } from '../runtime/callbacks.ts';
 import { serviceTransforms } from './transforms.ts';
 import type { Route } from '../model/records.ts';
 import { Ledger } from '../store/ledger/ledger.ts';
@@ -32,8 +33,10 @@ export interface Service {
   app: App;
   /** The open store (read by the control channel's status). */
   store: Store;
-  /** Forward mode's `outbox retry`; `null` when forward mode is off (it is on or off for the life of the process). */
-  retryOutbox: ((request: RetryRequest) => Promise<RetryOutcome>) | null;
+  /** `outbox retry`: forward mode's entries and the completion callbacks. */
+  retryOutbox: (request: RetryRequest) => Promise<RetryOutcome>;
+  /** Whether forward mode runs (it is on or off for the life of the process). */
+  forwarding: boolean;
   /** The request ledger, unless it could not be opened. */
   ledger: Ledger | null;
   /** Swaps in a reloaded configuration; every part is built (and what it needs imported) before any is swapped. */
@@ -125,7 +128,10 @@ export async function startService(config: Config, stateDir: string, log: Logger
     log,
   });
   const unwatch = watchStore(alerts, store);
-  const { heartbeat, runner, runtimeParts } = await _startRuntime(config, store, stateDir, log, alerts);
+  // Completion callbacks leave through queues of their own, one per receiver, beside the runs.
+  const callbacks = new CallbackSender({ store, config, log, alerts });
+  const { heartbeat, runner, runtimeParts } = await _startRuntime(config, store, stateDir, log, alerts, callbacks);
+  callbacks.kick();
   const transforms = serviceTransforms(log);
   await transforms.configure(config);
   const completions = createCompletions(store);
@@ -158,6 +164,7 @@ export async function startService(config: Config, stateDir: string, log: Logger
     runtimeParts,
     transforms,
     forward,
+    callbacks,
     ledger,
     app,
     alerts,
@@ -189,6 +196,7 @@ async function _startRuntime(
   stateDir: string,
   log: Logger,
   alerts: Alerts,
+  callbacks: CallbackSender,
 ): Promise<{ heartbeat: Heartbeat; runner: Runner; runtimeParts: _RuntimeParts }> {
   const heartbeat = new Heartbeat({
     store,
@@ -208,6 +216,7 @@ async function _startRuntime(
     heartbeat,
     log,
     alerts,
+    callbacks,
   });
   runner.start();
   // A `now` wake acknowledged just before a crash still gets its heartbeat.
@@ -226,6 +235,7 @@ interface _Parts {
   runtimeParts: _RuntimeParts;
   transforms: ReturnType<typeof serviceTransforms>;
   forward: ForwardMode | null;
+  callbacks: CallbackSender;
   ledger: Ledger | null;
   app: App;
   alerts: Alerter;
@@ -234,12 +244,18 @@ interface _Parts {
 }
 
 function _service(
-  { config, log, store, heartbeat, runner, runtimeParts, transforms, forward, ledger, app, alerts, unwatch }: _Parts,
+  parts: _Parts,
 ): Service {
+  const { config, log, store, heartbeat, runner, runtimeParts, transforms, forward, callbacks, ledger, app } = parts;
   return {
     app,
     store,
-    retryOutbox: forward === null ? null : (request) => forward.retry(request),
+    retryOutbox: async (request) => {
+      const outcome = forward === null ? await retryOutbox(store, request) : await forward.retry(request);
+      callbacks.kick();
+      return outcome;
+    },
+    forwarding: forward !== null,
     ledger,
     async reload(reloaded) {
       // Forward mode is on or off for the life of the process: its sender starts with it.
@@ -248,10 +264,11 @@ function _service(
         log.warn('hooks.forward turned on or off takes effect at the next start', {});
       }
       const next = { ...reloaded, hooks: { ...reloaded.hooks, forward: forwardNow } };
-      const parts = await runtimeParts(next);
+      const built = await runtimeParts(next);
       await transforms.configure(next);
-      runner.reconfigure(parts);
-      alerts.reconfigure(next.alerts, parts.deliver!);
+      runner.reconfigure(built);
+      callbacks.reconfigure(next);
+      parts.alerts.reconfigure(next.alerts, built.deliver!);
       forward?.reconfigure(next);
       ledger?.reconfigure(next.hooks.ledger);
       app.reload(next);
@@ -261,8 +278,10 @@ function _service(
       app.flushLog();
       await forward?.stop();
       await runner.stop();
-      unwatch();
-      await alerts.stop();
+      // After the runs: a run that ends while they stop still writes its callback, sent after the restart.
+      await callbacks.stop();
+      parts.unwatch();
+      await parts.alerts.stop();
       await heartbeat.stop();
       await transforms.close();
       // After the runtime: writing the ledger's last batch must not hold a stop up.

@@ -58,8 +58,8 @@ export const MAX_DEDUPE_BODY_SECONDS = 2_592_000;
 /** How far a signed timestamp may drift when `toleranceSeconds` is not set: the providers' own default. */
 export const DEFAULT_TOLERANCE_SECONDS = 300;
 
-// A string, or a non-empty list of them: the list is for rotation, any one verifies.
-const secrets: Schema<string[]> = (value, at, report) => {
+/** A string, or a non-empty list of them: the list is for rotation (any one verifies, each one signs). */
+export const secrets: Schema<string[]> = (value, at, report) => {
   const list = typeof value === 'string' ? [value] : value;
   if (!Array.isArray(list)) {
     report.issues.push({
@@ -147,7 +147,7 @@ export const signatureSchema: Schema<Signature> = (value, at, report) => {
   if (scheme === 'standard-webhooks') {
     const list = Array.isArray((value as Record<string, unknown>)['secret']);
     secret.forEach((s, i) => {
-      const problem = _standardSecretProblem(s);
+      const problem = standardSecretProblem(s);
       if (problem !== null) {
         report.issues.push({ path: list ? join(join(at, 'secret'), i) : join(at, 'secret'), message: problem });
       }
@@ -163,8 +163,8 @@ export const signatureSchema: Schema<Signature> = (value, at, report) => {
   };
 };
 
-// The specification's secret: "whsec_" and the key in base64, 24 to 64 bytes long.
-function _standardSecretProblem(secret: string): string | null {
+/** Why a secret is not the specification's ("whsec_" and the key in base64, 24 to 64 bytes long), or `null`. */
+export function standardSecretProblem(secret: string): string | null {
   const rule =
     `must be "${STANDARD_SECRET_PREFIX}" followed by the base64 of a 24 to 64 byte key (as the provider shows it)`;
   if (!secret.startsWith(STANDARD_SECRET_PREFIX)) return rule;

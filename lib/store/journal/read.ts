@@ -6,6 +6,7 @@ import type { NoticeRecord, Route, RunRecord, SessionEvent } from '../../model/r
 import { JOURNAL_FILE, readJournal } from './lines.ts';
 import { applyNotices } from './notices.ts';
 import { applyOutbox, type OutboxEntry } from './outbox.ts';
+import { applyCallbacks, type CallbackEntry } from './callbacks.ts';
 import { checkedLines, type JournalLine, type Rejected, replayRuns } from './records.ts';
 import type { RootRecord } from '../../model/replays.ts';
 import { rootsOf } from './replays.ts';
@@ -26,6 +27,15 @@ export async function readOutbox(dir: string, onRejected?: (rejected: Rejected) 
     if (record.t === 'commit') applyOutbox(outbox, record.outbox, record.outboxUpdates);
   }
   return [...outbox.values()];
+}
+
+/** Reads the completion callbacks from a state directory without opening it for writing. */
+export async function readCallbacks(dir: string, onRejected?: (rejected: Rejected) => void): Promise<CallbackEntry[]> {
+  const callbacks = new Map<string, CallbackEntry>();
+  for (const record of await _read(dir, onRejected)) {
+    if (record.t === 'commit') applyCallbacks(callbacks, record.callbacks, record.callbackUpdates);
+  }
+  return [...callbacks.values()];
 }
 
 /** Reads the runs recorded in a state directory without opening it for writing. */

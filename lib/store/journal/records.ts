@@ -30,6 +30,7 @@ import type {
 } from '../../model/records.ts';
 import { ROOT_STATES, type RootChange } from '../../model/replays.ts';
 import type { OutboxEntry, OutboxUpdate } from './outbox.ts';
+import type { CallbackEntry, CallbackUpdate } from './callbacks.ts';
 import type { JournalContents } from './lines.ts';
 
 /** One journal line is one commit; `idem` and `taken` lines appear only in a compacted journal. */
@@ -54,6 +55,9 @@ export type JournalLine =
     idem?: IdemRecord;
     /** Replayed or resolved requests: a replay's outcome rides on the line of its effects. */
     roots?: RootChange[];
+    /** Completion callbacks of runs that settled in this line, and changes to earlier ones. */
+    callbacks?: CallbackEntry[];
+    callbackUpdates?: CallbackUpdate[];
   }
   | ({ t: 'idem'; seq: number } & IdemRecord)
   | ({ t: 'taken'; seq: number } & TakenRecord);
@@ -142,6 +146,12 @@ const runSpec = {
   thinking: optional(literal(...THINKING_LEVELS)),
   timeoutSeconds: optional(number({ above: 0 })),
   requestId: optional(text),
+  callback: optional(object({
+    url: text,
+    mapping: optional(text),
+    includeReply: boolean,
+    maxAgeSeconds: number({ integer: true, min: 1 }),
+  })),
 };
 const runShape = object({
   ...runSpec,
@@ -215,6 +225,33 @@ const noticeShape = object({
   acceptedAt: text,
   attempts: number({ integer: true, min: 0 }),
 });
+// Every field of a callback that changes as delivery goes on.
+const callbackChanges = {
+  state: optional(literal('pending', 'sent', 'dead')),
+  acceptedAt: optional(text),
+  attempts: optional(number({ integer: true, min: 0 })),
+  nextAttemptAt: optional(text),
+  lastError: optional(text),
+  status: optional(number({ integer: true, min: 100, max: 599 })),
+  sentAt: optional(text),
+  deadAt: optional(text),
+  retriedAt: optional(text),
+};
+const callbackShape = object({
+  id: string({ nonEmpty: true }),
+  runId: string({ nonEmpty: true }),
+  hook: text,
+  url: string({ nonEmpty: true }),
+  origin: string({ nonEmpty: true }),
+  mapping: optional(text),
+  maxAgeSeconds: number({ integer: true, min: 1 }),
+  body: anyObject,
+  ...callbackChanges,
+  state: literal('pending', 'sent', 'dead'),
+  acceptedAt: text,
+  attempts: number({ integer: true, min: 0 }),
+});
+const callbackUpdateShape = object({ id: string({ nonEmpty: true }), ...callbackChanges });
 const noticeUpdateShape = object({ deliveryId: string({ nonEmpty: true }), ...noticeChanges });
 const outboxUpdateShape = object({ id: string({ nonEmpty: true }), ...outboxChanges });
 const idemShape = object(idemFields);
@@ -247,6 +284,8 @@ const commitShape = object({
   noticeUpdates: optional(_list),
   idem: optional(idemShape),
   roots: optional(_list),
+  callbacks: optional(_list),
+  callbackUpdates: optional(_list),
 });
 const idemLine = object({ t: literal('idem'), seq, ...idemFields });
 const takenLine = object({
@@ -289,7 +328,17 @@ export function checkLine(record: unknown): CheckedLine {
   const line = checked.value as JournalLine & { t: 'commit' };
   const problems: string[] = [];
   const keep = (
-    name: 'events' | 'runs' | 'runUpdates' | 'outbox' | 'outboxUpdates' | 'notices' | 'noticeUpdates' | 'roots',
+    name:
+      | 'events'
+      | 'runs'
+      | 'runUpdates'
+      | 'outbox'
+      | 'outboxUpdates'
+      | 'notices'
+      | 'noticeUpdates'
+      | 'roots'
+      | 'callbacks'
+      | 'callbackUpdates',
     shape: Schema<unknown>,
   ): void => {
     const entries = line[name] as unknown[] | undefined;
@@ -309,6 +358,8 @@ export function checkLine(record: unknown): CheckedLine {
   keep('notices', noticeShape);
   keep('noticeUpdates', noticeUpdateShape);
   keep('roots', rootShape);
+  keep('callbacks', callbackShape);
+  keep('callbackUpdates', callbackUpdateShape);
   return { line, problems };
 }
 

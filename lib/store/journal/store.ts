@@ -1,5 +1,5 @@
-// The writer: events, run records, idempotency keys, heartbeat progress and the last route over the journal,
-// one line per commit; compaction.
+// The writer: events, run records, idempotency keys, heartbeat progress, the last route and the outgoing
+// queues (forward mode's outbox, completion callbacks) over the journal, one line per commit; compaction.
 
 import { constants } from 'node:fs';
 import { access } from 'node:fs/promises';
@@ -31,6 +31,17 @@ import {
   trimOutbox,
 } from './outbox.ts';
 import { IdempotencyKeys } from './idempotency-keys.ts';
+import {
+  applyCallbacks,
+  type CallbackEntry,
+  callbackHeads,
+  type CallbackState,
+  type CallbackUpdate,
+  countCallbacks,
+  type NewCallback,
+  newCallbacks,
+  trimCallbacks,
+} from './callbacks.ts';
 import { applyNotices, newNotices, trimNotices } from './notices.ts';
 import type { RootChange, RootRecord } from '../../model/replays.ts';
 import { rootBound, Roots } from './replays.ts';
@@ -77,6 +88,9 @@ export interface Effects {
   noticeUpdates?: NoticeUpdate[];
   /** A replay's outcome for its root (or roots resolved by hand), durable with the replay's effects. */
   roots?: RootChange[];
+  /** Completion callbacks of runs that settled, in the line that settles them, and changes to earlier ones. */
+  callbacks?: NewCallback[];
+  callbackUpdates?: CallbackUpdate[];
 }
 
 // One journal line is one commit: all of a request's effects and its idempotency key, durable
@@ -103,6 +117,7 @@ export class Store {
   #inflight = new Map<number, Promise<void>>();
   #outbox = new Map<string, OutboxEntry>();
   #notices = new Map<string, NoticeRecord>();
+  #callbacks = new Map<string, CallbackEntry>();
   readonly #roots: Roots;
   readonly #retainRootsMs: number;
   #compacting: Promise<void> | null = null;
@@ -183,15 +198,8 @@ export class Store {
       line.consumedSessions = effects.consumedSessions;
     }
     if (effects.lastRoute !== undefined) line.lastRoute = effects.lastRoute;
-    if (effects.outbox !== undefined && effects.outbox.length > 0) line.outbox = newEntries(effects.outbox, time);
-    if (effects.outboxUpdates !== undefined && effects.outboxUpdates.length > 0) {
-      line.outboxUpdates = effects.outboxUpdates;
-    }
     if (notices.length > 0) line.notices = notices;
-    if (effects.noticeUpdates !== undefined && effects.noticeUpdates.length > 0) {
-      line.noticeUpdates = effects.noticeUpdates;
-    }
-    if (effects.roots !== undefined && effects.roots.length > 0) line.roots = effects.roots;
+    _queues(line, effects, time);
     if (idem !== undefined) {
       const { ttlMs, keepMs, ...answer } = typeof idem === 'function' ? idem(planned.outcomes) : idem;
       const expiresAt = this.#now() + (ttlMs ?? this.#ttlMs);
@@ -318,6 +326,26 @@ export class Store {
     return this.#outbox.get(id) ?? null;
   }
 
+  /** Completion callbacks, in the order their runs settled: every pending and dead one, and recent sent ones. */
+  callbacks(): CallbackEntry[] {
+    return [...this.#callbacks.values()];
+  }
+
+  /** The oldest pending callback of each receiver origin: the ones that go next. */
+  callbackHeads(): CallbackEntry[] {
+    return callbackHeads(this.#callbacks);
+  }
+
+  /** One callback, if it is retained. */
+  callback(id: string): CallbackEntry | null {
+    return this.#callbacks.get(id) ?? null;
+  }
+
+  /** Callbacks by state. */
+  callbackCounts(): Record<CallbackState, number> {
+    return countCallbacks(this.#callbacks);
+  }
+
   /** Outbox entries by state, for metrics. */
   outboxCounts(): Record<OutboxState, number> {
     return countOutbox(this.#outbox);
@@ -427,6 +455,9 @@ export class Store {
     for (const notice of line.notices ?? []) {
       if (this.#notices.get(notice.deliveryId) === notice) this.#notices.delete(notice.deliveryId);
     }
+    for (const entry of line.callbacks ?? []) {
+      if (this.#callbacks.get(entry.id) === entry) this.#callbacks.delete(entry.id);
+    }
     if (line.idem !== undefined) this.#keys.forget(line.idem);
   }
 
@@ -446,6 +477,10 @@ export class Store {
       if (line.notices !== undefined || line.noticeUpdates !== undefined) {
         applyNotices(this.#notices, line.notices, line.noticeUpdates);
         trimNotices(this.#notices, this.#retainRuns);
+      }
+      if (line.callbacks !== undefined || line.callbackUpdates !== undefined) {
+        applyCallbacks(this.#callbacks, line.callbacks, line.callbackUpdates);
+        trimCallbacks(this.#callbacks, this.#retainRuns);
       }
       this.#trimRuns();
       this.#roots.apply(line.roots);
@@ -502,11 +537,32 @@ export class Store {
     for (const notice of this.#notices.values()) {
       lines.push({ t: 'commit', seq: 0, time: notice.acceptedAt, notices: [notice] });
     }
+    for (const entry of this.#callbacks.values()) {
+      lines.push({ t: 'commit', seq: 0, time: entry.acceptedAt, callbacks: [entry] });
+    }
     for (const idem of this.#keys.live(now)) lines.push({ t: 'idem', seq: 0, ...idem });
     for (const taken of this.#keys.takenOnly(now)) lines.push({ t: 'taken', seq: 0, ...taken });
     this.#roots.trim(now - this.#retainRootsMs);
     for (const root of this.#roots.changes()) lines.push({ t: 'commit', seq: 0, time: root.time, roots: [root] });
     return lines;
+  }
+}
+
+// The outgoing queues' new entries and changes, and the roots' records, that a commit carries.
+function _queues(line: _Line & { t: 'commit' }, effects: Effects, time: string): void {
+  if (effects.outbox !== undefined && effects.outbox.length > 0) line.outbox = newEntries(effects.outbox, time);
+  if (effects.outboxUpdates !== undefined && effects.outboxUpdates.length > 0) {
+    line.outboxUpdates = effects.outboxUpdates;
+  }
+  if (effects.noticeUpdates !== undefined && effects.noticeUpdates.length > 0) {
+    line.noticeUpdates = effects.noticeUpdates;
+  }
+  if (effects.roots !== undefined && effects.roots.length > 0) line.roots = effects.roots;
+  if (effects.callbacks !== undefined && effects.callbacks.length > 0) {
+    line.callbacks = newCallbacks(effects.callbacks, time);
+  }
+  if (effects.callbackUpdates !== undefined && effects.callbackUpdates.length > 0) {
+    line.callbackUpdates = effects.callbackUpdates;
   }
 }
 

@@ -1,0 +1,168 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
+import { test, type TestContext } from 'node:test';
+import { Webhook } from 'standardwebhooks';
+import type { Config } from '../lib/config/types.ts';
+import { CallbackSender } from '../lib/runtime/callbacks.ts';
+import type { NewCallback } from '../lib/store/journal/callbacks.ts';
+import { Store } from '../lib/store/journal/store.ts';
+import { defer } from './_cleanup.ts';
+import { captureLog } from './_app.ts';
+import { tempDir } from './_dir.ts';
+import { fake, type FakeServer, json } from './_fake-server.ts';
+import { until } from './_until.ts';
+
+const SECRET = `whsec_${randomBytes(32).toString('base64')}`;
+const T0 = Date.parse('2026-11-27T12:00:00Z');
+
+// Only what the sender reads of a config: the secrets of hooks.onComplete and of the mappings.
+function config(secret: string | null = SECRET): Config {
+  const onComplete = secret === null
+    ? null
+    : { url: 'http://x', secrets: [secret], includeReply: false, maxAgeSeconds: 60 };
+  return { hooks: { onComplete, mappings: [] } } as unknown as Config;
+}
+
+interface Harness {
+  store: Store;
+  sender: CallbackSender;
+  clock: { now: number };
+  lines: Record<string, unknown>[];
+}
+
+async function harness(
+  t: TestContext,
+  options: { random?: number; config?: Config } = {},
+): Promise<Harness> {
+  const dir = await tempDir(t, 'callbacks-');
+  const { store } = await Store.open(dir, { idempotencyTtlMs: 60_000, now: () => clock.now });
+  const clock = { now: T0 };
+  const { log, lines } = captureLog();
+  const sender = new CallbackSender({
+    store,
+    config: options.config ?? config(),
+    log,
+    now: () => clock.now,
+    random: () => options.random ?? 1,
+    baseDelayMs: 1000,
+    maxDelayMs: 8000,
+  });
+  defer(t, async () => {
+    await sender.stop();
+    await store.close();
+  });
+  return { store, sender, clock, lines };
+}
+
+function callback(id: string, url: string, maxAgeSeconds = 60): NewCallback {
+  return {
+    id,
+    runId: id.replace('msg_', ''),
+    hook: 'agent',
+    url,
+    origin: new URL(url).origin,
+    maxAgeSeconds,
+    body: { type: 'run.completed', version: 1, timestamp: '2026-11-27T12:00:00.000Z', data: { runId: id } },
+  };
+}
+
+test('CallbackSender sends each origin in the order its runs settled, one POST at a time per origin, signed', async (t) => {
+  const a = await fake(t, (_req, res) => json(res, 200, {}));
+  const b = await fake(t, (_req, res) => json(res, 204, {}));
+  const h = await harness(t);
+  h.clock.now = Date.now(); // the receiver's check of the signed timestamp reads the real clock
+  await h.store.commit({
+    callbacks: [
+      callback('msg_a1', `${a.url}/one`),
+      callback('msg_b1', `${b.url}/x`),
+      callback('msg_a2', `${a.url}/two`),
+      callback('msg_a3', `${a.url}/three`),
+    ],
+  });
+  h.sender.kick();
+  await until('all sent', () => h.store.callbacks().every((e) => e.state === 'sent') || undefined);
+  assert.deepEqual(a.seen.map((r) => r.headers['webhook-id']), ['msg_a1', 'msg_a2', 'msg_a3']);
+  assert.deepEqual(a.seen.map((r) => r.url), ['/one', '/two', '/three']);
+  assert.deepEqual(b.seen.map((r) => r.headers['webhook-id']), ['msg_b1']);
+  for (const r of [...a.seen, ...b.seen]) {
+    const headers = r.headers as Record<string, string>;
+    assert.equal((new Webhook(SECRET).verify(r.body, headers) as { type: string }).type, 'run.completed');
+  }
+  assert.deepEqual(h.store.callback('msg_b1')?.status, 204);
+  assert.equal(h.store.callback('msg_a1')?.attempts, 1);
+});
+
+test('CallbackSender backs off exponentially (with jitter) after a failure, and the origin waits behind its head', async (t) => {
+  let answer = 500;
+  const a = await fake(t, (_req, res) => json(res, answer, { error: 'down for maintenance' }));
+  const h = await harness(t, { random: 0.5 });
+  await h.store.commit({ callbacks: [callback('msg_1', a.url), callback('msg_2', a.url)] });
+  const expected = [500, 1000, 2000, 4000, 4000];
+  for (const [i, wait] of expected.entries()) {
+    h.sender.kick();
+    await until(`attempt ${i + 1}`, () => (h.store.callback('msg_1')?.attempts === i + 1 ? true : undefined));
+    const head = h.store.callback('msg_1')!;
+    assert.equal(Date.parse(head.nextAttemptAt!) - h.clock.now, wait, `backoff after attempt ${i + 1}`);
+    assert.equal(head.lastError, 'receiver answered 500: {"error":"down for maintenance"}');
+    assert.equal(head.status, 500);
+    h.clock.now = Date.parse(head.nextAttemptAt!);
+  }
+  assert.equal(
+    a.seen.filter((r) => r.headers['webhook-id'] === 'msg_2').length,
+    0,
+    'the second waited behind the first',
+  );
+  assert.ok(a.seen.every((r) => r.headers['webhook-id'] === 'msg_1'));
+  answer = 200;
+  h.sender.kick();
+  await until('both sent', () => h.store.callbacks().every((e) => e.state === 'sent') || undefined);
+  assert.deepEqual(a.seen.slice(-2).map((r) => r.headers['webhook-id']), ['msg_1', 'msg_2']);
+  assert.equal(h.store.callback('msg_1')?.lastError, undefined, 'a sent entry carries no error');
+});
+
+test("CallbackSender honours the receiver's Retry-After, up to the entry's maximum age, then gives it up as dead", async (t) => {
+  const a = await fake(t, (_req, res) => json(res, 429, {}, { 'retry-after': '20' }));
+  const h = await harness(t);
+  await h.store.commit({ callbacks: [callback('msg_1', a.url, 30)] });
+  h.sender.kick();
+  await until('attempt 1', () => (h.store.callback('msg_1')?.attempts === 1 ? true : undefined));
+  assert.equal(h.store.callback('msg_1')!.nextAttemptAt, new Date(T0 + 20_000).toISOString());
+  h.clock.now = T0 + 20_000;
+  h.sender.kick();
+  await until('attempt 2', () => (h.store.callback('msg_1')?.attempts === 2 ? true : undefined));
+  // 20 s more would be past the 30 s age: the next try is at the age, where it is given up on.
+  assert.equal(h.store.callback('msg_1')!.nextAttemptAt, new Date(T0 + 30_000).toISOString());
+  h.clock.now = T0 + 30_000;
+  h.sender.kick();
+  await until('dead', () => (h.store.callback('msg_1')?.state === 'dead' ? true : undefined));
+  assert.equal(h.store.callback('msg_1')!.lastError, 'not accepted within 30 s (last: receiver answered 429: {})');
+  assert.equal(a.seen.length, 2);
+  const logged = await until('the log line', () => h.lines.find((l) => l['msg'] === 'callback dead'));
+  assert.equal(logged['origin'], a.url);
+  assert.equal('url' in logged, false, 'the URL (its query may hold a token) is not logged');
+});
+
+test('CallbackSender: a dead origin never holds up another; with no secret configured any more, an entry is dead', async (t) => {
+  const held: ServerResponse[] = [];
+  const stuck: FakeServer = await fake(t, (_req, res) => void held.push(res));
+  defer(t, () => held.forEach((res) => res.destroy()));
+  const fine = await fake(t, (_req, res) => json(res, 200, {}));
+  const h = await harness(t);
+  await h.store.commit({ callbacks: [callback('msg_s', stuck.url), callback('msg_f', fine.url)] });
+  h.sender.kick();
+  await until('the other origin sent', () => (h.store.callback('msg_f')?.state === 'sent' ? true : undefined));
+  assert.equal(stuck.seen.length, 1);
+  assert.equal(h.store.callback('msg_s')?.state, 'pending');
+  h.sender.kick(); // its head in flight: not sent twice
+  assert.equal(stuck.seen.length, 1);
+
+  const gone = await harness(t, { config: config(null) });
+  await gone.store.commit({ callbacks: [callback('msg_x', fine.url)] });
+  gone.sender.kick();
+  await until('dead', () => (gone.store.callback('msg_x')?.state === 'dead' ? true : undefined));
+  assert.equal(
+    gone.store.callback('msg_x')?.lastError,
+    'nothing to sign it with: hooks.onComplete is no longer configured',
+  );
+});
