@@ -166,3 +166,29 @@ test('CallbackSender: a dead origin never holds up another; with no secret confi
     'nothing to sign it with: hooks.onComplete is no longer configured',
   );
 });
+
+test('CallbackSender holds an origin back when the outcome of its attempt cannot be written, rather than POSTing again at once', async (t) => {
+  const dir = await tempDir(t, 'callbacks-');
+  const { store } = await Store.open(dir, { idempotencyTtlMs: 60_000 });
+  defer(t, () => store.close());
+  await store.commit({ callbacks: [callback('msg_1', 'http://127.0.0.1:9/cb')] });
+  const clock = { now: T0 };
+  const { log, lines } = captureLog();
+  let posts = 0;
+  const sender = new CallbackSender({
+    // Every outcome fails to be written, as on a full disk.
+    store: { callbackHeads: () => store.callbackHeads(), commit: () => Promise.reject(new Error('ENOSPC')) },
+    config: config(),
+    log,
+    now: () => clock.now,
+    fetch: () => (posts++, Promise.resolve(new Response('', { status: 500 }))),
+  });
+  sender.kick();
+  await until('the failure logged', () => lines.find((l) => l['msg'] === 'callback failed unexpectedly'));
+  sender.kick();
+  clock.now += 5_000;
+  sender.kick();
+  await until('the second attempt', () => (posts >= 2 ? true : undefined));
+  await sender.stop();
+  assert.equal(posts, 2);
+});

@@ -49,8 +49,3 @@ export const onCompleteSchema: Schema<OnComplete> = (value, at, report) => {
     maxAgeSeconds: checked.maxAgeSeconds ?? CALLBACK_MAX_AGE_SECONDS,
   };
 };
-
-/** The origin a URL's callbacks queue under (`scheme://host:port`, the default port left out as URL does). */
-export function callbackOrigin(url: string): string {
-  return new URL(url).origin;
-}

@@ -27,6 +27,9 @@ export interface CallbackSenderOptions {
 
 const MAX_ERROR = 300;
 
+/** How long an origin waits after an attempt whose outcome could not be written. */
+const HOLD_MS = 5_000;
+
 /**
  * Sends the journal's pending callbacks: per origin (`scheme://host:port`) one POST at a time, the
  * oldest first, the others of that origin waiting behind it until it is sent or dead; origins never
@@ -38,6 +41,9 @@ export class CallbackSender {
   #o: CallbackSenderOptions;
   readonly #now: () => number;
   readonly #inflight = new Map<string, Promise<void>>();
+  // Origins whose last attempt could not be recorded (the journal failed): held back a while, so the
+  // same POST is not made again at once, and again, while the disk is full.
+  readonly #held = new Map<string, number>();
   #timer: ReturnType<typeof setTimeout> | null = null;
   readonly #stopping = new AbortController();
 
@@ -55,9 +61,13 @@ export class CallbackSender {
   kick(): void {
     if (this.#stopping.signal.aborted) return;
     for (const head of this.#o.store.callbackHeads()) {
-      if (this.#inflight.has(head.origin) || _due(head) > this.#now()) continue;
+      if (this.#inflight.has(head.origin) || this.#due(head) > this.#now()) continue;
+      this.#held.delete(head.origin);
       const work = this.#attempt(head)
-        .catch((error: unknown) => this.#o.log.error('callback failed unexpectedly', { error: String(error) }))
+        .catch((error: unknown) => {
+          this.#held.set(head.origin, this.#now() + HOLD_MS);
+          this.#o.log.error('callback failed unexpectedly', { ..._fields(head), error: String(error) });
+        })
         .finally(() => {
           this.#inflight.delete(head.origin);
           this.kick();
@@ -128,6 +138,11 @@ export class CallbackSender {
     return this.#o.store.commit({ callbackUpdates: [update] });
   }
 
+  // When an origin's head may go: its retry time, or later while the origin is held back.
+  #due(head: CallbackEntry): number {
+    return Math.max(_due(head), this.#held.get(head.origin) ?? 0);
+  }
+
   // One timer, for the earliest head that waits; kicks also come from runs that settle.
   #schedule(): void {
     if (this.#stopping.signal.aborted) return;
@@ -135,7 +150,7 @@ export class CallbackSender {
     this.#timer = null;
     const waiting = this.#o.store.callbackHeads().filter((head) => !this.#inflight.has(head.origin));
     if (waiting.length === 0) return;
-    const delay = Math.max(0, Math.min(...waiting.map(_due)) - this.#now());
+    const delay = Math.max(0, Math.min(...waiting.map((head) => this.#due(head))) - this.#now());
     this.#timer = setTimeout(() => this.kick(), Math.min(delay, 2 ** 31 - 1));
     this.#timer.unref?.();
   }

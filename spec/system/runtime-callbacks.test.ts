@@ -2,6 +2,8 @@
 // are node:http servers on 127.0.0.1, verifying what arrives with the standardwebhooks package.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test, type TestContext } from 'node:test';
@@ -186,6 +188,15 @@ test(
     // No secret in the log, and the outbox lists both as sent.
     for (const secret of [oldSecret, newSecret, mappedSecret]) {
       assert.equal(server.stderr().includes(secret.slice(6)), false, 'a secret reached the log');
+    }
+    // Nor in the state directory: the journal, the request ledger, anything else written there.
+    for (const name of await readdir(file.state, { recursive: true })) {
+      const path = join(file.state, name);
+      if (!(await stat(path)).isFile()) continue;
+      const text = await readFile(path, 'latin1');
+      for (const secret of [oldSecret, newSecret, mappedSecret]) {
+        assert.equal(text.includes(secret.slice(6)), false, `a secret is in ${name}`);
+      }
     }
     const listed = await outbox(file.state);
     assert.deepEqual(
