@@ -26,6 +26,9 @@ export const ErrorCode = {
   CallbackOrigin: 'ERR_CALLBACK_ORIGIN',
   // A stored request the ledger cannot run again (metadata only, its body cut, a credential not kept).
   NotReplayable: 'ERR_NOT_REPLAYABLE',
+  // A run that `runs retry` or `runs redeliver` will not run again or send again (not failed, retried
+  // already, its request replayed since, no reply or no channel, forward mode's runs upstream).
+  NotRetryable: 'ERR_NOT_RETRYABLE',
   Internal: 'ERR_INTERNAL',
   // The control channel's refusals (lib/control/server.ts): never HTTP answers, lines on the owner's socket.
   ControlAuth: 'ERR_CONTROL_AUTH',

@@ -6,6 +6,7 @@ import {
   resolutionOf,
   resolved,
   resolvedChange,
+  retriedChange,
   rootOf,
   type RootRecord,
   succeeded,
@@ -60,4 +61,26 @@ test('resolutionOf() and describeResolution(): what a list line and show say of 
     resolved({ state: 'succeeded' }),
     resolved({ state: 'resolved' }),
   ], [false, false, true, true]);
+});
+
+test('retriedChange() and describeResolution(): a root whose run was retried reads as resolved by that retry', () => {
+  assert.deepEqual(retriedChange('e', { run: 'r1', as: 'r2', time: 't' }), {
+    root: 'e',
+    state: 'succeeded',
+    retries: [{ run: 'r1', as: 'r2', time: 't' }],
+    time: 't',
+  });
+  const record: RootRecord = {
+    root: 'e',
+    state: 'succeeded',
+    replays: [],
+    retries: [{ run: 'r1', as: 'r2', time: 't' }],
+    time: 't',
+  };
+  assert.equal(describeResolution(resolutionOf(record)), 'resolved by retry: run r1 retried as r2');
+  const chain = { ...record, retries: [...record.retries!, { run: 'r2', as: 'r3', time: 't' }] };
+  assert.equal(describeResolution(resolutionOf(chain)), 'resolved by retry: run r1 retried as r2 (retried 2x)');
+  assert.equal(resolutionOf({ ...record, retries: [] }).retries, undefined);
+  // A replay that succeeded is what a line names first.
+  assert.match(describeResolution(resolutionOf({ ...record, replays: [fixed] })), /^resolved by replay r2 \(200\)$/);
 });

@@ -33,6 +33,17 @@ test('checkLine() accepts every line the store writes, unchanged', () => {
       idem: { scope: 'agent', key: 'k', status: 202, body: { ok: true }, expiresAt: 5 },
     },
     { t: 'idem', seq: 0, scope: 'wake', key: 'k', status: 200, body: { ok: true }, expiresAt: 5 },
+    {
+      t: 'commit',
+      seq: 2,
+      time,
+      runs: [{ ...run, runId: 'r2', retryOf: 'r1' }],
+      runUpdates: [{ runId: 'r1', retriedBy: 'r2' }, {
+        runId: 'r3',
+        delivery: { status: 'delivered', channel: 'slack', to: 'C1', messageIds: [] },
+        redeliveries: [{ time, delivery: { status: 'delivered', channel: 'slack', to: 'C1', messageIds: [] } }],
+      }],
+    },
   ];
   for (const line of lines) assert.deepEqual(checkLine(line), { line, problems: [] });
 });

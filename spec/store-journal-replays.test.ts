@@ -7,6 +7,7 @@ import {
   type ReplayAttempt,
   replayedChange,
   resolvedChange,
+  retriedChange,
   type RootChange,
 } from '../lib/model/replays.ts';
 import { Journal } from '../lib/store/journal/journal.ts';
@@ -83,6 +84,33 @@ test('Roots: before()/restore() put records back as they were; trim() drops thos
   assert.deepEqual(again.list(), roots.list());
   roots.trim(Date.parse('2026-02-01T00:00:00.000Z'));
   assert.deepEqual(roots.list().map((r) => r.root), ['late']);
+});
+
+test("Roots: a retry of a root's run makes it succeeded and is kept beside its replays (the newest MAX_ATTEMPTS), through changes() and checkLine()", () => {
+  const roots = new Roots();
+  roots.apply([replayedChange('a', null, attempt(1, 401))]);
+  roots.apply([retriedChange('a', { run: 'r1', as: 'r2', time: 't2' })]);
+  assert.deepEqual(
+    [roots.get('a')?.state, roots.get('a')?.replays.length, roots.get('a')?.retries],
+    ['succeeded', 1, [{ run: 'r1', as: 'r2', time: 't2' }]],
+  );
+  for (let n = 0; n < MAX_ATTEMPTS + 3; n++) {
+    roots.apply([retriedChange('b', { run: `b${n}`, as: `b${n + 1}`, time: 't' })]);
+  }
+  assert.equal(roots.get('b')?.retries?.length, MAX_ATTEMPTS);
+  assert.equal(roots.get('b')?.retries?.at(-1)?.as, `b${MAX_ATTEMPTS + 3}`);
+  const again = new Roots();
+  again.apply(roots.changes());
+  assert.deepEqual(again.list(), roots.list());
+  const line = { t: 'commit', seq: 1, time: 't', roots: roots.changes() };
+  assert.deepEqual(checkLine(JSON.parse(JSON.stringify(line))), { line, problems: [] });
+  const bad = checkLine({
+    t: 'commit',
+    seq: 1,
+    time: 't',
+    roots: [{ root: 'c', state: 'succeeded', time: 't', retries: [{ run: '' }] }],
+  });
+  assert.match(bad.problems.join('\n'), /roots\[0\]\.retries\[0\]\.run/);
 });
 
 test('checkLine() takes a line with roots, and leaves out a root of the wrong shape, naming the field', () => {

@@ -48,10 +48,20 @@ Options:
   },
 };
 
-/** `hooks-ingress runs`: the agent runs and notify deliveries, and their outcomes. */
+/** `hooks-ingress runs`: the agent runs and notify deliveries, and their outcomes; `retry` and `redeliver`. */
 export const runs: Command = {
-  options: LISTING,
+  options: {
+    ...LISTING,
+    failed: { type: 'boolean' },
+    hook: { type: 'string' },
+    since: { type: 'string' },
+    yes: { type: 'boolean', short: 'y' },
+  },
+  positionals: true,
   help: `Usage: hooks-ingress runs [options]
+       hooks-ingress runs retry RUN_ID... [--yes]
+       hooks-ingress runs retry --failed [--hook H] [--since T] [--yes]
+       hooks-ingress runs redeliver RUN_ID...
 
 List agent runs, oldest first: id, hook name, agent, session key, model, status
 (pending, running, ok, error, timeout), timings, attempts, reply preview and delivery.
@@ -59,16 +69,44 @@ Deliveries of notify mappings (no model call) are listed among them as "notify"
 records: id, hook, channel and recipient, status (pending, delivered, failed,
 skipped), attempts and the outcome. Works while the server runs.
 
+"retry" asks the running server to run failed or timed-out runs again as new runs,
+with the same message and options, admitted by the config of now (agents, models,
+session keys, channels). It first prints what it would retry and what it skips and
+why, and retries only with --yes. Each run is retried once: a retry that failed too
+is retried by naming it. A run whose request was replayed since, or resolved by
+hand, is not retried, and a request whose run was retried is not replayed.
+
+"redeliver" asks the running server to send a run's stored reply to its channel
+again, with no model call; it is recorded on the run as one more delivery.
+Neither works in forward mode, where the upstream gateway runs the runs.
+
 Options:
   -c, --config PATH     config file (for state.dir)
       --state-dir DIR   state directory
       --json            one JSON object per line (the whole record; a notify
-                        delivery's has "kind":"notify")
+                        delivery's has "kind":"notify"); retry, redeliver: each result
   -f, --follow          keep printing runs as they change
   -n, --limit N         only the last N runs and deliveries
+      --failed          retry: the runs that ended error or timeout, not yet retried
+      --hook H          retry --failed: only runs of this hook (its name or mapping id)
+      --since T         retry --failed: only runs that ended from T (an ISO time, or
+                        a time back from now: 15m, 2h, 7d)
+  -y, --yes             retry: go ahead with the runs the plan retries
   -h, --help            show this help
 `,
-  run(flags, _positionals, io) {
+  async run(flags, positionals, io) {
+    const [sub, ...ids] = positionals;
+    if (sub === 'retry') return (await import('./runs-retry.ts')).retryCommand(flags, ids, io);
+    if (sub === 'redeliver') return (await import('./runs-redeliver.ts')).redeliverCommand(flags, ids, io);
+    if (sub !== undefined) {
+      io.stderr(usageLine('runs', `unknown subcommand "${sub}" (known: retry, redeliver)`));
+      return USAGE;
+    }
+    const asked = (['failed', 'hook', 'since', 'yes'] as const).find((k) => flags[k] !== undefined);
+    if (asked !== undefined) {
+      io.stderr(usageLine('runs', `--${asked} is an option of runs retry`));
+      return USAGE;
+    }
     const print = (item: RunRecord | NoticeRecord) =>
       io.stdout(flags.json ? `${JSON.stringify(item)}\n` : 'kind' in item ? formatNotice(item) : formatRun(item));
     const rejected = _rejectedOnce(io);
@@ -172,6 +210,11 @@ function _runLines(run: RunRecord): string {
   ];
   const text = run.reply ?? run.error;
   if (text !== undefined) lines.push(`    ${run.reply !== undefined ? 'reply' : 'error'}: ${clipLine(text, 120)}`);
-  if (run.delivery !== undefined) lines.push(`    delivery: ${_delivery(run.delivery)}`);
+  if (run.delivery !== undefined) {
+    const again = run.redeliveries?.length ?? 0;
+    lines.push(`    delivery: ${_delivery(run.delivery)}${again === 0 ? '' : ` (redelivered ${again}x)`}`);
+  }
+  if (run.retryOf !== undefined) lines.push(`    retry of: ${run.retryOf}`);
+  if (run.retriedBy !== undefined) lines.push(`    retried as: ${run.retriedBy}`);
   return `${lines.join('\n')}\n`;
 }

@@ -22,9 +22,11 @@ import { exists, FAILURE, type Io, messagePrefix, USAGE } from './io.ts';
 import { loadConfigFor } from './load-config.ts';
 import {
   builtOnFirstCall,
+  REDELIVER_OP,
   RELOAD_PLAN_OP,
   REPLAY_OP,
   RESOLVE_OP,
+  RETRY_OP,
   serverOperations,
   TRY_OP,
 } from '../control/operations.ts';
@@ -97,13 +99,12 @@ async function _serve(flags: Flags, io: Io): Promise<number> {
   const reloads = await _reloadOnHangup(flags, io, log, service, config, stateDir);
   const stopRequest = _stopSignal(io.signal);
   const running = await _listen(flags, asked.port, config, io, service);
-  const { replay, resolve } = _replays(stateDir, service, log);
-  const inspector = running === null ? null : await _inspector(config, stateDir, io, log, service, { replay, resolve });
+  const replays = _replays(stateDir, service, log);
+  const inspector = running === null ? null : await _inspector(config, stateDir, io, log, service, replays);
   const control = running === null || inspector === false
     ? null
     : await _control(stateDir, io, log, service, reloads.reloads, startedAt, running.server.url, {
-      replay,
-      resolve,
+      ...replays,
       inspector,
       reloader: reloads.reloader,
     });
@@ -126,16 +127,31 @@ async function _serve(flags: Flags, io: Io): Promise<number> {
   return 0;
 }
 
-// One replay and one resolve for both ways in: `requests replay`/`resolve` over the control
-// channel and the inspector's buttons, sharing the claims of the replays running now; each
-// operation's code is imported at its first call.
-function _replays(
-  stateDir: string,
-  service: Service,
-  log: Logger,
-): { replay: ControlHandler; resolve: ControlHandler } {
+// One replay, resolve, retry and redelivery for both ways in: `requests replay`/`resolve` and
+// `runs retry`/`redeliver` over the control channel and the inspector's buttons, sharing the claims
+// of the replays and retries running now; each operation's code is imported at its first call.
+function _replays(stateDir: string, service: Service, log: Logger): _Replays {
   const claims = new Claims();
   return {
+    retry: builtOnFirstCall(async () =>
+      (await import('../server/retry.ts')).retryOperation({
+        stateDir,
+        ledger: service.ledger,
+        store: service.store,
+        runs: service.runner,
+        config: service.config,
+        claims,
+        newId: () => crypto.randomUUID(),
+      })
+    ),
+    redeliver: builtOnFirstCall(async () =>
+      (await import('../server/redeliver.ts')).redeliverOperation({
+        store: service.store,
+        runs: service.runner,
+        config: service.config,
+        claims,
+      })
+    ),
     replay: builtOnFirstCall(async () =>
       (await import('../server/replay.ts')).replayOperation({
         stateDir,
@@ -156,6 +172,9 @@ function _replays(
     ),
   };
 }
+
+/** The operations over stored requests and runs that the control channel and the inspector share. */
+type _Replays = Record<'replay' | 'resolve' | 'retry' | 'redeliver', ControlHandler>;
 
 // The flags checked before anything is read: the port, and the log format asked for.
 function _checkFlags(flags: Flags, io: Io): { port: number | undefined; format: LogFormat | undefined } | null {
@@ -358,7 +377,7 @@ async function _control(
   reloads: Reloads,
   startedAt: number,
   url: string,
-  more: { replay: ControlHandler; resolve: ControlHandler; inspector: RunningInspector | null; reloader: Reloader },
+  more: _Replays & { inspector: RunningInspector | null; reloader: Reloader },
 ): Promise<ControlServer | null> {
   const handlers = {
     ...serverOperations({
@@ -378,6 +397,8 @@ async function _control(
     }),
     [REPLAY_OP]: more.replay,
     [RESOLVE_OP]: more.resolve,
+    [RETRY_OP]: more.retry,
+    [REDELIVER_OP]: more.redeliver,
     [RELOAD_PLAN_OP]: () => more.reloader.dryRun(),
     [TRY_OP]: builtOnFirstCall(async () =>
       (await import('../server/try.ts')).tryOperation({

@@ -57,6 +57,10 @@ export interface OperationParts {
 export const REPLAY_OP = 'requests.replay';
 /** The operation of `hooks-ingress requests resolve` (its server side is lib/server/resolve.ts). */
 export const RESOLVE_OP = 'requests.resolve';
+/** The operation of `hooks-ingress runs retry` (its server side is lib/server/retry.ts). */
+export const RETRY_OP = 'runs.retry';
+/** The operation of `hooks-ingress runs redeliver` (its server side is lib/server/redeliver.ts). */
+export const REDELIVER_OP = 'runs.redeliver';
 /** The operation of `hooks-ingress reload --dry-run` (its server side is lib/server/reload-plan.ts). */
 export const RELOAD_PLAN_OP = 'reload.plan';
 /** The operation of `hooks-ingress try` (its server side is lib/server/try.ts). */

@@ -139,4 +139,6 @@ export interface RunSpec extends _RunFields {
   requestId?: string;
   /** Where its completion is POSTed when it ends (`onComplete`, or `/agent`'s `callbackUrl`). */
   callback?: CallbackSpec;
+  /** The failed run this one runs again (`runs retry`): same message and options, admitted by the policy of its time. */
+  retryOf?: string;
 }

@@ -91,6 +91,16 @@ export interface RunRecord extends RunSpec {
   reply?: string;
   error?: string;
   delivery?: DeliveryOutcome;
+  /** The run that retried this failed one (`runs retry`): a run is retried once. */
+  retriedBy?: string;
+  /** Its reply sent again (`runs redeliver`), oldest first; `delivery` is the newest outcome. */
+  redeliveries?: Redelivery[];
+}
+
+/** One delivery of a run's stored reply sent again, with no model call. */
+export interface Redelivery {
+  time: string;
+  delivery: DeliveryOutcome;
 }
 
 /** A change to a recorded run. */

@@ -1,6 +1,6 @@
 // What was done about a request that failed: the original ("root") request, each replay of it and
-// what that replay came to, and whether it is resolved. A replay of a replay is a replay of the
-// root. The journal keeps one record per root (store/journal/replays.ts), written by the server in
+// what that replay came to, each retry of its run (`runs retry`), and whether it is resolved. A
+// replay of a replay is a replay of the root. The journal keeps one record per root (store/journal/replays.ts), written by the server in
 // the same line as a replay's effects; `requests`, `show` and the inspector read it.
 
 /** How a root stands: a replay of it succeeded, it was marked resolved by hand, or every replay of it failed. */
@@ -18,6 +18,13 @@ export interface ReplayAttempt {
   time: string;
 }
 
+/** One retry of a run of the root's request (`runs retry`): the failed run, and the run that runs it again. */
+export interface RetryAttempt {
+  run: string;
+  as: string;
+  time: string;
+}
+
 /** One root's record as the store holds it. */
 export interface RootRecord {
   /** The entry id of the original request. */
@@ -25,6 +32,8 @@ export interface RootRecord {
   state: RootState;
   /** Its replays, oldest first (the newest {@link MAX_ATTEMPTS}, the one that succeeded always among them). */
   replays: ReplayAttempt[];
+  /** The retries of its runs, oldest first (the newest {@link MAX_ATTEMPTS}): once there is one, its work goes on by retries, not replays. */
+  retries?: RetryAttempt[];
   /** When it was marked resolved by hand. */
   resolvedAt?: string;
   /** The time of its last change. */
@@ -37,6 +46,8 @@ export interface RootChange {
   state: RootState;
   /** Replays to add (one for a replay; every one kept in a compacted journal). */
   replays?: ReplayAttempt[];
+  /** Retries of its runs to add. */
+  retries?: RetryAttempt[];
   resolvedAt?: string;
   time: string;
 }
@@ -61,6 +72,8 @@ export interface Resolution {
   by?: ReplayAttempt;
   resolvedAt?: string;
   replays: ReplayAttempt[];
+  /** The retries of its runs, when there were any. */
+  retries?: RetryAttempt[];
   /** The request that took its delivery id, when that is what resolved it. */
   delivery?: TakenBy;
 }
@@ -92,6 +105,7 @@ export function resolutionOf(record: RootRecord): Resolution {
     ...(by === undefined ? {} : { by }),
     ...(record.resolvedAt === undefined ? {} : { resolvedAt: record.resolvedAt }),
     replays: record.replays,
+    ...(record.retries === undefined || record.retries.length === 0 ? {} : { retries: record.retries }),
   };
 }
 
@@ -108,6 +122,10 @@ export function resolved(record: Pick<RootRecord, 'state'> | null | undefined): 
 /** "resolved by replay X (200)", "resolved by delivery Y (accepted live)", "resolved by hand", "replayed 2x, not resolved": what a line says of an entry's root. */
 export function describeResolution(resolution: Resolution): string {
   const count = resolution.replays.length;
+  const retried = resolution.retries?.[0];
+  if (resolution.state === 'succeeded' && resolution.by === undefined && retried !== undefined) {
+    return `resolved by retry: run ${retried.run} retried as ${retried.as}${_more(resolution.retries!.length)}`;
+  }
   if (resolution.state === 'succeeded') {
     const by = resolution.by;
     return by === undefined
@@ -117,6 +135,11 @@ export function describeResolution(resolution: Resolution): string {
   if (resolution.delivery !== undefined) return `resolved by delivery ${describeTaker(resolution.delivery)}`;
   if (resolution.state === 'resolved') return 'resolved by hand';
   return `replayed ${count}x, not resolved (last ${resolution.replays.at(-1)?.status ?? '-'})`;
+}
+
+// "" for one retry, " (retried 3x)" for a chain of them.
+function _more(count: number): string {
+  return count > 1 ? ` (retried ${count}x)` : '';
 }
 
 /** "Y (accepted live)", "request Y (accepted by a replay)": the request that took a delivery id. */
@@ -135,6 +158,14 @@ export function replayedChange(
 ): RootChange {
   const state: RootState = succeeded(attempt.status) ? 'succeeded' : (record?.state ?? 'failed');
   return { root, state, replays: [attempt], time: attempt.time };
+}
+
+/**
+ * The change a retry of one of the root's runs makes: its work was done again, so the root reads as
+ * resolved (as a replay accepted makes it), and the retry is kept beside its replays.
+ */
+export function retriedChange(root: string, attempt: RetryAttempt): RootChange {
+  return { root, state: 'succeeded', retries: [attempt], time: attempt.time };
 }
 
 /** The change `requests resolve` makes: resolved by hand, at `time`. */

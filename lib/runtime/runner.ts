@@ -1,11 +1,12 @@
 // The run queue: concurrency, one run at a time per session key, heartbeat turns one at a time, deliveries
 // beside the queue.
 
-import type { NoticeRecord, RunRecord } from '../model/records.ts';
+import type { DeliveryOutcome, NoticeRecord, RunRecord } from '../model/records.ts';
 import { readText, type RunnerOptions, type RuntimeContext } from './context.ts';
 import { heartbeatTurn } from './heartbeat-turn.ts';
 import { deliverNotice } from './notice.ts';
 import { deliverReply } from './reply.ts';
+import { redeliverReply } from './redeliver.ts';
 import { executeRun, failRun } from './run.ts';
 import { canStart, type QueueView, sessionFree, type StartRule } from './can-start.ts';
 import { laneFree } from './lane.ts';
@@ -90,6 +91,13 @@ export class Runner {
   notify(notice: NoticeRecord): void {
     if (this.#stopping.signal.aborted) return;
     this.#beside(deliverNotice(this.#context(), notice), { deliveryId: notice.deliveryId });
+  }
+
+  /** Sends a finished run's stored reply again beside the queue, with no model call (`runs redeliver`). */
+  redeliver(run: RunRecord, reply: string): Promise<DeliveryOutcome> {
+    const sent = redeliverReply(this.#context(), run, reply);
+    this.#beside(sent.then(() => undefined), { runId: run.runId });
+    return sent;
   }
 
   /** Stops: runs in progress are abandoned as they are and resume after a restart. */

@@ -119,6 +119,8 @@ async function _dryRun(
   { taken, succeededBefore }: _Judging,
 ): Promise<ReplayResult> {
   try {
+    const retried = retriedRefusal(root, parts.store.root(root));
+    if (retried !== null) return { id, ok: false, code: ErrorCode.NotReplayable, error: retried };
     const skip = forced ? null : await taken.why(entry);
     const preview = await parts.app.preview(entry, { force: forced });
     if (skip === null && preview.status < 400 && preview.actions.length > 0) taken.wouldTake(entry);
@@ -192,6 +194,8 @@ async function _replayOne(
   }
   // Whether its delivery id is taken is asked first: from the record's reading to the claim, no await.
   const skip = forced ? null : await taken.why(entry);
+  const retried = retriedRefusal(root, parts.store.root(root));
+  if (retried !== null) return { id, ok: false, code: ErrorCode.NotReplayable, error: retried };
   const refusal = forced ? null : (_alreadyDone(entry, root, parts.store.root(root), succeededBefore) ??
     (skip === null ? null : { why: 'taken' as const, error: skip }));
   if (refusal !== null) {
@@ -320,6 +324,16 @@ function _args(raw: unknown): ReplayArgs {
     throw new HttpError(400, ErrorCode.InvalidPayload, 'force: must be true, false or a list of the ids to force');
   }
   return { ids: value.ids, force: force ?? false, dryRun: value.dryRun === true, check: value.check === true };
+}
+
+/**
+ * Why a root whose run was retried (`runs retry`) is not replayed, forced or not: its work goes on
+ * by retries of that run, and a replay would do it a second time; `null` when none was retried.
+ */
+export function retriedRefusal(root: string, record: RootRecord | null): string | null {
+  const retry = record?.retries?.at(-1);
+  if (retry === undefined) return null;
+  return `a run of entry ${root} was retried (run ${retry.run} as ${retry.as}): its work goes on by runs retry, not by a replay`;
 }
 
 // Why a root is not run unless forced, or `null`. `entry` is what would run: the root's own entry,

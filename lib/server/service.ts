@@ -39,6 +39,10 @@ export interface Service {
   forwarding: boolean;
   /** The request ledger, unless it could not be opened. */
   ledger: Ledger | null;
+  /** The run queue (`runs retry` adds to it, `runs redeliver` sends beside it). */
+  runner: Runner;
+  /** The configuration the server runs now (the last one reloaded). */
+  config(): Config;
   /** Swaps in a reloaded configuration; every part is built (and what it needs imported) before any is swapped. */
   reload(config: Config): Promise<void>;
   /** Stops the runtime, the heartbeat and the transforms, then closes the store. */
@@ -247,6 +251,7 @@ function _service(
   parts: _Parts,
 ): Service {
   const { config, log, store, heartbeat, runner, runtimeParts, transforms, forward, callbacks, ledger, app } = parts;
+  let current = config;
   return {
     app,
     store,
@@ -257,6 +262,8 @@ function _service(
     },
     forwarding: forward !== null,
     ledger,
+    runner,
+    config: () => current,
     async reload(reloaded) {
       // Forward mode is on or off for the life of the process: its sender starts with it.
       const forwardNow = forward === null ? null : (reloaded.hooks.forward ?? config.hooks.forward);
@@ -272,6 +279,7 @@ function _service(
       forward?.reconfigure(next);
       ledger?.reconfigure(next.hooks.ledger);
       app.reload(next);
+      current = next;
     },
     async stop() {
       // The listener is closed by now: the counts of folded and left-out request lines are final.

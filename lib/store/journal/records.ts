@@ -126,6 +126,8 @@ const runChanges = {
   reply: optional(text),
   error: optional(text),
   delivery: optional(delivery),
+  retriedBy: optional(string({ nonEmpty: true })),
+  redeliveries: optional(array(object({ time: text, delivery }))),
 };
 const runSpec = {
   runId: string({ nonEmpty: true }),
@@ -152,6 +154,7 @@ const runSpec = {
     includeReply: boolean,
     maxAgeSeconds: number({ integer: true, min: 1 }),
   })),
+  retryOf: optional(string({ nonEmpty: true })),
 };
 const runShape = object({
   ...runSpec,
@@ -261,10 +264,16 @@ const attemptShape = object({
   status: number({ integer: true, min: 100, max: 599 }),
   time: text,
 });
+const retryShape = object({
+  run: string({ nonEmpty: true }),
+  as: string({ nonEmpty: true }),
+  time: text,
+});
 const rootShape = object({
   root: string({ nonEmpty: true }),
   state: literal(...ROOT_STATES),
   replays: optional(array(attemptShape)),
+  retries: optional(array(retryShape)),
   resolvedAt: optional(text),
   time: text,
 });

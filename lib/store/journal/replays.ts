@@ -72,10 +72,11 @@ export class Roots {
 
   /** Each record as the change that makes it again: what a compacted journal holds. */
   changes(): RootChange[] {
-    return this.list().map(({ root, state, replays, resolvedAt, time }) => ({
+    return this.list().map(({ root, state, replays, retries, resolvedAt, time }) => ({
       root,
       state,
       ...(replays.length === 0 ? {} : { replays }),
+      ...(retries === undefined || retries.length === 0 ? {} : { retries }),
       ...(resolvedAt === undefined ? {} : { resolvedAt }),
       time,
     }));
@@ -86,10 +87,12 @@ export class Roots {
 export function applyChange(old: RootRecord | undefined, change: RootChange): RootRecord {
   const replays = _bounded([...(old?.replays ?? []), ...(change.replays ?? [])]);
   const resolvedAt = change.resolvedAt ?? old?.resolvedAt;
+  const retries = [...(old?.retries ?? []), ...(change.retries ?? [])].slice(-MAX_ATTEMPTS);
   return {
     root: change.root,
     state: change.state,
     replays,
+    ...(retries.length === 0 ? {} : { retries }),
     ...(resolvedAt === undefined ? {} : { resolvedAt }),
     time: change.time,
   };
