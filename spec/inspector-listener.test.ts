@@ -24,7 +24,10 @@ interface Started {
   clock: { now: number };
 }
 
-async function start(t: TestContext, extra: { extraHosts?: string[]; maxAgeMs?: number } = {}): Promise<Started> {
+async function start(
+  t: TestContext,
+  extra: { extraHosts?: string[]; maxAgeMs?: number; runs?: boolean } = {},
+): Promise<Started> {
   const replays: unknown[] = [];
   const { log, lines } = captureLog();
   const clock = { now: 1_000_000 };
@@ -39,14 +42,25 @@ async function start(t: TestContext, extra: { extraHosts?: string[]; maxAgeMs?: 
       replays.push({ resolve: ids });
       return { resolved: ids.length };
     },
+    ...(extra.runs === false ? {} : {
+      retry: async (ids: readonly string[], options: { check: boolean }) => {
+        replays.push({ retry: ids, options });
+        return { retried: ids.length };
+      },
+      redeliver: async (ids: readonly string[]) => {
+        replays.push({ redeliver: ids });
+        return { redelivered: ids.length };
+      },
+    }),
   };
+  const { runs: _runs, ...options } = extra;
   const inspector = createInspector({
     source,
     log,
     idleMs: 60_000,
     maxAgeMs: 3_600_000,
     now: () => clock.now,
-    ...extra,
+    ...options,
   });
   const running = await listen(inspector, { host: '127.0.0.1', port: 0 });
   defer(t, () => running.close(100));
@@ -309,6 +323,34 @@ test("/api/resolve is a state change like /api/replay (this page's Origin, the t
     ids: ['e1', 'e2'],
     options: { dryRun: false, force: ['e2'] },
   }, { ids: ['e1'], options: { dryRun: false, force: true } }]);
+});
+
+test("/api/retry and /api/redeliver are state changes like /api/replay (this page's Origin, the tab's key, 1 to 1000 ids), answered 404 where runs cannot be", async (t) => {
+  const s = await start(t);
+  const { cookie, key } = await loggedIn(s);
+  const origin = `http://127.0.0.1:${s.port}`;
+  for (const path of ['/api/retry', '/api/redeliver']) {
+    assertError(await postAs(s, path, { cookie, [KEY_HEADER]: key }, { ids: ['r1'] }), 403, /Origin/);
+    assertError(await postAs(s, path, { cookie, origin }, { ids: ['r1'] }), 401);
+    assertError(await postAs(s, path, { cookie, origin, [KEY_HEADER]: key }, { ids: [] }), 400, /ids must be a list/);
+  }
+  const headers = { cookie, origin, [KEY_HEADER]: key };
+  assert.deepEqual(JSON.parse((await postAs(s, '/api/retry', headers, { ids: ['r1'], check: true })).text), {
+    retried: 1,
+  });
+  assert.equal((await postAs(s, '/api/retry', headers, { ids: ['r1', 'r2'] })).status, 200);
+  assert.equal((await postAs(s, '/api/redeliver', headers, { ids: ['r3'] })).status, 200);
+  assert.deepEqual(s.replays, [
+    { retry: ['r1'], options: { check: true } },
+    { retry: ['r1', 'r2'], options: { check: false } },
+    { redeliver: ['r3'] },
+  ]);
+
+  const without = await start(t, { runs: false });
+  const other = await loggedIn(without);
+  const theirs = { cookie: other.cookie, origin: `http://127.0.0.1:${without.port}`, [KEY_HEADER]: other.key };
+  assertError(await postAs(without, '/api/retry', theirs, { ids: ['r1'] }), 404);
+  assertError(await postAs(without, '/api/redeliver', theirs, { ids: ['r1'] }), 404);
 });
 
 test("logout ends the tab's session", async (t) => {

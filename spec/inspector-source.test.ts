@@ -35,12 +35,13 @@ async function source(
   entries: LedgerEntry[],
   roots: RootRecord[] = [],
   takenJudge?: () => Promise<(entry: LedgerEntry) => DeliveryTaken | null>,
+  runs: Record<string, unknown>[] = [],
 ) {
   const dir = await tempDir(t, 'inspector-source-');
   await mkdir(join(dir, 'ledger'));
   await writeFile(join(dir, 'ledger', 'a-1.jsonl'), entries.map((e) => `${JSON.stringify(e)}\n`).join(''));
   const store = {
-    run: () => null,
+    run: (id: string) => (runs.find((r) => r['runId'] === id) ?? null) as never,
     events: () => [],
     outboxEntry: () => null,
     notice: () => null,
@@ -184,4 +185,18 @@ test("a failure whose delivery id another request took (the provider's retry acc
     'the request that took it did not fail',
   );
   assert.equal(((await s.show('e3')) as Record<string, unknown>)['resolution'], undefined);
+});
+
+test("show() lists a run's retries after it, each after the run it retries, and marks a run no longer kept", async (t) => {
+  const runs = [
+    { runId: 'a', status: 'error', retriedBy: 'b', message: 'm' },
+    { runId: 'b', status: 'timeout', retryOf: 'a', retriedBy: 'c', message: 'm' },
+  ];
+  const s = await source(t, [entry(1, { status: 202, became: { runs: ['a'] } })], [], undefined, runs);
+  const shown = (await s.show('e1')) as { became: { runs: { runId: string; status?: string; state?: string }[] } };
+  assert.deepEqual(shown.became.runs.map((r) => [r.runId, r.status ?? r.state]), [
+    ['a', 'error'],
+    ['b', 'timeout'],
+    ['c', 'no longer kept'],
+  ]);
 });

@@ -116,6 +116,8 @@ test('retryOperation: a failed run runs again once, as a new run with its messag
     'ERR_NOT_RETRYABLE run retry-1 was retried already, as retry-2 (pending)',
   ]);
   assert.equal((await readRoots(h.state)).get(root)?.retries?.length, 2, 'the chain kept on its root');
+  const [resolved] = (await h.resolve({ ids: [root] })).results;
+  assert.equal(resolved?.ok ? '' : resolved?.error, `entry ${root} is resolved already: its run was retried`);
 });
 
 test('retryOperation: a run not failed or not found is refused, saying why', async (t) => {

@@ -150,6 +150,7 @@ function _history(produced: { replays?: readonly LedgerEntry[]; resolution?: Res
   for (const r of resolution.replays) {
     lines.push(['replayed', `${r.entry ?? `request ${r.requestId}`} at ${r.time}: ${r.status}`]);
   }
+  for (const r of resolution.retries ?? []) lines.push(['retried', `run ${r.run} as ${r.as} at ${r.time}`]);
   return lines;
 }
 

@@ -438,7 +438,7 @@ async function _inspector(
   io: Io,
   log: Logger,
   service: Service,
-  ops: { replay: ControlHandler; resolve: ControlHandler },
+  ops: _Replays,
 ): Promise<RunningInspector | null | false> {
   if (config.inspector === null) return null;
   try {
@@ -455,6 +455,8 @@ async function _inspector(
       store: service.store,
       replay: replayIds,
       resolve: resolveIds,
+      retry: (ids, { check }) => ops.retry({ ids, check }),
+      redeliver: (ids) => ops.redeliver({ ids }),
       takenJudge: () => service.app.takenJudge(),
     });
   } catch (error) {

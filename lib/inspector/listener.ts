@@ -37,6 +37,10 @@ export interface InspectorSource {
   replay(ids: readonly string[], options: { dryRun: boolean; force: boolean | readonly string[] }): Promise<unknown>;
   /** Marks the roots of entries resolved by hand, without replaying them (`requests resolve`); absent where nothing can be resolved. */
   resolve?(ids: readonly string[]): Promise<unknown>;
+  /** Runs failed runs again once (`runs retry`), or with `check` only judges each; absent where runs cannot be retried. */
+  retry?(ids: readonly string[], options: { check: boolean }): Promise<unknown>;
+  /** Sends runs' stored replies again (`runs redeliver`); absent where they cannot be. */
+  redeliver?(ids: readonly string[]): Promise<unknown>;
 }
 
 /** The list's filters, as the page sends them; each is optional. */
@@ -91,6 +95,7 @@ const _FILES: Readonly<Record<string, string>> = {
   '/dom.js': 'dom.js',
   '/words.js': 'words.js',
   '/replay.js': 'replay.js',
+  '/runs.js': 'runs.js',
   '/app.css': 'app.css',
 };
 
@@ -270,7 +275,21 @@ async function _change(
       (Array.isArray(body['force']) && body['force'].length > 0 && _ids(body['force'], 'force'));
     return _send(res, 200, await source.replay(ids, { dryRun: body['dryRun'] === true, force }));
   }
+  if (path === '/api/retry' || path === '/api/redeliver') return _runs(req, res, source, path);
   throw _NOT_FOUND;
+}
+
+// A run's buttons: one run retried (or, with `check`, judged) or its reply sent again, as the
+// commands do; capped and timed like the other bodies.
+async function _runs(req: IncomingMessage, res: ServerResponse, source: InspectorSource, path: string): Promise<void> {
+  const body = parseJsonObject(await readBody(req, { maxBytes: 64 * 1024, timeoutMs: 10_000 }));
+  const ids = _ids(body['ids'], 'ids');
+  if (path === '/api/retry') {
+    if (source.retry === undefined) throw _NOT_FOUND;
+    return _send(res, 200, await source.retry(ids, { check: body['check'] === true }));
+  }
+  if (source.redeliver === undefined) throw _NOT_FOUND;
+  return _send(res, 200, await source.redeliver(ids));
 }
 
 // A list of 1 to 1000 entry ids from a posted body, or the body's problem.

@@ -33,6 +33,8 @@ export interface InspectorParts {
   store: Pick<Store, 'run' | 'events' | 'outboxEntry' | 'notice' | 'root'>;
   replay: InspectorSource['replay'];
   resolve?: InspectorSource['resolve'];
+  retry?: InspectorSource['retry'];
+  redeliver?: InspectorSource['redeliver'];
   /** Which request took a failed entry's delivery id (App.takenJudge). */
   takenJudge?: LedgerSourceOptions['takenJudge'];
 }
@@ -51,6 +53,8 @@ export async function startInspector(parts: InspectorParts): Promise<RunningInsp
       store: parts.store,
       replay: parts.replay,
       ...(parts.resolve === undefined ? {} : { resolve: parts.resolve }),
+      ...(parts.retry === undefined ? {} : { retry: parts.retry }),
+      ...(parts.redeliver === undefined ? {} : { redeliver: parts.redeliver }),
       ...(parts.takenJudge === undefined ? {} : { takenJudge: parts.takenJudge }),
     }),
     log,

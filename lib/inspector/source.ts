@@ -20,6 +20,9 @@ export interface LedgerSourceOptions {
   replay: InspectorSource['replay'];
   /** Marks entries' roots resolved by hand, as `requests resolve` does. */
   resolve?: InspectorSource['resolve'];
+  /** Retries runs and sends their replies again, as `runs retry` and `runs redeliver` do. */
+  retry?: InspectorSource['retry'];
+  redeliver?: InspectorSource['redeliver'];
   /**
    * Which request took a failed entry's delivery id (the key live dedupe reads), as the server
    * judges it now: a failure whose id another request took and was accepted with is resolved by it.
@@ -63,6 +66,8 @@ export function ledgerSource(options: LedgerSourceOptions): InspectorSource {
     },
     replay: options.replay,
     ...(options.resolve === undefined ? {} : { resolve: options.resolve }),
+    ...(options.retry === undefined ? {} : { retry: options.retry }),
+    ...(options.redeliver === undefined ? {} : { redeliver: options.redeliver }),
   };
 }
 
@@ -148,19 +153,30 @@ function _clip(text: string): string {
   return text.length > _PREVIEW ? `${text.slice(0, _PREVIEW)}…` : text;
 }
 
+// A run as the page shows it, then the runs that retried it, each after the one it retries.
+function _chain(id: string, store: LedgerSourceOptions['store']): Record<string, unknown>[] {
+  const shown: Record<string, unknown>[] = [];
+  const seen = new Set<string>();
+  for (let next: string | undefined = id; next !== undefined && !seen.has(next);) {
+    seen.add(next);
+    const run = store.run(next);
+    if (run === null) {
+      shown.push({ runId: next, state: 'no longer kept' });
+      break;
+    }
+    const one: Record<string, unknown> = { ...run };
+    for (const key of ['message', 'reply'] as const) if (typeof run[key] === 'string') one[key] = _clip(run[key]);
+    shown.push(one);
+    next = run.retriedBy;
+  }
+  return shown;
+}
+
 // What the entry became, looked up now: the run's state, the events' text, the outbox entry's state.
 function _became(entry: LedgerEntry, store: LedgerSourceOptions['store']): Record<string, unknown> {
   const became = entry.became!;
   const out: Record<string, unknown> = { ...became };
-  if (became.runs !== undefined) {
-    out['runs'] = became.runs.map((id) => {
-      const run = store.run(id);
-      if (run === null) return { runId: id, state: 'no longer kept' };
-      const shown: Record<string, unknown> = { ...run };
-      for (const key of ['message', 'reply'] as const) if (typeof run[key] === 'string') shown[key] = _clip(run[key]);
-      return shown;
-    });
-  }
+  if (became.runs !== undefined) out['runs'] = became.runs.flatMap((id) => _chain(id, store));
   if (became.events !== undefined) {
     const wanted = new Set(became.events);
     out['events'] = store.events().filter((e) => wanted.has(e.seq));

@@ -61,6 +61,8 @@ export function resolveOperation(parts: ResolveParts): (args: unknown) => Promis
       const record = parts.store.root(root);
       const why = parts.claims.held(root)
         ? `a replay of entry ${root} is running now`
+        : record?.state === 'succeeded' && (record.retries?.length ?? 0) > 0
+        ? `entry ${root} is resolved already: its run was retried`
         : record?.state === 'succeeded'
         ? `entry ${root} is resolved already: a replay of it succeeded`
         : record?.state === 'resolved'

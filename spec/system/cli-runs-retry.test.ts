@@ -3,6 +3,7 @@
 // nothing), two retries of one run at once make one run, a retry and a forced replay of the same
 // request make one run, and a redelivery sends the stored reply with no model call.
 import assert from 'node:assert/strict';
+import { request } from 'node:http';
 import { test, type TestContext } from 'node:test';
 import type { RunRecord } from '../../lib/model/records.ts';
 import { readLedger } from '../../lib/store/ledger/read.ts';
@@ -15,13 +16,15 @@ const TOKEN = 'runs-retry-spec-token-0123456789ab';
 const BOT_TOKEN = '616161:AARetry-bot_token0123456789abcdefgh';
 const OWNER = '777001';
 
-/** A model that answers 400 until `fix()`, then each call with a reply naming the prompt's message. */
+/** A model that answers 400 until `fix()` (after `release()` when it holds), then each call with a reply. */
 async function flakyModel(t: TestContext) {
   let fixed = false;
+  let held: (() => void)[] | null = null;
   const prompts: string[] = [];
-  const server = await fake(t, (req, res) => {
+  const server = await fake(t, async (req, res) => {
     const body = JSON.parse(req.body) as { messages: { role: string; content: string }[] };
     prompts.push(body.messages.at(-1)?.content ?? '');
+    if (held !== null) await new Promise<void>((resolve) => held!.push(resolve));
     if (!fixed) return json(res, 400, { error: { message: 'model is down', type: 'invalid_request_error' } });
     json(res, 200, {
       id: 'c',
@@ -33,7 +36,13 @@ async function flakyModel(t: TestContext) {
   });
   /** The calls whose prompt carries `text` (a run's message; a heartbeat's prompt carries none). */
   const asked = (text: string) => prompts.filter((p) => p.includes(`\n${text}\n`)).length;
-  return { url: `${server.url}/v1`, prompts, asked, fix: () => void (fixed = true) };
+  const hold = () => void (held = []);
+  const release = () => {
+    const waiting = held ?? [];
+    held = null;
+    waiting.forEach((go) => go());
+  };
+  return { url: `${server.url}/v1`, prompts, asked, hold, release, fix: () => void (fixed = true) };
 }
 
 async function telegramFake(t: TestContext) {
@@ -65,6 +74,15 @@ async function setUp(t: TestContext, prefix: string) {
           messageTemplate: 'ci {{n}}',
           wakeMode: 'next-heartbeat',
           deliver: false,
+        },
+        {
+          id: 'wait',
+          match: { path: 'wait' },
+          action: 'agent',
+          messageTemplate: 'wait {{n}}',
+          wakeMode: 'next-heartbeat',
+          deliver: false,
+          waitForCompletion: true,
         },
         {
           id: 'chat',
@@ -161,6 +179,10 @@ test('runs retry --failed plans, then with --yes re-runs each failed run once; a
   // The request's ledger entry says its run was retried.
   const { stdout } = await runCli(['requests', '--state-dir', s.state]);
   assert.match(stdout, /resolved by retry: run \S+ retried as \S+/);
+  const shown = await runCli(['requests', 'show', 'ci-1', '--state-dir', s.state]);
+  assert.match(shown.stdout, /\nretried +run \S+ as \S+ at /);
+  const failures = await runCli(['requests', '--failed', '--all', '--state-dir', s.state]);
+  assert.equal(failures.stdout, '', 'the requests were accepted: not failures');
 });
 
 test('two retries of one run at once make one run', { timeout: 180_000 }, async (t) => {
@@ -240,4 +262,39 @@ test('runs redeliver sends the stored reply to Telegram again with no model call
   assert.equal(refused.code, 1);
   assert.match(refused.stdout, new RegExp(`^not redelivered ${quiet}: run ${quiet} has no channel`));
   assert.equal(telegram.sent.length, 2);
+});
+
+test('requests --failed stops listing a failure whose run a retry ran again', { timeout: 180_000 }, async (t) => {
+  const { s, server, model } = await setUp(t, 'cli-runs-retry-failed-');
+  // A request that waits for its run, whose client goes away first: the ledger keeps it as a failure (499) with its run.
+  model.hold();
+  const gone = request(`${server.url}/hooks/wait`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', 'x-request-id': 'wait-1' },
+  });
+  gone.on('error', () => {});
+  gone.end(JSON.stringify({ n: 1 }));
+  await until('the run at the model', () => (model.asked('wait 1') === 1 ? true : undefined), {
+    detail: () => `${model.prompts.join('\n---\n')}\n${server.stderr()}`,
+  });
+  gone.destroy();
+  const entry = await until(
+    'the failure in the ledger',
+    async () => (await readLedger(s.state)).find((e) => e.requestId === 'wait-1'),
+  );
+  assert.equal(entry.status, 499);
+  model.release();
+  const runId = entry.became!.runs![0]!;
+  await ended(s.state, [runId]);
+  const before = await runCli(['requests', '--failed', '--state-dir', s.state]);
+  assert.match(before.stdout, new RegExp(entry.id), 'listed while its run is not retried');
+
+  model.fix();
+  const done = await retry(s.state, '--failed', '--hook', 'wait', '--yes');
+  assert.equal(done.code, 0, done.stdout + done.stderr);
+  assert.match(done.stdout, new RegExp(`^retried ${runId} as \\S+ \\(hook=wait\\)$`, 'm'));
+  const after = await runCli(['requests', '--failed', '--state-dir', s.state]);
+  assert.equal(after.stdout, '', 'resolved by the retry');
+  const all = await runCli(['requests', '--failed', '--all', '--state-dir', s.state]);
+  assert.match(all.stdout, /resolved by retry: run \S+ retried as \S+/);
 });

@@ -2,6 +2,7 @@
 // (replay.js). What it shows is built from elements and text nodes only (dom.js).
 import { $, api, dropKey, el, rawJson, shortId, statusClass, table, takeKey, tree } from './dom.js';
 import { openReplay, openResolve, wireReplay } from './replay.js';
+import { runButtons } from './runs.js';
 import { becameView, replaysView, resolutionWords } from './words.js';
 
 takeKey();
@@ -55,7 +56,8 @@ function outcomeTag(entry) {
 // What was done about a failure since: a tag of its own beside the outcome's (a request that did not fail has none).
 function resolutionTag(entry) {
   const r = entry.resolution;
-  if (!r || entry.status < 400) return '';
+  // A request whose run was retried says so too, though the request itself was accepted.
+  if (!r || (entry.status < 400 && !r.retries?.length)) return '';
   const done = r.state === 'succeeded' || r.state === 'resolved';
   return el(
     'span',
@@ -292,7 +294,12 @@ async function select(id) {
         el('div', { class: 'history' }, replaysView(entry.resolution)),
       ]
       : []),
-    ...(entry.became ? [el('h2', {}, 'What it became'), el('div', { class: 'became' }, becameView(entry.became))] : []),
+    ...(entry.became
+      ? [
+        el('h2', {}, 'What it became'),
+        el('div', { class: 'became' }, becameView(entry.became, (run) => runButtons(run, reload))),
+      ]
+      : []),
     el('h2', {}, 'Headers'),
     entry.headers ? table(Object.entries(entry.headers)) : el('p', { class: 'hint' }, 'None kept.'),
     el('h2', {}, 'Body'),

@@ -67,31 +67,66 @@ export async function openReplay(items, title, after) {
 
 /** Asks before marking one failed request resolved without replaying it; `after` runs once it is. */
 export function openResolve(item, after) {
-  dialog.rows = [];
-  open(`Mark request ${item.id} resolved?`, 'Nothing is replayed.', () => resolve(item), after);
-  $('confirm-body').replaceChildren(
-    el(
-      'p',
-      {},
-      `${item.label} leaves the list of failures as it is, without a replay: for a failure that can never be fixed, or one dealt with some other way.`,
-    ),
-    el('p', {}, 'It can still be replayed later, on purpose.'),
+  const asked = openAsk({
+    title: `Mark request ${item.id} resolved?`,
+    summary: 'Nothing is replayed.',
+    yes: 'Mark resolved',
+    after,
+    act: async () => {
+      try {
+        const { results } = await api('api/resolve', { ids: [item.id] });
+        const result = results?.[0];
+        return result?.ok ? 'Marked resolved.' : `Not marked: ${plain(result?.error ?? 'no answer for it')}`;
+      } catch (error) {
+        return `Not marked: ${error.message}`;
+      }
+    },
+  });
+  asked.say(
+    [
+      el(
+        'p',
+        {},
+        `${item.label} leaves the list of failures as it is, without a replay: for a failure that can never be fixed, or one dealt with some other way.`,
+      ),
+      el('p', {}, 'It can still be replayed later, on purpose.'),
+    ],
+    true,
   );
-  setYes(true, 'Mark resolved');
 }
 
-async function resolve(item) {
+/**
+ * Asks before one action (a request marked resolved, a run retried, a reply sent again): the
+ * dialog's main button, named `yes`, runs `act` once, whose answer (text) replaces the question;
+ * `after` runs once it was asked. The handle's `say(body, ready)` sets what the dialog says and
+ * whether the button may be pressed, while this dialog is still the one open.
+ */
+export function openAsk({ title, summary, yes, act, after }) {
+  dialog.rows = [];
+  open(title, summary, () => asked(yes, act), after);
+  const opened = dialog.opened;
+  setYes(false, yes);
+  return {
+    say(body, ready, line) {
+      if (opened !== dialog.opened || dialog.busy) return;
+      if (line !== undefined) $('confirm-summary').textContent = line;
+      $('confirm-body').replaceChildren(...body);
+      setYes(ready, yes);
+      if (!ready) $('confirm-yes').hidden = true;
+    },
+  };
+}
+
+async function asked(yes, act) {
   if (dialog.busy) return;
   dialog.busy = true;
   const opened = dialog.opened;
-  setYes(false, 'Mark resolved');
+  setYes(false, yes);
   let said;
   try {
-    const { results } = await api('api/resolve', { ids: [item.id] });
-    const result = results?.[0];
-    said = result?.ok ? 'Marked resolved.' : `Not marked: ${plain(result?.error ?? 'no answer for it')}`;
+    said = await act();
   } catch (error) {
-    said = `Not marked: ${error.message}`;
+    said = `Not done: ${error.message}`;
   }
   dialog.after?.();
   if (opened !== dialog.opened) return;

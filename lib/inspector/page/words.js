@@ -96,7 +96,7 @@ function deliveryWords(d) {
 }
 
 // A run as a person checks it: its state, where it ran, how it ended.
-function runView(run) {
+function runView(run, actions) {
   const ended = run.status === 'ok'
     ? 'finished'
     : run.status === 'error'
@@ -117,16 +117,20 @@ function runView(run) {
       ['finished', run.finishedAt],
       ['error', run.error],
       ['reply sent', run.delivery ? deliveryWords(run.delivery) : undefined],
+      ['sent again', run.redeliveries?.length ? `${run.redeliveries.length}×` : undefined],
+      ['retry of', run.retryOf],
+      ['retried as', run.retriedBy],
     ]),
     run.message ? el('p', { class: 'label' }, 'Its message:') : '',
     run.message ? quoted(run.message) : '',
     run.reply ? el('p', { class: 'label' }, 'Its reply:') : '',
     run.reply ? quoted(run.reply) : '',
+    ...(actions?.(run) ?? []),
   );
 }
 
 /** What a request became, in words: the events' text, each run's message and outcome, the forwarded messages; the raw JSON folded below. */
-export function becameView(became) {
+export function becameView(became, actions) {
   const b = became ?? {};
   const parts = [];
   if (b.duplicateOf) {
@@ -152,7 +156,7 @@ export function becameView(became) {
       quoted(event.text),
     );
   }
-  for (const run of b.runs ?? []) parts.push(runView(run));
+  for (const run of b.runs ?? []) parts.push(runView(run, actions));
   for (const sent of b.outbox ?? []) {
     parts.push(
       el(
@@ -172,6 +176,10 @@ export function becameView(became) {
 export function resolutionWords(resolution) {
   const r = resolution ?? {};
   const replays = r.replays ?? [];
+  if (r.state === 'succeeded' && !r.by && r.retries?.length) {
+    const retry = r.retries[0];
+    return `resolved by retry: run ${shortId(retry.run)} retried as ${shortId(retry.as)}`;
+  }
   if (r.state === 'succeeded') {
     return r.by
       ? `resolved by replay ${shortId(r.by.entry ?? `request ${r.by.requestId}`)} (${r.by.status})`
