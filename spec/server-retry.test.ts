@@ -29,7 +29,7 @@ async function start(t: TestContext, raw: Record<string, unknown> = {}) {
   const ledger = await Ledger.open(join(dir, 'state'), { config: config.hooks.ledger });
   defer(t, () => ledger.close());
   const queued: RunRecord[] = [];
-  const runs = { enqueue: (run: RunRecord) => void queued.push(run), depth: 0 };
+  const runs = { enqueue: (run: RunRecord) => void queued.push(run), depth: 0, depthOf: (_hook: string) => 0 };
   const h = await startApp(t, { token: TOKEN, dir, raw, with: () => ({ ledger, runs }) });
   const claims = new Claims();
   let n = 0;
@@ -147,8 +147,15 @@ test("retryOperation: the policy of now admits the retry: an agent no longer all
     'ERR_UNAVAILABLE too many runs queued (hooks.maxQueuedRuns); retry later',
   ]);
   h.runs.depth = 0;
-  assert.deepEqual(said(await h.retry([id])), [`${id} as retry-1`]);
-  assert.equal(h.store.run(id)?.retriedBy, 'retry-1', 'a refusal changed nothing');
+  // The run's hook's own bound too (here /agent's, hooks.agent.maxQueued).
+  h.reconfigure(await specConfig(withHooks({ hooks: { agent: { maxQueued: 1 } } }, TOKEN), h.dir));
+  h.runs.depthOf = (hook) => (hook === 'agent' ? 1 : 0);
+  assert.deepEqual(said(await h.retry([id])), [
+    'ERR_HOOK_BACKLOG too many runs of hook "agent" queued (its maxQueued, 1); retry later',
+  ]);
+  h.runs.depthOf = () => 0;
+  assert.deepEqual(said(await h.retry([id])), [`${id} as retry-3`]);
+  assert.equal(h.store.run(id)?.retriedBy, 'retry-3', 'a refusal changed nothing');
 });
 
 test('retryOperation: a claim held on the request (a replay or a retry running) refuses it; a retried request is not replayed, even forced', async (t) => {

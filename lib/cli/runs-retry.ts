@@ -157,8 +157,7 @@ function _failed(run: RunRecord): boolean {
 
 // --hook names the path's hook or the mapping's id; --since holds to when the run ended.
 function _matches(run: RunRecord, pick: { hook?: string; since?: number }): boolean {
-  const mapping = (run as { mapping?: string }).mapping;
-  if (pick.hook !== undefined && run.hook !== pick.hook && mapping !== pick.hook) return false;
+  if (pick.hook !== undefined && run.hook !== pick.hook && run.mapping !== pick.hook) return false;
   return pick.since === undefined || Date.parse(run.finishedAt ?? run.acceptedAt) >= pick.since;
 }
 

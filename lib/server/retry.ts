@@ -10,7 +10,7 @@
 
 import type { Config } from '../config/types.ts';
 import { admitAgent, createAdmission } from '../edge/admission.ts';
-import { reserveRuns, type RunQueue } from '../edge/capacity.ts';
+import { reserveHookRuns, reserveRuns, type RunQueue } from '../edge/capacity.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
 import type { AgentAction } from '../model/actions.ts';
 import type { LedgerEntry } from '../model/ledger-entry.ts';
@@ -129,9 +129,12 @@ function _retryable(parts: RetryParts, id: string): RunRecord {
 // The new run, admitted by the policy of now, recorded with the failed run's link to it and the
 // root's record in one journal line, then queued.
 async function _commit(parts: RetryParts, run: RunRecord, root: string | null): Promise<RetryResult> {
-  const release = reserveRuns(parts.runs, 1, parts.config());
+  const spec = _admitted(parts, run, root === null ? null : parts.store.root(root));
+  // Its hook's own backlog bound, then the queue's: as a new request's run is held to them.
+  const own = reserveHookRuns(parts.runs, [spec], parts.config());
+  let all = (): void => {};
   try {
-    const spec = _admitted(parts, run, root === null ? null : parts.store.root(root));
+    all = reserveRuns(parts.runs, 1, parts.config());
     const time = new Date((parts.now ?? Date.now)()).toISOString();
     const committed = await parts.store.commit({
       runs: [spec],
@@ -141,7 +144,8 @@ async function _commit(parts: RetryParts, run: RunRecord, root: string | null): 
     for (const queued of committed.runs) parts.runs.enqueue(queued);
     return { id: run.runId, ok: true, run: spec.runId, hook: spec.hook };
   } finally {
-    release();
+    all();
+    own();
   }
 }
 
@@ -153,7 +157,12 @@ function _admitted(parts: RetryParts, run: RunRecord, record: RootRecord | null)
   const config = parts.config();
   const admission = createAdmission(config, () => parts.store.lastRoute() as Route | null, parts.newId);
   const { requestId, ...spec } = admitAgent(admission, run.hook, '', _action(run), `run ${run.runId}: `);
-  return { ...spec, ...(run.requestId === undefined ? {} : { requestId: run.requestId }), retryOf: run.runId };
+  return {
+    ...spec,
+    ...(run.mapping === undefined ? {} : { mapping: run.mapping }),
+    ...(run.requestId === undefined ? {} : { requestId: run.requestId }),
+    retryOf: run.runId,
+  };
 }
 
 // Why the run's request needs no retry of this run: it was resolved by hand, or a replay of it

@@ -211,7 +211,6 @@ test('a retry and a requests replay --force of the same request make one run, in
   const second = await send(server, 'ci', 2);
   await ended(s.state, [first, second]);
   model.fix();
-  const before = model.prompts.length;
   const entry = async (n: number) => (await readLedger(s.state)).find((e) => e.requestId === `ci-${n}`)!.id;
 
   // Retry first: the replay is refused, --force or not.
@@ -234,7 +233,6 @@ test('a retry and a requests replay --force of the same request make one run, in
     const runs = (await runsOf(s.state)).filter((r) => r.status === 'ok');
     return runs.length === 2 ? runs : undefined;
   });
-  assert.equal(model.prompts.length - before, 2, 'one run for each request');
   assert.deepEqual([model.asked('ci 1'), model.asked('ci 2')], [2, 2]);
 });
 
