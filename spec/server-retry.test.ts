@@ -158,6 +158,31 @@ test("retryOperation: the policy of now admits the retry: an agent no longer all
   assert.equal(h.store.run(id)?.retriedBy, 'retry-3', 'a refusal changed nothing');
 });
 
+test("retryOperation: the retry's completion callback is decided again: a request's callbackUrl whose origin is no longer allowed is refused", async (t) => {
+  const secret = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
+  const hooks = (origins: string[]) => ({
+    hooks: { onComplete: { url: 'http://127.0.0.1:9/default', secret }, callbackOrigins: origins },
+  });
+  const h = await start(t, hooks(['http://127.0.0.1:9']));
+  const answer = await post(h.url, '/hooks/agent', {
+    headers: { ...AUTH, 'x-request-id': 'cb-1' },
+    body: { message: 'do cb', deliver: false, callbackUrl: 'http://127.0.0.1:9/mine' },
+  });
+  assert.equal(answer.status, 202, answer.text);
+  const id = answer.body['runId'] as string;
+  await h.end(id, 'error');
+  const plain = await h.failed('cb-2');
+  h.reconfigure(await specConfig(withHooks(hooks([]), TOKEN), h.dir));
+  assert.deepEqual(said(await h.retry([id])), [
+    `ERR_CALLBACK_ORIGIN run ${id}: callbackUrl: its origin is not one of hooks.callbackOrigins`,
+  ]);
+  assert.deepEqual(said(await h.retry([plain])), [`${plain} as retry-1`]);
+  assert.equal(h.store.run('retry-1')?.callback?.url, 'http://127.0.0.1:9/default', 'hooks.onComplete of now');
+  h.reconfigure(await specConfig(withHooks(hooks(['http://127.0.0.1:9']), TOKEN), h.dir));
+  assert.deepEqual(said(await h.retry([id])), [`${id} as retry-2`]);
+  assert.equal(h.store.run('retry-2')?.callback?.url, 'http://127.0.0.1:9/mine');
+});
+
 test('retryOperation: a claim held on the request (a replay or a retry running) refuses it; a retried request is not replayed, even forced', async (t) => {
   const h = await start(t);
   const id = await h.failed('claim-1');

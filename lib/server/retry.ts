@@ -11,8 +11,9 @@
 import type { Config } from '../config/types.ts';
 import { admitAgent, createAdmission } from '../edge/admission.ts';
 import { reserveHookRuns, reserveRuns, type RunQueue } from '../edge/capacity.ts';
+import { callbackFor } from '../edge/callback-target.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
-import type { AgentAction } from '../model/actions.ts';
+import type { AgentAction, CallbackSpec } from '../model/actions.ts';
 import type { LedgerEntry } from '../model/ledger-entry.ts';
 import type { Route, RunRecord } from '../model/records.ts';
 import { retriedChange, rootOf, type RootRecord, succeeded } from '../model/replays.ts';
@@ -156,13 +157,32 @@ function _admitted(parts: RetryParts, run: RunRecord, record: RootRecord | null)
   if (elsewhere !== null) throw _refusal(elsewhere);
   const config = parts.config();
   const admission = createAdmission(config, () => parts.store.lastRoute() as Route | null, parts.newId);
-  const { requestId, ...spec } = admitAgent(admission, run.hook, '', _action(run), `run ${run.runId}: `);
-  return {
-    ...spec,
-    ...(run.mapping === undefined ? {} : { mapping: run.mapping }),
-    ...(run.requestId === undefined ? {} : { requestId: run.requestId }),
-    retryOf: run.runId,
-  };
+  const label = `run ${run.runId}: `;
+  const { requestId, ...spec } = admitAgent(
+    admission,
+    run.hook,
+    '',
+    _action(run),
+    label,
+    run.mapping,
+    _callback(config, run, label),
+  );
+  return { ...spec, ...(run.requestId === undefined ? {} : { requestId: run.requestId }), retryOf: run.runId };
+}
+
+// Where the retry's completion goes, decided again under the config of now: its mapping's
+// `onComplete`, `hooks.onComplete`, or the URL the request named, whose origin must still be allowed.
+function _callback(config: Config, run: RunRecord, label: string): CallbackSpec | undefined {
+  try {
+    if (run.mapping !== undefined) return callbackFor(config, run.mapping);
+    const asked = run.callback?.url;
+    return asked === undefined || asked === config.hooks.onComplete?.url
+      ? callbackFor(config, null)
+      : callbackFor(config, null, asked);
+  } catch (error) {
+    if (!(error instanceof HttpError)) throw error;
+    throw new HttpError(error.status, error.code, `${label}${error.message}`);
+  }
 }
 
 // Why the run's request needs no retry of this run: it was resolved by hand, or a replay of it
