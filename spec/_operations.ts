@@ -21,6 +21,7 @@ export function operationParts(over: Partial<OperationParts> = {}): OperationPar
     store: {
       backlog: () => ({ events: 3, bytes: 120 }),
       outboxCounts: () => ({ pending: 1, sent: 5, dead: 2 }),
+      callbackCounts: () => ({ pending: 0, sent: 3, dead: 1 }),
       stats: () => ({
         idempotencyKeys: 0,
         runs: 0,

@@ -82,7 +82,7 @@ const [state, target] = process.argv.slice(1);
 if (target !== '') fs.symlinkSync(target, path.join(state, ${JSON.stringify(CONTROL_SECRET)}));
 const status = { pid: 1, startedAt: 'x', uptimeSeconds: 1, url: ${
   JSON.stringify(OSC)
-}, stateDir: state, backlog: { events: 0, bytes: 0 }, outbox: null, journalBytes: 0, ledger: null, lastReload: null, reloading: { running: false, pending: false, waiting: 0 } };
+}, stateDir: state, backlog: { events: 0, bytes: 0 }, outbox: null, callbacks: { pending: 0, sent: 0, dead: 0 }, journalBytes: 0, ledger: null, lastReload: null, reloading: { running: false, pending: false, waiting: 0 } };
 const server = net.createServer((socket) => {
   process.stdout.write('connected\\n');
   socket.on('error', () => {});

@@ -7,7 +7,7 @@ import type { ReloadVerdict } from '../lib/server/reloads.ts';
 import { ErrorCode, HttpError } from '../lib/errors.ts';
 import { operationParts as parts } from './_operations.ts';
 
-test('serverStatus() reports pid, uptime, address, state, backlog, outbox (null outside forward mode), journal, ledger (null) and the last reload', async () => {
+test('serverStatus() reports pid, uptime, address, state, backlog, outbox (null outside forward mode), callbacks, journal, ledger (null) and the last reload', async () => {
   assert.deepEqual(serverStatus(parts()), {
     pid: 4242,
     startedAt: '2026-01-01T00:00:00.000Z',
@@ -16,6 +16,7 @@ test('serverStatus() reports pid, uptime, address, state, backlog, outbox (null 
     stateDir: '/var/lib/hooks-ingress',
     backlog: { events: 3, bytes: 120 },
     outbox: null,
+    callbacks: { pending: 0, sent: 3, dead: 1 },
     journalBytes: 999,
     ledger: null,
     lastReload: null,

@@ -143,6 +143,7 @@ test('GET /metrics with gateway.auth.token as Bearer answers 200 in the text for
     hooks_journal_fsync_seconds: 'gauge',
     hooks_journal_bytes: 'gauge',
     hooks_outbox_entries: 'gauge',
+    hooks_callbacks: 'gauge',
   };
   assert.deepEqual(Object.fromEntries(page.types), expected);
   for (const name of Object.keys(expected)) assert.ok((page.help.get(name) ?? '') !== '', `${name} has HELP text`);
@@ -367,6 +368,7 @@ function sources(over: Partial<TelemetrySources> = {}): TelemetrySources {
       }),
       runs: () => [],
       outboxCounts: () => ({ pending: 0, sent: 0, dead: 0 }),
+      callbackCounts: () => ({ pending: 0, sent: 0, dead: 0 }),
     },
     limiter: () => ({ keys: 0, locked: 0, lockouts: 0 }),
     queueDepth: () => 0,

@@ -18,7 +18,8 @@ export const status: Command = {
 
 Ask the server running on the state directory, over its control channel, how it is
 doing: pid, uptime, listening address, state directory, backlog of unread events,
-outbox (forward mode) and request ledger sizes, and the last reload's verdict.
+outbox (forward mode), completion callbacks, request ledger size, and the last
+reload's verdict.
 Exits 0 when a server answers, 1 when none runs or it does not answer.
 
 Options:
@@ -70,6 +71,7 @@ export function formatStatus(s: ServerStatus): string {
       } not yet read by a heartbeat, ${s.backlog.bytes} bytes`,
     ],
     ['outbox', outbox],
+    ['callbacks', `${s.callbacks.pending} pending, ${s.callbacks.sent} sent, ${s.callbacks.dead} dead`],
     ['journal', `${s.journalBytes} bytes`],
     ['ledger', ledger],
     ['last reload', _lastReload(s)],

@@ -5,6 +5,7 @@
 import type { ControlHandler, ControlHandlers } from './server.ts';
 import { ErrorCode, HttpError } from '../errors.ts';
 import type { OutboxState } from '../store/journal/outbox.ts';
+import type { CallbackState } from '../store/journal/callbacks.ts';
 import type { Store } from '../store/journal/store.ts';
 import type { RetryOutcome, RetryRequest } from '../store/journal/outbox-retry.ts';
 import type { ReloadState, ReloadVerdict } from '../server/reloads.ts';
@@ -21,6 +22,8 @@ export interface ServerStatus {
   backlog: { events: number; bytes: number };
   /** Forward mode's outbox by state; `null` when forward mode is off. */
   outbox: Record<OutboxState, number> | null;
+  /** Completion callbacks by state. */
+  callbacks: Record<CallbackState, number>;
   /** The journal file's size in bytes. */
   journalBytes: number;
   /** The request ledger's size, `null` where there is none. */
@@ -38,7 +41,7 @@ export interface OperationParts {
   now: () => number;
   stateDir: string;
   url: () => string | null;
-  store: Pick<Store, 'backlog' | 'outboxCounts' | 'stats'>;
+  store: Pick<Store, 'backlog' | 'outboxCounts' | 'callbackCounts' | 'stats'>;
   /** Asks for a reload (coalesced with the others) and resolves with its verdict. */
   reload: () => Promise<ReloadVerdict>;
   lastReload: () => ReloadVerdict | null;
@@ -118,6 +121,7 @@ export function serverStatus(parts: OperationParts): ServerStatus {
     stateDir: parts.stateDir,
     backlog: parts.store.backlog(),
     outbox: (parts.forwarding ?? parts.retryOutbox !== null) ? parts.store.outboxCounts() : null,
+    callbacks: parts.store.callbackCounts(),
     journalBytes: parts.store.stats().journalBytes,
     ledger: parts.ledger?.() ?? null,
     lastReload: parts.lastReload(),

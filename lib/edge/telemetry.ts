@@ -13,7 +13,7 @@ export interface Telemetry {
 }
 
 export interface TelemetrySources {
-  store: Pick<Store, 'stats' | 'runs' | 'outboxCounts'>;
+  store: Pick<Store, 'stats' | 'runs' | 'outboxCounts' | 'callbackCounts'>;
   limiter: () => { keys: number; locked: number; lockouts: number };
   queueDepth: () => number;
   /** Requests held open: waiting for their runs (`waitForCompletion`) or behind the first copy of their key. */
@@ -145,6 +145,15 @@ function _storeGauges(m: Metrics, sources: TelemetrySources): void {
     ['state'],
     () =>
       Object.entries(sources.store.outboxCounts()).map((
+        [state, n],
+      ): [Record<string, string>, number] => [{ state }, n]),
+  );
+  m.gauge(
+    'hooks_callbacks',
+    'Completion callbacks (onComplete) retained, by state (pending, sent, dead).',
+    ['state'],
+    () =>
+      Object.entries(sources.store.callbackCounts()).map((
         [state, n],
       ): [Record<string, string>, number] => [{ state }, n]),
   );

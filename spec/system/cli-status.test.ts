@@ -93,6 +93,7 @@ test('formatStatus() prints one line per item for a person', () => {
       'state:       /var/lib/hooks-ingress\n' +
       'backlog:     3 events not yet read by a heartbeat, 120 bytes\n' +
       'outbox:      1 pending, 5 sent, 2 dead\n' +
+      'callbacks:   0 pending, 3 sent, 1 dead\n' +
       'journal:     999 bytes\n' +
       'ledger:      none\n' +
       'last reload: refused at 2026-01-01T01:00:00.000Z: gateway.auth.token: environment variable X is not set (one running now, another waiting)\n',

@@ -264,13 +264,15 @@ test(
 );
 
 test(
-  'a 307 is not followed: the redirect target receives nothing, and the callback is dead after its maximum age, listed by outbox',
+  'a 307 is not followed: the redirect target receives nothing, the callback is dead after its maximum age, listed by outbox, and outbox retry --dead sends it again once the receiver answers',
   { timeout: 120_000 },
   async (t) => {
     const m = await model(t);
     const target = await receiver(t);
+    let redirect = true;
     const redirecting = await receiver(t, 0, (_req, res) => {
-      res.writeHead(307, { location: `${target.url}/elsewhere?token=abc` }).end();
+      if (redirect) res.writeHead(307, { location: `${target.url}/elsewhere?token=abc` }).end();
+      else json(res, 200, {});
     });
     const file = await configFile(
       t,
@@ -295,6 +297,15 @@ test(
     );
     const text = await runCli(['outbox', '--state-dir', file.state]);
     assert.match(text.stdout, new RegExp(`dead  msg_${runId}  callback ${redirecting.url} hook=agent runId=${runId}`));
+    // The receiver is fixed; the running server (not in forward mode) sends the dead callback again, same id.
+    redirect = false;
+    const tried = redirecting.got.length;
+    const retried = await runCli(['outbox', 'retry', '--dead', '--state-dir', file.state]);
+    assert.equal(retried.code, 0, retried.stderr);
+    assert.equal(retried.stdout, '1 entry pending again; the server is sending them\n');
+    await until('sent', async () => ((await outbox(file.state, '--state', 'sent')).length === 1 ? true : undefined));
+    assert.equal(redirecting.got.length, tried + 1);
+    assert.equal(redirecting.got.at(-1)!.headers['webhook-id'], `msg_${runId}`);
   },
 );
 
