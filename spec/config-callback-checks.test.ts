@@ -94,3 +94,24 @@ test('onComplete is refused on a mapping that starts no run, and everywhere in f
     ],
   );
 });
+
+test('check warns of a callback URL or origin that is http:// to another machine (the completion would cross the network unencrypted)', async () => {
+  const built = await buildConfig(
+    {
+      hooks: {
+        ...HOOKS,
+        onComplete: { url: 'http://ci.example.com/done', secret: SECRET },
+        callbackOrigins: ['http://127.0.0.1:8080', 'http://forms.example.com', 'https://forms.example.com'],
+        mappings: [{ ...AGENT_MAPPING, onComplete: { url: 'http://[::1]:9/x', secret: SECRET } }],
+      },
+    },
+    { file: null, env: {}, dir: tmpdir() },
+  );
+  assert.ok(built.ok);
+  const rule =
+    "not this machine: completions (with includeReply, the model's reply) cross the network unencrypted; use https://";
+  assert.deepEqual(built.warnings.filter((w) => w.includes('unencrypted')), [
+    `hooks.onComplete.url: is http:// to ci.example.com, ${rule}`,
+    `hooks.callbackOrigins[1]: is http:// to forms.example.com, ${rule}`,
+  ]);
+});

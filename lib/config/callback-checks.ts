@@ -2,6 +2,7 @@
 // `callbackUrl`, and forward mode, which never learns that a run ended.
 
 import type { Issue } from '../schema.ts';
+import { isLoopbackHost } from './checks.ts';
 import type { Config } from './types.ts';
 
 /**
@@ -32,4 +33,29 @@ export function checkCallbacks(config: Config): Issue[] {
     });
   }
   return issues;
+}
+
+/**
+ * Callbacks that would cross the network in clear text: an `http://` URL or origin whose host is
+ * not this machine. The completion (its reply, with `includeReply`) can then be read on the way;
+ * the signature keeps it from being changed, not from being read.
+ */
+export function callbackWarnings(config: Config): Issue[] {
+  const { hooks } = config;
+  const places: [string, string][] = [
+    ...(hooks.onComplete === null ? [] : [['hooks.onComplete.url', hooks.onComplete.url] as [string, string]]),
+    ...hooks.callbackOrigins.map((origin, i): [string, string] => [`hooks.callbackOrigins[${i}]`, origin]),
+    ...hooks.mappings.flatMap((m, i): [string, string][] =>
+      m.onComplete === undefined ? [] : [[`hooks.mappings[${i}].onComplete.url`, m.onComplete.url]]
+    ),
+  ];
+  return places.flatMap(([path, url]): Issue[] => {
+    const { protocol, hostname } = new URL(url);
+    if (protocol !== 'http:' || isLoopbackHost(hostname)) return [];
+    return [{
+      path,
+      message:
+        `is http:// to ${hostname}, not this machine: completions (with includeReply, the model's reply) cross the network unencrypted; use https://`,
+    }];
+  });
 }

@@ -18,7 +18,7 @@ import { type EnvScope, resolveEnv, within } from './env.ts';
 import { type FileConfig, fileSchema } from './file-schema.ts';
 import { forwardUnused } from './forward-unused.ts';
 import { checkForward, forwardWarnings } from './forward-checks.ts';
-import { checkCallbacks } from './callback-checks.ts';
+import { callbackWarnings, checkCallbacks } from './callback-checks.ts';
 import { locateDeno } from './locate.ts';
 import { normalise, TRANSFORMS_ROOT } from './normalise.ts';
 import { deeperThan, parseConfigText, readConfigFile, unreadable } from './read.ts';
@@ -91,6 +91,7 @@ export async function buildConfig(
     ...gmailShadowWarnings(config),
     ...templateWarnings(config),
     ...notifyWarnings(config),
+    ...callbackWarnings(config),
   ];
   return { ok: true, config, ignored: checked.ignored, warnings: warnings.map(formatIssue) };
 }
