@@ -131,6 +131,7 @@ test('retryOperation: a run not failed or not found is refused, saying why', asy
     'ERR_NOT_FOUND no run has the id "nobody" (it may have been trimmed: the newest finished runs are kept)',
   ]);
   await assert.rejects(h.retry([]), /ids: must be a non-empty list of run ids/);
+  assert.deepEqual(await h.retry([], true), [], 'a check of no run asks only whether runs are retried here');
   await assert.rejects(h.retry(['']), /ids: must be a non-empty list of run ids/);
 });
 

@@ -33,16 +33,17 @@ export async function retryCommand(flags: Flags, ids: string[], io: Io): Promise
       io.stderr(`${messagePrefix(io)}: journal line ${line} skipped: ${escapeControls(problem, false)}\n`),
   );
   const local = planRetry(runs, pick);
-  const judged = local.run.length === 0 ? null : await _call(dir, { ids: local.run.map((r) => r.runId), check: true });
-  if (judged !== null && judged.kind !== 'result' && judged.kind !== 'no-server') return unanswered(io, judged);
-  const checks = judged?.kind === 'result' ? _results(judged) : null;
-  if (checks === null && judged?.kind === 'result') return printResult(io, messagePrefix(io), _unreadable);
+  // The server judges each run it would retry (with none, whether it retries runs at all: forward mode does not).
+  const judged = await _call(dir, { ids: local.run.map((r) => r.runId), check: true });
+  if (judged.kind !== 'result' && judged.kind !== 'no-server') return unanswered(io, judged);
+  const checks = judged.kind === 'result' ? _results(judged) : null;
+  if (checks === null && judged.kind === 'result') return printResult(io, messagePrefix(io), _unreadable);
   const plan = checks === null ? local : withChecks(local, checks);
   io.stdout(`${describeRetryPlan(plan, 'ids' in pick ? 'named' : 'match')}\n`);
   for (const run of plan.run) io.stdout(formatPlanned(run));
   for (const { run, why } of plan.skipped) io.stdout(`${escapeControls(`skipped ${run.runId}: ${why}`, false)}\n`);
   // Retrying is the server's: with none running, the plan is what the journal says, and nothing runs.
-  if (judged?.kind === 'no-server') return unanswered(io, judged);
+  if (judged.kind === 'no-server') return unanswered(io, judged);
   if (plan.run.length === 0) return 'ids' in pick ? FAILURE : 0;
   if (flags.yes !== true) {
     io.stderr(`${messagePrefix(io)}: nothing retried; add --yes to retry ${plan.run.length === 1 ? 'it' : 'these'}\n`);

@@ -258,9 +258,10 @@ function _refused(id: string, error: string): RetryResult {
 
 function _args(raw: unknown): RetryArgs {
   const value = raw as Partial<RetryArgs> | null;
+  // A check may name no run: it asks only whether runs can be retried here at all (not in forward mode).
   if (
-    typeof value !== 'object' || value === null || !Array.isArray(value.ids) || value.ids.length === 0 ||
-    !value.ids.every((id) => typeof id === 'string' && id !== '')
+    typeof value !== 'object' || value === null || !Array.isArray(value.ids) ||
+    (value.ids.length === 0 && value.check !== true) || !value.ids.every((id) => typeof id === 'string' && id !== '')
   ) {
     throw new HttpError(400, ErrorCode.InvalidPayload, 'ids: must be a non-empty list of run ids');
   }

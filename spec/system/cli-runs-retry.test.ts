@@ -296,3 +296,20 @@ test('requests --failed stops listing a failure whose run a retry ran again', { 
   const all = await runCli(['requests', '--failed', '--all', '--state-dir', s.state]);
   assert.match(all.stdout, /resolved by retry: run \S+ retried as \S+/);
 });
+
+test('in forward mode runs retry and runs redeliver say that the upstream gateway runs the runs', {
+  timeout: 120_000,
+}, async (t) => {
+  const s = await configFile(t, {
+    hooks: { enabled: true, token: TOKEN, forward: { url: 'http://127.0.0.1:9/hooks', token: 'upstream-token-x' } },
+  }, 'cli-runs-retry-forward-');
+  await serveState(t, s);
+  for (const args of [['retry', '--failed'], ['retry', 'some-run', '--yes'], ['redeliver', 'some-run']]) {
+    const out = await runCli(['runs', ...args, '--state-dir', s.state]);
+    assert.equal(out.code, 1, args.join(' '));
+    assert.match(
+      out.stderr,
+      /runs (retry|redeliver) needs local runs, and in forward mode \(hooks\.forward\) the upstream gateway runs them\n$/,
+    );
+  }
+});
