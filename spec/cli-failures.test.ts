@@ -137,3 +137,22 @@ test('planReplay() and describePlan(): each original once; resolved, succeeded a
   assert.deepEqual(planReplay(orphan, { entries: orphan, roots: new Map() }, false).run.map((e) => e.id), ['x1']);
   assert.equal(describePlan({ run: [], forced: [], skipped: [] }), 'will replay 0 requests');
 });
+
+test('planReplay(): a request whose run was retried is skipped, forced or not, and the line says its run was retried', () => {
+  const entries = [entry('r', { status: 202 }), entry('f')];
+  const retried: RootRecord = { ...record('r', 'succeeded'), replays: [], retries: [{ run: 'x', as: 'y', time: 't' }] };
+  const roots: RootRecords = new Map([['r', retried], ['f', { ...retried, root: 'f' }]]);
+  for (const force of [false, true]) {
+    const plan = planReplay(entries, { entries, roots }, force);
+    assert.deepEqual([plan.run, plan.skipped.map((s) => `${s.entry.id}:${s.why}`)], [[], ['r:retried', 'f:retried']]);
+    assert.equal(
+      describePlan(plan),
+      'will replay 0 requests, skip 2: 2 whose run was retried (runs retry goes on with them)',
+    );
+  }
+  assert.equal(
+    openFailures([entries[1]!], { entries, roots }).length,
+    0,
+    'a failure whose run was retried is resolved',
+  );
+});

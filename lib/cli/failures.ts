@@ -77,7 +77,7 @@ export function openFailures(matching: readonly LedgerEntry[], state: Failures, 
  * run, its timestamp was stale on arrival, its body was not kept, its delivery id was accepted already
  * (the running server says so: replay-checks.ts).
  */
-export type SkipWhy = 'resolved' | 'succeeded' | 'again' | 'stale' | 'not-kept' | 'taken';
+export type SkipWhy = 'resolved' | 'succeeded' | 'again' | 'stale' | 'not-kept' | 'taken' | 'retried';
 
 /** A bulk replay's plan: one entry per root to run (those among them forced), and what it skips. */
 export interface ReplayPlan {
@@ -110,6 +110,11 @@ export function planReplay(picked: readonly LedgerEntry[], state: Failures, forc
       plan.skipped.push({ entry, why: 'not-kept' });
       continue;
     }
+    // Its work goes on by retries of its run: the server refuses a replay of it, forced or not.
+    if ((state.roots.get(root)?.retries?.length ?? 0) > 0) {
+      plan.skipped.push({ entry, why: 'retried' });
+      continue;
+    }
     const needs: SkipWhy | null = resolved(state.roots.get(root))
       ? 'resolved'
       : !failed(runs)
@@ -134,6 +139,7 @@ const _WHY: Record<SkipWhy, string> = {
   stale: 'signed too far from the clock when they arrived (--force replays, if genuine)',
   'not-kept': 'with no body kept (cannot be replayed)',
   taken: 'whose delivery id was already accepted, live or by a replay before them (--force replays)',
+  retried: 'whose run was retried (runs retry goes on with them)',
 };
 
 /** The plan in one line: how many it runs, how many it skips and why. */
