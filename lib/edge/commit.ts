@@ -5,7 +5,7 @@
 // checked here, with no await before the journal's commit, because holding a queue slot is itself
 // an effect and requests arriving together must be counted together; a refusal there is traced.
 
-import type { AgentAction, RunSpec, WakeAction } from '../model/actions.ts';
+import type { AgentAction, NoticeSpec, RunSpec, WakeAction } from '../model/actions.ts';
 import type { Config } from '../config/types.ts';
 import { HttpError } from '../errors.ts';
 import type { Auth } from '../guard/auth.ts';
@@ -13,10 +13,10 @@ import type { Logger } from '../log.ts';
 import { upstreamAgent, upstreamWake } from '../runtime/forward-body.ts';
 import type { WakeTarget } from '../policy/admit.ts';
 import type { Became } from '../model/ledger-entry.ts';
-import type { EventOutcome } from '../store/journal/session-events.ts';
+import type { EventOutcome, NewEvent } from '../store/journal/session-events.ts';
 import type { OutboxSpec } from '../store/journal/outbox.ts';
 import type { Effects, Store } from '../store/journal/store.ts';
-import type { IdempotencyWrite, StoredAnswer } from '../model/records.ts';
+import type { IdempotencyWrite, NoticeRecord, RunRecord, SessionEvent, StoredAnswer } from '../model/records.ts';
 import type { Alerts } from '../model/alerts.ts';
 import { type Answer, errorAnswer } from './answer.ts';
 import { admitEvents, reserveHookRuns, reserveRuns, type RunQueue, unavailable } from './capacity.ts';
@@ -113,23 +113,7 @@ function _write(log: Logger, said: readonly Said[]): void {
 
 // Local: events for the main session and runs for this runtime, in one commit.
 const _local: _Destination = async (ctx, request, accepted, idem, answer) => {
-  const { source } = accepted;
-  // A wake is a system event of its target's session; one equal to that session's newest unread event coalesces into it.
-  const events = accepted.actions.flatMap((a) =>
-    a.kind === 'wake'
-      ? [{
-        kind: 'system' as const,
-        text: a.action.text,
-        source,
-        mode: a.action.mode,
-        requestId: request.id,
-        ...a.target,
-        coalesce: true,
-      }]
-      : []
-  );
-  const runs = accepted.actions.flatMap((a) => (a.kind === 'agent' ? [a.run] : []));
-  const notices = accepted.actions.flatMap((a) => (a.kind === 'notify' ? [a.notice] : []));
+  const { events, runs, notices } = _effects(accepted, request.id);
   const waitFor = accepted.wait && runs.length > 0 && ctx.wait !== undefined ? runs.map((r) => r.runId) : undefined;
   const told = (outcomes: readonly EventOutcome[]) => _withOutcome(answer, outcomes);
   const idemFor = idem === null
@@ -144,12 +128,40 @@ const _local: _Destination = async (ctx, request, accepted, idem, answer) => {
     accepted.field,
   );
   if (accepted.recorded !== undefined) _write(ctx.log, accepted.recorded);
-  if (events.some((e) => e.mode === 'now')) ctx.heartbeat.request(source);
+  for (const e of events) {
+    if (e.mode !== 'now') continue;
+    ctx.heartbeat.request(accepted.source);
+    break;
+  }
   return {
     answer: waitFor === undefined ? told(outcomes) : await ctx.wait!({ ...told(outcomes), waitFor }, request.gone),
     became,
   };
 };
+
+// A plan's actions as a commit's effects, in one pass: a wake is a system event of its target's
+// session (one equal to that session's newest unread event coalesces into it), a run for this
+// runtime, a notify mapping's delivery.
+function _effects(
+  accepted: Accepted,
+  requestId: string,
+): { events: NewEvent[]; runs: RunSpec[]; notices: NoticeSpec[] } {
+  const events: NewEvent[] = [];
+  const runs: RunSpec[] = [];
+  const notices: NoticeSpec[] = [];
+  for (const a of accepted.actions) {
+    if (a.kind === 'wake') {
+      const event: NewEvent = { kind: 'system', text: a.action.text, source: accepted.source, coalesce: true };
+      event.mode = a.action.mode;
+      event.requestId = requestId;
+      if (a.target.agentId !== undefined) event.agentId = a.target.agentId;
+      if (a.target.sessionKey !== undefined) event.sessionKey = a.target.sessionKey;
+      events.push(event);
+    } else if (a.kind === 'agent') runs.push(a.run);
+    else notices.push(a.notice);
+  }
+  return { events, runs, notices };
+}
 
 // Forward mode: the actions as the upstream gateway's /wake and /agent take them, into the outbox.
 const _forward: _Destination = async (ctx, request, accepted, idem, answer) => {
@@ -184,26 +196,17 @@ async function _commit(
   idem: ((outcomes: readonly EventOutcome[]) => IdempotencyWrite) | undefined,
   field: (i: number) => string,
 ): Promise<{ became: Became; outcomes: EventOutcome[] }> {
-  const events = effects.events ?? [];
-  _bounded(
-    ctx,
-    hook,
-    'hooks.maxBacklogEvents',
-    () => admitEvents(ctx.store, ctx.config, events.filter((e) => e.kind === 'system').map((e) => e.text), field),
-  );
+  try {
+    admitEvents(ctx.store, ctx.config, _systemTexts(effects.events), field);
+  } catch (error) {
+    throw _noted(ctx, hook, 'hooks.maxBacklogEvents', error);
+  }
   const release = _reserve(ctx, hook, effects.runs ?? []);
   try {
     const committed = await ctx.store.commit(effects, idem);
     for (const run of committed.runs) ctx.runs?.enqueue(run);
     for (const notice of committed.notices) ctx.runs?.notify?.(notice);
-    return {
-      became: _became(
-        committed.events.map((e) => e.seq),
-        committed.runs.map((r) => r.runId),
-        committed.notices.map((n) => n.deliveryId),
-      ),
-      outcomes: committed.outcomes,
-    };
+    return { became: _became(committed), outcomes: committed.outcomes };
   } catch (error) {
     _unwritten(ctx, hook, error);
     throw unavailable(error);
@@ -214,27 +217,39 @@ async function _commit(
 
 // The hook's own backlog bound, then the global one; the slots the first held go back when the second refuses.
 function _reserve(ctx: CommitOptions, hook: string, runs: readonly RunSpec[]): () => void {
-  const own = _bounded(ctx, hook, 'maxQueued', () => reserveHookRuns(ctx.runs, runs, ctx.config));
+  // Every wake: no run, so no slot to hold.
+  if (runs.length === 0) return _NOTHING;
+  let own: () => void;
   try {
-    const all = _bounded(ctx, hook, 'hooks.maxQueuedRuns', () => reserveRuns(ctx.runs, runs.length, ctx.config));
+    own = reserveHookRuns(ctx.runs, runs, ctx.config);
+  } catch (error) {
+    throw _noted(ctx, hook, 'maxQueued', error);
+  }
+  try {
+    const all = reserveRuns(ctx.runs, runs.length, ctx.config);
     return () => {
       all();
       own();
     };
   } catch (error) {
     own();
-    throw error;
+    throw _noted(ctx, hook, 'hooks.maxQueuedRuns', error);
   }
 }
 
+const _NOTHING = (): void => {};
+
+// The texts of a commit's system events: what the backlog bound counts.
+function _systemTexts(events: readonly NewEvent[] | undefined): string[] {
+  const texts: string[] = [];
+  for (const e of events ?? []) if (e.kind === 'system') texts.push(e.text);
+  return texts;
+}
+
 // A bound reached (503) is told to the owner's alerts under the bound's key; a text too large (413) is the sender's.
-function _bounded<T>(ctx: CommitOptions, hook: string, bound: string, check: () => T): T {
-  try {
-    return check();
-  } catch (error) {
-    if (error instanceof HttpError && error.status === 503) ctx.alerts?.note({ kind: 'backlog', hook, code: bound });
-    throw error;
-  }
+function _noted(ctx: CommitOptions, hook: string, bound: string, error: unknown): unknown {
+  if (error instanceof HttpError && error.status === 503) ctx.alerts?.note({ kind: 'backlog', hook, code: bound });
+  return error;
 }
 
 // The journal could not take the line: the owner hears of it by the error's code, never its text.
@@ -292,11 +307,13 @@ function _withOutcome(answer: Answer, outcomes: readonly EventOutcome[]): Answer
 }
 
 // What a commit made, for the ledger: only the kinds it made.
-function _became(events: number[], runs: string[], deliveries: string[]): Became {
+function _became(
+  committed: { events: readonly SessionEvent[]; runs: readonly RunRecord[]; notices: readonly NoticeRecord[] },
+): Became {
   const became: Became = {};
-  if (events.length > 0) became.events = events;
-  if (runs.length > 0) became.runs = runs;
-  if (deliveries.length > 0) became.deliveries = deliveries;
+  if (committed.events.length > 0) became.events = committed.events.map((e) => e.seq);
+  if (committed.runs.length > 0) became.runs = committed.runs.map((r) => r.runId);
+  if (committed.notices.length > 0) became.deliveries = committed.notices.map((n) => n.deliveryId);
   return became;
 }
 

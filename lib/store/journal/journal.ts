@@ -212,7 +212,9 @@ export class Journal {
   #enqueue(kind: 'append' | 'compact', text: string, count: number, records?: readonly object[]): Promise<void> {
     if (this.#closing) throw new Error('Journal is closed');
     return new Promise((resolve, reject) => {
-      this.#queue.push({ kind, text, count, resolve, reject, ...(records === undefined ? {} : { records }) });
+      const op: _Op = { kind, text, count, resolve, reject };
+      if (records !== undefined) op.records = records;
+      this.#queue.push(op);
       this.#pump ??= this.#drain();
     });
   }

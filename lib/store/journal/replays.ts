@@ -50,12 +50,15 @@ export class Roots {
   }
 
   /** The records `changes` would touch, as they are now: what {@link restore} puts back. */
-  before(changes: readonly RootChange[] | undefined): Map<string, RootRecord | undefined> {
-    return new Map((changes ?? []).map((c) => [c.root, this.#records.get(c.root)]));
+  before(changes: readonly RootChange[] | undefined): Map<string, RootRecord | undefined> | null {
+    // Most lines change no root: nothing to keep, and nothing made per request.
+    if (changes === undefined || changes.length === 0) return null;
+    return new Map(changes.map((c) => [c.root, this.#records.get(c.root)]));
   }
 
   /** Puts records back as {@link before} saw them (their line never reached the disk). */
-  restore(saved: ReadonlyMap<string, RootRecord | undefined>): void {
+  restore(saved: ReadonlyMap<string, RootRecord | undefined> | null): void {
+    if (saved === null) return;
     for (const [root, record] of saved) {
       if (record === undefined) this.#records.delete(root);
       else this.#records.set(root, record);

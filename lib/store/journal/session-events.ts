@@ -187,25 +187,38 @@ export type NewEvent = Omit<SessionEvent, 'seq' | 'time'> & { coalesce?: boolean
 export function planEvents(
   session: SessionEvents,
   events: readonly NewEvent[],
-): { added: Omit<SessionEvent, 'seq' | 'time'>[]; outcomes: EventOutcome[]; matched: SessionEvent[] } {
-  const added: Omit<SessionEvent, 'seq' | 'time'>[] = [];
+): { added: NewEvent[]; outcomes: EventOutcome[]; matched: SessionEvent[] } {
+  const added: NewEvent[] = [];
   const outcomes: EventOutcome[] = [];
   const matched: SessionEvent[] = [];
-  // The commit's own newest system event per target, which an equal wake after it in the commit coalesces into.
-  const own = new Map<string, Omit<SessionEvent, 'seq' | 'time'>>();
-  for (const { coalesce, ...event } of events) {
+  // The commit's own newest system event per target, which an equal wake after it in the commit
+  // coalesces into (made only for a commit of several events: most carry one).
+  const own = events.length > 1 ? new Map<string, NewEvent>() : null;
+  for (const event of events) {
     const target = targetOf(event);
-    if (coalesce === true && event.kind === 'system') {
-      const newest = own.get(target) ?? session.latestUnread(target);
+    if (event.coalesce === true && event.kind === 'system') {
+      const newest = own?.get(target) ?? session.latestUnread(target);
       if (newest !== null && newest.text === event.text) {
         outcomes.push('coalesced');
         if ('seq' in newest) matched.push(newest as SessionEvent);
         continue;
       }
     }
-    if (event.kind === 'system') own.set(target, event);
+    if (event.kind === 'system') own?.set(target, event);
     added.push(event);
     outcomes.push('queued');
   }
   return { added, outcomes, matched };
+}
+
+/** An added event as the journal and the session keep it: its seq and time, without the commit's `coalesce` flag. */
+export function recordedEvent(seq: number, time: string, event: NewEvent): SessionEvent {
+  // Field by field, in one order: every event has the same shape, and its line the same key order.
+  const e: SessionEvent = { seq, time, kind: event.kind, text: event.text, source: event.source };
+  if (event.mode !== undefined) e.mode = event.mode;
+  if (event.ack !== undefined) e.ack = event.ack;
+  if (event.requestId !== undefined) e.requestId = event.requestId;
+  if (event.agentId !== undefined) e.agentId = event.agentId;
+  if (event.sessionKey !== undefined) e.sessionKey = event.sessionKey;
+  return e;
 }

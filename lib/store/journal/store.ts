@@ -46,7 +46,7 @@ import { applyNotices, newNotices, trimNotices } from './notices.ts';
 import type { RootChange, RootRecord } from '../../model/replays.ts';
 import { rootBound, Roots } from './replays.ts';
 import { checkedLines, type JournalLine, type Rejected, replayRuns } from './records.ts';
-import { type EventOutcome, type NewEvent, planEvents, SessionEvents } from './session-events.ts';
+import { type EventOutcome, type NewEvent, planEvents, recordedEvent, SessionEvents } from './session-events.ts';
 
 export interface StoreOptions {
   now?: () => number;
@@ -173,22 +173,19 @@ export class Store {
   ): Promise<{ events: SessionEvent[]; runs: RunRecord[]; notices: NoticeRecord[]; outcomes: EventOutcome[] }> {
     // A wake equal to an event whose line is still being written waits for that line: if it fails,
     // the event is gone and the wake is queued after all, never answered "coalesced" into nothing.
-    for (;;) {
-      const { matched } = planEvents(this.#session, effects.events ?? []);
-      const writing = matched.flatMap((e) => this.#inflight.get(e.seq) ?? []);
-      if (writing.length === 0) break;
+    let planned = planEvents(this.#session, effects.events ?? []);
+    for (let writing = this.#writing(planned.matched); writing.length > 0; writing = this.#writing(planned.matched)) {
       await Promise.allSettled(writing);
+      planned = planEvents(this.#session, effects.events ?? []);
     }
-    const planned = planEvents(this.#session, effects.events ?? []);
     const time = new Date(this.#now()).toISOString();
-    const events = planned.added.map((e) => ({ seq: ++this.#seq, time, ...e }));
-    const runs = (effects.runs ?? []).map((spec): RunRecord => ({
-      ...spec,
-      status: 'pending',
-      acceptedAt: time,
-      attempts: 0,
-    }));
-    const notices = newNotices(effects.notices ?? [], time);
+    const events = planned.added.map((e) => recordedEvent(++this.#seq, time, e));
+    const runs = effects.runs === undefined || effects.runs.length === 0
+      ? _NONE
+      : effects.runs.map((spec): RunRecord => ({ ...spec, status: 'pending', acceptedAt: time, attempts: 0 }));
+    const notices = effects.notices === undefined || effects.notices.length === 0
+      ? _NONE
+      : newNotices(effects.notices, time);
     const line: _Line = { t: 'commit', seq: events.at(-1)?.seq ?? ++this.#seq, time };
     if (events.length > 0) line.events = events;
     if (runs.length > 0) line.runs = runs;
@@ -207,7 +204,7 @@ export class Store {
       line.idem = { ...answer, expiresAt, ...(takenUntil > expiresAt ? { takenUntil } : {}) };
     }
     // Every wake coalesced into an event already on disk, and there is nothing else to keep.
-    if (Object.keys(line).length === 3 && (effects.events?.length ?? 0) > 0) {
+    if (events.length === 0 && (effects.events?.length ?? 0) > 0 && _bare(line)) {
       return { events, runs, notices, outcomes: planned.outcomes };
     }
     // Tracked as a whole: #write settles after a failed line is taken back out of memory.
@@ -407,14 +404,18 @@ export class Store {
   }
 
   #track(events: readonly SessionEvent[], written: Promise<void>): void {
-    const settled = written.then(
-      () => undefined,
-      () => undefined,
-    );
-    for (const e of events) this.#inflight.set(e.seq, settled);
-    void settled.then(() => {
-      for (const e of events) if (this.#inflight.get(e.seq) === settled) this.#inflight.delete(e.seq);
-    });
+    for (const e of events) this.#inflight.set(e.seq, written);
+    // Whether it is written or fails, a wake waiting on it goes on (Promise.allSettled); the commit awaits `written` itself.
+    const done = () => {
+      for (const e of events) if (this.#inflight.get(e.seq) === written) this.#inflight.delete(e.seq);
+    };
+    written.then(done, done);
+  }
+
+  // The writes still under way of the events some wakes coalesce into (none, nearly always).
+  #writing(matched: readonly SessionEvent[]): Promise<void>[] {
+    if (matched.length === 0 || this.#inflight.size === 0) return _NONE;
+    return matched.flatMap((e) => this.#inflight.get(e.seq) ?? []);
   }
 
   // The journal at the path is gone or another file: everything retained goes into a fresh one.
@@ -568,4 +569,13 @@ function _queues(line: _Line & { t: 'commit' }, effects: Effects, time: string):
 
 function _unfinished(run: RunRecord): boolean {
   return run.status === 'pending' || run.status === 'running';
+}
+
+// What a commit made none of (shared: nearly every commit makes no run and no notice).
+const _NONE: never[] = Object.freeze([]) as unknown as never[];
+
+// A commit line with nothing in it but its kind, seq and time.
+function _bare(line: _Line): boolean {
+  for (const key in line) if (key !== 't' && key !== 'seq' && key !== 'time') return false;
+  return true;
 }
