@@ -21,7 +21,10 @@ test('serverStatus() reports pid, uptime, address, state, backlog, outbox (null 
     ledger: null,
     lastReload: null,
     reloading: { running: false, pending: false, requests: 0 },
+    hooks: null,
   });
+  const hooks = [{ hook: 'agent', running: 1, queued: 2, concurrency: 1, maxQueued: null }];
+  assert.deepEqual(serverStatus(parts({ hooks: () => hooks })).hooks, hooks);
   const forward = serverStatus(parts({ retryOutbox: () => Promise.resolve({ retried: [], notRetryable: [] }) }));
   assert.deepEqual(forward.outbox, { pending: 1, sent: 5, dead: 2 });
 });

@@ -138,6 +138,8 @@ test('GET /metrics with gateway.auth.token as Bearer answers 200 in the text for
     hooks_runs: 'gauge',
     hooks_run_queue_depth: 'gauge',
     hooks_held_requests: 'gauge',
+    hooks_hook_runs_running: 'gauge',
+    hooks_hook_runs_queued: 'gauge',
     hooks_deliveries: 'gauge',
     hooks_run_duration_seconds_sum: 'gauge',
     hooks_journal_fsync_seconds: 'gauge',
@@ -389,6 +391,25 @@ test('createTelemetry().request() counts a replay and a body only when there is 
   assert.equal(telemetry.contentType, EXPOSITION_TYPE);
 });
 
+test('createTelemetry() reports runs executing and queued per hook, for the hooks with runs or a lane set', () => {
+  const lane = { concurrency: null, maxQueued: null };
+  const telemetry = createTelemetry(sources({
+    hooks: () => [
+      { hook: 'agent', running: 2, queued: 0, ...lane },
+      { hook: 'wake', running: 0, queued: 0, ...lane },
+      { hook: 'ci', running: 1, queued: 4, ...lane, concurrency: 1 },
+      { hook: 'quiet', running: 0, queued: 0, ...lane, maxQueued: 5 },
+    ],
+  }));
+  const page = parseExposition(telemetry.render());
+  const series = (name: string) =>
+    Object.fromEntries(page.samples.filter((s) => s.name === name).map((s) => [s.labels['hook'], s.value]));
+  assert.deepEqual(series('hooks_hook_runs_running'), { agent: 2, ci: 1, quiet: 0 });
+  assert.deepEqual(series('hooks_hook_runs_queued'), { agent: 0, ci: 4, quiet: 0 });
+  const none = parseExposition(createTelemetry(sources()).render());
+  assert.equal(none.samples.filter((s) => s.name.startsWith('hooks_hook_')).length, 0, 'no source, no series');
+});
+
 test('createTelemetry() keeps counting across renders: each page has every request so far', () => {
   const telemetry = createTelemetry(sources());
   telemetry.request('wake', 401, 0, false);
@@ -434,6 +455,7 @@ test("docs/operations.md's metrics table lists every metric /metrics exports, wi
   const telemetry = createTelemetry(
     sources({
       store: { ...sources().store, runs: () => [run], outboxCounts: () => ({ pending: 1, sent: 0, dead: 0 }) },
+      hooks: () => [{ hook: 'ci', running: 1, queued: 1, concurrency: 1, maxQueued: null }],
     }),
   );
   telemetry.request('wake', 200, 1, true);

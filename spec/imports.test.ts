@@ -99,7 +99,7 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   delivery: ['', 'delivery', 'policy', 'model'],
   runtime: ['', 'runtime', 'store', 'policy', 'delivery', 'untrusted', 'config', 'model'],
   edge: ['', 'edge', 'guard', 'hooks', 'policy', 'store', 'untrusted', 'runtime', 'config', 'model'],
-  control: ['', 'control', 'guard', 'store', 'server'],
+  control: ['', 'control', 'guard', 'store', 'server', 'model'],
   inspector: ['', 'inspector', 'edge', 'guard', 'store', 'model', 'config'],
   server: [
     '',

@@ -26,7 +26,7 @@ interface Started {
 
 async function start(
   t: TestContext,
-  extra: { extraHosts?: string[]; maxAgeMs?: number; runs?: boolean } = {},
+  extra: { extraHosts?: string[]; maxAgeMs?: number; runs?: boolean; hooks?: InspectorSource['hooks'] } = {},
 ): Promise<Started> {
   const replays: unknown[] = [];
   const { log, lines } = captureLog();
@@ -52,8 +52,9 @@ async function start(
         return { redelivered: ids.length };
       },
     }),
+    ...(extra.hooks === undefined ? {} : { hooks: extra.hooks }),
   };
-  const { runs: _runs, ...options } = extra;
+  const { runs: _runs, hooks: _hooks, ...options } = extra;
   const inspector = createInspector({
     source,
     log,
@@ -131,7 +132,10 @@ test('the cookie alone opens the page files but no API path, and no answer to it
   }
   const origin = `http://127.0.0.1:${s.port}`;
   for (
-    const [method, path] of [['GET', '/api/session'], ['GET', '/api/requests'], ['GET', '/api/requests/e1'], [
+    const [method, path] of [['GET', '/api/session'], ['GET', '/api/requests'], ['GET', '/api/hooks'], [
+      'GET',
+      '/api/requests/e1',
+    ], [
       'POST',
       '/api/replay',
     ], ['POST', '/api/logout']] as const
@@ -153,6 +157,19 @@ test('the cookie alone opens the page files but no API path, and no answer to it
   assert.deepEqual(s.replays, []);
   // And the session still works for its tab.
   assert.equal((await send(s.url, '/inspector/api/requests', { headers: { cookie, [KEY_HEADER]: key } })).status, 200);
+});
+
+test("GET /api/hooks answers each hook's work from the source, and an empty list where the source has none", async (t) => {
+  const hooks = [{ hook: 'ci', running: 1, queued: 2, concurrency: 1, maxQueued: null }];
+  const s = await start(t, { hooks: () => hooks });
+  const { headers } = await loggedIn(s);
+  const reply = await send(s.url, '/inspector/api/hooks', { headers });
+  assert.equal(reply.status, 200, reply.text);
+  assert.deepEqual(reply.body, { hooks });
+  const bare = await start(t);
+  const login = await loggedIn(bare);
+  assert.deepEqual((await send(bare.url, '/inspector/api/hooks', { headers: login.headers })).body, { hooks: [] });
+  assert.equal((await send(s.url, '/inspector/hooks.js', { headers: { cookie: headers.cookie! } })).status, 200);
 });
 
 test("a same-named cookie planted beside the owner's, before or after it, does not log the owner out", async (t) => {

@@ -393,6 +393,7 @@ async function _control(
       retryOutbox: service.retryOutbox,
       forwarding: service.forwarding,
       ledger: () => service.ledger?.size() ?? null,
+      hooks: () => service.hookStatus(),
       settled: () => service.ledger?.counted() ?? Promise.resolve(),
     }),
     [REPLAY_OP]: more.replay,
@@ -458,6 +459,7 @@ async function _inspector(
       retry: (ids, { check }) => ops.retry({ ids, check }),
       redeliver: (ids) => ops.redeliver({ ids }),
       takenJudge: () => service.app.takenJudge(),
+      hooks: () => service.hookStatus(),
     });
   } catch (error) {
     io.stderr(`${messagePrefix(io)}: cannot listen for the inspector: ${(error as Error).message}\n`);

@@ -7,6 +7,7 @@ import { FAILURE, printResult } from './io.ts';
 import { stateDirFor } from './state-dir.ts';
 import type { ServerStatus } from '../control/operations.ts';
 import { changeLines } from './reload.ts';
+import { hookLines } from './hooks-text.ts';
 
 /** How long `status` waits for the server's answer. */
 const STATUS_TIMEOUT_MS = 5_000;
@@ -18,8 +19,9 @@ export const status: Command = {
 
 Ask the server running on the state directory, over its control channel, how it is
 doing: pid, uptime, listening address, state directory, backlog of unread events,
-outbox (forward mode), completion callbacks, request ledger size, and the last
-reload's verdict.
+outbox (forward mode), completion callbacks, request ledger size, the last
+reload's verdict, and each hook's work (runs executing and queued, and the
+controls it sets).
 Exits 0 when a server answers, 1 when none runs or it does not answer.
 
 Options:
@@ -75,8 +77,18 @@ export function formatStatus(s: ServerStatus): string {
     ['journal', `${s.journalBytes} bytes`],
     ['ledger', ledger],
     ['last reload', _lastReload(s)],
+    ..._hooks(s),
   ];
-  return rows.map(([name, value]) => `${`${name}:`.padEnd(13)}${escapeControls(value, false)}\n`).join('');
+  // A row with no name goes on from the one above it.
+  return rows.map(([name, value]) => `${(name === '' ? '' : `${name}:`).padEnd(13)}${escapeControls(value, false)}\n`)
+    .join('');
+}
+
+// One row per line of the hooks' work, the first named `hooks`; a server that does not say is `unknown`.
+function _hooks(s: ServerStatus): [string, string][] {
+  if (!Array.isArray(s.hooks)) return [['hooks', 'unknown']];
+  const lines = hookLines(s.hooks);
+  return lines.length === 0 ? [['hooks', 'none']] : lines.map((line, i) => [i === 0 ? 'hooks' : '', line]);
 }
 
 function _lastReload(s: ServerStatus): string {

@@ -9,6 +9,7 @@ import type { CallbackState } from '../store/journal/callbacks.ts';
 import type { Store } from '../store/journal/store.ts';
 import type { RetryOutcome, RetryRequest } from '../store/journal/outbox-retry.ts';
 import type { ReloadState, ReloadVerdict } from '../server/reloads.ts';
+import type { HookStatus } from '../model/hook-status.ts';
 
 /** A running server's status, as `hooks-ingress status --json` prints it. */
 export interface ServerStatus {
@@ -32,6 +33,8 @@ export interface ServerStatus {
   lastReload: ReloadVerdict | null;
   /** Whether a reload runs now, whether another waits behind it, and how many requests wait for them. */
   reloading: ReloadState;
+  /** Each hook's work: runs executing and waiting, and its controls; `null` when unknown. */
+  hooks: HookStatus[] | null;
 }
 
 /** What the operations read and act on, handed in by serve. */
@@ -52,6 +55,8 @@ export interface OperationParts {
   forwarding?: boolean;
   /** The request ledger's entries and bytes, `null` when there is none. */
   ledger?: () => { entries: number; bytes: number } | null;
+  /** Each hook's work now. */
+  hooks?: () => HookStatus[];
   /** Resolves once what status reads is current (the ledger counts an earlier process's files at its first file operation). */
   settled?: () => Promise<void>;
 }
@@ -126,6 +131,7 @@ export function serverStatus(parts: OperationParts): ServerStatus {
     ledger: parts.ledger?.() ?? null,
     lastReload: parts.lastReload(),
     reloading: parts.reloading(),
+    hooks: parts.hooks?.() ?? null,
   };
 }
 

@@ -2,6 +2,7 @@
 
 import { CONTENT_TYPE, Metrics } from './metrics.ts';
 import type { Store } from '../store/journal/store.ts';
+import type { HookStatus } from '../model/hook-status.ts';
 
 /** What the server, the runtime and delivery report; rendered for `GET /metrics`. */
 export interface Telemetry {
@@ -18,6 +19,8 @@ export interface TelemetrySources {
   queueDepth: () => number;
   /** Requests held open: waiting for their runs (`waitForCompletion`) or behind the first copy of their key. */
   waiters?: () => number;
+  /** Each hook's work now (lib/model/hook-status.ts). */
+  hooks?: () => readonly HookStatus[];
 }
 
 /**
@@ -34,6 +37,7 @@ export function createTelemetry(sources: TelemetrySources): Telemetry {
   );
   _limiterGauges(m, sources);
   _runGauges(m, sources);
+  _hookGauges(m, sources);
   _storeGauges(m, sources);
   return {
     contentType: CONTENT_TYPE,
@@ -129,6 +133,21 @@ function _runGauges(m: Metrics, sources: TelemetrySources): void {
         0,
       ),
   );
+}
+
+// Per hook, the hooks with anything to report: a mapping with no runs and no control adds no series.
+function _hookGauges(m: Metrics, sources: TelemetrySources): void {
+  const per = (value: (s: HookStatus) => number) => () =>
+    (sources.hooks?.() ?? []).flatMap((s): [Record<string, string>, number][] =>
+      s.running + s.queued > 0 || s.concurrency !== null || s.maxQueued !== null ? [[{ hook: s.hook }, value(s)]] : []
+    );
+  m.gauge(
+    'hooks_hook_runs_running',
+    'Runs executing, by work hook (mapping id, agent).',
+    ['hook'],
+    per((s) => s.running),
+  );
+  m.gauge('hooks_hook_runs_queued', 'Runs waiting in the run queue, by work hook.', ['hook'], per((s) => s.queued));
 }
 
 function _storeGauges(m: Metrics, sources: TelemetrySources): void {

@@ -13,6 +13,7 @@ import type { Logger } from '../log.ts';
 import { errorAnswer } from '../edge/answer.ts';
 import { type InspectorSession, InspectorSessions } from './sessions.ts';
 import { splitTarget } from '../edge/router.ts';
+import type { HookStatus } from '../model/hook-status.ts';
 
 /** Where the inspector's paths live: the cookie is scoped to it, so no other listener of ours ever sees it. */
 export const INSPECTOR_PREFIX = '/inspector';
@@ -41,6 +42,8 @@ export interface InspectorSource {
   retry?(ids: readonly string[], options: { check: boolean }): Promise<unknown>;
   /** Sends runs' stored replies again (`runs redeliver`); absent where they cannot be. */
   redeliver?(ids: readonly string[]): Promise<unknown>;
+  /** Each hook's work now (runs executing and waiting, its controls); absent where the server does not say. */
+  hooks?(): readonly HookStatus[];
 }
 
 /** The list's filters, as the page sends them; each is optional. */
@@ -96,6 +99,7 @@ const _FILES: Readonly<Record<string, string>> = {
   '/words.js': 'words.js',
   '/replay.js': 'replay.js',
   '/runs.js': 'runs.js',
+  '/hooks.js': 'hooks.js',
   '/app.css': 'app.css',
 };
 
@@ -243,6 +247,7 @@ async function _read(
 ): Promise<void> {
   if (path === '/api/session') return _send(res, 200, { endsAt: new Date(session.endsAt).toISOString() });
   if (path === '/api/requests') return _send(res, 200, await source.list(_filter(query)));
+  if (path === '/api/hooks') return _send(res, 200, { hooks: source.hooks?.() ?? [] });
   if (path.startsWith('/api/requests/')) {
     const entry = await source.show(_decode(path.slice('/api/requests/'.length)));
     if (entry === null) throw new HttpError(404, ErrorCode.NotFound, 'no ledger entry has that id');

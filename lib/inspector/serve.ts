@@ -37,6 +37,8 @@ export interface InspectorParts {
   redeliver?: InspectorSource['redeliver'];
   /** Which request took a failed entry's delivery id (App.takenJudge). */
   takenJudge?: LedgerSourceOptions['takenJudge'];
+  /** Each hook's work now (the page's list of hooks). */
+  hooks?: LedgerSourceOptions['hooks'];
 }
 
 /** Starts the inspector's listener; throws when it cannot listen. */
@@ -56,6 +58,7 @@ export async function startInspector(parts: InspectorParts): Promise<RunningInsp
       ...(parts.retry === undefined ? {} : { retry: parts.retry }),
       ...(parts.redeliver === undefined ? {} : { redeliver: parts.redeliver }),
       ...(parts.takenJudge === undefined ? {} : { takenJudge: parts.takenJudge }),
+      ...(parts.hooks === undefined ? {} : { hooks: parts.hooks }),
     }),
     log,
     idleMs: config.idleMinutes * 60_000,

@@ -28,6 +28,8 @@ export interface LedgerSourceOptions {
    * judges it now: a failure whose id another request took and was accepted with is resolved by it.
    */
   takenJudge?: () => Promise<_Judge>;
+  /** Each hook's work now, from the running server. */
+  hooks?: InspectorSource['hooks'];
 }
 
 type _Judge = (entry: LedgerEntry) => DeliveryTaken | null;
@@ -68,6 +70,7 @@ export function ledgerSource(options: LedgerSourceOptions): InspectorSource {
     ...(options.resolve === undefined ? {} : { resolve: options.resolve }),
     ...(options.retry === undefined ? {} : { retry: options.retry }),
     ...(options.redeliver === undefined ? {} : { redeliver: options.redeliver }),
+    ...(options.hooks === undefined ? {} : { hooks: options.hooks }),
   };
 }
 

@@ -12,6 +12,7 @@ import { canStart, type QueueView, sessionFree, type StartRule } from './can-sta
 import { laneFree } from './lane.ts';
 import { type HookLoad, HookLoads } from './hook-load.ts';
 import { workHook } from '../model/work-hook.ts';
+import { type HookStatus, hookStatuses } from '../model/hook-status.ts';
 
 /**
  * The run queue: at most `maxConcurrent` runs at once, the runs of one session key one after
@@ -62,6 +63,11 @@ export class Runner {
   /** Every work hook with runs waiting or executing, and how many of each. */
   hookLoads(): Map<string, HookLoad> {
     return this.#loads.snapshot();
+  }
+
+  /** Each hook of the configuration of this moment with its runs and its lane (status, /metrics, the inspector). */
+  hookStatus(): HookStatus[] {
+    return hookStatuses(this.#o.config.hooks, this.#loads.snapshot());
   }
 
   /** Asks the queue again whether a waiting run may start (a rule's state changed: a hook resumed, say). */

@@ -15,6 +15,7 @@ import { Runner } from '../runtime/runner.ts';
 import { Alerter } from '../runtime/alerts.ts';
 import { watchStore } from '../runtime/alert-watch.ts';
 import type { Alerts } from '../model/alerts.ts';
+import type { HookStatus } from '../model/hook-status.ts';
 import { createCompletions } from '../runtime/completion.ts';
 import type { ForwardMode } from '../runtime/forward.ts';
 import { retryOutbox, type RetryOutcome, type RetryRequest } from '../store/journal/outbox-retry.ts';
@@ -43,6 +44,8 @@ export interface Service {
   runner: Runner;
   /** The configuration the server runs now (the last one reloaded). */
   config(): Config;
+  /** Each hook's work now: its runs and its controls (status, the inspector page). */
+  hookStatus(): HookStatus[];
   /** Swaps in a reloaded configuration; every part is built (and what it needs imported) before any is swapped. */
   reload(config: Config): Promise<void>;
   /** Stops the runtime, the heartbeat and the transforms, then closes the store. */
@@ -144,6 +147,7 @@ export async function startService(config: Config, stateDir: string, log: Logger
     store,
     limiter: () => app.limiterStats(),
     queueDepth: () => runner.depth,
+    hooks: () => runner.hookStatus(),
     waiters: () => completions.held() + app.held(),
   });
   // Forward mode: accepted actions leave through the outbox to the upstream gateway.
@@ -264,6 +268,7 @@ function _service(
     ledger,
     runner,
     config: () => current,
+    hookStatus: () => runner.hookStatus(),
     async reload(reloaded) {
       // Forward mode is on or off for the life of the process: its sender starts with it.
       const forwardNow = forward === null ? null : (reloaded.hooks.forward ?? config.hooks.forward);

@@ -43,6 +43,8 @@ test('hooks-ingress status shows the running server: pid, uptime, address, state
   assert.equal(status['outbox'], null, 'not in forward mode');
   assert.deepEqual(status['ledger'], { entries: 0, bytes: 0 }, 'the request ledger, empty');
   assert.equal(status['lastReload'], null);
+  const idle = { running: 0, queued: 0, concurrency: null, maxQueued: null };
+  assert.deepEqual(status['hooks'], [{ hook: 'agent', ...idle }, { hook: 'wake', ...idle }], 'each hook, idle');
 
   const wake = await post(server.url, '/hooks/wake', {
     headers: { authorization: `Bearer ${TOKEN}` },
@@ -68,7 +70,7 @@ test('hooks-ingress status shows the running server: pid, uptime, address, state
   );
   assert.match(
     text.stdout,
-    /\nledger: {6}\d+ entries, \d+ bytes\nlast reload: applied at \S+ \(no hook, mapping or secret changed\)\n$/,
+    /\nledger: {6}\d+ entries, \d+ bytes\nlast reload: applied at \S+ \(no hook, mapping or secret changed\)\nhooks: {7}all 2 hooks idle, no control set\n$/,
   );
 });
 
@@ -96,7 +98,8 @@ test('formatStatus() prints one line per item for a person', () => {
       'callbacks:   0 pending, 3 sent, 1 dead\n' +
       'journal:     999 bytes\n' +
       'ledger:      none\n' +
-      'last reload: refused at 2026-01-01T01:00:00.000Z: gateway.auth.token: environment variable X is not set (one running now, another waiting)\n',
+      'last reload: refused at 2026-01-01T01:00:00.000Z: gateway.auth.token: environment variable X is not set (one running now, another waiting)\n' +
+      'hooks:       unknown\n',
   );
   const applied: ReloadVerdict = {
     outcome: 'applied',
@@ -108,16 +111,28 @@ test('formatStatus() prints one line per item for a person', () => {
     serverStatus(parts({ now: () => Date.parse('2026-01-03T05:00:09Z'), lastReload: () => applied })),
   );
   assert.match(fresh, /^running: {5}pid 4242, up 2d 5h /);
-  assert.match(fresh, /\nledger: {6}none\nlast reload: applied at T: mappings added: ci\n$/);
+  assert.match(fresh, /\nledger: {6}none\nlast reload: applied at T: mappings added: ci\nhooks: {7}unknown\n$/);
   assert.match(
     formatStatus(serverStatus(parts({ now: () => Date.parse('2026-01-01T00:04:10Z') }))),
-    /up 4m 10s .*\n[\s\S]*last reload: none since the start\n$/,
+    /up 4m 10s .*\n[\s\S]*last reload: none since the start\n/,
   );
   assert.match(
     formatStatus(serverStatus(parts({
       now: () => Date.parse('2026-01-01T00:00:12Z'),
       lastReload: () => ({ ...applied, changes: NO_CHANGES }),
     }))),
-    /up 12s [\s\S]*applied at T \(no hook, mapping or secret changed\)\n$/,
+    /up 12s [\s\S]*applied at T \(no hook, mapping or secret changed\)\n/,
+  );
+  const lane = { concurrency: null, maxQueued: null };
+  const busy = formatStatus(serverStatus(parts({
+    hooks: () => [
+      { hook: 'agent', running: 2, queued: 0, ...lane },
+      { hook: 'wake', running: 0, queued: 0, ...lane },
+      { hook: 'ci\u001b[2J', running: 1, queued: 3, concurrency: 1, maxQueued: 20 },
+    ],
+  })));
+  assert.match(
+    busy,
+    /\nhooks: {7}agent: 2 running\n {13}ci\\x1b\[2J: 1 running, 3 queued \(concurrency 1, maxQueued 20\)\n {13}1 other hook idle, no control set\n$/,
   );
 });

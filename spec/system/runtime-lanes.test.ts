@@ -7,11 +7,13 @@ import { test, type TestContext } from 'node:test';
 import type { RunRecord } from '../../lib/model/records.ts';
 import { configFile, runCli, serveState } from '../_cli.ts';
 import { fake } from '../_fake-server.ts';
-import { post } from '../_http.ts';
+import { post, send } from '../_http.ts';
+import { parseExposition, valueOf } from '../_exposition.ts';
 import { until } from '../_until.ts';
 
 const TOKEN = 'lanes-hook-token-0123456789abcdef';
 const AUTH = { authorization: `Bearer ${TOKEN}` };
+const GATEWAY_TOKEN = 'lanes-gateway-token-fedcba9876543210';
 
 interface Model {
   url: string;
@@ -71,6 +73,7 @@ function config(model: Model, lanes: { slow?: Record<string, number>; agent?: Re
         { id: 'fast', match: { path: 'fast' }, messageTemplate: 'FAST {{n}}', deliver: false },
       ],
     },
+    gateway: { auth: { token: GATEWAY_TOKEN } },
     agents: { defaults: { model: 'fake/m', maxConcurrent: 2, timeoutSeconds: 120 } },
     models: { providers: { fake: { api: 'openai-completions', baseUrl: model.url } } },
   };
@@ -101,6 +104,25 @@ test(
     assert.equal(refused.status, 503, refused.text);
     assert.equal(refused.body['code'], 'ERR_HOOK_BACKLOG');
     assert.equal(refused.headers['retry-after'], '30');
+    // status and /metrics show the lane: one running, two waiting.
+    const status = await runCli(['status', '--json', '--state-dir', files.state]);
+    const hooks = (JSON.parse(status.stdout) as { hooks: { hook: string }[] }).hooks;
+    assert.deepEqual(hooks.find((h) => h.hook === 'slow'), {
+      hook: 'slow',
+      running: 1,
+      queued: 2,
+      concurrency: 1,
+      maxQueued: 3,
+    });
+    assert.match(
+      (await runCli(['status', '--state-dir', files.state])).stdout,
+      /\nhooks: {7}slow: 1 running, 2 queued \(concurrency 1, maxQueued 3\)\n {13}3 other hooks idle, no control set\n$/,
+    );
+    const metrics = parseExposition(
+      (await send(server.url, '/metrics', { headers: { authorization: `Bearer ${GATEWAY_TOKEN}` } })).text,
+    );
+    assert.equal(valueOf(metrics, 'hooks_hook_runs_running', { hook: 'slow' }), 1);
+    assert.equal(valueOf(metrics, 'hooks_hook_runs_queued', { hook: 'slow' }), 2);
     // The fast hook's runs, queued behind the waiting slow ones, all run while the slow lane is held.
     for (let n = 1; n <= 4; n++) {
       const accepted = await post(server.url, '/hooks/fast', { headers: AUTH, body: { n } });

@@ -3,6 +3,7 @@
 import { $, api, dropKey, el, rawJson, shortId, statusClass, table, takeKey, tree } from './dom.js';
 import { openReplay, openResolve, wireReplay } from './replay.js';
 import { runButtons } from './runs.js';
+import { startHooks } from './hooks.js';
 import { becameView, replaysView, resolutionWords } from './words.js';
 
 takeKey();
@@ -385,6 +386,7 @@ async function start() {
   // A link to an entry (#<id>) opens it, on load or followed in this tab.
   addEventListener('hashchange', () => openLinked(location.hash));
   schedule();
+  startHooks();
   await refresh();
   await openLinked(location.hash);
 }

@@ -1,0 +1,43 @@
+// The work of each hook as `status` prints it: one line per hook with something to say, the idle rest counted.
+
+import type { HookStatus } from '../model/hook-status.ts';
+
+/**
+ * One line per hook that has runs or sets a control (`ci: 1 running, 3 queued (concurrency 1,
+ * maxQueued 20)`), then how many hooks are idle with nothing set (`all 3 hooks idle, no control set`). Each work control adds its part
+ * to {@link _parts} (what the hook is doing) or {@link _settings} (what it sets).
+ */
+export function hookLines(hooks: readonly HookStatus[]): string[] {
+  const lines: string[] = [];
+  let idle = 0;
+  for (const hook of hooks) {
+    const parts = _parts(hook);
+    const settings = _settings(hook);
+    if (parts.length === 0 && settings.length === 0) {
+      idle++;
+      continue;
+    }
+    const said = parts.length === 0 ? 'idle' : parts.join(', ');
+    lines.push(`${hook.hook}: ${said}${settings.length === 0 ? '' : ` (${settings.join(', ')})`}`);
+  }
+  if (idle > 0 && lines.length === 0) {
+    lines.push(`${idle === 1 ? 'the one hook' : `all ${idle} hooks`} idle, no control set`);
+  } else if (idle > 0) lines.push(`${idle} other hook${idle === 1 ? '' : 's'} idle, no control set`);
+  return lines;
+}
+
+// What the hook is doing now; empty when nothing.
+function _parts(hook: HookStatus): string[] {
+  const parts: string[] = [];
+  if (hook.running > 0) parts.push(`${hook.running} running`);
+  if (hook.queued > 0) parts.push(`${hook.queued} queued`);
+  return parts;
+}
+
+// The controls the hook sets.
+function _settings(hook: HookStatus): string[] {
+  const settings: string[] = [];
+  if (hook.concurrency !== null) settings.push(`concurrency ${hook.concurrency}`);
+  if (hook.maxQueued !== null) settings.push(`maxQueued ${hook.maxQueued}`);
+  return settings;
+}

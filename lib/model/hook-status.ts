@@ -1,0 +1,44 @@
+/**
+ * What `status`, `/metrics` and the inspector page show of each hook's work (lib/model/work-hook.ts
+ * names the hooks): its runs executing and waiting, and the controls it sets. Each work control
+ * adds its own field here, `null` where it has nothing to say.
+ */
+
+import { workControls, type WorkHooks } from './work-hook.ts';
+
+/** One hook's work now. */
+export interface HookStatus {
+  hook: string;
+  /** Its runs executing. */
+  running: number;
+  /** Its runs waiting in the run queue. */
+  queued: number;
+  /** Its lane, as configured: `null` when it sets none. */
+  concurrency: number | null;
+  maxQueued: number | null;
+}
+
+/**
+ * Every hook the config names, `agent` and `wake` first and then the mappings in their order, and
+ * any other hook that still has runs (its mapping removed by a reload), each with its load.
+ */
+export function hookStatuses(
+  hooks: WorkHooks,
+  loads: ReadonlyMap<string, { readonly queued: number; readonly running: number }>,
+): HookStatus[] {
+  const names = new Set(['agent', 'wake']);
+  for (const mapping of hooks.mappings) names.add(mapping.id);
+  for (const hook of [...loads.keys()].sort()) names.add(hook);
+  const controls = workControls(hooks);
+  return [...names].map((hook) => {
+    const load = loads.get(hook);
+    const control = controls.get(hook);
+    return {
+      hook,
+      running: load?.running ?? 0,
+      queued: load?.queued ?? 0,
+      concurrency: control?.concurrency ?? null,
+      maxQueued: control?.maxQueued ?? null,
+    };
+  });
+}

@@ -1,0 +1,41 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { hookLines } from '../lib/cli/hooks-text.ts';
+import type { HookStatus } from '../lib/model/hook-status.ts';
+
+const hook = (name: string, over: Partial<HookStatus> = {}): HookStatus => ({
+  hook: name,
+  running: 0,
+  queued: 0,
+  concurrency: null,
+  maxQueued: null,
+  ...over,
+});
+
+test('hookLines() says what each busy or controlled hook does and sets, and counts the idle rest', () => {
+  assert.deepEqual(
+    hookLines([
+      hook('agent', { running: 2 }),
+      hook('wake'),
+      hook('ci', { running: 1, queued: 3, concurrency: 1, maxQueued: 20 }),
+      hook('quiet', { maxQueued: 5 }),
+      hook('other'),
+    ]),
+    [
+      'agent: 2 running',
+      'ci: 1 running, 3 queued (concurrency 1, maxQueued 20)',
+      'quiet: idle (maxQueued 5)',
+      '2 other hooks idle, no control set',
+    ],
+  );
+  assert.deepEqual(hookLines([hook('agent', { queued: 1 }), hook('wake')]), [
+    'agent: 1 queued',
+    '1 other hook idle, no control set',
+  ]);
+});
+
+test('hookLines() with every hook idle says so in one line, and nothing for no hooks', () => {
+  assert.deepEqual(hookLines([hook('agent'), hook('wake')]), ['all 2 hooks idle, no control set']);
+  assert.deepEqual(hookLines([hook('agent')]), ['the one hook idle, no control set']);
+  assert.deepEqual(hookLines([]), []);
+});
