@@ -10,6 +10,7 @@ import type { RunRecord } from '../lib/model/records.ts';
 import type { Attempt } from '../lib/retry.ts';
 import type { StartRule } from '../lib/runtime/can-start.ts';
 import { Runner } from '../lib/runtime/runner.ts';
+import type { RunnerOptions } from '../lib/runtime/context.ts';
 import { Store } from '../lib/store/journal/store.ts';
 import { Transcripts } from '../lib/store/journal/transcripts.ts';
 import { silentLogger, specConfig } from './_app.ts';
@@ -20,6 +21,8 @@ import { until } from './_until.ts';
 interface Queue {
   runner: Runner;
   store: Store;
+  dir: string;
+  providerFor: RunnerOptions['providerFor'];
   /** The prompts the model was asked, in order; each answered by `answer`. */
   asked: string[];
   /** Answers the model's call for `prompt`. */
@@ -34,16 +37,17 @@ async function queue(t: TestContext, raw: Record<string, unknown>, rules: StartR
   const { store } = await Store.open(join(dir, 'state'), { idempotencyTtlMs: 60_000 });
   const asked: string[] = [];
   const open = new Map<string, (a: Attempt<string>) => void>();
+  const providerFor: RunnerOptions['providerFor'] = () => ({
+    complete: (request) =>
+      new Promise((resolve) => {
+        asked.push(request.prompt);
+        open.set(request.prompt, resolve);
+      }),
+  });
   const runner = new Runner({
     store,
     config,
-    providerFor: () => ({
-      complete: (request) =>
-        new Promise((resolve) => {
-          asked.push(request.prompt);
-          open.set(request.prompt, resolve);
-        }),
-    }),
+    providerFor,
     transcripts: new Transcripts(join(dir, 'state')),
     heartbeat: { request() {} },
     log: silentLogger,
@@ -57,6 +61,8 @@ async function queue(t: TestContext, raw: Record<string, unknown>, rules: StartR
   return {
     runner,
     store,
+    dir,
+    providerFor,
     asked,
     answer(prompt) {
       open.get(prompt)!({ ok: true, value: `done ${prompt}` });
@@ -136,6 +142,27 @@ test('Runner: /agent runs have the lane hooks.agent sets, and the global maxConc
   assert.equal(q.asked.includes('a3'), false);
   q.answer('a1');
   await until('a3 asked', () => q.asked.includes('a3'));
+});
+
+test('Runner: a reload that widens a lane starts its waiting runs at once', async (t) => {
+  const q = await queue(t, { hooks: { mappings: MAPPINGS } });
+  await q.run({ mapping: 'slow', message: 's1' });
+  await q.run({ mapping: 'slow', message: 's2' });
+  await until('s1 asked', () => q.asked.includes('s1'));
+  assert.equal(q.asked.includes('s2'), false);
+  const wider = await specConfig({
+    agents: { defaults: { model: 'fake/m' } },
+    hooks: { mappings: [{ ...MAPPINGS[0], concurrency: 2 }, MAPPINGS[1]] },
+  }, q.dir);
+  q.runner.reconfigure({ config: wider, providerFor: q.providerFor });
+  await until('s2 asked after the reload', () => q.asked.includes('s2'));
+  assert.deepEqual(q.runner.hookStatus().find((h) => h.hook === 'slow'), {
+    hook: 'slow',
+    running: 2,
+    queued: 0,
+    concurrency: 2,
+    maxQueued: null,
+  });
 });
 
 test('Runner: with no lane set, runs start as before (maxConcurrent, one at a time per session key, in order)', async (t) => {

@@ -17,6 +17,7 @@ import {
 import { type EnvScope, resolveEnv, within } from './env.ts';
 import { type FileConfig, fileSchema } from './file-schema.ts';
 import { forwardUnused } from './forward-unused.ts';
+import { workHookWarnings } from './work-checks.ts';
 import { checkForward, forwardWarnings } from './forward-checks.ts';
 import { callbackWarnings, checkCallbacks } from './callback-checks.ts';
 import { locateDeno } from './locate.ts';
@@ -92,6 +93,7 @@ export async function buildConfig(
     ...templateWarnings(config),
     ...notifyWarnings(config),
     ...callbackWarnings(config),
+    ...workHookWarnings(config),
   ];
   return { ok: true, config, ignored: checked.ignored, warnings: warnings.map(formatIssue) };
 }

@@ -45,9 +45,10 @@ export class Runner {
     this.#rules = [sessionFree, laneFree, ...(options.rules ?? [])];
   }
 
-  /** Takes a reloaded configuration: runs that start from now on use it. */
+  /** Takes a reloaded configuration: runs that start from now on use it, and a wider lane or queue starts waiting runs now. */
   reconfigure(changes: Pick<RunnerOptions, 'config' | 'providerFor' | 'deliver'>): void {
     this.#o = { ...this.#o, ...changes };
+    this.#pump();
   }
 
   /** Runs waiting plus runs executing: what the queue bound counts. */
