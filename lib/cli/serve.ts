@@ -408,16 +408,7 @@ async function _control(
         lastRoute: () => service.store.lastRoute(),
       })
     ),
-    'inspect.login': () => {
-      if (more.inspector === null) {
-        throw new HttpError(
-          404,
-          ErrorCode.NotFound,
-          'the inspector is off: set inspector.port in the config and restart the server',
-        );
-      }
-      return Promise.resolve(more.inspector.login());
-    },
+    'inspect.login': () => _inspectLogin(more.inspector),
   };
   try {
     return await startControl({ stateDir, handlers, log });
@@ -429,6 +420,18 @@ async function _control(
     );
     return null;
   }
+}
+
+// `inspect.login`: a one-time link to the inspector, which must be on.
+function _inspectLogin(inspector: RunningInspector | null): Promise<unknown> {
+  if (inspector === null) {
+    throw new HttpError(
+      404,
+      ErrorCode.NotFound,
+      'the inspector is off: set inspector.port in the config and restart the server',
+    );
+  }
+  return Promise.resolve(inspector.login());
 }
 
 // The inspector page's listener when the config turns it on; `false` when it cannot listen (the
