@@ -6,6 +6,8 @@ import { freePort } from './_fake-openclaw.ts';
 import { AUTH, gateway, start, UPSTREAM_TOKEN } from './_forwarder.ts';
 import { post } from './_http.ts';
 import { until } from './_until.ts';
+import { Forwarder } from '../lib/runtime/forward.ts';
+import type { OutboxEntry } from '../lib/store/journal/outbox.ts';
 
 // Forward mode in one process: real sockets, a real journal, a fake OpenClaw gateway (issue #14, part 3).
 
@@ -388,4 +390,51 @@ test('forward mode: hooks.forward.agentId names the upstream agent wakes go to; 
   const [dead] = unnamed.store.outbox();
   assert.equal(dead!.lastError, 'upstream answered 400: agentId is required when multiple agents are configured');
   assert.equal(dead!.refusedField, 'agentId', 'the entry names the field the upstream refused');
+});
+
+test('forward mode: an attempt whose outcome the journal cannot take holds the queue, never sends the entry again in a loop', async () => {
+  // The upstream takes the wake; writing that down fails (a full disk). The entry is still pending
+  // on disk, so it must go again later, but not at once and again and again: the upstream does not
+  // key /wake, and each POST would be one more event there.
+  const entry: OutboxEntry = {
+    id: 'o-1',
+    target: 'wake',
+    body: { text: 'once', mode: 'next-heartbeat' },
+    hook: 'wake',
+    requestId: 'r-1',
+    state: 'pending',
+    acceptedAt: new Date().toISOString(),
+    attempts: 0,
+  };
+  let posts = 0;
+  let failures = 0;
+  const errors: string[] = [];
+  const forwarder = new Forwarder({
+    store: {
+      outboxHead: () => entry,
+      outbox: () => [entry],
+      commit: () => {
+        failures++;
+        return Promise.reject(Object.assign(new Error('no space left on device'), { code: 'ENOSPC' }));
+      },
+    },
+    target: { url: 'http://127.0.0.1:9/hooks/', token: 'upstream', maxAgeSeconds: 3600, maxPendingWakes: 100 },
+    log: { info() {}, warn() {}, error: (message) => void errors.push(message) },
+    fetch: () => {
+      posts++;
+      return Promise.resolve(
+        new Response('{"ok":true}', { status: 200, headers: { 'content-type': 'application/json' } }),
+      );
+    },
+    failureHoldMs: 3_600_000,
+  });
+  forwarder.kick();
+  await until('the outcome failed to be written', () => failures === 1 && errors.length === 1);
+  // The old queue rescheduled the head at once (a 0 ms timer): give it many turns to show itself.
+  for (let i = 0; i < 20; i++) await new Promise((resolve) => setTimeout(resolve, 0));
+  forwarder.kick();
+  for (let i = 0; i < 5; i++) await new Promise((resolve) => setTimeout(resolve, 0));
+  assert.equal(posts, 1, 'one POST, then the queue waits');
+  assert.ok(forwarder.dueAt()! > Date.now() + 3_000_000, 'the head is due once the hold ends');
+  await forwarder.stop();
 });

@@ -40,6 +40,8 @@ export interface ForwarderOptions {
   windowMs?: number;
   /** The random id that frames a merged wake (forward-merge.ts). */
   frameId?: () => string;
+  /** How long the queue waits after an attempt whose outcome could not be written (default 5 s). */
+  failureHoldMs?: number;
 }
 
 /** What one attempt came to, before it is written down. */
@@ -80,6 +82,9 @@ export class Forwarder {
   #again = false;
   #timer: ReturnType<typeof setTimeout> | null = null;
   #stopping = new AbortController();
+  // Until when the queue waits after an attempt whose outcome the journal did not take: its entry
+  // is still pending on disk, and sending it again at once would repeat it upstream in a tight loop.
+  #heldUntil = 0;
 
   constructor(options: ForwarderOptions) {
     this.#o = options;
@@ -104,9 +109,10 @@ export class Forwarder {
     this.#running = (async () => {
       do {
         this.#again = false;
-        await this.#drain().catch((error: unknown) =>
-          this.#o.log.error('forward failed unexpectedly', { error: String(error) })
-        );
+        await this.#drain().catch((error: unknown) => {
+          this.#heldUntil = this.#now() + (this.#o.failureHoldMs ?? 5_000);
+          this.#o.log.error('forward failed unexpectedly', { error: String(error) });
+        });
       } while (this.#again && !this.#stopping.signal.aborted);
     })().finally(() => {
       this.#running = null;
@@ -117,7 +123,7 @@ export class Forwarder {
   /** When the head of the queue may go (`null`: nothing pending): later than now while it waits for a retry or a window. */
   dueAt(): number | null {
     const head = this.#o.store.outboxHead();
-    return head === null ? null : this.#due(head);
+    return head === null ? null : Math.max(this.#due(head), this.#heldUntil);
   }
 
   /** Stops: a POST in flight is abandoned (the entry stays pending and goes again after a restart). */
@@ -131,7 +137,7 @@ export class Forwarder {
   async #drain(): Promise<void> {
     while (!this.#stopping.signal.aborted) {
       const head = this.#o.store.outboxHead();
-      if (head === null || this.#due(head) > this.#now()) return;
+      if (head === null || Math.max(this.#due(head), this.#heldUntil) > this.#now()) return;
       await this.#attempt(head);
       if (this.#o.store.outboxHead()?.id === head.id) return;
     }
@@ -327,7 +333,7 @@ export class Forwarder {
     this.#timer = null;
     const head = this.#o.store.outboxHead();
     if (head === null) return;
-    const delay = Math.max(0, this.#due(head) - this.#now());
+    const delay = Math.max(0, Math.max(this.#due(head), this.#heldUntil) - this.#now());
     this.#timer = setTimeout(() => this.kick(), Math.min(delay, 2 ** 31 - 1));
     this.#timer.unref?.();
   }
