@@ -29,7 +29,7 @@ const spec = (runId: string, hook = 'ci'): RunSpec => ({
 });
 
 const record = (runId: string, status: RunRecord['status'], more: Partial<RunRecord> = {}): RunRecord => ({
-  ...spec(runId),
+  ...(spec(runId) as Omit<RunSpec, 'coalesce'>),
   status,
   acceptedAt: '2026-05-01T10:00:00.000Z',
   attempts: 1,

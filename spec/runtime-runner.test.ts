@@ -1236,3 +1236,29 @@ test('Runner.reconfigure() applies a new config and providers to runs that start
   assert.equal(fake.seen[1]!.body['model'], 'new-model');
   assert.equal(rt.store.run(run.runId)!.delivery?.status, 'delivered');
 });
+
+test('Runner holds a run until its coalescing window closes, then runs it as the requests that joined it left it', async (t) => {
+  const fake = await fakeApi(t, 'openai', answerWith('ok'));
+  const rt = await runtime(t, openAiConfig(fake));
+  const coalesce = {
+    group: 'g',
+    key: 'k',
+    windowSeconds: 1,
+    maxWaitSeconds: 60,
+    messages: 'latest' as const,
+    maxBytes: 1_000,
+  };
+  const held = (await rt.store.commit({ runs: [runSpec({ message: 'first', coalesce })] })).runs[0]!;
+  rt.runner.enqueue(held);
+  // Another run is queued behind it and runs too.
+  const plain = await rt.run({ message: 'plain' });
+  const joined = await rt.store.commit({ runs: [runSpec({ message: 'second', coalesce })] });
+  assert.equal(joined.joined.size, 1, 'the window was still open: the run had not started');
+  assert.equal((await rt.finished(plain.runId)).status, 'ok');
+  const done = await rt.finished(held.runId);
+  assert.equal(done.status, 'ok');
+  assert.ok(Date.parse(done.startedAt!) >= Date.parse(done.coalesce!.lastAt) + 1_000, 'not before the window closed');
+  const prompt = fake.seen.find((s) => s.prompt.includes('second'))?.prompt ?? '';
+  assert.match(prompt, /^This run stands for 2 requests[^]*\n\nsecond$/);
+  assert.deepEqual(summaries(rt.store, held.runId).map((s) => s.text), ['Hook Test (2 requests): ok']);
+});

@@ -120,6 +120,26 @@ test('retryOperation: a failed run runs again once, as a new run with its messag
   assert.equal(resolved?.ok ? '' : resolved?.error, `entry ${root} is resolved already: its run was retried`);
 });
 
+test('retryOperation: the retry of a coalesced run says what it said: how many requests, and the latest message; no window of its own', async (t) => {
+  const mapping = {
+    id: 'pushes',
+    match: { path: 'github' },
+    messageTemplate: 'Push {{n}}',
+    deliver: false,
+    coalesce: { key: 'one', windowSeconds: 60 },
+  };
+  const h = await start(t, { hooks: { mappings: [mapping] } });
+  const answers = [];
+  for (const n of [1, 2, 3]) answers.push(await post(h.url, '/hooks/github', { headers: AUTH, body: { n } }));
+  const id = answers[0]!.body['runId'] as string;
+  assert.deepEqual(answers.map((a) => a.body['runId']), [id, id, id]);
+  await h.end(id, 'error');
+  assert.deepEqual(said(await h.retry([id])), [`${id} as retry-1`]);
+  const fresh = h.store.run('retry-1')!;
+  assert.match(fresh.message, /^This run stands for 3 requests[^\n]*\n\n[^]*Push 3/);
+  assert.equal(fresh.coalesce, undefined, 'the retry runs when its turn comes, held by no window');
+});
+
 test('retryOperation: a run not failed or not found is refused, saying why', async (t) => {
   const h = await start(t);
   const ok = await h.failed('ok-1', 'ok');

@@ -38,6 +38,7 @@ export function describeBecame(entry: LedgerEntry): string {
   const out: string[] = [];
   if (b.events !== undefined) out.push(`event${b.events.length > 1 ? 's' : ''} ${b.events.join(',')}`);
   if (b.runs !== undefined) out.push(`run${b.runs.length > 1 ? 's' : ''} ${b.runs.join(',')}`);
+  if (b.joined !== undefined) out.push(`joined run${b.joined.length > 1 ? 's' : ''} ${b.joined.join(',')} (coalesced)`);
   if (b.deliveries !== undefined) {
     out.push(`notify deliver${b.deliveries.length > 1 ? 'ies' : 'y'} ${b.deliveries.join(',')}`);
   }

@@ -4,6 +4,7 @@
 import { readEvents, readNotices, readRuns } from '../store/journal/read.ts';
 import type { Rejected } from '../store/journal/records.ts';
 import type { NoticeRecord, RunRecord, SessionEvent } from '../model/records.ts';
+import { windowClosesAt } from '../model/coalesce.ts';
 import { sleep } from '../retry.ts';
 import { clipLine, escapeControls } from '../text.ts';
 import { type Command, COMMON, type Flags } from './command.ts';
@@ -197,6 +198,15 @@ function _delivery(d: NonNullable<RunRecord['delivery']>): string {
     : `${d.status}: ${d.reason}`;
 }
 
+// A coalesced run's window: how many requests it stands for, and until when it takes more.
+function _window(w: NonNullable<RunRecord['coalesce']>): string {
+  const closes = new Date(windowClosesAt(w)).toISOString();
+  const left = w.leftOut === undefined ? '' : ` (${w.leftOut} message${w.leftOut === 1 ? '' : 's'} left out)`;
+  return `coalesced: ${w.count} request${
+    w.count === 1 ? '' : 's'
+  }${left} from ${w.firstAt} to ${w.lastAt}, window closes ${closes}, key ${JSON.stringify(clipLine(w.key, 80))}`;
+}
+
 function _runLines(run: RunRecord): string {
   const took = run.startedAt && run.finishedAt
     ? ` ${((Date.parse(run.finishedAt) - Date.parse(run.startedAt)) / 1000).toFixed(1)}s`
@@ -208,6 +218,7 @@ function _runLines(run: RunRecord): string {
     `${run.sessionMode ? ` sessionMode=${run.sessionMode}` : ''}${run.accountId ? ` account=${run.accountId}` : ''}` +
     `${run.model ? ` model=${run.model}` : ''} attempts=${run.attempts}${run.retry ? ' (resumed)' : ''}`,
   ];
+  if (run.coalesce !== undefined) lines.push(`    ${_window(run.coalesce)}`);
   const text = run.reply ?? run.error;
   if (text !== undefined) lines.push(`    ${run.reply !== undefined ? 'reply' : 'error'}: ${clipLine(text, 120)}`);
   if (run.delivery !== undefined) {

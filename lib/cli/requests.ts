@@ -208,7 +208,7 @@ async function _taken(dir: string, entries: LedgerEntry[], roots: RootRecords, k
 
 // The runs and events an entry's request made, as the journal holds them now.
 async function _produced(dir: string, entry: LedgerEntry): Promise<{ runs: RunRecord[]; events: SessionEvent[] }> {
-  const runIds = new Set(entry.became?.runs ?? []);
+  const runIds = new Set([...(entry.became?.runs ?? []), ...(entry.became?.joined ?? [])]);
   const seqs = new Set(entry.became?.events ?? []);
   if (runIds.size === 0 && seqs.size === 0) return { runs: [], events: [] };
   const [runs, events] = await Promise.all([

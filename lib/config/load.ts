@@ -18,6 +18,7 @@ import { type EnvScope, resolveEnv, within } from './env.ts';
 import { type FileConfig, fileSchema } from './file-schema.ts';
 import { forwardUnused } from './forward-unused.ts';
 import { workHookWarnings } from './work-checks.ts';
+import { checkCoalesce } from './coalesce-checks.ts';
 import { checkForward, forwardWarnings } from './forward-checks.ts';
 import { callbackWarnings, checkCallbacks } from './callback-checks.ts';
 import { locateDeno } from './locate.ts';
@@ -73,7 +74,12 @@ export async function buildConfig(
   // The adapters are built only to check their options here; the composition root builds the ones it uses.
   await buildChannels(file.channels ?? {}, issues);
   const lexical = normalise(file, { file: where.file, dir, token });
-  issues.push(...checkConfig(lexical), ...checkForward(lexical), ...checkCallbacks(lexical));
+  issues.push(
+    ...checkConfig(lexical),
+    ...checkForward(lexical),
+    ...checkCallbacks(lexical),
+    ...checkCoalesce(lexical),
+  );
   const contained = await containTransforms(lexical, file.hooks?.transformsDir, issues);
   // Where deno is depends on the PATH of the process that reads the config, as a variable does: a
   // reader of one key looks for it only when that key is a transform setting (the server has its own PATH).

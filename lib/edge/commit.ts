@@ -15,10 +15,11 @@ import type { WakeTarget } from '../policy/admit.ts';
 import type { Became } from '../model/ledger-entry.ts';
 import type { EventOutcome, NewEvent } from '../store/journal/session-events.ts';
 import type { OutboxSpec } from '../store/journal/outbox.ts';
-import type { Effects, Store } from '../store/journal/store.ts';
+import type { Effects, Joined, Store } from '../store/journal/store.ts';
 import type { IdempotencyWrite, NoticeRecord, RunRecord, SessionEvent, StoredAnswer } from '../model/records.ts';
 import type { Alerts } from '../model/alerts.ts';
 import { type Answer, errorAnswer } from './answer.ts';
+import { coalescedAnswer, joinedIds, joinedRuns } from './coalesced.ts';
 import { admitEvents, reserveHookRuns, reserveRuns, type RunQueue, unavailable } from './capacity.ts';
 import type { IdempotencyKey } from './idempotency.ts';
 import type { Accepted, HookRequest, Plan } from './plan.ts';
@@ -28,7 +29,7 @@ import type { Waiter } from './wait.ts';
 /** What committing writes to and tells. */
 export interface CommitOptions {
   config: Config;
-  store: Pick<Store, 'commit' | 'backlog'>;
+  store: Pick<Store, 'commit' | 'backlog'> & Partial<Pick<Store, 'joining'>>;
   heartbeat: { request(reason: string): void };
   log: Logger;
   newId: () => string;
@@ -114,13 +115,17 @@ function _write(log: Logger, said: readonly Said[]): void {
 // Local: events for the main session and runs for this runtime, in one commit.
 const _local: _Destination = async (ctx, request, accepted, idem, answer) => {
   const { events, runs, notices } = _effects(accepted, request.id);
-  const waitFor = accepted.wait && runs.length > 0 && ctx.wait !== undefined ? runs.map((r) => r.runId) : undefined;
-  const told = (outcomes: readonly EventOutcome[]) => _withOutcome(answer, outcomes);
+  const planned = accepted.wait && runs.length > 0 && ctx.wait !== undefined ? runs.map((r) => r.runId) : undefined;
+  // A run that joined a pending one (coalescing) is answered, and waited for, as that run.
+  const told = (outcomes: readonly EventOutcome[], joined: Joined) =>
+    coalescedAnswer(_withOutcome(answer, outcomes), joined);
+  const waiting = (joined: Joined) => (planned === undefined ? undefined : joinedIds(planned, joined));
   const idemFor = idem === null
     ? undefined
-    : (outcomes: readonly EventOutcome[]) => _remember(idem, request.id, told(outcomes), waitFor)!;
+    : (outcomes: readonly EventOutcome[], joined: Joined) =>
+      _remember(idem, request.id, told(outcomes, joined), waiting(joined))!;
   // A replay's record rides on the same line: a crash leaves both or neither.
-  const { became, outcomes } = await _commit(
+  const { became, outcomes, joined } = await _commit(
     ctx,
     request.name,
     { ...request.settle?.(answer.status), events, runs, notices },
@@ -133,10 +138,9 @@ const _local: _Destination = async (ctx, request, accepted, idem, answer) => {
     ctx.heartbeat.request(accepted.source);
     break;
   }
-  return {
-    answer: waitFor === undefined ? told(outcomes) : await ctx.wait!({ ...told(outcomes), waitFor }, request.gone),
-    became,
-  };
+  const waitFor = waiting(joined);
+  const first = told(outcomes, joined);
+  return { answer: waitFor === undefined ? first : await ctx.wait!({ ...first, waitFor }, request.gone), became };
 };
 
 // A plan's actions as a commit's effects, in one pass: a wake is a system event of its target's
@@ -193,20 +197,21 @@ async function _commit(
   ctx: CommitOptions,
   hook: string,
   effects: Effects,
-  idem: ((outcomes: readonly EventOutcome[]) => IdempotencyWrite) | undefined,
+  idem: ((outcomes: readonly EventOutcome[], joined: Joined) => IdempotencyWrite) | undefined,
   field: (i: number) => string,
-): Promise<{ became: Became; outcomes: EventOutcome[] }> {
+): Promise<{ became: Became; outcomes: EventOutcome[]; joined: Joined }> {
   try {
     admitEvents(ctx.store, ctx.config, _systemTexts(effects.events), field);
   } catch (error) {
     throw _noted(ctx, hook, 'hooks.maxBacklogEvents', error);
   }
-  const release = _reserve(ctx, hook, effects.runs ?? []);
+  // A run that joins a pending one (coalescing) adds nothing to the queue: only new runs are held for.
+  const release = _reserve(ctx, hook, _newRuns(ctx, effects.runs));
   try {
     const committed = await ctx.store.commit(effects, idem);
     for (const run of committed.runs) ctx.runs?.enqueue(run);
     for (const notice of committed.notices) ctx.runs?.notify?.(notice);
-    return { became: _became(committed), outcomes: committed.outcomes };
+    return { became: _became(committed), outcomes: committed.outcomes, joined: committed.joined };
   } catch (error) {
     _unwritten(ctx, hook, error);
     throw unavailable(error);
@@ -238,6 +243,15 @@ function _reserve(ctx: CommitOptions, hook: string, runs: readonly RunSpec[]): (
 }
 
 const _NOTHING = (): void => {};
+
+// The runs that will not join a pending run (coalescing): the ones the backlog bounds count.
+function _newRuns(ctx: CommitOptions, runs: readonly RunSpec[] | undefined): readonly RunSpec[] {
+  if (runs === undefined || runs.length === 0 || ctx.store.joining === undefined) return runs ?? _NO_RUNS;
+  const joining = ctx.store.joining(runs);
+  return joining.size === 0 ? runs : runs.filter((run) => !joining.has(run.runId));
+}
+
+const _NO_RUNS: readonly RunSpec[] = Object.freeze([]);
 
 // The texts of a commit's system events: what the backlog bound counts.
 function _systemTexts(events: readonly NewEvent[] | undefined): string[] {
@@ -308,11 +322,17 @@ function _withOutcome(answer: Answer, outcomes: readonly EventOutcome[]): Answer
 
 // What a commit made, for the ledger: only the kinds it made.
 function _became(
-  committed: { events: readonly SessionEvent[]; runs: readonly RunRecord[]; notices: readonly NoticeRecord[] },
+  committed: {
+    events: readonly SessionEvent[];
+    runs: readonly RunRecord[];
+    notices: readonly NoticeRecord[];
+    joined: Joined;
+  },
 ): Became {
   const became: Became = {};
   if (committed.events.length > 0) became.events = committed.events.map((e) => e.seq);
   if (committed.runs.length > 0) became.runs = committed.runs.map((r) => r.runId);
+  if (committed.joined.size > 0) became.joined = joinedRuns(committed.joined);
   if (committed.notices.length > 0) became.deliveries = committed.notices.map((n) => n.deliveryId);
   return became;
 }

@@ -17,6 +17,7 @@ import type { Fingerprints } from '../guard/fingerprint.ts';
 import { parseAgent } from '../hooks/agent.ts';
 import { applyMappings, type CallTransform, type MapOutcome } from '../hooks/mappings.ts';
 import { parseWake } from '../hooks/wake.ts';
+import { withCoalesce } from '../hooks/coalesce.ts';
 import type { LogFields } from '../log.ts';
 import type { Route } from '../model/records.ts';
 import { type Cause, isCause, makeCause } from '../model/cause.ts';
@@ -431,14 +432,19 @@ function _admitMapped(
       continue;
     }
     const label = `mapping ${outcome.mappingId}: `;
-    const run = admitAgent(
-      ctx.admission,
-      request.name,
-      request.id,
+    const run = withCoalesce(
+      admitAgent(
+        ctx.admission,
+        request.name,
+        request.id,
+        action,
+        label,
+        outcome.mappingId,
+        callbackFor(ctx.config, outcome.mappingId),
+      ),
       action,
-      label,
       outcome.mappingId,
-      callbackFor(ctx.config, outcome.mappingId),
+      ctx.config.hooks.maxBodyBytes,
     );
     runs.push(run);
     actions.push({ kind: 'agent', action, run, unresolved });

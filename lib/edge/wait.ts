@@ -44,7 +44,11 @@ export interface WaitingReply extends StoredAnswer {
 export function createWaiter(config: Config, store: Pick<Store, 'run'>, completions: Completions): Waiter {
   const options = { ackMaxChars: config.agents.heartbeat.ackMaxChars, allowReply: config.hooks.allowCompletionReply };
   return async (reply, gone) => {
-    const seconds = reply.waitFor.map((id) => store.run(id)?.timeoutSeconds ?? config.agents.timeoutSeconds);
+    // A run held for a coalescing window starts at the latest when its longest wait ends.
+    const seconds = reply.waitFor.map((id) => {
+      const run = store.run(id);
+      return (run?.timeoutSeconds ?? config.agents.timeoutSeconds) + (run?.coalesce?.maxWaitSeconds ?? 0);
+    });
     const timeoutMs = Math.max(0, ...seconds) * 1000 + COMPLETION_MARGIN_MS;
     let left = false;
     const watched: Gone | undefined = gone && ((listener) => gone(() => ((left = true), listener())));

@@ -15,21 +15,10 @@ import {
   type WakeMode,
 } from '../model/actions.ts';
 import { checkAccount } from './agent.ts';
+import { type Coalesce, coalesceAsked, coalesceSchema, toCoalesce } from './coalesce.ts';
 import { SESSION_KEY_NEEDS_NOW } from './wake.ts';
 import { channel as channelName } from './channel-names.ts';
-import {
-  array,
-  boolean,
-  check,
-  formatIssue,
-  literal,
-  number,
-  object,
-  optional,
-  refine,
-  type Schema,
-  string,
-} from '../schema.ts';
+import { array, boolean, check, formatIssue, literal, number, object, optional, refine, string } from '../schema.ts';
 import { allowableHeader, visibleHeaders } from '../guard/credentials.ts';
 import type { Signature } from '../guard/signatures/config.ts';
 import { type Filter, filterHolds, filterMiss, filterSchema } from './filter.ts';
@@ -42,6 +31,7 @@ import {
   render,
   type Template,
   type TemplateContext,
+  templateSchema,
   valueAt,
 } from './template.ts';
 import type { TransformInput, TransformRef, TransformResult } from './transforms/protocol.ts';
@@ -56,15 +46,7 @@ export const MAX_FOR_EACH = 200;
 // The cap /agent puts on a requested session key; a mapped action passes the same checks.
 const MAX_SESSION_KEY = 512;
 
-const template: Schema<Template> = (value, at, report) => {
-  if (typeof value !== 'string') {
-    report.issues.push({ path: at, message: 'must be a string' });
-    return undefined;
-  }
-  const compiled = compileTemplate(value);
-  if (!compiled.ok) report.issues.push({ path: at, message: `must be a valid template: ${compiled.error}` });
-  return compiled.ok ? compiled.template : undefined;
-};
+const template = templateSchema;
 
 const payloadPath = refine(string({ trim: true, nonEmpty: true }), (path) => {
   const segments = parsePath(path.replace(/^payload\./, ''));
@@ -105,6 +87,7 @@ export const mappingSchema = object({
   concurrency: optional(number({ integer: true, min: 1 })),
   maxQueued: optional(number({ integer: true, min: 1 })),
   onComplete: optional(onCompleteSchema),
+  coalesce: optional(coalesceSchema),
 });
 
 export type RawMapping = NonNullable<ReturnType<typeof mappingSchema>>;
@@ -151,6 +134,8 @@ export interface Mapping {
   maxQueued?: number;
   /** Where each run's completion is POSTed, signed, when the run ends (agent mappings only). */
   onComplete?: OnComplete;
+  /** Requests with the same rendered key within a window become one run (lib/hooks/coalesce.ts). */
+  coalesce?: Coalesce;
 }
 
 /** Applies a mapping's defaults; `transform.module` is still as written (the config resolves it). */
@@ -165,6 +150,7 @@ export function toMapping(raw: RawMapping, index: number, source: Mapping['sourc
     forEach,
     transform,
     allowCredentialHeaders,
+    coalesce,
     ...rest
   } = raw;
   const mapping: Mapping = {
@@ -179,6 +165,7 @@ export function toMapping(raw: RawMapping, index: number, source: Mapping['sourc
     allowCredentialHeaders: new Set((allowCredentialHeaders ?? []).map((name) => name.toLowerCase())),
   };
   if (transform !== undefined) mapping.transform = transform;
+  if (coalesce !== undefined) mapping.coalesce = toCoalesce(coalesce);
   if (forEach !== undefined) mapping.forEach = parsePath(forEach.replace(/^payload\./, ''))!;
   return mapping;
 }
@@ -418,7 +405,11 @@ function _build(
   const common = _common(mapping, override, rendering);
   if (typeof common === 'string') return common;
   if (common.kind === 'wake') return _wake(common, rendering.unresolved());
-  return _agent(mapping, override, rendering, common, context.path);
+  const built = _agent(mapping, override, rendering, common, context.path);
+  if (mapping.coalesce !== undefined && typeof built !== 'string') {
+    (built.action as AgentAction).coalesce = coalesceAsked(mapping.coalesce, context);
+  }
+  return built;
 }
 
 /** A mapping's templates rendered for one request; `unresolved()`: the body's placeholders that rendered nothing. */

@@ -1,5 +1,7 @@
 // {{ }} templates and payload paths, reading own properties only.
 
+import type { Schema } from '../schema.ts';
+
 /** A step in a path: a string names an own property, a number indexes a real array. */
 export type PathSegment = string | number;
 
@@ -66,6 +68,17 @@ export function compileTemplate(source: string): CompileResult {
   if (at < source.length) parts.push(source.slice(at));
   return { ok: true, template: { source, parts } };
 }
+
+/** The config's schema of a template: a string that compiles, checked (and compiled) at load. */
+export const templateSchema: Schema<Template> = (value, at, report) => {
+  if (typeof value !== 'string') {
+    report.issues.push({ path: at, message: 'must be a string' });
+    return undefined;
+  }
+  const compiled = compileTemplate(value);
+  if (!compiled.ok) report.issues.push({ path: at, message: `must be a valid template: ${compiled.error}` });
+  return compiled.ok ? compiled.template : undefined;
+};
 
 /** True when `source` holds at least one `{{ }}`, i.e. its value depends on the request. */
 export function isTemplated(source: string): boolean {

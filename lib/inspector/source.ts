@@ -179,7 +179,9 @@ function _chain(id: string, store: LedgerSourceOptions['store']): Record<string,
 function _became(entry: LedgerEntry, store: LedgerSourceOptions['store']): Record<string, unknown> {
   const became = entry.became!;
   const out: Record<string, unknown> = { ...became };
-  if (became.runs !== undefined) out['runs'] = became.runs.flatMap((id) => _chain(id, store));
+  // A request that joined a pending run (coalescing) is shown beside that run, as one that made it.
+  const runs = [...(became.runs ?? []), ...(became.joined ?? [])];
+  if (runs.length > 0) out['runs'] = runs.flatMap((id) => _chain(id, store));
   if (became.events !== undefined) {
     const wanted = new Set(became.events);
     out['events'] = store.events().filter((e) => wanted.has(e.seq));

@@ -3,6 +3,8 @@
  * the store records them; none of these types knows about HTTP.
  */
 
+import type { CoalesceAsked, CoalesceSpec } from './coalesce.ts';
+
 export const WAKE_MODES = ['now', 'next-heartbeat'] as const;
 export type WakeMode = (typeof WAKE_MODES)[number];
 
@@ -78,6 +80,8 @@ export interface AgentAction extends _RunFields {
   waitForCompletion?: boolean;
   /** `/agent`'s `callbackUrl`: where the run's completion is POSTed, when its origin is in `hooks.callbackOrigins`. */
   callbackUrl?: string;
+  /** The mapping coalesces its runs: this request's key, rendered, and the window's settings. */
+  coalesce?: CoalesceAsked;
 }
 
 /**
@@ -141,4 +145,6 @@ export interface RunSpec extends _RunFields {
   callback?: CallbackSpec;
   /** The failed run this one runs again (`runs retry`): same message and options, admitted by the policy of its time. */
   retryOf?: string;
+  /** Held for a coalescing window: later requests of its group join it (lib/model/coalesce.ts). */
+  coalesce?: CoalesceSpec;
 }

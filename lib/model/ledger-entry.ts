@@ -38,6 +38,8 @@ export interface Became {
   /** Main-session events (their seq). */
   events?: number[];
   runs?: string[];
+  /** Pending runs it joined instead of a run of its own (a mapping's `coalesce`). */
+  joined?: string[];
   /** Forward mode's outbox entries. */
   outbox?: string[];
   /** Notify mappings' deliveries (their delivery ids). */

@@ -3,6 +3,7 @@
 // read back); the edge, the runtime, delivery and the CLI read and write them as plain values.
 
 import type { NoticeSpec, RunSpec, WakeMode } from './actions.ts';
+import type { CoalesceWindow } from './coalesce.ts';
 
 /**
  * One entry of the main session: a system event (a wake, a run's summary, a delivery failure),
@@ -95,6 +96,8 @@ export interface RunRecord extends RunSpec {
   retriedBy?: string;
   /** Its reply sent again (`runs redeliver`), oldest first; `delivery` is the newest outcome. */
   redeliveries?: Redelivery[];
+  /** The coalescing window it was held for, and the requests that joined it. */
+  coalesce?: CoalesceWindow;
 }
 
 /** One delivery of a run's stored reply sent again, with no model call. */

@@ -6,6 +6,7 @@ import { settledCallback } from './callback-event.ts';
 import { failureCode } from '../model/alerts.ts';
 import { agentOf, hookLine, isoNow, type RuntimeContext, summarise } from './context.ts';
 import { takeTurn, type TurnOutcome } from './turn.ts';
+import { runPrompt, standsFor } from './coalesced.ts';
 
 /**
  * Executes one accepted run: marks it running, takes the model turn on the session's history,
@@ -28,11 +29,12 @@ export async function executeRun(ctx: RuntimeContext, run: RunRecord): Promise<s
   // A generated key is never used again, and an isolated run asked for no session: turns neither read nor kept.
   const isolated = run.sessionMode === 'isolated' || isGeneratedKey(run.sessionKey);
   const history = isolated ? [] : await ctx.transcripts.history(run.sessionKey, config.agents.historyMaxChars);
+  const prompt = runPrompt(run);
   const outcome = await takeTurn(ctx, {
     agent,
     model: run.model ?? agent.model ?? config.agents.model ?? undefined,
     history,
-    prompt: run.message,
+    prompt,
     timeoutMs: (run.timeoutSeconds ?? config.agents.timeoutSeconds) * 1000,
     thinking: run.thinking,
     ids: { runId: run.runId, sessionKey: run.sessionKey, agentId: agent.id },
@@ -40,7 +42,7 @@ export async function executeRun(ctx: RuntimeContext, run: RunRecord): Promise<s
   if (outcome.status === 'stopped') return null; // left `running`: the next process resumes it
   if (outcome.status === 'ok' && !isolated) {
     await ctx.transcripts.append(run.sessionKey, [
-      { role: 'user', content: run.message },
+      { role: 'user', content: prompt },
       { role: 'assistant', content: outcome.reply },
     ]);
   }
@@ -67,8 +69,8 @@ async function _record(
   outcome: Exclude<TurnOutcome, { status: 'stopped' }>,
 ): Promise<void> {
   const summary = outcome.status === 'ok'
-    ? hookLine(run, `: ${summarise(outcome.reply)}`)
-    : hookLine(run, ` (${outcome.status}): ${summarise(outcome.error)}`);
+    ? hookLine(run, `${standsFor(run)}: ${summarise(outcome.reply)}`)
+    : hookLine(run, `${standsFor(run)} (${outcome.status}): ${summarise(outcome.error)}`);
   const update: RunUpdate = {
     runId: run.runId,
     status: outcome.status,

@@ -10,6 +10,7 @@ import { redeliverReply } from './redeliver.ts';
 import { executeRun, failRun } from './run.ts';
 import { canStart, type QueueView, sessionFree, type StartRule } from './can-start.ts';
 import { laneFree } from './lane.ts';
+import { windowClosed } from './coalesce-wait.ts';
 import { type HookLoad, HookLoads } from './hook-load.ts';
 import { workHook } from '../model/work-hook.ts';
 import { type HookStatus, hookStatuses } from '../model/hook-status.ts';
@@ -42,7 +43,7 @@ export class Runner {
     this.#o = options;
     this.#now = options.now ?? Date.now;
     this.#readText = options.readText ?? readText;
-    this.#rules = [sessionFree, laneFree, ...(options.rules ?? [])];
+    this.#rules = [sessionFree, laneFree, windowClosed(options.store), ...(options.rules ?? [])];
   }
 
   /** Takes a reloaded configuration: runs that start from now on use it, and a wider lane or queue starts waiting runs now. */
@@ -185,7 +186,9 @@ export class Runner {
     this.#timer.unref?.();
   }
 
-  #begin(run: RunRecord): void {
+  #begin(queued: RunRecord): void {
+    // A coalesced run starts as its window left it: the requests that joined it are in the store's record.
+    const run = queued.coalesce === undefined ? queued : (this.#o.store.run(queued.runId) ?? queued);
     const hook = workHook(run, 'agent');
     this.#busySessions.add(run.sessionKey);
     this.#loads.started(hook);

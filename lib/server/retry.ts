@@ -8,6 +8,7 @@
 // request takes, so a retry and a `requests replay` never both run it; the root's record keeps the
 // retry, after which the request's work goes on by retries, never by a replay.
 
+import { runPrompt } from '../runtime/coalesced.ts';
 import type { Config } from '../config/types.ts';
 import { admitAgent, createAdmission } from '../edge/admission.ts';
 import { reserveHookRuns, reserveRuns, type RunQueue } from '../edge/capacity.ts';
@@ -206,7 +207,8 @@ function _doneElsewhere(run: RunRecord, record: RootRecord | null): string | nul
 function _action(run: RunRecord): AgentAction {
   const action: AgentAction = {
     kind: 'agent',
-    message: run.message,
+    // A coalesced run's retry says what the first run said: how many requests it stands for, and their messages.
+    message: runPrompt(run),
     name: run.name,
     wakeMode: run.wakeMode,
     deliver: run.deliver,

@@ -82,6 +82,7 @@ export function outcomeWords(outcome) {
   const made = [
     became.events?.length ? count(became.events.length, 'event') : '',
     became.runs?.length ? count(became.runs.length, 'run') : '',
+    became.joined?.length ? `joined ${count(became.joined.length, 'pending run')}` : '',
     became.outbox?.length ? count(became.outbox.length, 'message forwarded', 'messages forwarded') : '',
     became.ignored ? 'ignored by the filter' : '',
     became.skipped ? 'skipped by its transform' : '',

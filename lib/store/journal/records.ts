@@ -29,6 +29,8 @@ import type {
   SessionEvent,
 } from '../../model/records.ts';
 import { ROOT_STATES, type RootChange } from '../../model/replays.ts';
+import { COALESCE_MESSAGES, type RunJoin } from '../../model/coalesce.ts';
+import { joinRun } from './coalesce-windows.ts';
 import type { OutboxEntry, OutboxUpdate } from './outbox.ts';
 import type { CallbackEntry, CallbackUpdate } from './callbacks.ts';
 import type { JournalContents } from './lines.ts';
@@ -42,6 +44,8 @@ export type JournalLine =
     events?: SessionEvent[];
     runs?: RunRecord[];
     runUpdates?: RunUpdate[];
+    /** Requests that joined a pending run's coalescing window. */
+    joins?: RunJoin[];
     consumedThrough?: number;
     /** Other sessions' heartbeat turns: what each read (the main session's is `consumedThrough`). */
     consumedSessions?: ConsumedSession[];
@@ -156,8 +160,27 @@ const runSpec = {
   })),
   retryOf: optional(string({ nonEmpty: true })),
 };
+const windowShape = object({
+  group: text,
+  key: text,
+  windowSeconds: number({ above: 0 }),
+  maxWaitSeconds: number({ above: 0 }),
+  messages: literal(...COALESCE_MESSAGES),
+  maxBytes: number({ integer: true, min: 0 }),
+  count: number({ integer: true, min: 1 }),
+  firstAt: text,
+  lastAt: text,
+  leftOut: optional(number({ integer: true, min: 0 })),
+});
+const joinShape = object({
+  runId: string({ nonEmpty: true }),
+  requestId: optional(text),
+  at: text,
+  message: optional(text),
+});
 const runShape = object({
   ...runSpec,
+  coalesce: optional(windowShape),
   ...runChanges,
   status: runStatus,
   acceptedAt: text,
@@ -284,6 +307,7 @@ const commitShape = object({
   events: optional(_list),
   runs: optional(_list),
   runUpdates: optional(_list),
+  joins: optional(_list),
   consumedThrough: optional(seq),
   consumedSessions: optional(array(consumedShape)),
   lastRoute: optional(object({ channel: text, to: text })),
@@ -341,6 +365,7 @@ export function checkLine(record: unknown): CheckedLine {
       | 'events'
       | 'runs'
       | 'runUpdates'
+      | 'joins'
       | 'outbox'
       | 'outboxUpdates'
       | 'notices'
@@ -362,6 +387,7 @@ export function checkLine(record: unknown): CheckedLine {
   keep('events', eventShape);
   keep('runs', runShape);
   keep('runUpdates', updateShape);
+  keep('joins', joinShape);
   keep('outbox', outboxShape);
   keep('outboxUpdates', outboxUpdateShape);
   keep('notices', noticeShape);
@@ -396,13 +422,17 @@ export function checkedLines(contents: JournalContents): { lines: JournalLine[];
   return { lines, rejected: rejected.sort((a, b) => a.line - b.line) };
 }
 
-/** The one rule for replaying runs from a commit line: new runs as recorded, then their updates. */
+/** The one rule for replaying runs from a commit line: new runs as recorded, the requests that joined them, then their updates. */
 export function replayRuns(
-  line: Pick<Extract<JournalLine, { t: 'commit' }>, 'runs' | 'runUpdates'>,
+  line: Pick<Extract<JournalLine, { t: 'commit' }>, 'runs' | 'runUpdates' | 'joins'>,
   get: (runId: string) => RunRecord | undefined,
   set: (runId: string, run: RunRecord) => void,
 ): void {
   for (const run of line.runs ?? []) set(run.runId, run);
+  for (const join of line.joins ?? []) {
+    const run = get(join.runId);
+    if (run !== undefined) set(join.runId, joinRun(run, join));
+  }
   for (const { runId, ...change } of line.runUpdates ?? []) {
     const run = get(runId);
     if (run !== undefined) set(runId, { ...run, ...change });

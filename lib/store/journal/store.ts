@@ -46,6 +46,7 @@ import { applyNotices, newNotices, trimNotices } from './notices.ts';
 import type { RootChange, RootRecord } from '../../model/replays.ts';
 import { rootBound, Roots } from './replays.ts';
 import { checkedLines, type JournalLine, type Rejected, replayRuns } from './records.ts';
+import { joinsUndo, Windows } from './coalesce-windows.ts';
 import { type EventOutcome, type NewEvent, planEvents, recordedEvent, SessionEvents } from './session-events.ts';
 
 export interface StoreOptions {
@@ -68,6 +69,9 @@ export interface StoreOptions {
   /** How many entries the request ledger holds at most: at least that many roots' records are kept. */
   ledgerEntries?: number;
 }
+
+/** By a planned run's id, the pending run it joined instead (coalescing), as it stands after the commit. */
+export type Joined = ReadonlyMap<string, RunRecord>;
 
 /** What one request (or one heartbeat) adds: session events and runs to execute. */
 export interface Effects {
@@ -111,6 +115,7 @@ export class Store {
   readonly #keys: IdempotencyKeys;
   #seq = 0;
   #runs = new Map<string, RunRecord>();
+  readonly #windows = new Windows();
   #runWatchers = new Set<(run: RunRecord) => void>();
   // The journal writes still under way, by the seq of each event they carry: a wake that coalesces
   // into one of those events is answered only once that event is on disk.
@@ -164,31 +169,44 @@ export class Store {
   /**
    * Writes a request's effects (and its idempotency key) as one line; resolves once it is on disk.
    * Whether a wake coalesces is decided here, with no await between the decision and the line's
-   * place in memory, so two equal wakes at once cannot both be queued; `idem` may be made from
-   * the outcomes, so a retry is answered what the first request was.
+   * place in memory, so two equal wakes at once cannot both be queued (nor two runs of one
+   * coalescing group open two windows); `idem` may be made from the outcomes and the runs joined,
+   * so a retry is answered what the first request was.
    */
   async commit(
     effects: Effects,
-    idem?: IdempotencyWrite | ((outcomes: readonly EventOutcome[]) => IdempotencyWrite),
-  ): Promise<{ events: SessionEvent[]; runs: RunRecord[]; notices: NoticeRecord[]; outcomes: EventOutcome[] }> {
+    idem?: IdempotencyWrite | ((outcomes: readonly EventOutcome[], joined: Joined) => IdempotencyWrite),
+  ): Promise<
+    { events: SessionEvent[]; runs: RunRecord[]; notices: NoticeRecord[]; outcomes: EventOutcome[]; joined: Joined }
+  > {
     // A wake equal to an event whose line is still being written waits for that line: if it fails,
     // the event is gone and the wake is queued after all, never answered "coalesced" into nothing.
+    // A run that would join a window whose opening line is still being written waits for it likewise.
     let planned = planEvents(this.#session, effects.events ?? []);
-    for (let writing = this.#writing(planned.matched); writing.length > 0; writing = this.#writing(planned.matched)) {
+    for (
+      let writing = this.#writing(planned.matched, effects.runs);
+      writing.length > 0;
+      writing = this.#writing(planned.matched, effects.runs)
+    ) {
       await Promise.allSettled(writing);
       planned = planEvents(this.#session, effects.events ?? []);
     }
     const time = new Date(this.#now()).toISOString();
     const events = planned.added.map((e) => recordedEvent(++this.#seq, time, e));
-    const runs = effects.runs === undefined || effects.runs.length === 0
-      ? _NONE
-      : effects.runs.map((spec): RunRecord => ({ ...spec, status: 'pending', acceptedAt: time, attempts: 0 }));
+    // A run of a coalescing group joins its open window instead, decided here as a wake's coalescing is.
+    const { runs, joins, joined } = this.#windows.admit(
+      effects.runs ?? _NONE,
+      time,
+      this.#now(),
+      (id) => this.#runs.get(id),
+    );
     const notices = effects.notices === undefined || effects.notices.length === 0
       ? _NONE
       : newNotices(effects.notices, time);
     const line: _Line = { t: 'commit', seq: events.at(-1)?.seq ?? ++this.#seq, time };
     if (events.length > 0) line.events = events;
     if (runs.length > 0) line.runs = runs;
+    if (joins.length > 0) line.joins = [...joins];
     if (effects.runUpdates !== undefined && effects.runUpdates.length > 0) line.runUpdates = effects.runUpdates;
     if (effects.consumedThrough !== undefined) line.consumedThrough = effects.consumedThrough;
     if (effects.consumedSessions !== undefined && effects.consumedSessions.length > 0) {
@@ -198,21 +216,22 @@ export class Store {
     if (notices.length > 0) line.notices = notices;
     _queues(line, effects, time);
     if (idem !== undefined) {
-      const { ttlMs, keepMs, ...answer } = typeof idem === 'function' ? idem(planned.outcomes) : idem;
+      const { ttlMs, keepMs, ...answer } = typeof idem === 'function' ? idem(planned.outcomes, joined) : idem;
       const expiresAt = this.#now() + (ttlMs ?? this.#ttlMs);
       const takenUntil = keepMs === undefined ? expiresAt : this.#now() + keepMs;
       line.idem = { ...answer, expiresAt, ...(takenUntil > expiresAt ? { takenUntil } : {}) };
     }
     // Every wake coalesced into an event already on disk, and there is nothing else to keep.
     if (events.length === 0 && (effects.events?.length ?? 0) > 0 && _bare(line)) {
-      return { events, runs, notices, outcomes: planned.outcomes };
+      return { events, runs, notices, outcomes: planned.outcomes, joined };
     }
     // Tracked as a whole: #write settles after a failed line is taken back out of memory.
     const writing = this.#write(line);
     if (events.length > 0) this.#track(events, writing);
+    if (runs.length > 0) this.#windows.writing(runs, writing);
     await writing;
     if (line.runUpdates !== undefined && this.#runWatchers.size > 0) this.#notify(line.runUpdates);
-    return { events, runs, notices, outcomes: planned.outcomes };
+    return { events, runs, notices, outcomes: planned.outcomes, joined };
   }
 
   /** Calls `listener` with a run each time a change to it is on disk; returns the function that stops it. */
@@ -285,6 +304,18 @@ export class Store {
   /** One delivery of a notify mapping, if it is retained. */
   notice(deliveryId: string): NoticeRecord | null {
     return this.#notices.get(deliveryId) ?? null;
+  }
+
+  /** The runs (by their planned ids) that would join an open coalescing window now, adding no run to the queue. */
+  joining(specs: readonly RunSpec[]): ReadonlySet<string> {
+    if (!specs.some((spec) => spec.coalesce !== undefined)) return _NOBODY;
+    const time = new Date(this.#now()).toISOString();
+    return new Set(this.#windows.admit(specs, time, this.#now(), (id) => this.#runs.get(id)).joined.keys());
+  }
+
+  /** How many coalescing windows are open: pending runs still taking requests. */
+  openWindows(): number {
+    return this.#windows.open((id) => this.#runs.get(id), this.#now());
   }
 
   /** One run, if it is retained. */
@@ -385,7 +416,11 @@ export class Store {
   // holds every line queued ahead of it: the journal writes those first, then the snapshot.
   async #write(line: _Line): Promise<void> {
     const roots = line.t === 'commit' ? this.#roots.before(line.roots) : null;
+    const unjoin = line.t === 'commit'
+      ? joinsUndo(line.joins, (id) => this.#runs.get(id), (id, run) => this.#setRun(id, run))
+      : null;
     this.#apply(line);
+    unjoin?.applied();
     const written = this.#journal.append(line);
     if (this.#journal.size > this.#compactAt && this.#compacting === null) this.#compactSoon();
     try {
@@ -396,6 +431,7 @@ export class Store {
       // The line never reached the disk, so nothing may vouch for it: a retry must run again, not replay.
       this.#forget(line);
       if (roots !== null) this.#roots.restore(roots);
+      unjoin?.undo();
       // A compaction queued behind it took its snapshot with the line in it: write a fresh one after.
       if (this.#compacting !== null) this.#compactSoon();
       if (error instanceof JournalReplacedError) this.#recover();
@@ -413,9 +449,11 @@ export class Store {
   }
 
   // The writes still under way of the events some wakes coalesce into (none, nearly always).
-  #writing(matched: readonly SessionEvent[]): Promise<void>[] {
-    if (matched.length === 0 || this.#inflight.size === 0) return _NONE;
-    return matched.flatMap((e) => this.#inflight.get(e.seq) ?? []);
+  // (The opening lines still being written of the windows some runs would join: none, nearly always.)
+  #writing(matched: readonly SessionEvent[], runs: readonly RunSpec[] | undefined): Promise<void>[] {
+    const opening = this.#windows.unwritten(runs);
+    if ((matched.length === 0 || this.#inflight.size === 0) && opening.length === 0) return _NONE;
+    return [...matched.flatMap((e) => this.#inflight.get(e.seq) ?? []), ...opening];
   }
 
   // The journal at the path is gone or another file: everything retained goes into a fresh one.
@@ -505,6 +543,7 @@ export class Store {
   // Every change to #runs goes through here, keeping #finished exact; `undefined` removes the run.
   #setRun(id: string, run: RunRecord | undefined): void {
     const old = this.#runs.get(id);
+    if (old?.coalesce !== undefined || run?.coalesce !== undefined) this.#windows.track(id, old, run);
     if (old !== undefined && !_unfinished(old)) this.#finished--;
     if (run === undefined) {
       this.#runs.delete(id);
@@ -566,6 +605,8 @@ function _queues(line: _Line & { t: 'commit' }, effects: Effects, time: string):
     line.callbackUpdates = effects.callbackUpdates;
   }
 }
+
+const _NOBODY: ReadonlySet<string> = new Set();
 
 function _unfinished(run: RunRecord): boolean {
   return run.status === 'pending' || run.status === 'running';

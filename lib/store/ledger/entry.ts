@@ -34,6 +34,7 @@ const text = string();
 const became = object({
   events: optional(array(number({ integer: true, min: 0 }))),
   runs: optional(array(text)),
+  joined: optional(array(text)),
   outbox: optional(array(text)),
   deliveries: optional(array(text)),
   duplicateOf: optional(text),
