@@ -21,6 +21,10 @@ export const ErrorCode = {
   Unavailable: 'ERR_UNAVAILABLE',
   // One hook's own backlog bound (its `maxQueued`) reached: 503, while other hooks' requests are still taken.
   HookBacklog: 'ERR_HOOK_BACKLOG',
+  // A hook's own limits (429 with Retry-After): its `rateLimit` with `over: "reject"`, and its daily
+  // `budget` spent. Neither is an auth failure: the failure limiter never counts them.
+  RateLimited: 'ERR_RATE_LIMITED',
+  BudgetExceeded: 'ERR_BUDGET_EXCEEDED',
   MappingFailed: 'ERR_MAPPING_FAILED',
   // An /agent request's `callbackUrl` whose origin is not one of hooks.callbackOrigins (400).
   CallbackOrigin: 'ERR_CALLBACK_ORIGIN',

@@ -137,6 +137,7 @@ test('buildConfig() applies every default to an empty config', async () => {
       forward: null,
       maxQueuedRuns: 1000,
       agent: {},
+      wake: {},
       maxEventBytes: 262144,
       maxBacklogEvents: 100000,
       maxBacklogBytes: 67108864,
@@ -912,7 +913,7 @@ test('buildConfig() takes alerts to a configured channel with every kind by defa
     },
   );
   assert.deepEqual(await problems({ channels, alerts: { channel: 'telegram', to: '42', on: ['budget', 'disk'] } }), [
-    'alerts.on[0]: may not be "budget": this server has no work budgets, so it could never fire',
+    'alerts.on[0]: may not be "budget": a hook\'s daily budget reached is told in the main session and the log, not as an alert',
     'alerts.on[1]: must be one of "signature-failures", "run-failures", "delivery-failures", "outbox-dead", "storage", "backlog"',
   ]);
   assert.deepEqual(await problems({ channels, alerts: { channel: 'last' } }), [

@@ -22,6 +22,7 @@ test('serverStatus() reports pid, uptime, address, state, backlog, outbox (null 
     lastReload: null,
     reloading: { running: false, pending: false, requests: 0 },
     hooks: null,
+    limits: null,
   });
   const hooks = [{ hook: 'agent', running: 1, queued: 2, concurrency: 1, maxQueued: null }];
   assert.deepEqual(serverStatus(parts({ hooks: () => hooks })).hooks, hooks);

@@ -132,6 +132,8 @@ test('GET /metrics with gateway.auth.token as Bearer answers 200 in the text for
     hooks_request_body_bytes_total: 'counter',
     hooks_idempotent_replays_total: 'counter',
     hooks_ignored_total: 'counter',
+    hooks_rate_limited_total: 'counter',
+    hooks_over_budget_total: 'counter',
     hooks_auth_failures_locked_clients: 'gauge',
     hooks_auth_limiter_keys: 'gauge',
     hooks_auth_lockouts: 'gauge',
@@ -460,6 +462,8 @@ test("docs/operations.md's metrics table lists every metric /metrics exports, wi
   );
   telemetry.request('wake', 200, 1, true);
   telemetry.ignored('github');
+  telemetry.limited({ hook: 'ci', by: 'rate', over: 'queue' });
+  telemetry.limited({ hook: 'ci', by: 'budget', over: 'wait' });
   const page = parseExposition(telemetry.render());
   const exported = [...page.types].map(([name, type]) => {
     const labels = new Set(

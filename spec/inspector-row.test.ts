@@ -51,6 +51,13 @@ test('outcome() says what became of the request in words', () => {
   );
   assert.equal(outcome(entry({ status: 400, code: 'ERR_INVALID_PAYLOAD' })), 'refused: invalid payload');
   assert.equal(outcome(entry({ status: 502, code: 'ERR_UPSTREAM' })), 'failed: upstream');
+  // A hook's limits: dropped by its rate limit, held, refused.
+  assert.equal(outcome(entry({ became: { limited: true } })), 'dropped by its rate limit');
+  assert.equal(
+    outcome(entry({ status: 202, became: { runs: ['r'], heldUntil: '2026-11-28T00:00:00.000Z' } })),
+    'accepted, held until 2026-11-28T00:00:00.000Z',
+  );
+  assert.equal(outcome(entry({ status: 429, code: 'ERR_BUDGET_EXCEEDED' })), 'refused: budget exceeded');
 });
 
 test('rowFacts() takes the delivery id by the signature scheme, else from the usual headers, on one bounded line', async () => {

@@ -48,6 +48,8 @@ export function describeBecame(entry: LedgerEntry): string {
   }
   if (b.ignored === true) out.push(entry.cause?.kind === 'filter' ? describeCause(entry.cause) : 'ignored by filter');
   if (b.skipped === true) out.push('skipped by transform');
+  if (b.limited === true) out.push('dropped by its rate limit');
+  if (b.heldUntil !== undefined) out.push(`held until ${b.heldUntil}`);
   if (b.handshake !== undefined) out.push(`${b.handshake} handshake`);
   return out.join('; ');
 }

@@ -394,6 +394,7 @@ async function _control(
       forwarding: service.forwarding,
       ledger: () => service.ledger?.size() ?? null,
       hooks: () => service.hookStatus(),
+      limits: () => service.app.limitStats(),
       settled: () => service.ledger?.counted() ?? Promise.resolve(),
     }),
     [REPLAY_OP]: more.replay,

@@ -20,8 +20,9 @@ export const status: Command = {
 Ask the server running on the state directory, over its control channel, how it is
 doing: pid, uptime, listening address, state directory, backlog of unread events,
 outbox (forward mode), completion callbacks, request ledger size, the last
-reload's verdict, and each hook's work (runs executing and queued, and the
-controls it sets).
+reload's verdict, each hook's work (runs executing and queued, and the
+controls it sets), and each hook's rate limit and budget (limited today,
+budget used).
 Exits 0 when a server answers, 1 when none runs or it does not answer.
 
 Options:
@@ -78,6 +79,7 @@ export function formatStatus(s: ServerStatus): string {
     ['ledger', ledger],
     ['last reload', _lastReload(s)],
     ..._hooks(s),
+    ...(s.limits ?? []).map((l): [string, string] => ['limits', _limits(l)]),
   ];
   // A row with no name goes on from the one above it.
   return rows.map(([name, value]) => `${(name === '' ? '' : `${name}:`).padEnd(13)}${escapeControls(value, false)}\n`)
@@ -89,6 +91,20 @@ function _hooks(s: ServerStatus): [string, string][] {
   if (!Array.isArray(s.hooks)) return [['hooks', 'unknown']];
   const lines = hookLines(s.hooks);
   return lines.length === 0 ? [['hooks', 'none']] : lines.map((line, i) => [i === 0 ? 'hooks' : '', line]);
+}
+
+// One hook's line: what its rate limit and budget turned away or held today, and its budget's day.
+function _limits(l: NonNullable<ServerStatus['limits']>[number]): string {
+  const parts = [`${l.hook}: ${l.limitedToday} limited today`];
+  if (l.budget !== undefined) {
+    const b = l.budget;
+    parts.push(
+      `budget ${b.used}/${b.runsPerDay} used for ${b.day} (${b.timeZone})` +
+        (b.waiting > 0 ? `, ${b.waiting} waiting for the next day` : '') +
+        (l.overBudgetToday > 0 ? `, ${l.overBudgetToday} over it today` : ''),
+    );
+  }
+  return parts.join(', ');
 }
 
 function _lastReload(s: ServerStatus): string {

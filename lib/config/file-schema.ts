@@ -7,6 +7,7 @@ import { type Cidr, parseCidr } from '../guard/address.ts';
 import { channelsSchema } from '../delivery/channels.ts';
 import { mappingSchema } from '../hooks/mappings.ts';
 import { onCompleteSchema } from '../hooks/on-complete.ts';
+import { budgetSchema, rateLimitSchema, wakeRateLimitSchema } from '../hooks/limits.ts';
 import { array, boolean, literal, number, object, optional, record, refine, type Schema, string } from '../schema.ts';
 import { trimTrailingSlashes } from '../text.ts';
 import { stateSchema } from './state-schema.ts';
@@ -57,11 +58,11 @@ const callbackOriginSchema = refine(string({ trim: true, nonEmpty: true }), (val
   return url.origin === value.replace(/\/$/, '') ? null : `${rule}; as an origin it is "${url.origin}"`;
 });
 
-// A kind an alert can be sent for; `budget` is named apart, since no bound of that kind exists here to reach.
+// A kind an alert can be sent for; `budget` is named apart: a hook's budget reached is told in the main session and the log.
 const alertKind: Schema<AlertKind> = (value, at, report) => {
   if ((ALERT_KINDS as readonly unknown[]).includes(value)) return value as AlertKind;
   const message = value === 'budget'
-    ? 'may not be "budget": this server has no work budgets, so it could never fire'
+    ? 'may not be "budget": a hook\'s daily budget reached is told in the main session and the log, not as an alert'
     : `must be one of ${ALERT_KINDS.map((k) => JSON.stringify(k)).join(', ')}`;
   report.issues.push({ path: at, message });
   return undefined;
@@ -93,8 +94,11 @@ export const fileSchema = object({
           object({
             concurrency: optional(number({ integer: true, min: 1 })),
             maxQueued: optional(number({ integer: true, min: 1 })),
+            rateLimit: optional(rateLimitSchema),
+            budget: optional(budgetSchema),
           }),
         ),
+        wake: optional(object({ rateLimit: optional(wakeRateLimitSchema) })),
         maxEventBytes: optional(number({ integer: true, min: 1 })),
         maxBacklogEvents: optional(number({ integer: true, min: 1 })),
         maxBacklogBytes: optional(number({ integer: true, min: 1 })),

@@ -21,6 +21,7 @@ import { workHookWarnings } from './work-checks.ts';
 import { checkCoalesce } from './coalesce-checks.ts';
 import { checkForward, forwardWarnings } from './forward-checks.ts';
 import { callbackWarnings, checkCallbacks } from './callback-checks.ts';
+import { checkLimits } from './limit-checks.ts';
 import { locateDeno } from './locate.ts';
 import { normalise, TRANSFORMS_ROOT } from './normalise.ts';
 import { deeperThan, parseConfigText, readConfigFile, unreadable } from './read.ts';
@@ -79,6 +80,7 @@ export async function buildConfig(
     ...checkForward(lexical),
     ...checkCallbacks(lexical),
     ...checkCoalesce(lexical),
+    ...checkLimits(lexical),
   );
   const contained = await containTransforms(lexical, file.hooks?.transformsDir, issues);
   // Where deno is depends on the PATH of the process that reads the config, as a variable does: a

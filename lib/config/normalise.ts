@@ -178,6 +178,7 @@ function _hooks(hooks: NonNullable<FileConfig['hooks']>, where: _Where): Config[
     transformDenoPath: hooks.transformDenoPath === undefined ? null : resolve(where.dir, hooks.transformDenoPath),
     maxQueuedRuns: hooks.maxQueuedRuns ?? DEFAULTS.maxQueuedRuns,
     agent: hooks.agent ?? {},
+    wake: hooks.wake ?? {},
     maxEventBytes: hooks.maxEventBytes ?? DEFAULTS.maxEventBytes,
     maxBacklogEvents: hooks.maxBacklogEvents ?? DEFAULTS.maxBacklogEvents,
     maxBacklogBytes: hooks.maxBacklogBytes ?? DEFAULTS.maxBacklogBytes,

@@ -6,6 +6,7 @@ import type { ChannelsConfig } from '../delivery/channels.ts';
 import type { AlertsConfig } from '../model/alerts.ts';
 import type { Mapping } from '../hooks/mappings.ts';
 import type { OnComplete } from '../hooks/on-complete.ts';
+import type { HookLimits } from '../hooks/limits.ts';
 import type { FileConfig, PROVIDER_APIS } from './file-schema.ts';
 import type { LedgerConfig } from '../store/ledger/config.ts';
 import type { WorkControl } from '../model/work-hook.ts';
@@ -62,8 +63,10 @@ export interface Config {
     transformDenoPath: string | null;
     /** Accepted runs waiting or running; past it `/agent` answers 503. */
     maxQueuedRuns: number;
-    /** Work control of `/agent`'s runs (`hooks.agent`); a mapping's are on the mapping. */
-    agent: WorkControl;
+    /** Work control of `/agent`'s runs (`hooks.agent`): its lane, rate limit and budget; a mapping's are on the mapping. */
+    agent: WorkControl & HookLimits;
+    /** `/wake`'s rate limit (`hooks.wake`). */
+    wake: Pick<HookLimits, 'rateLimit'>;
     /** The longest wake text (UTF-8 bytes) a request or mapping may add; past it, 413. */
     maxEventBytes: number;
     /** Unconsumed system events (count, and UTF-8 bytes of text) past which new wakes get 503. */

@@ -35,6 +35,17 @@ export interface ServerStatus {
   reloading: ReloadState;
   /** Each hook's work: runs executing and waiting, and its controls; `null` when unknown. */
   hooks: HookStatus[] | null;
+  /** Each hook with a rate limit or a budget: what it limited today and its budget's day; `null` when unknown. */
+  limits: HookLimitStatus[] | null;
+}
+
+/** One hook's limits in the status: requests past its rate limit and its budget today (UTC), and its budget's day. */
+export interface HookLimitStatus {
+  hook: string;
+  limitedToday: number;
+  overBudgetToday: number;
+  /** Runs charged to the budget's day in its zone, and to the next day (waiting for it). */
+  budget?: { day: string; used: number; runsPerDay: number; waiting: number; timeZone: string };
 }
 
 /** What the operations read and act on, handed in by serve. */
@@ -57,6 +68,8 @@ export interface OperationParts {
   ledger?: () => { entries: number; bytes: number } | null;
   /** Each hook's work now. */
   hooks?: () => HookStatus[];
+  /** Each limited hook's counts (lib/edge/work-limits.ts). */
+  limits?: () => HookLimitStatus[];
   /** Resolves once what status reads is current (the ledger counts an earlier process's files at its first file operation). */
   settled?: () => Promise<void>;
 }
@@ -132,6 +145,7 @@ export function serverStatus(parts: OperationParts): ServerStatus {
     lastReload: parts.lastReload(),
     reloading: parts.reloading(),
     hooks: parts.hooks?.() ?? null,
+    limits: parts.limits?.() ?? null,
   };
 }
 

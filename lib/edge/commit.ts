@@ -25,6 +25,10 @@ import type { IdempotencyKey } from './idempotency.ts';
 import type { Accepted, HookRequest, Plan } from './plan.ts';
 import type { Said, Trace } from './trace.ts';
 import type { Waiter } from './wait.ts';
+import { hookLimits } from '../hooks/limits.ts';
+import { workHook } from '../model/work-hook.ts';
+import { gateLimits } from './limit-gate.ts';
+import type { BudgetNotice, WorkLimits } from './work-limits.ts';
 
 /** What committing writes to and tells. */
 export interface CommitOptions {
@@ -43,6 +47,8 @@ export interface CommitOptions {
   forwarded?: () => void;
   /** Told of a refused signature, a request refused at a bound and a journal that could not be written (the owner's alerts). */
   alerts?: Alerts;
+  /** The hooks' rate limits and budgets (work-limits.ts); without it none is applied. */
+  limits?: WorkLimits;
 }
 
 /** Carries out a plan; `idem` is the key the answer is remembered under. The answer carries the trace, with what the request became. */
@@ -64,6 +70,7 @@ type _Destination = (
 /** Builds the committer of one (re)load: into this process's journal and runtime, or in forward mode into the outbox bound upstream. */
 export function createCommit(options: CommitOptions): Commit {
   const destination = options.config.hooks.forward === null ? _local : _forward;
+  const limiting = _limiting(options);
   return (plan, request, idem) => {
     if (plan.trace.said !== undefined) _write(options.log, plan.trace.said);
     switch (plan.kind) {
@@ -81,7 +88,7 @@ export function createCommit(options: CommitOptions): Commit {
       case 'answered':
         return { ...plan.answer, trace: plan.trace };
       case 'accepted':
-        return _accept(options, destination, plan, request, idem);
+        return _accept(options, destination, plan, request, idem, limiting);
     }
   };
 }
@@ -97,15 +104,63 @@ async function _accept(
   plan: Plan & { kind: 'accepted' },
   request: Pick<HookRequest, 'id' | 'name' | 'gone' | 'settle'>,
   idem: IdempotencyKey | null,
+  limiting: _Limiting | null,
 ): Promise<Answer> {
+  // The hook's rate limit and budget (after dedupe, before the backlog bounds): nothing to ask when no hook sets one.
+  const gated = limiting === null ? null : limiting(plan, request);
+  if (gated?.kind === 'answered') return gated.answer;
+  const trace = gated === null || gated.marks.length === 0 ? plan.trace : { ...plan.trace, limits: gated.marks };
   let made: { answer: Answer; became: Became };
   try {
-    made = await destination(options, request, plan.accepted, idem, plan.answer);
+    made = gated === null
+      ? await destination(options, request, plan.accepted, idem, plan.answer)
+      : await destination(options, gated.request, gated.accepted, idem, gated.answer);
   } catch (error) {
+    gated?.undo();
     if (!(error instanceof HttpError)) throw error;
-    return refused(plan.trace, error);
+    return refused(trace, error);
   }
-  return { ...made.answer, trace: { ...plan.trace, became: made.became } };
+  return {
+    ...made.answer,
+    trace: { ...trace, became: gated === null ? made.became : { ...made.became, ...gated.became } },
+  };
+}
+
+type _Limiting = (
+  plan: Plan & { kind: 'accepted' },
+  request: Pick<HookRequest, 'id' | 'name' | 'gone' | 'settle'>,
+) => ReturnType<typeof gateLimits> | null;
+
+// The hooks' limits of one (re)load, or null when no hook sets one. A budget's notice goes to the
+// main session: here as a system event, in forward mode upstream as a wake; either way with the
+// line that marks the day's notice posted.
+function _limiting(ctx: CommitOptions): _Limiting | null {
+  const { limits } = ctx;
+  const settings = hookLimits(ctx.config.hooks);
+  if (limits === undefined || settings.size === 0) return null;
+  const { store } = ctx;
+  const joining = store.joining === undefined ? undefined : (runs: readonly RunSpec[]) => store.joining!(runs);
+  const tell = (notice: BudgetNotice) => {
+    const effects: Effects = ctx.config.hooks.forward === null
+      ? { events: [{ kind: 'system', text: notice.text, source: 'budget', mode: 'next-heartbeat' }] }
+      : {
+        outbox: [{
+          id: ctx.newId(),
+          target: 'wake',
+          body: upstreamWake({ text: notice.text, mode: 'next-heartbeat' }, ctx.config.hooks.forward.agentId),
+          hook: notice.told.hook,
+        }],
+      };
+    ctx.store.commit({ ...effects, budget: [notice.told] }).then(
+      () => ctx.forwarded?.(),
+      (error: unknown) => ctx.log.error('budget notice not recorded', { hook: notice.told.hook, error: String(error) }),
+    );
+  };
+  return (plan, request) => {
+    const hook = workHook({ mapping: plan.trace.mapping }, request.name === 'wake' ? 'wake' : 'agent');
+    const set = settings.get(hook);
+    return set === undefined ? null : gateLimits(limits, set, hook, plan, request, tell, joining);
+  };
 }
 
 function _write(log: Logger, said: readonly Said[]): void {

@@ -35,6 +35,8 @@ import { Router, splitTarget } from './router.ts';
 import { type Completions, createWaiter } from './wait.ts';
 import { signedPaths } from '../guard/signatures/paths.ts';
 import type { Telemetry } from './telemetry.ts';
+import { type HookLimitStats, WorkLimits } from './work-limits.ts';
+import { hookLimits } from '../hooks/limits.ts';
 
 /** What the request handler needs; the CLI builds these from the config. */
 export interface AppOptions {
@@ -67,6 +69,8 @@ export interface AppOptions {
   alerts?: Alerts;
   /** The state directory's credential fingerprints: an entry keeps the one of its token, a replay checks it. */
   fingerprints?: Fingerprints;
+  /** The hooks' rate limits and budgets, kept across reloads; one over the store and `clock` by default. */
+  limits?: WorkLimits;
 }
 
 /** A request target split once per request: the path routes and is logged, the query is checked. */
@@ -100,6 +104,8 @@ export interface App {
   limiterStats(): LimiterStats;
   /** Requests waiting behind the first copy of their idempotency key, for metrics. */
   held(): number;
+  /** The hooks' limits: what each limited today and its budget's day, for status. */
+  limitStats(): HookLimitStats[];
   /** Writes the counts of request lines folded or left out so far (at shutdown, once no request is answered). */
   flushLog(): void;
   /**
@@ -126,6 +132,8 @@ interface Shared {
   limits: string;
   /** Which request lines are written: alike refusals folded, lines bounded per second. */
   requestLog: RequestLog;
+  /** The hooks' rate windows and budgets' counts. */
+  workLimits: WorkLimits;
 }
 
 /** Builds the request listener: routing, the hooks path (plan, commit), and the answer sent, recorded and logged. */
@@ -140,6 +148,8 @@ export function createApp(options: AppOptions): App {
     limiter: options.limiter ?? _limiter(options.config),
     limits: JSON.stringify(options.config.hooks.authRateLimit),
     requestLog: createRequestLog({ log: options.log, settings: options.config.log, now }),
+    workLimits: options.limits ??
+      new WorkLimits({ store: options.store, log: options.log, ...(options.clock ? { now: options.clock } : {}) }),
   };
   // One for the app; a reload replaces `compiled`, which each request reads once as it starts.
   const serving: _Serving = { options, shared, compiled: _compile(options, options.config, shared), ids, now };
@@ -147,6 +157,7 @@ export function createApp(options: AppOptions): App {
   app.limiterStats = () => shared.limiter.stats();
   app.flushLog = () => shared.requestLog.flush();
   app.held = () => shared.behind.count;
+  app.limitStats = () => shared.workLimits.stats(hookLimits(serving.compiled.config.hooks));
   app.preview = (input, asked) => _preview(options, serving.compiled.config, input, asked);
   app.replay = async (entry, replay) =>
     (await _operatorParts.replay()).replayEntry(
@@ -230,6 +241,7 @@ function _answered(serving: _Serving, r: _Request, answer: Answer): void {
     answer.headers?.['idempotent-replayed'] === 'true',
   );
   if (answer.body['ignored'] === true) options.telemetry?.ignored(label);
+  if (answer.trace?.limits !== undefined) { for (const mark of answer.trace.limits) options.telemetry?.limited(mark); }
   const duration = Math.round((serving.now() - r.started) * 10) / 10;
   const { trace } = answer;
   const hook = trace?.hook ?? compiled.hookName(path);
@@ -401,6 +413,7 @@ function _hooksPath(options: AppOptions, config: Config, shared: Shared, auth: A
     ...(wait === undefined ? {} : { wait }),
     ...(options.forwarded === undefined ? {} : { forwarded: options.forwarded }),
     ...(options.alerts === undefined ? {} : { alerts: options.alerts }),
+    limits: shared.workLimits,
   });
   // A delivery id stays taken as long as the ledger keeps the entries that could be replayed.
   const keepMs = Math.max(config.hooks.ledger.maxAgeSeconds, config.hooks.idempotencyTtlSeconds) * 1000;

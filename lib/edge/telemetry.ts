@@ -3,12 +3,15 @@
 import { CONTENT_TYPE, Metrics } from './metrics.ts';
 import type { Store } from '../store/journal/store.ts';
 import type { HookStatus } from '../model/hook-status.ts';
+import type { LimitMark } from './work-limits.ts';
 
 /** What the server, the runtime and delivery report; rendered for `GET /metrics`. */
 export interface Telemetry {
   request(hook: string, status: number, bodyBytes: number, replayed: boolean): void;
   /** A request acknowledged without effect: every mapping `match` selected was passed over by its `filter`. */
   ignored(hook: string): void;
+  /** A request a hook's rate limit held, dropped or refused, or its budget held or refused. */
+  limited(mark: LimitMark): void;
   render(): string;
   readonly contentType: string;
 }
@@ -35,6 +38,18 @@ export function createTelemetry(sources: TelemetrySources): Telemetry {
     'Requests acknowledged and ignored because every selected mapping filtered them out, by hook.',
     ['hook'],
   );
+  const limited = {
+    rate: m.counter(
+      'hooks_rate_limited_total',
+      "Requests past their hook's rate limit, by hook and what was done (reject, queue, ignore).",
+      ['hook', 'over'],
+    ),
+    budget: m.counter(
+      'hooks_over_budget_total',
+      "Requests whose runs were past their hook's daily budget, by hook and what was done (wait, reject).",
+      ['hook', 'over'],
+    ),
+  };
   _limiterGauges(m, sources);
   _runGauges(m, sources);
   _hookGauges(m, sources);
@@ -43,6 +58,7 @@ export function createTelemetry(sources: TelemetrySources): Telemetry {
     contentType: CONTENT_TYPE,
     request: requests.request,
     ignored: (hook) => ignored.inc({ hook }),
+    limited: ({ hook, by, over }) => limited[by].inc({ hook, over }),
     render: () => {
       requests.fold();
       return m.render();

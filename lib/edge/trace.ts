@@ -7,6 +7,7 @@ import type { LogFields } from '../log.ts';
 import type { WakeTarget } from '../policy/admit.ts';
 import type { Became, SignatureVerdict } from '../model/ledger-entry.ts';
 import type { Cause } from '../model/cause.ts';
+import type { LimitMark } from './work-limits.ts';
 
 /** The refusal that decided the answer: an HttpError is one (status, stable code, message, cause). */
 export interface Refusal {
@@ -80,6 +81,8 @@ export interface Trace {
   readonly became?: Became;
   /** Why it came to that, as the ledger keeps it: a transform's exception, hollow placeholders, a filter, a policy, a duplicate. */
   readonly cause?: Cause;
+  /** The hook limits that held, dropped or refused it (work-limits.ts): what metrics count. */
+  readonly limits?: readonly LimitMark[];
   /** The ledger entry a replay replays. */
   readonly replayOf?: string;
 }

@@ -22,6 +22,7 @@ import { array, boolean, check, formatIssue, literal, number, object, optional, 
 import { allowableHeader, visibleHeaders } from '../guard/credentials.ts';
 import type { Signature } from '../guard/signatures/config.ts';
 import { type Filter, filterHolds, filterMiss, filterSchema } from './filter.ts';
+import { type Budget, budgetSchema, type RateLimit, rateLimitSchema } from './limits.ts';
 import { signatureSchema } from '../guard/signatures/config.ts';
 import {
   compileTemplate,
@@ -88,6 +89,8 @@ export const mappingSchema = object({
   maxQueued: optional(number({ integer: true, min: 1 })),
   onComplete: optional(onCompleteSchema),
   coalesce: optional(coalesceSchema),
+  rateLimit: optional(rateLimitSchema),
+  budget: optional(budgetSchema),
 });
 
 export type RawMapping = NonNullable<ReturnType<typeof mappingSchema>>;
@@ -136,6 +139,10 @@ export interface Mapping {
   onComplete?: OnComplete;
   /** Requests with the same rendered key within a window become one run (lib/hooks/coalesce.ts). */
   coalesce?: Coalesce;
+  /** At most `max` requests in any `windowSeconds` (limits.ts). */
+  rateLimit?: RateLimit;
+  /** At most `runsPerDay` runs a day (limits.ts). */
+  budget?: Budget;
 }
 
 /** Applies a mapping's defaults; `transform.module` is still as written (the config resolves it). */

@@ -91,6 +91,8 @@ export function outcome(entry: LedgerEntry): string {
     return filter === undefined ? 'ignored by a filter' : `ignored by ${_line(filter)}'s filter`;
   }
   if (became.skipped === true) return 'skipped by its transform';
+  if (became.limited === true) return 'dropped by its rate limit';
+  if (became.heldUntil !== undefined) return `accepted, held until ${_line(became.heldUntil)}`;
   if (became.handshake !== undefined) return `handshake: ${_line(became.handshake)}`;
   if (entry.status < 400) return 'accepted';
   const why = entry.signature?.ok === false && entry.signature.why !== undefined

@@ -147,4 +147,6 @@ export interface RunSpec extends _RunFields {
   retryOf?: string;
   /** Held for a coalescing window: later requests of its group join it (lib/model/coalesce.ts). */
   coalesce?: CoalesceSpec;
+  /** Not started before this time (ISO 8601): a rate limit's `queue` or a budget's `wait` holds it (lib/edge/work-limits.ts). */
+  notBefore?: string;
 }

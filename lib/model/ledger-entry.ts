@@ -49,6 +49,10 @@ export interface Became {
   /** Filtered out (200 ignored), or the transform skipped it (204). */
   ignored?: boolean;
   skipped?: boolean;
+  /** Past its hook's rate limit with `over: "ignore"`: acknowledged (200 `limited`), nothing done. */
+  limited?: boolean;
+  /** Its runs are held until then (ISO 8601): a rate limit's `queue` or a budget's `wait`. */
+  heldUntil?: string;
   /** A provider's set-up handshake (Meta's subscription check, Slack's URL verification). */
   handshake?: string;
 }

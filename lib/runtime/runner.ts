@@ -11,6 +11,7 @@ import { executeRun, failRun } from './run.ts';
 import { canStart, type QueueView, sessionFree, type StartRule } from './can-start.ts';
 import { laneFree } from './lane.ts';
 import { windowClosed } from './coalesce-wait.ts';
+import { notBefore } from './not-before.ts';
 import { type HookLoad, HookLoads } from './hook-load.ts';
 import { workHook } from '../model/work-hook.ts';
 import { type HookStatus, hookStatuses } from '../model/hook-status.ts';
@@ -43,7 +44,7 @@ export class Runner {
     this.#o = options;
     this.#now = options.now ?? Date.now;
     this.#readText = options.readText ?? readText;
-    this.#rules = [sessionFree, laneFree, windowClosed(options.store), ...(options.rules ?? [])];
+    this.#rules = [sessionFree, laneFree, windowClosed(options.store), notBefore, ...(options.rules ?? [])];
   }
 
   /** Takes a reloaded configuration: runs that start from now on use it, and a wider lane or queue starts waiting runs now. */

@@ -135,4 +135,20 @@ test('formatStatus() prints one line per item for a person', () => {
     busy,
     /\nhooks: {7}agent: 2 running\n {13}ci\\x1b\[2J: 1 running, 3 queued \(concurrency 1, maxQueued 20\)\n {13}1 other hook idle, no control set\n$/,
   );
+  // Each hook with a rate limit or a budget: one line.
+  const limited = formatStatus(serverStatus(parts({
+    limits: () => [
+      { hook: 'wake', limitedToday: 4, overBudgetToday: 0 },
+      {
+        hook: 'ci',
+        limitedToday: 0,
+        overBudgetToday: 2,
+        budget: { day: '2026-01-01', used: 40, runsPerDay: 40, waiting: 2, timeZone: 'Europe/Berlin' },
+      },
+    ],
+  })));
+  assert.match(
+    limited,
+    /\nlimits: {6}wake: 4 limited today\nlimits: {6}ci: 0 limited today, budget 40\/40 used for 2026-01-01 \(Europe\/Berlin\), 2 waiting for the next day, 2 over it today\n$/,
+  );
 });

@@ -86,6 +86,8 @@ export function outcomeWords(outcome) {
     became.outbox?.length ? count(became.outbox.length, 'message forwarded', 'messages forwarded') : '',
     became.ignored ? 'ignored by the filter' : '',
     became.skipped ? 'skipped by its transform' : '',
+    became.limited ? 'dropped by its rate limit' : '',
+    became.heldUntil ? `held until ${plain(became.heldUntil)}` : '',
   ].filter(Boolean).join(', ');
   const why = o.status >= 400 ? `: ${plain(o.error ?? o.code ?? '')}` : made ? `: ${made}` : '';
   return `${o.status} ${verdict}${why}${o.entry ? ` (entry ${shortId(o.entry)})` : ''}`;
@@ -141,6 +143,8 @@ export function becameView(became, actions) {
   }
   if (b.ignored) parts.push(el('p', {}, 'The filter ignored it: nothing was done.'));
   if (b.skipped) parts.push(el('p', {}, 'Its transform skipped it: nothing was done.'));
+  if (b.limited) parts.push(el('p', {}, "Past its hook's rate limit (over: ignore): nothing was done."));
+  if (b.heldUntil) parts.push(el('p', {}, `Its runs wait until ${b.heldUntil} (its hook's rate limit or budget).`));
   if (b.handshake) parts.push(el('p', {}, `A set-up handshake (${b.handshake}), answered.`));
   for (const event of b.events ?? []) {
     const target = event.agentId || event.sessionKey

@@ -33,6 +33,7 @@ import { COALESCE_MESSAGES, type RunJoin } from '../../model/coalesce.ts';
 import { joinRun } from './coalesce-windows.ts';
 import type { OutboxEntry, OutboxUpdate } from './outbox.ts';
 import type { CallbackEntry, CallbackUpdate } from './callbacks.ts';
+import type { BudgetCharge } from './budgets.ts';
 import type { JournalContents } from './lines.ts';
 
 /** One journal line is one commit; `idem` and `taken` lines appear only in a compacted journal. */
@@ -62,6 +63,8 @@ export type JournalLine =
     /** Completion callbacks of runs that settled in this line, and changes to earlier ones. */
     callbacks?: CallbackEntry[];
     callbackUpdates?: CallbackUpdate[];
+    /** Runs charged to hooks' daily budgets, and a day's notice posted (budgets.ts). */
+    budget?: BudgetCharge[];
   }
   | ({ t: 'idem'; seq: number } & IdemRecord)
   | ({ t: 'taken'; seq: number } & TakenRecord);
@@ -159,6 +162,7 @@ const runSpec = {
     maxAgeSeconds: number({ integer: true, min: 1 }),
   })),
   retryOf: optional(string({ nonEmpty: true })),
+  notBefore: optional(text),
 };
 const windowShape = object({
   group: text,
@@ -300,6 +304,12 @@ const rootShape = object({
   resolvedAt: optional(text),
   time: text,
 });
+const budgetShape = object({
+  hook: text,
+  day: string({ pattern: { regex: /^\d{4}-\d{2}-\d{2}$/, rule: 'must be a date YYYY-MM-DD' } }),
+  runs: number({ integer: true, min: 0 }),
+  told: optional(boolean),
+});
 const commitShape = object({
   t: literal('commit'),
   seq,
@@ -319,6 +329,7 @@ const commitShape = object({
   roots: optional(_list),
   callbacks: optional(_list),
   callbackUpdates: optional(_list),
+  budget: optional(_list),
 });
 const idemLine = object({ t: literal('idem'), seq, ...idemFields });
 const takenLine = object({
@@ -372,7 +383,8 @@ export function checkLine(record: unknown): CheckedLine {
       | 'noticeUpdates'
       | 'roots'
       | 'callbacks'
-      | 'callbackUpdates',
+      | 'callbackUpdates'
+      | 'budget',
     shape: Schema<unknown>,
   ): void => {
     const entries = line[name] as unknown[] | undefined;
@@ -395,6 +407,7 @@ export function checkLine(record: unknown): CheckedLine {
   keep('roots', rootShape);
   keep('callbacks', callbackShape);
   keep('callbackUpdates', callbackUpdateShape);
+  keep('budget', budgetShape);
   return { line, problems };
 }
 

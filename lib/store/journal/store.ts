@@ -42,6 +42,7 @@ import {
   newCallbacks,
   trimCallbacks,
 } from './callbacks.ts';
+import { type BudgetCharge, Budgets } from './budgets.ts';
 import { applyNotices, newNotices, trimNotices } from './notices.ts';
 import type { RootChange, RootRecord } from '../../model/replays.ts';
 import { rootBound, Roots } from './replays.ts';
@@ -95,6 +96,8 @@ export interface Effects {
   /** Completion callbacks of runs that settled, in the line that settles them, and changes to earlier ones. */
   callbacks?: NewCallback[];
   callbackUpdates?: CallbackUpdate[];
+  /** Runs charged to hooks' daily budgets (with the runs that spend them), or a day's notice posted. */
+  budget?: BudgetCharge[];
 }
 
 // One journal line is one commit: all of a request's effects and its idempotency key, durable
@@ -124,6 +127,7 @@ export class Store {
   #notices = new Map<string, NoticeRecord>();
   #callbacks = new Map<string, CallbackEntry>();
   readonly #roots: Roots;
+  readonly #budgets = new Budgets();
   readonly #retainRootsMs: number;
   #compacting: Promise<void> | null = null;
   #compactAt: number;
@@ -266,6 +270,11 @@ export class Store {
   /** Every kept root's record, the one changed longest ago first. */
   roots(): RootRecord[] {
     return this.#roots.list();
+  }
+
+  /** The runs charged to a hook's budget for a day (`YYYY-MM-DD` in the budget's zone), and whether its notice was posted. */
+  budget(hook: string, day: string): { used: number; told: boolean } {
+    return { used: this.#budgets.used(hook, day), told: this.#budgets.told(hook, day) };
   }
 
   /** The main session's retained events, oldest first. */
@@ -498,6 +507,7 @@ export class Store {
       if (this.#callbacks.get(entry.id) === entry) this.#callbacks.delete(entry.id);
     }
     if (line.idem !== undefined) this.#keys.forget(line.idem);
+    this.#budgets.forget(line.budget);
   }
 
   #apply(line: _Line): void {
@@ -523,6 +533,7 @@ export class Store {
       }
       this.#trimRuns();
       this.#roots.apply(line.roots);
+      this.#budgets.apply(line.budget);
     }
     if (line.t === 'taken') return this.#keys.take(line);
     const idem = line.t === 'idem' ? line : line.idem;
@@ -580,6 +591,8 @@ export class Store {
     for (const entry of this.#callbacks.values()) {
       lines.push({ t: 'commit', seq: 0, time: entry.acceptedAt, callbacks: [entry] });
     }
+    const budget = this.#budgets.snapshot();
+    if (budget.length > 0) lines.push({ t: 'commit', seq: 0, time: new Date(now).toISOString(), budget });
     for (const idem of this.#keys.live(now)) lines.push({ t: 'idem', seq: 0, ...idem });
     for (const taken of this.#keys.takenOnly(now)) lines.push({ t: 'taken', seq: 0, ...taken });
     this.#roots.trim(now - this.#retainRootsMs);
@@ -604,6 +617,7 @@ function _queues(line: _Line & { t: 'commit' }, effects: Effects, time: string):
   if (effects.callbackUpdates !== undefined && effects.callbackUpdates.length > 0) {
     line.callbackUpdates = effects.callbackUpdates;
   }
+  if (effects.budget !== undefined && effects.budget.length > 0) line.budget = effects.budget;
 }
 
 const _NOBODY: ReadonlySet<string> = new Set();

@@ -40,6 +40,8 @@ const became = object({
   duplicateOf: optional(text),
   ignored: optional(boolean),
   skipped: optional(boolean),
+  limited: optional(boolean),
+  heldUntil: optional(text),
   handshake: optional(text),
 });
 const headerValue: Schema<string | string[]> = (value, at, report) => {
