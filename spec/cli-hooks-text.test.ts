@@ -34,6 +34,15 @@ test('hookLines() says what each busy or controlled hook does and sets, and coun
   ]);
 });
 
+test('hookLines() says how many coalescing windows a hook has open, and the coalesce it sets', () => {
+  const coalesce = { windowSeconds: 30, maxWaitSeconds: 300, messages: 'all' };
+  assert.deepEqual(hookLines([hook('pushes', { queued: 1, coalescing: 1, coalesce }), hook('idle', { coalesce })]), [
+    'pushes: 1 queued, 1 coalescing window open (coalesce 30s quiet, at most 300s, all messages)',
+    'idle: idle (coalesce 30s quiet, at most 300s, all messages)',
+  ]);
+  assert.deepEqual(hookLines([hook('two', { coalescing: 2 })]), ['two: 2 coalescing windows open']);
+});
+
 test('hookLines() with every hook idle says so in one line, and nothing for no hooks', () => {
   assert.deepEqual(hookLines([hook('agent'), hook('wake')]), ['all 2 hooks idle, no control set']);
   assert.deepEqual(hookLines([hook('agent')]), ['the one hook idle, no control set']);

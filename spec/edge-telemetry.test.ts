@@ -142,6 +142,7 @@ test('GET /metrics with gateway.auth.token as Bearer answers 200 in the text for
     hooks_held_requests: 'gauge',
     hooks_hook_runs_running: 'gauge',
     hooks_hook_runs_queued: 'gauge',
+    hooks_hook_coalescing_windows: 'gauge',
     hooks_deliveries: 'gauge',
     hooks_run_duration_seconds_sum: 'gauge',
     hooks_journal_fsync_seconds: 'gauge',
@@ -408,6 +409,33 @@ test('createTelemetry() reports runs executing and queued per hook, for the hook
     Object.fromEntries(page.samples.filter((s) => s.name === name).map((s) => [s.labels['hook'], s.value]));
   assert.deepEqual(series('hooks_hook_runs_running'), { agent: 2, ci: 1, quiet: 0 });
   assert.deepEqual(series('hooks_hook_runs_queued'), { agent: 0, ci: 4, quiet: 0 });
+  assert.deepEqual(series('hooks_hook_coalescing_windows'), { agent: 0, ci: 0, quiet: 0 });
+  const coalescing = parseExposition(
+    createTelemetry(sources({
+      hooks: () => [{
+        hook: 'pushes',
+        running: 0,
+        queued: 1,
+        ...lane,
+        coalescing: 1,
+        coalesce: { windowSeconds: 30, maxWaitSeconds: 300, messages: 'latest' },
+      }, {
+        hook: 'idle',
+        running: 0,
+        queued: 0,
+        ...lane,
+        coalescing: 0,
+        coalesce: { windowSeconds: 5, maxWaitSeconds: 5, messages: 'all' },
+      }],
+    })).render(),
+  );
+  assert.deepEqual(
+    coalescing.samples.filter((s) => s.name === 'hooks_hook_coalescing_windows').map((
+      s,
+    ) => [s.labels['hook'], s.value]),
+    [['pushes', 1], ['idle', 0]],
+    'a hook that sets coalesce has a series, idle or not',
+  );
   const none = parseExposition(createTelemetry(sources()).render());
   assert.equal(none.samples.filter((s) => s.name.startsWith('hooks_hook_')).length, 0, 'no source, no series');
 });

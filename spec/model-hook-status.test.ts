@@ -12,10 +12,21 @@ test('hookStatuses() lists agent, wake, then each mapping id once, then hooks wi
     { queued: 1, running: 0 },
   ]]);
   assert.deepEqual(hookStatuses(hooks, loads), [
-    { hook: 'agent', running: 2, queued: 0, concurrency: 2, maxQueued: null },
-    { hook: 'wake', running: 0, queued: 0, concurrency: null, maxQueued: null },
-    { hook: 'ci', running: 1, queued: 3, concurrency: null, maxQueued: 5 },
-    { hook: 'gh', running: 0, queued: 0, concurrency: null, maxQueued: null },
-    { hook: 'removed', running: 0, queued: 1, concurrency: null, maxQueued: null },
+    { hook: 'agent', running: 2, queued: 0, concurrency: 2, maxQueued: null, coalescing: 0, coalesce: null },
+    { hook: 'wake', running: 0, queued: 0, concurrency: null, maxQueued: null, coalescing: 0, coalesce: null },
+    { hook: 'ci', running: 1, queued: 3, concurrency: null, maxQueued: 5, coalescing: 0, coalesce: null },
+    { hook: 'gh', running: 0, queued: 0, concurrency: null, maxQueued: null, coalescing: 0, coalesce: null },
+    { hook: 'removed', running: 0, queued: 1, concurrency: null, maxQueued: null, coalescing: 0, coalesce: null },
   ]);
+});
+
+test('hookStatuses() gives each hook its coalescing windows open and the coalesce it sets', () => {
+  const coalesce = { key: {}, windowSeconds: 30, maxWaitSeconds: 300, messages: 'latest' };
+  const hooks = { agent: {}, mappings: [{ id: 'pushes', coalesce }] };
+  const [, , pushes] = hookStatuses(hooks, new Map(), new Map([['pushes', 2]]));
+  assert.deepEqual([pushes?.coalescing, pushes?.coalesce], [2, {
+    windowSeconds: 30,
+    maxWaitSeconds: 300,
+    messages: 'latest',
+  }]);
 });

@@ -167,6 +167,8 @@ test('Runner: a reload that widens a lane starts its waiting runs at once', asyn
     queued: 0,
     concurrency: 2,
     maxQueued: null,
+    coalescing: 0,
+    coalesce: null,
   });
 });
 

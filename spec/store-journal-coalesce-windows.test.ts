@@ -72,7 +72,7 @@ test('Store.commit(): a run of an open window joins its pending run; the first o
       new Date(T0 + 10_000).toISOString(),
     ]);
     assert.equal(store.run('b'), null);
-    assert.equal(store.openWindows(), 1);
+    assert.deepEqual([...store.openWindows()], [['agent', 1]]);
     await store.close();
   });
 });
@@ -91,7 +91,7 @@ test('Store.commit(): past the quiet time, or maxWaitSeconds after the first, a 
     const opened = await store.commit({ runs: [spec('e', 'e')] });
     assert.deepEqual(opened.runs.map((r) => r.runId), ['e']);
     c.t += 30_000;
-    assert.equal(store.openWindows(), 0);
+    assert.equal(store.openWindows().size, 0);
     assert.equal((await store.commit({ runs: [spec('f', 'f')] })).runs.length, 1, 'quiet for windowSeconds');
     await store.close();
   });

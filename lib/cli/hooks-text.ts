@@ -31,6 +31,8 @@ function _parts(hook: HookStatus): string[] {
   const parts: string[] = [];
   if (hook.running > 0) parts.push(`${hook.running} running`);
   if (hook.queued > 0) parts.push(`${hook.queued} queued`);
+  const open = hook.coalescing ?? 0;
+  if (open > 0) parts.push(`${open} coalescing window${open === 1 ? '' : 's'} open`);
   return parts;
 }
 
@@ -39,5 +41,12 @@ function _settings(hook: HookStatus): string[] {
   const settings: string[] = [];
   if (hook.concurrency !== null) settings.push(`concurrency ${hook.concurrency}`);
   if (hook.maxQueued !== null) settings.push(`maxQueued ${hook.maxQueued}`);
+  if (hook.coalesce !== undefined && hook.coalesce !== null) settings.push(_coalesce(hook.coalesce));
   return settings;
+}
+
+function _coalesce(c: NonNullable<HookStatus['coalesce']>): string {
+  return `coalesce ${c.windowSeconds}s quiet, at most ${c.maxWaitSeconds}s, ${c.messages} message${
+    c.messages === 'all' ? 's' : ''
+  }`;
 }

@@ -155,7 +155,9 @@ function _runGauges(m: Metrics, sources: TelemetrySources): void {
 function _hookGauges(m: Metrics, sources: TelemetrySources): void {
   const per = (value: (s: HookStatus) => number) => () =>
     (sources.hooks?.() ?? []).flatMap((s): [Record<string, string>, number][] =>
-      s.running + s.queued > 0 || s.concurrency !== null || s.maxQueued !== null ? [[{ hook: s.hook }, value(s)]] : []
+      s.running + s.queued > 0 || s.concurrency !== null || s.maxQueued !== null || (s.coalesce ?? null) !== null
+        ? [[{ hook: s.hook }, value(s)]]
+        : []
     );
   m.gauge(
     'hooks_hook_runs_running',
@@ -164,6 +166,12 @@ function _hookGauges(m: Metrics, sources: TelemetrySources): void {
     per((s) => s.running),
   );
   m.gauge('hooks_hook_runs_queued', 'Runs waiting in the run queue, by work hook.', ['hook'], per((s) => s.queued));
+  m.gauge(
+    'hooks_hook_coalescing_windows',
+    'Coalescing windows open (pending runs still taking requests), by work hook.',
+    ['hook'],
+    per((s) => s.coalescing ?? 0),
+  );
 }
 
 function _storeGauges(m: Metrics, sources: TelemetrySources): void {

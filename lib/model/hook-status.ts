@@ -4,7 +4,7 @@
  * adds its own field here, `null` where it has nothing to say.
  */
 
-import { workControls, type WorkHooks } from './work-hook.ts';
+import { type WorkControl, workControls, type WorkHooks } from './work-hook.ts';
 
 /** One hook's work now. */
 export interface HookStatus {
@@ -16,6 +16,10 @@ export interface HookStatus {
   /** Its lane, as configured: `null` when it sets none. */
   concurrency: number | null;
   maxQueued: number | null;
+  /** Its coalescing windows open now: pending runs still taking the requests of their key. */
+  coalescing?: number;
+  /** Its `coalesce`, as configured: `null` when it sets none. */
+  coalesce?: { windowSeconds: number; maxWaitSeconds: number; messages: string } | null;
 }
 
 /**
@@ -25,11 +29,13 @@ export interface HookStatus {
 export function hookStatuses(
   hooks: WorkHooks,
   loads: ReadonlyMap<string, { readonly queued: number; readonly running: number }>,
+  windows: ReadonlyMap<string, number> = _NONE,
 ): HookStatus[] {
   const names = new Set(['agent', 'wake']);
   for (const mapping of hooks.mappings) names.add(mapping.id);
   for (const hook of [...loads.keys()].sort()) names.add(hook);
   const controls = workControls(hooks);
+  const coalescing = new Map(hooks.mappings.flatMap((m) => (m.coalesce === undefined ? [] : [[m.id, m.coalesce]])));
   return [...names].map((hook) => {
     const load = loads.get(hook);
     const control = controls.get(hook);
@@ -39,6 +45,16 @@ export function hookStatuses(
       queued: load?.queued ?? 0,
       concurrency: control?.concurrency ?? null,
       maxQueued: control?.maxQueued ?? null,
+      coalescing: windows.get(hook) ?? 0,
+      coalesce: _window(coalescing.get(hook)),
     };
   });
+}
+
+const _NONE: ReadonlyMap<string, number> = new Map();
+
+function _window(c: WorkControl['coalesce']): NonNullable<HookStatus['coalesce']> | null {
+  return c === undefined
+    ? null
+    : { windowSeconds: c.windowSeconds, maxWaitSeconds: c.maxWaitSeconds, messages: c.messages };
 }

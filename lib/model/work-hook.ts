@@ -19,6 +19,8 @@ export interface WorkControl {
   readonly concurrency?: number;
   /** Runs of the hook waiting or executing; past it the hook answers 503. */
   readonly maxQueued?: number;
+  /** A mapping's coalescing window (lib/hooks/coalesce.ts); `/agent` takes none. */
+  readonly coalesce?: { readonly windowSeconds: number; readonly maxWaitSeconds: number; readonly messages: string };
 }
 
 /** The hooks section as work control reads it: `/agent`'s settings and the mappings'. */

@@ -70,7 +70,7 @@ export class Runner {
 
   /** Each hook of the configuration of this moment with its runs and its lane (status, /metrics, the inspector). */
   hookStatus(): HookStatus[] {
-    return hookStatuses(this.#o.config.hooks, this.#loads.snapshot());
+    return hookStatuses(this.#o.config.hooks, this.#loads.snapshot(), this.#o.store.openWindows());
   }
 
   /** Asks the queue again whether a waiting run may start (a rule's state changed: a hook resumed, say). */

@@ -9,9 +9,13 @@ function line(hook) {
   const doing = [];
   if (hook.running > 0) doing.push(`${hook.running} running`);
   if (hook.queued > 0) doing.push(`${hook.queued} queued`);
+  if (hook.coalescing > 0) doing.push(`${hook.coalescing} coalescing window${hook.coalescing === 1 ? '' : 's'} open`);
   const sets = [];
   if (hook.concurrency !== null && hook.concurrency !== undefined) sets.push(`concurrency ${hook.concurrency}`);
   if (hook.maxQueued !== null && hook.maxQueued !== undefined) sets.push(`maxQueued ${hook.maxQueued}`);
+  if (hook.coalesce) {
+    sets.push(`coalesce ${hook.coalesce.windowSeconds}s quiet, at most ${hook.coalesce.maxWaitSeconds}s`);
+  }
   if (doing.length === 0 && sets.length === 0) return null;
   return `${doing.length === 0 ? 'idle' : doing.join(', ')}${sets.length === 0 ? '' : ` (${sets.join(', ')})`}`;
 }

@@ -6,6 +6,7 @@
 import type { RunSpec } from '../../model/actions.ts';
 import { heldUntil, joinedMessage, joinedWindow, messageFits, type RunJoin } from '../../model/coalesce.ts';
 import type { RunRecord } from '../../model/records.ts';
+import { workHook } from '../../model/work-hook.ts';
 
 /** A commit's runs as the windows make them: the runs it adds, the joins it writes, and which planned run joined which. */
 export interface Admitted {
@@ -65,12 +66,14 @@ export class Windows {
     if (run?.coalesce !== undefined && run.status === 'pending') this.#open.set(run.coalesce.group, id);
   }
 
-  /** How many windows are open now (pending runs still taking requests). */
-  open(get: (id: string) => RunRecord | undefined, now: number): number {
-    let open = 0;
+  /** How many windows are open now (pending runs still taking requests), by work hook. */
+  open(get: (id: string) => RunRecord | undefined, now: number): Map<string, number> {
+    const open = new Map<string, number>();
     for (const id of this.#open.values()) {
       const run = get(id);
-      if (run !== undefined && heldUntil(run, now) !== null) open++;
+      if (run === undefined || heldUntil(run, now) === null) continue;
+      const hook = workHook(run, 'agent');
+      open.set(hook, (open.get(hook) ?? 0) + 1);
     }
     return open;
   }

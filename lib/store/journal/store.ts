@@ -322,8 +322,8 @@ export class Store {
     return new Set(this.#windows.admit(specs, time, this.#now(), (id) => this.#runs.get(id)).joined.keys());
   }
 
-  /** How many coalescing windows are open: pending runs still taking requests. */
-  openWindows(): number {
+  /** The coalescing windows open (pending runs still taking requests), by work hook. */
+  openWindows(): Map<string, number> {
     return this.#windows.open((id) => this.#runs.get(id), this.#now());
   }
 
