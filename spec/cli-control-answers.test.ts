@@ -70,6 +70,7 @@ const STATUS = {
     needsRestart: ['gateway.port'],
   },
   reloading: { running: true, pending: true, requests: 1 },
+  hooks: [{ hook: 'ci', running: 1, queued: 2, concurrency: 1, maxQueued: null }],
 };
 
 interface Case {

@@ -74,7 +74,7 @@ export function formatStatus(s: ServerStatus): string {
       } not yet read by a heartbeat, ${s.backlog.bytes} bytes`,
     ],
     ['outbox', outbox],
-    ['callbacks', `${s.callbacks.pending} pending, ${s.callbacks.sent} sent, ${s.callbacks.dead} dead`],
+    ['callbacks', _callbacks(s)],
     ['journal', `${s.journalBytes} bytes`],
     ['ledger', ledger],
     ['last reload', _lastReload(s)],
@@ -84,6 +84,12 @@ export function formatStatus(s: ServerStatus): string {
   // A row with no name goes on from the one above it.
   return rows.map(([name, value]) => `${(name === '' ? '' : `${name}:`).padEnd(13)}${escapeControls(value, false)}\n`)
     .join('');
+}
+
+// A server from before completion callbacks does not say: unknown, not a crash.
+function _callbacks(s: ServerStatus): string {
+  const c = s.callbacks as ServerStatus['callbacks'] | undefined | null;
+  return c === undefined || c === null ? 'unknown' : `${c.pending} pending, ${c.sent} sent, ${c.dead} dead`;
 }
 
 // One row per line of the hooks' work, the first named `hooks`; a server that does not say is `unknown`.
