@@ -32,6 +32,12 @@ function where(action) {
 
 function actionWords(action) {
   if (action.kind === 'agent') return `start an agent run${where(action)}`;
+  if (action.kind === 'notify') {
+    const n = action.notice ?? {};
+    return `send a message to ${n.channel ?? 'its channel'} ${
+      n.to ?? "(the channel's default recipient)"
+    }, no model involved`;
+  }
   const when = action.mode === 'now' ? 'now' : 'at the next heartbeat';
   return `wake ${
     action.target && Object.keys(action.target).length > 0 ? `a session${where(action)}` : 'the main session'
@@ -84,6 +90,7 @@ export function outcomeWords(outcome) {
     became.runs?.length ? count(became.runs.length, 'run') : '',
     became.joined?.length ? `joined ${count(became.joined.length, 'pending run')}` : '',
     became.outbox?.length ? count(became.outbox.length, 'message forwarded', 'messages forwarded') : '',
+    became.deliveries?.length ? count(became.deliveries.length, 'message to send', 'messages to send') : '',
     became.ignored ? 'ignored by the filter' : '',
     became.skipped ? 'skipped by its transform' : '',
     became.limited ? 'dropped by its rate limit' : '',
@@ -132,7 +139,43 @@ function runView(run, actions) {
   );
 }
 
-/** What a request became, in words: the events' text, each run's message and outcome, the forwarded messages; the raw JSON folded below. */
+const NOTICE_STATE = { pending: 'waiting to be sent', delivered: 'delivered', failed: 'failed', skipped: 'not sent' };
+
+// A notify mapping's delivery as a person checks it: where it goes, how it ended, how many sends it took.
+function noticeView(notice) {
+  const n = notice ?? {};
+  const state = NOTICE_STATE[n.status] ?? n.status;
+  return el(
+    'div',
+    { class: 'run' },
+    el(
+      'p',
+      {},
+      `Message ${n.deliveryId ?? ''}${n.name ? ` of notify mapping ${n.name}` : ''}, no model involved: ${state}`,
+    ),
+    table([
+      ['channel', n.channel],
+      ['recipient', n.to ?? (n.channel ? "the channel's default" : undefined)],
+      ['status', state],
+      ['attempts', n.attempts],
+      ['accepted', n.acceptedAt],
+      ['finished', n.finishedAt],
+      [
+        'outcome',
+        n.delivery?.status === 'delivered'
+          ? `sent ${deliveryWords(n.delivery)}`
+          : n.delivery
+          ? deliveryWords(n.delivery)
+          : undefined,
+      ],
+      ['message ids', n.delivery?.messageIds?.join(', ')],
+    ]),
+    n.text ? el('p', { class: 'label' }, 'Its message:') : '',
+    n.text ? quoted(n.text) : '',
+  );
+}
+
+/** What a request became, in words: the events' text, each run's message and outcome, each notify delivery, the forwarded messages; the raw JSON folded below. */
 export function becameView(became, actions) {
   const b = became ?? {};
   const parts = [];
@@ -162,6 +205,7 @@ export function becameView(became, actions) {
     );
   }
   for (const run of b.runs ?? []) parts.push(runView(run, actions));
+  for (const notice of b.deliveries ?? []) parts.push(noticeView(notice));
   for (const sent of b.outbox ?? []) {
     parts.push(
       el(
