@@ -62,6 +62,29 @@ export function cpuSeconds(pid: number): number | null {
   return ticks / _clockTicks();
 }
 
+/**
+ * CPU seconds (user + system) so far of a process's main thread and of its other threads (V8's
+ * helpers, which mark and sweep the heap concurrently, and libuv's pool, which reads files),
+ * without its children. `null` without /proc.
+ */
+export function threadSeconds(pid: number): { main: number; others: number } | null {
+  if (process.platform !== 'linux') return null;
+  let main = 0;
+  let others = 0;
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      const stat = readFileSync(join('/proc', String(pid), 'task', tid, 'stat'), 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const ticks = Number(fields[11]) + Number(fields[12]);
+      if (tid === String(pid)) main += ticks;
+      else others += ticks;
+    }
+  } catch {
+    // Gone: what was read so far.
+  }
+  return { main: main / _clockTicks(), others: others / _clockTicks() };
+}
+
 /** The resident set of a process in KiB (`VmRSS`), or its peak (`VmHWM`). */
 export function rssKiB(pid: number, field: 'VmRSS' | 'VmHWM'): number | null {
   try {

@@ -10,6 +10,7 @@ import { browserSkip, launch } from './_browser.ts';
 import { silentLogger } from './_app.ts';
 import { defer } from './_cleanup.ts';
 import { send } from './_http.ts';
+import { until } from './_until.ts';
 import { wrapUntrusted } from '../lib/untrusted/wrap.ts';
 
 const SKIP = browserSkip();
@@ -26,10 +27,11 @@ const ENTRIES = ['e-1', 'e-2', 'e-3'].map((id, i) => ({
 async function start(
   t: TestContext,
   entries: readonly { id: string }[] = ENTRIES,
+  list?: InspectorSource['list'],
 ): Promise<{ url: string; page: Page; replays: unknown[] }> {
   const replays: unknown[] = [];
   const source: InspectorSource = {
-    list: async () => ({ entries: [...entries] }),
+    list: list ?? (async () => ({ entries: [...entries] })),
     show: async (id) => entries.find((e) => e.id === id) ?? null,
     replay: async (ids, options) => {
       replays.push({ ids, ...options });
@@ -69,6 +71,24 @@ test('the page says it is loading until the first list arrives', { skip: SKIP },
   release();
   await page.locator('#list li').first().waitFor();
   assert.equal(await page.locator('#loading').isVisible(), false);
+});
+
+test('each poll sends the version of the list the page has; told nothing changed, the page keeps its rows', {
+  skip: SKIP,
+}, async (t) => {
+  const asked: (string | undefined)[] = [];
+  const { url, page } = await start(t, ENTRIES, async (filter) => {
+    asked.push(filter.since);
+    return filter.since === 'v-1'
+      ? { entries: [], unchanged: true, version: 'v-1' }
+      : { entries: [...ENTRIES], version: 'v-1' };
+  });
+  await page.goto(url);
+  await page.locator('#list li').nth(2).waitFor();
+  await until('two polls answered unchanged', () => (asked.filter((v) => v === 'v-1').length >= 2 ? true : undefined));
+  assert.equal(asked[0], undefined, 'the first list is asked for whole');
+  assert.equal(await page.locator('#list li').count(), 3);
+  await page.locator('#live', { hasText: '3 shown' }).waitFor();
 });
 
 test(

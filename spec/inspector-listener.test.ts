@@ -407,7 +407,7 @@ test('every answer carries the strict CSP, nosniff and no framing; the inspector
   assertError(hook, 404);
 });
 
-test('the list passes the page filters to the source, bounded; more=count asks for the count past the limit', async (t) => {
+test('the list passes the page filters to the source, bounded; more=count asks for the count past the limit; since, the version the page has', async (t) => {
   const s = await start(t);
   const { headers } = await loggedIn(s);
   const reply = await send(
@@ -428,6 +428,8 @@ test('the list passes the page filters to the source, bounded; more=count asks f
     status: 'failed',
     more: true,
   });
+  const since = await send(s.url, `/inspector/api/requests?since=${'v'.repeat(300)}`, { headers });
+  assert.deepEqual((since.body['entries'] as { filter: unknown }[])[0]?.filter, { limit: 200, since: 'v'.repeat(200) });
 });
 
 test('a login code never reaches the log, even when the source fails', async (t) => {

@@ -19,7 +19,14 @@ async function started(t: TestContext, config: Partial<InspectorConfig>) {
     stateDir,
     env: {},
     log: silentLogger,
-    store: { run: () => null, events: () => [], outboxEntry: () => null, notice: () => null, root: () => null },
+    store: {
+      run: () => null,
+      events: () => [],
+      outboxEntry: () => null,
+      notice: () => null,
+      root: () => null,
+      changes: () => 0,
+    },
     replay: async () => ({}),
   });
   defer(t, () => running.close());

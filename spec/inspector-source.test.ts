@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { ledgerSource } from '../lib/inspector/source.ts';
@@ -46,6 +46,7 @@ async function source(
     outboxEntry: () => null,
     notice: () => null,
     root: (id: string) => roots.find((r) => r.root === id) ?? null,
+    changes: () => 0,
   };
   return ledgerSource({
     tail: new LedgerTail(dir),
@@ -86,6 +87,60 @@ test('list() takes the newest entries that pass, without headers or body; asked,
     0,
     0,
   ]);
+});
+
+// A tail that counts the reads of entries a list makes.
+class CountingTail extends LedgerTail {
+  reads = 0;
+  override newest(limit: number, keep: (entry: LedgerEntry) => boolean, fresh?: boolean): Promise<LedgerEntry[]> {
+    this.reads++;
+    return super.newest(limit, keep, fresh);
+  }
+}
+
+test('list() answers the version it read at; asked again with it while nothing changed, it reads no entry and answers unchanged; an appended line, a store change, another filter or the next minute is a new version', async (t) => {
+  const dir = await tempDir(t, 'inspector-source-');
+  await mkdir(join(dir, 'ledger'));
+  const file = join(dir, 'ledger', 'a-1.jsonl');
+  await writeFile(file, [entry(1), entry(2)].map((e) => `${JSON.stringify(e)}\n`).join(''));
+  const tail = new CountingTail(dir);
+  let changes = 0;
+  let now = 1_800_000_000_000;
+  const store = { run: () => null, events: () => [], outboxEntry: () => null, notice: () => null, root: () => null };
+  const s = ledgerSource({
+    tail,
+    find: (id) => lookupEntry(dir, id),
+    store: { ...store, changes: () => changes },
+    replay: async () => ({}),
+    now: () => now,
+  });
+  const ids = (answer: { entries: unknown[] }) => answer.entries.map((e) => (e as LedgerEntry).id);
+  const first = await s.list({ limit: 10 });
+  assert.deepEqual(ids(first), ['e2', 'e1']);
+  assert.equal(typeof first.version, 'string');
+  const reads = tail.reads;
+  for (let i = 0; i < 3; i++) {
+    assert.deepEqual(await s.list({ limit: 10, since: first.version! }), {
+      entries: [],
+      unchanged: true,
+      version: first.version,
+    });
+  }
+  assert.equal(tail.reads, reads, 'a poll with nothing new reads no entry');
+
+  await appendFile(file, `${JSON.stringify(entry(3))}\n`);
+  const appended = await s.list({ limit: 10, since: first.version! });
+  assert.deepEqual([ids(appended), appended.unchanged], [['e3', 'e2', 'e1'], undefined]);
+  assert.notEqual(appended.version, first.version);
+
+  changes++;
+  const changed = await s.list({ limit: 10, since: appended.version! });
+  assert.deepEqual([ids(changed).length, changed.unchanged], [3, undefined]);
+  const other = await s.list({ limit: 10, status: '5xx', since: changed.version! });
+  assert.deepEqual([ids(other), other.unchanged], [[], undefined]);
+  assert.equal((await s.list({ limit: 10, since: changed.version! })).unchanged, true);
+  now += 60_000;
+  assert.equal((await s.list({ limit: 10, since: changed.version! })).unchanged, undefined);
 });
 
 test('show() answers one entry with what it became, or null', async (t) => {

@@ -110,6 +110,20 @@ test('Store.addEvent() and a committed run come back after close and reopen, and
   });
 });
 
+test('Store.changes() moves with each line written and stays put when nothing is', async () => {
+  await withDir(async (dir) => {
+    const store = await open(dir);
+    const before = store.changes();
+    assert.equal(store.changes(), before);
+    await store.addEvent({ kind: 'system', text: 'one', source: 'wake', mode: 'next-heartbeat' });
+    const after = store.changes();
+    assert.notEqual(after, before);
+    await addRun(store, spec('r1'));
+    assert.notEqual(store.changes(), after);
+    await store.close();
+  });
+});
+
 test('Store.replay() answers the stored reply for keys riding on event and run lines, also after reopen', async () => {
   await withDir(async (dir) => {
     const first = await open(dir);

@@ -3,6 +3,8 @@
 // are not kept waiting while a page lists a ledger of tens of MiB. The event loop's longest hold
 // is measured in CPU time (spec/_loop.ts), which a machine busy elsewhere does not inflate.
 import assert from 'node:assert/strict';
+import { appendFile, mkdir, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import type { LedgerConfig } from '../lib/store/ledger/config.ts';
 import { Ledger } from '../lib/store/ledger/ledger.ts';
@@ -75,6 +77,30 @@ test('LedgerTail reads a line longer than its piece whole, between shorter ones'
   const entries = await tail.entries();
   assert.deepEqual(entries.map((e) => e.id), [a.id, b.id, c.id]);
   assert.equal(entries[1]!.body!.data.length, large.length + 11);
+  const newest = await new LedgerTail(dir).newest(3, () => true);
+  assert.deepEqual(newest.map((e) => [e.id, e.body?.data.length]), [[c.id, 2], [b.id, large.length + 11], [a.id, 2]]);
+});
+
+test('LedgerTail takes a line written in two halves once it is whole, and its version moves only when whole lines come or a segment goes', async (t) => {
+  const dir = await tempDir(t, 'store-ledger-read-');
+  await mkdir(join(dir, 'ledger'));
+  const file = join(dir, 'ledger', 'a-1.jsonl');
+  const [a, b, c] = [entry(), entry(), entry()];
+  await writeFile(file, `${JSON.stringify(a)}\n${JSON.stringify(b).slice(0, 20)}`);
+  const tail = new LedgerTail(dir);
+  const first = await tail.version();
+  assert.deepEqual((await tail.newest(10, () => true)).map((e) => e.id), [a.id]);
+  assert.equal(await tail.version(), first, 'nothing new, the same version');
+  await appendFile(file, `${JSON.stringify(b).slice(20)}\n${JSON.stringify(c)}\n`);
+  const second = await tail.version();
+  assert.notEqual(second, first);
+  assert.deepEqual((await tail.newest(10, () => true)).map((e) => e.id), [c.id, b.id, a.id]);
+  assert.deepEqual((await tail.entries()).map((e) => e.id), [a.id, b.id, c.id]);
+  assert.equal(await tail.version(), second);
+  await writeFile(join(dir, 'ledger', 'a-2.jsonl'), '');
+  await rm(file);
+  assert.notEqual(await tail.version(), second, 'a segment trimmed is a change');
+  assert.deepEqual(await tail.newest(10, () => true), []);
 });
 
 test("LedgerTail reads an entry's cause back, and counts a line whose cause is of no known kind as damaged", async (t) => {

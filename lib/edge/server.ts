@@ -116,7 +116,7 @@ export interface App {
   replay(entry: LedgerEntry, options?: ReplayOptions): Promise<ReplayOutcome>;
   /** A stored request's delivery id and the request that took it, or `null` when the request names none. */
   taken(entry: LedgerEntry): Promise<DeliveryTaken | null>;
-  /** {@link App.taken} as a judge that answers at once (under the configuration current when it is called), for a list's filter. */
+  /** {@link App.taken} as a judge that answers at once (under the configuration current when it is called), for a list's filter; the same function until a reload. */
   takenJudge(): Promise<(entry: LedgerEntry) => DeliveryTaken | null>;
   /** What a request (or a stored one, replayed) would become under the current configuration, with nothing committed. */
   preview(input: PreviewInput | LedgerEntry, options?: ReplayOptions): Promise<Preview>;
@@ -167,9 +167,15 @@ export function createApp(options: AppOptions): App {
     );
   app.taken = async (entry) =>
     (await _operatorParts.taken()).deliveryTaken(entry, serving.compiled.config, options.store);
+  // One judge per configuration: a caller can tell by its identity whether a reload came in between.
+  const judges = new WeakMap<_Compiled, (entry: LedgerEntry) => DeliveryTaken | null>();
   app.takenJudge = async () => {
     const { deliveryTaken } = await _operatorParts.taken();
-    return (entry) => deliveryTaken(entry, serving.compiled.config, options.store);
+    const { compiled } = serving;
+    const judge = judges.get(compiled) ??
+      ((entry: LedgerEntry) => deliveryTaken(entry, compiled.config, options.store));
+    judges.set(compiled, judge);
+    return judge;
   };
   app.reload = (config) => {
     const limits = JSON.stringify(config.hooks.authRateLimit);

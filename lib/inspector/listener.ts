@@ -30,8 +30,12 @@ const _NO_SESSION = new HttpError(
 
 /** What the page reads and asks for; the server builds it over the ledger and the replay. */
 export interface InspectorSource {
-  /** Ledger entries, newest first, that pass `filter`; with `filter.more`, also how many older ones pass it too. */
-  list(filter: InspectorFilter): Promise<{ entries: unknown[]; more?: number }>;
+  /**
+   * Ledger entries, newest first, that pass `filter`; with `filter.more`, also how many older ones
+   * pass it too; with the `version` the list was read at. Given that version as `filter.since`
+   * while nothing changed, no entries and `unchanged`.
+   */
+  list(filter: InspectorFilter): Promise<{ entries: unknown[]; more?: number; version?: string; unchanged?: true }>;
   /** One entry with what it became, or `null` when no entry has that id. */
   show(id: string): Promise<unknown>;
   /** Replays entries (or only says what each would become, with `dryRun`). */
@@ -57,6 +61,8 @@ export interface InspectorFilter {
   limit: number;
   /** Count the entries past `limit` that pass too (it reads the whole ledger: bulk replay asks, polling does not). */
   more?: boolean;
+  /** The version of the last list the page has for these filters: when nothing changed since, the answer says so and holds no entries. */
+  since?: string;
 }
 
 export interface InspectorOptions {
@@ -338,7 +344,7 @@ export function loadPage(): Record<string, string> {
 
 function _filter(query: URLSearchParams): InspectorFilter {
   const filter: InspectorFilter = { limit: Math.min(Math.max(Number(query.get('limit')) || 200, 1), 1000) };
-  for (const key of ['hook', 'status', 'code', 'text'] as const) {
+  for (const key of ['hook', 'status', 'code', 'text', 'since'] as const) {
     const value = query.get(key);
     if (value !== null && value !== '') filter[key] = value.slice(0, 200);
   }

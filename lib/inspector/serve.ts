@@ -30,7 +30,7 @@ export interface InspectorParts {
   stateDir: string;
   env: Env;
   log: Logger;
-  store: Pick<Store, 'run' | 'events' | 'outboxEntry' | 'notice' | 'root'>;
+  store: Pick<Store, 'run' | 'events' | 'outboxEntry' | 'notice' | 'root' | 'changes'>;
   replay: InspectorSource['replay'];
   resolve?: InspectorSource['resolve'];
   retry?: InspectorSource['retry'];

@@ -1,7 +1,10 @@
 // What the inspector page reads: the ledger (followed from its files, so an open page costs a read
 // of what was appended, not of the whole ledger; one entry looked up in the files by its ids,
-// without parsing the rest), and for one entry what it became, from the store.
+// without parsing the rest), and for one entry what it became, from the store. A list carries the
+// version it was read at; asked again with that version while nothing changed, the answer is only
+// that nothing did, so a page left open on a quiet server costs a look at the files, not a list.
 
+import { createHash } from 'node:crypto';
 import type { LedgerEntry } from '../model/ledger-entry.ts';
 import type { lookupEntry } from '../store/ledger/find.ts';
 import { type EntryFilter, entryMatches, failed, type LedgerTail } from '../store/ledger/read.ts';
@@ -9,13 +12,13 @@ import type { Store } from '../store/journal/store.ts';
 import { deliveredResolution, type Resolution, resolutionOf, resolved, rootOf } from '../model/replays.ts';
 import type { DeliveryTaken } from '../edge/taken.ts';
 import type { InspectorFilter, InspectorSource } from './listener.ts';
-import { rowFacts } from './row.ts';
+import { type RowFacts, rowFacts } from './row.ts';
 
 export interface LedgerSourceOptions {
   tail: LedgerTail;
   /** One entry by its entry id or request id, as {@link lookupEntry} finds it. */
   find: (id: string) => ReturnType<typeof lookupEntry>;
-  store: Pick<Store, 'run' | 'events' | 'outboxEntry' | 'notice' | 'root'>;
+  store: Pick<Store, 'run' | 'events' | 'outboxEntry' | 'notice' | 'root' | 'changes'>;
   /** Replays entries, as `requests replay` does over the control channel. */
   replay: InspectorSource['replay'];
   /** Marks entries' roots resolved by hand, as `requests resolve` does. */
@@ -30,6 +33,8 @@ export interface LedgerSourceOptions {
   takenJudge?: () => Promise<_Judge>;
   /** Each hook's work now, from the running server. */
   hooks?: InspectorSource['hooks'];
+  /** The clock a list's version counts minutes by (what is judged by time, such as a delivery id's hold, is judged again at least once a minute). */
+  now?: () => number;
 }
 
 type _Judge = (entry: LedgerEntry) => DeliveryTaken | null;
@@ -40,18 +45,28 @@ const _PREVIEW = 2000;
 /** The inspector's view over a state directory's ledger and store. */
 export function ledgerSource(options: LedgerSourceOptions): InspectorSource {
   const { tail, store } = options;
+  const facts = _factsMemo();
+  const versions = _versions(options);
   return {
     async list(filter) {
+      // Taken as the files are read (the entries are taken as that read left them): what is
+      // appended meanwhile is read by the next poll, whose version differs.
+      const version = await versions(filter);
+      if (filter.since === version) return { entries: [], unchanged: true, version };
       const takenBy = await _takenBy(options);
       const keep = _keep(filter, store, takenBy);
-      const summary = _summarize(store, takenBy, options.find);
+      const summary = _summarize(store, takenBy, options.find, facts);
       if (filter.more !== true) {
-        return { entries: await Promise.all((await tail.newest(filter.limit, keep)).map(summary)) };
+        return { entries: await Promise.all((await tail.newest(filter.limit, keep, false)).map(summary)), version };
       }
       // Read to the end, taking the first `limit` that pass and counting the rest.
       let passed = 0;
-      const entries = await tail.newest(Number.POSITIVE_INFINITY, (entry) => keep(entry) && ++passed <= filter.limit);
-      return { entries: await Promise.all(entries.map(summary)), more: passed - entries.length };
+      const entries = await tail.newest(
+        Number.POSITIVE_INFINITY,
+        (entry) => keep(entry) && ++passed <= filter.limit,
+        false,
+      );
+      return { entries: await Promise.all(entries.map(summary)), more: passed - entries.length, version };
     },
     async show(id) {
       const found = await options.find(id);
@@ -60,7 +75,7 @@ export function ledgerSource(options: LedgerSourceOptions): InspectorSource {
       const takenBy = await _takenBy(options);
       return {
         ...entry,
-        ...(await rowFacts(entry)),
+        ...(await facts(entry)),
         replayable: entry.body !== undefined,
         became: entry.became === undefined ? undefined : _became(entry, store),
         ...(await _resolution(entry, store, takenBy, options.find)),
@@ -139,16 +154,54 @@ function _summarize(
   store: LedgerSourceOptions['store'],
   takenBy: _TakenBy,
   find: LedgerSourceOptions['find'],
+  facts: (entry: LedgerEntry) => Promise<RowFacts>,
 ): (entry: LedgerEntry) => Promise<Record<string, unknown>> {
   return async (entry) => {
     const { headers: _headers, body: _body, ...rest } = entry;
     return {
       ...rest,
-      ...(await rowFacts(entry)),
+      ...(await facts(entry)),
       failed: failed(entry),
       replayable: entry.body !== undefined,
       ...(await _resolution(entry, store, takenBy, find)),
     };
+  };
+}
+
+// A list's version: the ledger's, the store's, the judge's (a reload makes a new one), the minute,
+// and the filter, so that a version sent with another filter never passes for this one's.
+function _versions(options: LedgerSourceOptions): (filter: InspectorFilter) => Promise<string> {
+  const judges = new WeakMap<_Judge, number>();
+  let seen = 0;
+  const now = options.now ?? Date.now;
+  return async (filter) => {
+    const judge = options.takenJudge === undefined ? undefined : await options.takenJudge();
+    if (judge !== undefined && !judges.has(judge)) judges.set(judge, ++seen);
+    const { since: _since, ...asked } = filter;
+    const parts = [
+      await options.tail.version(),
+      options.store.changes(),
+      judge === undefined ? 0 : judges.get(judge),
+      Math.floor(now() / 60_000),
+      JSON.stringify(asked),
+    ];
+    return createHash('sha256').update(parts.join('\n')).digest('base64url').slice(0, 22);
+  };
+}
+
+// A row's facts are the entry's alone and an entry never changes: worked out once for each of the
+// entries shown lately, not each time the page asks (they parse the body).
+const _FACTS_KEPT = 4_096;
+
+function _factsMemo(): (entry: LedgerEntry) => Promise<RowFacts> {
+  const known = new Map<string, RowFacts>();
+  return async (entry) => {
+    const kept = known.get(entry.id);
+    if (kept !== undefined) return kept;
+    const facts = await rowFacts(entry);
+    if (known.size >= _FACTS_KEPT) known.delete(known.keys().next().value!);
+    known.set(entry.id, facts);
+    return facts;
   };
 }
 

@@ -9,7 +9,9 @@ import { becameView, replaysView, resolutionWords } from './words.js';
 takeKey();
 
 const POLL_MS = 1500;
-const state = { selected: null, shown: '', timer: 0 };
+// `version` is the last list's, for the filters it was read with: the next poll sends it, and a
+// server with nothing new answers only that.
+const state = { selected: null, shown: '', timer: 0, version: null, versionOf: '' };
 
 function filters() {
   const query = new URLSearchParams();
@@ -108,7 +110,16 @@ function row(entry) {
 
 async function refresh() {
   try {
-    const { entries } = await api(`api/requests?${filters()}`);
+    const query = filters();
+    const asked = query.toString();
+    if (state.version && state.versionOf === asked) query.set('since', state.version);
+    const { entries, unchanged, version } = await api(`api/requests?${query}`);
+    state.version = version ?? null;
+    state.versionOf = asked;
+    if (unchanged) {
+      $('live').textContent = `live · ${$('list').children.length} shown · ${new Date().toLocaleTimeString()}`;
+      return;
+    }
     const key = JSON.stringify(entries.map((e) => [e.id, e.status, e.count, e.outcome]));
     $('live').textContent = `live · ${entries.length} shown · ${new Date().toLocaleTimeString()}`;
     $('loading').hidden = true;
@@ -313,6 +324,7 @@ async function select(id) {
 // After a replay: the list again at once, and the open request again (its replays and state may have changed).
 async function reload() {
   state.shown = '';
+  state.version = null;
   await refresh();
   if (state.selected !== null) await select(state.selected);
 }

@@ -141,6 +141,8 @@ export class Store {
   #compactQueued = false;
   // While the journal is replayed at open the backlog is counted once, at the end.
   #replaying = false;
+  // Moves with every line applied or taken back: what was read from the store is current while it holds.
+  #changes = 0;
 
   private constructor(journal: Journal, options: StoreOptions) {
     this.#journal = journal;
@@ -260,6 +262,11 @@ export class Store {
   /** The first answer to an earlier request with this key, while it is remembered. */
   replay(scope: string, key: string): StoredAnswer | null {
     return this.#keys.replay(scope, key);
+  }
+
+  /** A number that moves whenever the state changes (a line applied or taken back): a view built from the store is current while it holds. */
+  changes(): number {
+    return this.#changes;
   }
 
   /** A replayed (or resolved) root's record: what a replay claims it against. */
@@ -496,6 +503,7 @@ export class Store {
   }
 
   #forget(line: _Line): void {
+    this.#changes++;
     if (line.t !== 'commit') return;
     this.#session.forget(new Set(line.events?.map((e) => e.seq)));
     for (const run of line.runs ?? []) if (this.#runs.get(run.runId) === run) this.#setRun(run.runId, undefined);
@@ -511,6 +519,7 @@ export class Store {
   }
 
   #apply(line: _Line): void {
+    this.#changes++;
     this.#seq = Math.max(this.#seq, line.seq);
     if (line.t === 'commit') {
       if (line.events !== undefined) this.#session.add(line.events);

@@ -34,10 +34,11 @@ export function readLedger(stateDir: string, onDamaged?: (damaged: DamagedLine) 
 }
 
 // Follows a state directory's request ledger from its files: each read takes only what was
-// appended to a segment since the last one, and forgets the segments the writer has trimmed. Lines
-// are kept as text and parsed when first needed, once: an open inspector page asks for the newest
-// entries every second or two, and under load thousands arrive between two asks, so parsing all of
-// them would cost the server in proportion to its traffic rather than to what the page shows.
+// appended to a segment since the last one, and forgets the segments the writer has trimmed. An
+// open inspector page asks for the newest entries every second or two, and under load thousands
+// arrive between two asks: what is kept of each line is where it starts, and a line is read again,
+// decoded and parsed only when first needed, once. Decoding and keeping every appended line as
+// text cost the server in proportion to its traffic rather than to what the page shows.
 
 interface _Segment {
   file: string;
@@ -45,9 +46,12 @@ interface _Segment {
   number: number;
   /** Bytes read so far: always just after a newline, so a line still being written is read whole later. */
   offset: number;
-  lines: string[];
+  /** Where each whole line starts; it ends at the next one's start (or `offset`), with its newline. */
+  starts: number[];
   /** Each line once checked, by its index; `undefined` until then. */
   checked: (CheckedLedgerLine | null | undefined)[];
+  /** The text of the lines last read again, from line `from` on, until the next ones are needed. */
+  window: { from: number; lines: string[] } | null;
 }
 
 /** The ledger's entries, kept up to date from the files. */
@@ -56,6 +60,8 @@ export class LedgerTail {
   readonly #onDamaged: ((damaged: DamagedLine) => void) | undefined;
   readonly #segments = new Map<string, _Segment>();
   #reading: Promise<void> | null = null;
+  // Moves whenever a read finds the files changed: lines appended, a segment begun again or trimmed.
+  #changes = 0;
 
   constructor(stateDir: string, onDamaged?: (damaged: DamagedLine) => void) {
     this.#dir = join(stateDir, LEDGER_DIR);
@@ -73,8 +79,8 @@ export class LedgerTail {
     const seen = new Set<string>();
     const counts = new Map<string, CountLine>();
     for (const segment of this.#ordered()) {
-      for (let i = 0; i < segment.lines.length; i++) {
-        const line = this.#line(segment, i);
+      for (let i = 0; i < segment.starts.length; i++) {
+        const line = await this.#line(segment, i, 'forward');
         if (line?.kind === 'count') keepCount(counts, line.count);
         else if (line?.kind === 'entry' && !seen.has(line.entry.id)) {
           seen.add(line.entry.id);
@@ -86,13 +92,22 @@ export class LedgerTail {
     return entries.map((e) => withCount(e, counts)).sort((a, b) => (a.time < b.time ? -1 : a.time > b.time ? 1 : 0));
   }
 
-  /** The newest `limit` entries that `keep` takes, newest first, parsing no more lines than it must. */
-  async newest(limit: number, keep: (entry: LedgerEntry) => boolean): Promise<LedgerEntry[]> {
+  /** Reads what the files gained; answers a number that moves whenever what they hold changed, so that a view of them is current while it holds. */
+  async version(): Promise<number> {
     await this.#refresh();
+    return this.#changes;
+  }
+
+  /**
+   * The newest `limit` entries that `keep` takes, newest first, parsing no more lines than it must;
+   * `fresh: false` takes the files as the last read left them (a caller that just asked for the version).
+   */
+  async newest(limit: number, keep: (entry: LedgerEntry) => boolean, fresh = true): Promise<LedgerEntry[]> {
+    if (fresh) await this.#refresh();
     // Each lane is read backwards; the two are merged by time.
     const lanes = [...new Set(this.#ordered().map((s) => s.lane))].map((lane) => {
       const segments = this.#ordered().filter((s) => s.lane === lane).reverse();
-      return { segments, at: 0, index: (segments[0]?.lines.length ?? 0) - 1, head: null as LedgerEntry | null };
+      return { segments, at: 0, index: (segments[0]?.starts.length ?? 0) - 1, head: null as LedgerEntry | null };
     });
     const counts = new Map<string, CountLine>();
     const seen = new Set<string>();
@@ -102,12 +117,12 @@ export class LedgerTail {
         const segment = lane.segments[lane.at]!;
         if (lane.index < 0) {
           lane.at++;
-          lane.index = (lane.segments[lane.at]?.lines.length ?? 0) - 1;
+          lane.index = (lane.segments[lane.at]?.starts.length ?? 0) - 1;
           continue;
         }
         const paused = pause();
         if (paused !== null) await paused;
-        const line = this.#line(segment, lane.index--);
+        const line = await this.#line(segment, lane.index--, 'backward');
         if (line?.kind === 'count') keepCount(counts, line.count);
         else if (line?.kind === 'entry') return line.entry;
       }
@@ -142,10 +157,10 @@ export class LedgerTail {
   }
 
   // A line checked once: an entry, a count, or null for a blank or damaged one (reported once).
-  #line(segment: _Segment, index: number): CheckedLedgerLine | null {
+  async #line(segment: _Segment, index: number, way: _Way): Promise<CheckedLedgerLine | null> {
     const known = segment.checked[index];
     if (known !== undefined) return known;
-    const text = segment.lines[index]!;
+    const text = await this.#text(segment, index, way);
     let checked: CheckedLedgerLine | null = null;
     if (text !== '') {
       try {
@@ -160,6 +175,48 @@ export class LedgerTail {
     }
     segment.checked[index] = checked;
     return checked;
+  }
+
+  // A line's text: read again from the file with its neighbours the way the reader goes, up to a
+  // piece's worth, so that the lines a list walks through cost one read a piece. A segment trimmed
+  // meanwhile has no lines left to give.
+  async #text(segment: _Segment, index: number, way: _Way): Promise<string> {
+    const known = segment.window;
+    if (known !== null && index >= known.from && index < known.from + known.lines.length) {
+      return known.lines[index - known.from]!;
+    }
+    const { starts } = segment;
+    const end = (i: number) => starts[i + 1] ?? segment.offset;
+    let from = index;
+    let to = index;
+    if (way === 'backward') { while (from > 0 && end(index) - starts[from - 1]! <= _PIECE_BYTES) from--; }
+    else while (to + 1 < starts.length && end(to + 1) - starts[index]! <= _PIECE_BYTES) to++;
+    const bytes = await this.#bytes(segment.file, starts[from]!, end(to));
+    // Without its last newline; a file cut short leaves the lines past its end blank.
+    const lines = bytes.toString('utf8', 0, Math.max(bytes.length - 1, 0)).split('\n');
+    segment.window = { from, lines };
+    return lines[index - from] ?? '';
+  }
+
+  async #bytes(file: string, start: number, end: number): Promise<Buffer> {
+    try {
+      const { handle } = await openSegment(file);
+      try {
+        const buffer = Buffer.allocUnsafe(end - start);
+        let got = 0;
+        while (got < buffer.length) {
+          const { bytesRead } = await handle.read(buffer, got, buffer.length - got, start + got);
+          if (bytesRead === 0) break;
+          got += bytesRead;
+        }
+        return buffer.subarray(0, got);
+      } finally {
+        await handle.close();
+      }
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return Buffer.alloc(0);
+      throw _unreadable(file, error);
+    }
   }
 
   async #read(): Promise<void> {
@@ -178,7 +235,9 @@ export class LedgerTail {
       const m = SEGMENT.exec(name);
       return m === null ? [] : [[name, { lane: m[1]!, number: Number(m[2]) }] as const];
     }));
-    for (const name of this.#segments.keys()) if (!present.has(name)) this.#segments.delete(name);
+    for (const name of this.#segments.keys()) {
+      if (!present.has(name) && this.#segments.delete(name)) this.#changes++;
+    }
     for (const [name, at] of [...present].sort((a, b) => a[1].number - b[1].number)) await this.#follow(name, at);
   }
 
@@ -190,12 +249,11 @@ export class LedgerTail {
     } catch (error) {
       // Trimmed by the server between the listing and the read: its entries are gone, as they should be.
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
-      // Named like a segment, but not one the writer makes (a link, a FIFO, a folder): refused, never followed nor waited on.
-      const why = (error as NodeJS.ErrnoException).code === ErrorCode.NotASegment ? 'not a regular file' : _code(error);
-      throw new LedgerUnreadableError(`cannot read the request ledger file ${file}: ${why}`, { cause: error });
+      throw _unreadable(file, error);
     }
   }
 
+  // Finds where each line the segment gained starts, reading it in pieces; nothing is decoded.
   async #append(name: string, file: string, at: { lane: string; number: number }): Promise<void> {
     const { handle, info } = await openSegment(file);
     try {
@@ -203,29 +261,26 @@ export class LedgerTail {
       let segment = this.#segments.get(name);
       // A file shorter than what was read is not the one read before: start it again.
       if (segment === undefined || size < segment.offset) {
-        segment = { file, ...at, offset: 0, lines: [], checked: [] };
+        segment = { file, ...at, offset: 0, starts: [], checked: [], window: null };
         this.#segments.set(name, segment);
+        this.#changes++;
       }
-      // Read in pieces, each cut at its last line break: what is decoded and split in one turn of
-      // the event loop is a piece, never a whole segment of tens of MiB.
       const piece = Buffer.allocUnsafe(Math.min(_PIECE_BYTES, size - segment.offset));
-      let want = piece.length;
-      while (segment.offset < size) {
-        const length = Math.min(want, size - segment.offset);
-        const buffer = length <= piece.length ? piece : Buffer.allocUnsafe(length);
-        const { bytesRead } = await handle.read(buffer, 0, length, segment.offset);
-        if (bytesRead === 0) return;
-        const end = buffer.lastIndexOf(0x0a, bytesRead - 1);
-        if (end === -1) {
-          // No whole line yet: the writer is in the middle of one.
-          if (segment.offset + bytesRead >= size) return;
-          // A line longer than a piece (a large body): read again, twice as much.
-          want *= 2;
-          continue;
+      // A line still being written (no newline yet) is found again from its start next time.
+      let line = segment.offset;
+      for (let position = segment.offset; position < size;) {
+        const { bytesRead } = await handle.read(piece, 0, Math.min(piece.length, size - position), position);
+        if (bytesRead === 0) break;
+        const read = piece.subarray(0, bytesRead);
+        for (let nl = read.indexOf(0x0a); nl !== -1; nl = read.indexOf(0x0a, nl + 1)) {
+          segment.starts.push(line);
+          line = position + nl + 1;
         }
-        for (const line of buffer.toString('utf8', 0, end).split('\n')) segment.lines.push(line);
-        segment.offset += end + 1;
-        want = piece.length;
+        position += bytesRead;
+      }
+      if (line > segment.offset) {
+        segment.offset = line;
+        this.#changes++;
       }
     } finally {
       await handle.close();
@@ -233,7 +288,16 @@ export class LedgerTail {
   }
 }
 
-// The most of a segment read, decoded and split at once.
+type _Way = 'forward' | 'backward';
+
+// A segment named like one but not one the writer makes (a link, a FIFO, a folder) is refused,
+// never followed nor waited on; any other failure to read it is named.
+function _unreadable(file: string, error: unknown): LedgerUnreadableError {
+  const why = (error as NodeJS.ErrnoException).code === ErrorCode.NotASegment ? 'not a regular file' : _code(error);
+  return new LedgerUnreadableError(`cannot read the request ledger file ${file}: ${why}`, { cause: error });
+}
+
+// The most of a segment read at once (scanned for line breaks, or decoded again and split).
 const _PIECE_BYTES = 262_144;
 
 // The longest the list of a large ledger parses in one turn of the event loop: filtered down to a
