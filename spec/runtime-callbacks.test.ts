@@ -192,3 +192,31 @@ test('CallbackSender holds an origin back when the outcome of its attempt cannot
   await sender.stop();
   assert.equal(posts, 2);
 });
+
+test("CallbackSender never records or logs the URL a fetch error quotes (Deno's name it whole, query and all)", async (t) => {
+  const dir = await tempDir(t, 'callbacks-');
+  const { store } = await Store.open(dir, { idempotencyTtlMs: 60_000 });
+  defer(t, () => store.close());
+  const url = 'http://127.0.0.1:9/hooks/T0KEN-IN-PATH?token=QUERY-TOKEN';
+  await store.commit({ callbacks: [callback('msg_1', url)] });
+  const { log, lines } = captureLog();
+  // What Deno's fetch throws for a receiver that refuses the connection.
+  const denoError = new TypeError('fetch failed', {
+    cause: new Error(`error sending request for url (${url}): client error (Connect): tcp connect error`),
+  });
+  const sender = new CallbackSender({ store, config: config(), log, fetch: () => Promise.reject(denoError) });
+  defer(t, () => sender.stop());
+  sender.kick();
+  const entry = await until(
+    'the attempt',
+    () => (store.callback('msg_1')?.attempts === 1 ? store.callback('msg_1') : undefined),
+  );
+  assert.equal(
+    entry.lastError,
+    'no answer: TypeError: fetch failed: error sending request for url (http://127.0.0.1:9): client error (Connect): tcp connect error',
+  );
+  await until('the log line', () => lines.find((l) => l['msg'] === 'callback will retry'));
+  for (const text of [JSON.stringify(lines), JSON.stringify(store.callbacks().map(({ url: _, ...rest }) => rest))]) {
+    assert.equal(text.includes('TOKEN'), false, `a token of the URL is quoted: ${text}`);
+  }
+});

@@ -166,13 +166,23 @@ function _secrets(config: Config, mapping: string | undefined): readonly string[
 
 // Why an attempt failed, in words that quote no URL (its query may hold a token) and no secret.
 function _failure(answer: WebhookAnswer): string {
-  if (!answer.ok) return `no answer: ${clipLine(answer.message, MAX_ERROR)}`;
+  if (!answer.ok) return `no answer: ${clipLine(_withoutUrls(answer.message), MAX_ERROR)}`;
   if (answer.status >= 300 && answer.status < 400) {
     const to = answer.location === null ? '' : ` to ${_place(answer.location)}`;
     return `receiver answered ${answer.status}, a redirect${to}, which is not followed`;
   }
   const said = answer.text.trim() === '' ? '' : `: ${clipLine(answer.text, MAX_ERROR)}`;
   return `receiver answered ${answer.status}${said}`;
+}
+
+// A fetch error with each URL it quotes cut to its origin, as log lines and the listing name a
+// callback: Deno's errors name the URL whole ("error sending request for url (http://…?token=…):"),
+// Node's one with a user:password; a query or a path (Slack's, Discord's) may hold a token.
+function _withoutUrls(message: string): string {
+  return message.replace(/\bhttps?:\/\/[^\s"'<>]+/gi, (quoted) => {
+    const [, url = quoted, after = ''] = /^(.*?)([)\]:,.;]*)$/s.exec(quoted) ?? [];
+    return `${URL.canParse(url) ? new URL(url).origin : '(a URL)'}${after}`;
+  });
 }
 
 // Where a redirect pointed, without what could be secret in it (user:password, the query).
