@@ -40,6 +40,7 @@ test("callbackFor(): a mapping's onComplete, else for /agent the request's callb
   });
   assert.deepEqual(callbackFor(config, null, 'https://forms.example.com/a?b=1'), {
     url: 'https://forms.example.com/a?b=1',
+    requested: true,
     includeReply: true,
     maxAgeSeconds: 99,
   });
@@ -56,6 +57,16 @@ test("callbackFor(): a mapping's onComplete, else for /agent the request's callb
   assert.deepEqual(refused('https://forms.example.com:8443/a'), origin);
   assert.deepEqual(refused('http://forms.example.com/a'), origin);
   assert.deepEqual(refused('https://forms.example.com.evil.example/a'), origin);
+  assert.deepEqual(refused('https://forms.example.com./a'), origin, 'a trailing dot is another origin');
+  assert.deepEqual(refused('https://[::1]/a'), origin);
+  // What is sent to is the URL as parsed, so one the parser sees at the listed origin goes there.
+  for (
+    const [asked, sent] of [
+      ['HTTPS://FORMS.EXAMPLE.COM:443/a', 'https://forms.example.com/a'],
+      ['https://forms%2Eexample%2Ecom/a', 'https://forms.example.com/a'],
+      ['https://forms.example.com\\@evil.example/', 'https://forms.example.com/@evil.example/'],
+    ]
+  ) assert.equal(callbackFor(config, null, asked!)?.url, sent);
   assert.deepEqual(
     refused('https://ci.example.com/done'),
     origin,
@@ -70,6 +81,11 @@ test("callbackFor(): a mapping's onComplete, else for /agent the request's callb
     400,
     'ERR_INVALID_PAYLOAD',
     'callbackUrl: must be an http:// or https:// URL',
+  ]);
+  assert.deepEqual(refused('https://forms.example.com@evil.example/'), [
+    400,
+    'ERR_INVALID_PAYLOAD',
+    'callbackUrl: must not hold a user or password',
   ]);
   assert.deepEqual(refused('https://u:p@forms.example.com/a'), [
     400,

@@ -204,6 +204,22 @@ test("retryOperation: the retry's completion callback is decided again: a reques
   assert.equal(h.store.run('retry-2')?.callback?.url, 'http://127.0.0.1:9/mine');
 });
 
+test('retryOperation: a run that named no callbackUrl takes hooks.onComplete of now, after its URL changed or it was removed', async (t) => {
+  const secret = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
+  const h = await start(t, { hooks: { onComplete: { url: 'http://127.0.0.1:9/old', secret } } });
+  const first = await h.failed('default-1');
+  const second = await h.failed('default-2');
+  assert.equal(h.store.run(first)?.callback?.url, 'http://127.0.0.1:9/old');
+  h.reconfigure(
+    await specConfig(withHooks({ hooks: { onComplete: { url: 'http://127.0.0.1:9/new', secret } } }, TOKEN), h.dir),
+  );
+  assert.deepEqual(said(await h.retry([first])), [`${first} as retry-1`]);
+  assert.equal(h.store.run('retry-1')?.callback?.url, 'http://127.0.0.1:9/new');
+  h.reconfigure(await specConfig(withHooks({}, TOKEN), h.dir));
+  assert.deepEqual(said(await h.retry([second])), [`${second} as retry-2`]);
+  assert.equal(h.store.run('retry-2')?.callback, undefined, 'no callback is configured any more');
+});
+
 test('retryOperation: a claim held on the request (a replay or a retry running) refuses it; a retried request is not replayed, even forced', async (t) => {
   const h = await start(t);
   const id = await h.failed('claim-1');

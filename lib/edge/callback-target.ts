@@ -38,5 +38,5 @@ export function callbackFor(config: Config, mappingId: string | null, requested?
     const rule = 'callbackUrl: its origin is not one of hooks.callbackOrigins';
     throw new HttpError(400, ErrorCode.CallbackOrigin, rule, { cause: makeCause('policy', rule) });
   }
-  return { url: url.href, includeReply: signer.includeReply, maxAgeSeconds: signer.maxAgeSeconds };
+  return { url: url.href, requested: true, includeReply: signer.includeReply, maxAgeSeconds: signer.maxAgeSeconds };
 }

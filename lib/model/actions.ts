@@ -124,6 +124,8 @@ export interface CallbackSpec {
   url: string;
   /** The mapping whose `onComplete` secret signs it; absent: `hooks.onComplete`'s. */
   mapping?: string;
+  /** The request named the URL (`callbackUrl`); absent: the URL is the config's, taken afresh by a retry. */
+  requested?: true;
   /** Whether the model's reply text goes in the completion. */
   includeReply: boolean;
   /** How long after the run ended it is tried before it is given up on (dead). */

@@ -173,13 +173,12 @@ function _admitted(parts: RetryParts, run: RunRecord, record: RootRecord | null)
 
 // Where the retry's completion goes, decided again under the config of now: its mapping's
 // `onComplete`, `hooks.onComplete`, or the URL the request named, whose origin must still be allowed.
+// A run that named none takes hooks.onComplete of now, also when its URL changed or it is gone.
 function _callback(config: Config, run: RunRecord, label: string): CallbackSpec | undefined {
   try {
     if (run.mapping !== undefined) return callbackFor(config, run.mapping);
-    const asked = run.callback?.url;
-    return asked === undefined || asked === config.hooks.onComplete?.url
-      ? callbackFor(config, null)
-      : callbackFor(config, null, asked);
+    const asked = run.callback?.requested === true ? run.callback.url : undefined;
+    return callbackFor(config, null, asked);
   } catch (error) {
     if (!(error instanceof HttpError)) throw error;
     throw new HttpError(error.status, error.code, `${label}${error.message}`);

@@ -158,6 +158,7 @@ const runSpec = {
   callback: optional(object({
     url: text,
     mapping: optional(text),
+    requested: optional(boolean),
     includeReply: boolean,
     maxAgeSeconds: number({ integer: true, min: 1 }),
   })),
