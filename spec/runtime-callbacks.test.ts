@@ -220,3 +220,16 @@ test("CallbackSender never records or logs the URL a fetch error quotes (Deno's 
     assert.equal(text.includes('TOKEN'), false, `a token of the URL is quoted: ${text}`);
   }
 });
+
+test('CallbackSender names where a relative redirect pointed, read against the URL that answered it, without its query', async (t) => {
+  const a = await fake(t, (_req, res) => void res.writeHead(302, { location: '/moved/here?token=abc' }).end());
+  const h = await harness(t);
+  await h.store.commit({ callbacks: [callback('msg_1', `${a.url}/cb`)] });
+  h.sender.kick();
+  const entry = await until(
+    'the attempt',
+    () => (h.store.callback('msg_1')?.attempts === 1 ? h.store.callback('msg_1') : undefined),
+  );
+  assert.equal(entry.lastError, `receiver answered 302, a redirect to ${a.url}/moved/here, which is not followed`);
+  assert.equal(a.seen.length, 1, 'not followed');
+});

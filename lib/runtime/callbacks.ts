@@ -115,7 +115,7 @@ export class CallbackSender {
       this.#o.log.info('callback sent', { ..._fields(entry), attempts, ...status });
       return;
     }
-    const error = _failure(answer);
+    const error = _failure(answer, entry.url);
     const backoff = Math.min(this.#o.maxDelayMs ?? 300_000, (this.#o.baseDelayMs ?? 1_000) * 2 ** (attempts - 1)) *
       (this.#o.random ?? Math.random)();
     const wait = answer.ok ? answer.retryAfterMs : undefined;
@@ -165,10 +165,10 @@ function _secrets(config: Config, mapping: string | undefined): readonly string[
 }
 
 // Why an attempt failed, in words that quote no URL (its query may hold a token) and no secret.
-function _failure(answer: WebhookAnswer): string {
+function _failure(answer: WebhookAnswer, url: string): string {
   if (!answer.ok) return `no answer: ${clipLine(_withoutUrls(answer.message), MAX_ERROR)}`;
   if (answer.status >= 300 && answer.status < 400) {
-    const to = answer.location === null ? '' : ` to ${_place(answer.location)}`;
+    const to = answer.location === null ? '' : ` to ${_place(answer.location, url)}`;
     return `receiver answered ${answer.status}, a redirect${to}, which is not followed`;
   }
   const said = answer.text.trim() === '' ? '' : `: ${clipLine(answer.text, MAX_ERROR)}`;
@@ -186,9 +186,10 @@ function _withoutUrls(message: string): string {
 }
 
 // Where a redirect pointed, without what could be secret in it (user:password, the query).
-function _place(location: string): string {
-  if (!URL.canParse(location)) return '(an address that is not a URL)';
-  const url = new URL(location);
+function _place(location: string, base?: string): string {
+  // A Location is often relative ("/moved"): it is read against the URL that answered it.
+  if (!URL.canParse(location, base)) return '(an address that is not a URL)';
+  const url = new URL(location, base);
   return clipLine(`${url.origin}${url.pathname}`, MAX_ERROR);
 }
 
