@@ -233,3 +233,29 @@ test('CallbackSender names where a relative redirect pointed, read against the U
   assert.equal(entry.lastError, `receiver answered 302, a redirect to ${a.url}/moved/here, which is not followed`);
   assert.equal(a.seen.length, 1, 'not followed');
 });
+
+test('CallbackSender signs each attempt afresh: its own timestamp, and the secrets of a reload since', async (t) => {
+  let answer = 500;
+  const a = await fake(t, (_req, res) => json(res, answer, {}));
+  const h = await harness(t);
+  const rotated = `whsec_${randomBytes(32).toString('base64')}`;
+  // The first attempt is made ten minutes ago: a receiver would refuse its timestamp now.
+  h.clock.now = Date.now() - 600_000;
+  await h.store.commit({ callbacks: [callback('msg_1', a.url, 3600)] });
+  h.sender.kick();
+  await until('attempt 1', () => (h.store.callback('msg_1')?.attempts === 1 ? true : undefined));
+  const first = a.seen[0]!;
+  assert.throws(() => new Webhook(SECRET).verify(first.body, first.headers as Record<string, string>), /too old/i);
+  h.sender.reconfigure(config(rotated));
+  answer = 200;
+  h.clock.now = Date.now();
+  h.sender.kick();
+  await until('sent', () => (h.store.callback('msg_1')?.state === 'sent' ? true : undefined));
+  const second = a.seen[1]!;
+  const headers = second.headers as Record<string, string>;
+  assert.equal(headers['webhook-id'], first.headers['webhook-id'], 'the same id on every attempt');
+  assert.equal(Number(headers['webhook-timestamp']), Math.floor(h.clock.now / 1000));
+  assert.equal(second.body, first.body, 'the same bytes on every attempt');
+  assert.deepEqual(new Webhook(rotated).verify(second.body, headers), JSON.parse(second.body));
+  assert.throws(() => new Webhook(SECRET).verify(second.body, headers), /signature/i, 'the old secret is gone');
+});
