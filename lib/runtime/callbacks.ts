@@ -180,8 +180,11 @@ function _failure(answer: WebhookAnswer, url: string): string {
 // Node's one with a user:password; a query or a path (Slack's, Discord's) may hold a token.
 function _withoutUrls(message: string): string {
   return message.replace(/\bhttps?:\/\/[^\s"'<>]+/gi, (quoted) => {
-    const [, url = quoted, after = ''] = /^(.*?)([)\]:,.;]*)$/s.exec(quoted) ?? [];
-    return `${URL.canParse(url) ? new URL(url).origin : '(a URL)'}${after}`;
+    // The punctuation the URL is quoted in stays: "(url):" keeps its "):".
+    let end = quoted.length;
+    while (end > 0 && ')]:,.;'.includes(quoted[end - 1]!)) end--;
+    const url = quoted.slice(0, end);
+    return `${URL.canParse(url) ? new URL(url).origin : '(a URL)'}${quoted.slice(end)}`;
   });
 }
 
