@@ -663,6 +663,8 @@ test('POST /hooks/agent records every option of the run', async (t) => {
     ...request,
     runId: reply.body['runId'],
     hook: 'agent',
+    // The request chose the session key: a retry of the run is held to allowRequestSessionKey then.
+    requestKey: true,
     status: 'pending',
     attempts: 0,
   });

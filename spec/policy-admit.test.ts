@@ -179,6 +179,7 @@ test('admitRun() builds a run with every option, resolving session key, agent an
     name: 'Hook',
     message: 'summarise the inbox',
     sessionKey: 'hook:mail',
+    requestKey: true,
     agentId: 'Research',
     wakeMode: 'next-heartbeat',
     deliver: false,

@@ -220,6 +220,24 @@ test('retryOperation: a run that named no callbackUrl takes hooks.onComplete of 
   assert.equal(h.store.run('retry-2')?.callback, undefined, 'no callback is configured any more');
 });
 
+test('retryOperation: a session key the request chose is judged again by hooks.allowRequestSessionKey of now', async (t) => {
+  const h = await start(t, { hooks: { allowRequestSessionKey: true } });
+  const answer = await post(h.url, '/hooks/agent', {
+    headers: AUTH,
+    body: { message: 'keyed', deliver: false, sessionKey: 'hook:chosen' },
+  });
+  const id = answer.body['runId'] as string;
+  assert.equal(h.store.run(id)?.requestKey, true);
+  await h.end(id, 'error');
+  const configured = await h.failed('configured-1');
+  assert.equal(h.store.run(configured)?.requestKey, undefined, 'a key the request did not choose');
+  h.reconfigure(await specConfig(withHooks({}, TOKEN), h.dir));
+  assert.deepEqual(said(await h.retry([id, configured])), [
+    `ERR_NOT_ALLOWED run ${id}: sessionKey: may not be chosen by the request while hooks.allowRequestSessionKey is false`,
+    `${configured} as retry-1`,
+  ]);
+});
+
 test('retryOperation: a claim held on the request (a replay or a retry running) refuses it; a retried request is not replayed, even forced', async (t) => {
   const h = await start(t);
   const id = await h.failed('claim-1');

@@ -143,6 +143,8 @@ export interface RunSpec extends _RunFields {
   agentId: string;
   /** The id of the request that was answered with this run, so logs lead from one to the other. */
   requestId?: string;
+  /** The request chose `sessionKey` (not the configuration): a retry is held to `hooks.allowRequestSessionKey` of its time too. */
+  requestKey?: boolean;
   /** Where its completion is POSTed when it ends (`onComplete`, or `/agent`'s `callbackUrl`). */
   callback?: CallbackSpec;
   /** The failed run this one runs again (`runs retry`): same message and options, admitted by the policy of its time. */

@@ -84,6 +84,7 @@ export function admitRun(
     channel: action.channel,
   };
   if (action.untrustedName === true) run.untrustedName = true;
+  if (action.sessionKey?.trusted === false) run.requestKey = true;
   if (action.to !== undefined) run.to = action.to;
   if (action.to !== undefined && action.toConfigured === true) run.toConfigured = true;
   if (action.accountId !== undefined) run.accountId = action.accountId;

@@ -201,8 +201,10 @@ function _doneElsewhere(run: RunRecord, record: RootRecord | null): string | nul
   return null;
 }
 
-// What the run was asked to do, as an action: the stored key is the one the run used, written by
-// whoever chose it then; the prefixes and the agent's namespace judge it again.
+// What the run was asked to do, as an action: the stored key is the one the run used, judged again
+// as written by whoever chose it then (a key the request chose by hooks.allowRequestSessionKey too;
+// a run recorded before that was kept counts as the configuration's), then by the prefixes and the
+// agent's namespace.
 function _action(run: RunRecord): AgentAction {
   const action: AgentAction = {
     kind: 'agent',
@@ -213,7 +215,7 @@ function _action(run: RunRecord): AgentAction {
     deliver: run.deliver,
     channel: run.channel,
     agentId: run.agentId,
-    sessionKey: { value: run.sessionKey, trusted: true },
+    sessionKey: { value: run.sessionKey, trusted: run.requestKey !== true },
   };
   if (run.untrustedName === true) action.untrustedName = true;
   if (run.to !== undefined) action.to = run.to;

@@ -164,6 +164,7 @@ const runSpec = {
   })),
   retryOf: optional(string({ nonEmpty: true })),
   notBefore: optional(text),
+  requestKey: optional(boolean),
 };
 const windowShape = object({
   group: text,
