@@ -51,6 +51,10 @@ export const ErrorCode = {
   ControlConnect: 'ERR_CONTROL_CONNECT',
   ControlClosed: 'ERR_CONTROL_CLOSED',
   ControlAnswer: 'ERR_CONTROL_ANSWER',
+  // Pause, resume and drop over the control channel: a name that is no hook of the configuration
+  // (404), and a resume or drop of a hook that is not paused (409).
+  UnknownHook: 'ERR_UNKNOWN_HOOK',
+  NotPaused: 'ERR_NOT_PAUSED',
   // The inspector: a `Host` that does not name its listener (421), and a request without a live session (401).
   Misdirected: 'ERR_MISDIRECTED',
   NoSession: 'ERR_NO_SESSION',

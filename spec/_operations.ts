@@ -20,7 +20,7 @@ export function operationParts(over: Partial<OperationParts> = {}): OperationPar
     url: () => 'http://127.0.0.1:8789',
     store: {
       backlog: () => ({ events: 3, bytes: 120 }),
-      outboxCounts: () => ({ pending: 1, sent: 5, dead: 2 }),
+      outboxCounts: () => ({ pending: 1, sent: 5, dead: 2, dropped: 0 }),
       callbackCounts: () => ({ pending: 0, sent: 3, dead: 1 }),
       stats: () => ({
         idempotencyKeys: 0,

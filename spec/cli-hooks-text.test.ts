@@ -48,3 +48,22 @@ test('hookLines() with every hook idle says so in one line, and nothing for no h
   assert.deepEqual(hookLines([hook('agent')]), ['the one hook idle, no control set']);
   assert.deepEqual(hookLines([]), []);
 });
+
+test('hookLines() says of a paused hook since and until when, its runs queued, wakes held, outbox entries waiting and its oldest', () => {
+  const now = Date.parse('2026-01-01T01:00:00Z');
+  const paused = {
+    hook: 'ci',
+    running: 0,
+    queued: 3,
+    concurrency: null,
+    maxQueued: null,
+    paused: { since: 'S', until: 'U', wakes: 2, outbox: 1, oldest: '2026-01-01T00:55:50Z' },
+  };
+  assert.deepEqual(hookLines([paused], now), [
+    'ci: paused since S until U, 3 queued, 2 wakes held, 1 outbox entry waiting, oldest waiting 4m 10s',
+  ]);
+  const { until: _, oldest: __, ...bare } = paused.paused;
+  assert.deepEqual(hookLines([{ ...paused, queued: 0, paused: { ...bare, wakes: 0, outbox: 0 } }], now), [
+    'ci: paused since S',
+  ]);
+});

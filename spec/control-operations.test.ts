@@ -27,7 +27,7 @@ test('serverStatus() reports pid, uptime, address, state, backlog, outbox (null 
   const hooks = [{ hook: 'agent', running: 1, queued: 2, concurrency: 1, maxQueued: null }];
   assert.deepEqual(serverStatus(parts({ hooks: () => hooks })).hooks, hooks);
   const forward = serverStatus(parts({ retryOutbox: () => Promise.resolve({ retried: [], notRetryable: [] }) }));
-  assert.deepEqual(forward.outbox, { pending: 1, sent: 5, dead: 2 });
+  assert.deepEqual(forward.outbox, { pending: 1, sent: 5, dead: 2, dropped: 0 });
 });
 
 test('serverOperations(): reload answers the verdict; outbox.retry checks its args and needs forward mode', async () => {

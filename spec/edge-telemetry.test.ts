@@ -372,7 +372,7 @@ function sources(over: Partial<TelemetrySources> = {}): TelemetrySources {
         compactionFailures: 0,
       }),
       runs: () => [],
-      outboxCounts: () => ({ pending: 0, sent: 0, dead: 0 }),
+      outboxCounts: () => ({ pending: 0, sent: 0, dead: 0, dropped: 0 }),
       callbackCounts: () => ({ pending: 0, sent: 0, dead: 0 }),
     },
     limiter: () => ({ keys: 0, locked: 0, lockouts: 0 }),
@@ -484,7 +484,11 @@ test("docs/operations.md's metrics table lists every metric /metrics exports, wi
   } as unknown as RunRecord;
   const telemetry = createTelemetry(
     sources({
-      store: { ...sources().store, runs: () => [run], outboxCounts: () => ({ pending: 1, sent: 0, dead: 0 }) },
+      store: {
+        ...sources().store,
+        runs: () => [run],
+        outboxCounts: () => ({ pending: 1, sent: 0, dead: 0, dropped: 0 }),
+      },
       hooks: () => [{ hook: 'ci', running: 1, queued: 1, concurrency: 1, maxQueued: null }],
     }),
   );
@@ -532,4 +536,26 @@ test("parseExposition() (the spec's parser) refuses what Prometheus would refuse
   const page = parseExposition('# HELP a h\\nx\n# TYPE a counter\na{x="q\\"\\\\\\n",y=""} +Inf\n');
   assert.equal(page.help.get('a'), 'h\nx');
   assert.deepEqual(page.samples, [{ name: 'a', labels: { x: 'q"\\\n', y: '' }, value: Infinity }]);
+});
+
+test('the paused hooks: hooks_paused, what each holds by kind, and how long its oldest has waited', () => {
+  const oldest = new Date(Date.now() - 90_000).toISOString();
+  const page = parseExposition(
+    createTelemetry(sources({
+      paused: () => [
+        { hook: 'ci', runs: 3, wakes: 1, outbox: 0, oldest },
+        { hook: 'agent', runs: 0, wakes: 0, outbox: 0 },
+      ],
+    })).render(),
+  );
+  assert.equal(valueOf(page, 'hooks_paused', { hook: 'ci' }), 1);
+  assert.equal(valueOf(page, 'hooks_paused', { hook: 'agent' }), 1);
+  assert.equal(valueOf(page, 'hooks_paused_waiting', { hook: 'ci', kind: 'runs' }), 3);
+  assert.equal(valueOf(page, 'hooks_paused_waiting', { hook: 'ci', kind: 'wakes' }), 1);
+  const waited = valueOf(page, 'hooks_paused_oldest_seconds', { hook: 'ci' }) ?? 0;
+  assert.ok(waited >= 90, String(waited));
+  assert.equal(
+    page.samples.some((s) => s.name === 'hooks_paused_oldest_seconds' && s.labels['hook'] === 'agent'),
+    false,
+  );
 });

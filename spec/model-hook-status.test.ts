@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { hookStatuses } from '../lib/model/hook-status.ts';
+import { hookStatuses, withPauses } from '../lib/model/hook-status.ts';
 
 test('hookStatuses() lists agent, wake, then each mapping id once, then hooks with runs the config no longer names', () => {
   const hooks = {
@@ -29,4 +29,14 @@ test('hookStatuses() gives each hook its coalescing windows open and the coalesc
     maxWaitSeconds: 300,
     messages: 'latest',
   }]);
+});
+
+test('withPauses() gives each paused hook its pause, and adds a paused hook the config no longer names', () => {
+  const statuses = [{ hook: 'agent', running: 0, queued: 2, concurrency: null, maxQueued: null }];
+  const pause = { since: 'S', wakes: 1, outbox: 0 };
+  assert.deepEqual(withPauses(statuses, []), statuses);
+  assert.deepEqual(withPauses(statuses, [{ hook: 'agent', ...pause }, { hook: 'gone', ...pause }]), [
+    { ...statuses[0], paused: pause },
+    { hook: 'gone', running: 0, queued: 0, concurrency: null, maxQueued: null, paused: pause },
+  ]);
 });

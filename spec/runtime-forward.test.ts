@@ -117,7 +117,7 @@ test('forward mode: a 400 from the upstream makes the entry dead at once, with i
   assert.equal(entry!.attempts, 1);
   assert.equal(entry!.lastError, 'upstream answered 400: channel must be last|telegram');
   assert.equal(entry!.refusedField, 'channel', 'the field the upstream refused');
-  assert.deepEqual(h.store.outboxCounts(), { pending: 0, sent: 0, dead: 1 });
+  assert.deepEqual(h.store.outboxCounts(), { pending: 0, sent: 0, dead: 1, dropped: 0 });
   const page = createTelemetry({
     store: h.store,
     limiter: () => ({ keys: 0, locked: 0, lockouts: 0 }),

@@ -15,6 +15,9 @@ const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   try: async () => (await import('./try.ts')).tryCommand,
   reload: async () => (await import('./reload.ts')).reload,
   status: async () => (await import('./status.ts')).status,
+  pause: async () => (await import('./pause.ts')).pause,
+  resume: async () => (await import('./pause.ts')).resume,
+  drop: async () => (await import('./pause.ts')).drop,
   send: async () => (await import('./send.ts')).send,
   outbox: async () => (await import('./outbox.ts')).outbox,
   sign: async () => (await import('./sign.ts')).sign,
@@ -43,6 +46,9 @@ Commands:
   try       show what a request to a hook would become, enqueuing nothing
   reload    make the running server re-read its config and print its verdict
   status    whether the server runs, and how it is doing
+  pause     hold a hook's work (runs, wakes, outbox) until resumed; list paused hooks
+  resume    let a paused hook's work go, in the order it came
+  drop      discard what a paused hook holds
   send      send a test message through a channel
   alerts    send a test alert to the owner (see "alerts --help")
   outbox    forward mode: list the outbox, send dead entries again

@@ -3,7 +3,8 @@
 
 import { type EntryFilter, failed, filterEntries, findEntry } from '../store/ledger/read.ts';
 import type { LedgerEntry } from '../model/ledger-entry.ts';
-import { readEvents, readRuns } from '../store/journal/read.ts';
+import { readDrops, readEvents, readRuns } from '../store/journal/read.ts';
+import { dropOf, type DropRecord } from '../store/journal/pauses.ts';
 import type { RunRecord, SessionEvent } from '../model/records.ts';
 import { sleep } from '../retry.ts';
 import { type Command, COMMON, type Flags } from './command.ts';
@@ -122,12 +123,18 @@ async function _list(flags: Flags, io: Io): Promise<number> {
   if (ledger === null) return FAILURE;
   let roots = await ledger.roots();
   let taken: TakenIds = new Map();
+  let drops = await readDrops(ledger.dir);
   const print = (entry: LedgerEntry) => {
     const resolution = resolutionFor(entry, roots, taken);
+    const dropped = dropOf(drops, entry);
     io.stdout(
       flags.json
-        ? jsonLine(resolution === undefined ? entry : { ...entry, resolution })
-        : formatEntryLine(entry, resolution),
+        ? jsonLine({
+          ...entry,
+          ...(resolution === undefined ? {} : { resolution }),
+          ...(dropped === undefined ? {} : { dropped }),
+        })
+        : withDrop(formatEntryLine(entry, resolution), dropped),
     );
   };
   let entries = await ledger.read();
@@ -143,6 +150,7 @@ async function _list(flags: Flags, io: Io): Promise<number> {
     entries = await ledger.read();
     if (entries === null) return FAILURE;
     roots = await ledger.roots();
+    drops = await readDrops(ledger.dir);
     if (filter.failed === true) taken = await _taken(ledger.dir, entries, roots, taken);
     for (const entry of _matching(entries, roots, taken, filter, flags.all === true)) {
       if (shown.get(entry.id) === (entry.count ?? 1)) continue;
@@ -169,6 +177,7 @@ async function _show(flags: Flags, id: string, io: Io): Promise<number> {
   const roots = await ledger.roots();
   const taken = failed(entry) ? await takenByOthers(ledger.dir, [entry], entries) : new Map();
   const resolution = resolutionFor(entry, roots, taken);
+  const dropped = dropOf(await readDrops(ledger.dir), entry);
   if (flags.json) {
     io.stdout(
       jsonLine({
@@ -177,12 +186,26 @@ async function _show(flags: Flags, id: string, io: Io): Promise<number> {
         events,
         replays: replays.map((e) => ({ id: e.id, time: e.time, status: e.status })),
         ...(resolution === undefined ? {} : { resolution }),
+        ...(dropped === undefined ? {} : { dropped }),
       }),
     );
     return 0;
   }
   io.stdout(formatEntry(entry, { runs, events, replays, ...(resolution === undefined ? {} : { resolution }) }));
+  if (dropped !== undefined) io.stdout(`${escapeControls(droppedText(dropped), false)}\n`);
   return 0;
+}
+
+/** What a drop record says of its request: its waiting work discarded while its hook was paused. */
+export function droppedText(drop: DropRecord): string {
+  return `dropped at ${drop.time}: its waiting work was discarded while hook ${drop.hook} was paused`;
+}
+
+// An entry's list line with its drop, if its work was dropped.
+function withDrop(line: string, drop: DropRecord | undefined): string {
+  return drop === undefined
+    ? line
+    : `${line.slice(0, -1)}  ${escapeControls(`dropped (${drop.hook} paused)`, false)}\n`;
 }
 
 // The entries the filters pick; with --failed, one per original still unresolved (every failure with --all).

@@ -22,10 +22,13 @@ import { exists, FAILURE, type Io, messagePrefix, USAGE } from './io.ts';
 import { loadConfigFor } from './load-config.ts';
 import {
   builtOnFirstCall,
+  DROP_OP,
+  PAUSE_OP,
   REDELIVER_OP,
   RELOAD_PLAN_OP,
   REPLAY_OP,
   RESOLVE_OP,
+  RESUME_OP,
   RETRY_OP,
   serverOperations,
   TRY_OP,
@@ -397,6 +400,7 @@ async function _control(
       limits: () => service.app.limitStats(),
       settled: () => service.ledger?.counted() ?? Promise.resolve(),
     }),
+    ..._pauseOps(service),
     [REPLAY_OP]: more.replay,
     [RESOLVE_OP]: more.resolve,
     [RETRY_OP]: more.retry,
@@ -435,6 +439,15 @@ function _inspectLogin(inspector: RunningInspector | null): Promise<unknown> {
   return Promise.resolve(inspector.login());
 }
 
+// pause, resume and drop (lib/server/pauses.ts).
+function _pauseOps(service: Service): Record<string, ControlHandler> {
+  return {
+    [PAUSE_OP]: (args) => service.pauses.pause(args),
+    [RESUME_OP]: (args) => service.pauses.resume(args),
+    [DROP_OP]: (args) => service.pauses.drop(args),
+  };
+}
+
 // The inspector page's listener when the config turns it on; `false` when it cannot listen (the
 // server does not start half-way: the operator asked for the page).
 async function _inspector(
@@ -464,6 +477,7 @@ async function _inspector(
       redeliver: (ids) => ops.redeliver({ ids }),
       takenJudge: () => service.app.takenJudge(),
       hooks: () => service.hookStatus(),
+      pause: (hook, paused) => paused ? service.pauses.pause({ hook }) : service.pauses.resume({ hook }),
     });
   } catch (error) {
     io.stderr(`${messagePrefix(io)}: cannot listen for the inspector: ${(error as Error).message}\n`);

@@ -84,6 +84,10 @@ export const RETRY_OP = 'runs.retry';
 export const REDELIVER_OP = 'runs.redeliver';
 /** The operation of `hooks-ingress reload --dry-run` (its server side is lib/server/reload-plan.ts). */
 export const RELOAD_PLAN_OP = 'reload.plan';
+/** The operations of `hooks-ingress pause`, `resume` and `drop` (their server side is lib/server/pauses.ts). */
+export const PAUSE_OP = 'hooks.pause';
+export const RESUME_OP = 'hooks.resume';
+export const DROP_OP = 'hooks.drop';
 /** The operation of `hooks-ingress try` (its server side is lib/server/try.ts). */
 export const TRY_OP = 'try';
 

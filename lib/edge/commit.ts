@@ -16,6 +16,7 @@ import type { Became } from '../model/ledger-entry.ts';
 import type { EventOutcome, NewEvent } from '../store/journal/session-events.ts';
 import type { OutboxSpec } from '../store/journal/outbox.ts';
 import type { Effects, Joined, Store } from '../store/journal/store.ts';
+import type { HeldWake } from '../store/journal/pauses.ts';
 import type { IdempotencyWrite, NoticeRecord, RunRecord, SessionEvent, StoredAnswer } from '../model/records.ts';
 import type { Alerts } from '../model/alerts.ts';
 import { type Answer, errorAnswer } from './answer.ts';
@@ -210,7 +211,14 @@ function _effects(
   const notices: NoticeSpec[] = [];
   for (const a of accepted.actions) {
     if (a.kind === 'wake') {
-      const event: NewEvent = { kind: 'system', text: a.action.text, source: accepted.source, coalesce: true };
+      const event: NewEvent = {
+        kind: 'system',
+        text: a.action.text,
+        source: accepted.source,
+        coalesce: true,
+        // The hook whose pause holds it (model/work-hook.ts).
+        workHook: workHook(accepted, 'wake'),
+      };
       event.mode = a.action.mode;
       event.requestId = requestId;
       if (a.target.agentId !== undefined) event.agentId = a.target.agentId;
@@ -227,7 +235,7 @@ const _forward: _Destination = async (ctx, request, accepted, idem, answer) => {
   // A notify action never gets here: the plan refuses it in forward mode, which has no channel of its own.
   const outbox = accepted.actions.flatMap((a) =>
     a.kind === 'wake'
-      ? [_outboxWake(ctx, a.action, a.target, accepted.defaultAgentId, request)]
+      ? [_outboxWake(ctx, a.action, a.target, accepted, request)]
       : a.kind === 'agent'
       ? [_outboxAgent(ctx, a.action, a.run, request)]
       : []
@@ -336,7 +344,7 @@ function _outboxWake(
   ctx: CommitOptions,
   action: WakeAction,
   target: WakeTarget,
-  defaultAgentId: string,
+  { defaultAgentId, mapping }: Pick<Accepted, 'defaultAgentId' | 'mapping'>,
   request: Pick<HookRequest, 'id' | 'name'>,
 ): OutboxSpec {
   // The agent as the request or mapping named it, unless it fell back to the default (then the upstream's own choice, hooks.forward.agentId).
@@ -348,6 +356,7 @@ function _outboxWake(
     target: 'wake',
     body: upstreamWake(sent, ctx.config.hooks.forward?.agentId),
     hook: request.name,
+    ...(mapping === undefined ? {} : { mapping }),
     requestId: request.id,
   };
 }
@@ -363,16 +372,19 @@ function _outboxAgent(
     target: 'agent',
     body: upstreamAgent(action, run),
     hook: request.name,
+    ...(run.mapping === undefined ? {} : { mapping: run.mapping }),
     requestId: request.id,
     runId: run.runId,
   };
 }
 
 // The answer to a request that added wakes says what became of them, as OpenClaw's does:
-// `queued` when any became an event, `coalesced` when each was already its session's newest unread one.
+// `queued` when any became an event, `coalesced` when each was already its session's newest unread one;
+// and `held` when none became an event because its hook is paused.
 function _withOutcome(answer: Answer, outcomes: readonly EventOutcome[]): Answer {
   if (outcomes.length === 0) return answer;
-  return { ...answer, body: { ...answer.body, eventOutcome: outcomes.includes('queued') ? 'queued' : 'coalesced' } };
+  const outcome = outcomes.includes('queued') ? 'queued' : outcomes.includes('held') ? 'held' : 'coalesced';
+  return { ...answer, body: { ...answer.body, eventOutcome: outcome } };
 }
 
 // What a commit made, for the ledger: only the kinds it made.
@@ -382,6 +394,7 @@ function _became(
     runs: readonly RunRecord[];
     notices: readonly NoticeRecord[];
     joined: Joined;
+    held: readonly HeldWake[];
   },
 ): Became {
   const became: Became = {};
@@ -389,6 +402,7 @@ function _became(
   if (committed.runs.length > 0) became.runs = committed.runs.map((r) => r.runId);
   if (committed.joined.size > 0) became.joined = joinedRuns(committed.joined);
   if (committed.notices.length > 0) became.deliveries = committed.notices.map((n) => n.deliveryId);
+  if (committed.held.length > 0) became.held = committed.held.map((h) => h.id);
   return became;
 }
 

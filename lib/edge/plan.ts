@@ -77,6 +77,8 @@ export interface Accepted {
   actions: readonly PlannedAction[];
   /** Where its wakes' events come from (`wake`, `hook:<name>`); a `now` one requests a heartbeat from there. */
   source: string;
+  /** The mapping that made its actions; absent for /wake and /agent (model/work-hook.ts names their hook). */
+  mapping?: string;
   /** Whether the request asked to be answered when its runs finished. */
   wait: boolean;
   /** Names a wake text that is too long. */
@@ -361,6 +363,7 @@ async function _mapped(ctx: _Context, { request, body }: Parsed, seen: _Seen): P
   const accepted: Accepted = {
     actions,
     source: `hook:${hook}`,
+    mapping: outcome.mappingId,
     wait: outcome.waitForCompletion,
     field,
     defaultAgentId: ctx.admission.agents.agents.defaultAgentId,

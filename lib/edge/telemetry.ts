@@ -24,6 +24,18 @@ export interface TelemetrySources {
   waiters?: () => number;
   /** Each hook's work now (lib/model/hook-status.ts). */
   hooks?: () => readonly HookStatus[];
+  /** The paused hooks, what each holds and when the oldest of it arrived (lib/server/pauses.ts). */
+  paused?: () => readonly PausedCounts[];
+}
+
+/** A paused hook as the metrics read it. */
+export interface PausedCounts {
+  hook: string;
+  runs: number;
+  wakes: number;
+  outbox: number;
+  /** When the oldest thing it holds arrived (ISO); absent when it holds nothing. */
+  oldest?: string;
 }
 
 /**
@@ -54,6 +66,7 @@ export function createTelemetry(sources: TelemetrySources): Telemetry {
   _runGauges(m, sources);
   _hookGauges(m, sources);
   _storeGauges(m, sources);
+  if (sources.paused !== undefined) _pauseGauges(m, sources.paused);
   return {
     contentType: CONTENT_TYPE,
     request: requests.request,
@@ -184,7 +197,7 @@ function _storeGauges(m: Metrics, sources: TelemetrySources): void {
   m.gauge('hooks_journal_bytes', 'Size of the journal file.', [], () => sources.store.stats().journalBytes);
   m.gauge(
     'hooks_outbox_entries',
-    'Forward mode: retained outbox entries by state (pending, sent, dead).',
+    'Forward mode: retained outbox entries by state (pending, sent, dead, dropped).',
     ['state'],
     () =>
       Object.entries(sources.store.outboxCounts()).map((
@@ -199,6 +212,35 @@ function _storeGauges(m: Metrics, sources: TelemetrySources): void {
       Object.entries(sources.store.callbackCounts()).map((
         [state, n],
       ): [Record<string, string>, number] => [{ state }, n]),
+  );
+}
+
+function _pauseGauges(m: Metrics, paused: () => readonly PausedCounts[]): void {
+  m.gauge(
+    'hooks_paused',
+    'Hooks paused (hooks-ingress pause): 1 for each.',
+    ['hook'],
+    () => paused().map((p): [Record<string, string>, number] => [{ hook: p.hook }, 1]),
+  );
+  m.gauge(
+    'hooks_paused_waiting',
+    'What a paused hook holds, by kind: runs waiting, wakes held, outbox entries waiting.',
+    ['hook', 'kind'],
+    () =>
+      paused().flatMap((p): [Record<string, string>, number][] => [
+        [{ hook: p.hook, kind: 'runs' }, p.runs],
+        [{ hook: p.hook, kind: 'wakes' }, p.wakes],
+        [{ hook: p.hook, kind: 'outbox' }, p.outbox],
+      ]),
+  );
+  m.gauge(
+    'hooks_paused_oldest_seconds',
+    'How long the oldest thing a paused hook holds has waited.',
+    ['hook'],
+    () =>
+      paused().flatMap((p): [Record<string, string>, number][] =>
+        p.oldest === undefined ? [] : [[{ hook: p.hook }, Math.max(0, (Date.now() - Date.parse(p.oldest)) / 1000)]]
+      ),
   );
 }
 

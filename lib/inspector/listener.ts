@@ -48,6 +48,8 @@ export interface InspectorSource {
   redeliver?(ids: readonly string[]): Promise<unknown>;
   /** Each hook's work now (runs executing and waiting, its controls); absent where the server does not say. */
   hooks?(): readonly HookStatus[];
+  /** Pauses a hook (`paused: true`) or resumes it (`hooks-ingress pause`, `resume`). */
+  pause?(hook: string, paused: boolean): Promise<unknown>;
 }
 
 /** The list's filters, as the page sends them; each is optional. */
@@ -273,6 +275,7 @@ async function _change(
     sessions.end(key);
     return _send(res, 200, { ok: true });
   }
+  if (path === '/api/pause' && source.pause !== undefined) return _pause(req, res, source.pause);
   if (path === '/api/replay' || path === '/api/resolve') {
     // The page posts small JSON documents: capped and timed like any body, refused as any bad one.
     const body = parseJsonObject(await readBody(req, { maxBytes: 64 * 1024, timeoutMs: 10_000 }));
@@ -288,6 +291,20 @@ async function _change(
   }
   if (path === '/api/retry' || path === '/api/redeliver') return _runs(req, res, source, path);
   throw _NOT_FOUND;
+}
+
+// A hook's Pause or Resume button, as `hooks-ingress pause` and `resume` do.
+async function _pause(req: IncomingMessage, res: ServerResponse, pause: NonNullable<InspectorSource['pause']>) {
+  const body = parseJsonObject(await readBody(req, { maxBytes: 4 * 1024, timeoutMs: 10_000 }));
+  const { hook, paused } = body;
+  if (typeof hook !== 'string' || hook === '' || hook.length > 256 || typeof paused !== 'boolean') {
+    throw new HttpError(
+      400,
+      ErrorCode.InvalidPayload,
+      'the body must be {"hook": a hook name, "paused": true or false}',
+    );
+  }
+  return _send(res, 200, await pause(hook, paused));
 }
 
 // A run's buttons: one run retried (or, with `check`, judged) or its reply sent again, as the

@@ -30,7 +30,9 @@ export interface InspectorParts {
   stateDir: string;
   env: Env;
   log: Logger;
-  store: Pick<Store, 'run' | 'events' | 'outboxEntry' | 'notice' | 'root' | 'changes'>;
+  store:
+    & Pick<Store, 'run' | 'events' | 'outboxEntry' | 'notice' | 'root' | 'changes'>
+    & Partial<Pick<Store, 'dropped'>>;
   replay: InspectorSource['replay'];
   resolve?: InspectorSource['resolve'];
   retry?: InspectorSource['retry'];
@@ -39,6 +41,8 @@ export interface InspectorParts {
   takenJudge?: LedgerSourceOptions['takenJudge'];
   /** Each hook's work now (the page's list of hooks). */
   hooks?: LedgerSourceOptions['hooks'];
+  /** A hook paused or resumed from the page (lib/server/pauses.ts). */
+  pause?: InspectorSource['pause'];
 }
 
 /** Starts the inspector's listener; throws when it cannot listen. */
@@ -49,17 +53,20 @@ export async function startInspector(parts: InspectorParts): Promise<RunningInsp
   const tail = new LedgerTail(parts.stateDir, damaged);
   const find = (id: string) => lookupEntry(parts.stateDir, id, damaged);
   const inspector = createInspector({
-    source: ledgerSource({
-      tail,
-      find,
-      store: parts.store,
-      replay: parts.replay,
-      ...(parts.resolve === undefined ? {} : { resolve: parts.resolve }),
-      ...(parts.retry === undefined ? {} : { retry: parts.retry }),
-      ...(parts.redeliver === undefined ? {} : { redeliver: parts.redeliver }),
-      ...(parts.takenJudge === undefined ? {} : { takenJudge: parts.takenJudge }),
-      ...(parts.hooks === undefined ? {} : { hooks: parts.hooks }),
-    }),
+    source: {
+      ...ledgerSource({
+        tail,
+        find,
+        store: parts.store,
+        replay: parts.replay,
+        ...(parts.resolve === undefined ? {} : { resolve: parts.resolve }),
+        ...(parts.retry === undefined ? {} : { retry: parts.retry }),
+        ...(parts.redeliver === undefined ? {} : { redeliver: parts.redeliver }),
+        ...(parts.takenJudge === undefined ? {} : { takenJudge: parts.takenJudge }),
+        ...(parts.hooks === undefined ? {} : { hooks: parts.hooks }),
+      }),
+      ...(parts.pause === undefined ? {} : { pause: parts.pause }),
+    },
     log,
     idleMs: config.idleMinutes * 60_000,
     maxAgeMs: config.maxSessionHours * 3_600_000,

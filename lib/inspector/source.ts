@@ -18,7 +18,9 @@ export interface LedgerSourceOptions {
   tail: LedgerTail;
   /** One entry by its entry id or request id, as {@link lookupEntry} finds it. */
   find: (id: string) => ReturnType<typeof lookupEntry>;
-  store: Pick<Store, 'run' | 'events' | 'outboxEntry' | 'notice' | 'root' | 'changes'>;
+  store:
+    & Pick<Store, 'run' | 'events' | 'outboxEntry' | 'notice' | 'root' | 'changes'>
+    & Partial<Pick<Store, 'dropped'>>;
   /** Replays entries, as `requests replay` does over the control channel. */
   replay: InspectorSource['replay'];
   /** Marks entries' roots resolved by hand, as `requests resolve` does. */
@@ -79,6 +81,7 @@ export function ledgerSource(options: LedgerSourceOptions): InspectorSource {
         replayable: entry.body !== undefined,
         became: entry.became === undefined ? undefined : _became(entry, store),
         ...(await _resolution(entry, store, takenBy, options.find)),
+        ..._dropped(entry, store),
       };
     },
     replay: options.replay,
@@ -87,6 +90,12 @@ export function ledgerSource(options: LedgerSourceOptions): InspectorSource {
     ...(options.redeliver === undefined ? {} : { redeliver: options.redeliver }),
     ...(options.hooks === undefined ? {} : { hooks: options.hooks }),
   };
+}
+
+// Its waiting work dropped while its hook was paused (`hooks-ingress drop`), when that is on record.
+function _dropped(entry: LedgerEntry, store: LedgerSourceOptions['store']): { dropped?: unknown } {
+  const drop = store.dropped?.(entry.requestId);
+  return drop !== null && drop !== undefined && drop.hook === (entry.mapping ?? entry.hook) ? { dropped: drop } : {};
 }
 
 // The page's filters as one test of an entry, the same rules as `requests`' filters.

@@ -20,6 +20,37 @@ export interface HookStatus {
   coalescing?: number;
   /** Its `coalesce`, as configured: `null` when it sets none. */
   coalesce?: { windowSeconds: number; maxWaitSeconds: number; messages: string } | null;
+  /** Its pause (`hooks-ingress pause`), present only while it is paused: its runs waiting are `queued`. */
+  paused?: HookPause;
+}
+
+/** A paused hook's pause and what it holds besides its queued runs. */
+export interface HookPause {
+  since: string;
+  /** When the pause ends by itself (`pause --for`). */
+  until?: string;
+  /** Wakes held out of their session. */
+  wakes: number;
+  /** Forward mode's outbox entries waiting. */
+  outbox: number;
+  /** When the oldest thing it holds arrived (ISO); absent when it holds nothing. */
+  oldest?: string;
+}
+
+/** The statuses with each paused hook's pause (a paused hook a reload removed added at the end). */
+export function withPauses(
+  statuses: readonly HookStatus[],
+  pauses: readonly (HookPause & { hook: string })[],
+): HookStatus[] {
+  if (pauses.length === 0) return [...statuses];
+  const byHook = new Map(pauses.map(({ hook, ...pause }) => [hook, pause]));
+  const out = statuses.map((s) => (byHook.has(s.hook) ? { ...s, paused: byHook.get(s.hook)! } : s));
+  for (const [hook, paused] of byHook) {
+    if (!statuses.some((s) => s.hook === hook)) {
+      out.push({ hook, running: 0, queued: 0, concurrency: null, maxQueued: null, paused });
+    }
+  }
+  return out;
 }
 
 /**

@@ -44,6 +44,8 @@ export interface Became {
   outbox?: string[];
   /** Notify mappings' deliveries (their delivery ids). */
   deliveries?: string[];
+  /** Wakes held by their paused hook (the held wakes' ids), which join their session when it resumes. */
+  held?: number[];
   /** A retry answered from the first request's record: that request's id, when known. */
   duplicateOf?: string;
   /** Filtered out (200 ignored), or the transform skipped it (204). */

@@ -74,7 +74,8 @@ export interface IdempotencyWrite extends StoredAnswer {
   keepMs?: number;
 }
 
-export type RunStatus = 'pending' | 'running' | 'ok' | 'error' | 'timeout';
+/** `dropped`: it waited behind a paused hook and `hooks-ingress drop` discarded it; it never ran. */
+export type RunStatus = 'pending' | 'running' | 'ok' | 'error' | 'timeout' | 'dropped';
 
 /** A run as the store keeps it; the runtime picks up the pending ones, also after a restart. */
 export interface RunRecord extends RunSpec {

@@ -51,7 +51,8 @@ export function completionOf(run: RunRecord | null, options: CompletionOptions):
     };
   }
   const ended = run.status === 'ok' || run.status === 'error' || run.status === 'timeout';
-  const status = ended ? (run.status as Completion['status']) : 'timeout';
+  // A dropped run never ran: it ended in an error the owner chose.
+  const status = run.status === 'dropped' ? 'error' : ended ? (run.status as Completion['status']) : 'timeout';
   const reply = run.status === 'ok' ? (run.reply ?? '') : '';
   const delivery = run.delivery;
   const completion: Completion = {

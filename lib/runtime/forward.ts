@@ -25,7 +25,7 @@ export interface ForwardTarget {
 }
 
 export interface ForwarderOptions {
-  store: Pick<Store, 'outboxHead' | 'outbox' | 'commit'>;
+  store: Pick<Store, 'outboxHead' | 'outbox' | 'commit'> & Partial<Pick<Store, 'outboxWaits'>>;
   target: ForwardTarget;
   log: Logger;
   fetch?: typeof fetch;
@@ -210,7 +210,8 @@ export class Forwarder {
     let reached = false;
     for (const entry of this.#o.store.outbox()) {
       if (entry.id === head.id) reached = true;
-      if (!reached || entry.state !== 'pending') continue;
+      // A paused hook's wake waits; the ones behind it, of other hooks, go on without it.
+      if (!reached || entry.state !== 'pending' || this.#o.store.outboxWaits?.(entry) === true) continue;
       if (
         entry.target !== 'wake' || this.#target(entry.body).session !== target.session ||
         typeof entry.body['text'] !== 'string'

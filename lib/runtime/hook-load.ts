@@ -28,6 +28,11 @@ export class HookLoads {
     _add(this.#running, hook, 1);
   }
 
+  /** A waiting run of `hook` left the queue without starting (`hooks-ingress drop`). */
+  left(hook: string): void {
+    _add(this.#queued, hook, -1);
+  }
+
   /** An executing run of `hook` ended. */
   finished(hook: string): void {
     _add(this.#running, hook, -1);

@@ -96,6 +96,23 @@ export class Runner {
     this.#pump();
   }
 
+  /** The runs waiting to start, in the order they start (those of a paused hook among them). */
+  waiting(): readonly RunRecord[] {
+    return this.#queue;
+  }
+
+  /**
+   * Takes these runs out of the queue, unless they have started: returns the ones taken, which
+   * will not run (`hooks-ingress drop`); `enqueue` puts one back.
+   */
+  take(runIds: readonly string[]): RunRecord[] {
+    const ids = new Set(runIds);
+    const taken = this.#queue.filter((r) => ids.has(r.runId));
+    if (taken.length > 0) this.#queue = this.#queue.filter((r) => !ids.has(r.runId));
+    for (const run of taken) this.#loads.left(workHook(run, 'agent'));
+    return taken;
+  }
+
   /** Sends a notify mapping's delivery beside the queue: it takes no run slot and makes no model call. */
   notify(notice: NoticeRecord): void {
     if (this.#stopping.signal.aborted) return;

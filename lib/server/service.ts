@@ -12,6 +12,7 @@ import { Heartbeat } from '../runtime/heartbeat.ts';
 import { providerRegistry } from '../runtime/providers/registry.ts';
 import type { RunnerOptions } from '../runtime/context.ts';
 import { Runner } from '../runtime/runner.ts';
+import { hookResumed } from '../runtime/hook-paused.ts';
 import { Alerter } from '../runtime/alerts.ts';
 import { watchStore } from '../runtime/alert-watch.ts';
 import type { Alerts } from '../model/alerts.ts';
@@ -21,6 +22,8 @@ import type { ForwardMode } from '../runtime/forward.ts';
 import { retryOutbox, type RetryOutcome, type RetryRequest } from '../store/journal/outbox-retry.ts';
 import { CallbackSender } from '../runtime/callbacks.ts';
 import { serviceTransforms } from './transforms.ts';
+import { HookPauses } from './pauses.ts';
+import { withPauses } from '../model/hook-status.ts';
 import type { Route } from '../model/records.ts';
 import { Ledger } from '../store/ledger/ledger.ts';
 import { ledgerCapacity } from '../store/ledger/config.ts';
@@ -46,6 +49,8 @@ export interface Service {
   config(): Config;
   /** Each hook's work now: its runs and its controls (status, the inspector page). */
   hookStatus(): HookStatus[];
+  /** Pause, resume and drop, and what the paused hooks hold. */
+  pauses: HookPauses;
   /** Swaps in a reloaded configuration; every part is built (and what it needs imported) before any is swapped. */
   reload(config: Config): Promise<void>;
   /** Stops the runtime, the heartbeat and the transforms, then closes the store. */
@@ -149,6 +154,7 @@ export async function startService(config: Config, stateDir: string, log: Logger
     queueDepth: () => runner.depth,
     hooks: () => runner.hookStatus(),
     waiters: () => completions.held() + app.held(),
+    paused: () => pauses.list(),
   });
   // Forward mode: accepted actions leave through the outbox to the upstream gateway.
   // Its sender is imported only in forward mode.
@@ -163,7 +169,10 @@ export async function startService(config: Config, stateDir: string, log: Logger
     ...(ledger === null ? {} : { ledger }),
     ...(prints === null ? {} : { fingerprints: prints }),
   });
+  const { pauses, rehook } = _startPauses(config, { store, runner, heartbeat, log, forward });
   return _service({
+    pauses,
+    rehook,
     config,
     log,
     store,
@@ -225,6 +234,8 @@ async function _startRuntime(
     log,
     alerts,
     callbacks,
+    // A paused hook's runs wait (lib/server/pauses.ts pauses and resumes).
+    rules: [hookResumed(store)],
   });
   runner.start();
   // A `now` wake acknowledged just before a crash still gets its heartbeat.
@@ -233,8 +244,33 @@ async function _startRuntime(
   return { heartbeat, runner, runtimeParts };
 }
 
+// Pause and resume over the store and the run queue, its timer armed for the pauses on record;
+// `rehook` tells it the hooks of a reloaded configuration.
+function _startPauses(
+  config: Config,
+  parts: { store: Store; runner: Runner; heartbeat: Heartbeat; log: Logger; forward: ForwardMode | null },
+): { pauses: HookPauses; rehook: (config: Config) => void } {
+  let hooks = hookNames(config);
+  const { forward, ...rest } = parts;
+  const pauses = new HookPauses({
+    ...rest,
+    ...(forward === null ? {} : { forwarded: forward.kick }),
+    hooks: () => hooks,
+  });
+  pauses.start();
+  return { pauses, rehook: (next) => void (hooks = hookNames(next)) };
+}
+
+/** The hooks of a configuration, as pause names them (model/work-hook.ts): its mappings' ids, `agent` and `wake`. */
+export function hookNames(config: Pick<Config, 'hooks'>): string[] {
+  return [...config.hooks.mappings.map((m) => m.id), 'agent', 'wake'];
+}
+
 /** The parts a service is made of, for its reload and its stop. */
 interface _Parts {
+  pauses: HookPauses;
+  /** Tells pause the hooks of a reloaded configuration. */
+  rehook: (config: Config) => void;
   config: Config;
   log: Logger;
   store: Store;
@@ -268,7 +304,8 @@ function _service(
     ledger,
     runner,
     config: () => current,
-    hookStatus: () => runner.hookStatus(),
+    hookStatus: () => withPauses(runner.hookStatus(), parts.pauses.list()),
+    pauses: parts.pauses,
     async reload(reloaded) {
       // Forward mode is on or off for the life of the process: its sender starts with it.
       const forwardNow = forward === null ? null : (reloaded.hooks.forward ?? config.hooks.forward);
@@ -283,12 +320,14 @@ function _service(
       parts.alerts.reconfigure(next.alerts, built.deliver!);
       forward?.reconfigure(next);
       ledger?.reconfigure(next.hooks.ledger);
+      parts.rehook(next);
       app.reload(next);
       current = next;
     },
     async stop() {
       // The listener is closed by now: the counts of folded and left-out request lines are final.
       app.flushLog();
+      parts.pauses.stop();
       await forward?.stop();
       await runner.stop();
       // After the runs: a run that ends while they stop still writes its callback, sent after the restart.

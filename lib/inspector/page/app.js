@@ -227,6 +227,7 @@ const SHOWN = new Set([
   'cause',
   'why',
   'resolution',
+  'dropped',
 ]);
 
 async function select(id) {
@@ -299,6 +300,12 @@ async function select(id) {
       ['took', entry.durationMs === undefined ? undefined : `${entry.durationMs} ms`],
       ['authenticated by', entry.auth],
       ['times', entry.count > 1 ? `${entry.count}, the last at ${entry.lastTime}` : undefined],
+      [
+        'dropped',
+        entry.dropped
+          ? `at ${entry.dropped.time}: its waiting work was discarded while hook ${entry.dropped.hook} was paused`
+          : undefined,
+      ],
     ]),
     ...(entry.resolution
       ? [

@@ -6,8 +6,11 @@
 /** Which upstream hook an entry is POSTed to. */
 export type OutboxTarget = 'wake' | 'agent';
 
-/** `pending` until the upstream accepts it (`sent`) or it is given up on (`dead`). */
-export type OutboxState = 'pending' | 'sent' | 'dead';
+/**
+ * `pending` until the upstream accepts it (`sent`) or it is given up on (`dead`); `dropped`: it
+ * waited behind its paused hook and `hooks-ingress drop` discarded it.
+ */
+export type OutboxState = 'pending' | 'sent' | 'dead' | 'dropped';
 
 /** What a request adds: the body for the upstream and where it came from. */
 export interface OutboxSpec {
@@ -17,6 +20,8 @@ export interface OutboxSpec {
   body: Record<string, unknown>;
   /** The hook name the request came in on. */
   hook: string;
+  /** The id of the mapping that made it; absent for /wake and /agent (model/work-hook.ts names its hook). */
+  mapping?: string;
   requestId?: string;
   /** Our runId, answered to the caller, for an agent entry. */
   runId?: string;
@@ -74,23 +79,33 @@ export function applyOutbox(
   }
 }
 
-/** The oldest pending entry: forward mode sends in acceptance order, so this one goes next. */
-export function headOf(outbox: ReadonlyMap<string, OutboxEntry>): OutboxEntry | null {
-  for (const entry of outbox.values()) if (entry.state === 'pending') return entry;
+/**
+ * The oldest pending entry that does not wait (`waits`: its hook is paused): forward mode sends in
+ * acceptance order per hook, so this one goes next.
+ */
+export function headOf(
+  outbox: ReadonlyMap<string, OutboxEntry>,
+  waits?: (entry: OutboxEntry) => boolean,
+): OutboxEntry | null {
+  for (const entry of outbox.values()) if (entry.state === 'pending' && waits?.(entry) !== true) return entry;
   return null;
 }
 
-/** Sent entries are history: the newest `retain` of them are kept; pending and dead ones always. */
+/** Sent and dropped entries are history: the newest `retain` of them are kept; pending and dead ones always. */
 export function trimOutbox(outbox: Map<string, OutboxEntry>, retain: number): void {
   let sent = 0;
-  for (const entry of outbox.values()) if (entry.state === 'sent') sent++;
+  for (const entry of outbox.values()) if (_past(entry)) sent++;
   if (sent <= retain * 1.25) return;
   for (const [id, entry] of outbox) {
     if (sent <= retain) break;
-    if (entry.state !== 'sent') continue;
+    if (!_past(entry)) continue;
     outbox.delete(id);
     sent--;
   }
+}
+
+function _past(entry: OutboxEntry): boolean {
+  return entry.state === 'sent' || entry.state === 'dropped';
 }
 
 /** Whether `outbox retry` can take an entry: a dead one (send again) or a pending one (send now). */
@@ -125,7 +140,7 @@ export function retryUpdates(
 
 /** Entries by state, for metrics. */
 export function countOutbox(outbox: Map<string, OutboxEntry>): Record<OutboxState, number> {
-  const counts = { pending: 0, sent: 0, dead: 0 };
+  const counts = { pending: 0, sent: 0, dead: 0, dropped: 0 };
   for (const entry of outbox.values()) counts[entry.state]++;
   return counts;
 }

@@ -10,6 +10,7 @@ import { applyCallbacks, type CallbackEntry } from './callbacks.ts';
 import { checkedLines, type JournalLine, type Rejected, replayRuns } from './records.ts';
 import type { RootRecord } from '../../model/replays.ts';
 import { rootsOf } from './replays.ts';
+import { type DropRecord, Pauses } from './pauses.ts';
 
 /** Reads the main session's events from a state directory without opening it for writing. */
 export async function readEvents(dir: string, onRejected?: (rejected: Rejected) => void): Promise<SessionEvent[]> {
@@ -62,6 +63,13 @@ export async function readRoots(
   onRejected?: (rejected: Rejected) => void,
 ): Promise<Map<string, RootRecord>> {
   return new Map(rootsOf(await _read(dir, onRejected)).list().map((r) => [r.root, r]));
+}
+
+/** Reads the records of requests whose waiting work was dropped (`hooks-ingress drop`), by request id. */
+export async function readDrops(dir: string): Promise<Map<string, DropRecord>> {
+  const pauses = new Pauses();
+  for (const record of await _read(dir)) if (record.t === 'commit' && record.drops !== undefined) pauses.apply(record);
+  return new Map(pauses.drops().map((d) => [d.requestId, d]));
 }
 
 /** The route of the last successful delivery recorded in a state directory, read without opening it for writing. */

@@ -34,6 +34,7 @@ import { joinRun } from './coalesce-windows.ts';
 import type { OutboxEntry, OutboxUpdate } from './outbox.ts';
 import type { CallbackEntry, CallbackUpdate } from './callbacks.ts';
 import type { BudgetCharge } from './budgets.ts';
+import type { PauseFields } from './pauses.ts';
 import type { JournalContents } from './lines.ts';
 
 /** One journal line is one commit; `idem` and `taken` lines appear only in a compacted journal. */
@@ -65,7 +66,7 @@ export type JournalLine =
     callbackUpdates?: CallbackUpdate[];
     /** Runs charged to hooks' daily budgets, and a day's notice posted (budgets.ts). */
     budget?: BudgetCharge[];
-  }
+  } & PauseFields
   | ({ t: 'idem'; seq: number } & IdemRecord)
   | ({ t: 'taken'; seq: number } & TakenRecord);
 
@@ -94,7 +95,7 @@ export const MAX_SEQ = 2 ** 52;
 
 const seq: Schema<number> = number({ integer: true, min: 0, max: MAX_SEQ });
 const text = string();
-const runStatus = literal('pending', 'running', 'ok', 'error', 'timeout');
+const runStatus = literal('pending', 'running', 'ok', 'error', 'timeout', 'dropped');
 const delivery: Schema<unknown> = (value, at, report) => {
   const status = (value as { status?: unknown } | null)?.status;
   if (status === 'delivered' || status === 'skipped' || status === 'failed') return value;
@@ -211,7 +212,7 @@ const idemFields = {
 };
 // Every field of an outbox entry that changes as delivery goes on.
 const outboxChanges = {
-  state: optional(literal('pending', 'sent', 'dead')),
+  state: optional(literal('pending', 'sent', 'dead', 'dropped')),
   acceptedAt: optional(text),
   attempts: optional(number({ integer: true, min: 0 })),
   nextAttemptAt: optional(text),
@@ -228,10 +229,11 @@ const outboxShape = object({
   target: literal('wake', 'agent'),
   body: anyObject,
   hook: text,
+  mapping: optional(string({ nonEmpty: true })),
   requestId: optional(text),
   runId: optional(text),
   ...outboxChanges,
-  state: literal('pending', 'sent', 'dead'),
+  state: literal('pending', 'sent', 'dead', 'dropped'),
   acceptedAt: text,
   attempts: number({ integer: true, min: 0 }),
 });
@@ -312,6 +314,25 @@ const budgetShape = object({
   runs: number({ integer: true, min: 0 }),
   told: optional(boolean),
 });
+const pauseShape = object({
+  hook: string({ nonEmpty: true }),
+  paused: boolean,
+  since: optional(text),
+  until: optional(text),
+});
+const heldShape = object({
+  id: number({ integer: true, min: 1, max: MAX_SEQ }),
+  hook: string({ nonEmpty: true }),
+  heldAt: text,
+  kind: literal('system'),
+  text,
+  source: text,
+  mode: optional(literal(...WAKE_MODES)),
+  requestId: optional(text),
+  agentId: optional(string({ nonEmpty: true })),
+  sessionKey: optional(string({ nonEmpty: true })),
+});
+const dropShape = object({ requestId: string({ nonEmpty: true }), hook: string({ nonEmpty: true }), time: text });
 const commitShape = object({
   t: literal('commit'),
   seq,
@@ -332,6 +353,10 @@ const commitShape = object({
   callbacks: optional(_list),
   callbackUpdates: optional(_list),
   budget: optional(_list),
+  pauses: optional(_list),
+  held: optional(_list),
+  released: optional(array(seq)),
+  drops: optional(_list),
 });
 const idemLine = object({ t: literal('idem'), seq, ...idemFields });
 const takenLine = object({
@@ -386,7 +411,10 @@ export function checkLine(record: unknown): CheckedLine {
       | 'roots'
       | 'callbacks'
       | 'callbackUpdates'
-      | 'budget',
+      | 'budget'
+      | 'pauses'
+      | 'held'
+      | 'drops',
     shape: Schema<unknown>,
   ): void => {
     const entries = line[name] as unknown[] | undefined;
@@ -396,7 +424,7 @@ export function checkLine(record: unknown): CheckedLine {
       if (!result.ok) problems.push(...result.issues.map(formatIssue));
       return result.ok;
     });
-    (line as Record<string, unknown>)[name] = good;
+    (line as unknown as Record<string, unknown>)[name] = good;
   };
   keep('events', eventShape);
   keep('runs', runShape);
@@ -410,6 +438,9 @@ export function checkLine(record: unknown): CheckedLine {
   keep('callbacks', callbackShape);
   keep('callbackUpdates', callbackUpdateShape);
   keep('budget', budgetShape);
+  keep('pauses', pauseShape);
+  keep('held', heldShape);
+  keep('drops', dropShape);
   return { line, problems };
 }
 

@@ -173,11 +173,17 @@ function _textBytes(events: readonly SessionEvent[]): number {
   return events.reduce((sum, e) => sum + e.text.length, 0);
 }
 
-/** What became of a wake: a new event, or none because the same text is its target's newest unread event. */
-export type EventOutcome = 'queued' | 'coalesced';
+/**
+ * What became of a wake: a new event, none because the same text is its target's newest unread
+ * event, or held because its hook is paused (store/journal/pauses.ts).
+ */
+export type EventOutcome = 'queued' | 'coalesced' | 'held';
 
-/** An event a commit adds; `coalesce` (wakes) lets it merge into an equal unread one. */
-export type NewEvent = Omit<SessionEvent, 'seq' | 'time'> & { coalesce?: boolean };
+/**
+ * An event a commit adds; `coalesce` (wakes) lets it merge into an equal unread one, and `workHook`
+ * (wakes) names the hook whose pause holds it (model/work-hook.ts).
+ */
+export type NewEvent = Omit<SessionEvent, 'seq' | 'time'> & { coalesce?: boolean; workHook?: string };
 
 /**
  * Decides which of a commit's events are added and which coalesce (as OpenClaw's gateway does,

@@ -5,6 +5,7 @@ import { constants } from 'node:fs';
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { NoticeSpec, RunSpec } from '../../model/actions.ts';
+import { workHook } from '../../model/work-hook.ts';
 import {
   type ConsumedSession,
   type IdempotencyWrite,
@@ -46,9 +47,10 @@ import { type BudgetCharge, Budgets } from './budgets.ts';
 import { applyNotices, newNotices, trimNotices } from './notices.ts';
 import type { RootChange, RootRecord } from '../../model/replays.ts';
 import { rootBound, Roots } from './replays.ts';
-import { checkedLines, type JournalLine, type Rejected, replayRuns } from './records.ts';
+import { checkedLines, type IdemRecord, type JournalLine, type Rejected, replayRuns } from './records.ts';
 import { joinsUndo, Windows } from './coalesce-windows.ts';
 import { type EventOutcome, type NewEvent, planEvents, recordedEvent, SessionEvents } from './session-events.ts';
+import { type DropRecord, hasPauseFields, type HeldWake, type Pause, Pauses } from './pauses.ts';
 
 export interface StoreOptions {
   now?: () => number;
@@ -98,6 +100,23 @@ export interface Effects {
   callbackUpdates?: CallbackUpdate[];
   /** Runs charged to hooks' daily budgets (with the runs that spend them), or a day's notice posted. */
   budget?: BudgetCharge[];
+  /** Hooks paused (or paused again, with a new end): their wakes are held from this line on. */
+  pause?: Pause[];
+  /** Hooks resumed: their held wakes join their sessions in this line, oldest first. */
+  resume?: string[];
+  /** Held wakes dropped (their ids), and the requests whose waiting work was. */
+  dropHeld?: number[];
+  drops?: DropRecord[];
+}
+
+/** What a commit recorded: its events, runs and deliveries, the wakes it held, what became of each wake, the runs joined. */
+export interface Committed {
+  events: SessionEvent[];
+  runs: RunRecord[];
+  notices: NoticeRecord[];
+  held: HeldWake[];
+  outcomes: EventOutcome[];
+  joined: Joined;
 }
 
 // One journal line is one commit: all of a request's effects and its idempotency key, durable
@@ -128,6 +147,7 @@ export class Store {
   #callbacks = new Map<string, CallbackEntry>();
   readonly #roots: Roots;
   readonly #budgets = new Budgets();
+  readonly #pauses = new Pauses();
   readonly #retainRootsMs: number;
   #compacting: Promise<void> | null = null;
   #compactAt: number;
@@ -182,9 +202,7 @@ export class Store {
   async commit(
     effects: Effects,
     idem?: IdempotencyWrite | ((outcomes: readonly EventOutcome[], joined: Joined) => IdempotencyWrite),
-  ): Promise<
-    { events: SessionEvent[]; runs: RunRecord[]; notices: NoticeRecord[]; outcomes: EventOutcome[]; joined: Joined }
-  > {
+  ): Promise<Committed> {
     // A wake equal to an event whose line is still being written waits for that line: if it fails,
     // the event is gone and the wake is queued after all, never answered "coalesced" into nothing.
     // A run that would join a window whose opening line is still being written waits for it likewise.
@@ -197,8 +215,12 @@ export class Store {
       await Promise.allSettled(writing);
       planned = planEvents(this.#session, effects.events ?? []);
     }
+    // From here to the line's place in memory, no await: a pause or resume is decided in order with it.
     const time = new Date(this.#now()).toISOString();
-    const events = planned.added.map((e) => recordedEvent(++this.#seq, time, e));
+    const wakes = this.#pauses.size === 0 && effects.resume === undefined ? null : this.#planWakes(effects, time);
+    const events = wakes?.events ?? planned.added.map((e) => recordedEvent(++this.#seq, time, e));
+    const outcomes = wakes?.outcomes ?? planned.outcomes;
+    const held: HeldWake[] = wakes?.held ?? _NONE;
     // A run of a coalescing group joins its open window instead, decided here as a wake's coalescing is.
     const { runs, joins, joined } = this.#windows.admit(
       effects.runs ?? _NONE,
@@ -209,27 +231,19 @@ export class Store {
     const notices = effects.notices === undefined || effects.notices.length === 0
       ? _NONE
       : newNotices(effects.notices, time);
-    const line: _Line = { t: 'commit', seq: events.at(-1)?.seq ?? ++this.#seq, time };
+    const line: _Line = { t: 'commit', seq: held.at(-1)?.id ?? events.at(-1)?.seq ?? ++this.#seq, time };
+    if (held.length > 0) line.held = held;
+    if (_pausing(effects)) _pauseFields(line, effects, wakes?.joining ?? _NONE);
     if (events.length > 0) line.events = events;
     if (runs.length > 0) line.runs = runs;
     if (joins.length > 0) line.joins = [...joins];
-    if (effects.runUpdates !== undefined && effects.runUpdates.length > 0) line.runUpdates = effects.runUpdates;
-    if (effects.consumedThrough !== undefined) line.consumedThrough = effects.consumedThrough;
-    if (effects.consumedSessions !== undefined && effects.consumedSessions.length > 0) {
-      line.consumedSessions = effects.consumedSessions;
-    }
-    if (effects.lastRoute !== undefined) line.lastRoute = effects.lastRoute;
+    _changes(line, effects);
     if (notices.length > 0) line.notices = notices;
     _queues(line, effects, time);
-    if (idem !== undefined) {
-      const { ttlMs, keepMs, ...answer } = typeof idem === 'function' ? idem(planned.outcomes, joined) : idem;
-      const expiresAt = this.#now() + (ttlMs ?? this.#ttlMs);
-      const takenUntil = keepMs === undefined ? expiresAt : this.#now() + keepMs;
-      line.idem = { ...answer, expiresAt, ...(takenUntil > expiresAt ? { takenUntil } : {}) };
-    }
+    if (idem !== undefined) line.idem = this.#idemRecord(typeof idem === 'function' ? idem(outcomes, joined) : idem);
     // Every wake coalesced into an event already on disk, and there is nothing else to keep.
     if (events.length === 0 && (effects.events?.length ?? 0) > 0 && _bare(line)) {
-      return { events, runs, notices, outcomes: planned.outcomes, joined };
+      return { events, runs, notices, held, outcomes, joined };
     }
     // Tracked as a whole: #write settles after a failed line is taken back out of memory.
     const writing = this.#write(line);
@@ -237,7 +251,34 @@ export class Store {
     if (runs.length > 0) this.#windows.writing(runs, writing);
     await writing;
     if (line.runUpdates !== undefined && this.#runWatchers.size > 0) this.#notify(line.runUpdates);
-    return { events, runs, notices, outcomes: planned.outcomes, joined };
+    return { events, runs, notices, held, outcomes, joined };
+  }
+
+  // An idempotency key as the line keeps it: until when its answer is given again, and its key taken.
+  #idemRecord({ ttlMs, keepMs, ...answer }: IdempotencyWrite): IdemRecord {
+    const expiresAt = this.#now() + (ttlMs ?? this.#ttlMs);
+    const takenUntil = keepMs === undefined ? expiresAt : this.#now() + keepMs;
+    return { ...answer, expiresAt, ...(takenUntil > expiresAt ? { takenUntil } : {}) };
+  }
+
+  // A commit's wakes: the events it adds (or coalesces), the wakes a paused hook holds, and the held
+  // wakes of the hooks it resumes, which join as events after its own.
+  #planWakes(
+    effects: Effects,
+    time: string,
+  ): { events: SessionEvent[]; held: HeldWake[]; joining: readonly HeldWake[]; outcomes: EventOutcome[] } {
+    const { live, hold, joining } = _divert(this.#pauses, effects);
+    const planned = planEvents(this.#session, joining.length === 0 ? live : [...live, ...joining.map(_joined)]);
+    const events = planned.added.map((e) => recordedEvent(++this.#seq, time, e));
+    const held = hold.map(({ coalesce: _, workHook, ...e }): HeldWake => ({
+      ...e,
+      kind: 'system',
+      id: ++this.#seq,
+      hook: workHook!,
+      heldAt: time,
+    }));
+    const outcomes = held.length === 0 ? planned.outcomes : [...planned.outcomes, ...held.map(() => 'held' as const)];
+    return { events, held, joining, outcomes };
   }
 
   /** Calls `listener` with a run each time a change to it is on disk; returns the function that stops it. */
@@ -360,10 +401,17 @@ export class Store {
     return [...this.#outbox.values()];
   }
 
-  /** The oldest pending outbox entry: the one forward mode sends next. */
+  /** The oldest pending outbox entry not waiting for its paused hook: the one forward mode sends next. */
   outboxHead(): OutboxEntry | null {
-    return headOf(this.#outbox);
+    return headOf(this.#outbox, this.#pauses.size === 0 ? undefined : this.#outboxWaits);
   }
+
+  /** Whether a pending outbox entry waits because its hook is paused. */
+  outboxWaits(entry: OutboxEntry): boolean {
+    return this.#pauses.size > 0 && this.#outboxWaits(entry);
+  }
+
+  readonly #outboxWaits = (entry: OutboxEntry): boolean => this.#pauses.paused(workHook(entry, entry.target)) !== null;
 
   /** One outbox entry, if it is retained. */
   outboxEntry(id: string): OutboxEntry | null {
@@ -395,9 +443,33 @@ export class Store {
     return countOutbox(this.#outbox);
   }
 
-  /** Unconsumed system events and their text in UTF-8 bytes: what the backlog bound counts. */
+  /** Unconsumed system events and held wakes, and their text in UTF-8 bytes: what the backlog bound counts. */
   backlog(): { events: number; bytes: number } {
-    return this.#session.backlog();
+    const session = this.#session.backlog();
+    // Nothing more is made while nothing is held: this is asked on the path of every wake.
+    if (this.#pauses.heldCount === 0) return session;
+    const held = this.#pauses.backlog();
+    return { events: session.events + held.events, bytes: session.bytes + held.bytes };
+  }
+
+  /** A hook's pause, or `null` while it is not paused (model/work-hook.ts names hooks). */
+  paused(hook: string): Pause | null {
+    return this.#pauses.size === 0 ? null : this.#pauses.paused(hook);
+  }
+
+  /** Every paused hook, in the order they were paused. */
+  pauses(): Pause[] {
+    return this.#pauses.list();
+  }
+
+  /** The wakes held by paused hooks (one hook's, or all), oldest first. */
+  held(hook?: string): HeldWake[] {
+    return this.#pauses.held(hook);
+  }
+
+  /** Whether a request's waiting work was dropped (`hooks-ingress drop`), while the record is kept. */
+  dropped(requestId: string): DropRecord | null {
+    return this.#pauses.dropped(requestId);
   }
 
   /** Counters for metrics and tests. */
@@ -435,6 +507,8 @@ export class Store {
     const unjoin = line.t === 'commit'
       ? joinsUndo(line.joins, (id) => this.#runs.get(id), (id, run) => this.#setRun(id, run))
       : null;
+    // A held wake alone is taken back by its id; a change to the pauses, by the state before it.
+    const pauses = line.t === 'commit' && _changesPauses(line) ? this.#pauses.save() : null;
     this.#apply(line);
     unjoin?.applied();
     const written = this.#journal.append(line);
@@ -448,6 +522,8 @@ export class Store {
       this.#forget(line);
       if (roots !== null) this.#roots.restore(roots);
       unjoin?.undo();
+      if (pauses !== null) this.#pauses.restore(pauses);
+      else if (line.t === 'commit' && line.held !== undefined) this.#pauses.unhold(line.held);
       // A compaction queued behind it took its snapshot with the line in it: write a fresh one after.
       if (this.#compacting !== null) this.#compactSoon();
       if (error instanceof JournalReplacedError) this.#recover();
@@ -543,6 +619,7 @@ export class Store {
       this.#trimRuns();
       this.#roots.apply(line.roots);
       this.#budgets.apply(line.budget);
+      if (hasPauseFields(line)) this.#pauses.apply(line);
     }
     if (line.t === 'taken') return this.#keys.take(line);
     const idem = line.t === 'idem' ? line : line.idem;
@@ -606,6 +683,10 @@ export class Store {
     for (const taken of this.#keys.takenOnly(now)) lines.push({ t: 'taken', seq: 0, ...taken });
     this.#roots.trim(now - this.#retainRootsMs);
     for (const root of this.#roots.changes()) lines.push({ t: 'commit', seq: 0, time: root.time, roots: [root] });
+    const time = new Date(now).toISOString();
+    for (const fields of this.#pauses.snapshot()) {
+      lines.push({ t: 'commit', seq: fields.held?.[0]?.id ?? 0, time, ...fields });
+    }
     return lines;
   }
 }
@@ -630,6 +711,55 @@ function _queues(line: _Line & { t: 'commit' }, effects: Effects, time: string):
 }
 
 const _NOBODY: ReadonlySet<string> = new Set();
+// The changes a line carries as they were given: to runs, to what heartbeats read, the last route.
+function _changes(line: _Line & { t: 'commit' }, effects: Effects): void {
+  if (effects.runUpdates !== undefined && effects.runUpdates.length > 0) line.runUpdates = effects.runUpdates;
+  if (effects.consumedThrough !== undefined) line.consumedThrough = effects.consumedThrough;
+  if (effects.consumedSessions !== undefined && effects.consumedSessions.length > 0) {
+    line.consumedSessions = effects.consumedSessions;
+  }
+  if (effects.lastRoute !== undefined) line.lastRoute = effects.lastRoute;
+}
+
+// Whether a commit pauses, resumes or drops: nothing of that is looked at on a request's commit.
+function _pausing(effects: Effects): boolean {
+  return effects.pause !== undefined || effects.resume !== undefined || effects.dropHeld !== undefined ||
+    effects.drops !== undefined;
+}
+
+function _changesPauses(line: _Line & { t: 'commit' }): boolean {
+  return line.pauses !== undefined || line.released !== undefined || line.drops !== undefined;
+}
+
+// A commit's wakes split: those of a paused hook are held; and the held wakes of the hooks it resumes, which join.
+function _divert(pauses: Pauses, effects: Effects): { live: NewEvent[]; hold: NewEvent[]; joining: HeldWake[] } {
+  const live: NewEvent[] = [];
+  const hold: NewEvent[] = [];
+  for (const event of effects.events ?? []) {
+    const hook = event.workHook;
+    (hook !== undefined && event.kind === 'system' && pauses.paused(hook) !== null ? hold : live).push(event);
+  }
+  const resumed = new Set(effects.resume ?? []);
+  const joining = resumed.size === 0 ? _NONE : pauses.held().filter((h) => resumed.has(h.hook));
+  return { live, hold, joining };
+}
+
+// A held wake as the event it becomes when its hook resumes: never coalesced, each was acknowledged as its own.
+function _joined({ id: _, hook: __, heldAt: ___, ...event }: HeldWake): NewEvent {
+  return event;
+}
+
+// The line's pause changes: pauses, resumes (their held wakes released, their events in the line), drops.
+function _pauseFields(line: _Line & { t: 'commit' }, effects: Effects, joining: readonly HeldWake[]): void {
+  const changes = [
+    ...(effects.pause ?? []).map((p) => ({ ...p, paused: true as const })),
+    ...(effects.resume ?? []).map((hook) => ({ hook, paused: false as const })),
+  ];
+  if (changes.length > 0) line.pauses = changes;
+  const released = [...joining.map((h) => h.id), ...(effects.dropHeld ?? [])];
+  if (released.length > 0) line.released = released;
+  if (effects.drops !== undefined && effects.drops.length > 0) line.drops = effects.drops;
+}
 
 function _unfinished(run: RunRecord): boolean {
   return run.status === 'pending' || run.status === 'running';

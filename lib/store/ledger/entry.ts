@@ -37,6 +37,7 @@ const became = object({
   joined: optional(array(text)),
   outbox: optional(array(text)),
   deliveries: optional(array(text)),
+  held: optional(array(number({ integer: true, min: 1 }))),
   duplicateOf: optional(text),
   ignored: optional(boolean),
   skipped: optional(boolean),
