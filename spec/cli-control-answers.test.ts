@@ -71,6 +71,12 @@ const STATUS = {
   },
   reloading: { running: true, pending: true, requests: 1 },
   hooks: [{ hook: 'ci', running: 1, queued: 2, concurrency: 1, maxQueued: null }],
+  limits: [{
+    hook: 'ci',
+    limitedToday: 1,
+    overBudgetToday: 1,
+    budget: { day: '2026-01-01', used: 2, runsPerDay: 2, waiting: 1, timeZone: 'UTC' },
+  }],
 };
 
 interface Case {

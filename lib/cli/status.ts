@@ -79,7 +79,8 @@ export function formatStatus(s: ServerStatus): string {
     ['ledger', ledger],
     ['last reload', _lastReload(s)],
     ..._hooks(s),
-    ...(s.limits ?? []).map((l): [string, string] => ['limits', _limits(l)]),
+    // A server from before limits sends none; whatever listens on the socket may send anything.
+    ...(Array.isArray(s.limits) ? s.limits : []).map((l): [string, string] => ['limits', _limits(l)]),
   ];
   // A row with no name goes on from the one above it.
   return rows.map(([name, value]) => `${(name === '' ? '' : `${name}:`).padEnd(13)}${escapeControls(value, false)}\n`)
@@ -102,7 +103,7 @@ function _hooks(s: ServerStatus): [string, string][] {
 // One hook's line: what its rate limit and budget turned away or held today, and its budget's day.
 function _limits(l: NonNullable<ServerStatus['limits']>[number]): string {
   const parts = [`${l.hook}: ${l.limitedToday} limited today`];
-  if (l.budget !== undefined) {
+  if (typeof l.budget === 'object' && l.budget !== null) {
     const b = l.budget;
     parts.push(
       `budget ${b.used}/${b.runsPerDay} used for ${b.day} (${b.timeZone})` +
