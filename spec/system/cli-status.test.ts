@@ -43,7 +43,7 @@ test('hooks-ingress status shows the running server: pid, uptime, address, state
   assert.equal(status['outbox'], null, 'not in forward mode');
   assert.deepEqual(status['ledger'], { entries: 0, bytes: 0 }, 'the request ledger, empty');
   assert.equal(status['lastReload'], null);
-  const idle = { running: 0, queued: 0, concurrency: null, maxQueued: null };
+  const idle = { running: 0, queued: 0, concurrency: null, maxQueued: null, coalescing: 0, coalesce: null };
   assert.deepEqual(status['hooks'], [{ hook: 'agent', ...idle }, { hook: 'wake', ...idle }], 'each hook, idle');
 
   const wake = await post(server.url, '/hooks/wake', {

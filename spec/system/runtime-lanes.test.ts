@@ -113,6 +113,8 @@ test(
       queued: 2,
       concurrency: 1,
       maxQueued: 3,
+      coalescing: 0,
+      coalesce: null,
     });
     assert.match(
       (await runCli(['status', '--state-dir', files.state])).stdout,
