@@ -879,7 +879,7 @@ test('buildConfig() takes log.requests and log.maxLinesPerSecond, and names eith
 
 // --- alerts --------------------------------------------------------------------------------
 
-test('buildConfig() takes alerts to a configured channel with every kind by default, and refuses budget, last, an unknown channel and a missing recipient', async () => {
+test('buildConfig() takes alerts to a configured channel with every kind by default, and refuses an unknown kind, last, an unknown channel and a missing recipient', async () => {
   const channels = { telegram: { botToken: '1:abc' } };
   const on = await config({
     channels: { telegram: { botToken: '1:abc', defaultTo: '42' } },
@@ -888,7 +888,7 @@ test('buildConfig() takes alerts to a configured channel with every kind by defa
   assert.deepEqual(on.alerts, {
     channel: 'telegram',
     to: null,
-    on: ['signature-failures', 'run-failures', 'delivery-failures', 'outbox-dead', 'storage', 'backlog'],
+    on: ['signature-failures', 'run-failures', 'delivery-failures', 'outbox-dead', 'storage', 'backlog', 'budget'],
     throttleSeconds: 900,
     signatureFailures: { count: 10, minutes: 5 },
   });
@@ -913,8 +913,7 @@ test('buildConfig() takes alerts to a configured channel with every kind by defa
     },
   );
   assert.deepEqual(await problems({ channels, alerts: { channel: 'telegram', to: '42', on: ['budget', 'disk'] } }), [
-    'alerts.on[0]: may not be "budget": a hook\'s daily budget reached is told in the main session and the log, not as an alert',
-    'alerts.on[1]: must be one of "signature-failures", "run-failures", "delivery-failures", "outbox-dead", "storage", "backlog"',
+    'alerts.on[1]: must be one of "signature-failures", "run-failures", "delivery-failures", "outbox-dead", "storage", "backlog", "budget"',
   ]);
   assert.deepEqual(await problems({ channels, alerts: { channel: 'last' } }), [
     'alerts.channel: must name a configured channel (not "last")',

@@ -11,6 +11,7 @@ import { Store } from '../lib/store/journal/store.ts';
 import { Transcripts } from '../lib/store/journal/transcripts.ts';
 import type { RunRecord } from '../lib/model/records.ts';
 import { type AppHarness, startApp } from './_app.ts';
+import type { AlertNote } from '../lib/model/alerts.ts';
 import { defer } from './_cleanup.ts';
 import { tempDir } from './_dir.ts';
 import { fake } from './_fake-server.ts';
@@ -52,6 +53,7 @@ async function serve(
   budget: unknown,
   modelUrl: string,
   hooks: Record<string, unknown> = { agent: { budget } },
+  noted: AlertNote[] = [],
 ): Promise<Served> {
   const { store } = await Store.open(join(dir, 'state'), { idempotencyTtlMs: 60_000, now });
   let runner: Runner | undefined;
@@ -75,7 +77,7 @@ async function serve(
         now,
       });
       runner.start();
-      return { runs: runner, clock: now };
+      return { runs: runner, clock: now, alerts: { note: (n: AlertNote) => void noted.push(n) } };
     },
   });
   let stopped: Promise<void> | undefined;
@@ -105,11 +107,20 @@ test('budget wait: runsPerDay 3 makes the 4th wait for the next day (Berlin, the
   const m = await model(t);
   // 23:00 in Berlin: the 28th ends at 23:00 UTC, and the 29th is 23 hours long.
   const time = clock('2026-03-28T22:00:00Z');
-  const s = await serve(t, await tempDir(t, 'budget-wait-'), time.now, {
-    runsPerDay: 3,
-    over: 'wait',
-    timeZone: 'Europe/Berlin',
-  }, m.url);
+  const noted: AlertNote[] = [];
+  const s = await serve(
+    t,
+    await tempDir(t, 'budget-wait-'),
+    time.now,
+    {
+      runsPerDay: 3,
+      over: 'wait',
+      timeZone: 'Europe/Berlin',
+    },
+    m.url,
+    undefined,
+    noted,
+  );
   const answers: Reply[] = [];
   for (const n of [1, 2, 3, 4]) answers.push(await agent(s.app.url, n));
   assert.deepEqual(answers.map((a) => a.status), [202, 202, 202, 202]);
@@ -129,6 +140,8 @@ test('budget wait: runsPerDay 3 makes the 4th wait for the next day (Berlin, the
     'Budget reached: hook agent has used its 3 runs for 2026-03-28 (Europe/Berlin); further runs wait for the next day.',
   ]]);
   assert.equal(s.app.lines.filter((l) => l['msg'] === 'hook budget reached' && l['level'] === 'warn').length, 1);
+  // And the owner's alerts hear of it once (alerts.on "budget"), by hook and code.
+  assert.deepEqual(noted, [{ kind: 'budget', hook: 'agent', code: 'ERR_BUDGET_EXCEEDED' }]);
 
   // Past midnight in Berlin the held runs start, charged to the 29th.
   time.set('2026-03-28T23:00:01Z');

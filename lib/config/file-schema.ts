@@ -58,13 +58,10 @@ const callbackOriginSchema = refine(string({ trim: true, nonEmpty: true }), (val
   return url.origin === value.replace(/\/$/, '') ? null : `${rule}; as an origin it is "${url.origin}"`;
 });
 
-// A kind an alert can be sent for; `budget` is named apart: a hook's budget reached is told in the main session and the log.
+// A kind an alert can be sent for.
 const alertKind: Schema<AlertKind> = (value, at, report) => {
   if ((ALERT_KINDS as readonly unknown[]).includes(value)) return value as AlertKind;
-  const message = value === 'budget'
-    ? 'may not be "budget": a hook\'s daily budget reached is told in the main session and the log, not as an alert'
-    : `must be one of ${ALERT_KINDS.map((k) => JSON.stringify(k)).join(', ')}`;
-  report.issues.push({ path: at, message });
+  report.issues.push({ path: at, message: `must be one of ${ALERT_KINDS.map((k) => JSON.stringify(k)).join(', ')}` });
   return undefined;
 };
 

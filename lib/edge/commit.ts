@@ -7,7 +7,7 @@
 
 import type { AgentAction, NoticeSpec, RunSpec, WakeAction } from '../model/actions.ts';
 import type { Config } from '../config/types.ts';
-import { HttpError } from '../errors.ts';
+import { ErrorCode, HttpError } from '../errors.ts';
 import type { Auth } from '../guard/auth.ts';
 import type { Logger } from '../log.ts';
 import { upstreamAgent, upstreamWake } from '../runtime/forward-body.ts';
@@ -142,6 +142,8 @@ function _limiting(ctx: CommitOptions): _Limiting | null {
   const { store } = ctx;
   const joining = store.joining === undefined ? undefined : (runs: readonly RunSpec[]) => store.joining!(runs);
   const tell = (notice: BudgetNotice) => {
+    // Once a day per hook, as the notice itself: the owner's alert says which hook, never request text.
+    ctx.alerts?.note({ kind: 'budget', hook: notice.told.hook, code: ErrorCode.BudgetExceeded });
     const effects: Effects = ctx.config.hooks.forward === null
       ? { events: [{ kind: 'system', text: notice.text, source: 'budget', mode: 'next-heartbeat' }] }
       : {

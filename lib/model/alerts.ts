@@ -12,6 +12,7 @@ export const ALERT_KINDS = [
   'outbox-dead',
   'storage',
   'backlog',
+  'budget',
 ] as const;
 export type AlertKind = (typeof ALERT_KINDS)[number];
 

@@ -34,6 +34,7 @@ export const ALERT_WORDS: { readonly [K in AlertKind]: string } = {
   'outbox-dead': 'dead outbox entries',
   storage: 'storage write failures',
   backlog: 'requests refused at a bound',
+  budget: 'daily budgets reached',
 };
 
 // At most this many kinds and hooks are followed at once: a hook name may be the request's.
