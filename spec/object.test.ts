@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { asObject, isObject, isPlainObject } from '../lib/object.ts';
+import { asObject, extend, isObject, isPlainObject, updated } from '../lib/object.ts';
 
 test('asObject() answers a JSON object as it is and null for anything else', () => {
   const object = { a: 1 };
@@ -16,4 +16,17 @@ test('isObject() and isPlainObject() tell a JSON object from arrays, null and cl
   assert.equal(isPlainObject(new Date()), false);
   assert.equal(isPlainObject(Object.create(null)), true);
   assert.equal(isPlainObject([]), false);
+});
+
+test('extend() and updated() make a new object as a spread does: the base keys, then the new ones over them, the base untouched', () => {
+  const base = { a: 1, b: 2 };
+  const more = extend(base, { b: 3, c: 4 });
+  assert.deepEqual(more, { a: 1, b: 3, c: 4 });
+  assert.deepEqual(Object.keys(more), ['a', 'b', 'c']);
+  assert.deepEqual(base, { a: 1, b: 2 });
+  const record = { id: 'x', state: 'pending', attempts: 0 };
+  const next = updated(record, { state: 'sent' });
+  assert.deepEqual(next, { id: 'x', state: 'sent', attempts: 0 });
+  assert.notEqual(next, record);
+  assert.equal(record.state, 'pending');
 });

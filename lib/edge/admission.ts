@@ -9,6 +9,7 @@ import { checkRoute, type Routes, routesOf } from '../policy/route.ts';
 import { forwardDestination } from '../runtime/forward-body.ts';
 import type { Route } from '../model/records.ts';
 import { makeCause } from '../model/cause.ts';
+import { extend } from '../object.ts';
 
 /** The rules an action is admitted by. */
 export interface Admission {
@@ -67,12 +68,9 @@ export function admitAgent(
     ? checkRoute(ctx.routes, ctx.lastRoute(), run.channel, run.to)
     : null;
   if (unroutable !== null) throw _refused(ErrorCode.InvalidPayload, label, unroutable);
-  return {
-    ...run,
-    ...(mapping === undefined ? {} : { mapping }),
-    requestId,
-    ...(callback === undefined ? {} : { callback }),
-  };
+  const spec: RunSpec = extend(run, mapping === undefined ? { requestId } : { mapping, requestId });
+  if (callback !== undefined) spec.callback = callback;
+  return spec;
 }
 
 /**

@@ -46,6 +46,21 @@ export function refusedAnswer(error: HttpError, trace: Trace): Answer {
 }
 
 /**
+ * `answer` carrying `trace`, built key by key: every answer of the hooks path keeps one hidden
+ * class (a spread that adds `trace` would give each a class of its own: object.ts's `extend`).
+ */
+export function withTrace(answer: Answer, trace: Trace): Answer {
+  const out: Answer = { status: answer.status, body: answer.body, trace };
+  if (answer.headers !== undefined) out.headers = answer.headers;
+  if (answer.text !== undefined) out.text = answer.text;
+  if (answer.contentType !== undefined) out.contentType = answer.contentType;
+  if (answer.close !== undefined) out.close = answer.close;
+  if (answer.waitFor !== undefined) out.waitFor = answer.waitFor;
+  if (answer.requestId !== undefined) out.requestId = answer.requestId;
+  return out;
+}
+
+/**
  * Where every error thrown on a request's way becomes an answer. Known errors say what went wrong
  * (errorAnswer); anything else is logged with the request id and answered with a bare 500 that
  * tells the client nothing.

@@ -4,11 +4,12 @@
 import type { RunRecord } from '../model/records.ts';
 import type { Joined } from '../store/journal/store.ts';
 import type { Answer } from './answer.ts';
+import { extend } from '../object.ts';
 
 /** The answer with each joined run in place of the planned one: its id (and for one run its session, agent and channel), and `coalesced: true`. */
 export function coalescedAnswer(answer: Answer, joined: Joined): Answer {
   if (joined.size === 0) return answer;
-  const body: Record<string, unknown> = { ...answer.body, coalesced: true };
+  const body: Record<string, unknown> = extend(answer.body, { coalesced: true });
   const run = typeof body['runId'] === 'string' ? joined.get(body['runId']) : undefined;
   if (run !== undefined) Object.assign(body, _destination(run));
   if (Array.isArray(body['runIds'])) body['runIds'] = body['runIds'].map((id) => joined.get(id)?.runId ?? id);

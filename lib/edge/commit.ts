@@ -19,7 +19,7 @@ import type { Effects, Joined, Store } from '../store/journal/store.ts';
 import type { HeldWake } from '../store/journal/pauses.ts';
 import type { IdempotencyWrite, NoticeRecord, RunRecord, SessionEvent, StoredAnswer } from '../model/records.ts';
 import type { Alerts } from '../model/alerts.ts';
-import { type Answer, errorAnswer } from './answer.ts';
+import { type Answer, refusedAnswer, withTrace } from './answer.ts';
 import { coalescedAnswer, joinedIds, joinedRuns } from './coalesced.ts';
 import { admitEvents, reserveHookRuns, reserveRuns, type RunQueue, unavailable } from './capacity.ts';
 import type { IdempotencyKey } from './idempotency.ts';
@@ -30,6 +30,7 @@ import { hookLimits } from '../hooks/limits.ts';
 import { workHook } from '../model/work-hook.ts';
 import { gateLimits } from './limit-gate.ts';
 import type { BudgetNotice, WorkLimits } from './work-limits.ts';
+import { extend } from '../object.ts';
 
 /** What committing writes to and tells. */
 export interface CommitOptions {
@@ -87,7 +88,7 @@ export function createCommit(options: CommitOptions): Commit {
         return refused(plan.trace, refusal);
       }
       case 'answered':
-        return { ...plan.answer, trace: plan.trace };
+        return withTrace(plan.answer, plan.trace);
       case 'accepted':
         return _accept(options, destination, plan, request, idem, limiting);
     }
@@ -96,7 +97,7 @@ export function createCommit(options: CommitOptions): Commit {
 
 /** A refusal's answer, carrying the trace with the refusal in it. */
 export function refused(trace: Trace, refusal: HttpError): Answer {
-  return { ...errorAnswer(refusal), trace: { ...trace, refusal } };
+  return refusedAnswer(refusal, extend(trace, { refusal }));
 }
 
 async function _accept(
@@ -110,7 +111,7 @@ async function _accept(
   // The hook's rate limit and budget (after dedupe, before the backlog bounds): nothing to ask when no hook sets one.
   const gated = limiting === null ? null : limiting(plan, request);
   if (gated?.kind === 'answered') return gated.answer;
-  const trace = gated === null || gated.marks.length === 0 ? plan.trace : { ...plan.trace, limits: gated.marks };
+  const trace = gated === null || gated.marks.length === 0 ? plan.trace : extend(plan.trace, { limits: gated.marks });
   let made: { answer: Answer; became: Became };
   try {
     made = gated === null
@@ -121,10 +122,10 @@ async function _accept(
     if (!(error instanceof HttpError)) throw error;
     return refused(trace, error);
   }
-  return {
-    ...made.answer,
-    trace: { ...trace, became: gated === null ? made.became : { ...made.became, ...gated.became } },
-  };
+  return withTrace(
+    made.answer,
+    extend(trace, { became: gated === null ? made.became : extend(made.became, gated.became) }),
+  );
 }
 
 type _Limiting = (
@@ -154,7 +155,7 @@ function _limiting(ctx: CommitOptions): _Limiting | null {
           hook: notice.told.hook,
         }],
       };
-    ctx.store.commit({ ...effects, budget: [notice.told] }).then(
+    ctx.store.commit(extend(effects, { budget: [notice.told] })).then(
       () => ctx.forwarded?.(),
       (error: unknown) => ctx.log.error('budget notice not recorded', { hook: notice.told.hook, error: String(error) }),
     );
@@ -186,7 +187,7 @@ const _local: _Destination = async (ctx, request, accepted, idem, answer) => {
   const { became, outcomes, joined } = await _commit(
     ctx,
     request.name,
-    { ...request.settle?.(answer.status), events, runs, notices },
+    _settled(request, answer.status, { events, runs, notices }),
     idemFor,
     accepted.field,
   );
@@ -198,8 +199,13 @@ const _local: _Destination = async (ctx, request, accepted, idem, answer) => {
   }
   const waitFor = waiting(joined);
   const first = told(outcomes, joined);
-  return { answer: waitFor === undefined ? first : await ctx.wait!({ ...first, waitFor }, request.gone), became };
+  return { answer: waitFor === undefined ? first : await ctx.wait!(extend(first, { waitFor }), request.gone), became };
 };
+
+// A request's effects, with a replay's record on the same line (a live request has none).
+function _settled(request: Pick<HookRequest, 'settle'>, status: number, effects: Effects): Effects {
+  return request.settle === undefined ? effects : extend(request.settle(status), effects);
+}
 
 // A plan's actions as a commit's effects, in one pass: a wake is a system event of its target's
 // session (one equal to that session's newest unread event coalesces into it), a run for this
@@ -244,12 +250,13 @@ const _forward: _Destination = async (ctx, request, accepted, idem, answer) => {
   );
   // Queued for the upstream, which decides on its own whether it coalesces.
   const told = _withOutcome(answer, accepted.actions.flatMap((a) => (a.kind === 'wake' ? ['queued' as const] : [])));
-  await ctx.store.commit({ ...request.settle?.(told.status), outbox }, _remember(idem, request.id, told)).catch(
-    (error: unknown) => {
-      _unwritten(ctx, request.name, error);
-      throw unavailable(error);
-    },
-  );
+  await ctx.store.commit(_settled(request, told.status, { outbox }), _remember(idem, request.id, told))
+    .catch(
+      (error: unknown) => {
+        _unwritten(ctx, request.name, error);
+        throw unavailable(error);
+      },
+    );
   ctx.forwarded?.();
   if (accepted.recorded !== undefined) _write(ctx.log, accepted.recorded);
   return { answer: told, became: { outbox: outbox.map((o) => o.id) } };
@@ -352,7 +359,7 @@ function _outboxWake(
   // The agent as the request or mapping named it, unless it fell back to the default (then the upstream's own choice, hooks.forward.agentId).
   const resolved = (target.agentId ?? defaultAgentId).toLowerCase();
   const { agentId, ...rest } = action;
-  const sent = agentId !== undefined && agentId.toLowerCase() === resolved ? { ...rest, agentId } : rest;
+  const sent = agentId !== undefined && agentId.toLowerCase() === resolved ? extend(rest, { agentId }) : rest;
   return {
     id: ctx.newId(),
     target: 'wake',
@@ -386,7 +393,7 @@ function _outboxAgent(
 function _withOutcome(answer: Answer, outcomes: readonly EventOutcome[]): Answer {
   if (outcomes.length === 0) return answer;
   const outcome = outcomes.includes('queued') ? 'queued' : outcomes.includes('held') ? 'held' : 'coalesced';
-  return { ...answer, body: { ...answer.body, eventOutcome: outcome } };
+  return { ...answer, body: extend(answer.body, { eventOutcome: outcome }) };
 }
 
 // What a commit made, for the ledger: only the kinds it made.
@@ -416,11 +423,7 @@ function _remember(
   waitFor?: readonly string[],
 ): IdempotencyWrite | undefined {
   if (idem === null) return undefined;
-  return {
-    ...idem,
-    status: answer.status,
-    body: answer.body,
-    requestId,
-    ...(waitFor === undefined ? {} : { waitFor }),
-  };
+  const write: IdempotencyWrite = extend(idem, { status: answer.status, body: answer.body, requestId });
+  if (waitFor !== undefined) write.waitFor = waitFor;
+  return write;
 }

@@ -13,6 +13,7 @@ import { ErrorCode, HttpError } from '../errors.ts';
 import type { Client } from '../guard/address.ts';
 import type { Auth } from '../guard/auth.ts';
 import { readBody } from '../guard/body.ts';
+import { extend } from '../object.ts';
 import type { Fingerprints } from '../guard/fingerprint.ts';
 import { extractToken, tokenDigest, tokenMatches } from '../guard/token.ts';
 import type { Logger } from '../log.ts';
@@ -170,7 +171,7 @@ function _bySignature(ctx: Context, signature: _Signature, door: _Door): Answer 
 function _named(ctx: Context, trace: Trace, pathOnly: boolean, accept: _Accept): Answer | Promise<Answer> {
   if (ctx.name === '') {
     const refusal = new HttpError(404, ErrorCode.NotFound, 'hook name missing: POST to a path such as /wake or /agent');
-    return refusedAnswer(refusal, { ...trace, refusal });
+    return refusedAnswer(refusal, extend(trace, { refusal }));
   }
   // `100 Continue` only now that the sender is authenticated: anyone else gets the final status
   // at once, and is never invited to upload.
@@ -191,8 +192,8 @@ function _acceptor(options: HooksRouteOptions): _Accept {
       bytes = await readBody(req, { maxBytes: config.hooks.maxBodyBytes, timeoutMs: bodyTimeoutMs });
     } catch (error) {
       return error instanceof HttpError
-        ? refusedAnswer(error, { ...trace, refusal: error })
-        : { ...answerError(error, ctx.id, options.log), trace };
+        ? refusedAnswer(error, extend(trace, { refusal: error }))
+        : extend(answerError(error, ctx.id, options.log), { trace });
     }
     received.set(req, bytes.length);
     const target = req.url ?? '';
@@ -239,7 +240,7 @@ export function hooksPath(planner: Planner, commit: Commit, idempotent: Idempote
       );
     } catch (error) {
       // Unexpected (an HttpError is a refusal in the plan): a bare 500, the trace as far as the door.
-      return { ...answerError(error, request.id, log), trace: { ...request.trace, body: request.bytes } };
+      return extend(answerError(error, request.id, log), { trace: extend(request.trace, { body: request.bytes }) });
     }
   };
 }

@@ -6,6 +6,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Store } from '../store/journal/store.ts';
 import type { IdempotencyWrite } from '../model/records.ts';
 import { makeCause } from '../model/cause.ts';
+import { extend } from '../object.ts';
 import type { Signature } from '../guard/signatures/config.ts';
 import type { DeliveryId } from '../guard/signatures/scheme.ts';
 import { deliveryId } from '../guard/signatures/verify.ts';
@@ -72,24 +73,23 @@ export function createIdempotency(
     for (let running = inflight.get(id); running !== undefined; running = inflight.get(id)) {
       behind.count++;
       const left = await _settledOrGone(running, gone).finally(() => behind.count--);
-      if (left) return trace === undefined ? LEFT : { ...LEFT, trace };
+      if (left) return trace === undefined ? LEFT : extend(LEFT, { trace });
     }
     const prior = again === true ? null : store.replay(name, key);
     if (prior !== null) {
       // A first request that waited for its runs: the retry waits for the same ones (or has them at once).
       const { waitFor } = prior;
-      const answer = waitFor !== undefined && wait !== undefined ? await wait({ ...prior, waitFor }, gone) : prior;
+      const answer = waitFor !== undefined && wait !== undefined ? await wait(extend(prior, { waitFor }), gone) : prior;
       const duplicate: Answer = {
         status: answer.status,
         body: answer.body,
         headers: { 'idempotent-replayed': 'true' },
       };
       if (trace !== undefined) {
-        duplicate.trace = {
-          ...trace,
+        duplicate.trace = extend(trace, {
           became: { duplicateOf: prior.requestId ?? '' },
           cause: makeCause('duplicate', prior.requestId ?? ''),
-        };
+        });
       }
       return duplicate;
     }

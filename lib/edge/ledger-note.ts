@@ -16,6 +16,7 @@ import type { LedgerEntry, SignatureVerdict } from '../model/ledger-entry.ts';
 import type { Answer } from './answer.ts';
 import { refusalKey } from './refused-alike.ts';
 import type { Trace } from './trace.ts';
+import { extend } from '../object.ts';
 
 /** The signature's verdict as the ledger keeps it (the kind of failure, the header, the skew), over `body`. */
 export function signatureVerdict(
@@ -35,8 +36,10 @@ export function signatureVerdict(
   if (verdict.ok) return { scheme: signature.scheme, ok: true };
   const reason = describeRefusal(verdict);
   const base = { scheme: signature.scheme, ok: false, header: verdict.header, reason };
-  if (verdict.skewSeconds !== undefined) return { ...base, why: 'stale-timestamp', skewSeconds: verdict.skewSeconds };
-  return { ...base, why: verdict.reason === 'is missing' ? 'missing-header' : 'bad-signature' };
+  if (verdict.skewSeconds !== undefined) {
+    return extend(base, { why: 'stale-timestamp' as const, skewSeconds: verdict.skewSeconds });
+  }
+  return extend(base, { why: verdict.reason === 'is missing' ? 'missing-header' as const : 'bad-signature' as const });
 }
 
 /** Redacted header values read this. */

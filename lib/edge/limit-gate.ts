@@ -10,6 +10,7 @@ import type { HookLimits } from '../hooks/limits.ts';
 import type { RunSpec } from '../model/actions.ts';
 import type { BudgetCharge } from '../store/journal/budgets.ts';
 import { type Answer, refusedAnswer } from './answer.ts';
+import { extend } from '../object.ts';
 import type { Accepted, HookRequest, Plan } from './plan.ts';
 import type { PlannedAction, Trace } from './trace.ts';
 import type { BudgetNotice, LimitMark, WorkLimits } from './work-limits.ts';
@@ -58,7 +59,7 @@ export function gateLimits(
     const step = limits.rate(hook, settings.rateLimit, { runs, other: runs < actions.length });
     if (step.mark !== null) marks.push(step.mark);
     if (step.kind === 'ignored') {
-      const trace: Trace = { ...plan.trace, became: { limited: true }, limits: marks };
+      const trace: Trace = extend(plan.trace, { became: { limited: true }, limits: marks });
       return { kind: 'answered', answer: { status: 200, body: { ok: true, limited: true }, trace } };
     }
     if (step.kind === 'refused') return _refused(plan.trace, step.refusal, marks);
@@ -94,7 +95,7 @@ function _passed(
   return {
     kind: 'pass',
     accepted: heldUntil === undefined ? plan.accepted : _held(plan.accepted, heldUntil),
-    answer: heldUntil === undefined ? plan.answer : { ...plan.answer, body: { ...plan.answer.body, heldUntil } },
+    answer: heldUntil === undefined ? plan.answer : { ...plan.answer, body: extend(plan.answer.body, { heldUntil }) },
     request: charged === null ? request : _withCharge(request, charged.charge),
     became: heldUntil === undefined ? {} : { heldUntil },
     marks,
@@ -116,7 +117,7 @@ function _fresh(actions: readonly PlannedAction[], joining: Joining | undefined)
 // The runs of the request, not started before `heldUntil`.
 function _held(accepted: Accepted, heldUntil: string): Accepted {
   const actions = accepted.actions.map((a): PlannedAction =>
-    a.kind === 'agent' ? { ...a, run: { ...a.run, notBefore: heldUntil } } : a
+    a.kind === 'agent' ? { ...a, run: extend(a.run, { notBefore: heldUntil }) } : a
   );
   return { ...accepted, actions };
 }
@@ -127,15 +128,14 @@ function _withCharge(
   charge: BudgetCharge,
 ): _Request {
   const { settle } = request;
-  return {
-    ...request,
-    settle: (status) => {
+  return extend(request, {
+    settle: (status: number) => {
       const effects = settle?.(status) ?? {};
-      return { ...effects, budget: [...(effects.budget ?? []), charge] };
+      return extend(effects, { budget: [...(effects.budget ?? []), charge] });
     },
-  };
+  });
 }
 
 function _refused(trace: Trace, refusal: HttpError, marks: readonly LimitMark[]): Gated {
-  return { kind: 'answered', answer: refusedAnswer(refusal, { ...trace, refusal, limits: marks }) };
+  return { kind: 'answered', answer: refusedAnswer(refusal, extend(trace, { refusal, limits: marks })) };
 }

@@ -30,6 +30,7 @@ import { signatureVerdict } from './ledger-note.ts';
 import type { PlannedAction, Said, Trace, TransformCall } from './trace.ts';
 import type { Gone } from './wait.ts';
 import type { Effects } from '../store/journal/store.ts';
+import { extend } from '../object.ts';
 
 /** How a request is judged: a live one, a stored one sent again, a dry run differ only here. */
 export interface Judged {
@@ -158,10 +159,10 @@ function _credential(ctx: _Context, signature: Signature, headers: IncomingHttpH
 // The signature over the raw bytes (after the cap, before any parsing), the body, a handshake, the key.
 function _read(ctx: _Context, request: HookRequest): Parsed | Plan {
   const { name, headers, bytes, judged } = request;
-  let trace: Trace = { ...request.trace, body: bytes };
+  let trace: Trace = extend(request.trace, { body: bytes });
   const signature = ctx.signatures.get(name);
   if (signature !== undefined && judged.verified === true) {
-    trace = { ...trace, signature: { scheme: signature.scheme, ok: true }, auth: 'signature' };
+    trace = extend(trace, { signature: { scheme: signature.scheme, ok: true }, auth: 'signature' as const });
   } else if (signature !== undefined) {
     const signed = { headers, body: bytes, query: request.rawQuery };
     const verdict = signatureVerdict(
@@ -170,8 +171,8 @@ function _read(ctx: _Context, request: HookRequest): Parsed | Plan {
       ctx.clock(),
     );
     trace = verdict.ok
-      ? { ...trace, signature: verdict, auth: 'signature', ..._credential(ctx, signature, headers) }
-      : { ...trace, signature: verdict };
+      ? extend(trace, { signature: verdict, auth: 'signature' as const, ..._credential(ctx, signature, headers) })
+      : extend(trace, { signature: verdict });
     if (!verdict.ok && judged.whole !== true) {
       const reason = verdict.reason ?? 'invalid signature';
       return {
@@ -200,7 +201,7 @@ function _read(ctx: _Context, request: HookRequest): Parsed | Plan {
   if (challenge !== null) {
     return {
       kind: 'answered',
-      trace: { ...trace, became: { handshake: 'slack' } },
+      trace: extend(trace, { became: { handshake: 'slack' as const } }),
       answer: { status: 200, body: { challenge } },
     };
   }
@@ -211,7 +212,7 @@ function _read(ctx: _Context, request: HookRequest): Parsed | Plan {
     request,
     trace,
     body,
-    key: key !== null && judged.again === true ? { ...key, again: true } : key,
+    key: key !== null && judged.again === true ? extend(key, { again: true }) : key,
   };
 }
 
@@ -274,8 +275,9 @@ async function _decide(ctx: _Context, parsed: Parsed): Promise<Plan> {
   }
 }
 
+// The trace with what deciding saw: a copy the keys are then added to (object.ts says why not a spread).
 function _traced(trace: Trace, seen: _Seen, decided: _Decision | null): Trace {
-  const out: { -readonly [K in keyof Trace]: Trace[K] } = { ...trace };
+  const out: { -readonly [K in keyof Trace]: Trace[K] } = Object.assign({}, trace);
   if (seen.mapping !== undefined) out.mapping = seen.mapping;
   if (seen.filter !== undefined) out.filter = seen.filter;
   if (seen.transforms !== undefined) out.transforms = seen.transforms;

@@ -3,6 +3,7 @@
 import type { Config } from '../config/types.ts';
 import type { Store } from '../store/journal/store.ts';
 import type { StoredAnswer } from '../model/records.ts';
+import { extend } from '../object.ts';
 
 /** What shapes a completion: the ack bound and whether the reply text may be returned. */
 export interface CompletionOptions {
@@ -59,8 +60,8 @@ export function createWaiter(config: Config, store: Pick<Store, 'run'>, completi
     }
     const { runIds: _ids, ...rest } = reply.body;
     const body = 'runIds' in reply.body
-      ? { ...rest, runIds: reply.waitFor, completions: done.map((c, i) => ({ runId: reply.waitFor[i], ...c })) }
-      : { ...reply.body, completion: done[0] };
+      ? extend(rest, { runIds: reply.waitFor, completions: done.map((c, i) => ({ runId: reply.waitFor[i], ...c })) })
+      : extend(reply.body, { completion: done[0] });
     return { status: 200, body };
   };
 }

@@ -5,6 +5,7 @@ import type { AgentAction, RunSpec } from '../model/actions.ts';
 import { COALESCE_MESSAGES, type CoalesceAsked, type CoalesceMessages } from '../model/coalesce.ts';
 import { literal, number, object, optional } from '../schema.ts';
 import { render, type Template, type TemplateContext, templateSchema } from './template.ts';
+import { extend } from '../object.ts';
 
 /** The default quiet time that closes a window, and the longest a window stays open after its first request. */
 export const COALESCE_DEFAULTS = Object.freeze({ windowSeconds: 30, maxWaitSeconds: 300, messages: 'latest' as const });
@@ -58,5 +59,5 @@ export function withCoalesce(run: RunSpec, action: AgentAction, hook: string, ma
   const { key } = action.coalesce;
   const session = action.sessionKey === undefined ? null : run.sessionKey;
   const group = JSON.stringify([hook, key, run.agentId, session, run.channel, run.to ?? null]);
-  return { ...run, coalesce: { group, ...action.coalesce, maxBytes } };
+  return extend(run, { coalesce: { group, ...action.coalesce, maxBytes } });
 }

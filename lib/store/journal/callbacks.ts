@@ -1,6 +1,8 @@
 // The completion callbacks as the journal keeps them: one entry per run that ended with an `onComplete`,
 // written in the line that settles the run, in a queue per receiver origin, updated as delivery goes on.
 
+import { extend, updated } from '../../object.ts';
+
 /** `pending` until the receiver answers 2xx (`sent`) or the entry outlives its maximum age (`dead`). */
 export type CallbackState = 'pending' | 'sent' | 'dead';
 
@@ -42,7 +44,7 @@ export type CallbackUpdate = Partial<Omit<CallbackEntry, 'id'>> & { id: string }
 
 /** New entries, pending, accepted at `time`. */
 export function newCallbacks(specs: readonly NewCallback[], time: string): CallbackEntry[] {
-  return specs.map((spec) => ({ ...spec, state: 'pending', acceptedAt: time, attempts: 0 }));
+  return specs.map((spec) => extend(spec, { state: 'pending' as const, acceptedAt: time, attempts: 0 }));
 }
 
 /**
@@ -59,7 +61,7 @@ export function applyCallbacks(
   for (const { id, ...change } of updates) {
     const entry = callbacks.get(id);
     if (entry === undefined) continue;
-    const next = { ...entry, ...change };
+    const next = updated(entry, change);
     if (next.state === 'sent') {
       delete next.lastError;
       delete next.nextAttemptAt;

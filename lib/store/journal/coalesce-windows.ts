@@ -7,6 +7,7 @@ import type { RunSpec } from '../../model/actions.ts';
 import { heldUntil, joinedMessage, joinedWindow, messageFits, type RunJoin } from '../../model/coalesce.ts';
 import type { RunRecord } from '../../model/records.ts';
 import { workHook } from '../../model/work-hook.ts';
+import { extend } from '../../object.ts';
 
 /** A commit's runs as the windows make them: the runs it adds, the joins it writes, and which planned run joined which. */
 export interface Admitted {
@@ -29,7 +30,7 @@ const _NO_RUNS: Admitted = Object.freeze({
 export function joinRun(run: RunRecord, join: RunJoin): RunRecord {
   if (run.coalesce === undefined) return run;
   const message = join.message === undefined ? run.message : joinedMessage(run.message, run.coalesce, join.message);
-  return { ...run, message, coalesce: joinedWindow(run.coalesce, join) };
+  return extend(run, { message, coalesce: joinedWindow(run.coalesce, join) });
 }
 
 /** The open windows: per group, the newest pending run that holds one. */
@@ -139,11 +140,11 @@ export class Windows {
 function _newRun(spec: RunSpec, time: string): RunRecord {
   // One copy for a run with no window, as every run was made before coalescing.
   if (spec.coalesce === undefined) {
-    return { ...(spec as Omit<RunSpec, 'coalesce'>), status: 'pending', acceptedAt: time, attempts: 0 };
+    return extend(spec as Omit<RunSpec, 'coalesce'>, { status: 'pending' as const, acceptedAt: time, attempts: 0 });
   }
   const { coalesce, ...rest } = spec;
-  const run: RunRecord = { ...rest, status: 'pending', acceptedAt: time, attempts: 0 };
-  run.coalesce = { ...coalesce, count: 1, firstAt: time, lastAt: time };
+  const run: RunRecord = extend(rest, { status: 'pending' as const, acceptedAt: time, attempts: 0 });
+  run.coalesce = extend(coalesce, { count: 1, firstAt: time, lastAt: time });
   return run;
 }
 

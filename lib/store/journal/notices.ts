@@ -4,10 +4,11 @@
 
 import type { NoticeSpec } from '../../model/actions.ts';
 import type { NoticeRecord, NoticeUpdate } from '../../model/records.ts';
+import { extend, updated } from '../../object.ts';
 
 /** A delivery as first recorded: pending, no send begun. */
 export function newNotices(specs: readonly NoticeSpec[], time: string): NoticeRecord[] {
-  return specs.map((spec) => ({ ...spec, status: 'pending', acceptedAt: time, attempts: 0 }));
+  return specs.map((spec) => extend(spec, { status: 'pending' as const, acceptedAt: time, attempts: 0 }));
 }
 
 /** Applies a commit's new deliveries and changes to earlier ones; a change to one no longer kept is dropped. */
@@ -19,7 +20,7 @@ export function applyNotices(
   for (const notice of added ?? []) notices.set(notice.deliveryId, notice);
   for (const { deliveryId, ...change } of updates ?? []) {
     const notice = notices.get(deliveryId);
-    if (notice !== undefined) notices.set(deliveryId, { ...notice, ...change });
+    if (notice !== undefined) notices.set(deliveryId, updated(notice, change));
   }
 }
 

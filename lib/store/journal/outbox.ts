@@ -3,6 +3,8 @@
  * journal, committed with the request's idempotency key, and updated as delivery goes on.
  */
 
+import { extend, updated } from '../../object.ts';
+
 /** Which upstream hook an entry is POSTed to. */
 export type OutboxTarget = 'wake' | 'agent';
 
@@ -52,7 +54,7 @@ export type OutboxUpdate = Partial<Omit<OutboxEntry, 'id'>> & { id: string };
 
 /** New entries, pending, accepted at `time`. */
 export function newEntries(specs: readonly OutboxSpec[], time: string): OutboxEntry[] {
-  return specs.map((spec) => ({ ...spec, state: 'pending', acceptedAt: time, attempts: 0 }));
+  return specs.map((spec) => extend(spec, { state: 'pending' as const, acceptedAt: time, attempts: 0 }));
 }
 
 /**
@@ -69,7 +71,7 @@ export function applyOutbox(
   for (const { id, ...change } of updates) {
     const entry = outbox.get(id);
     if (entry === undefined) continue;
-    const next = { ...entry, ...change };
+    const next = updated(entry, change);
     if (next.state === 'sent') {
       delete next.lastError;
       delete next.refusedField;

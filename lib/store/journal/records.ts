@@ -36,6 +36,7 @@ import type { CallbackEntry, CallbackUpdate } from './callbacks.ts';
 import type { BudgetCharge } from './budgets.ts';
 import type { PauseFields } from './pauses.ts';
 import type { JournalContents } from './lines.ts';
+import { updated } from '../../object.ts';
 
 /** One journal line is one commit; `idem` and `taken` lines appear only in a compacted journal. */
 export type JournalLine =
@@ -481,6 +482,6 @@ export function replayRuns(
   }
   for (const { runId, ...change } of line.runUpdates ?? []) {
     const run = get(runId);
-    if (run !== undefined) set(runId, { ...run, ...change });
+    if (run !== undefined) set(runId, updated(run, change));
   }
 }

@@ -6,6 +6,7 @@ import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { NoticeSpec, RunSpec } from '../../model/actions.ts';
 import { workHook } from '../../model/work-hook.ts';
+import { extend } from '../../object.ts';
 import {
   type ConsumedSession,
   type IdempotencyWrite,
@@ -258,7 +259,9 @@ export class Store {
   #idemRecord({ ttlMs, keepMs, ...answer }: IdempotencyWrite): IdemRecord {
     const expiresAt = this.#now() + (ttlMs ?? this.#ttlMs);
     const takenUntil = keepMs === undefined ? expiresAt : this.#now() + keepMs;
-    return { ...answer, expiresAt, ...(takenUntil > expiresAt ? { takenUntil } : {}) };
+    const record: IdemRecord = extend(answer, { expiresAt });
+    if (takenUntil > expiresAt) record.takenUntil = takenUntil;
+    return record;
   }
 
   // A commit's wakes: the events it adds (or coalesces), the wakes a paused hook holds, and the held
