@@ -168,13 +168,6 @@ test('formatJson() stamps each line with its own time when times alternate', () 
   assert.deepEqual(stamps, [a, a, b, a, b, b].map((t) => new Date(t).toISOString()));
 });
 
-test('isoTime writes a time as ISO 8601, the same text within a millisecond and the right one after it', () => {
-  assert.equal(isoTime(1_800_000_000_123), '2027-01-15T08:00:00.123Z');
-  assert.equal(isoTime(1_800_000_000_123), new Date(1_800_000_000_123).toISOString());
-  assert.equal(isoTime(1_800_000_000_124), '2027-01-15T08:00:00.124Z');
-  assert.equal(isoTime(0), '1970-01-01T00:00:00.000Z');
-});
-
 // A bounded logger over parsed lines and a clock the test moves.
 function _bounded(windowMs?: number) {
   const lines: Record<string, unknown>[] = [];
@@ -229,4 +222,55 @@ test('boundWarnings() passes info lines unbounded, and writes the counts at the 
   assert.equal(counted['count'], 5);
   bounded.flush();
   assert.equal(lines.filter((l) => l['msg'] === LEFT_OUT).length, 1);
+});
+
+test('isoTime writes a time as ISO 8601, the same text within a millisecond and the right one after it', () => {
+  assert.equal(isoTime(1_800_000_000_123), '2027-01-15T08:00:00.123Z');
+  assert.equal(isoTime(1_800_000_000_123), new Date(1_800_000_000_123).toISOString());
+  assert.equal(isoTime(1_800_000_000_124), '2027-01-15T08:00:00.124Z');
+  assert.equal(isoTime(0), '1970-01-01T00:00:00.000Z');
+});
+
+test('isoTime writes what toISOString writes: across days both ways, at their edges, fractions, and outside its fast range', () => {
+  const day = 86_400_000;
+  const d = Date.UTC(2026, 10, 27);
+  const times = [
+    d,
+    d - 1,
+    d + 1,
+    d + day - 1,
+    d + day,
+    d - day,
+    d + 999,
+    d + 1000,
+    d + 59_999,
+    d + 60_000,
+    d + 3_599_999,
+    d + 3_600_000,
+    d + 0.9,
+    d - 0.5,
+    Date.UTC(2024, 1, 29, 23, 59, 59, 999),
+    Date.UTC(2000, 0, 1),
+    1,
+    0.5,
+    253_402_300_799_999,
+    253_402_300_800_000,
+    8.64e15,
+    -1,
+    -day - 1,
+    Date.UTC(1969, 11, 31, 23, 59, 59, 999),
+  ];
+  // A fixed generator: the same sequence every run, jumping between days and years.
+  let seed = 42;
+  for (let i = 0; i < 20_000; i++) {
+    seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
+    times.push((seed / 2_147_483_648) * 4_102_444_800_000 + (i % 3 === 0 ? 0.25 : 0));
+  }
+  for (const t of times) assert.equal(isoTime(t), new Date(t).toISOString(), String(t));
+});
+
+test('isoTime throws for an invalid time, as toISOString does', () => {
+  for (const t of [Number.NaN, Number.POSITIVE_INFINITY, 8.64e15 + 1, -8.64e15 - 1]) {
+    assert.throws(() => isoTime(t), RangeError);
+  }
 });

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import type { NoticeSpec, RunSpec } from '../../model/actions.ts';
 import { workHook } from '../../model/work-hook.ts';
 import { extend } from '../../object.ts';
+import { isoTime } from '../../log.ts';
 import {
   type ConsumedSession,
   type IdempotencyWrite,
@@ -217,7 +218,7 @@ export class Store {
       planned = planEvents(this.#session, effects.events ?? []);
     }
     // From here to the line's place in memory, no await: a pause or resume is decided in order with it.
-    const time = new Date(this.#now()).toISOString();
+    const time = isoTime(this.#now());
     const wakes = this.#pauses.size === 0 && effects.resume === undefined ? null : this.#planWakes(effects, time);
     const events = wakes?.events ?? planned.added.map((e) => recordedEvent(++this.#seq, time, e));
     const outcomes = wakes?.outcomes ?? planned.outcomes;
@@ -369,7 +370,7 @@ export class Store {
   /** The runs (by their planned ids) that would join an open coalescing window now, adding no run to the queue. */
   joining(specs: readonly RunSpec[]): ReadonlySet<string> {
     if (!specs.some((spec) => spec.coalesce !== undefined)) return _NOBODY;
-    const time = new Date(this.#now()).toISOString();
+    const time = isoTime(this.#now());
     return new Set(this.#windows.admit(specs, time, this.#now(), (id) => this.#runs.get(id)).joined.keys());
   }
 
