@@ -87,6 +87,11 @@ export class JsonBytes {
     buf[at++] = 0x22;
     for (let i = 0; i < text.length; i++) {
       const c = text.charCodeAt(i);
+      // Most characters of an entry: printable ASCII that is neither a quote nor a backslash.
+      if (c >= 0x20 && c < 0x80 && c !== 0x22 && c !== 0x5c) {
+        buf[at++] = c;
+        continue;
+      }
       if (c >= 0x80) {
         // UTF-8 and lone surrogates are JSON.stringify's to get right.
         this.used = start;
