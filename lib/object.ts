@@ -1,4 +1,5 @@
-// The one home of the object guards: what a parsed JSON value or a payload is.
+// The one home of the object guards (what a parsed JSON value or a payload is) and of copies with keys
+// added, which the request path makes with `extend` and `updated`, never with a spread.
 
 /** Whether `value` is a JSON object: an object, not an array, not null. */
 export function isObject(value: unknown): value is Record<string, unknown> {
