@@ -22,7 +22,7 @@ export function isPlainObject(value: unknown): value is Record<string, unknown> 
  * A new object with `base`'s own keys, then `more`'s over them: what `{ ...base, ...more }` makes.
  * The request path writes this instead of a spread that adds keys: on Node 20 (V8 11.3) the copy
  * such a spread makes gets a hidden class of its own every time, so every later read of it misses
- * V8's inline caches (a wake paid some 40,000 instructions a request for it, docs/benchmark.md);
+ * V8's inline caches (a wake paid some 30,000 instructions a request for it, docs/benchmark.md);
  * `Object.assign` onto a new object keeps one class per shape. A spread that only replaces keys
  * the source has (`{ ...answer, body }`) is not affected.
  */
