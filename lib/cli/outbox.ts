@@ -35,7 +35,8 @@ with no server running, the entries are marked pending and the next start sends 
 Options:
   -c, --config PATH     config file (for state.dir)
       --state-dir DIR   state directory
-      --json            one JSON object per line (the whole entry)
+      --json            one JSON object per line (the whole entry; a callback's without its
+                        URL, whose path or query may hold a token: its origin stays)
   -f, --follow          keep printing entries as they change
       --state STATE     only entries in this state: pending, sent or dead
   -n, --limit N         only the last N entries
@@ -85,7 +86,11 @@ async function _list(flags: OutboxFlags, io: Io): Promise<number> {
   if (dir === null) return FAILURE;
   const print = (entry: OutboxEntry | CallbackEntry) =>
     io.stdout(
-      flags.json ? `${JSON.stringify(entry)}\n` : 'origin' in entry ? formatCallback(entry) : formatEntry(entry),
+      flags.json
+        ? `${JSON.stringify(_shown(entry))}\n`
+        : 'origin' in entry
+        ? formatCallback(entry)
+        : formatEntry(entry),
     );
   const read = async () =>
     [...(await readOutbox(dir)), ...(await readCallbacks(dir))].filter((e) => state === undefined || e.state === state);
@@ -184,6 +189,14 @@ export function formatEntry(entry: OutboxEntry): string {
     ? `    refused field: ${escapeControls(entry.refusedField, false)} (accepted here, refused upstream)\n`
     : '';
   return `${escapeControls(head, false)}\n${error}${refused}`;
+}
+
+// An entry as --json prints it: a callback without its URL, as the listing shows only its origin (a
+// receiver's URL may carry its credential in its path or query, and a terminal is no place for it).
+function _shown(entry: OutboxEntry | CallbackEntry): OutboxEntry | Omit<CallbackEntry, 'url'> {
+  if (!('origin' in entry)) return entry;
+  const { url: _url, ...shown } = entry;
+  return shown;
 }
 
 /**

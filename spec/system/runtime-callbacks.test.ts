@@ -199,6 +199,11 @@ test(
       }
     }
     const listed = await outbox(file.state);
+    // The receiver's URL (its query here) is never printed: the origin is.
+    assert.deepEqual(listed.map((e) => [e['url'], e['origin']]), [[undefined, receiving.url], [
+      undefined,
+      receiving.url,
+    ]]);
     assert.deepEqual(
       listed.map((e) => [e['id'], e['state']]).sort(),
       [
