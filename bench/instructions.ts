@@ -9,7 +9,7 @@
 // under valgrind, so a round of one scenario takes half a minute.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve as resolvePath } from 'node:path';
@@ -197,7 +197,7 @@ async function _count(o: Options, dir: string, scenario: Scenario, tag: string):
 }
 
 function _keep(keep: string, tmp: string, dumped: string[], pid: number, tag: string): void {
-  spawnSync('mkdir', ['-p', keep]);
+  mkdirSync(keep, { recursive: true });
   for (const f of dumped) writeFileSync(join(keep, `${tag}.callgrind`), readFileSync(join(tmp, f)));
   const map = `/tmp/perf-${pid}.map`;
   try {
